@@ -1,0 +1,76 @@
+"""memcore: long-term memory for AI agents. The pure core: scopes, policies, limits, ports."""
+
+from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
+from memcore.discovery import installed_backends, open_store
+from memcore.errors import (
+    ConfigError,
+    Conflict,
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    ProtocolError,
+    Throttled,
+    Unavailable,
+    Unsupported,
+)
+from memcore.facade import Memory
+from memcore.policies import ScopePolicy
+from memcore.ports import Embedder, MemoryStore, Outbox, OutboxEntry, Provisioner
+from memcore.scope import Scope, ScopePattern, SessionContext, normalize_segment, resolve_scope
+from memcore.service import MemoryService
+from memcore.values import (
+    DreamAction,
+    DreamTask,
+    MemoryTask,
+    Message,
+    Page,
+    RequestRecord,
+    SearchHit,
+    StoreInfo,
+    WriteReceipt,
+)
+from memcore.values import Memory as MemoryUnit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "Conflict",
+    "DreamAction",
+    "DreamTask",
+    "Embedder",
+    "InvalidInput",
+    "MemcoreConfig",
+    "MemcoreError",
+    "Memory",
+    "MemoryService",
+    "MemoryStore",
+    "MemoryTask",
+    "MemoryUnit",
+    "Message",
+    "NotFound",
+    "Outbox",
+    "OutboxEntry",
+    "Page",
+    "PermissionDenied",
+    "ProtocolError",
+    "Provisioner",
+    "RequestRecord",
+    "Scope",
+    "ScopePattern",
+    "SearchHit",
+    "SessionContext",
+    "StoreInfo",
+    "Throttled",
+    "Unavailable",
+    "Unsupported",
+    "WriteReceipt",
+    "dump_config",
+    "installed_backends",
+    "merge_config",
+    "normalize_segment",
+    "open_store",
+    "parse_config",
+    "resolve_scope",
+]

@@ -1,0 +1,210 @@
+"""The configuration model: the keys of the original plugin's ``tablestore_memory.json``.
+
+The core parses text it is handed; reading and writing files is the hosts' job. Secrets are
+never part of this model: they come from the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from memcore.errors import ConfigError
+from memcore.limits import STORE_NAME_RE
+
+BACKENDS = ("local", "tablestore")
+EMBEDDERS = ("auto", "onnx", "none")
+_INSTANCE_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,15}")
+_REGION_RE = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
+
+
+def _segment_value(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is None:
+        return
+    if not value.strip() or "*" in value or "/" in value or any(ord(c) < 32 for c in value):
+        raise ValueError(f"{attribute.name} must be a plain name without '*', '/' or control codes")
+    if len(value) > 128:
+        raise ValueError(f"{attribute.name} must be at most 128 characters")
+
+
+def _store_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not STORE_NAME_RE.fullmatch(value):
+        raise ValueError(f"{attribute.name} must match [A-Za-z0-9_]{{1,32}}")
+
+
+def _instance_name(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not _INSTANCE_RE.fullmatch(value):
+        raise ValueError(f"{attribute.name} must be 3 to 16 letters, digits or '-', starting with a letter")
+
+
+def _endpoint(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not re.fullmatch(r"https?://[^\s/]+/?", value):
+        raise ValueError(f"{attribute.name} must look like https://<instance>.<region>.ots.aliyuncs.com")
+
+
+def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not _REGION_RE.fullmatch(value):
+        raise ValueError(f"{attribute.name} must look like cn-beijing")
+
+
+def _timeout(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not math.isfinite(value) or not 0 < value <= 600:
+        raise ValueError(f"{attribute.name} must be a number of seconds from 0 to 600")
+
+
+def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if not 1 <= value <= 50:
+        raise ValueError(f"{attribute.name} must be from 1 to 50")
+
+
+@attrs.frozen
+class MemcoreConfig:
+    """Every non-secret setting, with the original plugin's defaults."""
+
+    endpoint: str | None = attrs.field(default=None, validator=_endpoint)
+    instance_name: str | None = attrs.field(default=None, validator=_instance_name)
+    memory_store_name: str = attrs.field(default="hermes_mem", validator=_store_name)
+    description: str = attrs.field(default="Long-term memory for Hermes Agent")
+    app_id: str = attrs.field(default="hermes", validator=_segment_value)
+    tenant_id: str | None = attrs.field(default=None, validator=_segment_value)
+    enable_rerank: bool = True
+    auto_create_store: bool = True
+    timeout: float = attrs.field(default=30.0, validator=_timeout)
+    #: ``local`` (embedded SQLite) or ``tablestore``; None lets the host choose its default.
+    backend: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(BACKENDS))
+    )
+    region: str = attrs.field(default="cn-beijing", validator=_region)
+    #: How many memories a prefetch recalls.
+    top_k: int = attrs.field(default=5, validator=_top_k)
+    #: The embedded store's database file; None means the platform's user data directory.
+    local_path: str | None = None
+    #: ``auto`` uses the ONNX embedder when installed, ``none`` keeps search lexical-only.
+    embedder: str = attrs.field(default="auto", validator=attrs.validators.in_(EMBEDDERS))
+
+    def with_changes(self, **changes: Any) -> MemcoreConfig:
+        return attrs.evolve(self, **changes)
+
+
+CONFIG_KEYS = tuple(a.name for a in attrs.fields(MemcoreConfig))
+
+
+def _strict(kind: type, name: str) -> Any:
+    def structure(value: Any, _: Any) -> Any:
+        if kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"expected a number, got {type(value).__name__}")
+            return float(value)
+        if kind is int and isinstance(value, bool):
+            raise TypeError("expected a whole number, got a boolean")
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {name}, got {type(value).__name__}")
+        return value
+
+    return structure
+
+
+def make_converter() -> cattrs.Converter:
+    """A converter that refuses unknown keys and never coerces ``"false"`` into ``True``."""
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(bool, _strict(bool, "true or false"))
+    conv.register_structure_hook(int, _strict(int, "a whole number"))
+    conv.register_structure_hook(float, _strict(float, "a number"))
+    conv.register_structure_hook(
+        MemcoreConfig,
+        make_dict_structure_fn(MemcoreConfig, conv, _cattrs_forbid_extra_keys=True),
+    )
+    conv.register_unstructure_hook(
+        MemcoreConfig,
+        make_dict_unstructure_fn(MemcoreConfig, conv, _cattrs_omit_if_default=False, local_path=override()),
+    )
+    return conv
+
+
+CONVERTER = make_converter()
+
+
+def _first_error(exc: BaseException) -> tuple[str | None, str]:
+    """Find the key and message of the first problem inside a cattrs error group."""
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        key = sorted(exc.extra_fields)[0]
+        return key, f"unknown key; known keys are {', '.join(CONFIG_KEYS)}"
+    if isinstance(exc, (cattrs.ClassValidationError, cattrs.BaseValidationError)):
+        for sub in exc.exceptions:
+            note = getattr(sub, "__notes__", None) or []
+            key = None
+            for n in note:
+                m = re.search(r"attribute (\w+)", str(n))
+                if m:
+                    key = m.group(1)
+            inner_key, message = _first_error(sub)
+            return (inner_key or key), message
+    if isinstance(exc, ValueError) and exc.args:
+        message = str(exc.args[0])
+        m = re.match(r"(\w+) must", message)
+        return (m.group(1) if m else None), message
+    return None, str(exc) or type(exc).__name__
+
+
+def config_from_mapping(data: Mapping[str, Any], *, source: str = "<config>") -> MemcoreConfig:
+    """Structure a mapping into a config; :class:`ConfigError` names the key and the source."""
+    if not isinstance(data, Mapping):
+        raise ConfigError("the configuration must be a JSON object", source=source)
+    try:
+        return CONVERTER.structure(dict(data), MemcoreConfig)
+    except Exception as exc:  # cattrs raises groups of TypeError/ValueError/KeyError
+        key, message = _first_error(exc)
+        raise ConfigError(f"bad configuration: {message}", field=key, source=source) from None
+
+
+def parse_config(raw: bytes | str, *, source: str = "<config>") -> MemcoreConfig:
+    """Parse the bytes of a JSON config file (a UTF-8 BOM is accepted; empty means defaults)."""
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+    else:
+        text = raw.removeprefix("\ufeff")
+    if not text.strip():
+        return MemcoreConfig()
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"not valid JSON: {exc}", source=source) from None
+    if not isinstance(data, dict):
+        raise ConfigError("the configuration must be a JSON object", source=source)
+    return config_from_mapping(data, source=source)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def config_to_dict(config: MemcoreConfig, *, include_defaults: bool = True) -> dict[str, Any]:
+    data: dict[str, Any] = CONVERTER.unstructure(config)
+    if not include_defaults:
+        defaults = CONVERTER.unstructure(MemcoreConfig())
+        data = {k: v for k, v in data.items() if defaults.get(k) != v}
+    return data
+
+
+def dump_config(config: MemcoreConfig) -> str:
+    """The JSON text of a config, without keys that are unset (None)."""
+    data = {k: v for k, v in config_to_dict(config).items() if v is not None}
+    return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def merge_config(base: MemcoreConfig, updates: Mapping[str, Any], *, source: str = "<update>") -> MemcoreConfig:
+    """Apply ``updates`` to ``base`` with full validation (used by ``config set`` and save)."""
+    data = config_to_dict(base)
+    data.update(updates)
+    return config_from_mapping({k: v for k, v in data.items() if v is not None}, source=source)

@@ -1,0 +1,38 @@
+"""Backend discovery through the ``memcore.backends`` entry-point group.
+
+Adapters register a factory ``open_backend(config, **options) -> MemoryStore``; the core finds
+them by name and never imports an adapter module itself.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any, Protocol, cast
+
+from memcore.config import MemcoreConfig
+from memcore.errors import ConfigError
+from memcore.ports import MemoryStore
+
+GROUP = "memcore.backends"
+
+
+class BackendFactory(Protocol):
+    def __call__(self, config: MemcoreConfig, /, **options: Any) -> MemoryStore: ...
+
+
+def installed_backends() -> list[str]:
+    return sorted({ep.name for ep in metadata.entry_points(group=GROUP)})
+
+
+def load_backend(name: str) -> BackendFactory:
+    """The factory registered as ``name``; :class:`ConfigError` lists the installed ones."""
+    for ep in metadata.entry_points(group=GROUP):
+        if ep.name == name:
+            return cast(BackendFactory, ep.load())
+    installed = ", ".join(installed_backends()) or "none"
+    raise ConfigError(f"unknown backend {name!r}; installed backends: {installed}", field="backend")
+
+
+def open_store(name: str, config: MemcoreConfig | None = None, /, **options: Any) -> MemoryStore:
+    """Open the backend registered as ``name`` with ``config``."""
+    return load_backend(name)(config or MemcoreConfig(), **options)

@@ -1,0 +1,108 @@
+"""One error hierarchy for every boundary, so hosts can map failures without reading text."""
+
+from __future__ import annotations
+
+
+class MemcoreError(Exception):
+    """Base of every error memcore raises; ``retryable`` tells callers whether to try again."""
+
+    retryable: bool = False
+    code: str = "error"
+
+    def __init__(self, message: str, *, field: str | None = None, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        if retryable is not None:
+            self.retryable = retryable
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-safe description, used by tools and the CLI."""
+        out: dict[str, object] = {"type": type(self).__name__, "code": self.code, "message": self.message}
+        if self.field is not None:
+            out["field"] = self.field
+        out["retryable"] = self.retryable
+        return out
+
+
+class InvalidInput(MemcoreError):
+    """The caller passed something the service would refuse; ``field`` names it."""
+
+    code = "invalid_input"
+
+
+class NotFound(MemcoreError):
+    """The store, memory or task does not exist in the caller's scope."""
+
+    code = "not_found"
+
+
+class PermissionDenied(MemcoreError):
+    """Credentials were refused, or the scope is not the caller's."""
+
+    code = "permission_denied"
+
+
+class Conflict(MemcoreError):
+    """The resource is busy (for example a new store's index is still initialising)."""
+
+    code = "conflict"
+    retryable = True
+
+
+class Throttled(MemcoreError):
+    """The backend asked us to slow down."""
+
+    code = "throttled"
+    retryable = True
+
+
+class Unavailable(MemcoreError):
+    """The backend could not be reached or did not answer usefully."""
+
+    code = "unavailable"
+    retryable = True
+
+
+class ProtocolError(Unavailable):
+    """The backend answered with something that is not the protocol (bad JSON, wrong types)."""
+
+    code = "protocol_error"
+
+
+class ConfigError(MemcoreError):
+    """A configuration file or value is wrong; ``field`` is the key, ``source`` the file."""
+
+    code = "config_error"
+
+    def __init__(self, message: str, *, field: str | None = None, source: str | None = None) -> None:
+        where = f" in {source}" if source else ""
+        key = f" (key {field!r})" if field else ""
+        super().__init__(f"{message}{key}{where}", field=field)
+        self.source = source
+
+
+class Unsupported(MemcoreError):
+    """The backend has no such operation; raised instead of pretending."""
+
+    code = "unsupported"
+
+
+__all__ = [
+    "Conflict",
+    "ConfigError",
+    "InvalidInput",
+    "MemcoreError",
+    "NotFound",
+    "PermissionDenied",
+    "ProtocolError",
+    "Throttled",
+    "Unavailable",
+    "Unsupported",
+]

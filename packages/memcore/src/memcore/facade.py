@@ -1,0 +1,152 @@
+"""``memcore.Memory``: the small library facade other agents import."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from memcore import limits
+from memcore.config import MemcoreConfig
+from memcore.discovery import open_store
+from memcore.errors import InvalidInput
+from memcore.policies import ScopePolicy
+from memcore.ports import MemoryStore
+from memcore.scope import Scope, SessionContext, resolve_scope
+from memcore.service import MemoryService
+from memcore.values import Memory as MemoryUnit
+from memcore.values import Message, Page, SearchHit, WriteReceipt
+
+
+class Memory:
+    """Long-term memory for one agent session.
+
+    >>> mem = Memory.open()                           # embedded SQLite store    # doctest: +SKIP
+    >>> mem.add(text="The user likes coffee")                                    # doctest: +SKIP
+    >>> mem.search("What does the user drink?")                                  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        scope: Scope | None = None,
+        store_name: str = "hermes_mem",
+        policy: ScopePolicy | None = None,
+        top_k: int = 5,
+        enable_rerank: bool = True,
+        ensure_store: bool = True,
+    ) -> None:
+        self.store = store
+        if ensure_store:
+            store.ensure_store(store_name)
+        self.service = MemoryService(
+            store,
+            store_name=store_name,
+            scope=scope or resolve_scope(SessionContext()),
+            policy=policy,
+            top_k=top_k,
+            enable_rerank=enable_rerank,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        backend: str = "local",
+        *,
+        config: MemcoreConfig | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        **options: Any,
+    ) -> Memory:
+        """Open a backend by name (``local`` or ``tablestore``) and resolve the scope safely."""
+        cfg = config or MemcoreConfig()
+        scope = resolve_scope(
+            SessionContext(user_id=user_id, agent_identity=agent_id, session_id=run_id),
+            app_id=cfg.app_id,
+            tenant_id=cfg.tenant_id,
+        )
+        return cls(
+            open_store(backend, cfg, **options),
+            scope=scope,
+            store_name=cfg.memory_store_name,
+            top_k=cfg.top_k,
+            enable_rerank=cfg.enable_rerank,
+        )
+
+    @property
+    def scope(self) -> Scope:
+        return self.service.scope
+
+    def add(
+        self,
+        text: str | None = None,
+        *,
+        messages: Sequence[Message | Mapping[str, str]] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = True,
+    ) -> list[WriteReceipt]:
+        """Remember ``text``, or a list of chat ``messages`` (split to the service limits)."""
+        if (text is None) == (messages is None):
+            raise InvalidInput("give exactly one of text or messages", field="text")
+        if text is not None:
+            return [self.service.remember(text, metadata=metadata, sync=sync)]
+        assert messages is not None
+        msgs = [m if isinstance(m, Message) else _message(m, i) for i, m in enumerate(messages)]
+        if metadata:
+            meta = limits.check_metadata(metadata)
+            msgs = [Message(m.role, m.content, m.id, m.timestamp, {**meta, **m.metadata}) for m in msgs]
+        return self.service.sync_turn("", "", messages=msgs, sync=sync)
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        filters: Mapping[str, str] | None = None,
+        enable_rerank: bool | None = None,
+    ) -> list[SearchHit]:
+        return self.service.search(query, top_k=top_k, filters=filters, enable_rerank=enable_rerank)
+
+    def list(self, *, limit: int = 50, next_token: str | None = None) -> Page[MemoryUnit]:
+        return self.service.profile(limit=limit, next_token=next_token)
+
+    def iter_all(self, *, page_size: int = 100) -> Iterator[MemoryUnit]:
+        token: str | None = None
+        while True:
+            page = self.list(limit=page_size, next_token=token)
+            yield from page.items
+            token = page.next_token
+            if not token:
+                return
+
+    def get(self, memory_id: str) -> MemoryUnit:
+        return self.service.get(memory_id)
+
+    def update(
+        self, memory_id: str, *, text: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> MemoryUnit:
+        return self.service.update(memory_id, text=text, metadata=metadata)
+
+    def delete(self, memory_id: str) -> None:
+        self.service.forget(memory_id)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _message(data: Mapping[str, str], index: int) -> Message:
+    if not isinstance(data, Mapping):
+        raise InvalidInput(f"messages[{index}] must be an object", field=f"messages[{index}]")
+    role, content = data.get("role"), data.get("content")
+    if not isinstance(role, str) or not isinstance(content, str):
+        raise InvalidInput(
+            f"messages[{index}] needs string 'role' and 'content'", field=f"messages[{index}]"
+        )
+    return Message(role=role, content=content)

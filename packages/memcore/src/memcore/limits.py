@@ -1,0 +1,215 @@
+"""The TableStore Memory Store limits, checked before any backend call.
+
+Every check raises :class:`InvalidInput` naming the field, so nothing over a limit is ever sent,
+and nothing is silently truncated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from memcore.errors import InvalidInput
+from memcore.values import Message
+
+MAX_TEXT_BYTES = 32_000
+MAX_MESSAGES_PER_WRITE = 20
+MAX_MESSAGES_BYTES = 32_000
+MAX_METADATA_KEYS = 16
+MAX_METADATA_KEY_CHARS = 64
+MAX_METADATA_VALUE_CHARS = 1_024
+MIN_TOP_K = 1
+MAX_TOP_K = 50
+MAX_QUERY_CHARS = 8_192
+MAX_PAGE_LIMIT = 100
+STORE_NAME_RE = re.compile(r"[A-Za-z0-9_]{1,32}")
+MESSAGE_ROLES = frozenset({"user", "assistant", "system", "tool"})
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_text(text: object, *, field: str = "text") -> str:
+    if not isinstance(text, str):
+        raise InvalidInput(f"{field} must be a string, not {type(text).__name__}", field=field)
+    if not text.strip():
+        raise InvalidInput(f"{field} must not be empty", field=field)
+    size = utf8_len(text)
+    if size > MAX_TEXT_BYTES:
+        raise InvalidInput(
+            f"{field} is {size} UTF-8 bytes; the limit is {MAX_TEXT_BYTES}", field=field
+        )
+    return text
+
+
+def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, str]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"{field} must be an object of strings", field=field)
+    if len(metadata) > MAX_METADATA_KEYS:
+        raise InvalidInput(
+            f"{field} has {len(metadata)} keys; the limit is {MAX_METADATA_KEYS}", field=field
+        )
+    out: dict[str, str] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidInput(f"{field} keys must be non-empty strings", field=field)
+        if len(key) > MAX_METADATA_KEY_CHARS:
+            raise InvalidInput(
+                f"{field} key {key[:20]!r}... is longer than {MAX_METADATA_KEY_CHARS} characters",
+                field=f"{field}.{key[:MAX_METADATA_KEY_CHARS]}",
+            )
+        if not isinstance(value, str):
+            raise InvalidInput(f"{field}.{key} must be a string", field=f"{field}.{key}")
+        if len(value) > MAX_METADATA_VALUE_CHARS:
+            raise InvalidInput(
+                f"{field}.{key} is longer than {MAX_METADATA_VALUE_CHARS} characters",
+                field=f"{field}.{key}",
+            )
+        out[key] = value
+    return out
+
+
+def check_top_k(top_k: object) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int):
+        raise InvalidInput("top_k must be a whole number", field="top_k")
+    if not MIN_TOP_K <= top_k <= MAX_TOP_K:
+        raise InvalidInput(f"top_k must be from {MIN_TOP_K} to {MAX_TOP_K}, not {top_k}", field="top_k")
+    return top_k
+
+
+def check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise InvalidInput("query must be a string", field="query")
+    if not query.strip():
+        raise InvalidInput("query must not be empty", field="query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}", field="query"
+        )
+    return query
+
+
+def check_min_similarity(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInput("min_similarity must be a finite number", field="min_similarity")
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput("min_similarity must be from 0 to 1", field="min_similarity")
+    return float(value)
+
+
+def check_limit(limit: object, *, field: str = "limit") -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInput(f"{field} must be a whole number", field=field)
+    if not 1 <= limit <= MAX_PAGE_LIMIT:
+        raise InvalidInput(f"{field} must be from 1 to {MAX_PAGE_LIMIT}, not {limit}", field=field)
+    return limit
+
+
+def check_store_name(name: object) -> str:
+    if not isinstance(name, str) or not STORE_NAME_RE.fullmatch(name):
+        raise InvalidInput(
+            f"store name {name!r} must match [A-Za-z0-9_]{{1,32}}", field="memory_store_name"
+        )
+    return name
+
+
+def check_id(value: object, *, field: str = "memory_id") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field} must be a non-empty string", field=field)
+    if len(value) > 256 or any(ord(c) < 32 for c in value):
+        raise InvalidInput(f"{field} is not a valid id", field=field)
+    return value
+
+
+def check_message(message: object, *, index: int = 0) -> Message:
+    field = f"messages[{index}]"
+    if not isinstance(message, Message):
+        raise InvalidInput(f"{field} must be a Message", field=field)
+    if message.role not in MESSAGE_ROLES:
+        raise InvalidInput(
+            f"{field}.role must be one of {sorted(MESSAGE_ROLES)}, not {message.role!r}",
+            field=f"{field}.role",
+        )
+    check_text(message.content, field=f"{field}.content")
+    check_metadata(message.metadata, field=f"{field}.metadata")
+    return message
+
+
+def check_messages(messages: Sequence[Message]) -> list[Message]:
+    """Validate one write's messages: count, total size, and each message."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidInput("messages must be a list", field="messages")
+    if not messages:
+        raise InvalidInput("messages must not be empty", field="messages")
+    if len(messages) > MAX_MESSAGES_PER_WRITE:
+        raise InvalidInput(
+            f"{len(messages)} messages in one write; the limit is {MAX_MESSAGES_PER_WRITE}",
+            field="messages",
+        )
+    checked = [check_message(m, index=i) for i, m in enumerate(messages)]
+    total = sum(utf8_len(m.content) for m in checked)
+    if total > MAX_MESSAGES_BYTES:
+        raise InvalidInput(
+            f"messages hold {total} UTF-8 bytes; the limit is {MAX_MESSAGES_BYTES}", field="messages"
+        )
+    return checked
+
+
+def split_text(text: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
+    """Split text into pieces of at most ``max_bytes`` UTF-8 bytes, preferring line breaks."""
+    if utf8_len(text) <= max_bytes:
+        return [text]
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for ch in text:
+        n = utf8_len(ch)
+        if size + n > max_bytes:
+            chunk = "".join(current)
+            cut = max(chunk.rfind("\n"), chunk.rfind(". "))
+            if cut > len(chunk) // 2:
+                pieces.append(chunk[: cut + 1])
+                current = [chunk[cut + 1 :]]
+                size = utf8_len(current[0])
+            else:
+                pieces.append(chunk)
+                current, size = [], 0
+        current.append(ch)
+        size += n
+    if current:
+        pieces.append("".join(current))
+    return [p for p in pieces if p.strip()]
+
+
+def split_messages(messages: Iterable[Message]) -> list[list[Message]]:
+    """Split a turn into writes within the limits; a long message becomes several, never cut off."""
+    batches: list[list[Message]] = []
+    batch: list[Message] = []
+    size = 0
+    for message in messages:
+        if not isinstance(message, Message) or not message.content.strip():
+            continue
+        parts = split_text(message.content, MAX_MESSAGES_BYTES)
+        for part in parts:
+            piece = message if len(parts) == 1 else Message(
+                role=message.role,
+                content=part,
+                id=message.id,
+                timestamp=message.timestamp,
+                metadata=message.metadata,
+            )
+            n = utf8_len(part)
+            if batch and (len(batch) >= MAX_MESSAGES_PER_WRITE or size + n > MAX_MESSAGES_BYTES):
+                batches.append(batch)
+                batch, size = [], 0
+            batch.append(piece)
+            size += n
+    if batch:
+        batches.append(batch)
+    return batches

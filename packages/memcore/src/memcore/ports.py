@@ -1,0 +1,230 @@
+"""The ports: what the core needs from the outside world, as ``typing.Protocol``.
+
+Adapters implement these; the core and its fake never import an adapter. An adapter that
+lacks an operation raises :class:`memcore.errors.Unsupported` rather than pretending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from memcore.scope import Scope, ScopePattern
+from memcore.values import (
+    DreamAction,
+    DreamTask,
+    Memory,
+    MemoryTask,
+    Message,
+    Page,
+    RequestRecord,
+    SearchHit,
+    StoreInfo,
+    WriteReceipt,
+)
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """The whole Memory Store surface. ``store`` is the memory store name on every call."""
+
+    # -- stores -------------------------------------------------------------------------
+    def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> StoreInfo:
+        """Describe the store, creating it (and waiting until it is ready) when missing."""
+        ...
+
+    def describe_store(self, store: str) -> StoreInfo: ...
+
+    def list_stores(self) -> list[StoreInfo]: ...
+
+    def create_store(self, store: str, *, description: str = "") -> StoreInfo: ...
+
+    def update_store(self, store: str, *, description: str) -> StoreInfo: ...
+
+    def delete_store(self, store: str) -> None: ...
+
+    # -- memories -----------------------------------------------------------------------
+    def add_text(
+        self,
+        store: str,
+        scope: Scope,
+        text: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt: ...
+
+    def add_messages(
+        self,
+        store: str,
+        scope: Scope,
+        messages: Sequence[Message],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt: ...
+
+    def search(
+        self,
+        store: str,
+        pattern: ScopePattern,
+        query: str,
+        *,
+        top_k: int = 10,
+        enable_rerank: bool = True,
+        filters: Mapping[str, str] | None = None,
+        min_similarity: float | None = None,
+    ) -> list[SearchHit]: ...
+
+    def list_memories(
+        self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[Memory]: ...
+
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory: ...
+
+    def update_memory(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Memory: ...
+
+    def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None: ...
+
+    # -- messages, audit, scopes, tasks -------------------------------------------------
+    def list_messages(
+        self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[Message]: ...
+
+    def list_requests(
+        self,
+        store: str,
+        *,
+        operation: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[RequestRecord]: ...
+
+    def list_scopes(
+        self,
+        store: str,
+        pattern: ScopePattern | None = None,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[Scope]: ...
+
+    def get_task(self, store: str, task_id: str) -> MemoryTask: ...
+
+    def list_tasks(
+        self,
+        store: str,
+        *,
+        status: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[MemoryTask]: ...
+
+    # -- dream (consolidation) ----------------------------------------------------------
+    def create_dream_task(self, store: str, pattern: ScopePattern) -> DreamTask: ...
+
+    def get_dream_task(self, store: str, task_id: str) -> DreamTask: ...
+
+    def list_dream_tasks(
+        self, store: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[DreamTask]: ...
+
+    def cancel_dream_task(self, store: str, task_id: str) -> DreamTask: ...
+
+    def list_dream_actions(
+        self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[DreamAction]: ...
+
+    def apply_dream_actions(
+        self, store: str, task_id: str, action_ids: Sequence[str]
+    ) -> list[DreamAction]: ...
+
+    def close(self) -> None: ...
+
+
+@attrs.frozen
+class InstanceFacts:
+    """Where a provisioned backend instance answers."""
+
+    instance_name: str
+    endpoint: str
+    region: str
+    created: bool = False
+
+
+class Provisioner(Protocol):
+    """Makes sure a backend instance exists (first-run bootstrap) and says how to reach it."""
+
+    def ensure_instance(self, *, progress: ProgressCallback | None = None) -> InstanceFacts: ...
+
+
+class ProgressCallback(Protocol):
+    def __call__(self, message: str) -> None: ...
+
+
+class Embedder(Protocol):
+    """Turns text into unit-length vectors; used by local stores for semantic search."""
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, each of length :attr:`dimension`."""
+        ...
+
+
+@attrs.frozen
+class OutboxEntry:
+    """A write waiting to be acknowledged; ``key`` makes its replay idempotent."""
+
+    key: str
+    kind: str
+    payload: str
+    attempts: int = 0
+    created_at: float = 0.0
+    next_attempt_at: float = 0.0
+    last_error: str | None = None
+
+
+@attrs.frozen
+class OutboxStats:
+    depth: int
+    bytes: int
+    oldest_age_s: float | None
+    dropped_full: int = 0
+    last_error: str | None = None
+
+
+class Outbox(Protocol):
+    """A durable queue of writes that are not yet acknowledged by the backend.
+
+    ``put`` returns only once the entry is durable; an entry leaves only through ``ack``.
+    A full outbox refuses with :class:`memcore.errors.Unavailable` rather than dropping.
+    """
+
+    def put(self, entry: OutboxEntry) -> bool:
+        """Store ``entry``; False when an entry with the same key is already queued."""
+        ...
+
+    def due(self, now: float, *, limit: int = 50) -> list[OutboxEntry]: ...
+
+    def ack(self, key: str) -> None: ...
+
+    def retry_later(self, key: str, *, next_attempt_at: float, error: str) -> None: ...
+
+    def stats(self, now: float) -> OutboxStats: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,247 @@
+"""Scopes: who a memory belongs to, and the patterns that select many scopes at once.
+
+A scope is ``app_id/tenant_id/agent_id/run_id``. Writes always target a concrete scope;
+reads may use a :class:`ScopePattern` whose wildcard levels form a suffix, as in TableStore.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Iterator, Mapping
+
+import attrs
+
+from memcore.errors import InvalidInput
+
+WILDCARD = "*"
+DEFAULT_SEGMENT = "__default__"
+LEVELS = ("app_id", "tenant_id", "agent_id", "run_id")
+#: Longest segment we store, in characters after escaping. Longer inputs keep a prefix plus a
+#: digest of the whole value, so two different long ids never collapse into one scope.
+MAX_SEGMENT_CHARS = 128
+_DIGEST_CHARS = 24
+# Characters that would change a scope's meaning (wildcard, separator, our escape) or hide in logs.
+_ESCAPED = frozenset("%*/\\")
+
+
+def _needs_escape(ch: str) -> bool:
+    return ch in _ESCAPED or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def escape_segment(raw: str) -> str:
+    """Percent-encode the characters that could smuggle a wildcard, separator or control code.
+
+    The mapping is injective (``%`` itself is escaped), so distinct inputs stay distinct scopes.
+    A leading ``__`` is escaped too, so no user can name our reserved ``__default__`` segment.
+    """
+    out: list[str] = []
+    for ch in raw:
+        if _needs_escape(ch):
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    text = "".join(out)
+    if text.startswith("__"):
+        text = "%5F" + text[1:]
+    return text
+
+
+def unescape_segment(text: str) -> str:
+    """Invert :func:`escape_segment` for display (digest-shortened segments stay shortened)."""
+    buf = bytearray()
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%" and i + 3 <= len(text) and _is_hex(text[i + 1 : i + 3]):
+            buf.append(int(text[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            buf.extend(ch.encode("utf-8", "surrogatepass"))
+            i += 1
+    return buf.decode("utf-8", "surrogatepass")
+
+
+def _is_hex(pair: str) -> bool:
+    return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
+
+
+def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
+    """Turn an untrusted session or model string into a safe, concrete scope segment.
+
+    Total: any input gives a segment that is non-empty, has no wildcard, separator or control
+    character, and is at most :data:`MAX_SEGMENT_CHARS` long. ``None``, non-strings and blank
+    strings give ``default``.
+    """
+    if not isinstance(value, str):
+        return default
+    stripped = value.strip()
+    if not stripped:
+        return default
+    text = escape_segment(stripped)
+    if len(text) > MAX_SEGMENT_CHARS:
+        digest = hashlib.sha256(stripped.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+        text = f"{text[: MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1]}~{digest}"
+        # Never cut an escape sequence in half; the digest keeps the value unique anyway.
+        cut = text.rfind("%", 0, MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1)
+        if cut != -1 and cut > MAX_SEGMENT_CHARS - _DIGEST_CHARS - 4:
+            text = f"{text[:cut]}~{digest}"
+    return text
+
+
+def _check_segment(name: str, value: str, *, allow_wildcard: bool) -> None:
+    if not isinstance(value, str):
+        raise InvalidInput(f"scope {name} must be a string", field=name)
+    if not value:
+        raise InvalidInput(f"scope {name} must not be empty", field=name)
+    if len(value) > MAX_SEGMENT_CHARS:
+        raise InvalidInput(f"scope {name} is longer than {MAX_SEGMENT_CHARS} characters", field=name)
+    if value == WILDCARD:
+        if not allow_wildcard:
+            raise InvalidInput(f"scope {name} must be concrete, not '*'", field=name)
+        return
+    bad = [ch for ch in value if ch == WILDCARD or ch == "/" or _needs_escape(ch) and ch != "%"]
+    if bad:
+        raise InvalidInput(
+            f"scope {name} holds a forbidden character {bad[0]!r} (use normalize_segment)", field=name
+        )
+
+
+@attrs.frozen
+class Scope:
+    """A concrete scope; every write goes to exactly one."""
+
+    app_id: str
+    tenant_id: str
+    agent_id: str
+    run_id: str
+
+    def __attrs_post_init__(self) -> None:
+        for name in LEVELS:
+            _check_segment(name, getattr(self, name), allow_wildcard=False)
+
+    def as_tuple(self) -> tuple[str, str, str, str]:
+        return (self.app_id, self.tenant_id, self.agent_id, self.run_id)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(zip(LEVELS, self.as_tuple()))
+
+    def pattern(self) -> ScopePattern:
+        """The pattern that matches exactly this scope."""
+        return ScopePattern(*self.as_tuple())
+
+    def tenant_pattern(self) -> ScopePattern:
+        """``app/tenant/*/*``: everything this tenant owns."""
+        return ScopePattern(self.app_id, self.tenant_id, WILDCARD, WILDCARD)
+
+    def replace(self, **changes: str) -> Scope:
+        return attrs.evolve(self, **changes)
+
+    def __str__(self) -> str:
+        return "/".join(self.as_tuple())
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object]) -> Scope:
+        try:
+            values = [data[name] for name in LEVELS]
+        except KeyError as exc:
+            raise InvalidInput(f"scope is missing {exc.args[0]}", field=str(exc.args[0])) from None
+        return cls(*(v if isinstance(v, str) else "" for v in values))
+
+
+@attrs.frozen
+class ScopePattern:
+    """A scope that may end in wildcard levels: ``app/t1/*/*`` is valid, ``app/*/a1/*`` is not."""
+
+    app_id: str
+    tenant_id: str = WILDCARD
+    agent_id: str = WILDCARD
+    run_id: str = WILDCARD
+
+    def __attrs_post_init__(self) -> None:
+        seen_wildcard = False
+        for name in LEVELS:
+            value = getattr(self, name)
+            _check_segment(name, value, allow_wildcard=True)
+            if value == WILDCARD:
+                seen_wildcard = True
+            elif seen_wildcard:
+                raise InvalidInput(
+                    f"scope pattern {self}: a wildcard level forces every level below it to be "
+                    f"'*', but {name} is {value!r}",
+                    field=name,
+                )
+
+    def as_tuple(self) -> tuple[str, str, str, str]:
+        return (self.app_id, self.tenant_id, self.agent_id, self.run_id)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(zip(LEVELS, self.as_tuple()))
+
+    @property
+    def is_concrete(self) -> bool:
+        return WILDCARD not in self.as_tuple()
+
+    def concrete(self) -> Scope:
+        """This pattern as a scope; :class:`InvalidInput` if it holds a wildcard."""
+        if not self.is_concrete:
+            raise InvalidInput(f"scope {self} must be concrete here (no '*')", field="scope")
+        return Scope(*self.as_tuple())
+
+    def matches(self, scope: Scope) -> bool:
+        return all(p == WILDCARD or p == v for p, v in zip(self.as_tuple(), scope.as_tuple()))
+
+    def within(self, other: ScopePattern) -> bool:
+        """True when every scope this pattern matches is also matched by ``other``."""
+        return all(o == WILDCARD or o == s for s, o in zip(self.as_tuple(), other.as_tuple()))
+
+    def levels(self) -> Iterator[tuple[str, str]]:
+        return iter(zip(LEVELS, self.as_tuple()))
+
+    def __str__(self) -> str:
+        return "/".join(self.as_tuple())
+
+    @classmethod
+    def parse(cls, text: str) -> ScopePattern:
+        """Parse ``app/tenant/agent/run``; missing trailing levels are wildcards."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("scope pattern must be a non-empty string", field="scope")
+        parts = text.strip().split("/")
+        if len(parts) > 4:
+            raise InvalidInput(f"scope pattern {text!r} has more than four levels", field="scope")
+        parts += [WILDCARD] * (4 - len(parts))
+        return cls(*parts)
+
+
+@attrs.frozen
+class SessionContext:
+    """What a host knows about the current session; every field is untrusted."""
+
+    user_id: str | None = None
+    agent_identity: str | None = None
+    gateway_session_key: str | None = None
+    session_title: str | None = None
+    session_id: str | None = None
+
+
+def resolve_scope(
+    session: SessionContext, *, app_id: str | None = None, tenant_id: str | None = None
+) -> Scope:
+    """Resolve the write scope as the original TableStore plugin does, but safely.
+
+    app: config or ``hermes``; tenant: config ``tenant_id``, session ``user_id``, ``__default__``;
+    agent: session ``agent_identity`` or ``hermes``; run: ``gateway_session_key``,
+    ``session_title``, ``session_id``, ``__default__``. Every string is normalised, so none can
+    become a wildcard or name another tenant's scope.
+    """
+    app = normalize_segment(app_id, default="hermes")
+    tenant = normalize_segment(tenant_id, default="")
+    if not tenant:
+        tenant = normalize_segment(session.user_id)
+    agent = normalize_segment(session.agent_identity, default="hermes")
+    run = ""
+    for candidate in (session.gateway_session_key, session.session_title, session.session_id):
+        run = normalize_segment(candidate, default="")
+        if run:
+            break
+    return Scope(app, tenant, agent, run or DEFAULT_SEGMENT)

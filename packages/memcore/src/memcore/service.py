@@ -1,0 +1,273 @@
+"""The application service: every memory use case, through the policies and the limits.
+
+Hosts (Hermes, the CLI, the library facade) translate to and from this service; they never
+call a store directly for memory operations, so validation and tenant safety live in one place.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from memcore import limits
+from memcore.errors import InvalidInput, NotFound, PermissionDenied
+from memcore.policies import ScopePolicy
+from memcore.ports import MemoryStore
+from memcore.recall import format_recall
+from memcore.scope import Scope, ScopePattern
+from memcore.values import Memory, Message, Page, SearchHit, WriteReceipt
+
+BUILTIN_SOURCE = "builtin_memory"
+#: Metadata keys that describe where a memory came from; callers may not forge scope keys.
+RESERVED_METADATA_KEYS = frozenset({"app_id", "tenant_id", "agent_id", "run_id", "scope"})
+_FORGET_SCAN_PAGES = 50
+
+
+@attrs.frozen
+class TurnWrite:
+    """One write of a turn after splitting to the limits."""
+
+    messages: tuple[Message, ...]
+
+
+def _clean_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    checked = limits.check_metadata(metadata)
+    forged = sorted(RESERVED_METADATA_KEYS & checked.keys())
+    if forged:
+        raise InvalidInput(
+            f"metadata key {forged[0]!r} is reserved: the scope comes from the session",
+            field=f"metadata.{forged[0]}",
+        )
+    return checked
+
+
+class MemoryService:
+    """Memory use cases for one session scope."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        store_name: str,
+        scope: Scope,
+        policy: ScopePolicy | None = None,
+        top_k: int = 5,
+        enable_rerank: bool = True,
+        read_only: bool = False,
+    ) -> None:
+        self.store = store
+        self.store_name = limits.check_store_name(store_name)
+        self.scope = scope
+        self.policy = policy or ScopePolicy()
+        self.top_k = limits.check_top_k(top_k)
+        self.enable_rerank = enable_rerank
+        self.read_only = read_only
+        self._recall_lock = threading.Lock()
+        self._recall: dict[str, str] = {}
+
+    # -- scopes -------------------------------------------------------------------------
+    @property
+    def write_scope(self) -> Scope:
+        return self.policy.write.write_scope(self.scope)
+
+    @property
+    def search_pattern(self) -> ScopePattern:
+        return self.policy.search.read_pattern(self.scope)
+
+    @property
+    def profile_pattern(self) -> ScopePattern:
+        return self.policy.profile.read_pattern(self.scope)
+
+    def switch_scope(self, scope: Scope) -> None:
+        self.scope = scope
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise PermissionDenied(
+                "this session is read-only (not the primary agent context)", field="agent_context"
+            )
+
+    # -- writes -------------------------------------------------------------------------
+    def remember(
+        self, text: str, *, metadata: Mapping[str, str] | None = None, sync: bool = False
+    ) -> WriteReceipt:
+        self._check_writable()
+        limits.check_text(text)
+        meta = _clean_metadata(metadata)
+        return self.store.add_text(self.store_name, self.write_scope, text, metadata=meta, sync=sync)
+
+    def plan_turn(
+        self,
+        user: str,
+        assistant: str,
+        *,
+        messages: Sequence[Message] | None = None,
+    ) -> list[TurnWrite]:
+        """Split a completed turn into writes within the limits (nothing is truncated)."""
+        turn: list[Message] = list(messages or [])
+        if not turn:
+            if isinstance(user, str) and user.strip():
+                turn.append(Message(role="user", content=user))
+            if isinstance(assistant, str) and assistant.strip():
+                turn.append(Message(role="assistant", content=assistant))
+        for i, m in enumerate(turn):
+            if not isinstance(m, Message) or m.role not in limits.MESSAGE_ROLES:
+                raise InvalidInput(f"messages[{i}] is not a valid message", field=f"messages[{i}]")
+        return [TurnWrite(tuple(batch)) for batch in limits.split_messages(turn)]
+
+    def write_turn(self, write: TurnWrite, *, sync: bool = False) -> WriteReceipt:
+        self._check_writable()
+        limits.check_messages(write.messages)
+        return self.store.add_messages(self.store_name, self.write_scope, write.messages, sync=sync)
+
+    def sync_turn(
+        self,
+        user: str,
+        assistant: str,
+        *,
+        messages: Sequence[Message] | None = None,
+        sync: bool = False,
+    ) -> list[WriteReceipt]:
+        self._check_writable()
+        return [self.write_turn(w, sync=sync) for w in self.plan_turn(user, assistant, messages=messages)]
+
+    def mirror_builtin(
+        self,
+        action: str,
+        target: str,
+        content: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+    ) -> WriteReceipt | None:
+        """Mirror a built-in MEMORY.md / USER.md write; ``remove`` deletes the mirrored copy."""
+        self._check_writable()
+        if action not in ("add", "replace", "remove"):
+            raise InvalidInput(f"unknown memory action {action!r}", field="action")
+        if not isinstance(target, str) or not target.strip():
+            raise InvalidInput("target must be a non-empty string", field="target")
+        tags = {"source": BUILTIN_SOURCE, "target": target[:1024], "action": action}
+        if action == "remove":
+            self._remove_mirrored(target, content)
+            return None
+        extra = _clean_metadata(metadata)
+        extra.update(tags)
+        limits.check_metadata(extra)
+        limits.check_text(content, field="content")
+        return self.store.add_text(self.store_name, self.write_scope, content, metadata=extra)
+
+    def _remove_mirrored(self, target: str, content: str) -> None:
+        if not isinstance(content, str) or not content.strip():
+            return
+        query = content[: limits.MAX_QUERY_CHARS]
+        hits = self.store.search(
+            self.store_name,
+            self.search_pattern,
+            query,
+            top_k=limits.MAX_TOP_K,
+            enable_rerank=False,
+            filters={"source": BUILTIN_SOURCE, "target": target[:1024]},
+        )
+        for hit in hits:
+            if hit.memory.text.strip() == content.strip():
+                self.store.delete_memory(self.store_name, hit.memory.scope, hit.memory.id)
+
+    # -- reads --------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        enable_rerank: bool | None = None,
+        filters: Mapping[str, str] | None = None,
+        min_similarity: float | None = None,
+    ) -> list[SearchHit]:
+        limits.check_query(query)
+        k = limits.check_top_k(self.top_k if top_k is None else top_k)
+        flt = limits.check_metadata(filters, field="filters")
+        sim = limits.check_min_similarity(min_similarity)
+        rerank = self.enable_rerank if enable_rerank is None else bool(enable_rerank)
+        return self.store.search(
+            self.store_name,
+            self.search_pattern,
+            query,
+            top_k=k,
+            enable_rerank=rerank,
+            filters=flt or None,
+            min_similarity=sim,
+        )
+
+    def profile(self, *, limit: int = 50, next_token: str | None = None) -> Page[Memory]:
+        limits.check_limit(limit)
+        return self.store.list_memories(
+            self.store_name, self.profile_pattern, limit=limit, next_token=next_token
+        )
+
+    def _target(self, agent_id: str | None, run_id: str | None) -> Scope:
+        return self.policy.forget.target_scope(self.scope, agent_id=agent_id, run_id=run_id)
+
+    def locate(self, memory_id: str) -> Memory:
+        """Find a memory by id anywhere in the current tenant (never outside it)."""
+        limits.check_id(memory_id)
+        try:
+            return self.store.get_memory(self.store_name, self._target(None, None), memory_id)
+        except NotFound:
+            pass
+        token: str | None = None
+        for _ in range(_FORGET_SCAN_PAGES):
+            page = self.store.list_memories(
+                self.store_name, self.scope.tenant_pattern(), limit=limits.MAX_PAGE_LIMIT, next_token=token
+            )
+            for memory in page.items:
+                if memory.id == memory_id and self.scope.tenant_pattern().matches(memory.scope):
+                    return memory
+            token = page.next_token
+            if not token:
+                break
+        raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
+
+    def get(self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None) -> Memory:
+        limits.check_id(memory_id)
+        if agent_id is None and run_id is None:
+            return self.locate(memory_id)
+        return self.store.get_memory(self.store_name, self._target(agent_id, run_id), memory_id)
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Memory:
+        self._check_writable()
+        limits.check_id(memory_id)
+        if text is None and metadata is None:
+            raise InvalidInput("update needs text or metadata", field="text")
+        if text is not None:
+            limits.check_text(text)
+        meta = None if metadata is None else _clean_metadata(metadata)
+        scope = self.get(memory_id, agent_id=agent_id, run_id=run_id).scope
+        return self.store.update_memory(self.store_name, scope, memory_id, text=text, metadata=meta)
+
+    def forget(self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None) -> Scope:
+        """Delete one memory of this tenant; returns the scope it was deleted from."""
+        self._check_writable()
+        limits.check_id(memory_id)
+        scope = self.get(memory_id, agent_id=agent_id, run_id=run_id).scope
+        self.store.delete_memory(self.store_name, scope, memory_id)
+        return scope
+
+    # -- prefetch -----------------------------------------------------------------------
+    def recall(self, query: str, *, top_k: int | None = None) -> str:
+        """Search and format a fenced recall block; caches it for :meth:`cached_recall`."""
+        text = format_recall(self.search(query, top_k=top_k))
+        with self._recall_lock:
+            self._recall["last"] = text
+        return text
+
+    def cached_recall(self) -> str:
+        with self._recall_lock:
+            return self._recall.get("last", "")
