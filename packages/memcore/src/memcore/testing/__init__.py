@@ -1,0 +1,8 @@
+"""Test support for memcore and its adapters: a realistic fake store, a deterministic embedder,
+and the contract suite every ``MemoryStore`` adapter must pass (``memcore.testing.contract``)."""
+
+from memcore.testing.embedder import HashingEmbedder
+from memcore.testing.fake import InMemoryMemoryStore
+from memcore.testing.faults import FaultPlan
+
+__all__ = ["FaultPlan", "HashingEmbedder", "InMemoryMemoryStore"]

@@ -1,0 +1,365 @@
+"""The ``MemoryStore`` contract: one pytest suite that every adapter must pass.
+
+Subclass :class:`MemoryStoreContract` in a test module and provide a ``store`` fixture::
+
+    class TestMyStoreContract(MemoryStoreContract):
+        @pytest.fixture
+        def store(self, tmp_path):
+            s = MyStore(tmp_path / "m.db")
+            yield s
+            s.close()
+
+Override :meth:`settle` when the backend indexes asynchronously.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memcore.errors import Conflict, InvalidInput, NotFound, Unsupported
+from memcore.ports import MemoryStore
+from memcore.scope import Scope, ScopePattern
+from memcore.values import Memory, Message
+
+A1 = Scope("app", "tenant_a", "agent1", "run1")
+A2 = Scope("app", "tenant_a", "agent2", "run2")
+B1 = Scope("app", "tenant_b", "agent1", "run1")
+OTHER_APP = Scope("other", "tenant_a", "agent1", "run1")
+
+
+def _all_pages(fetch: Any, limit: int) -> list[Any]:
+    items: list[Any] = []
+    token = None
+    for _ in range(10_000):
+        page = fetch(limit=limit, next_token=token)
+        assert len(page.items) <= limit
+        items.extend(page.items)
+        token = page.next_token
+        if not token:
+            return items
+    raise AssertionError("pagination never ended")
+
+
+class MemoryStoreContract:
+    """Behaviour every ``MemoryStore`` adapter shares with the service."""
+
+    store_name = "contract_mem"
+
+    @pytest.fixture
+    def store(self) -> Iterator[MemoryStore]:  # pragma: no cover - subclasses provide it
+        raise NotImplementedError("subclass MemoryStoreContract and provide a `store` fixture")
+
+    @pytest.fixture
+    def ready(self, store: MemoryStore) -> MemoryStore:
+        store.ensure_store(self.store_name)
+        return store
+
+    def settle(self, store: MemoryStore) -> None:
+        """Wait until earlier writes are visible to search (no-op for synchronous stores)."""
+
+    def add(self, store: MemoryStore, scope: Scope, text: str, **meta: str) -> str:
+        receipt = store.add_text(self.store_name, scope, text, metadata=meta or None, sync=True)
+        assert receipt.status == "completed"
+        assert len(receipt.memory_ids) == 1
+        return receipt.memory_ids[0]
+
+    # -- stores -------------------------------------------------------------------------
+    def test_ensure_store_creates_and_is_idempotent(self, store: MemoryStore) -> None:
+        first = store.ensure_store(self.store_name, description="d")
+        again = store.ensure_store(self.store_name)
+        assert first.name == again.name == self.store_name
+        assert self.store_name in [s.name for s in store.list_stores()]
+        assert store.describe_store(self.store_name).name == self.store_name
+
+    def test_create_existing_store_conflicts(self, ready: MemoryStore) -> None:
+        with pytest.raises(Conflict):
+            ready.create_store(self.store_name)
+
+    def test_store_lifecycle(self, store: MemoryStore) -> None:
+        name = "c_" + uuid.uuid4().hex[:12]
+        created = store.create_store(name, description="first")
+        assert created.name == name
+        assert store.update_store(name, description="second").description == "second"
+        store.delete_store(name)
+        with pytest.raises(NotFound):
+            store.describe_store(name)
+        with pytest.raises(NotFound):
+            store.delete_store(name)
+
+    def test_missing_store_is_not_found(self, store: MemoryStore) -> None:
+        missing = "missing_" + uuid.uuid4().hex[:8]
+        with pytest.raises(NotFound):
+            store.describe_store(missing)
+        with pytest.raises(NotFound):
+            store.add_text(missing, A1, "hello", sync=True)
+        with pytest.raises(NotFound):
+            store.search(missing, A1.tenant_pattern(), "hello")
+        with pytest.raises(NotFound):
+            store.list_memories(missing, A1.tenant_pattern())
+        with pytest.raises(NotFound):
+            store.get_memory(missing, A1, "x")
+
+    def test_ensure_store_without_create(self, store: MemoryStore) -> None:
+        with pytest.raises(NotFound):
+            store.ensure_store("absent_" + uuid.uuid4().hex[:8], create=False)
+
+    def test_bad_store_name(self, store: MemoryStore) -> None:
+        with pytest.raises(InvalidInput):
+            store.create_store("bad-name!")
+
+    # -- memories -----------------------------------------------------------------------
+    def test_add_get_round_trip(self, ready: MemoryStore) -> None:
+        mid = self.add(ready, A1, "The user likes green tea", topic="drinks")
+        memory = ready.get_memory(self.store_name, A1, mid)
+        assert isinstance(memory, Memory)
+        assert (memory.id, memory.text, memory.scope) == (mid, "The user likes green tea", A1)
+        assert memory.metadata == {"topic": "drinks"}
+
+    def test_same_text_same_scope_is_one_memory(self, ready: MemoryStore) -> None:
+        first = self.add(ready, A1, "Prefers dark mode")
+        second = self.add(ready, A1, "Prefers dark mode")
+        assert first == second
+        other = self.add(ready, A2, "Prefers dark mode")
+        assert other != first
+        listed = _all_pages(
+            lambda **kw: ready.list_memories(self.store_name, A1.tenant_pattern(), **kw), 50
+        )
+        assert sorted(m.id for m in listed) == sorted({first, other})
+
+    def test_add_messages_stores_messages_and_memories(self, ready: MemoryStore) -> None:
+        msgs = [
+            Message("user", "I moved to Hangzhou last spring"),
+            Message("assistant", "Noted that you live in Hangzhou now"),
+        ]
+        receipt = ready.add_messages(self.store_name, A1, msgs, sync=True)
+        assert receipt.status == "completed"
+        page = ready.list_messages(self.store_name, A1)
+        assert [(m.role, m.content) for m in page.items] == [(m.role, m.content) for m in msgs]
+        assert ready.list_messages(self.store_name, B1).items == ()
+        self.settle(ready)
+        hits = ready.search(self.store_name, A1.tenant_pattern(), "Hangzhou")
+        assert hits and all(A1.tenant_pattern().matches(h.memory.scope) for h in hits)
+
+    def test_update_replaces_text_and_metadata(self, ready: MemoryStore) -> None:
+        mid = self.add(ready, A1, "Favourite colour is blue", kind="pref", old="x")
+        updated = ready.update_memory(
+            self.store_name, A1, mid, text="Favourite colour is orange", metadata={"kind": "pref2"}
+        )
+        assert updated.text == "Favourite colour is orange"
+        assert updated.metadata == {"kind": "pref2"}
+        got = ready.get_memory(self.store_name, A1, mid)
+        assert (got.text, dict(got.metadata)) == ("Favourite colour is orange", {"kind": "pref2"})
+        only_meta = ready.update_memory(self.store_name, A1, mid, metadata={"k": "v"})
+        assert only_meta.text == "Favourite colour is orange"
+        self.settle(ready)
+        hits = ready.search(self.store_name, A1.tenant_pattern(), "orange colour")
+        assert mid in [h.memory.id for h in hits]
+
+    def test_delete_really_deletes(self, ready: MemoryStore) -> None:
+        mid = self.add(ready, A1, "Secret project codename is bluebird")
+        keep = self.add(ready, A1, "Another memory about bluebird songs")
+        self.settle(ready)
+        ready.delete_memory(self.store_name, A1, mid)
+        with pytest.raises(NotFound):
+            ready.get_memory(self.store_name, A1, mid)
+        with pytest.raises(NotFound):
+            ready.delete_memory(self.store_name, A1, mid)
+        listed = ready.list_memories(self.store_name, A1.tenant_pattern()).items
+        assert mid not in [m.id for m in listed]
+        self.settle(ready)
+        hits = ready.search(self.store_name, A1.tenant_pattern(), "bluebird codename")
+        assert mid not in [h.memory.id for h in hits]
+        assert keep in [h.memory.id for h in hits]
+
+    def test_delete_then_re_add_is_a_new_memory(self, ready: MemoryStore) -> None:
+        mid = self.add(ready, A1, "Temporary fact")
+        ready.delete_memory(self.store_name, A1, mid)
+        again = self.add(ready, A1, "Temporary fact")
+        assert ready.get_memory(self.store_name, A1, again).text == "Temporary fact"
+
+    def test_get_missing_memory(self, ready: MemoryStore) -> None:
+        with pytest.raises(NotFound):
+            ready.get_memory(self.store_name, A1, "no-such-id")
+        with pytest.raises(NotFound):
+            ready.update_memory(self.store_name, A1, "no-such-id", text="x")
+
+    # -- isolation ----------------------------------------------------------------------
+    @pytest.mark.parametrize("intruder", [B1, A2, OTHER_APP])
+    def test_other_scope_cannot_touch_a_memory(self, ready: MemoryStore, intruder: Scope) -> None:
+        mid = self.add(ready, A1, "Bank PIN hint: birthday of the cat")
+        with pytest.raises(NotFound):
+            ready.get_memory(self.store_name, intruder, mid)
+        with pytest.raises(NotFound):
+            ready.update_memory(self.store_name, intruder, mid, text="hijacked")
+        with pytest.raises(NotFound):
+            ready.delete_memory(self.store_name, intruder, mid)
+        assert ready.get_memory(self.store_name, A1, mid).text == "Bank PIN hint: birthday of the cat"
+
+    def test_search_and_list_never_cross_tenants(self, ready: MemoryStore) -> None:
+        self.add(ready, A1, "tenant a likes jazz music")
+        self.add(ready, B1, "tenant b likes jazz music too")
+        self.add(ready, OTHER_APP, "other app likes jazz music")
+        self.settle(ready)
+        for scope in (A1, B1, OTHER_APP):
+            pattern = scope.tenant_pattern()
+            hits = ready.search(self.store_name, pattern, "jazz music")
+            assert hits and all(pattern.matches(h.memory.scope) for h in hits)
+            listed = ready.list_memories(self.store_name, pattern).items
+            assert listed and all(pattern.matches(m.scope) for m in listed)
+
+    def test_narrow_patterns(self, ready: MemoryStore) -> None:
+        a1 = self.add(ready, A1, "agent one remembers the lighthouse")
+        a2 = self.add(ready, A2, "agent two remembers the lighthouse")
+        self.settle(ready)
+        agent_pattern = ScopePattern("app", "tenant_a", "agent1", "*")
+        assert [h.memory.id for h in ready.search(self.store_name, agent_pattern, "lighthouse")] == [a1]
+        exact = A2.pattern()
+        assert [m.id for m in ready.list_memories(self.store_name, exact).items] == [a2]
+        tenant = sorted(h.memory.id for h in ready.search(self.store_name, A1.tenant_pattern(), "lighthouse"))
+        assert tenant == sorted([a1, a2])
+
+    # -- search ------------------------------------------------------------------------
+    def test_search_scores_ordering_top_k(self, ready: MemoryStore) -> None:
+        for i in range(8):
+            self.add(ready, A1, f"note {i} about the garden and tomatoes")
+        self.add(ready, A1, "tomatoes")
+        self.settle(ready)
+        hits = ready.search(self.store_name, A1.tenant_pattern(), "tomatoes garden", top_k=3)
+        assert 1 <= len(hits) <= 3
+        scores = [h.score for h in hits]
+        assert all(isinstance(s, float) and 0.0 <= s <= 1.0 for s in scores)
+        assert scores == sorted(scores, reverse=True)
+
+    def test_search_filters_are_exact_and_anded(self, ready: MemoryStore) -> None:
+        both = self.add(ready, A1, "meeting about the budget", team="red", year="2026")
+        self.add(ready, A1, "meeting about the budget plan", team="red", year="2025")
+        self.add(ready, A1, "meeting about the budget review", team="blue", year="2026")
+        self.settle(ready)
+        hits = ready.search(
+            self.store_name, A1.tenant_pattern(), "budget meeting", filters={"team": "red", "year": "2026"}
+        )
+        assert [h.memory.id for h in hits] == [both]
+        none = ready.search(self.store_name, A1.tenant_pattern(), "budget", filters={"team": "re"})
+        assert none == []
+
+    def test_min_similarity_drops_weak_hits(self, ready: MemoryStore) -> None:
+        strong = self.add(ready, A1, "the quick brown fox")
+        weak = self.add(ready, A1, "a fox in winter")
+        self.settle(ready)
+        hits = ready.search(self.store_name, A1.tenant_pattern(), "quick brown fox")
+        scores = {h.memory.id: h.score for h in hits}
+        assert strong in scores and weak in scores
+        assert scores[strong] > scores[weak]
+        floor = (scores[strong] + scores[weak]) / 2
+        kept = ready.search(self.store_name, A1.tenant_pattern(), "quick brown fox", min_similarity=floor)
+        assert strong in [h.memory.id for h in kept]
+        assert weak not in [h.memory.id for h in kept]
+        assert all(h.score >= floor for h in kept)
+
+    def test_search_finds_cjk_text(self, ready: MemoryStore) -> None:
+        mid = self.add(ready, A1, "我喜欢喝咖啡")
+        self.settle(ready)
+        hits = ready.search(self.store_name, A1.tenant_pattern(), "咖啡")
+        assert mid in [h.memory.id for h in hits]
+
+    # -- pagination --------------------------------------------------------------------
+    @pytest.mark.parametrize("limit", [1, 7, 100])
+    def test_list_pages_return_every_item_once(self, ready: MemoryStore, limit: int) -> None:
+        ids = {self.add(ready, A1 if i % 2 else A2, f"fact number {i}") for i in range(23)}
+        self.add(ready, B1, "not mine")
+        listed = _all_pages(
+            lambda **kw: ready.list_memories(self.store_name, A1.tenant_pattern(), **kw), limit
+        )
+        assert len(listed) == len(ids)
+        assert {m.id for m in listed} == ids
+
+    def test_bad_page_token(self, ready: MemoryStore) -> None:
+        with pytest.raises(InvalidInput):
+            ready.list_memories(self.store_name, A1.tenant_pattern(), next_token="not-a-token!")
+
+    # -- limits ------------------------------------------------------------------------
+    def test_limits_are_enforced(self, ready: MemoryStore) -> None:
+        with pytest.raises(InvalidInput):
+            ready.add_text(self.store_name, A1, "x" * 32_001, sync=True)
+        with pytest.raises(InvalidInput):
+            ready.add_text(self.store_name, A1, "", sync=True)
+        with pytest.raises(InvalidInput):
+            ready.add_text(self.store_name, A1, "ok", metadata={f"k{i}": "v" for i in range(17)})
+        with pytest.raises(InvalidInput):
+            ready.add_text(self.store_name, A1, "ok", metadata={"k" * 65: "v"})
+        with pytest.raises(InvalidInput):
+            ready.add_text(self.store_name, A1, "ok", metadata={"k": "v" * 1025})
+        with pytest.raises(InvalidInput):
+            ready.search(self.store_name, A1.tenant_pattern(), "q", top_k=0)
+        with pytest.raises(InvalidInput):
+            ready.search(self.store_name, A1.tenant_pattern(), "q", top_k=51)
+        with pytest.raises(InvalidInput):
+            ready.search(self.store_name, A1.tenant_pattern(), "q" * 8_193)
+        with pytest.raises(InvalidInput):
+            ready.add_messages(self.store_name, A1, [Message("user", "hi")] * 21)
+        with pytest.raises(InvalidInput):
+            ready.add_messages(self.store_name, A1, [Message("user", "x" * 16_001)] * 2)
+        assert ready.list_memories(self.store_name, A1.tenant_pattern()).items == ()
+
+    def test_multibyte_text_limit_counts_bytes(self, ready: MemoryStore) -> None:
+        with pytest.raises(InvalidInput):
+            ready.add_text(self.store_name, A1, "咖" * 10_667, sync=True)  # 32,001 bytes
+        mid = self.add(ready, A1, "咖" * 10_666)  # 31,998 bytes
+        assert ready.get_memory(self.store_name, A1, mid).text == "咖" * 10_666
+
+    # -- audit, scopes, tasks ------------------------------------------------------------
+    def test_request_log_records_and_filters(self, ready: MemoryStore) -> None:
+        mid = self.add(ready, A1, "audit me")
+        ready.get_memory(self.store_name, A1, mid)
+        ready.delete_memory(self.store_name, A1, mid)
+        adds = ready.list_requests(self.store_name, operation="AddMemories").items
+        assert adds and all(r.operation == "AddMemories" for r in adds)
+        deletes = ready.list_requests(self.store_name, operation="DeleteMemory").items
+        assert deletes and all(r.operation == "DeleteMemory" for r in deletes)
+        everything = _all_pages(lambda **kw: ready.list_requests(self.store_name, **kw), 2)
+        assert {"AddMemories", "GetMemory", "DeleteMemory"} <= {r.operation for r in everything}
+
+    def test_list_scopes(self, ready: MemoryStore) -> None:
+        self.add(ready, A1, "one")
+        self.add(ready, A2, "two")
+        self.add(ready, B1, "three")
+        scopes = set(_all_pages(lambda **kw: ready.list_scopes(self.store_name, A1.tenant_pattern(), **kw), 1))
+        assert scopes == {A1, A2}
+        everything = set(ready.list_scopes(self.store_name).items)
+        assert {A1, A2, B1} <= everything
+
+    def test_tasks(self, ready: MemoryStore) -> None:
+        receipt = ready.add_text(self.store_name, A1, "task tracked", sync=True)
+        assert receipt.task_id
+        task = ready.get_task(self.store_name, receipt.task_id)
+        assert task.id == receipt.task_id
+        assert task.status == "completed"
+        done = ready.list_tasks(self.store_name, status="completed").items
+        assert receipt.task_id in [t.id for t in done]
+        assert ready.list_tasks(self.store_name, status="failed").items == ()
+        with pytest.raises(NotFound):
+            ready.get_task(self.store_name, "no-such-task")
+
+    # -- dream -------------------------------------------------------------------------
+    def test_dream_lifecycle_or_unsupported(self, ready: MemoryStore) -> None:
+        self.add(ready, A1, "Likes tea")
+        self.add(ready, A1, "likes  TEA")
+        try:
+            task = ready.create_dream_task(self.store_name, A1.tenant_pattern())
+        except Unsupported as exc:
+            assert str(exc)
+            with pytest.raises(Unsupported):
+                ready.list_dream_tasks(self.store_name)
+            return
+        assert ready.get_dream_task(self.store_name, task.id).id == task.id
+        assert task.id in [t.id for t in ready.list_dream_tasks(self.store_name).items]
+        actions = ready.list_dream_actions(self.store_name, task.id).items
+        applied = ready.apply_dream_actions(self.store_name, task.id, [a.id for a in actions])
+        assert len(applied) == len(actions)
+        ready.cancel_dream_task(self.store_name, task.id)
+        with pytest.raises(NotFound):
+            ready.get_dream_task(self.store_name, "no-such-dream")

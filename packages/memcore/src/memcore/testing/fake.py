@@ -1,0 +1,594 @@
+"""``InMemoryMemoryStore``: a fake ``MemoryStore`` with the service's semantics.
+
+Scope matching with wildcards, opaque page tokens, content dedup per scope, an audit log,
+tasks, a simple dream (consolidation of duplicates), lexical scoring in [0, 1], optional
+eventual consistency and fault injection. Thread-safe, so it can sit behind an HTTP server.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+import attrs
+
+from memcore import limits
+from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.ports import Embedder
+from memcore.scope import Scope, ScopePattern
+from memcore.testing.faults import FaultPlan
+from memcore.values import (
+    DreamAction,
+    DreamTask,
+    Memory,
+    MemoryTask,
+    Message,
+    Page,
+    RequestRecord,
+    SearchHit,
+    StoreInfo,
+    WriteReceipt,
+)
+
+T = TypeVar("T")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+
+
+def tokens(text: str) -> set[str]:
+    """Lower-cased words, plus character bigrams for CJK runs (which have no spaces)."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        for run in _CJK.findall(word):
+            out.update(run[i : i + 2] for i in range(len(run) - 1))
+            if len(run) == 1:
+                out.add(run)
+        rest = _CJK.sub(" ", word).split()
+        out.update(rest)
+    return out
+
+
+def _content_key(scope: Scope, text: str) -> str:
+    return hashlib.sha256(f"{scope}\x00{text.strip()}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def encode_token(position: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": position}).encode()).decode()
+
+
+def decode_token(token: str | None) -> int:
+    if token is None:
+        return -1
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        position = data["after"]
+        if not isinstance(position, int):
+            raise TypeError
+        return position
+    except Exception:
+        raise InvalidInput("next_token is not a token this store issued", field="next_token") from None
+
+
+def paginate(items: Sequence[tuple[int, T]], limit: int, token: str | None) -> Page[T]:
+    """Cursor paging over (sequence, item) pairs sorted by sequence: each item exactly once."""
+    after = decode_token(token)
+    remaining = [(seq, item) for seq, item in items if seq > after]
+    chunk = remaining[:limit]
+    next_token = encode_token(chunk[-1][0]) if len(remaining) > limit else None
+    return Page(tuple(item for _, item in chunk), next_token)
+
+
+@attrs.define
+class _Unit:
+    seq: int
+    memory: Memory
+    visible_after: int
+    vector: list[float] | None = None
+
+
+@attrs.define
+class _Store:
+    info: StoreInfo
+    units: dict[str, _Unit] = attrs.field(factory=dict)
+    by_content: dict[str, str] = attrs.field(factory=dict)
+    messages: dict[Scope, list[tuple[int, Message]]] = attrs.field(factory=dict)
+    requests: list[tuple[int, RequestRecord]] = attrs.field(factory=list)
+    tasks: dict[str, tuple[int, MemoryTask]] = attrs.field(factory=dict)
+    dreams: dict[str, tuple[int, DreamTask]] = attrs.field(factory=dict)
+    actions: dict[str, list[tuple[int, DreamAction]]] = attrs.field(factory=dict)
+
+
+class InMemoryMemoryStore:
+    """A fake store for the core and the contract suite.
+
+    ``consistency_lag``: a write becomes visible to search only after that many later calls,
+    as with the cloud service's asynchronous indexing. ``faults``: see :class:`FaultPlan`.
+    """
+
+    def __init__(
+        self,
+        *,
+        consistency_lag: int = 0,
+        embedder: Embedder | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.consistency_lag = consistency_lag
+        self.embedder = embedder
+        self.faults = FaultPlan()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._stores: dict[str, _Store] = {}
+        self._seq = itertools.count(1)
+        self._calls = 0
+        self.closed = False
+
+    # -- helpers ------------------------------------------------------------------------
+    def _enter(self, operation: str) -> None:
+        self.faults.check(operation)
+        self._calls += 1
+
+    def _store(self, name: str) -> _Store:
+        limits.check_store_name(name)
+        try:
+            return self._stores[name]
+        except KeyError:
+            raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name") from None
+
+    def _audit(
+        self,
+        st: _Store,
+        operation: str,
+        *,
+        scope: Scope | None = None,
+        target: str | None = None,
+        started: float,
+        status: str = "succeeded",
+    ) -> str:
+        rid = uuid.uuid4().hex
+        record = RequestRecord(
+            id=rid,
+            operation=operation,
+            status=status,
+            scope=scope,
+            target_id=target,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            created_at=self._clock(),
+        )
+        st.requests.append((next(self._seq), record))
+        return rid
+
+    def _task(self, st: _Store, operation: str, scope: Scope, ids: Sequence[str]) -> MemoryTask:
+        now = self._clock()
+        task = MemoryTask(
+            id=uuid.uuid4().hex,
+            status="completed",
+            operation=operation,
+            scope=scope,
+            created_at=now,
+            finished_at=now,
+            memory_ids=tuple(ids),
+        )
+        st.tasks[task.id] = (next(self._seq), task)
+        return task
+
+    def _insert(
+        self, st: _Store, scope: Scope, text: str, metadata: Mapping[str, str], unit_type: str
+    ) -> str:
+        key = _content_key(scope, text)
+        existing = st.by_content.get(key)
+        if existing is not None and existing in st.units:
+            return existing
+        now = self._clock()
+        memory = Memory(
+            id=uuid.uuid4().hex,
+            text=text,
+            scope=scope,
+            metadata=dict(metadata),
+            created_at=now,
+            updated_at=now,
+            unit_type=unit_type,
+            version=1,
+        )
+        vector = self.embedder.embed([text])[0] if self.embedder else None
+        st.units[memory.id] = _Unit(
+            next(self._seq), memory, self._calls + self.consistency_lag, vector
+        )
+        st.by_content[key] = memory.id
+        return memory.id
+
+    def _unit_in_scope(self, st: _Store, scope: Scope, memory_id: str) -> _Unit:
+        limits.check_id(memory_id)
+        unit = st.units.get(memory_id)
+        # Another scope's memory is reported exactly like a missing one: existence never leaks.
+        if unit is None or unit.memory.scope != scope:
+            raise NotFound(f"memory {memory_id!r} was not found in scope {scope}", field="memory_id")
+        return unit
+
+    # -- stores -------------------------------------------------------------------------
+    def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> StoreInfo:
+        self._enter("ensure_store")
+        with self._lock:
+            limits.check_store_name(store)
+            if store not in self._stores:
+                if not create:
+                    raise NotFound(f"memory store {store!r} does not exist", field="memory_store_name")
+                self._stores[store] = _Store(StoreInfo(store, description, "ready", self._clock()))
+            return self._stores[store].info
+
+    def describe_store(self, store: str) -> StoreInfo:
+        self._enter("describe_store")
+        with self._lock:
+            return self._store(store).info
+
+    def list_stores(self) -> list[StoreInfo]:
+        self._enter("list_stores")
+        with self._lock:
+            return [s.info for s in self._stores.values()]
+
+    def create_store(self, store: str, *, description: str = "") -> StoreInfo:
+        self._enter("create_store")
+        with self._lock:
+            limits.check_store_name(store)
+            if store in self._stores:
+                raise Conflict(f"memory store {store!r} already exists", field="memory_store_name", retryable=False)
+            self._stores[store] = _Store(StoreInfo(store, description, "ready", self._clock()))
+            return self._stores[store].info
+
+    def update_store(self, store: str, *, description: str) -> StoreInfo:
+        self._enter("update_store")
+        with self._lock:
+            st = self._store(store)
+            st.info = attrs.evolve(st.info, description=description)
+            return st.info
+
+    def delete_store(self, store: str) -> None:
+        self._enter("delete_store")
+        with self._lock:
+            self._store(store)
+            del self._stores[store]
+
+    # -- memories -----------------------------------------------------------------------
+    def add_text(
+        self,
+        store: str,
+        scope: Scope,
+        text: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt:
+        started = time.perf_counter()
+        self._enter("add_text")
+        limits.check_text(text)
+        meta = limits.check_metadata(metadata)
+        with self._lock:
+            st = self._store(store)
+            mid = self._insert(st, scope, text, meta, "text")
+            task = self._task(st, "AddMemories", scope, [mid])
+            rid = self._audit(st, "AddMemories", scope=scope, target=mid, started=started)
+            return WriteReceipt(task.id, task.status, (mid,), rid)
+
+    def add_messages(
+        self,
+        store: str,
+        scope: Scope,
+        messages: Sequence[Message],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt:
+        started = time.perf_counter()
+        self._enter("add_messages")
+        checked = limits.check_messages(messages)
+        meta = limits.check_metadata(metadata)
+        with self._lock:
+            st = self._store(store)
+            log = st.messages.setdefault(scope, [])
+            ids: list[str] = []
+            for m in checked:
+                stored = Message(
+                    role=m.role,
+                    content=m.content,
+                    id=m.id or uuid.uuid4().hex,
+                    timestamp=m.timestamp or self._clock(),
+                    metadata=m.metadata,
+                    scope=scope,
+                )
+                log.append((next(self._seq), stored))
+                ids.append(self._insert(st, scope, m.content, {**meta, **m.metadata}, "message"))
+            ids = list(dict.fromkeys(ids))
+            task = self._task(st, "AddMemories", scope, ids)
+            rid = self._audit(st, "AddMemories", scope=scope, started=started)
+            return WriteReceipt(task.id, task.status, tuple(ids), rid)
+
+    def search(
+        self,
+        store: str,
+        pattern: ScopePattern,
+        query: str,
+        *,
+        top_k: int = 10,
+        enable_rerank: bool = True,
+        filters: Mapping[str, str] | None = None,
+        min_similarity: float | None = None,
+    ) -> list[SearchHit]:
+        started = time.perf_counter()
+        self._enter("search")
+        limits.check_query(query)
+        limits.check_top_k(top_k)
+        flt = limits.check_metadata(filters, field="filters")
+        floor = limits.check_min_similarity(min_similarity)
+        q = tokens(query)
+        qvec = self.embedder.embed([query])[0] if self.embedder else None
+        with self._lock:
+            st = self._store(store)
+            hits: list[SearchHit] = []
+            for unit in st.units.values():
+                m = unit.memory
+                if unit.visible_after > self._calls or not pattern.matches(m.scope):
+                    continue
+                if any(m.metadata.get(k) != v for k, v in flt.items()):
+                    continue
+                lexical = len(q & tokens(m.text)) / len(q) if q else 0.0
+                score = lexical
+                if qvec is not None and unit.vector is not None:
+                    cosine = sum(a * b for a, b in zip(qvec, unit.vector))
+                    score = max(lexical, (cosine + 1.0) / 2.0 if cosine > 0.2 else 0.0)
+                if score <= 0.0 or (floor is not None and score < floor):
+                    continue
+                hits.append(SearchHit(m, round(min(1.0, score), 6)))
+            hits.sort(key=lambda h: (-h.score, -st.units[h.memory.id].seq))
+            self._audit(st, "SearchMemories", scope=None, started=started)
+            return hits[:top_k]
+
+    def list_memories(
+        self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[Memory]:
+        started = time.perf_counter()
+        self._enter("list_memories")
+        limits.check_limit(limit)
+        with self._lock:
+            st = self._store(store)
+            items = sorted(
+                (u.seq, u.memory) for u in st.units.values() if pattern.matches(u.memory.scope)
+            )
+            page = paginate(items, limit, next_token)
+            self._audit(st, "ListMemories", started=started)
+            return page
+
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory:
+        started = time.perf_counter()
+        self._enter("get_memory")
+        with self._lock:
+            st = self._store(store)
+            unit = self._unit_in_scope(st, scope, memory_id)
+            self._audit(st, "GetMemory", scope=scope, target=memory_id, started=started)
+            return unit.memory
+
+    def update_memory(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Memory:
+        started = time.perf_counter()
+        self._enter("update_memory")
+        if text is not None:
+            limits.check_text(text)
+        meta = None if metadata is None else limits.check_metadata(metadata)
+        with self._lock:
+            st = self._store(store)
+            unit = self._unit_in_scope(st, scope, memory_id)
+            old = unit.memory
+            new = attrs.evolve(
+                old,
+                text=old.text if text is None else text,
+                metadata=old.metadata if meta is None else meta,
+                updated_at=self._clock(),
+                version=(old.version or 0) + 1,
+            )
+            if text is not None and text != old.text:
+                st.by_content.pop(_content_key(scope, old.text), None)
+                st.by_content[_content_key(scope, text)] = memory_id
+                if self.embedder:
+                    unit.vector = self.embedder.embed([text])[0]
+            unit.memory = new
+            self._audit(st, "UpdateMemory", scope=scope, target=memory_id, started=started)
+            return new
+
+    def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None:
+        started = time.perf_counter()
+        self._enter("delete_memory")
+        with self._lock:
+            st = self._store(store)
+            unit = self._unit_in_scope(st, scope, memory_id)
+            del st.units[memory_id]
+            st.by_content.pop(_content_key(scope, unit.memory.text), None)
+            self._audit(st, "DeleteMemory", scope=scope, target=memory_id, started=started)
+
+    # -- messages, audit, scopes, tasks -------------------------------------------------
+    def list_messages(
+        self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[Message]:
+        self._enter("list_messages")
+        limits.check_limit(limit)
+        with self._lock:
+            st = self._store(store)
+            return paginate(list(st.messages.get(scope, [])), limit, next_token)
+
+    def list_requests(
+        self,
+        store: str,
+        *,
+        operation: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[RequestRecord]:
+        self._enter("list_requests")
+        limits.check_limit(limit)
+        with self._lock:
+            st = self._store(store)
+            items = [(s, r) for s, r in st.requests if operation is None or r.operation == operation]
+            return paginate(items, limit, next_token)
+
+    def list_scopes(
+        self,
+        store: str,
+        pattern: ScopePattern | None = None,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[Scope]:
+        self._enter("list_scopes")
+        limits.check_limit(limit)
+        with self._lock:
+            st = self._store(store)
+            first: dict[Scope, int] = {}
+            for unit in st.units.values():
+                s = unit.memory.scope
+                if pattern is None or pattern.matches(s):
+                    first[s] = min(first.get(s, unit.seq), unit.seq)
+            return paginate(sorted((seq, s) for s, seq in first.items()), limit, next_token)
+
+    def get_task(self, store: str, task_id: str) -> MemoryTask:
+        self._enter("get_task")
+        with self._lock:
+            st = self._store(store)
+            limits.check_id(task_id, field="task_id")
+            if task_id not in st.tasks:
+                raise NotFound(f"task {task_id!r} does not exist", field="task_id")
+            return st.tasks[task_id][1]
+
+    def list_tasks(
+        self,
+        store: str,
+        *,
+        status: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[MemoryTask]:
+        self._enter("list_tasks")
+        limits.check_limit(limit)
+        with self._lock:
+            st = self._store(store)
+            items = sorted(
+                (seq, t) for seq, t in st.tasks.values() if status is None or t.status == status
+            )
+            return paginate(items, limit, next_token)
+
+    # -- dream --------------------------------------------------------------------------
+    def create_dream_task(self, store: str, pattern: ScopePattern) -> DreamTask:
+        """Consolidate: propose deleting memories whose text repeats another's (case-folded)."""
+        self._enter("create_dream_task")
+        with self._lock:
+            st = self._store(store)
+            now = self._clock()
+            task = DreamTask(uuid.uuid4().hex, "completed", pattern, now, now)
+            st.dreams[task.id] = (next(self._seq), task)
+            seen: dict[tuple[Scope, str], str] = {}
+            actions: list[tuple[int, DreamAction]] = []
+            for unit in sorted(st.units.values(), key=lambda u: u.seq):
+                m = unit.memory
+                if not pattern.matches(m.scope):
+                    continue
+                norm = " ".join(m.text.casefold().split())
+                keeper = seen.setdefault((m.scope, norm), m.id)
+                if keeper != m.id:
+                    action = DreamAction(
+                        uuid.uuid4().hex, task.id, "delete", (m.id,), None, "proposed",
+                        {"duplicate_of": keeper},
+                    )
+                    actions.append((next(self._seq), action))
+            st.actions[task.id] = actions
+            return task
+
+    def _dream(self, st: _Store, task_id: str) -> DreamTask:
+        limits.check_id(task_id, field="task_id")
+        if task_id not in st.dreams:
+            raise NotFound(f"dream task {task_id!r} does not exist", field="task_id")
+        return st.dreams[task_id][1]
+
+    def get_dream_task(self, store: str, task_id: str) -> DreamTask:
+        self._enter("get_dream_task")
+        with self._lock:
+            return self._dream(self._store(store), task_id)
+
+    def list_dream_tasks(
+        self, store: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[DreamTask]:
+        self._enter("list_dream_tasks")
+        limits.check_limit(limit)
+        with self._lock:
+            return paginate(sorted(self._store(store).dreams.values()), limit, next_token)
+
+    def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
+        self._enter("cancel_dream_task")
+        with self._lock:
+            st = self._store(store)
+            task = self._dream(st, task_id)
+            if task.status in ("pending", "running"):
+                task = attrs.evolve(task, status="cancelled")
+                st.dreams[task_id] = (st.dreams[task_id][0], task)
+            return task
+
+    def list_dream_actions(
+        self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[DreamAction]:
+        self._enter("list_dream_actions")
+        limits.check_limit(limit)
+        with self._lock:
+            st = self._store(store)
+            self._dream(st, task_id)
+            return paginate(list(st.actions.get(task_id, [])), limit, next_token)
+
+    def apply_dream_actions(
+        self, store: str, task_id: str, action_ids: Sequence[str]
+    ) -> list[DreamAction]:
+        self._enter("apply_dream_actions")
+        with self._lock:
+            st = self._store(store)
+            self._dream(st, task_id)
+            wanted = set(action_ids)
+            applied: list[DreamAction] = []
+            updated: list[tuple[int, DreamAction]] = []
+            for seq, action in st.actions.get(task_id, []):
+                if action.id in wanted and action.status == "proposed":
+                    for mid in action.memory_ids:
+                        unit = st.units.pop(mid, None)
+                        if unit is not None:
+                            st.by_content.pop(_content_key(unit.memory.scope, unit.memory.text), None)
+                    action = attrs.evolve(action, status="applied")
+                    applied.append(action)
+                updated.append((seq, action))
+            unknown = wanted - {a.id for _, a in updated}
+            if unknown:
+                raise NotFound(f"dream action {sorted(unknown)[0]!r} does not exist", field="action_ids")
+            st.actions[task_id] = updated
+            return applied
+
+    def close(self) -> None:
+        self.closed = True
+
+    # -- test helpers -------------------------------------------------------------------
+    def all_memories(self, store: str) -> list[Memory]:
+        with self._lock:
+            return [u.memory for u in sorted(self._store(store).units.values(), key=lambda u: u.seq)]
+
+    def count(self, store: str, pattern: ScopePattern | None = None) -> int:
+        with self._lock:
+            return sum(
+                1 for u in self._store(store).units.values() if pattern is None or pattern.matches(u.memory.scope)
+            )
+
+
