@@ -59,6 +59,7 @@ __all__ = [
     "RequestRecord",
     "Scope",
     "ScopePattern",
+    "ScopePolicy",
     "SearchHit",
     "SessionContext",
     "StoreInfo",

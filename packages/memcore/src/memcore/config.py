@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 import cattrs
+from cattrs.errors import AttributeValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from memcore.errors import ConfigError
@@ -25,43 +26,59 @@ _INSTANCE_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,15}")
 _REGION_RE = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
 
 
+class _BadValue(ValueError):
+    """A validator's complaint, carrying the key so errors never need parsing."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 def _segment_value(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is None:
         return
     if not value.strip() or "*" in value or "/" in value or any(ord(c) < 32 for c in value):
-        raise ValueError(f"{attribute.name} must be a plain name without '*', '/' or control codes")
+        raise _BadValue(attribute.name, f"{attribute.name} must be a plain name without '*', '/' or control codes")
     if len(value) > 128:
-        raise ValueError(f"{attribute.name} must be at most 128 characters")
+        raise _BadValue(attribute.name, f"{attribute.name} must be at most 128 characters")
 
 
 def _store_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not STORE_NAME_RE.fullmatch(value):
-        raise ValueError(f"{attribute.name} must match [A-Za-z0-9_]{{1,32}}")
+        raise _BadValue(attribute.name, f"{attribute.name} must match [A-Za-z0-9_]{{1,32}}")
 
 
 def _instance_name(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and not _INSTANCE_RE.fullmatch(value):
-        raise ValueError(f"{attribute.name} must be 3 to 16 letters, digits or '-', starting with a letter")
+        raise _BadValue(attribute.name, f"{attribute.name} must be 3 to 16 letters, digits or '-', starting with a letter")
 
 
 def _endpoint(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and not re.fullmatch(r"https?://[^\s/]+/?", value):
-        raise ValueError(f"{attribute.name} must look like https://<instance>.<region>.ots.aliyuncs.com")
+        raise _BadValue(attribute.name, f"{attribute.name} must look like https://<instance>.<region>.ots.aliyuncs.com")
 
 
 def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not _REGION_RE.fullmatch(value):
-        raise ValueError(f"{attribute.name} must look like cn-beijing")
+        raise _BadValue(attribute.name, f"{attribute.name} must look like cn-beijing")
 
 
 def _timeout(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if not math.isfinite(value) or not 0 < value <= 600:
-        raise ValueError(f"{attribute.name} must be a number of seconds from 0 to 600")
+        raise _BadValue(attribute.name, f"{attribute.name} must be a number of seconds from 0 to 600")
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def check(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and value not in choices:
+            raise _BadValue(attribute.name, f"{attribute.name} must be one of {', '.join(choices)}, not {value!r}")
+
+    return check
 
 
 def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if not 1 <= value <= 50:
-        raise ValueError(f"{attribute.name} must be from 1 to 50")
+        raise _BadValue(attribute.name, f"{attribute.name} must be from 1 to 50")
 
 
 @attrs.frozen
@@ -79,7 +96,7 @@ class MemcoreConfig:
     timeout: float = attrs.field(default=30.0, validator=_timeout)
     #: ``local`` (embedded SQLite) or ``tablestore``; None lets the host choose its default.
     backend: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.in_(BACKENDS))
+        default=None, validator=_one_of(BACKENDS)
     )
     region: str = attrs.field(default="cn-beijing", validator=_region)
     #: How many memories a prefetch recalls.
@@ -87,7 +104,7 @@ class MemcoreConfig:
     #: The embedded store's database file; None means the platform's user data directory.
     local_path: str | None = None
     #: ``auto`` uses the ONNX embedder when installed, ``none`` keeps search lexical-only.
-    embedder: str = attrs.field(default="auto", validator=attrs.validators.in_(EMBEDDERS))
+    embedder: str = attrs.field(default="auto", validator=_one_of(EMBEDDERS))
 
     def with_changes(self, **changes: Any) -> MemcoreConfig:
         return attrs.evolve(self, **changes)
@@ -135,22 +152,17 @@ CONVERTER = make_converter()
 def _first_error(exc: BaseException) -> tuple[str | None, str]:
     """Find the key and message of the first problem inside a cattrs error group."""
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        key = sorted(exc.extra_fields)[0]
-        return key, f"unknown key; known keys are {', '.join(CONFIG_KEYS)}"
-    if isinstance(exc, (cattrs.ClassValidationError, cattrs.BaseValidationError)):
+        return sorted(exc.extra_fields)[0], f"unknown key; known keys are {', '.join(CONFIG_KEYS)}"
+    if isinstance(exc, _BadValue):
+        return exc.key, str(exc)
+    if isinstance(exc, cattrs.BaseValidationError):
         for sub in exc.exceptions:
-            note = getattr(sub, "__notes__", None) or []
-            key = None
-            for n in note:
-                m = re.search(r"attribute (\w+)", str(n))
-                if m:
-                    key = m.group(1)
+            key: str | None = None
+            for note in getattr(sub, "__notes__", None) or []:
+                if isinstance(note, AttributeValidationNote):
+                    key = note.name
             inner_key, message = _first_error(sub)
             return (inner_key or key), message
-    if isinstance(exc, ValueError) and exc.args:
-        message = str(exc.args[0])
-        m = re.match(r"(\w+) must", message)
-        return (m.group(1) if m else None), message
     return None, str(exc) or type(exc).__name__
 
 

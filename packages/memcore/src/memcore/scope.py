@@ -100,7 +100,7 @@ def _check_segment(name: str, value: str, *, allow_wildcard: bool) -> None:
         if not allow_wildcard:
             raise InvalidInput(f"scope {name} must be concrete, not '*'", field=name)
         return
-    bad = [ch for ch in value if ch == WILDCARD or ch == "/" or _needs_escape(ch) and ch != "%"]
+    bad = [ch for ch in value if ch == WILDCARD or ch == "/" or (_needs_escape(ch) and ch != "%")]
     if bad:
         raise InvalidInput(
             f"scope {name} holds a forbidden character {bad[0]!r} (use normalize_segment)", field=name

@@ -1,0 +1,98 @@
+"""The configuration model: strict parsing, clear errors, and cattrs round trips."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memcore.config import (
+    CONFIG_KEYS,
+    MemcoreConfig,
+    config_to_dict,
+    dump_config,
+    merge_config,
+    parse_config,
+)
+from memcore.errors import ConfigError
+
+
+def test_defaults_match_the_original_plugin() -> None:
+    cfg = parse_config(b"")
+    assert cfg.memory_store_name == "hermes_mem"
+    assert cfg.app_id == "hermes"
+    assert cfg.enable_rerank is True
+    assert cfg.auto_create_store is True
+    assert cfg.timeout == 30
+    assert cfg.region == "cn-beijing"
+
+
+def test_bom_is_accepted() -> None:
+    assert parse_config(b'\xef\xbb\xbf{"tenant_id": "t1"}').tenant_id == "t1"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('{"timeout": "30"}', "timeout"),
+        ('{"enable_rerank": "false"}', "enable_rerank"),
+        ('{"memory_store_name": "bad-name"}', "memory_store_name"),
+        ('{"backend": "redis"}', "backend"),
+        ('{"tenannt_id": "x"}', "tenannt_id"),
+        ('{"app_id": "*"}', "app_id"),
+        ('{"top_k": 0}', "top_k"),
+        ('{"endpoint": "not a url"}', "endpoint"),
+    ],
+)
+def test_bad_values_name_key_and_file(text: str, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, source="/x/tablestore_memory.json")
+    assert err.value.field == key
+    assert "/x/tablestore_memory.json" in str(err.value)
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe", b"[1, 2]", b"{not json", b'{"timeout": NaN}', b"null"])
+def test_garbage_is_a_config_error(raw: bytes) -> None:
+    with pytest.raises(ConfigError):
+        parse_config(raw, source="cfg.json")
+
+
+@given(st.binary(max_size=200))
+def test_arbitrary_bytes_never_crash(raw: bytes) -> None:
+    try:
+        parse_config(raw, source="cfg.json")
+    except ConfigError:
+        pass
+
+
+configs = st.builds(
+    MemcoreConfig,
+    memory_store_name=st.from_regex(r"[A-Za-z0-9_]{1,32}", fullmatch=True),
+    tenant_id=st.one_of(st.none(), st.from_regex(r"[a-z0-9_]{1,20}", fullmatch=True)),
+    enable_rerank=st.booleans(),
+    auto_create_store=st.booleans(),
+    timeout=st.floats(min_value=0.5, max_value=600),
+    backend=st.sampled_from([None, "local", "tablestore"]),
+    top_k=st.integers(1, 50),
+)
+
+
+@given(configs)
+def test_config_round_trips_through_cattrs(cfg: MemcoreConfig) -> None:
+    assert parse_config(dump_config(cfg)) == cfg
+    assert set(config_to_dict(cfg)) == set(CONFIG_KEYS)
+
+
+def test_merge_validates() -> None:
+    cfg = merge_config(MemcoreConfig(), {"tenant_id": "t9"})
+    assert cfg.tenant_id == "t9"
+    with pytest.raises(ConfigError):
+        merge_config(cfg, {"timeout": -1})
+
+
+def test_dump_has_no_secrets_or_nulls() -> None:
+    data = json.loads(dump_config(MemcoreConfig()))
+    assert "endpoint" not in data
+    assert not any("secret" in k or k.endswith("_sk") for k in data)

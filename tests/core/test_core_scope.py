@@ -1,0 +1,119 @@
+"""Scopes, patterns and the resolution of untrusted session strings."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memcore.errors import InvalidInput
+from memcore.scope import (
+    DEFAULT_SEGMENT,
+    MAX_SEGMENT_CHARS,
+    Scope,
+    ScopePattern,
+    SessionContext,
+    escape_segment,
+    normalize_segment,
+    resolve_scope,
+    unescape_segment,
+)
+
+untrusted = st.one_of(st.none(), st.text(max_size=400), st.integers(), st.binary(max_size=20))
+
+
+def test_resolution_follows_the_original_plugin() -> None:
+    scope = resolve_scope(
+        SessionContext(
+            user_id="u1",
+            agent_identity="coder",
+            gateway_session_key="gw",
+            session_title="title",
+            session_id="sid",
+        ),
+        app_id="myapp",
+    )
+    assert scope == Scope("myapp", "u1", "coder", "gw")
+
+
+def test_resolution_defaults() -> None:
+    assert resolve_scope(SessionContext()) == Scope("hermes", DEFAULT_SEGMENT, "hermes", DEFAULT_SEGMENT)
+
+
+def test_config_tenant_wins_over_user_id() -> None:
+    scope = resolve_scope(SessionContext(user_id="u1"), tenant_id="fixed")
+    assert scope.tenant_id == "fixed"
+
+
+@pytest.mark.parametrize(
+    ("title", "session_id", "expected"),
+    [("t", "s", "t"), (None, "s", "s"), ("  ", "s", "s"), (None, None, DEFAULT_SEGMENT)],
+)
+def test_run_id_fallbacks(title: str | None, session_id: str | None, expected: str) -> None:
+    assert resolve_scope(SessionContext(session_title=title, session_id=session_id)).run_id == expected
+
+
+@pytest.mark.parametrize("evil", ["*", "a/b", "../t2", "t2/*", "%2A", "__default__", "x\x00y", "\u202e*"])
+def test_evil_user_ids_never_become_wildcards_or_other_tenants(evil: str) -> None:
+    scope = resolve_scope(SessionContext(user_id=evil))
+    assert "*" not in str(scope)
+    assert scope.tenant_id != DEFAULT_SEGMENT
+    assert "/" not in scope.tenant_id
+
+
+@given(user_id=untrusted, agent=untrusted, gw=untrusted, title=untrusted, sid=untrusted)
+def test_resolution_is_total_and_concrete(user_id: object, agent: object, gw: object, title: object, sid: object) -> None:
+    session = SessionContext(user_id, agent, gw, title, sid)  # type: ignore[arg-type]
+    scope = resolve_scope(session)
+    for segment in scope.as_tuple():
+        assert segment and "*" not in segment and "/" not in segment
+        assert len(segment) <= MAX_SEGMENT_CHARS
+        assert all(ord(c) >= 32 for c in segment)
+    assert scope.tenant_pattern().matches(scope)
+
+
+@given(a=st.text(min_size=1, max_size=300), b=st.text(min_size=1, max_size=300))
+def test_distinct_inputs_give_distinct_segments(a: str, b: str) -> None:
+    if a.strip() != b.strip() and a.strip() and b.strip():
+        assert normalize_segment(a) != normalize_segment(b)
+
+
+@given(st.text(max_size=100))
+def test_escape_is_reversible(raw: str) -> None:
+    assert unescape_segment(escape_segment(raw)) == raw
+
+
+@given(a=st.text(max_size=60), b=st.text(max_size=60))
+def test_one_tenant_pattern_never_matches_another_tenant(a: str, b: str) -> None:
+    sa = resolve_scope(SessionContext(user_id=a))
+    sb = resolve_scope(SessionContext(user_id=b))
+    if sa.tenant_id != sb.tenant_id:
+        assert not sa.tenant_pattern().matches(sb)
+
+
+def test_pattern_wildcards_only_as_suffix() -> None:
+    assert ScopePattern("app", "t1", "*", "*").matches(Scope("app", "t1", "a", "r"))
+    with pytest.raises(InvalidInput) as err:
+        ScopePattern("app", "*", "a1", "*")
+    assert err.value.field == "agent_id"
+    assert ScopePattern.parse("app/t1") == ScopePattern("app", "t1", "*", "*")
+    with pytest.raises(InvalidInput):
+        ScopePattern.parse("a/b/c/d/e")
+
+
+def test_scope_must_be_concrete() -> None:
+    with pytest.raises(InvalidInput):
+        Scope("app", "*", "a", "r")
+    with pytest.raises(InvalidInput):
+        Scope("app", "t/x", "a", "r")
+    with pytest.raises(InvalidInput):
+        Scope("app", "", "a", "r")
+    with pytest.raises(InvalidInput):
+        ScopePattern("app", "t", "*", "*").concrete()
+
+
+def test_long_segments_are_capped_but_unique() -> None:
+    a = normalize_segment("x" * 1000)
+    b = normalize_segment("x" * 999 + "y")
+    assert len(a) <= MAX_SEGMENT_CHARS and len(b) <= MAX_SEGMENT_CHARS
+    assert a != b
