@@ -1,0 +1,1 @@
+"""Benchmarks: each module prints one JSON document of figures."""
