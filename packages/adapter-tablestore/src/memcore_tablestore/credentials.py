@@ -1,0 +1,95 @@
+"""Access keys for the data plane, found the way the original plugin found them.
+
+``TABLESTORE_MEMORY_AK``/``TABLESTORE_MEMORY_SK`` first, then the Alibaba Cloud default chain
+(``ALIBABA_CLOUD_ACCESS_KEY_ID``/``_SECRET``/``_SECURITY_TOKEN``, profile files, RAM roles).
+Secrets never appear in a repr, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import attrs
+
+from memcore.errors import PermissionDenied
+
+AK_ENV = "TABLESTORE_MEMORY_AK"
+SK_ENV = "TABLESTORE_MEMORY_SK"
+STS_ENV = "TABLESTORE_MEMORY_STS_TOKEN"
+CLOUD_AK_ENV = "ALIBABA_CLOUD_ACCESS_KEY_ID"
+CLOUD_SK_ENV = "ALIBABA_CLOUD_ACCESS_KEY_SECRET"
+CLOUD_STS_ENV = "ALIBABA_CLOUD_SECURITY_TOKEN"
+
+
+def _non_empty(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise PermissionDenied(f"credentials: {attribute.name} must be a non-empty string", field=attribute.name)
+
+
+def _mask(value: str) -> str:
+    return f"{value[:4]}…" if len(value) > 8 else "…"
+
+
+@attrs.frozen(repr=False)
+class Credentials:
+    """An access key pair, optionally with an STS token (passed on to the SDK)."""
+
+    access_key_id: str = attrs.field(validator=_non_empty)
+    access_key_secret: str = attrs.field(validator=_non_empty)
+    security_token: str | None = None
+
+    def __repr__(self) -> str:
+        token = "None" if self.security_token is None else "'***'"
+        return (
+            f"Credentials(access_key_id='{_mask(self.access_key_id)}', "
+            f"access_key_secret='***', security_token={token})"
+        )
+
+    __str__ = __repr__
+
+
+def _missing_message() -> str:
+    return (
+        f"no TableStore credentials: set {AK_ENV} and {SK_ENV} (or {CLOUD_AK_ENV} and "
+        f"{CLOUD_SK_ENV}), or configure an Alibaba Cloud credentials profile or RAM role"
+    )
+
+
+def resolve_credentials(env: Mapping[str, str] | None = None) -> Credentials:
+    """Credentials from ``env`` (default: the process environment).
+
+    With an explicit ``env`` only that mapping is read, so tests are deterministic. With the
+    process environment, the ``alibabacloud-credentials`` default chain is the last resort;
+    it is imported only then, because it reads the environment when it is imported.
+    """
+    source = os.environ if env is None else env
+    ak, sk = source.get(AK_ENV, "").strip(), source.get(SK_ENV, "").strip()
+    if ak or sk:
+        if not (ak and sk):
+            missing = SK_ENV if ak else AK_ENV
+            raise PermissionDenied(f"{missing} is not set, but its partner is; set both", field=missing)
+        return Credentials(ak, sk, source.get(STS_ENV) or None)
+    cloud_ak, cloud_sk = source.get(CLOUD_AK_ENV, "").strip(), source.get(CLOUD_SK_ENV, "").strip()
+    if cloud_ak and cloud_sk:
+        return Credentials(cloud_ak, cloud_sk, source.get(CLOUD_STS_ENV) or None)
+    if env is not None:
+        raise PermissionDenied(_missing_message(), field="credentials")
+    return _default_chain()
+
+
+def _default_chain() -> Credentials:
+    try:
+        from alibabacloud_credentials.client import Client
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise PermissionDenied(_missing_message(), field="credentials") from None
+    try:
+        model = Client().get_credential()
+    except Exception:
+        # The chain's own message lists every provider it tried; it may quote file paths
+        # and settings, so only our own text is surfaced.
+        raise PermissionDenied(_missing_message(), field="credentials") from None
+    ak, sk = getattr(model, "access_key_id", None), getattr(model, "access_key_secret", None)
+    if not ak or not sk:
+        raise PermissionDenied(_missing_message(), field="credentials")
+    return Credentials(ak, sk, getattr(model, "security_token", None) or None)

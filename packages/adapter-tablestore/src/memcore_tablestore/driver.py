@@ -1,0 +1,112 @@
+"""What the sync and async stores share: settings, SDK client construction, one attempt's
+error handling. The stores differ only in how they wait (``time.sleep`` vs ``await``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from memcore.errors import ConfigError, ProtocolError
+from memcore_tablestore import wire
+from memcore_tablestore.credentials import Credentials
+from memcore_tablestore.error_map import Failure, failure_from_exception
+from memcore_tablestore.plans import Call, Plans
+
+_ENDPOINT = re.compile(r"https?://[^\s/]+/?")
+
+#: API name -> the SDK method that sends it (the same names on OTSClient and AsyncOTSClient).
+SDK_METHODS = {
+    "ListMemoryStores": "list_memory_stores",
+    "GetMemoryStore": "get_memory_store",
+    "CreateMemoryStore": "create_memory_store",
+    "UpdateMemoryStore": "update_memory_store",
+    "DeleteMemoryStore": "delete_memory_store",
+    "AddMemories": "add_memories",
+    "SearchMemories": "search_memories",
+    "ListMemories": "list_memories",
+    "GetMemory": "get_memory",
+    "UpdateMemory": "update_memory",
+    "DeleteMemory": "delete_memory",
+    "ListMemoryStoreMessages": "list_memory_store_messages",
+    "ListMemoryStoreRequests": "list_memory_store_requests",
+    "ListMemoryStoreScopes": "list_memory_store_scopes",
+    "GetMemoryTask": "get_memory_task",
+    "ListMemoryTasks": "list_memory_tasks",
+    "CreateMemoryDreamTask": "create_memory_dream_task",
+    "GetMemoryDreamTask": "get_memory_dream_task",
+    "ListMemoryDreamTasks": "list_memory_dream_tasks",
+    "CancelMemoryDreamTask": "cancel_memory_dream_task",
+    "ListMemoryDreamActions": "list_memory_dream_actions",
+    "ApplyMemoryDreamActions": "apply_memory_dream_actions",
+}
+
+
+class Settings:
+    """Validated connection settings; the secret stays inside :class:`Credentials`."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        instance_name: str,
+        credentials: Credentials,
+        *,
+        timeout: float,
+        region: str | None,
+        retry: bool,
+    ) -> None:
+        if not isinstance(endpoint, str) or not _ENDPOINT.fullmatch(endpoint):
+            raise ConfigError("endpoint must look like https://<instance>.<region>.ots.aliyuncs.com", field="endpoint")
+        if not isinstance(instance_name, str) or not instance_name:
+            raise ConfigError("instance_name must be a non-empty string", field="instance_name")
+        if not isinstance(credentials, Credentials):
+            raise ConfigError("credentials must be a memcore_tablestore.Credentials", field="credentials")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+            raise ConfigError("timeout must be a positive number of seconds", field="timeout")
+        if region is not None and (not isinstance(region, str) or not region):
+            raise ConfigError("region must be a non-empty string such as cn-beijing", field="region")
+        self.endpoint = endpoint.rstrip("/")
+        self.instance_name = instance_name
+        self.credentials = credentials
+        self.timeout = float(timeout)
+        self.region = region
+        self.retry = bool(retry)
+
+    def client_arguments(self) -> tuple[list[Any], dict[str, Any]]:
+        """Arguments for ``OTSClient``/``AsyncOTSClient``; SignV4 when a region is set."""
+        from tablestore.retry import NoRetryPolicy
+
+        c = self.credentials
+        kwargs: dict[str, Any] = {
+            "socket_timeout": self.timeout,
+            # Memory APIs are retried here, with a write-safety rule the SDK does not know.
+            "retry_policy": NoRetryPolicy(),
+            "logger_name": "memcore_tablestore.sdk",
+        }
+        if c.security_token:
+            kwargs["sts_token"] = c.security_token
+        if self.region:
+            kwargs["region"] = self.region
+        args = [self.endpoint, c.access_key_id, c.access_key_secret, self.instance_name]
+        return args, kwargs
+
+    def __repr__(self) -> str:
+        return f"Settings(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, region={self.region!r})"
+
+
+def settle(raw: Any) -> dict[str, Any]:
+    """The decoded answer of one attempt, or a :class:`Failure` describing why it is unusable."""
+    try:
+        return wire.unwrap(raw)
+    except ProtocolError as exc:
+        raise Failure(exc) from None
+
+
+def classify(call: Call, exc: Exception) -> Failure:
+    return failure_from_exception(exc, api=call.api)
+
+
+def make_plans(*, auto_create: bool, ready_timeout: float) -> Plans:
+    if isinstance(ready_timeout, bool) or not isinstance(ready_timeout, (int, float)) or ready_timeout <= 0:
+        raise ConfigError("ready_timeout must be a positive number of seconds", field="ready_timeout")
+    return Plans(auto_create=bool(auto_create), ready_timeout=float(ready_timeout))

@@ -1,0 +1,171 @@
+"""Service and transport failures -> memcore errors, by HTTP status and error code only.
+
+Each mapped failure also says whether the service *refused* the request (it was not applied,
+so sending it again is safe even for a write) or the outcome is unknown (a timeout, a dropped
+connection, a 500: the write may or may not have happened).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+
+import attrs
+
+from memcore.errors import (
+    Conflict,
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    ProtocolError,
+    Throttled,
+    Unavailable,
+    Unsupported,
+)
+
+#: Error codes that decide the class on their own, whatever the status.
+CODE_ERRORS: dict[str, type[MemcoreError]] = {
+    "INVALID_PARAMETER": InvalidInput,
+    "OTSParameterInvalid": InvalidInput,
+    "OTSAuthFailed": PermissionDenied,
+    "OTSNoPermissionAccess": PermissionDenied,
+    "CONFLICT": Conflict,
+    "OTSObjectAlreadyExist": Conflict,
+    "OTSServerBusy": Throttled,
+    "OTSOperationThrottled": Throttled,
+    "OTSQuotaExhausted": Throttled,
+    "OTSUnsupportOperation": Unsupported,
+    "JsonDecodeError": ProtocolError,
+}
+STATUS_ERRORS: dict[int, type[MemcoreError]] = {
+    400: InvalidInput,
+    401: PermissionDenied,
+    403: PermissionDenied,
+    404: NotFound,
+    409: Conflict,
+    429: Throttled,
+    501: Unsupported,
+    503: Unavailable,
+}
+#: Answers that mean "refused before doing anything": safe to resend any request.
+REFUSED_STATUSES = frozenset({409, 429, 503})
+REFUSED_CODES = frozenset({"CONFLICT", "OTSServerBusy", "OTSOperationThrottled", "OTSQuotaExhausted"})
+#: A store that already exists is a final answer, not a busy index.
+FINAL_CODES = frozenset({"OTSObjectAlreadyExist"})
+
+
+@attrs.frozen
+class Failure(Exception):
+    """One failed attempt: the memcore error to raise and whether resending is always safe."""
+
+    error: MemcoreError
+    refused: bool = False
+
+    def __str__(self) -> str:
+        return str(self.error)
+
+
+def error_for(status: int, code: str, message: str, *, api: str) -> Failure:
+    """The memcore error for a service answer with ``status`` and ``code``."""
+    cls = CODE_ERRORS.get(code) or STATUS_ERRORS.get(status)
+    if cls is None:
+        cls = Unavailable if status >= 500 else InvalidInput
+    text = f"{api} failed: HTTP {status} {code}: {message}".strip()[:600]
+    retryable = False if code in FINAL_CODES else None
+    error = cls(text, field=None, retryable=retryable)
+    refused = status in REFUSED_STATUSES or code in REFUSED_CODES
+    return Failure(error, refused=refused and code not in FINAL_CODES)
+
+
+def failure_from_exception(exc: BaseException, *, api: str) -> Failure:
+    """Classify anything the SDK call raised; unknown exceptions are not swallowed."""
+    from tablestore.error import OTSClientError, OTSServiceError
+
+    if isinstance(exc, OTSServiceError):
+        status = exc.get_http_status() if isinstance(exc.get_http_status(), int) else 0
+        code = exc.get_error_code() if isinstance(exc.get_error_code(), str) else ""
+        message = exc.get_error_message() if isinstance(exc.get_error_message(), str) else ""
+        return error_for(status, code, message, api=api)
+    if isinstance(exc, OTSClientError):
+        # Raised before anything is sent (the request could not be encoded) or on a local
+        # protocol check; either way the request was not applied.
+        return Failure(InvalidInput(f"{api} could not be sent: {exc.get_error_message()}"[:600]), refused=True)
+    connect = _connect_failure(exc)
+    if connect is not None:
+        return Failure(Unavailable(f"{api}: cannot connect to the service ({connect})"), refused=True)
+    if isinstance(exc, (UnicodeDecodeError, json.JSONDecodeError)):
+        return Failure(ProtocolError(f"{api}: the service answered with undecodable bytes"))
+    if isinstance(exc, (TypeError, AttributeError, ValueError)):
+        # The SDK indexes the decoded body as a dict; a JSON array, string or number lands here.
+        return Failure(ProtocolError(f"{api}: the service answered with a non-object JSON body"))
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or _is_read_timeout(exc):
+        return Failure(Unavailable(f"{api}: the service did not answer in time"))
+    if _is_transport_error(exc):
+        return Failure(Unavailable(f"{api}: the connection failed ({type(exc).__name__})"))
+    raise exc
+
+
+def _connect_failure(exc: BaseException) -> str | None:
+    """A failure to reach the service at all: nothing was sent, so nothing was applied."""
+    import urllib3.exceptions as u3
+
+    if isinstance(exc, u3.MaxRetryError):
+        reason = exc.reason
+        if isinstance(reason, (u3.NewConnectionError, u3.ConnectTimeoutError, u3.NameResolutionError)):
+            return type(reason).__name__
+        return None
+    if isinstance(exc, (u3.NewConnectionError, u3.ConnectTimeoutError)):
+        return type(exc).__name__
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover - aiohttp comes with the SDK
+        return None
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return type(exc).__name__
+    return None
+
+
+def _is_read_timeout(exc: BaseException) -> bool:
+    import urllib3.exceptions as u3
+
+    if isinstance(exc, u3.MaxRetryError):
+        return isinstance(exc.reason, u3.ReadTimeoutError)
+    return isinstance(exc, (u3.ReadTimeoutError, u3.TimeoutError))
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    import urllib3.exceptions as u3
+
+    if isinstance(exc, (u3.HTTPError, http.client.HTTPException, OSError)):
+        return True
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(exc, aiohttp.ClientError)
+
+
+#: The reverse direction, for the emulator: memcore error -> (status, service code).
+ERROR_STATUS: tuple[tuple[type[MemcoreError], int, str], ...] = (
+    (InvalidInput, 400, "OTSParameterInvalid"),
+    (PermissionDenied, 403, "OTSNoPermissionAccess"),
+    (NotFound, 404, "OTSObjectNotExist"),
+    (Conflict, 409, "CONFLICT"),
+    (Throttled, 429, "OTSOperationThrottled"),
+    (Unsupported, 501, "OTSUnsupportOperation"),
+    (Unavailable, 503, "OTSServerUnavailable"),
+)
+
+
+def status_for(error: MemcoreError) -> tuple[int, str]:
+    """How the service would report ``error``."""
+    if isinstance(error, Conflict) and not error.retryable:
+        return 409, "OTSObjectAlreadyExist"
+    for cls, status, code in ERROR_STATUS:
+        if isinstance(error, cls):
+            return status, code
+    return 500, "OTSInternalServerError"

@@ -1,0 +1,341 @@
+"""First-run bootstrap: buy a TableStore instance when the config names none, and save it.
+
+Steps, each safe to repeat: take a lock; write a pending marker naming the alias the instance
+will carry; find an instance with that alias or create one (``CreateVCUInstance``); open its
+network ACL (``UpdateInstance``); wait until its data host resolves and, optionally, until a
+data-plane probe succeeds; merge ``instance_name`` and ``endpoint`` into the JSON config
+(atomically, mode 0600); remove the marker. A crash anywhere before the save leaves the marker,
+and the next run finds the same instance again instead of buying a second one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
+from memcore.errors import ConfigError, MemcoreError
+from memcore.ports import InstanceFacts, ProgressCallback
+from memcore_tablestore.provisioner_control import AccessKeys, ControlPlaneClient
+from memcore_tablestore.provisioner_files import (
+    PENDING_MARKER,
+    PendingInstance,
+    atomic_write_text,
+    bootstrap_lock,
+    clear_pending,
+    read_pending,
+    write_pending,
+)
+from memcore_tablestore.provisioner_wait import (
+    Clock,
+    Resolver,
+    Sleep,
+    backoff,
+    retry_transient,
+    system_resolver,
+    wait_for_dns,
+)
+
+logger = logging.getLogger(__name__)
+
+DATA_ENDPOINT_TEMPLATE = "https://{instance}.{region}.ots.aliyuncs.com"
+INSTANCE_DESCRIPTION = "Long-term agent memory, created by memcore"
+Probe = Callable[[InstanceFacts], object]
+
+
+def data_endpoint(instance_name: str, region: str, template: str = DATA_ENDPOINT_TEMPLATE) -> str:
+    """The data-plane endpoint of an instance: ``https://{instance}.{region}.ots.aliyuncs.com``."""
+    return template.format(instance=instance_name, region=region)
+
+
+def data_plane_probe(credentials: AccessKeys | None = None, *, timeout: float = 10.0) -> Probe:
+    """A probe that lists the new instance's memory stores through the data-plane adapter.
+
+    Listing is a read, so the provisioner may repeat it freely while the instance warms up.
+    """
+
+    def probe(facts: InstanceFacts) -> object:
+        from memcore_tablestore.backend import open_backend
+        from memcore_tablestore.credentials import Credentials
+
+        keys = credentials or _environment_credentials()
+        store = open_backend(
+            MemcoreConfig(),
+            endpoint=facts.endpoint,
+            instance_name=facts.instance_name,
+            credentials=Credentials(keys.access_key_id, keys.access_key_secret, keys.security_token),
+            timeout=timeout,
+            retry=False,
+        )
+        try:
+            return store.list_stores()
+        finally:
+            store.close()
+
+    return probe
+
+
+class TableStoreProvisioner:
+    """Implements :class:`memcore.ports.Provisioner` over the TableStore control plane.
+
+    ``control_endpoint``/``control_protocol`` point the SDK elsewhere (the emulator's twin:
+    ``"127.0.0.1:PORT"``, ``"http"``). ``resolver``, ``probe``, ``clock`` and ``sleep`` are
+    injectable so every wait is testable; all waits are bounded by their ``*_timeout``.
+    """
+
+    def __init__(
+        self,
+        config: MemcoreConfig,
+        config_path: str | os.PathLike[str],
+        *,
+        credentials: AccessKeys | None = None,
+        control_endpoint: str | None = None,
+        control_protocol: str = "https",
+        endpoint_template: str = DATA_ENDPOINT_TEMPLATE,
+        resolver: Resolver = system_resolver,
+        probe: Probe | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = time.sleep,
+        control_timeout: float = 60.0,
+        dns_timeout: float = 300.0,
+        probe_timeout: float = 120.0,
+        lock_timeout: float = 900.0,
+    ) -> None:
+        if control_protocol not in ("http", "https"):
+            raise ConfigError("the control-plane protocol must be http or https", field="control_protocol")
+        _check_template(endpoint_template, config.region)
+        self.config = config
+        self.config_path = Path(config_path)
+        self.region = config.region
+        self._credentials = credentials
+        self._control_endpoint = control_endpoint
+        self._control_protocol = control_protocol
+        self._endpoint_template = endpoint_template
+        self._resolver = resolver
+        self._probe = probe
+        self._clock = clock
+        self._sleep = sleep
+        self._control_timeout = control_timeout
+        self._dns_timeout = dns_timeout
+        self._probe_timeout = probe_timeout
+        self._lock_timeout = lock_timeout
+
+    @classmethod
+    def from_file(cls, config_path: str | os.PathLike[str], **options: Any) -> TableStoreProvisioner:
+        """Read the JSON config at ``config_path`` (missing means defaults) and wrap it."""
+        path = Path(config_path)
+        return cls(_read_config(path), path, **options)
+
+    def __repr__(self) -> str:
+        return f"TableStoreProvisioner(config_path={str(self.config_path)!r}, region={self.region!r})"
+
+    @property
+    def _state_dir(self) -> Path:
+        return self.config_path.parent
+
+    def data_endpoint(self, instance_name: str) -> str:
+        return data_endpoint(instance_name, self.region, self._endpoint_template)
+
+    # -- the port ----------------------------------------------------------------------------
+    def ensure_instance(self, *, progress: ProgressCallback | None = None) -> InstanceFacts:
+        """Return the configured instance, or bootstrap one (see the module docstring)."""
+        say = _Reporter(progress)
+        known = self._configured(self.config)
+        if known is not None:
+            return known
+        with bootstrap_lock(
+            self._state_dir, timeout=self._lock_timeout, sleep=self._sleep, clock=self._clock
+        ):
+            # Another process may have finished the bootstrap while we waited for the lock.
+            known = self._configured(_read_config(self.config_path))
+            if known is not None:
+                say(f"Using TableStore instance {known.instance_name} from {self.config_path}")
+                return known
+            return self._bootstrap(say)
+
+    def _configured(self, config: MemcoreConfig) -> InstanceFacts | None:
+        if not config.instance_name:
+            return None
+        endpoint = config.endpoint or self.data_endpoint(config.instance_name)
+        return InstanceFacts(config.instance_name, endpoint.rstrip("/"), config.region, created=False)
+
+    def _bootstrap(self, say: _Reporter) -> InstanceFacts:
+        # Credentials first: a run that cannot authenticate should leave nothing behind.
+        client = ControlPlaneClient(
+            region=self.region,
+            credentials=self._credentials if self._credentials is not None else _environment_credentials(),
+            endpoint=self._control_endpoint,
+            protocol=self._control_protocol,
+            timeout=min(self._control_timeout, self.config.timeout),
+        )
+        pending = read_pending(self._state_dir)
+        if pending is not None and pending.region != self.region:
+            raise ConfigError(
+                f"an unfinished bootstrap in region {pending.region} is recorded in "
+                f"{self._state_dir / PENDING_MARKER}; set region to {pending.region} to "
+                "finish it, or delete the marker after removing that instance",
+                field="region",
+                source=str(self.config_path),
+            )
+        if pending is None:
+            pending = PendingInstance(
+                alias=f"memcore-{secrets.token_hex(6)}", region=self.region, started_at=time.time()
+            )
+            # Recorded before buying anything: this alias is how a re-run finds the instance.
+            write_pending(self._state_dir, pending)
+        name, created = self._find_or_create(client, pending, say)
+        say(f"Opening network access to {name} (Internet, VPC, classic network; console)")
+        # UpdateInstance sets the same lists every time, so repeating it is harmless.
+        self._control(lambda: client.set_network_acl(name), say)
+        facts = InstanceFacts(name, self.data_endpoint(name), self.region, created=created)
+        host = urlsplit(facts.endpoint).hostname or ""
+        say(f"Waiting for {host} to resolve in DNS")
+        wait_for_dns(
+            host,
+            resolver=self._resolver,
+            timeout=self._dns_timeout,
+            clock=self._clock,
+            sleep=self._sleep,
+            on_retry=lambda n, delay: say(f"{host} does not resolve yet; retrying in {delay:.1f} s"),
+        )
+        if self._probe is not None:
+            probe = self._probe
+            say(f"Checking the data endpoint {facts.endpoint}")
+            retry_transient(
+                lambda: probe(facts),
+                timeout=self._probe_timeout,
+                clock=self._clock,
+                sleep=self._sleep,
+                on_retry=lambda n, exc, delay: say(
+                    f"the data endpoint is not ready ({type(exc).__name__}); retrying in {delay:.1f} s"
+                ),
+            )
+        self._persist(facts)
+        say(f"Saved instance_name={name} and endpoint={facts.endpoint} to {self.config_path}")
+        clear_pending(self._state_dir)
+        return facts
+
+    def _find_or_create(
+        self, client: ControlPlaneClient, pending: PendingInstance, say: _Reporter
+    ) -> tuple[str, bool]:
+        if pending.instance_name:
+            recorded = pending.instance_name
+            record = self._control(lambda: client.exists(recorded), say)
+            if record is not None:
+                say(f"Resuming the bootstrap of instance {record.name}")
+                return record.name, False
+        deadline = self._clock() + self._control_timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            found = self._control(lambda: client.find_by_alias(pending.alias), say)
+            if found is not None:
+                write_pending(self._state_dir, attrs.evolve(pending, instance_name=found.name))
+                say(f"Found instance {found.name} (alias {pending.alias}) from an earlier run; reusing it")
+                return found.name, False
+            say("Creating a TableStore VCU instance (SSD, elastic VCU, one month, auto-renew monthly)")
+            try:
+                name = client.create_vcu_instance(alias=pending.alias, description=INSTANCE_DESCRIPTION)
+            except MemcoreError as exc:
+                # Not retried blindly: the instance may have been bought before the answer was
+                # lost. The next pass looks the alias up first, so a retry never buys twice.
+                remaining = deadline - self._clock()
+                if not exc.retryable or remaining <= 0:
+                    raise
+                delay = min(backoff(attempt, first=1.0), remaining)
+                code = getattr(exc, "service_code", None) or exc.code
+                say(f"CreateVCUInstance did not complete ({code}); checking again in {delay:.1f} s")
+                self._sleep(delay)
+                continue
+            write_pending(self._state_dir, attrs.evolve(pending, instance_name=name))
+            say(f"Created instance {name}")
+            return name, True
+
+    def _control(self, call: Callable[[], Any], say: _Reporter) -> Any:
+        return retry_transient(
+            call,
+            timeout=self._control_timeout,
+            clock=self._clock,
+            sleep=self._sleep,
+            on_retry=lambda n, exc, delay: say(
+                f"the control plane is busy ({getattr(exc, 'code', type(exc).__name__)}); "
+                f"retrying in {delay:.1f} s"
+            ),
+        )
+
+    def _persist(self, facts: InstanceFacts) -> None:
+        """Merge the instance into the config file as it is now (not as it was at start)."""
+        source = str(self.config_path)
+        current = _read_config(self.config_path)
+        updated = merge_config(
+            current,
+            {"instance_name": facts.instance_name, "endpoint": facts.endpoint, "region": facts.region},
+            source=source,
+        )
+        try:
+            atomic_write_text(self.config_path, dump_config(updated))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot save the new instance ({exc.strerror or type(exc).__name__}); the next "
+                "run will find it again",
+                field="instance_name",
+                source=source,
+            ) from None
+
+
+def _check_template(template: str, region: str) -> None:
+    """Refuse a bad endpoint template now, not after an instance has been bought."""
+    try:
+        MemcoreConfig(endpoint=data_endpoint("abc", region, template))
+    except (KeyError, IndexError, ValueError):
+        raise ConfigError(
+            "the endpoint template must give a URL like https://{instance}.{region}.ots.aliyuncs.com",
+            field="endpoint_template",
+        ) from None
+
+
+def _environment_credentials() -> AccessKeys:
+    """``TABLESTORE_MEMORY_AK``/``_SK``, then the Alibaba Cloud default chain."""
+    from memcore_tablestore.credentials import resolve_credentials
+
+    return resolve_credentials()
+
+
+def _read_config(path: Path) -> MemcoreConfig:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return MemcoreConfig()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config ({exc.strerror or type(exc).__name__})", source=str(path)) from None
+    return parse_config(raw, source=str(path))
+
+
+class _Reporter:
+    """Sends each step to the caller's progress callback and to the log."""
+
+    def __init__(self, progress: ProgressCallback | None) -> None:
+        self._progress = progress
+
+    def __call__(self, message: str) -> None:
+        logger.info("%s", message)
+        if self._progress is not None:
+            self._progress(message)
+
+
+__all__ = [
+    "DATA_ENDPOINT_TEMPLATE",
+    "INSTANCE_DESCRIPTION",
+    "Probe",
+    "TableStoreProvisioner",
+    "data_endpoint",
+    "data_plane_probe",
+]

@@ -1,0 +1,152 @@
+"""Files the provisioner keeps next to the config: atomic 0600 writes, the pending marker, a lock.
+
+The pending marker is written *before* an instance is bought. It names the alias the new
+instance will carry, so a run that crashed after buying but before saving can find that
+instance again instead of buying a second one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+
+from memcore.errors import ConfigError, Conflict
+
+PENDING_MARKER = ".tablestore_pending.json"
+LOCK_FILE = ".tablestore_pending.lock"
+FILE_MODE = 0o600
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+@attrs.frozen
+class PendingInstance:
+    """A bootstrap in progress: the alias chosen, and the instance name once it is known."""
+
+    alias: str
+    region: str
+    instance_name: str | None = None
+    started_at: float = 0.0
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
+    """Write ``text`` so that readers see the old file or the new one, never a torn one.
+
+    A temporary file in the same directory is written, flushed and fsynced, then renamed over
+    ``path``; the directory is fsynced too so the rename survives a power cut.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_pending(directory: Path) -> PendingInstance | None:
+    path = directory / PENDING_MARKER
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the pending marker: {exc.strerror}", source=str(path)) from None
+    try:
+        data: Any = json.loads(raw)
+        return _converter.structure(data, PendingInstance)
+    except Exception:  # json or cattrs: the marker is ours, so any damage is a config problem
+        raise ConfigError(
+            "the pending bootstrap marker is damaged; if no instance was bought, delete it",
+            source=str(path),
+        ) from None
+
+
+def write_pending(directory: Path, pending: PendingInstance) -> None:
+    text = json.dumps(_converter.unstructure(pending), indent=2, sort_keys=True) + "\n"
+    atomic_write_text(directory / PENDING_MARKER, text)
+
+
+def clear_pending(directory: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (directory / PENDING_MARKER).unlink()
+    _fsync_dir(directory)
+
+
+@contextlib.contextmanager
+def bootstrap_lock(
+    directory: Path,
+    *,
+    timeout: float,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[None]:
+    """Hold an exclusive lock so two processes never bootstrap (and buy) at the same time.
+
+    POSIX only (``fcntl``); elsewhere the marker alone guards against repeats, not races.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        deadline = clock() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if clock() >= deadline:
+                    raise Conflict(
+                        "another process is provisioning the TableStore instance; try again shortly",
+                        field="instance_name",
+                    ) from None
+                sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+__all__ = [
+    "FILE_MODE",
+    "LOCK_FILE",
+    "PENDING_MARKER",
+    "PendingInstance",
+    "atomic_write_text",
+    "bootstrap_lock",
+    "clear_pending",
+    "read_pending",
+    "write_pending",
+]

@@ -1,0 +1,96 @@
+"""Waiting for a new instance to become usable: its DNS name, then its data endpoint.
+
+A freshly bought instance's hostname takes a while to appear in public DNS, and its first
+data-plane calls may fail transiently. Both waits are bounded and use an injected clock and
+sleep, so tests run them instantly.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import TypeVar
+
+from memcore.errors import MemcoreError, Unavailable
+
+T = TypeVar("T")
+
+Resolver = Callable[[str], object]
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+
+def system_resolver(host: str) -> object:
+    """Resolve ``host`` with the system resolver; raises :class:`OSError` when it cannot."""
+    return socket.getaddrinfo(host, None)
+
+
+def backoff(attempt: int, *, first: float = 0.5, cap: float = 10.0) -> float:
+    """Exponential delay before retry number ``attempt`` (1-based), capped."""
+    return float(min(cap, first * (2 ** (attempt - 1))))
+
+
+def wait_for_dns(
+    host: str,
+    *,
+    resolver: Resolver,
+    timeout: float,
+    clock: Clock,
+    sleep: Sleep,
+    on_retry: Callable[[int, float], None] | None = None,
+) -> int:
+    """Resolve ``host`` until it works or ``timeout`` seconds pass; returns the attempts used."""
+    deadline = clock() + timeout
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            resolver(host)
+            return attempt
+        except OSError:
+            remaining = deadline - clock()
+            if remaining <= 0:
+                raise Unavailable(
+                    f"the data endpoint host {host} does not resolve yet after {timeout:.0f} s; "
+                    "new instances can take a few minutes to appear in DNS, run again later",
+                    field="endpoint",
+                ) from None
+            delay = min(backoff(attempt), remaining)
+            if on_retry is not None:
+                on_retry(attempt, delay)
+            sleep(delay)
+
+
+def retry_transient(
+    call: Callable[[], T],
+    *,
+    timeout: float,
+    clock: Clock,
+    sleep: Sleep,
+    on_retry: Callable[[int, BaseException, float], None] | None = None,
+) -> T:
+    """Run ``call`` until it succeeds, retrying retryable memcore errors and OS errors.
+
+    Only calls that are safe to repeat are passed here (reads, and idempotent updates).
+    """
+    deadline = clock() + timeout
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return call()
+        except (MemcoreError, OSError) as exc:
+            if isinstance(exc, MemcoreError) and not exc.retryable:
+                raise
+            remaining = deadline - clock()
+            if remaining <= 0:
+                if isinstance(exc, MemcoreError):
+                    raise
+                raise Unavailable(f"gave up after {attempt} attempts: {type(exc).__name__}") from None
+            delay = min(backoff(attempt), remaining)
+            if on_retry is not None:
+                on_retry(attempt, exc, delay)
+            sleep(delay)
+
+
+__all__ = ["Clock", "Resolver", "Sleep", "backoff", "retry_transient", "system_resolver", "wait_for_dns"]
