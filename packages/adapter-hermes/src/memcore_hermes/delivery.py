@@ -1,0 +1,285 @@
+"""Delivering spooled writes to the backend: in order, with backoff, exactly once as seen by it.
+
+A send whose answer was lost may still have landed; such an entry's next attempt first looks
+for its message ids at the backend, so a replay (also after a restart) never duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+
+import attrs
+
+from memcore import limits
+from memcore.errors import InvalidInput, MemcoreError, NotFound, Unavailable, Unsupported
+from memcore.ports import MemoryStore, OutboxEntry
+from memcore.service import BUILTIN_SOURCE, MemoryService
+from memcore_hermes.entries import MessagesWrite, MirrorWrite, TextWrite, Write, decode
+from memcore_hermes.spool import SqliteOutbox, new_owner
+
+logger = logging.getLogger(__name__)
+
+#: How many pages of a run's messages a replay check reads before assuming "not landed".
+_LANDED_SCAN_PAGES = 20
+#: Seconds between two WAL checkpoints (run here, in the lane, off the agent's thread).
+_CHECKPOINT_INTERVAL_S = 30.0
+
+
+@attrs.frozen
+class RetryPolicy:
+    """Exponential backoff with jitter, capped."""
+
+    base_s: float = 1.0
+    cap_s: float = 60.0
+    jitter: float = 0.2
+
+    def delay(self, attempts: int) -> float:
+        raw = min(self.cap_s, self.base_s * 2.0 ** max(0, attempts - 1))
+        return float(raw * (1.0 + random.uniform(-self.jitter, self.jitter)))
+
+
+class StoreHandle:
+    """Opens the backend lazily and ensures the memory store once, retrying after failures."""
+
+    def __init__(
+        self,
+        opener: Callable[[], MemoryStore],
+        *,
+        store_name: str,
+        description: str,
+        auto_create: bool,
+    ) -> None:
+        self._opener = opener
+        self.store_name = store_name
+        self._description = description
+        self._auto_create = auto_create
+        self._lock = threading.Lock()
+        self._store: MemoryStore | None = None
+        self._ensured = False
+        self.last_error: MemcoreError | None = None
+
+    @property
+    def store(self) -> MemoryStore | None:
+        return self._store
+
+    def set_store(self, store: MemoryStore) -> None:
+        with self._lock:
+            self._store = store
+
+    def get(self) -> MemoryStore:
+        """The opened store (without ensuring it); raises the opening error."""
+        with self._lock:
+            if self._store is None:
+                try:
+                    self._store = self._opener()
+                except MemcoreError as exc:
+                    self.last_error = exc
+                    raise
+            return self._store
+
+    def ready(self) -> MemoryStore:
+        """The store, created if missing (when allowed) and ready for memory operations."""
+        store = self.get()
+        with self._lock:
+            if self._ensured:
+                return store
+        try:
+            store.ensure_store(self.store_name, description=self._description, create=self._auto_create)
+        except MemcoreError as exc:
+            self.last_error = exc
+            raise
+        with self._lock:
+            self._ensured = True
+            self.last_error = None
+        return store
+
+    def forget_ready(self) -> None:
+        """The store vanished (deleted behind our back): ensure it again before the next write."""
+        with self._lock:
+            self._ensured = False
+
+    def close(self) -> None:
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            try:
+                store.close()
+            except MemcoreError:
+                pass
+
+
+class Deliverer:
+    """Drains the spool through the store, one entry at a time in spool order."""
+
+    def __init__(
+        self,
+        spool: SqliteOutbox,
+        handle: StoreHandle,
+        *,
+        retry: RetryPolicy,
+        lease_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.spool = spool
+        self.handle = handle
+        self.retry = retry
+        self.lease_s = lease_s
+        self.clock = clock
+        self.delivered = 0
+        self.failures = 0
+        self.stopping = False
+        self.owner = new_owner()
+        self._store_attempts = 0
+        self._checkpointed_at = 0.0
+
+    def drain(self, force: bool = False) -> float | None:
+        """Deliver due entries in order; the delay until the next try, or None when empty.
+
+        Stops at the first entry that must wait, so turn N always lands before turn N+1.
+        """
+        now = self.clock()
+        if now - self._checkpointed_at >= _CHECKPOINT_INTERVAL_S:
+            self._checkpointed_at = now
+            self.spool.checkpoint()
+        try:
+            self.spool.expire(now)
+            batch = self.spool.pending(limit=50)
+        except Unavailable as exc:
+            logger.error("tablestore-mem: cannot read the spool: %s", exc)
+            return self.retry.cap_s
+        if not batch:
+            return None
+        try:
+            self.handle.ready()
+            self._store_attempts = 0
+        except MemcoreError as exc:
+            self._store_attempts += 1
+            delay = self.retry.delay(self._store_attempts)
+            first = batch[0]
+            try:  # keep the reason next to the waiting write, for ``doctor``
+                self.spool.retry_later(first.key, next_attempt_at=first.next_attempt_at, error=f"{exc.code}: {exc}")
+            except Unavailable:
+                pass
+            logger.warning(
+                "tablestore-mem: memory backend not ready (%s: %s); %d write(s) wait in the spool, "
+                "next try in %.1f s",
+                exc.code,
+                exc,
+                len(batch),
+                delay,
+            )
+            return delay
+        while batch:
+            for entry in batch:
+                if self.stopping:
+                    return None
+                now = self.clock()
+                if not force and entry.next_attempt_at > now:
+                    return entry.next_attempt_at - now
+                outcome = self._deliver_one(entry, now=now, force=force)
+                if outcome is not None:
+                    return outcome
+            try:
+                batch = self.spool.pending(limit=50)
+            except Unavailable:
+                return self.retry.cap_s
+        return None
+
+    def _deliver_one(self, entry: OutboxEntry, *, now: float, force: bool) -> float | None:
+        """Send one entry; None to continue with the next, a delay to stop the pass."""
+        try:
+            claim = self.spool.claim(entry.key, now=now, lease_s=self.lease_s, owner=self.owner, force=force)
+        except Unavailable as exc:
+            logger.error("tablestore-mem: cannot claim a spooled write: %s", exc)
+            return self.retry.cap_s
+        if claim.busy_for_s is not None:  # leased to another worker, or waiting for its retry
+            return max(0.01, claim.busy_for_s)
+        claimed = claim.entry
+        if claimed is None:  # acknowledged meanwhile
+            return None
+        try:
+            write = decode(claimed)
+            store = self.handle.ready()
+            if claimed.attempts > 0 and self._already_landed(store, write):
+                logger.info("tablestore-mem: a replayed write had already landed; not sending it again")
+            else:
+                self._send(store, write)
+        except InvalidInput as exc:
+            self.spool.dead_letter(claimed.key, now=self.clock(), reason=f"{exc.code}: {exc}")
+            return None
+        except Unsupported as exc:
+            self.spool.dead_letter(claimed.key, now=self.clock(), reason=f"{exc.code}: {exc}")
+            return None
+        except MemcoreError as exc:
+            return self._failed(claimed, exc)
+        except Exception as exc:  # a foreign error escaped an adapter: keep the write, retry
+            return self._failed(claimed, Unavailable(f"unexpected {type(exc).__name__} from the backend"))
+        try:
+            self.spool.ack(claimed.key)
+        except Unavailable as exc:
+            logger.warning("tablestore-mem: delivered but could not acknowledge (%s); a replay will be checked", exc)
+            return self.retry.cap_s
+        self.delivered += 1
+        return None
+
+    def _failed(self, entry: OutboxEntry, exc: MemcoreError) -> float:
+        self.failures += 1
+        if isinstance(exc, NotFound):
+            self.handle.forget_ready()
+        delay = self.retry.delay(entry.attempts + 1)
+        try:
+            self.spool.retry_later(entry.key, next_attempt_at=self.clock() + delay, error=f"{exc.code}: {exc}")
+        except Unavailable:
+            pass
+        logger.warning(
+            "tablestore-mem: write not accepted (%s: %s); kept in the spool, retry in %.1f s",
+            exc.code,
+            exc,
+            delay,
+        )
+        return delay
+
+    def _already_landed(self, store: MemoryStore, write: Write) -> bool:
+        """Whether an earlier, unanswered attempt of ``write`` reached the backend."""
+        if not isinstance(write, MessagesWrite):
+            return False  # text writes are deduplicated by content at the backend
+        wanted = {m.id for m in write.messages if m.id}
+        if not wanted:
+            return False
+        token: str | None = None
+        for _ in range(_LANDED_SCAN_PAGES):
+            page = store.list_messages(write.store, write.scope, limit=limits.MAX_PAGE_LIMIT, next_token=token)
+            if any(m.id in wanted for m in page.items):
+                return True
+            token = page.next_token
+            if not token:
+                return False
+        return False
+
+    def _send(self, store: MemoryStore, write: Write) -> None:
+        service = MemoryService(store, store_name=write.store, scope=write.scope)
+        if isinstance(write, MessagesWrite):
+            limits.check_messages(write.messages)
+            store.add_messages(write.store, write.scope, write.messages, metadata=dict(write.metadata) or None)
+        elif isinstance(write, TextWrite):
+            service.remember(write.text, metadata=dict(write.metadata) or None)
+        elif isinstance(write, MirrorWrite):
+            send_mirror(service, write)
+
+
+def send_mirror(service: MemoryService, write: MirrorWrite) -> None:
+    """Mirror a built-in memory change; a replace also removes the copy of the old text."""
+    if write.action == "remove":
+        text = write.content if write.content.strip() else (write.old_text or "")
+        service.mirror_builtin("remove", write.target, text)
+        return
+    service.mirror_builtin(write.action, write.target, write.content, metadata=dict(write.metadata) or None)
+    if write.action == "replace" and write.old_text and write.old_text.strip() != write.content.strip():
+        service.mirror_builtin("remove", write.target, write.old_text)
+
+
+__all__ = ["BUILTIN_SOURCE", "Deliverer", "RetryPolicy", "StoreHandle", "send_mirror"]

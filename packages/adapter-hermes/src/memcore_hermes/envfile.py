@@ -1,0 +1,96 @@
+"""Reading ``$HERMES_HOME/.env`` safely, with the standard library only (cheap to import).
+
+A secrets file that another user can write could swap in their keys (and so receive our
+memories in their account), so such a file is refused with a message saying how to fix it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+AK_VAR = "TABLESTORE_MEMORY_AK"
+SK_VAR = "TABLESTORE_MEMORY_SK"
+TOKEN_VAR = "TABLESTORE_MEMORY_STS_TOKEN"
+SECRET_VARS = (AK_VAR, SK_VAR, TOKEN_VAR)
+
+
+class UnsafeSecretsFile(Exception):
+    """The secrets file may not be trusted; the message says why and how to fix it."""
+
+
+def env_file_problem(path: Path) -> str | None:
+    """Why ``path`` may not be used for secrets, or None when it is fine (or absent)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot inspect the secrets file {path} ({exc.strerror})"
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and st.st_uid not in (getuid(), 0):
+        return f"the secrets file {path} belongs to another user; refusing to read keys from it"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"the secrets file {path} is writable by other users; refusing to use it. "
+            f"Fix it with: chmod 600 {path}"
+        )
+    return None
+
+
+def parse_env_text(text: str) -> dict[str, str]:
+    """Parse ``KEY=value`` lines (``export``, quotes and comments as in shell-style .env files)."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        out[key] = value
+    return out
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """The variables of a trusted secrets file; :class:`UnsafeSecretsFile` otherwise."""
+    problem = env_file_problem(path)
+    if problem:
+        raise UnsafeSecretsFile(problem)
+    try:
+        return parse_env_text(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError):
+        raise UnsafeSecretsFile(f"cannot read the secrets file {path}") from None
+
+
+def secret_values(env_file: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The secret variables that are set, from the environment first, then the file.
+
+    The file is checked even when the environment already holds the keys, because that is
+    where Hermes loaded them from.
+    """
+    env = os.environ if environ is None else environ
+    from_file = read_env_file(env_file)
+    out: dict[str, str] = {}
+    for name in SECRET_VARS:
+        value = (env.get(name) or from_file.get(name) or "").strip()
+        if value:
+            out[name] = value
+    return out
+
+
+def has_access_keys(env_file: Path, environ: Mapping[str, str] | None = None) -> bool:
+    """Both halves present and the secrets file trusted; no network, nothing logged."""
+    try:
+        values = secret_values(env_file, environ)
+    except UnsafeSecretsFile:
+        return False
+    return AK_VAR in values and SK_VAR in values

@@ -1,0 +1,166 @@
+"""What the plugin keeps under ``$HERMES_HOME``: config, secrets file, spool and local database.
+
+Kept free of heavy imports: Hermes imports every provider just to ask ``is_available()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memcore.config import MemcoreConfig
+
+CONFIG_FILE = "tablestore_memory.json"
+ENV_FILE = ".env"
+SPOOL_FILE = "tablestore_memory_spool.sqlite3"
+LOCAL_DB_FILE = "tablestore_memory_local.sqlite3"
+
+
+def resolve_home(hermes_home: str | os.PathLike[str] | None = None) -> Path:
+    """The active Hermes home: the argument, Hermes' own resolver, ``$HERMES_HOME``, ``~/.hermes``."""
+    if hermes_home:
+        return Path(hermes_home).expanduser()
+    try:
+        from hermes_constants import get_hermes_home  # type: ignore[import-untyped,unused-ignore]
+
+        return Path(get_hermes_home())
+    except ImportError:
+        pass
+    env = os.environ.get("HERMES_HOME", "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".hermes"
+
+
+class HermesHome:
+    """The plugin's files inside one Hermes home (a profile has its own)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = resolve_home(root)
+
+    def __repr__(self) -> str:
+        return f"HermesHome({str(self.root)!r})"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def env_file(self) -> Path:
+        return self.root / ENV_FILE
+
+    @property
+    def spool_file(self) -> Path:
+        return self.root / SPOOL_FILE
+
+    def local_db_file(self, config: MemcoreConfig | None = None) -> Path:
+        """The embedded store's database: ``local_path`` from the config, else inside the home."""
+        if config is not None and config.local_path:
+            path = Path(config.local_path).expanduser()
+            return path if path.is_absolute() else self.root / path
+        return self.root / LOCAL_DB_FILE
+
+    # -- config ---------------------------------------------------------------------------
+    def read_config_bytes(self) -> bytes:
+        try:
+            return self.config_file.read_bytes()
+        except FileNotFoundError:
+            return b""
+
+    def load_config(self) -> MemcoreConfig:
+        """Parse ``tablestore_memory.json``; a missing file means the defaults."""
+        from memcore.config import parse_config
+        from memcore.errors import ConfigError
+
+        try:
+            raw = self.read_config_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the configuration ({exc.strerror})", source=str(self.config_file)) from None
+        return parse_config(raw, source=str(self.config_file))
+
+    def save_config(self, values: Mapping[str, Any]) -> MemcoreConfig:
+        """Merge ``values`` into the config file, validated, written atomically with mode 0600."""
+        from memcore.config import dump_config, merge_config
+        from memcore.errors import ConfigError
+
+        base = self.load_config()
+        merged = merge_config(base, _coerce_setup_values(values), source=str(self.config_file))
+        try:
+            atomic_write(self.config_file, dump_config(merged).encode("utf-8"))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the configuration ({exc.strerror})", source=str(self.config_file)
+            ) from None
+        return merged
+
+    def peek_backend(self) -> str | None:
+        """The configured backend, read cheaply for ``is_available()`` (None when unreadable)."""
+        try:
+            data = json.loads(self.read_config_bytes().decode("utf-8-sig") or "{}")
+        except (OSError, ValueError):
+            return None
+        value = data.get("backend") if isinstance(data, dict) else None
+        return value if isinstance(value, str) else None
+
+
+# Setup prompts return text; these keys are typed in the config model.
+_BOOL_KEYS = frozenset({"enable_rerank", "auto_create_store"})
+_INT_KEYS = frozenset({"top_k"})
+_FLOAT_KEYS = frozenset({"timeout"})
+
+
+def _coerce_setup_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn the strings ``hermes memory setup`` collects into the config's types.
+
+    Only exact spellings are accepted; anything else is passed through so the config model
+    rejects it with an error that names the key.
+    """
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, str):
+            text = value.strip()
+            if key in _BOOL_KEYS and text.lower() in ("true", "false"):
+                value = text.lower() == "true"
+            elif key in _INT_KEYS and text.lstrip("-").isdigit():
+                value = int(text)
+            elif key in _FLOAT_KEYS:
+                try:
+                    value = float(text)
+                except ValueError:
+                    pass
+            elif text == "":
+                value = None
+        out[key] = value
+    return out
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename, with ``mode``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,378 @@
+"""A durable, bounded SQLite spool implementing the core's ``Outbox`` port.
+
+Every write the agent makes lands here before any network call, so a backend outage or a
+crash loses nothing: an entry leaves only when the backend acknowledged it. When a bound is
+hit the spool refuses new entries loudly (and counts them) instead of dropping old ones;
+entries older than the age bound move to a dead-letter table that ``doctor`` reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import attrs
+
+from memcore.errors import Unavailable
+from memcore.ports import OutboxEntry, OutboxStats
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    next_attempt_at REAL NOT NULL,
+    last_error TEXT,
+    lease_until REAL NOT NULL DEFAULT 0,
+    lease_owner TEXT
+);
+CREATE TABLE IF NOT EXISTS dead_letter (
+    seq INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    dead_at REAL NOT NULL,
+    reason TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO counters(name, value) SELECT 'depth', COUNT(*) FROM outbox;
+INSERT OR IGNORE INTO counters(name, value) SELECT 'bytes', COALESCE(SUM(bytes), 0) FROM outbox;
+CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'depth';
+    UPDATE counters SET value = value + NEW.bytes WHERE name = 'bytes';
+END;
+CREATE TRIGGER IF NOT EXISTS outbox_removed AFTER DELETE ON outbox BEGIN
+    UPDATE counters SET value = value - 1 WHERE name = 'depth';
+    UPDATE counters SET value = value - OLD.bytes WHERE name = 'bytes';
+END;
+"""
+# The bounds are checked on every put, on the agent's thread: running totals keep that O(1).
+
+
+@attrs.frozen
+class SpoolLimits:
+    """Bounds on what may wait locally; defaults hold weeks of heavy use."""
+
+    max_entries: int = 10_000
+    max_bytes: int = 64 * 1024 * 1024
+    max_age_s: float = 30 * 24 * 3600.0
+
+
+@attrs.frozen
+class DeadLetter:
+    key: str
+    kind: str
+    payload: str
+    attempts: int
+    created_at: float
+    dead_at: float
+    reason: str
+
+
+@attrs.frozen
+class Claim:
+    """The outcome of :meth:`SqliteOutbox.claim`: the entry, or how long it stays busy."""
+
+    entry: OutboxEntry | None
+    busy_for_s: float | None
+
+    @property
+    def gone(self) -> bool:
+        return self.entry is None and self.busy_for_s is None
+
+
+def new_owner() -> str:
+    """A lease owner id: this process and one worker in it."""
+    return f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether a lease's worker may still be sending (another lane of ours, or a live process)."""
+    if not owner:
+        return False
+    pid_text = owner.split(":", 1)[0]
+    if not pid_text.isdigit():
+        return True
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists but is not ours to signal
+        return True
+    return True
+
+
+def _secure_file(path: Path) -> None:
+    """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+class SqliteOutbox:
+    """The spool. Thread-safe; several processes may share the file (WAL, claim leases)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, limits: SpoolLimits | None = None) -> None:
+        self.path = Path(path)
+        self.limits = limits or SpoolLimits()
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            _secure_file(self.path)
+            self._db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints are run by :meth:`checkpoint` from the background lane, never inside
+            # a commit on the agent's thread.
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise Unavailable(f"cannot open the spool {self.path}: {exc}", field="spool") from None
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{self.path}{suffix}")
+            if side.exists():
+                try:
+                    os.chmod(side, 0o600)
+                except OSError:
+                    pass
+
+    def __repr__(self) -> str:
+        return f"SqliteOutbox({str(self.path)!r})"
+
+    def _run(self, fn: Callable[[sqlite3.Connection], T], /) -> T:
+        """Run ``fn(db)`` under the lock, mapping SQLite errors to :class:`Unavailable`."""
+        with self._lock:
+            if self._closed:
+                raise Unavailable("the spool is closed", field="spool")
+            try:
+                return fn(self._db)
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise Unavailable(f"spool error: {exc}", field="spool") from None
+
+    # -- Outbox port ------------------------------------------------------------------------
+    def put(self, entry: OutboxEntry) -> bool:
+        return self.put_many([entry]) == 1
+
+    def put_many(self, entries: list[OutboxEntry]) -> int:
+        """Store the entries atomically (all or none); returns how many were new.
+
+        :class:`Unavailable` when a bound would be exceeded: nothing is stored then, and the
+        refusal is counted and logged.
+        """
+        size = sum(len(e.payload.encode("utf-8", "surrogatepass")) for e in entries)
+
+        def tx(db: sqlite3.Connection) -> int:
+            db.execute("BEGIN IMMEDIATE")
+            totals = dict(db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')"))
+            depth, used = totals.get("depth", 0), totals.get("bytes", 0)
+            if depth + len(entries) > self.limits.max_entries or used + size > self.limits.max_bytes:
+                db.execute(
+                    "INSERT INTO counters(name, value) VALUES('refused_full', ?) "
+                    "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+                    (len(entries),),
+                )
+                db.execute("COMMIT")
+                return -1
+            added = 0
+            for e in entries:
+                cur = db.execute(
+                    "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
+                    "next_attempt_at, last_error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        e.key,
+                        e.kind,
+                        e.payload,
+                        len(e.payload.encode("utf-8", "surrogatepass")),
+                        e.attempts,
+                        e.created_at,
+                        e.next_attempt_at,
+                        e.last_error,
+                    ),
+                )
+                added += cur.rowcount
+            db.execute("COMMIT")
+            return added
+
+        added: int = self._run(tx)
+        if added < 0:
+            logger.error(
+                "tablestore-mem spool %s is FULL (limits: %d entries, %d bytes); %d write(s) were "
+                "NOT queued. The backend has not accepted writes for a while; run "
+                "`hermes tablestore-mem doctor`.",
+                self.path,
+                self.limits.max_entries,
+                self.limits.max_bytes,
+                len(entries),
+            )
+            raise Unavailable("the memory spool is full; the write was not queued", field="spool")
+        return added
+
+    def due(self, now: float, *, limit: int = 50) -> list[OutboxEntry]:
+        rows = self._run(
+            lambda db: db.execute(
+                "SELECT key, kind, payload, attempts, created_at, next_attempt_at, last_error "
+                "FROM outbox WHERE next_attempt_at <= ? ORDER BY seq LIMIT ?",
+                (now, limit),
+            ).fetchall()
+        )
+        return [OutboxEntry(*row) for row in rows]
+
+    def pending(self, *, limit: int = 50) -> list[OutboxEntry]:
+        """The oldest entries whatever their retry time (for flushing and diagnostics)."""
+        return self.due(float("inf"), limit=limit)
+
+    def claim(
+        self, key: str, *, now: float, lease_s: float, owner: str, force: bool = False
+    ) -> Claim:
+        """Take ``key`` for one attempt: counts the attempt and leases it to ``owner``.
+
+        A lease keeps two workers (lanes, processes) from sending one entry at once; it ends
+        with :meth:`ack` or :meth:`retry_later`, at ``lease_s``, or when its process is gone.
+        ``force`` ignores the retry delay, never another worker's live lease.
+        """
+
+        def tx(db: sqlite3.Connection) -> Claim:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute(
+                "SELECT key, kind, payload, attempts, created_at, next_attempt_at, last_error, "
+                "lease_until, lease_owner FROM outbox WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if row is None:
+                db.execute("COMMIT")
+                return Claim(None, None)
+            lease_until, lease_owner = row[7], row[8]
+            if lease_until > now and lease_owner != owner and owner_alive(lease_owner):
+                db.execute("COMMIT")
+                return Claim(None, lease_until - now)
+            if not force and row[5] > now:
+                db.execute("COMMIT")
+                return Claim(None, row[5] - now)
+            db.execute(
+                "UPDATE outbox SET attempts = attempts + 1, lease_until = ?, lease_owner = ? WHERE key = ?",
+                (now + lease_s, owner, key),
+            )
+            db.execute("COMMIT")
+            return Claim(OutboxEntry(*row[:7]), None)
+
+        result: Claim = self._run(tx)
+        return result
+
+    def ack(self, key: str) -> None:
+        self._run(lambda db: db.execute("DELETE FROM outbox WHERE key = ?", (key,)))
+
+    def retry_later(self, key: str, *, next_attempt_at: float, error: str) -> None:
+        self._run(
+            lambda db: db.execute(
+                "UPDATE outbox SET next_attempt_at = ?, last_error = ?, lease_until = 0, lease_owner = NULL "
+                "WHERE key = ?",
+                (next_attempt_at, error[:1000], key),
+            )
+        )
+
+    def dead_letter(self, key: str, *, now: float, reason: str) -> None:
+        """Move an entry that can never succeed out of the way, keeping it for inspection."""
+
+        def tx(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(
+                "INSERT OR REPLACE INTO dead_letter(seq, key, kind, payload, attempts, created_at, "
+                "dead_at, reason) SELECT seq, key, kind, payload, attempts, created_at, ?, ? "
+                "FROM outbox WHERE key = ?",
+                (now, reason[:1000], key),
+            )
+            db.execute("DELETE FROM outbox WHERE key = ?", (key,))
+            db.execute("COMMIT")
+
+        self._run(tx)
+        logger.error("tablestore-mem: a queued write was moved to the dead-letter table: %s", reason)
+
+    def expire(self, now: float) -> int:
+        """Dead-letter entries older than the age bound; returns how many moved."""
+        cutoff = now - self.limits.max_age_s
+        old = self._run(
+            lambda db: db.execute("SELECT key FROM outbox WHERE created_at < ? ORDER BY seq", (cutoff,)).fetchall()
+        )
+        for (key,) in old:
+            self.dead_letter(
+                key, now=now, reason=f"not accepted by the backend within {self.limits.max_age_s:.0f} s"
+            )
+        return len(old)
+
+    def stats(self, now: float) -> OutboxStats:
+        def q(db: sqlite3.Connection) -> OutboxStats:
+            depth, used, oldest = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(created_at) FROM outbox"
+            ).fetchone()
+            refused = db.execute("SELECT value FROM counters WHERE name = 'refused_full'").fetchone()
+            last = db.execute(
+                "SELECT last_error FROM outbox WHERE last_error IS NOT NULL ORDER BY seq LIMIT 1"
+            ).fetchone()
+            return OutboxStats(
+                depth=depth,
+                bytes=used,
+                oldest_age_s=None if oldest is None else max(0.0, now - oldest),
+                dropped_full=refused[0] if refused else 0,
+                last_error=last[0] if last else None,
+            )
+
+        result: OutboxStats = self._run(q)
+        return result
+
+    def dead_letters(self, *, limit: int = 20) -> list[DeadLetter]:
+        rows = self._run(
+            lambda db: db.execute(
+                "SELECT key, kind, payload, attempts, created_at, dead_at, reason FROM dead_letter "
+                "ORDER BY seq LIMIT ?",
+                (limit,),
+            ).fetchall()
+        )
+        return [DeadLetter(*row) for row in rows]
+
+    def dead_letter_count(self) -> int:
+        count: int = self._run(lambda db: db.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0])
+        return count
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database without blocking writers (a separate connection)."""
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=0.1)
+            try:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            logger.debug("tablestore-mem: spool checkpoint skipped: %s", exc)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._db.close()

@@ -1,0 +1,226 @@
+"""The four model-facing tools: bare function schemas and JSON-string answers.
+
+Every failure comes back as ``{"error": {...}}``; nothing raises into the agent loop. Scope
+arguments the original plugin accepted (``app_id``, ``tenant_id``) are refused: a model can
+never aim a tool at another tenant.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+PROFILE = "tablestore_profile"
+SEARCH = "tablestore_search"
+REMEMBER = "tablestore_remember"
+FORGET = "tablestore_forget"
+TOOL_NAMES = (PROFILE, SEARCH, REMEMBER, FORGET)
+
+logger = logging.getLogger(__name__)
+
+_METADATA_SCHEMA = {
+    "type": "object",
+    "description": "String key/value tags (at most 16 keys).",
+    "additionalProperties": {"type": "string"},
+}
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {
+        "name": PROFILE,
+        "description": (
+            "List the long-term memories stored about the current user (all agents and sessions "
+            "of this user). Use it to review what is known before personalising an answer."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many memories (default 20)."}
+            },
+            "required": [],
+        },
+    },
+    {
+        "name": SEARCH,
+        "description": (
+            "Semantic search over the user's long-term memories. Returns ids, text, score and scope. "
+            "Use it when the answer may depend on something said in an earlier session."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for."},
+                "top_k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many hits (default from config)."},
+                "enable_rerank": {"type": "boolean", "description": "Rerank the hits (default true)."},
+                "metadata": {**_METADATA_SCHEMA, "description": "Only memories whose metadata has all these values."},
+            },
+            "required": ["query"],
+        },
+    },
+    {
+        "name": REMEMBER,
+        "description": (
+            "Store a durable fact or short note in long-term memory (preferences, decisions, names, "
+            "project facts). Asynchronous by default; set sync to true to wait until it is stored."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "description": "The fact to remember, self-contained."},
+                "metadata": _METADATA_SCHEMA,
+                "sync": {"type": "boolean", "description": "Wait for the backend (default false)."},
+            },
+            "required": ["content"],
+        },
+    },
+    {
+        "name": FORGET,
+        "description": (
+            "Delete one of the current user's memories by id (ids come from tablestore_search or "
+            "tablestore_profile). Only memories of the current user can be deleted."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "memory_id": {"type": "string", "description": "The id of the memory to delete."},
+                "agent_id": {"type": "string", "description": "Optional: the agent that wrote it."},
+                "run_id": {"type": "string", "description": "Optional: the session that wrote it."},
+            },
+            "required": ["memory_id"],
+        },
+    },
+]
+
+_ALLOWED_ARGS = {
+    PROFILE: frozenset({"limit"}),
+    SEARCH: frozenset({"query", "top_k", "enable_rerank", "metadata"}),
+    REMEMBER: frozenset({"content", "metadata", "sync"}),
+    FORGET: frozenset({"memory_id", "agent_id", "run_id"}),
+}
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def error_json(error: Any) -> str:
+    """``{"error": ...}`` from a memcore error (or a plain message)."""
+    to_dict = getattr(error, "to_dict", None)
+    body = to_dict() if callable(to_dict) else {"type": "Error", "code": "error", "message": str(error)}
+    return dumps({"error": body})
+
+
+def _memory_json(memory: Any) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "text": memory.text,
+        "scope": str(memory.scope),
+        "metadata": dict(memory.metadata),
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+    }
+
+
+def handle_tool(runtime: Any, tool_name: str, args: Mapping[str, Any] | None) -> str:
+    """Run one tool against ``runtime``; always a JSON string."""
+    from memcore.errors import InvalidInput, MemcoreError
+
+    try:
+        if tool_name not in _ALLOWED_ARGS:
+            raise InvalidInput(f"unknown tool {tool_name!r}", field="tool")
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise InvalidInput("tool arguments must be an object", field="arguments")
+        extra = sorted(set(args) - _ALLOWED_ARGS[tool_name])
+        if extra:
+            if extra[0] in ("app_id", "tenant_id"):
+                raise InvalidInput(
+                    f"{extra[0]} cannot be chosen: memory tools only act on the current user", field=extra[0]
+                )
+            raise InvalidInput(f"unknown argument {extra[0]!r} for {tool_name}", field=extra[0])
+        if runtime is None:
+            from memcore.errors import Unavailable
+
+            raise Unavailable("tablestore-mem is not initialised", field="provider")
+        return _HANDLERS[tool_name](runtime, args)
+    except MemcoreError as exc:
+        return error_json(exc)
+    except Exception as exc:  # never raise into the agent loop
+        logger.warning("tablestore-mem: %s failed with %s", tool_name, type(exc).__name__)
+        return error_json(f"{tool_name} failed: {type(exc).__name__}")
+
+
+def _optional_bool(args: Mapping[str, Any], name: str) -> bool | None:
+    from memcore.errors import InvalidInput
+
+    value = args.get(name)
+    if value is None or isinstance(value, bool):
+        return value
+    raise InvalidInput(f"{name} must be true or false", field=name)
+
+
+def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
+    limit = args.get("limit", 20)
+    service = runtime.service(runtime.handle.ready())
+    page = service.profile(limit=limit)
+    return dumps(
+        {
+            "scope": str(service.profile_pattern),
+            "count": len(page.items),
+            "memories": [_memory_json(m) for m in page.items],
+            "next_token": page.next_token,
+        }
+    )
+
+
+def _search(runtime: Any, args: Mapping[str, Any]) -> str:
+    service = runtime.service(runtime.handle.ready())
+    hits = service.search(
+        args.get("query"),
+        top_k=args.get("top_k"),
+        enable_rerank=_optional_bool(args, "enable_rerank"),
+        filters=args.get("metadata"),
+    )
+    return dumps(
+        {
+            "scope": str(service.search_pattern),
+            "results": [
+                {"id": h.memory.id, "text": h.memory.text, "score": h.score, "scope": str(h.memory.scope)}
+                for h in hits
+            ],
+        }
+    )
+
+
+def _remember(runtime: Any, args: Mapping[str, Any]) -> str:
+    content = args.get("content")
+    metadata = args.get("metadata")
+    if _optional_bool(args, "sync"):
+        receipt = runtime.remember_now(content, metadata=metadata)
+        return dumps(
+            {
+                "status": receipt.status,
+                "memory_ids": list(receipt.memory_ids),
+                "task_id": receipt.task_id,
+                "scope": str(runtime.scope),
+            }
+        )
+    key = runtime.remember(content, metadata=metadata)
+    return dumps({"status": "queued", "key": key, "scope": str(runtime.scope)})
+
+
+def _forget(runtime: Any, args: Mapping[str, Any]) -> str:
+    memory_id = args.get("memory_id")
+    service = runtime.service(runtime.handle.ready())
+    scope = service.forget(memory_id, agent_id=args.get("agent_id"), run_id=args.get("run_id"))
+    return dumps({"status": "deleted", "memory_id": memory_id, "scope": str(scope)})
+
+
+_HANDLERS: dict[str, Callable[[Any, Mapping[str, Any]], str]] = {
+    PROFILE: _profile,
+    SEARCH: _search,
+    REMEMBER: _remember,
+    FORGET: _forget,
+}

@@ -1,0 +1,261 @@
+"""Fixtures for the Hermes plugin tests: a temporary HERMES_HOME, providers, the emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.testing import InMemoryMemoryStore
+from memcore_hermes import TablestoreMemProvider
+from memcore_hermes.delivery import RetryPolicy
+from memcore_hermes.envfile import SECRET_VARS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EMULATOR_KEYS = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-sk"}
+FAST_RETRY = RetryPolicy(base_s=0.02, cap_s=0.1, jitter=0.0)
+HERMES_BIN = Path(sys.executable).with_name("hermes")
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty Hermes home, selected through ``HERMES_HOME``; no secrets in the environment."""
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    (tmp_path / "user-home").mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    for var in SECRET_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+def write_config(home: Path, **values: Any) -> Path:
+    path = home / "tablestore_memory.json"
+    path.write_text(json.dumps(values), encoding="utf-8")
+    return path
+
+
+def write_env(home: Path, values: dict[str, str], *, mode: int = 0o600) -> Path:
+    path = home / ".env"
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()), encoding="utf-8")
+    os.chmod(path, mode)
+    return path
+
+
+@pytest.fixture
+def fake_store() -> InMemoryMemoryStore:
+    return InMemoryMemoryStore()
+
+
+MakeProvider = Callable[..., TablestoreMemProvider]
+
+
+@pytest.fixture
+def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
+    """Build and initialise providers over a given store; all are shut down afterwards."""
+    made: list[TablestoreMemProvider] = []
+
+    def make(
+        store: Any,
+        *,
+        session_id: str = "s1",
+        user_id: str | None = "alice",
+        agent_context: str = "primary",
+        retry: RetryPolicy = FAST_RETRY,
+        **kwargs: Any,
+    ) -> TablestoreMemProvider:
+        provider = TablestoreMemProvider(
+            store_factory=lambda _config: store, retry=retry, flush_timeout=kwargs.pop("flush_timeout", 5.0),
+            spool_limits=kwargs.pop("spool_limits", None),
+        )
+        provider.initialize(
+            session_id,
+            hermes_home=str(hermes_home),
+            platform="cli",
+            agent_context=agent_context,
+            user_id=user_id,
+            **kwargs,
+        )
+        made.append(provider)
+        return provider
+
+    yield make
+    for provider in made:
+        provider.shutdown()
+
+
+@pytest.fixture
+def emulator() -> Iterator[Any]:
+    from memcore_tablestore.testing import running_emulator
+
+    with running_emulator() as server:
+        yield server
+
+
+def emulator_home(home: Path, server: Any, **config: Any) -> None:
+    """Point the plugin in ``home`` at the emulator, keys in a 0600 ``.env``."""
+    write_config(
+        home,
+        backend="tablestore",
+        endpoint=server.url,
+        instance_name=server.instance_name,
+        **{"timeout": 3.0, **config},
+    )
+    write_env(home, EMULATOR_KEYS)
+
+
+def install_plugin(home: Path) -> Path:
+    """Copy the plugin (repo root files and packages) into ``home/plugins/tablestore-mem``."""
+    target = home / "plugins" / "tablestore-mem"
+    target.mkdir(parents=True)
+    for name in ("plugin.yaml", "__init__.py", "cli.py"):
+        shutil.copy2(REPO_ROOT / name, target / name)
+    shutil.copytree(
+        REPO_ROOT / "packages", target / "packages", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    (home / "config.yaml").write_text("memory:\n  provider: tablestore-mem\n", encoding="utf-8")
+    return target
+
+
+def run_hermes(home: Path, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """Run the real ``hermes`` CLI with ``home`` as HERMES_HOME (and a throwaway HOME)."""
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env.update(HERMES_HOME=str(home), HOME=str(home.parent / "user-home"), NO_COLOR="1")
+    (home.parent / "user-home").mkdir(exist_ok=True)
+    return subprocess.run(
+        [str(HERMES_BIN), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def kit() -> Any:
+    """The helpers above, for test modules (conftest modules cannot be imported by name)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        write_config=write_config,
+        write_env=write_env,
+        emulator_home=emulator_home,
+        install_plugin=install_plugin,
+        run_hermes=run_hermes,
+        EMULATOR_KEYS=EMULATOR_KEYS,
+        FAST_RETRY=FAST_RETRY,
+        REPO_ROOT=REPO_ROOT,
+    )
+
+
+class FakeChatServer:
+    """A loopback OpenAI-compatible chat server: ``/api/show``, ``/models``, streaming completions.
+
+    Every request is recorded, so a test can read exactly what the agent sent the model.
+    """
+
+    def __init__(self, reply: Callable[[dict[str, Any]], str]) -> None:
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[tuple[str, str, dict[str, Any]]] = []
+        self.reply = reply
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send_json(self, status: int, data: Any) -> None:
+                payload = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                outer.requests.append(("GET", self.path, {}))
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send_json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                else:
+                    self._send_json(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+                outer.requests.append(("POST", self.path, body))
+                if self.path.endswith("/api/show"):
+                    self._send_json(
+                        200,
+                        {"model_info": {"general.architecture": "llama", "llama.context_length": 131072}, "details": {}},
+                    )
+                    return
+                if not self.path.endswith("/chat/completions"):
+                    self._send_json(404, {"error": "not found"})
+                    return
+                text = outer.reply(body)
+                base = {"id": "chatcmpl-1", "created": int(time.time()), "model": "fake-model"}
+                if not body.get("stream"):
+                    self._send_json(
+                        200,
+                        {
+                            **base,
+                            "object": "chat.completion",
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                        },
+                    )
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                chunk = {**base, "object": "chat.completion.chunk"}
+                events = [
+                    {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+                    {**chunk, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+                    {
+                        **chunk,
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    },
+                ]
+                for event in events:
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [body for method, path, body in self.requests if path.endswith("/chat/completions")]
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def chat_server() -> Iterator[FakeChatServer]:
+    server = FakeChatServer(lambda body: "Noted, thanks!")
+    yield server
+    server.stop()

@@ -1,0 +1,121 @@
+"""``hermes tablestore-mem add|search|doctor`` run as the real Hermes CLI against the emulator."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+AK = "LTAI5tCliTestKeyId"
+SK = "cli-secret-Vq93kLm2Xz"
+
+
+@pytest.fixture
+def cli_emulator() -> Iterator[Any]:
+    from memcore_tablestore.testing import running_emulator
+
+    with running_emulator(access_key_id=AK, access_key_secret=SK) as server:
+        yield server
+
+
+@pytest.fixture
+def cli_home(hermes_home: Path, cli_emulator: Any, kit: Any) -> Path:
+    kit.install_plugin(hermes_home)
+    kit.write_config(
+        hermes_home, backend="tablestore", endpoint=cli_emulator.url, instance_name=cli_emulator.instance_name, timeout=3.0
+    )
+    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
+    return hermes_home
+
+
+def run_json(kit: Any, home: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    result = kit.run_hermes(home, "tablestore-mem", *args)
+    assert SK not in result.stdout + result.stderr
+    assert AK not in result.stdout + result.stderr
+    try:
+        data = json.loads(result.stdout)
+    except ValueError:
+        pytest.fail(f"not JSON: {result.stdout!r} {result.stderr[-2000:]!r}")
+    return result.returncode, data, result.stderr
+
+
+def run_inprocess(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    """The same command handler Hermes calls, without paying for a Hermes start."""
+    from memcore_hermes.cli import register_cli, tablestore_mem_command
+
+    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
+    register_cli(parser)
+    code = 0
+    try:
+        tablestore_mem_command(parser.parse_args(list(args)))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    assert SK not in out.out + out.err and AK not in out.out + out.err
+    return code, json.loads(out.out)
+
+
+def test_add_search_doctor_through_the_hermes_cli(cli_home: Path, kit: Any, cli_emulator: Any) -> None:
+    code, added, _ = run_json(kit, cli_home, "add", "The build server is called hydra", "--metadata", "kind=infra")
+    assert code == 0 and added["status"] == "stored"
+    code, synced, _ = run_json(kit, cli_home, "add", "Deploys happen on Tuesdays", "--sync", "--user-id", "ops")
+    assert code == 0 and synced["status"] == "completed" and synced["scope"].startswith("hermes/ops/")
+    code, found, _ = run_json(kit, cli_home, "search", "build server", "--top-k", "3")
+    assert code == 0
+    assert [r["text"] for r in found["results"]] == ["The build server is called hydra"]
+    [memory] = [m for m in cli_emulator.store.all_memories("hermes_mem") if "hydra" in m.text]
+    assert memory.metadata["kind"] == "infra"
+    code, report, _ = run_json(kit, cli_home, "doctor")
+    assert code == 0, report
+    assert report["ok"] is True
+    assert report["backend"] == "tablestore" and report["endpoint"] == cli_emulator.url
+    assert report["store"]["status"] == "ready"
+    assert [s["text"] for s in report["store"]["sample"]] == ["The build server is called hydra"]
+    assert report["scope"]["read"] == "hermes/__default__/*/*"
+    assert report["secrets"]["TABLESTORE_MEMORY_AK"] == "set"
+    assert report["spool"]["depth"] == 0
+
+
+def test_add_with_bad_metadata_is_a_json_error(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_inprocess(capsys, "add", "x", "--metadata", "no-equals-sign")
+    assert code == 1 and data["error"]["field"] == "metadata"
+
+
+def test_doctor_writes_nothing(cli_home: Path, cli_emulator: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = run_inprocess(capsys, "doctor")
+    assert code == 0
+    assert "missing" in report["store"]["status"]
+    assert cli_emulator.store.list_stores() == []
+
+
+def test_doctor_shows_waiting_writes_when_the_backend_is_down(
+    cli_home: Path, kit: Any, cli_emulator: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memcore_tablestore.emulator import Faults
+
+    kit.write_config(
+        cli_home, backend="tablestore", endpoint=cli_emulator.url, instance_name=cli_emulator.instance_name, timeout=0.5
+    )
+    cli_emulator.set_faults(Faults(error_rate=1.0, error_status=503))
+    code, added = run_inprocess(capsys, "add", "queued while down")
+    assert code == 0 and added["status"] == "queued"
+    code, report = run_inprocess(capsys, "doctor")
+    assert code == 1 and report["ok"] is False
+    assert report["spool"]["depth"] == 1 and report["spool"]["last_error"]
+    assert "error" in report["store"]
+    cli_emulator.set_faults(Faults())
+    code, _ = run_inprocess(capsys, "add", "after recovery")
+    texts = sorted(m.text for m in cli_emulator.store.all_memories("hermes_mem"))
+    assert texts == ["after recovery", "queued while down"]
+
+
+def test_doctor_on_an_unsafe_secrets_file(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli_home / ".env").chmod(0o666)
+    code, report = run_inprocess(capsys, "doctor")
+    assert code == 1
+    assert report["secrets"]["env_file_ok"] is False
+    assert "chmod 600" in report["secrets"]["env_file_problem"]

@@ -1,0 +1,132 @@
+"""Hermes finds, loads and lists the plugin from a copy of the repository root."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+HEAVY_MODULES = ("tablestore", "numpy", "onnxruntime", "alibabacloud_tablestore20201209", "urllib3", "memcore")
+
+
+@pytest.fixture
+def clean_plugin_modules() -> Iterator[None]:
+    """The loader caches user plugins in ``sys.modules``; forget them around each test."""
+
+    def purge() -> None:
+        for name in list(sys.modules):
+            if name.startswith("_hermes_user_memory"):
+                del sys.modules[name]
+
+    purge()
+    yield
+    purge()
+
+
+def test_the_repository_root_is_a_valid_plugin(kit: Any) -> None:
+    root = kit.REPO_ROOT
+    assert sorted(p.name for p in root.glob("*.py")) == ["__init__.py", "cli.py"]
+    head = (root / "__init__.py").read_text()[:8192]
+    assert "register_memory_provider" in head and "MemoryProvider" in head
+    meta = yaml.safe_load((root / "plugin.yaml").read_text())
+    assert meta.get("kind", "exclusive") == "exclusive"
+    assert meta["description"]
+    deps = " ".join(meta["pip_dependencies"])
+    for needed in ("tablestore", "alibabacloud-tablestore20201209", "alibabacloud-credentials", "attrs", "cattrs"):
+        assert needed in deps
+    assert (root / "after-install.md").is_file()
+
+
+def test_load_memory_provider_finds_the_installed_copy(
+    hermes_home: Path, kit: Any, clean_plugin_modules: None
+) -> None:
+    from agent.memory_provider import MemoryProvider
+    from plugins.memory import discover_memory_providers, load_memory_provider
+
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local")
+    provider = load_memory_provider("tablestore-mem")
+    assert provider is not None
+    assert isinstance(provider, MemoryProvider)
+    assert provider.name == "tablestore-mem"
+    assert provider.is_available() is True
+    listed = {name: available for name, _desc, available in discover_memory_providers()}
+    assert listed["tablestore-mem"] is True
+
+
+def test_plugin_cli_is_discovered_with_its_handler(hermes_home: Path, kit: Any, clean_plugin_modules: None) -> None:
+    from plugins.memory import discover_plugin_cli_commands
+
+    kit.install_plugin(hermes_home)
+    [command] = discover_plugin_cli_commands()
+    assert command["name"] == "tablestore-mem"
+    assert callable(command["setup_fn"]) and callable(command["handler_fn"])
+
+
+def test_hermes_memory_status_shows_installed_and_available(hermes_home: Path, kit: Any) -> None:
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local")
+    result = kit.run_hermes(hermes_home, "memory", "status")
+    assert result.returncode == 0, result.stderr
+    assert "Provider:  tablestore-mem" in result.stdout
+    assert "Plugin:    installed ✓" in result.stdout
+    assert "Status:    available ✓" in result.stdout
+
+
+def test_hermes_memory_status_without_keys_is_not_available(hermes_home: Path, kit: Any) -> None:
+    kit.install_plugin(hermes_home)
+    result = kit.run_hermes(hermes_home, "memory", "status")
+    assert "Plugin:    installed ✓" in result.stdout
+    assert "not available" in result.stdout
+    assert "TABLESTORE_MEMORY_AK" in result.stdout
+
+
+_PROBE = r"""
+import importlib.util, json, sys, time
+import agent.memory_provider  # already loaded in any Hermes process
+root = sys.argv[1]
+HEAVY = set(sys.argv[3].split(","))
+if sys.argv[2] == "isolated":
+    sys.path[:] = [p for p in sys.path if "/packages/" not in p]
+started = time.perf_counter()
+spec = importlib.util.spec_from_file_location(
+    "_hermes_user_memory_probe", root + "/__init__.py", submodule_search_locations=[root]
+)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+elapsed = time.perf_counter() - started
+import memcore_hermes
+print(json.dumps({
+    "elapsed_ms": elapsed * 1000,
+    "loaded": sorted(m for m in sys.modules if m.split(".")[0] in HEAVY),
+    "memcore_hermes": memcore_hermes.__file__,
+    "has_register": hasattr(mod, "register"),
+}))
+"""
+
+
+def _probe(root: Path, mode: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(root), mode, ",".join(HEAVY_MODULES)], capture_output=True, text=True, timeout=60, check=True
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_importing_the_plugin_loads_no_sdk(kit: Any) -> None:
+    result = _probe(kit.REPO_ROOT, "installed")
+    assert result["has_register"]
+    assert result["loaded"] == []
+
+
+def test_a_clone_without_installed_packages_uses_its_bundled_sources(hermes_home: Path, kit: Any) -> None:
+    target = kit.install_plugin(hermes_home)
+    result = _probe(target, "isolated")
+    assert result["memcore_hermes"].startswith(str(target / "packages"))
+    assert result["loaded"] == []

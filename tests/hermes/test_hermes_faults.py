@@ -1,0 +1,118 @@
+"""Backend outages: every turn taken while TableStore is down or failing arrives exactly once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.testing import InMemoryMemoryStore
+from memcore_hermes import TablestoreMemProvider
+
+TURNS = 30
+STORE = "hermes_mem"
+
+
+def start_provider(home: Path, kit: Any, session: str = "outage") -> TablestoreMemProvider:
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
+    provider.initialize(session, hermes_home=str(home), agent_context="primary", user_id="fay")
+    return provider
+
+
+def settle(provider: TablestoreMemProvider, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if provider.runtime.flush(seconds):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def expected(turns: range) -> list[str]:
+    return [text for i in turns for text in (f"turn {i}: question", f"turn {i}: answer")]
+
+
+def stored(store: InMemoryMemoryStore, provider: TablestoreMemProvider) -> list[str]:
+    scope = provider.runtime.scope
+    out: list[str] = []
+    token = None
+    while True:
+        page = store.list_messages(STORE, scope, limit=100, next_token=token)
+        out.extend(m.content for m in page.items)
+        token = page.next_token
+        if not token:
+            return out
+
+
+@pytest.mark.slow
+def test_503_for_30_turns_then_recovery(hermes_home: Path, kit: Any) -> None:
+    from memcore_tablestore.emulator import Faults
+    from memcore_tablestore.testing import running_emulator
+
+    backing = InMemoryMemoryStore()
+    with running_emulator(backing, faults=Faults(error_rate=1.0, error_status=503)) as server:
+        kit.emulator_home(hermes_home, server, timeout=0.3)
+        provider = start_provider(hermes_home, kit)
+        try:
+            for i in range(TURNS):
+                provider.sync_turn(f"turn {i}: question", f"turn {i}: answer", session_id="outage")
+            time.sleep(0.3)  # let the lane fail a few times
+            assert provider.runtime.spool.stats(time.time()).depth == TURNS
+            server.set_faults(Faults())
+            assert settle(provider)
+            assert stored(backing, provider) == expected(range(TURNS))
+        finally:
+            provider.shutdown()
+
+
+@pytest.mark.slow
+def test_backend_down_for_30_turns_across_a_restart(hermes_home: Path, kit: Any) -> None:
+    from memcore_tablestore.emulator import EmulatorServer
+
+    backing = InMemoryMemoryStore()
+    server = EmulatorServer(backing).start()
+    port = server.port
+    kit.emulator_home(hermes_home, server, timeout=0.3)
+    server.stop()  # nothing listens now: connections are refused
+
+    provider = start_provider(hermes_home, kit)
+    for i in range(TURNS // 2):
+        provider.sync_turn(f"turn {i}: question", f"turn {i}: answer", session_id="outage")
+    provider.shutdown()  # bounded; the turns stay in the spool
+
+    provider = start_provider(hermes_home, kit)  # the next start replays them
+    try:
+        for i in range(TURNS // 2, TURNS):
+            provider.sync_turn(f"turn {i}: question", f"turn {i}: answer", session_id="outage")
+        assert provider.runtime.spool.stats(time.time()).depth == TURNS
+        revived = EmulatorServer(backing, port=port).start()
+        try:
+            assert settle(provider)
+            assert stored(backing, provider) == expected(range(TURNS))
+        finally:
+            provider.shutdown()
+            revived.stop()
+    finally:
+        provider.shutdown()
+
+
+@pytest.mark.slow
+def test_flaky_backend_and_dropped_connections_never_duplicate(hermes_home: Path, kit: Any) -> None:
+    from memcore_tablestore.emulator import Faults
+    from memcore_tablestore.testing import running_emulator
+
+    backing = InMemoryMemoryStore()
+    flaky = Faults(error_rate=0.3, drop_rate=0.2, seed=7, apis=("AddMemories",))
+    with running_emulator(backing, faults=flaky) as server:
+        kit.emulator_home(hermes_home, server, timeout=0.3)
+        provider = start_provider(hermes_home, kit)
+        try:
+            for i in range(TURNS):
+                provider.sync_turn(f"turn {i}: question", f"turn {i}: answer", session_id="outage")
+            provider.queue_prefetch("turn 29")
+            assert settle(provider)
+            assert stored(backing, provider) == expected(range(TURNS))
+        finally:
+            provider.shutdown()

@@ -1,0 +1,42 @@
+"""The offline ``local`` backend: the embedded SQLite store under ``$HERMES_HOME``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memcore_hermes import TablestoreMemProvider
+
+
+def test_offline_turns_tools_and_recall(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    assert provider.is_available()
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.sync_turn("My cat is called Miso", "What a lovely name.", session_id="s1")
+        provider.queue_prefetch("cat name")
+        assert provider.runtime.wait_idle(10)
+        assert "Miso" in provider.prefetch("cat name")
+        hits = json.loads(provider.handle_tool_call("tablestore_search", {"query": "cat Miso"}))["results"]
+        assert hits and hits[0]["scope"] == "hermes/gus/hermes/s1"
+    finally:
+        provider.shutdown()
+    assert (hermes_home / "tablestore_memory_local.sqlite3").is_file()
+    assert "local" in TablestoreMemProvider().backup_paths()[2]
+
+
+def test_local_memories_survive_a_restart(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    first = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    first.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    first.handle_tool_call("tablestore_remember", {"content": "Gus speaks Portuguese"})
+    first.shutdown()
+    second = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    second.initialize("s2", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        profile = json.loads(second.handle_tool_call("tablestore_profile", {}))
+        assert [m["text"] for m in profile["memories"]] == ["Gus speaks Portuguese"]
+    finally:
+        second.shutdown()

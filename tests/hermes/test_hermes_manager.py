@@ -1,0 +1,78 @@
+"""The provider driven by Hermes' real ``MemoryManager``, against the TableStore emulator."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.scope import Scope
+from memcore_hermes import TablestoreMemProvider
+
+STORE = "hermes_mem"
+
+
+@pytest.fixture
+def manager(hermes_home: Path, emulator: Any, kit: Any) -> Iterator[Any]:
+    from agent.memory_manager import MemoryManager
+
+    kit.emulator_home(hermes_home, emulator)
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    mm = MemoryManager()
+    mm.add_provider(provider)
+    mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+    assert provider.runtime is not None
+    yield mm
+    mm.shutdown_all()
+
+
+def provider_of(mm: Any) -> TablestoreMemProvider:
+    provider = mm.get_provider("tablestore-mem")
+    assert isinstance(provider, TablestoreMemProvider)
+    return provider
+
+
+def test_tools_are_routed_and_answer_json(manager: Any) -> None:
+    names = {s["name"] for s in manager.get_all_tool_schemas()}
+    assert {"tablestore_profile", "tablestore_search", "tablestore_remember", "tablestore_forget"} <= names
+    stored = json.loads(manager.handle_tool_call("tablestore_remember", {"content": "Dana rides a bike", "sync": True}))
+    assert stored["status"] == "completed"
+    found = json.loads(manager.handle_tool_call("tablestore_search", {"query": "bike"}))
+    assert [r["text"] for r in found["results"]] == ["Dana rides a bike"]
+    bad = json.loads(manager.handle_tool_call("tablestore_search", {"query": "bike", "top_k": 0}))
+    assert bad["error"]["field"] == "top_k"
+
+
+def test_sync_prefetch_and_flush(manager: Any, emulator: Any) -> None:
+    provider = provider_of(manager)
+    manager.sync_all("I am allergic to peanuts", "I will remember that.", session_id="s1")
+    manager.queue_prefetch_all("allergic to peanuts", session_id="s1")
+    assert manager.flush_pending(10)
+    assert provider.runtime.wait_idle(10)
+    context = manager.prefetch_all("what am I allergic to?", session_id="s1")
+    assert "peanuts" in context
+    stored = emulator.store.list_messages(STORE, Scope("hermes", "dana", "hermes", "s1")).items
+    assert [m.content for m in stored] == ["I am allergic to peanuts", "I will remember that."]
+
+
+def test_builtin_memory_writes_are_bridged(manager: Any, emulator: Any) -> None:
+    provider = provider_of(manager)
+    manager.notify_memory_tool_write(
+        json.dumps({"success": True}), {"action": "add", "target": "user", "content": "Dana prefers metric units"}
+    )
+    manager.notify_memory_tool_write(
+        json.dumps({"success": True, "staged": True}), {"action": "add", "target": "user", "content": "staged only"}
+    )
+    manager.on_session_end([])
+    assert provider.runtime.flush(10)
+    mirrored = {m.text: dict(m.metadata) for m in emulator.store.all_memories(STORE)}
+    assert set(mirrored) == {"Dana prefers metric units"}
+    assert mirrored["Dana prefers metric units"]["source"] == "builtin_memory"
+
+
+def test_the_system_prompt_block_reaches_the_manager(manager: Any) -> None:
+    prompt = manager.build_system_prompt()
+    assert "tablestore-mem" in prompt and "hermes/dana/hermes/s1" in prompt
