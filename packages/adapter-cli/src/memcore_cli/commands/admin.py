@@ -1,0 +1,161 @@
+"""Audit and housekeeping commands: requests, scopes, tasks (the store port, read-only)."""
+
+from typing import Annotated, Any
+
+import typer
+
+from memcore_cli.state import state_of
+
+LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
+TokenOpt = Annotated[str | None, typer.Option("--next-token", help="Continue from a previous page.")]
+
+
+def _page_out(state: Any, page: Any, columns: tuple[str, ...], row: Any, *, empty: str, more: str) -> None:
+    from memcore_cli.records import to_record
+
+    out = state.output
+    if state.json:
+        out.json({"items": [to_record(i) for i in page.items], "next_token": page.next_token})
+        return
+    out.table(columns, (row(i) for i in page.items), empty=empty)
+    if page.next_token:
+        out.note(f"more: {more} --next-token {page.next_token}")
+
+
+def requests(
+    ctx: typer.Context,
+    operation: Annotated[
+        str | None,
+        typer.Option("--operation", help="Only this operation, e.g. AddMemories or SearchMemories."),
+    ] = None,
+    limit: LimitOpt = 20,
+    next_token: TokenOpt = None,
+) -> None:
+    """Show the store's request audit log (operation, scope, target, status, latency).
+
+    \b
+    Examples:
+      memcore requests
+      memcore requests --operation SearchMemories --limit 50
+    """
+    from memcore import limits
+    from memcore_cli.output import when
+
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    runtime = state.runtime()
+    page = runtime.ready_store().list_requests(
+        runtime.store_name, operation=operation, limit=limit, next_token=next_token
+    )
+    _page_out(
+        state,
+        page,
+        ("time", "operation", "status", "scope", "target", "ms"),
+        lambda r: (
+            when(r.created_at),
+            r.operation,
+            r.status,
+            str(r.scope or ""),
+            r.target_id or "",
+            "" if r.latency_ms is None else f"{r.latency_ms:.1f}",
+        ),
+        empty="no requests recorded",
+        more="memcore requests",
+    )
+
+
+def scopes(ctx: typer.Context, limit: LimitOpt = 50, next_token: TokenOpt = None) -> None:
+    """List the scopes that hold memories, within the current tenant (or agent/run).
+
+    \b
+    Examples:
+      memcore scopes
+      memcore --tenant alice --json scopes
+    """
+    from memcore import limits
+
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    runtime = state.runtime()
+    page = runtime.ready_store().list_scopes(
+        runtime.store_name, runtime.settings.scope.read_pattern, limit=limit, next_token=next_token
+    )
+    _page_out(
+        state,
+        page,
+        ("app_id", "tenant_id", "agent_id", "run_id"),
+        lambda s: s.as_tuple(),
+        empty="no scopes hold memories yet",
+        more="memcore scopes",
+    )
+
+
+tasks_app = typer.Typer(
+    help="Write tasks: a write on TableStore is a task until it is indexed.", no_args_is_help=True
+)
+
+
+@tasks_app.command("get")
+def task_get(
+    ctx: typer.Context,
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="The task id from 'memcore add'.")],
+) -> None:
+    """Show one write task.
+
+    \b
+    Example:
+      memcore tasks get 3c1d9f8e
+    """
+    from memcore import limits
+    from memcore_cli.records import to_record
+
+    state = state_of(ctx)
+    limits.check_id(task_id, field="task_id")
+    runtime = state.runtime()
+    task = runtime.ready_store().get_task(runtime.store_name, task_id)
+    if state.json:
+        state.output.json(to_record(task))
+        return
+    state.output.fields(to_record(task).items(), title=f"task {task.id}")
+
+
+@tasks_app.command("list")
+def task_list(
+    ctx: typer.Context,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help="pending, running, completed, failed or cancelled."),
+    ] = None,
+    limit: LimitOpt = 20,
+    next_token: TokenOpt = None,
+) -> None:
+    """List write tasks, optionally by status.
+
+    \b
+    Examples:
+      memcore tasks list
+      memcore tasks list --status failed
+    """
+    from memcore import limits
+    from memcore.errors import InvalidInput
+    from memcore.values import TASK_STATUSES
+    from memcore_cli.output import when
+
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    if status is not None and status not in TASK_STATUSES:
+        raise InvalidInput(
+            f"--status must be one of {', '.join(TASK_STATUSES)}, not {status!r}", field="status"
+        )
+    runtime = state.runtime()
+    page = runtime.ready_store().list_tasks(
+        runtime.store_name, status=status, limit=limit, next_token=next_token
+    )
+    _page_out(
+        state,
+        page,
+        ("id", "status", "operation", "scope", "created", "memories"),
+        lambda t: (t.id, t.status, t.operation, str(t.scope or ""), when(t.created_at), len(t.memory_ids)),
+        empty="no tasks",
+        more="memcore tasks list",
+    )

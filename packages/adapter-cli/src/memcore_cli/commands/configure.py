@@ -1,0 +1,162 @@
+"""``config show``, ``config set`` and ``provision``: the settings the CLI runs with."""
+
+from typing import Annotated, Any
+
+import typer
+
+from memcore_cli.state import state_of
+
+app = typer.Typer(help="Show or change the configuration.", no_args_is_help=True)
+
+CREDENTIAL_VARS = (
+    "TABLESTORE_MEMORY_AK",
+    "TABLESTORE_MEMORY_SK",
+    "TABLESTORE_MEMORY_STS_TOKEN",
+    "ALIBABA_CLOUD_ACCESS_KEY_ID",
+    "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+    "ALIBABA_CLOUD_SECURITY_TOKEN",
+)
+
+
+@app.command("show")
+def show(ctx: typer.Context) -> None:
+    """Show the effective settings and where each comes from (secrets are never shown).
+
+    \b
+    Examples:
+      memcore config show
+      memcore --config ~/.hermes/tablestore_memory.json --json config show
+    """
+    from memcore.config import config_to_dict
+    from memcore_cli.config_values import redact
+
+    state = state_of(ctx)
+    runtime = state.runtime()
+    settings = runtime.settings
+    choice = settings.scope
+    credentials = {
+        name: ("set (hidden)" if state.environ.get(name) else "not set") for name in CREDENTIAL_VARS
+    }
+    document: dict[str, Any] = {
+        "backend": settings.backend,
+        "backend_source": settings.backend_source,
+        "config_file": str(settings.config_path),
+        "config_file_exists": settings.config_path.exists(),
+        "home": str(settings.home),
+        "database": str(settings.db_path) if settings.backend == "local" else None,
+        "write_scope": choice.scope.as_dict(),
+        "read_pattern": choice.read_pattern.as_dict(),
+        "config": redact(config_to_dict(settings.config)),
+        "credentials": credentials,
+    }
+    if state.json:
+        state.output.json(document)
+        return
+    rows: list[tuple[str, Any]] = [
+        ("active backend", f"{settings.backend} (from {settings.backend_source})"),
+        ("config file", f"{settings.config_path}{'' if document['config_file_exists'] else ' (not created yet)'}"),
+        ("home", document["home"]),
+    ]
+    if document["database"]:
+        rows.append(("database", document["database"]))
+    rows.append(("write scope", str(choice.scope)))
+    rows.append(("read scope", str(choice.read_pattern)))
+    rows.extend((key, "-" if value is None else value) for key, value in document["config"].items())
+    rows.extend((name, value) for name, value in credentials.items())
+    state.output.fields(rows, title="memcore configuration")
+
+
+@app.command("set")
+def set_value(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="A config key, e.g. tenant_id or backend.")],
+    value: Annotated[str, typer.Argument(help="The value; 'null' unsets an optional key.")],
+) -> None:
+    """Change one setting in the config file (validated; written atomically, mode 0600).
+
+    \b
+    Examples:
+      memcore config set tenant_id alice
+      memcore config set backend tablestore
+      memcore config set top_k 8
+    """
+    from pathlib import Path
+
+    from memcore.config import merge_config
+    from memcore_cli.config_file import read_config, write_config
+    from memcore_cli.config_values import parse_value, redact
+    from memcore_cli.home import data_home, default_config_path
+
+    state = state_of(ctx)
+    options = state.options
+    if options.config:
+        path = Path(options.config).expanduser()
+    else:
+        path = default_config_path(data_home(state.environ))
+    source = str(path)
+    parsed = parse_value(key, value, source=source)
+    base = read_config(path, required=False)
+    updated = merge_config(base, {key: parsed}, source=source)
+    write_config(path, updated)
+    shown = redact({key: getattr(updated, key)})[key]
+    if state.json:
+        state.output.json({"key": key, "value": shown, "config_file": source})
+    else:
+        state.output.line(f"set {key} = {shown!r} in {source}")
+
+
+def provision(
+    ctx: typer.Context,
+    control_endpoint: Annotated[
+        str | None,
+        typer.Option("--control-endpoint", help="Control-plane host:port (default: the region's)."),
+    ] = None,
+    control_protocol: Annotated[
+        str, typer.Option("--control-protocol", help="https, or http for the local emulator.")
+    ] = "https",
+    endpoint_template: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint-template",
+            help="Data endpoint template (default https://{instance}.{region}.ots.aliyuncs.com).",
+        ),
+    ] = None,
+    dns_timeout: Annotated[
+        float, typer.Option("--dns-timeout", help="Seconds to wait for the new host to resolve.")
+    ] = 300.0,
+) -> None:
+    """Create a TableStore instance on first use and save it to the config file.
+
+    Safe to re-run: an instance already named in the config is reused, and a bootstrap that
+    was interrupted is resumed rather than buying a second instance.
+
+    \b
+    Examples:
+      memcore provision
+      memcore --config ~/.hermes/tablestore_memory.json provision
+    """
+    from memcore_cli.records import to_record
+    from memcore_tablestore.credentials import resolve_credentials
+    from memcore_tablestore.provisioner import DATA_ENDPOINT_TEMPLATE, TableStoreProvisioner
+
+    state = state_of(ctx)
+    settings = state.runtime().settings
+    env = None if state.overrides.environ is None else state.environ
+    provisioner = TableStoreProvisioner(
+        settings.config,
+        settings.config_path,
+        credentials=resolve_credentials(env),
+        control_endpoint=control_endpoint,
+        control_protocol=control_protocol,
+        endpoint_template=endpoint_template or DATA_ENDPOINT_TEMPLATE,
+        dns_timeout=dns_timeout,
+    )
+    out = state.output
+    with out.progress("provisioning TableStore") as advance:
+        facts = provisioner.ensure_instance(progress=lambda message: advance(1, note=message))
+    if state.json:
+        out.json({**to_record(facts), "config_file": str(settings.config_path)})
+        return
+    verb = "created" if facts.created else "using"
+    out.line(f"{verb} instance {facts.instance_name} at {facts.endpoint} ({facts.region})")
+    out.line(f"saved to {settings.config_path}; next: memcore --backend tablestore doctor")

@@ -1,0 +1,157 @@
+"""Dream (consolidation) commands: the service proposes merges and deletions; you apply them."""
+
+from typing import Annotated, Any
+
+import typer
+
+from memcore_cli.state import state_of
+
+app = typer.Typer(
+    help="Consolidate memories: create a dream task, review its actions, apply them.",
+    no_args_is_help=True,
+)
+TaskArg = Annotated[str, typer.Argument(metavar="TASK_ID", help="The dream task id.")]
+LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
+TokenOpt = Annotated[str | None, typer.Option("--next-token", help="Continue from a previous page.")]
+
+
+def _show_task(state: Any, task: Any) -> None:
+    from memcore_cli.records import to_record
+
+    record = to_record(task)
+    if state.json:
+        state.output.json(record)
+        return
+    scope = "/".join(task.scope.as_tuple()) if task.scope is not None else ""
+    state.output.fields(
+        [("id", task.id), ("status", task.status), ("scope", scope), ("extras", record["extras"] or None)],
+        title="dream task",
+    )
+
+
+@app.command("create")
+def create(ctx: typer.Context) -> None:
+    """Start a consolidation over the current tenant (or --agent/--run).
+
+    \b
+    Example:
+      memcore dream create
+    """
+    state = state_of(ctx)
+    runtime = state.runtime()
+    task = runtime.ready_store().create_dream_task(runtime.store_name, runtime.settings.scope.read_pattern)
+    _show_task(state, task)
+
+
+@app.command("status")
+def status(ctx: typer.Context, task_id: TaskArg) -> None:
+    """Show a dream task.
+
+    \b
+    Example:
+      memcore dream status 7a2e
+    """
+    from memcore import limits
+
+    state = state_of(ctx)
+    limits.check_id(task_id, field="task_id")
+    runtime = state.runtime()
+    _show_task(state, runtime.ready_store().get_dream_task(runtime.store_name, task_id))
+
+
+@app.command("actions")
+def actions(ctx: typer.Context, task_id: TaskArg, limit: LimitOpt = 50, next_token: TokenOpt = None) -> None:
+    """List the actions a dream task proposes.
+
+    \b
+    Example:
+      memcore dream actions 7a2e
+    """
+    from memcore import limits
+    from memcore_cli.records import to_record
+
+    state = state_of(ctx)
+    limits.check_id(task_id, field="task_id")
+    limits.check_limit(limit)
+    runtime = state.runtime()
+    page = runtime.ready_store().list_dream_actions(
+        runtime.store_name, task_id, limit=limit, next_token=next_token
+    )
+    if state.json:
+        state.output.json({"items": [to_record(a) for a in page.items], "next_token": page.next_token})
+        return
+    state.output.table(
+        ("id", "action", "status", "memories", "text"),
+        ((a.id, a.action, a.status, ", ".join(a.memory_ids), a.text or "") for a in page.items),
+        empty="no actions proposed",
+    )
+
+
+@app.command("apply")
+def apply(
+    ctx: typer.Context,
+    task_id: TaskArg,
+    action_ids: Annotated[list[str], typer.Argument(metavar="ACTION_ID...", help="Actions to apply.")],
+) -> None:
+    """Apply some of a dream task's proposed actions.
+
+    \b
+    Example:
+      memcore dream apply 7a2e act-1 act-2
+    """
+    from memcore import limits
+    from memcore_cli.records import to_record
+
+    state = state_of(ctx)
+    limits.check_id(task_id, field="task_id")
+    for action_id in action_ids:
+        limits.check_id(action_id, field="action_id")
+    runtime = state.runtime()
+    applied = runtime.ready_store().apply_dream_actions(runtime.store_name, task_id, action_ids)
+    if state.json:
+        state.output.json([to_record(a) for a in applied])
+        return
+    state.output.table(
+        ("id", "action", "status"), ((a.id, a.action, a.status) for a in applied), empty="nothing applied"
+    )
+
+
+@app.command("cancel")
+def cancel(ctx: typer.Context, task_id: TaskArg) -> None:
+    """Cancel a dream task.
+
+    \b
+    Example:
+      memcore dream cancel 7a2e
+    """
+    from memcore import limits
+
+    state = state_of(ctx)
+    limits.check_id(task_id, field="task_id")
+    runtime = state.runtime()
+    _show_task(state, runtime.ready_store().cancel_dream_task(runtime.store_name, task_id))
+
+
+@app.command("list")
+def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = None) -> None:
+    """List dream tasks.
+
+    \b
+    Example:
+      memcore dream list
+    """
+    from memcore import limits
+    from memcore_cli.records import to_record
+
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    runtime = state.runtime()
+    page = runtime.ready_store().list_dream_tasks(runtime.store_name, limit=limit, next_token=next_token)
+    if state.json:
+        state.output.json({"items": [to_record(t) for t in page.items], "next_token": page.next_token})
+        return
+    state.output.table(
+        ("id", "status", "scope"),
+        ((t.id, t.status, "/".join(t.scope.as_tuple()) if t.scope else "") for t in page.items),
+        empty="no dream tasks",
+    )

@@ -1,0 +1,386 @@
+"""Memory commands: add, search, list, get, update, forget, messages.
+
+Each goes through ``MemoryService`` so the limits and scope policies apply exactly as they do
+for the agent plugin.
+"""
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from memcore_cli.state import state_of
+
+MetadataOpt = Annotated[
+    list[str] | None,
+    typer.Option("--metadata", "-m", help="A metadata entry key=value; repeat for more."),
+]
+LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
+TokenOpt = Annotated[
+    str | None, typer.Option("--next-token", help="Continue from a previous page.")
+]
+
+
+def add(
+    ctx: typer.Context,
+    text: Annotated[
+        str | None, typer.Argument(help="The text to remember; '-' reads it from stdin.")
+    ] = None,
+    messages_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--messages-file",
+            help='A JSON file holding a list of {"role": ..., "content": ...} messages.',
+        ),
+    ] = None,
+    metadata: MetadataOpt = None,
+    sync: Annotated[
+        bool, typer.Option("--sync", help="Wait until the memory is indexed.")
+    ] = False,
+) -> None:
+    """Remember a piece of text, or a chat transcript, in the current scope.
+
+    \b
+    Examples:
+      memcore add "User prefers concise answers"
+      memcore add --metadata topic=style --sync "Answer in English"
+      echo "Lives in Hangzhou" | memcore add -
+      memcore --agent coder add --messages-file turn.json
+    """
+    from memcore import limits
+    from memcore.errors import InvalidInput
+    from memcore_cli.pairs import check_user_metadata, parse_pairs
+    from memcore_cli.records import to_record
+
+    state = state_of(ctx)
+    meta = parse_pairs(metadata, option="--metadata")
+    if (text is None) == (messages_file is None):
+        raise InvalidInput("give either TEXT (or '-' for stdin) or --messages-file", field="text")
+    # Everything is checked before the store is opened, so bad input never creates a database.
+    check_user_metadata(meta)
+    if text == "-":
+        text = sys.stdin.read()
+    messages: list[Any] = []
+    if text is not None:
+        limits.check_text(text)
+    else:
+        assert messages_file is not None
+        messages = _read_messages(messages_file, meta)
+    runtime = state.runtime()
+    scope = runtime.settings.scope.write_scope()
+    service = runtime.service()
+    if text is not None:
+        receipts = [service.remember(text, metadata=meta, sync=sync)]
+    else:
+        receipts = service.sync_turn("", "", messages=messages, sync=sync)
+    out = state.output
+    if state.json:
+        out.json(
+            {
+                "scope": scope.as_dict(),
+                "receipts": [to_record(r) for r in receipts],
+                "memory_ids": [i for r in receipts for i in r.memory_ids],
+            }
+        )
+        return
+    for receipt in receipts:
+        if receipt.memory_ids:
+            ids = ", ".join(receipt.memory_ids)
+            out.line(f"remembered {ids} in {scope} ({receipt.status})")
+        else:
+            out.line(f"accepted as task {receipt.task_id} in {scope} ({receipt.status})")
+
+
+def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
+    from memcore import limits
+    from memcore.errors import InvalidInput
+    from memcore.values import Message
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path} ({exc.strerror})", field="messages_file") from None
+    except ValueError as exc:
+        raise InvalidInput(f"{path} is not valid JSON: {exc}", field="messages_file") from None
+    if isinstance(data, dict) and "messages" in data:
+        data = data["messages"]
+    if not isinstance(data, list) or not data:
+        raise InvalidInput(f"{path} must hold a non-empty list of messages", field="messages_file")
+    extra = limits.check_metadata(metadata)
+    messages = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"messages[{i}] must be an object", field=f"messages[{i}]")
+        role, content = item.get("role"), item.get("content")
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise InvalidInput(
+                f"messages[{i}] needs string 'role' and 'content'", field=f"messages[{i}]"
+            )
+        if role not in limits.MESSAGE_ROLES:
+            raise InvalidInput(
+                f"messages[{i}].role must be one of {sorted(limits.MESSAGE_ROLES)}, not {role!r}",
+                field=f"messages[{i}].role",
+            )
+        if not content.strip():
+            # The service would skip an empty message; refuse it rather than drop it silently.
+            raise InvalidInput(f"messages[{i}].content is empty", field=f"messages[{i}].content")
+        own = item.get("metadata") or {}
+        if not isinstance(own, dict):
+            raise InvalidInput(f"messages[{i}].metadata must be an object", field=f"messages[{i}]")
+        merged = {**extra, **own}
+        limits.check_metadata(merged, field=f"messages[{i}].metadata")
+        messages.append(Message(role=role, content=content, metadata=merged))
+    return messages
+
+
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    top_k: Annotated[
+        int | None, typer.Option("--top-k", "-k", help="How many hits (1 to 50).")
+    ] = None,
+    no_rerank: Annotated[
+        bool, typer.Option("--no-rerank", help="Skip the service's reranking step.")
+    ] = False,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option("--filter", "-f", help="Only memories whose metadata has key=value."),
+    ] = None,
+    min_similarity: Annotated[
+        float | None, typer.Option("--min-similarity", help="Drop hits scoring below (0 to 1).")
+    ] = None,
+) -> None:
+    """Search memories; without --agent/--run it covers the whole tenant.
+
+    \b
+    Examples:
+      memcore search "answer style"
+      memcore search --top-k 3 --filter topic=style "how should I reply"
+      memcore --json search "coffee" | jq '.[0].text'
+    """
+    from memcore import limits
+    from memcore_cli.pairs import parse_pairs
+    from memcore_cli.records import hit_record
+
+    state = state_of(ctx)
+    flt = parse_pairs(filters, option="--filter")
+    limits.check_query(query)
+    if top_k is not None:
+        limits.check_top_k(top_k)
+    limits.check_metadata(flt, field="filters")
+    limits.check_min_similarity(min_similarity)
+    hits = state.runtime().service().search(
+        query,
+        top_k=top_k,
+        enable_rerank=False if no_rerank else None,
+        filters=flt,
+        min_similarity=min_similarity,
+    )
+    out = state.output
+    if state.json:
+        out.json([hit_record(h) for h in hits])
+        return
+    out.table(
+        ("score", "id", "text", "scope"),
+        ((f"{h.score:.3f}", h.memory.id, h.memory.text, _short_scope(h.memory.scope)) for h in hits),
+        empty="no memories matched",
+    )
+
+
+def _short_scope(scope: Any) -> str:
+    return f"{scope.agent_id}/{scope.run_id}"
+
+
+def list_memories(
+    ctx: typer.Context,
+    limit: LimitOpt = 20,
+    all_pages: Annotated[
+        bool, typer.Option("--all", help="Page through everything (JSON Lines with --json).")
+    ] = False,
+    next_token: TokenOpt = None,
+) -> None:
+    """List the memories of the current tenant (or --agent/--run), a page at a time.
+
+    \b
+    Examples:
+      memcore list --limit 10
+      memcore --agent coder list --all
+      memcore --json list --all > memories.jsonl
+    """
+    from memcore import limits
+    from memcore_cli.output import when
+    from memcore_cli.records import memory_record
+
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    service = state.runtime().service()
+    out = state.output
+    if not all_pages:
+        page = service.profile(limit=limit, next_token=next_token)
+        if state.json:
+            out.json(
+                {"items": [memory_record(m) for m in page.items], "next_token": page.next_token}
+            )
+            return
+        out.table(
+            ("id", "text", "scope", "created"),
+            ((m.id, m.text, _short_scope(m.scope), when(m.created_at)) for m in page.items),
+            empty="no memories yet",
+        )
+        if page.next_token:
+            out.note(f"more: memcore list --next-token {page.next_token}")
+        return
+    rows = []
+    token = next_token
+    with out.progress("listing memories") as advance:
+        while True:
+            page = service.profile(limit=limit, next_token=token)
+            for memory in page.items:
+                if state.json:
+                    out.json_line(memory_record(memory))
+                else:
+                    rows.append((memory.id, memory.text, _short_scope(memory.scope), when(memory.created_at)))
+            advance(len(page.items))
+            token = page.next_token
+            if not token:
+                break
+    if not state.json:
+        out.table(("id", "text", "scope", "created"), rows, empty="no memories yet")
+
+
+def get(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+) -> None:
+    """Show one memory of the current tenant.
+
+    \b
+    Examples:
+      memcore get 5f0c2a1e
+      memcore --json get 5f0c2a1e
+    """
+    from memcore_cli.lookup import find_memory
+    from memcore_cli.records import memory_record
+
+    state = state_of(ctx)
+    memory = find_memory(state.runtime(), memory_id)
+    _show_memory(state, memory_record(memory))
+
+
+def _show_memory(state: Any, record: dict[str, Any]) -> None:
+    from memcore_cli.output import when
+
+    if state.json:
+        state.output.json(record)
+        return
+    shown = dict(record)
+    shown.pop("score", None)
+    shown["scope"] = "/".join(record["scope"].values())
+    shown["created_at"] = when(record["created_at"])
+    shown["updated_at"] = when(record["updated_at"])
+    state.output.fields((k, v) for k, v in shown.items() if v not in (None, ""))
+
+
+def update(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    text: Annotated[str | None, typer.Option("--text", help="The new text.")] = None,
+    metadata: MetadataOpt = None,
+) -> None:
+    """Change a memory's text, or replace its whole metadata map.
+
+    \b
+    Examples:
+      memcore update 5f0c2a1e --text "User prefers short, direct answers"
+      memcore update 5f0c2a1e --metadata topic=style --metadata source=cli
+    """
+    from memcore import limits
+    from memcore.errors import InvalidInput
+    from memcore_cli.lookup import find_memory
+    from memcore_cli.pairs import check_user_metadata, parse_pairs
+    from memcore_cli.records import memory_record
+
+    state = state_of(ctx)
+    meta = parse_pairs(metadata, option="--metadata")
+    limits.check_id(memory_id)
+    if text is None and meta is None:
+        raise InvalidInput("update needs --text or --metadata", field="text")
+    if text is not None:
+        limits.check_text(text)
+    check_user_metadata(meta)
+    runtime = state.runtime()
+    found = find_memory(runtime, memory_id)
+    service = runtime.service()
+    service.switch_scope(found.scope)
+    memory = service.update(memory_id, text=text, metadata=meta)
+    _show_memory(state, memory_record(memory))
+
+
+def forget(
+    ctx: typer.Context,
+    memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Memory ids to delete.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete memories of the current tenant (asks first unless --yes).
+
+    \b
+    Examples:
+      memcore forget 5f0c2a1e
+      memcore forget --yes 5f0c2a1e 9b7d0e44
+    """
+    from memcore_cli.lookup import find_memory
+
+    state = state_of(ctx)
+    runtime = state.runtime()
+    found = [find_memory(runtime, i) for i in dict.fromkeys(memory_ids)]
+    if not yes:
+        preview = "; ".join(m.text[:60] for m in found[:3])
+        typer.confirm(f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'} ({preview})?", abort=True, err=True)
+    service = runtime.service()
+    deleted = []
+    for memory in found:
+        service.switch_scope(memory.scope)
+        scope = service.forget(memory.id)
+        deleted.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
+    if state.json:
+        state.output.json(deleted)
+        return
+    for item in deleted:
+        state.output.line(f"forgot {item['id']}")
+
+
+def messages(
+    ctx: typer.Context,
+    limit: LimitOpt = 20,
+    next_token: TokenOpt = None,
+) -> None:
+    """List the short-term messages of the exact current scope (app/tenant/agent/run).
+
+    \b
+    Examples:
+      memcore messages
+      memcore --agent coder --run session-42 messages --limit 50
+    """
+    from memcore import limits
+    from memcore_cli.output import when
+    from memcore_cli.records import to_record
+
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    runtime = state.runtime()
+    scope = runtime.settings.scope.write_scope()
+    page = runtime.ready_store().list_messages(runtime.store_name, scope, limit=limit, next_token=next_token)
+    out = state.output
+    if state.json:
+        out.json({"scope": scope.as_dict(), "items": [to_record(m) for m in page.items], "next_token": page.next_token})
+        return
+    out.table(
+        ("role", "content", "time"),
+        ((m.role, m.content, when(m.timestamp)) for m in page.items),
+        title=f"messages in {scope}",
+        empty=f"no messages in {scope}",
+    )
+    if page.next_token:
+        out.note(f"more: memcore messages --next-token {page.next_token}")

@@ -1,0 +1,119 @@
+"""Memory store administration: list, create, describe, delete (the store port)."""
+
+from typing import Annotated, Any
+
+import typer
+
+from memcore_cli.state import state_of
+
+app = typer.Typer(help="Manage memory stores (named collections inside one backend).", no_args_is_help=True)
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Store name: [A-Za-z0-9_]{1,32}.")]
+
+
+def _store_record(info: Any) -> dict[str, Any]:
+    from memcore_cli.records import to_record
+
+    record: dict[str, Any] = to_record(info)
+    return record
+
+
+def _show(state: Any, info: Any) -> None:
+    from memcore_cli.output import when
+
+    if state.json:
+        state.output.json(_store_record(info))
+        return
+    state.output.fields(
+        [("name", info.name), ("description", info.description), ("status", info.status), ("created", when(info.created_at))],
+        title="memory store",
+    )
+
+
+@app.command("list")
+def list_stores(ctx: typer.Context) -> None:
+    """List the memory stores of the backend.
+
+    \b
+    Example:
+      memcore stores list
+    """
+    from memcore_cli.output import when
+
+    state = state_of(ctx)
+    runtime = state.runtime()
+    stores = runtime.store.list_stores()
+    if state.json:
+        state.output.json([_store_record(s) for s in stores])
+        return
+    current = runtime.store_name
+    state.output.table(
+        ("name", "status", "description", "created", "in use"),
+        ((s.name, s.status, s.description, when(s.created_at), "yes" if s.name == current else "") for s in stores),
+        empty="no memory stores yet",
+    )
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    name: NameArg,
+    description: Annotated[str, typer.Option("--description", help="A note on what it holds.")] = "",
+) -> None:
+    """Create a memory store (fails if it exists).
+
+    \b
+    Example:
+      memcore stores create team_notes --description "Shared notes"
+    """
+    from memcore import limits
+
+    state = state_of(ctx)
+    limits.check_store_name(name)
+    _show(state, state.runtime().store.create_store(name, description=description))
+
+
+@app.command("describe")
+def describe(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(metavar="[NAME]", help="Default: the configured store.")] = None,
+) -> None:
+    """Describe a memory store.
+
+    \b
+    Examples:
+      memcore stores describe
+      memcore stores describe team_notes
+    """
+    from memcore import limits
+
+    state = state_of(ctx)
+    runtime = state.runtime()
+    target = limits.check_store_name(name if name is not None else runtime.store_name)
+    _show(state, runtime.store.describe_store(target))
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context,
+    name: NameArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete a memory store and every memory in it.
+
+    \b
+    Example:
+      memcore stores delete team_notes --yes
+    """
+    from memcore import limits
+
+    state = state_of(ctx)
+    limits.check_store_name(name)
+    runtime = state.runtime()
+    runtime.store.describe_store(name)
+    if not yes:
+        typer.confirm(f"Delete the memory store {name!r} and all its memories?", abort=True, err=True)
+    runtime.store.delete_store(name)
+    if state.json:
+        state.output.json({"name": name, "deleted": True})
+    else:
+        state.output.line(f"deleted the memory store {name}")

@@ -1,0 +1,52 @@
+"""Reading and writing the JSON config file (same keys as the plugin's ``tablestore_memory.json``).
+
+Writes are atomic (temp file in the same directory, fsync, rename) and the file is mode 0600,
+so a crash never leaves half a config and other users cannot read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from memcore.config import MemcoreConfig, dump_config, parse_config
+from memcore.errors import ConfigError
+
+
+def read_config(path: Path, *, required: bool) -> MemcoreConfig:
+    """The config in ``path``; defaults when it is missing and not ``required``."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if required:
+            raise ConfigError("the config file does not exist", source=str(path)) from None
+        return MemcoreConfig()
+    except IsADirectoryError:
+        raise ConfigError("the config path is a directory", source=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file ({exc.strerror})", source=str(path)) from None
+    return parse_config(raw, source=str(path))
+
+
+def write_config(path: Path, config: MemcoreConfig) -> None:
+    """Replace ``path`` with ``config`` atomically, readable only by its owner."""
+    text = dump_config(config)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the config file ({exc.strerror})", source=str(path)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
+                os.fchmod(fh.fileno(), 0o600)
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ConfigError(f"cannot write the config file ({exc.strerror})", source=str(path)) from None

@@ -1,0 +1,55 @@
+"""Turning ``config set KEY VALUE`` text into a typed value, by the key's declared type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from memcore.config import CONFIG_KEYS, MemcoreConfig
+from memcore.errors import ConfigError
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+_UNSET = ("null", "none")
+#: Never printed by ``config show``; the config model holds none today, but a future key might.
+SECRET_WORDS = ("secret", "password", "token", "access_key")
+
+
+def parse_value(key: str, text: str, *, source: str) -> Any:
+    """The typed value for ``key``; ``null`` unsets an optional key (back to its default)."""
+    fields = attrs.fields_dict(MemcoreConfig)
+    if key not in fields:
+        raise ConfigError(f"unknown key; known keys are {', '.join(CONFIG_KEYS)}", field=key, source=source)
+    declared = fields[key].type
+    kind = declared.__name__ if isinstance(declared, type) else str(declared)
+    optional = "None" in kind
+    raw = text.strip()
+    if raw.lower() in _UNSET:
+        if optional:
+            return None
+        raise ConfigError("this key cannot be unset", field=key, source=source)
+    if kind.startswith("bool"):
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+        raise ConfigError(f"expected true or false, got {text!r}", field=key, source=source)
+    if kind.startswith("int"):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"expected a whole number, got {text!r}", field=key, source=source) from None
+    if kind.startswith("float"):
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"expected a number, got {text!r}", field=key, source=source) from None
+    return text
+
+
+def redact(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: ("***" if v is not None and any(w in k.lower() for w in SECRET_WORDS) else v)
+        for k, v in data.items()
+    }

@@ -1,0 +1,180 @@
+"""The checks behind ``memcore doctor``. Each is read-only: a store that does not exist yet
+is reported, never created (the search mode is probed on an in-memory database instead)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from memcore.errors import MemcoreError, NotFound
+from memcore_cli.exit_codes import ExitCode, exit_code_for
+from memcore_cli.state import CliState
+
+
+@attrs.frozen
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+class _Checks:
+    def __init__(self) -> None:
+        self.items: list[Check] = []
+        self.code = 0
+
+    def ok(self, name: str, detail: str) -> None:
+        self.items.append(Check(name, True, detail))
+
+    def fail(self, name: str, detail: str, exc: BaseException | None = None) -> None:
+        self.items.append(Check(name, False, detail))
+        if not self.code:
+            self.code = int(exit_code_for(exc)) if exc is not None else int(ExitCode.UNEXPECTED)
+
+
+def _message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, MemcoreError) else f"{type(exc).__name__}: {exc}"
+
+
+def _writable_dir(path: Path) -> bool:
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def _search_mode(store: Any) -> str:
+    mode = getattr(store, "search_mode", None)
+    if mode is None:
+        return "decided by the service" if type(store).__name__.startswith("TableStore") else "unknown"
+    return str(mode)
+
+
+def run_checks(state: CliState) -> tuple[list[Check], int]:
+    checks = _Checks()
+    try:
+        runtime = state.runtime()
+    except Exception as exc:
+        checks.fail("config", _message(exc), exc)
+        return checks.items, checks.code
+    settings = runtime.settings
+    exists = settings.config_path.exists()
+    checks.ok(
+        "config",
+        f"backend {settings.backend} (from {settings.backend_source}); config file "
+        f"{settings.config_path}{'' if exists else ' (none; using defaults)'}",
+    )
+    checks.ok("scope", f"writes go to {settings.scope.scope}; reads cover {settings.scope.read_pattern}")
+    if settings.backend == "local":
+        _local(state, runtime, checks)
+    else:
+        _remote(state, runtime, checks)
+    return checks.items, checks.code
+
+
+def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
+    settings = runtime.settings
+    if _writable_dir(settings.db_path.parent):
+        checks.ok("data home", f"{settings.db_path.parent} is writable")
+    else:
+        checks.fail("data home", f"{settings.db_path.parent} is not writable (set MEMCORE_HOME)")
+    if not settings.db_path.exists():
+        checks.ok("database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it")
+        _probe_search_mode(state, runtime, checks)
+        return
+    checks.ok("database", f"{settings.db_path} ({settings.db_path.stat().st_size:,} bytes)")
+    _store_checks(runtime, checks)
+
+
+def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> None:
+    """Open a throwaway in-memory store to learn which search mode this install gives."""
+    probe_settings = attrs.evolve(runtime.settings, db_path=Path(":memory:"))
+    factory = state.overrides.store_factory
+    try:
+        if factory is None:
+            from memcore_cli.runtime import open_default_store
+
+            store = open_default_store(probe_settings)
+        else:
+            store = factory(probe_settings)
+    except Exception as exc:
+        checks.fail("search mode", _message(exc), exc)
+        return
+    try:
+        checks.ok("search mode", _describe_mode(store))
+    finally:
+        store.close()
+
+
+def _describe_mode(store: Any) -> str:
+    mode = _search_mode(store)
+    if mode == "lexical":
+        return "lexical (install memcore-sqlite[semantic] for hybrid semantic search)"
+    if mode == "hybrid":
+        embedder = getattr(getattr(store, "embedder", None), "name", None)
+        return f"hybrid (lexical + semantic{', ' + embedder if embedder else ''})"
+    return mode
+
+
+def _remote(state: CliState, runtime: Any, checks: _Checks) -> None:
+    settings = runtime.settings
+    if settings.backend == "tablestore":
+        from memcore_tablestore.credentials import resolve_credentials
+
+        env = None if state.overrides.environ is None else state.environ
+        try:
+            creds = resolve_credentials(env)
+        except Exception as exc:
+            checks.fail("credentials", _message(exc), exc)
+            return
+        kind = "with an STS token" if creds.security_token else "access key pair"
+        checks.ok("credentials", f"found ({kind}; never shown)")
+        config = settings.config
+        if not (config.endpoint or config.instance_name):
+            checks.fail(
+                "endpoint",
+                "no endpoint or instance_name configured; run 'memcore provision' or "
+                "'memcore config set endpoint https://<instance>.<region>.ots.aliyuncs.com'",
+                NotFound("no instance configured", field="endpoint"),
+            )
+            return
+        checks.ok("endpoint", f"{config.endpoint or config.instance_name}")
+    _store_checks(runtime, checks)
+
+
+def _store_checks(runtime: Any, checks: _Checks) -> None:
+    try:
+        store = runtime.store
+    except Exception as exc:
+        checks.fail("backend", _message(exc), exc)
+        return
+    checks.ok("backend", f"{type(store).__name__} opened")
+    checks.ok("search mode", _describe_mode(store))
+    name = runtime.store_name
+    try:
+        info = store.describe_store(name)
+    except NotFound as exc:
+        if runtime.settings.config.auto_create_store:
+            checks.ok("memory store", f"{name} does not exist yet; the first write creates it")
+        else:
+            checks.fail("memory store", f"{name} does not exist and auto_create_store is off", exc)
+        return
+    except Exception as exc:
+        checks.fail("memory store", _message(exc), exc)
+        return
+    checks.ok("memory store", f"{info.name} ({info.status})")
+    started = time.perf_counter()
+    try:
+        hits = store.search(name, runtime.settings.scope.read_pattern, "memcore doctor", top_k=1)
+    except Exception as exc:
+        checks.fail("search", _message(exc), exc)
+        return
+    elapsed = (time.perf_counter() - started) * 1000
+    checks.ok("search", f"answered in {elapsed:.0f} ms ({len(hits)} hit{'s' if len(hits) != 1 else ''})")

@@ -1,0 +1,89 @@
+"""Wiring for ``memcore emulator serve``: embedded store + TableStore emulator + faults."""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import attrs
+
+from memcore.errors import InvalidInput
+from memcore_cli.state import CliState
+
+#: Well-known development keys, used when TABLESTORE_MEMORY_AK/SK are not set. The emulator
+#: only listens on 127.0.0.1, so they protect nothing and are printed for convenience.
+DEV_ACCESS_KEY_ID = "memcore-emulator"
+DEV_ACCESS_KEY_SECRET = "memcore-emulator-secret"
+INSTANCE_NAME = "emulator"
+
+
+def _check_faults(port: int, latency_ms: float, fail_rate: float) -> None:
+    if not 0 <= port <= 65535:
+        raise InvalidInput(f"--port must be from 0 to 65535, not {port}", field="port")
+    if not math.isfinite(latency_ms) or latency_ms < 0:
+        raise InvalidInput("--latency-ms must be a number of milliseconds >= 0", field="latency_ms")
+    if not math.isfinite(fail_rate) or not 0 <= fail_rate <= 1:
+        raise InvalidInput("--fail-rate must be from 0 to 1", field="fail_rate")
+
+
+def serve_forever(
+    state: CliState, *, port: int, latency_ms: float, fail_rate: float, database: str | None
+) -> None:
+    """Serve until SIGTERM or Ctrl-C; the embedded store is closed on the way out."""
+    from memcore_cli.runtime import open_default_store
+    from memcore_tablestore.emulator import EmulatorServer, Faults
+
+    _check_faults(port, latency_ms, fail_rate)
+    settings = state.runtime().settings
+    db_path = Path(database).expanduser() if database else settings.db_path
+    local = attrs.evolve(settings, backend="local", db_path=db_path)
+    factory = state.overrides.store_factory or open_default_store
+    env = state.environ
+    dev_keys = not (env.get("TABLESTORE_MEMORY_AK") and env.get("TABLESTORE_MEMORY_SK"))
+    ak = DEV_ACCESS_KEY_ID if dev_keys else env["TABLESTORE_MEMORY_AK"]
+    sk = DEV_ACCESS_KEY_SECRET if dev_keys else env["TABLESTORE_MEMORY_SK"]
+    store = factory(local)
+    try:
+        server = EmulatorServer(
+            store,
+            host="127.0.0.1",
+            port=port,
+            access_key_id=ak,
+            access_key_secret=sk,
+            instance_name=INSTANCE_NAME,
+            faults=Faults(latency_ms=latency_ms, error_rate=fail_rate),
+        )
+        stop = threading.Event()
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        server.start()
+        try:
+            _announce(state, server.url, db_path, dev_keys=dev_keys)
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+            signal.signal(signal.SIGTERM, previous)
+    finally:
+        store.close()
+
+
+def _announce(state: CliState, url: str, db_path: Path, *, dev_keys: bool) -> None:
+    out = state.output
+    if state.json:
+        out.json_line({"url": url, "instance_name": INSTANCE_NAME, "database": str(db_path)})
+    else:
+        out.line(f"TableStore emulator listening on {url} (instance {INSTANCE_NAME}), serving {db_path}")
+        if dev_keys:
+            out.line(
+                f"keys: TABLESTORE_MEMORY_AK={DEV_ACCESS_KEY_ID} "
+                f"TABLESTORE_MEMORY_SK={DEV_ACCESS_KEY_SECRET} (development keys)"
+            )
+        else:
+            out.line("keys: TABLESTORE_MEMORY_AK/SK from the environment")
+        out.line("press Ctrl-C to stop")
+    sys.stdout.flush()

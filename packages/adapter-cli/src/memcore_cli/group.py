@@ -1,0 +1,114 @@
+"""The root command group: turns every failure into one stderr line and a distinct exit code.
+
+Errors are caught here, once, rather than in each command; ``--debug`` adds the traceback.
+Usage errors from the parser are shortened to one line too, with a pointer to ``--help``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+from typer._click.core import Context as ClickContext
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
+
+from memcore_cli.exit_codes import ExitCode, exit_code_for
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def report_error(exc: BaseException, *, as_json: bool, debug: bool) -> ExitCode:
+    """Write the error to stderr (one line, or JSON with ``--json``) and return its exit code."""
+    from memcore.errors import MemcoreError
+
+    code = exit_code_for(exc)
+    if debug:
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    if isinstance(exc, MemcoreError):
+        payload: dict[str, object] = exc.to_dict()
+        message = exc.message
+    else:
+        payload = {"type": type(exc).__name__, "code": "unexpected", "message": str(exc)}
+        message = f"unexpected {type(exc).__name__}: {exc}"
+        if not debug:
+            message += " (run with --debug for details)"
+    if as_json:
+        payload["exit_code"] = int(code)
+        sys.stderr.write(json.dumps({"error": payload}, ensure_ascii=False) + "\n")
+    else:
+        sys.stderr.write(f"memcore: error: {_one_line(message)}\n")
+    sys.stderr.flush()
+    return code
+
+
+class MemcoreGroup(TyperGroup):
+    """A Typer group that owns error reporting for every subcommand below it."""
+
+    def invoke(self, ctx: ClickContext) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, ClickException):
+            raise
+        except KeyboardInterrupt:
+            sys.stderr.write("memcore: interrupted\n")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # The reader went away (``memcore --json list --all | head``): stop quietly, and
+            # point stdout at /dev/null so the interpreter's final flush cannot fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(int(ExitCode.UNEXPECTED)) from None
+        except Exception as exc:
+            state = ctx.obj
+            code = report_error(
+                exc,
+                as_json=bool(getattr(state, "json", False)),
+                debug=bool(getattr(state, "debug", False)),
+            )
+            raise typer.Exit(int(code)) from None
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except NoArgsIsHelpError as exc:
+            # A bare ``memcore`` (or ``memcore dream``) asks for help: show it, not an error.
+            sys.stdout.write(exc.format_message() + "\n")
+            code = 0
+        except UsageError as exc:
+            hint = ""
+            if exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            sys.stderr.write(f"memcore: error: {_one_line(exc.format_message())}{hint}\n")
+            code = exc.exit_code
+        except ClickException as exc:
+            sys.stderr.write(f"memcore: error: {_one_line(exc.format_message())}\n")
+            code = exc.exit_code
+        except typer.Abort:
+            sys.stderr.write("memcore: aborted\n")
+            code = int(ExitCode.UNEXPECTED)
+        else:
+            code = rv if isinstance(rv, int) else 0
+        if not standalone_mode:
+            return code
+        sys.exit(code)

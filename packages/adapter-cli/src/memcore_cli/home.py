@@ -1,0 +1,32 @@
+"""Where the CLI keeps its data and its config file: ``$MEMCORE_HOME`` or the user data dir."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+HOME_ENV = "MEMCORE_HOME"
+DB_FILENAME = "memcore.db"
+CONFIG_FILENAME = "config.json"
+
+
+def data_home(environ: Mapping[str, str]) -> Path:
+    """``$MEMCORE_HOME`` when set, else the platform's user data directory for memcore."""
+    explicit = environ.get(HOME_ENV, "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("memcore", appauthor=False))
+
+
+def default_config_path(home: Path) -> Path:
+    return home / CONFIG_FILENAME
+
+
+def database_path(home: Path, local_path: str | None) -> Path:
+    """The embedded store's file: the config's ``local_path`` (relative to home) or the default."""
+    if local_path:
+        path = Path(local_path).expanduser()
+        return path if path.is_absolute() else home / path
+    return home / DB_FILENAME

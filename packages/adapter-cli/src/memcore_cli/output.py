@@ -1,0 +1,159 @@
+"""How results reach the terminal: JSON for scripts, rich tables and progress for people.
+
+Data goes to stdout; notes, progress and errors go to stderr, so ``--json`` output can always
+be piped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+PIPE_WIDTH = 120
+
+
+class Advance(Protocol):
+    def __call__(self, steps: int = 1, *, total: int | None = None, note: str | None = None) -> None: ...
+
+
+def when(seconds: float | None) -> str:
+    """A timestamp for people (UTC, to the second)."""
+    if seconds is None:
+        return ""
+    stamp = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    return stamp.strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Output:
+    def __init__(self, *, as_json: bool) -> None:
+        self.as_json = as_json
+        self._console: Any = None
+        self._err: Any = None
+
+    # -- scripts ------------------------------------------------------------------------
+    def json(self, document: Any) -> None:
+        """One JSON document on stdout."""
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.flush()
+
+    def json_line(self, document: Any) -> None:
+        """One line of a JSON Lines stream on stdout."""
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    # -- people -------------------------------------------------------------------------
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(highlight=False, width=_width(sys.stdout))
+        return self._console
+
+    @property
+    def err(self) -> Any:
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+        return self._err
+
+    def note(self, message: str) -> None:
+        """A remark for people on stderr (kept out of the data on stdout)."""
+        sys.stderr.write(message + "\n")
+
+    def line(self, text: str) -> None:
+        """One plain line on stdout, never wrapped (people copy ids out of it)."""
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+    def table(
+        self,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        *,
+        title: str | None = None,
+        empty: str = "nothing to show",
+    ) -> None:
+        from rich.markup import escape
+        from rich.table import Table
+
+        rows = list(rows)
+        if not rows:
+            self.note(empty)
+            return
+        table = Table(title=title, show_lines=False)
+        for name in columns:
+            if name in ("text", "detail"):
+                table.add_column(name, overflow="fold", ratio=3)
+            elif name in ("id", "target"):
+                table.add_column(name, no_wrap=True, min_width=8)
+            else:
+                table.add_column(name, overflow="fold")
+        for row in rows:
+            table.add_row(*(escape("" if cell is None else str(cell)) for cell in row))
+        self.console.print(table)
+
+    def fields(self, pairs: Iterable[tuple[str, Any]], *, title: str | None = None) -> None:
+        """A two-column key/value table for one object."""
+        self.table(("field", "value"), ((k, _show(v)) for k, v in pairs), title=title)
+
+    @contextlib.contextmanager
+    def progress(self, description: str, *, total: int | None = None) -> Iterator[Advance]:
+        """A progress bar on stderr when it is a terminal; silent otherwise."""
+        if not sys.stderr.isatty():
+
+            def advance_quietly(steps: int = 1, *, total: int | None = None, note: str | None = None) -> None:
+                if note is not None:
+                    sys.stderr.write(f"{description}: {note}\n")
+
+            yield advance_quietly
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=False,
+        ) as bar:
+            task = bar.add_task(description, total=total)
+
+            def advance(steps: int = 1, *, total: int | None = None, note: str | None = None) -> None:
+                changes: dict[str, Any] = {"advance": steps}
+                if total is not None:
+                    changes["total"] = total
+                if note is not None:
+                    changes["description"] = f"{description}: {note}"
+                bar.update(task, **changes)
+
+            yield advance
+
+
+def _width(stream: Any) -> int | None:
+    """Rich's own choice on a terminal (or $COLUMNS); 120 columns when piped."""
+    if os.environ.get("COLUMNS") or (hasattr(stream, "isatty") and stream.isatty()):
+        return None
+    return PIPE_WIDTH
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

@@ -1,0 +1,56 @@
+"""The stable JSON shapes the CLI prints and exports.
+
+Field names are a public contract for scripts: a memory is always
+``id, text, score, scope{app_id,tenant_id,agent_id,run_id}, metadata, created_at`` plus the
+optional service fields. Timestamps are seconds since the epoch, as the store keeps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from memcore.scope import Scope, ScopePattern
+from memcore.values import Memory, SearchHit
+
+
+def memory_record(memory: Memory, score: float | None = None) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "text": memory.text,
+        "score": score,
+        "scope": memory.scope.as_dict(),
+        "metadata": dict(memory.metadata),
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "unit_type": memory.unit_type,
+        "salience": memory.salience,
+        "version": memory.version,
+    }
+
+
+def hit_record(hit: SearchHit) -> dict[str, Any]:
+    return memory_record(hit.memory, hit.score)
+
+
+def to_record(value: Any) -> Any:
+    """Any core value as JSON-safe data (attrs classes become objects, extras are kept)."""
+    if isinstance(value, Memory):
+        return memory_record(value)
+    if isinstance(value, SearchHit):
+        return hit_record(value)
+    if isinstance(value, (Scope, ScopePattern)):
+        return value.as_dict()
+    if attrs.has(type(value)):
+        return {
+            field.name: to_record(getattr(value, field.name)) for field in attrs.fields(type(value))
+        }
+    if isinstance(value, Mapping):
+        return {str(k): to_record(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_record(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

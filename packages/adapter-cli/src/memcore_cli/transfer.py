@@ -1,0 +1,250 @@
+"""Export and import of memories as JSON Lines (the records of :mod:`memcore_cli.records`).
+
+Ids are kept when the backend can take them (the embedded store's bulk path, when its
+``TextItem`` has an ``id``); otherwise the backend assigns new ids and the import reports the
+old -> new map (``id_map`` in ``--json`` output). Nothing is written until
+every line has been validated, so a bad file never leaves a half import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+
+from memcore import limits
+from memcore.errors import InvalidInput, NotFound
+from memcore.scope import Scope
+from memcore.service import RESERVED_METADATA_KEYS
+from memcore.values import Memory
+from memcore_cli.output import Output
+from memcore_cli.records import memory_record
+from memcore_cli.runtime import Runtime
+
+_BATCH = 64
+
+
+def iter_memories(runtime: Runtime) -> Iterator[Memory]:
+    service = runtime.service()
+    token: str | None = None
+    while True:
+        page = service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token)
+        yield from page.items
+        token = page.next_token
+        if not token:
+            return
+
+
+def _export_record(memory: Memory) -> dict[str, Any]:
+    record = memory_record(memory)
+    record.pop("score")
+    return record
+
+
+def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> int:
+    if out_path is None:
+        return _write_lines(runtime, output, sys.stdout)
+    target = out_path.expanduser()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {out_path} ({exc.strerror})", field="out") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
+                os.fchmod(fh.fileno(), 0o600)
+            count = _write_lines(runtime, output, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return count
+
+
+def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:
+    count = 0
+    with output.progress("exporting") as advance:
+        for memory in iter_memories(runtime):
+            fh.write(json.dumps(_export_record(memory), ensure_ascii=False, separators=(",", ":")))
+            fh.write("\n")
+            count += 1
+            advance()
+    return count
+
+
+@attrs.frozen
+class ImportRecord:
+    line: int
+    id: str | None
+    text: str
+    scope: Scope
+    metadata: Mapping[str, str]
+
+
+@attrs.define
+class ImportReport:
+    total: int = 0
+    added: int = 0
+    present: int = 0
+    renamed: dict[str, str] = attrs.field(factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "added": self.added,
+            "present": self.present,
+            "id_map": dict(self.renamed),
+        }
+
+
+def _fail(line: int, message: str, field: str) -> InvalidInput:
+    return InvalidInput(f"line {line}: {message}", field=field)
+
+
+def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise _fail(line_no, f"not valid JSON ({exc.msg})", "line") from None
+    if not isinstance(data, dict):
+        raise _fail(line_no, "a record must be a JSON object", "line")
+    text = data.get("text")
+    try:
+        limits.check_text(text)
+        meta = limits.check_metadata(data.get("metadata"))
+        raw_scope = data.get("scope")
+        if not isinstance(raw_scope, dict):
+            raise InvalidInput("scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope")
+        scope = Scope.from_mapping(raw_scope)
+        memory_id = data.get("id")
+        if memory_id is not None:
+            limits.check_id(memory_id)
+    except InvalidInput as exc:
+        raise _fail(line_no, exc.message, exc.field or "line") from None
+    forged = sorted(RESERVED_METADATA_KEYS & meta.keys())
+    if forged:
+        raise _fail(line_no, f"metadata key {forged[0]!r} is reserved", f"metadata.{forged[0]}")
+    if not tenant.tenant_pattern().matches(scope):
+        raise _fail(
+            line_no,
+            f"scope {scope} is outside the current tenant {tenant.app_id}/{tenant.tenant_id} "
+            "(pass --app/--tenant to import into that tenant)",
+            "scope",
+        )
+    assert isinstance(text, str)
+    return ImportRecord(line_no, memory_id, text, scope, meta)
+
+
+def read_records(path: Path, tenant: Scope) -> list[ImportRecord]:
+    try:
+        if str(path) == "-":
+            lines = sys.stdin.read().splitlines()
+        else:
+            lines = path.expanduser().read_text(encoding="utf-8-sig").splitlines()
+    except FileNotFoundError:
+        raise InvalidInput(f"{path} does not exist", field="file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise InvalidInput(f"cannot read {path} ({reason})", field="file") from None
+    return [parse_record(i, raw, tenant) for i, raw in enumerate(lines, start=1) if raw.strip()]
+
+
+def _existing_ids(runtime: Runtime) -> set[str]:
+    """Every memory id of the tenant (imports may target any agent or run in it)."""
+    store = runtime.ready_store()
+    pattern = runtime.settings.scope.scope.tenant_pattern()
+    ids: set[str] = set()
+    token: str | None = None
+    while True:
+        page = store.list_memories(runtime.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token)
+        ids.update(m.id for m in page.items)
+        token = page.next_token
+        if not token:
+            return ids
+
+
+def import_memories(runtime: Runtime, output: Output, path: Path) -> ImportReport:
+    records = read_records(path, runtime.settings.scope.scope)
+    report = ImportReport(total=len(records))
+    store = runtime.ready_store()
+    known = _existing_ids(runtime)
+    bulk = _bulk_writer(store)
+    with output.progress("importing", total=len(records)) as advance:
+        pending: list[ImportRecord] = []
+        for record in records:
+            if record.id is not None and record.id in known and _holds(runtime, record):
+                report.present += 1
+                advance()
+                continue
+            pending.append(record)
+        if bulk is not None:
+            for start in range(0, len(pending), _BATCH):
+                chunk = pending[start : start + _BATCH]
+                ids = bulk(runtime.store_name, chunk)
+                for record, new_id in zip(chunk, ids):
+                    _account(report, known, record, new_id)
+                advance(len(chunk))
+        else:
+            service = runtime.service()
+            for record in pending:
+                service.switch_scope(record.scope)
+                receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
+                new_id = receipt.memory_ids[0] if receipt.memory_ids else None
+                _account(report, known, record, new_id)
+                advance()
+    return report
+
+
+def _holds(runtime: Runtime, record: ImportRecord) -> bool:
+    """True when the record's id is already in its scope with the same text."""
+    assert record.id is not None
+    try:
+        found = runtime.ready_store().get_memory(runtime.store_name, record.scope, record.id)
+    except NotFound:
+        return False
+    return found.text.strip() == record.text.strip()
+
+
+def _account(report: ImportReport, known: set[str], record: ImportRecord, new_id: str | None) -> None:
+    if new_id is None or new_id in known:
+        report.present += 1
+    else:
+        report.added += 1
+        known.add(new_id)
+    if record.id is not None and new_id is not None and new_id != record.id:
+        report.renamed[record.id] = new_id
+
+
+def _bulk_writer(store: Any) -> Any:
+    """The embedded store's batch path: one transaction and one embedding batch per chunk.
+
+    When its ``TextItem`` takes an ``id`` the original ids are kept; otherwise the store
+    assigns new ones and the import reports the map.
+    """
+    add_many = getattr(store, "add_many", None)
+    if add_many is None:
+        return None
+    try:
+        from memcore_sqlite.store import TextItem
+    except ImportError:  # pragma: no cover - memcore-sqlite is a dependency
+        return None
+    keeps_ids = "id" in attrs.fields_dict(TextItem)
+
+    def write(store_name: str, chunk: list[ImportRecord]) -> list[str]:
+        items = []
+        for r in chunk:
+            extra: dict[str, Any] = {"id": r.id} if keeps_ids else {}
+            items.append(TextItem(scope=r.scope, text=r.text, metadata=dict(r.metadata), **extra))
+        return list(add_many(store_name, items))
+
+    return write

@@ -1,0 +1,135 @@
+"""Fixtures for the CLI tests: an isolated home, and a ``cli`` runner per backend.
+
+The runner hands the CLI an explicit environment through ``Overrides`` (the same hook any
+caller can use), so no test reads the real environment, $HOME or a credentials chain.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from memcore_cli.app import app
+from memcore_cli.state import Overrides, StoreFactory
+
+EMULATOR_AK = "cli-test-ak"
+EMULATOR_SK = "cli-test-secret-value"
+
+
+class Cli:
+    """Runs ``memcore`` in-process with an explicit environment and optional global options."""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        env: dict[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        store_factory: StoreFactory | None = None,
+    ) -> None:
+        self.home = home
+        self.env = {"MEMCORE_HOME": str(home), **(env or {})}
+        self.prefix = list(prefix)
+        self.store_factory = store_factory
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+        environ = {**self.env, **(env or {})}
+        overrides = Overrides(store_factory=self.store_factory, environ=environ)
+        return self.runner.invoke(
+            app, [*self.prefix, *args], input=input, env=environ, obj=overrides, catch_exceptions=False
+        )
+
+    def ok(self, *args: str, input: str | None = None) -> Result:
+        result = self(*args, input=input)
+        assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
+        return result
+
+    def json(self, *args: str, input: str | None = None) -> Any:
+        return json.loads(self.ok("--json", *args, input=input).stdout)
+
+    def json_lines(self, *args: str) -> list[Any]:
+        return [json.loads(line) for line in self.ok("--json", *args).stdout.splitlines() if line]
+
+
+def write_config(home: Path, data: dict[str, Any]) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def set_config() -> Callable[[Path, dict[str, Any]], Path]:
+    """Write ``config.json`` into a home directory."""
+    return write_config
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def local_cli(home: Path) -> Cli:
+    """The embedded SQLite store, opened through the real entry point (lexical, for speed)."""
+    write_config(home, {"embedder": "none"})
+    return Cli(home)
+
+
+def _emulated(tmp_path: Path, backing: Any) -> Iterator[Cli]:
+    from memcore_tablestore.emulator import EmulatorServer
+
+    server = EmulatorServer(backing, access_key_id=EMULATOR_AK, access_key_secret=EMULATOR_SK)
+    server.start()
+    home = tmp_path / "ts-home"
+    write_config(home, {"endpoint": server.url, "instance_name": server.instance_name, "timeout": 10.0})
+    try:
+        yield Cli(
+            home,
+            env={"TABLESTORE_MEMORY_AK": EMULATOR_AK, "TABLESTORE_MEMORY_SK": EMULATOR_SK},
+            prefix=["--backend", "tablestore"],
+        )
+    finally:
+        server.stop()
+        backing.close()
+
+
+@pytest.fixture
+def emulator_cli(tmp_path: Path) -> Iterator[Cli]:
+    """``--backend tablestore`` against the loopback emulator serving a real SQLite store."""
+    from memcore_sqlite import SqliteMemoryStore
+
+    yield from _emulated(tmp_path, SqliteMemoryStore(tmp_path / "served.db"))
+
+
+@pytest.fixture
+def emulator_fake_cli(tmp_path: Path) -> Iterator[Cli]:
+    """The emulator over the in-memory fake, which implements dream tasks."""
+    from memcore.testing import InMemoryMemoryStore
+
+    yield from _emulated(tmp_path, InMemoryMemoryStore())
+
+
+@pytest.fixture(params=["local", "tablestore"])
+def cli(request: pytest.FixtureRequest) -> Cli:
+    """Every memory command runs against both the embedded store and the emulator."""
+    name = "local_cli" if request.param == "local" else "emulator_cli"
+    return request.getfixturevalue(name)
+
+
+@pytest.fixture
+def fake_cli(home: Path) -> Cli:
+    """The in-memory fake injected as the store (it implements dream tasks)."""
+    from memcore.testing import InMemoryMemoryStore
+
+    store = InMemoryMemoryStore()
+    factory: Callable[[Any], Any] = lambda settings: store  # noqa: E731
+    cli = Cli(home, store_factory=factory)
+    cli.store = store  # type: ignore[attr-defined]
+    return cli

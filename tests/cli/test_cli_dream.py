@@ -1,0 +1,39 @@
+"""``dream`` commands, over a store that implements consolidation (the in-memory fake),
+injected directly and behind the TableStore emulator (through the real SDK)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(params=["injected", "emulator"])
+def dream_cli(request):
+    return request.getfixturevalue("fake_cli" if request.param == "injected" else "emulator_fake_cli")
+
+
+def test_dream_create_status_actions_apply_list(dream_cli):
+    dream_cli.ok("add", "--sync", "User likes coffee")
+    dream_cli.ok("add", "--sync", "user likes  COFFEE")
+    task = dream_cli.json("dream", "create")
+    assert task["id"]
+    assert task["scope"] == {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "*", "run_id": "*"}
+    status = dream_cli.json("dream", "status", task["id"])
+    assert status["id"] == task["id"]
+    actions = dream_cli.json("dream", "actions", task["id"])["items"]
+    assert [t["id"] for t in dream_cli.json("dream", "list")["items"]] == [task["id"]]
+    assert [a["action"] for a in actions] == ["delete"]
+    applied = dream_cli.json("dream", "apply", task["id"], actions[0]["id"])
+    assert [a["id"] for a in applied] == [actions[0]["id"]]
+    assert [m["text"] for m in dream_cli.json("list")["items"]] == ["User likes coffee"]
+    assert "delete" in dream_cli.ok("dream", "actions", task["id"]).stdout
+    assert "status" in dream_cli.ok("dream", "status", task["id"]).stdout
+
+
+def test_dream_cancel_and_unknown_task(dream_cli):
+    dream_cli.ok("add", "--sync", "something")
+    task = dream_cli.json("dream", "create")
+    cancelled = dream_cli.json("dream", "cancel", task["id"])
+    assert cancelled["id"] == task["id"]
+    result = dream_cli("dream", "status", "no-such-task")
+    assert result.exit_code == 3
+    assert dream_cli("dream", "apply", task["id"], "no-such-action").exit_code in (2, 3)

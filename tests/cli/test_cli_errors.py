@@ -1,0 +1,148 @@
+"""Bad input: each case exits with its code and says what was wrong in one stderr line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def _one_line_error(result, code: int, *needles: str) -> str:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    line = lines[0]
+    assert line.startswith("memcore: error: ")
+    for needle in needles:
+        assert needle in line, line
+    return line
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["add", ""], ["text must not be empty"]),
+        (["add", "   "], ["text must not be empty"]),
+        (["add", "x" * 32_001], ["32001", "32000"]),
+        (["add", "--metadata", "topic", "hello"], ["key=value"]),
+        (["add", *[a for i in range(17) for a in ("-m", f"k{i}=v")], "hello"], ["17 keys", "16"]),
+        (["search", "--top-k", "0", "hello"], ["top_k", "1 to 50"]),
+        (["search", "--top-k", "51", "hello"], ["top_k", "1 to 50"]),
+        (["search", "--filter", "nokey", "hello"], ["key=value"]),
+        (["--backend", "nosuch", "list"], ["unknown backend 'nosuch'", "local", "tablestore"]),
+        (["list", "--limit", "0"], ["limit"]),
+        (["update", "abc"], ["update needs --text or --metadata"]),
+        (["add", "--metadata", "app_id=evil", "hello"], ["reserved"]),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(local_cli, args, needles):
+    _one_line_error(local_cli(*args), 2, *needles)
+
+
+def test_text_over_the_limit_in_multibyte_characters_exits_2(local_cli):
+    _one_line_error(local_cli("add", "咖" * 10_667), 2, "UTF-8 bytes")
+
+
+def test_malformed_config_file_exits_2_naming_the_file(home, local_cli):
+    path = home / "config.json"
+    path.write_text("{not json", encoding="utf-8")
+    _one_line_error(local_cli("list"), 2, "not valid JSON", str(path))
+
+
+def test_config_with_a_bad_value_names_the_key(home, local_cli, set_config):
+    set_config(home, {"top_k": 99})
+    _one_line_error(local_cli("list"), 2, "top_k")
+
+
+def test_missing_config_given_with_flag_exits_2(tmp_path, local_cli):
+    missing = tmp_path / "nope.json"
+    _one_line_error(local_cli("--config", str(missing), "list"), 2, "does not exist")
+
+
+def test_unknown_backend_in_environment_exits_2(local_cli):
+    result = local_cli("list", env={"MEMCORE_BACKEND": "redis"})
+    _one_line_error(result, 2, "unknown backend 'redis'", "MEMCORE_BACKEND")
+
+
+def test_missing_tablestore_credentials_exit_4(home, local_cli, set_config):
+    set_config(home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator"})
+    result = local_cli("--backend", "tablestore", "search", "anything")
+    _one_line_error(result, 4, "TABLESTORE_MEMORY_AK")
+
+
+def test_get_of_an_unknown_id_exits_3(local_cli):
+    local_cli.ok("add", "something to make the store exist")
+    _one_line_error(local_cli("get", "no-such-id"), 3, "no-such-id")
+
+
+def test_forget_of_an_unknown_id_exits_3_and_deletes_nothing(local_cli):
+    kept = local_cli.json("add", "--sync", "keep")["memory_ids"][0]
+    _one_line_error(local_cli("forget", "--yes", kept, "missing-id"), 3, "missing-id")
+    assert local_cli.json("get", kept)["id"] == kept
+
+
+def test_unreachable_tablestore_exits_5(home, local_cli, set_config):
+    set_config(home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator", "timeout": 2.0})
+    result = local_cli(
+        "--backend", "tablestore", "search", "anything",
+        env={"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": "sk"},
+    )
+    assert result.exit_code == 5, (result.stdout, result.stderr)
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_dream_on_the_embedded_store_is_unsupported_exit_2(local_cli):
+    local_cli.ok("add", "the store exists now")
+    _one_line_error(local_cli("dream", "create"), 2, "dream")
+
+
+def test_usage_errors_from_the_parser_are_one_line_too(local_cli):
+    _one_line_error(local_cli("get"), 2, "Missing argument", "memcore get --help")
+    _one_line_error(local_cli("search", "--top-k", "many", "x"), 2, "--top-k")
+    _one_line_error(local_cli("nosuchcommand"), 2, "nosuchcommand")
+
+
+def test_debug_shows_the_traceback(local_cli):
+    result = local_cli("--debug", "add", "")
+    assert result.exit_code == 2
+    assert "Traceback" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("memcore: error: ")
+
+
+def test_json_errors_are_one_json_line_on_stderr(local_cli):
+    result = local_cli("--json", "search", "--top-k", "0", "x")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    error = json.loads(line)["error"]
+    assert error["type"] == "InvalidInput"
+    assert error["field"] == "top_k"
+    assert error["exit_code"] == 2
+
+
+@pytest.mark.parametrize(
+    ("payload", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "non-empty list"),
+        ('[{"role": "user"}]', "string 'role' and 'content'"),
+        ('[{"role": "robot", "content": "hi"}]', "role must be one of"),
+        ('[{"role": "user", "content": "  "}]', "content is empty"),
+    ],
+)
+def test_bad_messages_file_exits_2_and_writes_nothing(local_cli, tmp_path, payload, needle):
+    path = tmp_path / "turn.json"
+    path.write_text(payload, encoding="utf-8")
+    _one_line_error(local_cli("add", "--messages-file", str(path)), 2, needle)
+    assert not (local_cli.home / "memcore.db").exists()
+
+
+def test_long_messages_are_split_not_dropped(local_cli, tmp_path):
+    turn = [{"role": "user", "content": f"message {i} about gardening"} for i in range(25)]
+    path = tmp_path / "turn.json"
+    path.write_text(json.dumps(turn), encoding="utf-8")
+    receipts = local_cli.json("add", "--sync", "--messages-file", str(path))["receipts"]
+    assert len(receipts) == 2  # 25 messages exceed the 20-per-write limit
+    listed = local_cli.json("messages", "--limit", "100")["items"]
+    assert [m["content"] for m in listed] == [t["content"] for t in turn]

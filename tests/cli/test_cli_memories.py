@@ -1,0 +1,180 @@
+"""The memory commands against the embedded store and the TableStore emulator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+STABLE_FIELDS = {"id", "text", "score", "scope", "metadata", "created_at"}
+SCOPE_FIELDS = {"app_id", "tenant_id", "agent_id", "run_id"}
+
+
+def _add(cli, text: str, *extra: str) -> str:
+    doc = cli.json("add", *extra, "--sync", text)
+    assert len(doc["memory_ids"]) == 1
+    return doc["memory_ids"][0]
+
+
+def test_add_then_search_finds_it_with_stable_json_fields(cli):
+    memory_id = _add(cli, "User prefers concise answers")
+    hits = cli.json("search", "concise answers")
+    assert [h["id"] for h in hits] == [memory_id]
+    hit = hits[0]
+    assert hit.keys() >= STABLE_FIELDS
+    assert set(hit["scope"]) == SCOPE_FIELDS
+    assert hit["text"] == "User prefers concise answers"
+    assert isinstance(hit["score"], float)
+    assert hit["scope"] == {
+        "app_id": "hermes",
+        "tenant_id": "__default__",
+        "agent_id": "hermes",
+        "run_id": "__default__",
+    }
+
+
+def test_search_for_people_prints_a_table(cli):
+    _add(cli, "The user drinks green tea every morning")
+    result = cli.ok("search", "green tea")
+    assert "green tea" in result.stdout
+    assert "score" in result.stdout
+
+
+def test_metadata_is_stored_and_filters_search(cli):
+    tagged = _add(cli, "Deploys happen on Fridays", "--metadata", "topic=ops", "-m", "team=infra")
+    _add(cli, "Fridays are for retrospectives", "--metadata", "topic=process")
+    memory = cli.json("get", tagged)
+    assert memory["metadata"] == {"topic": "ops", "team": "infra"}
+    hits = cli.json("search", "Fridays", "--filter", "topic=ops")
+    assert [h["id"] for h in hits] == [tagged]
+
+
+def test_add_reads_stdin_with_dash(cli):
+    memory_id = cli.json("add", "--sync", "-", input="Lives in Hangzhou\n")["memory_ids"][0]
+    assert cli.json("get", memory_id)["text"].strip() == "Lives in Hangzhou"
+
+
+def test_list_pages_and_list_all_returns_every_memory_once(cli):
+    ids = {_add(cli, f"fact number {i} about the garden") for i in range(5)}
+    page = cli.json("list", "--limit", "2")
+    assert len(page["items"]) == 2
+    assert page["next_token"]
+    streamed = cli.json_lines("list", "--all", "--limit", "2")
+    assert sorted(m["id"] for m in streamed) == sorted(ids)
+    assert all(m.keys() >= STABLE_FIELDS for m in streamed)
+    people = cli.ok("list", "--all", "--limit", "2").stdout
+    assert all(i in people for i in ids)
+
+
+def test_list_next_token_continues(cli):
+    ids = {_add(cli, f"note {i} on the roadmap") for i in range(3)}
+    first = cli.json("list", "--limit", "2")
+    second = cli.json("list", "--limit", "2", "--next-token", first["next_token"])
+    assert {m["id"] for m in first["items"] + second["items"]} == ids
+    assert second["next_token"] is None
+
+
+def test_update_text_and_metadata(cli):
+    memory_id = _add(cli, "Prefers tabs", "--metadata", "topic=editor")
+    cli.ok("update", memory_id, "--text", "Prefers spaces")
+    assert cli.json("get", memory_id)["text"] == "Prefers spaces"
+    updated = cli.json("update", memory_id, "--metadata", "topic=style", "--metadata", "v=2")
+    assert updated["metadata"] == {"topic": "style", "v": "2"}
+    assert cli.json("get", memory_id)["text"] == "Prefers spaces"
+
+
+def test_forget_with_yes_deletes_and_get_then_exits_3(cli):
+    memory_id = _add(cli, "A secret plan to delete")
+    deleted = cli.json("forget", "--yes", memory_id)
+    assert deleted == [{"id": memory_id, "scope": deleted[0]["scope"], "deleted": True}]
+    result = cli("get", memory_id)
+    assert result.exit_code == 3
+    assert cli.json("search", "secret plan") == []
+
+
+def test_forget_asks_and_keeps_the_memory_when_refused(cli):
+    memory_id = _add(cli, "Keep me around")
+    result = cli("forget", memory_id, input="n\n")
+    assert result.exit_code == 1
+    assert cli.json("get", memory_id)["text"] == "Keep me around"
+    assert cli("forget", memory_id, input="y\n").exit_code == 0
+    assert cli("get", memory_id).exit_code == 3
+
+
+def test_forget_several_ids(cli):
+    first, second = _add(cli, "one thing"), _add(cli, "another thing")
+    cli.ok("forget", "-y", first, second)
+    assert cli.json("list")["items"] == []
+
+
+def test_messages_file_is_stored_and_listed(cli, tmp_path: Path):
+    turn = tmp_path / "turn.json"
+    turn.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "I moved to Berlin last month"},
+                {"role": "assistant", "content": "Noted, Berlin it is"},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    cli.ok("add", "--sync", "--messages-file", str(turn))
+    listed = cli.json("messages")
+    assert [(m["role"], m["content"]) for m in listed["items"]] == [
+        ("user", "I moved to Berlin last month"),
+        ("assistant", "Noted, Berlin it is"),
+    ]
+    assert "Berlin" in cli.ok("messages").stdout
+
+
+def test_scope_flags_isolate_agents_and_tenants(cli):
+    a1 = _add(cli, "coder agent likes rust", )
+    cli.ok("--agent", "coder", "add", "--sync", "coder agent likes rust too")
+    whole = cli.json("search", "agent likes rust")
+    assert len(whole) == 2
+    only_coder = cli.ok("--json", "--agent", "coder", "search", "agent likes rust").stdout
+    hits = json.loads(only_coder)
+    assert [h["scope"]["agent_id"] for h in hits] == ["coder"]
+    other_tenant = json.loads(cli.ok("--json", "--tenant", "bob", "search", "agent likes rust").stdout)
+    assert other_tenant == []
+    assert cli("--tenant", "bob", "get", a1).exit_code == 3
+
+
+def test_hostile_scope_strings_are_normalised_not_wildcards(cli):
+    cli.ok("--tenant", "alice", "add", "--sync", "alice owns this")
+    cli.ok("--tenant", "al*", "add", "--sync", "starred tenant owns this")
+    doc = cli.json("--tenant", "al*", "list")
+    assert [m["text"] for m in doc["items"]] == ["starred tenant owns this"]
+    assert doc["items"][0]["scope"]["tenant_id"] != "al*"
+    assert cli("--tenant", "*", "list").exit_code == 2
+    assert cli("--agent", "*", "add", "no wildcard writes").exit_code == 2
+    assert cli.json("--agent", "*", "search", "owns")  == []
+
+
+def test_scopes_and_requests_and_tasks(cli):
+    receipt = cli.json("add", "--sync", "audited memory")
+    cli.ok("--agent", "planner", "add", "--sync", "planner memory")
+    scopes = cli.json("scopes")["items"]
+    assert {s["agent_id"] for s in scopes} == {"hermes", "planner"}
+    adds = cli.json("requests", "--operation", "AddMemories")["items"]
+    assert adds and all(r["operation"] == "AddMemories" for r in adds)
+    task_id = receipt["receipts"][0]["task_id"]
+    assert task_id
+    task = cli.json("tasks", "get", task_id)
+    assert task["id"] == task_id
+    listed = cli.json("tasks", "list", "--status", task["status"])["items"]
+    assert task_id in {t["id"] for t in listed}
+    assert cli("tasks", "list", "--status", "bogus").exit_code == 2
+    assert cli("tasks", "get", "no-such-task").exit_code == 3
+    assert "AddMemories" in cli.ok("requests").stdout
+
+
+def test_stores_create_describe_list_delete(cli):
+    cli.ok("stores", "create", "team_notes", "--description", "Shared notes")
+    info = cli.json("stores", "describe", "team_notes")
+    assert info["name"] == "team_notes"
+    assert info["description"] == "Shared notes"
+    assert "team_notes" in {s["name"] for s in cli.json("stores", "list")}
+    assert cli("stores", "create", "team_notes").exit_code == 2  # already exists: final
+    cli.ok("stores", "delete", "team_notes", "--yes")
+    assert cli("stores", "describe", "team_notes").exit_code == 3
+    assert cli("stores", "create", "bad-name!").exit_code == 2

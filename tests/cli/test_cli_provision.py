@@ -1,0 +1,70 @@
+"""``provision`` against the emulator's control-plane twin, then use of the new instance."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import pytest
+
+AK, SK = "prov-ak", "prov-secret-value"
+
+
+@pytest.fixture
+def twin():
+    from memcore.testing import InMemoryMemoryStore
+    from memcore_tablestore.emulator import EmulatorServer
+    from memcore_tablestore.emulator.control_plane import ControlPlane
+
+    control = ControlPlane(instance_names=["emulator"], access_keys={AK: SK})
+    server = EmulatorServer(
+        InMemoryMemoryStore(), access_key_id=AK, access_key_secret=SK, control_plane=control
+    )
+    server.start()
+    yield server, control
+    server.stop()
+
+
+def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
+    server, control = twin
+    host = server.url.removeprefix("http://")
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    args = [
+        "provision",
+        "--control-endpoint", host,
+        "--control-protocol", "http",
+        "--endpoint-template", server.url,
+        "--dns-timeout", "10",
+    ]
+    first = local_cli("--json", *args, env=env)
+    assert first.exit_code == 0, first.stderr
+    facts = json.loads(first.stdout)
+    assert facts["instance_name"] == "emulator"
+    assert facts["created"] is True
+    path = home / "config.json"
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["instance_name"] == "emulator"
+    assert saved["endpoint"] == server.url
+    assert saved["embedder"] == "none"  # the rest of the file is kept
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert SK not in first.stdout + first.stderr
+
+    again = local_cli("--json", *args, env=env)
+    assert again.exit_code == 0, again.stderr
+    assert json.loads(again.stdout)["created"] is False
+    assert control.create_count == 1
+
+    added = local_cli("--json", "--backend", "tablestore", "add", "--sync", "provisioned and used", env=env)
+    assert added.exit_code == 0, added.stderr
+    hits = json.loads(local_cli("--json", "--backend", "tablestore", "search", "provisioned", env=env).stdout)
+    assert [h["text"] for h in hits] == ["provisioned and used"]
+
+
+def test_provision_without_credentials_exits_4(home, twin, local_cli):
+    server, _ = twin
+    result = local_cli(
+        "provision", "--control-endpoint", server.url.removeprefix("http://"), "--control-protocol", "http"
+    )
+    assert result.exit_code == 4
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (home / ".tablestore_pending.json").exists()

@@ -1,0 +1,106 @@
+"""``export`` then ``import``: the same memories arrive, and a second import adds nothing."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import attrs
+import pytest
+
+
+def _seed(cli) -> None:
+    cli.ok("add", "--sync", "-m", "topic=style", "User prefers concise answers")
+    cli.ok("add", "--sync", "User lives in Hangzhou")
+    cli.ok("--agent", "coder", "--run", "s1", "add", "--sync", "-m", "lang=py", "Prefers type hints")
+    cli.ok("--agent", "coder", "add", "--sync", "喜欢喝咖啡")
+
+
+def _keep_ids() -> bool:
+    from memcore_sqlite import TextItem
+
+    return "id" in attrs.fields_dict(TextItem)
+
+
+def _by_old_id(records, id_map):
+    return {id_map.get(r["id"], r["id"]): (r["text"], r["scope"], r["metadata"]) for r in records}
+
+
+@pytest.fixture
+def fresh_cli(tmp_path, set_config, local_cli):
+    other = tmp_path / "fresh-home"
+    set_config(other, {"embedder": "none"})
+    return type(local_cli)(other)
+
+
+def test_round_trip_keeps_text_scope_metadata_and_ids(tmp_path, local_cli, fresh_cli):
+    _seed(local_cli)
+    out = tmp_path / "memories.jsonl"
+    summary = local_cli.json("export", "--out", str(out))
+    assert summary["exported"] == 4
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    exported = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(exported) == 4
+    assert all({"id", "text", "scope", "metadata", "created_at"} <= r.keys() for r in exported)
+
+    first = fresh_cli.json("import", str(out))
+    assert (first["total"], first["added"], first["present"]) == (4, 4, 0)
+    if _keep_ids():
+        assert first["id_map"] == {}
+    imported = fresh_cli.json_lines("export")
+    assert _by_old_id(imported, {}) == _by_old_id(exported, first["id_map"])
+
+    second = fresh_cli.json("import", str(out))
+    assert (second["total"], second["added"], second["present"]) == (4, 0, 4)
+    assert len(fresh_cli.json_lines("export")) == 4
+    assert "0 added, 4 already present" in fresh_cli.ok("import", str(out)).stdout
+
+
+def test_export_to_stdout_is_json_lines_and_import_reads_stdin(local_cli, fresh_cli):
+    _seed(local_cli)
+    text = local_cli.ok("export").stdout
+    assert len(text.splitlines()) == 4
+    report = fresh_cli.json("import", "-", input=text)
+    assert report["added"] == 4
+
+
+def test_import_into_the_tablestore_emulator_then_again_adds_nothing(tmp_path, local_cli, emulator_cli):
+    _seed(local_cli)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    exported = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    first = emulator_cli.json("import", str(out))
+    assert first["added"] == 4
+    imported = emulator_cli.json_lines("export")
+    assert _by_old_id(imported, {}) == _by_old_id(exported, first["id_map"])
+    second = emulator_cli.json("import", str(out))
+    assert (second["added"], second["present"]) == (0, 4)
+
+
+def test_a_bad_line_stops_the_import_before_anything_is_written(tmp_path, local_cli, fresh_cli):
+    _seed(local_cli)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    lines = out.read_text(encoding="utf-8").splitlines()
+    lines.insert(2, json.dumps({"text": "", "scope": json.loads(lines[0])["scope"]}))
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = fresh_cli("import", str(out))
+    assert result.exit_code == 2
+    assert "line 3" in result.stderr
+    assert fresh_cli.json("list")["items"] == []
+
+
+def test_import_refuses_records_of_another_tenant(tmp_path, local_cli, fresh_cli):
+    local_cli.ok("--tenant", "alice", "add", "--sync", "alice's memory")
+    out = tmp_path / "alice.jsonl"
+    local_cli.ok("--tenant", "alice", "export", "--out", str(out))
+    result = fresh_cli("import", str(out))
+    assert result.exit_code == 2
+    assert "outside the current tenant" in result.stderr
+    assert fresh_cli.json("--tenant", "alice", "import", str(out))["added"] == 1
+
+
+def test_import_of_a_missing_file_exits_2(tmp_path, fresh_cli):
+    result = fresh_cli("import", str(tmp_path / "nope.jsonl"))
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr
