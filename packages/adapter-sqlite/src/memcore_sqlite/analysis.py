@@ -1,0 +1,129 @@
+"""Text analysis for the lexical index: words, CJK bigrams, stop-words and FTS5 query building.
+
+FTS5's ``unicode61`` tokenizer keeps a run of CJK characters as one token, so 咖啡 is never
+found inside 喜欢喝咖啡. We therefore rewrite CJK runs into overlapping bigrams (plus the run's
+last character) before indexing and before querying; the FTS5 tokenizer then only splits on
+the spaces we put in.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Han, kana, Hangul and the CJK compatibility blocks: scripts written without spaces.
+_CJK_RUN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u31f0-\u31ff]+"
+)
+
+_STOP_WORD_TEXT = """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves s t don ll m re ve d"""
+#: Most frequent English function words; they match most rows and cost the most to score.
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
+#: Cap on query terms: an FTS5 query's cost grows with every term's posting list.
+MAX_QUERY_TERMS = 8
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    # Bigrams cover every character as a bigram's first; the last one stands alone too,
+    # so a one-character query can match any position with a prefix query.
+    return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased index tokens in order: words as they are, CJK runs as bigrams."""
+    out: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if not _CJK_RUN.search(word):
+            out.append(word)
+            continue
+        pos = 0
+        for m in _CJK_RUN.finditer(word):
+            if m.start() > pos:
+                out.append(word[pos : m.start()])
+            out.extend(_cjk_tokens(m.group()))
+            pos = m.end()
+        if pos < len(word):
+            out.append(word[pos:])
+    return out
+
+
+def index_text(text: str, prefix: str = "") -> str:
+    """The body we hand to FTS5: tokens (each after ``prefix``) joined by spaces."""
+    return " ".join(prefix + t for t in tokens(text))
+
+
+def _is_cjk(term: str) -> bool:
+    return bool(_CJK_RUN.fullmatch(term))
+
+
+def _quote(term: str, prefix: str = "") -> str:
+    if _is_cjk(term) and len(term) == 1:
+        return f'"{prefix}{term}"*'
+    return f'"{prefix}{term}"'
+
+
+def query_terms(query: str) -> tuple[str, ...]:
+    """Distinct query terms without stop-words, capped, the most informative first."""
+    seen = list(dict.fromkeys(tokens(query)))
+    content = [t for t in seen if t not in STOP_WORDS]
+    if not content:
+        # A query of only stop-words still deserves an answer; keep a few of them.
+        content = seen
+    if len(content) > MAX_QUERY_TERMS:
+        # Longer words are rarer, so they cost less and say more; keep query order otherwise.
+        keep = set(sorted(content, key=len, reverse=True)[:MAX_QUERY_TERMS])
+        content = [t for t in content if t in keep][:MAX_QUERY_TERMS]
+    return tuple(content)
+
+
+@attrs.frozen
+class LexicalQuery:
+    """Builds FTS5 MATCH expressions for a query's terms, each restricted by ``tags``.
+
+    ``tags`` (scope and metadata tokens) is ANDed into every expression, so the index
+    intersects with the caller's scope before it scores anything.
+    """
+
+    terms: tuple[str, ...]
+    tags: str | None = None
+    #: A tenant prefix: match the tenant-local ``tbody`` column instead of ``body``.
+    prefix: str | None = None
+    #: The tag expression that selects the whole scope (counts its rows); default ``tags``.
+    scope: str | None = None
+
+    def _q(self, term: str) -> str:
+        return _quote(term, self.prefix or "")
+
+    def _restrict(self, body: str) -> str:
+        column = "tbody" if self.prefix else "body"
+        if self.tags:
+            return f"tags : ({self.tags}) AND {column} : ({body})"
+        return f"{column} : ({body})"
+
+    def all_of(self, terms: tuple[str, ...] | None = None) -> str:
+        return self._restrict(" AND ".join(self._q(t) for t in (terms or self.terms)))
+
+    def scope_only(self) -> str | None:
+        scope = self.scope or self.tags
+        return f"tags : ({scope})" if scope else None
+
+    def with_any(self, term: str, others: tuple[str, ...]) -> str:
+        """``term`` together with at least one of ``others``."""
+        return self._restrict(f"{self._q(term)} AND ({' OR '.join(self._q(t) for t in others)})")
+
+
+def build_query(
+    query: str, *, tags: str | None = None, prefix: str | None = None, scope: str | None = None
+) -> LexicalQuery:
+    return LexicalQuery(query_terms(query), tags, prefix, scope)

@@ -1,0 +1,63 @@
+"""``open_backend``: how the ``local`` entry point turns a config into a store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from memcore.config import MemcoreConfig
+from memcore.errors import ConfigError
+from memcore.ports import Embedder
+from memcore_sqlite.embedders import missing_onnx_requirements
+from memcore_sqlite.store import SqliteMemoryStore
+
+DB_FILE = "memcore.db"
+_UNSET: Any = object()
+
+
+def default_path() -> Path:
+    """``$MEMCORE_HOME/memcore.db``, else the platform's user data directory."""
+    home = os.environ.get("MEMCORE_HOME")
+    if home and home.strip():
+        return Path(home).expanduser() / DB_FILE
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("memcore", appauthor=False)) / DB_FILE
+
+
+def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
+    chosen = path if path is not None else config.local_path
+    if chosen is None:
+        return default_path()
+    if not isinstance(chosen, (str, os.PathLike)) or not str(chosen).strip():
+        raise ConfigError("local_path must be a file path", field="local_path")
+    return Path(chosen).expanduser()
+
+
+def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
+    """``auto``: ONNX when its extra is installed, else lexical-only; ``onnx``: required."""
+    if setting == "none":
+        return None
+    if setting not in ("auto", "onnx"):
+        raise ConfigError(f"unknown embedder {setting!r}; use auto, onnx or none", field="embedder")
+    if setting == "auto" and model_dir is None and missing_onnx_requirements():
+        return None
+    from memcore_sqlite.embedders.onnx import OnnxEmbedder
+
+    return OnnxEmbedder(model_dir)
+
+
+def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
+    """Open the embedded store: ``path=``, ``embedder=`` (an Embedder or None), ``model_dir=``,
+    and :class:`SqliteMemoryStore` keywords override the config."""
+    path = resolve_path(config, options.pop("path", None))
+    model_dir = options.pop("model_dir", None)
+    embedder = options.pop("embedder", _UNSET)
+    if embedder is _UNSET:
+        embedder = choose_embedder(config.embedder, model_dir=model_dir)
+    allowed = {"busy_timeout", "synchronous", "vector_cache_rows"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ConfigError(f"unknown option for the local backend: {unknown[0]}", field=unknown[0])
+    return SqliteMemoryStore(path, embedder=embedder, **options)

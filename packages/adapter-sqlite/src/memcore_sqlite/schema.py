@@ -1,0 +1,118 @@
+"""The database schema and its numbered migrations (``PRAGMA user_version`` holds the number).
+
+Each migration runs once, inside the write transaction that checks the version, so several
+processes opening a new file at once apply it exactly once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memcore.errors import ProtocolError
+
+_V1 = """
+CREATE TABLE stores (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    -- Bumped by every write that changes memories: vector caches compare against it.
+    generation INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE memories (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    store_id INTEGER NOT NULL,
+    app_id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    content_hash BLOB NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    unit_type TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    version INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX memories_scope ON memories (store_id, app_id, tenant_id, agent_id, run_id);
+CREATE INDEX memories_hash ON memories (store_id, content_hash);
+CREATE TABLE memory_vectors (
+    seq INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE VIRTUAL TABLE memory_fts USING fts5 (
+    body, tbody, tags, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY,
+    store_id INTEGER NOT NULL,
+    app_id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    timestamp REAL NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    memory_seq INTEGER
+);
+CREATE INDEX messages_scope ON messages (store_id, app_id, tenant_id, agent_id, run_id, seq);
+CREATE INDEX messages_memory ON messages (memory_seq);
+CREATE TABLE tasks (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    store_id INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    scope TEXT,
+    created_at REAL NOT NULL,
+    finished_at REAL,
+    memory_ids TEXT NOT NULL DEFAULT '[]',
+    error TEXT
+);
+CREATE INDEX tasks_store ON tasks (store_id, status, seq);
+CREATE TABLE requests (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    store_id INTEGER NOT NULL,
+    operation TEXT NOT NULL,
+    status TEXT NOT NULL,
+    scope TEXT,
+    target_id TEXT,
+    latency_ms REAL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX requests_store ON requests (store_id, operation, seq);
+"""
+
+#: (version, script) in order; append, never edit a released one.
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1),)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the file up to :data:`SCHEMA_VERSION`; refuse a file from a newer release."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if current > SCHEMA_VERSION:
+            raise ProtocolError(
+                f"the database schema is version {current}, newer than this memcore-sqlite "
+                f"understands ({SCHEMA_VERSION}); upgrade memcore-sqlite",
+                field="schema_version",
+                retryable=False,
+            )
+        for version, script in MIGRATIONS:
+            if version > current:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {int(version)}")
+        conn.execute("COMMIT")
+        return SCHEMA_VERSION
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,79 @@
+"""Store, scope and metadata tokens stored in the FTS ``tags`` column.
+
+ANDing a tag into a MATCH expression lets FTS5 intersect posting lists with the caller's scope
+before it ranks anything, so search cost follows the scope's size, not the file's. Tags are
+digests, so a collision is possible in theory; every hit is checked against its row anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+from memcore.scope import Scope, ScopePattern
+
+
+def _digest(kind: str, *parts: str) -> str:
+    raw = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+    # Letters-then-digit keeps the porter stemmer from touching the token.
+    return f"{kind}x{hashlib.blake2b(raw, digest_size=8).hexdigest()}0"
+
+
+def _prefix_tag(store_id: int, levels: tuple[str, ...]) -> str:
+    return _digest(f"s{len(levels)}", str(store_id), *levels)
+
+
+def scope_tags(store_id: int, scope: Scope) -> list[str]:
+    """The store's tag, then one per scope prefix: app, app/tenant, app/tenant/agent, all."""
+    levels = scope.as_tuple()
+    return [_prefix_tag(store_id, levels[:i]) for i in range(0, 5)]
+
+
+def pattern_tag(store_id: int, pattern: ScopePattern) -> str:
+    """The tag that selects the pattern's scopes (the store's tag for ``*``)."""
+    concrete = tuple(v for v in pattern.as_tuple() if v != "*")
+    return _prefix_tag(store_id, concrete)
+
+
+def _metadata_tag(store_id: int, levels: tuple[str, ...], key: str, value: str) -> str:
+    return _digest(f"m{len(levels)}", str(store_id), *levels, "\x1e", key, value)
+
+
+def metadata_tags(store_id: int, scope: Scope, metadata: Mapping[str, str]) -> list[str]:
+    """Each pair at store, app and tenant level, so a filter's postings stay tenant-local."""
+    levels = scope.as_tuple()[:2]
+    return [
+        _metadata_tag(store_id, levels[:i], key, value)
+        for key, value in sorted(metadata.items())
+        for i in range(3)
+    ]
+
+
+def row_tags(store_id: int, scope: Scope, metadata: Mapping[str, str]) -> str:
+    return " ".join(scope_tags(store_id, scope) + metadata_tags(store_id, scope, metadata))
+
+
+def filter_expression(store_id: int, pattern: ScopePattern, filters: Mapping[str, str]) -> str:
+    """``tag AND tag ...`` for the pattern and every filter."""
+    concrete = tuple(v for v in pattern.as_tuple()[:2] if v != "*")
+    parts = [pattern_tag(store_id, pattern)]
+    parts += [_metadata_tag(store_id, concrete, k, v) for k, v in sorted(filters.items())]
+    return " AND ".join(f'"{t}"' for t in parts)
+
+
+def tenant_prefix(store_id: int, app_id: str, tenant_id: str) -> str:
+    """Twelve digits put before every term in the ``tbody`` column.
+
+    Prefixed terms have posting lists of one tenant only, so a tenant's search never walks
+    other tenants' postings. Digits are consonants to the porter stemmer, so the prefix does not
+    change how the word after it is stemmed.
+    """
+    raw = f"{store_id}\x1f{app_id}\x1f{tenant_id}".encode("utf-8", "surrogatepass")
+    return f"{int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), 'little') % 10**12:012d}"
+
+
+def pattern_prefix(store_id: int, pattern: ScopePattern) -> str | None:
+    """The tenant prefix when the pattern names one tenant, else None (use ``body``)."""
+    if pattern.app_id == "*" or pattern.tenant_id == "*":
+        return None
+    return tenant_prefix(store_id, pattern.app_id, pattern.tenant_id)

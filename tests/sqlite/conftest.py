@@ -1,0 +1,50 @@
+"""Fixtures for the SQLite store: fresh files under tmp_path, lexical and hashed-vector modes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memcore.scope import Scope
+from memcore.testing import HashingEmbedder
+from memcore_sqlite import SqliteMemoryStore
+from memcore_sqlite.embedders import missing_onnx_requirements
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run1")
+BOB = Scope("app", "bob", "agent", "run1")
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memcore.db"
+
+
+@pytest.fixture
+def lexical_store(db_path: Path) -> Iterator[SqliteMemoryStore]:
+    store = SqliteMemoryStore(db_path)
+    store.ensure_store(STORE)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def hybrid_store(db_path: Path) -> Iterator[SqliteMemoryStore]:
+    store = SqliteMemoryStore(db_path, embedder=HashingEmbedder(64))
+    store.ensure_store(STORE)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def onnx_embedder():  # type: ignore[no-untyped-def]
+    """The real default embedder, loaded once for the whole test run (about 1 s)."""
+    if missing_onnx_requirements():
+        pytest.skip("the semantic extra is not installed")
+    from memcore_sqlite.embedders.onnx import OnnxEmbedder
+
+    embedder = OnnxEmbedder()
+    embedder.warm_up()
+    return embedder

@@ -1,0 +1,86 @@
+"""open_backend: where the file goes and which embedder is chosen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+import pytest
+
+from memcore.config import MemcoreConfig
+from memcore.discovery import open_store
+from memcore.errors import ConfigError
+from memcore.testing import HashingEmbedder
+from memcore_sqlite import SqliteMemoryStore, default_path, open_backend
+from memcore_sqlite.embedders import missing_onnx_requirements
+
+
+def test_path_option_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCORE_HOME", str(tmp_path / "home"))
+    config = MemcoreConfig(local_path=str(tmp_path / "config.db"), embedder="none")
+    with open_backend(config, path=tmp_path / "option.db") as store:
+        assert store.path == str(tmp_path / "option.db")
+
+
+def test_config_local_path_then_memcore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCORE_HOME", str(tmp_path / "home"))
+    with open_backend(MemcoreConfig(local_path=str(tmp_path / "c.db"), embedder="none")) as store:
+        assert store.path == str(tmp_path / "c.db")
+    with open_backend(MemcoreConfig(embedder="none")) as store:
+        assert store.path == str(tmp_path / "home" / "memcore.db")
+        assert Path(store.path).exists()
+
+
+def test_default_is_the_platform_user_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMCORE_HOME", raising=False)
+    expected = Path(platformdirs.user_data_dir("memcore", appauthor=False)) / "memcore.db"
+    assert default_path() == expected
+
+
+def test_embedder_none_is_lexical(tmp_path: Path) -> None:
+    with open_backend(MemcoreConfig(embedder="none"), path=tmp_path / "m.db") as store:
+        assert store.search_mode == "lexical"
+
+
+def test_explicit_embedder_option(tmp_path: Path) -> None:
+    with open_backend(MemcoreConfig(embedder="none"), path=tmp_path / "m.db", embedder=HashingEmbedder()) as store:
+        assert store.search_mode == "hybrid"
+
+
+@pytest.mark.skipif(bool(missing_onnx_requirements()), reason="semantic extra not installed")
+def test_auto_and_onnx_pick_the_onnx_embedder(tmp_path: Path) -> None:
+    for setting in ("auto", "onnx"):
+        with open_backend(MemcoreConfig(embedder=setting), path=tmp_path / f"{setting}.db") as store:
+            assert store.search_mode == "hybrid"
+            assert store.embedder is not None and store.embedder.dimension == 384
+
+
+def test_onnx_with_a_directory_without_model_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        open_backend(MemcoreConfig(embedder="onnx"), path=tmp_path / "m.db", model_dir=tmp_path)
+    assert info.value.field == "embedder"
+
+
+def test_unknown_option_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        open_backend(MemcoreConfig(embedder="none"), path=tmp_path / "m.db", colour="blue")
+
+
+def test_entry_point_local_opens_this_store(tmp_path: Path) -> None:
+    store = open_store("local", MemcoreConfig(embedder="none"), path=tmp_path / "ep.db")
+    try:
+        assert isinstance(store, SqliteMemoryStore)
+    finally:
+        store.close()
+
+
+def test_importing_the_package_loads_no_numeric_runtime() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memcore_sqlite;"
+        "print(sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

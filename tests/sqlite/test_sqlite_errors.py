@@ -1,0 +1,92 @@
+"""sqlite3 failures become memcore errors, classified by result code."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memcore.errors import ProtocolError, Unavailable
+from memcore.scope import Scope
+from memcore_sqlite import SqliteMemoryStore
+from memcore_sqlite.schema import SCHEMA_VERSION
+from memcore_sqlite.sqlite_errors import map_error
+
+ALICE = Scope("app", "alice", "agent", "run1")
+
+
+def test_a_held_write_lock_is_unavailable_and_retryable(db_path: Path) -> None:
+    store = SqliteMemoryStore(db_path, busy_timeout=0.2)
+    store.ensure_store("mem")
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(Unavailable) as info:
+            store.add_text("mem", ALICE, "blocked write", sync=True)
+        assert info.value.retryable
+        assert "busy" in str(info.value)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert store.add_text("mem", ALICE, "blocked write", sync=True).status == "completed"
+    store.close()
+
+
+def test_a_full_disk_is_unavailable_with_a_clear_message(db_path: Path) -> None:
+    store = SqliteMemoryStore(db_path)
+    store.ensure_store("mem")
+    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+    # SQLite reports SQLITE_FULL when the file may not grow: the same code as a full disk.
+    store._conn.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(Unavailable) as info:
+        store.add_text("mem", ALICE, "x" * 20_000, sync=True)
+    assert "full" in str(info.value)
+    assert store.list_memories("mem", ALICE.tenant_pattern()).items == ()
+    store.close()
+
+
+def test_a_file_that_is_not_a_database_is_a_protocol_error(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"this is not an sqlite file at all" * 200)
+    with pytest.raises(ProtocolError) as info:
+        SqliteMemoryStore(path)
+    assert not info.value.retryable
+
+
+def test_a_newer_schema_is_refused(db_path: Path) -> None:
+    SqliteMemoryStore(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(ProtocolError) as info:
+        SqliteMemoryStore(db_path)
+    assert info.value.field == "schema_version"
+
+
+def test_migrations_run_once_and_record_the_version(db_path: Path) -> None:
+    SqliteMemoryStore(db_path).close()
+    SqliteMemoryStore(db_path).close()
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+def test_map_error_uses_result_codes() -> None:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("SELECT * FROM no_such_table")
+    except sqlite3.Error as exc:
+        mapped = map_error(exc, path=":memory:")
+    assert isinstance(mapped, Unavailable)
+    assert mapped.field == ":memory:"
+
+
+def test_closed_store_refuses_work(db_path: Path) -> None:
+    store = SqliteMemoryStore(db_path)
+    store.close()
+    store.close()
+    with pytest.raises(Exception) as info:
+        store.list_stores()
+    assert "closed" in str(info.value)

@@ -1,0 +1,171 @@
+"""Messages, dedup, batch adds, deletes that really delete, the audit log and tasks."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memcore.errors import InvalidInput, Unsupported
+from memcore.scope import Scope, ScopePattern
+from memcore.values import Message
+from memcore_sqlite import SqliteMemoryStore, TextItem
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run1")
+
+
+def test_each_message_becomes_one_memory(lexical_store: SqliteMemoryStore) -> None:
+    msgs = [
+        Message("user", "I adopted a cat named Miso", metadata={"lang": "en"}),
+        Message("assistant", "Miso is a lovely name"),
+        Message("user", "I adopted a cat named Miso"),
+    ]
+    receipt = lexical_store.add_messages(STORE, ALICE, msgs, metadata={"channel": "chat"}, sync=True)
+    assert len(receipt.memory_ids) == 2  # the repeated message is one memory
+    memories = lexical_store.list_memories(STORE, ALICE.pattern()).items
+    assert [m.text for m in memories] == ["I adopted a cat named Miso", "Miso is a lovely name"]
+    assert all(m.unit_type == "message" for m in memories)
+    assert memories[0].metadata == {"channel": "chat", "lang": "en"}
+    assert len(lexical_store.list_messages(STORE, ALICE).items) == 3
+
+
+def test_messages_page_in_order(lexical_store: SqliteMemoryStore) -> None:
+    for i in range(5):
+        lexical_store.add_messages(STORE, ALICE, [Message("user", f"m{i}a"), Message("assistant", f"m{i}b")])
+    seen: list[str] = []
+    token = None
+    while True:
+        page = lexical_store.list_messages(STORE, ALICE, limit=3, next_token=token)
+        seen.extend(m.content for m in page.items)
+        token = page.next_token
+        if not token:
+            break
+    assert seen == [f"m{i}{x}" for i in range(5) for x in "ab"]
+
+
+def test_add_many_dedups_and_keeps_order(lexical_store: SqliteMemoryStore) -> None:
+    ids = lexical_store.add_many(
+        STORE, [TextItem(ALICE, "one"), TextItem(ALICE, "two"), TextItem(ALICE, "one ")]
+    )
+    assert ids[0] == ids[2] != ids[1]
+    assert lexical_store.add_text(STORE, ALICE, "two", sync=True).memory_ids == (ids[1],)
+
+
+def test_add_many_rejects_bad_items_before_writing(lexical_store: SqliteMemoryStore) -> None:
+    with pytest.raises(InvalidInput) as info:
+        lexical_store.add_many(STORE, [TextItem(ALICE, "fine"), TextItem(ALICE, "")])
+    assert info.value.field == "items[1].text"
+    assert lexical_store.list_memories(STORE, ALICE.pattern()).items == ()
+
+
+def _raw_rows(path: Path, word: str) -> dict[str, int]:
+    conn = sqlite3.connect(path)
+    like = f"%{word}%"
+    counts = {
+        "memories": conn.execute("SELECT COUNT(*) FROM memories WHERE text LIKE ?", (like,)).fetchone()[0],
+        "fts": conn.execute("SELECT COUNT(*) FROM memory_fts WHERE body LIKE ?", (like,)).fetchone()[0],
+        "messages": conn.execute("SELECT COUNT(*) FROM messages WHERE content LIKE ?", (like,)).fetchone()[0],
+        "requests": conn.execute(
+            "SELECT COUNT(*) FROM requests WHERE COALESCE(scope, '') || COALESCE(target_id, '') LIKE ?",
+            (like,),
+        ).fetchone()[0],
+        "vectors": conn.execute(
+            "SELECT COUNT(*) FROM memory_vectors v LEFT JOIN memories m ON m.seq = v.seq WHERE m.seq IS NULL"
+        ).fetchone()[0],
+    }
+    conn.close()
+    return counts
+
+
+def test_delete_removes_text_index_vector_and_source_messages(hybrid_store: SqliteMemoryStore, db_path: Path) -> None:
+    receipt = hybrid_store.add_messages(STORE, ALICE, [Message("user", "my passphrase is octarine")], sync=True)
+    hybrid_store.search(STORE, ALICE.tenant_pattern(), "octarine passphrase")
+    assert _raw_rows(db_path, "octarine")["memories"] == 1
+    hybrid_store.delete_memory(STORE, ALICE, receipt.memory_ids[0])
+    assert _raw_rows(db_path, "octarine") == dict.fromkeys(
+        ("memories", "fts", "messages", "requests", "vectors"), 0
+    )
+    assert hybrid_store.list_messages(STORE, ALICE).items == ()
+    assert hybrid_store.search(STORE, ALICE.tenant_pattern(), "octarine") == []
+
+
+def test_compact_leaves_no_deleted_text_in_the_file(lexical_store: SqliteMemoryStore, db_path: Path) -> None:
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"filler memory {i}") for i in range(50)])
+    mid = lexical_store.add_text(STORE, ALICE, "launch code xyzzyplugh", sync=True).memory_ids[0]
+    lexical_store.delete_memory(STORE, ALICE, mid)
+    lexical_store.compact()
+    raw = db_path.read_bytes()
+    wal = db_path.with_name(db_path.name + "-wal")
+    if wal.exists():
+        raw += wal.read_bytes()
+    assert b"xyzzyplugh" not in raw
+
+
+def test_audit_log_records_operations_without_text(lexical_store: SqliteMemoryStore) -> None:
+    mid = lexical_store.add_text(STORE, ALICE, "audited private sentence", sync=True).memory_ids[0]
+    lexical_store.search(STORE, ALICE.tenant_pattern(), "private sentence")
+    lexical_store.update_memory(STORE, ALICE, mid, metadata={"k": "v"})
+    records = lexical_store.list_requests(STORE, limit=100).items
+    assert [r.operation for r in records] == ["AddMemories", "SearchMemories", "UpdateMemory"]
+    add = records[0]
+    assert (add.scope, add.target_id, add.status) == (ALICE, mid, "succeeded")
+    assert add.latency_ms is not None and add.latency_ms >= 0
+    assert all("private" not in repr(r) for r in records)
+
+
+def test_tasks_complete_at_once(lexical_store: SqliteMemoryStore) -> None:
+    receipt = lexical_store.add_messages(STORE, ALICE, [Message("user", "hello there")], sync=False)
+    task = lexical_store.get_task(STORE, receipt.task_id or "")
+    assert (task.status, task.memory_ids, task.scope) == ("completed", receipt.memory_ids, ALICE)
+    assert task.finished_at is not None
+
+
+def test_dream_is_unsupported_with_a_reason(lexical_store: SqliteMemoryStore) -> None:
+    with pytest.raises(Unsupported) as info:
+        lexical_store.create_dream_task(STORE, ALICE.tenant_pattern())
+    assert "dream" in str(info.value)
+
+
+def test_delete_store_removes_everything(lexical_store: SqliteMemoryStore, db_path: Path) -> None:
+    lexical_store.add_messages(STORE, ALICE, [Message("user", "gone with the store")])
+    lexical_store.delete_store(STORE)
+    assert _raw_rows(db_path, "gone") == dict.fromkeys(("memories", "fts", "messages", "requests", "vectors"), 0)
+    lexical_store.ensure_store(STORE)
+    assert lexical_store.list_scopes(STORE).items == ()
+
+
+def test_scopes_list_with_patterns(lexical_store: SqliteMemoryStore) -> None:
+    other = Scope("app", "alice", "agent", "run2")
+    lexical_store.add_text(STORE, ALICE, "a", sync=True)
+    lexical_store.add_text(STORE, other, "b", sync=True)
+    assert lexical_store.list_scopes(STORE, ScopePattern("app", "alice", "agent", "run2")).items == (other,)
+
+
+def test_backfill_vectors_embeds_memories_written_lexically(db_path: Path) -> None:
+    from memcore.testing import HashingEmbedder
+
+    with SqliteMemoryStore(db_path) as plain:
+        plain.ensure_store(STORE)
+        plain.add_many(STORE, [TextItem(ALICE, f"written without vectors {i}") for i in range(10)])
+    with SqliteMemoryStore(db_path, embedder=HashingEmbedder(64)) as hybrid:
+        assert hybrid.backfill_vectors(STORE, batch=4) == 10
+        assert hybrid.backfill_vectors(STORE) == 0
+        vec = HashingEmbedder(64).embed(["written without vectors 3"])[0]
+        top = hybrid.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", vec)[0]
+        assert top.memory.text == "written without vectors 3"
+
+
+def test_a_request_for_a_missing_memory_is_audited_as_failed(lexical_store: SqliteMemoryStore) -> None:
+    from memcore.errors import NotFound
+
+    with pytest.raises(NotFound):
+        lexical_store.get_memory(STORE, ALICE, "nope")
+    with pytest.raises(NotFound):
+        lexical_store.delete_memory(STORE, ALICE, "nope")
+    records = lexical_store.list_requests(STORE).items
+    assert [(r.operation, r.status, r.target_id) for r in records] == [
+        ("GetMemory", "failed", "nope"),
+        ("DeleteMemory", "failed", "nope"),
+    ]
