@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import stat
 
-import attrs
 import pytest
 
 
@@ -14,12 +13,6 @@ def _seed(cli) -> None:
     cli.ok("add", "--sync", "User lives in Hangzhou")
     cli.ok("--agent", "coder", "--run", "s1", "add", "--sync", "-m", "lang=py", "Prefers type hints")
     cli.ok("--agent", "coder", "add", "--sync", "喜欢喝咖啡")
-
-
-def _keep_ids() -> bool:
-    from memcore_sqlite import TextItem
-
-    return "id" in attrs.fields_dict(TextItem)
 
 
 def _by_old_id(records, id_map):
@@ -45,8 +38,7 @@ def test_round_trip_keeps_text_scope_metadata_and_ids(tmp_path, local_cli, fresh
 
     first = fresh_cli.json("import", str(out))
     assert (first["total"], first["added"], first["present"]) == (4, 4, 0)
-    if _keep_ids():
-        assert first["id_map"] == {}
+    assert first["id_map"] == {}
     imported = fresh_cli.json_lines("export")
     assert _by_old_id(imported, {}) == _by_old_id(exported, first["id_map"])
 

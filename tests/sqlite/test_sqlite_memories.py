@@ -169,3 +169,21 @@ def test_a_request_for_a_missing_memory_is_audited_as_failed(lexical_store: Sqli
         ("GetMemory", "failed", "nope"),
         ("DeleteMemory", "failed", "nope"),
     ]
+
+
+def test_add_many_keeps_given_ids_and_refuses_taken_ones(lexical_store) -> None:
+    from memcore.errors import Conflict
+    from memcore.scope import Scope
+    from memcore_sqlite import TextItem
+
+    lexical_store.ensure_store("imp")
+    scope = Scope("app", "t", "a", "r")
+    [kept] = lexical_store.add_many("imp", [TextItem(scope, "imported fact", id="orig-1", created_at=1.0)])
+    assert kept == "orig-1"
+    memory = lexical_store.get_memory("imp", scope, "orig-1")
+    assert (memory.text, memory.created_at) == ("imported fact", 1.0)
+    # Same text again: dedup returns the existing memory, whatever id the caller brings.
+    assert lexical_store.add_many("imp", [TextItem(scope, "imported fact", id="other")]) == ["orig-1"]
+    with pytest.raises(Conflict):
+        lexical_store.add_many("imp", [TextItem(scope, "a different fact", id="orig-1")])
+    assert lexical_store.get_memory("imp", scope, "orig-1").text == "imported fact"

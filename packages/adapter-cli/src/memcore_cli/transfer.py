@@ -228,8 +228,7 @@ def _account(report: ImportReport, known: set[str], record: ImportRecord, new_id
 def _bulk_writer(store: Any) -> Any:
     """The embedded store's batch path: one transaction and one embedding batch per chunk.
 
-    When its ``TextItem`` takes an ``id`` the original ids are kept; otherwise the store
-    assigns new ones and the import reports the map.
+    The original ids are kept (``TextItem.id``), so an export restores exactly.
     """
     add_many = getattr(store, "add_many", None)
     if add_many is None:
@@ -238,13 +237,11 @@ def _bulk_writer(store: Any) -> Any:
         from memcore_sqlite.store import TextItem
     except ImportError:  # pragma: no cover - memcore-sqlite is a dependency
         return None
-    keeps_ids = "id" in attrs.fields_dict(TextItem)
 
     def write(store_name: str, chunk: list[ImportRecord]) -> list[str]:
         items = []
         for r in chunk:
-            extra: dict[str, Any] = {"id": r.id} if keeps_ids else {}
-            items.append(TextItem(scope=r.scope, text=r.text, metadata=dict(r.metadata), **extra))
+            items.append(TextItem(scope=r.scope, text=r.text, metadata=dict(r.metadata), id=r.id))
         return list(add_many(store_name, items))
 
     return write

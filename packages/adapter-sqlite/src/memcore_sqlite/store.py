@@ -63,6 +63,10 @@ class TextItem:
     scope: Scope
     text: str
     metadata: Mapping[str, str] = attrs.field(factory=dict)
+    #: Keep this id (an import restoring an export); None lets the store choose one.
+    id: str | None = None
+    #: Keep this creation time (an import); None means now.
+    created_at: float | None = None
 
 
 def _content_hash(scope: Scope, text: str) -> bytes:
@@ -350,8 +354,15 @@ class SqliteMemoryStore:
         unit_type: str,
         vector: Any,
         added: list[tuple[tuple[str, str, str, str], int, Any]],
+        *,
+        memory_id: str | None = None,
+        created_at: float | None = None,
     ) -> tuple[str, int]:
-        """Insert one unit unless the same text is already in the scope; (id, seq)."""
+        """Insert one unit unless the same text is already in the scope; (id, seq).
+
+        ``memory_id`` keeps a caller's id (import); one already taken by another memory is a
+        :class:`Conflict`, so an import can never overwrite or alias an existing memory.
+        """
         digest = _content_hash(scope, text)
         # The digest covers the scope; comparing the scope columns in Python keeps the planner
         # on the hash index (with them in SQL it prefers the scope index and scans the scope).
@@ -362,8 +373,15 @@ class SqliteMemoryStore:
         ):
             if tuple(row[2:]) == scope.as_tuple():
                 return str(row[0]), int(row[1])
-        mid = uuid.uuid4().hex
+        mid = memory_id or uuid.uuid4().hex
+        if memory_id is not None and conn.execute(
+            "SELECT 1 FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone():
+            raise Conflict(
+                f"memory id {memory_id!r} is already used by another memory", field="id", retryable=False
+            )
         now = time.time()
+        created = now if created_at is None else created_at
         cur = conn.execute(
             "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
             " content_hash, metadata, unit_type, created_at, updated_at)"
@@ -376,7 +394,7 @@ class SqliteMemoryStore:
                 digest,
                 json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True),
                 unit_type,
-                now,
+                created,
                 now,
             ),
         )
@@ -464,6 +482,8 @@ class SqliteMemoryStore:
                 raise InvalidInput(f"items[{i}] must be a TextItem", field=f"items[{i}]")
             _check_scope(item.scope)
             limits.check_text(item.text, field=f"items[{i}].text")
+            if item.id is not None:
+                limits.check_id(item.id, field=f"items[{i}].id")
             checked.append(
                 (item.scope, item.text, limits.check_metadata(item.metadata, field=f"items[{i}].metadata"))
             )
@@ -477,7 +497,8 @@ class SqliteMemoryStore:
             gen = self._bump(conn, sid)
             for i, (scope, text, meta) in enumerate(checked):
                 mid, _ = self._insert(
-                    conn, sid, scope, text, meta, "text", vectors[i] if vectors else None, added
+                    conn, sid, scope, text, meta, "text", vectors[i] if vectors else None, added,
+                    memory_id=items[i].id, created_at=items[i].created_at,
                 )
                 ids.append(mid)
             self._task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
