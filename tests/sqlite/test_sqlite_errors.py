@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ def test_a_held_write_lock_is_unavailable_and_retryable(db_path: Path) -> None:
         with pytest.raises(Unavailable) as info:
             store.add_text("mem", ALICE, "blocked write", sync=True)
         assert info.value.retryable
-        assert "busy" in str(info.value)
+        if sys.version_info >= (3, 11):  # older sqlite3 modules carry no result code
+            assert "busy" in str(info.value)
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
