@@ -195,3 +195,19 @@ def test_session_switch_changes_the_write_scope() -> None:
     svc.switch_scope(Scope(svc.scope.app_id, svc.scope.tenant_id, svc.scope.agent_id, "r2"))
     mid = svc.remember("after switch", sync=True).memory_ids[0]
     assert store.get_memory(STORE, svc.scope, mid).scope.run_id == "r2"
+
+
+def test_lone_surrogates_are_refused_on_explicit_writes_and_repaired_in_turns() -> None:
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    half_emoji = "I love \ud83d pizza"
+    with pytest.raises(InvalidInput) as err:
+        svc.remember(half_emoji)
+    assert err.value.field == "text"
+    with pytest.raises(InvalidInput):
+        svc.search(half_emoji)
+    with pytest.raises(InvalidInput):
+        svc.remember("ok", metadata={"k": "\udc00"})
+    svc.sync_turn(half_emoji, "noted", sync=True)
+    stored = [m.content for m in store.list_messages(STORE, svc.scope).items]
+    assert stored == ["I love \ufffd pizza", "noted"]

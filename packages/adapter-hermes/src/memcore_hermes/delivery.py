@@ -122,12 +122,15 @@ class Deliverer:
         *,
         retry: RetryPolicy,
         lease_s: float,
+        in_flight_s: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.spool = spool
         self.handle = handle
         self.retry = retry
         self.lease_s = lease_s
+        # A killed worker's last request can still be landing for up to one call timeout.
+        self.in_flight_s = in_flight_s if in_flight_s is not None else lease_s / 2
         self.clock = clock
         self.delivered = 0
         self.failures = 0
@@ -192,7 +195,14 @@ class Deliverer:
     def _deliver_one(self, entry: OutboxEntry, *, now: float, force: bool) -> float | None:
         """Send one entry; None to continue with the next, a delay to stop the pass."""
         try:
-            claim = self.spool.claim(entry.key, now=now, lease_s=self.lease_s, owner=self.owner, force=force)
+            claim = self.spool.claim(
+                entry.key,
+                now=now,
+                lease_s=self.lease_s,
+                owner=self.owner,
+                force=force,
+                in_flight_s=self.in_flight_s,
+            )
         except Unavailable as exc:
             logger.error("tablestore-mem: cannot claim a spooled write: %s", exc)
             return self.retry.cap_s

@@ -100,7 +100,7 @@ class HermesHome:
         """The configured backend, read cheaply for ``is_available()`` (None when unreadable)."""
         try:
             data = json.loads(self.read_config_bytes().decode("utf-8-sig") or "{}")
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: absurdly nested JSON
             return None
         value = data.get("backend") if isinstance(data, dict) else None
         return value if isinstance(value, str) else None

@@ -63,6 +63,7 @@ class MemoryRuntime:
             handle,
             retry=retry or RetryPolicy(),
             lease_s=max(5.0, config.timeout * 2),
+            in_flight_s=config.timeout,
             clock=clock,
         )
         self.lane = Lane(name, self.deliverer.drain)

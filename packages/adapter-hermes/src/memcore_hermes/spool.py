@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     next_attempt_at REAL NOT NULL,
     last_error TEXT,
     lease_until REAL NOT NULL DEFAULT 0,
-    lease_owner TEXT
+    lease_owner TEXT,
+    lease_taken_at REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS dead_letter (
     seq INTEGER PRIMARY KEY,
@@ -150,6 +151,9 @@ class SqliteOutbox:
             # a commit on the agent's thread.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
+            if "lease_taken_at" not in columns:  # a spool written by 0.1.0 pre-releases
+                self._db.execute("ALTER TABLE outbox ADD COLUMN lease_taken_at REAL NOT NULL DEFAULT 0")
         except (sqlite3.Error, OSError) as exc:
             raise Unavailable(f"cannot open the spool {self.path}: {exc}", field="spool") from None
         for suffix in ("-wal", "-shm"):
@@ -171,9 +175,16 @@ class SqliteOutbox:
             try:
                 return fn(self._db)
             except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                self._rollback()
                 raise Unavailable(f"spool error: {exc}", field="spool") from None
+            except BaseException:
+                # Whatever failed inside, never leave a transaction open for the next write.
+                self._rollback()
+                raise
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
 
     # -- Outbox port ------------------------------------------------------------------------
     def put(self, entry: OutboxEntry) -> bool:
@@ -248,35 +259,49 @@ class SqliteOutbox:
         return self.due(float("inf"), limit=limit)
 
     def claim(
-        self, key: str, *, now: float, lease_s: float, owner: str, force: bool = False
+        self,
+        key: str,
+        *,
+        now: float,
+        lease_s: float,
+        owner: str,
+        force: bool = False,
+        in_flight_s: float = 0.0,
     ) -> Claim:
         """Take ``key`` for one attempt: counts the attempt and leases it to ``owner``.
 
         A lease keeps two workers (lanes, processes) from sending one entry at once; it ends
-        with :meth:`ack` or :meth:`retry_later`, at ``lease_s``, or when its process is gone.
-        ``force`` ignores the retry delay, never another worker's live lease.
+        with :meth:`ack` or :meth:`retry_later`, or at ``lease_s``. When its process is gone
+        (killed), the lease still holds for ``in_flight_s`` after it was taken: the dead
+        worker's request may still be landing at the backend, and replaying before it lands
+        would store the write twice. ``force`` ignores the retry delay, never a lease.
         """
 
         def tx(db: sqlite3.Connection) -> Claim:
             db.execute("BEGIN IMMEDIATE")
             row = db.execute(
                 "SELECT key, kind, payload, attempts, created_at, next_attempt_at, last_error, "
-                "lease_until, lease_owner FROM outbox WHERE key = ?",
+                "lease_until, lease_owner, lease_taken_at FROM outbox WHERE key = ?",
                 (key,),
             ).fetchone()
             if row is None:
                 db.execute("COMMIT")
                 return Claim(None, None)
-            lease_until, lease_owner = row[7], row[8]
-            if lease_until > now and lease_owner != owner and owner_alive(lease_owner):
-                db.execute("COMMIT")
-                return Claim(None, lease_until - now)
+            lease_until, lease_owner, lease_taken_at = row[7], row[8], row[9]
+            if lease_until > now and lease_owner != owner:
+                holds_until = lease_until
+                if not owner_alive(lease_owner):
+                    holds_until = min(lease_until, lease_taken_at + in_flight_s)
+                if holds_until > now:
+                    db.execute("COMMIT")
+                    return Claim(None, holds_until - now)
             if not force and row[5] > now:
                 db.execute("COMMIT")
                 return Claim(None, row[5] - now)
             db.execute(
-                "UPDATE outbox SET attempts = attempts + 1, lease_until = ?, lease_owner = ? WHERE key = ?",
-                (now + lease_s, owner, key),
+                "UPDATE outbox SET attempts = attempts + 1, lease_until = ?, lease_owner = ?, "
+                "lease_taken_at = ? WHERE key = ?",
+                (now + lease_s, owner, now, key),
             )
             db.execute("COMMIT")
             return Claim(OutboxEntry(*row[:7]), None)

@@ -27,8 +27,27 @@ STORE_NAME_RE = re.compile(r"[A-Za-z0-9_]{1,32}")
 MESSAGE_ROLES = frozenset({"user", "assistant", "system", "tool"})
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
 def utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_unicode(value: str, *, field: str) -> str:
+    """Refuse lone surrogates (half an emoji): no backend can store them as UTF-8."""
+    bad = _SURROGATE_RE.search(value)
+    if bad is not None:
+        raise InvalidInput(
+            f"{field} is not valid Unicode: a lone surrogate at character {bad.start()}",
+            field=field,
+        )
+    return value
+
+
+def repair_unicode(text: str) -> str:
+    """Replace lone surrogates with U+FFFD, for automatic captures that must not be lost."""
+    return _SURROGATE_RE.sub("\ufffd", text)
 
 
 def check_text(text: object, *, field: str = "text") -> str:
@@ -36,6 +55,7 @@ def check_text(text: object, *, field: str = "text") -> str:
         raise InvalidInput(f"{field} must be a string, not {type(text).__name__}", field=field)
     if not text.strip():
         raise InvalidInput(f"{field} must not be empty", field=field)
+    check_unicode(text, field=field)
     size = utf8_len(text)
     if size > MAX_TEXT_BYTES:
         raise InvalidInput(
@@ -57,6 +77,7 @@ def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, st
     for key, value in metadata.items():
         if not isinstance(key, str) or not key:
             raise InvalidInput(f"{field} keys must be non-empty strings", field=field)
+        check_unicode(key, field=field)
         if len(key) > MAX_METADATA_KEY_CHARS:
             raise InvalidInput(
                 f"{field} key {key[:20]!r}... is longer than {MAX_METADATA_KEY_CHARS} characters",
@@ -64,6 +85,7 @@ def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, st
             )
         if not isinstance(value, str):
             raise InvalidInput(f"{field}.{key} must be a string", field=f"{field}.{key}")
+        check_unicode(value, field=f"{field}.{key}")
         if len(value) > MAX_METADATA_VALUE_CHARS:
             raise InvalidInput(
                 f"{field}.{key} is longer than {MAX_METADATA_VALUE_CHARS} characters",
@@ -86,6 +108,7 @@ def check_query(query: object) -> str:
         raise InvalidInput("query must be a string", field="query")
     if not query.strip():
         raise InvalidInput("query must not be empty", field="query")
+    check_unicode(query, field="query")
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(
             f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}", field="query"
@@ -122,7 +145,7 @@ def check_store_name(name: object) -> str:
 def check_id(value: object, *, field: str = "memory_id") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field} must be a non-empty string", field=field)
-    if len(value) > 256 or any(ord(c) < 32 for c in value):
+    if len(value) > 256 or any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in value):
         raise InvalidInput(f"{field} is not a valid id", field=field)
     return value
 

@@ -105,7 +105,11 @@ class MemoryService:
         *,
         messages: Sequence[Message] | None = None,
     ) -> list[TurnWrite]:
-        """Split a completed turn into writes within the limits (nothing is truncated)."""
+        """Split a completed turn into writes within the limits (nothing is truncated).
+
+        A turn is captured automatically, so a lone surrogate (half an emoji) is replaced with
+        U+FFFD rather than costing the whole turn.
+        """
         turn: list[Message] = list(messages or [])
         if not turn:
             if isinstance(user, str) and user.strip():
@@ -115,6 +119,11 @@ class MemoryService:
         for i, m in enumerate(turn):
             if not isinstance(m, Message) or m.role not in limits.MESSAGE_ROLES:
                 raise InvalidInput(f"messages[{i}] is not a valid message", field=f"messages[{i}]")
+            if not isinstance(m.content, str):
+                raise InvalidInput(f"messages[{i}].content must be a string", field=f"messages[{i}].content")
+            repaired = limits.repair_unicode(m.content)
+            if repaired != m.content:
+                turn[i] = attrs.evolve(m, content=repaired)
         return [TurnWrite(tuple(batch)) for batch in limits.split_messages(turn)]
 
     def write_turn(self, write: TurnWrite, *, sync: bool = False) -> WriteReceipt:

@@ -17,6 +17,7 @@ import json
 import logging
 import random
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -69,6 +70,14 @@ class _HTTPServer(ThreadingHTTPServer):
         with self.sockets_lock:
             self.open_sockets.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (its own timeout) is routine, not a traceback on stderr."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            log.debug("client %s went away: %s", client_address, type(exc).__name__)
+            return
+        log.warning("emulator request from %s failed", client_address, exc_info=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
