@@ -40,6 +40,7 @@ def test_round_trip_keeps_text_scope_metadata_and_ids(tmp_path, local_cli, fresh
     assert (first["total"], first["added"], first["present"]) == (4, 4, 0)
     assert first["id_map"] == {}
     imported = fresh_cli.json_lines("export")
+    assert {r["id"]: r["created_at"] for r in imported} == {r["id"]: r["created_at"] for r in exported}
     assert _by_old_id(imported, {}) == _by_old_id(exported, first["id_map"])
 
     second = fresh_cli.json("import", str(out))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -89,6 +90,7 @@ class ImportRecord:
     text: str
     scope: Scope
     metadata: Mapping[str, str]
+    created_at: float | None = None
 
 
 @attrs.define
@@ -129,6 +131,14 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
         memory_id = data.get("id")
         if memory_id is not None:
             limits.check_id(memory_id)
+        created_at = data.get("created_at")
+        if created_at is not None and (
+            isinstance(created_at, bool)
+            or not isinstance(created_at, (int, float))
+            or not math.isfinite(created_at)
+            or created_at < 0
+        ):
+            raise InvalidInput("created_at must be a timestamp in seconds", field="created_at")
     except InvalidInput as exc:
         raise _fail(line_no, exc.message, exc.field or "line") from None
     forged = sorted(RESERVED_METADATA_KEYS & meta.keys())
@@ -142,7 +152,9 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
             "scope",
         )
     assert isinstance(text, str)
-    return ImportRecord(line_no, memory_id, text, scope, meta)
+    return ImportRecord(
+        line_no, memory_id, text, scope, meta, None if created_at is None else float(created_at)
+    )
 
 
 def read_records(path: Path, tenant: Scope) -> list[ImportRecord]:
@@ -241,7 +253,9 @@ def _bulk_writer(store: Any) -> Any:
     def write(store_name: str, chunk: list[ImportRecord]) -> list[str]:
         items = []
         for r in chunk:
-            items.append(TextItem(scope=r.scope, text=r.text, metadata=dict(r.metadata), id=r.id))
+            items.append(
+                TextItem(scope=r.scope, text=r.text, metadata=dict(r.metadata), id=r.id, created_at=r.created_at)
+            )
         return list(add_many(store_name, items))
 
     return write
