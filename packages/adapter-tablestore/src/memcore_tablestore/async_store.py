@@ -19,6 +19,7 @@ from memcore_tablestore.driver import SDK_METHODS, Settings, classify, make_plan
 from memcore_tablestore.error_map import Failure
 from memcore_tablestore.plans import Call, Pause, Plan, Plans
 from memcore_tablestore.retry import first_backoff, retry_arguments, should_retry
+from memcore_tablestore.sdk_check import require_memory_api
 
 
 def _operation(name: str) -> Any:
@@ -50,6 +51,7 @@ class AsyncTableStoreMemoryStore:
     ) -> None:
         from tablestore import AsyncOTSClient
 
+        require_memory_api(AsyncOTSClient)
         self._settings = Settings(
             endpoint, instance_name, credentials, timeout=timeout, region=region, retry=retry
         )
