@@ -1,0 +1,312 @@
+"""The rig the fault scenarios share: a Hermes provider against the emulator, a ledger that
+counts turns issued, acknowledged and stored, and a proxy that cuts answers after the commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+STORE = "hermes_mem"
+EMU_ENV = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-sk"}
+
+
+def hermes_home_for(
+    root: Path, endpoint: str, *, timeout: float = 2.0, keys: dict[str, str] | None = None, **extra: Any
+) -> Path:
+    """A Hermes home whose config points the ``tablestore`` backend at ``endpoint``."""
+    root.mkdir(parents=True, exist_ok=True)
+    config = {"backend": "tablestore", "endpoint": endpoint, "instance_name": "emulator", "timeout": timeout}
+    config.update(extra)
+    (root / "tablestore_memory.json").write_text(json.dumps(config), encoding="utf-8")
+    env = root / ".env"
+    env.write_text("".join(f"{k}={v}\n" for k, v in (keys or EMU_ENV).items()), encoding="utf-8")
+    os.chmod(env, 0o600)
+    return root
+
+
+def fast_retry() -> Any:
+    """Spool backoff scaled down so a short run recovers within seconds (same algorithm)."""
+    from memcore_hermes.delivery import RetryPolicy
+
+    return RetryPolicy(base_s=0.05, cap_s=0.5)
+
+
+def new_provider(home: Path, *, user_id: str = "alice", session: str = "session-1", **kwargs: Any) -> Any:
+    from memcore_hermes import TablestoreMemProvider
+
+    kwargs.setdefault("retry", fast_retry())
+    kwargs.setdefault("flush_timeout", 5.0)
+    provider = TablestoreMemProvider(environ={}, **kwargs)
+    provider.initialize(session, hermes_home=str(home), user_id=user_id, agent_context="primary")
+    return provider
+
+
+class TurnLedger:
+    """Unique turns, and what became of each: acknowledged, then found at the backend."""
+
+    def __init__(self, label: str = "") -> None:
+        self.nonce = f"{label}{uuid.uuid4().hex[:8]}"
+        self.issued: list[str] = []
+        self.acknowledged: list[str] = []
+        self.refused: list[str] = []
+
+    def user_text(self, i: int) -> str:
+        return f"turn {i} of {self.nonce}: the user says something worth keeping"
+
+    def issue(self, provider: Any) -> None:
+        """One ``sync_turn``; acknowledged unless the plugin reported it could not spool it."""
+        i = len(self.issued)
+        text = self.user_text(i)
+        runtime = provider.runtime
+        before = runtime.refused_writes if runtime is not None else 0
+        provider.sync_turn(text, f"assistant answer {i}", session_id="session-1")
+        self.issued.append(text)
+        after = runtime.refused_writes if runtime is not None else before
+        if runtime is not None and after == before:
+            self.acknowledged.append(text)
+        else:
+            self.refused.append(text)
+
+    def issue_for(self, provider: Any, seconds: float, *, interval: float = 0.02) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.issue(provider)
+            time.sleep(interval)
+
+    def tally(self, contents: Iterable[str]) -> dict[str, int]:
+        counts = Counter(c for c in contents if self.nonce in c)
+        ack = set(self.acknowledged)
+        stored = sum(1 for t in self.issued if counts[t] > 0)
+        return {
+            "issued": len(self.issued),
+            "acknowledged": len(self.acknowledged),
+            "stored": stored,
+            "lost": sum(1 for t in ack if counts[t] == 0),
+            "duplicated": sum(max(0, n - 1) for n in counts.values()),
+        }
+
+
+def all_messages(store: Any, scope: Any, store_name: str = STORE) -> list[str]:
+    """Every short-term message of ``scope`` (read from the backing store directly)."""
+    out: list[str] = []
+    token = None
+    while True:
+        page = store.list_messages(store_name, scope, limit=100, next_token=token)
+        out.extend(m.content for m in page.items)
+        token = page.next_token
+        if not token:
+            return out
+
+
+def drain(provider: Any, *, deadline_s: float = 60.0) -> bool:
+    """Flush until the spool is empty (or the deadline passes); True when empty."""
+    runtime = provider.runtime
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if runtime.flush(min(10.0, max(0.1, end - time.monotonic()))):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def wait_spool_empty(provider: Any, *, deadline_s: float = 60.0) -> bool:
+    """Wait, without forcing anything, until the provider's lane has emptied the spool."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if provider.runtime.spool.stats(time.time()).depth == 0:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class CutAfterCommitProxy:
+    """A loopback HTTP proxy that forwards each request, lets the server commit it, then cuts
+    the answer half-way for ``rate`` of the requests: the client cannot tell it landed."""
+
+    def __init__(self, upstream_port: int, *, rate: float = 0.0, seed: int = 7) -> None:
+        self.upstream_port = upstream_port
+        self.rate = rate
+        self.cut = 0
+        self.forwarded = 0
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.port = int(self._sock.getsockname()[1])
+        self._stopped = False
+        threading.Thread(target=self._accept, daemon=True, name="cut-proxy").start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self._stopped = True
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def _accept(self) -> None:
+        while not self._stopped:
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    @staticmethod
+    def _read_message(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes] | None:
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None
+            buf += chunk
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None
+            rest += chunk
+        return head + b"\r\n\r\n" + rest[:length], rest[length:]
+
+    def _serve(self, client: socket.socket) -> None:
+        buf = b""
+        try:
+            while True:
+                got = self._read_message(client, buf)
+                if got is None:
+                    return
+                request, buf = got
+                with socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30) as up:
+                    up.sendall(request)
+                    answer = self._read_message(up, b"")
+                if answer is None:
+                    return
+                response, _ = answer
+                with self._lock:
+                    self.forwarded += 1
+                    cut = self.rate > 0 and self._rng.random() < self.rate
+                    if cut:
+                        self.cut += 1
+                if cut:
+                    client.sendall(response[: max(1, len(response) // 2)])
+                    client.shutdown(socket.SHUT_RDWR)
+                    return
+                client.sendall(response)
+        except OSError:
+            return
+        finally:
+            client.close()
+
+
+#: A child Hermes process: takes turns and prints ``ACK <text>`` once each ``sync_turn`` returned.
+CHILD_SCRIPT = r"""
+import sys, time, json
+sys.path.insert(0, sys.argv[1])
+import reliability_rig as rig
+
+home, nonce, count, interval, session = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+provider = rig.new_provider(rig.Path(home), session=session, flush_timeout=float(sys.argv[7]))
+ledger = rig.TurnLedger()
+ledger.nonce = nonce
+print("READY", flush=True)
+for i in range(count):
+    ledger.issue(provider)
+    if ledger.acknowledged and ledger.acknowledged[-1] == ledger.issued[-1]:
+        print("ACK", ledger.issued[-1], flush=True)
+    else:
+        print("REFUSED", ledger.issued[-1], flush=True)
+    time.sleep(interval)
+provider.shutdown()
+print("DONE", flush=True)
+"""
+
+
+def child_command(script_path: Path, home: Path, nonce: str, count: int, interval: float, session: str, flush_timeout: float = 10.0) -> list[str]:
+    import sys
+
+    return [
+        sys.executable,
+        str(script_path),
+        str(Path(__file__).resolve().parent),
+        str(home),
+        nonce,
+        str(count),
+        str(interval),
+        session,
+        str(flush_timeout),
+    ]
+
+
+#: The keys ``memcore emulator serve`` accepts.
+CLI_EMULATOR_KEYS = {"TABLESTORE_MEMORY_AK": "memcore-emulator", "TABLESTORE_MEMORY_SK": "memcore-emulator-secret"}
+
+
+class EmulatorProcess:
+    """``memcore emulator serve`` in its own process (as the real service would be: its CPU
+    work does not compete with the agent process for the GIL), over a SQLite file."""
+
+    def __init__(self, database: Path, *, latency_ms: float = 0.0, env: dict[str, str] | None = None) -> None:
+        import subprocess
+        import sys
+
+        self.database = database
+        self.port = free_port()
+        script = Path(sys.executable).parent / "memcore"
+        self.proc = subprocess.Popen(
+            [str(script), "emulator", "serve", "--port", str(self.port), "--latency-ms", str(latency_ms),
+             "--database", str(database)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("memcore emulator serve exited early") from None
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("memcore emulator serve did not start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(15)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait(5)
