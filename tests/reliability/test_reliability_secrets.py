@@ -43,6 +43,15 @@ def secret_emulator(emulator):
     return server, backing
 
 
+class _Collector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 @pytest.mark.slow
 def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsys, scenario):
     from memcore_hermes.doctor import run_doctor
@@ -53,6 +62,19 @@ def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsy
     home = _secret_home(tmp_path, server)
     caplog.set_level(logging.DEBUG)
     logging.getLogger().setLevel(logging.DEBUG)
+    # Collect straight from our packages' loggers too: an in-process Hermes run earlier in the
+    # session reconfigures the root logger, and this check must not depend on test order.
+    collector = _Collector()
+    prefixes = ("memcore", "memcore_hermes", "memcore_tablestore", "tablestore", "urllib3", "aiohttp")
+    names = set(prefixes) | {
+        n for n in logging.root.manager.loggerDict if n.split(".")[0] in prefixes
+    }
+    watched = [logging.getLogger(n) for n in sorted(names)]
+    saved = [(lg.level, lg.disabled) for lg in watched]
+    for lg in watched:
+        lg.addHandler(collector)
+        lg.setLevel(logging.DEBUG)
+        lg.disabled = False
     surfaces: dict[str, str] = {}
     with scenario("secrets never leak", "AK/SK/STS grepped in logs (DEBUG), doctor, errors, reprs, audit log, files") as s:
         provider = rig.new_provider(home)
@@ -93,13 +115,20 @@ def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsy
         spool_bytes = (home / "tablestore_memory_spool.sqlite3").read_bytes()
         surfaces["spool file"] = spool_bytes.decode("latin-1")
         surfaces["config file"] = (home / "tablestore_memory.json").read_text()
-        surfaces["logs"] = "\n".join(f"{r.name} {r.levelname} {r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+        for lg, (level, disabled) in zip(watched, saved):
+            lg.removeHandler(collector)
+            lg.setLevel(level)
+            lg.disabled = disabled
+        records = {id(r): r for r in [*caplog.records, *collector.records]}.values()
+        surfaces["logs"] = "\n".join(
+            f"{r.name} {r.levelname} {r.getMessage()} {r.exc_text or ''} {logging.Formatter().format(r)}" for r in records
+        )
         captured = capsys.readouterr()
         surfaces["stdout/stderr"] = captured.out + captured.err
         leaks = {name: _leaks(text) for name, text in surfaces.items() if _leaks(text)}
         s.counts(issued=len(surfaces), acknowledged=len(surfaces), stored=0, lost=0, duplicated=0)
-        s.note(surfaces_checked=sorted(surfaces), log_records=len(caplog.records), leaks=leaks)
-        assert len(caplog.records) > 10
+        s.note(surfaces_checked=sorted(surfaces), log_records=len(records), leaks=leaks)
+        assert len(records) > 10
         assert not leaks, leaks
 
 
