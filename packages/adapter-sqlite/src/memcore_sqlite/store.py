@@ -24,6 +24,7 @@ import attrs
 
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound, Unsupported
+from memcore.paging import decode_token, page
 from memcore.ports import Embedder
 from memcore.scope import Scope, ScopePattern
 from memcore.values import (
@@ -39,7 +40,6 @@ from memcore.values import (
     WriteReceipt,
 )
 from memcore_sqlite import analysis, ranking, tags
-from memcore_sqlite.paging import decode_token, page
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache

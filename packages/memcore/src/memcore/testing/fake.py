@@ -7,21 +7,19 @@ eventual consistency and fault injection. Thread-safe, so it can sit behind an H
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import itertools
-import json
 import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
 
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.errors import Conflict, NotFound
+from memcore.paging import paginate
 from memcore.ports import Embedder
 from memcore.scope import Scope, ScopePattern
 from memcore.testing.faults import FaultPlan
@@ -38,7 +36,6 @@ from memcore.values import (
     WriteReceipt,
 )
 
-T = TypeVar("T")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
@@ -58,32 +55,6 @@ def tokens(text: str) -> set[str]:
 
 def _content_key(scope: Scope, text: str) -> str:
     return hashlib.sha256(f"{scope}\x00{text.strip()}".encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def encode_token(position: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"after": position}).encode()).decode()
-
-
-def decode_token(token: str | None) -> int:
-    if token is None:
-        return -1
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        position = data["after"]
-        if not isinstance(position, int):
-            raise TypeError
-        return position
-    except Exception:
-        raise InvalidInput("next_token is not a token this store issued", field="next_token") from None
-
-
-def paginate(items: Sequence[tuple[int, T]], limit: int, token: str | None) -> Page[T]:
-    """Cursor paging over (sequence, item) pairs sorted by sequence: each item exactly once."""
-    after = decode_token(token)
-    remaining = [(seq, item) for seq, item in items if seq > after]
-    chunk = remaining[:limit]
-    next_token = encode_token(chunk[-1][0]) if len(remaining) > limit else None
-    return Page(tuple(item for _, item in chunk), next_token)
 
 
 @attrs.define

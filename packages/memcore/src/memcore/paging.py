@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from memcore.errors import InvalidInput
 from memcore.values import Page
+
+T = TypeVar("T")
 
 
 def encode_token(after: int) -> str:
@@ -33,7 +36,14 @@ def decode_token(token: str | None) -> int:
         raise InvalidInput("next_token is not a token this store issued", field="next_token") from None
 
 
-def page(rows: list[tuple[int, Any]], limit: int) -> Page[Any]:
+def page(rows: Sequence[tuple[int, Any]], limit: int) -> Page[Any]:
+    """The first ``limit`` rows of ``rows`` (already after the cursor), with the next token."""
     chunk = rows[:limit]
     token = encode_token(chunk[-1][0]) if len(rows) > limit else None
     return Page(tuple(item for _, item in chunk), token)
+
+
+def paginate(items: Sequence[tuple[int, T]], limit: int, token: str | None) -> Page[T]:
+    """Cursor paging over (sequence, item) pairs sorted by sequence: each item exactly once."""
+    after = decode_token(token)
+    return page([(seq, item) for seq, item in items if seq > after], limit)
