@@ -28,13 +28,6 @@ def parse_pairs(values: Sequence[str] | None, *, option: str) -> dict[str, str] 
 
 def check_user_metadata(metadata: dict[str, str] | None) -> None:
     """The service's metadata rules, checked before any store is opened."""
-    from memcore import limits
-    from memcore.service import RESERVED_METADATA_KEYS
+    from memcore.service import check_user_metadata as check
 
-    checked = limits.check_metadata(metadata)
-    forged = sorted(RESERVED_METADATA_KEYS & checked.keys())
-    if forged:
-        raise InvalidInput(
-            f"metadata key {forged[0]!r} is reserved: the scope comes from --app/--tenant/--agent/--run",
-            field=f"metadata.{forged[0]}",
-        )
+    check(metadata, scope_source="--app/--tenant/--agent/--run")

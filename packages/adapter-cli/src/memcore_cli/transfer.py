@@ -23,7 +23,7 @@ import attrs
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound
 from memcore.scope import Scope
-from memcore.service import RESERVED_METADATA_KEYS
+from memcore.service import check_user_metadata
 from memcore.values import Memory
 from memcore_cli.output import Output
 from memcore_cli.records import memory_record
@@ -123,7 +123,7 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
     text = data.get("text")
     try:
         limits.check_text(text)
-        meta = limits.check_metadata(data.get("metadata"))
+        meta = check_user_metadata(data.get("metadata"), scope_source="the record's scope")
         raw_scope = data.get("scope")
         if not isinstance(raw_scope, dict):
             raise InvalidInput("scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope")
@@ -141,9 +141,6 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
             raise InvalidInput("created_at must be a timestamp in seconds", field="created_at")
     except InvalidInput as exc:
         raise _fail(line_no, exc.message, exc.field or "line") from None
-    forged = sorted(RESERVED_METADATA_KEYS & meta.keys())
-    if forged:
-        raise _fail(line_no, f"metadata key {forged[0]!r} is reserved", f"metadata.{forged[0]}")
     if not tenant.tenant_pattern().matches(scope):
         raise _fail(
             line_no,

@@ -264,15 +264,9 @@ class _NoStore:
 
 def _user_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
     """Metadata a caller may set: within the limits, no scope keys, no forged provenance."""
-    meta = limits.check_metadata(metadata)
+    from memcore.service import check_user_metadata
+
+    meta = check_user_metadata(metadata)
     if meta.get("source") == BUILTIN_SOURCE:
         raise InvalidInput("metadata.source 'builtin_memory' is reserved for mirrored writes", field="metadata.source")
-    from memcore.service import RESERVED_METADATA_KEYS
-
-    forged = sorted(RESERVED_METADATA_KEYS & meta.keys())
-    if forged:
-        raise InvalidInput(
-            f"metadata key {forged[0]!r} is reserved: the scope comes from the session",
-            field=f"metadata.{forged[0]}",
-        )
     return meta

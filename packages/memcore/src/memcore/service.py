@@ -32,12 +32,15 @@ class TurnWrite:
     messages: tuple[Message, ...]
 
 
-def _clean_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+def check_user_metadata(
+    metadata: Mapping[str, str] | None, *, scope_source: str = "the session"
+) -> dict[str, str]:
+    """Metadata a caller may set: within the limits, and no key that tries to name the scope."""
     checked = limits.check_metadata(metadata)
     forged = sorted(RESERVED_METADATA_KEYS & checked.keys())
     if forged:
         raise InvalidInput(
-            f"metadata key {forged[0]!r} is reserved: the scope comes from the session",
+            f"metadata key {forged[0]!r} is reserved: the scope comes from {scope_source}",
             field=f"metadata.{forged[0]}",
         )
     return checked
@@ -95,7 +98,7 @@ class MemoryService:
     ) -> WriteReceipt:
         self._check_writable()
         limits.check_text(text)
-        meta = _clean_metadata(metadata)
+        meta = check_user_metadata(metadata)
         return self.store.add_text(self.store_name, self.write_scope, text, metadata=meta, sync=sync)
 
     def plan_turn(
@@ -160,7 +163,7 @@ class MemoryService:
         if action == "remove":
             self._remove_mirrored(target, content)
             return None
-        extra = _clean_metadata(metadata)
+        extra = check_user_metadata(metadata)
         extra.update(tags)
         limits.check_metadata(extra)
         limits.check_text(content, field="content")
@@ -257,7 +260,7 @@ class MemoryService:
             raise InvalidInput("update needs text or metadata", field="text")
         if text is not None:
             limits.check_text(text)
-        meta = None if metadata is None else _clean_metadata(metadata)
+        meta = None if metadata is None else check_user_metadata(metadata)
         scope = self.get(memory_id, agent_id=agent_id, run_id=run_id).scope
         return self.store.update_memory(self.store_name, scope, memory_id, text=text, metadata=meta)
 
