@@ -1,7 +1,8 @@
 """The plugin's running state for one session: scope, spool, lane and backend.
 
-The agent's thread only validates and spools (local SQLite, no network); the lane does every
-backend call. Tools are the exception: the model asked for an answer, so they call through.
+The agent's thread only validates and spools (a memory copy into the spool's journal: no
+system call, no network); the lane does every backend call. Tools are the exception: the
+model asked for an answer, so they call through.
 """
 
 from __future__ import annotations
@@ -99,6 +100,11 @@ class MemoryRuntime:
             )
 
     def _warm_up(self) -> None:
+        if not self.read_only:
+            try:
+                self.spool.prepare()  # the turn journal, so the first turn does not create it
+            except MemcoreError:
+                pass
         try:
             self.handle.ready()
         except MemcoreError as exc:
@@ -109,7 +115,7 @@ class MemoryRuntime:
         now = self.clock()
         entries = [make_entry(w, now=now)[0] for w in writes]
         try:
-            self.spool.put_many(entries)
+            self.spool.put_fast(entries)
         except MemcoreError:
             self.refused_writes += len(entries)
             raise

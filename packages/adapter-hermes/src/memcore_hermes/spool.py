@@ -8,10 +8,13 @@ entries older than the age bound move to a dead-letter table that ``doctor`` rep
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +24,7 @@ import attrs
 
 from memcore.errors import Unavailable
 from memcore.ports import OutboxEntry, OutboxStats
+from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,6 +55,7 @@ CREATE TABLE IF NOT EXISTS dead_letter (
     reason TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS journal_progress (name TEXT PRIMARY KEY, consumed INTEGER NOT NULL);
 INSERT OR IGNORE INTO counters(name, value) SELECT 'depth', COUNT(*) FROM outbox;
 INSERT OR IGNORE INTO counters(name, value) SELECT 'bytes', COALESCE(SUM(bytes), 0) FROM outbox;
 CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox BEGIN
@@ -131,31 +136,251 @@ def _secure_file(path: Path) -> None:
         os.close(fd)
 
 
+def _encode(entry: OutboxEntry) -> bytes:
+    row = [entry.key, entry.kind, entry.payload, entry.attempts, entry.created_at, entry.next_attempt_at, entry.last_error]
+    return json.dumps(row, separators=(",", ":")).encode("ascii")  # ensure_ascii keeps surrogates
+
+
+def _row(record: bytes) -> tuple[object, ...]:
+    key, kind, payload, attempts, created_at, next_attempt_at, last_error = json.loads(record)
+    size = len(payload.encode("utf-8", "surrogatepass"))
+    return (key, kind, payload, size, attempts, created_at, next_attempt_at, last_error)
+
+
+class _Connection:
+    """One SQLite connection to a spool file, shared by every :class:`SqliteOutbox` in a process.
+
+    A gateway runs many providers on one Hermes home. With a connection each, their writes
+    met inside SQLite, whose busy handler sleeps in whole milliseconds; one shared connection
+    turns that into a wait on a Python lock. The turn path skips even that: it appends to this
+    process's :class:`~memcore_hermes.journal.Journal`, and every spool operation first moves
+    what the journal holds into SQLite (:meth:`ingest`), so nothing is ever read out of order.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.users = 0
+        self.journal: Journal | None = None
+        self.journal_retry_at = 0.0
+        self.known_depth = 0
+        self.known_bytes = 0
+        self._adopt_at = 0.0
+        _secure_file(path)
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
+            db.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints are run by :meth:`SqliteOutbox.checkpoint` from the background lane,
+            # never inside a commit on the agent's thread.
+            db.execute("PRAGMA wal_autocheckpoint=0")
+            db.executescript(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(outbox)")}
+            if "lease_taken_at" not in columns:  # a spool written by 0.1.0 pre-releases
+                db.execute("ALTER TABLE outbox ADD COLUMN lease_taken_at REAL NOT NULL DEFAULT 0")
+        except BaseException:
+            db.close()
+            raise
+        self.db = db
+
+    # -- journal (all under ``self.lock``) --------------------------------------------------
+    def open_journal(self) -> Journal | None:
+        """This process's journal, created on first use; None when the disk refuses one."""
+        if self.journal is None and time.monotonic() >= self.journal_retry_at:
+            try:
+                self.journal = Journal.create(self.path)
+            except OSError as exc:
+                self.journal_retry_at = time.monotonic() + 60.0
+                logger.warning(
+                    "tablestore-mem: no turn journal beside %s (%s); turns are written to the "
+                    "spool directly",
+                    self.path,
+                    exc.strerror or exc,
+                )
+        return self.journal
+
+    def ingest(self) -> None:
+        """Move journal records into the spool (one transaction), and adopt dead processes'."""
+        j = self.journal
+        if j is not None and j.consumed != j.head:
+            start, end = j.consumed, j.head
+            records = j.read(start, end)
+            self._insert(j.name, records, end)
+            j.mark_consumed(end, len(records), end - start)
+            if j.used > j.size // 2:
+                self._rotate(j)
+        if time.monotonic() >= self._adopt_at:
+            self._adopt_orphans()
+
+    def refresh_totals(self) -> None:
+        totals = dict(self.db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')"))
+        self.known_depth, self.known_bytes = totals.get("depth", 0), totals.get("bytes", 0)
+
+    def _insert(self, name: str, records: list[bytes], upto: int) -> None:
+        # The records and how far they reach commit together: a crash between the two can
+        # never replay a record that was already delivered and acknowledged.
+        rows = []
+        for record in records:
+            try:
+                rows.append(_row(record))
+            except (ValueError, TypeError, UnicodeDecodeError) as exc:  # CRC-checked: not expected
+                logger.error("tablestore-mem: unreadable journal record in %s kept aside: %s", name, exc)
+                key = f"journal-{name}-{hashlib.sha256(record).hexdigest()[:16]}"
+                rows.append((key, "corrupt", record.decode("ascii", "replace"), len(record), 0, 0.0, float("inf"), str(exc)))
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
+                "next_attempt_at, last_error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.execute(
+                "INSERT INTO journal_progress(name, consumed) VALUES(?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET consumed = excluded.consumed",
+                (name, upto),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self.refresh_totals()
+
+    def _rotate(self, old: Journal) -> None:
+        """Swap in a fresh journal once the current one is half used and fully ingested."""
+        try:
+            new = Journal.create(self.path)
+        except OSError:
+            return  # keep appending to the old one; the slow path takes over when it is full
+        with old.lock:
+            if old.consumed != old.head:  # an append landed meanwhile: try again next time
+                new.close(unlink=True)
+                return
+            old.sealed = True
+            self.journal = new
+        self._retire(old)
+
+    def _retire(self, journal: Journal) -> None:
+        # Unlink first: a crash then leaves a stale progress row, never a file to replay twice.
+        journal.close(unlink=True)
+        self.db.execute("DELETE FROM journal_progress WHERE name = ?", (journal.name,))
+
+    def _adopt_orphans(self) -> None:
+        """Replay the journals of processes that died before moving them into the spool."""
+        self._adopt_at = time.monotonic() + 30.0
+        mine = self.journal.name if self.journal is not None else None
+        for path in journal_glob(self.path):
+            if path.name == mine:
+                continue
+            orphan = Journal.adopt(path)
+            if orphan is None:
+                continue
+            try:
+                row = self.db.execute(
+                    "SELECT consumed FROM journal_progress WHERE name = ?", (orphan.name,)
+                ).fetchone()
+                start = min(row[0], orphan.head) if row else HEADER_BYTES
+                records = orphan.read(start, orphan.head)
+                if records:
+                    self._insert(orphan.name, records, orphan.head)
+                    logger.info(
+                        "tablestore-mem: replayed %d write(s) left in %s by an earlier process",
+                        len(records),
+                        orphan.name,
+                    )
+            except BaseException:
+                orphan.close(unlink=False)
+                raise
+            self._retire(orphan)
+
+    def close(self) -> None:
+        """Move what the journal holds into the spool, then close (a failure keeps the file)."""
+        with self.lock:
+            try:
+                j = self.journal
+                if j is not None:
+                    try:
+                        if j.consumed != j.head:
+                            start, end = j.consumed, j.head
+                            self._insert(j.name, j.read(start, end), end)
+                            j.mark_consumed(end, 0, 0)
+                        self._retire(j)
+                    except (sqlite3.Error, OSError) as exc:
+                        logger.error(
+                            "tablestore-mem: the turn journal %s could not be moved into the spool "
+                            "(%s); it is kept and replayed on the next start",
+                            j.name,
+                            exc,
+                        )
+                        j.close(unlink=False)
+                    self.journal = None
+            finally:
+                self.db.close()
+
+
+_OPEN: dict[tuple[int, str], _Connection] = {}
+_OPEN_LOCK = threading.Lock()
+#: Connections inherited over a fork: never used or closed in the child, only kept alive.
+_INHERITED: list[_Connection] = []
+
+
+def _after_fork_in_child() -> None:
+    for conn in _OPEN.values():
+        if conn.journal is not None:
+            conn.journal.forget_after_fork()
+    _INHERITED.extend(_OPEN.values())
+    _OPEN.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _acquire(path: Path) -> tuple[tuple[int, str], _Connection]:
+    key = (os.getpid(), os.path.realpath(path))
+    with _OPEN_LOCK:
+        conn = _OPEN.get(key)
+        if conn is None:
+            conn = _OPEN[key] = _Connection(path)
+            with conn.lock:
+                try:
+                    conn.ingest()  # adopt what crashed processes left, before anyone reads
+                    conn.refresh_totals()
+                except BaseException:
+                    del _OPEN[key]
+                    conn.db.close()
+                    raise
+        conn.users += 1
+        return key, conn
+
+
+def _release(key: tuple[int, str], conn: _Connection) -> None:
+    with _OPEN_LOCK:
+        conn.users -= 1
+        if conn.users > 0:
+            return
+        if _OPEN.get(key) is conn:
+            del _OPEN[key]
+    conn.close()
+
+
 class SqliteOutbox:
-    """The spool. Thread-safe; several processes may share the file (WAL, claim leases)."""
+    """The spool. Thread-safe; several processes may share the file (WAL, claim leases).
+
+    Instances on one file in one process share a single connection (see :class:`_Connection`).
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, limits: SpoolLimits | None = None) -> None:
         self.path = Path(path)
         self.limits = limits or SpoolLimits()
-        self._lock = threading.Lock()
         self._closed = False
         try:
-            _secure_file(self.path)
-            self._db = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            # Checkpoints are run by :meth:`checkpoint` from the background lane, never inside
-            # a commit on the agent's thread.
-            self._db.execute("PRAGMA wal_autocheckpoint=0")
-            self._db.executescript(_SCHEMA)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
-            if "lease_taken_at" not in columns:  # a spool written by 0.1.0 pre-releases
-                self._db.execute("ALTER TABLE outbox ADD COLUMN lease_taken_at REAL NOT NULL DEFAULT 0")
+            self._key, self._conn = _acquire(self.path)
         except (sqlite3.Error, OSError) as exc:
             raise Unavailable(f"cannot open the spool {self.path}: {exc}", field="spool") from None
+        self._lock = self._conn.lock
+        self._db = self._conn.db
         for suffix in ("-wal", "-shm"):
             side = Path(f"{self.path}{suffix}")
             if side.exists():
@@ -173,6 +398,13 @@ class SqliteOutbox:
             if self._closed:
                 raise Unavailable("the spool is closed", field="spool")
             try:
+                self._conn.ingest()
+            except (sqlite3.Error, OSError) as exc:
+                # The records stay in the journal (accepted, on disk) and move on a later call;
+                # the operation itself still runs: an ack must free space even on a full disk.
+                self._rollback()
+                logger.warning("tablestore-mem: journal records not moved into the spool yet: %s", exc)
+            try:
                 return fn(self._db)
             except sqlite3.Error as exc:
                 self._rollback()
@@ -186,6 +418,41 @@ class SqliteOutbox:
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
 
+    # -- the turn path ----------------------------------------------------------------------
+    def prepare(self) -> bool:
+        """Create this process's turn journal now (off the turn path); False when it cannot."""
+        with self._lock:
+            return not self._closed and self._conn.open_journal() is not None
+
+    def put_fast(self, entries: list[OutboxEntry]) -> None:
+        """Queue entries from the agent's thread: a memory copy into the journal when they fit.
+
+        Otherwise (no journal, journal full, or the spool near a bound) this is
+        :meth:`put_many`, which checks the bounds exactly and raises :class:`Unavailable`
+        when the spool is full. Bounds seen here are at most one ingest old; records already
+        in the journal are accepted writes and always reach the spool, even past a bound.
+        """
+        conn = self._conn
+        if not self._closed and entries:
+            records = [_encode(e) for e in entries]
+            size = sum(len(r) for r in records)
+            for _ in range(2):  # a second look when the journal was swapped meanwhile
+                j = conn.journal
+                if j is None:
+                    if time.monotonic() < conn.journal_retry_at or not self.prepare():
+                        break
+                    continue
+                if (
+                    conn.known_depth + j.pending_entries + len(entries) > self.limits.max_entries
+                    or conn.known_bytes + j.pending_bytes + size > self.limits.max_bytes
+                ):
+                    break
+                if j.append(records):
+                    return
+                if not j.sealed:
+                    break
+        self.put_many(entries)
+
     # -- Outbox port ------------------------------------------------------------------------
     def put(self, entry: OutboxEntry) -> bool:
         return self.put_many([entry]) == 1
@@ -196,7 +463,35 @@ class SqliteOutbox:
         :class:`Unavailable` when a bound would be exceeded: nothing is stored then, and the
         refusal is counted and logged.
         """
-        size = sum(len(e.payload.encode("utf-8", "surrogatepass")) for e in entries)
+        sizes = [len(e.payload.encode("utf-8", "surrogatepass")) for e in entries]
+        size = sum(sizes)
+        if not entries:
+            return 0
+
+        def fast(db: sqlite3.Connection) -> int:
+            # The common case in one statement, so one implicit transaction: the bound check
+            # and the insert happen together, all rows or none (the WHERE is per statement).
+            rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(entries))
+            params: list[object] = []
+            for e, n in zip(entries, sizes):
+                params += [e.key, e.kind, e.payload, n, e.attempts, e.created_at, e.next_attempt_at, e.last_error]
+            params += [len(entries), self.limits.max_entries, size, self.limits.max_bytes]
+            cur = db.execute(
+                "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
+                "next_attempt_at, last_error) SELECT * FROM (VALUES " + rows + ") "
+                "WHERE (SELECT value FROM counters WHERE name = 'depth') + ? <= ? "
+                "AND (SELECT value FROM counters WHERE name = 'bytes') + ? <= ?",
+                params,
+            )
+            return cur.rowcount
+
+        added_now: int = self._run(fast)
+        if added_now > 0:
+            self._conn.known_depth += added_now
+            self._conn.known_bytes += size
+            return added_now
+        # Nothing went in: every key was there already, or a bound was hit. The slow path tells
+        # which, and counts a refusal.
 
         def tx(db: sqlite3.Connection) -> int:
             db.execute("BEGIN IMMEDIATE")
@@ -359,8 +654,9 @@ class SqliteOutbox:
             last = db.execute(
                 "SELECT last_error FROM outbox WHERE last_error IS NOT NULL ORDER BY seq LIMIT 1"
             ).fetchone()
+            waiting = self._conn.journal.pending_entries if self._conn.journal is not None else 0
             return OutboxStats(
-                depth=depth,
+                depth=depth + waiting,
                 bytes=used,
                 oldest_age_s=None if oldest is None else max(0.0, now - oldest),
                 dropped_full=refused[0] if refused else 0,
@@ -400,4 +696,4 @@ class SqliteOutbox:
             if self._closed:
                 return
             self._closed = True
-            self._db.close()
+        _release(self._key, self._conn)
