@@ -142,7 +142,7 @@ def _write_journal(path: Path, records: list[bytes]) -> Path:
 
 
 def test_a_torn_tail_ends_the_replay_and_keeps_what_was_whole(tmp_path: Path) -> None:
-    from memcore_hermes.spool import _encode
+    from memcore_hermes.spool_connection import encode_entry as _encode
 
     path = tmp_path / "s.sqlite3"
     file = _write_journal(path, [_encode(entry("one")), _encode(entry("two"))])

@@ -19,9 +19,9 @@ import mmap
 import os
 import struct
 import threading
+import time
 import uuid
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 MAGIC = b"MCJOURNAL1\x00\x00\x00\x00\x00\x00"
@@ -31,9 +31,9 @@ HEADER_BYTES = len(MAGIC)
 DEFAULT_BYTES = 1024 * 1024
 
 
-def journal_glob(spool: Path) -> Iterator[Path]:
-    """The journal files next to ``spool`` (any process's)."""
-    return spool.parent.glob(f"{spool.name}.j-*")
+def journal_glob(spool: Path) -> list[Path]:
+    """The journal files next to ``spool`` (any process's), oldest first."""
+    return sorted(spool.parent.glob(f"{spool.name}.j-*"), key=lambda p: p.name)
 
 
 class Journal:
@@ -63,7 +63,8 @@ class Journal:
         kill the process with SIGBUS instead of giving an error. ``OSError`` when it cannot.
         """
         size = size or DEFAULT_BYTES
-        path = spool.parent / f"{spool.name}.j-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        # Named so that sorting the names sorts by creation: replays keep the order of writes.
+        path = spool.parent / f"{spool.name}.j-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -8,12 +8,9 @@ entries older than the age bound move to a dead-letter table that ``doctor`` rep
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -24,50 +21,11 @@ import attrs
 
 from memcore.errors import Unavailable
 from memcore.ports import OutboxEntry, OutboxStats
-from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
+from memcore_hermes.spool_connection import acquire, encode_entry, release
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    key TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    bytes INTEGER NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    next_attempt_at REAL NOT NULL,
-    last_error TEXT,
-    lease_until REAL NOT NULL DEFAULT 0,
-    lease_owner TEXT,
-    lease_taken_at REAL NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS dead_letter (
-    seq INTEGER PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    attempts INTEGER NOT NULL,
-    created_at REAL NOT NULL,
-    dead_at REAL NOT NULL,
-    reason TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS journal_progress (name TEXT PRIMARY KEY, consumed INTEGER NOT NULL);
-INSERT OR IGNORE INTO counters(name, value) SELECT 'depth', COUNT(*) FROM outbox;
-INSERT OR IGNORE INTO counters(name, value) SELECT 'bytes', COALESCE(SUM(bytes), 0) FROM outbox;
-CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox BEGIN
-    UPDATE counters SET value = value + 1 WHERE name = 'depth';
-    UPDATE counters SET value = value + NEW.bytes WHERE name = 'bytes';
-END;
-CREATE TRIGGER IF NOT EXISTS outbox_removed AFTER DELETE ON outbox BEGIN
-    UPDATE counters SET value = value - 1 WHERE name = 'depth';
-    UPDATE counters SET value = value - OLD.bytes WHERE name = 'bytes';
-END;
-"""
-# The bounds are checked on every put, on the agent's thread: running totals keep that O(1).
 
 
 @attrs.frozen
@@ -126,249 +84,11 @@ def owner_alive(owner: str | None) -> bool:
     return True
 
 
-def _secure_file(path: Path) -> None:
-    """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-
-
-def _encode(entry: OutboxEntry) -> bytes:
-    row = [entry.key, entry.kind, entry.payload, entry.attempts, entry.created_at, entry.next_attempt_at, entry.last_error]
-    return json.dumps(row, separators=(",", ":")).encode("ascii")  # ensure_ascii keeps surrogates
-
-
-def _row(record: bytes) -> tuple[object, ...]:
-    key, kind, payload, attempts, created_at, next_attempt_at, last_error = json.loads(record)
-    size = len(payload.encode("utf-8", "surrogatepass"))
-    return (key, kind, payload, size, attempts, created_at, next_attempt_at, last_error)
-
-
-class _Connection:
-    """One SQLite connection to a spool file, shared by every :class:`SqliteOutbox` in a process.
-
-    A gateway runs many providers on one Hermes home. With a connection each, their writes
-    met inside SQLite, whose busy handler sleeps in whole milliseconds; one shared connection
-    turns that into a wait on a Python lock. The turn path skips even that: it appends to this
-    process's :class:`~memcore_hermes.journal.Journal`, and every spool operation first moves
-    what the journal holds into SQLite (:meth:`ingest`), so nothing is ever read out of order.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.lock = threading.Lock()
-        self.users = 0
-        self.journal: Journal | None = None
-        self.journal_retry_at = 0.0
-        self.known_depth = 0
-        self.known_bytes = 0
-        self._adopt_at = 0.0
-        _secure_file(path)
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
-            db.execute("PRAGMA synchronous=NORMAL")
-            # Checkpoints are run by :meth:`SqliteOutbox.checkpoint` from the background lane,
-            # never inside a commit on the agent's thread.
-            db.execute("PRAGMA wal_autocheckpoint=0")
-            db.executescript(_SCHEMA)
-            columns = {row[1] for row in db.execute("PRAGMA table_info(outbox)")}
-            if "lease_taken_at" not in columns:  # a spool written by 0.1.0 pre-releases
-                db.execute("ALTER TABLE outbox ADD COLUMN lease_taken_at REAL NOT NULL DEFAULT 0")
-        except BaseException:
-            db.close()
-            raise
-        self.db = db
-
-    # -- journal (all under ``self.lock``) --------------------------------------------------
-    def open_journal(self) -> Journal | None:
-        """This process's journal, created on first use; None when the disk refuses one."""
-        if self.journal is None and time.monotonic() >= self.journal_retry_at:
-            try:
-                self.journal = Journal.create(self.path)
-            except OSError as exc:
-                self.journal_retry_at = time.monotonic() + 60.0
-                logger.warning(
-                    "tablestore-mem: no turn journal beside %s (%s); turns are written to the "
-                    "spool directly",
-                    self.path,
-                    exc.strerror or exc,
-                )
-        return self.journal
-
-    def ingest(self) -> None:
-        """Move journal records into the spool (one transaction), and adopt dead processes'."""
-        j = self.journal
-        if j is not None and j.consumed != j.head:
-            start, end = j.consumed, j.head
-            records = j.read(start, end)
-            self._insert(j.name, records, end)
-            j.mark_consumed(end, len(records), end - start)
-            if j.used > j.size // 2:
-                self._rotate(j)
-        if time.monotonic() >= self._adopt_at:
-            self._adopt_orphans()
-
-    def refresh_totals(self) -> None:
-        totals = dict(self.db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')"))
-        self.known_depth, self.known_bytes = totals.get("depth", 0), totals.get("bytes", 0)
-
-    def _insert(self, name: str, records: list[bytes], upto: int) -> None:
-        # The records and how far they reach commit together: a crash between the two can
-        # never replay a record that was already delivered and acknowledged.
-        rows = []
-        for record in records:
-            try:
-                rows.append(_row(record))
-            except (ValueError, TypeError, UnicodeDecodeError) as exc:  # CRC-checked: not expected
-                logger.error("tablestore-mem: unreadable journal record in %s kept aside: %s", name, exc)
-                key = f"journal-{name}-{hashlib.sha256(record).hexdigest()[:16]}"
-                rows.append((key, "corrupt", record.decode("ascii", "replace"), len(record), 0, 0.0, float("inf"), str(exc)))
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.executemany(
-                "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
-                "next_attempt_at, last_error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            db.execute(
-                "INSERT INTO journal_progress(name, consumed) VALUES(?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET consumed = excluded.consumed",
-                (name, upto),
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        self.refresh_totals()
-
-    def _rotate(self, old: Journal) -> None:
-        """Swap in a fresh journal once the current one is half used and fully ingested."""
-        try:
-            new = Journal.create(self.path)
-        except OSError:
-            return  # keep appending to the old one; the slow path takes over when it is full
-        with old.lock:
-            if old.consumed != old.head:  # an append landed meanwhile: try again next time
-                new.close(unlink=True)
-                return
-            old.sealed = True
-            self.journal = new
-        self._retire(old)
-
-    def _retire(self, journal: Journal) -> None:
-        # Unlink first: a crash then leaves a stale progress row, never a file to replay twice.
-        journal.close(unlink=True)
-        self.db.execute("DELETE FROM journal_progress WHERE name = ?", (journal.name,))
-
-    def _adopt_orphans(self) -> None:
-        """Replay the journals of processes that died before moving them into the spool."""
-        self._adopt_at = time.monotonic() + 30.0
-        mine = self.journal.name if self.journal is not None else None
-        for path in journal_glob(self.path):
-            if path.name == mine:
-                continue
-            orphan = Journal.adopt(path)
-            if orphan is None:
-                continue
-            try:
-                row = self.db.execute(
-                    "SELECT consumed FROM journal_progress WHERE name = ?", (orphan.name,)
-                ).fetchone()
-                start = min(row[0], orphan.head) if row else HEADER_BYTES
-                records = orphan.read(start, orphan.head)
-                if records:
-                    self._insert(orphan.name, records, orphan.head)
-                    logger.info(
-                        "tablestore-mem: replayed %d write(s) left in %s by an earlier process",
-                        len(records),
-                        orphan.name,
-                    )
-            except BaseException:
-                orphan.close(unlink=False)
-                raise
-            self._retire(orphan)
-
-    def close(self) -> None:
-        """Move what the journal holds into the spool, then close (a failure keeps the file)."""
-        with self.lock:
-            try:
-                j = self.journal
-                if j is not None:
-                    try:
-                        if j.consumed != j.head:
-                            start, end = j.consumed, j.head
-                            self._insert(j.name, j.read(start, end), end)
-                            j.mark_consumed(end, 0, 0)
-                        self._retire(j)
-                    except (sqlite3.Error, OSError) as exc:
-                        logger.error(
-                            "tablestore-mem: the turn journal %s could not be moved into the spool "
-                            "(%s); it is kept and replayed on the next start",
-                            j.name,
-                            exc,
-                        )
-                        j.close(unlink=False)
-                    self.journal = None
-            finally:
-                self.db.close()
-
-
-_OPEN: dict[tuple[int, str], _Connection] = {}
-_OPEN_LOCK = threading.Lock()
-#: Connections inherited over a fork: never used or closed in the child, only kept alive.
-_INHERITED: list[_Connection] = []
-
-
-def _after_fork_in_child() -> None:
-    for conn in _OPEN.values():
-        if conn.journal is not None:
-            conn.journal.forget_after_fork()
-    _INHERITED.extend(_OPEN.values())
-    _OPEN.clear()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _acquire(path: Path) -> tuple[tuple[int, str], _Connection]:
-    key = (os.getpid(), os.path.realpath(path))
-    with _OPEN_LOCK:
-        conn = _OPEN.get(key)
-        if conn is None:
-            conn = _OPEN[key] = _Connection(path)
-            with conn.lock:
-                try:
-                    conn.ingest()  # adopt what crashed processes left, before anyone reads
-                    conn.refresh_totals()
-                except BaseException:
-                    del _OPEN[key]
-                    conn.db.close()
-                    raise
-        conn.users += 1
-        return key, conn
-
-
-def _release(key: tuple[int, str], conn: _Connection) -> None:
-    with _OPEN_LOCK:
-        conn.users -= 1
-        if conn.users > 0:
-            return
-        if _OPEN.get(key) is conn:
-            del _OPEN[key]
-    conn.close()
-
-
 class SqliteOutbox:
     """The spool. Thread-safe; several processes may share the file (WAL, claim leases).
 
-    Instances on one file in one process share a single connection (see :class:`_Connection`).
+    Instances on one file in one process share a single connection and turn journal
+    (:mod:`memcore_hermes.spool_connection`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, limits: SpoolLimits | None = None) -> None:
@@ -376,7 +96,7 @@ class SqliteOutbox:
         self.limits = limits or SpoolLimits()
         self._closed = False
         try:
-            self._key, self._conn = _acquire(self.path)
+            self._key, self._conn = acquire(self.path)
         except (sqlite3.Error, OSError) as exc:
             raise Unavailable(f"cannot open the spool {self.path}: {exc}", field="spool") from None
         self._lock = self._conn.lock
@@ -434,7 +154,7 @@ class SqliteOutbox:
         """
         conn = self._conn
         if not self._closed and entries:
-            records = [_encode(e) for e in entries]
+            records = [encode_entry(e) for e in entries]
             size = sum(len(r) for r in records)
             for _ in range(2):  # a second look when the journal was swapped meanwhile
                 j = conn.journal
@@ -696,4 +416,4 @@ class SqliteOutbox:
             if self._closed:
                 return
             self._closed = True
-        _release(self._key, self._conn)
+        release(self._key, self._conn)

@@ -1,0 +1,306 @@
+"""The spool file's one connection per process, and the turn journal that feeds it.
+
+Every :class:`~memcore_hermes.spool.SqliteOutbox` on a file in this process shares one
+:class:`SpoolConnection`: a gateway's many providers then wait on a Python lock instead of
+SQLite's busy handler, which sleeps in whole milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from memcore.ports import OutboxEntry
+from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
+
+logger = logging.getLogger("memcore_hermes.spool")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    next_attempt_at REAL NOT NULL,
+    last_error TEXT,
+    lease_until REAL NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_taken_at REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS dead_letter (
+    seq INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    dead_at REAL NOT NULL,
+    reason TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS journal_progress (name TEXT PRIMARY KEY, consumed INTEGER NOT NULL);
+INSERT OR IGNORE INTO counters(name, value) SELECT 'depth', COUNT(*) FROM outbox;
+INSERT OR IGNORE INTO counters(name, value) SELECT 'bytes', COALESCE(SUM(bytes), 0) FROM outbox;
+CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'depth';
+    UPDATE counters SET value = value + NEW.bytes WHERE name = 'bytes';
+END;
+CREATE TRIGGER IF NOT EXISTS outbox_removed AFTER DELETE ON outbox BEGIN
+    UPDATE counters SET value = value - 1 WHERE name = 'depth';
+    UPDATE counters SET value = value - OLD.bytes WHERE name = 'bytes';
+END;
+"""
+# The bounds are checked on every put, on the agent's thread: running totals keep that O(1).
+
+
+def _secure_file(path: Path) -> None:
+    """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def encode_entry(entry: OutboxEntry) -> bytes:
+    row = [entry.key, entry.kind, entry.payload, entry.attempts, entry.created_at, entry.next_attempt_at, entry.last_error]
+    return json.dumps(row, separators=(",", ":")).encode("ascii")  # ensure_ascii keeps surrogates
+
+
+def _row(record: bytes) -> tuple[object, ...]:
+    key, kind, payload, attempts, created_at, next_attempt_at, last_error = json.loads(record)
+    size = len(payload.encode("utf-8", "surrogatepass"))
+    return (key, kind, payload, size, attempts, created_at, next_attempt_at, last_error)
+
+
+class SpoolConnection:
+    """One SQLite connection to a spool file, shared by every spool on it in this process.
+
+    The turn path does not even take its lock: it appends to this
+    process's :class:`~memcore_hermes.journal.Journal`, and every spool operation first moves
+    what the journal holds into SQLite (:meth:`ingest`), so nothing is ever read out of order.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.users = 0
+        self.journal: Journal | None = None
+        #: Journals swapped out whose last records may not be in the spool yet.
+        self.retiring: list[Journal] = []
+        self.journal_retry_at = 0.0
+        self.known_depth = 0
+        self.known_bytes = 0
+        self._adopt_at = 0.0
+        _secure_file(path)
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
+            db.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints are run by :meth:`SqliteOutbox.checkpoint` from the background lane,
+            # never inside a commit on the agent's thread.
+            db.execute("PRAGMA wal_autocheckpoint=0")
+            db.executescript(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(outbox)")}
+            if "lease_taken_at" not in columns:  # a spool written by 0.1.0 pre-releases
+                db.execute("ALTER TABLE outbox ADD COLUMN lease_taken_at REAL NOT NULL DEFAULT 0")
+        except BaseException:
+            db.close()
+            raise
+        self.db = db
+
+    # -- journal (all under ``self.lock``) --------------------------------------------------
+    def open_journal(self) -> Journal | None:
+        """This process's journal, created on first use; None when the disk refuses one."""
+        if self.journal is None and time.monotonic() >= self.journal_retry_at:
+            try:
+                self.journal = Journal.create(self.path)
+            except OSError as exc:
+                self.journal_retry_at = time.monotonic() + 60.0
+                logger.warning(
+                    "tablestore-mem: no turn journal beside %s (%s); turns are written to the "
+                    "spool directly",
+                    self.path,
+                    exc.strerror or exc,
+                )
+        return self.journal
+
+    def ingest(self) -> None:
+        """Move journal records into the spool (one transaction each), and adopt dead processes'."""
+        for old in list(self.retiring):  # sealed journals first: their records came first
+            self._move(old)
+            self.retiring.remove(old)
+            self._retire(old)
+        j = self.journal
+        if j is not None:
+            self._move(j)
+            if j.used > j.size // 2:
+                self._rotate(j)
+        if time.monotonic() >= self._adopt_at:
+            self._adopt_orphans()
+
+    def _move(self, j: Journal) -> None:
+        start, end = j.consumed, j.head
+        if start != end:
+            records = j.read(start, end)
+            self._insert(j.name, records, end)
+            j.mark_consumed(end, len(records), end - start)
+
+    def refresh_totals(self) -> None:
+        totals = dict(self.db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')"))
+        self.known_depth, self.known_bytes = totals.get("depth", 0), totals.get("bytes", 0)
+
+    def _insert(self, name: str, records: list[bytes], upto: int) -> None:
+        # The records and how far they reach commit together: a crash between the two can
+        # never replay a record that was already delivered and acknowledged.
+        rows = []
+        for record in records:
+            try:
+                rows.append(_row(record))
+            except (ValueError, TypeError, UnicodeDecodeError) as exc:  # CRC-checked: not expected
+                logger.error("tablestore-mem: unreadable journal record in %s kept aside: %s", name, exc)
+                key = f"journal-{name}-{hashlib.sha256(record).hexdigest()[:16]}"
+                rows.append((key, "corrupt", record.decode("ascii", "replace"), len(record), 0, 0.0, float("inf"), str(exc)))
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
+                "next_attempt_at, last_error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.execute(
+                "INSERT INTO journal_progress(name, consumed) VALUES(?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET consumed = excluded.consumed",
+                (name, upto),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self.refresh_totals()
+
+    def _rotate(self, old: Journal) -> None:
+        """Swap in a fresh journal once the current one is half used; the old one drains out."""
+        try:
+            new = Journal.create(self.path)
+        except OSError:
+            return  # keep appending to the old one; the slow path takes over when it is full
+        with old.lock:  # appends after this go to the new journal, so order is kept
+            old.sealed = True
+            self.journal = new
+        self.retiring.append(old)
+        self._move(old)
+        self.retiring.remove(old)
+        self._retire(old)
+
+    def _retire(self, journal: Journal) -> None:
+        # Unlink first: a crash then leaves a stale progress row, never a file to replay twice.
+        journal.close(unlink=True)
+        self.db.execute("DELETE FROM journal_progress WHERE name = ?", (journal.name,))
+
+    def _adopt_orphans(self) -> None:
+        """Replay the journals of processes that died before moving them into the spool."""
+        self._adopt_at = time.monotonic() + 30.0
+        mine = self.journal.name if self.journal is not None else None
+        for path in journal_glob(self.path):
+            if path.name == mine:
+                continue
+            orphan = Journal.adopt(path)
+            if orphan is None:
+                continue
+            try:
+                row = self.db.execute(
+                    "SELECT consumed FROM journal_progress WHERE name = ?", (orphan.name,)
+                ).fetchone()
+                start = min(row[0], orphan.head) if row else HEADER_BYTES
+                records = orphan.read(start, orphan.head)
+                if records:
+                    self._insert(orphan.name, records, orphan.head)
+                    logger.info(
+                        "tablestore-mem: replayed %d write(s) left in %s by an earlier process",
+                        len(records),
+                        orphan.name,
+                    )
+            except BaseException:
+                orphan.close(unlink=False)
+                raise
+            self._retire(orphan)
+
+    def close(self) -> None:
+        """Move what the journals hold into the spool, then close (a failure keeps the files)."""
+        with self.lock:
+            try:
+                for j in [*self.retiring, *([self.journal] if self.journal is not None else [])]:
+                    try:
+                        self._move(j)
+                        self._retire(j)
+                    except (sqlite3.Error, OSError) as exc:
+                        logger.error(
+                            "tablestore-mem: the turn journal %s could not be moved into the spool "
+                            "(%s); it is kept and replayed on the next start",
+                            j.name,
+                            exc,
+                        )
+                        j.close(unlink=False)
+                self.retiring.clear()
+                self.journal = None
+            finally:
+                self.db.close()
+
+
+_OPEN: dict[tuple[int, str], SpoolConnection] = {}
+_OPEN_LOCK = threading.Lock()
+#: Connections inherited over a fork: never used or closed in the child, only kept alive.
+_INHERITED: list[SpoolConnection] = []
+
+
+def _after_fork_in_child() -> None:
+    for conn in _OPEN.values():
+        for j in [*conn.retiring, *([conn.journal] if conn.journal is not None else [])]:
+            j.forget_after_fork()
+    _INHERITED.extend(_OPEN.values())
+    _OPEN.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def acquire(path: Path) -> tuple[tuple[int, str], SpoolConnection]:
+    key = (os.getpid(), os.path.realpath(path))
+    with _OPEN_LOCK:
+        conn = _OPEN.get(key)
+        if conn is None:
+            conn = _OPEN[key] = SpoolConnection(path)
+            with conn.lock:
+                try:
+                    conn.ingest()  # adopt what crashed processes left, before anyone reads
+                    conn.refresh_totals()
+                except BaseException:
+                    del _OPEN[key]
+                    conn.db.close()
+                    raise
+        conn.users += 1
+        return key, conn
+
+
+def release(key: tuple[int, str], conn: SpoolConnection) -> None:
+    with _OPEN_LOCK:
+        conn.users -= 1
+        if conn.users > 0:
+            return
+        if _OPEN.get(key) is conn:
+            del _OPEN[key]
+    conn.close()
