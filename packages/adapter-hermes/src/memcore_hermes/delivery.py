@@ -6,6 +6,7 @@ for its message ids at the backend, so a replay (also after a restart) never dup
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -27,6 +28,8 @@ logger = logging.getLogger(__name__)
 _LANDED_SCAN_PAGES = 20
 #: Seconds between two WAL checkpoints (run here, in the lane, off the agent's thread).
 _CHECKPOINT_INTERVAL_S = 30.0
+#: Entries read per look at the spool: enough to reach every busy gateway session's next write.
+_PASS_BATCH = 200
 
 
 @attrs.frozen
@@ -112,8 +115,28 @@ class StoreHandle:
                 pass
 
 
+@attrs.frozen
+class _Busy:
+    """The entry is another worker's for ``delay`` seconds, or not due yet: skip its scope."""
+
+    delay: float
+
+
+def _sooner(a: float | None, b: float) -> float:
+    return b if a is None else min(a, b)
+
+
+def ordering_key(entry: OutboxEntry) -> str:
+    """What must stay in order: writes to one store and scope (an unreadable entry is alone)."""
+    try:
+        data = json.loads(entry.payload)
+        return json.dumps([data["store"], data["scope"]], sort_keys=True)
+    except (ValueError, TypeError, KeyError):
+        return f"entry:{entry.key}"
+
+
 class Deliverer:
-    """Drains the spool through the store, one entry at a time in spool order."""
+    """Drains the spool through the store, one entry at a time, in spool order per scope."""
 
     def __init__(
         self,
@@ -140,17 +163,14 @@ class Deliverer:
         self._checkpointed_at = 0.0
 
     def drain(self, force: bool = False) -> float | None:
-        """Deliver due entries in order; the delay until the next try, or None when empty.
-
-        Stops at the first entry that must wait, so turn N always lands before turn N+1.
-        """
+        """Deliver due entries in order per scope; the delay until the next try, or None when empty."""
         now = self.clock()
         if now - self._checkpointed_at >= _CHECKPOINT_INTERVAL_S:
             self._checkpointed_at = now
             self.spool.checkpoint()
         try:
             self.spool.expire(now)
-            batch = self.spool.pending(limit=50)
+            batch = self.spool.pending(limit=_PASS_BATCH)
         except Unavailable as exc:
             logger.error("tablestore-mem: cannot read the spool: %s", exc)
             return self.retry.cap_s
@@ -176,24 +196,42 @@ class Deliverer:
                 delay,
             )
             return delay
+        # Order is kept per scope (a session's turn N lands before its turn N+1); an entry that
+        # must wait, or that another worker is sending, holds back only its own scope, so the
+        # lanes of a gateway's sessions deliver side by side.
+        held: set[str] = set()
+        wait: float | None = None
         while batch:
+            progressed = False
             for entry in batch:
                 if self.stopping:
                     return None
+                lane_key = ordering_key(entry)
+                if lane_key in held:
+                    continue
                 now = self.clock()
                 if not force and entry.next_attempt_at > now:
-                    return entry.next_attempt_at - now
+                    held.add(lane_key)
+                    wait = _sooner(wait, entry.next_attempt_at - now)
+                    continue
                 outcome = self._deliver_one(entry, now=now, force=force)
-                if outcome is not None:
+                if isinstance(outcome, _Busy):
+                    held.add(lane_key)
+                    wait = _sooner(wait, outcome.delay)
+                elif outcome is not None:
                     return outcome
+                else:
+                    progressed = True
+            if not progressed:
+                return wait
             try:
-                batch = self.spool.pending(limit=50)
+                batch = self.spool.pending(limit=_PASS_BATCH)
             except Unavailable:
                 return self.retry.cap_s
-        return None
+        return wait
 
-    def _deliver_one(self, entry: OutboxEntry, *, now: float, force: bool) -> float | None:
-        """Send one entry; None to continue with the next, a delay to stop the pass."""
+    def _deliver_one(self, entry: OutboxEntry, *, now: float, force: bool) -> float | _Busy | None:
+        """Send one entry; None to go on, :class:`_Busy` to skip its scope, a delay to stop."""
         try:
             claim = self.spool.claim(
                 entry.key,
@@ -207,7 +245,7 @@ class Deliverer:
             logger.error("tablestore-mem: cannot claim a spooled write: %s", exc)
             return self.retry.cap_s
         if claim.busy_for_s is not None:  # leased to another worker, or waiting for its retry
-            return max(0.01, claim.busy_for_s)
+            return _Busy(max(0.01, claim.busy_for_s))
         claimed = claim.entry
         if claimed is None:  # acknowledged meanwhile
             return None

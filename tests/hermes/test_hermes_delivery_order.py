@@ -1,0 +1,64 @@
+"""Delivery keeps order per scope only: one session's stuck write never holds up another's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memcore.scope import Scope
+from memcore.testing import InMemoryMemoryStore
+from memcore.values import Message
+from memcore_hermes.delivery import Deliverer, RetryPolicy, StoreHandle
+from memcore_hermes.entries import MessagesWrite, make_entry
+from memcore_hermes.spool import SqliteOutbox
+
+STORE = "hermes_mem"
+A = Scope("hermes", "alice", "hermes", "session-a")
+B = Scope("hermes", "bob", "hermes", "session-b")
+
+
+def turn(scope: Scope, text: str) -> MessagesWrite:
+    return MessagesWrite(STORE, scope, (Message(role="user", content=text),))
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer]:
+    spool = SqliteOutbox(tmp_path / "s.sqlite3")
+    store = InMemoryMemoryStore()
+    handle = StoreHandle(lambda: store, store_name=STORE, description="", auto_create=True)
+    deliverer = Deliverer(spool, handle, retry=RetryPolicy(), lease_s=30.0, clock=lambda: 100.0)
+    yield spool, store, deliverer
+    spool.close()
+
+
+def sent(store: InMemoryMemoryStore, scope: Scope) -> list[str]:
+    return [m.content for m in store.list_messages(STORE, scope, limit=100).items]
+
+
+def spool_turns(spool: SqliteOutbox, *writes: MessagesWrite) -> list[str]:
+    entries = [make_entry(w, now=50.0)[0] for w in writes]
+    spool.put_fast(entries)
+    return [e.key for e in entries]
+
+
+def test_a_write_another_worker_is_sending_holds_back_only_its_scope(setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer]) -> None:
+    spool, store, deliverer = setup
+    keys = spool_turns(spool, turn(A, "a1"), turn(B, "b1"), turn(A, "a2"), turn(B, "b2"))
+    taken = spool.claim(keys[0], now=100.0, lease_s=5.0, owner="99999:other-lane")
+    assert taken.entry is not None
+    delay = deliverer.drain()
+    assert sent(store, B) == ["b1", "b2"]
+    assert sent(store, A) == []  # a2 waits behind a1, which the other worker holds
+    assert delay == pytest.approx(5.0)
+    assert [e.key for e in spool.pending()] == [keys[0], keys[2]]
+
+
+def test_a_write_waiting_for_its_retry_holds_back_only_its_scope(setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer]) -> None:
+    spool, store, deliverer = setup
+    keys = spool_turns(spool, turn(A, "a1"), turn(A, "a2"), turn(B, "b1"))
+    spool.retry_later(keys[0], next_attempt_at=130.0, error="throttled")
+    assert deliverer.drain() == pytest.approx(30.0)
+    assert sent(store, B) == ["b1"] and sent(store, A) == []
+    assert deliverer.drain(force=True) is None  # a flush ignores the retry delay, in order
+    assert sent(store, A) == ["a1", "a2"]
