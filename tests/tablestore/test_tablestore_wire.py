@@ -127,3 +127,16 @@ def test_enveloped_answers_carry_the_task_id() -> None:
         receipt = store.add_text("env", A1, "wrapped", sync=True)
         assert store.get_task("env", receipt.task_id or "").id == receipt.task_id
         store.close()
+
+
+def test_an_answer_without_its_list_is_empty_only_when_it_holds_nothing_else() -> None:
+    """``{}`` may be how the service says "none"; ``{"status": "ok"}`` is not a page we know:
+    reading it as empty would make a landed write look unsent, and it would be sent twice."""
+    assert wire.decode_messages({}).items == ()
+    assert wire.decode_messages({"requestId": "r-1", "nextToken": ""}).items == ()
+    assert wire.decode_memories({"memories": None}).items == ()
+    with pytest.raises(ProtocolError) as info:
+        wire.decode_messages({"status": "ok", "requestId": "r-1"})
+    assert info.value.field == "messages" and "status" in str(info.value)
+    with pytest.raises(ProtocolError):
+        wire.decode_memories({"memory": UNIT})

@@ -304,7 +304,18 @@ def _list(body: Mapping[str, Any], *keys: str) -> list[Any]:
             if not isinstance(value, list):
                 raise ProtocolError(f"{key} is not a list", field=key)
             return value
+    # A service may leave an empty list out, so an answer with nothing in it is an empty page.
+    # An answer with other fields but not the list is not one we understand: reading it as
+    # "nothing found" would, for example, make a landed write look unsent and send it twice.
+    extra = set(body) - _REQUEST_ID_KEYS - _PAGING_KEYS
+    if extra:
+        raise ProtocolError(
+            f"the answer has no {keys[0]} list (fields: {', '.join(sorted(extra)[:5])})", field=keys[0]
+        )
     return []
+
+
+_PAGING_KEYS = frozenset({"nextToken", "next_token", "totalCount", "total_count"})
 
 
 def _object(body: Mapping[str, Any], *keys: str) -> object:
