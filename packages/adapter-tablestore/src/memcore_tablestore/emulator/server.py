@@ -355,6 +355,8 @@ class EmulatorServer:
             status, code = status_for(exc)
             return status, {"code": code, "message": exc.message}
         except Exception:
+            if self._server is None:  # stopping: the backing store may be closed under us
+                return 503, {"code": "OTSServerUnavailable", "message": "the emulator is stopping"}
             log.exception("the backing store failed on %s", api)
             return 500, {"code": "OTSInternalServerError", "message": "internal error"}
         if api == "CreateMemoryStore" and self._faults.init_seconds > 0 and isinstance(name, str):
