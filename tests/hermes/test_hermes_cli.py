@@ -77,7 +77,7 @@ def test_add_search_doctor_through_the_hermes_cli(cli_home: Path, kit: Any, cli_
     assert [s["text"] for s in report["store"]["sample"]] == ["The build server is called hydra"]
     assert report["scope"]["read"] == "hermes/__default__/*/*"
     assert report["secrets"]["TABLESTORE_MEMORY_AK"] == "set"
-    assert report["spool"]["depth"] == 0
+    assert report["spool"]["depth"] == 0 and report["spool"]["running_journals"] == 0
 
 
 def test_add_with_bad_metadata_is_a_json_error(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -148,6 +148,7 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
     """Depth, size, age, refusals and dead letters of the spool (without creating it)."""
     if not home.spool_file.exists():
         return {"depth": 0, "bytes": 0, "full": False, "exists": False}
+    from memcore_hermes.journal import journal_glob
     from memcore_hermes.spool import SqliteOutbox
 
     try:
@@ -167,6 +168,9 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
             "refused_when_full": stats.dropped_full,
             "last_error": stats.last_error,
             "dead_letters": dead,
+            # Opening the spool replayed dead processes' journals; these belong to live ones,
+            # whose newest turns may not be counted in the depth yet.
+            "running_journals": len(journal_glob(home.spool_file)),
             "full": full,
             "limits": {"max_entries": limits.max_entries, "max_bytes": limits.max_bytes, "max_age_s": limits.max_age_s},
         }
