@@ -298,3 +298,32 @@ def test_every_accepted_entry_reaches_the_spool_exactly_once(
     left = keys(spool)
     spool.close()
     assert acked + left == sorted(put)  # order kept, nothing lost, nothing twice
+
+
+def test_a_forked_child_never_writes_into_the_parents_journal(tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "s.sqlite3"
+    spool = SqliteOutbox(path)
+    try:
+        spool.put_fast([entry("parent-before")])
+        pid = os.fork()
+        if pid == 0:  # the child: its own connection and journal, the parent's left alone
+            code = 1
+            try:
+                inherited_journal = spool._conn.journal
+                child = SqliteOutbox(path)
+                child.put_fast([entry("child")])
+                child.close()
+                code = 0 if inherited_journal is None else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        spool.put_fast([entry("parent-after")])
+        # Each process keeps its own order; between processes the spool makes no promise.
+        assert sorted(keys(spool)) == ["child", "parent-after", "parent-before"]
+        assert keys(spool).index("parent-before") < keys(spool).index("parent-after")
+    finally:
+        spool.close()
+    assert list(journal_glob(path)) == []

@@ -168,7 +168,12 @@ class Journal:
             os.close(self._fd)
 
     def forget_after_fork(self) -> None:
-        """In a forked child: drop the inherited descriptor so the parent's lock is its own."""
+        """In a forked child: unmap and drop the descriptor; the journal is the parent's alone."""
+        self.sealed = True
+        try:
+            self._mm.close()
+        except (ValueError, OSError):
+            pass
         try:
             os.close(self._fd)
         except OSError:

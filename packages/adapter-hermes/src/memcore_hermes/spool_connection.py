@@ -271,6 +271,8 @@ def _after_fork_in_child() -> None:
     for conn in _OPEN.values():
         for j in [*conn.retiring, *([conn.journal] if conn.journal is not None else [])]:
             j.forget_after_fork()
+        # A spool object the child inherited must never write into the parent's mapping.
+        conn.journal, conn.retiring, conn.journal_retry_at = None, [], float("inf")
     _INHERITED.extend(_OPEN.values())
     _OPEN.clear()
 
