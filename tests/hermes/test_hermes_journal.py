@@ -327,3 +327,29 @@ def test_a_forked_child_never_writes_into_the_parents_journal(tmp_path: Path) ->
     finally:
         spool.close()
     assert list(journal_glob(path)) == []
+
+
+def test_a_journal_adopted_by_someone_else_meanwhile_is_not_replayed_again(tmp_path: Path) -> None:
+    """Open, then lock: if another process adopted and unlinked it in between, skip it."""
+    from memcore_hermes.spool_connection import encode_entry
+
+    path = tmp_path / "s.sqlite3"
+    file = _write_journal(path, [encode_entry(entry("once"))])
+    import fcntl
+    import os
+
+    early = os.open(file, os.O_RDWR)  # a slow adopter opened it...
+    spool = SqliteOutbox(path)  # ...while this one adopted, replayed and unlinked it
+    try:
+        assert keys(spool) == ["once"]
+        spool.ack("once")
+        fcntl.flock(early, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the slow one now gets the lock
+        real_open = os.open
+        try:
+            os.open = lambda *a, **k: os.dup(early)  # type: ignore[assignment]
+            assert Journal.adopt(file) is None
+        finally:
+            os.open = real_open  # type: ignore[assignment]
+    finally:
+        os.close(early)
+        spool.close()

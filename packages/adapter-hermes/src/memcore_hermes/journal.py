@@ -90,6 +90,14 @@ class Journal:
             os.close(fd)
             return None
         try:
+            # Another process may have adopted it between our open and our lock: it unlinked
+            # the file before letting go, and replaying that copy again would double its writes.
+            if os.stat(path).st_ino != os.fstat(fd).st_ino:
+                raise FileNotFoundError(path)
+        except FileNotFoundError:
+            os.close(fd)
+            return None
+        try:
             size = os.fstat(fd).st_size
             if size < HEADER_BYTES or os.pread(fd, HEADER_BYTES, 0) != MAGIC:
                 mm = None
