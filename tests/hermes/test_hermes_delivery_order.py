@@ -62,3 +62,32 @@ def test_a_write_waiting_for_its_retry_holds_back_only_its_scope(setup: tuple[Sq
     assert sent(store, B) == ["b1"] and sent(store, A) == []
     assert deliverer.drain(force=True) is None  # a flush ignores the retry delay, in order
     assert sent(store, A) == ["a1", "a2"]
+
+
+def test_a_replay_in_a_long_session_finds_its_landed_write(setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer]) -> None:
+    """The check before a replay reads the whole run: a long session's last turn is not resent."""
+    spool, store, deliverer = setup
+    store.ensure_store(STORE, create=True)
+    history = [Message(role="user", content=f"old {i}") for i in range(2500)]
+    for start in range(0, len(history), 20):
+        store.add_messages(STORE, A, history[start : start + 20])
+    [key] = spool_turns(spool, turn(A, "the last turn"))
+    claim = spool.claim(key, now=100.0, lease_s=5.0, owner="me:lane")  # an attempt whose answer was lost...
+    assert claim.entry is not None
+    from memcore_hermes.entries import decode
+
+    write = decode(claim.entry)
+    store.add_messages(STORE, A, write.messages)  # ...after it had landed
+    spool.retry_later(key, next_attempt_at=0.0, error="read timed out")
+    assert deliverer.drain() is None
+    contents = [m.content for m in store.list_messages(STORE, A, limit=100, next_token=None).items]
+    assert contents[0] == "old 0"
+    every: list[str] = []
+    token = None
+    while True:
+        page = store.list_messages(STORE, A, limit=100, next_token=token)
+        every += [m.content for m in page.items]
+        token = page.next_token
+        if not token:
+            break
+    assert every.count("the last turn") == 1

@@ -24,8 +24,10 @@ from memcore_hermes.spool import SqliteOutbox, new_owner
 
 logger = logging.getLogger(__name__)
 
-#: How many pages of a run's messages a replay check reads before assuming "not landed".
-_LANDED_SCAN_PAGES = 20
+#: How many pages of a run's messages a replay check reads before assuming "not landed"
+#: (100,000 messages: a session's whole history, where 20 pages once missed a long session's
+#: last turns and sent one twice). Only replays pay for it.
+_LANDED_SCAN_PAGES = 1000
 #: Seconds between two WAL checkpoints (run here, in the lane, off the agent's thread).
 _CHECKPOINT_INTERVAL_S = 30.0
 #: Entries read per look at the spool: enough to reach every busy gateway session's next write.
@@ -306,6 +308,11 @@ class Deliverer:
             token = page.next_token
             if not token:
                 return False
+        logger.warning(
+            "tablestore-mem: could not tell whether a replayed write had landed (more than %d pages "
+            "of messages in its run); sending it again",
+            _LANDED_SCAN_PAGES,
+        )
         return False
 
     def _send(self, store: MemoryStore, write: Write) -> None:
