@@ -137,7 +137,8 @@ OPEN_FINDINGS = (
     "The dependency audit cannot check every locked package from this machine: PyPI answers its "
     "project pages (which list the advisories of the latest release) but not its per-version pages, "
     "so a package locked below its latest release is listed as not audited (see Dependency audit). "
-    "They are held there by `hermes-agent`'s exact pins.",
+    "They are held there by `hermes-agent`'s exact pins (certifi, cryptography, rich, tenacity and "
+    "others) and the SDKs' ranges (protobuf by `tablestore`, aiofiles by `alibabacloud-credentials`).",
 )
 
 
@@ -186,9 +187,10 @@ def render(
         f"- Machine: {os.cpu_count()} CPUs (shared, noisy), Linux {platform.release()}, Python {platform.python_version()}.",
         f"- Tests: {outcome.get('passed', 0)} passed, {outcome.get('failed', 0)} failed, "
         f"{outcome.get('xfailed', 0)} known bugs (strict xfail, listed below), {outcome.get('skipped', 0)} skipped.",
-        "- Writes are Hermes turns through the real plugin (`sync_turn` → durable SQLite spool → lane → real",
-        "  `OTSClient` → emulator on 127.0.0.1) unless the scenario says otherwise. *Acknowledged* means the",
-        "  plugin accepted the write (spooled it, or the store returned a receipt); *stored* is counted at the",
+        "- Writes are Hermes turns through the real plugin (`sync_turn` → memory-mapped turn journal →",
+        "  durable SQLite spool → lane → real `OTSClient` → emulator on 127.0.0.1) unless the scenario says",
+        "  otherwise. *Acknowledged* means the plugin accepted the write (`sync_turn` returned with it in the",
+        "  journal or the spool, or the store returned a receipt); *stored* is counted at the",
         "  backing store after recovery; *lost* = acknowledged but not stored; *duplicated* = extra copies.",
         "  The spool's retry backoff is scaled down (0.05 s base, 0.5 s cap) so windows recover within",
         "  the run; the algorithm is the production one.",

@@ -14,7 +14,7 @@ so a journal whose lock can be taken belongs to a dead process and may be adopte
 
 from __future__ import annotations
 
-import fcntl
+import errno
 import mmap
 import os
 import struct
@@ -23,6 +23,11 @@ import time
 import uuid
 import zlib
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: no journal, turns go straight to the spool
+    fcntl = None  # type: ignore[assignment]
 
 MAGIC = b"MCJOURNAL1\x00\x00\x00\x00\x00\x00"
 _HEAD = struct.Struct("<II")
@@ -34,6 +39,21 @@ DEFAULT_BYTES = 1024 * 1024
 def journal_glob(spool: Path) -> list[Path]:
     """The journal files next to ``spool`` (any process's), oldest first."""
     return sorted(spool.parent.glob(f"{spool.name}.j-*"), key=lambda p: p.name)
+
+
+def _allocate(fd: int, size: int) -> None:
+    """Reserve ``size`` bytes on disk (``ENOSPC`` now rather than SIGBUS on a later write)."""
+    fallocate = getattr(os, "posix_fallocate", None)  # not on macOS
+    if fallocate is not None:
+        try:
+            fallocate(fd, 0, size)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+    chunk = bytes(64 * 1024)
+    for at in range(0, size, len(chunk)):
+        os.pwrite(fd, chunk[: min(len(chunk), size - at)], at)
 
 
 class Journal:
@@ -63,12 +83,14 @@ class Journal:
         kill the process with SIGBUS instead of giving an error. ``OSError`` when it cannot.
         """
         size = size or DEFAULT_BYTES
+        if fcntl is None:
+            raise OSError(errno.ENOTSUP, "no flock on this system")
         # Named so that sorting the names sorts by creation: replays keep the order of writes.
         path = spool.parent / f"{spool.name}.j-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.posix_fallocate(fd, 0, size)
+            _allocate(fd, size)
             os.pwrite(fd, MAGIC, 0)
             mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
@@ -80,6 +102,8 @@ class Journal:
     @classmethod
     def adopt(cls, path: Path) -> Journal | None:
         """Open another process's journal if that process is gone (its lock is free), else None."""
+        if fcntl is None:
+            return None
         try:
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError:
