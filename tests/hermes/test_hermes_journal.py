@@ -300,6 +300,7 @@ def test_every_accepted_entry_reaches_the_spool_exactly_once(
     assert acked + left == sorted(put)  # order kept, nothing lost, nothing twice
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_forked_child_never_writes_into_the_parents_journal(tmp_path: Path) -> None:
     import os
 

@@ -268,6 +268,8 @@ _INHERITED: list[SpoolConnection] = []
 
 
 def _after_fork_in_child() -> None:
+    global _OPEN_LOCK
+    _OPEN_LOCK = threading.Lock()  # another thread may have held it at the fork
     for conn in _OPEN.values():
         for j in [*conn.retiring, *([conn.journal] if conn.journal is not None else [])]:
             j.forget_after_fork()
