@@ -76,7 +76,7 @@ def _new_process_prefix() -> None:
 os.register_at_fork(after_in_child=_new_process_prefix)
 
 
-def new_key(kind: str, body: str) -> str:
+def new_key() -> str:
     """An idempotency key: unique per entry, stable across every replay of that entry.
 
     96 random bits per process plus a counter: no system call and no hashing of the body on
@@ -112,14 +112,13 @@ def encode(write: Write) -> tuple[str, str]:
 
 def make_entry(write: Write, *, now: float | None = None, key: str | None = None) -> tuple[OutboxEntry, Write]:
     """A spool entry for ``write``; message writes get ids derived from the key."""
-    kind, body = encode(write)
-    key = key or new_key(kind, body)
+    key = key or new_key()
     if isinstance(write, MessagesWrite):
         write = attrs.evolve(
             write,
             messages=tuple(attrs.evolve(m, id=message_id(key, i)) for i, m in enumerate(write.messages)),
         )
-        kind, body = encode(write)
+    kind, body = encode(write)
     stamp = time.time() if now is None else now
     return OutboxEntry(key=key, kind=kind, payload=body, created_at=stamp, next_attempt_at=stamp), write
 
