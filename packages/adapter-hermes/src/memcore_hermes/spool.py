@@ -21,7 +21,15 @@ import attrs
 
 from memcore.errors import Unavailable
 from memcore.ports import OutboxEntry, OutboxStats
-from memcore_hermes.spool_connection import acquire, encode_entry, release
+from memcore_hermes.spool_connection import (
+    INSERT_ROW,
+    OUTBOX_COLUMNS,
+    acquire,
+    encode_entry,
+    outbox_row,
+    payload_bytes,
+    release,
+)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -183,22 +191,20 @@ class SqliteOutbox:
         :class:`Unavailable` when a bound would be exceeded: nothing is stored then, and the
         refusal is counted and logged.
         """
-        sizes = [len(e.payload.encode("utf-8", "surrogatepass")) for e in entries]
-        size = sum(sizes)
         if not entries:
             return 0
+        sizes = [payload_bytes(e.payload) for e in entries]
+        size = sum(sizes)
+        rows = [outbox_row(e, n) for e, n in zip(entries, sizes)]
 
         def fast(db: sqlite3.Connection) -> int:
             # The common case in one statement, so one implicit transaction: the bound check
             # and the insert happen together, all rows or none (the WHERE is per statement).
-            rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(entries))
-            params: list[object] = []
-            for e, n in zip(entries, sizes):
-                params += [e.key, e.kind, e.payload, n, e.attempts, e.created_at, e.next_attempt_at, e.last_error]
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+            params = [value for row in rows for value in row]
             params += [len(entries), self.limits.max_entries, size, self.limits.max_bytes]
             cur = db.execute(
-                "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
-                "next_attempt_at, last_error) SELECT * FROM (VALUES " + rows + ") "
+                f"INSERT OR IGNORE INTO outbox({OUTBOX_COLUMNS}) SELECT * FROM (VALUES {values}) "
                 "WHERE (SELECT value FROM counters WHERE name = 'depth') + ? <= ? "
                 "AND (SELECT value FROM counters WHERE name = 'bytes') + ? <= ?",
                 params,
@@ -225,23 +231,7 @@ class SqliteOutbox:
                 )
                 db.execute("COMMIT")
                 return -1
-            added = 0
-            for e in entries:
-                cur = db.execute(
-                    "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
-                    "next_attempt_at, last_error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        e.key,
-                        e.kind,
-                        e.payload,
-                        len(e.payload.encode("utf-8", "surrogatepass")),
-                        e.attempts,
-                        e.created_at,
-                        e.next_attempt_at,
-                        e.last_error,
-                    ),
-                )
-                added += cur.rowcount
+            added = db.executemany(INSERT_ROW, rows).rowcount
             db.execute("COMMIT")
             return added
 

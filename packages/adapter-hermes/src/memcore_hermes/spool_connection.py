@@ -72,15 +72,30 @@ def _secure_file(path: Path) -> None:
         os.close(fd)
 
 
+#: Insert one spool row (see :func:`outbox_row`); a key already there is left alone.
+OUTBOX_COLUMNS = "key, kind, payload, bytes, attempts, created_at, next_attempt_at, last_error"
+INSERT_ROW = f"INSERT OR IGNORE INTO outbox({OUTBOX_COLUMNS}) VALUES(?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def payload_bytes(payload: str) -> int:
+    """What a payload counts against the spool's byte bound."""
+    return len(payload.encode("utf-8", "surrogatepass"))
+
+
+def outbox_row(e: OutboxEntry, size: int | None = None) -> tuple[object, ...]:
+    """The parameters of :data:`INSERT_ROW` for ``e``."""
+    size = payload_bytes(e.payload) if size is None else size
+    return (e.key, e.kind, e.payload, size, e.attempts, e.created_at, e.next_attempt_at, e.last_error)
+
+
 def encode_entry(entry: OutboxEntry) -> bytes:
+    """A journal record: the entry's fields in :class:`OutboxEntry` order, as ASCII JSON."""
     row = [entry.key, entry.kind, entry.payload, entry.attempts, entry.created_at, entry.next_attempt_at, entry.last_error]
     return json.dumps(row, separators=(",", ":")).encode("ascii")  # ensure_ascii keeps surrogates
 
 
 def _row(record: bytes) -> tuple[object, ...]:
-    key, kind, payload, attempts, created_at, next_attempt_at, last_error = json.loads(record)
-    size = len(payload.encode("utf-8", "surrogatepass"))
-    return (key, kind, payload, size, attempts, created_at, next_attempt_at, last_error)
+    return outbox_row(OutboxEntry(*json.loads(record)))
 
 
 class SpoolConnection:
@@ -138,10 +153,7 @@ class SpoolConnection:
 
     def ingest(self) -> None:
         """Move journal records into the spool (one transaction each), and adopt dead processes'."""
-        for old in list(self.retiring):  # sealed journals first: their records came first
-            self._move(old)
-            self.retiring.remove(old)
-            self._retire(old)
+        self._drain_retiring()  # sealed journals first: their records came first
         j = self.journal
         if j is not None:
             self._move(j)
@@ -149,6 +161,16 @@ class SpoolConnection:
                 self._rotate(j)
         if time.monotonic() >= self._adopt_at:
             self._adopt_orphans()
+
+    def journals(self) -> list[Journal]:
+        """Every journal this process holds, oldest first."""
+        return [*self.retiring, *([self.journal] if self.journal is not None else [])]
+
+    def _drain_retiring(self) -> None:
+        for old in list(self.retiring):
+            self._move(old)
+            self.retiring.remove(old)
+            self._retire(old)
 
     def _move(self, j: Journal) -> None:
         start, end = j.consumed, j.head
@@ -175,11 +197,7 @@ class SpoolConnection:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(
-                "INSERT OR IGNORE INTO outbox(key, kind, payload, bytes, attempts, created_at, "
-                "next_attempt_at, last_error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            db.executemany(INSERT_ROW, rows)
             db.execute(
                 "INSERT INTO journal_progress(name, consumed) VALUES(?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET consumed = excluded.consumed",
@@ -202,9 +220,7 @@ class SpoolConnection:
             old.sealed = True
             self.journal = new
         self.retiring.append(old)
-        self._move(old)
-        self.retiring.remove(old)
-        self._retire(old)
+        self._drain_retiring()
 
     def _retire(self, journal: Journal) -> None:
         # Unlink first: a crash then leaves a stale progress row, never a file to replay twice.
@@ -243,7 +259,7 @@ class SpoolConnection:
         """Move what the journals hold into the spool, then close (a failure keeps the files)."""
         with self.lock:
             try:
-                for j in [*self.retiring, *([self.journal] if self.journal is not None else [])]:
+                for j in self.journals():
                     try:
                         self._move(j)
                         self._retire(j)
@@ -271,7 +287,7 @@ def _after_fork_in_child() -> None:
     global _OPEN_LOCK
     _OPEN_LOCK = threading.Lock()  # another thread may have held it at the fork
     for conn in _OPEN.values():
-        for j in [*conn.retiring, *([conn.journal] if conn.journal is not None else [])]:
+        for j in conn.journals():
             j.forget_after_fork()
         # A spool object the child inherited must never write into the parent's mapping.
         conn.journal, conn.retiring, conn.journal_retry_at = None, [], float("inf")
