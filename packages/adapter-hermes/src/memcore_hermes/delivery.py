@@ -202,13 +202,16 @@ class Deliverer:
         # must wait, or that another worker is sending, holds back only its own scope, so the
         # lanes of a gateway's sessions deliver side by side.
         held: set[str] = set()
+        lane_keys: dict[str, str] = {}  # each re-read of the spool sees most entries again
         wait: float | None = None
         while batch:
             progressed = False
             for entry in batch:
                 if self.stopping:
                     return None
-                lane_key = ordering_key(entry)
+                lane_key = lane_keys.get(entry.key)
+                if lane_key is None:
+                    lane_key = lane_keys[entry.key] = ordering_key(entry)
                 if lane_key in held:
                     continue
                 now = self.clock()
