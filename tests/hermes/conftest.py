@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,16 @@ def run_hermes(home: Path, *args: str, timeout: float = 60.0) -> subprocess.Comp
     )
 
 
+def settle(provider: Any, seconds: float) -> bool:
+    """Flush until the spool is empty (a forced pass stops at the first failure); True if so."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if provider.runtime.flush(seconds):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 @pytest.fixture
 def kit() -> Any:
     """The helpers above, for test modules (conftest modules cannot be imported by name)."""
@@ -151,6 +162,7 @@ def kit() -> Any:
         emulator_home=emulator_home,
         install_plugin=install_plugin,
         run_hermes=run_hermes,
+        settle=settle,
         EMULATOR_KEYS=EMULATOR_KEYS,
         FAST_RETRY=FAST_RETRY,
         REPO_ROOT=REPO_ROOT,

@@ -4,7 +4,6 @@ restarts, every turn arrives exactly once and in order; two lanes on one spool n
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -50,22 +49,13 @@ def start(home: Path, store: InMemoryMemoryStore, session: str = "prop") -> Tabl
     return provider
 
 
-def settle(provider: TablestoreMemProvider, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if provider.runtime.flush(seconds):
-            return True
-        time.sleep(0.01)
-    return False
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     script=st.lists(st.sampled_from(["ok", "refuse", "lose"]), max_size=25),
     plan=st.lists(st.sampled_from(["turn", "turn", "turn", "restart"]), min_size=1, max_size=15),
 )
 def test_every_turn_arrives_once_in_order(
-    tmp_path_factory: pytest.TempPathFactory, script: list[str], plan: list[str]
+    tmp_path_factory: pytest.TempPathFactory, kit: Any, script: list[str], plan: list[str]
 ) -> None:
     home = tmp_path_factory.mktemp("home")
     store = ScriptedStore(script)
@@ -80,7 +70,7 @@ def test_every_turn_arrives_once_in_order(
                 n = len(sent) // 2
                 provider.sync_turn(f"q{n}", f"a{n}", session_id="prop")
                 sent.extend([f"q{n}", f"a{n}"])
-        assert settle(provider)
+        assert kit.settle(provider, 20.0)
         scope = Scope("hermes", "hal", "hermes", "prop")
         stored = [m.content for m in store.list_messages(STORE, scope, limit=100).items]
         assert stored == sent
@@ -88,14 +78,14 @@ def test_every_turn_arrives_once_in_order(
         provider.shutdown()
 
 
-def test_two_lanes_on_one_spool_deliver_each_turn_once(hermes_home: Path) -> None:
+def test_two_lanes_on_one_spool_deliver_each_turn_once(hermes_home: Path, kit: Any) -> None:
     store = ScriptedStore(["lose", "refuse"] * 5)
     first, second = start(hermes_home, store, "one"), start(hermes_home, store, "two")
     try:
         for i in range(20):
             first.sync_turn(f"one-{i}", "ok", session_id="one")
             second.sync_turn(f"two-{i}", "ok", session_id="two")
-        assert settle(first) and settle(second)
+        assert kit.settle(first, 20.0) and kit.settle(second, 20.0)
         for run in ("one", "two"):
             scope = Scope("hermes", "hal", "hermes", run)
             users = [m.content for m in store.list_messages(STORE, scope, limit=100).items if m.role == "user"]

@@ -21,15 +21,6 @@ def start_provider(home: Path, kit: Any, session: str = "outage") -> TablestoreM
     return provider
 
 
-def settle(provider: TablestoreMemProvider, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if provider.runtime.flush(seconds):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def expected(turns: range) -> list[str]:
     return [text for i in turns for text in (f"turn {i}: question", f"turn {i}: answer")]
 
@@ -61,7 +52,7 @@ def test_503_for_30_turns_then_recovery(hermes_home: Path, kit: Any) -> None:
             time.sleep(0.3)  # let the lane fail a few times
             assert provider.runtime.spool.stats(time.time()).depth == TURNS
             server.set_faults(Faults())
-            assert settle(provider)
+            assert kit.settle(provider, 30.0)
             assert stored(backing, provider) == expected(range(TURNS))
         finally:
             provider.shutdown()
@@ -89,7 +80,7 @@ def test_backend_down_for_30_turns_across_a_restart(hermes_home: Path, kit: Any)
         assert provider.runtime.spool.stats(time.time()).depth == TURNS
         revived = EmulatorServer(backing, port=port).start()
         try:
-            assert settle(provider)
+            assert kit.settle(provider, 30.0)
             assert stored(backing, provider) == expected(range(TURNS))
         finally:
             provider.shutdown()
@@ -112,7 +103,7 @@ def test_flaky_backend_and_dropped_connections_never_duplicate(hermes_home: Path
             for i in range(TURNS):
                 provider.sync_turn(f"turn {i}: question", f"turn {i}: answer", session_id="outage")
             provider.queue_prefetch("turn 29")
-            assert settle(provider)
+            assert kit.settle(provider, 30.0)
             assert stored(backing, provider) == expected(range(TURNS))
         finally:
             provider.shutdown()

@@ -24,16 +24,6 @@ def run_scope(run: str = "s1", tenant: str = "alice") -> Scope:
     return Scope("hermes", tenant, "hermes", run)
 
 
-def settle(provider: Any, seconds: float = 10.0) -> bool:
-    """Flush until the spool is empty (each forced pass stops at the first failure)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if provider.runtime.flush(seconds):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def contents(store: InMemoryMemoryStore, scope: Scope) -> list[str]:
     return [m.content for m in store.list_messages(STORE, scope, limit=100).items]
 
@@ -130,26 +120,28 @@ def test_a_long_turn_is_split_not_truncated(make_provider: Any, fake_store: InMe
     assert "".join(stored[1:]) == long_answer
 
 
-def test_failed_writes_are_retried_and_arrive_once_in_order(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_failed_writes_are_retried_and_arrive_once_in_order(
+    make_provider: Any, fake_store: InMemoryMemoryStore, kit: Any
+) -> None:
     fake_store.faults.fail_operation("add_messages", Unavailable("backend down"), times=4)
     provider = make_provider(fake_store)
     for i in range(3):
         provider.sync_turn(f"u{i}", f"a{i}", session_id="s1")
-    assert settle(provider)
+    assert kit.settle(provider, 10.0)
     assert contents(fake_store, run_scope()) == ["u0", "a0", "u1", "a1", "u2", "a2"]
 
 
-def test_a_write_whose_answer_was_lost_is_not_duplicated(make_provider: Any) -> None:
+def test_a_write_whose_answer_was_lost_is_not_duplicated(make_provider: Any, kit: Any) -> None:
     store = LostAnswerStore()
     provider = make_provider(store)
     provider.sync_turn("only once please", "sure", session_id="s1")
-    assert settle(provider)
+    assert kit.settle(provider, 10.0)
     assert store.lost == 1
     assert contents(store, run_scope()) == ["only once please", "sure"]
 
 
 def test_shutdown_is_bounded_and_the_next_start_replays_once(
-    make_provider: Any, hermes_home: Path, fake_store: InMemoryMemoryStore
+    make_provider: Any, hermes_home: Path, fake_store: InMemoryMemoryStore, kit: Any
 ) -> None:
     stuck = GatedStore()
     first = make_provider(stuck, flush_timeout=0.3)
@@ -162,7 +154,7 @@ def test_shutdown_is_bounded_and_the_next_start_replays_once(
     spool.close()
     release(stuck, lane)
     second = make_provider(fake_store)
-    assert settle(second)
+    assert kit.settle(second, 10.0)
     assert contents(fake_store, run_scope()) == ["remember the milk", "ok"]
 
 
@@ -297,12 +289,12 @@ def test_the_system_prompt_names_store_scope_and_tools(make_provider: Any, fake_
         assert tool in block
 
 
-def test_on_session_end_flushes(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_on_session_end_flushes(make_provider: Any, fake_store: InMemoryMemoryStore, kit: Any) -> None:
     fake_store.faults.fail_operation("add_messages", Unavailable("blip"), times=1)
     provider = make_provider(fake_store)
     provider.sync_turn("bye", "see you", session_id="s1")
     provider.on_session_end([])
-    assert settle(provider)
+    assert kit.settle(provider, 10.0)
     assert contents(fake_store, run_scope()) == ["bye", "see you"]
 
 
