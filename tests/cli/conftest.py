@@ -38,11 +38,18 @@ class Cli:
         self.store_factory = store_factory
         self.runner = CliRunner()
 
-    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+    def __call__(
+        self, *args: str, input: str | None = None, env: dict[str, str] | None = None
+    ) -> Result:
         environ = {**self.env, **(env or {})}
         overrides = Overrides(store_factory=self.store_factory, environ=environ)
         return self.runner.invoke(
-            app, [*self.prefix, *args], input=input, env=environ, obj=overrides, catch_exceptions=False
+            app,
+            [*self.prefix, *args],
+            input=input,
+            env=environ,
+            obj=overrides,
+            catch_exceptions=False,
         )
 
     def ok(self, *args: str, input: str | None = None) -> Result:
@@ -88,7 +95,9 @@ def _emulated(tmp_path: Path, backing: Any) -> Iterator[Cli]:
     server = EmulatorServer(backing, access_key_id=EMULATOR_AK, access_key_secret=EMULATOR_SK)
     server.start()
     home = tmp_path / "ts-home"
-    write_config(home, {"endpoint": server.url, "instance_name": server.instance_name, "timeout": 10.0})
+    write_config(
+        home, {"endpoint": server.url, "instance_name": server.instance_name, "timeout": 10.0}
+    )
     try:
         yield Cli(
             home,

@@ -22,7 +22,9 @@ def test_backend_precedence_flag_env_file_default(home, local_cli, set_config):
     assert _backend(local_cli) == ("tablestore", str(home / "config.json"))
     assert _backend(local_cli, env={"MEMCORE_BACKEND": "local"}) == ("local", "MEMCORE_BACKEND")
     flag = json.loads(
-        local_cli("--json", "--backend", "local", "config", "show", env={"MEMCORE_BACKEND": "tablestore"}).stdout
+        local_cli(
+            "--json", "--backend", "local", "config", "show", env={"MEMCORE_BACKEND": "tablestore"}
+        ).stdout
     )
     assert (flag["backend"], flag["backend_source"]) == ("local", "--backend")
 
@@ -46,13 +48,20 @@ def test_config_flag_reads_a_hermes_file(tmp_path, local_cli):
     assert shown["config_file"] == str(hermes)
     assert shown["config"]["instance_name"] == "myinst"
     assert shown["write_scope"]["tenant_id"] == "alice"
-    assert shown["read_pattern"] == {"app_id": "hermes", "tenant_id": "alice", "agent_id": "*", "run_id": "*"}
+    assert shown["read_pattern"] == {
+        "app_id": "hermes",
+        "tenant_id": "alice",
+        "agent_id": "*",
+        "run_id": "*",
+    }
 
 
 def test_config_show_never_prints_secrets(local_cli):
     secret = "S3CRET-never-print-me"
     result = local_cli(
-        "config", "show", env={"TABLESTORE_MEMORY_AK": "AKID-visible-no", "TABLESTORE_MEMORY_SK": secret}
+        "config",
+        "show",
+        env={"TABLESTORE_MEMORY_AK": "AKID-visible-no", "TABLESTORE_MEMORY_SK": secret},
     )
     assert result.exit_code == 0
     assert secret not in result.stdout + result.stderr
@@ -136,4 +145,6 @@ def test_doctor_against_the_emulator(emulator_cli):
     emulator_cli.ok("add", "--sync", "via the emulator")
     checks = emulator_cli.json("doctor")["checks"]
     assert all(c["ok"] for c in checks), checks
-    assert {"credentials", "endpoint", "backend", "memory store", "search"} <= {c["name"] for c in checks}
+    assert {"credentials", "endpoint", "backend", "memory store", "search"} <= {
+        c["name"] for c in checks
+    }

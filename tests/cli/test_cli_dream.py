@@ -8,7 +8,9 @@ import pytest
 
 @pytest.fixture(params=["injected", "emulator"])
 def dream_cli(request):
-    return request.getfixturevalue("fake_cli" if request.param == "injected" else "emulator_fake_cli")
+    return request.getfixturevalue(
+        "fake_cli" if request.param == "injected" else "emulator_fake_cli"
+    )
 
 
 def test_dream_create_status_actions_apply_list(dream_cli):
@@ -16,7 +18,12 @@ def test_dream_create_status_actions_apply_list(dream_cli):
     dream_cli.ok("add", "--sync", "user likes  COFFEE")
     task = dream_cli.json("dream", "create")
     assert task["id"]
-    assert task["scope"] == {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "*", "run_id": "*"}
+    assert task["scope"] == {
+        "app_id": "hermes",
+        "tenant_id": "__default__",
+        "agent_id": "*",
+        "run_id": "*",
+    }
     status = dream_cli.json("dream", "status", task["id"])
     assert status["id"] == task["id"]
     actions = dream_cli.json("dream", "actions", task["id"])["items"]

@@ -83,9 +83,14 @@ def test_forget_of_an_unknown_id_exits_3_and_deletes_nothing(local_cli):
 
 
 def test_unreachable_tablestore_exits_5(home, local_cli, set_config):
-    set_config(home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator", "timeout": 2.0})
+    set_config(
+        home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator", "timeout": 2.0}
+    )
     result = local_cli(
-        "--backend", "tablestore", "search", "anything",
+        "--backend",
+        "tablestore",
+        "search",
+        "anything",
         env={"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": "sk"},
     )
     assert result.exit_code == 5, (result.stdout, result.stderr)

@@ -127,14 +127,19 @@ def test_messages_file_is_stored_and_listed(cli, tmp_path: Path):
 
 
 def test_scope_flags_isolate_agents_and_tenants(cli):
-    a1 = _add(cli, "coder agent likes rust", )
+    a1 = _add(
+        cli,
+        "coder agent likes rust",
+    )
     cli.ok("--agent", "coder", "add", "--sync", "coder agent likes rust too")
     whole = cli.json("search", "agent likes rust")
     assert len(whole) == 2
     only_coder = cli.ok("--json", "--agent", "coder", "search", "agent likes rust").stdout
     hits = json.loads(only_coder)
     assert [h["scope"]["agent_id"] for h in hits] == ["coder"]
-    other_tenant = json.loads(cli.ok("--json", "--tenant", "bob", "search", "agent likes rust").stdout)
+    other_tenant = json.loads(
+        cli.ok("--json", "--tenant", "bob", "search", "agent likes rust").stdout
+    )
     assert other_tenant == []
     assert cli("--tenant", "bob", "get", a1).exit_code == 3
 
@@ -147,7 +152,7 @@ def test_hostile_scope_strings_are_normalised_not_wildcards(cli):
     assert doc["items"][0]["scope"]["tenant_id"] != "al*"
     assert cli("--tenant", "*", "list").exit_code == 2
     assert cli("--agent", "*", "add", "no wildcard writes").exit_code == 2
-    assert cli.json("--agent", "*", "search", "owns")  == []
+    assert cli.json("--agent", "*", "search", "owns") == []
 
 
 def test_scopes_and_requests_and_tasks(cli):

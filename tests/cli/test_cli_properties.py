@@ -9,10 +9,14 @@ from hypothesis import strategies as st
 
 from memcore.scope import Scope
 
-names = st.text(min_size=1, max_size=40).filter(lambda s: s.strip() and s.strip() != "*" and "\x00" not in s)
+names = st.text(min_size=1, max_size=40).filter(
+    lambda s: s.strip() and s.strip() != "*" and "\x00" not in s
+)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(first=names, second=names)
 def test_a_tenant_string_never_reads_another_tenants_memories(fake_cli, first, second):
     if first.strip() == second.strip():
@@ -27,7 +31,9 @@ def test_a_tenant_string_never_reads_another_tenants_memories(fake_cli, first, s
     assert all(h["text"] != f"owned by {first!r}" for h in hits)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(value=names)
 def test_no_option_value_becomes_a_wildcard_or_separator(fake_cli, value):
     doc = fake_cli.json("--tenant", value, "--agent", value, "--run", value, "add", "x")
@@ -46,7 +52,9 @@ def test_list_all_and_export_return_every_memory_exactly_once(fake_cli):
     texts = {f"memory number {i}" for i in range(250)}
     for i, text in enumerate(sorted(texts)):
         store.add_text("hermes_mem", other if i % 3 else scope, text, sync=True)
-    store.add_text("hermes_mem", Scope("hermes", "someone_else", "hermes", "x"), "not mine", sync=True)
+    store.add_text(
+        "hermes_mem", Scope("hermes", "someone_else", "hermes", "x"), "not mine", sync=True
+    )
     listed = fake_cli.json_lines("list", "--all", "--limit", "7")
     assert sorted(m["text"] for m in listed) == sorted(texts)
     assert len({m["id"] for m in listed}) == 250

@@ -31,10 +31,14 @@ def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
     env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
     args = [
         "provision",
-        "--control-endpoint", host,
-        "--control-protocol", "http",
-        "--endpoint-template", server.url,
-        "--dns-timeout", "10",
+        "--control-endpoint",
+        host,
+        "--control-protocol",
+        "http",
+        "--endpoint-template",
+        server.url,
+        "--dns-timeout",
+        "10",
     ]
     first = local_cli("--json", *args, env=env)
     assert first.exit_code == 0, first.stderr
@@ -54,16 +58,24 @@ def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
     assert json.loads(again.stdout)["created"] is False
     assert control.create_count == 1
 
-    added = local_cli("--json", "--backend", "tablestore", "add", "--sync", "provisioned and used", env=env)
+    added = local_cli(
+        "--json", "--backend", "tablestore", "add", "--sync", "provisioned and used", env=env
+    )
     assert added.exit_code == 0, added.stderr
-    hits = json.loads(local_cli("--json", "--backend", "tablestore", "search", "provisioned", env=env).stdout)
+    hits = json.loads(
+        local_cli("--json", "--backend", "tablestore", "search", "provisioned", env=env).stdout
+    )
     assert [h["text"] for h in hits] == ["provisioned and used"]
 
 
 def test_provision_without_credentials_exits_4(home, twin, local_cli):
     server, _ = twin
     result = local_cli(
-        "provision", "--control-endpoint", server.url.removeprefix("http://"), "--control-protocol", "http"
+        "provision",
+        "--control-endpoint",
+        server.url.removeprefix("http://"),
+        "--control-protocol",
+        "http",
     )
     assert result.exit_code == 4
     assert len(result.stderr.strip().splitlines()) == 1

@@ -28,7 +28,9 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def _memcore(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _memcore(
+    env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
     )
@@ -53,7 +55,14 @@ def test_readme_main_job_finds_the_memory(tmp_path, kind):
     """Exactly the quickstart: add, then search with words the memory does not contain."""
     env = _env(tmp_path / "home", UV_NO_CACHE="1")
     memcore = _launcher(kind)
-    run = {"capture_output": True, "text": True, "env": env, "timeout": 120, "check": False, "cwd": REPO}
+    run = {
+        "capture_output": True,
+        "text": True,
+        "env": env,
+        "timeout": 120,
+        "check": False,
+        "cwd": REPO,
+    }
     added = subprocess.run([*memcore, "add", "User prefers concise answers"], **run)
     assert added.returncode == 0, added.stderr
     assert "first run" in added.stderr
@@ -134,7 +143,9 @@ def test_emulator_serve_backs_the_tablestore_backend(tmp_path):
         client_home = tmp_path / "client"
         client_home.mkdir()
         (client_home / "config.json").write_text(
-            json.dumps({"endpoint": ready["url"], "instance_name": ready["instance_name"], "timeout": 10.0}),
+            json.dumps(
+                {"endpoint": ready["url"], "instance_name": ready["instance_name"], "timeout": 10.0}
+            ),
             encoding="utf-8",
         )
         env = _env(
@@ -155,14 +166,27 @@ def test_emulator_serve_backs_the_tablestore_backend(tmp_path):
     assert proc.returncode == 0
     # The emulator served the embedded store in its own home: the memory is there.
     local = _memcore(_env(served), "--json", "list")
-    assert [m["text"] for m in json.loads(local.stdout)["items"]] == ["User prefers concise answers"]
+    assert [m["text"] for m in json.loads(local.stdout)["items"]] == [
+        "User prefers concise answers"
+    ]
 
 
 @pytest.mark.slow
 def test_emulator_fail_rate_makes_the_client_exit_5(tmp_path):
     served = tmp_path / "served"
     proc = subprocess.Popen(
-        [str(SCRIPT), "--json", "emulator", "serve", "--port", "0", "--fail-rate", "1", "--database", ":memory:"],
+        [
+            str(SCRIPT),
+            "--json",
+            "emulator",
+            "serve",
+            "--port",
+            "0",
+            "--fail-rate",
+            "1",
+            "--database",
+            ":memory:",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -197,7 +221,12 @@ def test_emulator_serve_rejects_bad_fault_settings(tmp_path):
 
 
 def test_shell_completion_completes_commands(tmp_path):
-    env = _env(tmp_path / "home", _MEMCORE_COMPLETE="complete_bash", COMP_WORDS="memcore dr", COMP_CWORD="1")
+    env = _env(
+        tmp_path / "home",
+        _MEMCORE_COMPLETE="complete_bash",
+        COMP_WORDS="memcore dr",
+        COMP_CWORD="1",
+    )
     result = _memcore(env)
     assert result.returncode == 0
     assert result.stdout.split() == ["dream"]

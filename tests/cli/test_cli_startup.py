@@ -56,17 +56,12 @@ def test_help_imports_nothing_heavy(args, tmp_path):
 def test_every_command_has_help_with_an_example():
     from typer.testing import CliRunner
 
-    from memcore_cli.app import app
+    from memcore_cli.app import app, command_paths
 
     runner = CliRunner()
-    commands = [
-        ["add"], ["search"], ["list"], ["get"], ["update"], ["forget"], ["messages"], ["requests"],
-        ["scopes"], ["tasks", "get"], ["tasks", "list"], ["dream", "create"], ["dream", "status"],
-        ["dream", "actions"], ["dream", "apply"], ["dream", "cancel"], ["dream", "list"],
-        ["stores", "list"], ["stores", "create"], ["stores", "describe"], ["stores", "delete"],
-        ["doctor"], ["config", "show"], ["config", "set"], ["provision"], ["export"], ["import"],
-        ["emulator", "serve"],
-    ]
+    commands = command_paths()
+    assert ["dream", "create"] in commands and ["emulator", "serve"] in commands
+    assert len(commands) >= 28
     for command in commands:
         result = runner.invoke(app, [*command, "--help"])
         assert result.exit_code == 0, command

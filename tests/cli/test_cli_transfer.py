@@ -11,7 +11,9 @@ import pytest
 def _seed(cli) -> None:
     cli.ok("add", "--sync", "-m", "topic=style", "User prefers concise answers")
     cli.ok("add", "--sync", "User lives in Hangzhou")
-    cli.ok("--agent", "coder", "--run", "s1", "add", "--sync", "-m", "lang=py", "Prefers type hints")
+    cli.ok(
+        "--agent", "coder", "--run", "s1", "add", "--sync", "-m", "lang=py", "Prefers type hints"
+    )
     cli.ok("--agent", "coder", "add", "--sync", "喜欢喝咖啡")
 
 
@@ -40,7 +42,9 @@ def test_round_trip_keeps_text_scope_metadata_and_ids(tmp_path, local_cli, fresh
     assert (first["total"], first["added"], first["present"]) == (4, 4, 0)
     assert first["id_map"] == {}
     imported = fresh_cli.json_lines("export")
-    assert {r["id"]: r["created_at"] for r in imported} == {r["id"]: r["created_at"] for r in exported}
+    assert {r["id"]: r["created_at"] for r in imported} == {
+        r["id"]: r["created_at"] for r in exported
+    }
     assert _by_old_id(imported, {}) == _by_old_id(exported, first["id_map"])
 
     second = fresh_cli.json("import", str(out))
@@ -57,7 +61,9 @@ def test_export_to_stdout_is_json_lines_and_import_reads_stdin(local_cli, fresh_
     assert report["added"] == 4
 
 
-def test_import_into_the_tablestore_emulator_then_again_adds_nothing(tmp_path, local_cli, emulator_cli):
+def test_import_into_the_tablestore_emulator_then_again_adds_nothing(
+    tmp_path, local_cli, emulator_cli
+):
     _seed(local_cli)
     out = tmp_path / "m.jsonl"
     local_cli.ok("export", "--out", str(out))

@@ -12,9 +12,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN_IN_CORE = [
-    "memcore_sqlite", "memcore_tablestore", "memcore_hermes", "memcore_cli", "tablestore",
-    "alibabacloud_credentials", "alibabacloud_tablestore20201209", "typer", "rich", "sqlite3",
-    "urllib3", "aiohttp", "http.client", "numpy", "agent", "hermes_cli",
+    "memcore_sqlite",
+    "memcore_tablestore",
+    "memcore_hermes",
+    "memcore_cli",
+    "tablestore",
+    "alibabacloud_credentials",
+    "alibabacloud_tablestore20201209",
+    "typer",
+    "rich",
+    "sqlite3",
+    "urllib3",
+    "aiohttp",
+    "http.client",
+    "numpy",
+    "agent",
+    "hermes_cli",
 ]
 
 
@@ -36,4 +49,8 @@ def test_importing_the_core_loads_no_adapter_sdk_or_io_library() -> None:
 
 
 def test_repo_root_holds_only_the_plugin_shims() -> None:
-    assert sorted(p.name for p in ROOT.glob("*.py")) in ([], ["__init__.py"], ["__init__.py", "cli.py"])
+    assert sorted(p.name for p in ROOT.glob("*.py")) in (
+        [],
+        ["__init__.py"],
+        ["__init__.py", "cli.py"],
+    )

@@ -53,7 +53,9 @@ def test_bad_values_name_key_and_file(text: str, key: str) -> None:
     assert "/x/tablestore_memory.json" in str(err.value)
 
 
-@pytest.mark.parametrize("raw", [b"\xff\xfe", b"[1, 2]", b"{not json", b'{"timeout": NaN}', b"null"])
+@pytest.mark.parametrize(
+    "raw", [b"\xff\xfe", b"[1, 2]", b"{not json", b'{"timeout": NaN}', b"null"]
+)
 def test_garbage_is_a_config_error(raw: bytes) -> None:
     with pytest.raises(ConfigError):
         parse_config(raw, source="cfg.json")

@@ -25,7 +25,9 @@ def test_facade_round_trip() -> None:
 
 def test_facade_messages() -> None:
     mem = memcore.Memory(InMemoryMemoryStore())
-    mem.add(messages=[{"role": "user", "content": "I have two cats"}, Message("assistant", "Nice!")])
+    mem.add(
+        messages=[{"role": "user", "content": "I have two cats"}, Message("assistant", "Nice!")]
+    )
     assert mem.search("cats")
     with pytest.raises(InvalidInput):
         mem.add(messages=[{"role": "user"}])
@@ -42,7 +44,12 @@ def test_unknown_backend_lists_the_installed_ones() -> None:
 def test_errors_are_typed_and_json_safe() -> None:
     err = Throttled("slow down")
     assert err.retryable and isinstance(err, MemcoreError)
-    assert err.to_dict() == {"type": "Throttled", "code": "throttled", "message": "slow down", "retryable": True}
+    assert err.to_dict() == {
+        "type": "Throttled",
+        "code": "throttled",
+        "message": "slow down",
+        "retryable": True,
+    }
     assert not InvalidInput("x", field="text").retryable
 
 

@@ -37,7 +37,9 @@ def test_resolution_follows_the_original_plugin() -> None:
 
 
 def test_resolution_defaults() -> None:
-    assert resolve_scope(SessionContext()) == Scope("hermes", DEFAULT_SEGMENT, "hermes", DEFAULT_SEGMENT)
+    assert resolve_scope(SessionContext()) == Scope(
+        "hermes", DEFAULT_SEGMENT, "hermes", DEFAULT_SEGMENT
+    )
 
 
 def test_config_tenant_wins_over_user_id() -> None:
@@ -50,10 +52,14 @@ def test_config_tenant_wins_over_user_id() -> None:
     [("t", "s", "t"), (None, "s", "s"), ("  ", "s", "s"), (None, None, DEFAULT_SEGMENT)],
 )
 def test_run_id_fallbacks(title: str | None, session_id: str | None, expected: str) -> None:
-    assert resolve_scope(SessionContext(session_title=title, session_id=session_id)).run_id == expected
+    assert (
+        resolve_scope(SessionContext(session_title=title, session_id=session_id)).run_id == expected
+    )
 
 
-@pytest.mark.parametrize("evil", ["*", "a/b", "../t2", "t2/*", "%2A", "__default__", "x\x00y", "\u202e*"])
+@pytest.mark.parametrize(
+    "evil", ["*", "a/b", "../t2", "t2/*", "%2A", "__default__", "x\x00y", "\u202e*"]
+)
 def test_evil_user_ids_never_become_wildcards_or_other_tenants(evil: str) -> None:
     scope = resolve_scope(SessionContext(user_id=evil))
     assert "*" not in str(scope)
@@ -62,7 +68,9 @@ def test_evil_user_ids_never_become_wildcards_or_other_tenants(evil: str) -> Non
 
 
 @given(user_id=untrusted, agent=untrusted, gw=untrusted, title=untrusted, sid=untrusted)
-def test_resolution_is_total_and_concrete(user_id: object, agent: object, gw: object, title: object, sid: object) -> None:
+def test_resolution_is_total_and_concrete(
+    user_id: object, agent: object, gw: object, title: object, sid: object
+) -> None:
     session = SessionContext(user_id, agent, gw, title, sid)  # type: ignore[arg-type]
     scope = resolve_scope(session)
     for segment in scope.as_tuple():

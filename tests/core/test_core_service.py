@@ -17,7 +17,9 @@ from memcore.values import Message
 STORE = "hermes_mem"
 
 
-def service_for(store: InMemoryMemoryStore, user: str, run: str = "r1", **kw: object) -> MemoryService:
+def service_for(
+    store: InMemoryMemoryStore, user: str, run: str = "r1", **kw: object
+) -> MemoryService:
     store.ensure_store(STORE)
     scope = resolve_scope(SessionContext(user_id=user, session_id=run))
     return MemoryService(store, store_name=STORE, scope=scope, **kw)  # type: ignore[arg-type]
@@ -72,7 +74,9 @@ def test_input_over_a_limit_never_reaches_the_backend(case: tuple[str, dict[str,
     assert store.faults.calls == before
 
 
-@given(st.text(min_size=1, max_size=3).filter(lambda s: s.strip()), st.text(min_size=1, max_size=40))
+@given(
+    st.text(min_size=1, max_size=3).filter(lambda s: s.strip()), st.text(min_size=1, max_size=40)
+)
 @settings(max_examples=60)
 def test_long_text_limits_count_utf8_bytes(char: str, _: str) -> None:
     store = InMemoryMemoryStore()
@@ -85,9 +89,14 @@ def test_long_text_limits_count_utf8_bytes(char: str, _: str) -> None:
 tenants = st.lists(st.text(max_size=12), min_size=2, max_size=4, unique=True)
 
 
-@given(users=tenants, words=st.lists(st.sampled_from(["tea", "jazz", "golf", "rain"]), min_size=1, max_size=6))
+@given(
+    users=tenants,
+    words=st.lists(st.sampled_from(["tea", "jazz", "golf", "rain"]), min_size=1, max_size=6),
+)
 @settings(max_examples=60, deadline=None)
-def test_no_read_in_one_tenant_returns_another_tenants_memory(users: list[str], words: list[str]) -> None:
+def test_no_read_in_one_tenant_returns_another_tenants_memory(
+    users: list[str], words: list[str]
+) -> None:
     store = InMemoryMemoryStore()
     services = [service_for(store, u, run=f"run{i}") for i, u in enumerate(users)]
     for i, svc in enumerate(services):

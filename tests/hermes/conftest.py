@@ -74,7 +74,9 @@ def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
         **kwargs: Any,
     ) -> TablestoreMemProvider:
         provider = TablestoreMemProvider(
-            store_factory=lambda _config: store, retry=retry, flush_timeout=kwargs.pop("flush_timeout", 5.0),
+            store_factory=lambda _config: store,
+            retry=retry,
+            flush_timeout=kwargs.pop("flush_timeout", 5.0),
             spool_limits=kwargs.pop("spool_limits", None),
         )
         provider.initialize(
@@ -120,7 +122,9 @@ def install_plugin(home: Path) -> Path:
     for name in ("plugin.yaml", "__init__.py", "cli.py"):
         shutil.copy2(REPO_ROOT / name, target / name)
     shutil.copytree(
-        REPO_ROOT / "packages", target / "packages", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        REPO_ROOT / "packages",
+        target / "packages",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
     (home / "config.yaml").write_text("memory:\n  provider: tablestore-mem\n", encoding="utf-8")
     return target
@@ -199,7 +203,9 @@ class FakeChatServer:
             def do_GET(self) -> None:
                 outer.requests.append(("GET", self.path, {}))
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send_json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                    self._send_json(
+                        200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+                    )
                 else:
                     self._send_json(404, {"error": "not found"})
 
@@ -210,7 +216,13 @@ class FakeChatServer:
                 if self.path.endswith("/api/show"):
                     self._send_json(
                         200,
-                        {"model_info": {"general.architecture": "llama", "llama.context_length": 131072}, "details": {}},
+                        {
+                            "model_info": {
+                                "general.architecture": "llama",
+                                "llama.context_length": 131072,
+                            },
+                            "details": {},
+                        },
                     )
                     return
                 if not self.path.endswith("/chat/completions"):
@@ -224,8 +236,18 @@ class FakeChatServer:
                         {
                             **base,
                             "object": "chat.completion",
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": 10,
+                                "completion_tokens": 5,
+                                "total_tokens": 15,
+                            },
                         },
                     )
                     return
@@ -235,8 +257,22 @@ class FakeChatServer:
                 self.end_headers()
                 chunk = {**base, "object": "chat.completion.chunk"}
                 events = [
-                    {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
-                    {**chunk, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+                    {
+                        **chunk,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": {"role": "assistant", "content": ""},
+                                "finish_reason": None,
+                            }
+                        ],
+                    },
+                    {
+                        **chunk,
+                        "choices": [
+                            {"index": 0, "delta": {"content": text}, "finish_reason": None}
+                        ],
+                    },
                     {
                         **chunk,
                         "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],

@@ -42,7 +42,12 @@ def test_a_turn_is_stored_and_recalled_in_the_next_turn(
         agent.run_conversation("Which editor do I like?")
         last = chat_server.chat_requests()[-1]
         tools = {t["function"]["name"] for t in last.get("tools", [])}
-        assert {"tablestore_search", "tablestore_remember", "tablestore_profile", "tablestore_forget"} <= tools
+        assert {
+            "tablestore_search",
+            "tablestore_remember",
+            "tablestore_profile",
+            "tablestore_forget",
+        } <= tools
         user_turn = last["messages"][-1]["content"]
         assert "<memory-context>" in user_turn
         context = user_turn.split("<memory-context>", 1)[1]

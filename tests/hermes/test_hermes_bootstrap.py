@@ -22,7 +22,9 @@ def twin() -> Iterator[Any]:
     from memcore_tablestore.emulator import EmulatorServer
     from memcore_tablestore.emulator.control_plane import ControlPlane
 
-    server = EmulatorServer(InMemoryMemoryStore(), control_plane=ControlPlane(instance_names=["emulator"])).start()
+    server = EmulatorServer(
+        InMemoryMemoryStore(), control_plane=ControlPlane(instance_names=["emulator"])
+    ).start()
     yield server
     server.stop()
 
@@ -35,7 +37,9 @@ def options(server: Any) -> dict[str, Any]:
     }
 
 
-def test_initialize_bootstraps_reports_progress_and_persists(hermes_home: Path, kit: Any, twin: Any) -> None:
+def test_initialize_bootstraps_reports_progress_and_persists(
+    hermes_home: Path, kit: Any, twin: Any
+) -> None:
     config = kit.write_config(hermes_home, backend="tablestore", timeout=3.0, app_id="team")
     kit.write_env(hermes_home, kit.EMULATOR_KEYS)
     progress: list[str] = []
@@ -47,16 +51,26 @@ def test_initialize_bootstraps_reports_progress_and_persists(hermes_home: Path, 
         assert saved["app_id"] == "team"  # merged, not replaced
         assert stat.S_IMODE(config.stat().st_mode) == 0o600
         assert any("Created instance emulator" in m for m in progress)
-        answer = json.loads(provider.handle_tool_call("tablestore_remember", {"content": "first fact", "sync": True}))
+        answer = json.loads(
+            provider.handle_tool_call(
+                "tablestore_remember", {"content": "first fact", "sync": True}
+            )
+        )
         assert answer["status"] == "completed"
     finally:
         provider.shutdown()
 
 
-def test_doctor_bootstraps_and_confirms_the_endpoint(hermes_home: Path, kit: Any, twin: Any) -> None:
+def test_doctor_bootstraps_and_confirms_the_endpoint(
+    hermes_home: Path, kit: Any, twin: Any
+) -> None:
     kit.write_config(hermes_home, backend="tablestore", timeout=3.0)
     kit.write_env(hermes_home, kit.EMULATOR_KEYS)
     report = run_doctor(HermesHome(hermes_home), provisioner_options=options(twin))
-    assert report["bootstrap"] == {"instance_name": "emulator", "endpoint": twin.url, "serves_requests": True}
+    assert report["bootstrap"] == {
+        "instance_name": "emulator",
+        "endpoint": twin.url,
+        "serves_requests": True,
+    }
     assert report["ok"] is True
     assert twin.store.list_stores() == []  # doctor created no memory store

@@ -26,7 +26,11 @@ def cli_emulator() -> Iterator[Any]:
 def cli_home(hermes_home: Path, cli_emulator: Any, kit: Any) -> Path:
     kit.install_plugin(hermes_home)
     kit.write_config(
-        hermes_home, backend="tablestore", endpoint=cli_emulator.url, instance_name=cli_emulator.instance_name, timeout=3.0
+        hermes_home,
+        backend="tablestore",
+        endpoint=cli_emulator.url,
+        instance_name=cli_emulator.instance_name,
+        timeout=3.0,
     )
     kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
     return hermes_home
@@ -59,11 +63,19 @@ def run_inprocess(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, 
     return code, json.loads(out.out)
 
 
-def test_add_search_doctor_through_the_hermes_cli(cli_home: Path, kit: Any, cli_emulator: Any) -> None:
-    code, added, _ = run_json(kit, cli_home, "add", "The build server is called hydra", "--metadata", "kind=infra")
+def test_add_search_doctor_through_the_hermes_cli(
+    cli_home: Path, kit: Any, cli_emulator: Any
+) -> None:
+    code, added, _ = run_json(
+        kit, cli_home, "add", "The build server is called hydra", "--metadata", "kind=infra"
+    )
     assert code == 0 and added["status"] == "stored"
-    code, synced, _ = run_json(kit, cli_home, "add", "Deploys happen on Tuesdays", "--sync", "--user-id", "ops")
-    assert code == 0 and synced["status"] == "completed" and synced["scope"].startswith("hermes/ops/")
+    code, synced, _ = run_json(
+        kit, cli_home, "add", "Deploys happen on Tuesdays", "--sync", "--user-id", "ops"
+    )
+    assert (
+        code == 0 and synced["status"] == "completed" and synced["scope"].startswith("hermes/ops/")
+    )
     code, found, _ = run_json(kit, cli_home, "search", "build server", "--top-k", "3")
     assert code == 0
     assert [r["text"] for r in found["results"]] == ["The build server is called hydra"]
@@ -80,12 +92,16 @@ def test_add_search_doctor_through_the_hermes_cli(cli_home: Path, kit: Any, cli_
     assert report["spool"]["depth"] == 0 and report["spool"]["running_journals"] == 0
 
 
-def test_add_with_bad_metadata_is_a_json_error(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_add_with_bad_metadata_is_a_json_error(
+    cli_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, data = run_inprocess(capsys, "add", "x", "--metadata", "no-equals-sign")
     assert code == 1 and data["error"]["field"] == "metadata"
 
 
-def test_doctor_writes_nothing(cli_home: Path, cli_emulator: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_writes_nothing(
+    cli_home: Path, cli_emulator: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, report = run_inprocess(capsys, "doctor")
     assert code == 0
     assert "missing" in report["store"]["status"]
@@ -98,7 +114,11 @@ def test_doctor_shows_waiting_writes_when_the_backend_is_down(
     from memcore_tablestore.emulator import Faults
 
     kit.write_config(
-        cli_home, backend="tablestore", endpoint=cli_emulator.url, instance_name=cli_emulator.instance_name, timeout=0.5
+        cli_home,
+        backend="tablestore",
+        endpoint=cli_emulator.url,
+        instance_name=cli_emulator.instance_name,
+        timeout=0.5,
     )
     cli_emulator.set_faults(Faults(error_rate=1.0, error_status=503))
     code, added = run_inprocess(capsys, "add", "queued while down")
@@ -113,7 +133,9 @@ def test_doctor_shows_waiting_writes_when_the_backend_is_down(
     assert texts == ["after recovery", "queued while down"]
 
 
-def test_doctor_on_an_unsafe_secrets_file(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_on_an_unsafe_secrets_file(
+    cli_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (cli_home / ".env").chmod(0o666)
     code, report = run_inprocess(capsys, "doctor")
     assert code == 1

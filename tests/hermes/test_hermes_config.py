@@ -22,7 +22,9 @@ def test_unavailable_without_keys_or_local_backend(hermes_home: Path) -> None:
     assert TablestoreMemProvider().is_available() is False
 
 
-def test_available_with_both_keys_in_the_environment(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_available_with_both_keys_in_the_environment(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TABLESTORE_MEMORY_AK", "ak")
     assert TablestoreMemProvider().is_available() is False
     monkeypatch.setenv("TABLESTORE_MEMORY_SK", SECRET)
@@ -40,7 +42,9 @@ def test_available_offline_with_the_local_backend(hermes_home: Path, kit: Any) -
 
 
 def test_a_secrets_file_others_can_write_is_refused(hermes_home: Path, kit: Any) -> None:
-    env = kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o666)
+    env = kit.write_env(
+        hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o666
+    )
     assert TablestoreMemProvider().is_available() is False
     with pytest.raises(ConfigError) as info:
         load_access_keys(env)
@@ -49,8 +53,12 @@ def test_a_secrets_file_others_can_write_is_refused(hermes_home: Path, kit: Any)
     assert SECRET not in message
 
 
-def test_initialize_refuses_an_unsafe_secrets_file(hermes_home: Path, kit: Any, caplog: pytest.LogCaptureFixture) -> None:
-    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o620)
+def test_initialize_refuses_an_unsafe_secrets_file(
+    hermes_home: Path, kit: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    kit.write_env(
+        hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o620
+    )
     provider = TablestoreMemProvider()
     with caplog.at_level(logging.DEBUG), pytest.raises(ConfigError):
         provider.initialize("s1", hermes_home=str(hermes_home))
@@ -59,14 +67,16 @@ def test_initialize_refuses_an_unsafe_secrets_file(hermes_home: Path, kit: Any, 
 
 
 def test_access_keys_never_show_in_a_repr(hermes_home: Path, kit: Any) -> None:
-    env = kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": "ak-visible?", "TABLESTORE_MEMORY_SK": SECRET})
+    env = kit.write_env(
+        hermes_home, {"TABLESTORE_MEMORY_AK": "ak-visible?", "TABLESTORE_MEMORY_SK": SECRET}
+    )
     keys = load_access_keys(env)
     assert keys is not None
     assert SECRET not in repr(keys) and "ak-visible?" not in repr(keys)
 
 
 def test_env_file_parsing() -> None:
-    parsed = parse_env_text('# c\nexport A=1\nB="two words"\nC=3 # note\n\nbad line\nD=\'q\'\n')
+    parsed = parse_env_text("# c\nexport A=1\nB=\"two words\"\nC=3 # note\n\nbad line\nD='q'\n")
     assert parsed == {"A": "1", "B": "two words", "C": "3", "D": "q"}
 
 
@@ -79,14 +89,22 @@ def test_config_schema_marks_secrets_with_their_env_vars() -> None:
         when = field.get("when", {})
         assert set(when) <= {"backend"}
     keys = {f["key"] for f in schema if not f.get("secret")}
-    assert {"backend", "endpoint", "instance_name", "memory_store_name", "app_id", "tenant_id"} <= keys
+    assert {
+        "backend",
+        "endpoint",
+        "instance_name",
+        "memory_store_name",
+        "app_id",
+        "tenant_id",
+    } <= keys
 
 
 def test_save_config_merges_atomically_with_mode_0600(hermes_home: Path, kit: Any) -> None:
     path = kit.write_config(hermes_home, app_id="team", top_k=7)
     path.chmod(0o644)
     TablestoreMemProvider().save_config(
-        {"backend": "local", "enable_rerank": "false", "top_k": "9", "tenant_id": ""}, str(hermes_home)
+        {"backend": "local", "enable_rerank": "false", "top_k": "9", "tenant_id": ""},
+        str(hermes_home),
     )
     data = json.loads(path.read_text())
     assert data["app_id"] == "team"  # kept
@@ -97,7 +115,9 @@ def test_save_config_merges_atomically_with_mode_0600(hermes_home: Path, kit: An
 
 
 def test_save_config_never_writes_secrets(hermes_home: Path) -> None:
-    TablestoreMemProvider().save_config({"access_key_secret": SECRET, "backend": "local"}, str(hermes_home))
+    TablestoreMemProvider().save_config(
+        {"access_key_secret": SECRET, "backend": "local"}, str(hermes_home)
+    )
     assert SECRET not in (hermes_home / "tablestore_memory.json").read_text()
 
 
@@ -126,8 +146,12 @@ def test_backup_paths_lists_config_spool_and_local_db(hermes_home: Path, kit: An
     ]
 
 
-def test_without_keys_the_tablestore_backend_explains_what_to_set(hermes_home: Path, kit: Any) -> None:
-    kit.write_config(hermes_home, backend="tablestore", endpoint="http://127.0.0.1:9", instance_name="emulator")
+def test_without_keys_the_tablestore_backend_explains_what_to_set(
+    hermes_home: Path, kit: Any
+) -> None:
+    kit.write_config(
+        hermes_home, backend="tablestore", endpoint="http://127.0.0.1:9", instance_name="emulator"
+    )
     with pytest.raises(ConfigError) as info:
         TablestoreMemProvider().initialize("s1", hermes_home=str(hermes_home))
     assert "TABLESTORE_MEMORY_AK" in str(info.value)

@@ -42,7 +42,9 @@ def spool_turns(spool: SqliteOutbox, *writes: MessagesWrite) -> list[str]:
     return [e.key for e in entries]
 
 
-def test_a_write_another_worker_is_sending_holds_back_only_its_scope(setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer]) -> None:
+def test_a_write_another_worker_is_sending_holds_back_only_its_scope(
+    setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer],
+) -> None:
     spool, store, deliverer = setup
     keys = spool_turns(spool, turn(A, "a1"), turn(B, "b1"), turn(A, "a2"), turn(B, "b2"))
     taken = spool.claim(keys[0], now=100.0, lease_s=5.0, owner="99999:other-lane")
@@ -54,7 +56,9 @@ def test_a_write_another_worker_is_sending_holds_back_only_its_scope(setup: tupl
     assert [e.key for e in spool.pending()] == [keys[0], keys[2]]
 
 
-def test_a_write_waiting_for_its_retry_holds_back_only_its_scope(setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer]) -> None:
+def test_a_write_waiting_for_its_retry_holds_back_only_its_scope(
+    setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer],
+) -> None:
     spool, store, deliverer = setup
     keys = spool_turns(spool, turn(A, "a1"), turn(A, "a2"), turn(B, "b1"))
     spool.retry_later(keys[0], next_attempt_at=130.0, error="throttled")
@@ -64,7 +68,9 @@ def test_a_write_waiting_for_its_retry_holds_back_only_its_scope(setup: tuple[Sq
     assert sent(store, A) == ["a1", "a2"]
 
 
-def test_a_replay_in_a_long_session_finds_its_landed_write(setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer]) -> None:
+def test_a_replay_in_a_long_session_finds_its_landed_write(
+    setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer],
+) -> None:
     """The check before a replay reads the whole run: a long session's last turn is not resent."""
     spool, store, deliverer = setup
     store.ensure_store(STORE, create=True)
@@ -72,7 +78,9 @@ def test_a_replay_in_a_long_session_finds_its_landed_write(setup: tuple[SqliteOu
     for start in range(0, len(history), 20):
         store.add_messages(STORE, A, history[start : start + 20])
     [key] = spool_turns(spool, turn(A, "the last turn"))
-    claim = spool.claim(key, now=100.0, lease_s=5.0, owner="me:lane")  # an attempt whose answer was lost...
+    claim = spool.claim(
+        key, now=100.0, lease_s=5.0, owner="me:lane"
+    )  # an attempt whose answer was lost...
     assert claim.entry is not None
     from memcore_hermes.entries import decode
 

@@ -32,7 +32,9 @@ class ScriptedStore(InMemoryMemoryStore):
         self.script = list(script)
         self._script_lock = threading.Lock()
 
-    def add_messages(self, store: str, scope: Scope, messages: Sequence[Message], **kw: Any) -> WriteReceipt:
+    def add_messages(
+        self, store: str, scope: Scope, messages: Sequence[Message], **kw: Any
+    ) -> WriteReceipt:
         with self._script_lock:
             step = self.script.pop(0) if self.script else "ok"
         if step == "refuse":
@@ -49,7 +51,9 @@ def start(home: Path, store: InMemoryMemoryStore, session: str = "prop") -> Tabl
     return provider
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     script=st.lists(st.sampled_from(["ok", "refuse", "lose"]), max_size=25),
     plan=st.lists(st.sampled_from(["turn", "turn", "turn", "restart"]), min_size=1, max_size=15),
@@ -88,7 +92,11 @@ def test_two_lanes_on_one_spool_deliver_each_turn_once(hermes_home: Path, kit: A
         assert kit.settle(first, 20.0) and kit.settle(second, 20.0)
         for run in ("one", "two"):
             scope = Scope("hermes", "hal", "hermes", run)
-            users = [m.content for m in store.list_messages(STORE, scope, limit=100).items if m.role == "user"]
+            users = [
+                m.content
+                for m in store.list_messages(STORE, scope, limit=100).items
+                if m.role == "user"
+            ]
             assert sorted(users) == sorted(f"{run}-{i}" for i in range(20))
             assert len(users) == len(set(users))
     finally:

@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
-HEAVY_MODULES = ("tablestore", "numpy", "onnxruntime", "alibabacloud_tablestore20201209", "urllib3", "memcore")
+HEAVY_MODULES = (
+    "tablestore",
+    "numpy",
+    "onnxruntime",
+    "alibabacloud_tablestore20201209",
+    "urllib3",
+    "memcore",
+)
 
 
 @pytest.fixture
@@ -38,7 +45,13 @@ def test_the_repository_root_is_a_valid_plugin(kit: Any) -> None:
     assert meta.get("kind", "exclusive") == "exclusive"
     assert meta["description"]
     deps = " ".join(meta["pip_dependencies"])
-    for needed in ("tablestore", "alibabacloud-tablestore20201209", "alibabacloud-credentials", "attrs", "cattrs"):
+    for needed in (
+        "tablestore",
+        "alibabacloud-tablestore20201209",
+        "alibabacloud-credentials",
+        "attrs",
+        "cattrs",
+    ):
         assert needed in deps
     assert (root / "after-install.md").is_file()
 
@@ -60,7 +73,9 @@ def test_load_memory_provider_finds_the_installed_copy(
     assert listed["tablestore-mem"] is True
 
 
-def test_plugin_cli_is_discovered_with_its_handler(hermes_home: Path, kit: Any, clean_plugin_modules: None) -> None:
+def test_plugin_cli_is_discovered_with_its_handler(
+    hermes_home: Path, kit: Any, clean_plugin_modules: None
+) -> None:
     from plugins.memory import discover_plugin_cli_commands
 
     kit.install_plugin(hermes_home)
@@ -113,7 +128,11 @@ print(json.dumps({
 
 def _probe(root: Path, mode: str) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(root), mode, ",".join(HEAVY_MODULES)], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", _PROBE, str(root), mode, ",".join(HEAVY_MODULES)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -125,7 +144,9 @@ def test_importing_the_plugin_loads_no_sdk(kit: Any) -> None:
     assert result["loaded"] == []
 
 
-def test_a_clone_without_installed_packages_uses_its_bundled_sources(hermes_home: Path, kit: Any) -> None:
+def test_a_clone_without_installed_packages_uses_its_bundled_sources(
+    hermes_home: Path, kit: Any
+) -> None:
     target = kit.install_plugin(hermes_home)
     result = _probe(target, "isolated")
     assert result["memcore_hermes"].startswith(str(target / "packages"))

@@ -182,7 +182,9 @@ def test_a_journal_already_moved_into_the_spool_is_not_replayed(tmp_path: Path) 
         spool.close()
 
 
-def test_a_full_journal_falls_back_to_the_spool_and_rotates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_journal_falls_back_to_the_spool_and_rotates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(journal_mod, "DEFAULT_BYTES", 4096)
     created: list[Path] = []
     real_create = Journal.create.__func__  # type: ignore[attr-defined]
@@ -234,7 +236,9 @@ def test_fast_puts_respect_the_spool_bounds(tmp_path: Path) -> None:
         spool.close()
 
 
-def test_without_room_for_a_journal_puts_go_straight_to_the_spool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_room_for_a_journal_puts_go_straight_to_the_spool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def no_space(*args: object, **kwargs: object) -> Journal:
         raise OSError(28, "No space left on device")
 
@@ -356,7 +360,9 @@ def test_a_journal_adopted_by_someone_else_meanwhile_is_not_replayed_again(tmp_p
         spool.close()
 
 
-def test_without_posix_fallocate_the_journal_is_written_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_posix_fallocate_the_journal_is_written_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """macOS has no posix_fallocate: the space is reserved by writing zeros instead."""
     import os
 

@@ -19,7 +19,9 @@ def test_offline_turns_tools_and_recall(hermes_home: Path, kit: Any) -> None:
         provider.queue_prefetch("cat name")
         assert provider.runtime.wait_idle(10)
         assert "Miso" in provider.prefetch("cat name")
-        hits = json.loads(provider.handle_tool_call("tablestore_search", {"query": "cat Miso"}))["results"]
+        hits = json.loads(provider.handle_tool_call("tablestore_search", {"query": "cat Miso"}))[
+            "results"
+        ]
         assert hits and hits[0]["scope"] == "hermes/gus/hermes/s1"
     finally:
         provider.shutdown()

@@ -37,8 +37,17 @@ def provider_of(mm: Any) -> TablestoreMemProvider:
 
 def test_tools_are_routed_and_answer_json(manager: Any) -> None:
     names = {s["name"] for s in manager.get_all_tool_schemas()}
-    assert {"tablestore_profile", "tablestore_search", "tablestore_remember", "tablestore_forget"} <= names
-    stored = json.loads(manager.handle_tool_call("tablestore_remember", {"content": "Dana rides a bike", "sync": True}))
+    assert {
+        "tablestore_profile",
+        "tablestore_search",
+        "tablestore_remember",
+        "tablestore_forget",
+    } <= names
+    stored = json.loads(
+        manager.handle_tool_call(
+            "tablestore_remember", {"content": "Dana rides a bike", "sync": True}
+        )
+    )
     assert stored["status"] == "completed"
     found = json.loads(manager.handle_tool_call("tablestore_search", {"query": "bike"}))
     assert [r["text"] for r in found["results"]] == ["Dana rides a bike"]
@@ -61,10 +70,12 @@ def test_sync_prefetch_and_flush(manager: Any, emulator: Any) -> None:
 def test_builtin_memory_writes_are_bridged(manager: Any, emulator: Any) -> None:
     provider = provider_of(manager)
     manager.notify_memory_tool_write(
-        json.dumps({"success": True}), {"action": "add", "target": "user", "content": "Dana prefers metric units"}
+        json.dumps({"success": True}),
+        {"action": "add", "target": "user", "content": "Dana prefers metric units"},
     )
     manager.notify_memory_tool_write(
-        json.dumps({"success": True, "staged": True}), {"action": "add", "target": "user", "content": "staged only"}
+        json.dumps({"success": True, "staged": True}),
+        {"action": "add", "target": "user", "content": "staged only"},
     )
     manager.on_session_end([])
     assert provider.runtime.flush(10)

@@ -36,7 +36,9 @@ class GatedStore(InMemoryMemoryStore):
         self.gate = threading.Event()
         self.entered = threading.Event()
 
-    def add_messages(self, store: str, scope: Scope, messages: Sequence[Message], **kw: Any) -> WriteReceipt:
+    def add_messages(
+        self, store: str, scope: Scope, messages: Sequence[Message], **kw: Any
+    ) -> WriteReceipt:
         self.entered.set()
         self.gate.wait(30)
         raise Unavailable("connection reset")
@@ -65,7 +67,9 @@ class LostAnswerStore(InMemoryMemoryStore):
         super().__init__()
         self.lost = 0
 
-    def add_messages(self, store: str, scope: Scope, messages: Sequence[Message], **kw: Any) -> WriteReceipt:
+    def add_messages(
+        self, store: str, scope: Scope, messages: Sequence[Message], **kw: Any
+    ) -> WriteReceipt:
         receipt = super().add_messages(store, scope, messages, **kw)
         if self.lost == 0:
             self.lost += 1
@@ -91,7 +95,9 @@ def test_prefetch_answers_from_cache_while_the_backend_is_stuck(make_provider: A
     release(store, provider.runtime.lane)
 
 
-def test_a_prefetch_queued_after_a_turn_sees_that_turn(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_a_prefetch_queued_after_a_turn_sees_that_turn(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     provider = make_provider(fake_store)
     provider.sync_turn("My favourite colour is teal", "Noted.", session_id="s1")
     provider.queue_prefetch("favourite colour")
@@ -101,7 +107,9 @@ def test_a_prefetch_queued_after_a_turn_sees_that_turn(make_provider: Any, fake_
     assert recalled.startswith("<recalled-memory>")
 
 
-def test_turns_are_stored_as_messages_in_order(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_turns_are_stored_as_messages_in_order(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     provider = make_provider(fake_store)
     for i in range(5):
         provider.sync_turn(f"question {i}", f"answer {i}", session_id="s1")
@@ -110,7 +118,9 @@ def test_turns_are_stored_as_messages_in_order(make_provider: Any, fake_store: I
     assert contents(fake_store, run_scope()) == expected
 
 
-def test_a_long_turn_is_split_not_truncated(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_a_long_turn_is_split_not_truncated(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     provider = make_provider(fake_store)
     long_answer = "word " * 9_000  # 45,000 bytes: over one write's limit
     provider.sync_turn("tell me a lot", long_answer, session_id="s1")
@@ -170,7 +180,9 @@ def test_a_full_spool_is_loud_and_the_agent_keeps_going(
     release(store, provider.runtime.lane)
 
 
-def test_tool_schemas_are_bare_functions(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_tool_schemas_are_bare_functions(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     schemas = make_provider(fake_store).get_tool_schemas()
     assert [s["name"] for s in schemas] == [
         "tablestore_profile",
@@ -190,9 +202,17 @@ def call(provider: Any, name: str, **args: Any) -> dict[str, Any]:
     return json.loads(answer)
 
 
-def test_remember_search_profile_forget(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_remember_search_profile_forget(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     provider = make_provider(fake_store)
-    stored = call(provider, "tablestore_remember", content="Alice writes Rust", metadata={"topic": "lang"}, sync=True)
+    stored = call(
+        provider,
+        "tablestore_remember",
+        content="Alice writes Rust",
+        metadata={"topic": "lang"},
+        sync=True,
+    )
     assert stored["status"] == "completed" and len(stored["memory_ids"]) == 1
     queued = call(provider, "tablestore_remember", content="Alice drinks green tea")
     assert queued["status"] == "queued"
@@ -201,11 +221,16 @@ def test_remember_search_profile_forget(make_provider: Any, fake_store: InMemory
     assert [h["text"] for h in hits] == ["Alice writes Rust"]
     assert hits[0]["scope"] == "hermes/alice/hermes/s1" and isinstance(hits[0]["score"], float)
     profile = call(provider, "tablestore_profile", limit=10)
-    assert {m["text"] for m in profile["memories"]} == {"Alice writes Rust", "Alice drinks green tea"}
+    assert {m["text"] for m in profile["memories"]} == {
+        "Alice writes Rust",
+        "Alice drinks green tea",
+    }
     assert profile["scope"] == "hermes/alice/*/*"
     forgotten = call(provider, "tablestore_forget", memory_id=hits[0]["id"])
     assert forgotten["status"] == "deleted"
-    assert [m["text"] for m in call(provider, "tablestore_profile")["memories"]] == ["Alice drinks green tea"]
+    assert [m["text"] for m in call(provider, "tablestore_profile")["memories"]] == [
+        "Alice drinks green tea"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -213,26 +238,53 @@ def test_remember_search_profile_forget(make_provider: Any, fake_store: InMemory
     [
         ("tablestore_search", {"query": ""}, "invalid_input", "query"),
         ("tablestore_search", {"query": "x", "top_k": 500}, "invalid_input", "top_k"),
-        ("tablestore_search", {"query": "x", "enable_rerank": "yes"}, "invalid_input", "enable_rerank"),
+        (
+            "tablestore_search",
+            {"query": "x", "enable_rerank": "yes"},
+            "invalid_input",
+            "enable_rerank",
+        ),
         ("tablestore_profile", {"limit": 0}, "invalid_input", "limit"),
         ("tablestore_remember", {"content": "x" * 40_000}, "invalid_input", "content"),
-        ("tablestore_remember", {"content": "x", "metadata": {"tenant_id": "bob"}}, "invalid_input", "metadata.tenant_id"),
-        ("tablestore_remember", {"content": "x", "metadata": {"source": "builtin_memory"}}, "invalid_input", "metadata.source"),
-        ("tablestore_forget", {"memory_id": "m1", "tenant_id": "bob"}, "invalid_input", "tenant_id"),
+        (
+            "tablestore_remember",
+            {"content": "x", "metadata": {"tenant_id": "bob"}},
+            "invalid_input",
+            "metadata.tenant_id",
+        ),
+        (
+            "tablestore_remember",
+            {"content": "x", "metadata": {"source": "builtin_memory"}},
+            "invalid_input",
+            "metadata.source",
+        ),
+        (
+            "tablestore_forget",
+            {"memory_id": "m1", "tenant_id": "bob"},
+            "invalid_input",
+            "tenant_id",
+        ),
         ("tablestore_forget", {"memory_id": "m1", "app_id": "other"}, "invalid_input", "app_id"),
         ("tablestore_forget", {"memory_id": "does-not-exist"}, "not_found", "memory_id"),
         ("tablestore_nope", {}, "invalid_input", "tool"),
     ],
 )
 def test_bad_tool_calls_answer_an_error_object(
-    make_provider: Any, fake_store: InMemoryMemoryStore, name: str, args: dict[str, Any], code: str, field: str
+    make_provider: Any,
+    fake_store: InMemoryMemoryStore,
+    name: str,
+    args: dict[str, Any],
+    code: str,
+    field: str,
 ) -> None:
     answer = call(make_provider(fake_store), name, **args)
     assert answer["error"]["code"] == code
     assert answer["error"]["field"] == field
 
 
-def test_backend_failures_in_tools_are_errors_not_exceptions(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_backend_failures_in_tools_are_errors_not_exceptions(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     provider = make_provider(fake_store)
     assert provider.runtime.wait_idle(5)
     fake_store.faults.fail_operation("search", Unavailable("down"))
@@ -240,38 +292,57 @@ def test_backend_failures_in_tools_are_errors_not_exceptions(make_provider: Any,
     assert answer["error"]["code"] == "unavailable" and answer["error"]["retryable"] is True
 
 
-def test_non_primary_contexts_read_but_never_write(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_non_primary_contexts_read_but_never_write(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     fake_store.ensure_store(STORE)
     fake_store.add_text(STORE, run_scope("old"), "Alice likes chess")
     provider = make_provider(fake_store, agent_context="cron")
     provider.sync_turn("cron prompt", "cron output", session_id="s1")
     provider.on_memory_write("add", "user", "should not mirror")
-    assert call(provider, "tablestore_remember", content="x")["error"]["code"] == "permission_denied"
+    assert (
+        call(provider, "tablestore_remember", content="x")["error"]["code"] == "permission_denied"
+    )
     memory_id = fake_store.all_memories(STORE)[0].id
-    assert call(provider, "tablestore_forget", memory_id=memory_id)["error"]["code"] == "permission_denied"
-    assert [h["text"] for h in call(provider, "tablestore_search", query="chess")["results"]] == ["Alice likes chess"]
+    assert (
+        call(provider, "tablestore_forget", memory_id=memory_id)["error"]["code"]
+        == "permission_denied"
+    )
+    assert [h["text"] for h in call(provider, "tablestore_search", query="chess")["results"]] == [
+        "Alice likes chess"
+    ]
     assert provider.runtime.flush(5)
     assert [m.text for m in fake_store.all_memories(STORE)] == ["Alice likes chess"]
     assert "read-only" in provider.system_prompt_block()
 
 
-def test_builtin_memory_writes_are_mirrored(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_builtin_memory_writes_are_mirrored(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     provider = make_provider(fake_store)
-    provider.on_memory_write("add", "user", "Name: Alice", {"write_origin": "tool", "session_id": "s1", "n": object()})
+    provider.on_memory_write(
+        "add", "user", "Name: Alice", {"write_origin": "tool", "session_id": "s1", "n": object()}
+    )
     provider.on_memory_write("add", "memory", "Project uses Postgres")
     assert provider.runtime.flush(10)
     mirrored = {m.text: m.metadata for m in fake_store.all_memories(STORE)}
     assert mirrored["Name: Alice"]["source"] == "builtin_memory"
-    assert mirrored["Name: Alice"]["target"] == "user" and mirrored["Name: Alice"]["action"] == "add"
+    assert (
+        mirrored["Name: Alice"]["target"] == "user" and mirrored["Name: Alice"]["action"] == "add"
+    )
     assert mirrored["Name: Alice"]["write_origin"] == "tool"
-    provider.on_memory_write("replace", "memory", "Project uses Postgres 16", {"old_text": "Project uses Postgres"})
+    provider.on_memory_write(
+        "replace", "memory", "Project uses Postgres 16", {"old_text": "Project uses Postgres"}
+    )
     provider.on_memory_write("remove", "user", "", {"old_text": "Name: Alice"})
     assert provider.runtime.flush(10)
     texts = {m.text: m.metadata.get("action") for m in fake_store.all_memories(STORE)}
     assert texts == {"Project uses Postgres 16": "replace"}
 
 
-def test_a_session_switch_moves_new_turns_only(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_a_session_switch_moves_new_turns_only(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     store = GatedStore()
     provider = make_provider(store)
     provider.sync_turn("first session", "ok", session_id="s1")
@@ -282,14 +353,23 @@ def test_a_session_switch_moves_new_turns_only(make_provider: Any, fake_store: I
     release(store, provider.runtime.lane)
 
 
-def test_the_system_prompt_names_store_scope_and_tools(make_provider: Any, fake_store: InMemoryMemoryStore) -> None:
+def test_the_system_prompt_names_store_scope_and_tools(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
     block = make_provider(fake_store, user_id="carol").system_prompt_block()
     assert "hermes_mem" in block and "hermes/carol/hermes/s1" in block
-    for tool in ("tablestore_search", "tablestore_profile", "tablestore_remember", "tablestore_forget"):
+    for tool in (
+        "tablestore_search",
+        "tablestore_profile",
+        "tablestore_remember",
+        "tablestore_forget",
+    ):
         assert tool in block
 
 
-def test_on_session_end_flushes(make_provider: Any, fake_store: InMemoryMemoryStore, kit: Any) -> None:
+def test_on_session_end_flushes(
+    make_provider: Any, fake_store: InMemoryMemoryStore, kit: Any
+) -> None:
     fake_store.faults.fail_operation("add_messages", Unavailable("blip"), times=1)
     provider = make_provider(fake_store)
     provider.sync_turn("bye", "see you", session_id="s1")
@@ -298,7 +378,9 @@ def test_on_session_end_flushes(make_provider: Any, fake_store: InMemoryMemorySt
     assert contents(fake_store, run_scope()) == ["bye", "see you"]
 
 
-def test_an_uninitialised_provider_warns_once_and_answers_errors(hermes_home: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_uninitialised_provider_warns_once_and_answers_errors(
+    hermes_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from memcore_hermes import TablestoreMemProvider
 
     provider = TablestoreMemProvider()
@@ -306,5 +388,7 @@ def test_an_uninitialised_provider_warns_once_and_answers_errors(hermes_home: Pa
     provider.sync_turn("u", "a")
     assert caplog.text.count("not initialised") == 1
     assert provider.prefetch("q") == ""
-    assert json.loads(provider.handle_tool_call("tablestore_search", {"query": "q"}))["error"]["code"] == "unavailable"
-
+    assert (
+        json.loads(provider.handle_tool_call("tablestore_search", {"query": "q"}))["error"]["code"]
+        == "unavailable"
+    )

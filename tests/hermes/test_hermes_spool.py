@@ -79,7 +79,9 @@ def test_the_spool_file_is_private(tmp_path: Path) -> None:
         s.close()
 
 
-def test_a_full_spool_refuses_loudly_and_counts(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_full_spool_refuses_loudly_and_counts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     s = SqliteOutbox(tmp_path / "s.sqlite3", limits=SpoolLimits(max_entries=2))
     s.put(entry("a"))
     s.put(entry("b"))
@@ -110,7 +112,9 @@ def test_put_many_is_all_or_nothing(tmp_path: Path) -> None:
     s.close()
 
 
-def test_old_entries_become_dead_letters_not_lost(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_old_entries_become_dead_letters_not_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     s = SqliteOutbox(tmp_path / "s.sqlite3", limits=SpoolLimits(max_age_s=100.0))
     s.put(entry("old", '{"v": 1}', at=0.0))
     s.put(entry("new", at=150.0))
@@ -144,18 +148,25 @@ def test_a_retry_ends_the_lease_and_force_skips_only_the_delay(spool: SqliteOutb
     assert forced.entry is not None
 
 
-def test_a_lease_of_a_dead_process_is_void_once_its_request_cannot_still_land(spool: SqliteOutbox) -> None:
+def test_a_lease_of_a_dead_process_is_void_once_its_request_cannot_still_land(
+    spool: SqliteOutbox,
+) -> None:
     import subprocess
     import sys
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     dead_pid = int(dead.stdout)
     spool.put(entry("a"))
     spool.claim("a", now=10.0, lease_s=1000.0, owner=f"{dead_pid}:lane")
     # Its last request may still be landing for one call timeout: replaying now would double it.
     early = spool.claim("a", now=11.0, lease_s=30.0, owner="me:lane", force=True, in_flight_s=5.0)
     assert early.entry is None and early.busy_for_s == pytest.approx(4.0)
-    assert spool.claim("a", now=15.5, lease_s=30.0, owner="me:lane", force=True, in_flight_s=5.0).entry is not None
+    assert (
+        spool.claim("a", now=15.5, lease_s=30.0, owner="me:lane", force=True, in_flight_s=5.0).entry
+        is not None
+    )
 
 
 def test_a_closed_spool_raises_unavailable(tmp_path: Path) -> None:
@@ -175,7 +186,9 @@ def test_a_corrupt_file_is_reported_as_unavailable(tmp_path: Path) -> None:
 
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.sampled_from(["put", "ack", "retry"]), max_size=40))
-def test_every_put_entry_leaves_exactly_once(tmp_path_factory: pytest.TempPathFactory, ops: list[str]) -> None:
+def test_every_put_entry_leaves_exactly_once(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[str]
+) -> None:
     """Whatever the interleaving of puts, retries and acks, each entry is acked exactly once."""
     s = SqliteOutbox(tmp_path_factory.mktemp("p") / "s.sqlite3")
     put: list[str] = []
@@ -197,3 +210,40 @@ def test_every_put_entry_leaves_exactly_once(tmp_path_factory: pytest.TempPathFa
     assert sorted(acked) == sorted(put)
     assert len(set(acked)) == len(acked)
     s.close()
+
+
+_OPEN_AT_ONCE = """
+import os, sys, time
+from memcore_hermes.spool import SqliteOutbox
+folder, rounds, start = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+for i in range(rounds):
+    time.sleep(max(0.0, start + i * 0.05 - time.time()))
+    try:
+        SqliteOutbox(os.path.join(folder, f"s{i}.sqlite3")).close()
+    except Exception as exc:
+        print(f"FAIL {i} {exc!r}", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_processes_creating_one_new_spool_at_once_all_open_it(tmp_path: Path) -> None:
+    """Two Hermes processes starting together on a new home both get the spool, not BUSY."""
+    import subprocess
+    import sys
+    import time
+
+    rounds = 40
+    start = time.time() + 2.0  # after every child has imported the plugin
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_AT_ONCE, str(tmp_path), str(rounds), str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        assert out == "", out

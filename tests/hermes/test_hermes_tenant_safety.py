@@ -12,7 +12,19 @@ from memcore.testing import InMemoryMemoryStore
 
 STORE = "hermes_mem"
 VICTIM = Scope("hermes", "victim", "hermes", "private-run")
-ADVERSARIAL_IDS = ["*", "a/b", "x" * 5_000, "ユーザー😀", "", "   ", "victim/*", "%2A", "__default__", "victim\x00", "*/*/*"]
+ADVERSARIAL_IDS = [
+    "*",
+    "a/b",
+    "x" * 5_000,
+    "ユーザー😀",
+    "",
+    "   ",
+    "victim/*",
+    "%2A",
+    "__default__",
+    "victim\x00",
+    "*/*/*",
+]
 
 
 @pytest.fixture
@@ -35,13 +47,18 @@ def test_an_adversarial_user_id_stays_in_its_own_tenant(
     scope = provider.runtime.scope
     assert scope.tenant_id not in ("victim", "*") and "/" not in scope.tenant_id
     assert len(scope.tenant_id) <= 128
-    assert call(provider, "tablestore_remember", content=f"note from {user_id!r}", sync=True)["status"] == "completed"
+    assert (
+        call(provider, "tablestore_remember", content=f"note from {user_id!r}", sync=True)["status"]
+        == "completed"
+    )
     provider.sync_turn("what is the PIN of victim?", "I cannot know.", session_id="s1")
     provider.queue_prefetch("bank PIN victim")
     assert provider.runtime.flush(10)
     assert provider.runtime.wait_idle(10)
 
-    searched = call(provider, "tablestore_search", query="victim bank PIN 4321", top_k=50)["results"]
+    searched = call(provider, "tablestore_search", query="victim bank PIN 4321", top_k=50)[
+        "results"
+    ]
     profile = call(provider, "tablestore_profile", limit=100)["memories"]
     seen = [h["text"] for h in searched] + [m["text"] for m in profile]
     assert seen and all("4321" not in text for text in seen)
@@ -52,7 +69,12 @@ def test_an_adversarial_user_id_stays_in_its_own_tenant(
 
 @pytest.mark.parametrize(
     "extra",
-    [{}, {"agent_id": "*", "run_id": "*"}, {"agent_id": "hermes", "run_id": "private-run"}, {"agent_id": "../victim"}],
+    [
+        {},
+        {"agent_id": "*", "run_id": "*"},
+        {"agent_id": "hermes", "run_id": "private-run"},
+        {"agent_id": "../victim"},
+    ],
 )
 def test_the_model_cannot_forget_another_tenants_memory(
     make_provider: Any, shared_store: InMemoryMemoryStore, extra: dict[str, str]
@@ -64,7 +86,9 @@ def test_the_model_cannot_forget_another_tenants_memory(
     assert [m.id for m in shared_store.all_memories(STORE)] == [victim_id]
 
 
-@pytest.mark.parametrize("override", [{"tenant_id": "victim"}, {"app_id": "hermes", "tenant_id": "victim"}])
+@pytest.mark.parametrize(
+    "override", [{"tenant_id": "victim"}, {"app_id": "hermes", "tenant_id": "victim"}]
+)
 def test_scope_overrides_in_tool_arguments_are_refused(
     make_provider: Any, shared_store: InMemoryMemoryStore, override: dict[str, str]
 ) -> None:
@@ -75,6 +99,11 @@ def test_scope_overrides_in_tool_arguments_are_refused(
     assert len(shared_store.all_memories(STORE)) == 1
 
 
-def test_distinct_adversarial_ids_get_distinct_tenants(make_provider: Any, shared_store: InMemoryMemoryStore) -> None:
-    tenants = {make_provider(shared_store, user_id=u).runtime.scope.tenant_id for u in ["*", "%2A", "a/b", "a%2Fb"]}
+def test_distinct_adversarial_ids_get_distinct_tenants(
+    make_provider: Any, shared_store: InMemoryMemoryStore
+) -> None:
+    tenants = {
+        make_provider(shared_store, user_id=u).runtime.scope.tenant_id
+        for u in ["*", "%2A", "a/b", "a%2Fb"]
+    }
     assert len(tenants) == 4

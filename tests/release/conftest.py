@@ -143,13 +143,25 @@ class Venv:
         ).check()
 
     def uv_pip_install(
-        self, *requirements: str | os.PathLike[str], pip_semantics: bool = False, timeout: float = 110.0
+        self,
+        *requirements: str | os.PathLike[str],
+        pip_semantics: bool = False,
+        timeout: float = 110.0,
     ) -> Run:
         """``uv pip install``; ``pip_semantics`` ignores ``[tool.uv.sources]`` as pip does, so
         workspace dependencies come only from the paths given, never as editable members."""
         flags = ["--no-sources"] if pip_semantics else []
         return run(
-            [uv_executable(), "pip", "install", "--quiet", *flags, "--python", self.python, *requirements],
+            [
+                uv_executable(),
+                "pip",
+                "install",
+                "--quiet",
+                *flags,
+                "--python",
+                self.python,
+                *requirements,
+            ],
             env=self.env(),
             timeout=timeout,
         ).check()
@@ -188,7 +200,9 @@ def commit_tree(repo: Path) -> str:
     )
     run([git, "init", "--quiet", "--initial-branch=main", repo], env=env).check()
     run([git, "-C", repo, "add", "--all"], env=env).check()
-    run([git, "-C", repo, "commit", "--quiet", "--no-gpg-sign", "-m", "release test"], env=env).check()
+    run(
+        [git, "-C", repo, "commit", "--quiet", "--no-gpg-sign", "-m", "release test"], env=env
+    ).check()
     return run([git, "-C", repo, "rev-parse", "HEAD"], env=env).check().stdout.strip()
 
 
@@ -203,7 +217,10 @@ def find_interpreter(version: str) -> str | None:
             continue
         probe = subprocess.run(
             [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=30, env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=clean_env(),
         )
         if probe.returncode == 0 and probe.stdout.strip() == version:
             return candidate
@@ -255,7 +272,9 @@ def built_dists(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every distribution built by ``uv build`` (sdist, then a wheel from that sdist)."""
     out = tmp_path_factory.mktemp("dist")
     for name in DISTRIBUTIONS:
-        run([uv_executable(), "build", "--quiet", "--package", name, "--out-dir", out], timeout=110).check()
+        run(
+            [uv_executable(), "build", "--quiet", "--package", name, "--out-dir", out], timeout=110
+        ).check()
     yield out
 
 

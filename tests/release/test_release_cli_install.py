@@ -22,7 +22,9 @@ CLI_INSTALL = (
 
 
 @pytest.fixture
-def memcore_cmd(cli_venv: Any, tmp_path: Path, run_command: Callable[..., Any]) -> Callable[..., Any]:
+def memcore_cmd(
+    cli_venv: Any, tmp_path: Path, run_command: Callable[..., Any]
+) -> Callable[..., Any]:
     """Run the installed `memcore` with a fresh MEMCORE_HOME under tmp_path."""
     env = cli_venv.env(MEMCORE_HOME=str(tmp_path / "home"))
     return lambda *args: run_command([cli_venv.bin("memcore"), *args], env=env, timeout=60)
@@ -39,7 +41,9 @@ def cli_venv(tmp_path_factory: pytest.TempPathFactory, new_venv: Callable[..., A
 def test_release_cli_install_puts_the_memcore_command_in_the_venv(
     cli_venv: Any, memcore_cmd: Callable[..., Any]
 ) -> None:
-    assert cli_venv.bin("memcore").is_file(), "pip install ./packages/adapter-cli installed no `memcore`"
+    assert cli_venv.bin("memcore").is_file(), (
+        "pip install ./packages/adapter-cli installed no `memcore`"
+    )
     out = memcore_cmd("--help").check()
     assert "Usage: memcore" in out.stdout
     for command in ("add", "search", "list", "doctor"):
@@ -69,7 +73,9 @@ def test_release_cli_install_uses_the_given_paths_not_editable_members(cli_venv:
     ).check()
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 4, out.stdout
-    assert not [ln for ln in lines if '"editable": true' in ln or '"editable":true' in ln], out.stdout
+    assert not [ln for ln in lines if '"editable": true' in ln or '"editable":true' in ln], (
+        out.stdout
+    )
     # Each came from the paths given: the name `memcore` on the package index is another project.
     assert all('"url": "file://' in ln or '"url":"file://' in ln for ln in lines), out.stdout
 

@@ -45,7 +45,9 @@ def outline(markdown: str) -> Outline:
             blocks.append((info, "\n".join(body)))
         elif HEADING.match(line):
             headings.append(len(HEADING.match(line).group(1)))  # type: ignore[union-attr]
-        elif line.lstrip().startswith("|") and i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
+        elif (
+            line.lstrip().startswith("|") and i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1])
+        ):
             columns = len(lines[i + 1].strip().strip("|").split("|"))
             rows = 0
             i += 2
@@ -92,7 +94,9 @@ def test_release_outline_reads_headings_code_and_tables() -> None:
     assert outline(sample) == Outline((1, 2, 3), (("bash", "# not a heading\nls"),), ((1, 2),))
 
 
-def test_release_chinese_readme_has_the_english_headings_in_order(readme: str, readme_zh: str) -> None:
+def test_release_chinese_readme_has_the_english_headings_in_order(
+    readme: str, readme_zh: str
+) -> None:
     en, zh = outline(readme), outline(readme_zh)
     assert en.headings, "README.md has no headings"
     assert zh.headings == en.headings, (
@@ -100,9 +104,13 @@ def test_release_chinese_readme_has_the_english_headings_in_order(readme: str, r
     )
 
 
-def test_release_chinese_readme_copies_every_code_block_verbatim(readme: str, readme_zh: str) -> None:
+def test_release_chinese_readme_copies_every_code_block_verbatim(
+    readme: str, readme_zh: str
+) -> None:
     en, zh = outline(readme), outline(readme_zh)
-    assert len(zh.code_blocks) == len(en.code_blocks), "the READMEs hold a different number of code blocks"
+    assert len(zh.code_blocks) == len(en.code_blocks), (
+        "the READMEs hold a different number of code blocks"
+    )
     for n, (a, b) in enumerate(zip(en.code_blocks, zh.code_blocks, strict=True), start=1):
         assert a == b, f"code block {n} differs between README.md and README.zh-CN.md"
 
@@ -163,7 +171,12 @@ def test_release_licence_is_mit(repo_root: Path) -> None:
 TESTED_PIP_INSTALLS = (
     frozenset({"./packages/memcore", "./packages/adapter-sqlite"}),
     frozenset(
-        {"./packages/adapter-cli", "./packages/memcore", "./packages/adapter-sqlite", "./packages/adapter-tablestore"}
+        {
+            "./packages/adapter-cli",
+            "./packages/memcore",
+            "./packages/adapter-sqlite",
+            "./packages/adapter-tablestore",
+        }
     ),
     frozenset({"uv"}),
 )
@@ -181,7 +194,9 @@ def test_release_shell_lines_take_commands_not_transcript_output() -> None:
 
 
 # pip/uv options that take a value, which is not an install target.
-_VALUED_OPTIONS = frozenset({"--python", "-p", "--target", "-t", "--index-url", "-i", "--extra-index-url", "--prefix"})
+_VALUED_OPTIONS = frozenset(
+    {"--python", "-p", "--target", "-t", "--index-url", "-i", "--extra-index-url", "--prefix"}
+)
 
 
 def pip_install_targets(words: list[str]) -> frozenset[str] | None:
@@ -202,15 +217,21 @@ def pip_install_targets(words: list[str]) -> frozenset[str] | None:
 
 
 def test_release_pip_install_targets_skip_options_and_their_values() -> None:
-    words = shlex.split("uv pip install --python /opt/h/bin/python -q 'attrs>=24' ./packages/memcore")
+    words = shlex.split(
+        "uv pip install --python /opt/h/bin/python -q 'attrs>=24' ./packages/memcore"
+    )
     assert pip_install_targets(words) == {"attrs>=24", "./packages/memcore"}
     assert pip_install_targets(["uv", "sync"]) is None
 
 
-def test_release_every_documented_install_command_is_a_tested_one(readme: str, repo_root: Path) -> None:
+def test_release_every_documented_install_command_is_a_tested_one(
+    readme: str, repo_root: Path
+) -> None:
     yaml = pytest.importorskip("yaml")  # PyYAML comes with hermes-agent (Python >= 3.11)
     manifest = yaml.safe_load((repo_root / "plugin.yaml").read_text(encoding="utf-8"))
-    plugin_deps = {canonicalize_name(Requirement(r).name) for r in manifest.get("pip_dependencies", [])}
+    plugin_deps = {
+        canonicalize_name(Requirement(r).name) for r in manifest.get("pip_dependencies", [])
+    }
     untested: list[str] = []
     for line in shell_lines(readme):
         for command in re.split(r"&&|;", line):

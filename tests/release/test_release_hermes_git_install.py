@@ -99,7 +99,9 @@ def test_release_git_install_memory_setup_installs_the_pip_dependencies(
     assert out.returncode == 0, out.explain()
 
 
-def test_release_git_install_memory_status_is_installed_and_available(installed: dict[str, Any]) -> None:
+def test_release_git_install_memory_status_is_installed_and_available(
+    installed: dict[str, Any],
+) -> None:
     out = installed["status"].check().stdout
     assert re.search(rf"Provider:\s+{PROVIDER}\b", out), out
     assert re.search(r"Plugin:\s+installed", out), out

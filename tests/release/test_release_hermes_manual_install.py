@@ -19,7 +19,13 @@ yaml = pytest.importorskip("yaml")
 PROVIDER = "tablestore-mem"
 # What the provider needs at run time from the package index (the memcore packages
 # themselves ride along in the plugin folder).
-RUNTIME_NEEDS = {"tablestore", "alibabacloud-tablestore20201209", "alibabacloud-credentials", "attrs", "cattrs"}
+RUNTIME_NEEDS = {
+    "tablestore",
+    "alibabacloud-tablestore20201209",
+    "alibabacloud-credentials",
+    "attrs",
+    "cattrs",
+}
 
 
 def _pip_dependencies(repo_root: Path) -> list[Requirement]:
@@ -42,7 +48,9 @@ def test_release_plugin_manifest_lists_the_runtime_pip_dependencies(repo_root: P
     assert not {n for n in names if n.startswith("memcore")}
 
 
-def test_release_plugin_pip_dependencies_are_satisfied_in_the_development_venv(repo_root: Path) -> None:
+def test_release_plugin_pip_dependencies_are_satisfied_in_the_development_venv(
+    repo_root: Path,
+) -> None:
     for req in _pip_dependencies(repo_root):
         if req.marker is not None and not req.marker.evaluate():
             continue
@@ -50,7 +58,9 @@ def test_release_plugin_pip_dependencies_are_satisfied_in_the_development_venv(r
             version = metadata.version(req.name)
         except metadata.PackageNotFoundError:
             pytest.fail(f"{req} from plugin.yaml is not installed")
-        assert req.specifier.contains(version, prereleases=True), f"{req} but {version} is installed"
+        assert req.specifier.contains(version, prereleases=True), (
+            f"{req} but {version} is installed"
+        )
 
 
 @pytest.fixture(scope="module")

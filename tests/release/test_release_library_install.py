@@ -43,7 +43,9 @@ def library_venv(
     return venv
 
 
-def test_release_library_install_pulls_in_only_the_core_and_the_embedded_store(library_venv: Any) -> None:
+def test_release_library_install_pulls_in_only_the_core_and_the_embedded_store(
+    library_venv: Any,
+) -> None:
     out = library_venv.python_run(
         "import importlib.metadata as m, json;"
         "print(json.dumps(sorted(d.metadata['Name'].lower() for d in m.distributions())))",
@@ -52,7 +54,9 @@ def test_release_library_install_pulls_in_only_the_core_and_the_embedded_store(l
     names = set(json.loads(out.stdout))
     assert {"memcore", "memcore-sqlite"} <= names
     assert not names & {"memcore-tablestore", "memcore-hermes", "memcore-cli", "tablestore"}
-    assert not names & {"numpy", "onnxruntime", "tokenizers"}, "the base install must stay lexical-only"
+    assert not names & {"numpy", "onnxruntime", "tokenizers"}, (
+        "the base install must stay lexical-only"
+    )
     # `memcore` on the package index is an unrelated project; ours must come from the path given.
     origin = library_venv.python_run(
         "import importlib.metadata as m; d = m.distribution('memcore');"
@@ -95,9 +99,7 @@ def test_release_library_install_names_the_installed_backends_for_a_missing_one(
         "else:\n"
         "    raise SystemExit('opened a backend that is not installed')\n"
     )
-    out = library_venv.python_run(
-        code, env=library_venv.env(MEMCORE_HOME=str(tmp_path))
-    ).check()
+    out = library_venv.python_run(code, env=library_venv.env(MEMCORE_HOME=str(tmp_path))).check()
     assert "local" in out.stdout, out.stdout
 
 

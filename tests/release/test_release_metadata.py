@@ -36,7 +36,9 @@ def _wheel(dist_dir: Path, name: str) -> Path:
 
 def _distribution(wheel: Path) -> Distribution:
     with zipfile.ZipFile(wheel) as zf:
-        dist_info = next(n.split("/")[0] for n in zf.namelist() if n.split("/")[0].endswith(".dist-info"))
+        dist_info = next(
+            n.split("/")[0] for n in zf.namelist() if n.split("/")[0].endswith(".dist-info")
+        )
     return PathDistribution(zipfile.Path(wheel, f"{dist_info}/"))  # type: ignore[arg-type]
 
 
@@ -52,11 +54,16 @@ def built(request: pytest.FixtureRequest, built_dists: Path) -> tuple[str, Path,
 
 
 def test_release_the_distribution_list_matches_the_workspace_members(repo_root: Path) -> None:
-    members = {p.parent.relative_to(repo_root).as_posix() for p in repo_root.glob("packages/*/pyproject.toml")}
+    members = {
+        p.parent.relative_to(repo_root).as_posix()
+        for p in repo_root.glob("packages/*/pyproject.toml")
+    }
     assert members == {folder for folder, _ in DISTRIBUTIONS.values()}
 
 
-def test_release_wheel_is_named_and_versioned_like_the_workspace(built: tuple[str, Path, Distribution]) -> None:
+def test_release_wheel_is_named_and_versioned_like_the_workspace(
+    built: tuple[str, Path, Distribution],
+) -> None:
     name, wheel, dist = built
     meta = _metadata(dist)
     assert canonicalize_name(meta["Name"]) == name
@@ -68,7 +75,9 @@ def test_release_wheel_is_named_and_versioned_like_the_workspace(built: tuple[st
     assert meta["Keywords"], f"{name} has no keywords"
 
 
-def test_release_wheel_metadata_passes_the_index_validation(built: tuple[str, Path, Distribution]) -> None:
+def test_release_wheel_metadata_passes_the_index_validation(
+    built: tuple[str, Path, Distribution],
+) -> None:
     """`packaging.metadata` validates core metadata the way twine and the index do."""
     _, _, dist = built
     raw = dist.read_text("METADATA")
@@ -116,7 +125,9 @@ def test_release_project_urls_are_complete_and_https(built: tuple[str, Path, Dis
     name, _, dist = built
     urls = dict(
         (label.strip(), url.strip())
-        for label, url in (entry.split(",", 1) for entry in _metadata(dist).get_all("Project-URL") or [])
+        for label, url in (
+            entry.split(",", 1) for entry in _metadata(dist).get_all("Project-URL") or []
+        )
     )
     missing = [label for label in REQUIRED_URLS if label not in urls]
     assert not missing, f"{name} lacks project URLs {missing}"
@@ -136,18 +147,24 @@ def test_release_long_description_is_the_package_readme_in_markdown(
     assert body.strip() == readme.strip()
 
 
-def test_release_wheel_holds_its_typed_package_and_nothing_else(built: tuple[str, Path, Distribution]) -> None:
+def test_release_wheel_holds_its_typed_package_and_nothing_else(
+    built: tuple[str, Path, Distribution],
+) -> None:
     name, wheel, _ = built
     package = DISTRIBUTIONS[name][1]
     with zipfile.ZipFile(wheel) as zf:
-        tops = {n.split("/")[0] for n in zf.namelist() if not n.split("/")[0].endswith(".dist-info")}
+        tops = {
+            n.split("/")[0] for n in zf.namelist() if not n.split("/")[0].endswith(".dist-info")
+        }
         assert tops == {package}, f"{name} wheel holds {tops}"
         assert f"{package}/__init__.py" in zf.namelist()
         assert f"{package}/py.typed" in zf.namelist(), "Typing :: Typed needs py.typed"
         assert not [n for n in zf.namelist() if "/tests/" in n or n.endswith(".pyc")]
 
 
-def test_release_entry_points_name_modules_that_the_wheel_holds(built: tuple[str, Path, Distribution]) -> None:
+def test_release_entry_points_name_modules_that_the_wheel_holds(
+    built: tuple[str, Path, Distribution],
+) -> None:
     name, wheel, dist = built
     expected: dict[str, set[tuple[str, str]]] = {
         "memcore-sqlite": {("memcore.backends", "local")},
@@ -213,5 +230,11 @@ def test_release_sdist_holds_what_a_rebuild_needs(built_dists: Path) -> None:
         (sdist,) = built_dists.glob(f"{stem}-*.tar.gz")
         with tarfile.open(sdist) as tf:
             names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-        for needed in ("pyproject.toml", "README.md", "LICENSE", "PKG-INFO", f"src/{package}/__init__.py"):
+        for needed in (
+            "pyproject.toml",
+            "README.md",
+            "LICENSE",
+            "PKG-INFO",
+            f"src/{package}/__init__.py",
+        ):
             assert needed in names, f"{sdist.name} lacks {needed}"

@@ -41,7 +41,9 @@ def test_release_quickstart_lines_succeed_on_a_fresh_memcore_home(
     for line in quickstart_lines((repo_root / "README.md").read_text(encoding="utf-8")):
         if TEST_COMMAND.match(line):
             continue
-        result = run_command(["bash", "-euo", "pipefail", "-c", line], cwd=repo_root, env=env, timeout=110)
+        result = run_command(
+            ["bash", "-euo", "pipefail", "-c", line], cwd=repo_root, env=env, timeout=110
+        )
         result.check()
         assert result.stdout.strip(), f"{line!r} printed nothing"
         ran += 1

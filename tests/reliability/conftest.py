@@ -58,7 +58,9 @@ class Scenario:
         self.notes: dict[str, Any] = {}
         self._started = time.monotonic()
 
-    def counts(self, *, issued: int, acknowledged: int, stored: int, lost: int, duplicated: int) -> None:
+    def counts(
+        self, *, issued: int, acknowledged: int, stored: int, lost: int, duplicated: int
+    ) -> None:
         self.issued, self.acknowledged, self.stored = issued, acknowledged, stored
         self.lost, self.duplicated = lost, duplicated
 
@@ -110,7 +112,11 @@ class _ScenarioBlock:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         s = self.scenario
         passed = exc is None and s.lost == 0 and s.duplicated == 0
-        error = None if exc is None else f"{exc_type.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        error = (
+            None
+            if exc is None
+            else f"{exc_type.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        )
         write_row(s.row(passed, error))
 
 
@@ -223,7 +229,9 @@ def local_provider(tmp_path: Path) -> Iterator[Any]:
 
     home = make_hermes_home(tmp_path / "hermes", {"backend": "local", "embedder": "none"})
     provider = TablestoreMemProvider(environ={}, flush_timeout=10.0)
-    provider.initialize("session-1", hermes_home=str(home), user_id="alice", agent_context="primary")
+    provider.initialize(
+        "session-1", hermes_home=str(home), user_id="alice", agent_context="primary"
+    )
     try:
         yield provider
     finally:

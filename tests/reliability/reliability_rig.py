@@ -21,11 +21,21 @@ EMU_ENV = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-sk"}
 
 
 def hermes_home_for(
-    root: Path, endpoint: str, *, timeout: float = 2.0, keys: dict[str, str] | None = None, **extra: Any
+    root: Path,
+    endpoint: str,
+    *,
+    timeout: float = 2.0,
+    keys: dict[str, str] | None = None,
+    **extra: Any,
 ) -> Path:
     """A Hermes home whose config points the ``tablestore`` backend at ``endpoint``."""
     root.mkdir(parents=True, exist_ok=True)
-    config = {"backend": "tablestore", "endpoint": endpoint, "instance_name": "emulator", "timeout": timeout}
+    config = {
+        "backend": "tablestore",
+        "endpoint": endpoint,
+        "instance_name": "emulator",
+        "timeout": timeout,
+    }
     config.update(extra)
     (root / "tablestore_memory.json").write_text(json.dumps(config), encoding="utf-8")
     env = root / ".env"
@@ -41,7 +51,9 @@ def fast_retry() -> Any:
     return RetryPolicy(base_s=0.05, cap_s=0.5)
 
 
-def new_provider(home: Path, *, user_id: str = "alice", session: str = "session-1", **kwargs: Any) -> Any:
+def new_provider(
+    home: Path, *, user_id: str = "alice", session: str = "session-1", **kwargs: Any
+) -> Any:
     from memcore_hermes import TablestoreMemProvider
 
     kwargs.setdefault("retry", fast_retry())
@@ -246,7 +258,15 @@ print("DONE", flush=True)
 """
 
 
-def child_command(script_path: Path, home: Path, nonce: str, count: int, interval: float, session: str, flush_timeout: float = 10.0) -> list[str]:
+def child_command(
+    script_path: Path,
+    home: Path,
+    nonce: str,
+    count: int,
+    interval: float,
+    session: str,
+    flush_timeout: float = 10.0,
+) -> list[str]:
     import sys
 
     return [
@@ -263,14 +283,19 @@ def child_command(script_path: Path, home: Path, nonce: str, count: int, interva
 
 
 #: The keys ``memcore emulator serve`` accepts.
-CLI_EMULATOR_KEYS = {"TABLESTORE_MEMORY_AK": "memcore-emulator", "TABLESTORE_MEMORY_SK": "memcore-emulator-secret"}
+CLI_EMULATOR_KEYS = {
+    "TABLESTORE_MEMORY_AK": "memcore-emulator",
+    "TABLESTORE_MEMORY_SK": "memcore-emulator-secret",
+}
 
 
 class EmulatorProcess:
     """``memcore emulator serve`` in its own process (as the real service would be: its CPU
     work does not compete with the agent process for the GIL), over a SQLite file."""
 
-    def __init__(self, database: Path, *, latency_ms: float = 0.0, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, database: Path, *, latency_ms: float = 0.0, env: dict[str, str] | None = None
+    ) -> None:
         import subprocess
         import sys
 
@@ -278,8 +303,17 @@ class EmulatorProcess:
         self.port = free_port()
         script = Path(sys.executable).parent / "memcore"
         self.proc = subprocess.Popen(
-            [str(script), "emulator", "serve", "--port", str(self.port), "--latency-ms", str(latency_ms),
-             "--database", str(database)],
+            [
+                str(script),
+                "emulator",
+                "serve",
+                "--port",
+                str(self.port),
+                "--latency-ms",
+                str(latency_ms),
+                "--database",
+                str(database),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,

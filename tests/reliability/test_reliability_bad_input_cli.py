@@ -13,23 +13,72 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-COMMANDS = [
-    ["add"], ["search"], ["list"], ["get"], ["update"], ["forget"], ["messages"], ["requests"],
-    ["scopes"], ["tasks", "get"], ["tasks", "list"], ["dream", "create"], ["dream", "status"],
-    ["dream", "actions"], ["dream", "apply"], ["dream", "cancel"], ["dream", "list"],
-    ["stores", "list"], ["stores", "create"], ["stores", "describe"], ["stores", "delete"],
-    ["doctor"], ["config", "show"], ["config", "set"], ["export"], ["import"],
+from memcore_cli.app import command_paths
+
+# provision talks to a cloud control plane and emulator serve runs until stopped.
+COMMANDS = [c for c in command_paths() if c[0] not in ("provision", "emulator")]
+GLOBAL = [
+    ["--json"],
+    ["--tenant", "*"],
+    ["--tenant", "a/b"],
+    ["--agent", "../x"],
+    ["--run", ""],
+    ["--app", "%2A"],
+    ["--backend", "nope"],
+    ["--backend", "local"],
+    ["--debug"],
 ]
-GLOBAL = [["--json"], ["--tenant", "*"], ["--tenant", "a/b"], ["--agent", "../x"], ["--run", ""],
-          ["--app", "%2A"], ["--backend", "nope"], ["--backend", "local"], ["--debug"]]
 TOKENS = st.one_of(
-    st.sampled_from([
-        "-", "--", "--yes", "--sync", "--all", "--metadata", "k=v", "=", "k=", "=v", "--top-k", "0", "51",
-        "-1", "1e9", "nan", "--limit", "0", "101", "--filter", "--status", "bogus", "--text", "",
-        " ", "*", "a/b/c/d/e", "%", "\x00", "\u202e", "x" * 40_000, "界" * 11_000, "--operation",
-        "AddMemories", "--messages-file", "missing.json", "--out", "out.jsonl", "top_k", "timeout",
-        "backend", "tablestore_local", "emulator", "--no-rerank", "9" * 400, "--help",
-    ]),
+    st.sampled_from(
+        [
+            "-",
+            "--",
+            "--yes",
+            "--sync",
+            "--all",
+            "--metadata",
+            "k=v",
+            "=",
+            "k=",
+            "=v",
+            "--top-k",
+            "0",
+            "51",
+            "-1",
+            "1e9",
+            "nan",
+            "--limit",
+            "0",
+            "101",
+            "--filter",
+            "--status",
+            "bogus",
+            "--text",
+            "",
+            " ",
+            "*",
+            "a/b/c/d/e",
+            "%",
+            "\x00",
+            "\u202e",
+            "x" * 40_000,
+            "界" * 11_000,
+            "--operation",
+            "AddMemories",
+            "--messages-file",
+            "missing.json",
+            "--out",
+            "out.jsonl",
+            "top_k",
+            "timeout",
+            "backend",
+            "tablestore_local",
+            "emulator",
+            "--no-rerank",
+            "9" * 400,
+            "--help",
+        ]
+    ),
     st.text(max_size=30).filter(lambda t: not t.startswith("/") and ".." not in t),
 )
 
@@ -61,8 +110,12 @@ def _state(tmp_path):
         for info in store.list_stores():
             token = None
             while True:
-                page = store.list_memories(info.name, ScopePattern("*"), limit=100, next_token=token)
-                out.update((info.name, m.id, m.text, tuple(sorted(m.metadata.items()))) for m in page.items)
+                page = store.list_memories(
+                    info.name, ScopePattern("*"), limit=100, next_token=token
+                )
+                out.update(
+                    (info.name, m.id, m.text, tuple(sorted(m.metadata.items()))) for m in page.items
+                )
                 token = page.next_token
                 if not token:
                     break
@@ -107,14 +160,20 @@ def test_reliability_cli_arbitrary_arguments(tmp_path, monkeypatch, scenario, pi
             assert _state(tmp_path) == before, f"memcore {argv!r:.200} failed but changed the store"
         out = result.output + (result.stderr or "")
         assert "Traceback" not in out, f"memcore {argv!r:.300}: {out[-1500:]}"
-        assert result.exception is None or isinstance(result.exception, SystemExit), (argv, repr(result.exception))
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            argv,
+            repr(result.exception),
+        )
         assert result.exit_code in (0, 1, 2, 3, 4, 5, 130), (argv, result.exit_code)
         stats[f"exit_{result.exit_code}"] += 1
         if result.exit_code != 0:
             lines = [line for line in (result.stderr or "").splitlines() if line.strip()]
             if command == ["doctor"] and not lines:
                 # doctor reports its checks on stdout, one pass/fail line each, by design
-                assert "FAIL" in result.stdout or '"ok": false' in result.stdout, (argv, result.stdout[-500:])
+                assert "FAIL" in result.stdout or '"ok": false' in result.stdout, (
+                    argv,
+                    result.stdout[-500:],
+                )
             else:
                 assert len(lines) == 1, (argv, lines[:5])
         if result.exit_code == 1:
@@ -123,9 +182,12 @@ def test_reliability_cli_arbitrary_arguments(tmp_path, monkeypatch, scenario, pi
     with scenario("bad input: CLI arguments", "every command with arbitrary arguments") as s:
         check()
         s.counts(issued=stats["runs"], acknowledged=stats["exit_0"], stored=0, lost=0, duplicated=0)
-        s.note(exit_codes={k: v for k, v in stats.items() if k.startswith("exit_")},
-               unexpected_errors=len(unexpected), unexpected_examples=sorted(set(unexpected))[:5],
-               refused_writes_checked_unchanged=stats["refused_writes"])
+        s.note(
+            exit_codes={k: v for k, v in stats.items() if k.startswith("exit_")},
+            unexpected_errors=len(unexpected),
+            unexpected_examples=sorted(set(unexpected))[:5],
+            refused_writes_checked_unchanged=stats["refused_writes"],
+        )
     assert stats["exit_2"] > 0
 
 
@@ -151,9 +213,23 @@ def test_reliability_cli_installed_script_bad_arguments(tmp_path, subprocess_env
     from pathlib import Path
 
     script = Path(sys.executable).parent / "memcore"
-    subprocess.run([str(script), "list"], env=subprocess_env, cwd=tmp_path, capture_output=True, check=True, timeout=60)
+    subprocess.run(
+        [str(script), "list"],
+        env=subprocess_env,
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
     for argv in BAD_ARGVS:
-        proc = subprocess.run([str(script), *argv], env=subprocess_env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [str(script), *argv],
+            env=subprocess_env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode in (2, 3, 4, 5), (argv, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr + proc.stdout
         lines = [line for line in proc.stderr.splitlines() if line.strip()]

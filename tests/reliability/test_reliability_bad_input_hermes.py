@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from memcore_hermes.tools import TOOL_NAMES
 
-HUGE = ["x" * 40_000, "界" * 12_000, "a " * 20_000, "\x00" * 1000, "}" * 5000 + "</recalled-memory>"]
+HUGE = [
+    "x" * 40_000,
+    "界" * 12_000,
+    "a " * 20_000,
+    "\x00" * 1000,
+    "}" * 5000 + "</recalled-memory>",
+]
 scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -27,28 +33,53 @@ scalars = st.one_of(
 )
 json_like = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=10,
 )
-ARG_NAMES = ["limit", "query", "top_k", "enable_rerank", "metadata", "content", "sync", "memory_id",
-             "agent_id", "run_id", "app_id", "tenant_id", "scope"]
+ARG_NAMES = [
+    "limit",
+    "query",
+    "top_k",
+    "enable_rerank",
+    "metadata",
+    "content",
+    "sync",
+    "memory_id",
+    "agent_id",
+    "run_id",
+    "app_id",
+    "tenant_id",
+    "scope",
+]
 plausible = st.one_of(
     st.fixed_dictionaries(
         {"content": st.text(min_size=1, max_size=80).filter(str.strip)},
         optional={
-            "metadata": st.dictionaries(st.text(min_size=1, max_size=10), st.text(max_size=10), max_size=3),
+            "metadata": st.dictionaries(
+                st.text(min_size=1, max_size=10), st.text(max_size=10), max_size=3
+            ),
             "sync": st.booleans(),
         },
     ),
-    st.fixed_dictionaries({"query": st.text(min_size=1, max_size=40)}, optional={"top_k": st.integers(-2, 60)}),
+    st.fixed_dictionaries(
+        {"query": st.text(min_size=1, max_size=40)}, optional={"top_k": st.integers(-2, 60)}
+    ),
     st.fixed_dictionaries({"limit": st.integers(-5, 200)}),
 )
 tool_args = st.one_of(
     plausible,
     st.dictionaries(st.sampled_from(ARG_NAMES), json_like, max_size=5),
-    st.fixed_dictionaries({"content": json_like}, optional={"metadata": json_like, "sync": json_like}),
-    st.fixed_dictionaries({"query": json_like}, optional={"metadata": json_like, "top_k": json_like}),
-    st.fixed_dictionaries({"memory_id": json_like}, optional={"agent_id": json_like, "run_id": json_like}),
+    st.fixed_dictionaries(
+        {"content": json_like}, optional={"metadata": json_like, "sync": json_like}
+    ),
+    st.fixed_dictionaries(
+        {"query": json_like}, optional={"metadata": json_like, "top_k": json_like}
+    ),
+    st.fixed_dictionaries(
+        {"memory_id": json_like}, optional={"agent_id": json_like, "run_id": json_like}
+    ),
     st.fixed_dictionaries({"limit": json_like}),
     json_like,
 )
@@ -112,7 +143,9 @@ def test_reliability_hermes_tools_arbitrary_arguments(local_provider, scenario, 
             assert data["status"] in ("queued", "completed")
             accepted_content.add(args["content"])
 
-    with scenario("bad input: Hermes tools", "arbitrary JSON args (types, huge, nested, null, NaN)") as s:
+    with scenario(
+        "bad input: Hermes tools", "arbitrary JSON args (types, huge, nested, null, NaN)"
+    ) as s:
         check()
         # Everything accepted lands; nothing refused leaves a record.
         assert provider.runtime.flush(30.0)
@@ -135,15 +168,23 @@ def test_reliability_hermes_tools_arbitrary_arguments(local_provider, scenario, 
             lost=len(lost),
             duplicated=len(stored) - len(stored_set),
         )
-        s.note(typed_errors=stats["errors"] - len(untyped), untyped_errors=len(untyped),
-               unexpected_records=len(partial), untyped_examples=sorted(set(untyped))[:5])
+        s.note(
+            typed_errors=stats["errors"] - len(untyped),
+            untyped_errors=len(untyped),
+            unexpected_records=len(partial),
+            untyped_examples=sorted(set(untyped))[:5],
+        )
         assert not lost, f"accepted but not stored: {list(lost)[:3]!r:.300}"
         assert not partial, f"stored without being accepted: {list(partial)[:3]!r:.300}"
     assert stats["errors"] > 0 and stats["ok_tablestore_remember"] > 0
 
 
 def test_reliability_hermes_tool_nan_metadata_is_refused(local_provider):
-    out = json.loads(provider_call(local_provider, "tablestore_remember", {"content": "x", "metadata": {"k": math.nan}}))
+    out = json.loads(
+        provider_call(
+            local_provider, "tablestore_remember", {"content": "x", "metadata": {"k": math.nan}}
+        )
+    )
     assert "error" in out
 
 

@@ -21,7 +21,9 @@ def _stored_texts(provider) -> list[str]:
 
 
 def test_reliability_unicode_half_emoji_turn_does_not_cost_the_next_turn(local_provider, scenario):
-    with scenario("bad input: lone surrogate in a turn", "sync_turn with half an emoji, then a normal turn") as s:
+    with scenario(
+        "bad input: lone surrogate in a turn", "sync_turn with half an emoji, then a normal turn"
+    ) as s:
         raised = None
         try:
             local_provider.sync_turn(HALF_EMOJI, "assistant answer")
@@ -29,18 +31,28 @@ def test_reliability_unicode_half_emoji_turn_does_not_cost_the_next_turn(local_p
             raised = exc
         local_provider.sync_turn("the next turn", "is a normal one")
         texts = _stored_texts(local_provider)
-        s.counts(issued=1, acknowledged=1, stored=int("the next turn" in texts), lost=int("the next turn" not in texts), duplicated=0)
+        s.counts(
+            issued=1,
+            acknowledged=1,
+            stored=int("the next turn" in texts),
+            lost=int("the next turn" not in texts),
+            duplicated=0,
+        )
         s.note(raised=type(raised).__name__ if raised else None)
         assert raised is None, f"sync_turn raised {type(raised).__name__}"
         assert "the next turn" in texts
 
 
 def test_reliability_unicode_half_emoji_remember_is_a_typed_error(local_provider):
-    out = json.loads(local_provider.handle_tool_call("tablestore_remember", {"content": HALF_EMOJI}))
+    out = json.loads(
+        local_provider.handle_tool_call("tablestore_remember", {"content": HALF_EMOJI})
+    )
     if "error" in out:
         assert out["error"]["type"] == "InvalidInput", out
         assert out["error"].get("field") == "content", out
-    out2 = json.loads(local_provider.handle_tool_call("tablestore_remember", {"content": "plain fact"}))
+    out2 = json.loads(
+        local_provider.handle_tool_call("tablestore_remember", {"content": "plain fact"})
+    )
     assert "error" not in out2, out2
 
 

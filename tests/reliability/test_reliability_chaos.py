@@ -42,17 +42,25 @@ def _operations(store, memory_id):
 def _well_typed(name, value) -> bool:
     if name in ("search",):
         return isinstance(value, list) and all(
-            isinstance(h, SearchHit) and isinstance(h.memory, Memory) and isinstance(h.memory.text, str)
-            and isinstance(h.memory.scope, Scope) and isinstance(h.score, float)
+            isinstance(h, SearchHit)
+            and isinstance(h.memory, Memory)
+            and isinstance(h.memory.text, str)
+            and isinstance(h.memory.scope, Scope)
+            and isinstance(h.score, float)
             for h in value
         )
     if name in ("add_text", "add_messages"):
         return isinstance(value, WriteReceipt) and all(isinstance(i, str) for i in value.memory_ids)
     if name in ("get_memory", "update_memory"):
-        return isinstance(value, Memory) and isinstance(value.text, str) and isinstance(value.scope, Scope)
+        return (
+            isinstance(value, Memory)
+            and isinstance(value.text, str)
+            and isinstance(value.scope, Scope)
+        )
     if name == "list_memories":
         return isinstance(value, Page) and all(
-            isinstance(m, Memory) and isinstance(m.text, str) and isinstance(m.scope, Scope) for m in value.items
+            isinstance(m, Memory) and isinstance(m.text, str) and isinstance(m.scope, Scope)
+            for m in value.items
         )
     if name.startswith("list_") and name != "list_stores":
         return isinstance(value, Page)
@@ -94,7 +102,10 @@ def test_reliability_chaos_answers_are_typed_errors(emulator, scenario, pick, ra
     rounds = int(pick(4, 10, 6))
     writes = {"add_text", "add_messages", "update_memory"}
     write_stats: Counter = Counter()
-    with scenario(f"chaos answers ({int(rate * 100)}% of calls)", "200 with non-object, truncated, huge, undecodable or mistyped JSON") as s:
+    with scenario(
+        f"chaos answers ({int(rate * 100)}% of calls)",
+        "200 with non-object, truncated, huge, undecodable or mistyped JSON",
+    ) as s:
         try:
             for _ in range(rounds):
                 for name, op in _operations(store, memory_id).items():
@@ -118,13 +129,29 @@ def test_reliability_chaos_answers_are_typed_errors(emulator, scenario, pick, ra
             store.close()
         # A write acknowledged under 100% chaos never reached the store: it would be a lost write.
         stored_texts = {m.text for m in backing.list_memories(STORE, PATTERN, limit=100).items}
-        really = int("chaos fact" in stored_texts) + int("hello chaos" in stored_texts) + int("changed" in stored_texts)
+        really = (
+            int("chaos fact" in stored_texts)
+            + int("hello chaos" in stored_texts)
+            + int("changed" in stored_texts)
+        )
         false_acks = write_stats["acknowledged"] if rate == 1.0 else 0
-        s.counts(issued=write_stats["issued"], acknowledged=write_stats["acknowledged"],
-                 stored=write_stats["acknowledged"] - false_acks, lost=false_acks, duplicated=0)
-        s.note(typed_errors=stats["typed_errors"], foreign_errors=len(foreign), mistyped_values=len(mistyped),
-               by_type={k: v for k, v in stats.items() if k[0].isupper()}, examples=(foreign + mistyped)[:4],
-               calls=stats["calls"], reads_ok=stats["ok"] - write_stats["acknowledged"], distinct_writes_stored=really)
+        s.counts(
+            issued=write_stats["issued"],
+            acknowledged=write_stats["acknowledged"],
+            stored=write_stats["acknowledged"] - false_acks,
+            lost=false_acks,
+            duplicated=0,
+        )
+        s.note(
+            typed_errors=stats["typed_errors"],
+            foreign_errors=len(foreign),
+            mistyped_values=len(mistyped),
+            by_type={k: v for k, v in stats.items() if k[0].isupper()},
+            examples=(foreign + mistyped)[:4],
+            calls=stats["calls"],
+            reads_ok=stats["ok"] - write_stats["acknowledged"],
+            distinct_writes_stored=really,
+        )
         assert not foreign, foreign[:5]
         assert not mistyped, mistyped[:5]
         assert false_acks == 0

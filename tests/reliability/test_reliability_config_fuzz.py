@@ -26,7 +26,9 @@ json_scalars = st.one_of(
 )
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 wrong_typed = st.dictionaries(
@@ -37,27 +39,27 @@ SPECIAL_DOCUMENTS = [
     b"",
     b"\xef\xbb\xbf",
     b"\xef\xbb\xbf{}",
-    b"\xef\xbb\xbf{\"top_k\": 7}",
+    b'\xef\xbb\xbf{"top_k": 7}',
     b"\xff\xfe{\x00}\x00",
     b"null",
     b"[]",
-    b"\"text\"",
-    b"{\"timeout\": NaN}",
-    b"{\"timeout\": Infinity}",
-    b"{\"timeout\": 1e400}",
-    b"{\"top_k\": " + b"9" * 5000 + b"}",
+    b'"text"',
+    b'{"timeout": NaN}',
+    b'{"timeout": Infinity}',
+    b'{"timeout": 1e400}',
+    b'{"top_k": ' + b"9" * 5000 + b"}",
     b"[" * 100_000 + b"]" * 100_000,
-    b"{\"a\":" * 50_000 + b"1" + b"}" * 50_000,
-    b"{\"top_k\": \"5\"}",
-    b"{\"enable_rerank\": \"false\"}",
-    b"{\"enable_rerank\": 0}",
-    b"{\"tenant_id\": \"*\"}",
-    b"{\"tenant_id\": \"a/b\"}",
-    b"{\"app_id\": \"\\u0000\"}",
-    b"{\"memory_store_name\": \"../../etc\"}",
-    b"{\"backend\": \"tablestore\", \"backend\": \"nope\"}",
-    b"{\"unknown_key\": 1}",
-    b"{\"local_path\": 5}",
+    b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
+    b'{"top_k": "5"}',
+    b'{"enable_rerank": "false"}',
+    b'{"enable_rerank": 0}',
+    b'{"tenant_id": "*"}',
+    b'{"tenant_id": "a/b"}',
+    b'{"app_id": "\\u0000"}',
+    b'{"memory_store_name": "../../etc"}',
+    b'{"backend": "tablestore", "backend": "nope"}',
+    b'{"unknown_key": 1}',
+    b'{"local_path": 5}',
     b"\x00\x01\x02",
     b"\xed\xa0\x80",
 ]
@@ -102,11 +104,15 @@ def test_reliability_config_core_parser_total(scenario, pick):
         stats["accepted"] += 1
         _check_config(cfg)
 
-    with scenario("bad config: core parser", "arbitrary bytes, wrong types, unknown keys, BOM") as s:
+    with scenario(
+        "bad config: core parser", "arbitrary bytes, wrong types, unknown keys, BOM"
+    ) as s:
         check()
         for raw in SPECIAL_DOCUMENTS:
             check.hypothesis.inner_test(raw)
-        s.counts(issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0)
+        s.counts(
+            issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0
+        )
         s.note(config_errors=stats["config_errors"])
     assert stats["config_errors"] > 0 and stats["accepted"] > 0
 
@@ -142,11 +148,16 @@ def test_reliability_config_hermes_home_loader_total(tmp_path, scenario, pick):
             stats["accepted"] += 1
             _check_config(cfg)
 
-    with scenario("bad config: Hermes tablestore_memory.json", "arbitrary bytes, wrong types, unknown keys, BOM") as s:
+    with scenario(
+        "bad config: Hermes tablestore_memory.json",
+        "arbitrary bytes, wrong types, unknown keys, BOM",
+    ) as s:
         check()
         for raw in SPECIAL_DOCUMENTS:
             check.hypothesis.inner_test(raw)
-        s.counts(issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0)
+        s.counts(
+            issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0
+        )
         s.note(config_errors=stats["config_errors"])
 
 
@@ -194,7 +205,9 @@ def test_reliability_config_cli_one_line_errors(tmp_path, scenario, pick):
         cfg.write_bytes(raw)
         result = runner.invoke(app, ["--config", str(cfg), "list"], env=env)
         assert "Traceback" not in result.output
-        assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+            result.exception
+        )
         try:
             parse_config(raw)
         except ConfigError:
@@ -206,7 +219,11 @@ def test_reliability_config_cli_one_line_errors(tmp_path, scenario, pick):
             stats["accepted"] += 1
             assert result.exit_code in (0, 2, 4, 5), (raw, result.exit_code, result.output)
 
-    with scenario("bad config: CLI --config", "arbitrary bytes, wrong types, unknown keys, BOM") as s:
+    with scenario(
+        "bad config: CLI --config", "arbitrary bytes, wrong types, unknown keys, BOM"
+    ) as s:
         check()
-        s.counts(issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0)
+        s.counts(
+            issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0
+        )
         s.note(exit_2_one_line=stats["exit_2"])

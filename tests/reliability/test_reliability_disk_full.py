@@ -52,7 +52,10 @@ def test_reliability_disk_full_while_spooling(tiny_fs, emulator, scenario, caplo
     provider = rig.new_provider(home)
     ledger = rig.TurnLedger()
     raised: list[BaseException] = []
-    with scenario("disk full while spooling", "Hermes home on a 1 MiB tmpfs filled up; backend refusing writes") as s:
+    with scenario(
+        "disk full while spooling",
+        "Hermes home on a 1 MiB tmpfs filled up; backend refusing writes",
+    ) as s:
         try:
             assert provider.runtime.wait_idle(30)
             server.set_faults(Faults(error_rate=1.0, apis=("AddMemories",)))
@@ -76,10 +79,18 @@ def test_reliability_disk_full_while_spooling(tiny_fs, emulator, scenario, caplo
             server.set_faults(Faults())
             drained = rig.drain(provider)
             counts = ledger.tally(rig.all_messages(backing, provider.runtime.scope))
-            refused_stored = [t for t in ledger.refused if t in set(rig.all_messages(backing, provider.runtime.scope))]
+            refused_stored = [
+                t
+                for t in ledger.refused
+                if t in set(rig.all_messages(backing, provider.runtime.scope))
+            ]
             s.counts(**counts)
-            s.note(refused_while_full=refused_during, logged_errors=len(logged), spool_integrity=integrity_full,
-                   refused_but_stored=len(refused_stored))
+            s.note(
+                refused_while_full=refused_during,
+                logged_errors=len(logged),
+                spool_integrity=integrity_full,
+                refused_but_stored=len(refused_stored),
+            )
             assert not raised, raised
             assert refused_during > 0, "the disk never filled up"
             assert len(logged) >= refused_during
@@ -87,7 +98,9 @@ def test_reliability_disk_full_while_spooling(tiny_fs, emulator, scenario, caplo
             assert drained
             assert counts["lost"] == 0 and counts["duplicated"] == 0, counts
             assert not refused_stored, "a refused turn was stored anyway"
-            assert ledger.acknowledged[-10:] == ledger.issued[-10:], "writes did not resume after space came back"
+            assert ledger.acknowledged[-10:] == ledger.issued[-10:], (
+                "writes did not resume after space came back"
+            )
         finally:
             provider.shutdown()
 
@@ -129,7 +142,9 @@ def test_reliability_disk_full_sqlite_store(tiny_fs, scenario):
             from memcore.scope import ScopePattern
 
             while True:
-                page = reopened.list_memories("mem", ScopePattern("app", "tenant"), limit=100, next_token=token)
+                page = reopened.list_memories(
+                    "mem", ScopePattern("app", "tenant"), limit=100, next_token=token
+                )
                 stored.extend(m.text for m in page.items)
                 token = page.next_token
                 if not token:
@@ -141,12 +156,24 @@ def test_reliability_disk_full_sqlite_store(tiny_fs, scenario):
         typed = [e for e in errors if isinstance(e, MemcoreError)]
         half = set(stored) - set(acked)
         lost = set(acked) - set(stored)
-        s.counts(issued=issued, acknowledged=len(acked), stored=len(set(stored) & set(acked)), lost=len(lost),
-                 duplicated=len(stored) - len(set(stored)))
-        s.note(errors=len(errors), typed_errors=len(typed), error_types=sorted({type(e).__name__ for e in errors}),
-               integrity=integrity_full, half_written=len(half))
+        s.counts(
+            issued=issued,
+            acknowledged=len(acked),
+            stored=len(set(stored) & set(acked)),
+            lost=len(lost),
+            duplicated=len(stored) - len(set(stored)),
+        )
+        s.note(
+            errors=len(errors),
+            typed_errors=len(typed),
+            error_types=sorted({type(e).__name__ for e in errors}),
+            integrity=integrity_full,
+            half_written=len(half),
+        )
         assert errors, "the disk never filled up"
-        assert len(typed) == len(errors), f"untyped errors: {[type(e).__name__ for e in errors if e not in typed]}"
+        assert len(typed) == len(errors), (
+            f"untyped errors: {[type(e).__name__ for e in errors if e not in typed]}"
+        )
         assert integrity_full == "ok"
         assert not half and not lost
         assert after.status == "completed" and hits

@@ -15,7 +15,19 @@ import reliability_rig as rig
 from memcore_tablestore.emulator import Faults
 
 
-def _run_window(emulator, tmp_path, scenario, *, name, fault, faults, window_s, timeout=2.0, interval=0.02, via=None):
+def _run_window(
+    emulator,
+    tmp_path,
+    scenario,
+    *,
+    name,
+    fault,
+    faults,
+    window_s,
+    timeout=2.0,
+    interval=0.02,
+    via=None,
+):
     from memcore.testing import InMemoryMemoryStore
 
     backing = InMemoryMemoryStore()
@@ -85,7 +97,9 @@ def test_reliability_faults_429_throttling(emulator, tmp_path, scenario, pick):
         scenario,
         name="429 throttling",
         fault="30% of calls answer 429 OTSOperationThrottled for the window, then recovery",
-        faults=Faults(error_rate=0.3, error_status=429, error_code="OTSOperationThrottled", seed=12),
+        faults=Faults(
+            error_rate=0.3, error_status=429, error_code="OTSOperationThrottled", seed=12
+        ),
         window_s=pick(4, 60, 15),
     )
 
@@ -98,7 +112,9 @@ def test_reliability_faults_500_internal_errors(emulator, tmp_path, scenario, pi
         scenario,
         name="500 internal errors",
         fault="30% of calls answer 500 OTSInternalServerError for the window",
-        faults=Faults(error_rate=0.3, error_status=500, error_code="OTSInternalServerError", seed=13),
+        faults=Faults(
+            error_rate=0.3, error_status=500, error_code="OTSInternalServerError", seed=13
+        ),
         window_s=pick(3, 20, 10),
     )
 

@@ -36,11 +36,15 @@ def _percentile(values, q):
 @pytest.mark.slow
 def test_reliability_load_gateway_8_threads(tmp_path, subprocess_env, scenario, pick):
     server = rig.EmulatorProcess(tmp_path / "emulator.db", latency_ms=20, env=subprocess_env)
-    home = rig.hermes_home_for(tmp_path / "hermes", server.url, timeout=10.0, keys=rig.CLI_EMULATOR_KEYS)
+    home = rig.hermes_home_for(
+        tmp_path / "hermes", server.url, timeout=10.0, keys=rig.CLI_EMULATOR_KEYS
+    )
     threads, turns = 8, int(pick(40, 200, 100))
     ledgers = [rig.TurnLedger(f"t{i}-") for i in range(threads)]
     timings: list[list[float]] = [[] for _ in range(threads)]
-    providers = [rig.new_provider(home, user_id=f"user{i}", session=f"gateway-{i}") for i in range(threads)]
+    providers = [
+        rig.new_provider(home, user_id=f"user{i}", session=f"gateway-{i}") for i in range(threads)
+    ]
     errors: list[BaseException] = []
     rss_start = rss_mb()
     start = time.monotonic()
@@ -55,7 +59,10 @@ def test_reliability_load_gateway_8_threads(tmp_path, subprocess_env, scenario, 
         except BaseException as exc:
             errors.append(exc)
 
-    with scenario("gateway load: 8 threads x own provider", f"{threads} threads x {turns} turns, 20 ms latency (emulator process on SQLite), one shared spool") as s:
+    with scenario(
+        "gateway load: 8 threads x own provider",
+        f"{threads} threads x {turns} turns, 20 ms latency (emulator process on SQLite), one shared spool",
+    ) as s:
         try:
             workers = [threading.Thread(target=agent, args=(i,)) for i in range(threads)]
             for w in workers:
@@ -82,12 +89,24 @@ def test_reliability_load_gateway_8_threads(tmp_path, subprocess_env, scenario, 
         backing = SqliteMemoryStore(server.database)
         try:
             for i, ledger in enumerate(ledgers):
-                totals.update(ledger.tally(rig.all_messages(backing, Scope("hermes", f"user{i}", "hermes", f"gateway-{i}"))))
+                totals.update(
+                    ledger.tally(
+                        rig.all_messages(
+                            backing, Scope("hermes", f"user{i}", "hermes", f"gateway-{i}")
+                        )
+                    )
+                )
         finally:
             backing.close()
         flat = [t for ts in timings for t in ts]
         lost, dup = totals["lost"], totals["duplicated"]
-        s.counts(issued=totals["issued"], acknowledged=totals["acknowledged"], stored=totals["stored"], lost=lost, duplicated=dup)
+        s.counts(
+            issued=totals["issued"],
+            acknowledged=totals["acknowledged"],
+            stored=totals["stored"],
+            lost=lost,
+            duplicated=dup,
+        )
         s.note(
             turn_ms_p50=round(statistics.median(flat), 3),
             turn_ms_p99=round(_percentile(flat, 0.99), 3),
@@ -157,7 +176,12 @@ def test_reliability_load_embedded_store_4_writers_4_readers(tmp_path, scenario,
     script.write_text(WORKER)
     seconds = pick(8, 60, 20)
     procs = [
-        subprocess.Popen([sys.executable, str(script), str(path), role, str(seconds), str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), role, str(seconds), str(i)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for role in ("w", "r")
         for i in range(4)
     ]
@@ -166,13 +190,18 @@ def test_reliability_load_embedded_store_4_writers_4_readers(tmp_path, scenario,
         out, err = p.communicate(timeout=seconds + 120)
         assert p.returncode == 0, err[-2000:]
         results.append(json.loads(out.strip().splitlines()[-1]))
-    with scenario("embedded store: 4 writer + 4 reader processes", f"8 processes on one SQLite file for {seconds:.0f} s") as s:
+    with scenario(
+        "embedded store: 4 writer + 4 reader processes",
+        f"8 processes on one SQLite file for {seconds:.0f} s",
+    ) as s:
         store = SqliteMemoryStore(path)
         try:
             stored: list[str] = []
             token = None
             while True:
-                page = store.list_memories("mem", ScopePattern("app", "tenant"), limit=100, next_token=token)
+                page = store.list_memories(
+                    "mem", ScopePattern("app", "tenant"), limit=100, next_token=token
+                )
                 stored.extend(m.text for m in page.items)
                 token = page.next_token
                 if not token:
@@ -190,10 +219,22 @@ def test_reliability_load_embedded_store_4_writers_4_readers(tmp_path, scenario,
             kinds.update(r["kinds"])
             samples.extend(f"{r['role']}: {x}" for x in r["samples"])
         stored_set = set(stored)
-        s.counts(issued=writes, acknowledged=len(acked), stored=sum(1 for t in acked if t in stored_set),
-                 lost=sum(1 for t in acked if t not in stored_set), duplicated=len(stored) - len(stored_set))
-        s.note(seconds=seconds, write_ops_per_s=round(writes / seconds, 1), read_ops_per_s=round(reads / seconds, 1),
-               errors=errors, error_kinds=dict(kinds), error_samples=samples[:4], integrity=integrity)
+        s.counts(
+            issued=writes,
+            acknowledged=len(acked),
+            stored=sum(1 for t in acked if t in stored_set),
+            lost=sum(1 for t in acked if t not in stored_set),
+            duplicated=len(stored) - len(stored_set),
+        )
+        s.note(
+            seconds=seconds,
+            write_ops_per_s=round(writes / seconds, 1),
+            read_ops_per_s=round(reads / seconds, 1),
+            errors=errors,
+            error_kinds=dict(kinds),
+            error_samples=samples[:4],
+            integrity=integrity,
+        )
         assert integrity == "ok"
         assert errors == 0, (dict(kinds), samples[:4])
         assert len(stored_set) == len(acked)

@@ -26,16 +26,23 @@ def test_reliability_backend_down_whole_session_then_replay(emulator, tmp_path, 
     script = tmp_path / "child.py"
     script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     turns = int(pick(100, 1000, 500))
-    with scenario("backend down for a session, up on next start", "nothing listens on the endpoint for the whole first session (a real process)") as s:
+    with scenario(
+        "backend down for a session, up on next start",
+        "nothing listens on the endpoint for the whole first session (a real process)",
+    ) as s:
         proc = subprocess.run(
-            rig.child_command(script, home, ledger.nonce, turns, 0.02, "session-1", flush_timeout=1.0),
+            rig.child_command(
+                script, home, ledger.nonce, turns, 0.02, "session-1", flush_timeout=1.0
+            ),
             capture_output=True,
             text=True,
             timeout=600,
         )
         lines = proc.stdout.splitlines()
         assert proc.returncode == 0 and "DONE" in lines, proc.stderr[-2000:]
-        ledger.issued = [line.split(" ", 1)[1] for line in lines if line.startswith(("ACK ", "REFUSED "))]
+        ledger.issued = [
+            line.split(" ", 1)[1] for line in lines if line.startswith(("ACK ", "REFUSED "))
+        ]
         ledger.acknowledged = [line[4:] for line in lines if line.startswith("ACK ")]
         scope = Scope("hermes", "alice", "hermes", "session-1")
         from memcore_hermes.spool import SqliteOutbox
@@ -78,13 +85,18 @@ def test_reliability_kill_9_mid_session_replays_exactly_once(emulator, tmp_path,
     rounds = int(pick(2, 4, 3))
     ledger = rig.TurnLedger()
     scope = Scope("hermes", "alice", "hermes", "session-1")
-    with scenario("kill -9 mid-session", f"Hermes process SIGKILLed mid-session ({rounds} times), then restarted") as s:
+    with scenario(
+        "kill -9 mid-session",
+        f"Hermes process SIGKILLed mid-session ({rounds} times), then restarted",
+    ) as s:
         acked: list[str] = []
         issued_estimate = 0
         for r in range(rounds):
             lines: list[str] = []
             proc = subprocess.Popen(
-                rig.child_command(script, home, ledger.nonce + f"r{r}", 100_000, 0.005, "session-1"),
+                rig.child_command(
+                    script, home, ledger.nonce + f"r{r}", 100_000, 0.005, "session-1"
+                ),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
@@ -126,7 +138,13 @@ def test_reliability_kill_9_mid_session_replays_exactly_once(emulator, tmp_path,
         counts = Counter(mine)
         lost = [t for t in acked if counts[t] == 0]
         dup = sum(n - 1 for n in counts.values() if n > 1)
-        s.counts(issued=issued_estimate, acknowledged=len(acked), stored=len(counts), lost=len(lost), duplicated=dup)
+        s.counts(
+            issued=issued_estimate,
+            acknowledged=len(acked),
+            stored=len(counts),
+            lost=len(lost),
+            duplicated=dup,
+        )
         s.note(spool_depth_at_kill=left, spool_integrity=integrity, kills=rounds)
         assert integrity == "ok"
         assert left > 0, "the kill should leave a backlog in the spool"
@@ -137,7 +155,9 @@ def test_reliability_kill_9_mid_session_replays_exactly_once(emulator, tmp_path,
 
 
 @pytest.mark.slow
-def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(emulator, tmp_path, scenario):
+def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(
+    emulator, tmp_path, scenario
+):
     from memcore.testing import InMemoryMemoryStore
     from memcore_hermes.spool import SqliteOutbox
     from memcore_tablestore.emulator import Faults
@@ -148,7 +168,10 @@ def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(emulat
     script = tmp_path / "child.py"
     script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     ledger = rig.TurnLedger()
-    with scenario("kill -9 with a request in flight", "SIGKILL while the turn's AddMemories is at the backend (1.5 s), immediate restart") as s:
+    with scenario(
+        "kill -9 with a request in flight",
+        "SIGKILL while the turn's AddMemories is at the backend (1.5 s), immediate restart",
+    ) as s:
         lines: list[str] = []
         proc = subprocess.Popen(
             rig.child_command(script, home, ledger.nonce, 1, 60.0, "session-1"),
@@ -162,11 +185,15 @@ def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(emulat
             deadline = time.monotonic() + 60
             while "READY" not in lines and time.monotonic() < deadline:
                 time.sleep(0.02)
-            while not any(line.startswith("ACK ") for line in lines) and time.monotonic() < deadline:
+            while (
+                not any(line.startswith("ACK ") for line in lines) and time.monotonic() < deadline
+            ):
                 time.sleep(0.02)
             spool = SqliteOutbox(home / "tablestore_memory_spool.sqlite3")
             try:
-                while time.monotonic() < deadline:  # until the child's lane holds the lease and is sending
+                while (
+                    time.monotonic() < deadline
+                ):  # until the child's lane holds the lease and is sending
                     pending = spool.pending(limit=5)
                     if pending and pending[0].attempts > 0:
                         break
@@ -188,7 +215,9 @@ def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(emulat
         acked = [line[4:] for line in lines if line.startswith("ACK ")]
         ledger.issued = list(acked)
         ledger.acknowledged = list(acked)
-        counts = ledger.tally(rig.all_messages(backing, Scope("hermes", "alice", "hermes", "session-1")))
+        counts = ledger.tally(
+            rig.all_messages(backing, Scope("hermes", "alice", "hermes", "session-1"))
+        )
         s.counts(**counts)
         assert acked and drained
         assert counts["lost"] == 0

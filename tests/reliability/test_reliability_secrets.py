@@ -26,10 +26,17 @@ def _leaks(text: str) -> list[str]:
 def _secret_home(tmp_path, server, *, mode=0o600):
     home = tmp_path / "hermes"
     home.mkdir()
-    cfg = {"backend": "tablestore", "endpoint": server.url, "instance_name": "emulator", "timeout": 2.0}
+    cfg = {
+        "backend": "tablestore",
+        "endpoint": server.url,
+        "instance_name": "emulator",
+        "timeout": 2.0,
+    }
     (home / "tablestore_memory.json").write_text(json.dumps(cfg))
     env = home / ".env"
-    env.write_text(f"TABLESTORE_MEMORY_AK={AK}\nTABLESTORE_MEMORY_SK={SK}\nTABLESTORE_MEMORY_STS_TOKEN={STS}\n")
+    env.write_text(
+        f"TABLESTORE_MEMORY_AK={AK}\nTABLESTORE_MEMORY_SK={SK}\nTABLESTORE_MEMORY_STS_TOKEN={STS}\n"
+    )
     os.chmod(env, mode)
     return home
 
@@ -65,7 +72,14 @@ def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsy
     # Collect straight from our packages' loggers too: an in-process Hermes run earlier in the
     # session reconfigures the root logger, and this check must not depend on test order.
     collector = _Collector()
-    prefixes = ("memcore", "memcore_hermes", "memcore_tablestore", "tablestore", "urllib3", "aiohttp")
+    prefixes = (
+        "memcore",
+        "memcore_hermes",
+        "memcore_tablestore",
+        "tablestore",
+        "urllib3",
+        "aiohttp",
+    )
     names = set(prefixes) | {
         n for n in logging.root.manager.loggerDict if n.split(".")[0] in prefixes
     }
@@ -76,7 +90,10 @@ def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsy
         lg.setLevel(logging.DEBUG)
         lg.disabled = False
     surfaces: dict[str, str] = {}
-    with scenario("secrets never leak", "AK/SK/STS grepped in logs (DEBUG), doctor, errors, reprs, audit log, files") as s:
+    with scenario(
+        "secrets never leak",
+        "AK/SK/STS grepped in logs (DEBUG), doctor, errors, reprs, audit log, files",
+    ) as s:
         provider = rig.new_provider(home)
         try:
             assert provider.runtime.wait_idle(30)
@@ -94,7 +111,13 @@ def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsy
             server.set_faults(Faults())
             surfaces["tool answers"] = "\n".join(answers)
             surfaces["reprs"] = "\n".join(
-                repr(x) for x in (provider, provider.runtime.handle.store, provider.runtime.spool, provider.runtime.config)
+                repr(x)
+                for x in (
+                    provider,
+                    provider.runtime.handle.store,
+                    provider.runtime.spool,
+                    provider.runtime.config,
+                )
             )
             surfaces["system prompt"] = provider.system_prompt_block()
         finally:
@@ -102,16 +125,22 @@ def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsy
         # Wrong secret: the 403 error message and its repr.
         from memcore_tablestore import Credentials, TableStoreMemoryStore
 
-        bad = TableStoreMemoryStore(server.url, "emulator", Credentials(AK, SK + "x", STS), timeout=2.0)
+        bad = TableStoreMemoryStore(
+            server.url, "emulator", Credentials(AK, SK + "x", STS), timeout=2.0
+        )
         try:
             bad.list_stores()
         except Exception as exc:
             surfaces["auth error"] = f"{exc!s}\n{exc!r}\n{getattr(exc, 'to_dict', lambda: {})()}"
-        surfaces["credentials repr"] = repr(Credentials(AK, SK, STS)) + str(Credentials(AK, SK, STS))
+        surfaces["credentials repr"] = repr(Credentials(AK, SK, STS)) + str(
+            Credentials(AK, SK, STS)
+        )
         surfaces["bad store repr"] = repr(bad)
         bad.close()
         surfaces["doctor"] = json.dumps(run_doctor(HermesHome(home), environ={}), default=str)
-        surfaces["audit log"] = "\n".join(repr(r) for r in backing.list_requests("hermes_mem", limit=100).items)
+        surfaces["audit log"] = "\n".join(
+            repr(r) for r in backing.list_requests("hermes_mem", limit=100).items
+        )
         spool_bytes = (home / "tablestore_memory_spool.sqlite3").read_bytes()
         surfaces["spool file"] = spool_bytes.decode("latin-1")
         surfaces["config file"] = (home / "tablestore_memory.json").read_text()
@@ -121,7 +150,8 @@ def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsy
             lg.disabled = disabled
         records = {id(r): r for r in [*caplog.records, *collector.records]}.values()
         surfaces["logs"] = "\n".join(
-            f"{r.name} {r.levelname} {r.getMessage()} {r.exc_text or ''} {logging.Formatter().format(r)}" for r in records
+            f"{r.name} {r.levelname} {r.getMessage()} {r.exc_text or ''} {logging.Formatter().format(r)}"
+            for r in records
         )
         captured = capsys.readouterr()
         surfaces["stdout/stderr"] = captured.out + captured.err
@@ -140,7 +170,9 @@ def test_reliability_secrets_cli_doctor_and_config_show(secret_emulator, tmp_pat
     server, _ = secret_emulator
     mhome = tmp_path / "mhome"
     mhome.mkdir()
-    (mhome / "config.json").write_text(json.dumps({"endpoint": server.url, "instance_name": "emulator", "timeout": 2.0}))
+    (mhome / "config.json").write_text(
+        json.dumps({"endpoint": server.url, "instance_name": "emulator", "timeout": 2.0})
+    )
     env = {
         "MEMCORE_HOME": str(mhome),
         "TABLESTORE_MEMORY_AK": AK,
@@ -149,9 +181,13 @@ def test_reliability_secrets_cli_doctor_and_config_show(secret_emulator, tmp_pat
     }
     runner = CliRunner()
     outputs = []
-    for argv in (["--backend", "tablestore", "doctor"], ["--backend", "tablestore", "--json", "doctor"],
-                 ["--backend", "tablestore", "config", "show"], ["--backend", "tablestore", "--debug", "get", "nope"],
-                 ["--backend", "tablestore", "--json", "search", "x"]):
+    for argv in (
+        ["--backend", "tablestore", "doctor"],
+        ["--backend", "tablestore", "--json", "doctor"],
+        ["--backend", "tablestore", "config", "show"],
+        ["--backend", "tablestore", "--debug", "get", "nope"],
+        ["--backend", "tablestore", "--json", "search", "x"],
+    ):
         result = runner.invoke(app, argv, env=env)
         outputs.append(result.output + (result.stderr or ""))
     joined = "\n".join(outputs)
@@ -177,7 +213,9 @@ def test_reliability_secrets_files_are_0600(tmp_path, monkeypatch):
         provider.runtime.flush(10)
         provider.shutdown()
         mhome = tmp_path / "mhome"
-        result = CliRunner().invoke(app, ["config", "set", "top_k", "9"], env={"MEMCORE_HOME": str(mhome)})
+        result = CliRunner().invoke(
+            app, ["config", "set", "top_k", "9"], env={"MEMCORE_HOME": str(mhome)}
+        )
         assert result.exit_code == 0, result.output
     finally:
         os.umask(old)

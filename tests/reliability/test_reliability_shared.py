@@ -42,7 +42,13 @@ def _count(contents, ledgers, acked):
     lost = sum(1 for t in all_acked if counts[t] == 0)
     dup = sum(n - 1 for t, n in counts.items() if n > 1 and any(lg.nonce in t for lg in ledgers))
     stored = sum(1 for t in all_acked if counts[t] > 0)
-    return {"issued": issued, "acknowledged": len(all_acked), "stored": stored, "lost": lost, "duplicated": dup}
+    return {
+        "issued": issued,
+        "acknowledged": len(all_acked),
+        "stored": stored,
+        "lost": lost,
+        "duplicated": dup,
+    }
 
 
 @pytest.mark.slow
@@ -50,12 +56,17 @@ def test_reliability_two_processes_share_spool_and_database(tmp_path, scenario, 
     """Local backend: one spool file and one SQLite database under the same Hermes home."""
     home = tmp_path / "hermes"
     home.mkdir()
-    (home / "tablestore_memory.json").write_text(json.dumps({"backend": "local", "embedder": "none"}))
+    (home / "tablestore_memory.json").write_text(
+        json.dumps({"backend": "local", "embedder": "none"})
+    )
     script = tmp_path / "child.py"
     script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     ledgers = [rig.TurnLedger("p1"), rig.TurnLedger("p2")]
     count = int(pick(150, 1500, 600))
-    with scenario("two processes, one spool + one SQLite db", "two Hermes processes on the same home, writing at once") as s:
+    with scenario(
+        "two processes, one spool + one SQLite db",
+        "two Hermes processes on the same home, writing at once",
+    ) as s:
         acked = _run_children(script, home, ledgers, count, 0.002, ["session-a", "session-b"])
         from memcore_sqlite import SqliteMemoryStore
 
@@ -88,7 +99,10 @@ def test_reliability_two_processes_share_spool_tablestore(emulator, tmp_path, sc
     script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     ledgers = [rig.TurnLedger("p1"), rig.TurnLedger("p2")]
     count = int(pick(150, 1500, 600))
-    with scenario("two processes, one spool (TableStore)", "two Hermes processes drain one spool; 10% of calls 503") as s:
+    with scenario(
+        "two processes, one spool (TableStore)",
+        "two Hermes processes drain one spool; 10% of calls 503",
+    ) as s:
         acked = _run_children(script, home, ledgers, count, 0.005, ["session-a", "session-b"])
         server.set_faults(Faults())
         survivor = rig.new_provider(home)
@@ -114,13 +128,18 @@ def test_reliability_forced_flush_does_not_resend_an_entry_in_flight(emulator, t
     home = rig.hermes_home_for(tmp_path / "hermes", server.url, timeout=5.0)
     sender = rig.new_provider(home, session="s-a")
     flusher = rig.new_provider(home, session="s-b")
-    with scenario("flush while another worker sends", "second spool user flushes while the first is mid-send (1 s latency)") as s:
+    with scenario(
+        "flush while another worker sends",
+        "second spool user flushes while the first is mid-send (1 s latency)",
+    ) as s:
         try:
             assert sender.runtime.wait_idle(10) and flusher.runtime.wait_idle(10)
             server.set_faults(Faults(latency_ms=1000, apis=("AddMemories",)))
             sender.sync_turn("say this exactly once", "ok")
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:  # until the sender's lane has claimed it (and is sending)
+            while (
+                time.monotonic() < deadline
+            ):  # until the sender's lane has claimed it (and is sending)
                 pending = sender.runtime.spool.pending(limit=5)
                 if pending and pending[0].attempts > 0:
                     break
@@ -135,5 +154,7 @@ def test_reliability_forced_flush_does_not_resend_an_entry_in_flight(emulator, t
             sender.shutdown()
             flusher.shutdown()
         n = contents.count("say this exactly once")
-        s.counts(issued=1, acknowledged=1, stored=int(n > 0), lost=int(n == 0), duplicated=max(0, n - 1))
+        s.counts(
+            issued=1, acknowledged=1, stored=int(n > 0), lost=int(n == 0), duplicated=max(0, n - 1)
+        )
         assert n == 1, f"stored {n} times"

@@ -81,7 +81,9 @@ def _seed_victim(store) -> list[Memory]:
     return seeded
 
 
-def _attack(store, session: SessionContext, tool: dict, victims: list[Memory], stats: Counter) -> None:
+def _attack(
+    store, session: SessionContext, tool: dict, victims: list[Memory], stats: Counter
+) -> None:
     """One attacker session: every read, write and delete path a model can reach."""
     scope = resolve_scope(session, app_id="hermes")
     if scope.tenant_id == VICTIM_TENANT:  # a real user of that name is the victim itself
@@ -110,7 +112,9 @@ def _attack(store, session: SessionContext, tool: dict, victims: list[Memory], s
     # own scope only.
     attempt(
         "remember",
-        lambda: svc.remember("attacker note " + VICTIM_TEXTS[0], metadata=tool["metadata"], sync=True),
+        lambda: svc.remember(
+            "attacker note " + VICTIM_TEXTS[0], metadata=tool["metadata"], sync=True
+        ),
     )
     hits = attempt("search", lambda: svc.search(VICTIM_TEXTS[0], top_k=50)) or []
     seen.update(h.memory.id for h in hits)
@@ -127,12 +131,19 @@ def _attack(store, session: SessionContext, tool: dict, victims: list[Memory], s
         for target in (victim.id, tool["memory_id"]):
             if not isinstance(target, str):
                 continue
-            got = attempt("get", lambda t=target: svc.get(t, agent_id=tool["agent_id"], run_id=tool["run_id"]))
+            got = attempt(
+                "get", lambda t=target: svc.get(t, agent_id=tool["agent_id"], run_id=tool["run_id"])
+            )
             if isinstance(got, Memory):
                 seen.add(got.id)
             attempt("get_tenant", lambda t=target: svc.get(t))
-            attempt("update", lambda t=target: svc.update(t, text="pwned", agent_id=tool["agent_id"]))
-            attempt("forget", lambda t=target: svc.forget(t, agent_id=tool["agent_id"], run_id=tool["run_id"]))
+            attempt(
+                "update", lambda t=target: svc.update(t, text="pwned", agent_id=tool["agent_id"])
+            )
+            attempt(
+                "forget",
+                lambda t=target: svc.forget(t, agent_id=tool["agent_id"], run_id=tool["run_id"]),
+            )
             attempt("forget_tenant", lambda t=target: svc.forget(t))
     leaked = seen & victim_ids
     stats["cross_tenant_reads"] += len(leaked)
@@ -196,8 +207,12 @@ def test_reliability_tenancy_no_cross_tenant_access(adapter, scenario, pick):
         ),
         tool=st.fixed_dictionaries(
             {
-                "memory_id": st.one_of(st.sampled_from([v.id for v in victims]), nasty_text, st.integers()),
-                "agent_id": st.one_of(st.sampled_from(["hermes", "other-agent", *NASTY]), st.none()),
+                "memory_id": st.one_of(
+                    st.sampled_from([v.id for v in victims]), nasty_text, st.integers()
+                ),
+                "agent_id": st.one_of(
+                    st.sampled_from(["hermes", "other-agent", *NASTY]), st.none()
+                ),
                 "run_id": st.one_of(st.sampled_from(["run1", "run2", *NASTY]), st.none()),
                 "metadata": st.one_of(
                     st.sampled_from(
@@ -209,7 +224,11 @@ def test_reliability_tenancy_no_cross_tenant_access(adapter, scenario, pick):
                             {"owner": VICTIM_TENANT},
                         ]
                     ),
-                    st.dictionaries(st.sampled_from(["tenant_id", "scope", "x", "agent_id"]), st.text(max_size=10), max_size=3),
+                    st.dictionaries(
+                        st.sampled_from(["tenant_id", "scope", "x", "agent_id"]),
+                        st.text(max_size=10),
+                        max_size=3,
+                    ),
                     st.none(),
                 ),
             }
@@ -273,45 +292,92 @@ def test_reliability_tenancy_hermes_tools_under_attack(tmp_path, scenario, pick)
     victim.initialize("victim-session", hermes_home=str(home), user_id=VICTIM_TENANT)
     ids = []
     for text in VICTIM_TEXTS:
-        out = json.loads(victim.handle_tool_call("tablestore_remember", {"content": text, "sync": True}))
+        out = json.loads(
+            victim.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+        )
         ids.extend(out["memory_ids"])
     stats: Counter = Counter()
 
-    @settings(max_examples=int(pick(25, 100, 50)), deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(user=nasty_text, agent=nasty_text, title=nasty_text, extra=st.sampled_from(
-        [{}, {"tenant_id": VICTIM_TENANT}, {"app_id": "hermes"}, {"agent_id": "hermes", "run_id": "victim-session"},
-         {"agent_id": "*", "run_id": "*"}, {"run_id": "../victim-session"}]))
+    @settings(
+        max_examples=int(pick(25, 100, 50)),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        user=nasty_text,
+        agent=nasty_text,
+        title=nasty_text,
+        extra=st.sampled_from(
+            [
+                {},
+                {"tenant_id": VICTIM_TENANT},
+                {"app_id": "hermes"},
+                {"agent_id": "hermes", "run_id": "victim-session"},
+                {"agent_id": "*", "run_id": "*"},
+                {"run_id": "../victim-session"},
+            ]
+        ),
+    )
     def attack(user, agent, title, extra):
         if normalize_segment(user) == VICTIM_TENANT:
             return
         attacker = TablestoreMemProvider(environ={})
-        attacker.initialize("attacker", hermes_home=str(home), user_id=user, agent_identity=agent, session_title=title)
+        attacker.initialize(
+            "attacker",
+            hermes_home=str(home),
+            user_id=user,
+            agent_identity=agent,
+            session_title=title,
+        )
         try:
             stats["sessions"] += 1
-            reads = [attacker.handle_tool_call("tablestore_profile", {"limit": 100}),
-                     attacker.handle_tool_call("tablestore_search", {"query": VICTIM_TEXTS[0], "top_k": 50})]
-            forgets = [attacker.handle_tool_call("tablestore_forget", {"memory_id": i, **extra}) for i in ids]
-            writes = [attacker.handle_tool_call("tablestore_remember", {"content": "x", "metadata": {"tenant_id": VICTIM_TENANT}})]
+            reads = [
+                attacker.handle_tool_call("tablestore_profile", {"limit": 100}),
+                attacker.handle_tool_call(
+                    "tablestore_search", {"query": VICTIM_TEXTS[0], "top_k": 50}
+                ),
+            ]
+            forgets = [
+                attacker.handle_tool_call("tablestore_forget", {"memory_id": i, **extra})
+                for i in ids
+            ]
+            writes = [
+                attacker.handle_tool_call(
+                    "tablestore_remember",
+                    {"content": "x", "metadata": {"tenant_id": VICTIM_TENANT}},
+                )
+            ]
             for answer in reads + forgets + writes:
                 stats["calls"] += 1
                 stats["errors"] += "error" in json.loads(answer)
                 assert VICTIM_TEXTS[0] not in answer and VICTIM_TEXTS[1] not in answer
             for answer in reads:
                 assert not any(i in answer for i in ids), answer[:300]
-            for answer in forgets:  # refused: the id is not in the attacker's tenant (or args refused)
-                assert json.loads(answer)["error"]["type"] in ("NotFound", "InvalidInput"), answer[:300]
+            for (
+                answer
+            ) in forgets:  # refused: the id is not in the attacker's tenant (or args refused)
+                assert json.loads(answer)["error"]["type"] in ("NotFound", "InvalidInput"), answer[
+                    :300
+                ]
             assert "error" in json.loads(writes[0])
         finally:
             attacker.shutdown()
 
-    with scenario("tenant isolation (Hermes tools)", "attacker sessions call every tool on the victim's ids") as s:
+    with scenario(
+        "tenant isolation (Hermes tools)", "attacker sessions call every tool on the victim's ids"
+    ) as s:
         try:
             attack()
             profile = json.loads(victim.handle_tool_call("tablestore_profile", {"limit": 100}))
             intact = sum(1 for m in profile["memories"] if m["id"] in ids)
-            s.counts(issued=stats["calls"], acknowledged=stats["calls"] - stats["errors"], stored=intact,
-                     lost=len(ids) - intact, duplicated=0)
+            s.counts(
+                issued=stats["calls"],
+                acknowledged=stats["calls"] - stats["errors"],
+                stored=intact,
+                lost=len(ids) - intact,
+                duplicated=0,
+            )
             s.note(attacker_sessions=stats["sessions"], typed_errors=stats["errors"])
             assert intact == len(ids)
         finally:

@@ -2,6 +2,8 @@
 
 usage: sqlite_worker.py write PATH WORKER COUNT   -> prints "ACK <i> <memory id>" per write
        sqlite_worker.py read PATH STOPFILE        -> prints one JSON summary line
+       sqlite_worker.py open DIR ROUNDS START     -> opens DIR/r<i>.db at START + i * 50 ms,
+                                                     prints "FAIL <i> <error>" per failed open
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ def write(path: str, worker: str, count: int) -> int:
     scope = Scope("app", f"tenant{worker}", "agent", "run")
     i = 0
     while count < 0 or i < count:
-        receipt = store.add_text(STORE, scope, f"worker {worker} fact number {i} about walruses", sync=True)
+        receipt = store.add_text(
+            STORE, scope, f"worker {worker} fact number {i} about walruses", sync=True
+        )
         # The line is written only after add_text returned: this write was acknowledged.
         sys.stdout.write(f"ACK {i} {receipt.memory_ids[0]}\n")
         sys.stdout.flush()
@@ -51,8 +55,22 @@ def read(path: str, stopfile: str) -> int:
     return 0
 
 
+def open_fresh(folder: str, rounds: int, start: float) -> int:
+    """Open a new file per round at an agreed instant, so that several processes create it."""
+    for i in range(rounds):
+        time.sleep(max(0.0, start + i * 0.05 - time.time()))
+        try:
+            with SqliteMemoryStore(os.path.join(folder, f"r{i}.db")) as store:
+                store.ensure_store(STORE)
+        except Exception as exc:  # reported to the test, which fails on any line
+            print(f"FAIL {i} {exc!r}", flush=True)
+    return 0
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
+    if mode == "open":
+        sys.exit(open_fresh(sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))
     if mode == "write":
         sys.exit(write(sys.argv[2], sys.argv[3], int(sys.argv[4])))
     sys.exit(read(sys.argv[2], sys.argv[3]))

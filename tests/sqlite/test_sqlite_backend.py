@@ -22,7 +22,9 @@ def test_path_option_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         assert store.path == str(tmp_path / "option.db")
 
 
-def test_config_local_path_then_memcore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_local_path_then_memcore_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMCORE_HOME", str(tmp_path / "home"))
     with open_backend(MemcoreConfig(local_path=str(tmp_path / "c.db"), embedder="none")) as store:
         assert store.path == str(tmp_path / "c.db")
@@ -43,14 +45,18 @@ def test_embedder_none_is_lexical(tmp_path: Path) -> None:
 
 
 def test_explicit_embedder_option(tmp_path: Path) -> None:
-    with open_backend(MemcoreConfig(embedder="none"), path=tmp_path / "m.db", embedder=HashingEmbedder()) as store:
+    with open_backend(
+        MemcoreConfig(embedder="none"), path=tmp_path / "m.db", embedder=HashingEmbedder()
+    ) as store:
         assert store.search_mode == "hybrid"
 
 
 @pytest.mark.skipif(bool(missing_onnx_requirements()), reason="semantic extra not installed")
 def test_auto_and_onnx_pick_the_onnx_embedder(tmp_path: Path) -> None:
     for setting in ("auto", "onnx"):
-        with open_backend(MemcoreConfig(embedder=setting), path=tmp_path / f"{setting}.db") as store:
+        with open_backend(
+            MemcoreConfig(embedder=setting), path=tmp_path / f"{setting}.db"
+        ) as store:
             assert store.search_mode == "hybrid"
             assert store.embedder is not None and store.embedder.dimension == 384
 

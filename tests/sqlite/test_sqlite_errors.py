@@ -92,3 +92,23 @@ def test_closed_store_refuses_work(db_path: Path) -> None:
     with pytest.raises(Exception) as info:
         store.list_stores()
     assert "closed" in str(info.value)
+
+
+def test_is_busy_knows_a_real_lock_and_nothing_else(tmp_path: Path) -> None:
+    from memcore_sqlite.wal import is_busy
+
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    waiter = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(sqlite3.OperationalError) as locked:
+            waiter.execute("SELECT * FROM sqlite_master")
+        assert is_busy(locked.value)
+        with pytest.raises(sqlite3.OperationalError) as syntax:
+            waiter.execute("SELEC 1")
+        assert not is_busy(syntax.value)
+        assert not is_busy(ValueError("database is locked"))
+    finally:
+        holder.close()
+        waiter.close()

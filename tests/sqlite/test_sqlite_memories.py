@@ -22,7 +22,9 @@ def test_each_message_becomes_one_memory(lexical_store: SqliteMemoryStore) -> No
         Message("assistant", "Miso is a lovely name"),
         Message("user", "I adopted a cat named Miso"),
     ]
-    receipt = lexical_store.add_messages(STORE, ALICE, msgs, metadata={"channel": "chat"}, sync=True)
+    receipt = lexical_store.add_messages(
+        STORE, ALICE, msgs, metadata={"channel": "chat"}, sync=True
+    )
     assert len(receipt.memory_ids) == 2  # the repeated message is one memory
     memories = lexical_store.list_memories(STORE, ALICE.pattern()).items
     assert [m.text for m in memories] == ["I adopted a cat named Miso", "Miso is a lovely name"]
@@ -33,7 +35,9 @@ def test_each_message_becomes_one_memory(lexical_store: SqliteMemoryStore) -> No
 
 def test_messages_page_in_order(lexical_store: SqliteMemoryStore) -> None:
     for i in range(5):
-        lexical_store.add_messages(STORE, ALICE, [Message("user", f"m{i}a"), Message("assistant", f"m{i}b")])
+        lexical_store.add_messages(
+            STORE, ALICE, [Message("user", f"m{i}a"), Message("assistant", f"m{i}b")]
+        )
     seen: list[str] = []
     token = None
     while True:
@@ -64,9 +68,15 @@ def _raw_rows(path: Path, word: str) -> dict[str, int]:
     conn = sqlite3.connect(path)
     like = f"%{word}%"
     counts = {
-        "memories": conn.execute("SELECT COUNT(*) FROM memories WHERE text LIKE ?", (like,)).fetchone()[0],
-        "fts": conn.execute("SELECT COUNT(*) FROM memory_fts WHERE body LIKE ?", (like,)).fetchone()[0],
-        "messages": conn.execute("SELECT COUNT(*) FROM messages WHERE content LIKE ?", (like,)).fetchone()[0],
+        "memories": conn.execute(
+            "SELECT COUNT(*) FROM memories WHERE text LIKE ?", (like,)
+        ).fetchone()[0],
+        "fts": conn.execute(
+            "SELECT COUNT(*) FROM memory_fts WHERE body LIKE ?", (like,)
+        ).fetchone()[0],
+        "messages": conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE content LIKE ?", (like,)
+        ).fetchone()[0],
         "requests": conn.execute(
             "SELECT COUNT(*) FROM requests WHERE COALESCE(scope, '') || COALESCE(target_id, '') LIKE ?",
             (like,),
@@ -79,8 +89,12 @@ def _raw_rows(path: Path, word: str) -> dict[str, int]:
     return counts
 
 
-def test_delete_removes_text_index_vector_and_source_messages(hybrid_store: SqliteMemoryStore, db_path: Path) -> None:
-    receipt = hybrid_store.add_messages(STORE, ALICE, [Message("user", "my passphrase is octarine")], sync=True)
+def test_delete_removes_text_index_vector_and_source_messages(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    receipt = hybrid_store.add_messages(
+        STORE, ALICE, [Message("user", "my passphrase is octarine")], sync=True
+    )
     hybrid_store.search(STORE, ALICE.tenant_pattern(), "octarine passphrase")
     assert _raw_rows(db_path, "octarine")["memories"] == 1
     hybrid_store.delete_memory(STORE, ALICE, receipt.memory_ids[0])
@@ -91,7 +105,9 @@ def test_delete_removes_text_index_vector_and_source_messages(hybrid_store: Sqli
     assert hybrid_store.search(STORE, ALICE.tenant_pattern(), "octarine") == []
 
 
-def test_compact_leaves_no_deleted_text_in_the_file(lexical_store: SqliteMemoryStore, db_path: Path) -> None:
+def test_compact_leaves_no_deleted_text_in_the_file(
+    lexical_store: SqliteMemoryStore, db_path: Path
+) -> None:
     lexical_store.add_many(STORE, [TextItem(ALICE, f"filler memory {i}") for i in range(50)])
     mid = lexical_store.add_text(STORE, ALICE, "launch code xyzzyplugh", sync=True).memory_ids[0]
     lexical_store.delete_memory(STORE, ALICE, mid)
@@ -131,7 +147,9 @@ def test_dream_is_unsupported_with_a_reason(lexical_store: SqliteMemoryStore) ->
 def test_delete_store_removes_everything(lexical_store: SqliteMemoryStore, db_path: Path) -> None:
     lexical_store.add_messages(STORE, ALICE, [Message("user", "gone with the store")])
     lexical_store.delete_store(STORE)
-    assert _raw_rows(db_path, "gone") == dict.fromkeys(("memories", "fts", "messages", "requests", "vectors"), 0)
+    assert _raw_rows(db_path, "gone") == dict.fromkeys(
+        ("memories", "fts", "messages", "requests", "vectors"), 0
+    )
     lexical_store.ensure_store(STORE)
     assert lexical_store.list_scopes(STORE).items == ()
 
@@ -140,7 +158,9 @@ def test_scopes_list_with_patterns(lexical_store: SqliteMemoryStore) -> None:
     other = Scope("app", "alice", "agent", "run2")
     lexical_store.add_text(STORE, ALICE, "a", sync=True)
     lexical_store.add_text(STORE, other, "b", sync=True)
-    assert lexical_store.list_scopes(STORE, ScopePattern("app", "alice", "agent", "run2")).items == (other,)
+    assert lexical_store.list_scopes(
+        STORE, ScopePattern("app", "alice", "agent", "run2")
+    ).items == (other,)
 
 
 def test_backfill_vectors_embeds_memories_written_lexically(db_path: Path) -> None:
@@ -157,7 +177,9 @@ def test_backfill_vectors_embeds_memories_written_lexically(db_path: Path) -> No
         assert top.memory.text == "written without vectors 3"
 
 
-def test_a_request_for_a_missing_memory_is_audited_as_failed(lexical_store: SqliteMemoryStore) -> None:
+def test_a_request_for_a_missing_memory_is_audited_as_failed(
+    lexical_store: SqliteMemoryStore,
+) -> None:
     from memcore.errors import NotFound
 
     with pytest.raises(NotFound):
@@ -178,12 +200,16 @@ def test_add_many_keeps_given_ids_and_refuses_taken_ones(lexical_store) -> None:
 
     lexical_store.ensure_store("imp")
     scope = Scope("app", "t", "a", "r")
-    [kept] = lexical_store.add_many("imp", [TextItem(scope, "imported fact", id="orig-1", created_at=1.0)])
+    [kept] = lexical_store.add_many(
+        "imp", [TextItem(scope, "imported fact", id="orig-1", created_at=1.0)]
+    )
     assert kept == "orig-1"
     memory = lexical_store.get_memory("imp", scope, "orig-1")
     assert (memory.text, memory.created_at) == ("imported fact", 1.0)
     # Same text again: dedup returns the existing memory, whatever id the caller brings.
-    assert lexical_store.add_many("imp", [TextItem(scope, "imported fact", id="other")]) == ["orig-1"]
+    assert lexical_store.add_many("imp", [TextItem(scope, "imported fact", id="other")]) == [
+        "orig-1"
+    ]
     with pytest.raises(Conflict):
         lexical_store.add_many("imp", [TextItem(scope, "a different fact", id="orig-1")])
     assert lexical_store.get_memory("imp", scope, "orig-1").text == "imported fact"

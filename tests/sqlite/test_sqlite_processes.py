@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,19 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+@pytest.mark.slow
+def test_processes_creating_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    """The switch to WAL takes its lock without SQLite's busy handler; we wait it out."""
+    rounds = 40
+    start = time.time() + 2.0  # after every worker has imported memcore
+    workers = [_spawn("open", str(tmp_path), str(rounds), str(start)) for _ in range(4)]
+    for proc in workers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert out == "", out
+    for i in range(rounds):
+        conn = sqlite3.connect(tmp_path / f"r{i}.db")
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.close()

@@ -45,7 +45,10 @@ def test_query_of_only_stop_words_keeps_them() -> None:
 def test_query_expressions_are_restricted_by_tags() -> None:
     q = analysis.build_query("quick brown fox", tags='"t1"')
     assert q.all_of() == 'tags : ("t1") AND body : ("quick" AND "brown" AND "fox")'
-    assert q.with_any("fox", ("quick", "brown")) == 'tags : ("t1") AND body : ("fox" AND ("quick" OR "brown"))'
+    assert (
+        q.with_any("fox", ("quick", "brown"))
+        == 'tags : ("t1") AND body : ("fox" AND ("quick" OR "brown"))'
+    )
     assert q.scope_only() == 'tags : ("t1")'
 
 
@@ -70,7 +73,9 @@ def test_common_words_do_not_flood_the_or_stage(
     from memcore_sqlite import ranking
 
     monkeypatch.setattr(ranking, "COMMON_TERM_ROWS", 5)
-    lexical_store.add_many(STORE, [TextItem(ALICE, f"the user mentioned item {i}") for i in range(20)])
+    lexical_store.add_many(
+        STORE, [TextItem(ALICE, f"the user mentioned item {i}") for i in range(20)]
+    )
     rare = add(lexical_store, ALICE, "the user owns a kayak")
     hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "user kayak paddles", top_k=5)
     # "user" is common: rows holding only "user" are not OR-matched; "kayak" pairs with it.
@@ -86,11 +91,17 @@ def test_only_common_words_fall_back_to_recent_rows(
     lexical_store.add_many(STORE, [TextItem(ALICE, f"user note {i}") for i in range(10)])
     lexical_store.add_many(STORE, [TextItem(ALICE, f"mentioned thing {i}") for i in range(10)])
     hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "user mentioned", top_k=3)
-    assert [h.memory.text for h in hits] == ["mentioned thing 9", "mentioned thing 8", "mentioned thing 7"]
+    assert [h.memory.text for h in hits] == [
+        "mentioned thing 9",
+        "mentioned thing 8",
+        "mentioned thing 7",
+    ]
 
 
 # -- CJK ------------------------------------------------------------------------------------
-def test_two_character_cjk_word_is_found_inside_a_sentence(lexical_store: SqliteMemoryStore) -> None:
+def test_two_character_cjk_word_is_found_inside_a_sentence(
+    lexical_store: SqliteMemoryStore,
+) -> None:
     mid = add(lexical_store, ALICE, "喜欢喝咖啡")
     add(lexical_store, ALICE, "喜欢喝茶")
     hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "咖啡")
@@ -124,12 +135,16 @@ def test_and_matches_rank_above_partial_matches(lexical_store: SqliteMemoryStore
 
 def test_or_fallback_finds_rows_sharing_any_term(lexical_store: SqliteMemoryStore) -> None:
     mid = add(lexical_store, ALICE, "Alice plays the violin")
-    assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "violin concerto tickets")) == [mid]
+    assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "violin concerto tickets")) == [
+        mid
+    ]
 
 
 def test_stemming_matches_word_forms(lexical_store: SqliteMemoryStore) -> None:
     mid = add(lexical_store, ALICE, "The user likes running marathons")
-    assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "liked to run a marathon")) == [mid]
+    assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "liked to run a marathon")) == [
+        mid
+    ]
 
 
 def test_no_match_returns_nothing(lexical_store: SqliteMemoryStore) -> None:
@@ -137,7 +152,9 @@ def test_no_match_returns_nothing(lexical_store: SqliteMemoryStore) -> None:
     assert lexical_store.search(STORE, ALICE.tenant_pattern(), "zebra") == []
 
 
-def test_punctuation_and_fts_syntax_in_queries_are_plain_text(lexical_store: SqliteMemoryStore) -> None:
+def test_punctuation_and_fts_syntax_in_queries_are_plain_text(
+    lexical_store: SqliteMemoryStore,
+) -> None:
     mid = add(lexical_store, ALICE, "NEAR the AND gate: OR logic")
     for query in ['"', "NEAR(", "AND OR NOT", "*", "gate*:^", "-(logic)"]:
         hits = lexical_store.search(STORE, ALICE.tenant_pattern(), query)
@@ -161,13 +178,17 @@ def test_wildcard_everything_pattern(lexical_store: SqliteMemoryStore) -> None:
 def test_filters_with_many_rows_are_exact(lexical_store: SqliteMemoryStore) -> None:
     items = [TextItem(ALICE, f"status report {i}", {"team": f"t{i % 5}"}) for i in range(100)]
     lexical_store.add_many(STORE, items)
-    hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "status report", top_k=50, filters={"team": "t3"})
+    hits = lexical_store.search(
+        STORE, ALICE.tenant_pattern(), "status report", top_k=50, filters={"team": "t3"}
+    )
     assert len(hits) == 20
     assert all(h.memory.metadata["team"] == "t3" for h in hits)
 
 
 def test_scores_are_bounded_and_sorted(lexical_store: SqliteMemoryStore) -> None:
-    lexical_store.add_many(STORE, [TextItem(ALICE, f"apples and pears number {i}") for i in range(40)])
+    lexical_store.add_many(
+        STORE, [TextItem(ALICE, f"apples and pears number {i}") for i in range(40)]
+    )
     hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "apples pears number 7", top_k=50)
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
@@ -186,7 +207,9 @@ def test_bad_inputs_are_refused(lexical_store: SqliteMemoryStore) -> None:
 
 # -- hybrid ---------------------------------------------------------------------------------
 def test_hybrid_scores_are_rrf_scaled(hybrid_store: SqliteMemoryStore) -> None:
-    hybrid_store.add_many(STORE, [TextItem(ALICE, f"The user owns item number {i}") for i in range(20)])
+    hybrid_store.add_many(
+        STORE, [TextItem(ALICE, f"The user owns item number {i}") for i in range(20)]
+    )
     best = add(hybrid_store, ALICE, "The user owns a golden retriever")
     hits = hybrid_store.search(STORE, ALICE.tenant_pattern(), "golden retriever", top_k=20)
     assert hits[0].memory.id == best
@@ -212,8 +235,12 @@ def test_vector_mode_needs_an_embedder(lexical_store: SqliteMemoryStore) -> None
 
 
 def test_hybrid_filters_apply_to_vector_candidates(hybrid_store: SqliteMemoryStore) -> None:
-    hybrid_store.add_many(STORE, [TextItem(ALICE, f"note {i}", {"k": str(i % 2)}) for i in range(30)])
-    hits = hybrid_store.search(STORE, ALICE.tenant_pattern(), "completely unrelated words", filters={"k": "1"}, top_k=50)
+    hybrid_store.add_many(
+        STORE, [TextItem(ALICE, f"note {i}", {"k": str(i % 2)}) for i in range(30)]
+    )
+    hits = hybrid_store.search(
+        STORE, ALICE.tenant_pattern(), "completely unrelated words", filters={"k": "1"}, top_k=50
+    )
     assert hits and all(h.memory.metadata["k"] == "1" for h in hits)
 
 
@@ -226,12 +253,18 @@ def test_vector_cache_sees_writes_of_another_connection(db_path: Path) -> None:
         first.search(STORE, ALICE.tenant_pattern(), "zeppelin")  # fills first's cache
         other = add(second, ALICE, "xylophone lessons every tuesday")
         hits = first.search_vector(
-            STORE, ALICE.tenant_pattern(), "zzqq", HashingEmbedder(64).embed(["xylophone lessons"])[0]
+            STORE,
+            ALICE.tenant_pattern(),
+            "zzqq",
+            HashingEmbedder(64).embed(["xylophone lessons"])[0],
         )
         assert other in ids(hits)
         second.delete_memory(STORE, ALICE, other)
         hits = first.search_vector(
-            STORE, ALICE.tenant_pattern(), "zzqq", HashingEmbedder(64).embed(["xylophone lessons"])[0]
+            STORE,
+            ALICE.tenant_pattern(),
+            "zzqq",
+            HashingEmbedder(64).embed(["xylophone lessons"])[0],
         )
         assert other not in ids(hits)
     finally:
@@ -265,18 +298,32 @@ def test_two_stores_in_one_file_never_mix(lexical_store: SqliteMemoryStore) -> N
 
 @pytest.mark.parametrize(
     "pattern",
-    [ScopePattern("*"), ScopePattern("app"), ALICE.tenant_pattern(), ScopePattern("app", "alice", "agent", "*"), ALICE.pattern()],
+    [
+        ScopePattern("*"),
+        ScopePattern("app"),
+        ALICE.tenant_pattern(),
+        ScopePattern("app", "alice", "agent", "*"),
+        ALICE.pattern(),
+    ],
 )
-def test_filters_work_at_every_pattern_level(lexical_store: SqliteMemoryStore, pattern: ScopePattern) -> None:
+def test_filters_work_at_every_pattern_level(
+    lexical_store: SqliteMemoryStore, pattern: ScopePattern
+) -> None:
     red = add(lexical_store, ALICE, "weekly planning meeting", team="red")
     add(lexical_store, ALICE, "weekly planning meeting notes", team="blue")
     add(lexical_store, BOB, "weekly planning meeting too", team="red")
     hits = lexical_store.search(STORE, pattern, "weekly planning", filters={"team": "red"})
-    expected = {red} if pattern.tenant_id == "alice" else {red, ids(lexical_store.search(STORE, BOB.pattern(), "too"))[0]}
+    expected = (
+        {red}
+        if pattern.tenant_id == "alice"
+        else {red, ids(lexical_store.search(STORE, BOB.pattern(), "too"))[0]}
+    )
     assert set(ids(hits)) == expected
 
 
-def test_matrix_loads_in_chunks_and_stays_writable(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_matrix_loads_in_chunks_and_stays_writable(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memcore_sqlite import vectors
 
     monkeypatch.setattr(vectors, "_LOAD_CHUNK_ROWS", 3)

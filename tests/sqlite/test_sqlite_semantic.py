@@ -21,7 +21,9 @@ def test_the_embedder_returns_unit_vectors(onnx_embedder: Any) -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
 
 
-def test_beverage_question_finds_coffee_without_shared_words(tmp_path: Path, onnx_embedder: Any) -> None:
+def test_beverage_question_finds_coffee_without_shared_words(
+    tmp_path: Path, onnx_embedder: Any
+) -> None:
     with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
         store.ensure_store("mem")
         store.add_many(
@@ -34,11 +36,15 @@ def test_beverage_question_finds_coffee_without_shared_words(tmp_path: Path, onn
             ],
         )
         for mode in ("vector", "hybrid"):
-            hits = store.search("mem", USER.tenant_pattern(), "What beverages does the user like?", mode=mode)
+            hits = store.search(
+                "mem", USER.tenant_pattern(), "What beverages does the user like?", mode=mode
+            )
             assert hits[0].memory.text == "The user likes coffee", mode
 
 
-def _recall_at_5(store: SqliteMemoryStore, data: dict[str, Any], ids: dict[str, str], mode: str) -> float:
+def _recall_at_5(
+    store: SqliteMemoryStore, data: dict[str, Any], ids: dict[str, str], mode: str
+) -> float:
     total = 0.0
     for q in data["queries"]:
         hits = store.search("mem", USER.tenant_pattern(), q["query"], top_k=5, mode=mode)

@@ -87,9 +87,6 @@ def _serve_with_emulator(control: ControlPlane) -> Any:
     return server
 
 
-
-
-
 @pytest.fixture
 def control_endpoint(control_plane: ControlPlane) -> Iterator[str]:
     """``127.0.0.1:PORT`` of a loopback server that answers with ``control_plane``."""
@@ -136,4 +133,6 @@ def clock() -> FakeClock:
 @pytest.fixture
 def control_plane(clock: FakeClock) -> ControlPlane:
     """The twin, checking signatures with the test key; its DNS delays run on ``clock``."""
-    return ControlPlane(region="cn-beijing", access_keys={ACCESS_KEY_ID: ACCESS_KEY_SECRET}, clock=clock)
+    return ControlPlane(
+        region="cn-beijing", access_keys={ACCESS_KEY_ID: ACCESS_KEY_SECRET}, clock=clock
+    )

@@ -23,7 +23,11 @@ A1 = Scope("app", "t1", "a1", "r1")
 STORE = "async_mem"
 
 
-def run(server: EmulatorServer, body: Callable[[AsyncTableStoreMemoryStore], Awaitable[Any]], **kwargs: Any) -> Any:
+def run(
+    server: EmulatorServer,
+    body: Callable[[AsyncTableStoreMemoryStore], Awaitable[Any]],
+    **kwargs: Any,
+) -> Any:
     async def main() -> Any:
         async with async_store_for(server, **kwargs) as store:
             return await body(store)
@@ -31,10 +35,14 @@ def run(server: EmulatorServer, body: Callable[[AsyncTableStoreMemoryStore], Awa
     return asyncio.run(main())
 
 
-def test_concurrent_writes_all_arrive(emulator: EmulatorServer, backing: InMemoryMemoryStore) -> None:
+def test_concurrent_writes_all_arrive(
+    emulator: EmulatorServer, backing: InMemoryMemoryStore
+) -> None:
     async def body(store: AsyncTableStoreMemoryStore) -> None:
         await store.ensure_store(STORE)
-        receipts = await asyncio.gather(*(store.add_text(STORE, A1, f"fact {i}", sync=True) for i in range(60)))
+        receipts = await asyncio.gather(
+            *(store.add_text(STORE, A1, f"fact {i}", sync=True) for i in range(60))
+        )
         assert len({r.memory_ids[0] for r in receipts}) == 60
 
     run(emulator, body)
@@ -51,7 +59,9 @@ def test_dropped_connection_read_is_retried(emulator: EmulatorServer) -> None:
     assert run(emulator, body) == "kept"
 
 
-def test_dropped_connection_message_write_is_not_replayed(emulator: EmulatorServer, backing: InMemoryMemoryStore) -> None:
+def test_dropped_connection_message_write_is_not_replayed(
+    emulator: EmulatorServer, backing: InMemoryMemoryStore
+) -> None:
     async def body(store: AsyncTableStoreMemoryStore) -> None:
         await store.ensure_store(STORE)
         emulator.set_faults(Faults(drop_burst=1, apis=("AddMemories",)))
@@ -120,7 +130,9 @@ def test_connection_refused_is_unavailable() -> None:
         url = server.url
 
     async def main() -> None:
-        store = AsyncTableStoreMemoryStore(url, "emulator", Credentials("emu-ak", "emu-sk"), timeout=0.5)
+        store = AsyncTableStoreMemoryStore(
+            url, "emulator", Credentials("emu-ak", "emu-sk"), timeout=0.5
+        )
         with pytest.raises(Unavailable):
             await store.list_stores()
         await store.close()

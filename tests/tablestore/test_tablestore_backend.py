@@ -32,7 +32,10 @@ def test_open_store_through_the_entry_point(emulator: EmulatorServer) -> None:
     store.close()
 
 
-@pytest.mark.parametrize(("changes", "missing"), [({}, "endpoint"), ({"endpoint": "https://x.cn-beijing.ots.aliyuncs.com"}, "instance_name")])
+@pytest.mark.parametrize(
+    ("changes", "missing"),
+    [({}, "endpoint"), ({"endpoint": "https://x.cn-beijing.ots.aliyuncs.com"}, "instance_name")],
+)
 def test_unprovisioned_config_says_to_provision(changes: dict[str, str], missing: str) -> None:
     with pytest.raises(ConfigError) as caught:
         open_backend(MemcoreConfig(**changes), credentials=None)
@@ -61,7 +64,9 @@ def test_package_import_does_not_load_the_sdk() -> None:
         "heavy = [m for m in ('tablestore', 'urllib3', 'aiohttp', 'alibabacloud_credentials') if m in sys.modules]\n"
         "print(json.dumps(heavy))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 

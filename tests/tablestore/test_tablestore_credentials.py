@@ -55,7 +55,11 @@ def test_half_a_pair_is_refused() -> None:
 
 def test_secrets_never_appear_in_reprs() -> None:
     creds = Credentials("LTAIexampleid42", "super-secret-value", "sts-secret-token")
-    for text in (repr(creds), str(creds), repr(TableStoreMemoryStore("http://127.0.0.1:1", "emulator", creds))):
+    for text in (
+        repr(creds),
+        str(creds),
+        repr(TableStoreMemoryStore("http://127.0.0.1:1", "emulator", creds)),
+    ):
         assert "super-secret-value" not in text
         assert "sts-secret-token" not in text
         assert "LTAIexampleid42" not in text
@@ -68,7 +72,9 @@ def test_empty_secret_is_refused() -> None:
 
 def test_sts_credentials_reach_the_wire(emulator: EmulatorServer) -> None:
     # The emulator expects no token; a token sent means the SDK got it from us.
-    store = TableStoreMemoryStore(emulator.url, emulator.instance_name, Credentials("emu-ak", "emu-sk", "tok"))
+    store = TableStoreMemoryStore(
+        emulator.url, emulator.instance_name, Credentials("emu-ak", "emu-sk", "tok")
+    )
     with pytest.raises(PermissionDenied) as caught:
         store.list_stores()
     assert "security token" in str(caught.value)
@@ -78,7 +84,9 @@ def test_sts_credentials_reach_the_wire(emulator: EmulatorServer) -> None:
 def test_default_chain_reads_a_profile_file(tmp_path: Path) -> None:
     """The last resort, in a child process: the library reads its environment at import."""
     profile = tmp_path / "credentials.ini"
-    profile.write_text("[default]\ntype = access_key\naccess_key_id = file-ak-1\naccess_key_secret = file-sk-1\n")
+    profile.write_text(
+        "[default]\ntype = access_key\naccess_key_id = file-ak-1\naccess_key_secret = file-sk-1\n"
+    )
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -86,17 +94,25 @@ def test_default_chain_reads_a_profile_file(tmp_path: Path) -> None:
         "ALIBABA_CLOUD_ECS_METADATA_DISABLED": "true",
     }
     code = "from memcore_tablestore.credentials import resolve_credentials as r; c = r(); print(c.access_key_id, c.access_key_secret)"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.split() == ["file-ak-1", "file-sk-1"]
 
 
 def test_default_chain_failure_is_permission_denied(tmp_path: Path) -> None:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "ALIBABA_CLOUD_ECS_METADATA_DISABLED": "true"}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "ALIBABA_CLOUD_ECS_METADATA_DISABLED": "true",
+    }
     code = (
         "from memcore_tablestore.credentials import resolve_credentials as r\n"
         "from memcore.errors import PermissionDenied\n"
         "try:\n    r()\nexcept PermissionDenied as e:\n    print('denied', e.field)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.stdout.split() == ["denied", "credentials"], out.stderr[-500:]

@@ -20,7 +20,13 @@ STORE = "emu"
 GOOD = {"appId": "app", "tenantId": "t1", "agentId": "a1", "runId": "r1"}
 
 
-def _raw(server: EmulatorServer, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def _raw(
+    server: EmulatorServer,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     conn.request(method, path, body=body, headers=headers or {})
     resp = conn.getresponse()
@@ -52,7 +58,9 @@ def test_answers_carry_lowercase_request_id(emulator: EmulatorServer) -> None:
 def test_tampered_body_fails_the_md5_check(emulator: EmulatorServer) -> None:
     client = OTSClient(emulator.url, "emu-ak", "emu-sk", "emulator")
     context = RequestContext(client.credentials_provider.get_credentials())
-    query, headers, body = client.protocol.make_json_request("ListMemoryStores", client._signer, {}, context)
+    query, headers, body = client.protocol.make_json_request(
+        "ListMemoryStores", client._signer, {}, context
+    )
     status, _, answer = _raw(emulator, "POST", query, b'{"limit":5}', headers)
     assert status == 403
     assert "contentmd5" in json.loads(answer)["message"]
@@ -68,24 +76,39 @@ def test_service_side_scope_rules(sdk: Any) -> None:
     assert _code(lambda: sdk.add_memories(partial_write)) == (400, "OTSParameterInvalid")
     middle_star = {**base, "scope": {**GOOD, "tenantId": "*"}, "query": "q"}
     assert _code(lambda: sdk.search_memories(middle_star)) == (400, "OTSParameterInvalid")
-    suffix_star = {**base, "scope": {"appId": "app", "tenantId": "*", "agentId": "*", "runId": "*"}, "query": "q"}
+    suffix_star = {
+        **base,
+        "scope": {"appId": "app", "tenantId": "*", "agentId": "*", "runId": "*"},
+        "query": "q",
+    }
     assert sdk.search_memories(suffix_star)["memories"] == []
     star_get = {**base, "scope": {**GOOD, "runId": "*"}, "memoryId": "m"}
     assert _code(lambda: sdk.get_memory(star_get)) == (400, "OTSParameterInvalid")
     star_messages = {**base, "scope": {**GOOD, "runId": "*"}}
-    assert _code(lambda: sdk.list_memory_store_messages(star_messages)) == (400, "OTSParameterInvalid")
+    assert _code(lambda: sdk.list_memory_store_messages(star_messages)) == (
+        400,
+        "OTSParameterInvalid",
+    )
 
 
 def test_service_side_limits(sdk: Any) -> None:
     base = {"memoryStoreName": STORE, "scope": GOOD}
     assert _code(lambda: sdk.search_memories({**base, "query": "q", "topK": 51}))[0] == 400
     assert _code(lambda: sdk.add_memories({**base, "text": "x" * 32_001}))[0] == 400
-    assert _code(lambda: sdk.add_memories({**base, "messages": [{"role": "user", "content": "x"}] * 21}))[0] == 400
+    assert (
+        _code(
+            lambda: sdk.add_memories({**base, "messages": [{"role": "user", "content": "x"}] * 21})
+        )[0]
+        == 400
+    )
     assert _code(lambda: sdk.add_memories({**base, "text": "x", "metadata": {"k": 1}}))[0] == 400
     assert _code(lambda: sdk.add_memories({**base}))[0] == 400
     assert _code(lambda: sdk.list_memories({**base, "limit": 101}))[0] == 400
     assert _code(lambda: sdk.create_memory_store({"memoryStoreName": "bad-name"}))[0] == 400
-    assert _code(lambda: sdk.create_memory_store({"memoryStoreName": STORE})) == (409, "OTSObjectAlreadyExist")
+    assert _code(lambda: sdk.create_memory_store({"memoryStoreName": STORE})) == (
+        409,
+        "OTSObjectAlreadyExist",
+    )
 
 
 def test_non_object_body_is_refused(sdk: Any) -> None:
@@ -100,7 +123,9 @@ def test_501_unsupported_operation_maps_to_unsupported(emulator: EmulatorServer)
     store.close()
 
 
-def test_backing_store_crash_is_a_500_and_unavailable(backing: InMemoryMemoryStore, emulator: EmulatorServer) -> None:
+def test_backing_store_crash_is_a_500_and_unavailable(
+    backing: InMemoryMemoryStore, emulator: EmulatorServer
+) -> None:
     store = store_for(emulator, retry=False)
     backing.faults.fail_operation("list_stores", RuntimeError("disk on fire"), times=1)  # type: ignore[arg-type]
     with pytest.raises(Unavailable) as caught:
@@ -114,7 +139,14 @@ def test_backing_store_crash_is_a_500_and_unavailable(backing: InMemoryMemorySto
 def test_admin_endpoint_reads_and_sets_faults(emulator: EmulatorServer) -> None:
     status, _, body = _raw(emulator, "GET", "/__admin/faults")
     assert status == 200 and json.loads(body)["latency_ms"] == 0.0
-    status, _, body = _raw(emulator, "POST", "/__admin/faults", json.dumps({"error_burst": 2, "error_status": 429, "error_code": "OTSOperationThrottled"}).encode())
+    status, _, body = _raw(
+        emulator,
+        "POST",
+        "/__admin/faults",
+        json.dumps(
+            {"error_burst": 2, "error_status": 429, "error_code": "OTSOperationThrottled"}
+        ).encode(),
+    )
     assert status == 200
     assert emulator.faults.error_burst == 2 and emulator.faults.error_status == 429
     status, _, body = _raw(emulator, "POST", "/__admin/faults", b'{"latency": 5}')
@@ -130,12 +162,16 @@ def test_faults_validate() -> None:
         Faults(error_status=200)
     with pytest.raises(InvalidInput):
         Faults.from_dict({"chaos": "yes"})
-    assert Faults.from_dict(Faults(latency_ms=3, apis=("GetMemory",)).to_dict()) == Faults(latency_ms=3, apis=("GetMemory",))
+    assert Faults.from_dict(Faults(latency_ms=3, apis=("GetMemory",)).to_dict()) == Faults(
+        latency_ms=3, apis=("GetMemory",)
+    )
 
 
 def test_x_acs_action_goes_to_the_control_plane(emulator: EmulatorServer) -> None:
     headers = {"x-acs-action": "ListInstances", "x-acs-version": "2020-12-09"}
-    status, reply_headers, body = _raw(emulator, "GET", "/v2/openapi/listinstances", headers=headers)
+    status, reply_headers, body = _raw(
+        emulator, "GET", "/v2/openapi/listinstances", headers=headers
+    )
     # The twin answers in the OpenAPI error shape (Code/Message/RequestId), not the data plane's.
     assert status == 400
     assert "x-acs-request-id" in reply_headers
@@ -166,6 +202,12 @@ def test_initialising_store_reports_its_status(emulator: EmulatorServer, sdk: An
     emulator.set_faults(Faults(init_seconds=5))
     created = sdk.create_memory_store({"memoryStoreName": "fresh"})
     assert created["memoryStore"]["status"] == "initializing"
-    assert _code(lambda: sdk.list_memories({"memoryStoreName": "fresh", "scope": GOOD})) == (409, "CONFLICT")
-    assert sdk.get_memory_store({"memoryStoreName": "fresh"})["memoryStore"]["status"] == "initializing"
+    assert _code(lambda: sdk.list_memories({"memoryStoreName": "fresh", "scope": GOOD})) == (
+        409,
+        "CONFLICT",
+    )
+    assert (
+        sdk.get_memory_store({"memoryStoreName": "fresh"})["memoryStore"]["status"]
+        == "initializing"
+    )
     assert sdk.list_memories({"memoryStoreName": STORE, "scope": GOOD})["memories"] == []

@@ -106,12 +106,19 @@ def test_ensure_store_without_auto_create(emulator: EmulatorServer) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "code"), [(503, "OTSServerBusy"), (429, "OTSOperationThrottled"), (503, "OTSServerUnavailable")]
+    ("status", "code"),
+    [(503, "OTSServerBusy"), (429, "OTSOperationThrottled"), (503, "OTSServerUnavailable")],
 )
 def test_refusal_bursts_are_retried_even_for_message_writes(
-    ready: TableStoreMemoryStore, emulator: EmulatorServer, backing: InMemoryMemoryStore, status: int, code: str
+    ready: TableStoreMemoryStore,
+    emulator: EmulatorServer,
+    backing: InMemoryMemoryStore,
+    status: int,
+    code: str,
 ) -> None:
-    emulator.set_faults(Faults(error_burst=3, error_status=status, error_code=code, apis=("AddMemories",)))
+    emulator.set_faults(
+        Faults(error_burst=3, error_status=status, error_code=code, apis=("AddMemories",))
+    )
     receipt = ready.add_messages(STORE, A1, [Message("user", "remember the burst")], sync=True)
     assert receipt.status == "completed"
     assert [m.content for m in ready.list_messages(STORE, A1).items] == ["remember the burst"]
@@ -140,12 +147,16 @@ def test_retry_off_raises_the_first_refusal(emulator: EmulatorServer) -> None:
 def test_500_is_unavailable_and_a_message_write_is_not_replayed(
     ready: TableStoreMemoryStore, emulator: EmulatorServer
 ) -> None:
-    emulator.set_faults(Faults(error_burst=1, error_status=500, error_code="OTSInternalServerError"))
+    emulator.set_faults(
+        Faults(error_burst=1, error_status=500, error_code="OTSInternalServerError")
+    )
     with pytest.raises(Unavailable):
         ready.add_messages(STORE, A1, [Message("user", "maybe stored")])
 
 
-def test_dropped_connection_on_a_read_is_retried(ready: TableStoreMemoryStore, emulator: EmulatorServer) -> None:
+def test_dropped_connection_on_a_read_is_retried(
+    ready: TableStoreMemoryStore, emulator: EmulatorServer
+) -> None:
     mid = ready.add_text(STORE, A1, "survives a hang-up", sync=True).memory_ids[0]
     emulator.set_faults(Faults(drop_burst=2, apis=("GetMemory",)))
     assert ready.get_memory(STORE, A1, mid).text == "survives a hang-up"
@@ -223,7 +234,9 @@ def test_sign_v4_with_a_region(backing: InMemoryMemoryStore) -> None:
         wrong_region = store_for(server, region="cn-hangzhou")
         with pytest.raises(PermissionDenied):
             wrong_region.describe_store(STORE)
-        bad_secret = store_for(server, region="cn-beijing", credentials=Credentials("emu-ak", "nope-nope"))
+        bad_secret = store_for(
+            server, region="cn-beijing", credentials=Credentials("emu-ak", "nope-nope")
+        )
         with pytest.raises(PermissionDenied) as caught:
             bad_secret.describe_store(STORE)
         assert "SignV4" in str(caught.value)
@@ -255,11 +268,15 @@ def test_closed_store_refuses(ts: TableStoreMemoryStore) -> None:
         ts.list_stores()
 
 
-def test_creating_an_existing_store_is_a_final_conflict(ready: TableStoreMemoryStore, emulator: EmulatorServer) -> None:
+def test_creating_an_existing_store_is_a_final_conflict(
+    ready: TableStoreMemoryStore, emulator: EmulatorServer
+) -> None:
     with pytest.raises(Conflict) as caught:
         ready.create_store(STORE)
     assert not caught.value.retryable
-    assert _count(emulator, "CreateMemoryStore") == 2  # the ensure_store one, and this one: no retry
+    assert (
+        _count(emulator, "CreateMemoryStore") == 2
+    )  # the ensure_store one, and this one: no retry
 
 
 def test_answer_lost_after_a_text_write_is_replayed_into_the_same_memory(
@@ -285,13 +302,24 @@ def test_answer_lost_after_a_message_write_is_not_replayed(
 
 @pytest.mark.parametrize("after_apply", [False, True])
 def test_no_text_write_is_lost_or_doubled_under_mixed_faults(
-    ready: TableStoreMemoryStore, emulator: EmulatorServer, backing: InMemoryMemoryStore, after_apply: bool
+    ready: TableStoreMemoryStore,
+    emulator: EmulatorServer,
+    backing: InMemoryMemoryStore,
+    after_apply: bool,
 ) -> None:
     emulator.set_faults(
-        Faults(error_rate=0.2, drop_rate=0.15, drop_after_apply=after_apply, seed=11, apis=("AddMemories",))
+        Faults(
+            error_rate=0.2,
+            drop_rate=0.15,
+            drop_after_apply=after_apply,
+            seed=11,
+            apis=("AddMemories",),
+        )
     )
     receipts = [ready.add_text(STORE, A1, f"durable fact {i}", sync=True) for i in range(25)]
     emulator.set_faults(Faults())
     stored = {m.id: m.text for m in backing.all_memories(STORE)}
     assert len(stored) == 25
-    assert sorted(stored[r.memory_ids[0]] for r in receipts) == sorted(f"durable fact {i}" for i in range(25))
+    assert sorted(stored[r.memory_ids[0]] for r in receipts) == sorted(
+        f"durable fact {i}" for i in range(25)
+    )

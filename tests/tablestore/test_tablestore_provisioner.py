@@ -28,7 +28,9 @@ from memcore_tablestore.provisioner_files import PENDING_MARKER, PendingInstance
 def _load_fixtures() -> ModuleType:
     name = "tablestore_conftest_provisioner"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("conftest_provisioner.py"))
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("conftest_provisioner.py")
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -54,7 +56,13 @@ def config_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make(control_plane: ControlPlane, control_endpoint: str, credentials: Credentials, clock: Any, config_path: Path):
+def make(
+    control_plane: ControlPlane,
+    control_endpoint: str,
+    credentials: Credentials,
+    clock: Any,
+    config_path: Path,
+):
     """Build a provisioner wired to the twin, reading the config file as a fresh start would."""
 
     def build(**overrides: Any) -> TableStoreProvisioner:
@@ -108,9 +116,14 @@ def test_first_run_creates_opens_and_saves_the_instance(
     assert any("Created instance" in step for step in steps)
 
 
-def test_a_configured_instance_needs_no_control_plane(make: Any, control_plane: ControlPlane) -> None:
+def test_a_configured_instance_needs_no_control_plane(
+    make: Any, control_plane: ControlPlane
+) -> None:
     first = make().ensure_instance()
-    calls = {a: control_plane.call_count(a) for a in ("CreateVCUInstance", "UpdateInstance", "ListInstances")}
+    calls = {
+        a: control_plane.call_count(a)
+        for a in ("CreateVCUInstance", "UpdateInstance", "ListInstances")
+    }
 
     again = make().ensure_instance()
 
@@ -169,7 +182,11 @@ def test_failed_save_is_reported_and_the_next_run_reuses_the_instance(
 
 
 def test_crash_right_after_create_is_found_by_alias(
-    make: Any, control_plane: ControlPlane, config_path: Path, credentials: Credentials, control_endpoint: str
+    make: Any,
+    control_plane: ControlPlane,
+    config_path: Path,
+    credentials: Credentials,
+    control_endpoint: str,
 ) -> None:
     # An earlier run recorded its alias, bought the instance, and died before noting its name.
     from memcore_tablestore.provisioner_control import ControlPlaneClient
@@ -241,7 +258,9 @@ def test_acl_failure_is_surfaced_with_its_code_and_recommend(
 
 
 def test_parameter_errors_are_invalid_input(make: Any, control_plane: ControlPlane) -> None:
-    control_plane.fail("CreateVCUInstance", code="InvalidParameter.VCU", status=400, message="bad VCU")
+    control_plane.fail(
+        "CreateVCUInstance", code="InvalidParameter.VCU", status=400, message="bad VCU"
+    )
     with pytest.raises(InvalidInput) as info:
         make().ensure_instance()
     assert info.value.service_code == "InvalidParameter.VCU"
@@ -338,7 +357,9 @@ def test_edits_made_during_the_bootstrap_are_kept(make: Any, config_path: Path) 
     assert _saved(config_path)["top_k"] == 9
 
 
-def test_a_bad_config_file_is_refused_before_buying(make: Any, control_plane: ControlPlane, config_path: Path) -> None:
+def test_a_bad_config_file_is_refused_before_buying(
+    make: Any, control_plane: ControlPlane, config_path: Path
+) -> None:
     config_path.parent.mkdir(parents=True)
     config_path.write_text('{"top_k": "many"}')
     with pytest.raises(ConfigError) as info:
@@ -347,7 +368,9 @@ def test_a_bad_config_file_is_refused_before_buying(make: Any, control_plane: Co
     assert control_plane.create_count == 0
 
 
-def test_pending_marker_from_another_region_is_refused(make: Any, config_path: Path, control_plane: ControlPlane) -> None:
+def test_pending_marker_from_another_region_is_refused(
+    make: Any, config_path: Path, control_plane: ControlPlane
+) -> None:
     write_pending(config_path.parent, PendingInstance(alias="memcore-zzz", region="cn-hangzhou"))
     with pytest.raises(ConfigError) as info:
         make().ensure_instance()
@@ -406,7 +429,14 @@ def test_a_wrong_secret_is_permission_denied_and_never_shown(
         provisioner.ensure_instance(progress=steps.append)
     err = info.value
     assert err.service_code == "SignatureDoesNotMatch"
-    for text in (str(err), repr(err), json.dumps(err.to_dict()), caplog.text, repr(provisioner), *steps):
+    for text in (
+        str(err),
+        repr(err),
+        json.dumps(err.to_dict()),
+        caplog.text,
+        repr(provisioner),
+        *steps,
+    ):
         assert secret not in text
         assert "sts-token-value-55aa" not in text
     assert control_plane.create_count == 0
@@ -414,7 +444,10 @@ def test_a_wrong_secret_is_permission_denied_and_never_shown(
 
 def test_secrets_echoed_by_the_service_are_redacted(make: Any, control_plane: ControlPlane) -> None:
     control_plane.fail(
-        "ListInstances", code="Forbidden", status=403, message=f"denied for secret {_fx.ACCESS_KEY_SECRET}"
+        "ListInstances",
+        code="Forbidden",
+        status=403,
+        message=f"denied for secret {_fx.ACCESS_KEY_SECRET}",
     )
     with pytest.raises(PermissionDenied) as info:
         make().ensure_instance()
@@ -429,7 +462,9 @@ def test_an_unknown_key_is_permission_denied_whatever_the_status(make: Any) -> N
     assert info.value.status == 404
 
 
-def test_an_unreachable_control_plane_is_unavailable(tmp_path: Path, credentials: Credentials) -> None:
+def test_an_unreachable_control_plane_is_unavailable(
+    tmp_path: Path, credentials: Credentials
+) -> None:
     clock = FakeClock()
     provisioner = TableStoreProvisioner(
         MemcoreConfig(timeout=2.0),
@@ -470,7 +505,9 @@ def test_offline_bootstrap_against_the_emulator_end_to_end(tmp_path: Path, clock
     from memcore_tablestore.provisioner_wait import system_resolver
 
     keys = Credentials("emu-ak", "emu-sk-0123456789")
-    twin = ControlPlane(instance_names=["emulator"], access_keys={"emu-ak": "emu-sk-0123456789"}, clock=clock)
+    twin = ControlPlane(
+        instance_names=["emulator"], access_keys={"emu-ak": "emu-sk-0123456789"}, clock=clock
+    )
     server = EmulatorServer(
         InMemoryMemoryStore(),
         access_key_id="emu-ak",
@@ -504,7 +541,9 @@ def test_offline_bootstrap_against_the_emulator_end_to_end(tmp_path: Path, clock
         server.stop()
 
 
-@pytest.mark.parametrize("template", ["ftp://{instance}", "https://{instance}.{zone}.x", "{instance}"])
+@pytest.mark.parametrize(
+    "template", ["ftp://{instance}", "https://{instance}.{zone}.x", "{instance}"]
+)
 def test_a_bad_endpoint_template_is_refused_before_buying(template: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         TableStoreProvisioner(MemcoreConfig(), tmp_path / "c.json", endpoint_template=template)

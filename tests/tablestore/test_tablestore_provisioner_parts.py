@@ -59,7 +59,9 @@ class Clock:
         (None, None, Unavailable),
     ],
 )
-def test_errors_are_classified_by_code_then_status(status: int | None, code: str | None, kind: type) -> None:
+def test_errors_are_classified_by_code_then_status(
+    status: int | None, code: str | None, kind: type
+) -> None:
     assert issubclass(classify(status, code), kind)
 
 
@@ -78,7 +80,9 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> N
 
 
 def test_pending_marker_round_trips_and_clears(tmp_path: Path) -> None:
-    pending = PendingInstance(alias="memcore-1", region="cn-beijing", instance_name="ots-1", started_at=5.0)
+    pending = PendingInstance(
+        alias="memcore-1", region="cn-beijing", instance_name="ots-1", started_at=5.0
+    )
     write_pending(tmp_path, pending)
     assert read_pending(tmp_path) == pending
     clear_pending(tmp_path)

@@ -25,7 +25,9 @@ from memcore_tablestore.emulator.control_plane import ControlPlane
 def _load_fixtures() -> ModuleType:
     name = "tablestore_conftest_provisioner"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("conftest_provisioner.py"))
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("conftest_provisioner.py")
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -69,7 +71,9 @@ def _create(sdk: Client, alias: str = "", **overrides: Any) -> str:
     return str(response.body.instance_name)
 
 
-def _raw(endpoint: str, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, Any, dict]:
+def _raw(
+    endpoint: str, method: str, path: str, headers: dict[str, str], body: bytes = b""
+) -> tuple[int, Any, dict]:
     host, port = endpoint.split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
@@ -83,11 +87,15 @@ def _raw(endpoint: str, method: str, path: str, headers: dict[str, str], body: b
 def test_create_get_update_round_trip(sdk: Client, control_plane: ControlPlane) -> None:
     name = _create(sdk, alias="memcore-x1", instance_description="notes")
     sdk.update_instance_with_options(
-        models.UpdateInstanceRequest(instance_name=name, network_type_acl=["INTERNET"], network_source_acl=[]),
+        models.UpdateInstanceRequest(
+            instance_name=name, network_type_acl=["INTERNET"], network_source_acl=[]
+        ),
         {},
         RuntimeOptions(),
     )
-    body = sdk.get_instance_with_options(models.GetInstanceRequest(instance_name=name), {}, RuntimeOptions()).body
+    body = sdk.get_instance_with_options(
+        models.GetInstanceRequest(instance_name=name), {}, RuntimeOptions()
+    ).body
 
     assert body.instance_name == name
     assert body.alias_name == "memcore-x1"
@@ -127,7 +135,9 @@ def test_list_filters_by_name(sdk: Client) -> None:
 
 def test_errors_use_the_openapi_shape(sdk: Client) -> None:
     with pytest.raises(ClientException) as info:
-        sdk.get_instance_with_options(models.GetInstanceRequest(instance_name="ghost"), {}, RuntimeOptions())
+        sdk.get_instance_with_options(
+            models.GetInstanceRequest(instance_name="ghost"), {}, RuntimeOptions()
+        )
     err = info.value
     assert err.status_code == 404
     assert err.code == "InvalidInstanceName.NotFound"
@@ -149,12 +159,20 @@ def test_unsigned_requests_are_refused(control_endpoint: str) -> None:
 
 def test_wrong_path_or_version_is_refused(control_plane: ControlPlane) -> None:
     status, _, raw = control_plane.handle(
-        "GET", "/v2/openapi/nothing", "", {"x-acs-action": "GetInstance", "x-acs-version": "2020-12-09"}, b""
+        "GET",
+        "/v2/openapi/nothing",
+        "",
+        {"x-acs-action": "GetInstance", "x-acs-version": "2020-12-09"},
+        b"",
     )
     assert status == 404
     assert json.loads(raw)["Code"] == "InvalidAction.NotFound"
     status, _, raw = control_plane.handle(
-        "GET", "/v2/openapi/getinstance", "", {"x-acs-action": "GetInstance", "x-acs-version": "2019-01-01"}, b""
+        "GET",
+        "/v2/openapi/getinstance",
+        "",
+        {"x-acs-action": "GetInstance", "x-acs-version": "2019-01-01"},
+        b"",
     )
     assert status == 400
     assert json.loads(raw)["Code"] == "InvalidVersion"
@@ -176,7 +194,9 @@ def test_required_parameters_are_checked(sdk: Client, control_plane: ControlPlan
 
 
 def test_dry_run_buys_nothing(sdk: Client, control_plane: ControlPlane) -> None:
-    request = models.CreateVCUInstanceRequest(cluster_type="SSD", vcu=1, period_in_month=1, dry_run=True)
+    request = models.CreateVCUInstanceRequest(
+        cluster_type="SSD", vcu=1, period_in_month=1, dry_run=True
+    )
     sdk.create_vcuinstance_with_options(request, {}, RuntimeOptions())
     assert control_plane.create_count == 0
 
@@ -185,7 +205,9 @@ def test_unknown_acl_values_are_refused(sdk: Client) -> None:
     name = _create(sdk)
     with pytest.raises(ClientException) as info:
         sdk.update_instance_with_options(
-            models.UpdateInstanceRequest(instance_name=name, network_type_acl=["MOON"]), {}, RuntimeOptions()
+            models.UpdateInstanceRequest(instance_name=name, network_type_acl=["MOON"]),
+            {},
+            RuntimeOptions(),
         )
     assert info.value.code == "InvalidParameter.NetworkTypeACL"
 
@@ -201,7 +223,9 @@ def test_injected_faults_fire_the_given_times(sdk: Client, control_plane: Contro
     assert control_plane.create_count == 1
 
 
-def test_a_committed_fault_takes_effect_and_still_fails(sdk: Client, control_plane: ControlPlane) -> None:
+def test_a_committed_fault_takes_effect_and_still_fails(
+    sdk: Client, control_plane: ControlPlane
+) -> None:
     control_plane.fail("CreateVCUInstance", code="InternalError", status=500, commit=True)
     with pytest.raises(ServerException):
         _create(sdk, alias="lost")
@@ -216,15 +240,27 @@ def test_configure_refuses_unknown_or_bad_knobs(control_plane: ControlPlane) -> 
     with pytest.raises(InvalidInput):
         control_plane.configure({"faults": [{"action": "Nope", "code": "X"}]})
     open_twin = ControlPlane()  # no access keys: signatures are not checked
-    open_twin.configure({"faults": [{"action": "GetInstance", "code": "Throttling", "status": 400}]})
-    headers = {"x-acs-action": "GetInstance", "x-acs-version": "2020-12-09", "authorization": "unchecked"}
-    status, _, raw = open_twin.handle("GET", "/v2/openapi/getinstance", "InstanceName=x", headers, b"")
+    open_twin.configure(
+        {"faults": [{"action": "GetInstance", "code": "Throttling", "status": 400}]}
+    )
+    headers = {
+        "x-acs-action": "GetInstance",
+        "x-acs-version": "2020-12-09",
+        "authorization": "unchecked",
+    }
+    status, _, raw = open_twin.handle(
+        "GET", "/v2/openapi/getinstance", "InstanceName=x", headers, b""
+    )
     assert (status, json.loads(raw)["Code"]) == (400, "Throttling")
-    status, _, raw = open_twin.handle("GET", "/v2/openapi/getinstance", "InstanceName=x", headers, b"")
+    status, _, raw = open_twin.handle(
+        "GET", "/v2/openapi/getinstance", "InstanceName=x", headers, b""
+    )
     assert (status, json.loads(raw)["Code"]) == (404, "InvalidInstanceName.NotFound")
 
 
-def test_dns_resolves_only_created_instances_after_the_delay(sdk: Client, control_plane: ControlPlane, clock: Any) -> None:
+def test_dns_resolves_only_created_instances_after_the_delay(
+    sdk: Client, control_plane: ControlPlane, clock: Any
+) -> None:
     control_plane.configure({"dns_delay": 30.0, "dns_misses": 0})
     name = _create(sdk)
     host = f"{name}.cn-beijing.ots.aliyuncs.com"
@@ -246,7 +282,9 @@ def test_dns_misses_count_lookups(sdk: Client, control_plane: ControlPlane) -> N
 
 
 def test_data_endpoint_template_names_the_host() -> None:
-    twin = ControlPlane(region="cn-hangzhou", data_endpoint_template="http://{instance}.{region}.localhost:8080")
+    twin = ControlPlane(
+        region="cn-hangzhou", data_endpoint_template="http://{instance}.{region}.localhost:8080"
+    )
     assert twin.data_endpoint("ots-1") == "http://ots-1.cn-hangzhou.localhost:8080"
 
 

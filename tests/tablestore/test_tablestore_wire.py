@@ -28,7 +28,12 @@ UNIT = {
 
 def test_memory_unit_keeps_unknown_fields_in_extras() -> None:
     memory = wire.decode_memory({"memory": UNIT})
-    assert (memory.id, memory.text, memory.scope, dict(memory.metadata)) == ("m1", "likes tea", A1, {"k": "v"})
+    assert (memory.id, memory.text, memory.scope, dict(memory.metadata)) == (
+        "m1",
+        "likes tea",
+        A1,
+        {"k": "v"},
+    )
     assert memory.unit_type == "fact" and memory.version == 2 and memory.salience == 0.5
     assert memory.created_at == 1_700_000_000.0  # milliseconds become seconds
     assert memory.extras == {"embedding_model": "x-1"}
@@ -40,13 +45,22 @@ def test_iso_timestamps_are_parsed() -> None:
 
 
 def test_envelope_is_unwrapped_and_request_id_kept() -> None:
-    body = wire.unwrap({"code": "OK", "message": "", "data": {"taskId": "task-1", "status": "Pending"}, "requestId": "hdr-1"})
+    body = wire.unwrap(
+        {
+            "code": "OK",
+            "message": "",
+            "data": {"taskId": "task-1", "status": "Pending"},
+            "requestId": "hdr-1",
+        }
+    )
     receipt = wire.decode_receipt(body)
     assert (receipt.task_id, receipt.status, receipt.request_id) == ("task-1", "pending", "hdr-1")
 
 
 def test_task_id_is_never_taken_from_request_id() -> None:
-    receipt = wire.decode_receipt({"requestId": "header-id", "taskId": "the-task", "status": "completed", "memoryIds": ["m"]})
+    receipt = wire.decode_receipt(
+        {"requestId": "header-id", "taskId": "the-task", "status": "completed", "memoryIds": ["m"]}
+    )
     assert receipt.task_id == "the-task"
     assert receipt.request_id == "header-id"
 
@@ -108,10 +122,14 @@ def test_scope_rules_on_the_wire() -> None:
         wire.pattern_from_wire({"appId": "a", "tenantId": "*", "agentId": "g", "runId": "*"})
     with pytest.raises(InvalidInput):
         wire.pattern_from_wire({"tenantId": "t"})
-    assert wire.pattern_from_wire({"appId": "a", "tenantId": "t"}) == ScopePattern("a", "t", "*", "*")
+    assert wire.pattern_from_wire({"appId": "a", "tenantId": "t"}) == ScopePattern(
+        "a", "t", "*", "*"
+    )
 
 
-def test_encode_decode_round_trip_over_the_emulator(ts: TableStoreMemoryStore, emulator: EmulatorServer) -> None:
+def test_encode_decode_round_trip_over_the_emulator(
+    ts: TableStoreMemoryStore, emulator: EmulatorServer
+) -> None:
     ts.ensure_store("rt")
     receipt = ts.add_text("rt", A1, "round trip", metadata={"a": "b"}, sync=True)
     # The SDK replaces the body's requestId with the x-ots-requestid header; the task survives.

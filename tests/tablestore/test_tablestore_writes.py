@@ -20,11 +20,15 @@ def _adds(server: EmulatorServer) -> list[dict]:
     return [body for api, body in server.recorded if api == "AddMemories"]
 
 
-def test_long_turn_is_split_and_sent_within_limits(ts: TableStoreMemoryStore, emulator: EmulatorServer) -> None:
+def test_long_turn_is_split_and_sent_within_limits(
+    ts: TableStoreMemoryStore, emulator: EmulatorServer
+) -> None:
     ts.ensure_store(STORE)
     scope = Scope("hermes", "u1", "hermes", "s1")
     service = MemoryService(ts, store_name=STORE, scope=scope)
-    user = "".join(f"line {i}: the user explains something important.\n" for i in range(2_000))  # ~90 KB
+    user = "".join(
+        f"line {i}: the user explains something important.\n" for i in range(2_000)
+    )  # ~90 KB
     extra = [Message("tool", f"tool output {i}") for i in range(30)]
     messages = [Message("user", user), *extra, Message("assistant", "done " * 4_000)]
     receipts = service.sync_turn("", "", messages=messages, sync=True)
@@ -34,7 +38,12 @@ def test_long_turn_is_split_and_sent_within_limits(ts: TableStoreMemoryStore, em
         sent = body["messages"]
         assert 1 <= len(sent) <= limits.MAX_MESSAGES_PER_WRITE
         assert sum(len(m["content"].encode()) for m in sent) <= limits.MAX_MESSAGES_BYTES
-        assert body["scope"] == {"appId": "hermes", "tenantId": "u1", "agentId": "hermes", "runId": "s1"}
+        assert body["scope"] == {
+            "appId": "hermes",
+            "tenantId": "u1",
+            "agentId": "hermes",
+            "runId": "s1",
+        }
     # Nothing was cut off: the pieces put back together are the turn.
     sent_all = [m for body in bodies for m in body["messages"]]
     assert "".join(m["content"] for m in sent_all if m["role"] == "user") == user
@@ -50,7 +59,9 @@ def test_long_turn_is_split_and_sent_within_limits(ts: TableStoreMemoryStore, em
     assert len(stored) == len(sent_all)
 
 
-def test_a_pattern_is_never_accepted_as_a_write_scope(ts: TableStoreMemoryStore, emulator: EmulatorServer) -> None:
+def test_a_pattern_is_never_accepted_as_a_write_scope(
+    ts: TableStoreMemoryStore, emulator: EmulatorServer
+) -> None:
     ts.ensure_store(STORE)
     pattern = ScopePattern("app", "t1", "*", "*")
     for call in (
@@ -67,16 +78,29 @@ def test_a_pattern_is_never_accepted_as_a_write_scope(ts: TableStoreMemoryStore,
     assert _adds(emulator) == []
 
 
-_untrusted = st.one_of(st.none(), st.text(max_size=40), st.sampled_from(["*", "a/*", "**", " * ", "%2A", "__default__"]))
+_untrusted = st.one_of(
+    st.none(),
+    st.text(max_size=40),
+    st.sampled_from(["*", "a/*", "**", " * ", "%2A", "__default__"]),
+)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(user=_untrusted, agent=_untrusted, run=_untrusted, tenant=_untrusted)
 def test_no_write_scope_ever_contains_a_wildcard(
-    ts: TableStoreMemoryStore, emulator: EmulatorServer, user: str | None, agent: str | None, run: str | None, tenant: str | None
+    ts: TableStoreMemoryStore,
+    emulator: EmulatorServer,
+    user: str | None,
+    agent: str | None,
+    run: str | None,
+    tenant: str | None,
 ) -> None:
     ts.ensure_store(STORE)
-    scope = resolve_scope(SessionContext(user_id=user, agent_identity=agent, session_id=run), tenant_id=tenant)
+    scope = resolve_scope(
+        SessionContext(user_id=user, agent_identity=agent, session_id=run), tenant_id=tenant
+    )
     ts.add_text(STORE, scope, "a fact", sync=True)
     ts.add_messages(STORE, scope, [Message("user", "a message")])
     for body in _adds(emulator):

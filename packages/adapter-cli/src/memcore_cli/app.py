@@ -57,7 +57,9 @@ def root(
     ] = False,
     backend: Annotated[
         str | None,
-        typer.Option("--backend", help="local or tablestore (default: MEMCORE_BACKEND, config, local)."),
+        typer.Option(
+            "--backend", help="local or tablestore (default: MEMCORE_BACKEND, config, local)."
+        ),
     ] = None,
     config: Annotated[
         str | None,
@@ -66,15 +68,20 @@ def root(
             help="A config file (also a Hermes tablestore_memory.json); default $MEMCORE_HOME/config.json.",
         ),
     ] = None,
-    app_id: Annotated[str | None, typer.Option("--app", help="The app id (default: config, hermes).")] = None,
+    app_id: Annotated[
+        str | None, typer.Option("--app", help="The app id (default: config, hermes).")
+    ] = None,
     tenant: Annotated[
-        str | None, typer.Option("--tenant", help="The tenant (user) id (default: config, __default__).")
+        str | None,
+        typer.Option("--tenant", help="The tenant (user) id (default: config, __default__)."),
     ] = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="The agent id; reads cover all agents when omitted.")
+        str | None,
+        typer.Option("--agent", help="The agent id; reads cover all agents when omitted."),
     ] = None,
     run: Annotated[
-        str | None, typer.Option("--run", help="The run (session) id; reads cover all runs when omitted.")
+        str | None,
+        typer.Option("--run", help="The run (session) id; reads cover all runs when omitted."),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> None:
@@ -115,6 +122,21 @@ app.command("provision")(configure.provision)
 app.command("export")(transfer.export)
 app.command("import")(transfer.import_)
 app.add_typer(emulator.app, name="emulator")
+
+
+def command_paths() -> list[list[str]]:
+    """Every runnable command as its words (``["dream", "create"]``), read off the app itself,
+    so that checks over all commands cannot miss one added later."""
+
+    def walk(command: object, prefix: list[str]) -> list[list[str]]:
+        subcommands = getattr(command, "commands", None)  # a group (Typer bundles its own click)
+        if not isinstance(subcommands, dict):
+            return [prefix]
+        return [
+            path for name, sub in sorted(subcommands.items()) for path in walk(sub, [*prefix, name])
+        ]
+
+    return walk(typer.main.get_command(app), [])
 
 
 def main() -> None:

@@ -26,7 +26,9 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
     except IsADirectoryError:
         raise ConfigError("the config path is a directory", source=str(path)) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read the config file ({exc.strerror})", source=str(path)) from None
+        raise ConfigError(
+            f"cannot read the config file ({exc.strerror})", source=str(path)
+        ) from None
     return parse_config(raw, source=str(path))
 
 
@@ -37,7 +39,9 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise ConfigError(f"cannot write the config file ({exc.strerror})", source=str(path)) from None
+        raise ConfigError(
+            f"cannot write the config file ({exc.strerror})", source=str(path)
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
@@ -49,4 +53,6 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise ConfigError(f"cannot write the config file ({exc.strerror})", source=str(path)) from None
+        raise ConfigError(
+            f"cannot write the config file ({exc.strerror})", source=str(path)
+        ) from None

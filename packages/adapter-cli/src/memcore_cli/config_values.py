@@ -20,7 +20,9 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
     """The typed value for ``key``; ``null`` unsets an optional key (back to its default)."""
     fields = attrs.fields_dict(MemcoreConfig)
     if key not in fields:
-        raise ConfigError(f"unknown key; known keys are {', '.join(CONFIG_KEYS)}", field=key, source=source)
+        raise ConfigError(
+            f"unknown key; known keys are {', '.join(CONFIG_KEYS)}", field=key, source=source
+        )
     declared = fields[key].type
     kind = declared.__name__ if isinstance(declared, type) else str(declared)
     optional = "None" in kind
@@ -39,12 +41,16 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
         try:
             return int(raw)
         except ValueError:
-            raise ConfigError(f"expected a whole number, got {text!r}", field=key, source=source) from None
+            raise ConfigError(
+                f"expected a whole number, got {text!r}", field=key, source=source
+            ) from None
     if kind.startswith("float"):
         try:
             return float(raw)
         except ValueError:
-            raise ConfigError(f"expected a number, got {text!r}", field=key, source=source) from None
+            raise ConfigError(
+                f"expected a number, got {text!r}", field=key, source=source
+            ) from None
     return text
 
 

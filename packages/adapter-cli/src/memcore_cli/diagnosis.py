@@ -53,7 +53,9 @@ def _writable_dir(path: Path) -> bool:
 def _search_mode(store: Any) -> str:
     mode = getattr(store, "search_mode", None)
     if mode is None:
-        return "decided by the service" if type(store).__name__.startswith("TableStore") else "unknown"
+        return (
+            "decided by the service" if type(store).__name__.startswith("TableStore") else "unknown"
+        )
     return str(mode)
 
 
@@ -71,7 +73,9 @@ def run_checks(state: CliState) -> tuple[list[Check], int]:
         f"backend {settings.backend} (from {settings.backend_source}); config file "
         f"{settings.config_path}{'' if exists else ' (none; using defaults)'}",
     )
-    checks.ok("scope", f"writes go to {settings.scope.scope}; reads cover {settings.scope.read_pattern}")
+    checks.ok(
+        "scope", f"writes go to {settings.scope.scope}; reads cover {settings.scope.read_pattern}"
+    )
     if settings.backend == "local":
         _local(state, runtime, checks)
     else:
@@ -86,7 +90,9 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     else:
         checks.fail("data home", f"{settings.db_path.parent} is not writable (set MEMCORE_HOME)")
     if not settings.db_path.exists():
-        checks.ok("database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it")
+        checks.ok(
+            "database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it"
+        )
         _probe_search_mode(state, runtime, checks)
         return
     checks.ok("database", f"{settings.db_path} ({settings.db_path.stat().st_size:,} bytes)")
@@ -177,4 +183,6 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
         checks.fail("search", _message(exc), exc)
         return
     elapsed = (time.perf_counter() - started) * 1000
-    checks.ok("search", f"answered in {elapsed:.0f} ms ({len(hits)} hit{'s' if len(hits) != 1 else ''})")
+    checks.ok(
+        "search", f"answered in {elapsed:.0f} ms ({len(hits)} hit{'s' if len(hits) != 1 else ''})"
+    )

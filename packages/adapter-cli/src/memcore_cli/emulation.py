@@ -77,7 +77,9 @@ def _announce(state: CliState, url: str, db_path: Path, *, dev_keys: bool) -> No
     if state.json:
         out.json_line({"url": url, "instance_name": INSTANCE_NAME, "database": str(db_path)})
     else:
-        out.line(f"TableStore emulator listening on {url} (instance {INSTANCE_NAME}), serving {db_path}")
+        out.line(
+            f"TableStore emulator listening on {url} (instance {INSTANCE_NAME}), serving {db_path}"
+        )
         if dev_keys:
             out.line(
                 f"keys: TABLESTORE_MEMORY_AK={DEV_ACCESS_KEY_ID} "

@@ -18,7 +18,9 @@ PIPE_WIDTH = 120
 
 
 class Advance(Protocol):
-    def __call__(self, steps: int = 1, *, total: int | None = None, note: str | None = None) -> None: ...
+    def __call__(
+        self, steps: int = 1, *, total: int | None = None, note: str | None = None
+    ) -> None: ...
 
 
 def when(seconds: float | None) -> str:
@@ -107,7 +109,9 @@ class Output:
         """A progress bar on stderr when it is a terminal; silent otherwise."""
         if not sys.stderr.isatty():
 
-            def advance_quietly(steps: int = 1, *, total: int | None = None, note: str | None = None) -> None:
+            def advance_quietly(
+                steps: int = 1, *, total: int | None = None, note: str | None = None
+            ) -> None:
                 if note is not None:
                     sys.stderr.write(f"{description}: {note}\n")
 
@@ -133,7 +137,9 @@ class Output:
         ) as bar:
             task = bar.add_task(description, total=total)
 
-            def advance(steps: int = 1, *, total: int | None = None, note: str | None = None) -> None:
+            def advance(
+                steps: int = 1, *, total: int | None = None, note: str | None = None
+            ) -> None:
                 changes: dict[str, Any] = {"advance": steps}
                 if total is not None:
                     changes["total"] = total

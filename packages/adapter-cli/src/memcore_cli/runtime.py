@@ -99,7 +99,9 @@ class Runtime:
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         except PermissionError:
-            raise PermissionDenied(f"cannot create {folder} (set MEMCORE_HOME)", field="home") from None
+            raise PermissionDenied(
+                f"cannot create {folder} (set MEMCORE_HOME)", field="home"
+            ) from None
         except OSError as exc:
             raise Unavailable(f"cannot create {folder} ({exc.strerror})", field="home") from None
         sys.stderr.write(

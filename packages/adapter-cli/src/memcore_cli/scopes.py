@@ -28,7 +28,11 @@ class ScopeChoice:
 
     @property
     def policy(self) -> ScopePolicy:
-        reads: dict[str, ReadPolicy] = {"tenant": TenantRead(), "agent": AgentRead(), "run": SessionRead()}
+        reads: dict[str, ReadPolicy] = {
+            "tenant": TenantRead(),
+            "agent": AgentRead(),
+            "run": SessionRead(),
+        }
         read = reads[self.reach]
         return ScopePolicy(search=read, profile=read)
 
@@ -48,7 +52,9 @@ class ScopeChoice:
 
 def _concrete_flag(name: str, value: str | None) -> None:
     if value is not None and value.strip() == WILDCARD:
-        raise InvalidInput(f"{name} may not be '*': reads never leave one tenant", field=name[2:] + "_id")
+        raise InvalidInput(
+            f"{name} may not be '*': reads never leave one tenant", field=name[2:] + "_id"
+        )
 
 
 def choose_scope(options: GlobalOptions, config: MemcoreConfig) -> ScopeChoice:
@@ -61,7 +67,9 @@ def choose_scope(options: GlobalOptions, config: MemcoreConfig) -> ScopeChoice:
         run, wildcard_flag = None, "--run"
     if agent is not None and agent.strip() == WILDCARD:
         if run is not None:
-            raise InvalidInput("--agent '*' cannot be combined with a concrete --run", field="agent_id")
+            raise InvalidInput(
+                "--agent '*' cannot be combined with a concrete --run", field="agent_id"
+            )
         agent, wildcard_flag = None, "--agent"
     scope = resolve_scope(
         SessionContext(agent_identity=agent, session_id=run),

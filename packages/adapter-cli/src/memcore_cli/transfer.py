@@ -54,7 +54,9 @@ def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> 
         return _write_lines(runtime, output, sys.stdout)
     target = out_path.expanduser()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or "."
+        )
     except OSError as exc:
         raise InvalidInput(f"cannot write {out_path} ({exc.strerror})", field="out") from None
     try:
@@ -126,7 +128,9 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
         meta = check_user_metadata(data.get("metadata"), scope_source="the record's scope")
         raw_scope = data.get("scope")
         if not isinstance(raw_scope, dict):
-            raise InvalidInput("scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope")
+            raise InvalidInput(
+                "scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope"
+            )
         scope = Scope.from_mapping(raw_scope)
         memory_id = data.get("id")
         if memory_id is not None:
@@ -175,7 +179,9 @@ def _existing_ids(runtime: Runtime) -> set[str]:
     ids: set[str] = set()
     token: str | None = None
     while True:
-        page = store.list_memories(runtime.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token)
+        page = store.list_memories(
+            runtime.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
+        )
         ids.update(m.id for m in page.items)
         token = page.next_token
         if not token:
@@ -224,7 +230,9 @@ def _holds(runtime: Runtime, record: ImportRecord) -> bool:
     return found.text.strip() == record.text.strip()
 
 
-def _account(report: ImportReport, known: set[str], record: ImportRecord, new_id: str | None) -> None:
+def _account(
+    report: ImportReport, known: set[str], record: ImportRecord, new_id: str | None
+) -> None:
     if new_id is None or new_id in known:
         report.present += 1
     else:
@@ -251,7 +259,13 @@ def _bulk_writer(store: Any) -> Any:
         items = []
         for r in chunk:
             items.append(
-                TextItem(scope=r.scope, text=r.text, metadata=dict(r.metadata), id=r.id, created_at=r.created_at)
+                TextItem(
+                    scope=r.scope,
+                    text=r.text,
+                    metadata=dict(r.metadata),
+                    id=r.id,
+                    created_at=r.created_at,
+                )
             )
         return list(add_many(store_name, items))
 

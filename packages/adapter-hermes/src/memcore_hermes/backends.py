@@ -33,7 +33,7 @@ def choose_backend(config: MemcoreConfig, keys: AccessKeys | None) -> str:
         return TABLESTORE
     raise ConfigError(
         "no backend is usable: set TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK in "
-        "$HERMES_HOME/.env, or choose the offline store with \"backend\": \"local\"",
+        '$HERMES_HOME/.env, or choose the offline store with "backend": "local"',
         field="backend",
     )
 
@@ -71,7 +71,11 @@ def bootstrap_instance(
 
     say("tablestore-mem: first run, preparing a TableStore instance (this can take a few minutes)")
     provisioner = TableStoreProvisioner(
-        config, home.config_file, credentials=credentials, probe=probe, **dict(provisioner_options or {})
+        config,
+        home.config_file,
+        credentials=credentials,
+        probe=probe,
+        **dict(provisioner_options or {}),
     )
     facts = provisioner.ensure_instance(progress=cast("ProgressCallback", say))
     saved = home.load_config()
@@ -81,7 +85,9 @@ def bootstrap_instance(
     return saved
 
 
-def _data_plane(endpoint: str, instance_name: str, credentials: Any, config: MemcoreConfig) -> MemoryStore:
+def _data_plane(
+    endpoint: str, instance_name: str, credentials: Any, config: MemcoreConfig
+) -> MemoryStore:
     from memcore_tablestore import TableStoreMemoryStore
 
     store: MemoryStore = TableStoreMemoryStore(
@@ -121,4 +127,6 @@ def open_backend_store(
         )
     if not config.instance_name or not config.endpoint:
         raise ConfigError("the bootstrap did not yield an instance and endpoint", field="endpoint")
-    return config, _data_plane(config.endpoint, config.instance_name, _tablestore_credentials(keys), config)
+    return config, _data_plane(
+        config.endpoint, config.instance_name, _tablestore_credentials(keys), config
+    )

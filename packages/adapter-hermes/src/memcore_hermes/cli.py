@@ -18,7 +18,11 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     add = commands.add_parser("add", help="Store a memory for the current user")
     add.add_argument("text", help="The memory text")
     add.add_argument(
-        "--metadata", action="append", default=[], metavar="KEY=VALUE", help="A metadata tag (repeatable)"
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="A metadata tag (repeatable)",
     )
     add.add_argument("--sync", action="store_true", help="Wait until the backend has stored it")
     add.add_argument("--user-id", default=None, help="The user (tenant) to act for")
@@ -131,7 +135,12 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "scope": str(service.search_pattern),
             "results": [
-                {"id": h.memory.id, "text": h.memory.text, "score": h.score, "scope": str(h.memory.scope)}
+                {
+                    "id": h.memory.id,
+                    "text": h.memory.text,
+                    "score": h.score,
+                    "scope": str(h.memory.scope),
+                }
                 for h in hits
             ],
         }

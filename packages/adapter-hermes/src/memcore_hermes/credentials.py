@@ -25,7 +25,9 @@ class AccessKeys:
 
     def values(self) -> tuple[str, ...]:
         """Every secret string, for redacting output."""
-        return tuple(v for v in (self.access_key_id, self.access_key_secret, self.security_token) if v)
+        return tuple(
+            v for v in (self.access_key_id, self.access_key_secret, self.security_token) if v
+        )
 
 
 def load_access_keys(env_file: Path, environ: Mapping[str, str] | None = None) -> AccessKeys | None:

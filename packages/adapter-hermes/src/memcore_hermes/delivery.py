@@ -93,7 +93,9 @@ class StoreHandle:
             if self._ensured:
                 return store
         try:
-            store.ensure_store(self.store_name, description=self._description, create=self._auto_create)
+            store.ensure_store(
+                self.store_name, description=self._description, create=self._auto_create
+            )
         except MemcoreError as exc:
             self.last_error = exc
             raise
@@ -186,7 +188,9 @@ class Deliverer:
             delay = self.retry.delay(self._store_attempts)
             first = batch[0]
             try:  # keep the reason next to the waiting write, for ``doctor``
-                self.spool.retry_later(first.key, next_attempt_at=first.next_attempt_at, error=f"{exc.code}: {exc}")
+                self.spool.retry_later(
+                    first.key, next_attempt_at=first.next_attempt_at, error=f"{exc.code}: {exc}"
+                )
             except Unavailable:
                 pass
             logger.warning(
@@ -258,7 +262,9 @@ class Deliverer:
             write = decode(claimed)
             store = self.handle.ready()
             if claimed.attempts > 0 and self._already_landed(store, write):
-                logger.info("tablestore-mem: a replayed write had already landed; not sending it again")
+                logger.info(
+                    "tablestore-mem: a replayed write had already landed; not sending it again"
+                )
             else:
                 self._send(store, write)
         except InvalidInput as exc:
@@ -270,11 +276,16 @@ class Deliverer:
         except MemcoreError as exc:
             return self._failed(claimed, exc)
         except Exception as exc:  # a foreign error escaped an adapter: keep the write, retry
-            return self._failed(claimed, Unavailable(f"unexpected {type(exc).__name__} from the backend"))
+            return self._failed(
+                claimed, Unavailable(f"unexpected {type(exc).__name__} from the backend")
+            )
         try:
             self.spool.ack(claimed.key)
         except Unavailable as exc:
-            logger.warning("tablestore-mem: delivered but could not acknowledge (%s); a replay will be checked", exc)
+            logger.warning(
+                "tablestore-mem: delivered but could not acknowledge (%s); a replay will be checked",
+                exc,
+            )
             return self.retry.cap_s
         self.delivered += 1
         return None
@@ -285,7 +296,9 @@ class Deliverer:
             self.handle.forget_ready()
         delay = self.retry.delay(entry.attempts + 1)
         try:
-            self.spool.retry_later(entry.key, next_attempt_at=self.clock() + delay, error=f"{exc.code}: {exc}")
+            self.spool.retry_later(
+                entry.key, next_attempt_at=self.clock() + delay, error=f"{exc.code}: {exc}"
+            )
         except Unavailable:
             pass
         logger.warning(
@@ -305,7 +318,9 @@ class Deliverer:
             return False
         token: str | None = None
         for _ in range(_LANDED_SCAN_PAGES):
-            page = store.list_messages(write.store, write.scope, limit=limits.MAX_PAGE_LIMIT, next_token=token)
+            page = store.list_messages(
+                write.store, write.scope, limit=limits.MAX_PAGE_LIMIT, next_token=token
+            )
             if any(m.id in wanted for m in page.items):
                 return True
             token = page.next_token
@@ -322,7 +337,9 @@ class Deliverer:
         service = MemoryService(store, store_name=write.store, scope=write.scope)
         if isinstance(write, MessagesWrite):
             limits.check_messages(write.messages)
-            store.add_messages(write.store, write.scope, write.messages, metadata=dict(write.metadata) or None)
+            store.add_messages(
+                write.store, write.scope, write.messages, metadata=dict(write.metadata) or None
+            )
         elif isinstance(write, TextWrite):
             service.remember(write.text, metadata=dict(write.metadata) or None)
         elif isinstance(write, MirrorWrite):
@@ -335,8 +352,14 @@ def send_mirror(service: MemoryService, write: MirrorWrite) -> None:
         text = write.content if write.content.strip() else (write.old_text or "")
         service.mirror_builtin("remove", write.target, text)
         return
-    service.mirror_builtin(write.action, write.target, write.content, metadata=dict(write.metadata) or None)
-    if write.action == "replace" and write.old_text and write.old_text.strip() != write.content.strip():
+    service.mirror_builtin(
+        write.action, write.target, write.content, metadata=dict(write.metadata) or None
+    )
+    if (
+        write.action == "replace"
+        and write.old_text
+        and write.old_text.strip() != write.content.strip()
+    ):
         service.mirror_builtin("remove", write.target, write.old_text)
 
 

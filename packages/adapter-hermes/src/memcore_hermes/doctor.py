@@ -48,7 +48,10 @@ def run_doctor(
         report["config"] = {"error": _error(exc)}
         return report
     problem = env_file_problem(home.env_file)
-    secrets_report: dict[str, Any] = {"env_file": str(home.env_file), "env_file_ok": problem is None}
+    secrets_report: dict[str, Any] = {
+        "env_file": str(home.env_file),
+        "env_file_ok": problem is None,
+    }
     if problem:
         secrets_report["env_file_problem"] = problem
     try:
@@ -60,7 +63,11 @@ def run_doctor(
     secrets_report[TOKEN_VAR] = "set" if keys and keys.security_token else "missing"
     report["secrets"] = secrets_report
 
-    scope = resolve_scope(SessionContext(user_id=user_id, session_id="cli"), app_id=config.app_id, tenant_id=config.tenant_id)
+    scope = resolve_scope(
+        SessionContext(user_id=user_id, session_id="cli"),
+        app_id=config.app_id,
+        tenant_id=config.tenant_id,
+    )
     report["scope"] = {"write": str(scope), "read": str(scope.tenant_pattern())}
     report["spool"] = spool_report(home)
     try:
@@ -172,7 +179,11 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
             # whose newest turns may not be counted in the depth yet.
             "running_journals": len(journal_glob(home.spool_file)),
             "full": full,
-            "limits": {"max_entries": limits.max_entries, "max_bytes": limits.max_bytes, "max_age_s": limits.max_age_s},
+            "limits": {
+                "max_entries": limits.max_entries,
+                "max_bytes": limits.max_bytes,
+                "max_age_s": limits.max_age_s,
+            },
         }
     except MemcoreError as exc:
         return {"error": _error(exc)}

@@ -95,32 +95,45 @@ def _scope_dict(scope: Scope) -> dict[str, str]:
 
 def encode(write: Write) -> tuple[str, str]:
     """``(kind, payload JSON)`` for a write."""
-    data: dict[str, Any] = {"store": write.store, "scope": _scope_dict(write.scope), "metadata": dict(write.metadata)}
+    data: dict[str, Any] = {
+        "store": write.store,
+        "scope": _scope_dict(write.scope),
+        "metadata": dict(write.metadata),
+    }
     if isinstance(write, MessagesWrite):
         kind = KIND_MESSAGES
         data["messages"] = [
-            {"role": m.role, "content": m.content, "id": m.id, "timestamp": m.timestamp} for m in write.messages
+            {"role": m.role, "content": m.content, "id": m.id, "timestamp": m.timestamp}
+            for m in write.messages
         ]
     elif isinstance(write, TextWrite):
         kind = KIND_TEXT
         data["text"] = write.text
     else:
         kind = KIND_MIRROR
-        data.update(action=write.action, target=write.target, content=write.content, old_text=write.old_text)
+        data.update(
+            action=write.action, target=write.target, content=write.content, old_text=write.old_text
+        )
     return kind, json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
-def make_entry(write: Write, *, now: float | None = None, key: str | None = None) -> tuple[OutboxEntry, Write]:
+def make_entry(
+    write: Write, *, now: float | None = None, key: str | None = None
+) -> tuple[OutboxEntry, Write]:
     """A spool entry for ``write``; message writes get ids derived from the key."""
     key = key or new_key()
     if isinstance(write, MessagesWrite):
         write = attrs.evolve(
             write,
-            messages=tuple(attrs.evolve(m, id=message_id(key, i)) for i, m in enumerate(write.messages)),
+            messages=tuple(
+                attrs.evolve(m, id=message_id(key, i)) for i, m in enumerate(write.messages)
+            ),
         )
     kind, body = encode(write)
     stamp = time.time() if now is None else now
-    return OutboxEntry(key=key, kind=kind, payload=body, created_at=stamp, next_attempt_at=stamp), write
+    return OutboxEntry(
+        key=key, kind=kind, payload=body, created_at=stamp, next_attempt_at=stamp
+    ), write
 
 
 def decode(entry: OutboxEntry) -> Write:
@@ -132,7 +145,12 @@ def decode(entry: OutboxEntry) -> Write:
         metadata = {str(k): str(v) for k, v in (data.get("metadata") or {}).items()}
         if entry.kind == KIND_MESSAGES:
             messages = tuple(
-                Message(role=m["role"], content=m["content"], id=m.get("id"), timestamp=m.get("timestamp"))
+                Message(
+                    role=m["role"],
+                    content=m["content"],
+                    id=m.get("id"),
+                    timestamp=m.get("timestamp"),
+                )
                 for m in data["messages"]
             )
             return MessagesWrite(store, scope, messages, metadata)
@@ -140,7 +158,13 @@ def decode(entry: OutboxEntry) -> Write:
             return TextWrite(store, scope, data["text"], metadata)
         if entry.kind == KIND_MIRROR:
             return MirrorWrite(
-                store, scope, data["action"], data["target"], data["content"], metadata, data.get("old_text")
+                store,
+                scope,
+                data["action"],
+                data["target"],
+                data["content"],
+                metadata,
+                data.get("old_text"),
             )
     except InvalidInput:
         raise

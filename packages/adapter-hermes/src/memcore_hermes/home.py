@@ -78,7 +78,9 @@ class HermesHome:
         try:
             raw = self.read_config_bytes()
         except OSError as exc:
-            raise ConfigError(f"cannot read the configuration ({exc.strerror})", source=str(self.config_file)) from None
+            raise ConfigError(
+                f"cannot read the configuration ({exc.strerror})", source=str(self.config_file)
+            ) from None
         return parse_config(raw, source=str(self.config_file))
 
     def save_config(self, values: Mapping[str, Any]) -> MemcoreConfig:

@@ -86,7 +86,10 @@ class Journal:
         if fcntl is None:
             raise OSError(errno.ENOTSUP, "no flock on this system")
         # Named so that sorting the names sorts by creation: replays keep the order of writes.
-        path = spool.parent / f"{spool.name}.j-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        path = (
+            spool.parent
+            / f"{spool.name}.j-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        )
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -143,7 +146,9 @@ class Journal:
         need = sum(_HEAD.size + len(r) for r in records)
         with self.lock:
             at = self.head
-            if self.sealed or at + need + _HEAD.size > self.size:  # keep room for the zero end marker
+            if (
+                self.sealed or at + need + _HEAD.size > self.size
+            ):  # keep room for the zero end marker
                 return False
             mm = self._mm
             for record in records:

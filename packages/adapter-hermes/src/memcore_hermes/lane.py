@@ -34,7 +34,9 @@ class Lane:
         self._drain_queued = False
         self._wake_at: float | None = None
         self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name=f"tablestore-mem-{name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"tablestore-mem-{name}", daemon=True
+        )
         self._thread.start()
 
     # -- producer side (agent thread) -----------------------------------------------------

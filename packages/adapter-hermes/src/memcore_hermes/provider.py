@@ -122,8 +122,17 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "Instance endpoint, e.g. https://<instance>.cn-beijing.ots.aliyuncs.com",
                 "when": {"backend": "tablestore"},
             },
-            {"key": "region", "description": "Region", "default": "cn-beijing", "when": {"backend": "tablestore"}},
-            {"key": "memory_store_name", "description": "Memory store name", "default": "hermes_mem"},
+            {
+                "key": "region",
+                "description": "Region",
+                "default": "cn-beijing",
+                "when": {"backend": "tablestore"},
+            },
+            {
+                "key": "memory_store_name",
+                "description": "Memory store name",
+                "default": "hermes_mem",
+            },
             {"key": "app_id", "description": "App id (first scope level)", "default": "hermes"},
             {"key": "tenant_id", "description": "Tenant id (blank: the platform user id)"},
             {"key": "top_k", "description": "Memories recalled before each turn", "default": "5"},
@@ -137,7 +146,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
         """Merge the non-secret values into ``tablestore_memory.json`` (atomic, mode 0600)."""
-        allowed = {k: v for k, v in values.items() if k not in ("access_key_id", "access_key_secret")}
+        allowed = {
+            k: v for k, v in values.items() if k not in ("access_key_id", "access_key_secret")
+        }
         HermesHome(hermes_home).save_config(allowed)
 
     def backup_paths(self) -> list[str]:
@@ -167,7 +178,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             logger.error("tablestore-mem could not start: %s", exc)
             raise
 
-    def _build_runtime(self, session_id: str, kwargs: dict[str, Any], progress: Callable[[str], None]) -> MemoryRuntime:
+    def _build_runtime(
+        self, session_id: str, kwargs: dict[str, Any], progress: Callable[[str], None]
+    ) -> MemoryRuntime:
         from memcore.scope import SessionContext, resolve_scope
         from memcore_hermes.credentials import load_access_keys
         from memcore_hermes.delivery import StoreHandle
@@ -196,7 +209,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             "session_title": kwargs.get("session_title"),
             "session_id": session_id,
         }
-        scope = resolve_scope(SessionContext(**self._session), app_id=config.app_id, tenant_id=config.tenant_id)
+        scope = resolve_scope(
+            SessionContext(**self._session), app_id=config.app_id, tenant_id=config.tenant_id
+        )
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
         handle = StoreHandle(
             lambda: store,
@@ -313,7 +328,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         try:
             runtime.mirror(action, target, content, metadata)
         except MemcoreError as exc:
-            logger.warning("tablestore-mem: built-in memory write not mirrored (%s: %s)", exc.code, exc)
+            logger.warning(
+                "tablestore-mem: built-in memory write not mirrored (%s: %s)", exc.code, exc
+            )
 
     def on_session_switch(
         self,
@@ -330,7 +347,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         runtime = self._runtime
         if runtime is None or not new_session_id:
             return
-        session = dict(self._session, session_id=new_session_id, session_title=kwargs.get("session_title"))
+        session = dict(
+            self._session, session_id=new_session_id, session_title=kwargs.get("session_title")
+        )
         if kwargs.get("gateway_session_key"):
             session["gateway_session_key"] = kwargs["gateway_session_key"]
         self._session = session

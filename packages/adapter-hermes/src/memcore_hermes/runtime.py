@@ -274,5 +274,8 @@ def _user_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
 
     meta = check_user_metadata(metadata)
     if meta.get("source") == BUILTIN_SOURCE:
-        raise InvalidInput("metadata.source 'builtin_memory' is reserved for mirrored writes", field="metadata.source")
+        raise InvalidInput(
+            "metadata.source 'builtin_memory' is reserved for mirrored writes",
+            field="metadata.source",
+        )
     return meta

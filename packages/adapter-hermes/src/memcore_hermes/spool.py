@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-
 @attrs.frozen
 class SpoolLimits:
     """Bounds on what may wait locally; defaults hold weeks of heavy use."""
@@ -131,7 +130,9 @@ class SqliteOutbox:
                 # The records stay in the journal (accepted, on disk) and move on a later call;
                 # the operation itself still runs: an ack must free space even on a full disk.
                 self._rollback()
-                logger.warning("tablestore-mem: journal records not moved into the spool yet: %s", exc)
+                logger.warning(
+                    "tablestore-mem: journal records not moved into the spool yet: %s", exc
+                )
             try:
                 return fn(self._db)
             except sqlite3.Error as exc:
@@ -221,9 +222,14 @@ class SqliteOutbox:
 
         def tx(db: sqlite3.Connection) -> int:
             db.execute("BEGIN IMMEDIATE")
-            totals = dict(db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')"))
+            totals = dict(
+                db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')")
+            )
             depth, used = totals.get("depth", 0), totals.get("bytes", 0)
-            if depth + len(entries) > self.limits.max_entries or used + size > self.limits.max_bytes:
+            if (
+                depth + len(entries) > self.limits.max_entries
+                or used + size > self.limits.max_bytes
+            ):
                 db.execute(
                     "INSERT INTO counters(name, value) VALUES('refused_full', ?) "
                     "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
@@ -341,17 +347,23 @@ class SqliteOutbox:
             db.execute("COMMIT")
 
         self._run(tx)
-        logger.error("tablestore-mem: a queued write was moved to the dead-letter table: %s", reason)
+        logger.error(
+            "tablestore-mem: a queued write was moved to the dead-letter table: %s", reason
+        )
 
     def expire(self, now: float) -> int:
         """Dead-letter entries older than the age bound; returns how many moved."""
         cutoff = now - self.limits.max_age_s
         old = self._run(
-            lambda db: db.execute("SELECT key FROM outbox WHERE created_at < ? ORDER BY seq", (cutoff,)).fetchall()
+            lambda db: db.execute(
+                "SELECT key FROM outbox WHERE created_at < ? ORDER BY seq", (cutoff,)
+            ).fetchall()
         )
         for (key,) in old:
             self.dead_letter(
-                key, now=now, reason=f"not accepted by the backend within {self.limits.max_age_s:.0f} s"
+                key,
+                now=now,
+                reason=f"not accepted by the backend within {self.limits.max_age_s:.0f} s",
             )
         return len(old)
 
@@ -360,7 +372,9 @@ class SqliteOutbox:
             depth, used, oldest = db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(created_at) FROM outbox"
             ).fetchone()
-            refused = db.execute("SELECT value FROM counters WHERE name = 'refused_full'").fetchone()
+            refused = db.execute(
+                "SELECT value FROM counters WHERE name = 'refused_full'"
+            ).fetchone()
             last = db.execute(
                 "SELECT last_error FROM outbox WHERE last_error IS NOT NULL ORDER BY seq LIMIT 1"
             ).fetchone()
@@ -387,7 +401,9 @@ class SqliteOutbox:
         return [DeadLetter(*row) for row in rows]
 
     def dead_letter_count(self) -> int:
-        count: int = self._run(lambda db: db.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0])
+        count: int = self._run(
+            lambda db: db.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0]
+        )
         return count
 
     def checkpoint(self) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memcore.ports import OutboxEntry
 from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
+from memcore_sqlite.wal import enable_wal
 
 logger = logging.getLogger("memcore_hermes.spool")
 
@@ -85,12 +86,29 @@ def payload_bytes(payload: str) -> int:
 def outbox_row(e: OutboxEntry, size: int | None = None) -> tuple[object, ...]:
     """The parameters of :data:`INSERT_ROW` for ``e``."""
     size = payload_bytes(e.payload) if size is None else size
-    return (e.key, e.kind, e.payload, size, e.attempts, e.created_at, e.next_attempt_at, e.last_error)
+    return (
+        e.key,
+        e.kind,
+        e.payload,
+        size,
+        e.attempts,
+        e.created_at,
+        e.next_attempt_at,
+        e.last_error,
+    )
 
 
 def encode_entry(entry: OutboxEntry) -> bytes:
     """A journal record: the entry's fields in :class:`OutboxEntry` order, as ASCII JSON."""
-    row = [entry.key, entry.kind, entry.payload, entry.attempts, entry.created_at, entry.next_attempt_at, entry.last_error]
+    row = [
+        entry.key,
+        entry.kind,
+        entry.payload,
+        entry.attempts,
+        entry.created_at,
+        entry.next_attempt_at,
+        entry.last_error,
+    ]
     return json.dumps(row, separators=(",", ":")).encode("ascii")  # ensure_ascii keeps surrogates
 
 
@@ -120,7 +138,7 @@ class SpoolConnection:
         _secure_file(path)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(db, timeout=10.0)
             # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
             db.execute("PRAGMA synchronous=NORMAL")
             # Checkpoints are run by :meth:`SqliteOutbox.checkpoint` from the background lane,
@@ -180,7 +198,9 @@ class SpoolConnection:
             j.mark_consumed(end, len(records), end - start)
 
     def refresh_totals(self) -> None:
-        totals = dict(self.db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')"))
+        totals = dict(
+            self.db.execute("SELECT name, value FROM counters WHERE name IN ('depth', 'bytes')")
+        )
         self.known_depth, self.known_bytes = totals.get("depth", 0), totals.get("bytes", 0)
 
     def _insert(self, name: str, records: list[bytes], upto: int) -> None:
@@ -191,9 +211,22 @@ class SpoolConnection:
             try:
                 rows.append(_row(record))
             except (ValueError, TypeError, UnicodeDecodeError) as exc:  # CRC-checked: not expected
-                logger.error("tablestore-mem: unreadable journal record in %s kept aside: %s", name, exc)
+                logger.error(
+                    "tablestore-mem: unreadable journal record in %s kept aside: %s", name, exc
+                )
                 key = f"journal-{name}-{hashlib.sha256(record).hexdigest()[:16]}"
-                rows.append((key, "corrupt", record.decode("ascii", "replace"), len(record), 0, 0.0, float("inf"), str(exc)))
+                rows.append(
+                    (
+                        key,
+                        "corrupt",
+                        record.decode("ascii", "replace"),
+                        len(record),
+                        0,
+                        0.0,
+                        float("inf"),
+                        str(exc),
+                    )
+                )
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:

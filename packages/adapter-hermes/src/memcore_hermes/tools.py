@@ -36,7 +36,12 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "parameters": {
             "type": "object",
             "properties": {
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many memories (default 20)."}
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 100,
+                    "description": "How many memories (default 20).",
+                }
             },
             "required": [],
         },
@@ -51,9 +56,20 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What to look for."},
-                "top_k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many hits (default from config)."},
-                "enable_rerank": {"type": "boolean", "description": "Rerank the hits (default true)."},
-                "metadata": {**_METADATA_SCHEMA, "description": "Only memories whose metadata has all these values."},
+                "top_k": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 50,
+                    "description": "How many hits (default from config).",
+                },
+                "enable_rerank": {
+                    "type": "boolean",
+                    "description": "Rerank the hits (default true).",
+                },
+                "metadata": {
+                    **_METADATA_SCHEMA,
+                    "description": "Only memories whose metadata has all these values.",
+                },
             },
             "required": ["query"],
         },
@@ -67,7 +83,10 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "parameters": {
             "type": "object",
             "properties": {
-                "content": {"type": "string", "description": "The fact to remember, self-contained."},
+                "content": {
+                    "type": "string",
+                    "description": "The fact to remember, self-contained.",
+                },
                 "metadata": _METADATA_SCHEMA,
                 "sync": {"type": "boolean", "description": "Wait for the backend (default false)."},
             },
@@ -107,7 +126,11 @@ def dumps(data: Mapping[str, Any]) -> str:
 def error_json(error: Any) -> str:
     """``{"error": ...}`` from a memcore error (or a plain message)."""
     to_dict = getattr(error, "to_dict", None)
-    body = to_dict() if callable(to_dict) else {"type": "Error", "code": "error", "message": str(error)}
+    body = (
+        to_dict()
+        if callable(to_dict)
+        else {"type": "Error", "code": "error", "message": str(error)}
+    )
     return dumps({"error": body})
 
 
@@ -137,7 +160,8 @@ def handle_tool(runtime: Any, tool_name: str, args: Mapping[str, Any] | None) ->
         if extra:
             if extra[0] in ("app_id", "tenant_id"):
                 raise InvalidInput(
-                    f"{extra[0]} cannot be chosen: memory tools only act on the current user", field=extra[0]
+                    f"{extra[0]} cannot be chosen: memory tools only act on the current user",
+                    field=extra[0],
                 )
             raise InvalidInput(f"unknown argument {extra[0]!r} for {tool_name}", field=extra[0])
         if runtime is None:
@@ -187,7 +211,12 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
         {
             "scope": str(service.search_pattern),
             "results": [
-                {"id": h.memory.id, "text": h.memory.text, "score": h.score, "scope": str(h.memory.scope)}
+                {
+                    "id": h.memory.id,
+                    "text": h.memory.text,
+                    "score": h.score,
+                    "scope": str(h.memory.scope),
+                }
                 for h in hits
             ],
         }

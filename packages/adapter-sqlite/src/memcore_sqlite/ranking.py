@@ -88,7 +88,9 @@ def lexical(
         return {}
     weights = {t: idf(min(counts[t], rows), rows) for t in terms}
     telling = {t for t in present if counts[t] <= min(cap, rows // 2)}
-    matched: dict[int, set[str]] = {seq: set(present) for seq in _newest(conn, query.all_of(present), want)}
+    matched: dict[int, set[str]] = {
+        seq: set(present) for seq in _newest(conn, query.all_of(present), want)
+    }
     if len(matched) < enough and len(present) > 1:
         rare = tuple(t for t in present if counts[t] <= cap)
         common = tuple(t for t in present if counts[t] > cap)

@@ -56,7 +56,9 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
         # Python < 3.11 carries no result code; an operational error is the transient kind.
         return Unavailable(f"the memory database failed [{name}]: {exc}", field=path)
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-        return ProtocolError(f"the memory database failed [{name}]: {exc}", field=path, retryable=False)
+        return ProtocolError(
+            f"the memory database failed [{name}]: {exc}", field=path, retryable=False
+        )
     return Unavailable(f"the memory database failed [{name}]: {exc}", field=path)
 
 

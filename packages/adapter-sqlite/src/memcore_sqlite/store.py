@@ -43,6 +43,7 @@ from memcore_sqlite import analysis, ranking, tags
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
+from memcore_sqlite.wal import enable_wal
 
 _MEMORY_COLUMNS = (
     "seq, id, app_id, tenant_id, agent_id, run_id, text, metadata, unit_type, "
@@ -119,7 +120,7 @@ class SqliteMemoryStore:
             )
             try:
                 self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-                self._conn.execute("PRAGMA journal_mode = WAL")
+                enable_wal(self._conn, timeout=busy_timeout)
                 self._conn.execute(f"PRAGMA synchronous = {synchronous}")
                 # Freed pages are zeroed, so deleted text does not linger in the file.
                 self._conn.execute("PRAGMA secure_delete = ON")
@@ -237,14 +238,27 @@ class SqliteMemoryStore:
             raise
 
     def _task(
-        self, conn: sqlite3.Connection, store_id: int, operation: str, scope: Scope, ids: Sequence[str]
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        operation: str,
+        scope: Scope,
+        ids: Sequence[str],
     ) -> str:
         tid = uuid.uuid4().hex
         now = time.time()
         conn.execute(
             "INSERT INTO tasks (id, store_id, status, operation, scope, created_at, finished_at,"
             " memory_ids) VALUES (?, ?, 'completed', ?, ?, ?, ?, ?)",
-            (tid, store_id, operation, json.dumps(scope.as_dict()), now, now, json.dumps(list(ids))),
+            (
+                tid,
+                store_id,
+                operation,
+                json.dumps(scope.as_dict()),
+                now,
+                now,
+                json.dumps(list(ids)),
+            ),
         )
         return tid
 
@@ -263,9 +277,13 @@ class SqliteMemoryStore:
         except MemcoreError:
             raise
         except Exception as exc:  # an embedder is foreign code: report it as ours
-            raise InvalidInput(f"the embedder failed: {type(exc).__name__}", field="embedder") from exc
+            raise InvalidInput(
+                f"the embedder failed: {type(exc).__name__}", field="embedder"
+            ) from exc
         if len(vectors) != len(texts):
-            raise InvalidInput("the embedder returned the wrong number of vectors", field="embedder")
+            raise InvalidInput(
+                "the embedder returned the wrong number of vectors", field="embedder"
+            )
         arr = self._vectors.to_array(vectors)
         return list(arr)
 
@@ -310,7 +328,9 @@ class SqliteMemoryStore:
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM stores WHERE name = ?", (store,)).fetchone():
                 raise Conflict(
-                    f"memory store {store!r} already exists", field="memory_store_name", retryable=False
+                    f"memory store {store!r} already exists",
+                    field="memory_store_name",
+                    retryable=False,
                 )
             now = time.time()
             conn.execute(
@@ -374,11 +394,14 @@ class SqliteMemoryStore:
             if tuple(row[2:]) == scope.as_tuple():
                 return str(row[0]), int(row[1])
         mid = memory_id or uuid.uuid4().hex
-        if memory_id is not None and conn.execute(
-            "SELECT 1 FROM memories WHERE id = ?", (memory_id,)
-        ).fetchone():
+        if (
+            memory_id is not None
+            and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        ):
             raise Conflict(
-                f"memory id {memory_id!r} is already used by another memory", field="id", retryable=False
+                f"memory id {memory_id!r} is already used by another memory",
+                field="id",
+                retryable=False,
             )
         now = time.time()
         created = now if created_at is None else created_at
@@ -485,7 +508,11 @@ class SqliteMemoryStore:
             if item.id is not None:
                 limits.check_id(item.id, field=f"items[{i}].id")
             checked.append(
-                (item.scope, item.text, limits.check_metadata(item.metadata, field=f"items[{i}].metadata"))
+                (
+                    item.scope,
+                    item.text,
+                    limits.check_metadata(item.metadata, field=f"items[{i}].metadata"),
+                )
             )
         if not checked:
             return []
@@ -497,8 +524,16 @@ class SqliteMemoryStore:
             gen = self._bump(conn, sid)
             for i, (scope, text, meta) in enumerate(checked):
                 mid, _ = self._insert(
-                    conn, sid, scope, text, meta, "text", vectors[i] if vectors else None, added,
-                    memory_id=items[i].id, created_at=items[i].created_at,
+                    conn,
+                    sid,
+                    scope,
+                    text,
+                    meta,
+                    "text",
+                    vectors[i] if vectors else None,
+                    added,
+                    memory_id=items[i].id,
+                    created_at=items[i].created_at,
                 )
                 ids.append(mid)
             self._task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
@@ -530,8 +565,14 @@ class SqliteMemoryStore:
             for i, m in enumerate(checked):
                 unit_meta = {**meta, **m.metadata}
                 mid, seq = self._insert(
-                    conn, sid, scope, m.content, unit_meta, "message",
-                    vectors[i] if vectors else None, added,
+                    conn,
+                    sid,
+                    scope,
+                    m.content,
+                    unit_meta,
+                    "message",
+                    vectors[i] if vectors else None,
+                    added,
                 )
                 ids.append(mid)
                 conn.execute(
@@ -565,7 +606,9 @@ class SqliteMemoryStore:
         ).fetchone()
         # Another scope's memory is reported exactly like a missing one: existence never leaks.
         if row is None:
-            raise NotFound(f"memory {memory_id!r} was not found in scope {scope}", field="memory_id")
+            raise NotFound(
+                f"memory {memory_id!r} was not found in scope {scope}", field="memory_id"
+            )
         return tuple(row)
 
     def update_memory(
@@ -585,7 +628,10 @@ class SqliteMemoryStore:
             limits.check_text(text)
         meta = None if metadata is None else limits.check_metadata(metadata)
         vectors = self._embed([text]) if text is not None else None
-        with self._audit_failure(store, "UpdateMemory", started, scope, memory_id), self._write() as conn:
+        with (
+            self._audit_failure(store, "UpdateMemory", started, scope, memory_id),
+            self._write() as conn,
+        ):
             sid = self._store_id(conn, store)
             row = self._own_row(conn, sid, scope, memory_id)
             seq = int(row[0])
@@ -619,7 +665,9 @@ class SqliteMemoryStore:
                     added.append((scope.as_tuple(), seq, vectors[0]))
             self._audit(conn, sid, "UpdateMemory", started, scope=scope, target=memory_id)
             out = self._memory(
-                conn.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)).fetchone()
+                conn.execute(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)
+                ).fetchone()
             )
             self._after_write(sid, gen, added, removed)
         return out
@@ -628,7 +676,10 @@ class SqliteMemoryStore:
         """Delete the unit, its FTS row, its vector and the messages it was made from."""
         started = time.perf_counter()
         _check_scope(scope)
-        with self._audit_failure(store, "DeleteMemory", started, scope, memory_id), self._write() as conn:
+        with (
+            self._audit_failure(store, "DeleteMemory", started, scope, memory_id),
+            self._write() as conn,
+        ):
             sid = self._store_id(conn, store)
             seq = int(self._own_row(conn, sid, scope, memory_id)[0])
             gen = self._bump(conn, sid)
@@ -656,7 +707,10 @@ class SqliteMemoryStore:
     def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory:
         started = time.perf_counter()
         _check_scope(scope)
-        with self._audit_failure(store, "GetMemory", started, scope, memory_id), self._read() as conn:
+        with (
+            self._audit_failure(store, "GetMemory", started, scope, memory_id),
+            self._read() as conn,
+        ):
             sid = self._store_id(conn, store)
             memory = self._memory(self._own_row(conn, sid, scope, memory_id))
         self._audit_read(store, "GetMemory", started, scope=scope, target=memory_id)
@@ -712,7 +766,13 @@ class SqliteMemoryStore:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
         qvec = self._embed([query]) if mode != "lexical" else None
         hits = self._search(
-            store, pattern, query, top_k, flt, floor, qvec[0] if qvec else None,
+            store,
+            pattern,
+            query,
+            top_k,
+            flt,
+            floor,
+            qvec[0] if qvec else None,
             use_lexical=mode != "vector",
         )
         self._audit_read(store, "SearchMemories", started)
@@ -776,7 +836,9 @@ class SqliteMemoryStore:
             if qvec is not None and self._vectors is not None and self.embedder is not None:
                 # Scoring in a thread beside FTS5 was measured slower on 2 cores: BLAS already
                 # uses both, so the two compete.
-                entry, allowed = self._vector_candidates(conn, sid, pattern, restrict if flt else None)
+                entry, allowed = self._vector_candidates(
+                    conn, sid, pattern, restrict if flt else None
+                )
                 semantic = dict(self._vectors.top(entry, qvec, want, allowed))
             lexical = ranking.lexical(conn, lexq, want, top_k) if use_lexical else {}
             fused = ranking.fuse(lexical, semantic)

@@ -81,7 +81,9 @@ class VectorCache:
 
     def to_array(self, vectors: Sequence[Sequence[float]]) -> np.ndarray:
         np_ = _np()
-        arr: np.ndarray = np_.asarray(vectors, dtype=np_.float32).reshape(len(vectors), self.dimension)
+        arr: np.ndarray = np_.asarray(vectors, dtype=np_.float32).reshape(
+            len(vectors), self.dimension
+        )
         return arr
 
     @staticmethod
@@ -175,6 +177,10 @@ class VectorCache:
             mask = np_.isin(seqs, allowed)
             scores = np_.where(mask, scores, -np_.inf)
         n = min(n, entry.n)
-        idx = np_.argpartition(scores, entry.n - n)[entry.n - n :] if n < entry.n else np_.arange(entry.n)
+        idx = (
+            np_.argpartition(scores, entry.n - n)[entry.n - n :]
+            if n < entry.n
+            else np_.arange(entry.n)
+        )
         idx = idx[np_.argsort(-scores[idx], kind="stable")]
         return [(int(seqs[i]), float(scores[i])) for i in idx if np_.isfinite(scores[i])]

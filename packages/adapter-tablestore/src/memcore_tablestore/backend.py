@@ -9,7 +9,9 @@ from memcore.errors import ConfigError
 from memcore_tablestore.credentials import Credentials, resolve_credentials
 from memcore_tablestore.store import TableStoreMemoryStore
 
-_OPTIONS = frozenset({"endpoint", "instance_name", "credentials", "region", "retry", "timeout", "ready_timeout"})
+_OPTIONS = frozenset(
+    {"endpoint", "instance_name", "credentials", "region", "retry", "timeout", "ready_timeout"}
+)
 
 
 def open_backend(config: MemcoreConfig, /, **options: Any) -> TableStoreMemoryStore:
@@ -20,7 +22,9 @@ def open_backend(config: MemcoreConfig, /, **options: Any) -> TableStoreMemorySt
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
-        raise ConfigError(f"unknown option(s) for the tablestore backend: {', '.join(unknown)}", field=unknown[0])
+        raise ConfigError(
+            f"unknown option(s) for the tablestore backend: {', '.join(unknown)}", field=unknown[0]
+        )
     endpoint = options.get("endpoint") or config.endpoint
     instance = options.get("instance_name") or config.instance_name
     if not endpoint or not instance:
@@ -34,7 +38,9 @@ def open_backend(config: MemcoreConfig, /, **options: Any) -> TableStoreMemorySt
     if credentials is None:
         credentials = resolve_credentials()
     elif not isinstance(credentials, Credentials):
-        raise ConfigError("credentials must be a memcore_tablestore.Credentials", field="credentials")
+        raise ConfigError(
+            "credentials must be a memcore_tablestore.Credentials", field="credentials"
+        )
     return TableStoreMemoryStore(
         endpoint,
         instance,

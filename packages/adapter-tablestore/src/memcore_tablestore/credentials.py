@@ -24,7 +24,9 @@ CLOUD_STS_ENV = "ALIBABA_CLOUD_SECURITY_TOKEN"
 
 def _non_empty(_: object, attribute: attrs.Attribute[str], value: str) -> None:
     if not isinstance(value, str) or not value.strip():
-        raise PermissionDenied(f"credentials: {attribute.name} must be a non-empty string", field=attribute.name)
+        raise PermissionDenied(
+            f"credentials: {attribute.name} must be a non-empty string", field=attribute.name
+        )
 
 
 def _mask(value: str) -> str:
@@ -68,7 +70,9 @@ def resolve_credentials(env: Mapping[str, str] | None = None) -> Credentials:
     if ak or sk:
         if not (ak and sk):
             missing = SK_ENV if ak else AK_ENV
-            raise PermissionDenied(f"{missing} is not set, but its partner is; set both", field=missing)
+            raise PermissionDenied(
+                f"{missing} is not set, but its partner is; set both", field=missing
+            )
         return Credentials(ak, sk, source.get(STS_ENV) or None)
     cloud_ak, cloud_sk = source.get(CLOUD_AK_ENV, "").strip(), source.get(CLOUD_SK_ENV, "").strip()
     if cloud_ak and cloud_sk:

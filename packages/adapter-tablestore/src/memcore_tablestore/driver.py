@@ -56,15 +56,27 @@ class Settings:
         retry: bool,
     ) -> None:
         if not isinstance(endpoint, str) or not _ENDPOINT.fullmatch(endpoint):
-            raise ConfigError("endpoint must look like https://<instance>.<region>.ots.aliyuncs.com", field="endpoint")
+            raise ConfigError(
+                "endpoint must look like https://<instance>.<region>.ots.aliyuncs.com",
+                field="endpoint",
+            )
         if not isinstance(instance_name, str) or not instance_name:
             raise ConfigError("instance_name must be a non-empty string", field="instance_name")
         if not isinstance(credentials, Credentials):
-            raise ConfigError("credentials must be a memcore_tablestore.Credentials", field="credentials")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+            raise ConfigError(
+                "credentials must be a memcore_tablestore.Credentials", field="credentials"
+            )
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
             raise ConfigError("timeout must be a positive number of seconds", field="timeout")
         if region is not None and (not isinstance(region, str) or not region):
-            raise ConfigError("region must be a non-empty string such as cn-beijing", field="region")
+            raise ConfigError(
+                "region must be a non-empty string such as cn-beijing", field="region"
+            )
         self.endpoint = endpoint.rstrip("/")
         self.instance_name = instance_name
         self.credentials = credentials
@@ -107,6 +119,12 @@ def classify(call: Call, exc: Exception) -> Failure:
 
 
 def make_plans(*, auto_create: bool, ready_timeout: float) -> Plans:
-    if isinstance(ready_timeout, bool) or not isinstance(ready_timeout, (int, float)) or ready_timeout <= 0:
-        raise ConfigError("ready_timeout must be a positive number of seconds", field="ready_timeout")
+    if (
+        isinstance(ready_timeout, bool)
+        or not isinstance(ready_timeout, (int, float))
+        or ready_timeout <= 0
+    ):
+        raise ConfigError(
+            "ready_timeout must be a positive number of seconds", field="ready_timeout"
+        )
     return Plans(auto_create=bool(auto_create), ready_timeout=float(ready_timeout))

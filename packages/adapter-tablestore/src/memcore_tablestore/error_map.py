@@ -51,7 +51,9 @@ STATUS_ERRORS: dict[int, type[MemcoreError]] = {
 }
 #: Answers that mean "refused before doing anything": safe to resend any request.
 REFUSED_STATUSES = frozenset({409, 429, 503})
-REFUSED_CODES = frozenset({"CONFLICT", "OTSServerBusy", "OTSOperationThrottled", "OTSQuotaExhausted"})
+REFUSED_CODES = frozenset(
+    {"CONFLICT", "OTSServerBusy", "OTSOperationThrottled", "OTSQuotaExhausted"}
+)
 #: A store that already exists is a final answer, not a busy index.
 FINAL_CODES = frozenset({"OTSObjectAlreadyExist"})
 
@@ -91,10 +93,14 @@ def failure_from_exception(exc: BaseException, *, api: str) -> Failure:
     if isinstance(exc, OTSClientError):
         # Raised before anything is sent (the request could not be encoded) or on a local
         # protocol check; either way the request was not applied.
-        return Failure(InvalidInput(f"{api} could not be sent: {exc.get_error_message()}"[:600]), refused=True)
+        return Failure(
+            InvalidInput(f"{api} could not be sent: {exc.get_error_message()}"[:600]), refused=True
+        )
     connect = _connect_failure(exc)
     if connect is not None:
-        return Failure(Unavailable(f"{api}: cannot connect to the service ({connect})"), refused=True)
+        return Failure(
+            Unavailable(f"{api}: cannot connect to the service ({connect})"), refused=True
+        )
     if isinstance(exc, (UnicodeDecodeError, json.JSONDecodeError)):
         return Failure(ProtocolError(f"{api}: the service answered with undecodable bytes"))
     if isinstance(exc, (TypeError, AttributeError, ValueError)):
@@ -113,7 +119,9 @@ def _connect_failure(exc: BaseException) -> str | None:
 
     if isinstance(exc, u3.MaxRetryError):
         reason = exc.reason
-        if isinstance(reason, (u3.NewConnectionError, u3.ConnectTimeoutError, u3.NameResolutionError)):
+        if isinstance(
+            reason, (u3.NewConnectionError, u3.ConnectTimeoutError, u3.NameResolutionError)
+        ):
             return type(reason).__name__
         return None
     if isinstance(exc, (u3.NewConnectionError, u3.ConnectTimeoutError)):

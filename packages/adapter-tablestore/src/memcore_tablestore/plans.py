@@ -112,7 +112,9 @@ class Plans:
         self.ready_timeout = ready_timeout
 
     # -- stores -------------------------------------------------------------------------
-    def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> Plan[StoreInfo]:
+    def ensure_store(
+        self, store: str, *, description: str = "", create: bool = True
+    ) -> Plan[StoreInfo]:
         body = _store(store)
         try:
             info = wire.decode_store((yield Call("GetMemoryStore", body, retry_conflict=False)))
@@ -304,7 +306,9 @@ class Plans:
         body = _paging(_store(store), limit, next_token)
         if operation is not None:
             if not isinstance(operation, str) or not operation.isalnum():
-                raise InvalidInput("operation must be an API name such as AddMemories", field="operation")
+                raise InvalidInput(
+                    "operation must be an API name such as AddMemories", field="operation"
+                )
             body["operation"] = operation
         return wire.decode_requests((yield Call("ListMemoryStoreRequests", body)))
 
@@ -368,7 +372,11 @@ class Plans:
     def list_dream_actions(
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[DreamAction]]:
-        body = _paging({**_store(store), "taskId": limits.check_id(task_id, field="task_id")}, limit, next_token)
+        body = _paging(
+            {**_store(store), "taskId": limits.check_id(task_id, field="task_id")},
+            limit,
+            next_token,
+        )
         return wire.decode_actions((yield Call("ListMemoryDreamActions", body)))
 
     def apply_dream_actions(
@@ -377,7 +385,11 @@ class Plans:
         if isinstance(action_ids, str) or not isinstance(action_ids, Sequence):
             raise InvalidInput("action_ids must be a list of ids", field="action_ids")
         ids = [limits.check_id(a, field="action_ids") for a in action_ids]
-        body = {**_store(store), "taskId": limits.check_id(task_id, field="task_id"), "actionIds": ids}
+        body = {
+            **_store(store),
+            "taskId": limits.check_id(task_id, field="task_id"),
+            "actionIds": ids,
+        }
         # Not replayed after an ambiguous failure: applied actions report differently twice.
         page = wire.decode_actions((yield Call("ApplyMemoryDreamActions", body, replay_safe=False)))
         return list(page.items)
@@ -398,13 +410,17 @@ def _target(store: str, scope: Scope, memory_id: str) -> dict[str, Any]:
 def _own(memory: Memory, scope: Scope, memory_id: str) -> Memory:
     """The service must answer with the memory we asked for, in the scope we asked in."""
     if memory.id != memory_id or memory.scope != scope:
-        raise ProtocolError("the service answered with a different memory than requested", field="memory_id")
+        raise ProtocolError(
+            "the service answered with a different memory than requested", field="memory_id"
+        )
     return memory
 
 
 def _must_match(pattern: ScopePattern, scope: Scope, api: str) -> None:
     if not pattern.matches(scope):
-        raise ProtocolError(f"{api} answered with an item outside the requested scope", field="scope")
+        raise ProtocolError(
+            f"{api} answered with an item outside the requested scope", field="scope"
+        )
 
 
 #: The port's method names; both stores expose exactly these, driven from :class:`Plans`.

@@ -71,7 +71,9 @@ def data_plane_probe(credentials: AccessKeys | None = None, *, timeout: float = 
             MemcoreConfig(),
             endpoint=facts.endpoint,
             instance_name=facts.instance_name,
-            credentials=Credentials(keys.access_key_id, keys.access_key_secret, keys.security_token),
+            credentials=Credentials(
+                keys.access_key_id, keys.access_key_secret, keys.security_token
+            ),
             timeout=timeout,
             retry=False,
         )
@@ -110,7 +112,9 @@ class TableStoreProvisioner:
         lock_timeout: float = 900.0,
     ) -> None:
         if control_protocol not in ("http", "https"):
-            raise ConfigError("the control-plane protocol must be http or https", field="control_protocol")
+            raise ConfigError(
+                "the control-plane protocol must be http or https", field="control_protocol"
+            )
         _check_template(endpoint_template, config.region)
         self.config = config
         self.config_path = Path(config_path)
@@ -129,13 +133,17 @@ class TableStoreProvisioner:
         self._lock_timeout = lock_timeout
 
     @classmethod
-    def from_file(cls, config_path: str | os.PathLike[str], **options: Any) -> TableStoreProvisioner:
+    def from_file(
+        cls, config_path: str | os.PathLike[str], **options: Any
+    ) -> TableStoreProvisioner:
         """Read the JSON config at ``config_path`` (missing means defaults) and wrap it."""
         path = Path(config_path)
         return cls(_read_config(path), path, **options)
 
     def __repr__(self) -> str:
-        return f"TableStoreProvisioner(config_path={str(self.config_path)!r}, region={self.region!r})"
+        return (
+            f"TableStoreProvisioner(config_path={str(self.config_path)!r}, region={self.region!r})"
+        )
 
     @property
     def _state_dir(self) -> Path:
@@ -165,13 +173,17 @@ class TableStoreProvisioner:
         if not config.instance_name:
             return None
         endpoint = config.endpoint or self.data_endpoint(config.instance_name)
-        return InstanceFacts(config.instance_name, endpoint.rstrip("/"), config.region, created=False)
+        return InstanceFacts(
+            config.instance_name, endpoint.rstrip("/"), config.region, created=False
+        )
 
     def _bootstrap(self, say: _Reporter) -> InstanceFacts:
         # Credentials first: a run that cannot authenticate should leave nothing behind.
         client = ControlPlaneClient(
             region=self.region,
-            credentials=self._credentials if self._credentials is not None else _environment_credentials(),
+            credentials=self._credentials
+            if self._credentials is not None
+            else _environment_credentials(),
             endpoint=self._control_endpoint,
             protocol=self._control_protocol,
             timeout=min(self._control_timeout, self.config.timeout),
@@ -204,7 +216,9 @@ class TableStoreProvisioner:
             timeout=self._dns_timeout,
             clock=self._clock,
             sleep=self._sleep,
-            on_retry=lambda n, delay: say(f"{host} does not resolve yet; retrying in {delay:.1f} s"),
+            on_retry=lambda n, delay: say(
+                f"{host} does not resolve yet; retrying in {delay:.1f} s"
+            ),
         )
         if self._probe is not None:
             probe = self._probe
@@ -239,11 +253,17 @@ class TableStoreProvisioner:
             found = self._control(lambda: client.find_by_alias(pending.alias), say)
             if found is not None:
                 write_pending(self._state_dir, attrs.evolve(pending, instance_name=found.name))
-                say(f"Found instance {found.name} (alias {pending.alias}) from an earlier run; reusing it")
+                say(
+                    f"Found instance {found.name} (alias {pending.alias}) from an earlier run; reusing it"
+                )
                 return found.name, False
-            say("Creating a TableStore VCU instance (SSD, elastic VCU, one month, auto-renew monthly)")
+            say(
+                "Creating a TableStore VCU instance (SSD, elastic VCU, one month, auto-renew monthly)"
+            )
             try:
-                name = client.create_vcu_instance(alias=pending.alias, description=INSTANCE_DESCRIPTION)
+                name = client.create_vcu_instance(
+                    alias=pending.alias, description=INSTANCE_DESCRIPTION
+                )
             except MemcoreError as exc:
                 # Not retried blindly: the instance may have been bought before the answer was
                 # lost. The next pass looks the alias up first, so a retry never buys twice.
@@ -277,7 +297,11 @@ class TableStoreProvisioner:
         current = _read_config(self.config_path)
         updated = merge_config(
             current,
-            {"instance_name": facts.instance_name, "endpoint": facts.endpoint, "region": facts.region},
+            {
+                "instance_name": facts.instance_name,
+                "endpoint": facts.endpoint,
+                "region": facts.region,
+            },
             source=source,
         )
         try:
@@ -315,7 +339,9 @@ def _read_config(path: Path) -> MemcoreConfig:
     except FileNotFoundError:
         return MemcoreConfig()
     except OSError as exc:
-        raise ConfigError(f"cannot read the config ({exc.strerror or type(exc).__name__})", source=str(path)) from None
+        raise ConfigError(
+            f"cannot read the config ({exc.strerror or type(exc).__name__})", source=str(path)
+        ) from None
     return parse_config(raw, source=str(path))
 
 

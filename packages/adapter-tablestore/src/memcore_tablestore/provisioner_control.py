@@ -108,7 +108,9 @@ class ControlPlaneClient:
         except MemcoreError:
             raise
         except Exception as exc:
-            raise from_sdk_error(exc, action=action, endpoint=self.endpoint, secrets=self._secrets) from None
+            raise from_sdk_error(
+                exc, action=action, endpoint=self.endpoint, secrets=self._secrets
+            ) from None
 
     def create_vcu_instance(self, *, alias: str, description: str) -> str:
         """Buy the instance; returns the name the service gave it."""
@@ -182,7 +184,9 @@ class ControlPlaneClient:
 
             body = self._call("ListInstances", page)
             for item in getattr(body, "instances", None) or []:
-                if getattr(item, "alias_name", None) == alias and getattr(item, "instance_name", None):
+                if getattr(item, "alias_name", None) == alias and getattr(
+                    item, "instance_name", None
+                ):
                     return _record(item, fallback_name=item.instance_name)
             token = getattr(body, "next_token", None) or None
             if token is None:

@@ -52,8 +52,12 @@ THROTTLE_CODES = frozenset(
         "OTSOperationThrottled",
     }
 )
-CONFLICT_CODES = frozenset({"OTSObjectAlreadyExist", "InstanceAlreadyExist", "InvalidInstanceName.Duplicate"})
-NOT_FOUND_CODES = frozenset({"InvalidInstanceName.NotFound", "OTSObjectNotExist", "InstanceNotFound"})
+CONFLICT_CODES = frozenset(
+    {"OTSObjectAlreadyExist", "InstanceAlreadyExist", "InvalidInstanceName.Duplicate"}
+)
+NOT_FOUND_CODES = frozenset(
+    {"InvalidInstanceName.NotFound", "OTSObjectNotExist", "InstanceNotFound"}
+)
 
 
 class ControlPlaneError(MemcoreError):
@@ -111,7 +115,9 @@ class ControlPlaneUnavailable(ControlPlaneError, Unavailable):
     """The control plane failed or could not be reached."""
 
 
-def classify(status: int | None, code: str | None, *, throttled: bool = False) -> type[ControlPlaneError]:
+def classify(
+    status: int | None, code: str | None, *, throttled: bool = False
+) -> type[ControlPlaneError]:
     """Pick the error class from the error code first, then the HTTP status."""
     if code in AUTH_CODES:
         return ControlPlaneDenied
@@ -190,17 +196,24 @@ def from_sdk_error(
     if isinstance(exc, UnretryableException):
         detail = type(inner).__name__ if inner is not None else "no answer"
         return ControlPlaneUnavailable(
-            redact(f"{action} failed: the control plane at {endpoint} could not be reached ({detail})", hidden),
+            redact(
+                f"{action} failed: the control plane at {endpoint} could not be reached ({detail})",
+                hidden,
+            ),
             action=action,
         )
     if isinstance(exc, (RequiredArgumentException, ValidateException)):
-        return ControlPlaneInvalid(redact(f"{action} was refused before sending: {exc}", hidden), action=action)
+        return ControlPlaneInvalid(
+            redact(f"{action} was refused before sending: {exc}", hidden), action=action
+        )
     if isinstance(exc, (ValueError, KeyError, TypeError, AttributeError)):
         return ControlPlaneUnavailable(
             f"{action} failed: the control plane's answer could not be read ({type(exc).__name__})",
             action=action,
         )
-    return ControlPlaneUnavailable(f"{action} failed unexpectedly ({type(exc).__name__})", action=action)
+    return ControlPlaneUnavailable(
+        f"{action} failed unexpectedly ({type(exc).__name__})", action=action
+    )
 
 
 def _parameter(code: str | None) -> str | None:

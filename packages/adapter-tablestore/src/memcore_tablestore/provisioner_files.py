@@ -77,7 +77,9 @@ def read_pending(directory: Path) -> PendingInstance | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ConfigError(f"cannot read the pending marker: {exc.strerror}", source=str(path)) from None
+        raise ConfigError(
+            f"cannot read the pending marker: {exc.strerror}", source=str(path)
+        ) from None
     try:
         data: Any = json.loads(raw)
         return _converter.structure(data, PendingInstance)

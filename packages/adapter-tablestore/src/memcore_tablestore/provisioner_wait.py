@@ -86,11 +86,21 @@ def retry_transient(
             if remaining <= 0:
                 if isinstance(exc, MemcoreError):
                     raise
-                raise Unavailable(f"gave up after {attempt} attempts: {type(exc).__name__}") from None
+                raise Unavailable(
+                    f"gave up after {attempt} attempts: {type(exc).__name__}"
+                ) from None
             delay = min(backoff(attempt), remaining)
             if on_retry is not None:
                 on_retry(attempt, exc, delay)
             sleep(delay)
 
 
-__all__ = ["Clock", "Resolver", "Sleep", "backoff", "retry_transient", "system_resolver", "wait_for_dns"]
+__all__ = [
+    "Clock",
+    "Resolver",
+    "Sleep",
+    "backoff",
+    "retry_transient",
+    "system_resolver",
+    "wait_for_dns",
+]

@@ -48,6 +48,8 @@ def retry_arguments(call: Call, timeout: float) -> dict[str, Any]:
     return {
         "retry": predicate,
         "stop": tenacity.stop_before_delay(timeout),
-        "wait": tenacity.wait_exponential_jitter(initial=INITIAL_WAIT, max=MAX_WAIT, jitter=INITIAL_WAIT),
+        "wait": tenacity.wait_exponential_jitter(
+            initial=INITIAL_WAIT, max=MAX_WAIT, jitter=INITIAL_WAIT
+        ),
         "reraise": True,
     }

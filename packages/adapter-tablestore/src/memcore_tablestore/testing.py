@@ -55,7 +55,14 @@ def spawned_emulator(faults: Faults | None = None) -> Iterator[SpawnedEmulator]:
     """Run ``python -m memcore_tablestore.emulator`` over the in-memory fake until the block ends."""
     spec = json.dumps((faults or Faults()).to_dict())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memcore_tablestore.emulator", "--faults", spec, "--until-stdin-closes"],
+        [
+            sys.executable,
+            "-m",
+            "memcore_tablestore.emulator",
+            "--faults",
+            spec,
+            "--until-stdin-closes",
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -64,7 +71,10 @@ def spawned_emulator(faults: Faults | None = None) -> Iterator[SpawnedEmulator]:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
         yield SpawnedEmulator(
-            info["url"], info["port"], info["instance_name"], Identity("emu-ak", "emu-sk", info["instance_name"])
+            info["url"],
+            info["port"],
+            info["instance_name"],
+            Identity("emu-ak", "emu-sk", info["instance_name"]),
         )
     finally:
         if proc.stdin is not None:
@@ -89,7 +99,9 @@ def store_for(server: EmulatorServer | SpawnedEmulator, **kwargs: Any) -> TableS
     return TableStoreMemoryStore(server.url, server.instance_name, credentials, **kwargs)
 
 
-def async_store_for(server: EmulatorServer | SpawnedEmulator, **kwargs: Any) -> AsyncTableStoreMemoryStore:
+def async_store_for(
+    server: EmulatorServer | SpawnedEmulator, **kwargs: Any
+) -> AsyncTableStoreMemoryStore:
     """The asyncio twin of :func:`store_for`; build it inside the event loop that uses it."""
     credentials = kwargs.pop("credentials", None) or emulator_credentials(server)
     kwargs.setdefault("timeout", 10.0)
@@ -101,7 +113,9 @@ def emulator_config(server: EmulatorServer, **changes: Any) -> Any:
     credentials=emulator_credentials(server))``)."""
     from memcore.config import MemcoreConfig
 
-    return MemcoreConfig(endpoint=server.url, instance_name=server.instance_name, backend="tablestore", **changes)
+    return MemcoreConfig(
+        endpoint=server.url, instance_name=server.instance_name, backend="tablestore", **changes
+    )
 
 
 __all__ = [

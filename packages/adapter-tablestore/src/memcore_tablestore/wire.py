@@ -57,7 +57,9 @@ def scope_to_wire(scope: Scope | ScopePattern) -> dict[str, str]:
 
 def _levels(data: object, field: str) -> list[str | None]:
     if not isinstance(data, dict):
-        raise InvalidInput(f"{field} must be an object with appId, tenantId, agentId, runId", field=field)
+        raise InvalidInput(
+            f"{field} must be an object with appId, tenantId, agentId, runId", field=field
+        )
     out: list[str | None] = []
     for wire, name in zip(WIRE_LEVELS, LEVELS):
         value = data.get(wire, data.get(name))
@@ -74,7 +76,9 @@ def scope_from_wire(data: object, *, field: str = "scope") -> Scope:
         if value is None:
             raise InvalidInput(f"{field}.{wire} is required here", field=f"{field}.{wire}")
         if value == WILDCARD:
-            raise InvalidInput(f"{field}.{wire} must be concrete here, not '*'", field=f"{field}.{wire}")
+            raise InvalidInput(
+                f"{field}.{wire} must be concrete here, not '*'", field=f"{field}.{wire}"
+            )
     return _scope(*(v or "" for v in levels))
 
 
@@ -262,7 +266,9 @@ def decode(cls: type[T], data: object, *, what: str, skip: str | None = None) ->
             return _memory_hook(clean, cls)  # type: ignore[return-value]
         return CONVERTER.structure(clean, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, MemcoreError) as exc:
-        raise ProtocolError(f"{what} does not have the expected shape ({_first_cause(exc)})", field=what) from None
+        raise ProtocolError(
+            f"{what} does not have the expected shape ({_first_cause(exc)})", field=what
+        ) from None
 
 
 def _first_cause(exc: BaseException) -> str:
@@ -282,7 +288,9 @@ def unwrap(body: object) -> dict[str, Any]:
     if "data" in body and "code" in body:
         code = body.get("code")
         if str(code) not in _OK_CODES:
-            raise ProtocolError(f"the service answered with an envelope carrying code {str(code)[:64]!r}")
+            raise ProtocolError(
+                f"the service answered with an envelope carrying code {str(code)[:64]!r}"
+            )
         data = body.get("data")
         if data is None:
             data = {}
@@ -310,7 +318,8 @@ def _list(body: Mapping[str, Any], *keys: str) -> list[Any]:
     extra = set(body) - _REQUEST_ID_KEYS - _PAGING_KEYS
     if extra:
         raise ProtocolError(
-            f"the answer has no {keys[0]} list (fields: {', '.join(sorted(extra)[:5])})", field=keys[0]
+            f"the answer has no {keys[0]} list (fields: {', '.join(sorted(extra)[:5])})",
+            field=keys[0],
         )
     return []
 
@@ -369,7 +378,11 @@ def decode_hits(body: Mapping[str, Any]) -> list[SearchHit]:
             raise ProtocolError("a search hit is not a JSON object", field="memories[]")
         unit = item.get("memory", item)
         score = item.get("score", unit.get("score") if isinstance(unit, dict) else None)
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        if (
+            isinstance(score, bool)
+            or not isinstance(score, (int, float))
+            or not math.isfinite(score)
+        ):
             raise ProtocolError("a search hit has no numeric score", field="memories[].score")
         hits.append(SearchHit(decode(Memory, unit, what="memories[]", skip="score"), float(score)))
     return hits
@@ -408,7 +421,9 @@ def decode_scopes(body: Mapping[str, Any]) -> Page[Scope]:
         try:
             out.append(scope_from_wire(item, field="scopes[]"))
         except InvalidInput as exc:
-            raise ProtocolError(f"a listed scope is not concrete ({exc})", field="scopes[]") from None
+            raise ProtocolError(
+                f"a listed scope is not concrete ({exc})", field="scopes[]"
+            ) from None
     return Page(tuple(out), next_token(body))
 
 
@@ -458,7 +473,11 @@ def encode_message(message: Message) -> dict[str, Any]:
 
 
 def encode_store(info: StoreInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"memoryStoreName": info.name, "description": info.description, "status": info.status}
+    out: dict[str, Any] = {
+        "memoryStoreName": info.name,
+        "description": info.description,
+        "status": info.status,
+    }
     if info.created_at is not None:
         out["createdAt"] = info.created_at
     for key, value in info.extras.items():
@@ -483,7 +502,11 @@ def encode_action(action: DreamAction) -> dict[str, Any]:
 
 
 def encode_receipt(receipt: WriteReceipt) -> dict[str, Any]:
-    return {"taskId": receipt.task_id, "status": receipt.status, "memoryIds": list(receipt.memory_ids)}
+    return {
+        "taskId": receipt.task_id,
+        "status": receipt.status,
+        "memoryIds": list(receipt.memory_ids),
+    }
 
 
 def encode_page(key: str, page: Page[Any], encode_item: Callable[[Any], Any]) -> dict[str, Any]:

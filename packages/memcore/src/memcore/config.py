@@ -38,7 +38,10 @@ def _segment_value(_: Any, attribute: attrs.Attribute[Any], value: str | None) -
     if value is None:
         return
     if not value.strip() or "*" in value or "/" in value or any(ord(c) < 32 for c in value):
-        raise _BadValue(attribute.name, f"{attribute.name} must be a plain name without '*', '/' or control codes")
+        raise _BadValue(
+            attribute.name,
+            f"{attribute.name} must be a plain name without '*', '/' or control codes",
+        )
     if len(value) > 128:
         raise _BadValue(attribute.name, f"{attribute.name} must be at most 128 characters")
 
@@ -50,12 +53,18 @@ def _store_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
 
 def _instance_name(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and not _INSTANCE_RE.fullmatch(value):
-        raise _BadValue(attribute.name, f"{attribute.name} must be 3 to 16 letters, digits or '-', starting with a letter")
+        raise _BadValue(
+            attribute.name,
+            f"{attribute.name} must be 3 to 16 letters, digits or '-', starting with a letter",
+        )
 
 
 def _endpoint(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and not re.fullmatch(r"https?://[^\s/]+/?", value):
-        raise _BadValue(attribute.name, f"{attribute.name} must look like https://<instance>.<region>.ots.aliyuncs.com")
+        raise _BadValue(
+            attribute.name,
+            f"{attribute.name} must look like https://<instance>.<region>.ots.aliyuncs.com",
+        )
 
 
 def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -65,13 +74,18 @@ def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
 
 def _timeout(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if not math.isfinite(value) or not 0 < value <= 600:
-        raise _BadValue(attribute.name, f"{attribute.name} must be a number of seconds from 0 to 600")
+        raise _BadValue(
+            attribute.name, f"{attribute.name} must be a number of seconds from 0 to 600"
+        )
 
 
 def _one_of(choices: tuple[str, ...]) -> Any:
     def check(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
         if value is not None and value not in choices:
-            raise _BadValue(attribute.name, f"{attribute.name} must be one of {', '.join(choices)}, not {value!r}")
+            raise _BadValue(
+                attribute.name,
+                f"{attribute.name} must be one of {', '.join(choices)}, not {value!r}",
+            )
 
     return check
 
@@ -95,9 +109,7 @@ class MemcoreConfig:
     auto_create_store: bool = True
     timeout: float = attrs.field(default=30.0, validator=_timeout)
     #: ``local`` (embedded SQLite) or ``tablestore``; None lets the host choose its default.
-    backend: str | None = attrs.field(
-        default=None, validator=_one_of(BACKENDS)
-    )
+    backend: str | None = attrs.field(default=None, validator=_one_of(BACKENDS))
     region: str = attrs.field(default="cn-beijing", validator=_region)
     #: How many memories a prefetch recalls.
     top_k: int = attrs.field(default=5, validator=_top_k)
@@ -141,7 +153,9 @@ def make_converter() -> cattrs.Converter:
     )
     conv.register_unstructure_hook(
         MemcoreConfig,
-        make_dict_unstructure_fn(MemcoreConfig, conv, _cattrs_omit_if_default=False, local_path=override()),
+        make_dict_unstructure_fn(
+            MemcoreConfig, conv, _cattrs_omit_if_default=False, local_path=override()
+        ),
     )
     return conv
 
@@ -215,7 +229,9 @@ def dump_config(config: MemcoreConfig) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 
-def merge_config(base: MemcoreConfig, updates: Mapping[str, Any], *, source: str = "<update>") -> MemcoreConfig:
+def merge_config(
+    base: MemcoreConfig, updates: Mapping[str, Any], *, source: str = "<update>"
+) -> MemcoreConfig:
     """Apply ``updates`` to ``base`` with full validation (used by ``config set`` and save)."""
     data = config_to_dict(base)
     data.update(updates)

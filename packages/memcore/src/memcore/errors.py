@@ -9,7 +9,9 @@ class MemcoreError(Exception):
     retryable: bool = False
     code: str = "error"
 
-    def __init__(self, message: str, *, field: str | None = None, retryable: bool | None = None) -> None:
+    def __init__(
+        self, message: str, *, field: str | None = None, retryable: bool | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
@@ -24,7 +26,11 @@ class MemcoreError(Exception):
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-safe description, used by tools and the CLI."""
-        out: dict[str, object] = {"type": type(self).__name__, "code": self.code, "message": self.message}
+        out: dict[str, object] = {
+            "type": type(self).__name__,
+            "code": self.code,
+            "message": self.message,
+        }
         if self.field is not None:
             out["field"] = self.field
         out["retryable"] = self.retryable
@@ -81,7 +87,9 @@ class ConfigError(MemcoreError):
 
     code = "config_error"
 
-    def __init__(self, message: str, *, field: str | None = None, source: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, field: str | None = None, source: str | None = None
+    ) -> None:
         where = f" in {source}" if source else ""
         key = f" (key {field!r})" if field else ""
         super().__init__(f"{message}{key}{where}", field=field)

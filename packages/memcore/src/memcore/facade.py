@@ -95,7 +95,9 @@ class Memory:
         msgs = [m if isinstance(m, Message) else _message(m, i) for i, m in enumerate(messages)]
         if metadata:
             meta = limits.check_metadata(metadata)
-            msgs = [Message(m.role, m.content, m.id, m.timestamp, {**meta, **m.metadata}) for m in msgs]
+            msgs = [
+                Message(m.role, m.content, m.id, m.timestamp, {**meta, **m.metadata}) for m in msgs
+            ]
         return self.service.sync_turn("", "", messages=msgs, sync=sync)
 
     def search(

@@ -99,7 +99,9 @@ def check_top_k(top_k: object) -> int:
     if isinstance(top_k, bool) or not isinstance(top_k, int):
         raise InvalidInput("top_k must be a whole number", field="top_k")
     if not MIN_TOP_K <= top_k <= MAX_TOP_K:
-        raise InvalidInput(f"top_k must be from {MIN_TOP_K} to {MAX_TOP_K}, not {top_k}", field="top_k")
+        raise InvalidInput(
+            f"top_k must be from {MIN_TOP_K} to {MAX_TOP_K}, not {top_k}", field="top_k"
+        )
     return top_k
 
 
@@ -179,7 +181,8 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
     total = sum(utf8_len(m.content) for m in checked)
     if total > MAX_MESSAGES_BYTES:
         raise InvalidInput(
-            f"messages hold {total} UTF-8 bytes; the limit is {MAX_MESSAGES_BYTES}", field="messages"
+            f"messages hold {total} UTF-8 bytes; the limit is {MAX_MESSAGES_BYTES}",
+            field="messages",
         )
     return checked
 
@@ -220,12 +223,16 @@ def split_messages(messages: Iterable[Message]) -> list[list[Message]]:
             continue
         parts = split_text(message.content, MAX_MESSAGES_BYTES)
         for part in parts:
-            piece = message if len(parts) == 1 else Message(
-                role=message.role,
-                content=part,
-                id=message.id,
-                timestamp=message.timestamp,
-                metadata=message.metadata,
+            piece = (
+                message
+                if len(parts) == 1
+                else Message(
+                    role=message.role,
+                    content=part,
+                    id=message.id,
+                    timestamp=message.timestamp,
+                    metadata=message.metadata,
+                )
             )
             n = utf8_len(part)
             if batch and (len(batch) >= MAX_MESSAGES_PER_WRITE or size + n > MAX_MESSAGES_BYTES):

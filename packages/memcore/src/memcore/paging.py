@@ -33,7 +33,9 @@ def decode_token(token: str | None) -> int:
             raise ValueError
         return int(after)
     except Exception:
-        raise InvalidInput("next_token is not a token this store issued", field="next_token") from None
+        raise InvalidInput(
+            "next_token is not a token this store issued", field="next_token"
+        ) from None
 
 
 def page(rows: Sequence[tuple[int, Any]], limit: int) -> Page[Any]:

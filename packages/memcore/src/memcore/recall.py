@@ -15,7 +15,9 @@ _PREAMBLE = (
 )
 # Any tag that could close or open our fence, or a host's own context block, is removed from
 # recalled text so a stored memory can never break out of the fence.
-_TAG_RE = re.compile(r"<\s*/?\s*(recalled-memory|memory-context|system|instructions?)\b[^>]*>", re.I)
+_TAG_RE = re.compile(
+    r"<\s*/?\s*(recalled-memory|memory-context|system|instructions?)\b[^>]*>", re.I
+)
 
 
 def sanitize_recalled(text: str) -> str:

@@ -80,7 +80,9 @@ def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
         return default
     text = escape_segment(stripped)
     if len(text) > MAX_SEGMENT_CHARS:
-        digest = hashlib.sha256(stripped.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+        digest = hashlib.sha256(stripped.encode("utf-8", "surrogatepass")).hexdigest()[
+            :_DIGEST_CHARS
+        ]
         text = f"{text[: MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1]}~{digest}"
         # Never cut an escape sequence in half; the digest keeps the value unique anyway.
         cut = text.rfind("%", 0, MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1)
@@ -95,7 +97,9 @@ def _check_segment(name: str, value: str, *, allow_wildcard: bool) -> None:
     if not value:
         raise InvalidInput(f"scope {name} must not be empty", field=name)
     if len(value) > MAX_SEGMENT_CHARS:
-        raise InvalidInput(f"scope {name} is longer than {MAX_SEGMENT_CHARS} characters", field=name)
+        raise InvalidInput(
+            f"scope {name} is longer than {MAX_SEGMENT_CHARS} characters", field=name
+        )
     if value == WILDCARD:
         if not allow_wildcard:
             raise InvalidInput(f"scope {name} must be concrete, not '*'", field=name)
@@ -103,7 +107,8 @@ def _check_segment(name: str, value: str, *, allow_wildcard: bool) -> None:
     bad = [ch for ch in value if ch == WILDCARD or ch == "/" or (_needs_escape(ch) and ch != "%")]
     if bad:
         raise InvalidInput(
-            f"scope {name} holds a forbidden character {bad[0]!r} (use normalize_segment)", field=name
+            f"scope {name} holds a forbidden character {bad[0]!r} (use normalize_segment)",
+            field=name,
         )
 
 

@@ -99,7 +99,9 @@ class MemoryService:
         self._check_writable()
         limits.check_text(text)
         meta = check_user_metadata(metadata)
-        return self.store.add_text(self.store_name, self.write_scope, text, metadata=meta, sync=sync)
+        return self.store.add_text(
+            self.store_name, self.write_scope, text, metadata=meta, sync=sync
+        )
 
     def plan_turn(
         self,
@@ -123,7 +125,9 @@ class MemoryService:
             if not isinstance(m, Message) or m.role not in limits.MESSAGE_ROLES:
                 raise InvalidInput(f"messages[{i}] is not a valid message", field=f"messages[{i}]")
             if not isinstance(m.content, str):
-                raise InvalidInput(f"messages[{i}].content must be a string", field=f"messages[{i}].content")
+                raise InvalidInput(
+                    f"messages[{i}].content must be a string", field=f"messages[{i}].content"
+                )
             repaired = limits.repair_unicode(m.content)
             if repaired != m.content:
                 turn[i] = attrs.evolve(m, content=repaired)
@@ -143,7 +147,10 @@ class MemoryService:
         sync: bool = False,
     ) -> list[WriteReceipt]:
         self._check_writable()
-        return [self.write_turn(w, sync=sync) for w in self.plan_turn(user, assistant, messages=messages)]
+        return [
+            self.write_turn(w, sync=sync)
+            for w in self.plan_turn(user, assistant, messages=messages)
+        ]
 
     def mirror_builtin(
         self,
@@ -229,7 +236,10 @@ class MemoryService:
         token: str | None = None
         for _ in range(_FORGET_SCAN_PAGES):
             page = self.store.list_memories(
-                self.store_name, self.scope.tenant_pattern(), limit=limits.MAX_PAGE_LIMIT, next_token=token
+                self.store_name,
+                self.scope.tenant_pattern(),
+                limit=limits.MAX_PAGE_LIMIT,
+                next_token=token,
             )
             for memory in page.items:
                 if memory.id == memory_id and self.scope.tenant_pattern().matches(memory.scope):
@@ -239,7 +249,9 @@ class MemoryService:
                 break
         raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
 
-    def get(self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None) -> Memory:
+    def get(
+        self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None
+    ) -> Memory:
         limits.check_id(memory_id)
         if agent_id is None and run_id is None:
             return self.locate(memory_id)
@@ -264,7 +276,9 @@ class MemoryService:
         scope = self.get(memory_id, agent_id=agent_id, run_id=run_id).scope
         return self.store.update_memory(self.store_name, scope, memory_id, text=text, metadata=meta)
 
-    def forget(self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None) -> Scope:
+    def forget(
+        self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None
+    ) -> Scope:
         """Delete one memory of this tenant; returns the scope it was deleted from."""
         self._check_writable()
         limits.check_id(memory_id)

@@ -7,10 +7,14 @@ import typer
 from memcore_cli.state import state_of
 
 LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
-TokenOpt = Annotated[str | None, typer.Option("--next-token", help="Continue from a previous page.")]
+TokenOpt = Annotated[
+    str | None, typer.Option("--next-token", help="Continue from a previous page.")
+]
 
 
-def _page_out(state: Any, page: Any, columns: tuple[str, ...], row: Any, *, empty: str, more: str) -> None:
+def _page_out(
+    state: Any, page: Any, columns: tuple[str, ...], row: Any, *, empty: str, more: str
+) -> None:
     from memcore_cli.records import to_record
 
     out = state.output
@@ -26,7 +30,9 @@ def requests(
     ctx: typer.Context,
     operation: Annotated[
         str | None,
-        typer.Option("--operation", help="Only this operation, e.g. AddMemories or SearchMemories."),
+        typer.Option(
+            "--operation", help="Only this operation, e.g. AddMemories or SearchMemories."
+        ),
     ] = None,
     limit: LimitOpt = 20,
     next_token: TokenOpt = None,
@@ -155,7 +161,14 @@ def task_list(
         state,
         page,
         ("id", "status", "operation", "scope", "created", "memories"),
-        lambda t: (t.id, t.status, t.operation, str(t.scope or ""), when(t.created_at), len(t.memory_ids)),
+        lambda t: (
+            t.id,
+            t.status,
+            t.operation,
+            str(t.scope or ""),
+            when(t.created_at),
+            len(t.memory_ids),
+        ),
         empty="no tasks",
         more="memcore tasks list",
     )

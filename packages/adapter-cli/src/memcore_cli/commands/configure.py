@@ -54,7 +54,10 @@ def show(ctx: typer.Context) -> None:
         return
     rows: list[tuple[str, Any]] = [
         ("active backend", f"{settings.backend} (from {settings.backend_source})"),
-        ("config file", f"{settings.config_path}{'' if document['config_file_exists'] else ' (not created yet)'}"),
+        (
+            "config file",
+            f"{settings.config_path}{'' if document['config_file_exists'] else ' (not created yet)'}",
+        ),
         ("home", document["home"]),
     ]
     if document["database"]:

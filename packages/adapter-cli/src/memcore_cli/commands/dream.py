@@ -12,7 +12,9 @@ app = typer.Typer(
 )
 TaskArg = Annotated[str, typer.Argument(metavar="TASK_ID", help="The dream task id.")]
 LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
-TokenOpt = Annotated[str | None, typer.Option("--next-token", help="Continue from a previous page.")]
+TokenOpt = Annotated[
+    str | None, typer.Option("--next-token", help="Continue from a previous page.")
+]
 
 
 def _show_task(state: Any, task: Any) -> None:
@@ -24,7 +26,12 @@ def _show_task(state: Any, task: Any) -> None:
         return
     scope = "/".join(task.scope.as_tuple()) if task.scope is not None else ""
     state.output.fields(
-        [("id", task.id), ("status", task.status), ("scope", scope), ("extras", record["extras"] or None)],
+        [
+            ("id", task.id),
+            ("status", task.status),
+            ("scope", scope),
+            ("extras", record["extras"] or None),
+        ],
         title="dream task",
     )
 
@@ -39,7 +46,9 @@ def create(ctx: typer.Context) -> None:
     """
     state = state_of(ctx)
     runtime = state.runtime()
-    task = runtime.ready_store().create_dream_task(runtime.store_name, runtime.settings.scope.read_pattern)
+    task = runtime.ready_store().create_dream_task(
+        runtime.store_name, runtime.settings.scope.read_pattern
+    )
     _show_task(state, task)
 
 
@@ -60,7 +69,9 @@ def status(ctx: typer.Context, task_id: TaskArg) -> None:
 
 
 @app.command("actions")
-def actions(ctx: typer.Context, task_id: TaskArg, limit: LimitOpt = 50, next_token: TokenOpt = None) -> None:
+def actions(
+    ctx: typer.Context, task_id: TaskArg, limit: LimitOpt = 50, next_token: TokenOpt = None
+) -> None:
     """List the actions a dream task proposes.
 
     \b
@@ -78,7 +89,9 @@ def actions(ctx: typer.Context, task_id: TaskArg, limit: LimitOpt = 50, next_tok
         runtime.store_name, task_id, limit=limit, next_token=next_token
     )
     if state.json:
-        state.output.json({"items": [to_record(a) for a in page.items], "next_token": page.next_token})
+        state.output.json(
+            {"items": [to_record(a) for a in page.items], "next_token": page.next_token}
+        )
         return
     state.output.table(
         ("id", "action", "status", "memories", "text"),
@@ -91,7 +104,9 @@ def actions(ctx: typer.Context, task_id: TaskArg, limit: LimitOpt = 50, next_tok
 def apply(
     ctx: typer.Context,
     task_id: TaskArg,
-    action_ids: Annotated[list[str], typer.Argument(metavar="ACTION_ID...", help="Actions to apply.")],
+    action_ids: Annotated[
+        list[str], typer.Argument(metavar="ACTION_ID...", help="Actions to apply.")
+    ],
 ) -> None:
     """Apply some of a dream task's proposed actions.
 
@@ -112,7 +127,9 @@ def apply(
         state.output.json([to_record(a) for a in applied])
         return
     state.output.table(
-        ("id", "action", "status"), ((a.id, a.action, a.status) for a in applied), empty="nothing applied"
+        ("id", "action", "status"),
+        ((a.id, a.action, a.status) for a in applied),
+        empty="nothing applied",
     )
 
 
@@ -146,9 +163,13 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
     state = state_of(ctx)
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.ready_store().list_dream_tasks(runtime.store_name, limit=limit, next_token=next_token)
+    page = runtime.ready_store().list_dream_tasks(
+        runtime.store_name, limit=limit, next_token=next_token
+    )
     if state.json:
-        state.output.json({"items": [to_record(t) for t in page.items], "next_token": page.next_token})
+        state.output.json(
+            {"items": [to_record(t) for t in page.items], "next_token": page.next_token}
+        )
         return
     state.output.table(
         ("id", "status", "scope"),

@@ -12,19 +12,26 @@ from memcore_cli.state import state_of
 
 app = typer.Typer(help="A local TableStore emulator for offline development.", no_args_is_help=True)
 
+
 @app.command("serve")
 def serve(
     ctx: typer.Context,
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0 picks a free one).")] = 8765,
+    port: Annotated[
+        int, typer.Option("--port", help="Port on 127.0.0.1 (0 picks a free one).")
+    ] = 8765,
     latency_ms: Annotated[
         float, typer.Option("--latency-ms", help="Latency added to every request, in ms.")
     ] = 0.0,
     fail_rate: Annotated[
-        float, typer.Option("--fail-rate", help="Share of requests answered 503 OTSServerBusy (0 to 1).")
+        float,
+        typer.Option("--fail-rate", help="Share of requests answered 503 OTSServerBusy (0 to 1)."),
     ] = 0.0,
     database: Annotated[
         str | None,
-        typer.Option("--database", help="SQLite file to serve (default: the embedded store's; ':memory:' for a scratch one)."),
+        typer.Option(
+            "--database",
+            help="SQLite file to serve (default: the embedded store's; ':memory:' for a scratch one).",
+        ),
     ] = None,
 ) -> None:
     """Serve the TableStore Memory Store API on 127.0.0.1 until interrupted.

@@ -36,9 +36,7 @@ def add(
         ),
     ] = None,
     metadata: MetadataOpt = None,
-    sync: Annotated[
-        bool, typer.Option("--sync", help="Wait until the memory is indexed.")
-    ] = False,
+    sync: Annotated[bool, typer.Option("--sync", help="Wait until the memory is indexed.")] = False,
 ) -> None:
     """Remember a piece of text, or a chat transcript, in the current scope.
 
@@ -171,12 +169,16 @@ def search(
         limits.check_top_k(top_k)
     limits.check_metadata(flt, field="filters")
     limits.check_min_similarity(min_similarity)
-    hits = state.runtime().service().search(
-        query,
-        top_k=top_k,
-        enable_rerank=False if no_rerank else None,
-        filters=flt,
-        min_similarity=min_similarity,
+    hits = (
+        state.runtime()
+        .service()
+        .search(
+            query,
+            top_k=top_k,
+            enable_rerank=False if no_rerank else None,
+            filters=flt,
+            min_similarity=min_similarity,
+        )
     )
     out = state.output
     if state.json:
@@ -184,7 +186,10 @@ def search(
         return
     out.table(
         ("score", "id", "text", "scope"),
-        ((f"{h.score:.3f}", h.memory.id, h.memory.text, _short_scope(h.memory.scope)) for h in hits),
+        (
+            (f"{h.score:.3f}", h.memory.id, h.memory.text, _short_scope(h.memory.scope))
+            for h in hits
+        ),
         empty="no memories matched",
     )
 
@@ -241,7 +246,14 @@ def list_memories(
                 if state.json:
                     out.json_line(memory_record(memory))
                 else:
-                    rows.append((memory.id, memory.text, _short_scope(memory.scope), when(memory.created_at)))
+                    rows.append(
+                        (
+                            memory.id,
+                            memory.text,
+                            _short_scope(memory.scope),
+                            when(memory.created_at),
+                        )
+                    )
             advance(len(page.items))
             token = page.next_token
             if not token:
@@ -337,7 +349,11 @@ def forget(
     found = [find_memory(runtime, i) for i in dict.fromkeys(memory_ids)]
     if not yes:
         preview = "; ".join(m.text[:60] for m in found[:3])
-        typer.confirm(f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'} ({preview})?", abort=True, err=True)
+        typer.confirm(
+            f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'} ({preview})?",
+            abort=True,
+            err=True,
+        )
     service = runtime.service()
     deleted = []
     for memory in found:
@@ -371,10 +387,18 @@ def messages(
     limits.check_limit(limit)
     runtime = state.runtime()
     scope = runtime.settings.scope.write_scope()
-    page = runtime.ready_store().list_messages(runtime.store_name, scope, limit=limit, next_token=next_token)
+    page = runtime.ready_store().list_messages(
+        runtime.store_name, scope, limit=limit, next_token=next_token
+    )
     out = state.output
     if state.json:
-        out.json({"scope": scope.as_dict(), "items": [to_record(m) for m in page.items], "next_token": page.next_token})
+        out.json(
+            {
+                "scope": scope.as_dict(),
+                "items": [to_record(m) for m in page.items],
+                "next_token": page.next_token,
+            }
+        )
         return
     out.table(
         ("role", "content", "time"),

@@ -6,7 +6,9 @@ import typer
 
 from memcore_cli.state import state_of
 
-app = typer.Typer(help="Manage memory stores (named collections inside one backend).", no_args_is_help=True)
+app = typer.Typer(
+    help="Manage memory stores (named collections inside one backend).", no_args_is_help=True
+)
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Store name: [A-Za-z0-9_]{1,32}.")]
 
 
@@ -24,7 +26,12 @@ def _show(state: Any, info: Any) -> None:
         state.output.json(_store_record(info))
         return
     state.output.fields(
-        [("name", info.name), ("description", info.description), ("status", info.status), ("created", when(info.created_at))],
+        [
+            ("name", info.name),
+            ("description", info.description),
+            ("status", info.status),
+            ("created", when(info.created_at)),
+        ],
         title="memory store",
     )
 
@@ -48,7 +55,16 @@ def list_stores(ctx: typer.Context) -> None:
     current = runtime.store_name
     state.output.table(
         ("name", "status", "description", "created", "in use"),
-        ((s.name, s.status, s.description, when(s.created_at), "yes" if s.name == current else "") for s in stores),
+        (
+            (
+                s.name,
+                s.status,
+                s.description,
+                when(s.created_at),
+                "yes" if s.name == current else "",
+            )
+            for s in stores
+        ),
         empty="no memory stores yet",
     )
 
@@ -57,7 +73,9 @@ def list_stores(ctx: typer.Context) -> None:
 def create(
     ctx: typer.Context,
     name: NameArg,
-    description: Annotated[str, typer.Option("--description", help="A note on what it holds.")] = "",
+    description: Annotated[
+        str, typer.Option("--description", help="A note on what it holds.")
+    ] = "",
 ) -> None:
     """Create a memory store (fails if it exists).
 
@@ -75,7 +93,9 @@ def create(
 @app.command("describe")
 def describe(
     ctx: typer.Context,
-    name: Annotated[str | None, typer.Argument(metavar="[NAME]", help="Default: the configured store.")] = None,
+    name: Annotated[
+        str | None, typer.Argument(metavar="[NAME]", help="Default: the configured store.")
+    ] = None,
 ) -> None:
     """Describe a memory store.
 
@@ -111,7 +131,9 @@ def delete(
     runtime = state.runtime()
     runtime.store.describe_store(name)
     if not yes:
-        typer.confirm(f"Delete the memory store {name!r} and all its memories?", abort=True, err=True)
+        typer.confirm(
+            f"Delete the memory store {name!r} and all its memories?", abort=True, err=True
+        )
     runtime.store.delete_store(name)
     if state.json:
         state.output.json({"name": name, "deleted": True})

@@ -40,7 +40,10 @@ def export(
 def import_(
     ctx: typer.Context,
     in_path: Annotated[
-        Path, typer.Argument(metavar="FILE.jsonl", help="A file written by 'memcore export' ('-' for stdin).")
+        Path,
+        typer.Argument(
+            metavar="FILE.jsonl", help="A file written by 'memcore export' ('-' for stdin)."
+        ),
     ],
 ) -> None:
     """Import memories from JSON Lines; running it twice adds nothing.

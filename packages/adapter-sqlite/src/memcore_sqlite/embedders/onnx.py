@@ -25,7 +25,9 @@ MAX_TOKENS = 256
 
 
 def _default_tokenizer() -> Path:
-    ref = resources.files("memcore_sqlite.embedders") / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+    ref = (
+        resources.files("memcore_sqlite.embedders") / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+    )
     return Path(str(ref))
 
 

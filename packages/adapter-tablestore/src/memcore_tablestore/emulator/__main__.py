@@ -19,14 +19,19 @@ from memcore_tablestore.emulator.server import EmulatorServer
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m memcore_tablestore.emulator")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--faults", default="{}", help="Faults as JSON, e.g. '{\"latency_ms\": 20}'")
+    parser.add_argument(
+        "--faults", default="{}", help="Faults as JSON, e.g. '{\"latency_ms\": 20}'"
+    )
     parser.add_argument("--until-stdin-closes", action="store_true")
     args = parser.parse_args(argv)
     from memcore.testing import InMemoryMemoryStore
 
     faults = Faults.from_dict(json.loads(args.faults))
     server = EmulatorServer(InMemoryMemoryStore(), port=args.port, faults=faults).start()
-    print(json.dumps({"url": server.url, "port": server.port, "instance_name": server.instance_name}), flush=True)
+    print(
+        json.dumps({"url": server.url, "port": server.port, "instance_name": server.instance_name}),
+        flush=True,
+    )
     done = threading.Event()
     try:
         if args.until_stdin_closes:

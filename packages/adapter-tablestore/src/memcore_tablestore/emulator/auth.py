@@ -18,7 +18,13 @@ from collections.abc import Mapping
 import attrs
 
 _SIGNATURE_HEADERS = frozenset({"x-ots-signature", "x-ots-signaturev4"})
-_REQUIRED = ("x-ots-date", "x-ots-apiversion", "x-ots-accesskeyid", "x-ots-instancename", "x-ots-contentmd5")
+_REQUIRED = (
+    "x-ots-date",
+    "x-ots-apiversion",
+    "x-ots-accesskeyid",
+    "x-ots-instancename",
+    "x-ots-contentmd5",
+)
 #: The service refuses requests whose clock is this far off.
 MAX_SKEW_SECONDS = 15 * 60
 
@@ -44,13 +50,17 @@ class Identity:
 
 def canonical(api: str, headers: Mapping[str, str]) -> str:
     lines = sorted(
-        f"{k}:{v.strip()}" for k, v in headers.items() if k.startswith("x-ots-") and k not in _SIGNATURE_HEADERS
+        f"{k}:{v.strip()}"
+        for k, v in headers.items()
+        if k.startswith("x-ots-") and k not in _SIGNATURE_HEADERS
     )
     return f"/{api}\nPOST\n\n" + "\n".join(lines) + "\n"
 
 
 def sign_v2(secret: str, text: str) -> str:
-    return base64.b64encode(hmac.new(secret.encode(), text.encode(), hashlib.sha1).digest()).decode()
+    return base64.b64encode(
+        hmac.new(secret.encode(), text.encode(), hashlib.sha1).digest()
+    ).decode()
 
 
 def v4_key(secret: str, date: str, region: str) -> bytes:
@@ -62,7 +72,9 @@ def v4_key(secret: str, date: str, region: str) -> bytes:
 
 
 def sign_v4(secret: str, date: str, region: str, text: str) -> str:
-    digest = hmac.new(v4_key(secret, date, region), (text + "ots").encode(), hashlib.sha256).digest()
+    digest = hmac.new(
+        v4_key(secret, date, region), (text + "ots").encode(), hashlib.sha256
+    ).digest()
     return base64.b64encode(digest).decode()
 
 
@@ -85,7 +97,9 @@ def verify(api: str, headers: Mapping[str, str], body: bytes, identity: Identity
     if (identity.security_token or None) != (token or None):
         raise AuthError("the security token is missing, expired or wrong")
     try:
-        sent = _dt.datetime.strptime(headers["x-ots-date"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=_dt.timezone.utc)
+        sent = _dt.datetime.strptime(headers["x-ots-date"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=_dt.timezone.utc
+        )
     except ValueError:
         raise AuthError("x-ots-date is not an ISO-8601 UTC time") from None
     if abs((_dt.datetime.now(_dt.timezone.utc) - sent).total_seconds()) > MAX_SKEW_SECONDS:

@@ -131,7 +131,12 @@ class _Instance:
                 "PolicyVersion": 0,
                 "TableQuota": 64,
                 "Tags": [
-                    {"Key": t["Key"], "Value": t["Value"], "TagKey": t["Key"], "TagValue": t["Value"]}
+                    {
+                        "Key": t["Key"],
+                        "Value": t["Value"],
+                        "TagKey": t["Key"],
+                        "TagValue": t["Value"],
+                    }
                     for t in self.tags
                 ],
             }
@@ -221,7 +226,11 @@ class ControlPlane:
         for name in ("dns_delay", "latency"):
             if name in knobs:
                 value = knobs[name]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 3600:
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or not 0 <= value <= 3600
+                ):
                     raise InvalidInput(f"{name} must be seconds from 0 to 3600", field=name)
                 setattr(self, name, float(value))
         if "dns_misses" in knobs:
@@ -232,7 +241,9 @@ class ControlPlane:
         for raw in knobs.get("faults", ()) or ():
             if not isinstance(raw, Mapping) or "action" not in raw or "code" not in raw:
                 raise InvalidInput("each fault needs an action and a code", field="faults")
-            extra = sorted(set(raw) - {"action", "code", "status", "message", "recommend", "times", "commit"})
+            extra = sorted(
+                set(raw) - {"action", "code", "status", "message", "recommend", "times", "commit"}
+            )
             if extra:
                 raise InvalidInput(f"unknown fault key {extra[0]!r}", field="faults")
             self.fail(
@@ -308,14 +319,20 @@ class ControlPlane:
         action = headers.get("x-acs-action", "")
         route = ROUTES.get(action)
         if route is None:
-            raise ServiceError(404, "InvalidAction.NotFound", f"the action {action!r} is not supported")
+            raise ServiceError(
+                404, "InvalidAction.NotFound", f"the action {action!r} is not supported"
+            )
         if headers.get("x-acs-version") != API_VERSION:
             raise ServiceError(
-                400, "InvalidVersion", f"specified version {headers.get('x-acs-version')!r} is not supported"
+                400,
+                "InvalidVersion",
+                f"specified version {headers.get('x-acs-version')!r} is not supported",
             )
         want_method, want_path = route
         if method.upper() != want_method or path.split("?", 1)[0] != want_path:
-            raise ServiceError(404, "InvalidAction.NotFound", f"{action} is served by {want_method} {want_path}")
+            raise ServiceError(
+                404, "InvalidAction.NotFound", f"{action} is served by {want_method} {want_path}"
+            )
         params = dict(parse_qsl(query, keep_blank_values=True))
         self._authenticate(method.upper(), want_path, params, headers, body)
         data = _json_body(body) if want_method == "POST" else {}
@@ -350,7 +367,12 @@ class ControlPlane:
         return None
 
     def _authenticate(
-        self, method: str, path: str, params: Mapping[str, str], headers: Mapping[str, str], body: bytes
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
     ) -> None:
         """Check the ACS3-HMAC-SHA256 signature the SDK puts in ``Authorization``."""
         auth = headers.get("authorization", "")
@@ -360,14 +382,20 @@ class ControlPlane:
             return
         algorithm, _, rest = auth.partition(" ")
         fields = dict(part.split("=", 1) for part in rest.split(",") if "=" in part)
-        if algorithm != _SIGN_ALGORITHM or not {"Credential", "SignedHeaders", "Signature"} <= set(fields):
+        if algorithm != _SIGN_ALGORITHM or not {"Credential", "SignedHeaders", "Signature"} <= set(
+            fields
+        ):
             raise ServiceError(400, "IncompleteSignature", "the Authorization header is malformed")
         secret = self._access_keys.get(fields["Credential"])
         if secret is None:
-            raise ServiceError(404, "InvalidAccessKeyId.NotFound", "the access key id does not exist")
+            raise ServiceError(
+                404, "InvalidAccessKeyId.NotFound", "the access key id does not exist"
+            )
         payload_hash = hashlib.sha256(body).hexdigest()
         if headers.get("x-acs-content-sha256", "") != payload_hash:
-            raise ServiceError(400, "SignatureDoesNotMatch", "the content hash does not match the body")
+            raise ServiceError(
+                400, "SignatureDoesNotMatch", "the content hash does not match the body"
+            )
         signed = fields["SignedHeaders"].split(";")
         canonical_headers = "".join(f"{name}:{headers.get(name, '').strip()}\n" for name in signed)
         canonical_query = "&".join(
@@ -378,7 +406,9 @@ class ControlPlane:
         expected = hmac.new(secret.encode(), to_sign.encode(), hashlib.sha256).hexdigest()
         if not hmac.compare_digest(expected, fields["Signature"]):
             raise ServiceError(
-                400, "SignatureDoesNotMatch", "the request signature does not conform to Aliyun standards"
+                400,
+                "SignatureDoesNotMatch",
+                "the request signature does not conform to Aliyun standards",
             )
 
     # -- actions ---------------------------------------------------------------------------
@@ -396,7 +426,9 @@ class ControlPlane:
         renew_period = _optional(data, "AutoRenewPeriodInMonth", int, None)
         if auto_renew and renew_period is None:
             raise ServiceError(
-                400, "MissingAutoRenewPeriodInMonth", "AutoRenewPeriodInMonth is mandatory when EnableAutoRenew is true"
+                400,
+                "MissingAutoRenewPeriodInMonth",
+                "AutoRenewPeriodInMonth is mandatory when EnableAutoRenew is true",
             )
         if renew_period is not None and not 1 <= renew_period <= 12:
             raise _invalid("AutoRenewPeriodInMonth", "must be from 1 to 12")
@@ -441,7 +473,9 @@ class ControlPlane:
     def _instance(self, name: str) -> _Instance:
         inst = self._instances.get(name)
         if inst is None:
-            raise ServiceError(404, "InvalidInstanceName.NotFound", f"the instance {name!r} does not exist")
+            raise ServiceError(
+                404, "InvalidInstanceName.NotFound", f"the instance {name!r} does not exist"
+            )
         return inst
 
     def _update(self, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -463,7 +497,9 @@ class ControlPlane:
     def _get(self, params: Mapping[str, str]) -> dict[str, Any]:
         name = params.get("InstanceName", "")
         if not name:
-            raise ServiceError(400, "MissingInstanceName", "InstanceName is mandatory for this action")
+            raise ServiceError(
+                400, "MissingInstanceName", "InstanceName is mandatory for this action"
+            )
         return self._instance(name).detail()
 
     def _list(self, params: Mapping[str, str]) -> dict[str, Any]:
@@ -532,8 +568,10 @@ def _tags(value: Any) -> list[dict[str, str]]:
         raise _invalid("Tags", "must be a list")
     out = []
     for tag in value:
-        if not isinstance(tag, Mapping) or not isinstance(tag.get("Key"), str) or not isinstance(
-            tag.get("Value"), str
+        if (
+            not isinstance(tag, Mapping)
+            or not isinstance(tag.get("Key"), str)
+            or not isinstance(tag.get("Value"), str)
         ):
             raise _invalid("Tags", "entries need a string Key and Value")
         if not 1 <= len(tag["Key"]) <= 64 or len(tag["Value"]) > 64:

@@ -24,7 +24,9 @@ def _non_negative(_: object, attribute: attrs.Attribute[Any], value: float) -> N
 
 def _status(_: object, attribute: attrs.Attribute[int], value: int) -> None:
     if not 400 <= value <= 599:
-        raise InvalidInput(f"{attribute.name} must be an HTTP error status (400-599)", field=attribute.name)
+        raise InvalidInput(
+            f"{attribute.name} must be an HTTP error status (400-599)", field=attribute.name
+        )
 
 
 @attrs.frozen

@@ -69,7 +69,10 @@ def _pattern(body: Body) -> ScopePattern:
 
 
 def _page(body: Body) -> dict[str, Any]:
-    return {"limit": limits.check_limit(_int(body, "limit", 50)), "next_token": _str(body, "nextToken", required=False)}
+    return {
+        "limit": limits.check_limit(_int(body, "limit", 50)),
+        "next_token": _str(body, "nextToken", required=False),
+    }
 
 
 def _metadata(body: Body, key: str = "metadata") -> dict[str, str]:
@@ -104,7 +107,9 @@ def _offset_token(token: str | None) -> int:
     try:
         value = int(base64.urlsafe_b64decode(token.encode()).decode())
     except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise InvalidInput("nextToken is not a token this service issued", field="nextToken") from None
+        raise InvalidInput(
+            "nextToken is not a token this service issued", field="nextToken"
+        ) from None
     if value < 0:
         raise InvalidInput("nextToken is not a token this service issued", field="nextToken")
     return value
@@ -168,7 +173,9 @@ class Handlers:
         return self._store_answer(self.store.create_store(_name(body), description=description))
 
     def update_store(self, body: Body) -> Answer:
-        return self._store_answer(self.store.update_store(_name(body), description=_req(body, "description")))
+        return self._store_answer(
+            self.store.update_store(_name(body), description=_req(body, "description"))
+        )
 
     def delete_store(self, body: Body) -> Answer:
         self.store.delete_store(_name(body))
@@ -185,7 +192,9 @@ class Handlers:
             text = limits.check_text(body.get("text"))
             receipt = self.store.add_text(name, scope, text, metadata=meta or None, sync=sync)
         else:
-            receipt = self.store.add_messages(name, scope, _messages(body), metadata=meta or None, sync=sync)
+            receipt = self.store.add_messages(
+                name, scope, _messages(body), metadata=meta or None, sync=sync
+            )
         return wire.encode_receipt(receipt)
 
     def search(self, body: Body) -> Answer:
@@ -209,7 +218,9 @@ class Handlers:
         return wire.encode_page("memories", page, wire.encode_memory)
 
     def get_memory(self, body: Body) -> Answer:
-        memory = self.store.get_memory(_name(body), _write_scope(body), limits.check_id(body.get("memoryId")))
+        memory = self.store.get_memory(
+            _name(body), _write_scope(body), limits.check_id(body.get("memoryId"))
+        )
         return {"memory": wire.encode_memory(memory)}
 
     def update_memory(self, body: Body) -> Answer:
@@ -220,7 +231,9 @@ class Handlers:
         return {"memory": wire.encode_memory(memory)}
 
     def delete_memory(self, body: Body) -> Answer:
-        self.store.delete_memory(_name(body), _write_scope(body), limits.check_id(body.get("memoryId")))
+        self.store.delete_memory(
+            _name(body), _write_scope(body), limits.check_id(body.get("memoryId"))
+        )
         return {}
 
     # -- messages, audit, scopes, tasks -------------------------------------------------
@@ -249,7 +262,9 @@ class Handlers:
 
     # -- dream --------------------------------------------------------------------------
     def create_dream(self, body: Body) -> Answer:
-        return {"task": wire.encode_dream(self.store.create_dream_task(_name(body), _pattern(body)))}
+        return {
+            "task": wire.encode_dream(self.store.create_dream_task(_name(body), _pattern(body)))
+        }
 
     def get_dream(self, body: Body) -> Answer:
         task_id = limits.check_id(body.get("taskId"), field="taskId")

@@ -128,7 +128,9 @@ class EmulatorServer:
         self.store = store
         self.host = host
         self._requested_port = port
-        self.identity = Identity(access_key_id, access_key_secret, instance_name, security_token, region)
+        self.identity = Identity(
+            access_key_id, access_key_secret, instance_name, security_token, region
+        )
         self.envelope = envelope
         self.recorded: deque[tuple[str, dict[str, Any]]] = deque(maxlen=10_000)
         self._record = record_requests
@@ -148,10 +150,15 @@ class EmulatorServer:
     def start(self) -> EmulatorServer:
         if self._server is not None:
             return self
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="emulator-store")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="emulator-store"
+        )
         self._server = _HTTPServer((self.host, self._requested_port), self)
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="emulator-http", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="emulator-http",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -245,7 +252,9 @@ class EmulatorServer:
                 error = True
             else:
                 drop = faults.drop_rate > 0 and self._rng.random() < faults.drop_rate
-                error = not drop and faults.error_rate > 0 and self._rng.random() < faults.error_rate
+                error = (
+                    not drop and faults.error_rate > 0 and self._rng.random() < faults.error_rate
+                )
             chaos = faults.chaos and not (drop or error) and self._rng.random() < faults.chaos_rate
             return drop, error, chaos
 
@@ -259,7 +268,9 @@ class EmulatorServer:
             length = -1
         if not 0 <= length <= MAX_BODY_BYTES:
             http.close_connection = True
-            self._send_error(http, request_id, 413, "OTSRequestBodyTooLarge", "request body too large or unsized")
+            self._send_error(
+                http, request_id, 413, "OTSRequestBodyTooLarge", "request body too large or unsized"
+            )
             return
         body = http.rfile.read(length) if length else b""
         path, _, query = http.path.partition("?")
@@ -268,7 +279,9 @@ class EmulatorServer:
         elif path.startswith(ADMIN_PREFIX):
             self._admin(http, request_id, path, body)
         elif http.command != "POST":
-            self._send_error(http, request_id, 405, "OTSMethodNotAllowed", "the data plane answers POST only")
+            self._send_error(
+                http, request_id, 405, "OTSMethodNotAllowed", "the data plane answers POST only"
+            )
         else:
             self._data(http, request_id, path.lstrip("/"), headers, body)
 
@@ -276,9 +289,13 @@ class EmulatorServer:
         try:
             control = self.control_plane
         except ImportError:
-            self._send(http, 501, {"Content-Type": "application/json"}, b'{"Code":"NotImplemented"}')
+            self._send(
+                http, 501, {"Content-Type": "application/json"}, b'{"Code":"NotImplemented"}'
+            )
             return
-        status, reply_headers, payload = control.handle(http.command, path, query, dict(http.headers.items()), body)
+        status, reply_headers, payload = control.handle(
+            http.command, path, query, dict(http.headers.items()), body
+        )
         self._send(http, status, dict(reply_headers), payload)
 
     def _admin(self, http: _Handler, request_id: str, path: str, body: bytes) -> None:
@@ -299,7 +316,9 @@ class EmulatorServer:
                 return
         self._send_json(http, request_id, 200, self.faults.to_dict())
 
-    def _data(self, http: _Handler, request_id: str, api: str, headers: Mapping[str, str], body: bytes) -> None:
+    def _data(
+        self, http: _Handler, request_id: str, api: str, headers: Mapping[str, str], body: bytes
+    ) -> None:
         faults = self._faults
         affected = faults.applies_to(api)
         if affected and faults.latency_ms:
@@ -314,14 +333,18 @@ class EmulatorServer:
             self._send_error(http, request_id, 403, "OTSAuthFailed", str(exc))
             return
         if error:
-            self._send_error(http, request_id, faults.error_status, faults.error_code, "injected failure")
+            self._send_error(
+                http, request_id, faults.error_status, faults.error_code, "injected failure"
+            )
             return
         if chaos:
             self._chaos(http, request_id)
             return
         handler = self._handlers.table.get(api)
         if handler is None:
-            self._send_error(http, request_id, 501, "OTSUnsupportOperation", f"unsupported API {api[:64]!r}")
+            self._send_error(
+                http, request_id, 501, "OTSUnsupportOperation", f"unsupported API {api[:64]!r}"
+            )
             return
         try:
             parsed = json.loads(body.decode("utf-8"))
@@ -329,7 +352,9 @@ class EmulatorServer:
             self._send_error(http, request_id, 400, "OTSParameterInvalid", "the body is not JSON")
             return
         if not isinstance(parsed, dict):
-            self._send_error(http, request_id, 400, "OTSParameterInvalid", "the body is not a JSON object")
+            self._send_error(
+                http, request_id, 400, "OTSParameterInvalid", "the body is not a JSON object"
+            )
             return
         if self._record:
             self.recorded.append((api, parsed))
@@ -344,10 +369,15 @@ class EmulatorServer:
             answer = {"code": "OK", "data": answer, "message": "", "requestId": request_id}
         self._send_json(http, request_id, 200, answer)
 
-    def _dispatch(self, api: str, handler: Callable[[Mapping[str, Any]], dict[str, Any]], body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _dispatch(
+        self, api: str, handler: Callable[[Mapping[str, Any]], dict[str, Any]], body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
         name = body.get("memoryStoreName")
         if api in INDEXED_APIS and isinstance(name, str) and self._status_overlay(name) is not None:
-            return 409, {"code": "CONFLICT", "message": f"the index of memory store {name!r} is initialising"}
+            return 409, {
+                "code": "CONFLICT",
+                "message": f"the index of memory store {name!r} is initialising",
+            }
         assert self._executor is not None
         try:
             answer = self._executor.submit(handler, body).result()
@@ -376,7 +406,9 @@ class EmulatorServer:
             "x-ots-contenttype": "application/json",
         }
 
-    def _send(self, http: _Handler, status: int, headers: Mapping[str, str], payload: bytes) -> None:
+    def _send(
+        self, http: _Handler, status: int, headers: Mapping[str, str], payload: bytes
+    ) -> None:
         http.send_response(status)
         for key, value in headers.items():
             if key.lower() not in ("content-length", "connection", "transfer-encoding"):
@@ -389,8 +421,12 @@ class EmulatorServer:
         payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         self._send(http, status, self._headers(request_id, payload), payload)
 
-    def _send_error(self, http: _Handler, request_id: str, status: int, code: str, message: str) -> None:
-        self._send_json(http, request_id, status, {"code": code, "message": message, "requestId": request_id})
+    def _send_error(
+        self, http: _Handler, request_id: str, status: int, code: str, message: str
+    ) -> None:
+        self._send_json(
+            http, request_id, status, {"code": code, "message": message, "requestId": request_id}
+        )
 
     def _drop(self, http: _Handler, request_id: str) -> None:
         """Start a response, send part of the body, then hang up."""
@@ -418,10 +454,20 @@ class EmulatorServer:
             b"42",
             b"null",
             b'{"memories":[{"id":"x","te',
-            json.dumps({"memories": [{"id": i, "text": None, "scope": "everyone"} for i in range(15_000)]}).encode(),
             json.dumps(
-                {"memory": {"id": 7, "text": ["x"], "scope": {"appId": "*"}}, "memories": "nope", "taskId": 5,
-                 "status": 7, "memoryStore": [1], "task": "t", "memoryIds": {"a": 1}, "scopes": [{"appId": 1}]}
+                {"memories": [{"id": i, "text": None, "scope": "everyone"} for i in range(15_000)]}
+            ).encode(),
+            json.dumps(
+                {
+                    "memory": {"id": 7, "text": ["x"], "scope": {"appId": "*"}},
+                    "memories": "nope",
+                    "taskId": 5,
+                    "status": 7,
+                    "memoryStore": [1],
+                    "task": "t",
+                    "memoryIds": {"a": 1},
+                    "scopes": [{"appId": 1}],
+                }
             ).encode(),
             b"\xff\xfe\x00{not utf-8}",
             b'{"code":"InternalFailure","data":null,"message":"envelope says no"}',

@@ -197,7 +197,9 @@ class MemoryStoreContract:
             ready.update_memory(self.store_name, intruder, mid, text="hijacked")
         with pytest.raises(NotFound):
             ready.delete_memory(self.store_name, intruder, mid)
-        assert ready.get_memory(self.store_name, A1, mid).text == "Bank PIN hint: birthday of the cat"
+        assert (
+            ready.get_memory(self.store_name, A1, mid).text == "Bank PIN hint: birthday of the cat"
+        )
 
     def test_search_and_list_never_cross_tenants(self, ready: MemoryStore) -> None:
         self.add(ready, A1, "tenant a likes jazz music")
@@ -216,10 +218,14 @@ class MemoryStoreContract:
         a2 = self.add(ready, A2, "agent two remembers the lighthouse")
         self.settle(ready)
         agent_pattern = ScopePattern("app", "tenant_a", "agent1", "*")
-        assert [h.memory.id for h in ready.search(self.store_name, agent_pattern, "lighthouse")] == [a1]
+        assert [
+            h.memory.id for h in ready.search(self.store_name, agent_pattern, "lighthouse")
+        ] == [a1]
         exact = A2.pattern()
         assert [m.id for m in ready.list_memories(self.store_name, exact).items] == [a2]
-        tenant = sorted(h.memory.id for h in ready.search(self.store_name, A1.tenant_pattern(), "lighthouse"))
+        tenant = sorted(
+            h.memory.id for h in ready.search(self.store_name, A1.tenant_pattern(), "lighthouse")
+        )
         assert tenant == sorted([a1, a2])
 
     # -- search ------------------------------------------------------------------------
@@ -240,7 +246,10 @@ class MemoryStoreContract:
         self.add(ready, A1, "meeting about the budget review", team="blue", year="2026")
         self.settle(ready)
         hits = ready.search(
-            self.store_name, A1.tenant_pattern(), "budget meeting", filters={"team": "red", "year": "2026"}
+            self.store_name,
+            A1.tenant_pattern(),
+            "budget meeting",
+            filters={"team": "red", "year": "2026"},
         )
         assert [h.memory.id for h in hits] == [both]
         none = ready.search(self.store_name, A1.tenant_pattern(), "budget", filters={"team": "re"})
@@ -255,7 +264,9 @@ class MemoryStoreContract:
         assert strong in scores and weak in scores
         assert scores[strong] > scores[weak]
         floor = (scores[strong] + scores[weak]) / 2
-        kept = ready.search(self.store_name, A1.tenant_pattern(), "quick brown fox", min_similarity=floor)
+        kept = ready.search(
+            self.store_name, A1.tenant_pattern(), "quick brown fox", min_similarity=floor
+        )
         assert strong in [h.memory.id for h in kept]
         assert weak not in [h.memory.id for h in kept]
         assert all(h.score >= floor for h in kept)
@@ -327,7 +338,11 @@ class MemoryStoreContract:
         self.add(ready, A1, "one")
         self.add(ready, A2, "two")
         self.add(ready, B1, "three")
-        scopes = set(_all_pages(lambda **kw: ready.list_scopes(self.store_name, A1.tenant_pattern(), **kw), 1))
+        scopes = set(
+            _all_pages(
+                lambda **kw: ready.list_scopes(self.store_name, A1.tenant_pattern(), **kw), 1
+            )
+        )
         assert scopes == {A1, A2}
         everything = set(ready.list_scopes(self.store_name).items)
         assert {A1, A2, B1} <= everything

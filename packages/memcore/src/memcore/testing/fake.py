@@ -111,7 +111,9 @@ class InMemoryMemoryStore:
         try:
             return self._stores[name]
         except KeyError:
-            raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name") from None
+            raise NotFound(
+                f"memory store {name!r} does not exist", field="memory_store_name"
+            ) from None
 
     def _audit(
         self,
@@ -180,7 +182,9 @@ class InMemoryMemoryStore:
         unit = st.units.get(memory_id)
         # Another scope's memory is reported exactly like a missing one: existence never leaks.
         if unit is None or unit.memory.scope != scope:
-            raise NotFound(f"memory {memory_id!r} was not found in scope {scope}", field="memory_id")
+            raise NotFound(
+                f"memory {memory_id!r} was not found in scope {scope}", field="memory_id"
+            )
         return unit
 
     # -- stores -------------------------------------------------------------------------
@@ -190,7 +194,9 @@ class InMemoryMemoryStore:
             limits.check_store_name(store)
             if store not in self._stores:
                 if not create:
-                    raise NotFound(f"memory store {store!r} does not exist", field="memory_store_name")
+                    raise NotFound(
+                        f"memory store {store!r} does not exist", field="memory_store_name"
+                    )
                 self._stores[store] = _Store(StoreInfo(store, description, "ready", self._clock()))
             return self._stores[store].info
 
@@ -209,7 +215,11 @@ class InMemoryMemoryStore:
         with self._lock:
             limits.check_store_name(store)
             if store in self._stores:
-                raise Conflict(f"memory store {store!r} already exists", field="memory_store_name", retryable=False)
+                raise Conflict(
+                    f"memory store {store!r} already exists",
+                    field="memory_store_name",
+                    retryable=False,
+                )
             self._stores[store] = _Store(StoreInfo(store, description, "ready", self._clock()))
             return self._stores[store].info
 
@@ -410,7 +420,9 @@ class InMemoryMemoryStore:
         limits.check_limit(limit)
         with self._lock:
             st = self._store(store)
-            items = [(s, r) for s, r in st.requests if operation is None or r.operation == operation]
+            items = [
+                (s, r) for s, r in st.requests if operation is None or r.operation == operation
+            ]
             return paginate(items, limit, next_token)
 
     def list_scopes(
@@ -477,7 +489,12 @@ class InMemoryMemoryStore:
                 keeper = seen.setdefault((m.scope, norm), m.id)
                 if keeper != m.id:
                     action = DreamAction(
-                        uuid.uuid4().hex, task.id, "delete", (m.id,), None, "proposed",
+                        uuid.uuid4().hex,
+                        task.id,
+                        "delete",
+                        (m.id,),
+                        None,
+                        "proposed",
                         {"duplicate_of": keeper},
                     )
                     actions.append((next(self._seq), action))
@@ -538,13 +555,17 @@ class InMemoryMemoryStore:
                     for mid in action.memory_ids:
                         unit = st.units.pop(mid, None)
                         if unit is not None:
-                            st.by_content.pop(_content_key(unit.memory.scope, unit.memory.text), None)
+                            st.by_content.pop(
+                                _content_key(unit.memory.scope, unit.memory.text), None
+                            )
                     action = attrs.evolve(action, status="applied")
                     applied.append(action)
                 updated.append((seq, action))
             unknown = wanted - {a.id for _, a in updated}
             if unknown:
-                raise NotFound(f"dream action {sorted(unknown)[0]!r} does not exist", field="action_ids")
+                raise NotFound(
+                    f"dream action {sorted(unknown)[0]!r} does not exist", field="action_ids"
+                )
             st.actions[task_id] = updated
             return applied
 
@@ -554,12 +575,14 @@ class InMemoryMemoryStore:
     # -- test helpers -------------------------------------------------------------------
     def all_memories(self, store: str) -> list[Memory]:
         with self._lock:
-            return [u.memory for u in sorted(self._store(store).units.values(), key=lambda u: u.seq)]
+            return [
+                u.memory for u in sorted(self._store(store).units.values(), key=lambda u: u.seq)
+            ]
 
     def count(self, store: str, pattern: ScopePattern | None = None) -> int:
         with self._lock:
             return sum(
-                1 for u in self._store(store).units.values() if pattern is None or pattern.matches(u.memory.scope)
+                1
+                for u in self._store(store).units.values()
+                if pattern is None or pattern.matches(u.memory.scope)
             )
-
-

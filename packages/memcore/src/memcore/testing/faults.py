@@ -21,7 +21,9 @@ class FaultPlan:
         with self._lock:
             self._on_call[self._calls + n] = error
 
-    def fail_operation(self, operation: str, error: MemcoreError, *, times: int | None = None) -> None:
+    def fail_operation(
+        self, operation: str, error: MemcoreError, *, times: int | None = None
+    ) -> None:
         """Raise ``error`` on calls to ``operation`` (a port method name), ``times`` times or always."""
         with self._lock:
             self._on_operation[operation] = (error, times)

@@ -1,0 +1,39 @@
+"""Switch a connection's file to WAL, waiting out other processes that open it at the same time.
+
+SQLite takes the exclusive lock that the switch needs without calling the busy handler, so
+``busy_timeout`` does not cover it: two processes opening a new file at once would see
+SQLITE_BUSY at once. We retry the switch instead, within the same time budget.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import tenacity
+
+from memcore_sqlite.sqlite_errors import SQLITE_BUSY, SQLITE_LOCKED
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for SQLITE_BUSY / SQLITE_LOCKED (and their extended codes)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
+    # Python 3.10 carries no result code; these are SQLite's fixed messages for the two codes.
+    return str(exc) in ("database is locked", "database table is locked")
+
+
+def enable_wal(conn: sqlite3.Connection, *, timeout: float) -> str:
+    """Put the file in WAL mode; the journal mode SQLite reports (``memory`` for ``:memory:``)."""
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(is_busy),
+        stop=tenacity.stop_after_delay(timeout),
+        wait=tenacity.wait_exponential_jitter(initial=0.002, max=0.1, jitter=0.005),
+        reraise=True,
+    )
+    for attempt in retrying:
+        with attempt:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+    raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
