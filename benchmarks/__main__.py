@@ -21,7 +21,10 @@ def main(argv: list[str]) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in names:
-        print(json.dumps({"error": f"unknown benchmark {name!r}", "benchmarks": names}), file=sys.stderr)
+        print(
+            json.dumps({"error": f"unknown benchmark {name!r}", "benchmarks": names}),
+            file=sys.stderr,
+        )
         return 2
     module = importlib.import_module(f"benchmarks.{name}")
     sys.argv = [f"benchmarks.{name}", *rest]

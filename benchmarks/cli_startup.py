@@ -52,8 +52,18 @@ def main() -> None:
         lexical = {**base, "MEMCORE_HOME": str(lexical_home)}
         hybrid = {**base, "MEMCORE_HOME": str(hybrid_home)}
         memcore = [str(SCRIPT)]
-        subprocess.run([*memcore, "add", "User prefers concise answers"], env=lexical, capture_output=True, check=True)
-        subprocess.run([*memcore, "add", "User prefers concise answers"], env=hybrid, capture_output=True, check=True)
+        subprocess.run(
+            [*memcore, "add", "User prefers concise answers"],
+            env=lexical,
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(
+            [*memcore, "add", "User prefers concise answers"],
+            env=hybrid,
+            capture_output=True,
+            check=True,
+        )
         few = max(3, args.runs // 3)
         report = {
             "benchmark": "cli_startup",
@@ -61,7 +71,9 @@ def main() -> None:
             "help": _time([*memcore, "--help"], lexical, args.runs),
             "add_help": _time([*memcore, "add", "--help"], lexical, args.runs),
             "search_lexical": _time([*memcore, "search", "answer style"], lexical, args.runs),
-            "add_lexical": _time([*memcore, "add", "User prefers concise answers"], lexical, args.runs),
+            "add_lexical": _time(
+                [*memcore, "add", "User prefers concise answers"], lexical, args.runs
+            ),
             "search_hybrid_cold_process": _time([*memcore, "search", "answer style"], hybrid, few),
             "goal_help_ms": 300,
         }

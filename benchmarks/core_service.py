@@ -28,10 +28,15 @@ def main() -> int:
     raw_scope = svc.scope
     results = {
         "resolve_scope": summary_ms(
-            timed(lambda i: resolve_scope(SessionContext(user_id=f"user {i} *", session_title="t/x")), n)
+            timed(
+                lambda i: resolve_scope(SessionContext(user_id=f"user {i} *", session_title="t/x")),
+                n,
+            )
         ),
         "service_remember": summary_ms(timed(lambda i: svc.remember(f"fact {i}", sync=True), n)),
-        "raw_add_text": summary_ms(timed(lambda i: store.add_text("bench", raw_scope, f"raw {i}", sync=True), n)),
+        "raw_add_text": summary_ms(
+            timed(lambda i: store.add_text("bench", raw_scope, f"raw {i}", sync=True), n)
+        ),
         "service_search_4k": summary_ms(timed(lambda i: svc.search(f"fact {i}"), 200)),
     }
     print(json.dumps({"benchmark": "core_service", "results": results}, indent=2))

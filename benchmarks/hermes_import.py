@@ -33,7 +33,9 @@ print(json.dumps({"ms": elapsed * 1000, "heavy": heavy}))
 
 
 def sample(mode: str) -> dict[str, object]:
-    out = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT), mode], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(ROOT), mode], capture_output=True, text=True, check=True
+    )
     result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 

@@ -27,7 +27,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--latency-ms", type=float, default=500.0)
-    parser.add_argument("--home-dir", default=None, help="Where the temporary HERMES_HOME goes (e.g. /dev/shm)")
+    parser.add_argument(
+        "--home-dir", default=None, help="Where the temporary HERMES_HOME goes (e.g. /dev/shm)"
+    )
     args = parser.parse_args()
 
     from memcore_hermes import TablestoreMemProvider
@@ -56,18 +58,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.home_dir) as tmp:
         home = Path(tmp)
         (home / "tablestore_memory.json").write_text(
-            json.dumps({"backend": "tablestore", "endpoint": server["url"], "instance_name": server["instance_name"], "timeout": 30.0})
+            json.dumps(
+                {
+                    "backend": "tablestore",
+                    "endpoint": server["url"],
+                    "instance_name": server["instance_name"],
+                    "timeout": 30.0,
+                }
+            )
         )
         env = home / ".env"
         env.write_text("TABLESTORE_MEMORY_AK=emu-ak\nTABLESTORE_MEMORY_SK=emu-sk\n")
         os.chmod(env, 0o600)
         provider = TablestoreMemProvider(flush_timeout=1.0)
-        provider.initialize("bench", hermes_home=str(home), agent_context="primary", user_id="bench")
+        provider.initialize(
+            "bench", hermes_home=str(home), agent_context="primary", user_id="bench"
+        )
         runtime = provider.runtime
         assert runtime is not None
 
         # Warm the recall cache through the real path: a remembered fact, then a queued recall.
-        provider.handle_tool_call("tablestore_remember", {"content": "The benchmark user likes latency numbers", "sync": True})
+        provider.handle_tool_call(
+            "tablestore_remember",
+            {"content": "The benchmark user likes latency numbers", "sync": True},
+        )
         started = time.perf_counter()
         provider.queue_prefetch("latency numbers")
         runtime.wait_idle(60)

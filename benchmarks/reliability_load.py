@@ -47,7 +47,17 @@ def _start_emulator(db: Path, latency_ms: float) -> tuple[subprocess.Popen[bytes
     port = _free_port()
     script = Path(sys.executable).parent / "memcore"
     proc = subprocess.Popen(
-        [str(script), "emulator", "serve", "--port", str(port), "--latency-ms", str(latency_ms), "--database", str(db)],
+        [
+            str(script),
+            "emulator",
+            "serve",
+            "--port",
+            str(port),
+            "--latency-ms",
+            str(latency_ms),
+            "--database",
+            str(db),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -70,7 +80,9 @@ def _home(root: Path, url: str) -> Path:
     return root
 
 
-def run_layout(threads: int, turns: int, latency_ms: float, shared: bool, workdir: Path) -> dict[str, Any]:
+def run_layout(
+    threads: int, turns: int, latency_ms: float, shared: bool, workdir: Path
+) -> dict[str, Any]:
     from memcore_hermes import TablestoreMemProvider
     from memcore_hermes.delivery import RetryPolicy
 
@@ -106,7 +118,10 @@ def run_layout(threads: int, turns: int, latency_ms: float, shared: bool, workdi
             w.join()
         issued_s = time.monotonic() - start
         spools = {str(p.runtime.spool.path): p.runtime.spool for p in providers}
-        while any(s.stats(time.time()).depth for s in spools.values()) and time.monotonic() - start < 600:
+        while (
+            any(s.stats(time.time()).depth for s in spools.values())
+            and time.monotonic() - start < 600
+        ):
             time.sleep(0.1)
         drained_s = time.monotonic() - start
         left = sum(s.stats(time.time()).depth for s in spools.values())
@@ -128,8 +143,12 @@ def run_layout(threads: int, turns: int, latency_ms: float, shared: bool, workdi
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(15)
-        except subprocess.TimeoutExpired:  # it should stop on Ctrl-C; do not let that sink the figures
-            print("memcore emulator serve did not stop within 15 s of SIGINT; killed", file=sys.stderr)
+        except (
+            subprocess.TimeoutExpired
+        ):  # it should stop on Ctrl-C; do not let that sink the figures
+            print(
+                "memcore emulator serve did not stop within 15 s of SIGINT; killed", file=sys.stderr
+            )
             proc.kill()
             proc.wait(5)
 
@@ -143,7 +162,11 @@ def main() -> None:
     for threads, shared in ((1, True), (8, True), (8, False)):
         with tempfile.TemporaryDirectory() as tmp:
             runs.append(run_layout(threads, args.turns, args.latency_ms, shared, Path(tmp)))
-    print(json.dumps({"benchmark": "reliability_load", "latency_ms": args.latency_ms, "runs": runs}, indent=2))
+    print(
+        json.dumps(
+            {"benchmark": "reliability_load", "latency_ms": args.latency_ms, "runs": runs}, indent=2
+        )
+    )
 
 
 if __name__ == "__main__":

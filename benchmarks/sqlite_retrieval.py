@@ -22,7 +22,9 @@ USER = Scope("app", "user1", "agent", "run")
 K = 5
 
 
-def evaluate(store: SqliteMemoryStore, data: dict[str, Any], ids: dict[str, str], mode: str) -> dict[str, Any]:
+def evaluate(
+    store: SqliteMemoryStore, data: dict[str, Any], ids: dict[str, str], mode: str
+) -> dict[str, Any]:
     recall = 0.0
     hit_any = 0
     misses: list[str] = []
@@ -36,7 +38,11 @@ def evaluate(store: SqliteMemoryStore, data: dict[str, Any], ids: dict[str, str]
         else:
             misses.append(q["query"])
     n = len(data["queries"])
-    return {"recall_at_5": round(recall / n, 3), "hit_rate_at_5": round(hit_any / n, 3), "misses": misses[:10]}
+    return {
+        "recall_at_5": round(recall / n, 3),
+        "hit_rate_at_5": round(hit_any / n, 3),
+        "misses": misses[:10],
+    }
 
 
 def main() -> int:
@@ -47,9 +53,10 @@ def main() -> int:
 
     data = json.loads(DATA.read_text(encoding="utf-8"))
     result: dict[str, Any] = {"facts": len(data["facts"]), "queries": len(data["queries"])}
-    with tempfile.TemporaryDirectory() as tmp, SqliteMemoryStore(
-        Path(tmp) / "r.db", embedder=OnnxEmbedder()
-    ) as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        SqliteMemoryStore(Path(tmp) / "r.db", embedder=OnnxEmbedder()) as store,
+    ):
         store.ensure_store("mem")
         started = time.perf_counter()
         new_ids = store.add_many("mem", [TextItem(USER, f["text"]) for f in data["facts"]])

@@ -133,7 +133,11 @@ def _cold_start(path: Path) -> dict[str, object]:
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
-        [sys.executable, "-c", _COLD, str(path)], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-c", _COLD, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     return dict(json.loads(done.stdout))
 
@@ -160,7 +164,9 @@ def main() -> int:
             new = corpus.texts(size - len(texts), start=len(texts))
             _fill(store, new, [_scope(0)] * len(new))
             texts.extend(new)
-            by_size[str(size)] = _time_searches(store, _scope(0), corpus.queries(texts, args.queries))
+            by_size[str(size)] = _time_searches(
+                store, _scope(0), corpus.queries(texts, args.queries)
+            )
         store.close()
         result["search_one_tenant"] = by_size
         result["cold_start_largest"] = {"rows": sizes[-1], **_cold_start(tmp / "one_tenant.db")}
@@ -182,7 +188,8 @@ def main() -> int:
             "100_tenants_x_1k": many_tenants,
             "1_tenant_x_1k": one_tenant,
             "hybrid_p50_ratio": round(
-                many_tenants["hybrid"]["p50_ms"] / one_tenant["hybrid"]["p50_ms"], 2  # type: ignore[index]
+                many_tenants["hybrid"]["p50_ms"] / one_tenant["hybrid"]["p50_ms"],
+                2,  # type: ignore[index]
             ),
         }
         result["ingest"] = _ingest(tmp, corpus)

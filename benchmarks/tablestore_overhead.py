@@ -46,12 +46,20 @@ def main() -> int:
         pattern = scope_to_wire(SCOPE.tenant_pattern())
         operations: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
             "get_memory": (
-                lambda: raw.get_memory({"memoryStoreName": STORE, "scope": wire_scope, "memoryId": mid}),
+                lambda: raw.get_memory(
+                    {"memoryStoreName": STORE, "scope": wire_scope, "memoryId": mid}
+                ),
                 lambda: store.get_memory(STORE, SCOPE, mid),
             ),
             "search": (
                 lambda: raw.search_memories(
-                    {"memoryStoreName": STORE, "scope": pattern, "query": "tea gardens", "topK": 10, "enableRerank": True}
+                    {
+                        "memoryStoreName": STORE,
+                        "scope": pattern,
+                        "query": "tea gardens",
+                        "topK": 10,
+                        "enableRerank": True,
+                    }
                 ),
                 lambda: store.search(STORE, SCOPE.tenant_pattern(), "tea gardens", top_k=10),
             ),
@@ -79,7 +87,12 @@ def main() -> int:
                 "goal_pct": 10,
             }
         store.close()
-    print(json.dumps({"benchmark": "tablestore_overhead", "calls_per_op": args.calls, "results": results}, indent=2))
+    print(
+        json.dumps(
+            {"benchmark": "tablestore_overhead", "calls_per_op": args.calls, "results": results},
+            indent=2,
+        )
+    )
     return 0
 
 

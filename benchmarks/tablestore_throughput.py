@@ -12,6 +12,7 @@ import asyncio
 import json
 import time
 
+from memcore.paging import pages
 from memcore.scope import Scope
 from memcore_tablestore.emulator import Faults
 from memcore_tablestore.store import TableStoreMemoryStore
@@ -21,13 +22,10 @@ STORE = "bench_throughput"
 
 
 def _count(store: TableStoreMemoryStore, scope: Scope) -> int:
-    total, token = 0, None
-    while True:
-        page = store.list_memories(STORE, scope.pattern(), limit=100, next_token=token)
-        total += len(page.items)
-        token = page.next_token
-        if token is None:
-            return total
+    listing = pages(
+        lambda token: store.list_memories(STORE, scope.pattern(), limit=100, next_token=token)
+    )
+    return sum(len(page.items) for page in listing)
 
 
 def main() -> int:
@@ -51,12 +49,16 @@ def main() -> int:
         concurrent_scope = Scope("bench", "concurrent", "agent", "run")
 
         async def burst() -> float:
-            async with async_store_for(server, timeout=30.0, max_connections=args.in_flight) as astore:
+            async with async_store_for(
+                server, timeout=30.0, max_connections=args.in_flight
+            ) as astore:
                 gate = asyncio.Semaphore(args.in_flight)
 
                 async def one(i: int) -> None:
                     async with gate:
-                        await astore.add_text(STORE, concurrent_scope, f"concurrent write {i}", sync=True)
+                        await astore.add_text(
+                            STORE, concurrent_scope, f"concurrent write {i}", sync=True
+                        )
 
                 await astore.list_stores()  # open the session before timing
                 began = time.perf_counter()
@@ -75,7 +77,12 @@ def main() -> int:
             {
                 "benchmark": "tablestore_throughput",
                 "latency_ms": args.latency_ms,
-                "serial": {"writes": args.serial, "seconds": round(serial_s, 3), "writes_per_s": round(serial_rate, 1), "counted_back": serial_found},
+                "serial": {
+                    "writes": args.serial,
+                    "seconds": round(serial_s, 3),
+                    "writes_per_s": round(serial_rate, 1),
+                    "counted_back": serial_found,
+                },
                 "concurrent": {
                     "writes": args.concurrent,
                     "in_flight": args.in_flight,

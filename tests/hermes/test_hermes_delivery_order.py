@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memcore.paging import every_item
 from memcore.scope import Scope
 from memcore.testing import InMemoryMemoryStore
 from memcore.values import Message
@@ -90,12 +91,10 @@ def test_a_replay_in_a_long_session_finds_its_landed_write(
     assert deliverer.drain() is None
     contents = [m.content for m in store.list_messages(STORE, A, limit=100, next_token=None).items]
     assert contents[0] == "old 0"
-    every: list[str] = []
-    token = None
-    while True:
-        page = store.list_messages(STORE, A, limit=100, next_token=token)
-        every += [m.content for m in page.items]
-        token = page.next_token
-        if not token:
-            break
+    every = [
+        m.content
+        for m in every_item(
+            lambda token: store.list_messages(STORE, A, limit=100, next_token=token)
+        )
+    ]
     assert every.count("the last turn") == 1

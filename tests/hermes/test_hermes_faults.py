@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from memcore.paging import every_item
 from memcore.testing import InMemoryMemoryStore
 from memcore_hermes import TablestoreMemProvider
 
@@ -27,14 +28,10 @@ def expected(turns: range) -> list[str]:
 
 def stored(store: InMemoryMemoryStore, provider: TablestoreMemProvider) -> list[str]:
     scope = provider.runtime.scope
-    out: list[str] = []
-    token = None
-    while True:
-        page = store.list_messages(STORE, scope, limit=100, next_token=token)
-        out.extend(m.content for m in page.items)
-        token = page.next_token
-        if not token:
-            return out
+    listing = every_item(
+        lambda token: store.list_messages(STORE, scope, limit=100, next_token=token)
+    )
+    return [m.content for m in listing]
 
 
 @pytest.mark.slow

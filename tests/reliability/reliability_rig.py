@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from memcore.paging import every_item
+
 STORE = "hermes_mem"
 EMU_ENV = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-sk"}
 
@@ -110,14 +112,10 @@ class TurnLedger:
 
 def all_messages(store: Any, scope: Any, store_name: str = STORE) -> list[str]:
     """Every short-term message of ``scope`` (read from the backing store directly)."""
-    out: list[str] = []
-    token = None
-    while True:
-        page = store.list_messages(store_name, scope, limit=100, next_token=token)
-        out.extend(m.content for m in page.items)
-        token = page.next_token
-        if not token:
-            return out
+    listing = every_item(
+        lambda token: store.list_messages(store_name, scope, limit=100, next_token=token)
+    )
+    return [m.content for m in listing]
 
 
 def drain(provider: Any, *, deadline_s: float = 60.0) -> bool:

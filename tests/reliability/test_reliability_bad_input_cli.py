@@ -13,6 +13,7 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memcore.paging import every_item
 from memcore_cli.app import command_paths
 
 # provision talks to a cloud control plane and emulator serve runs until stopped.
@@ -108,17 +109,14 @@ def _state(tmp_path):
     try:
         out = set()
         for info in store.list_stores():
-            token = None
-            while True:
-                page = store.list_memories(
-                    info.name, ScopePattern("*"), limit=100, next_token=token
+            listing = every_item(
+                lambda token, name=info.name: store.list_memories(
+                    name, ScopePattern("*"), limit=100, next_token=token
                 )
-                out.update(
-                    (info.name, m.id, m.text, tuple(sorted(m.metadata.items()))) for m in page.items
-                )
-                token = page.next_token
-                if not token:
-                    break
+            )
+            out.update(
+                (info.name, m.id, m.text, tuple(sorted(m.metadata.items()))) for m in listing
+            )
         return out
     finally:
         store.close()

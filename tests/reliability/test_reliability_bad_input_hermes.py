@@ -13,6 +13,7 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memcore.paging import every_item
 from memcore_hermes.tools import TOOL_NAMES
 
 HUGE = [
@@ -150,14 +151,9 @@ def test_reliability_hermes_tools_arbitrary_arguments(local_provider, scenario, 
         # Everything accepted lands; nothing refused leaves a record.
         assert provider.runtime.flush(30.0)
         svc = provider.runtime.service(provider.runtime.handle.ready())
-        stored: list[str] = []
-        token = None
-        while True:
-            page = svc.profile(limit=100, next_token=token)
-            stored.extend(m.text for m in page.items)
-            token = page.next_token
-            if not token:
-                break
+        stored = [
+            m.text for m in every_item(lambda token: svc.profile(limit=100, next_token=token))
+        ]
         stored_set = set(stored)
         lost = accepted_content - stored_set
         partial = stored_set - accepted_content

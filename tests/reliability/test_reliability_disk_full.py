@@ -16,6 +16,7 @@ import pytest
 import reliability_rig as rig
 
 from memcore.errors import MemcoreError
+from memcore.paging import every_item
 
 
 def _fill(root: Path, leave_bytes: int) -> Path:
@@ -137,18 +138,14 @@ def test_reliability_disk_full_sqlite_store(tiny_fs, scenario):
         filler.unlink()
         reopened = SqliteMemoryStore(path)
         try:
-            stored: list[str] = []
-            token = None
             from memcore.scope import ScopePattern
 
-            while True:
-                page = reopened.list_memories(
+            listing = every_item(
+                lambda token: reopened.list_memories(
                     "mem", ScopePattern("app", "tenant"), limit=100, next_token=token
                 )
-                stored.extend(m.text for m in page.items)
-                token = page.next_token
-                if not token:
-                    break
+            )
+            stored = [m.text for m in listing]
             after = reopened.add_text("mem", scope, "written after space came back", sync=True)
             hits = reopened.search("mem", ScopePattern("app", "tenant"), "space came back", top_k=3)
         finally:

@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 import reliability_rig as rig
 
+from memcore.paging import every_item
 from memcore.scope import Scope
 
 
@@ -196,16 +197,12 @@ def test_reliability_load_embedded_store_4_writers_4_readers(tmp_path, scenario,
     ) as s:
         store = SqliteMemoryStore(path)
         try:
-            stored: list[str] = []
-            token = None
-            while True:
-                page = store.list_memories(
+            listing = every_item(
+                lambda token: store.list_memories(
                     "mem", ScopePattern("app", "tenant"), limit=100, next_token=token
                 )
-                stored.extend(m.text for m in page.items)
-                token = page.next_token
-                if not token:
-                    break
+            )
+            stored = [m.text for m in listing]
             integrity = store._conn.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             store.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memcore.errors import InvalidInput, Unsupported
+from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Message
 from memcore_sqlite import SqliteMemoryStore, TextItem
@@ -38,14 +39,10 @@ def test_messages_page_in_order(lexical_store: SqliteMemoryStore) -> None:
         lexical_store.add_messages(
             STORE, ALICE, [Message("user", f"m{i}a"), Message("assistant", f"m{i}b")]
         )
-    seen: list[str] = []
-    token = None
-    while True:
-        page = lexical_store.list_messages(STORE, ALICE, limit=3, next_token=token)
-        seen.extend(m.content for m in page.items)
-        token = page.next_token
-        if not token:
-            break
+    listing = every_item(
+        lambda token: lexical_store.list_messages(STORE, ALICE, limit=3, next_token=token)
+    )
+    seen = [m.content for m in listing]
     assert seen == [f"m{i}{x}" for i in range(5) for x in "ab"]
 
 

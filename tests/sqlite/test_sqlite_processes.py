@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern
 from memcore_sqlite import SqliteMemoryStore
 
@@ -58,15 +59,13 @@ def test_four_writers_and_four_readers_lose_nothing(tmp_path: Path) -> None:
     assert all(s["ops"] > 0 for s in summaries)
     with SqliteMemoryStore(path) as store:
         for w in range(4):
-            scope = Scope("app", f"tenant{w}", "agent", "run")
-            stored: dict[str, str] = {}
-            token = None
-            while True:
-                page = store.list_memories(STORE, scope.pattern(), limit=100, next_token=token)
-                stored.update({m.id: m.text for m in page.items})
-                token = page.next_token
-                if not token:
-                    break
+            pattern = Scope("app", f"tenant{w}", "agent", "run").pattern()
+            listing = every_item(
+                lambda token, pattern=pattern: store.list_memories(
+                    STORE, pattern, limit=100, next_token=token
+                )
+            )
+            stored = {m.id: m.text for m in listing}
             assert len(stored) == per_writer
             assert all(acked[mid] == text for mid, text in stored.items())
 

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from memcore import limits
 from memcore.errors import InvalidInput
+from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.values import Message
@@ -48,14 +49,9 @@ def test_long_turn_is_split_and_sent_within_limits(
     sent_all = [m for body in bodies for m in body["messages"]]
     assert "".join(m["content"] for m in sent_all if m["role"] == "user") == user
     assert [m["content"] for m in sent_all if m["role"] == "tool"] == [m.content for m in extra]
-    stored = []
-    token = None
-    while True:
-        page = ts.list_messages(STORE, scope, limit=100, next_token=token)
-        stored.extend(page.items)
-        token = page.next_token
-        if token is None:
-            break
+    stored = list(
+        every_item(lambda token: ts.list_messages(STORE, scope, limit=100, next_token=token))
+    )
     assert len(stored) == len(sent_all)
 
 

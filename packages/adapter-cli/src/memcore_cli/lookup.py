@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from memcore import limits
 from memcore.errors import NotFound
+from memcore.paging import pages
 from memcore.values import Memory
 from memcore_cli.runtime import Runtime
 
@@ -27,9 +28,13 @@ def find_memory(runtime: Runtime, memory_id: str) -> Memory:
             raise NotFound(
                 f"memory {memory_id!r} was not found in {pattern}", field="memory_id"
             ) from None
-    token: str | None = None
-    for _ in range(_SCOPE_PAGES):
-        page = store.list_scopes(name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token)
+    listing = pages(
+        lambda token: store.list_scopes(
+            name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
+        ),
+        max_pages=_SCOPE_PAGES,
+    )
+    for page in listing:
         for scope in page.items:
             if scope == choice.scope or not pattern.matches(scope):
                 continue
@@ -37,7 +42,4 @@ def find_memory(runtime: Runtime, memory_id: str) -> Memory:
                 return store.get_memory(name, scope, memory_id)
             except NotFound:
                 continue
-        token = page.next_token
-        if not token:
-            break
     raise NotFound(f"memory {memory_id!r} was not found in {pattern}", field="memory_id")

@@ -22,6 +22,7 @@ import attrs
 
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound
+from memcore.paging import every_item
 from memcore.scope import Scope
 from memcore.service import check_user_metadata
 from memcore.values import Memory
@@ -34,13 +35,7 @@ _BATCH = 64
 
 def iter_memories(runtime: Runtime) -> Iterator[Memory]:
     service = runtime.service()
-    token: str | None = None
-    while True:
-        page = service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token)
-        yield from page.items
-        token = page.next_token
-        if not token:
-            return
+    return every_item(lambda token: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token))
 
 
 def _export_record(memory: Memory) -> dict[str, Any]:
@@ -176,16 +171,12 @@ def _existing_ids(runtime: Runtime) -> set[str]:
     """Every memory id of the tenant (imports may target any agent or run in it)."""
     store = runtime.ready_store()
     pattern = runtime.settings.scope.scope.tenant_pattern()
-    ids: set[str] = set()
-    token: str | None = None
-    while True:
-        page = store.list_memories(
+    listing = every_item(
+        lambda token: store.list_memories(
             runtime.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
         )
-        ids.update(m.id for m in page.items)
-        token = page.next_token
-        if not token:
-            return ids
+    )
+    return {m.id for m in listing}
 
 
 def import_memories(runtime: Runtime, output: Output, path: Path) -> ImportReport:

@@ -17,6 +17,7 @@ import attrs
 
 from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError, NotFound, Unavailable, Unsupported
+from memcore.paging import pages
 from memcore.ports import MemoryStore, OutboxEntry
 from memcore.service import BUILTIN_SOURCE, MemoryService
 from memcore_hermes.entries import MessagesWrite, MirrorWrite, TextWrite, Write, decode
@@ -316,16 +317,17 @@ class Deliverer:
         wanted = {m.id for m in write.messages if m.id}
         if not wanted:
             return False
-        token: str | None = None
-        for _ in range(_LANDED_SCAN_PAGES):
-            page = store.list_messages(
+        listing = pages(
+            lambda token: store.list_messages(
                 write.store, write.scope, limit=limits.MAX_PAGE_LIMIT, next_token=token
-            )
+            ),
+            max_pages=_LANDED_SCAN_PAGES,
+        )
+        for page in listing:
             if any(m.id in wanted for m in page.items):
                 return True
-            token = page.next_token
-            if not token:
-                return False
+        if not page.next_token:  # the whole run was read (pages() yields at least one page)
+            return False
         logger.warning(
             "tablestore-mem: could not tell whether a replayed write had landed (more than %d pages "
             "of messages in its run); sending it again",

@@ -9,6 +9,7 @@ from memcore import limits
 from memcore.config import MemcoreConfig
 from memcore.discovery import open_store
 from memcore.errors import InvalidInput
+from memcore.paging import every_item
 from memcore.policies import ScopePolicy
 from memcore.ports import MemoryStore
 from memcore.scope import Scope, SessionContext, resolve_scope
@@ -114,13 +115,7 @@ class Memory:
         return self.service.profile(limit=limit, next_token=next_token)
 
     def iter_all(self, *, page_size: int = 100) -> Iterator[MemoryUnit]:
-        token: str | None = None
-        while True:
-            page = self.list(limit=page_size, next_token=token)
-            yield from page.items
-            token = page.next_token
-            if not token:
-                return
+        return every_item(lambda token: self.list(limit=page_size, next_token=token))
 
     def get(self, memory_id: str) -> MemoryUnit:
         return self.service.get(memory_id)

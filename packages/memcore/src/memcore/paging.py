@@ -7,8 +7,9 @@ pages return every item exactly once even while other writers append.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from memcore.errors import InvalidInput
@@ -49,3 +50,30 @@ def paginate(items: Sequence[tuple[int, T]], limit: int, token: str | None) -> P
     """Cursor paging over (sequence, item) pairs sorted by sequence: each item exactly once."""
     after = decode_token(token)
     return page([(seq, item) for seq, item in items if seq > after], limit)
+
+
+def pages(
+    fetch: Callable[[str | None], Page[T]],
+    *,
+    start: str | None = None,
+    max_pages: int | None = None,
+) -> Iterator[Page[T]]:
+    """Every page of a listing from ``start`` (the first page by default), following its
+    tokens; at most ``max_pages``.
+
+    ``fetch(token)`` asks for one page. A caller that must know whether the listing ended
+    before ``max_pages`` looks at the last page's ``next_token``.
+    """
+    token = start
+    for _ in itertools.count() if max_pages is None else range(max_pages):
+        page = fetch(token)
+        yield page
+        token = page.next_token
+        if not token:
+            return
+
+
+def every_item(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
+    """Every item of a listing, page after page (see :func:`pages`)."""
+    for page in pages(fetch):
+        yield from page.items

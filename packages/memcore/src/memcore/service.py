@@ -13,6 +13,7 @@ import attrs
 
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound, PermissionDenied
+from memcore.paging import pages
 from memcore.policies import ScopePolicy
 from memcore.ports import MemoryStore
 from memcore.recall import format_recall
@@ -233,20 +234,17 @@ class MemoryService:
             return self.store.get_memory(self.store_name, self._target(None, None), memory_id)
         except NotFound:
             pass
-        token: str | None = None
-        for _ in range(_FORGET_SCAN_PAGES):
-            page = self.store.list_memories(
-                self.store_name,
-                self.scope.tenant_pattern(),
-                limit=limits.MAX_PAGE_LIMIT,
-                next_token=token,
-            )
+        tenant = self.scope.tenant_pattern()
+        listing = pages(
+            lambda token: self.store.list_memories(
+                self.store_name, tenant, limit=limits.MAX_PAGE_LIMIT, next_token=token
+            ),
+            max_pages=_FORGET_SCAN_PAGES,
+        )
+        for page in listing:
             for memory in page.items:
-                if memory.id == memory_id and self.scope.tenant_pattern().matches(memory.scope):
+                if memory.id == memory_id and tenant.matches(memory.scope):
                     return memory
-            token = page.next_token
-            if not token:
-                break
         raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
 
     def get(

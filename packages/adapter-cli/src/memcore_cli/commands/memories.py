@@ -215,6 +215,7 @@ def list_memories(
       memcore --json list --all > memories.jsonl
     """
     from memcore import limits
+    from memcore.paging import pages
     from memcore_cli.output import when
     from memcore_cli.records import memory_record
 
@@ -238,10 +239,9 @@ def list_memories(
             out.note(f"more: memcore list --next-token {page.next_token}")
         return
     rows = []
-    token = next_token
+    listing = pages(lambda token: service.profile(limit=limit, next_token=token), start=next_token)
     with out.progress("listing memories") as advance:
-        while True:
-            page = service.profile(limit=limit, next_token=token)
+        for page in listing:
             for memory in page.items:
                 if state.json:
                     out.json_line(memory_record(memory))
@@ -255,9 +255,6 @@ def list_memories(
                         )
                     )
             advance(len(page.items))
-            token = page.next_token
-            if not token:
-                break
     if not state.json:
         out.table(("id", "text", "scope", "created"), rows, empty="no memories yet")
 

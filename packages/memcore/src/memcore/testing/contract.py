@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from memcore.errors import Conflict, InvalidInput, NotFound, Unsupported
+from memcore.paging import pages
 from memcore.ports import MemoryStore
 from memcore.scope import Scope, ScopePattern
-from memcore.values import Memory, Message
+from memcore.values import Memory, Message, Page
 
 A1 = Scope("app", "tenant_a", "agent1", "run1")
 A2 = Scope("app", "tenant_a", "agent2", "run2")
@@ -33,15 +34,13 @@ OTHER_APP = Scope("other", "tenant_a", "agent1", "run1")
 
 def _all_pages(fetch: Any, limit: int) -> list[Any]:
     items: list[Any] = []
-    token = None
-    for _ in range(10_000):
-        page = fetch(limit=limit, next_token=token)
+    page: Page[Any] | None = None
+    for page in pages(lambda token: fetch(limit=limit, next_token=token), max_pages=10_000):
         assert len(page.items) <= limit
         items.extend(page.items)
-        token = page.next_token
-        if not token:
-            return items
-    raise AssertionError("pagination never ended")
+    if page is not None and page.next_token:
+        raise AssertionError("pagination never ended")
+    return items
 
 
 class MemoryStoreContract:

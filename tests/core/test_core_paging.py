@@ -1,0 +1,36 @@
+"""Following page tokens: every item once, from a given page, within a page budget."""
+
+from __future__ import annotations
+
+from memcore.paging import every_item, pages, paginate
+
+ROWS = [(seq, f"item{seq}") for seq in range(10)]
+
+
+def fetch(token: str | None, calls: list[str | None]):
+    calls.append(token)
+    return paginate(ROWS, 3, token)
+
+
+def test_every_item_follows_the_tokens_to_the_end() -> None:
+    calls: list[str | None] = []
+    assert list(every_item(lambda t: fetch(t, calls))) == [item for _, item in ROWS]
+    assert len(calls) == 4 and calls[0] is None
+
+
+def test_pages_start_from_a_given_token() -> None:
+    first = paginate(ROWS, 3, None)
+    rest = [
+        item
+        for page in pages(lambda t: paginate(ROWS, 3, t), start=first.next_token)
+        for item in page.items
+    ]
+    assert rest == [item for _, item in ROWS[3:]]
+
+
+def test_pages_stop_at_the_budget_and_the_last_page_says_more_remain() -> None:
+    calls: list[str | None] = []
+    got = list(pages(lambda t: fetch(t, calls), max_pages=2))
+    assert len(got) == 2 == len(calls)
+    assert got[-1].next_token is not None
+    assert list(pages(lambda t: fetch(t, []), max_pages=4))[-1].next_token is None
