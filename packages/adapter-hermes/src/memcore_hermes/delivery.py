@@ -208,25 +208,30 @@ class Deliverer:
         # lanes of a gateway's sessions deliver side by side.
         held: set[str] = set()
         lane_keys: dict[str, str] = {}  # each re-read of the spool sees most entries again
+
+        def lane_of(entry: OutboxEntry) -> str:
+            """Parsed only once a scope is held: the common pass decodes no payload at all."""
+            lane_key = lane_keys.get(entry.key)
+            if lane_key is None:
+                lane_key = lane_keys[entry.key] = ordering_key(entry)
+            return lane_key
+
         wait: float | None = None
         while batch:
             progressed = False
             for entry in batch:
                 if self.stopping:
                     return None
-                lane_key = lane_keys.get(entry.key)
-                if lane_key is None:
-                    lane_key = lane_keys[entry.key] = ordering_key(entry)
-                if lane_key in held:
+                if held and lane_of(entry) in held:
                     continue
                 now = self.clock()
                 if not force and entry.next_attempt_at > now:
-                    held.add(lane_key)
+                    held.add(lane_of(entry))
                     wait = _sooner(wait, entry.next_attempt_at - now)
                     continue
                 outcome = self._deliver_one(entry, now=now, force=force)
                 if isinstance(outcome, _Busy):
-                    held.add(lane_key)
+                    held.add(lane_of(entry))
                     wait = _sooner(wait, outcome.delay)
                 elif outcome is not None:
                     return outcome
