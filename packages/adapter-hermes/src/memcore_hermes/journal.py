@@ -69,7 +69,6 @@ class Journal:
         self.head = head  # end of the last complete record
         self.consumed = HEADER_BYTES  # records before this offset are in the spool
         self.pending_entries = 0
-        self.pending_bytes = 0
         self.sealed = False  # replaced by a newer journal: appends go there
 
     def __repr__(self) -> str:
@@ -158,7 +157,6 @@ class Journal:
                 at = end
             self.head = at
             self.pending_entries += len(records)
-            self.pending_bytes += need
             return True
 
     # -- the spool's side -------------------------------------------------------------------
@@ -185,11 +183,15 @@ class Journal:
             at = end
         return at
 
-    def mark_consumed(self, upto: int, entries: int, size: int) -> None:
+    def mark_consumed(self, upto: int, entries: int) -> None:
         with self.lock:
             self.consumed = upto
             self.pending_entries -= entries
-            self.pending_bytes -= size
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of records appended but not yet moved into the spool."""
+        return self.head - self.consumed
 
     @property
     def used(self) -> int:

@@ -20,6 +20,7 @@ from typing import TypeVar
 import attrs
 
 from memcore.errors import Unavailable
+from memcore.limits import utf8_len
 from memcore.ports import OutboxEntry, OutboxStats
 from memcore_hermes.spool_connection import (
     INSERT_ROW,
@@ -27,7 +28,6 @@ from memcore_hermes.spool_connection import (
     acquire,
     encode_entry,
     outbox_row,
-    payload_bytes,
     release,
 )
 
@@ -108,13 +108,6 @@ class SqliteOutbox:
             raise Unavailable(f"cannot open the spool {self.path}: {exc}", field="spool") from None
         self._lock = self._conn.lock
         self._db = self._conn.db
-        for suffix in ("-wal", "-shm"):
-            side = Path(f"{self.path}{suffix}")
-            if side.exists():
-                try:
-                    os.chmod(side, 0o600)
-                except OSError:
-                    pass
 
     def __repr__(self) -> str:
         return f"SqliteOutbox({str(self.path)!r})"
@@ -194,7 +187,7 @@ class SqliteOutbox:
         """
         if not entries:
             return 0
-        sizes = [payload_bytes(e.payload) for e in entries]
+        sizes = [utf8_len(e.payload) for e in entries]
         size = sum(sizes)
         rows = [outbox_row(e, n) for e, n in zip(entries, sizes)]
 

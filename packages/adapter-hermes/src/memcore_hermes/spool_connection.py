@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+from memcore.limits import utf8_len
 from memcore.ports import OutboxEntry
 from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
 from memcore_sqlite.wal import enable_wal
@@ -78,14 +79,9 @@ OUTBOX_COLUMNS = "key, kind, payload, bytes, attempts, created_at, next_attempt_
 INSERT_ROW = f"INSERT OR IGNORE INTO outbox({OUTBOX_COLUMNS}) VALUES(?, ?, ?, ?, ?, ?, ?, ?)"
 
 
-def payload_bytes(payload: str) -> int:
-    """What a payload counts against the spool's byte bound."""
-    return len(payload.encode("utf-8", "surrogatepass"))
-
-
 def outbox_row(e: OutboxEntry, size: int | None = None) -> tuple[object, ...]:
     """The parameters of :data:`INSERT_ROW` for ``e``."""
-    size = payload_bytes(e.payload) if size is None else size
+    size = utf8_len(e.payload) if size is None else size
     return (
         e.key,
         e.kind,
@@ -152,6 +148,14 @@ class SpoolConnection:
             db.close()
             raise
         self.db = db
+        # SQLite gives new -wal/-shm files the database's mode; these may predate the 0600 file.
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{path}{suffix}")
+            if side.exists():
+                try:
+                    os.chmod(side, 0o600)
+                except OSError:
+                    pass
 
     # -- journal (all under ``self.lock``) --------------------------------------------------
     def open_journal(self) -> Journal | None:
@@ -195,7 +199,7 @@ class SpoolConnection:
         if start != end:
             records = j.read(start, end)
             self._insert(j.name, records, end)
-            j.mark_consumed(end, len(records), end - start)
+            j.mark_consumed(end, len(records))
 
     def refresh_totals(self) -> None:
         totals = dict(
