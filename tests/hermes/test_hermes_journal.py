@@ -54,6 +54,31 @@ def test_fast_puts_land_in_the_journal_and_are_read_in_order(tmp_path: Path) -> 
     assert list(journal_glob(tmp_path / "s.sqlite3")) == []  # a clean close leaves no journal
 
 
+def test_a_record_keeps_every_field_and_costs_about_the_payload_s_utf8_size(tmp_path: Path) -> None:
+    from memcore_hermes.spool_connection import encode_entry
+
+    payload = '{"content": "记忆' * 200 + '\n"}'  # CJK and a raw newline
+    odd = OutboxEntry(
+        key="k1",
+        kind="messages",
+        payload=payload,
+        attempts=2,
+        created_at=1.5,
+        next_attempt_at=2.5,
+        last_error="超时\n",
+    )
+    size = len(payload.encode("utf-8", "surrogatepass"))
+    assert size < len(encode_entry(odd)) < size + 100
+    spool = SqliteOutbox(tmp_path / "s.sqlite3")
+    try:
+        assert spool.prepare()
+        spool.put_fast([odd])
+        assert spool.pending(limit=1) == [odd]
+        assert spool.stats(0.0).bytes == size
+    finally:
+        spool.close()
+
+
 def test_stats_count_what_is_still_in_the_journal(tmp_path: Path) -> None:
     spool = SqliteOutbox(tmp_path / "s.sqlite3")
     spool.put_fast([entry("a"), entry("b")])

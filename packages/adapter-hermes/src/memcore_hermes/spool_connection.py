@@ -95,21 +95,39 @@ def outbox_row(e: OutboxEntry, size: int | None = None) -> tuple[object, ...]:
 
 
 def encode_entry(entry: OutboxEntry) -> bytes:
-    """A journal record: the entry's fields in :class:`OutboxEntry` order, as ASCII JSON."""
-    row = [
+    """A journal record: the other fields as one line of ASCII JSON, then the payload as UTF-8.
+
+    The payload is already JSON text; copying its bytes instead of quoting it again keeps the
+    turn path short and a CJK turn at its UTF-8 size (quoted, it doubled).
+    """
+    head = [
         entry.key,
         entry.kind,
-        entry.payload,
         entry.attempts,
         entry.created_at,
         entry.next_attempt_at,
         entry.last_error,
     ]
-    return json.dumps(row, separators=(",", ":")).encode("ascii")  # ensure_ascii keeps surrogates
+    # ASCII JSON holds no raw newline, so the first one ends the head; surrogates survive.
+    return b"%s\n%s" % (
+        json.dumps(head, separators=(",", ":")).encode("ascii"),
+        entry.payload.encode("utf-8", "surrogatepass"),
+    )
 
 
 def _row(record: bytes) -> tuple[object, ...]:
-    return outbox_row(OutboxEntry(*json.loads(record)))
+    head, _, payload = record.partition(b"\n")
+    key, kind, attempts, created_at, next_attempt_at, last_error = json.loads(head)
+    entry = OutboxEntry(
+        key=key,
+        kind=kind,
+        payload=payload.decode("utf-8", "surrogatepass"),
+        attempts=attempts,
+        created_at=created_at,
+        next_attempt_at=next_attempt_at,
+        last_error=last_error,
+    )
+    return outbox_row(entry, len(payload))
 
 
 class SpoolConnection:
@@ -223,7 +241,7 @@ class SpoolConnection:
                     (
                         key,
                         "corrupt",
-                        record.decode("ascii", "replace"),
+                        record.decode("utf-8", "replace"),
                         len(record),
                         0,
                         0.0,
