@@ -232,6 +232,8 @@ class SqliteOutbox:
                 return -1
             added = db.executemany(INSERT_ROW, rows).rowcount
             db.execute("COMMIT")
+            if added > 0:  # space freed between the two statements: keep put_fast's view true
+                self._conn.refresh_totals()
             return added
 
         added: int = self._run(tx)
