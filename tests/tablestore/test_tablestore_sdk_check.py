@@ -6,7 +6,7 @@ import pytest
 from tablestore import AsyncOTSClient, OTSClient
 
 from memcore.errors import ConfigError
-from memcore_tablestore.sdk_check import require_memory_api
+from memcore_tablestore.driver import require_memory_api
 
 
 def test_the_installed_sdk_has_the_memory_api() -> None:

@@ -19,7 +19,6 @@ from memcore_tablestore.driver import SDK_METHODS, Settings, classify, make_plan
 from memcore_tablestore.error_map import Failure
 from memcore_tablestore.plans import Call, Pause, Plan, Plans
 from memcore_tablestore.retry import first_backoff, retry_arguments, should_retry
-from memcore_tablestore.sdk_check import require_memory_api
 
 
 def _operation(name: str) -> Any:
@@ -51,13 +50,11 @@ class AsyncTableStoreMemoryStore:
     ) -> None:
         from tablestore import AsyncOTSClient
 
-        require_memory_api(AsyncOTSClient)
         self._settings = Settings(
             endpoint, instance_name, credentials, timeout=timeout, region=region, retry=retry
         )
         self._plans = make_plans(auto_create=auto_create, ready_timeout=ready_timeout)
-        args, kwargs = self._settings.client_arguments()
-        self._client = AsyncOTSClient(*args, max_connection=max_connections, **kwargs)
+        self._client = self._settings.client(AsyncOTSClient, max_connection=max_connections)
         self._closed = False
 
     def __repr__(self) -> str:

@@ -1,5 +1,5 @@
-"""What the sync and async stores share: settings, SDK client construction, one attempt's
-error handling. The stores differ only in how they wait (``time.sleep`` vs ``await``)."""
+"""What the sync and async stores share: settings, the SDK check and client construction, one
+attempt's error handling. The stores differ only in how they wait (``time.sleep`` vs ``await``)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,20 @@ SDK_METHODS = {
     "ListMemoryDreamActions": "list_memory_dream_actions",
     "ApplyMemoryDreamActions": "apply_memory_dream_actions",
 }
+
+#: The first ``tablestore`` release with the Memory Store API.
+MIN_SDK = "6.4.7"
+
+
+def require_memory_api(client_cls: type) -> None:
+    """Refuse, clearly, an installed SDK that predates the Memory Store API (Hermes installs
+    ``plugin.yaml`` dependencies by name and keeps an older SDK it already has)."""
+    if not callable(getattr(client_cls, SDK_METHODS["AddMemories"], None)):
+        raise ConfigError(
+            f"the installed tablestore SDK has no Memory Store API; tablestore >= {MIN_SDK} is "
+            f"required (pip install -U 'tablestore>={MIN_SDK}')",
+            field="tablestore",
+        )
 
 
 class Settings:
@@ -101,6 +115,13 @@ class Settings:
             kwargs["region"] = self.region
         args = [self.endpoint, c.access_key_id, c.access_key_secret, self.instance_name]
         return args, kwargs
+
+    def client(self, client_cls: type, **extra: Any) -> Any:
+        """A ``client_cls`` (``OTSClient``/``AsyncOTSClient``) for these settings, once the
+        installed SDK is known to have the Memory Store API; ``extra`` goes to the constructor."""
+        require_memory_api(client_cls)
+        args, kwargs = self.client_arguments()
+        return client_cls(*args, **extra, **kwargs)
 
     def __repr__(self) -> str:
         return f"Settings(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, region={self.region!r})"

@@ -14,7 +14,6 @@ from memcore_tablestore.driver import SDK_METHODS, Settings, classify, make_plan
 from memcore_tablestore.error_map import Failure
 from memcore_tablestore.plans import Call, Pause, Plan, Plans
 from memcore_tablestore.retry import first_backoff, retry_arguments, should_retry
-from memcore_tablestore.sdk_check import require_memory_api
 
 
 def _operation(name: str) -> Any:
@@ -48,13 +47,11 @@ class TableStoreMemoryStore:
     ) -> None:
         from tablestore import OTSClient
 
-        require_memory_api(OTSClient)
         self._settings = Settings(
             endpoint, instance_name, credentials, timeout=timeout, region=region, retry=retry
         )
         self._plans = make_plans(auto_create=auto_create, ready_timeout=ready_timeout)
-        args, kwargs = self._settings.client_arguments()
-        self._client = OTSClient(*args, **kwargs)
+        self._client = self._settings.client(OTSClient)
         self._closed = False
 
     def __repr__(self) -> str:
