@@ -87,7 +87,7 @@ class ImportRecord:
     text: str
     scope: Scope
     metadata: Mapping[str, str]
-    created_at: float | None = None
+    created_at: float | None
 
 
 @attrs.define
@@ -131,13 +131,15 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
         if memory_id is not None:
             limits.check_id(memory_id)
         created_at = data.get("created_at")
-        if created_at is not None and (
-            isinstance(created_at, bool)
-            or not isinstance(created_at, (int, float))
-            or not math.isfinite(created_at)
-            or created_at < 0
-        ):
-            raise InvalidInput("created_at must be a timestamp in seconds", field="created_at")
+        if created_at is not None:
+            if (
+                isinstance(created_at, bool)
+                or not isinstance(created_at, (int, float))
+                or not math.isfinite(created_at)
+                or created_at < 0
+            ):
+                raise InvalidInput("created_at must be a timestamp in seconds", field="created_at")
+            created_at = float(created_at)
     except InvalidInput as exc:
         raise _fail(line_no, exc.message, exc.field or "line") from None
     if not tenant.tenant_pattern().matches(scope):
@@ -148,9 +150,7 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
             "scope",
         )
     assert isinstance(text, str)
-    return ImportRecord(
-        line_no, memory_id, text, scope, meta, None if created_at is None else float(created_at)
-    )
+    return ImportRecord(line_no, memory_id, text, scope, meta, created_at)
 
 
 def read_records(path: Path, tenant: Scope) -> list[ImportRecord]:
