@@ -241,23 +241,19 @@ def _bulk_writer(store: Any) -> Any:
     add_many = getattr(store, "add_many", None)
     if add_many is None:
         return None
-    try:
-        from memcore_sqlite.store import TextItem
-    except ImportError:  # pragma: no cover - memcore-sqlite is a dependency
-        return None
+    from memcore_sqlite.store import TextItem
 
     def write(store_name: str, chunk: list[ImportRecord]) -> list[str]:
-        items = []
-        for r in chunk:
-            items.append(
-                TextItem(
-                    scope=r.scope,
-                    text=r.text,
-                    metadata=dict(r.metadata),
-                    id=r.id,
-                    created_at=r.created_at,
-                )
+        items = [
+            TextItem(
+                scope=r.scope,
+                text=r.text,
+                metadata=dict(r.metadata),
+                id=r.id,
+                created_at=r.created_at,
             )
+            for r in chunk
+        ]
         return list(add_many(store_name, items))
 
     return write
