@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memcore.config import MemcoreConfig
+from memcore.config import EMBEDDERS, MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.ports import Embedder
 from memcore_sqlite.embedders import missing_onnx_requirements
@@ -37,10 +37,10 @@ def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
 
 def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
     """``auto``: ONNX when its extra is installed, else lexical-only; ``onnx``: required."""
+    if setting not in EMBEDDERS:
+        raise ConfigError(f"unknown embedder {setting!r}; use auto, onnx or none", field="embedder")
     if setting == "none":
         return None
-    if setting not in ("auto", "onnx"):
-        raise ConfigError(f"unknown embedder {setting!r}; use auto, onnx or none", field="embedder")
     if setting == "auto" and model_dir is None and missing_onnx_requirements():
         return None
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
