@@ -324,7 +324,9 @@ def _list(body: Mapping[str, Any], *keys: str) -> list[Any]:
     return []
 
 
-_PAGING_KEYS = frozenset({"nextToken", "next_token", "totalCount", "total_count"})
+#: Where an answer carries its page token, the first present one winning (see next_token).
+_TOKEN_KEYS = ("nextToken", "next_token")
+_PAGING_KEYS = frozenset({*_TOKEN_KEYS, "totalCount", "total_count"})
 
 
 def _object(body: Mapping[str, Any], *keys: str) -> object:
@@ -340,7 +342,7 @@ _REQUEST_ID_KEYS = frozenset({"requestId", "_requestId"})
 
 
 def next_token(body: Mapping[str, Any]) -> str | None:
-    token = body.get("nextToken", body.get("next_token"))
+    token = next((body[key] for key in _TOKEN_KEYS if key in body), None)
     if token is None or token == "":
         return None
     if not isinstance(token, str):
