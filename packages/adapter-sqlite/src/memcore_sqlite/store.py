@@ -942,6 +942,31 @@ class SqliteMemoryStore:
             limit,
         )
 
+    def _rows_after(
+        self,
+        store: str,
+        table: str,
+        columns: str,
+        column: str,
+        value: object,
+        limit: int,
+        next_token: str | None,
+    ) -> list[Any]:
+        """One page (plus one row) of a store's ``table`` rows in seq order, after the token;
+        only rows whose ``column`` equals ``value`` when it is given."""
+        limits.check_limit(limit)
+        after = decode_token(next_token)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(f"{column} must be a string", field=column)
+        where = "" if value is None else f" AND {column} = ?"
+        with self._read() as conn:
+            sid = self._store_id(conn, store)
+            return conn.execute(
+                f"SELECT {columns} FROM {table} WHERE store_id = ?{where}"
+                " AND seq > ? ORDER BY seq LIMIT ?",
+                (sid, *(() if value is None else (value,)), after, limit + 1),
+            ).fetchall()
+
     def list_requests(
         self,
         store: str,
@@ -950,18 +975,15 @@ class SqliteMemoryStore:
         limit: int = 50,
         next_token: str | None = None,
     ) -> Page[RequestRecord]:
-        limits.check_limit(limit)
-        after = decode_token(next_token)
-        if operation is not None and not isinstance(operation, str):
-            raise InvalidInput("operation must be a string", field="operation")
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
-            op_sql = "" if operation is None else " AND operation = ?"
-            rows = conn.execute(
-                "SELECT seq, id, operation, status, scope, target_id, latency_ms, created_at"
-                f" FROM requests WHERE store_id = ?{op_sql} AND seq > ? ORDER BY seq LIMIT ?",
-                (sid, *(() if operation is None else (operation,)), after, limit + 1),
-            ).fetchall()
+        rows = self._rows_after(
+            store,
+            "requests",
+            "seq, id, operation, status, scope, target_id, latency_ms, created_at",
+            "operation",
+            operation,
+            limit,
+            next_token,
+        )
         return page(
             [
                 (
@@ -1039,18 +1061,9 @@ class SqliteMemoryStore:
         limit: int = 50,
         next_token: str | None = None,
     ) -> Page[MemoryTask]:
-        limits.check_limit(limit)
-        after = decode_token(next_token)
-        if status is not None and not isinstance(status, str):
-            raise InvalidInput("status must be a string", field="status")
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
-            st_sql = "" if status is None else " AND status = ?"
-            rows = conn.execute(
-                f"SELECT {self._TASK_COLUMNS} FROM tasks WHERE store_id = ?{st_sql}"
-                " AND seq > ? ORDER BY seq LIMIT ?",
-                (sid, *(() if status is None else (status,)), after, limit + 1),
-            ).fetchall()
+        rows = self._rows_after(
+            store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token
+        )
         return page([(int(r[0]), self._task_value(r)) for r in rows], limit)
 
     # -- dream --------------------------------------------------------------------------
