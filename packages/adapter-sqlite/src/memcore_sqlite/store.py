@@ -754,18 +754,14 @@ class SqliteMemoryStore:
         overrides :attr:`search_mode` for one call. ``enable_rerank`` has no local meaning.
         """
         started = time.perf_counter()
-        _check_pattern(pattern)
-        limits.check_query(query)
-        limits.check_top_k(top_k)
-        flt = limits.check_metadata(filters, field="filters")
-        floor = limits.check_min_similarity(min_similarity)
+        flt, floor = _check_search(pattern, query, top_k, filters, min_similarity)
         mode = self.search_mode if mode is None else mode
         if mode not in ("lexical", "vector", "hybrid"):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
         qvec = self._embed([query]) if mode != "lexical" else None
-        hits = self._search(
+        return self._search(
             store,
             pattern,
             query,
@@ -773,10 +769,9 @@ class SqliteMemoryStore:
             flt,
             floor,
             qvec[0] if qvec else None,
+            started,
             use_lexical=mode != "vector",
         )
-        self._audit_read(store, "SearchMemories", started)
-        return hits
 
     def search_vector(
         self,
@@ -793,21 +788,15 @@ class SqliteMemoryStore:
         """:meth:`search` with a query vector computed by the caller (cached or batched);
         ``mode`` is ``hybrid`` or ``vector``."""
         started = time.perf_counter()
-        _check_pattern(pattern)
-        limits.check_query(query)
-        limits.check_top_k(top_k)
-        flt = limits.check_metadata(filters, field="filters")
-        floor = limits.check_min_similarity(min_similarity)
+        flt, floor = _check_search(pattern, query, top_k, filters, min_similarity)
         if self._vectors is None:
             raise Unsupported("this store has no embedder, so it cannot search by vector")
         if mode not in ("vector", "hybrid"):
             raise InvalidInput("mode must be vector or hybrid", field="mode")
         qvec = self._vectors.to_array([vector])[0]
-        hits = self._search(
-            store, pattern, query, top_k, flt, floor, qvec, use_lexical=mode == "hybrid"
+        return self._search(
+            store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode == "hybrid"
         )
-        self._audit_read(store, "SearchMemories", started)
-        return hits
 
     def _search(
         self,
@@ -818,9 +807,11 @@ class SqliteMemoryStore:
         flt: dict[str, str],
         floor: float | None,
         qvec: Any,
+        started: float,
         *,
         use_lexical: bool = True,
     ) -> list[SearchHit]:
+        """Rank, fetch and filter the hits; a search that succeeds is audited after its read."""
         want = max(top_k * 3, 30)
         with self._read() as conn:
             sid = self._store_id(conn, store)
@@ -842,8 +833,6 @@ class SqliteMemoryStore:
                 semantic = dict(self._vectors.top(entry, qvec, want, allowed))
             lexical = ranking.lexical(conn, lexq, want, top_k) if use_lexical else {}
             fused = ranking.fuse(lexical, semantic)
-            if not fused:
-                return []
             order = sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))
             seqs = [s for s, _ in order]
             rows = {}
@@ -873,6 +862,7 @@ class SqliteMemoryStore:
             hits.append(SearchHit(memory, score))
             if len(hits) == top_k:
                 break
+        self._audit_read(store, "SearchMemories", started)
         return hits
 
     def _vector_candidates(
@@ -1150,3 +1140,22 @@ def _check_scope(scope: object) -> None:
 def _check_pattern(pattern: object) -> None:
     if not isinstance(pattern, ScopePattern):
         raise InvalidInput("pattern must be a ScopePattern", field="scope")
+
+
+def _check_search(
+    pattern: object,
+    query: object,
+    top_k: object,
+    filters: Mapping[str, str] | None,
+    min_similarity: float | None,
+) -> tuple[dict[str, str], float | None]:
+    """The arguments both searches share, checked before anything is embedded.
+
+    Returns the checked filters and the similarity floor.
+    """
+    _check_pattern(pattern)
+    limits.check_query(query)
+    limits.check_top_k(top_k)
+    flt = limits.check_metadata(filters, field="filters")
+    floor = limits.check_min_similarity(min_similarity)
+    return flt, floor
