@@ -835,15 +835,17 @@ class SqliteMemoryStore:
             fused = ranking.fuse(lexical, semantic)
             order = sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))
             seqs = [s for s, _ in order]
+            # One statement fetches them all: the lexical and vector rankings each return at
+            # most ``want`` seqs, and top_k <= limits.MAX_TOP_K (50) makes that 150, so there are
+            # at most 300 parameters, within SQLite's smallest limit of 999.
             rows = {}
-            for chunk in range(0, len(seqs), 500):
-                part = seqs[chunk : chunk + 500]
-                marks = ",".join("?" * len(part))
+            if seqs:
+                marks = ",".join("?" * len(seqs))
                 # By primary key only; the store and scope are checked below (a scope clause
                 # here would lure the planner onto the scope index and scan the whole scope).
                 for r in conn.execute(
                     f"SELECT {_MEMORY_COLUMNS}, store_id FROM memories WHERE seq IN ({marks})",
-                    part,
+                    seqs,
                 ):
                     rows[int(r[0])] = r
         hits: list[SearchHit] = []
