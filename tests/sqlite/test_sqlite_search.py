@@ -59,7 +59,7 @@ def test_any_query_builds_valid_fts_expressions(text: str) -> None:
 
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE f USING fts5(body, tags)")
-    conn.execute("INSERT INTO f VALUES (?, 'x')", (analysis.index_text(text),))
+    conn.execute("INSERT INTO f VALUES (?, 'x')", (analysis.index_text(analysis.tokens(text)),))
     q = analysis.build_query(text, tags='"x"')
     if not q.terms:
         return

@@ -9,6 +9,7 @@ the spaces we put in.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import attrs
 
@@ -58,9 +59,10 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def index_text(text: str, prefix: str = "") -> str:
-    """The body we hand to FTS5: tokens (each after ``prefix``) joined by spaces."""
-    return " ".join(prefix + t for t in tokens(text))
+def index_text(words: Iterable[str], prefix: str = "") -> str:
+    """The body we hand to FTS5: ``words`` (a text's :func:`tokens`), each after ``prefix``,
+    joined by spaces. It takes the tokens so the store tokenizes once for both its columns."""
+    return " ".join(prefix + t for t in words)
 
 
 def _is_cjk(term: str) -> bool:

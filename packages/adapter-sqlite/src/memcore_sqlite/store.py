@@ -447,8 +447,8 @@ class SqliteMemoryStore:
             "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
             (
                 seq,
-                " ".join(words),
-                " ".join(prefix + w for w in words),
+                analysis.index_text(words),
+                analysis.index_text(words, prefix),
                 tags.row_tags(store_id, scope, metadata),
             ),
         )
