@@ -147,7 +147,7 @@ def check_store_name(name: object) -> str:
 def check_id(value: object, *, field: str = "memory_id") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field} must be a non-empty string", field=field)
-    if len(value) > 256 or any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in value):
+    if len(value) > 256 or any(ord(c) < 32 for c in value) or _SURROGATE_RE.search(value):
         raise InvalidInput(f"{field} is not a valid id", field=field)
     return value
 
