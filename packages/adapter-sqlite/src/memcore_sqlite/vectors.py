@@ -65,10 +65,6 @@ class _Entry:
             self.matrix[i] = self.matrix[last]
         self.n = last
 
-    @property
-    def nbytes(self) -> int:
-        return int(self.matrix.nbytes + self.seqs.nbytes)
-
 
 class VectorCache:
     """LRU of per-pattern matrices, bounded by the number of rows held in total."""
