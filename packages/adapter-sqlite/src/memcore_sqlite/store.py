@@ -824,7 +824,7 @@ class SqliteMemoryStore:
                 query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
             )
             semantic: dict[int, float] = {}
-            if qvec is not None and self._vectors is not None and self.embedder is not None:
+            if qvec is not None and self._vectors is not None:
                 # Scoring in a thread beside FTS5 was measured slower on 2 cores: BLAS already
                 # uses both, so the two compete.
                 entry, allowed = self._vector_candidates(
