@@ -360,8 +360,10 @@ class SqliteMemoryStore:
             for table in ("memories", "messages", "tasks", "requests"):
                 conn.execute(f"DELETE FROM {table} WHERE store_id = ?", (sid,))
             conn.execute("DELETE FROM stores WHERE id = ?", (sid,))
-        if self._vectors is not None:
-            self._vectors.drop_store(sid)
+            if self._vectors is not None:
+                # After COMMIT, like the other cache updates (see _after_write).
+                cache = self._vectors
+                self._post_commit.append(lambda: cache.drop_store(sid))
 
     # -- writes -------------------------------------------------------------------------
     def _insert(
