@@ -79,12 +79,10 @@ def test_reliability_disk_full_while_spooling(tiny_fs, emulator, scenario, caplo
                 ledger.issue(provider)
             server.set_faults(Faults())
             drained = rig.drain(provider)
-            counts = ledger.tally(rig.all_messages(backing, provider.runtime.scope))
-            refused_stored = [
-                t
-                for t in ledger.refused
-                if t in set(rig.all_messages(backing, provider.runtime.scope))
-            ]
+            stored = rig.all_messages(backing, provider.runtime.scope)
+            counts = ledger.tally(stored)
+            stored_set = set(stored)
+            refused_stored = [t for t in ledger.refused if t in stored_set]
             s.counts(**counts)
             s.note(
                 refused_while_full=refused_during,
