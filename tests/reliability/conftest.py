@@ -8,6 +8,7 @@ scenario passed. Rows go to the JSON Lines file named by ``MEMCORE_RELIABILITY_O
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -179,36 +180,14 @@ def _pick_fixture():
 @pytest.fixture
 def emulator() -> Iterator[Any]:
     """``start(store=None, **kwargs)`` -> a running ``EmulatorServer``; all stopped at teardown."""
-    from memcore_tablestore.emulator import EmulatorServer
+    from memcore_tablestore.testing import running_emulator
 
-    started: list[Any] = []
+    with contextlib.ExitStack() as stack:
 
-    def start(store: Any = None, **kwargs: Any) -> Any:
-        if store is None:
-            from memcore.testing import InMemoryMemoryStore
+        def start(store: Any = None, **kwargs: Any) -> Any:
+            return stack.enter_context(running_emulator(store, **kwargs))
 
-            store = InMemoryMemoryStore()
-        server = EmulatorServer(store, **kwargs)
-        server.start()
-        started.append(server)
-        return server
-
-    try:
         yield start
-    finally:
-        for server in started:
-            server.stop()
-
-
-@pytest.fixture
-def tablestore_factory(emulator: Any) -> Iterator[Any]:
-    """``make()`` -> a ``TableStoreMemoryStore`` over the real SDK, served by the emulator."""
-    from memcore_tablestore.testing import store_for
-
-    def make() -> Any:
-        return store_for(emulator(), timeout=10.0)
-
-    yield make
 
 
 def make_hermes_home(root: Path, config: dict[str, Any], env: dict[str, str] | None = None) -> Path:

@@ -152,30 +152,21 @@ def _attack(
 
 @pytest.fixture(params=["fake", "sqlite", "tablestore"])
 def adapter(request, tmp_path):
-    """A fresh store factory per adapter (the TableStore one goes through the emulator)."""
-    made = []
-
+    """A fresh store per adapter (the TableStore one goes through the emulator)."""
     if request.param == "fake":
         from memcore.testing import InMemoryMemoryStore
 
-        def make():
-            s = InMemoryMemoryStore()
-            made.append(s)
-            return s
+        store = InMemoryMemoryStore()
     elif request.param == "sqlite":
         from memcore_sqlite import SqliteMemoryStore
 
-        counter = iter(range(10**6))
-
-        def make():
-            s = SqliteMemoryStore(tmp_path / f"tenancy-{next(counter)}.db")
-            made.append(s)
-            return s
+        store = SqliteMemoryStore(tmp_path / "tenancy.db")
     else:
-        make = request.getfixturevalue("tablestore_factory")
-    yield request.param, make
-    for s in made:
-        s.close()
+        from memcore_tablestore.testing import store_for
+
+        store = store_for(request.getfixturevalue("emulator")(), timeout=10.0)
+    yield request.param, store
+    store.close()
 
 
 EXAMPLES = {"fake": (150, 600, 300), "sqlite": (60, 250, 120), "tablestore": (20, 80, 40)}
@@ -183,8 +174,7 @@ EXAMPLES = {"fake": (150, 600, 300), "sqlite": (60, 250, 120), "tablestore": (20
 
 @pytest.mark.slow
 def test_reliability_tenancy_no_cross_tenant_access(adapter, scenario, pick):
-    name, make = adapter
-    store = make()
+    name, store = adapter
     victims = _seed_victim(store)
     before = _victim_snapshot(store, victims)
     stats: Counter = Counter()
