@@ -190,23 +190,14 @@ def emulator() -> Iterator[Any]:
         yield start
 
 
-def make_hermes_home(root: Path, config: dict[str, Any], env: dict[str, str] | None = None) -> Path:
-    """A Hermes home with ``tablestore_memory.json`` (and a 0600 ``.env`` when given)."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "tablestore_memory.json").write_text(json.dumps(config), encoding="utf-8")
-    if env:
-        path = root / ".env"
-        path.write_text("".join(f"{k}={v}\n" for k, v in env.items()), encoding="utf-8")
-        os.chmod(path, 0o600)
-    return root
-
-
 @pytest.fixture
 def local_provider(tmp_path: Path) -> Iterator[Any]:
     """A ``tablestore-mem`` provider on the embedded store, initialised for user ``alice``."""
+    import reliability_rig as rig
+
     from memcore_hermes import TablestoreMemProvider
 
-    home = make_hermes_home(tmp_path / "hermes", {"backend": "local", "embedder": "none"})
+    home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
     provider = TablestoreMemProvider(environ={}, flush_timeout=10.0)
     provider.initialize(
         "session-1", hermes_home=str(home), user_id="alice", agent_context="primary"

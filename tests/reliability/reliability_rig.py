@@ -22,16 +22,38 @@ STORE = "hermes_mem"
 EMU_ENV = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-sk"}
 
 
+def make_hermes_home(
+    root: Path,
+    config: dict[str, Any],
+    env: dict[str, str] | None = None,
+    *,
+    env_mode: int = 0o600,
+) -> Path:
+    """A Hermes home with ``tablestore_memory.json`` (and a ``.env``, 0600 by default, when
+    given)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "tablestore_memory.json").write_text(json.dumps(config), encoding="utf-8")
+    if env:
+        path = root / ".env"
+        path.write_text("".join(f"{k}={v}\n" for k, v in env.items()), encoding="utf-8")
+        os.chmod(path, env_mode)
+    return root
+
+
+#: The config of a Hermes home on the embedded store.
+LOCAL_CONFIG = {"backend": "local", "embedder": "none"}
+
+
 def hermes_home_for(
     root: Path,
     endpoint: str,
     *,
     timeout: float = 2.0,
     keys: dict[str, str] | None = None,
+    env_mode: int = 0o600,
     **extra: Any,
 ) -> Path:
     """A Hermes home whose config points the ``tablestore`` backend at ``endpoint``."""
-    root.mkdir(parents=True, exist_ok=True)
     config = {
         "backend": "tablestore",
         "endpoint": endpoint,
@@ -39,11 +61,7 @@ def hermes_home_for(
         "timeout": timeout,
     }
     config.update(extra)
-    (root / "tablestore_memory.json").write_text(json.dumps(config), encoding="utf-8")
-    env = root / ".env"
-    env.write_text("".join(f"{k}={v}\n" for k, v in (keys or EMU_ENV).items()), encoding="utf-8")
-    os.chmod(env, 0o600)
-    return root
+    return make_hermes_home(root, config, keys or EMU_ENV, env_mode=env_mode)
 
 
 def fast_retry() -> Any:

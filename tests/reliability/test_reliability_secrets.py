@@ -24,21 +24,12 @@ def _leaks(text: str) -> list[str]:
 
 
 def _secret_home(tmp_path, server, *, mode=0o600):
-    home = tmp_path / "hermes"
-    home.mkdir()
-    cfg = {
-        "backend": "tablestore",
-        "endpoint": server.url,
-        "instance_name": "emulator",
-        "timeout": 2.0,
+    keys = {
+        "TABLESTORE_MEMORY_AK": AK,
+        "TABLESTORE_MEMORY_SK": SK,
+        "TABLESTORE_MEMORY_STS_TOKEN": STS,
     }
-    (home / "tablestore_memory.json").write_text(json.dumps(cfg))
-    env = home / ".env"
-    env.write_text(
-        f"TABLESTORE_MEMORY_AK={AK}\nTABLESTORE_MEMORY_SK={SK}\nTABLESTORE_MEMORY_STS_TOKEN={STS}\n"
-    )
-    os.chmod(env, mode)
-    return home
+    return rig.hermes_home_for(tmp_path / "hermes", server.url, keys=keys, env_mode=mode)
 
 
 @pytest.fixture
@@ -203,9 +194,7 @@ def test_reliability_secrets_files_are_0600(tmp_path, monkeypatch):
 
     old = os.umask(0o000)
     try:
-        home = tmp_path / "hermes"
-        home.mkdir()
-        (home / "tablestore_memory.json").write_text('{"backend": "local", "embedder": "none"}')
+        home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
         provider = TablestoreMemProvider(environ={})
         provider.save_config({"top_k": "7", "backend": "local"}, str(home))
         provider.initialize("s", hermes_home=str(home), user_id="u")

@@ -4,7 +4,6 @@ exactly once, and neither process blocks the other into an error.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from collections import Counter
@@ -54,11 +53,7 @@ def _count(contents, ledgers, acked):
 @pytest.mark.slow
 def test_reliability_two_processes_share_spool_and_database(tmp_path, scenario, pick):
     """Local backend: one spool file and one SQLite database under the same Hermes home."""
-    home = tmp_path / "hermes"
-    home.mkdir()
-    (home / "tablestore_memory.json").write_text(
-        json.dumps({"backend": "local", "embedder": "none"})
-    )
+    home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
     script = tmp_path / "child.py"
     script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     ledgers = [rig.TurnLedger("p1"), rig.TurnLedger("p2")]

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+import reliability_rig as rig
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -275,9 +276,7 @@ def test_reliability_tenancy_hermes_tools_under_attack(tmp_path, scenario, pick)
 
     from memcore_hermes import TablestoreMemProvider
 
-    home = tmp_path / "hermes"
-    home.mkdir()
-    (home / "tablestore_memory.json").write_text('{"backend": "local", "embedder": "none"}')
+    home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
     victim = TablestoreMemProvider(environ={})
     victim.initialize("victim-session", hermes_home=str(home), user_id=VICTIM_TENANT)
     ids = []
