@@ -252,30 +252,10 @@ class CutAfterCommitProxy:
 
 
 #: A child Hermes process: takes turns and prints ``ACK <text>`` once each ``sync_turn`` returned.
-CHILD_SCRIPT = r"""
-import sys, time, json
-sys.path.insert(0, sys.argv[1])
-import reliability_rig as rig
-
-home, nonce, count, interval, session = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
-provider = rig.new_provider(rig.Path(home), session=session, flush_timeout=float(sys.argv[7]))
-ledger = rig.TurnLedger()
-ledger.nonce = nonce
-print("READY", flush=True)
-for i in range(count):
-    ledger.issue(provider)
-    if ledger.acknowledged and ledger.acknowledged[-1] == ledger.issued[-1]:
-        print("ACK", ledger.issued[-1], flush=True)
-    else:
-        print("REFUSED", ledger.issued[-1], flush=True)
-    time.sleep(interval)
-provider.shutdown()
-print("DONE", flush=True)
-"""
+CHILD = Path(__file__).resolve().with_name("reliability_child.py")
 
 
 def child_command(
-    script_path: Path,
     home: Path,
     nonce: str,
     count: int,
@@ -287,8 +267,7 @@ def child_command(
 
     return [
         sys.executable,
-        str(script_path),
-        str(Path(__file__).resolve().parent),
+        str(CHILD),
         str(home),
         nonce,
         str(count),

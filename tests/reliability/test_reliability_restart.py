@@ -23,17 +23,13 @@ def test_reliability_backend_down_whole_session_then_replay(emulator, tmp_path, 
     port = rig.free_port()
     home = rig.hermes_home_for(tmp_path / "hermes", f"http://127.0.0.1:{port}", timeout=1.0)
     ledger = rig.TurnLedger()
-    script = tmp_path / "child.py"
-    script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     turns = int(pick(100, 1000, 500))
     with scenario(
         "backend down for a session, up on next start",
         "nothing listens on the endpoint for the whole first session (a real process)",
     ) as s:
         proc = subprocess.run(
-            rig.child_command(
-                script, home, ledger.nonce, turns, 0.02, "session-1", flush_timeout=1.0
-            ),
+            rig.child_command(home, ledger.nonce, turns, 0.02, "session-1", flush_timeout=1.0),
             capture_output=True,
             text=True,
             timeout=600,
@@ -80,8 +76,6 @@ def test_reliability_kill_9_mid_session_replays_exactly_once(emulator, tmp_path,
     # Slow answers keep a backlog in the spool, and some entries in flight, at the kill.
     server = emulator(backing, faults=Faults(latency_ms=60))
     home = rig.hermes_home_for(tmp_path / "hermes", server.url, timeout=2.5)
-    script = tmp_path / "child.py"
-    script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     rounds = int(pick(2, 4, 3))
     ledger = rig.TurnLedger()
     scope = Scope("hermes", "alice", "hermes", "session-1")
@@ -94,9 +88,7 @@ def test_reliability_kill_9_mid_session_replays_exactly_once(emulator, tmp_path,
         for r in range(rounds):
             lines: list[str] = []
             proc = subprocess.Popen(
-                rig.child_command(
-                    script, home, ledger.nonce + f"r{r}", 100_000, 0.005, "session-1"
-                ),
+                rig.child_command(home, ledger.nonce + f"r{r}", 100_000, 0.005, "session-1"),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
@@ -165,8 +157,6 @@ def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(
     backing = InMemoryMemoryStore()
     server = emulator(backing, faults=Faults(latency_ms=1500, apis=("AddMemories",)))
     home = rig.hermes_home_for(tmp_path / "hermes", server.url, timeout=5.0)
-    script = tmp_path / "child.py"
-    script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     ledger = rig.TurnLedger()
     with scenario(
         "kill -9 with a request in flight",
@@ -174,7 +164,7 @@ def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(
     ) as s:
         lines: list[str] = []
         proc = subprocess.Popen(
-            rig.child_command(script, home, ledger.nonce, 1, 60.0, "session-1"),
+            rig.child_command(home, ledger.nonce, 1, 60.0, "session-1"),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

@@ -14,10 +14,10 @@ import reliability_rig as rig
 from memcore.scope import Scope
 
 
-def _run_children(script, home, ledgers, count, interval, sessions, env=None):
+def _run_children(home, ledgers, count, interval, sessions, env=None):
     procs = [
         subprocess.Popen(
-            rig.child_command(script, home, ledger.nonce, count, interval, session),
+            rig.child_command(home, ledger.nonce, count, interval, session),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -54,15 +54,13 @@ def _count(contents, ledgers, acked):
 def test_reliability_two_processes_share_spool_and_database(tmp_path, scenario, pick):
     """Local backend: one spool file and one SQLite database under the same Hermes home."""
     home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
-    script = tmp_path / "child.py"
-    script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     ledgers = [rig.TurnLedger("p1"), rig.TurnLedger("p2")]
     count = int(pick(150, 1500, 600))
     with scenario(
         "two processes, one spool + one SQLite db",
         "two Hermes processes on the same home, writing at once",
     ) as s:
-        acked = _run_children(script, home, ledgers, count, 0.002, ["session-a", "session-b"])
+        acked = _run_children(home, ledgers, count, 0.002, ["session-a", "session-b"])
         from memcore_sqlite import SqliteMemoryStore
 
         store = SqliteMemoryStore(home / "tablestore_memory_local.sqlite3")
@@ -90,15 +88,13 @@ def test_reliability_two_processes_share_spool_tablestore(emulator, tmp_path, sc
     backing = InMemoryMemoryStore()
     server = emulator(backing, faults=Faults(latency_ms=5, error_rate=0.1, seed=3))
     home = rig.hermes_home_for(tmp_path / "hermes", server.url, timeout=5.0)
-    script = tmp_path / "child.py"
-    script.write_text(rig.CHILD_SCRIPT, encoding="utf-8")
     ledgers = [rig.TurnLedger("p1"), rig.TurnLedger("p2")]
     count = int(pick(150, 1500, 600))
     with scenario(
         "two processes, one spool (TableStore)",
         "two Hermes processes drain one spool; 10% of calls 503",
     ) as s:
-        acked = _run_children(script, home, ledgers, count, 0.005, ["session-a", "session-b"])
+        acked = _run_children(home, ledgers, count, 0.005, ["session-a", "session-b"])
         server.set_faults(Faults())
         survivor = rig.new_provider(home)
         try:
