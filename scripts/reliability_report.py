@@ -60,8 +60,6 @@ def parse_junit(path: Path) -> dict[str, Any]:
     root = ET.parse(path).getroot()
     out: dict[str, Any] = {"passed": 0, "failed": 0, "xfailed": 0, "skipped": 0, "xfails": {}, "failures": [], "skips": []}
     for case in root.iter("testcase"):
-        name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
-        name = name.replace("tests/reliability/", "").replace(".py.py", ".py")
         skipped = case.find("skipped")
         failed = case.find("failure") if case.find("failure") is not None else case.find("error")
         if skipped is not None and skipped.get("type") == "pytest.xfail":

@@ -262,12 +262,6 @@ def cloned_tree() -> Callable[[Path], Path]:
 
 
 @pytest.fixture(scope="session")
-def committed_tree() -> Callable[[Path], str]:
-    """``committed_tree(repo)``: git-init and commit ``repo``; returns the commit id."""
-    return commit_tree
-
-
-@pytest.fixture(scope="session")
 def built_dists(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every distribution built by ``uv build`` (sdist, then a wheel from that sdist)."""
     out = tmp_path_factory.mktemp("dist")

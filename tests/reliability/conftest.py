@@ -24,7 +24,6 @@ import pytest
 FULL = os.environ.get("MEMCORE_RELIABILITY_FULL") == "1"
 #: The medium mode: longer than CI, shorter than the published full figures.
 MEDIUM = os.environ.get("MEMCORE_RELIABILITY_MEDIUM") == "1"
-REPO = Path(__file__).resolve().parents[2]
 # The rig module sits next to this file; tests import it by its (repo-unique) name.
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -142,9 +141,6 @@ def subprocess_env(tmp_path: Path) -> dict[str, str]:
     )
     env.pop("MEMCORE_RELIABILITY_OUT", None)
     return env
-
-
-PYTHON = sys.executable
 
 
 @pytest.fixture

@@ -177,12 +177,8 @@ def test_reliability_hermes_tools_arbitrary_arguments(local_provider, scenario, 
 
 def test_reliability_hermes_tool_nan_metadata_is_refused(local_provider):
     out = json.loads(
-        provider_call(
-            local_provider, "tablestore_remember", {"content": "x", "metadata": {"k": math.nan}}
+        local_provider.handle_tool_call(
+            "tablestore_remember", {"content": "x", "metadata": {"k": math.nan}}
         )
     )
     assert "error" in out
-
-
-def provider_call(provider, tool, args):
-    return provider.handle_tool_call(tool, args)

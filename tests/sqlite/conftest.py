@@ -7,14 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore
 from memcore_sqlite.embedders import missing_onnx_requirements
 
 STORE = "mem"
-ALICE = Scope("app", "alice", "agent", "run1")
-BOB = Scope("app", "bob", "agent", "run1")
 
 
 @pytest.fixture
