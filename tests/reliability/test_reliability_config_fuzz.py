@@ -88,6 +88,19 @@ def _check_config(cfg: MemcoreConfig) -> None:
     assert parse_config(dump_config(cfg).encode()) == cfg
 
 
+def _record(scenario, name, check, stats: Counter, *, special: bool = True, **notes: str) -> None:
+    """Run ``check`` (then each of SPECIAL_DOCUMENTS, when ``special``) as one report row;
+    each keyword ``note=key`` records ``stats[key]`` under that note."""
+    with scenario(name, "arbitrary bytes, wrong types, unknown keys, BOM") as s:
+        check()
+        for raw in SPECIAL_DOCUMENTS if special else ():
+            check.hypothesis.inner_test(raw)
+        s.counts(
+            issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0
+        )
+        s.note(**{note: stats[key] for note, key in notes.items()})
+
+
 def test_reliability_config_core_parser_total(scenario, pick):
     stats: Counter = Counter()
 
@@ -104,16 +117,7 @@ def test_reliability_config_core_parser_total(scenario, pick):
         stats["accepted"] += 1
         _check_config(cfg)
 
-    with scenario(
-        "bad config: core parser", "arbitrary bytes, wrong types, unknown keys, BOM"
-    ) as s:
-        check()
-        for raw in SPECIAL_DOCUMENTS:
-            check.hypothesis.inner_test(raw)
-        s.counts(
-            issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0
-        )
-        s.note(config_errors=stats["config_errors"])
+    _record(scenario, "bad config: core parser", check, stats, config_errors="config_errors")
     assert stats["config_errors"] > 0 and stats["accepted"] > 0
 
 
@@ -148,17 +152,13 @@ def test_reliability_config_hermes_home_loader_total(tmp_path, scenario, pick):
             stats["accepted"] += 1
             _check_config(cfg)
 
-    with scenario(
+    _record(
+        scenario,
         "bad config: Hermes tablestore_memory.json",
-        "arbitrary bytes, wrong types, unknown keys, BOM",
-    ) as s:
-        check()
-        for raw in SPECIAL_DOCUMENTS:
-            check.hypothesis.inner_test(raw)
-        s.counts(
-            issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0
-        )
-        s.note(config_errors=stats["config_errors"])
+        check,
+        stats,
+        config_errors="config_errors",
+    )
 
 
 def test_reliability_config_hermes_peek_backend_total(tmp_path):
@@ -219,11 +219,6 @@ def test_reliability_config_cli_one_line_errors(tmp_path, scenario, pick):
             stats["accepted"] += 1
             assert result.exit_code in (0, 2, 4, 5), (raw, result.exit_code, result.output)
 
-    with scenario(
-        "bad config: CLI --config", "arbitrary bytes, wrong types, unknown keys, BOM"
-    ) as s:
-        check()
-        s.counts(
-            issued=stats["cases"], acknowledged=stats["accepted"], stored=0, lost=0, duplicated=0
-        )
-        s.note(exit_2_one_line=stats["exit_2"])
+    _record(
+        scenario, "bad config: CLI --config", check, stats, special=False, exit_2_one_line="exit_2"
+    )
