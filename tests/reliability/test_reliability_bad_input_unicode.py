@@ -47,9 +47,9 @@ def test_reliability_unicode_half_emoji_remember_is_a_typed_error(local_provider
     out = json.loads(
         local_provider.handle_tool_call("tablestore_remember", {"content": HALF_EMOJI})
     )
-    if "error" in out:
-        assert out["error"]["type"] == "InvalidInput", out
-        assert out["error"].get("field") == "content", out
+    assert "error" in out, out
+    assert out["error"]["type"] == "InvalidInput", out
+    assert out["error"].get("field") == "content", out
     out2 = json.loads(
         local_provider.handle_tool_call("tablestore_remember", {"content": "plain fact"})
     )
