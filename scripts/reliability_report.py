@@ -45,12 +45,26 @@ def run_suite(mode: str, extra: list[str]) -> tuple[list[dict[str, Any]], dict[s
         for other in ("MEMCORE_RELIABILITY_FULL", "MEMCORE_RELIABILITY_MEDIUM"):
             if other not in MODES[mode]:
                 env.pop(other, None)
-        cmd = [sys.executable, "-m", "pytest", "tests/reliability", "-q", "-p", "no:randomly",
-               "--timeout=1800", f"--junitxml={junit}", *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/reliability",
+            "-q",
+            "-p",
+            "no:randomly",
+            "--timeout=1800",
+            f"--junitxml={junit}",
+            *extra,
+        ]
         started = time.monotonic()
         proc = subprocess.run(cmd, cwd=REPO, env=env, check=False)
         elapsed = time.monotonic() - started
-        rows = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
+        rows = (
+            [json.loads(line) for line in rows_file.read_text().splitlines()]
+            if rows_file.exists()
+            else []
+        )
         outcome = parse_junit(junit) if junit.exists() else {}
         outcome["exit_code"] = proc.returncode
     return rows, outcome, elapsed
@@ -58,7 +72,15 @@ def run_suite(mode: str, extra: list[str]) -> tuple[list[dict[str, Any]], dict[s
 
 def parse_junit(path: Path) -> dict[str, Any]:
     root = ET.parse(path).getroot()
-    out: dict[str, Any] = {"passed": 0, "failed": 0, "xfailed": 0, "skipped": 0, "xfails": {}, "failures": [], "skips": []}
+    out: dict[str, Any] = {
+        "passed": 0,
+        "failed": 0,
+        "xfailed": 0,
+        "skipped": 0,
+        "xfails": {},
+        "failures": [],
+        "skips": [],
+    }
     for case in root.iter("testcase"):
         skipped = case.find("skipped")
         failed = case.find("failure") if case.find("failure") is not None else case.find("error")
@@ -83,7 +105,10 @@ def run_layouts(mode: str) -> dict[str, Any] | None:
     for _ in range(2):  # once more if the emulator process could not start (a port race)
         proc = subprocess.run(
             [sys.executable, "-m", "benchmarks.reliability_load", "--turns", str(turns)],
-            cwd=REPO, capture_output=True, text=True, check=False,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         try:
             return dict(json.loads(proc.stdout))
@@ -95,7 +120,9 @@ def run_layouts(mode: str) -> dict[str, Any] | None:
 
 def run_audit() -> tuple[int, str]:
     """``.ci/audit`` as CI runs it."""
-    proc = subprocess.run(["bash", ".ci/audit"], cwd=REPO, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["bash", ".ci/audit"], cwd=REPO, capture_output=True, text=True, check=False
+    )
     return proc.returncode, (proc.stdout + proc.stderr).strip()
 
 
@@ -141,7 +168,19 @@ OPEN_FINDINGS = (
 
 
 #: Table order: faults first, then processes and disks, load, bad input, security.
-ORDER = ("faults", "restart", "disk_full", "shared", "load", "chaos", "bad_input", "config", "recall", "secrets", "tenancy")
+ORDER = (
+    "faults",
+    "restart",
+    "disk_full",
+    "shared",
+    "load",
+    "chaos",
+    "bad_input",
+    "config",
+    "recall",
+    "secrets",
+    "tenancy",
+)
 
 
 def _order(row: dict[str, Any]) -> tuple[int, str]:
@@ -236,7 +275,10 @@ def render(
                 f"{notes.get('error_kinds') or ''}; {row['lost']} acknowledged writes lost; integrity {notes['integrity']}.",
             ]
     if layouts and "error" in layouts:
-        lines += ["", f"The gateway layouts benchmark failed in this run: `{_cell(layouts['error'])}`."]
+        lines += [
+            "",
+            f"The gateway layouts benchmark failed in this run: `{_cell(layouts['error'])}`.",
+        ]
     elif layouts:
         lines += [
             "",
@@ -280,7 +322,11 @@ def render(
     rc, text = audit
     tail = "\n".join(text.splitlines()[-16:])
     summary = next((line for line in text.splitlines() if line.startswith("audit:")), "")
-    if rc != 0 and "known vulnerabilities" in summary and not summary.rstrip().endswith(" 0 known vulnerabilities"):
+    if (
+        rc != 0
+        and "known vulnerabilities" in summary
+        and not summary.rstrip().endswith(" 0 known vulnerabilities")
+    ):
         verdict = "known vulnerabilities were found (listed below); CI fails until they are fixed"
     elif rc != 0:
         verdict = "the audit could not run"
@@ -306,13 +352,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=sorted(MODES), default="full")
     parser.add_argument("--out", default=str(REPO / "RELIABILITY.md"))
     parser.add_argument("--skip-audit", action="store_true")
-    parser.add_argument("--skip-benchmark", action="store_true", help="leave out the gateway layouts benchmark")
-    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (for example -k faults)")
+    parser.add_argument(
+        "--skip-benchmark", action="store_true", help="leave out the gateway layouts benchmark"
+    )
+    parser.add_argument(
+        "pytest_args", nargs="*", help="extra pytest arguments (for example -k faults)"
+    )
     args = parser.parse_args(argv)
     rows, outcome, elapsed = run_suite(args.mode, args.pytest_args)
     layouts = None if args.skip_benchmark else run_layouts(args.mode)
     audit = (0, "audit skipped (--skip-audit)") if args.skip_audit else run_audit()
-    Path(args.out).write_text(render(args.mode, rows, outcome, elapsed, audit, layouts), encoding="utf-8")
+    Path(args.out).write_text(
+        render(args.mode, rows, outcome, elapsed, audit, layouts), encoding="utf-8"
+    )
     print(f"wrote {args.out}: {len(rows)} scenarios, pytest exit {outcome.get('exit_code')}")
     return 0 if outcome.get("exit_code") == 0 else 1
 
