@@ -23,6 +23,7 @@ from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError, NotFound
 from memcore.ports import Embedder
 from memcore.scope import Scope
+from memcore_sqlite import code_pages
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
@@ -240,12 +241,16 @@ class StoreBase:
         added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
         removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
     ) -> None:
-        # Runs after COMMIT: a rolled-back write must not reach the cache.
-        if self._vectors is not None:
-            cache = self._vectors
-            self._post_commit.append(
-                lambda: cache.apply_write(store_id, gen[0], gen[1], added, removed)
-            )
+        """Write the code pages inside the transaction; update the cache after COMMIT."""
+        if self._vectors is None or self.embedder is None:
+            return
+        cache = self._vectors
+        codes = cache.encode(added)
+        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, codes)
+        # After COMMIT: a rolled-back write must not reach the cache.
+        self._post_commit.append(
+            lambda: cache.apply_write(store_id, gen[0], gen[1], codes, removed)
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -1,22 +1,26 @@
 """The search path: argument checks, candidate generation, fusion and the hits it returns.
 
 Candidates come from two signals: lexical (:func:`memcore_sqlite.ranking.lexical` over FTS5)
-and vector (exact cosine over the scope's cached matrix, :mod:`memcore_sqlite.vectors`).
+and vector (two-stage: codes pick candidates, exact cosine rescores them; :mod:`memcore_sqlite.vectors`).
 :func:`memcore_sqlite.ranking.fuse` merges them into one ordering.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
 from memcore.scope import ScopePattern
 from memcore.values import SearchHit
-from memcore_sqlite import analysis, ranking, tags
-from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, pattern_sql
-from memcore_sqlite.vectors import VectorCache
+from memcore_sqlite import analysis, code_pages, ranking, tags
+from memcore_sqlite.quantize import Codes
+from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row
+from memcore_sqlite.vectors import FetchVectors, VectorCache
+
+#: Seqs per statement when rescoring (SQLite's smallest parameter limit is 999).
+_FETCH_CHUNK = 500
 
 
 def check_search(
@@ -46,16 +50,11 @@ def vector_candidates(
     pattern: ScopePattern,
     restrict: str | None,
 ) -> tuple[Any, Any]:
-    """The pattern's cached matrix (reloaded when stale) and the seqs filters allow."""
+    """The pattern's cached codes (reloaded when stale) and the seqs filters allow."""
     gen = int(conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0])
-    where, params = pattern_sql(pattern, "m.")
 
-    def load() -> Iterator[tuple[int, bytes]]:
-        yield from conn.execute(
-            "SELECT v.seq, v.vector FROM memories m JOIN memory_vectors v ON v.seq = m.seq"
-            f" WHERE m.store_id = ?{where} AND v.model = ?",
-            (store_id, *params, model),
-        )
+    def load() -> Codes:
+        return code_pages.load(conn, store_id, model, pattern.as_tuple(), vectors.dimension)
 
     entry = vectors.get((store_id, pattern.as_tuple()), gen, load)
     allowed = None
@@ -73,6 +72,21 @@ def vector_candidates(
             dtype=numpy.int64,
         )
     return entry, allowed
+
+
+def float_vectors(conn: sqlite3.Connection, model: str) -> FetchVectors:
+    """Reads the exact vectors of a few candidates by primary key, inside the snapshot."""
+
+    def fetch(seqs: Sequence[int]) -> Iterator[tuple[int, bytes]]:
+        for start in range(0, len(seqs), _FETCH_CHUNK):
+            chunk = seqs[start : start + _FETCH_CHUNK]
+            yield from conn.execute(
+                "SELECT seq, vector FROM memory_vectors"
+                f" WHERE seq IN ({','.join('?' * len(chunk))}) AND model = ?",
+                (*chunk, model),
+            )
+
+    return fetch
 
 
 def ranked(
@@ -100,12 +114,10 @@ def ranked(
     )
     semantic: dict[int, float] = {}
     if qvec is not None and vectors is not None and model is not None:
-        # Scoring in a thread beside FTS5 was measured slower on 2 cores: BLAS already
-        # uses both, so the two compete.
         entry, allowed = vector_candidates(
             conn, vectors, model, store_id, pattern, restrict if flt else None
         )
-        semantic = dict(vectors.top(entry, qvec, want, allowed))
+        semantic = dict(vectors.top(entry, qvec, want, float_vectors(conn, model), allowed))
     lexical = ranking.lexical(conn, lexq, want, top_k) if use_lexical else {}
     fused = ranking.fuse(lexical, semantic)
     return sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))
