@@ -50,7 +50,7 @@ def _two_stage(rows: Any, query: Any, n: int, **sizes: Any) -> list[tuple[int, f
     def fetch(wanted: Sequence[int]) -> list[tuple[int, bytes]]:
         return [(s, blobs[s]) for s in wanted]
 
-    entry = _Entry(0, encode(seqs, rows))
+    entry = _Entry(0, encode(seqs, rows), None)
     return cache.top(entry, query, n, fetch)
 
 
@@ -110,13 +110,25 @@ def _expected(table: dict[str, Any], live: list[str], query: Any, k: int) -> lis
     return [live[i] for i in order[:k]]
 
 
+def _open(path: Path, embedder: Any, exact_rows: int) -> SqliteMemoryStore:
+    """A store whose scopes up to ``exact_rows`` rows are scanned exactly (0: always two-stage)."""
+    store = SqliteMemoryStore(path, embedder=embedder)
+    assert store._vectors is not None
+    store._vectors.exact_rows = exact_rows
+    return store
+
+
+BOTH = pytest.mark.parametrize("exact_rows", [0, 2_000], ids=["two-stage", "small-exact"])
+
+
 def _texts(store: SqliteMemoryStore, scope: Scope, query: Any, k: int = 10) -> list[str]:
     hits = store.search_vector(STORE, scope.tenant_pattern(), "q", query, mode="vector", top_k=k)
     return [h.memory.text for h in hits]
 
 
+@BOTH
 def test_adds_updates_and_deletes_are_seen_by_this_process_and_a_fresh_one(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, exact_rows: int
 ) -> None:
     monkeypatch.setattr(code_pages, "PAGE_ROWS", 16)  # many pages, splits and empty pages
     rows, query = _data(400, 5)
@@ -125,7 +137,7 @@ def test_adds_updates_and_deletes_are_seen_by_this_process_and_a_fresh_one(
     table.update({f"new {i}": r for i, r in enumerate(_data(50, 6)[0])})
     embedder = TableEmbedder(table)
     live = list(texts)
-    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+    with _open(db_path, embedder, exact_rows) as store:
         store.ensure_store(STORE)
         ids = store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
         assert _texts(store, ALICE, query) == _expected(table, live, query, 10)
@@ -143,13 +155,14 @@ def test_adds_updates_and_deletes_are_seen_by_this_process_and_a_fresh_one(
     # Updated rows keep their seq, so their place in the tie order is where they were.
     expected = _expected(table, live, query, 30)
     assert in_process == expected
-    with SqliteMemoryStore(db_path, embedder=embedder) as fresh:
+    with _open(db_path, embedder, exact_rows) as fresh:
         assert _texts(fresh, ALICE, query, 30) == expected
 
 
-def test_a_write_by_another_process_reaches_a_loaded_scope(db_path: Path) -> None:
+@BOTH
+def test_a_write_by_another_process_reaches_a_loaded_scope(db_path: Path, exact_rows: int) -> None:
     embedder = HashingEmbedder(DIM)
-    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+    with _open(db_path, embedder, exact_rows) as store:
         store.ensure_store(STORE)
         ids = store.add_many(
             STORE, [TextItem(ALICE, f"note {i} about gardening") for i in range(300)]
@@ -177,11 +190,12 @@ def test_a_write_by_another_process_reaches_a_loaded_scope(db_path: Path) -> Non
         assert gone not in _texts(store, ALICE, embedder.embed([gone])[0], 50)
 
 
-def test_a_tenant_never_sees_another_tenants_vectors(db_path: Path) -> None:
+@BOTH
+def test_a_tenant_never_sees_another_tenants_vectors(db_path: Path, exact_rows: int) -> None:
     rows, query = _data(300, 7)
     table = {f"alice {i}": r for i, r in enumerate(rows)}
     table.update({"bob exact": query, **{f"bob {i}": r for i, r in enumerate(rows)}})
-    with SqliteMemoryStore(db_path, embedder=TableEmbedder(table)) as store:
+    with _open(db_path, TableEmbedder(table), exact_rows) as store:
         store.ensure_store(STORE)
         store.add_many(STORE, [TextItem(ALICE, f"alice {i}") for i in range(300)])
         store.add_many(
@@ -202,5 +216,19 @@ def test_a_file_from_before_code_pages_gets_them_on_open(db_path: Path) -> None:
     conn = sqlite3.connect(db_path)
     conn.executescript("DROP TABLE vector_pages; PRAGMA user_version = 1;")
     conn.close()
-    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+    with _open(db_path, embedder, 0) as store:
         assert _texts(store, ALICE, query) == _expected(table, list(table), query, 10)
+
+
+def test_a_small_scope_that_grows_past_the_exact_size_still_finds_the_best(db_path: Path) -> None:
+    rows, query = _data(200, 9)
+    texts = [f"memory {i}" for i in range(200)]
+    table = dict(zip(texts, rows))
+    with _open(db_path, TableEmbedder(table), 100) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in texts[:80]])
+        assert _texts(store, ALICE, query) == _expected(table, texts[:80], query, 10)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in texts[80:]])  # 200 > 100 now
+        assert store._vectors is not None
+        assert all(e.matrix is None for e in store._vectors._entries.values())
+        assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)

@@ -245,11 +245,12 @@ class StoreBase:
         if self._vectors is None or self.embedder is None:
             return
         cache = self._vectors
-        codes = cache.encode(added)
-        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, codes)
+        written = cache.encode(added)
+        pages = [(scope, codes) for scope, codes, _ in written]
+        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
         # After COMMIT: a rolled-back write must not reach the cache.
         self._post_commit.append(
-            lambda: cache.apply_write(store_id, gen[0], gen[1], codes, removed)
+            lambda: cache.apply_write(store_id, gen[0], gen[1], written, removed)
         )
 
     def close(self) -> None:

@@ -56,7 +56,7 @@ def vector_candidates(
     def load() -> Codes:
         return code_pages.load(conn, store_id, model, pattern.as_tuple(), vectors.dimension)
 
-    entry = vectors.get((store_id, pattern.as_tuple()), gen, load)
+    entry = vectors.get((store_id, pattern.as_tuple()), gen, load, float_vectors(conn, model))
     allowed = None
     if restrict is not None:
         import numpy

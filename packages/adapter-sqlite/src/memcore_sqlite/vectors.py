@@ -35,6 +35,11 @@ FIRST_PASS_MIN = 2_000
 FIRST_PASS_SHARE = 0.03
 RESCORE_PER_RESULT = 8
 RESCORE_MIN = 100
+#: Scopes up to this size keep their float vectors in memory and are scanned exactly
+#: (about 3 MB at 384 dimensions).
+EXACT_ROWS = 2_000
+#: One write's new vectors in one scope: (scope, their codes, their float32 rows).
+Written = tuple[tuple[str, str, str, str], Codes, "np.ndarray"]
 
 
 def _np() -> Any:
@@ -74,21 +79,30 @@ def _keep_smallest(key: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
 
 
 class _Entry:
-    """Growable codes: appends are amortised O(d), removals swap in the last row."""
+    """Growable codes: appends are amortised O(d), removals swap in the last row.
 
-    def __init__(self, generation: int, codes: Codes) -> None:
+    A scope of at most ``exact_rows`` rows also keeps its float vectors (``matrix``, aligned
+    with the codes) and is scanned exactly: for small scopes that is cheaper than reading
+    candidates back from the file, and its cost does not depend on the file's size.
+    """
+
+    def __init__(self, generation: int, codes: Codes, matrix: np.ndarray | None) -> None:
         self.generation = generation
         self.n = len(codes)
         self._codes = codes
+        self.matrix = matrix
 
     def view(self) -> Codes:
         return self._codes.take(slice(0, self.n))
 
-    def append(self, codes: Codes) -> None:
+    def append(self, codes: Codes, vectors: np.ndarray, exact_rows: int) -> None:
         np_ = _np()
         have = self._codes
-        if self.n + len(codes) > len(have):
-            cap = max(16, 2 * (self.n + len(codes)))
+        total = self.n + len(codes)
+        if self.matrix is not None and total > exact_rows:
+            self.matrix = None  # grown past the exact size: two-stage from now on
+        if total > len(have):
+            cap = max(16, 2 * total)
             grown = Codes(
                 np_.empty(cap, np_.int64),
                 np_.empty((cap, have.bits.shape[1]), np_.uint64, order="F"),
@@ -98,9 +112,15 @@ class _Entry:
             for new, old in zip(attrs_fields(grown), attrs_fields(have)):
                 new[: self.n] = old[: self.n]
             self._codes = have = grown
+            if self.matrix is not None:
+                matrix = np_.empty((cap, self.matrix.shape[1]), np_.float32)
+                matrix[: self.n] = self.matrix[: self.n]
+                self.matrix = matrix
         for new, old in zip(attrs_fields(have), attrs_fields(codes)):
-            new[self.n : self.n + len(codes)] = old
-        self.n += len(codes)
+            new[self.n : total] = old
+        if self.matrix is not None:
+            self.matrix[self.n : total] = vectors
+        self.n = total
 
     def remove(self, seq: int) -> None:
         np_ = _np()
@@ -109,7 +129,10 @@ class _Entry:
             return
         i, last = int(where[0]), self.n - 1
         if i != last:
-            for column in attrs_fields(self._codes):
+            columns = [*attrs_fields(self._codes)]
+            if self.matrix is not None:
+                columns.append(self.matrix)
+            for column in columns:
                 column[i] = column[last]
         self.n = last
 
@@ -124,7 +147,8 @@ class VectorCache:
     ``first_pass_share`` of the rows (at least ``first_pass_min``) survive the sign-bit stage
     (larger values trade speed for recall). The int8 stage keeps only rows that can still be
     among the best, at most ``rescore_per_result`` times the number wanted (at least
-    :data:`RESCORE_MIN`); those are rescored exactly.
+    :data:`RESCORE_MIN`); those are rescored exactly. Scopes of at most ``exact_rows`` rows
+    keep their float vectors and are scanned exactly instead.
     """
 
     def __init__(
@@ -135,12 +159,14 @@ class VectorCache:
         first_pass_min: int = FIRST_PASS_MIN,
         first_pass_share: float = FIRST_PASS_SHARE,
         rescore_per_result: int = RESCORE_PER_RESULT,
+        exact_rows: int = EXACT_ROWS,
     ) -> None:
         self.dimension = dimension
         self.max_rows = max_rows
         self.first_pass_min = first_pass_min
         self.first_pass_share = first_pass_share
         self.rescore_per_result = rescore_per_result
+        self.exact_rows = exact_rows
         self._entries: OrderedDict[PatternKey, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -155,39 +181,50 @@ class VectorCache:
     def to_blob(vector: np.ndarray) -> bytes:
         return bytes(vector.astype("<f4", copy=False).tobytes())
 
-    def encode(
-        self, added: Sequence[tuple[Scope4, int, np.ndarray | None]]
-    ) -> list[tuple[Scope4, Codes]]:
-        """The codes of a write's new vectors, one batch per scope."""
+    def encode(self, added: Sequence[tuple[Scope4, int, np.ndarray | None]]) -> list[Written]:
+        """The codes of a write's new vectors (and the vectors), one batch per scope."""
         np_ = _np()
         by_scope: dict[Scope4, list[tuple[int, np.ndarray]]] = defaultdict(list)
         for scope, seq, vector in added:
             if vector is not None:
                 by_scope[scope].append((seq, vector))
-        return [
-            (
-                scope,
-                quantize.encode(
-                    np_.asarray([s for s, _ in rows], dtype=np_.int64),
-                    np_.asarray([v for _, v in rows], dtype=np_.float32),
-                ),
-            )
-            for scope, rows in by_scope.items()
-        ]
+        out: list[Written] = []
+        for scope, rows in by_scope.items():
+            matrix = np_.asarray([v for _, v in rows], dtype=np_.float32)
+            seqs = np_.asarray([s for s, _ in rows], dtype=np_.int64)
+            out.append((scope, quantize.encode(seqs, matrix), matrix))
+        return out
 
-    def get(self, key: PatternKey, generation: int, load: Callable[[], Codes]) -> _Entry:
+    def get(
+        self, key: PatternKey, generation: int, load: Callable[[], Codes], fetch: FetchVectors
+    ) -> _Entry:
         """The entry for ``key`` at ``generation``, loading it from the database when stale."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry.generation == generation:
                 self._entries.move_to_end(key)
                 return entry
-        entry = _Entry(generation, load())
+        codes = load()
+        matrix = None
+        if len(codes) <= self.exact_rows:
+            codes, matrix = self._floats(codes, fetch)
+        entry = _Entry(generation, codes, matrix)
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
             self._evict()
         return entry
+
+    def _floats(self, codes: Codes, fetch: FetchVectors) -> tuple[Codes, np.ndarray]:
+        """The float vectors of a small scope, aligned with its codes."""
+        np_ = _np()
+        width = 4 * self.dimension
+        blobs = {seq: blob for seq, blob in fetch(codes.seqs.tolist()) if len(blob) == width}
+        if len(blobs) < len(codes):  # a vector of another model replaced this one
+            codes = codes.take(np_.asarray([int(s) in blobs for s in codes.seqs], dtype=bool))
+        joined = b"".join(blobs[int(s)] for s in codes.seqs)
+        matrix = np_.frombuffer(bytearray(joined), dtype="<f4").reshape(len(codes), self.dimension)
+        return codes, matrix
 
     def _evict(self) -> None:
         total = sum(e.n for e in self._entries.values())
@@ -200,7 +237,7 @@ class VectorCache:
         store_id: int,
         before: int,
         after: int,
-        added: Sequence[tuple[Scope4, Codes]],
+        added: Sequence[Written],
         removed: Sequence[tuple[Scope4, int]],
     ) -> None:
         """Apply this process's own write; entries that missed another writer are dropped."""
@@ -214,9 +251,9 @@ class VectorCache:
                 for scope, seq in removed:
                     if pattern_matches(pattern, scope):
                         entry.remove(seq)
-                for scope, codes in added:
+                for scope, codes, matrix in added:
                     if pattern_matches(pattern, scope):
-                        entry.append(codes)
+                        entry.append(codes, matrix, self.exact_rows)
                 entry.generation = after
 
     def drop_store(self, store_id: int) -> None:
@@ -235,8 +272,14 @@ class VectorCache:
         """The ``n`` best (seq, cosine) pairs; ``allowed`` restricts to those seqs."""
         np_ = _np()
         codes = entry.view()
-        if allowed is not None:
-            codes = codes.take(np_.flatnonzero(np_.isin(codes.seqs, allowed)))
+        rows = np_.flatnonzero(np_.isin(codes.seqs, allowed)) if allowed is not None else None
+        if entry.matrix is not None:
+            matrix = entry.matrix[: entry.n]
+            if rows is not None:
+                return exact_top(codes.seqs[rows], matrix[rows], query, n)
+            return exact_top(codes.seqs, matrix, query, n)
+        if rows is not None:
+            codes = codes.take(rows)
         if not len(codes) or n <= 0:
             return []
         seqs, q8, scales = codes.seqs, codes.q8, codes.scales
