@@ -91,11 +91,13 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         min_similarity: float | None = None,
         mode: str | None = None,
     ) -> list[SearchHit]:
-        """Lexical (FTS5 BM25) and, with an embedder, exact cosine; fused by RRF.
+        """Lexical (FTS5) and, with an embedder, exact cosine, fused into one relevance.
 
-        Scores are in [0, 1]. Lexical: the share of query terms matched, refined by BM25.
-        Vector: the cosine (negative clipped to 0). Hybrid: the RRF score divided by its
-        maximum (1.0 = first in both lists). ``mode`` (``lexical``, ``vector``, ``hybrid``)
+        Scores are relevances in [0, 1], comparable across queries (``min_similarity`` filters
+        on them). Lexical: the IDF-weighted share of the query's terms the memory holds.
+        Vector: the cosine (negative clipped to 0). Hybrid: their convex combination
+        (:func:`memcore_sqlite.ranking.fuse`); ``SearchHit.signals`` holds both. The first k
+        hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
         overrides :attr:`search_mode` for one call. ``enable_rerank`` has no local meaning.
         """
         started = time.perf_counter()
@@ -165,7 +167,6 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
                 sid,
                 pattern,
                 query,
-                top_k,
                 flt,
                 qvec,
                 self._vectors,

@@ -38,8 +38,13 @@ class Memory:
 
 @attrs.frozen
 class SearchHit:
+    """One search result. ``score`` is its relevance in [0, 1] (what ``min_similarity``
+    filters on); ``signals`` holds the per-signal scores it was fused from, when the backend
+    reports them (the embedded store: ``lexical`` and ``vector``, each in [0, 1])."""
+
     memory: Memory
     score: float
+    signals: Mapping[str, float] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
 
 
 @attrs.frozen
