@@ -66,7 +66,7 @@ class RealVectors:
         return out
 
     def corpus(self, n: int, seed: int = 0) -> tuple[list[str], Any]:
-        """``n`` distinct (text, unit vector) pairs: the first real turn's text of each mix."""
+        """``n`` distinct (text, unit vector) pairs: the main real turn's text of each mix."""
         rng = np.random.default_rng(seed)
         m = len(self.texts)
         a = rng.integers(0, m, n)
@@ -76,5 +76,8 @@ class RealVectors:
         v = w[:, :1] * self.vectors[a] + w[:, 1:2] * self.vectors[b] + w[:, 2:] * self.vectors[c]
         v += rng.standard_normal(v.shape, dtype=np.float32) * (0.05 / np.sqrt(v.shape[1]))
         v /= np.linalg.norm(v, axis=1, keepdims=True)
-        texts = [f"{self.texts[int(i)]} (#{seed}-{k})" for k, i in enumerate(a)]
+        # At most 90 words: the store embeds a longer text as passages, which would not be
+        # the vector given here.
+        short = [" ".join(t.split()[:90]) for t in self.texts]
+        texts = [f"{short[int(i)]} (#{seed}-{k})" for k, i in enumerate(a)]
         return texts, v.astype(np.float32)

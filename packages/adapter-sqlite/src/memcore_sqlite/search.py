@@ -1,7 +1,7 @@
 """The search path: argument checks, candidate generation, fusion and the hits it returns.
 
 Candidates come from two signals: lexical (:func:`memcore_sqlite.ranking.lexical` over FTS5)
-and vector (two-stage: codes pick candidates, exact cosine rescores them; :mod:`memcore_sqlite.vectors`).
+and vector (codes pick candidates, exact cosine rescores them: :mod:`memcore_sqlite.vectors`).
 :func:`memcore_sqlite.ranking.fuse` merges them into one ordering.
 """
 

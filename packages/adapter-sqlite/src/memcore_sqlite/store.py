@@ -233,7 +233,8 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
                     if scope is None:
                         continue
                     conn.execute(
-                        "INSERT OR REPLACE INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                        "INSERT OR REPLACE INTO memory_vectors (seq, model, vector)"
+                        " VALUES (?, ?, ?)",
                         (seq, self.embedder.name, self._vectors.to_blob(vec)),
                     )
                     added.append((tuple(scope), seq, vec))

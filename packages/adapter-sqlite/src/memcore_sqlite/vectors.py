@@ -6,8 +6,10 @@ A search picks candidates by Hamming distance of sign bits, drops those whose in
 proves they cannot be among the best, and rescores the rest with their float32 vectors read
 from SQLite. Scores are the exact cosines, and the order is the exact scan's whenever the true
 best rows pass the sign-bit stage, the only approximate one (its default size keeps recall@10
-at 1.0 on 100k MiniLM vectors; see ``benchmarks/sqlite_search.py``). Writes made by this process update the entries in place; a
-write by another process shows up as a new store generation and the entry is reloaded.
+at 1.0 on 100k MiniLM vectors; see ``benchmarks/sqlite_search.py``). Scopes of at most
+:data:`EXACT_ROWS` rows keep their float vectors in memory and are scanned exactly. Writes
+made by this process update the entries in place; a write by another process shows up as a
+new store generation and the entry is reloaded.
 numpy is imported here only, and only when a store has an embedder.
 """
 
