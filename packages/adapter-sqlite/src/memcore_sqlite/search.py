@@ -157,33 +157,37 @@ def hits(
     floor: float | None,
     top_k: int,
 ) -> list[SearchHit]:
-    """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor."""
-    seqs = [s for s, _ in order]
-    # One statement fetches them all: the lexical and vector rankings each return at most
-    # ranking.POOL (100) seqs, so there are at most 200 parameters, within SQLite's smallest
-    # limit of 999.
-    rows = {}
-    if seqs:
-        marks = ",".join("?" * len(seqs))
+    """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor.
+
+    Rows are read in slices of the order, so a search reads about ``top_k`` memories, not the
+    whole candidate pool (each is a random page of a large file).
+    """
+    found: list[SearchHit] = []
+    size = max(2 * top_k, 10)
+    for start in range(0, len(order), size):
+        part = order[start : start + size]
+        marks = ",".join("?" * len(part))
         # By primary key only; the store and scope are checked below (a scope clause
         # here would lure the planner onto the scope index and scan the whole scope).
-        for r in conn.execute(
-            f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE seq IN ({marks})", seqs
-        ):
-            rows[int(r[0])] = r
-    found: list[SearchHit] = []
-    for seq, relevance in order:
-        row = rows.get(seq)
-        if row is None or row[-1] != store_id:
-            continue
-        memory = memory_from_row(row)
-        if not pattern.matches(memory.scope):
-            continue
-        if any(memory.metadata.get(k) != v for k, v in flt.items()):
-            continue
-        if floor is not None and relevance.score < floor:
-            continue
-        found.append(SearchHit(memory, relevance.score, relevance.signals))
-        if len(found) == top_k:
-            break
+        rows = {
+            int(r[0]): r
+            for r in conn.execute(
+                f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE seq IN ({marks})",
+                [seq for seq, _ in part],
+            )
+        }
+        for seq, relevance in part:
+            row = rows.get(seq)
+            if row is None or row[-1] != store_id:
+                continue
+            memory = memory_from_row(row)
+            if not pattern.matches(memory.scope):
+                continue
+            if any(memory.metadata.get(k) != v for k, v in flt.items()):
+                continue
+            if floor is not None and relevance.score < floor:
+                continue
+            found.append(SearchHit(memory, relevance.score, relevance.signals))
+            if len(found) == top_k:
+                return found
     return found

@@ -35,8 +35,8 @@ FetchVectors = Callable[[Sequence[int]], Iterable[tuple[int, bytes]]]
 #: and 8% at 0.9975 for 6k rows (larger sets need a smaller share).
 FIRST_PASS_MIN = 2_000
 FIRST_PASS_SHARE = 0.03
-RESCORE_PER_RESULT = 8
-RESCORE_MIN = 100
+RESCORE_PER_RESULT = 2
+RESCORE_MIN = 60
 #: Scopes up to this size keep their float vectors in memory and are scanned exactly
 #: (about 3 MB at 384 dimensions).
 EXACT_ROWS = 2_000
