@@ -89,24 +89,6 @@ def float_vectors(conn: sqlite3.Connection, model: str) -> FetchVectors:
     return fetch
 
 
-def cosines(
-    conn: sqlite3.Connection, model: str, seqs: Sequence[int], qvec: Any
-) -> dict[int, float]:
-    """The query's cosine with each of ``seqs`` that has a vector of ``model``, read by key."""
-    if not seqs:
-        return {}
-    import numpy
-
-    width = 4 * len(qvec)
-    rows = [
-        (int(seq), blob) for seq, blob in float_vectors(conn, model)(seqs) if len(blob) == width
-    ]
-    if not rows:
-        return {}
-    matrix = numpy.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), -1)
-    return {seq: float(c) for (seq, _), c in zip(rows, matrix @ qvec)}
-
-
 def ranked(
     conn: sqlite3.Connection,
     store_id: int,
@@ -143,7 +125,7 @@ def ranked(
         semantic = dict(vectors.top(entry, qvec, pool, float_vectors(conn, model), allowed))
         if lexical:
             missing = [seq for seq in lexical if seq not in semantic]
-            semantic.update(cosines(conn, model, missing, qvec))
+            semantic.update(vectors.cosines(entry, missing, qvec, float_vectors(conn, model)))
     fused = ranking.fuse(lexical, semantic)
     return sorted(fused.items(), key=lambda kv: (-kv[1].score, -kv[0]))
 

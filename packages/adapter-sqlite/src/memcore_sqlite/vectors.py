@@ -317,16 +317,37 @@ class VectorCache:
             keep = keep[_keep_smallest(-estimate[keep], seqs[keep], cap)]
         return keep
 
-    def _rescore(
-        self, seqs: np.ndarray, query: np.ndarray, n: int, fetch: FetchVectors
-    ) -> list[tuple[int, float]]:
+    def cosines(
+        self, entry: _Entry, seqs: Sequence[int], query: np.ndarray, fetch: FetchVectors
+    ) -> dict[int, float]:
+        """The exact cosine of each of ``seqs`` that has a vector: from memory in a small
+        scope, else read by key."""
+        np_ = _np()
+        if not seqs:
+            return {}
+        if entry.matrix is not None:
+            have = entry.view().seqs
+            rows = np_.flatnonzero(np_.isin(have, np_.asarray(seqs, dtype=np_.int64)))
+            scores = np_.einsum("ij,j->i", entry.matrix[rows], query)
+            return {int(s): float(c) for s, c in zip(have[rows], scores)}
+        have, matrix = self._read(seqs, fetch)
+        scores = np_.einsum("ij,j->i", matrix, query)
+        return {int(s): float(c) for s, c in zip(have, scores)}
+
+    def _read(self, seqs: Sequence[int], fetch: FetchVectors) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs, float32 matrix) of those of ``seqs`` that have a vector of this dimension."""
         np_ = _np()
         width = 4 * self.dimension
         found: list[int] = []
         blobs: list[bytes] = []
-        for seq, blob in fetch(seqs.tolist()):
+        for seq, blob in fetch(seqs):
             if len(blob) == width:
-                found.append(seq)
+                found.append(int(seq))
                 blobs.append(blob)
         matrix = np_.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found), self.dimension)
-        return exact_top(np_.asarray(found, dtype=np_.int64), matrix, query, n)
+        return np_.asarray(found, dtype=np_.int64), matrix
+
+    def _rescore(
+        self, seqs: np.ndarray, query: np.ndarray, n: int, fetch: FetchVectors
+    ) -> list[tuple[int, float]]:
+        return exact_top(*self._read(seqs.tolist(), fetch), query, n)
