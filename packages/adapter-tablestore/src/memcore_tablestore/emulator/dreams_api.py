@@ -14,7 +14,7 @@ from typing import Any
 
 from memcore.errors import MemcoreError, NotFound
 from memcore.limits import utf8_len
-from memcore.scope import WILDCARD, Scope, ScopePattern
+from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Message
 from memcore_tablestore.emulator import dream_planner, fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
@@ -62,10 +62,6 @@ def _thresholds(raw: Any) -> dict[str, float]:
             raise invalid(f"confidenceThresholds.{key} must be from 0 to 1")
         out[name] = value
     return out
-
-
-def _overlap(a: ScopePattern, b: ScopePattern) -> bool:
-    return all(x == WILDCARD or y == WILDCARD or x == y for x, y in zip(a.as_tuple(), b.as_tuple()))
 
 
 def _scopes_of(svc: Service, name: str, pattern: ScopePattern) -> list[Scope]:
@@ -447,7 +443,7 @@ def get_dream(svc: Service, call: Call) -> Answer:
 
 
 def list_dreams(svc: Service, call: Call) -> Answer:
-    """Newest first; a dream is listed when one of its input scopes overlaps ``scope``."""
+    """Newest first; a dream is listed when one of its input scopes lies inside ``scope``."""
     name, body = call.store_name, call.body
     pattern = scopes.list_pattern(body.get("scope"))
     status = fields.choice(body, "status", DREAM_STATUSES)
@@ -458,7 +454,7 @@ def list_dreams(svc: Service, call: Call) -> Answer:
         rows = [
             dict(d.row)
             for d in reversed(st.dreams.values())
-            if any(_overlap(p, pattern) for p in d.inputs)
+            if any(p.within(pattern) for p in d.inputs)
             and (status is None or d.row["status"] == status)
             and low <= d.created_ms <= high
         ]

@@ -316,7 +316,7 @@ class EmulatorServer:
                     raise InvalidInput("faults must be a JSON object", field="faults")
                 self.set_faults(Faults.from_dict(data))
             except (ValueError, MemcoreError) as exc:
-                self._send_error(http, request_id, 400, "OTSParameterInvalid", str(exc))
+                self._send_error(http, request_id, 400, INVALID_PARAMETER, str(exc))
                 return
         self._send_json(http, request_id, 200, self.faults.to_dict())
 
