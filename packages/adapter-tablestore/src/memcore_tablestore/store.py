@@ -82,8 +82,11 @@ class TableStoreMemoryStore:
         try:
             raw = send(call.body)
         except Exception as exc:
-            raise classify(call, exc) from exc
-        return settle(raw)
+            outcome = classify(call, exc)
+            if isinstance(outcome, Failure):
+                raise outcome from exc
+            return outcome  # a 2xx that landed but could not be read
+        return settle(call, raw)
 
     def _execute(self, call: Call) -> dict[str, Any]:
         started = time.monotonic()

@@ -4,8 +4,9 @@ Requests use the service's camelCase keys (``memoryStoreName``, ``scope.appId``,
 memory units come back with snake_case fields (``created_at``, ``unit_type``). Decoding is
 tolerant: either spelling is accepted, a ``{code, data, message}`` envelope is unwrapped, and
 fields we do not model are kept in ``extras``. Anything with the wrong shape is a
-:class:`ProtocolError`, never a stray ``KeyError``. The adapter decodes with this module and
-the emulator encodes with it, so the two cannot drift apart silently.
+:class:`ProtocolError`, never a stray ``KeyError``. The adapter's
+per-API decoders live in :mod:`memcore_tablestore.answers`; the encoders below serve the
+loopback emulator only.
 """
 
 from __future__ import annotations
@@ -303,155 +304,6 @@ def unwrap(body: object) -> dict[str, Any]:
     return body
 
 
-def _list(body: Mapping[str, Any], *keys: str) -> list[Any]:
-    for key in keys:
-        if key in body:
-            value = body[key]
-            if value is None:
-                return []
-            if not isinstance(value, list):
-                raise ProtocolError(f"{key} is not a list", field=key)
-            return value
-    # A service may leave an empty list out, so an answer with nothing in it is an empty page.
-    # An answer with other fields but not the list is not one we understand: reading it as
-    # "nothing found" would, for example, make a landed write look unsent and send it twice.
-    extra = set(body) - _REQUEST_ID_KEYS - _PAGING_KEYS
-    if extra:
-        raise ProtocolError(
-            f"the answer has no {keys[0]} list (fields: {', '.join(sorted(extra)[:5])})",
-            field=keys[0],
-        )
-    return []
-
-
-#: Where an answer carries its page token, the first present one winning (see next_token).
-_TOKEN_KEYS = ("nextToken", "next_token")
-_PAGING_KEYS = frozenset({*_TOKEN_KEYS, "totalCount", "total_count"})
-
-
-def _object(body: Mapping[str, Any], *keys: str) -> object:
-    """The nested object under one of ``keys``, or the body itself when the answer is flat
-    (without the request id the SDK adds, which is not a field of the object)."""
-    for key in keys:
-        if key in body:
-            return body[key]
-    return {k: v for k, v in body.items() if k not in _REQUEST_ID_KEYS}
-
-
-_REQUEST_ID_KEYS = frozenset({"requestId", "_requestId"})
-
-
-def next_token(body: Mapping[str, Any]) -> str | None:
-    token = next((body[key] for key in _TOKEN_KEYS if key in body), None)
-    if token is None or token == "":
-        return None
-    if not isinstance(token, str):
-        raise ProtocolError("nextToken is not a string", field="nextToken")
-    return token
-
-
-def request_id(body: Mapping[str, Any]) -> str | None:
-    rid = body.get("_requestId", body.get("requestId"))
-    return rid if isinstance(rid, str) and rid else None
-
-
-def decode_store(body: Mapping[str, Any]) -> StoreInfo:
-    return decode(StoreInfo, _object(body, "memoryStore", "memory_store"), what="memoryStore")
-
-
-def decode_stores(body: Mapping[str, Any]) -> Page[StoreInfo]:
-    items = _list(body, "memoryStores", "memory_stores")
-    return Page(tuple(decode(StoreInfo, s, what="memoryStores[]") for s in items), next_token(body))
-
-
-def decode_memory(body: Mapping[str, Any]) -> Memory:
-    return decode(Memory, _object(body, "memory", "memoryUnit"), what="memory")
-
-
-def decode_memories(body: Mapping[str, Any]) -> Page[Memory]:
-    items = _list(body, "memories", "memoryUnits")
-    return Page(tuple(decode(Memory, m, what="memories[]") for m in items), next_token(body))
-
-
-def decode_hits(body: Mapping[str, Any]) -> list[SearchHit]:
-    hits: list[SearchHit] = []
-    for item in _list(body, "memories", "hits", "results"):
-        if not isinstance(item, dict):
-            raise ProtocolError("a search hit is not a JSON object", field="memories[]")
-        unit = item.get("memory", item)
-        score = item.get("score", unit.get("score") if isinstance(unit, dict) else None)
-        if (
-            isinstance(score, bool)
-            or not isinstance(score, (int, float))
-            or not math.isfinite(score)
-        ):
-            raise ProtocolError("a search hit has no numeric score", field="memories[].score")
-        hits.append(SearchHit(decode(Memory, unit, what="memories[]", skip="score"), float(score)))
-    return hits
-
-
-def decode_receipt(body: Mapping[str, Any]) -> WriteReceipt:
-    """The AddMemories answer. The task id comes from ``taskId``, never from ``requestId``."""
-    data = _object(body, "task")
-    if not isinstance(data, Mapping):
-        raise ProtocolError("AddMemories answered without a task", field="taskId")
-    task_id = data.get("taskId", data.get("task_id", body.get("taskId")))
-    status = data.get("status", body.get("status"))
-    ids = data.get("memoryIds", data.get("memory_ids", body.get("memoryIds", [])))
-    if task_id is not None and not isinstance(task_id, str):
-        raise ProtocolError("taskId is not a string", field="taskId")
-    if not isinstance(status, str) or not status:
-        raise ProtocolError("AddMemories answered without a status", field="status")
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise ProtocolError("memoryIds is not a list of strings", field="memoryIds")
-    return WriteReceipt(task_id or None, status.lower(), tuple(ids), request_id(body))
-
-
-def decode_messages(body: Mapping[str, Any]) -> Page[Message]:
-    items = _list(body, "messages")
-    return Page(tuple(decode(Message, m, what="messages[]") for m in items), next_token(body))
-
-
-def decode_requests(body: Mapping[str, Any]) -> Page[RequestRecord]:
-    items = _list(body, "requests", "records")
-    return Page(tuple(decode(RequestRecord, r, what="requests[]") for r in items), next_token(body))
-
-
-def decode_scopes(body: Mapping[str, Any]) -> Page[Scope]:
-    out: list[Scope] = []
-    for item in _list(body, "scopes"):
-        try:
-            out.append(scope_from_wire(item, field="scopes[]"))
-        except InvalidInput as exc:
-            raise ProtocolError(
-                f"a listed scope is not concrete ({exc})", field="scopes[]"
-            ) from None
-    return Page(tuple(out), next_token(body))
-
-
-def decode_task(body: Mapping[str, Any]) -> MemoryTask:
-    return decode(MemoryTask, _object(body, "task"), what="task")
-
-
-def decode_tasks(body: Mapping[str, Any]) -> Page[MemoryTask]:
-    items = _list(body, "tasks")
-    return Page(tuple(decode(MemoryTask, t, what="tasks[]") for t in items), next_token(body))
-
-
-def decode_dream(body: Mapping[str, Any]) -> DreamTask:
-    return decode(DreamTask, _object(body, "task", "dreamTask"), what="task")
-
-
-def decode_dreams(body: Mapping[str, Any]) -> Page[DreamTask]:
-    items = _list(body, "tasks", "dreamTasks")
-    return Page(tuple(decode(DreamTask, t, what="tasks[]") for t in items), next_token(body))
-
-
-def decode_actions(body: Mapping[str, Any]) -> Page[DreamAction]:
-    items = _list(body, "actions")
-    return Page(tuple(decode(DreamAction, a, what="actions[]") for a in items), next_token(body))
-
-
 # -- encoding (what the service sends; used by the emulator) --------------------------------
 def _unstructure(value: Any, *, drop: frozenset[str] = frozenset()) -> dict[str, Any]:
     data: dict[str, Any] = CONVERTER.unstructure(value)
@@ -522,20 +374,6 @@ __all__ = [
     "CONVERTER",
     "WIRE_LEVELS",
     "decode",
-    "decode_actions",
-    "decode_dream",
-    "decode_dreams",
-    "decode_hits",
-    "decode_memories",
-    "decode_memory",
-    "decode_messages",
-    "decode_receipt",
-    "decode_requests",
-    "decode_scopes",
-    "decode_store",
-    "decode_stores",
-    "decode_task",
-    "decode_tasks",
     "encode_action",
     "encode_dream",
     "encode_hit",
@@ -546,7 +384,6 @@ __all__ = [
     "encode_record",
     "encode_store",
     "encode_task",
-    "next_token",
     "pattern_from_wire",
     "scope_from_wire",
     "scope_to_wire",
