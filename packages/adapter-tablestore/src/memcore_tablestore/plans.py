@@ -167,10 +167,11 @@ class Plans:
         deadline = time.monotonic() + self.ready_timeout
         started = time.monotonic()
         delay = 0.05
+        waited = False
         while True:
             try:
                 yield Call("ListMemories", probe, retry_conflict=False)
-                if progress is not None and time.monotonic() - started > delay:
+                if progress is not None and waited:
                     progress(f"memory store {store!r} is ready")
                 return
             except (Conflict, NotFound):
@@ -182,6 +183,7 @@ class Plans:
                     f"{self.ready_timeout:.0f}s; try again later",
                     field="memory_store_name",
                 )
+            waited = True
             if progress is not None:
                 progress(
                     f"waiting for memory store {store!r} to initialise its index "
