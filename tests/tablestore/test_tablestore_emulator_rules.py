@@ -366,3 +366,13 @@ def test_messages_keep_their_id_and_rfc3339_time(sdk: Any) -> None:
     bad = [{"role": "user", "content": "x", "timestamp": 1756101130}]
     write = {"memoryStoreName": STORE, "scope": S1, "messages": bad}
     assert refused(lambda: sdk.add_memories(write)) == (400, "INVALID_PARAMETER")
+
+
+def test_evidence_comes_only_when_asked(sdk: Any) -> None:
+    messages = [{"role": "user", "content": "I debug with pdb.", "messageId": "m-7"}]
+    sdk.add_memories({"memoryStoreName": STORE, "scope": S1, "messages": messages, "sync": True})
+    base = {"memoryStoreName": STORE, "scope": S1, "query": "debug pdb"}
+    (plain,) = sdk.search_memories(base)["results"]
+    assert "evidence" not in plain
+    (hit,) = sdk.search_memories({**base, "includeEvidence": True})["results"]
+    assert [e["messageId"] for e in hit["evidence"]] == ["m-7"]
