@@ -141,14 +141,15 @@ def settle(call: Call, raw: Any) -> dict[str, Any]:
 
 
 def classify(call: Call, exc: Exception) -> Failure | dict[str, Any]:
-    """The failure of one attempt; or, for a call that lands on success, the answer of a 2xx
-    whose body the SDK could not parse (it raises ``JsonDecodeError`` with the 2xx status)."""
-    if call.landed_on_success:
-        status = getattr(exc, "get_http_status", lambda: None)()
-        if isinstance(status, int) and 200 <= status < 300:
-            rid = getattr(exc, "get_request_id", lambda: None)()
-            return _landed({"requestId": rid} if isinstance(rid, str) else {}, str(exc)[:200])
-    return failure_from_exception(exc, api=call.api)
+    """The failure of one attempt; or, for a call that lands on success, the answer of a
+    response the SDK could not parse (non-JSON, a JSON array, bad bytes): the SDK reads
+    bodies only once the service has answered, and a write that may have landed is reported
+    as unconfirmed rather than sent again (an unparsable error answer is read the same way)."""
+    failure = failure_from_exception(exc, api=call.api)
+    if call.landed_on_success and type(failure.error) is ProtocolError:
+        rid = getattr(exc, "get_request_id", lambda: None)()
+        return _landed({"requestId": rid} if isinstance(rid, str) else {}, str(failure.error))
+    return failure
 
 
 def _landed(raw: Any, reason: str) -> dict[str, Any]:

@@ -92,7 +92,9 @@ def _one_of(choices: tuple[str, ...]) -> Any:
 
 def _instructions(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and (not isinstance(value, str) or len(value) > 4096):
-        raise _BadValue(attribute.name, f"{attribute.name} must be text of at most 4,096 characters")
+        raise _BadValue(
+            attribute.name, f"{attribute.name} must be text of at most 4,096 characters"
+        )
 
 
 def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
