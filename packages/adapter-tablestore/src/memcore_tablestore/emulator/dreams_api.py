@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from memcore import values
 from memcore.errors import MemcoreError, NotFound
 from memcore.limits import utf8_len
 from memcore.scope import Scope, ScopePattern
@@ -22,22 +23,15 @@ from memcore_tablestore.emulator.dream_planner import Proposal
 from memcore_tablestore.emulator.ledger import Dream, Row
 from memcore_tablestore.emulator.service_errors import invalid, not_found
 
-DREAM_STATUSES = (
-    "queued",
-    "running",
-    "planning",
-    "applying",
-    "completed",
-    "completed_with_failures",
-    "failed",
-    "cancelled",
-)
-RUNNING = frozenset(DREAM_STATUSES[:4])
-ACTION_STATUSES = ("proposed", "applied", "skipped", "failed")
-ACTION_TYPES = ("ADD", "UPDATE", "DELETE", "MERGE", "NOOP", "EMIT_SKILL", "EMIT_PROFILE")
+# The vocabularies of memory.d.ts (DreamTaskStatus, DreamActionStatus, DreamActionType,
+# DreamApplyMode), kept in the core's values.
+DREAM_STATUSES = values.DREAM_STATUSES
+RUNNING = frozenset(DREAM_STATUSES) - values.DREAM_FINAL_STATUSES
+ACTION_STATUSES = values.DREAM_ACTION_STATUSES
+ACTION_TYPES = values.DREAM_ACTION_TYPES
+APPLY_MODES = values.DREAM_APPLY_MODES
 EXTRACT_TYPES = ("EMIT_SKILL", "EMIT_PROFILE")
 TASK_TYPES = ("memory", "skill", "profile")
-APPLY_MODES = ("proposal", "safe_auto")
 OUTPUT_MODES = ("preserve_scope", "promote_scope")
 ORDERS = ("created_at_asc", "created_at_desc", "confidence_desc")
 #: Service defaults (typed SDK, DreamConfidenceThresholds); DELETE has no threshold.

@@ -4,12 +4,13 @@ ListMemoryTasks: the short-term messages, the audit, the scopes and the ingest t
 from __future__ import annotations
 
 from memcore.errors import InvalidInput
-from memcore.values import Message
+from memcore.values import (
+    TASK_STATUSES,  # MemoryTaskStatus of memory.d.ts
+    Message,
+)
 from memcore_tablestore.emulator import encode, fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.service_errors import invalid, not_found
-
-TASK_STATUSES = ("queued", "running", "completed", "failed", "needs_reconcile")
 
 
 def _paged(out: Answer, token: str | None) -> Answer:
