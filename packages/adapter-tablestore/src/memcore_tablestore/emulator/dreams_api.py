@@ -12,9 +12,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from memcore import values
 from memcore.errors import MemcoreError, NotFound
 from memcore.limits import utf8_len
-from memcore.scope import WILDCARD, Scope, ScopePattern
+from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Message
 from memcore_tablestore.emulator import dream_planner, fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
@@ -22,22 +23,15 @@ from memcore_tablestore.emulator.dream_planner import Proposal
 from memcore_tablestore.emulator.ledger import Dream, Row
 from memcore_tablestore.emulator.service_errors import invalid, not_found
 
-DREAM_STATUSES = (
-    "queued",
-    "running",
-    "planning",
-    "applying",
-    "completed",
-    "completed_with_failures",
-    "failed",
-    "cancelled",
-)
-RUNNING = frozenset(DREAM_STATUSES[:4])
-ACTION_STATUSES = ("proposed", "applied", "skipped", "failed")
-ACTION_TYPES = ("ADD", "UPDATE", "DELETE", "MERGE", "NOOP", "EMIT_SKILL", "EMIT_PROFILE")
+# The vocabularies of memory.d.ts (DreamTaskStatus, DreamActionStatus, DreamActionType,
+# DreamApplyMode), kept in the core's values.
+DREAM_STATUSES = values.DREAM_STATUSES
+RUNNING = frozenset(DREAM_STATUSES) - values.DREAM_FINAL_STATUSES
+ACTION_STATUSES = values.DREAM_ACTION_STATUSES
+ACTION_TYPES = values.DREAM_ACTION_TYPES
+APPLY_MODES = values.DREAM_APPLY_MODES
 EXTRACT_TYPES = ("EMIT_SKILL", "EMIT_PROFILE")
 TASK_TYPES = ("memory", "skill", "profile")
-APPLY_MODES = ("proposal", "safe_auto")
 OUTPUT_MODES = ("preserve_scope", "promote_scope")
 ORDERS = ("created_at_asc", "created_at_desc", "confidence_desc")
 #: Service defaults (typed SDK, DreamConfidenceThresholds); DELETE has no threshold.
@@ -62,10 +56,6 @@ def _thresholds(raw: Any) -> dict[str, float]:
             raise invalid(f"confidenceThresholds.{key} must be from 0 to 1")
         out[name] = value
     return out
-
-
-def _overlap(a: ScopePattern, b: ScopePattern) -> bool:
-    return all(x == WILDCARD or y == WILDCARD or x == y for x, y in zip(a.as_tuple(), b.as_tuple()))
 
 
 def _scopes_of(svc: Service, name: str, pattern: ScopePattern) -> list[Scope]:
@@ -447,7 +437,7 @@ def get_dream(svc: Service, call: Call) -> Answer:
 
 
 def list_dreams(svc: Service, call: Call) -> Answer:
-    """Newest first; a dream is listed when one of its input scopes overlaps ``scope``."""
+    """Newest first; a dream is listed when one of its input scopes lies inside ``scope``."""
     name, body = call.store_name, call.body
     pattern = scopes.list_pattern(body.get("scope"))
     status = fields.choice(body, "status", DREAM_STATUSES)
@@ -458,7 +448,7 @@ def list_dreams(svc: Service, call: Call) -> Answer:
         rows = [
             dict(d.row)
             for d in reversed(st.dreams.values())
-            if any(_overlap(p, pattern) for p in d.inputs)
+            if any(p.within(pattern) for p in d.inputs)
             and (status is None or d.row["status"] == status)
             and low <= d.created_ms <= high
         ]

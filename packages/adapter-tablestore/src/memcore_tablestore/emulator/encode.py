@@ -52,10 +52,10 @@ def store_info(info: StoreInfo, meta: StoreMeta, instance: str) -> dict[str, Any
     out: dict[str, Any] = {"otsInstance": instance, "memoryStoreName": info.name}
     if info.description:
         out["description"] = info.description
-    if meta.extract_instructions:
-        out["extractInstructions"] = meta.extract_instructions
+    if info.extract_instructions:
+        out["extractInstructions"] = info.extract_instructions
     out["storageMode"] = meta.storage_mode
     out["createdAt"] = iso(info.created_at)
-    out["updatedAt"] = iso(meta.updated_at or info.created_at)
+    out["updatedAt"] = iso(info.updated_at or info.created_at)
     out["lastSeenAt"] = ZERO_TIME
     return out

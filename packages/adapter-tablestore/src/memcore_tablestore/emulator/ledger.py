@@ -1,6 +1,6 @@
 """What the service keeps that the backing ``MemoryStore`` port does not model.
 
-Store settings (``extractInstructions``, ``storageMode``, ``updatedAt``), index readiness,
+The store's ``storageMode`` and index readiness,
 the request audit, ingest tasks keyed by the AddMemories ``requestId``, and dream tasks with
 their actions. Rows are kept in their wire shape: the ledger *is* the service's record.
 A ledger can outlive one :class:`EmulatorServer` (pass the same one to a restarted server).
@@ -23,9 +23,7 @@ Row = dict[str, Any]
 
 @attrs.define
 class StoreMeta:
-    extract_instructions: str = ""
     storage_mode: str = "ots"
-    updated_at: float | None = None
     #: ``time.monotonic()`` until which data-plane calls answer 409 CONFLICT.
     ready_at: float = 0.0
 

@@ -12,13 +12,15 @@ from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.values import Memory, Message, SearchHit, WriteReceipt
 from memcore_tablestore.emulator import encode, fields, scopes
-from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
+from memcore_tablestore.emulator.context import Answer, Call, Handler, Service, port_page
 from memcore_tablestore.emulator.ledger import Task
 from memcore_tablestore.emulator.service_errors import ServiceError, invalid
 
 MAX_MESSAGE_ID_CHARS = 256
 #: Session-affinity weight of the emulated ranking policy (rankingSignals).
 SESSION_AFFINITY_WEIGHT = 0.1
+MAX_EVIDENCE = 8
+MAX_EVIDENCE_CHARS = 1200
 
 
 def _checked(check: Any, *args: Any, **kwargs: Any) -> Any:
@@ -107,22 +109,35 @@ def add_memories(svc: Service, call: Call) -> Answer:
     return answer
 
 
-def _hit(hit: SearchHit, context: Any) -> Answer:
-    out: Answer = {
-        "unit": encode.unit(hit.memory),
-        "score": hit.score,
-        "similarity": hit.score,
-        "source": "memory",
-    }
+def _evidence(hit: SearchHit) -> list[Answer]:
+    """At most 8 entries, each cut to 1,200 characters (SearchMemoriesRequest notes). The
+    SearchHit type declares no evidence field: the key and item shape are our assumption."""
+    out: list[Answer] = []
+    for item in hit.evidence[:MAX_EVIDENCE]:
+        entry = {k: v for k, v in item.items() if isinstance(v, str)}
+        if "content" in entry:
+            entry["content"] = entry["content"][:MAX_EVIDENCE_CHARS]
+        out.append(entry)
+    return out
+
+
+def _hit(hit: SearchHit, context: Any, evidence: bool) -> Answer:
+    out: Answer = {"unit": encode.unit(hit.memory), "score": hit.score}
+    if hit.similarity is not None:  # "omitted when not computed"
+        out["similarity"] = hit.similarity
     if context is not None:
         same = hit.memory.scope == context
-        out["rankingScore"] = round(
-            min(1.0, hit.score + (SESSION_AFFINITY_WEIGHT if same else 0)), 6
-        )
+        ranking = hit.ranking_score
+        if ranking is None:
+            ranking = hit.score + (SESSION_AFFINITY_WEIGHT if same else 0.0)
+        out["rankingScore"] = round(min(1.0, ranking), 6)
         out["rankingSignals"] = {
             "sameSession": same,
             "sessionAffinityWeight": SESSION_AFFINITY_WEIGHT,
         }
+    out["source"] = hit.source or "memory"
+    if evidence:
+        out["evidence"] = _evidence(hit)
     return out
 
 
@@ -133,7 +148,7 @@ def search(svc: Service, call: Call) -> Answer:
     meta = _checked(limits.check_metadata, body.get("metadata"))
     top_k = fields.whole(body, "topK", 10, 0, limits.MAX_TOP_K)
     floor = fields.fraction(body, "minSimilarity")
-    fields.flag(body, "includeEvidence", False)  # accepted; the evidence shape is not typed
+    evidence = fields.flag(body, "includeEvidence", False)
     context = None
     if body.get("contextScope") is not None:
         try:
@@ -152,8 +167,10 @@ def search(svc: Service, call: Call) -> Answer:
             enable_rerank=fields.flag(body, "enableRerank", True),
             filters=meta or None,
             min_similarity=floor or None,
+            context_scope=context,
+            include_evidence=evidence,
         )
-    results = [_hit(h, context) for h in hits]
+    results = [_hit(h, context, evidence) for h in hits]
     if context is not None:
         results.sort(key=lambda r: -float(r["rankingScore"]))
     call.scope = pattern
@@ -163,12 +180,9 @@ def search(svc: Service, call: Call) -> Answer:
 def list_memories(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
     pattern = scopes.list_pattern(body.get("scope") or {})
-    limit = fields.whole(body, "limit", 50, 1, 100)
-    token = fields.string(body, "nextToken")
-    try:
-        page = svc.store.list_memories(name, pattern, limit=limit, next_token=token or None)
-    except InvalidInput:
-        raise invalid("nextToken is not a token this service issued") from None
+    page = port_page(
+        body, lambda n, t: svc.store.list_memories(name, pattern, limit=n, next_token=t)
+    )
     call.scope = pattern
     out: Answer = {
         "memories": [encode.unit(m) for m in page.items],

@@ -26,11 +26,18 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import attrs
+
 from memcore.errors import ConfigError, InvalidInput, MemcoreError
 from memcore.ports import MemoryStore
 from memcore.scope import Scope
 from memcore_tablestore.emulator import fields, scopes
-from memcore_tablestore.emulator.auth import AuthError, Identity, verify
+from memcore_tablestore.emulator.auth import (
+    AuthError,
+    Identity,
+    response_authorization,
+    verify,
+)
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.faults import Faults
 from memcore_tablestore.emulator.handlers import DATA_PLANE_APIS, TABLE
@@ -56,6 +63,15 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+@attrs.frozen
+class _Signed:
+    """A request whose signature checked out: its answer is signed back."""
+
+    request_id: str
+    api: str
+    headers: Mapping[str, str]
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -316,7 +332,7 @@ class EmulatorServer:
                     raise InvalidInput("faults must be a JSON object", field="faults")
                 self.set_faults(Faults.from_dict(data))
             except (ValueError, MemcoreError) as exc:
-                self._send_error(http, request_id, 400, "OTSParameterInvalid", str(exc))
+                self._send_error(http, request_id, 400, INVALID_PARAMETER, str(exc))
                 return
         self._send_json(http, request_id, 200, self.faults.to_dict())
 
@@ -336,9 +352,10 @@ class EmulatorServer:
         except AuthError as exc:
             self._send_error(http, request_id, 403, "OTSAuthFailed", str(exc))
             return
+        signed = _Signed(request_id, api, headers)
         if error:
             self._send_error(
-                http, request_id, faults.error_status, faults.error_code, "injected failure"
+                http, signed, faults.error_status, faults.error_code, "injected failure"
             )
             return
         if chaos:
@@ -347,18 +364,16 @@ class EmulatorServer:
         handler = TABLE.get(api)
         if handler is None:
             self._send_error(
-                http, request_id, 501, "OTSUnsupportOperation", f"unsupported API {api[:64]!r}"
+                http, signed, 501, "OTSUnsupportOperation", f"unsupported API {api[:64]!r}"
             )
             return
         try:
             parsed = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            self._send_error(http, request_id, 400, INVALID_PARAMETER, "the body is not JSON")
+            self._send_error(http, signed, 400, INVALID_PARAMETER, "the body is not JSON")
             return
         if not isinstance(parsed, dict):
-            self._send_error(
-                http, request_id, 400, INVALID_PARAMETER, "the body is not a JSON object"
-            )
+            self._send_error(http, signed, 400, INVALID_PARAMETER, "the body is not a JSON object")
             return
         if self._record:
             self.recorded.append((api, parsed))
@@ -367,11 +382,11 @@ class EmulatorServer:
             self._drop(http, request_id)
             return
         if status != 200:
-            self._send_error(http, request_id, status, answer["code"], answer["message"])
+            self._send_error(http, signed, status, answer["code"], answer["message"])
             return
         if self.envelope:
             answer = {"code": "OK", "data": answer, "message": "", "requestId": request_id}
-        self._send_json(http, request_id, 200, answer)
+        self._send_json(http, signed, 200, answer)
 
     def _dispatch(self, call: Call, handler: Handler) -> tuple[int, Answer]:
         started = time.perf_counter()
@@ -459,16 +474,24 @@ class EmulatorServer:
         http.end_headers()
         http.wfile.write(payload)
 
-    def _send_json(self, http: _Handler, request_id: str, status: int, data: object) -> None:
+    def _send_json(self, http: _Handler, request: str | _Signed, status: int, data: object) -> None:
+        """``request``: the request id, or the verified request to sign the answer for."""
         payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        self._send(http, status, self._headers(request_id, payload), payload)
+        signed = request if isinstance(request, _Signed) else None
+        request_id = signed.request_id if signed is not None else str(request)
+        headers = self._headers(request_id, payload)
+        if signed is not None:
+            headers["Authorization"] = response_authorization(
+                signed.api, headers, signed.headers, self.identity
+            )
+        self._send(http, status, headers, payload)
 
     def _send_error(
-        self, http: _Handler, request_id: str, status: int, code: str, message: str
+        self, http: _Handler, request: str | _Signed, status: int, code: str, message: str
     ) -> None:
-        self._send_json(
-            http, request_id, status, {"code": code, "message": message, "requestId": request_id}
-        )
+        request_id = request.request_id if isinstance(request, _Signed) else request
+        body = {"code": code, "message": message, "requestId": request_id}
+        self._send_json(http, request, status, body)
 
     def _drop(self, http: _Handler, request_id: str) -> None:
         """Start a response, send part of the body, then hang up."""

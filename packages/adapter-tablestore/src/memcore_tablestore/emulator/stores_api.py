@@ -1,7 +1,8 @@
 """CreateMemoryStore, GetMemoryStore, UpdateMemoryStore, ListMemoryStores, DeleteMemoryStore.
 
 UpdateMemoryStore is a strict PATCH of ``description`` and ``extractInstructions`` (omitted
-or null: unchanged; ``""``: cleared); ``storageMode`` is immutable (typed SDK).
+or null: unchanged; ``""``: cleared); ``storageMode`` is immutable (typed SDK). Both fields
+live in the backing store; the storage mode, which the port cannot be told, in the ledger.
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 import time
 
 from memcore.limits import utf8_len
+from memcore.values import STORAGE_MODES
 from memcore_tablestore.emulator import encode, fields
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.service_errors import invalid
 
-STORAGE_MODES = ("ots", "file+ots", "filemem")
 MAX_DESCRIPTION_BYTES = 1024
 MAX_INSTRUCTIONS_RUNES = 4096
 
@@ -45,10 +46,11 @@ def create_store(svc: Service, call: Call) -> Answer:
     mode = fields.string(call.body, "storageMode") or "ots"
     if mode not in STORAGE_MODES:
         raise invalid("storageMode must be one of ots, file+ots, filemem")
-    svc.store.create_store(name, description=description or "")
+    svc.store.create_store(
+        name, description=description or "", extract_instructions=instructions or None
+    )
     svc.ledger.forget(name)  # records of an earlier store of the same name
     with svc.ledger.of(name) as st:
-        st.meta.extract_instructions = instructions or ""
         st.meta.storage_mode = mode
         st.meta.ready_at = time.monotonic() + svc.init_seconds()
     return _answer(svc, name)
@@ -63,14 +65,9 @@ def update_store(svc: Service, call: Call) -> Answer:
     if "storageMode" in call.body:
         raise invalid("storageMode cannot be changed after creation")
     description, instructions = _description(call), _instructions(call)
-    info = svc.existing(name)
-    if description is not None and description != info.description:
-        svc.store.update_store(name, description=description)
-    with svc.ledger.of(name) as st:
-        if instructions is not None:
-            st.meta.extract_instructions = instructions
-        if description is not None or instructions is not None:
-            st.meta.updated_at = svc.clock()
+    if description is None and instructions is None:
+        return _answer(svc, name)  # a no-op PATCH echoes the store info
+    svc.store.update_store(name, description=description, extract_instructions=instructions)
     return _answer(svc, name)
 
 
