@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from memcore.errors import PermissionDenied, Unavailable
 from memcore.ports import MemoryStore
 from memcore.service import MemoryService
+from memcore_cli.options import GlobalOptions, StoreFactory
 from memcore_cli.settings import Settings, resolve_settings
-from memcore_cli.state import GlobalOptions, StoreFactory
 
 
 def open_default_store(settings: Settings, environ: Mapping[str, str] | None = None) -> MemoryStore:
