@@ -11,7 +11,6 @@ import functools
 import sys
 from collections.abc import Mapping
 
-from memcore.errors import PermissionDenied, Unavailable
 from memcore.ports import MemoryStore
 from memcore.service import MemoryService
 from memcore_cli.options import GlobalOptions, StoreFactory
@@ -64,8 +63,16 @@ class Runtime:
     def store(self) -> MemoryStore:
         """The open store, without creating the memory store inside it."""
         if self._store is None:
-            self._announce_first_run()
+            local = self.settings.backend == "local"
+            first_run = local and not self.settings.db_path.exists()
             self._store = self._factory(self.settings)
+            if first_run and self.settings.db_path.exists():
+                # Said only once the file exists: a home that cannot be created gets the
+                # error alone, not a welcome followed by a failure.
+                sys.stderr.write(
+                    f"memcore: first run; your memories are stored in {self.settings.db_path} "
+                    "(set MEMCORE_HOME to keep them elsewhere)\n"
+                )
         return self._store
 
     def ready_store(self) -> MemoryStore:
@@ -89,24 +96,6 @@ class Runtime:
             policy=self.settings.scope.policy,
             top_k=config.top_k,
             enable_rerank=config.enable_rerank,
-        )
-
-    def _announce_first_run(self) -> None:
-        """Tell people where their memories go, once, when the embedded store is created."""
-        if self.settings.backend != "local" or self.settings.db_path.exists():
-            return
-        folder = self.settings.db_path.parent
-        try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except PermissionError:
-            raise PermissionDenied(
-                f"cannot create {folder} (set MEMCORE_HOME)", field="home"
-            ) from None
-        except OSError as exc:
-            raise Unavailable(f"cannot create {folder} ({exc.strerror})", field="home") from None
-        sys.stderr.write(
-            f"memcore: first run; your memories are stored in {self.settings.db_path} "
-            "(set MEMCORE_HOME to keep them elsewhere)\n"
         )
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from memcore.values import Memory
 from memcore_cli.output import Output
 from memcore_cli.records import memory_record
 from memcore_cli.runtime import Runtime
+from memcore_sqlite.file_modes import FILE_MODE
 
 _BATCH = 64
 
@@ -57,7 +58,7 @@ def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> 
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
-                os.fchmod(fh.fileno(), 0o600)
+                os.fchmod(fh.fileno(), FILE_MODE)
             count = _write_lines(runtime, output, fh)
             fh.flush()
             os.fsync(fh.fileno())

@@ -23,7 +23,15 @@ from typing import Any
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound, Unsupported
+from memcore.errors import (
+    Conflict,
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    StoreClosed,
+    Unsupported,
+)
 from memcore.paging import decode_token, page
 from memcore.ports import Embedder
 from memcore.scope import Scope, ScopePattern
@@ -39,7 +47,7 @@ from memcore.values import (
     StoreInfo,
     WriteReceipt,
 )
-from memcore_sqlite import analysis, ranking, tags
+from memcore_sqlite import analysis, file_modes, ranking, tags
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
@@ -112,23 +120,25 @@ class SqliteMemoryStore:
         self._vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
         )
+        #: True when the file or its folder is not ours to write: reads work, writes are
+        #: refused with PermissionDenied naming the file.
+        self.read_only = self.path != ":memory:" and not _prepare_file(self.path)
         with mapped(self.path):
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
+            self._conn = _connect(self.path, busy_timeout, read_only=self.read_only)
             try:
                 self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-                enable_wal(self._conn, timeout=busy_timeout)
-                self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+                if not self.read_only:
+                    enable_wal(self._conn, timeout=busy_timeout)
+                    self._conn.execute(f"PRAGMA synchronous = {synchronous}")
                 # Freed pages are zeroed, so deleted text does not linger in the file.
                 self._conn.execute("PRAGMA secure_delete = ON")
                 self._conn.execute("PRAGMA foreign_keys = ON")
-                migrate(self._conn)
+                migrate(self._conn, read_only=self.read_only)
             except BaseException:
                 self._conn.close()
                 raise
+        if not self.read_only and self.path != ":memory:":
+            file_modes.restrict(self.path)
         self._closed = False
 
     # -- plumbing -----------------------------------------------------------------------
@@ -173,7 +183,7 @@ class SqliteMemoryStore:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise InvalidInput("this store is closed", field="store")
+            raise StoreClosed(f"this store ({self.path}) is closed", field="store")
 
     def _store_id(self, conn: sqlite3.Connection, name: str) -> int:
         limits.check_store_name(name)
@@ -217,7 +227,10 @@ class SqliteMemoryStore:
         return rid
 
     def _audit_read(self, store: str, operation: str, started: float, **kw: Any) -> None:
-        """Reads log in their own short write, after the snapshot closed."""
+        """Reads log in their own short write, after the snapshot closed (not on a read-only
+        file: a read there must still work)."""
+        if self.read_only:
+            return
         with self._write() as conn:
             row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
             if row is not None:
@@ -294,8 +307,14 @@ class SqliteMemoryStore:
 
     def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> StoreInfo:
         limits.check_store_name(store)
-        if not create:
+        if not create or self.read_only:
             return self.describe_store(store)
+        with self._read() as conn:  # the common case: no write lock for every open
+            row = conn.execute(
+                "SELECT name, description, created_at FROM stores WHERE name = ?", (store,)
+            ).fetchone()
+        if row is not None:
+            return self._info(row)
         with self._write() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO stores (name, description, created_at) VALUES (?, ?, ?)",
@@ -1134,6 +1153,52 @@ class SqliteMemoryStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _prepare_file(path: str) -> bool:
+    """Make the folder (0700) and the file (0600) when missing; False when they are
+    readable but not writable, so the store opens read-only."""
+    file = Path(path)
+    if file.exists():
+        return file_modes.writable(file)
+    file_modes.make_home(file.parent)
+    if not file_modes.writable(file):
+        raise PermissionDenied(
+            f"cannot create {file}: {file.parent} is not writable "
+            "(set MEMCORE_HOME to a writable folder)",
+            field=str(file),
+        )
+    try:
+        file_modes.create_private(file)
+    except OSError as exc:
+        raise PermissionDenied(f"cannot create {file} ({exc.strerror})", field=str(file)) from None
+    return True
+
+
+def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connection:
+    """A connection; read-only ones open by URI, as ``immutable`` when SQLite cannot even make
+    its WAL index next to the file (a read-only folder: nobody writes there meanwhile)."""
+    if not read_only:
+        return sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    uri = Path(path).resolve().as_uri()
+    try:
+        conn = sqlite3.connect(
+            uri + "?mode=ro",
+            uri=True,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(
+            uri + "?mode=ro&immutable=1",
+            uri=True,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
 
 
 def _check_scope(scope: object) -> None:
