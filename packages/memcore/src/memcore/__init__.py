@@ -1,5 +1,6 @@
 """memcore: long-term memory for AI agents. The pure core: scopes, policies, limits, ports."""
 
+from memcore.async_facade import AsyncMemory
 from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
 from memcore.discovery import installed_backends, open_store
 from memcore.errors import (
@@ -36,6 +37,7 @@ from memcore.values import Memory as MemoryUnit
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncMemory",
     "ConfigError",
     "Conflict",
     "DreamAction",
