@@ -21,7 +21,7 @@ from memcore_cli.commands import (
     stores,
     transfer,
 )
-from memcore_cli.group import MemcoreGroup
+from memcore_cli.group import COMMAND_ARGS, MemcoreGroup
 from memcore_cli.options import FORMATS, GlobalOptions, Overrides
 from memcore_cli.state import CliState, configure_logging
 
@@ -131,6 +131,7 @@ def root(
     ctx.call_on_close(state.close)
     configure_logging(debug)
     _check_globals(state.options)
+    state.prepare(ctx.invoked_subcommand, ctx.meta.get(COMMAND_ARGS, []))
 
 
 def _check_globals(options: GlobalOptions) -> None:

@@ -9,24 +9,33 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from collections.abc import Mapping
+from typing import Any
 
 from memcore.ports import MemoryStore
 from memcore.service import MemoryService
 from memcore_cli.options import GlobalOptions, StoreFactory
 from memcore_cli.settings import Settings, resolve_settings
 
+_CONFIGURED: Any = object()
 
-def open_default_store(settings: Settings, environ: Mapping[str, str] | None = None) -> MemoryStore:
+
+def open_default_store(
+    settings: Settings, environ: Mapping[str, str] | None = None, *, embedder: Any = _CONFIGURED
+) -> MemoryStore:
     """Open the selected backend through the ``memcore.backends`` entry points.
 
     TableStore credentials come from ``environ`` when one is given (and only from it), else
-    from the process environment and the Alibaba Cloud default chain.
+    from the process environment and the Alibaba Cloud default chain. ``embedder`` hands the
+    local store an embedder already being loaded (see :meth:`Runtime.warm_embedder`).
     """
     from memcore.discovery import open_store
 
     if settings.backend == "local":
-        return open_store("local", settings.config, path=settings.db_path)
+        if embedder is _CONFIGURED:
+            return open_store("local", settings.config, path=settings.db_path)
+        return open_store("local", settings.config, path=settings.db_path, embedder=embedder)
     if settings.backend == "tablestore":
         from memcore_tablestore.credentials import resolve_credentials
 
@@ -48,12 +57,51 @@ class Runtime:
         self.options = options
         self.environ = environ
         self.settings = resolve_settings(options, environ)
+        self._default_factory = store_factory is None
         if store_factory is None:
             env = environ if explicit_environ else None
             store_factory = functools.partial(open_default_store, environ=env)
         self._factory = store_factory
         self._store: MemoryStore | None = None
         self._ensured = False
+
+    def warm_embedder(self) -> None:
+        """Load the local embedder's model in a thread, now, for a command that will embed.
+
+        The model load (numpy, onnxruntime, the session: most of a ``search``) then overlaps
+        with parsing the command's arguments, importing the core and checking the input;
+        onnxruntime releases the GIL while it builds the session. The store, opened once the
+        load is over, gets this very embedder. A failed load is left for its first ``embed``
+        to report. Commands that do not embed never call this, and never load the model.
+        """
+        if self.settings.backend != "local" or not self._default_factory or self._store:
+            return
+        from memcore_sqlite.backend import choose_embedder
+
+        try:
+            embedder = choose_embedder(self.settings.config.embedder)
+        except Exception:  # reported by the store's own open, with its exit code
+            return
+        warm_up = getattr(embedder, "warm_up", None)
+        if embedder is None or warm_up is None:
+            return
+
+        def load() -> None:
+            try:
+                warm_up()
+            except Exception:  # pragma: no cover - embed() loads again and raises it
+                pass
+
+        thread = threading.Thread(target=load, name="memcore-embedder-load", daemon=True)
+        thread.start()
+        opener = functools.partial(self._factory, embedder=embedder)
+
+        def open_when_loaded(settings: Settings) -> MemoryStore:
+            # numpy must not be imported by two threads at once (it fails half-initialised).
+            thread.join()
+            return opener(settings)
+
+        self._factory = open_when_loaded
 
     @property
     def store_name(self) -> str:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from memcore_cli.output import Output
     from memcore_cli.runtime import Runtime
 
+#: Commands whose every run embeds text (a query or a memory).
+EMBEDDING_COMMANDS = frozenset({"add", "search", "import"})
+HELP_FLAGS = frozenset({"--help", "-h"})
+
 __all__ = [
     "CliState",
     "GlobalOptions",
@@ -74,6 +78,12 @@ class CliState:
         argv = ["memcore", *self.options.scope_argv(), *command.split(), *extra]
         argv += ["--next-token", next_token]
         return "more: " + " ".join(shlex.quote(a) for a in argv)
+
+    def prepare(self, command: str | None, args: Sequence[str]) -> None:
+        """Start what the command will need before it is even parsed: the embedding model
+        for the commands that embed (never for ``--help``)."""
+        if command in EMBEDDING_COMMANDS and not HELP_FLAGS & set(args):
+            self.runtime().warm_embedder()
 
     def runtime(self) -> Runtime:
         """The composition root for this invocation (resolves config; opens nothing yet)."""

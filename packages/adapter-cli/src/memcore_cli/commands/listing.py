@@ -182,7 +182,7 @@ def forget(
             out.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})
         else:
             out.table(COLUMNS, map(_row, found), empty="nothing to forget")
-            out.note(f"dry run: would forget {len(found)} memories")
+            out.note(f"dry run: would forget {_memories(len(found))}")
         return
     if not found:
         out.note("nothing to forget")
@@ -202,10 +202,14 @@ def forget(
         out.line(f"forgot {item['id']}")
 
 
+def _memories(n: int) -> str:
+    return f"{n} memor{'y' if n == 1 else 'ies'}"
+
+
 def _confirm(found: list[Any]) -> None:
     from memcore.errors import InvalidInput
 
-    what = f"{len(found)} memor{'y' if len(found) == 1 else 'ies'}"
+    what = _memories(len(found))
     if not sys.stdin.isatty():
         raise InvalidInput(
             f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes "
