@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+MAIN = "from memcore_cli.app import main; main()"
 
 SOCKETS_AND_SDK = """
 import json, os, sys
@@ -85,7 +86,7 @@ def test_a_script_next_to_a_clone_named_memcore_gets_the_library(tmp_path):
 def _memcore(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMCORE_HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-c", "from memcore_cli.app import main; main()", *args],
+        [sys.executable, "-c", MAIN, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -111,8 +112,7 @@ def test_the_emulator_serves_its_own_database_by_default(tmp_path):
     home = tmp_path / "home"
     env = {**os.environ, "MEMCORE_HOME": str(home)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from memcore_cli.app import main; main()"]
-        + ["--json", "emulator", "serve", "--port", "0"],
+        [sys.executable, "-c", MAIN, "--json", "emulator", "serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

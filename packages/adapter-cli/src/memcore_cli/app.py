@@ -4,6 +4,7 @@ Only Typer and this package's light modules are imported here, so ``memcore --he
 fast; each command imports the core, the backends and rich when it runs.
 """
 
+import os
 import sys
 from typing import Annotated
 
@@ -194,4 +195,7 @@ def command_paths() -> list[list[str]]:
 
 def main() -> None:
     """Console-script entry point."""
+    # Typer parses options through pydantic, whose plugin loader scans every installed
+    # distribution's entry points on first use; memcore uses no pydantic plugin.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     app(prog_name="memcore")

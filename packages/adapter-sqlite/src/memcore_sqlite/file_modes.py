@@ -2,7 +2,8 @@
 
 Memories are personal; the library, the CLI and the Hermes plugin all create their homes and
 files through here, so that no entry point leaves a world-readable database behind. On
-Windows the mode bits mean little and the calls are harmless.
+Windows the mode bits mean little and the calls are harmless. Import-light on purpose: the
+Hermes plugin uses it at start-up.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-
-from memcore.errors import PermissionDenied, Unavailable
 
 HOME_MODE = 0o700
 FILE_MODE = 0o600
@@ -28,11 +27,15 @@ def make_home(folder: str | os.PathLike[str]) -> Path:
         path.mkdir(parents=True, exist_ok=True, mode=HOME_MODE)
         path.chmod(HOME_MODE)  # mkdir's mode is masked by the umask
     except PermissionError:
+        from memcore.errors import PermissionDenied  # the core only on a failure
+
         raise PermissionDenied(
             f"cannot create {path}: permission denied (set MEMCORE_HOME to a writable folder)",
             field=str(path),
         ) from None
     except OSError as exc:
+        from memcore.errors import Unavailable
+
         raise Unavailable(f"cannot create {path} ({exc.strerror})", field=str(path)) from None
     return path
 

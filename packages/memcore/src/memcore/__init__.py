@@ -1,6 +1,7 @@
 """memcore: long-term memory for AI agents. The pure core: scopes, policies, limits, ports."""
 
-from memcore.async_facade import AsyncMemory
+from typing import TYPE_CHECKING, Any
+
 from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
 from memcore.discovery import installed_backends, open_store
 from memcore.errors import (
@@ -33,6 +34,9 @@ from memcore.values import (
     WriteReceipt,
 )
 from memcore.values import Memory as MemoryUnit
+
+if TYPE_CHECKING:
+    from memcore.async_facade import AsyncMemory
 
 __version__ = "0.1.0"
 
@@ -79,3 +83,12 @@ __all__ = [
     "parse_config",
     "resolve_scope",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # asyncio is a heavy import that only asyncio hosts need: load AsyncMemory on first use.
+    if name == "AsyncMemory":
+        from memcore.async_facade import AsyncMemory
+
+        return AsyncMemory
+    raise AttributeError(f"module 'memcore' has no attribute {name!r}")
