@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,15 +45,30 @@ def _env(home: Path, cache: Path) -> dict[str, str]:
     return env
 
 
+_CPU: list[float] = []
+
+
 def _run(argv: list[str], env: dict[str, str], stdin: str | None = None) -> float:
+    """Wall seconds of one run; its CPU seconds (user + system) go to ``_CPU``, a figure
+    that a loaded machine disturbs far less than the wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [str(SCRIPT), *argv], env=env, input=stdin, capture_output=True, text=True, check=False
     )
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"memcore {' '.join(argv)} failed ({done.returncode}): {done.stderr}")
     return elapsed
+
+
+def _timed(argvs: list[list[str]], env: dict[str, str]) -> dict[str, float]:
+    _CPU.clear()
+    summary = _median([_run(argv, env) for argv in argvs])
+    summary["cpu_median_s"] = round(statistics.median(_CPU), 3)
+    return summary
 
 
 def _records(texts: list[str]) -> str:
@@ -112,7 +128,7 @@ def main() -> None:
         if _SRC:
             del commands["count"]
         timings = {
-            name: _median([_run(argv(i), env) for i in range(args.runs)])
+            name: _timed([argv(i) for i in range(args.runs)], env)
             for name, argv in commands.items()
         }
         big = corpus.texts(args.import_size, start=10_000)
@@ -130,6 +146,7 @@ def main() -> None:
         "benchmark": "cli_commands",
         "code": str(args.src) if args.src else "this checkout",
         "store_memories": 1000,
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "search_mode": mode,
         "commands": timings,
         "import": {

@@ -1,0 +1,56 @@
+"""Commands load only what they need: no embedding model for list, get, count or --help, and
+the model for the commands that embed (loaded early, in a thread)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import json, sys
+sys.argv = ["memcore", *json.loads(sys.argv[1])]
+from memcore_cli.app import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print("\\n" + json.dumps({"code": code, "model": "onnxruntime" in sys.modules}))
+"""
+
+
+def _probe(home, args):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMCORE_HOME": str(home)},
+        check=False,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def hybrid_home(tmp_path_factory):
+    pytest.importorskip("onnxruntime")
+    home = tmp_path_factory.mktemp("hybrid")
+    assert _probe(home, ["add", "The user likes green tea"]) == {"code": 0, "model": True}
+    return home
+
+
+@pytest.mark.parametrize(
+    "args", [["list"], ["count"], ["get", "ffffffffff"], ["search", "--help"], ["--help"]]
+)
+def test_commands_that_do_not_embed_never_load_the_model(hybrid_home, args):
+    assert _probe(hybrid_home, args)["model"] is False
+
+
+def test_search_loads_the_model(hybrid_home):
+    assert _probe(hybrid_home, ["search", "what does the user drink?"]) == {
+        "code": 0,
+        "model": True,
+    }
