@@ -11,7 +11,6 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from memcore.config import MemcoreConfig
 from memcore.facade import Memory
 from memcore.paging import pages
 from memcore.scope import Scope
@@ -33,27 +32,10 @@ class AsyncMemory:
         self.sync = memory
 
     @classmethod
-    async def open(
-        cls,
-        backend: str = "local",
-        *,
-        config: MemcoreConfig | None = None,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        **options: Any,
-    ) -> AsyncMemory:
-        """Open a backend by name, off the event loop (opening may create a file or call out)."""
-        memory = await asyncio.to_thread(
-            Memory.open,
-            backend,
-            config=config,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            **options,
-        )
-        return cls(memory)
+    async def open(cls, backend: str = "local", **options: Any) -> AsyncMemory:
+        """:meth:`Memory.open` (same keywords), off the event loop: opening may create a file
+        or call out."""
+        return cls(await asyncio.to_thread(Memory.open, backend, **options))
 
     async def _run(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(call, *args, **kwargs)
