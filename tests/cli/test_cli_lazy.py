@@ -1,5 +1,6 @@
-"""Commands load only what they need: no embedding model for list, get, count or --help, and
-the model for the commands that embed (loaded early, in a thread)."""
+"""Commands load only what they need: no embedding model for add (its vector waits for the
+next search), list, get, count or --help; the model for those that embed (loaded early, in a
+thread)."""
 
 from __future__ import annotations
 
@@ -38,19 +39,25 @@ def _probe(home, args):
 def hybrid_home(tmp_path_factory):
     pytest.importorskip("onnxruntime")
     home = tmp_path_factory.mktemp("hybrid")
-    assert _probe(home, ["add", "The user likes green tea"]) == {"code": 0, "model": True}
+    assert _probe(home, ["add", "The user likes green tea"]) == {"code": 0, "model": False}
     return home
 
 
 @pytest.mark.parametrize(
-    "args", [["list"], ["count"], ["get", "ffffffffff"], ["search", "--help"], ["--help"]]
+    "args",
+    [
+        ["add", "The user likes coffee"],
+        ["list"],
+        ["count"],
+        ["get", "ffffffffff"],
+        ["search", "--help"],
+        ["--help"],
+    ],
 )
 def test_commands_that_do_not_embed_never_load_the_model(hybrid_home, args):
     assert _probe(hybrid_home, args)["model"] is False
 
 
-def test_search_loads_the_model(hybrid_home):
-    assert _probe(hybrid_home, ["search", "what does the user drink?"]) == {
-        "code": 0,
-        "model": True,
-    }
+@pytest.mark.parametrize("args", [["search", "what does the user drink?"], ["add", "--sync", "x"]])
+def test_commands_that_embed_load_the_model(hybrid_home, args):
+    assert _probe(hybrid_home, args) == {"code": 0, "model": True}

@@ -22,20 +22,28 @@ _CONFIGURED: Any = object()
 
 
 def open_default_store(
-    settings: Settings, environ: Mapping[str, str] | None = None, *, embedder: Any = _CONFIGURED
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+    *,
+    embedder: Any = _CONFIGURED,
+    defer_vectors: bool = False,
 ) -> MemoryStore:
     """Open the selected backend through the ``memcore.backends`` entry points.
 
     TableStore credentials come from ``environ`` when one is given (and only from it), else
     from the process environment and the Alibaba Cloud default chain. ``embedder`` hands the
-    local store an embedder already being loaded (see :meth:`Runtime.warm_embedder`).
+    local store an embedder already being loaded (see :meth:`Runtime.warm_embedder`);
+    ``defer_vectors`` lets an ``add`` without ``--sync`` leave its vector to the next search.
     """
     from memcore.discovery import open_store
 
     if settings.backend == "local":
-        if embedder is _CONFIGURED:
-            return open_store("local", settings.config, path=settings.db_path)
-        return open_store("local", settings.config, path=settings.db_path, embedder=embedder)
+        local: dict[str, Any] = {"path": settings.db_path}
+        if embedder is not _CONFIGURED:
+            local["embedder"] = embedder
+        if defer_vectors:
+            local["defer_vectors"] = True
+        return open_store("local", settings.config, **local)
     if settings.backend == "tablestore":
         from memcore_tablestore.credentials import resolve_credentials
 
@@ -60,7 +68,9 @@ class Runtime:
         self._default_factory = store_factory is None
         if store_factory is None:
             env = environ if explicit_environ else None
-            store_factory = functools.partial(open_default_store, environ=env)
+            # A CLI process is short-lived: an ``add`` stores its text at once and the next
+            # search, which loads the model anyway, computes the vector.
+            store_factory = functools.partial(open_default_store, environ=env, defer_vectors=True)
         self._factory = store_factory
         self._store: MemoryStore | None = None
         self._ensured = False

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from memcore_cli.runtime import Runtime
 
 #: Commands whose every run embeds text (a query or a memory).
-EMBEDDING_COMMANDS = frozenset({"add", "search", "import"})
+EMBEDDING_COMMANDS = frozenset({"search", "import"})
 HELP_FLAGS = frozenset({"--help", "-h"})
 
 __all__ = [
@@ -81,8 +81,11 @@ class CliState:
 
     def prepare(self, command: str | None, args: Sequence[str]) -> None:
         """Start what the command will need before it is even parsed: the embedding model
-        for the commands that embed (never for ``--help``)."""
-        if command in EMBEDDING_COMMANDS and not HELP_FLAGS & set(args):
+        for the commands that embed (never for ``--help``; ``add`` only with ``--sync``, as
+        without it the vector is left to the next search)."""
+        words = set(args)
+        embeds = command in EMBEDDING_COMMANDS or (command == "add" and "--sync" in words)
+        if embeds and not HELP_FLAGS & words:
             self.runtime().warm_embedder()
 
     def runtime(self) -> Runtime:

@@ -108,6 +108,7 @@ class SqliteMemoryStore:
         busy_timeout: float = 30.0,
         synchronous: str = "NORMAL",
         vector_cache_rows: int = 1_000_000,
+        defer_vectors: bool = False,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
@@ -115,6 +116,10 @@ class SqliteMemoryStore:
             raise InvalidInput("busy_timeout must be a number of seconds", field="busy_timeout")
         self.path = str(path)
         self.embedder = embedder
+        #: ``add_text`` without ``sync`` stores the text and its lexical index at once and
+        #: leaves the vector to the next semantic search (a pending task until then), so a
+        #: short-lived writer (one CLI ``add``) never loads the model.
+        self.defer_vectors = defer_vectors and embedder is not None
         self._lock = threading.RLock()
         self._post_commit: list[Any] = []
         self._vectors = (
@@ -257,19 +262,22 @@ class SqliteMemoryStore:
         operation: str,
         scope: Scope,
         ids: Sequence[str],
+        *,
+        status: str = "completed",
     ) -> str:
         tid = uuid.uuid4().hex
         now = time.time()
         conn.execute(
             "INSERT INTO tasks (id, store_id, status, operation, scope, created_at, finished_at,"
-            " memory_ids) VALUES (?, ?, 'completed', ?, ?, ?, ?, ?)",
+            " memory_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 tid,
                 store_id,
+                status,
                 operation,
                 json.dumps(scope.as_dict()),
                 now,
-                now,
+                None if status == "pending" else now,
                 json.dumps(list(ids)),
             ),
         )
@@ -501,7 +509,9 @@ class SqliteMemoryStore:
         _check_scope(scope)
         limits.check_text(text)
         meta = limits.check_metadata(metadata)
-        vectors = self._embed([text])
+        deferred = self.defer_vectors and not sync
+        vectors = None if deferred else self._embed([text])
+        status = "pending" if deferred else "completed"
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         with self._write() as conn:
             sid = self._store_id(conn, store)
@@ -509,10 +519,51 @@ class SqliteMemoryStore:
             mid, _ = self._insert(
                 conn, sid, scope, text, meta, "text", vectors[0] if vectors else None, added
             )
-            tid = self._task(conn, sid, "AddMemories", scope, [mid])
+            tid = self._task(conn, sid, "AddMemories", scope, [mid], status=status)
             rid = self._audit(conn, sid, "AddMemories", started, scope=scope, target=mid)
             self._after_write(sid, gen, added)
-        return WriteReceipt(tid, "completed", (mid,), rid)
+        return WriteReceipt(tid, status, (mid,), rid)
+
+    def _index_pending(self, store: str) -> None:
+        """Embed the memories that deferred writes left without a vector, before a semantic
+        search (it has the model loaded anyway), and complete their tasks. Pending tasks are
+        found through their index, so a store without any costs one indexed read."""
+        if self.embedder is None or self._vectors is None or self.read_only:
+            return
+        with self._read() as conn:
+            sid = self._store_id(conn, store)
+            tasks = conn.execute(
+                "SELECT id, memory_ids FROM tasks WHERE store_id = ? AND status = 'pending'"
+                " AND operation = 'AddMemories' ORDER BY seq",
+                (sid,),
+            ).fetchall()
+            ids = [i for _, listed in tasks for i in json.loads(listed)]
+            rows = [
+                row
+                for chunk in range(0, len(ids), 500)
+                for row in conn.execute(
+                    "SELECT m.seq, m.text FROM memories m WHERE m.store_id = ? AND m.id IN"
+                    f" ({','.join('?' * len(ids[chunk : chunk + 500]))}) AND NOT EXISTS"
+                    " (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq)",
+                    (sid, *ids[chunk : chunk + 500]),
+                )
+            ]
+        if not tasks:
+            return
+        vectors = self._embed([text for _, text in rows]) or []
+        with self._write() as conn:
+            self._bump(conn, sid)
+            for (seq, _), vec in zip(rows, vectors):
+                conn.execute(
+                    "INSERT OR IGNORE INTO memory_vectors (seq, model, vector)"
+                    " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE seq = ?)",
+                    (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
+                )
+            conn.executemany(
+                "UPDATE tasks SET status = 'completed', finished_at = ?"
+                " WHERE id = ? AND status = 'pending'",
+                [(time.time(), tid) for tid, _ in tasks],
+            )
 
     def add_many(self, store: str, items: Sequence[TextItem]) -> list[str]:
         """Add many memories in one transaction (embedded in one batch); ids in input order.
@@ -781,6 +832,8 @@ class SqliteMemoryStore:
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
+        if mode != "lexical":
+            self._index_pending(store)
         qvec = self._embed([query]) if mode != "lexical" else None
         return self._search(
             store,
@@ -815,6 +868,7 @@ class SqliteMemoryStore:
         if mode not in ("vector", "hybrid"):
             raise InvalidInput("mode must be vector or hybrid", field="mode")
         qvec = self._vectors.to_array([vector])[0]
+        self._index_pending(store)
         return self._search(
             store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode == "hybrid"
         )
