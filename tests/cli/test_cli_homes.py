@@ -145,3 +145,23 @@ def test_a_closed_sqlite_store_raises_store_closed(tmp_path):
     with pytest.raises(memcore.StoreClosed) as info:
         store.list_stores()
     assert str(tmp_path / "x.db") in str(info.value)
+
+
+def test_an_unreadable_config_exits_4_and_names_it(local_cli, monkeypatch):
+    """Mode bits do not stop root, so the refusal is the operating system's own error."""
+    from pathlib import Path as _Path
+
+    config = local_cli.home / "config.json"
+    real = _Path.read_bytes
+
+    def refuse(self: _Path) -> bytes:
+        if self == config:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(_Path, "read_bytes", refuse)
+    result = local_cli("list")
+    assert result.exit_code == 4
+    assert _first_line(result) == (
+        f"memcore: error: cannot read the config file {config}: permission denied"
+    )
