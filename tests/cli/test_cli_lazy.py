@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+MAIN = "from memcore_cli.app import main; main()"
 PROBE = """
 import json, sys
 sys.argv = ["memcore", *json.loads(sys.argv[1])]
@@ -61,3 +62,20 @@ def test_commands_that_do_not_embed_never_load_the_model(hybrid_home, args):
 @pytest.mark.parametrize("args", [["search", "what does the user drink?"], ["add", "--sync", "x"]])
 def test_commands_that_embed_load_the_model(hybrid_home, args):
     assert _probe(hybrid_home, args) == {"code": 0, "model": True}
+
+
+def test_a_search_refused_while_the_model_loads_still_exits_cleanly(hybrid_home):
+    """The early load must not outlive the process: onnxruntime aborts (SIGABRT) if the
+    interpreter exits while it builds its session."""
+    env = {**os.environ, "MEMCORE_HOME": str(hybrid_home)}
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", MAIN, "search", "q", "--top-k", "51"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert done.stderr == "memcore: error: top_k must be from 1 to 50, not 51\n"

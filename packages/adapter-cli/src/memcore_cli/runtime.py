@@ -74,6 +74,7 @@ class Runtime:
         self._factory = store_factory
         self._store: MemoryStore | None = None
         self._ensured = False
+        self._warming: threading.Thread | None = None
 
     def warm_embedder(self) -> None:
         """Load the local embedder's model in a thread, now, for a command that will embed.
@@ -104,6 +105,7 @@ class Runtime:
 
         thread = threading.Thread(target=load, name="memcore-embedder-load", daemon=True)
         thread.start()
+        self._warming = thread
         opener = functools.partial(self._factory, embedder=embedder)
 
         def open_when_loaded(settings: Settings) -> MemoryStore:
@@ -157,6 +159,11 @@ class Runtime:
         )
 
     def close(self) -> None:
+        if self._warming is not None:
+            # A command that fails before it embeds (bad input) must still let the load
+            # finish: onnxruntime aborts the process if it exits mid-session-creation.
+            self._warming.join()
+            self._warming = None
         if self._store is not None:
             store, self._store = self._store, None
             store.close()
