@@ -14,6 +14,7 @@ from memcore.scope import (
     ScopePattern,
     SessionContext,
     escape_segment,
+    identity_segment,
     normalize_segment,
     resolve_scope,
     unescape_segment,
@@ -125,3 +126,28 @@ def test_long_segments_are_capped_but_unique() -> None:
     b = normalize_segment("x" * 999 + "y")
     assert len(a) <= MAX_SEGMENT_CHARS and len(b) <= MAX_SEGMENT_CHARS
     assert a != b
+
+
+@given(a=st.text(max_size=60), b=st.text(max_size=60))
+def test_identity_segments_are_injective(a: str, b: str) -> None:
+    if a != b and a and b:
+        assert identity_segment(a) != identity_segment(b)
+
+
+@given(user_id=st.text(min_size=1, max_size=60))
+def test_identity_segments_are_reversible_and_never_trimmed(user_id: str) -> None:
+    segment = identity_segment(user_id)
+    assert unescape_segment(segment) == user_id
+    assert segment == segment.strip()  # edge whitespace is escaped, not kept raw
+
+
+@pytest.mark.parametrize(
+    ("user_id", "tenant"),
+    [("alice", "alice"), ("alice ", "alice%20"), ("  ", "%20%20"), ("\u00a0bob", "%C2%A0bob")],
+)
+def test_a_session_user_id_is_escaped_never_stripped(user_id: str, tenant: str) -> None:
+    assert resolve_scope(SessionContext(user_id=user_id)).tenant_id == tenant
+
+
+def test_the_configured_tenant_id_is_trimmed_as_config_hygiene() -> None:
+    assert resolve_scope(SessionContext(user_id="x"), tenant_id="  team  ").tenant_id == "team"

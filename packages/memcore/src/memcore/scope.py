@@ -38,7 +38,7 @@ def escape_segment(raw: str) -> str:
     out: list[str] = []
     for ch in raw:
         if _needs_escape(ch):
-            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+            out.append(_percent(ch))
         else:
             out.append(ch)
     text = "".join(out)
@@ -66,29 +66,49 @@ def _is_hex(pair: str) -> bool:
     return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
 
 
-def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
+def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT, trim: bool = True) -> str:
     """Turn an untrusted session or model string into a safe, concrete scope segment.
 
     Total: any input gives a segment that is non-empty, has no wildcard, separator or control
-    character, and is at most :data:`MAX_SEGMENT_CHARS` long. ``None``, non-strings and blank
-    strings give ``default``.
+    character, and is at most :data:`MAX_SEGMENT_CHARS` long. ``None``, non-strings and empty
+    strings give ``default``. ``trim`` strips surrounding whitespace first (config hygiene);
+    identities (a platform's user id) pass ``trim=False``: two different ids are two segments,
+    and whitespace at either end is escaped rather than dropped.
     """
     if not isinstance(value, str):
         return default
-    stripped = value.strip()
-    if not stripped:
+    raw = value.strip() if trim else value
+    if not raw:
         return default
-    text = escape_segment(stripped)
+    text = _escape_edges(escape_segment(raw))
     if len(text) > MAX_SEGMENT_CHARS:
-        digest = hashlib.sha256(stripped.encode("utf-8", "surrogatepass")).hexdigest()[
-            :_DIGEST_CHARS
-        ]
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
         text = f"{text[: MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1]}~{digest}"
         # Never cut an escape sequence in half; the digest keeps the value unique anyway.
         cut = text.rfind("%", 0, MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1)
         if cut != -1 and cut > MAX_SEGMENT_CHARS - _DIGEST_CHARS - 4:
             text = f"{text[:cut]}~{digest}"
     return text
+
+
+def identity_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
+    """The segment for an opaque identity (a user id): injective, never stripped or folded."""
+    return normalize_segment(value, default=default, trim=False)
+
+
+def _escape_edges(text: str) -> str:
+    """Percent-encode whitespace at either end, which stores and logs would silently lose."""
+    head = len(text) - len(text.lstrip())
+    tail = len(text.rstrip())
+    if head == 0 and tail == len(text):
+        return text
+    if head >= tail:
+        return _percent(text)
+    return _percent(text[:head]) + text[head:tail] + _percent(text[tail:])
+
+
+def _percent(text: str) -> str:
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
 
 
 def _check_segment(name: str, value: str, *, allow_wildcard: bool) -> None:
@@ -234,7 +254,9 @@ def resolve_scope(
 ) -> Scope:
     """Resolve the write scope as the original TableStore plugin does, but safely.
 
-    app: config or ``hermes``; tenant: config ``tenant_id``, session ``user_id``, ``__default__``;
+    app: config or ``hermes``; tenant: config ``tenant_id`` (trimmed), else the session's
+    ``user_id`` (escaped as is: never trimmed or folded, so two ids never share a tenant), else
+    ``__default__``;
     agent: session ``agent_identity`` or ``hermes``; run: ``gateway_session_key``,
     ``session_title``, ``session_id``, ``__default__``. Every string is normalised, so none can
     become a wildcard or name another tenant's scope.
@@ -242,7 +264,7 @@ def resolve_scope(
     app = normalize_segment(app_id, default="hermes")
     tenant = normalize_segment(tenant_id, default="")
     if not tenant:
-        tenant = normalize_segment(session.user_id)
+        tenant = identity_segment(session.user_id)
     agent = normalize_segment(session.agent_identity, default="hermes")
     run = ""
     for candidate in (session.gateway_session_key, session.session_title, session.session_id):
