@@ -15,6 +15,7 @@ from memcore_cli.commands import (
     dream,
     emulator,
     memories,
+    reindex,
     stores,
     transfer,
 )
@@ -117,6 +118,7 @@ app.add_typer(admin.tasks_app, name="tasks")
 app.add_typer(dream.app, name="dream")
 app.add_typer(stores.app, name="stores")
 app.command("doctor")(doctor.doctor)
+app.command("reindex")(reindex.reindex)
 app.add_typer(configure.app, name="config")
 app.command("provision")(configure.provision)
 app.command("export")(transfer.export)

@@ -140,6 +140,9 @@ def ordering_key(entry: OutboxEntry) -> str:
         return f"entry:{entry.key}"
 
 
+_MAX_RECEIPTS = 256
+
+
 class Deliverer:
     """Drains the spool through the store, one entry at a time, in spool order per scope."""
 
@@ -162,6 +165,9 @@ class Deliverer:
         self.clock = clock
         self.delivered = 0
         self.failures = 0
+        #: Memory ids of the explicit memories this process delivered, by spool key (bounded),
+        #: so ``hermes tablestore-mem add`` can print an id that ``forget`` accepts.
+        self.receipts: dict[str, tuple[str, ...]] = {}
         self.stopping = False
         self.owner = new_owner()
         self._store_attempts = 0
@@ -272,7 +278,9 @@ class Deliverer:
                     "tablestore-mem: a replayed write had already landed; not sending it again"
                 )
             else:
-                self._send(store, write)
+                ids = self._send(store, write)
+                if ids:
+                    self._keep_receipt(claimed.key, ids)
         except InvalidInput as exc:
             self.spool.dead_letter(claimed.key, now=self.clock(), reason=f"{exc.code}: {exc}")
             return None
@@ -340,7 +348,13 @@ class Deliverer:
         )
         return False
 
-    def _send(self, store: MemoryStore, write: Write) -> None:
+    def _keep_receipt(self, key: str, ids: tuple[str, ...]) -> None:
+        if len(self.receipts) >= _MAX_RECEIPTS:
+            self.receipts.pop(next(iter(self.receipts)))
+        self.receipts[key] = ids
+
+    def _send(self, store: MemoryStore, write: Write) -> tuple[str, ...]:
+        """Send one write; returns the memory ids an explicit memory got (when known)."""
         service = MemoryService(store, store_name=write.store, scope=write.scope)
         if isinstance(write, MessagesWrite):
             limits.check_messages(write.messages)
@@ -348,9 +362,11 @@ class Deliverer:
                 write.store, write.scope, write.messages, metadata=dict(write.metadata) or None
             )
         elif isinstance(write, TextWrite):
-            service.remember(write.text, metadata=dict(write.metadata) or None)
+            receipt = service.remember(write.text, metadata=dict(write.metadata) or None)
+            return tuple(receipt.memory_ids)
         elif isinstance(write, MirrorWrite):
             send_mirror(service, write)
+        return ()
 
 
 def send_mirror(service: MemoryService, write: MirrorWrite) -> None:
