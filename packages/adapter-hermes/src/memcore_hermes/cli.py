@@ -131,6 +131,8 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def _add(args: argparse.Namespace) -> dict[str, Any]:
+    from memcore.errors import MemcoreError
+
     provider = _open(args)
     runtime = provider.runtime
     try:
@@ -144,7 +146,12 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
                 "scope": str(runtime.scope),
             }
         key = runtime.remember(args.text, metadata=metadata)
-        delivered = runtime.flush(runtime.config.timeout)
+        try:
+            runtime.handle.ready()  # an unreachable endpoint answers in seconds, not a timeout
+        except MemcoreError as exc:
+            delivered, problem = False, exc
+        else:
+            delivered, problem = runtime.flush(runtime.config.timeout), None
         ids = runtime.deliverer.receipts.get(key)
         out: dict[str, Any] = {
             "status": "stored" if delivered or ids else "queued",
@@ -152,6 +159,8 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
             "scope": str(runtime.scope),
         }
         if not delivered and not ids:
+            if problem is not None:
+                out["error"] = problem.to_dict()
             out["note"] = (
                 "kept in the spool; it is delivered when the backend answers (the next start "
                 "retries) and gets its memory id then; --sync waits for it"

@@ -64,8 +64,10 @@ class StoreHandle:
         self._description = description
         self._auto_create = auto_create
         self._lock = threading.Lock()
+        self._ensure_lock = threading.Lock()
         self._store: MemoryStore | None = None
         self._ensured = False
+        self._failure: tuple[MemcoreError | None, float] = (None, 0.0)
         self.last_error: MemcoreError | None = None
 
     @property
@@ -88,21 +90,34 @@ class StoreHandle:
             return self._store
 
     def ready(self) -> MemoryStore:
-        """The store, created if missing (when allowed) and ready for memory operations."""
+        """The store, created if missing (when allowed) and ready for memory operations.
+
+        One ensure runs at a time; a caller that waited for another's failed attempt gets that
+        failure instead of trying again, so a down endpoint costs one connect timeout, not one
+        per thread (warm-up, delivery and a tool call arrive together).
+        """
         store = self.get()
-        with self._lock:
-            if self._ensured:
-                return store
-        try:
-            store.ensure_store(
-                self.store_name, description=self._description, create=self._auto_create
-            )
-        except MemcoreError as exc:
-            self.last_error = exc
-            raise
-        with self._lock:
-            self._ensured = True
-            self.last_error = None
+        asked_at = time.monotonic()
+        with self._ensure_lock:
+            with self._lock:
+                if self._ensured:
+                    return store
+                failure, failed_at = self._failure
+            if failure is not None and failed_at >= asked_at:
+                raise failure
+            try:
+                store.ensure_store(
+                    self.store_name, description=self._description, create=self._auto_create
+                )
+            except MemcoreError as exc:
+                with self._lock:
+                    self.last_error = exc
+                    self._failure = (exc, time.monotonic())
+                raise
+            with self._lock:
+                self._ensured = True
+                self.last_error = None
+                self._failure = (None, 0.0)
         return store
 
     def forget_ready(self) -> None:
