@@ -384,6 +384,36 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         if reset or rewound:
             runtime.clear_recall()
 
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        """After an outage, retry the spooled writes now rather than after their backoff."""
+        runtime = self._runtime
+        if runtime is not None and not runtime.read_only:
+            runtime.retry_waiting()
+
+    def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
+        """What memory holds about the turns being compressed, so the summary keeps it."""
+        from memcore_hermes.hooks import memory_for_compression
+
+        runtime = self._runtime
+        if runtime is None or not messages:
+            return ""
+        return memory_for_compression(runtime, messages)
+
+    def on_delegation(
+        self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any
+    ) -> None:
+        """Keep the delegated task and the subagent's result in the parent's memory."""
+        from memcore.errors import MemcoreError
+        from memcore_hermes.hooks import record_delegation
+
+        runtime = self._live("the delegation")
+        if runtime is None or runtime.read_only:
+            return
+        try:
+            record_delegation(runtime, task, result, child_session_id)
+        except MemcoreError as exc:
+            logger.warning("tablestore-mem: delegation not recorded (%s: %s)", exc.code, exc)
+
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
         runtime = self._runtime
         if runtime is not None:

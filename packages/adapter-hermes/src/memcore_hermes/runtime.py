@@ -242,6 +242,11 @@ class MemoryRuntime:
         except MemcoreError:
             return False
 
+    def retry_waiting(self) -> None:
+        """A new turn after failures: waiting writes get a forced try now (never blocks)."""
+        if self.handle.last_error is not None or self.deliverer.failures:
+            self.lane.kick()
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait for the lane to finish what was queued so far (tests, the CLI)."""
         return self.lane.idle(timeout)
