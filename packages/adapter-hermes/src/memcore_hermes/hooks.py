@@ -31,17 +31,13 @@ def _text(message: Mapping[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # multimodal parts
-        return " ".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
-        )
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     return ""
 
 
 def compression_query(messages: Sequence[Any]) -> str:
     """The user's words in the turns being compressed, newest last, bounded."""
-    said = [
-        _text(m) for m in messages if isinstance(m, Mapping) and m.get("role") == "user"
-    ]
+    said = [_text(m) for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
     query = " ".join(t.strip() for t in said if t.strip())
     return query[-_QUERY_CHARS:]
 

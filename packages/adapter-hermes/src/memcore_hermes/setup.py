@@ -143,6 +143,7 @@ def run_setup(
 
     saved = home.save_config(values)
     say(f"  ✓ Settings saved to {home.config_file}")
+    precompile()
     if secrets:
         write_env_values(home, secrets)
         say(f"  ✓ Access keys saved to {home.env_file} (mode 0600)")
@@ -161,6 +162,24 @@ def run_setup(
         say(f"    fix: {readiness.fix}")
     say("  Check it any time with `hermes tablestore-mem doctor`.\n")
     return readiness
+
+
+def precompile() -> None:
+    """Write the bytecode of memcore's packages now, so each later Hermes command loads it
+    instead of compiling the sources (also where ``PYTHONDONTWRITEBYTECODE`` is set)."""
+    import compileall
+    import importlib.util
+    from pathlib import Path
+
+    for name in ("memcore", "memcore_sqlite", "memcore_tablestore", "memcore_hermes"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        for folder in spec.submodule_search_locations:
+            try:
+                compileall.compile_dir(Path(folder), quiet=2, workers=1)
+            except OSError:  # a read-only install: Python compiles on import as before
+                pass
 
 
 def _existing_config(home: HermesHome) -> dict[str, Any]:
