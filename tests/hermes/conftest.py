@@ -146,6 +146,28 @@ def run_hermes(home: Path, *args: str, timeout: float = 60.0) -> subprocess.Comp
     )
 
 
+def run_cli(
+    capsys: pytest.CaptureFixture[str], *args: str, secrets: tuple[str, ...] = ()
+) -> tuple[int, dict[str, Any]]:
+    """The command handler Hermes calls for ``hermes tablestore-mem``, in-process (no Hermes
+    start): its exit status and JSON answer; no ``secrets`` may appear in the output."""
+    import argparse
+
+    from memcore_hermes.cli import register_cli, tablestore_mem_command
+
+    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
+    register_cli(parser)
+    code = 0
+    try:
+        tablestore_mem_command(parser.parse_args(list(args)))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    for secret in secrets:
+        assert secret not in out.out + out.err
+    return code, json.loads(out.out)
+
+
 def settle(provider: Any, seconds: float) -> bool:
     """Flush until the spool is empty (a forced pass stops at the first failure); True if so."""
     deadline = time.monotonic() + seconds
@@ -167,6 +189,7 @@ def kit() -> Any:
         emulator_home=emulator_home,
         install_plugin=install_plugin,
         run_hermes=run_hermes,
+        run_cli=run_cli,
         settle=settle,
         EMULATOR_KEYS=EMULATOR_KEYS,
         FAST_RETRY=FAST_RETRY,

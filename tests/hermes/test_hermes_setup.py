@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import stat
 from pathlib import Path
 from typing import Any
@@ -45,14 +46,21 @@ def mode(path: Path) -> int:
 
 
 def test_choosing_tablestore_keeps_secrets_only_in_env(hermes_home: Path) -> None:
+    from memcore_tablestore.testing import running_emulator
+
     (hermes_home / ".env").write_text("OPENAI_API_KEY=keep-me\n", encoding="utf-8")
-    asker = Scripted("tablestore", AK, SK, "my-instance", "https://my-instance.example", "")
-    result = run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=lambda _m: None)
+    said: list[str] = []
+    with running_emulator(access_key_id=AK, access_key_secret=SK) as server:
+        asker = Scripted("tablestore", AK, SK, server.instance_name, server.url, "")
+        result = run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
+        url, instance = server.url, server.instance_name
     assert result is not None and result.available and result.backend == "tablestore"
+    assert f"endpoint: ✓ {url} answers" in [line.strip() for line in said]
     config_text = (hermes_home / "tablestore_memory.json").read_text(encoding="utf-8")
     assert AK not in config_text and SK not in config_text
+    assert all(AK not in line and SK not in line for line in said)
     config = json.loads(config_text)
-    assert config["backend"] == "tablestore" and config["instance_name"] == "my-instance"
+    assert config["backend"] == "tablestore" and config["instance_name"] == instance
     assert config["region"] == "cn-beijing"
     env = (hermes_home / ".env").read_text(encoding="utf-8").splitlines()
     assert env == [
@@ -66,9 +74,14 @@ def test_choosing_tablestore_keeps_secrets_only_in_env(hermes_home: Path) -> Non
 
 def test_a_blank_secret_keeps_the_current_one(hermes_home: Path, kit: Any) -> None:
     kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
-    asker = Scripted("tablestore", "", "", "", "", "")
-    result = run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=lambda _m: None)
+    with socket.socket() as sock:  # a port nobody listens on: the probe names it, quickly
+        sock.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    asker = Scripted("tablestore", "", "", "inst", endpoint, "")
+    said: list[str] = []
+    result = run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
     assert result is not None and result.available
+    assert any(f"✗ cannot reach {endpoint}: connection refused" in line for line in said)
     assert "blank keeps the current one" in asker.asked[1]
     assert f"TABLESTORE_MEMORY_SK={SK}" in (hermes_home / ".env").read_text(encoding="utf-8")
 

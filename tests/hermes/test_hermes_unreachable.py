@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import socket
 from pathlib import Path
@@ -11,11 +10,11 @@ from typing import Any
 import pytest
 
 from memcore_hermes import TablestoreMemProvider
-from memcore_hermes.cli import register_cli, tablestore_mem_command
 from memcore_hermes.doctor import run_doctor
 from memcore_hermes.home import HermesHome
 
 KEYS = {"TABLESTORE_MEMORY_AK": "ak-down", "TABLESTORE_MEMORY_SK": "sk-down-secret-42"}
+SECRETS = tuple(KEYS.values())
 
 
 @pytest.fixture
@@ -30,34 +29,21 @@ def down_home(hermes_home: Path, kit: Any) -> str:
     return endpoint
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
-    parser = argparse.ArgumentParser()
-    register_cli(parser)
-    code = 0
-    try:
-        tablestore_mem_command(parser.parse_args(list(args)))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    assert KEYS["TABLESTORE_MEMORY_SK"] not in out.out + out.err
-    return code, json.loads(out.out)
-
-
 def test_the_cli_search_names_the_endpoint(
-    down_home: str, capsys: pytest.CaptureFixture[str]
+    down_home: str, capsys: pytest.CaptureFixture[str], kit: Any
 ) -> None:
-    code, answer = cli(capsys, "search", "anything")
+    code, answer = kit.run_cli(capsys, "search", "anything", secrets=SECRETS)
     assert code == 1
     assert answer["error"]["message"].startswith(f"cannot reach {down_home}: connection refused")
 
 
 def test_the_cli_add_keeps_the_write_and_says_why(
-    down_home: str, capsys: pytest.CaptureFixture[str]
+    down_home: str, capsys: pytest.CaptureFixture[str], kit: Any
 ) -> None:
-    code, answer = cli(capsys, "add", "kept while the endpoint is down")
+    code, answer = kit.run_cli(capsys, "add", "kept while the endpoint is down", secrets=SECRETS)
     assert code == 0 and answer["status"] == "queued"
     assert answer["error"]["message"].startswith(f"cannot reach {down_home}")
-    code, report = cli(capsys, "doctor")
+    code, report = kit.run_cli(capsys, "doctor", secrets=SECRETS)
     assert code == 1 and report["spool"]["depth"] == 1
 
 

@@ -154,6 +154,8 @@ def run_setup(
         say(f"  ✓ tablestore-mem is available: {readiness.backend} backend")
         if readiness.backend == LOCAL:
             say(f"    store: {home.local_db_file(saved)}")
+        elif saved.endpoint and saved.instance_name:
+            say(f"    endpoint: {_probe(home, saved, env)}")
     else:
         say(f"  ✗ not available yet: {readiness.reason}")
     if readiness.search:
@@ -180,6 +182,24 @@ def precompile() -> None:
                 compileall.compile_dir(Path(folder), quiet=2, workers=1)
             except OSError:  # a read-only install: Python compiles on import as before
                 pass
+
+
+def _probe(home: HermesHome, config: Any, environ: Mapping[str, str]) -> str:
+    """Whether the configured endpoint answers (a read; fails in seconds when unreachable)."""
+    from memcore.errors import MemcoreError
+    from memcore_hermes.backends import open_backend_store
+    from memcore_hermes.credentials import load_access_keys
+
+    try:
+        keys = load_access_keys(home.env_file, environ)
+        _, store = open_backend_store(home, config, keys)
+        try:
+            store.list_stores()
+        finally:
+            store.close()
+    except MemcoreError as exc:
+        return f"✗ {exc}"
+    return f"✓ {config.endpoint} answers"
 
 
 def _existing_config(home: HermesHome) -> dict[str, Any]:
