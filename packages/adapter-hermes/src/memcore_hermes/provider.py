@@ -234,6 +234,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             store_name=config.memory_store_name,
             description=config.description,
             auto_create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
         )
         handle.set_store(store)
         if self._background_reindex and not read_only:
