@@ -1,5 +1,7 @@
 """Look-alike user ids never reach the victim's tenant: whitespace, case, Unicode forms, zero-width.
 
+On both backends: a real SQLite file, and the TableStore store over HTTP to the emulator.
+
 Platform user ids are opaque strings; the tenant mapping escapes them and never strips or
 folds, so a session whose id merely *looks* like the victim's gets a tenant of its own. Each
 example opens a real provider on a shared SQLite store and tries the tools that read, list
@@ -11,9 +13,12 @@ from __future__ import annotations
 import json
 import tempfile
 import unicodedata
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,12 +66,29 @@ def test_look_alike_ids_map_to_other_tenants_and_back(pair: tuple[str, str]) -> 
     assert unescape_segment(tenant) == variant  # reversible: the id is recoverable as typed
 
 
-def _provider(home: Path, user_id: str) -> TablestoreMemProvider:
-    """A provider on the shared database file (each opens, and on shutdown closes, its own)."""
-    db = home / "shared.sqlite3"
-    provider = TablestoreMemProvider(
-        store_factory=lambda _config: SqliteMemoryStore(db), environ={}
-    )
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Any]:
+    from memcore_tablestore.testing import running_emulator
+
+    with running_emulator(access_key_id="ak-variants", access_key_secret="sk-variants") as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "tablestore"])
+def opener(request: pytest.FixtureRequest) -> Callable[[Path], Any]:
+    """Opens the shared store of one example: a SQLite file, or the emulator over real HTTP."""
+    if request.param == "sqlite":
+        return lambda home: SqliteMemoryStore(home / "shared.sqlite3")
+    from memcore_tablestore import Credentials, TableStoreMemoryStore
+
+    server = request.getfixturevalue("emulator")
+    creds = Credentials("ak-variants", "sk-variants")
+    return lambda home: TableStoreMemoryStore(server.url, server.instance_name, creds, timeout=5.0)
+
+
+def _provider(home: Path, opener: Callable[[Path], Any], user_id: str) -> TablestoreMemProvider:
+    """A provider on the example's shared store (each opens, and on shutdown closes, its own)."""
+    provider = TablestoreMemProvider(store_factory=lambda _config: opener(home), environ={})
     provider.initialize("s1", hermes_home=str(home), platform="cli", user_id=user_id)
     return provider
 
@@ -83,17 +105,19 @@ def _call(provider: TablestoreMemProvider, name: str, **args: Any) -> dict[str, 
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 def test_no_look_alike_reads_lists_or_deletes_the_victims_memories(
-    pair: tuple[str, str],
+    opener: Callable[[Path], Any], pair: tuple[str, str]
 ) -> None:
     victim_id, variant = pair
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        victim = _provider(home, victim_id)
+        store_name = f"s{uuid.uuid4().hex[:12]}"  # one memory store per example on the emulator
+        (home / "tablestore_memory.json").write_text(json.dumps({"memory_store_name": store_name}))
+        victim = _provider(home, opener, victim_id)
         written = _call(victim, "tablestore_remember", content=f"{victim_id}'s {SECRET}", sync=True)
         (memory_id,) = written["memory_ids"]
         victim.shutdown()
 
-        attacker = _provider(home, variant)
+        attacker = _provider(home, opener, variant)
         try:
             assert attacker.runtime is not None
             assert attacker.runtime.scope.tenant_id != identity_segment(victim_id)
@@ -106,7 +130,7 @@ def test_no_look_alike_reads_lists_or_deletes_the_victims_memories(
         finally:
             attacker.shutdown()
 
-        victim = _provider(home, victim_id)
+        victim = _provider(home, opener, victim_id)
         try:
             profile = _call(victim, "tablestore_profile", limit=100)["memories"]
             assert [m["id"] for m in profile] == [memory_id]
