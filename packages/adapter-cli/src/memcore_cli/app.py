@@ -19,6 +19,7 @@ from memcore_cli.commands import (
     emulator,
     listing,
     memories,
+    reindex,
     stores,
     transfer,
 )
@@ -171,6 +172,7 @@ app.add_typer(admin.tasks_app, name="tasks")
 app.add_typer(dream.app, name="dream")
 app.add_typer(stores.app, name="stores")
 app.command("doctor")(doctor.doctor)
+app.command("reindex")(reindex.reindex)
 app.add_typer(configure.app, name="config")
 app.command("provision")(configure.provision)
 app.command("export")(transfer.export)

@@ -10,7 +10,7 @@ module holds the memory reads, search entry points, dream stubs and maintenance.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
@@ -222,8 +222,25 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         raise Unsupported(_DREAM_UNSUPPORTED)
 
     # -- maintenance --------------------------------------------------------------------
-    def backfill_vectors(self, store: str, *, batch: int = 64) -> int:
-        """Embed memories that have no vector from the current embedder; returns how many."""
+    def missing_vectors(self, store: str) -> int:
+        """How many memories have no vector from the current embedder (all, without one)."""
+        model = self.embedder.name if self.embedder is not None else ""
+        with self._read() as conn:
+            sid = self._store_id(conn, store)
+            row = conn.execute(
+                "SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
+                " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL",
+                (model, sid),
+            ).fetchone()
+        return int(row[0])
+
+    def backfill_vectors(
+        self, store: str, *, batch: int = 64, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Embed memories that have no vector from the current embedder; returns how many.
+
+        ``progress`` gets the running count after each batch (for a progress bar).
+        """
         if self.embedder is None:
             raise Unsupported("this store has no embedder to compute vectors with")
         done = 0
@@ -249,6 +266,8 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
                         (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
                     )
             done += len(rows)
+            if progress is not None:
+                progress(done)
 
     def compact(self) -> None:
         """Merge the FTS index, checkpoint the WAL and VACUUM: leaves no deleted text behind."""

@@ -20,7 +20,14 @@ from memcore.errors import (
 from memcore.facade import Memory
 from memcore.policies import ScopePolicy
 from memcore.ports import Embedder, MemoryStore, Outbox, OutboxEntry, Provisioner
-from memcore.scope import Scope, ScopePattern, SessionContext, normalize_segment, resolve_scope
+from memcore.scope import (
+    Scope,
+    ScopePattern,
+    SessionContext,
+    identity_segment,
+    normalize_segment,
+    resolve_scope,
+)
 from memcore.service import MemoryService
 from memcore.values import (
     DreamAction,
@@ -78,6 +85,7 @@ __all__ = [
     "dump_config",
     "installed_backends",
     "merge_config",
+    "identity_segment",
     "normalize_segment",
     "open_store",
     "parse_config",
