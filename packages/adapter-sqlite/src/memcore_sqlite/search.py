@@ -169,7 +169,7 @@ def hits(
                 continue
             if floor is not None and relevance.score < floor:
                 continue
-            found.append(SearchHit(memory, relevance.score, relevance.signals))
+            found.append(SearchHit(memory, relevance.score, signals=relevance.signals))
             if len(found) == top_k:
                 return found
     return found
