@@ -232,3 +232,24 @@ def test_a_small_scope_that_grows_past_the_exact_size_still_finds_the_best(db_pa
         assert store._vectors is not None
         assert all(e.matrix is None for e in store._vectors._entries.values())
         assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
+
+
+@BOTH
+def test_vectors_of_deferred_and_backfilled_writes_get_codes(
+    db_path: Path, exact_rows: int
+) -> None:
+    rows, query = _data(300, 10)
+    table = {f"memory {i}": r for i, r in enumerate(rows)}
+    embedder = TableEmbedder(table)
+    texts = list(table)
+    with SqliteMemoryStore(db_path) as lexical:  # written without vectors at all
+        lexical.ensure_store(STORE)
+        lexical.add_many(STORE, [TextItem(ALICE, t) for t in texts[:150]])
+    with _open(db_path, embedder, exact_rows) as store:
+        assert store.backfill_vectors(STORE) == 150
+        store.defer_vectors = True
+        for t in texts[150:]:
+            store.add_text(STORE, ALICE, t)  # embedded by the next semantic search
+        assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
+    with _open(db_path, embedder, exact_rows) as fresh:
+        assert _texts(fresh, ALICE, query, 30) == _expected(table, texts, query, 30)

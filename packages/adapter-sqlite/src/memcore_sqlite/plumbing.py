@@ -258,6 +258,35 @@ class StoreBase:
             start += n
         return out
 
+    def _store_vectors(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        gen: tuple[int, int],
+        rows: Sequence[tuple[int, Any]],
+        *,
+        replace: bool,
+    ) -> None:
+        """Vectors computed outside the write for memories that may have gone meanwhile: only
+        live ones get theirs, with their codes. ``replace`` overwrites a vector already there
+        (another process may have filled it: replaced, never doubled); else it is kept."""
+        assert self.embedder is not None and self._vectors is not None
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        for seq, vec in rows:
+            scope = conn.execute(
+                "SELECT app_id, tenant_id, agent_id, run_id FROM memories WHERE seq = ?", (seq,)
+            ).fetchone()
+            if scope is None:
+                continue
+            cur = conn.execute(
+                f"{verb} INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vec)),
+            )
+            if cur.rowcount:
+                added.append((tuple(scope), seq, vec))
+        self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
+
     def _after_write(
         self,
         store_id: int,

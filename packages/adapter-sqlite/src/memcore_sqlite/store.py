@@ -259,24 +259,9 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
             vectors = self._embed([r[1] for r in rows]) or []
             with self._write() as conn:
                 gen = self._bump(conn, sid)
-                added: list[tuple[tuple[str, str, str, str], int, Any]] = []
-                for (seq, _), vec in zip(rows, vectors):
-                    assert self._vectors is not None
-                    # The memory may have gone since the read: only a live one gets a vector.
-                    scope = conn.execute(
-                        "SELECT app_id, tenant_id, agent_id, run_id FROM memories WHERE seq = ?",
-                        (seq,),
-                    ).fetchone()
-                    if scope is None:
-                        continue
-                    conn.execute(
-                        "INSERT OR REPLACE INTO memory_vectors (seq, model, vector)"
-                        " VALUES (?, ?, ?)",
-                        (seq, self.embedder.name, self._vectors.to_blob(vec)),
-                    )
-                    added.append((tuple(scope), seq, vec))
-                # Another process may have filled the same rows meanwhile: replace, not double.
-                self._after_write(sid, gen, added, [(a[0], a[1]) for a in added])
+                self._store_vectors(
+                    conn, sid, gen, [(seq, v) for (seq, _), v in zip(rows, vectors)], replace=True
+                )
             done += len(rows)
             if progress is not None:
                 progress(done)
