@@ -121,11 +121,9 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     },
 ]
 
+#: Each tool's arguments: exactly the properties its schema declares.
 _ALLOWED_ARGS = {
-    PROFILE: frozenset({"limit"}),
-    SEARCH: frozenset({"query", "top_k", "enable_rerank", "metadata"}),
-    REMEMBER: frozenset({"content", "metadata", "sync"}),
-    FORGET: frozenset({"memory_id", "agent_id", "run_id"}),
+    schema["name"]: frozenset(schema["parameters"]["properties"]) for schema in TOOL_SCHEMAS
 }
 
 
