@@ -247,6 +247,8 @@ def _remember(runtime: Any, args: Mapping[str, Any]) -> str:
                 "memory_ids": list(receipt.memory_ids),
                 "task_id": receipt.task_id,
                 "scope": str(runtime.scope),
+                # Set when the backend accepted the write but its answer was unreadable.
+                **({"problem": receipt.problem} if receipt.problem else {}),
             }
         )
     key = runtime.remember(content, metadata=metadata)
