@@ -8,7 +8,6 @@ with ``OTSClient`` and :class:`AsyncTableStoreMemoryStore` with ``AsyncOTSClient
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -34,8 +33,6 @@ from memcore.values import (
     WriteReceipt,
 )
 from memcore_tablestore import answers, bodies, wire
-
-log = logging.getLogger("memcore_tablestore")
 
 T = TypeVar("T")
 
