@@ -88,8 +88,15 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
-#: (version, script) in order; append, never edit a released one.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1),)
+# Each memory's length in index tokens, for the lexical score's length discount. Rows written
+# before it get their count of space-separated words, which is close for most text.
+_V2 = """
+ALTER TABLE memories ADD COLUMN words INTEGER;
+UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', '')) + 1
+"""
+
+#: (version, script) in order; append, never edit a released one. The loop tolerates gaps.
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
