@@ -25,7 +25,10 @@ from memcore_sqlite.passages import PASSAGE_WORDS
 #: the embedder reads at once.
 REFERENCE_WORDS = PASSAGE_WORDS
 #: Lexical candidates (times the pool) whose length is looked up for the discount.
-LENGTH_LOOKUPS = 4
+LENGTH_LOOKUPS = 2
+#: Rows holding every query term that make the partial-match stage unnecessary; a constant,
+#: so the candidates never depend on top_k.
+ENOUGH = 20
 #: Candidates each signal contributes, whatever top_k asks, so the first k hits never depend
 #: on k. Twice limits.MAX_TOP_K: a filtered-out or out-of-scope candidate still leaves enough.
 POOL = 100
