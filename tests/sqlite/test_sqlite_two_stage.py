@@ -214,7 +214,7 @@ def test_a_file_from_before_code_pages_gets_them_on_open(db_path: Path) -> None:
         store.ensure_store(STORE)
         store.add_many(STORE, [TextItem(ALICE, t) for t in table])
     conn = sqlite3.connect(db_path)
-    conn.executescript("DROP TABLE vector_pages; PRAGMA user_version = 1;")
+    conn.executescript("DROP TABLE vector_pages; PRAGMA user_version = 2;")
     conn.close()
     with _open(db_path, embedder, 0) as store:
         assert _texts(store, ALICE, query) == _expected(table, list(table), query, 10)

@@ -90,6 +90,13 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
+# Each memory's length in index tokens, for the lexical score's length discount. Rows written
+# before it get their count of space-separated words, which is close for most text.
+_V2 = """
+ALTER TABLE memories ADD COLUMN words INTEGER;
+UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', '')) + 1
+"""
+
 
 def _v4(conn: sqlite3.Connection) -> None:
     """Vector code pages for two-stage search, built from the vectors already stored."""
@@ -101,6 +108,7 @@ def _v4(conn: sqlite3.Connection) -> None:
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
     (1, _V1),
+    (2, _V2),
     (4, _v4),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
