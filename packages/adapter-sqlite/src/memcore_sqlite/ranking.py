@@ -130,7 +130,12 @@ def lexical(
                 for seq in _newest(conn, query.all_of((t,)), want):
                     matched.setdefault(seq, set()).add(t)
     total = sum(weights.values())
-    shares = {seq: sum(weights[t] for t in held) / total for seq, held in matched.items()}
+    # Summed in the query's term order, not the set's: a set of strings iterates in an order
+    # that changes with each process's hash seed, and the last bit of a share decided which
+    # of many equal shares made the pool.
+    shares = {
+        seq: sum(weights[t] for t in present if t in held) / total for seq, held in matched.items()
+    }
     # Only the best shares can make the pool after the discount (it never raises a score).
     best = sorted(shares, key=lambda s: (-shares[s], -s))[: LENGTH_LOOKUPS * want]
     lengths = _lengths(conn, best)
@@ -157,13 +162,14 @@ def length_discount(words: int | None) -> float:
 
 
 def _lengths(conn: sqlite3.Connection, seqs: list[int]) -> dict[int, int | None]:
+    # The planner would read each memory's row by its key; the index holds seq and words
+    # only, so its pages are few and stay cached (schema version 5).
+    sql = "SELECT seq, words FROM memories INDEXED BY memories_words WHERE seq IN ({})"
     out: dict[int, int | None] = {}
     for start in range(0, len(seqs), 500):
         part = seqs[start : start + 500]
-        marks = ",".join("?" * len(part))
         out.update(
-            (int(r[0]), r[1])
-            for r in conn.execute(f"SELECT seq, words FROM memories WHERE seq IN ({marks})", part)
+            (int(r[0]), r[1]) for r in conn.execute(sql.format(",".join("?" * len(part))), part)
         )
     return out
 
