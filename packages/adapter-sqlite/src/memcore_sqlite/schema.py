@@ -114,7 +114,7 @@ def _v5(conn: sqlite3.Connection) -> None:
     columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
     if "words" not in columns:
         _run(conn, _V2)
-    conn.execute("CREATE INDEX memories_words ON memories (seq, words)")
+    conn.execute("CREATE INDEX IF NOT EXISTS memories_words ON memories (seq, words)")
 
 
 #: (version, script or function) in order; append, never edit a released one. Numbers may
