@@ -63,17 +63,20 @@ def _capped_count(conn: sqlite3.Connection, expression: str | None, cap: int) ->
 
 def _newest(conn: sqlite3.Connection, expression: str, limit: int) -> list[int]:
     """Matching rowids, newest first; FTS5 walks postings backwards and stops at the LIMIT."""
-    return _rowids(conn, expression, limit, "ORDER BY rowid DESC")
+    return _parse(_joined(conn, expression, limit, "ORDER BY rowid DESC"))
 
 
-def _rowids(conn: sqlite3.Connection, expression: str, limit: int, order: str = "") -> list[int]:
-    """Up to ``limit`` matching rowids (in no promised order), read as one string: a Python
-    row per match cost more than the FTS5 walk that found it."""
+def _joined(conn: sqlite3.Connection, expression: str, limit: int, order: str = "") -> str:
+    """Up to ``limit`` matching rowids (in no promised order) as one comma-separated string:
+    a Python row per match cost more than the FTS5 walk that found it."""
     sql = (
         "SELECT group_concat(rowid) FROM"
         f" (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? {order} LIMIT ?)"
     )
-    joined = conn.execute(sql, (expression, limit)).fetchone()[0]
+    return str(conn.execute(sql, (expression, limit)).fetchone()[0] or "")
+
+
+def _parse(joined: str) -> list[int]:
     return [int(r) for r in joined.split(",")] if joined else []
 
 
@@ -104,8 +107,8 @@ def lexical(
     rows = in_scope if in_scope <= cap else 4 * cap
     # Up to cap + 1 rows of each term: their number is the term's count, and a rare term's
     # rows are all of them, so step 3 need not walk its postings again.
-    found = {t: _rowids(conn, query.all_of((t,)), cap + 1) for t in terms}
-    counts = {t: len(found[t]) for t in terms}
+    found = {t: _joined(conn, query.all_of((t,)), cap + 1) for t in terms}
+    counts = {t: found[t].count(",") + 1 if found[t] else 0 for t in terms}
     present = tuple(t for t in terms if counts[t])
     if not present:
         return {}
@@ -118,7 +121,7 @@ def lexical(
         rare = tuple(t for t in present if counts[t] <= cap)
         common = tuple(t for t in present if counts[t] > cap)
         for t in rare:
-            for seq in found[t]:
+            for seq in _parse(found[t]):
                 matched.setdefault(seq, set()).add(t)
         if rare:
             for t in common:
