@@ -178,9 +178,10 @@ step("cli_tree")
 provider = load_memory_provider("tablestore-mem")
 status = (provider.is_available(), provider.get_status_config())
 step("memory_status")
-with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-    command["handler_fn"](parser.parse_args(["doctor"]))
-step("doctor")
+if sys.argv[1:] != ["--no-doctor"]:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        command["handler_fn"](parser.parse_args(["doctor"]))
+    step("doctor")
 out["available"] = status[0]
 print(json.dumps(out))
 """
@@ -205,3 +206,24 @@ def test_start_status_and_doctor_load_only_what_they_need(hermes_home: Path, kit
         assert [m for m in steps[name] if m.startswith(never)] == [], (name, steps[name])
     assert "memcore.config" in steps["memory_status"]  # it does validate the config
     assert "memcore_sqlite.store" in steps["doctor"]  # and doctor does open the store
+
+
+def test_status_of_the_tablestore_backend_loads_no_sdk(hermes_home: Path, kit: Any) -> None:
+    """``memory status`` checks keys and config only; the SDK loads when a store is opened."""
+    kit.install_plugin(hermes_home)
+    kit.write_config(
+        hermes_home, backend="tablestore", endpoint="http://127.0.0.1:9", instance_name="inst1"
+    )
+    kit.write_env(hermes_home, kit.EMULATOR_KEYS)
+    probe = subprocess.run(
+        [sys.executable, "-c", _STEPS_PROBE, "--no-doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    steps = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert steps["available"] is True
+    assert steps["cli_tree"] == ["memcore_hermes", "memcore_hermes.cli"]
+    sdk = ("tablestore", "alibabacloud", "urllib3", "numpy", "onnxruntime")
+    assert [m for m in steps["memory_status"] if m.startswith(sdk)] == []
