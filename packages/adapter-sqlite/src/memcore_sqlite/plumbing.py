@@ -23,7 +23,8 @@ from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, StoreClosed
 from memcore.ports import Embedder
 from memcore.scope import Scope
-from memcore_sqlite import file_modes
+from memcore_sqlite import code_pages, file_modes
+from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
@@ -230,22 +231,61 @@ class StoreBase:
         return before, before + 1
 
     def _embed(self, texts: Sequence[str]) -> list[Any] | None:
+        """One unit vector per text; a long text is embedded whole, as passages (see
+        :mod:`memcore_sqlite.passages`), in the same call as the others."""
         if self.embedder is None or self._vectors is None or not texts:
             return None
+        split = [passages(t) for t in texts]
+        flat = [p for parts in split for p in parts]
         try:
-            vectors = self.embedder.embed(list(texts))
+            vectors = self.embedder.embed(flat)
         except MemcoreError:
             raise
         except Exception as exc:  # an embedder is foreign code: report it as ours
             raise InvalidInput(
                 f"the embedder failed: {type(exc).__name__}", field="embedder"
             ) from exc
-        if len(vectors) != len(texts):
+        if len(vectors) != len(flat):
             raise InvalidInput(
                 "the embedder returned the wrong number of vectors", field="embedder"
             )
         arr = self._vectors.to_array(vectors)
-        return list(arr)
+        out: list[Any] = []
+        start = 0
+        for parts in split:
+            n = len(parts)
+            out.append(arr[start] if n == 1 else combine(arr[start : start + n]))
+            start += n
+        return out
+
+    def _store_vectors(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        gen: tuple[int, int],
+        rows: Sequence[tuple[int, Any]],
+        *,
+        replace: bool,
+    ) -> None:
+        """Vectors computed outside the write for memories that may have gone meanwhile: only
+        live ones get theirs, with their codes. ``replace`` overwrites a vector already there
+        (another process may have filled it: replaced, never doubled); else it is kept."""
+        assert self.embedder is not None and self._vectors is not None
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        for seq, vec in rows:
+            scope = conn.execute(
+                "SELECT app_id, tenant_id, agent_id, run_id FROM memories WHERE seq = ?", (seq,)
+            ).fetchone()
+            if scope is None:
+                continue
+            cur = conn.execute(
+                f"{verb} INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vec)),
+            )
+            if cur.rowcount:
+                added.append((tuple(scope), seq, vec))
+        self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
 
     def _after_write(
         self,
@@ -254,12 +294,17 @@ class StoreBase:
         added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
         removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
     ) -> None:
-        # Runs after COMMIT: a rolled-back write must not reach the cache.
-        if self._vectors is not None:
-            cache = self._vectors
-            self._post_commit.append(
-                lambda: cache.apply_write(store_id, gen[0], gen[1], added, removed)
-            )
+        """Write the code pages inside the transaction; update the cache after COMMIT."""
+        if self._vectors is None or self.embedder is None:
+            return
+        cache = self._vectors
+        written = cache.encode(added)
+        pages = [(scope, codes) for scope, codes, _ in written]
+        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
+        # After COMMIT: a rolled-back write must not reach the cache.
+        self._post_commit.append(
+            lambda: cache.apply_write(store_id, gen[0], gen[1], written, removed)
+        )
 
     def close(self) -> None:
         with self._lock:
