@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memcore_hermes.plugin_copy import copy_plugin
+
 ROOT = Path(__file__).resolve().parents[1]
 HERMES_AGENT = "hermes-agent==0.19.0"
 PLUGIN = "tablestore-mem"
@@ -122,17 +124,6 @@ def make_venv(path: Path) -> Path:
     return hermes
 
 
-def _copy_plugin(source: Path, target: Path) -> None:
-    target.mkdir(parents=True)
-    for name in ("plugin.yaml", "__init__.py", "cli.py"):
-        shutil.copy2(source / name, target / name)
-    shutil.copytree(
-        source / "packages",
-        target / "packages",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests"),
-    )
-
-
 def _export_ref(ref: str, dest: Path) -> Path:
     dest.mkdir(parents=True)
     archive = subprocess.run(
@@ -154,7 +145,7 @@ def make_home(root: Path, label: str, plugin_source: Path | None) -> Path:
         (target / "__init__.py").write_text(_NOOP_INIT, encoding="utf-8")
         (target / "cli.py").write_text(_NOOP_CLI, encoding="utf-8")
     else:
-        _copy_plugin(plugin_source, target)
+        copy_plugin(plugin_source, target)
     (home / "config.yaml").write_text(f"memory:\n  provider: {PLUGIN}\n", encoding="utf-8")
     (home / "tablestore_memory.json").write_text('{"backend": "local"}', encoding="utf-8")
     (home / "tablestore_memory.json").chmod(0o600)
