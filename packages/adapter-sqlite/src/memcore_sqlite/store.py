@@ -25,7 +25,7 @@ import attrs
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound, Unsupported
 from memcore.paging import decode_token, page
-from memcore.ports import Embedder
+from memcore.ports import Embedder, ProgressCallback
 from memcore.scope import Scope, ScopePattern
 from memcore.values import (
     DreamAction,
@@ -292,8 +292,18 @@ class SqliteMemoryStore:
     def _info(row: Sequence[Any]) -> StoreInfo:
         return StoreInfo(name=row[0], description=row[1], status="ready", created_at=row[2])
 
-    def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> StoreInfo:
+    def ensure_store(
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> StoreInfo:
+        """``extract_instructions`` is checked and ignored: nothing is extracted locally."""
         limits.check_store_name(store)
+        limits.check_extract_instructions(extract_instructions)
         if not create:
             return self.describe_store(store)
         with self._write() as conn:
@@ -323,8 +333,11 @@ class SqliteMemoryStore:
             ).fetchall()
         return [self._info(r) for r in rows]
 
-    def create_store(self, store: str, *, description: str = "") -> StoreInfo:
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> StoreInfo:
         limits.check_store_name(store)
+        limits.check_extract_instructions(extract_instructions)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM stores WHERE name = ?", (store,)).fetchone():
                 raise Conflict(
@@ -339,12 +352,21 @@ class SqliteMemoryStore:
             )
         return StoreInfo(name=store, description=description, status="ready", created_at=now)
 
-    def update_store(self, store: str, *, description: str) -> StoreInfo:
-        if not isinstance(description, str):
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> StoreInfo:
+        """PATCH of the description (None leaves it); extraction instructions are ignored."""
+        if description is not None and not isinstance(description, str):
             raise InvalidInput("description must be a string", field="description")
+        limits.check_extract_instructions(extract_instructions)
         with self._write() as conn:
             sid = self._store_id(conn, store)
-            conn.execute("UPDATE stores SET description = ? WHERE id = ?", (description, sid))
+            if description is not None:
+                conn.execute("UPDATE stores SET description = ? WHERE id = ?", (description, sid))
             row = conn.execute(
                 "SELECT name, description, created_at FROM stores WHERE id = ?", (sid,)
             ).fetchone()
@@ -622,7 +644,7 @@ class SqliteMemoryStore:
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> Memory:
-        """Replace the text and/or the whole metadata map; the index and vector follow."""
+        """Replace the text and/or merge the metadata map; the index and vector follow."""
         started = time.perf_counter()
         _check_scope(scope)
         limits.check_id(memory_id)
@@ -638,7 +660,9 @@ class SqliteMemoryStore:
             row = self._own_row(conn, sid, scope, memory_id)
             seq = int(row[0])
             new_text = row[6] if text is None else text
-            new_meta = json.loads(row[7]) if meta is None else meta
+            old_meta = json.loads(row[7])
+            # Merged as on the service: the same key overwrites, {} clears the map.
+            new_meta = old_meta if meta is None else ({**old_meta, **meta} if meta else {})
             gen = self._bump(conn, sid)
             conn.execute(
                 "UPDATE memories SET text = ?, content_hash = ?, metadata = ?, updated_at = ?,"
@@ -747,16 +771,20 @@ class SqliteMemoryStore:
         filters: Mapping[str, str] | None = None,
         min_similarity: float | None = None,
         mode: str | None = None,
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
     ) -> list[SearchHit]:
         """Lexical (FTS5 BM25) and, with an embedder, exact cosine; fused by RRF.
 
         Scores are in [0, 1]. Lexical: the share of query terms matched, refined by BM25.
         Vector: the cosine (negative clipped to 0). Hybrid: the RRF score divided by its
         maximum (1.0 = first in both lists). ``mode`` (``lexical``, ``vector``, ``hybrid``)
-        overrides :attr:`search_mode` for one call. ``enable_rerank`` has no local meaning.
+        overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope`` (checked)
+        and ``include_evidence`` have no local meaning.
         """
         started = time.perf_counter()
         flt, floor = _check_search(pattern, query, top_k, filters, min_similarity)
+        limits.check_context_scope(context_scope, pattern)
         mode = self.search_mode if mode is None else mode
         if mode not in ("lexical", "vector", "hybrid"):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
@@ -968,7 +996,9 @@ class SqliteMemoryStore:
         operation: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[RequestRecord]:
+        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items)."""
         rows = self._rows_after(
             store,
             "requests",
@@ -995,7 +1025,7 @@ class SqliteMemoryStore:
                 for r in rows
             ],
             limit,
-        )
+        ).filter(lambda r: pattern is None or (r.scope is not None and pattern.matches(r.scope)))
 
     def list_scopes(
         self,
@@ -1054,21 +1084,38 @@ class SqliteMemoryStore:
         status: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[MemoryTask]:
+        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items)."""
         rows = self._rows_after(
             store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token
         )
-        return page([(int(r[0]), self._task_value(r)) for r in rows], limit)
+        return page([(int(r[0]), self._task_value(r)) for r in rows], limit).filter(
+            lambda t: pattern is None or (t.scope is not None and pattern.matches(t.scope))
+        )
 
     # -- dream --------------------------------------------------------------------------
-    def create_dream_task(self, store: str, pattern: ScopePattern) -> DreamTask:
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> DreamTask:
         raise Unsupported(_DREAM_UNSUPPORTED)
 
     def get_dream_task(self, store: str, task_id: str) -> DreamTask:
         raise Unsupported(_DREAM_UNSUPPORTED)
 
     def list_dream_tasks(
-        self, store: str, *, limit: int = 50, next_token: str | None = None
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
     ) -> Page[DreamTask]:
         raise Unsupported(_DREAM_UNSUPPORTED)
 

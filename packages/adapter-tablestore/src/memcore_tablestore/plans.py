@@ -16,6 +16,7 @@ import attrs
 
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound, ProtocolError
+from memcore.ports import ProgressCallback
 from memcore.scope import WILDCARD, Scope, ScopePattern
 from memcore.values import (
     DreamAction,
@@ -113,7 +114,13 @@ class Plans:
 
     # -- stores -------------------------------------------------------------------------
     def ensure_store(
-        self, store: str, *, description: str = "", create: bool = True
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Plan[StoreInfo]:
         body = _store(store)
         try:
@@ -122,7 +129,9 @@ class Plans:
             if not (create and self.auto_create):
                 raise
             try:
-                info = yield from self.create_store(store, description=description)
+                info = yield from self.create_store(
+                    store, description=description, extract_instructions=extract_instructions
+                )
             except Conflict:
                 info = None  # created meanwhile by someone else: fine, wait for it below
         except Conflict:
@@ -160,8 +169,13 @@ class Plans:
                 return out
         raise ProtocolError("ListMemoryStores never stopped paging")
 
-    def create_store(self, store: str, *, description: str = "") -> Plan[StoreInfo]:
-        body = {**_store(store), "description": _description(description)}
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> Plan[StoreInfo]:
+        body = {**_store(store), "description": limits.check_description(description)}
+        instructions = limits.check_extract_instructions(extract_instructions)
+        if instructions:
+            body["extractInstructions"] = instructions
         # Not replayed after an ambiguous failure: a replay would answer "already exists".
         answer = yield Call("CreateMemoryStore", body, replay_safe=False, retry_conflict=False)
         try:
@@ -170,8 +184,20 @@ class Plans:
             # Some answers carry no store object; the name and description are ours anyway.
             return StoreInfo(store, description, "creating")
 
-    def update_store(self, store: str, *, description: str) -> Plan[StoreInfo]:
-        body = {**_store(store), "description": _description(description)}
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> Plan[StoreInfo]:
+        """PATCH: a field left as None is not sent (unchanged); "" clears it."""
+        body = _store(store)
+        if description is not None:
+            body["description"] = limits.check_description(description)
+        instructions = limits.check_extract_instructions(extract_instructions)
+        if instructions is not None:
+            body["extractInstructions"] = instructions
         # Setting the same description twice has the same effect as once.
         return wire.decode_store((yield Call("UpdateMemoryStore", body)))
 
@@ -230,6 +256,8 @@ class Plans:
         enable_rerank: bool = True,
         filters: Mapping[str, str] | None = None,
         min_similarity: float | None = None,
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
     ) -> Plan[list[SearchHit]]:
         body: dict[str, Any] = {
             **_store(store),
@@ -244,6 +272,11 @@ class Plans:
         floor = limits.check_min_similarity(min_similarity)
         if floor is not None:
             body["minSimilarity"] = floor
+        context = limits.check_context_scope(context_scope, pattern)
+        if context is not None:
+            body["contextScope"] = wire.scope_to_wire(context)
+        if include_evidence:
+            body["includeEvidence"] = True
         hits = wire.decode_hits((yield Call("SearchMemories", body)))
         wanted = ScopePattern(*body["scope"].values())
         for hit in hits:
@@ -302,6 +335,7 @@ class Plans:
         operation: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Plan[Page[RequestRecord]]:
         body = _paging(_store(store), limit, next_token)
         if operation is not None:
@@ -340,6 +374,7 @@ class Plans:
         status: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Plan[Page[MemoryTask]]:
         body = _paging(_store(store), limit, next_token)
         if status is not None:
@@ -349,8 +384,22 @@ class Plans:
         return wire.decode_tasks((yield Call("ListMemoryTasks", body)))
 
     # -- dream --------------------------------------------------------------------------
-    def create_dream_task(self, store: str, pattern: ScopePattern) -> Plan[DreamTask]:
-        body = {**_store(store), "scope": _pattern(pattern)}
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> Plan[DreamTask]:
+        body: dict[str, Any] = {
+            **_store(store),
+            "scopes": [_pattern(p) for p in limits.check_dream_scopes(scopes)],
+            "applyMode": limits.check_apply_mode(apply_mode),
+        }
+        text = limits.check_dream_instructions(instructions)
+        if text:
+            body["instructions"] = text
         # Not replayed after an ambiguous failure: a replay would start a second task.
         return wire.decode_dream((yield Call("CreateMemoryDreamTask", body, replay_safe=False)))
 
@@ -359,7 +408,13 @@ class Plans:
         return wire.decode_dream((yield Call("GetMemoryDreamTask", body)))
 
     def list_dream_tasks(
-        self, store: str, *, limit: int = 50, next_token: str | None = None
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
     ) -> Plan[Page[DreamTask]]:
         body = _paging(_store(store), limit, next_token)
         return wire.decode_dreams((yield Call("ListMemoryDreamTasks", body)))

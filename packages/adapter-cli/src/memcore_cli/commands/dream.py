@@ -24,12 +24,14 @@ def _show_task(state: Any, task: Any) -> None:
     if state.json:
         state.output.json(record)
         return
-    scope = "/".join(task.scope.as_tuple()) if task.scope is not None else ""
+    scope = ", ".join("/".join(p.as_tuple()) for p in task.scopes)
     state.output.fields(
         [
             ("id", task.id),
             ("status", task.status),
             ("scope", scope),
+            ("apply mode", task.apply_mode),
+            ("actions", ", ".join(f"{k} {v}" for k, v in task.action_counts.items()) or None),
             ("extras", record["extras"] or None),
         ],
         title="dream task",
@@ -125,12 +127,17 @@ def apply(
     applied = runtime.ready_store().apply_dream_actions(runtime.store_name, task_id, action_ids)
     if state.json:
         state.output.json([to_record(a) for a in applied])
-        return
-    state.output.table(
-        ("id", "action", "status"),
-        ((a.id, a.action, a.status) for a in applied),
-        empty="nothing applied",
-    )
+    else:
+        state.output.table(
+            ("id", "action", "status"),
+            ((a.id, a.action, a.status) for a in applied),
+            empty="nothing applied",
+        )
+    if any(a.status == "not_found" for a in applied):
+        # Every result is shown above; the exit code tells scripts that some id was unknown.
+        from memcore_cli.exit_codes import ExitCode
+
+        raise typer.Exit(ExitCode.NOT_FOUND)
 
 
 @app.command("cancel")
