@@ -14,11 +14,10 @@ from memcore.dream.planner import (
     plan,
 )
 from memcore.dream.policy import (
-    ACTION_TYPES,
-    APPLY_MODES,
     DEFAULT_THRESHOLDS,
+    MANUAL_REASONS,
+    SCOPE_OUTPUT_MODES,
     SKIPPED_REASONS,
-    TASK_STATUSES,
     Decision,
     check_thresholds,
     decide,
@@ -26,17 +25,16 @@ from memcore.dream.policy import (
 from memcore.dream.scopes import action_in_scopes, promoted_scope
 
 __all__ = [
-    "ACTION_TYPES",
-    "APPLY_MODES",
     "Candidate",
     "DEFAULT_THRESHOLDS",
     "Decision",
     "Lexicon",
+    "MANUAL_REASONS",
     "Neighbour",
     "PlannedAction",
     "PlannerSettings",
+    "SCOPE_OUTPUT_MODES",
     "SKIPPED_REASONS",
-    "TASK_STATUSES",
     "action_in_scopes",
     "check_thresholds",
     "decide",

@@ -14,21 +14,16 @@ import attrs
 
 from memcore.errors import InvalidInput
 
-TASK_STATUSES = (
-    "queued",
-    "running",
-    "planning",
-    "applying",
-    "completed",
-    "completed_with_failures",
-    "failed",
-    "cancelled",
-)
-#: A task in one of these states will not change any more.
-FINAL_STATUSES = frozenset({"completed", "completed_with_failures", "failed", "cancelled"})
-ACTION_STATUSES = ("proposed", "applied", "skipped", "failed")
-ACTION_TYPES = ("ADD", "UPDATE", "DELETE", "MERGE", "NOOP")
-APPLY_MODES = ("proposal", "safe_auto")
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "MANUAL_REASONS",
+    "SCOPE_OUTPUT_MODES",
+    "SKIPPED_REASONS",
+    "Decision",
+    "check_thresholds",
+    "decide",
+]
+
 SCOPE_OUTPUT_MODES = ("preserve_scope", "promote_scope")
 SKIPPED_REASONS = (
     "stale_target_memory",
@@ -79,12 +74,6 @@ def check_thresholds(raw: Mapping[str, float] | None) -> dict[str, float]:
             )
         out[name] = float(value)
     return out
-
-
-def check_choice(value: str, allowed: tuple[str, ...], field: str) -> str:
-    if value not in allowed:
-        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}", field=field)
-    return value
 
 
 @attrs.frozen

@@ -1,0 +1,255 @@
+"""The store's plumbing: its connection, read and write transactions, audit and tasks.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction (memory row, FTS row, vector, task and audit
+together), so a write either happened completely or not at all, and writers from several
+processes queue on SQLite's lock with ``busy_timeout`` instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from memcore import limits
+from memcore.errors import InvalidInput, MemcoreError, NotFound
+from memcore.ports import Embedder
+from memcore.scope import Scope
+from memcore_sqlite.schema import migrate
+from memcore_sqlite.sqlite_errors import mapped
+from memcore_sqlite.vectors import VectorCache
+from memcore_sqlite.wal import enable_wal
+
+#: How many audit records a store keeps; older ones are pruned as new ones arrive.
+AUDIT_KEEP = 100_000
+
+
+class StoreBase:
+    """One SQLite connection behind a lock; the store's operations build on these helpers.
+
+    ``embedder`` turns on hybrid search; ``synchronous`` is SQLite's setting: ``NORMAL``
+    survives a killed process, ``FULL`` also survives power loss at some cost per write.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        embedder: Embedder | None = None,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        vector_cache_rows: int = 1_000_000,
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
+        if not math.isfinite(busy_timeout) or busy_timeout < 0:
+            raise InvalidInput("busy_timeout must be a number of seconds", field="busy_timeout")
+        self.path = str(path)
+        self.embedder = embedder
+        self._lock = threading.RLock()
+        self._post_commit: list[Any] = []
+        self._vectors = (
+            VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
+        )
+        with mapped(self.path):
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                enable_wal(self._conn, timeout=busy_timeout)
+                self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+                # Freed pages are zeroed, so deleted text does not linger in the file.
+                self._conn.execute("PRAGMA secure_delete = ON")
+                self._conn.execute("PRAGMA foreign_keys = ON")
+                migrate(self._conn)
+            except BaseException:
+                self._conn.close()
+                raise
+        self._closed = False
+
+    @property
+    def search_mode(self) -> str:
+        """``hybrid`` with an embedder, else ``lexical``; ``doctor`` reports it."""
+        return "hybrid" if self.embedder is not None else "lexical"
+
+    def __repr__(self) -> str:
+        return f"SqliteMemoryStore({self.path!r}, search_mode={self.search_mode!r})"
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, mapped(self.path):
+            self._check_open()
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                self._post_commit.clear()
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            for callback in self._post_commit:
+                callback()
+            self._post_commit.clear()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A snapshot: every statement inside sees the same state of the file."""
+        with self._lock, mapped(self.path):
+            self._check_open()
+            conn = self._conn
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInput("this store is closed", field="store")
+
+    def _store_id(self, conn: sqlite3.Connection, name: str) -> int:
+        limits.check_store_name(name)
+        row = conn.execute("SELECT id FROM stores WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name")
+        return int(row[0])
+
+    def _audit(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        operation: str,
+        started: float,
+        *,
+        scope: Scope | None = None,
+        target: str | None = None,
+        status: str = "succeeded",
+    ) -> str:
+        """Record operation, scope, target id, status and latency — never text or queries."""
+        rid = uuid.uuid4().hex
+        cur = conn.execute(
+            "INSERT INTO requests (id, store_id, operation, status, scope, target_id, latency_ms,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rid,
+                store_id,
+                operation,
+                status,
+                None if scope is None else json.dumps(scope.as_dict()),
+                target,
+                (time.perf_counter() - started) * 1000.0,
+                time.time(),
+            ),
+        )
+        seq = cur.lastrowid or 0
+        if seq % 1000 == 0:
+            conn.execute(
+                "DELETE FROM requests WHERE store_id = ? AND seq <= ?", (store_id, seq - AUDIT_KEEP)
+            )
+        return rid
+
+    def _audit_read(self, store: str, operation: str, started: float, **kw: Any) -> None:
+        """Reads log in their own short write, after the snapshot closed."""
+        with self._write() as conn:
+            row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
+            if row is not None:
+                self._audit(conn, int(row[0]), operation, started, **kw)
+
+    @contextmanager
+    def _audit_failure(
+        self, store: str, operation: str, started: float, scope: Scope, memory_id: str
+    ) -> Iterator[None]:
+        """A memory that is not found in the scope is still an audited request (failed)."""
+        try:
+            yield
+        except NotFound as exc:
+            if exc.field == "memory_id":
+                self._audit_read(
+                    store, operation, started, scope=scope, target=memory_id, status="failed"
+                )
+            raise
+
+    def _task(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        operation: str,
+        scope: Scope,
+        ids: Sequence[str],
+    ) -> str:
+        tid = uuid.uuid4().hex
+        now = time.time()
+        conn.execute(
+            "INSERT INTO tasks (id, store_id, status, operation, scope, created_at, finished_at,"
+            " memory_ids) VALUES (?, ?, 'completed', ?, ?, ?, ?, ?)",
+            (
+                tid,
+                store_id,
+                operation,
+                json.dumps(scope.as_dict()),
+                now,
+                now,
+                json.dumps(list(ids)),
+            ),
+        )
+        return tid
+
+    def _bump(self, conn: sqlite3.Connection, store_id: int) -> tuple[int, int]:
+        before = int(
+            conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0]
+        )
+        conn.execute("UPDATE stores SET generation = ? WHERE id = ?", (before + 1, store_id))
+        return before, before + 1
+
+    def _embed(self, texts: Sequence[str]) -> list[Any] | None:
+        if self.embedder is None or self._vectors is None or not texts:
+            return None
+        try:
+            vectors = self.embedder.embed(list(texts))
+        except MemcoreError:
+            raise
+        except Exception as exc:  # an embedder is foreign code: report it as ours
+            raise InvalidInput(
+                f"the embedder failed: {type(exc).__name__}", field="embedder"
+            ) from exc
+        if len(vectors) != len(texts):
+            raise InvalidInput(
+                "the embedder returned the wrong number of vectors", field="embedder"
+            )
+        arr = self._vectors.to_array(vectors)
+        return list(arr)
+
+    def _after_write(
+        self,
+        store_id: int,
+        gen: tuple[int, int],
+        added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
+        removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
+    ) -> None:
+        # Runs after COMMIT: a rolled-back write must not reach the cache.
+        if self._vectors is not None:
+            cache = self._vectors
+            self._post_commit.append(
+                lambda: cache.apply_write(store_id, gen[0], gen[1], added, removed)
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                with mapped(self.path):
+                    self._conn.close()

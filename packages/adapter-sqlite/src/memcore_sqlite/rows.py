@@ -1,0 +1,56 @@
+"""How memory rows are read and addressed: columns, scope clauses, content hashes, checks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memcore.errors import InvalidInput
+from memcore.scope import Scope, ScopePattern
+from memcore.values import Memory
+
+MEMORY_COLUMNS = (
+    "seq, id, app_id, tenant_id, agent_id, run_id, text, metadata, unit_type, "
+    "created_at, updated_at, version"
+)
+
+
+def content_hash(scope: Scope, text: str) -> bytes:
+    return hashlib.sha256(f"{scope}\x00{text.strip()}".encode("utf-8", "surrogatepass")).digest()
+
+
+def pattern_sql(pattern: ScopePattern, prefix: str = "") -> tuple[str, list[str]]:
+    """`` AND level = ?`` clauses for the pattern's fixed levels, and their parameters."""
+    clauses: list[str] = []
+    params: list[str] = []
+    for name, value in pattern.levels():
+        if value != "*":
+            clauses.append(f"{prefix}{name} = ?")
+            params.append(value)
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def memory_from_row(row: Sequence[Any]) -> Memory:
+    """A :class:`Memory` from a row selected with :data:`MEMORY_COLUMNS`."""
+    return Memory(
+        id=row[1],
+        text=row[6],
+        scope=Scope(row[2], row[3], row[4], row[5]),
+        metadata=json.loads(row[7]),
+        created_at=row[9],
+        updated_at=row[10],
+        unit_type=row[8],
+        version=row[11],
+    )
+
+
+def check_scope(scope: object) -> None:
+    if not isinstance(scope, Scope):
+        raise InvalidInput("scope must be a concrete Scope", field="scope")
+
+
+def check_pattern(pattern: object) -> None:
+    if not isinstance(pattern, ScopePattern):
+        raise InvalidInput("pattern must be a ScopePattern", field="scope")

@@ -1,0 +1,153 @@
+"""The search path: argument checks, candidate generation, fusion and the hits it returns.
+
+Candidates come from two signals: lexical (:func:`memcore_sqlite.ranking.lexical` over FTS5)
+and vector (exact cosine over the scope's cached matrix, :mod:`memcore_sqlite.vectors`).
+:func:`memcore_sqlite.ranking.fuse` merges them into one ordering.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from memcore import limits
+from memcore.scope import ScopePattern
+from memcore.values import SearchHit
+from memcore_sqlite import analysis, ranking, tags
+from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, pattern_sql
+from memcore_sqlite.vectors import VectorCache
+
+
+def check_search(
+    pattern: object,
+    query: object,
+    top_k: object,
+    filters: Mapping[str, str] | None,
+    min_similarity: float | None,
+) -> tuple[dict[str, str], float | None]:
+    """The arguments both searches share, checked before anything is embedded.
+
+    Returns the checked filters and the similarity floor.
+    """
+    check_pattern(pattern)
+    limits.check_query(query)
+    limits.check_top_k(top_k)
+    flt = limits.check_metadata(filters, field="filters")
+    floor = limits.check_min_similarity(min_similarity)
+    return flt, floor
+
+
+def vector_candidates(
+    conn: sqlite3.Connection,
+    vectors: VectorCache,
+    model: str,
+    store_id: int,
+    pattern: ScopePattern,
+    restrict: str | None,
+) -> tuple[Any, Any]:
+    """The pattern's cached matrix (reloaded when stale) and the seqs filters allow."""
+    gen = int(conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0])
+    where, params = pattern_sql(pattern, "m.")
+
+    def load() -> Iterator[tuple[int, bytes]]:
+        yield from conn.execute(
+            "SELECT v.seq, v.vector FROM memories m JOIN memory_vectors v ON v.seq = m.seq"
+            f" WHERE m.store_id = ?{where} AND v.model = ?",
+            (store_id, *params, model),
+        )
+
+    entry = vectors.get((store_id, pattern.as_tuple()), gen, load)
+    allowed = None
+    if restrict is not None:
+        import numpy
+
+        allowed = numpy.fromiter(
+            (
+                r[0]
+                for r in conn.execute(
+                    "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?",
+                    (f"tags : ({restrict})",),
+                )
+            ),
+            dtype=numpy.int64,
+        )
+    return entry, allowed
+
+
+def ranked(
+    conn: sqlite3.Connection,
+    store_id: int,
+    pattern: ScopePattern,
+    query: str,
+    top_k: int,
+    flt: Mapping[str, str],
+    qvec: Any,
+    vectors: VectorCache | None,
+    model: str | None,
+    *,
+    use_lexical: bool = True,
+) -> list[tuple[int, float]]:
+    """(seq, fused score) of the candidates, best first; inside the caller's read snapshot."""
+    want = max(top_k * 3, 30)
+    restrict = tags.filter_expression(store_id, pattern, flt)
+    prefix = tags.pattern_prefix(store_id, pattern)
+    exact_tenant = pattern.agent_id == "*" and prefix is not None and not flt
+    # For a whole tenant without filters the prefixed terms already select the scope:
+    # ANDing the tenant's tag would only walk its postings once more.
+    lexq = analysis.build_query(
+        query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
+    )
+    semantic: dict[int, float] = {}
+    if qvec is not None and vectors is not None and model is not None:
+        # Scoring in a thread beside FTS5 was measured slower on 2 cores: BLAS already
+        # uses both, so the two compete.
+        entry, allowed = vector_candidates(
+            conn, vectors, model, store_id, pattern, restrict if flt else None
+        )
+        semantic = dict(vectors.top(entry, qvec, want, allowed))
+    lexical = ranking.lexical(conn, lexq, want, top_k) if use_lexical else {}
+    fused = ranking.fuse(lexical, semantic)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))
+
+
+def hits(
+    conn: sqlite3.Connection,
+    store_id: int,
+    pattern: ScopePattern,
+    order: list[tuple[int, float]],
+    flt: Mapping[str, str],
+    floor: float | None,
+    top_k: int,
+) -> list[SearchHit]:
+    """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor."""
+    seqs = [s for s, _ in order]
+    # One statement fetches them all: the lexical and vector rankings each return at
+    # most ``want`` seqs, and top_k <= limits.MAX_TOP_K (50) makes that 150, so there are
+    # at most 300 parameters, within SQLite's smallest limit of 999.
+    rows = {}
+    if seqs:
+        marks = ",".join("?" * len(seqs))
+        # By primary key only; the store and scope are checked below (a scope clause
+        # here would lure the planner onto the scope index and scan the whole scope).
+        for r in conn.execute(
+            f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE seq IN ({marks})", seqs
+        ):
+            rows[int(r[0])] = r
+    found: list[SearchHit] = []
+    for seq, score in order:
+        row = rows.get(seq)
+        if row is None or row[-1] != store_id:
+            continue
+        memory = memory_from_row(row)
+        if not pattern.matches(memory.scope):
+            continue
+        if any(memory.metadata.get(k) != v for k, v in flt.items()):
+            continue
+        score = min(1.0, max(0.0, float(score)))
+        if floor is not None and score < floor:
+            continue
+        found.append(SearchHit(memory, score))
+        if len(found) == top_k:
+            break
+    return found

@@ -1,0 +1,354 @@
+"""Writes of memories: add (one, many, a turn of messages), update and delete.
+
+A text already in the scope is not stored twice: the existing memory's id is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from memcore import limits
+from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.scope import Scope
+from memcore.values import Memory, Message, WriteReceipt
+from memcore_sqlite import analysis, tags
+from memcore_sqlite.plumbing import StoreBase
+from memcore_sqlite.rows import MEMORY_COLUMNS, check_scope, content_hash, memory_from_row
+
+
+@attrs.frozen
+class TextItem:
+    """One memory to add in a batch (see :meth:`MemoryWrites.add_many`)."""
+
+    scope: Scope
+    text: str
+    metadata: Mapping[str, str] = attrs.field(factory=dict)
+    #: Keep this id (an import restoring an export); None lets the store choose one.
+    id: str | None = None
+    #: Keep this creation time (an import); None means now.
+    created_at: float | None = None
+
+
+class MemoryWrites(StoreBase):
+    """The write half of the memory operations; each is one transaction."""
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        scope: Scope,
+        text: str,
+        metadata: Mapping[str, str],
+        unit_type: str,
+        vector: Any,
+        added: list[tuple[tuple[str, str, str, str], int, Any]],
+        *,
+        memory_id: str | None = None,
+        created_at: float | None = None,
+    ) -> tuple[str, int]:
+        """Insert one unit unless the same text is already in the scope; (id, seq).
+
+        ``memory_id`` keeps a caller's id (import); one already taken by another memory is a
+        :class:`Conflict`, so an import can never overwrite or alias an existing memory.
+        """
+        digest = content_hash(scope, text)
+        # The digest covers the scope; comparing the scope columns in Python keeps the planner
+        # on the hash index (with them in SQL it prefers the scope index and scans the scope).
+        for row in conn.execute(
+            "SELECT id, seq, app_id, tenant_id, agent_id, run_id FROM memories"
+            " WHERE store_id = ? AND content_hash = ?",
+            (store_id, digest),
+        ):
+            if tuple(row[2:]) == scope.as_tuple():
+                return str(row[0]), int(row[1])
+        mid = memory_id or uuid.uuid4().hex
+        if (
+            memory_id is not None
+            and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        ):
+            raise Conflict(
+                f"memory id {memory_id!r} is already used by another memory",
+                field="id",
+                retryable=False,
+            )
+        now = time.time()
+        created = now if created_at is None else created_at
+        cur = conn.execute(
+            "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
+            " content_hash, metadata, unit_type, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                mid,
+                store_id,
+                *scope.as_tuple(),
+                text,
+                digest,
+                json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True),
+                unit_type,
+                created,
+                now,
+            ),
+        )
+        seq = int(cur.lastrowid or 0)
+        self._index(conn, store_id, seq, scope, text, metadata)
+        if vector is not None and self.embedder is not None and self._vectors is not None:
+            conn.execute(
+                "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vector)),
+            )
+        added.append((scope.as_tuple(), seq, vector))
+        return mid, seq
+
+    @staticmethod
+    def _index(
+        conn: sqlite3.Connection,
+        store_id: int,
+        seq: int,
+        scope: Scope,
+        text: str,
+        metadata: Mapping[str, str],
+    ) -> None:
+        """The FTS row: words, the same words tenant-prefixed, and the scope/metadata tags."""
+        words = analysis.tokens(text)
+        prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
+        conn.execute(
+            "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
+            (
+                seq,
+                analysis.index_text(words),
+                analysis.index_text(words, prefix),
+                tags.row_tags(store_id, scope, metadata),
+            ),
+        )
+
+    def add_text(
+        self,
+        store: str,
+        scope: Scope,
+        text: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt:
+        started = time.perf_counter()
+        check_scope(scope)
+        limits.check_text(text)
+        meta = limits.check_metadata(metadata)
+        vectors = self._embed([text])
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        with self._write() as conn:
+            sid = self._store_id(conn, store)
+            gen = self._bump(conn, sid)
+            mid, _ = self._insert(
+                conn, sid, scope, text, meta, "text", vectors[0] if vectors else None, added
+            )
+            tid = self._task(conn, sid, "AddMemories", scope, [mid])
+            rid = self._audit(conn, sid, "AddMemories", started, scope=scope, target=mid)
+            self._after_write(sid, gen, added)
+        return WriteReceipt(tid, "completed", (mid,), rid)
+
+    def add_many(self, store: str, items: Sequence[TextItem]) -> list[str]:
+        """Add many memories in one transaction (embedded in one batch); ids in input order.
+
+        This is the bulk-import path: one task and one audit record cover the whole batch.
+        """
+        started = time.perf_counter()
+        checked: list[tuple[Scope, str, dict[str, str]]] = []
+        for i, item in enumerate(items):
+            if not isinstance(item, TextItem):
+                raise InvalidInput(f"items[{i}] must be a TextItem", field=f"items[{i}]")
+            check_scope(item.scope)
+            limits.check_text(item.text, field=f"items[{i}].text")
+            if item.id is not None:
+                limits.check_id(item.id, field=f"items[{i}].id")
+            checked.append(
+                (
+                    item.scope,
+                    item.text,
+                    limits.check_metadata(item.metadata, field=f"items[{i}].metadata"),
+                )
+            )
+        if not checked:
+            return []
+        vectors = self._embed([t for _, t, _ in checked])
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        ids: list[str] = []
+        with self._write() as conn:
+            sid = self._store_id(conn, store)
+            gen = self._bump(conn, sid)
+            for i, (scope, text, meta) in enumerate(checked):
+                mid, _ = self._insert(
+                    conn,
+                    sid,
+                    scope,
+                    text,
+                    meta,
+                    "text",
+                    vectors[i] if vectors else None,
+                    added,
+                    memory_id=items[i].id,
+                    created_at=items[i].created_at,
+                )
+                ids.append(mid)
+            self._task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
+            self._audit(conn, sid, "AddMemories", started, scope=checked[0][0])
+            self._after_write(sid, gen, added)
+        return ids
+
+    def add_messages(
+        self,
+        store: str,
+        scope: Scope,
+        messages: Sequence[Message],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt:
+        """Store the turn as short-term messages, and each message as one memory unit."""
+        started = time.perf_counter()
+        check_scope(scope)
+        checked = limits.check_messages(messages)
+        meta = limits.check_metadata(metadata)
+        vectors = self._embed([m.content for m in checked])
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        ids: list[str] = []
+        with self._write() as conn:
+            sid = self._store_id(conn, store)
+            gen = self._bump(conn, sid)
+            now = time.time()
+            for i, m in enumerate(checked):
+                unit_meta = {**meta, **m.metadata}
+                mid, seq = self._insert(
+                    conn,
+                    sid,
+                    scope,
+                    m.content,
+                    unit_meta,
+                    "message",
+                    vectors[i] if vectors else None,
+                    added,
+                )
+                ids.append(mid)
+                conn.execute(
+                    "INSERT INTO messages (store_id, app_id, tenant_id, agent_id, run_id, id, role,"
+                    " content, timestamp, metadata, memory_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        sid,
+                        *scope.as_tuple(),
+                        m.id or uuid.uuid4().hex,
+                        m.role,
+                        m.content,
+                        m.timestamp if m.timestamp is not None else now,
+                        json.dumps(dict(m.metadata), ensure_ascii=False, sort_keys=True),
+                        seq,
+                    ),
+                )
+            unique = list(dict.fromkeys(ids))
+            tid = self._task(conn, sid, "AddMemories", scope, unique)
+            rid = self._audit(conn, sid, "AddMemories", started, scope=scope)
+            self._after_write(sid, gen, added)
+        return WriteReceipt(tid, "completed", tuple(unique), rid)
+
+    def _own_row(
+        self, conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str
+    ) -> tuple[Any, ...]:
+        limits.check_id(memory_id)
+        row = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND store_id = ?"
+            " AND app_id = ? AND tenant_id = ? AND agent_id = ? AND run_id = ?",
+            (memory_id, store_id, *scope.as_tuple()),
+        ).fetchone()
+        # Another scope's memory is reported exactly like a missing one: existence never leaks.
+        if row is None:
+            raise NotFound(
+                f"memory {memory_id!r} was not found in scope {scope}", field="memory_id"
+            )
+        return tuple(row)
+
+    def update_memory(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Memory:
+        """Replace the text and/or merge the metadata map; the index and vector follow."""
+        started = time.perf_counter()
+        check_scope(scope)
+        limits.check_id(memory_id)
+        if text is not None:
+            limits.check_text(text)
+        meta = None if metadata is None else limits.check_metadata(metadata)
+        vectors = self._embed([text]) if text is not None else None
+        with (
+            self._audit_failure(store, "UpdateMemory", started, scope, memory_id),
+            self._write() as conn,
+        ):
+            sid = self._store_id(conn, store)
+            row = self._own_row(conn, sid, scope, memory_id)
+            seq = int(row[0])
+            new_text = row[6] if text is None else text
+            old_meta = json.loads(row[7])
+            # Merged as on the service: the same key overwrites, {} clears the map.
+            new_meta = old_meta if meta is None else ({**old_meta, **meta} if meta else {})
+            gen = self._bump(conn, sid)
+            conn.execute(
+                "UPDATE memories SET text = ?, content_hash = ?, metadata = ?, updated_at = ?,"
+                " version = version + 1 WHERE seq = ?",
+                (
+                    new_text,
+                    content_hash(scope, new_text),
+                    json.dumps(new_meta, ensure_ascii=False, sort_keys=True),
+                    time.time(),
+                    seq,
+                ),
+            )
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            self._index(conn, sid, seq, scope, new_text, new_meta)
+            added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+            removed: list[tuple[tuple[str, str, str, str], int]] = []
+            if text is not None:
+                # A vector of the old text would be wrong; replace it or drop it.
+                conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+                removed.append((scope.as_tuple(), seq))
+                if vectors and self.embedder is not None and self._vectors is not None:
+                    conn.execute(
+                        "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                        (seq, self.embedder.name, self._vectors.to_blob(vectors[0])),
+                    )
+                    added.append((scope.as_tuple(), seq, vectors[0]))
+            self._audit(conn, sid, "UpdateMemory", started, scope=scope, target=memory_id)
+            out = memory_from_row(
+                conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)
+                ).fetchone()
+            )
+            self._after_write(sid, gen, added, removed)
+        return out
+
+    def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None:
+        """Delete the unit, its FTS row, its vector and the messages it was made from."""
+        started = time.perf_counter()
+        check_scope(scope)
+        with (
+            self._audit_failure(store, "DeleteMemory", started, scope, memory_id),
+            self._write() as conn,
+        ):
+            sid = self._store_id(conn, store)
+            seq = int(self._own_row(conn, sid, scope, memory_id)[0])
+            gen = self._bump(conn, sid)
+            conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+            conn.execute("DELETE FROM messages WHERE memory_seq = ?", (seq,))
+            self._audit(conn, sid, "DeleteMemory", started, scope=scope, target=memory_id)
+            self._after_write(sid, gen, (), [(scope.as_tuple(), seq)])
