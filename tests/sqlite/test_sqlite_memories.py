@@ -135,12 +135,6 @@ def test_tasks_complete_at_once(lexical_store: SqliteMemoryStore) -> None:
     assert task.finished_at is not None
 
 
-def test_dream_is_unsupported_with_a_reason(lexical_store: SqliteMemoryStore) -> None:
-    with pytest.raises(Unsupported) as info:
-        lexical_store.create_dream_task(STORE, ALICE.tenant_pattern())
-    assert "dream" in str(info.value)
-
-
 def test_delete_store_removes_everything(lexical_store: SqliteMemoryStore, db_path: Path) -> None:
     lexical_store.add_messages(STORE, ALICE, [Message("user", "gone with the store")])
     lexical_store.delete_store(STORE)

@@ -208,7 +208,7 @@ def plan(
             # Memories stamped alike come from one write: they elaborate, not supersede.
             continue
         old, new = (x, y) if _newer(x.cand, y.cand) else (y, x)
-        found = _supersedes(old, new, sim, overlap, lex, floor, cfg)
+        found = _supersedes(old, new, sim, lex, floor, cfg)
         if found is not None:
             supersede[old.cand.id].append((found[0], new.cand.id, found[1]))
 
@@ -239,7 +239,6 @@ def _supersedes(
     old: _Seen,
     new: _Seen,
     sim: float | None,
-    overlap: float,
     lex: Lexicon,
     floor: float,
     cfg: PlannerSettings,
@@ -249,9 +248,11 @@ def _supersedes(
     if len(shared) < cfg.min_shared_subject_words:
         return None
     if sim is None:
-        if overlap < cfg.lexical_subject_overlap:
+        # Plain Jaccard: IDF over a handful of memories says little about a subject.
+        jaccard = len(old.tokens & new.tokens) / max(1, len(old.tokens | new.tokens))
+        if jaccard < cfg.lexical_subject_overlap:
             return None
-        subject = min(1.0, (overlap - cfg.lexical_subject_overlap) / 0.4)
+        subject = min(1.0, (jaccard - cfg.lexical_subject_overlap) / 0.4)
     else:
         if sim < cfg.subject_similarity:
             return None
