@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.errors import InvalidInput, Unsupported
+from memcore.errors import InvalidInput
 from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Message

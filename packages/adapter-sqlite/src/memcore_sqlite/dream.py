@@ -270,7 +270,7 @@ class DreamTasks(DreamApplier):
             now = time.time()
             failed = 0
             for action, decision in zip(planned, auto):
-                versions = {i: by_id[i].version for i in action.read_ids() if i in by_id}
+                versions = {i: by_id[i].version for i in _checked(action) if i in by_id}
                 cur = conn.execute(
                     "INSERT INTO dream_actions (id, dream_seq, action, status, target_scope,"
                     " target_id, source_ids, versions, text, confidence, reason, skipped_reason,"
@@ -522,6 +522,12 @@ def _inside(
     if any(i not in by_id for i in reads):
         return False
     return action_in_scopes(action.target_scope, [by_id[i].scope for i in reads], patterns)
+
+
+def _checked(action: PlannedAction) -> tuple[str, ...]:
+    """The memories whose version must be unchanged when the action applies: an UPDATE's
+    target may gain versions from its other UPDATEs of the same plan meanwhile."""
+    return action.source_ids if action.action == "UPDATE" else action.read_ids()
 
 
 def _overlap(a: ScopePattern, b: ScopePattern) -> bool:

@@ -62,9 +62,37 @@ def numbers(text: str) -> frozenset[str]:
     """Quantities a memory states: digits (``$420``, ``30``) and number words."""
     out = set()
     for w in words(text):
-        if any(c.isdigit() for c in w) or w in _NUMBER_WORDS:
+        if _is_number(w):
             out.add(w)
     return frozenset(out)
+
+
+def _is_number(word: str) -> bool:
+    return any(c.isdigit() for c in word) or word in _NUMBER_WORDS
+
+
+def quantities(text: str, window: int = 3) -> frozenset[tuple[str, frozenset[str]]]:
+    """Each number with the content words around it: what it counts ("30" -> dozen, eggs)."""
+    ws = words(text)
+    out = set()
+    for i, w in enumerate(ws):
+        if not _is_number(w):
+            continue
+        near = [
+            _stem(x)
+            for x in ws[max(0, i - window) : i] + ws[i + 1 : i + 1 + window]
+            if x not in STOPWORDS and not _is_number(x)
+        ]
+        out.add((w, frozenset(near)))
+    return frozenset(out)
+
+
+def changed_quantity(
+    old: frozenset[tuple[str, frozenset[str]]], new: frozenset[tuple[str, frozenset[str]]]
+) -> bool:
+    """The newer text gives another number for something the older one counted."""
+    old_numbers = {n for n, _ in old}
+    return any(n2 != n1 and n2 not in old_numbers and c1 & c2 for n1, c1 in old for n2, c2 in new)
 
 
 def cues(text: str) -> frozenset[str]:

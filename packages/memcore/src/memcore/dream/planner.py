@@ -84,6 +84,7 @@ class _Seen:
     cand: Candidate
     tokens: frozenset[str]
     numbers: frozenset[str]
+    quantities: frozenset[tuple[str, frozenset[str]]]
     cues: frozenset[str]
     norm: str
 
@@ -170,6 +171,7 @@ def plan(
                 c,
                 lexicon.salient_tokens(c.text),
                 lexicon.numbers(c.text),
+                lexicon.quantities(c.text),
                 lexicon.cues(c.text),
                 _norm(c.text),
             )
@@ -257,15 +259,33 @@ def _supersedes(
         if sim < cfg.subject_similarity:
             return None
         subject = min(1.0, (sim - cfg.subject_similarity) / 0.35)
-    changed_numbers = bool(new.numbers - old.numbers) and bool(old.numbers)
+    # The strongest sign: another number for the same thing ("30 dozen eggs" -> "20 dozen").
+    # Words like "now" or "recently" are everywhere in chat, so alone they weigh little.
+    recount = lexicon.changed_quantity(old.quantities, new.quantities)
+    renumbered = bool(new.numbers - old.numbers) and bool(old.numbers)
     fresh_cues = bool(new.cues - old.cues)
-    fresh_words = lex.telling(new.tokens - old.tokens, floor)
-    if not (changed_numbers or fresh_cues):
+    if not (renumbered or fresh_cues):
         return None
-    change = 0.5 * changed_numbers + 0.3 * fresh_cues + 0.2 * min(1.0, len(fresh_words) / 3)
-    depth = min(1.0, (len(shared) - cfg.min_shared_subject_words + 1) / 4)
-    confidence = round(min(0.99, 0.55 + 0.2 * subject + 0.15 * depth + 0.15 * change), 4)
-    what = "a different number" if changed_numbers else "wording that marks a change"
+    depth = min(1.0, (len(shared) - 1) / 5)
+    confidence = round(
+        min(
+            0.99,
+            0.5
+            + 0.25 * recount
+            + 0.05 * (renumbered and not recount)
+            + 0.05 * fresh_cues
+            + 0.15 * depth
+            + 0.1 * subject,
+        ),
+        4,
+    )
+    what = (
+        "another number for the same thing"
+        if recount
+        else "a different number"
+        if renumbered
+        else "wording that marks a change"
+    )
     words = ", ".join(sorted(shared)[:4])
     return confidence, f"a newer memory about the same subject ({words}) states {what}"
 
@@ -310,8 +330,8 @@ def _supersessions(
     supersede: Mapping[str, list[tuple[float, str, str]]],
     taken: set[str],
 ) -> list[PlannedAction]:
-    """One action per superseding memory: UPDATE it (recording what it supersedes), or
-    DELETE a stale memory whose every word the newer one repeats."""
+    """One action per superseded memory: UPDATE its successor (which records what it
+    supersedes), or DELETE it when the newer memory repeats every other word of it."""
     best: dict[str, tuple[float, str, str]] = {}
     for old_id, options in supersede.items():
         if old_id in taken:
@@ -340,18 +360,21 @@ def _supersessions(
                     reason + "; it repeats everything else the older one says",
                 )
             )
-        kept = [o for o in olds if o not in redundant]
-        if kept:
-            conf = min(best[o][0] for o in kept)
+        # One UPDATE per superseded memory, so each carries its own confidence; they share
+        # the target, which only gains a version and an entry in what it supersedes.
+        for o in olds:
+            if o in redundant:
+                continue
+            conf, _, reason = best[o]
             out.append(
                 PlannedAction(
                     "UPDATE",
                     new.cand.scope,
                     new_id,
-                    tuple(kept),
+                    (o,),
                     new.cand.text,
                     conf,
-                    best[kept[0]][2] + "; it supersedes the older one",
+                    reason + "; it supersedes the older one",
                 )
             )
     return out
