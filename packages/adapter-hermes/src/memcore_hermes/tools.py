@@ -41,7 +41,14 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                     "minimum": 1,
                     "maximum": 100,
                     "description": "How many memories (default 20).",
-                }
+                },
+                "include_superseded": {
+                    "type": "boolean",
+                    "description": (
+                        "Also list memories a newer one superseded (default false: only the "
+                        "current truth)."
+                    ),
+                },
             },
             "required": [],
         },
@@ -112,7 +119,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 ]
 
 _ALLOWED_ARGS = {
-    PROFILE: frozenset({"limit"}),
+    PROFILE: frozenset({"limit", "include_superseded"}),
     SEARCH: frozenset({"query", "top_k", "enable_rerank", "metadata"}),
     REMEMBER: frozenset({"content", "metadata", "sync"}),
     FORGET: frozenset({"memory_id", "agent_id", "run_id"}),
@@ -189,6 +196,9 @@ def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
     limit = args.get("limit", 20)
     service = runtime.service(runtime.handle.ready())
     page = service.profile(limit=limit)
+    if not _optional_bool(args, "include_superseded"):
+        # A dream pass marks what a newer memory replaced; the profile shows the current truth.
+        page = page.filter(lambda m: "superseded_by" not in m.extras)
     return dumps(
         {
             "scope": str(service.profile_pattern),

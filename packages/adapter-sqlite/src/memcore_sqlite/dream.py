@@ -56,6 +56,8 @@ def _patterns(raw: str) -> tuple[ScopePattern, ...]:
 class DreamTasks(DreamApplier):
     """The six dream operations of the port, plus :meth:`undo_dream_action`."""
 
+    #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
+    LOCAL_DREAM = True
     #: A model that checks or makes plans (see :mod:`memcore.dream.review`); None: rules only.
     dream_reviewer: DreamReviewer | None = None
 

@@ -205,12 +205,17 @@ def list_memories(
         bool, typer.Option("--all", help="Page through everything (JSON Lines with --json).")
     ] = False,
     next_token: TokenOpt = None,
+    current: Annotated[
+        bool,
+        typer.Option("--current", help="Hide memories a dream pass marked as superseded."),
+    ] = False,
 ) -> None:
     """List the memories of the current tenant (or --agent/--run), a page at a time.
 
     \b
     Examples:
       memcore list --limit 10
+      memcore list --current
       memcore --agent coder list --all
       memcore --json list --all > memories.jsonl
     """
@@ -223,8 +228,13 @@ def list_memories(
     limits.check_limit(limit)
     service = state.runtime().service()
     out = state.output
+
+    def fetch(token: str | None) -> Any:
+        got = service.profile(limit=limit, next_token=token)
+        return got.filter(lambda m: "superseded_by" not in m.extras) if current else got
+
     if not all_pages:
-        page = service.profile(limit=limit, next_token=next_token)
+        page = fetch(next_token)
         if state.json:
             out.json(
                 {"items": [memory_record(m) for m in page.items], "next_token": page.next_token}
@@ -239,7 +249,7 @@ def list_memories(
             out.note(f"more: memcore list --next-token {page.next_token}")
         return
     rows = []
-    listing = pages(lambda token: service.profile(limit=limit, next_token=token), start=next_token)
+    listing = pages(fetch, start=next_token)
     with out.progress("listing memories") as advance:
         for page in listing:
             for memory in page.items:
