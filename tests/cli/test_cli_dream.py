@@ -30,11 +30,11 @@ def test_dream_create_status_actions_apply_list(dream_cli):
     assert status["id"] == task["id"]
     actions = dream_cli.json("dream", "actions", task["id"])["items"]
     assert [t["id"] for t in dream_cli.json("dream", "list")["items"]] == [task["id"]]
-    assert [a["action"] for a in actions] == ["DELETE"]
+    assert [a["action"] for a in actions] == ["MERGE"]
     applied = dream_cli.json("dream", "apply", task["id"], actions[0]["id"])
     assert [a["id"] for a in applied] == [actions[0]["id"]]
     assert [m["text"] for m in dream_cli.json("list")["items"]] == ["User likes coffee"]
-    assert "DELETE" in dream_cli.ok("dream", "actions", task["id"]).stdout
+    assert "MERGE" in dream_cli.ok("dream", "actions", task["id"]).stdout
     assert "status" in dream_cli.ok("dream", "status", task["id"]).stdout
 
 

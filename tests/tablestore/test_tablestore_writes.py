@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +12,9 @@ from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.values import Message
-from memcore_tablestore.emulator import EmulatorServer
+from memcore_tablestore.emulator import EmulatorServer, Faults
 from memcore_tablestore.store import TableStoreMemoryStore
+from memcore_tablestore.testing import store_for
 
 STORE = "turns"
 
@@ -102,3 +104,27 @@ def test_no_write_scope_ever_contains_a_wildcard(
     for body in _adds(emulator):
         assert all("*" not in value for value in body["scope"].values())
         assert set(body["scope"]) == {"appId", "tenantId", "agentId", "runId"}
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_a_2xx_write_answer_that_cannot_be_read_is_landed_not_resent(
+    emulator: EmulatorServer, caplog: pytest.LogCaptureFixture, seed: int
+) -> None:
+    """Every kind of unreadable 200 (non-JSON, wrong shapes, a failed envelope) on AddMemories:
+    the receipt says 'unconfirmed', a warning is logged, and the write is sent exactly once."""
+    from memcore.values import UNCONFIRMED
+
+    store = store_for(emulator)
+    store.ensure_store("landed")
+    emulator.set_faults(Faults(chaos=True, apis=("AddMemories",), seed=seed))
+    sent: list[object] = []
+    send = store._client.add_memories
+    store._client.add_memories = lambda body: (sent.append(body), send(body))[1]
+    with caplog.at_level("WARNING", logger="memcore_tablestore"):
+        text = store.add_text("landed", Scope("a", "t", "g", "r"), "a fact", sync=True)
+        msgs = store.add_messages("landed", Scope("a", "t", "g", "r"), [Message("user", "hi")])
+    assert (text.status, msgs.status) == (UNCONFIRMED, UNCONFIRMED)
+    assert text.problem and msgs.problem
+    assert len(sent) == 2
+    assert "will not be sent again" in caplog.text
+    store.close()

@@ -59,7 +59,10 @@ def _search_mode(store: Any) -> str:
     return str(mode)
 
 
-def run_checks(state: CliState) -> tuple[list[Check], int]:
+def run_checks(
+    state: CliState, *, live: bool = False, record: Path | None = None
+) -> tuple[list[Check], int]:
+    """``live``: also call each read-only API of the store (see :func:`_live_checks`)."""
     checks = _Checks()
     try:
         runtime = state.runtime()
@@ -80,7 +83,35 @@ def run_checks(state: CliState) -> tuple[list[Check], int]:
         _local(state, runtime, checks)
     else:
         _remote(state, runtime, checks)
+    if live:
+        _live_checks(runtime, checks, record)
     return checks.items, checks.code
+
+
+def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
+    """Per read-only API: does the service's answer have the documented shape?"""
+    try:
+        store = runtime.store
+    except Exception:
+        return  # already reported by the backend check
+    send = getattr(store, "call_read_only", None)
+    if send is None:
+        checks.ok("live check", "only the tablestore backend has a service to check")
+        return
+    from memcore_tablestore import live_check
+
+    settings = runtime.settings
+    for result in live_check.run(
+        send, runtime.store_name, settings.scope.scope, settings.scope.read_pattern, record
+    ):
+        if result.ok:
+            checks.ok(f"live {result.api}", result.detail)
+        else:
+            from memcore.errors import ProtocolError
+
+            checks.fail(f"live {result.api}", result.detail, ProtocolError(result.detail))
+    if record is not None:
+        checks.ok("recorded", f"answers saved in {record} (ids, scopes and texts redacted)")
 
 
 def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
@@ -175,7 +206,8 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
     except Exception as exc:
         checks.fail("memory store", _message(exc), exc)
         return
-    checks.ok("memory store", f"{info.name} ({info.status})")
+    mode = f", storage mode {info.storage_mode}" if info.storage_mode else ""
+    checks.ok("memory store", f"{info.name} ({info.status}{mode})")
     started = time.perf_counter()
     try:
         hits = store.search(name, runtime.settings.scope.read_pattern, "memcore doctor", top_k=1)

@@ -76,6 +76,8 @@ class Runtime:
                 self.store_name,
                 description=self.settings.config.description,
                 create=self.settings.config.auto_create_store,
+                extract_instructions=self.settings.config.extract_instructions,
+                progress=self._progress,
             )
             self._ensured = True
         return store
@@ -90,6 +92,11 @@ class Runtime:
             top_k=config.top_k,
             enable_rerank=config.enable_rerank,
         )
+
+    @staticmethod
+    def _progress(message: str) -> None:
+        """Progress of a long wait (a new store's index), on stderr so stdout stays clean."""
+        sys.stderr.write(f"memcore: {message}\n")
 
     def _announce_first_run(self) -> None:
         """Tell people where their memories go, once, when the embedded store is created."""

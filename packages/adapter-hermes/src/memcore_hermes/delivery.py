@@ -58,11 +58,13 @@ class StoreHandle:
         store_name: str,
         description: str,
         auto_create: bool,
+        extract_instructions: str | None = None,
     ) -> None:
         self._opener = opener
         self.store_name = store_name
         self._description = description
         self._auto_create = auto_create
+        self._extract_instructions = extract_instructions
         self._lock = threading.Lock()
         self._store: MemoryStore | None = None
         self._ensured = False
@@ -95,7 +97,10 @@ class StoreHandle:
                 return store
         try:
             store.ensure_store(
-                self.store_name, description=self._description, create=self._auto_create
+                self.store_name,
+                description=self._description,
+                create=self._auto_create,
+                extract_instructions=self._extract_instructions,
             )
         except MemcoreError as exc:
             self.last_error = exc

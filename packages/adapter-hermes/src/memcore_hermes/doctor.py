@@ -139,6 +139,7 @@ def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
         out["error"] = _error(exc)
         return out
     out["status"] = info.status
+    out["storage_mode"] = info.storage_mode
     out["description"] = info.description
     out["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
     try:

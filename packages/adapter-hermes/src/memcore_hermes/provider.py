@@ -221,6 +221,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             store_name=config.memory_store_name,
             description=config.description,
             auto_create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
         )
         handle.set_store(store)
         spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)

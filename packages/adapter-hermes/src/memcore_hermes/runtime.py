@@ -203,9 +203,11 @@ class MemoryRuntime:
                     return  # a newer recall is queued behind this one
             try:
                 store = self.handle.ready()
-                hits = self.service(store).search(query)
+                # The current session is the context: the service ranks its memories higher.
+                hits = self.service(store).search(query, context_scope=True)
             except MemcoreError as exc:
-                logger.debug("tablestore-mem: recall failed (%s: %s)", exc.code, exc)
+                # Loud: a recall that fails on every turn must not look like "nothing found".
+                logger.warning("tablestore-mem: recall failed (%s: %s)", exc.code, exc)
                 return
             text = format_recall(hits)
             with self._recall_lock:

@@ -77,6 +77,16 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                     **_METADATA_SCHEMA,
                     "description": "Only memories whose metadata has all these values.",
                 },
+                "min_similarity": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "Drop hits whose score is lower (0 to 1).",
+                },
+                "include_evidence": {
+                    "type": "boolean",
+                    "description": "Attach the messages each memory came from (default false).",
+                },
             },
             "required": ["query"],
         },
@@ -216,6 +226,9 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
         top_k=args.get("top_k"),
         enable_rerank=_optional_bool(args, "enable_rerank"),
         filters=args.get("metadata"),
+        min_similarity=args.get("min_similarity"),
+        context_scope=True,
+        include_evidence=_optional_bool(args, "include_evidence") or False,
     )
     return dumps(
         {
@@ -225,7 +238,9 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
                     "id": h.memory.id,
                     "text": h.memory.text,
                     "score": h.score,
+                    "similarity": h.similarity,
                     "scope": str(h.memory.scope),
+                    **({"evidence": [dict(e) for e in h.evidence]} if h.evidence else {}),
                 }
                 for h in hits
             ],

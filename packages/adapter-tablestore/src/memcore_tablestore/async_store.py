@@ -13,7 +13,7 @@ from typing import Any
 
 import tenacity
 
-from memcore.errors import MemcoreError
+from memcore.errors import InvalidInput, MemcoreError
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.driver import SDK_METHODS, Settings, classify, make_plans, settle
 from memcore_tablestore.error_map import Failure
@@ -84,8 +84,11 @@ class AsyncTableStoreMemoryStore:
         try:
             raw = await send(call.body)
         except Exception as exc:
-            raise classify(call, exc) from exc
-        return settle(raw)
+            outcome = classify(call, exc)
+            if isinstance(outcome, Failure):
+                raise outcome from exc
+            return outcome  # a 2xx that landed but could not be read
+        return settle(call, raw)
 
     async def _execute(self, call: Call) -> dict[str, Any]:
         started = time.monotonic()
@@ -106,6 +109,16 @@ class AsyncTableStoreMemoryStore:
         except Failure as failure:
             raise failure.error from failure.__cause__
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def call_read_only(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One read-only API call, answered as the SDK returns it (for the live check)."""
+        from memcore_tablestore.live_check import READ_ONLY
+
+        if api not in READ_ONLY:
+            raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
+        if self._closed:
+            raise MemcoreError("this store is closed")
+        return await self._execute(Call(api, dict(body)))
 
     ensure_store = _operation("ensure_store")
     describe_store = _operation("describe_store")

@@ -11,7 +11,7 @@ from memcore.errors import ConfigError, ProtocolError
 from memcore_tablestore import wire
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.error_map import Failure, failure_from_exception
-from memcore_tablestore.plans import Call, Plans
+from memcore_tablestore.plans import UNDECODABLE, Call, Plans
 
 _ENDPOINT = re.compile(r"https?://[^\s/]+/?")
 
@@ -127,16 +127,36 @@ class Settings:
         return f"Settings(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, region={self.region!r})"
 
 
-def settle(raw: Any) -> dict[str, Any]:
-    """The decoded answer of one attempt, or a :class:`Failure` describing why it is unusable."""
+def settle(call: Call, raw: Any) -> dict[str, Any]:
+    """The decoded answer of one attempt, or a :class:`Failure` describing why it is unusable.
+
+    For a call that lands on success, an unreadable 2xx answer is handed to the plan as
+    ``{UNDECODABLE: reason}``: the request was applied and must not be sent again."""
     try:
         return wire.unwrap(raw)
     except ProtocolError as exc:
+        if call.landed_on_success:
+            return _landed(raw, str(exc))
         raise Failure(exc) from None
 
 
-def classify(call: Call, exc: Exception) -> Failure:
-    return failure_from_exception(exc, api=call.api)
+def classify(call: Call, exc: Exception) -> Failure | dict[str, Any]:
+    """The failure of one attempt; or, for a call that lands on success, the answer of a
+    response the SDK could not parse (non-JSON, a JSON array, bad bytes): the SDK reads
+    bodies only once the service has answered, and a write that may have landed is reported
+    as unconfirmed rather than sent again (an unparsable error answer is read the same way)."""
+    failure = failure_from_exception(exc, api=call.api)
+    if call.landed_on_success and type(failure.error) is ProtocolError:
+        rid = getattr(exc, "get_request_id", lambda: None)()
+        return _landed({"requestId": rid} if isinstance(rid, str) else {}, str(failure.error))
+    return failure
+
+
+def _landed(raw: Any, reason: str) -> dict[str, Any]:
+    out: dict[str, Any] = {UNDECODABLE: reason or "unreadable answer"}
+    if isinstance(raw, dict) and isinstance(raw.get("requestId"), str):
+        out["requestId"] = raw["requestId"]
+    return out
 
 
 def make_plans(*, auto_create: bool, ready_timeout: float) -> Plans:

@@ -8,6 +8,8 @@ with ``OTSClient`` and :class:`AsyncTableStoreMemoryStore` with ``AsyncOTSClient
 
 from __future__ import annotations
 
+import datetime as _dt
+import logging
 import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -19,6 +21,9 @@ from memcore.errors import Conflict, InvalidInput, NotFound, ProtocolError
 from memcore.ports import ProgressCallback
 from memcore.scope import WILDCARD, Scope, ScopePattern
 from memcore.values import (
+    DREAM_STATUSES,
+    TASK_STATUSES,
+    UNCONFIRMED,
     DreamAction,
     DreamTask,
     Memory,
@@ -30,12 +35,19 @@ from memcore.values import (
     StoreInfo,
     WriteReceipt,
 )
-from memcore_tablestore import wire
+from memcore_tablestore import answers, wire
+
+log = logging.getLogger("memcore_tablestore")
 
 T = TypeVar("T")
 
-#: Store states during which the service's index is not ready yet.
-INITIALISING = frozenset({"creating", "initializing", "initialising", "pending"})
+#: The scope every level of which is a wildcard: "the whole store", for the listings whose
+#: ``scope`` the types declare required (an empty scope would mean ``__default__``).
+EVERYWHERE = ScopePattern(WILDCARD, WILDCARD, WILDCARD, WILDCARD)
+#: The concrete scope the readiness probe reads (cheap, and holds nothing of anyone's).
+PROBE_SCOPE = Scope("__default__", "__default__", "__default__", "__default__")
+#: Key of the answer the driver hands a plan when a 2xx answer could not be decoded.
+UNDECODABLE = "_undecodable"
 
 
 @attrs.frozen
@@ -52,6 +64,9 @@ class Call:
     body: dict[str, Any]
     replay_safe: bool = True
     retry_conflict: bool = True
+    #: A 2xx answer means the request was applied, even when the body cannot be decoded: the
+    #: driver then answers ``{UNDECODABLE: reason}`` instead of failing (and never resends).
+    landed_on_success: bool = False
 
 
 @attrs.frozen
@@ -77,14 +92,6 @@ def _write_scope(scope: object) -> dict[str, str]:
     return out
 
 
-def _pattern(pattern: object) -> dict[str, str]:
-    if isinstance(pattern, Scope):
-        pattern = pattern.pattern()
-    if not isinstance(pattern, ScopePattern):
-        raise InvalidInput("expected a ScopePattern", field="scope")
-    return wire.scope_to_wire(pattern)
-
-
 def _paging(body: dict[str, Any], limit: int, next_token: str | None) -> dict[str, Any]:
     body["limit"] = limits.check_limit(limit)
     if next_token is not None:
@@ -94,12 +101,19 @@ def _paging(body: dict[str, Any], limit: int, next_token: str | None) -> dict[st
     return body
 
 
+def rfc3339(seconds: float) -> str:
+    """Epoch seconds as the RFC3339 UTC string the service takes for message times."""
+    moment = _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def _message(message: Message) -> dict[str, Any]:
+    """``MessagePayload``: ``messageId`` and an RFC3339 ``timestamp``."""
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.id is not None:
-        out["id"] = message.id
+        out["messageId"] = message.id
     if message.timestamp is not None:
-        out["timestamp"] = message.timestamp
+        out["timestamp"] = rfc3339(message.timestamp)
     if message.metadata:
         out["metadata"] = dict(message.metadata)
     return out
@@ -124,21 +138,44 @@ class Plans:
     ) -> Plan[StoreInfo]:
         body = _store(store)
         try:
-            info = wire.decode_store((yield Call("GetMemoryStore", body, retry_conflict=False)))
+            answer = yield Call("GetMemoryStore", body, retry_conflict=False)
+            return answers.store_info("GetMemoryStore", answer)
+        except Conflict:
+            # Only while initialising does a store answer 409: wait, then describe it.
+            yield from self.wait_ready(store, progress=progress)
+            return answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", body)))
         except NotFound:
             if not (create and self.auto_create):
                 raise
-            try:
-                info = yield from self.create_store(
-                    store, description=description, extract_instructions=extract_instructions
-                )
-            except Conflict:
-                info = None  # created meanwhile by someone else: fine, wait for it below
+        info: StoreInfo | None
+        try:
+            info = yield from self.create_store(
+                store, description=description, extract_instructions=extract_instructions
+            )
         except Conflict:
-            info = None
+            info = None  # created meanwhile by someone else: fine, wait for it below
+        yield from self.wait_ready(store, progress=progress)
+        if info is None:
+            info = answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", body)))
+        return info
+
+    def wait_ready(self, store: str, *, progress: ProgressCallback | None = None) -> Plan[None]:
+        """Wait until a new store's index serves. GetMemoryStore reports no state; the
+        documented signal is ``409 CONFLICT`` on data-plane calls while the index initialises,
+        so a tiny ListMemories is probed until it answers, within ``ready_timeout``."""
+        probe = _paging({**_store(store), "scope": wire.scope_to_wire(PROBE_SCOPE)}, 1, None)
         deadline = time.monotonic() + self.ready_timeout
+        started = time.monotonic()
         delay = 0.05
-        while info is None or info.status.lower() in INITIALISING:
+        waited = False
+        while True:
+            try:
+                yield Call("ListMemories", probe, retry_conflict=False)
+                if progress is not None and waited:
+                    progress(f"memory store {store!r} is ready")
+                return
+            except (Conflict, NotFound):
+                pass  # NotFound: a just-created store may not be visible to every node yet
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise Conflict(
@@ -146,23 +183,24 @@ class Plans:
                     f"{self.ready_timeout:.0f}s; try again later",
                     field="memory_store_name",
                 )
+            waited = True
+            if progress is not None:
+                progress(
+                    f"waiting for memory store {store!r} to initialise its index "
+                    f"({time.monotonic() - started:.0f}s of at most {self.ready_timeout:.0f}s)"
+                )
             yield Pause(min(delay, remaining))
             delay = min(delay * 2, 2.0)
-            try:
-                info = wire.decode_store((yield Call("GetMemoryStore", body, retry_conflict=False)))
-            except Conflict:
-                info = None
-        return info
 
     def describe_store(self, store: str) -> Plan[StoreInfo]:
-        return wire.decode_store((yield Call("GetMemoryStore", _store(store))))
+        return answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", _store(store))))
 
     def list_stores(self) -> Plan[list[StoreInfo]]:
         out: list[StoreInfo] = []
         token: str | None = None
         for _ in range(10_000):
             body = _paging({}, limits.MAX_PAGE_LIMIT, token)
-            page = wire.decode_stores((yield Call("ListMemoryStores", body)))
+            page = answers.list_stores((yield Call("ListMemoryStores", body)))
             out.extend(page.items)
             token = page.next_token
             if token is None:
@@ -172,17 +210,15 @@ class Plans:
     def create_store(
         self, store: str, *, description: str = "", extract_instructions: str | None = None
     ) -> Plan[StoreInfo]:
-        body = {**_store(store), "description": limits.check_description(description)}
+        body: dict[str, Any] = {**_store(store)}
+        if limits.check_description(description):
+            body["description"] = description
         instructions = limits.check_extract_instructions(extract_instructions)
         if instructions:
             body["extractInstructions"] = instructions
         # Not replayed after an ambiguous failure: a replay would answer "already exists".
         answer = yield Call("CreateMemoryStore", body, replay_safe=False, retry_conflict=False)
-        try:
-            return wire.decode_store(answer)
-        except ProtocolError:
-            # Some answers carry no store object; the name and description are ours anyway.
-            return StoreInfo(store, description, "creating")
+        return answers.store_info("CreateMemoryStore", answer)
 
     def update_store(
         self,
@@ -198,11 +234,13 @@ class Plans:
         instructions = limits.check_extract_instructions(extract_instructions)
         if instructions is not None:
             body["extractInstructions"] = instructions
-        # Setting the same description twice has the same effect as once.
-        return wire.decode_store((yield Call("UpdateMemoryStore", body)))
+        # Setting the same values twice has the same effect as once.
+        return answers.store_info("UpdateMemoryStore", (yield Call("UpdateMemoryStore", body)))
 
     def delete_store(self, store: str) -> Plan[None]:
-        yield Call("DeleteMemoryStore", _store(store), replay_safe=False)
+        answers.deleted(
+            "DeleteMemoryStore", (yield Call("DeleteMemoryStore", _store(store), replay_safe=False))
+        )
 
     # -- memories -----------------------------------------------------------------------
     def add_text(
@@ -221,9 +259,10 @@ class Plans:
             "metadata": limits.check_metadata(metadata),
             "sync": bool(sync),
         }
-        # Replay-safe: the service deduplicates identical text within a scope, so a second
-        # delivery of the same body resolves to the same memory instead of a copy.
-        return wire.decode_receipt((yield Call("AddMemories", body, replay_safe=True)))
+        # Replay-safe after an ambiguous failure: the service deduplicates identical text
+        # within a scope. A 2xx is final either way: the write landed.
+        call = Call("AddMemories", body, replay_safe=True, landed_on_success=True)
+        return _receipt((yield call))
 
     def add_messages(
         self,
@@ -244,7 +283,8 @@ class Plans:
         }
         # Not replay-safe: messages are appended to the short-term log, so a replay after an
         # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
-        return wire.decode_receipt((yield Call("AddMemories", body, replay_safe=False)))
+        call = Call("AddMemories", body, replay_safe=False, landed_on_success=True)
+        return _receipt((yield call))
 
     def search(
         self,
@@ -259,26 +299,26 @@ class Plans:
         context_scope: Scope | None = None,
         include_evidence: bool = False,
     ) -> Plan[list[SearchHit]]:
+        wanted = _as_pattern(pattern)
         body: dict[str, Any] = {
             **_store(store),
-            "scope": _pattern(pattern),
+            "scope": wire.scope_to_wire(wanted),
             "query": limits.check_query(query),
             "topK": limits.check_top_k(top_k),
             "enableRerank": bool(enable_rerank),
         }
         flt = limits.check_metadata(filters, field="filters")
         if flt:
-            body["filters"] = flt
+            body["metadata"] = flt  # exact equality, ANDed (``filter`` is the Scope Filter)
         floor = limits.check_min_similarity(min_similarity)
         if floor is not None:
-            body["minSimilarity"] = floor
-        context = limits.check_context_scope(context_scope, pattern)
+            body["minSimilarity"] = floor  # filters on ``score``
+        context = limits.check_context_scope(context_scope, wanted)
         if context is not None:
             body["contextScope"] = wire.scope_to_wire(context)
         if include_evidence:
             body["includeEvidence"] = True
-        hits = wire.decode_hits((yield Call("SearchMemories", body)))
-        wanted = ScopePattern(*body["scope"].values())
+        hits = answers.search((yield Call("SearchMemories", body)))
         for hit in hits:
             _must_match(wanted, hit.memory.scope, "SearchMemories")
         return hits
@@ -286,16 +326,17 @@ class Plans:
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[Memory]]:
-        body = _paging({**_store(store), "scope": _pattern(pattern)}, limit, next_token)
-        page = wire.decode_memories((yield Call("ListMemories", body)))
-        wanted = ScopePattern(*body["scope"].values())
+        wanted = _as_pattern(pattern)
+        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
+        page = answers.list_memories((yield Call("ListMemories", body)))
         for memory in page.items:
             _must_match(wanted, memory.scope, "ListMemories")
         return page
 
     def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[Memory]:
         body = _target(store, scope, memory_id)
-        return _own(wire.decode_memory((yield Call("GetMemory", body))), scope, memory_id)
+        answer = yield Call("GetMemory", body)
+        return _own(answers.one_memory("GetMemory", answer), scope, memory_id)
 
     def update_memory(
         self,
@@ -312,21 +353,23 @@ class Plans:
         if text is not None:
             body["text"] = limits.check_text(text)
         if metadata is not None:
-            body["metadata"] = limits.check_metadata(metadata)  # replaces the whole map
-        # Replay-safe: the update replaces values, so applying it twice leaves the same state.
-        return _own(wire.decode_memory((yield Call("UpdateMemory", body))), scope, memory_id)
+            body["metadata"] = limits.check_metadata(metadata)  # merged; {} clears
+        # Replay-safe: the same PATCH applied twice leaves the same state.
+        answer = yield Call("UpdateMemory", body)
+        return _own(answers.one_memory("UpdateMemory", answer), scope, memory_id)
 
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[None]:
         # Not replayed after an ambiguous failure: the replay would answer 404 for a delete
         # that succeeded, and we would report a failure that did not happen.
-        yield Call("DeleteMemory", _target(store, scope, memory_id), replay_safe=False)
+        answer = yield Call("DeleteMemory", _target(store, scope, memory_id), replay_safe=False)
+        answers.deleted("DeleteMemory", answer)
 
     # -- messages, audit, scopes, tasks -------------------------------------------------
     def list_messages(
         self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[Message]]:
         body = _paging({**_store(store), "scope": _write_scope(scope)}, limit, next_token)
-        return wire.decode_messages((yield Call("ListMemoryStoreMessages", body)))
+        return answers.messages((yield Call("ListMemoryStoreMessages", body)))
 
     def list_requests(
         self,
@@ -338,13 +381,15 @@ class Plans:
         pattern: ScopePattern | None = None,
     ) -> Plan[Page[RequestRecord]]:
         body = _paging(_store(store), limit, next_token)
+        if pattern is not None:  # optional in the types: omitted means the whole store
+            body["scope"] = wire.scope_to_wire(_as_pattern(pattern))
         if operation is not None:
             if not isinstance(operation, str) or not operation.isalnum():
                 raise InvalidInput(
                     "operation must be an API name such as AddMemories", field="operation"
                 )
             body["operation"] = operation
-        return wire.decode_requests((yield Call("ListMemoryStoreRequests", body)))
+        return answers.requests((yield Call("ListMemoryStoreRequests", body)))
 
     def list_scopes(
         self,
@@ -354,18 +399,17 @@ class Plans:
         limit: int = 50,
         next_token: str | None = None,
     ) -> Plan[Page[Scope]]:
-        body = _paging(_store(store), limit, next_token)
-        if pattern is not None:
-            body["scope"] = _pattern(pattern)
-        page = wire.decode_scopes((yield Call("ListMemoryStoreScopes", body)))
-        if pattern is not None:
-            for scope in page.items:
-                _must_match(pattern, scope, "ListMemoryStoreScopes")
+        wanted = EVERYWHERE if pattern is None else _as_pattern(pattern)
+        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
+        page = answers.scopes((yield Call("ListMemoryStoreScopes", body)))
+        for scope in page.items:
+            _must_match(wanted, scope, "ListMemoryStoreScopes")
         return page
 
     def get_task(self, store: str, task_id: str) -> Plan[MemoryTask]:
-        body = {**_store(store), "taskId": limits.check_id(task_id, field="task_id")}
-        return wire.decode_task((yield Call("GetMemoryTask", body)))
+        """``task_id`` is the write's ``requestId``."""
+        body = {**_store(store), "requestId": limits.check_id(task_id, field="task_id")}
+        return answers.one_task((yield Call("GetMemoryTask", body)))
 
     def list_tasks(
         self,
@@ -376,12 +420,11 @@ class Plans:
         next_token: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> Plan[Page[MemoryTask]]:
-        body = _paging(_store(store), limit, next_token)
+        wanted = EVERYWHERE if pattern is None else _as_pattern(pattern)
+        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
         if status is not None:
-            if not isinstance(status, str) or not status.isalpha():
-                raise InvalidInput("status must be a task state such as completed", field="status")
-            body["status"] = status
-        return wire.decode_tasks((yield Call("ListMemoryTasks", body)))
+            body["status"] = _status(status, TASK_STATUSES)
+        return answers.tasks((yield Call("ListMemoryTasks", body)))
 
     # -- dream --------------------------------------------------------------------------
     def create_dream_task(
@@ -392,20 +435,26 @@ class Plans:
         apply_mode: str = "proposal",
         instructions: str | None = None,
     ) -> Plan[DreamTask]:
+        patterns = limits.check_dream_scopes(scopes)
         body: dict[str, Any] = {
             **_store(store),
-            "scopes": [_pattern(p) for p in limits.check_dream_scopes(scopes)],
+            "scopes": [wire.scope_to_wire(p) for p in patterns],
             "applyMode": limits.check_apply_mode(apply_mode),
         }
         text = limits.check_dream_instructions(instructions)
         if text:
             body["instructions"] = text
         # Not replayed after an ambiguous failure: a replay would start a second task.
-        return wire.decode_dream((yield Call("CreateMemoryDreamTask", body, replay_safe=False)))
+        answer = yield Call("CreateMemoryDreamTask", body, replay_safe=False)
+        task = answers.dream("CreateMemoryDreamTask", answer)
+        # The answer is {dreamId, status, createdAt}: the rest is what we asked for.
+        return attrs.evolve(
+            task, scopes=patterns, apply_mode=body["applyMode"], instructions=text or None
+        )
 
     def get_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
-        body = {**_store(store), "taskId": limits.check_id(task_id, field="task_id")}
-        return wire.decode_dream((yield Call("GetMemoryDreamTask", body)))
+        body = _dream_id(store, task_id)
+        return answers.dream("GetMemoryDreamTask", (yield Call("GetMemoryDreamTask", body)))
 
     def list_dream_tasks(
         self,
@@ -416,46 +465,78 @@ class Plans:
         pattern: ScopePattern | None = None,
         status: str | None = None,
     ) -> Plan[Page[DreamTask]]:
-        body = _paging(_store(store), limit, next_token)
-        return wire.decode_dreams((yield Call("ListMemoryDreamTasks", body)))
+        wanted = EVERYWHERE if pattern is None else _as_pattern(pattern)
+        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
+        if status is not None:
+            body["status"] = _status(status, DREAM_STATUSES)
+        return answers.dreams((yield Call("ListMemoryDreamTasks", body)))
 
     def cancel_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
-        body = {**_store(store), "taskId": limits.check_id(task_id, field="task_id")}
+        body = _dream_id(store, task_id)
         # Cancelling twice leaves the task cancelled, as once does.
-        return wire.decode_dream((yield Call("CancelMemoryDreamTask", body)))
+        return answers.dream("CancelMemoryDreamTask", (yield Call("CancelMemoryDreamTask", body)))
 
     def list_dream_actions(
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[DreamAction]]:
-        body = _paging(
-            {**_store(store), "taskId": limits.check_id(task_id, field="task_id")},
-            limit,
-            next_token,
-        )
-        return wire.decode_actions((yield Call("ListMemoryDreamActions", body)))
+        body = _paging(_dream_id(store, task_id), limit, next_token)
+        return answers.actions((yield Call("ListMemoryDreamActions", body)))
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
     ) -> Plan[list[DreamAction]]:
         if isinstance(action_ids, str) or not isinstance(action_ids, Sequence):
             raise InvalidInput("action_ids must be a list of ids", field="action_ids")
-        ids = [limits.check_id(a, field="action_ids") for a in action_ids]
-        body = {
-            **_store(store),
-            "taskId": limits.check_id(task_id, field="task_id"),
-            "actionIds": ids,
-        }
+        ids = list(dict.fromkeys(limits.check_id(a, field="action_ids") for a in action_ids))
+        if not 1 <= len(ids) <= MAX_APPLY_IDS:
+            raise InvalidInput(
+                f"apply takes 1 to {MAX_APPLY_IDS} action ids, not {len(ids)}", field="action_ids"
+            )
+        body = {**_dream_id(store, task_id), "actionIds": ids}
         # Not replayed after an ambiguous failure: applied actions report differently twice.
-        page = wire.decode_actions((yield Call("ApplyMemoryDreamActions", body, replay_safe=False)))
-        return list(page.items)
+        answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)
+        return answers.applied(answer)
 
 
-def _description(value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput("description must be a string", field="description")
-    if len(value) > 1024:
-        raise InvalidInput("description is longer than 1,024 characters", field="description")
-    return value
+#: ApplyMemoryDreamActions takes at most this many ids per call.
+MAX_APPLY_IDS = 100
+
+
+def _receipt(answer: dict[str, Any]) -> WriteReceipt:
+    """The write's receipt. The write landed (2xx): an answer we cannot read is reported
+    loudly as :data:`UNCONFIRMED`, never as a failure that would make a caller resend it."""
+    reason = answer.get(UNDECODABLE)
+    if reason is None:
+        try:
+            return answers.receipt(answer)
+        except ProtocolError as exc:
+            reason = str(exc)
+    rid = answers.request_id(answer)
+    log.warning(
+        "AddMemories was accepted but its answer could not be read (%s); the write landed "
+        "and will not be sent again (request id %s)",
+        reason,
+        rid or "unknown",
+    )
+    return WriteReceipt(rid, UNCONFIRMED, (), rid, problem=str(reason)[:400])
+
+
+def _status(value: object, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise InvalidInput(f"status must be one of {', '.join(allowed)}", field="status")
+    return str(value)
+
+
+def _as_pattern(pattern: object) -> ScopePattern:
+    if isinstance(pattern, Scope):
+        return pattern.pattern()
+    if not isinstance(pattern, ScopePattern):
+        raise InvalidInput("expected a ScopePattern", field="scope")
+    return pattern
+
+
+def _dream_id(store: str, task_id: str) -> dict[str, Any]:
+    return {**_store(store), "dreamId": limits.check_id(task_id, field="task_id")}
 
 
 def _target(store: str, scope: Scope, memory_id: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import tenacity
 
-from memcore.errors import MemcoreError
+from memcore.errors import InvalidInput, MemcoreError
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.driver import SDK_METHODS, Settings, classify, make_plans, settle
 from memcore_tablestore.error_map import Failure
@@ -82,8 +82,11 @@ class TableStoreMemoryStore:
         try:
             raw = send(call.body)
         except Exception as exc:
-            raise classify(call, exc) from exc
-        return settle(raw)
+            outcome = classify(call, exc)
+            if isinstance(outcome, Failure):
+                raise outcome from exc
+            return outcome  # a 2xx that landed but could not be read
+        return settle(call, raw)
 
     def _execute(self, call: Call) -> dict[str, Any]:
         started = time.monotonic()
@@ -105,6 +108,16 @@ class TableStoreMemoryStore:
         except Failure as failure:
             raise failure.error from failure.__cause__
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def call_read_only(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One read-only API call, answered as the SDK returns it (for the live check)."""
+        from memcore_tablestore.live_check import READ_ONLY
+
+        if api not in READ_ONLY:
+            raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
+        if self._closed:
+            raise MemcoreError("this store is closed")
+        return self._execute(Call(api, dict(body)))
 
     # -- the port -----------------------------------------------------------------------
     ensure_store = _operation("ensure_store")

@@ -149,6 +149,16 @@ def search(
     min_similarity: Annotated[
         float | None, typer.Option("--min-similarity", help="Drop hits scoring below (0 to 1).")
     ] = None,
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context/--no-context",
+            help="Rank the configured session's memories higher (when it is searched).",
+        ),
+    ] = True,
+    evidence: Annotated[
+        bool, typer.Option("--evidence", help="Attach the messages each hit came from.")
+    ] = False,
 ) -> None:
     """Search memories; without --agent/--run it covers the whole tenant.
 
@@ -178,6 +188,8 @@ def search(
             enable_rerank=False if no_rerank else None,
             filters=flt,
             min_similarity=min_similarity,
+            context_scope=context,
+            include_evidence=evidence,
         )
     )
     out = state.output

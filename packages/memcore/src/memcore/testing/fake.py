@@ -568,9 +568,8 @@ class InMemoryMemoryStore:
         apply_mode: str = "proposal",
         instructions: str | None = None,
     ) -> DreamTask:
-        """Consolidate: propose deleting memories whose text repeats another's (case-folded).
-
-        DELETE never applies by itself, so ``safe_auto`` leaves these proposals to apply."""
+        """Consolidate: propose merging each memory whose text repeats an older one's
+        (case-folded) into that older one, as the service's planner does for duplicates."""
         self._enter("create_dream_task")
         patterns = limits.check_dream_scopes(scopes)
         mode = limits.check_apply_mode(apply_mode)
@@ -588,17 +587,18 @@ class InMemoryMemoryStore:
                 norm = " ".join(m.text.casefold().split())
                 keeper = seen.setdefault((m.scope, norm), m.id)
                 if keeper != m.id:
+                    kept = st.units[keeper].memory
                     action = DreamAction(
                         uuid.uuid4().hex,
                         dream_id,
-                        "DELETE",
-                        (m.id,),
-                        None,
+                        "MERGE",
+                        (keeper, m.id),
+                        kept.text,
                         "proposed",
-                        {"duplicate_of": keeper},
+                        {},
                         confidence=0.9,
                         reason=f"repeats memory {keeper}",
-                        target_memory_id=m.id,
+                        target_memory_id=keeper,
                         scope=m.scope,
                         created_at=now,
                     )
@@ -688,13 +688,16 @@ class InMemoryMemoryStore:
                     continue
                 index, action = by_id[aid]
                 if action.status == "proposed":
-                    for mid in action.memory_ids:
+                    # A MERGE keeps its target and folds the sources into it.
+                    for mid in action.memory_ids[1:]:
                         unit = st.units.pop(mid, None)
                         if unit is not None:
                             st.by_content.pop(
                                 _content_key(unit.memory.scope, unit.memory.text), None
                             )
-                    action = attrs.evolve(action, status="applied")
+                    action = attrs.evolve(
+                        action, status="applied", result_memory_id=action.target_memory_id
+                    )
                     st.actions[task_id][index] = (st.actions[task_id][index][0], action)
                 results.append(action)
             counts = _counts([a for _, a in st.actions.get(task_id, [])])
