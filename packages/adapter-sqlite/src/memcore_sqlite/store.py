@@ -21,6 +21,7 @@ from memcore.values import Memory, Page, SearchHit
 from memcore_sqlite import search, supersession
 from memcore_sqlite.catalog import StoreCatalog
 from memcore_sqlite.dream import DreamTasks
+from memcore_sqlite.facts import FactWrites
 from memcore_sqlite.records import RecordReads
 from memcore_sqlite.rows import (
     MEMORY_COLUMNS,
@@ -36,7 +37,7 @@ from memcore_sqlite.writes import TextItem
 __all__ = ["SqliteMemoryStore", "TextItem"]
 
 
-class SqliteMemoryStore(StoreCatalog, DreamTasks, RecordReads):
+class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
     """The embedded memory store. Thread-safe; several processes may share one file.
 
     ``embedder`` turns on hybrid search (FTS5 BM25 fused with exact cosine); without one,
