@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -196,3 +198,20 @@ def _snapshot(
             if not inside.matches(m.scope):
                 out.append((m.id, m.text, m.version, dict(m.extras)))
     return sorted(out, key=lambda r: r[0])
+
+
+def test_the_library_dreams_through_the_store(tmp_path: Path) -> None:
+    from memcore import Memory
+    from memcore.config import MemcoreConfig
+
+    cfg = MemcoreConfig(local_path=str(tmp_path / "lib.db"), embedder="none")
+    with Memory.open("local", config=cfg, user_id="ana") as mem:
+        mem.add(text="Ana keeps 30 dozen eggs in the fridge, bought at the farm")
+        mem.add(text="Ana has two cats")
+        mem.add(text="Ana now keeps 20 dozen eggs in the fridge")
+        task = mem.dream()
+        [action] = mem.dream_actions(task.id)
+        assert (action.action, action.status) == ("UPDATE", "applied")
+        current = [m.text for m in mem.list(current_only=True).items]
+        assert len(current) == 2 and all("30 dozen" not in t for t in current)
+        assert len(mem.list().items) == 3
