@@ -113,12 +113,27 @@ class DreamApplier(MemoryWrites):
             meta: dict[str, str] = {}
             for i in sources:
                 meta.update(json.loads(rows[i][7]))
-            mid, seq = self._insert(
-                conn, store_id, target_scope, text, meta, "dream", vector, added
+            # The same text already in the target scope (often the newest source) becomes the
+            # merged memory as it is; only a new text is a new memory.
+            digest = content_hash(target_scope, text)
+            same = next(
+                (
+                    r
+                    for r in conn.execute(
+                        f"SELECT {_ROW} FROM memories WHERE store_id = ? AND content_hash = ?",
+                        (store_id, digest),
+                    )
+                    if Scope(*r[2:6]) == target_scope
+                ),
+                None,
             )
-            if mid in rows:
-                undo["changed"].append(_image(rows[mid]))
+            if same is not None:
+                mid = same[1]
+                undo["changed"].append(_image(same))
             else:
+                mid, _ = self._insert(
+                    conn, store_id, target_scope, text, meta, "dream", vector, added
+                )
                 undo["created"].append(mid)
             target = mid
             folded = [i for i in sources if i != mid]

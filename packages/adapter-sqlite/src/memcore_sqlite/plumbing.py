@@ -23,6 +23,7 @@ from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError, NotFound
 from memcore.ports import Embedder
 from memcore.scope import Scope
+from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
@@ -216,22 +217,32 @@ class StoreBase:
         return before, before + 1
 
     def _embed(self, texts: Sequence[str]) -> list[Any] | None:
+        """One unit vector per text; a long text is embedded whole, as passages (see
+        :mod:`memcore_sqlite.passages`), in the same call as the others."""
         if self.embedder is None or self._vectors is None or not texts:
             return None
+        split = [passages(t) for t in texts]
+        flat = [p for parts in split for p in parts]
         try:
-            vectors = self.embedder.embed(list(texts))
+            vectors = self.embedder.embed(flat)
         except MemcoreError:
             raise
         except Exception as exc:  # an embedder is foreign code: report it as ours
             raise InvalidInput(
                 f"the embedder failed: {type(exc).__name__}", field="embedder"
             ) from exc
-        if len(vectors) != len(texts):
+        if len(vectors) != len(flat):
             raise InvalidInput(
                 "the embedder returned the wrong number of vectors", field="embedder"
             )
         arr = self._vectors.to_array(vectors)
-        return list(arr)
+        out: list[Any] = []
+        start = 0
+        for parts in split:
+            n = len(parts)
+            out.append(arr[start] if n == 1 else combine(arr[start : start + n]))
+            start += n
+        return out
 
     def _after_write(
         self,

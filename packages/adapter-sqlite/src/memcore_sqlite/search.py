@@ -8,7 +8,7 @@ and vector (exact cosine over the scope's cached matrix, :mod:`memcore_sqlite.ve
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
@@ -75,21 +75,49 @@ def vector_candidates(
     return entry, allowed
 
 
+def cosines(
+    conn: sqlite3.Connection, model: str, seqs: Sequence[int], qvec: Any
+) -> dict[int, float]:
+    """The query's cosine with each of ``seqs`` that has a vector of ``model``, read by key."""
+    if not seqs:
+        return {}
+    import numpy
+
+    width = 4 * len(qvec)
+    marks = ",".join("?" * len(seqs))
+    rows = [
+        (int(seq), blob)
+        for seq, blob in conn.execute(
+            f"SELECT seq, vector FROM memory_vectors WHERE model = ? AND seq IN ({marks})",
+            (model, *seqs),
+        )
+        if len(blob) == width
+    ]
+    if not rows:
+        return {}
+    matrix = numpy.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), -1)
+    return {seq: float(c) for (seq, _), c in zip(rows, matrix @ qvec)}
+
+
 def ranked(
     conn: sqlite3.Connection,
     store_id: int,
     pattern: ScopePattern,
     query: str,
-    top_k: int,
     flt: Mapping[str, str],
     qvec: Any,
     vectors: VectorCache | None,
     model: str | None,
     *,
     use_lexical: bool = True,
-) -> list[tuple[int, float]]:
-    """(seq, fused score) of the candidates, best first; inside the caller's read snapshot."""
-    want = max(top_k * 3, 30)
+) -> list[tuple[int, ranking.Relevance]]:
+    """The candidates with their relevance, best first; inside the caller's read snapshot.
+
+    Each signal contributes its best :data:`~memcore_sqlite.ranking.POOL` candidates whatever
+    the caller's top_k, and every candidate is scored on both signals before they are fused,
+    so the order does not depend on how many hits are asked for.
+    """
+    pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
     prefix = tags.pattern_prefix(store_id, pattern)
     exact_tenant = pattern.agent_id == "*" and prefix is not None and not flt
@@ -98,33 +126,36 @@ def ranked(
     lexq = analysis.build_query(
         query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
     )
-    semantic: dict[int, float] = {}
+    lexical = ranking.lexical(conn, lexq, pool, pool) if use_lexical else None
+    semantic: dict[int, float] | None = None
     if qvec is not None and vectors is not None and model is not None:
         # Scoring in a thread beside FTS5 was measured slower on 2 cores: BLAS already
         # uses both, so the two compete.
         entry, allowed = vector_candidates(
             conn, vectors, model, store_id, pattern, restrict if flt else None
         )
-        semantic = dict(vectors.top(entry, qvec, want, allowed))
-    lexical = ranking.lexical(conn, lexq, want, top_k) if use_lexical else {}
+        semantic = dict(vectors.top(entry, qvec, pool, allowed))
+        if lexical:
+            missing = [seq for seq in lexical if seq not in semantic]
+            semantic.update(cosines(conn, model, missing, qvec))
     fused = ranking.fuse(lexical, semantic)
-    return sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))
+    return sorted(fused.items(), key=lambda kv: (-kv[1].score, -kv[0]))
 
 
 def hits(
     conn: sqlite3.Connection,
     store_id: int,
     pattern: ScopePattern,
-    order: list[tuple[int, float]],
+    order: list[tuple[int, ranking.Relevance]],
     flt: Mapping[str, str],
     floor: float | None,
     top_k: int,
 ) -> list[SearchHit]:
     """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor."""
     seqs = [s for s, _ in order]
-    # One statement fetches them all: the lexical and vector rankings each return at
-    # most ``want`` seqs, and top_k <= limits.MAX_TOP_K (50) makes that 150, so there are
-    # at most 300 parameters, within SQLite's smallest limit of 999.
+    # One statement fetches them all: the lexical and vector rankings each return at most
+    # ranking.POOL (100) seqs, so there are at most 200 parameters, within SQLite's smallest
+    # limit of 999.
     rows = {}
     if seqs:
         marks = ",".join("?" * len(seqs))
@@ -135,7 +166,7 @@ def hits(
         ):
             rows[int(r[0])] = r
     found: list[SearchHit] = []
-    for seq, score in order:
+    for seq, relevance in order:
         row = rows.get(seq)
         if row is None or row[-1] != store_id:
             continue
@@ -144,10 +175,9 @@ def hits(
             continue
         if any(memory.metadata.get(k) != v for k, v in flt.items()):
             continue
-        score = min(1.0, max(0.0, float(score)))
-        if floor is not None and score < floor:
+        if floor is not None and relevance.score < floor:
             continue
-        found.append(SearchHit(memory, score))
+        found.append(SearchHit(memory, relevance.score, signals=relevance.signals))
         if len(found) == top_k:
             break
     return found

@@ -100,13 +100,16 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         context_scope: Scope | None = None,
         include_evidence: bool = False,
     ) -> list[SearchHit]:
-        """Lexical (FTS5 BM25) and, with an embedder, exact cosine; fused by RRF.
+        """Lexical (FTS5) and, with an embedder, exact cosine, fused into one relevance.
 
-        Scores are in [0, 1]. Lexical: the share of query terms matched, refined by BM25.
-        Vector: the cosine (negative clipped to 0). Hybrid: the RRF score divided by its
-        maximum (1.0 = first in both lists). ``mode`` (``lexical``, ``vector``, ``hybrid``)
-        overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope`` (checked)
-        and ``include_evidence`` have no local meaning.
+        Scores are relevances in [0, 1], comparable across queries (``min_similarity`` filters
+        on them). Lexical: the IDF-weighted share of the query's terms the memory holds.
+        Vector: the cosine (negative clipped to 0). Hybrid: their convex combination
+        (:func:`memcore_sqlite.ranking.fuse`); ``SearchHit.signals`` holds both. The first k
+        hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
+        overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
+        (checked) and ``include_evidence`` have no local meaning. A memory a dream pass
+        superseded comes right after the memory that superseded it.
         """
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
@@ -176,7 +179,6 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                 sid,
                 pattern,
                 query,
-                top_k,
                 flt,
                 qvec,
                 self._vectors,
