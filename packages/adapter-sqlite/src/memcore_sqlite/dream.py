@@ -21,7 +21,6 @@ from memcore.dream import (
     SCOPE_OUTPUT_MODES,
     PlannedAction,
     PlannerSettings,
-    action_in_scopes,
     check_thresholds,
     decide,
     plan,
@@ -29,28 +28,25 @@ from memcore.dream import (
 from memcore.dream.review import DreamReviewer
 from memcore.errors import InvalidInput, MemcoreError, NotFound
 from memcore.paging import decode_token, page
-from memcore.scope import Scope, ScopePattern
+from memcore.scope import ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
 from memcore_sqlite import dream_inputs
 from memcore_sqlite.dream_apply import Added, DreamApplier, Outcome, Removed
+from memcore_sqlite.dream_rows import (
+    ACTION,
+    ACTION_KEYS,
+    TASK,
+    action_value,
+    checked,
+    dream_value,
+    inside,
+    overlap,
+    patterns_of,
+)
 
-_TASK = (
-    "seq, id, status, apply_mode, scope_output_mode, scopes, thresholds, instructions,"
-    " memory_count, error, created_at, updated_at, finished_at"
-)
-_ACTION = (
-    "seq, id, dream_seq, action, status, target_scope, target_id, source_ids, versions, text,"
-    " confidence, reason, skipped_reason, result_id, undo, error, applied_at, undone_at,"
-    " created_at, updated_at"
-)
-_ACTION_KEYS = [k.strip() for k in _ACTION.split(",")]
 #: The service's default and maximum for ``maxMemories``.
 DEFAULT_MAX_MEMORIES = 1000
 MAX_MEMORIES = 5000
-
-
-def _patterns(raw: str) -> tuple[ScopePattern, ...]:
-    return tuple(ScopePattern(**p) for p in json.loads(raw))
 
 
 class DreamTasks(DreamApplier):
@@ -62,68 +58,10 @@ class DreamTasks(DreamApplier):
     dream_reviewer: DreamReviewer | None = None
 
     # -- values -------------------------------------------------------------------------
-    def _counts(self, conn: sqlite3.Connection, task_seq: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"total": 0, "proposed": 0, "applied": 0, "skipped": 0, "failed": 0}
-        reasons: dict[str, int] = {}
-        for status, reason, n in conn.execute(
-            "SELECT status, skipped_reason, count(*) FROM dream_actions WHERE dream_seq = ?"
-            " GROUP BY status, skipped_reason",
-            (task_seq,),
-        ):
-            out["total"] += n
-            out[status] = out.get(status, 0) + n
-            if status == "skipped" and reason:
-                reasons[reason] = reasons.get(reason, 0) + n
-        if reasons:
-            out["skippedByReason"] = reasons
-        return out
-
-    def _dream_value(self, conn: sqlite3.Connection, row: Sequence[Any]) -> DreamTask:
-        return DreamTask(
-            row[1],
-            row[2],
-            _patterns(row[5]),
-            row[10],
-            row[12],
-            apply_mode=row[3],
-            updated_at=row[11],
-            action_counts=self._counts(conn, int(row[0])),
-            instructions=row[7],
-            error=row[9],
-            extras={
-                "scopeOutputMode": row[4],
-                "confidenceThresholds": json.loads(row[6]),
-                "memoryCount": row[8],
-            },
-        )
-
-    @staticmethod
-    def _action_value(task_id: str, row: Sequence[Any]) -> DreamAction:
-        a = dict(zip(_ACTION_KEYS, row))
-        sources = json.loads(a["source_ids"])
-        target = a["target_id"]
-        return DreamAction(
-            a["id"],
-            task_id,
-            a["action"],
-            tuple(([target] if target else []) + [s for s in sources if s != target]),
-            a["text"],
-            a["status"],
-            {"sourceMemoryIds": sources, "undone": a["undone_at"] is not None},
-            confidence=a["confidence"],
-            reason=a["reason"],
-            skipped_reason=a["skipped_reason"],
-            target_memory_id=target,
-            result_memory_id=a["result_id"],
-            scope=Scope.from_mapping(json.loads(a["target_scope"])),
-            error=a["error"],
-            created_at=a["created_at"],
-        )
-
     def _dream_row(self, conn: sqlite3.Connection, store_id: int, task_id: str) -> Any:
         limits.check_id(task_id, field="task_id")
         row = conn.execute(
-            f"SELECT {_TASK} FROM dream_tasks WHERE id = ? AND store_id = ?", (task_id, store_id)
+            f"SELECT {TASK} FROM dream_tasks WHERE id = ? AND store_id = ?", (task_id, store_id)
         ).fetchone()
         if row is None:
             raise NotFound(f"dream task {task_id!r} does not exist", field="task_id")
@@ -208,7 +146,7 @@ class DreamTasks(DreamApplier):
         except MemcoreError as exc:
             self._set_status(sid, dream_id, "failed", error=str(exc), finished_at=time.time())
         with self._read() as conn:
-            return self._dream_value(conn, self._dream_row(conn, sid, dream_id))
+            return dream_value(conn, self._dream_row(conn, sid, dream_id))
 
     def _run(
         self,
@@ -238,7 +176,7 @@ class DreamTasks(DreamApplier):
             planned = self.dream_reviewer.review(candidates, planned, instructions)
         by_id = {c.id: c for c in candidates}
         # Whatever proposed them, actions outside the task's scopes never reach the table.
-        planned = [a for a in planned if _inside(a, by_id, patterns)]
+        planned = [a for a in planned if inside(a, by_id, patterns)]
         self._write_plan(sid, dream_id, planned, by_id, patterns, mode, thresholds)
 
     def _write_plan(
@@ -263,22 +201,21 @@ class DreamTasks(DreamApplier):
         ]
         texts = [a.text for a, d in zip(planned, auto) if d.apply and a.action in ("MERGE", "ADD")]
         vectors = iter(self._embed([t or "" for t in texts]) or [None] * len(texts))
-        added: Added = []
-        removed: Removed = []
+        auto_ids: list[str] = []
         with self._write() as conn:
             row = self._dream_row(conn, sid, dream_id)
             if row[2] == "cancelled":
                 return
             now = time.time()
-            failed = 0
             for action, decision in zip(planned, auto):
-                versions = {i: by_id[i].version for i in _checked(action) if i in by_id}
-                cur = conn.execute(
+                versions = {i: by_id[i].version for i in checked(action) if i in by_id}
+                action_id = uuid.uuid4().hex
+                conn.execute(
                     "INSERT INTO dream_actions (id, dream_seq, action, status, target_scope,"
                     " target_id, source_ids, versions, text, confidence, reason, skipped_reason,"
                     " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        uuid.uuid4().hex,
+                        action_id,
                         row[0],
                         action.action,
                         decision.status,
@@ -295,18 +232,43 @@ class DreamTasks(DreamApplier):
                     ),
                 )
                 if decision.apply:
-                    vector = next(vectors) if action.action in ("MERGE", "ADD") else None
-                    stored = conn.execute(
-                        f"SELECT {_ACTION} FROM dream_actions WHERE seq = ?", (cur.lastrowid,)
-                    ).fetchone()
-                    out = self._apply_one(conn, sid, row, stored, patterns, vector, added, removed)
-                    failed += out.status == "failed"
-            status = "completed_with_failures" if failed else "completed"
-            if any(d.apply for d in auto):
-                conn.execute("UPDATE dream_tasks SET status = 'applying' WHERE seq = ?", (row[0],))
+                    auto_ids.append(action_id)
+            status = "applying" if auto_ids else "completed"
             conn.execute(
                 "UPDATE dream_tasks SET status = ?, updated_at = ?, finished_at = ? WHERE seq = ?",
-                (status, now, now, row[0]),
+                (status, now, None if auto_ids else now, row[0]),
+            )
+        if auto_ids:
+            self._apply_auto(sid, dream_id, auto_ids, patterns, vectors)
+
+    def _apply_auto(
+        self,
+        sid: int,
+        dream_id: str,
+        action_ids: Sequence[str],
+        patterns: tuple[ScopePattern, ...],
+        vectors: Any,
+    ) -> None:
+        """``safe_auto``: apply the confident actions (one savepoint each), then finish."""
+        added: Added = []
+        removed: Removed = []
+        with self._write() as conn:
+            row = self._dream_row(conn, sid, dream_id)
+            if row[2] == "cancelled":
+                return
+            failed = 0
+            for action_id in action_ids:
+                stored = conn.execute(
+                    f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
+                    (row[0], action_id),
+                ).fetchone()
+                vector = next(vectors) if stored[3] in ("MERGE", "ADD") else None
+                out = self._apply_one(conn, sid, row, stored, patterns, vector, added, removed)
+                failed += out.status == "failed"
+            now = time.time()
+            conn.execute(
+                "UPDATE dream_tasks SET status = ?, updated_at = ?, finished_at = ? WHERE seq = ?",
+                ("completed_with_failures" if failed else "completed", now, now, row[0]),
             )
             if added or removed:
                 self._after_write(sid, self._bump(conn, sid), added, removed)
@@ -323,7 +285,7 @@ class DreamTasks(DreamApplier):
         removed: Removed,
     ) -> Outcome:
         """Apply one stored action in a savepoint: all of it lands, or none and it is failed."""
-        action = dict(zip(_ACTION_KEYS, stored))
+        action = dict(zip(ACTION_KEYS, stored))
         conn.execute("SAVEPOINT dream_action")
         try:
             out = self._apply_action(
@@ -359,7 +321,7 @@ class DreamTasks(DreamApplier):
     def get_dream_task(self, store: str, task_id: str) -> DreamTask:
         with self._read() as conn:
             sid = self._store_id(conn, store)
-            return self._dream_value(conn, self._dream_row(conn, sid, task_id))
+            return dream_value(conn, self._dream_row(conn, sid, task_id))
 
     def list_dream_tasks(
         self,
@@ -378,13 +340,13 @@ class DreamTasks(DreamApplier):
         with self._read() as conn:
             sid = self._store_id(conn, store)
             rows = conn.execute(
-                f"SELECT {_TASK} FROM dream_tasks WHERE store_id = ? AND seq > ?"
+                f"SELECT {TASK} FROM dream_tasks WHERE store_id = ? AND seq > ?"
                 + (" AND status = ?" if status else "")
                 + " ORDER BY seq LIMIT ?",
                 (sid, after, *((status,) if status else ()), limit + 1),
             ).fetchall()
-            got = page([(int(r[0]), self._dream_value(conn, r)) for r in rows], limit)
-        return got.filter(lambda t: pattern is None or any(_overlap(pattern, p) for p in t.scopes))
+            got = page([(int(r[0]), dream_value(conn, r)) for r in rows], limit)
+        return got.filter(lambda t: pattern is None or any(overlap(pattern, p) for p in t.scopes))
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
         """Cancel a task that is not finished; a finished one is returned as it is."""
@@ -403,7 +365,7 @@ class DreamTasks(DreamApplier):
                     " WHERE dream_seq = ? AND status = 'proposed'",
                     (row[0],),
                 )
-            return self._dream_value(conn, self._dream_row(conn, sid, task_id))
+            return dream_value(conn, self._dream_row(conn, sid, task_id))
 
     def list_dream_actions(
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
@@ -414,11 +376,11 @@ class DreamTasks(DreamApplier):
             sid = self._store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
             rows = conn.execute(
-                f"SELECT {_ACTION} FROM dream_actions WHERE dream_seq = ? AND seq > ?"
+                f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND seq > ?"
                 " ORDER BY seq LIMIT ?",
                 (task[0], after, limit + 1),
             ).fetchall()
-        return page([(int(r[0]), self._action_value(task_id, r)) for r in rows], limit)
+        return page([(int(r[0]), action_value(task_id, r)) for r in rows], limit)
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
@@ -450,10 +412,10 @@ class DreamTasks(DreamApplier):
         results: list[DreamAction] = []
         with self._write() as conn:
             task = self._dream_row(conn, sid, task_id)
-            patterns = _patterns(task[5])
+            patterns = patterns_of(task[5])
             for aid in ids:
                 stored = conn.execute(
-                    f"SELECT {_ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
+                    f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
                     (task[0], aid),
                 ).fetchone()
                 if stored is None:
@@ -472,9 +434,9 @@ class DreamTasks(DreamApplier):
                     )
                 self._audit(conn, sid, "ApplyMemoryDreamActions", started, target=aid)
                 row = conn.execute(
-                    f"SELECT {_ACTION} FROM dream_actions WHERE seq = ?", (stored[0],)
+                    f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (stored[0],)
                 ).fetchone()
-                results.append(self._action_value(task_id, row))
+                results.append(action_value(task_id, row))
             conn.execute(
                 "UPDATE dream_tasks SET updated_at = ? WHERE seq = ?", (time.time(), task[0])
             )
@@ -494,12 +456,12 @@ class DreamTasks(DreamApplier):
             sid = self._store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
             stored = conn.execute(
-                f"SELECT {_ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
+                f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
                 (task[0], action_id),
             ).fetchone()
             if stored is None:
                 raise NotFound(f"dream action {action_id!r} does not exist", field="action_id")
-            a = dict(zip(_ACTION_KEYS, stored))
+            a = dict(zip(ACTION_KEYS, stored))
             if a["status"] != "applied" or not a["undo"]:
                 raise InvalidInput("only an applied action can be undone", field="action_id")
             self._undo_action(conn, sid, json.loads(a["undo"]), added, removed)
@@ -512,25 +474,6 @@ class DreamTasks(DreamApplier):
             self._audit(conn, sid, "UndoMemoryDreamAction", started, target=action_id)
             self._after_write(sid, self._bump(conn, sid), added, removed)
             row = conn.execute(
-                f"SELECT {_ACTION} FROM dream_actions WHERE seq = ?", (a["seq"],)
+                f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (a["seq"],)
             ).fetchone()
-        return self._action_value(task_id, row)
-
-
-def _inside(
-    action: PlannedAction, by_id: Mapping[str, Any], patterns: Sequence[ScopePattern]
-) -> bool:
-    reads = action.read_ids()
-    if any(i not in by_id for i in reads):
-        return False
-    return action_in_scopes(action.target_scope, [by_id[i].scope for i in reads], patterns)
-
-
-def _checked(action: PlannedAction) -> tuple[str, ...]:
-    """The memories whose version must be unchanged when the action applies: an UPDATE's
-    target may gain versions from its other UPDATEs of the same plan meanwhile."""
-    return action.source_ids if action.action == "UPDATE" else action.read_ids()
-
-
-def _overlap(a: ScopePattern, b: ScopePattern) -> bool:
-    return all(x == y or "*" in (x, y) for x, y in zip(a.as_tuple(), b.as_tuple()))
+        return action_value(task_id, row)
