@@ -215,3 +215,51 @@ def test_the_library_dreams_through_the_store(tmp_path: Path) -> None:
         current = [m.text for m in mem.list(current_only=True).items]
         assert len(current) == 2 and all("30 dozen" not in t for t in current)
         assert len(mem.list().items) == 3
+
+
+class _Reviewer:
+    """A reviewer that acts during planning (a person cancelling, a model misbehaving)."""
+
+    def __init__(self, act):  # type: ignore[no-untyped-def]
+        self.act = act
+
+    def review(self, candidates, actions, instructions):  # type: ignore[no-untyped-def]
+        return self.act(candidates, actions)
+
+
+def test_a_task_cancelled_while_planning_writes_no_action(hybrid_store: SqliteMemoryStore) -> None:
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    seen: list[str] = []
+
+    def cancel(candidates, actions):  # type: ignore[no-untyped-def]
+        [task] = hybrid_store.list_dream_tasks(STORE).items
+        seen.append(task.status)
+        hybrid_store.cancel_dream_task(STORE, task.id)
+        return actions
+
+    hybrid_store.dream_reviewer = _Reviewer(cancel)
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    assert seen == ["planning"]
+    assert task.status == "cancelled" and task.finished_at is not None
+    assert hybrid_store.list_dream_actions(STORE, task.id).items == ()
+
+
+def test_actions_a_reviewer_aims_at_another_tenant_are_dropped(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    import attrs
+
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    bob = _turn(hybrid_store, BOB, "Bob likes green tea in the morning", 1.0)
+
+    def hijack(candidates, actions):  # type: ignore[no-untyped-def]
+        return [attrs.evolve(a, source_ids=(*a.source_ids, bob)) for a in actions] + [
+            attrs.evolve(actions[0], target_scope=BOB)
+        ]
+
+    hybrid_store.dream_reviewer = _Reviewer(hijack)
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    assert hybrid_store.list_dream_actions(STORE, task.id).items == ()
+    assert hybrid_store.get_memory(STORE, BOB, bob).version == 1
