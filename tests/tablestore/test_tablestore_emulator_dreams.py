@@ -3,15 +3,15 @@ cancelling, idempotency and the two action-listing modes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tablestore import OTSClient
-from tablestore.error import OTSServiceError
 
 from memcore.testing import InMemoryMemoryStore
 from memcore_tablestore.emulator import EmulatorServer
+from memcore_tablestore.testing import refusal as refused
+from memcore_tablestore.testing import sdk_for
 
 STORE = "agent_memory"
 S1 = {"appId": "app-001", "tenantId": "user-001", "agentId": "assistant", "runId": "session-001"}
@@ -22,19 +22,16 @@ TENANT = {"appId": "app-001", "tenantId": "user-001", "agentId": "*"}
 @pytest.fixture
 def sdk() -> Iterator[Any]:
     with EmulatorServer(InMemoryMemoryStore()) as server:
-        client = OTSClient(server.url, "emu-ak", "emu-sk", "emulator", retry_policy=None)
+        client = sdk_for(server)
         client.create_memory_store({"memoryStoreName": STORE})
         yield client
 
 
-def refused(call: Callable[[], Any]) -> tuple[int, str]:
-    with pytest.raises(OTSServiceError) as caught:
-        call()
-    return caught.value.get_http_status(), caught.value.get_error_code()
-
-
-def add(sdk: Any, scope: dict[str, str], text: str, **extra: Any) -> str:
-    body = {"memoryStoreName": STORE, "scope": scope, "text": text, "sync": True, **extra}
+def add(sdk: Any, scope: dict[str, str], text: str, **metadata: str) -> str:
+    """A sync text write with ``metadata``; the id of the memory it made."""
+    body = {"memoryStoreName": STORE, "scope": scope, "text": text, "sync": True}
+    if metadata:
+        body["metadata"] = metadata
     return str(sdk.add_memories(body)["memoryIds"][0])
 
 
@@ -56,8 +53,8 @@ def texts(sdk: Any, scope: dict[str, str]) -> list[str]:
 
 
 def test_a_dream_proposes_merging_duplicates_per_scope(sdk: Any) -> None:
-    keep = add(sdk, S1, "The user prefers dark mode.", metadata={"a": "1"})
-    dup = add(sdk, S1, "the user PREFERS dark mode", metadata={"b": "2"})
+    keep = add(sdk, S1, "The user prefers dark mode.", a="1")
+    dup = add(sdk, S1, "the user PREFERS dark mode", b="2")
     add(sdk, S2, "the user prefers dark mode")  # another session: not merged across scopes
     add(sdk, S1, "The user lives in Hangzhou.")
     dream_id = dream(sdk)

@@ -4,16 +4,16 @@ semantics, readiness, tasks, audit and messages. Dreams are in the next file."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tablestore import OTSClient
-from tablestore.error import OTSServiceError
 
 from memcore.testing import InMemoryMemoryStore
 from memcore_tablestore.emulator import EmulatorServer, Faults
 from memcore_tablestore.emulator.ledger import Ledger
+from memcore_tablestore.testing import refusal as refused
+from memcore_tablestore.testing import sdk_for as client_for
 
 STORE = "agent_memory"
 S1 = {"appId": "app-001", "tenantId": "user-001", "agentId": "assistant", "runId": "session-001"}
@@ -27,10 +27,6 @@ def server() -> Iterator[EmulatorServer]:
         yield emulator
 
 
-def client_for(server: EmulatorServer) -> Any:
-    return OTSClient(server.url, "emu-ak", "emu-sk", "emulator", retry_policy=None)
-
-
 @pytest.fixture
 def sdk(server: EmulatorServer) -> Any:
     client = client_for(server)
@@ -38,13 +34,8 @@ def sdk(server: EmulatorServer) -> Any:
     return client
 
 
-def refused(call: Callable[[], Any]) -> tuple[int, str]:
-    with pytest.raises(OTSServiceError) as caught:
-        call()
-    return caught.value.get_http_status(), caught.value.get_error_code()
-
-
 def add(sdk: Any, scope: dict[str, str], text: str, **extra: Any) -> str:
+    """A sync text write; the id of the memory it made."""
     body = {"memoryStoreName": STORE, "scope": scope, "text": text, "sync": True, **extra}
     return str(sdk.add_memories(body)["memoryIds"][0])
 

@@ -115,7 +115,7 @@ def memory(api: str, data: object, path: str) -> Memory:
     meta = unit.get("metadata")
     if meta is None:
         meta = {}
-    elif not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+    elif type(meta) is not dict or (meta and not all(type(v) is str for v in meta.values())):
         raise f.problem(api, path + ".metadata", "that is not an object of strings")
     unit_type = unit.get("unit_type")
     if unit_type is not None and not isinstance(unit_type, str):
@@ -126,19 +126,17 @@ def memory(api: str, data: object, path: str) -> Memory:
     version = unit.get("version")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise f.problem(api, path + ".version", "that is not a whole number")
-    return Memory(
-        id=mid,
-        text=body,
-        scope=f.scope(api, unit.get("scope"), path + ".scope"),
-        metadata=meta,
-        created_at=f.when(api, unit, "created_at", path + "."),
-        # Not in the types; tolerated when a service sends it.
-        updated_at=f.when(api, unit, "updated_at", path + "."),
-        unit_type=unit_type,
-        salience=salience,
-        version=version,
-        extras={k: v for k, v in unit.items() if k not in _UNIT_KNOWN},
-    )
+    # Fast paths: scopes and times repeat, so their checked values are looked up first.
+    raw_scope = unit.get("scope")
+    scope = f.seen_scope(raw_scope) or f.scope(api, raw_scope, path + ".scope")
+    created = unit.get("created_at")
+    if created is not None:
+        created = f.seen_time(created) or f.when(api, unit, "created_at", path + ".")
+    updated = None
+    if "updated_at" in unit:  # not in the types; tolerated when a service sends it
+        updated = f.when(api, unit, "updated_at", path + ".")
+    extras = {k: v for k, v in unit.items() if k not in _UNIT_KNOWN}
+    return Memory(mid, body, scope, meta, created, updated, unit_type, salience, version, extras)
 
 
 def one_memory(api: str, body: _Body) -> Memory:
@@ -165,9 +163,20 @@ def search(body: _Body) -> list[SearchHit]:
     for i, item in enumerate(f.items(api, body, "results")):
         path = f"results[{i}]"
         hit = f.obj(api, item, path)
+        unit = hit.get("unit")
+        if unit is None:
+            raise f.problem(api, path + ".unit", "missing")
         score = hit.get("score")
-        if score is None:
-            raise f.problem(api, path + ".score", "missing")
+        if type(score) is not float:  # the common case costs one check
+            if score is None:
+                raise f.problem(api, path + ".score", "missing")
+            score = f.number(api, score, path + ".score")
+        similarity = hit.get("similarity")
+        if similarity is not None and type(similarity) is not float:
+            similarity = f.number(api, similarity, path + ".similarity")
+        ranking = hit.get("rankingScore")
+        if ranking is not None:
+            ranking = f.number(api, ranking, path + ".rankingScore")
         source = hit.get("source")
         evidence = hit.get("evidence")
         extra = {k: v for k, v in hit.items() if k not in _HIT_KNOWN}
@@ -178,12 +187,12 @@ def search(body: _Body) -> list[SearchHit]:
             extra["evidence"], evidence = evidence, None
         out.append(
             SearchHit(
-                memory(api, f.need(api, hit, "unit", path + "."), path + ".unit"),
-                f.number(api, score, path + ".score"),
-                f.opt_number(api, hit, "similarity", path + "."),
+                memory(api, unit, path + ".unit"),
+                score,
+                similarity,
                 source if isinstance(source, str) else None,
-                tuple(evidence or ()),
-                f.opt_number(api, hit, "rankingScore", path + "."),
+                tuple(evidence) if evidence else (),
+                ranking,
                 extra,
             )
         )

@@ -9,9 +9,10 @@ from typing import Any
 
 from memcore.errors import ConfigError, ProtocolError
 from memcore_tablestore import wire
+from memcore_tablestore.bodies import UNDECODABLE
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.error_map import Failure, failure_from_exception
-from memcore_tablestore.plans import UNDECODABLE, Call, Plans
+from memcore_tablestore.plans import Call, Plans
 
 _ENDPOINT = re.compile(r"https?://[^\s/]+/?")
 

@@ -139,6 +139,16 @@ def _iso(value: str) -> float | None:
     return parsed.timestamp()
 
 
+def seen_time(value: object) -> float | None:
+    """The epoch seconds of an RFC3339 string already parsed once (else None)."""
+    if type(value) is str:
+        return _TIMES.get(value)
+    return None
+
+
+_TIMES: dict[str, float] = {}
+
+
 def when(api: str, data: Mapping[str, Any], key: str, path: str = "") -> float | None:
     """Epoch seconds from an RFC3339 string or Unix milliseconds; the zero time is None."""
     value = data.get(key)
@@ -150,6 +160,8 @@ def when(api: str, data: Mapping[str, Any], key: str, path: str = "") -> float |
         seconds = _iso(value)
         if seconds is None:
             raise problem(api, path + key, "that is not an RFC3339 time")
+        if len(_TIMES) < 4096:
+            _TIMES[value] = seconds
         return seconds
     return number(api, value, path + key) / 1000.0
 
@@ -170,8 +182,34 @@ def _scope(app_id: str, tenant_id: str, agent_id: str, run_id: str) -> Scope:
     return Scope(app_id, tenant_id, agent_id, run_id)
 
 
+_SEEN_SCOPES: dict[tuple[Any, ...], Scope] = {}
+
+
+def seen_scope(value: object) -> Scope | None:
+    """The checked Scope for a scope object seen before (else None)."""
+    if type(value) is dict and len(value) == 4:
+        return _SEEN_SCOPES.get(
+            (value.get("appId"), value.get("tenantId"), value.get("agentId"), value.get("runId"))
+        )
+    return None
+
+
 def scope(api: str, value: object, path: str) -> Scope:
     """A concrete scope as the service reports it; an omitted level is ``__default__``."""
+    if type(value) is dict and len(value) == 4:
+        # Scopes repeat across a page and across calls: a checked one is reused as is.
+        key = (value.get("appId"), value.get("tenantId"), value.get("agentId"), value.get("runId"))
+        seen = _SEEN_SCOPES.get(key)
+        if seen is not None:
+            return seen
+        found = _check_scope(api, value, path)
+        if len(_SEEN_SCOPES) < 4096:
+            _SEEN_SCOPES[key] = found
+        return found
+    return _check_scope(api, value, path)
+
+
+def _check_scope(api: str, value: object, path: str) -> Scope:
     data = obj(api, value, path)
     levels = []
     for key in WIRE_LEVELS:

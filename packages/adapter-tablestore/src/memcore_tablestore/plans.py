@@ -8,7 +8,6 @@ with ``OTSClient`` and :class:`AsyncTableStoreMemoryStore` with ``AsyncOTSClient
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import time
 from collections.abc import Generator, Mapping, Sequence
@@ -23,7 +22,6 @@ from memcore.scope import WILDCARD, Scope, ScopePattern
 from memcore.values import (
     DREAM_STATUSES,
     TASK_STATUSES,
-    UNCONFIRMED,
     DreamAction,
     DreamTask,
     Memory,
@@ -35,7 +33,7 @@ from memcore.values import (
     StoreInfo,
     WriteReceipt,
 )
-from memcore_tablestore import answers, wire
+from memcore_tablestore import answers, bodies, wire
 
 log = logging.getLogger("memcore_tablestore")
 
@@ -46,8 +44,6 @@ T = TypeVar("T")
 EVERYWHERE = ScopePattern(WILDCARD, WILDCARD, WILDCARD, WILDCARD)
 #: The concrete scope the readiness probe reads (cheap, and holds nothing of anyone's).
 PROBE_SCOPE = Scope("__default__", "__default__", "__default__", "__default__")
-#: Key of the answer the driver hands a plan when a 2xx answer could not be decoded.
-UNDECODABLE = "_undecodable"
 
 
 @attrs.frozen
@@ -78,47 +74,6 @@ Step = Call | Pause
 Plan = Generator[Step, Any, T]
 
 
-def _store(name: str) -> dict[str, Any]:
-    return {"memoryStoreName": limits.check_store_name(name)}
-
-
-def _write_scope(scope: object) -> dict[str, str]:
-    """Writes always go to one concrete scope; a wildcard here would be a tenant leak."""
-    if not isinstance(scope, Scope):
-        raise InvalidInput("a write needs a concrete Scope (four levels, no '*')", field="scope")
-    out = wire.scope_to_wire(scope)
-    if any(WILDCARD in v for v in out.values()):  # Scope forbids it; keep the guard local too
-        raise InvalidInput("a write scope must not contain '*'", field="scope")
-    return out
-
-
-def _paging(body: dict[str, Any], limit: int, next_token: str | None) -> dict[str, Any]:
-    body["limit"] = limits.check_limit(limit)
-    if next_token is not None:
-        if not isinstance(next_token, str) or not next_token:
-            raise InvalidInput("next_token must be a non-empty string", field="next_token")
-        body["nextToken"] = next_token
-    return body
-
-
-def rfc3339(seconds: float) -> str:
-    """Epoch seconds as the RFC3339 UTC string the service takes for message times."""
-    moment = _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _message(message: Message) -> dict[str, Any]:
-    """``MessagePayload``: ``messageId`` and an RFC3339 ``timestamp``."""
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.id is not None:
-        out["messageId"] = message.id
-    if message.timestamp is not None:
-        out["timestamp"] = rfc3339(message.timestamp)
-    if message.metadata:
-        out["metadata"] = dict(message.metadata)
-    return out
-
-
 class Plans:
     """The operations of :class:`memcore.ports.MemoryStore`, as plans."""
 
@@ -136,7 +91,7 @@ class Plans:
         extract_instructions: str | None = None,
         progress: ProgressCallback | None = None,
     ) -> Plan[StoreInfo]:
-        body = _store(store)
+        body = bodies.named(store)
         try:
             answer = yield Call("GetMemoryStore", body, retry_conflict=False)
             return answers.store_info("GetMemoryStore", answer)
@@ -163,7 +118,9 @@ class Plans:
         """Wait until a new store's index serves. GetMemoryStore reports no state; the
         documented signal is ``409 CONFLICT`` on data-plane calls while the index initialises,
         so a tiny ListMemories is probed until it answers, within ``ready_timeout``."""
-        probe = _paging({**_store(store), "scope": wire.scope_to_wire(PROBE_SCOPE)}, 1, None)
+        probe = bodies.paging(
+            {**bodies.named(store), "scope": wire.scope_to_wire(PROBE_SCOPE)}, 1, None
+        )
         deadline = time.monotonic() + self.ready_timeout
         started = time.monotonic()
         delay = 0.05
@@ -193,13 +150,15 @@ class Plans:
             delay = min(delay * 2, 2.0)
 
     def describe_store(self, store: str) -> Plan[StoreInfo]:
-        return answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", _store(store))))
+        return answers.store_info(
+            "GetMemoryStore", (yield Call("GetMemoryStore", bodies.named(store)))
+        )
 
     def list_stores(self) -> Plan[list[StoreInfo]]:
         out: list[StoreInfo] = []
         token: str | None = None
         for _ in range(10_000):
-            body = _paging({}, limits.MAX_PAGE_LIMIT, token)
+            body = bodies.paging({}, limits.MAX_PAGE_LIMIT, token)
             page = answers.list_stores((yield Call("ListMemoryStores", body)))
             out.extend(page.items)
             token = page.next_token
@@ -210,7 +169,7 @@ class Plans:
     def create_store(
         self, store: str, *, description: str = "", extract_instructions: str | None = None
     ) -> Plan[StoreInfo]:
-        body: dict[str, Any] = {**_store(store)}
+        body: dict[str, Any] = {**bodies.named(store)}
         if limits.check_description(description):
             body["description"] = description
         instructions = limits.check_extract_instructions(extract_instructions)
@@ -228,7 +187,7 @@ class Plans:
         extract_instructions: str | None = None,
     ) -> Plan[StoreInfo]:
         """PATCH: a field left as None is not sent (unchanged); "" clears it."""
-        body = _store(store)
+        body = bodies.named(store)
         if description is not None:
             body["description"] = limits.check_description(description)
         instructions = limits.check_extract_instructions(extract_instructions)
@@ -239,7 +198,8 @@ class Plans:
 
     def delete_store(self, store: str) -> Plan[None]:
         answers.deleted(
-            "DeleteMemoryStore", (yield Call("DeleteMemoryStore", _store(store), replay_safe=False))
+            "DeleteMemoryStore",
+            (yield Call("DeleteMemoryStore", bodies.named(store), replay_safe=False)),
         )
 
     # -- memories -----------------------------------------------------------------------
@@ -253,8 +213,8 @@ class Plans:
         sync: bool = False,
     ) -> Plan[WriteReceipt]:
         body = {
-            **_store(store),
-            "scope": _write_scope(scope),
+            **bodies.named(store),
+            "scope": bodies.write_scope(scope),
             "text": limits.check_text(text),
             "metadata": limits.check_metadata(metadata),
             "sync": bool(sync),
@@ -262,7 +222,7 @@ class Plans:
         # Replay-safe after an ambiguous failure: the service deduplicates identical text
         # within a scope. A 2xx is final either way: the write landed.
         call = Call("AddMemories", body, replay_safe=True, landed_on_success=True)
-        return _receipt((yield call))
+        return bodies.receipt((yield call))
 
     def add_messages(
         self,
@@ -275,16 +235,16 @@ class Plans:
     ) -> Plan[WriteReceipt]:
         checked = limits.check_messages(messages)
         body = {
-            **_store(store),
-            "scope": _write_scope(scope),
-            "messages": [_message(m) for m in checked],
+            **bodies.named(store),
+            "scope": bodies.write_scope(scope),
+            "messages": [bodies.message(m) for m in checked],
             "metadata": limits.check_metadata(metadata),
             "sync": bool(sync),
         }
         # Not replay-safe: messages are appended to the short-term log, so a replay after an
         # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
         call = Call("AddMemories", body, replay_safe=False, landed_on_success=True)
-        return _receipt((yield call))
+        return bodies.receipt((yield call))
 
     def search(
         self,
@@ -299,9 +259,9 @@ class Plans:
         context_scope: Scope | None = None,
         include_evidence: bool = False,
     ) -> Plan[list[SearchHit]]:
-        wanted = _as_pattern(pattern)
+        wanted = bodies.as_pattern(pattern)
         body: dict[str, Any] = {
-            **_store(store),
+            **bodies.named(store),
             "scope": wire.scope_to_wire(wanted),
             "query": limits.check_query(query),
             "topK": limits.check_top_k(top_k),
@@ -319,24 +279,24 @@ class Plans:
         if include_evidence:
             body["includeEvidence"] = True
         hits = answers.search((yield Call("SearchMemories", body)))
-        for hit in hits:
-            _must_match(wanted, hit.memory.scope, "SearchMemories")
+        bodies.must_match(wanted, (hit.memory.scope for hit in hits), "SearchMemories")
         return hits
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[Memory]]:
-        wanted = _as_pattern(pattern)
-        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
+        wanted = bodies.as_pattern(pattern)
+        body = bodies.paging(
+            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
+        )
         page = answers.list_memories((yield Call("ListMemories", body)))
-        for memory in page.items:
-            _must_match(wanted, memory.scope, "ListMemories")
+        bodies.must_match(wanted, (memory.scope for memory in page.items), "ListMemories")
         return page
 
     def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[Memory]:
-        body = _target(store, scope, memory_id)
+        body = bodies.target(store, scope, memory_id)
         answer = yield Call("GetMemory", body)
-        return _own(answers.one_memory("GetMemory", answer), scope, memory_id)
+        return bodies.own(answers.one_memory("GetMemory", answer), scope, memory_id)
 
     def update_memory(
         self,
@@ -347,7 +307,7 @@ class Plans:
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> Plan[Memory]:
-        body = _target(store, scope, memory_id)
+        body = bodies.target(store, scope, memory_id)
         if text is None and metadata is None:
             return (yield from self.get_memory(store, scope, memory_id))
         if text is not None:
@@ -356,19 +316,23 @@ class Plans:
             body["metadata"] = limits.check_metadata(metadata)  # merged; {} clears
         # Replay-safe: the same PATCH applied twice leaves the same state.
         answer = yield Call("UpdateMemory", body)
-        return _own(answers.one_memory("UpdateMemory", answer), scope, memory_id)
+        return bodies.own(answers.one_memory("UpdateMemory", answer), scope, memory_id)
 
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[None]:
         # Not replayed after an ambiguous failure: the replay would answer 404 for a delete
         # that succeeded, and we would report a failure that did not happen.
-        answer = yield Call("DeleteMemory", _target(store, scope, memory_id), replay_safe=False)
+        answer = yield Call(
+            "DeleteMemory", bodies.target(store, scope, memory_id), replay_safe=False
+        )
         answers.deleted("DeleteMemory", answer)
 
     # -- messages, audit, scopes, tasks -------------------------------------------------
     def list_messages(
         self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[Message]]:
-        body = _paging({**_store(store), "scope": _write_scope(scope)}, limit, next_token)
+        body = bodies.paging(
+            {**bodies.named(store), "scope": bodies.write_scope(scope)}, limit, next_token
+        )
         return answers.messages((yield Call("ListMemoryStoreMessages", body)))
 
     def list_requests(
@@ -380,9 +344,9 @@ class Plans:
         next_token: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> Plan[Page[RequestRecord]]:
-        body = _paging(_store(store), limit, next_token)
+        body = bodies.paging(bodies.named(store), limit, next_token)
         if pattern is not None:  # optional in the types: omitted means the whole store
-            body["scope"] = wire.scope_to_wire(_as_pattern(pattern))
+            body["scope"] = wire.scope_to_wire(bodies.as_pattern(pattern))
         if operation is not None:
             if not isinstance(operation, str) or not operation.isalnum():
                 raise InvalidInput(
@@ -399,16 +363,17 @@ class Plans:
         limit: int = 50,
         next_token: str | None = None,
     ) -> Plan[Page[Scope]]:
-        wanted = EVERYWHERE if pattern is None else _as_pattern(pattern)
-        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
+        wanted = EVERYWHERE if pattern is None else bodies.as_pattern(pattern)
+        body = bodies.paging(
+            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
+        )
         page = answers.scopes((yield Call("ListMemoryStoreScopes", body)))
-        for scope in page.items:
-            _must_match(wanted, scope, "ListMemoryStoreScopes")
+        bodies.must_match(wanted, page.items, "ListMemoryStoreScopes")
         return page
 
     def get_task(self, store: str, task_id: str) -> Plan[MemoryTask]:
         """``task_id`` is the write's ``requestId``."""
-        body = {**_store(store), "requestId": limits.check_id(task_id, field="task_id")}
+        body = {**bodies.named(store), "requestId": limits.check_id(task_id, field="task_id")}
         return answers.one_task((yield Call("GetMemoryTask", body)))
 
     def list_tasks(
@@ -420,10 +385,12 @@ class Plans:
         next_token: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> Plan[Page[MemoryTask]]:
-        wanted = EVERYWHERE if pattern is None else _as_pattern(pattern)
-        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
+        wanted = EVERYWHERE if pattern is None else bodies.as_pattern(pattern)
+        body = bodies.paging(
+            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
+        )
         if status is not None:
-            body["status"] = _status(status, TASK_STATUSES)
+            body["status"] = bodies.status(status, TASK_STATUSES)
         return answers.tasks((yield Call("ListMemoryTasks", body)))
 
     # -- dream --------------------------------------------------------------------------
@@ -437,7 +404,7 @@ class Plans:
     ) -> Plan[DreamTask]:
         patterns = limits.check_dream_scopes(scopes)
         body: dict[str, Any] = {
-            **_store(store),
+            **bodies.named(store),
             "scopes": [wire.scope_to_wire(p) for p in patterns],
             "applyMode": limits.check_apply_mode(apply_mode),
         }
@@ -453,7 +420,7 @@ class Plans:
         )
 
     def get_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
-        body = _dream_id(store, task_id)
+        body = bodies.dream_id(store, task_id)
         return answers.dream("GetMemoryDreamTask", (yield Call("GetMemoryDreamTask", body)))
 
     def list_dream_tasks(
@@ -465,21 +432,23 @@ class Plans:
         pattern: ScopePattern | None = None,
         status: str | None = None,
     ) -> Plan[Page[DreamTask]]:
-        wanted = EVERYWHERE if pattern is None else _as_pattern(pattern)
-        body = _paging({**_store(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token)
+        wanted = EVERYWHERE if pattern is None else bodies.as_pattern(pattern)
+        body = bodies.paging(
+            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
+        )
         if status is not None:
-            body["status"] = _status(status, DREAM_STATUSES)
+            body["status"] = bodies.status(status, DREAM_STATUSES)
         return answers.dreams((yield Call("ListMemoryDreamTasks", body)))
 
     def cancel_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
-        body = _dream_id(store, task_id)
+        body = bodies.dream_id(store, task_id)
         # Cancelling twice leaves the task cancelled, as once does.
         return answers.dream("CancelMemoryDreamTask", (yield Call("CancelMemoryDreamTask", body)))
 
     def list_dream_actions(
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[DreamAction]]:
-        body = _paging(_dream_id(store, task_id), limit, next_token)
+        body = bodies.paging(bodies.dream_id(store, task_id), limit, next_token)
         return answers.actions((yield Call("ListMemoryDreamActions", body)))
 
     def apply_dream_actions(
@@ -488,75 +457,15 @@ class Plans:
         if isinstance(action_ids, str) or not isinstance(action_ids, Sequence):
             raise InvalidInput("action_ids must be a list of ids", field="action_ids")
         ids = list(dict.fromkeys(limits.check_id(a, field="action_ids") for a in action_ids))
-        if not 1 <= len(ids) <= MAX_APPLY_IDS:
+        if not 1 <= len(ids) <= bodies.MAX_APPLY_IDS:
             raise InvalidInput(
-                f"apply takes 1 to {MAX_APPLY_IDS} action ids, not {len(ids)}", field="action_ids"
+                f"apply takes 1 to {bodies.MAX_APPLY_IDS} action ids, not {len(ids)}",
+                field="action_ids",
             )
-        body = {**_dream_id(store, task_id), "actionIds": ids}
+        body = {**bodies.dream_id(store, task_id), "actionIds": ids}
         # Not replayed after an ambiguous failure: applied actions report differently twice.
         answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)
         return answers.applied(answer)
-
-
-#: ApplyMemoryDreamActions takes at most this many ids per call.
-MAX_APPLY_IDS = 100
-
-
-def _receipt(answer: dict[str, Any]) -> WriteReceipt:
-    """The write's receipt. The write landed (2xx): an answer we cannot read is reported
-    loudly as :data:`UNCONFIRMED`, never as a failure that would make a caller resend it."""
-    reason = answer.get(UNDECODABLE)
-    if reason is None:
-        try:
-            return answers.receipt(answer)
-        except ProtocolError as exc:
-            reason = str(exc)
-    rid = answers.request_id(answer)
-    log.warning(
-        "AddMemories was accepted but its answer could not be read (%s); the write landed "
-        "and will not be sent again (request id %s)",
-        reason,
-        rid or "unknown",
-    )
-    return WriteReceipt(rid, UNCONFIRMED, (), rid, problem=str(reason)[:400])
-
-
-def _status(value: object, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise InvalidInput(f"status must be one of {', '.join(allowed)}", field="status")
-    return str(value)
-
-
-def _as_pattern(pattern: object) -> ScopePattern:
-    if isinstance(pattern, Scope):
-        return pattern.pattern()
-    if not isinstance(pattern, ScopePattern):
-        raise InvalidInput("expected a ScopePattern", field="scope")
-    return pattern
-
-
-def _dream_id(store: str, task_id: str) -> dict[str, Any]:
-    return {**_store(store), "dreamId": limits.check_id(task_id, field="task_id")}
-
-
-def _target(store: str, scope: Scope, memory_id: str) -> dict[str, Any]:
-    return {**_store(store), "scope": _write_scope(scope), "memoryId": limits.check_id(memory_id)}
-
-
-def _own(memory: Memory, scope: Scope, memory_id: str) -> Memory:
-    """The service must answer with the memory we asked for, in the scope we asked in."""
-    if memory.id != memory_id or memory.scope != scope:
-        raise ProtocolError(
-            "the service answered with a different memory than requested", field="memory_id"
-        )
-    return memory
-
-
-def _must_match(pattern: ScopePattern, scope: Scope, api: str) -> None:
-    if not pattern.matches(scope):
-        raise ProtocolError(
-            f"{api} answered with an item outside the requested scope", field="scope"
-        )
 
 
 #: The port's method names; both stores expose exactly these, driven from :class:`Plans`.

@@ -71,4 +71,15 @@ class Service:
         return out[:cap]
 
 
+def port_page(body: Mapping[str, Any], fetch: Callable[[int, str | None], Page[T]]) -> Page[T]:
+    """One page of a port listing for a request's ``limit`` (1..100, default 50) and
+    ``nextToken`` (the port's own tokens, passed through as opaque)."""
+    limit = fields.whole(body, "limit", 50, 1, 100)
+    token = fields.string(body, "nextToken")
+    try:
+        return fetch(limit, token or None)
+    except InvalidInput:
+        raise invalid("nextToken is not a token this service issued") from None
+
+
 Handler = Callable[[Service, Call], Answer]

@@ -1,5 +1,5 @@
 """CreateMemoryDreamTask, GetMemoryDreamTask, ListMemoryDreamTasks, CancelMemoryDreamTask,
-ListMemoryDreamActions, ApplyMemoryDreamActions, as ``memory.d.ts`` types them.
+as ``memory.d.ts`` types them (the action APIs are in :mod:`.dream_actions`).
 
 A dream is planned when it is created (see :mod:`.dream_planner`); the create answer still
 says ``queued``, as the service's does, and the task reads ``completed`` right after. In
@@ -12,34 +12,24 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from memcore.errors import MemcoreError, NotFound
+from memcore import values
 from memcore.limits import utf8_len
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Message
-from memcore_tablestore.emulator import dream_planner, fields, scopes
+from memcore_tablestore.emulator import dream_actions, dream_planner, fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
+from memcore_tablestore.emulator.dream_actions import apply_one, find_dream, recount, skip
 from memcore_tablestore.emulator.dream_planner import Proposal
 from memcore_tablestore.emulator.ledger import Dream, Row
-from memcore_tablestore.emulator.service_errors import invalid, not_found
+from memcore_tablestore.emulator.service_errors import invalid
 
-DREAM_STATUSES = (
-    "queued",
-    "running",
-    "planning",
-    "applying",
-    "completed",
-    "completed_with_failures",
-    "failed",
-    "cancelled",
-)
-RUNNING = frozenset(DREAM_STATUSES[:4])
-ACTION_STATUSES = ("proposed", "applied", "skipped", "failed")
-ACTION_TYPES = ("ADD", "UPDATE", "DELETE", "MERGE", "NOOP", "EMIT_SKILL", "EMIT_PROFILE")
-EXTRACT_TYPES = ("EMIT_SKILL", "EMIT_PROFILE")
+# The vocabularies of memory.d.ts (DreamTaskStatus, DreamActionStatus, DreamActionType,
+# DreamApplyMode), kept in the core's values.
+DREAM_STATUSES = values.DREAM_STATUSES
+RUNNING = frozenset(DREAM_STATUSES) - values.DREAM_FINAL_STATUSES
+APPLY_MODES = values.DREAM_APPLY_MODES
 TASK_TYPES = ("memory", "skill", "profile")
-APPLY_MODES = ("proposal", "safe_auto")
 OUTPUT_MODES = ("preserve_scope", "promote_scope")
-ORDERS = ("created_at_asc", "created_at_desc", "confidence_desc")
 #: Service defaults (typed SDK, DreamConfidenceThresholds); DELETE has no threshold.
 DEFAULT_THRESHOLDS = {"add": 0.80, "update": 0.85, "merge": 0.70}
 MAX_SCOPES = 20
@@ -245,10 +235,10 @@ def create_dream(svc: Service, call: Call) -> Answer:
                     if action["action"] == "DELETE"
                     else "confidence_below_threshold"
                 )
-                _skip(action, reason, now)
+                skip(action, reason, now)
             else:
-                _apply_one(svc, name, action, "safe_auto", now)
-    _recount(dream, now)
+                apply_one(svc, name, action, "safe_auto", now)
+    recount(dream, now)
     with svc.ledger.of(name) as st:
         st.dreams[dream_id] = dream
         if client_token:
@@ -267,140 +257,9 @@ def _created(row: Row, status: str) -> Answer:
     }
 
 
-# -- bookkeeping --------------------------------------------------------------------------
-def _skip(action: Row, reason: str, now: str) -> None:
-    action.update({"status": "skipped", "skippedReason": reason, "updatedAt": now})
-
-
-def _recount(dream: Dream, now: str) -> None:
-    row, actions = dream.row, dream.actions
-    count = {s: sum(a["status"] == s for a in actions) for s in ACTION_STATUSES}
-    reasons: dict[str, int] = {}
-    for action in actions:
-        if action["status"] == "skipped":
-            reasons[action["skippedReason"]] = reasons.get(action["skippedReason"], 0) + 1
-    row.update(
-        {
-            "actionCount": len(actions),
-            "proposedCount": count["proposed"],
-            "appliedCount": count["applied"],
-            "skippedCount": count["skipped"],
-            "failedCount": count["failed"],
-            "updatedAt": now,
-            "version": row.get("version", 0) + 1,
-        }
-    )
-    row.pop("skippedByReason", None)
-    if reasons:
-        row["skippedByReason"] = reasons
-    if row["status"] == "completed" and count["failed"]:
-        row["status"] = "completed_with_failures"
-
-
-def _dream(svc: Service, name: str, call: Call) -> Dream:
-    dream_id = fields.required(call.body, "dreamId")
-    svc.existing(name)
-    call.target = dream_id
-    with svc.ledger.of(name) as st:
-        dream = st.dreams.get(dream_id)
-    if dream is None:
-        raise not_found(f"dream task {dream_id[:64]!r} does not exist")
-    return dream
-
-
-# -- apply --------------------------------------------------------------------------------
-def _result(action: Row) -> Answer:
-    out: Answer = {"actionId": action["actionId"], "status": action["status"]}
-    if action.get("resultMemoryId"):
-        out["memoryId"] = action["resultMemoryId"]
-    if action.get("error"):
-        out["error"] = action["error"]
-    return out
-
-
-def _apply_one(svc: Service, name: str, action: Row, applier: str | None, now: str) -> None:
-    """Carry out one proposed action; a changed or missing target skips it as stale."""
-    kind = action["action"]
-    if kind == "NOOP":
-        _skip(action, "noop_nothing_to_apply", now)
-        return
-    scope = scopes.exact_scope(action["targetScope"])
-    action["attemptCount"] = action.get("attemptCount", 0) + 1
-    try:
-        if kind == "ADD":
-            spec = action["newMemory"]
-            receipt = svc.store.add_text(
-                name, scope, spec["text"], metadata=spec.get("metadata"), sync=True
-            )
-            result = receipt.memory_ids[0] if receipt.memory_ids else ""
-        else:
-            target = svc.store.get_memory(name, scope, action["targetMemoryId"])
-            if (target.version or 1) != action.get("targetMemoryVersion", target.version or 1):
-                _skip(action, "stale_target_memory", now)
-                return
-            result = target.id
-            if kind == "DELETE":
-                svc.store.delete_memory(name, scope, target.id)
-            else:
-                spec = action["newMemory"]
-                svc.store.update_memory(
-                    name, scope, target.id, text=spec["text"], metadata=spec.get("metadata", {})
-                )
-            if kind == "MERGE":
-                for source in action.get("sourceMemoryIds", [])[1:]:
-                    try:
-                        svc.store.delete_memory(name, scope, source)
-                    except NotFound:
-                        pass
-    except NotFound:
-        _skip(action, "stale_target_memory", now)
-        return
-    except MemcoreError as exc:
-        action.update({"status": "failed", "error": exc.message, "updatedAt": now})
-        return
-    action.update(
-        {"status": "applied", "resultMemoryId": result, "appliedAt": now, "updatedAt": now}
-    )
-    if applier:
-        action["applier"] = applier
-
-
-def apply_actions(svc: Service, call: Call) -> Answer:
-    name = call.store_name
-    ids = fields.string_list(call.body, "actionIds", 1, 100)
-    applier = fields.string(call.body, "applier")
-    dream = _dream(svc, name, call)
-    by_id = {a["actionId"]: a for a in dream.actions}
-    if any(by_id.get(i, {}).get("action") in EXTRACT_TYPES for i in ids):
-        # The whole call is refused before anything is applied (typed SDK).
-        raise invalid("EMIT_SKILL and EMIT_PROFILE actions cannot be applied")
-    now = fields.iso(svc.clock())
-    results: list[Answer] = []
-    for action_id in ids:
-        action = by_id.get(action_id)
-        if action is None:
-            results.append({"actionId": action_id, "status": "not_found"})
-            continue
-        if action["status"] == "proposed":
-            if dream.row["status"] == "cancelled":
-                _skip(action, "task_cancelled", now)
-            else:
-                _apply_one(svc, name, action, applier, now)
-        results.append(_result(action))
-    _recount(dream, now)
-    return {
-        "memoryStoreName": name,
-        "dreamId": dream.row["dreamId"],
-        "applied": sum(r["status"] == "applied" for r in results),
-        "failed": sum(r["status"] == "failed" for r in results),
-        "notFound": sum(r["status"] == "not_found" for r in results),
-        "results": results,
-    }
-
-
 # -- reads and cancel ---------------------------------------------------------------------
 def get_dream(svc: Service, call: Call) -> Answer:
-    row = _dream(svc, call.store_name, call).row
+    row = find_dream(svc, call.store_name, call).row
     actions: Answer = {
         "total": row["actionCount"],
         "proposed": row["proposedCount"],
@@ -467,15 +326,15 @@ def list_dreams(svc: Service, call: Call) -> Answer:
 
 def cancel_dream(svc: Service, call: Call) -> Answer:
     """A running dream becomes ``cancelled``; a finished one answers its status unchanged."""
-    dream = _dream(svc, call.store_name, call)
+    dream = find_dream(svc, call.store_name, call)
     row = dream.row
     if row["status"] in RUNNING:
         now = fields.iso(svc.clock())
         row["status"] = "cancelled"
         for action in dream.actions:
             if action["status"] == "proposed":
-                _skip(action, "task_cancelled", now)
-        _recount(dream, now)
+                skip(action, "task_cancelled", now)
+        recount(dream, now)
     return {
         "memoryStoreName": row["memoryStoreName"],
         "dreamId": row["dreamId"],
@@ -484,74 +343,10 @@ def cancel_dream(svc: Service, call: Call) -> Answer:
     }
 
 
-def _order(rows: list[Row], order: str) -> list[Row]:
-    if order == "created_at_desc":
-        return list(reversed(rows))
-    if order == "confidence_desc":
-        return sorted(rows, key=lambda a: -float(a.get("confidence", 0.0)))
-    return rows
-
-
-def list_actions(svc: Service, call: Call) -> Answer:
-    """Two exclusive modes: ``dreamId`` (all filters) or ``scope`` + ``actionType`` (EMIT_*)."""
-    name, body = call.store_name, call.body
-    by_dream, by_scope = body.get("dreamId") is not None, body.get("scope") is not None
-    if by_dream == by_scope:
-        raise invalid("pass exactly one of dreamId and scope")
-    status = fields.choice(body, "status", ACTION_STATUSES)
-    kind = fields.choice(body, "action", ACTION_TYPES)
-    target = None
-    if body.get("targetScope") is not None:
-        target = scopes.list_pattern(body.get("targetScope"), "targetScope")
-    source = fields.string(body, "sourceMemoryId")
-    low, high = fields.fraction(body, "minConfidence"), fields.fraction(body, "maxConfidence")
-    if low is not None and high is not None and low > high:
-        raise invalid("minConfidence must not be above maxConfidence")
-    order = fields.choice(body, "orderBy", ORDERS, "created_at_asc") or "created_at_asc"
-    limit = fields.whole(body, "limit", 100, 1, 100)
-    if by_scope:
-        extract = body.get("actionType")
-        if extract not in EXTRACT_TYPES:
-            raise invalid("actionType must be EMIT_SKILL or EMIT_PROFILE")
-        pattern = scopes.list_pattern(body.get("scope"))
-        svc.existing(name)
-        with svc.ledger.of(name) as st:
-            rows = [
-                dict(a)
-                for d in st.dreams.values()
-                for a in d.actions
-                if a["action"] == extract
-                and pattern.matches(scopes.exact_scope(a["targetScope"]))
-                and (status is None or a["status"] == status)
-            ]
-        chunk, token = fields.window(rows, body, limit)
-        out: Answer = {"memoryStoreName": name, "actions": chunk}
-    else:
-        if body.get("actionType") is not None:
-            raise invalid("actionType is only valid together with scope")
-        dream = _dream(svc, name, call)
-        rows = [
-            dict(a)
-            for a in dream.actions
-            if (status is None or a["status"] == status)
-            and (kind is None or a["action"] == kind)
-            and (target is None or target.matches(scopes.exact_scope(a["targetScope"])))
-            and (source is None or source in a.get("sourceMemoryIds", []))
-            and (low is None or a.get("confidence", 0.0) >= low)
-            and (high is None or a.get("confidence", 0.0) <= high)
-        ]
-        chunk, token = fields.window(_order(rows, order), body, limit)
-        out = {"memoryStoreName": name, "dreamId": dream.row["dreamId"], "actions": chunk}
-    if token:
-        out["nextToken"] = token
-    return out
-
-
 CALLS: dict[str, Handler] = {
     "CreateMemoryDreamTask": create_dream,
     "GetMemoryDreamTask": get_dream,
     "ListMemoryDreamTasks": list_dreams,
     "CancelMemoryDreamTask": cancel_dream,
-    "ListMemoryDreamActions": list_actions,
-    "ApplyMemoryDreamActions": apply_actions,
+    **dream_actions.CALLS,
 }

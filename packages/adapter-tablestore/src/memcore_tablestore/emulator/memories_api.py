@@ -12,7 +12,7 @@ from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.values import Memory, Message, SearchHit, WriteReceipt
 from memcore_tablestore.emulator import encode, fields, scopes
-from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
+from memcore_tablestore.emulator.context import Answer, Call, Handler, Service, port_page
 from memcore_tablestore.emulator.ledger import Task
 from memcore_tablestore.emulator.service_errors import ServiceError, invalid
 
@@ -180,12 +180,9 @@ def search(svc: Service, call: Call) -> Answer:
 def list_memories(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
     pattern = scopes.list_pattern(body.get("scope") or {})
-    limit = fields.whole(body, "limit", 50, 1, 100)
-    token = fields.string(body, "nextToken")
-    try:
-        page = svc.store.list_memories(name, pattern, limit=limit, next_token=token or None)
-    except InvalidInput:
-        raise invalid("nextToken is not a token this service issued") from None
+    page = port_page(
+        body, lambda n, t: svc.store.list_memories(name, pattern, limit=n, next_token=t)
+    )
     call.scope = pattern
     out: Answer = {
         "memories": [encode.unit(m) for m in page.items],

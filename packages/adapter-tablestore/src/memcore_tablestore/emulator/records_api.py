@@ -3,13 +3,13 @@ ListMemoryTasks: the short-term messages, the audit, the scopes and the ingest t
 
 from __future__ import annotations
 
-from memcore.errors import InvalidInput
-from memcore.values import Message
+from memcore.values import (
+    TASK_STATUSES,  # MemoryTaskStatus of memory.d.ts
+    Message,
+)
 from memcore_tablestore.emulator import encode, fields, scopes
-from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
+from memcore_tablestore.emulator.context import Answer, Call, Handler, Service, port_page
 from memcore_tablestore.emulator.service_errors import invalid, not_found
-
-TASK_STATUSES = ("queued", "running", "completed", "failed", "needs_reconcile")
 
 
 def _paged(out: Answer, token: str | None) -> Answer:
@@ -66,12 +66,7 @@ def list_requests(svc: Service, call: Call) -> Answer:
 def list_scopes(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
     pattern = scopes.list_pattern(body.get("scope"))
-    limit = fields.whole(body, "limit", 50, 1, 100)
-    token = fields.string(body, "nextToken")
-    try:
-        page = svc.store.list_scopes(name, pattern, limit=limit, next_token=token or None)
-    except InvalidInput:
-        raise invalid("nextToken is not a token this service issued") from None
+    page = port_page(body, lambda n, t: svc.store.list_scopes(name, pattern, limit=n, next_token=t))
     out: Answer = {
         "scopes": [scopes.to_wire(s) for s in page.items],
         "scope": scopes.to_wire(pattern),

@@ -30,8 +30,7 @@ import attrs
 
 from memcore.errors import ConfigError, InvalidInput, MemcoreError
 from memcore.ports import MemoryStore
-from memcore.scope import Scope
-from memcore_tablestore.emulator import fields, scopes
+from memcore_tablestore.emulator.audit import audited
 from memcore_tablestore.emulator.auth import (
     AuthError,
     Identity,
@@ -41,7 +40,7 @@ from memcore_tablestore.emulator.auth import (
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.faults import Faults
 from memcore_tablestore.emulator.handlers import DATA_PLANE_APIS, TABLE
-from memcore_tablestore.emulator.ledger import Audited, Ledger
+from memcore_tablestore.emulator.ledger import Ledger
 from memcore_tablestore.emulator.service_errors import (
     INVALID_PARAMETER,
     ServiceError,
@@ -428,29 +427,7 @@ class EmulatorServer:
             return
         if status != 200 and not self._store_exists(name):
             return
-        now = time.time()
-        row: Answer = {"requestId": call.request_id, "operation": call.api}
-        if call.scope is not None:
-            row["scope"] = scopes.to_wire(call.scope)
-        if call.target:
-            row["targetId"] = call.target
-        row.update(
-            {
-                "responseStatus": status,
-                "latencyMs": round((time.perf_counter() - started) * 1000),
-                "createdAt": fields.iso(now),
-                "requestSummary": call.summary or f"api={call.api}",
-                "responseSummary": f"status={answer.get('status', status)}"
-                if status == 200
-                else str(answer.get("code")),
-            }
-        )
-        if call.api == "AddMemories" and status == 200:
-            row["ingestStatus"] = answer.get("status", "")
-        if status != 200:
-            row["lastError"] = str(answer.get("message", ""))[:256]
-        concrete = call.scope if isinstance(call.scope, Scope) else None
-        self.ledger.record(name, Audited(row, concrete, fields.to_millis(now)))
+        self.ledger.record(name, audited(call, status, answer, started))
 
     # -- answers ------------------------------------------------------------------------
     def _headers(self, request_id: str, payload: bytes) -> dict[str, str]:

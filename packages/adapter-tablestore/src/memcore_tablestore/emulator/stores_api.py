@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 
 from memcore.limits import utf8_len
+from memcore.values import STORAGE_MODES
 from memcore_tablestore.emulator import encode, fields
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.service_errors import invalid
 
-STORAGE_MODES = ("ots", "file+ots", "filemem")
 MAX_DESCRIPTION_BYTES = 1024
 MAX_INSTRUCTIONS_RUNES = 4096
 
