@@ -88,6 +88,13 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
+# Each memory's length in index tokens, for the lexical score's length discount. Rows written
+# before it get their count of space-separated words, which is close for most text.
+_V2 = """
+ALTER TABLE memories ADD COLUMN words INTEGER;
+UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', '')) + 1
+"""
+
 # Local dream (consolidation): tasks, their actions with an undo record each, and the
 # supersession links that let recall prefer the current truth.
 _V3 = """
@@ -138,8 +145,8 @@ CREATE TABLE dream_actions (
 CREATE INDEX dream_actions_task ON dream_actions (dream_seq, seq)
 """
 
-#: (version, script) in order; append, never edit a released one. Numbers may have gaps.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (3, _V3))
+#: (version, script) in order; append, never edit a released one. The loop tolerates gaps.
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
