@@ -70,3 +70,31 @@ def test_session_end_consolidates_the_local_store_off_the_agent_thread(
         assert stale in [m["text"] for m in everything["memories"]]
     finally:
         provider.shutdown()
+
+
+def test_the_users_own_model_turns_hermes_turns_into_facts(
+    hermes_home: Path, kit: Any, monkeypatch: Any
+) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fake_chat", Path(__file__).parents[1] / "sqlite" / "fake_chat.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    chat = module.FakeChat()
+    monkeypatch.setenv("MEMCORE_MODEL_BASE_URL", chat.base_url)
+    monkeypatch.setenv("MEMCORE_MODEL", "the-agents-model")
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.sync_turn("Can you help? My cat is called Miso.", "Sure!", session_id="s1")
+        assert provider.runtime.wait_idle(10)
+        profile = json.loads(provider.handle_tool_call("tablestore_profile", {}))
+        assert [m["text"] for m in profile["memories"]] == ["My cat is called Miso."]
+        assert chat.requests and chat.requests[0]["model"] == "the-agents-model"
+    finally:
+        provider.shutdown()
+        chat.close()
