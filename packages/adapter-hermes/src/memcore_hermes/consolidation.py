@@ -29,10 +29,11 @@ def consolidate(runtime: Any) -> str | None:
     """One pass over the current tenant; the dream task's id, or None when skipped."""
     if runtime.read_only:
         return None
+    # Only a store that is already open: a session end never waits for a backend to come up.
+    if not wants_pass(runtime.handle.store):
+        return None
     try:
         store = runtime.handle.ready()
-        if not wants_pass(store):
-            return None
         task = store.create_dream_task(
             runtime.store_name,
             runtime.scope.tenant_pattern(),
