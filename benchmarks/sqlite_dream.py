@@ -11,22 +11,20 @@ Figures, before and after the pass:
 - every question asked for: session recall_any@5/@10, turn recall_any@5/@10, NDCG@10.
 
     uv run python -m benchmarks sqlite_dream [--types knowledge-update] [--limit N]
-        [--cache vectors.pkl]
+        [--cache /tmp/lme-cache]
 
-``--cache`` keeps the embeddings in a file so a second run does not embed again.
+``--cache DIR`` keeps the embeddings (``benchmarks._embed_cache``, outside the repository)
+so a second run does not embed again.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import math
-import pickle
 import tempfile
 import time
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,40 +43,6 @@ DATA = next(
 SCOPE = Scope("bench", "user", "assistant", "haystack")
 STORE = "bench"
 TOP = 50
-
-
-class CachedEmbedder:
-    """The real embedder behind a text -> vector cache (a benchmark convenience only)."""
-
-    def __init__(self, inner: Any, path: Path | None) -> None:
-        self.inner = inner
-        self.path = path
-        self.cache: dict[bytes, Any] = {}
-        if path is not None and path.exists():
-            self.cache = pickle.loads(path.read_bytes())
-
-    @property
-    def dimension(self) -> int:
-        return int(self.inner.dimension)
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    def embed(self, texts: Sequence[str]) -> list[Any]:
-        keys = [
-            hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            for t in texts
-        ]
-        missing = [t for t, k in zip(texts, keys) if k not in self.cache]
-        if missing:
-            for k, v in zip([k for k in keys if k not in self.cache], self.inner.embed(missing)):
-                self.cache[k] = v
-        return [self.cache[k] for k in keys]
-
-    def save(self) -> None:
-        if self.path is not None:
-            self.path.write_bytes(pickle.dumps(self.cache))
 
 
 def _when(date: str) -> float:
@@ -195,7 +159,11 @@ def main() -> int:
         questions = [q for q in questions if q["question_type"] in wanted]
     if args.limit:
         questions = questions[: args.limit]
-    embedder = CachedEmbedder(OnnxEmbedder(), args.cache)
+    embedder: Any = OnnxEmbedder()
+    if args.cache is not None:
+        from benchmarks._embed_cache import CachingEmbedder
+
+        embedder = CachingEmbedder(embedder, args.cache)
     before: list[dict[str, float]] = []
     after: list[dict[str, float]] = []
     actions: dict[str, int] = {}
@@ -220,7 +188,6 @@ def main() -> int:
         before.append(b)
         after.append(a_)
         per_type.setdefault(q["question_type"], []).append((b, a_))
-        embedder.save()
     keys = [
         "session_recall_any@5",
         "session_recall_any@10",
