@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from memcore.errors import MemcoreError, NotFound
+from memcore.errors import MemcoreError, NotFound, PermissionDenied
 from memcore_cli.exit_codes import ExitCode, exit_code_for
 from memcore_cli.state import CliState
 
@@ -119,7 +119,11 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     if _writable_dir(settings.db_path.parent):
         checks.ok("data home", f"{settings.db_path.parent} is writable")
     else:
-        checks.fail("data home", f"{settings.db_path.parent} is not writable (set MEMCORE_HOME)")
+        detail = (
+            f"{settings.db_path.parent} is not writable: reads work, writes are refused "
+            "(set MEMCORE_HOME to a writable folder)"
+        )
+        checks.fail("data home", detail, PermissionDenied(detail, field="home"))
     if not settings.db_path.exists():
         checks.ok(
             "database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it"
@@ -145,13 +149,15 @@ def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> None:
         checks.fail("search mode", _message(exc), exc)
         return
     try:
-        checks.ok("search mode", _describe_mode(store))
+        checks.ok("search mode", _describe_mode(store, runtime.settings.config.embedder))
     finally:
         store.close()
 
 
-def _describe_mode(store: Any) -> str:
+def _describe_mode(store: Any, embedder: str = "auto") -> str:
     mode = _search_mode(store)
+    if mode == "lexical" and embedder == "none":
+        return "lexical (the config sets embedder none)"
     if mode == "lexical":
         return "lexical (install memcore-sqlite[semantic] for hybrid semantic search)"
     if mode == "hybrid":
@@ -193,7 +199,7 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
         checks.fail("backend", _message(exc), exc)
         return
     checks.ok("backend", f"{type(store).__name__} opened")
-    checks.ok("search mode", _describe_mode(store))
+    checks.ok("search mode", _describe_mode(store, runtime.settings.config.embedder))
     name = runtime.store_name
     try:
         info = store.describe_store(name)

@@ -32,8 +32,14 @@ class StoreCatalog(StoreBase):
         """``extract_instructions`` is checked and ignored: nothing is extracted locally."""
         limits.check_store_name(store)
         limits.check_extract_instructions(extract_instructions)
-        if not create:
+        if not create or self.read_only:
             return self.describe_store(store)
+        with self._read() as conn:  # the common case: no write lock for every open
+            row = conn.execute(
+                "SELECT name, description, created_at FROM stores WHERE name = ?", (store,)
+            ).fetchone()
+        if row is not None:
+            return self._info(row)
         with self._write() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO stores (name, description, created_at) VALUES (?, ?, ?)",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from memcore.errors import ProtocolError
+from memcore.errors import PermissionDenied, ProtocolError
 
 _V1 = """
 CREATE TABLE stores (
@@ -150,8 +150,21 @@ MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Bring the file up to :data:`SCHEMA_VERSION`; refuse a file from a newer release."""
+def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
+    """Bring the file up to :data:`SCHEMA_VERSION`; refuse a file from a newer release.
+
+    A file already at the version is only read (no write lock on every open); a read-only
+    one must already be at it.
+    """
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if current == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    if read_only and current < SCHEMA_VERSION:
+        raise PermissionDenied(
+            f"the database schema is version {current} and the file is read-only, so it "
+            f"cannot be upgraded to {SCHEMA_VERSION}; open it once where it is writable",
+            field="schema_version",
+        )
     conn.execute("BEGIN IMMEDIATE")
     try:
         current = int(conn.execute("PRAGMA user_version").fetchone()[0])

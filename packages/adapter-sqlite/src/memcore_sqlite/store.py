@@ -10,7 +10,7 @@ module holds the memory reads, search entry points, dream stubs and maintenance.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
@@ -119,6 +119,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
+        if mode != "lexical":
+            self._index_pending(store)
         qvec = self._embed([query]) if mode != "lexical" else None
         return self._search(
             store,
@@ -153,6 +155,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         if mode not in ("vector", "hybrid"):
             raise InvalidInput("mode must be vector or hybrid", field="mode")
         qvec = self._vectors.to_array([vector])[0]
+        self._index_pending(store)
         return self._search(
             store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode == "hybrid"
         )
@@ -191,8 +194,25 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         return found
 
     # -- maintenance --------------------------------------------------------------------
-    def backfill_vectors(self, store: str, *, batch: int = 64) -> int:
-        """Embed memories that have no vector from the current embedder; returns how many."""
+    def missing_vectors(self, store: str) -> int:
+        """How many memories have no vector from the current embedder (all, without one)."""
+        model = self.embedder.name if self.embedder is not None else ""
+        with self._read() as conn:
+            sid = self._store_id(conn, store)
+            row = conn.execute(
+                "SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
+                " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL",
+                (model, sid),
+            ).fetchone()
+        return int(row[0])
+
+    def backfill_vectors(
+        self, store: str, *, batch: int = 64, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Embed memories that have no vector from the current embedder; returns how many.
+
+        ``progress`` gets the running count after each batch (for a progress bar).
+        """
         if self.embedder is None:
             raise Unsupported("this store has no embedder to compute vectors with")
         done = 0
@@ -218,6 +238,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                         (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
                     )
             done += len(rows)
+            if progress is not None:
+                progress(done)
 
     def compact(self) -> None:
         """Merge the FTS index, checkpoint the WAL and VACUUM: leaves no deleted text behind."""

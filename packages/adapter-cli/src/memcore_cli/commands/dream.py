@@ -50,6 +50,9 @@ def create(
             "apply at once; deletions always wait).",
         ),
     ] = "proposal",
+    instructions: Annotated[
+        str | None, typer.Option("--instructions", help="Guidance for this run (4,000 bytes).")
+    ] = None,
 ) -> None:
     """Start a consolidation over the current tenant (or --agent/--run).
 
@@ -61,7 +64,10 @@ def create(
     state = state_of(ctx)
     runtime = state.runtime()
     task = runtime.ready_store().create_dream_task(
-        runtime.store_name, runtime.settings.scope.read_pattern, apply_mode=apply_mode
+        runtime.store_name,
+        runtime.settings.scope.read_pattern,
+        apply_mode=apply_mode,
+        instructions=instructions,
     )
     _show_task(state, task)
 
@@ -228,7 +234,10 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
     limits.check_limit(limit)
     runtime = state.runtime()
     page = runtime.ready_store().list_dream_tasks(
-        runtime.store_name, limit=limit, next_token=next_token
+        runtime.store_name,
+        limit=limit,
+        next_token=next_token,
+        pattern=runtime.settings.scope.read_pattern,
     )
     if state.json:
         state.output.json(
@@ -237,6 +246,6 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
         return
     state.output.table(
         ("id", "status", "scope"),
-        ((t.id, t.status, "/".join(t.scope.as_tuple()) if t.scope else "") for t in page.items),
+        ((t.id, t.status, ", ".join("/".join(p.as_tuple()) for p in t.scopes)) for t in page.items),
         empty="no dream tasks",
     )
