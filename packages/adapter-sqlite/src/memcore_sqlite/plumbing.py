@@ -23,7 +23,7 @@ from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, StoreClosed
 from memcore.ports import Embedder
 from memcore.scope import Scope
-from memcore_sqlite import file_modes
+from memcore_sqlite import code_pages, file_modes
 from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
@@ -258,6 +258,35 @@ class StoreBase:
             start += n
         return out
 
+    def _store_vectors(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        gen: tuple[int, int],
+        rows: Sequence[tuple[int, Any]],
+        *,
+        replace: bool,
+    ) -> None:
+        """Vectors computed outside the write for memories that may have gone meanwhile: only
+        live ones get theirs, with their codes. ``replace`` overwrites a vector already there
+        (another process may have filled it: replaced, never doubled); else it is kept."""
+        assert self.embedder is not None and self._vectors is not None
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        for seq, vec in rows:
+            scope = conn.execute(
+                "SELECT app_id, tenant_id, agent_id, run_id FROM memories WHERE seq = ?", (seq,)
+            ).fetchone()
+            if scope is None:
+                continue
+            cur = conn.execute(
+                f"{verb} INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vec)),
+            )
+            if cur.rowcount:
+                added.append((tuple(scope), seq, vec))
+        self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
+
     def _after_write(
         self,
         store_id: int,
@@ -265,12 +294,17 @@ class StoreBase:
         added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
         removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
     ) -> None:
-        # Runs after COMMIT: a rolled-back write must not reach the cache.
-        if self._vectors is not None:
-            cache = self._vectors
-            self._post_commit.append(
-                lambda: cache.apply_write(store_id, gen[0], gen[1], added, removed)
-            )
+        """Write the code pages inside the transaction; update the cache after COMMIT."""
+        if self._vectors is None or self.embedder is None:
+            return
+        cache = self._vectors
+        written = cache.encode(added)
+        pages = [(scope, codes) for scope, codes, _ in written]
+        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
+        # After COMMIT: a rolled-back write must not reach the cache.
+        self._post_commit.append(
+            lambda: cache.apply_write(store_id, gen[0], gen[1], written, removed)
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -229,14 +229,10 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                 return done
             vectors = self._embed([r[1] for r in rows]) or []
             with self._write() as conn:
-                self._bump(conn, sid)
-                for (seq, _), vec in zip(rows, vectors):
-                    assert self._vectors is not None
-                    conn.execute(
-                        "INSERT OR REPLACE INTO memory_vectors (seq, model, vector)"
-                        " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE seq = ?)",
-                        (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
-                    )
+                gen = self._bump(conn, sid)
+                self._store_vectors(
+                    conn, sid, gen, [(seq, v) for (seq, _), v in zip(rows, vectors)], replace=True
+                )
             done += len(rows)
             if progress is not None:
                 progress(done)

@@ -224,13 +224,10 @@ class MemoryWrites(StoreBase):
             return
         vectors = self._embed([text for _, text in rows]) or []
         with self._write() as conn:
-            self._bump(conn, sid)
-            for (seq, _), vec in zip(rows, vectors):
-                conn.execute(
-                    "INSERT OR IGNORE INTO memory_vectors (seq, model, vector)"
-                    " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE seq = ?)",
-                    (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
-                )
+            gen = self._bump(conn, sid)
+            self._store_vectors(
+                conn, sid, gen, [(seq, vec) for (seq, _), vec in zip(rows, vectors)], replace=False
+            )
             conn.executemany(
                 "UPDATE tasks SET status = 'completed', finished_at = ?"
                 " WHERE id = ? AND status = 'pending'",
