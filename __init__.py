@@ -2,29 +2,51 @@
 
 A thin shim. When the memcore packages are not installed (a plain ``hermes plugins install``
 clone), their ``packages/*/src`` folders are put on ``sys.path``; then ``memcore_hermes`` takes over.
+
+A clone named ``memcore`` next to a script would shadow the library (``import memcore`` finds
+this folder first). Imported under that name, this module hands over to the real library
+(installed, or this clone's ``packages/memcore/src``) instead of being the plugin.
 """
 
+import importlib.machinery
 import importlib.util
 import sys
 from pathlib import Path
 
+_ROOT = Path(__file__).resolve().parent
+
 
 def _use_bundled_packages() -> None:
-    for src in sorted((Path(__file__).resolve().parent / "packages").glob("*/src")):
+    for src in sorted((_ROOT / "packages").glob("*/src")):
         for pkg in src.iterdir():
             missing = (pkg / "__init__.py").exists() and importlib.util.find_spec(pkg.name) is None
             if missing and str(src) not in sys.path:
                 sys.path.append(str(src))
 
 
-_use_bundled_packages()
+def _become_the_library() -> None:
+    """Load the real ``memcore`` package in place of this one (``sys.modules`` is consulted
+    after an import runs, so the importer receives the library)."""
+    me = Path(__file__).resolve()
+    outside = [p for p in sys.path if (Path(p or ".") / "memcore" / "__init__.py").resolve() != me]
+    search = [*outside, str(_ROOT / "packages" / "memcore" / "src")]
+    spec = importlib.machinery.PathFinder.find_spec("memcore", search)
+    if spec is None or spec.loader is None:  # pragma: no cover - the clone always has it
+        raise ImportError("the memcore library is not installed and not in this clone")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["memcore"] = module
+    spec.loader.exec_module(module)
 
-from memcore_hermes.provider import TablestoreMemProvider  # noqa: E402
 
+if __name__ == "memcore":
+    _become_the_library()
+else:
+    _use_bundled_packages()
 
-def register(ctx):  # type: ignore[no-untyped-def]
-    """Hermes calls this; it registers the provider with ``ctx.register_memory_provider``."""
-    ctx.register_memory_provider(TablestoreMemProvider())
+    from memcore_hermes.provider import TablestoreMemProvider
 
+    def register(ctx):  # type: ignore[no-untyped-def]
+        """Hermes calls this; it registers the provider with ``ctx.register_memory_provider``."""
+        ctx.register_memory_provider(TablestoreMemProvider())
 
-__all__ = ["TablestoreMemProvider", "register"]
+    __all__ = ["TablestoreMemProvider", "register"]

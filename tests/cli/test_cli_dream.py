@@ -18,21 +18,23 @@ def test_dream_create_status_actions_apply_list(dream_cli):
     dream_cli.ok("add", "--sync", "user likes  COFFEE")
     task = dream_cli.json("dream", "create")
     assert task["id"]
-    assert task["scope"] == {
-        "app_id": "hermes",
-        "tenant_id": "__default__",
-        "agent_id": "*",
-        "run_id": "*",
-    }
+    assert task["scopes"] == [
+        {
+            "app_id": "hermes",
+            "tenant_id": "__default__",
+            "agent_id": "*",
+            "run_id": "*",
+        }
+    ]
     status = dream_cli.json("dream", "status", task["id"])
     assert status["id"] == task["id"]
     actions = dream_cli.json("dream", "actions", task["id"])["items"]
     assert [t["id"] for t in dream_cli.json("dream", "list")["items"]] == [task["id"]]
-    assert [a["action"] for a in actions] == ["delete"]
+    assert [a["action"] for a in actions] == ["MERGE"]
     applied = dream_cli.json("dream", "apply", task["id"], actions[0]["id"])
     assert [a["id"] for a in applied] == [actions[0]["id"]]
     assert [m["text"] for m in dream_cli.json("list")["items"]] == ["User likes coffee"]
-    assert "delete" in dream_cli.ok("dream", "actions", task["id"]).stdout
+    assert "MERGE" in dream_cli.ok("dream", "actions", task["id"]).stdout
     assert "status" in dream_cli.ok("dream", "status", task["id"]).stdout
 
 

@@ -34,7 +34,7 @@ def test_add_then_search_finds_it_with_stable_json_fields(cli):
 
 def test_search_for_people_prints_a_table(cli):
     _add(cli, "The user drinks green tea every morning")
-    result = cli.ok("search", "green tea")
+    result = cli.ok("--format", "table", "search", "green tea")
     assert "green tea" in result.stdout
     assert "score" in result.stdout
 
@@ -91,12 +91,14 @@ def test_forget_with_yes_deletes_and_get_then_exits_3(cli):
     assert cli.json("search", "secret plan") == []
 
 
-def test_forget_asks_and_keeps_the_memory_when_refused(cli):
+def test_forget_without_a_terminal_names_yes_and_keeps_the_memory(cli):
     memory_id = _add(cli, "Keep me around")
-    result = cli("forget", memory_id, input="n\n")
-    assert result.exit_code == 1
+    result = cli("forget", memory_id, input="y\n")
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert "stdin is not a terminal" in first and "--yes" in first
     assert cli.json("get", memory_id)["text"] == "Keep me around"
-    assert cli("forget", memory_id, input="y\n").exit_code == 0
+    assert cli("forget", "--yes", memory_id).exit_code == 0
     assert cli("get", memory_id).exit_code == 3
 
 

@@ -164,11 +164,16 @@ def test_emulator_serve_backs_the_tablestore_backend(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
     assert proc.returncode == 0
-    # The emulator served the embedded store in its own home: the memory is there.
+    # The emulator served its own database in that home, not the home's local store.
     local = _memcore(_env(served), "--json", "list")
-    assert [m["text"] for m in json.loads(local.stdout)["items"]] == [
-        "User prefers concise answers"
-    ]
+    assert json.loads(local.stdout)["items"] == []
+    from memcore.scope import ScopePattern
+    from memcore_sqlite import SqliteMemoryStore
+
+    with SqliteMemoryStore(served / "emulator.db") as store:
+        [name] = [s.name for s in store.list_stores()]
+        page = store.list_memories(name, ScopePattern("hermes", "__default__"))
+    assert [m.text for m in page.items] == ["User prefers concise answers"]
 
 
 @pytest.mark.slow

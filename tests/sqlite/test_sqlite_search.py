@@ -330,12 +330,12 @@ def test_filters_work_at_every_pattern_level(
     assert set(ids(hits)) == expected
 
 
-def test_matrix_loads_in_chunks_and_stays_writable(
+def test_codes_load_from_many_pages_and_stay_writable(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memcore_sqlite import vectors
+    from memcore_sqlite import code_pages
 
-    monkeypatch.setattr(vectors, "_LOAD_CHUNK_ROWS", 3)
+    monkeypatch.setattr(code_pages, "PAGE_ROWS", 3)
     emb = HashingEmbedder(64)
     with SqliteMemoryStore(db_path, embedder=emb) as writer:
         writer.ensure_store(STORE)
@@ -344,7 +344,7 @@ def test_matrix_loads_in_chunks_and_stays_writable(
         target = "chunked row 7 xxxxxxx"
         top = reader.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", emb.embed([target])[0])[0]
         assert (top.memory.text, top.score) == (target, pytest.approx(1.0))
-        # Deleting swaps rows inside the loaded matrix, which must therefore be writable.
+        # Deleting swaps rows inside the loaded codes, which must therefore be writable.
         reader.delete_memory(STORE, ALICE, top.memory.id)
         after = reader.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", emb.embed([target])[0])
         assert top.memory.id not in ids(after)

@@ -71,23 +71,21 @@ def test_tampered_body_fails_the_md5_check(emulator: EmulatorServer) -> None:
 def test_service_side_scope_rules(sdk: Any) -> None:
     base = {"memoryStoreName": STORE}
     star_write = {**base, "scope": {**GOOD, "agentId": "*"}, "text": "x"}
-    assert _code(lambda: sdk.add_memories(star_write)) == (400, "OTSParameterInvalid")
-    partial_write = {**base, "scope": {"appId": "app"}, "text": "x"}
-    assert _code(lambda: sdk.add_memories(partial_write)) == (400, "OTSParameterInvalid")
+    assert _code(lambda: sdk.add_memories(star_write)) == (400, "INVALID_PARAMETER")
+    no_app = {**base, "scope": {"tenantId": "t1"}, "text": "x"}
+    assert _code(lambda: sdk.add_memories(no_app)) == (400, "INVALID_PARAMETER")
     middle_star = {**base, "scope": {**GOOD, "tenantId": "*"}, "query": "q"}
-    assert _code(lambda: sdk.search_memories(middle_star)) == (400, "OTSParameterInvalid")
-    suffix_star = {
-        **base,
-        "scope": {"appId": "app", "tenantId": "*", "agentId": "*", "runId": "*"},
-        "query": "q",
-    }
-    assert sdk.search_memories(suffix_star)["memories"] == []
+    assert _code(lambda: sdk.search_memories(middle_star)) == (400, "INVALID_PARAMETER")
+    tenant_star = {**base, "scope": {"appId": "app", "tenantId": "*"}, "query": "q"}
+    assert _code(lambda: sdk.search_memories(tenant_star)) == (400, "INVALID_PARAMETER")
+    suffix_star = {**base, "scope": {**GOOD, "agentId": "*", "runId": "*"}, "query": "q"}
+    assert sdk.search_memories(suffix_star)["results"] == []
     star_get = {**base, "scope": {**GOOD, "runId": "*"}, "memoryId": "m"}
-    assert _code(lambda: sdk.get_memory(star_get)) == (400, "OTSParameterInvalid")
+    assert _code(lambda: sdk.get_memory(star_get)) == (400, "INVALID_PARAMETER")
     star_messages = {**base, "scope": {**GOOD, "runId": "*"}}
     assert _code(lambda: sdk.list_memory_store_messages(star_messages)) == (
         400,
-        "OTSParameterInvalid",
+        "INVALID_PARAMETER",
     )
 
 
@@ -112,7 +110,7 @@ def test_service_side_limits(sdk: Any) -> None:
 
 
 def test_non_object_body_is_refused(sdk: Any) -> None:
-    assert _code(lambda: sdk.list_memory_stores("[1,2]")) == (400, "OTSParameterInvalid")
+    assert _code(lambda: sdk.list_memory_stores("[1,2]")) == (400, "INVALID_PARAMETER")
 
 
 def test_501_unsupported_operation_maps_to_unsupported(emulator: EmulatorServer) -> None:
@@ -150,7 +148,7 @@ def test_admin_endpoint_reads_and_sets_faults(emulator: EmulatorServer) -> None:
     assert status == 200
     assert emulator.faults.error_burst == 2 and emulator.faults.error_status == 429
     status, _, body = _raw(emulator, "POST", "/__admin/faults", b'{"latency": 5}')
-    assert status == 400 and json.loads(body)["code"] == "OTSParameterInvalid"
+    assert status == 400 and json.loads(body)["code"] == "INVALID_PARAMETER"
     status, _, body = _raw(emulator, "POST", "/__admin/faults", b'{"error_rate": 2}')
     assert status == 400
 
@@ -198,16 +196,15 @@ def test_stop_closes_keep_alive_connections(backing: InMemoryMemoryStore) -> Non
     store.close()
 
 
-def test_initialising_store_reports_its_status(emulator: EmulatorServer, sdk: Any) -> None:
+def test_an_initialising_store_answers_409_on_the_data_plane_only(
+    emulator: EmulatorServer, sdk: Any
+) -> None:
     emulator.set_faults(Faults(init_seconds=5))
     created = sdk.create_memory_store({"memoryStoreName": "fresh"})
-    assert created["memoryStore"]["status"] == "initializing"
+    assert "status" not in created  # GetMemoryStore has no status: 409 is the signal
     assert _code(lambda: sdk.list_memories({"memoryStoreName": "fresh", "scope": GOOD})) == (
         409,
         "CONFLICT",
     )
-    assert (
-        sdk.get_memory_store({"memoryStoreName": "fresh"})["memoryStore"]["status"]
-        == "initializing"
-    )
+    assert "status" not in sdk.get_memory_store({"memoryStoreName": "fresh"})
     assert sdk.list_memories({"memoryStoreName": STORE, "scope": GOOD})["memories"] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +12,9 @@ from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.values import Message
-from memcore_tablestore.emulator import EmulatorServer
+from memcore_tablestore.emulator import EmulatorServer, Faults
 from memcore_tablestore.store import TableStoreMemoryStore
+from memcore_tablestore.testing import store_for
 
 STORE = "turns"
 
@@ -102,3 +104,53 @@ def test_no_write_scope_ever_contains_a_wildcard(
     for body in _adds(emulator):
         assert all("*" not in value for value in body["scope"].values())
         assert set(body["scope"]) == {"appId", "tenantId", "agentId", "runId"}
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_a_2xx_write_answer_that_cannot_be_read_is_landed_not_resent(
+    emulator: EmulatorServer, caplog: pytest.LogCaptureFixture, seed: int
+) -> None:
+    """Every kind of unreadable 200 (non-JSON, wrong shapes, a failed envelope) on AddMemories:
+    the receipt says 'unconfirmed', a warning is logged, and the write is sent exactly once."""
+    from memcore.values import UNCONFIRMED
+
+    store = store_for(emulator)
+    store.ensure_store("landed")
+    emulator.set_faults(Faults(chaos=True, apis=("AddMemories",), seed=seed))
+    sent: list[object] = []
+    send = store._client.add_memories
+    store._client.add_memories = lambda body: (sent.append(body), send(body))[1]
+    with caplog.at_level("WARNING", logger="memcore_tablestore"):
+        text = store.add_text("landed", Scope("a", "t", "g", "r"), "a fact", sync=True)
+        msgs = store.add_messages("landed", Scope("a", "t", "g", "r"), [Message("user", "hi")])
+    assert (text.status, msgs.status) == (UNCONFIRMED, UNCONFIRMED)
+    assert text.problem and msgs.problem
+    assert len(sent) == 2
+    assert "will not be sent again" in caplog.text
+    store.close()
+
+
+def test_only_a_2xx_answer_makes_an_unreadable_write_landed() -> None:
+    """A non-JSON body behind an error status (a proxy's HTML 503) is a failure to retry, not
+    a landed write; the same body behind a 200 is landed."""
+    from tablestore.error import OTSServiceError
+
+    from memcore.errors import Unavailable
+    from memcore_tablestore.bodies import UNDECODABLE
+    from memcore_tablestore.driver import classify
+    from memcore_tablestore.error_map import Failure
+    from memcore_tablestore.plans import Call
+
+    write = Call("AddMemories", {}, landed_on_success=True)
+    read = Call("SearchMemories", {})
+    html_503 = OTSServiceError(503, "JsonDecodeError", "Expecting value", "rid-1")
+    garbled_200 = OTSServiceError(200, "JsonDecodeError", "Expecting value", "rid-2")
+    failure = classify(write, html_503)
+    assert isinstance(failure, Failure) and isinstance(failure.error, Unavailable)
+    landed = classify(write, garbled_200)
+    assert isinstance(landed, dict) and landed[UNDECODABLE] and landed["requestId"] == "rid-2"
+    assert isinstance(classify(write, TypeError("list indices must be integers")), dict)
+    assert isinstance(classify(read, garbled_200), Failure)
+    assert isinstance(
+        classify(write, AttributeError("'list' object has no attribute 'get'")), Failure
+    )

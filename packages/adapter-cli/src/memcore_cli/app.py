@@ -4,22 +4,28 @@ Only Typer and this package's light modules are imported here, so ``memcore --he
 fast; each command imports the core, the backends and rich when it runs.
 """
 
+import os
+import sys
 from typing import Annotated
 
 import typer
 
+from memcore_cli import __version__
 from memcore_cli.commands import (
     admin,
     configure,
     doctor,
     dream,
     emulator,
+    listing,
     memories,
+    reindex,
     stores,
     transfer,
 )
-from memcore_cli.group import MemcoreGroup
-from memcore_cli.state import CliState, GlobalOptions, Overrides, configure_logging
+from memcore_cli.group import COMMAND_ARGS, MemcoreGroup
+from memcore_cli.options import FORMATS, GlobalOptions, Overrides
+from memcore_cli.state import CliState, configure_logging
 
 HELP = """Long-term memory for AI agents, from the terminal.
 
@@ -33,6 +39,7 @@ Examples:
   memcore search "answer style"
   memcore --tenant alice --json list --all
   memcore --backend tablestore doctor
+  memcore list | cut -f1            # piped output is tab-separated
 
 Exit codes: 0 ok, 1 unexpected, 2 usage or invalid input, 3 not found,
 4 permission or auth, 5 backend unavailable or throttled.
@@ -47,6 +54,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"memcore {__version__}\n")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -83,7 +96,23 @@ def root(
         str | None,
         typer.Option("--run", help="The run (session) id; reads cover all runs when omitted."),
     ] = None,
+    output_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="table, plain (tab-separated) or json (default: table on a terminal, else plain).",
+        ),
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the version and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
 ) -> None:
     overrides = ctx.obj if isinstance(ctx.obj, Overrides) else None
     state = CliState(
@@ -96,20 +125,46 @@ def root(
             agent=agent,
             run=run,
             debug=debug,
+            format=output_format,
         ),
         overrides,
     )
     ctx.obj = state
     ctx.call_on_close(state.close)
     configure_logging(debug)
+    _check_globals(state.options)
+    state.prepare(ctx.invoked_subcommand, ctx.meta.get(COMMAND_ARGS, []))
+
+
+def _check_globals(options: GlobalOptions) -> None:
+    """Refuse what would silently mean something else: an empty ``--tenant`` (an unset shell
+    variable) would otherwise read and write the shared default tenant. The core is imported
+    only on a refusal, so that ``COMMAND --help`` stays light."""
+    if options.format is not None and options.format not in FORMATS:
+        from memcore.errors import InvalidInput
+
+        raise InvalidInput(
+            f"--format must be one of {', '.join(FORMATS)}, not {options.format!r}",
+            field="format",
+        )
+    for flag in ("--app", "--tenant", "--agent", "--run"):
+        value = getattr(options, flag[2:])
+        if value is not None and not value.strip():
+            from memcore.errors import InvalidInput
+
+            raise InvalidInput(
+                f"{flag} is empty (an unset shell variable?); give a value or leave it out",
+                field=flag[2:] + "_id",
+            )
 
 
 app.command("add")(memories.add)
 app.command("search")(memories.search)
-app.command("list")(memories.list_memories)
+app.command("list")(listing.list_memories)
+app.command("count")(listing.count)
 app.command("get")(memories.get)
 app.command("update")(memories.update)
-app.command("forget")(memories.forget)
+app.command("forget")(listing.forget)
 app.command("messages")(memories.messages)
 app.command("requests")(admin.requests)
 app.command("scopes")(admin.scopes)
@@ -117,6 +172,7 @@ app.add_typer(admin.tasks_app, name="tasks")
 app.add_typer(dream.app, name="dream")
 app.add_typer(stores.app, name="stores")
 app.command("doctor")(doctor.doctor)
+app.command("reindex")(reindex.reindex)
 app.add_typer(configure.app, name="config")
 app.command("provision")(configure.provision)
 app.command("export")(transfer.export)
@@ -141,4 +197,7 @@ def command_paths() -> list[list[str]]:
 
 def main() -> None:
     """Console-script entry point."""
+    # Typer parses options through pydantic, whose plugin loader scans every installed
+    # distribution's entry points on first use; memcore uses no pydantic plugin.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     app(prog_name="memcore")

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from memcore.config import MemcoreConfig, dump_config, parse_config
-from memcore.errors import ConfigError
+from memcore.errors import ConfigError, PermissionDenied
 
 
 def read_config(path: Path, *, required: bool) -> MemcoreConfig:
@@ -25,6 +25,10 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
         return MemcoreConfig()
     except IsADirectoryError:
         raise ConfigError("the config path is a directory", source=str(path)) from None
+    except PermissionError:
+        raise PermissionDenied(
+            f"cannot read the config file {path}: permission denied", field="config"
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"cannot read the config file ({exc.strerror})", source=str(path)
@@ -34,10 +38,16 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
 
 def write_config(path: Path, config: MemcoreConfig) -> None:
     """Replace ``path`` with ``config`` atomically, readable only by its owner."""
+    from memcore_sqlite.file_modes import FILE_MODE, make_home
+
     text = dump_config(config)
+    make_home(path.parent)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except PermissionError:
+        raise PermissionDenied(
+            f"cannot write the config file {path}: permission denied", field="config"
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"cannot write the config file ({exc.strerror})", source=str(path)
@@ -45,7 +55,7 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
-                os.fchmod(fh.fileno(), 0o600)
+                os.fchmod(fh.fileno(), FILE_MODE)
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -30,6 +30,9 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
     if raw.lower() in _UNSET:
         if optional:
             return None
+        if kind.startswith("str"):
+            # A required text key (``embedder none``): the word is its value, not an unset.
+            return raw.lower()
         raise ConfigError("this key cannot be unset", field=key, source=source)
     if kind.startswith("bool"):
         if raw.lower() in _TRUE:

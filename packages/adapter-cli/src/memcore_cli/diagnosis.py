@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from memcore.errors import MemcoreError, NotFound
+from memcore.errors import MemcoreError, NotFound, PermissionDenied
 from memcore_cli.exit_codes import ExitCode, exit_code_for
 from memcore_cli.state import CliState
 
@@ -59,7 +59,10 @@ def _search_mode(store: Any) -> str:
     return str(mode)
 
 
-def run_checks(state: CliState) -> tuple[list[Check], int]:
+def run_checks(
+    state: CliState, *, live: bool = False, record: Path | None = None
+) -> tuple[list[Check], int]:
+    """``live``: also call each read-only API of the store (see :func:`_live_checks`)."""
     checks = _Checks()
     try:
         runtime = state.runtime()
@@ -80,7 +83,35 @@ def run_checks(state: CliState) -> tuple[list[Check], int]:
         _local(state, runtime, checks)
     else:
         _remote(state, runtime, checks)
+    if live:
+        _live_checks(runtime, checks, record)
     return checks.items, checks.code
+
+
+def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
+    """Per read-only API: does the service's answer have the documented shape?"""
+    try:
+        store = runtime.store
+    except Exception:
+        return  # already reported by the backend check
+    send = getattr(store, "call_read_only", None)
+    if send is None:
+        checks.ok("live check", "only the tablestore backend has a service to check")
+        return
+    from memcore_tablestore import live_check
+
+    settings = runtime.settings
+    for result in live_check.run(
+        send, runtime.store_name, settings.scope.scope, settings.scope.read_pattern, record
+    ):
+        if result.ok:
+            checks.ok(f"live {result.api}", result.detail)
+        else:
+            from memcore.errors import ProtocolError
+
+            checks.fail(f"live {result.api}", result.detail, ProtocolError(result.detail))
+    if record is not None:
+        checks.ok("recorded", f"answers saved in {record} (ids, scopes and texts redacted)")
 
 
 def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
@@ -88,7 +119,11 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     if _writable_dir(settings.db_path.parent):
         checks.ok("data home", f"{settings.db_path.parent} is writable")
     else:
-        checks.fail("data home", f"{settings.db_path.parent} is not writable (set MEMCORE_HOME)")
+        detail = (
+            f"{settings.db_path.parent} is not writable: reads work, writes are refused "
+            "(set MEMCORE_HOME to a writable folder)"
+        )
+        checks.fail("data home", detail, PermissionDenied(detail, field="home"))
     if not settings.db_path.exists():
         checks.ok(
             "database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it"
@@ -114,13 +149,15 @@ def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> None:
         checks.fail("search mode", _message(exc), exc)
         return
     try:
-        checks.ok("search mode", _describe_mode(store))
+        checks.ok("search mode", _describe_mode(store, runtime.settings.config.embedder))
     finally:
         store.close()
 
 
-def _describe_mode(store: Any) -> str:
+def _describe_mode(store: Any, embedder: str = "auto") -> str:
     mode = _search_mode(store)
+    if mode == "lexical" and embedder == "none":
+        return "lexical (the config sets embedder none)"
     if mode == "lexical":
         return "lexical (install memcore-sqlite[semantic] for hybrid semantic search)"
     if mode == "hybrid":
@@ -162,7 +199,7 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
         checks.fail("backend", _message(exc), exc)
         return
     checks.ok("backend", f"{type(store).__name__} opened")
-    checks.ok("search mode", _describe_mode(store))
+    checks.ok("search mode", _describe_mode(store, runtime.settings.config.embedder))
     name = runtime.store_name
     try:
         info = store.describe_store(name)
@@ -175,7 +212,8 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
     except Exception as exc:
         checks.fail("memory store", _message(exc), exc)
         return
-    checks.ok("memory store", f"{info.name} ({info.status})")
+    mode = f", storage mode {info.storage_mode}" if info.storage_mode else ""
+    checks.ok("memory store", f"{info.name} ({info.status}{mode})")
     started = time.perf_counter()
     try:
         hits = store.search(name, runtime.settings.scope.read_pattern, "memcore doctor", top_k=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import signal
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import attrs
 
-from memcore.errors import InvalidInput
+from memcore.errors import InvalidInput, Unavailable
 from memcore_cli.state import CliState
 
 #: Well-known development keys, used when TABLESTORE_MEMORY_AK/SK are not set. The emulator
@@ -18,6 +19,18 @@ from memcore_cli.state import CliState
 DEV_ACCESS_KEY_ID = "memcore-emulator"
 DEV_ACCESS_KEY_SECRET = "memcore-emulator-secret"
 INSTANCE_NAME = "emulator"
+EMULATOR_DB = "emulator.db"
+
+
+def port_error(exc: OSError, port: int) -> Unavailable:
+    """A bind failure as one clear line (exit 5), instead of ``[Errno 98]``."""
+    if exc.errno == errno.EADDRINUSE:
+        return Unavailable(
+            f"port {port} on 127.0.0.1 is already in use; stop what holds it, or pick another "
+            "with --port (0 picks a free one)",
+            field="port",
+        )
+    return Unavailable(f"cannot listen on 127.0.0.1:{port} ({exc.strerror})", field="port")
 
 
 def _check_faults(port: int, latency_ms: float, fail_rate: float) -> None:
@@ -38,7 +51,9 @@ def serve_forever(
 
     _check_faults(port, latency_ms, fail_rate)
     settings = state.runtime().settings
-    db_path = Path(database).expanduser() if database else settings.db_path
+    # Its own file by default: an emulator serving the CLI's own database would let a
+    # "cloud" test read and change the memories of the local store.
+    db_path = Path(database).expanduser() if database else settings.home / EMULATOR_DB
     local = attrs.evolve(settings, backend="local", db_path=db_path)
     factory = state.overrides.store_factory or open_default_store
     env = state.environ
@@ -57,8 +72,11 @@ def serve_forever(
             faults=Faults(latency_ms=latency_ms, error_rate=fail_rate),
         )
         stop = threading.Event()
+        try:
+            server.start()
+        except OSError as exc:
+            raise port_error(exc, port) from None
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        server.start()
         try:
             _announce(state, server.url, db_path, dev_keys=dev_keys)
             while not stop.wait(0.5):

@@ -20,6 +20,9 @@ from typer.core import TyperGroup
 
 from memcore_cli.exit_codes import ExitCode, exit_code_for
 
+#: ``ctx.meta`` key of the command line below the root group.
+COMMAND_ARGS = "memcore.command_args"
+
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
@@ -53,6 +56,9 @@ class MemcoreGroup(TyperGroup):
     """A Typer group that owns error reporting for every subcommand below it."""
 
     def invoke(self, ctx: ClickContext) -> Any:
+        # The words after the global options; the group clears them before its callback runs,
+        # which wants to know whether the command is about to run or only to show its help.
+        ctx.meta[COMMAND_ARGS] = [*getattr(ctx, "_protected_args", ()), *ctx.args]
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, ClickException):

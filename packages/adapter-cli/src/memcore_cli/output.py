@@ -1,7 +1,8 @@
-"""How results reach the terminal: JSON for scripts, rich tables and progress for people.
+"""How results reach stdout: rich tables for people, tab-separated lines for pipes, or JSON.
 
-Data goes to stdout; notes, progress and errors go to stderr, so ``--json`` output can always
-be piped.
+Data goes to stdout; notes, progress and errors go to stderr, so the output can always be
+piped. Tables cut long text to one short line (``get`` and ``--json`` give it whole); plain
+lines keep every value whole, with tabs and line breaks escaped so that one row stays one line.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 PIPE_WIDTH = 120
+#: Table cells of long text are cut here (characters), so a long memory stays one row.
+TABLE_TEXT = 80
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 class Advance(Protocol):
@@ -31,9 +35,21 @@ def when(seconds: float | None) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def cut(text: str, width: int = TABLE_TEXT) -> str:
+    """``text`` on one line of at most ``width`` characters, an ellipsis marking a cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def plain_cell(value: Any) -> str:
+    """A value for a tab-separated line: whole, with tab, newline and backslash escaped."""
+    return _show(value).translate(_ESCAPES)
+
+
 class Output:
-    def __init__(self, *, as_json: bool) -> None:
-        self.as_json = as_json
+    def __init__(self, format: str = "table") -> None:
+        self.format = format
+        self.as_json = format == "json"
         self._console: Any = None
         self._err: Any = None
 
@@ -81,23 +97,33 @@ class Output:
         title: str | None = None,
         empty: str = "nothing to show",
     ) -> None:
-        from rich.markup import escape
-        from rich.table import Table
-
+        """Rows for people (a table, long text cut) or for pipes (tab-separated, whole)."""
         rows = list(rows)
         if not rows:
             self.note(empty)
             return
+        if self.format == "plain":
+            sys.stdout.write("".join("\t".join(map(plain_cell, row)) + "\n" for row in rows))
+            sys.stdout.flush()
+            return
+        from rich.markup import escape
+        from rich.table import Table
+
         table = Table(title=title, show_lines=False)
-        for name in columns:
-            if name in ("text", "detail"):
+        long_text = set()
+        for i, name in enumerate(columns):
+            if name in ("text", "content", "detail"):
                 table.add_column(name, overflow="fold", ratio=3)
+                long_text.add(i)
             elif name in ("id", "target"):
                 table.add_column(name, no_wrap=True, min_width=8)
             else:
                 table.add_column(name, overflow="fold")
         for row in rows:
-            table.add_row(*(escape("" if cell is None else str(cell)) for cell in row))
+            cells = (
+                cut(_show(cell)) if i in long_text else _show(cell) for i, cell in enumerate(row)
+            )
+            table.add_row(*(escape(c) for c in cells))
         self.console.print(table)
 
     def fields(self, pairs: Iterable[tuple[str, Any]], *, title: str | None = None) -> None:

@@ -32,7 +32,16 @@ def memory_record(memory: Memory, score: float | None = None) -> dict[str, Any]:
 
 
 def hit_record(hit: SearchHit) -> dict[str, Any]:
-    return memory_record(hit.memory, hit.score)
+    """A memory record plus how it was found: ``similarity`` (raw cosine, informational),
+    ``source`` and, when asked for, ``evidence`` (the supporting messages)."""
+    out = memory_record(hit.memory, hit.score)
+    out["similarity"] = hit.similarity
+    out["source"] = hit.source
+    if hit.ranking_score is not None:
+        out["ranking_score"] = hit.ranking_score
+    if hit.evidence:
+        out["evidence"] = [dict(e) for e in hit.evidence]
+    return out
 
 
 def to_record(value: Any) -> Any:

@@ -9,25 +9,41 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from collections.abc import Mapping
+from typing import Any
 
-from memcore.errors import PermissionDenied, Unavailable
 from memcore.ports import MemoryStore
 from memcore.service import MemoryService
+from memcore_cli.options import GlobalOptions, StoreFactory
 from memcore_cli.settings import Settings, resolve_settings
-from memcore_cli.state import GlobalOptions, StoreFactory
+
+_CONFIGURED: Any = object()
 
 
-def open_default_store(settings: Settings, environ: Mapping[str, str] | None = None) -> MemoryStore:
+def open_default_store(
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+    *,
+    embedder: Any = _CONFIGURED,
+    defer_vectors: bool = False,
+) -> MemoryStore:
     """Open the selected backend through the ``memcore.backends`` entry points.
 
     TableStore credentials come from ``environ`` when one is given (and only from it), else
-    from the process environment and the Alibaba Cloud default chain.
+    from the process environment and the Alibaba Cloud default chain. ``embedder`` hands the
+    local store an embedder already being loaded (see :meth:`Runtime.warm_embedder`);
+    ``defer_vectors`` lets an ``add`` without ``--sync`` leave its vector to the next search.
     """
     from memcore.discovery import open_store
 
     if settings.backend == "local":
-        return open_store("local", settings.config, path=settings.db_path)
+        local: dict[str, Any] = {"path": settings.db_path}
+        if embedder is not _CONFIGURED:
+            local["embedder"] = embedder
+        if defer_vectors:
+            local["defer_vectors"] = True
+        return open_store("local", settings.config, **local)
     if settings.backend == "tablestore":
         from memcore_tablestore.credentials import resolve_credentials
 
@@ -49,12 +65,55 @@ class Runtime:
         self.options = options
         self.environ = environ
         self.settings = resolve_settings(options, environ)
+        self._default_factory = store_factory is None
         if store_factory is None:
             env = environ if explicit_environ else None
-            store_factory = functools.partial(open_default_store, environ=env)
+            # A CLI process is short-lived: an ``add`` stores its text at once and the next
+            # search, which loads the model anyway, computes the vector.
+            store_factory = functools.partial(open_default_store, environ=env, defer_vectors=True)
         self._factory = store_factory
         self._store: MemoryStore | None = None
         self._ensured = False
+        self._warming: threading.Thread | None = None
+
+    def warm_embedder(self) -> None:
+        """Load the local embedder's model in a thread, now, for a command that will embed.
+
+        The model load (numpy, onnxruntime, the session: most of a ``search``) then overlaps
+        with parsing the command's arguments, importing the core and checking the input;
+        onnxruntime releases the GIL while it builds the session. The store, opened once the
+        load is over, gets this very embedder. A failed load is left for its first ``embed``
+        to report. Commands that do not embed never call this, and never load the model.
+        """
+        if self.settings.backend != "local" or not self._default_factory or self._store:
+            return
+        from memcore_sqlite.backend import choose_embedder
+
+        try:
+            embedder = choose_embedder(self.settings.config.embedder)
+        except Exception:  # reported by the store's own open, with its exit code
+            return
+        warm_up = getattr(embedder, "warm_up", None)
+        if embedder is None or warm_up is None:
+            return
+
+        def load() -> None:
+            try:
+                warm_up()
+            except Exception:  # pragma: no cover - embed() loads again and raises it
+                pass
+
+        thread = threading.Thread(target=load, name="memcore-embedder-load", daemon=True)
+        thread.start()
+        self._warming = thread
+        opener = functools.partial(self._factory, embedder=embedder)
+
+        def open_when_loaded(settings: Settings) -> MemoryStore:
+            # numpy must not be imported by two threads at once (it fails half-initialised).
+            thread.join()
+            return opener(settings)
+
+        self._factory = open_when_loaded
 
     @property
     def store_name(self) -> str:
@@ -64,8 +123,16 @@ class Runtime:
     def store(self) -> MemoryStore:
         """The open store, without creating the memory store inside it."""
         if self._store is None:
-            self._announce_first_run()
+            local = self.settings.backend == "local"
+            first_run = local and not self.settings.db_path.exists()
             self._store = self._factory(self.settings)
+            if first_run and self.settings.db_path.exists():
+                # Said only once the file exists: a home that cannot be created gets the
+                # error alone, not a welcome followed by a failure.
+                sys.stderr.write(
+                    f"memcore: first run; your memories are stored in {self.settings.db_path} "
+                    "(set MEMCORE_HOME to keep them elsewhere)\n"
+                )
         return self._store
 
     def ready_store(self) -> MemoryStore:
@@ -76,6 +143,8 @@ class Runtime:
                 self.store_name,
                 description=self.settings.config.description,
                 create=self.settings.config.auto_create_store,
+                extract_instructions=self.settings.config.extract_instructions,
+                progress=self._progress,
             )
             self._ensured = True
         return store
@@ -91,25 +160,17 @@ class Runtime:
             enable_rerank=config.enable_rerank,
         )
 
-    def _announce_first_run(self) -> None:
-        """Tell people where their memories go, once, when the embedded store is created."""
-        if self.settings.backend != "local" or self.settings.db_path.exists():
-            return
-        folder = self.settings.db_path.parent
-        try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except PermissionError:
-            raise PermissionDenied(
-                f"cannot create {folder} (set MEMCORE_HOME)", field="home"
-            ) from None
-        except OSError as exc:
-            raise Unavailable(f"cannot create {folder} ({exc.strerror})", field="home") from None
-        sys.stderr.write(
-            f"memcore: first run; your memories are stored in {self.settings.db_path} "
-            "(set MEMCORE_HOME to keep them elsewhere)\n"
-        )
+    @staticmethod
+    def _progress(message: str) -> None:
+        """Progress of a long wait (a new store's index), on stderr so stdout stays clean."""
+        sys.stderr.write(f"memcore: {message}\n")
 
     def close(self) -> None:
+        if self._warming is not None:
+            # A command that fails before it embeds (bad input) must still let the load
+            # finish: onnxruntime aborts the process if it exits mid-session-creation.
+            self._warming.join()
+            self._warming = None
         if self._store is not None:
             store, self._store = self._store, None
             store.close()

@@ -13,7 +13,7 @@ from memcore.config import MemcoreConfig
 from memcore.errors import InvalidInput
 from memcore.policies import AgentRead, ReadPolicy, ScopePolicy, SessionRead, TenantRead
 from memcore.scope import WILDCARD, Scope, ScopePattern, SessionContext, resolve_scope
-from memcore_cli.state import GlobalOptions
+from memcore_cli.options import GlobalOptions
 
 
 @attrs.frozen

@@ -17,8 +17,8 @@ from memcore.discovery import installed_backends
 from memcore.errors import ConfigError
 from memcore_cli.config_file import read_config
 from memcore_cli.home import data_home, database_path, default_config_path
+from memcore_cli.options import GlobalOptions
 from memcore_cli.scopes import ScopeChoice, choose_scope
-from memcore_cli.state import GlobalOptions
 
 BACKEND_ENV = "MEMCORE_BACKEND"
 DEFAULT_BACKEND = "local"

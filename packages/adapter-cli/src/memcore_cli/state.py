@@ -1,50 +1,40 @@
-"""What the root callback records for the commands, and the hook tests use to inject a store.
+"""Per-invocation state, built once from the global options in the root callback.
 
-Plain dataclasses rather than attrs: this module is imported for ``--help``, which must stay
-import-light; everything heavier lives in :mod:`memcore_cli.runtime`.
+Every command reads its output mode, environment and :class:`~memcore_cli.runtime.Runtime`
+from here. The runtime (and with it the core) is imported on first use only, so that
+``--help`` stays import-light.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Callable, Mapping
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memcore_cli.options import GlobalOptions, Overrides, StoreFactory
+
 if TYPE_CHECKING:
-    from memcore.ports import MemoryStore
     from memcore_cli.output import Output
     from memcore_cli.runtime import Runtime
-    from memcore_cli.settings import Settings
 
-#: Builds the store for resolved settings; the default opens the backend by entry point.
-StoreFactory = Callable[["Settings"], "MemoryStore"]
+#: Commands whose every run embeds text (a query or a memory).
+EMBEDDING_COMMANDS = frozenset({"search", "import"})
+HELP_FLAGS = frozenset({"--help", "-h"})
 
-
-@dataclasses.dataclass(frozen=True)
-class GlobalOptions:
-    """The options that come before the command (``memcore [OPTIONS] COMMAND``)."""
-
-    json: bool = False
-    backend: str | None = None
-    config: str | None = None
-    app: str | None = None
-    tenant: str | None = None
-    agent: str | None = None
-    run: str | None = None
-    debug: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class Overrides:
-    """Dependencies a caller may inject through ``obj=`` (tests pass a store factory here)."""
-
-    store_factory: StoreFactory | None = None
-    environ: Mapping[str, str] | None = None
+__all__ = [
+    "CliState",
+    "GlobalOptions",
+    "Overrides",
+    "StoreFactory",
+    "configure_logging",
+    "state_of",
+]
 
 
 class CliState:
-    """Per-invocation state: the global options, plus the runtime built on first use."""
+    """Per-invocation state: the global options, the output mode, and the runtime on first use."""
 
     def __init__(self, options: GlobalOptions, overrides: Overrides | None = None) -> None:
         self.options = options
@@ -53,8 +43,18 @@ class CliState:
         self._output: Output | None = None
 
     @property
+    def format(self) -> str:
+        """``json`` with ``--json``; else ``--format``; else a table on a terminal, plain lines
+        when stdout is a pipe or a file."""
+        if self.options.json:
+            return "json"
+        if self.options.format is not None:
+            return self.options.format
+        return "table" if sys.stdout.isatty() else "plain"
+
+    @property
     def json(self) -> bool:
-        return self.options.json
+        return self.format == "json"
 
     @property
     def debug(self) -> bool:
@@ -69,8 +69,24 @@ class CliState:
         if self._output is None:
             from memcore_cli.output import Output
 
-            self._output = Output(as_json=self.options.json)
+            self._output = Output(self.format)
         return self._output
+
+    def more_hint(self, command: str, next_token: str, extra: Sequence[str] = ()) -> str:
+        """The command that fetches the next page, with every global flag this one was given
+        (a hint that dropped ``--tenant`` would page through another tenant)."""
+        argv = ["memcore", *self.options.scope_argv(), *command.split(), *extra]
+        argv += ["--next-token", next_token]
+        return "more: " + " ".join(shlex.quote(a) for a in argv)
+
+    def prepare(self, command: str | None, args: Sequence[str]) -> None:
+        """Start what the command will need before it is even parsed: the embedding model
+        for the commands that embed (never for ``--help``; ``add`` only with ``--sync``, as
+        without it the vector is left to the next search)."""
+        words = set(args)
+        embeds = command in EMBEDDING_COMMANDS or (command == "add" and "--sync" in words)
+        if embeds and not HELP_FLAGS & words:
+            self.runtime().warm_embedder()
 
     def runtime(self) -> Runtime:
         """The composition root for this invocation (resolves config; opens nothing yet)."""

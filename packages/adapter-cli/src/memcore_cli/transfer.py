@@ -29,8 +29,11 @@ from memcore.values import Memory
 from memcore_cli.output import Output
 from memcore_cli.records import memory_record
 from memcore_cli.runtime import Runtime
+from memcore_sqlite.file_modes import FILE_MODE
 
-_BATCH = 64
+#: Records per store transaction and embedding call. Big enough that the embedder works in
+#: full batches; small enough that progress moves and memory stays flat.
+_BATCH = 256
 
 
 def iter_memories(runtime: Runtime) -> Iterator[Memory]:
@@ -57,7 +60,7 @@ def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> 
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
-                os.fchmod(fh.fileno(), 0o600)
+                os.fchmod(fh.fileno(), FILE_MODE)
             count = _write_lines(runtime, output, fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -110,7 +113,7 @@ def _fail(line: int, message: str, field: str) -> InvalidInput:
     return InvalidInput(f"line {line}: {message}", field=field)
 
 
-def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
+def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> ImportRecord:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -142,29 +145,50 @@ def parse_record(line_no: int, raw: str, tenant: Scope) -> ImportRecord:
             created_at = float(created_at)
     except InvalidInput as exc:
         raise _fail(line_no, exc.message, exc.field or "line") from None
-    if not tenant.tenant_pattern().matches(scope):
+    if retarget and not tenant.tenant_pattern().matches(scope):
+        # --app/--tenant name the target: the record keeps its agent and run, in that tenant,
+        # under a new id (its old one may still be in use where it came from).
+        scope = Scope(tenant.app_id, tenant.tenant_id, scope.agent_id, scope.run_id)
+        memory_id = None
+    elif not tenant.tenant_pattern().matches(scope):
         raise _fail(
             line_no,
             f"scope {scope} is outside the current tenant {tenant.app_id}/{tenant.tenant_id} "
-            "(pass --app/--tenant to import into that tenant)",
+            "(pass --tenant, and --app if it differs, to import into a tenant you name)",
             "scope",
         )
     assert isinstance(text, str)
     return ImportRecord(line_no, memory_id, text, scope, meta, created_at)
 
 
-def read_records(path: Path, tenant: Scope) -> list[ImportRecord]:
+def read_records(
+    path: Path, tenant: Scope, *, retarget: bool = False, lines: bool = False
+) -> list[ImportRecord]:
+    """Every record of the file, checked; ``lines``: each non-empty line is one memory's text,
+    written to ``tenant`` (the current write scope)."""
     try:
         if str(path) == "-":
-            lines = sys.stdin.read().splitlines()
+            text = sys.stdin.read().splitlines()
         else:
-            lines = path.expanduser().read_text(encoding="utf-8-sig").splitlines()
+            text = path.expanduser().read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist", field="file") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise InvalidInput(f"cannot read {path} ({reason})", field="file") from None
-    return [parse_record(i, raw, tenant) for i, raw in enumerate(lines, start=1) if raw.strip()]
+    numbered = [(i, raw) for i, raw in enumerate(text, start=1) if raw.strip()]
+    if lines:
+        return [_text_record(i, raw, tenant) for i, raw in numbered]
+    return [parse_record(i, raw, tenant, retarget=retarget) for i, raw in numbered]
+
+
+def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:
+    text = raw.strip()
+    try:
+        limits.check_text(text)
+    except InvalidInput as exc:
+        raise _fail(line_no, exc.message, "text") from None
+    return ImportRecord(line_no, None, text, scope, {}, None)
 
 
 def _existing_ids(runtime: Runtime) -> set[str]:
@@ -179,8 +203,16 @@ def _existing_ids(runtime: Runtime) -> set[str]:
     return {m.id for m in listing}
 
 
-def import_memories(runtime: Runtime, output: Output, path: Path) -> ImportReport:
-    records = read_records(path, runtime.settings.scope.scope)
+def import_memories(
+    runtime: Runtime, output: Output, path: Path, *, lines: bool = False
+) -> ImportReport:
+    """Import ``path``; records of another tenant go to the tenant that --app/--tenant name
+    (and are refused when neither flag was given, so nothing lands in a tenant by accident)."""
+    options = runtime.options
+    retarget = options.tenant is not None or options.app is not None
+    choice = runtime.settings.scope
+    target = choice.write_scope() if lines else choice.scope
+    records = read_records(path, target, retarget=retarget, lines=lines)
     report = ImportReport(total=len(records))
     store = runtime.ready_store()
     known = _existing_ids(runtime)

@@ -1,6 +1,7 @@
-"""``hermes tablestore-mem add|search|doctor`` (active only while this provider is selected).
+"""``hermes tablestore-mem add|search|doctor|setup|reindex`` (while this provider is selected).
 
-Every command prints one JSON document; errors are ``{"error": ...}`` with exit status 1.
+Every command but ``setup`` prints one JSON document; errors are ``{"error": ...}`` with exit
+status 1. Only argparse and json load here: Hermes builds this tree on every start.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Any
 
 def register_cli(subparser: argparse.ArgumentParser) -> None:
     """Build the argument tree under ``hermes tablestore-mem``."""
-    commands = subparser.add_subparsers(dest="tablestore_mem_action", metavar="{add,search,doctor}")
+    commands = subparser.add_subparsers(
+        dest="tablestore_mem_action", metavar="{add,search,doctor,setup,reindex}"
+    )
 
     add = commands.add_parser("add", help="Store a memory for the current user")
     add.add_argument("text", help="The memory text")
@@ -34,6 +37,17 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
 
     doctor = commands.add_parser("doctor", help="Read-only diagnostics (secrets redacted)")
     doctor.add_argument("--user-id", default=None, help="The user (tenant) to inspect")
+
+    setup = commands.add_parser(
+        "setup", help="Choose the backend and its settings (asks on a terminal, else flags)"
+    )
+    setup.add_argument("--backend", choices=["local", "tablestore"], default=None)
+    setup.add_argument("--instance-name", default=None, help="TableStore instance")
+    setup.add_argument("--endpoint", default=None, help="TableStore instance endpoint")
+    setup.add_argument("--region", default=None, help="TableStore region")
+    setup.add_argument("--tenant-id", default=None, help="A fixed tenant (blank: the user id)")
+
+    commands.add_parser("reindex", help="Embed memories lacking a vector from the current embedder")
 
 
 def _print(data: Any) -> None:
@@ -71,7 +85,20 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         if action == "search":
             _print(_search(args))
             return
-        _print({"error": {"code": "usage", "message": "choose one of: add, search, doctor"}})
+        if action == "setup":
+            _setup(args)
+            return
+        if action == "reindex":
+            _print(_reindex(args))
+            return
+        _print(
+            {
+                "error": {
+                    "code": "usage",
+                    "message": "choose one of: add, search, doctor, setup, reindex",
+                }
+            }
+        )
         raise SystemExit(2)
     except MemcoreError as exc:
         _print({"error": exc.to_dict()})
@@ -89,20 +116,23 @@ def _doctor(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _open(args: argparse.Namespace) -> Any:
+    """A provider for one command (no background re-embedding: ``reindex`` does that)."""
     from memcore_hermes.provider import TablestoreMemProvider
 
-    provider = TablestoreMemProvider()
+    provider = TablestoreMemProvider(background_reindex=False)
     provider.initialize(
         "cli",
         platform="cli",
         agent_context="primary",
-        user_id=args.user_id,
+        user_id=getattr(args, "user_id", None),
         status_callback=lambda m: sys.stderr.write(f"{m}\n"),
     )
     return provider
 
 
 def _add(args: argparse.Namespace) -> dict[str, Any]:
+    from memcore.errors import MemcoreError
+
     provider = _open(args)
     runtime = provider.runtime
     try:
@@ -116,12 +146,28 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
                 "scope": str(runtime.scope),
             }
         key = runtime.remember(args.text, metadata=metadata)
-        delivered = runtime.flush(runtime.config.timeout)
-        return {
-            "status": "stored" if delivered else "queued",
-            "key": key,
+        try:
+            runtime.handle.ready()  # an unreachable endpoint answers in seconds, not a timeout
+        except MemcoreError as exc:
+            delivered, problem = False, exc
+        else:
+            delivered, problem = runtime.flush(runtime.config.timeout), None
+        ids = runtime.deliverer.receipts.get(key)
+        out: dict[str, Any] = {
+            "status": "stored" if delivered or ids else "queued",
+            "memory_ids": list(ids or ()),
             "scope": str(runtime.scope),
         }
+        if not delivered and not ids:
+            if problem is not None:
+                out["error"] = problem.to_dict()
+            out["note"] = (
+                "kept in the spool; it is delivered when the backend answers (the next start "
+                "retries) and gets its memory id then; --sync waits for it"
+            )
+        elif not ids:
+            out["note"] = "the backend assigns the memory id asynchronously; --sync waits for it"
+        return out
     finally:
         provider.shutdown()
 
@@ -146,6 +192,61 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
         }
     finally:
         provider.shutdown()
+
+
+def _setup(args: argparse.Namespace) -> None:
+    from memcore_hermes.home import HermesHome
+    from memcore_hermes.setup import Answers, run_setup
+
+    answers = Answers(
+        backend=args.backend,
+        instance_name=args.instance_name,
+        endpoint=args.endpoint,
+        region=args.region,
+        tenant_id=args.tenant_id,
+    )
+    readiness = run_setup(HermesHome(), answers=answers)
+    if readiness is None or not readiness.available:
+        raise SystemExit(1)
+
+
+def _reindex(args: argparse.Namespace) -> dict[str, Any]:
+    from memcore_hermes.reindex import missing_vectors, reindex
+
+    provider = _open(args)
+    runtime = provider.runtime
+    try:
+        store = runtime.handle.ready()
+        name = runtime.store_name
+        total = missing_vectors(store, name) or 0
+        with _progress_bar("re-embedding", total) as step:
+            done = reindex(store, name, progress=step)
+        return {"embedded": done, "model": store.embedder.name}
+    finally:
+        provider.shutdown()
+
+
+class _progress_bar:
+    """A rich progress bar on stderr (Hermes ships rich); plain lines when not a terminal."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total = label, total
+        self._bar: Any = None
+
+    def __enter__(self) -> Any:
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self._bar = Progress(console=Console(stderr=True))
+            self._bar.start()
+            task = self._bar.add_task(self.label, total=self.total)
+            return lambda done: self._bar.update(task, completed=done)
+        return lambda done: sys.stderr.write(f"{self.label}: {done}/{self.total}\n")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
 
 
 # Hermes looks the handler up as ``<provider name>_command``; the name has a dash.

@@ -58,14 +58,18 @@ class StoreHandle:
         store_name: str,
         description: str,
         auto_create: bool,
+        extract_instructions: str | None = None,
     ) -> None:
         self._opener = opener
         self.store_name = store_name
         self._description = description
         self._auto_create = auto_create
+        self._extract_instructions = extract_instructions
         self._lock = threading.Lock()
+        self._ensure_lock = threading.Lock()
         self._store: MemoryStore | None = None
         self._ensured = False
+        self._failure: tuple[MemcoreError | None, float] = (None, 0.0)
         self.last_error: MemcoreError | None = None
 
     @property
@@ -88,21 +92,39 @@ class StoreHandle:
             return self._store
 
     def ready(self) -> MemoryStore:
-        """The store, created if missing (when allowed) and ready for memory operations."""
+        """The store, created if missing (when allowed) and ready for memory operations.
+
+        One ensure runs at a time; a caller that waited for another's failed attempt gets that
+        failure instead of trying again, so a down endpoint costs one connect timeout, not one
+        per thread (warm-up, delivery and a tool call arrive together).
+        """
         store = self.get()
-        with self._lock:
-            if self._ensured:
-                return store
-        try:
-            store.ensure_store(
-                self.store_name, description=self._description, create=self._auto_create
-            )
-        except MemcoreError as exc:
-            self.last_error = exc
-            raise
-        with self._lock:
-            self._ensured = True
-            self.last_error = None
+        asked_at = time.monotonic()
+        with self._ensure_lock:
+            with self._lock:
+                if self._ensured:
+                    return store
+                failure, failed_at = self._failure
+            if failure is not None and failed_at >= asked_at:
+                raise failure
+            try:
+                store.ensure_store(
+                    self.store_name,
+                    description=self._description,
+                    create=self._auto_create,
+                    extract_instructions=self._extract_instructions,
+                    # A new store's index takes about a minute: say so in the log as it goes.
+                    progress=lambda message: logger.info("tablestore-mem: %s", message),
+                )
+            except MemcoreError as exc:
+                with self._lock:
+                    self.last_error = exc
+                    self._failure = (exc, time.monotonic())
+                raise
+            with self._lock:
+                self._ensured = True
+                self.last_error = None
+                self._failure = (None, 0.0)
         return store
 
     def forget_ready(self) -> None:
@@ -140,6 +162,9 @@ def ordering_key(entry: OutboxEntry) -> str:
         return f"entry:{entry.key}"
 
 
+_MAX_RECEIPTS = 256
+
+
 class Deliverer:
     """Drains the spool through the store, one entry at a time, in spool order per scope."""
 
@@ -162,6 +187,9 @@ class Deliverer:
         self.clock = clock
         self.delivered = 0
         self.failures = 0
+        #: Memory ids of the explicit memories this process delivered, by spool key (bounded),
+        #: so ``hermes tablestore-mem add`` can print an id that ``forget`` accepts.
+        self.receipts: dict[str, tuple[str, ...]] = {}
         self.stopping = False
         self.owner = new_owner()
         self._store_attempts = 0
@@ -272,7 +300,9 @@ class Deliverer:
                     "tablestore-mem: a replayed write had already landed; not sending it again"
                 )
             else:
-                self._send(store, write)
+                ids = self._send(store, write)
+                if ids:
+                    self._keep_receipt(claimed.key, ids)
         except InvalidInput as exc:
             self.spool.dead_letter(claimed.key, now=self.clock(), reason=f"{exc.code}: {exc}")
             return None
@@ -340,7 +370,13 @@ class Deliverer:
         )
         return False
 
-    def _send(self, store: MemoryStore, write: Write) -> None:
+    def _keep_receipt(self, key: str, ids: tuple[str, ...]) -> None:
+        if len(self.receipts) >= _MAX_RECEIPTS:
+            self.receipts.pop(next(iter(self.receipts)))
+        self.receipts[key] = ids
+
+    def _send(self, store: MemoryStore, write: Write) -> tuple[str, ...]:
+        """Send one write; returns the memory ids an explicit memory got (when known)."""
         service = MemoryService(store, store_name=write.store, scope=write.scope)
         if isinstance(write, MessagesWrite):
             limits.check_messages(write.messages)
@@ -348,9 +384,11 @@ class Deliverer:
                 write.store, write.scope, write.messages, metadata=dict(write.metadata) or None
             )
         elif isinstance(write, TextWrite):
-            service.remember(write.text, metadata=dict(write.metadata) or None)
+            receipt = service.remember(write.text, metadata=dict(write.metadata) or None)
+            return tuple(receipt.memory_ids)
         elif isinstance(write, MirrorWrite):
             send_mirror(service, write)
+        return ()
 
 
 def send_mirror(service: MemoryService, write: MirrorWrite) -> None:

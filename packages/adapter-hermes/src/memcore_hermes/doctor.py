@@ -87,8 +87,16 @@ def run_doctor(
     report["endpoint"] = config.endpoint if report["backend"] == "tablestore" else None
     if report["backend"] == "local":
         report["local_db"] = str(home.local_db_file(config))
+    report["search"] = search_report(store, config)
     try:
         report["store"] = _store_report(store, config.memory_store_name, scope)
+        if report["backend"] == "local":
+            lacking = _without_vector(store, config)
+            report["search"]["memories_without_vector"] = lacking
+            if lacking:
+                report["search"]["reindex"] = (
+                    "hermes tablestore-mem reindex (the provider also re-embeds in the background)"
+                )
         if bootstrapping:
             report["bootstrap"] = {
                 "instance_name": config.instance_name,
@@ -110,6 +118,33 @@ def run_doctor(
         and not spool.get("error")
     )
     return _redacted(report, keys)
+
+
+def search_report(store: Any, config: Any) -> dict[str, Any]:
+    """Which search this store gives, and how to get semantic recall when it is missing."""
+    from memcore_hermes.readiness import missing_semantic_packages, semantic_fix
+
+    mode = getattr(store, "search_mode", None)
+    if mode is None:
+        return {"mode": "tablestore (semantic search on the server)"}
+    out: dict[str, Any] = {"mode": mode}
+    embedder = getattr(store, "embedder", None)
+    if embedder is not None:
+        out["embedder"] = embedder.name
+    elif config.embedder == "none":
+        out["note"] = 'semantic search is off ("embedder": "none" in tablestore_memory.json)'
+    else:
+        missing = missing_semantic_packages()
+        out["missing_packages"] = missing
+        out["fix"] = semantic_fix(missing)
+    return out
+
+
+def _without_vector(store: Any, config: Any) -> int | None:
+    """Memories the current embedder has not embedded yet (None without an embedder)."""
+    from memcore_hermes.reindex import missing_vectors
+
+    return missing_vectors(store, config.memory_store_name)
 
 
 def _serves_requests(store: Any) -> bool:
@@ -139,6 +174,7 @@ def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
         out["error"] = _error(exc)
         return out
     out["status"] = info.status
+    out["storage_mode"] = info.storage_mode
     out["description"] = info.description
     out["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
     try:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memcore_sqlite.file_modes import FILE_MODE, make_home
+
 if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
 
@@ -139,9 +141,9 @@ def _coerce_setup_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, with ``mode``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_home(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)

@@ -57,6 +57,10 @@ class Lane:
             self._drain_queued = True
         self._queue.put(("drain", None))
 
+    def kick(self) -> None:
+        """A forced delivery pass (ignoring retry delays) without waiting for it."""
+        self.submit(lambda: self._run_drain(force=True))
+
     def flush(self, timeout: float) -> bool:
         """Deliver everything now, ignoring retry delays; True when the pass finished in time."""
         future = self.submit(lambda: self._run_drain(force=True))

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from memcore_hermes.envfile import AK_VAR, SK_VAR, has_access_keys
 from memcore_hermes.home import HermesHome
 
 try:
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
     from memcore.ports import MemoryStore
     from memcore_hermes.delivery import RetryPolicy
+    from memcore_hermes.readiness import Readiness
     from memcore_hermes.runtime import MemoryRuntime
     from memcore_hermes.spool import SpoolLimits
 
@@ -52,8 +52,10 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         flush_timeout: float = DEFAULT_FLUSH_TIMEOUT_S,
         environ: dict[str, str] | None = None,
         provisioner_options: dict[str, Any] | None = None,
+        background_reindex: bool = True,
     ) -> None:
         self._store_factory = store_factory
+        self._background_reindex = background_reindex
         self._provisioner_options = provisioner_options
         self._retry = retry
         self._spool_limits = spool_limits
@@ -78,16 +80,32 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
     # -- availability and configuration ---------------------------------------------------------
     def is_available(self) -> bool:
-        """True with both keys set (and a trusted secrets file) or the offline local backend."""
+        """True when it can start: keys (in a trusted ``.env``) or the offline local backend,
+        and a valid ``tablestore_memory.json``. ``get_status_config`` says why not."""
         if self._store_factory is not None:
             return True
-        home = HermesHome()
-        if has_access_keys(home.env_file, self._environ):
-            return True
-        return home.peek_backend() == "local"
+        return self.readiness().available
+
+    def readiness(self, hermes_home: str | None = None) -> Readiness:
+        """The verdict ``is_available()`` and ``hermes memory status`` give (no network)."""
+        from memcore_hermes.readiness import check_readiness
+
+        return check_readiness(HermesHome(hermes_home), self._environ)
+
+    def get_status_config(self, provider_config: Any = None) -> dict[str, str]:
+        """Lines for ``hermes memory status``: backend, search mode, and the reason and fix."""
+        return self.readiness().status_lines()
+
+    def post_setup(self, hermes_home: str, config: dict[str, Any]) -> None:
+        """``hermes memory setup tablestore-mem``: choose the backend and its settings."""
+        from memcore_hermes.setup import run_setup
+
+        run_setup(HermesHome(hermes_home), environ=self._environ, hermes_config=config)
 
     def get_config_schema(self) -> list[dict[str, Any]]:
-        """Fields for ``hermes memory setup``; the backend comes first (others depend on it)."""
+        """The settings, backend first (others depend on it). ``post_setup`` asks them; the
+        secrets carry no ``env_var`` so Hermes' status does not list "missing" keys when the
+        real problem is elsewhere (``get_status_config`` says what it is)."""
         return [
             {
                 "key": "backend",
@@ -100,7 +118,6 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "TableStore AccessKey ID",
                 "secret": True,
                 "required": True,
-                "env_var": AK_VAR,
                 "url": "https://ram.console.aliyun.com/manage/ak",
                 "when": {"backend": "tablestore"},
             },
@@ -109,7 +126,6 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "TableStore AccessKey secret",
                 "secret": True,
                 "required": True,
-                "env_var": SK_VAR,
                 "when": {"backend": "tablestore"},
             },
             {
@@ -218,8 +234,13 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             store_name=config.memory_store_name,
             description=config.description,
             auto_create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
         )
         handle.set_store(store)
+        if self._background_reindex and not read_only:
+            from memcore_hermes.reindex import start_background_reindex
+
+            start_background_reindex(store, config.memory_store_name)
         spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
         return MemoryRuntime(
             config=config,
@@ -363,6 +384,36 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             runtime.switch_scope(scope)
         if reset or rewound:
             runtime.clear_recall()
+
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        """After an outage, retry the spooled writes now rather than after their backoff."""
+        runtime = self._runtime
+        if runtime is not None and not runtime.read_only:
+            runtime.retry_waiting()
+
+    def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
+        """What memory holds about the turns being compressed, so the summary keeps it."""
+        from memcore_hermes.hooks import memory_for_compression
+
+        runtime = self._runtime
+        if runtime is None or not messages:
+            return ""
+        return memory_for_compression(runtime, messages)
+
+    def on_delegation(
+        self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any
+    ) -> None:
+        """Keep the delegated task and the subagent's result in the parent's memory."""
+        from memcore.errors import MemcoreError
+        from memcore_hermes.hooks import record_delegation
+
+        runtime = self._live("the delegation")
+        if runtime is None or runtime.read_only:
+            return
+        try:
+            record_delegation(runtime, task, result, child_session_id)
+        except MemcoreError as exc:
+            logger.warning("tablestore-mem: delegation not recorded (%s: %s)", exc.code, exc)
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
         runtime = self._runtime

@@ -105,6 +105,8 @@ class MemoryRuntime:
                 self.spool.prepare()  # the turn journal, so the first turn does not create it
             except MemcoreError:
                 pass
+        if self.handle.last_error is not None:
+            return  # delivery already tried and failed; it retries with backoff
         try:
             self.handle.ready()
         except MemcoreError as exc:
@@ -203,9 +205,11 @@ class MemoryRuntime:
                     return  # a newer recall is queued behind this one
             try:
                 store = self.handle.ready()
-                hits = self.service(store).search(query)
+                # The current session is the context: the service ranks its memories higher.
+                hits = self.service(store).search(query, context_scope=True)
             except MemcoreError as exc:
-                logger.debug("tablestore-mem: recall failed (%s: %s)", exc.code, exc)
+                # Loud: a recall that fails on every turn must not look like "nothing found".
+                logger.warning("tablestore-mem: recall failed (%s: %s)", exc.code, exc)
                 return
             text = format_recall(hits)
             with self._recall_lock:
@@ -240,6 +244,11 @@ class MemoryRuntime:
         except MemcoreError:
             return False
 
+    def retry_waiting(self) -> None:
+        """A new turn after failures: waiting writes get a forced try now (never blocks)."""
+        if self.handle.last_error is not None or self.deliverer.failures:
+            self.lane.kick()
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait for the lane to finish what was queued so far (tests, the CLI)."""
         return self.lane.idle(timeout)
@@ -247,7 +256,11 @@ class MemoryRuntime:
     def close(self, timeout: float) -> bool:
         """Flush within ``timeout``; what is left stays in the spool for the next start."""
         deadline = time.monotonic() + max(0.0, timeout)
-        flushed = self.flush(timeout)
+        if self.handle.last_error is None:
+            flushed = self.flush(timeout)
+        else:  # the store could not even be reached: waiting would only add a timeout
+            flushed = False
+            logger.info("tablestore-mem: backend unreachable at shutdown; writes stay spooled")
         self.deliverer.stopping = True  # a pass still running ends after its current send
         stopped = self.lane.stop(max(0.0, deadline - time.monotonic()))
         if stopped:

@@ -19,6 +19,7 @@ from pathlib import Path
 from memcore.limits import utf8_len
 from memcore.ports import OutboxEntry
 from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
+from memcore_sqlite.file_modes import FILE_MODE, make_home
 from memcore_sqlite.wal import enable_wal
 
 logger = logging.getLogger("memcore_hermes.spool")
@@ -66,10 +67,10 @@ END;
 
 def _secure_file(path: Path) -> None:
     """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    make_home(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
-        os.fchmod(fd, 0o600)
+        os.fchmod(fd, FILE_MODE)
     finally:
         os.close(fd)
 
@@ -171,7 +172,7 @@ class SpoolConnection:
             side = Path(f"{path}{suffix}")
             if side.exists():
                 try:
-                    os.chmod(side, 0o600)
+                    os.chmod(side, FILE_MODE)
                 except OSError:
                     pass
 

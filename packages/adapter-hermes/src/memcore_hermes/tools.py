@@ -70,6 +70,16 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                     **_METADATA_SCHEMA,
                     "description": "Only memories whose metadata has all these values.",
                 },
+                "min_similarity": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "Drop hits whose score is lower (0 to 1).",
+                },
+                "include_evidence": {
+                    "type": "boolean",
+                    "description": "Attach the messages each memory came from (default false).",
+                },
             },
             "required": ["query"],
         },
@@ -111,11 +121,9 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     },
 ]
 
+#: Each tool's arguments: exactly the properties its schema declares.
 _ALLOWED_ARGS = {
-    PROFILE: frozenset({"limit"}),
-    SEARCH: frozenset({"query", "top_k", "enable_rerank", "metadata"}),
-    REMEMBER: frozenset({"content", "metadata", "sync"}),
-    FORGET: frozenset({"memory_id", "agent_id", "run_id"}),
+    schema["name"]: frozenset(schema["parameters"]["properties"]) for schema in TOOL_SCHEMAS
 }
 
 
@@ -206,6 +214,9 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
         top_k=args.get("top_k"),
         enable_rerank=_optional_bool(args, "enable_rerank"),
         filters=args.get("metadata"),
+        min_similarity=args.get("min_similarity"),
+        context_scope=True,
+        include_evidence=_optional_bool(args, "include_evidence") or False,
     )
     return dumps(
         {
@@ -215,7 +226,9 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
                     "id": h.memory.id,
                     "text": h.memory.text,
                     "score": h.score,
+                    "similarity": h.similarity,
                     "scope": str(h.memory.scope),
+                    **({"evidence": [dict(e) for e in h.evidence]} if h.evidence else {}),
                 }
                 for h in hits
             ],
@@ -234,6 +247,8 @@ def _remember(runtime: Any, args: Mapping[str, Any]) -> str:
                 "memory_ids": list(receipt.memory_ids),
                 "task_id": receipt.task_id,
                 "scope": str(runtime.scope),
+                # Set when the backend accepted the write but its answer was unreadable.
+                **({"problem": receipt.problem} if receipt.problem else {}),
             }
         )
     key = runtime.remember(content, metadata=metadata)

@@ -56,7 +56,7 @@ def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     embedder = options.pop("embedder", _UNSET)
     if embedder is _UNSET:
         embedder = choose_embedder(config.embedder, model_dir=model_dir)
-    allowed = {"busy_timeout", "synchronous", "vector_cache_rows"}
+    allowed = {"busy_timeout", "synchronous", "vector_cache_rows", "defer_vectors"}
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ConfigError(f"unknown option for the local backend: {unknown[0]}", field=unknown[0])

@@ -8,7 +8,9 @@ from typing import Any
 
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.ports import ProgressCallback
 from memcore.values import StoreInfo
+from memcore_sqlite import code_pages
 from memcore_sqlite.plumbing import StoreBase
 
 
@@ -19,10 +21,26 @@ class StoreCatalog(StoreBase):
     def _info(row: Sequence[Any]) -> StoreInfo:
         return StoreInfo(name=row[0], description=row[1], status="ready", created_at=row[2])
 
-    def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> StoreInfo:
+    def ensure_store(
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> StoreInfo:
+        """``extract_instructions`` is checked and ignored: nothing is extracted locally."""
         limits.check_store_name(store)
-        if not create:
+        limits.check_extract_instructions(extract_instructions)
+        if not create or self.read_only:
             return self.describe_store(store)
+        with self._read() as conn:  # the common case: no write lock for every open
+            row = conn.execute(
+                "SELECT name, description, created_at FROM stores WHERE name = ?", (store,)
+            ).fetchone()
+        if row is not None:
+            return self._info(row)
         with self._write() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO stores (name, description, created_at) VALUES (?, ?, ?)",
@@ -50,8 +68,11 @@ class StoreCatalog(StoreBase):
             ).fetchall()
         return [self._info(r) for r in rows]
 
-    def create_store(self, store: str, *, description: str = "") -> StoreInfo:
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> StoreInfo:
         limits.check_store_name(store)
+        limits.check_extract_instructions(extract_instructions)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM stores WHERE name = ?", (store,)).fetchone():
                 raise Conflict(
@@ -66,12 +87,21 @@ class StoreCatalog(StoreBase):
             )
         return StoreInfo(name=store, description=description, status="ready", created_at=now)
 
-    def update_store(self, store: str, *, description: str) -> StoreInfo:
-        if not isinstance(description, str):
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> StoreInfo:
+        """PATCH of the description (None leaves it); extraction instructions are ignored."""
+        if description is not None and not isinstance(description, str):
             raise InvalidInput("description must be a string", field="description")
+        limits.check_extract_instructions(extract_instructions)
         with self._write() as conn:
             sid = self._store_id(conn, store)
-            conn.execute("UPDATE stores SET description = ? WHERE id = ?", (description, sid))
+            if description is not None:
+                conn.execute("UPDATE stores SET description = ? WHERE id = ?", (description, sid))
             row = conn.execute(
                 "SELECT name, description, created_at FROM stores WHERE id = ?", (sid,)
             ).fetchone()
@@ -87,6 +117,7 @@ class StoreCatalog(StoreBase):
             for table in ("memories", "messages", "tasks", "requests"):
                 conn.execute(f"DELETE FROM {table} WHERE store_id = ?", (sid,))
             conn.execute("DELETE FROM stores WHERE id = ?", (sid,))
+            code_pages.drop_store(conn, sid)
             if self._vectors is not None:
                 # After COMMIT, like the other cache updates (see _after_write).
                 cache = self._vectors

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from memcore import limits
-from memcore.errors import InvalidInput, MemcoreError, NotFound
+from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, StoreClosed
 from memcore.ports import Embedder
 from memcore.scope import Scope
+from memcore_sqlite import code_pages, file_modes
 from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
@@ -48,6 +49,7 @@ class StoreBase:
         busy_timeout: float = 30.0,
         synchronous: str = "NORMAL",
         vector_cache_rows: int = 1_000_000,
+        defer_vectors: bool = False,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
@@ -55,28 +57,34 @@ class StoreBase:
             raise InvalidInput("busy_timeout must be a number of seconds", field="busy_timeout")
         self.path = str(path)
         self.embedder = embedder
+        #: ``add_text`` without ``sync`` stores the text and its lexical index at once and
+        #: leaves the vector to the next semantic search (a pending task until then), so a
+        #: short-lived writer (one CLI ``add``) never loads the model.
+        self.defer_vectors = defer_vectors and embedder is not None
         self._lock = threading.RLock()
         self._post_commit: list[Any] = []
         self._vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
         )
+        #: True when the file or its folder is not ours to write: reads work, writes are
+        #: refused with PermissionDenied naming the file.
+        self.read_only = self.path != ":memory:" and not _prepare_file(self.path)
         with mapped(self.path):
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
+            self._conn = _connect(self.path, busy_timeout, read_only=self.read_only)
             try:
                 self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-                enable_wal(self._conn, timeout=busy_timeout)
-                self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+                if not self.read_only:
+                    enable_wal(self._conn, timeout=busy_timeout)
+                    self._conn.execute(f"PRAGMA synchronous = {synchronous}")
                 # Freed pages are zeroed, so deleted text does not linger in the file.
                 self._conn.execute("PRAGMA secure_delete = ON")
                 self._conn.execute("PRAGMA foreign_keys = ON")
-                migrate(self._conn)
+                migrate(self._conn, read_only=self.read_only)
             except BaseException:
                 self._conn.close()
                 raise
+        if not self.read_only and self.path != ":memory:":
+            file_modes.restrict(self.path)
         self._closed = False
 
     @property
@@ -120,7 +128,7 @@ class StoreBase:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise InvalidInput("this store is closed", field="store")
+            raise StoreClosed(f"this store ({self.path}) is closed", field="store")
 
     def _store_id(self, conn: sqlite3.Connection, name: str) -> int:
         limits.check_store_name(name)
@@ -164,7 +172,10 @@ class StoreBase:
         return rid
 
     def _audit_read(self, store: str, operation: str, started: float, **kw: Any) -> None:
-        """Reads log in their own short write, after the snapshot closed."""
+        """Reads log in their own short write, after the snapshot closed (not on a read-only
+        file: a read there must still work)."""
+        if self.read_only:
+            return
         with self._write() as conn:
             row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
             if row is not None:
@@ -191,19 +202,22 @@ class StoreBase:
         operation: str,
         scope: Scope,
         ids: Sequence[str],
+        *,
+        status: str = "completed",
     ) -> str:
         tid = uuid.uuid4().hex
         now = time.time()
         conn.execute(
             "INSERT INTO tasks (id, store_id, status, operation, scope, created_at, finished_at,"
-            " memory_ids) VALUES (?, ?, 'completed', ?, ?, ?, ?, ?)",
+            " memory_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 tid,
                 store_id,
+                status,
                 operation,
                 json.dumps(scope.as_dict()),
                 now,
-                now,
+                None if status == "pending" else now,
                 json.dumps(list(ids)),
             ),
         )
@@ -244,6 +258,35 @@ class StoreBase:
             start += n
         return out
 
+    def _store_vectors(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        gen: tuple[int, int],
+        rows: Sequence[tuple[int, Any]],
+        *,
+        replace: bool,
+    ) -> None:
+        """Vectors computed outside the write for memories that may have gone meanwhile: only
+        live ones get theirs, with their codes. ``replace`` overwrites a vector already there
+        (another process may have filled it: replaced, never doubled); else it is kept."""
+        assert self.embedder is not None and self._vectors is not None
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        for seq, vec in rows:
+            scope = conn.execute(
+                "SELECT app_id, tenant_id, agent_id, run_id FROM memories WHERE seq = ?", (seq,)
+            ).fetchone()
+            if scope is None:
+                continue
+            cur = conn.execute(
+                f"{verb} INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vec)),
+            )
+            if cur.rowcount:
+                added.append((tuple(scope), seq, vec))
+        self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
+
     def _after_write(
         self,
         store_id: int,
@@ -251,12 +294,17 @@ class StoreBase:
         added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
         removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
     ) -> None:
-        # Runs after COMMIT: a rolled-back write must not reach the cache.
-        if self._vectors is not None:
-            cache = self._vectors
-            self._post_commit.append(
-                lambda: cache.apply_write(store_id, gen[0], gen[1], added, removed)
-            )
+        """Write the code pages inside the transaction; update the cache after COMMIT."""
+        if self._vectors is None or self.embedder is None:
+            return
+        cache = self._vectors
+        written = cache.encode(added)
+        pages = [(scope, codes) for scope, codes, _ in written]
+        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
+        # After COMMIT: a rolled-back write must not reach the cache.
+        self._post_commit.append(
+            lambda: cache.apply_write(store_id, gen[0], gen[1], written, removed)
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -264,3 +312,49 @@ class StoreBase:
                 self._closed = True
                 with mapped(self.path):
                     self._conn.close()
+
+
+def _prepare_file(path: str) -> bool:
+    """Make the folder (0700) and the file (0600) when missing; False when they are
+    readable but not writable, so the store opens read-only."""
+    file = Path(path)
+    if file.exists():
+        return file_modes.writable(file)
+    file_modes.make_home(file.parent)
+    if not file_modes.writable(file):
+        raise PermissionDenied(
+            f"cannot create {file}: {file.parent} is not writable "
+            "(set MEMCORE_HOME to a writable folder)",
+            field=str(file),
+        )
+    try:
+        file_modes.create_private(file)
+    except OSError as exc:
+        raise PermissionDenied(f"cannot create {file} ({exc.strerror})", field=str(file)) from None
+    return True
+
+
+def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connection:
+    """A connection; read-only ones open by URI, as ``immutable`` when SQLite cannot even make
+    its WAL index next to the file (a read-only folder: nobody writes there meanwhile)."""
+    if not read_only:
+        return sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    uri = Path(path).resolve().as_uri()
+    try:
+        conn = sqlite3.connect(
+            uri + "?mode=ro",
+            uri=True,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(
+            uri + "?mode=ro&immutable=1",
+            uri=True,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )

@@ -82,7 +82,9 @@ class RecordReads(StoreBase):
         operation: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[RequestRecord]:
+        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items)."""
         rows = self._rows_after(
             store,
             "requests",
@@ -109,7 +111,7 @@ class RecordReads(StoreBase):
                 for r in rows
             ],
             limit,
-        )
+        ).filter(lambda r: pattern is None or (r.scope is not None and pattern.matches(r.scope)))
 
     def list_scopes(
         self,
@@ -168,8 +170,12 @@ class RecordReads(StoreBase):
         status: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[MemoryTask]:
+        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items)."""
         rows = self._rows_after(
             store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token
         )
-        return page([(int(r[0]), self._task_value(r)) for r in rows], limit)
+        return page([(int(r[0]), self._task_value(r)) for r in rows], limit).filter(
+            lambda t: pattern is None or (t.scope is not None and pattern.matches(t.scope))
+        )

@@ -7,8 +7,10 @@ processes opening a new file at once apply it exactly once.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
-from memcore.errors import ProtocolError
+from memcore.errors import PermissionDenied, ProtocolError
+from memcore_sqlite import code_pages
 
 _V1 = """
 CREATE TABLE stores (
@@ -88,20 +90,58 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
-# Each memory's length in index tokens, for the lexical score's length discount. Rows written
-# before it get their count of space-separated words, which is close for most text.
-_V2 = """
-ALTER TABLE memories ADD COLUMN words INTEGER;
-UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', '')) + 1
-"""
+def _v4(conn: sqlite3.Connection) -> None:
+    """Vector code pages for two-stage search, built from the vectors already stored."""
+    _run(conn, code_pages.SCHEMA)
+    code_pages.build_from_vectors(conn)
 
-#: (version, script) in order; append, never edit a released one. The loop tolerates gaps.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+
+def _v5(conn: sqlite3.Connection) -> None:
+    """Each memory's length in index tokens, for the lexical score's length discount.
+
+    Rows written before get their count of space-separated words, which is close for most
+    text. Numbered after 4 because 4 landed first: a file already at 4 must still get it.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if "words" not in columns:
+        conn.execute("ALTER TABLE memories ADD COLUMN words INTEGER")
+    conn.execute(
+        "UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', ''))"
+        " + 1 WHERE words IS NULL"
+    )
+
+
+#: (version, script or function) in order; append, never edit a released one. Numbers may
+#: skip: each runs once when the file is older than it.
+MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
+    (1, _V1),
+    (4, _v4),
+    (5, _v5),
+)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Bring the file up to :data:`SCHEMA_VERSION`; refuse a file from a newer release."""
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
+    """Bring the file up to :data:`SCHEMA_VERSION`; refuse a file from a newer release.
+
+    A file already at the version is only read (no write lock on every open); a read-only
+    one must already be at it.
+    """
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if current == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    if read_only and current < SCHEMA_VERSION:
+        raise PermissionDenied(
+            f"the database schema is version {current} and the file is read-only, so it "
+            f"cannot be upgraded to {SCHEMA_VERSION}; open it once where it is writable",
+            field="schema_version",
+        )
     conn.execute("BEGIN IMMEDIATE")
     try:
         current = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -114,9 +154,10 @@ def migrate(conn: sqlite3.Connection) -> int:
             )
         for version, script in MIGRATIONS:
             if version > current:
-                for statement in script.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                if callable(script):
+                    script(conn)
+                else:
+                    _run(conn, script)
                 conn.execute(f"PRAGMA user_version = {int(version)}")
         conn.execute("COMMIT")
         return SCHEMA_VERSION

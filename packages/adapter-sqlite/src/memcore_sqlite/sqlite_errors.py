@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from memcore.errors import MemcoreError, ProtocolError, Unavailable
+from memcore.errors import MemcoreError, PermissionDenied, ProtocolError, Unavailable
 
 # Primary result codes from sqlite3.h.
 SQLITE_PERM = 3
@@ -22,44 +22,44 @@ SQLITE_NOTADB = 26
 
 
 def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
-    """The memcore error for a sqlite3 exception; the database path is the ``field``."""
+    """The memcore error for a sqlite3 exception; the database path is the ``field`` and is
+    named in the message too (a user with several homes needs to know which file)."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     if primary in (SQLITE_BUSY, SQLITE_LOCKED):
         return Unavailable(
-            f"the memory database is busy (another process holds a lock) [{name}]; retry",
+            f"the memory database {path} is busy (another process holds a lock) [{name}]; retry",
             field=path,
             retryable=True,
         )
     if primary == SQLITE_FULL:
         return Unavailable(
-            f"the disk holding the memory database is full [{name}]; free space and retry",
+            f"the disk holding the memory database {path} is full [{name}]; free space and retry",
             field=path,
             retryable=True,
         )
     if primary in (SQLITE_CORRUPT, SQLITE_NOTADB):
         return ProtocolError(
-            f"the memory database file is damaged or not a database [{name}]",
+            f"the memory database file {path} is damaged or not a database [{name}]",
             field=path,
             retryable=False,
         )
     if primary in (SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN):
-        return Unavailable(
-            f"the memory database cannot be opened for writing [{name}]",
+        return PermissionDenied(
+            f"the memory database {path} cannot be written (read-only file or folder) [{name}]",
             field=path,
-            retryable=False,
         )
     if primary in (SQLITE_IOERR, SQLITE_NOMEM):
-        return Unavailable(f"the memory database hit an I/O error [{name}]", field=path)
+        return Unavailable(f"the memory database {path} hit an I/O error [{name}]", field=path)
     if primary is None and isinstance(exc, sqlite3.OperationalError):
         # Python < 3.11 carries no result code; an operational error is the transient kind.
-        return Unavailable(f"the memory database failed [{name}]: {exc}", field=path)
+        return Unavailable(f"the memory database {path} failed [{name}]: {exc}", field=path)
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
         return ProtocolError(
-            f"the memory database failed [{name}]: {exc}", field=path, retryable=False
+            f"the memory database {path} failed [{name}]: {exc}", field=path, retryable=False
         )
-    return Unavailable(f"the memory database failed [{name}]: {exc}", field=path)
+    return Unavailable(f"the memory database {path} failed [{name}]: {exc}", field=path)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ module holds the memory reads, search entry points, dream stubs and maintenance.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
@@ -90,6 +90,8 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         filters: Mapping[str, str] | None = None,
         min_similarity: float | None = None,
         mode: str | None = None,
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
     ) -> list[SearchHit]:
         """Lexical (FTS5) and, with an embedder, exact cosine, fused into one relevance.
 
@@ -98,15 +100,19 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         Vector: the cosine (negative clipped to 0). Hybrid: their convex combination
         (:func:`memcore_sqlite.ranking.fuse`); ``SearchHit.signals`` holds both. The first k
         hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
-        overrides :attr:`search_mode` for one call. ``enable_rerank`` has no local meaning.
+        overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
+        (checked) and ``include_evidence`` have no local meaning.
         """
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
+        limits.check_context_scope(context_scope, pattern)
         mode = self.search_mode if mode is None else mode
         if mode not in ("lexical", "vector", "hybrid"):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
+        if mode != "lexical":
+            self._index_pending(store)
         qvec = self._embed([query]) if mode != "lexical" else None
         return self._search(
             store,
@@ -141,6 +147,7 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         if mode not in ("vector", "hybrid"):
             raise InvalidInput("mode must be vector or hybrid", field="mode")
         qvec = self._vectors.to_array([vector])[0]
+        self._index_pending(store)
         return self._search(
             store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode == "hybrid"
         )
@@ -178,14 +185,27 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         return found
 
     # -- dream --------------------------------------------------------------------------
-    def create_dream_task(self, store: str, pattern: ScopePattern) -> DreamTask:
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> DreamTask:
         raise Unsupported(_DREAM_UNSUPPORTED)
 
     def get_dream_task(self, store: str, task_id: str) -> DreamTask:
         raise Unsupported(_DREAM_UNSUPPORTED)
 
     def list_dream_tasks(
-        self, store: str, *, limit: int = 50, next_token: str | None = None
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
     ) -> Page[DreamTask]:
         raise Unsupported(_DREAM_UNSUPPORTED)
 
@@ -203,8 +223,25 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         raise Unsupported(_DREAM_UNSUPPORTED)
 
     # -- maintenance --------------------------------------------------------------------
-    def backfill_vectors(self, store: str, *, batch: int = 64) -> int:
-        """Embed memories that have no vector from the current embedder; returns how many."""
+    def missing_vectors(self, store: str) -> int:
+        """How many memories have no vector from the current embedder (all, without one)."""
+        model = self.embedder.name if self.embedder is not None else ""
+        with self._read() as conn:
+            sid = self._store_id(conn, store)
+            row = conn.execute(
+                "SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
+                " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL",
+                (model, sid),
+            ).fetchone()
+        return int(row[0])
+
+    def backfill_vectors(
+        self, store: str, *, batch: int = 64, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Embed memories that have no vector from the current embedder; returns how many.
+
+        ``progress`` gets the running count after each batch (for a progress bar).
+        """
         if self.embedder is None:
             raise Unsupported("this store has no embedder to compute vectors with")
         done = 0
@@ -221,15 +258,13 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
                 return done
             vectors = self._embed([r[1] for r in rows]) or []
             with self._write() as conn:
-                self._bump(conn, sid)
-                for (seq, _), vec in zip(rows, vectors):
-                    assert self._vectors is not None
-                    conn.execute(
-                        "INSERT OR REPLACE INTO memory_vectors (seq, model, vector)"
-                        " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE seq = ?)",
-                        (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
-                    )
+                gen = self._bump(conn, sid)
+                self._store_vectors(
+                    conn, sid, gen, [(seq, v) for (seq, _), v in zip(rows, vectors)], replace=True
+                )
             done += len(rows)
+            if progress is not None:
+                progress(done)
 
     def compact(self) -> None:
         """Merge the FTS index, checkpoint the WAL and VACUUM: leaves no deleted text behind."""

@@ -181,7 +181,9 @@ class MemoryWrites(StoreBase):
         check_scope(scope)
         limits.check_text(text)
         meta = limits.check_metadata(metadata)
-        vectors = self._embed([text])
+        deferred = self.defer_vectors and not sync
+        vectors = None if deferred else self._embed([text])
+        status = "pending" if deferred else "completed"
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         with self._write() as conn:
             sid = self._store_id(conn, store)
@@ -189,10 +191,48 @@ class MemoryWrites(StoreBase):
             mid, _ = self._insert(
                 conn, sid, scope, text, meta, "text", vectors[0] if vectors else None, added
             )
-            tid = self._task(conn, sid, "AddMemories", scope, [mid])
+            tid = self._task(conn, sid, "AddMemories", scope, [mid], status=status)
             rid = self._audit(conn, sid, "AddMemories", started, scope=scope, target=mid)
             self._after_write(sid, gen, added)
-        return WriteReceipt(tid, "completed", (mid,), rid)
+        return WriteReceipt(tid, status, (mid,), rid)
+
+    def _index_pending(self, store: str) -> None:
+        """Embed the memories that deferred writes left without a vector, before a semantic
+        search (it has the model loaded anyway), and complete their tasks. Pending tasks are
+        found through their index, so a store without any costs one indexed read."""
+        if self.embedder is None or self._vectors is None or self.read_only:
+            return
+        with self._read() as conn:
+            sid = self._store_id(conn, store)
+            tasks = conn.execute(
+                "SELECT id, memory_ids FROM tasks WHERE store_id = ? AND status = 'pending'"
+                " AND operation = 'AddMemories' ORDER BY seq",
+                (sid,),
+            ).fetchall()
+            ids = [i for _, listed in tasks for i in json.loads(listed)]
+            rows = [
+                row
+                for chunk in range(0, len(ids), 500)
+                for row in conn.execute(
+                    "SELECT m.seq, m.text FROM memories m WHERE m.store_id = ? AND m.id IN"
+                    f" ({','.join('?' * len(ids[chunk : chunk + 500]))}) AND NOT EXISTS"
+                    " (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq)",
+                    (sid, *ids[chunk : chunk + 500]),
+                )
+            ]
+        if not tasks:
+            return
+        vectors = self._embed([text for _, text in rows]) or []
+        with self._write() as conn:
+            gen = self._bump(conn, sid)
+            self._store_vectors(
+                conn, sid, gen, [(seq, vec) for (seq, _), vec in zip(rows, vectors)], replace=False
+            )
+            conn.executemany(
+                "UPDATE tasks SET status = 'completed', finished_at = ?"
+                " WHERE id = ? AND status = 'pending'",
+                [(time.time(), tid) for tid, _ in tasks],
+            )
 
     def add_many(self, store: str, items: Sequence[TextItem]) -> list[str]:
         """Add many memories in one transaction (embedded in one batch); ids in input order.
@@ -321,7 +361,7 @@ class MemoryWrites(StoreBase):
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> Memory:
-        """Replace the text and/or the whole metadata map; the index and vector follow."""
+        """Replace the text and/or merge the metadata map; the index and vector follow."""
         started = time.perf_counter()
         check_scope(scope)
         limits.check_id(memory_id)
@@ -337,7 +377,9 @@ class MemoryWrites(StoreBase):
             row = self._own_row(conn, sid, scope, memory_id)
             seq = int(row[0])
             new_text = row[6] if text is None else text
-            new_meta = json.loads(row[7]) if meta is None else meta
+            old_meta = json.loads(row[7])
+            # Merged as on the service: the same key overwrites, {} clears the map.
+            new_meta = old_meta if meta is None else ({**old_meta, **meta} if meta else {})
             gen = self._bump(conn, sid)
             conn.execute(
                 "UPDATE memories SET text = ?, content_hash = ?, metadata = ?, updated_at = ?,"

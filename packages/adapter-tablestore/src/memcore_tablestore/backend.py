@@ -6,6 +6,7 @@ from typing import Any
 
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
+from memcore_tablestore import import_sdk_quietly
 from memcore_tablestore.credentials import Credentials, resolve_credentials
 from memcore_tablestore.store import TableStoreMemoryStore
 
@@ -34,6 +35,7 @@ def open_backend(config: MemcoreConfig, /, **options: Any) -> TableStoreMemorySt
             "(it creates the instance and records endpoint and instance_name)",
             field=missing,
         )
+    import_sdk_quietly()
     credentials = options.get("credentials")
     if credentials is None:
         credentials = resolve_credentials()

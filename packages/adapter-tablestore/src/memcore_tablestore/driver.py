@@ -9,11 +9,14 @@ from typing import Any
 
 from memcore.errors import ConfigError, ProtocolError
 from memcore_tablestore import wire
+from memcore_tablestore.bodies import UNDECODABLE
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.error_map import Failure, failure_from_exception
 from memcore_tablestore.plans import Call, Plans
 
 _ENDPOINT = re.compile(r"https?://[^\s/]+/?")
+#: How long to keep trying to open a connection before saying the endpoint is unreachable.
+CONNECT_TIMEOUT = 3.0
 
 #: API name -> the SDK method that sends it (the same names on OTSClient and AsyncOTSClient).
 SDK_METHODS = {
@@ -68,6 +71,7 @@ class Settings:
         timeout: float,
         region: str | None,
         retry: bool,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         if not isinstance(endpoint, str) or not _ENDPOINT.fullmatch(endpoint):
             raise ConfigError(
@@ -87,6 +91,15 @@ class Settings:
             or timeout <= 0
         ):
             raise ConfigError("timeout must be a positive number of seconds", field="timeout")
+        if (
+            isinstance(connect_timeout, bool)
+            or not isinstance(connect_timeout, (int, float))
+            or not math.isfinite(connect_timeout)
+            or connect_timeout <= 0
+        ):
+            raise ConfigError(
+                "connect_timeout must be a positive number of seconds", field="connect_timeout"
+            )
         if region is not None and (not isinstance(region, str) or not region):
             raise ConfigError(
                 "region must be a non-empty string such as cn-beijing", field="region"
@@ -95,16 +108,31 @@ class Settings:
         self.instance_name = instance_name
         self.credentials = credentials
         self.timeout = float(timeout)
+        self.connect_timeout = min(float(connect_timeout), self.timeout)
         self.region = region
         self.retry = bool(retry)
 
-    def client_arguments(self) -> tuple[list[Any], dict[str, Any]]:
-        """Arguments for ``OTSClient``/``AsyncOTSClient``; SignV4 when a region is set."""
+    def budget(self, failure: Failure) -> float:
+        """How long one call may keep retrying after ``failure``."""
+        return self.connect_timeout if failure.unreachable else self.timeout
+
+    def client_arguments(self, *, asynchronous: bool = False) -> tuple[list[Any], dict[str, Any]]:
+        """Arguments for ``OTSClient``/``AsyncOTSClient``; SignV4 when a region is set.
+
+        The connect timeout is separate from the read timeout: urllib3's ``Timeout`` for the
+        sync client, the ``(connect, read)`` pair the async client takes.
+        """
         from tablestore.retry import NoRetryPolicy
 
         c = self.credentials
+        if asynchronous:
+            socket_timeout: Any = (self.connect_timeout, self.timeout)
+        else:
+            import urllib3
+
+            socket_timeout = urllib3.Timeout(connect=self.connect_timeout, read=self.timeout)
         kwargs: dict[str, Any] = {
-            "socket_timeout": self.timeout,
+            "socket_timeout": socket_timeout,
             # Memory APIs are retried here, with a write-safety rule the SDK does not know.
             "retry_policy": NoRetryPolicy(),
             "logger_name": "memcore_tablestore.sdk",
@@ -116,27 +144,54 @@ class Settings:
         args = [self.endpoint, c.access_key_id, c.access_key_secret, self.instance_name]
         return args, kwargs
 
-    def client(self, client_cls: type, **extra: Any) -> Any:
+    def client(self, client_cls: type, *, asynchronous: bool = False, **extra: Any) -> Any:
         """A ``client_cls`` (``OTSClient``/``AsyncOTSClient``) for these settings, once the
         installed SDK is known to have the Memory Store API; ``extra`` goes to the constructor."""
         require_memory_api(client_cls)
-        args, kwargs = self.client_arguments()
+        args, kwargs = self.client_arguments(asynchronous=asynchronous)
         return client_cls(*args, **extra, **kwargs)
 
     def __repr__(self) -> str:
         return f"Settings(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, region={self.region!r})"
 
 
-def settle(raw: Any) -> dict[str, Any]:
-    """The decoded answer of one attempt, or a :class:`Failure` describing why it is unusable."""
+def settle(call: Call, raw: Any) -> dict[str, Any]:
+    """The decoded answer of one attempt, or a :class:`Failure` describing why it is unusable.
+
+    For a call that lands on success, an unreadable 2xx answer is handed to the plan as
+    ``{UNDECODABLE: reason}``: the request was applied and must not be sent again."""
     try:
         return wire.unwrap(raw)
     except ProtocolError as exc:
+        if call.landed_on_success:
+            return _landed(raw, str(exc))
         raise Failure(exc) from None
 
 
-def classify(call: Call, exc: Exception) -> Failure:
-    return failure_from_exception(exc, api=call.api)
+def classify(call: Call, exc: Exception, *, endpoint: str = "") -> Failure | dict[str, Any]:
+    """The failure of one attempt; or, for a call that lands on success, the answer of a 2xx
+    the SDK could not parse. SDK 6.4.8 raises ``OTSServiceError(<status>, "JsonDecodeError")``
+    for a body that is not JSON (the status tells), a ``TypeError`` when a 2xx body is JSON but
+    not an object, and a ``UnicodeDecodeError`` for bad bytes at any status (taken as landed:
+    resending could record the write twice; the receipt says it is unconfirmed)."""
+    if call.landed_on_success:
+        get_status = getattr(exc, "get_http_status", None)
+        status = get_status() if callable(get_status) else None
+        if (isinstance(status, int) and 200 <= status < 300) or (
+            status is None and isinstance(exc, (TypeError, UnicodeDecodeError))
+        ):
+            get_rid = getattr(exc, "get_request_id", None)
+            rid = get_rid() if callable(get_rid) else None
+            reason = f"{type(exc).__name__}: {exc}"[:200]
+            return _landed({"requestId": rid} if isinstance(rid, str) else {}, reason)
+    return failure_from_exception(exc, api=call.api, endpoint=endpoint)
+
+
+def _landed(raw: Any, reason: str) -> dict[str, Any]:
+    out: dict[str, Any] = {UNDECODABLE: reason or "unreadable answer"}
+    if isinstance(raw, dict) and isinstance(raw.get("requestId"), str):
+        out["requestId"] = raw["requestId"]
+    return out
 
 
 def make_plans(*, auto_create: bool, ready_timeout: float) -> Plans:

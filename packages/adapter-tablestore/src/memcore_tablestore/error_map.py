@@ -64,6 +64,9 @@ class Failure(Exception):
 
     error: MemcoreError
     refused: bool = False
+    #: Nothing answered at all (refused connection, unknown host, connect timeout): retried only
+    #: within the connect timeout, so a down endpoint is reported in seconds.
+    unreachable: bool = False
 
     def __str__(self) -> str:
         return str(self.error)
@@ -81,8 +84,11 @@ def error_for(status: int, code: str, message: str, *, api: str) -> Failure:
     return Failure(error, refused=refused and code not in FINAL_CODES)
 
 
-def failure_from_exception(exc: BaseException, *, api: str) -> Failure:
-    """Classify anything the SDK call raised; unknown exceptions are not swallowed."""
+def failure_from_exception(exc: BaseException, *, api: str, endpoint: str = "") -> Failure:
+    """Classify anything the SDK call raised; unknown exceptions are not swallowed.
+
+    A failure to connect names ``endpoint``: ``cannot reach https://...: connection refused``.
+    """
     from tablestore.error import OTSClientError, OTSServiceError
 
     if isinstance(exc, OTSServiceError):
@@ -98,8 +104,9 @@ def failure_from_exception(exc: BaseException, *, api: str) -> Failure:
         )
     connect = _connect_failure(exc)
     if connect is not None:
+        where = endpoint or "the service"
         return Failure(
-            Unavailable(f"{api}: cannot connect to the service ({connect})"), refused=True
+            Unavailable(f"cannot reach {where}: {connect} ({api})"), refused=True, unreachable=True
         )
     if isinstance(exc, (UnicodeDecodeError, json.JSONDecodeError)):
         return Failure(ProtocolError(f"{api}: the service answered with undecodable bytes"))
@@ -114,7 +121,7 @@ def failure_from_exception(exc: BaseException, *, api: str) -> Failure:
 
 
 def _connect_failure(exc: BaseException) -> str | None:
-    """A failure to reach the service at all: nothing was sent, so nothing was applied."""
+    """Why the service could not be reached at all (nothing was sent, nothing applied)."""
     import urllib3.exceptions as u3
 
     if isinstance(exc, u3.MaxRetryError):
@@ -122,10 +129,10 @@ def _connect_failure(exc: BaseException) -> str | None:
         if isinstance(
             reason, (u3.NewConnectionError, u3.ConnectTimeoutError, u3.NameResolutionError)
         ):
-            return type(reason).__name__
+            return _why(reason)
         return None
     if isinstance(exc, (u3.NewConnectionError, u3.ConnectTimeoutError)):
-        return type(exc).__name__
+        return _why(exc)
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
     try:
@@ -133,8 +140,39 @@ def _connect_failure(exc: BaseException) -> str | None:
     except ImportError:  # pragma: no cover - aiohttp comes with the SDK
         return None
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return type(exc).__name__
+        return _why(exc.os_error) if exc.os_error is not None else "cannot connect"
     return None
+
+
+def _why(exc: BaseException) -> str:
+    """Connect failures in words (the OS error underneath, when there is one)."""
+    import socket
+
+    import urllib3.exceptions as u3
+
+    if isinstance(exc, (u3.NameResolutionError, socket.gaierror)):
+        return "host name not found"
+    timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or (
+        # urllib3's NewConnectionError is a ConnectTimeoutError too: look underneath first
+        isinstance(exc, u3.ConnectTimeoutError) and not isinstance(exc, u3.NewConnectionError)
+    )
+    if timed_out:
+        return "connect timed out"
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "host name not found"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror.lower()
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc).lower()
+    if "refused" in text:
+        return "connection refused"
+    return type(exc).__name__
 
 
 def _is_read_timeout(exc: BaseException) -> bool:

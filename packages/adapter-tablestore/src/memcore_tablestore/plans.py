@@ -16,8 +16,11 @@ import attrs
 
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound, ProtocolError
-from memcore.scope import WILDCARD, Scope, ScopePattern
+from memcore.ports import ProgressCallback
+from memcore.scope import Scope, ScopePattern
 from memcore.values import (
+    DREAM_STATUSES,
+    TASK_STATUSES,
     DreamAction,
     DreamTask,
     Memory,
@@ -29,12 +32,12 @@ from memcore.values import (
     StoreInfo,
     WriteReceipt,
 )
-from memcore_tablestore import wire
+from memcore_tablestore import answers, bodies, wire
 
 T = TypeVar("T")
 
-#: Store states during which the service's index is not ready yet.
-INITIALISING = frozenset({"creating", "initializing", "initialising", "pending"})
+#: The concrete scope the readiness probe reads (cheap, and holds nothing of anyone's).
+PROBE_SCOPE = Scope("__default__", "__default__", "__default__", "__default__")
 
 
 @attrs.frozen
@@ -51,6 +54,9 @@ class Call:
     body: dict[str, Any]
     replay_safe: bool = True
     retry_conflict: bool = True
+    #: A 2xx answer means the request was applied, even when the body cannot be decoded: the
+    #: driver then answers ``{UNDECODABLE: reason}`` instead of failing (and never resends).
+    landed_on_success: bool = False
 
 
 @attrs.frozen
@@ -62,48 +68,6 @@ Step = Call | Pause
 Plan = Generator[Step, Any, T]
 
 
-def _store(name: str) -> dict[str, Any]:
-    return {"memoryStoreName": limits.check_store_name(name)}
-
-
-def _write_scope(scope: object) -> dict[str, str]:
-    """Writes always go to one concrete scope; a wildcard here would be a tenant leak."""
-    if not isinstance(scope, Scope):
-        raise InvalidInput("a write needs a concrete Scope (four levels, no '*')", field="scope")
-    out = wire.scope_to_wire(scope)
-    if any(WILDCARD in v for v in out.values()):  # Scope forbids it; keep the guard local too
-        raise InvalidInput("a write scope must not contain '*'", field="scope")
-    return out
-
-
-def _pattern(pattern: object) -> dict[str, str]:
-    if isinstance(pattern, Scope):
-        pattern = pattern.pattern()
-    if not isinstance(pattern, ScopePattern):
-        raise InvalidInput("expected a ScopePattern", field="scope")
-    return wire.scope_to_wire(pattern)
-
-
-def _paging(body: dict[str, Any], limit: int, next_token: str | None) -> dict[str, Any]:
-    body["limit"] = limits.check_limit(limit)
-    if next_token is not None:
-        if not isinstance(next_token, str) or not next_token:
-            raise InvalidInput("next_token must be a non-empty string", field="next_token")
-        body["nextToken"] = next_token
-    return body
-
-
-def _message(message: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.id is not None:
-        out["id"] = message.id
-    if message.timestamp is not None:
-        out["timestamp"] = message.timestamp
-    if message.metadata:
-        out["metadata"] = dict(message.metadata)
-    return out
-
-
 class Plans:
     """The operations of :class:`memcore.ports.MemoryStore`, as plans."""
 
@@ -113,23 +77,56 @@ class Plans:
 
     # -- stores -------------------------------------------------------------------------
     def ensure_store(
-        self, store: str, *, description: str = "", create: bool = True
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Plan[StoreInfo]:
-        body = _store(store)
+        body = bodies.named(store)
         try:
-            info = wire.decode_store((yield Call("GetMemoryStore", body, retry_conflict=False)))
+            answer = yield Call("GetMemoryStore", body, retry_conflict=False)
+            return answers.store_info("GetMemoryStore", answer)
+        except Conflict:
+            # Only while initialising does a store answer 409: wait, then describe it.
+            yield from self.wait_ready(store, progress=progress)
+            return answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", body)))
         except NotFound:
             if not (create and self.auto_create):
                 raise
-            try:
-                info = yield from self.create_store(store, description=description)
-            except Conflict:
-                info = None  # created meanwhile by someone else: fine, wait for it below
+        info: StoreInfo | None
+        try:
+            info = yield from self.create_store(
+                store, description=description, extract_instructions=extract_instructions
+            )
         except Conflict:
-            info = None
+            info = None  # created meanwhile by someone else: fine, wait for it below
+        yield from self.wait_ready(store, progress=progress)
+        if info is None:
+            info = answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", body)))
+        return info
+
+    def wait_ready(self, store: str, *, progress: ProgressCallback | None = None) -> Plan[None]:
+        """Wait until a new store's index serves. GetMemoryStore reports no state; the
+        documented signal is ``409 CONFLICT`` on data-plane calls while the index initialises,
+        so a tiny ListMemories is probed until it answers, within ``ready_timeout``."""
+        probe = bodies.paging(
+            {**bodies.named(store), "scope": wire.scope_to_wire(PROBE_SCOPE)}, 1, None
+        )
         deadline = time.monotonic() + self.ready_timeout
+        started = time.monotonic()
         delay = 0.05
-        while info is None or info.status.lower() in INITIALISING:
+        waited = False
+        while True:
+            try:
+                yield Call("ListMemories", probe, retry_conflict=False)
+                if progress is not None and waited:
+                    progress(f"memory store {store!r} is ready")
+                return
+            except (Conflict, NotFound):
+                pass  # NotFound: a just-created store may not be visible to every node yet
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise Conflict(
@@ -137,46 +134,67 @@ class Plans:
                     f"{self.ready_timeout:.0f}s; try again later",
                     field="memory_store_name",
                 )
+            waited = True
+            if progress is not None:
+                progress(
+                    f"waiting for memory store {store!r} to initialise its index "
+                    f"({time.monotonic() - started:.0f}s of at most {self.ready_timeout:.0f}s)"
+                )
             yield Pause(min(delay, remaining))
             delay = min(delay * 2, 2.0)
-            try:
-                info = wire.decode_store((yield Call("GetMemoryStore", body, retry_conflict=False)))
-            except Conflict:
-                info = None
-        return info
 
     def describe_store(self, store: str) -> Plan[StoreInfo]:
-        return wire.decode_store((yield Call("GetMemoryStore", _store(store))))
+        return answers.store_info(
+            "GetMemoryStore", (yield Call("GetMemoryStore", bodies.named(store)))
+        )
 
     def list_stores(self) -> Plan[list[StoreInfo]]:
         out: list[StoreInfo] = []
         token: str | None = None
         for _ in range(10_000):
-            body = _paging({}, limits.MAX_PAGE_LIMIT, token)
-            page = wire.decode_stores((yield Call("ListMemoryStores", body)))
+            body = bodies.paging({}, limits.MAX_PAGE_LIMIT, token)
+            page = answers.list_stores((yield Call("ListMemoryStores", body)))
             out.extend(page.items)
             token = page.next_token
             if token is None:
                 return out
         raise ProtocolError("ListMemoryStores never stopped paging")
 
-    def create_store(self, store: str, *, description: str = "") -> Plan[StoreInfo]:
-        body = {**_store(store), "description": _description(description)}
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> Plan[StoreInfo]:
+        body: dict[str, Any] = {**bodies.named(store)}
+        if limits.check_description(description):
+            body["description"] = description
+        instructions = limits.check_extract_instructions(extract_instructions)
+        if instructions:
+            body["extractInstructions"] = instructions
         # Not replayed after an ambiguous failure: a replay would answer "already exists".
         answer = yield Call("CreateMemoryStore", body, replay_safe=False, retry_conflict=False)
-        try:
-            return wire.decode_store(answer)
-        except ProtocolError:
-            # Some answers carry no store object; the name and description are ours anyway.
-            return StoreInfo(store, description, "creating")
+        return answers.store_info("CreateMemoryStore", answer)
 
-    def update_store(self, store: str, *, description: str) -> Plan[StoreInfo]:
-        body = {**_store(store), "description": _description(description)}
-        # Setting the same description twice has the same effect as once.
-        return wire.decode_store((yield Call("UpdateMemoryStore", body)))
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> Plan[StoreInfo]:
+        """PATCH: a field left as None is not sent (unchanged); "" clears it."""
+        body = bodies.named(store)
+        if description is not None:
+            body["description"] = limits.check_description(description)
+        instructions = limits.check_extract_instructions(extract_instructions)
+        if instructions is not None:
+            body["extractInstructions"] = instructions
+        # Setting the same values twice has the same effect as once.
+        return answers.store_info("UpdateMemoryStore", (yield Call("UpdateMemoryStore", body)))
 
     def delete_store(self, store: str) -> Plan[None]:
-        yield Call("DeleteMemoryStore", _store(store), replay_safe=False)
+        answers.deleted(
+            "DeleteMemoryStore",
+            (yield Call("DeleteMemoryStore", bodies.named(store), replay_safe=False)),
+        )
 
     # -- memories -----------------------------------------------------------------------
     def add_text(
@@ -189,15 +207,16 @@ class Plans:
         sync: bool = False,
     ) -> Plan[WriteReceipt]:
         body = {
-            **_store(store),
-            "scope": _write_scope(scope),
+            **bodies.named(store),
+            "scope": bodies.write_scope(scope),
             "text": limits.check_text(text),
             "metadata": limits.check_metadata(metadata),
             "sync": bool(sync),
         }
-        # Replay-safe: the service deduplicates identical text within a scope, so a second
-        # delivery of the same body resolves to the same memory instead of a copy.
-        return wire.decode_receipt((yield Call("AddMemories", body, replay_safe=True)))
+        # Replay-safe after an ambiguous failure: the service deduplicates identical text
+        # within a scope. A 2xx is final either way: the write landed.
+        call = Call("AddMemories", body, replay_safe=True, landed_on_success=True)
+        return bodies.receipt((yield call))
 
     def add_messages(
         self,
@@ -210,15 +229,16 @@ class Plans:
     ) -> Plan[WriteReceipt]:
         checked = limits.check_messages(messages)
         body = {
-            **_store(store),
-            "scope": _write_scope(scope),
-            "messages": [_message(m) for m in checked],
+            **bodies.named(store),
+            "scope": bodies.write_scope(scope),
+            "messages": [bodies.message(m) for m in checked],
             "metadata": limits.check_metadata(metadata),
             "sync": bool(sync),
         }
         # Not replay-safe: messages are appended to the short-term log, so a replay after an
         # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
-        return wire.decode_receipt((yield Call("AddMemories", body, replay_safe=False)))
+        call = Call("AddMemories", body, replay_safe=False, landed_on_success=True)
+        return bodies.receipt((yield call))
 
     def search(
         self,
@@ -230,39 +250,47 @@ class Plans:
         enable_rerank: bool = True,
         filters: Mapping[str, str] | None = None,
         min_similarity: float | None = None,
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
     ) -> Plan[list[SearchHit]]:
+        wanted = bodies.as_pattern(pattern)
         body: dict[str, Any] = {
-            **_store(store),
-            "scope": _pattern(pattern),
+            **bodies.named(store),
+            "scope": wire.scope_to_wire(wanted),
             "query": limits.check_query(query),
             "topK": limits.check_top_k(top_k),
             "enableRerank": bool(enable_rerank),
         }
         flt = limits.check_metadata(filters, field="filters")
         if flt:
-            body["filters"] = flt
+            body["metadata"] = flt  # exact equality, ANDed (``filter`` is the Scope Filter)
         floor = limits.check_min_similarity(min_similarity)
         if floor is not None:
-            body["minSimilarity"] = floor
-        hits = wire.decode_hits((yield Call("SearchMemories", body)))
-        wanted = ScopePattern(*body["scope"].values())
-        for hit in hits:
-            _must_match(wanted, hit.memory.scope, "SearchMemories")
+            body["minSimilarity"] = floor  # filters on ``score``
+        context = limits.check_context_scope(context_scope, wanted)
+        if context is not None:
+            body["contextScope"] = wire.scope_to_wire(context)
+        if include_evidence:
+            body["includeEvidence"] = True
+        hits = answers.search((yield Call("SearchMemories", body)))
+        bodies.must_match(wanted, (hit.memory.scope for hit in hits), "SearchMemories")
         return hits
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[Memory]]:
-        body = _paging({**_store(store), "scope": _pattern(pattern)}, limit, next_token)
-        page = wire.decode_memories((yield Call("ListMemories", body)))
-        wanted = ScopePattern(*body["scope"].values())
-        for memory in page.items:
-            _must_match(wanted, memory.scope, "ListMemories")
+        wanted = bodies.as_pattern(pattern)
+        body = bodies.paging(
+            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
+        )
+        page = answers.list_memories((yield Call("ListMemories", body)))
+        bodies.must_match(wanted, (memory.scope for memory in page.items), "ListMemories")
         return page
 
     def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[Memory]:
-        body = _target(store, scope, memory_id)
-        return _own(wire.decode_memory((yield Call("GetMemory", body))), scope, memory_id)
+        body = bodies.target(store, scope, memory_id)
+        answer = yield Call("GetMemory", body)
+        return bodies.own(answers.one_memory("GetMemory", answer), scope, memory_id)
 
     def update_memory(
         self,
@@ -273,27 +301,33 @@ class Plans:
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> Plan[Memory]:
-        body = _target(store, scope, memory_id)
+        body = bodies.target(store, scope, memory_id)
         if text is None and metadata is None:
             return (yield from self.get_memory(store, scope, memory_id))
         if text is not None:
             body["text"] = limits.check_text(text)
         if metadata is not None:
-            body["metadata"] = limits.check_metadata(metadata)  # replaces the whole map
-        # Replay-safe: the update replaces values, so applying it twice leaves the same state.
-        return _own(wire.decode_memory((yield Call("UpdateMemory", body))), scope, memory_id)
+            body["metadata"] = limits.check_metadata(metadata)  # merged; {} clears
+        # Replay-safe: the same PATCH applied twice leaves the same state.
+        answer = yield Call("UpdateMemory", body)
+        return bodies.own(answers.one_memory("UpdateMemory", answer), scope, memory_id)
 
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[None]:
         # Not replayed after an ambiguous failure: the replay would answer 404 for a delete
         # that succeeded, and we would report a failure that did not happen.
-        yield Call("DeleteMemory", _target(store, scope, memory_id), replay_safe=False)
+        answer = yield Call(
+            "DeleteMemory", bodies.target(store, scope, memory_id), replay_safe=False
+        )
+        answers.deleted("DeleteMemory", answer)
 
     # -- messages, audit, scopes, tasks -------------------------------------------------
     def list_messages(
         self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[Message]]:
-        body = _paging({**_store(store), "scope": _write_scope(scope)}, limit, next_token)
-        return wire.decode_messages((yield Call("ListMemoryStoreMessages", body)))
+        body = bodies.paging(
+            {**bodies.named(store), "scope": bodies.write_scope(scope)}, limit, next_token
+        )
+        return answers.messages((yield Call("ListMemoryStoreMessages", body)))
 
     def list_requests(
         self,
@@ -302,15 +336,18 @@ class Plans:
         operation: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Plan[Page[RequestRecord]]:
-        body = _paging(_store(store), limit, next_token)
+        body = bodies.paging(bodies.named(store), limit, next_token)
+        if pattern is not None:  # optional in the types: omitted means the whole store
+            body["scope"] = wire.scope_to_wire(bodies.as_pattern(pattern))
         if operation is not None:
             if not isinstance(operation, str) or not operation.isalnum():
                 raise InvalidInput(
                     "operation must be an API name such as AddMemories", field="operation"
                 )
             body["operation"] = operation
-        return wire.decode_requests((yield Call("ListMemoryStoreRequests", body)))
+        return answers.requests((yield Call("ListMemoryStoreRequests", body)))
 
     def list_scopes(
         self,
@@ -320,18 +357,15 @@ class Plans:
         limit: int = 50,
         next_token: str | None = None,
     ) -> Plan[Page[Scope]]:
-        body = _paging(_store(store), limit, next_token)
-        if pattern is not None:
-            body["scope"] = _pattern(pattern)
-        page = wire.decode_scopes((yield Call("ListMemoryStoreScopes", body)))
-        if pattern is not None:
-            for scope in page.items:
-                _must_match(pattern, scope, "ListMemoryStoreScopes")
+        wanted, body = bodies.listing(store, pattern, limit, next_token)
+        page = answers.scopes((yield Call("ListMemoryStoreScopes", body)))
+        bodies.must_match(wanted, page.items, "ListMemoryStoreScopes")
         return page
 
     def get_task(self, store: str, task_id: str) -> Plan[MemoryTask]:
-        body = {**_store(store), "taskId": limits.check_id(task_id, field="task_id")}
-        return wire.decode_task((yield Call("GetMemoryTask", body)))
+        """``task_id`` is the write's ``requestId``."""
+        body = {**bodies.named(store), "requestId": limits.check_id(task_id, field="task_id")}
+        return answers.one_task((yield Call("GetMemoryTask", body)))
 
     def list_tasks(
         self,
@@ -340,87 +374,83 @@ class Plans:
         status: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Plan[Page[MemoryTask]]:
-        body = _paging(_store(store), limit, next_token)
+        _, body = bodies.listing(store, pattern, limit, next_token)
         if status is not None:
-            if not isinstance(status, str) or not status.isalpha():
-                raise InvalidInput("status must be a task state such as completed", field="status")
-            body["status"] = status
-        return wire.decode_tasks((yield Call("ListMemoryTasks", body)))
+            body["status"] = bodies.status(status, TASK_STATUSES)
+        return answers.tasks((yield Call("ListMemoryTasks", body)))
 
     # -- dream --------------------------------------------------------------------------
-    def create_dream_task(self, store: str, pattern: ScopePattern) -> Plan[DreamTask]:
-        body = {**_store(store), "scope": _pattern(pattern)}
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> Plan[DreamTask]:
+        patterns = limits.check_dream_scopes(scopes)
+        body: dict[str, Any] = {
+            **bodies.named(store),
+            "scopes": [wire.scope_to_wire(p) for p in patterns],
+            "applyMode": limits.check_apply_mode(apply_mode),
+        }
+        text = limits.check_dream_instructions(instructions)
+        if text:
+            body["instructions"] = text
         # Not replayed after an ambiguous failure: a replay would start a second task.
-        return wire.decode_dream((yield Call("CreateMemoryDreamTask", body, replay_safe=False)))
+        answer = yield Call("CreateMemoryDreamTask", body, replay_safe=False)
+        task = answers.dream("CreateMemoryDreamTask", answer)
+        # The answer is {dreamId, status, createdAt}: the rest is what we asked for.
+        return attrs.evolve(
+            task, scopes=patterns, apply_mode=body["applyMode"], instructions=text or None
+        )
 
     def get_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
-        body = {**_store(store), "taskId": limits.check_id(task_id, field="task_id")}
-        return wire.decode_dream((yield Call("GetMemoryDreamTask", body)))
+        body = bodies.dream_id(store, task_id)
+        return answers.dream("GetMemoryDreamTask", (yield Call("GetMemoryDreamTask", body)))
 
     def list_dream_tasks(
-        self, store: str, *, limit: int = 50, next_token: str | None = None
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
     ) -> Plan[Page[DreamTask]]:
-        body = _paging(_store(store), limit, next_token)
-        return wire.decode_dreams((yield Call("ListMemoryDreamTasks", body)))
+        _, body = bodies.listing(store, pattern, limit, next_token)
+        if status is not None:
+            body["status"] = bodies.status(status, DREAM_STATUSES)
+        return answers.dreams((yield Call("ListMemoryDreamTasks", body)))
 
     def cancel_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
-        body = {**_store(store), "taskId": limits.check_id(task_id, field="task_id")}
+        body = bodies.dream_id(store, task_id)
         # Cancelling twice leaves the task cancelled, as once does.
-        return wire.decode_dream((yield Call("CancelMemoryDreamTask", body)))
+        return answers.dream("CancelMemoryDreamTask", (yield Call("CancelMemoryDreamTask", body)))
 
     def list_dream_actions(
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[DreamAction]]:
-        body = _paging(
-            {**_store(store), "taskId": limits.check_id(task_id, field="task_id")},
-            limit,
-            next_token,
-        )
-        return wire.decode_actions((yield Call("ListMemoryDreamActions", body)))
+        body = bodies.paging(bodies.dream_id(store, task_id), limit, next_token)
+        return answers.actions((yield Call("ListMemoryDreamActions", body)))
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
     ) -> Plan[list[DreamAction]]:
         if isinstance(action_ids, str) or not isinstance(action_ids, Sequence):
             raise InvalidInput("action_ids must be a list of ids", field="action_ids")
-        ids = [limits.check_id(a, field="action_ids") for a in action_ids]
-        body = {
-            **_store(store),
-            "taskId": limits.check_id(task_id, field="task_id"),
-            "actionIds": ids,
-        }
+        ids = list(dict.fromkeys(limits.check_id(a, field="action_ids") for a in action_ids))
+        if not 1 <= len(ids) <= bodies.MAX_APPLY_IDS:
+            raise InvalidInput(
+                f"apply takes 1 to {bodies.MAX_APPLY_IDS} action ids, not {len(ids)}",
+                field="action_ids",
+            )
+        body = {**bodies.dream_id(store, task_id), "actionIds": ids}
         # Not replayed after an ambiguous failure: applied actions report differently twice.
-        page = wire.decode_actions((yield Call("ApplyMemoryDreamActions", body, replay_safe=False)))
-        return list(page.items)
-
-
-def _description(value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput("description must be a string", field="description")
-    if len(value) > 1024:
-        raise InvalidInput("description is longer than 1,024 characters", field="description")
-    return value
-
-
-def _target(store: str, scope: Scope, memory_id: str) -> dict[str, Any]:
-    return {**_store(store), "scope": _write_scope(scope), "memoryId": limits.check_id(memory_id)}
-
-
-def _own(memory: Memory, scope: Scope, memory_id: str) -> Memory:
-    """The service must answer with the memory we asked for, in the scope we asked in."""
-    if memory.id != memory_id or memory.scope != scope:
-        raise ProtocolError(
-            "the service answered with a different memory than requested", field="memory_id"
-        )
-    return memory
-
-
-def _must_match(pattern: ScopePattern, scope: Scope, api: str) -> None:
-    if not pattern.matches(scope):
-        raise ProtocolError(
-            f"{api} answered with an item outside the requested scope", field="scope"
-        )
+        answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)
+        return answers.applied(answer)
 
 
 #: The port's method names; both stores expose exactly these, driven from :class:`Plans`.

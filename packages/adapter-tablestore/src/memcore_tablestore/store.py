@@ -8,9 +8,16 @@ from typing import Any
 
 import tenacity
 
-from memcore.errors import MemcoreError
+from memcore.errors import InvalidInput, MemcoreError
 from memcore_tablestore.credentials import Credentials
-from memcore_tablestore.driver import SDK_METHODS, Settings, classify, make_plans, settle
+from memcore_tablestore.driver import (
+    CONNECT_TIMEOUT,
+    SDK_METHODS,
+    Settings,
+    classify,
+    make_plans,
+    settle,
+)
 from memcore_tablestore.error_map import Failure
 from memcore_tablestore.plans import Call, Pause, Plan, Plans
 from memcore_tablestore.retry import first_backoff, retry_arguments, should_retry
@@ -29,7 +36,9 @@ def _operation(name: str) -> Any:
 class TableStoreMemoryStore:
     """Memory Store over ``tablestore.OTSClient`` (HTTP JSON, signed, pooled connections).
 
-    ``timeout`` bounds each socket operation and the whole retry sequence of one call.
+    ``timeout`` bounds each socket operation and the whole retry sequence of one call;
+    ``connect_timeout`` bounds opening a connection, and retrying an endpoint that cannot be
+    reached at all (the error then names it).
     ``retry=False`` turns retries off (the first failure is raised).
     """
 
@@ -40,6 +49,7 @@ class TableStoreMemoryStore:
         credentials: Credentials,
         *,
         timeout: float = 30.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
         region: str | None = None,
         retry: bool = True,
         auto_create: bool = True,
@@ -48,7 +58,13 @@ class TableStoreMemoryStore:
         from tablestore import OTSClient
 
         self._settings = Settings(
-            endpoint, instance_name, credentials, timeout=timeout, region=region, retry=retry
+            endpoint,
+            instance_name,
+            credentials,
+            timeout=timeout,
+            region=region,
+            retry=retry,
+            connect_timeout=connect_timeout,
         )
         self._plans = make_plans(auto_create=auto_create, ready_timeout=ready_timeout)
         self._client = self._settings.client(OTSClient)
@@ -82,8 +98,11 @@ class TableStoreMemoryStore:
         try:
             raw = send(call.body)
         except Exception as exc:
-            raise classify(call, exc) from exc
-        return settle(raw)
+            outcome = classify(call, exc, endpoint=self._settings.endpoint)
+            if isinstance(outcome, Failure):
+                raise outcome from exc
+            return outcome  # a 2xx that landed but could not be read
+        return settle(call, raw)
 
     def _execute(self, call: Call) -> dict[str, Any]:
         started = time.monotonic()
@@ -94,10 +113,11 @@ class TableStoreMemoryStore:
             if not (self._settings.retry and should_retry(call, failure)):
                 raise failure.error from failure.__cause__
             pause = first_backoff()
-            if time.monotonic() - started + pause >= self._settings.timeout:
+            limit = self._settings.budget(failure)
+            if time.monotonic() - started + pause >= limit:
                 raise failure.error from failure.__cause__
         time.sleep(pause)
-        budget = self._settings.timeout - (time.monotonic() - started)
+        budget = limit - (time.monotonic() - started)
         try:
             for attempt in tenacity.Retrying(**retry_arguments(call, budget)):
                 with attempt:
@@ -105,6 +125,16 @@ class TableStoreMemoryStore:
         except Failure as failure:
             raise failure.error from failure.__cause__
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def call_read_only(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One read-only API call, answered as the SDK returns it (for the live check)."""
+        from memcore_tablestore.live_check import READ_ONLY
+
+        if api not in READ_ONLY:
+            raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
+        if self._closed:
+            raise MemcoreError("this store is closed")
+        return self._execute(Call(api, dict(body)))
 
     # -- the port -----------------------------------------------------------------------
     ensure_store = _operation("ensure_store")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -86,6 +86,35 @@ def spawned_emulator(faults: Faults | None = None) -> Iterator[SpawnedEmulator]:
             proc.wait()
 
 
+def sdk_for(server: EmulatorServer | SpawnedEmulator, **kwargs: Any) -> Any:
+    """The unmodified SDK's ``OTSClient`` for ``server``, without retries (``kwargs`` go to
+    the client): for tests that must not go through memcore's adapter."""
+    from tablestore import OTSClient
+
+    identity = server.identity
+    kwargs.setdefault("retry_policy", None)
+    return OTSClient(
+        server.url,
+        identity.access_key_id,
+        identity.access_key_secret,
+        server.instance_name,
+        sts_token=identity.security_token,
+        **kwargs,
+    )
+
+
+def refusal(call: Callable[[], Any]) -> tuple[int, str]:
+    """The HTTP status and error code of the service error ``call`` raises (an
+    ``AssertionError`` if it raises none)."""
+    from tablestore.error import OTSServiceError
+
+    try:
+        call()
+    except OTSServiceError as exc:
+        return exc.get_http_status(), exc.get_error_code()
+    raise AssertionError("the call was not refused")
+
+
 def emulator_credentials(server: EmulatorServer | SpawnedEmulator) -> Credentials:
     identity = server.identity
     return Credentials(identity.access_key_id, identity.access_key_secret, identity.security_token)
@@ -123,7 +152,9 @@ __all__ = [
     "async_store_for",
     "emulator_config",
     "emulator_credentials",
+    "refusal",
     "running_emulator",
+    "sdk_for",
     "spawned_emulator",
     "store_for",
 ]

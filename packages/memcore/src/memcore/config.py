@@ -90,6 +90,13 @@ def _one_of(choices: tuple[str, ...]) -> Any:
     return check
 
 
+def _instructions(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and (not isinstance(value, str) or len(value) > 4096):
+        raise _BadValue(
+            attribute.name, f"{attribute.name} must be text of at most 4,096 characters"
+        )
+
+
 def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if not 1 <= value <= 50:
         raise _BadValue(attribute.name, f"{attribute.name} must be from 1 to 50")
@@ -103,6 +110,9 @@ class MemcoreConfig:
     instance_name: str | None = attrs.field(default=None, validator=_instance_name)
     memory_store_name: str = attrs.field(default="hermes_mem", validator=_store_name)
     description: str = attrs.field(default="Long-term memory for Hermes Agent")
+    #: Custom extraction instructions for a store memcore creates (at most 4,096 characters);
+    #: None leaves the service's default.
+    extract_instructions: str | None = attrs.field(default=None, validator=_instructions)
     app_id: str = attrs.field(default="hermes", validator=_segment_value)
     tenant_id: str | None = attrs.field(default=None, validator=_segment_value)
     enable_rerank: bool = True

@@ -82,6 +82,12 @@ class ProtocolError(Unavailable):
     code = "protocol_error"
 
 
+class StoreClosed(MemcoreError):
+    """The store (or the ``Memory`` over it) was closed; open a new one. Not retryable."""
+
+    code = "store_closed"
+
+
 class ConfigError(MemcoreError):
     """A configuration file or value is wrong; ``field`` is the key, ``source`` the file."""
 
@@ -110,6 +116,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "ProtocolError",
+    "StoreClosed",
     "Throttled",
     "Unavailable",
     "Unsupported",

@@ -1,4 +1,8 @@
-"""``memcore.Memory``: the small library facade other agents import."""
+"""``memcore.Memory``: the small library facade other agents import.
+
+:class:`memcore.AsyncMemory` (in :mod:`memcore.async_facade`) is the same facade for asyncio
+code; it runs these very methods off the event loop, so the two cannot drift apart.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Any
 from memcore import limits
 from memcore.config import MemcoreConfig
 from memcore.discovery import open_store
-from memcore.errors import InvalidInput
+from memcore.errors import InvalidInput, StoreClosed
 from memcore.paging import every_item
 from memcore.policies import ScopePolicy
 from memcore.ports import MemoryStore
@@ -38,9 +42,10 @@ class Memory:
         ensure_store: bool = True,
     ) -> None:
         self.store = store
+        self._closed = False
         if ensure_store:
             store.ensure_store(store_name)
-        self.service = MemoryService(
+        self._service = MemoryService(
             store,
             store_name=store_name,
             scope=scope or resolve_scope(SessionContext()),
@@ -76,8 +81,19 @@ class Memory:
         )
 
     @property
+    def service(self) -> MemoryService:
+        """The service every call goes through; :class:`StoreClosed` once closed."""
+        if self._closed:
+            raise StoreClosed("this Memory is closed; open a new one", field="store")
+        return self._service
+
+    @property
     def scope(self) -> Scope:
-        return self.service.scope
+        return self._service.scope
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def add(
         self,
@@ -86,8 +102,24 @@ class Memory:
         messages: Sequence[Message | Mapping[str, str]] | None = None,
         metadata: Mapping[str, str] | None = None,
         sync: bool = True,
+    ) -> list[str]:
+        """Remember ``text``, or a list of chat ``messages``; the ids of the memories written.
+
+        A backend that indexes later (TableStore without ``sync``) may return no ids yet; use
+        :meth:`add_receipts` to get the task ids instead.
+        """
+        receipts = self.add_receipts(text, messages=messages, metadata=metadata, sync=sync)
+        return [memory_id for receipt in receipts for memory_id in receipt.memory_ids]
+
+    def add_receipts(
+        self,
+        text: str | None = None,
+        *,
+        messages: Sequence[Message | Mapping[str, str]] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = True,
     ) -> list[WriteReceipt]:
-        """Remember ``text``, or a list of chat ``messages`` (split to the service limits)."""
+        """Like :meth:`add`, with the backend's receipts (task id, status, memory ids)."""
         if (text is None) == (messages is None):
             raise InvalidInput("give exactly one of text or messages", field="text")
         if text is not None:
@@ -129,7 +161,10 @@ class Memory:
         self.service.forget(memory_id)
 
     def close(self) -> None:
-        self.store.close()
+        """Close the store; later calls raise :class:`StoreClosed`. Closing twice is fine."""
+        if not self._closed:
+            self._closed = True
+            self.store.close()
 
     def __enter__(self) -> Memory:
         return self

@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from memcore.errors import InvalidInput
-from memcore.values import Message
+from memcore.scope import Scope, ScopePattern
+from memcore.values import DREAM_APPLY_MODES, Message
 
 MAX_TEXT_BYTES = 32_000
 MAX_MESSAGES_PER_WRITE = 20
@@ -25,6 +26,12 @@ MAX_QUERY_CHARS = 8_192
 MAX_PAGE_LIMIT = 100
 STORE_NAME_RE = re.compile(r"[A-Za-z0-9_]{1,32}")
 MESSAGE_ROLES = frozenset({"user", "assistant", "system", "tool"})
+MAX_DESCRIPTION_BYTES = 1_024
+#: Measured in code points (the service counts runes), unlike the description's bytes.
+MAX_EXTRACT_INSTRUCTIONS_CHARS = 4_096
+MAX_DREAM_SCOPES = 20
+#: The dream instructions limit is in UTF-8 bytes.
+MAX_DREAM_INSTRUCTIONS_BYTES = 4_000
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -243,3 +250,79 @@ def split_messages(messages: Iterable[Message]) -> list[list[Message]]:
     if batch:
         batches.append(batch)
     return batches
+
+
+def check_description(value: object) -> str:
+    checked = _optional_text(value, "description", MAX_DESCRIPTION_BYTES, in_bytes=True)
+    if checked is None:
+        raise InvalidInput("description must be a string", field="description")
+    return checked
+
+
+def _optional_text(value: object, field: str, limit: int, *, in_bytes: bool) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", field=field)
+    check_unicode(value, field=field)
+    size = utf8_len(value) if in_bytes else len(value)
+    if size > limit:
+        unit = "bytes (UTF-8)" if in_bytes else "characters"
+        raise InvalidInput(f"{field} is {size:,} {unit}; the limit is {limit:,}", field=field)
+    return value
+
+
+def check_extract_instructions(value: object) -> str | None:
+    """Custom extraction instructions for a store; ``""`` clears them on update."""
+    return _optional_text(
+        value, "extract_instructions", MAX_EXTRACT_INSTRUCTIONS_CHARS, in_bytes=False
+    )
+
+
+def check_context_scope(value: object, pattern: ScopePattern) -> Scope | None:
+    """The current conversation: a concrete scope inside the searched pattern."""
+    if value is None:
+        return None
+    if not isinstance(value, Scope):
+        raise InvalidInput(
+            "context_scope must be a concrete Scope (four levels, no '*')", field="context_scope"
+        )
+    if not pattern.matches(value):
+        raise InvalidInput(
+            f"context_scope {value} is outside the searched scope {pattern}",
+            field="context_scope",
+        )
+    return value
+
+
+def check_dream_scopes(scopes: object) -> tuple[ScopePattern, ...]:
+    """1 to 20 scope patterns; one pattern (or a concrete scope) is accepted alone."""
+    if isinstance(scopes, (Scope, ScopePattern)):
+        scopes = [scopes]
+    if isinstance(scopes, str) or not isinstance(scopes, Sequence):
+        raise InvalidInput("scopes must be a list of scope patterns", field="scopes")
+    out: list[ScopePattern] = []
+    for item in scopes:
+        if isinstance(item, Scope):
+            item = item.pattern()
+        if not isinstance(item, ScopePattern):
+            raise InvalidInput("scopes must hold ScopePattern values", field="scopes")
+        if item not in out:
+            out.append(item)
+    if not 1 <= len(out) <= MAX_DREAM_SCOPES:
+        raise InvalidInput(
+            f"a dream task takes 1 to {MAX_DREAM_SCOPES} scopes, not {len(out)}", field="scopes"
+        )
+    return tuple(out)
+
+
+def check_apply_mode(value: object) -> str:
+    if value not in DREAM_APPLY_MODES:
+        raise InvalidInput(
+            f"apply_mode must be one of {', '.join(DREAM_APPLY_MODES)}", field="apply_mode"
+        )
+    return str(value)
+
+
+def check_dream_instructions(value: object) -> str | None:
+    return _optional_text(value, "instructions", MAX_DREAM_INSTRUCTIONS_BYTES, in_bytes=True)

@@ -31,17 +31,36 @@ class MemoryStore(Protocol):
     """The whole Memory Store surface. ``store`` is the memory store name on every call."""
 
     # -- stores -------------------------------------------------------------------------
-    def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> StoreInfo:
-        """Describe the store, creating it (and waiting until it is ready) when missing."""
+    def ensure_store(
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> StoreInfo:
+        """Describe the store, creating it (and waiting until it is ready) when missing;
+        ``progress`` hears about the wait for a new store's index."""
         ...
 
     def describe_store(self, store: str) -> StoreInfo: ...
 
     def list_stores(self) -> list[StoreInfo]: ...
 
-    def create_store(self, store: str, *, description: str = "") -> StoreInfo: ...
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> StoreInfo: ...
 
-    def update_store(self, store: str, *, description: str) -> StoreInfo: ...
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> StoreInfo:
+        """PATCH: ``None`` leaves a field unchanged, ``""`` clears it."""
+        ...
 
     def delete_store(self, store: str) -> None: ...
 
@@ -76,7 +95,13 @@ class MemoryStore(Protocol):
         enable_rerank: bool = True,
         filters: Mapping[str, str] | None = None,
         min_similarity: float | None = None,
-    ) -> list[SearchHit]: ...
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
+    ) -> list[SearchHit]:
+        """``filters``: exact metadata equality, ANDed. ``min_similarity`` drops hits whose
+        ``score`` is lower. ``context_scope``: the current conversation (concrete, inside
+        ``pattern``), a ranking hint. ``include_evidence``: attach supporting messages."""
+        ...
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
@@ -92,7 +117,9 @@ class MemoryStore(Protocol):
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> Memory: ...
+    ) -> Memory:
+        """``metadata`` is merged into the stored map (same key overwrites); ``{}`` clears it."""
+        ...
 
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None: ...
 
@@ -108,6 +135,7 @@ class MemoryStore(Protocol):
         operation: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[RequestRecord]: ...
 
     def list_scopes(
@@ -119,7 +147,9 @@ class MemoryStore(Protocol):
         next_token: str | None = None,
     ) -> Page[Scope]: ...
 
-    def get_task(self, store: str, task_id: str) -> MemoryTask: ...
+    def get_task(self, store: str, task_id: str) -> MemoryTask:
+        """The task of a write; ``task_id`` is the write's request id (its receipt's task_id)."""
+        ...
 
     def list_tasks(
         self,
@@ -128,15 +158,31 @@ class MemoryStore(Protocol):
         status: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[MemoryTask]: ...
 
     # -- dream (consolidation) ----------------------------------------------------------
-    def create_dream_task(self, store: str, pattern: ScopePattern) -> DreamTask: ...
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> DreamTask:
+        """Consolidate the memories of 1 to 20 scope patterns (one pattern alone is fine)."""
+        ...
 
     def get_dream_task(self, store: str, task_id: str) -> DreamTask: ...
 
     def list_dream_tasks(
-        self, store: str, *, limit: int = 50, next_token: str | None = None
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
     ) -> Page[DreamTask]: ...
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask: ...
@@ -147,7 +193,10 @@ class MemoryStore(Protocol):
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
-    ) -> list[DreamAction]: ...
+    ) -> list[DreamAction]:
+        """One result per requested id: its status is ``applied``, ``skipped``, ``failed`` or
+        ``not_found`` (an id the task does not have)."""
+        ...
 
     def close(self) -> None: ...
 

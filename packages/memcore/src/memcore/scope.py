@@ -38,7 +38,7 @@ def escape_segment(raw: str) -> str:
     out: list[str] = []
     for ch in raw:
         if _needs_escape(ch):
-            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+            out.append(_percent(ch))
         else:
             out.append(ch)
     text = "".join(out)
@@ -59,36 +59,68 @@ def unescape_segment(text: str) -> str:
         else:
             buf.extend(ch.encode("utf-8", "surrogatepass"))
             i += 1
-    return buf.decode("utf-8", "surrogatepass")
+    try:
+        return buf.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:  # not made by escape_segment: show it, never fail on it
+        return buf.decode("utf-8", "replace")
 
 
 def _is_hex(pair: str) -> bool:
     return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
 
 
-def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
+def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT, trim: bool = True) -> str:
     """Turn an untrusted session or model string into a safe, concrete scope segment.
 
     Total: any input gives a segment that is non-empty, has no wildcard, separator or control
-    character, and is at most :data:`MAX_SEGMENT_CHARS` long. ``None``, non-strings and blank
-    strings give ``default``.
+    character, and is at most :data:`MAX_SEGMENT_CHARS` long. ``None``, non-strings and empty
+    strings give ``default``. ``trim`` strips surrounding whitespace first (config hygiene);
+    identities (a platform's user id) pass ``trim=False``: two different ids are two segments,
+    and whitespace at either end is escaped rather than dropped.
     """
     if not isinstance(value, str):
         return default
-    stripped = value.strip()
-    if not stripped:
+    raw = value.strip() if trim else value
+    if not raw:
         return default
-    text = escape_segment(stripped)
+    pieces = _escaped_pieces(raw)
+    text = "".join(pieces)
     if len(text) > MAX_SEGMENT_CHARS:
-        digest = hashlib.sha256(stripped.encode("utf-8", "surrogatepass")).hexdigest()[
-            :_DIGEST_CHARS
-        ]
-        text = f"{text[: MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1]}~{digest}"
-        # Never cut an escape sequence in half; the digest keeps the value unique anyway.
-        cut = text.rfind("%", 0, MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1)
-        if cut != -1 and cut > MAX_SEGMENT_CHARS - _DIGEST_CHARS - 4:
-            text = f"{text[:cut]}~{digest}"
+        # Keep whole escaped characters only, so the prefix still decodes; the digest of the
+        # whole value keeps two long ids apart.
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+        room = MAX_SEGMENT_CHARS - _DIGEST_CHARS - 1
+        kept: list[str] = []
+        for piece in pieces:
+            if len(piece) > room:
+                break
+            kept.append(piece)
+            room -= len(piece)
+        text = f"{''.join(kept)}~{digest}"
     return text
+
+
+def identity_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
+    """The segment for an opaque identity (a user id): injective, never stripped or folded."""
+    return normalize_segment(value, default=default, trim=False)
+
+
+def _escaped_pieces(raw: str) -> list[str]:
+    """:func:`escape_segment` of ``raw`` one character at a time, with whitespace at either
+    end percent-encoded too, which stores and logs would silently lose."""
+    head = len(raw) - len(raw.lstrip())
+    tail = len(raw.rstrip())
+    pieces = [
+        _percent(ch) if _needs_escape(ch) or i < head or i >= tail else ch
+        for i, ch in enumerate(raw)
+    ]
+    if raw.startswith("__"):
+        pieces[0] = "%5F"
+    return pieces
+
+
+def _percent(text: str) -> str:
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
 
 
 def _check_segment(name: str, value: str, *, allow_wildcard: bool) -> None:
@@ -234,7 +266,9 @@ def resolve_scope(
 ) -> Scope:
     """Resolve the write scope as the original TableStore plugin does, but safely.
 
-    app: config or ``hermes``; tenant: config ``tenant_id``, session ``user_id``, ``__default__``;
+    app: config or ``hermes``; tenant: config ``tenant_id`` (trimmed), else the session's
+    ``user_id`` (escaped as is: never trimmed or folded, so two ids never share a tenant), else
+    ``__default__``;
     agent: session ``agent_identity`` or ``hermes``; run: ``gateway_session_key``,
     ``session_title``, ``session_id``, ``__default__``. Every string is normalised, so none can
     become a wildcard or name another tenant's scope.
@@ -242,7 +276,7 @@ def resolve_scope(
     app = normalize_segment(app_id, default="hermes")
     tenant = normalize_segment(tenant_id, default="")
     if not tenant:
-        tenant = normalize_segment(session.user_id)
+        tenant = identity_segment(session.user_id)
     agent = normalize_segment(session.agent_identity, default="hermes")
     run = ""
     for candidate in (session.gateway_session_key, session.session_title, session.session_id):

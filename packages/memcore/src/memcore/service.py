@@ -202,20 +202,34 @@ class MemoryService:
         enable_rerank: bool | None = None,
         filters: Mapping[str, str] | None = None,
         min_similarity: float | None = None,
+        context_scope: Scope | bool | None = None,
+        include_evidence: bool = False,
     ) -> list[SearchHit]:
+        """``context_scope=True`` ranks the current session's memories higher (when it lies
+        inside the searched pattern); a Scope names another conversation."""
         limits.check_query(query)
         k = limits.check_top_k(self.top_k if top_k is None else top_k)
         flt = limits.check_metadata(filters, field="filters")
         sim = limits.check_min_similarity(min_similarity)
         rerank = self.enable_rerank if enable_rerank is None else bool(enable_rerank)
+        pattern = self.search_pattern
+        context: Scope | None
+        if context_scope is True:
+            context = self.scope if pattern.matches(self.scope) else None
+        elif context_scope is False:
+            context = None
+        else:
+            context = limits.check_context_scope(context_scope, pattern)
         return self.store.search(
             self.store_name,
-            self.search_pattern,
+            pattern,
             query,
             top_k=k,
             enable_rerank=rerank,
             filters=flt or None,
             min_similarity=sim,
+            context_scope=context,
+            include_evidence=bool(include_evidence),
         )
 
     def profile(self, *, limit: int = 50, next_token: str | None = None) -> Page[Memory]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -11,8 +11,31 @@ from memcore.scope import Scope, ScopePattern
 
 T = TypeVar("T")
 
-#: Task and request states as the Memory Store service names them.
-TASK_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+#: Write-task states as the Memory Store service names them (``MemoryTaskStatus``).
+TASK_STATUSES = ("queued", "running", "completed", "failed", "needs_reconcile")
+#: Dream-task states (``DreamTaskStatus``); the last four are final.
+DREAM_STATUSES = (
+    "queued",
+    "running",
+    "planning",
+    "applying",
+    "completed",
+    "completed_with_failures",
+    "failed",
+    "cancelled",
+)
+DREAM_FINAL_STATUSES = frozenset({"completed", "completed_with_failures", "failed", "cancelled"})
+#: ``proposal``: actions wait to be applied by hand; ``safe_auto``: confident ones apply at once.
+DREAM_APPLY_MODES = ("proposal", "safe_auto")
+#: What a dream action does; ``EMIT_*`` come from skill/profile tasks and cannot be applied.
+DREAM_ACTION_TYPES = ("ADD", "UPDATE", "DELETE", "MERGE", "NOOP", "EMIT_SKILL", "EMIT_PROFILE")
+#: An action's state; ApplyMemoryDreamActions also reports ``not_found`` for unknown ids.
+DREAM_ACTION_STATUSES = ("proposed", "applied", "skipped", "failed")
+#: Storage modes of a store (``ots`` when never chosen); immutable after creation.
+STORAGE_MODES = ("ots", "file+ots", "filemem")
+#: Receipt status of a write the service accepted (HTTP 2xx) but whose answer we could not
+#: read: the write landed and must never be sent again.
+UNCONFIRMED = "unconfirmed"
 
 
 def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -38,12 +61,21 @@ class Memory:
 
 @attrs.frozen
 class SearchHit:
-    """One search result. ``score`` is its relevance in [0, 1] (what ``min_similarity``
-    filters on); ``signals`` holds the per-signal scores it was fused from, when the backend
-    reports them (the embedded store: ``lexical`` and ``vector``, each in [0, 1])."""
+    """One search result. ``score`` is the canonical relevance in [0, 1] (the reranker's when
+    rerank is on) and what ``min_similarity`` filters on; ``similarity`` is the raw cosine
+    similarity, informational only. ``source`` says which index found it. ``signals`` holds
+    the per-signal scores it was fused from, when the backend reports them (the embedded
+    store: ``lexical`` and ``vector``, each in [0, 1])."""
 
     memory: Memory
     score: float
+    similarity: float | None = None
+    source: str | None = None
+    #: Supporting short-term messages, when the search asked for evidence (shape as sent).
+    evidence: tuple[Mapping[str, Any], ...] = ()
+    #: Session-affinity ranking, when the search passed a ``context_scope``.
+    ranking_score: float | None = None
+    extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
     signals: Mapping[str, float] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
 
 
@@ -57,16 +89,25 @@ class Message:
     timestamp: float | None = None
     metadata: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_map)
     scope: Scope | None = None
+    speaker: str | None = None
+    extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
 
 
 @attrs.frozen
 class WriteReceipt:
-    """What a write returns: the task (or request) id, its status and the ids it touched."""
+    """What a write returns: the task handle, its status and the ids it touched.
+
+    On the Memory Store the task handle *is* the write's ``requestId``. ``status`` is
+    :data:`UNCONFIRMED` when the write was accepted but its answer could not be read;
+    ``problem`` then says why. Such a write landed: never send it again.
+    """
 
     task_id: str | None
     status: str
     memory_ids: tuple[str, ...] = ()
     request_id: str | None = None
+    accepted_messages: int | None = None
+    problem: str | None = None
 
 
 @attrs.frozen
@@ -74,34 +115,78 @@ class Page(Generic[T]):
     items: tuple[T, ...]
     next_token: str | None = None
 
+    def filter(self, keep: Callable[[T], bool]) -> Page[T]:
+        """The same page (same token) with only the items ``keep`` accepts."""
+        return Page(tuple(i for i in self.items if keep(i)), self.next_token)
+
 
 @attrs.frozen
 class MemoryTask:
+    """The extraction task of one write; ``id`` is the write's request id."""
+
     id: str
     status: str
     operation: str = "AddMemories"
     scope: Scope | None = None
     created_at: float | None = None
     finished_at: float | None = None
+    #: The long-term memories the task extracted (``derivedUnitIds``).
     memory_ids: tuple[str, ...] = ()
     error: str | None = None
+    updated_at: float | None = None
+    accepted_messages: int | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+
+
+def _patterns(value: object) -> tuple[ScopePattern, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, ScopePattern):
+        return (value,)
+    return tuple(value)  # type: ignore[arg-type]
 
 
 @attrs.frozen
 class DreamTask:
-    """A consolidation task: the service proposes actions (merge, delete, update) to apply."""
+    """A consolidation run over 1 to 20 scope patterns: it proposes actions to apply.
+
+    ``action_counts`` holds the service's counters (``total``, ``proposed``, ``applied``,
+    ``skipped``, ``failed``) when it reports them.
+    """
 
     id: str
     status: str
-    scope: ScopePattern | None = None
+    scopes: tuple[ScopePattern, ...] = attrs.field(default=(), converter=_patterns)
     created_at: float | None = None
     finished_at: float | None = None
+    apply_mode: str = "proposal"
+    task_type: str = "memory"
+    updated_at: float | None = None
+    action_counts: Mapping[str, int] = attrs.field(factory=dict, converter=_frozen_map)
+    instructions: str | None = None
+    error: str | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+
+    @property
+    def scope(self) -> ScopePattern | None:
+        """The first input pattern (most tasks have exactly one)."""
+        return self.scopes[0] if self.scopes else None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in DREAM_FINAL_STATUSES
 
 
 @attrs.frozen
 class DreamAction:
+    """One proposed change of a dream task.
+
+    ``action`` is one of :data:`DREAM_ACTION_TYPES`. ``memory_ids`` are the existing memories
+    it touches: the target first, then the sources a MERGE folds in. ``text`` is the text it
+    would write (ADD/UPDATE/MERGE). ``skipped_reason`` says why a ``skipped`` action was not
+    applied; ``result_memory_id`` is the memory an applied action wrote.
+    """
+
     id: str
     task_id: str
     action: str
@@ -109,20 +194,34 @@ class DreamAction:
     text: str | None = None
     status: str = "proposed"
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+    confidence: float | None = None
+    reason: str | None = None
+    skipped_reason: str | None = None
+    target_memory_id: str | None = None
+    result_memory_id: str | None = None
+    scope: Scope | None = None
+    error: str | None = None
+    created_at: float | None = None
 
 
 @attrs.frozen
 class StoreInfo:
+    """A memory store. The service reports no state; ``status`` is ``ready`` unless a
+    backend knows better. ``storage_mode`` is ``ots`` (structured memory) unless set."""
+
     name: str
     description: str = ""
     status: str = "ready"
     created_at: float | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+    storage_mode: str | None = None
+    extract_instructions: str | None = None
+    updated_at: float | None = None
 
 
 @attrs.frozen
 class RequestRecord:
-    """One line of a store's request audit log."""
+    """One line of a store's request audit log; ``status`` is the HTTP status as text."""
 
     id: str
     operation: str
@@ -132,3 +231,4 @@ class RequestRecord:
     latency_ms: float | None = None
     created_at: float | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+    response_status: int | None = None

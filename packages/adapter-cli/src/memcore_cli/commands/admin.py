@@ -13,7 +13,14 @@ TokenOpt = Annotated[
 
 
 def _page_out(
-    state: Any, page: Any, columns: tuple[str, ...], row: Any, *, empty: str, more: str
+    state: Any,
+    page: Any,
+    columns: tuple[str, ...],
+    row: Any,
+    *,
+    empty: str,
+    more: str,
+    extra: list[str] | None = None,
 ) -> None:
     from memcore_cli.records import to_record
 
@@ -23,7 +30,7 @@ def _page_out(
         return
     out.table(columns, (row(i) for i in page.items), empty=empty)
     if page.next_token:
-        out.note(f"more: {more} --next-token {page.next_token}")
+        out.note(state.more_hint(more, page.next_token, extra or []))
 
 
 def requests(
@@ -50,8 +57,13 @@ def requests(
     state = state_of(ctx)
     limits.check_limit(limit)
     runtime = state.runtime()
+    # Only the current tenant's (or agent's/run's) requests: never another tenant's.
     page = runtime.ready_store().list_requests(
-        runtime.store_name, operation=operation, limit=limit, next_token=next_token
+        runtime.store_name,
+        operation=operation,
+        limit=limit,
+        next_token=next_token,
+        pattern=runtime.settings.scope.read_pattern,
     )
     _page_out(
         state,
@@ -66,7 +78,8 @@ def requests(
             "" if r.latency_ms is None else f"{r.latency_ms:.1f}",
         ),
         empty="no requests recorded",
-        more="memcore requests",
+        more="requests",
+        extra=[*(["--operation", operation] if operation else []), "--limit", str(limit)],
     )
 
 
@@ -92,7 +105,8 @@ def scopes(ctx: typer.Context, limit: LimitOpt = 50, next_token: TokenOpt = None
         ("app_id", "tenant_id", "agent_id", "run_id"),
         lambda s: s.as_tuple(),
         empty="no scopes hold memories yet",
-        more="memcore scopes",
+        more="scopes",
+        extra=["--limit", str(limit)],
     )
 
 
@@ -155,7 +169,11 @@ def task_list(
         )
     runtime = state.runtime()
     page = runtime.ready_store().list_tasks(
-        runtime.store_name, status=status, limit=limit, next_token=next_token
+        runtime.store_name,
+        status=status,
+        limit=limit,
+        next_token=next_token,
+        pattern=runtime.settings.scope.read_pattern,
     )
     _page_out(
         state,
@@ -170,5 +188,6 @@ def task_list(
             len(t.memory_ids),
         ),
         empty="no tasks",
-        more="memcore tasks list",
+        more="tasks list",
+        extra=[*(["--status", status] if status else []), "--limit", str(limit)],
     )

@@ -1,11 +1,30 @@
 """``doctor``: read-only checks of the setup, one pass/fail line each."""
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from memcore_cli.state import state_of
 
 
-def doctor(ctx: typer.Context) -> None:
+def doctor(
+    ctx: typer.Context,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live", help="Also call each read-only API and check its answer's documented shape."
+        ),
+    ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            metavar="DIR",
+            help="With --live: save the answers in DIR (ids, scopes and texts redacted).",
+        ),
+    ] = None,
+) -> None:
     """Check the configuration, credentials, store and search mode (changes nothing).
 
     Exits 0 when every check passes, otherwise with the exit code of the first failure.
@@ -14,11 +33,12 @@ def doctor(ctx: typer.Context) -> None:
     Examples:
       memcore doctor
       memcore --backend tablestore --json doctor
+      memcore doctor --live --record ./memcore-answers
     """
     from memcore_cli.diagnosis import run_checks
 
     state = state_of(ctx)
-    checks, code = run_checks(state)
+    checks, code = run_checks(state, live=live or record is not None, record=record)
     out = state.output
     if state.json:
         out.json({"ok": code == 0, "checks": [c.as_dict() for c in checks]})

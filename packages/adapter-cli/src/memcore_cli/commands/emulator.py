@@ -30,7 +30,8 @@ def serve(
         str | None,
         typer.Option(
             "--database",
-            help="SQLite file to serve (default: the embedded store's; ':memory:' for a scratch one).",
+            help="SQLite file to serve (default: $MEMCORE_HOME/emulator.db, not the local store's; "
+            "':memory:' for a scratch one).",
         ),
     ] = None,
 ) -> None:

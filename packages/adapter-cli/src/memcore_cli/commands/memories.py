@@ -1,4 +1,4 @@
-"""Memory commands: add, search, list, get, update, forget, messages.
+"""Memory commands: add, search, get, update, messages (list, count, forget: ``listing``).
 
 Each goes through ``MemoryService`` so the limits and scope policies apply exactly as they do
 for the agent plugin.
@@ -89,6 +89,9 @@ def add(
             out.line(f"remembered {ids} in {scope} ({receipt.status})")
         else:
             out.line(f"accepted as task {receipt.task_id} in {scope} ({receipt.status})")
+        if receipt.problem:
+            # Accepted (HTTP 2xx) but unreadable: landed, not resent; say it plainly.
+            sys.stderr.write(f"memcore: warning: {receipt.problem}\n")
 
 
 def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
@@ -149,6 +152,16 @@ def search(
     min_similarity: Annotated[
         float | None, typer.Option("--min-similarity", help="Drop hits scoring below (0 to 1).")
     ] = None,
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context/--no-context",
+            help="Rank the configured session's memories higher (when it is searched).",
+        ),
+    ] = True,
+    evidence: Annotated[
+        bool, typer.Option("--evidence", help="Attach the messages each hit came from.")
+    ] = False,
 ) -> None:
     """Search memories; without --agent/--run it covers the whole tenant.
 
@@ -178,6 +191,8 @@ def search(
             enable_rerank=False if no_rerank else None,
             filters=flt,
             min_similarity=min_similarity,
+            context_scope=context,
+            include_evidence=evidence,
         )
     )
     out = state.output
@@ -198,70 +213,11 @@ def _short_scope(scope: Any) -> str:
     return f"{scope.agent_id}/{scope.run_id}"
 
 
-def list_memories(
-    ctx: typer.Context,
-    limit: LimitOpt = 20,
-    all_pages: Annotated[
-        bool, typer.Option("--all", help="Page through everything (JSON Lines with --json).")
-    ] = False,
-    next_token: TokenOpt = None,
-) -> None:
-    """List the memories of the current tenant (or --agent/--run), a page at a time.
-
-    \b
-    Examples:
-      memcore list --limit 10
-      memcore --agent coder list --all
-      memcore --json list --all > memories.jsonl
-    """
-    from memcore import limits
-    from memcore.paging import pages
-    from memcore_cli.output import when
-    from memcore_cli.records import memory_record
-
-    state = state_of(ctx)
-    limits.check_limit(limit)
-    service = state.runtime().service()
-    out = state.output
-    if not all_pages:
-        page = service.profile(limit=limit, next_token=next_token)
-        if state.json:
-            out.json(
-                {"items": [memory_record(m) for m in page.items], "next_token": page.next_token}
-            )
-            return
-        out.table(
-            ("id", "text", "scope", "created"),
-            ((m.id, m.text, _short_scope(m.scope), when(m.created_at)) for m in page.items),
-            empty="no memories yet",
-        )
-        if page.next_token:
-            out.note(f"more: memcore list --next-token {page.next_token}")
-        return
-    rows = []
-    listing = pages(lambda token: service.profile(limit=limit, next_token=token), start=next_token)
-    with out.progress("listing memories") as advance:
-        for page in listing:
-            for memory in page.items:
-                if state.json:
-                    out.json_line(memory_record(memory))
-                else:
-                    rows.append(
-                        (
-                            memory.id,
-                            memory.text,
-                            _short_scope(memory.scope),
-                            when(memory.created_at),
-                        )
-                    )
-            advance(len(page.items))
-    if not state.json:
-        out.table(("id", "text", "scope", "created"), rows, empty="no memories yet")
-
-
 def get(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The memory id, or a unique prefix of it.")
+    ],
 ) -> None:
     """Show one memory of the current tenant.
 
@@ -294,7 +250,9 @@ def _show_memory(state: Any, record: dict[str, Any]) -> None:
 
 def update(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The memory id, or a unique prefix of it.")
+    ],
     text: Annotated[str | None, typer.Option("--text", help="The new text.")] = None,
     metadata: MetadataOpt = None,
 ) -> None:
@@ -323,45 +281,8 @@ def update(
     found = find_memory(runtime, memory_id)
     service = runtime.service()
     service.switch_scope(found.scope)
-    memory = service.update(memory_id, text=text, metadata=meta)
+    memory = service.update(found.id, text=text, metadata=meta)
     _show_memory(state, memory_record(memory))
-
-
-def forget(
-    ctx: typer.Context,
-    memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Memory ids to delete.")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-) -> None:
-    """Delete memories of the current tenant (asks first unless --yes).
-
-    \b
-    Examples:
-      memcore forget 5f0c2a1e
-      memcore forget --yes 5f0c2a1e 9b7d0e44
-    """
-    from memcore_cli.lookup import find_memory
-
-    state = state_of(ctx)
-    runtime = state.runtime()
-    found = [find_memory(runtime, i) for i in dict.fromkeys(memory_ids)]
-    if not yes:
-        preview = "; ".join(m.text[:60] for m in found[:3])
-        typer.confirm(
-            f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'} ({preview})?",
-            abort=True,
-            err=True,
-        )
-    service = runtime.service()
-    deleted = []
-    for memory in found:
-        service.switch_scope(memory.scope)
-        scope = service.forget(memory.id)
-        deleted.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
-    if state.json:
-        state.output.json(deleted)
-        return
-    for item in deleted:
-        state.output.line(f"forgot {item['id']}")
 
 
 def messages(
@@ -404,4 +325,4 @@ def messages(
         empty=f"no messages in {scope}",
     )
     if page.next_token:
-        out.note(f"more: memcore messages --next-token {page.next_token}")
+        out.note(state.more_hint("messages", page.next_token, ["--limit", str(limit)]))

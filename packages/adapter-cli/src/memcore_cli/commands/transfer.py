@@ -41,25 +41,30 @@ def import_(
     ctx: typer.Context,
     in_path: Annotated[
         Path,
-        typer.Argument(
-            metavar="FILE.jsonl", help="A file written by 'memcore export' ('-' for stdin)."
-        ),
+        typer.Argument(metavar="FILE", help="A file written by 'memcore export' ('-' for stdin)."),
     ],
+    lines: Annotated[
+        bool,
+        typer.Option("--lines", help="FILE is plain text: each non-empty line is one memory."),
+    ] = False,
 ) -> None:
     """Import memories from JSON Lines; running it twice adds nothing.
 
     Every line is checked before anything is written; a bad line stops the import with
-    its line number. Records must belong to the current app and tenant.
+    its line number. Records of another tenant are refused, unless --tenant (or --app)
+    names where they go: then they land there, keeping their agent and run.
 
     \b
     Examples:
       memcore import memories.jsonl
+      memcore --tenant bob import alice.jsonl
+      memcore --agent notes import --lines notes.txt
       MEMCORE_HOME=/tmp/fresh memcore import memories.jsonl
     """
     from memcore_cli.transfer import import_memories
 
     state = state_of(ctx)
-    report = import_memories(state.runtime(), state.output, in_path)
+    report = import_memories(state.runtime(), state.output, in_path, lines=lines)
     if state.json:
         state.output.json(report.as_dict())
         return

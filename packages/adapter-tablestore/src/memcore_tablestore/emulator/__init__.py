@@ -10,6 +10,7 @@ Use it to develop against TableStore offline, and as the integration-test rig::
 """
 
 from memcore_tablestore.emulator.faults import Faults
+from memcore_tablestore.emulator.ledger import Ledger
 from memcore_tablestore.emulator.server import EmulatorServer
 
-__all__ = ["EmulatorServer", "Faults"]
+__all__ = ["EmulatorServer", "Faults", "Ledger"]

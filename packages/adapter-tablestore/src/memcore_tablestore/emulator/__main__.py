@@ -8,6 +8,7 @@ interrupted or until stdin closes (so a parent process can stop it by closing th
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 import threading
@@ -27,7 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     from memcore.testing import InMemoryMemoryStore
 
     faults = Faults.from_dict(json.loads(args.faults))
-    server = EmulatorServer(InMemoryMemoryStore(), port=args.port, faults=faults).start()
+    try:
+        server = EmulatorServer(InMemoryMemoryStore(), port=args.port, faults=faults).start()
+    except OSError as exc:
+        busy = exc.errno == errno.EADDRINUSE
+        reason = "is already in use; pick another with --port" if busy else f"({exc.strerror})"
+        print(f"emulator: error: port {args.port} on 127.0.0.1 {reason}", file=sys.stderr)
+        return 5
     print(
         json.dumps({"url": server.url, "port": server.port, "instance_name": server.instance_name}),
         flush=True,

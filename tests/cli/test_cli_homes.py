@@ -1,0 +1,167 @@
+"""Data homes: read-only ones still serve reads, failures name the path and exit 4, the first
+run is announced only once it worked, and every entry point makes homes 0700 and files 0600."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import memcore
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """``path`` cannot be written while inside: mode bits for a user, the immutable flag for
+    root (which mode bits do not stop)."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(mode & ~0o222)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    if shutil.which("chattr") is None:
+        pytest.skip("running as root without chattr: cannot make a read-only folder")
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("this filesystem has no immutable flag")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def _first_line(result) -> str:
+    return result.stderr.splitlines()[0]
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture
+def filled(local_cli):
+    memory_id = local_cli.json("add", "The user drinks green tea")["memory_ids"][0]
+    return local_cli, memory_id
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_a_read_only_home_still_serves_reads(filled, what):
+    cli, memory_id = filled
+    target = cli.home if what == "folder" else cli.home / "memcore.db"
+    with read_only(target):
+        assert cli.json("list")["items"][0]["id"] == memory_id
+        assert cli.json("search", "green tea")[0]["id"] == memory_id
+        assert cli.json("get", memory_id[:8])["text"] == "The user drinks green tea"
+        assert cli.json("count")["count"] == 1
+        assert "green tea" in cli.ok("export").stdout
+        refused = cli("add", "another memory")
+        assert refused.exit_code == 4
+        assert str(cli.home / "memcore.db") in _first_line(refused)
+    assert cli.json("count")["count"] == 1
+
+
+def test_doctor_on_a_read_only_home_exits_4(filled):
+    cli, _ = filled
+    with read_only(cli.home):
+        result = cli("--json", "doctor")
+    assert result.exit_code == 4
+    import json
+
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert not checks["data home"]["ok"] and "reads work" in checks["data home"]["detail"]
+
+
+def test_an_empty_read_only_home_fails_with_the_path_and_no_welcome(home, local_cli):
+    home.mkdir(parents=True, exist_ok=True)
+    with read_only(home):
+        result = local_cli("list")
+    assert result.exit_code == 4
+    assert "first run" not in result.stderr
+    assert _first_line(result).startswith(f"memcore: error: cannot create {home / 'memcore.db'}")
+
+
+def test_a_home_under_a_read_only_parent_exits_4(tmp_path):
+    from tests.cli.conftest import Cli
+
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    cli = Cli(parent / "home")
+    with read_only(parent):
+        result = cli("list")
+    assert result.exit_code == 4
+    assert "first run" not in result.stderr
+    assert str(parent / "home") in _first_line(result)
+
+
+def test_the_first_run_is_announced_after_the_file_exists(local_cli):
+    result = local_cli.ok("add", "hello")
+    assert result.stderr.startswith("memcore: first run; your memories are stored in")
+    assert "first run" not in local_cli.ok("add", "again").stderr
+
+
+def test_the_cli_makes_a_private_home(tmp_path):
+    from tests.cli.conftest import Cli
+
+    home = tmp_path / "new" / "home"
+    Cli(home).ok("--format", "plain", "list")
+    assert mode(home) == 0o700
+    assert mode(home / "memcore.db") == 0o600
+
+
+def test_the_library_makes_a_private_home(tmp_path, monkeypatch):
+    home = tmp_path / "lib-home"
+    monkeypatch.setenv("MEMCORE_HOME", str(home))
+    with memcore.Memory.open("local", config=memcore.MemcoreConfig(embedder="none")) as mem:
+        mem.add(text="The user likes tea")
+    assert mode(home) == 0o700
+    for name in ("memcore.db", "memcore.db-wal", "memcore.db-shm"):
+        if (home / name).exists():
+            assert mode(home / name) == 0o600, name
+
+
+def test_an_existing_world_readable_database_is_tightened(tmp_path):
+    from memcore_sqlite import SqliteMemoryStore
+
+    path = tmp_path / "old.db"
+    SqliteMemoryStore(path).close()
+    path.chmod(0o644)
+    SqliteMemoryStore(path).close()
+    assert mode(path) == 0o600
+
+
+def test_a_closed_sqlite_store_raises_store_closed(tmp_path):
+    from memcore_sqlite import SqliteMemoryStore
+
+    store = SqliteMemoryStore(tmp_path / "x.db")
+    store.close()
+    with pytest.raises(memcore.StoreClosed) as info:
+        store.list_stores()
+    assert str(tmp_path / "x.db") in str(info.value)
+
+
+def test_an_unreadable_config_exits_4_and_names_it(local_cli, monkeypatch):
+    """Mode bits do not stop root, so the refusal is the operating system's own error."""
+    from pathlib import Path as _Path
+
+    config = local_cli.home / "config.json"
+    real = _Path.read_bytes
+
+    def refuse(self: _Path) -> bytes:
+        if self == config:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(_Path, "read_bytes", refuse)
+    result = local_cli("list")
+    assert result.exit_code == 4
+    assert _first_line(result) == (
+        f"memcore: error: cannot read the config file {config}: permission denied"
+    )

@@ -1,0 +1,34 @@
+"""``memcore reindex``: memories written lexically get vectors once an embedder is there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memcore_cli.exit_codes import ExitCode
+
+pytest.importorskip("onnxruntime")
+
+
+def test_reindex_embeds_what_was_stored_without_vectors(
+    local_cli: Any, set_config: Any, home: Any
+) -> None:
+    set_config(home, {"embedder": "none"})
+    for text in ("I'm vegetarian", "I live in Lisbon", "My cat is called Miso"):
+        local_cli.ok("add", text)
+    set_config(home, {"embedder": "auto"})
+    first = local_cli.json("reindex")
+    assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-int8"}
+    assert local_cli.json("reindex")["embedded"] == 0
+    hits = local_cli.json("search", "dietary restrictions")
+    assert hits[0]["text"] == "I'm vegetarian"
+
+
+def test_reindex_without_an_embedder_is_refused_with_a_reason(
+    local_cli: Any, set_config: Any, home: Any
+) -> None:
+    set_config(home, {"embedder": "none"})
+    result = local_cli("reindex")
+    assert result.exit_code == ExitCode.USAGE
+    assert "no embedder" in result.stderr

@@ -1,0 +1,69 @@
+"""Re-embedding after the embedder changed: in the background on start, and on demand."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.scope import Scope
+from memcore.testing import HashingEmbedder
+from memcore_hermes import TablestoreMemProvider
+from memcore_sqlite import SqliteMemoryStore, TextItem
+
+STORE = "hermes_mem"
+SCOPE = Scope("hermes", "lea", "hermes", "old-session")
+
+
+def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path) -> None:
+    db = hermes_home / "shared.sqlite3"
+    with SqliteMemoryStore(db) as lexical:  # written before the embedder existed
+        lexical.ensure_store(STORE)
+        lexical.add_many(STORE, [TextItem(SCOPE, f"fact number {i}") for i in range(40)])
+    provider = TablestoreMemProvider(
+        store_factory=lambda _config: SqliteMemoryStore(db, embedder=HashingEmbedder(64)),
+        environ={},
+    )
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="lea")
+    try:
+        store = provider.runtime.handle.store
+        deadline = time.monotonic() + 20
+        while store.missing_vectors(STORE) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.missing_vectors(STORE) == 0
+    finally:
+        provider.shutdown()
+
+
+def test_doctor_counts_and_reindex_embeds_the_memories_lacking_a_vector(
+    hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("onnxruntime")
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    for text in ("I'm vegetarian", "I live in Porto"):
+        code, _ = kit.run_cli(capsys, "add", text)
+        assert code == 0
+    code, report = kit.run_cli(capsys, "doctor")
+    assert report["search"]["mode"] == "lexical" and "embedder" not in report["search"]
+
+    kit.write_config(hermes_home, backend="local")  # the semantic packages are installed
+    code, report = kit.run_cli(capsys, "doctor")
+    assert report["search"]["mode"] == "hybrid"
+    assert report["search"]["memories_without_vector"] == 2
+    assert "hermes tablestore-mem reindex" in report["search"]["reindex"]
+    code, done = kit.run_cli(capsys, "reindex")
+    assert code == 0 and done == {"embedded": 2, "model": "all-MiniLM-L6-v2-int8"}
+    code, report = kit.run_cli(capsys, "doctor")
+    assert report["search"]["memories_without_vector"] == 0
+    code, found = kit.run_cli(capsys, "search", "dietary restrictions")
+    assert found["results"][0]["text"] == "I'm vegetarian"
+
+
+def test_reindex_on_tablestore_is_refused_with_a_reason(
+    hermes_home: Path, kit: Any, emulator: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kit.emulator_home(hermes_home, emulator)
+    code, answer = kit.run_cli(capsys, "reindex")
+    assert code == 1 and "TableStore embeds on the server" in answer["error"]["message"]
