@@ -90,6 +90,7 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
+
 def _v4(conn: sqlite3.Connection) -> None:
     """Vector code pages for two-stage search, built from the vectors already stored."""
     _run(conn, code_pages.SCHEMA)
