@@ -90,13 +90,6 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
-# Each memory's length in index tokens, for the lexical score's length discount. Rows written
-# before it get their count of space-separated words, which is close for most text.
-_V2 = """
-ALTER TABLE memories ADD COLUMN words INTEGER;
-UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', '')) + 1
-"""
-
 # Local dream (consolidation): tasks, their actions with an undo record each, and the
 # supersession links that let recall prefer the current truth.
 _V3 = """
@@ -154,13 +147,28 @@ def _v4(conn: sqlite3.Connection) -> None:
     code_pages.build_from_vectors(conn)
 
 
+def _v5(conn: sqlite3.Connection) -> None:
+    """Each memory's length in index tokens, for the lexical score's length discount.
+
+    Rows written before get their count of space-separated words, which is close for most
+    text. Numbered after 4 because 4 landed first: a file already at 4 must still get it.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if "words" not in columns:
+        conn.execute("ALTER TABLE memories ADD COLUMN words INTEGER")
+    conn.execute(
+        "UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', ''))"
+        " + 1 WHERE words IS NULL"
+    )
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
     (1, _V1),
-    (2, _V2),
     (3, _V3),
     (4, _v4),
+    (5, _v5),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -116,7 +116,7 @@ def ranked(
     lexq = analysis.build_query(
         query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
     )
-    lexical = ranking.lexical(conn, lexq, pool, pool) if use_lexical else None
+    lexical = ranking.lexical(conn, lexq, pool, ranking.ENOUGH) if use_lexical else None
     semantic: dict[int, float] | None = None
     if qvec is not None and vectors is not None and model is not None:
         entry, allowed = vector_candidates(
