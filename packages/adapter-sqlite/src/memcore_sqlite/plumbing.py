@@ -230,22 +230,28 @@ class StoreBase:
         return before, before + 1
 
     def _embed(self, texts: Sequence[str]) -> list[Any] | None:
+        """Vectors for ``texts``, in their order.
+
+        Each distinct text is embedded once, and the embedder sees them shortest first: it pads
+        every batch to its longest text, so batches of similar lengths waste less work.
+        """
         if self.embedder is None or self._vectors is None or not texts:
             return None
+        distinct = sorted(dict.fromkeys(texts), key=len)
         try:
-            vectors = self.embedder.embed(list(texts))
+            vectors = self.embedder.embed(distinct)
         except MemcoreError:
             raise
         except Exception as exc:  # an embedder is foreign code: report it as ours
             raise InvalidInput(
                 f"the embedder failed: {type(exc).__name__}", field="embedder"
             ) from exc
-        if len(vectors) != len(texts):
+        if len(vectors) != len(distinct):
             raise InvalidInput(
                 "the embedder returned the wrong number of vectors", field="embedder"
             )
-        arr = self._vectors.to_array(vectors)
-        return list(arr)
+        by_text = dict(zip(distinct, self._vectors.to_array(vectors), strict=True))
+        return [by_text[t] for t in texts]
 
     def _after_write(
         self,
