@@ -100,7 +100,7 @@ def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
 def emulator() -> Iterator[Any]:
     from memcore_tablestore.testing import running_emulator
 
-    with running_emulator() as server:
+    with running_emulator(record_requests=True) as server:
         yield server
 
 

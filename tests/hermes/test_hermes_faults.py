@@ -104,3 +104,26 @@ def test_flaky_backend_and_dropped_connections_never_duplicate(hermes_home: Path
             assert stored(backing, provider) == expected(range(TURNS))
         finally:
             provider.shutdown()
+
+
+def test_an_accepted_turn_with_an_unreadable_answer_is_delivered_once(
+    hermes_home: Path, kit: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 2xx AddMemories the client cannot read landed: the turn leaves the spool, it is not
+    sent again, and the problem is logged as a warning."""
+    from memcore_tablestore.emulator import Faults
+    from memcore_tablestore.testing import running_emulator
+
+    garbled = Faults(chaos=True, apis=("AddMemories",), seed=1)
+    with running_emulator(InMemoryMemoryStore(), faults=garbled) as server:
+        kit.emulator_home(hermes_home, server)
+        provider = start_provider(hermes_home, kit)
+        try:
+            with caplog.at_level("WARNING", logger="memcore_tablestore"):
+                provider.sync_turn("a question", "an answer", session_id="outage")
+                assert kit.settle(provider, 10.0)
+            deliverer = provider.runtime.deliverer
+            assert (deliverer.delivered, deliverer.failures) == (1, 0)
+            assert "will not be sent again" in caplog.text
+        finally:
+            provider.shutdown()

@@ -65,6 +65,26 @@ def test_sync_prefetch_and_flush(manager: Any, emulator: Any) -> None:
     assert "peanuts" in context
     stored = emulator.store.list_messages(STORE, Scope("hermes", "dana", "hermes", "s1")).items
     assert [m.content for m in stored] == ["I am allergic to peanuts", "I will remember that."]
+    # The prefetch names the current session, so the service can rank its memories higher.
+    searches = [body for api, body in emulator.recorded if api == "SearchMemories"]
+    assert searches
+    session = {"appId": "hermes", "tenantId": "dana", "agentId": "hermes", "runId": "s1"}
+    assert all(body["contextScope"] == session for body in searches)
+
+
+def test_search_tool_passes_evidence_and_floor(manager: Any, emulator: Any) -> None:
+    manager.handle_tool_call("tablestore_remember", {"content": "Dana rides a bike", "sync": True})
+    found = json.loads(
+        manager.handle_tool_call(
+            "tablestore_search",
+            {"query": "bike", "include_evidence": True, "min_similarity": 0.0},
+        )
+    )
+    assert "results" in found, found
+    assert found["results"] and "similarity" in found["results"][0]
+    (body,) = [b for api, b in emulator.recorded if api == "SearchMemories"]
+    assert body["includeEvidence"] is True and body["minSimilarity"] == 0.0
+    assert body["contextScope"]["runId"] == "s1"
 
 
 def test_builtin_memory_writes_are_bridged(manager: Any, emulator: Any) -> None:

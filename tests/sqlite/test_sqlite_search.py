@@ -206,16 +206,25 @@ def test_bad_inputs_are_refused(lexical_store: SqliteMemoryStore) -> None:
 
 
 # -- hybrid ---------------------------------------------------------------------------------
-def test_hybrid_scores_are_rrf_scaled(hybrid_store: SqliteMemoryStore) -> None:
+def test_hybrid_score_is_the_documented_mix_of_its_signals(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    from memcore_sqlite import ranking
+
     hybrid_store.add_many(
         STORE, [TextItem(ALICE, f"The user owns item number {i}") for i in range(20)]
     )
     best = add(hybrid_store, ALICE, "The user owns a golden retriever")
     hits = hybrid_store.search(STORE, ALICE.tenant_pattern(), "golden retriever", top_k=20)
     assert hits[0].memory.id == best
-    # First in the vector ranking (1/61) plus a full-coverage lexical match (>= 0.5/61).
-    assert 0.75 <= hits[0].score <= 1.0
-    assert all(0.0 <= h.score <= 0.5 for h in hits[1:])
+    for hit in hits:
+        lexical, vector = hit.signals["lexical"], hit.signals["vector"]
+        assert 0.0 <= lexical <= 1.0 and 0.0 <= vector <= 1.0
+        w = ranking.VECTOR_WEIGHT
+        assert hit.score == pytest.approx(w * vector + (1 - w) * lexical)
+    # Both query terms held: the full lexical score; the others hold neither.
+    assert hits[0].signals["lexical"] == pytest.approx(1.0)
+    assert all(h.signals["lexical"] == 0.0 for h in hits[1:])
 
 
 def test_vector_only_and_lexical_only_modes(hybrid_store: SqliteMemoryStore) -> None:
@@ -321,12 +330,12 @@ def test_filters_work_at_every_pattern_level(
     assert set(ids(hits)) == expected
 
 
-def test_matrix_loads_in_chunks_and_stays_writable(
+def test_codes_load_from_many_pages_and_stay_writable(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memcore_sqlite import vectors
+    from memcore_sqlite import code_pages
 
-    monkeypatch.setattr(vectors, "_LOAD_CHUNK_ROWS", 3)
+    monkeypatch.setattr(code_pages, "PAGE_ROWS", 3)
     emb = HashingEmbedder(64)
     with SqliteMemoryStore(db_path, embedder=emb) as writer:
         writer.ensure_store(STORE)
@@ -335,7 +344,7 @@ def test_matrix_loads_in_chunks_and_stays_writable(
         target = "chunked row 7 xxxxxxx"
         top = reader.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", emb.embed([target])[0])[0]
         assert (top.memory.text, top.score) == (target, pytest.approx(1.0))
-        # Deleting swaps rows inside the loaded matrix, which must therefore be writable.
+        # Deleting swaps rows inside the loaded codes, which must therefore be writable.
         reader.delete_memory(STORE, ALICE, top.memory.id)
         after = reader.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", emb.embed([target])[0])
         assert top.memory.id not in ids(after)

@@ -138,3 +138,28 @@ def test_connection_refused_is_unavailable() -> None:
         await store.close()
 
     asyncio.run(main())
+
+
+def test_unreadable_2xx_write_is_landed_once_and_live_check_reads(emulator: EmulatorServer) -> None:
+    """The twin shares the plans: an unreadable 2xx AddMemories is 'unconfirmed', sent once."""
+    from memcore.values import UNCONFIRMED
+
+    async def body(store: AsyncTableStoreMemoryStore) -> tuple[str, int, dict[str, Any]]:
+        await store.ensure_store(STORE)
+        sent: list[object] = []
+        send = store._client.add_memories
+
+        async def counting(request: dict[str, Any]) -> Any:
+            sent.append(request)
+            return await send(request)
+
+        store._client.add_memories = counting
+        emulator.set_faults(Faults(chaos=True, apis=("AddMemories",), seed=4))
+        receipt = await store.add_messages(STORE, A1, [Message("user", "hi")])
+        emulator.set_faults(Faults())
+        info = await store.call_read_only("GetMemoryStore", {"memoryStoreName": STORE})
+        return receipt.status, len(sent), info
+
+    status, sent, info = run(emulator, body)
+    assert (status, sent) == (UNCONFIRMED, 1)
+    assert info["memoryStoreName"] == STORE

@@ -128,3 +128,29 @@ def test_a_2xx_write_answer_that_cannot_be_read_is_landed_not_resent(
     assert len(sent) == 2
     assert "will not be sent again" in caplog.text
     store.close()
+
+
+def test_only_a_2xx_answer_makes_an_unreadable_write_landed() -> None:
+    """A non-JSON body behind an error status (a proxy's HTML 503) is a failure to retry, not
+    a landed write; the same body behind a 200 is landed."""
+    from tablestore.error import OTSServiceError
+
+    from memcore.errors import Unavailable
+    from memcore_tablestore.bodies import UNDECODABLE
+    from memcore_tablestore.driver import classify
+    from memcore_tablestore.error_map import Failure
+    from memcore_tablestore.plans import Call
+
+    write = Call("AddMemories", {}, landed_on_success=True)
+    read = Call("SearchMemories", {})
+    html_503 = OTSServiceError(503, "JsonDecodeError", "Expecting value", "rid-1")
+    garbled_200 = OTSServiceError(200, "JsonDecodeError", "Expecting value", "rid-2")
+    failure = classify(write, html_503)
+    assert isinstance(failure, Failure) and isinstance(failure.error, Unavailable)
+    landed = classify(write, garbled_200)
+    assert isinstance(landed, dict) and landed[UNDECODABLE] and landed["requestId"] == "rid-2"
+    assert isinstance(classify(write, TypeError("list indices must be integers")), dict)
+    assert isinstance(classify(read, garbled_200), Failure)
+    assert isinstance(
+        classify(write, AttributeError("'list' object has no attribute 'get'")), Failure
+    )

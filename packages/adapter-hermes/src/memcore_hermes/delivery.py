@@ -113,6 +113,8 @@ class StoreHandle:
                     description=self._description,
                     create=self._auto_create,
                     extract_instructions=self._extract_instructions,
+                    # A new store's index takes about a minute: say so in the log as it goes.
+                    progress=lambda message: logger.info("tablestore-mem: %s", message),
                 )
             except MemcoreError as exc:
                 with self._lock:

@@ -121,11 +121,9 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     },
 ]
 
+#: Each tool's arguments: exactly the properties its schema declares.
 _ALLOWED_ARGS = {
-    PROFILE: frozenset({"limit"}),
-    SEARCH: frozenset({"query", "top_k", "enable_rerank", "metadata"}),
-    REMEMBER: frozenset({"content", "metadata", "sync"}),
-    FORGET: frozenset({"memory_id", "agent_id", "run_id"}),
+    schema["name"]: frozenset(schema["parameters"]["properties"]) for schema in TOOL_SCHEMAS
 }
 
 
@@ -249,6 +247,8 @@ def _remember(runtime: Any, args: Mapping[str, Any]) -> str:
                 "memory_ids": list(receipt.memory_ids),
                 "task_id": receipt.task_id,
                 "scope": str(runtime.scope),
+                # Set when the backend accepted the write but its answer was unreadable.
+                **({"problem": receipt.problem} if receipt.problem else {}),
             }
         )
     key = runtime.remember(content, metadata=metadata)

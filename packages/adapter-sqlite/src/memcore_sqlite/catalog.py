@@ -10,6 +10,7 @@ from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound
 from memcore.ports import ProgressCallback
 from memcore.values import StoreInfo
+from memcore_sqlite import code_pages
 from memcore_sqlite.plumbing import StoreBase
 
 
@@ -116,6 +117,7 @@ class StoreCatalog(StoreBase):
             for table in ("memories", "messages", "tasks", "requests"):
                 conn.execute(f"DELETE FROM {table} WHERE store_id = ?", (sid,))
             conn.execute("DELETE FROM stores WHERE id = ?", (sid,))
+            code_pages.drop_store(conn, sid)
             if self._vectors is not None:
                 # After COMMIT, like the other cache updates (see _after_write).
                 cache = self._vectors

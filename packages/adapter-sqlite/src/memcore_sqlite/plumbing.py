@@ -23,7 +23,8 @@ from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, StoreClosed
 from memcore.ports import Embedder
 from memcore.scope import Scope
-from memcore_sqlite import file_modes
+from memcore_sqlite import code_pages, file_modes
+from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
@@ -230,14 +231,16 @@ class StoreBase:
         return before, before + 1
 
     def _embed(self, texts: Sequence[str]) -> list[Any] | None:
-        """Vectors for ``texts``, in their order.
+        """One unit vector per text, in their order; a long text is embedded whole, as passages
+        (see :mod:`memcore_sqlite.passages`), in the same call as the others.
 
-        Each distinct text is embedded once, and the embedder sees them shortest first: it pads
-        every batch to its longest text, so batches of similar lengths waste less work.
+        Each distinct passage is embedded once, and the embedder sees them shortest first: it
+        pads every batch to its longest member, so batches of similar lengths waste less work.
         """
         if self.embedder is None or self._vectors is None or not texts:
             return None
-        distinct = sorted(dict.fromkeys(texts), key=len)
+        split = {t: passages(t) for t in texts}
+        distinct = sorted({p: None for parts in split.values() for p in parts}, key=len)
         try:
             vectors = self.embedder.embed(distinct)
         except MemcoreError:
@@ -250,8 +253,42 @@ class StoreBase:
             raise InvalidInput(
                 "the embedder returned the wrong number of vectors", field="embedder"
             )
-        by_text = dict(zip(distinct, self._vectors.to_array(vectors), strict=True))
+        arr = self._vectors.to_array(vectors)
+        row = {p: i for i, p in enumerate(distinct)}
+        by_text = {
+            t: arr[row[parts[0]]] if len(parts) == 1 else combine(arr[[row[p] for p in parts]])
+            for t, parts in split.items()
+        }
         return [by_text[t] for t in texts]
+
+    def _store_vectors(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        gen: tuple[int, int],
+        rows: Sequence[tuple[int, Any]],
+        *,
+        replace: bool,
+    ) -> None:
+        """Vectors computed outside the write for memories that may have gone meanwhile: only
+        live ones get theirs, with their codes. ``replace`` overwrites a vector already there
+        (another process may have filled it: replaced, never doubled); else it is kept."""
+        assert self.embedder is not None and self._vectors is not None
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        for seq, vec in rows:
+            scope = conn.execute(
+                "SELECT app_id, tenant_id, agent_id, run_id FROM memories WHERE seq = ?", (seq,)
+            ).fetchone()
+            if scope is None:
+                continue
+            cur = conn.execute(
+                f"{verb} INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vec)),
+            )
+            if cur.rowcount:
+                added.append((tuple(scope), seq, vec))
+        self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
 
     def _after_write(
         self,
@@ -260,12 +297,17 @@ class StoreBase:
         added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
         removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
     ) -> None:
-        # Runs after COMMIT: a rolled-back write must not reach the cache.
-        if self._vectors is not None:
-            cache = self._vectors
-            self._post_commit.append(
-                lambda: cache.apply_write(store_id, gen[0], gen[1], added, removed)
-            )
+        """Write the code pages inside the transaction; update the cache after COMMIT."""
+        if self._vectors is None or self.embedder is None:
+            return
+        cache = self._vectors
+        written = cache.encode(added)
+        pages = [(scope, codes) for scope, codes, _ in written]
+        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
+        # After COMMIT: a rolled-back write must not reach the cache.
+        self._post_commit.append(
+            lambda: cache.apply_write(store_id, gen[0], gen[1], written, removed)
+        )
 
     def close(self) -> None:
         with self._lock:

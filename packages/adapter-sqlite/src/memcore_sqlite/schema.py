@@ -7,8 +7,10 @@ processes opening a new file at once apply it exactly once.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from memcore.errors import PermissionDenied, ProtocolError
+from memcore_sqlite import code_pages
 
 _V1 = """
 CREATE TABLE stores (
@@ -88,9 +90,26 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
-#: (version, script) in order; append, never edit a released one.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1),)
+
+def _v4(conn: sqlite3.Connection) -> None:
+    """Vector code pages for two-stage search, built from the vectors already stored."""
+    _run(conn, code_pages.SCHEMA)
+    code_pages.build_from_vectors(conn)
+
+
+#: (version, script or function) in order; append, never edit a released one. Numbers may
+#: skip: each runs once when the file is older than it.
+MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
+    (1, _V1),
+    (4, _v4),
+)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
@@ -120,9 +139,10 @@ def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
             )
         for version, script in MIGRATIONS:
             if version > current:
-                for statement in script.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                if callable(script):
+                    script(conn)
+                else:
+                    _run(conn, script)
                 conn.execute(f"PRAGMA user_version = {int(version)}")
         conn.execute("COMMIT")
         return SCHEMA_VERSION

@@ -1,22 +1,26 @@
 """The search path: argument checks, candidate generation, fusion and the hits it returns.
 
 Candidates come from two signals: lexical (:func:`memcore_sqlite.ranking.lexical` over FTS5)
-and vector (exact cosine over the scope's cached matrix, :mod:`memcore_sqlite.vectors`).
+and vector (codes pick candidates, exact cosine rescores them: :mod:`memcore_sqlite.vectors`).
 :func:`memcore_sqlite.ranking.fuse` merges them into one ordering.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
 from memcore.scope import ScopePattern
 from memcore.values import SearchHit
-from memcore_sqlite import analysis, ranking, tags
-from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, pattern_sql
-from memcore_sqlite.vectors import VectorCache
+from memcore_sqlite import analysis, code_pages, ranking, tags
+from memcore_sqlite.quantize import Codes
+from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row
+from memcore_sqlite.vectors import FetchVectors, VectorCache
+
+#: Seqs per statement when rescoring (SQLite's smallest parameter limit is 999).
+_FETCH_CHUNK = 500
 
 
 def check_search(
@@ -46,18 +50,13 @@ def vector_candidates(
     pattern: ScopePattern,
     restrict: str | None,
 ) -> tuple[Any, Any]:
-    """The pattern's cached matrix (reloaded when stale) and the seqs filters allow."""
+    """The pattern's cached codes (reloaded when stale) and the seqs filters allow."""
     gen = int(conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0])
-    where, params = pattern_sql(pattern, "m.")
 
-    def load() -> Iterator[tuple[int, bytes]]:
-        yield from conn.execute(
-            "SELECT v.seq, v.vector FROM memories m JOIN memory_vectors v ON v.seq = m.seq"
-            f" WHERE m.store_id = ?{where} AND v.model = ?",
-            (store_id, *params, model),
-        )
+    def load() -> Codes:
+        return code_pages.load(conn, store_id, model, pattern.as_tuple(), vectors.dimension)
 
-    entry = vectors.get((store_id, pattern.as_tuple()), gen, load)
+    entry = vectors.get((store_id, pattern.as_tuple()), gen, load, float_vectors(conn, model))
     allowed = None
     if restrict is not None:
         import numpy
@@ -75,21 +74,40 @@ def vector_candidates(
     return entry, allowed
 
 
+def float_vectors(conn: sqlite3.Connection, model: str) -> FetchVectors:
+    """Reads the exact vectors of a few candidates by primary key, inside the snapshot."""
+
+    def fetch(seqs: Sequence[int]) -> Iterator[tuple[int, bytes]]:
+        for start in range(0, len(seqs), _FETCH_CHUNK):
+            chunk = seqs[start : start + _FETCH_CHUNK]
+            yield from conn.execute(
+                "SELECT seq, vector FROM memory_vectors"
+                f" WHERE seq IN ({','.join('?' * len(chunk))}) AND model = ?",
+                (*chunk, model),
+            )
+
+    return fetch
+
+
 def ranked(
     conn: sqlite3.Connection,
     store_id: int,
     pattern: ScopePattern,
     query: str,
-    top_k: int,
     flt: Mapping[str, str],
     qvec: Any,
     vectors: VectorCache | None,
     model: str | None,
     *,
     use_lexical: bool = True,
-) -> list[tuple[int, float]]:
-    """(seq, fused score) of the candidates, best first; inside the caller's read snapshot."""
-    want = max(top_k * 3, 30)
+) -> list[tuple[int, ranking.Relevance]]:
+    """The candidates with their relevance, best first; inside the caller's read snapshot.
+
+    Each signal contributes its best :data:`~memcore_sqlite.ranking.POOL` candidates whatever
+    the caller's top_k, and every candidate is scored on both signals before they are fused,
+    so the order does not depend on how many hits are asked for.
+    """
+    pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
     prefix = tags.pattern_prefix(store_id, pattern)
     exact_tenant = pattern.agent_id == "*" and prefix is not None and not flt
@@ -98,56 +116,60 @@ def ranked(
     lexq = analysis.build_query(
         query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
     )
-    semantic: dict[int, float] = {}
+    lexical = ranking.lexical(conn, lexq, pool, pool) if use_lexical else None
+    semantic: dict[int, float] | None = None
     if qvec is not None and vectors is not None and model is not None:
-        # Scoring in a thread beside FTS5 was measured slower on 2 cores: BLAS already
-        # uses both, so the two compete.
         entry, allowed = vector_candidates(
             conn, vectors, model, store_id, pattern, restrict if flt else None
         )
-        semantic = dict(vectors.top(entry, qvec, want, allowed))
-    lexical = ranking.lexical(conn, lexq, want, top_k) if use_lexical else {}
+        semantic = dict(vectors.top(entry, qvec, pool, float_vectors(conn, model), allowed))
+        if lexical:
+            missing = [seq for seq in lexical if seq not in semantic]
+            semantic.update(vectors.cosines(entry, missing, qvec, float_vectors(conn, model)))
     fused = ranking.fuse(lexical, semantic)
-    return sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))
+    return sorted(fused.items(), key=lambda kv: (-kv[1].score, -kv[0]))
 
 
 def hits(
     conn: sqlite3.Connection,
     store_id: int,
     pattern: ScopePattern,
-    order: list[tuple[int, float]],
+    order: list[tuple[int, ranking.Relevance]],
     flt: Mapping[str, str],
     floor: float | None,
     top_k: int,
 ) -> list[SearchHit]:
-    """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor."""
-    seqs = [s for s, _ in order]
-    # One statement fetches them all: the lexical and vector rankings each return at
-    # most ``want`` seqs, and top_k <= limits.MAX_TOP_K (50) makes that 150, so there are
-    # at most 300 parameters, within SQLite's smallest limit of 999.
-    rows = {}
-    if seqs:
-        marks = ",".join("?" * len(seqs))
+    """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor.
+
+    Rows are read in slices of the order, so a search reads about ``top_k`` memories, not the
+    whole candidate pool (each is a random page of a large file).
+    """
+    found: list[SearchHit] = []
+    size = max(2 * top_k, 10)
+    for start in range(0, len(order), size):
+        part = order[start : start + size]
+        marks = ",".join("?" * len(part))
         # By primary key only; the store and scope are checked below (a scope clause
         # here would lure the planner onto the scope index and scan the whole scope).
-        for r in conn.execute(
-            f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE seq IN ({marks})", seqs
-        ):
-            rows[int(r[0])] = r
-    found: list[SearchHit] = []
-    for seq, score in order:
-        row = rows.get(seq)
-        if row is None or row[-1] != store_id:
-            continue
-        memory = memory_from_row(row)
-        if not pattern.matches(memory.scope):
-            continue
-        if any(memory.metadata.get(k) != v for k, v in flt.items()):
-            continue
-        score = min(1.0, max(0.0, float(score)))
-        if floor is not None and score < floor:
-            continue
-        found.append(SearchHit(memory, score))
-        if len(found) == top_k:
-            break
+        rows = {
+            int(r[0]): r
+            for r in conn.execute(
+                f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE seq IN ({marks})",
+                [seq for seq, _ in part],
+            )
+        }
+        for seq, relevance in part:
+            row = rows.get(seq)
+            if row is None or row[-1] != store_id:
+                continue
+            memory = memory_from_row(row)
+            if not pattern.matches(memory.scope):
+                continue
+            if any(memory.metadata.get(k) != v for k, v in flt.items()):
+                continue
+            if floor is not None and relevance.score < floor:
+                continue
+            found.append(SearchHit(memory, relevance.score, signals=relevance.signals))
+            if len(found) == top_k:
+                return found
     return found

@@ -93,13 +93,15 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         context_scope: Scope | None = None,
         include_evidence: bool = False,
     ) -> list[SearchHit]:
-        """Lexical (FTS5 BM25) and, with an embedder, exact cosine; fused by RRF.
+        """Lexical (FTS5) and, with an embedder, exact cosine, fused into one relevance.
 
-        Scores are in [0, 1]. Lexical: the share of query terms matched, refined by BM25.
-        Vector: the cosine (negative clipped to 0). Hybrid: the RRF score divided by its
-        maximum (1.0 = first in both lists). ``mode`` (``lexical``, ``vector``, ``hybrid``)
-        overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope`` (checked)
-        and ``include_evidence`` have no local meaning.
+        Scores are relevances in [0, 1], comparable across queries (``min_similarity`` filters
+        on them). Lexical: the IDF-weighted share of the query's terms the memory holds.
+        Vector: the cosine (negative clipped to 0). Hybrid: their convex combination
+        (:func:`memcore_sqlite.ranking.fuse`); ``SearchHit.signals`` holds both. The first k
+        hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
+        overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
+        (checked) and ``include_evidence`` have no local meaning.
         """
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
@@ -172,7 +174,6 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
                 sid,
                 pattern,
                 query,
-                top_k,
                 flt,
                 qvec,
                 self._vectors,
@@ -257,14 +258,10 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
                 return done
             vectors = self._embed([r[1] for r in rows]) or []
             with self._write() as conn:
-                self._bump(conn, sid)
-                for (seq, _), vec in zip(rows, vectors):
-                    assert self._vectors is not None
-                    conn.execute(
-                        "INSERT OR REPLACE INTO memory_vectors (seq, model, vector)"
-                        " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE seq = ?)",
-                        (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
-                    )
+                gen = self._bump(conn, sid)
+                self._store_vectors(
+                    conn, sid, gen, [(seq, v) for (seq, _), v in zip(rows, vectors)], replace=True
+                )
             done += len(rows)
             if progress is not None:
                 progress(done)

@@ -1,24 +1,47 @@
-"""Per-scope vector matrices kept in memory for exact cosine search with numpy.
+"""Per-scope vector codes kept in memory, and the two-stage search over them.
 
-One entry per (store, scope pattern) holds the unit vectors of the memories that pattern
-matches. Writes made by this process update the entries in place; a write by another process
-shows up as a new store generation and the entry is reloaded on its next use.
+One entry per (store, scope pattern) holds the codes (:mod:`memcore_sqlite.quantize`) of the
+memories that pattern matches, loaded from the code pages (:mod:`memcore_sqlite.code_pages`).
+A search picks candidates by Hamming distance of sign bits, drops those whose int8 estimate
+proves they cannot be among the best, and rescores the rest with their float32 vectors read
+from SQLite. Scores are the exact cosines, and the order is the exact scan's whenever the true
+best rows pass the sign-bit stage, the only approximate one (its default size keeps recall@10
+at 1.0 on 100k MiniLM vectors; see ``benchmarks/sqlite_search.py``). Scopes of at most
+:data:`EXACT_ROWS` rows keep their float vectors in memory and are scanned exactly. Writes
+made by this process update the entries in place; a write by another process shows up as a
+new store generation and the entry is reloaded.
 numpy is imported here only, and only when a store has an embedder.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from memcore_sqlite import quantize
+from memcore_sqlite.quantize import Codes
 
 if TYPE_CHECKING:
     import numpy as np
 
 PatternKey = tuple[int, tuple[str, str, str, str]]
-#: Rows read per chunk when a matrix is loaded, to bound the extra memory of the load.
-_LOAD_CHUNK_ROWS = 4_096
+Scope4 = tuple[str, str, str, str]
+#: Reads the float32 vectors of the given seqs: (seq, little-endian float32 blob) pairs.
+FetchVectors = Callable[[Sequence[int]], Iterable[tuple[int, bytes]]]
+#: Candidates kept by the sign-bit stage, and by the int8 stage per result wanted.
+#: The share was chosen on real MiniLM vectors, where 4% of rows kept recall@10 at 0.995
+#: and 8% at 0.9975 for 6k rows (larger sets need a smaller share).
+FIRST_PASS_MIN = 2_000
+FIRST_PASS_SHARE = 0.03
+RESCORE_PER_RESULT = 2
+RESCORE_MIN = 60
+#: Scopes up to this size keep their float vectors in memory and are scanned exactly
+#: (about 3 MB at 384 dimensions).
+EXACT_ROWS = 2_000
+#: One write's new vectors in one scope: (scope, their codes, their float32 rows).
+Written = tuple[tuple[str, str, str, str], Codes, "np.ndarray"]
 
 
 def _np() -> Any:
@@ -27,51 +50,125 @@ def _np() -> Any:
     return numpy
 
 
-def pattern_matches(pattern: tuple[str, str, str, str], scope: tuple[str, str, str, str]) -> bool:
+def pattern_matches(pattern: Scope4, scope: Scope4) -> bool:
     return all(p == "*" or p == s for p, s in zip(pattern, scope))
 
 
-class _Entry:
-    """A growable matrix: appends are amortised O(d), removals swap in the last row."""
+def exact_top(
+    seqs: np.ndarray, matrix: np.ndarray, query: np.ndarray, n: int
+) -> list[tuple[int, float]]:
+    """The ``n`` best (seq, cosine) of a float matrix: score descending, then newest first."""
+    np_ = _np()
+    if not len(seqs) or n <= 0:
+        return []
+    scores = np_.einsum("ij,j->i", matrix, query)
+    order = np_.lexsort((-seqs, -scores))[:n]
+    return [(int(seqs[i]), float(scores[i])) for i in order if np_.isfinite(scores[i])]
 
-    def __init__(self, generation: int, seqs: np.ndarray, matrix: np.ndarray) -> None:
+
+def _keep_smallest(key: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest keys; among equal keys the newest (largest seq) win,
+    as in :func:`exact_top`, so duplicates of a vector survive in the exact scan's order."""
+    np_ = _np()
+    threshold = np_.partition(key, k - 1)[k - 1]
+    below = np_.flatnonzero(key < threshold)
+    tied = np_.flatnonzero(key == threshold)
+    need = k - len(below)
+    if need < len(tied):
+        tied = tied[np_.argpartition(-seqs[tied], need - 1)[:need]]
+    out: np.ndarray = np_.concatenate([below, tied])
+    return out
+
+
+class _Entry:
+    """Growable codes: appends are amortised O(d), removals swap in the last row.
+
+    A scope of at most ``exact_rows`` rows also keeps its float vectors (``matrix``, aligned
+    with the codes) and is scanned exactly: for small scopes that is cheaper than reading
+    candidates back from the file, and its cost does not depend on the file's size.
+    """
+
+    def __init__(self, generation: int, codes: Codes, matrix: np.ndarray | None) -> None:
         self.generation = generation
-        self.n = len(seqs)
-        self.seqs = seqs
+        self.n = len(codes)
+        self._codes = codes
         self.matrix = matrix
 
-    def append(self, seq: int, vector: np.ndarray) -> None:
+    def view(self) -> Codes:
+        return self._codes.take(slice(0, self.n))
+
+    def append(self, codes: Codes, vectors: np.ndarray, exact_rows: int) -> None:
         np_ = _np()
-        if self.n == len(self.seqs):
-            cap = max(16, self.n * 2)
-            seqs = np_.empty(cap, dtype=np_.int64)
-            seqs[: self.n] = self.seqs[: self.n]
-            matrix = np_.empty((cap, self.matrix.shape[1]), dtype=np_.float32)
-            matrix[: self.n] = self.matrix[: self.n]
-            self.seqs, self.matrix = seqs, matrix
-        self.seqs[self.n] = seq
-        self.matrix[self.n] = vector
-        self.n += 1
+        have = self._codes
+        total = self.n + len(codes)
+        if self.matrix is not None and total > exact_rows:
+            self.matrix = None  # grown past the exact size: two-stage from now on
+        if total > len(have):
+            cap = max(16, 2 * total)
+            grown = Codes(
+                np_.empty(cap, np_.int64),
+                np_.empty((cap, have.bits.shape[1]), np_.uint64, order="F"),
+                np_.empty(cap, np_.float32),
+                np_.empty((cap, have.q8.shape[1]), np_.int8),
+            )
+            for new, old in zip(attrs_fields(grown), attrs_fields(have)):
+                new[: self.n] = old[: self.n]
+            self._codes = have = grown
+            if self.matrix is not None:
+                matrix = np_.empty((cap, self.matrix.shape[1]), np_.float32)
+                matrix[: self.n] = self.matrix[: self.n]
+                self.matrix = matrix
+        for new, old in zip(attrs_fields(have), attrs_fields(codes)):
+            new[self.n : total] = old
+        if self.matrix is not None:
+            self.matrix[self.n : total] = vectors
+        self.n = total
 
     def remove(self, seq: int) -> None:
         np_ = _np()
-        where = np_.flatnonzero(self.seqs[: self.n] == seq)
+        where = np_.flatnonzero(self._codes.seqs[: self.n] == seq)
         if not len(where):
             return
-        i = int(where[0])
-        last = self.n - 1
+        i, last = int(where[0]), self.n - 1
         if i != last:
-            self.seqs[i] = self.seqs[last]
-            self.matrix[i] = self.matrix[last]
+            columns = [*attrs_fields(self._codes)]
+            if self.matrix is not None:
+                columns.append(self.matrix)
+            for column in columns:
+                column[i] = column[last]
         self.n = last
 
 
-class VectorCache:
-    """LRU of per-pattern matrices, bounded by the number of rows held in total."""
+def attrs_fields(codes: Codes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return codes.seqs, codes.bits, codes.scales, codes.q8
 
-    def __init__(self, dimension: int, *, max_rows: int = 1_000_000) -> None:
+
+class VectorCache:
+    """LRU of per-pattern codes, bounded by the number of rows held in total.
+
+    ``first_pass_share`` of the rows (at least ``first_pass_min``) survive the sign-bit stage
+    (larger values trade speed for recall). The int8 stage keeps only rows that can still be
+    among the best, at most ``rescore_per_result`` times the number wanted (at least
+    :data:`RESCORE_MIN`); those are rescored exactly. Scopes of at most ``exact_rows`` rows
+    keep their float vectors and are scanned exactly instead.
+    """
+
+    def __init__(
+        self,
+        dimension: int,
+        *,
+        max_rows: int = 1_000_000,
+        first_pass_min: int = FIRST_PASS_MIN,
+        first_pass_share: float = FIRST_PASS_SHARE,
+        rescore_per_result: int = RESCORE_PER_RESULT,
+        exact_rows: int = EXACT_ROWS,
+    ) -> None:
         self.dimension = dimension
         self.max_rows = max_rows
+        self.first_pass_min = first_pass_min
+        self.first_pass_share = first_pass_share
+        self.rescore_per_result = rescore_per_result
+        self.exact_rows = exact_rows
         self._entries: OrderedDict[PatternKey, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -86,11 +183,22 @@ class VectorCache:
     def to_blob(vector: np.ndarray) -> bytes:
         return bytes(vector.astype("<f4", copy=False).tobytes())
 
+    def encode(self, added: Sequence[tuple[Scope4, int, np.ndarray | None]]) -> list[Written]:
+        """The codes of a write's new vectors (and the vectors), one batch per scope."""
+        np_ = _np()
+        by_scope: dict[Scope4, list[tuple[int, np.ndarray]]] = defaultdict(list)
+        for scope, seq, vector in added:
+            if vector is not None:
+                by_scope[scope].append((seq, vector))
+        out: list[Written] = []
+        for scope, rows in by_scope.items():
+            matrix = np_.asarray([v for _, v in rows], dtype=np_.float32)
+            seqs = np_.asarray([s for s, _ in rows], dtype=np_.int64)
+            out.append((scope, quantize.encode(seqs, matrix), matrix))
+        return out
+
     def get(
-        self,
-        key: PatternKey,
-        generation: int,
-        load: Callable[[], Iterable[tuple[int, bytes]]],
+        self, key: PatternKey, generation: int, load: Callable[[], Codes], fetch: FetchVectors
     ) -> _Entry:
         """The entry for ``key`` at ``generation``, loading it from the database when stale."""
         with self._lock:
@@ -98,29 +206,27 @@ class VectorCache:
             if entry is not None and entry.generation == generation:
                 self._entries.move_to_end(key)
                 return entry
-        np_ = _np()
-        seqs: list[int] = []
-        chunks: list[np.ndarray] = []
-        blobs: list[bytes] = []
-        width = 4 * self.dimension
-        for seq, blob in load():
-            if len(blob) == width:
-                seqs.append(seq)
-                blobs.append(blob)
-                if len(blobs) == _LOAD_CHUNK_ROWS:
-                    chunks.append(np_.frombuffer(b"".join(blobs), dtype="<f4"))
-                    blobs = []
-        if blobs:
-            chunks.append(np_.frombuffer(b"".join(blobs), dtype="<f4"))
-        # One copy into a writable float32 matrix; the bytes never exist twice in full.
-        flat = np_.concatenate(chunks) if chunks else np_.empty(0, dtype=np_.float32)
-        matrix = flat.astype(np_.float32, copy=False).reshape(len(seqs), self.dimension)
-        entry = _Entry(generation, np_.asarray(seqs, dtype=np_.int64), matrix)
+        codes = load()
+        matrix = None
+        if len(codes) <= self.exact_rows:
+            codes, matrix = self._floats(codes, fetch)
+        entry = _Entry(generation, codes, matrix)
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
             self._evict()
         return entry
+
+    def _floats(self, codes: Codes, fetch: FetchVectors) -> tuple[Codes, np.ndarray]:
+        """The float vectors of a small scope, aligned with its codes."""
+        np_ = _np()
+        width = 4 * self.dimension
+        blobs = {seq: blob for seq, blob in fetch(codes.seqs.tolist()) if len(blob) == width}
+        if len(blobs) < len(codes):  # a vector of another model replaced this one
+            codes = codes.take(np_.asarray([int(s) in blobs for s in codes.seqs], dtype=bool))
+        joined = b"".join(blobs[int(s)] for s in codes.seqs)
+        matrix = np_.frombuffer(bytearray(joined), dtype="<f4").reshape(len(codes), self.dimension)
+        return codes, matrix
 
     def _evict(self) -> None:
         total = sum(e.n for e in self._entries.values())
@@ -133,8 +239,8 @@ class VectorCache:
         store_id: int,
         before: int,
         after: int,
-        added: Sequence[tuple[tuple[str, str, str, str], int, np.ndarray | None]],
-        removed: Sequence[tuple[tuple[str, str, str, str], int]],
+        added: Sequence[Written],
+        removed: Sequence[tuple[Scope4, int]],
     ) -> None:
         """Apply this process's own write; entries that missed another writer are dropped."""
         with self._lock:
@@ -147,9 +253,9 @@ class VectorCache:
                 for scope, seq in removed:
                     if pattern_matches(pattern, scope):
                         entry.remove(seq)
-                for scope, seq, vector in added:
-                    if vector is not None and pattern_matches(pattern, scope):
-                        entry.append(seq, vector)
+                for scope, codes, matrix in added:
+                    if pattern_matches(pattern, scope):
+                        entry.append(codes, matrix, self.exact_rows)
                 entry.generation = after
 
     def drop_store(self, store_id: int) -> None:
@@ -158,25 +264,90 @@ class VectorCache:
                 del self._entries[key]
 
     def top(
-        self, entry: _Entry, query: np.ndarray, n: int, allowed: np.ndarray | None = None
+        self,
+        entry: _Entry,
+        query: np.ndarray,
+        n: int,
+        fetch: FetchVectors,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         """The ``n`` best (seq, cosine) pairs; ``allowed`` restricts to those seqs."""
         np_ = _np()
-        if entry.n == 0:
+        codes = entry.view()
+        rows = np_.flatnonzero(np_.isin(codes.seqs, allowed)) if allowed is not None else None
+        if entry.matrix is not None:
+            matrix = entry.matrix[: entry.n]
+            if rows is not None:
+                return exact_top(codes.seqs[rows], matrix[rows], query, n)
+            return exact_top(codes.seqs, matrix, query, n)
+        if rows is not None:
+            codes = codes.take(rows)
+        if not len(codes) or n <= 0:
             return []
-        seqs = entry.seqs[: entry.n]
-        # einsum runs one thread of SIMD loops. A threaded BLAS gemv was 10x slower on the
-        # shared 2-core machine whenever another process held a core (0.6 vs 8 ms at 10k rows),
-        # and it is no faster when idle: the scan is bound by memory bandwidth.
-        scores = np_.einsum("ij,j->i", entry.matrix[: entry.n], query)
-        if allowed is not None:
-            mask = np_.isin(seqs, allowed)
-            scores = np_.where(mask, scores, -np_.inf)
-        n = min(n, entry.n)
-        idx = (
-            np_.argpartition(scores, entry.n - n)[entry.n - n :]
-            if n < entry.n
-            else np_.arange(entry.n)
-        )
-        idx = idx[np_.argsort(-scores[idx], kind="stable")]
-        return [(int(seqs[i]), float(scores[i])) for i in idx if np_.isfinite(scores[i])]
+        seqs, q8, scales = codes.seqs, codes.q8, codes.scales
+        first_pass = max(self.first_pass_min, int(self.first_pass_share * len(codes)))
+        if len(codes) > first_pass:
+            distance = quantize.hamming(codes.bits, quantize.sign_bits(query[None])[0])
+            # Sorted positions: the gathers below then read the codes front to back.
+            kept = np_.sort(_keep_smallest(distance, seqs, first_pass))
+            seqs, q8, scales = seqs[kept], q8[kept], scales[kept]
+        keep = self._could_be_best(seqs, q8, scales, query, n)
+        return self._rescore(seqs[keep], query, n, fetch)
+
+    def _could_be_best(
+        self, seqs: np.ndarray, q8: np.ndarray, scales: np.ndarray, query: np.ndarray, n: int
+    ) -> Any:
+        """Positions of the candidates whose exact score may reach the ``n``-th best.
+
+        A row is dropped only when even its upper bound is below the ``n``-th best lower
+        bound, so no row of the exact top ``n`` among the candidates is lost; past the cap
+        (degenerate data with many near-ties) the best estimates are kept.
+        """
+        np_ = _np()
+        if len(seqs) <= n:
+            out: np.ndarray = np_.arange(len(seqs))
+            return out
+        estimate = quantize.approx_dot(q8, scales, query)
+        slack = quantize.error_bound(scales, query)
+        low = estimate - slack
+        floor = np_.partition(low, len(low) - n)[len(low) - n]
+        keep = np_.flatnonzero(estimate + slack >= floor)
+        cap = max(RESCORE_MIN, self.rescore_per_result * n)
+        if len(keep) > cap:
+            keep = keep[_keep_smallest(-estimate[keep], seqs[keep], cap)]
+        return keep
+
+    def cosines(
+        self, entry: _Entry, seqs: Sequence[int], query: np.ndarray, fetch: FetchVectors
+    ) -> dict[int, float]:
+        """The exact cosine of each of ``seqs`` that has a vector: from memory in a small
+        scope, else read by key."""
+        np_ = _np()
+        if not seqs:
+            return {}
+        if entry.matrix is not None:
+            have = entry.view().seqs
+            rows = np_.flatnonzero(np_.isin(have, np_.asarray(seqs, dtype=np_.int64)))
+            scores = np_.einsum("ij,j->i", entry.matrix[rows], query)
+            return {int(s): float(c) for s, c in zip(have[rows], scores)}
+        have, matrix = self._read(seqs, fetch)
+        scores = np_.einsum("ij,j->i", matrix, query)
+        return {int(s): float(c) for s, c in zip(have, scores)}
+
+    def _read(self, seqs: Sequence[int], fetch: FetchVectors) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs, float32 matrix) of those of ``seqs`` that have a vector of this dimension."""
+        np_ = _np()
+        width = 4 * self.dimension
+        found: list[int] = []
+        blobs: list[bytes] = []
+        for seq, blob in fetch(seqs):
+            if len(blob) == width:
+                found.append(int(seq))
+                blobs.append(blob)
+        matrix = np_.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found), self.dimension)
+        return np_.asarray(found, dtype=np_.int64), matrix
+
+    def _rescore(
+        self, seqs: np.ndarray, query: np.ndarray, n: int, fetch: FetchVectors
+    ) -> list[tuple[int, float]]:
+        return exact_top(*self._read(seqs.tolist(), fetch), query, n)

@@ -55,9 +55,13 @@ class MemoryWrites(StoreBase):
     ) -> tuple[str, int]:
         """Insert one unit unless the same text is already in the scope; (id, seq).
 
-        ``memory_id`` keeps a caller's id (import); one already taken by another memory is a
-        :class:`Conflict`, so an import can never overwrite or alias an existing memory.
+        A repeated text is not stored twice: the existing memory takes the repeat as its newest
+        occurrence (see :meth:`_repeat`). ``memory_id`` keeps a caller's id (import); one
+        already taken by another memory is a :class:`Conflict`, so an import can never
+        overwrite or alias an existing memory.
         """
+        now = time.time()
+        created = now if created_at is None else created_at
         digest = content_hash(scope, text)
         # The digest covers the scope; comparing the scope columns in Python keeps the planner
         # on the hash index (with them in SQL it prefers the scope index and scans the scope).
@@ -67,6 +71,7 @@ class MemoryWrites(StoreBase):
             (store_id, digest),
         ):
             if tuple(row[2:]) == scope.as_tuple():
+                self._repeat(conn, store_id, int(row[1]), scope, text, metadata, created)
                 return str(row[0]), int(row[1])
         mid = memory_id or uuid.uuid4().hex
         if (
@@ -78,8 +83,6 @@ class MemoryWrites(StoreBase):
                 field="id",
                 retryable=False,
             )
-        now = time.time()
-        created = now if created_at is None else created_at
         cur = conn.execute(
             "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
             " content_hash, metadata, unit_type, created_at, updated_at)"
@@ -105,6 +108,41 @@ class MemoryWrites(StoreBase):
             )
         added.append((scope.as_tuple(), seq, vector))
         return mid, seq
+
+    def _repeat(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        seq: int,
+        scope: Scope,
+        text: str,
+        metadata: Mapping[str, str],
+        when: float,
+    ) -> None:
+        """The same text again in the scope: keep its provenance on the one memory.
+
+        The newest occurrence wins: its metadata keys overwrite the memory's (keys only an
+        older occurrence set are kept) and ``updated_at`` becomes its time, so a fact repeated
+        in a later session carries that session's metadata and date. An older occurrence (an
+        import of earlier data) changes nothing. Each message occurrence also stays in the
+        message log with its own metadata and timestamp.
+        """
+        old_json, updated = conn.execute(
+            "SELECT metadata, updated_at FROM memories WHERE seq = ?", (seq,)
+        ).fetchone()
+        if when < updated:
+            return
+        merged = {**json.loads(old_json), **metadata}
+        new_json = json.dumps(merged, ensure_ascii=False, sort_keys=True)
+        if new_json == old_json and when == updated:
+            return
+        conn.execute(
+            "UPDATE memories SET metadata = ?, updated_at = ?, version = version + 1 WHERE seq = ?",
+            (new_json, when, seq),
+        )
+        if new_json != old_json:
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            self._index(conn, store_id, seq, scope, text, merged)
 
     @staticmethod
     def _index(
@@ -184,13 +222,10 @@ class MemoryWrites(StoreBase):
             return
         vectors = self._embed([text for _, text in rows]) or []
         with self._write() as conn:
-            self._bump(conn, sid)
-            for (seq, _), vec in zip(rows, vectors):
-                conn.execute(
-                    "INSERT OR IGNORE INTO memory_vectors (seq, model, vector)"
-                    " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE seq = ?)",
-                    (seq, self.embedder.name, self._vectors.to_blob(vec), seq),
-                )
+            gen = self._bump(conn, sid)
+            self._store_vectors(
+                conn, sid, gen, [(seq, vec) for (seq, _), vec in zip(rows, vectors)], replace=False
+            )
             conn.executemany(
                 "UPDATE tasks SET status = 'completed', finished_at = ?"
                 " WHERE id = ? AND status = 'pending'",

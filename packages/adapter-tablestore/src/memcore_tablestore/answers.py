@@ -282,8 +282,9 @@ def scopes(body: _Body) -> Page[Scope]:
 
 
 # -- write tasks -----------------------------------------------------------------------------
+#: ``eventType`` (e.g. ``ingest``) is not modelled: it stays in ``extras``.
 _TASK_KNOWN = frozenset(
-    {"requestId", "eventType", "scope", "status", "acceptedMessages", "derivedUnitIds"}
+    {"requestId", "scope", "status", "acceptedMessages", "derivedUnitIds"}
     | {"lastError", "createdAt", "updatedAt", "finishedAt"}
 )
 
@@ -304,7 +305,7 @@ def task(api: str, data: object, path: str) -> MemoryTask:
         error=f.opt_text(api, item, "lastError", p),
         updated_at=f.when(api, item, "updatedAt", p),
         accepted_messages=f.opt_int(api, item, "acceptedMessages", p),
-        extras=f.extras(item, _TASK_KNOWN - {"eventType"}),
+        extras=f.extras(item, _TASK_KNOWN),
     )
 
 

@@ -46,6 +46,20 @@ def paging(body: dict[str, Any], limit: int, next_token: str | None) -> dict[str
     return body
 
 
+#: The scope every level of which is a wildcard: "the whole store", for the listings whose
+#: ``scope`` the types declare required (an empty scope would mean ``__default__``).
+EVERYWHERE = ScopePattern(WILDCARD, WILDCARD, WILDCARD, WILDCARD)
+
+
+def listing(
+    store: str, pattern: object, limit: int, next_token: str | None
+) -> tuple[ScopePattern, dict[str, Any]]:
+    """A paged listing's body over ``pattern`` (the whole store when None)."""
+    wanted = EVERYWHERE if pattern is None else as_pattern(pattern)
+    body = paging({**named(store), "scope": scope_to_wire(wanted)}, limit, next_token)
+    return wanted, body
+
+
 def rfc3339(seconds: float) -> str:
     """Epoch seconds as the RFC3339 UTC string the service takes for message times."""
     moment = _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc)

@@ -169,15 +169,22 @@ def settle(call: Call, raw: Any) -> dict[str, Any]:
 
 
 def classify(call: Call, exc: Exception, *, endpoint: str = "") -> Failure | dict[str, Any]:
-    """The failure of one attempt; or, for a call that lands on success, the answer of a
-    response the SDK could not parse (non-JSON, a JSON array, bad bytes): the SDK reads
-    bodies only once the service has answered, and a write that may have landed is reported
-    as unconfirmed rather than sent again (an unparsable error answer is read the same way)."""
-    failure = failure_from_exception(exc, api=call.api, endpoint=endpoint)
-    if call.landed_on_success and type(failure.error) is ProtocolError:
-        rid = getattr(exc, "get_request_id", lambda: None)()
-        return _landed({"requestId": rid} if isinstance(rid, str) else {}, str(failure.error))
-    return failure
+    """The failure of one attempt; or, for a call that lands on success, the answer of a 2xx
+    the SDK could not parse. SDK 6.4.8 raises ``OTSServiceError(<status>, "JsonDecodeError")``
+    for a body that is not JSON (the status tells), a ``TypeError`` when a 2xx body is JSON but
+    not an object, and a ``UnicodeDecodeError`` for bad bytes at any status (taken as landed:
+    resending could record the write twice; the receipt says it is unconfirmed)."""
+    if call.landed_on_success:
+        get_status = getattr(exc, "get_http_status", None)
+        status = get_status() if callable(get_status) else None
+        if (isinstance(status, int) and 200 <= status < 300) or (
+            status is None and isinstance(exc, (TypeError, UnicodeDecodeError))
+        ):
+            get_rid = getattr(exc, "get_request_id", None)
+            rid = get_rid() if callable(get_rid) else None
+            reason = f"{type(exc).__name__}: {exc}"[:200]
+            return _landed({"requestId": rid} if isinstance(rid, str) else {}, reason)
+    return failure_from_exception(exc, api=call.api, endpoint=endpoint)
 
 
 def _landed(raw: Any, reason: str) -> dict[str, Any]:

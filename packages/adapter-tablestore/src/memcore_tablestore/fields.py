@@ -209,24 +209,8 @@ def scope(api: str, value: object, path: str) -> Scope:
     return _check_scope(api, value, path)
 
 
-def _check_scope(api: str, value: object, path: str) -> Scope:
-    data = obj(api, value, path)
-    levels = []
-    for key in WIRE_LEVELS:
-        level = data.get(key)
-        if level is None or level == "":
-            level = DEFAULT_SEGMENT
-        if not isinstance(level, str) or level == WILDCARD:
-            raise problem(api, f"{path}.{key}", "that is not a concrete scope level")
-        levels.append(level)
-    try:
-        return _scope(*levels)
-    except InvalidInput as exc:
-        raise problem(api, path, f"that is not a valid scope ({exc})") from None
-
-
-def pattern(api: str, value: object, path: str) -> ScopePattern:
-    """A scope pattern; omitted levels are ``*`` after a ``*`` and ``__default__`` before."""
+def _levels(api: str, value: object, path: str, *, concrete: bool) -> list[str]:
+    """The four levels; an omitted one is ``__default__``, or ``*`` after a ``*`` (patterns)."""
     data = obj(api, value, path)
     levels: list[str] = []
     for key in WIRE_LEVELS:
@@ -235,7 +219,23 @@ def pattern(api: str, value: object, path: str) -> ScopePattern:
             level = WILDCARD if WILDCARD in levels else DEFAULT_SEGMENT
         if not isinstance(level, str):
             raise problem(api, f"{path}.{key}", "that is not a string")
+        if concrete and level == WILDCARD:
+            raise problem(api, f"{path}.{key}", "that is not a concrete scope level")
         levels.append(level)
+    return levels
+
+
+def _check_scope(api: str, value: object, path: str) -> Scope:
+    levels = _levels(api, value, path, concrete=True)
+    try:
+        return _scope(*levels)
+    except InvalidInput as exc:
+        raise problem(api, path, f"that is not a valid scope ({exc})") from None
+
+
+def pattern(api: str, value: object, path: str) -> ScopePattern:
+    """A scope pattern; omitted levels are ``*`` after a ``*`` and ``__default__`` before."""
+    levels = _levels(api, value, path, concrete=False)
     try:
         return ScopePattern(*levels)
     except InvalidInput as exc:

@@ -8,7 +8,6 @@ with ``OTSClient`` and :class:`AsyncTableStoreMemoryStore` with ``AsyncOTSClient
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -18,7 +17,7 @@ import attrs
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound, ProtocolError
 from memcore.ports import ProgressCallback
-from memcore.scope import WILDCARD, Scope, ScopePattern
+from memcore.scope import Scope, ScopePattern
 from memcore.values import (
     DREAM_STATUSES,
     TASK_STATUSES,
@@ -35,13 +34,8 @@ from memcore.values import (
 )
 from memcore_tablestore import answers, bodies, wire
 
-log = logging.getLogger("memcore_tablestore")
-
 T = TypeVar("T")
 
-#: The scope every level of which is a wildcard: "the whole store", for the listings whose
-#: ``scope`` the types declare required (an empty scope would mean ``__default__``).
-EVERYWHERE = ScopePattern(WILDCARD, WILDCARD, WILDCARD, WILDCARD)
 #: The concrete scope the readiness probe reads (cheap, and holds nothing of anyone's).
 PROBE_SCOPE = Scope("__default__", "__default__", "__default__", "__default__")
 
@@ -363,10 +357,7 @@ class Plans:
         limit: int = 50,
         next_token: str | None = None,
     ) -> Plan[Page[Scope]]:
-        wanted = EVERYWHERE if pattern is None else bodies.as_pattern(pattern)
-        body = bodies.paging(
-            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
-        )
+        wanted, body = bodies.listing(store, pattern, limit, next_token)
         page = answers.scopes((yield Call("ListMemoryStoreScopes", body)))
         bodies.must_match(wanted, page.items, "ListMemoryStoreScopes")
         return page
@@ -385,10 +376,7 @@ class Plans:
         next_token: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> Plan[Page[MemoryTask]]:
-        wanted = EVERYWHERE if pattern is None else bodies.as_pattern(pattern)
-        body = bodies.paging(
-            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
-        )
+        _, body = bodies.listing(store, pattern, limit, next_token)
         if status is not None:
             body["status"] = bodies.status(status, TASK_STATUSES)
         return answers.tasks((yield Call("ListMemoryTasks", body)))
@@ -432,10 +420,7 @@ class Plans:
         pattern: ScopePattern | None = None,
         status: str | None = None,
     ) -> Plan[Page[DreamTask]]:
-        wanted = EVERYWHERE if pattern is None else bodies.as_pattern(pattern)
-        body = bodies.paging(
-            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
-        )
+        _, body = bodies.listing(store, pattern, limit, next_token)
         if status is not None:
             body["status"] = bodies.status(status, DREAM_STATUSES)
         return answers.dreams((yield Call("ListMemoryDreamTasks", body)))

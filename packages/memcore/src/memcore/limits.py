@@ -253,31 +253,30 @@ def split_messages(messages: Iterable[Message]) -> list[list[Message]]:
 
 
 def check_description(value: object) -> str:
-    if not isinstance(value, str):
+    checked = _optional_text(value, "description", MAX_DESCRIPTION_BYTES, in_bytes=True)
+    if checked is None:
         raise InvalidInput("description must be a string", field="description")
-    check_unicode(value, field="description")
-    if utf8_len(value) > MAX_DESCRIPTION_BYTES:
-        raise InvalidInput(
-            f"description is longer than {MAX_DESCRIPTION_BYTES:,} bytes (UTF-8)",
-            field="description",
-        )
+    return checked
+
+
+def _optional_text(value: object, field: str, limit: int, *, in_bytes: bool) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", field=field)
+    check_unicode(value, field=field)
+    size = utf8_len(value) if in_bytes else len(value)
+    if size > limit:
+        unit = "bytes (UTF-8)" if in_bytes else "characters"
+        raise InvalidInput(f"{field} is {size:,} {unit}; the limit is {limit:,}", field=field)
     return value
 
 
 def check_extract_instructions(value: object) -> str | None:
     """Custom extraction instructions for a store; ``""`` clears them on update."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput("extract_instructions must be a string", field="extract_instructions")
-    check_unicode(value, field="extract_instructions")
-    if len(value) > MAX_EXTRACT_INSTRUCTIONS_CHARS:
-        raise InvalidInput(
-            f"extract_instructions is {len(value):,} characters; the limit is "
-            f"{MAX_EXTRACT_INSTRUCTIONS_CHARS:,}",
-            field="extract_instructions",
-        )
-    return value
+    return _optional_text(
+        value, "extract_instructions", MAX_EXTRACT_INSTRUCTIONS_CHARS, in_bytes=False
+    )
 
 
 def check_context_scope(value: object, pattern: ScopePattern) -> Scope | None:
@@ -326,14 +325,4 @@ def check_apply_mode(value: object) -> str:
 
 
 def check_dream_instructions(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput("instructions must be a string", field="instructions")
-    check_unicode(value, field="instructions")
-    if utf8_len(value) > MAX_DREAM_INSTRUCTIONS_BYTES:
-        raise InvalidInput(
-            f"instructions are longer than {MAX_DREAM_INSTRUCTIONS_BYTES:,} bytes (UTF-8)",
-            field="instructions",
-        )
-    return value
+    return _optional_text(value, "instructions", MAX_DREAM_INSTRUCTIONS_BYTES, in_bytes=True)

@@ -63,7 +63,9 @@ class Memory:
 class SearchHit:
     """One search result. ``score`` is the canonical relevance in [0, 1] (the reranker's when
     rerank is on) and what ``min_similarity`` filters on; ``similarity`` is the raw cosine
-    similarity, informational only. ``source`` says which index found it."""
+    similarity, informational only. ``source`` says which index found it. ``signals`` holds
+    the per-signal scores it was fused from, when the backend reports them (the embedded
+    store: ``lexical`` and ``vector``, each in [0, 1])."""
 
     memory: Memory
     score: float
@@ -74,6 +76,7 @@ class SearchHit:
     #: Session-affinity ranking, when the search passed a ``context_scope``.
     ranking_score: float | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+    signals: Mapping[str, float] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
 
 
 @attrs.frozen

@@ -57,8 +57,13 @@ def requests(
     state = state_of(ctx)
     limits.check_limit(limit)
     runtime = state.runtime()
+    # Only the current tenant's (or agent's/run's) requests: never another tenant's.
     page = runtime.ready_store().list_requests(
-        runtime.store_name, operation=operation, limit=limit, next_token=next_token
+        runtime.store_name,
+        operation=operation,
+        limit=limit,
+        next_token=next_token,
+        pattern=runtime.settings.scope.read_pattern,
     )
     _page_out(
         state,
@@ -164,7 +169,11 @@ def task_list(
         )
     runtime = state.runtime()
     page = runtime.ready_store().list_tasks(
-        runtime.store_name, status=status, limit=limit, next_token=next_token
+        runtime.store_name,
+        status=status,
+        limit=limit,
+        next_token=next_token,
+        pattern=runtime.settings.scope.read_pattern,
     )
     _page_out(
         state,

@@ -39,17 +39,33 @@ def _show_task(state: Any, task: Any) -> None:
 
 
 @app.command("create")
-def create(ctx: typer.Context) -> None:
+def create(
+    ctx: typer.Context,
+    apply_mode: Annotated[
+        str,
+        typer.Option(
+            "--apply-mode",
+            help="proposal (review, then apply) or safe_auto (confident ones apply at once).",
+        ),
+    ] = "proposal",
+    instructions: Annotated[
+        str | None, typer.Option("--instructions", help="Guidance for this run (4,000 bytes).")
+    ] = None,
+) -> None:
     """Start a consolidation over the current tenant (or --agent/--run).
 
     \b
-    Example:
+    Examples:
       memcore dream create
+      memcore dream create --apply-mode safe_auto
     """
     state = state_of(ctx)
     runtime = state.runtime()
     task = runtime.ready_store().create_dream_task(
-        runtime.store_name, runtime.settings.scope.read_pattern
+        runtime.store_name,
+        runtime.settings.scope.read_pattern,
+        apply_mode=apply_mode,
+        instructions=instructions,
     )
     _show_task(state, task)
 
@@ -171,7 +187,10 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
     limits.check_limit(limit)
     runtime = state.runtime()
     page = runtime.ready_store().list_dream_tasks(
-        runtime.store_name, limit=limit, next_token=next_token
+        runtime.store_name,
+        limit=limit,
+        next_token=next_token,
+        pattern=runtime.settings.scope.read_pattern,
     )
     if state.json:
         state.output.json(
@@ -180,6 +199,6 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
         return
     state.output.table(
         ("id", "status", "scope"),
-        ((t.id, t.status, "/".join(t.scope.as_tuple()) if t.scope else "") for t in page.items),
+        ((t.id, t.status, ", ".join("/".join(p.as_tuple()) for p in t.scopes)) for t in page.items),
         empty="no dream tasks",
     )

@@ -89,6 +89,9 @@ def add(
             out.line(f"remembered {ids} in {scope} ({receipt.status})")
         else:
             out.line(f"accepted as task {receipt.task_id} in {scope} ({receipt.status})")
+        if receipt.problem:
+            # Accepted (HTTP 2xx) but unreadable: landed, not resent; say it plainly.
+            sys.stderr.write(f"memcore: warning: {receipt.problem}\n")
 
 
 def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:

@@ -1,0 +1,229 @@
+"""Recall on LongMemEval_S (Wu et al., ICLR 2025) through the product's own search path.
+
+One fresh SQLite store per question; each haystack session is one ``Memory.add(messages=...)``
+call with its session id and date in metadata; each message is one memory. Indexed: user turns
+(the authors' default) and user+assistant turns (what a Hermes turn writes). Queries go through
+``Memory.search`` (hybrid) and the store's ``search(mode=...)`` for each signal alone.
+
+Metrics: session recall_any@k (an evidence session among the sessions of the top k), turn
+recall_any@k (an evidence turn among the top k), NDCG@10 over evidence turns and over
+sessions, for k in 5 and 10, overall and per question type. ``topk_stable`` is the share of
+queries whose first 5 hits are the same whether 5 or 10 were asked for.
+
+``--cache DIR`` keeps vectors per text between runs (outside the repository): ingest and
+search times then exclude embedding; ``--ingest-probe`` times one conversation with the real
+embedder and no cache.
+
+    uv run python -m benchmarks.longmemeval --data ../shared/data/longmemeval_s_dev120.json.gz \
+        [--limit 20] [--cache /tmp/lme-cache] [--roles user,all] [--ingest-probe]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks._stats import summary_ms
+from memcore import Memory
+from memcore.ports import Embedder
+from memcore.scope import Scope
+from memcore.values import Message, SearchHit
+from memcore_sqlite import SqliteMemoryStore
+
+STORE = "lme"
+MODES = ("hybrid", "lexical", "vector")
+KS = (5, 10)
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DEFAULT_DATA = DEFAULT_DATA / "longmemeval_s_dev120.json.gz"
+
+
+def load(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return list(json.load(f))
+
+
+def ingest(mem: Memory, item: dict[str, Any], roles: str) -> tuple[set[str], int]:
+    """Write the haystack; returns the indexed evidence turns ("session:turn") and turn count."""
+    evidence: set[str] = set()
+    count = 0
+    sessions = zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"])
+    for si, (sid, date, session) in enumerate(sessions):
+        messages = []
+        for ti, turn in enumerate(session):
+            if roles == "user" and turn["role"] != "user":
+                continue
+            if not turn["content"].strip():
+                continue
+            key = f"{si}:{ti}"
+            messages.append(Message(turn["role"], turn["content"], metadata={"turn": key}))
+            if turn.get("has_answer"):
+                evidence.add(key)
+        if messages:
+            mem.add(messages=messages, metadata={"session_id": str(sid), "date": str(date)})
+            count += len(messages)
+    return evidence, count
+
+
+def _dcg(relevant: Sequence[bool]) -> float:
+    return sum(1.0 / math.log2(i + 2) for i, r in enumerate(relevant) if r)
+
+
+def ndcg(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
+    seen: list[str] = []
+    for key in ranked:
+        if key not in seen:
+            seen.append(key)
+    gains = [key in relevant for key in seen[:k]]
+    ideal = _dcg([True] * min(len(relevant), k))
+    return _dcg(gains) / ideal if ideal else 0.0
+
+
+def score(hits: Sequence[SearchHit], sessions: set[str], turns: set[str]) -> dict[str, float]:
+    hit_sessions = [h.memory.metadata.get("session_id", "") for h in hits]
+    hit_turns = [h.memory.metadata.get("turn", "") for h in hits]
+    out: dict[str, float] = {}
+    for k in KS:
+        out[f"session_recall_any@{k}"] = float(bool(set(hit_sessions[:k]) & sessions))
+        if turns:
+            out[f"turn_recall_any@{k}"] = float(bool(set(hit_turns[:k]) & turns))
+    out["session_ndcg@10"] = ndcg(hit_sessions, sessions)
+    if turns:
+        out["turn_ndcg@10"] = ndcg(hit_turns, turns)
+    return out
+
+
+def run_question(
+    item: dict[str, Any], index: int, roles: str, embedder: Embedder, tmp: Path
+) -> dict[str, Any]:
+    path = tmp / f"q{index}-{roles}.db"
+    store = SqliteMemoryStore(path, embedder=embedder)
+    scope = Scope("lme", f"q{index}", "agent", "run")
+    mem = Memory(store, scope=scope, store_name=STORE, top_k=10)
+    try:
+        started = time.perf_counter()
+        turns, count = ingest(mem, item, roles)
+        ingest_s = time.perf_counter() - started
+        sessions = {str(s) for s in item["answer_session_ids"]}
+        pattern = mem.service.search_pattern
+        out: dict[str, Any] = {"type": item["question_type"], "ingest_s": ingest_s, "turns": count}
+        for mode in MODES:
+            started = time.perf_counter()
+            if mode == "hybrid":
+                hits = mem.search(item["question"], top_k=10)
+            else:
+                hits = store.search(STORE, pattern, item["question"], top_k=10, mode=mode)
+            out[f"{mode}_s"] = time.perf_counter() - started
+            out[mode] = score(hits, sessions, turns)
+            if mode == "hybrid":
+                five = mem.search(item["question"], top_k=5)
+                out["topk_stable"] = float(
+                    [h.memory.id for h in five] == [h.memory.id for h in hits[:5]]
+                )
+        return out
+    finally:
+        store.close()
+        path.unlink(missing_ok=True)
+
+
+def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    keys = sorted({k for r in rows for k in r})
+    return {
+        k: round(sum(r[k] for r in rows if k in r) / sum(k in r for r in rows), 4) for k in keys
+    }
+
+
+def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    overall = {mode: _mean([r[mode] for r in results]) for mode in MODES}
+    by_type: dict[str, Any] = {}
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        groups[r["type"]].append(r)
+    for name, rows in sorted(groups.items()):
+        by_type[name] = {"n": len(rows), **{m: _mean([r[m] for r in rows]) for m in MODES}}
+    below = {
+        metric: {m: overall[m][metric] for m in MODES}
+        for metric in overall["hybrid"]
+        if overall["hybrid"][metric] < max(overall[m].get(metric, 0.0) for m in MODES[1:])
+    }
+    return {
+        "questions": len(results),
+        "metrics": overall,
+        "hybrid_below_a_signal": below,
+        "topk_stable": round(sum(r["topk_stable"] for r in results) / len(results), 4),
+        "by_type": by_type,
+        "ingest_s_per_question": summary_ms([r["ingest_s"] for r in results]),
+        "turns_per_question": round(sum(r["turns"] for r in results) / len(results), 1),
+        "search_ms": {m: summary_ms([r[f"{m}_s"] for r in results]) for m in MODES},
+    }
+
+
+def ingest_probe(item: dict[str, Any], embedder: Embedder, tmp: Path) -> dict[str, Any]:
+    """One whole conversation (all turns) with the real embedder, no cache."""
+    store = SqliteMemoryStore(tmp / "probe.db", embedder=embedder)
+    mem = Memory(store, scope=Scope("lme", "probe", "agent", "run"), store_name=STORE)
+    try:
+        embedder.embed(["warm up"])
+        started = time.perf_counter()
+        _, count = ingest(mem, item, "all")
+        return {"turns": count, "ingest_s": round(time.perf_counter() - started, 2)}
+    finally:
+        store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", default=os.environ.get("LONGMEMEVAL_DATA", str(DEFAULT_DATA)))
+    parser.add_argument("--limit", type=int, default=0, help="first N questions (0: all)")
+    parser.add_argument("--roles", default="user,all", help="user, all, or both (user,all)")
+    parser.add_argument("--cache", default=None, help="directory for cached vectors")
+    parser.add_argument("--ingest-probe", action="store_true")
+    parser.add_argument("--threads", type=int, default=None, help="ONNX intra-op threads")
+    args = parser.parse_args()
+
+    from memcore_sqlite.embedders import missing_onnx_requirements
+
+    if missing_onnx_requirements():
+        print(json.dumps({"skipped": "semantic extra not installed"}))
+        return 0
+    from memcore_sqlite.embedders.onnx import OnnxEmbedder
+
+    data = load(args.data)
+    if args.limit:
+        data = data[: args.limit]
+    real: Embedder = OnnxEmbedder(threads=args.threads)
+    embedder: Embedder = real
+    if args.cache:
+        from benchmarks._embed_cache import CachingEmbedder
+
+        embedder = CachingEmbedder(real, args.cache)
+    result: dict[str, Any] = {
+        "data": Path(args.data).name,
+        "embedder": real.name,
+        "cached_vectors": bool(args.cache),
+        "machine": {"cpus": os.cpu_count()},
+    }
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for roles in args.roles.split(","):
+            rows = [run_question(item, i, roles, embedder, tmp) for i, item in enumerate(data)]
+            result["user_turns" if roles == "user" else "user_and_assistant_turns"] = summarize(
+                rows
+            )
+        if args.ingest_probe:
+            result["ingest_probe"] = ingest_probe(data[0], real, tmp)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""The ONNX embedder's runtime settings: defaults for a process that also scans, overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from memcore.errors import ConfigError
+from memcore_sqlite.embedders import missing_onnx_requirements
+
+pytestmark = pytest.mark.skipif(
+    bool(missing_onnx_requirements()), reason="the semantic extra is not installed"
+)
+
+
+def _options(**kw: object) -> object:
+    import onnxruntime  # type: ignore[import-untyped]
+
+    from memcore_sqlite.embedders.onnx import OnnxEmbedder
+
+    return OnnxEmbedder(**kw)._session_options(onnxruntime)  # type: ignore[arg-type]
+
+
+def test_threads_do_not_spin_and_the_arena_is_off_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("MEMCORE_ONNX_THREADS", "MEMCORE_ONNX_SPINNING", "MEMCORE_ONNX_ARENA"):
+        monkeypatch.delenv(name, raising=False)
+    options = _options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.enable_cpu_mem_arena is False
+    assert 1 <= options.intra_op_num_threads <= 2
+
+
+def test_arguments_and_environment_override_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMCORE_ONNX_THREADS", "3")
+    monkeypatch.setenv("MEMCORE_ONNX_SPINNING", "1")
+    options = _options(arena=True)
+    assert options.intra_op_num_threads == 3
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert options.enable_cpu_mem_arena is True
+    assert _options(threads=1, spinning=False).intra_op_num_threads == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MEMCORE_ONNX_THREADS", "two"),
+        ("MEMCORE_ONNX_THREADS", "0"),
+        ("MEMCORE_ONNX_SPINNING", "maybe"),
+    ],
+)
+def test_a_bad_setting_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as err:
+        _options()
+    assert err.value.field == name

@@ -1,0 +1,255 @@
+"""Two-stage vector search (codes pick candidates, float vectors rescore them) against an
+exact scan: same rows, same order, same scores; after writes, across processes and tenants."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memcore.scope import Scope
+from memcore.testing import HashingEmbedder
+from memcore_sqlite import SqliteMemoryStore, TextItem, code_pages
+from memcore_sqlite.quantize import encode
+from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, exact_top
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run")
+BOB = Scope("app", "bob", "agent", "run")
+DIM = 64
+
+
+def _data(n: int, seed: int, dim: int = DIM) -> tuple[Any, Any]:
+    """Random unit rows with neighbours of the query planted at many distances, some of them
+    duplicated (exact ties), and the query."""
+    rng = np.random.default_rng(seed)
+    query = rng.standard_normal(dim).astype(np.float32)
+    query /= np.linalg.norm(query)
+    rows = rng.standard_normal((n, dim)).astype(np.float32)
+    planted = min(n, 60)
+    for i in range(planted):
+        rows[i] = query + rng.uniform(0.2, 3.0) * rng.standard_normal(dim) / np.sqrt(dim)
+    for i in range(0, planted - 1, 7):  # duplicates: identical vectors, identical scores
+        rows[i + 1] = rows[i]
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rng.shuffle(rows)
+    return rows, query
+
+
+def _two_stage(rows: Any, query: Any, n: int, **sizes: Any) -> list[tuple[int, float]]:
+    seqs = np.arange(1, len(rows) + 1, dtype=np.int64) * 3  # seqs need not be dense
+    cache = VectorCache(rows.shape[1], **sizes)
+    blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(seqs, rows)}
+
+    def fetch(wanted: Sequence[int]) -> list[tuple[int, bytes]]:
+        return [(s, blobs[s]) for s in wanted]
+
+    entry = _Entry(0, encode(seqs, rows), None)
+    return cache.top(entry, query, n, fetch)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 29, 30, 31, 99, 100, 101, 1_999, 2_000, 2_001, 6_000])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_two_stage_equals_the_exact_scan(n: int, seed: int) -> None:
+    rows, query = _data(n, seed)
+    seqs = np.arange(1, n + 1, dtype=np.int64) * 3
+    exact = exact_top(seqs, rows, query, 30)
+    got = _two_stage(rows, query, 30)
+    assert [s for s, _ in got] == [s for s, _ in exact]
+    assert [c for _, c in got] == pytest.approx([c for _, c in exact], abs=1e-6)
+
+
+def test_every_stage_runs_and_still_matches_the_exact_scan() -> None:
+    rows, query = _data(3_000, 3)
+    seqs = np.arange(1, 3_001, dtype=np.int64) * 3
+    exact = exact_top(seqs, rows, query, 10)
+    got = _two_stage(rows, query, 10, first_pass_min=300, first_pass_share=0.0)
+    assert [s for s, _ in got] == [s for s, _ in exact]
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 100])
+def test_scopes_no_larger_than_the_rescoring_set_are_exact_on_any_data(n: int) -> None:
+    rng = np.random.default_rng(n)
+    rows = rng.standard_normal((n, DIM)).astype(np.float32)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+    query = rows[0] if n else rng.standard_normal(DIM).astype(np.float32)
+    seqs = np.arange(1, n + 1, dtype=np.int64) * 3
+    assert _two_stage(rows, query, 7) == exact_top(seqs, rows, query, 7)
+
+
+def test_ties_at_a_cut_keep_the_newest_rows_like_the_exact_scan() -> None:
+    key = np.array([5, 1, 5, 5, 0, 5], dtype=np.uint16)
+    seqs = np.array([10, 11, 12, 13, 14, 15], dtype=np.int64)
+    kept = _keep_smallest(key, seqs, 4)
+    assert sorted(seqs[kept].tolist()) == [11, 13, 14, 15]
+
+
+class TableEmbedder:
+    """Each text's vector is given: tests know every cosine exactly."""
+
+    def __init__(self, table: dict[str, Any]) -> None:
+        self.table = table
+
+    dimension = DIM
+    name = "table-64"
+
+    def embed(self, texts: Sequence[str]) -> list[Any]:
+        return [self.table[t] for t in texts]
+
+
+def _expected(table: dict[str, Any], live: list[str], query: Any, k: int) -> list[str]:
+    """The exact scan's order over the live texts (inserted in list order: newer = later)."""
+    scores = {t: float(np.dot(table[t], query)) for t in live}
+    order = sorted(range(len(live)), key=lambda i: (-scores[live[i]], -i))
+    return [live[i] for i in order[:k]]
+
+
+def _open(path: Path, embedder: Any, exact_rows: int) -> SqliteMemoryStore:
+    """A store whose scopes up to ``exact_rows`` rows are scanned exactly (0: always two-stage)."""
+    store = SqliteMemoryStore(path, embedder=embedder)
+    assert store._vectors is not None
+    store._vectors.exact_rows = exact_rows
+    return store
+
+
+BOTH = pytest.mark.parametrize("exact_rows", [0, 2_000], ids=["two-stage", "small-exact"])
+
+
+def _texts(store: SqliteMemoryStore, scope: Scope, query: Any, k: int = 10) -> list[str]:
+    hits = store.search_vector(STORE, scope.tenant_pattern(), "q", query, mode="vector", top_k=k)
+    return [h.memory.text for h in hits]
+
+
+@BOTH
+def test_adds_updates_and_deletes_are_seen_by_this_process_and_a_fresh_one(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, exact_rows: int
+) -> None:
+    monkeypatch.setattr(code_pages, "PAGE_ROWS", 16)  # many pages, splits and empty pages
+    rows, query = _data(400, 5)
+    texts = [f"memory {i}" for i in range(len(rows))]
+    table = dict(zip(texts, rows))
+    table.update({f"new {i}": r for i, r in enumerate(_data(50, 6)[0])})
+    embedder = TableEmbedder(table)
+    live = list(texts)
+    with _open(db_path, embedder, exact_rows) as store:
+        store.ensure_store(STORE)
+        ids = store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
+        assert _texts(store, ALICE, query) == _expected(table, live, query, 10)
+        best = _expected(table, live, query, 40)
+        for text in best[:20:2]:  # delete half of the best rows
+            store.delete_memory(STORE, ALICE, ids[texts.index(text)])
+            live.remove(text)
+        for i, text in enumerate(best[1:20:2][:5]):  # re-embed others with new text
+            store.update_memory(STORE, ALICE, ids[texts.index(text)], text=f"new {i}")
+            live[live.index(text)] = f"new {i}"
+        for i in range(5, 50):
+            store.add_text(STORE, ALICE, f"new {i}")
+            live.append(f"new {i}")
+        in_process = _texts(store, ALICE, query, 30)
+    # Updated rows keep their seq, so their place in the tie order is where they were.
+    expected = _expected(table, live, query, 30)
+    assert in_process == expected
+    with _open(db_path, embedder, exact_rows) as fresh:
+        assert _texts(fresh, ALICE, query, 30) == expected
+
+
+@BOTH
+def test_a_write_by_another_process_reaches_a_loaded_scope(db_path: Path, exact_rows: int) -> None:
+    embedder = HashingEmbedder(DIM)
+    with _open(db_path, embedder, exact_rows) as store:
+        store.ensure_store(STORE)
+        ids = store.add_many(
+            STORE, [TextItem(ALICE, f"note {i} about gardening") for i in range(300)]
+        )
+        target = "the walrus plays the tuba at dawn"
+        gone = "note 7 about gardening"
+        vector = embedder.embed([target])[0]
+        assert target not in _texts(store, ALICE, vector)  # the codes are loaded now
+        child = (
+            "import sys\n"
+            "from memcore.scope import Scope\n"
+            "from memcore.testing import HashingEmbedder\n"
+            "from memcore_sqlite import SqliteMemoryStore\n"
+            "s = SqliteMemoryStore(sys.argv[1], embedder=HashingEmbedder(64))\n"
+            "scope = Scope('app', 'alice', 'agent', 'run')\n"
+            "s.add_text('mem', scope, sys.argv[2])\n"
+            "s.delete_memory('mem', scope, sys.argv[3])\n"
+            "s.close()\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", child, str(db_path), target, ids[7]], check=True, timeout=60
+        )
+        found = _texts(store, ALICE, vector)
+        assert found[0] == target
+        assert gone not in _texts(store, ALICE, embedder.embed([gone])[0], 50)
+
+
+@BOTH
+def test_a_tenant_never_sees_another_tenants_vectors(db_path: Path, exact_rows: int) -> None:
+    rows, query = _data(300, 7)
+    table = {f"alice {i}": r for i, r in enumerate(rows)}
+    table.update({"bob exact": query, **{f"bob {i}": r for i, r in enumerate(rows)}})
+    with _open(db_path, TableEmbedder(table), exact_rows) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, f"alice {i}") for i in range(300)])
+        store.add_many(
+            STORE, [TextItem(BOB, f"bob {i}") for i in range(300)] + [TextItem(BOB, "bob exact")]
+        )
+        alice = _texts(store, ALICE, query, 50)
+        assert alice and all(t.startswith("alice ") for t in alice)
+        assert _texts(store, BOB, query, 1) == ["bob exact"]
+
+
+def test_a_file_from_before_code_pages_gets_them_on_open(db_path: Path) -> None:
+    rows, query = _data(500, 8)
+    table = {f"memory {i}": r for i, r in enumerate(rows)}
+    embedder = TableEmbedder(table)
+    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in table])
+    conn = sqlite3.connect(db_path)
+    conn.executescript("DROP TABLE vector_pages; PRAGMA user_version = 1;")
+    conn.close()
+    with _open(db_path, embedder, 0) as store:
+        assert _texts(store, ALICE, query) == _expected(table, list(table), query, 10)
+
+
+def test_a_small_scope_that_grows_past_the_exact_size_still_finds_the_best(db_path: Path) -> None:
+    rows, query = _data(200, 9)
+    texts = [f"memory {i}" for i in range(200)]
+    table = dict(zip(texts, rows))
+    with _open(db_path, TableEmbedder(table), 100) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in texts[:80]])
+        assert _texts(store, ALICE, query) == _expected(table, texts[:80], query, 10)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in texts[80:]])  # 200 > 100 now
+        assert store._vectors is not None
+        assert all(e.matrix is None for e in store._vectors._entries.values())
+        assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
+
+
+@BOTH
+def test_vectors_of_deferred_and_backfilled_writes_get_codes(
+    db_path: Path, exact_rows: int
+) -> None:
+    rows, query = _data(300, 10)
+    table = {f"memory {i}": r for i, r in enumerate(rows)}
+    embedder = TableEmbedder(table)
+    texts = list(table)
+    with SqliteMemoryStore(db_path) as lexical:  # written without vectors at all
+        lexical.ensure_store(STORE)
+        lexical.add_many(STORE, [TextItem(ALICE, t) for t in texts[:150]])
+    with _open(db_path, embedder, exact_rows) as store:
+        assert store.backfill_vectors(STORE) == 150
+        store.defer_vectors = True
+        for t in texts[150:]:
+            store.add_text(STORE, ALICE, t)  # embedded by the next semantic search
+        assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
+    with _open(db_path, embedder, exact_rows) as fresh:
+        assert _texts(fresh, ALICE, query, 30) == _expected(table, texts, query, 30)
