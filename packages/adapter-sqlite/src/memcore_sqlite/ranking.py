@@ -19,7 +19,13 @@ from collections.abc import Mapping
 import attrs
 
 from memcore_sqlite.analysis import LexicalQuery
+from memcore_sqlite.passages import PASSAGE_WORDS
 
+#: Length in words up to which a memory's lexical score is not discounted: one passage, what
+#: the embedder reads at once.
+REFERENCE_WORDS = PASSAGE_WORDS
+#: Lexical candidates (times the pool) whose length is looked up for the discount.
+LENGTH_LOOKUPS = 4
 #: Candidates each signal contributes, whatever top_k asks, so the first k hits never depend
 #: on k. Twice limits.MAX_TOP_K: a filtered-out or out-of-scope candidate still leaves enough.
 POOL = 100
@@ -33,7 +39,8 @@ COMMON_TERM_ROWS = 500
 
 @attrs.frozen
 class LexicalHit:
-    """``score``: IDF-weighted share of the query terms the row holds. ``evidence``: it holds a
+    """``score``: IDF-weighted share of the query terms the row holds, discounted when the row
+    is long (:func:`length_discount`). ``evidence``: it holds a
     term that is not in most rows of the scope (a match on "user" alone in memories about a
     user says nothing)."""
 
@@ -112,14 +119,42 @@ def lexical(
                 for seq in _newest(conn, query.all_of((t,)), want):
                     matched.setdefault(seq, set()).add(t)
     total = sum(weights.values())
+    shares = {seq: sum(weights[t] for t in held) / total for seq, held in matched.items()}
+    # Only the best shares can make the pool after the discount (it never raises a score).
+    best = sorted(shares, key=lambda s: (-shares[s], -s))[: LENGTH_LOOKUPS * want]
+    lengths = _lengths(conn, best)
     hits = {
-        seq: LexicalHit(sum(weights[t] for t in held) / total, bool(held & telling))
-        for seq, held in matched.items()
+        seq: LexicalHit(
+            shares[seq] * length_discount(lengths.get(seq)), bool(matched[seq] & telling)
+        )
+        for seq in best
     }
     if len(hits) > want:
-        best = sorted(hits.items(), key=lambda kv: (-kv[1].score, -kv[0]))[:want]
-        hits = dict(best)
+        hits = dict(sorted(hits.items(), key=lambda kv: (-kv[1].score, -kv[0]))[:want])
     return hits
+
+
+def length_discount(words: int | None) -> float:
+    """BM25's length normalisation for a term held once (k1 = 1.2, b = 0.75), against a
+    reference of :data:`REFERENCE_WORDS`, and never above 1: a memory up to that length keeps
+    its share of the query terms, a longer one holds them more thinly and scores less (a
+    600-word answer mentioning "museum" once says less about museums than a one-line note)."""
+    if words is None or words <= REFERENCE_WORDS:
+        return 1.0
+    k1, b = 1.2, 0.75
+    return (k1 + 1) / (1 + k1 * (1 - b + b * words / REFERENCE_WORDS))
+
+
+def _lengths(conn: sqlite3.Connection, seqs: list[int]) -> dict[int, int | None]:
+    out: dict[int, int | None] = {}
+    for start in range(0, len(seqs), 500):
+        part = seqs[start : start + 500]
+        marks = ",".join("?" * len(part))
+        out.update(
+            (int(r[0]), r[1])
+            for r in conn.execute(f"SELECT seq, words FROM memories WHERE seq IN ({marks})", part)
+        )
+    return out
 
 
 @attrs.frozen

@@ -153,9 +153,11 @@ class MemoryWrites(StoreBase):
         text: str,
         metadata: Mapping[str, str],
     ) -> None:
-        """The FTS row: words, the same words tenant-prefixed, and the scope/metadata tags."""
+        """The FTS row (words, the same words tenant-prefixed, the scope/metadata tags) and the
+        memory's length in words, which the lexical score discounts long memories by."""
         words = analysis.tokens(text)
         prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
+        conn.execute("UPDATE memories SET words = ? WHERE seq = ?", (len(words), seq))
         conn.execute(
             "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
             (
