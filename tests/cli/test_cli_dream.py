@@ -46,3 +46,22 @@ def test_dream_cancel_and_unknown_task(dream_cli):
     result = dream_cli("dream", "status", "no-such-task")
     assert result.exit_code == 3
     assert dream_cli("dream", "apply", task["id"], "no-such-action").exit_code in (2, 3)
+
+
+def test_local_dream_applies_safely_lists_current_and_undoes(local_cli):
+    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    local_cli.ok("add", "--sync", stale)
+    local_cli.ok("add", "--sync", "The cat sleeps on the sofa")
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    task = local_cli.json("dream", "create", "--apply-mode", "safe_auto")
+    assert (task["status"], task["apply_mode"]) == ("completed", "safe_auto")
+    [action] = local_cli.json("dream", "actions", task["id"])["items"]
+    assert (action["action"], action["status"]) == ("UPDATE", "applied")
+    assert "UPDATE" in local_cli.ok("dream", "actions", task["id"]).stdout
+    texts = [m["text"] for m in local_cli.json("list", "--current")["items"]]
+    assert stale not in texts and len(texts) == 2
+    assert stale in [m["text"] for m in local_cli.json("list")["items"]]
+    undone = local_cli.json("dream", "undo", task["id"], action["id"])
+    assert undone["status"] == "proposed"
+    assert stale in [m["text"] for m in local_cli.json("list", "--current")["items"]]
+    assert local_cli("dream", "create", "--apply-mode", "sometimes").exit_code == 2

@@ -97,9 +97,10 @@ def test_unreachable_tablestore_exits_5(home, local_cli, set_config):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_dream_on_the_embedded_store_is_unsupported_exit_2(local_cli):
+def test_dream_errors_on_the_embedded_store_are_one_line(local_cli):
     local_cli.ok("add", "the store exists now")
-    _one_line_error(local_cli("dream", "create"), 2, "dream")
+    _one_line_error(local_cli("dream", "create", "--apply-mode", "plan"), 2, "apply_mode")
+    _one_line_error(local_cli("dream", "undo", "no-such-task", "no-such-action"), 3, "dream task")
 
 
 def test_usage_errors_from_the_parser_are_one_line_too(local_cli):

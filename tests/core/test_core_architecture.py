@@ -54,3 +54,27 @@ def test_repo_root_holds_only_the_plugin_shims() -> None:
         ["__init__.py"],
         ["__init__.py", "cli.py"],
     )
+
+
+def test_every_public_name_of_the_package_resolves_to_its_module() -> None:
+    import importlib
+
+    import memcore
+
+    assert sorted(memcore.__all__) == sorted(memcore._EXPORTS)
+    for name in memcore.__all__:
+        module, attribute = memcore._EXPORTS[name]
+        assert getattr(memcore, name) is getattr(importlib.import_module(module), attribute)
+    with pytest.raises(AttributeError):
+        memcore.NoSuchName  # noqa: B018
+
+
+def test_the_errors_module_loads_without_the_rest_of_the_core() -> None:
+    """Hosts catch ``memcore.errors`` everywhere; importing it must not pull in cattrs."""
+    code = (
+        "import sys, json, memcore.errors;"
+        "print(json.dumps(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('attrs', 'attr', 'cattrs') or m.startswith('memcore.'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == ["memcore.errors"]

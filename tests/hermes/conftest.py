@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -118,15 +117,9 @@ def emulator_home(home: Path, server: Any, **config: Any) -> None:
 
 def install_plugin(home: Path) -> Path:
     """Copy the plugin (repo root files and packages) into ``home/plugins/tablestore-mem``."""
-    target = home / "plugins" / "tablestore-mem"
-    target.mkdir(parents=True)
-    for name in ("plugin.yaml", "__init__.py", "cli.py"):
-        shutil.copy2(REPO_ROOT / name, target / name)
-    shutil.copytree(
-        REPO_ROOT / "packages",
-        target / "packages",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
+    from memcore_hermes.plugin_copy import copy_plugin
+
+    target = copy_plugin(REPO_ROOT, home / "plugins" / "tablestore-mem")
     (home / "config.yaml").write_text("memory:\n  provider: tablestore-mem\n", encoding="utf-8")
     return target
 

@@ -151,3 +151,79 @@ def test_a_clone_without_installed_packages_uses_its_bundled_sources(
     result = _probe(target, "isolated")
     assert result["memcore_hermes"].startswith(str(target / "packages"))
     assert result["loaded"] == []
+
+
+# What Hermes does on a start (build its CLI tree) and for ``memory status``, then ``doctor``;
+# prints the modules each step loaded that the plugin must not load at that point.
+_STEPS_PROBE = r"""
+import argparse, io, json, sys, contextlib
+import agent.memory_provider, hermes_cli.config  # Hermes has these before it asks the plugin
+WATCH = ("memcore", "memcore_sqlite", "memcore_tablestore", "memcore_hermes", "attrs", "attr",
+         "cattrs", "numpy", "onnxruntime", "tokenizers", "tablestore",
+         "alibabacloud_tablestore20201209", "alibabacloud_credentials", "urllib3")
+def loaded():
+    return {m for m in sys.modules if m.split(".")[0] in WATCH}
+out, seen = {}, loaded()
+def step(name):
+    global seen
+    now = loaded()
+    out[name] = sorted(now - seen)
+    seen = now
+
+from plugins.memory import discover_plugin_cli_commands, load_memory_provider
+(command,) = discover_plugin_cli_commands()
+parser = argparse.ArgumentParser()
+command["setup_fn"](parser)
+step("cli_tree")
+provider = load_memory_provider("tablestore-mem")
+status = (provider.is_available(), provider.get_status_config())
+step("memory_status")
+if sys.argv[1:] != ["--no-doctor"]:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        command["handler_fn"](parser.parse_args(["doctor"]))
+    step("doctor")
+out["available"] = status[0]
+print(json.dumps(out))
+"""
+
+
+def test_start_status_and_doctor_load_only_what_they_need(hermes_home: Path, kit: Any) -> None:
+    """The CLI tree needs argparse alone; ``memory status`` and ``doctor`` read the config and
+    the stores but never load the embedding model, numpy or the TableStore SDK."""
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local")
+    added = kit.run_hermes(hermes_home, "tablestore-mem", "add", "--sync", "I drink green tea")
+    assert added.returncode == 0, added.stderr
+    probe = subprocess.run(
+        [sys.executable, "-c", _STEPS_PROBE], capture_output=True, text=True, timeout=120
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    steps = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert steps["cli_tree"] == ["memcore_hermes", "memcore_hermes.cli"]
+    assert steps["available"] is True
+    never = ("numpy", "onnxruntime", "tokenizers", "tablestore", "alibabacloud", "urllib3")
+    for name in ("memory_status", "doctor"):
+        assert [m for m in steps[name] if m.startswith(never)] == [], (name, steps[name])
+    assert "memcore.config" in steps["memory_status"]  # it does validate the config
+    assert "memcore_sqlite.store" in steps["doctor"]  # and doctor does open the store
+
+
+def test_status_of_the_tablestore_backend_loads_no_sdk(hermes_home: Path, kit: Any) -> None:
+    """``memory status`` checks keys and config only; the SDK loads when a store is opened."""
+    kit.install_plugin(hermes_home)
+    kit.write_config(
+        hermes_home, backend="tablestore", endpoint="http://127.0.0.1:9", instance_name="inst1"
+    )
+    kit.write_env(hermes_home, kit.EMULATOR_KEYS)
+    probe = subprocess.run(
+        [sys.executable, "-c", _STEPS_PROBE, "--no-doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    steps = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert steps["available"] is True
+    assert steps["cli_tree"] == ["memcore_hermes", "memcore_hermes.cli"]
+    sdk = ("tablestore", "alibabacloud", "urllib3", "numpy", "onnxruntime")
+    assert [m for m in steps["memory_status"] if m.startswith(sdk)] == []

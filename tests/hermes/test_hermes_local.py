@@ -57,3 +57,59 @@ def test_local_memories_survive_a_restart(hermes_home: Path, kit: Any) -> None:
         assert [m["text"] for m in profile["memories"]] == ["Gus speaks Portuguese"]
     finally:
         second.shutdown()
+
+
+def test_session_end_consolidates_the_local_store_off_the_agent_thread(
+    hermes_home: Path, kit: Any
+) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    stale = "Gus keeps 30 dozen eggs in the fridge, bought at the farm"
+    try:
+        for text in (stale, "Gus has 3 cats"):
+            provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+        newer = "Gus now keeps 20 dozen eggs in the fridge"
+        provider.handle_tool_call("tablestore_remember", {"content": newer, "sync": True})
+        provider.on_session_end([])
+        assert provider.last_consolidation is not None
+        dream_id = provider.last_consolidation.result(timeout=30)
+        store = provider.runtime.handle.ready()
+        [action] = store.list_dream_actions(provider.runtime.store_name, dream_id).items
+        assert (action.action, action.status) == ("UPDATE", "applied")
+        current = json.loads(provider.handle_tool_call("tablestore_profile", {}))
+        assert stale not in [m["text"] for m in current["memories"]]
+        everything = json.loads(
+            provider.handle_tool_call("tablestore_profile", {"include_superseded": True})
+        )
+        assert stale in [m["text"] for m in everything["memories"]]
+    finally:
+        provider.shutdown()
+
+
+def test_the_users_own_model_turns_hermes_turns_into_facts(
+    hermes_home: Path, kit: Any, monkeypatch: Any
+) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fake_chat", Path(__file__).parents[1] / "sqlite" / "fake_chat.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    chat = module.FakeChat()
+    monkeypatch.setenv("MEMCORE_MODEL_BASE_URL", chat.base_url)
+    monkeypatch.setenv("MEMCORE_MODEL", "the-agents-model")
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.sync_turn("Can you help? My cat is called Miso.", "Sure!", session_id="s1")
+        assert provider.runtime.wait_idle(10)
+        profile = json.loads(provider.handle_tool_call("tablestore_profile", {}))
+        assert [m["text"] for m in profile["memories"]] == ["My cat is called Miso."]
+        assert chat.requests and chat.requests[0]["model"] == "the-agents-model"
+    finally:
+        provider.shutdown()
+        chat.close()

@@ -1,4 +1,4 @@
-"""Lexical search's lookups: schema version 5's length index on old files, rare terms read
+"""Lexical search's lookups: schema version 6's length index on old files, rare terms read
 once, and scores that do not depend on the process's hash seed."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_a_version_4_file_without_lengths_gets_them_and_the_same_hits(tmp_path: 
     _fill(path)
     expected = _results(path)
     conn = sqlite3.connect(path)
-    # A file written by a release that had version 4 but not version 2.
+    # A file written by a release that had the code pages (4) but no lengths yet.
     conn.executescript(
         "DROP INDEX memories_words; ALTER TABLE memories DROP COLUMN words;"
         " PRAGMA user_version = 4;"
@@ -74,7 +74,7 @@ def test_a_version_4_file_with_lengths_gets_the_index_only(tmp_path: Path) -> No
     _fill(path)
     expected = _results(path)
     conn = sqlite3.connect(path)
-    conn.executescript("DROP INDEX memories_words; PRAGMA user_version = 4;")
+    conn.executescript("DROP INDEX memories_words; PRAGMA user_version = 5;")
     conn.close()
     assert _results(path) == expected
 

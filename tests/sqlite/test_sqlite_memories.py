@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.errors import InvalidInput, Unsupported
+from memcore.errors import InvalidInput
 from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Message
@@ -133,12 +133,6 @@ def test_tasks_complete_at_once(lexical_store: SqliteMemoryStore) -> None:
     task = lexical_store.get_task(STORE, receipt.task_id or "")
     assert (task.status, task.memory_ids, task.scope) == ("completed", receipt.memory_ids, ALICE)
     assert task.finished_at is not None
-
-
-def test_dream_is_unsupported_with_a_reason(lexical_store: SqliteMemoryStore) -> None:
-    with pytest.raises(Unsupported) as info:
-        lexical_store.create_dream_task(STORE, ALICE.tenant_pattern())
-    assert "dream" in str(info.value)
 
 
 def test_delete_store_removes_everything(lexical_store: SqliteMemoryStore, db_path: Path) -> None:

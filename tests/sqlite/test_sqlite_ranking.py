@@ -144,3 +144,23 @@ def test_an_older_import_of_a_repeated_text_changes_nothing(
         STORE, [TextItem(ALICE, "imported fact", {"origin": "backup"}, created_at=1.0)]
     )
     assert lexical_store.get_memory(STORE, ALICE, mid).metadata == {"origin": "live"}
+
+
+def test_a_file_at_version_4_gets_the_word_counts(db_path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    store = SqliteMemoryStore(db_path)
+    store.ensure_store(STORE)
+    add(store, "three words here")
+    store.close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("DROP INDEX memories_words")  # version 6's; a version 4 file has neither
+    conn.execute("ALTER TABLE memories DROP COLUMN words")
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    store = SqliteMemoryStore(db_path)
+    assert store._conn.execute("SELECT words FROM memories").fetchall() == [(3,)]
+    add(store, "and a second memory")
+    assert len(store.search(STORE, ALICE.tenant_pattern(), "memory words")) == 2
+    store.close()

@@ -17,6 +17,7 @@ from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, code_pages
 from memcore_sqlite.quantize import encode
+from memcore_sqlite.schema import MIGRATIONS
 from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, exact_top
 
 STORE = "mem"
@@ -214,7 +215,9 @@ def test_a_file_from_before_code_pages_gets_them_on_open(db_path: Path) -> None:
         store.ensure_store(STORE)
         store.add_many(STORE, [TextItem(ALICE, t) for t in table])
     conn = sqlite3.connect(db_path)
-    conn.executescript("DROP TABLE vector_pages; PRAGMA user_version = 2;")
+    # The version just before code pages (migration 4), whatever came before it.
+    before = max(v for v, _ in MIGRATIONS if v < 4)
+    conn.executescript(f"DROP TABLE vector_pages; PRAGMA user_version = {before};")
     conn.close()
     with _open(db_path, embedder, 0) as store:
         assert _texts(store, ALICE, query) == _expected(table, list(table), query, 10)

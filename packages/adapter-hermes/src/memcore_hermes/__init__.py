@@ -1,9 +1,20 @@
 """Hermes Agent memory provider ``tablestore-mem`` built on memcore.
 
-Only the provider class is imported here; the core, the spool and the SDKs load when a
-session initialises, so Hermes can list providers cheaply.
+Nothing is imported here: Hermes imports ``memcore_hermes.cli`` on every start to build its
+argument tree, and the provider class loads only when Hermes asks for the provider.
 """
 
-from memcore_hermes.provider import PROVIDER_NAME, TablestoreMemProvider, register
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memcore_hermes.provider import PROVIDER_NAME, TablestoreMemProvider, register
 
 __all__ = ["PROVIDER_NAME", "TablestoreMemProvider", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'memcore_hermes' has no attribute {name!r}")
+    from memcore_hermes import provider
+
+    return getattr(provider, name)

@@ -8,6 +8,7 @@ imported here, never at plugin import.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -113,8 +114,11 @@ def open_backend_store(
     if backend == LOCAL:
         # Imported directly, not through entry points: a plugin clone has none registered.
         from memcore_sqlite import open_backend
+        from memcore_sqlite.model import ModelSettings
 
-        return config, open_backend(config, path=str(home.local_db_file(config)))
+        # The user's own model (MEMCORE_MODEL_*), from the environment or $HERMES_HOME/.env.
+        model = ModelSettings.from_env({**_env_file_values(home), **os.environ})
+        return config, open_backend(config, path=str(home.local_db_file(config)), model=model)
     if keys is None:
         raise ConfigError(
             "the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK in "
@@ -130,3 +134,12 @@ def open_backend_store(
     return config, _data_plane(
         config.endpoint, config.instance_name, _tablestore_credentials(keys), config
     )
+
+
+def _env_file_values(home: HermesHome) -> dict[str, str]:
+    from memcore_hermes.envfile import UnsafeSecretsFile, read_env_file
+
+    try:
+        return read_env_file(home.env_file)
+    except (UnsafeSecretsFile, OSError):
+        return {}  # an unsafe or unreadable file is reported by doctor; no model then

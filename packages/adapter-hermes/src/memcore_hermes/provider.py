@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from memcore_hermes.home import HermesHome
@@ -63,6 +64,8 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self._environ = environ
         self._lock = threading.Lock()
         self._runtime: MemoryRuntime | None = None
+        #: The last end-of-session consolidation pass queued (its result is the dream id).
+        self.last_consolidation: Future[Any] | None = None
         self._home: HermesHome | None = None
         self._config: MemcoreConfig | None = None
         self._backend = ""
@@ -416,9 +419,14 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             logger.warning("tablestore-mem: delegation not recorded (%s: %s)", exc.code, exc)
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        """Deliver the session's writes (bounded), then queue a consolidation pass on the
+        lane: a local store merges duplicates and supersedes stale facts off this thread."""
         runtime = self._runtime
         if runtime is not None:
             runtime.flush(self._flush_timeout)
+            from memcore_hermes import consolidation
+
+            self.last_consolidation = consolidation.schedule(runtime)
 
     def shutdown(self) -> None:
         """Flush within a bounded time; anything left is replayed on the next start."""

@@ -41,7 +41,14 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                     "minimum": 1,
                     "maximum": 100,
                     "description": "How many memories (default 20).",
-                }
+                },
+                "include_superseded": {
+                    "type": "boolean",
+                    "description": (
+                        "Also list memories a newer one superseded (default false: only the "
+                        "current truth)."
+                    ),
+                },
             },
             "required": [],
         },
@@ -197,6 +204,9 @@ def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
     limit = args.get("limit", 20)
     service = runtime.service(runtime.handle.ready())
     page = service.profile(limit=limit)
+    if not _optional_bool(args, "include_superseded"):
+        # A dream pass marks what a newer memory replaced; the profile shows the current truth.
+        page = page.filter(lambda m: "superseded_by" not in m.extras)
     return dumps(
         {
             "scope": str(service.profile_pattern),

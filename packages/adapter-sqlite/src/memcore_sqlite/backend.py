@@ -50,14 +50,21 @@ def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
 
 def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     """Open the embedded store: ``path=``, ``embedder=`` (an Embedder or None), ``model_dir=``,
-    and :class:`SqliteMemoryStore` keywords override the config."""
+    and :class:`SqliteMemoryStore` keywords override the config. ``model=`` (a
+    :class:`~memcore_sqlite.model.ModelSettings`) overrides ``MEMCORE_MODEL_*`` from the
+    environment: the user's own model for fact extraction and dream review."""
     path = resolve_path(config, options.pop("path", None))
     model_dir = options.pop("model_dir", None)
     embedder = options.pop("embedder", _UNSET)
+    model = options.pop("model", _UNSET)
     if embedder is _UNSET:
         embedder = choose_embedder(config.embedder, model_dir=model_dir)
     allowed = {"busy_timeout", "synchronous", "vector_cache_rows", "defer_vectors"}
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ConfigError(f"unknown option for the local backend: {unknown[0]}", field=unknown[0])
-    return SqliteMemoryStore(path, embedder=embedder, **options)
+    from memcore_sqlite.model import ModelSettings, attach_model
+
+    store = SqliteMemoryStore(path, embedder=embedder, **options)
+    attach_model(store, ModelSettings.from_env() if model is _UNSET else model)
+    return store

@@ -114,7 +114,12 @@ class StoreCatalog(StoreBase):
             seqs = "SELECT seq FROM memories WHERE store_id = ?"
             conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({seqs})", (sid,))
             conn.execute(f"DELETE FROM memory_vectors WHERE seq IN ({seqs})", (sid,))
-            for table in ("memories", "messages", "tasks", "requests"):
+            conn.execute(
+                "DELETE FROM dream_actions WHERE dream_seq IN"
+                " (SELECT seq FROM dream_tasks WHERE store_id = ?)",
+                (sid,),
+            )
+            for table in ("memories", "messages", "tasks", "requests", "dream_tasks"):
                 conn.execute(f"DELETE FROM {table} WHERE store_id = ?", (sid,))
             conn.execute("DELETE FROM stores WHERE id = ?", (sid,))
             code_pages.drop_store(conn, sid)

@@ -231,32 +231,35 @@ class StoreBase:
         return before, before + 1
 
     def _embed(self, texts: Sequence[str]) -> list[Any] | None:
-        """One unit vector per text; a long text is embedded whole, as passages (see
-        :mod:`memcore_sqlite.passages`), in the same call as the others."""
+        """One unit vector per text, in their order; a long text is embedded whole, as passages
+        (see :mod:`memcore_sqlite.passages`), in the same call as the others.
+
+        Each distinct passage is embedded once, and the embedder sees them shortest first: it
+        pads every batch to its longest member, so batches of similar lengths waste less work.
+        """
         if self.embedder is None or self._vectors is None or not texts:
             return None
-        split = [passages(t) for t in texts]
-        flat = [p for parts in split for p in parts]
+        split = {t: passages(t) for t in texts}
+        distinct = sorted({p: None for parts in split.values() for p in parts}, key=len)
         try:
-            vectors = self.embedder.embed(flat)
+            vectors = self.embedder.embed(distinct)
         except MemcoreError:
             raise
         except Exception as exc:  # an embedder is foreign code: report it as ours
             raise InvalidInput(
                 f"the embedder failed: {type(exc).__name__}", field="embedder"
             ) from exc
-        if len(vectors) != len(flat):
+        if len(vectors) != len(distinct):
             raise InvalidInput(
                 "the embedder returned the wrong number of vectors", field="embedder"
             )
         arr = self._vectors.to_array(vectors)
-        out: list[Any] = []
-        start = 0
-        for parts in split:
-            n = len(parts)
-            out.append(arr[start] if n == 1 else combine(arr[start : start + n]))
-            start += n
-        return out
+        row = {p: i for i, p in enumerate(distinct)}
+        by_text = {
+            t: arr[row[parts[0]]] if len(parts) == 1 else combine(arr[[row[p] for p in parts]])
+            for t, parts in split.items()
+        }
+        return [by_text[t] for t in texts]
 
     def _store_vectors(
         self,

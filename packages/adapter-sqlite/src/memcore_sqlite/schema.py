@@ -90,11 +90,54 @@ CREATE TABLE requests (
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
 
-# Each memory's length in index tokens, for the lexical score's length discount. Rows written
-# before it get their count of space-separated words, which is close for most text.
-_V2 = """
-ALTER TABLE memories ADD COLUMN words INTEGER;
-UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', '')) + 1
+# Local dream (consolidation): tasks, their actions with an undo record each, and the
+# supersession links that let recall prefer the current truth.
+_V3 = """
+ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+-- 'merged' (its text lives on in superseded_by) or 'updated' (a newer fact replaced it).
+ALTER TABLE memories ADD COLUMN superseded_how TEXT;
+ALTER TABLE memories ADD COLUMN supersedes TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX memories_superseded ON memories (superseded_by);
+CREATE TABLE dream_tasks (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    store_id INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    apply_mode TEXT NOT NULL,
+    scope_output_mode TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    thresholds TEXT NOT NULL,
+    instructions TEXT,
+    memory_count INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE INDEX dream_tasks_store ON dream_tasks (store_id, seq);
+CREATE TABLE dream_actions (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    dream_seq INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    status TEXT NOT NULL,
+    target_scope TEXT NOT NULL,
+    target_id TEXT,
+    source_ids TEXT NOT NULL,
+    versions TEXT NOT NULL,
+    text TEXT,
+    confidence REAL NOT NULL,
+    reason TEXT NOT NULL,
+    skipped_reason TEXT,
+    result_id TEXT,
+    undo TEXT,
+    error TEXT,
+    applied_at REAL,
+    undone_at REAL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX dream_actions_task ON dream_actions (dream_seq, seq)
 """
 
 
@@ -105,15 +148,23 @@ def _v4(conn: sqlite3.Connection) -> None:
 
 
 def _v5(conn: sqlite3.Connection) -> None:
-    """A covering index of each memory's length, so the lexical score's length lookups read a
-    small index instead of the memories' rows (their texts; random pages of a large file).
+    """Each memory's length in index tokens, for the lexical score's length discount.
 
-    A file that reached version 4 without version 2 (they were numbered on separate branches)
-    gets the ``words`` column here first.
+    Rows written before get their count of space-separated words, which is close for most
+    text. Numbered after 4 because 4 landed first: a file already at 4 must still get it.
     """
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
     if "words" not in columns:
-        _run(conn, _V2)
+        conn.execute("ALTER TABLE memories ADD COLUMN words INTEGER")
+    conn.execute(
+        "UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', ''))"
+        " + 1 WHERE words IS NULL"
+    )
+
+
+def _v6(conn: sqlite3.Connection) -> None:
+    """A covering index of each memory's length: the lexical score's length lookups then read
+    a small index instead of the memories' rows (texts on random pages of a large file)."""
     conn.execute("CREATE INDEX IF NOT EXISTS memories_words ON memories (seq, words)")
 
 
@@ -121,9 +172,10 @@ def _v5(conn: sqlite3.Connection) -> None:
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
     (1, _V1),
-    (2, _V2),
+    (3, _V3),
     (4, _v4),
     (5, _v5),
+    (6, _v6),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -17,9 +17,11 @@ from memcore import limits
 from memcore.errors import InvalidInput, Unsupported
 from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
-from memcore.values import DreamAction, DreamTask, Memory, Page, SearchHit
-from memcore_sqlite import search
+from memcore.values import Memory, Page, SearchHit
+from memcore_sqlite import search, supersession
 from memcore_sqlite.catalog import StoreCatalog
+from memcore_sqlite.dream import DreamTasks
+from memcore_sqlite.facts import FactWrites
 from memcore_sqlite.records import RecordReads
 from memcore_sqlite.rows import (
     MEMORY_COLUMNS,
@@ -30,17 +32,12 @@ from memcore_sqlite.rows import (
 )
 from memcore_sqlite.search import check_search
 from memcore_sqlite.sqlite_errors import mapped
-from memcore_sqlite.writes import MemoryWrites, TextItem
+from memcore_sqlite.writes import TextItem
 
 __all__ = ["SqliteMemoryStore", "TextItem"]
 
-_DREAM_UNSUPPORTED = (
-    "the local SQLite store has no consolidation (dream) engine; duplicates are already merged "
-    "on write by content hash. Use the tablestore backend for dream tasks."
-)
 
-
-class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
+class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
     """The embedded memory store. Thread-safe; several processes may share one file.
 
     ``embedder`` turns on hybrid search (FTS5 BM25 fused with exact cosine); without one,
@@ -62,8 +59,16 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         return memory
 
     def list_memories(
-        self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
+        self,
+        store: str,
+        pattern: ScopePattern,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        current_only: bool = False,
     ) -> Page[Memory]:
+        """Memories in insertion order; ``extras`` tell what each supersedes or was superseded
+        by, and ``current_only`` leaves the superseded ones out."""
         started = time.perf_counter()
         check_pattern(pattern)
         limits.check_limit(limit)
@@ -71,13 +76,15 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         where, params = pattern_sql(pattern)
         with self._read() as conn:
             sid = self._store_id(conn, store)
+            current = " AND superseded_by IS NULL" if current_only else ""
             rows = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE store_id = ?{where} AND seq > ?"
-                " ORDER BY seq LIMIT ?",
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE store_id = ?{where}{current}"
+                " AND seq > ? ORDER BY seq LIMIT ?",
                 (sid, *params, after, limit + 1),
             ).fetchall()
+            listed = supersession.annotate(conn, [memory_from_row(r) for r in rows])
         self._audit_read(store, "ListMemories", started)
-        return page([(int(r[0]), memory_from_row(r)) for r in rows], limit)
+        return page([(int(r[0]), m) for r, m in zip(rows, listed)], limit)
 
     def search(
         self,
@@ -101,7 +108,8 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
         (:func:`memcore_sqlite.ranking.fuse`); ``SearchHit.signals`` holds both. The first k
         hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
         overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
-        (checked) and ``include_evidence`` have no local meaning.
+        (checked) and ``include_evidence`` have no local meaning. A memory a dream pass
+        superseded comes right after the memory that superseded it.
         """
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
@@ -181,46 +189,9 @@ class SqliteMemoryStore(StoreCatalog, MemoryWrites, RecordReads):
                 use_lexical=use_lexical,
             )
             found = search.hits(conn, sid, pattern, order, flt, floor, top_k)
+            found = supersession.prefer_current(conn, sid, pattern, found, flt, top_k)
         self._audit_read(store, "SearchMemories", started)
         return found
-
-    # -- dream --------------------------------------------------------------------------
-    def create_dream_task(
-        self,
-        store: str,
-        scopes: ScopePattern | Sequence[ScopePattern],
-        *,
-        apply_mode: str = "proposal",
-        instructions: str | None = None,
-    ) -> DreamTask:
-        raise Unsupported(_DREAM_UNSUPPORTED)
-
-    def get_dream_task(self, store: str, task_id: str) -> DreamTask:
-        raise Unsupported(_DREAM_UNSUPPORTED)
-
-    def list_dream_tasks(
-        self,
-        store: str,
-        *,
-        limit: int = 50,
-        next_token: str | None = None,
-        pattern: ScopePattern | None = None,
-        status: str | None = None,
-    ) -> Page[DreamTask]:
-        raise Unsupported(_DREAM_UNSUPPORTED)
-
-    def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
-        raise Unsupported(_DREAM_UNSUPPORTED)
-
-    def list_dream_actions(
-        self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
-    ) -> Page[DreamAction]:
-        raise Unsupported(_DREAM_UNSUPPORTED)
-
-    def apply_dream_actions(
-        self, store: str, task_id: str, action_ids: Sequence[str]
-    ) -> list[DreamAction]:
-        raise Unsupported(_DREAM_UNSUPPORTED)
 
     # -- maintenance --------------------------------------------------------------------
     def missing_vectors(self, store: str) -> int:

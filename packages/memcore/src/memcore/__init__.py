@@ -1,51 +1,113 @@
-"""memcore: long-term memory for AI agents. The pure core: scopes, policies, limits, ports."""
+"""memcore: long-term memory for AI agents. The pure core: scopes, policies, limits, ports.
+
+The names below load on first use (PEP 562): a host that needs only ``memcore.errors`` or
+``memcore.config`` (a plugin's status check, a CLI's ``--help``) does not pay for the rest.
+"""
 
 from typing import TYPE_CHECKING, Any
 
-from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
-from memcore.discovery import installed_backends, open_store
-from memcore.errors import (
-    ConfigError,
-    Conflict,
-    InvalidInput,
-    MemcoreError,
-    NotFound,
-    PermissionDenied,
-    ProtocolError,
-    StoreClosed,
-    Throttled,
-    Unavailable,
-    Unsupported,
-)
-from memcore.facade import Memory
-from memcore.policies import ScopePolicy
-from memcore.ports import Embedder, MemoryStore, Outbox, OutboxEntry, Provisioner
-from memcore.scope import (
-    Scope,
-    ScopePattern,
-    SessionContext,
-    identity_segment,
-    normalize_segment,
-    resolve_scope,
-)
-from memcore.service import MemoryService
-from memcore.values import (
-    DreamAction,
-    DreamTask,
-    MemoryTask,
-    Message,
-    Page,
-    RequestRecord,
-    SearchHit,
-    StoreInfo,
-    WriteReceipt,
-)
-from memcore.values import Memory as MemoryUnit
-
 if TYPE_CHECKING:
     from memcore.async_facade import AsyncMemory
+    from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
+    from memcore.discovery import installed_backends, open_store
+    from memcore.errors import (
+        ConfigError,
+        Conflict,
+        InvalidInput,
+        MemcoreError,
+        NotFound,
+        PermissionDenied,
+        ProtocolError,
+        StoreClosed,
+        Throttled,
+        Unavailable,
+        Unsupported,
+    )
+    from memcore.facade import Memory
+    from memcore.policies import ScopePolicy
+    from memcore.ports import Embedder, MemoryStore, Outbox, OutboxEntry, Provisioner
+    from memcore.scope import (
+        Scope,
+        ScopePattern,
+        SessionContext,
+        identity_segment,
+        normalize_segment,
+        resolve_scope,
+    )
+    from memcore.service import MemoryService
+    from memcore.values import (
+        DreamAction,
+        DreamTask,
+        MemoryTask,
+        Message,
+        Page,
+        RequestRecord,
+        SearchHit,
+        StoreInfo,
+        WriteReceipt,
+    )
+    from memcore.values import Memory as MemoryUnit
 
 __version__ = "0.1.0"
+
+#: Public name -> (module, attribute) it comes from.
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "AsyncMemory": ("memcore.async_facade", "AsyncMemory"),
+    **{
+        name: ("memcore.config", name)
+        for name in ("MemcoreConfig", "dump_config", "merge_config", "parse_config")
+    },
+    **{name: ("memcore.discovery", name) for name in ("installed_backends", "open_store")},
+    **{
+        name: ("memcore.errors", name)
+        for name in (
+            "ConfigError",
+            "Conflict",
+            "InvalidInput",
+            "MemcoreError",
+            "NotFound",
+            "PermissionDenied",
+            "ProtocolError",
+            "StoreClosed",
+            "Throttled",
+            "Unavailable",
+            "Unsupported",
+        )
+    },
+    "Memory": ("memcore.facade", "Memory"),
+    "ScopePolicy": ("memcore.policies", "ScopePolicy"),
+    **{
+        name: ("memcore.ports", name)
+        for name in ("Embedder", "MemoryStore", "Outbox", "OutboxEntry", "Provisioner")
+    },
+    **{
+        name: ("memcore.scope", name)
+        for name in (
+            "Scope",
+            "ScopePattern",
+            "SessionContext",
+            "identity_segment",
+            "normalize_segment",
+            "resolve_scope",
+        )
+    },
+    "MemoryService": ("memcore.service", "MemoryService"),
+    **{
+        name: ("memcore.values", name)
+        for name in (
+            "DreamAction",
+            "DreamTask",
+            "MemoryTask",
+            "Message",
+            "Page",
+            "RequestRecord",
+            "SearchHit",
+            "StoreInfo",
+            "WriteReceipt",
+        )
+    },
+    "MemoryUnit": ("memcore.values", "Memory"),
+}
 
 __all__ = [
     "AsyncMemory",
@@ -94,9 +156,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # asyncio is a heavy import that only asyncio hosts need: load AsyncMemory on first use.
-    if name == "AsyncMemory":
-        from memcore.async_facade import AsyncMemory
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'memcore' has no attribute {name!r}") from None
+    import importlib
 
-        return AsyncMemory
-    raise AttributeError(f"module 'memcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -6,16 +6,17 @@ never part of this model: they come from the environment.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
-from cattrs.errors import AttributeValidationNote
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+if TYPE_CHECKING:
+    import cattrs
 
 from memcore.errors import ConfigError
 from memcore.limits import STORE_NAME_RE
@@ -152,6 +153,9 @@ def _strict(kind: type, name: str) -> Any:
 
 def make_converter() -> cattrs.Converter:
     """A converter that refuses unknown keys and never coerces ``"false"`` into ``True``."""
+    import cattrs
+    from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
     conv = cattrs.Converter(forbid_extra_keys=True)
     conv.register_structure_hook(str, _strict(str, "a string"))
     conv.register_structure_hook(bool, _strict(bool, "true or false"))
@@ -170,11 +174,18 @@ def make_converter() -> cattrs.Converter:
     return conv
 
 
-CONVERTER = make_converter()
+@functools.cache
+def converter() -> cattrs.Converter:
+    """The shared converter, built on first use: cattrs is costly to import, and a command
+    that reads no configuration file should not pay for it."""
+    return make_converter()
 
 
 def _first_error(exc: BaseException) -> tuple[str | None, str]:
     """Find the key and message of the first problem inside a cattrs error group."""
+    import cattrs
+    from cattrs.errors import AttributeValidationNote
+
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
         return sorted(exc.extra_fields)[0], f"unknown key; known keys are {', '.join(CONFIG_KEYS)}"
     if isinstance(exc, _BadValue):
@@ -195,7 +206,7 @@ def config_from_mapping(data: Mapping[str, Any], *, source: str = "<config>") ->
     if not isinstance(data, Mapping):
         raise ConfigError("the configuration must be a JSON object", source=source)
     try:
-        return CONVERTER.structure(dict(data), MemcoreConfig)
+        return converter().structure(dict(data), MemcoreConfig)
     except Exception as exc:  # cattrs raises groups of TypeError/ValueError/KeyError
         key, message = _first_error(exc)
         raise ConfigError(f"bad configuration: {message}", field=key, source=source) from None
@@ -226,9 +237,9 @@ def _reject_constant(name: str) -> Any:
 
 
 def config_to_dict(config: MemcoreConfig, *, include_defaults: bool = True) -> dict[str, Any]:
-    data: dict[str, Any] = CONVERTER.unstructure(config)
+    data: dict[str, Any] = converter().unstructure(config)
     if not include_defaults:
-        defaults = CONVERTER.unstructure(MemcoreConfig())
+        defaults = converter().unstructure(MemcoreConfig())
         data = {k: v for k, v in data.items() if defaults.get(k) != v}
     return data
 

@@ -6,6 +6,7 @@ code; it runs these very methods off the event loop, so the two cannot drift apa
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -18,8 +19,8 @@ from memcore.policies import ScopePolicy
 from memcore.ports import MemoryStore
 from memcore.scope import Scope, SessionContext, resolve_scope
 from memcore.service import MemoryService
+from memcore.values import DreamAction, DreamTask, Message, Page, SearchHit, WriteReceipt
 from memcore.values import Memory as MemoryUnit
-from memcore.values import Message, Page, SearchHit, WriteReceipt
 
 
 class Memory:
@@ -143,8 +144,36 @@ class Memory:
     ) -> list[SearchHit]:
         return self.service.search(query, top_k=top_k, filters=filters, enable_rerank=enable_rerank)
 
-    def list(self, *, limit: int = 50, next_token: str | None = None) -> Page[MemoryUnit]:
-        return self.service.profile(limit=limit, next_token=next_token)
+    def list(
+        self, *, limit: int = 50, next_token: str | None = None, current_only: bool = False
+    ) -> Page[MemoryUnit]:
+        """A page of the user's memories; ``current_only`` leaves out those a dream pass
+        marked as superseded (a page may then hold fewer than ``limit``)."""
+        page = self.service.profile(limit=limit, next_token=next_token)
+        return page.filter(lambda m: "superseded_by" not in m.extras) if current_only else page
+
+    def dream(self, *, apply_mode: str = "safe_auto") -> DreamTask:
+        """Consolidate the user's memories: merge repeats, let newer facts supersede older
+        ones. ``safe_auto`` applies the confident actions (never a deletion); ``proposal``
+        only proposes. On the local store this runs here; on TableStore, in the service."""
+        return self.store.create_dream_task(
+            self.service.store_name, self.scope.tenant_pattern(), apply_mode=apply_mode
+        )
+
+    def dream_actions(self, task_id: str) -> builtins.list[DreamAction]:
+        """Every action a dream task proposed, with its status, confidence and reason."""
+        return builtins.list(
+            every_item(
+                lambda token: self.store.list_dream_actions(
+                    self.service.store_name, task_id, limit=100, next_token=token
+                )
+            )
+        )
+
+    def apply_dream_actions(
+        self, task_id: str, action_ids: Sequence[str]
+    ) -> builtins.list[DreamAction]:
+        return self.store.apply_dream_actions(self.service.store_name, task_id, action_ids)
 
     def iter_all(self, *, page_size: int = 100) -> Iterator[MemoryUnit]:
         return every_item(lambda token: self.list(limit=page_size, next_token=token))

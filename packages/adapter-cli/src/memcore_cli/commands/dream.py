@@ -1,4 +1,5 @@
-"""Dream (consolidation) commands: the service proposes merges and deletions; you apply them."""
+"""Dream (consolidation) commands: the service (or the local store) proposes merges,
+updates and deletions; you apply them, and on the local store you can undo them."""
 
 from typing import Annotated, Any
 
@@ -45,7 +46,8 @@ def create(
         str,
         typer.Option(
             "--apply-mode",
-            help="proposal (review, then apply) or safe_auto (confident ones apply at once).",
+            help="proposal (review, then apply) or safe_auto (confident merges and updates "
+            "apply at once; deletions always wait).",
         ),
     ] = "proposal",
     instructions: Annotated[
@@ -112,8 +114,18 @@ def actions(
         )
         return
     state.output.table(
-        ("id", "action", "status", "memories", "text"),
-        ((a.id, a.action, a.status, ", ".join(a.memory_ids), a.text or "") for a in page.items),
+        ("id", "action", "status", "confidence", "memories", "reason"),
+        (
+            (
+                a.id,
+                a.action,
+                a.status + (f" ({a.skipped_reason})" if a.skipped_reason else ""),
+                "" if a.confidence is None else f"{a.confidence:.2f}",
+                ", ".join(a.memory_ids),
+                a.reason or a.text or "",
+            )
+            for a in page.items
+        ),
         empty="no actions proposed",
     )
 
@@ -154,6 +166,41 @@ def apply(
         from memcore_cli.exit_codes import ExitCode
 
         raise typer.Exit(ExitCode.NOT_FOUND)
+
+
+@app.command("undo")
+def undo(
+    ctx: typer.Context,
+    task_id: TaskArg,
+    action_id: Annotated[str, typer.Argument(metavar="ACTION_ID", help="An applied action.")],
+) -> None:
+    """Take back an applied action from its undo record (the local store).
+
+    \b
+    Example:
+      memcore dream undo 7a2e act-1
+    """
+    from memcore import limits
+    from memcore.errors import Unsupported
+    from memcore_cli.records import to_record
+
+    state = state_of(ctx)
+    limits.check_id(task_id, field="task_id")
+    limits.check_id(action_id, field="action_id")
+    runtime = state.runtime()
+    store = runtime.ready_store()
+    if not hasattr(store, "undo_dream_action"):
+        raise Unsupported(
+            "this backend cannot undo dream actions; only the local store keeps undo records"
+        )
+    action = store.undo_dream_action(runtime.store_name, task_id, action_id)
+    if state.json:
+        state.output.json(to_record(action))
+    else:
+        state.output.fields(
+            [("id", action.id), ("action", action.action), ("status", action.status)],
+            title="undone",
+        )
 
 
 @app.command("cancel")

@@ -38,6 +38,11 @@ def _row(memory: Any) -> tuple[str, str, str, str]:
     )
 
 
+def _superseded(memory: Any) -> bool:
+    """A dream pass marked it as replaced by a newer memory (the local store says so)."""
+    return "superseded_by" in memory.extras
+
+
 def list_memories(
     ctx: typer.Context,
     limit: LimitOpt = 20,
@@ -49,6 +54,9 @@ def list_memories(
     newest: Annotated[
         bool, typer.Option("--newest", help="Newest first (reads the whole tenant or scope).")
     ] = False,
+    current: Annotated[
+        bool, typer.Option("--current", help="Hide memories a dream pass marked as superseded.")
+    ] = False,
 ) -> None:
     """List the memories of the current tenant (or --agent/--run), a page at a time.
 
@@ -56,6 +64,7 @@ def list_memories(
     Examples:
       memcore list --limit 10
       memcore list --newest --since 7d
+      memcore list --current
       memcore --agent coder list --all
       memcore --json list --all > memories.jsonl
     """
@@ -74,7 +83,7 @@ def list_memories(
             raise typer.BadParameter("--next-token does not combine with --since or --newest")
         from memcore_cli.lookup import select
 
-        found = select(runtime, chosen)
+        found = [m for m in select(runtime, chosen) if not (current and _superseded(m))]
         if newest:
             found.sort(key=lambda m: m.created_at or 0, reverse=True)
         shown = found if all_pages else found[:limit]
@@ -89,8 +98,13 @@ def list_memories(
             out.note(f"{len(found) - len(shown)} more; raise --limit or pass --all")
         return
     service = runtime.service()
+
+    def fetch(token: str | None) -> Any:
+        got = service.profile(limit=limit, next_token=token)
+        return got.filter(lambda m: not _superseded(m)) if current else got
+
     if not all_pages:
-        page = service.profile(limit=limit, next_token=next_token)
+        page = fetch(next_token)
         if state.json:
             out.json(
                 {"items": [memory_record(m) for m in page.items], "next_token": page.next_token}
@@ -101,7 +115,7 @@ def list_memories(
             out.note(state.more_hint("list", page.next_token, ["--limit", str(limit)]))
         return
     rows = []
-    listing = pages(lambda token: service.profile(limit=limit, next_token=token), start=next_token)
+    listing = pages(fetch, start=next_token)
     with out.progress("listing memories") as advance:
         for page in listing:
             for memory in page.items:

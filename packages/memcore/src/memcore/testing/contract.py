@@ -432,3 +432,32 @@ class MemoryStoreContract:
             ready.create_dream_task(self.store_name, [])
         with pytest.raises(NotFound):
             ready.get_dream_task(self.store_name, "no-such-dream")
+
+    def test_dream_merges_duplicates_and_never_touches_another_tenant(
+        self, ready: MemoryStore
+    ) -> None:
+        for scope in (A1, B1):
+            self.add(ready, scope, "Likes green tea")
+            self.add(ready, scope, "likes  green TEA")
+        others = sorted(
+            (m.id, m.text) for m in ready.list_memories(self.store_name, B1.pattern()).items
+        )
+        try:
+            task = ready.create_dream_task(self.store_name, A1.tenant_pattern())
+        except Unsupported:
+            return
+        self.settle(ready)
+        actions = ready.list_dream_actions(self.store_name, task.id).items
+        assert [a.action for a in actions] == ["MERGE"]
+        [merge] = actions
+        assert merge.confidence is not None and 0.0 <= merge.confidence <= 1.0
+        assert merge.scope is None or A1.tenant_pattern().matches(merge.scope)
+        [result] = ready.apply_dream_actions(self.store_name, task.id, [merge.id])
+        assert result.status == "applied"
+        self.settle(ready)
+        hits = ready.search(self.store_name, A1.pattern(), "green tea")
+        assert len(hits) == 1
+        after = sorted(
+            (m.id, m.text) for m in ready.list_memories(self.store_name, B1.pattern()).items
+        )
+        assert after == others

@@ -1,0 +1,57 @@
+"""The end-of-session consolidation pass: a local store dreams over the session's tenant.
+
+It runs on the provider's lane (never on the agent's thread), after the session's writes
+were delivered, in ``safe_auto`` mode: merges and updates that clear the service's default
+thresholds apply, deletions only ever wait as proposals. It is bounded: it reads at most
+:data:`MAX_MEMORIES` memories, and a session end never waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from typing import Any
+
+from memcore.errors import MemcoreError
+
+logger = logging.getLogger(__name__)
+
+#: The newest memories a pass reads: a few hundred keep it well under a second on SQLite.
+MAX_MEMORIES = 500
+
+
+def wants_pass(store: Any) -> bool:
+    """Only stores that consolidate locally: a cloud dream task is the user's call to make."""
+    return bool(getattr(store, "LOCAL_DREAM", False))
+
+
+def consolidate(runtime: Any) -> str | None:
+    """One pass over the current tenant; the dream task's id, or None when skipped."""
+    if runtime.read_only:
+        return None
+    # Only a store that is already open: a session end never waits for a backend to come up.
+    if not wants_pass(runtime.handle.store):
+        return None
+    try:
+        store = runtime.handle.ready()
+        task = store.create_dream_task(
+            runtime.store_name,
+            runtime.scope.tenant_pattern(),
+            apply_mode="safe_auto",
+            max_memories=MAX_MEMORIES,
+        )
+    except MemcoreError as exc:
+        logger.warning("tablestore-mem: consolidation skipped (%s: %s)", exc.code, exc)
+        return None
+    logger.info(
+        "tablestore-mem: consolidation %s %s (%s)", task.id, task.status, dict(task.action_counts)
+    )
+    return str(task.id)
+
+
+def schedule(runtime: Any) -> Future[Any] | None:
+    """Queue a pass on the runtime's lane; the caller does not wait for it."""
+    if runtime.read_only:
+        return None
+    future: Future[Any] = runtime.lane.submit(lambda: consolidate(runtime))
+    return future

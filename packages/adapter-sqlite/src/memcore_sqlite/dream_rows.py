@@ -1,0 +1,106 @@
+"""How dream tasks and actions are stored: columns, and the values rows become."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memcore.dream import PlannedAction, action_in_scopes
+from memcore.scope import Scope, ScopePattern
+from memcore.values import DreamAction, DreamTask
+
+TASK = (
+    "seq, id, status, apply_mode, scope_output_mode, scopes, thresholds, instructions,"
+    " memory_count, error, created_at, updated_at, finished_at"
+)
+ACTION = (
+    "seq, id, dream_seq, action, status, target_scope, target_id, source_ids, versions, text,"
+    " confidence, reason, skipped_reason, result_id, undo, error, applied_at, undone_at,"
+    " created_at, updated_at"
+)
+ACTION_KEYS = [k.strip() for k in ACTION.split(",")]
+
+
+def patterns_of(raw: str) -> tuple[ScopePattern, ...]:
+    return tuple(ScopePattern(**p) for p in json.loads(raw))
+
+
+def counts(conn: sqlite3.Connection, task_seq: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"total": 0, "proposed": 0, "applied": 0, "skipped": 0, "failed": 0}
+    reasons: dict[str, int] = {}
+    for status, reason, n in conn.execute(
+        "SELECT status, skipped_reason, count(*) FROM dream_actions WHERE dream_seq = ?"
+        " GROUP BY status, skipped_reason",
+        (task_seq,),
+    ):
+        out["total"] += n
+        out[status] = out.get(status, 0) + n
+        if status == "skipped" and reason:
+            reasons[reason] = reasons.get(reason, 0) + n
+    if reasons:
+        out["skippedByReason"] = reasons
+    return out
+
+
+def dream_value(conn: sqlite3.Connection, row: Sequence[Any]) -> DreamTask:
+    return DreamTask(
+        row[1],
+        row[2],
+        patterns_of(row[5]),
+        row[10],
+        row[12],
+        apply_mode=row[3],
+        updated_at=row[11],
+        action_counts=counts(conn, int(row[0])),
+        instructions=row[7],
+        error=row[9],
+        extras={
+            "scopeOutputMode": row[4],
+            "confidenceThresholds": json.loads(row[6]),
+            "memoryCount": row[8],
+        },
+    )
+
+
+def action_value(task_id: str, row: Sequence[Any]) -> DreamAction:
+    a = dict(zip(ACTION_KEYS, row))
+    sources = json.loads(a["source_ids"])
+    target = a["target_id"]
+    return DreamAction(
+        a["id"],
+        task_id,
+        a["action"],
+        tuple(([target] if target else []) + [s for s in sources if s != target]),
+        a["text"],
+        a["status"],
+        {"sourceMemoryIds": sources, "undone": a["undone_at"] is not None},
+        confidence=a["confidence"],
+        reason=a["reason"],
+        skipped_reason=a["skipped_reason"],
+        target_memory_id=target,
+        result_memory_id=a["result_id"],
+        scope=Scope.from_mapping(json.loads(a["target_scope"])),
+        error=a["error"],
+        created_at=a["created_at"],
+    )
+
+
+def inside(
+    action: PlannedAction, by_id: Mapping[str, Any], patterns: Sequence[ScopePattern]
+) -> bool:
+    reads = action.read_ids()
+    if any(i not in by_id for i in reads):
+        return False
+    return action_in_scopes(action.target_scope, [by_id[i].scope for i in reads], patterns)
+
+
+def checked(action: PlannedAction) -> tuple[str, ...]:
+    """The memories whose version must be unchanged when the action applies: an UPDATE's
+    target may gain versions from its other UPDATEs of the same plan meanwhile."""
+    return action.source_ids if action.action == "UPDATE" else action.read_ids()
+
+
+def overlap(a: ScopePattern, b: ScopePattern) -> bool:
+    return all(x == y or "*" in (x, y) for x, y in zip(a.as_tuple(), b.as_tuple()))

@@ -1,0 +1,132 @@
+"""Words of a memory as the planner compares them: content words, numbers, and their weights."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+
+def _set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_WORD = re.compile(r"[^\W_]+(?:[&'][^\W_]+)*", re.UNICODE)
+_NUMBER_WORDS = _set(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+    "eighty ninety hundred thousand million dozen half couple"
+)
+#: Function words and chat filler: they say nothing about the subject of a memory.
+STOPWORDS = _set(
+    """a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing done down during each few for from
+    further had has have having he her here hers herself him himself his how i i'm i've i'd i'll if
+    in into is it it's its itself just let me more most my myself no nor not of off on once only or
+    other our ours ourselves out over own same she should so some such than that that's the their
+    theirs them themselves then there these they this those through to too under until up very was
+    we were what when where which while who whom why will with would you your yours yourself
+    yourselves like really think know want get got going go way thing things something anything
+    lot lots much many well oh okay ok yes yeah hi hello thanks thank please sure maybe actually
+    by way speaking mean say said tell told let's can't don't didn't doesn't won't wouldn't i'd
+    could've should've any help need one ones even still though although however"""
+)
+#: Words that announce a change of a fact (the newer memory says so).
+UPDATE_CUES = _set(
+    """now currently current anymore longer instead moved switched changed change new newly
+    latest recent recently most updated update finally since already so far total"""
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words, apostrophes and '&' kept inside (``H&M``, ``I've``)."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _stem(word: str) -> str:
+    # A light plural fold so "tops" meets "top" and "eggs" meets "egg"; no linguistics beyond.
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def salient_tokens(text: str) -> frozenset[str]:
+    """Content words (stemmed) and numbers: what a memory is about and what it claims."""
+    return frozenset(_stem(w) for w in words(text) if w not in STOPWORDS)
+
+
+def numbers(text: str) -> frozenset[str]:
+    """Quantities a memory states: digits (``$420``, ``30``) and number words."""
+    out = set()
+    for w in words(text):
+        if _is_number(w):
+            out.add(w)
+    return frozenset(out)
+
+
+def _is_number(word: str) -> bool:
+    return any(c.isdigit() for c in word) or word in _NUMBER_WORDS
+
+
+def quantities(text: str, window: int = 3) -> frozenset[tuple[str, frozenset[str]]]:
+    """Each number with the content words around it: what it counts ("30" -> dozen, eggs)."""
+    ws = words(text)
+    out = set()
+    for i, w in enumerate(ws):
+        if not _is_number(w):
+            continue
+        near = [
+            _stem(x)
+            for x in ws[max(0, i - window) : i] + ws[i + 1 : i + 1 + window]
+            if x not in STOPWORDS and not _is_number(x)
+        ]
+        out.add((w, frozenset(near)))
+    return frozenset(out)
+
+
+def changed_quantity(
+    old: frozenset[tuple[str, frozenset[str]]], new: frozenset[tuple[str, frozenset[str]]]
+) -> bool:
+    """The newer text gives another number for something the older one counted."""
+    old_numbers = {n for n, _ in old}
+    return any(n2 != n1 and n2 not in old_numbers and c1 & c2 for n1, c1 in old for n2, c2 in new)
+
+
+def cues(text: str) -> frozenset[str]:
+    return frozenset(w for w in words(text) if w in UPDATE_CUES)
+
+
+@attrs.frozen
+class Lexicon:
+    """Inverse document frequencies over the memories of one task."""
+
+    idf: Mapping[str, float]
+    default: float
+
+    @classmethod
+    def build(cls, documents: Iterable[frozenset[str]]) -> Lexicon:
+        counts: Counter[str] = Counter()
+        n = 0
+        for tokens in documents:
+            n += 1
+            counts.update(tokens)
+        idf = {t: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for t, c in counts.items()}
+        return cls(idf, math.log(1.0 + (n + 0.5) / 0.5))
+
+    def weight(self, token: str) -> float:
+        return self.idf.get(token, self.default)
+
+    def overlap(self, a: frozenset[str], b: frozenset[str]) -> float:
+        """IDF-weighted Jaccard overlap in [0, 1]: 1 when both hold the same words."""
+        union = a | b
+        if not union:
+            return 0.0
+        total = sum(self.weight(t) for t in union)
+        return sum(self.weight(t) for t in a & b) / total if total else 0.0
+
+    def telling(self, tokens: frozenset[str], floor: float) -> frozenset[str]:
+        """The tokens rarer than ``floor`` (IDF): the ones that name a subject."""
+        return frozenset(t for t in tokens if self.weight(t) >= floor)

@@ -1,0 +1,380 @@
+"""The local dream planner: near-duplicates become MERGE, superseded facts UPDATE or DELETE.
+
+Inputs are plain values a store has loaded (one task's memories, their event times, and the
+vector similarity of likely pairs); the output is a list of actions with a confidence and a
+reason. Pairs are only ever formed inside one tenant, and only from memories inside the
+task's scopes, so no action can reach another tenant's memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+
+from memcore.dream import lexicon
+from memcore.dream.lexicon import Lexicon
+from memcore.dream.scopes import in_scopes, promoted_scope
+from memcore.scope import Scope, ScopePattern
+
+
+@attrs.frozen
+class Candidate:
+    """One stored memory as the planner sees it. ``time``: when the fact was stated."""
+
+    id: str
+    scope: Scope
+    text: str
+    time: float
+    #: Tie-breaker for equal times (insertion order).
+    order: int = 0
+    version: int = 1
+
+
+@attrs.frozen
+class Neighbour:
+    """Two memories and the cosine of their vectors (the store's embedder)."""
+
+    a: str
+    b: str
+    similarity: float
+
+
+@attrs.frozen
+class PlannerSettings:
+    #: MERGE: vectors this close and words this shared mean "the same memory, said again".
+    merge_similarity: float = 0.90
+    merge_overlap: float = 0.45
+    #: MERGE without vectors (a lexical-only store): the words alone must nearly coincide.
+    lexical_merge_overlap: float = 0.80
+    #: Supersession: same subject (vectors this close, or words this shared without vectors).
+    subject_similarity: float = 0.45
+    lexical_subject_overlap: float = 0.30
+    #: ... and at least this many shared rare words (what names the subject).
+    min_shared_subject_words: int = 2
+    #: A word in more than this share of the task's memories does not name a subject.
+    subject_word_share: float = 0.05
+    #: Allow MERGE across agents/runs of one tenant into their promoted scope.
+    promote_scope: bool = False
+    #: Lexical pairing reads posting lists no longer than this (common words pair everything).
+    max_posting: int = 200
+
+
+@attrs.frozen
+class PlannedAction:
+    """``target_id``: the memory the action writes (None for a MERGE's new memory);
+    ``source_ids``: the other memories it reads (merged, superseded or superseding)."""
+
+    action: str
+    target_scope: Scope
+    target_id: str | None
+    source_ids: tuple[str, ...]
+    text: str | None
+    confidence: float
+    reason: str
+
+    def read_ids(self) -> tuple[str, ...]:
+        return self.source_ids + (() if self.target_id is None else (self.target_id,))
+
+
+@attrs.frozen
+class _Seen:
+    cand: Candidate
+    tokens: frozenset[str]
+    numbers: frozenset[str]
+    quantities: frozenset[tuple[str, frozenset[str]]]
+    cues: frozenset[str]
+    norm: str
+
+
+def _norm(text: str) -> str:
+    return " ".join(lexicon.words(text))
+
+
+def neighbours_by_cosine(
+    vectors: Mapping[str, Sequence[float]], *, k: int = 10, floor: float = 0.3
+) -> list[Neighbour]:
+    """Each memory's ``k`` nearest others (pure Python: for small sets and tests)."""
+    ids = list(vectors)
+    unit: dict[str, list[float]] = {}
+    for i in ids:
+        v = [float(x) for x in vectors[i]]
+        n = math.sqrt(sum(x * x for x in v)) or 1.0
+        unit[i] = [x / n for x in v]
+    out: dict[tuple[str, str], float] = {}
+    for i in ids:
+        sims = sorted(
+            ((sum(x * y for x, y in zip(unit[i], unit[j])), j) for j in ids if j != i),
+            reverse=True,
+        )[:k]
+        for s, j in sims:
+            if s >= floor:
+                out[(min(i, j), max(i, j))] = s
+    return [Neighbour(a, b, s) for (a, b), s in sorted(out.items())]
+
+
+def _lexical_pairs(
+    seen: Mapping[str, _Seen], lex: Lexicon, floor: float, cap: int
+) -> set[tuple[str, str]]:
+    """Pairs that share a rare word, found through an inverted index of rare words."""
+    postings: dict[str, list[str]] = defaultdict(list)
+    for mid, s in seen.items():
+        for t in lex.telling(s.tokens, floor):
+            postings[t].append(mid)
+    pairs: set[tuple[str, str]] = set()
+    for ids in postings.values():
+        if len(ids) > cap:
+            continue
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                pairs.add((min(a, b), max(a, b)))
+    return pairs
+
+
+class _Groups:
+    """Union-find over memory ids (MERGE groups)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _newer(a: Candidate, b: Candidate) -> bool:
+    return (b.time, b.order, b.id) > (a.time, a.order, a.id)
+
+
+def plan(
+    candidates: Iterable[Candidate],
+    neighbours: Iterable[Neighbour],
+    patterns: Sequence[ScopePattern],
+    settings: PlannerSettings | None = None,
+) -> list[PlannedAction]:
+    """The actions one dream task proposes over ``candidates`` (within ``patterns`` only)."""
+    cfg = settings or PlannerSettings()
+    seen: dict[str, _Seen] = {}
+    for c in candidates:
+        if in_scopes(c.scope, patterns) and c.id not in seen:
+            seen[c.id] = _Seen(
+                c,
+                lexicon.salient_tokens(c.text),
+                lexicon.numbers(c.text),
+                lexicon.quantities(c.text),
+                lexicon.cues(c.text),
+                _norm(c.text),
+            )
+    if len(seen) < 2:
+        return []
+    lex = Lexicon.build(s.tokens for s in seen.values())
+    share = max(2.0, cfg.subject_word_share * len(seen))
+    floor = math.log(1.0 + (len(seen) - share + 0.5) / (share + 0.5))
+    sims: dict[tuple[str, str], float] = {}
+    for n in neighbours:
+        if n.a in seen and n.b in seen and n.a != n.b:
+            sims[(min(n.a, n.b), max(n.a, n.b))] = float(n.similarity)
+    pairs = set(sims) | _lexical_pairs(seen, lex, floor, cfg.max_posting)
+
+    groups = _Groups()
+    merge_conf: dict[tuple[str, str], float] = {}
+    supersede: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+    for key in sorted(pairs):
+        x, y = seen[key[0]], seen[key[1]]
+        if (x.cand.scope.app_id, x.cand.scope.tenant_id) != (
+            y.cand.scope.app_id,
+            y.cand.scope.tenant_id,
+        ):
+            continue  # never across tenants, whatever the similarity says
+        sim = sims.get(key)
+        overlap = lex.overlap(x.tokens, y.tokens)
+        conf = _duplicate(x, y, sim, overlap, cfg)
+        if conf is not None:
+            same = x.cand.scope == y.cand.scope
+            target = x.cand.scope if same else promoted_scope([x.cand.scope, y.cand.scope])
+            if same or (cfg.promote_scope and target is not None and in_scopes(target, patterns)):
+                groups.union(x.cand.id, y.cand.id)
+                merge_conf[key] = conf
+            continue
+        if x.cand.scope != y.cand.scope or x.cand.time == y.cand.time:
+            # Memories stamped alike come from one write: they elaborate, not supersede.
+            continue
+        old, new = (x, y) if _newer(x.cand, y.cand) else (y, x)
+        found = _supersedes(old, new, sim, lex, floor, cfg)
+        if found is not None:
+            supersede[old.cand.id].append((found[0], new.cand.id, found[1]))
+
+    actions = _merges(seen, groups, merge_conf, patterns)
+    merged = {i for a in actions for i in a.read_ids()}
+    actions.extend(_supersessions(seen, supersede, merged))
+    return actions
+
+
+def _duplicate(
+    x: _Seen, y: _Seen, sim: float | None, overlap: float, cfg: PlannerSettings
+) -> float | None:
+    """The MERGE confidence when ``x`` and ``y`` say the same thing, else None."""
+    if x.norm == y.norm:
+        return 1.0
+    if x.numbers != y.numbers:
+        return None  # "three tops" and "five tops" are two facts, however alike
+    if sim is None:
+        if overlap < cfg.lexical_merge_overlap:
+            return None
+        return round(min(1.0, 0.5 + 0.5 * overlap), 4)
+    if sim < cfg.merge_similarity or overlap < cfg.merge_overlap:
+        return None
+    return round(min(1.0, 0.45 * sim + 0.55 * max(overlap, 0.0) + 0.1), 4)
+
+
+def _supersedes(
+    old: _Seen,
+    new: _Seen,
+    sim: float | None,
+    lex: Lexicon,
+    floor: float,
+    cfg: PlannerSettings,
+) -> tuple[float, str] | None:
+    """(confidence, reason) when ``new`` restates the subject of ``old`` with another value."""
+    shared = lex.telling(old.tokens & new.tokens, floor)
+    if len(shared) < cfg.min_shared_subject_words:
+        return None
+    if sim is None:
+        # Plain Jaccard: IDF over a handful of memories says little about a subject.
+        jaccard = len(old.tokens & new.tokens) / max(1, len(old.tokens | new.tokens))
+        if jaccard < cfg.lexical_subject_overlap:
+            return None
+        subject = min(1.0, (jaccard - cfg.lexical_subject_overlap) / 0.4)
+    else:
+        if sim < cfg.subject_similarity:
+            return None
+        subject = min(1.0, (sim - cfg.subject_similarity) / 0.35)
+    # The strongest sign: another number for the same thing ("30 dozen eggs" -> "20 dozen").
+    # Words like "now" or "recently" are everywhere in chat, so alone they weigh little.
+    recount = lexicon.changed_quantity(old.quantities, new.quantities)
+    renumbered = bool(new.numbers - old.numbers) and bool(old.numbers)
+    fresh_cues = bool(new.cues - old.cues)
+    if not (renumbered or fresh_cues):
+        return None
+    depth = min(1.0, (len(shared) - 1) / 5)
+    confidence = round(
+        min(
+            0.99,
+            0.5
+            + 0.25 * recount
+            + 0.05 * (renumbered and not recount)
+            + 0.05 * fresh_cues
+            + 0.15 * depth
+            + 0.1 * subject,
+        ),
+        4,
+    )
+    what = (
+        "another number for the same thing"
+        if recount
+        else "a different number"
+        if renumbered
+        else "wording that marks a change"
+    )
+    words = ", ".join(sorted(shared)[:4])
+    return confidence, f"a newer memory about the same subject ({words}) states {what}"
+
+
+def _merges(
+    seen: Mapping[str, _Seen],
+    groups: _Groups,
+    merge_conf: Mapping[tuple[str, str], float],
+    patterns: Sequence[ScopePattern],
+) -> list[PlannedAction]:
+    members: dict[str, list[str]] = defaultdict(list)
+    for a, b in merge_conf:
+        for m in (a, b):
+            root = groups.find(m)
+            if m not in members[root]:
+                members[root].append(m)
+    out: list[PlannedAction] = []
+    for root in sorted(members):
+        ids = sorted(members[root], key=lambda i: (seen[i].cand.time, seen[i].cand.order, i))
+        scopes = {seen[i].cand.scope for i in ids}
+        target = next(iter(scopes)) if len(scopes) == 1 else promoted_scope(scopes)
+        if target is None or not in_scopes(target, patterns):
+            continue
+        confs = [c for (a, b), c in merge_conf.items() if groups.find(a) == root]
+        newest = seen[ids[-1]].cand
+        out.append(
+            PlannedAction(
+                "MERGE",
+                target,
+                None,
+                tuple(ids),
+                newest.text,
+                round(min(confs), 4),
+                f"{len(ids)} memories say the same thing; the newest wording is kept",
+            )
+        )
+    return out
+
+
+def _supersessions(
+    seen: Mapping[str, _Seen],
+    supersede: Mapping[str, list[tuple[float, str, str]]],
+    taken: set[str],
+) -> list[PlannedAction]:
+    """One action per superseded memory: UPDATE its successor (which records what it
+    supersedes), or DELETE it when the newer memory repeats every other word of it."""
+    best: dict[str, tuple[float, str, str]] = {}
+    for old_id, options in supersede.items():
+        if old_id in taken:
+            continue
+        options = [o for o in options if o[1] not in taken]
+        if options:
+            best[old_id] = max(options, key=lambda o: (o[0], seen[o[1]].cand.time, o[1]))
+    by_new: dict[str, list[str]] = defaultdict(list)
+    for old_id, (_, new_id, _) in best.items():
+        by_new[new_id].append(old_id)
+    out: list[PlannedAction] = []
+    for new_id in sorted(by_new):
+        new = seen[new_id]
+        olds = sorted(by_new[new_id])
+        redundant = [o for o in olds if seen[o].tokens - seen[o].numbers <= new.tokens]
+        for o in redundant:
+            conf, _, reason = best[o]
+            out.append(
+                PlannedAction(
+                    "DELETE",
+                    seen[o].cand.scope,
+                    o,
+                    (new_id,),
+                    None,
+                    conf,
+                    reason + "; it repeats everything else the older one says",
+                )
+            )
+        # One UPDATE per superseded memory, so each carries its own confidence; they share
+        # the target, which only gains a version and an entry in what it supersedes.
+        for o in olds:
+            if o in redundant:
+                continue
+            conf, _, reason = best[o]
+            out.append(
+                PlannedAction(
+                    "UPDATE",
+                    new.cand.scope,
+                    new_id,
+                    (o,),
+                    new.cand.text,
+                    conf,
+                    reason + "; it supersedes the older one",
+                )
+            )
+    return out

@@ -1,0 +1,153 @@
+"""The pure dream planner: near-duplicates merge, superseded facts give way, tenants never mix."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memcore.dream import (
+    Candidate,
+    PlannerSettings,
+    check_thresholds,
+    decide,
+    neighbours_by_cosine,
+    plan,
+)
+from memcore.errors import InvalidInput
+from memcore.scope import Scope, ScopePattern
+from memcore.testing import HashingEmbedder
+
+A = Scope("app", "alice", "agent", "run1")
+A2 = Scope("app", "alice", "agent", "run2")
+B = Scope("app", "bob", "agent", "run1")
+
+
+def _plan(cands: list[Candidate], patterns: list[ScopePattern], **kw: bool) -> list:  # type: ignore[type-arg]
+    emb = HashingEmbedder(256)
+    vecs = dict(zip([c.id for c in cands], emb.embed([c.text for c in cands])))
+    return plan(cands, neighbours_by_cosine(vecs), patterns, PlannerSettings(**kw))
+
+
+def test_repeated_memory_is_merged_into_the_newest_wording() -> None:
+    cands = [
+        Candidate("m1", A, "The user likes green tea in the morning", 1.0),
+        Candidate("m2", A, "the user likes green TEA in the morning!", 2.0),
+        Candidate("m3", A, "The user plays chess on weekends", 3.0),
+    ]
+    [merge] = _plan(cands, [A.tenant_pattern()])
+    assert (merge.action, merge.source_ids, merge.target_scope) == ("MERGE", ("m1", "m2"), A)
+    assert merge.text == cands[1].text and merge.confidence >= 0.9 and merge.reason
+
+
+def test_different_numbers_are_never_merged() -> None:
+    cands = [
+        Candidate("m1", A, "I have bought three tops from H&M so far", 1.0),
+        Candidate("m2", A, "I have bought five tops from H&M so far", 2.0),
+    ]
+    actions = _plan(cands, [A.pattern()])
+    assert [a.action for a in actions] != ["MERGE"]
+
+
+def test_a_newer_statement_of_the_same_subject_supersedes_the_older() -> None:
+    cands = [
+        Candidate("old", A, "We have 30 dozen eggs stocked in the fridge at the moment", 1.0),
+        Candidate("x", A, "My sister visits Lisbon every spring", 1.5),
+        Candidate("new", A, "We now have 20 dozen eggs stocked in the fridge", 2.0),
+    ]
+    actions = _plan(cands, [A.pattern()])
+    [act] = [a for a in actions if a.action in ("UPDATE", "DELETE")]
+    assert {act.target_id, *act.source_ids} == {"old", "new"}
+    assert "number" in act.reason
+
+
+def test_memories_of_one_write_do_not_supersede_each_other() -> None:
+    cands = [
+        Candidate("a", A, "We have 30 dozen eggs stocked in the fridge", 5.0),
+        Candidate("b", A, "We now have 20 dozen eggs stocked in the fridge", 5.0),
+    ]
+    assert not [a for a in _plan(cands, [A.pattern()]) if a.action in ("UPDATE", "DELETE")]
+
+
+def test_near_duplicates_of_two_tenants_are_never_paired() -> None:
+    cands = [
+        Candidate("a", A, "The user likes green tea", 1.0),
+        Candidate("b", B, "The user likes green tea", 2.0),
+    ]
+    assert _plan(cands, [ScopePattern("app", "*", "*", "*")], promote_scope=True) == []
+
+
+def test_promote_scope_merges_runs_of_one_agent_into_the_agent_scope() -> None:
+    cands = [
+        Candidate("a", A, "The user likes green tea", 1.0),
+        Candidate("b", A2, "The user likes green tea", 2.0),
+    ]
+    tenant = A.tenant_pattern()
+    assert _plan(cands, [tenant]) == []
+    [merge] = _plan(cands, [tenant], promote_scope=True)
+    assert merge.target_scope == Scope("app", "alice", "agent", "__default__")
+
+
+def test_thresholds_follow_the_service() -> None:
+    assert check_thresholds(None) == {"add": 0.8, "update": 0.85, "merge": 0.7}
+    assert check_thresholds({"MERGE": 0.5})["merge"] == 0.5
+    for bad in ({"delete": 0.5}, {"merge": 1.5}, {"update": True}):
+        with pytest.raises(InvalidInput):
+            check_thresholds(bad)  # type: ignore[arg-type]
+    t = check_thresholds(None)
+    assert decide("DELETE", 1.0, apply_mode="safe_auto", thresholds=t).skipped_reason == (
+        "delete_requires_manual_apply"
+    )
+    assert decide("MERGE", 0.69, apply_mode="safe_auto", thresholds=t).skipped_reason == (
+        "confidence_below_threshold"
+    )
+    assert decide("MERGE", 0.7, apply_mode="safe_auto", thresholds=t).apply
+    assert not decide("MERGE", 1.0, apply_mode="proposal", thresholds=t).apply
+    assert decide(
+        "MERGE", 1.0, apply_mode="safe_auto", thresholds=t, promoted=True
+    ).skipped_reason == ("promote_requires_manual_apply")
+
+
+_SCOPES = [A, A2, B, Scope("app", "bob", "other", "run9"), Scope("zeta", "alice", "agent", "run1")]
+_PATTERNS = [
+    A.pattern(),
+    A.tenant_pattern(),
+    B.tenant_pattern(),
+    ScopePattern("app", "alice", "agent", "*"),
+    ScopePattern("zeta", "*", "*", "*"),
+]
+_TEXTS = [
+    "The user likes green tea",
+    "the user likes green TEA",
+    "We have 30 dozen eggs stocked in the fridge",
+    "We now have 20 dozen eggs stocked in the fridge",
+    "I bought three tops from H&M",
+    "I have bought five tops from H&M so far",
+    "Rachel moved to Chicago",
+    "Rachel just moved back to the suburbs",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(
+        st.tuples(st.sampled_from(_SCOPES), st.sampled_from(_TEXTS), st.integers(0, 5)),
+        min_size=2,
+        max_size=14,
+    ),
+    patterns=st.lists(st.sampled_from(_PATTERNS), min_size=1, max_size=3, unique=True),
+    promote=st.booleans(),
+)
+def test_no_action_reads_or_writes_outside_its_task_scopes(
+    items: list[tuple[Scope, str, int]], patterns: list[ScopePattern], promote: bool
+) -> None:
+    cands = [Candidate(f"m{i}", s, t, float(ts), i) for i, (s, t, ts) in enumerate(items)]
+    by_id = {c.id: c for c in cands}
+    for action in _plan(cands, patterns, promote_scope=promote):
+        assert any(p.matches(action.target_scope) for p in patterns)
+        tenants = {(action.target_scope.app_id, action.target_scope.tenant_id)}
+        for mid in action.read_ids():
+            scope = by_id[mid].scope
+            assert any(p.matches(scope) for p in patterns)
+            tenants.add((scope.app_id, scope.tenant_id))
+        assert len(tenants) == 1

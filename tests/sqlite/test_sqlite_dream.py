@@ -1,0 +1,265 @@
+"""Local dream on SQLite: lifecycle, apply modes, atomic versioned apply, undo, current truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memcore.errors import InvalidInput
+from memcore.scope import Scope, ScopePattern
+from memcore.testing import HashingEmbedder
+from memcore.values import Message
+from memcore_sqlite import SqliteMemoryStore
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run1")
+BOB = Scope("app", "bob", "agent", "run1")
+
+
+def _turn(store: SqliteMemoryStore, scope: Scope, text: str, when: float) -> str:
+    receipt = store.add_messages(STORE, scope, [Message("user", text, timestamp=when)])
+    return receipt.memory_ids[0]
+
+
+def test_proposal_mode_proposes_and_changes_nothing(hybrid_store: SqliteMemoryStore) -> None:
+    a = _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    b = _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    task = hybrid_store.create_dream_task(STORE, ALICE.tenant_pattern())
+    assert task.status == "completed" and task.apply_mode == "proposal"
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert (action.action, action.status, set(action.memory_ids)) == ("MERGE", "proposed", {a, b})
+    assert action.confidence is not None and action.reason
+    assert task.action_counts["proposed"] == 1
+    listed = hybrid_store.list_memories(STORE, ALICE.pattern()).items
+    assert len(listed) == 2 and not any("superseded_by" in m.extras for m in listed)
+
+
+def test_safe_auto_merges_and_the_merged_memory_records_what_it_supersedes(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    a = _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    b = _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    task = hybrid_store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert action.status == "applied" and action.result_memory_id == b
+    kept = hybrid_store.get_memory(STORE, ALICE, b)
+    assert kept.version == 2
+    current = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert [m.id for m in current] == [b] and current[0].extras["supersedes"] == [a]
+    hits = hybrid_store.search(STORE, ALICE.pattern(), "green tea morning")
+    assert [h.memory.id for h in hits] == [b]
+
+
+def test_delete_is_never_applied_by_itself_but_can_be_by_hand(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    old = _turn(lexical_store, ALICE, "We have 30 dozen eggs stocked in the fridge", 1.0)
+    new = _turn(lexical_store, ALICE, "We now have 20 dozen eggs stocked in the fridge", 2.0)
+    task = lexical_store.create_dream_task(
+        STORE, ALICE.pattern(), apply_mode="safe_auto", confidence_thresholds={"update": 0.0}
+    )
+    [action] = lexical_store.list_dream_actions(STORE, task.id).items
+    assert (action.action, action.target_memory_id) == ("DELETE", old)
+    assert (action.status, action.skipped_reason) == ("skipped", "delete_requires_manual_apply")
+    assert task.action_counts["skippedByReason"] == {"delete_requires_manual_apply": 1}
+    [done] = lexical_store.apply_dream_actions(STORE, task.id, [action.id])
+    assert done.status == "applied"
+    assert [m.id for m in lexical_store.list_memories(STORE, ALICE.pattern()).items] == [new]
+    restored = lexical_store.undo_dream_action(STORE, task.id, action.id)
+    assert restored.status == "proposed" and restored.extras["undone"]
+    again = lexical_store.get_memory(STORE, ALICE, old)
+    assert again.text == "We have 30 dozen eggs stocked in the fridge"
+
+
+def test_superseded_memory_ranks_below_its_superseder(hybrid_store: SqliteMemoryStore) -> None:
+    old = _turn(
+        hybrid_store, ALICE, "My friend Rachel moved to Chicago last spring with her dog", 1.0
+    )
+    for i, filler in enumerate(["I play chess", "Lisbon trip in May", "new laptop arrived"]):
+        _turn(hybrid_store, ALICE, filler, 1.5 + i / 10)
+    new = _turn(hybrid_store, ALICE, "Rachel recently moved to the suburbs with her dog", 2.0)
+    before = [
+        h.memory.id for h in hybrid_store.search(STORE, ALICE.pattern(), "Rachel Chicago dog")
+    ]
+    assert before.index(old) < before.index(new)
+    task = hybrid_store.create_dream_task(
+        STORE, ALICE.pattern(), apply_mode="safe_auto", confidence_thresholds={"update": 0.0}
+    )
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert (action.action, action.status, action.target_memory_id) == ("UPDATE", "applied", new)
+    after = [h.memory.id for h in hybrid_store.search(STORE, ALICE.pattern(), "Rachel Chicago dog")]
+    assert after.index(new) < after.index(old)
+    listed = hybrid_store.list_memories(STORE, ALICE.pattern()).items
+    assert {m.id: m.extras.get("superseded_by") for m in listed}[old] == new
+    assert old not in [
+        m.id for m in hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    ]
+    hybrid_store.undo_dream_action(STORE, task.id, action.id)
+    assert hybrid_store.get_memory(STORE, ALICE, new).version == 1
+    undone = [
+        h.memory.id for h in hybrid_store.search(STORE, ALICE.pattern(), "Rachel Chicago dog")
+    ]
+    assert undone == before
+
+
+def test_an_action_whose_memory_changed_is_skipped_as_stale(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    b = _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern())
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    hybrid_store.update_memory(STORE, ALICE, b, metadata={"k": "v"})
+    [result] = hybrid_store.apply_dream_actions(STORE, task.id, [action.id])
+    assert (result.status, result.skipped_reason) == ("skipped", "stale_target_memory")
+
+
+def test_cancelled_task_skips_its_proposals(hybrid_store: SqliteMemoryStore) -> None:
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern())
+    assert hybrid_store.cancel_dream_task(STORE, task.id).status == "completed"
+    listed = hybrid_store.list_dream_tasks(STORE, status="completed", pattern=ALICE.pattern())
+    assert task.id in [t.id for t in listed.items]
+
+
+def test_bad_dream_arguments_are_typed_errors(hybrid_store: SqliteMemoryStore) -> None:
+    for kwargs in (
+        {"apply_mode": "plan"},
+        {"confidence_thresholds": {"delete": 0.1}},
+        {"scope_output_mode": "everywhere"},
+        {"max_memories": -1},
+    ):
+        with pytest.raises(InvalidInput):
+            hybrid_store.create_dream_task(STORE, ALICE.pattern(), **kwargs)  # type: ignore[arg-type]
+
+
+_TEXTS = [
+    "The user likes green tea",
+    "the user likes green TEA",
+    "We have 30 dozen eggs stocked in the fridge",
+    "We now have 20 dozen eggs stocked in the fridge",
+    "Rachel moved to Chicago with her dog",
+    "Rachel recently moved to the suburbs with her dog",
+]
+_SCOPES = [ALICE, ALICE.replace(run_id="run2"), BOB, Scope("other", "alice", "agent", "run1")]
+_PATTERNS = [
+    ALICE.pattern(),
+    ALICE.tenant_pattern(),
+    BOB.tenant_pattern(),
+    ScopePattern("app", "*", "*", "*"),
+]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    items=st.lists(
+        st.tuples(st.sampled_from(_SCOPES), st.sampled_from(_TEXTS), st.integers(0, 3)),
+        min_size=2,
+        max_size=10,
+    ),
+    pattern=st.sampled_from(_PATTERNS),
+    promote=st.booleans(),
+)
+def test_applied_dream_changes_nothing_outside_its_scopes(
+    items: list[tuple[Scope, str, int]], pattern: ScopePattern, promote: bool
+) -> None:
+    with SqliteMemoryStore(":memory:", embedder=HashingEmbedder(64)) as store:
+        store.ensure_store(STORE)
+        for scope, text, when in items:
+            _turn(store, scope, text, float(when))
+        outside_before = _snapshot(store, pattern)
+        task = store.create_dream_task(
+            STORE,
+            pattern,
+            apply_mode="safe_auto",
+            confidence_thresholds={"merge": 0.0, "update": 0.0},
+            scope_output_mode="promote_scope" if promote else "preserve_scope",
+        )
+        actions = store.list_dream_actions(STORE, task.id, limit=100).items
+        store.apply_dream_actions(STORE, task.id, [a.id for a in actions] or ["none"])
+        for a in actions:
+            assert a.scope is not None and pattern.matches(a.scope)
+        assert _snapshot(store, pattern) == outside_before
+
+
+def _snapshot(
+    store: SqliteMemoryStore, inside: ScopePattern
+) -> list[tuple[str, str, int | None, object]]:
+    out = []
+    for app in ("app", "other"):
+        page = store.list_memories(STORE, ScopePattern(app, "*", "*", "*"), limit=100)
+        for m in page.items:
+            if not inside.matches(m.scope):
+                out.append((m.id, m.text, m.version, dict(m.extras)))
+    return sorted(out, key=lambda r: r[0])
+
+
+def test_the_library_dreams_through_the_store(tmp_path: Path) -> None:
+    from memcore import Memory
+    from memcore.config import MemcoreConfig
+
+    cfg = MemcoreConfig(local_path=str(tmp_path / "lib.db"), embedder="none")
+    with Memory.open("local", config=cfg, user_id="ana") as mem:
+        mem.add(text="Ana keeps 30 dozen eggs in the fridge, bought at the farm")
+        mem.add(text="Ana has two cats")
+        mem.add(text="Ana now keeps 20 dozen eggs in the fridge")
+        task = mem.dream()
+        [action] = mem.dream_actions(task.id)
+        assert (action.action, action.status) == ("UPDATE", "applied")
+        current = [m.text for m in mem.list(current_only=True).items]
+        assert len(current) == 2 and all("30 dozen" not in t for t in current)
+        assert len(mem.list().items) == 3
+
+
+class _Reviewer:
+    """A reviewer that acts during planning (a person cancelling, a model misbehaving)."""
+
+    def __init__(self, act):  # type: ignore[no-untyped-def]
+        self.act = act
+
+    def review(self, candidates, actions, instructions):  # type: ignore[no-untyped-def]
+        return self.act(candidates, actions)
+
+
+def test_a_task_cancelled_while_planning_writes_no_action(hybrid_store: SqliteMemoryStore) -> None:
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    seen: list[str] = []
+
+    def cancel(candidates, actions):  # type: ignore[no-untyped-def]
+        [task] = hybrid_store.list_dream_tasks(STORE).items
+        seen.append(task.status)
+        hybrid_store.cancel_dream_task(STORE, task.id)
+        return actions
+
+    hybrid_store.dream_reviewer = _Reviewer(cancel)
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    assert seen == ["planning"]
+    assert task.status == "cancelled" and task.finished_at is not None
+    assert hybrid_store.list_dream_actions(STORE, task.id).items == ()
+
+
+def test_actions_a_reviewer_aims_at_another_tenant_are_dropped(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    import attrs
+
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    bob = _turn(hybrid_store, BOB, "Bob likes green tea in the morning", 1.0)
+
+    def hijack(candidates, actions):  # type: ignore[no-untyped-def]
+        return [attrs.evolve(a, source_ids=(*a.source_ids, bob)) for a in actions] + [
+            attrs.evolve(actions[0], target_scope=BOB)
+        ]
+
+    hybrid_store.dream_reviewer = _Reviewer(hijack)
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    assert hybrid_store.list_dream_actions(STORE, task.id).items == ()
+    assert hybrid_store.get_memory(STORE, BOB, bob).version == 1
