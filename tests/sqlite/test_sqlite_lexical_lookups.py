@@ -126,3 +126,26 @@ def test_lexical_hits_and_scores_do_not_depend_on_the_hash_seed(tmp_path: Path) 
         runs.append(json.loads(done.stdout))
     assert runs[0] == runs[1] == runs[2]
     assert all(runs[0])
+
+
+def test_a_version_4_file_without_version_3_gets_it(tmp_path: Path) -> None:
+    """A file written when the releases had versions 1 and 4 only (no dream tables yet)."""
+    path = tmp_path / "m.db"
+    _fill(path)
+    expected = _results(path)
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "DROP INDEX memories_words; DROP INDEX memories_superseded;"
+        " ALTER TABLE memories DROP COLUMN superseded_by;"
+        " ALTER TABLE memories DROP COLUMN superseded_how;"
+        " ALTER TABLE memories DROP COLUMN supersedes;"
+        " DROP TABLE dream_actions; DROP TABLE dream_tasks; PRAGMA user_version = 4;"
+    )
+    conn.close()
+    assert _results(path) == expected
+    conn = sqlite3.connect(path)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    assert {"superseded_by", "superseded_how", "supersedes", "words"} <= columns
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"dream_tasks", "dream_actions"} <= tables
+    conn.close()

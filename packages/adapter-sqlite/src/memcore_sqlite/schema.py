@@ -164,7 +164,14 @@ def _v5(conn: sqlite3.Connection) -> None:
 
 def _v6(conn: sqlite3.Connection) -> None:
     """A covering index of each memory's length: the lexical score's length lookups then read
-    a small index instead of the memories' rows (texts on random pages of a large file)."""
+    a small index instead of the memories' rows (texts on random pages of a large file).
+
+    Also version 3, for a file that reached 4 before 3 was released (3 was numbered below an
+    already released 4, so the loop skipped it there and search failed on ``superseded_by``).
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if "superseded_by" not in columns:
+        _run(conn, _V3)
     conn.execute("CREATE INDEX IF NOT EXISTS memories_words ON memories (seq, words)")
 
 
