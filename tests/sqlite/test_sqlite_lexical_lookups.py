@@ -49,17 +49,24 @@ def _results(path: Path) -> list[list[tuple[str, str, float]]]:
         ]
 
 
-def test_a_version_4_file_without_lengths_gets_them_and_the_same_hits(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
+def _set_back(path: Path, script: str) -> list[list[tuple[str, str, float]]]:
+    """Fills a file, then makes it an older release's with ``script``; the hits from before."""
     _fill(path)
     expected = _results(path)
     conn = sqlite3.connect(path)
-    # A file written by a release that had the code pages (4) but no lengths yet.
-    conn.executescript(
-        "DROP INDEX memories_words; ALTER TABLE memories DROP COLUMN words;"
-        " PRAGMA user_version = 4;"
-    )
+    conn.executescript(script)
     conn.close()
+    return expected
+
+
+def test_a_version_4_file_without_lengths_gets_them_and_the_same_hits(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    # A file written by a release that had the code pages (4) but no lengths yet.
+    expected = _set_back(
+        path,
+        "DROP INDEX memories_words; ALTER TABLE memories DROP COLUMN words;"
+        " PRAGMA user_version = 4;",
+    )
     assert _results(path) == expected
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -71,11 +78,7 @@ def test_a_version_4_file_without_lengths_gets_them_and_the_same_hits(tmp_path: 
 
 def test_a_version_4_file_with_lengths_gets_the_index_only(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    _fill(path)
-    expected = _results(path)
-    conn = sqlite3.connect(path)
-    conn.executescript("DROP INDEX memories_words; PRAGMA user_version = 5;")
-    conn.close()
+    expected = _set_back(path, "DROP INDEX memories_words; PRAGMA user_version = 5;")
     assert _results(path) == expected
 
 
@@ -131,17 +134,14 @@ def test_lexical_hits_and_scores_do_not_depend_on_the_hash_seed(tmp_path: Path) 
 def test_a_version_4_file_without_version_3_gets_it(tmp_path: Path) -> None:
     """A file written when the releases had versions 1 and 4 only (no dream tables yet)."""
     path = tmp_path / "m.db"
-    _fill(path)
-    expected = _results(path)
-    conn = sqlite3.connect(path)
-    conn.executescript(
+    expected = _set_back(
+        path,
         "DROP INDEX memories_words; DROP INDEX memories_superseded;"
         " ALTER TABLE memories DROP COLUMN superseded_by;"
         " ALTER TABLE memories DROP COLUMN superseded_how;"
         " ALTER TABLE memories DROP COLUMN supersedes;"
-        " DROP TABLE dream_actions; DROP TABLE dream_tasks; PRAGMA user_version = 4;"
+        " DROP TABLE dream_actions; DROP TABLE dream_tasks; PRAGMA user_version = 4;",
     )
-    conn.close()
     assert _results(path) == expected
     conn = sqlite3.connect(path)
     columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
