@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.errors import ProtocolError, Unavailable
+from memcore.errors import PermissionDenied, ProtocolError, Unavailable
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore
 from memcore_sqlite.schema import SCHEMA_VERSION
@@ -112,3 +112,24 @@ def test_is_busy_knows_a_real_lock_and_nothing_else(tmp_path: Path) -> None:
     finally:
         holder.close()
         waiter.close()
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ("attempt to write a readonly database", PermissionDenied),
+        ("unable to open database file", PermissionDenied),
+        ("database is locked", Unavailable),
+        ("file is not a database", ProtocolError),
+    ],
+)
+def test_map_error_reads_sqlites_fixed_message_when_there_is_no_code(
+    message: str, error: type[Exception]
+) -> None:
+    # Python 3.10's sqlite3 errors carry no result code: a read-only home must still be a
+    # permission problem (exit 4), not a transient failure.
+    exc = sqlite3.OperationalError(message)
+    assert getattr(exc, "sqlite_errorcode", None) is None
+    mapped = map_error(exc, path="/x/memcore.db")
+    assert isinstance(mapped, error)
+    assert "/x/memcore.db" in str(mapped)

@@ -20,12 +20,33 @@ SQLITE_FULL = 13
 SQLITE_CANTOPEN = 14
 SQLITE_NOTADB = 26
 
+#: SQLite's fixed messages (sqlite3_errstr) for the codes we act on: Python 3.10 gives the
+#: message but no result code, and these texts are part of SQLite's stable interface.
+_FIXED_MESSAGES = {
+    "database is locked": SQLITE_BUSY,
+    "database table is locked": SQLITE_LOCKED,
+    "attempt to write a readonly database": SQLITE_READONLY,
+    "access permission denied": SQLITE_PERM,
+    "unable to open database file": SQLITE_CANTOPEN,
+    "database or disk is full": SQLITE_FULL,
+    "disk I/O error": SQLITE_IOERR,
+    "database disk image is malformed": SQLITE_CORRUPT,
+    "file is not a database": SQLITE_NOTADB,
+}
+
+
+def primary_code(exc: sqlite3.Error) -> int | None:
+    """The primary result code of ``exc``: its own on Python 3.11+, else read off the message."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF
+    return _FIXED_MESSAGES.get(str(exc))
+
 
 def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
     """The memcore error for a sqlite3 exception; the database path is the ``field`` and is
     named in the message too (a user with several homes needs to know which file)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
+    primary = primary_code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     if primary in (SQLITE_BUSY, SQLITE_LOCKED):
         return Unavailable(

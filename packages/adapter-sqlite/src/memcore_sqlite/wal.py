@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from memcore_sqlite.sqlite_errors import SQLITE_BUSY, SQLITE_LOCKED
+from memcore_sqlite.sqlite_errors import SQLITE_BUSY, SQLITE_LOCKED, primary_code
 
 
 def is_busy(exc: BaseException) -> bool:
     """True for SQLITE_BUSY / SQLITE_LOCKED (and their extended codes)."""
     if not isinstance(exc, sqlite3.OperationalError):
         return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
-    # Python 3.10 carries no result code; these are SQLite's fixed messages for the two codes.
-    return str(exc) in ("database is locked", "database table is locked")
+    return primary_code(exc) in (SQLITE_BUSY, SQLITE_LOCKED)
 
 
 def enable_wal(conn: sqlite3.Connection, *, timeout: float) -> str:
