@@ -1,7 +1,7 @@
 """Realistic vectors for the search benchmark: real MiniLM embeddings, mixed up to any size.
 
 Embedding 100k texts with the real model would take many minutes on two cores, so a few
-thousand real user turns of LongMemEval (``/work/shared/data``-style file, path configurable)
+thousand real user turns of LongMemEval (the development split in ``shared/data`` beside the checkout; path configurable)
 are embedded once (cached under ``~/.cache/memcore-bench``) and every stored vector is a
 random convex-ish mix of three of them plus a little noise, re-normalised. The mixes stay in the
 span of real embeddings, so the corpus keeps the model's anisotropy and clustering (which is
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-DATA = Path("/work/shared/data/longmemeval_s_dev120.json.gz")
+#: The development split sits in ``shared/data`` beside the checkout.
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev120.json.gz"
 CACHE = Path.home() / ".cache" / "memcore-bench"
 
 
