@@ -7,9 +7,7 @@ before: a write the store accepted is never lost to a model outage.
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -70,19 +68,7 @@ class FactWrites(MemoryWrites):
                 )
                 ids.append(mid)
             for m in checked:
-                conn.execute(
-                    "INSERT INTO messages (store_id, app_id, tenant_id, agent_id, run_id, id, role,"
-                    " content, timestamp, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        sid,
-                        *scope.as_tuple(),
-                        m.id or uuid.uuid4().hex,
-                        m.role,
-                        m.content,
-                        m.timestamp if m.timestamp is not None else now,
-                        json.dumps(dict(m.metadata), ensure_ascii=False, sort_keys=True),
-                    ),
-                )
+                self._log_message(conn, sid, scope, m, now)
             unique = list(dict.fromkeys(ids))
             tid = self._task(conn, sid, "AddMemories", scope, unique)
             rid = self._audit(conn, sid, "AddMemories", started, scope=scope)

@@ -316,25 +316,38 @@ class MemoryWrites(StoreBase):
                     added,
                 )
                 ids.append(mid)
-                conn.execute(
-                    "INSERT INTO messages (store_id, app_id, tenant_id, agent_id, run_id, id, role,"
-                    " content, timestamp, metadata, memory_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        sid,
-                        *scope.as_tuple(),
-                        m.id or uuid.uuid4().hex,
-                        m.role,
-                        m.content,
-                        m.timestamp if m.timestamp is not None else now,
-                        json.dumps(dict(m.metadata), ensure_ascii=False, sort_keys=True),
-                        seq,
-                    ),
-                )
+                self._log_message(conn, sid, scope, m, now, memory_seq=seq)
             unique = list(dict.fromkeys(ids))
             tid = self._task(conn, sid, "AddMemories", scope, unique)
             rid = self._audit(conn, sid, "AddMemories", started, scope=scope)
             self._after_write(sid, gen, added)
         return WriteReceipt(tid, "completed", tuple(unique), rid)
+
+    @staticmethod
+    def _log_message(
+        conn: sqlite3.Connection,
+        store_id: int,
+        scope: Scope,
+        message: Message,
+        now: float,
+        *,
+        memory_seq: int | None = None,
+    ) -> None:
+        """One row of the short-term message log (``memory_seq``: the unit it became, if one)."""
+        conn.execute(
+            "INSERT INTO messages (store_id, app_id, tenant_id, agent_id, run_id, id, role,"
+            " content, timestamp, metadata, memory_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                store_id,
+                *scope.as_tuple(),
+                message.id or uuid.uuid4().hex,
+                message.role,
+                message.content,
+                message.timestamp if message.timestamp is not None else now,
+                json.dumps(dict(message.metadata), ensure_ascii=False, sort_keys=True),
+                memory_seq,
+            ),
+        )
 
     def _own_row(
         self, conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str
