@@ -12,7 +12,11 @@ queries whose first 5 hits are the same whether 5 or 10 were asked for.
 
 ``--cache DIR`` keeps vectors per text between runs (outside the repository): ingest and
 search times then exclude embedding; ``--ingest-probe`` times one conversation with the real
-embedder and no cache.
+embedder and no cache (wall and CPU, and the embedder's share of each).
+
+``hybrid_below_a_signal`` lists the metrics (overall, then per question type) where hybrid
+scores less than a signal alone; ``questions_where_a_signal_beat_hybrid`` names the questions
+behind them, with the metrics each lost.
 
     uv run python -m benchmarks.longmemeval --data ../shared/data/longmemeval_s_dev120.json.gz \
         [--limit 20] [--cache /tmp/lme-cache] [--roles user,all] [--ingest-probe]
@@ -115,7 +119,12 @@ def run_question(
         ingest_s = time.perf_counter() - started
         sessions = {str(s) for s in item["answer_session_ids"]}
         pattern = mem.service.search_pattern
-        out: dict[str, Any] = {"type": item["question_type"], "ingest_s": ingest_s, "turns": count}
+        out: dict[str, Any] = {
+            "id": item["question_id"],
+            "type": item["question_type"],
+            "ingest_s": ingest_s,
+            "turns": count,
+        }
         for mode in MODES:
             started = time.perf_counter()
             if mode == "hybrid":
@@ -142,23 +151,43 @@ def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     }
 
 
+def _below(means: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The metrics on which hybrid scores less than one of its signals alone."""
+    return {
+        metric: {m: means[m][metric] for m in MODES}
+        for metric in means["hybrid"]
+        if means["hybrid"][metric] < max(means[m].get(metric, 0.0) for m in MODES[1:])
+    }
+
+
+def _lost(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per question, the metrics on which a signal alone beat hybrid: where to look first."""
+    out: dict[str, list[str]] = {}
+    for r in results:
+        worse = [k for k, v in r["hybrid"].items() if v < max(r[m].get(k, 0.0) for m in MODES[1:])]
+        if worse:
+            out[f"{r['id']} ({r['type']})"] = sorted(worse)
+    return out
+
+
 def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     overall = {mode: _mean([r[mode] for r in results]) for mode in MODES}
     by_type: dict[str, Any] = {}
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
         groups[r["type"]].append(r)
+    below_by_type: dict[str, Any] = {}
     for name, rows in sorted(groups.items()):
-        by_type[name] = {"n": len(rows), **{m: _mean([r[m] for r in rows]) for m in MODES}}
-    below = {
-        metric: {m: overall[m][metric] for m in MODES}
-        for metric in overall["hybrid"]
-        if overall["hybrid"][metric] < max(overall[m].get(metric, 0.0) for m in MODES[1:])
-    }
+        means = {m: _mean([r[m] for r in rows]) for m in MODES}
+        by_type[name] = {"n": len(rows), **means}
+        if below := _below(means):
+            below_by_type[name] = below
     return {
         "questions": len(results),
         "metrics": overall,
-        "hybrid_below_a_signal": below,
+        "hybrid_below_a_signal": _below(overall),
+        "hybrid_below_a_signal_by_type": below_by_type,
+        "questions_where_a_signal_beat_hybrid": _lost(results),
         "topk_stable": round(sum(r["topk_stable"] for r in results) / len(results), 4),
         "by_type": by_type,
         "ingest_s_per_question": summary_ms([r["ingest_s"] for r in results]),
@@ -167,15 +196,57 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+class _TimedEmbedder:
+    """Passes embedding through, adding up its wall and CPU time (all threads of the process)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.wall = self.cpu = 0.0
+        self.texts = 0
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.wall += time.perf_counter() - wall
+            self.cpu += time.process_time() - cpu
+            self.texts += len(texts)
+
+
 def ingest_probe(item: dict[str, Any], embedder: Embedder, tmp: Path) -> dict[str, Any]:
-    """One whole conversation (all turns) with the real embedder, no cache."""
-    store = SqliteMemoryStore(tmp / "probe.db", embedder=embedder)
+    """One whole conversation (all turns) with the real embedder, no cache.
+
+    CPU time is the process's (every thread), so it holds on a loaded machine where wall
+    time does not; ``embed_*`` is the share spent inside the embedder, the rest is SQLite,
+    passages and bookkeeping.
+    """
+    timed = _TimedEmbedder(embedder)
+    store = SqliteMemoryStore(tmp / "probe.db", embedder=timed)
     mem = Memory(store, scope=Scope("lme", "probe", "agent", "run"), store_name=STORE)
     try:
         embedder.embed(["warm up"])
-        started = time.perf_counter()
+        load_before = os.getloadavg()[0]
+        wall, cpu = time.perf_counter(), time.process_time()
         _, count = ingest(mem, item, "all")
-        return {"turns": count, "ingest_s": round(time.perf_counter() - started, 2)}
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        return {
+            "turns": count,
+            "ingest_s": round(wall, 2),
+            "ingest_cpu_s": round(cpu, 2),
+            "embed_s": round(timed.wall, 2),
+            "embed_cpu_s": round(timed.cpu, 2),
+            "texts_embedded": timed.texts,
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        }
     finally:
         store.close()
 
