@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks._embed_cache import WrappedEmbedder
 from benchmarks._stats import summary_ms
 from memcore import Memory
 from memcore.ports import Embedder
@@ -201,21 +202,13 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-class _TimedEmbedder:
+class _TimedEmbedder(WrappedEmbedder):
     """Passes embedding through, adding up its wall and CPU time (all threads of the process)."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.wall = self.cpu = 0.0
         self.texts = 0
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         wall, cpu = time.perf_counter(), time.process_time()
