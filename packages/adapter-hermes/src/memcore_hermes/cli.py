@@ -1,7 +1,9 @@
 """``hermes tablestore-mem add|search|doctor|setup|reindex`` (while this provider is selected).
 
 Every command but ``setup`` prints one JSON document; errors are ``{"error": ...}`` with exit
-status 1. Only argparse and json load here: Hermes builds this tree on every start.
+status 1. Only argparse and json load here: Hermes builds this tree on every start. When the
+command line runs a sub-command that embeds, the model starts loading right here, while
+Hermes goes on with its own start (see :mod:`memcore_hermes.preload`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import argparse
 import json
 import sys
 from typing import Any
+
+#: The command Hermes gives this provider's tree (its name).
+PROVIDER_COMMAND = "tablestore-mem"
 
 
 def register_cli(subparser: argparse.ArgumentParser) -> None:
@@ -48,6 +53,20 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     setup.add_argument("--tenant-id", default=None, help="A fixed tenant (blank: the user id)")
 
     commands.add_parser("reindex", help="Embed memories lacking a vector from the current embedder")
+    if loads_model(sys.argv[1:]):
+        from memcore_hermes import preload
+
+        preload.start()
+
+
+def loads_model(argv: list[str]) -> bool:
+    """Whether ``argv`` runs one of our sub-commands that embeds (never for ``--help``)."""
+    if PROVIDER_COMMAND not in argv:
+        return False
+    rest = argv[argv.index(PROVIDER_COMMAND) + 1 :]
+    if not rest or "-h" in rest or "--help" in rest:
+        return False
+    return rest[0] in ("search", "reindex") or (rest[0] == "add" and "--sync" in rest[1:])
 
 
 def _print(data: Any) -> None:
@@ -103,6 +122,10 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
     except MemcoreError as exc:
         _print({"error": exc.to_dict()})
         raise SystemExit(1) from None
+    finally:
+        from memcore_hermes.preload import finish
+
+        finish()  # an early model load must not be cut short by the exit
 
 
 def _doctor(args: argparse.Namespace) -> dict[str, Any]:
@@ -115,11 +138,15 @@ def _doctor(args: argparse.Namespace) -> dict[str, Any]:
     return run_doctor(HermesHome(), user_id=args.user_id, progress=progress)
 
 
-def _open(args: argparse.Namespace) -> Any:
-    """A provider for one command (no background re-embedding: ``reindex`` does that)."""
+def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
+    """A provider for one command (no background re-embedding: ``reindex`` does that), with
+    the model this process started loading early, if any."""
+    from memcore_hermes import preload
     from memcore_hermes.provider import TablestoreMemProvider
 
-    provider = TablestoreMemProvider(background_reindex=False)
+    provider = TablestoreMemProvider(
+        background_reindex=False, defer_vectors=defer_vectors, preload=preload.current()
+    )
     provider.initialize(
         "cli",
         platform="cli",
@@ -133,7 +160,8 @@ def _open(args: argparse.Namespace) -> Any:
 def _add(args: argparse.Namespace) -> dict[str, Any]:
     from memcore.errors import MemcoreError
 
-    provider = _open(args)
+    # Without --sync the vector is left to the next search: this process loads no model.
+    provider = _open(args, defer_vectors=not args.sync)
     runtime = provider.runtime
     try:
         metadata = _parse_metadata(args.metadata)
@@ -167,6 +195,11 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
             )
         elif not ids:
             out["note"] = "the backend assigns the memory id asynchronously; --sync waits for it"
+        elif getattr(runtime.handle.store, "defer_vectors", False):
+            out["note"] = (
+                "found by its words now; its vector (for search by meaning) is computed by the "
+                "next search or the agent's background re-embedding; --sync embeds it at once"
+            )
         return out
     finally:
         provider.shutdown()
