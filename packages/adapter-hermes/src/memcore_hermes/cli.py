@@ -206,10 +206,44 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _search(args: argparse.Namespace) -> dict[str, Any]:
-    provider = _open(args)
-    runtime = provider.runtime
+    """A read: the configured store and scope only, without the spool and its delivery lane
+    that a provider starts (those are for writes; the next ``add`` or agent start replays)."""
+    from memcore.scope import SessionContext, resolve_scope
+    from memcore.service import MemoryService
+    from memcore_hermes import preload
+    from memcore_hermes.backends import open_backend_store
+    from memcore_hermes.credentials import load_access_keys
+    from memcore_hermes.home import HermesHome
+
+    home = HermesHome()
+    config = home.load_config()
+    config, store = open_backend_store(
+        home,
+        config,
+        load_access_keys(home.env_file),
+        progress=lambda m: sys.stderr.write(f"{m}\n"),
+        preload=preload.current(),
+    )
     try:
-        service = runtime.service(runtime.handle.ready())
+        store.ensure_store(
+            config.memory_store_name,
+            description=config.description,
+            create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
+            progress=lambda m: sys.stderr.write(f"tablestore-mem: {m}\n"),
+        )
+        scope = resolve_scope(
+            SessionContext(user_id=args.user_id, session_id="cli"),
+            app_id=config.app_id,
+            tenant_id=config.tenant_id,
+        )
+        service = MemoryService(
+            store,
+            store_name=config.memory_store_name,
+            scope=scope,
+            top_k=config.top_k,
+            enable_rerank=config.enable_rerank,
+        )
         hits = service.search(args.query, top_k=args.top_k)
         return {
             "scope": str(service.search_pattern),
@@ -224,7 +258,7 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
             ],
         }
     finally:
-        provider.shutdown()
+        store.close()
 
 
 def _setup(args: argparse.Namespace) -> None:
