@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +77,7 @@ def test_the_agents_provider_embeds_a_deferred_add_in_the_background(
     provider = TablestoreMemProvider()  # as Hermes builds it: the configured local store
     provider.initialize("s1", hermes_home=str(local_home), platform="cli", user_id=None)
     try:
-        store = provider.runtime.handle.store
-        deadline = time.monotonic() + 60
-        while store.missing_vectors(STORE) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert store.missing_vectors(STORE) == 0
+        assert kit.lacking_vectors(provider, STORE, 60) == 0
     finally:
         provider.shutdown()
     code, found = hermes_json(kit, local_home, "search", "dietary restrictions")
