@@ -155,6 +155,9 @@ def test_a_search_that_fails_after_the_early_load_exits_cleanly(local_home: Path
     assert code == 1 and answer["error"]["field"] == "top_k"
     help_text = kit.run_hermes(local_home, "tablestore-mem", "search", "--help")
     assert help_text.returncode == 0 and "--top-k" in help_text.stdout
+    # Hermes' parser refuses this after the load started: the process still ends normally.
+    no_query = kit.run_hermes(local_home, "tablestore-mem", "search")
+    assert no_query.returncode == 2 and "Traceback" not in no_query.stderr
 
 
 def test_a_broken_config_is_reported_by_search_not_by_the_early_load(
