@@ -69,6 +69,11 @@ def loads_model(argv: list[str]) -> bool:
     return rest[0] in ("search", "reindex") or (rest[0] == "add" and "--sync" in rest[1:])
 
 
+def _say(message: str) -> None:
+    """Progress on stderr, so stdout stays one JSON document."""
+    sys.stderr.write(f"{message}\n")
+
+
 def _print(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
     sys.stdout.flush()
@@ -174,6 +179,7 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
                 "scope": str(runtime.scope),
             }
         key = runtime.remember(args.text, metadata=metadata)
+        problem: MemcoreError | None
         try:
             runtime.handle.ready()  # an unreachable endpoint answers in seconds, not a timeout
         except MemcoreError as exc:
@@ -221,7 +227,7 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
         home,
         config,
         load_access_keys(home.env_file),
-        progress=lambda m: sys.stderr.write(f"{m}\n"),
+        progress=_say,
         preload=preload.current(),
     )
     try:
@@ -230,7 +236,7 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
             description=config.description,
             create=config.auto_create_store,
             extract_instructions=config.extract_instructions,
-            progress=lambda m: sys.stderr.write(f"tablestore-mem: {m}\n"),
+            progress=lambda m: _say(f"tablestore-mem: {m}"),
         )
         scope = resolve_scope(
             SessionContext(user_id=args.user_id, session_id="cli"),
