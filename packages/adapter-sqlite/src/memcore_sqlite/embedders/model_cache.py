@@ -152,7 +152,8 @@ def _publish(model: Path, staging: Path, entry: Path) -> None:
     path = staging / MANIFEST
     file_modes.create_private(path)
     path.write_text(json.dumps(manifest), encoding="utf-8")
-    _remove(entry)  # a bad entry found on the way in
+    if not _intact(entry):  # a bad entry found on the way in (a good one is kept, below)
+        _remove(entry)
     try:
         os.rename(staging, entry)
     except OSError:  # another process published it first: keep theirs
