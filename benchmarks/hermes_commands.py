@@ -42,6 +42,7 @@ COMMANDS: dict[str, list[str]] = {
     "memory_status": ["memory", "status"],
     "doctor": [PLUGIN, "doctor"],
     "add": [PLUGIN, "add", "The user prefers green tea in the afternoon"],
+    "add_sync": [PLUGIN, "add", "--sync", "The user walks to work"],
     "search": [PLUGIN, "search", "what does the user drink"],
 }
 
@@ -77,7 +78,9 @@ _NOOP_CLI = '''"""Sub-commands that parse like the real ones and print ``{}``.""
 def register_cli(subparser):
     commands = subparser.add_subparsers(dest="action")
     for name in ("add", "search"):
-        commands.add_parser(name).add_argument("text")
+        command = commands.add_parser(name)
+        command.add_argument("text")
+        command.add_argument("--sync", action="store_true")
     commands.add_parser("doctor")
 
 

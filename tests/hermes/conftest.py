@@ -171,6 +171,17 @@ def settle(provider: Any, seconds: float) -> bool:
     return False
 
 
+def lacking_vectors(provider: Any, store_name: str, seconds: float) -> int:
+    """Memories still without a vector once the provider's background re-embedding is done
+    (or ``seconds`` have passed)."""
+    store = provider.runtime.handle.store
+    deadline = time.monotonic() + seconds
+    while store.missing_vectors(store_name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    count: int = store.missing_vectors(store_name)
+    return count
+
+
 @pytest.fixture
 def kit() -> Any:
     """The helpers above, for test modules (conftest modules cannot be imported by name)."""
@@ -184,6 +195,7 @@ def kit() -> Any:
         run_hermes=run_hermes,
         run_cli=run_cli,
         settle=settle,
+        lacking_vectors=lacking_vectors,
         EMULATOR_KEYS=EMULATOR_KEYS,
         FAST_RETRY=FAST_RETRY,
         REPO_ROOT=REPO_ROOT,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ STORE = "hermes_mem"
 SCOPE = Scope("hermes", "lea", "hermes", "old-session")
 
 
-def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path) -> None:
+def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path, kit: Any) -> None:
     db = hermes_home / "shared.sqlite3"
     with SqliteMemoryStore(db) as lexical:  # written before the embedder existed
         lexical.ensure_store(STORE)
@@ -28,11 +27,7 @@ def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path) ->
     )
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="lea")
     try:
-        store = provider.runtime.handle.store
-        deadline = time.monotonic() + 20
-        while store.missing_vectors(STORE) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert store.missing_vectors(STORE) == 0
+        assert kit.lacking_vectors(provider, STORE, 20) == 0
     finally:
         provider.shutdown()
 

@@ -140,7 +140,11 @@ def test_release_git_install_plugin_cli_remembers_and_searches_offline(
     report = json.loads(doctor.stdout)
     assert report["backend"] == "local" and report["ok"] is True, doctor.explain()
     assert report["search"]["mode"] == "hybrid", doctor.explain()
-    assert report["search"]["memories_without_vector"] == 0, doctor.explain()
+    # Without --sync the add left its vector to the next search, which computes it.
+    assert report["search"]["memories_without_vector"] == 1, doctor.explain()
+    hermes_cmd(venv, home, PROVIDER, "search", "bicycle").check()
+    doctor = hermes_cmd(venv, home, PROVIDER, "doctor").check()
+    assert json.loads(doctor.stdout)["search"]["memories_without_vector"] == 0, doctor.explain()
 
 
 def _chat(body: dict[str, Any]) -> str | ToolCall:

@@ -10,13 +10,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.ports import InstanceFacts, MemoryStore, ProgressCallback
 from memcore_hermes.credentials import AccessKeys
 from memcore_hermes.home import HermesHome
+
+if TYPE_CHECKING:
+    from memcore_hermes.preload import ModelPreload
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +111,15 @@ def open_backend_store(
     *,
     progress: Progress | None = None,
     provisioner_options: Mapping[str, Any] | None = None,
+    defer_vectors: bool = False,
+    preload: ModelPreload | None = None,
 ) -> tuple[MemcoreConfig, MemoryStore]:
-    """Open the store the config selects; may bootstrap (and so update) the config."""
+    """Open the store the config selects; may bootstrap (and so update) the config.
+
+    For the local store, ``defer_vectors`` leaves an unsynced ``add``'s vector to the next
+    semantic search or the background re-embedding (a one-shot command then never loads the
+    model), and ``preload`` hands over the embedder a command started loading early.
+    """
     backend = choose_backend(config, keys)
     if backend == LOCAL:
         # Imported directly, not through entry points: a plugin clone has none registered.
@@ -118,7 +128,13 @@ def open_backend_store(
 
         # The user's own model (MEMCORE_MODEL_*), from the environment or $HERMES_HOME/.env.
         model = ModelSettings.from_env({**_env_file_values(home), **os.environ})
-        return config, open_backend(config, path=str(home.local_db_file(config)), model=model)
+        options: dict[str, Any] = {"path": str(home.local_db_file(config)), "model": model}
+        if defer_vectors:
+            options["defer_vectors"] = True
+        embedder = preload.embedder_for(config) if preload is not None else None
+        if embedder is not None:
+            options["embedder"] = embedder
+        return config, open_backend(config, **options)
     if keys is None:
         raise ConfigError(
             "the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK in "

@@ -1,7 +1,9 @@
 """``hermes tablestore-mem add|search|doctor|setup|reindex`` (while this provider is selected).
 
 Every command but ``setup`` prints one JSON document; errors are ``{"error": ...}`` with exit
-status 1. Only argparse and json load here: Hermes builds this tree on every start.
+status 1. Only argparse and json load here: Hermes builds this tree on every start. When the
+command line runs a sub-command that embeds, the model starts loading right here, while
+Hermes goes on with its own start (see :mod:`memcore_hermes.preload`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import argparse
 import json
 import sys
 from typing import Any
+
+#: The command Hermes gives this provider's tree (its name).
+PROVIDER_COMMAND = "tablestore-mem"
 
 
 def register_cli(subparser: argparse.ArgumentParser) -> None:
@@ -48,6 +53,25 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     setup.add_argument("--tenant-id", default=None, help="A fixed tenant (blank: the user id)")
 
     commands.add_parser("reindex", help="Embed memories lacking a vector from the current embedder")
+    if loads_model(sys.argv[1:]):
+        from memcore_hermes import preload
+
+        preload.start()
+
+
+def loads_model(argv: list[str]) -> bool:
+    """Whether ``argv`` runs one of our sub-commands that embeds (never for ``--help``)."""
+    if PROVIDER_COMMAND not in argv:
+        return False
+    rest = argv[argv.index(PROVIDER_COMMAND) + 1 :]
+    if not rest or "-h" in rest or "--help" in rest:
+        return False
+    return rest[0] in ("search", "reindex") or (rest[0] == "add" and "--sync" in rest[1:])
+
+
+def _say(message: str) -> None:
+    """Progress on stderr, so stdout stays one JSON document."""
+    sys.stderr.write(f"{message}\n")
 
 
 def _print(data: Any) -> None:
@@ -103,6 +127,10 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
     except MemcoreError as exc:
         _print({"error": exc.to_dict()})
         raise SystemExit(1) from None
+    finally:
+        from memcore_hermes.preload import finish
+
+        finish()  # an early model load must not be cut short by the exit
 
 
 def _doctor(args: argparse.Namespace) -> dict[str, Any]:
@@ -115,11 +143,15 @@ def _doctor(args: argparse.Namespace) -> dict[str, Any]:
     return run_doctor(HermesHome(), user_id=args.user_id, progress=progress)
 
 
-def _open(args: argparse.Namespace) -> Any:
-    """A provider for one command (no background re-embedding: ``reindex`` does that)."""
+def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
+    """A provider for one command (no background re-embedding: ``reindex`` does that), with
+    the model this process started loading early, if any."""
+    from memcore_hermes import preload
     from memcore_hermes.provider import TablestoreMemProvider
 
-    provider = TablestoreMemProvider(background_reindex=False)
+    provider = TablestoreMemProvider(
+        background_reindex=False, defer_vectors=defer_vectors, preload=preload.current()
+    )
     provider.initialize(
         "cli",
         platform="cli",
@@ -133,7 +165,8 @@ def _open(args: argparse.Namespace) -> Any:
 def _add(args: argparse.Namespace) -> dict[str, Any]:
     from memcore.errors import MemcoreError
 
-    provider = _open(args)
+    # Without --sync the vector is left to the next search: this process loads no model.
+    provider = _open(args, defer_vectors=not args.sync)
     runtime = provider.runtime
     try:
         metadata = _parse_metadata(args.metadata)
@@ -146,6 +179,7 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
                 "scope": str(runtime.scope),
             }
         key = runtime.remember(args.text, metadata=metadata)
+        problem: MemcoreError | None
         try:
             runtime.handle.ready()  # an unreachable endpoint answers in seconds, not a timeout
         except MemcoreError as exc:
@@ -167,16 +201,55 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
             )
         elif not ids:
             out["note"] = "the backend assigns the memory id asynchronously; --sync waits for it"
+        elif getattr(runtime.handle.store, "defer_vectors", False):
+            out["note"] = (
+                "found by its words now; its vector (for search by meaning) is computed by the "
+                "next search or the agent's background re-embedding; --sync embeds it at once"
+            )
         return out
     finally:
         provider.shutdown()
 
 
 def _search(args: argparse.Namespace) -> dict[str, Any]:
-    provider = _open(args)
-    runtime = provider.runtime
+    """A read: the configured store and scope only, without the spool and its delivery lane
+    that a provider starts (those are for writes; the next ``add`` or agent start replays)."""
+    from memcore.scope import SessionContext, resolve_scope
+    from memcore.service import MemoryService
+    from memcore_hermes import preload
+    from memcore_hermes.backends import open_backend_store
+    from memcore_hermes.credentials import load_access_keys
+    from memcore_hermes.home import HermesHome
+
+    home = HermesHome()
+    config = home.load_config()
+    config, store = open_backend_store(
+        home,
+        config,
+        load_access_keys(home.env_file),
+        progress=_say,
+        preload=preload.current(),
+    )
     try:
-        service = runtime.service(runtime.handle.ready())
+        store.ensure_store(
+            config.memory_store_name,
+            description=config.description,
+            create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
+            progress=lambda m: _say(f"tablestore-mem: {m}"),
+        )
+        scope = resolve_scope(
+            SessionContext(user_id=args.user_id, session_id="cli"),
+            app_id=config.app_id,
+            tenant_id=config.tenant_id,
+        )
+        service = MemoryService(
+            store,
+            store_name=config.memory_store_name,
+            scope=scope,
+            top_k=config.top_k,
+            enable_rerank=config.enable_rerank,
+        )
         hits = service.search(args.query, top_k=args.top_k)
         return {
             "scope": str(service.search_pattern),
@@ -191,7 +264,7 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
             ],
         }
     finally:
-        provider.shutdown()
+        store.close()
 
 
 def _setup(args: argparse.Namespace) -> None:

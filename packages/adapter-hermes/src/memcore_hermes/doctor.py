@@ -95,7 +95,9 @@ def run_doctor(
             report["search"]["memories_without_vector"] = lacking
             if lacking:
                 report["search"]["reindex"] = (
-                    "hermes tablestore-mem reindex (the provider also re-embeds in the background)"
+                    "hermes tablestore-mem reindex computes them now; otherwise the next search "
+                    "does for an add without --sync, and the provider re-embeds the rest in the "
+                    "background when the agent starts"
                 )
         if bootstrapping:
             report["bootstrap"] = {

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
     from memcore.ports import MemoryStore
     from memcore_hermes.delivery import RetryPolicy
+    from memcore_hermes.preload import ModelPreload
     from memcore_hermes.readiness import Readiness
     from memcore_hermes.runtime import MemoryRuntime
     from memcore_hermes.spool import SpoolLimits
@@ -54,9 +55,14 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         environ: dict[str, str] | None = None,
         provisioner_options: dict[str, Any] | None = None,
         background_reindex: bool = True,
+        defer_vectors: bool = False,
+        preload: ModelPreload | None = None,
     ) -> None:
         self._store_factory = store_factory
         self._background_reindex = background_reindex
+        # A one-shot command's choices for the local store (see ``open_backend_store``).
+        self._defer_vectors = defer_vectors
+        self._preload = preload
         self._provisioner_options = provisioner_options
         self._retry = retry
         self._spool_limits = spool_limits
@@ -218,7 +224,13 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
             self._backend = choose_backend(config, keys)
             config, store = open_backend_store(
-                home, config, keys, progress=progress, provisioner_options=self._provisioner_options
+                home,
+                config,
+                keys,
+                progress=progress,
+                provisioner_options=self._provisioner_options,
+                defer_vectors=self._defer_vectors,
+                preload=self._preload,
             )
         self._home, self._config = home, config
         self._session = {

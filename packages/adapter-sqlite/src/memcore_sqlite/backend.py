@@ -1,16 +1,22 @@
-"""``open_backend``: how the ``local`` entry point turns a config into a store."""
+"""``open_backend``: how the ``local`` entry point turns a config into a store.
+
+The store module loads in ``open_backend`` only: a host that just picks the embedder early
+(to load its model in a thread) does not wait for it.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcore.config import EMBEDDERS, MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.ports import Embedder
 from memcore_sqlite.embedders import missing_onnx_requirements
-from memcore_sqlite.store import SqliteMemoryStore
+
+if TYPE_CHECKING:
+    from memcore_sqlite.store import SqliteMemoryStore
 
 DB_FILE = "memcore.db"
 _UNSET: Any = object()
@@ -64,6 +70,7 @@ def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     if unknown:
         raise ConfigError(f"unknown option for the local backend: {unknown[0]}", field=unknown[0])
     from memcore_sqlite.model import ModelSettings, attach_model
+    from memcore_sqlite.store import SqliteMemoryStore
 
     store = SqliteMemoryStore(path, embedder=embedder, **options)
     attach_model(store, ModelSettings.from_env() if model is _UNSET else model)

@@ -313,7 +313,8 @@ class StoreBase:
         if self._vectors is None or self.embedder is None:
             return
         cache = self._vectors
-        written = cache.encode(added)
+        # A deferred write has no vector yet: encoding nothing must not import numpy.
+        written = cache.encode(added) if any(a[2] is not None for a in added) else []
         pages = [(scope, codes) for scope, codes, _ in written]
         code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
         # After COMMIT: a rolled-back write must not reach the cache.
