@@ -112,9 +112,10 @@ class BoundedOrder(FusedOrder):
         self.high = est + slack
         self.known = np_.zeros(len(self.seqs), bool)
         self.has_vector = np_.ones(len(self.seqs), bool)
+        self.coded = np_.concatenate([np_.ones(n_short, bool), l_has])
         self._broken = not (np_.isfinite(self.low).all() and np_.isfinite(self.high).all())
         # Lexical candidates without codes have no bounds: read them now (normally none).
-        self._read(np_.flatnonzero(~np_.concatenate([np_.ones(n_short, bool), l_has])))
+        self._read(np_.flatnonzero(~self.coded))
 
     # -- reading -------------------------------------------------------------------------
     def _read(self, rows: np.ndarray) -> None:
@@ -130,8 +131,8 @@ class BoundedOrder(FusedOrder):
             else:
                 self.has_vector[row] = False
                 self.low[row] = self.high[row] = 0.0
-                if self.in_shortlist[row]:
-                    self._broken = True  # codes without a vector: only the plain path is sure
+                if self.coded[row]:
+                    self._broken = True  # codes without a vector: its bounds were wrong
             self.known[row] = True
         if not np_.isfinite(self.low[rows]).all():
             self._broken = True

@@ -93,9 +93,9 @@ class _Entry:
         self.n = len(codes)
         self._codes = codes
         self.matrix = matrix
-        #: Positions in seq order (None: not computed since the last change), for
-        #: :meth:`positions`; an identity slice when the seqs are already ascending.
-        self._order: Any = None
+        #: (seqs ascending, their rows or None when the codes are in seq order already) for
+        #: :meth:`positions`; None until needed after a change.
+        self._order: tuple[np.ndarray, np.ndarray | None] | None = None
 
     def positions(self, seqs: np.ndarray) -> np.ndarray:
         """The row of each of ``seqs`` in the codes, -1 for those without codes.
@@ -104,17 +104,21 @@ class _Entry:
         order, so this is a binary search; other entries sort their seqs once per change.
         """
         np_ = _np()
-        have = self._codes.seqs[: self.n]
-        if self._order is None:
-            ascending = self.n < 2 or bool(np_.all(have[1:] > have[:-1]))
-            self._order = slice(None) if ascending else np_.argsort(have, kind="stable")
         seqs = np_.asarray(seqs, dtype=np_.int64)
         if not self.n:
-            return np_.full(len(seqs), -1, dtype=np_.int64)
-        ordered = have[self._order]
+            out: np.ndarray = np_.full(len(seqs), -1, dtype=np_.int64)
+            return out
+        if self._order is None:
+            have = self._codes.seqs[: self.n]
+            if bool(np_.all(have[1:] > have[:-1])):
+                self._order = (have, None)
+            else:
+                order = np_.argsort(have, kind="stable")
+                self._order = (have[order], order)
+        ordered, order = self._order
         at = np_.minimum(np_.searchsorted(ordered, seqs), self.n - 1)
-        rows = at if isinstance(self._order, slice) else self._order[at]
-        out: np.ndarray = np_.where(ordered[at] == seqs, rows, -1)
+        rows = at if order is None else order[at]
+        out = np_.where(ordered[at] == seqs, rows, -1)
         return out
 
     def view(self) -> Codes:
