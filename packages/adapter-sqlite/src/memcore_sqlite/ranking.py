@@ -77,6 +77,32 @@ def _joined(conn: sqlite3.Connection, expression: str, limit: int, order: str = 
     return str(conn.execute(sql, (expression, limit)).fetchone()[0] or "")
 
 
+def _holding_all(
+    conn: sqlite3.Connection,
+    query: LexicalQuery,
+    present: tuple[str, ...],
+    found: Mapping[str, str],
+    counts: Mapping[str, int],
+    want: int,
+) -> list[int]:
+    """Up to ``want`` rows holding every term, newest first.
+
+    A rare term's rows are all in ``found``, so the index is asked only when common terms
+    remain and the rare terms' rows have some in common: no row holds every term when they
+    have none, and when every term is rare their common rows are the answer.
+    """
+    rare = [t for t in present if counts[t] <= COMMON_TERM_ROWS]
+    if rare:
+        rows = set(_parse(found[rare[0]]))
+        for t in rare[1:]:
+            rows.intersection_update(_parse(found[t]))
+        if not rows:
+            return []
+        if len(rare) == len(present):
+            return sorted(rows, reverse=True)[:want]
+    return _newest(conn, query.all_of(present), want)
+
+
 def _parse(joined: str) -> list[int]:
     return [int(r) for r in joined.split(",")] if joined else []
 
@@ -116,7 +142,7 @@ def lexical(
     weights = {t: idf(min(counts[t], rows), rows) for t in terms}
     telling = {t for t in present if counts[t] <= min(cap, rows // 2)}
     matched: dict[int, set[str]] = {
-        seq: set(present) for seq in _newest(conn, query.all_of(present), want)
+        seq: set(present) for seq in _holding_all(conn, query, present, found, counts, want)
     }
     if len(matched) < enough and len(present) > 1:
         rare = tuple(t for t in present if counts[t] <= cap)
