@@ -23,6 +23,7 @@ from memcore_sqlite.vectors import VectorCache, _Entry, exact_top
 DIM = 64
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
+BOB = Scope("app", "bob", "agent", "run")
 
 
 def _rows(n: int, seed: int) -> tuple[Any, Any]:
@@ -194,6 +195,7 @@ def test_a_two_stage_store_answers_as_the_exact_store(tmp_path: Path) -> None:
         store.add_many(
             STORE, [TextItem(ALICE, t, metadata={"k": str(i % 3)}) for i, t in enumerate(texts)]
         )
+        store.add_many(STORE, [TextItem(BOB, t) for t in _texts(300, 2)])  # same words, Bob's
     queries = ["coffee in paris", "the dog and the cat", "piano", "rain bike trip", "zebra"]
     answers = []
     for exact_rows in (10_000, 0):  # small-exact in memory, then always two-stage
@@ -212,6 +214,7 @@ def test_a_two_stage_store_answers_as_the_exact_store(tmp_path: Path) -> None:
                     {"mode": "vector"},
                 ):
                     hits = store.search(STORE, ALICE.tenant_pattern(), q, **kw)  # type: ignore[arg-type]
+                    assert all(h.memory.scope == ALICE for h in hits)
                     got.append([(h.memory.id, h.score, dict(h.signals)) for h in hits])
             answers.append(got)
     assert answers[0] == answers[1]

@@ -141,37 +141,47 @@ def lexical(
         return {}
     weights = {t: idf(min(counts[t], rows), rows) for t in terms}
     telling = {t for t in present if counts[t] <= min(cap, rows // 2)}
-    matched: dict[int, set[str]] = {
-        seq: set(present) for seq in _holding_all(conn, query, present, found, counts, want)
-    }
+    # Which present terms a row holds, as bits in the query's term order: cheaper than a
+    # set per row, and one share per combination of terms, not per row.
+    bit = {t: 1 << i for i, t in enumerate(present)}
+    every = (1 << len(present)) - 1
+    matched: dict[int, int] = dict.fromkeys(
+        _holding_all(conn, query, present, found, counts, want), every
+    )
     if len(matched) < enough and len(present) > 1:
         rare = tuple(t for t in present if counts[t] <= cap)
         common = tuple(t for t in present if counts[t] > cap)
         for t in rare:
+            b = bit[t]
             for seq in _parse(found[t]):
-                matched.setdefault(seq, set()).add(t)
+                matched[seq] = matched.get(seq, 0) | b
         if rare:
             for t in common:
+                b = bit[t]
                 for seq in _newest(conn, query.with_any(t, rare), cap * len(rare)):
                     if seq in matched:
-                        matched[seq].add(t)
+                        matched[seq] |= b
         else:
             for t in common:
+                b = bit[t]
                 for seq in _newest(conn, query.all_of((t,)), want):
-                    matched.setdefault(seq, set()).add(t)
+                    matched[seq] = matched.get(seq, 0) | b
     total = sum(weights.values())
     # Summed in the query's term order, not the set's: a set of strings iterates in an order
     # that changes with each process's hash seed, and the last bit of a share decided which
     # of many equal shares made the pool.
-    shares = {
-        seq: sum(weights[t] for t in present if t in held) / total for seq, held in matched.items()
+    share_of = {
+        held: sum(weights[t] for t in present if held & bit[t]) / total
+        for held in set(matched.values())
     }
+    shares = {seq: share_of[held] for seq, held in matched.items()}
+    telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
     best = sorted(shares, key=lambda s: (-shares[s], -s))[: LENGTH_LOOKUPS * want]
     lengths = _lengths(conn, best)
     hits = {
         seq: LexicalHit(
-            shares[seq] * length_discount(lengths.get(seq)), bool(matched[seq] & telling)
+            shares[seq] * length_discount(lengths.get(seq)), bool(matched[seq] & telling_bits)
         )
         for seq in best
     }
