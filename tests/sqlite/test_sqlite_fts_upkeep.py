@@ -4,6 +4,7 @@ never lost when the merge fails, and another process's store keeps working."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,28 @@ def test_a_merge_by_another_store_is_seen_by_an_open_one(
     with SqliteMemoryStore(path) as fresh:
         assert seen == _answers(fresh)
     assert [h.memory.text for h in zebra] == ["a zebra in the garden"]
+
+
+def test_a_merge_never_waits_for_another_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.db"
+    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 2.0)
+    _fill(path, 20, None)
+    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 0.0)
+    monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)
+    with SqliteMemoryStore(path, busy_timeout=5.0) as store:
+        upkeep = store._fts_upkeep
+        upkeep.note_write()
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        try:
+            started = time.perf_counter()
+            assert upkeep.after_commit(store._conn) is False
+            assert time.perf_counter() - started < 1.0
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert int(store._conn.execute("PRAGMA busy_timeout").fetchone()[0]) == 5000
+        store.add_text(STORE, ALICE, "after the lock")  # merges now
+    assert len(_segments(path)) == 1

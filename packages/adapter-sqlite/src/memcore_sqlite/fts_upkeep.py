@@ -11,8 +11,9 @@ changes no result, only the cost of finding them.
 After enough memory writes the store looks at the segments' sizes, and merges them when
 those outside the largest hold more than :data:`LOOSE_SHARE` of the index: the index is
 then rewritten each time it has grown by about a quarter, a bounded multiple of writing it
-once. The merge is its own transaction after the write committed: it never delays or undoes
-the write, and a merge that fails (a busy or full disk) leaves the index as it was.
+once. The merge is its own transaction after the write committed: it never undoes the write,
+never waits for another writer, and a merge that fails (a busy file, a full disk) leaves the
+index as it was.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class Upkeep:
             return False
         self._writes = 0
         self._changes = conn.total_changes
+        # Never wait for another writer: the caller's write is done, and a merge can wait
+        # for the next look.
+        timeout = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+        conn.execute("PRAGMA busy_timeout = 0")
         try:
             if not loose(segment_pages(conn)):
                 return False
@@ -64,5 +69,7 @@ class Upkeep:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             return False
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {timeout}")
         self._changes = conn.total_changes
         return True
