@@ -110,16 +110,21 @@ def test_a_failed_merge_keeps_the_write(tmp_path: Path, monkeypatch: pytest.Monk
         assert len(store.search(STORE, ALICE.tenant_pattern(), "item", top_k=10)) == 5
 
 
+def _unmerged(path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of ``n`` one-write memories never merged; from now on every write merges."""
+    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 2.0)
+    _fill(path, n, None)
+    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 0.0)
+    monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)
+
+
 def test_a_merge_by_another_store_is_seen_by_an_open_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "m.db"
-    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 2.0)
-    _fill(path, 60, None)
     with SqliteMemoryStore(path) as reader:
+        _unmerged(path, 60, monkeypatch)
         _answers(reader)  # statements and pages of the unmerged index in use
-        monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 0.0)
-        monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)
         with SqliteMemoryStore(path) as writer:
             writer.add_text(STORE, ALICE, "a zebra in the garden")
         assert len(_segments(path)) == 1
@@ -134,10 +139,7 @@ def test_a_merge_never_waits_for_another_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "m.db"
-    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 2.0)
-    _fill(path, 20, None)
-    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 0.0)
-    monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)
+    _unmerged(path, 20, monkeypatch)
     with SqliteMemoryStore(path, busy_timeout=5.0) as store:
         upkeep = store._fts_upkeep
         upkeep.note_write()
