@@ -152,10 +152,11 @@ def hits(
     """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor.
 
     Rows are read in slices of the order, so a search reads about ``top_k`` memories, not the
-    whole candidate pool (each is a random page of a large file).
+    whole candidate pool (each is a random page of a large file). A slice of ``top_k`` (not
+    twice that) also keeps the bounded order's exact prefix, and its vector reads, short.
     """
     found: list[SearchHit] = []
-    size = max(2 * top_k, 10)
+    size = max(top_k, 10)
     start = 0
     while part := order.first(start + size)[start:]:
         start += size
