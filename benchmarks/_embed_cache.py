@@ -21,11 +21,26 @@ def _key(model: str, text: str) -> bytes:
     return hashlib.sha256(f"{model}\x00{text}".encode("utf-8", "surrogatepass")).digest()
 
 
-class CachingEmbedder:
+class WrappedEmbedder:
+    """Stands in for ``inner``: the same model name and dimension (so stored vectors match)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+
+class CachingEmbedder(WrappedEmbedder):
     """Wraps ``inner``; texts seen before (in any run) are not embedded again."""
 
     def __init__(self, inner: Embedder, directory: str | Path) -> None:
-        self.inner = inner
+        super().__init__(inner)
         Path(directory).mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(
             Path(directory) / "vectors.db", timeout=60, check_same_thread=False
@@ -35,14 +50,6 @@ class CachingEmbedder:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np

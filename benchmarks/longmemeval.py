@@ -12,7 +12,11 @@ queries whose first 5 hits are the same whether 5 or 10 were asked for.
 
 ``--cache DIR`` keeps vectors per text between runs (outside the repository): ingest and
 search times then exclude embedding; ``--ingest-probe`` times one conversation with the real
-embedder and no cache.
+embedder and no cache (wall and CPU, and the embedder's share of each).
+
+``hybrid_below_a_signal`` lists the metrics (overall, then per question type) where hybrid
+scores less than a signal alone; ``hits_a_signal_found_and_hybrid_missed`` names the questions
+where a signal alone had an evidence session or turn in its top k and hybrid did not.
 
     uv run python -m benchmarks.longmemeval --data ../shared/data/longmemeval_s_dev120.json.gz \
         [--limit 20] [--cache /tmp/lme-cache] [--roles user,all] [--ingest-probe]
@@ -32,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks._embed_cache import WrappedEmbedder
 from benchmarks._stats import summary_ms
 from memcore import Memory
 from memcore.ports import Embedder
@@ -115,7 +120,12 @@ def run_question(
         ingest_s = time.perf_counter() - started
         sessions = {str(s) for s in item["answer_session_ids"]}
         pattern = mem.service.search_pattern
-        out: dict[str, Any] = {"type": item["question_type"], "ingest_s": ingest_s, "turns": count}
+        out: dict[str, Any] = {
+            "id": item["question_id"],
+            "type": item["question_type"],
+            "ingest_s": ingest_s,
+            "turns": count,
+        }
         for mode in MODES:
             started = time.perf_counter()
             if mode == "hybrid":
@@ -142,23 +152,48 @@ def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     }
 
 
+def _below(means: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The metrics on which hybrid scores less than one of its signals alone."""
+    return {
+        metric: {m: means[m][metric] for m in MODES}
+        for metric in means["hybrid"]
+        if means["hybrid"][metric] < max(means[m].get(metric, 0.0) for m in MODES[1:])
+    }
+
+
+def _lost(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per question, the recall metrics on which a signal alone found a hit that hybrid
+    missed: where to look first (NDCG moves a little either way in most questions)."""
+    out: dict[str, list[str]] = {}
+    for r in results:
+        worse = [
+            k
+            for k, v in r["hybrid"].items()
+            if "recall" in k and v < max(r[m].get(k, 0.0) for m in MODES[1:])
+        ]
+        if worse:
+            out[f"{r['id']} ({r['type']})"] = sorted(worse)
+    return out
+
+
 def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     overall = {mode: _mean([r[mode] for r in results]) for mode in MODES}
     by_type: dict[str, Any] = {}
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
         groups[r["type"]].append(r)
+    below_by_type: dict[str, Any] = {}
     for name, rows in sorted(groups.items()):
-        by_type[name] = {"n": len(rows), **{m: _mean([r[m] for r in rows]) for m in MODES}}
-    below = {
-        metric: {m: overall[m][metric] for m in MODES}
-        for metric in overall["hybrid"]
-        if overall["hybrid"][metric] < max(overall[m].get(metric, 0.0) for m in MODES[1:])
-    }
+        means = {m: _mean([r[m] for r in rows]) for m in MODES}
+        by_type[name] = {"n": len(rows), **means}
+        if below := _below(means):
+            below_by_type[name] = below
     return {
         "questions": len(results),
         "metrics": overall,
-        "hybrid_below_a_signal": below,
+        "hybrid_below_a_signal": _below(overall),
+        "hybrid_below_a_signal_by_type": below_by_type,
+        "hits_a_signal_found_and_hybrid_missed": _lost(results),
         "topk_stable": round(sum(r["topk_stable"] for r in results) / len(results), 4),
         "by_type": by_type,
         "ingest_s_per_question": summary_ms([r["ingest_s"] for r in results]),
@@ -167,15 +202,49 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+class _TimedEmbedder(WrappedEmbedder):
+    """Passes embedding through, adding up its wall and CPU time (all threads of the process)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.wall = self.cpu = 0.0
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.wall += time.perf_counter() - wall
+            self.cpu += time.process_time() - cpu
+            self.texts += len(texts)
+
+
 def ingest_probe(item: dict[str, Any], embedder: Embedder, tmp: Path) -> dict[str, Any]:
-    """One whole conversation (all turns) with the real embedder, no cache."""
-    store = SqliteMemoryStore(tmp / "probe.db", embedder=embedder)
+    """One whole conversation (all turns) with the real embedder, no cache.
+
+    CPU time is the process's (every thread), so it holds on a loaded machine where wall
+    time does not; ``embed_*`` is the share spent inside the embedder, the rest is SQLite,
+    passages and bookkeeping.
+    """
+    timed = _TimedEmbedder(embedder)
+    store = SqliteMemoryStore(tmp / "probe.db", embedder=timed)
     mem = Memory(store, scope=Scope("lme", "probe", "agent", "run"), store_name=STORE)
     try:
         embedder.embed(["warm up"])
-        started = time.perf_counter()
+        load_before = os.getloadavg()[0]
+        wall, cpu = time.perf_counter(), time.process_time()
         _, count = ingest(mem, item, "all")
-        return {"turns": count, "ingest_s": round(time.perf_counter() - started, 2)}
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        return {
+            "turns": count,
+            "ingest_s": round(wall, 2),
+            "ingest_cpu_s": round(cpu, 2),
+            "embed_s": round(timed.wall, 2),
+            "embed_cpu_s": round(timed.cpu, 2),
+            "texts_embedded": timed.texts,
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        }
     finally:
         store.close()
 

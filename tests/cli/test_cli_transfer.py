@@ -103,3 +103,49 @@ def test_import_of_a_missing_file_exits_2(tmp_path, fresh_cli):
     result = fresh_cli("import", str(tmp_path / "nope.jsonl"))
     assert result.exit_code == 2
     assert "does not exist" in result.stderr
+
+
+def test_an_import_failing_midway_keeps_the_batches_before_it_once_and_resumes_cleanly(
+    tmp_path, monkeypatch
+):
+    """Batches of 3, the next embedding while one is written: the third batch's embedding
+    fails; the first two are stored exactly once, nothing of the third, and a second import
+    of the repaired file adds just the rest."""
+    from memcore.testing import HashingEmbedder
+    from memcore_cli import transfer
+    from memcore_sqlite import SqliteMemoryStore
+
+    from .conftest import Cli
+
+    class Poisoned(HashingEmbedder):
+        poison = "memory number 7"
+
+        def embed(self, texts):
+            if self.poison in texts:
+                raise RuntimeError("boom")
+            return super().embed(texts)
+
+    monkeypatch.setattr(transfer, "_BATCH", 3)
+    db = tmp_path / "home" / "memcore.db"
+    db.parent.mkdir()
+    cli = Cli(db.parent, store_factory=lambda settings: SqliteMemoryStore(db, embedder=Poisoned()))
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r"}
+    records = [
+        {"id": f"{i:032x}", "text": f"memory number {i}", "scope": scope, "metadata": {}}
+        for i in range(11)
+    ]
+    data = tmp_path / "memories.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    failed = cli("import", str(data))
+    assert failed.exit_code == 2
+    assert failed.stderr.splitlines()[-1] == "memcore: error: the embedder failed: RuntimeError"
+    landed = cli.json_lines("export")
+    assert sorted(r["id"] for r in landed) == [r["id"] for r in records[:6]]
+
+    Poisoned.poison = "none of these"
+    report = cli.json("import", str(data))
+    assert (report["added"], report["present"]) == (5, 6)
+    after = cli.json_lines("export")
+    assert sorted(r["id"] for r in after) == [r["id"] for r in records]
+    assert {r["id"]: r["text"] for r in after} == {r["id"]: r["text"] for r in records}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memcore.errors import ConfigError
@@ -12,12 +14,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _options(**kw: object) -> object:
-    import onnxruntime  # type: ignore[import-untyped]
-
+def _embedder(**kw: object) -> Any:
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
 
-    return OnnxEmbedder(**kw)._session_options(onnxruntime)  # type: ignore[arg-type]
+    return OnnxEmbedder(**kw)  # type: ignore[arg-type]
+
+
+def _options(**kw: object) -> Any:
+    import onnxruntime  # type: ignore[import-untyped]
+
+    return _embedder(**kw)._session_options(onnxruntime)
 
 
 def test_threads_do_not_spin_and_the_arena_is_off_by_default(
@@ -28,7 +34,9 @@ def test_threads_do_not_spin_and_the_arena_is_off_by_default(
     options = _options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert options.enable_cpu_mem_arena is False
-    assert 1 <= options.intra_op_num_threads <= 2
+    # Each run on one thread; a bulk call runs up to two batches at once instead.
+    assert options.intra_op_num_threads == 1
+    assert 1 <= _embedder().workers <= 2
 
 
 def test_arguments_and_environment_override_the_defaults(
@@ -37,10 +45,10 @@ def test_arguments_and_environment_override_the_defaults(
     monkeypatch.setenv("MEMCORE_ONNX_THREADS", "3")
     monkeypatch.setenv("MEMCORE_ONNX_SPINNING", "1")
     options = _options(arena=True)
-    assert options.intra_op_num_threads == 3
+    assert _embedder().workers == 3
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
     assert options.enable_cpu_mem_arena is True
-    assert _options(threads=1, spinning=False).intra_op_num_threads == 1
+    assert _embedder(threads=1, spinning=False).workers == 1
 
 
 @pytest.mark.parametrize(

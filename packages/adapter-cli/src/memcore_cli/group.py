@@ -89,6 +89,9 @@ class MemcoreGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        from memcore_cli import coercion
+
+        coercion.install(self)  # plain option values without pydantic (see the module)
         try:
             rv = super().main(
                 args=args,

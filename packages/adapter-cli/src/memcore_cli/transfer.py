@@ -228,7 +228,8 @@ def import_memories(
         if bulk is not None:
             for start in range(0, len(pending), _BATCH):
                 chunk = pending[start : start + _BATCH]
-                ids = bulk(runtime.store_name, chunk)
+                upcoming = pending[start + _BATCH : start + 2 * _BATCH]
+                ids = bulk(runtime.store_name, chunk, upcoming)
                 for record, new_id in zip(chunk, ids):
                     _account(report, known, record, new_id)
                 advance(len(chunk))
@@ -266,7 +267,8 @@ def _account(
 
 
 def _bulk_writer(store: Any) -> Any:
-    """The embedded store's batch path: one transaction and one embedding batch per chunk.
+    """The embedded store's batch path: one transaction and one embedding batch per chunk,
+    the next chunk embedding while this one is written.
 
     The original ids are kept (``TextItem.id``), so an export restores exactly.
     """
@@ -275,8 +277,8 @@ def _bulk_writer(store: Any) -> Any:
         return None
     from memcore_sqlite.store import TextItem
 
-    def write(store_name: str, chunk: list[ImportRecord]) -> list[str]:
-        items = [
+    def items(chunk: list[ImportRecord]) -> list[TextItem]:
+        return [
             TextItem(
                 scope=r.scope,
                 text=r.text,
@@ -286,6 +288,10 @@ def _bulk_writer(store: Any) -> Any:
             )
             for r in chunk
         ]
-        return list(add_many(store_name, items))
+
+    def write(
+        store_name: str, chunk: list[ImportRecord], upcoming: list[ImportRecord]
+    ) -> list[str]:
+        return list(add_many(store_name, items(chunk), ahead=items(upcoming)))
 
     return write

@@ -24,6 +24,7 @@ from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenie
 from memcore.ports import Embedder
 from memcore.scope import Scope
 from memcore_sqlite import code_pages, file_modes
+from memcore_sqlite.ahead import EmbedAhead
 from memcore_sqlite.fts_upkeep import Upkeep
 from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
@@ -64,6 +65,7 @@ class StoreBase:
         self.defer_vectors = defer_vectors and embedder is not None
         self._lock = threading.RLock()
         self._post_commit: list[Any] = []
+        self._embedding_ahead = EmbedAhead()
         self._fts_upkeep = Upkeep()
         self._vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
@@ -234,17 +236,33 @@ class StoreBase:
         self._fts_upkeep.note_write()
         return before, before + 1
 
-    def _embed(self, texts: Sequence[str]) -> list[Any] | None:
+    def _embed(self, texts: Sequence[str], ahead: Sequence[str] = ()) -> list[Any] | None:
         """One unit vector per text, in their order; a long text is embedded whole, as passages
         (see :mod:`memcore_sqlite.passages`), in the same call as the others.
 
         Each distinct passage is embedded once, and the embedder sees them shortest first: it
         pads every batch to its longest member, so batches of similar lengths waste less work.
+        ``ahead`` (a bulk write's next batch) starts embedding in the background once these
+        vectors are ready, while the caller writes them; see :mod:`memcore_sqlite.ahead`.
         """
         if self.embedder is None or self._vectors is None or not texts:
             return None
-        split = {t: passages(t) for t in texts}
-        distinct = sorted({p: None for parts in split.values() for p in parts}, key=len)
+        split, distinct = _distinct_passages(texts)
+        vectors = self._embedding_ahead.take(distinct)
+        if vectors is None:
+            vectors = self._embed_distinct(distinct)
+        if ahead:
+            self._embedding_ahead.start(_distinct_passages(ahead)[1], self._embed_distinct)
+        arr = self._vectors.to_array(vectors)
+        row = {p: i for i, p in enumerate(distinct)}
+        by_text = {
+            t: arr[row[parts[0]]] if len(parts) == 1 else combine(arr[[row[p] for p in parts]])
+            for t, parts in split.items()
+        }
+        return [by_text[t] for t in texts]
+
+    def _embed_distinct(self, distinct: list[str]) -> list[Any]:
+        assert self.embedder is not None
         try:
             vectors = self.embedder.embed(distinct)
         except MemcoreError:
@@ -257,13 +275,7 @@ class StoreBase:
             raise InvalidInput(
                 "the embedder returned the wrong number of vectors", field="embedder"
             )
-        arr = self._vectors.to_array(vectors)
-        row = {p: i for i, p in enumerate(distinct)}
-        by_text = {
-            t: arr[row[parts[0]]] if len(parts) == 1 else combine(arr[[row[p] for p in parts]])
-            for t, parts in split.items()
-        }
-        return [by_text[t] for t in texts]
+        return vectors
 
     def _store_vectors(
         self,
@@ -317,8 +329,15 @@ class StoreBase:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self._embedding_ahead.close()
                 with mapped(self.path):
                     self._conn.close()
+
+
+def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each text's passages, and every distinct passage once, shortest first."""
+    split = {t: passages(t) for t in texts}
+    return split, sorted({p: None for parts in split.values() for p in parts}, key=len)
 
 
 def _prepare_file(path: str) -> bool:

@@ -234,10 +234,14 @@ class MemoryWrites(StoreBase):
                 [(time.time(), tid) for tid, _ in tasks],
             )
 
-    def add_many(self, store: str, items: Sequence[TextItem]) -> list[str]:
+    def add_many(
+        self, store: str, items: Sequence[TextItem], *, ahead: Sequence[TextItem] = ()
+    ) -> list[str]:
         """Add many memories in one transaction (embedded in one batch); ids in input order.
 
         This is the bulk-import path: one task and one audit record cover the whole batch.
+        ``ahead``, the batch the caller will add next, is embedded in the background while
+        this one is written (nothing of it is stored until it is added itself).
         """
         started = time.perf_counter()
         checked: list[tuple[Scope, str, dict[str, str]]] = []
@@ -257,7 +261,8 @@ class MemoryWrites(StoreBase):
             )
         if not checked:
             return []
-        vectors = self._embed([t for _, t, _ in checked])
+        upcoming = [i.text for i in ahead if isinstance(i, TextItem) and isinstance(i.text, str)]
+        vectors = self._embed([t for _, t, _ in checked], ahead=upcoming)
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
         with self._write() as conn:

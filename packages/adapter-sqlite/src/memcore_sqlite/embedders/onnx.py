@@ -5,11 +5,22 @@ directory holding ``model.onnx``), the tokenizer from the ``tokenizer.json`` ven
 package (or the same directory). The model loads on first use, so opening a store and
 starting the CLI stay fast.
 
+Each batch runs on one thread, and a bulk call runs ``threads`` batches at once (one
+session: onnxruntime's ``run`` is thread-safe and releases the GIL). On 2 cores this did about
+290 texts per CPU second against 250 for one batch at a time on two intra-op threads, whose
+hand-overs cost more than they gain on batches of short texts; a single query took 8 ms
+either way under load. Texts are batched by token count, and each batch padded to its own
+longest, so a batch carries almost no padding.
+
 Threads do not spin: onnxruntime's default keeps its threads busy-waiting after each run, and
 in a process that goes on to scan vectors and run SQLite they held both cores. Measured with a
 100k-row scan right after each query embedding on 2 cores: 8.9-12 ms for both with spinning
 off, 33 ms with it on (the scan alone went from 2.7 to 12 ms). The memory arena is off too: it
 kept the largest batch's buffers for the life of the process and bought no speed.
+
+The optimised model is saved once in the user's cache folder (see
+:mod:`memcore_sqlite.embedders.model_cache`), which makes loading it about 120 ms of CPU
+cheaper.
 """
 
 from __future__ import annotations
@@ -28,9 +39,8 @@ MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
 #: The model was trained on sequences of at most 256 word pieces; longer input is truncated.
 MAX_TOKENS = 256
-#: onnxruntime's intra-op threads unless configured (``threads=`` or MEMCORE_ONNX_THREADS):
-#: two embedded a query in 6-7.5 ms against 9 ms for one on the 2-core machine (they only
-#: lost when other processes held both cores); more than the cores never helps.
+#: Batches embedded at once unless configured (``threads=`` or MEMCORE_ONNX_THREADS), each on
+#: one thread; more than the cores never helps.
 DEFAULT_THREADS = min(2, os.cpu_count() or 1)
 
 
@@ -67,6 +77,8 @@ class OnnxEmbedder:
     """Mean-pooled, L2-normalised sentence vectors (384 dimensions).
 
     ``model_dir`` may hold ``model.onnx`` and ``tokenizer.json`` to use files of your own.
+    ``cache_dir`` is where the optimised model is saved (default: ``MEMCORE_MODEL_CACHE``,
+    else the user's cache folder; ``"off"`` saves nothing).
     """
 
     def __init__(
@@ -77,6 +89,7 @@ class OnnxEmbedder:
         threads: int | None = None,
         spinning: bool | None = None,
         arena: bool | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         missing = missing_onnx_requirements()
         self._model_path: Path | None
@@ -102,6 +115,7 @@ class OnnxEmbedder:
         self.threads = threads if threads is not None else _env_int("MEMCORE_ONNX_THREADS")
         self.spinning = spinning if spinning is not None else _env_flag("MEMCORE_ONNX_SPINNING")
         self.arena = arena if arena is not None else _env_flag("MEMCORE_ONNX_ARENA")
+        self.cache_dir = cache_dir
         self._lock = threading.Lock()
         self._model: Any = None
         self._tokenizer: Any = None
@@ -121,22 +135,22 @@ class OnnxEmbedder:
             import onnxruntime  # type: ignore[import-untyped]
             from tokenizers import Tokenizer
 
+            from memcore_sqlite.embedders.model_cache import cache_root, open_session
+
             tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-            self._model = onnxruntime.InferenceSession(
-                str(self._model_path or _default_model()),
-                sess_options=self._session_options(onnxruntime),
-                providers=["CPUExecutionProvider"],
-            )
+            tokenizer.no_padding()  # each batch is padded to its own longest in embed()
+            model = self._model_path or _default_model()
+            options = self._session_options(onnxruntime)
+            self._model = open_session(onnxruntime, model, options, cache_root(self.cache_dir))
             self._inputs = {i.name for i in self._model.get_inputs()}
             self._tokenizer = tokenizer
 
     def _session_options(self, onnxruntime: Any) -> Any:
-        """Threads that sleep when idle: a process that embeds also scans vectors and runs
-        SQLite, and spinning threads would hold the cores those need (see module docstring)."""
+        """One thread per run, sleeping when idle: a process that embeds also scans vectors
+        and runs SQLite, and spinning threads would hold the cores those need."""
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads or DEFAULT_THREADS
+        options.intra_op_num_threads = 1  # parallel batches instead (see module docstring)
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         spin = "1" if self.spinning else "0"
@@ -150,23 +164,50 @@ class OnnxEmbedder:
         """Load the model now instead of on the first embedding."""
         self._load()
 
+    @property
+    def workers(self) -> int:
+        """How many batches a bulk call embeds at once."""
+        return self.threads or DEFAULT_THREADS
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
 
         self._load()
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start : start + self.batch_size])
-            encodings = self._tokenizer.encode_batch(batch)
-            ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._model.run(None, feeds)[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            pooled = pooled / np.clip(norms, 1e-12, None)
-            out.extend(pooled.astype(np.float32).tolist())
-        return out
+        if not texts:
+            return []
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        vectors = np.empty((len(encodings), DIMENSION), dtype=np.float32)
+
+        def run(batch: list[int]) -> None:
+            vectors[batch] = self._embed_batch([encodings[i] for i in batch])
+
+        if len(batches) == 1 or self.workers == 1:
+            for batch in batches:
+                run(batch)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
+                list(pool.map(run, batches))
+        return vectors.tolist()
+
+    def _embed_batch(self, encodings: list[Any]) -> Any:
+        """Mean-pooled unit vectors of one batch, padded to its longest member."""
+        import numpy as np
+
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._model.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)

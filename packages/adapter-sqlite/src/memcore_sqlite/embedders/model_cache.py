@@ -1,0 +1,185 @@
+"""The ORT-optimised model, saved once per user, so that later processes skip the optimisation.
+
+Creating an onnxruntime session from the packaged int8 model costs about 160 ms of CPU, most
+of a ``memcore search``: the graph is optimised (its int8 weights are folded to float) on
+every start. The first session saves the optimised graph to the user's cache folder, with its
+weights in a separate file that onnxruntime maps instead of parsing; later sessions load that
+with optimisation off, in about 40 ms. It computes the very same vectors (the test compares
+them with vectors saved before the cache existed).
+
+An entry is keyed by the model file (path, size, modification time), the onnxruntime version,
+the optimisation level and the machine; it is written in a private temporary folder and renamed
+into place whole, so a reader never sees half an entry. A cache that cannot be written, or an
+entry that fails to load, is never an error: the packaged model is used as before, and a bad
+entry is rebuilt. ``MEMCORE_MODEL_CACHE`` names another folder, or ``off`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from memcore_sqlite import file_modes
+
+#: Bump when the layout of an entry changes.
+LAYOUT = 1
+GRAPH = "model.onnx"
+WEIGHTS = "model.data"
+MANIFEST = "manifest.json"
+#: Level of the saved graph. EXTENDED holds no layout tied to this CPU's instruction set (ALL
+#: may), and gives the same vectors as the default level ALL for this model.
+SAVED_LEVEL = "ORT_ENABLE_EXTENDED"
+#: A staging folder this old belongs to a process that died.
+STALE_STAGING_S = 3600
+OFF = frozenset({"0", "off", "no", "false", "none"})
+
+
+def cache_root(setting: str | os.PathLike[str] | None = None) -> Path | None:
+    """The folder of saved models (``None`` when turned off): ``setting``, else
+    ``MEMCORE_MODEL_CACHE``, else ``models`` in the user's cache folder."""
+    raw = str(setting) if setting is not None else os.environ.get("MEMCORE_MODEL_CACHE", "")
+    raw = raw.strip()
+    if raw.lower() in OFF:
+        return None
+    if raw:
+        return Path(raw).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("memcore", appauthor=False)) / "models"
+
+
+def entry_key(onnxruntime: Any, model: Path) -> str:
+    """What the saved graph depends on; the model file by identity, as hashing its 23 MB on
+    every start would cost 15 ms (its hash is kept in the manifest)."""
+    st = model.stat()
+    parts = [
+        str(LAYOUT),
+        onnxruntime.__version__,
+        SAVED_LEVEL,
+        platform.machine(),
+        str(model.resolve()),
+        str(st.st_size),
+        str(st.st_mtime_ns),
+    ]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+def open_session(onnxruntime: Any, model: Path, options: Any, root: Path | None) -> Any:
+    """An ``InferenceSession`` of ``model``: from its saved optimised graph when there is one,
+    else from the model itself (saving the optimised graph for next time when ``root`` allows).
+    """
+    if root is None:
+        return _session(onnxruntime, str(model), options)
+    try:
+        entry = root / entry_key(onnxruntime, model)
+    except OSError:
+        return _session(onnxruntime, str(model), options)
+    if _intact(entry):
+        try:
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+            return _session(onnxruntime, str(entry / GRAPH), options)
+        except Exception:  # corrupt or foreign: build it again below
+            _remove(entry)
+    options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, SAVED_LEVEL)
+    return _build(onnxruntime, model, options, entry)
+
+
+def _session(onnxruntime: Any, path: str, options: Any) -> Any:
+    return onnxruntime.InferenceSession(
+        path, sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _intact(entry: Path) -> bool:
+    """The manifest is there and the files have the sizes it gives (a cut-off copy fails)."""
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
+        return all(
+            (entry / name).stat().st_size == int(manifest["sizes"][name])
+            for name in (GRAPH, WEIGHTS)
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _build(onnxruntime: Any, model: Path, options: Any, entry: Path) -> Any:
+    """A session of ``model`` that also writes its optimised graph, published as ``entry``."""
+    try:
+        file_modes.make_home(entry.parent)
+        staging = Path(tempfile.mkdtemp(prefix=".new-", dir=entry.parent))  # 0700
+    except Exception:  # an unwritable cache: work without it
+        return _session(onnxruntime, str(model), options)
+    try:
+        options.optimized_model_filepath = str(staging / GRAPH)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", WEIGHTS
+        )
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+        )
+        try:
+            session = _session(onnxruntime, str(model), options)
+        except Exception:
+            # Saving failed (a full disk?): the session alone, without saving.
+            options.optimized_model_filepath = ""
+            return _session(onnxruntime, str(model), options)
+        with contextlib.suppress(OSError, ValueError):
+            _publish(model, staging, entry)
+        return session
+    finally:
+        _remove(staging)
+
+
+def _publish(model: Path, staging: Path, entry: Path) -> None:
+    sizes: dict[str, int] = {}
+    for name in (GRAPH, WEIGHTS):
+        os.chmod(staging / name, file_modes.FILE_MODE)
+        sizes[name] = (staging / name).stat().st_size
+    digest = hashlib.sha256()
+    with model.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    source = str(model.resolve())
+    manifest = {"source": source, "source_sha256": digest.hexdigest(), "sizes": sizes}
+    path = staging / MANIFEST
+    file_modes.create_private(path)
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    if not _intact(entry):  # a bad entry found on the way in (a good one is kept, below)
+        _remove(entry)
+    try:
+        os.rename(staging, entry)
+    except OSError:  # another process published it first: keep theirs
+        return
+    _prune(entry, source)
+
+
+def _prune(kept: Path, source: str) -> None:
+    """Entries of the same model file under other keys are outdated (a new onnxruntime, a
+    reinstalled model): remove them, so the cache holds one copy per model file. So is a
+    staging folder left for an hour (its process died)."""
+    for other in kept.parent.iterdir():
+        if other == kept:
+            continue
+        if other.name.startswith("."):
+            with contextlib.suppress(OSError):
+                if time.time() - other.stat().st_mtime > STALE_STAGING_S:
+                    _remove(other)
+            continue
+        try:
+            manifest = json.loads((other / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("source") == source:
+            _remove(other)
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
