@@ -25,6 +25,7 @@ from memcore.ports import Embedder
 from memcore.scope import Scope
 from memcore_sqlite import code_pages, file_modes
 from memcore_sqlite.ahead import EmbedAhead
+from memcore_sqlite.fts_upkeep import Upkeep
 from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
@@ -65,6 +66,7 @@ class StoreBase:
         self._lock = threading.RLock()
         self._post_commit: list[Any] = []
         self._embedding_ahead = EmbedAhead()
+        self._fts_upkeep = Upkeep()
         self._vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
         )
@@ -114,6 +116,7 @@ class StoreBase:
             for callback in self._post_commit:
                 callback()
             self._post_commit.clear()
+            self._fts_upkeep.after_commit(conn)
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -230,6 +233,7 @@ class StoreBase:
             conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0]
         )
         conn.execute("UPDATE stores SET generation = ? WHERE id = ?", (before + 1, store_id))
+        self._fts_upkeep.note_write()
         return before, before + 1
 
     def _embed(self, texts: Sequence[str], ahead: Sequence[str] = ()) -> list[Any] | None:

@@ -77,6 +77,32 @@ def _joined(conn: sqlite3.Connection, expression: str, limit: int, order: str = 
     return str(conn.execute(sql, (expression, limit)).fetchone()[0] or "")
 
 
+def _holding_all(
+    conn: sqlite3.Connection,
+    query: LexicalQuery,
+    present: tuple[str, ...],
+    found: Mapping[str, str],
+    counts: Mapping[str, int],
+    want: int,
+) -> list[int]:
+    """Up to ``want`` rows holding every term, newest first.
+
+    A rare term's rows are all in ``found``, so the index is asked only when common terms
+    remain and the rare terms' rows have some in common: no row holds every term when they
+    have none, and when every term is rare their common rows are the answer.
+    """
+    rare = [t for t in present if counts[t] <= COMMON_TERM_ROWS]
+    if rare:
+        rows = set(_parse(found[rare[0]]))
+        for t in rare[1:]:
+            rows.intersection_update(_parse(found[t]))
+        if not rows:
+            return []
+        if len(rare) == len(present):
+            return sorted(rows, reverse=True)[:want]
+    return _newest(conn, query.all_of(present), want)
+
+
 def _parse(joined: str) -> list[int]:
     return [int(r) for r in joined.split(",")] if joined else []
 
@@ -115,37 +141,47 @@ def lexical(
         return {}
     weights = {t: idf(min(counts[t], rows), rows) for t in terms}
     telling = {t for t in present if counts[t] <= min(cap, rows // 2)}
-    matched: dict[int, set[str]] = {
-        seq: set(present) for seq in _newest(conn, query.all_of(present), want)
-    }
+    # Which present terms a row holds, as bits in the query's term order: cheaper than a
+    # set per row, and one share per combination of terms, not per row.
+    bit = {t: 1 << i for i, t in enumerate(present)}
+    every = (1 << len(present)) - 1
+    matched: dict[int, int] = dict.fromkeys(
+        _holding_all(conn, query, present, found, counts, want), every
+    )
     if len(matched) < enough and len(present) > 1:
         rare = tuple(t for t in present if counts[t] <= cap)
         common = tuple(t for t in present if counts[t] > cap)
         for t in rare:
+            b = bit[t]
             for seq in _parse(found[t]):
-                matched.setdefault(seq, set()).add(t)
+                matched[seq] = matched.get(seq, 0) | b
         if rare:
             for t in common:
+                b = bit[t]
                 for seq in _newest(conn, query.with_any(t, rare), cap * len(rare)):
                     if seq in matched:
-                        matched[seq].add(t)
+                        matched[seq] |= b
         else:
             for t in common:
+                b = bit[t]
                 for seq in _newest(conn, query.all_of((t,)), want):
-                    matched.setdefault(seq, set()).add(t)
+                    matched[seq] = matched.get(seq, 0) | b
     total = sum(weights.values())
     # Summed in the query's term order, not the set's: a set of strings iterates in an order
     # that changes with each process's hash seed, and the last bit of a share decided which
     # of many equal shares made the pool.
-    shares = {
-        seq: sum(weights[t] for t in present if t in held) / total for seq, held in matched.items()
+    share_of = {
+        held: sum(weights[t] for t in present if held & bit[t]) / total
+        for held in set(matched.values())
     }
+    shares = {seq: share_of[held] for seq, held in matched.items()}
+    telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
     best = sorted(shares, key=lambda s: (-shares[s], -s))[: LENGTH_LOOKUPS * want]
     lengths = _lengths(conn, best)
     hits = {
         seq: LexicalHit(
-            shares[seq] * length_discount(lengths.get(seq)), bool(matched[seq] & telling)
+            shares[seq] * length_discount(lengths.get(seq)), bool(matched[seq] & telling_bits)
         )
         for seq in best
     }

@@ -15,6 +15,7 @@ from memcore import limits
 from memcore.scope import ScopePattern
 from memcore.values import SearchHit
 from memcore_sqlite import analysis, code_pages, ranking, tags
+from memcore_sqlite.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.quantize import Codes
 from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row
 from memcore_sqlite.vectors import FetchVectors, VectorCache
@@ -100,12 +101,13 @@ def ranked(
     model: str | None,
     *,
     use_lexical: bool = True,
-) -> list[tuple[int, ranking.Relevance]]:
+) -> FusedOrder:
     """The candidates with their relevance, best first; inside the caller's read snapshot.
 
     Each signal contributes its best :data:`~memcore_sqlite.ranking.POOL` candidates whatever
     the caller's top_k, and every candidate is scored on both signals before they are fused,
-    so the order does not depend on how many hits are asked for.
+    so the order does not depend on how many hits are asked for. In a two-stage scope the
+    order is made exact only as far as it is read (:mod:`memcore_sqlite.fused_order`).
     """
     pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
@@ -122,19 +124,27 @@ def ranked(
         entry, allowed = vector_candidates(
             conn, vectors, model, store_id, pattern, restrict if flt else None
         )
-        semantic = dict(vectors.top(entry, qvec, pool, float_vectors(conn, model), allowed))
+        fetch = float_vectors(conn, model)
+        if entry.matrix is None:
+            return BoundedOrder(
+                vectors.shortlist(entry, qvec, pool, allowed),
+                lexical,
+                pool,
+                lambda seqs: vectors.estimates(entry, seqs, qvec),
+                lambda seqs: vectors.exact_cosines(seqs, qvec, fetch),
+            )
+        semantic = dict(vectors.top(entry, qvec, pool, fetch, allowed))
         if lexical:
             missing = [seq for seq in lexical if seq not in semantic]
-            semantic.update(vectors.cosines(entry, missing, qvec, float_vectors(conn, model)))
-    fused = ranking.fuse(lexical, semantic)
-    return sorted(fused.items(), key=lambda kv: (-kv[1].score, -kv[0]))
+            semantic.update(vectors.cosines(entry, missing, qvec, fetch))
+    return FusedOrder(ordered(ranking.fuse(lexical, semantic)))
 
 
 def hits(
     conn: sqlite3.Connection,
     store_id: int,
     pattern: ScopePattern,
-    order: list[tuple[int, ranking.Relevance]],
+    order: FusedOrder,
     flt: Mapping[str, str],
     floor: float | None,
     top_k: int,
@@ -142,12 +152,14 @@ def hits(
     """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor.
 
     Rows are read in slices of the order, so a search reads about ``top_k`` memories, not the
-    whole candidate pool (each is a random page of a large file).
+    whole candidate pool (each is a random page of a large file). A slice of ``top_k`` (not
+    twice that) also keeps the bounded order's exact prefix, and its vector reads, short.
     """
     found: list[SearchHit] = []
-    size = max(2 * top_k, 10)
-    for start in range(0, len(order), size):
-        part = order[start : start + size]
+    size = max(top_k, 10)
+    start = 0
+    while part := order.first(start + size)[start:]:
+        start += size
         marks = ",".join("?" * len(part))
         # By primary key only; the store and scope are checked below (a scope clause
         # here would lure the planner onto the scope index and scan the whole scope).
@@ -168,7 +180,7 @@ def hits(
             if any(memory.metadata.get(k) != v for k, v in flt.items()):
                 continue
             if floor is not None and relevance.score < floor:
-                continue
+                return found  # best first: no later candidate reaches the floor either
             found.append(SearchHit(memory, relevance.score, signals=relevance.signals))
             if len(found) == top_k:
                 return found

@@ -93,6 +93,33 @@ class _Entry:
         self.n = len(codes)
         self._codes = codes
         self.matrix = matrix
+        #: (seqs ascending, their rows or None when the codes are in seq order already) for
+        #: :meth:`positions`; None until needed after a change.
+        self._order: tuple[np.ndarray, np.ndarray | None] | None = None
+
+    def positions(self, seqs: np.ndarray) -> np.ndarray:
+        """The row of each of ``seqs`` in the codes, -1 for those without codes.
+
+        Codes loaded from the pages of one scope, and rows appended after them, are in seq
+        order, so this is a binary search; other entries sort their seqs once per change.
+        """
+        np_ = _np()
+        seqs = np_.asarray(seqs, dtype=np_.int64)
+        if not self.n:
+            out: np.ndarray = np_.full(len(seqs), -1, dtype=np_.int64)
+            return out
+        if self._order is None:
+            have = self._codes.seqs[: self.n]
+            if bool(np_.all(have[1:] > have[:-1])):
+                self._order = (have, None)
+            else:
+                order = np_.argsort(have, kind="stable")
+                self._order = (have[order], order)
+        ordered, order = self._order
+        at = np_.minimum(np_.searchsorted(ordered, seqs), self.n - 1)
+        rows = at if order is None else order[at]
+        out = np_.where(ordered[at] == seqs, rows, -1)
+        return out
 
     def view(self) -> Codes:
         return self._codes.take(slice(0, self.n))
@@ -123,6 +150,7 @@ class _Entry:
         if self.matrix is not None:
             self.matrix[self.n : total] = vectors
         self.n = total
+        self._order = None
 
     def remove(self, seq: int) -> None:
         np_ = _np()
@@ -137,6 +165,7 @@ class _Entry:
             for column in columns:
                 column[i] = column[last]
         self.n = last
+        self._order = None
 
 
 def attrs_fields(codes: Codes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -273,17 +302,28 @@ class VectorCache:
     ) -> list[tuple[int, float]]:
         """The ``n`` best (seq, cosine) pairs; ``allowed`` restricts to those seqs."""
         np_ = _np()
-        codes = entry.view()
-        rows = np_.flatnonzero(np_.isin(codes.seqs, allowed)) if allowed is not None else None
         if entry.matrix is not None:
+            codes = entry.view()
             matrix = entry.matrix[: entry.n]
-            if rows is not None:
+            if allowed is not None:
+                rows = np_.flatnonzero(np_.isin(codes.seqs, allowed))
                 return exact_top(codes.seqs[rows], matrix[rows], query, n)
             return exact_top(codes.seqs, matrix, query, n)
-        if rows is not None:
-            codes = codes.take(rows)
+        seqs, _, _ = self.shortlist(entry, query, n, allowed)
+        return self._rescore(seqs, query, n, fetch)
+
+    def shortlist(
+        self, entry: _Entry, query: np.ndarray, n: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(seqs, int8 estimates, error bounds) of the rows of a two-stage entry that may be
+        among the ``n`` best; the ``n`` best are the best ``n`` of these by exact cosine."""
+        np_ = _np()
+        codes = entry.view()
+        if allowed is not None:
+            codes = codes.take(np_.flatnonzero(np_.isin(codes.seqs, allowed)))
         if not len(codes) or n <= 0:
-            return []
+            empty = np_.empty(0, np_.float32)
+            return np_.empty(0, np_.int64), empty, empty
         seqs, q8, scales = codes.seqs, codes.q8, codes.scales
         first_pass = max(self.first_pass_min, int(self.first_pass_share * len(codes)))
         if len(codes) > first_pass:
@@ -291,11 +331,27 @@ class VectorCache:
             # Sorted positions: the gathers below then read the codes front to back.
             kept = np_.sort(_keep_smallest(distance, seqs, first_pass))
             seqs, q8, scales = seqs[kept], q8[kept], scales[kept]
-        keep = self._could_be_best(seqs, q8, scales, query, n)
-        return self._rescore(seqs[keep], query, n, fetch)
+        estimate = quantize.approx_dot(q8, scales, query)
+        slack = quantize.error_bound(scales, query)
+        keep = self._could_be_best(seqs, estimate, slack, n)
+        return seqs[keep], estimate[keep], slack[keep]
+
+    def estimates(
+        self, entry: _Entry, seqs: np.ndarray, query: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(has codes, int8 estimates, error bounds) of the cosines of ``seqs``."""
+        np_ = _np()
+        at = entry.positions(seqs)
+        have = at >= 0
+        codes = entry.view().take(at[have])
+        estimate = np_.zeros(len(seqs), np_.float32)
+        slack = np_.zeros(len(seqs), np_.float32)
+        estimate[have] = quantize.approx_dot(codes.q8, codes.scales, query)
+        slack[have] = quantize.error_bound(codes.scales, query)
+        return have, estimate, slack
 
     def _could_be_best(
-        self, seqs: np.ndarray, q8: np.ndarray, scales: np.ndarray, query: np.ndarray, n: int
+        self, seqs: np.ndarray, estimate: np.ndarray, slack: np.ndarray, n: int
     ) -> Any:
         """Positions of the candidates whose exact score may reach the ``n``-th best.
 
@@ -307,8 +363,6 @@ class VectorCache:
         if len(seqs) <= n:
             out: np.ndarray = np_.arange(len(seqs))
             return out
-        estimate = quantize.approx_dot(q8, scales, query)
-        slack = quantize.error_bound(scales, query)
         low = estimate - slack
         floor = np_.partition(low, len(low) - n)[len(low) - n]
         keep = np_.flatnonzero(estimate + slack >= floor)
@@ -346,6 +400,15 @@ class VectorCache:
                 blobs.append(blob)
         matrix = np_.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found), self.dimension)
         return np_.asarray(found, dtype=np_.int64), matrix
+
+    def exact_cosines(
+        self, seqs: Sequence[int], query: np.ndarray, fetch: FetchVectors
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs that have a vector of this dimension, their exact cosines), read by key."""
+        np_ = _np()
+        have, matrix = self._read(seqs, fetch)
+        scores: np.ndarray = np_.einsum("ij,j->i", matrix, query)
+        return have, scores
 
     def _rescore(
         self, seqs: np.ndarray, query: np.ndarray, n: int, fetch: FetchVectors

@@ -1,0 +1,224 @@
+"""The fused order of one search, made exact only as far as the caller reads it.
+
+Hybrid relevance (:func:`memcore_sqlite.ranking.fuse`) needs the cosine of every candidate:
+the vector pool (the best :data:`~memcore_sqlite.ranking.POOL` rows by exact cosine among the
+shortlist of :meth:`~memcore_sqlite.vectors.VectorCache.shortlist`) and every lexical
+candidate. Reading each one's float vector by key was most of a search's vector cost, yet a
+search returns ten hits. The int8 codes bound each cosine (:func:`memcore_sqlite.quantize.
+error_bound`), and relevance never falls when the cosine rises, so each candidate's relevance
+lies between two bounds. Asked for the first ``k`` of the order, :class:`FusedOrder` reads
+the float vectors of the candidates whose upper bound reaches the ``k``-th best lower bound
+and of no others: every row it leaves unread scores below ``k`` rows it has read. A
+shortlisted row that holds no query term is a candidate only if it is in the vector pool; it
+counts as one only when its bounds prove it, otherwise every shortlisted vector is read, as
+the plain path does. Returned scores, signals and order are therefore those of the plain
+path (``tests/sqlite/test_sqlite_fused_order.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memcore_sqlite import ranking
+from memcore_sqlite.ranking import LexicalHit, Relevance
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: Exact cosines of the given seqs: (seqs that have a vector, their cosines).
+ReadCosines = Callable[[Sequence[int]], "tuple[np.ndarray, np.ndarray]"]
+#: Cosine estimates of the given seqs from their codes: (has codes, estimates, error bounds).
+Estimate = Callable[["np.ndarray"], "tuple[np.ndarray, np.ndarray, np.ndarray]"]
+Ranked = list[tuple[int, Relevance]]
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _mask(flags: Iterable[bool]) -> np.ndarray:
+    np_ = _np()
+    out: np.ndarray = np_.fromiter(flags, dtype=bool)
+    return out
+
+
+def ordered(fused: Mapping[int, Relevance]) -> Ranked:
+    """Best first; equal scores newest first."""
+    return sorted(fused.items(), key=lambda kv: (-kv[1].score, -kv[0]))
+
+
+def relevance_bound(cosines: np.ndarray, lexical: np.ndarray, hybrid: bool) -> np.ndarray:
+    """:func:`memcore_sqlite.ranking.fuse`'s score, row by row, for arrays: with the same
+    operations in the same order, so a bound on the cosine gives a bound on the score."""
+    np_ = _np()
+    vector = np_.minimum(1.0, np_.maximum(0.0, cosines))
+    if hybrid:
+        weight = ranking.VECTOR_WEIGHT
+        score = weight * vector + (1 - weight) * lexical
+    else:
+        score = vector
+    out: np.ndarray = np_.minimum(1.0, np_.maximum(0.0, score))
+    return out
+
+
+class FusedOrder:
+    """The candidates of one search in fused order; :meth:`first` makes a prefix exact."""
+
+    def __init__(self, ranked: Ranked | None = None) -> None:
+        self._all = ranked
+
+    def first(self, k: int) -> Ranked:
+        """The first ``k`` (seq, relevance) pairs of the order (all of them if fewer)."""
+        assert self._all is not None
+        return self._all[:k]
+
+
+class BoundedOrder(FusedOrder):
+    """The fused order of a two-stage scope, resolved from cosine bounds on demand.
+
+    ``shortlist`` is (seqs, int8 estimates, error bounds) of the rows that may be in the
+    vector pool of ``pool`` rows; ``lexical`` the lexical candidates (None or empty: a vector
+    search); ``estimate`` bounds the cosines of lexical candidates from their codes and
+    ``read`` gives exact cosines.
+    """
+
+    def __init__(
+        self,
+        shortlist: tuple[np.ndarray, np.ndarray, np.ndarray],
+        lexical: Mapping[int, LexicalHit] | None,
+        pool: int,
+        estimate: Estimate,
+        read: ReadCosines,
+    ) -> None:
+        super().__init__()
+        np_ = _np()
+        self._lexical = lexical or {}
+        self._hybrid = bool(lexical)
+        self._pool = pool
+        self._read_cosines = read
+        s_seqs, s_est, s_slack = shortlist
+        lex_seqs = np_.fromiter(self._lexical, dtype=np_.int64, count=len(self._lexical))
+        # Sets, not numpy.isin: a few hundred seqs, and isin's first call imports numpy.ma
+        # (about 30 ms of a fresh process's first search).
+        short_set, lex_set = set(s_seqs.tolist()), set(self._lexical)
+        extra = lex_seqs[_mask(s not in short_set for s in lex_seqs.tolist())]
+        l_has, l_est, l_slack = estimate(extra)
+        self.seqs: np.ndarray = np_.concatenate([s_seqs, extra])
+        n_short = len(s_seqs)
+        self.in_shortlist = np_.zeros(len(self.seqs), bool)
+        self.in_shortlist[:n_short] = True
+        self.in_lexical = np_.concatenate(
+            [_mask(s in lex_set for s in s_seqs.tolist()), np_.ones(len(extra), bool)]
+        )
+        scores = {seq: hit.score for seq, hit in self._lexical.items()}
+        self.lexical_score = np_.fromiter(
+            (scores.get(int(s), 0.0) for s in self.seqs), dtype=np_.float64, count=len(self.seqs)
+        )
+        est = np_.concatenate([s_est, l_est]).astype(np_.float64)
+        slack = np_.concatenate([s_slack, l_slack]).astype(np_.float64)
+        self.low = est - slack
+        self.high = est + slack
+        self.known = np_.zeros(len(self.seqs), bool)
+        self.has_vector = np_.ones(len(self.seqs), bool)
+        self.coded = np_.concatenate([np_.ones(n_short, bool), l_has])
+        self._broken = not (np_.isfinite(self.low).all() and np_.isfinite(self.high).all())
+        # Lexical candidates without codes have no bounds: read them now (normally none).
+        self._read(np_.flatnonzero(~self.coded))
+
+    # -- reading -------------------------------------------------------------------------
+    def _read(self, rows: np.ndarray) -> None:
+        np_ = _np()
+        if not len(rows):
+            return
+        have, cosines = self._read_cosines(self.seqs[rows].tolist())
+        found = dict(zip(have.tolist(), cosines.tolist()))
+        for row in rows.tolist():
+            seq = int(self.seqs[row])
+            if seq in found:
+                self.low[row] = self.high[row] = found[seq]
+            else:
+                self.has_vector[row] = False
+                self.low[row] = self.high[row] = 0.0
+                if self.coded[row]:
+                    self._broken = True  # codes without a vector: its bounds were wrong
+            self.known[row] = True
+        if not np_.isfinite(self.low[rows]).all():
+            self._broken = True
+
+    # -- membership of the vector pool ---------------------------------------------------
+    def _pool_status(self) -> tuple[np.ndarray, np.ndarray]:
+        """(surely in the pool, surely not in it) for each shortlisted row."""
+        np_ = _np()
+        short = self.in_shortlist
+        highs = np_.sort(self.high[short])
+        lows = np_.sort(self.low[short])
+        m = len(highs)
+        # Rows that might beat a row (its own upper bound always reaches its lower one).
+        may_beat = m - np_.searchsorted(highs, self.low, side="left") - 1
+        must_beat = m - np_.searchsorted(lows, self.high, side="right")
+        inside = short & (may_beat < self._pool)
+        outside = short & (must_beat >= self._pool)
+        return inside, outside
+
+    # -- the order ------------------------------------------------------------------------
+    def first(self, k: int) -> Ranked:
+        if self._all is not None:
+            return self._all[:k]
+        np_ = _np()
+        if not self._broken and k > 0:
+            inside, outside = self._pool_status()
+            member = self.in_lexical | inside
+            possible = self.in_lexical | (self.in_shortlist & ~outside)
+            low = relevance_bound(self.low, self.lexical_score, self._hybrid)
+            if member.sum() >= k:
+                floor = np_.partition(low[member], member.sum() - k)[member.sum() - k]
+                high = relevance_bound(self.high, self.lexical_score, self._hybrid)
+                self._read(np_.flatnonzero(possible & ~self.known & (high >= floor)))
+                if not self._broken:
+                    inside, outside = self._pool_status()
+                    undecided = self.in_shortlist & ~self.in_lexical & ~inside & ~outside
+                    high = relevance_bound(self.high, self.lexical_score, self._hybrid)
+                    if not (undecided & (high >= floor)).any():
+                        rows = np_.flatnonzero(self.known & (self.in_lexical | inside))
+                        return ordered(self._fuse(rows))[:k]
+        self._all = self._resolve_all()
+        return self._all[:k]
+
+    def _fuse(self, rows: np.ndarray) -> dict[int, Relevance]:
+        """Exact relevances of these known candidates, by :func:`ranking.fuse` itself."""
+        seqs = self.seqs[rows].tolist()
+        semantic = {
+            s: float(c)
+            for s, c, v in zip(seqs, self.low[rows].tolist(), self.has_vector[rows].tolist())
+            if v
+        }
+        if not self._hybrid:
+            return ranking.fuse(None, semantic)
+        lexical = {s: self._lexical[s] for s in seqs if s in self._lexical}
+        if not lexical:
+            # fuse reads "no lexical hit at all" as a vector search; any one hit keeps it hybrid.
+            first = next(iter(self._lexical))
+            lexical = {first: self._lexical[first]}
+        fused = ranking.fuse(lexical, semantic)
+        return {s: fused[s] for s in seqs}
+
+    def _resolve_all(self) -> Ranked:
+        """Every candidate exact: the vector pool is the shortlist's best by exact cosine."""
+        np_ = _np()
+        self._read(np_.flatnonzero(~self.known))
+        # As exact_top: the best by (cosine, seq), then those that are not numbers dropped.
+        short = np_.flatnonzero(self.in_shortlist & self.has_vector)
+        best = short[np_.lexsort((-self.seqs[short], -self.low[short]))[: self._pool]]
+        best = best[np_.isfinite(self.low[best])]
+        candidate = self.in_lexical.copy()
+        candidate[best] = True
+        rows = np_.flatnonzero(candidate)
+        semantic = {
+            int(self.seqs[r]): float(self.low[r]) for r in rows.tolist() if self.has_vector[r]
+        }
+        if not self._hybrid:
+            return ordered(ranking.fuse(None, semantic))
+        return ordered(ranking.fuse(self._lexical, semantic))
