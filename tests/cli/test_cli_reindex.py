@@ -19,7 +19,7 @@ def test_reindex_embeds_what_was_stored_without_vectors(
         local_cli.ok("add", text)
     set_config(home, {"embedder": "auto"})
     first = local_cli.json("reindex")
-    assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-int8"}
+    assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-qint8"}
     assert local_cli.json("reindex")["embedded"] == 0
     hits = local_cli.json("search", "dietary restrictions")
     assert hits[0]["text"] == "I'm vegetarian"

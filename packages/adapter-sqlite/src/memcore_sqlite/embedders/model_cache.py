@@ -24,10 +24,14 @@ import platform
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memcore_sqlite import file_modes
+
+#: Makes the model to load from the packaged one, in a work folder (see ``quantize``).
+Prepare = Callable[[Any, Path, Path], Path]
 
 #: Bump when the layout of an entry changes.
 LAYOUT = 1
@@ -56,12 +60,13 @@ def cache_root(setting: str | os.PathLike[str] | None = None) -> Path | None:
     return Path(platformdirs.user_cache_dir("memcore", appauthor=False)) / "models"
 
 
-def entry_key(onnxruntime: Any, model: Path) -> str:
+def entry_key(onnxruntime: Any, model: Path, recipe: str = "") -> str:
     """What the saved graph depends on; the model file by identity, as hashing its 23 MB on
     every start would cost 15 ms (its hash is kept in the manifest)."""
     st = model.stat()
     parts = [
         str(LAYOUT),
+        recipe,
         onnxruntime.__version__,
         SAVED_LEVEL,
         platform.machine(),
@@ -72,16 +77,24 @@ def entry_key(onnxruntime: Any, model: Path) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
-def open_session(onnxruntime: Any, model: Path, options: Any, root: Path | None) -> Any:
-    """An ``InferenceSession`` of ``model``: from its saved optimised graph when there is one,
-    else from the model itself (saving the optimised graph for next time when ``root`` allows).
+def open_session(
+    onnxruntime: Any,
+    model: Path,
+    options: Any,
+    root: Path | None,
+    prepare: tuple[str, Prepare] | None = None,
+) -> Any:
+    """An ``InferenceSession`` of ``model`` (or of what ``prepare``, a recipe name and its
+    function, makes of it): from its saved optimised graph when there is one, else built now
+    (and saved for next time when ``root`` allows).
     """
+    recipe = prepare[0] if prepare else ""
     if root is None:
-        return _session(onnxruntime, str(model), options)
+        return _unsaved(onnxruntime, model, options, prepare)
     try:
-        entry = root / entry_key(onnxruntime, model)
+        entry = root / entry_key(onnxruntime, model, recipe)
     except OSError:
-        return _session(onnxruntime, str(model), options)
+        return _unsaved(onnxruntime, model, options, prepare)
     if _intact(entry):
         try:
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -89,7 +102,18 @@ def open_session(onnxruntime: Any, model: Path, options: Any, root: Path | None)
         except Exception:  # corrupt or foreign: build it again below
             _remove(entry)
     options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, SAVED_LEVEL)
-    return _build(onnxruntime, model, options, entry)
+    return _build(onnxruntime, model, options, entry, prepare)
+
+
+def _unsaved(
+    onnxruntime: Any, model: Path, options: Any, prepare: tuple[str, Prepare] | None
+) -> Any:
+    """A session built in this process only; a prepared model is made in a temporary folder
+    (onnxruntime reads it whole, so the folder can go at once)."""
+    if prepare is None:
+        return _session(onnxruntime, str(model), options)
+    with tempfile.TemporaryDirectory(prefix="memcore-model-") as work:
+        return _session(onnxruntime, str(prepare[1](onnxruntime, model, Path(work))), options)
 
 
 def _session(onnxruntime: Any, path: str, options: Any) -> Any:
@@ -110,14 +134,23 @@ def _intact(entry: Path) -> bool:
         return False
 
 
-def _build(onnxruntime: Any, model: Path, options: Any, entry: Path) -> Any:
+def _build(
+    onnxruntime: Any,
+    model: Path,
+    options: Any,
+    entry: Path,
+    prepare: tuple[str, Prepare] | None = None,
+) -> Any:
     """A session of ``model`` that also writes its optimised graph, published as ``entry``."""
     try:
         file_modes.make_home(entry.parent)
         staging = Path(tempfile.mkdtemp(prefix=".new-", dir=entry.parent))  # 0700
     except Exception:  # an unwritable cache: work without it
-        return _session(onnxruntime, str(model), options)
+        return _unsaved(onnxruntime, model, options, prepare)
     try:
+        source = model
+        if prepare is not None:
+            source = prepare[1](onnxruntime, model, staging / "work")
         options.optimized_model_filepath = str(staging / GRAPH)
         options.add_session_config_entry(
             "session.optimized_model_external_initializers_file_name", WEIGHTS
@@ -126,19 +159,20 @@ def _build(onnxruntime: Any, model: Path, options: Any, entry: Path) -> Any:
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
         )
         try:
-            session = _session(onnxruntime, str(model), options)
+            session = _session(onnxruntime, str(source), options)
         except Exception:
             # Saving failed (a full disk?): the session alone, without saving.
             options.optimized_model_filepath = ""
-            return _session(onnxruntime, str(model), options)
+            return _session(onnxruntime, str(source), options)
+        _remove(staging / "work")
         with contextlib.suppress(OSError, ValueError):
-            _publish(model, staging, entry)
+            _publish(model, staging, entry, recipe=prepare[0] if prepare else "")
         return session
     finally:
         _remove(staging)
 
 
-def _publish(model: Path, staging: Path, entry: Path) -> None:
+def _publish(model: Path, staging: Path, entry: Path, recipe: str = "") -> None:
     sizes: dict[str, int] = {}
     for name in (GRAPH, WEIGHTS):
         os.chmod(staging / name, file_modes.FILE_MODE)
@@ -148,7 +182,12 @@ def _publish(model: Path, staging: Path, entry: Path) -> None:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     source = str(model.resolve())
-    manifest = {"source": source, "source_sha256": digest.hexdigest(), "sizes": sizes}
+    manifest = {
+        "source": source,
+        "recipe": recipe,
+        "source_sha256": digest.hexdigest(),
+        "sizes": sizes,
+    }
     path = staging / MANIFEST
     file_modes.create_private(path)
     path.write_text(json.dumps(manifest), encoding="utf-8")
@@ -158,13 +197,13 @@ def _publish(model: Path, staging: Path, entry: Path) -> None:
         os.rename(staging, entry)
     except OSError:  # another process published it first: keep theirs
         return
-    _prune(entry, source)
+    _prune(entry, source, recipe)
 
 
-def _prune(kept: Path, source: str) -> None:
-    """Entries of the same model file under other keys are outdated (a new onnxruntime, a
-    reinstalled model): remove them, so the cache holds one copy per model file. So is a
-    staging folder left for an hour (its process died)."""
+def _prune(kept: Path, source: str, recipe: str = "") -> None:
+    """Entries of the same model file and recipe under other keys are outdated (a new
+    onnxruntime, a reinstalled model): remove them, so the cache holds one copy per model file
+    and recipe. So is a staging folder left for an hour (its process died)."""
     for other in kept.parent.iterdir():
         if other == kept:
             continue
@@ -177,7 +216,11 @@ def _prune(kept: Path, source: str) -> None:
             manifest = json.loads((other / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(manifest, dict) and manifest.get("source") == source:
+        if (
+            isinstance(manifest, dict)
+            and manifest.get("source") == source
+            and manifest.get("recipe", "") == recipe
+        ):
             _remove(other)
 
 

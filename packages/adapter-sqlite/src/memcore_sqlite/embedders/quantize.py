@@ -1,0 +1,85 @@
+"""The packaged model with int8 matrix products, made on this machine from the packaged file.
+
+The packaged model stores int8 weights, but onnxruntime folds them back to float32 when it
+optimises the graph, so every product ran in float. Dynamic quantisation (onnxruntime's own
+``quantize_dynamic``) turns each weight product into an int8 one, with per-channel scales; the
+products between activations (attention) stay in float. On a 2-core x86 machine this embeds
+1.8 times as many short texts per CPU second (3.57 s to 1.95 s for 1,000 texts of 24 word
+pieces) and 1.6 times on long passages. The vectors stay within a cosine of 0.97 of the float
+ones (median 0.992 to 0.995), and recall on the LongMemEval_S development split is unchanged
+(hybrid session recall_any@5 0.992, turn NDCG@10 0.787 -> 0.788).
+
+Nothing is downloaded: the result is built once from the packaged model and saved with the
+other optimised models (:mod:`memcore_sqlite.embedders.model_cache`). The recipe is fixed and
+deterministic, so every process on a machine computes the same vectors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+#: Names the recipe in cache keys and the embedder's model name; bump when it changes.
+RECIPE = "dynamic-int8-per-channel-v1"
+QUANTIZED = "quantized.onnx"
+
+
+def quantize(onnxruntime: Any, source: Path, workdir: Path) -> Path:
+    """``source`` with int8 weight products, written into ``workdir``; returns its path."""
+    import onnx
+    from onnxruntime.quantization import (  # type: ignore[import-untyped]
+        QuantType,
+        quantize_dynamic,
+    )
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    folded = workdir / "folded.onnx"
+    # The stored int8 weights come back as plain float initialisers: what quantisation reads.
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(folded)
+    options.log_severity_level = 3
+    onnxruntime.InferenceSession(
+        str(source), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    graph = onnx.load(str(folded), load_external_data=False).graph
+    weights = {init.name for init in graph.initializer}
+    # A product of two activations (attention scores) has no weight to quantise ahead of time.
+    activations_only = [
+        node.name
+        for node in graph.node
+        if node.op_type == "MatMul" and not any(name in weights for name in node.input)
+    ]
+    out = workdir / QUANTIZED
+    with _quiet():
+        quantize_dynamic(
+            str(folded),
+            str(out),
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=activations_only,
+            per_channel=True,
+        )
+    folded.unlink(missing_ok=True)
+    return out
+
+
+class _DropQuantizerAdvice(logging.Filter):
+    """``quantize_dynamic`` logs advice meant for image models on the root logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "onnxruntime" not in record.pathname
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    root = logging.getLogger()
+    drop = _DropQuantizerAdvice()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
