@@ -49,10 +49,25 @@ def _embedder(cache: object, **kw: Any) -> Any:
     return OnnxEmbedder(cache_dir=cache, **kw)  # type: ignore[arg-type]
 
 
+_UNCACHED: dict[str, Any] = {}
+
+
 def _assert_reference_vectors(embedder: Any) -> None:
+    """The reference's vectors under the onnxruntime that made them; under another, whose
+    kernels round a little differently, vectors close to them and equal to the plain path's."""
+    import onnxruntime
+
     reference = next(r for r in (REFERENCE, FLOAT_REFERENCE) if r["model"] == embedder.name)
     got = np.asarray(embedder.embed(reference["texts"]))
-    assert np.abs(got - np.asarray(reference["vectors"])).max() < 1e-6
+    want = np.asarray(reference["vectors"])
+    if reference["onnxruntime"] == onnxruntime.__version__:
+        assert np.abs(got - want).max() < 1e-6
+        return
+    assert (got * want).sum(axis=1).min() > 0.99
+    if embedder.name not in _UNCACHED:
+        plain = _embedder("off", quantize=embedder.quantize, threads=1)
+        _UNCACHED[embedder.name] = np.asarray([plain.embed([t])[0] for t in reference["texts"]])
+    assert np.abs(got - _UNCACHED[embedder.name]).max() < 1e-6
 
 
 def test_int8_products_stay_close_to_the_float_vectors_under_their_own_name(
@@ -176,6 +191,7 @@ def test_parallel_batches_return_every_vector_in_input_order(tmp_path: Path) -> 
     """Small batches on two threads: batched by token count, put back in the caller's order."""
     embedder = _embedder(tmp_path / "models", batch_size=3, threads=2)
     _assert_reference_vectors(embedder)
+    together = np.asarray(embedder.embed(REFERENCE["texts"]))
     one_by_one = [embedder.embed([t])[0] for t in REFERENCE["texts"]]
-    assert np.abs(np.asarray(one_by_one) - np.asarray(REFERENCE["vectors"])).max() < 1e-6
+    assert np.abs(np.asarray(one_by_one) - together).max() < 1e-6
     assert embedder.embed([]) == []
