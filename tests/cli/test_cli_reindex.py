@@ -18,11 +18,20 @@ def test_reindex_embeds_what_was_stored_without_vectors(
     for text in ("I'm vegetarian", "I live in Lisbon", "My cat is called Miso"):
         local_cli.ok("add", text)
     set_config(home, {"embedder": "auto"})
+    vectors = _vector_check(local_cli)
+    assert vectors["ok"] and vectors["detail"].startswith("3 memories have no vector")
+    assert "memcore reindex" in vectors["detail"]
     first = local_cli.json("reindex")
     assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-qint8"}
     assert local_cli.json("reindex")["embedded"] == 0
+    assert _vector_check(local_cli)["detail"].startswith("every memory has a vector")
     hits = local_cli.json("search", "dietary restrictions")
     assert hits[0]["text"] == "I'm vegetarian"
+
+
+def _vector_check(local_cli: Any) -> Any:
+    checks = local_cli.json("doctor")["checks"]
+    return next(c for c in checks if c["name"] == "vectors")
 
 
 def test_reindex_without_an_embedder_is_refused_with_a_reason(

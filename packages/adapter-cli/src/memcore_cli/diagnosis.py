@@ -166,6 +166,29 @@ def _describe_mode(store: Any, embedder: str = "auto") -> str:
     return mode
 
 
+def _vector_check(store: Any, name: str, checks: _Checks) -> None:
+    """How many memories semantic search cannot see yet: written without an embedder, by
+    another model (the embedder changed), or by an ``add`` that deferred its vector."""
+    missing = getattr(store, "missing_vectors", None)
+    model = getattr(getattr(store, "embedder", None), "name", None)
+    if missing is None or model is None:
+        return
+    try:
+        count = int(missing(name))
+    except Exception as exc:
+        checks.fail("vectors", _message(exc), exc)
+        return
+    if count == 0:
+        checks.ok("vectors", f"every memory has a vector from {model}")
+        return
+    noun = "memory has" if count == 1 else "memories have"
+    checks.ok(
+        "vectors",
+        f"{count} {noun} no vector from {model} yet and are found by their words only; "
+        "the next search embeds those an add deferred, 'memcore reindex' embeds them all",
+    )
+
+
 def _remote(state: CliState, runtime: Any, checks: _Checks) -> None:
     settings = runtime.settings
     if settings.backend == "tablestore":
@@ -214,6 +237,7 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
         return
     mode = f", storage mode {info.storage_mode}" if info.storage_mode else ""
     checks.ok("memory store", f"{info.name} ({info.status}{mode})")
+    _vector_check(store, name, checks)
     started = time.perf_counter()
     try:
         hits = store.search(name, runtime.settings.scope.read_pattern, "memcore doctor", top_k=1)
