@@ -234,6 +234,16 @@ def test_the_success_envelope_of_delete_store_is_accepted() -> None:
     assert answers.deleted("DeleteMemoryStore", body) is True
 
 
+def test_an_envelopes_request_id_reaches_the_decoders() -> None:
+    from memcore_tablestore import wire
+
+    body = wire.unwrap({"code": "SUCCESS", "data": {}, "message": "", "requestId": "r-1"})
+    assert answers.request_id(body) == "r-1"
+    assert answers.deleted("DeleteMemoryStore", body) is True
+    inner = wire.unwrap({"code": "SUCCESS", "data": {"requestId": "r-2"}, "requestId": "r-1"})
+    assert answers.request_id(inner) == "r-2"  # the data's own id wins
+
+
 _UNIT = _golden("GetMemory")["response"]["memory"]
 
 

@@ -86,7 +86,7 @@ def deleted(api: str, body: _Body) -> bool:
     envelope instead; :func:`memcore_tablestore.wire.unwrap` turns it into ``{}``, accepted."""
     flag = body.get("deleted")
     if flag is None:
-        if set(body) - {"requestId", "_requestId", "memoryStoreName", "memoryId"}:
+        if set(body) - {"requestId", "memoryStoreName", "memoryId"}:
             raise f.problem(api, "deleted", "missing")
         return True
     if not isinstance(flag, bool):

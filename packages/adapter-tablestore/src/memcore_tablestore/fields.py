@@ -76,15 +76,6 @@ def opt_int(api: str, data: Mapping[str, Any], key: str, path: str = "") -> int 
     return value
 
 
-def opt_bool(api: str, data: Mapping[str, Any], key: str, path: str = "") -> bool | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, bool):
-        raise problem(api, path + key, "that is not true or false")
-    return value
-
-
 def items(api: str, data: Mapping[str, Any], key: str, path: str = "") -> list[Any]:
     """A required list (``[]`` and ``null`` both mean empty)."""
     if key not in data:

@@ -36,7 +36,7 @@ def unwrap(body: object) -> dict[str, Any]:
             raise ProtocolError("the envelope's data is not a JSON object")
         out = dict(data)
         if "requestId" in body:
-            out.setdefault("_requestId", body["requestId"])
+            out.setdefault("requestId", body["requestId"])
         return out
     return body
 
