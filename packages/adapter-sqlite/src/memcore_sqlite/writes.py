@@ -83,10 +83,11 @@ class MemoryWrites(StoreBase):
                 field="id",
                 retryable=False,
             )
+        words = analysis.tokens(text)
         cur = conn.execute(
             "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
-            " content_hash, metadata, unit_type, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_hash, metadata, unit_type, created_at, updated_at, words)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 mid,
                 store_id,
@@ -97,10 +98,11 @@ class MemoryWrites(StoreBase):
                 unit_type,
                 created,
                 now,
+                len(words),
             ),
         )
         seq = int(cur.lastrowid or 0)
-        self._index(conn, store_id, seq, scope, text, metadata)
+        self._index(conn, store_id, seq, scope, words, metadata)
         if vector is not None and self.embedder is not None and self._vectors is not None:
             conn.execute(
                 "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
@@ -142,7 +144,7 @@ class MemoryWrites(StoreBase):
         )
         if new_json != old_json:
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
-            self._index(conn, store_id, seq, scope, text, merged)
+            self._index(conn, store_id, seq, scope, analysis.tokens(text), merged)
 
     @staticmethod
     def _index(
@@ -150,14 +152,13 @@ class MemoryWrites(StoreBase):
         store_id: int,
         seq: int,
         scope: Scope,
-        text: str,
+        words: list[str],
         metadata: Mapping[str, str],
     ) -> None:
-        """The FTS row (words, the same words tenant-prefixed, the scope/metadata tags) and the
-        memory's length in words, which the lexical score discounts long memories by."""
-        words = analysis.tokens(text)
+        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags. The
+        memory row keeps ``len(words)`` (written by its INSERT or UPDATE), which the lexical
+        score discounts long memories by."""
         prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
-        conn.execute("UPDATE memories SET words = ? WHERE seq = ?", (len(words), seq))
         conn.execute(
             "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
             (
@@ -399,19 +400,21 @@ class MemoryWrites(StoreBase):
             # Merged as on the service: the same key overwrites, {} clears the map.
             new_meta = old_meta if meta is None else ({**old_meta, **meta} if meta else {})
             gen = self._bump(conn, sid)
+            words = analysis.tokens(new_text)
             conn.execute(
                 "UPDATE memories SET text = ?, content_hash = ?, metadata = ?, updated_at = ?,"
-                " version = version + 1 WHERE seq = ?",
+                " words = ?, version = version + 1 WHERE seq = ?",
                 (
                     new_text,
                     content_hash(scope, new_text),
                     json.dumps(new_meta, ensure_ascii=False, sort_keys=True),
                     time.time(),
+                    len(words),
                     seq,
                 ),
             )
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
-            self._index(conn, sid, seq, scope, new_text, new_meta)
+            self._index(conn, sid, seq, scope, words, new_meta)
             added: list[tuple[tuple[str, str, str, str], int, Any]] = []
             removed: list[tuple[tuple[str, str, str, str], int]] = []
             if text is not None:
