@@ -45,7 +45,7 @@ from typing import Any
 from memcore.errors import ConfigError
 from memcore_sqlite.embedders import missing_onnx_requirements
 
-#: The packaged model with float products (its vectors are those of releases before 0.2).
+#: The packaged model with float products (the default of 0.1.0, and its vectors).
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 #: The packaged model with int8 weight products: the default.
 QUANTIZED_MODEL_NAME = "all-MiniLM-L6-v2-qint8"
