@@ -12,6 +12,7 @@ Every score leaving here is in [0, 1], and a higher score always means a better 
 
 from __future__ import annotations
 
+import heapq
 import math
 import sqlite3
 from collections.abc import Mapping
@@ -39,6 +40,8 @@ POOL = 100
 VECTOR_WEIGHT = 0.3
 #: A term in more rows of the scope than this is "common": we never list all its rows.
 COMMON_TERM_ROWS = 500
+#: Rows whose length is read at a time past the first ``want``.
+_LENGTH_SLICE = 50
 
 
 @attrs.frozen
@@ -174,20 +177,64 @@ def lexical(
         held: sum(weights[t] for t in present if held & bit[t]) / total
         for held in set(matched.values())
     }
-    shares = {seq: share_of[held] for seq, held in matched.items()}
     telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
-    best = sorted(shares, key=lambda s: (-shares[s], -s))[: LENGTH_LOOKUPS * want]
-    lengths = _lengths(conn, best)
-    hits = {
-        seq: LexicalHit(
-            shares[seq] * length_discount(lengths.get(seq)), bool(matched[seq] & telling_bits)
-        )
-        for seq in best
-    }
-    if len(hits) > want:
-        hits = dict(sorted(hits.items(), key=lambda kv: (-kv[1].score, -kv[0]))[:want])
-    return hits
+    best = _best_shares(matched, share_of, LENGTH_LOOKUPS * want)
+    scores = _discounted(conn, best, want)
+    if len(best) > want:  # as many lengths as were needed to know the want best
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:want]
+    else:
+        ranked = list(scores.items())
+    return {seq: LexicalHit(score, bool(matched[seq] & telling_bits)) for seq, score in ranked}
+
+
+def _best_shares(
+    matched: Mapping[int, int], share_of: Mapping[int, float], n: int
+) -> list[tuple[int, float]]:
+    """The ``n`` best (seq, share) by share, then newest first: rows grouped by their share,
+    so only the last group taken is sorted by seq (a query has a few distinct shares)."""
+    groups: dict[float, list[int]] = {}
+    for seq, held in matched.items():
+        share = share_of[held]
+        group = groups.get(share)
+        if group is None:
+            groups[share] = [seq]
+        else:
+            group.append(seq)
+    out: list[tuple[int, float]] = []
+    for share in sorted(groups, reverse=True):
+        group = groups[share]
+        room = n - len(out)
+        top = sorted(group, reverse=True) if len(group) <= room else heapq.nlargest(room, group)
+        out.extend((seq, share) for seq in top)
+        if len(out) >= n:
+            break
+    return out
+
+
+def _discounted(
+    conn: sqlite3.Connection, best: list[tuple[int, float]], want: int
+) -> dict[int, float]:
+    """Each looked-up row's share times its length discount, in ``best``'s order.
+
+    Lengths are read in slices, best first, and reading stops once the next row, even
+    undiscounted, ranks below the ``want``-th discounted score read so far (by score, then
+    newest first): no later row can enter the ``want`` best, which is all the caller keeps.
+    """
+    scores: dict[int, float] = {}
+    start = 0
+    while start < len(best):
+        part = best[start : start + (want if not start else _LENGTH_SLICE)]
+        start += len(part)
+        lengths = _lengths(conn, [seq for seq, _ in part])
+        for seq, share in part:
+            scores[seq] = share * length_discount(lengths.get(seq))
+        if start < len(best) and len(scores) >= want:
+            edge = heapq.nsmallest(want, scores.items(), key=lambda kv: (-kv[1], -kv[0]))[-1]
+            nxt_seq, nxt_share = best[start]
+            if (nxt_share, nxt_seq) < (edge[1], edge[0]):
+                break
+    return scores
 
 
 def length_discount(words: int | None) -> float:
