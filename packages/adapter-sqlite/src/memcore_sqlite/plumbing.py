@@ -136,11 +136,15 @@ class StoreBase:
             raise StoreClosed(f"this store ({self.path}) is closed", field="store")
 
     def _store_id(self, conn: sqlite3.Connection, name: str) -> int:
+        return self._store_key(conn, name)[0]
+
+    def _store_key(self, conn: sqlite3.Connection, name: str) -> tuple[int, int]:
+        """(id, generation) of the named store: a search needs both, in one statement."""
         limits.check_store_name(name)
-        row = conn.execute("SELECT id FROM stores WHERE name = ?", (name,)).fetchone()
+        row = conn.execute("SELECT id, generation FROM stores WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name")
-        return int(row[0])
+        return int(row[0]), int(row[1])
 
     def _audit(
         self,

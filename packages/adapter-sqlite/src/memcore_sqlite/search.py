@@ -18,6 +18,7 @@ from memcore_sqlite import analysis, code_pages, ranking, tags
 from memcore_sqlite.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.quantize import Codes
 from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row
+from memcore_sqlite.supersession import LINK_COLUMNS, Links, link
 from memcore_sqlite.vectors import FetchVectors, VectorCache
 
 #: Seqs per statement when rescoring (SQLite's smallest parameter limit is 999).
@@ -50,14 +51,17 @@ def vector_candidates(
     store_id: int,
     pattern: ScopePattern,
     restrict: str | None,
+    generation: int,
 ) -> tuple[Any, Any]:
-    """The pattern's cached codes (reloaded when stale) and the seqs filters allow."""
-    gen = int(conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0])
+    """The pattern's cached codes (reloaded when not at the store's ``generation``, read in
+    the caller's snapshot) and the seqs filters allow."""
 
     def load() -> Codes:
         return code_pages.load(conn, store_id, model, pattern.as_tuple(), vectors.dimension)
 
-    entry = vectors.get((store_id, pattern.as_tuple()), gen, load, float_vectors(conn, model))
+    entry = vectors.get(
+        (store_id, pattern.as_tuple()), generation, load, float_vectors(conn, model)
+    )
     allowed = None
     if restrict is not None:
         import numpy
@@ -100,6 +104,7 @@ def ranked(
     vectors: VectorCache | None,
     model: str | None,
     *,
+    generation: int,
     use_lexical: bool = True,
 ) -> FusedOrder:
     """The candidates with their relevance, best first; inside the caller's read snapshot.
@@ -108,6 +113,7 @@ def ranked(
     the caller's top_k, and every candidate is scored on both signals before they are fused,
     so the order does not depend on how many hits are asked for. In a two-stage scope the
     order is made exact only as far as it is read (:mod:`memcore_sqlite.fused_order`).
+    ``generation`` is the store's in this snapshot (its cached codes must match it).
     """
     pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
@@ -122,7 +128,7 @@ def ranked(
     semantic: dict[int, float] | None = None
     if qvec is not None and vectors is not None and model is not None:
         entry, allowed = vector_candidates(
-            conn, vectors, model, store_id, pattern, restrict if flt else None
+            conn, vectors, model, store_id, pattern, restrict if flt else None, generation
         )
         fetch = float_vectors(conn, model)
         if entry.matrix is None:
@@ -148,14 +154,17 @@ def hits(
     flt: Mapping[str, str],
     floor: float | None,
     top_k: int,
-) -> list[SearchHit]:
-    """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor.
+) -> tuple[list[SearchHit], Links]:
+    """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor,
+    and their supersession links (read with their rows, for
+    :func:`~memcore_sqlite.supersession.prefer_current`).
 
     Rows are read in slices of the order, so a search reads about ``top_k`` memories, not the
     whole candidate pool (each is a random page of a large file). A slice of ``top_k`` (not
     twice that) also keeps the bounded order's exact prefix, and its vector reads, short.
     """
     found: list[SearchHit] = []
+    links: Links = {}
     size = max(top_k, 10)
     start = 0
     while part := order.first(start + size)[start:]:
@@ -166,7 +175,8 @@ def hits(
         rows = {
             int(r[0]): r
             for r in conn.execute(
-                f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE seq IN ({marks})",
+                f"SELECT {MEMORY_COLUMNS}, {LINK_COLUMNS}, store_id FROM memories"
+                f" WHERE seq IN ({marks})",
                 [seq for seq, _ in part],
             )
         }
@@ -180,8 +190,9 @@ def hits(
             if any(memory.metadata.get(k) != v for k, v in flt.items()):
                 continue
             if floor is not None and relevance.score < floor:
-                return found  # best first: no later candidate reaches the floor either
+                return found, links  # best first: no later candidate reaches the floor either
             found.append(SearchHit(memory, relevance.score, signals=relevance.signals))
+            links[memory.id] = link(row[-4:-1])
             if len(found) == top_k:
-                return found
-    return found
+                return found, links
+    return found, links

@@ -176,7 +176,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         """Rank, fetch and filter the hits; a search that succeeds is audited after its read."""
         model = self.embedder.name if self.embedder is not None else None
         with self._read() as conn:
-            sid = self._store_id(conn, store)
+            sid, generation = self._store_key(conn, store)
             order = search.ranked(
                 conn,
                 sid,
@@ -187,9 +187,10 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                 self._vectors,
                 model,
                 use_lexical=use_lexical,
+                generation=generation,
             )
-            found = search.hits(conn, sid, pattern, order, flt, floor, top_k)
-            found = supersession.prefer_current(conn, sid, pattern, found, flt, top_k)
+            found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
+            found = supersession.prefer_current(conn, sid, pattern, found, flt, top_k, links)
         self._audit_read(store, "SearchMemories", started)
         return found
 

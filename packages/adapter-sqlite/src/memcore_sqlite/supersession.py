@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -20,17 +21,25 @@ from memcore_sqlite.rows import MEMORY_COLUMNS, memory_from_row
 MAX_HOPS = 8
 
 
-def _links(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-    """id -> (superseded_by or '', how or '', supersedes JSON) for the ids given."""
+#: The columns a memory's links are read from, after its id (see :func:`link`).
+LINK_COLUMNS = "superseded_by, superseded_how, supersedes"
+Links = dict[str, tuple[str, str, str]]
+
+
+def link(row: Sequence[Any]) -> tuple[str, str, str]:
+    """(superseded_by or '', how or '', supersedes JSON) from the :data:`LINK_COLUMNS`."""
+    return (row[0] or "", row[1] or "", row[2])
+
+
+def _links(conn: sqlite3.Connection, ids: Sequence[str]) -> Links:
+    """id -> :func:`link` for the ids given."""
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
     return {
-        r[0]: (r[1] or "", r[2] or "", r[3])
+        r[0]: link(r[1:])
         for r in conn.execute(
-            f"SELECT id, superseded_by, superseded_how, supersedes FROM memories"
-            f" WHERE id IN ({marks})",
-            list(ids),
+            f"SELECT id, {LINK_COLUMNS} FROM memories WHERE id IN ({marks})", list(ids)
         )
     }
 
@@ -73,9 +82,13 @@ def prefer_current(
     found: Sequence[SearchHit],
     flt: Mapping[str, str],
     top_k: int,
+    links: Links | None = None,
 ) -> list[SearchHit]:
-    """Reorder ``found`` so every superseded hit comes after the memory that superseded it."""
-    links = _links(conn, [h.memory.id for h in found])
+    """Reorder ``found`` so every superseded hit comes after the memory that superseded it.
+
+    ``links`` holds the hits' links when the caller read them with the hits' rows.
+    """
+    links = _links(conn, [h.memory.id for h in found]) if links is None else dict(links)
     if not any(v[0] for v in links.values()):
         return list(found)
     successor: dict[str, str] = {}
