@@ -1,5 +1,5 @@
-"""Lexical search's lookups: schema version 6's length index on old files, rare terms read
-once, and scores that do not depend on the process's hash seed."""
+"""Lexical search's lookups: schema versions 6 and 7's length indexes on old files, rare
+terms read once, and scores that do not depend on the process's hash seed."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def test_a_version_4_file_without_lengths_gets_them_and_the_same_hits(tmp_path: 
     # A file written by a release that had the code pages (4) but no lengths yet.
     expected = _set_back(
         path,
-        "DROP INDEX memories_words; ALTER TABLE memories DROP COLUMN words;"
+        "DROP INDEX memories_words; DROP INDEX memories_tenant_words;"
+        " ALTER TABLE memories DROP COLUMN words;"
         " PRAGMA user_version = 4;",
     )
     assert _results(path) == expected
@@ -78,8 +79,21 @@ def test_a_version_4_file_without_lengths_gets_them_and_the_same_hits(tmp_path: 
 
 def test_a_version_4_file_with_lengths_gets_the_index_only(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    expected = _set_back(path, "DROP INDEX memories_words; PRAGMA user_version = 5;")
+    expected = _set_back(
+        path,
+        "DROP INDEX memories_words; DROP INDEX memories_tenant_words; PRAGMA user_version = 5;",
+    )
     assert _results(path) == expected
+
+
+def test_a_version_6_file_gets_the_tenant_length_index_and_the_same_hits(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    expected = _set_back(path, "DROP INDEX memories_tenant_words; PRAGMA user_version = 6;")
+    assert _results(path) == expected
+    conn = sqlite3.connect(path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "memories_tenant_words" in names
+    conn.close()
 
 
 def test_rare_and_common_terms_rank_as_their_share_and_stay_in_the_tenant(
@@ -136,7 +150,8 @@ def test_a_version_4_file_without_version_3_gets_it(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     expected = _set_back(
         path,
-        "DROP INDEX memories_words; DROP INDEX memories_superseded;"
+        "DROP INDEX memories_words; DROP INDEX memories_tenant_words;"
+        " DROP INDEX memories_superseded;"
         " ALTER TABLE memories DROP COLUMN superseded_by;"
         " ALTER TABLE memories DROP COLUMN superseded_how;"
         " ALTER TABLE memories DROP COLUMN supersedes;"

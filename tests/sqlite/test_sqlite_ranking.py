@@ -154,7 +154,8 @@ def test_a_file_at_version_4_gets_the_word_counts(db_path) -> None:  # type: ign
     add(store, "three words here")
     store.close()
     conn = sqlite3.connect(db_path)
-    conn.execute("DROP INDEX memories_words")  # version 6's; a version 4 file has neither
+    conn.execute("DROP INDEX memories_words")  # versions 6 and 7's; a version 4 file has neither
+    conn.execute("DROP INDEX memories_tenant_words")
     conn.execute("ALTER TABLE memories DROP COLUMN words")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()

@@ -40,6 +40,8 @@ POOL = 100
 VECTOR_WEIGHT = 0.3
 #: A term in more rows of the scope than this is "common": we never list all its rows.
 COMMON_TERM_ROWS = 500
+#: (store id, app id, tenant id): the one tenant a search's scope lies in.
+Tenant = tuple[int, str, str]
 #: Rows whose length is read at a time past the first ``want``.
 _LENGTH_SLICE = 50
 
@@ -116,9 +118,16 @@ def idf(rows_with_term: int, rows: int) -> float:
 
 
 def lexical(
-    conn: sqlite3.Connection, query: LexicalQuery, want: int, enough: int
+    conn: sqlite3.Connection,
+    query: LexicalQuery,
+    want: int,
+    enough: int,
+    tenant: Tenant | None = None,
 ) -> dict[int, LexicalHit]:
     """Rank rows by the query terms they hold, at a cost bounded whatever the words.
+
+    ``tenant`` (store id, app, tenant) names the one tenant the query's scope lies in, if
+    any: lengths are then read from that tenant's index entries. Scores do not depend on it.
 
     1. Count each term's rows in the scope (capped). Terms with no row drop out.
     2. All remaining terms together (AND): postings are intersected, newest rows first.
@@ -180,7 +189,7 @@ def lexical(
     telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
     best = _best_shares(matched, share_of, LENGTH_LOOKUPS * want)
-    scores = _discounted(conn, best, want)
+    scores = _discounted(conn, best, want, tenant)
     if len(best) > want:  # as many lengths as were needed to know the want best
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:want]
     else:
@@ -213,7 +222,7 @@ def _best_shares(
 
 
 def _discounted(
-    conn: sqlite3.Connection, best: list[tuple[int, float]], want: int
+    conn: sqlite3.Connection, best: list[tuple[int, float]], want: int, tenant: Tenant | None
 ) -> dict[int, float]:
     """Each looked-up row's share times its length discount, in ``best``'s order.
 
@@ -226,7 +235,7 @@ def _discounted(
     while start < len(best):
         part = best[start : start + (want if not start else _LENGTH_SLICE)]
         start += len(part)
-        lengths = _lengths(conn, [seq for seq, _ in part])
+        lengths = _lengths(conn, [seq for seq, _ in part], tenant)
         for seq, share in part:
             scores[seq] = share * length_discount(lengths.get(seq))
         if start < len(best) and len(scores) >= want:
@@ -248,16 +257,39 @@ def length_discount(words: int | None) -> float:
     return (k1 + 1) / (1 + k1 * (1 - b + b * words / REFERENCE_WORDS))
 
 
-def _lengths(conn: sqlite3.Connection, seqs: list[int]) -> dict[int, int | None]:
-    # The planner would read each memory's row by its key; the index holds seq and words
-    # only, so its pages are few and stay cached (schema version 6).
-    sql = "SELECT seq, words FROM memories INDEXED BY memories_words WHERE seq IN ({})"
+def _lengths(
+    conn: sqlite3.Connection, seqs: list[int], tenant: Tenant | None
+) -> dict[int, int | None]:
+    """Each row's length in words (None when unknown)."""
+    # The planner would read each memory's row by its key; the indexes hold seq and words
+    # only, so their pages are few and stay cached (schema version 6). A tenant's own
+    # entries are adjacent in the second (version 7): a tenant among many then reads a few
+    # pages, not one per row.
+    out: dict[int, int | None] = {}
+    if tenant is not None:
+        out = _looked_up(
+            conn,
+            "SELECT seq, words FROM memories INDEXED BY memories_tenant_words"
+            " WHERE store_id = ? AND app_id = ? AND tenant_id = ? AND seq IN ({})",
+            tenant,
+            seqs,
+        )
+        # A row of another tenant (its tag digest collided) is looked up by seq alone.
+        seqs = [seq for seq in seqs if seq not in out] if len(out) < len(seqs) else []
+    if seqs:
+        sql = "SELECT seq, words FROM memories INDEXED BY memories_words WHERE seq IN ({})"
+        out.update(_looked_up(conn, sql, (), seqs))
+    return out
+
+
+def _looked_up(
+    conn: sqlite3.Connection, sql: str, key: tuple[object, ...], seqs: list[int]
+) -> dict[int, int | None]:
     out: dict[int, int | None] = {}
     for start in range(0, len(seqs), 500):
         part = seqs[start : start + 500]
-        out.update(
-            (int(r[0]), r[1]) for r in conn.execute(sql.format(",".join("?" * len(part))), part)
-        )
+        rows = conn.execute(sql.format(",".join("?" * len(part))), (*key, *part))
+        out.update((int(r[0]), r[1]) for r in rows)
     return out
 
 

@@ -175,6 +175,15 @@ def _v6(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS memories_words ON memories (seq, words)")
 
 
+def _v7(conn: sqlite3.Connection) -> None:
+    """Each memory's length indexed by tenant too: a tenant's length lookups then read its own
+    few index pages, not one page per row of an index ordered across every tenant."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memories_tenant_words"
+        " ON memories (store_id, app_id, tenant_id, seq, words)"
+    )
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -183,6 +192,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (4, _v4),
     (5, _v5),
     (6, _v6),
+    (7, _v7),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

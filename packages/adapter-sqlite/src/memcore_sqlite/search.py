@@ -124,7 +124,8 @@ def ranked(
     lexq = analysis.build_query(
         query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
     )
-    lexical = ranking.lexical(conn, lexq, pool, ranking.ENOUGH) if use_lexical else None
+    tenant = None if prefix is None else (store_id, pattern.app_id, pattern.tenant_id)
+    lexical = ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant) if use_lexical else None
     semantic: dict[int, float] | None = None
     if qvec is not None and vectors is not None and model is not None:
         entry, allowed = vector_candidates(
