@@ -107,16 +107,22 @@ def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     return out
 
 
-def approx_dot(q8: np.ndarray, scales: np.ndarray, query: np.ndarray) -> np.ndarray:
+def approx_dot(
+    q8: np.ndarray, scales: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None
+) -> np.ndarray:
     """(n,) float32 estimates of each vector's dot product with ``query``.
 
+    ``rows`` picks the rows of ``q8`` to estimate (``scales`` is then theirs, in that order):
+    each block is gathered as it is converted, so the int8 rows are not copied out first.
     In blocks, so the float copy of the int8 rows stays in cache (twice as fast at 5k rows).
     """
     np_ = _np()
-    out: np.ndarray = np_.empty(len(q8), dtype=np_.float32)
-    for start in range(0, len(q8), _BLOCK_ROWS):
-        block = q8[start : start + _BLOCK_ROWS].astype(np_.float32)
-        out[start : start + _BLOCK_ROWS] = block @ query
+    n = len(q8) if rows is None else len(rows)
+    out: np.ndarray = np_.empty(n, dtype=np_.float32)
+    for start in range(0, n, _BLOCK_ROWS):
+        stop = start + _BLOCK_ROWS
+        part = q8[start:stop] if rows is None else q8[rows[start:stop]]
+        out[start:stop] = part.astype(np_.float32) @ query
     out *= scales
     return out
 

@@ -324,14 +324,15 @@ class VectorCache:
         if not len(codes) or n <= 0:
             empty = np_.empty(0, np_.float32)
             return np_.empty(0, np_.int64), empty, empty
-        seqs, q8, scales = codes.seqs, codes.q8, codes.scales
+        seqs, scales = codes.seqs, codes.scales
         first_pass = max(self.first_pass_min, int(self.first_pass_share * len(codes)))
+        kept = None
         if len(codes) > first_pass:
             distance = quantize.hamming(codes.bits, quantize.sign_bits(query[None])[0])
             # Sorted positions: the gathers below then read the codes front to back.
             kept = np_.sort(_keep_smallest(distance, seqs, first_pass))
-            seqs, q8, scales = seqs[kept], q8[kept], scales[kept]
-        estimate = quantize.approx_dot(q8, scales, query)
+            seqs, scales = seqs[kept], scales[kept]
+        estimate = quantize.approx_dot(codes.q8, scales, query, kept)
         slack = quantize.error_bound(scales, query)
         keep = self._could_be_best(seqs, estimate, slack, n)
         return seqs[keep], estimate[keep], slack[keep]
@@ -343,11 +344,13 @@ class VectorCache:
         np_ = _np()
         at = entry.positions(seqs)
         have = at >= 0
-        codes = entry.view().take(at[have])
+        rows = at[have]
+        codes = entry.view()
+        scales = codes.scales[rows]
         estimate = np_.zeros(len(seqs), np_.float32)
         slack = np_.zeros(len(seqs), np_.float32)
-        estimate[have] = quantize.approx_dot(codes.q8, codes.scales, query)
-        slack[have] = quantize.error_bound(codes.scales, query)
+        estimate[have] = quantize.approx_dot(codes.q8, scales, query, rows)
+        slack[have] = quantize.error_bound(scales, query)
         return have, estimate, slack
 
     def _could_be_best(
