@@ -72,36 +72,49 @@ def _exact(matrix: Any, query: Any, n: int = 30) -> Any:
 
 
 def _time_searches(
-    store: SqliteMemoryStore,
+    stores: Sequence[SqliteMemoryStore],
     scope: Scope,
     texts: Sequence[str],
     queries: Sequence[str],
     qvecs: Any,
     matrix: Any,
-) -> dict[str, Any]:
-    """Modes take turns query by query, so a burst of load on the shared machine hits all."""
+) -> list[dict[str, Any]]:
+    """One result per store, all holding ``texts`` in ``scope``. Modes take turns query by
+    query, and so do the stores, so a burst of load on the shared machine hits all of them
+    (the tenant ratio compares two stores timed in the same loop)."""
     pattern = scope.tenant_pattern()
     row = {t: i for i, t in enumerate(texts)}
-    for q, v in zip(queries[:10], qvecs[:10]):  # warm the codes and the page cache
-        store.search_vector(STORE, pattern, q, v)
-    times: dict[str, list[float]] = {"hybrid": [], "vector": [], "lexical": [], "exact_numpy": []}
-    cpu: dict[str, list[float]] = {mode: [] for mode in times}
-    modes = list(times)
-    recall: list[float] = []
+    for store in stores:
+        for q, v in zip(queries[:10], qvecs[:10]):  # warm the codes and the page cache
+            store.search_vector(STORE, pattern, q, v)
+    modes = ["hybrid", "vector", "lexical", "exact_numpy"]
+    times: list[dict[str, list[float]]] = [{mode: [] for mode in modes} for _ in stores]
+    cpu: list[dict[str, list[float]]] = [{mode: [] for mode in modes} for _ in stores]
+    recall: list[list[float]] = [[] for _ in stores]
     for i, (q, v) in enumerate(zip(queries, qvecs)):
+        got: dict[int, list[int]] = {}
         for mode in modes[i % 4 :] + modes[: i % 4]:
-            t, c = time.perf_counter(), time.process_time()
-            if mode == "lexical":
-                store.search(STORE, pattern, q, mode="lexical")
-            elif mode == "exact_numpy":
-                truth = _exact(matrix, v)[:10]
-            else:
-                found = store.search_vector(STORE, pattern, q, v, mode=mode)
-            times[mode].append(time.perf_counter() - t)
-            cpu[mode].append(time.process_time() - c)
-            if mode == "vector":
-                got = [row[h.memory.text] for h in found[:10]]
-        recall.append(len(set(got) & set(truth.tolist())) / 10)
+            for k in [*range(i % len(stores), len(stores)), *range(i % len(stores))]:
+                store = stores[k]
+                t, c = time.perf_counter(), time.process_time()
+                if mode == "lexical":
+                    store.search(STORE, pattern, q, mode="lexical")
+                elif mode == "exact_numpy":  # the same scan, timed beside each store
+                    truth = _exact(matrix, v)[:10]
+                else:
+                    found = store.search_vector(STORE, pattern, q, v, mode=mode)
+                times[k][mode].append(time.perf_counter() - t)
+                cpu[k][mode].append(time.process_time() - c)
+                if mode == "vector":
+                    got[k] = [row[h.memory.text] for h in found[:10]]
+        for k, ids in got.items():
+            recall[k].append(len(set(ids) & set(truth.tolist())) / 10)
+    return [_summary(t, c, r) for t, c, r in zip(times, cpu, recall)]
+
+
+def _summary(
+    times: dict[str, list[float]], cpu: dict[str, list[float]], recall: list[float]
+) -> dict[str, Any]:
     # CPU time as well: on a shared machine wall time mostly measures the neighbours.
     out: dict[str, Any] = {
         mode: summary_ms(values) | {"cpu_mean_ms": round(1000 * float(np.mean(cpu[mode])), 4)}
@@ -211,17 +224,22 @@ def _tenants(tmp: Path, data: RealVectors, queries: Sequence[str], qvecs: Any) -
     embedder = PrecomputedEmbedder(texts, vectors)
     own = [i for i in range(len(texts)) if i % 100 == 7]
     own_texts = [texts[i] for i in own]
-    results = {}
-    for name, rows, scopes in (
+    files = (
         ("100_tenants_x_1k", texts, [_scope(i % 100) for i in range(len(texts))]),
         ("1_tenant_x_1k", own_texts, [_scope(7)] * len(own)),
-    ):
-        with SqliteMemoryStore(tmp / f"{name}.db", embedder=embedder) as store:
+    )
+    stores = [SqliteMemoryStore(tmp / f"{name}.db", embedder=embedder) for name, _, _ in files]
+    try:
+        for store, (_, rows, scopes) in zip(stores, files):
             store.ensure_store(STORE)
             _fill(store, rows, scopes)
-            results[name] = _time_searches(
-                store, _scope(7), own_texts, queries, qvecs, vectors[np.asarray(own)]
-            )
+        timed = _time_searches(
+            stores, _scope(7), own_texts, queries, qvecs, vectors[np.asarray(own)]
+        )
+    finally:
+        for store in stores:
+            store.close()
+    results: dict[str, Any] = {name: r for (name, _, _), r in zip(files, timed)}
     many, one = results["100_tenants_x_1k"], results["1_tenant_x_1k"]
     for mode in ("hybrid", "vector", "lexical"):
         results[f"{mode}_p50_ratio"] = round(many[mode]["p50_ms"] / one[mode]["p50_ms"], 2)
@@ -274,8 +292,8 @@ def main() -> int:
                 _fill(store, texts[done:size], [_scope(0)] * (size - done))
                 done = size
                 by_size[str(size)] = _time_searches(
-                    store, _scope(0), texts, queries, qvecs, vectors[:size]
-                )
+                    [store], _scope(0), texts, queries, qvecs, vectors[:size]
+                )[0]
                 by_size[str(size)]["disk_mb"] = _disk_mb(path)
                 if onnx:
                     by_size[str(size)]["with_query_embedding"] = {
