@@ -23,8 +23,9 @@ _DATA = Path(__file__).parents[1] / "data"
 #: products existed (a text past 256 tokens, Chinese, a duplicate and two-letter texts among
 #: them): what ``quantize=False`` must still give.
 FLOAT_REFERENCE = json.loads((_DATA / "minilm_reference_vectors.json").read_text("utf-8"))
-#: The same texts through the default embedder (int8 products), when it was introduced.
-REFERENCE = json.loads((_DATA / "minilm_qint8_reference_vectors.json").read_text("utf-8"))
+#: The same texts through the default embedder (int8 products, fused attention), when it was
+#: introduced.
+REFERENCE = json.loads((_DATA / "minilm_qint8_fused_reference_vectors.json").read_text("utf-8"))
 
 
 @pytest.fixture

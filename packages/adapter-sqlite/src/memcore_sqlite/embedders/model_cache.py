@@ -24,7 +24,7 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,18 +83,20 @@ def open_session(
     options: Any,
     root: Path | None,
     prepare: tuple[str, Prepare] | None = None,
+    disabled: Sequence[str] = (),
 ) -> Any:
     """An ``InferenceSession`` of ``model`` (or of what ``prepare``, a recipe name and its
     function, makes of it): from its saved optimised graph when there is one, else built now
-    (and saved for next time when ``root`` allows).
+    (and saved for next time when ``root`` allows), without the onnxruntime fusions named in
+    ``disabled`` (the recipe's name must change with them: a saved graph holds them).
     """
     recipe = prepare[0] if prepare else ""
     if root is None:
-        return _unsaved(onnxruntime, model, options, prepare)
+        return _unsaved(onnxruntime, model, options, prepare, disabled)
     try:
         entry = root / entry_key(onnxruntime, model, recipe)
     except OSError:
-        return _unsaved(onnxruntime, model, options, prepare)
+        return _unsaved(onnxruntime, model, options, prepare, disabled)
     if _intact(entry):
         try:
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -102,23 +104,29 @@ def open_session(
         except Exception:  # corrupt or foreign: build it again below
             _remove(entry)
     options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, SAVED_LEVEL)
-    return _build(onnxruntime, model, options, entry, prepare)
+    return _build(onnxruntime, model, options, entry, prepare, disabled)
 
 
 def _unsaved(
-    onnxruntime: Any, model: Path, options: Any, prepare: tuple[str, Prepare] | None
+    onnxruntime: Any,
+    model: Path,
+    options: Any,
+    prepare: tuple[str, Prepare] | None,
+    disabled: Sequence[str] = (),
 ) -> Any:
     """A session built in this process only; a prepared model is made in a temporary folder
     (onnxruntime reads it whole, so the folder can go at once)."""
     if prepare is None:
-        return _session(onnxruntime, str(model), options)
+        return _session(onnxruntime, str(model), options, disabled)
     with tempfile.TemporaryDirectory(prefix="memcore-model-") as work:
-        return _session(onnxruntime, str(prepare[1](onnxruntime, model, Path(work))), options)
+        made = prepare[1](onnxruntime, model, Path(work))
+        return _session(onnxruntime, str(made), options, disabled)
 
 
-def _session(onnxruntime: Any, path: str, options: Any) -> Any:
+def _session(onnxruntime: Any, path: str, options: Any, disabled: Sequence[str] = ()) -> Any:
+    extra = {"disabled_optimizers": list(disabled)} if disabled else {}
     return onnxruntime.InferenceSession(
-        path, sess_options=options, providers=["CPUExecutionProvider"]
+        path, sess_options=options, providers=["CPUExecutionProvider"], **extra
     )
 
 
@@ -140,13 +148,14 @@ def _build(
     options: Any,
     entry: Path,
     prepare: tuple[str, Prepare] | None = None,
+    disabled: Sequence[str] = (),
 ) -> Any:
     """A session of ``model`` that also writes its optimised graph, published as ``entry``."""
     try:
         file_modes.make_home(entry.parent)
         staging = Path(tempfile.mkdtemp(prefix=".new-", dir=entry.parent))  # 0700
     except Exception:  # an unwritable cache: work without it
-        return _unsaved(onnxruntime, model, options, prepare)
+        return _unsaved(onnxruntime, model, options, prepare, disabled)
     try:
         source = model
         if prepare is not None:
@@ -159,11 +168,11 @@ def _build(
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
         )
         try:
-            session = _session(onnxruntime, str(source), options)
+            session = _session(onnxruntime, str(source), options, disabled)
         except Exception:
             # Saving failed (a full disk?): the session alone, without saving.
             options.optimized_model_filepath = ""
-            return _session(onnxruntime, str(source), options)
+            return _session(onnxruntime, str(source), options, disabled)
         _remove(staging / "work")
         with contextlib.suppress(OSError, ValueError):
             _publish(model, staging, entry, recipe=prepare[0] if prepare else "")

@@ -22,9 +22,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memcore_sqlite.embedders import fusion
+
 #: Names the recipe in cache keys and the embedder's model name; bump when it changes.
-RECIPE = "dynamic-int8-per-channel-v1"
+RECIPE = "fused-attention-int8-per-channel-v2"
 QUANTIZED = "quantized.onnx"
+#: onnxruntime fusions the saved graph is built without: its ``SkipLayerNormalization`` took a
+#: quarter of a run on one thread, where the ``Add`` and ``LayerNormalization`` it replaces
+#: take a few percent (7.1 against 9.0 ms for a passage of 128 word pieces).
+DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 
 
 def quantize(onnxruntime: Any, source: Path, workdir: Path) -> Path:
@@ -45,9 +51,14 @@ def quantize(onnxruntime: Any, source: Path, workdir: Path) -> Path:
     onnxruntime.InferenceSession(
         str(source), sess_options=options, providers=["CPUExecutionProvider"]
     )
-    graph = onnx.load(str(folded), load_external_data=False).graph
+    model = onnx.load(str(folded))
+    fusion.fuse(model)
+    fused = workdir / "fused.onnx"
+    onnx.save(model, str(fused))
+    folded.unlink(missing_ok=True)
+    graph = model.graph
     weights = {init.name for init in graph.initializer}
-    # A product of two activations (attention scores) has no weight to quantise ahead of time.
+    # A product of two activations (the scores of a layer left unfused) has no weight to quantise ahead of time.
     activations_only = [
         node.name
         for node in graph.node
@@ -56,14 +67,14 @@ def quantize(onnxruntime: Any, source: Path, workdir: Path) -> Path:
     out = workdir / QUANTIZED
     with _quiet():
         quantize_dynamic(
-            str(folded),
+            str(fused),
             str(out),
             weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
+            op_types_to_quantize=["MatMul", "Attention"],
             nodes_to_exclude=activations_only,
             per_channel=True,
         )
-    folded.unlink(missing_ok=True)
+    fused.unlink(missing_ok=True)
     return out
 
 
