@@ -37,10 +37,15 @@ class WrappedEmbedder:
 
 
 class CachingEmbedder(WrappedEmbedder):
-    """Wraps ``inner``; texts seen before (in any run) are not embedded again."""
+    """Wraps ``inner``; texts seen before (in any run) are not embedded again.
 
-    def __init__(self, inner: Embedder, directory: str | Path) -> None:
+    ``read_only``: a text that is not cached raises :class:`LookupError` instead of being
+    embedded, so a run can never add another model's vectors to a shared cache.
+    """
+
+    def __init__(self, inner: Embedder, directory: str | Path, *, read_only: bool = False) -> None:
         super().__init__(inner)
+        self.read_only = read_only
         Path(directory).mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(
             Path(directory) / "vectors.db", timeout=60, check_same_thread=False
@@ -67,6 +72,8 @@ class CachingEmbedder(WrappedEmbedder):
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
         self.hits += len(texts) - len(missing)
         self.misses += len(missing)
+        if missing and self.read_only:
+            raise LookupError(f"{len(missing)} texts are not in the vector cache for {self.name}")
         if missing:
             vectors = self.inner.embed(missing)
             rows = []

@@ -118,31 +118,34 @@ def run_question(
         started = time.perf_counter()
         turns, count = ingest(mem, item, roles)
         ingest_s = time.perf_counter() - started
-        sessions = {str(s) for s in item["answer_session_ids"]}
-        pattern = mem.service.search_pattern
-        out: dict[str, Any] = {
-            "id": item["question_id"],
-            "type": item["question_type"],
-            "ingest_s": ingest_s,
-            "turns": count,
-        }
-        for mode in MODES:
-            started = time.perf_counter()
-            if mode == "hybrid":
-                hits = mem.search(item["question"], top_k=10)
-            else:
-                hits = store.search(STORE, pattern, item["question"], top_k=10, mode=mode)
-            out[f"{mode}_s"] = time.perf_counter() - started
-            out[mode] = score(hits, sessions, turns)
-            if mode == "hybrid":
-                five = mem.search(item["question"], top_k=5)
-                out["topk_stable"] = float(
-                    [h.memory.id for h in five] == [h.memory.id for h in hits[:5]]
-                )
-        return out
+        out = {"ingest_s": ingest_s, "turns": count}
+        return {**out, **search_question(mem, store, item, turns)}
     finally:
         store.close()
         path.unlink(missing_ok=True)
+
+
+def search_question(
+    mem: Memory, store: SqliteMemoryStore, item: dict[str, Any], turns: set[str]
+) -> dict[str, Any]:
+    """The question's hits in each mode, scored, with their search times."""
+    sessions = {str(s) for s in item["answer_session_ids"]}
+    pattern = mem.service.search_pattern
+    out: dict[str, Any] = {"id": item["question_id"], "type": item["question_type"]}
+    for mode in MODES:
+        started = time.perf_counter()
+        if mode == "hybrid":
+            hits = mem.search(item["question"], top_k=10)
+        else:
+            hits = store.search(STORE, pattern, item["question"], top_k=10, mode=mode)
+        out[f"{mode}_s"] = time.perf_counter() - started
+        out[mode] = score(hits, sessions, turns)
+        if mode == "hybrid":
+            five = mem.search(item["question"], top_k=5)
+            out["topk_stable"] = float(
+                [h.memory.id for h in five] == [h.memory.id for h in hits[:5]]
+            )
+    return out
 
 
 def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:

@@ -1,0 +1,133 @@
+"""LongMemEval recall replayed on kept stores: re-rank after a scoring change in seconds.
+
+``capture`` ingests the development split once (vectors from a ``--cache`` that is only read,
+never written) and keeps one store per question, with each question's evidence and query
+vector, in ``--out``. ``score`` then runs every question's searches on those stores with the
+code as it is now and prints :mod:`benchmarks.longmemeval`'s summary (overall, per type,
+``hybrid_below_a_signal_by_type``...). Nothing is embedded when scoring: the query vector is
+the captured one, so any change in the figures comes from ranking, lexical scoring or query
+analysis. A store is ranked exactly as :mod:`benchmarks.longmemeval` ranks it (same search
+path, same ingest), about a second for 120 questions.
+
+    uv run python -m benchmarks longmemeval_replay capture --roles user --cache /tmp/lme-cache \\
+        --out /tmp/lme-replay-user
+    uv run python -m benchmarks longmemeval_replay score /tmp/lme-replay-user
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.longmemeval import DEFAULT_DATA, STORE, ingest, load, search_question, summarize
+from memcore import Memory
+from memcore.errors import InvalidInput
+from memcore.scope import Scope
+from memcore_sqlite import SqliteMemoryStore
+
+INDEX = "questions.json"
+
+
+class ReplayEmbedder:
+    """Answers the captured query vectors by text and embeds nothing else."""
+
+    def __init__(self, name: str, dimension: int, vectors: dict[str, list[float]]) -> None:
+        self.name, self.dimension, self._vectors = name, dimension, vectors
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            return [self._vectors[t] for t in texts]
+        except KeyError as e:
+            raise LookupError(f"no captured vector for {str(e)[:60]}") from None
+
+
+def _open(path: Path, embedder: Any, index: int) -> tuple[SqliteMemoryStore, Memory]:
+    store = SqliteMemoryStore(path, embedder=embedder)
+    scope = Scope("lme", f"q{index}", "agent", "run")
+    return store, Memory(store, scope=scope, store_name=STORE, top_k=10)
+
+
+def capture(data: str, roles: str, cache: str, out: Path, limit: int) -> dict[str, Any]:
+    from benchmarks._embed_cache import CachingEmbedder
+    from memcore_sqlite.embedders.onnx import OnnxEmbedder
+
+    embedder = CachingEmbedder(OnnxEmbedder(), cache, read_only=True)
+    items = load(data)[: limit or None]
+    out.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for i, item in enumerate(items):
+        path = out / f"q{i}.db"
+        path.unlink(missing_ok=True)
+        store, mem = _open(path, embedder, i)
+        try:
+            started = time.perf_counter()
+            turns, count = ingest(mem, item, roles)
+            ingest_s = time.perf_counter() - started
+            qvec = embedder.embed([item["question"]])[0]
+        finally:
+            store.close()
+        keep = ("question_id", "question_type", "question", "answer_session_ids")
+        kept.append(
+            {
+                "item": {k: item[k] for k in keep},
+                "evidence": sorted(turns),
+                "turns": count,
+                "ingest_s": ingest_s,
+                "qvec": qvec,
+            }
+        )
+    index = {"model": embedder.name, "dimension": embedder.dimension, "roles": roles}
+    (out / INDEX).write_text(json.dumps({**index, "questions": kept}), encoding="utf-8")
+    return {**index, "questions": len(kept), "out": str(out)}
+
+
+def score(directory: Path) -> dict[str, Any]:
+    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
+    questions = index["questions"]
+    vectors = {q["item"]["question"]: q["qvec"] for q in questions}
+    embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
+    rows = []
+    for i, q in enumerate(questions):
+        store, mem = _open(directory / f"q{i}.db", embedder, i)
+        try:
+            found = search_question(mem, store, q["item"], set(q["evidence"]))
+        finally:
+            store.close()
+        rows.append({**found, "ingest_s": q["ingest_s"], "turns": q["turns"]})
+    return {"embedder": index["model"], "roles": index["roles"], **summarize(rows)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    cap = sub.add_parser("capture")
+    cap.add_argument("--data", default=os.environ.get("LONGMEMEVAL_DATA", str(DEFAULT_DATA)))
+    cap.add_argument("--roles", choices=("user", "all"), default="user")
+    cap.add_argument("--cache", required=True, help="vector cache to read (never written)")
+    cap.add_argument("--out", required=True, type=Path)
+    cap.add_argument("--limit", type=int, default=0, help="first N questions (0: all)")
+    sc = sub.add_parser("score")
+    sc.add_argument("directory", type=Path)
+    args = parser.parse_args()
+    try:
+        if args.command == "capture":
+            result = capture(args.data, args.roles, args.cache, args.out, args.limit)
+        else:
+            result = score(args.directory)
+    except (LookupError, FileNotFoundError, InvalidInput) as e:
+        # A text missing from the cache reaches us through the store as InvalidInput.
+        cause = e.__cause__ or e
+        print(json.dumps({"error": f"{type(cause).__name__}: {cause}"}), file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
