@@ -25,15 +25,15 @@ life of the process; batches are also capped by tokens (:data:`TOKENS_PER_BATCH`
 of long passages is a few rows, not 32: attention memory grows with the square of the length,
 and long rows gain nothing from company. The int8 model runs one text at a time, so its arena
 never outgrows one row of 256 word pieces, and it does not shrink: giving the buffers back
-and mapping them again on the next run cost 8-9% of its CPU.
+and mapping them again on the next run cost 2-9% of its CPU.
 
 The packaged model runs with int8 weight products and fused attention
-(:mod:`memcore_sqlite.embedders.quantize`), about 2.7 times as fast as the float products
-onnxruntime made of its int8 weights before (the first int8 recipe was 1.7 times);
+(:mod:`memcore_sqlite.embedders.quantize`), about 3 times as fast as the float products
+onnxruntime made of its int8 weights before (the first int8 recipe was 1.7 to 2 times);
 ``quantize=False`` (or ``MEMCORE_ONNX_QUANTIZE=0``) keeps the float products and their
 vectors, under the old model name. The optimised model is saved once in the user's cache
 folder (see :mod:`memcore_sqlite.embedders.model_cache`), which makes loading it about 120 ms
-of CPU cheaper; the first load after installing also builds the int8 model (about 2 s).
+of CPU cheaper; the first load after installing also builds the int8 model (about 3 s of CPU).
 """
 
 from __future__ import annotations
