@@ -44,6 +44,26 @@ QUANTIZED = "quantized.onnx"
 DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 
 
+def fold(onnxruntime: Any, source: Path, workdir: Path) -> Any:
+    """``source`` with its stored int8 weights as plain float initialisers (what fusion and
+    quantisation read), as an ``onnx.ModelProto``; ``workdir`` holds nothing afterwards."""
+    import onnx
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    folded = workdir / "folded.onnx"
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(folded)
+    options.log_severity_level = 3
+    onnxruntime.InferenceSession(
+        str(source), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    try:
+        return onnx.load(str(folded))
+    finally:
+        folded.unlink(missing_ok=True)
+
+
 def quantize(onnxruntime: Any, source: Path, workdir: Path) -> Path:
     """``source`` with int8 weight products, written into ``workdir``; returns its path."""
     import onnx
@@ -52,24 +72,13 @@ def quantize(onnxruntime: Any, source: Path, workdir: Path) -> Path:
         quantize_dynamic,
     )
 
-    workdir.mkdir(parents=True, exist_ok=True)
-    folded = workdir / "folded.onnx"
-    # The stored int8 weights come back as plain float initialisers: what quantisation reads.
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    options.optimized_model_filepath = str(folded)
-    options.log_severity_level = 3
-    onnxruntime.InferenceSession(
-        str(source), sess_options=options, providers=["CPUExecutionProvider"]
-    )
-    model = onnx.load(str(folded))
+    model = fold(onnxruntime, source, workdir)
     fusion.fuse(model)
     fused = workdir / "fused.onnx"
     onnx.save(model, str(fused))
-    folded.unlink(missing_ok=True)
     graph = model.graph
     weights = {init.name for init in graph.initializer}
-    # A product of two activations (the scores of a layer left unfused) has no weight to quantise ahead of time.
+    # A product of two activations (scores of a layer left unfused) has no weight to quantise.
     activations_only = [
         node.name
         for node in graph.node
