@@ -134,3 +134,31 @@ def test_hermes_memory_setup_without_a_terminal_ends_available(hermes_home: Path
     assert "tablestore-mem" in (hermes_home / "config.yaml").read_text(encoding="utf-8")
     status = kit.run_hermes(hermes_home, "memory", "status").stdout
     assert "available ✓" in status and "search: hybrid" in status, status
+
+
+def test_an_untrusted_env_file_is_neither_offered_nor_carried_over(
+    hermes_home: Path, kit: Any
+) -> None:
+    theirs = {
+        "TABLESTORE_MEMORY_AK": "LTAIsomeoneElsesKey",
+        "TABLESTORE_MEMORY_SK": "someone-elses-secret",
+        "TABLESTORE_MEMORY_STS_TOKEN": "someone-elses-token",
+        "OPENAI_API_KEY": "keep-me",
+    }
+    kit.write_env(hermes_home, theirs, mode=0o666)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    asker = Scripted("tablestore", AK, SK, "inst", endpoint, "")
+    said: list[str] = []
+    run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
+    assert "blank keeps the current one" not in asker.asked[1]
+    assert any("writable by other users" in line for line in said)
+    env = (hermes_home / ".env").read_text(encoding="utf-8").splitlines()
+    assert env == [
+        "OPENAI_API_KEY=keep-me",
+        f"TABLESTORE_MEMORY_AK={AK}",
+        f"TABLESTORE_MEMORY_SK={SK}",
+    ]
+    assert mode(hermes_home / ".env") == 0o600
+    assert not any(value in line for line in said for value in (*theirs.values(), AK, SK))

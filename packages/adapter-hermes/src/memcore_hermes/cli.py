@@ -218,17 +218,19 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
     from memcore.service import MemoryService
     from memcore_hermes import preload
     from memcore_hermes.backends import open_backend_store
-    from memcore_hermes.credentials import load_access_keys
+    from memcore_hermes.credentials import access_keys, load_environment
     from memcore_hermes.home import HermesHome
 
     home = HermesHome()
     config = home.load_config()
+    env = load_environment(home.env_file)
     config, store = open_backend_store(
         home,
         config,
-        load_access_keys(home.env_file),
+        access_keys(env),
         progress=_say,
         preload=preload.current(),
+        environ=env,
     )
     try:
         store.ensure_store(
