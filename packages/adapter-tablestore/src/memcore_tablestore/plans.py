@@ -439,14 +439,7 @@ class Plans:
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
     ) -> Plan[list[DreamAction]]:
-        if isinstance(action_ids, str) or not isinstance(action_ids, Sequence):
-            raise InvalidInput("action_ids must be a list of ids", field="action_ids")
-        ids = list(dict.fromkeys(limits.check_id(a, field="action_ids") for a in action_ids))
-        if not 1 <= len(ids) <= bodies.MAX_APPLY_IDS:
-            raise InvalidInput(
-                f"apply takes 1 to {bodies.MAX_APPLY_IDS} action ids, not {len(ids)}",
-                field="action_ids",
-            )
+        ids = limits.check_action_ids(action_ids)
         body = {**bodies.dream_id(store, task_id), "actionIds": ids}
         # Not replayed after an ambiguous failure: applied actions report differently twice.
         answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)
