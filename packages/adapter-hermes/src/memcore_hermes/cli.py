@@ -220,6 +220,7 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
     from memcore_hermes.backends import open_backend_store
     from memcore_hermes.credentials import access_keys, load_environment
     from memcore_hermes.home import HermesHome
+    from memcore_hermes.tools import hit_json
 
     home = HermesHome()
     config = home.load_config()
@@ -255,15 +256,7 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
         hits = service.search(args.query, top_k=args.top_k)
         return {
             "scope": str(service.search_pattern),
-            "results": [
-                {
-                    "id": h.memory.id,
-                    "text": h.memory.text,
-                    "score": h.score,
-                    "scope": str(h.memory.scope),
-                }
-                for h in hits
-            ],
+            "results": [hit_json(h) for h in hits],
         }
     finally:
         store.close()
