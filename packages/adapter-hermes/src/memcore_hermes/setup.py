@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from memcore.config import BACKENDS, MemcoreConfig
 from memcore_hermes.envfile import (
     AK_VAR,
     SECRET_VARS,
@@ -29,7 +30,7 @@ from memcore_hermes.home import HermesHome, atomic_write
 from memcore_hermes.readiness import Readiness, check_readiness
 
 BACKEND_VAR = "TABLESTORE_MEMORY_BACKEND"
-LOCAL, TABLESTORE = "local", "tablestore"
+LOCAL, TABLESTORE = BACKENDS
 BACKEND_CHOICES = (
     (LOCAL, "offline local store under $HERMES_HOME (no account needed)"),
     (TABLESTORE, "Alibaba Cloud TableStore Memory Store (needs an AccessKey pair)"),
@@ -117,7 +118,7 @@ def run_setup(
 
     say("\n  Configuring tablestore-mem:\n")
     backend = answers.backend
-    if backend not in (LOCAL, TABLESTORE):
+    if backend not in BACKENDS:
         if backend is not None:
             say(f"  unknown backend {backend!r}; choose local or tablestore")
         current = existing.get("backend") or (TABLESTORE if have_keys else LOCAL)
@@ -143,7 +144,7 @@ def run_setup(
         for key, label, fallback in (
             ("instance_name", "Instance name (blank: create one on the first start)", ""),
             ("endpoint", "Instance endpoint (blank: found or created with the instance)", ""),
-            ("region", "Region", "cn-beijing"),
+            ("region", "Region", attrs.fields(MemcoreConfig).region.default),
         ):
             given = getattr(answers, key)
             default = str(existing.get(key) or fallback)
