@@ -11,24 +11,23 @@ embeddings of the benchmark's questions and of held-out user turns, never mixed.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-#: The development split sits in ``shared/data`` beside the checkout.
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev120.json.gz"
+#: The LongMemEval file and its loader are those of the LongMemEval benchmark.
+from benchmarks.longmemeval import DEFAULT_DATA as DATA
+from benchmarks.longmemeval import load
+
 CACHE = Path.home() / ".cache" / "memcore-bench"
 
 
 def _texts(path: Path) -> tuple[list[str], list[str]]:
     """(unique user turns in a seeded order, the benchmark's questions)."""
-    with gzip.open(path) as f:
-        items = json.loads(f.read())
+    items = load(path)
     turns = sorted(
         {
             t["content"].strip()

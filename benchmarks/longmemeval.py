@@ -47,8 +47,13 @@ from memcore_sqlite import SqliteMemoryStore
 STORE = "lme"
 MODES = ("hybrid", "lexical", "vector")
 KS = (5, 10)
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-DEFAULT_DATA = DEFAULT_DATA / "longmemeval_s_dev120.json.gz"
+_NAME = Path("shared") / "data" / "longmemeval_s_dev120.json.gz"
+#: The development split sits in ``shared/data`` beside the checkout (or above it, for a
+#: worktree); ``--data`` or ``LONGMEMEVAL_DATA`` overrides.
+DEFAULT_DATA = next(
+    (p / _NAME for p in Path(__file__).resolve().parents if (p / _NAME).exists()),
+    Path(__file__).resolve().parents[2] / _NAME,
+)
 
 
 def load(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

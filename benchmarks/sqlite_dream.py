@@ -20,7 +20,6 @@ so a second run does not embed again.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import tempfile
@@ -29,17 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchmarks.longmemeval import DEFAULT_DATA, load, ndcg
 from memcore.scope import Scope
 from memcore.values import Message
 from memcore_sqlite import SqliteMemoryStore
 from memcore_sqlite.embedders import missing_onnx_requirements
 
-_NAME = Path("shared") / "data" / "longmemeval_s_dev120.json.gz"
-#: The split sits in ``shared/data`` beside the checkout (or above it); ``--data`` overrides.
-DATA = next(
-    (p / _NAME for p in Path(__file__).resolve().parents if (p / _NAME).exists()),
-    Path(__file__).resolve().parents[2] / _NAME,
-)
 SCOPE = Scope("bench", "user", "assistant", "haystack")
 STORE = "bench"
 TOP = 50
@@ -125,10 +119,7 @@ def _score(q: dict[str, Any], hits: list[Any], merged: dict[str, str]) -> dict[s
     for k in (5, 10):
         out[f"session_recall_any@{k}"] = float(bool(answers & set(sessions[:k])))
         out[f"turn_recall_any@{k}"] = float(bool(evidence & set(texts[:k])))
-    gains = [1.0 if t in evidence else 0.0 for t in texts[:10]]
-    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(10, len(evidence))))
-    out["ndcg@10"] = dcg / ideal if ideal else 0.0
+    out["ndcg@10"] = ndcg(texts, evidence)  # a repeated text counts once: at most 1
     if q["question_type"] == "knowledge-update" and stale:
         rank_new = min((i for i, t in enumerate(texts) if t in newest), default=math.inf)
         rank_old = min((i for i, t in enumerate(texts) if t in stale), default=math.inf)
@@ -146,14 +137,14 @@ def main() -> int:
     parser.add_argument("--types", default="", help="comma-separated question types (default all)")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=None)
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args()
     if missing_onnx_requirements():
         print(json.dumps({"skipped": "semantic extra not installed"}))
         return 0
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
 
-    questions = json.loads(gzip.decompress(args.data.read_bytes()))
+    questions = load(args.data)
     if args.types:
         wanted = set(args.types.split(","))
         questions = [q for q in questions if q["question_type"] in wanted]

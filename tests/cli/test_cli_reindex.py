@@ -22,7 +22,7 @@ def test_reindex_embeds_what_was_stored_without_vectors(
     assert vectors["ok"] and vectors["detail"].startswith("3 memories have no vector")
     assert "memcore reindex" in vectors["detail"]
     first = local_cli.json("reindex")
-    assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-qint8"}
+    assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-qint8-fused"}
     assert local_cli.json("reindex")["embedded"] == 0
     assert _vector_check(local_cli)["detail"].startswith("every memory has a vector")
     hits = local_cli.json("search", "dietary restrictions")

@@ -44,6 +44,8 @@ def test_bom_is_accepted() -> None:
         ('{"app_id": "*"}', "app_id"),
         ('{"top_k": 0}', "top_k"),
         ('{"endpoint": "not a url"}', "endpoint"),
+        ('{"extract_instructions": "half an emoji \\ud83d"}', "extract_instructions"),
+        (json.dumps({"extract_instructions": "x" * 4097}), "extract_instructions"),
     ],
 )
 def test_bad_values_name_key_and_file(text: str, key: str) -> None:

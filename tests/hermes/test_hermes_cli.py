@@ -139,3 +139,15 @@ def test_doctor_on_an_unsafe_secrets_file(
     assert code == 1
     assert report["secrets"]["env_file_ok"] is False
     assert "chmod 600" in report["secrets"]["env_file_problem"]
+
+
+def test_search_shows_hits_as_the_search_tool_does(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], run_inprocess: Any
+) -> None:
+    code, _ = run_inprocess(capsys, "add", "The build server is called hydra", "--sync")
+    assert code == 0
+    code, found = run_inprocess(capsys, "search", "build server")
+    assert code == 0
+    [hit] = found["results"]
+    assert set(hit) >= {"id", "text", "score", "similarity", "scope"}
+    assert hit["text"] == "The build server is called hydra"

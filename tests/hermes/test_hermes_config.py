@@ -157,3 +157,27 @@ def test_without_keys_the_tablestore_backend_explains_what_to_set(
     with pytest.raises(ConfigError) as info:
         TablestoreMemProvider().initialize("s1", hermes_home=str(hermes_home))
     assert "TABLESTORE_MEMORY_AK" in str(info.value)
+
+
+def test_the_local_model_is_read_from_the_given_environment_not_the_process(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memcore_hermes.doctor import run_doctor
+    from memcore_hermes.home import HermesHome
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    monkeypatch.setenv("MEMCORE_MODEL_BASE_URL", "http://127.0.0.1:9/v1")  # MEMCORE_MODEL unset
+    assert "backend_error" not in run_doctor(HermesHome(hermes_home), environ={})
+    given = {"MEMCORE_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    report = run_doctor(HermesHome(hermes_home), environ=given)
+    assert report["backend_error"]["field"] == "MEMCORE_MODEL"
+
+
+def test_the_local_model_is_read_from_the_env_file(hermes_home: Path, kit: Any) -> None:
+    from memcore_hermes.doctor import run_doctor
+    from memcore_hermes.home import HermesHome
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    kit.write_env(hermes_home, {"MEMCORE_MODEL_BASE_URL": "http://127.0.0.1:9/v1"})
+    report = run_doctor(HermesHome(hermes_home), environ={})
+    assert report["backend_error"]["field"] == "MEMCORE_MODEL"

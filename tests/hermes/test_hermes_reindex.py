@@ -49,7 +49,7 @@ def test_doctor_counts_and_reindex_embeds_the_memories_lacking_a_vector(
     assert report["search"]["memories_without_vector"] == 2
     assert "hermes tablestore-mem reindex" in report["search"]["reindex"]
     code, done = kit.run_cli(capsys, "reindex")
-    assert code == 0 and done == {"embedded": 2, "model": "all-MiniLM-L6-v2-qint8"}
+    assert code == 0 and done == {"embedded": 2, "model": "all-MiniLM-L6-v2-qint8-fused"}
     code, report = kit.run_cli(capsys, "doctor")
     assert report["search"]["memories_without_vector"] == 0
     code, found = kit.run_cli(capsys, "search", "dietary restrictions")

@@ -45,6 +45,24 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+def refused_endpoint() -> str:
+    """A loopback port nobody listens on: the setup's probe names it, quickly."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def assert_env_holds_our_keys(home: Path) -> None:
+    """``.env`` keeps the unrelated line, holds our key pair only, and is mode 0600."""
+    env = (home / ".env").read_text(encoding="utf-8").splitlines()
+    assert env == [
+        "OPENAI_API_KEY=keep-me",
+        f"TABLESTORE_MEMORY_AK={AK}",
+        f"TABLESTORE_MEMORY_SK={SK}",
+    ]
+    assert mode(home / ".env") == 0o600
+
+
 def test_choosing_tablestore_keeps_secrets_only_in_env(hermes_home: Path) -> None:
     from memcore_tablestore.testing import running_emulator
 
@@ -62,21 +80,13 @@ def test_choosing_tablestore_keeps_secrets_only_in_env(hermes_home: Path) -> Non
     config = json.loads(config_text)
     assert config["backend"] == "tablestore" and config["instance_name"] == instance
     assert config["region"] == "cn-beijing"
-    env = (hermes_home / ".env").read_text(encoding="utf-8").splitlines()
-    assert env == [
-        "OPENAI_API_KEY=keep-me",
-        f"TABLESTORE_MEMORY_AK={AK}",
-        f"TABLESTORE_MEMORY_SK={SK}",
-    ]
-    assert mode(hermes_home / ".env") == 0o600
+    assert_env_holds_our_keys(hermes_home)
     assert mode(hermes_home / "tablestore_memory.json") == 0o600
 
 
 def test_a_blank_secret_keeps_the_current_one(hermes_home: Path, kit: Any) -> None:
     kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
-    with socket.socket() as sock:  # a port nobody listens on: the probe names it, quickly
-        sock.bind(("127.0.0.1", 0))
-        endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    endpoint = refused_endpoint()
     asker = Scripted("tablestore", "", "", "inst", endpoint, "")
     said: list[str] = []
     result = run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
@@ -134,3 +144,23 @@ def test_hermes_memory_setup_without_a_terminal_ends_available(hermes_home: Path
     assert "tablestore-mem" in (hermes_home / "config.yaml").read_text(encoding="utf-8")
     status = kit.run_hermes(hermes_home, "memory", "status").stdout
     assert "available ✓" in status and "search: hybrid" in status, status
+
+
+def test_an_untrusted_env_file_is_neither_offered_nor_carried_over(
+    hermes_home: Path, kit: Any
+) -> None:
+    theirs = {
+        "TABLESTORE_MEMORY_AK": "LTAIsomeoneElsesKey",
+        "TABLESTORE_MEMORY_SK": "someone-elses-secret",
+        "TABLESTORE_MEMORY_STS_TOKEN": "someone-elses-token",
+        "OPENAI_API_KEY": "keep-me",
+    }
+    kit.write_env(hermes_home, theirs, mode=0o666)
+    endpoint = refused_endpoint()
+    asker = Scripted("tablestore", AK, SK, "inst", endpoint, "")
+    said: list[str] = []
+    run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
+    assert "blank keeps the current one" not in asker.asked[1]
+    assert any("writable by other users" in line for line in said)
+    assert_env_holds_our_keys(hermes_home)
+    assert not any(value in line for line in said for value in (*theirs.values(), AK, SK))

@@ -23,8 +23,9 @@ _DATA = Path(__file__).parents[1] / "data"
 #: products existed (a text past 256 tokens, Chinese, a duplicate and two-letter texts among
 #: them): what ``quantize=False`` must still give.
 FLOAT_REFERENCE = json.loads((_DATA / "minilm_reference_vectors.json").read_text("utf-8"))
-#: The same texts through the default embedder (int8 products), when it was introduced.
-REFERENCE = json.loads((_DATA / "minilm_qint8_reference_vectors.json").read_text("utf-8"))
+#: The same texts through the default embedder (int8 products, fused attention), when it was
+#: introduced.
+REFERENCE = json.loads((_DATA / "minilm_qint8_fused_reference_vectors.json").read_text("utf-8"))
 
 
 @pytest.fixture
@@ -167,13 +168,14 @@ def test_an_outdated_entry_of_the_same_model_is_removed_and_others_are_kept(
     tmp_path: Path,
 ) -> None:
     from memcore_sqlite.embedders.onnx import _default_model
-    from memcore_sqlite.embedders.quantize import RECIPE
+    from memcore_sqlite.embedders.quantize import EARLIER, RECIPE
 
     cache = tmp_path / "models"
     cache.mkdir()
     source = str(_default_model().resolve())
     for name, owner, recipe in (
         ("old-onnxruntime", source, RECIPE),
+        ("earlier-recipe", source, EARLIER[0]),  # what the previous release loaded
         ("float-products", source, ""),  # what quantize=False loads: not outdated
         ("another-model", "/elsewhere/model.onnx", RECIPE),
     ):
@@ -182,7 +184,7 @@ def test_an_outdated_entry_of_the_same_model_is_removed_and_others_are_kept(
         (cache / name / "manifest.json").write_text(json.dumps(manifest), "utf-8")
     _embedder(cache).warm_up()
     names = {p.name for p in _entries(cache)}
-    assert "old-onnxruntime" not in names
+    assert not {"old-onnxruntime", "earlier-recipe"} & names
     assert {"another-model", "float-products"} <= names
     assert len(names) == 3
 

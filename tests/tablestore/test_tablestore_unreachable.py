@@ -52,8 +52,11 @@ def test_the_async_store_names_the_endpoint_too(closed_endpoint: str) -> None:
     assert str(info.value).startswith(f"cannot reach {closed_endpoint}: ")
 
 
-@pytest.mark.parametrize("bad", [0, -1, float("nan"), True, "3"])
-def test_a_bad_connect_timeout_is_a_config_error(bad: object) -> None:
-    with pytest.raises(ConfigError) as info:
-        TableStoreMemoryStore("http://127.0.0.1:1", "inst", CREDS, connect_timeout=bad)  # type: ignore[arg-type]
-    assert info.value.field == "connect_timeout"
+@pytest.mark.parametrize("bad", [0, -1, float("inf"), float("-inf"), float("nan"), True, "3"])
+@pytest.mark.parametrize("field", ["timeout", "connect_timeout", "ready_timeout"])
+def test_a_bad_number_of_seconds_is_a_config_error(field: str, bad: object) -> None:
+    for store in (TableStoreMemoryStore, AsyncTableStoreMemoryStore):
+        with pytest.raises(ConfigError) as info:
+            store("http://127.0.0.1:1", "inst", CREDS, **{field: bad})
+        assert info.value.field == field
+        assert "positive, finite number of seconds" in str(info.value)

@@ -8,7 +8,6 @@ imported here, never at plugin import.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -113,8 +112,12 @@ def open_backend_store(
     provisioner_options: Mapping[str, Any] | None = None,
     defer_vectors: bool = False,
     preload: ModelPreload | None = None,
+    environ: Mapping[str, str],
 ) -> tuple[MemcoreConfig, MemoryStore]:
     """Open the store the config selects; may bootstrap (and so update) the config.
+
+    ``environ`` is where the local store's own model (``MEMCORE_MODEL_*``) is read from: the
+    environment over ``$HERMES_HOME/.env``, as ``credentials.load_environment`` returns it.
 
     For the local store, ``defer_vectors`` leaves an unsynced ``add``'s vector to the next
     semantic search or the background re-embedding (a one-shot command then never loads the
@@ -126,8 +129,7 @@ def open_backend_store(
         from memcore_sqlite import open_backend
         from memcore_sqlite.model import ModelSettings
 
-        # The user's own model (MEMCORE_MODEL_*), from the environment or $HERMES_HOME/.env.
-        model = ModelSettings.from_env({**_env_file_values(home), **os.environ})
+        model = ModelSettings.from_env(environ)
         options: dict[str, Any] = {"path": str(home.local_db_file(config)), "model": model}
         if defer_vectors:
             options["defer_vectors"] = True
@@ -150,12 +152,3 @@ def open_backend_store(
     return config, _data_plane(
         config.endpoint, config.instance_name, _tablestore_credentials(keys), config
     )
-
-
-def _env_file_values(home: HermesHome) -> dict[str, str]:
-    from memcore_hermes.envfile import UnsafeSecretsFile, read_env_file
-
-    try:
-        return read_env_file(home.env_file)
-    except (UnsafeSecretsFile, OSError):
-        return {}  # an unsafe or unreadable file is reported by doctor; no model then

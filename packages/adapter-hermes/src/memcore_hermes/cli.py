@@ -218,17 +218,20 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
     from memcore.service import MemoryService
     from memcore_hermes import preload
     from memcore_hermes.backends import open_backend_store
-    from memcore_hermes.credentials import load_access_keys
+    from memcore_hermes.credentials import access_keys, load_environment
     from memcore_hermes.home import HermesHome
+    from memcore_hermes.tools import hit_json
 
     home = HermesHome()
     config = home.load_config()
+    env = load_environment(home.env_file)
     config, store = open_backend_store(
         home,
         config,
-        load_access_keys(home.env_file),
+        access_keys(env),
         progress=_say,
         preload=preload.current(),
+        environ=env,
     )
     try:
         store.ensure_store(
@@ -253,15 +256,7 @@ def _search(args: argparse.Namespace) -> dict[str, Any]:
         hits = service.search(args.query, top_k=args.top_k)
         return {
             "scope": str(service.search_pattern),
-            "results": [
-                {
-                    "id": h.memory.id,
-                    "text": h.memory.text,
-                    "score": h.score,
-                    "scope": str(h.memory.scope),
-                }
-                for h in hits
-            ],
+            "results": [hit_json(h) for h in hits],
         }
     finally:
         store.close()

@@ -8,7 +8,14 @@ from pathlib import Path
 import attrs
 
 from memcore.errors import ConfigError
-from memcore_hermes.envfile import AK_VAR, SK_VAR, TOKEN_VAR, UnsafeSecretsFile, secret_values
+from memcore_hermes.envfile import (
+    AK_VAR,
+    SK_VAR,
+    TOKEN_VAR,
+    UnsafeSecretsFile,
+    environment,
+    secrets_in,
+)
 
 
 def _hidden(_: object) -> str:
@@ -30,12 +37,22 @@ class AccessKeys:
         )
 
 
-def load_access_keys(env_file: Path, environ: Mapping[str, str] | None = None) -> AccessKeys | None:
-    """The key pair, or None when a half is missing; :class:`ConfigError` for an unsafe file."""
+def load_environment(env_file: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment over the trusted ``.env`` (read once); :class:`ConfigError` if unsafe."""
     try:
-        values = secret_values(env_file, environ)
+        return environment(env_file, environ)
     except UnsafeSecretsFile as exc:
         raise ConfigError(str(exc), field=".env", source=str(env_file)) from None
+
+
+def load_access_keys(env_file: Path, environ: Mapping[str, str] | None = None) -> AccessKeys | None:
+    """The key pair, or None when a half is missing; :class:`ConfigError` for an unsafe file."""
+    return access_keys(load_environment(env_file, environ))
+
+
+def access_keys(env: Mapping[str, str]) -> AccessKeys | None:
+    """The key pair in ``env`` (as :func:`load_environment` returns it), or None."""
+    values = secrets_in(env)
     if AK_VAR not in values or SK_VAR not in values:
         return None
     return AccessKeys(values[AK_VAR], values[SK_VAR], values.get(TOKEN_VAR))

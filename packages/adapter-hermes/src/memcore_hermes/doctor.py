@@ -8,13 +8,14 @@ It never writes memories or creates the store; on a first run it does run the bo
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from memcore.errors import ConfigError, MemcoreError, NotFound
 from memcore.scope import SessionContext, resolve_scope
-from memcore_hermes.credentials import AccessKeys, load_access_keys, redact
+from memcore_hermes.credentials import AccessKeys, access_keys, load_environment, redact
 from memcore_hermes.envfile import AK_VAR, SK_VAR, TOKEN_VAR, env_file_problem
 from memcore_hermes.home import HermesHome
 
@@ -55,9 +56,11 @@ def run_doctor(
     if problem:
         secrets_report["env_file_problem"] = problem
     try:
-        keys = load_access_keys(home.env_file, environ)
+        env = load_environment(home.env_file, environ)
+        keys = access_keys(env)
     except ConfigError as exc:
         secrets_report["error"] = _error(exc)
+        env = dict(os.environ if environ is None else environ)  # an unsafe file adds nothing
     secrets_report[AK_VAR] = "set" if keys else "missing"
     secrets_report[SK_VAR] = "set" if keys else "missing"
     secrets_report[TOKEN_VAR] = "set" if keys and keys.security_token else "missing"
@@ -77,7 +80,12 @@ def run_doctor(
         report["backend"] = backend
         bootstrapping = backend == "tablestore" and not (config.instance_name and config.endpoint)
         config, store = open_backend_store(
-            home, config, keys, progress=progress, provisioner_options=provisioner_options
+            home,
+            config,
+            keys,
+            progress=progress,
+            provisioner_options=provisioner_options,
+            environ=env,
         )
     except MemcoreError as exc:
         report["backend_error"] = _error(exc)

@@ -71,26 +71,24 @@ def read_env_file(path: Path) -> dict[str, str]:
         raise UnsafeSecretsFile(f"cannot read the secrets file {path}") from None
 
 
-def secret_values(env_file: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The secret variables that are set, from the environment first, then the file.
+def environment(env_file: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The trusted file's variables with the environment's non-blank ones over them.
 
     The file is checked even when the environment already holds the keys, because that is
-    where Hermes loaded them from.
+    where Hermes loaded them from. One read serves the keys and the model settings alike.
     """
     env = os.environ if environ is None else environ
-    from_file = read_env_file(env_file)
-    out: dict[str, str] = {}
-    for name in SECRET_VARS:
-        value = (env.get(name) or from_file.get(name) or "").strip()
-        if value:
-            out[name] = value
-    return out
+    merged = read_env_file(env_file)
+    merged.update({name: value for name, value in env.items() if value.strip()})
+    return merged
 
 
-def has_access_keys(env_file: Path, environ: Mapping[str, str] | None = None) -> bool:
-    """Both halves present and the secrets file trusted; no network, nothing logged."""
-    try:
-        values = secret_values(env_file, environ)
-    except UnsafeSecretsFile:
-        return False
-    return AK_VAR in values and SK_VAR in values
+def secrets_in(env: Mapping[str, str]) -> dict[str, str]:
+    """The secret variables that are set (not blank) in ``env``."""
+    values = {name: env.get(name, "").strip() for name in SECRET_VARS}
+    return {name: value for name, value in values.items() if value}
+
+
+def secret_values(env_file: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The secret variables that are set, from the environment first, then the file."""
+    return secrets_in(environment(env_file, environ))

@@ -207,14 +207,15 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self, session_id: str, kwargs: dict[str, Any], progress: Callable[[str], None]
     ) -> MemoryRuntime:
         from memcore.scope import SessionContext, resolve_scope
-        from memcore_hermes.credentials import load_access_keys
+        from memcore_hermes.credentials import access_keys, load_environment
         from memcore_hermes.delivery import StoreHandle
         from memcore_hermes.runtime import MemoryRuntime
         from memcore_hermes.spool import SqliteOutbox
 
         home = HermesHome(kwargs.get("hermes_home"))
         config = home.load_config()
-        keys = load_access_keys(home.env_file, self._environ)
+        env = load_environment(home.env_file, self._environ)
+        keys = access_keys(env)
         self._secrets = keys.values() if keys else ()
         if self._store_factory is not None:
             store = self._store_factory(config)
@@ -231,6 +232,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 provisioner_options=self._provisioner_options,
                 defer_vectors=self._defer_vectors,
                 preload=self._preload,
+                environ=env,
             )
         self._home, self._config = home, config
         self._session = {

@@ -16,12 +16,21 @@ from typing import Any, Protocol
 
 import attrs
 
-from memcore_hermes.envfile import AK_VAR, SK_VAR, parse_env_text
+from memcore.config import BACKENDS, MemcoreConfig
+from memcore_hermes.envfile import (
+    AK_VAR,
+    SECRET_VARS,
+    SK_VAR,
+    UnsafeSecretsFile,
+    env_file_problem,
+    parse_env_text,
+    read_env_file,
+)
 from memcore_hermes.home import HermesHome, atomic_write
 from memcore_hermes.readiness import Readiness, check_readiness
 
 BACKEND_VAR = "TABLESTORE_MEMORY_BACKEND"
-LOCAL, TABLESTORE = "local", "tablestore"
+LOCAL, TABLESTORE = BACKENDS
 BACKEND_CHOICES = (
     (LOCAL, "offline local store under $HERMES_HOME (no account needed)"),
     (TABLESTORE, "Alibaba Cloud TableStore Memory Store (needs an AccessKey pair)"),
@@ -102,12 +111,14 @@ def run_setup(
     answers = answers or Answers(backend=(env.get(BACKEND_VAR) or "").strip().lower() or None)
     asker = asker or default_asker()
     existing = _existing_config(home)
-    file_keys = _env_file_values(home)
+    file_keys, unsafe = _env_file_values(home)
+    if unsafe:
+        say(f"  ! {unsafe}; its keys are not used")
     have_keys = all(env.get(v) or file_keys.get(v) for v in (AK_VAR, SK_VAR))
 
     say("\n  Configuring tablestore-mem:\n")
     backend = answers.backend
-    if backend not in (LOCAL, TABLESTORE):
+    if backend not in BACKENDS:
         if backend is not None:
             say(f"  unknown backend {backend!r}; choose local or tablestore")
         current = existing.get("backend") or (TABLESTORE if have_keys else LOCAL)
@@ -133,7 +144,7 @@ def run_setup(
         for key, label, fallback in (
             ("instance_name", "Instance name (blank: create one on the first start)", ""),
             ("endpoint", "Instance endpoint (blank: found or created with the instance)", ""),
-            ("region", "Region", "cn-beijing"),
+            ("region", "Region", attrs.fields(MemcoreConfig).region.default),
         ):
             given = getattr(answers, key)
             default = str(existing.get(key) or fallback)
@@ -188,11 +199,11 @@ def _probe(home: HermesHome, config: Any, environ: Mapping[str, str]) -> str:
     """Whether the configured endpoint answers (a read; fails in seconds when unreachable)."""
     from memcore.errors import MemcoreError
     from memcore_hermes.backends import open_backend_store
-    from memcore_hermes.credentials import load_access_keys
+    from memcore_hermes.credentials import access_keys, load_environment
 
     try:
-        keys = load_access_keys(home.env_file, environ)
-        _, store = open_backend_store(home, config, keys)
+        env = load_environment(home.env_file, environ)
+        _, store = open_backend_store(home, config, access_keys(env), environ=env)
         try:
             store.list_stores()
         finally:
@@ -212,19 +223,25 @@ def _existing_config(home: HermesHome) -> dict[str, Any]:
         return {}
 
 
-def _env_file_values(home: HermesHome) -> dict[str, str]:
+def _env_file_values(home: HermesHome) -> tuple[dict[str, str], str]:
+    """The trusted ``.env``'s variables, or none and why the file is not trusted."""
     try:
-        return parse_env_text(home.env_file.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError):
-        return {}
+        return read_env_file(home.env_file), ""
+    except UnsafeSecretsFile as exc:
+        return {}, str(exc)
 
 
 def write_env_values(home: HermesHome, values: Mapping[str, str]) -> None:
-    """Set ``values`` in ``.env``, keeping every other line; atomic, mode 0600."""
+    """Set ``values`` in ``.env``, keeping every other line; atomic, mode 0600.
+
+    The rewritten file is trusted, so an untrusted one's secret lines are not carried over.
+    """
     try:
         lines = home.env_file.read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError:
         lines = []
+    if env_file_problem(home.env_file):
+        lines = [line for line in lines if not set(parse_env_text(line)) & set(SECRET_VARS)]
     pending = dict(values)
     out: list[str] = []
     for line in lines:

@@ -231,19 +231,21 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
     return dumps(
         {
             "scope": str(service.search_pattern),
-            "results": [
-                {
-                    "id": h.memory.id,
-                    "text": h.memory.text,
-                    "score": h.score,
-                    "similarity": h.similarity,
-                    "scope": str(h.memory.scope),
-                    **({"evidence": [dict(e) for e in h.evidence]} if h.evidence else {}),
-                }
-                for h in hits
-            ],
+            "results": [hit_json(h) for h in hits],
         }
     )
+
+
+def hit_json(hit: Any) -> dict[str, Any]:
+    """One search hit as the search tool and ``hermes tablestore-mem search`` show it."""
+    return {
+        "id": hit.memory.id,
+        "text": hit.memory.text,
+        "score": hit.score,
+        "similarity": hit.similarity,
+        "scope": str(hit.memory.scope),
+        **({"evidence": [dict(e) for e in hit.evidence]} if hit.evidence else {}),
+    }
 
 
 def _remember(runtime: Any, args: Mapping[str, Any]) -> str:

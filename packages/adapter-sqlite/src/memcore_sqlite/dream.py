@@ -388,11 +388,7 @@ class DreamTasks(DreamApplier):
         """Apply proposed actions (and ones skipped only for want of a person); one result
         per id, ``not_found`` for ids the task does not have. Each action is atomic."""
         started = time.perf_counter()
-        if isinstance(action_ids, str) or not action_ids:
-            raise InvalidInput("action_ids must be a non-empty list of ids", field="action_ids")
-        if len(action_ids) > 100:
-            raise InvalidInput("at most 100 action ids per call", field="action_ids")
-        ids = list(dict.fromkeys(limits.check_id(a, field="action_ids") for a in action_ids))
+        ids = limits.check_action_ids(action_ids)
         with self._read() as conn:
             sid = self._store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)

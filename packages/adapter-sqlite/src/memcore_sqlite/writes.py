@@ -66,13 +66,14 @@ class MemoryWrites(StoreBase):
         # The digest covers the scope; comparing the scope columns in Python keeps the planner
         # on the hash index (with them in SQL it prefers the scope index and scans the scope).
         for row in conn.execute(
-            "SELECT id, seq, app_id, tenant_id, agent_id, run_id FROM memories"
-            " WHERE store_id = ? AND content_hash = ?",
+            "SELECT id, seq, app_id, tenant_id, agent_id, run_id, metadata, updated_at"
+            " FROM memories WHERE store_id = ? AND content_hash = ?",
             (store_id, digest),
         ):
-            if tuple(row[2:]) == scope.as_tuple():
-                self._repeat(conn, store_id, int(row[1]), scope, text, metadata, created)
-                return str(row[0]), int(row[1])
+            if tuple(row[2:6]) == scope.as_tuple():
+                seq, found = int(row[1]), (str(row[6]), float(row[7]))
+                self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
+                return str(row[0]), seq
         mid = memory_id or uuid.uuid4().hex
         if (
             memory_id is not None
@@ -116,6 +117,7 @@ class MemoryWrites(StoreBase):
         conn: sqlite3.Connection,
         store_id: int,
         seq: int,
+        found: tuple[str, float],
         scope: Scope,
         text: str,
         metadata: Mapping[str, str],
@@ -127,11 +129,10 @@ class MemoryWrites(StoreBase):
         older occurrence set are kept) and ``updated_at`` becomes its time, so a fact repeated
         in a later session carries that session's metadata and date. An older occurrence (an
         import of earlier data) changes nothing. Each message occurrence also stays in the
-        message log with its own metadata and timestamp.
+        message log with its own metadata and timestamp. ``found`` is the memory's metadata
+        JSON and ``updated_at``, as the digest lookup read them.
         """
-        old_json, updated = conn.execute(
-            "SELECT metadata, updated_at FROM memories WHERE seq = ?", (seq,)
-        ).fetchone()
+        old_json, updated = found
         if when < updated:
             return
         merged = {**json.loads(old_json), **metadata}

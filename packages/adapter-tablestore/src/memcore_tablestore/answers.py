@@ -126,12 +126,8 @@ def memory(api: str, data: object, path: str) -> Memory:
     version = unit.get("version")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise f.problem(api, path + ".version", "that is not a whole number")
-    # Fast paths: scopes and times repeat, so their checked values are looked up first.
-    raw_scope = unit.get("scope")
-    scope = f.seen_scope(raw_scope) or f.scope(api, raw_scope, path + ".scope")
-    created = unit.get("created_at")
-    if created is not None:
-        created = f.seen_time(created) or f.when(api, unit, "created_at", path + ".")
+    scope = f.scope(api, unit.get("scope"), path + ".scope")  # both cache what repeats
+    created = f.when(api, unit, "created_at", path + ".")
     updated = None
     if "updated_at" in unit:  # not in the types; tolerated when a service sends it
         updated = f.when(api, unit, "updated_at", path + ".")

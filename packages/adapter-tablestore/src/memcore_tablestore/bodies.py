@@ -78,10 +78,6 @@ def message(message: Message) -> dict[str, Any]:
     return out
 
 
-#: ApplyMemoryDreamActions takes at most this many ids per call.
-MAX_APPLY_IDS = 100
-
-
 def receipt(answer: dict[str, Any]) -> WriteReceipt:
     """The write's receipt. The write landed (2xx): an answer we cannot read is reported
     loudly as :data:`UNCONFIRMED`, never as a failure that would make a caller resend it."""

@@ -84,22 +84,8 @@ class Settings:
             raise ConfigError(
                 "credentials must be a memcore_tablestore.Credentials", field="credentials"
             )
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise ConfigError("timeout must be a positive number of seconds", field="timeout")
-        if (
-            isinstance(connect_timeout, bool)
-            or not isinstance(connect_timeout, (int, float))
-            or not math.isfinite(connect_timeout)
-            or connect_timeout <= 0
-        ):
-            raise ConfigError(
-                "connect_timeout must be a positive number of seconds", field="connect_timeout"
-            )
+        timeout = positive_seconds(timeout, "timeout")
+        connect_timeout = positive_seconds(connect_timeout, "connect_timeout")
         if region is not None and (not isinstance(region, str) or not region):
             raise ConfigError(
                 "region must be a non-empty string such as cn-beijing", field="region"
@@ -194,13 +180,20 @@ def _landed(raw: Any, reason: str) -> dict[str, Any]:
     return out
 
 
-def make_plans(*, auto_create: bool, ready_timeout: float) -> Plans:
+def positive_seconds(value: object, field: str) -> float:
+    """A finite number of seconds above zero (``inf`` would wait forever, ``nan`` never)."""
     if (
-        isinstance(ready_timeout, bool)
-        or not isinstance(ready_timeout, (int, float))
-        or ready_timeout <= 0
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
     ):
         raise ConfigError(
-            "ready_timeout must be a positive number of seconds", field="ready_timeout"
+            f"{field} must be a positive, finite number of seconds, not {value!r}", field=field
         )
-    return Plans(auto_create=bool(auto_create), ready_timeout=float(ready_timeout))
+    return float(value)
+
+
+def make_plans(*, auto_create: bool, ready_timeout: float) -> Plans:
+    seconds = positive_seconds(ready_timeout, "ready_timeout")
+    return Plans(auto_create=bool(auto_create), ready_timeout=seconds)

@@ -8,7 +8,6 @@ type or a missing field is always ``ProtocolError("<Api> answered ... <path>")``
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -119,7 +118,6 @@ def count_map(api: str, value: object, path: str) -> dict[str, int]:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
 def _iso(value: str) -> float | None:
     try:
         parsed = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -130,19 +128,17 @@ def _iso(value: str) -> float | None:
     return parsed.timestamp()
 
 
-def seen_time(value: object) -> float | None:
-    """The epoch seconds of an RFC3339 string already parsed once (else None)."""
-    if type(value) is str:
-        return _TIMES.get(value)
-    return None
-
-
+#: Times repeat across a page and across calls: each RFC3339 string is parsed once.
 _TIMES: dict[str, float] = {}
 
 
 def when(api: str, data: Mapping[str, Any], key: str, path: str = "") -> float | None:
     """Epoch seconds from an RFC3339 string or Unix milliseconds; the zero time is None."""
     value = data.get(key)
+    if type(value) is str:
+        seen = _TIMES.get(value)
+        if seen is not None:
+            return seen
     if value is None or value == "" or value == ZERO_TIME:
         return None
     if isinstance(value, str):
@@ -167,22 +163,7 @@ def scope_to_wire(scope: Scope | ScopePattern) -> dict[str, str]:
     return dict(zip(WIRE_LEVELS, scope.as_tuple()))
 
 
-@functools.lru_cache(maxsize=4096)
-def _scope(app_id: str, tenant_id: str, agent_id: str, run_id: str) -> Scope:
-    """Scopes repeat across a page; validating each segment once keeps decoding cheap."""
-    return Scope(app_id, tenant_id, agent_id, run_id)
-
-
 _SEEN_SCOPES: dict[tuple[Any, ...], Scope] = {}
-
-
-def seen_scope(value: object) -> Scope | None:
-    """The checked Scope for a scope object seen before (else None)."""
-    if type(value) is dict and len(value) == 4:
-        return _SEEN_SCOPES.get(
-            (value.get("appId"), value.get("tenantId"), value.get("agentId"), value.get("runId"))
-        )
-    return None
 
 
 def scope(api: str, value: object, path: str) -> Scope:
@@ -219,7 +200,7 @@ def _levels(api: str, value: object, path: str, *, concrete: bool) -> list[str]:
 def _check_scope(api: str, value: object, path: str) -> Scope:
     levels = _levels(api, value, path, concrete=True)
     try:
-        return _scope(*levels)
+        return Scope(*levels)
     except InvalidInput as exc:
         raise problem(api, path, f"that is not a valid scope ({exc})") from None
 

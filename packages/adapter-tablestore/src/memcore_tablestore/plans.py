@@ -112,9 +112,7 @@ class Plans:
         """Wait until a new store's index serves. GetMemoryStore reports no state; the
         documented signal is ``409 CONFLICT`` on data-plane calls while the index initialises,
         so a tiny ListMemories is probed until it answers, within ``ready_timeout``."""
-        probe = bodies.paging(
-            {**bodies.named(store), "scope": wire.scope_to_wire(PROBE_SCOPE)}, 1, None
-        )
+        _, probe = bodies.listing(store, PROBE_SCOPE, 1, None)
         deadline = time.monotonic() + self.ready_timeout
         started = time.monotonic()
         delay = 0.05
@@ -279,10 +277,7 @@ class Plans:
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[Memory]]:
-        wanted = bodies.as_pattern(pattern)
-        body = bodies.paging(
-            {**bodies.named(store), "scope": wire.scope_to_wire(wanted)}, limit, next_token
-        )
+        wanted, body = bodies.listing(store, pattern, limit, next_token)
         page = answers.list_memories((yield Call("ListMemories", body)))
         bodies.must_match(wanted, (memory.scope for memory in page.items), "ListMemories")
         return page
@@ -439,14 +434,7 @@ class Plans:
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
     ) -> Plan[list[DreamAction]]:
-        if isinstance(action_ids, str) or not isinstance(action_ids, Sequence):
-            raise InvalidInput("action_ids must be a list of ids", field="action_ids")
-        ids = list(dict.fromkeys(limits.check_id(a, field="action_ids") for a in action_ids))
-        if not 1 <= len(ids) <= bodies.MAX_APPLY_IDS:
-            raise InvalidInput(
-                f"apply takes 1 to {bodies.MAX_APPLY_IDS} action ids, not {len(ids)}",
-                field="action_ids",
-            )
+        ids = limits.check_action_ids(action_ids)
         body = {**bodies.dream_id(store, task_id), "actionIds": ids}
         # Not replayed after an ambiguous failure: applied actions report differently twice.
         answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)

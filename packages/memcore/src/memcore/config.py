@@ -18,7 +18,8 @@ import attrs
 if TYPE_CHECKING:
     import cattrs
 
-from memcore.errors import ConfigError
+from memcore import limits
+from memcore.errors import ConfigError, InvalidInput
 from memcore.limits import STORE_NAME_RE
 
 BACKENDS = ("local", "tablestore")
@@ -92,10 +93,11 @@ def _one_of(choices: tuple[str, ...]) -> Any:
 
 
 def _instructions(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    if value is not None and (not isinstance(value, str) or len(value) > 4096):
-        raise _BadValue(
-            attribute.name, f"{attribute.name} must be text of at most 4,096 characters"
-        )
+    """The same check a store applies, so a config the core accepts never fails at create."""
+    try:
+        limits.check_extract_instructions(value)
+    except InvalidInput as exc:
+        raise _BadValue(attribute.name, str(exc)) from None
 
 
 def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:

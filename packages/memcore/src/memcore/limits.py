@@ -32,6 +32,8 @@ MAX_EXTRACT_INSTRUCTIONS_CHARS = 4_096
 MAX_DREAM_SCOPES = 20
 #: The dream instructions limit is in UTF-8 bytes.
 MAX_DREAM_INSTRUCTIONS_BYTES = 4_000
+#: ApplyMemoryDreamActions takes at most this many (distinct) ids per call.
+MAX_APPLY_IDS = 100
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -157,6 +159,19 @@ def check_id(value: object, *, field: str = "memory_id") -> str:
     if len(value) > 256 or any(ord(c) < 32 for c in value) or _SURROGATE_RE.search(value):
         raise InvalidInput(f"{field} is not a valid id", field=field)
     return value
+
+
+def check_action_ids(value: object) -> list[str]:
+    """1 to :data:`MAX_APPLY_IDS` distinct dream action ids, in order, repeats dropped."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInput("action_ids must be a list of ids", field="action_ids")
+    ids = list(dict.fromkeys(check_id(a, field="action_ids") for a in value))
+    if not 1 <= len(ids) <= MAX_APPLY_IDS:
+        raise InvalidInput(
+            f"apply takes 1 to {MAX_APPLY_IDS} distinct action ids, not {len(ids)}",
+            field="action_ids",
+        )
+    return ids
 
 
 def check_message(message: object, *, index: int = 0) -> Message:

@@ -29,26 +29,8 @@ def _needs_escape(ch: str) -> bool:
     return ch in _ESCAPED or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 
 
-def escape_segment(raw: str) -> str:
-    """Percent-encode the characters that could smuggle a wildcard, separator or control code.
-
-    The mapping is injective (``%`` itself is escaped), so distinct inputs stay distinct scopes.
-    A leading ``__`` is escaped too, so no user can name our reserved ``__default__`` segment.
-    """
-    out: list[str] = []
-    for ch in raw:
-        if _needs_escape(ch):
-            out.append(_percent(ch))
-        else:
-            out.append(ch)
-    text = "".join(out)
-    if text.startswith("__"):
-        text = "%5F" + text[1:]
-    return text
-
-
 def unescape_segment(text: str) -> str:
-    """Invert :func:`escape_segment` for display (digest-shortened segments stay shortened)."""
+    """Invert the escaping of :func:`normalize_segment` for display (digest-shortened segments stay shortened)."""
     buf = bytearray()
     i = 0
     while i < len(text):
@@ -61,7 +43,7 @@ def unescape_segment(text: str) -> str:
             i += 1
     try:
         return buf.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:  # not made by escape_segment: show it, never fail on it
+    except UnicodeDecodeError:  # not made by normalize_segment: show it, never fail on it
         return buf.decode("utf-8", "replace")
 
 
@@ -106,8 +88,10 @@ def identity_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
 
 
 def _escaped_pieces(raw: str) -> list[str]:
-    """:func:`escape_segment` of ``raw`` one character at a time, with whitespace at either
-    end percent-encoded too, which stores and logs would silently lose."""
+    """``raw`` one character at a time, percent-encoding what could smuggle a wildcard,
+    separator or control code, and whitespace at either end, which stores and logs would
+    silently lose. Injective (``%`` itself is escaped), so distinct inputs stay distinct
+    scopes; a leading ``__`` is escaped too, so no user can name ``__default__``."""
     head = len(raw) - len(raw.lstrip())
     tail = len(raw.rstrip())
     pieces = [

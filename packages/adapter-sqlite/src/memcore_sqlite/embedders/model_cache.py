@@ -28,10 +28,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from memcore_sqlite import file_modes
 
 #: Makes the model to load from the packaged one, in a work folder (see ``quantize``).
 Prepare = Callable[[Any, Path, Path], Path]
+
+
+@attrs.frozen
+class Recipe:
+    """How the model to load is made from the packaged one: ``make`` writes it, onnxruntime
+    then optimises it without the fusions in ``disabled``. ``name`` is part of the entry's key
+    (change it with anything here); entries of the same model under a name in ``replaces``
+    (earlier versions of the recipe) are outdated and removed."""
+
+    name: str
+    make: Prepare
+    disabled: tuple[str, ...] = ()
+    replaces: tuple[str, ...] = ()
+
 
 #: Bump when the layout of an entry changes.
 LAYOUT = 1
@@ -82,19 +98,18 @@ def open_session(
     model: Path,
     options: Any,
     root: Path | None,
-    prepare: tuple[str, Prepare] | None = None,
+    recipe: Recipe | None = None,
 ) -> Any:
-    """An ``InferenceSession`` of ``model`` (or of what ``prepare``, a recipe name and its
-    function, makes of it): from its saved optimised graph when there is one, else built now
-    (and saved for next time when ``root`` allows).
+    """An ``InferenceSession`` of ``model`` (or of what ``recipe`` makes of it): from its saved
+    optimised graph when there is one, else built now (and saved for next time when ``root``
+    allows).
     """
-    recipe = prepare[0] if prepare else ""
     if root is None:
-        return _unsaved(onnxruntime, model, options, prepare)
+        return _unsaved(onnxruntime, model, options, recipe)
     try:
-        entry = root / entry_key(onnxruntime, model, recipe)
+        entry = root / entry_key(onnxruntime, model, recipe.name if recipe else "")
     except OSError:
-        return _unsaved(onnxruntime, model, options, prepare)
+        return _unsaved(onnxruntime, model, options, recipe)
     if _intact(entry):
         try:
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -102,23 +117,23 @@ def open_session(
         except Exception:  # corrupt or foreign: build it again below
             _remove(entry)
     options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, SAVED_LEVEL)
-    return _build(onnxruntime, model, options, entry, prepare)
+    return _build(onnxruntime, model, options, entry, recipe)
 
 
-def _unsaved(
-    onnxruntime: Any, model: Path, options: Any, prepare: tuple[str, Prepare] | None
-) -> Any:
+def _unsaved(onnxruntime: Any, model: Path, options: Any, recipe: Recipe | None) -> Any:
     """A session built in this process only; a prepared model is made in a temporary folder
     (onnxruntime reads it whole, so the folder can go at once)."""
-    if prepare is None:
+    if recipe is None:
         return _session(onnxruntime, str(model), options)
     with tempfile.TemporaryDirectory(prefix="memcore-model-") as work:
-        return _session(onnxruntime, str(prepare[1](onnxruntime, model, Path(work))), options)
+        made = recipe.make(onnxruntime, model, Path(work))
+        return _session(onnxruntime, str(made), options, recipe.disabled)
 
 
-def _session(onnxruntime: Any, path: str, options: Any) -> Any:
+def _session(onnxruntime: Any, path: str, options: Any, disabled: tuple[str, ...] = ()) -> Any:
+    extra = {"disabled_optimizers": list(disabled)} if disabled else {}
     return onnxruntime.InferenceSession(
-        path, sess_options=options, providers=["CPUExecutionProvider"]
+        path, sess_options=options, providers=["CPUExecutionProvider"], **extra
     )
 
 
@@ -139,18 +154,19 @@ def _build(
     model: Path,
     options: Any,
     entry: Path,
-    prepare: tuple[str, Prepare] | None = None,
+    recipe: Recipe | None = None,
 ) -> Any:
     """A session of ``model`` that also writes its optimised graph, published as ``entry``."""
     try:
         file_modes.make_home(entry.parent)
         staging = Path(tempfile.mkdtemp(prefix=".new-", dir=entry.parent))  # 0700
     except Exception:  # an unwritable cache: work without it
-        return _unsaved(onnxruntime, model, options, prepare)
+        return _unsaved(onnxruntime, model, options, recipe)
+    disabled = recipe.disabled if recipe else ()
     try:
         source = model
-        if prepare is not None:
-            source = prepare[1](onnxruntime, model, staging / "work")
+        if recipe is not None:
+            source = recipe.make(onnxruntime, model, staging / "work")
         options.optimized_model_filepath = str(staging / GRAPH)
         options.add_session_config_entry(
             "session.optimized_model_external_initializers_file_name", WEIGHTS
@@ -159,20 +175,20 @@ def _build(
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
         )
         try:
-            session = _session(onnxruntime, str(source), options)
+            session = _session(onnxruntime, str(source), options, disabled)
         except Exception:
             # Saving failed (a full disk?): the session alone, without saving.
             options.optimized_model_filepath = ""
-            return _session(onnxruntime, str(source), options)
+            return _session(onnxruntime, str(source), options, disabled)
         _remove(staging / "work")
         with contextlib.suppress(OSError, ValueError):
-            _publish(model, staging, entry, recipe=prepare[0] if prepare else "")
+            _publish(model, staging, entry, recipe)
         return session
     finally:
         _remove(staging)
 
 
-def _publish(model: Path, staging: Path, entry: Path, recipe: str = "") -> None:
+def _publish(model: Path, staging: Path, entry: Path, recipe: Recipe | None = None) -> None:
     sizes: dict[str, int] = {}
     for name in (GRAPH, WEIGHTS):
         os.chmod(staging / name, file_modes.FILE_MODE)
@@ -184,7 +200,7 @@ def _publish(model: Path, staging: Path, entry: Path, recipe: str = "") -> None:
     source = str(model.resolve())
     manifest = {
         "source": source,
-        "recipe": recipe,
+        "recipe": recipe.name if recipe else "",
         "source_sha256": digest.hexdigest(),
         "sizes": sizes,
     }
@@ -197,13 +213,15 @@ def _publish(model: Path, staging: Path, entry: Path, recipe: str = "") -> None:
         os.rename(staging, entry)
     except OSError:  # another process published it first: keep theirs
         return
-    _prune(entry, source, recipe)
+    outdated = {recipe.name, *recipe.replaces} if recipe else {""}
+    _prune(entry, source, outdated)
 
 
-def _prune(kept: Path, source: str, recipe: str = "") -> None:
-    """Entries of the same model file and recipe under other keys are outdated (a new
-    onnxruntime, a reinstalled model): remove them, so the cache holds one copy per model file
-    and recipe. So is a staging folder left for an hour (its process died)."""
+def _prune(kept: Path, source: str, recipes: set[str]) -> None:
+    """Entries of the same model file under other keys and one of ``recipes`` (this one or
+    those it replaces) are outdated (a new onnxruntime, a reinstalled model, an earlier
+    recipe): remove them, so the cache holds one copy per model file and recipe. So is a
+    staging folder left for an hour (its process died)."""
     for other in kept.parent.iterdir():
         if other == kept:
             continue
@@ -219,7 +237,7 @@ def _prune(kept: Path, source: str, recipe: str = "") -> None:
         if (
             isinstance(manifest, dict)
             and manifest.get("source") == source
-            and manifest.get("recipe", "") == recipe
+            and manifest.get("recipe", "") in recipes
         ):
             _remove(other)
 

@@ -17,20 +17,23 @@ in a process that goes on to scan vectors and run SQLite they held both cores. M
 100k-row scan right after each query embedding on 2 cores: 8.9-12 ms for both with spinning
 off, 33 ms with it on (the scan alone went from 2.7 to 12 ms).
 
-The memory arena is on, and shrinks after every run. Without it each operator's output was a
-fresh ``mmap``: on the long passages of a LongMemEval conversation a sixth of the CPU went to
-the kernel (1.9 s of system time for 7.8 s of user time), and the peak RSS reached 1.5 GB.
-With it and no shrinking, the largest batch's buffers stayed for the life of the process.
-Batches are also capped by tokens (:data:`TOKENS_PER_BATCH`), so a batch of long passages is
-a few rows, not 32: attention memory grows with the square of the length, and long rows gain
-nothing from company.
+The memory arena is on. Without it each operator's output was a fresh ``mmap``: on the long
+passages of a LongMemEval conversation a sixth of the CPU went to the kernel (1.9 s of system
+time for 7.8 s of user time), and the peak RSS reached 1.5 GB. Batches of several texts (the
+float products) shrink it after every run, or the largest batch's buffers would stay for the
+life of the process; batches are also capped by tokens (:data:`TOKENS_PER_BATCH`), so a batch
+of long passages is a few rows, not 32: attention memory grows with the square of the length,
+and long rows gain nothing from company. The int8 model runs one text at a time, so its arena
+never outgrows one row of 256 word pieces, and it does not shrink: giving the buffers back
+and mapping them again on the next run cost 2-9% of its CPU.
 
-The packaged model runs with int8 weight products (:mod:`memcore_sqlite.embedders.quantize`),
-about 1.7 times as fast as the float products onnxruntime made of its int8 weights before;
+The packaged model runs with int8 weight products and fused attention
+(:mod:`memcore_sqlite.embedders.quantize`), about 3 times as fast as the float products
+onnxruntime made of its int8 weights before (the first int8 recipe was 1.7 to 2 times);
 ``quantize=False`` (or ``MEMCORE_ONNX_QUANTIZE=0``) keeps the float products and their
 vectors, under the old model name. The optimised model is saved once in the user's cache
 folder (see :mod:`memcore_sqlite.embedders.model_cache`), which makes loading it about 120 ms
-of CPU cheaper; the first load after installing also builds the int8 model (about 2 s).
+of CPU cheaper; the first load after installing also builds the int8 model (about 3 s of CPU).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from memcore_sqlite.embedders import missing_onnx_requirements
 #: The packaged model with float products (the default of 0.1.0, and its vectors).
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 #: The packaged model with int8 weight products: the default.
-QUANTIZED_MODEL_NAME = "all-MiniLM-L6-v2-qint8"
+QUANTIZED_MODEL_NAME = "all-MiniLM-L6-v2-qint8-fused"
 DIMENSION = 384
 #: The model was trained on sequences of at most 256 word pieces; longer input is truncated.
 MAX_TOKENS = 256
@@ -164,16 +167,18 @@ class OnnxEmbedder:
             tokenizer.no_padding()  # each batch is padded to its own longest in embed()
             model = self._model_path or _default_model()
             options = self._session_options(onnxruntime)
-            prepare = None
+            recipe = None
             if self.quantize:
-                from memcore_sqlite.embedders.quantize import RECIPE, quantize
+                from memcore_sqlite.embedders.quantize import INT8
 
-                prepare = (RECIPE, quantize)
+                recipe = INT8
             self._model = open_session(
-                onnxruntime, model, options, cache_root(self.cache_dir), prepare
+                onnxruntime, model, options, cache_root(self.cache_dir), recipe
             )
             self._inputs = {i.name for i in self._model.get_inputs()}
-            if self.arena:
+            # One text per run (int8) keeps the arena at a 256-piece row's size; shrinking it
+            # after each run cost a fifth of the CPU.
+            if self.arena and not self.quantize:
                 self._run_options = onnxruntime.RunOptions()
                 self._run_options.add_run_config_entry(
                     "memory.enable_memory_arena_shrinkage", "cpu:0"

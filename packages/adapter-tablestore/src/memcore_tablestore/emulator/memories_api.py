@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from memcore import limits
-from memcore.errors import InvalidInput
 from memcore.values import Memory, Message, SearchHit, WriteReceipt
 from memcore_tablestore.emulator import encode, fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service, port_page
@@ -21,14 +20,6 @@ MAX_MESSAGE_ID_CHARS = 256
 SESSION_AFFINITY_WEIGHT = 0.1
 MAX_EVIDENCE = 8
 MAX_EVIDENCE_CHARS = 1200
-
-
-def _checked(check: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a core limit check, reporting its failure as INVALID_PARAMETER."""
-    try:
-        return check(*args, **kwargs)
-    except InvalidInput as exc:
-        raise invalid(exc.message) from None
 
 
 def _messages(raw: Any) -> list[Message]:
@@ -51,23 +42,23 @@ def _messages(raw: Any) -> list[Message]:
         if stamp is not None and not isinstance(stamp, str):
             raise invalid(f"{field}.timestamp must be an RFC3339 string")
         when = None if stamp is None else fields.parse_rfc3339(stamp, f"{field}.timestamp")
-        meta = _checked(limits.check_metadata, item.get("metadata"), field=f"{field}.metadata")
+        meta = limits.check_metadata(item.get("metadata"), field=f"{field}.metadata")
         out.append(Message(role, content, mid, when, meta))
-    checked: list[Message] = _checked(limits.check_messages, out)
+    checked: list[Message] = limits.check_messages(out)
     return checked
 
 
 def add_memories(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
     scope = scopes.write_scope(body.get("scope"))
-    meta = _checked(limits.check_metadata, body.get("metadata"))
+    meta = limits.check_metadata(body.get("metadata"))
     sync = fields.flag(body, "sync", False)
     has_text, has_messages = body.get("text") is not None, body.get("messages") is not None
     if has_text == has_messages:
         raise invalid("pass exactly one of text and messages")
     receipt: WriteReceipt
     if has_text:
-        text = _checked(limits.check_text, body.get("text"))
+        text = limits.check_text(body.get("text"))
         receipt = svc.store.add_text(name, scope, text, metadata=meta or None, sync=sync)
         accepted = 1
     else:
@@ -144,8 +135,8 @@ def _hit(hit: SearchHit, context: Any, evidence: bool) -> Answer:
 def search(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
     pattern = scopes.search_pattern(body.get("scope"))
-    query = _checked(limits.check_query, body.get("query"))
-    meta = _checked(limits.check_metadata, body.get("metadata"))
+    query = limits.check_query(body.get("query"))
+    meta = limits.check_metadata(body.get("metadata"))
     top_k = fields.whole(body, "topK", 10, 0, limits.MAX_TOP_K)
     floor = fields.fraction(body, "minSimilarity")
     evidence = fields.flag(body, "includeEvidence", False)
@@ -210,16 +201,14 @@ def get_memory(svc: Service, call: Call) -> Answer:
 def update_memory(svc: Service, call: Call) -> Answer:
     """PATCH; metadata is MERGED (same key overwrites, others kept); ``{}`` clears it."""
     body = call.body
-    text = None if body.get("text") is None else _checked(limits.check_text, body.get("text"))
-    patch = (
-        None if body.get("metadata") is None else _checked(limits.check_metadata, body["metadata"])
-    )
+    text = None if body.get("text") is None else limits.check_text(body.get("text"))
+    patch = None if body.get("metadata") is None else limits.check_metadata(body["metadata"])
     if text is None and patch is None:
         raise invalid("pass at least one of text and metadata")
     name, scope, memory_id, old = _target(svc, call)
     merged = None if patch is None else ({} if not patch else {**old.metadata, **patch})
     if merged is not None:
-        merged = _checked(limits.check_metadata, merged)
+        merged = limits.check_metadata(merged)
     changed = (text is not None and text != old.text) or (
         merged is not None and merged != dict(old.metadata)
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound, Unsupported
 from memcore.paging import pages
 from memcore.ports import MemoryStore
@@ -461,3 +462,27 @@ class MemoryStoreContract:
             (m.id, m.text) for m in ready.list_memories(self.store_name, B1.pattern()).items
         )
         assert after == others
+
+    def test_dream_apply_takes_one_to_the_limit_of_distinct_ids(self, ready: MemoryStore) -> None:
+        self.add(ready, A1, "Likes oolong tea")
+        self.add(ready, A1, "likes  OOLONG tea")
+        try:
+            task = ready.create_dream_task(self.store_name, A1.tenant_pattern())
+        except Unsupported:
+            return
+        self.settle(ready)
+        [merge] = ready.list_dream_actions(self.store_name, task.id).items
+        for bad in ([], [f"missing-{i}" for i in range(limits.MAX_APPLY_IDS + 1)]):
+            with pytest.raises(InvalidInput) as info:
+                ready.apply_dream_actions(self.store_name, task.id, bad)
+            assert info.value.field == "action_ids"
+        [still] = ready.list_dream_actions(self.store_name, task.id).items
+        assert still.status == "proposed"
+        # A repeat counts once: the limit's worth of distinct ids plus a repeat is one call.
+        missing = [f"missing-{i}" for i in range(limits.MAX_APPLY_IDS - 1)]
+        results = ready.apply_dream_actions(
+            self.store_name, task.id, [merge.id, merge.id, *missing]
+        )
+        assert [r.id for r in results] == [merge.id, *missing]
+        assert results[0].status == "applied"
+        assert {r.status for r in results[1:]} == {"not_found"}

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.errors import Conflict, NotFound
 from memcore.paging import paginate
 from memcore.ports import Embedder, ProgressCallback
 from memcore.scope import Scope, ScopePattern
@@ -673,16 +673,14 @@ class InMemoryMemoryStore:
         self, store: str, task_id: str, action_ids: Sequence[str]
     ) -> list[DreamAction]:
         self._enter("apply_dream_actions")
-        if isinstance(action_ids, str) or not action_ids:
-            raise InvalidInput("action_ids must be a non-empty list of ids", field="action_ids")
-        ids = [limits.check_id(a, field="action_ids") for a in action_ids]
+        ids = limits.check_action_ids(action_ids)
         with self._lock:
             st = self._store(store)
             task = self._dream(st, task_id)
             now = self._clock()
             by_id = {a.id: (i, a) for i, (_, a) in enumerate(st.actions.get(task_id, []))}
             results: list[DreamAction] = []
-            for aid in dict.fromkeys(ids):
+            for aid in ids:
                 if aid not in by_id:
                     results.append(DreamAction(aid, task_id, "", status="not_found"))
                     continue
