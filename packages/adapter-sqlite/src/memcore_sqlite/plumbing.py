@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from memcore.ports import Embedder
 from memcore.scope import Scope
 from memcore_sqlite import code_pages, file_modes
 from memcore_sqlite.ahead import EmbedAhead
+from memcore_sqlite.checkpoints import Checkpoints
 from memcore_sqlite.fts_upkeep import Upkeep
 from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.schema import migrate
@@ -84,6 +85,7 @@ class StoreBase:
                 self._conn.execute("PRAGMA secure_delete = ON")
                 self._conn.execute("PRAGMA foreign_keys = ON")
                 migrate(self._conn, read_only=self.read_only)
+                self._checkpoints = Checkpoints(self.path, self._conn, self._lock)
             except BaseException:
                 self._conn.close()
                 raise
@@ -100,19 +102,22 @@ class StoreBase:
         return f"SqliteMemoryStore({self.path!r}, search_mode={self.search_mode!r})"
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, *, checkpoint: bool = True) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; without ``checkpoint`` its commit leaves the
+        WAL to :mod:`~memcore_sqlite.checkpoints` (a read's audit)."""
         with self._lock, mapped(self.path):
             self._check_open()
             conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                self._post_commit.clear()
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            with nullcontext() if checkpoint else self._checkpoints.off(conn):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._post_commit.clear()
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
             for callback in self._post_commit:
                 callback()
             self._post_commit.clear()
@@ -185,10 +190,11 @@ class StoreBase:
         file: a read there must still work)."""
         if self.read_only:
             return
-        with self._write() as conn:
+        with self._write(checkpoint=False) as conn:
             row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
             if row is not None:
                 self._audit(conn, int(row[0]), operation, started, **kw)
+        self._checkpoints.audited()
 
     @contextmanager
     def _audit_failure(
@@ -296,10 +302,9 @@ class StoreBase:
         assert self.embedder is not None and self._vectors is not None
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        scopes = _live_scopes(conn, [seq for seq, _ in rows])
         for seq, vec in rows:
-            scope = conn.execute(
-                "SELECT app_id, tenant_id, agent_id, run_id FROM memories WHERE seq = ?", (seq,)
-            ).fetchone()
+            scope = scopes.get(seq)
             if scope is None:
                 continue
             cur = conn.execute(
@@ -307,7 +312,7 @@ class StoreBase:
                 (seq, self.embedder.name, self._vectors.to_blob(vec)),
             )
             if cur.rowcount:
-                added.append((tuple(scope), seq, vec))
+                added.append((scope, seq, vec))
         self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
 
     def _after_write(
@@ -331,12 +336,33 @@ class StoreBase:
         )
 
     def close(self) -> None:
+        self._checkpoints.close()
         with self._lock:
             if not self._closed:
                 self._closed = True
                 self._embedding_ahead.close()
                 with mapped(self.path):
                     self._conn.close()
+
+
+#: Seqs per statement (SQLite's smallest parameter limit is 999).
+_SEQ_CHUNK = 500
+
+
+def _live_scopes(
+    conn: sqlite3.Connection, seqs: Sequence[int]
+) -> dict[int, tuple[str, str, str, str]]:
+    """The scope of each of ``seqs`` still in the file, a statement per 500 seqs."""
+    found: dict[int, tuple[str, str, str, str]] = {}
+    for start in range(0, len(seqs), _SEQ_CHUNK):
+        chunk = seqs[start : start + _SEQ_CHUNK]
+        for seq, *scope in conn.execute(
+            "SELECT seq, app_id, tenant_id, agent_id, run_id FROM memories"
+            f" WHERE seq IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            found[int(seq)] = (scope[0], scope[1], scope[2], scope[3])
+    return found
 
 
 def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
