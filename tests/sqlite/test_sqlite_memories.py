@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,34 @@ def test_backfill_vectors_embeds_memories_written_lexically(db_path: Path) -> No
         vec = HashingEmbedder(64).embed(["written without vectors 3"])[0]
         top = hybrid.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", vec)[0]
         assert top.memory.text == "written without vectors 3"
+
+
+def test_backfill_skips_a_memory_deleted_while_its_batch_was_embedded(db_path: Path) -> None:
+    from memcore.testing import HashingEmbedder
+
+    with SqliteMemoryStore(db_path) as plain:
+        plain.ensure_store(STORE)
+        ids = plain.add_many(STORE, [TextItem(ALICE, f"backfilled later {i}") for i in range(6)])
+
+    class DeletingEmbedder(HashingEmbedder):
+        """Another writer deletes two of the batch's memories while it is embedded."""
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            with SqliteMemoryStore(db_path) as other:
+                for gone in ids[1:3]:
+                    other.delete_memory(STORE, ALICE, gone)
+            return super().embed(texts)
+
+    with SqliteMemoryStore(db_path, embedder=DeletingEmbedder(64)) as hybrid:
+        assert hybrid.backfill_vectors(STORE, batch=10) == 6
+        assert hybrid.missing_vectors(STORE) == 0
+        with sqlite3.connect(db_path) as raw:
+            seqs = {r[0] for r in raw.execute("SELECT seq FROM memory_vectors")}
+            live = {r[0] for r in raw.execute("SELECT seq FROM memories")}
+        assert seqs == live and len(live) == 4
+        vec = HashingEmbedder(64).embed(["backfilled later 4"])[0]
+        top = hybrid.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", vec)[0]
+        assert top.memory.text == "backfilled later 4"
 
 
 def test_a_request_for_a_missing_memory_is_audited_as_failed(

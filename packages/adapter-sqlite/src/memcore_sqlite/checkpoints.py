@@ -5,9 +5,11 @@ whichever commit takes the WAL past ``wal_autocheckpoint`` pages (1000): at abou
 per audit row, one search in some 475 copied the WAL into the file and synced it before it
 returned (2-10 ms measured on a 1k file, 5-7 times its median). The audit commits of reads
 therefore run with the auto-checkpoint off, and every :data:`AUDITS` of them a thread folds the
-WAL into the file with a ``PASSIVE`` checkpoint on a connection of its own: it never waits for
-a reader or a writer, and SQLite releases the GIL while it copies and syncs. Memory writes keep
-SQLite's auto-checkpoint, so a write still folds in what the reads left.
+WAL into the file with ``PASSIVE`` checkpoints on a connection of its own (SQLite releases the
+GIL while it copies and syncs). The first runs beside the searches; the second, which copies
+only what they committed meanwhile, holds the store's lock, so that the next writer finds the
+WAL all in the file and starts it over (else a busy store's WAL would only grow). Memory writes
+keep SQLite's auto-checkpoint, so a write still folds in what the reads left.
 
 A checkpoint only copies committed pages from the WAL into the file: where it runs changes
 neither what survives a crash nor what another process reads.
@@ -79,8 +81,7 @@ class Checkpoints:
 
     def _fold(self, conn: sqlite3.Connection) -> None:
         """Copy the WAL into the file while searches go on, then what they committed meanwhile
-        while none runs (nothing to copy costs nothing): the next writer then finds the WAL all
-        in the file and starts it over instead of growing it."""
+        while none runs (nothing left to copy costs nothing)."""
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         with self._lock:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()

@@ -190,11 +190,12 @@ class StoreBase:
         file: a read there must still work)."""
         if self.read_only:
             return
-        with self._write(checkpoint=False) as conn:
-            row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
-            if row is not None:
-                self._audit(conn, int(row[0]), operation, started, **kw)
-        self._checkpoints.audited()
+        with self._lock:  # the count, and the thread it starts, are the lock's too
+            with self._write(checkpoint=False) as conn:
+                row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
+                if row is not None:
+                    self._audit(conn, int(row[0]), operation, started, **kw)
+            self._checkpoints.audited()
 
     @contextmanager
     def _audit_failure(
