@@ -3,7 +3,7 @@
 Every read is audited in a short write of its own, and SQLite's auto-checkpoint runs inside
 whichever commit takes the WAL past ``wal_autocheckpoint`` pages (1000): at about two pages
 per audit row, one search in some 475 copied the WAL into the file and synced it before it
-returned (2-10 ms measured on a 1k file, 5-7 times its median). The audit commits of reads
+returned (3-9 ms measured on a 1k file, where a search's median is 0.5-1.3 ms). The audit commits of reads
 therefore run with the auto-checkpoint off, and every :data:`AUDITS` of them a thread folds the
 WAL into the file with ``PASSIVE`` checkpoints on a connection of its own (SQLite releases the
 GIL while it copies and syncs). The first runs beside the searches; the second, which copies
