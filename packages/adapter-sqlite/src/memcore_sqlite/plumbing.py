@@ -28,6 +28,7 @@ from memcore_sqlite.ahead import EmbedAhead
 from memcore_sqlite.checkpoints import Checkpoints
 from memcore_sqlite.fts_upkeep import Upkeep
 from memcore_sqlite.passages import combine, passages
+from memcore_sqlite.rows import rows_in
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
@@ -346,24 +347,15 @@ class StoreBase:
                     self._conn.close()
 
 
-#: Seqs per statement (SQLite's smallest parameter limit is 999).
-_SEQ_CHUNK = 500
-
-
 def _live_scopes(
     conn: sqlite3.Connection, seqs: Sequence[int]
 ) -> dict[int, tuple[str, str, str, str]]:
-    """The scope of each of ``seqs`` still in the file, a statement per 500 seqs."""
-    found: dict[int, tuple[str, str, str, str]] = {}
-    for start in range(0, len(seqs), _SEQ_CHUNK):
-        chunk = seqs[start : start + _SEQ_CHUNK]
-        for seq, *scope in conn.execute(
-            "SELECT seq, app_id, tenant_id, agent_id, run_id FROM memories"
-            f" WHERE seq IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ):
-            found[int(seq)] = (scope[0], scope[1], scope[2], scope[3])
-    return found
+    """The scope of each of ``seqs`` still in the file."""
+    sql = "SELECT seq, app_id, tenant_id, agent_id, run_id FROM memories WHERE seq IN ({})"
+    return {
+        int(seq): (app, tenant, agent, run)
+        for seq, app, tenant, agent, run in rows_in(conn, sql, seqs)
+    }
 
 
 def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:

@@ -21,6 +21,7 @@ import attrs
 
 from memcore_sqlite.analysis import LexicalQuery
 from memcore_sqlite.passages import PASSAGE_WORDS
+from memcore_sqlite.rows import rows_in
 
 #: Length in words up to which a memory's lexical score is not discounted: one passage, what
 #: the embedder reads at once.
@@ -285,12 +286,7 @@ def _lengths(
 def _looked_up(
     conn: sqlite3.Connection, sql: str, key: tuple[object, ...], seqs: list[int]
 ) -> dict[int, int | None]:
-    out: dict[int, int | None] = {}
-    for start in range(0, len(seqs), 500):
-        part = seqs[start : start + 500]
-        rows = conn.execute(sql.format(",".join("?" * len(part))), (*key, *part))
-        out.update((int(r[0]), r[1]) for r in rows)
-    return out
+    return {int(r[0]): r[1] for r in rows_in(conn, sql, seqs, before=key)}
 
 
 @attrs.frozen

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memcore.errors import InvalidInput
@@ -15,6 +16,24 @@ MEMORY_COLUMNS = (
     "seq, id, app_id, tenant_id, agent_id, run_id, text, metadata, unit_type, "
     "created_at, updated_at, version"
 )
+
+
+#: Values per ``IN (...)`` list: SQLite's smallest limit on parameters is 999.
+IN_CHUNK = 500
+
+
+def rows_in(
+    conn: sqlite3.Connection,
+    sql: str,
+    values: Sequence[Any],
+    before: Sequence[Any] = (),
+    after: Sequence[Any] = (),
+) -> Iterator[Any]:
+    """The rows of ``sql`` with its ``{}`` as an ``IN`` list of ``values``, a statement per
+    :data:`IN_CHUNK` of them; ``before`` and ``after`` are the parameters around the list."""
+    for start in range(0, len(values), IN_CHUNK):
+        part = values[start : start + IN_CHUNK]
+        yield from conn.execute(sql.format(",".join("?" * len(part))), (*before, *part, *after))
 
 
 def content_hash(scope: Scope, text: str) -> bytes:

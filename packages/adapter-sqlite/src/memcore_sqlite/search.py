@@ -17,12 +17,9 @@ from memcore.values import SearchHit
 from memcore_sqlite import analysis, code_pages, ranking, tags
 from memcore_sqlite.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.quantize import Codes
-from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row
+from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, rows_in
 from memcore_sqlite.supersession import LINK_COLUMNS, Links, link
 from memcore_sqlite.vectors import FetchVectors, VectorCache
-
-#: Seqs per statement when rescoring (SQLite's smallest parameter limit is 999).
-_FETCH_CHUNK = 500
 
 
 def check_search(
@@ -82,14 +79,10 @@ def vector_candidates(
 def float_vectors(conn: sqlite3.Connection, model: str) -> FetchVectors:
     """Reads the exact vectors of a few candidates by primary key, inside the snapshot."""
 
+    sql = "SELECT seq, vector FROM memory_vectors WHERE seq IN ({}) AND model = ?"
+
     def fetch(seqs: Sequence[int]) -> Iterator[tuple[int, bytes]]:
-        for start in range(0, len(seqs), _FETCH_CHUNK):
-            chunk = seqs[start : start + _FETCH_CHUNK]
-            yield from conn.execute(
-                "SELECT seq, vector FROM memory_vectors"
-                f" WHERE seq IN ({','.join('?' * len(chunk))}) AND model = ?",
-                (*chunk, model),
-            )
+        return rows_in(conn, sql, seqs, after=(model,))
 
     return fetch
 

@@ -20,7 +20,13 @@ from memcore.scope import Scope
 from memcore.values import Memory, Message, WriteReceipt
 from memcore_sqlite import analysis, tags
 from memcore_sqlite.plumbing import StoreBase
-from memcore_sqlite.rows import MEMORY_COLUMNS, check_scope, content_hash, memory_from_row
+from memcore_sqlite.rows import (
+    MEMORY_COLUMNS,
+    check_scope,
+    content_hash,
+    memory_from_row,
+    rows_in,
+)
 
 
 @attrs.frozen
@@ -212,16 +218,15 @@ class MemoryWrites(StoreBase):
                 (sid,),
             ).fetchall()
             ids = [i for _, listed in tasks for i in json.loads(listed)]
-            rows = [
-                row
-                for chunk in range(0, len(ids), 500)
-                for row in conn.execute(
-                    "SELECT m.seq, m.text FROM memories m WHERE m.store_id = ? AND m.id IN"
-                    f" ({','.join('?' * len(ids[chunk : chunk + 500]))}) AND NOT EXISTS"
-                    " (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq)",
-                    (sid, *ids[chunk : chunk + 500]),
+            rows = list(
+                rows_in(
+                    conn,
+                    "SELECT m.seq, m.text FROM memories m WHERE m.store_id = ? AND m.id IN ({})"
+                    " AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq)",
+                    ids,
+                    before=(sid,),
                 )
-            ]
+            )
         if not tasks:
             return
         vectors = self._embed([text for _, text in rows]) or []
