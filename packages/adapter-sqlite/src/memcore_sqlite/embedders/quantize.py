@@ -32,7 +32,8 @@ from typing import Any
 from memcore_sqlite.embedders import fusion
 from memcore_sqlite.embedders.model_cache import Recipe
 
-#: Names the recipe in cache keys and the embedder's model name; bump when it changes.
+#: Names the recipe in cache keys; bump it when the recipe changes, and with it
+#: ``onnx.QUANTIZED_MODEL_NAME``: vectors from another recipe must not share a name.
 RECIPE = "fused-attention-int8-per-channel-v2"
 #: Earlier recipes, whose saved models this one replaces.
 EARLIER = ("dynamic-int8-per-channel-v1",)
