@@ -112,13 +112,18 @@ def score(hits: Sequence[SearchHit], sessions: set[str], turns: set[str]) -> dic
     return out
 
 
+def open_question(path: Path, embedder: Any, index: int) -> tuple[SqliteMemoryStore, Memory]:
+    """The store of question ``index`` and the memory searched in it (one tenant each)."""
+    store = SqliteMemoryStore(path, embedder=embedder)
+    scope = Scope("lme", f"q{index}", "agent", "run")
+    return store, Memory(store, scope=scope, store_name=STORE, top_k=10)
+
+
 def run_question(
     item: dict[str, Any], index: int, roles: str, embedder: Embedder, tmp: Path
 ) -> dict[str, Any]:
     path = tmp / f"q{index}-{roles}.db"
-    store = SqliteMemoryStore(path, embedder=embedder)
-    scope = Scope("lme", f"q{index}", "agent", "run")
-    mem = Memory(store, scope=scope, store_name=STORE, top_k=10)
+    store, mem = open_question(path, embedder, index)
     try:
         started = time.perf_counter()
         turns, count = ingest(mem, item, roles)

@@ -25,11 +25,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.longmemeval import DEFAULT_DATA, STORE, ingest, load, search_question, summarize
-from memcore import Memory
+from benchmarks.longmemeval import (
+    DEFAULT_DATA,
+    ingest,
+    load,
+    open_question,
+    search_question,
+    summarize,
+)
 from memcore.errors import InvalidInput
-from memcore.scope import Scope
-from memcore_sqlite import SqliteMemoryStore
 
 INDEX = "questions.json"
 
@@ -47,12 +51,6 @@ class ReplayEmbedder:
             raise LookupError(f"no captured vector for {str(e)[:60]}") from None
 
 
-def _open(path: Path, embedder: Any, index: int) -> tuple[SqliteMemoryStore, Memory]:
-    store = SqliteMemoryStore(path, embedder=embedder)
-    scope = Scope("lme", f"q{index}", "agent", "run")
-    return store, Memory(store, scope=scope, store_name=STORE, top_k=10)
-
-
 def capture(data: str, roles: str, cache: str, out: Path, limit: int) -> dict[str, Any]:
     from benchmarks._embed_cache import CachingEmbedder
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
@@ -64,7 +62,7 @@ def capture(data: str, roles: str, cache: str, out: Path, limit: int) -> dict[st
     for i, item in enumerate(items):
         path = out / f"q{i}.db"
         path.unlink(missing_ok=True)
-        store, mem = _open(path, embedder, i)
+        store, mem = open_question(path, embedder, i)
         try:
             started = time.perf_counter()
             turns, count = ingest(mem, item, roles)
@@ -94,7 +92,7 @@ def score(directory: Path) -> dict[str, Any]:
     embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
     rows = []
     for i, q in enumerate(questions):
-        store, mem = _open(directory / f"q{i}.db", embedder, i)
+        store, mem = open_question(directory / f"q{i}.db", embedder, i)
         try:
             found = search_question(mem, store, q["item"], set(q["evidence"]))
         finally:
