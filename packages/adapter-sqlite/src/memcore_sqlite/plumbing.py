@@ -27,6 +27,7 @@ from memcore_sqlite import code_pages, file_modes
 from memcore_sqlite.ahead import EmbedAhead
 from memcore_sqlite.checkpoints import Checkpoints
 from memcore_sqlite.fts_upkeep import Upkeep
+from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.rows import rows_in
 from memcore_sqlite.schema import migrate
@@ -69,6 +70,8 @@ class StoreBase:
         self._post_commit: list[Any] = []
         self._embedding_ahead = EmbedAhead()
         self._fts_upkeep = Upkeep()
+        #: The thread a hybrid search runs its vector shortlist in, beside the lexical stage.
+        self._overlap = Overlap()
         self._vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
         )
@@ -343,6 +346,7 @@ class StoreBase:
             if not self._closed:
                 self._closed = True
                 self._embedding_ahead.close()
+                self._overlap.close()  # under the lock: no search is using it
                 with mapped(self.path):
                     self._conn.close()
 

@@ -16,6 +16,7 @@ from memcore.scope import ScopePattern
 from memcore.values import SearchHit
 from memcore_sqlite import analysis, code_pages, ranking, tags
 from memcore_sqlite.fused_order import BoundedOrder, FusedOrder, ordered
+from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.quantize import Codes
 from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, rows_in
 from memcore_sqlite.supersession import LINK_COLUMNS, Links, link
@@ -99,6 +100,7 @@ def ranked(
     *,
     generation: int,
     use_lexical: bool = True,
+    beside: Overlap | None = None,
 ) -> FusedOrder:
     """The candidates with their relevance, best first; inside the caller's read snapshot.
 
@@ -107,6 +109,8 @@ def ranked(
     so the order does not depend on how many hits are asked for. In a two-stage scope the
     order is made exact only as far as it is read (:mod:`memcore_sqlite.fused_order`).
     ``generation`` is the store's in this snapshot (its cached codes must match it).
+    With ``beside``, a large two-stage scope's shortlist runs in its thread while the lexical
+    stage runs here (:mod:`memcore_sqlite.overlap`); the result is the same either way.
     """
     pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
@@ -118,26 +122,41 @@ def ranked(
         query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
     )
     tenant = None if prefix is None else (store_id, pattern.app_id, pattern.tenant_id)
-    lexical = ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant) if use_lexical else None
-    semantic: dict[int, float] | None = None
-    if qvec is not None and vectors is not None and model is not None:
-        entry, allowed = vector_candidates(
-            conn, vectors, model, store_id, pattern, restrict if flt else None, generation
-        )
-        fetch = float_vectors(conn, model)
-        if entry.matrix is None:
-            return BoundedOrder(
-                vectors.shortlist(entry, qvec, pool, allowed),
-                lexical,
-                pool,
-                lambda seqs: vectors.estimates(entry, seqs, qvec),
-                lambda seqs: vectors.exact_cosines(seqs, qvec, fetch),
-            )
+
+    def lexical_stage() -> dict[int, ranking.LexicalHit] | None:
+        return ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant) if use_lexical else None
+
+    if qvec is None or vectors is None or model is None:
+        return FusedOrder(ordered(ranking.fuse(lexical_stage(), None)))
+    # Everything that reads SQLite for the vector signal happens here, before the fork.
+    entry, allowed = vector_candidates(
+        conn, vectors, model, store_id, pattern, restrict if flt else None, generation
+    )
+    fetch = float_vectors(conn, model)
+    if entry.matrix is not None:
+        lexical = lexical_stage()
         semantic = dict(vectors.top(entry, qvec, pool, fetch, allowed))
         if lexical:
             missing = [seq for seq in lexical if seq not in semantic]
             semantic.update(vectors.cosines(entry, missing, qvec, fetch))
-    return FusedOrder(ordered(ranking.fuse(lexical, semantic)))
+        return FusedOrder(ordered(ranking.fuse(lexical, semantic)))
+
+    def shortlist() -> tuple[Any, Any, Any]:
+        return vectors.shortlist(entry, qvec, pool, allowed)
+
+    rows = entry.n if allowed is None else min(entry.n, len(allowed))
+    if use_lexical and beside is not None and beside.pays(rows):
+        short, lexical = beside.run(shortlist, lexical_stage)
+    else:
+        lexical = lexical_stage()
+        short = shortlist()
+    return BoundedOrder(
+        short,
+        lexical,
+        pool,
+        lambda seqs: vectors.estimates(entry, seqs, qvec),
+        lambda seqs: vectors.exact_cosines(seqs, qvec, fetch),
+    )
 
 
 def hits(
