@@ -17,7 +17,7 @@ path (``tests/sqlite/test_sqlite_fused_order.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memcore_sqlite import ranking
@@ -39,10 +39,16 @@ def _np() -> Any:
     return numpy
 
 
-def _mask(flags: Iterable[bool]) -> np.ndarray:
+def _lookup(values: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(whether each of ``wanted`` is among the distinct ``values``, its position there)."""
     np_ = _np()
-    out: np.ndarray = np_.fromiter(flags, dtype=bool)
-    return out
+    if not len(values):
+        return np_.zeros(len(wanted), bool), np_.zeros(len(wanted), np_.int64)
+    order = np_.argsort(values)
+    at = np_.minimum(np_.searchsorted(values, wanted, sorter=order), len(values) - 1)
+    where = order[at]
+    found: np.ndarray = values[where] == wanted
+    return found, where
 
 
 def ordered(fused: Mapping[int, Relevance]) -> Ranked:
@@ -100,23 +106,25 @@ class BoundedOrder(FusedOrder):
         self._pool = pool
         self._read_cosines = read
         s_seqs, s_est, s_slack = shortlist
-        lex_seqs = np_.fromiter(self._lexical, dtype=np_.int64, count=len(self._lexical))
-        # Sets, not numpy.isin: a few hundred seqs, and isin's first call imports numpy.ma
-        # (about 30 ms of a fresh process's first search).
-        short_set, lex_set = set(s_seqs.tolist()), set(self._lexical)
-        extra = lex_seqs[_mask(s not in short_set for s in lex_seqs.tolist())]
+        n_lex = len(self._lexical)
+        lex_seqs = np_.fromiter(self._lexical, dtype=np_.int64, count=n_lex)
+        lex_scores = np_.fromiter(
+            (hit.score for hit in self._lexical.values()), dtype=np_.float64, count=n_lex
+        )
+        # Sorted lookups, not numpy.isin: isin's first call imports numpy.ma (about 30 ms of a
+        # fresh process's first search); not sets either, which cost a Python step per seq.
+        listed, _ = _lookup(s_seqs, lex_seqs)
+        extra = lex_seqs[~listed]
         l_has, l_est, l_slack = estimate(extra)
         self.seqs: np.ndarray = np_.concatenate([s_seqs, extra])
         n_short = len(s_seqs)
         self.in_shortlist = np_.zeros(len(self.seqs), bool)
         self.in_shortlist[:n_short] = True
-        self.in_lexical = np_.concatenate(
-            [_mask(s in lex_set for s in s_seqs.tolist()), np_.ones(len(extra), bool)]
-        )
-        scores = {seq: hit.score for seq, hit in self._lexical.items()}
-        self.lexical_score = np_.fromiter(
-            (scores.get(int(s), 0.0) for s in self.seqs), dtype=np_.float64, count=len(self.seqs)
-        )
+        short_lexical, at = _lookup(lex_seqs, s_seqs)
+        self.in_lexical = np_.concatenate([short_lexical, np_.ones(len(extra), bool)])
+        short_scores = np_.zeros(n_short, np_.float64)
+        short_scores[short_lexical] = lex_scores[at[short_lexical]]
+        self.lexical_score = np_.concatenate([short_scores, lex_scores[~listed]])
         est = np_.concatenate([s_est, l_est]).astype(np_.float64)
         slack = np_.concatenate([s_slack, l_slack]).astype(np_.float64)
         self.low = est - slack
