@@ -5,8 +5,12 @@ Prints one JSON document. Stored vectors are mixes of real MiniLM embeddings
 (:mod:`benchmarks._real_vectors`); queries are real embeddings of real questions. Search
 times are through ``search_vector`` (audit included) and ``search(mode="lexical")``, and
 exclude query embedding; ``with_query_embedding`` runs ``search`` with the real ONNX model.
-``exact_numpy_scan`` is a bare float32 scan of the same vectors (einsum + top-30), timed in
-the same loop: the memory-bandwidth bound the two-stage search is compared with.
+``hybrid`` runs the vector shortlist beside the lexical stage in scopes of at least
+:data:`memcore_sqlite.overlap.MIN_ROWS` rows; ``hybrid_sequential`` is the same search with the
+two stages one after the other, timed in the same loop. CPU means count every thread of the
+process, so they show what the overlap costs. ``exact_numpy_scan`` is a bare float32 scan of
+the same vectors (einsum + top-30), timed in the same loop: the memory-bandwidth bound the
+two-stage search is compared with.
 
     uv run python -m benchmarks.sqlite_search [--queries 200] [--sizes 10000,100000]
 """
@@ -21,7 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +35,7 @@ import numpy as np
 from benchmarks._real_vectors import DATA, RealVectors
 from benchmarks._stats import summary_ms
 from memcore.scope import Scope
-from memcore_sqlite import SqliteMemoryStore, TextItem
+from memcore_sqlite import SqliteMemoryStore, TextItem, overlap
 from memcore_sqlite.embedders import missing_onnx_requirements
 
 STORE = "bench"
@@ -112,13 +117,13 @@ def _time_searches(
     # (a full pass over the process, 40-60 ms) in whichever search comes when it is due.
     gc.collect()
     full_passes = gc.get_stats()[2]["collections"]
-    modes = ["hybrid", "vector", "lexical", "exact_numpy"]
+    modes = ["hybrid", "hybrid_sequential", "vector", "lexical", "exact_numpy"]
     times: list[dict[str, list[float]]] = [{mode: [] for mode in modes} for _ in stores]
     cpu: list[dict[str, list[float]]] = [{mode: [] for mode in modes} for _ in stores]
     recall: list[list[float]] = [[] for _ in stores]
     for i, (q, v) in enumerate(zip(queries, qvecs)):
         got: dict[int, list[int]] = {}
-        for mode in modes[i % 4 :] + modes[: i % 4]:
+        for mode in modes[i % len(modes) :] + modes[: i % len(modes)]:
             for k in [*range(i % len(stores), len(stores)), *range(i % len(stores))]:
                 store = stores[k]
                 t, c = time.perf_counter(), time.process_time()
@@ -126,6 +131,9 @@ def _time_searches(
                     store.search(STORE, pattern, q, mode="lexical")
                 elif mode == "exact_numpy":  # the same scan, timed beside each store
                     truth = _exact(matrix, v)[:10]
+                elif mode == "hybrid_sequential":
+                    with _sequential(store):
+                        store.search_vector(STORE, pattern, q, v)
                 else:
                     found = store.search_vector(STORE, pattern, q, v, mode=mode)
                 times[k][mode].append(time.perf_counter() - t)
@@ -140,6 +148,17 @@ def _time_searches(
     ]
 
 
+@contextmanager
+def _sequential(store: SqliteMemoryStore) -> Iterator[None]:
+    """The hybrid search with both signals on the caller's thread, one after the other (the
+    path below the overlap's threshold), for a comparison within the same loop."""
+    saved, store._overlap.min_rows = store._overlap.min_rows, float("inf")
+    try:
+        yield
+    finally:
+        store._overlap.min_rows = saved
+
+
 def _summary(
     times: dict[str, list[float]], cpu: dict[str, list[float]], recall: list[float]
 ) -> dict[str, Any]:
@@ -149,7 +168,7 @@ def _summary(
         for mode, values in times.items()
     }
     out["recall_at_10_vector_vs_exact"] = round(float(np.mean(recall)), 4)
-    for mode in ("hybrid", "vector"):
+    for mode in ("hybrid", "hybrid_sequential", "vector"):
         out[f"{mode}_speedup_vs_exact_numpy"] = round(
             out["exact_numpy"]["p50_ms"] / out[mode]["p50_ms"], 2
         )
@@ -308,6 +327,8 @@ def main() -> int:
     onnx = not missing_onnx_requirements()
     result: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
+        # Scopes from this many rows run the vector shortlist beside the lexical stage.
+        "overlap_min_rows": overlap.MIN_ROWS,
         "vectors": f"mixes of {args.base} real MiniLM embeddings; {len(queries)} real queries",
     }
     with tempfile.TemporaryDirectory() as tmp_name:

@@ -19,9 +19,10 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 #: Scope size (rows with codes) from which the shortlist runs in the thread. Below it the
-#: shortlist costs about as much as handing it over. Measured on 10k-100k MiniLM scopes (see
-#: the adapter's README, "Performance").
-MIN_ROWS = 20_000
+#: two stages' fight for the GIL costs what the overlap saves: in-process A/B on 10k-100k
+#: MiniLM scopes, hybrid p50 +2-9% at 10k, -7 to +2% at 20k, -1 to -3% at 30k, -13 to +1% at
+#: 40k, -23% at 100k (the adapter's README, "Performance").
+MIN_ROWS = 30_000
 
 Side = TypeVar("Side")
 Main = TypeVar("Main")
