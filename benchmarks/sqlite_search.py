@@ -144,8 +144,16 @@ def _time_searches(
             recall[k].append(len(set(ids) & set(truth.tolist())) / 10)
     full_passes = gc.get_stats()[2]["collections"] - full_passes
     return [
-        _summary(t, c, r) | {"gc_full_passes": full_passes} for t, c, r in zip(times, cpu, recall)
+        _summary(t, c, r) | {"gc_full_passes": full_passes, "overlap_payoff_ratio": _payoff(store)}
+        for t, c, r, store in zip(times, cpu, recall, stores)
     ]
+
+
+def _payoff(store: SqliteMemoryStore) -> float | None:
+    """The store's running ratio of overlapped searches' wall time to their stages' CPU time
+    (under :data:`memcore_sqlite.overlap.PAYS_BELOW` it overlaps); None if none overlapped."""
+    ratio = store._overlap.payoff.ratio
+    return None if ratio is None else round(ratio, 3)
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from memcore.errors import InvalidInput, ProtocolError, StoreClosed, Unavailable
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, ranking
-from memcore_sqlite.overlap import Overlap
+from memcore_sqlite.overlap import PAYS_BELOW, PROBE_EVERY, Overlap, Payoff
 from memcore_sqlite.vectors import VectorCache
 
 DIM = 64
@@ -64,6 +64,7 @@ def _open(path: Path, *, overlap: bool) -> SqliteMemoryStore:
     store._vectors.exact_rows = 0
     store._vectors.first_pass_min = 200
     store._overlap.min_rows = 0 if overlap else float("inf")
+    store._overlap.adaptive = False  # every search overlaps, however busy the machine
     return store
 
 
@@ -224,3 +225,31 @@ def test_overlap_returns_both_results_and_prefers_the_callers_error() -> None:
     before = len(_search_threads())
     assert overlap.run(lambda: 1, lambda: 2) == (1, 2)  # closed: in the caller's thread
     assert len(_search_threads()) == before
+
+
+def test_once_the_overlap_stops_paying_only_probes_overlap_until_it_pays_again() -> None:
+    payoff = Payoff()
+    assert payoff.overlap_next()  # nothing measured yet
+    payoff.record(wall=0.0020, cpu=0.0031)  # a free core: 2 ms for 3.1 ms of work
+    assert payoff.overlap_next()
+    for _ in range(10):  # a busy core: the stages took turns
+        payoff.record(wall=0.0033, cpu=0.0031)
+    assert payoff.ratio is not None and payoff.ratio >= PAYS_BELOW
+    chosen = [payoff.overlap_next() for _ in range(3 * PROBE_EVERY)]
+    assert chosen.count(True) == 3 and chosen[PROBE_EVERY - 1]
+    for _ in range(3):  # the probes find the core free again
+        payoff.record(wall=0.0020, cpu=0.0031)
+    assert payoff.overlap_next()
+
+
+def test_an_overlap_that_only_waits_on_its_thread_turns_itself_off(path: Path) -> None:
+    overlap = Overlap(min_rows=0)
+    try:
+        overlap.min_rows = 0  # also on a one-core machine
+        for _ in range(20):  # the thread's wait costs wall time, and no CPU is saved
+            if overlap.pays(1):
+                overlap.run(lambda: time.sleep(0.002), lambda: None)
+        assert overlap.payoff.ratio is not None and overlap.payoff.ratio >= PAYS_BELOW
+        assert [overlap.pays(1) for _ in range(PROBE_EVERY)].count(True) == 1
+    finally:
+        overlap.close()

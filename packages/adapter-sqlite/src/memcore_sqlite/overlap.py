@@ -8,12 +8,21 @@ the caller's thread runs the lexical stage on the store's connection. The thread
 SQLite, so the connection is only ever used by the thread holding the store's lock; the codes
 it reads are loaded before it starts and cannot change while it runs, because the caller holds
 that lock until the thread is done (writes change the codes under it).
+
+The overlap pays only while the second core is free. When another process holds it, the two
+threads take turns on one core and hand the GIL to each other at every step: measured on the
+benchmark, hybrid p50 4.34 ms one after the other against 5.31 ms overlapped. So each store
+keeps a running ratio of an overlapped search's wall time to its two stages' CPU time (the
+time they would take one after the other): about 0.65 with a free core, 1 or more without
+one. Past :data:`PAYS_BELOW` the searches run sequentially, and one in :data:`PROBE_EVERY`
+still overlaps to notice the core coming free. Either way the results are the same.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
@@ -23,6 +32,14 @@ from typing import TypeVar
 #: MiniLM scopes, hybrid p50 +2-9% at 10k, -7 to +2% at 20k, -1 to -3% at 30k, -13 to +1% at
 #: 40k, -23% at 100k (the adapter's README, "Performance").
 MIN_ROWS = 30_000
+
+#: An overlapped search whose wall time is this share of its stages' CPU time or more did not
+#: pay (below 1, for the CPU each stage loses to the other's company, about 5% at 100k).
+PAYS_BELOW = 0.95
+#: Weight of the newest overlapped search in the running ratio.
+WEIGHT = 0.25
+#: While the overlap does not pay, one eligible search in this many still overlaps.
+PROBE_EVERY = 16
 
 Side = TypeVar("Side")
 Main = TypeVar("Main")
@@ -35,8 +52,40 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+class Payoff:
+    """Whether overlapping has paid lately: the running ratio of overlapped searches' wall time
+    to their stages' CPU time."""
+
+    def __init__(self) -> None:
+        self.ratio: float | None = None
+        self._waited = 0
+
+    def record(self, wall: float, cpu: float) -> None:
+        if cpu <= 0:
+            return
+        ratio = wall / cpu
+        self.ratio = ratio if self.ratio is None else self.ratio + WEIGHT * (ratio - self.ratio)
+
+    def overlap_next(self) -> bool:
+        """Whether the next eligible search should overlap (a probe, now and then, if not)."""
+        if self.ratio is None or self.ratio < PAYS_BELOW:
+            return True
+        self._waited += 1
+        if self._waited < PROBE_EVERY:
+            return False
+        self._waited = 0
+        return True
+
+
+def _timed(side: Callable[[], Side]) -> tuple[Side, float]:
+    started = time.thread_time()
+    out = side()
+    return out, time.thread_time() - started
+
+
 class Overlap:
-    """One worker thread, started on first use and joined by :meth:`close`."""
+    """One worker thread, started on first use and joined by :meth:`close`. Calls are
+    serialised by the store's lock. ``adaptive`` off overlaps every eligible search."""
 
     def __init__(self, min_rows: float = MIN_ROWS) -> None:
         #: No overlap with one core: the two stages would only take turns.
@@ -44,10 +93,14 @@ class Overlap:
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self.adaptive = True
+        self.payoff = Payoff()
 
     def pays(self, rows: int) -> bool:
-        """Whether a shortlist over ``rows`` rows is worth handing to the thread."""
-        return rows >= self.min_rows and not self._closed
+        """Whether a shortlist over ``rows`` rows is worth handing to the thread now."""
+        if rows < self.min_rows or self._closed:
+            return False
+        return not self.adaptive or self.payoff.overlap_next()
 
     def run(self, side: Callable[[], Side], main: Callable[[], Main]) -> tuple[Side, Main]:
         """``side()`` in the thread and ``main()`` here, at once; both results, or the first
@@ -60,13 +113,17 @@ class Overlap:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="memcore-sqlite-search")
             pool = self._pool
-        future = pool.submit(side)
+        started, cpu = time.perf_counter(), time.thread_time()
+        future = pool.submit(_timed, side)
         try:
             here = main()
         except BaseException:
             wait([future])
             raise
-        return future.result(), here
+        cpu = time.thread_time() - cpu
+        there, side_cpu = future.result()
+        self.payoff.record(time.perf_counter() - started, cpu + side_cpu)
+        return there, here
 
     def close(self) -> None:
         """Join the thread (after the shortlist it may be running)."""
