@@ -144,21 +144,24 @@ def _time_searches(
             recall[k].append(len(set(ids) & set(truth.tolist())) / 10)
     full_passes = gc.get_stats()[2]["collections"] - full_passes
     return [
-        _summary(t, c, r) | {"gc_full_passes": full_passes, "overlap_payoff_ratio": _payoff(store)}
+        _summary(t, c, r) | {"gc_full_passes": full_passes, "overlap_stage_means": _payoff(store)}
         for t, c, r, store in zip(times, cpu, recall, stores)
     ]
 
 
-def _payoff(store: SqliteMemoryStore) -> float | None:
-    """The store's running ratio of overlapped searches' wall time to their stages' CPU time
-    (under :data:`memcore_sqlite.overlap.PAYS_BELOW` it overlaps); None if none overlapped."""
-    ratio = store._overlap.payoff.ratio
-    return None if ratio is None else round(ratio, 3)
+def _payoff(store: SqliteMemoryStore) -> dict[str, float | None]:
+    """The store's running means of its two stages' time, overlapped and one after the other
+    (:class:`memcore_sqlite.overlap.Payoff`); None where no search went that way."""
+    means = store._overlap.payoff.mean
+    return {
+        f"{way}_ms": None if means[key] is None else round(1000 * means[key], 3)
+        for way, key in (("overlapped", True), ("sequential", False))
+    }
 
 
 @contextmanager
 def _sequential(store: SqliteMemoryStore) -> Iterator[None]:
-    """The hybrid search with both signals on the caller's thread, one after the other (the
+    """The hybrid search with both stages on the caller's thread, one after the other (the
     path below the overlap's threshold), for a comparison within the same loop."""
     saved, store._overlap.min_rows = store._overlap.min_rows, float("inf")
     try:

@@ -18,7 +18,7 @@ from memcore.errors import InvalidInput, ProtocolError, StoreClosed, Unavailable
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, ranking
-from memcore_sqlite.overlap import PAYS_BELOW, PROBE_EVERY, Overlap, Payoff
+from memcore_sqlite.overlap import PROBE_EVERY, Overlap, Payoff
 from memcore_sqlite.vectors import VectorCache
 
 DIM = 64
@@ -209,6 +209,7 @@ def test_searches_from_several_threads_at_once_stay_correct(
 
 def test_overlap_returns_both_results_and_prefers_the_callers_error() -> None:
     overlap = Overlap(min_rows=0)
+    overlap.adaptive = False
     try:
         assert overlap.run(lambda: "side", lambda: "main") == ("side", "main")
 
@@ -221,35 +222,36 @@ def test_overlap_returns_both_results_and_prefers_the_callers_error() -> None:
             overlap.run(lambda: fail("side"), lambda: fail("main"))
     finally:
         overlap.close()
-    assert not overlap.pays(10**9)
+    assert not overlap.fits(10**9)
     before = len(_search_threads())
     assert overlap.run(lambda: 1, lambda: 2) == (1, 2)  # closed: in the caller's thread
     assert len(_search_threads()) == before
 
 
-def test_once_the_overlap_stops_paying_only_probes_overlap_until_it_pays_again() -> None:
+def test_searches_go_the_way_that_has_been_faster_and_probe_the_other() -> None:
     payoff = Payoff()
-    assert payoff.overlap_next()  # nothing measured yet
-    payoff.record(wall=0.0020, cpu=0.0031)  # a free core: 2 ms for 3.1 ms of work
-    assert payoff.overlap_next()
-    for _ in range(10):  # a busy core: the stages took turns
-        payoff.record(wall=0.0033, cpu=0.0031)
-    assert payoff.ratio is not None and payoff.ratio >= PAYS_BELOW
-    chosen = [payoff.overlap_next() for _ in range(3 * PROBE_EVERY)]
-    assert chosen.count(True) == 3 and chosen[PROBE_EVERY - 1]
-    for _ in range(3):  # the probes find the core free again
-        payoff.record(wall=0.0020, cpu=0.0031)
+    assert payoff.overlap_next()  # overlapped first,
+    payoff.record(True, 0.0030)
+    assert not payoff.overlap_next()  # then one after the other
+    payoff.record(False, 0.0040)
+    chosen = [payoff.overlap_next() for _ in range(2 * PROBE_EVERY)]
+    assert chosen.count(False) == 2  # the probes of the slower way
+    for _ in range(6):  # another process took the second core: overlapped got slower
+        payoff.record(True, 0.0050)
+    chosen = [payoff.overlap_next() for _ in range(2 * PROBE_EVERY)]
+    assert chosen.count(True) == 2
+    for _ in range(6):  # the probes find it free again
+        payoff.record(True, 0.0028)
     assert payoff.overlap_next()
 
 
-def test_an_overlap_that_only_waits_on_its_thread_turns_itself_off(path: Path) -> None:
+def test_stages_that_truly_run_at_once_keep_overlapping() -> None:
     overlap = Overlap(min_rows=0)
     try:
-        overlap.min_rows = 0  # also on a one-core machine
-        for _ in range(20):  # the thread's wait costs wall time, and no CPU is saved
-            if overlap.pays(1):
-                overlap.run(lambda: time.sleep(0.002), lambda: None)
-        assert overlap.payoff.ratio is not None and overlap.payoff.ratio >= PAYS_BELOW
-        assert [overlap.pays(1) for _ in range(PROBE_EVERY)].count(True) == 1
+        for _ in range(3 * PROBE_EVERY):  # sleeping stages run at once even on one core
+            overlap.run(lambda: time.sleep(0.002), lambda: time.sleep(0.002))
+        together, apart = overlap.payoff.mean[True], overlap.payoff.mean[False]
+        assert together is not None and apart is not None and together < apart
+        assert overlap.payoff.overlap_next()
     finally:
         overlap.close()

@@ -10,12 +10,12 @@ it reads are loaded before it starts and cannot change while it runs, because th
 that lock until the thread is done (writes change the codes under it).
 
 The overlap pays only while the second core is free. When another process holds it, the two
-threads take turns on one core and hand the GIL to each other at every step: measured on the
-benchmark, hybrid p50 4.34 ms one after the other against 5.31 ms overlapped. So each store
-keeps a running ratio of an overlapped search's wall time to its two stages' CPU time (the
-time they would take one after the other): about 0.65 with a free core, 1 or more without
-one. Past :data:`PAYS_BELOW` the searches run sequentially, and one in :data:`PROBE_EVERY`
-still overlaps to notice the core coming free. Either way the results are the same.
+threads take turns on one core and hand the GIL to each other at every step: in one benchmark
+run, hybrid p50 4.57 ms one after the other against 5.24 ms overlapped at 100k. So each store
+times both ways (from the fork to both stages done) and keeps a running mean of each; its
+searches go the way that has been faster lately, and one in :data:`PROBE_EVERY` goes the
+other way, to notice a change. The same queries come either way, so the means compare; when
+the two are close, a wrong pick costs little. Either way the results are the same.
 """
 
 from __future__ import annotations
@@ -33,12 +33,9 @@ from typing import TypeVar
 #: 40k, -23% at 100k (the adapter's README, "Performance").
 MIN_ROWS = 30_000
 
-#: An overlapped search whose wall time is this share of its stages' CPU time or more did not
-#: pay (below 1, for the CPU each stage loses to the other's company, about 5% at 100k).
-PAYS_BELOW = 0.95
-#: Weight of the newest overlapped search in the running ratio.
+#: Weight of the newest search in each way's running mean.
 WEIGHT = 0.25
-#: While the overlap does not pay, one eligible search in this many still overlaps.
+#: One eligible search in this many goes the way that has been slower lately.
 PROBE_EVERY = 16
 
 Side = TypeVar("Side")
@@ -53,39 +50,30 @@ def _cores() -> int:
 
 
 class Payoff:
-    """Whether overlapping has paid lately: the running ratio of overlapped searches' wall time
-    to their stages' CPU time."""
+    """Which way the two stages have been faster lately: running means of their time
+    overlapped (``True``) and one after the other (``False``)."""
 
     def __init__(self) -> None:
-        self.ratio: float | None = None
-        self._waited = 0
-
-    def record(self, wall: float, cpu: float) -> None:
-        if cpu <= 0:
-            return
-        ratio = wall / cpu
-        self.ratio = ratio if self.ratio is None else self.ratio + WEIGHT * (ratio - self.ratio)
+        self.mean: dict[bool, float | None] = {True: None, False: None}
+        self._count = 0
 
     def overlap_next(self) -> bool:
-        """Whether the next eligible search should overlap (a probe, now and then, if not)."""
-        if self.ratio is None or self.ratio < PAYS_BELOW:
-            return True
-        self._waited += 1
-        if self._waited < PROBE_EVERY:
-            return False
-        self._waited = 0
-        return True
+        """Whether the next eligible search should overlap."""
+        self._count += 1
+        together, apart = self.mean[True], self.mean[False]
+        if together is None or apart is None:
+            return together is None  # each way once, overlapped first
+        faster = together < apart
+        return faster if self._count % PROBE_EVERY else not faster
 
-
-def _timed(side: Callable[[], Side]) -> tuple[Side, float]:
-    started = time.thread_time()
-    out = side()
-    return out, time.thread_time() - started
+    def record(self, overlapped: bool, seconds: float) -> None:
+        mean = self.mean[overlapped]
+        self.mean[overlapped] = seconds if mean is None else mean + WEIGHT * (seconds - mean)
 
 
 class Overlap:
     """One worker thread, started on first use and joined by :meth:`close`. Calls are
-    serialised by the store's lock. ``adaptive`` off overlaps every eligible search."""
+    serialised by the store's lock. With ``adaptive`` off every eligible search overlaps."""
 
     def __init__(self, min_rows: float = MIN_ROWS) -> None:
         #: No overlap with one core: the two stages would only take turns.
@@ -96,33 +84,33 @@ class Overlap:
         self.adaptive = True
         self.payoff = Payoff()
 
-    def pays(self, rows: int) -> bool:
-        """Whether a shortlist over ``rows`` rows is worth handing to the thread now."""
-        if rows < self.min_rows or self._closed:
-            return False
-        return not self.adaptive or self.payoff.overlap_next()
+    def fits(self, rows: int) -> bool:
+        """Whether a shortlist over ``rows`` rows may be handed to the thread."""
+        return rows >= self.min_rows and not self._closed
 
     def run(self, side: Callable[[], Side], main: Callable[[], Main]) -> tuple[Side, Main]:
-        """``side()`` in the thread and ``main()`` here, at once; both results, or the first
-        error (``main``'s if both fail). Returns only after ``side`` has finished, whatever
-        happened: what it reads is the caller's to change afterwards."""
+        """``side()`` in the thread and ``main()`` here, at once, or one after the other (main
+        first) when that has been faster lately; both results, or the first error (``main``'s
+        if both fail). Returns only after ``side`` has finished, whatever happened: what it
+        reads is the caller's to change afterwards."""
+        started = time.perf_counter()
         with self._lock:
-            if self._closed:  # the store closed: nothing may start a thread again
-                here = main()
-                return side(), here
-            if self._pool is None:
+            together = not self._closed and (not self.adaptive or self.payoff.overlap_next())
+            if together and self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="memcore-sqlite-search")
             pool = self._pool
-        started, cpu = time.perf_counter(), time.thread_time()
-        future = pool.submit(_timed, side)
-        try:
+        if not together or pool is None:  # closed: nothing may start a thread again
             here = main()
-        except BaseException:
-            wait([future])
-            raise
-        cpu = time.thread_time() - cpu
-        there, side_cpu = future.result()
-        self.payoff.record(time.perf_counter() - started, cpu + side_cpu)
+            there = side()
+        else:
+            future = pool.submit(side)
+            try:
+                here = main()
+            except BaseException:
+                wait([future])
+                raise
+            there = future.result()
+        self.payoff.record(together, time.perf_counter() - started)
         return there, here
 
     def close(self) -> None:

@@ -145,7 +145,7 @@ def ranked(
         return vectors.shortlist(entry, qvec, pool, allowed)
 
     rows = entry.n if allowed is None else min(entry.n, len(allowed))
-    if use_lexical and beside is not None and beside.pays(rows):
+    if use_lexical and beside is not None and beside.fits(rows):
         short, lexical = beside.run(shortlist, lexical_stage)
     else:
         lexical = lexical_stage()
