@@ -18,7 +18,7 @@ from memcore.errors import InvalidInput, ProtocolError, StoreClosed, Unavailable
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, ranking
-from memcore_sqlite.overlap import PROBE_EVERY, Overlap, Payoff
+from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.vectors import VectorCache
 
 DIM = 64
@@ -228,30 +228,14 @@ def test_overlap_returns_both_results_and_prefers_the_callers_error() -> None:
     assert len(_search_threads()) == before
 
 
-def test_searches_go_the_way_that_has_been_faster_and_probe_the_other() -> None:
-    payoff = Payoff()
-    assert payoff.overlap_next()  # overlapped first,
-    payoff.record(True, 0.0030)
-    assert not payoff.overlap_next()  # then one after the other
-    payoff.record(False, 0.0040)
-    chosen = [payoff.overlap_next() for _ in range(2 * PROBE_EVERY)]
-    assert chosen.count(False) == 2  # the probes of the slower way
-    for _ in range(6):  # another process took the second core: overlapped got slower
-        payoff.record(True, 0.0050)
-    chosen = [payoff.overlap_next() for _ in range(2 * PROBE_EVERY)]
-    assert chosen.count(True) == 2
-    for _ in range(6):  # the probes find it free again
-        payoff.record(True, 0.0028)
-    assert payoff.overlap_next()
-
-
-def test_stages_that_truly_run_at_once_keep_overlapping() -> None:
+@pytest.mark.parametrize(("load", "together"), [(0.3, True), (1.5, True), (1.6, False)])
+def test_the_stages_overlap_only_while_the_load_leaves_a_core_free(
+    load: float, together: bool
+) -> None:
     overlap = Overlap(min_rows=0)
+    overlap.cores, overlap.load = 2, lambda: load
     try:
-        for _ in range(3 * PROBE_EVERY):  # sleeping stages run at once even on one core
-            overlap.run(lambda: time.sleep(0.002), lambda: time.sleep(0.002))
-        together, apart = overlap.payoff.mean[True], overlap.payoff.mean[False]
-        assert together is not None and apart is not None and together < apart
-        assert overlap.payoff.overlap_next()
+        ran_in = overlap.run(lambda: threading.current_thread().name, lambda: None)[0]
+        assert ran_in.startswith(THREAD) is together
     finally:
         overlap.close()

@@ -9,20 +9,19 @@ SQLite, so the connection is only ever used by the thread holding the store's lo
 it reads are loaded before it starts and cannot change while it runs, because the caller holds
 that lock until the thread is done (writes change the codes under it).
 
-The overlap pays only while the second core is free. When another process holds it, the two
-threads take turns on one core and hand the GIL to each other at every step: in one benchmark
-run, hybrid p50 4.57 ms one after the other against 5.24 ms overlapped at 100k. So each store
-times both ways (from the fork to both stages done) and keeps a running mean of each; its
-searches go the way that has been faster lately, and one in :data:`PROBE_EVERY` goes the
-other way, to notice a change. The same queries come either way, so the means compare; when
-the two are close, a wrong pick costs little. Either way the results are the same.
+The overlap pays only while a second core is free. In benchmark runs with another process
+busy on this 2-core machine, hybrid p50 at 100k was 4.6-5.3 ms overlapped against
+3.9-4.6 ms one after the other. Timing the two ways from inside the search did not tell
+them apart (the overlapped stages did finish sooner; the search as a whole did not), so the
+store asks the system: it overlaps while the load average (runnable threads, the searches'
+own included) leaves at least half a core free, and runs the stages one after the other
+otherwise. Either way the results are the same.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
@@ -33,10 +32,8 @@ from typing import TypeVar
 #: 40k, -23% at 100k (the adapter's README, "Performance").
 MIN_ROWS = 30_000
 
-#: Weight of the newest search in each way's running mean.
-WEIGHT = 0.25
-#: One eligible search in this many goes the way that has been slower lately.
-PROBE_EVERY = 16
+#: The overlap needs the load average at least this far below the number of cores.
+FREE_CORES = 0.5
 
 Side = TypeVar("Side")
 Main = TypeVar("Main")
@@ -49,40 +46,30 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-class Payoff:
-    """Which way the two stages have been faster lately: running means of their time
-    overlapped (``True``) and one after the other (``False``)."""
-
-    def __init__(self) -> None:
-        self.mean: dict[bool, float | None] = {True: None, False: None}
-        self._count = 0
-
-    def overlap_next(self) -> bool:
-        """Whether the next eligible search should overlap."""
-        self._count += 1
-        together, apart = self.mean[True], self.mean[False]
-        if together is None or apart is None:
-            return together is None  # each way once, overlapped first
-        faster = together < apart
-        return faster if self._count % PROBE_EVERY else not faster
-
-    def record(self, overlapped: bool, seconds: float) -> None:
-        mean = self.mean[overlapped]
-        self.mean[overlapped] = seconds if mean is None else mean + WEIGHT * (seconds - mean)
+def _load() -> float:
+    """The one-minute load average; 0 where the system does not tell (Windows)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
 
 
 class Overlap:
     """One worker thread, started on first use and joined by :meth:`close`. Calls are
-    serialised by the store's lock. With ``adaptive`` off every eligible search overlaps."""
+    serialised by the store's lock."""
 
     def __init__(self, min_rows: float = MIN_ROWS) -> None:
         #: No overlap with one core: the two stages would only take turns.
-        self.min_rows = min_rows if _cores() > 1 else float("inf")
+        self.cores = _cores()
+        self.min_rows = min_rows if self.cores > 1 else float("inf")
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
+        #: Off: every eligible search overlaps, however busy the machine.
         self.adaptive = True
-        self.payoff = Payoff()
+        self.load = _load
+        #: Eligible searches so far, and how many of them overlapped (for the benchmark).
+        self.eligible = self.overlapped = 0
 
     def fits(self, rows: int) -> bool:
         """Whether a shortlist over ``rows`` rows may be handed to the thread."""
@@ -90,12 +77,13 @@ class Overlap:
 
     def run(self, side: Callable[[], Side], main: Callable[[], Main]) -> tuple[Side, Main]:
         """``side()`` in the thread and ``main()`` here, at once, or one after the other (main
-        first) when that has been faster lately; both results, or the first error (``main``'s
+        first) while no core is free; both results, or the first error (``main``'s
         if both fail). Returns only after ``side`` has finished, whatever happened: what it
         reads is the caller's to change afterwards."""
-        started = time.perf_counter()
         with self._lock:
-            together = not self._closed and (not self.adaptive or self.payoff.overlap_next())
+            together = not self._closed and (not self.adaptive or self.core_free())
+            self.eligible += 1
+            self.overlapped += together
             if together and self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="memcore-sqlite-search")
             pool = self._pool
@@ -110,8 +98,12 @@ class Overlap:
                 wait([future])
                 raise
             there = future.result()
-        self.payoff.record(together, time.perf_counter() - started)
         return there, here
+
+    def core_free(self) -> bool:
+        """Whether the load average (the searching thread included) leaves at least
+        :data:`FREE_CORES` of a core idle for the thread."""
+        return self.load() <= self.cores - FREE_CORES
 
     def close(self) -> None:
         """Join the thread (after the shortlist it may be running)."""
