@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 #: Scope size (rows with codes) from which the shortlist runs in the thread. Below it the
-#: two stages' fight for the GIL costs what the overlap saves: in-process A/B on 10k-100k
-#: MiniLM scopes, hybrid p50 +2-9% at 10k, -7 to +2% at 20k, -1 to -3% at 30k, -13 to +1% at
-#: 40k, -23% at 100k (the adapter's README, "Performance").
+#: two stages' fight for the GIL costs what the overlap saves: in-process A/B on 3k-100k
+#: MiniLM scopes, hybrid p50 +2-9% at 10k, -7 to +2% at 20k, -1 to -3% at 30k, -13 to +2% at
+#: 40k, -8 to -23% at 100k (the adapter's README, "Performance").
 MIN_ROWS = 30_000
 
 #: The overlap needs the load average at least this far below the number of cores.
