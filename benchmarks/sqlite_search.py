@@ -129,7 +129,9 @@ def _time_searches(
     for i, (q, v) in enumerate(zip(queries, qvecs)):
         got: dict[int, list[int]] = {}
         for turn in modes[i % 4 :] + modes[: i % 4]:
-            pair = ["hybrid", "hybrid_sequential"][:: 1 if i % 2 else -1]
+            # Which goes first changes every four queries, so each order meets every turn
+            # before it (the modes' order moves on by one a query).
+            pair = ["hybrid", "hybrid_sequential"][:: 1 if i // 4 % 2 else -1]
             for mode in pair if turn == "hybrid" else [turn]:
                 for k in [*range(i % len(stores), len(stores)), *range(i % len(stores))]:
                     store = stores[k]
