@@ -10,11 +10,12 @@ it reads are loaded before it starts and cannot change while it runs, because th
 that lock until the thread is done (writes change the codes under it).
 
 The overlap pays only while a second core is free. In benchmark runs with another process
-busy on this 2-core machine, hybrid p50 at 100k was 4.52 and 4.84 ms overlapped against 4.22
-and 4.66 ms one after the other in the same runs; with the load falling to 1.4, 3.49 against
-3.95 ms. So the store overlaps while the one-minute load average (runnable threads, its own
-searching thread included) leaves at least :data:`FREE_CORES` of a core free, and runs the
-stages one after the other otherwise. Either way the results are the same.
+busy on this 2-core machine, hybrid p50 at 100k was 5.35 and 5.49 ms overlapped against 5.39
+and 5.21 ms one after the other in the same runs, with CPU time equal to wall time (the two
+threads never ran at once); with the load falling to 1.4, 3.49 against 3.95 ms. So the
+store overlaps while the one-minute load average (runnable threads, its own searching thread
+included) leaves at least :data:`FREE_CORES` of a core free, and runs the stages one after
+the other otherwise. Either way the results are the same.
 """
 
 from __future__ import annotations
