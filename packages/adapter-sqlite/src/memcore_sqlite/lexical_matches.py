@@ -1,0 +1,144 @@
+"""Which rows of a scope hold which query terms: the FTS5 statements behind lexical ranking.
+
+A query costs three or four statements whatever its number of terms, and the set work
+(which terms each row holds) runs inside SQLite, which releases the GIL while it steps: a
+search's lexical stage then holds the GIL for little of its time, so it can overlap with
+other work, and Python parses only the rows of the groups that can make the pool.
+
+Rows come back as groups: (bits of the terms held, in the query's term order; rowids), the
+rowids either comma-separated as FTS5 wrote them or already parsed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memcore_sqlite.analysis import LexicalQuery
+
+#: A group of matched rows: the bits of the terms they hold and their rowids.
+Group = tuple[int, str | list[int]]
+
+_COUNT = "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)"
+_COUNT_ALL = "SELECT count(*) FROM (SELECT rowid FROM memory_fts LIMIT ?)"
+_ROWS = (
+    "SELECT group_concat(rowid) FROM"
+    " (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)"
+)
+_NEWEST_ROWS = (
+    "SELECT group_concat(rowid) FROM"
+    " (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?)"
+)
+#: One row per combination of terms held, summed from one (rowid, bit) row per term a row
+#: holds (a row is in each term's list once, so the sum is the union of its bits). A
+#: negative bit marks a row known to hold every term.
+_BY_HELD = (
+    "WITH hit (r, b) AS ({})"
+    " SELECT held, group_concat(r) FROM"
+    " (SELECT r, CASE WHEN min(b) < 0 THEN ? ELSE sum(b) END AS held FROM hit GROUP BY r)"
+    " GROUP BY held"
+)
+_LISTED = "SELECT value, ? FROM json_each(?)"
+_MATCHING = "SELECT rowid, ? FROM memory_fts WHERE memory_fts MATCH ?"
+_NEWEST = (
+    "SELECT rowid, ? FROM"
+    " (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?)"
+)
+
+
+def parse(joined: str) -> list[int]:
+    return list(map(int, joined.split(","))) if joined else []
+
+
+def first_rows(conn: sqlite3.Connection, query: LexicalQuery, limit: int) -> tuple[int, list[str]]:
+    """How many rows the scope holds (counting no further than ``limit``), and up to
+    ``limit`` rows of each term, comma-separated: one statement. Their number is the term's
+    count, and a term with fewer has all its rows there, so they are not walked again."""
+    scope = query.scope_only()
+    walks = [_COUNT_ALL] if scope is None else [_COUNT]
+    params: list[object] = [limit] if scope is None else [scope, limit]
+    for t in query.terms:
+        walks.append(_ROWS)
+        params += (query.all_of((t,)), limit)
+    in_scope, *found = conn.execute(
+        "SELECT " + ", ".join(f"({w})" for w in walks), params
+    ).fetchone()
+    return int(in_scope), [str(f or "") for f in found]
+
+
+def newest(conn: sqlite3.Connection, expression: str, limit: int) -> list[int]:
+    """Up to ``limit`` matching rowids, newest first; FTS5 walks postings backwards and stops
+    at the LIMIT. One comma-separated string: a Python row per match cost more than the walk."""
+    return parse(str(conn.execute(_NEWEST_ROWS, (expression, limit)).fetchone()[0] or ""))
+
+
+def _by_held(
+    conn: sqlite3.Connection,
+    query: LexicalQuery,
+    present: tuple[str, ...],
+    rare_rows: dict[str, str],
+    holding_all: list[int],
+    want: int,
+) -> list[tuple[int, str]]:
+    """The rows holding some of the terms, grouped by the terms they hold.
+
+    With rare terms (``rare_rows``, all rows of each): those rows, and which of them also
+    hold each common term (common AND any rare: an intersection); every row holding all the
+    terms is among them. Without: the newest ``want`` rows of each term, and
+    ``holding_all``, the rows known to hold every term. The statement's text depends only on
+    the terms' number and kinds, so the connection's statement cache keeps it prepared.
+    """
+    rare = tuple(rare_rows)
+    parts: list[str] = []
+    params: list[object] = []
+    for i, t in enumerate(present):
+        if t in rare_rows:
+            parts.append(_LISTED)
+            params += (1 << i, f"[{rare_rows[t]}]")
+        elif rare:
+            parts.append(_MATCHING)
+            params += (1 << i, query.with_any(t, rare))
+        else:
+            parts.append(_NEWEST)
+            params += (1 << i, query.all_of((t,)), want)
+    if not rare:
+        parts.append(_LISTED)
+        params += (-1, f"[{','.join(map(str, holding_all))}]")
+    params.append((1 << len(present)) - 1)
+    sql = _BY_HELD.format(" UNION ALL ".join(parts))
+    return [(int(held), str(rows)) for held, rows in conn.execute(sql, params)]
+
+
+def matched(
+    conn: sqlite3.Connection,
+    query: LexicalQuery,
+    present: tuple[str, ...],
+    rare_rows: dict[str, str],
+    want: int,
+    enough: int,
+) -> list[Group]:
+    """The rows that rank, grouped by the terms they hold.
+
+    Up to ``want`` rows holding every term, newest first; if fewer than ``enough``, the
+    partial matches too (:func:`_by_held`).
+    """
+    every = (1 << len(present)) - 1
+    if len(present) == 1:
+        (t,) = present
+        rows = (
+            sorted(parse(rare_rows[t]), reverse=True)[:want]
+            if t in rare_rows
+            else newest(conn, query.all_of(present), want)
+        )
+        return [(every, rows)] if rows else []
+    if rare_rows:
+        # The rows holding every term are one of the groups: asked for them first, the
+        # index would walk the same intersections twice.
+        groups = _by_held(conn, query, present, rare_rows, [], want)
+        for held, seqs in groups:
+            if held == every and seqs.count(",") + 1 >= enough:
+                return [(every, sorted(parse(seqs), reverse=True)[:want])]
+        return [*groups]
+    holding_all = newest(conn, query.all_of(present), want)
+    if len(holding_all) >= enough:
+        return [(every, holding_all)]
+    return [*_by_held(conn, query, present, rare_rows, holding_all, want)]
