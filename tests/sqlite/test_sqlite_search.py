@@ -67,8 +67,20 @@ def test_any_query_builds_valid_fts_expressions(text: str) -> None:
         conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (expression,)).fetchall()
 
 
+@pytest.fixture(params=["python", "sqlite"])
+def grouped_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Partial matches are grouped by the terms they hold in Python for a few rows and in
+    SQLite past that: each test using this runs both ways."""
+    from memcore_sqlite import lexical_matches
+
+    monkeypatch.setattr(
+        lexical_matches, "GROUP_IN_SQLITE", 10**9 if request.param == "python" else 0
+    )
+    return str(request.param)
+
+
 def test_common_words_do_not_flood_the_or_stage(
-    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch
+    lexical_store: SqliteMemoryStore, grouped_in: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memcore_sqlite import ranking
 
@@ -118,6 +130,7 @@ def test_an_older_row_holding_every_common_word_ranks_first(
 
 def test_enough_rows_holding_every_rare_word_leave_partial_matches_out(
     lexical_store: SqliteMemoryStore,
+    grouped_in: str,
 ) -> None:
     from memcore_sqlite import ranking
 
@@ -140,6 +153,7 @@ def test_enough_rows_holding_every_rare_word_leave_partial_matches_out(
 
 def test_a_row_holding_some_of_the_words_is_scored_by_them(
     lexical_store: SqliteMemoryStore,
+    grouped_in: str,
 ) -> None:
     """With fewer rows holding every word than enough, rows holding more and rarer words
     rank higher (partial matches, grouped by the words they hold)."""
@@ -182,7 +196,9 @@ def test_cjk_sentence_query_and_japanese(lexical_store: SqliteMemoryStore) -> No
 
 
 # -- ladder ---------------------------------------------------------------------------------
-def test_and_matches_rank_above_partial_matches(lexical_store: SqliteMemoryStore) -> None:
+def test_and_matches_rank_above_partial_matches(
+    lexical_store: SqliteMemoryStore, grouped_in: str
+) -> None:
     full = add(lexical_store, ALICE, "the red bicycle is in the garage")
     partial = add(lexical_store, ALICE, "a red apple")
     hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "red bicycle garage")
@@ -191,7 +207,9 @@ def test_and_matches_rank_above_partial_matches(lexical_store: SqliteMemoryStore
     assert hits[0].score > hits[-1].score
 
 
-def test_or_fallback_finds_rows_sharing_any_term(lexical_store: SqliteMemoryStore) -> None:
+def test_or_fallback_finds_rows_sharing_any_term(
+    lexical_store: SqliteMemoryStore, grouped_in: str
+) -> None:
     mid = add(lexical_store, ALICE, "Alice plays the violin")
     assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "violin concerto tickets")) == [
         mid
