@@ -67,20 +67,8 @@ def test_any_query_builds_valid_fts_expressions(text: str) -> None:
         conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (expression,)).fetchall()
 
 
-@pytest.fixture(params=["python", "sqlite"])
-def grouped_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Partial matches are grouped by the terms they hold in Python for a few rows and in
-    SQLite past that: each test using this runs both ways."""
-    from memcore_sqlite import lexical_matches
-
-    monkeypatch.setattr(
-        lexical_matches, "GROUP_IN_SQLITE", 10**9 if request.param == "python" else 0
-    )
-    return str(request.param)
-
-
 def test_common_words_do_not_flood_the_or_stage(
-    lexical_store: SqliteMemoryStore, grouped_in: str, monkeypatch: pytest.MonkeyPatch
+    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memcore_sqlite import ranking
 
@@ -130,7 +118,6 @@ def test_an_older_row_holding_every_common_word_ranks_first(
 
 def test_enough_rows_holding_every_rare_word_leave_partial_matches_out(
     lexical_store: SqliteMemoryStore,
-    grouped_in: str,
 ) -> None:
     from memcore_sqlite import ranking
 
@@ -152,22 +139,23 @@ def test_enough_rows_holding_every_rare_word_leave_partial_matches_out(
 
 
 def test_a_row_holding_some_of_the_words_is_scored_by_them(
-    lexical_store: SqliteMemoryStore,
-    grouped_in: str,
+    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With fewer rows holding every word than enough, rows holding more and rarer words
-    rank higher (partial matches, grouped by the words they hold)."""
+    """With fewer rows holding every word than enough, rows holding more of the words rank
+    higher, a common word counting only in rows that hold a rare one."""
+    from memcore_sqlite import ranking
+
+    monkeypatch.setattr(ranking, "COMMON_TERM_ROWS", 5)
     lexical_store.add_many(STORE, [TextItem(ALICE, f"garden note {i}") for i in range(30)])
     three = add(lexical_store, ALICE, "kayak paddle garden")
     two = add(lexical_store, ALICE, "kayak paddle")
-    rare_one = add(lexical_store, ALICE, "kayak")
-    common_one = add(lexical_store, ALICE, "garden")
+    one = add(lexical_store, ALICE, "kayak")
     hits = lexical_store.search(
         STORE, ALICE.tenant_pattern(), "kayak paddle garden", mode="lexical", top_k=50
     )
-    order = ids(hits)
-    assert order[:2] == [three, two]
-    assert order.index(rare_one) < order.index(common_one)
+    # "garden" is common: it lifts the row that also holds the rare words, and rows holding
+    # only it are not matched.
+    assert ids(hits) == [three, two, one]
 
 
 # -- CJK ------------------------------------------------------------------------------------
@@ -196,9 +184,7 @@ def test_cjk_sentence_query_and_japanese(lexical_store: SqliteMemoryStore) -> No
 
 
 # -- ladder ---------------------------------------------------------------------------------
-def test_and_matches_rank_above_partial_matches(
-    lexical_store: SqliteMemoryStore, grouped_in: str
-) -> None:
+def test_and_matches_rank_above_partial_matches(lexical_store: SqliteMemoryStore) -> None:
     full = add(lexical_store, ALICE, "the red bicycle is in the garage")
     partial = add(lexical_store, ALICE, "a red apple")
     hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "red bicycle garage")
@@ -207,9 +193,7 @@ def test_and_matches_rank_above_partial_matches(
     assert hits[0].score > hits[-1].score
 
 
-def test_or_fallback_finds_rows_sharing_any_term(
-    lexical_store: SqliteMemoryStore, grouped_in: str
-) -> None:
+def test_or_fallback_finds_rows_sharing_any_term(lexical_store: SqliteMemoryStore) -> None:
     mid = add(lexical_store, ALICE, "Alice plays the violin")
     assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "violin concerto tickets")) == [
         mid
