@@ -98,22 +98,50 @@ def test_only_common_words_fall_back_to_recent_rows(
     ]
 
 
+@pytest.mark.parametrize("before", [0, 1], ids=["oldest", "among-one-words-newest"])
 def test_an_older_row_holding_every_common_word_ranks_first(
-    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch
+    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch, before: int
 ) -> None:
     from memcore_sqlite import ranking
 
     monkeypatch.setattr(ranking, "COMMON_TERM_ROWS", 5)
-    both = add(lexical_store, ALICE, "the user mentioned it once")
-    # Newer rows push it out of each word's newest rows: only the AND of both words finds it.
     many = ranking.POOL + 10
-    lexical_store.add_many(STORE, [TextItem(ALICE, f"user note {i}") for i in range(many)])
-    lexical_store.add_many(STORE, [TextItem(ALICE, f"mentioned thing {i}") for i in range(many)])
+    batches = [
+        [f"user note {i}" for i in range(many)],
+        [f"mentioned thing {i}" for i in range(many)],
+    ]
+    for texts in batches[:before]:
+        lexical_store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
+    both = add(lexical_store, ALICE, "the user mentioned it once")
+    # Newer rows push it out of one or both words' newest rows: only the AND of both words
+    # finds it, and it ranks as holding both, not as one of "user"'s newest rows.
+    for texts in batches[before:]:
+        lexical_store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
     hits = lexical_store.search(
         STORE, ALICE.tenant_pattern(), "user mentioned", mode="lexical", top_k=3
     )
     assert ids(hits)[0] == both
     assert hits[0].score > hits[1].score
+
+
+def test_a_row_holding_every_common_word_scores_as_holding_them_all(
+    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row is among two words' newest rows but not the third's: it still scores as a
+    row holding all three, not as one holding two."""
+    from memcore_sqlite import ranking
+
+    monkeypatch.setattr(ranking, "COMMON_TERM_ROWS", 5)
+    many = ranking.POOL + 10
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"user garden {i}") for i in range(many)])
+    every = add(lexical_store, ALICE, "the user mentioned the garden")
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"mentioned thing {i}") for i in range(many)])
+    hits = lexical_store.search(
+        STORE, ALICE.tenant_pattern(), "user mentioned garden", mode="lexical", top_k=3
+    )
+    assert ids(hits)[0] == every
+    assert hits[0].score == 1.0
+    assert hits[1].score < 1.0
 
 
 def test_enough_rows_holding_every_rare_word_leave_partial_matches_out(

@@ -32,16 +32,13 @@ _NEWEST_ROWS = (
 )
 #: One row per combination of terms held, summed from one (rowid, bit) row per term a row
 #: holds (a row is in each term's newest rows once, so the sum is the union of its bits).
-#: A negative bit marks a row known to hold every term.
 _BY_HELD = (
-    "WITH hit (r, b) AS ({})"
-    " SELECT held, group_concat(r) FROM"
-    " (SELECT r, CASE WHEN min(b) < 0 THEN ? ELSE sum(b) END AS held FROM hit GROUP BY r)"
+    "SELECT held, group_concat(r) FROM"
+    " (SELECT r, sum(b) AS held FROM ({}) GROUP BY r)"
     " GROUP BY held"
 )
-_LISTED = "SELECT value, ? FROM json_each(?)"
 _NEWEST = (
-    "SELECT rowid, ? FROM"
+    "SELECT rowid AS r, ? AS b FROM"
     " (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?)"
 )
 
@@ -73,23 +70,15 @@ def newest(conn: sqlite3.Connection, expression: str, limit: int) -> list[int]:
 
 
 def _by_held(
-    conn: sqlite3.Connection,
-    query: LexicalQuery,
-    present: tuple[str, ...],
-    holding_all: list[int],
-    want: int,
+    conn: sqlite3.Connection, query: LexicalQuery, present: tuple[str, ...], want: int
 ) -> list[tuple[int, str]]:
-    """The newest ``want`` rows of each (common) term and ``holding_all``, the rows known to
-    hold every term, grouped by the terms they hold. The statement's text depends only on
-    the number of terms, so the connection's statement cache keeps it prepared."""
-    parts: list[str] = []
+    """The newest ``want`` rows of each (common) term, grouped by the terms they hold. The
+    statement's text depends only on the number of terms, so the connection's statement
+    cache keeps it prepared."""
     params: list[object] = []
     for i, t in enumerate(present):
-        parts.append(_NEWEST)
         params += (1 << i, query.all_of((t,)), want)
-    parts.append(_LISTED)
-    params += (-1, f"[{','.join(map(str, holding_all))}]", (1 << len(present)) - 1)
-    sql = _BY_HELD.format(" UNION ALL ".join(parts))
+    sql = _BY_HELD.format(" UNION ALL ".join([_NEWEST] * len(present)))
     return [(int(held), str(rows)) for held, rows in conn.execute(sql, params)]
 
 
@@ -158,4 +147,11 @@ def matched(
     holding_all = newest(conn, query.all_of(present), want)
     if len(holding_all) >= enough:
         return [(every, holding_all)]
-    return [*_by_held(conn, query, present, holding_all, want)]
+    # A row holding every term may be among some terms' newest rows too: it is in its own
+    # group only. The few of them are known, so SQLite need not be told which they are.
+    taken = set(holding_all)
+    partial: list[Group] = [
+        (held, [seq for seq in parse(rows) if seq not in taken])
+        for held, rows in _by_held(conn, query, present, want)
+    ]
+    return [(every, holding_all), *partial] if holding_all else partial
