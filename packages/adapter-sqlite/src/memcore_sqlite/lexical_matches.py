@@ -3,9 +3,9 @@
 The scope's and every term's capped counts come from one statement. With a rare term, the
 rows holding every term are found among the partial matches instead of by a second walk of
 the same intersections. A query of common terms only has its matches grouped by the terms
-they hold inside SQLite (which releases the GIL while it steps), so Python parses only the
-rows of the groups that can make the pool. Grouping a rare term's rows there too cost more
-than the Python loop over them (measured at 1k, 10k and 100k rows: 0.05-0.2 ms a search).
+they hold inside SQLite (which releases the GIL while it steps), in one statement instead of
+one per term. Grouping a rare term's rows there too cost more than the Python loop over them
+(measured at 1k, 10k and 100k rows: 0.05-0.2 ms a search).
 
 Rows come back as groups: (bits of the terms held, in the query's term order; rowids), the
 rowids either comma-separated as FTS5 wrote them or already parsed.
