@@ -98,6 +98,94 @@ def test_only_common_words_fall_back_to_recent_rows(
     ]
 
 
+@pytest.mark.parametrize("before", [0, 1], ids=["oldest", "among-one-words-newest"])
+def test_an_older_row_holding_every_common_word_ranks_first(
+    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch, before: int
+) -> None:
+    from memcore_sqlite import ranking
+
+    monkeypatch.setattr(ranking, "COMMON_TERM_ROWS", 5)
+    many = ranking.POOL + 10
+    batches = [
+        [f"user note {i}" for i in range(many)],
+        [f"mentioned thing {i}" for i in range(many)],
+    ]
+    for texts in batches[:before]:
+        lexical_store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
+    both = add(lexical_store, ALICE, "the user mentioned it once")
+    # Newer rows push it out of one or both words' newest rows: only the AND of both words
+    # finds it, and it ranks as holding both, not as one of "user"'s newest rows.
+    for texts in batches[before:]:
+        lexical_store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
+    hits = lexical_store.search(
+        STORE, ALICE.tenant_pattern(), "user mentioned", mode="lexical", top_k=3
+    )
+    assert ids(hits)[0] == both
+    assert hits[0].score > hits[1].score
+
+
+def test_a_row_holding_every_common_word_scores_as_holding_them_all(
+    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row is among two words' newest rows but not the third's: it still scores as a
+    row holding all three, not as one holding two."""
+    from memcore_sqlite import ranking
+
+    monkeypatch.setattr(ranking, "COMMON_TERM_ROWS", 5)
+    many = ranking.POOL + 10
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"user garden {i}") for i in range(many)])
+    every = add(lexical_store, ALICE, "the user mentioned the garden")
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"mentioned thing {i}") for i in range(many)])
+    hits = lexical_store.search(
+        STORE, ALICE.tenant_pattern(), "user mentioned garden", mode="lexical", top_k=3
+    )
+    assert ids(hits)[0] == every
+    assert hits[0].score == 1.0
+    assert hits[1].score < 1.0
+
+
+def test_enough_rows_holding_every_rare_word_leave_partial_matches_out(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    from memcore_sqlite import ranking
+
+    lexical_store.add_many(
+        STORE, [TextItem(ALICE, f"kayak paddle {i}") for i in range(ranking.ENOUGH + 5)]
+    )
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"kayak trip {i}") for i in range(10)])
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"paddle board {i}") for i in range(10)])
+    hits = lexical_store.search(
+        STORE, ALICE.tenant_pattern(), "kayak paddle", mode="lexical", top_k=50
+    )
+    assert len(hits) == ranking.ENOUGH + 5
+    assert all(h.memory.text.startswith("kayak paddle") for h in hits)
+    # Newest first among equal scores.
+    assert [h.memory.text for h in hits[:2]] == [
+        f"kayak paddle {ranking.ENOUGH + 4}",
+        f"kayak paddle {ranking.ENOUGH + 3}",
+    ]
+
+
+def test_a_row_holding_some_of_the_words_is_scored_by_them(
+    lexical_store: SqliteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With fewer rows holding every word than enough, rows holding more of the words rank
+    higher, a common word counting only in rows that hold a rare one."""
+    from memcore_sqlite import ranking
+
+    monkeypatch.setattr(ranking, "COMMON_TERM_ROWS", 5)
+    lexical_store.add_many(STORE, [TextItem(ALICE, f"garden note {i}") for i in range(30)])
+    three = add(lexical_store, ALICE, "kayak paddle garden")
+    two = add(lexical_store, ALICE, "kayak paddle")
+    one = add(lexical_store, ALICE, "kayak")
+    hits = lexical_store.search(
+        STORE, ALICE.tenant_pattern(), "kayak paddle garden", mode="lexical", top_k=50
+    )
+    # "garden" is common: it lifts the row that also holds the rare words, and rows holding
+    # only it are not matched.
+    assert ids(hits) == [three, two, one]
+
+
 # -- CJK ------------------------------------------------------------------------------------
 def test_two_character_cjk_word_is_found_inside_a_sentence(
     lexical_store: SqliteMemoryStore,

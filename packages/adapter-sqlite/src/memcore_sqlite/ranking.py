@@ -12,14 +12,16 @@ Every score leaving here is in [0, 1], and a higher score always means a better 
 
 from __future__ import annotations
 
-import heapq
 import math
 import sqlite3
 from collections.abc import Mapping
+from itertools import repeat
 
 import attrs
 
+from memcore_sqlite import lexical_matches
 from memcore_sqlite.analysis import LexicalQuery
+from memcore_sqlite.lexical_matches import Group
 from memcore_sqlite.passages import PASSAGE_WORDS
 from memcore_sqlite.rows import rows_in
 
@@ -58,61 +60,6 @@ class LexicalHit:
     evidence: bool
 
 
-def _capped_count(conn: sqlite3.Connection, expression: str | None, cap: int) -> int:
-    """How many rows match, counting no further than ``cap + 1`` (nothing is scored)."""
-    if expression is None:
-        sql, params = "SELECT count(*) FROM (SELECT rowid FROM memory_fts LIMIT ?)", (cap + 1,)
-    else:
-        sql = "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)"
-        params = (expression, cap + 1)  # type: ignore[assignment]
-    return int(conn.execute(sql, params).fetchone()[0])
-
-
-def _newest(conn: sqlite3.Connection, expression: str, limit: int) -> list[int]:
-    """Matching rowids, newest first; FTS5 walks postings backwards and stops at the LIMIT."""
-    return _parse(_joined(conn, expression, limit, "ORDER BY rowid DESC"))
-
-
-def _joined(conn: sqlite3.Connection, expression: str, limit: int, order: str = "") -> str:
-    """Up to ``limit`` matching rowids (in no promised order) as one comma-separated string:
-    a Python row per match cost more than the FTS5 walk that found it."""
-    sql = (
-        "SELECT group_concat(rowid) FROM"
-        f" (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? {order} LIMIT ?)"
-    )
-    return str(conn.execute(sql, (expression, limit)).fetchone()[0] or "")
-
-
-def _holding_all(
-    conn: sqlite3.Connection,
-    query: LexicalQuery,
-    present: tuple[str, ...],
-    found: Mapping[str, str],
-    counts: Mapping[str, int],
-    want: int,
-) -> list[int]:
-    """Up to ``want`` rows holding every term, newest first.
-
-    A rare term's rows are all in ``found``, so the index is asked only when common terms
-    remain and the rare terms' rows have some in common: no row holds every term when they
-    have none, and when every term is rare their common rows are the answer.
-    """
-    rare = [t for t in present if counts[t] <= COMMON_TERM_ROWS]
-    if rare:
-        rows = set(_parse(found[rare[0]]))
-        for t in rare[1:]:
-            rows.intersection_update(_parse(found[t]))
-        if not rows:
-            return []
-        if len(rare) == len(present):
-            return sorted(rows, reverse=True)[:want]
-    return _newest(conn, query.all_of(present), want)
-
-
-def _parse(joined: str) -> list[int]:
-    return [int(r) for r in joined.split(",")] if joined else []
-
-
 def idf(rows_with_term: int, rows: int) -> float:
     """BM25's IDF, kept positive (a term in every row still weighs a little)."""
     return math.log(1.0 + (rows - rows_with_term + 0.5) / (rows_with_term + 0.5))
@@ -135,91 +82,72 @@ def lexical(
     3. If that found fewer than ``enough``: every row of each rare term, plus which of those
        rows also hold each common term (common AND any rare: again an intersection).
     4. A query of only common terms instead takes the newest rows holding each of them.
+
+    SQLite groups the matched rows by the terms they hold
+    (:mod:`~memcore_sqlite.lexical_matches`), so Python parses only the rows of the best
+    groups, and holds the GIL for little of the search.
     """
     terms = query.terms
     if not terms:
         return {}
     cap = COMMON_TERM_ROWS
-    in_scope = _capped_count(conn, query.scope_only(), cap)
+    # Up to cap + 1 rows of each term: their number is the term's count, and a rare term's
+    # rows are all of them, so step 3 need not walk its postings again.
+    in_scope, found = lexical_matches.first_rows(conn, query, cap + 1)
     if in_scope == 0:
         return {}
     # Past the cap we only know the scope is large; any estimate above the cap ranks the same.
     rows = in_scope if in_scope <= cap else 4 * cap
-    # Up to cap + 1 rows of each term: their number is the term's count, and a rare term's
-    # rows are all of them, so step 3 need not walk its postings again.
-    found = {t: _joined(conn, query.all_of((t,)), cap + 1) for t in terms}
-    counts = {t: found[t].count(",") + 1 if found[t] else 0 for t in terms}
+    counts = {t: f.count(",") + 1 if f else 0 for t, f in zip(terms, found)}
     present = tuple(t for t in terms if counts[t])
     if not present:
         return {}
     weights = {t: idf(min(counts[t], rows), rows) for t in terms}
     telling = {t for t in present if counts[t] <= min(cap, rows // 2)}
-    # Which present terms a row holds, as bits in the query's term order: cheaper than a
-    # set per row, and one share per combination of terms, not per row.
+    # Which present terms a row holds, as bits in the query's term order: one share per
+    # combination of terms, not per row.
     bit = {t: 1 << i for i, t in enumerate(present)}
-    every = (1 << len(present)) - 1
-    matched: dict[int, int] = dict.fromkeys(
-        _holding_all(conn, query, present, found, counts, want), every
-    )
-    if len(matched) < enough and len(present) > 1:
-        rare = tuple(t for t in present if counts[t] <= cap)
-        common = tuple(t for t in present if counts[t] > cap)
-        for t in rare:
-            b = bit[t]
-            for seq in _parse(found[t]):
-                matched[seq] = matched.get(seq, 0) | b
-        if rare:
-            for t in common:
-                b = bit[t]
-                for seq in _newest(conn, query.with_any(t, rare), cap * len(rare)):
-                    if seq in matched:
-                        matched[seq] |= b
-        else:
-            for t in common:
-                b = bit[t]
-                for seq in _newest(conn, query.all_of((t,)), want):
-                    matched[seq] = matched.get(seq, 0) | b
+    rare_rows = {t: f for t, f in zip(terms, found) if counts[t] and counts[t] <= cap}
+    groups = lexical_matches.matched(conn, query, present, rare_rows, want, enough)
     total = sum(weights.values())
     # Summed in the query's term order, not the set's: a set of strings iterates in an order
     # that changes with each process's hash seed, and the last bit of a share decided which
     # of many equal shares made the pool.
-    share_of = {
-        held: sum(weights[t] for t in present if held & bit[t]) / total
-        for held in set(matched.values())
-    }
+    by_share: dict[float, list[Group]] = {}
+    for held, seqs in groups:
+        share = sum(weights[t] for t in present if held & bit[t]) / total
+        by_share.setdefault(share, []).append((held, seqs))
     telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
-    best = _best_shares(matched, share_of, LENGTH_LOOKUPS * want)
+    best, held_by = _best_shares(by_share, LENGTH_LOOKUPS * want)
     scores = _discounted(conn, best, want, tenant)
     if len(best) > want:  # as many lengths as were needed to know the want best
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:want]
+        ranked = [(seq, score) for score, seq in _by_score(scores)[:want]]
     else:
         ranked = list(scores.items())
-    return {seq: LexicalHit(score, bool(matched[seq] & telling_bits)) for seq, score in ranked}
+    return {seq: LexicalHit(score, bool(held_by[seq] & telling_bits)) for seq, score in ranked}
 
 
 def _best_shares(
-    matched: Mapping[int, int], share_of: Mapping[int, float], n: int
-) -> list[tuple[int, float]]:
-    """The ``n`` best (seq, share) by share, then newest first: rows grouped by their share,
-    so only the last group taken is sorted by seq (a query has a few distinct shares)."""
-    groups: dict[float, list[int]] = {}
-    for seq, held in matched.items():
-        share = share_of[held]
-        group = groups.get(share)
-        if group is None:
-            groups[share] = [seq]
-        else:
-            group.append(seq)
+    by_share: Mapping[float, list[Group]], n: int
+) -> tuple[list[tuple[int, float]], dict[int, int]]:
+    """The ``n`` best (seq, share) by share, then newest first, and the terms each holds:
+    rows come grouped by the terms they hold, so only the groups taken are parsed and only
+    the last one is cut by seq (a query has a few distinct shares)."""
     out: list[tuple[int, float]] = []
-    for share in sorted(groups, reverse=True):
-        group = groups[share]
-        room = n - len(out)
-        top = sorted(group, reverse=True) if len(group) <= room else heapq.nlargest(room, group)
-        out.extend((seq, share) for seq in top)
+    held_by: dict[int, int] = {}
+    for share in sorted(by_share, reverse=True):
+        group: list[int] = []
+        for held, seqs in by_share[share]:
+            parsed = lexical_matches.parse(seqs) if isinstance(seqs, str) else seqs
+            held_by.update(dict.fromkeys(parsed, held))
+            group += parsed
+        # A sort in C beats heapq.nlargest's Python loop at a group's few hundred rows.
+        group.sort(reverse=True)
+        out.extend(zip(group[: n - len(out)], repeat(share)))
         if len(out) >= n:
             break
-    return out
+    return out, held_by
 
 
 def _discounted(
@@ -240,11 +168,16 @@ def _discounted(
         for seq, share in part:
             scores[seq] = share * length_discount(lengths.get(seq))
         if start < len(best) and len(scores) >= want:
-            edge = heapq.nsmallest(want, scores.items(), key=lambda kv: (-kv[1], -kv[0]))[-1]
+            edge = _by_score(scores)[want - 1]
             nxt_seq, nxt_share = best[start]
-            if (nxt_share, nxt_seq) < (edge[1], edge[0]):
+            if (nxt_share, nxt_seq) < edge:
                 break
     return scores
+
+
+def _by_score(scores: Mapping[int, float]) -> list[tuple[float, int]]:
+    """(score, seq), best first, then newest first: tuples sorted in C, no key function."""
+    return sorted(zip(scores.values(), scores.keys()), reverse=True)
 
 
 def length_discount(words: int | None) -> float:
