@@ -83,9 +83,11 @@ def lexical(
        rows also hold each common term (common AND any rare: again an intersection).
     4. A query of only common terms instead takes the newest rows holding each of them.
 
-    SQLite groups the matched rows by the terms they hold
-    (:mod:`~memcore_sqlite.lexical_matches`), so Python parses only the rows of the best
-    groups, and holds the GIL for little of the search.
+    The matched rows come grouped by the terms they hold
+    (:mod:`~memcore_sqlite.lexical_matches`). With a rare term, step 2's rows are read from
+    step 3's groups, not walked again, and Python groups the rare terms' rows. A query of
+    common terms only is grouped inside SQLite, and Python parses only the groups that can
+    make the pool.
     """
     terms = query.terms
     if not terms:
