@@ -43,6 +43,7 @@ from memcore_sqlite.dream_rows import (
     overlap,
     patterns_of,
 )
+from memcore_sqlite.rows import rows_in
 
 #: The service's default and maximum for ``maxMemories``.
 DEFAULT_MAX_MEMORIES = 1000
@@ -392,15 +393,11 @@ class DreamTasks(DreamApplier):
         with self._read() as conn:
             sid = self._store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
-            marks = ",".join("?" * len(ids))
-            texts = {
-                r[0]: r[1]
-                for r in conn.execute(
-                    f"SELECT id, text FROM dream_actions WHERE dream_seq = ? AND id IN ({marks})"
-                    " AND action IN ('MERGE', 'ADD')",
-                    (task[0], *ids),
-                )
-            }
+            sql = (
+                "SELECT id, text FROM dream_actions WHERE dream_seq = ? AND id IN ({})"
+                " AND action IN ('MERGE', 'ADD')"
+            )
+            texts = {r[0]: r[1] for r in rows_in(conn, sql, ids, before=(task[0],))}
         embedded = self._embed([texts[k] or "" for k in texts]) if texts else None
         vectors = dict(zip(texts, embedded or [None] * len(texts)))
         added: Added = []

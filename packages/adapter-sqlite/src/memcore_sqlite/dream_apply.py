@@ -19,7 +19,7 @@ import attrs
 from memcore.dream.scopes import in_scopes
 from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
-from memcore_sqlite.rows import content_hash
+from memcore_sqlite.rows import content_hash, rows_in
 from memcore_sqlite.writes import MemoryWrites
 
 _ROW = (
@@ -47,16 +47,8 @@ class DreamApplier(MemoryWrites):
     """Applies and undoes actions inside the caller's write transaction."""
 
     def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, Any]:
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        return {
-            r[1]: r
-            for r in conn.execute(
-                f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({marks})",
-                (store_id, *ids),
-            )
-        }
+        sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
+        return {r[1]: r for r in rows_in(conn, sql, ids, before=(store_id,))}
 
     def _apply_action(
         self,

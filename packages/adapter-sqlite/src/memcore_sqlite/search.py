@@ -182,14 +182,14 @@ def hits(
     start = 0
     while part := order.first(start + size)[start:]:
         start += size
-        marks = ",".join("?" * len(part))
         # By primary key only; the store and scope are checked below (a scope clause
         # here would lure the planner onto the scope index and scan the whole scope).
         rows = {
             int(r[0]): r
-            for r in conn.execute(
+            for r in rows_in(
+                conn,
                 f"SELECT {MEMORY_COLUMNS}, {LINK_COLUMNS}, store_id FROM memories"
-                f" WHERE seq IN ({marks})",
+                " WHERE seq IN ({})",
                 [seq for seq, _ in part],
             )
         }

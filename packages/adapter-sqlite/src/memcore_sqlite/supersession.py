@@ -15,7 +15,7 @@ import attrs
 
 from memcore.scope import ScopePattern
 from memcore.values import Memory, SearchHit
-from memcore_sqlite.rows import MEMORY_COLUMNS, memory_from_row
+from memcore_sqlite.rows import MEMORY_COLUMNS, memory_from_row, rows_in
 
 #: How many supersession links a search follows to reach the current memory.
 MAX_HOPS = 8
@@ -33,15 +33,8 @@ def link(row: Sequence[Any]) -> tuple[str, str, str]:
 
 def _links(conn: sqlite3.Connection, ids: Sequence[str]) -> Links:
     """id -> :func:`link` for the ids given."""
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    return {
-        r[0]: link(r[1:])
-        for r in conn.execute(
-            f"SELECT id, {LINK_COLUMNS} FROM memories WHERE id IN ({marks})", list(ids)
-        )
-    }
+    sql = f"SELECT id, {LINK_COLUMNS} FROM memories WHERE id IN ({{}})"
+    return {r[0]: link(r[1:]) for r in rows_in(conn, sql, ids)}
 
 
 def annotate(conn: sqlite3.Connection, memories: Sequence[Memory]) -> list[Memory]:
@@ -100,10 +93,8 @@ def prefer_current(
     memories: dict[str, Memory] = {h.memory.id: h.memory for h in found}
     missing = [c for c in set(successor.values()) if c not in memories]
     if missing:
-        marks = ",".join("?" * len(missing))
-        for r in conn.execute(
-            f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE id IN ({marks})", missing
-        ):
+        sql = f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE id IN ({{}})"
+        for r in rows_in(conn, sql, missing):
             m = memory_from_row(r)
             if (
                 r[-1] == store_id
