@@ -38,6 +38,12 @@ from memcore_sqlite.wal import enable_wal
 #: How many audit records a store keeps; older ones are pruned as new ones arrive.
 AUDIT_KEEP = 100_000
 
+_KEY = "SELECT id, generation, 0 FROM stores WHERE name = ?"
+_KEY_PENDING = (
+    "SELECT id, generation, EXISTS (SELECT 1 FROM tasks WHERE store_id = stores.id"
+    " AND status = 'pending' AND operation = 'AddMemories') FROM stores WHERE name = ?"
+)
+
 
 class StoreBase:
     """One SQLite connection behind a lock; the store's operations build on these helpers.
@@ -147,13 +153,17 @@ class StoreBase:
     def _store_id(self, conn: sqlite3.Connection, name: str) -> int:
         return self._store_key(conn, name)[0]
 
-    def _store_key(self, conn: sqlite3.Connection, name: str) -> tuple[int, int]:
-        """(id, generation) of the named store: a search needs both, in one statement."""
+    def _store_key(
+        self, conn: sqlite3.Connection, name: str, *, pending: bool = False
+    ) -> tuple[int, int, bool]:
+        """(id, generation, tasks pending) of the named store, in one statement: a semantic
+        search needs all three in its snapshot. The last is whether deferred writes left
+        memories to embed (asked only with ``pending``; an indexed probe of ``tasks_store``)."""
         limits.check_store_name(name)
-        row = conn.execute("SELECT id, generation FROM stores WHERE name = ?", (name,)).fetchone()
+        row = conn.execute(_KEY_PENDING if pending else _KEY, (name,)).fetchone()
         if row is None:
             raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name")
-        return int(row[0]), int(row[1])
+        return int(row[0]), int(row[1]), bool(row[2])
 
     def _audit(
         self,

@@ -15,6 +15,7 @@ from memcore import limits
 from memcore.scope import ScopePattern
 from memcore.values import SearchHit
 from memcore_sqlite import analysis, code_pages, ranking, tags
+from memcore_sqlite.exact_order import ExactOrder
 from memcore_sqlite.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.quantize import Codes
@@ -139,7 +140,7 @@ def ranked(
         if lexical:
             missing = [seq for seq in lexical if seq not in semantic]
             semantic.update(vectors.cosines(entry, missing, qvec, fetch))
-        return FusedOrder(ordered(ranking.fuse(lexical, semantic)))
+        return ExactOrder(lexical, semantic)
 
     def shortlist() -> tuple[Any, Any, Any]:
         return vectors.shortlist(entry, qvec, pool, allowed)

@@ -119,8 +119,6 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
-        if mode != "lexical":
-            self._index_pending(store)
         qvec = self._embed([query]) if mode != "lexical" else None
         return self._search(
             store,
@@ -155,7 +153,6 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         if mode not in ("vector", "hybrid"):
             raise InvalidInput("mode must be vector or hybrid", field="mode")
         qvec = self._vectors.to_array([vector])[0]
-        self._index_pending(store)
         return self._search(
             store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode == "hybrid"
         )
@@ -173,25 +170,36 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         *,
         use_lexical: bool = True,
     ) -> list[SearchHit]:
-        """Rank, fetch and filter the hits; a search that succeeds is audited after its read."""
+        """Rank, fetch and filter the hits; a search that succeeds is audited after its read.
+
+        A semantic search first embeds the memories deferred writes left without a vector
+        (:meth:`_index_pending`); whether there are any is asked in the search's own snapshot,
+        and only when there are does the search index them and start over in a new one.
+        """
         model = self.embedder.name if self.embedder is not None else None
-        with self._read() as conn:
-            sid, generation = self._store_key(conn, store)
-            order = search.ranked(
-                conn,
-                sid,
-                pattern,
-                query,
-                flt,
-                qvec,
-                self._vectors,
-                model,
-                use_lexical=use_lexical,
-                generation=generation,
-                beside=self._overlap,
-            )
-            found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
-            found = supersession.prefer_current(conn, sid, pattern, found, flt, top_k, links)
+        for check in (qvec is not None and not self.read_only, False):
+            with self._read() as conn:
+                sid, generation, pending = self._store_key(conn, store, pending=check)
+                if not pending:
+                    order = search.ranked(
+                        conn,
+                        sid,
+                        pattern,
+                        query,
+                        flt,
+                        qvec,
+                        self._vectors,
+                        model,
+                        use_lexical=use_lexical,
+                        generation=generation,
+                        beside=self._overlap,
+                    )
+                    found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
+                    found = supersession.prefer_current(
+                        conn, sid, pattern, found, flt, top_k, links
+                    )
+                    break
+            self._index_pending(store)  # then search again, in a snapshot that has them
         self._audit_read(store, "SearchMemories", started)
         return found
 
