@@ -29,6 +29,7 @@ from memcore_sqlite.checkpoints import Checkpoints
 from memcore_sqlite.fts_upkeep import Upkeep
 from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.passages import combine, passages
+from memcore_sqlite.read_audits import ReadAudits, Record
 from memcore_sqlite.rows import rows_in
 from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
@@ -75,6 +76,8 @@ class StoreBase:
         self._lock = threading.RLock()
         self._post_commit: list[Any] = []
         self._embedding_ahead = EmbedAhead()
+        #: The records of reads, written with the next write transaction.
+        self._read_audits = ReadAudits(self._flush_read_audits)
         self._fts_upkeep = Upkeep()
         #: The thread a hybrid search runs its vector shortlist in, beside the lexical stage.
         self._overlap = Overlap()
@@ -113,17 +116,21 @@ class StoreBase:
 
     @contextmanager
     def _write(self, *, checkpoint: bool = True) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction; without ``checkpoint`` its commit leaves the
-        WAL to :mod:`~memcore_sqlite.checkpoints` (a read's audit)."""
+        """One ``BEGIN IMMEDIATE`` transaction, which also writes the records of the reads
+        made since the last one (:mod:`~memcore_sqlite.read_audits`); without ``checkpoint``
+        its commit leaves the WAL to :mod:`~memcore_sqlite.checkpoints` (reads' records)."""
         with self._lock, mapped(self.path):
             self._check_open()
             conn = self._conn
             with nullcontext() if checkpoint else self._checkpoints.off(conn):
                 conn.execute("BEGIN IMMEDIATE")
+                reads = self._read_audits.take()
                 try:
+                    self._write_read_audits(conn, reads)
                     yield conn
                     conn.execute("COMMIT")
                 except BaseException:
+                    self._read_audits.give_back(reads)
                     self._post_commit.clear()
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
@@ -177,20 +184,24 @@ class StoreBase:
         status: str = "succeeded",
     ) -> str:
         """Record operation, scope, target id, status and latency — never text or queries."""
+        return self._request(conn, store_id, *_record(operation, started, scope, target, status))
+
+    def _request(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        operation: str,
+        status: str,
+        scope: str | None,
+        target: str | None,
+        latency_ms: float,
+        created_at: float,
+    ) -> str:
         rid = uuid.uuid4().hex
         cur = conn.execute(
             "INSERT INTO requests (id, store_id, operation, status, scope, target_id, latency_ms,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                rid,
-                store_id,
-                operation,
-                status,
-                None if scope is None else json.dumps(scope.as_dict()),
-                target,
-                (time.perf_counter() - started) * 1000.0,
-                time.time(),
-            ),
+            (rid, store_id, operation, status, scope, target, latency_ms, created_at),
         )
         seq = cur.lastrowid or 0
         if seq % 1000 == 0:
@@ -199,17 +210,49 @@ class StoreBase:
             )
         return rid
 
-    def _audit_read(self, store: str, operation: str, started: float, **kw: Any) -> None:
-        """Reads log in their own short write, after the snapshot closed (not on a read-only
-        file: a read there must still work)."""
+    def _audit_read(
+        self,
+        store: str,
+        operation: str,
+        started: float,
+        *,
+        scope: Scope | None = None,
+        target: str | None = None,
+        status: str = "succeeded",
+    ) -> None:
+        """A read's record, kept until the store's next write transaction writes it (see
+        :mod:`~memcore_sqlite.read_audits`); not on a read-only file: a read there must
+        still work."""
         if self.read_only:
             return
-        with self._lock:  # the count, and the thread it starts, are the lock's too
-            with self._write(checkpoint=False) as conn:
-                row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
-                if row is not None:
-                    self._audit(conn, int(row[0]), operation, started, **kw)
+        with self._lock:  # the counts, and the threads they start, are the lock's too
+            self._check_open()
+            full = self._read_audits.add(
+                (store, *_record(operation, started, scope, target, status))
+            )
             self._checkpoints.audited()
+            if full:
+                with self._write(checkpoint=False):
+                    pass
+
+    def _flush_read_audits(self) -> None:
+        """Write the records of reads kept so far, in a transaction of their own."""
+        with self._lock:
+            if not self._closed and len(self._read_audits):
+                with self._write(checkpoint=False):
+                    pass
+
+    def _write_read_audits(self, conn: sqlite3.Connection, reads: list[Record]) -> None:
+        """Inside a write: the records of reads (of a store deleted since: none)."""
+        ids: dict[str, int | None] = {}
+        for record in reads:
+            store = record[0]
+            if store not in ids:
+                row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
+                ids[store] = None if row is None else int(row[0])
+            sid = ids[store]
+            if sid is not None:
+                self._request(conn, sid, *record[1:])
 
     @contextmanager
     def _audit_failure(
@@ -354,11 +397,30 @@ class StoreBase:
         self._checkpoints.close()
         with self._lock:
             if not self._closed:
+                self._read_audits.close()
+                try:
+                    self._flush_read_audits()
+                except MemcoreError:
+                    pass  # a file that cannot take them now (full, locked): lost as in a crash
                 self._closed = True
                 self._embedding_ahead.close()
                 self._overlap.close()  # under the lock: no search is using it
                 with mapped(self.path):
                     self._conn.close()
+
+
+def _record(
+    operation: str, started: float, scope: Scope | None, target: str | None, status: str
+) -> tuple[str, str, str | None, str | None, float, float]:
+    """The fields of a request record, from the call's start to now."""
+    return (
+        operation,
+        status,
+        None if scope is None else json.dumps(scope.as_dict()),
+        target,
+        (time.perf_counter() - started) * 1000.0,
+        time.time(),
+    )
 
 
 def _live_scopes(

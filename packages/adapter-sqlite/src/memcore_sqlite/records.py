@@ -84,7 +84,9 @@ class RecordReads(StoreBase):
         next_token: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> Page[RequestRecord]:
-        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items)."""
+        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items);
+        every read made before the call is in it (its record is written first)."""
+        self._flush_read_audits()
         rows = self._rows_after(
             store,
             "requests",
