@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -127,3 +128,20 @@ def test_a_killed_process_loses_fewer_than_a_batch(db_path: Path) -> None:
     assert _on_file(db_path) == BATCH  # the last 5 were still kept when it died
     with SqliteMemoryStore(db_path) as store:
         assert store.search(STORE, ALICE.pattern(), "tea")  # the file is whole
+
+
+def _audit_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "memcore-sqlite-audit"]
+
+
+def test_one_thread_writes_them_and_close_stops_it(db_path: Path) -> None:
+    before = len(_audit_threads())
+    store = _store(db_path, delay=0.05)
+    store.add_text(STORE, ALICE, "green tea")
+    for _ in range(3):  # three rounds of records, each written when due, by one thread
+        _search(store, 2)
+        time.sleep(0.3)
+    assert len(_audit_threads()) == before + 1
+    store.close()
+    assert len(_audit_threads()) == before
+    assert _on_file(db_path) == 6

@@ -395,9 +395,9 @@ class StoreBase:
 
     def close(self) -> None:
         self._checkpoints.close()
+        self._read_audits.close()
         with self._lock:
             if not self._closed:
-                self._read_audits.close()
                 try:
                     self._flush_read_audits()
                 except MemcoreError:
