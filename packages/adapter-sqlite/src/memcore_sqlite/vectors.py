@@ -63,7 +63,8 @@ def exact_top(
         return []
     scores = np_.einsum("ij,j->i", matrix, query)
     order = np_.lexsort((-seqs, -scores))[:n]
-    return [(int(seqs[i]), float(scores[i])) for i in order if np_.isfinite(scores[i])]
+    order = order[np_.isfinite(scores[order])]
+    return list(zip(seqs[order].tolist(), scores[order].tolist()))
 
 
 def _keep_smallest(key: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
