@@ -1,19 +1,23 @@
 """A small scope's fused order, scored as arrays: every prefix equals ``fuse`` + ``ordered``
 (seqs, ``repr`` of scores and signals, their order), at the edges of the clipping (cosines
 below 0 and above 1, NaN, -0.0), with ties, lexical candidates without a vector, and one
-signal; the prefix read in slices equals the one read at once."""
+signal; the prefix read in slices equals the one read at once. And the cosines of its lexical
+candidates, looked up by binary search, are those the ``isin`` filter gave."""
 
 from __future__ import annotations
 
 import math
 import random
 
+import numpy as np
 import pytest
 
 from memcore_sqlite import ranking
 from memcore_sqlite.exact_order import ExactOrder
 from memcore_sqlite.fused_order import ordered
+from memcore_sqlite.quantize import encode
 from memcore_sqlite.ranking import LexicalHit
+from memcore_sqlite.vectors import VectorCache, _Entry
 
 EDGES = [-1.5, -0.3, -0.0, 0.0, 1e-300, 0.3, 0.999999, 1.0, 1.0000001, 3.0, math.nan, math.inf]
 
@@ -68,3 +72,28 @@ def test_lexical_candidates_without_a_cosine_count_zero_and_nan_counts_zero() ->
     assert [s for s, _ in got] == [2, 1, 3]  # 0.7, 0.35 and 0.27
     assert dict(got[0][1].signals) == {"lexical": 1.0, "vector": 0.0}
     assert _shown(got) == _plain(lexical, semantic)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_cosines_of_a_small_scope_spread_over_a_large_file(shuffled: bool) -> None:
+    """The cosines of lexical candidates from the in-memory matrix, by binary search: the same
+    pairs as filtering the scope's seqs with ``isin``, for seqs with and without a vector, in
+    a scope whose seqs span a large range (a tenant among many) and in unsorted codes."""
+    rng = np.random.default_rng(3)
+    seqs = np.arange(1, 1_001, dtype=np.int64) * 97
+    if shuffled:
+        rng.shuffle(seqs)
+    rows = rng.standard_normal((1_000, 32)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    query = rows[5].copy()
+    entry = _Entry(0, encode(seqs, rows), rows)
+    wanted = [int(s) for s in rng.choice(seqs, 40, replace=False)] + [3, 98, 10**9]
+
+    have = entry.view().seqs
+    picked = np.flatnonzero(np.isin(have, np.asarray(wanted, dtype=np.int64)))
+    scores = np.einsum("ij,j->i", rows[picked], query)
+    before = {int(s): float(c) for s, c in zip(have[picked], scores)}
+
+    got = VectorCache(32).cosines(entry, wanted, query, lambda _: iter(()))
+    assert got == before
+    assert len(got) == 40

@@ -384,10 +384,13 @@ class VectorCache:
         if not seqs:
             return {}
         if entry.matrix is not None:
-            have = entry.view().seqs
-            rows = np_.flatnonzero(np_.isin(have, np_.asarray(seqs, dtype=np_.int64)))
+            # By binary search: ``isin`` over the scope's seqs cost what their range spans,
+            # which is the file's size for a tenant among many (0.09 against 0.06 ms at 1k).
+            at = entry.positions(np_.asarray(seqs, dtype=np_.int64))
+            rows = at[at >= 0]
             scores = np_.einsum("ij,j->i", entry.matrix[rows], query)
-            return {int(s): float(c) for s, c in zip(have[rows], scores)}
+            have = entry.view().seqs
+            return dict(zip(have[rows].tolist(), scores.tolist()))
         have, matrix = self._read(seqs, fetch)
         scores = np_.einsum("ij,j->i", matrix, query)
         return {int(s): float(c) for s, c in zip(have, scores)}
