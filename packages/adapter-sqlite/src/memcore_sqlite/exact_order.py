@@ -32,14 +32,14 @@ class ExactOrder(FusedOrder):
 
         self._hybrid = bool(lexical)
         lex = lexical or {}
-        seqs = list(semantic.keys() | lex.keys()) if self._hybrid else list(semantic)
-        cos = np.fromiter((semantic.get(s, 0.0) for s in seqs), np.float64, len(seqs))
+        # The lexical candidates without a cosine come last, at 0.
+        alone = [s for s in lex if s not in semantic]
+        seqs = [*semantic, *alone]
+        cos = np.array([*semantic.values(), *([0.0] * len(alone))], dtype=np.float64)
         vector = _clipped(np, cos)
         if self._hybrid:
-            lexs = np.fromiter(
-                (h.score if (h := lex.get(s)) is not None else 0.0 for s in seqs),
-                np.float64,
-                len(seqs),
+            lexs = np.array(
+                [h.score if (h := lex.get(s)) is not None else 0.0 for s in seqs], np.float64
             )
             score = VECTOR_WEIGHT * vector + (1 - VECTOR_WEIGHT) * lexs
             self._lex: list[float] = lexs.tolist()
