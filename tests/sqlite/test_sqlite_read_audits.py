@@ -111,6 +111,22 @@ def test_a_rolled_back_write_keeps_them_for_the_next_one(db_path: Path) -> None:
         assert _on_file(db_path) == 4
 
 
+def test_a_process_that_exits_without_closing_its_store_writes_them(db_path: Path) -> None:
+    with _store(db_path) as store:
+        store.add_text(STORE, ALICE, "green tea")
+    child = (
+        "import sys\n"
+        "from memcore.scope import Scope\n"
+        "from memcore_sqlite import SqliteMemoryStore\n"
+        "s = SqliteMemoryStore(sys.argv[1])\n"
+        "s._read_audits.delay = 60.0\n"
+        "for _ in range(5):\n"
+        "    s.search('mem', Scope('app', 'alice', 'agent', 'run').pattern(), 'tea')\n"
+    )
+    subprocess.run([sys.executable, "-c", child, str(db_path)], check=True, timeout=60)
+    assert _on_file(db_path) == 5
+
+
 def test_a_killed_process_loses_fewer_than_a_batch(db_path: Path) -> None:
     with _store(db_path) as store:
         store.add_text(STORE, ALICE, "green tea")

@@ -5,18 +5,21 @@ Every search, get and list is an audited request. Written one by one, each took 
 and with it SQLite's write lock, which other processes' writers and searches then queued on.
 So a read's record is kept here and written with the next write transaction of the store:
 the next memory write (inside its own transaction, at no extra commit), a batch of
-:data:`BATCH` reads, :data:`DELAY` seconds after the oldest one (a timer thread), before the
-store lists requests, and at ``close()``. The list a caller reads therefore holds every read
-made before it, in this process; another process sees them at the latest after ``DELAY``.
-A process that dies loses at most the records of its last reads, those not yet written:
-fewer than :data:`BATCH`, of less than ``DELAY`` seconds. The records of writes are
-untouched: they commit with the write itself.
+:data:`BATCH` reads, :data:`DELAY` seconds after the oldest one (a thread of the store),
+before the store lists requests, at ``close()``, and when the interpreter exits (a store
+never closed). The list a caller reads therefore holds every read made before it, in this
+process; another process sees them at the latest after ``DELAY``. A process that is killed
+loses the records of its last reads, those not yet written: fewer than :data:`BATCH`, of
+less than ``DELAY`` seconds. The records of writes are untouched: they commit with the
+write itself.
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 #: Reads whose records are written together.
@@ -45,6 +48,7 @@ class ReadAudits:
         self._closed = False
         self.batch = BATCH
         self.delay = DELAY
+        _LIVE.add(self)
 
     def add(self, record: Record) -> bool:
         """Keep one; True when a batch is full and the caller should flush it now."""
@@ -79,6 +83,13 @@ class ReadAudits:
         with self._wake:
             self._wake.notify()
 
+    def write_now(self) -> None:
+        """Write what is kept (at exit); a failure leaves them kept."""
+        try:
+            self._flush()
+        except Exception:  # a busy or full file: they stay kept, for the next try
+            pass
+
     def _run(self) -> None:
         while True:
             with self._wake:
@@ -90,10 +101,7 @@ class ReadAudits:
                     self._wake.wait(left)
                 if self._closed:
                     return
-            try:
-                self._flush()
-            except Exception:  # a busy or full file: they stay kept, for the next try
-                pass
+            self.write_now()
 
     def close(self) -> None:
         """Stop the thread (after the write it may be making); without the store's lock,
@@ -103,3 +111,14 @@ class ReadAudits:
             self._wake.notify()
         if self._thread is not None:
             self._thread.join()
+
+
+#: Every store's kept records, written when the interpreter exits.
+_LIVE: weakref.WeakSet[ReadAudits] = weakref.WeakSet()
+
+
+@atexit.register
+def _at_exit() -> None:
+    for audits in list(_LIVE):
+        if len(audits):
+            audits.write_now()
