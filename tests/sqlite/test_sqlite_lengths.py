@@ -99,21 +99,30 @@ def test_cached_lengths_follow_another_process_writes(db_path: Path, hybrid: boo
     reader.close()
 
 
-def test_cached_lengths_equal_the_lengths_read(db_path: Path) -> None:
+@pytest.mark.parametrize("spread", [False, True])
+def test_cached_lengths_equal_the_lengths_read(db_path: Path, spread: bool) -> None:
+    """Alice's rows in one run of seqs are held by seq, spread among Bob's they are sorted."""
     store = _open(db_path, False)
-    _fill(store)
+    if spread:
+        store.add_many(
+            STORE,
+            [TextItem(BOB if i % 4 else ALICE, f"kayak {i} " + "w " * i) for i in range(80)],
+        )
+    else:
+        _fill(store)
     conn = store._conn
     sid = int(conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0])
     tenant = (sid, "app", "alice")
-    every = [int(r[0]) for r in conn.execute("SELECT seq FROM memories")] + [10_000]
+    every = [int(r[0]) for r in conn.execute("SELECT seq FROM memories")] + [0, 10_000]
     cache = lengths.LengthCache()
     cache.reader(conn, tenant, 0)(every)  # seen once: read, not loaded
     assert not cache._entries
     held = cache.reader(conn, tenant, 0)(every)
-    assert cache._entries
-    # Bob's rows and an unknown seq are not the tenant's: they are read by seq alone.
+    (entry,) = cache._entries.values()
+    assert (entry._by_offset is None) == spread
+    # Bob's rows and unknown seqs are not the tenant's: they are read by seq alone.
     assert held == lengths.read(conn, every, tenant)
-    assert 10_000 not in held
+    assert 10_000 not in held and 0 not in held
     store.close()
 
 

@@ -28,6 +28,9 @@ from memcore_sqlite.rows import rows_in
 Tenant = tuple[int, str, str]
 #: Each row's length in words (None when unknown), for the given seqs.
 Lookup = Callable[[list[int]], dict[int, int | None]]
+#: A tenant's lengths are indexed by seq when its seqs span at most this many times their
+#: number (4 bytes a seq in the span, against 12 a row sorted).
+DENSE_SPAN = 3
 #: Seqs written since an entry was loaded, past which it is dropped and loaded again.
 MAX_TOUCHED = 4_096
 
@@ -61,21 +64,49 @@ def _looked_up(
 
 
 class _Entry:
-    """One tenant's lengths at ``generation``: seqs ascending, their words (-1 for unknown),
-    and the seqs this process has written since, whose lengths are read from the file."""
+    """One tenant's lengths at ``generation``, and the seqs this process has written since,
+    whose lengths are read from the file.
+
+    A tenant written in runs of seqs keeps its lengths in one array indexed by seq (-2 for a
+    seq that is not the tenant's, -1 for an unknown length): a lookup is then an index, not
+    a binary search (about 1 µs each at 100k rows, a tenth of a millisecond per search).
+    A tenant whose seqs are spread among other tenants' keeps (seqs, lengths) sorted.
+    """
 
     def __init__(self, generation: int, seqs: array[int], words: array[int]) -> None:
         self.generation = generation
-        self.seqs = seqs
-        self.words = words
+        self.n = len(seqs)
         self.touched: set[int] = set()
+        self._first = seqs[0] if seqs else 0
+        span = seqs[-1] - self._first + 1 if seqs else 0
+        self._by_offset: array[int] | None = None
+        self._seqs = seqs
+        self._words = words
+        if span <= DENSE_SPAN * self.n:
+            by_offset = array("i", [-2]) * span
+            first = self._first
+            for seq, w in zip(seqs, words):
+                by_offset[seq - first] = w
+            self._by_offset = by_offset
+            self._seqs, self._words = array("q"), array("i")
 
     def lookup(self, seqs: list[int]) -> tuple[dict[int, int | None], list[int]]:
         """The lengths held for ``seqs``, and the seqs not held (written since, or of
         another tenant)."""
-        have, words, touched, n = self.seqs, self.words, self.touched, len(self.seqs)
+        touched = self.touched
         out: dict[int, int | None] = {}
         missing: list[int] = []
+        if self._by_offset is not None:
+            by_offset, first, span = self._by_offset, self._first, len(self._by_offset)
+            for seq in seqs:
+                i = seq - first
+                w = by_offset[i] if 0 <= i < span else -2
+                if w == -2 or seq in touched:
+                    missing.append(seq)
+                else:
+                    out[seq] = w if w >= 0 else None
+            return out, missing
+        have, words, n = self._seqs, self._words, self.n
         for seq in seqs:
             i = bisect_left(have, seq)
             if i < n and have[i] == seq and seq not in touched:
@@ -130,10 +161,10 @@ class LengthCache:
             self._seen.pop(tenant, None)
             self._entries[tenant] = entry
             self._entries.move_to_end(tenant)
-            total = sum(len(e.seqs) for e in self._entries.values())
+            total = sum(e.n for e in self._entries.values())
             while total > self.max_rows and len(self._entries) > 1:
                 _, old = self._entries.popitem(last=False)
-                total -= len(old.seqs)
+                total -= old.n
         return entry
 
     def apply_write(self, store_id: int, before: int, after: int, seqs: Iterable[int]) -> None:
