@@ -137,3 +137,19 @@ def test_a_tenant_searched_at_a_new_generation_each_time_is_never_loaded(db_path
     assert not store._lengths._entries
     assert _ranked(store) == _read_from_file(db_path)
     store.close()
+
+
+def test_one_search_reading_lengths_twice_does_not_load_them(db_path: Path) -> None:
+    """A search reads lengths in slices; only the tenant's next search counts as a second."""
+    store = _open(db_path, False)
+    _fill(store)
+    conn = store._conn
+    sid = int(conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0])
+    cache = lengths.LengthCache()
+    one_search = cache.reader(conn, (sid, "app", "alice"), 0)
+    one_search([1, 2])
+    one_search([3, 4])
+    assert not cache._entries
+    cache.reader(conn, (sid, "app", "alice"), 0)([1])
+    assert cache._entries
+    store.close()

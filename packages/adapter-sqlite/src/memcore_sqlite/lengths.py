@@ -133,8 +133,14 @@ class LengthCache:
         if tenant is None:
             return lambda seqs: read(conn, seqs, None)
 
+        # Decided once per search: a search that reads lengths twice (a second slice) must
+        # not count as the tenant's second search and load it.
+        found: list[_Entry | None] = []
+
         def lookup(seqs: list[int]) -> dict[int, int | None]:
-            entry = self._entry(conn, tenant, generation)
+            if not found:
+                found.append(self._entry(conn, tenant, generation))
+            entry = found[0]
             if entry is None:
                 return read(conn, seqs, tenant)
             out, missing = entry.lookup(seqs)
