@@ -108,9 +108,7 @@ class BoundedOrder(FusedOrder):
         s_seqs, s_est, s_slack = shortlist
         n_lex = len(self._lexical)
         lex_seqs = np_.fromiter(self._lexical, dtype=np_.int64, count=n_lex)
-        lex_scores = np_.fromiter(
-            (hit.score for hit in self._lexical.values()), dtype=np_.float64, count=n_lex
-        )
+        lex_scores = np_.array([hit.score for hit in self._lexical.values()], dtype=np_.float64)
         # Sorted lookups, not numpy.isin: isin's first call imports numpy.ma (about 30 ms of a
         # fresh process's first search); not sets either, which cost a Python step per seq.
         listed, _ = _lookup(s_seqs, lex_seqs)
@@ -132,9 +130,10 @@ class BoundedOrder(FusedOrder):
         self.known = np_.zeros(len(self.seqs), bool)
         self.has_vector = np_.ones(len(self.seqs), bool)
         self.coded = np_.concatenate([np_.ones(n_short, bool), l_has])
-        self._broken = not (np_.isfinite(self.low).all() and np_.isfinite(self.high).all())
+        self._broken = not np_.isfinite(self.low + self.high).all()
         # Lexical candidates without codes have no bounds: read them now (normally none).
-        self._read(np_.flatnonzero(~self.coded))
+        if not l_has.all():
+            self._read(np_.flatnonzero(~self.coded))
 
     # -- reading -------------------------------------------------------------------------
     def _read(self, rows: np.ndarray) -> None:
