@@ -344,8 +344,12 @@ class VectorCache:
         np_ = _np()
         at = entry.positions(seqs)
         have = at >= 0
-        rows = at[have]
         codes = entry.view()
+        if have.all():  # the usual case: no masks to fill
+            scales = codes.scales[at]
+            estimate = quantize.approx_dot(codes.q8, scales, query, at)
+            return have, estimate, quantize.error_bound(scales, query)
+        rows = at[have]
         scales = codes.scales[rows]
         estimate = np_.zeros(len(seqs), np_.float32)
         slack = np_.zeros(len(seqs), np_.float32)
