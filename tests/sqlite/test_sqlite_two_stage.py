@@ -16,9 +16,9 @@ import pytest
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, code_pages
-from memcore_sqlite.quantize import encode
+from memcore_sqlite.quantize import encode, hamming, sign_bits
 from memcore_sqlite.schema import MIGRATIONS
-from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, exact_top
+from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, _nearest, exact_top
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
@@ -89,6 +89,34 @@ def test_ties_at_a_cut_keep_the_newest_rows_like_the_exact_scan() -> None:
     seqs = np.array([10, 11, 12, 13, 14, 15], dtype=np.int64)
     kept = _keep_smallest(key, seqs, 4)
     assert sorted(seqs[kept].tolist()) == [11, 13, 14, 15]
+
+
+@pytest.mark.parametrize("k", [1, 7, 50, 299, 300])
+@pytest.mark.parametrize("spread", [3, 40])
+def test_the_first_pass_keeps_the_rows_of_the_smallest_keys_in_position_order(
+    k: int, spread: int
+) -> None:
+    """Many ties at the cut, seqs in no order: the same rows as the general selection."""
+    rng = np.random.default_rng(k * spread)
+    key = rng.integers(0, spread, 300).astype(np.uint16)
+    seqs = rng.permutation(10_000)[:300].astype(np.int64)
+    kept = _nearest(key, seqs, k)
+    assert kept.tolist() == sorted(_keep_smallest(key, seqs, k).tolist())
+
+
+@pytest.mark.parametrize("dimension", [1, 64, 100, 192, 193, 384, 450])
+def test_hamming_counts_every_differing_sign(dimension: int) -> None:
+    """Up to every bit differing (a count past a byte), for any number of words."""
+    rng = np.random.default_rng(dimension)
+    rows = rng.standard_normal((200, dimension)).astype(np.float32)
+    query = rng.standard_normal(dimension).astype(np.float32)
+    rows[0], rows[1] = -query, query  # all signs differ; none do
+    bits = np.asfortranarray(sign_bits(rows))
+    got = hamming(bits, sign_bits(query[None])[0])
+    want = ((rows > 0) != (query > 0)).sum(axis=1)
+    assert got.dtype == np.uint16
+    assert got.tolist() == want.tolist()
+    assert got[0] == dimension and got[1] == 0
 
 
 class TableEmbedder:

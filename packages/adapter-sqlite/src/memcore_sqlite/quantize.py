@@ -26,6 +26,9 @@ def _np() -> Any:
 
 #: Rows converted to float32 at a time by :func:`approx_dot` (768 KB at 384 dimensions).
 _BLOCK_ROWS = 512
+#: Words whose popcounts :func:`hamming` sums in one byte: 3 * 64 = 192 <= 255 (six words,
+#: up to 384, would overflow it).
+_BYTE_WORDS = 3
 
 
 def bit_words(dimension: int) -> int:
@@ -93,17 +96,25 @@ def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     """(n,) uint16 Hamming distances between each row of ``bits`` and ``query_bits``.
 
     Word by word over columns: with ``bits`` in column-major order each pass is contiguous,
-    six times faster at 100k rows than popcounting the rows and summing along them.
+    six times faster at 100k rows than popcounting the rows and summing along them (and,
+    inside searches, faster than one pass over every word at once, whose temporaries do not
+    stay in cache). The counts of :data:`_BYTE_WORDS` words are summed in a byte and widened
+    once per group: same-type adds are cheaper than adding each count into the uint16 total.
     """
     np_ = _np()
-    n = len(bits)
+    n, words = bits.shape
     out: np.ndarray = np_.zeros(n, dtype=np_.uint16)
     word = np_.empty(n, dtype=np_.uint64)
+    group = np_.empty(n, dtype=np_.uint8)
     count = np_.empty(n, dtype=np_.uint8)
-    for w in range(bits.shape[1]):
-        np_.bitwise_xor(bits[:, w], query_bits[w], out=word)
-        np_.bitwise_count(word, out=count)
-        out += count
+    for start in range(0, words, _BYTE_WORDS):
+        for w in range(start, min(start + _BYTE_WORDS, words)):
+            np_.bitwise_xor(bits[:, w], query_bits[w], out=word)
+            if w == start:
+                np_.bitwise_count(word, out=group)
+            else:
+                np_.add(group, np_.bitwise_count(word, out=count), out=group)
+        np_.add(out, group, out=out)
     return out
 
 

@@ -80,6 +80,25 @@ def _keep_smallest(key: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def _nearest(distance: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
+    """Positions, ascending, of the ``k`` smallest distances: the rows :func:`_keep_smallest`
+    keeps (ties at the threshold go to the newest), without sorting them afterwards.
+
+    The rows up to the threshold come out of one mask already in position order, so the
+    gathers that follow read the codes front to back; when the rows at the threshold are more
+    than needed, only the oldest of those are dropped.
+    """
+    np_ = _np()
+    threshold = np_.partition(distance, k - 1)[k - 1]
+    kept: np.ndarray = np_.flatnonzero(distance <= threshold)
+    extra = len(kept) - k
+    if extra > 0:
+        tied = np_.flatnonzero(distance[kept] == threshold)
+        oldest = tied[np_.argpartition(seqs[kept[tied]], extra - 1)[:extra]]
+        kept = np_.delete(kept, oldest)
+    return kept
+
+
 class _Entry:
     """Growable codes: appends are amortised O(d), removals swap in the last row.
 
@@ -329,8 +348,7 @@ class VectorCache:
         kept = None
         if len(codes) > first_pass:
             distance = quantize.hamming(codes.bits, quantize.sign_bits(query[None])[0])
-            # Sorted positions: the gathers below then read the codes front to back.
-            kept = np_.sort(_keep_smallest(distance, seqs, first_pass))
+            kept = _nearest(distance, seqs, first_pass)
             seqs, scales = seqs[kept], scales[kept]
         estimate = quantize.approx_dot(codes.q8, scales, query, kept)
         slack = quantize.error_bound(scales, query)
