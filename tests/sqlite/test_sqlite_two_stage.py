@@ -104,6 +104,20 @@ def test_the_first_pass_keeps_the_rows_of_the_smallest_keys_in_position_order(
     assert kept.tolist() == sorted(_keep_smallest(key, seqs, k).tolist())
 
 
+def test_past_the_rescoring_cap_the_newest_of_equal_rows_are_kept() -> None:
+    """Every row the same vector (seqs out of position order): both cuts are all ties, so
+    the shortlist is the newest rows, as the exact scan orders them."""
+    rng = np.random.default_rng(3)
+    vector = rng.standard_normal(DIM).astype(np.float32)
+    vector /= np.linalg.norm(vector)
+    seqs = rng.permutation(np.arange(1, 3_001, dtype=np.int64) * 3)
+    entry = _Entry(0, encode(seqs, np.tile(vector, (len(seqs), 1))), None)
+    cache = VectorCache(DIM, exact_rows=0, first_pass_min=500)
+    got, _, _ = cache.shortlist(entry, vector, 10)
+    cap = max(60, cache.rescore_per_result * 10)
+    assert sorted(got.tolist()) == sorted(seqs.tolist())[-cap:]
+
+
 @pytest.mark.parametrize("dimension", [1, 64, 100, 192, 193, 384, 450])
 def test_hamming_counts_every_differing_sign(dimension: int) -> None:
     """Up to every bit differing (a count past a byte), for any number of words."""

@@ -349,11 +349,12 @@ class VectorCache:
         if len(codes) > first_pass:
             distance = quantize.hamming(codes.bits, quantize.sign_bits(query[None])[0])
             kept = _nearest(distance, seqs, first_pass)
-            seqs, scales = seqs[kept], scales[kept]
+            scales = scales[kept]
         estimate = quantize.approx_dot(codes.q8, scales, query, kept)
         slack = quantize.error_bound(scales, query)
-        keep = self._could_be_best(seqs, estimate, slack, n)
-        return seqs[keep], estimate[keep], slack[keep]
+        # The seqs of the few survivors only: gathering all the kept rows' costs cache misses.
+        keep = self._could_be_best(seqs, estimate, slack, n, kept)
+        return seqs[keep if kept is None else kept[keep]], estimate[keep], slack[keep]
 
     def estimates(
         self, entry: _Entry, seqs: np.ndarray, query: np.ndarray
@@ -376,24 +377,31 @@ class VectorCache:
         return have, estimate, slack
 
     def _could_be_best(
-        self, seqs: np.ndarray, estimate: np.ndarray, slack: np.ndarray, n: int
+        self,
+        seqs: np.ndarray,
+        estimate: np.ndarray,
+        slack: np.ndarray,
+        n: int,
+        rows: np.ndarray | None = None,
     ) -> Any:
         """Positions of the candidates whose exact score may reach the ``n``-th best.
 
         A row is dropped only when even its upper bound is below the ``n``-th best lower
         bound, so no row of the exact top ``n`` among the candidates is lost; past the cap
-        (degenerate data with many near-ties) the best estimates are kept.
+        (degenerate data with many near-ties) the best estimates are kept. Candidate ``i`` is
+        row ``rows[i]`` of ``seqs`` (row ``i`` without ``rows``).
         """
         np_ = _np()
-        if len(seqs) <= n:
-            out: np.ndarray = np_.arange(len(seqs))
+        if len(estimate) <= n:
+            out: np.ndarray = np_.arange(len(estimate))
             return out
         low = estimate - slack
         floor = np_.partition(low, len(low) - n)[len(low) - n]
         keep = np_.flatnonzero(estimate + slack >= floor)
         cap = max(RESCORE_MIN, self.rescore_per_result * n)
         if len(keep) > cap:
-            keep = keep[_keep_smallest(-estimate[keep], seqs[keep], cap)]
+            at = keep if rows is None else rows[keep]
+            keep = keep[_keep_smallest(-estimate[keep], seqs[at], cap)]
         return keep
 
     def cosines(
