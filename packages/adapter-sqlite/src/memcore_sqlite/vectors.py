@@ -326,7 +326,7 @@ class VectorCache:
             matrix = entry.matrix[: entry.n]
             if allowed is not None:
                 rows = np_.flatnonzero(np_.isin(codes.seqs, allowed))
-                return exact_top(codes.seqs[rows], matrix[rows], query, n)
+                return exact_top(codes.seqs[rows], np_.take(matrix, rows, axis=0), query, n)
             return exact_top(codes.seqs, matrix, query, n)
         seqs, _, _ = self.shortlist(entry, query, n, allowed)
         return self._rescore(seqs, query, n, fetch)
@@ -415,7 +415,7 @@ class VectorCache:
         if entry.matrix is not None:
             have = entry.view().seqs
             rows = np_.flatnonzero(np_.isin(have, np_.asarray(seqs, dtype=np_.int64)))
-            scores = np_.einsum("ij,j->i", entry.matrix[rows], query)
+            scores = np_.einsum("ij,j->i", np_.take(entry.matrix, rows, axis=0), query)
             return {int(s): float(c) for s, c in zip(have[rows], scores)}
         have, matrix = self._read(seqs, fetch)
         scores = np_.einsum("ij,j->i", matrix, query)
