@@ -118,6 +118,28 @@ def test_past_the_rescoring_cap_the_newest_of_equal_rows_are_kept() -> None:
     assert sorted(got.tolist()) == sorted(seqs.tolist())[-cap:]
 
 
+@pytest.mark.parametrize(
+    "index", [[], [3, 1], [True, False, True, False, True], slice(1, 3), np.array([4, 0, 4])]
+)
+def test_a_subset_of_codes_holds_the_rows_asked_for(index: Any) -> None:
+    """Positions (repeats too), masks, slices, nothing: the same rows as indexing each array,
+    and the sign bits stay column-major for the Hamming pass."""
+    rng = np.random.default_rng(1)
+    codes = encode(np.arange(10, 15, dtype=np.int64), rng.standard_normal((5, 70)))
+    codes = codes.take(slice(0, 5))
+    plain = np.asarray(index) if isinstance(index, list) else index
+    if isinstance(index, list) and not index:
+        plain = np.zeros(0, dtype=np.int64)
+    got = codes.take(index)
+    for have, want in zip(
+        (got.seqs, got.bits, got.scales, got.q8),
+        (codes.seqs[plain], codes.bits[plain], codes.scales[plain], codes.q8[plain]),
+    ):
+        assert have.dtype == want.dtype and np.array_equal(have, want)
+    if not isinstance(index, slice):
+        assert got.bits.flags["F_CONTIGUOUS"]
+
+
 @pytest.mark.parametrize("dimension", [1, 64, 100, 192, 193, 384, 450])
 def test_hamming_counts_every_differing_sign(dimension: int) -> None:
     """Up to every bit differing (a count past a byte), for any number of words."""
