@@ -93,15 +93,28 @@ def test_ties_at_a_cut_keep_the_newest_rows_like_the_exact_scan() -> None:
 
 @pytest.mark.parametrize("k", [1, 7, 50, 299, 300])
 @pytest.mark.parametrize("spread", [3, 40])
+@pytest.mark.parametrize("ascending", [False, True])
 def test_the_first_pass_keeps_the_rows_of_the_smallest_keys_in_position_order(
-    k: int, spread: int
+    k: int, spread: int, ascending: bool
 ) -> None:
-    """Many ties at the cut, seqs in no order: the same rows as the general selection."""
+    """Many ties at the cut, seqs in no order or rising with the position (the shortcut
+    that skips reading them): the same rows as the general selection."""
     rng = np.random.default_rng(k * spread)
     key = rng.integers(0, spread, 300).astype(np.uint16)
     seqs = rng.permutation(10_000)[:300].astype(np.int64)
-    kept = _nearest(key, seqs, k)
+    if ascending:
+        seqs.sort()
+    kept = _nearest(key, seqs, k, ascending)
     assert kept.tolist() == sorted(_keep_smallest(key, seqs, k).tolist())
+
+
+def test_an_entry_knows_whether_its_seqs_rise_with_the_row() -> None:
+    rows = np.eye(4, DIM, dtype=np.float32)
+    entry = _Entry(0, encode(np.array([2, 5, 9, 11], dtype=np.int64), rows), None)
+    assert entry.ascending()
+    entry.remove(5)  # the last row moves into its place: 2, 11, 9
+    assert not entry.ascending()
+    assert entry.positions(np.array([9, 11, 2, 5])).tolist() == [2, 1, 0, -1]
 
 
 def test_past_the_rescoring_cap_the_newest_of_equal_rows_are_kept() -> None:

@@ -80,13 +80,14 @@ def _keep_smallest(key: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _nearest(distance: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
+def _nearest(distance: np.ndarray, seqs: np.ndarray, k: int, ascending: bool) -> np.ndarray:
     """Positions, ascending, of the ``k`` smallest distances: the rows :func:`_keep_smallest`
     keeps (ties at the threshold go to the newest), without sorting them afterwards.
 
     The rows up to the threshold come out of one mask already in position order, so the
     gathers that follow read the codes front to back; when the rows at the threshold are more
-    than needed, only the oldest of those are dropped.
+    than needed, only the oldest of those are dropped: with ``ascending`` (``seqs`` rise with
+    the position, as codes loaded from pages do) the first of them, without reading ``seqs``.
     """
     np_ = _np()
     threshold = np_.partition(distance, k - 1)[k - 1]
@@ -94,8 +95,13 @@ def _nearest(distance: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
     extra = len(kept) - k
     if extra > 0:
         tied = np_.flatnonzero(distance[kept] == threshold)
-        oldest = tied[np_.argpartition(seqs[kept[tied]], extra - 1)[:extra]]
-        kept = np_.delete(kept, oldest)
+        if ascending:
+            oldest = tied[:extra]
+        else:
+            oldest = tied[np_.argpartition(seqs[kept[tied]], extra - 1)[:extra]]
+        keep = np_.ones(len(kept), dtype=bool)
+        keep[oldest] = False
+        kept = kept[keep]
     return kept
 
 
@@ -116,6 +122,21 @@ class _Entry:
         #: :meth:`positions`; None until needed after a change.
         self._order: tuple[np.ndarray, np.ndarray | None] | None = None
 
+    def ascending(self) -> bool:
+        """Whether the seqs rise with the row (the usual case; see :meth:`positions`)."""
+        return self._sorted()[1] is None
+
+    def _sorted(self) -> tuple[np.ndarray, np.ndarray | None]:
+        np_ = _np()
+        if self._order is None:
+            have = self._codes.seqs[: self.n]
+            if bool(np_.all(have[1:] > have[:-1])):
+                self._order = (have, None)
+            else:
+                order = np_.argsort(have, kind="stable")
+                self._order = (have[order], order)
+        return self._order
+
     def positions(self, seqs: np.ndarray) -> np.ndarray:
         """The row of each of ``seqs`` in the codes, -1 for those without codes.
 
@@ -127,14 +148,7 @@ class _Entry:
         if not self.n:
             out: np.ndarray = np_.full(len(seqs), -1, dtype=np_.int64)
             return out
-        if self._order is None:
-            have = self._codes.seqs[: self.n]
-            if bool(np_.all(have[1:] > have[:-1])):
-                self._order = (have, None)
-            else:
-                order = np_.argsort(have, kind="stable")
-                self._order = (have[order], order)
-        ordered, order = self._order
+        ordered, order = self._sorted()
         at = np_.minimum(np_.searchsorted(ordered, seqs), self.n - 1)
         rows = at if order is None else order[at]
         out = np_.where(ordered[at] == seqs, rows, -1)
@@ -348,7 +362,7 @@ class VectorCache:
         kept = None
         if len(codes) > first_pass:
             distance = quantize.hamming(codes.bits, quantize.sign_bits(query[None])[0])
-            kept = _nearest(distance, seqs, first_pass)
+            kept = _nearest(distance, seqs, first_pass, entry.ascending())
             scales = scales[kept]
         estimate = quantize.approx_dot(codes.q8, scales, query, kept)
         slack = quantize.error_bound(scales, query)
