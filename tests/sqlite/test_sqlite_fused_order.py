@@ -130,6 +130,20 @@ def test_it_reads_far_fewer_vectors_than_the_plain_path() -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
+def test_lexical_candidates_that_all_have_codes_give_the_plain_order(seed: int) -> None:
+    """No lexical candidate lacks codes (the usual case): nothing is read up front, and the
+    order is still the plain path's."""
+    case = _Case(2_000, seed, 30, 0.05)
+    lexical = {s: hit for s, hit in case.lexical.items() if s < 10_001}
+    want = case.plain(lexical)
+    case.reads = 0
+    order = case.bounded(lexical)
+    assert case.reads == 0
+    for k in (1, 10, 20, len(want)):
+        _same(order.first(k), want[:k])
+
+
+@pytest.mark.parametrize("seed", range(3))
 def test_shortlisted_rows_without_a_vector_give_the_plain_order(seed: int) -> None:
     case = _Case(2_000, seed, 30, 0.05, without_vector=40)
     for lexical in (case.lexical, None):

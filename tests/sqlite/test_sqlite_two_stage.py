@@ -16,9 +16,9 @@ import pytest
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, code_pages
-from memcore_sqlite.quantize import encode
+from memcore_sqlite.quantize import encode, hamming, sign_bits
 from memcore_sqlite.schema import MIGRATIONS
-from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, exact_top
+from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, _nearest, exact_top
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
@@ -89,6 +89,83 @@ def test_ties_at_a_cut_keep_the_newest_rows_like_the_exact_scan() -> None:
     seqs = np.array([10, 11, 12, 13, 14, 15], dtype=np.int64)
     kept = _keep_smallest(key, seqs, 4)
     assert sorted(seqs[kept].tolist()) == [11, 13, 14, 15]
+
+
+@pytest.mark.parametrize("k", [1, 7, 50, 299, 300])
+@pytest.mark.parametrize("spread", [3, 40])
+@pytest.mark.parametrize("ascending", [False, True])
+def test_the_first_pass_keeps_the_rows_of_the_smallest_keys_in_position_order(
+    k: int, spread: int, ascending: bool
+) -> None:
+    """Many ties at the cut, seqs in no order or rising with the position (the shortcut
+    that skips reading them): the same rows as the general selection."""
+    rng = np.random.default_rng(k * spread)
+    key = rng.integers(0, spread, 300).astype(np.uint16)
+    seqs = rng.permutation(10_000)[:300].astype(np.int64)
+    if ascending:
+        seqs.sort()
+    kept = _nearest(key, seqs, k, ascending)
+    assert kept.tolist() == sorted(_keep_smallest(key, seqs, k).tolist())
+
+
+def test_an_entry_knows_whether_its_seqs_rise_with_the_row() -> None:
+    rows = np.eye(4, DIM, dtype=np.float32)
+    entry = _Entry(0, encode(np.array([2, 5, 9, 11], dtype=np.int64), rows), None)
+    assert entry.ascending()
+    entry.remove(5)  # the last row moves into its place: 2, 11, 9
+    assert not entry.ascending()
+    assert entry.positions(np.array([9, 11, 2, 5])).tolist() == [2, 1, 0, -1]
+
+
+def test_past_the_rescoring_cap_the_newest_of_equal_rows_are_kept() -> None:
+    """Every row the same vector (seqs out of position order): both cuts are all ties, so
+    the shortlist is the newest rows, as the exact scan orders them."""
+    rng = np.random.default_rng(3)
+    vector = rng.standard_normal(DIM).astype(np.float32)
+    vector /= np.linalg.norm(vector)
+    seqs = rng.permutation(np.arange(1, 3_001, dtype=np.int64) * 3)
+    entry = _Entry(0, encode(seqs, np.tile(vector, (len(seqs), 1))), None)
+    cache = VectorCache(DIM, exact_rows=0, first_pass_min=500)
+    got, _, _ = cache.shortlist(entry, vector, 10)
+    cap = max(60, cache.rescore_per_result * 10)
+    assert sorted(got.tolist()) == sorted(seqs.tolist())[-cap:]
+
+
+@pytest.mark.parametrize(
+    "index", [[], [3, 1], [True, False, True, False, True], slice(1, 3), np.array([4, 0, 4])]
+)
+def test_a_subset_of_codes_holds_the_rows_asked_for(index: Any) -> None:
+    """Positions (repeats too), masks, slices, nothing: the same rows as indexing each array,
+    and the sign bits stay column-major for the Hamming pass."""
+    rng = np.random.default_rng(1)
+    codes = encode(np.arange(10, 15, dtype=np.int64), rng.standard_normal((5, 70)))
+    codes = codes.take(slice(0, 5))
+    plain = np.asarray(index) if isinstance(index, list) else index
+    if isinstance(index, list) and not index:
+        plain = np.zeros(0, dtype=np.int64)
+    got = codes.take(index)
+    for have, want in zip(
+        (got.seqs, got.bits, got.scales, got.q8),
+        (codes.seqs[plain], codes.bits[plain], codes.scales[plain], codes.q8[plain]),
+    ):
+        assert have.dtype == want.dtype and np.array_equal(have, want)
+    if not isinstance(index, slice):
+        assert got.bits.flags["F_CONTIGUOUS"]
+
+
+@pytest.mark.parametrize("dimension", [1, 64, 100, 192, 193, 384, 450])
+def test_hamming_counts_every_differing_sign(dimension: int) -> None:
+    """Up to every bit differing (a count past a byte), for any number of words."""
+    rng = np.random.default_rng(dimension)
+    rows = rng.standard_normal((200, dimension)).astype(np.float32)
+    query = rng.standard_normal(dimension).astype(np.float32)
+    rows[0], rows[1] = -query, query  # all signs differ; none do
+    bits = np.asfortranarray(sign_bits(rows))
+    got = hamming(bits, sign_bits(query[None])[0])
+    want = ((rows > 0) != (query > 0)).sum(axis=1)
+    assert got.dtype == np.uint16
+    assert got.tolist() == want.tolist()
+    assert got[0] == dimension and got[1] == 0
 
 
 class TableEmbedder:

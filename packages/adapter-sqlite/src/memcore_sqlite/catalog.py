@@ -123,6 +123,8 @@ class StoreCatalog(StoreBase):
                 conn.execute(f"DELETE FROM {table} WHERE store_id = ?", (sid,))
             conn.execute("DELETE FROM stores WHERE id = ?", (sid,))
             code_pages.drop_store(conn, sid)
+            lengths = self._lengths
+            self._post_commit.append(lambda: lengths.drop_store(sid))
             if self._vectors is not None:
                 # After COMMIT, like the other cache updates (see _after_write).
                 cache = self._vectors

@@ -59,14 +59,13 @@ def ordered(fused: Mapping[int, Relevance]) -> Ranked:
 def relevance_bound(cosines: np.ndarray, lexical: np.ndarray, hybrid: bool) -> np.ndarray:
     """:func:`memcore_sqlite.ranking.fuse`'s score, row by row, for arrays: with the same
     operations in the same order, so a bound on the cosine gives a bound on the score."""
-    np_ = _np()
-    vector = np_.minimum(1.0, np_.maximum(0.0, cosines))
+    vector = cosines.clip(0.0, 1.0)
     if hybrid:
         weight = ranking.VECTOR_WEIGHT
         score = weight * vector + (1 - weight) * lexical
     else:
         score = vector
-    out: np.ndarray = np_.minimum(1.0, np_.maximum(0.0, score))
+    out: np.ndarray = score.clip(0.0, 1.0)
     return out
 
 
@@ -108,9 +107,7 @@ class BoundedOrder(FusedOrder):
         s_seqs, s_est, s_slack = shortlist
         n_lex = len(self._lexical)
         lex_seqs = np_.fromiter(self._lexical, dtype=np_.int64, count=n_lex)
-        lex_scores = np_.fromiter(
-            (hit.score for hit in self._lexical.values()), dtype=np_.float64, count=n_lex
-        )
+        lex_scores = np_.array([hit.score for hit in self._lexical.values()], dtype=np_.float64)
         # Sorted lookups, not numpy.isin: isin's first call imports numpy.ma (about 30 ms of a
         # fresh process's first search); not sets either, which cost a Python step per seq.
         listed, _ = _lookup(s_seqs, lex_seqs)
@@ -122,19 +119,23 @@ class BoundedOrder(FusedOrder):
         self.in_shortlist[:n_short] = True
         short_lexical, at = _lookup(lex_seqs, s_seqs)
         self.in_lexical = np_.concatenate([short_lexical, np_.ones(len(extra), bool)])
+        #: Shortlisted rows with no query term: candidates only if in the vector pool.
+        self._vector_only = np_.concatenate([~short_lexical, np_.zeros(len(extra), bool)])
+        self._n_short = n_short
         short_scores = np_.zeros(n_short, np_.float64)
         short_scores[short_lexical] = lex_scores[at[short_lexical]]
         self.lexical_score = np_.concatenate([short_scores, lex_scores[~listed]])
-        est = np_.concatenate([s_est, l_est]).astype(np_.float64)
-        slack = np_.concatenate([s_slack, l_slack]).astype(np_.float64)
+        both = np_.concatenate([s_est, l_est, s_slack, l_slack]).astype(np_.float64)
+        est, slack = both[: len(self.seqs)], both[len(self.seqs) :]
         self.low = est - slack
         self.high = est + slack
         self.known = np_.zeros(len(self.seqs), bool)
         self.has_vector = np_.ones(len(self.seqs), bool)
         self.coded = np_.concatenate([np_.ones(n_short, bool), l_has])
-        self._broken = not (np_.isfinite(self.low).all() and np_.isfinite(self.high).all())
+        self._broken = not np_.isfinite(self.low + self.high).all()
         # Lexical candidates without codes have no bounds: read them now (normally none).
-        self._read(np_.flatnonzero(~self.coded))
+        if not l_has.all():
+            self._read(np_.flatnonzero(~self.coded))
 
     # -- reading -------------------------------------------------------------------------
     def _read(self, rows: np.ndarray) -> None:
@@ -158,17 +159,17 @@ class BoundedOrder(FusedOrder):
 
     # -- membership of the vector pool ---------------------------------------------------
     def _pool_status(self) -> tuple[np.ndarray, np.ndarray]:
-        """(surely in the pool, surely not in it) for each shortlisted row."""
-        np_ = _np()
-        short = self.in_shortlist
-        highs = np_.sort(self.high[short])
-        lows = np_.sort(self.low[short])
-        m = len(highs)
-        # Rows that might beat a row (its own upper bound always reaches its lower one).
-        may_beat = m - np_.searchsorted(highs, self.low, side="left") - 1
-        must_beat = m - np_.searchsorted(lows, self.high, side="right")
-        inside = short & (may_beat < self._pool)
-        outside = short & (must_beat >= self._pool)
+        """(surely in the pool, surely not in it) for each row; only a shortlisted row's
+        answer means anything (the shortlisted rows come first)."""
+        m = self._n_short
+        highs = self.high[:m].copy()
+        highs.sort()
+        lows = self.low[:m].copy()
+        lows.sort()
+        # Rows that might beat a row (its own upper bound always reaches its lower one):
+        # m - (highs below its low) - 1; rows that surely beat it: m - (lows up to its high).
+        inside: np.ndarray = highs.searchsorted(self.low, side="left") > m - 1 - self._pool
+        outside: np.ndarray = lows.searchsorted(self.high, side="right") <= m - self._pool
         return inside, outside
 
     # -- the order ------------------------------------------------------------------------
@@ -179,15 +180,17 @@ class BoundedOrder(FusedOrder):
         if not self._broken and k > 0:
             inside, outside = self._pool_status()
             member = self.in_lexical | inside
-            possible = self.in_lexical | (self.in_shortlist & ~outside)
-            low = relevance_bound(self.low, self.lexical_score, self._hybrid)
-            if member.sum() >= k:
-                floor = np_.partition(low[member], member.sum() - k)[member.sum() - k]
+            count = np_.count_nonzero(member)
+            if count >= k:
+                low = relevance_bound(self.low[member], self.lexical_score[member], self._hybrid)
+                low.partition(count - k)
+                floor = low[count - k]
+                possible = self.in_lexical | (self.in_shortlist & ~outside)
                 high = relevance_bound(self.high, self.lexical_score, self._hybrid)
                 self._read(np_.flatnonzero(possible & ~self.known & (high >= floor)))
                 if not self._broken:
                     inside, outside = self._pool_status()
-                    undecided = self.in_shortlist & ~self.in_lexical & ~inside & ~outside
+                    undecided = self._vector_only & ~(inside | outside)
                     high = relevance_bound(self.high, self.lexical_score, self._hybrid)
                     if not (undecided & (high >= floor)).any():
                         rows = np_.flatnonzero(self.known & (self.in_lexical | inside))

@@ -27,6 +27,7 @@ from memcore_sqlite import code_pages, file_modes
 from memcore_sqlite.ahead import EmbedAhead
 from memcore_sqlite.checkpoints import Checkpoints
 from memcore_sqlite.fts_upkeep import Upkeep
+from memcore_sqlite.lengths import LengthCache
 from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.passages import combine, passages
 from memcore_sqlite.read_audits import ReadAudits, Record
@@ -84,6 +85,8 @@ class StoreBase:
         self._vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
         )
+        #: Rows' lengths in words for the lexical stage, per tenant searched.
+        self._lengths = LengthCache(max_rows=vector_cache_rows)
         #: True when the file or its folder is not ours to write: reads work, writes are
         #: refused with PermissionDenied naming the file.
         self.read_only = self.path != ":memory:" and not _prepare_file(self.path)
@@ -380,7 +383,10 @@ class StoreBase:
         added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
         removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
     ) -> None:
-        """Write the code pages inside the transaction; update the cache after COMMIT."""
+        """Write the code pages inside the transaction; update the caches after COMMIT."""
+        lengths = self._lengths
+        touched = [a[1] for a in added] + [r[1] for r in removed]
+        self._post_commit.append(lambda: lengths.apply_write(store_id, gen[0], gen[1], touched))
         if self._vectors is None or self.embedder is None:
             return
         cache = self._vectors

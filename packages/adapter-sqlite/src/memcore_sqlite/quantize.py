@@ -26,6 +26,9 @@ def _np() -> Any:
 
 #: Rows converted to float32 at a time by :func:`approx_dot` (768 KB at 384 dimensions).
 _BLOCK_ROWS = 512
+#: Words whose popcounts :func:`hamming` sums in one byte: 3 * 64 = 192 <= 255 (six words,
+#: up to 384, would overflow it).
+_BYTE_WORDS = 3
 
 
 def bit_words(dimension: int) -> int:
@@ -47,7 +50,23 @@ class Codes:
         return len(self.seqs)
 
     def take(self, index: Any) -> Codes:
-        return Codes(self.seqs[index], self.bits[index], self.scales[index], self.q8[index])
+        """The codes at ``index``: a slice (views), a boolean mask or positions (copies).
+
+        Copies go through :func:`numpy.take`, which copies whole rows (twice as fast as fancy
+        indexing for int8 rows); ``bits`` is gathered by column, so it stays column-major
+        for :func:`hamming`.
+        """
+        if isinstance(index, slice):
+            return Codes(self.seqs[index], self.bits[index], self.scales[index], self.q8[index])
+        np_ = _np()
+        rows = np_.asarray(index)
+        rows = np_.flatnonzero(rows) if rows.dtype == bool else rows.astype(np_.intp, copy=False)
+        return Codes(
+            np_.take(self.seqs, rows),
+            np_.take(self.bits.T, rows, axis=1).T,
+            np_.take(self.scales, rows),
+            np_.take(self.q8, rows, axis=0),
+        )
 
 
 def sign_bits(vectors: np.ndarray) -> np.ndarray:
@@ -93,17 +112,25 @@ def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     """(n,) uint16 Hamming distances between each row of ``bits`` and ``query_bits``.
 
     Word by word over columns: with ``bits`` in column-major order each pass is contiguous,
-    six times faster at 100k rows than popcounting the rows and summing along them.
+    six times faster at 100k rows than popcounting the rows and summing along them (and,
+    inside searches, faster than one pass over every word at once, whose temporaries do not
+    stay in cache). The counts of :data:`_BYTE_WORDS` words are summed in a byte and widened
+    once per group: same-type adds are cheaper than adding each count into the uint16 total.
     """
     np_ = _np()
-    n = len(bits)
+    n, words = bits.shape
     out: np.ndarray = np_.zeros(n, dtype=np_.uint16)
     word = np_.empty(n, dtype=np_.uint64)
+    group = np_.empty(n, dtype=np_.uint8)
     count = np_.empty(n, dtype=np_.uint8)
-    for w in range(bits.shape[1]):
-        np_.bitwise_xor(bits[:, w], query_bits[w], out=word)
-        np_.bitwise_count(word, out=count)
-        out += count
+    for start in range(0, words, _BYTE_WORDS):
+        for w in range(start, min(start + _BYTE_WORDS, words)):
+            np_.bitwise_xor(bits[:, w], query_bits[w], out=word)
+            if w == start:
+                np_.bitwise_count(word, out=group)
+            else:
+                np_.add(group, np_.bitwise_count(word, out=count), out=group)
+        np_.add(out, group, out=out)
     return out
 
 
@@ -115,13 +142,16 @@ def approx_dot(
     ``rows`` picks the rows of ``q8`` to estimate (``scales`` is then theirs, in that order):
     each block is gathered as it is converted, so the int8 rows are not copied out first.
     In blocks, so the float copy of the int8 rows stays in cache (twice as fast at 5k rows).
+    The rows are gathered with :func:`numpy.take`, which copies whole rows: for ~3,000 rows
+    scattered over 100k (fresh from memory each query) it takes 0.10 ms against 0.23 ms for
+    fancy indexing, whose copy goes element by element.
     """
     np_ = _np()
     n = len(q8) if rows is None else len(rows)
     out: np.ndarray = np_.empty(n, dtype=np_.float32)
     for start in range(0, n, _BLOCK_ROWS):
         stop = start + _BLOCK_ROWS
-        part = q8[start:stop] if rows is None else q8[rows[start:stop]]
+        part = q8[start:stop] if rows is None else np_.take(q8, rows[start:stop], axis=0)
         out[start:stop] = part.astype(np_.float32) @ query
     out *= scales
     return out

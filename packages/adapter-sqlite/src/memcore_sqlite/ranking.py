@@ -15,15 +15,16 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Mapping
+from functools import partial
 from itertools import repeat
 
 import attrs
 
-from memcore_sqlite import lexical_matches
+from memcore_sqlite import lengths, lexical_matches
 from memcore_sqlite.analysis import LexicalQuery
+from memcore_sqlite.lengths import Lookup, Tenant
 from memcore_sqlite.lexical_matches import Group
 from memcore_sqlite.passages import PASSAGE_WORDS
-from memcore_sqlite.rows import rows_in
 
 #: Length in words up to which a memory's lexical score is not discounted: one passage, what
 #: the embedder reads at once.
@@ -43,8 +44,6 @@ POOL = 100
 VECTOR_WEIGHT = 0.3
 #: A term in more rows of the scope than this is "common": we never list all its rows.
 COMMON_TERM_ROWS = 500
-#: (store id, app id, tenant id): the one tenant a search's scope lies in.
-Tenant = tuple[int, str, str]
 #: Rows whose length is read at a time past the first ``want``.
 _LENGTH_SLICE = 50
 
@@ -71,6 +70,7 @@ def lexical(
     want: int,
     enough: int,
     tenant: Tenant | None = None,
+    lookup: Lookup | None = None,
 ) -> dict[int, LexicalHit]:
     """Rank rows by the query terms they hold, at a cost bounded whatever the words.
 
@@ -122,7 +122,7 @@ def lexical(
     telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
     best, held_by = _best_shares(by_share, LENGTH_LOOKUPS * want)
-    scores = _discounted(conn, best, want, tenant)
+    scores = _discounted(lookup or partial(lengths.read, conn, tenant=tenant), best, want)
     if len(best) > want:  # as many lengths as were needed to know the want best
         ranked = [(seq, score) for score, seq in _by_score(scores)[:want]]
     else:
@@ -152,9 +152,7 @@ def _best_shares(
     return out, held_by
 
 
-def _discounted(
-    conn: sqlite3.Connection, best: list[tuple[int, float]], want: int, tenant: Tenant | None
-) -> dict[int, float]:
+def _discounted(lookup: Lookup, best: list[tuple[int, float]], want: int) -> dict[int, float]:
     """Each looked-up row's share times its length discount, in ``best``'s order.
 
     Lengths are read in slices, best first, and reading stops once the next row, even
@@ -166,9 +164,9 @@ def _discounted(
     while start < len(best):
         part = best[start : start + (want if not start else _LENGTH_SLICE)]
         start += len(part)
-        lengths = _lengths(conn, [seq for seq, _ in part], tenant)
+        words = lookup([seq for seq, _ in part])
         for seq, share in part:
-            scores[seq] = share * length_discount(lengths.get(seq))
+            scores[seq] = share * length_discount(words.get(seq))
         if start < len(best) and len(scores) >= want:
             edge = _by_score(scores)[want - 1]
             nxt_seq, nxt_share = best[start]
@@ -191,37 +189,6 @@ def length_discount(words: int | None) -> float:
         return 1.0
     k1, b = 1.2, 0.75
     return (k1 + 1) / (1 + k1 * (1 - b + b * words / REFERENCE_WORDS))
-
-
-def _lengths(
-    conn: sqlite3.Connection, seqs: list[int], tenant: Tenant | None
-) -> dict[int, int | None]:
-    """Each row's length in words (None when unknown)."""
-    # The planner would read each memory's row by its key; the indexes hold seq and words
-    # only, so their pages are few and stay cached (schema version 6). A tenant's own
-    # entries are adjacent in the second (version 7): a tenant among many then reads a few
-    # pages, not one per row.
-    out: dict[int, int | None] = {}
-    if tenant is not None:
-        out = _looked_up(
-            conn,
-            "SELECT seq, words FROM memories INDEXED BY memories_tenant_words"
-            " WHERE store_id = ? AND app_id = ? AND tenant_id = ? AND seq IN ({})",
-            tenant,
-            seqs,
-        )
-        # A row of another tenant (its tag digest collided) is looked up by seq alone.
-        seqs = [seq for seq in seqs if seq not in out] if len(out) < len(seqs) else []
-    if seqs:
-        sql = "SELECT seq, words FROM memories INDEXED BY memories_words WHERE seq IN ({})"
-        out.update(_looked_up(conn, sql, (), seqs))
-    return out
-
-
-def _looked_up(
-    conn: sqlite3.Connection, sql: str, key: tuple[object, ...], seqs: list[int]
-) -> dict[int, int | None]:
-    return {int(r[0]): r[1] for r in rows_in(conn, sql, seqs, before=key)}
 
 
 @attrs.frozen

@@ -17,6 +17,7 @@ from memcore.values import SearchHit
 from memcore_sqlite import analysis, code_pages, ranking, tags
 from memcore_sqlite.exact_order import ExactOrder
 from memcore_sqlite.fused_order import BoundedOrder, FusedOrder, ordered
+from memcore_sqlite.lengths import LengthCache
 from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.quantize import Codes
 from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, rows_in
@@ -102,6 +103,7 @@ def ranked(
     generation: int,
     use_lexical: bool = True,
     beside: Overlap | None = None,
+    lengths: LengthCache | None = None,
 ) -> FusedOrder:
     """The candidates with their relevance, best first; inside the caller's read snapshot.
 
@@ -112,6 +114,7 @@ def ranked(
     ``generation`` is the store's in this snapshot (its cached codes must match it).
     With ``beside``, a large two-stage scope's shortlist runs in its thread while the lexical
     stage runs here (:mod:`memcore_sqlite.overlap`); the result is the same either way.
+    ``lengths`` keeps rows' lengths for the lexical stage; without it they are read.
     """
     pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
@@ -123,9 +126,12 @@ def ranked(
         query, tags=None if exact_tenant else restrict, prefix=prefix, scope=restrict
     )
     tenant = None if prefix is None else (store_id, pattern.app_id, pattern.tenant_id)
+    lookup = None if lengths is None else lengths.reader(conn, tenant, generation)
 
     def lexical_stage() -> dict[int, ranking.LexicalHit] | None:
-        return ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant) if use_lexical else None
+        if not use_lexical:
+            return None
+        return ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant, lookup)
 
     if qvec is None or vectors is None or model is None:
         return FusedOrder(ordered(ranking.fuse(lexical_stage(), None)))

@@ -193,6 +193,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                         use_lexical=use_lexical,
                         generation=generation,
                         beside=self._overlap,
+                        lengths=self._lengths,
                     )
                     found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
                     found = supersession.prefer_current(
