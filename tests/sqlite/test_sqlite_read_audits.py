@@ -111,24 +111,10 @@ def test_a_rolled_back_write_keeps_them_for_the_next_one(db_path: Path) -> None:
         assert _on_file(db_path) == 4
 
 
-def test_a_process_that_exits_without_closing_its_store_writes_them(db_path: Path) -> None:
-    with _store(db_path) as store:
-        store.add_text(STORE, ALICE, "green tea")
-    child = (
-        "import sys\n"
-        "from memcore.scope import Scope\n"
-        "from memcore_sqlite import SqliteMemoryStore\n"
-        "s = SqliteMemoryStore(sys.argv[1])\n"
-        "s._read_audits.delay = 60.0\n"
-        "for _ in range(5):\n"
-        "    s.search('mem', Scope('app', 'alice', 'agent', 'run').pattern(), 'tea')\n"
-    )
-    subprocess.run([sys.executable, "-c", child, str(db_path)], check=True, timeout=60)
-    assert _on_file(db_path) == 5
-
-
-def test_a_killed_process_loses_fewer_than_a_batch(db_path: Path) -> None:
-    with _store(db_path) as store:
+def _searches_in_a_child(path: Path, searches: int, *, killed: bool) -> None:
+    """A process that searches and exits without closing its store; ``killed``: at once,
+    as a killed process would (no interpreter shutdown)."""
+    with _store(path) as store:
         store.add_text(STORE, ALICE, "green tea")
     child = (
         "import os, sys\n"
@@ -136,11 +122,20 @@ def test_a_killed_process_loses_fewer_than_a_batch(db_path: Path) -> None:
         "from memcore_sqlite import SqliteMemoryStore\n"
         "s = SqliteMemoryStore(sys.argv[1])\n"
         "s._read_audits.delay = 60.0\n"
-        f"for _ in range({BATCH + 5}):\n"
+        f"for _ in range({searches}):\n"
         "    s.search('mem', Scope('app', 'alice', 'agent', 'run').pattern(), 'tea')\n"
-        "os._exit(0)\n"
+        + ("os._exit(0)\n" if killed else "")
     )
-    subprocess.run([sys.executable, "-c", child, str(db_path)], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", child, str(path)], check=True, timeout=60)
+
+
+def test_a_process_that_exits_without_closing_its_store_writes_them(db_path: Path) -> None:
+    _searches_in_a_child(db_path, 5, killed=False)
+    assert _on_file(db_path) == 5
+
+
+def test_a_killed_process_loses_fewer_than_a_batch(db_path: Path) -> None:
+    _searches_in_a_child(db_path, BATCH + 5, killed=True)
     assert _on_file(db_path) == BATCH  # the last 5 were still kept when it died
     with SqliteMemoryStore(db_path) as store:
         assert store.search(STORE, ALICE.pattern(), "tea")  # the file is whole
