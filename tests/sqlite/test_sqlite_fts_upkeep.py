@@ -67,14 +67,41 @@ def test_merged_index_gives_the_same_hits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any
 ) -> None:
     monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 2.0)  # never loose: never merged
+    monkeypatch.setattr(fts_upkeep, "TIDY_SEGMENTS", 10**9)
     kept = _fill(tmp_path / "kept.db", 150, embedder)
     assert len(_segments(tmp_path / "kept.db")) > 3
     monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 0.2)
+    monkeypatch.setattr(fts_upkeep, "TIDY_SEGMENTS", 3)
     monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)
     merged = _fill(tmp_path / "merged.db", 150, embedder)
     assert not fts_upkeep.loose(_segments(tmp_path / "merged.db"))
     assert merged == kept
     assert any(merged)
+
+
+@pytest.mark.parametrize("embedder", [None, HashingEmbedder(32)], ids=["lexical", "hybrid"])
+def test_small_segments_are_merged_among_themselves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any
+) -> None:
+    """Not loose, but many segments: the small ones merge, the largest is left as it was,
+    and the hits are those of the index before."""
+    monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 2.0)
+    monkeypatch.setattr(fts_upkeep, "TIDY_SEGMENTS", 10**9)
+    path = tmp_path / "m.db"
+    kept = _fill(path, 150, embedder)
+    before = _segments(path)
+    assert len(before) > 3
+    monkeypatch.setattr(fts_upkeep, "TIDY_SEGMENTS", 3)
+    monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)
+    with SqliteMemoryStore(path, embedder=embedder) as store:
+        for _ in range(10):
+            store._fts_upkeep.note_write()
+            if not store._fts_upkeep.after_commit(store._conn):
+                break
+        after = _segments(path)
+        assert len(after) < len(before)
+        assert max(after) >= max(before)  # the largest was kept or grew, never split
+        assert _answers(store) == kept
 
 
 def test_searches_and_reads_do_not_count_as_writes(
@@ -113,6 +140,7 @@ def test_a_failed_merge_keeps_the_write(tmp_path: Path, monkeypatch: pytest.Monk
 def _unmerged(path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of ``n`` one-write memories never merged; from now on every write merges."""
     monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 2.0)
+    monkeypatch.setattr(fts_upkeep, "TIDY_SEGMENTS", 10**9)
     _fill(path, n, None)
     monkeypatch.setattr(fts_upkeep, "LOOSE_SHARE", 0.0)
     monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)

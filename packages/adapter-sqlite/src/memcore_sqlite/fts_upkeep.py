@@ -14,6 +14,13 @@ then rewritten each time it has grown by about a quarter, a bounded multiple of 
 once. The merge is its own transaction after the write committed: it never undoes the write,
 never waits for another writer, and a merge that fails (a busy file, a full disk) leaves the
 index as it was.
+
+Between those merges, once there are more than :data:`TIDY_SEGMENTS` segments, the small
+ones are merged among themselves: FTS5's ``merge`` command with ``usermerge`` 2 combines
+segments of one size level, at most :data:`TIDY_PAGES` pages of work a time, and leaves the
+largest alone. A 1k tenant among 100 at 100k rows had 7 segments after its fill and paid
+about a quarter more per lexical search than alone in a file; merged to 3 segments (0.1 s of
+CPU, against 0.48 s for a full merge) it pays about a seventh more.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ CHECK_WRITES = 64
 CHECK_CHANGES = 5_000
 #: Share of the index's pages outside its largest segment that makes it worth a merge.
 LOOSE_SHARE = 0.2
+#: Segments past which the small ones are merged among themselves, and the pages of work
+#: (FTS5 pages of about 1 KB) one such merge may do.
+TIDY_SEGMENTS = 3
+TIDY_PAGES = 2_000
 
 
 def segment_pages(conn: sqlite3.Connection) -> list[int]:
@@ -60,10 +71,19 @@ class Upkeep:
         timeout = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
         conn.execute("PRAGMA busy_timeout = 0")
         try:
-            if not loose(segment_pages(conn)):
+            pages = segment_pages(conn)
+            if loose(pages):
+                command = "INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"
+            elif len(pages) > TIDY_SEGMENTS:
+                command = (
+                    f"INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', {TIDY_PAGES})"
+                )
+            else:
                 return False
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+            # Stored in the index's config: any two segments of one level may merge.
+            conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
+            conn.execute(command)
             conn.execute("COMMIT")
         except sqlite3.Error:
             if conn.in_transaction:
