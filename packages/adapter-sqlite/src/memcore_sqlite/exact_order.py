@@ -3,8 +3,8 @@
 :func:`memcore_sqlite.ranking.fuse` makes a :class:`~memcore_sqlite.ranking.Relevance` and a
 signals dict for each of the ~150 candidates of a search, and the order sorts them all, yet
 a search reads about ten. Here the candidates are scored as arrays, with the operations of
-``fuse`` in its order (:func:`_clipped` is Python's ``min(1.0, max(0.0, x))`` for NaN and
--0.0 too), sorted
+``fuse`` in its order (:func:`~memcore_sqlite.fused_order.relevance_bound`, whose clipping
+is Python's ``min(1.0, max(0.0, x))`` for NaN and -0.0 too), sorted
 as :func:`~memcore_sqlite.fused_order.ordered` sorts (score descending, newest first), and a
 relevance is made only for the prefix the caller reads: the same scores, signals and order
 (``tests/sqlite/test_sqlite_exact_order.py``). In a 1k scope it took the search's fusion from
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memcore_sqlite.fused_order import FusedOrder, Ranked
-from memcore_sqlite.ranking import VECTOR_WEIGHT, LexicalHit, Relevance
+from memcore_sqlite.fused_order import FusedOrder, Ranked, clipped, relevance_bound
+from memcore_sqlite.ranking import LexicalHit, Relevance
 
 
 class ExactOrder(FusedOrder):
@@ -36,21 +36,19 @@ class ExactOrder(FusedOrder):
         alone = [s for s in lex if s not in semantic]
         seqs = [*semantic, *alone]
         cos = np.array([*semantic.values(), *([0.0] * len(alone))], dtype=np.float64)
-        vector = _clipped(np, cos)
         if self._hybrid:
             lexs = np.array(
                 [h.score if (h := lex.get(s)) is not None else 0.0 for s in seqs], np.float64
             )
-            score = VECTOR_WEIGHT * vector + (1 - VECTOR_WEIGHT) * lexs
             self._lex: list[float] = lexs.tolist()
         else:
-            score = vector
-        score = _clipped(np, score)
+            lexs = np.zeros(len(seqs))  # not read without lexical hits
+        score = relevance_bound(cos, lexs, self._hybrid)
         at = np.array(seqs, dtype=np.int64)
         self._order: list[int] = np.lexsort((-at, -score)).tolist()
         self._seqs = seqs
         self._score: list[float] = score.tolist()
-        self._vector: list[float] = vector.tolist()
+        self._vector: list[float] = clipped(cos).tolist()
         self._made: Ranked = []
 
     def first(self, k: int) -> Ranked:
@@ -63,10 +61,3 @@ class ExactOrder(FusedOrder):
             )
             made.append((self._seqs[i], Relevance(self._score[i], signals)))
         return made[:k]
-
-
-def _clipped(np: Any, x: Any) -> Any:
-    """``min(1.0, max(0.0, x))`` as Python computes it, element by element: ``max`` keeps 0.0
-    unless ``x`` is greater (so NaN and -0.0 give 0.0), ``min`` keeps 1.0 unless it is less."""
-    above = np.where(x > 0.0, x, 0.0)
-    return np.where(above < 1.0, above, 1.0)

@@ -56,17 +56,26 @@ def ordered(fused: Mapping[int, Relevance]) -> Ranked:
     return sorted(fused.items(), key=lambda kv: (-kv[1].score, -kv[0]))
 
 
+def clipped(x: np.ndarray) -> np.ndarray:
+    """``min(1.0, max(0.0, x))`` as Python computes it, element by element: ``max`` keeps 0.0
+    unless ``x`` is greater (so NaN and -0.0 give 0.0), ``min`` keeps 1.0 unless it is less."""
+    np_ = _np()
+    above = np_.where(x > 0.0, x, 0.0)
+    out: np.ndarray = np_.where(above < 1.0, above, 1.0)
+    return out
+
+
 def relevance_bound(cosines: np.ndarray, lexical: np.ndarray, hybrid: bool) -> np.ndarray:
     """:func:`memcore_sqlite.ranking.fuse`'s score, row by row, for arrays: with the same
-    operations in the same order, so a bound on the cosine gives a bound on the score."""
-    vector = cosines.clip(0.0, 1.0)
+    operations in the same order, so a bound on the cosine gives a bound on the score, and
+    an exact cosine gives the exact score (:mod:`memcore_sqlite.exact_order`)."""
+    vector = clipped(cosines)
     if hybrid:
         weight = ranking.VECTOR_WEIGHT
         score = weight * vector + (1 - weight) * lexical
     else:
         score = vector
-    out: np.ndarray = score.clip(0.0, 1.0)
-    return out
+    return clipped(score)
 
 
 class FusedOrder:
