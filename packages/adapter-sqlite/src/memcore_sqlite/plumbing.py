@@ -235,8 +235,7 @@ class StoreBase:
             )
             self._checkpoints.audited()
             if full:
-                with self._write(checkpoint=False):
-                    pass
+                self._flush_read_audits()
 
     def _flush_read_audits(self) -> None:
         """Write the records of reads kept so far, in a transaction of their own."""
