@@ -333,3 +333,29 @@ def test_vectors_of_deferred_and_backfilled_writes_get_codes(
         assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
     with _open(db_path, embedder, exact_rows) as fresh:
         assert _texts(fresh, ALICE, query, 30) == _expected(table, texts, query, 30)
+
+
+def _sorted_top(seqs: Any, rows: Any, query: Any, n: int) -> list[tuple[int, float]]:
+    """The exact scan by sorting every row: score descending, newest first, numbers only."""
+    scores = np.einsum("ij,j->i", rows, query)
+    order = np.lexsort((-seqs, -scores))[: max(n, 0)]
+    order = order[np.isfinite(scores[order])]
+    return list(zip(seqs[order].tolist(), scores[order].tolist()))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 10, 59, 60, 61, 499, 500, 501])
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_exact_top_sorts_only_what_can_make_the_cut_and_equals_sorting_all(
+    n: int, seed: int
+) -> None:
+    """Ties at the cut (duplicated rows, a query orthogonal to many rows), scrambled seqs and,
+    in one case, rows that are not numbers: the same pairs in the same order as a full sort."""
+    rows, query = _data(500, seed)
+    rng = np.random.default_rng(seed)
+    seqs = rng.permutation(5_000)[:500].astype(np.int64)
+    rows[rng.integers(0, 500, 40)] = rows[0]  # many rows tied with one another
+    rows[rng.integers(0, 500, 20)] = 0.0  # many tied at 0
+    if seed == 5:
+        rows[rng.integers(0, 500, 5)] = np.nan
+        rows[7] = np.inf
+    assert exact_top(seqs, rows, query, n) == _sorted_top(seqs, rows, query, n)

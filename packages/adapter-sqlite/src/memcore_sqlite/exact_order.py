@@ -44,16 +44,32 @@ class ExactOrder(FusedOrder):
         else:
             lexs = np.zeros(len(seqs))  # not read without lexical hits
         score = relevance_bound(cos, lexs, self._hybrid)
-        at = np.array(seqs, dtype=np.int64)
-        self._order: list[int] = np.lexsort((-at, -score)).tolist()
+        self._at = np.array(seqs, dtype=np.int64)
+        self._scores = score
         self._seqs = seqs
         self._score: list[float] = score.tolist()
         self._vector: list[float] = clipped(cos).tolist()
         self._made: Ranked = []
 
+    def _order(self, k: int) -> list[int]:
+        """The first ``k`` candidates' positions in the order (score descending, then newest
+        first). Only the candidates scoring at least the ``k``-th best can be among the first
+        ``k``, so only those are sorted (a search reads ten of about 150); scores are never
+        NaN (:func:`~memcore_sqlite.fused_order.clipped` makes them 0)."""
+        import numpy as np
+
+        score, at = self._scores, self._at
+        if k >= len(score):
+            return list(np.lexsort((-at, -score)).tolist())
+        edge = np.partition(score, len(score) - k)[len(score) - k]
+        rows = np.flatnonzero(score >= edge)
+        return list(rows[np.lexsort((-at[rows], -score[rows]))[:k]].tolist())
+
     def first(self, k: int) -> Ranked:
         made = self._made
-        for i in self._order[len(made) : k]:
+        if k <= len(made):
+            return made[:k]
+        for i in self._order(k)[len(made) :]:
             signals: dict[str, Any] = (
                 {"lexical": self._lex[i], "vector": self._vector[i]}
                 if self._hybrid

@@ -65,12 +65,14 @@ def scope_of(app_id: str, tenant_id: str, agent_id: str, run_id: str) -> Scope:
 
 
 def memory_from_row(row: Sequence[Any]) -> Memory:
-    """A :class:`Memory` from a row selected with :data:`MEMORY_COLUMNS`."""
+    """A :class:`Memory` from a row selected with :data:`MEMORY_COLUMNS`; most rows have no
+    metadata, whose ``{}`` needs no JSON parser."""
+    meta = row[7]
     return Memory(
         id=row[1],
         text=row[6],
         scope=scope_of(row[2], row[3], row[4], row[5]),
-        metadata=json.loads(row[7]),
+        metadata={} if meta == "{}" else json.loads(meta),
         created_at=row[9],
         updated_at=row[10],
         unit_type=row[8],

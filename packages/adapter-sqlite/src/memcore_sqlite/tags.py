@@ -7,13 +7,17 @@ digests, so a collision is possible in theory; every hit is checked against its 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 
 from memcore.scope import Scope, ScopePattern
 
 
+@functools.lru_cache(maxsize=4096)
 def _digest(kind: str, *parts: str) -> str:
+    """A tag's token. Cached: every search of a scope hashes the same few tags again (about
+    10 us of a 1k scope's search); the token depends on its parts only."""
     raw = "\x1f".join(parts).encode("utf-8", "surrogatepass")
     # Letters-then-digit keeps the porter stemmer from touching the token.
     return f"{kind}x{hashlib.blake2b(raw, digest_size=8).hexdigest()}0"
@@ -61,6 +65,7 @@ def filter_expression(store_id: int, pattern: ScopePattern, filters: Mapping[str
     return " AND ".join(f'"{t}"' for t in parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def tenant_prefix(store_id: int, app_id: str, tenant_id: str) -> str:
     """Twelve digits put before every term in the ``tbody`` column.
 

@@ -57,13 +57,23 @@ def pattern_matches(pattern: Scope4, scope: Scope4) -> bool:
 def exact_top(
     seqs: np.ndarray, matrix: np.ndarray, query: np.ndarray, n: int
 ) -> list[tuple[int, float]]:
-    """The ``n`` best (seq, cosine) of a float matrix: score descending, then newest first."""
+    """The ``n`` best (seq, cosine) of a float matrix: score descending, then newest first.
+
+    Only the rows scoring at least the ``n``-th best score can be among the ``n`` best, so
+    when every score is a number those are found by a partition and only they are sorted:
+    the same rows in the same order as sorting them all (a 1k scope: 100 of 1,000 rows).
+    """
     np_ = _np()
     if not len(seqs) or n <= 0:
         return []
     scores = np_.einsum("ij,j->i", matrix, query)
-    order = np_.lexsort((-seqs, -scores))[:n]
-    order = order[np_.isfinite(scores[order])]
+    if n < len(scores) and np_.isfinite(scores).all():
+        edge = np_.partition(scores, len(scores) - n)[len(scores) - n]
+        rows = np_.flatnonzero(scores >= edge)
+        order = rows[np_.lexsort((-seqs[rows], -scores[rows]))[:n]]
+    else:
+        order = np_.lexsort((-seqs, -scores))[:n]
+        order = order[np_.isfinite(scores[order])]
     return list(zip(seqs[order].tolist(), scores[order].tolist()))
 
 
