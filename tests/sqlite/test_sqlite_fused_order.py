@@ -251,3 +251,26 @@ def test_lexical_candidates_find_their_codes_after_writes(shuffled: bool) -> Non
     got = entry.positions(np.asarray([750, 3, 2_000, 5], dtype=np.int64))
     assert got[0] == -1
     assert [int(codes.seqs[i]) for i in got[1:]] == [3, 2_000, 5]
+
+
+def test_codes_of_seqs_without_a_gap_are_found_by_offset_and_a_gap_is_searched() -> None:
+    """Seqs with no gap (a one-tenant file) are found by their offset from the first; after a
+    removal (a gap, and the last row moved into its place), an append after a gap, or in
+    codes that repeat a seq, every seq is still found where it is, and others nowhere."""
+    rows, _ = _rows(200, 4)
+    entry = _Entry(0, encode(np.arange(100, 300, dtype=np.int64), rows), None)
+
+    def check(asked: list[int]) -> None:
+        have = entry.view().seqs.tolist()
+        got = entry.positions(np.asarray(asked, dtype=np.int64)).tolist()
+        assert got == [have.index(s) if s in have else -1 for s in asked]
+
+    check([100, 299, 150, 99, 300, -5, 10**12, 200, 100])
+    entry.remove(150)  # a gap, and row 299 moves to row 50: no longer in seq order
+    check([150, 299, 151, 149, 100, 298])
+    entry.append(encode(np.asarray([150], dtype=np.int64), rows[:1]), rows[:1], 0)
+    check([150, 299, 100])  # no gap again, but not in seq order
+    repeated = _Entry(0, encode(np.asarray([1, 1, 2, 4], dtype=np.int64), rows[:4]), None)
+    assert repeated.positions(np.asarray([2, 4, 3])).tolist() == [2, 3, -1]
+    after_gap = _Entry(0, encode(np.asarray([1, 2, 3, 7], dtype=np.int64), rows[:4]), None)
+    assert after_gap.positions(np.asarray([7, 3, 4, 0])).tolist() == [3, 2, -1, -1]

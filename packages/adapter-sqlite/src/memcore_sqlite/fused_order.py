@@ -134,6 +134,8 @@ class BoundedOrder(FusedOrder):
         short_scores = np_.zeros(n_short, np_.float64)
         short_scores[short_lexical] = lex_scores[at[short_lexical]]
         self.lexical_score = np_.concatenate([short_scores, lex_scores[~listed]])
+        #: The lexical share of each candidate's relevance, for :meth:`_bound`.
+        self._lexical_part = (1 - ranking.VECTOR_WEIGHT) * self.lexical_score
         both = np_.concatenate([s_est, l_est, s_slack, l_slack]).astype(np_.float64)
         est, slack = both[: len(self.seqs)], both[len(self.seqs) :]
         self.low = est - slack
@@ -181,6 +183,21 @@ class BoundedOrder(FusedOrder):
         outside: np.ndarray = lows.searchsorted(self.high, side="right") <= m - self._pool
         return inside, outside
 
+    def _bound(self, cosines: np.ndarray, rows: Any = slice(None)) -> np.ndarray:
+        """:func:`relevance_bound` of these cosines (of the candidates at ``rows``), in half
+        its array operations: it is only compared here, never returned, and its inputs are
+        numbers (a NaN or infinite bound takes :meth:`_resolve_all`), where ``numpy.clip``
+        gives the same values as Python's ``min``/``max`` (-0.0 against 0.0 compares equal)
+        and the lexical share is the same product, computed once."""
+        np_ = _np()
+        vector = np_.clip(cosines, 0.0, 1.0)
+        if not self._hybrid:
+            return vector
+        score = ranking.VECTOR_WEIGHT * vector
+        score += self._lexical_part[rows]
+        out: np.ndarray = np_.clip(score, 0.0, 1.0, out=score)
+        return out
+
     # -- the order ------------------------------------------------------------------------
     def first(self, k: int) -> Ranked:
         if self._all is not None:
@@ -191,16 +208,16 @@ class BoundedOrder(FusedOrder):
             member = self.in_lexical | inside
             count = np_.count_nonzero(member)
             if count >= k:
-                low = relevance_bound(self.low[member], self.lexical_score[member], self._hybrid)
+                low = self._bound(self.low[member], member)
                 low.partition(count - k)
                 floor = low[count - k]
                 possible = self.in_lexical | (self.in_shortlist & ~outside)
-                high = relevance_bound(self.high, self.lexical_score, self._hybrid)
+                high = self._bound(self.high)
                 self._read(np_.flatnonzero(possible & ~self.known & (high >= floor)))
                 if not self._broken:
                     inside, outside = self._pool_status()
                     undecided = self._vector_only & ~(inside | outside)
-                    high = relevance_bound(self.high, self.lexical_score, self._hybrid)
+                    high = self._bound(self.high)
                     if not (undecided & (high >= floor)).any():
                         rows = np_.flatnonzero(self.known & (self.in_lexical | inside))
                         return ordered(self._fuse(rows))[:k]
