@@ -190,7 +190,7 @@ class BoundedOrder(FusedOrder):
         gives the same values as Python's ``min``/``max`` (-0.0 against 0.0 compares equal)
         and the lexical share is the same product, computed once."""
         np_ = _np()
-        vector = np_.clip(cosines, 0.0, 1.0)
+        vector: np.ndarray = np_.clip(cosines, 0.0, 1.0)
         if not self._hybrid:
             return vector
         score = ranking.VECTOR_WEIGHT * vector
