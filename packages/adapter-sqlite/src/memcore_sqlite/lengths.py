@@ -150,6 +150,12 @@ class LengthCache:
 
         return lookup
 
+    def held(self, tenant: Tenant, generation: int) -> int | None:
+        """How many rows the tenant's entry holds, if it is at ``generation``."""
+        with self._lock:
+            entry = self._entries.get(tenant)
+            return entry.n if entry is not None and entry.generation == generation else None
+
     def _entry(self, conn: sqlite3.Connection, tenant: Tenant, generation: int) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(tenant)

@@ -1,0 +1,212 @@
+"""Tenants' postings held in memory for the lexical stage, built in the background.
+
+A cache that is exact by construction: an entry (:mod:`memcore_sqlite.postings`) is read from
+the FTS5 index in one snapshot together with the store's generation, and a search uses it only
+when its own snapshot is at that generation. This process's writes move it on to the next
+generation when they touched no row of its tenant (nor of a tenant with the same prefix or
+scope tag), and drop it otherwise; another process's write shows up as a new generation, and
+the entry goes unused until it is built again. A query takes the postings only when every
+term is one token of the tenant's column (:mod:`memcore_sqlite.query_tokens`); anything else
+(a filter, a scope below the tenant, a one-character CJK prefix query, a term of several
+tokens) takes the FTS5 statements, which give the same results.
+
+When: a tenant of at least :data:`MIN_ROWS` rows (smaller ones are fast on FTS5 already) is
+built when a search finds it at the generation its previous search saw, as lengths are
+(:mod:`memcore_sqlite.lengths`), never in a process's first search. The build runs in a
+daemon thread with its own read-only connection, one at a time per store; searches meanwhile
+take the FTS5 path. A build that fails is logged (its error's type, nothing else) and leaves
+the FTS5 path in use; a write made by this process during a build discards it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from memcore_sqlite import analysis, tags
+from memcore_sqlite.analysis import LexicalQuery
+from memcore_sqlite.lengths import Tenant
+from memcore_sqlite.query_tokens import QueryTokens
+
+if TYPE_CHECKING:
+    from memcore_sqlite.postings import Postings
+    from memcore_sqlite.postings_matches import TermRows
+
+#: Tenants smaller than this stay on FTS5 (measured: at 1k rows a search's lexical stage
+#: already costs about as much as the token lookups would).
+MIN_ROWS = 5_000
+
+_log = logging.getLogger(__name__)
+
+
+class PostingsCache:
+    """LRU of per-tenant postings, bounded by the rows of their tenants in total.
+
+    ``connect`` opens a read-only connection to the file for a build (None: never build,
+    as for an in-memory database no second connection can see). ``count_limit`` is the cap
+    the lexical stage counts the scope's rows to.
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection] | None,
+        count_limit: int,
+        max_rows: int = 1_000_000,
+    ) -> None:
+        self.max_rows = max_rows
+        self._connect = connect
+        self._count_limit = count_limit
+        self._entries: OrderedDict[Tenant, Postings] = OrderedDict()
+        #: The generation each tenant's last search without an entry saw.
+        self._seen: OrderedDict[Tenant, int] = OrderedDict()
+        #: Writes and drops per store, so a build knows whether one came while it ran.
+        self._writes: dict[int, int] = {}
+        self._tokens = QueryTokens()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self._building: sqlite3.Connection | None = None
+        self._closed = False
+
+    def term_rows(
+        self,
+        conn: sqlite3.Connection,
+        tenant: Tenant,
+        generation: int,
+        query: LexicalQuery,
+        rows: int | None,
+    ) -> TermRows | None:
+        """The query's terms' rows from the tenant's postings, or None for the FTS5 path.
+
+        ``rows``: the tenant's size if known (a build is started only for a large tenant).
+        Inside the search's snapshot, which is at ``generation``."""
+        entry = self._current(tenant, generation, rows)
+        if (
+            entry is None
+            or query.tags is not None
+            or query.prefix != entry.prefix
+            or query.scope_only() != entry.scope
+            or any(analysis.is_prefix_term(t) for t in query.terms)
+        ):
+            return None
+        ids = []
+        for token in self._tokens.tokens(conn, [entry.prefix + t for t in query.terms]):
+            term_id = None if token is None else entry.term_id(token)
+            if term_id is None:
+                return None
+            ids.append(term_id)
+        from memcore_sqlite.postings_matches import TermRows
+
+        return TermRows(entry.in_scope, tuple(entry.rows_of(i) for i in ids))
+
+    def _current(self, tenant: Tenant, generation: int, rows: int | None) -> Postings | None:
+        with self._lock:
+            entry = self._entries.get(tenant)
+            if entry is not None and entry.generation == generation:
+                self._entries.move_to_end(tenant)
+                return entry
+            if self._connect is None or self._closed:
+                return None
+            if self._seen.get(tenant) != generation:
+                self._seen[tenant] = generation
+                self._seen.move_to_end(tenant)
+                while len(self._seen) > 1_024:
+                    self._seen.popitem(last=False)
+                return None
+            if rows is None or rows < MIN_ROWS or self._thread is not None:
+                return None
+            del self._seen[tenant]
+            thread = threading.Thread(
+                target=self._build,
+                args=(tenant, self._writes.get(tenant[0], 0)),
+                name="memcore-postings",
+                daemon=True,
+            )
+            self._thread = thread
+        thread.start()
+        return None
+
+    def _build(self, tenant: Tenant, writes: int) -> None:
+        from memcore_sqlite import postings
+
+        entry = None
+        conn = None
+        try:
+            assert self._connect is not None
+            conn = self._connect()
+            with self._lock:
+                self._building = conn
+                if self._closed:
+                    raise InterruptedError
+            entry = postings.build(conn, *tenant, self._count_limit, lambda: self._closed)
+        except Exception as exc:  # any failure leaves the FTS5 path, which always works
+            if not self._closed:
+                _log.warning(
+                    "a tenant's postings were not built (%s); its searches use the full-text index",
+                    type(exc).__name__,
+                )
+        finally:
+            with self._lock:
+                self._building = None
+            if conn is not None:
+                conn.close()
+            with self._lock:
+                if (
+                    entry is not None
+                    and not self._closed
+                    and self._writes.get(tenant[0], 0) == writes
+                ):
+                    self._entries[tenant] = entry
+                    self._entries.move_to_end(tenant)
+                    total = sum(e.rows for e in self._entries.values())
+                    while total > self.max_rows and len(self._entries) > 1:
+                        _, old = self._entries.popitem(last=False)
+                        total -= old.rows
+                    if total > self.max_rows:
+                        self._entries.clear()
+                self._thread = None
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for a build under way to finish; False if it is still running at ``timeout``."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._thread is None, timeout)
+
+    def apply_write(
+        self, store_id: int, before: int, after: int, tenants: Iterable[tuple[str, str]]
+    ) -> None:
+        """This process's write to the given (app, tenant)s, after its COMMIT."""
+        marks = set()
+        for app_id, tenant_id in set(tenants):
+            marks.add(tags.tenant_prefix(store_id, app_id, tenant_id))
+            marks.add(tags.tenant_tag(store_id, app_id, tenant_id))
+        with self._lock:
+            self._writes[store_id] = self._writes.get(store_id, 0) + 1
+            for key in [k for k in self._entries if k[0] == store_id]:
+                entry = self._entries[key]
+                written = entry.prefix in marks or entry.tag in marks
+                if entry.generation != before or written:
+                    del self._entries[key]
+                else:
+                    entry.generation = after
+
+    def drop_store(self, store_id: int) -> None:
+        with self._lock:
+            self._writes[store_id] = self._writes.get(store_id, 0) + 1
+            for key in [k for k in self._entries if k[0] == store_id]:
+                del self._entries[key]
+
+    def close(self) -> None:
+        """Stop a build under way (SQLite interrupts its statement) and wait for it."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+            self._entries.clear()
+            if self._building is not None:  # not closed before the build clears it here
+                self._building.interrupt()
+        if thread is not None:
+            thread.join()
