@@ -63,6 +63,8 @@ class PostingsCache:
         self._entries: OrderedDict[Tenant, Postings] = OrderedDict()
         #: The generation each tenant's last search without an entry saw.
         self._seen: OrderedDict[Tenant, int] = OrderedDict()
+        #: The generation at which each tenant's last build failed: not tried again there.
+        self._failed: dict[Tenant, int] = {}
         #: Writes and drops per store, so a build knows whether one came while it ran.
         self._writes: dict[int, int] = {}
         self._tokens = QueryTokens()
@@ -119,10 +121,12 @@ class PostingsCache:
                 return None
             if rows is None or rows < MIN_ROWS or self._thread is not None:
                 return None
+            if self._failed.get(tenant) == generation:
+                return None
             del self._seen[tenant]
             thread = threading.Thread(
                 target=self._build,
-                args=(tenant, self._writes.get(tenant[0], 0)),
+                args=(tenant, generation, self._writes.get(tenant[0], 0)),
                 name="memcore-postings",
                 daemon=True,
             )
@@ -130,7 +134,7 @@ class PostingsCache:
         thread.start()
         return None
 
-    def _build(self, tenant: Tenant, writes: int) -> None:
+    def _build(self, tenant: Tenant, generation: int, writes: int) -> None:
         from memcore_sqlite import postings
 
         entry = None
@@ -144,6 +148,10 @@ class PostingsCache:
                     raise InterruptedError
             entry = postings.build(conn, *tenant, self._count_limit, lambda: self._closed)
         except Exception as exc:  # any failure leaves the FTS5 path, which always works
+            with self._lock:
+                self._failed[tenant] = generation
+                while len(self._failed) > 1_024:
+                    del self._failed[next(iter(self._failed))]
             if not self._closed:
                 _log.warning(
                     "a tenant's postings were not built (%s); its searches use the full-text index",
