@@ -36,9 +36,10 @@ if TYPE_CHECKING:
     from memcore_sqlite.postings import Postings
     from memcore_sqlite.postings_matches import TermRows
 
-#: Tenants smaller than this stay on FTS5 (measured: at 1k rows a search's lexical stage
-#: already costs about as much as the token lookups would).
-MIN_ROWS = 5_000
+#: Tenants smaller than this stay on FTS5, where they are as fast. Measured in one loop: a
+#: 1k tenant alone in its file 0.19 ms a lexical search either way, the same tenant among
+#: 100 of 1k 0.34 ms on FTS5 and 0.21 ms on postings (the hybrid tenant ratio 1.34 -> 1.05).
+MIN_ROWS = 1_000
 
 _log = logging.getLogger(__name__)
 

@@ -42,13 +42,32 @@ def _holds(a: np.ndarray, seqs: np.ndarray) -> np.ndarray:
     return np.asarray(a[pos] == seqs)
 
 
+def _distinct(parts: list[np.ndarray]) -> np.ndarray:
+    """The rowids of sorted arrays, each once, ascending (a sort beats np.unique's hash)."""
+    if len(parts) == 1:
+        return parts[0]
+    joined = np.sort(np.concatenate(parts))
+    keep = np.ones(len(joined), dtype=bool)
+    keep[1:] = joined[1:] != joined[:-1]
+    return joined[keep]
+
+
 def _newest(a: np.ndarray, want: int) -> np.ndarray:
     return a[::-1][:want]
 
 
-def _grouped(seqs: np.ndarray, held: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    values, inverse = np.unique(held, return_inverse=True)
-    return [(int(h), seqs[inverse == k]) for k, h in enumerate(values.tolist())]
+def _grouped(seqs: np.ndarray, held: np.ndarray) -> list[Group]:
+    """``seqs`` (ascending) grouped by their ``held`` bits, each group ascending: one stable
+    sort, and Python lists sliced at the changes of bits."""
+    if not len(seqs):
+        return []
+    order = np.argsort(held, kind="stable")
+    bits = held[order]
+    cuts = (np.flatnonzero(bits[1:] != bits[:-1]) + 1).tolist()
+    starts, ends = [0, *cuts], [*cuts, len(bits)]
+    values = bits[starts].tolist()
+    listed = seqs[order].tolist()
+    return [(h, listed[a:b]) for h, a, b in zip(values, starts, ends)]
 
 
 def _holding_all(arrays: list[np.ndarray], want: int) -> np.ndarray:
@@ -85,27 +104,29 @@ def matched(
         return [(every, newest)] if newest else []
     if rare:
         # Every row of each rare term; a common term's bit where it holds one of them.
-        union = np.unique(np.concatenate([rows[t] for t in rare]))
+        union = _distinct([rows[t] for t in rare])
         held = np.zeros(len(union), dtype=np.int64)
         for i, t in enumerate(present):
-            held |= np.where(_holds(rows[t], union), 1 << i, 0)
-        groups = _grouped(union, held)
-        for h, seqs in groups:
-            if h == every and len(seqs) >= enough:
-                return [(every, _newest(seqs, want).tolist())]
-        return [(h, seqs.tolist()) for h, seqs in groups]
+            if t in rare:  # all of its rows are in the union: where they are is found
+                held[np.searchsorted(union, rows[t])] |= 1 << i
+            else:
+                held[_holds(rows[t], union)] |= 1 << i
+        holding = held == every
+        if np.count_nonzero(holding) >= enough:
+            return [(every, _newest(union[holding], want).tolist())]
+        return _grouped(union, held)
     holding_all = _holding_all([rows[t] for t in present], want)
     if len(holding_all) >= enough:
         return [(every, holding_all.tolist())]
     # Each term's newest ``want`` rows, grouped by which of those lists hold them, less the
     # rows holding every term (in their own group).
     tails = [_newest(rows[t], want)[::-1] for t in present]
-    seqs = np.unique(np.concatenate(tails))
+    seqs = _distinct(tails)
     held = np.zeros(len(seqs), dtype=np.int64)
     for i, tail in enumerate(tails):
-        held |= np.where(_holds(tail, seqs), 1 << i, 0)
+        held[np.searchsorted(seqs, tail)] |= 1 << i
     if len(holding_all):
         keep = ~np.isin(seqs, holding_all)
         seqs, held = seqs[keep], held[keep]
-    partial: list[Group] = [(h, s.tolist()) for h, s in _grouped(seqs, held)]
+    partial = _grouped(seqs, held)
     return [(every, holding_all.tolist()), *partial] if len(holding_all) else partial
