@@ -272,17 +272,26 @@ def test_a_write_to_the_tenant_drops_the_postings(db_path: Path, which: int) -> 
 
 
 def test_a_tenant_with_the_same_prefix_or_tag_drops_them(db_path: Path) -> None:
+    """A digest collision, made here by hand: the colliding tenant's rows are in the lists."""
     store = _open(db_path)
     _fill(store)
     sid = _tenant(store)[0]
-    for mark in ("prefix", "tag"):
+    store.ensure_store("other")
+    other = store._conn.execute("SELECT id FROM stores WHERE name = 'other'").fetchone()[0]
+    carol = Scope("app", "carol", "agent", "run1")
+    for mark in ("prefix", "tag", "other store"):
         entry = _settled(store)
         if mark == "prefix":
             entry.prefix = tags.tenant_prefix(sid, "app", "carol")
-        else:
+        elif mark == "tag":
             entry.tag = tags.tenant_tag(sid, "app", "carol")
-        store.add_text(STORE, Scope("app", "carol", "agent", "run1"), f"kayak {mark}")
+        else:
+            entry.prefix = tags.tenant_prefix(other, "app", "carol")
+        store.add_text("other" if mark == "other store" else STORE, carol, f"kayak {mark}")
         assert _held(store) is None
+    entry = _settled(store)
+    store.add_text("other", carol, "a write to another store, no collision")
+    assert _held(store) is entry
     store.close()
 
 

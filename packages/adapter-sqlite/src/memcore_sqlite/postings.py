@@ -30,11 +30,16 @@ from memcore_sqlite import tags
 KEY_BYTES = 16
 #: Term instances concatenated by one statement (a few MB of text).
 SLICE_INSTANCES = 262_144
+#: Terms whose keys are cut out at a time.
+_TABLE_BLOCK = 8_192
 
 _TERMS_TABLE = "memcore_tbody_terms"
 _INSTANCES_TABLE = "memcore_tbody_instances"
+#: The tenant's terms in the index's order, with how many rows and instances hold each: the
+#: three lists in one aggregate over one scan, so they stay aligned.
 _TERMS = (
-    f"SELECT term, doc, cnt FROM temp.{_TERMS_TABLE} WHERE term >= ? AND term < ? AND col = 'tbody'"
+    "SELECT group_concat(term, char(31)), group_concat(doc), group_concat(cnt), count(*)"
+    f" FROM temp.{_TERMS_TABLE} WHERE term >= ? AND term < ? AND col = 'tbody'"
 )
 _INSTANCES = (
     f"SELECT group_concat(doc) FROM temp.{_INSTANCES_TABLE}"
@@ -51,7 +56,8 @@ class Postings:
 
     ``tag`` is the tenant's scope tag and ``scope`` the expression the lexical query counts
     the tenant's rows by; ``in_scope`` is that count as its first statement takes it (capped
-    at ``count_limit``); ``rows`` how many memories the tenant holds (the cache's bound)."""
+    at ``count_limit``); ``rows`` how many memories the tenant holds (the cache's bound).
+    ``table`` is the term table (:func:`_term_table`)."""
 
     def __init__(
         self,
@@ -61,9 +67,9 @@ class Postings:
         in_scope: int,
         count_limit: int,
         rows: int,
-        terms: list[str],
         postings: np.ndarray,
         starts: np.ndarray,
+        table: tuple[np.ndarray, np.ndarray, dict[bytes, int]],
     ) -> None:
         self.generation = generation
         self.prefix = prefix
@@ -74,14 +80,7 @@ class Postings:
         self.rows = rows
         self._postings = postings
         self._starts = starts
-        cut = len(prefix)
-        keys = [t[cut:].encode("utf-8", "surrogatepass") for t in terms]
-        fixed = [i for i, k in enumerate(keys) if _fits(k)]
-        table = np.array([keys[i] for i in fixed], dtype=f"S{KEY_BYTES}")
-        order = np.argsort(table, kind="stable")
-        self._keys = table[order]
-        self._ids = np.asarray(fixed, dtype=np.int64)[order]
-        self._long = {k: i for i, k in enumerate(keys) if not _fits(k)}
+        self._keys, self._ids, self._long = table
 
     @property
     def nbytes(self) -> int:
@@ -114,6 +113,43 @@ def _fits(key: bytes) -> bool:
     return len(key) <= KEY_BYTES and b"\0" not in key
 
 
+def _term_table(
+    joined: bytes, prefix: bytes
+) -> tuple[np.ndarray, np.ndarray, dict[bytes, int], np.ndarray, np.ndarray]:
+    """The term table from the terms joined by 0x1f, without a Python object per term: the
+    keys that fit as fixed-width bytes sorted, with their term ids; the others in a dict;
+    and where each term starts and ends in ``joined``. Keys are cut out a block of terms at
+    a time, so no temporary grows past a few MB."""
+    data = np.frombuffer(joined, dtype=np.uint8)
+    seps = np.flatnonzero(data == 0x1F)
+    begins = np.concatenate([[0], seps + 1]).astype(np.int64)
+    ends = np.concatenate([seps, [len(data)]]).astype(np.int64)
+    del seps
+    cut = len(prefix)
+    if np.any(ends - begins < cut):
+        raise ValueError("a term without the tenant prefix")
+    for i, byte in enumerate(prefix):
+        if np.any(data[begins + i] != byte):
+            raise ValueError("a term without the tenant prefix")
+    table = np.zeros(len(begins), dtype=f"S{KEY_BYTES}")
+    fixed = np.zeros(len(begins), dtype=bool)
+    width = np.arange(KEY_BYTES)
+    for low in range(0, len(begins), _TABLE_BLOCK):
+        first = begins[low : low + _TABLE_BLOCK] + cut
+        size = ends[low : low + _TABLE_BLOCK] - first
+        inside = width < size[:, None]
+        at = np.minimum(first[:, None] + width, len(data) - 1)
+        keys = np.where(inside, data[at], np.uint8(0))
+        fits = (size <= KEY_BYTES) & ~np.any(inside & (keys == 0), axis=1)
+        table[low : low + len(first)] = np.ascontiguousarray(keys).view(f"S{KEY_BYTES}").ravel()
+        fixed[low : low + len(first)] = fits
+    ids = np.flatnonzero(fixed).astype(np.int32)
+    table = table[ids]
+    order = np.argsort(table, kind="stable")
+    long = {joined[begins[i] + cut : ends[i]]: int(i) for i in np.flatnonzero(~fixed).tolist()}
+    return table[order], ids[order], long, begins, ends
+
+
 def build(
     conn: sqlite3.Connection,
     store_id: int,
@@ -142,27 +178,34 @@ def build(
         scope = f'tags : ("{tag}")'
         in_scope = int(conn.execute(_SCOPE_COUNT, (scope, count_limit)).fetchone()[0])
         rows = int(conn.execute(_TENANT_ROWS, (store_id, app_id, tenant_id)).fetchone()[0])
-        listed = conn.execute(_TERMS, (prefix, end)).fetchall()
-        terms = [str(t) for t, _, _ in listed]
-        docs = np.fromiter((d for _, d, _ in listed), dtype=np.int64, count=len(listed))
-        counts = np.fromiter((c for _, _, c in listed), dtype=np.int64, count=len(listed))
-        del listed
-        starts = np.zeros(len(terms) + 1, dtype=np.int64)
+        names, docs_text, counts_text, n = conn.execute(_TERMS, (prefix, end)).fetchone()
+        joined = str(names or "").encode("utf-8", "surrogatepass")
+        keys, ids, long, begins, ends = _term_table(joined, prefix.encode())
+        docs = np.fromstring(docs_text or "", dtype=np.int64, sep=",")
+        counts = np.fromstring(counts_text or "", dtype=np.int64, sep=",")
+        if not len(begins) == len(docs) == len(counts) == int(n) or (not n and joined):
+            raise ValueError("the term list did not parse")
+
+        def term(i: int) -> str:
+            return joined[begins[i] : ends[i]].decode("utf-8", "surrogatepass")
+
+        starts = np.zeros(int(n) + 1, dtype=np.int64)
         np.cumsum(docs, out=starts[1:])
         postings = np.empty(int(starts[-1]), dtype=np.int32)
         first = 0
-        while first < len(terms):
+        while first < n:
             if stopped():
                 raise InterruptedError
             last = _slice_end(counts, first)
-            _fill(conn, terms, first, last, docs, counts, postings, starts)
+            _fill(conn, term(first), term(last), first, last, docs, counts, postings, starts)
             first = last + 1
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return Postings(generation, prefix, tag, in_scope, count_limit, rows, terms, postings, starts)
+    terms = (keys, ids, long)
+    return Postings(generation, prefix, tag, in_scope, count_limit, rows, postings, starts, terms)
 
 
 def _slice_end(counts: np.ndarray, first: int) -> int:
@@ -173,7 +216,8 @@ def _slice_end(counts: np.ndarray, first: int) -> int:
 
 def _fill(
     conn: sqlite3.Connection,
-    terms: list[str],
+    low: str,
+    high: str,
     first: int,
     last: int,
     docs: np.ndarray,
@@ -181,8 +225,9 @@ def _fill(
     postings: np.ndarray,
     starts: np.ndarray,
 ) -> None:
-    """Terms ``first`` to ``last``: their instances' rowids, one per row holding the term."""
-    joined = conn.execute(_INSTANCES, (terms[first], terms[last])).fetchone()[0]
+    """Terms ``first`` to ``last`` (``low`` to ``high``): their instances' rowids, one per
+    row holding the term."""
+    joined = conn.execute(_INSTANCES, (low, high)).fetchone()[0]
     found = np.fromstring(joined or "", dtype=np.int64, sep=",")
     counts = counts[first : last + 1]
     if len(found) != int(counts.sum()):
