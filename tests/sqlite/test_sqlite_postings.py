@@ -358,12 +358,20 @@ def _start_build(store: SqliteMemoryStore) -> None:
         _results(store, QUERIES[:1])
 
 
-def test_search_during_a_build_takes_fts5(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _building(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[SqliteMemoryStore, _HeldBuild]:
+    """A store whose tenant's build has read its snapshot and waits."""
     store = _open(db_path)
     _fill(store)
     held = _HeldBuild(monkeypatch)
     _start_build(store)
     assert held.started.wait(30)
+    return store, held
+
+
+def test_search_during_a_build_takes_fts5(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, held = _building(db_path, monkeypatch)
     assert not _used(store, "kayak paddle")
     assert _results(store) == _from_file(db_path)
     assert not store.settle(0.05)
@@ -374,11 +382,7 @@ def test_search_during_a_build_takes_fts5(db_path: Path, monkeypatch: pytest.Mon
 
 
 def test_close_during_a_build(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _open(db_path)
-    _fill(store)
-    held = _HeldBuild(monkeypatch)
-    _start_build(store)
-    assert held.started.wait(30)
+    store, held = _building(db_path, monkeypatch)
     thread = store._postings._thread
     assert thread is not None
     threading.Timer(0.2, held.go.set).start()
@@ -387,11 +391,7 @@ def test_close_during_a_build(db_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_write_during_a_build_discards_it(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _open(db_path)
-    _fill(store)
-    held = _HeldBuild(monkeypatch)
-    _start_build(store)
-    assert held.started.wait(30)
+    store, held = _building(db_path, monkeypatch)
     store.add_text(STORE, BOB, "another tenant, during the build")
     held.go.set()
     assert store.settle(30)
@@ -403,11 +403,7 @@ def test_a_write_during_a_build_discards_it(db_path: Path, monkeypatch: pytest.M
 def test_a_build_overtaken_by_another_process(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _open(db_path)
-    _fill(store)
-    held = _HeldBuild(monkeypatch)
-    _start_build(store)
-    assert held.started.wait(30)
+    store, held = _building(db_path, monkeypatch)
     with SqliteMemoryStore(db_path) as other:
         other.add_text(STORE, ALICE, "kayak paddle written meanwhile")
     held.go.set()

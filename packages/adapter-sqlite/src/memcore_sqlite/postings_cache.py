@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from memcore_sqlite import analysis, tags
 from memcore_sqlite.analysis import LexicalQuery
-from memcore_sqlite.lengths import Tenant
+from memcore_sqlite.lengths import Tenant, seen_again
 from memcore_sqlite.query_tokens import QueryTokens
 
 if TYPE_CHECKING:
@@ -138,11 +138,7 @@ class PostingsCache:
                 return entry
             if self._connect is None or self._closed:
                 return None
-            if self._seen.get(tenant) != generation:
-                self._seen[tenant] = generation
-                self._seen.move_to_end(tenant)
-                while len(self._seen) > 1_024:
-                    self._seen.popitem(last=False)
+            if not seen_again(self._seen, tenant, generation):
                 return None
             if rows is None or rows < MIN_ROWS or self._thread is not None:
                 return None
