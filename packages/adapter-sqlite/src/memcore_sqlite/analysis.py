@@ -69,8 +69,13 @@ def _is_cjk(term: str) -> bool:
     return bool(_CJK_RUN.fullmatch(term))
 
 
+def is_prefix_term(term: str) -> bool:
+    """A single CJK character: matched as a prefix of the bigrams it begins."""
+    return _is_cjk(term) and len(term) == 1
+
+
 def _quote(term: str, prefix: str = "") -> str:
-    if _is_cjk(term) and len(term) == 1:
+    if is_prefix_term(term):
         return f'"{prefix}{term}"*'
     return f'"{prefix}{term}"'
 

@@ -125,6 +125,8 @@ class StoreCatalog(StoreBase):
             code_pages.drop_store(conn, sid)
             lengths = self._lengths
             self._post_commit.append(lambda: lengths.drop_store(sid))
+            postings = self._postings
+            self._post_commit.append(lambda: postings.drop_store(sid))
             if self._vectors is not None:
                 # After COMMIT, like the other cache updates (see _after_write).
                 cache = self._vectors

@@ -117,6 +117,18 @@ class _Entry:
         return out, missing
 
 
+def seen_again(seen: OrderedDict[Tenant, int], tenant: Tenant, generation: int) -> bool:
+    """Whether the tenant's previous search (without an entry) saw ``generation``; if not,
+    this one is recorded as its previous (the last 1,024 tenants are remembered)."""
+    if seen.get(tenant) == generation:
+        return True
+    seen[tenant] = generation
+    seen.move_to_end(tenant)
+    while len(seen) > 1_024:
+        seen.popitem(last=False)
+    return False
+
+
 class LengthCache:
     """LRU of per-tenant lengths, bounded by the number of rows held in total."""
 
@@ -150,17 +162,19 @@ class LengthCache:
 
         return lookup
 
+    def held(self, tenant: Tenant, generation: int) -> int | None:
+        """How many rows the tenant's entry holds, if it is at ``generation``."""
+        with self._lock:
+            entry = self._entries.get(tenant)
+            return entry.n if entry is not None and entry.generation == generation else None
+
     def _entry(self, conn: sqlite3.Connection, tenant: Tenant, generation: int) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(tenant)
             if entry is not None and entry.generation == generation:
                 self._entries.move_to_end(tenant)
                 return entry
-            if self._seen.get(tenant) != generation:
-                self._seen[tenant] = generation
-                self._seen.move_to_end(tenant)
-                while len(self._seen) > 1_024:
-                    self._seen.popitem(last=False)
+            if not seen_again(self._seen, tenant, generation):
                 return None
         entry = _load(conn, tenant, generation)
         with self._lock:

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from memcore_sqlite.fts_upkeep import Upkeep
 from memcore_sqlite.lengths import LengthCache
 from memcore_sqlite.overlap import Overlap
 from memcore_sqlite.passages import combine, passages
+from memcore_sqlite.postings_cache import PostingsCache
+from memcore_sqlite.ranking import COMMON_TERM_ROWS
 from memcore_sqlite.read_audits import ReadAudits, Record
 from memcore_sqlite.rows import rows_in
 from memcore_sqlite.schema import migrate
@@ -87,6 +90,13 @@ class StoreBase:
         )
         #: Rows' lengths in words for the lexical stage, per tenant searched.
         self._lengths = LengthCache(max_rows=vector_cache_rows)
+        #: Large tenants' postings for the lexical stage, built in the background from a
+        #: read-only connection of their own.
+        self._postings = PostingsCache(
+            None if self.path == ":memory:" else partial(_reader, self.path, busy_timeout),
+            COMMON_TERM_ROWS + 1,
+            max_rows=vector_cache_rows,
+        )
         #: True when the file or its folder is not ours to write: reads work, writes are
         #: refused with PermissionDenied naming the file.
         self.read_only = self.path != ":memory:" and not _prepare_file(self.path)
@@ -381,11 +391,17 @@ class StoreBase:
         gen: tuple[int, int],
         added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
         removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
+        indexed: Sequence[tuple[str, str, str, str]] = (),
     ) -> None:
-        """Write the code pages inside the transaction; update the caches after COMMIT."""
-        lengths = self._lengths
+        """Write the code pages inside the transaction; update the caches after COMMIT.
+
+        ``indexed``: scopes whose full-text rows were rewritten besides those in ``added``
+        and ``removed`` (a memory's metadata changed); their tenants' postings go."""
+        lengths, postings = self._lengths, self._postings
         touched = [a[1] for a in added] + [r[1] for r in removed]
+        tenants = [s[:2] for s in [*(a[0] for a in added), *(r[0] for r in removed), *indexed]]
         self._post_commit.append(lambda: lengths.apply_write(store_id, gen[0], gen[1], touched))
+        self._post_commit.append(lambda: postings.apply_write(store_id, gen[0], gen[1], tenants))
         if self._vectors is None or self.embedder is None:
             return
         cache = self._vectors
@@ -410,6 +426,7 @@ class StoreBase:
                 self._closed = True
                 self._embedding_ahead.close()
                 self._overlap.close()  # under the lock: no search is using it
+                self._postings.close()  # stops a build under way, and waits for it
                 with mapped(self.path):
                     self._conn.close()
 
@@ -463,6 +480,13 @@ def _prepare_file(path: str) -> bool:
     except OSError as exc:
         raise PermissionDenied(f"cannot create {file} ({exc.strerror})", field=str(file)) from None
     return True
+
+
+def _reader(path: str, timeout: float) -> sqlite3.Connection:
+    """A read-only connection of a background reader (a postings build)."""
+    conn = _connect(path, timeout, read_only=True)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    return conn
 
 
 def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connection:

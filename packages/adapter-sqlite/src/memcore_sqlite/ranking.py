@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Mapping
 from functools import partial
 from itertools import repeat
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -25,6 +26,9 @@ from memcore_sqlite.analysis import LexicalQuery
 from memcore_sqlite.lengths import Lookup, Tenant
 from memcore_sqlite.lexical_matches import Group
 from memcore_sqlite.passages import PASSAGE_WORDS
+
+if TYPE_CHECKING:
+    from memcore_sqlite.postings_matches import TermRows
 
 #: Length in words up to which a memory's lexical score is not discounted: one passage, what
 #: the embedder reads at once.
@@ -71,11 +75,15 @@ def lexical(
     enough: int,
     tenant: Tenant | None = None,
     lookup: Lookup | None = None,
+    postings: TermRows | None = None,
 ) -> dict[int, LexicalHit]:
     """Rank rows by the query terms they hold, at a cost bounded whatever the words.
 
     ``tenant`` (store id, app, tenant) names the one tenant the query's scope lies in, if
-    any: lengths are then read from that tenant's index entries. Scores do not depend on it.
+    any: lengths are then read from that tenant's index entries. ``postings``, the query's
+    terms' rows from the tenant's postings in memory, replaces the FTS5 statements with the
+    same matching on arrays (:mod:`~memcore_sqlite.postings_matches`). Scores depend on
+    neither.
 
     1. Count each term's rows in the scope (capped). Terms with no row drop out.
     2. All remaining terms together (AND): postings are intersected, newest rows first.
@@ -95,12 +103,15 @@ def lexical(
     cap = COMMON_TERM_ROWS
     # Up to cap + 1 rows of each term: their number is the term's count, and a rare term's
     # rows are all of them, so step 3 need not walk its postings again.
-    in_scope, found = lexical_matches.first_rows(conn, query, cap + 1)
+    if postings is None:
+        in_scope, found = lexical_matches.first_rows(conn, query, cap + 1)
+        counts = {t: f.count(",") + 1 if f else 0 for t, f in zip(terms, found)}
+    else:
+        in_scope, counts = postings.in_scope, dict(zip(terms, postings.counts(cap + 1)))
     if in_scope == 0:
         return {}
     # Past the cap we only know the scope is large; any estimate above the cap ranks the same.
     rows = in_scope if in_scope <= cap else 4 * cap
-    counts = {t: f.count(",") + 1 if f else 0 for t, f in zip(terms, found)}
     present = tuple(t for t in terms if counts[t])
     if not present:
         return {}
@@ -109,8 +120,15 @@ def lexical(
     # Which present terms a row holds, as bits in the query's term order: one share per
     # combination of terms, not per row.
     bit = {t: 1 << i for i, t in enumerate(present)}
-    rare_rows = {t: f for t, f in zip(terms, found) if counts[t] and counts[t] <= cap}
-    groups = lexical_matches.matched(conn, query, present, rare_rows, want, enough)
+    if postings is None:
+        rare_rows = {t: f for t, f in zip(terms, found) if counts[t] and counts[t] <= cap}
+        groups = lexical_matches.matched(conn, query, present, rare_rows, want, enough)
+    else:
+        from memcore_sqlite import postings_matches  # numpy: only with postings held
+
+        rare = tuple(t for t in present if counts[t] <= cap)
+        by_term = dict(zip(terms, postings.rows))
+        groups = postings_matches.matched(by_term, present, rare, want, enough)
     total = sum(weights.values())
     # Summed in the query's term order, not the set's: a set of strings iterates in an order
     # that changes with each process's hash seed, and the last bit of a share decided which

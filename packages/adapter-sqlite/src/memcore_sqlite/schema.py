@@ -12,7 +12,11 @@ from collections.abc import Callable
 from memcore.errors import PermissionDenied, ProtocolError
 from memcore_sqlite import code_pages
 
-_V1 = """
+#: The full-text index's tokenizer; query terms are tokenized with it too (query_tokens.py).
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+_V1 = (
+    """
 CREATE TABLE stores (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -45,7 +49,9 @@ CREATE TABLE memory_vectors (
     vector BLOB NOT NULL
 );
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
-    body, tbody, tags, tokenize = 'porter unicode61 remove_diacritics 2'
+    body, tbody, tags, tokenize = '"""
+    + FTS_TOKENIZE
+    + """'
 );
 CREATE TABLE messages (
     seq INTEGER PRIMARY KEY,
@@ -89,6 +95,7 @@ CREATE TABLE requests (
 );
 CREATE INDEX requests_store ON requests (store_id, operation, seq);
 """
+)
 
 # Local dream (consolidation): tasks, their actions with an undo record each, and the
 # supersession links that let recall prefer the current truth.

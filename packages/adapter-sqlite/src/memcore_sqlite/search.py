@@ -19,6 +19,7 @@ from memcore_sqlite.exact_order import ExactOrder
 from memcore_sqlite.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.lengths import LengthCache
 from memcore_sqlite.overlap import Overlap
+from memcore_sqlite.postings_cache import PostingsCache
 from memcore_sqlite.quantize import Codes
 from memcore_sqlite.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, rows_in
 from memcore_sqlite.supersession import LINK_COLUMNS, Links, link
@@ -104,6 +105,7 @@ def ranked(
     use_lexical: bool = True,
     beside: Overlap | None = None,
     lengths: LengthCache | None = None,
+    postings: PostingsCache | None = None,
 ) -> FusedOrder:
     """The candidates with their relevance, best first; inside the caller's read snapshot.
 
@@ -115,6 +117,7 @@ def ranked(
     With ``beside``, a large two-stage scope's shortlist runs in its thread while the lexical
     stage runs here (:mod:`memcore_sqlite.overlap`); the result is the same either way.
     ``lengths`` keeps rows' lengths for the lexical stage; without it they are read.
+    ``postings`` keeps large tenants' postings for it (a whole tenant without filters).
     """
     pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
@@ -131,7 +134,11 @@ def ranked(
     def lexical_stage() -> dict[int, ranking.LexicalHit] | None:
         if not use_lexical:
             return None
-        return ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant, lookup)
+        held = None
+        if postings is not None and exact_tenant and tenant is not None:
+            rows = None if lengths is None else lengths.held(tenant, generation)
+            held = postings.term_rows(conn, tenant, generation, lexq, rows)
+        return ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant, lookup, held)
 
     if qvec is None or vectors is None or model is None:
         return FusedOrder(ordered(ranking.fuse(lexical_stage(), None)))

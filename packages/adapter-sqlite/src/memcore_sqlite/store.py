@@ -194,6 +194,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                         generation=generation,
                         beside=self._overlap,
                         lengths=self._lengths,
+                        postings=self._postings,
                     )
                     found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
                     found = supersession.prefer_current(
@@ -255,6 +256,13 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             self._conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
             self._conn.execute("VACUUM")
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the store's background upkeep (a tenant's postings being built for the
+        lexical stage) to finish; False if it is still running at ``timeout`` seconds.
+        Searches never need this: they use the full-text index meanwhile. Benchmarks do, to
+        time the steady state."""
+        return self._postings.wait_idle(timeout)
 
     def __enter__(self) -> SqliteMemoryStore:
         return self

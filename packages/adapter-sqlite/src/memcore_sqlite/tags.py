@@ -39,6 +39,11 @@ def pattern_tag(store_id: int, pattern: ScopePattern) -> str:
     return _prefix_tag(store_id, concrete)
 
 
+def tenant_tag(store_id: int, app_id: str, tenant_id: str) -> str:
+    """The tag every row of the tenant holds (the pattern tag of ``app/tenant/*/*``)."""
+    return _prefix_tag(store_id, (app_id, tenant_id))
+
+
 def _metadata_tag(store_id: int, levels: tuple[str, ...], key: str, value: str) -> str:
     return _digest(f"m{len(levels)}", str(store_id), *levels, "\x1e", key, value)
 

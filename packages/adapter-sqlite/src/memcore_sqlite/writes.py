@@ -439,7 +439,7 @@ class MemoryWrites(StoreBase):
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)
                 ).fetchone()
             )
-            self._after_write(sid, gen, added, removed)
+            self._after_write(sid, gen, added, removed, indexed=[scope.as_tuple()])
         return out
 
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None:
