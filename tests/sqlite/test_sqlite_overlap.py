@@ -239,3 +239,33 @@ def test_the_stages_overlap_only_while_the_load_leaves_a_core_free(
         assert ran_in.startswith(THREAD) is together
     finally:
         overlap.close()
+
+
+def test_the_shortlist_runs_beside_fts5_and_not_beside_the_tenants_postings(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the tenant's postings serve its lexical stage (numpy and Python, which would only
+    take turns at the GIL with the shortlist), a whole-tenant search runs its stages one after
+    the other; searches the postings do not serve (before they are built, with filters, for
+    one agent's scope) still overlap; the answers are those of the sequential store."""
+    from memcore_sqlite import postings_cache
+
+    monkeypatch.setattr(postings_cache, "MIN_ROWS", 0)  # this tenant of 900 rows is built
+    tenant = ALICE.tenant_pattern()
+
+    def overlapped(store: SqliteMemoryStore, pattern: Any, **ask: Any) -> bool:
+        before = store._overlap.eligible
+        store.search(STORE, pattern, "coffee in paris", **ask)
+        return store._overlap.eligible > before
+
+    with _open(path, overlap=True) as store, _open(path, overlap=False) as plain:
+        assert overlapped(store, tenant)  # the first search: FTS5, nothing built yet
+        for _ in range(2):
+            store.search(STORE, tenant, "coffee in paris")
+        assert store.settle(30) and store._postings._entries, "the postings were not built"
+        assert not overlapped(store, tenant)
+        assert not overlapped(store, tenant, top_k=50)
+        assert overlapped(store, tenant, filters={"k": "1"})
+        assert overlapped(store, ALICE.pattern())
+        assert not overlapped(store, tenant, mode="vector")  # a single signal: never
+        assert _answers(store) == _answers(plain)

@@ -115,7 +115,8 @@ def ranked(
     order is made exact only as far as it is read (:mod:`memcore_sqlite.fused_order`).
     ``generation`` is the store's in this snapshot (its cached codes must match it).
     With ``beside``, a large two-stage scope's shortlist runs in its thread while the lexical
-    stage runs here (:mod:`memcore_sqlite.overlap`); the result is the same either way.
+    stage runs here on FTS5 (:mod:`memcore_sqlite.overlap`), not when the tenant's postings
+    serve it; the result is the same either way.
     ``lengths`` keeps rows' lengths for the lexical stage; without it they are read.
     ``postings`` keeps large tenants' postings for it (a whole tenant without filters).
     """
@@ -131,13 +132,14 @@ def ranked(
     tenant = None if prefix is None else (store_id, pattern.app_id, pattern.tenant_id)
     lookup = None if lengths is None else lengths.reader(conn, tenant, generation)
 
+    held = None
+    if use_lexical and postings is not None and exact_tenant and tenant is not None:
+        size = None if lengths is None else lengths.held(tenant, generation)
+        held = postings.term_rows(conn, tenant, generation, lexq, size)
+
     def lexical_stage() -> dict[int, ranking.LexicalHit] | None:
         if not use_lexical:
             return None
-        held = None
-        if postings is not None and exact_tenant and tenant is not None:
-            rows = None if lengths is None else lengths.held(tenant, generation)
-            held = postings.term_rows(conn, tenant, generation, lexq, rows)
         return ranking.lexical(conn, lexq, pool, ranking.ENOUGH, tenant, lookup, held)
 
     if qvec is None or vectors is None or model is None:
@@ -159,7 +161,10 @@ def ranked(
         return vectors.shortlist(entry, qvec, pool, allowed)
 
     rows = entry.n if allowed is None else min(entry.n, len(allowed))
-    if use_lexical and beside is not None and beside.fits(rows):
+    # The overlap pays while the lexical stage waits on FTS5 (SQLite releases the GIL at
+    # each step). From the tenant's postings it is numpy and Python, and the two stages would
+    # only take turns at the GIL (:mod:`memcore_sqlite.overlap`): one after the other then.
+    if use_lexical and held is None and beside is not None and beside.fits(rows):
         short, lexical = beside.run(shortlist, lexical_stage)
     else:
         lexical = lexical_stage()
