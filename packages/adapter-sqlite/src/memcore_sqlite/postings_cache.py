@@ -39,10 +39,10 @@ if TYPE_CHECKING:
     from memcore_sqlite.postings import Postings
     from memcore_sqlite.postings_matches import TermRows
 
-#: Tenants smaller than this stay on FTS5, where they are as fast. Measured in one loop: a
-#: 1k tenant alone in its file 0.19 ms a lexical search either way, the same tenant among
-#: 100 of 1k 0.34 ms on FTS5 and 0.21 ms on postings (the hybrid tenant ratio 1.34 -> 1.05).
-MIN_ROWS = 1_000
+#: Tenants smaller than this stay on FTS5, where they are as fast. Lexical search p50, one
+#: process taking turns (FTS5 / postings, ms): 1k rows 0.50 / 0.49 (CPU 3% more on
+#: postings), 3k 0.59 / 0.52, 5k 0.84 / 0.66, 10k 1.04 / 0.76.
+MIN_ROWS = 2_000
 
 _log = logging.getLogger(__name__)
 
