@@ -4,6 +4,7 @@ another's); the background build behaves under searches, writes, close and failu
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import random
 import threading
@@ -441,4 +442,24 @@ def test_in_memory_store_never_builds() -> None:
     _fill(store)
     _start_build(store)
     assert store.settle(1) and not store._postings._entries
+    store.close()
+
+
+def test_a_lexical_only_install_never_builds(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without numpy (the base install) there is nothing to build them into: no thread, and
+    no warning at every new generation."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a)
+    )
+    store = _open(db_path)
+    _fill(store)
+    with caplog.at_level(logging.WARNING, logger="memcore_sqlite.postings_cache"):
+        _start_build(store)
+        assert store.settle(1)
+    assert store._postings._thread is None and not store._postings._entries
+    assert not [r for r in caplog.records if r.name == "memcore_sqlite.postings_cache"]
+    assert _results(store) == _from_file(db_path)
     store.close()

@@ -7,6 +7,7 @@ processes queue on SQLite's lock with ``busy_timeout`` instead of failing.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -93,7 +94,7 @@ class StoreBase:
         #: Large tenants' postings for the lexical stage, built in the background from a
         #: read-only connection of their own.
         self._postings = PostingsCache(
-            None if self.path == ":memory:" else partial(_reader, self.path, busy_timeout),
+            partial(_reader, self.path, busy_timeout) if _can_build_postings(self.path) else None,
             COMMON_TERM_ROWS + 1,
             max_rows=vector_cache_rows,
         )
@@ -480,6 +481,12 @@ def _prepare_file(path: str) -> bool:
     except OSError as exc:
         raise PermissionDenied(f"cannot create {file} ({exc.strerror})", field=str(file)) from None
     return True
+
+
+def _can_build_postings(path: str) -> bool:
+    """Postings are numpy arrays, read by a second connection: neither a lexical-only install
+    (no numpy) nor an in-memory database, which no second connection sees, builds them."""
+    return path != ":memory:" and importlib.util.find_spec("numpy") is not None
 
 
 def _reader(path: str, timeout: float) -> sqlite3.Connection:
