@@ -18,6 +18,7 @@ from memcore_sqlite import (
     SqliteMemoryStore,
     TextItem,
     analysis,
+    build_pace,
     postings,
     postings_cache,
     ranking,
@@ -82,13 +83,14 @@ def _tenant(store: SqliteMemoryStore) -> tuple[int, str, str]:
 
 
 def _settled(store: SqliteMemoryStore) -> postings.Postings:
-    """Searched at one generation until the tenant's postings are built, and waited for."""
-    for _ in range(3):
+    """Searched at one generation until the tenant's postings are built, and waited for
+    (a tenant whose entry went soon after its build waits longer: build_pace)."""
+    for _ in range(build_pace.MAX_WAIT + 1):
         _results(store, QUERIES[:1])
-    assert store.settle(30)
-    entry = _held(store)
-    assert entry is not None, "the tenant's postings were not built"
-    return entry
+        assert store.settle(30)
+        if (entry := _held(store)) is not None:
+            return entry
+    raise AssertionError("the tenant's postings were not built")
 
 
 def _fill(store: SqliteMemoryStore) -> list[str]:
@@ -463,3 +465,72 @@ def test_a_lexical_only_install_never_builds(
     assert not [r for r in caplog.records if r.name == "memcore_sqlite.postings_cache"]
     assert _results(store) == _from_file(db_path)
     store.close()
+
+
+def _counting_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    builds: list[int] = []
+    real = postings.build
+
+    def counted(*args: object, **kwargs: object) -> postings.Postings:
+        builds.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(postings, "build", counted)
+    return builds
+
+
+def test_a_tenant_written_between_every_few_searches_stops_being_built(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent writing each turn and searching two or three times: one build, not one a
+    turn; the searches stay exact on FTS5."""
+    store = _open(db_path)
+    _fill(store)
+    builds = _counting_builds(monkeypatch)
+    for turn in range(12):
+        for _ in range(3):
+            _results(store, QUERIES[:1])
+            assert store.settle(30)
+        store.add_text(STORE, ALICE, f"kayak turn {turn}")
+    assert len(builds) == 1
+    assert _results(store) == _from_file(db_path)
+    store.close()
+
+
+def test_a_tenant_whose_entry_served_many_searches_is_built_again_soon(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _open(db_path)
+    _fill(store)
+    builds = _counting_builds(monkeypatch)
+    _settled(store)
+    store.add_text(STORE, ALICE, "kayak one")  # went having served nothing: the wait doubles
+    tenant = _tenant(store)
+    assert store._postings._pace.wait(tenant) == 2 * build_pace.FIRST_WAIT
+    _settled(store)
+    for _ in range(build_pace.SERVED):
+        assert _used(store, "kayak paddle")
+    store.add_text(STORE, ALICE, "kayak two")  # went having served many: back to the first wait
+    assert store._postings._pace.wait(tenant) == build_pace.FIRST_WAIT
+    _settled(store)
+    assert len(builds) == 3
+    assert _results(store) == _from_file(db_path)
+    store.close()
+
+
+def test_build_pace_doubles_up_to_its_cap_and_forgets_evictions() -> None:
+    pace = build_pace.BuildPace()
+    tenant = (1, "app", "t")
+    assert not pace.due(tenant, 5) and pace.due(tenant, 5)  # the second search at one generation
+    assert not pace.due(tenant, 6)  # a new generation counts again
+    waits = []
+    for _ in range(10):
+        pace.built(tenant)
+        pace.gone(tenant)
+        waits.append(pace.wait(tenant))
+    assert waits == [4, 8, 16, 32, 64, 64, 64, 64, 64, 64]
+    pace.built(tenant)
+    pace.gone(tenant, evicted=True)  # for room: says nothing of the writes
+    assert pace.wait(tenant) == 64
+    pace.gone(tenant)  # no entry held: nothing to learn
+    assert pace.wait(tenant) == 64

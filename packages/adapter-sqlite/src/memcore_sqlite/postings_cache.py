@@ -12,7 +12,9 @@ tokens) takes the FTS5 statements, which give the same results.
 
 When: a tenant of at least :data:`MIN_ROWS` rows (smaller ones are fast on FTS5 already) is
 built when a search finds it at the generation its previous search saw, as lengths are
-(:mod:`memcore_sqlite.lengths`), never in a process's first search. The build runs in a
+(:mod:`memcore_sqlite.lengths`), never in a process's first search; a tenant whose entries go
+soon after their builds (written between every few searches) waits longer each time
+(:mod:`memcore_sqlite.build_pace`). The build runs in a
 daemon thread with its own read-only connection, one at a time per store; searches meanwhile
 take the FTS5 path. A build that fails is logged (its error's type, nothing else) and leaves
 the FTS5 path in use; a write made by this process during a build discards it.
@@ -32,7 +34,8 @@ from typing import TYPE_CHECKING
 
 from memcore_sqlite import analysis, tags
 from memcore_sqlite.analysis import LexicalQuery
-from memcore_sqlite.lengths import Tenant, seen_again
+from memcore_sqlite.build_pace import BuildPace
+from memcore_sqlite.lengths import Tenant
 from memcore_sqlite.query_tokens import QueryTokens
 
 if TYPE_CHECKING:
@@ -85,8 +88,8 @@ class PostingsCache:
         self._connect = connect
         self._count_limit = count_limit
         self._entries: OrderedDict[Tenant, Postings] = OrderedDict()
-        #: The generation each tenant's last search without an entry saw.
-        self._seen: OrderedDict[Tenant, int] = OrderedDict()
+        #: How many searches at one generation a tenant waits before a build.
+        self._pace = BuildPace()
         #: The generation at which each tenant's last build failed: not tried again there.
         self._failed: dict[Tenant, int] = {}
         #: This process's writes and store deletions, so a build knows whether one came
@@ -133,18 +136,23 @@ class PostingsCache:
     def _current(self, tenant: Tenant, generation: int, rows: int | None) -> Postings | None:
         with self._lock:
             entry = self._entries.get(tenant)
-            if entry is not None and entry.generation == generation:
-                self._entries.move_to_end(tenant)
-                return entry
+            if entry is not None:
+                if entry.generation == generation:
+                    self._entries.move_to_end(tenant)
+                    self._pace.served(tenant)
+                    return entry
+                # Generations only grow: an entry behind its store's is never used again.
+                del self._entries[tenant]
+                self._pace.gone(tenant)
             if self._connect is None or self._closed:
                 return None
-            if not seen_again(self._seen, tenant, generation):
+            if not self._pace.due(tenant, generation):
                 return None
             if rows is None or rows < MIN_ROWS or self._thread is not None:
                 return None
             if self._failed.get(tenant) == generation:
                 return None
-            del self._seen[tenant]
+            self._pace.started(tenant)
             thread = threading.Thread(
                 target=self._build,
                 args=(tenant, generation, self._writes),
@@ -189,12 +197,15 @@ class PostingsCache:
                 if entry is not None and not self._closed and self._writes == writes:
                     self._entries[tenant] = entry
                     self._entries.move_to_end(tenant)
+                    self._pace.built(tenant)
                     total = sum(e.rows for e in self._entries.values())
                     while total > self.max_rows and len(self._entries) > 1:
-                        _, old = self._entries.popitem(last=False)
+                        old_tenant, old = self._entries.popitem(last=False)
+                        self._pace.gone(old_tenant, evicted=True)
                         total -= old.rows
                     if total > self.max_rows:
                         self._entries.clear()
+                        self._pace.gone(tenant, evicted=True)
                 self._thread = None
                 self._idle.notify_all()
 
@@ -219,9 +230,11 @@ class PostingsCache:
                 # collision) is in this entry's lists too.
                 if entry.prefix in marks or entry.tag in marks:
                     del self._entries[key]
+                    self._pace.gone(key)
                 elif key[0] == store_id:
                     if entry.generation != before:
                         del self._entries[key]
+                        self._pace.gone(key)
                     else:
                         entry.generation = after
 
@@ -229,6 +242,8 @@ class PostingsCache:
         """A store deleted: its rows may be in any entry (a prefix collision), so all go."""
         with self._lock:
             self._writes += 1
+            for key in self._entries:
+                self._pace.gone(key, evicted=True)
             self._entries.clear()
 
     def close(self) -> None:
