@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memcore.scope import Scope, ScopePattern
+from memcore.testing import HashingEmbedder
 from memcore.values import Message
 from memcore_sqlite import (
     SqliteMemoryStore,
@@ -248,18 +249,80 @@ def test_a_write_to_another_tenant_keeps_the_postings(db_path: Path) -> None:
 
 def _writes(store: SqliteMemoryStore, ids: list[str]) -> list[object]:
     return [
-        lambda: store.add_text(STORE, ALICE, "a new kayak paddle trip"),
-        lambda: store.add_many(STORE, [TextItem(ALICE, "kayak river runs")]),
-        lambda: store.add_text(STORE, ALICE_OTHER_AGENT, "paddle café"),
         lambda: store.update_memory(STORE, ALICE, ids[0], text="kayak only"),
         lambda: store.update_memory(STORE, ALICE, ids[1], metadata={"k": "v"}),
         lambda: store.delete_memory(STORE, ALICE, ids[2]),
-        lambda: store.add_messages(STORE, ALICE, [Message("user", "kayak paddle by message")]),
     ]
 
 
-@pytest.mark.parametrize("which", range(7))
-def test_a_write_to_the_tenant_drops_the_postings(db_path: Path, which: int) -> None:
+def _appends(store: SqliteMemoryStore) -> list[object]:
+    return [
+        lambda: store.add_text(STORE, ALICE, "a new kayak paddle trip zzzfresh"),
+        lambda: store.add_many(
+            STORE, [TextItem(ALICE, "kayak river runs"), TextItem(ALICE, "咖啡 zzzfresh café")]
+        ),
+        lambda: store.add_text(STORE, ALICE_OTHER_AGENT, "paddle café running"),
+        lambda: store.add_messages(STORE, ALICE, [Message("user", "kayak paddle by message")]),
+        # A repeated text rewrites its row's full-text entry with the same words.
+        lambda: store.add_many(
+            STORE, [TextItem(ALICE, "kayak paddle note 3"), TextItem(ALICE, "new canoe")]
+        ),
+    ]
+
+
+APPENDED_QUERIES = (*QUERIES, "zzzfresh", "zzzfresh kayak", "canoe", "river runs", "message")
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_rows_added_to_the_tenant_are_appended_exactly(db_path: Path, which: int) -> None:
+    store = _open(db_path)
+    _fill(store)
+    entry = _settled(store)
+    before = entry.generation
+    _appends(store)[which]()  # type: ignore[operator]
+    assert _held(store) is entry and entry.generation == before + 1 and entry.appended
+    assert _used(store, "kayak paddle") and _used(store, "zzzfresh")
+    assert _results(store, APPENDED_QUERIES) == _from_file(db_path, APPENDED_QUERIES)
+    store.close()
+
+
+def test_many_appends_stay_exact_until_the_cap(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postings, "MAX_APPENDED", 12)
+    store = _open(db_path)
+    _fill(store)
+    entry = _settled(store)
+    for i in range(6):
+        store.add_many(
+            STORE, [TextItem(ALICE, f"kayak turn{i} zzzfresh"), TextItem(ALICE, f"paddle {i}")]
+        )
+        assert _held(store) is entry
+        assert _results(store, APPENDED_QUERIES) == _from_file(db_path, APPENDED_QUERIES)
+    store.add_text(STORE, ALICE, "one past the cap")
+    assert _held(store) is None
+    assert _results(store, APPENDED_QUERIES) == _from_file(db_path, APPENDED_QUERIES)
+    store.close()
+
+
+def test_a_row_written_again_is_not_appended(db_path: Path) -> None:
+    """A seq that is not past every row held (here a vector stored later for a row the
+    entry holds) is not an append: the entry goes."""
+    store = _open(db_path)
+    _fill(store)
+    entry = _settled(store)
+    tenant = _tenant(store)
+    rows = [(entry.last_rowid, [entry.prefix + "kayak"])]
+    assert not entry.append(rows) and not entry.appended
+    store._postings.apply_write(
+        tenant[0], entry.generation, entry.generation + 1, [tenant[1:]], {tenant[1:]: rows}
+    )
+    assert _held(store) is None
+    store.close()
+
+
+@pytest.mark.parametrize("which", range(3))
+def test_a_change_to_the_tenant_drops_the_postings(db_path: Path, which: int) -> None:
     store = _open(db_path)
     ids = _fill(store)
     _settled(store)
@@ -327,9 +390,10 @@ def test_dream_actions_and_store_deletion_drop_them(db_path: Path) -> None:
     [done] = store.apply_dream_actions(STORE, task.id, [action.id])
     assert done.status == "applied" and _held(store) is None
     assert _results(store) == _from_file(db_path)
-    _settled(store)
+    held = _settled(store)
+    # The undo stores the deleted memory again, under a new seq: an append, nothing else.
     store.undo_dream_action(STORE, task.id, action.id)
-    assert _held(store) is None
+    assert _held(store) is held and held.appended == 1
     assert _results(store) == _from_file(db_path)
     _settled(store)
     store.delete_store(STORE)
@@ -479,19 +543,19 @@ def _counting_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return builds
 
 
-def test_a_tenant_written_between_every_few_searches_stops_being_built(
+def test_a_tenant_changed_between_every_few_searches_stops_being_built(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An agent writing each turn and searching two or three times: one build, not one a
-    turn; the searches stay exact on FTS5."""
+    """A tenant changed each turn (an update; adds are appended) and searched two or three
+    times: one build, not one a turn; the searches stay exact on FTS5."""
     store = _open(db_path)
-    _fill(store)
+    ids = _fill(store)
     builds = _counting_builds(monkeypatch)
     for turn in range(12):
         for _ in range(3):
             _results(store, QUERIES[:1])
             assert store.settle(30)
-        store.add_text(STORE, ALICE, f"kayak turn {turn}")
+        store.update_memory(STORE, ALICE, ids[turn], text=f"kayak turn {turn}")
     assert len(builds) == 1
     assert _results(store) == _from_file(db_path)
     store.close()
@@ -501,16 +565,16 @@ def test_a_tenant_whose_entry_served_many_searches_is_built_again_soon(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _open(db_path)
-    _fill(store)
+    ids = _fill(store)
     builds = _counting_builds(monkeypatch)
     _settled(store)
-    store.add_text(STORE, ALICE, "kayak one")  # went having served nothing: the wait doubles
+    store.delete_memory(STORE, ALICE, ids[0])  # went having served nothing: the wait doubles
     tenant = _tenant(store)
     assert store._postings._pace.wait(tenant) == 2 * build_pace.FIRST_WAIT
     _settled(store)
     for _ in range(build_pace.SERVED):
         assert _used(store, "kayak paddle")
-    store.add_text(STORE, ALICE, "kayak two")  # went having served many: back to the first wait
+    store.delete_memory(STORE, ALICE, ids[1])  # went having served many: back to the first wait
     assert store._postings._pace.wait(tenant) == build_pace.FIRST_WAIT
     _settled(store)
     assert len(builds) == 3
@@ -534,3 +598,19 @@ def test_build_pace_doubles_up_to_its_cap_and_forgets_evictions() -> None:
     assert pace.wait(tenant) == 64
     pace.gone(tenant)  # no entry held: nothing to learn
     assert pace.wait(tenant) == 64
+
+
+def test_a_vector_stored_later_for_an_appended_row_drops_them(db_path: Path) -> None:
+    """A deferred write's row is appended; its vector, stored by the next semantic search,
+    reports the same seq again, which is not an append: the entry goes, results stay exact."""
+    with SqliteMemoryStore(db_path, embedder=HashingEmbedder(64), defer_vectors=True) as store:
+        store.ensure_store(STORE)
+        _fill(store)
+        store.search(STORE, ALICE.tenant_pattern(), "kayak")  # indexes the deferred rows
+        entry = _settled(store)
+        store.add_text(STORE, ALICE, "a deferred kayak zzzfresh")
+        assert _held(store) is entry and entry.appended == 1
+        assert _used(store, "zzzfresh")
+        store.search(STORE, ALICE.tenant_pattern(), "kayak")  # stores the vector
+        assert _held(store) is None
+        assert _results(store, APPENDED_QUERIES) == _from_file(db_path, APPENDED_QUERIES)

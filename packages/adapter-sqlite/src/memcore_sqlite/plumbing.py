@@ -402,7 +402,13 @@ class StoreBase:
         touched = [a[1] for a in added] + [r[1] for r in removed]
         tenants = [s[:2] for s in [*(a[0] for a in added), *(r[0] for r in removed), *indexed]]
         self._post_commit.append(lambda: lengths.apply_write(store_id, gen[0], gen[1], touched))
-        self._post_commit.append(lambda: postings.apply_write(store_id, gen[0], gen[1], tenants))
+        changed = [s[:2] for s in [*(r[0] for r in removed), *indexed]]
+        appended = postings.appended_rows(
+            self._conn, store_id, [a[1] for a in added], [a[0][:2] for a in added], changed
+        )
+        self._post_commit.append(
+            lambda: postings.apply_write(store_id, gen[0], gen[1], tenants, appended)
+        )
         if self._vectors is None or self.embedder is None:
             return
         cache = self._vectors

@@ -28,6 +28,9 @@ from memcore_sqlite import tags
 
 #: Terms of up to this many bytes (after the tenant prefix) are held as fixed-width keys.
 KEY_BYTES = 16
+#: Rows this process may append to an entry (:meth:`Postings.append`) before it is built
+#: again: each query term's appended rows are copied onto its array.
+MAX_APPENDED = 4_096
 #: Term instances concatenated by one statement (a few MB of text).
 SLICE_INSTANCES = 262_144
 #: Terms whose keys are cut out at a time.
@@ -81,6 +84,10 @@ class Postings:
         self._postings = postings
         self._starts = starts
         self._keys, self._ids, self._long = table
+        #: Rows this process appended since the build, by token: seqs past every row read.
+        self._appended: dict[str, list[int]] = {}
+        self.appended = 0
+        self.last_rowid = int(postings.max()) if len(postings) else 0
 
     @property
     def nbytes(self) -> int:
@@ -100,6 +107,44 @@ class Postings:
         if i < len(self._keys) and self._keys[i] == key:
             return int(self._ids[i])
         return -1
+
+    def token_rows(self, token: str) -> np.ndarray | None:
+        """The rowids holding ``token`` (a prefixed token), ascending, appended rows
+        included; None when it is not one of the tenant's terms at all."""
+        term_id = self.term_id(token)
+        if term_id is None:
+            return None
+        held = self.rows_of(term_id)
+        more = self._appended.get(token)
+        if not more:
+            return held
+        return np.concatenate([held, np.asarray(more, dtype=held.dtype)])
+
+    def append(self, rows: list[tuple[int, list[str]]]) -> bool:
+        """Take in rows this process added to the tenant: (seq, the distinct tokens FTS5
+        indexed for it). False, leaving the entry as it was, when they cannot be appended
+        exactly: a seq not past every row held (a row written before, such as a vector
+        stored later), a token outside the tenant's prefix, or more than
+        :data:`MAX_APPENDED` rows in all. Each row is one more of the tenant's full-text
+        rows, all of which carry its tag: the scope count grows with them, to its cap."""
+        seqs = [seq for seq, _ in rows]
+        if (
+            self.appended + len(rows) > MAX_APPENDED
+            or seqs != sorted(set(seqs))
+            or (seqs and seqs[0] <= self.last_rowid)
+            or (seqs and seqs[-1] > np.iinfo(np.int32).max)
+            or any(not t.startswith(self.prefix) for _, tokens in rows for t in tokens)
+        ):
+            return False
+        for seq, tokens in rows:
+            for token in tokens:
+                self._appended.setdefault(token, []).append(seq)
+        self.appended += len(rows)
+        self.rows += len(rows)
+        self.in_scope = min(self.count_limit, self.in_scope + len(rows))
+        if seqs:
+            self.last_rowid = seqs[-1]
+        return True
 
     def rows_of(self, term_id: int) -> np.ndarray:
         """The rowids holding the term, ascending (a view: never written to)."""

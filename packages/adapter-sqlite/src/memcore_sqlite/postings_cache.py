@@ -4,8 +4,9 @@ A cache that is exact by construction: an entry (:mod:`memcore_sqlite.postings`)
 the FTS5 index in one snapshot together with the store's generation, and a search uses it only
 when its own snapshot is at that generation. This process's writes move it on to the next
 generation when they touched no row of its tenant (nor of a tenant with the same prefix or
-scope tag), and drop it otherwise; another process's write shows up as a new generation, and
-the entry goes unused until it is built again. A query takes the postings only when every
+scope tag), or only added rows to it, which are appended with the tokens FTS5 indexed for
+them (:meth:`PostingsCache.appended_rows`); any other change drops it. Another process's
+write shows up as a new generation, and the entry goes unused until it is built again. A query takes the postings only when every
 term is one token of the tenant's column (:mod:`memcore_sqlite.query_tokens`); anything else
 (a filter, a scope below the tenant, a one-character CJK prefix query, a term of several
 tokens) takes the FTS5 statements, which give the same results.
@@ -36,7 +37,8 @@ from memcore_sqlite import analysis, tags
 from memcore_sqlite.analysis import LexicalQuery
 from memcore_sqlite.build_pace import BuildPace
 from memcore_sqlite.lengths import Tenant
-from memcore_sqlite.query_tokens import QueryTokens
+from memcore_sqlite.query_tokens import QueryTokens, row_tokens
+from memcore_sqlite.rows import rows_in
 
 if TYPE_CHECKING:
     from memcore_sqlite.postings import Postings
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
 MIN_ROWS = 2_000
 
 _log = logging.getLogger(__name__)
+
+#: Rows a write appended to held tenants: (app, tenant) -> [(seq, tokens)], seqs ascending.
+Appended = dict[tuple[str, str], list[tuple[int, list[str]]]]
 
 
 def _return_freed_memory() -> None:
@@ -123,15 +128,15 @@ class PostingsCache:
             or any(analysis.is_prefix_term(t) for t in query.terms)
         ):
             return None
-        ids = []
+        found = []
         for token in self._tokens.tokens(conn, [entry.prefix + t for t in query.terms]):
-            term_id = None if token is None else entry.term_id(token)
-            if term_id is None:
+            held = None if token is None else entry.token_rows(token)
+            if held is None:
                 return None
-            ids.append(term_id)
+            found.append(held)
         from memcore_sqlite.postings_matches import TermRows
 
-        return TermRows(entry.in_scope, tuple(entry.rows_of(i) for i in ids))
+        return TermRows(entry.in_scope, tuple(found))
 
     def _current(self, tenant: Tenant, generation: int, rows: int | None) -> Postings | None:
         with self._lock:
@@ -214,21 +219,75 @@ class PostingsCache:
         with self._idle:
             return self._idle.wait_for(lambda: self._thread is None, timeout)
 
+    def appended_rows(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        added: Iterable[int],
+        tenants: Iterable[tuple[str, str]],
+        changed: Iterable[tuple[str, str]],
+    ) -> Appended:
+        """Inside a write's transaction: the rows it added to held tenants that it changed
+        nothing else in, each with the tokens FTS5 indexed for it, for :meth:`apply_write`.
+        ``added``: the seqs the write reports as added, of the (app, tenant)s ``tenants``;
+        ``changed``: those whose rows it also removed or rewrote."""
+        with self._lock:
+            held = {(k[1], k[2]) for k in self._entries if k[0] == store_id}
+        wanted = held & (set(tenants) - set(changed))
+        if not wanted:
+            return {}
+        try:
+            texts = {
+                int(seq): (str(text), (str(app), str(tenant)))
+                for seq, text, app, tenant in rows_in(
+                    conn,
+                    "SELECT f.rowid, f.tbody, m.app_id, m.tenant_id FROM memory_fts f"
+                    " JOIN memories m ON m.seq = f.rowid WHERE f.rowid IN ({})",
+                    sorted(set(added)),
+                )
+            }
+            tokens = row_tokens(conn, [(seq, text) for seq, (text, _) in texts.items()])
+        except sqlite3.Error:
+            return {}  # the tenants' entries go, as for any other write
+        out: Appended = {}
+        for seq in sorted(texts):
+            tenant = texts[seq][1]
+            if tenant in wanted:
+                out.setdefault(tenant, []).append((seq, tokens.get(seq, [])))
+        return out
+
     def apply_write(
-        self, store_id: int, before: int, after: int, tenants: Iterable[tuple[str, str]]
+        self,
+        store_id: int,
+        before: int,
+        after: int,
+        tenants: Iterable[tuple[str, str]],
+        appended: Appended | None = None,
     ) -> None:
-        """This process's write to the given (app, tenant)s, after its COMMIT."""
-        marks = set()
-        for app_id, tenant_id in set(tenants):
-            marks.add(tags.tenant_prefix(store_id, app_id, tenant_id))
-            marks.add(tags.tenant_tag(store_id, app_id, tenant_id))
+        """This process's write to the given (app, tenant)s, after its COMMIT. A held
+        tenant whose only change is ``appended`` (:meth:`appended_rows`) takes the rows in
+        and moves on to the new generation; any other written tenant's entry goes."""
+        appended = appended or {}
+        written = set(tenants)
+        marks: dict[str, set[tuple[str, str]]] = {}
+        for app_id, tenant_id in written:
+            for mark in (
+                tags.tenant_prefix(store_id, app_id, tenant_id),
+                tags.tenant_tag(store_id, app_id, tenant_id),
+            ):
+                marks.setdefault(mark, set()).add((app_id, tenant_id))
         with self._lock:
             self._writes += 1
             for key in list(self._entries):
                 entry = self._entries[key]
                 # A tenant of another store whose prefix or tag is the same (a digest
                 # collision) is in this entry's lists too.
-                if entry.prefix in marks or entry.tag in marks:
+                by = marks.get(entry.prefix, set()) | marks.get(entry.tag, set())
+                own = (key[1], key[2]) if key[0] == store_id else None
+                rows = appended.get(own) if own is not None and by == {own} else None
+                if rows is not None and entry.generation == before and entry.append(rows):
+                    entry.generation = after
+                elif by:
                     del self._entries[key]
                     self._pace.gone(key)
                 elif key[0] == store_id:
