@@ -234,7 +234,12 @@ class PostingsCache:
         with self._lock:
             held = {(k[1], k[2]) for k in self._entries if k[0] == store_id}
         wanted = held & (set(tenants) - set(changed))
+        seqs = sorted(set(added))
         if not wanted:
+            return {}
+        from memcore_sqlite.postings import MAX_APPENDED  # numpy: an entry is held
+
+        if len(seqs) > MAX_APPENDED:  # more than an entry takes in: it goes, as before
             return {}
         try:
             texts = {
@@ -243,7 +248,7 @@ class PostingsCache:
                     conn,
                     "SELECT f.rowid, f.tbody, m.app_id, m.tenant_id FROM memory_fts f"
                     " JOIN memories m ON m.seq = f.rowid WHERE f.rowid IN ({})",
-                    sorted(set(added)),
+                    seqs,
                 )
             }
             tokens = row_tokens(conn, [(seq, text) for seq, (text, _) in texts.items()])
