@@ -48,34 +48,18 @@ class QueryTokens:
 
 
 def _tokenized(conn: sqlite3.Connection, phrases: list[str]) -> dict[str, str | None]:
-    _tables(conn)
-    conn.executemany(f"INSERT INTO temp.{_TABLE} (rowid, x) VALUES (?, ?)", enumerate(phrases))
-    try:
-        listed: dict[int, list[str]] = {}
-        for doc, term in conn.execute(f"SELECT doc, term FROM temp.{_TOKENS}"):
-            listed.setdefault(int(doc), []).append(str(term))
-    finally:
-        conn.execute(f"DELETE FROM temp.{_TABLE}")
-    return {
-        p: found[0] if len(found := listed.get(i, [])) == 1 else None for i, p in enumerate(phrases)
-    }
+    listed = _instances(conn, list(enumerate(phrases)))
+    return {p: found[0] if len(found := listed[i]) == 1 else None for i, p in enumerate(phrases)}
 
 
 def row_tokens(conn: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> dict[int, list[str]]:
     """The distinct tokens FTS5 indexes for each (rowid, text), by the same tokenizer."""
-    _tables(conn)
-    conn.executemany(f"INSERT INTO temp.{_TABLE} (rowid, x) VALUES (?, ?)", texts)
-    try:
-        found: dict[int, list[str]] = {rowid: [] for rowid, _ in texts}
-        for doc, term in conn.execute(f"SELECT DISTINCT doc, term FROM temp.{_TOKENS}"):
-            found[int(doc)].append(str(term))
-    finally:
-        conn.execute(f"DELETE FROM temp.{_TABLE}")
-    return found
+    return {rowid: list(dict.fromkeys(found)) for rowid, found in _instances(conn, texts).items()}
 
 
-def _tables(conn: sqlite3.Connection) -> None:
-    """The connection's temp FTS5 table with ``memory_fts``'s tokenizer, and its vocabulary."""
+def _instances(conn: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> dict[int, list[str]]:
+    """Each (rowid, text)'s tokens, one per instance, from the connection's temp FTS5 table
+    with ``memory_fts``'s tokenizer and its vocabulary (emptied again after)."""
     conn.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_TABLE} USING fts5(x, tokenize = '{FTS_TOKENIZE}')"
     )
@@ -83,3 +67,11 @@ def _tables(conn: sqlite3.Connection) -> None:
         f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_TOKENS}"
         f" USING fts5vocab(temp, {_TABLE}, 'instance')"
     )
+    conn.executemany(f"INSERT INTO temp.{_TABLE} (rowid, x) VALUES (?, ?)", texts)
+    try:
+        found: dict[int, list[str]] = {rowid: [] for rowid, _ in texts}
+        for doc, term in conn.execute(f"SELECT doc, term FROM temp.{_TOKENS}"):
+            found[int(doc)].append(str(term))
+    finally:
+        conn.execute(f"DELETE FROM temp.{_TABLE}")
+    return found
