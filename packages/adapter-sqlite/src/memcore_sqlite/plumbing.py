@@ -400,12 +400,11 @@ class StoreBase:
         and ``removed`` (a memory's metadata changed); their tenants' postings go."""
         lengths, postings = self._lengths, self._postings
         touched = [a[1] for a in added] + [r[1] for r in removed]
-        tenants = [s[:2] for s in [*(a[0] for a in added), *(r[0] for r in removed), *indexed]]
         self._post_commit.append(lambda: lengths.apply_write(store_id, gen[0], gen[1], touched))
+        new_rows = [(a[0][:2], a[1]) for a in added]
         changed = [s[:2] for s in [*(r[0] for r in removed), *indexed]]
-        appended = postings.appended_rows(
-            self._conn, store_id, [a[1] for a in added], [a[0][:2] for a in added], changed
-        )
+        tenants = [t for t, _ in new_rows] + changed
+        appended = postings.appended_rows(self._conn, store_id, new_rows, changed)
         self._post_commit.append(
             lambda: postings.apply_write(store_id, gen[0], gen[1], tenants, appended)
         )

@@ -223,42 +223,38 @@ class PostingsCache:
         self,
         conn: sqlite3.Connection,
         store_id: int,
-        added: Iterable[int],
-        tenants: Iterable[tuple[str, str]],
+        added: Iterable[tuple[tuple[str, str], int]],
         changed: Iterable[tuple[str, str]],
     ) -> Appended:
         """Inside a write's transaction: the rows it added to held tenants that it changed
         nothing else in, each with the tokens FTS5 indexed for it, for :meth:`apply_write`.
-        ``added``: the seqs the write reports as added, of the (app, tenant)s ``tenants``;
-        ``changed``: those whose rows it also removed or rewrote."""
+        ``added``: the (app, tenant) and seq of each row the write reports as added;
+        ``changed``: the tenants whose rows it also removed or rewrote."""
         with self._lock:
             held = {(k[1], k[2]) for k in self._entries if k[0] == store_id}
-        wanted = held & (set(tenants) - set(changed))
-        seqs = sorted(set(added))
-        if not wanted:
+        if not held:
+            return {}
+        wanted = held - set(changed)
+        tenant_of = {seq: tenant for tenant, seq in added if tenant in wanted}
+        if not tenant_of:
             return {}
         from memcore_sqlite.postings import MAX_APPENDED  # numpy: an entry is held
 
-        if len(seqs) > MAX_APPENDED:  # more than an entry takes in: it goes, as before
+        if len(tenant_of) > MAX_APPENDED:  # more than an entry takes in: it goes, as before
             return {}
         try:
-            texts = {
-                int(seq): (str(text), (str(app), str(tenant)))
-                for seq, text, app, tenant in rows_in(
-                    conn,
-                    "SELECT f.rowid, f.tbody, m.app_id, m.tenant_id FROM memory_fts f"
-                    " JOIN memories m ON m.seq = f.rowid WHERE f.rowid IN ({})",
-                    seqs,
+            texts = [
+                (int(seq), str(text))
+                for seq, text in rows_in(
+                    conn, "SELECT rowid, tbody FROM memory_fts WHERE rowid IN ({})", [*tenant_of]
                 )
-            }
-            tokens = row_tokens(conn, [(seq, text) for seq, (text, _) in texts.items()])
+            ]
+            tokens = row_tokens(conn, texts)
         except sqlite3.Error:
             return {}  # the tenants' entries go, as for any other write
         out: Appended = {}
-        for seq in sorted(texts):
-            tenant = texts[seq][1]
-            if tenant in wanted:
-                out.setdefault(tenant, []).append((seq, tokens.get(seq, [])))
+        for seq in sorted(tokens):
+            out.setdefault(tenant_of[seq], []).append((seq, tokens[seq]))
         return out
 
     def apply_write(
