@@ -92,9 +92,11 @@ class StoreBase:
         #: Rows' lengths in words for the lexical stage, per tenant searched.
         self._lengths = LengthCache(max_rows=vector_cache_rows)
         #: Large tenants' postings for the lexical stage, built in the background from a
-        #: read-only connection of their own.
+        #: read-only connection of their own (``connect``'s timeout is its busy timeout).
         self._postings = PostingsCache(
-            partial(_reader, self.path, busy_timeout) if _can_build_postings(self.path) else None,
+            partial(_connect, self.path, busy_timeout, read_only=True)
+            if _can_build_postings(self.path)
+            else None,
             COMMON_TERM_ROWS + 1,
             max_rows=vector_cache_rows,
         )
@@ -492,13 +494,6 @@ def _can_build_postings(path: str) -> bool:
     """Postings are numpy arrays, read by a second connection: neither a lexical-only install
     (no numpy) nor an in-memory database, which no second connection sees, builds them."""
     return path != ":memory:" and importlib.util.find_spec("numpy") is not None
-
-
-def _reader(path: str, timeout: float) -> sqlite3.Connection:
-    """A read-only connection of a background reader (a postings build)."""
-    conn = _connect(path, timeout, read_only=True)
-    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-    return conn
 
 
 def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connection:
