@@ -8,15 +8,17 @@ saved a search), so a tenant that this process or another writes between every f
 process's first). Each entry that goes, by a write or another process's, having served fewer
 than :data:`SERVED` searches doubles the wait, up to :data:`MAX_WAIT`; one that served them
 sets it back. A read-mostly tenant is then built at its second search as before, and a
-write-heavy one soon stops paying for builds its searches never use.
+write-heavy one soon stops paying for builds its searches never use. The lengths cache
+(:mod:`memcore_sqlite.lengths`), whose load costs little, keeps only the first wait.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from memcore_sqlite.lengths import Tenant
+if TYPE_CHECKING:  # lengths keeps its own pace: no import at run time
+    from memcore_sqlite.lengths import Tenant
 
 FIRST_WAIT = 2
 MAX_WAIT = 64

@@ -22,6 +22,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
+from memcore_sqlite.build_pace import BuildPace
 from memcore_sqlite.rows import rows_in
 
 #: (store id, app id, tenant id): the one tenant a search's scope lies in.
@@ -117,26 +118,14 @@ class _Entry:
         return out, missing
 
 
-def seen_again(seen: OrderedDict[Tenant, int], tenant: Tenant, generation: int) -> bool:
-    """Whether the tenant's previous search (without an entry) saw ``generation``; if not,
-    this one is recorded as its previous (the last 1,024 tenants are remembered)."""
-    if seen.get(tenant) == generation:
-        return True
-    seen[tenant] = generation
-    seen.move_to_end(tenant)
-    while len(seen) > 1_024:
-        seen.popitem(last=False)
-    return False
-
-
 class LengthCache:
     """LRU of per-tenant lengths, bounded by the number of rows held in total."""
 
     def __init__(self, max_rows: int = 1_000_000) -> None:
         self.max_rows = max_rows
         self._entries: OrderedDict[Tenant, _Entry] = OrderedDict()
-        #: The generation each tenant's last search without an entry saw.
-        self._seen: OrderedDict[Tenant, int] = OrderedDict()
+        #: Searches of each tenant without an entry at a generation: loaded at its second.
+        self._pace = BuildPace()
         self._lock = threading.Lock()
 
     def reader(self, conn: sqlite3.Connection, tenant: Tenant | None, generation: int) -> Lookup:
@@ -174,11 +163,11 @@ class LengthCache:
             if entry is not None and entry.generation == generation:
                 self._entries.move_to_end(tenant)
                 return entry
-            if not seen_again(self._seen, tenant, generation):
+            if not self._pace.due(tenant, generation):
                 return None
         entry = _load(conn, tenant, generation)
         with self._lock:
-            self._seen.pop(tenant, None)
+            self._pace.started(tenant)
             self._entries[tenant] = entry
             self._entries.move_to_end(tenant)
             total = sum(e.n for e in self._entries.values())
