@@ -17,6 +17,10 @@ embedder and no cache (wall and CPU, and the embedder's share of each).
 ``hybrid_below_a_signal`` lists the metrics (overall, then per question type) where hybrid
 scores less than a signal alone; ``hits_a_signal_found_and_hybrid_missed`` names the questions
 where a signal alone had an evidence session or turn in its top k and hybrid did not.
+``paired`` compares hybrid with each signal question by question (how many it scored higher
+and lower, and the sign test's p), overall and for each per-type cell below a signal, so a
+gap of one question reads as one; ``hybrid_recall_95`` gives each hybrid recall a 95% Wilson
+interval, the range in which the same search may score on other questions.
 
     uv run python -m benchmarks.longmemeval --data ../shared/data/longmemeval_s_dev120.json.gz \
         [--limit 20] [--cache /tmp/lme-cache] [--roles user,all] [--ingest-probe]
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._embed_cache import WrappedEmbedder
-from benchmarks._stats import summary_ms
+from benchmarks._stats import sign_test_p, summary_ms, wilson_interval
 from memcore import Memory
 from memcore.ports import Embedder
 from memcore.scope import Scope
@@ -174,6 +178,40 @@ def _below(means: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     }
 
 
+def _paired(
+    rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Hybrid against each signal, question by question: on how many questions it scored
+    higher, on how many lower, and the sign test's p for that split. A per-type mean below a
+    signal's with p near 1 is a question or two moving, not a worse ranking."""
+    names = metrics or sorted({k for r in rows for k in r["hybrid"]})
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for metric in names:
+        scored = [r for r in rows if metric in r["hybrid"]]
+        out[metric] = {}
+        for signal in MODES[1:]:
+            diffs = [r["hybrid"][metric] - r[signal].get(metric, 0.0) for r in scored]
+            better = sum(d > 1e-12 for d in diffs)
+            worse = sum(d < -1e-12 for d in diffs)
+            out[metric][signal] = {
+                "hybrid_better": better,
+                "hybrid_worse": worse,
+                "sign_test_p": round(sign_test_p(better, worse), 4),
+            }
+    return out
+
+
+def _interval(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Hybrid's recall figures with their 95% Wilson interval: where the same search may land
+    on other questions drawn like these (acceptance uses questions we do not have)."""
+    out: dict[str, list[float]] = {}
+    for metric in sorted({k for r in rows for k in r["hybrid"] if "recall" in k}):
+        values = [r["hybrid"][metric] for r in rows if metric in r["hybrid"]]
+        low, high = wilson_interval(round(sum(values)), len(values))
+        out[metric] = [round(low, 4), round(high, 4)]
+    return out
+
+
 def _lost(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
     """Per question, the recall metrics on which a signal alone found a hit that hybrid
     missed: where to look first (NDCG moves a little either way in most questions)."""
@@ -196,16 +234,21 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for r in results:
         groups[r["type"]].append(r)
     below_by_type: dict[str, Any] = {}
+    below_paired: dict[str, Any] = {}
     for name, rows in sorted(groups.items()):
         means = {m: _mean([r[m] for r in rows]) for m in MODES}
         by_type[name] = {"n": len(rows), **means}
         if below := _below(means):
             below_by_type[name] = below
+            below_paired[name] = _paired(rows, sorted(below))
     return {
         "questions": len(results),
         "metrics": overall,
         "hybrid_below_a_signal": _below(overall),
         "hybrid_below_a_signal_by_type": below_by_type,
+        "hybrid_below_a_signal_by_type_paired": below_paired,
+        "paired": _paired(results),
+        "hybrid_recall_95": _interval(results),
         "hits_a_signal_found_and_hybrid_missed": _lost(results),
         "topk_stable": round(sum(r["topk_stable"] for r in results) / len(results), 4),
         "by_type": by_type,
