@@ -1,7 +1,8 @@
 """The CLI's composition root: settings in, an open store and a ``MemoryService`` out.
 
-Memory use cases go through :class:`memcore.service.MemoryService` (policies and limits);
-admin commands (stores, audit, tasks, dream) use the store port directly. Tests inject a store
+Memory use cases, and every command that takes an id (memories, write tasks, dream tasks and
+actions), go through :class:`memcore.service.MemoryService` (policies, limits, the tenant
+check); only store housekeeping and the audit listings use the store port directly. Tests inject a store
 through :class:`memcore_cli.state.Overrides` instead of patching anything here.
 """
 

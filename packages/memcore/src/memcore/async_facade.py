@@ -8,14 +8,23 @@ loop never blocks on SQLite, the embedder or the network.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from memcore.facade import Memory
 from memcore.paging import pages
 from memcore.scope import Scope
+from memcore.values import (
+    DreamAction,
+    DreamTask,
+    MemoryTask,
+    Message,
+    Page,
+    SearchHit,
+    WriteReceipt,
+)
 from memcore.values import Memory as MemoryUnit
-from memcore.values import Message, Page, SearchHit, WriteReceipt
 
 T = TypeVar("T")
 
@@ -103,6 +112,36 @@ class AsyncMemory:
 
     async def delete(self, memory_id: str) -> None:
         await self._run(self.sync.delete, memory_id)
+
+    async def dream(self, *, apply_mode: str = "safe_auto") -> DreamTask:
+        return await self._run(self.sync.dream, apply_mode=apply_mode)
+
+    async def dream_task(self, task_id: str) -> DreamTask:
+        return await self._run(self.sync.dream_task, task_id)
+
+    async def dream_tasks(
+        self, *, limit: int = 50, next_token: str | None = None, status: str | None = None
+    ) -> Page[DreamTask]:
+        return await self._run(
+            self.sync.dream_tasks, limit=limit, next_token=next_token, status=status
+        )
+
+    async def dream_actions(self, task_id: str) -> builtins.list[DreamAction]:
+        return await self._run(self.sync.dream_actions, task_id)
+
+    async def apply_dream_actions(
+        self, task_id: str, action_ids: Sequence[str]
+    ) -> builtins.list[DreamAction]:
+        return await self._run(self.sync.apply_dream_actions, task_id, action_ids)
+
+    async def undo_dream_action(self, task_id: str, action_id: str) -> DreamAction:
+        return await self._run(self.sync.undo_dream_action, task_id, action_id)
+
+    async def cancel_dream_task(self, task_id: str) -> DreamTask:
+        return await self._run(self.sync.cancel_dream_task, task_id)
+
+    async def task(self, task_id: str) -> MemoryTask:
+        return await self._run(self.sync.task, task_id)
 
     async def close(self) -> None:
         await self._run(self.sync.close)

@@ -19,7 +19,15 @@ from memcore.policies import ScopePolicy
 from memcore.ports import MemoryStore
 from memcore.scope import Scope, SessionContext, resolve_scope
 from memcore.service import MemoryService
-from memcore.values import DreamAction, DreamTask, Message, Page, SearchHit, WriteReceipt
+from memcore.values import (
+    DreamAction,
+    DreamTask,
+    MemoryTask,
+    Message,
+    Page,
+    SearchHit,
+    WriteReceipt,
+)
 from memcore.values import Memory as MemoryUnit
 
 
@@ -156,24 +164,41 @@ class Memory:
         """Consolidate the user's memories: merge repeats, let newer facts supersede older
         ones. ``safe_auto`` applies the confident actions (never a deletion); ``proposal``
         only proposes. On the local store this runs here; on TableStore, in the service."""
-        return self.store.create_dream_task(
-            self.service.store_name, self.scope.tenant_pattern(), apply_mode=apply_mode
-        )
+        return self.service.dream(apply_mode=apply_mode)
+
+    def dream_task(self, task_id: str) -> DreamTask:
+        """One of this user's dream tasks; another user's id is :class:`NotFound`, exactly
+        as an id that does not exist."""
+        return self.service.dream_task(task_id)
+
+    def dream_tasks(
+        self, *, limit: int = 50, next_token: str | None = None, status: str | None = None
+    ) -> Page[DreamTask]:
+        """A page of this user's dream tasks (never another user's)."""
+        return self.service.dream_tasks(limit=limit, next_token=next_token, status=status)
 
     def dream_actions(self, task_id: str) -> builtins.list[DreamAction]:
         """Every action a dream task proposed, with its status, confidence and reason."""
+        service = self.service
         return builtins.list(
-            every_item(
-                lambda token: self.store.list_dream_actions(
-                    self.service.store_name, task_id, limit=100, next_token=token
-                )
-            )
+            every_item(lambda token: service.dream_actions(task_id, limit=100, next_token=token))
         )
 
     def apply_dream_actions(
         self, task_id: str, action_ids: Sequence[str]
     ) -> builtins.list[DreamAction]:
-        return self.store.apply_dream_actions(self.service.store_name, task_id, action_ids)
+        return self.service.apply_dream_actions(task_id, action_ids)
+
+    def undo_dream_action(self, task_id: str, action_id: str) -> DreamAction:
+        """Take back an applied action (the local store keeps undo records)."""
+        return self.service.undo_dream_action(task_id, action_id)
+
+    def cancel_dream_task(self, task_id: str) -> DreamTask:
+        return self.service.cancel_dream_task(task_id)
+
+    def task(self, task_id: str) -> MemoryTask:
+        """The task of one of this user's writes (``add_receipts`` gives its id)."""
+        return self.service.task(task_id)
 
     def iter_all(self, *, page_size: int = 100) -> Iterator[MemoryUnit]:
         return every_item(lambda token: self.list(limit=page_size, next_token=token))

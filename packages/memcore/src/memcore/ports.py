@@ -201,6 +201,13 @@ class MemoryStore(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class DreamUndo(Protocol):
+    """A store that keeps undo records for applied dream actions (the local store)."""
+
+    def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction: ...
+
+
 @attrs.frozen
 class InstanceFacts:
     """Where a provisioned backend instance answers."""

@@ -7,18 +7,27 @@ call a store directly for memory operations, so validation and tenant safety liv
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
 from memcore import limits
-from memcore.errors import InvalidInput, NotFound, PermissionDenied
+from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
 from memcore.paging import pages
 from memcore.policies import ScopePolicy
-from memcore.ports import MemoryStore
+from memcore.ports import DreamUndo, MemoryStore
 from memcore.recall import format_recall
 from memcore.scope import Scope, ScopePattern
-from memcore.values import Memory, Message, Page, SearchHit, WriteReceipt
+from memcore.values import (
+    DreamAction,
+    DreamTask,
+    Memory,
+    MemoryTask,
+    Message,
+    Page,
+    SearchHit,
+    WriteReceipt,
+)
 
 BUILTIN_SOURCE = "builtin_memory"
 #: Metadata keys that describe where a memory came from; callers may not forge scope keys.
@@ -31,6 +40,12 @@ class TurnWrite:
     """One write of a turn after splitting to the limits."""
 
     messages: tuple[Message, ...]
+
+
+def _owned(patterns: Iterable[ScopePattern], tenant: ScopePattern) -> bool:
+    """Whether every pattern lies inside ``tenant`` (an empty set proves nothing: refused)."""
+    listed = list(patterns)
+    return bool(listed) and all(p.within(tenant) for p in listed)
 
 
 def check_user_metadata(
@@ -297,6 +312,140 @@ class MemoryService:
         scope = self.get(memory_id, agent_id=agent_id, run_id=run_id).scope
         self.store.delete_memory(self.store_name, scope, memory_id)
         return scope
+
+    # -- write tasks, messages ----------------------------------------------------------
+    def task(self, task_id: str) -> MemoryTask:
+        """A write's task, only when the write went to this tenant.
+
+        Another tenant's id answers exactly like an id that does not exist: same error, same
+        message, one store call either way. A task that names no scope is not found (fail
+        closed).
+        """
+        limits.check_id(task_id, field="task_id")
+        missing = NotFound(f"task {task_id!r} was not found in this tenant", field="task_id")
+        try:
+            task = self.store.get_task(self.store_name, task_id)
+        except NotFound:
+            raise missing from None
+        if task.scope is None or not self.scope.tenant_pattern().matches(task.scope):
+            raise missing
+        return task
+
+    def tasks(
+        self,
+        *,
+        status: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+    ) -> Page[MemoryTask]:
+        """This tenant's write tasks (or those of ``pattern``, which must lie inside it)."""
+        limits.check_limit(limit)
+        reach = self._within_tenant(pattern)
+        page = self.store.list_tasks(
+            self.store_name, status=status, limit=limit, next_token=next_token, pattern=reach
+        )
+        return page.filter(lambda t: t.scope is not None and reach.matches(t.scope))
+
+    def messages(self, *, limit: int = 50, next_token: str | None = None) -> Page[Message]:
+        """The short-term messages of the session's own scope."""
+        limits.check_limit(limit)
+        return self.store.list_messages(
+            self.store_name, self.write_scope, limit=limit, next_token=next_token
+        )
+
+    def _within_tenant(self, pattern: ScopePattern | None) -> ScopePattern:
+        tenant = self.scope.tenant_pattern()
+        if pattern is None:
+            return tenant
+        if not pattern.within(tenant):
+            raise InvalidInput(f"scope {pattern} is outside this tenant", field="scope")
+        return pattern
+
+    # -- dream (consolidation) -----------------------------------------------------------
+    def dream(
+        self,
+        *,
+        pattern: ScopePattern | None = None,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> DreamTask:
+        """Start a consolidation over this tenant (or ``pattern`` inside it)."""
+        self._check_writable()
+        return self.store.create_dream_task(
+            self.store_name,
+            self._within_tenant(pattern),
+            apply_mode=apply_mode,
+            instructions=instructions,
+        )
+
+    def dream_task(self, task_id: str) -> DreamTask:
+        """A dream task, only when every scope it reads lies in this tenant.
+
+        Another tenant's id answers exactly like an id that does not exist: same error, same
+        message, one store call either way. A task that names no scope (TableStore's Get
+        lists the scopes a task expanded to: none for an empty tenant) cannot be proven to be
+        this tenant's, so it is not found either: fail closed.
+        """
+        limits.check_id(task_id, field="task_id")
+        missing = NotFound(f"dream task {task_id!r} was not found in this tenant", field="task_id")
+        try:
+            task = self.store.get_dream_task(self.store_name, task_id)
+        except NotFound:
+            raise missing from None
+        if task.id != task_id or not _owned(task.scopes, self.scope.tenant_pattern()):
+            raise missing
+        return task
+
+    def dream_tasks(
+        self,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        status: str | None = None,
+        pattern: ScopePattern | None = None,
+    ) -> Page[DreamTask]:
+        """This tenant's dream tasks; the store is always asked with the tenant's pattern,
+        and a task that reads anything outside the tenant is left out."""
+        limits.check_limit(limit)
+        reach = self._within_tenant(pattern)
+        tenant = self.scope.tenant_pattern()
+        page = self.store.list_dream_tasks(
+            self.store_name, limit=limit, next_token=next_token, pattern=reach, status=status
+        )
+        return page.filter(lambda t: _owned(t.scopes, tenant))
+
+    def dream_actions(
+        self, task_id: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[DreamAction]:
+        limits.check_limit(limit)
+        task = self.dream_task(task_id)
+        return self.store.list_dream_actions(
+            self.store_name, task.id, limit=limit, next_token=next_token
+        )
+
+    def apply_dream_actions(self, task_id: str, action_ids: Sequence[str]) -> list[DreamAction]:
+        """One result per id; an action id the task does not have is ``not_found``."""
+        self._check_writable()
+        ids = limits.check_action_ids(action_ids)
+        task = self.dream_task(task_id)
+        return self.store.apply_dream_actions(self.store_name, task.id, ids)
+
+    def undo_dream_action(self, task_id: str, action_id: str) -> DreamAction:
+        """Take back an applied action (stores that keep undo records: the local one)."""
+        self._check_writable()
+        limits.check_id(action_id, field="action_id")
+        if not isinstance(self.store, DreamUndo):
+            raise Unsupported(
+                "this backend cannot undo dream actions; only the local store keeps undo records"
+            )
+        task = self.dream_task(task_id)
+        return self.store.undo_dream_action(self.store_name, task.id, action_id)
+
+    def cancel_dream_task(self, task_id: str) -> DreamTask:
+        self._check_writable()
+        task = self.dream_task(task_id)
+        return self.store.cancel_dream_task(self.store_name, task.id)
 
     # -- prefetch -----------------------------------------------------------------------
     def recall(self, query: str, *, top_k: int | None = None) -> str:

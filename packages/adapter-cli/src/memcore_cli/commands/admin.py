@@ -1,4 +1,5 @@
-"""Audit and housekeeping commands: requests, scopes, tasks (the store port, read-only)."""
+"""Audit and housekeeping commands: requests, scopes (the store port, read-only) and write
+tasks (through the service, so a task id of another tenant is never found)."""
 
 from typing import Annotated, Any
 
@@ -132,7 +133,7 @@ def task_get(
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     runtime = state.runtime()
-    task = runtime.ready_store().get_task(runtime.store_name, task_id)
+    task = runtime.service().task(task_id)
     if state.json:
         state.output.json(to_record(task))
         return
@@ -168,8 +169,7 @@ def task_list(
             f"--status must be one of {', '.join(TASK_STATUSES)}, not {status!r}", field="status"
         )
     runtime = state.runtime()
-    page = runtime.ready_store().list_tasks(
-        runtime.store_name,
+    page = runtime.service().tasks(
         status=status,
         limit=limit,
         next_token=next_token,

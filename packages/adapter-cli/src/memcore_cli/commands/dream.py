@@ -63,9 +63,8 @@ def create(
     """
     state = state_of(ctx)
     runtime = state.runtime()
-    task = runtime.ready_store().create_dream_task(
-        runtime.store_name,
-        runtime.settings.scope.read_pattern,
+    task = runtime.service().dream(
+        pattern=runtime.settings.scope.read_pattern,
         apply_mode=apply_mode,
         instructions=instructions,
     )
@@ -85,7 +84,7 @@ def status(ctx: typer.Context, task_id: TaskArg) -> None:
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     runtime = state.runtime()
-    _show_task(state, runtime.ready_store().get_dream_task(runtime.store_name, task_id))
+    _show_task(state, runtime.service().dream_task(task_id))
 
 
 @app.command("actions")
@@ -105,9 +104,7 @@ def actions(
     limits.check_id(task_id, field="task_id")
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.ready_store().list_dream_actions(
-        runtime.store_name, task_id, limit=limit, next_token=next_token
-    )
+    page = runtime.service().dream_actions(task_id, limit=limit, next_token=next_token)
     if state.json:
         state.output.json(
             {"items": [to_record(a) for a in page.items], "next_token": page.next_token}
@@ -152,7 +149,7 @@ def apply(
     for action_id in action_ids:
         limits.check_id(action_id, field="action_id")
     runtime = state.runtime()
-    applied = runtime.ready_store().apply_dream_actions(runtime.store_name, task_id, action_ids)
+    applied = runtime.service().apply_dream_actions(task_id, action_ids)
     if state.json:
         state.output.json([to_record(a) for a in applied])
     else:
@@ -181,19 +178,12 @@ def undo(
       memcore dream undo 7a2e act-1
     """
     from memcore import limits
-    from memcore.errors import Unsupported
     from memcore_cli.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     limits.check_id(action_id, field="action_id")
-    runtime = state.runtime()
-    store = runtime.ready_store()
-    if not hasattr(store, "undo_dream_action"):
-        raise Unsupported(
-            "this backend cannot undo dream actions; only the local store keeps undo records"
-        )
-    action = store.undo_dream_action(runtime.store_name, task_id, action_id)
+    action = state.runtime().service().undo_dream_action(task_id, action_id)
     if state.json:
         state.output.json(to_record(action))
     else:
@@ -216,7 +206,7 @@ def cancel(ctx: typer.Context, task_id: TaskArg) -> None:
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     runtime = state.runtime()
-    _show_task(state, runtime.ready_store().cancel_dream_task(runtime.store_name, task_id))
+    _show_task(state, runtime.service().cancel_dream_task(task_id))
 
 
 @app.command("list")
@@ -233,11 +223,8 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
     state = state_of(ctx)
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.ready_store().list_dream_tasks(
-        runtime.store_name,
-        limit=limit,
-        next_token=next_token,
-        pattern=runtime.settings.scope.read_pattern,
+    page = runtime.service().dream_tasks(
+        limit=limit, next_token=next_token, pattern=runtime.settings.scope.read_pattern
     )
     if state.json:
         state.output.json(

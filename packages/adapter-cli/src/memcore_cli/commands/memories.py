@@ -305,9 +305,7 @@ def messages(
     limits.check_limit(limit)
     runtime = state.runtime()
     scope = runtime.settings.scope.write_scope()
-    page = runtime.ready_store().list_messages(
-        runtime.store_name, scope, limit=limit, next_token=next_token
-    )
+    page = runtime.service().messages(limit=limit, next_token=next_token)
     out = state.output
     if state.json:
         out.json(

@@ -399,6 +399,14 @@ class MemoryStoreContract:
         with pytest.raises(NotFound):
             ready.get_task(self.store_name, "no-such-task")
 
+    def test_a_write_task_names_the_scope_it_wrote(self, ready: MemoryStore) -> None:
+        # The service checks a task id against the caller's tenant by this scope.
+        receipt = ready.add_text(self.store_name, A1, "task with a scope", sync=True)
+        assert receipt.task_id
+        assert ready.get_task(self.store_name, receipt.task_id).scope == A1
+        listed = ready.list_tasks(self.store_name, pattern=B1.tenant_pattern()).items
+        assert receipt.task_id not in [t.id for t in listed]
+
     # -- dream -------------------------------------------------------------------------
     def test_dream_lifecycle_or_unsupported(self, ready: MemoryStore) -> None:
         self.add(ready, A1, "Likes tea")
@@ -486,3 +494,34 @@ class MemoryStoreContract:
         assert [r.id for r in results] == [merge.id, *missing]
         assert results[0].status == "applied"
         assert {r.status for r in results[1:]} == {"not_found"}
+
+    def test_a_dream_task_names_the_scopes_it_reads(self, ready: MemoryStore) -> None:
+        # The service checks a dream task id against the caller's tenant by these scopes.
+        self.add(ready, A1, "Reads only tenant a")
+        try:
+            task = ready.create_dream_task(self.store_name, A1.tenant_pattern())
+        except Unsupported:
+            return
+        other = ready.create_dream_task(self.store_name, B1.tenant_pattern())
+        # The scopes asked for, or those they expanded to (TableStore's Get): never outside.
+        got = ready.get_dream_task(self.store_name, task.id).scopes
+        assert got and all(p.within(A1.tenant_pattern()) for p in got)
+        listed = ready.list_dream_tasks(self.store_name, pattern=B1.tenant_pattern()).items
+        assert other.id in [t.id for t in listed]
+        assert task.id not in [t.id for t in listed]
+
+    def test_dream_calls_on_a_missing_task_are_not_found(self, ready: MemoryStore) -> None:
+        try:
+            ready.create_dream_task(self.store_name, A1.tenant_pattern())
+        except Unsupported:
+            return
+        missing = "no-such-dream-" + uuid.uuid4().hex[:8]
+        calls = (
+            lambda: ready.get_dream_task(self.store_name, missing),
+            lambda: ready.list_dream_actions(self.store_name, missing),
+            lambda: ready.apply_dream_actions(self.store_name, missing, ["no-such-action"]),
+            lambda: ready.cancel_dream_task(self.store_name, missing),
+        )
+        for call in calls:
+            with pytest.raises(NotFound):
+                call()
