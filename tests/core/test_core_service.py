@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -9,10 +10,10 @@ from hypothesis import strategies as st
 from memcore.errors import InvalidInput, NotFound, PermissionDenied
 from memcore.limits import MAX_MESSAGES_BYTES, MAX_MESSAGES_PER_WRITE
 from memcore.recall import FENCE_CLOSE, FENCE_OPEN
-from memcore.scope import Scope, SessionContext, resolve_scope
+from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.testing import InMemoryMemoryStore
-from memcore.values import Message
+from memcore.values import DreamTask, MemoryTask, Message
 
 STORE = "hermes_mem"
 
@@ -122,6 +123,63 @@ def test_forget_never_leaves_the_tenant() -> None:
     alice.forget(mid)
     with pytest.raises(NotFound):
         alice.get(mid)
+
+
+class _UnscopedAnswers(InMemoryMemoryStore):
+    """A backend that answers tasks without naming their scope (the service may omit it)."""
+
+    def get_task(self, store: str, task_id: str) -> MemoryTask:
+        return attrs.evolve(super().get_task(store, task_id), scope=None)
+
+    def get_dream_task(self, store: str, task_id: str) -> DreamTask:
+        return attrs.evolve(super().get_dream_task(store, task_id), scopes=())
+
+
+def test_a_task_that_names_no_scope_is_not_found_fail_closed() -> None:
+    store = _UnscopedAnswers()
+    alice = service_for(store, "alice")
+    receipt = alice.remember("alice's fact", sync=True)
+    task = alice.dream(apply_mode="proposal")
+    assert receipt.task_id
+    for call in (
+        lambda: alice.task(str(receipt.task_id)),
+        lambda: alice.dream_task(task.id),
+        lambda: alice.dream_actions(task.id),
+        lambda: alice.cancel_dream_task(task.id),
+    ):
+        with pytest.raises(NotFound):
+            call()
+
+
+def test_a_pattern_outside_the_tenant_is_refused_before_the_store() -> None:
+    store = InMemoryMemoryStore()
+    mallory = service_for(store, "mallory")
+    alice = service_for(store, "alice")
+    for call in (
+        lambda: mallory.dream(pattern=alice.scope.tenant_pattern()),
+        lambda: mallory.dream(pattern=ScopePattern("hermes", "*", "*", "*")),
+        lambda: mallory.dream_tasks(pattern=alice.scope.tenant_pattern()),
+        lambda: mallory.tasks(pattern=alice.scope.tenant_pattern()),
+    ):
+        with pytest.raises(InvalidInput):
+            call()
+    assert store.list_dream_tasks(STORE).items == ()
+
+
+def test_a_read_only_session_cannot_dream_apply_undo_or_cancel() -> None:
+    store = InMemoryMemoryStore()
+    alice = service_for(store, "alice")
+    task = alice.dream(apply_mode="proposal")
+    reader = service_for(store, "alice", read_only=True)
+    assert reader.dream_task(task.id).id == task.id
+    for call in (
+        lambda: reader.dream(),
+        lambda: reader.apply_dream_actions(task.id, ["a1"]),
+        lambda: reader.undo_dream_action(task.id, "a1"),
+        lambda: reader.cancel_dream_task(task.id),
+    ):
+        with pytest.raises(PermissionDenied):
+            call()
 
 
 def test_forget_finds_a_memory_in_another_run_of_the_same_tenant() -> None:
