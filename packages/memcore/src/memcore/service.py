@@ -7,7 +7,8 @@ call a store directly for memory operations, so validation and tenant safety liv
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -33,6 +34,7 @@ BUILTIN_SOURCE = "builtin_memory"
 #: Metadata keys that describe where a memory came from; callers may not forge scope keys.
 RESERVED_METADATA_KEYS = frozenset({"app_id", "tenant_id", "agent_id", "run_id", "scope"})
 _FORGET_SCAN_PAGES = 50
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -46,6 +48,19 @@ def _owned(patterns: Iterable[ScopePattern], tenant: ScopePattern) -> bool:
     """Whether every pattern lies inside ``tenant`` (an empty set proves nothing: refused)."""
     listed = list(patterns)
     return bool(listed) and all(p.within(tenant) for p in listed)
+
+
+def _in_tenant(what: str, task_id: str, fetch: Callable[[], T], owned: Callable[[T], bool]) -> T:
+    """``fetch()``'s answer when ``owned``; else the very NotFound a missing id gets."""
+    limits.check_id(task_id, field="task_id")
+    missing = NotFound(f"{what} {task_id!r} was not found in this tenant", field="task_id")
+    try:
+        found = fetch()
+    except NotFound:
+        raise missing from None
+    if not owned(found):
+        raise missing
+    return found
 
 
 def check_user_metadata(
@@ -321,15 +336,13 @@ class MemoryService:
         message, one store call either way. A task that names no scope is not found (fail
         closed).
         """
-        limits.check_id(task_id, field="task_id")
-        missing = NotFound(f"task {task_id!r} was not found in this tenant", field="task_id")
-        try:
-            task = self.store.get_task(self.store_name, task_id)
-        except NotFound:
-            raise missing from None
-        if task.scope is None or not self.scope.tenant_pattern().matches(task.scope):
-            raise missing
-        return task
+        tenant = self.scope.tenant_pattern()
+        return _in_tenant(
+            "task",
+            task_id,
+            lambda: self.store.get_task(self.store_name, task_id),
+            lambda task: task.scope is not None and tenant.matches(task.scope),
+        )
 
     def tasks(
         self,
@@ -387,15 +400,13 @@ class MemoryService:
         lists the scopes a task expanded to: none for an empty tenant) cannot be proven to be
         this tenant's, so it is not found either: fail closed.
         """
-        limits.check_id(task_id, field="task_id")
-        missing = NotFound(f"dream task {task_id!r} was not found in this tenant", field="task_id")
-        try:
-            task = self.store.get_dream_task(self.store_name, task_id)
-        except NotFound:
-            raise missing from None
-        if task.id != task_id or not _owned(task.scopes, self.scope.tenant_pattern()):
-            raise missing
-        return task
+        tenant = self.scope.tenant_pattern()
+        return _in_tenant(
+            "dream task",
+            task_id,
+            lambda: self.store.get_dream_task(self.store_name, task_id),
+            lambda task: task.id == task_id and _owned(task.scopes, tenant),
+        )
 
     def dream_tasks(
         self,
