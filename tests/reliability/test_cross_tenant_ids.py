@@ -572,9 +572,9 @@ ID_TAKING = frozenset(
         "delete_memory",
     }
 )
-#: Host modules allowed a direct ``get_memory``: the CLI's lookup asks each scope it listed
-#: under the caller's own pattern, and import checks a record's id in the record's scope.
-GET_MEMORY_ALLOWED = {"memcore_cli/lookup.py", "memcore_cli/transfer.py"}
+#: Host modules allowed a direct ``get_memory``: import checks a record's id in the record's
+#: scope (its tenant rules belong to the import).
+GET_MEMORY_ALLOWED = {"memcore_cli/transfer.py"}
 
 
 def _host_sources() -> Iterator[tuple[str, str]]:

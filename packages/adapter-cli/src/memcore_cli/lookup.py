@@ -11,11 +11,10 @@ from collections.abc import Callable, Iterator
 
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound
-from memcore.paging import every_item, pages
+from memcore.paging import every_item
 from memcore.values import Memory
 from memcore_cli.runtime import Runtime
 
-_SCOPE_PAGES = 1_000
 #: Shorter arguments are never taken as a prefix: too many memories would share them.
 MIN_PREFIX = 4
 #: How many candidates an ambiguous prefix names.
@@ -59,31 +58,8 @@ def find_memory(runtime: Runtime, memory_id: str) -> Memory:
 
 
 def _exact(runtime: Runtime, memory_id: str) -> Memory:
-    store = runtime.ready_store()
-    name = runtime.store_name
-    choice = runtime.settings.scope
-    pattern = choice.read_pattern
-    missing = NotFound(f"memory {memory_id!r} was not found in {pattern}", field="memory_id")
-    try:
-        return store.get_memory(name, choice.scope, memory_id)
-    except NotFound:
-        if choice.reach == "run":
-            raise missing from None
-    listing = pages(
-        lambda token: store.list_scopes(
-            name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
-        ),
-        max_pages=_SCOPE_PAGES,
-    )
-    for page in listing:
-        for scope in page.items:
-            if scope == choice.scope or not pattern.matches(scope):
-                continue
-            try:
-                return store.get_memory(name, scope, memory_id)
-            except NotFound:
-                continue
-    raise missing
+    # Through the service: an id of another tenant is never found, whatever scope it names.
+    return runtime.service().find(memory_id, pattern=runtime.settings.scope.read_pattern)
 
 
 def select(runtime: Runtime, keep: Callable[[Memory], bool]) -> list[Memory]:

@@ -34,6 +34,7 @@ BUILTIN_SOURCE = "builtin_memory"
 #: Metadata keys that describe where a memory came from; callers may not forge scope keys.
 RESERVED_METADATA_KEYS = frozenset({"app_id", "tenant_id", "agent_id", "run_id", "scope"})
 _FORGET_SCAN_PAGES = 50
+_SCOPE_PAGES = 1_000
 T = TypeVar("T")
 
 
@@ -290,6 +291,35 @@ class MemoryService:
                 if memory.id == memory_id and tenant.matches(memory.scope):
                     return memory
         raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
+
+    def find(self, memory_id: str, *, pattern: ScopePattern | None = None) -> Memory:
+        """A memory by its exact id in this tenant, or in ``pattern`` inside it: the session's
+        own scope first, then each scope the store lists under the pattern (a tenant has far
+        fewer scopes than memories)."""
+        limits.check_id(memory_id)
+        reach = self._within_tenant(pattern)
+        missing = NotFound(f"memory {memory_id!r} was not found in {reach}", field="memory_id")
+        if reach.matches(self.scope):
+            try:
+                return self.store.get_memory(self.store_name, self.scope, memory_id)
+            except NotFound:
+                if reach.is_concrete:
+                    raise missing from None
+        listing = pages(
+            lambda token: self.store.list_scopes(
+                self.store_name, reach, limit=limits.MAX_PAGE_LIMIT, next_token=token
+            ),
+            max_pages=_SCOPE_PAGES,
+        )
+        for page in listing:
+            for scope in page.items:
+                if scope == self.scope or not reach.matches(scope):
+                    continue
+                try:
+                    return self.store.get_memory(self.store_name, scope, memory_id)
+                except NotFound:
+                    continue
+        raise missing
 
     def get(
         self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None
