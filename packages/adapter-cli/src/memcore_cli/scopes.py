@@ -1,8 +1,11 @@
 """Which scope a command writes to and which scopes it reads, from the global options.
 
-Every string goes through the core's ``normalize_segment``, so no option value can become a
+Every string goes through the core's ``resolve_scope``, so no option value can become a
 wildcard or name another scope. The one exception is an explicit ``*`` for ``--agent`` or
 ``--run`` on a read, which means "every agent/run of this tenant" (the default anyway).
+``--tenant`` follows ``memcore.scope.tenant_segment``, the rule the library and Hermes use:
+taken exactly as given (``--tenant 'alice '`` is the tenant a Hermes user ``"alice "`` has,
+not alice's), blank refused.
 """
 
 from __future__ import annotations
