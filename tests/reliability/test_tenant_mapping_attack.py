@@ -327,6 +327,9 @@ def test_cli_keeps_the_issue_pair_apart_and_follows_the_tenant_rule(tmp_path: Pa
     for blank in ("", "  "):
         refused = cli("--tenant", blank, "list")
         assert refused.exit_code != 0 and "tenant" in refused.stderr
+    _library_add(db, " * ", "a note of the user ' * '")
+    assert cli.texts("--tenant", " * ") == ["a note of the user ' * '"]
+    assert cli("--tenant", "*", "list").exit_code != 0  # the wildcard itself stays refused
     _library_add(db, None, "default note")
     assert cli.texts() == ["default note"]  # no --tenant: the default tenant, as None is
 

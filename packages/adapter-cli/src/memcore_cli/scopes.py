@@ -54,7 +54,8 @@ class ScopeChoice:
 
 
 def _concrete_flag(name: str, value: str | None) -> None:
-    if value is not None and value.strip() == WILDCARD:
+    # Exactly ``*`` only: like any other id, `` * `` is taken as given (``%20%2A%20``).
+    if value == WILDCARD:
         raise InvalidInput(
             f"{name} may not be '*': reads never leave one tenant", field=name[2:] + "_id"
         )
