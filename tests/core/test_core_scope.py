@@ -18,6 +18,7 @@ from memcore.scope import (
     identity_segment,
     normalize_segment,
     resolve_scope,
+    tenant_segment,
     unescape_segment,
 )
 
@@ -69,7 +70,11 @@ def test_evil_user_ids_never_become_wildcards_or_other_tenants(evil: str) -> Non
     assert "/" not in scope.tenant_id
 
 
-@given(user_id=untrusted, agent=untrusted, gw=untrusted, title=untrusted, sid=untrusted)
+#: What a host may pass as a user id: none at all, or a non-blank string (the rest is refused).
+user_ids = st.one_of(st.none(), st.text(min_size=1, max_size=400).filter(str.strip))
+
+
+@given(user_id=user_ids, agent=untrusted, gw=untrusted, title=untrusted, sid=untrusted)
 def test_resolution_is_total_and_concrete(
     user_id: object, agent: object, gw: object, title: object, sid: object
 ) -> None:
@@ -93,8 +98,8 @@ def test_escape_is_reversible(raw: str) -> None:
     assert unescape_segment(identity_segment(raw)) == raw
 
 
-@given(a=st.text(max_size=60), b=st.text(max_size=60))
-def test_one_tenant_pattern_never_matches_another_tenant(a: str, b: str) -> None:
+@given(a=user_ids, b=user_ids)
+def test_one_tenant_pattern_never_matches_another_tenant(a: str | None, b: str | None) -> None:
     sa = resolve_scope(SessionContext(user_id=a))
     sb = resolve_scope(SessionContext(user_id=b))
     if sa.tenant_id != sb.tenant_id:
@@ -159,11 +164,36 @@ def test_a_shortened_segment_never_splits_an_escaped_character(wide: str) -> Non
 
 @pytest.mark.parametrize(
     ("user_id", "tenant"),
-    [("alice", "alice"), ("alice ", "alice%20"), ("  ", "%20%20"), ("\u00a0bob", "%C2%A0bob")],
+    [("alice", "alice"), ("alice ", "alice%20"), ("\u00a0bob", "%C2%A0bob"), ("a~b", "a%7Eb")],
 )
 def test_a_session_user_id_is_escaped_never_stripped(user_id: str, tenant: str) -> None:
     assert resolve_scope(SessionContext(user_id=user_id)).tenant_id == tenant
 
 
-def test_the_configured_tenant_id_is_trimmed_as_config_hygiene() -> None:
-    assert resolve_scope(SessionContext(user_id="x"), tenant_id="  team  ").tenant_id == "team"
+def test_the_configured_tenant_id_follows_the_same_rule_as_a_user_id() -> None:
+    # It was trimmed, so ``--tenant 'alice '`` named alice and never the tenant "alice ".
+    scope = resolve_scope(SessionContext(user_id="x"), tenant_id="  team  ")
+    assert scope.tenant_id == resolve_scope(SessionContext(user_id="  team  ")).tenant_id
+    assert scope.tenant_id == "%20%20team%20%20"
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n", "\u3000"])
+@pytest.mark.parametrize("where", ["user_id", "tenant_id"])
+def test_a_blank_tenant_id_is_refused_not_shared(blank: str, where: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        if where == "user_id":
+            resolve_scope(SessionContext(user_id=blank))
+        else:
+            resolve_scope(SessionContext(user_id="alice"), tenant_id=blank)
+    assert err.value.field == "tenant_id"
+
+
+@pytest.mark.parametrize("odd", [42, b"alice", 1.5])
+def test_a_tenant_id_that_is_not_a_string_is_refused(odd: object) -> None:
+    with pytest.raises(InvalidInput):
+        tenant_segment(odd)
+
+
+def test_no_user_at_all_is_the_default_tenant() -> None:
+    assert tenant_segment(None) == DEFAULT_SEGMENT
+    assert resolve_scope(SessionContext()).tenant_id == DEFAULT_SEGMENT

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memcore.errors import InvalidInput
 from memcore.scope import Scope
 from memcore.testing import InMemoryMemoryStore
 
@@ -17,8 +18,6 @@ ADVERSARIAL_IDS = [
     "a/b",
     "x" * 5_000,
     "ユーザー😀",
-    "",
-    "   ",
     "victim/*",
     "%2A",
     "__default__",
@@ -65,6 +64,16 @@ def test_an_adversarial_user_id_stays_in_its_own_tenant(
     assert "4321" not in provider.prefetch("bank PIN")
     for hit in searched + profile:
         assert Scope(*hit["scope"].split("/")).tenant_id == scope.tenant_id
+
+
+@pytest.mark.parametrize("user_id", ["", "   ", "\t\n"])
+def test_a_blank_user_id_is_refused_not_sent_to_the_default_tenant(
+    make_provider: Any, shared_store: InMemoryMemoryStore, user_id: str
+) -> None:
+    # It used to share ``__default__`` with every session that has no user at all.
+    with pytest.raises(InvalidInput) as err:
+        make_provider(shared_store, user_id=user_id)
+    assert err.value.field == "tenant_id"
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import reliability_rig as rig
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memcore.errors import MemcoreError
+from memcore.errors import InvalidInput, MemcoreError
 from memcore.scope import Scope, SessionContext, identity_segment, normalize_segment, resolve_scope
 from memcore.service import MemoryService
 from memcore.values import Memory
@@ -86,7 +86,12 @@ def _attack(
     store, session: SessionContext, tool: dict, victims: list[Memory], stats: Counter
 ) -> None:
     """One attacker session: every read, write and delete path a model can reach."""
-    scope = resolve_scope(session, app_id="hermes")
+    try:
+        scope = resolve_scope(session, app_id="hermes")
+    except InvalidInput:  # a blank user id is refused, never sent to the default tenant
+        assert isinstance(session.user_id, str) and not session.user_id.strip()
+        stats["refused_blank_user_id"] += 1
+        return
     if scope.tenant_id == VICTIM_TENANT:  # a real user of that name is the victim itself
         stats["skipped_same_tenant"] += 1
         return
@@ -306,6 +311,11 @@ def test_reliability_tenancy_hermes_tools_under_attack(tmp_path, scenario, pick)
         if identity_segment(user) == VICTIM_TENANT:
             return
         attacker = TablestoreMemProvider(environ={})
+        if isinstance(user, str) and not user.strip():  # refused, never the default tenant
+            with pytest.raises(InvalidInput):
+                attacker.initialize("attacker", hermes_home=str(home), user_id=user)
+            stats["refused_blank_user_id"] += 1
+            return
         attacker.initialize(
             "attacker",
             hermes_home=str(home),

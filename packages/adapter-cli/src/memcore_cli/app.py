@@ -86,7 +86,11 @@ def root(
     ] = None,
     tenant: Annotated[
         str | None,
-        typer.Option("--tenant", help="The tenant (user) id (default: config, __default__)."),
+        typer.Option(
+            "--tenant",
+            help="The tenant (user) id, exactly as given, never trimmed (default: config, "
+            "__default__).",
+        ),
     ] = None,
     agent: Annotated[
         str | None,

@@ -1,8 +1,11 @@
 """Which scope a command writes to and which scopes it reads, from the global options.
 
-Every string goes through the core's ``normalize_segment``, so no option value can become a
+Every string goes through the core's ``resolve_scope``, so no option value can become a
 wildcard or name another scope. The one exception is an explicit ``*`` for ``--agent`` or
 ``--run`` on a read, which means "every agent/run of this tenant" (the default anyway).
+``--tenant`` follows ``memcore.scope.tenant_segment``, the rule the library and Hermes use:
+taken exactly as given (``--tenant 'alice '`` is the tenant a Hermes user ``"alice "`` has,
+not alice's), blank refused.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ class ScopeChoice:
 
 
 def _concrete_flag(name: str, value: str | None) -> None:
-    if value is not None and value.strip() == WILDCARD:
+    # Exactly ``*`` only: like any other id, `` * `` is taken as given (``%20%2A%20``).
+    if value == WILDCARD:
         raise InvalidInput(
             f"{name} may not be '*': reads never leave one tenant", field=name[2:] + "_id"
         )

@@ -214,6 +214,19 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
         home = HermesHome(kwargs.get("hermes_home"))
         config = home.load_config()
+        session = {
+            "user_id": kwargs.get("user_id"),
+            "agent_identity": kwargs.get("agent_identity"),
+            "gateway_session_key": kwargs.get("gateway_session_key"),
+            "session_title": kwargs.get("session_title"),
+            "session_id": session_id,
+        }
+        # Resolved before any store opens: a blank user id is refused (memcore.scope's one
+        # rule for tenant ids), and a refusal must not leave a store or model behind.
+        scope = resolve_scope(
+            SessionContext(**session), app_id=config.app_id, tenant_id=config.tenant_id
+        )
+        self._session = session
         env = load_environment(home.env_file, self._environ)
         keys = access_keys(env)
         self._secrets = keys.values() if keys else ()
@@ -235,16 +248,6 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 environ=env,
             )
         self._home, self._config = home, config
-        self._session = {
-            "user_id": kwargs.get("user_id"),
-            "agent_identity": kwargs.get("agent_identity"),
-            "gateway_session_key": kwargs.get("gateway_session_key"),
-            "session_title": kwargs.get("session_title"),
-            "session_id": session_id,
-        }
-        scope = resolve_scope(
-            SessionContext(**self._session), app_id=config.app_id, tenant_id=config.tenant_id
-        )
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
         handle = StoreHandle(
             lambda: store,

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
         identity_segment,
         normalize_segment,
         resolve_scope,
+        tenant_segment,
+        unescape_segment,
     )
     from memcore.service import MemoryService
     from memcore.values import (
@@ -89,6 +91,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "identity_segment",
             "normalize_segment",
             "resolve_scope",
+            "tenant_segment",
+            "unescape_segment",
         )
     },
     "MemoryService": ("memcore.service", "MemoryService"),
@@ -152,6 +156,8 @@ __all__ = [
     "open_store",
     "parse_config",
     "resolve_scope",
+    "tenant_segment",
+    "unescape_segment",
 ]
 
 

@@ -42,8 +42,8 @@ class AsyncMemory:
 
     @classmethod
     async def open(cls, backend: str = "local", **options: Any) -> AsyncMemory:
-        """:meth:`Memory.open` (same keywords), off the event loop: opening may create a file
-        or call out."""
+        """:meth:`Memory.open` (same keywords and tenant rule), off the event loop: opening
+        may create a file or call out."""
         return cls(await asyncio.to_thread(Memory.open, backend, **options))
 
     async def _run(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:

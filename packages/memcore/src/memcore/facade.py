@@ -74,7 +74,13 @@ class Memory:
         run_id: str | None = None,
         **options: Any,
     ) -> Memory:
-        """Open a backend by name (``local`` or ``tablestore``) and resolve the scope safely."""
+        """Open a backend by name (``local`` or ``tablestore``) and resolve the scope safely.
+
+        ``user_id`` names the tenant exactly as given (``"alice "`` is not ``"alice"``); None
+        means no user, the shared ``__default__`` tenant; an empty or whitespace-only id is
+        :class:`InvalidInput` (:func:`memcore.scope.tenant_segment`, the rule every host uses).
+        A configured ``tenant_id`` wins over ``user_id``.
+        """
         cfg = config or MemcoreConfig()
         scope = resolve_scope(
             SessionContext(user_id=user_id, agent_identity=agent_id, session_id=run_id),

@@ -2,6 +2,26 @@
 
 A scope is ``app_id/tenant_id/agent_id/run_id``. Writes always target a concrete scope;
 reads may use a :class:`ScopePattern` whose wildcard levels form a suffix, as in TableStore.
+
+How a string becomes a segment (the rule every host shares; README "Tenant ids"):
+
+* Tenant ids (:func:`tenant_segment`): ``None`` means the host has no user at all and gives
+  ``__default__``; an empty or whitespace-only string, or a non-string, is :class:`InvalidInput`.
+  Any other string is taken exactly as given: never trimmed, case-folded or Unicode-normalised
+  (no NFC: ``"é"`` and ``"e"`` + U+0301 are two tenants, as they are two ids to the platform).
+* Escaping: ``%``, ``*``, ``/``, backslash, ``~``, control, format, surrogate, private-use and
+  unassigned characters, whitespace at either end, and the first ``_`` of a leading ``__`` become
+  ``%XX`` (UTF-8 bytes, upper-case hex). So ``%`` always starts an escape, no literal ``~``
+  appears in an unshortened segment, nothing user-made can read ``*`` or ``__default__``, and
+  :func:`unescape_segment` gives the input back exactly.
+* Shortening: an escaped segment longer than :data:`MAX_SEGMENT_CHARS` becomes the longest
+  prefix of whole escaped characters that fits, ``~`` and the first 24 hex digits of the SHA-256
+  of the input. A segment holds a literal ``~`` exactly when it is shortened, so a short id can
+  never spell a long id's segment; two long ids share one only on a 96-bit digest collision.
+
+The mapping is therefore injective: unshortened segments decode back to their input, shortened
+ones differ from every unshortened one and from each other by digest. Up to 0.1.0 ``~`` was
+not escaped and a configured tenant was trimmed (CHANGELOG, "Security", says what moves).
 """
 
 from __future__ import annotations
@@ -22,15 +42,23 @@ LEVELS = ("app_id", "tenant_id", "agent_id", "run_id")
 MAX_SEGMENT_CHARS = 128
 _DIGEST_CHARS = 24
 # Characters that would change a scope's meaning (wildcard, separator, our escape) or hide in logs.
-_ESCAPED = frozenset("%*/\\")
+_ESCAPED = frozenset("%*/\\~")
+#: Marks a shortened segment; escaped everywhere else, so it appears only there.
+_SHORTENED = "~"
 
 
 def _needs_escape(ch: str) -> bool:
     return ch in _ESCAPED or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 
 
+def is_shortened(segment: str) -> bool:
+    """True for a digest-shortened segment: only those hold a literal ``~``."""
+    return _SHORTENED in segment
+
+
 def unescape_segment(text: str) -> str:
-    """Invert the escaping of :func:`normalize_segment` for display (digest-shortened segments stay shortened)."""
+    """The input a segment was made from: exact for an unshortened segment; a shortened one
+    (:func:`is_shortened`) decodes to its kept prefix, ``~`` and the digest, for display."""
     buf = bytearray()
     i = 0
     while i < len(text):
@@ -56,9 +84,9 @@ def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT, trim: bo
 
     Total: any input gives a segment that is non-empty, has no wildcard, separator or control
     character, and is at most :data:`MAX_SEGMENT_CHARS` long. ``None``, non-strings and empty
-    strings give ``default``. ``trim`` strips surrounding whitespace first (config hygiene);
-    identities (a platform's user id) pass ``trim=False``: two different ids are two segments,
-    and whitespace at either end is escaped rather than dropped.
+    strings give ``default``. ``trim`` strips surrounding whitespace first (agent, run and app
+    names); tenants go through :func:`tenant_segment`, which never trims. With ``trim=False``
+    the result is injective over non-empty strings (the module docstring says why).
     """
     if not isinstance(value, str):
         return default
@@ -78,13 +106,34 @@ def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT, trim: bo
                 break
             kept.append(piece)
             room -= len(piece)
-        text = f"{''.join(kept)}~{digest}"
+        text = f"{''.join(kept)}{_SHORTENED}{digest}"
     return text
 
 
 def identity_segment(value: object, *, default: str = DEFAULT_SEGMENT) -> str:
     """The segment for an opaque identity (a user id): injective, never stripped or folded."""
     return normalize_segment(value, default=default, trim=False)
+
+
+def tenant_segment(value: object) -> str:
+    """The tenant segment for a user/tenant id, by the one rule every host follows.
+
+    ``None`` (the host has no user at all) is ``__default__``; an empty or whitespace-only
+    string, or anything but a string, is refused rather than silently shared; any other string
+    is used exactly as given (:func:`identity_segment`), so ``"alice "`` is not ``"alice"``.
+    """
+    if value is None:
+        return DEFAULT_SEGMENT
+    if not isinstance(value, str):
+        raise InvalidInput(
+            f"tenant id must be a string, not {type(value).__name__}", field="tenant_id"
+        )
+    if not value.strip():
+        raise InvalidInput(
+            "tenant id is empty or only whitespace; give an id, or none for the default tenant",
+            field="tenant_id",
+        )
+    return identity_segment(value)
 
 
 def _escaped_pieces(raw: str) -> list[str]:
@@ -120,7 +169,12 @@ def _check_segment(name: str, value: str, *, allow_wildcard: bool) -> None:
         if not allow_wildcard:
             raise InvalidInput(f"scope {name} must be concrete, not '*'", field=name)
         return
-    bad = [ch for ch in value if ch == WILDCARD or ch == "/" or (_needs_escape(ch) and ch != "%")]
+    # ``%`` (escapes) and ``~`` (shortened segments) are what escaped input may hold.
+    bad = [
+        ch
+        for ch in value
+        if ch == WILDCARD or ch == "/" or (_needs_escape(ch) and ch not in "%" + _SHORTENED)
+    ]
     if bad:
         raise InvalidInput(
             f"scope {name} holds a forbidden character {bad[0]!r} (use normalize_segment)",
@@ -250,17 +304,15 @@ def resolve_scope(
 ) -> Scope:
     """Resolve the write scope as the original TableStore plugin does, but safely.
 
-    app: config or ``hermes``; tenant: config ``tenant_id`` (trimmed), else the session's
-    ``user_id`` (escaped as is: never trimmed or folded, so two ids never share a tenant), else
-    ``__default__``;
+    app: config or ``hermes``; tenant: config/``--tenant`` ``tenant_id`` when given, else the
+    session's ``user_id``, both by :func:`tenant_segment` (exact, never trimmed or folded; None
+    is ``__default__``, blank is :class:`InvalidInput`);
     agent: session ``agent_identity`` or ``hermes``; run: ``gateway_session_key``,
     ``session_title``, ``session_id``, ``__default__``. Every string is normalised, so none can
     become a wildcard or name another tenant's scope.
     """
     app = normalize_segment(app_id, default="hermes")
-    tenant = normalize_segment(tenant_id, default="")
-    if not tenant:
-        tenant = identity_segment(session.user_id)
+    tenant = tenant_segment(tenant_id if tenant_id is not None else session.user_id)
     agent = normalize_segment(session.agent_identity, default="hermes")
     run = ""
     for candidate in (session.gateway_session_key, session.session_title, session.session_id):
