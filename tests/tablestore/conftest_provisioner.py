@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memcore_tablestore.credentials import Credentials
-from memcore_tablestore.emulator.control_plane import ControlPlane
+from memcore_tablestore.emulator.control_plane import ControlPlane, LostAnswer, hang_up
 
 ACCESS_KEY_ID = "LTAI5tEmulatorKeyId"
 ACCESS_KEY_SECRET = "emulator-secret-Zq8vX2pL9wK4"  # a test value, checked by the twin's signature
@@ -29,7 +29,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, out_headers, out = self.control.handle(self.command, path, query, headers, body)
+        try:
+            status, out_headers, out = self.control.handle(self.command, path, query, headers, body)
+        except LostAnswer as lost:
+            hang_up(self, lost.hold)
+            return
         self.send_response(status)
         for key, value in out_headers.items():
             if key != "content-length":

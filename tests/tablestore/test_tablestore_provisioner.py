@@ -73,6 +73,7 @@ def make(
             "resolver": control_plane.resolve,
             "clock": clock,
             "sleep": clock.sleep,
+            "wall_clock": clock,
             "control_timeout": 30.0,
             "dns_timeout": 120.0,
             "probe_timeout": 60.0,
@@ -151,7 +152,8 @@ def test_crash_after_create_before_persist_reuses_the_instance(
     with pytest.raises(Crash):
         make(probe=dies).ensure_instance()
     assert control_plane.create_count == 1
-    assert not config_path.exists()
+    # The name was saved first; the endpoint only comes with a finished bootstrap.
+    assert "endpoint" not in _saved(config_path)
     assert (config_path.parent / PENDING_MARKER).exists()
 
     facts = make().ensure_instance()
@@ -167,7 +169,8 @@ def test_failed_save_is_reported_and_the_next_run_reuses_the_instance(
     make: Any, control_plane: ControlPlane, config_path: Path
 ) -> None:
     def path_turns_into_a_directory(_: InstanceFacts) -> None:
-        config_path.mkdir(parents=True)  # the save can neither read nor replace it now
+        config_path.unlink()
+        config_path.mkdir()  # the final save can neither read nor replace it now
 
     with pytest.raises(ConfigError) as info:
         make(probe=path_turns_into_a_directory).ensure_instance()
@@ -236,9 +239,10 @@ def test_acl_failure_is_surfaced_with_its_code_and_recommend(
         status=403,
         message="User not authorized to operate on the specified resource.",
         recommend="https://api.aliyun.com/troubleshoot?q=Forbidden.RAM",
+        times=None,
     )
     with pytest.raises(PermissionDenied) as info:
-        make().ensure_instance()
+        make().ensure_instance()  # after the new instance's warm-up has run out
 
     err = info.value
     assert isinstance(err, ControlPlaneError)
@@ -249,9 +253,10 @@ def test_acl_failure_is_surfaced_with_its_code_and_recommend(
     assert "User not authorized" in str(err)
     assert "https://api.aliyun.com/troubleshoot?q=Forbidden.RAM" in str(err)
     assert err.to_dict()["recommend"] == "https://api.aliyun.com/troubleshoot?q=Forbidden.RAM"
-    assert not config_path.exists()
+    assert "endpoint" not in _saved(config_path)
 
     # Once the permission is granted, a re-run finishes with the same instance.
+    control_plane.clear_faults()
     facts = make().ensure_instance()
     assert control_plane.create_count == 1
     assert control_plane.instances()[0]["InstanceName"] == facts.instance_name
@@ -299,7 +304,7 @@ def test_dns_that_never_resolves_is_bounded_and_resumable(
     with pytest.raises(Unavailable) as info:
         make(dns_timeout=60.0).ensure_instance()
     assert info.value.field == "endpoint"
-    assert not config_path.exists()
+    assert "endpoint" not in _saved(config_path)
 
     control_plane.configure({"dns_delay": 0.0})
     facts = make().ensure_instance()
@@ -321,13 +326,18 @@ def test_transient_data_plane_errors_are_retried(make: Any) -> None:
     assert seen == [facts, facts, facts]
 
 
-def test_a_refused_probe_stops_the_bootstrap(make: Any, config_path: Path) -> None:
+def test_a_refused_probe_stops_the_bootstrap_after_the_warm_up(
+    make: Any, config_path: Path, clock: Any
+) -> None:
     def probe(_: InstanceFacts) -> None:
         raise PermissionDenied("OTSAuthFailed", field="credentials")
 
+    start = clock()
     with pytest.raises(PermissionDenied):
-        make(probe=probe).ensure_instance()
-    assert not config_path.exists()
+        make(probe=probe, warmup=300.0).ensure_instance()
+    assert 300.0 - 1e-6 <= clock() - start <= 300.0 + 60.0
+    assert "endpoint" not in _saved(config_path)
+    assert (config_path.parent / PENDING_MARKER).exists()
 
 
 def test_config_is_merged_and_written_0600(make: Any, config_path: Path) -> None:
