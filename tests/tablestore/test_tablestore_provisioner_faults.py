@@ -193,7 +193,7 @@ def test_a_refused_create_bought_nothing_and_says_so_in_one_line(
     "name",
     [
         "abc",
-        "inst-abcdefghijk0",  # 16, the longest CreateInstance allows
+        "inst-abcdefghij0",  # 16, the longest CreateInstance allows
         "tbl-8f3a2c1d9e7b6a5f",  # 20: bought, then refused at the save before the fix
         "7c1e0d2f-memory-store",  # starts with a digit
         "vcu_instance_2026_12_03",  # underscores

@@ -296,7 +296,9 @@ class TableStoreProvisioner:
                 self._check_usable(record)
                 say(f"Resuming the bootstrap of instance {record.name}")
                 return record.name, False, pending
-        deadline = self._clock() + self._control_timeout + self._listing_patience
+        started = self._clock()
+        # Bounds the purchase attempts; each one with an unclear answer is then looked for.
+        deadline = started + self._control_timeout + self._listing_patience
         sent_here = False
         alias = pending.alias
         attempt = 0
@@ -316,12 +318,11 @@ class TableStoreProvisioner:
                 return found.name, sent_here, pending
             if pending.create_sent_at is not None:
                 # A create went out and its answer never said what happened: look, don't buy.
+                # Bounded by the patience alone: giving up sooner could leave a bought
+                # instance unsaved.
                 left = pending.create_sent_at + self._listing_patience - self._wall()
                 if left > 0:
-                    remaining = deadline - self._clock()
-                    if remaining <= 0:
-                        raise _undecided(pending.alias, self._state_dir)
-                    delay = min(backoff(attempt, first=2.0, cap=15.0), left, remaining)
+                    delay = min(backoff(attempt, first=2.0, cap=15.0), left)
                     say(
                         f"An instance with alias {pending.alias} may have been bought but is not "
                         f"listed yet; looking again in {delay:.1f} s (up to {left:.0f} s more)"
@@ -333,7 +334,7 @@ class TableStoreProvisioner:
                     f"{self._listing_patience:.0f} s after the create was sent: nothing was bought"
                 )
             if self._clock() >= deadline:
-                raise _undecided(pending.alias, self._state_dir)
+                raise _nothing_bought(pending.alias, self._clock() - started)
             say(
                 "Creating a TableStore VCU instance (SSD, elastic VCU, one month, auto-renew monthly)"
             )
@@ -476,11 +477,10 @@ def _warming_note(
     )
 
 
-def _undecided(alias: str, state_dir: Path) -> Unavailable:
+def _nothing_bought(alias: str, waited: float) -> Unavailable:
     return Unavailable(
-        f"could not tell whether an instance with alias {alias} was bought (no answer, and it "
-        f"is not listed yet); run again later: it looks again before buying "
-        f"({state_dir / PENDING_MARKER} keeps the alias)",
+        f"CreateVCUInstance did not go through in {waited:.0f} s and no instance carries "
+        f"alias {alias}: nothing was bought; run again later",
         field="instance_name",
     )
 
