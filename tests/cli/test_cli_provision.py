@@ -25,14 +25,11 @@ def twin():
     server.stop()
 
 
-def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
-    server, control = twin
-    host = server.url.removeprefix("http://")
-    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
-    args = [
+def _provision_args(server):
+    return [
         "provision",
         "--control-endpoint",
-        host,
+        server.url.removeprefix("http://"),
         "--control-protocol",
         "http",
         "--endpoint-template",
@@ -40,6 +37,12 @@ def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
         "--dns-timeout",
         "10",
     ]
+
+
+def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
+    server, control = twin
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    args = _provision_args(server)
     first = local_cli("--json", *args, env=env)
     assert first.exit_code == 0, first.stderr
     facts = json.loads(first.stdout)
@@ -80,20 +83,6 @@ def test_provision_without_credentials_exits_4(home, twin, local_cli):
     assert result.exit_code == 4
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (home / ".tablestore_pending.json").exists()
-
-
-def _provision_args(server):
-    return [
-        "provision",
-        "--control-endpoint",
-        server.url.removeprefix("http://"),
-        "--control-protocol",
-        "http",
-        "--endpoint-template",
-        server.url,
-        "--dns-timeout",
-        "10",
-    ]
 
 
 def test_provision_waits_out_the_new_instance_and_says_so_on_stderr(home, twin, local_cli):

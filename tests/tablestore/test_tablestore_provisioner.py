@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
 import stat
-import sys
 import threading
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+import tablestore_conftest_provisioner as _fx  # registered by conftest.py
 
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError, InvalidInput, PermissionDenied, Unavailable
@@ -24,64 +22,17 @@ from memcore_tablestore.provisioner import TableStoreProvisioner, data_endpoint
 from memcore_tablestore.provisioner_errors import ControlPlaneError
 from memcore_tablestore.provisioner_files import PENDING_MARKER, PendingInstance, write_pending
 
-
-def _load_fixtures() -> ModuleType:
-    name = "tablestore_conftest_provisioner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("conftest_provisioner.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_fx = _load_fixtures()
 clock = _fx.clock
 control_plane = _fx.control_plane
 control_endpoint = _fx.control_endpoint
 credentials = _fx.credentials
+config_path = _fx.config_path
+make = _fx.make
 FakeClock = _fx.FakeClock
 
 
 class Crash(BaseException):
     """Stands for the process dying: not an Exception, so nothing on the way catches it."""
-
-
-@pytest.fixture
-def config_path(tmp_path: Path) -> Path:
-    return tmp_path / "hermes" / "tablestore_memory.json"
-
-
-@pytest.fixture
-def make(
-    control_plane: ControlPlane,
-    control_endpoint: str,
-    credentials: Credentials,
-    clock: Any,
-    config_path: Path,
-):
-    """Build a provisioner wired to the twin, reading the config file as a fresh start would."""
-
-    def build(**overrides: Any) -> TableStoreProvisioner:
-        options: dict[str, Any] = {
-            "credentials": credentials,
-            "control_endpoint": control_endpoint,
-            "control_protocol": "http",
-            "resolver": control_plane.resolve,
-            "clock": clock,
-            "sleep": clock.sleep,
-            "wall_clock": clock,
-            "control_timeout": 30.0,
-            "dns_timeout": 120.0,
-            "probe_timeout": 60.0,
-        }
-        options.update(overrides)
-        return TableStoreProvisioner.from_file(config_path, **options)
-
-    return build
 
 
 def _saved(config_path: Path) -> dict[str, Any]:

@@ -1,19 +1,23 @@
 """First runs under the faults a real purchase meets: late listings, lost answers, timeouts,
-service-chosen names, a new instance's warm-up, and instances that are not ``normal``."""
+service-chosen names, a new instance's warm-up, and instances that are not ``normal``.
+
+The property at the end draws whole fault schedules with hypothesis; time is a fake clock, so
+minutes of warm-up and listing lag cost nothing."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
+import tempfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+import tablestore_conftest_provisioner as _fx  # registered by conftest.py
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memcore.config import MemcoreConfig
-from memcore.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound, PermissionDenied
 from memcore.ports import InstanceFacts
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.emulator.control_plane import ControlPlane
@@ -26,54 +30,20 @@ from memcore_tablestore.provisioner_files import (
     write_pending,
 )
 
-
-def _load_fixtures() -> ModuleType:
-    name = "tablestore_conftest_provisioner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("conftest_provisioner.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_fx = _load_fixtures()
 clock = _fx.clock
 control_plane = _fx.control_plane
 control_endpoint = _fx.control_endpoint
 credentials = _fx.credentials
+config_path = _fx.config_path
+make = _fx.make
 
 
-@pytest.fixture
-def config_path(tmp_path: Path) -> Path:
-    return tmp_path / "hermes" / "tablestore_memory.json"
-
-
-@pytest.fixture
-def make(
-    control_plane: ControlPlane,
-    control_endpoint: str,
-    credentials: Credentials,
-    clock: Any,
-    config_path: Path,
-):
-    def build(**overrides: Any) -> TableStoreProvisioner:
-        options: dict[str, Any] = {
-            "credentials": credentials,
-            "control_endpoint": control_endpoint,
-            "control_protocol": "http",
-            "resolver": control_plane.resolve,
-            "clock": clock,
-            "sleep": clock.sleep,
-            "wall_clock": clock,
-        }
-        options.update(overrides)
-        return TableStoreProvisioner.from_file(config_path, **options)
-
-    return build
+def _buy(control_endpoint: str, credentials: Credentials, alias: str) -> str:
+    """An instance bought behind the provisioner's back, as an earlier run would have."""
+    client = ControlPlaneClient(
+        region="cn-beijing", credentials=credentials, endpoint=control_endpoint, protocol="http"
+    )
+    return client.create_vcu_instance(alias=alias, description="")
 
 
 def _saved(config_path: Path) -> dict[str, Any]:
@@ -157,13 +127,7 @@ def test_a_rerun_after_a_crash_mid_create_looks_before_buying(
 ) -> None:
     # An earlier run sent the create (marker says so) and died; the listing still lags.
     control_plane.configure({"list_lag": 120.0})
-    client = ControlPlaneClient(
-        region="cn-beijing",
-        credentials=credentials,
-        endpoint=control_endpoint,
-        protocol="http",
-    )
-    bought = client.create_vcu_instance(alias="memcore-0123456789ab", description="")
+    bought = _buy(control_endpoint, credentials, "memcore-0123456789ab")
     write_pending(
         config_path.parent,
         PendingInstance(
@@ -300,13 +264,7 @@ def test_an_old_instance_gets_no_warm_up(
     control_endpoint: str,
 ) -> None:
     # Bought an hour ago by an unfinished bootstrap: an auth failure now is a real one.
-    client = ControlPlaneClient(
-        region="cn-beijing",
-        credentials=credentials,
-        endpoint=control_endpoint,
-        protocol="http",
-    )
-    name = client.create_vcu_instance(alias="memcore-old", description="")
+    name = _buy(control_endpoint, credentials, "memcore-old")
     write_pending(
         config_path.parent,
         PendingInstance(
@@ -344,13 +302,7 @@ def test_an_instance_that_is_not_normal_is_never_reused(
     credentials: Credentials,
     control_endpoint: str,
 ) -> None:
-    client = ControlPlaneClient(
-        region="cn-beijing",
-        credentials=credentials,
-        endpoint=control_endpoint,
-        protocol="http",
-    )
-    name = client.create_vcu_instance(alias="memcore-abcdef012345", description="")
+    name = _buy(control_endpoint, credentials, "memcore-abcdef012345")
     control_plane.set_status(name, status)
     write_pending(
         config_path.parent, PendingInstance(alias="memcore-abcdef012345", region="cn-beijing")
@@ -385,3 +337,118 @@ def test_a_resumed_instance_that_became_forbidden_is_not_used(
     with pytest.raises(Conflict):
         make().ensure_instance()
     assert "endpoint" not in _saved(config_path)
+
+
+# -- property: every fault schedule ends in one purchase saved, or none and one line -------
+PATIENCE = 180.0
+#: What CreateVCUInstance can do to one call: (kind, takes effect).
+CREATE_FAULTS = {
+    "lost": ("lose", True),  # bought; the connection drops before the answer
+    "lost_early": ("lose", False),  # dropped before it took effect
+    "error_500_bought": ("error", True),
+    "error_500": ("error", False),
+    "throttled": ("throttled", False),
+    "refused": ("refused", False),  # a final 4xx: nothing bought, the run must stop
+}
+UPDATE_CODES = [
+    ("InvalidInstanceName.NotFound", 404),
+    ("OTSAuthFailed", 403),
+    ("Forbidden", 403),
+    ("IncorrectInstanceStatus", 409),
+]
+
+schedules = st.fixed_dictionaries(
+    {
+        # How late ListInstances shows a new instance, up to the documented patience.
+        "list_lag": st.integers(0, int(PATIENCE)),
+        "create": st.lists(st.sampled_from(sorted(CREATE_FAULTS)), max_size=3),
+        "list_errors": st.integers(0, 2),
+        "update_errors": st.integers(0, 4),
+        "update_code": st.sampled_from(UPDATE_CODES),
+        # The data endpoint answers OTSAuthFailed for this long after the purchase.
+        "auth_window": st.integers(0, 400),
+        "dns_delay": st.integers(0, 90),
+        # The service picks the name: 3 to 32 characters, in a format its pages do not give.
+        "name": st.from_regex(r"[a-z0-9][a-z0-9_-]{1,30}[a-z0-9]", fullmatch=True),
+    }
+)
+
+
+def _arm(twin: ControlPlane, schedule: dict[str, Any]) -> None:
+    twin.configure({"list_lag": float(schedule["list_lag"]), "dns_delay": schedule["dns_delay"]})
+    for fault in schedule["create"]:
+        kind, commit = CREATE_FAULTS[fault]
+        if kind == "lose":
+            twin.lose("CreateVCUInstance", commit=commit)
+        elif kind == "error":
+            twin.fail("CreateVCUInstance", code="InternalError", status=500, commit=commit)
+        elif kind == "throttled":
+            twin.fail("CreateVCUInstance", code="Throttling.User", status=400)
+        else:
+            twin.fail("CreateVCUInstance", code="InvalidParameter.VCU", status=400)
+    if schedule["list_errors"]:
+        twin.fail("ListInstances", code="InternalError", status=500, times=schedule["list_errors"])
+    if schedule["update_errors"]:
+        code, status = schedule["update_code"]
+        twin.fail("UpdateInstance", code=code, status=status, times=schedule["update_errors"])
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(schedule=schedules)
+def test_one_instance_bought_and_saved_or_none_and_one_line(schedule: dict[str, Any]) -> None:
+    clock = _fx.FakeClock()
+    twin = ControlPlane(
+        region="cn-beijing",
+        access_keys={_fx.ACCESS_KEY_ID: _fx.ACCESS_KEY_SECRET},
+        instance_names=[schedule["name"]],
+        clock=clock,
+    )
+    _arm(twin, schedule)
+
+    def probe(facts: InstanceFacts) -> None:
+        if twin.age(facts.instance_name) < schedule["auth_window"]:
+            raise PermissionDenied(
+                "ListMemoryStores failed: HTTP 403 OTSAuthFailed: The instance is not running."
+            )
+
+    server = _fx.LocalControlServer(twin)
+    server.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        config_path = Path(tmp) / "tablestore_memory.json"
+        try:
+            provisioner = TableStoreProvisioner.from_file(
+                config_path,
+                credentials=_fx.Credentials(_fx.ACCESS_KEY_ID, _fx.ACCESS_KEY_SECRET),
+                control_endpoint=server.endpoint,
+                control_protocol="http",
+                resolver=twin.resolve,
+                probe=probe,
+                clock=clock,
+                sleep=clock.sleep,
+                wall_clock=clock,
+                listing_patience=PATIENCE,
+            )
+            facts: InstanceFacts | None = provisioner.ensure_instance()
+            error: MemcoreError | None = None
+        except MemcoreError as exc:
+            facts, error = None, exc
+        finally:
+            server.stop()
+
+        if error is not None:
+            assert twin.create_count == 0, (schedule, str(error))
+            assert str(error) and "\n" not in str(error)
+            # Only a final refusal (or running out of attempts) may end a first run this way.
+            assert set(schedule["create"]) & {"refused", "lost_early", "error_500"}, schedule
+            return
+        assert facts is not None
+        assert twin.create_count == 1, schedule
+        assert facts.instance_name == schedule["name"]
+        saved = json.loads(config_path.read_text(encoding="utf-8"))
+        assert saved["instance_name"] == facts.instance_name
+        assert saved["endpoint"] == facts.endpoint
+        assert not (config_path.parent / PENDING_MARKER).exists()
