@@ -25,14 +25,11 @@ def twin():
     server.stop()
 
 
-def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
-    server, control = twin
-    host = server.url.removeprefix("http://")
-    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
-    args = [
+def _provision_args(server):
+    return [
         "provision",
         "--control-endpoint",
-        host,
+        server.url.removeprefix("http://"),
         "--control-protocol",
         "http",
         "--endpoint-template",
@@ -40,6 +37,12 @@ def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
         "--dns-timeout",
         "10",
     ]
+
+
+def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
+    server, control = twin
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    args = _provision_args(server)
     first = local_cli("--json", *args, env=env)
     assert first.exit_code == 0, first.stderr
     facts = json.loads(first.stdout)
@@ -80,3 +83,40 @@ def test_provision_without_credentials_exits_4(home, twin, local_cli):
     assert result.exit_code == 4
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (home / ".tablestore_pending.json").exists()
+
+
+def test_provision_waits_out_the_new_instance_and_says_so_on_stderr(home, twin, local_cli):
+    server, control = twin
+    # Right after the purchase the instance refuses UpdateInstance twice (it is not running yet).
+    control.fail("UpdateInstance", code="OTSAuthFailed", status=403, times=2)
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+
+    result = local_cli("--json", *_provision_args(server), env=env)
+
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["instance_name"] == "emulator"
+    assert result.stderr.count("warming up (OTSAuthFailed)") == 2
+    assert control.create_count == 1
+
+
+def test_provision_keeps_a_long_service_chosen_name(home, local_cli):
+    from memcore.testing import InMemoryMemoryStore
+    from memcore_tablestore.emulator import EmulatorServer
+    from memcore_tablestore.emulator.control_plane import ControlPlane
+
+    name = "tbl-8f3a2c1d9e7b6a5f"  # 20 characters, chosen by the service
+    control = ControlPlane(instance_names=[name], access_keys={AK: SK})
+    server = EmulatorServer(
+        InMemoryMemoryStore(), access_key_id=AK, access_key_secret=SK, control_plane=control
+    ).start()
+    try:
+        env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+        first = local_cli("--json", *_provision_args(server), env=env)
+        assert first.exit_code == 0, first.stderr
+        assert json.loads((home / "config.json").read_text())["instance_name"] == name
+        again = local_cli("--json", *_provision_args(server), env=env)
+        assert again.exit_code == 0, again.stderr
+        assert json.loads(again.stdout)["created"] is False
+        assert control.create_count == 1
+    finally:
+        server.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,3 +75,35 @@ def test_doctor_bootstraps_and_confirms_the_endpoint(
     }
     assert report["ok"] is True
     assert twin.store.list_stores() == []  # doctor created no memory store
+
+
+def test_a_warming_instance_is_waited_for_and_logged(
+    hermes_home: Path, kit: Any, twin: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The new instance refuses UpdateInstance for a while; the wait shows in the Hermes log and
+    # the status line, and runs on the injected clock (no real minutes spent).
+    twin.control_plane.fail(
+        "UpdateInstance", code="InvalidInstanceName.NotFound", status=404, times=3
+    )
+    kit.write_config(hermes_home, backend="tablestore", timeout=3.0)
+    kit.write_env(hermes_home, kit.EMULATOR_KEYS)
+    slept: list[float] = []
+    now = [1000.0]
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    progress: list[str] = []
+    caplog.set_level(logging.INFO)
+    provider = TablestoreMemProvider(
+        provisioner_options={**options(twin), "clock": lambda: now[0], "sleep": sleep}
+    )
+    provider.initialize("s1", hermes_home=str(hermes_home), status_callback=progress.append)
+    try:
+        assert sum("warming up" in m for m in progress) == 3
+        assert caplog.text.count("warming up (InvalidInstanceName.NotFound)") >= 3
+        assert len(slept) >= 3
+        assert twin.control_plane.create_count == 1
+    finally:
+        provider.shutdown()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,27 @@ from memcore.testing import InMemoryMemoryStore
 from memcore_tablestore.emulator import EmulatorServer
 from memcore_tablestore.store import TableStoreMemoryStore
 from memcore_tablestore.testing import async_store_for, running_emulator, store_for
+
+
+def _register_provisioner_fixtures() -> None:
+    """Make ``conftest_provisioner.py`` importable as ``tablestore_conftest_provisioner``.
+
+    The tests are not a package (``--import-mode=importlib``), so the provisioner modules
+    import it by that name; this conftest is loaded before any of them.
+    """
+    name = "tablestore_conftest_provisioner"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).with_name("conftest_provisioner.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_register_provisioner_fixtures()
 
 
 @pytest.fixture

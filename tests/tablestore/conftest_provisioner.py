@@ -8,14 +8,16 @@ fallback.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memcore_tablestore.credentials import Credentials
-from memcore_tablestore.emulator.control_plane import ControlPlane
+from memcore_tablestore.emulator.control_plane import ControlPlane, LostAnswer, hang_up
+from memcore_tablestore.provisioner import TableStoreProvisioner
 
 ACCESS_KEY_ID = "LTAI5tEmulatorKeyId"
 ACCESS_KEY_SECRET = "emulator-secret-Zq8vX2pL9wK4"  # a test value, checked by the twin's signature
@@ -29,7 +31,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, out_headers, out = self.control.handle(self.command, path, query, headers, body)
+        try:
+            status, out_headers, out = self.control.handle(self.command, path, query, headers, body)
+        except LostAnswer as lost:
+            hang_up(self, lost.hold)
+            return
         self.send_response(status)
         for key, value in out_headers.items():
             if key != "content-length":
@@ -136,3 +142,38 @@ def control_plane(clock: FakeClock) -> ControlPlane:
     return ControlPlane(
         region="cn-beijing", access_keys={ACCESS_KEY_ID: ACCESS_KEY_SECRET}, clock=clock
     )
+
+
+@pytest.fixture
+def config_path(tmp_path: Path) -> Path:
+    return tmp_path / "hermes" / "tablestore_memory.json"
+
+
+@pytest.fixture
+def make(
+    control_plane: ControlPlane,
+    control_endpoint: str,
+    credentials: Credentials,
+    clock: FakeClock,
+    config_path: Path,
+) -> Callable[..., TableStoreProvisioner]:
+    """Build a provisioner wired to the twin, reading the config file as a fresh start would;
+    every wait runs on ``clock``."""
+
+    def build(**overrides: Any) -> TableStoreProvisioner:
+        options: dict[str, Any] = {
+            "credentials": credentials,
+            "control_endpoint": control_endpoint,
+            "control_protocol": "http",
+            "resolver": control_plane.resolve,
+            "clock": clock,
+            "sleep": clock.sleep,
+            "wall_clock": clock,
+            "control_timeout": 30.0,
+            "dns_timeout": 120.0,
+            "probe_timeout": 60.0,
+        }
+        options.update(overrides)
+        return TableStoreProvisioner.from_file(config_path, **options)
+
+    return build

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
 import stat
-import sys
 import threading
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+import tablestore_conftest_provisioner as _fx  # registered by conftest.py
 
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError, InvalidInput, PermissionDenied, Unavailable
@@ -24,63 +22,17 @@ from memcore_tablestore.provisioner import TableStoreProvisioner, data_endpoint
 from memcore_tablestore.provisioner_errors import ControlPlaneError
 from memcore_tablestore.provisioner_files import PENDING_MARKER, PendingInstance, write_pending
 
-
-def _load_fixtures() -> ModuleType:
-    name = "tablestore_conftest_provisioner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("conftest_provisioner.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_fx = _load_fixtures()
 clock = _fx.clock
 control_plane = _fx.control_plane
 control_endpoint = _fx.control_endpoint
 credentials = _fx.credentials
+config_path = _fx.config_path
+make = _fx.make
 FakeClock = _fx.FakeClock
 
 
 class Crash(BaseException):
     """Stands for the process dying: not an Exception, so nothing on the way catches it."""
-
-
-@pytest.fixture
-def config_path(tmp_path: Path) -> Path:
-    return tmp_path / "hermes" / "tablestore_memory.json"
-
-
-@pytest.fixture
-def make(
-    control_plane: ControlPlane,
-    control_endpoint: str,
-    credentials: Credentials,
-    clock: Any,
-    config_path: Path,
-):
-    """Build a provisioner wired to the twin, reading the config file as a fresh start would."""
-
-    def build(**overrides: Any) -> TableStoreProvisioner:
-        options: dict[str, Any] = {
-            "credentials": credentials,
-            "control_endpoint": control_endpoint,
-            "control_protocol": "http",
-            "resolver": control_plane.resolve,
-            "clock": clock,
-            "sleep": clock.sleep,
-            "control_timeout": 30.0,
-            "dns_timeout": 120.0,
-            "probe_timeout": 60.0,
-        }
-        options.update(overrides)
-        return TableStoreProvisioner.from_file(config_path, **options)
-
-    return build
 
 
 def _saved(config_path: Path) -> dict[str, Any]:
@@ -151,7 +103,8 @@ def test_crash_after_create_before_persist_reuses_the_instance(
     with pytest.raises(Crash):
         make(probe=dies).ensure_instance()
     assert control_plane.create_count == 1
-    assert not config_path.exists()
+    # The name was saved first; the endpoint only comes with a finished bootstrap.
+    assert "endpoint" not in _saved(config_path)
     assert (config_path.parent / PENDING_MARKER).exists()
 
     facts = make().ensure_instance()
@@ -167,7 +120,8 @@ def test_failed_save_is_reported_and_the_next_run_reuses_the_instance(
     make: Any, control_plane: ControlPlane, config_path: Path
 ) -> None:
     def path_turns_into_a_directory(_: InstanceFacts) -> None:
-        config_path.mkdir(parents=True)  # the save can neither read nor replace it now
+        config_path.unlink()
+        config_path.mkdir()  # the final save can neither read nor replace it now
 
     with pytest.raises(ConfigError) as info:
         make(probe=path_turns_into_a_directory).ensure_instance()
@@ -236,9 +190,10 @@ def test_acl_failure_is_surfaced_with_its_code_and_recommend(
         status=403,
         message="User not authorized to operate on the specified resource.",
         recommend="https://api.aliyun.com/troubleshoot?q=Forbidden.RAM",
+        times=None,
     )
     with pytest.raises(PermissionDenied) as info:
-        make().ensure_instance()
+        make().ensure_instance()  # after the new instance's warm-up has run out
 
     err = info.value
     assert isinstance(err, ControlPlaneError)
@@ -249,9 +204,10 @@ def test_acl_failure_is_surfaced_with_its_code_and_recommend(
     assert "User not authorized" in str(err)
     assert "https://api.aliyun.com/troubleshoot?q=Forbidden.RAM" in str(err)
     assert err.to_dict()["recommend"] == "https://api.aliyun.com/troubleshoot?q=Forbidden.RAM"
-    assert not config_path.exists()
+    assert "endpoint" not in _saved(config_path)
 
     # Once the permission is granted, a re-run finishes with the same instance.
+    control_plane.clear_faults()
     facts = make().ensure_instance()
     assert control_plane.create_count == 1
     assert control_plane.instances()[0]["InstanceName"] == facts.instance_name
@@ -299,7 +255,7 @@ def test_dns_that_never_resolves_is_bounded_and_resumable(
     with pytest.raises(Unavailable) as info:
         make(dns_timeout=60.0).ensure_instance()
     assert info.value.field == "endpoint"
-    assert not config_path.exists()
+    assert "endpoint" not in _saved(config_path)
 
     control_plane.configure({"dns_delay": 0.0})
     facts = make().ensure_instance()
@@ -321,13 +277,18 @@ def test_transient_data_plane_errors_are_retried(make: Any) -> None:
     assert seen == [facts, facts, facts]
 
 
-def test_a_refused_probe_stops_the_bootstrap(make: Any, config_path: Path) -> None:
+def test_a_refused_probe_stops_the_bootstrap_after_the_warm_up(
+    make: Any, config_path: Path, clock: Any
+) -> None:
     def probe(_: InstanceFacts) -> None:
         raise PermissionDenied("OTSAuthFailed", field="credentials")
 
+    start = clock()
     with pytest.raises(PermissionDenied):
-        make(probe=probe).ensure_instance()
-    assert not config_path.exists()
+        make(probe=probe, warmup=300.0).ensure_instance()
+    assert 300.0 - 1e-6 <= clock() - start <= 300.0 + 60.0
+    assert "endpoint" not in _saved(config_path)
+    assert (config_path.parent / PENDING_MARKER).exists()
 
 
 def test_config_is_merged_and_written_0600(make: Any, config_path: Path) -> None:

@@ -107,6 +107,12 @@ class ControlPlaneConflict(ControlPlaneError, Conflict):
     """The instance already exists or is busy."""
 
 
+class InstanceUnusable(ControlPlaneError, Conflict):
+    """The instance exists but its status (``forbidden``, ``Deleting``) rules out using it."""
+
+    retryable = False
+
+
 class ControlPlaneThrottled(ControlPlaneError, Throttled):
     """The control plane asked us to slow down."""
 
@@ -246,6 +252,7 @@ __all__ = [
     "ControlPlaneNotFound",
     "ControlPlaneThrottled",
     "ControlPlaneUnavailable",
+    "InstanceUnusable",
     "classify",
     "from_sdk_error",
     "redact",

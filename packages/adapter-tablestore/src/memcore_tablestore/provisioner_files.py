@@ -30,12 +30,20 @@ _converter = cattrs.Converter(forbid_extra_keys=True)
 
 @attrs.frozen
 class PendingInstance:
-    """A bootstrap in progress: the alias chosen, and the instance name once it is known."""
+    """A bootstrap in progress: the alias chosen, and the instance name once it is known.
+
+    ``create_sent_at`` (wall-clock seconds) is written just before a ``CreateVCUInstance`` is
+    sent and cleared once its answer says what happened; while it is set, the instance may
+    exist without being listed yet, so the alias is looked for before anything is bought.
+    ``bought_at`` is when this intent's instance was bought: its warm-up is timed from there.
+    """
 
     alias: str
     region: str
     instance_name: str | None = None
     started_at: float = 0.0
+    create_sent_at: float | None = None
+    bought_at: float | None = None
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:

@@ -68,10 +68,15 @@ def retry_transient(
     clock: Clock,
     sleep: Sleep,
     on_retry: Callable[[int, BaseException, float], None] | None = None,
+    warming: Callable[[BaseException], bool] | None = None,
+    warm_until: float | None = None,
 ) -> T:
     """Run ``call`` until it succeeds, retrying retryable memcore errors and OS errors.
 
     Only calls that are safe to repeat are passed here (reads, and idempotent updates).
+    ``warming`` picks further errors that are expected while a new instance warms up (an
+    ``OTSAuthFailed`` for "instance not running"); those are retried until ``warm_until`` on
+    ``clock``, and then raised as they are.
     """
     deadline = clock() + timeout
     attempt = 0
@@ -80,9 +85,16 @@ def retry_transient(
         try:
             return call()
         except (MemcoreError, OSError) as exc:
-            if isinstance(exc, MemcoreError) and not exc.retryable:
+            warm = (
+                warming is not None
+                and warm_until is not None
+                and clock() < warm_until
+                and warming(exc)
+            )
+            if isinstance(exc, MemcoreError) and not exc.retryable and not warm:
                 raise
-            remaining = deadline - clock()
+            limit = max(deadline, warm_until) if warm and warm_until is not None else deadline
+            remaining = limit - clock()
             if remaining <= 0:
                 if isinstance(exc, MemcoreError):
                     raise

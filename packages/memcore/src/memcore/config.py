@@ -24,7 +24,10 @@ from memcore.limits import STORE_NAME_RE
 
 BACKENDS = ("local", "tablestore")
 EMBEDDERS = ("auto", "onnx", "none")
-_INSTANCE_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,15}")
+#: The service names a VCU instance itself, in a format its pages do not give (the 3-16
+#: character rule is for names a user picks with CreateInstance). A saved name is checked only
+#: for what it is used as: the first label of the data host, so at most 63 characters.
+_INSTANCE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 _REGION_RE = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
 
 
@@ -57,7 +60,8 @@ def _instance_name(_: Any, attribute: attrs.Attribute[Any], value: str | None) -
     if value is not None and not _INSTANCE_RE.fullmatch(value):
         raise _BadValue(
             attribute.name,
-            f"{attribute.name} must be 3 to 16 letters, digits or '-', starting with a letter",
+            f"{attribute.name} must be 1 to 63 letters, digits, '-' or '_', starting with a "
+            "letter or digit",
         )
 
 

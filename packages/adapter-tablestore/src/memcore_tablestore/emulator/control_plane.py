@@ -5,8 +5,16 @@ the ``2020-12-09`` OpenAPI version, so the unmodified ``alibabacloud-tablestore2
 client can be pointed at it (``endpoint="127.0.0.1:PORT"``, ``protocol="http"``). Errors use
 the Alibaba Cloud OpenAPI shape (``Code``, ``Message``, ``RequestId``, ``Recommend``).
 
-Fault knobs make the awkward cases reproducible: an action failing with a given code, added
-latency, and a data endpoint whose DNS name only resolves after a while.
+Fault knobs make the awkward cases reproducible: an action failing with a given code, an answer
+lost after the action took effect (a hang-up, or silence long enough to be a read timeout),
+a listing that shows a new instance only after a while, instances that are ``forbidden`` or
+``Deleting``, added latency, and a data endpoint whose DNS name only resolves after a while.
+
+Ranges, defaults and rules follow the vendor's pages (each cited where it is enforced):
+ListInstances https://www.alibabacloud.com/help/en/tablestore/developer-reference/api-tablestore-2020-12-09-listinstances,
+CreateVCUInstance https://www.alibabacloud.com/help/en/tablestore/developer-reference/api-tablestore-2020-12-09-createvcuinstance,
+ALIYUN::OTS::VCUInstance https://www.alibabacloud.com/help/en/ros/developer-reference/aliyun-ots-vcuinstance,
+CreateInstance (naming) https://alibabacloud.com/help/en/tablestore/developer-reference/api-tablestore-2020-12-09-createinstance.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import socket
 import threading
@@ -45,7 +54,21 @@ CLUSTER_TYPES = ("SSD", "HYBRID")
 NETWORK_TYPE_ACL = ("INTERNET", "VPC", "CLASSIC")
 NETWORK_SOURCE_ACL = ("TRUST_PROXY",)
 _SIGN_ALGORITHM = "ACS3-HMAC-SHA256"
-_MAX_LIST_RESULTS = 100
+#: ListInstances: "Valid values: 0 to 200. If you do not configure this parameter or set this
+#: parameter to 0, the default value of 100 is used."
+_MAX_LIST_RESULTS = 200
+_DEFAULT_LIST_RESULTS = 100
+#: ALIYUN::OTS::VCUInstance: PeriodInMonth and AutoRenewPeriodInMonth 1 to 24, VCU 0 to 2000
+#: (the API page itself gives no range).
+PERIOD_RANGE = (1, 24)
+AUTO_RENEW_RANGE = (1, 24)
+VCU_RANGE = (0, 2000)
+#: Instance statuses, as GetInstance/ListInstances name them.
+STATUSES = ("normal", "forbidden", "Deleting")
+#: CreateInstance's naming rules: letters, digits and '-', starting with a letter, not ending
+#: with '-', 3 to 16 characters, none of these words. The names this twin makes up obey them.
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]{1,14}[A-Za-z0-9]")
+FORBIDDEN_NAME_WORDS = ("ali", "ay", "ots", "taobao", "admin")
 
 Headers = dict[str, str]
 Reply = tuple[int, Headers, bytes]
@@ -78,6 +101,36 @@ class Fault:
     times: int | None = 1
     #: Perform the action, then answer the error anyway: an answer lost on the way back.
     commit: bool = False
+    #: Answer nothing at all (the server hangs up, after ``hold`` seconds of silence).
+    lose: bool = False
+    hold: float = 0.0
+
+
+class LostAnswer(Exception):
+    """Raised by :meth:`ControlPlane.handle` when no answer is to be sent: the HTTP server
+    waits ``hold`` seconds (past the client's read timeout, that is a timeout) and hangs up."""
+
+    def __init__(self, hold: float = 0.0) -> None:
+        super().__init__("the answer is lost")
+        self.hold = hold
+
+
+def hang_up(http: Any, hold: float = 0.0) -> None:
+    """How an HTTP server serves a :class:`LostAnswer`: silence for ``hold`` seconds (real time:
+    the client's read timeout is real), then the connection closes with nothing sent."""
+    if hold > 0:
+        time.sleep(hold)
+    http.close_connection = True
+    try:
+        http.connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def valid_instance_name(name: str) -> bool:
+    """Whether ``name`` follows CreateInstance's naming rules (see ``NAME_RE``)."""
+    lower = name.lower()
+    return bool(NAME_RE.fullmatch(name)) and not any(w in lower for w in FORBIDDEN_NAME_WORDS)
 
 
 @attrs.define
@@ -98,6 +151,7 @@ class _Instance:
     network_type_acl: list[str] = attrs.field(factory=lambda: list(NETWORK_TYPE_ACL))
     network_source_acl: list[str] = attrs.field(factory=lambda: list(NETWORK_SOURCE_ACL))
     dns_lookups: int = 0
+    status: str = "normal"
 
     def summary(self) -> dict[str, Any]:
         """One entry of ``ListInstances``."""
@@ -107,7 +161,7 @@ class _Instance:
             "InstanceDescription": self.description,
             "InstanceName": self.name,
             "InstanceSpecification": self.cluster_type,
-            "InstanceStatus": "normal",
+            "InstanceStatus": self.status,
             "IsMultiAZ": False,
             "PaymentType": "Subscription",
             "RegionId": self.region,
@@ -149,9 +203,11 @@ class ControlPlane:
 
     ``access_keys`` (access key id -> secret) turns on ACS3-HMAC-SHA256 signature checks; without
     it any signed request is accepted. ``instance_names`` are handed out, in order, to the
-    instances created (then random ``ots-…`` names): give it the emulator's data-plane instance
-    so a bootstrapped config works against the emulator end to end. ``dns_delay`` seconds (on ``clock``) and ``dns_misses``
-    lookups must pass after an instance is created before :meth:`resolve` finds its data host.
+    instances created (then random ``inst-…`` names that follow the naming rules): give it the
+    emulator's data-plane instance so a bootstrapped config works against the emulator end to
+    end. ``dns_delay`` seconds (on ``clock``) and ``dns_misses`` lookups must pass after an
+    instance is created before :meth:`resolve` finds its data host. ``list_lag`` seconds (on
+    ``clock``) pass before ListInstances shows a new instance (GetInstance knows it at once).
     """
 
     def __init__(
@@ -163,6 +219,7 @@ class ControlPlane:
         instance_names: Iterable[str] = (),
         dns_delay: float = 0.0,
         dns_misses: int = 0,
+        list_lag: float = 0.0,
         latency: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -180,6 +237,7 @@ class ControlPlane:
         self._next_names = list(instance_names)
         self.dns_delay = float(dns_delay)
         self.dns_misses = int(dns_misses)
+        self.list_lag = float(list_lag)
         self.latency = float(latency)
 
     def __repr__(self) -> str:
@@ -210,6 +268,37 @@ class ControlPlane:
         with self._lock:
             self._faults.append(Fault(action, code, status, message, recommend, times, commit))
 
+    def lose(
+        self, action: str, *, times: int | None = 1, commit: bool = True, hold: float = 0.0
+    ) -> None:
+        """Answer nothing to the next ``times`` calls of ``action`` (None: until cleared).
+
+        With ``commit`` (the default) the action takes effect first: a create whose answer is
+        lost has bought the instance all the same. ``hold`` seconds of silence before hanging up
+        make it a read timeout for a client with a shorter one.
+        """
+        if action not in ROUTES:
+            raise InvalidInput(f"unknown action {action!r}", field="action")
+        if times is not None and times < 1:
+            raise InvalidInput("times must be at least 1 (or None for always)", field="times")
+        if not 0 <= hold <= 600:
+            raise InvalidInput("hold must be seconds from 0 to 600", field="hold")
+        with self._lock:
+            self._faults.append(
+                Fault(action, "", times=times, commit=commit, lose=True, hold=float(hold))
+            )
+
+    def set_status(self, instance_name: str, status: str) -> None:
+        """Put an instance in one of the documented statuses (``normal``, ``forbidden``,
+        ``Deleting``)."""
+        if status not in STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(STATUSES)}", field="status")
+        with self._lock:
+            inst = self._instances.get(instance_name)
+            if inst is None:
+                raise InvalidInput(f"no instance {instance_name!r}", field="instance_name")
+            inst.status = status
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
@@ -217,13 +306,13 @@ class ControlPlane:
     def configure(self, knobs: Mapping[str, Any]) -> None:
         """Apply knobs from JSON (the emulator's admin endpoint): ``faults``, ``dns_delay``,
         ``dns_misses``, ``latency``. Unknown keys are refused rather than ignored."""
-        known = {"faults", "dns_delay", "dns_misses", "latency", "clear_faults"}
+        known = {"faults", "dns_delay", "dns_misses", "list_lag", "latency", "clear_faults"}
         unknown = sorted(set(knobs) - known)
         if unknown:
             raise InvalidInput(f"unknown control-plane knob {unknown[0]!r}", field=unknown[0])
         if knobs.get("clear_faults"):
             self.clear_faults()
-        for name in ("dns_delay", "latency"):
+        for name in ("dns_delay", "list_lag", "latency"):
             if name in knobs:
                 value = knobs[name]
                 if (
@@ -239,13 +328,25 @@ class ControlPlane:
                 raise InvalidInput("dns_misses must be a whole number >= 0", field="dns_misses")
             self.dns_misses = value
         for raw in knobs.get("faults", ()) or ():
-            if not isinstance(raw, Mapping) or "action" not in raw or "code" not in raw:
-                raise InvalidInput("each fault needs an action and a code", field="faults")
+            if not isinstance(raw, Mapping) or "action" not in raw:
+                raise InvalidInput("each fault needs an action", field="faults")
             extra = sorted(
-                set(raw) - {"action", "code", "status", "message", "recommend", "times", "commit"}
+                set(raw)
+                - {"action", "code", "status", "message", "recommend", "times", "commit"}
+                - {"lose", "hold"}
             )
             if extra:
                 raise InvalidInput(f"unknown fault key {extra[0]!r}", field="faults")
+            if raw.get("lose"):
+                self.lose(
+                    str(raw["action"]),
+                    times=raw.get("times", 1),
+                    commit=bool(raw.get("commit", True)),
+                    hold=float(raw.get("hold", 0.0)),
+                )
+                continue
+            if "code" not in raw:
+                raise InvalidInput("each error fault needs a code", field="faults")
             self.fail(
                 str(raw["action"]),
                 code=str(raw["code"]),
@@ -277,6 +378,11 @@ class ControlPlane:
         with self._lock:
             return [inst.detail() for inst in self._instances.values()]
 
+    def age(self, instance_name: str) -> float:
+        """Seconds (on ``clock``) since the instance was created: how new it is."""
+        with self._lock:
+            return self._clock() - self._instance(instance_name).created_at
+
     def data_endpoint(self, instance_name: str) -> str:
         return self.data_endpoint_template.format(instance=instance_name, region=self.region)
 
@@ -301,7 +407,10 @@ class ControlPlane:
     def handle(
         self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes
     ) -> Reply:
-        """Answer one HTTP request carrying an ``x-acs-action`` header."""
+        """Answer one HTTP request carrying an ``x-acs-action`` header.
+
+        Raises :class:`LostAnswer` when a fault says no answer is to be sent.
+        """
         lower = {k.lower(): v for k, v in headers.items()}
         request_id = str(uuid.uuid4()).upper()
         if self.latency > 0:
@@ -340,6 +449,8 @@ class ControlPlane:
             self._calls[action] = self._calls.get(action, 0) + 1
             fault = self._take_fault(action)
             if fault is not None and not fault.commit:
+                if fault.lose:
+                    raise LostAnswer(fault.hold)
                 raise ServiceError(fault.status, fault.code, fault.message, fault.recommend)
             if action == "CreateVCUInstance":
                 result = self._create(data)
@@ -349,6 +460,8 @@ class ControlPlane:
                 result = self._get(params)
             else:
                 result = self._list(params)
+            if fault is not None and fault.lose:
+                raise LostAnswer(fault.hold)
             if fault is not None:
                 raise ServiceError(fault.status, fault.code, fault.message, fault.recommend)
             return result
@@ -417,11 +530,11 @@ class ControlPlane:
         if cluster_type not in CLUSTER_TYPES:
             raise _invalid("ClusterType", f"must be one of {', '.join(CLUSTER_TYPES)}")
         period = _required(data, "PeriodInMonth", int)
-        if not 1 <= period <= 36:
-            raise _invalid("PeriodInMonth", "must be from 1 to 36")
+        if not PERIOD_RANGE[0] <= period <= PERIOD_RANGE[1]:
+            raise _invalid("PeriodInMonth", "must be from {} to {}".format(*PERIOD_RANGE))
         vcu = _required(data, "VCU", int)
-        if vcu < 0:
-            raise _invalid("VCU", "must not be negative")
+        if not VCU_RANGE[0] <= vcu <= VCU_RANGE[1]:
+            raise _invalid("VCU", "must be from {} to {}".format(*VCU_RANGE))
         auto_renew = _optional(data, "EnableAutoRenew", bool, False)
         renew_period = _optional(data, "AutoRenewPeriodInMonth", int, None)
         if auto_renew and renew_period is None:
@@ -430,8 +543,13 @@ class ControlPlane:
                 "MissingAutoRenewPeriodInMonth",
                 "AutoRenewPeriodInMonth is mandatory when EnableAutoRenew is true",
             )
-        if renew_period is not None and not 1 <= renew_period <= 12:
-            raise _invalid("AutoRenewPeriodInMonth", "must be from 1 to 12")
+        if (
+            renew_period is not None
+            and not AUTO_RENEW_RANGE[0] <= renew_period <= AUTO_RENEW_RANGE[1]
+        ):
+            raise _invalid(
+                "AutoRenewPeriodInMonth", "must be from {} to {}".format(*AUTO_RENEW_RANGE)
+            )
         elastic = _optional(data, "EnableElasticVCU", bool, False)
         if vcu == 0 and not elastic:
             raise _invalid("VCU", "must be at least 1 unless EnableElasticVCU is true")
@@ -465,9 +583,10 @@ class ControlPlane:
             name = self._next_names.pop(0)
             if name not in self._instances:
                 return name
-        name = f"ots-{secrets.token_hex(5)}"
+        # Hex digits cannot spell any of the forbidden words, and "inst-" holds none.
+        name = f"inst-{secrets.token_hex(5)}"
         while name in self._instances:  # pragma: no cover - 40 random bits
-            name = f"ots-{secrets.token_hex(5)}"
+            name = f"inst-{secrets.token_hex(5)}"
         return name
 
     def _instance(self, name: str) -> _Instance:
@@ -503,18 +622,25 @@ class ControlPlane:
         return self._instance(name).detail()
 
     def _list(self, params: Mapping[str, str]) -> dict[str, Any]:
-        limit = _int_param(params, "MaxResults", 10)
-        if not 1 <= limit <= _MAX_LIST_RESULTS:
-            raise _invalid("MaxResults", f"must be from 1 to {_MAX_LIST_RESULTS}")
+        limit = _int_param(params, "MaxResults", 0)
+        if not 0 <= limit <= _MAX_LIST_RESULTS:
+            raise _invalid("MaxResults", f"must be from 0 to {_MAX_LIST_RESULTS}")
+        limit = limit or _DEFAULT_LIST_RESULTS
         start = _decode_token(params.get("NextToken", ""))
-        rows = list(self._instances.values())
+        # "Instances are returned in lexicographical order"; a new one shows after list_lag.
+        now = self._clock()
+        rows = sorted(
+            (r for r in self._instances.values() if now - r.created_at >= self.list_lag),
+            key=lambda r: r.name,
+        )
         if params.get("InstanceName"):
             rows = [r for r in rows if r.name == params["InstanceName"]]
         if params.get("InstanceNameList"):
             wanted = set(params["InstanceNameList"].split(","))
             rows = [r for r in rows if r.name in wanted]
         if params.get("Status"):
-            rows = [r for r in rows if params["Status"] == "normal"]
+            # The request enumerates normal/deleting/forbidden; answers spell "Deleting".
+            rows = [r for r in rows if r.status.lower() == params["Status"].lower()]
         if params.get("Tag"):
             for tag in _tags(_json_value(params["Tag"], "Tag")):
                 rows = [r for r in rows if tag in r.tags]
@@ -646,7 +772,12 @@ __all__ = [
     "API_VERSION",
     "DEFAULT_DATA_ENDPOINT_TEMPLATE",
     "ROUTES",
+    "FORBIDDEN_NAME_WORDS",
+    "STATUSES",
     "ControlPlane",
     "Fault",
+    "LostAnswer",
     "ServiceError",
+    "hang_up",
+    "valid_instance_name",
 ]

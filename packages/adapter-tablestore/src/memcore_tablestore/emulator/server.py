@@ -312,9 +312,15 @@ class EmulatorServer:
                 http, 501, {"Content-Type": "application/json"}, b'{"Code":"NotImplemented"}'
             )
             return
-        status, reply_headers, payload = control.handle(
-            http.command, path, query, dict(http.headers.items()), body
-        )
+        from memcore_tablestore.emulator.control_plane import LostAnswer, hang_up
+
+        try:
+            status, reply_headers, payload = control.handle(
+                http.command, path, query, dict(http.headers.items()), body
+            )
+        except LostAnswer as lost:
+            hang_up(http, lost.hold)
+            return
         self._send(http, status, dict(reply_headers), payload)
 
     def _admin(self, http: _Handler, request_id: str, path: str, body: bytes) -> None:
