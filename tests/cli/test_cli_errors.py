@@ -152,3 +152,23 @@ def test_long_messages_are_split_not_dropped(local_cli, tmp_path):
     assert len(receipts) == 2  # 25 messages exceed the 20-per-write limit
     listed = local_cli.json("messages", "--limit", "100")["items"]
     assert [m["content"] for m in listed] == [t["content"] for t in turn]
+
+
+def test_an_earlier_debug_run_leaves_no_handler_on_a_closed_stream(home, local_cli, set_config):
+    """A ``--debug`` run in the same process (a test runner, a library calling the CLI) must
+    not leave its stderr handler behind: the next run's log lines would go to a closed stream
+    and print 'Logging error' tracebacks around its one-line error."""
+    assert local_cli("--debug", "add", "").exit_code == 2
+    set_config(
+        home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator", "timeout": 2.0}
+    )
+    result = local_cli(
+        "--backend",
+        "tablestore",
+        "search",
+        "anything",
+        env={"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": "sk"},
+    )
+    assert result.exit_code == 5, (result.stdout, result.stderr)
+    assert "Logging error" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

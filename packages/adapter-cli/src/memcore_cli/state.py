@@ -124,12 +124,15 @@ def configure_logging(debug: bool) -> None:
     import logging
 
     root = logging.getLogger()
+    # A handler of an earlier invocation in this process (a library or test runner calling
+    # the CLI again) holds the stderr of its own time, which may be closed by now.
+    for stale in [h for h in root.handlers if getattr(h, "_memcore_cli", False)]:
+        root.removeHandler(stale)
     if debug:
-        if not any(getattr(h, "_memcore_cli", False) for h in root.handlers):
-            handler = logging.StreamHandler()
-            handler.setLevel(logging.WARNING)
-            handler._memcore_cli = True  # type: ignore[attr-defined]
-            root.addHandler(handler)
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        handler._memcore_cli = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
         return
     if not root.handlers:
         root.addHandler(logging.NullHandler())
