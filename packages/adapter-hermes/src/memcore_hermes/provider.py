@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from memcore_hermes.envfile import AK_VAR, SK_VAR
 from memcore_hermes.home import HermesHome
 
 try:
@@ -112,9 +113,12 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         run_setup(HermesHome(hermes_home), environ=self._environ, hermes_config=config)
 
     def get_config_schema(self) -> list[dict[str, Any]]:
-        """The settings, backend first (others depend on it). ``post_setup`` asks them; the
-        secrets carry no ``env_var`` so Hermes' status does not list "missing" keys when the
-        real problem is elsewhere (``get_status_config`` says what it is)."""
+        """The settings, backend first (others depend on it). ``post_setup`` asks them.
+
+        The secrets declare their ``env_var``: Hermes' dashboard saves a secret to ``.env``
+        only through it (and drops it otherwise), and reads it back from there to show the
+        provider as configured. ``hermes memory status`` then also lists those variables;
+        ``get_status_config`` still gives the real reason when something else is wrong."""
         return [
             {
                 "key": "backend",
@@ -127,6 +131,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "TableStore AccessKey ID",
                 "secret": True,
                 "required": True,
+                "env_var": AK_VAR,
                 "url": "https://ram.console.aliyun.com/manage/ak",
                 "when": {"backend": "tablestore"},
             },
@@ -135,6 +140,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "TableStore AccessKey secret",
                 "secret": True,
                 "required": True,
+                "env_var": SK_VAR,
                 "when": {"backend": "tablestore"},
             },
             {
