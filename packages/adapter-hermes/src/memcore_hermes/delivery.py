@@ -187,6 +187,9 @@ class Deliverer:
         self.clock = clock
         self.delivered = 0
         self.failures = 0
+        #: The last attempt to reach the backend failed, and why (cleared by the next delivery).
+        self.failing = False
+        self.last_error: MemcoreError | None = None
         #: Memory ids of the explicit memories this process delivered, by spool key (bounded),
         #: so ``hermes tablestore-mem add`` can print an id that ``forget`` accepts.
         self.receipts: dict[str, tuple[str, ...]] = {}
@@ -214,6 +217,7 @@ class Deliverer:
             self._store_attempts = 0
         except MemcoreError as exc:
             self._store_attempts += 1
+            self.failing, self.last_error = True, exc
             delay = self.retry.delay(self._store_attempts)
             first = batch[0]
             try:  # keep the reason next to the waiting write, for ``doctor``
@@ -324,10 +328,12 @@ class Deliverer:
             )
             return self.retry.cap_s
         self.delivered += 1
+        self.failing, self.last_error = False, None
         return None
 
     def _failed(self, entry: OutboxEntry, exc: MemcoreError) -> float:
         self.failures += 1
+        self.failing, self.last_error = True, exc
         if isinstance(exc, NotFound):
             self.handle.forget_ready()
         delay = self.retry.delay(entry.attempts + 1)

@@ -443,7 +443,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         lane: a local store merges duplicates and supersedes stale facts off this thread."""
         runtime = self._runtime
         if runtime is not None:
-            runtime.flush(self._flush_timeout)
+            from memcore_hermes.runtime import SHUTDOWN_STALL_S
+
+            runtime.flush(self._flush_timeout, stall_s=SHUTDOWN_STALL_S)
             from memcore_hermes import consolidation
 
             self.last_consolidation = consolidation.schedule(runtime)
