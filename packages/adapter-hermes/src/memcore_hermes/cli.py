@@ -503,8 +503,12 @@ def _setup(args: argparse.Namespace) -> None:
         tenant_id=args.tenant_id,
     )
     readiness = run_setup(HermesHome(), answers=answers)
-    if readiness is None or not readiness.available:
+    if readiness is None:  # cancelled: nothing saved
         raise SystemExit(1)
+    if not readiness.available:  # saved, but unusable as it stands: a configuration error
+        from memcore.exit_codes import ExitCode
+
+        raise SystemExit(int(ExitCode.USAGE))
 
 
 def _reindex(args: argparse.Namespace) -> dict[str, Any]:

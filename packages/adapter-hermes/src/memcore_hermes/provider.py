@@ -107,10 +107,26 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         return self.readiness().status_lines()
 
     def post_setup(self, hermes_home: str, config: dict[str, Any]) -> None:
-        """``hermes memory setup tablestore-mem``: choose the backend and its settings."""
+        """``hermes memory setup tablestore-mem``: choose the backend and its settings.
+
+        Hermes exits with this hook's ``SystemExit``: a setup that ends unusable (no keys for
+        TableStore, a bad backend or config) exits 2, as a configuration error does in memcore.
+        """
+        import sys
+
+        from memcore.errors import MemcoreError
+        from memcore.exit_codes import ExitCode, exit_code_for
         from memcore_hermes.setup import run_setup
 
-        run_setup(HermesHome(hermes_home), environ=self._environ, hermes_config=config)
+        try:
+            readiness = run_setup(
+                HermesHome(hermes_home), environ=self._environ, hermes_config=config
+            )
+        except MemcoreError as exc:
+            sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
+            raise SystemExit(int(exit_code_for(exc))) from None
+        if readiness is not None and not readiness.available:
+            raise SystemExit(int(ExitCode.USAGE))
 
     def get_config_schema(self) -> list[dict[str, Any]]:
         """The settings, backend first (others depend on it). ``post_setup`` asks them.
