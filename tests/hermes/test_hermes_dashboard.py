@@ -73,9 +73,7 @@ def test_keys_entered_in_the_dashboard_reach_env_and_the_provider_is_ready(
     assert fields["access_key_secret"]["value"] == ""  # a secret is never sent back
 
 
-def test_memory_status_gives_the_real_reason_with_the_keys_set(
-    hermes_home: Path, kit: Any
-) -> None:
+def test_memory_status_gives_the_real_reason_with_the_keys_set(hermes_home: Path, kit: Any) -> None:
     kit.install_plugin(hermes_home)
     kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
     kit.write_config(hermes_home, backend="tablestore", top_k=500)

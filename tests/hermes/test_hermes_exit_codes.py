@@ -39,7 +39,9 @@ def test_add_with_a_wrong_secret_key_exits_4_through_hermes(
     answer = json.loads(result.stdout)
     assert answer["error"]["code"] == "permission_denied"
     assert answer["status"] == "queued"  # kept in the spool for when the key is fixed
-    errors = [line for line in result.stderr.splitlines() if line.startswith("tablestore-mem: error")]
+    errors = [
+        line for line in result.stderr.splitlines() if line.startswith("tablestore-mem: error")
+    ]
     assert len(errors) == 1
     assert "wrong-key" not in result.stdout + result.stderr
 
