@@ -22,18 +22,17 @@ def keyed_emulator() -> Iterator[Any]:
         yield server
 
 
+def with_wrong_key(home: Path, server: Any, kit: Any) -> None:
+    """The emulator's endpoint with its key id, but a secret that is not its."""
+    kit.emulator_home(home, server, timeout=3.0)
+    kit.write_env(home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": "wrong-key"})
+
+
 def test_add_with_a_wrong_secret_key_exits_4_through_hermes(
     hermes_home: Path, keyed_emulator: Any, kit: Any
 ) -> None:
     kit.install_plugin(hermes_home)
-    kit.write_config(
-        hermes_home,
-        backend="tablestore",
-        endpoint=keyed_emulator.url,
-        instance_name=keyed_emulator.instance_name,
-        timeout=3.0,
-    )
-    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": "wrong-key"})
+    with_wrong_key(hermes_home, keyed_emulator, kit)
     result = kit.run_hermes(hermes_home, "tablestore-mem", "add", "a note")
     assert result.returncode == 4, (result.stdout, result.stderr[-2000:])
     answer = json.loads(result.stdout)
@@ -49,14 +48,7 @@ def test_add_with_a_wrong_secret_key_exits_4_through_hermes(
 def test_search_with_a_wrong_secret_key_exits_4(
     hermes_home: Path, keyed_emulator: Any, kit: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    kit.write_config(
-        hermes_home,
-        backend="tablestore",
-        endpoint=keyed_emulator.url,
-        instance_name=keyed_emulator.instance_name,
-        timeout=3.0,
-    )
-    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": "wrong-key"})
+    with_wrong_key(hermes_home, keyed_emulator, kit)
     code, answer = kit.run_cli(capsys, "search", "note", secrets=("wrong-key",))
     assert code == 4 and answer["error"]["exit_code"] == 4
 

@@ -80,6 +80,11 @@ def _choose_backend(
         name, source = config.backend, str(config_path)
     else:
         name, source = DEFAULT_BACKEND, "default"
+    _check_installed(name, source)
+    return name, source
+
+
+def _check_installed(name: str, source: str) -> None:
     installed = installed_backends()
     if name not in installed:
         raise ConfigError(
@@ -87,7 +92,6 @@ def _choose_backend(
             f"{', '.join(installed) or 'none'}",
             field="backend",
         )
-    return name, source
 
 
 #: The Hermes plugin's config file; its folder is the Hermes home.
@@ -130,13 +134,7 @@ def _hermes_settings(options: GlobalOptions, environ: Mapping[str, str], root: P
         keys = access_keys(load_environment(home.env_file, environ))
         name = choose_backend(config, keys)
         source = str(config_path) if config.backend else f"keys in {home.env_file}"
-    installed = installed_backends()
-    if name not in installed:
-        raise ConfigError(
-            f"unknown backend {name!r} (from {source}); installed backends: "
-            f"{', '.join(installed) or 'none'}",
-            field="backend",
-        )
+    _check_installed(name, source)
     return Settings(
         backend=name,
         backend_source=source,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import attrs
 
 from memcore import limits
+from memcore.config import MemcoreConfig
 from memcore.errors import InvalidInput, MemcoreError, NotFound, Unavailable, Unsupported
 from memcore.paging import pages
 from memcore.ports import MemoryStore, OutboxEntry
@@ -126,6 +127,19 @@ class StoreHandle:
                 self.last_error = None
                 self._failure = (None, 0.0)
         return store
+
+    @classmethod
+    def opened(cls, store: MemoryStore, config: MemcoreConfig) -> StoreHandle:
+        """A handle over an already opened ``store``, with the config's store settings."""
+        handle = cls(
+            lambda: store,
+            store_name=config.memory_store_name,
+            description=config.description,
+            auto_create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
+        )
+        handle.set_store(store)
+        return handle
 
     def forget_ready(self) -> None:
         """The store vanished (deleted behind our back): ensure it again before the next write."""

@@ -44,14 +44,7 @@ def drain_spool(home: HermesHome, store: MemoryStore, config: MemcoreConfig) -> 
     except MemcoreError:
         spool.close()
         raise
-    handle = StoreHandle(
-        lambda: store,
-        store_name=config.memory_store_name,
-        description=config.description,
-        auto_create=config.auto_create_store,
-        extract_instructions=config.extract_instructions,
-    )
-    handle.set_store(store)
+    handle = StoreHandle.opened(store, config)
     budget = min(config.timeout, MAX_DRAIN_S)
     deliverer = Deliverer(
         spool,

@@ -268,14 +268,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             SessionContext(**self._session), app_id=config.app_id, tenant_id=config.tenant_id
         )
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
-        handle = StoreHandle(
-            lambda: store,
-            store_name=config.memory_store_name,
-            description=config.description,
-            auto_create=config.auto_create_store,
-            extract_instructions=config.extract_instructions,
-        )
-        handle.set_store(store)
+        handle = StoreHandle.opened(store, config)
         if self._background_reindex and not read_only:
             from memcore_hermes.reindex import start_background_reindex
 
