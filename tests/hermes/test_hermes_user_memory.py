@@ -190,3 +190,21 @@ def test_memcore_follows_the_hermes_backend_rule(
     missing = memcore(tmp_path, "--hermes-home", str(tmp_path / "nowhere"), "list")
     assert missing.exit_code == 2 and "is not a directory" in missing.stderr
     assert not (tmp_path / "memcore-home").exists()
+
+
+def test_the_new_commands_through_the_real_hermes_cli(hermes_home: Path, kit: Any) -> None:
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    added = kit.run_hermes(hermes_home, "tablestore-mem", "add", "Tea, no sugar", "--sync")
+    assert added.returncode == 0, added.stderr[-2000:]
+    listed = kit.run_hermes(hermes_home, "tablestore-mem", "list")
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert [m["text"] for m in json.loads(listed.stdout)["items"]] == ["Tea, no sugar"]
+    exported = kit.run_hermes(hermes_home, "tablestore-mem", "export")
+    assert exported.returncode == 0
+    assert [json.loads(line)["text"] for line in exported.stdout.splitlines()] == ["Tea, no sugar"]
+    stats = kit.run_hermes(hermes_home, "tablestore-mem", "stats")
+    assert stats.returncode == 0 and json.loads(stats.stdout)["memories"] == 1
+    missing = kit.run_hermes(hermes_home, "tablestore-mem", "get", "nope")
+    assert missing.returncode == 3
+    assert missing.stderr.count("tablestore-mem: error:") == 1 and "Traceback" not in missing.stderr

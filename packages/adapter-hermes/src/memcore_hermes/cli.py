@@ -415,7 +415,7 @@ def _run_export(args: argparse.Namespace) -> None:
 
 
 def _run_import(args: argparse.Namespace) -> None:
-    from memcore.errors import InvalidInput, NotFound
+    from memcore.errors import InvalidInput
     from memcore.transfer import parse_record
 
     try:
@@ -438,16 +438,13 @@ def _run_import(args: argparse.Namespace) -> None:
             for i, raw in enumerate(raw_lines, start=1)
             if raw.strip()
         ]
+        known = {m.id: m.text.strip() for m in session.memories()} if records else {}
         added = present = 0
         id_map: dict[str, str] = {}
         for record in records:
-            if record.id is not None:
-                try:
-                    if service.get(record.id).text.strip() == record.text.strip():
-                        present += 1
-                        continue
-                except NotFound:
-                    pass
+            if record.id is not None and known.get(record.id) == record.text.strip():
+                present += 1  # already here, with the same text
+                continue
             service.switch_scope(record.scope)
             receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
             new_id = receipt.memory_ids[0] if receipt.memory_ids else None
