@@ -237,8 +237,8 @@ def _add(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
             )
             out["error"] = problem.to_dict()
             out["note"] = (
-                "kept in the spool; it is delivered when the backend answers (the next start "
-                "retries) and gets its memory id then; --sync waits for it"
+                "kept in the spool; the next command or agent start delivers it once the "
+                "backend takes it (fix the cause above first) and it gets its memory id then"
             )
         elif not ids:
             out["note"] = "the backend assigns the memory id asynchronously; --sync waits for it"
