@@ -152,3 +152,14 @@ def test_doctor_against_the_emulator(emulator_cli):
     assert {"credentials", "endpoint", "backend", "memory store", "search"} <= {
         c["name"] for c in checks
     }
+
+
+def test_a_hermes_home_without_the_plugin_package_says_what_to_install(
+    tmp_path, local_cli, monkeypatch
+):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "memcore_hermes.backends", None)  # as if not installed
+    result = local_cli("--hermes-home", str(tmp_path), "list")
+    assert result.exit_code == 2
+    assert "memcore-cli[hermes]" in result.stderr and len(result.stderr.splitlines()) == 1

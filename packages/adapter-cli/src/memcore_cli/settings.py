@@ -119,9 +119,16 @@ def _hermes_root(options: GlobalOptions) -> Path | None:
 
 def _hermes_settings(options: GlobalOptions, environ: Mapping[str, str], root: Path) -> Settings:
     """The store of the Hermes home ``root``, resolved by the plugin's own rules."""
-    from memcore_hermes.backends import choose_backend
-    from memcore_hermes.credentials import access_keys, load_environment
-    from memcore_hermes.home import HermesHome
+    try:
+        from memcore_hermes.backends import choose_backend
+        from memcore_hermes.credentials import access_keys, load_environment
+        from memcore_hermes.home import HermesHome
+    except ImportError:
+        raise ConfigError(
+            "reading a Hermes home needs the memcore-hermes package: install "
+            "memcore-cli[hermes], or run memcore from the Python environment Hermes uses",
+            field="hermes_home",
+        ) from None
 
     home = HermesHome(root)
     explicit = options.config is not None
