@@ -44,7 +44,11 @@ def test_config_flag_reads_a_hermes_file(tmp_path, local_cli):
         ),
         encoding="utf-8",
     )
-    shown = local_cli.json("--config", str(hermes), "config", "show")
+    # A Hermes home's config opens that home's store, by the plugin's rule: no "backend" key
+    # and no keys in its .env is the error Hermes gives, not a database somewhere else.
+    refused = local_cli("--config", str(hermes), "config", "show")
+    assert refused.exit_code == 2 and "TABLESTORE_MEMORY_AK" in refused.stderr
+    shown = local_cli.json("--config", str(hermes), "--backend", "tablestore", "config", "show")
     assert shown["config_file"] == str(hermes)
     assert shown["config"]["instance_name"] == "myinst"
     assert shown["write_scope"]["tenant_id"] == "alice"
@@ -148,3 +152,14 @@ def test_doctor_against_the_emulator(emulator_cli):
     assert {"credentials", "endpoint", "backend", "memory store", "search"} <= {
         c["name"] for c in checks
     }
+
+
+def test_a_hermes_home_without_the_plugin_package_says_what_to_install(
+    tmp_path, local_cli, monkeypatch
+):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "memcore_hermes.backends", None)  # as if not installed
+    result = local_cli("--hermes-home", str(tmp_path), "list")
+    assert result.exit_code == 2
+    assert "memcore-cli[hermes]" in result.stderr and len(result.stderr.splitlines()) == 1

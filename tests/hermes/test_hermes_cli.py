@@ -90,7 +90,7 @@ def test_add_with_bad_metadata_is_a_json_error(
     cli_home: Path, capsys: pytest.CaptureFixture[str], run_inprocess: Any
 ) -> None:
     code, data = run_inprocess(capsys, "add", "x", "--metadata", "no-equals-sign")
-    assert code == 1 and data["error"]["field"] == "metadata"
+    assert code == 2 and data["error"]["field"] == "metadata"  # invalid input, as in memcore
 
 
 def test_doctor_writes_nothing(
@@ -120,7 +120,7 @@ def test_doctor_shows_waiting_writes_when_the_backend_is_down(
     )
     cli_emulator.set_faults(Faults(error_rate=1.0, error_status=503))
     code, added = run_inprocess(capsys, "add", "queued while down")
-    assert code == 0 and added["status"] == "queued"
+    assert code == 5 and added["status"] == "queued"  # kept, but not stored: unavailable
     code, report = run_inprocess(capsys, "doctor")
     assert code == 1 and report["ok"] is False
     assert report["spool"]["depth"] == 1 and report["spool"]["last_error"]

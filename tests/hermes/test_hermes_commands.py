@@ -152,7 +152,7 @@ def test_add_loads_no_model_and_search_reuses_the_one_loaded_while_hermes_starts
 
 def test_a_search_that_fails_after_the_early_load_exits_cleanly(local_home: Path, kit: Any) -> None:
     code, answer = hermes_json(kit, local_home, "search", "anything", "--top-k", "500")
-    assert code == 1 and answer["error"]["field"] == "top_k"
+    assert code == 2 and answer["error"]["field"] == "top_k"  # invalid input
     help_text = kit.run_hermes(local_home, "tablestore-mem", "search", "--help")
     assert help_text.returncode == 0 and "--top-k" in help_text.stdout
     # Hermes' parser refuses this after the load started: the process still ends normally.
@@ -165,7 +165,7 @@ def test_a_broken_config_is_reported_by_search_not_by_the_early_load(
 ) -> None:
     (local_home / "tablestore_memory.json").write_text('{"backend": "local", "top_k": 0}')
     code, answer = hermes_json(kit, local_home, "search", "anything")
-    assert code == 1 and answer["error"]["field"] == "top_k"
+    assert code == 2 and answer["error"]["field"] == "top_k"  # a configuration error
 
 
 @pytest.mark.parametrize(

@@ -84,8 +84,12 @@ def test_config_schema_marks_the_secrets() -> None:
     schema = TablestoreMemProvider().get_config_schema()
     secrets = {f["key"] for f in schema if f.get("secret")}
     assert secrets == {"access_key_id", "access_key_secret"}
-    # No env_var: Hermes' status would list "missing" keys whatever the real problem is.
-    assert not any(f.get("env_var") for f in schema)
+    # Hermes' dashboard saves a secret to .env only through its env_var.
+    assert {f["key"]: f.get("env_var") for f in schema if f.get("secret")} == {
+        "access_key_id": "TABLESTORE_MEMORY_AK",
+        "access_key_secret": "TABLESTORE_MEMORY_SK",
+    }
+    assert not any(f.get("env_var") for f in schema if not f.get("secret"))
     assert schema[0]["key"] == "backend"  # setup asks it first: the secrets depend on it
     for field in schema:
         when = field.get("when", {})

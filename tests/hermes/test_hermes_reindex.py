@@ -61,4 +61,4 @@ def test_reindex_on_tablestore_is_refused_with_a_reason(
 ) -> None:
     kit.emulator_home(hermes_home, emulator)
     code, answer = kit.run_cli(capsys, "reindex")
-    assert code == 1 and "TableStore embeds on the server" in answer["error"]["message"]
+    assert code == 2 and "TableStore embeds on the server" in answer["error"]["message"]

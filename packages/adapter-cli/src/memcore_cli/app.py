@@ -78,7 +78,16 @@ def root(
         str | None,
         typer.Option(
             "--config",
-            help="A config file (also a Hermes tablestore_memory.json); default $MEMCORE_HOME/config.json.",
+            help="A config file (default $MEMCORE_HOME/config.json); a Hermes home's "
+            "tablestore_memory.json opens that home, as --hermes-home does.",
+        ),
+    ] = None,
+    hermes_home: Annotated[
+        str | None,
+        typer.Option(
+            "--hermes-home",
+            help="Open the store a Hermes home's tablestore-mem uses (its config, .env keys, "
+            "database and scope); --tenant is then the Hermes user id.",
         ),
     ] = None,
     app_id: Annotated[
@@ -130,6 +139,7 @@ def root(
             run=run,
             debug=debug,
             format=output_format,
+            hermes_home=hermes_home,
         ),
         overrides,
     )

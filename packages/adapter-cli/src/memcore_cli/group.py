@@ -11,14 +11,15 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
-from memcore_cli.exit_codes import ExitCode, exit_code_for
+if TYPE_CHECKING:  # the codes live in the core, which ``--help`` does not import
+    from memcore_cli.exit_codes import ExitCode
 
 #: ``ctx.meta`` key of the command line below the root group.
 COMMAND_ARGS = "memcore.command_args"
@@ -31,6 +32,7 @@ def _one_line(text: str) -> str:
 def report_error(exc: BaseException, *, as_json: bool, debug: bool) -> ExitCode:
     """Write the error to stderr (one line, or JSON with ``--json``) and return its exit code."""
     from memcore.errors import MemcoreError
+    from memcore_cli.exit_codes import exit_code_for
 
     code = exit_code_for(exc)
     if debug:
@@ -71,6 +73,8 @@ class MemcoreGroup(TyperGroup):
             # point stdout at /dev/null so the interpreter's final flush cannot fail again.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
+            from memcore_cli.exit_codes import ExitCode
+
             raise typer.Exit(int(ExitCode.UNEXPECTED)) from None
         except Exception as exc:
             state = ctx.obj
@@ -115,6 +119,8 @@ class MemcoreGroup(TyperGroup):
             code = exc.exit_code
         except typer.Abort:
             sys.stderr.write("memcore: aborted\n")
+            from memcore_cli.exit_codes import ExitCode
+
             code = int(ExitCode.UNEXPECTED)
         else:
             code = rv if isinstance(rv, int) else 0

@@ -38,11 +38,17 @@ class GlobalOptions:
     run: str | None = None
     debug: bool = False
     format: str | None = None
+    hermes_home: str | None = None
 
     def scope_argv(self) -> list[str]:
         """The scope (and backend/config) flags as given, to repeat them in a hint."""
         argv: list[str] = []
-        for flag, name in (("--backend", "backend"), ("--config", "config"), *SCOPE_FLAGS):
+        for flag, name in (
+            ("--hermes-home", "hermes_home"),
+            ("--backend", "backend"),
+            ("--config", "config"),
+            *SCOPE_FLAGS,
+        ):
             value = getattr(self, name)
             if value is not None:
                 argv += [flag, value]

@@ -13,22 +13,10 @@ from typing import Any
 import attrs
 
 from memcore.scope import Scope, ScopePattern
+from memcore.transfer import memory_record
 from memcore.values import Memory, SearchHit
 
-
-def memory_record(memory: Memory, score: float | None = None) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "text": memory.text,
-        "score": score,
-        "scope": memory.scope.as_dict(),
-        "metadata": dict(memory.metadata),
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "unit_type": memory.unit_type,
-        "salience": memory.salience,
-        "version": memory.version,
-    }
+__all__ = ["hit_record", "memory_record", "to_record"]
 
 
 def hit_record(hit: SearchHit) -> dict[str, Any]:

@@ -48,8 +48,33 @@ def open_default_store(
     if settings.backend == "tablestore":
         from memcore_tablestore.credentials import resolve_credentials
 
+        if settings.hermes_home is not None:
+            return open_store(
+                "tablestore", settings.config, credentials=_hermes_credentials(settings, environ)
+            )
         return open_store("tablestore", settings.config, credentials=resolve_credentials(environ))
     return open_store(settings.backend, settings.config)
+
+
+def _hermes_credentials(settings: Settings, environ: Mapping[str, str] | None) -> Any:
+    """The key pair the Hermes plugin uses: the environment over the home's ``.env``."""
+    import os
+
+    from memcore.errors import ConfigError
+    from memcore_hermes.credentials import access_keys, load_environment
+    from memcore_hermes.home import HermesHome
+    from memcore_tablestore.credentials import Credentials
+
+    assert settings.hermes_home is not None
+    env_file = HermesHome(settings.hermes_home).env_file
+    keys = access_keys(load_environment(env_file, os.environ if environ is None else environ))
+    if keys is None:
+        raise ConfigError(
+            f"the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK in "
+            f"{env_file} (or the environment)",
+            field="TABLESTORE_MEMORY_AK",
+        )
+    return Credentials(keys.access_key_id, keys.access_key_secret, keys.security_token)
 
 
 class Runtime:
@@ -130,10 +155,16 @@ class Runtime:
             if first_run and self.settings.db_path.exists():
                 # Said only once the file exists: a home that cannot be created gets the
                 # error alone, not a welcome followed by a failure.
-                sys.stderr.write(
-                    f"memcore: first run; your memories are stored in {self.settings.db_path} "
-                    "(set MEMCORE_HOME to keep them elsewhere)\n"
-                )
+                if self.settings.hermes_home is not None:
+                    sys.stderr.write(
+                        f"memcore: the Hermes home had no database yet; created "
+                        f"{self.settings.db_path}, where its tablestore-mem keeps memories\n"
+                    )
+                else:
+                    sys.stderr.write(
+                        f"memcore: first run; your memories are stored in "
+                        f"{self.settings.db_path} (set MEMCORE_HOME to keep them elsewhere)\n"
+                    )
         return self._store
 
     def ready_store(self) -> MemoryStore:

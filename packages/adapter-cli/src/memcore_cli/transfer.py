@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,10 +23,9 @@ from memcore import limits
 from memcore.errors import InvalidInput, NotFound
 from memcore.paging import every_item
 from memcore.scope import Scope
-from memcore.service import check_user_metadata
+from memcore.transfer import ImportRecord, export_record, line_error, parse_record
 from memcore.values import Memory
 from memcore_cli.output import Output
-from memcore_cli.records import memory_record
 from memcore_cli.runtime import Runtime
 from memcore_sqlite.file_modes import FILE_MODE
 
@@ -39,12 +37,6 @@ _BATCH = 256
 def iter_memories(runtime: Runtime) -> Iterator[Memory]:
     service = runtime.service()
     return every_item(lambda token: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token))
-
-
-def _export_record(memory: Memory) -> dict[str, Any]:
-    record = memory_record(memory)
-    record.pop("score")
-    return record
 
 
 def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> int:
@@ -76,21 +68,11 @@ def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:
     count = 0
     with output.progress("exporting") as advance:
         for memory in iter_memories(runtime):
-            fh.write(json.dumps(_export_record(memory), ensure_ascii=False, separators=(",", ":")))
+            fh.write(json.dumps(export_record(memory), ensure_ascii=False, separators=(",", ":")))
             fh.write("\n")
             count += 1
             advance()
     return count
-
-
-@attrs.frozen
-class ImportRecord:
-    line: int
-    id: str | None
-    text: str
-    scope: Scope
-    metadata: Mapping[str, str]
-    created_at: float | None
 
 
 @attrs.define
@@ -107,58 +89,6 @@ class ImportReport:
             "present": self.present,
             "id_map": dict(self.renamed),
         }
-
-
-def _fail(line: int, message: str, field: str) -> InvalidInput:
-    return InvalidInput(f"line {line}: {message}", field=field)
-
-
-def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> ImportRecord:
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise _fail(line_no, f"not valid JSON ({exc.msg})", "line") from None
-    if not isinstance(data, dict):
-        raise _fail(line_no, "a record must be a JSON object", "line")
-    text = data.get("text")
-    try:
-        limits.check_text(text)
-        meta = check_user_metadata(data.get("metadata"), scope_source="the record's scope")
-        raw_scope = data.get("scope")
-        if not isinstance(raw_scope, dict):
-            raise InvalidInput(
-                "scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope"
-            )
-        scope = Scope.from_mapping(raw_scope)
-        memory_id = data.get("id")
-        if memory_id is not None:
-            limits.check_id(memory_id)
-        created_at = data.get("created_at")
-        if created_at is not None:
-            if (
-                isinstance(created_at, bool)
-                or not isinstance(created_at, (int, float))
-                or not math.isfinite(created_at)
-                or created_at < 0
-            ):
-                raise InvalidInput("created_at must be a timestamp in seconds", field="created_at")
-            created_at = float(created_at)
-    except InvalidInput as exc:
-        raise _fail(line_no, exc.message, exc.field or "line") from None
-    if retarget and not tenant.tenant_pattern().matches(scope):
-        # --app/--tenant name the target: the record keeps its agent and run, in that tenant,
-        # under a new id (its old one may still be in use where it came from).
-        scope = Scope(tenant.app_id, tenant.tenant_id, scope.agent_id, scope.run_id)
-        memory_id = None
-    elif not tenant.tenant_pattern().matches(scope):
-        raise _fail(
-            line_no,
-            f"scope {scope} is outside the current tenant {tenant.app_id}/{tenant.tenant_id} "
-            "(pass --tenant, and --app if it differs, to import into a tenant you name)",
-            "scope",
-        )
-    assert isinstance(text, str)
-    return ImportRecord(line_no, memory_id, text, scope, meta, created_at)
 
 
 def read_records(
@@ -187,7 +117,7 @@ def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:
     try:
         limits.check_text(text)
     except InvalidInput as exc:
-        raise _fail(line_no, exc.message, "text") from None
+        raise line_error(line_no, exc.message, "text") from None
     return ImportRecord(line_no, None, text, scope, {}, None)
 
 

@@ -1,7 +1,13 @@
-"""``hermes tablestore-mem add|search|doctor|setup|reindex`` (while this provider is selected).
+"""``hermes tablestore-mem`` (while this provider is selected): add, search, list, get, forget,
+export, import, stats, doctor, setup, reindex.
 
-Every command but ``setup`` prints one JSON document; errors are ``{"error": ...}`` with exit
-status 1. Only argparse and json load here: Hermes builds this tree on every start. When the
+Every command but ``setup`` (and ``export`` to stdout, JSON Lines) prints one JSON document.
+A failure prints ``{"error": ...}`` there, one line ``tablestore-mem: error: ...`` on stderr,
+and exits with the ``memcore`` CLI's codes (:mod:`memcore.exit_codes`): 1 unexpected, 2 usage,
+invalid input or configuration, 3 not found, 4 permission or auth, 5 backend unavailable or
+throttled (an ``add`` then stays in the spool). Hermes exits with a handler's ``SystemExit``.
+Commands that use the backend first deliver what waits in the spool (bounded in time).
+Only argparse and json load here: Hermes builds this tree on every start. When the
 command line runs a sub-command that embeds, the model starts loading right here, while
 Hermes goes on with its own start (see :mod:`memcore_hermes.preload`).
 """
@@ -15,12 +21,16 @@ from typing import Any
 
 #: The command Hermes gives this provider's tree (its name).
 PROVIDER_COMMAND = "tablestore-mem"
+ACTIONS = (
+    "add", "search", "list", "get", "forget", "export", "import", "stats", "doctor", "setup",
+    "reindex",
+)  # fmt: skip
 
 
 def register_cli(subparser: argparse.ArgumentParser) -> None:
     """Build the argument tree under ``hermes tablestore-mem``."""
     commands = subparser.add_subparsers(
-        dest="tablestore_mem_action", metavar="{add,search,doctor,setup,reindex}"
+        dest="tablestore_mem_action", metavar="{" + ",".join(ACTIONS) + "}"
     )
 
     add = commands.add_parser("add", help="Store a memory for the current user")
@@ -39,6 +49,34 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     search.add_argument("query", help="What to look for")
     search.add_argument("--top-k", type=int, default=None, help="How many results (1-50)")
     search.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    listing = commands.add_parser("list", help="List the user's memories, a page at a time")
+    listing.add_argument("--limit", type=int, default=20, help="Items per page (1 to 100)")
+    listing.add_argument("--all", action="store_true", help="Every page")
+    listing.add_argument("--next-token", default=None, help="Continue from a previous page")
+    listing.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    get = commands.add_parser("get", help="Show one memory by id")
+    get.add_argument("memory_id", help="The memory id")
+    get.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    forget = commands.add_parser("forget", help="Delete memories by id (asks first on a terminal)")
+    forget.add_argument("memory_ids", nargs="+", metavar="ID", help="Memory ids")
+    forget.add_argument("--yes", "-y", action="store_true", help="Do not ask for confirmation")
+    forget.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    export = commands.add_parser(
+        "export", help="The user's memories as JSON Lines (memcore's format)"
+    )
+    export.add_argument("--out", "-o", default=None, help="Write here (mode 0600), not stdout")
+    export.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    imp = commands.add_parser("import", help="Import a file written by an export (either CLI)")
+    imp.add_argument("file", help="JSON Lines ('-' for stdin)")
+    imp.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    stats = commands.add_parser("stats", help="How many memories, by agent, and the spool")
+    stats.add_argument("--user-id", default=None, help="The user (tenant) to act for")
 
     doctor = commands.add_parser("doctor", help="Read-only diagnostics (secrets redacted)")
     doctor.add_argument("--user-id", default=None, help="The user (tenant) to inspect")
@@ -92,45 +130,42 @@ def _parse_metadata(pairs: list[str]) -> dict[str, str]:
 
 
 def tablestore_mem_command(args: argparse.Namespace) -> None:
-    """Run the chosen sub-command; exits with status 1 after printing an error."""
-    from memcore.errors import MemcoreError
+    """Run the chosen sub-command; a failure exits with its documented non-zero code."""
+    from memcore.errors import InvalidInput, MemcoreError
+    from memcore.exit_codes import exit_code_for
 
     action = getattr(args, "tablestore_mem_action", None)
     try:
-        if action == "doctor":
-            result = _doctor(args)
-            _print(result)
-            if not result.get("ok"):
-                raise SystemExit(1)
-            return
-        if action == "add":
-            _print(_add(args))
-            return
-        if action == "search":
-            _print(_search(args))
-            return
-        if action == "setup":
-            _setup(args)
-            return
-        if action == "reindex":
-            _print(_reindex(args))
-            return
-        _print(
-            {
-                "error": {
-                    "code": "usage",
-                    "message": "choose one of: add, search, doctor, setup, reindex",
-                }
-            }
-        )
-        raise SystemExit(2)
+        handler = _HANDLERS.get(action or "")
+        if handler is None:
+            raise InvalidInput(f"choose one of: {', '.join(ACTIONS)}", field="command")
+        handler(args)
     except MemcoreError as exc:
-        _print({"error": exc.to_dict()})
-        raise SystemExit(1) from None
+        code = int(exit_code_for(exc))
+        _print({"error": {**exc.to_dict(), "exit_code": code}})
+        sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
+        raise SystemExit(code) from None
     finally:
         from memcore_hermes.preload import finish
 
         finish()  # an early model load must not be cut short by the exit
+
+
+def _run_doctor(args: argparse.Namespace) -> None:
+    result = _doctor(args)
+    _print(result)
+    if not result.get("ok"):
+        raise SystemExit(1)
+
+
+def _run_add(args: argparse.Namespace) -> None:
+    from memcore.exit_codes import exit_code_for
+
+    out, problem = _add(args)
+    _print(out)
+    if problem is not None:  # the write waits in the spool; the backend did not take it
+        sys.stderr.write(f"tablestore-mem: error: {' '.join(problem.message.split())}\n")
+        raise SystemExit(int(exit_code_for(problem)))
 
 
 def _doctor(args: argparse.Namespace) -> dict[str, Any]:
@@ -162,8 +197,9 @@ def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
     return provider
 
 
-def _add(args: argparse.Namespace) -> dict[str, Any]:
-    from memcore.errors import MemcoreError
+def _add(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    """The answer, and the error that kept the write from the backend (None when it landed)."""
+    from memcore.errors import MemcoreError, Unavailable
 
     # Without --sync the vector is left to the next search: this process loads no model.
     provider = _open(args, defer_vectors=not args.sync)
@@ -172,12 +208,13 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
         metadata = _parse_metadata(args.metadata)
         if args.sync:
             receipt = runtime.remember_now(args.text, metadata=metadata)
-            return {
+            synced = {
                 "status": receipt.status,
                 "memory_ids": list(receipt.memory_ids),
                 "task_id": receipt.task_id,
                 "scope": str(runtime.scope),
             }
+            return synced, None
         key = runtime.remember(args.text, metadata=metadata)
         problem: MemcoreError | None
         try:
@@ -193,11 +230,15 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
             "scope": str(runtime.scope),
         }
         if not delivered and not ids:
-            if problem is not None:
-                out["error"] = problem.to_dict()
+            problem = (
+                problem
+                or runtime.deliverer.last_error
+                or Unavailable("the backend did not take the write in time", field="backend")
+            )
+            out["error"] = problem.to_dict()
             out["note"] = (
-                "kept in the spool; it is delivered when the backend answers (the next start "
-                "retries) and gets its memory id then; --sync waits for it"
+                "kept in the spool; the next command or agent start delivers it once the "
+                "backend takes it (fix the cause above first) and it gets its memory id then"
             )
         elif not ids:
             out["note"] = "the backend assigns the memory id asynchronously; --sync waits for it"
@@ -206,60 +247,245 @@ def _add(args: argparse.Namespace) -> dict[str, Any]:
                 "found by its words now; its vector (for search by meaning) is computed by the "
                 "next search or the agent's background re-embedding; --sync embeds it at once"
             )
-        return out
+        return out, (None if delivered or ids else problem)
     finally:
         provider.shutdown()
 
 
-def _search(args: argparse.Namespace) -> dict[str, Any]:
-    """A read: the configured store and scope only, without the spool and its delivery lane
-    that a provider starts (those are for writes; the next ``add`` or agent start replays)."""
-    from memcore.scope import SessionContext, resolve_scope
-    from memcore.service import MemoryService
-    from memcore_hermes import preload
-    from memcore_hermes.backends import open_backend_store
-    from memcore_hermes.credentials import access_keys, load_environment
-    from memcore_hermes.home import HermesHome
-    from memcore_hermes.tools import hit_json
+class _Session:
+    """The configured store and the user's scope for one command, without the provider's lane.
 
-    home = HermesHome()
-    config = home.load_config()
-    env = load_environment(home.env_file)
-    config, store = open_backend_store(
-        home,
-        config,
-        access_keys(env),
-        progress=_say,
-        preload=preload.current(),
-        environ=env,
-    )
-    try:
-        store.ensure_store(
-            config.memory_store_name,
-            description=config.description,
-            create=config.auto_create_store,
-            extract_instructions=config.extract_instructions,
-            progress=lambda m: _say(f"tablestore-mem: {m}"),
+    Opening it delivers what waits in the spool first (bounded), so a command after an outage
+    sees the writes made during it; the store is closed on exit.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.store: Any = None
+        self.service: Any = None
+        self.drained: dict[str, Any] = {}
+
+    def __enter__(self) -> _Session:
+        from memcore.scope import SessionContext, resolve_scope
+        from memcore.service import MemoryService
+        from memcore_hermes import preload
+        from memcore_hermes.backends import open_backend_store
+        from memcore_hermes.credentials import access_keys, load_environment
+        from memcore_hermes.drain import drain_spool
+        from memcore_hermes.home import HermesHome
+
+        home = HermesHome()
+        config = home.load_config()
+        env = load_environment(home.env_file)
+        config, self.store = open_backend_store(
+            home,
+            config,
+            access_keys(env),
+            progress=_say,
+            preload=preload.current(),
+            environ=env,
         )
+        try:
+            self.store.ensure_store(
+                config.memory_store_name,
+                description=config.description,
+                create=config.auto_create_store,
+                extract_instructions=config.extract_instructions,
+                progress=lambda m: _say(f"tablestore-mem: {m}"),
+            )
+            self.drained = drain_spool(home, self.store, config)
+            if self.drained["waiting"]:
+                _say(
+                    "tablestore-mem: writes still wait in the spool (`hermes tablestore-mem "
+                    "doctor` says why)"
+                )
+        except BaseException:
+            self.store.close()
+            raise
         scope = resolve_scope(
-            SessionContext(user_id=args.user_id, session_id="cli"),
+            SessionContext(user_id=getattr(self.args, "user_id", None), session_id="cli"),
             app_id=config.app_id,
             tenant_id=config.tenant_id,
         )
-        service = MemoryService(
-            store,
+        self.service = MemoryService(
+            self.store,
             store_name=config.memory_store_name,
             scope=scope,
             top_k=config.top_k,
             enable_rerank=config.enable_rerank,
         )
-        hits = service.search(args.query, top_k=args.top_k)
-        return {
-            "scope": str(service.search_pattern),
-            "results": [hit_json(h) for h in hits],
-        }
-    finally:
-        store.close()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
+
+    @property
+    def pattern(self) -> str:
+        return str(self.service.profile_pattern)
+
+    def memories(self) -> Any:
+        """Every memory of the tenant, page by page."""
+        from memcore import limits
+        from memcore.paging import every_item
+
+        return every_item(
+            lambda token: self.service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token)
+        )
+
+
+def _run_search(args: argparse.Namespace) -> None:
+    from memcore_hermes.tools import hit_json
+
+    with _Session(args) as session:
+        hits = session.service.search(args.query, top_k=args.top_k)
+        _print(
+            {"scope": str(session.service.search_pattern), "results": [hit_json(h) for h in hits]}
+        )
+
+
+def _run_list(args: argparse.Namespace) -> None:
+    from memcore import limits
+    from memcore.transfer import memory_record
+
+    limits.check_limit(args.limit)
+    with _Session(args) as session:
+        if args.all:
+            items, token = [memory_record(m) for m in session.memories()], None
+        else:
+            page = session.service.profile(limit=args.limit, next_token=args.next_token)
+            items, token = [memory_record(m) for m in page.items], page.next_token
+        _print({"scope": session.pattern, "items": items, "next_token": token})
+
+
+def _run_get(args: argparse.Namespace) -> None:
+    from memcore.transfer import memory_record
+
+    with _Session(args) as session:
+        _print(memory_record(session.service.get(args.memory_id)))
+
+
+def _run_forget(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput
+
+    ids = list(dict.fromkeys(args.memory_ids))
+    with _Session(args) as session:
+        found = [session.service.get(i) for i in ids]  # every id checked before any delete
+        if not args.yes:
+            what = f"{len(found)} memor{'y' if len(found) == 1 else 'ies'}"
+            if not sys.stdin.isatty():
+                raise InvalidInput(
+                    f"not deleting {what} without confirmation: stdin is not a terminal; "
+                    "pass --yes",
+                    field="yes",
+                )
+            preview = "; ".join(m.text[:60] for m in found[:3])
+            answer = input(f"Delete {what} ({preview})? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                raise InvalidInput("not confirmed; nothing deleted", field="yes")
+        forgotten = []
+        for memory in found:
+            scope = session.service.forget(memory.id)
+            forgotten.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
+        _print({"forgotten": forgotten})
+
+
+def _run_export(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput
+    from memcore.transfer import export_record
+    from memcore_hermes.home import atomic_write
+
+    with _Session(args) as session:
+        lines = [
+            json.dumps(export_record(m), ensure_ascii=False, separators=(",", ":")) + "\n"
+            for m in session.memories()
+        ]
+    if args.out is None:
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+        _say(f"exported {len(lines)} memories")
+        return
+    from pathlib import Path
+
+    target = Path(args.out).expanduser()
+    try:
+        atomic_write(target, "".join(lines).encode("utf-8"))
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {args.out} ({exc.strerror})", field="out") from None
+    _print({"exported": len(lines), "out": str(target)})
+
+
+def _run_import(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput
+    from memcore.transfer import parse_record
+
+    try:
+        if args.file == "-":
+            raw_lines = sys.stdin.read().splitlines()
+        else:
+            with open(args.file, encoding="utf-8-sig") as fh:
+                raw_lines = fh.read().splitlines()
+    except FileNotFoundError:
+        raise InvalidInput(f"{args.file} does not exist", field="file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise InvalidInput(f"cannot read {args.file} ({reason})", field="file") from None
+    with _Session(args) as session:
+        service = session.service
+        tenant = service.write_scope
+        # Every line is checked before anything is written; another tenant's records are refused.
+        records = [
+            parse_record(i, raw, tenant, retarget=False)
+            for i, raw in enumerate(raw_lines, start=1)
+            if raw.strip()
+        ]
+        known = {m.id: m.text.strip() for m in session.memories()} if records else {}
+        added = present = 0
+        id_map: dict[str, str] = {}
+        for record in records:
+            if record.id is not None and known.get(record.id) == record.text.strip():
+                present += 1  # already here, with the same text
+                continue
+            service.switch_scope(record.scope)
+            receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
+            new_id = receipt.memory_ids[0] if receipt.memory_ids else None
+            if new_id is None:
+                present += 1
+            else:
+                added += 1
+            if record.id is not None and new_id is not None and new_id != record.id:
+                id_map[record.id] = new_id
+        _print({"total": len(records), "added": added, "present": present, "id_map": id_map})
+
+
+def _run_stats(args: argparse.Namespace) -> None:
+    from memcore_hermes.doctor import spool_report
+    from memcore_hermes.home import HermesHome
+
+    with _Session(args) as session:
+        by_agent: dict[str, int] = {}
+        total, oldest, newest = 0, None, None
+        for memory in session.memories():
+            total += 1
+            by_agent[memory.scope.agent_id] = by_agent.get(memory.scope.agent_id, 0) + 1
+            stamp = memory.created_at
+            if stamp is not None:
+                oldest = stamp if oldest is None else min(oldest, stamp)
+                newest = stamp if newest is None else max(newest, stamp)
+        spool = spool_report(HermesHome())
+        _print(
+            {
+                "scope": session.pattern,
+                "memories": total,
+                "by_agent": by_agent,
+                "oldest_created_at": oldest,
+                "newest_created_at": newest,
+                "spool": {k: spool.get(k) for k in ("depth", "last_error", "dead_letters")},
+            }
+        )
+
+
+def _run_reindex(args: argparse.Namespace) -> None:
+    _print(_reindex(args))
 
 
 def _setup(args: argparse.Namespace) -> None:
@@ -274,8 +500,12 @@ def _setup(args: argparse.Namespace) -> None:
         tenant_id=args.tenant_id,
     )
     readiness = run_setup(HermesHome(), answers=answers)
-    if readiness is None or not readiness.available:
+    if readiness is None:  # cancelled: nothing saved
         raise SystemExit(1)
+    if not readiness.available:  # saved, but unusable as it stands: a configuration error
+        from memcore.exit_codes import ExitCode
+
+        raise SystemExit(int(ExitCode.USAGE))
 
 
 def _reindex(args: argparse.Namespace) -> dict[str, Any]:
@@ -316,6 +546,20 @@ class _progress_bar:
         if self._bar is not None:
             self._bar.stop()
 
+
+_HANDLERS = {
+    "add": _run_add,
+    "search": _run_search,
+    "list": _run_list,
+    "get": _run_get,
+    "forget": _run_forget,
+    "export": _run_export,
+    "import": _run_import,
+    "stats": _run_stats,
+    "doctor": _run_doctor,
+    "setup": lambda args: _setup(args),
+    "reindex": _run_reindex,
+}
 
 # Hermes looks the handler up as ``<provider name>_command``; the name has a dash.
 globals()["tablestore-mem_command"] = tablestore_mem_command

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import attrs
 
 from memcore import limits
+from memcore.config import MemcoreConfig
 from memcore.errors import InvalidInput, MemcoreError, NotFound, Unavailable, Unsupported
 from memcore.paging import pages
 from memcore.ports import MemoryStore, OutboxEntry
@@ -127,6 +128,19 @@ class StoreHandle:
                 self._failure = (None, 0.0)
         return store
 
+    @classmethod
+    def opened(cls, store: MemoryStore, config: MemcoreConfig) -> StoreHandle:
+        """A handle over an already opened ``store``, with the config's store settings."""
+        handle = cls(
+            lambda: store,
+            store_name=config.memory_store_name,
+            description=config.description,
+            auto_create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
+        )
+        handle.set_store(store)
+        return handle
+
     def forget_ready(self) -> None:
         """The store vanished (deleted behind our back): ensure it again before the next write."""
         with self._lock:
@@ -187,6 +201,9 @@ class Deliverer:
         self.clock = clock
         self.delivered = 0
         self.failures = 0
+        #: The last attempt to reach the backend failed, and why (cleared by the next delivery).
+        self.failing = False
+        self.last_error: MemcoreError | None = None
         #: Memory ids of the explicit memories this process delivered, by spool key (bounded),
         #: so ``hermes tablestore-mem add`` can print an id that ``forget`` accepts.
         self.receipts: dict[str, tuple[str, ...]] = {}
@@ -214,6 +231,7 @@ class Deliverer:
             self._store_attempts = 0
         except MemcoreError as exc:
             self._store_attempts += 1
+            self.failing, self.last_error = True, exc
             delay = self.retry.delay(self._store_attempts)
             first = batch[0]
             try:  # keep the reason next to the waiting write, for ``doctor``
@@ -324,10 +342,12 @@ class Deliverer:
             )
             return self.retry.cap_s
         self.delivered += 1
+        self.failing, self.last_error = False, None
         return None
 
     def _failed(self, entry: OutboxEntry, exc: MemcoreError) -> float:
         self.failures += 1
+        self.failing, self.last_error = True, exc
         if isinstance(exc, NotFound):
             self.handle.forget_ready()
         delay = self.retry.delay(entry.attempts + 1)

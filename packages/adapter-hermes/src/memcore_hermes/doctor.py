@@ -97,6 +97,15 @@ def run_doctor(
         report["local_db"] = str(home.local_db_file(config))
     report["search"] = search_report(store, config)
     try:
+        if report["spool"].get("depth"):  # delivered first: doctor shows what still waits
+            from memcore_hermes.drain import drain_spool
+
+            try:
+                report["drained"] = drain_spool(home, store, config)["delivered"]
+            except MemcoreError as exc:
+                report["drained"] = 0
+                report["drain_error"] = _error(exc)
+            report["spool"] = spool_report(home)
         report["store"] = _store_report(store, config.memory_store_name, scope)
         if report["backend"] == "local":
             lacking = _without_vector(store, config)
@@ -213,7 +222,7 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
         dead = spool.dead_letter_count()
         limits = spool.limits
         full = stats.depth >= limits.max_entries or stats.bytes >= limits.max_bytes
-        return {
+        report: dict[str, Any] = {
             "exists": True,
             "depth": stats.depth,
             "bytes": stats.bytes,
@@ -231,6 +240,11 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
                 "max_age_s": limits.max_age_s,
             },
         }
+        if stats.depth:
+            from memcore_hermes.drain import waiting_writes
+
+            report["waiting"] = waiting_writes(spool)
+        return report
     except MemcoreError as exc:
         return {"error": _error(exc)}
     finally:

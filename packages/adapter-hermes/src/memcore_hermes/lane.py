@@ -61,9 +61,13 @@ class Lane:
         """A forced delivery pass (ignoring retry delays) without waiting for it."""
         self.submit(lambda: self._run_drain(force=True))
 
+    def flush_soon(self) -> Future[Any]:
+        """A forced delivery pass after what is queued; its future tells when it is over."""
+        return self.submit(lambda: self._run_drain(force=True))
+
     def flush(self, timeout: float) -> bool:
         """Deliver everything now, ignoring retry delays; True when the pass finished in time."""
-        future = self.submit(lambda: self._run_drain(force=True))
+        future = self.flush_soon()
         try:
             future.result(timeout=max(0.0, timeout))
         except Exception:

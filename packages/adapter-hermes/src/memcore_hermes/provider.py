@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from memcore_hermes.envfile import AK_VAR, SK_VAR
 from memcore_hermes.home import HermesHome
 
 try:
@@ -106,15 +107,34 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         return self.readiness().status_lines()
 
     def post_setup(self, hermes_home: str, config: dict[str, Any]) -> None:
-        """``hermes memory setup tablestore-mem``: choose the backend and its settings."""
+        """``hermes memory setup tablestore-mem``: choose the backend and its settings.
+
+        Hermes exits with this hook's ``SystemExit``: a setup that ends unusable (no keys for
+        TableStore, a bad backend or config) exits 2, as a configuration error does in memcore.
+        """
+        import sys
+
+        from memcore.errors import MemcoreError
+        from memcore.exit_codes import ExitCode, exit_code_for
         from memcore_hermes.setup import run_setup
 
-        run_setup(HermesHome(hermes_home), environ=self._environ, hermes_config=config)
+        try:
+            readiness = run_setup(
+                HermesHome(hermes_home), environ=self._environ, hermes_config=config
+            )
+        except MemcoreError as exc:
+            sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
+            raise SystemExit(int(exit_code_for(exc))) from None
+        if readiness is not None and not readiness.available:
+            raise SystemExit(int(ExitCode.USAGE))
 
     def get_config_schema(self) -> list[dict[str, Any]]:
-        """The settings, backend first (others depend on it). ``post_setup`` asks them; the
-        secrets carry no ``env_var`` so Hermes' status does not list "missing" keys when the
-        real problem is elsewhere (``get_status_config`` says what it is)."""
+        """The settings, backend first (others depend on it). ``post_setup`` asks them.
+
+        The secrets declare their ``env_var``: Hermes' dashboard saves a secret to ``.env``
+        only through it (and drops it otherwise), and reads it back from there to show the
+        provider as configured. ``hermes memory status`` then also lists those variables;
+        ``get_status_config`` still gives the real reason when something else is wrong."""
         return [
             {
                 "key": "backend",
@@ -127,6 +147,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "TableStore AccessKey ID",
                 "secret": True,
                 "required": True,
+                "env_var": AK_VAR,
                 "url": "https://ram.console.aliyun.com/manage/ak",
                 "when": {"backend": "tablestore"},
             },
@@ -135,6 +156,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "TableStore AccessKey secret",
                 "secret": True,
                 "required": True,
+                "env_var": SK_VAR,
                 "when": {"backend": "tablestore"},
             },
             {
@@ -249,14 +271,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             )
         self._home, self._config = home, config
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
-        handle = StoreHandle(
-            lambda: store,
-            store_name=config.memory_store_name,
-            description=config.description,
-            auto_create=config.auto_create_store,
-            extract_instructions=config.extract_instructions,
-        )
-        handle.set_store(store)
+        handle = StoreHandle.opened(store, config)
         if self._background_reindex and not read_only:
             from memcore_hermes.reindex import start_background_reindex
 
@@ -440,7 +455,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         lane: a local store merges duplicates and supersedes stale facts off this thread."""
         runtime = self._runtime
         if runtime is not None:
-            runtime.flush(self._flush_timeout)
+            from memcore_hermes.runtime import SHUTDOWN_STALL_S
+
+            runtime.flush(self._flush_timeout, stall_s=SHUTDOWN_STALL_S)
             from memcore_hermes import consolidation
 
             self.last_consolidation = consolidation.schedule(runtime)

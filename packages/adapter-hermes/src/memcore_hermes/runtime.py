@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from memcore import limits
@@ -26,6 +27,14 @@ from memcore_hermes.lane import Lane
 from memcore_hermes.spool import SqliteOutbox
 
 logger = logging.getLogger(__name__)
+
+#: A shutdown flush gives up when no write was delivered for this long (seconds): a healthy
+#: backend delivers a write well within it; one that is down would hold the exit for a whole
+#: call's retry budget (3.7 s measured with the emulator stopped and a 3 s timeout).
+SHUTDOWN_STALL_S = 0.5
+#: How long a shutdown waits for the lane's current call once the backend is failing.
+_STOP_JOIN_S = 0.1
+_POLL_S = 0.02
 
 #: Hermes provenance keys worth keeping on a mirrored write (values are plain strings).
 _MIRROR_METADATA_KEYS = ("write_origin", "execution_context", "platform", "tool_name", "session_id")
@@ -59,6 +68,7 @@ class MemoryRuntime:
         self._recall_scope: Scope | None = None
         self._recall_generation = 0
         self.refused_writes = 0
+        self._stalled_at: int | None = None  # deliveries counted when a flush stalled
         self.deliverer = Deliverer(
             spool,
             handle,
@@ -235,14 +245,49 @@ class MemoryRuntime:
             self._recall_scope = None
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def flush(self, timeout: float) -> bool:
-        """Deliver everything now (ignoring backoff), waiting at most ``timeout``; True if empty."""
-        if not self.lane.flush(timeout):
+    def flush(self, timeout: float, *, stall_s: float | None = None) -> bool:
+        """Deliver everything now (ignoring backoff), waiting at most ``timeout``; True if empty.
+
+        With ``stall_s`` (the shutdown paths) the wait also ends at the first failed delivery,
+        or when nothing was delivered for ``stall_s``: a backend that is down costs a call's
+        whole retry budget, and what is left stays in the spool for the next start or command.
+        """
+        if stall_s is not None and self.backend_failing():
             return False
+        future = self.lane.flush_soon()
+        deadline = time.monotonic() + max(0.0, timeout)
+        failures, delivered = self.deliverer.failures, self.deliverer.delivered
+        progress_at = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            step = deadline - now if stall_s is None else min(deadline - now, _POLL_S)
+            try:
+                future.result(timeout=step)
+                break
+            except FutureTimeout:
+                pass
+            except Exception:
+                return False
+            if stall_s is None:
+                continue
+            if self.deliverer.failures != failures:
+                return False
+            if self.deliverer.delivered != delivered:
+                delivered, progress_at = self.deliverer.delivered, time.monotonic()
+            elif time.monotonic() - progress_at >= stall_s:
+                self._stalled_at = self.deliverer.delivered
+                return False
         try:
             return self.spool.stats(self.clock()).depth == 0
         except MemcoreError:
             return False
+
+    def backend_failing(self) -> bool:
+        """The last try to reach the backend failed, or a shutdown flush saw it stall."""
+        stalled = self._stalled_at is not None and self._stalled_at == self.deliverer.delivered
+        return self.handle.last_error is not None or self.deliverer.failing or stalled
 
     def retry_waiting(self) -> None:
         """A new turn after failures: waiting writes get a forced try now (never blocks)."""
@@ -254,15 +299,22 @@ class MemoryRuntime:
         return self.lane.idle(timeout)
 
     def close(self, timeout: float) -> bool:
-        """Flush within ``timeout``; what is left stays in the spool for the next start."""
+        """Flush within ``timeout``; what is left stays in the spool for the next start.
+
+        A backend that is down (or stops answering during the flush) is not waited for: the
+        lane is asked to stop after its current call and left to end on its own.
+        """
         deadline = time.monotonic() + max(0.0, timeout)
-        if self.handle.last_error is None:
-            flushed = self.flush(timeout)
-        else:  # the store could not even be reached: waiting would only add a timeout
+        if self.backend_failing():
             flushed = False
             logger.info("tablestore-mem: backend unreachable at shutdown; writes stay spooled")
+        else:
+            flushed = self.flush(timeout, stall_s=SHUTDOWN_STALL_S)
         self.deliverer.stopping = True  # a pass still running ends after its current send
-        stopped = self.lane.stop(max(0.0, deadline - time.monotonic()))
+        join = max(0.0, deadline - time.monotonic())
+        if self.backend_failing():
+            join = min(join, _STOP_JOIN_S)
+        stopped = self.lane.stop(join)
         if stopped:
             self.spool.close()
             self.handle.close()

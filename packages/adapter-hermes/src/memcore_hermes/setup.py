@@ -108,7 +108,11 @@ def run_setup(
 ) -> Readiness | None:
     """Ask, write the config and ``.env``, and report readiness; None when cancelled."""
     env = os.environ if environ is None else environ
-    answers = answers or Answers(backend=(env.get(BACKEND_VAR) or "").strip().lower() or None)
+    answers = answers or Answers()
+    if answers.backend is None:  # flags first, then the variable
+        answers = attrs.evolve(
+            answers, backend=(env.get(BACKEND_VAR) or "").strip().lower() or None
+        )
     asker = asker or default_asker()
     existing = _existing_config(home)
     file_keys, unsafe = _env_file_values(home)
@@ -118,9 +122,16 @@ def run_setup(
 
     say("\n  Configuring tablestore-mem:\n")
     backend = answers.backend
-    if backend not in BACKENDS:
-        if backend is not None:
-            say(f"  unknown backend {backend!r}; choose local or tablestore")
+    if backend is not None and backend not in BACKENDS:
+        from memcore.errors import ConfigError
+
+        # Never a silent fallback: a typo must not put memories somewhere else.
+        raise ConfigError(
+            f"unknown backend {backend!r} (from {BACKEND_VAR} or --backend); choose "
+            f"{' or '.join(BACKENDS)}",
+            field="backend",
+        )
+    if backend is None:
         current = existing.get("backend") or (TABLESTORE if have_keys else LOCAL)
         names = [name for name, _ in BACKEND_CHOICES]
         picked = asker.choose(

@@ -1,0 +1,108 @@
+"""The JSON shape of a memory, and the JSON Lines records of export and import.
+
+One format for every command line (``memcore export`` and ``hermes tablestore-mem export``
+write it, both imports read it). Field names are a public contract for scripts: a memory is
+``id, text, score, scope{app_id,tenant_id,agent_id,run_id}, metadata, created_at`` plus the
+optional service fields; timestamps are seconds since the epoch, as the store keeps them.
+Parsing checks every field against the limits, so nothing is written from a bad line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from memcore import limits
+from memcore.errors import InvalidInput
+from memcore.scope import Scope
+from memcore.service import check_user_metadata
+from memcore.values import Memory
+
+
+def memory_record(memory: Memory, score: float | None = None) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "text": memory.text,
+        "score": score,
+        "scope": memory.scope.as_dict(),
+        "metadata": dict(memory.metadata),
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "unit_type": memory.unit_type,
+        "salience": memory.salience,
+        "version": memory.version,
+    }
+
+
+def export_record(memory: Memory) -> dict[str, Any]:
+    """One exported line: the memory's record without a score."""
+    record = memory_record(memory)
+    record.pop("score")
+    return record
+
+
+@attrs.frozen
+class ImportRecord:
+    line: int
+    id: str | None
+    text: str
+    scope: Scope
+    metadata: Mapping[str, str]
+    created_at: float | None
+
+
+def line_error(line: int, message: str, field: str) -> InvalidInput:
+    """An error that names the line of the file it is about."""
+    return InvalidInput(f"line {line}: {message}", field=field)
+
+
+def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> ImportRecord:
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise line_error(line_no, f"not valid JSON ({exc.msg})", "line") from None
+    if not isinstance(data, dict):
+        raise line_error(line_no, "a record must be a JSON object", "line")
+    text = data.get("text")
+    try:
+        limits.check_text(text)
+        meta = check_user_metadata(data.get("metadata"), scope_source="the record's scope")
+        raw_scope = data.get("scope")
+        if not isinstance(raw_scope, dict):
+            raise InvalidInput(
+                "scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope"
+            )
+        scope = Scope.from_mapping(raw_scope)
+        memory_id = data.get("id")
+        if memory_id is not None:
+            limits.check_id(memory_id)
+        created_at = data.get("created_at")
+        if created_at is not None:
+            if (
+                isinstance(created_at, bool)
+                or not isinstance(created_at, (int, float))
+                or not math.isfinite(created_at)
+                or created_at < 0
+            ):
+                raise InvalidInput("created_at must be a timestamp in seconds", field="created_at")
+            created_at = float(created_at)
+    except InvalidInput as exc:
+        raise line_error(line_no, exc.message, exc.field or "line") from None
+    if retarget and not tenant.tenant_pattern().matches(scope):
+        # --app/--tenant name the target: the record keeps its agent and run, in that tenant,
+        # under a new id (its old one may still be in use where it came from).
+        scope = Scope(tenant.app_id, tenant.tenant_id, scope.agent_id, scope.run_id)
+        memory_id = None
+    elif not tenant.tenant_pattern().matches(scope):
+        raise line_error(
+            line_no,
+            f"scope {scope} is outside the current tenant {tenant.app_id}/{tenant.tenant_id} "
+            "(pass --tenant, and --app if it differs, to import into a tenant you name)",
+            "scope",
+        )
+    assert isinstance(text, str)
+    return ImportRecord(line_no, memory_id, text, scope, meta, created_at)

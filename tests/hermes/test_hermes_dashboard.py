@@ -1,0 +1,83 @@
+"""Configuring the provider through Hermes' own web dashboard functions (``hermes_cli.web_server``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NAME = "tablestore-mem"
+AK = "LTAI5tDashboardKeyId"
+SK = "dashboard-secret-Qw81zPm4"
+
+
+@pytest.fixture
+def dashboard(hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The dashboard's module with the plugin installed in a fresh home; the keys it saves to
+    ``.env`` are also put in ``os.environ`` by Hermes, so they are removed again afterwards."""
+    kit.install_plugin(hermes_home)
+    for var in ("TABLESTORE_MEMORY_AK", "TABLESTORE_MEMORY_SK"):
+        monkeypatch.delenv(var, raising=False)
+    for name in list(sys.modules):
+        if name.startswith("_hermes_user_memory"):
+            del sys.modules[name]
+    from hermes_cli import web_server
+
+    yield web_server
+    for var in ("TABLESTORE_MEMORY_AK", "TABLESTORE_MEMORY_SK"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def row(web_server: Any) -> dict[str, Any]:
+    [found] = [r for r in web_server._discover_memory_provider_statuses() if r["name"] == NAME]
+    return dict(found)
+
+
+def test_keys_entered_in_the_dashboard_reach_env_and_the_provider_is_ready(
+    dashboard: Any, hermes_home: Path
+) -> None:
+    provider = dashboard._load_memory_provider(NAME)
+    assert provider is not None
+    before = row(dashboard)
+    assert before["status"] == "needs_config" and before["configured"] is False
+
+    dashboard._write_memory_provider_config_values(
+        NAME,
+        provider,
+        {
+            "backend": "tablestore",
+            "access_key_id": AK,
+            "access_key_secret": SK,
+            "instance_name": "dash-inst",
+            "endpoint": "http://127.0.0.1:9/",
+        },
+    )
+
+    env_text = (hermes_home / ".env").read_text()
+    assert f"TABLESTORE_MEMORY_AK={AK}" in env_text
+    assert f"TABLESTORE_MEMORY_SK={SK}" in env_text
+    config_text = (hermes_home / "tablestore_memory.json").read_text()
+    assert AK not in config_text and SK not in config_text
+    config = json.loads(config_text)
+    assert config["backend"] == "tablestore" and config["instance_name"] == "dash-inst"
+
+    after = row(dashboard)
+    assert after["configured"] is True and after["available"] is True
+    assert after["status"] == "ready"
+    fields = {f["key"]: f for f in dashboard._memory_provider_payload(NAME, provider)["fields"]}
+    assert fields["access_key_id"]["is_set"] and fields["access_key_secret"]["is_set"]
+    assert fields["access_key_secret"]["value"] == ""  # a secret is never sent back
+
+
+def test_memory_status_gives_the_real_reason_with_the_keys_set(hermes_home: Path, kit: Any) -> None:
+    kit.install_plugin(hermes_home)
+    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
+    kit.write_config(hermes_home, backend="tablestore", top_k=500)
+    out = kit.run_hermes(hermes_home, "memory", "status").stdout
+    assert "not available" in out and "top_k must be from 1 to 50" in out
+    assert "✗ TABLESTORE_MEMORY_AK" not in out  # the keys are there: not named as missing
+    assert AK not in out and SK not in out

@@ -1,0 +1,85 @@
+"""Every ``hermes tablestore-mem`` failure exits non-zero, with the ``memcore`` CLI's codes
+(0 ok, 1 unexpected, 2 usage/config, 3 not found, 4 permission, 5 unavailable)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+AK = "LTAI5tExitCodeKeyId"
+SK = "exit-code-secret-Pz71Lk"
+
+
+@pytest.fixture
+def keyed_emulator() -> Iterator[Any]:
+    from memcore_tablestore.testing import running_emulator
+
+    with running_emulator(access_key_id=AK, access_key_secret=SK) as server:
+        yield server
+
+
+def with_wrong_key(home: Path, server: Any, kit: Any) -> None:
+    """The emulator's endpoint with its key id, but a secret that is not its."""
+    kit.emulator_home(home, server, timeout=3.0)
+    kit.write_env(home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": "wrong-key"})
+
+
+def test_add_with_a_wrong_secret_key_exits_4_through_hermes(
+    hermes_home: Path, keyed_emulator: Any, kit: Any
+) -> None:
+    kit.install_plugin(hermes_home)
+    with_wrong_key(hermes_home, keyed_emulator, kit)
+    result = kit.run_hermes(hermes_home, "tablestore-mem", "add", "a note")
+    assert result.returncode == 4, (result.stdout, result.stderr[-2000:])
+    answer = json.loads(result.stdout)
+    assert answer["error"]["code"] == "permission_denied"
+    assert answer["status"] == "queued"  # kept in the spool for when the key is fixed
+    errors = [
+        line for line in result.stderr.splitlines() if line.startswith("tablestore-mem: error")
+    ]
+    assert len(errors) == 1
+    assert "wrong-key" not in result.stdout + result.stderr
+
+
+def test_search_with_a_wrong_secret_key_exits_4(
+    hermes_home: Path, keyed_emulator: Any, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_wrong_key(hermes_home, keyed_emulator, kit)
+    code, answer = kit.run_cli(capsys, "search", "note", secrets=("wrong-key",))
+    assert code == 4 and answer["error"]["exit_code"] == 4
+
+
+def test_memory_setup_for_tablestore_without_keys_exits_non_zero(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kit.install_plugin(hermes_home)
+    monkeypatch.setenv("TABLESTORE_MEMORY_BACKEND", "tablestore")
+    result = kit.run_hermes(hermes_home, "memory", "setup", "tablestore-mem")
+    assert result.returncode == 2, (result.stdout, result.stderr[-2000:])
+    assert "not available yet" in result.stdout
+
+
+def test_setup_with_an_unknown_backend_is_an_error_not_local(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kit.install_plugin(hermes_home)
+    monkeypatch.setenv("TABLESTORE_MEMORY_BACKEND", "tablestor")
+    for argv in (("memory", "setup", "tablestore-mem"), ("tablestore-mem", "setup")):
+        result = kit.run_hermes(hermes_home, *argv)
+        assert result.returncode == 2, (argv, result.stdout, result.stderr[-2000:])
+        assert "unknown backend 'tablestor'" in result.stdout + result.stderr
+        assert not (hermes_home / "tablestore_memory.json").exists()
+    bad_flag = kit.run_hermes(hermes_home, "tablestore-mem", "setup", "--backend", "sqlite")
+    assert bad_flag.returncode == 2
+
+
+def test_get_of_an_unknown_id_exits_3(
+    hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    code, answer = kit.run_cli(capsys, "get", "no-such-id")
+    assert code == 3 and answer["error"]["code"] == "not_found"
