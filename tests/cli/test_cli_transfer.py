@@ -149,3 +149,24 @@ def test_an_import_failing_midway_keeps_the_batches_before_it_once_and_resumes_c
     after = cli.json_lines("export")
     assert sorted(r["id"] for r in after) == [r["id"] for r in records]
     assert {r["id"]: r["text"] for r in after} == {r["id"]: r["text"] for r in records}
+
+
+def test_repeats_keep_metadata_within_the_limit_so_the_export_imports(
+    tmp_path, local_cli, fresh_cli
+):
+    """Issue 28: the same text twice with 16 different keys each held 32 keys (33 after an
+    update), and the export of that store was refused whole by import."""
+    text = "The user repeats this fact"
+    first = [a for i in range(16) for a in ("-m", f"a{i:02d}=old")]
+    second = [a for i in range(16) for a in ("-m", f"b{i:02d}=new")]
+    local_cli.ok("add", "--sync", *first, text)
+    mid = local_cli.json("add", "--sync", *second, text)["memory_ids"][0]
+    [memory] = local_cli.json_lines("export")
+    assert memory["metadata"] == {f"b{i:02d}": "new" for i in range(16)}
+    refused = local_cli("update", mid, "--metadata", "extra=1")
+    assert refused.exit_code == 2
+    assert "the limit is 16" in refused.stderr
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    assert fresh_cli.json("import", str(out))["added"] == 1
+    assert fresh_cli.json_lines("export")[0]["metadata"] == memory["metadata"]

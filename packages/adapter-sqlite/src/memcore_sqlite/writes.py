@@ -132,8 +132,9 @@ class MemoryWrites(StoreBase):
         """The same text again in the scope: keep its provenance on the one memory.
 
         The newest occurrence wins: its metadata keys overwrite the memory's (keys only an
-        older occurrence set are kept) and ``updated_at`` becomes its time, so a fact repeated
-        in a later session carries that session's metadata and date. An older occurrence (an
+        older occurrence set are kept while the map stays within the limit, see
+        :func:`memcore.limits.merge_metadata`) and ``updated_at`` becomes its time, so a fact
+        repeated in a later session carries that session's metadata and date. An older occurrence (an
         import of earlier data) changes nothing. Each message occurrence also stays in the
         message log with its own metadata and timestamp. ``found`` is the memory's metadata
         JSON and ``updated_at``, as the digest lookup read them.
@@ -141,7 +142,7 @@ class MemoryWrites(StoreBase):
         old_json, updated = found
         if when < updated:
             return
-        merged = {**json.loads(old_json), **metadata}
+        merged = limits.merge_metadata(json.loads(old_json), metadata)
         new_json = json.dumps(merged, ensure_ascii=False, sort_keys=True)
         if new_json == old_json and when == updated:
             return
@@ -316,7 +317,7 @@ class MemoryWrites(StoreBase):
             gen = self._bump(conn, sid)
             now = time.time()
             for i, m in enumerate(checked):
-                unit_meta = {**meta, **m.metadata}
+                unit_meta = limits.merge_metadata(meta, m.metadata)
                 mid, seq = self._insert(
                     conn,
                     sid,
@@ -404,7 +405,7 @@ class MemoryWrites(StoreBase):
             new_text = row[6] if text is None else text
             old_meta = json.loads(row[7])
             # Merged as on the service: the same key overwrites, {} clears the map.
-            new_meta = old_meta if meta is None else ({**old_meta, **meta} if meta else {})
+            new_meta = old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
             gen = self._bump(conn, sid)
             words = analysis.tokens(new_text)
             conn.execute(
