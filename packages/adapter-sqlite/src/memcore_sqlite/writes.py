@@ -58,13 +58,15 @@ class MemoryWrites(StoreBase):
         *,
         memory_id: str | None = None,
         created_at: float | None = None,
+        new_id_if_taken: bool = False,
     ) -> tuple[str, int]:
         """Insert one unit unless the same text is already in the scope; (id, seq).
 
         A repeated text is not stored twice: the existing memory takes the repeat as its newest
         occurrence (see :meth:`_repeat`). ``memory_id`` keeps a caller's id (import); one
         already taken by another memory is a :class:`Conflict`, so an import can never
-        overwrite or alias an existing memory.
+        overwrite or alias an existing memory, or with ``new_id_if_taken`` the unit gets a
+        new id instead (an import must not tell whether another tenant holds that id).
         """
         now = time.time()
         created = now if created_at is None else created_at
@@ -85,11 +87,14 @@ class MemoryWrites(StoreBase):
             memory_id is not None
             and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
         ):
-            raise Conflict(
-                f"memory id {memory_id!r} is already used by another memory",
-                field="id",
-                retryable=False,
-            )
+            if new_id_if_taken:
+                mid = uuid.uuid4().hex
+            else:
+                raise Conflict(
+                    f"memory id {memory_id!r} is already used by another memory",
+                    field="id",
+                    retryable=False,
+                )
         words = analysis.tokens(text)
         cur = conn.execute(
             "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
@@ -243,13 +248,20 @@ class MemoryWrites(StoreBase):
             )
 
     def add_many(
-        self, store: str, items: Sequence[TextItem], *, ahead: Sequence[TextItem] = ()
+        self,
+        store: str,
+        items: Sequence[TextItem],
+        *,
+        ahead: Sequence[TextItem] = (),
+        new_id_if_taken: bool = False,
     ) -> list[str]:
         """Add many memories in one transaction (embedded in one batch); ids in input order.
 
         This is the bulk-import path: one task and one audit record cover the whole batch.
         ``ahead``, the batch the caller will add next, is embedded in the background while
-        this one is written (nothing of it is stored until it is added itself).
+        this one is written (nothing of it is stored until it is added itself). An item's
+        ``id`` already held by another memory is a :class:`Conflict` (nothing of the batch is
+        written), or with ``new_id_if_taken`` that item gets a new id.
         """
         started = time.perf_counter()
         checked: list[tuple[Scope, str, dict[str, str]]] = []
@@ -288,6 +300,7 @@ class MemoryWrites(StoreBase):
                     added,
                     memory_id=items[i].id,
                     created_at=items[i].created_at,
+                    new_id_if_taken=new_id_if_taken,
                 )
                 ids.append(mid)
             self._task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
