@@ -222,3 +222,16 @@ def test_repeats_keep_metadata_within_the_limit_so_the_export_imports(
     local_cli.ok("export", "--out", str(out))
     assert fresh_cli.json("import", str(out))["added"] == 1
     assert fresh_cli.json_lines("export")[0]["metadata"] == memory["metadata"]
+
+
+def test_a_text_holding_unicode_line_separators_round_trips(tmp_path, local_cli, fresh_cli):
+    """Found by the round-trip property: import split records at U+0085 / U+2028 / U+2029
+    (str.splitlines), so a memory holding one made its export unreadable."""
+    text = "one\x85two\u2028three\u2029four"
+    local_cli.ok("add", "--sync", "-m", "k=\u2028", text)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 1
+    assert fresh_cli.json("import", str(out))["added"] == 1
+    [memory] = fresh_cli.json_lines("export")
+    assert (memory["text"], memory["metadata"]) == (text, {"k": "\u2028"})

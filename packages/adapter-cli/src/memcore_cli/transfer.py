@@ -44,6 +44,11 @@ from memcore_sqlite.file_modes import FILE_MODE
 _BATCH = 256
 
 
+#: Characters that str.splitlines() and other readers take as line breaks, written escaped
+#: (they can only occur inside JSON strings, where the escape means the same character).
+_SEPARATORS = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029)}
+
+
 def iter_memories(runtime: Runtime) -> Iterator[Memory]:
     service = runtime.service()
     return every_item(lambda token: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token))
@@ -84,7 +89,8 @@ def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:
     count = 0
     with output.progress("exporting") as advance:
         for memory in iter_memories(runtime):
-            fh.write(json.dumps(_export_record(memory), ensure_ascii=False, separators=(",", ":")))
+            line = json.dumps(_export_record(memory), ensure_ascii=False, separators=(",", ":"))
+            fh.write(line.translate(_SEPARATORS))
             fh.write("\n")
             count += 1
             advance()
@@ -176,14 +182,17 @@ def read_records(
     written to ``tenant`` (the current write scope)."""
     try:
         if str(path) == "-":
-            text = sys.stdin.read().splitlines()
+            raw_text = sys.stdin.read()
         else:
-            text = path.expanduser().read_text(encoding="utf-8-sig").splitlines()
+            raw_text = path.expanduser().read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist", field="file") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise InvalidInput(f"cannot read {path} ({reason})", field="file") from None
+    # JSON Lines break at "\n" only: a text may hold U+0085 or U+2028, which splitlines()
+    # would take as line breaks inside a record.
+    text = raw_text.splitlines() if lines else raw_text.split("\n")
     numbered = [(i, raw) for i, raw in enumerate(text, start=1) if raw.strip()]
     if lines:
         return [_text_record(i, raw, tenant) for i, raw in numbered]
