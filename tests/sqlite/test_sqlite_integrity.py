@@ -3,7 +3,6 @@ and no write lands in it afterwards; the error names the file and the fix."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
@@ -31,30 +30,14 @@ def _filled(path: Path) -> None:
     assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
 
 
-def _pages(path: Path, table: str) -> list[int]:
-    conn = sqlite3.connect(path)
-    try:
-        rows = conn.execute(
-            "SELECT pageno FROM dbstat WHERE name = ? ORDER BY pageno", (table,)
-        ).fetchall()
-    finally:
-        conn.close()
-    return [int(r[0]) for r in rows]
-
-
-def garble_page(path: Path, page: int, page_size: int = 4096) -> None:
-    """One page of garbage, as a bad sector or a stray write would leave."""
-    with path.open("r+b") as fh:
-        fh.seek((page - 1) * page_size)
-        fh.write(bytes((i * 37 + 11) % 256 for i in range(page_size)))
-
-
-def test_quick_check_finds_one_page_of_garbage_and_says_how_long_it_took(tmp_path: Path) -> None:
+def test_quick_check_finds_one_page_of_garbage_and_says_how_long_it_took(
+    tmp_path: Path, damage
+) -> None:
     db = tmp_path / "m.db"
     _filled(db)
     sound = quick_check(db)
     assert sound.ok and sound.seconds > 0
-    garble_page(db, _pages(db, "memories")[3])
+    damage.garble(db, damage.pages(db, "memories")[3])
     damaged = quick_check(db)
     assert not damaged.ok
     assert damaged.problems and damaged.seconds > 0
@@ -66,11 +49,11 @@ def test_a_file_that_is_not_a_database_is_reported_not_raised(tmp_path: Path) ->
     assert not quick_check(db).ok
 
 
-def test_writes_are_refused_once_the_check_finds_damage(tmp_path: Path) -> None:
+def test_writes_are_refused_once_the_check_finds_damage(tmp_path: Path, damage) -> None:
     """Issue 28: with one page of garbage, writes kept landing in the damaged file."""
     db = tmp_path / "m.db"
     _filled(db)
-    garble_page(db, _pages(db, "memories")[3])
+    damage.garble(db, damage.pages(db, "memories")[3])
     with SqliteMemoryStore(db) as store:
         report = store.check_integrity()
         assert not report.ok
@@ -80,11 +63,11 @@ def test_writes_are_refused_once_the_check_finds_damage(tmp_path: Path) -> None:
         assert str(db) in info.value.message and ".recover" in info.value.message
 
 
-def test_a_store_opened_on_a_damaged_file_stops_writing_by_itself(tmp_path: Path) -> None:
+def test_a_store_opened_on_a_damaged_file_stops_writing_by_itself(tmp_path: Path, damage) -> None:
     """The check that opening starts in the background latches the store without a doctor."""
     db = tmp_path / "m.db"
     _filled(db)
-    garble_page(db, _pages(db, "memories")[3])
+    damage.garble(db, damage.pages(db, "memories")[3])
     with SqliteMemoryStore(db) as store:
         deadline = time.monotonic() + 20
         with pytest.raises(StoreCorrupted):  # writes until the check reports
@@ -94,13 +77,13 @@ def test_a_store_opened_on_a_damaged_file_stops_writing_by_itself(tmp_path: Path
                 time.sleep(0.01)
 
 
-def test_a_statement_meeting_the_damage_stops_every_later_write(tmp_path: Path) -> None:
+def test_a_statement_meeting_the_damage_stops_every_later_write(tmp_path: Path, damage) -> None:
     db = tmp_path / "m.db"
     _filled(db)
-    pages = _pages(db, "memories")
+    pages = damage.pages(db, "memories")
     with SqliteMemoryStore(db) as store:
         for page in pages:
-            garble_page(db, page)  # the whole table, under an open store
+            damage.garble(db, page)  # the whole table, under an open store
         with pytest.raises(StoreCorrupted):
             list(store.list_memories(STORE, ALICE.tenant_pattern(), limit=100).items)
         with pytest.raises(StoreCorrupted):
