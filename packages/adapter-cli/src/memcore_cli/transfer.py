@@ -337,7 +337,7 @@ def _account(
     record under another id had one that another tenant holds; that is not reported, and the
     answer is the same as for a free id."""
     present = new_id is None or new_id in known
-    if present:
+    if new_id is None or present:
         report.present += 1
     else:
         report.added += 1

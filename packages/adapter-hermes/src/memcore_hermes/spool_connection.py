@@ -204,21 +204,21 @@ class SpoolConnection:
         self.known_bytes = 0
         self._adopt_at = 0.0
         _secure_file(path)
-        db: sqlite3.Connection | None = None
+        opened: sqlite3.Connection | None = None
         try:
-            db = _open(path)
-            problem = _damage(db)
+            opened = _open(path)
+            problem = _damage(opened)
         except sqlite3.DatabaseError as exc:
-            if db is not None:
-                db.close()
+            if opened is not None:
+                opened.close()
             if not is_damage(exc):
                 raise
-            db, problem = None, str(exc)
-        if problem is not None:
-            if db is not None:
-                db.close()
-            db = self._rebuild(problem)
-        self.db = db
+            opened, problem = None, str(exc)
+        if opened is not None and problem is not None:
+            opened.close()
+        self.db: sqlite3.Connection = (
+            opened if opened is not None and problem is None else self._rebuild(problem or "")
+        )
         # SQLite gives new -wal/-shm files the database's mode; these may predate the 0600 file.
         for suffix in ("-wal", "-shm"):
             side = Path(f"{path}{suffix}")
