@@ -3,6 +3,8 @@ says how long it took, and reports a damaged file as such, with the fix; it chan
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +78,37 @@ def test_doctor_reports_a_truncated_spool_and_leaves_it_alone(
     assert not report["spool"]["integrity"]["ok"]
     assert home.spool_file.read_bytes() == before
     assert not list(home.spool_file.parent.glob(f"{home.spool_file.name}.damaged-*"))
+
+
+def test_turns_wait_in_the_spool_while_the_local_store_is_damaged(
+    hermes_home: Path, kit: Any, damage: Any
+) -> None:
+    """No write lands in a damaged local store: turns stay in the spool (not dead letters) and
+    are delivered once the file has been replaced (repaired) and Hermes starts again."""
+    from memcore_hermes import TablestoreMemProvider
+
+    home = _local_home(hermes_home, kit)
+    db = home.local_db_file(home.load_config())
+    damage.garble(db, damage.pages(db, "memories")[3])
+    first = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    first.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        runtime = first.runtime
+        assert not runtime.handle.ready().check_integrity().ok
+        first.sync_turn("My cat is called Miso", "What a lovely name.", session_id="s1")
+        assert not runtime.flush(3.0)
+        assert runtime.spool.stats(time.time()).depth >= 1
+        assert runtime.spool.dead_letter_count() == 0
+    finally:
+        first.shutdown()
+    for side in db.parent.glob(f"{db.name}*"):
+        side.unlink()  # the repair: the damaged file replaced (here by a fresh one)
+    second = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    second.initialize("s2", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        assert second.runtime.flush(10.0)
+        assert "Miso" in json.dumps(
+            json.loads(second.handle_tool_call("tablestore_search", {"query": "cat Miso"}))
+        )
+    finally:
+        second.shutdown()
