@@ -29,7 +29,7 @@ from typing import Any, TextIO
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound
 from memcore.paging import every_item
 from memcore.scope import Scope
 from memcore.service import check_user_metadata
@@ -258,10 +258,11 @@ def import_memories(
                     _account(report, known, record, new_id, added, keeps_ids=False)
                     advance()
         except BaseException:
-            _undo(runtime, added)
-            output.note(
-                f"import stopped; the {len(added)} memories it had added were deleted again"
-            )
+            left = _undo(runtime, added)
+            note = f"import stopped; the {len(added)} memories it had added were deleted again"
+            if left:
+                note += f", except {left} the store refused to delete (running it again is safe)"
+            output.note(note)
             raise
     return report
 
@@ -306,12 +307,19 @@ def _to_write(
     return pending
 
 
-def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> None:
-    """Delete what this import added, newest first, so a failed import leaves nothing."""
+def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> int:
+    """Delete what this import added, newest first, so a failed import leaves nothing; how
+    many the store refused to delete (the error that stopped the import is the one reported)."""
     store = runtime.ready_store()
+    left = 0
     for scope, memory_id in reversed(added):
-        with contextlib.suppress(NotFound):
+        try:
             store.delete_memory(runtime.store_name, scope, memory_id)
+        except NotFound:
+            pass
+        except MemcoreError:
+            left += 1
+    return left
 
 
 def _holds(runtime: Runtime, record: ImportRecord) -> bool:
