@@ -159,6 +159,10 @@ FIXED_FINDINGS = (
     "ProtocolError (`test_an_answer_without_its_list_is_empty_only_when_it_holds_nothing_else`).",
 )
 OPEN_FINDINGS = (
+    "Import into the embedded store: memory ids are unique per database file, not per tenant. A record carrying another tenant's id gets a new id and the same answer as a free id, but an importer who already holds that (random, 128-bit) id can still learn it is taken by looking up the old id afterwards (not found, where a free id would have been kept). Closing this needs ids unique per tenant in the schema.",
+    "Import is all or nothing by undoing: a failure midway deletes what the import added, but a process killed midway leaves the batches committed so far (running the import again adds the rest), and metadata that a newer-dated record merged into a memory already present is not undone.",
+    "A damaged embedded database: writes committed between opening and the background `quick_check` reporting are not refused, and reads keep trying (undamaged pages answer).",
+    "A rebuilt spool replays every record the turn journals still hold: one that the damaged file had already delivered is sent again; turns are checked at the backend before a resend, other writes only as far as the delivery's already-landed check covers them.",
     "The dependency audit cannot check every locked package from this machine: PyPI answers its "
     "project pages (which list the advisories of the latest release) but not its per-version pages, "
     "so a package locked below its latest release is listed as not audited (see Dependency audit). "

@@ -23,3 +23,38 @@ def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MEMCORE_MODEL_CACHE", str(folder))
         yield folder
+
+
+class Damage:
+    """Real damage to a SQLite file: a page of garbage (a bad sector, a stray write) or a cut."""
+
+    @staticmethod
+    def pages(path: Path, table: str) -> list[int]:
+        """The pages of ``table`` (SQLite's ``dbstat``), in file order."""
+        import sqlite3
+
+        conn = sqlite3.connect(path)
+        try:
+            rows = conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = ? ORDER BY pageno", (table,)
+            ).fetchall()
+        finally:
+            conn.close()
+        return [int(r[0]) for r in rows]
+
+    @staticmethod
+    def garble(path: Path, page: int, page_size: int = 4096) -> None:
+        with path.open("r+b") as fh:
+            fh.seek((page - 1) * page_size)
+            fh.write(bytes((i * 37 + 11) % 256 for i in range(page_size)))
+
+    @staticmethod
+    def truncate(path: Path, keep: float = 0.5) -> None:
+        size = path.stat().st_size
+        with path.open("r+b") as fh:
+            fh.truncate(int(size * keep))
+
+
+@pytest.fixture
+def damage() -> type[Damage]:
+    return Damage

@@ -105,12 +105,10 @@ def test_import_of_a_missing_file_exits_2(tmp_path, fresh_cli):
     assert "does not exist" in result.stderr
 
 
-def test_an_import_failing_midway_keeps_the_batches_before_it_once_and_resumes_cleanly(
-    tmp_path, monkeypatch
-):
+def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp_path, monkeypatch):
     """Batches of 3, the next embedding while one is written: the third batch's embedding
-    fails; the first two are stored exactly once, nothing of the third, and a second import
-    of the repaired file adds just the rest."""
+    fails after two batches were stored; the import deletes them again (all or nothing), and
+    an import of the repaired file adds every record once."""
     from memcore.testing import HashingEmbedder
     from memcore_cli import transfer
     from memcore_sqlite import SqliteMemoryStore
@@ -140,12 +138,100 @@ def test_an_import_failing_midway_keeps_the_batches_before_it_once_and_resumes_c
     failed = cli("import", str(data))
     assert failed.exit_code == 2
     assert failed.stderr.splitlines()[-1] == "memcore: error: the embedder failed: RuntimeError"
-    landed = cli.json_lines("export")
-    assert sorted(r["id"] for r in landed) == [r["id"] for r in records[:6]]
+    assert "the 6 memories it had added were deleted again" in failed.stderr
+    assert cli.json_lines("export") == []
 
     Poisoned.poison = "none of these"
     report = cli.json("import", str(data))
-    assert (report["added"], report["present"]) == (5, 6)
+    assert (report["added"], report["present"]) == (11, 0)
     after = cli.json_lines("export")
-    assert sorted(r["id"] for r in after) == [r["id"] for r in records]
     assert {r["id"]: r["text"] for r in after} == {r["id"]: r["text"] for r in records}
+
+
+def _records(scope, n, start=0):
+    return [
+        {"id": f"{i:032x}", "text": f"imported memory {i}", "scope": scope, "metadata": {}}
+        for i in range(start, start + n)
+    ]
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_a_clash_past_the_first_batch_leaves_nothing_imported(tmp_path, fresh_cli):
+    """Issue 28: an id clash at record 401 left the first 256 records committed."""
+    fresh_cli.ok("add", "--sync", "already here")
+    [held] = fresh_cli.json_lines("export")
+    records = _records(held["scope"], 450)
+    records[400]["id"] = held["id"]  # this tenant's memory, with another text
+    result = fresh_cli("import", str(_write(tmp_path / "m.jsonl", records)))
+    assert result.exit_code == 2
+    assert "line 401" in result.stderr
+    assert "nothing was imported" in result.stderr
+    assert [r["id"] for r in fresh_cli.json_lines("export")] == [held["id"]]
+
+
+def test_one_id_given_to_two_texts_in_a_file_is_refused_before_writing(tmp_path, fresh_cli):
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r"}
+    records = _records(scope, 300)
+    records[299]["id"] = records[3]["id"]
+    result = fresh_cli("import", str(_write(tmp_path / "m.jsonl", records)))
+    assert result.exit_code == 2
+    assert "line 300" in result.stderr and "line 4" in result.stderr
+    assert fresh_cli.json_lines("export") == []
+
+
+def test_an_id_of_another_tenant_answers_as_a_free_id(tmp_path, fresh_cli):
+    """Issue 28: a record carrying another tenant's memory id answered "Conflict: already used
+    by another memory", telling the importer that the id exists elsewhere."""
+    alice = fresh_cli.json("--tenant", "alice", "add", "--sync", "alice's secret")
+    [victim] = alice["memory_ids"]
+    scope = {"app_id": "hermes", "tenant_id": "bob", "agent_id": "hermes", "run_id": "r"}
+    taken = {"id": victim, "text": "bob's note", "scope": scope, "metadata": {}}
+    free = {"id": "f" * 32, "text": "bob's other note", "scope": scope, "metadata": {}}
+    answers = []
+    for name, record in (("taken", taken), ("free", free)):
+        result = fresh_cli("--tenant", "bob", "import", str(_write(tmp_path / name, [record])))
+        answers.append((result.exit_code, result.stdout, result.stderr))
+    assert answers[0] == answers[1] == (0, "imported 1 records: 1 added, 0 already present\n", "")
+    bob = {r["text"]: r for r in fresh_cli.json_lines("--tenant", "bob", "export")}
+    assert bob["bob's other note"]["id"] == "f" * 32
+    assert bob["bob's note"]["id"] != victim
+    [kept] = fresh_cli.json_lines("--tenant", "alice", "export")
+    assert (kept["id"], kept["text"]) == (victim, "alice's secret")
+
+
+def test_repeats_keep_metadata_within_the_limit_so_the_export_imports(
+    tmp_path, local_cli, fresh_cli
+):
+    """Issue 28: the same text twice with 16 different keys each held 32 keys (33 after an
+    update), and the export of that store was refused whole by import."""
+    text = "The user repeats this fact"
+    first = [a for i in range(16) for a in ("-m", f"a{i:02d}=old")]
+    second = [a for i in range(16) for a in ("-m", f"b{i:02d}=new")]
+    local_cli.ok("add", "--sync", *first, text)
+    mid = local_cli.json("add", "--sync", *second, text)["memory_ids"][0]
+    [memory] = local_cli.json_lines("export")
+    assert memory["metadata"] == {f"b{i:02d}": "new" for i in range(16)}
+    refused = local_cli("update", mid, "--metadata", "extra=1")
+    assert refused.exit_code == 2
+    assert "the limit is 16" in refused.stderr
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    assert fresh_cli.json("import", str(out))["added"] == 1
+    assert fresh_cli.json_lines("export")[0]["metadata"] == memory["metadata"]
+
+
+def test_a_text_holding_unicode_line_separators_round_trips(tmp_path, local_cli, fresh_cli):
+    """Found by the round-trip property: import split records at U+0085 / U+2028 / U+2029
+    (str.splitlines), so a memory holding one made its export unreadable."""
+    text = "one\x85two\u2028three\u2029four"
+    local_cli.ok("add", "--sync", "-m", "k=\u2028", text)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 1
+    assert fresh_cli.json("import", str(out))["added"] == 1
+    [memory] = fresh_cli.json_lines("export")
+    assert (memory["text"], memory["metadata"]) == (text, {"k": "\u2028"})

@@ -45,6 +45,16 @@ def test_facade_messages() -> None:
         mem.add()
 
 
+def test_a_turn_s_metadata_and_a_message_s_own_stay_within_the_key_limit() -> None:
+    """The write's keys and a message's own were merged unbounded (16 + 16 keys refused)."""
+    mem = memcore.Memory(InMemoryMemoryStore())
+    own = {f"m{i:02d}": "own" for i in range(10)}
+    shared = {f"w{i:02d}": "write" for i in range(10)}
+    mem.add(messages=[Message("user", "I have two cats", metadata=own)], metadata=shared)
+    [memory] = mem.list().items
+    assert dict(memory.metadata) == {**own, **{f"w{i:02d}": "write" for i in range(6)}}
+
+
 def test_unknown_backend_lists_the_installed_ones() -> None:
     with pytest.raises(ConfigError) as err:
         memcore.open_store("no-such-backend")

@@ -176,14 +176,6 @@ def test_a_closed_spool_raises_unavailable(tmp_path: Path) -> None:
         s.put(entry("a"))
 
 
-def test_a_corrupt_file_is_reported_as_unavailable(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
-    path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(Unavailable) as info:
-        SqliteOutbox(path)
-    assert info.value.field == "spool"
-
-
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.sampled_from(["put", "ack", "retry"]), max_size=40))
 def test_every_put_entry_leaves_exactly_once(

@@ -131,7 +131,21 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
         _probe_search_mode(state, runtime, checks)
         return
     checks.ok("database", f"{settings.db_path} ({settings.db_path.stat().st_size:,} bytes)")
+    integrity_check(settings.db_path, checks)
     _store_checks(runtime, checks)
+
+
+def integrity_check(path: Path, checks: _Checks) -> None:
+    """SQLite's ``quick_check`` of the file (every page read), and how long it took."""
+    from memcore_sqlite import integrity
+
+    report = integrity.quick_check(path)
+    took = f"{report.seconds * 1000:.0f} ms"
+    if report.ok:
+        checks.ok("integrity", f"quick_check ok in {took}")
+        return
+    error = integrity.corrupted(path, f"quick_check in {took}: {report.problems[0]}")
+    checks.fail("integrity", error.message, error)
 
 
 def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> None:

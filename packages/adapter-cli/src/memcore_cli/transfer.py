@@ -2,8 +2,16 @@
 
 Ids are kept when the backend can take them (the embedded store's bulk path, when its
 ``TextItem`` has an ``id``); otherwise the backend assigns new ids and the import reports the
-old -> new map (``id_map`` in ``--json`` output). Nothing is written until
-every line has been validated, so a bad file never leaves a half import.
+old -> new map (``id_map`` in ``--json`` output).
+
+All or nothing: every line is validated, and every id checked against the tenant, before
+anything is written; a record whose id names a different memory of this tenant (another text
+or scope) stops the import there. Should a write still fail (the disk, the embedder, the
+network), the memories this import added are deleted again before the error is reported.
+An id that this tenant does not hold but another tenant does is never an error: the record
+gets a new id and the answer is the same as for a free id (ids are unique in an embedded
+store, so it cannot keep that one), so an import cannot be used to ask whether another
+tenant's memory exists.
 """
 
 from __future__ import annotations
@@ -20,10 +28,17 @@ from typing import Any, TextIO
 import attrs
 
 from memcore import limits
-from memcore.errors import InvalidInput, NotFound
+from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound
 from memcore.paging import every_item
 from memcore.scope import Scope
-from memcore.transfer import ImportRecord, export_record, line_error, parse_record
+from memcore.transfer import (
+    ImportRecord,
+    dump_line,
+    export_record,
+    line_error,
+    parse_record,
+    split_lines,
+)
 from memcore.values import Memory
 from memcore_cli.output import Output
 from memcore_cli.runtime import Runtime
@@ -68,8 +83,7 @@ def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:
     count = 0
     with output.progress("exporting") as advance:
         for memory in iter_memories(runtime):
-            fh.write(json.dumps(export_record(memory), ensure_ascii=False, separators=(",", ":")))
-            fh.write("\n")
+            fh.write(dump_line(export_record(memory)))
             count += 1
             advance()
     return count
@@ -98,14 +112,15 @@ def read_records(
     written to ``tenant`` (the current write scope)."""
     try:
         if str(path) == "-":
-            text = sys.stdin.read().splitlines()
+            raw_text = sys.stdin.read()
         else:
-            text = path.expanduser().read_text(encoding="utf-8-sig").splitlines()
+            raw_text = path.expanduser().read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist", field="file") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise InvalidInput(f"cannot read {path} ({reason})", field="file") from None
+    text = raw_text.splitlines() if lines else split_lines(raw_text)
     numbered = [(i, raw) for i, raw in enumerate(text, start=1) if raw.strip()]
     if lines:
         return [_text_record(i, raw, tenant) for i, raw in numbered]
@@ -146,32 +161,93 @@ def import_memories(
     report = ImportReport(total=len(records))
     store = runtime.ready_store()
     known = _existing_ids(runtime)
+    pending = _to_write(runtime, records, known, report)
     bulk = _bulk_writer(store)
+    added: list[tuple[Scope, str]] = []
     with output.progress("importing", total=len(records)) as advance:
-        pending: list[ImportRecord] = []
-        for record in records:
-            if record.id is not None and record.id in known and _holds(runtime, record):
-                report.present += 1
-                advance()
-                continue
-            pending.append(record)
-        if bulk is not None:
-            for start in range(0, len(pending), _BATCH):
-                chunk = pending[start : start + _BATCH]
-                upcoming = pending[start + _BATCH : start + 2 * _BATCH]
-                ids = bulk(runtime.store_name, chunk, upcoming)
-                for record, new_id in zip(chunk, ids):
-                    _account(report, known, record, new_id)
-                advance(len(chunk))
-        else:
-            service = runtime.service()
-            for record in pending:
-                service.switch_scope(record.scope)
-                receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
-                new_id = receipt.memory_ids[0] if receipt.memory_ids else None
-                _account(report, known, record, new_id)
-                advance()
+        advance(report.present)
+        try:
+            if bulk is not None:
+                for start in range(0, len(pending), _BATCH):
+                    chunk = pending[start : start + _BATCH]
+                    upcoming = pending[start + _BATCH : start + 2 * _BATCH]
+                    ids = bulk(runtime.store_name, chunk, upcoming)
+                    for record, new_id in zip(chunk, ids):
+                        _account(report, known, record, new_id, added, keeps_ids=True)
+                    advance(len(chunk))
+            else:
+                service = runtime.service()
+                for record in pending:
+                    service.switch_scope(record.scope)
+                    receipt = service.remember(
+                        record.text, metadata=dict(record.metadata), sync=True
+                    )
+                    new_id = receipt.memory_ids[0] if receipt.memory_ids else None
+                    _account(report, known, record, new_id, added, keeps_ids=False)
+                    advance()
+        except BaseException:
+            left = _undo(runtime, added)
+            note = f"import stopped; the {len(added)} memories it had added were deleted again"
+            if left:
+                note += f", except {left} the store refused to delete (running it again is safe)"
+            output.note(note)
+            raise
     return report
+
+
+def _to_write(
+    runtime: Runtime, records: list[ImportRecord], known: set[str], report: ImportReport
+) -> list[ImportRecord]:
+    """The records to write, after checking every id against the tenant (nothing written yet).
+
+    A record whose id is already in its scope with the same text is present; one whose id
+    names a different memory of this tenant, or that repeats an earlier record's id with
+    another text or scope, stops the whole import with :class:`Conflict`.
+    """
+    pending: list[ImportRecord] = []
+    first: dict[str, ImportRecord] = {}
+    for record in records:
+        if record.id is None:
+            pending.append(record)
+            continue
+        if record.id in known:
+            if not _holds(runtime, record):
+                raise Conflict(
+                    f"line {record.line}: id {record.id!r} already names another memory of "
+                    "this tenant (its text or scope differs); nothing was imported",
+                    field="id",
+                    retryable=False,
+                )
+            report.present += 1
+            continue
+        earlier = first.setdefault(record.id, record)
+        if earlier is not record and (earlier.scope, earlier.text.strip()) != (
+            record.scope,
+            record.text.strip(),
+        ):
+            raise Conflict(
+                f"line {record.line}: id {record.id!r} was already given to line "
+                f"{earlier.line} with another text or scope; nothing was imported",
+                field="id",
+                retryable=False,
+            )
+        pending.append(record)
+    return pending
+
+
+def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> int:
+    """Delete what this import added, newest first, so a failed import leaves nothing; how
+    many the store refused to delete (the error that stopped the import is the one reported)."""
+    store = runtime.ready_store()
+    left = 0
+    for scope, memory_id in reversed(added):
+        try:
+            store.delete_memory(runtime.store_name, scope, memory_id)
+        except NotFound:
+            pass
+        except MemcoreError:
+            left += 1
+    return left
 
 
 def _holds(runtime: Runtime, record: ImportRecord) -> bool:
@@ -185,14 +261,27 @@ def _holds(runtime: Runtime, record: ImportRecord) -> bool:
 
 
 def _account(
-    report: ImportReport, known: set[str], record: ImportRecord, new_id: str | None
+    report: ImportReport,
+    known: set[str],
+    record: ImportRecord,
+    new_id: str | None,
+    added: list[tuple[Scope, str]],
+    *,
+    keeps_ids: bool,
 ) -> None:
-    if new_id is None or new_id in known:
+    """Count one written record. ``keeps_ids``: the backend kept every free id, so an added
+    record under another id had one that another tenant holds; that is not reported, and the
+    answer is the same as for a free id."""
+    present = new_id is None or new_id in known
+    if new_id is None or present:
         report.present += 1
     else:
         report.added += 1
         known.add(new_id)
-    if record.id is not None and new_id is not None and new_id != record.id:
+        added.append((record.scope, new_id))
+    renamed = record.id is not None and new_id is not None and new_id != record.id
+    if renamed and (present or not keeps_ids):
+        assert record.id is not None and new_id is not None
         report.renamed[record.id] = new_id
 
 
@@ -200,7 +289,8 @@ def _bulk_writer(store: Any) -> Any:
     """The embedded store's batch path: one transaction and one embedding batch per chunk,
     the next chunk embedding while this one is written.
 
-    The original ids are kept (``TextItem.id``), so an export restores exactly.
+    The original ids are kept (``TextItem.id``), so an export restores exactly; an id that
+    another tenant holds gets a new one (the tenant's own were checked by :func:`_to_write`).
     """
     add_many = getattr(store, "add_many", None)
     if add_many is None:
@@ -222,6 +312,6 @@ def _bulk_writer(store: Any) -> Any:
     def write(
         store_name: str, chunk: list[ImportRecord], upcoming: list[ImportRecord]
     ) -> list[str]:
-        return list(add_many(store_name, items(chunk), ahead=items(upcoming)))
+        return list(add_many(store_name, items(chunk), ahead=items(upcoming), new_id_if_taken=True))
 
     return write

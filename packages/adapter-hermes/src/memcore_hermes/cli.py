@@ -391,14 +391,11 @@ def _run_forget(args: argparse.Namespace) -> None:
 
 def _run_export(args: argparse.Namespace) -> None:
     from memcore.errors import InvalidInput
-    from memcore.transfer import export_record
+    from memcore.transfer import dump_line, export_record
     from memcore_hermes.home import atomic_write
 
     with _Session(args) as session:
-        lines = [
-            json.dumps(export_record(m), ensure_ascii=False, separators=(",", ":")) + "\n"
-            for m in session.memories()
-        ]
+        lines = [dump_line(export_record(m)) for m in session.memories()]
     if args.out is None:
         sys.stdout.write("".join(lines))
         sys.stdout.flush()
@@ -416,14 +413,14 @@ def _run_export(args: argparse.Namespace) -> None:
 
 def _run_import(args: argparse.Namespace) -> None:
     from memcore.errors import InvalidInput
-    from memcore.transfer import parse_record
+    from memcore.transfer import parse_record, split_lines
 
     try:
         if args.file == "-":
-            raw_lines = sys.stdin.read().splitlines()
+            raw_lines = split_lines(sys.stdin.read())
         else:
             with open(args.file, encoding="utf-8-sig") as fh:
-                raw_lines = fh.read().splitlines()
+                raw_lines = split_lines(fh.read())
     except FileNotFoundError:
         raise InvalidInput(f"{args.file} does not exist", field="file") from None
     except (OSError, UnicodeDecodeError) as exc:

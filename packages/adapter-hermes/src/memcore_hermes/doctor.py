@@ -78,6 +78,8 @@ def run_doctor(
 
         backend = choose_backend(config, keys)
         report["backend"] = backend
+        if backend == "local" and home.local_db_file(config).exists():
+            report["integrity"] = integrity_report(home.local_db_file(config))
         bootstrapping = backend == "tablestore" and not (config.instance_name and config.endpoint)
         config, store = open_backend_store(
             home,
@@ -135,6 +137,7 @@ def run_doctor(
         and not spool.get("full")
         and not spool.get("dead_letters")
         and not spool.get("error")
+        and report.get("integrity", {}).get("ok", True)
     )
     return _redacted(report, keys)
 
@@ -213,6 +216,13 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
     from memcore_hermes.journal import journal_glob
     from memcore_hermes.spool import SqliteOutbox
 
+    sound = integrity_report(home.spool_file)
+    if not sound["ok"]:
+        # Not opened here (opening rebuilds it, and doctor changes nothing): the provider
+        # moves it aside and rebuilds it from the journals when it next starts.
+        detail = "damaged; the provider moves it aside and rebuilds it from the journals"
+        return {"exists": True, "integrity": sound, "error": {"message": detail}}
+
     try:
         spool = SqliteOutbox(home.spool_file)
     except MemcoreError as exc:
@@ -224,6 +234,7 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
         full = stats.depth >= limits.max_entries or stats.bytes >= limits.max_bytes
         report: dict[str, Any] = {
             "exists": True,
+            "integrity": sound,
             "depth": stats.depth,
             "bytes": stats.bytes,
             "oldest_age_s": None if stats.oldest_age_s is None else round(stats.oldest_age_s, 1),
@@ -249,6 +260,22 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
         return {"error": _error(exc)}
     finally:
         spool.close()
+
+
+def integrity_report(path: Any) -> dict[str, Any]:
+    """SQLite's ``quick_check`` of a database file, how long it took, and the fix if damaged."""
+    from memcore_sqlite import integrity
+
+    found = integrity.quick_check(path)
+    out: dict[str, Any] = {
+        "ok": found.ok,
+        "check": "quick_check",
+        "ms": round(found.seconds * 1000, 1),
+    }
+    if not found.ok:
+        out["problems"] = list(found.problems)
+        out["fix"] = integrity.recovery_hint(path)
+    return out
 
 
 def _redacted(report: dict[str, Any], keys: AccessKeys | None) -> dict[str, Any]:

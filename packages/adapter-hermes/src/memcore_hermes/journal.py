@@ -183,6 +183,13 @@ class Journal:
             at = end
         return at
 
+    def replay_all(self) -> None:
+        """Move every record still in the mapping into the spool again (a rebuilt spool lost
+        the ones already moved; the spool's keys keep a record from being stored twice)."""
+        with self.lock:
+            self.pending_entries += len(self.read(HEADER_BYTES, self.consumed))
+            self.consumed = HEADER_BYTES
+
     def mark_consumed(self, upto: int, entries: int) -> None:
         with self.lock:
             self.consumed = upto

@@ -27,6 +27,7 @@ from memcore_hermes.spool_connection import (
     OUTBOX_COLUMNS,
     acquire,
     encode_entry,
+    is_damage,
     outbox_row,
     release,
 )
@@ -107,10 +108,14 @@ class SqliteOutbox:
         except (sqlite3.Error, OSError) as exc:
             raise Unavailable(f"cannot open the spool {self.path}: {exc}", field="spool") from None
         self._lock = self._conn.lock
-        self._db = self._conn.db
 
     def __repr__(self) -> str:
         return f"SqliteOutbox({str(self.path)!r})"
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The shared connection's database (a new one after a damaged spool is rebuilt)."""
+        return self._conn.db
 
     def _run(self, fn: Callable[[sqlite3.Connection], T], /) -> T:
         """Run ``fn(db)`` under the lock, mapping SQLite errors to :class:`Unavailable`."""
@@ -127,6 +132,21 @@ class SqliteOutbox:
                     "tablestore-mem: journal records not moved into the spool yet: %s", exc
                 )
             try:
+                return fn(self._db)
+            except sqlite3.Error as exc:
+                self._rollback()
+                if not is_damage(exc):
+                    raise Unavailable(f"spool error: {exc}", field="spool") from None
+                problem = str(exc)
+            except BaseException:
+                # Whatever failed inside, never leave a transaction open for the next write.
+                self._rollback()
+                raise
+            # The file is damaged: move it aside, rebuild it, and run the operation (which
+            # rolled back) once more on the fresh spool.
+            self._conn.rebuild(problem)
+            try:
+                self._conn.ingest()
                 return fn(self._db)
             except sqlite3.Error as exc:
                 self._rollback()

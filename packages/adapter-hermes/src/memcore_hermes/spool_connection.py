@@ -20,6 +20,7 @@ from memcore.limits import utf8_len
 from memcore.ports import OutboxEntry
 from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
 from memcore_sqlite.file_modes import FILE_MODE, make_home
+from memcore_sqlite.sqlite_errors import SQLITE_CORRUPT, SQLITE_NOTADB, primary_code
 from memcore_sqlite.wal import enable_wal
 
 logger = logging.getLogger("memcore_hermes.spool")
@@ -131,6 +132,58 @@ def _row(record: bytes) -> tuple[object, ...]:
     return outbox_row(entry, len(payload))
 
 
+def _open(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    try:
+        enable_wal(db, timeout=10.0)
+        # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
+        db.execute("PRAGMA synchronous=NORMAL")
+        # Checkpoints are run by :meth:`SqliteOutbox.checkpoint` from the background lane,
+        # never inside a commit on the agent's thread.
+        db.execute("PRAGMA wal_autocheckpoint=0")
+        db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(outbox)")}
+        if "lease_taken_at" not in columns:  # a spool written by 0.1.0 pre-releases
+            db.execute("ALTER TABLE outbox ADD COLUMN lease_taken_at REAL NOT NULL DEFAULT 0")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """SQLite found the file damaged (SQLITE_CORRUPT) or not a database (SQLITE_NOTADB)."""
+    return primary_code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB)
+
+
+def _damage(db: sqlite3.Connection) -> str | None:
+    """The first problem ``PRAGMA quick_check`` finds (a spool is small: milliseconds)."""
+    rows = db.execute("PRAGMA quick_check(1)").fetchall()
+    first = str(rows[0][0]) if rows else "ok"
+    return None if first == "ok" else first
+
+
+def _salvage(aside: Path, db: sqlite3.Connection) -> int:
+    """Copy the waiting entries the damaged file still gives into the fresh spool."""
+    try:
+        old = sqlite3.connect(f"{aside.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = old.execute(f"SELECT {OUTBOX_COLUMNS} FROM outbox ORDER BY seq").fetchall()
+        finally:
+            old.close()
+    except sqlite3.Error:
+        return 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany(INSERT_ROW, rows)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return len(rows)
+
+
 class SpoolConnection:
     """One SQLite connection to a spool file, shared by every spool on it in this process.
 
@@ -151,22 +204,21 @@ class SpoolConnection:
         self.known_bytes = 0
         self._adopt_at = 0.0
         _secure_file(path)
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+        opened: sqlite3.Connection | None = None
         try:
-            enable_wal(db, timeout=10.0)
-            # NORMAL in WAL mode: a commit survives a process crash without an fsync per turn.
-            db.execute("PRAGMA synchronous=NORMAL")
-            # Checkpoints are run by :meth:`SqliteOutbox.checkpoint` from the background lane,
-            # never inside a commit on the agent's thread.
-            db.execute("PRAGMA wal_autocheckpoint=0")
-            db.executescript(_SCHEMA)
-            columns = {row[1] for row in db.execute("PRAGMA table_info(outbox)")}
-            if "lease_taken_at" not in columns:  # a spool written by 0.1.0 pre-releases
-                db.execute("ALTER TABLE outbox ADD COLUMN lease_taken_at REAL NOT NULL DEFAULT 0")
-        except BaseException:
-            db.close()
-            raise
-        self.db = db
+            opened = _open(path)
+            problem = _damage(opened)
+        except sqlite3.DatabaseError as exc:
+            if opened is not None:
+                opened.close()
+            if not is_damage(exc):
+                raise
+            opened, problem = None, str(exc)
+        if opened is not None and problem is not None:
+            opened.close()
+        self.db: sqlite3.Connection = (
+            opened if opened is not None and problem is None else self._rebuild(problem or "")
+        )
         # SQLite gives new -wal/-shm files the database's mode; these may predate the 0600 file.
         for suffix in ("-wal", "-shm"):
             side = Path(f"{path}{suffix}")
@@ -175,6 +227,44 @@ class SpoolConnection:
                     os.chmod(side, FILE_MODE)
                 except OSError:
                     pass
+
+    # -- a damaged spool (under ``self.lock`` once open) -------------------------------------
+    def rebuild(self, problem: str) -> None:
+        """The open spool turned out damaged: move it aside and start a fresh one."""
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass
+        self.db = self._rebuild(problem)
+        self.refresh_totals()
+
+    def _rebuild(self, problem: str) -> sqlite3.Connection:
+        """Keep the damaged file (renamed with the time), open a fresh spool, copy in the rows
+        the old file still gives, and replay every record the journals still hold.
+
+        Rows are keyed: a record both salvaged and replayed is stored once. What the old file
+        had delivered and the journals still hold is sent again; turns are checked against
+        the service before a resend (see :mod:`memcore_hermes.delivery`).
+        """
+        aside = Path(f"{self.path}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        for suffix in ("", "-wal", "-shm"):
+            side = Path(f"{self.path}{suffix}")
+            if side.exists():
+                os.replace(side, f"{aside}{suffix}")
+        _secure_file(self.path)
+        db = _open(self.path)
+        salvaged = _salvage(aside, db)
+        for j in self.journals():
+            j.replay_all()  # their earlier records went into the damaged file
+        logger.warning(
+            "tablestore-mem: the spool %s was damaged (%s); kept as %s, rebuilt with %d "
+            "readable entries, and the turn journals replayed",
+            self.path,
+            problem.splitlines()[0][:200] if problem else "unreadable",
+            aside.name,
+            salvaged,
+        )
+        return db
 
     # -- journal (all under ``self.lock``) --------------------------------------------------
     def open_journal(self) -> Journal | None:

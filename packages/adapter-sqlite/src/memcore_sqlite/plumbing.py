@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -22,10 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from memcore import limits
-from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, StoreClosed
+from memcore.errors import (
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    StoreClosed,
+    StoreCorrupted,
+)
 from memcore.ports import Embedder
 from memcore.scope import Scope
-from memcore_sqlite import code_pages, file_modes
+from memcore_sqlite import code_pages, file_modes, integrity
 from memcore_sqlite.ahead import EmbedAhead
 from memcore_sqlite.checkpoints import Checkpoints
 from memcore_sqlite.fts_upkeep import Upkeep
@@ -40,6 +48,8 @@ from memcore_sqlite.schema import migrate
 from memcore_sqlite.sqlite_errors import mapped
 from memcore_sqlite.vectors import VectorCache
 from memcore_sqlite.wal import enable_wal
+
+_log = logging.getLogger(__name__)
 
 #: How many audit records a store keeps; older ones are pruned as new ones arrive.
 AUDIT_KEEP = 100_000
@@ -121,6 +131,37 @@ class StoreBase:
         if not self.read_only and self.path != ":memory:":
             file_modes.restrict(self.path)
         self._closed = False
+        #: Set once SQLite reports the file damaged (a statement, or the quick_check started
+        #: here): from then on every write is refused with it, so nothing more lands in it.
+        self._damage: StoreCorrupted | None = None
+        if not self.read_only and self.path != ":memory:":
+            threading.Thread(
+                target=self._check_soundness, name="memcore-quick-check", daemon=True
+            ).start()
+
+    def check_integrity(self) -> integrity.IntegrityReport:
+        """``PRAGMA quick_check`` of the file, timed; damage found refuses every later write."""
+        if self.path == ":memory:":
+            return integrity.IntegrityReport(self.path, (), 0.0)
+        report = integrity.quick_check(self.path)
+        if not report.ok and self._damage is None:
+            self._damage = integrity.corrupted(self.path, report.problems[0])
+            _log.warning("%s", self._damage.message)
+        return report
+
+    def _check_soundness(self) -> None:
+        """:meth:`check_integrity` beside the store's work (on its own read-only connection),
+        so opening stays fast; writes committed before it reports were not refused."""
+        self.check_integrity()
+
+    @contextmanager
+    def _latch(self) -> Iterator[None]:
+        """Remember damage that a statement ran into (see ``_damage``)."""
+        try:
+            yield
+        except StoreCorrupted as exc:
+            self._damage = self._damage or exc
+            raise
 
     @property
     def search_mode(self) -> str:
@@ -135,8 +176,10 @@ class StoreBase:
         """One ``BEGIN IMMEDIATE`` transaction, which also writes the records of the reads
         made since the last one (:mod:`~memcore_sqlite.read_audits`); without ``checkpoint``
         its commit leaves the WAL to :mod:`~memcore_sqlite.checkpoints` (reads' records)."""
-        with self._lock, mapped(self.path):
+        with self._lock, self._latch(), mapped(self.path):
             self._check_open()
+            if self._damage is not None:
+                raise self._damage
             conn = self._conn
             with nullcontext() if checkpoint else self._checkpoints.off(conn):
                 conn.execute("BEGIN IMMEDIATE")
@@ -159,7 +202,7 @@ class StoreBase:
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """A snapshot: every statement inside sees the same state of the file."""
-        with self._lock, mapped(self.path):
+        with self._lock, self._latch(), mapped(self.path):
             self._check_open()
             conn = self._conn
             conn.execute("BEGIN")

@@ -61,11 +61,9 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
             retryable=True,
         )
     if primary in (SQLITE_CORRUPT, SQLITE_NOTADB):
-        return ProtocolError(
-            f"the memory database file {path} is damaged or not a database [{name}]",
-            field=path,
-            retryable=False,
-        )
+        from memcore_sqlite.integrity import corrupted
+
+        return corrupted(path, f"{exc} [{name}]")
     if primary in (SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN):
         return PermissionDenied(
             f"the memory database {path} cannot be written (read-only file or folder) [{name}]",

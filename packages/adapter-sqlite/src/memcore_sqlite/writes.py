@@ -58,13 +58,15 @@ class MemoryWrites(StoreBase):
         *,
         memory_id: str | None = None,
         created_at: float | None = None,
+        new_id_if_taken: bool = False,
     ) -> tuple[str, int]:
         """Insert one unit unless the same text is already in the scope; (id, seq).
 
         A repeated text is not stored twice: the existing memory takes the repeat as its newest
         occurrence (see :meth:`_repeat`). ``memory_id`` keeps a caller's id (import); one
         already taken by another memory is a :class:`Conflict`, so an import can never
-        overwrite or alias an existing memory.
+        overwrite or alias an existing memory, or with ``new_id_if_taken`` the unit gets a
+        new id instead (an import must not tell whether another tenant holds that id).
         """
         now = time.time()
         created = now if created_at is None else created_at
@@ -85,11 +87,14 @@ class MemoryWrites(StoreBase):
             memory_id is not None
             and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
         ):
-            raise Conflict(
-                f"memory id {memory_id!r} is already used by another memory",
-                field="id",
-                retryable=False,
-            )
+            if new_id_if_taken:
+                mid = uuid.uuid4().hex
+            else:
+                raise Conflict(
+                    f"memory id {memory_id!r} is already used by another memory",
+                    field="id",
+                    retryable=False,
+                )
         words = analysis.tokens(text)
         cur = conn.execute(
             "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
@@ -132,8 +137,9 @@ class MemoryWrites(StoreBase):
         """The same text again in the scope: keep its provenance on the one memory.
 
         The newest occurrence wins: its metadata keys overwrite the memory's (keys only an
-        older occurrence set are kept) and ``updated_at`` becomes its time, so a fact repeated
-        in a later session carries that session's metadata and date. An older occurrence (an
+        older occurrence set are kept while the map stays within the limit, see
+        :func:`memcore.limits.merge_metadata`) and ``updated_at`` becomes its time, so a fact
+        repeated in a later session carries that session's metadata and date. An older occurrence (an
         import of earlier data) changes nothing. Each message occurrence also stays in the
         message log with its own metadata and timestamp. ``found`` is the memory's metadata
         JSON and ``updated_at``, as the digest lookup read them.
@@ -141,7 +147,7 @@ class MemoryWrites(StoreBase):
         old_json, updated = found
         if when < updated:
             return
-        merged = {**json.loads(old_json), **metadata}
+        merged = limits.merge_metadata(json.loads(old_json), metadata)
         new_json = json.dumps(merged, ensure_ascii=False, sort_keys=True)
         if new_json == old_json and when == updated:
             return
@@ -242,13 +248,20 @@ class MemoryWrites(StoreBase):
             )
 
     def add_many(
-        self, store: str, items: Sequence[TextItem], *, ahead: Sequence[TextItem] = ()
+        self,
+        store: str,
+        items: Sequence[TextItem],
+        *,
+        ahead: Sequence[TextItem] = (),
+        new_id_if_taken: bool = False,
     ) -> list[str]:
         """Add many memories in one transaction (embedded in one batch); ids in input order.
 
         This is the bulk-import path: one task and one audit record cover the whole batch.
         ``ahead``, the batch the caller will add next, is embedded in the background while
-        this one is written (nothing of it is stored until it is added itself).
+        this one is written (nothing of it is stored until it is added itself). An item's
+        ``id`` already held by another memory is a :class:`Conflict` (nothing of the batch is
+        written), or with ``new_id_if_taken`` that item gets a new id.
         """
         started = time.perf_counter()
         checked: list[tuple[Scope, str, dict[str, str]]] = []
@@ -287,6 +300,7 @@ class MemoryWrites(StoreBase):
                     added,
                     memory_id=items[i].id,
                     created_at=items[i].created_at,
+                    new_id_if_taken=new_id_if_taken,
                 )
                 ids.append(mid)
             self._task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
@@ -316,7 +330,7 @@ class MemoryWrites(StoreBase):
             gen = self._bump(conn, sid)
             now = time.time()
             for i, m in enumerate(checked):
-                unit_meta = {**meta, **m.metadata}
+                unit_meta = limits.merge_metadata(meta, m.metadata)
                 mid, seq = self._insert(
                     conn,
                     sid,
@@ -404,7 +418,7 @@ class MemoryWrites(StoreBase):
             new_text = row[6] if text is None else text
             old_meta = json.loads(row[7])
             # Merged as on the service: the same key overwrites, {} clears the map.
-            new_meta = old_meta if meta is None else ({**old_meta, **meta} if meta else {})
+            new_meta = old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
             gen = self._bump(conn, sid)
             words = analysis.tokens(new_text)
             conn.execute(

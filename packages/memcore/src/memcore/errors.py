@@ -82,6 +82,16 @@ class ProtocolError(Unavailable):
     code = "protocol_error"
 
 
+class StoreCorrupted(ProtocolError):
+    """The store's file is damaged (SQLite found a malformed page, or it is not a database).
+
+    Not retryable: nothing more is written into it; the message names the file and the fix.
+    """
+
+    code = "store_corrupted"
+    retryable = False
+
+
 class StoreClosed(MemcoreError):
     """The store (or the ``Memory`` over it) was closed; open a new one. Not retryable."""
 

@@ -144,7 +144,10 @@ class Memory:
         if metadata:
             meta = limits.check_metadata(metadata)
             msgs = [
-                Message(m.role, m.content, m.id, m.timestamp, {**meta, **m.metadata}) for m in msgs
+                Message(
+                    m.role, m.content, m.id, m.timestamp, limits.merge_metadata(meta, m.metadata)
+                )
+                for m in msgs
             ]
         return self.service.sync_turn("", "", messages=msgs, sync=sync)
 

@@ -104,6 +104,41 @@ def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, st
     return out
 
 
+def merge_metadata(older: Mapping[str, str], newer: Mapping[str, str]) -> dict[str, str]:
+    """The metadata of a memory written again (a repeated text, or a message's own keys over
+    its write's): never more than :data:`MAX_METADATA_KEYS` keys.
+
+    The newer map's keys all win; keys only the older map holds fill the room left, in
+    ascending key order (code points), so every backend keeps the same ones. A repeat is a
+    merge the caller did not ask for, so it is cut to the limit rather than refused: a capture
+    must not fail because the same sentence was said twice.
+    """
+    merged = dict(newer)
+    for key in sorted(older.keys() - merged.keys()):
+        if len(merged) >= MAX_METADATA_KEYS:
+            break
+        merged[key] = older[key]
+    return merged
+
+
+def merge_update_metadata(
+    old: Mapping[str, str], patch: Mapping[str, str], *, field: str = "metadata"
+) -> dict[str, str]:
+    """An update's metadata, merged as on the service: the same key overwrites, other keys stay,
+    ``{}`` clears the map. A merge past :data:`MAX_METADATA_KEYS` is refused (nothing changes):
+    the caller asked for every one of those keys, so none is dropped behind their back."""
+    if not patch:
+        return {}
+    merged = {**old, **patch}
+    if len(merged) > MAX_METADATA_KEYS:
+        raise InvalidInput(
+            f"{field} would have {len(merged)} keys merged with the memory's {len(old)}; the "
+            f"limit is {MAX_METADATA_KEYS} (clear it with {{}} first, then set the keys to keep)",
+            field=field,
+        )
+    return merged
+
+
 def check_top_k(top_k: object) -> int:
     if isinstance(top_k, bool) or not isinstance(top_k, int):
         raise InvalidInput("top_k must be a whole number", field="top_k")

@@ -23,6 +23,23 @@ from memcore.service import check_user_metadata
 from memcore.values import Memory
 
 
+#: Characters that str.splitlines() and other readers take as line breaks, written escaped
+#: (they can only occur inside JSON strings, where the escape means the same character).
+_SEPARATORS = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029)}
+
+
+def dump_line(record: Mapping[str, Any]) -> str:
+    """One JSON Lines record, newline included, that every line reader splits where we do."""
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return line.translate(_SEPARATORS) + "\n"
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines file: broken at "\\n" only, since a text may hold U+0085 or
+    U+2028, which ``str.splitlines`` would take as line breaks inside a record."""
+    return text.split("\n")
+
+
 def memory_record(memory: Memory, score: float | None = None) -> dict[str, Any]:
     return {
         "id": memory.id,

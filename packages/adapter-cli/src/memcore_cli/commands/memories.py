@@ -256,7 +256,8 @@ def update(
     text: Annotated[str | None, typer.Option("--text", help="The new text.")] = None,
     metadata: MetadataOpt = None,
 ) -> None:
-    """Change a memory's text, or replace its whole metadata map.
+    """Change a memory's text, or merge keys into its metadata (a key given again is
+    overwritten; more than 16 keys in all is refused).
 
     \b
     Examples:

@@ -179,6 +179,34 @@ class MemoryStoreContract:
         hits = ready.search(self.store_name, A1.tenant_pattern(), "orange colour")
         assert mid in [h.memory.id for h in hits]
 
+    def test_a_repeat_keeps_metadata_within_the_limit(self, ready: MemoryStore) -> None:
+        """The same text again merges metadata (limits.merge_metadata): the newer keys win and
+        the older ones fill the room left in key order; never more than the limit."""
+        older = {f"a{i:02d}": "old" for i in range(limits.MAX_METADATA_KEYS)}
+        newer = {f"b{i:02d}": "new" for i in range(limits.MAX_METADATA_KEYS)}
+        mid = self.add(ready, A1, "Repeated with many keys", **older)
+        assert self.add(ready, A1, "Repeated with many keys", **newer) == mid
+        assert dict(ready.get_memory(self.store_name, A1, mid).metadata) == newer
+        third = {"a00": "again", "c": "x"}
+        assert self.add(ready, A1, "Repeated with many keys", **third) == mid
+        kept = sorted(newer)[: limits.MAX_METADATA_KEYS - len(third)]
+        expected = {**third, **{k: "new" for k in kept}}
+        assert dict(ready.get_memory(self.store_name, A1, mid).metadata) == expected
+        listed = ready.list_memories(self.store_name, A1.tenant_pattern()).items
+        assert all(len(m.metadata) <= limits.MAX_METADATA_KEYS for m in listed)
+
+    def test_an_update_past_the_metadata_limit_is_refused(self, ready: MemoryStore) -> None:
+        full = {f"k{i:02d}": "v" for i in range(limits.MAX_METADATA_KEYS)}
+        mid = self.add(ready, A1, "Sixteen keys already", **full)
+        with pytest.raises(InvalidInput):
+            ready.update_memory(
+                self.store_name, A1, mid, text="Changed text", metadata={"extra": "x"}
+            )
+        got = ready.get_memory(self.store_name, A1, mid)
+        assert (got.text, dict(got.metadata)) == ("Sixteen keys already", full)
+        same = ready.update_memory(self.store_name, A1, mid, metadata={"k00": "w"})
+        assert dict(same.metadata) == {**full, "k00": "w"}
+
     def test_delete_really_deletes(self, ready: MemoryStore) -> None:
         mid = self.add(ready, A1, "Secret project codename is bluebird")
         keep = self.add(ready, A1, "Another memory about bluebird songs")

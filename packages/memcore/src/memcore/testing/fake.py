@@ -164,9 +164,19 @@ class InMemoryMemoryStore:
     ) -> str:
         key = _content_key(scope, text)
         existing = st.by_content.get(key)
-        if existing is not None and existing in st.units:
-            return existing
         now = self._clock()
+        if existing is not None and existing in st.units:
+            # The same text again: the newest occurrence's metadata wins, within the limit
+            # (limits.merge_metadata), and it dates the memory, as the embedded store does.
+            unit = st.units[existing]
+            old = unit.memory
+            unit.memory = attrs.evolve(
+                old,
+                metadata=limits.merge_metadata(old.metadata, metadata),
+                updated_at=max(now, old.updated_at or now),
+                version=(old.version or 0) + 1,
+            )
+            return existing
         memory = Memory(
             id=uuid.uuid4().hex,
             text=text,
@@ -332,7 +342,11 @@ class InMemoryMemoryStore:
                     scope=scope,
                 )
                 log.append((next(self._seq), stored))
-                ids.append(self._insert(st, scope, m.content, {**meta, **m.metadata}, "message"))
+                ids.append(
+                    self._insert(
+                        st, scope, m.content, limits.merge_metadata(meta, m.metadata), "message"
+                    )
+                )
             ids = list(dict.fromkeys(ids))
             task = self._task(st, "AddMemories", scope, ids, accepted=len(checked))
             self._audit(st, "AddMemories", scope=scope, started=started, rid=task.id)
@@ -456,7 +470,7 @@ class InMemoryMemoryStore:
                 # Merged as on the service: same key overwrites, {} clears the map.
                 metadata=old.metadata
                 if meta is None
-                else ({**old.metadata, **meta} if meta else {}),
+                else limits.merge_update_metadata(old.metadata, meta),
                 updated_at=self._clock(),
                 version=(old.version or 0) + 1,
             )

