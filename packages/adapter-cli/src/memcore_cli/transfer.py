@@ -17,7 +17,6 @@ tenant's memory exists.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import tempfile

@@ -22,7 +22,6 @@ from memcore.scope import Scope
 from memcore.service import check_user_metadata
 from memcore.values import Memory
 
-
 #: Characters that str.splitlines() and other readers take as line breaks, written escaped
 #: (they can only occur inside JSON strings, where the escape means the same character).
 _SEPARATORS = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029)}
