@@ -278,11 +278,13 @@ class Memory:
         >>> page = mem.list(user_id="alice", limit=20)                           # doctest: +SKIP
         >>> more = mem.list(user_id="alice", next_token=page.next_token)         # doctest: +SKIP
         """
-        if current_only is not None and current_only == all_versions:
-            raise InvalidInput(
-                "current_only and all_versions disagree; pass only all_versions",
-                field="all_versions",
-            )
+        if current_only is not None:
+            if current_only and all_versions:
+                raise InvalidInput(
+                    "current_only and all_versions disagree; pass only all_versions",
+                    field="all_versions",
+                )
+            all_versions = not current_only
         return self._for(user_id, agent_id, run_id).profile(
             limit=limit, next_token=next_token, current_only=not all_versions
         )
