@@ -7,7 +7,7 @@ call a store directly for memory operations, so validation and tenant safety liv
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 import attrs
@@ -307,15 +307,9 @@ class MemoryService:
         """
         self._check_writable()
         reach = self._within_tenant(pattern)
-        listing = pages(
-            lambda token: self.store.list_memories(
-                self.store_name, reach, limit=limits.MAX_PAGE_LIMIT, next_token=token
-            ),
-            max_pages=_FORGET_ALL_PAGES,
-        )
-        doomed = [m for page in listing for m in page.items if reach.matches(m.scope)]
+        doomed = {m.id: m for m in self._memories_in(reach, max_pages=_FORGET_ALL_PAGES)}
         deleted = 0
-        for memory in doomed:
+        for memory in doomed.values():
             try:
                 self.store.delete_memory(self.store_name, memory.scope, memory.id)
             except NotFound:  # gone meanwhile (another caller, a dream merge): not ours to count
@@ -333,18 +327,21 @@ class MemoryService:
             return self.store.get_memory(self.store_name, self._target(None, None), memory_id)
         except NotFound:
             pass
-        tenant = self.scope.tenant_pattern()
+        for memory in self._memories_in(self.scope.tenant_pattern(), max_pages=_FORGET_SCAN_PAGES):
+            if memory.id == memory_id:
+                return memory
+        raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
+
+    def _memories_in(self, pattern: ScopePattern, *, max_pages: int) -> Iterator[Memory]:
+        """Every memory the store lists under ``pattern`` (and that ``pattern`` matches: a
+        store's answer is not trusted to stay inside it), page after page."""
         listing = pages(
             lambda token: self.store.list_memories(
-                self.store_name, tenant, limit=limits.MAX_PAGE_LIMIT, next_token=token
+                self.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
             ),
-            max_pages=_FORGET_SCAN_PAGES,
+            max_pages=max_pages,
         )
-        for page in listing:
-            for memory in page.items:
-                if memory.id == memory_id and tenant.matches(memory.scope):
-                    return memory
-        raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
+        return (m for page in listing for m in page.items if pattern.matches(m.scope))
 
     def find(self, memory_id: str, *, pattern: ScopePattern | None = None) -> Memory:
         """A memory by its exact id in this tenant, or in ``pattern`` inside it: the session's

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -544,7 +544,7 @@ class MemoryStoreContract:
         assert [m.id for m in mem.list(user_id="alice").items] == [alice]
         assert mem.get(alice, user_id="alice").scope.tenant_id == "alice"
         # Bob asking for Alice's id gets exactly what a missing id gets.
-        calls = {
+        calls: dict[str, Callable[[str], object]] = {
             "get": lambda i: mem.get(i, user_id="bob"),
             "history": lambda i: mem.history(i, user_id="bob"),
             "update": lambda i: mem.update(i, text="Bob was here", user_id="bob"),
