@@ -45,3 +45,13 @@ def test_open_takes_a_read_policy(tmp_path: Path) -> None:
     with narrow:
         assert [m.text for m in narrow.list().items] == ["The user said this in run one"]
         assert len(narrow.search("user said")) == 1
+
+
+def test_history_dates_every_version(tmp_path: Path) -> None:
+    with Memory.open("local", config=LEXICAL, path=tmp_path / "m.db") as mem:
+        [mid] = mem.add(text="Fay lives in Lyon", user_id="fay")
+        mem.update(mid, text="Fay lives in Porto", user_id="fay")
+        [entry] = mem.history(mid, user_id="fay")
+        assert (entry.text, entry.version) == ("Fay lives in Porto", 2)
+        assert entry.created_at is not None and entry.updated_at is not None
+        assert entry.updated_at >= entry.created_at

@@ -580,7 +580,8 @@ class MemoryStoreContract:
         mem.update(mid, text="Carol lives in Porto", user_id="carol")
         [entry] = mem.history(mid, user_id="carol")
         assert (entry.id, entry.text) == (mid, "Carol lives in Porto")
-        assert entry.version is not None and entry.version >= 2
+        # Whether an update raises ``version`` is the backend's (the Memory Store's docs do
+        # not say); the embedded store's own test checks it does there.
         # The Memory Store's unit has no updated_at (wire notes); where a backend sends it,
         # it is the date of the change.
         assert entry.created_at is not None
