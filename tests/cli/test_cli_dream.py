@@ -58,10 +58,11 @@ def test_local_dream_applies_safely_lists_current_and_undoes(local_cli):
     [action] = local_cli.json("dream", "actions", task["id"])["items"]
     assert (action["action"], action["status"]) == ("UPDATE", "applied")
     assert "UPDATE" in local_cli.ok("dream", "actions", task["id"]).stdout
-    texts = [m["text"] for m in local_cli.json("list", "--current")["items"]]
+    texts = [m["text"] for m in local_cli.json("list")["items"]]
     assert stale not in texts and len(texts) == 2
-    assert stale in [m["text"] for m in local_cli.json("list")["items"]]
+    assert texts == [m["text"] for m in local_cli.json("list", "--current")["items"]]
+    assert stale in [m["text"] for m in local_cli.json("list", "--all-versions")["items"]]
     undone = local_cli.json("dream", "undo", task["id"], action["id"])
     assert undone["status"] == "proposed"
-    assert stale in [m["text"] for m in local_cli.json("list", "--current")["items"]]
+    assert stale in [m["text"] for m in local_cli.json("list")["items"]]
     assert local_cli("dream", "create", "--apply-mode", "sometimes").exit_code == 2

@@ -212,9 +212,10 @@ def test_the_library_dreams_through_the_store(tmp_path: Path) -> None:
         task = mem.dream()
         [action] = mem.dream_actions(task.id)
         assert (action.action, action.status) == ("UPDATE", "applied")
-        current = [m.text for m in mem.list(current_only=True).items]
+        current = [m.text for m in mem.list().items]
         assert len(current) == 2 and all("30 dozen" not in t for t in current)
-        assert len(mem.list().items) == 3
+        assert [m.text for m in mem.list(current_only=True).items] == current
+        assert len(mem.list(all_versions=True).items) == 3
 
 
 class _Reviewer:

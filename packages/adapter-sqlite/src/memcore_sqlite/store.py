@@ -54,7 +54,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             self._read() as conn,
         ):
             sid = self._store_id(conn, store)
-            memory = memory_from_row(self._own_row(conn, sid, scope, memory_id))
+            row = self._own_row(conn, sid, scope, memory_id)
+            [memory] = supersession.annotate(conn, [memory_from_row(row)])
         self._audit_read(store, "GetMemory", started, scope=scope, target=memory_id)
         return memory
 

@@ -25,7 +25,17 @@ if TYPE_CHECKING:
         Unsupported,
     )
     from memcore.facade import Memory
-    from memcore.policies import ScopePolicy
+    from memcore.policies import (
+        AgentRead,
+        ExactSessionWrite,
+        ForgetPolicy,
+        ReadPolicy,
+        ScopePolicy,
+        SessionRead,
+        TenantForget,
+        TenantRead,
+        WritePolicy,
+    )
     from memcore.ports import Embedder, MemoryStore, Outbox, OutboxEntry, Provisioner
     from memcore.scope import (
         Scope,
@@ -79,7 +89,20 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         )
     },
     "Memory": ("memcore.facade", "Memory"),
-    "ScopePolicy": ("memcore.policies", "ScopePolicy"),
+    **{
+        name: ("memcore.policies", name)
+        for name in (
+            "AgentRead",
+            "ExactSessionWrite",
+            "ForgetPolicy",
+            "ReadPolicy",
+            "ScopePolicy",
+            "SessionRead",
+            "TenantForget",
+            "TenantRead",
+            "WritePolicy",
+        )
+    },
     **{
         name: ("memcore.ports", name)
         for name in ("Embedder", "MemoryStore", "Outbox", "OutboxEntry", "Provisioner")
@@ -116,12 +139,15 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "AgentRead",
     "AsyncMemory",
     "ConfigError",
     "Conflict",
     "DreamAction",
     "DreamTask",
     "Embedder",
+    "ExactSessionWrite",
+    "ForgetPolicy",
     "InvalidInput",
     "MemcoreConfig",
     "MemcoreError",
@@ -138,23 +164,28 @@ __all__ = [
     "PermissionDenied",
     "ProtocolError",
     "Provisioner",
+    "ReadPolicy",
     "RequestRecord",
     "Scope",
     "ScopePattern",
     "ScopePolicy",
     "SearchHit",
     "SessionContext",
+    "SessionRead",
     "StoreClosed",
     "StoreCorrupted",
     "StoreInfo",
+    "TenantForget",
+    "TenantRead",
     "Throttled",
     "Unavailable",
     "Unsupported",
+    "WritePolicy",
     "WriteReceipt",
     "dump_config",
+    "identity_segment",
     "installed_backends",
     "merge_config",
-    "identity_segment",
     "normalize_segment",
     "open_store",
     "parse_config",

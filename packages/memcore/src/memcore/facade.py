@@ -1,7 +1,12 @@
 """``memcore.Memory``: the small library facade other agents import.
 
+One ``Memory`` serves many users: open it once, then name the user (and agent, run) per call;
+the identity it was opened with is the default. Every call goes through a
+:class:`~memcore.service.MemoryService` for the resolved scope, so the limits, the scope
+policy and the tenant checks are the same for every user, on one store and one embedder.
+
 :class:`memcore.AsyncMemory` (in :mod:`memcore.async_facade`) is the same facade for asyncio
-code; it runs these very methods off the event loop, so the two cannot drift apart.
+code; it runs these very methods off the event loop, and a test keeps the two surfaces equal.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from memcore.config import MemcoreConfig
 from memcore.discovery import open_store
 from memcore.errors import InvalidInput, StoreClosed
 from memcore.paging import every_item
-from memcore.policies import ScopePolicy
+from memcore.policies import ReadPolicy, ScopePolicy, as_scope_policy
 from memcore.ports import MemoryStore
-from memcore.scope import Scope, SessionContext, resolve_scope
+from memcore.scope import WILDCARD, Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.values import (
     DreamAction,
@@ -32,11 +37,15 @@ from memcore.values import Memory as MemoryUnit
 
 
 class Memory:
-    """Long-term memory for one agent session.
+    """Long-term memory for the users of one app, on one store.
 
-    >>> mem = Memory.open()                           # embedded SQLite store    # doctest: +SKIP
-    >>> mem.add(text="The user likes coffee")                                    # doctest: +SKIP
-    >>> mem.search("What does the user drink?")                                  # doctest: +SKIP
+    >>> mem = Memory.open(user_id="alice")            # embedded SQLite store   # doctest: +SKIP
+    >>> mem.add(text="The user likes coffee")                                   # doctest: +SKIP
+    >>> mem.add(text="The user likes tea", user_id="bob")                       # doctest: +SKIP
+    >>> mem.search("What does the user drink?", user_id="bob")                  # doctest: +SKIP
+
+    A ``Memory`` built on a store you pass in leaves that store open on :meth:`close` (several
+    may share it); one from :meth:`open` owns its store and closes it.
     """
 
     def __init__(
@@ -45,20 +54,25 @@ class Memory:
         *,
         scope: Scope | None = None,
         store_name: str = "hermes_mem",
-        policy: ScopePolicy | None = None,
+        policy: ScopePolicy | ReadPolicy | None = None,
         top_k: int = 5,
         enable_rerank: bool = True,
         ensure_store: bool = True,
+        owns_store: bool = False,
+        tenant_pinned: bool = False,
     ) -> None:
         self.store = store
         self._closed = False
+        self._owns_store = owns_store
+        #: The config names the tenant, so a per-call ``user_id`` cannot choose another one.
+        self._tenant_pinned = tenant_pinned
         if ensure_store:
             store.ensure_store(store_name)
         self._service = MemoryService(
             store,
             store_name=store_name,
             scope=scope or resolve_scope(SessionContext()),
-            policy=policy,
+            policy=as_scope_policy(policy),
             top_k=top_k,
             enable_rerank=enable_rerank,
         )
@@ -72,14 +86,18 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        policy: ScopePolicy | ReadPolicy | None = None,
         **options: Any,
     ) -> Memory:
-        """Open a backend by name (``local`` or ``tablestore``) and resolve the scope safely.
+        """Open a backend by name (``local`` or ``tablestore``); the identity given here is
+        every call's default. The ``Memory`` owns the store and closes it on :meth:`close`.
 
         ``user_id`` names the tenant exactly as given (``"alice "`` is not ``"alice"``); None
         means no user, the shared ``__default__`` tenant; an empty or whitespace-only id is
         :class:`InvalidInput` (:func:`memcore.scope.tenant_segment`, the rule every host uses).
         A configured ``tenant_id`` wins over ``user_id``.
+
+        >>> mem = Memory.open("local", user_id="alice", policy=memcore.SessionRead())  # doctest: +SKIP
         """
         cfg = config or MemcoreConfig()
         scope = resolve_scope(
@@ -91,24 +109,74 @@ class Memory:
             open_store(backend, cfg, **options),
             scope=scope,
             store_name=cfg.memory_store_name,
+            policy=policy,
             top_k=cfg.top_k,
             enable_rerank=cfg.enable_rerank,
+            owns_store=True,
+            tenant_pinned=_pins_tenant(cfg),
         )
 
     @property
     def service(self) -> MemoryService:
-        """The service every call goes through; :class:`StoreClosed` once closed."""
+        """The service for the default identity; :class:`StoreClosed` once closed."""
         if self._closed:
             raise StoreClosed("this Memory is closed; open a new one", field="store")
         return self._service
 
     @property
     def scope(self) -> Scope:
+        """The default scope (``app/tenant/agent/run``) calls without an identity use."""
         return self._service.scope
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._closed
+
+    def scope_for(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> Scope:
+        """The scope a call with this identity writes to: each id given is resolved as
+        :meth:`open` resolves it; the others keep the default. An empty id is refused.
+
+        >>> mem.scope_for(user_id="bob")            # Scope('hermes', 'bob', 'hermes', ...)  # doctest: +SKIP
+        """
+        given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        for field, value in given.items():
+            _check_identity(field, value)
+        default = self.scope
+        if user_id is None and agent_id is None and run_id is None:
+            return default
+        if user_id is not None and self._tenant_pinned:
+            raise InvalidInput(
+                "this Memory's config names the tenant (tenant_id), so user_id cannot choose "
+                "another; open it without tenant_id to serve many users",
+                field="user_id",
+            )
+        resolved = resolve_scope(
+            SessionContext(user_id=user_id, agent_identity=agent_id, session_id=run_id)
+        )
+        return Scope(
+            default.app_id,
+            default.tenant_id if user_id is None else resolved.tenant_id,
+            default.agent_id if agent_id is None else resolved.agent_id,
+            default.run_id if run_id is None else resolved.run_id,
+        )
+
+    def _for(self, user_id: str | None, agent_id: str | None, run_id: str | None) -> MemoryService:
+        """The service for one call's identity (the default one when none is given)."""
+        base = self.service
+        scope = self.scope_for(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        if scope == base.scope:
+            return base
+        return MemoryService(
+            base.store,
+            store_name=base.store_name,
+            scope=scope,
+            policy=base.policy,
+            top_k=base.top_k,
+            enable_rerank=base.enable_rerank,
+        )
 
     def add(
         self,
@@ -117,13 +185,27 @@ class Memory:
         messages: Sequence[Message | Mapping[str, str]] | None = None,
         metadata: Mapping[str, str] | None = None,
         sync: bool = True,
-    ) -> list[str]:
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> builtins.list[str]:
         """Remember ``text``, or a list of chat ``messages``; the ids of the memories written.
 
         A backend that indexes later (TableStore without ``sync``) may return no ids yet; use
         :meth:`add_receipts` to get the task ids instead.
+
+        >>> mem.add(text="The user likes coffee", user_id="alice")           # doctest: +SKIP
+        ['5f0c2a1e...']
         """
-        receipts = self.add_receipts(text, messages=messages, metadata=metadata, sync=sync)
+        receipts = self.add_receipts(
+            text,
+            messages=messages,
+            metadata=metadata,
+            sync=sync,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+        )
         return [memory_id for receipt in receipts for memory_id in receipt.memory_ids]
 
     def add_receipts(
@@ -133,12 +215,20 @@ class Memory:
         messages: Sequence[Message | Mapping[str, str]] | None = None,
         metadata: Mapping[str, str] | None = None,
         sync: bool = True,
-    ) -> list[WriteReceipt]:
-        """Like :meth:`add`, with the backend's receipts (task id, status, memory ids)."""
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> builtins.list[WriteReceipt]:
+        """Like :meth:`add`, with the backend's receipts (task id, status, memory ids).
+
+        >>> [receipt] = mem.add_receipts(text="The user likes tea", sync=False)  # doctest: +SKIP
+        >>> mem.task(receipt.task_id).status                                      # doctest: +SKIP
+        """
         if (text is None) == (messages is None):
             raise InvalidInput("give exactly one of text or messages", field="text")
+        service = self._for(user_id, agent_id, run_id)
         if text is not None:
-            return [self.service.remember(text, metadata=metadata, sync=sync)]
+            return [service.remember(text, metadata=metadata, sync=sync)]
         assert messages is not None
         msgs = [m if isinstance(m, Message) else _message(m, i) for i, m in enumerate(messages)]
         if metadata:
@@ -149,7 +239,7 @@ class Memory:
                 )
                 for m in msgs
             ]
-        return self.service.sync_turn("", "", messages=msgs, sync=sync)
+        return service.sync_turn("", "", messages=msgs, sync=sync)
 
     def search(
         self,
@@ -157,83 +247,328 @@ class Memory:
         *,
         top_k: int | None = None,
         filters: Mapping[str, str] | None = None,
+        min_similarity: float | None = None,
         enable_rerank: bool | None = None,
-    ) -> list[SearchHit]:
-        return self.service.search(query, top_k=top_k, filters=filters, enable_rerank=enable_rerank)
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> builtins.list[SearchHit]:
+        """The user's memories most relevant to ``query``, best first. ``filters``: exact
+        metadata matches, all required; ``min_similarity`` (0 to 1) drops hits scoring lower.
+
+        >>> mem.search("drinks", user_id="alice", filters={"topic": "drinks"},
+        ...            min_similarity=0.3)                                       # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).search(
+            query,
+            top_k=top_k,
+            filters=filters,
+            min_similarity=min_similarity,
+            enable_rerank=enable_rerank,
+        )
 
     def list(
-        self, *, limit: int = 50, next_token: str | None = None, current_only: bool = False
+        self,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        all_versions: bool = False,
+        current_only: bool | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> Page[MemoryUnit]:
-        """A page of the user's memories; ``current_only`` leaves out those a dream pass
-        marked as superseded (a page may then hold fewer than ``limit``)."""
-        page = self.service.profile(limit=limit, next_token=next_token)
-        return page.filter(lambda m: "superseded_by" not in m.extras) if current_only else page
+        """A page of the user's current memories; ``all_versions=True`` also shows those a
+        dream pass superseded (a page of current ones may hold fewer than ``limit``: pass its
+        ``next_token`` on). ``current_only`` is the older spelling (``current_only=False``
+        is ``all_versions=True``).
 
-    def dream(self, *, apply_mode: str = "safe_auto") -> DreamTask:
+        >>> page = mem.list(user_id="alice", limit=20)                           # doctest: +SKIP
+        >>> more = mem.list(user_id="alice", next_token=page.next_token)         # doctest: +SKIP
+        """
+        if current_only is not None:
+            if current_only and all_versions:
+                raise InvalidInput(
+                    "current_only and all_versions disagree; pass only all_versions",
+                    field="all_versions",
+                )
+            all_versions = not current_only
+        return self._for(user_id, agent_id, run_id).profile(
+            limit=limit, next_token=next_token, current_only=not all_versions
+        )
+
+    def iter_all(
+        self,
+        *,
+        page_size: int = 100,
+        all_versions: bool = False,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Iterator[MemoryUnit]:
+        """Every memory :meth:`list` would show, page after page.
+
+        >>> texts = [m.text for m in mem.iter_all(user_id="alice")]              # doctest: +SKIP
+        """
+        service = self._for(user_id, agent_id, run_id)
+        return every_item(
+            lambda token: service.profile(
+                limit=page_size, next_token=token, current_only=not all_versions
+            )
+        )
+
+    def get(
+        self,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryUnit:
+        """One memory of the user's tenant; another tenant's id is :class:`NotFound`, exactly
+        as an id that does not exist.
+
+        >>> mem.get("5f0c2a1e...", user_id="alice").text                         # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).get(memory_id)
+
+    def history(
+        self,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> builtins.list[MemoryUnit]:
+        """The memory and those linked to it by supersession, oldest first, each with its
+        ``version``, ``created_at`` and ``updated_at``; ``superseded_by`` and ``supersedes``
+        name the links. The embedded store keeps the links and the date of each change;
+        elsewhere a merged memory is deleted, so the history is the memory itself with its
+        version count (TableStore's units carry ``created_at`` only).
+
+        >>> for m in mem.history("5f0c2a1e...", user_id="alice"):               # doctest: +SKIP
+        ...     print(m.version, m.updated_at, m.text, m.superseded_by)
+        """
+        return self._for(user_id, agent_id, run_id).history(memory_id)
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryUnit:
+        """Replace a memory's text and merge ``metadata`` into its map (``{}`` clears it);
+        the memory as stored after, with its version raised.
+
+        >>> mem.update("5f0c2a1e...", text="The user likes espresso", user_id="alice")  # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).update(memory_id, text=text, metadata=metadata)
+
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Delete one memory of the user's tenant (another tenant's id is :class:`NotFound`).
+
+        >>> mem.delete("5f0c2a1e...", user_id="alice")                          # doctest: +SKIP
+        """
+        self._for(user_id, agent_id, run_id).forget(memory_id)
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> int:
+        """Delete every memory of the user's tenant, or only of ``agent_id`` (and ``run_id``)
+        when given; how many were deleted. Never touches another tenant.
+
+        >>> mem.delete_all(user_id="alice")                                      # doctest: +SKIP
+        12
+        """
+        service = self._for(user_id, agent_id, run_id)
+        scope = service.scope
+        narrow_agent = agent_id is not None or run_id is not None
+        pattern = ScopePattern(
+            scope.app_id,
+            scope.tenant_id,
+            scope.agent_id if narrow_agent else WILDCARD,
+            scope.run_id if run_id is not None else WILDCARD,
+        )
+        return service.forget_all(pattern=pattern)
+
+    def dream(
+        self,
+        *,
+        apply_mode: str = "safe_auto",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> DreamTask:
         """Consolidate the user's memories: merge repeats, let newer facts supersede older
         ones. ``safe_auto`` applies the confident actions (never a deletion); ``proposal``
-        only proposes. On the local store this runs here; on TableStore, in the service."""
-        return self.service.dream(apply_mode=apply_mode)
+        only proposes. On the local store this runs here; on TableStore, in the service.
 
-    def dream_task(self, task_id: str) -> DreamTask:
+        >>> task = mem.dream(apply_mode="proposal", user_id="alice")             # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).dream(apply_mode=apply_mode)
+
+    def dream_task(
+        self,
+        task_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> DreamTask:
         """One of this user's dream tasks; another user's id is :class:`NotFound`, exactly
-        as an id that does not exist."""
-        return self.service.dream_task(task_id)
+        as an id that does not exist.
+
+        >>> mem.dream_task(task.id, user_id="alice").status                      # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).dream_task(task_id)
 
     def dream_tasks(
-        self, *, limit: int = 50, next_token: str | None = None, status: str | None = None
+        self,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        status: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> Page[DreamTask]:
-        """A page of this user's dream tasks (never another user's)."""
-        return self.service.dream_tasks(limit=limit, next_token=next_token, status=status)
+        """A page of this user's dream tasks (never another user's).
 
-    def dream_actions(self, task_id: str) -> builtins.list[DreamAction]:
-        """Every action a dream task proposed, with its status, confidence and reason."""
-        service = self.service
+        >>> mem.dream_tasks(status="completed", user_id="alice").items           # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).dream_tasks(
+            limit=limit, next_token=next_token, status=status
+        )
+
+    def dream_actions(
+        self,
+        task_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> builtins.list[DreamAction]:
+        """Every action a dream task proposed, with its status, confidence and reason.
+
+        >>> [a.type for a in mem.dream_actions(task.id, user_id="alice")]        # doctest: +SKIP
+        """
+        service = self._for(user_id, agent_id, run_id)
         return builtins.list(
             every_item(lambda token: service.dream_actions(task_id, limit=100, next_token=token))
         )
 
     def apply_dream_actions(
-        self, task_id: str, action_ids: Sequence[str]
+        self,
+        task_id: str,
+        action_ids: Sequence[str],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> builtins.list[DreamAction]:
-        return self.service.apply_dream_actions(task_id, action_ids)
+        """Apply proposed actions of a dream task; one result per id (an id the task does
+        not have is ``not_found``).
 
-    def undo_dream_action(self, task_id: str, action_id: str) -> DreamAction:
-        """Take back an applied action (the local store keeps undo records)."""
-        return self.service.undo_dream_action(task_id, action_id)
+        >>> mem.apply_dream_actions(task.id, [action.id], user_id="alice")       # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).apply_dream_actions(task_id, action_ids)
 
-    def cancel_dream_task(self, task_id: str) -> DreamTask:
-        return self.service.cancel_dream_task(task_id)
+    def undo_dream_action(
+        self,
+        task_id: str,
+        action_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> DreamAction:
+        """Take back an applied action (the local store keeps undo records).
 
-    def task(self, task_id: str) -> MemoryTask:
-        """The task of one of this user's writes (``add_receipts`` gives its id)."""
-        return self.service.task(task_id)
+        >>> mem.undo_dream_action(task.id, action.id, user_id="alice")           # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).undo_dream_action(task_id, action_id)
 
-    def iter_all(self, *, page_size: int = 100) -> Iterator[MemoryUnit]:
-        return every_item(lambda token: self.list(limit=page_size, next_token=token))
+    def cancel_dream_task(
+        self,
+        task_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> DreamTask:
+        """Cancel a dream task that has not finished (a finished one is returned as is).
 
-    def get(self, memory_id: str) -> MemoryUnit:
-        return self.service.get(memory_id)
+        >>> mem.cancel_dream_task(task.id, user_id="alice").status               # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).cancel_dream_task(task_id)
 
-    def update(
-        self, memory_id: str, *, text: str | None = None, metadata: Mapping[str, str] | None = None
-    ) -> MemoryUnit:
-        return self.service.update(memory_id, text=text, metadata=metadata)
+    def task(
+        self,
+        task_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryTask:
+        """The task of one of this user's writes (``add_receipts`` gives its id).
 
-    def delete(self, memory_id: str) -> None:
-        self.service.forget(memory_id)
+        >>> mem.task(receipt.task_id, user_id="alice").status                    # doctest: +SKIP
+        """
+        return self._for(user_id, agent_id, run_id).task(task_id)
 
     def close(self) -> None:
-        """Close the store; later calls raise :class:`StoreClosed`. Closing twice is fine."""
+        """Stop this ``Memory``: later calls raise :class:`StoreClosed`. The store is closed
+        only when this ``Memory`` opened it (:meth:`open`). Closing twice is fine.
+
+        >>> mem.close()                                                          # doctest: +SKIP
+        """
         if not self._closed:
             self._closed = True
-            self.store.close()
+            if self._owns_store:
+                self.store.close()
 
     def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_identity(field: str, value: object) -> None:
+    """A per-call id is a non-blank string, or ``None`` for the default: a blank one (an
+    unset variable) would otherwise mean the shared default tenant, as the CLI refuses too."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(
+            f"{field} must be a non-empty string (or None for this Memory's own)", field=field
+        )
+
+
+def _pins_tenant(cfg: MemcoreConfig) -> bool:
+    """Whether ``cfg`` names the tenant, so that two users resolve to one tenant."""
+    tenants = {
+        resolve_scope(
+            SessionContext(user_id=user), app_id=cfg.app_id, tenant_id=cfg.tenant_id
+        ).tenant_id
+        for user in ("user-a", "user-b")
+    }
+    return len(tenants) == 1
 
 
 def _message(data: Mapping[str, str], index: int) -> Message:

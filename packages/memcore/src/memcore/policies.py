@@ -9,7 +9,7 @@ from typing import Protocol
 
 import attrs
 
-from memcore.errors import PermissionDenied
+from memcore.errors import InvalidInput, PermissionDenied
 from memcore.scope import WILDCARD, Scope, ScopePattern, normalize_segment
 
 
@@ -86,3 +86,16 @@ class ScopePolicy:
     search: ReadPolicy = attrs.field(factory=TenantRead)
     profile: ReadPolicy = attrs.field(factory=TenantRead)
     forget: ForgetPolicy = attrs.field(factory=TenantForget)
+
+
+def as_scope_policy(policy: ScopePolicy | ReadPolicy | None) -> ScopePolicy | None:
+    """``policy`` as a bundle: a read policy alone (``SessionRead()``) narrows both search and
+    list, so a narrower read is one argument."""
+    if policy is None or isinstance(policy, ScopePolicy):
+        return policy
+    if callable(getattr(policy, "read_pattern", None)):
+        return ScopePolicy(search=policy, profile=policy)
+    raise InvalidInput(
+        "policy must be a ScopePolicy or a read policy (TenantRead, AgentRead, SessionRead)",
+        field="policy",
+    )

@@ -7,7 +7,7 @@ call a store directly for memory operations, so validation and tenant safety liv
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 import attrs
@@ -35,6 +35,9 @@ BUILTIN_SOURCE = "builtin_memory"
 RESERVED_METADATA_KEYS = frozenset({"app_id", "tenant_id", "agent_id", "run_id", "scope"})
 _FORGET_SCAN_PAGES = 50
 _SCOPE_PAGES = 1_000
+_FORGET_ALL_PAGES = 10_000
+#: A supersession chain longer than this is cut (a guard against a corrupt cycle).
+_HISTORY_LIMIT = 100
 T = TypeVar("T")
 
 
@@ -263,11 +266,56 @@ class MemoryService:
             include_evidence=bool(include_evidence),
         )
 
-    def profile(self, *, limit: int = 50, next_token: str | None = None) -> Page[Memory]:
+    def profile(
+        self, *, limit: int = 50, next_token: str | None = None, current_only: bool = False
+    ) -> Page[Memory]:
+        """A page of the memories in reach; ``current_only`` leaves out those a dream pass
+        superseded (the page keeps its token, so it may hold fewer than ``limit``)."""
         limits.check_limit(limit)
-        return self.store.list_memories(
+        page = self.store.list_memories(
             self.store_name, self.profile_pattern, limit=limit, next_token=next_token
         )
+        return page.filter(lambda m: m.is_current) if current_only else page
+
+    def history(self, memory_id: str) -> list[Memory]:
+        """The memory and every memory linked to it by supersession, oldest first; each
+        carries its version and its dates (``created_at``, ``updated_at``: when it last
+        changed, or was superseded). Links that lead out of the tenant, or to a deleted
+        memory, are left out. Only the embedded store keeps links; elsewhere the history is
+        the memory itself with its version count."""
+        first = self.locate(memory_id)
+        found = {first.id: first}
+        todo = [*first.supersedes, *filter(None, [first.superseded_by])]
+        while todo and len(found) < _HISTORY_LIMIT:
+            linked = todo.pop()
+            if linked in found:
+                continue
+            try:
+                memory = self.locate(linked)
+            except (NotFound, InvalidInput):
+                continue
+            found[memory.id] = memory
+            todo.extend([*memory.supersedes, *filter(None, [memory.superseded_by])])
+        return sorted(found.values(), key=lambda m: (m.created_at or 0.0, m.version or 0, m.id))
+
+    def forget_all(self, *, pattern: ScopePattern | None = None) -> int:
+        """Delete every memory of this tenant (or of ``pattern`` inside it); the count.
+
+        The ids are listed first and deleted after, so paging never skips a memory that a
+        delete moved. A backend that indexes later may still list a few just-written ones
+        afterwards; run it again to catch them.
+        """
+        self._check_writable()
+        reach = self._within_tenant(pattern)
+        doomed = {m.id: m for m in self._memories_in(reach, max_pages=_FORGET_ALL_PAGES)}
+        deleted = 0
+        for memory in doomed.values():
+            try:
+                self.store.delete_memory(self.store_name, memory.scope, memory.id)
+            except NotFound:  # gone meanwhile (another caller, a dream merge): not ours to count
+                continue
+            deleted += 1
+        return deleted
 
     def _target(self, agent_id: str | None, run_id: str | None) -> Scope:
         return self.policy.forget.target_scope(self.scope, agent_id=agent_id, run_id=run_id)
@@ -279,18 +327,21 @@ class MemoryService:
             return self.store.get_memory(self.store_name, self._target(None, None), memory_id)
         except NotFound:
             pass
-        tenant = self.scope.tenant_pattern()
+        for memory in self._memories_in(self.scope.tenant_pattern(), max_pages=_FORGET_SCAN_PAGES):
+            if memory.id == memory_id:
+                return memory
+        raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
+
+    def _memories_in(self, pattern: ScopePattern, *, max_pages: int) -> Iterator[Memory]:
+        """Every memory the store lists under ``pattern`` (and that ``pattern`` matches: a
+        store's answer is not trusted to stay inside it), page after page."""
         listing = pages(
             lambda token: self.store.list_memories(
-                self.store_name, tenant, limit=limits.MAX_PAGE_LIMIT, next_token=token
+                self.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
             ),
-            max_pages=_FORGET_SCAN_PAGES,
+            max_pages=max_pages,
         )
-        for page in listing:
-            for memory in page.items:
-                if memory.id == memory_id and tenant.matches(memory.scope):
-                    return memory
-        raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
+        return (m for page in listing for m in page.items if pattern.matches(m.scope))
 
     def find(self, memory_id: str, *, pattern: ScopePattern | None = None) -> Memory:
         """A memory by its exact id in this tenant, or in ``pattern`` inside it: the session's

@@ -58,6 +58,24 @@ class Memory:
     #: Backend fields we do not model, kept so nothing the service sends is lost.
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
 
+    @property
+    def superseded_by(self) -> str | None:
+        """The id of the memory a dream pass replaced this one with (only the embedded store
+        keeps the link; elsewhere a merged memory is deleted)."""
+        by = self.extras.get("superseded_by")
+        return by if isinstance(by, str) and by else None
+
+    @property
+    def supersedes(self) -> tuple[str, ...]:
+        """The ids of the older memories this one replaced (embedded store)."""
+        ids = self.extras.get("supersedes")
+        return tuple(i for i in ids if isinstance(i, str)) if isinstance(ids, (list, tuple)) else ()
+
+    @property
+    def is_current(self) -> bool:
+        """Not superseded: what ``list`` shows unless asked for every version."""
+        return self.superseded_by is None
+
 
 @attrs.frozen
 class SearchHit:

@@ -40,7 +40,7 @@ def _row(memory: Any) -> tuple[str, str, str, str]:
 
 def _superseded(memory: Any) -> bool:
     """A dream pass marked it as replaced by a newer memory (the local store says so)."""
-    return "superseded_by" in memory.extras
+    return not memory.is_current
 
 
 def list_memories(
@@ -55,8 +55,12 @@ def list_memories(
         bool, typer.Option("--newest", help="Newest first (reads the whole tenant or scope).")
     ] = False,
     current: Annotated[
-        bool, typer.Option("--current", help="Hide memories a dream pass marked as superseded.")
-    ] = False,
+        bool,
+        typer.Option(
+            "--current/--all-versions",
+            help="Hide memories a dream pass superseded (the default), or show every version.",
+        ),
+    ] = True,
 ) -> None:
     """List the memories of the current tenant (or --agent/--run), a page at a time.
 
@@ -64,7 +68,7 @@ def list_memories(
     Examples:
       memcore list --limit 10
       memcore list --newest --since 7d
-      memcore list --current
+      memcore list --all-versions
       memcore --agent coder list --all
       memcore --json list --all > memories.jsonl
     """
