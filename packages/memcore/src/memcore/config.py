@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 from memcore import limits
 from memcore.errors import ConfigError, InvalidInput
 from memcore.limits import STORE_NAME_RE
+from memcore.turn_policy import STORE_ASSISTANT
 
 BACKENDS = ("local", "tablestore")
 EMBEDDERS = ("auto", "onnx", "none")
@@ -105,6 +106,11 @@ def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
         raise _BadValue(attribute.name, f"{attribute.name} must be from 1 to 50")
 
 
+def _recall_wait(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if not 0 <= value <= 10_000:
+        raise _BadValue(attribute.name, f"{attribute.name} must be from 0 to 10000 milliseconds")
+
+
 @attrs.frozen
 class MemcoreConfig:
     """Every non-secret setting, with the original plugin's defaults."""
@@ -130,6 +136,15 @@ class MemcoreConfig:
     local_path: str | None = None
     #: ``auto`` uses the ONNX embedder when installed, ``none`` keeps search lexical-only.
     embedder: str = attrs.field(default="auto", validator=_one_of(EMBEDDERS))
+    #: Which assistant messages become memories: ``auto`` (those worth recalling, not an
+    #: acknowledgement or a tool-output echo), ``always`` or ``never``. User messages always do;
+    #: every message is kept in the message log.
+    store_assistant: str = attrs.field(default="auto", validator=_one_of(STORE_ASSISTANT))
+    #: How long a prefetch waits for a remote backend's search for the message being answered
+    #: before it falls back to the last recall of this session (the embedded store always
+    #: answers at once). 400 ms: a search on the emulator with 200 ms of latency per call takes
+    #: 210-260 ms (benchmarks/hermes_loop_recall.py).
+    recall_wait_ms: int = attrs.field(default=400, validator=_recall_wait)
 
     def with_changes(self, **changes: Any) -> MemcoreConfig:
         return attrs.evolve(self, **changes)
