@@ -15,14 +15,22 @@ context size in characters, ``prefetch_all`` p50/p95 (query embedding included: 
 cache below is off while asking), and the ingest time.
 
 Backends: ``local`` (the embedded SQLite store, one database per question) and ``emulator``
-(the TableStore emulator in this process, one tenant per question; ``--latency-ms`` is added
-to every call while asking, none while ingesting so a run stays short).
+(the TableStore emulator in a process of its own, as the service would be, so its search work
+does not take this process's GIL; one tenant per question; ``--latency-ms`` is added to every
+call while asking, none while ingesting so a run stays short). ``recall_wait_ms`` is the
+config's default unless ``--recall-wait-ms`` sets it.
+
+``--no-consolidation`` skips the local store's end-of-session consolidation pass: it grows
+with the tenant (about 3 s a session at 300-500 memories on a busy 2-core machine) and would
+make a run of a dozen questions last half an hour; recall is then measured on what the turns
+wrote, unmerged.
 
 ``--cache DIR`` keeps the ingest's vectors per text between runs (outside the repository); the
 model is loaded once per process and shared by every question, as a long-running agent would.
 
     uv run python -m benchmarks.hermes_loop_recall [--limit 12] [--offset 0] [--stride 1] \
-        [--backends local,emulator] [--latency-ms 200] [--cache /tmp/lme-cache] [--data FILE]
+        [--backends local,emulator] [--latency-ms 200] [--cache /tmp/lme-cache] [--data FILE] \
+        [--no-consolidation]
 """
 
 from __future__ import annotations
@@ -190,7 +198,7 @@ def run_question(
         if switch is not None:
             switch.asking = True
         if server is not None:
-            server.set_faults(server.latency_faults)
+            server.set_faults({"latency_ms": server.latency_ms})
         question = item["question"]
         first, first_s = loop.ask(1, question)
         loop.new_session("lme-ask2", [])
@@ -216,9 +224,7 @@ def run_question(
         if switch is not None:
             switch.asking = False
         if server is not None:
-            from memcore_tablestore.emulator.faults import Faults
-
-            server.set_faults(Faults())
+            server.set_faults({})
         loop.close()
 
 
@@ -244,7 +250,34 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "turns_mean": round(sum(r["turns"] for r in rows) / len(rows)),
         "per_type": {t: cell(part) for t, part in sorted(by_type.items())},
         "missed_first": [r["id"] for r in rows if not r["first_hit"]],
+        "prefetch_ms_each": {r["id"]: [round(x * 1000, 1) for x in r["prefetch_s"]] for r in rows},
     }
+
+
+class _Emulator:
+    """The spawned emulator and its faults, set through its admin endpoint."""
+
+    def __init__(self, spawned: Any, latency_ms: float) -> None:
+        self.spawned = spawned
+        self.latency_ms = latency_ms
+
+    def set_faults(self, faults: dict[str, Any]) -> None:
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{self.spawned.url.rstrip('/')}/__admin/faults",
+            data=json.dumps(faults).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            answer.read()
+
+
+def _default_wait() -> int | None:
+    from memcore.config import MemcoreConfig
+
+    return getattr(MemcoreConfig(), "recall_wait_ms", None)  # None: a version without it
 
 
 def _home(root: Path, name: str, config: dict[str, Any], env: dict[str, str] | None) -> Path:
@@ -275,14 +308,11 @@ def run_backend(
             switch.inner.embed(["warm up"])
         model_load_s = time.perf_counter() - started
     else:
-        from memcore.testing import InMemoryMemoryStore
-        from memcore_tablestore.emulator.faults import Faults
-        from memcore_tablestore.testing import running_emulator
+        from memcore_tablestore.testing import spawned_emulator
 
         model_load_s = 0.0
-        emulator = running_emulator(InMemoryMemoryStore())
-        server = emulator.__enter__()
-        server.latency_faults = Faults(latency_ms=args.latency_ms)
+        emulator = spawned_emulator()
+        server = _Emulator(emulator.__enter__(), args.latency_ms)
     try:
         for index, item in items:
             if backend == "local":
@@ -291,10 +321,12 @@ def run_backend(
             else:
                 config = {
                     "backend": "tablestore",
-                    "endpoint": server.url,
-                    "instance_name": server.instance_name,
+                    "endpoint": server.spawned.url,
+                    "instance_name": server.spawned.instance_name,
                     "timeout": 5.0,
                 }
+                if args.recall_wait_ms is not None:
+                    config["recall_wait_ms"] = args.recall_wait_ms
                 home = _home(root, f"home-emu-{index}", config, EMULATOR_KEYS)
             os.environ["HERMES_HOME"] = str(home)
             rows.append(run_question(item, index, home, switch, server))
@@ -311,6 +343,7 @@ def run_backend(
     out["model_load_s"] = round(model_load_s, 2)
     if backend == "emulator":
         out["latency_ms"] = args.latency_ms
+        out["recall_wait_ms"] = args.recall_wait_ms or _default_wait()
     return out
 
 
@@ -323,7 +356,13 @@ def main() -> int:
     parser.add_argument("--backends", default="local,emulator")
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--cache", default=None, help="directory for cached ingest vectors")
+    parser.add_argument("--no-consolidation", action="store_true")
+    parser.add_argument("--recall-wait-ms", type=int, default=None)
     args = parser.parse_args()
+    if args.no_consolidation:
+        from memcore_hermes import consolidation
+
+        consolidation.schedule = lambda runtime: None  # type: ignore[assignment]
 
     data = load(args.data)
     picked = list(enumerate(data))[args.offset :: max(1, args.stride)][: args.limit]
@@ -332,6 +371,7 @@ def main() -> int:
         "data": Path(args.data).name,
         "questions": [i for i, _ in picked],
         "roles": "user+assistant",
+        "consolidation": not args.no_consolidation,
     }
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends.split(","):

@@ -140,7 +140,7 @@ def test_a_twenty_turn_session_stores_no_acknowledgement_and_no_echo(local_loop:
         if i % 4 == 3:  # a user who pastes back what the agent showed them
             user = f"{user}\n{loop.ask(user)}"
         loop.turn(user, replies[i % 5])
-    loop.settle()
+        loop.settle()  # turns seconds apart, as a person types: each is delivered
     stored = loop.memories()
     assert not [
         t for t in stored if t.strip().rstrip("!.") in ("Noted", "Got it, I'll remember that")

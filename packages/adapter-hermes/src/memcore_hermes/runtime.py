@@ -254,6 +254,9 @@ class MemoryRuntime:
         """
         if not isinstance(query, str) or not query.strip():
             return self.cached_recall()
+        query = strip_recall(query)  # a pasted block is not what the user asks about
+        if not query.strip():
+            return self.cached_recall()
         job = self._recall_job(query)
         if self.recall_inline:
             try:
@@ -265,13 +268,6 @@ class MemoryRuntime:
             return str(future.result(timeout=self.config.recall_wait_ms / 1000))
         except Exception:  # late, failed or not started: what this session already has
             return self.cached_recall()
-
-    def queue_recall(self, query: str) -> None:
-        """Search for ``query`` off the agent's thread; the answer becomes the fallback of the
-        next ``recall`` (a remote store only: an in-process one searches when asked)."""
-        if self.recall_inline or not isinstance(query, str) or not query.strip():
-            return
-        self._start_recall(self._recall_job(query))
 
     def _start_recall(self, job: Callable[[], str]) -> Future[str]:
         """Run ``job`` on a daemon thread (a search stuck on a dead backend must not hold up

@@ -142,9 +142,11 @@ class MemcoreConfig:
     store_assistant: str = attrs.field(default="auto", validator=_one_of(STORE_ASSISTANT))
     #: How long a prefetch waits for a remote backend's search for the message being answered
     #: before it falls back to the last recall of this session (the embedded store always
-    #: answers at once). 400 ms: a search on the emulator with 200 ms of latency per call takes
-    #: 210-260 ms (benchmarks/hermes_loop_recall.py).
-    recall_wait_ms: int = attrs.field(default=400, validator=_recall_wait)
+    #: answers at once). 1,000 ms: on the emulator with 200 ms of latency per call, a search of
+    #: a tenant of 500 memories took 580-720 ms on a busy 2-core machine (230-250 ms at 50
+    #: memories; benchmarks/hermes_loop_recall.py); the model's own answer takes seconds after
+    #: it, and Hermes' bundled mem0 provider waits up to 3 s.
+    recall_wait_ms: int = attrs.field(default=1_000, validator=_recall_wait)
 
     def with_changes(self, **changes: Any) -> MemcoreConfig:
         return attrs.evolve(self, **changes)

@@ -155,10 +155,11 @@ def plan_memories(messages: Sequence[Message], store_assistant: str = "auto") ->
         if not content.strip():
             continue
         remember = m.remember
-        if m.role == "assistant":
-            remember = remember and (
-                store_assistant == "always"
-                or (store_assistant == "auto" and worth_recalling(content))
+        if m.role == "assistant" and store_assistant != "always":
+            # What is left of a reply that showed recalled memories is its framing, not news.
+            echoed = content != m.content and len(_WORD_RE.findall(content)) < _ACK_MAX_WORDS
+            remember = (
+                remember and store_assistant == "auto" and worth_recalling(content) and not echoed
             )
         if content != m.content or remember != m.remember:
             m = attrs.evolve(m, content=content, remember=remember)
