@@ -270,3 +270,21 @@ def test_read_only_scope_is_not_widened_by_recall(local_loop: Any) -> None:
     runtime = loop.provider.runtime
     runtime.switch_scope(Scope("hermes", "someone-else", "hermes", "s9"))
     assert "Maya" not in loop.ask("What did I tell you about my sister?")
+
+
+def test_initialize_starts_loading_the_model_for_the_first_turn(
+    hermes_home: Path, kit: Any
+) -> None:
+    """The embedded store gets the embedder loading since ``initialize``: the first prefetch
+    embeds its query without loading the model itself."""
+    kit.write_config(hermes_home, backend="local", embedder="auto")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="nell")
+    try:
+        embedder = provider.runtime.handle.store.embedder
+        assert repr(embedder).startswith("preloaded")
+        provider.sync_turn(SISTER, "Lisbon is lovely in spring.", session_id="s1")
+        assert provider.runtime.flush(60)
+        assert "Maya" in provider.prefetch("Who in my family works in healthcare?")
+    finally:
+        provider.shutdown()

@@ -297,10 +297,6 @@ class MemoryRuntime:
         with self._recall_lock:
             return self._recall_text if self._recall_scope == scope else ""
 
-    def has_recall(self) -> bool:
-        with self._recall_lock:
-            return self._recall_scope is not None
-
     def clear_recall(self) -> None:
         with self._recall_lock:
             self._recall_text = ""
