@@ -10,6 +10,11 @@ recall_any@k (an evidence turn among the top k), NDCG@10 over evidence turns and
 sessions, for k in 5 and 10, overall and per question type. ``topk_stable`` is the share of
 queries whose first 5 hits are the same whether 5 or 10 were asked for.
 
+``--roles auto`` indexes user turns and the assistant turns a Hermes turn keeps as memories
+with ``store_assistant: auto`` (``memcore.turn_policy``); ``evidence_any@k`` (an evidence turn
+of either role among the top k) scores every setting against the same evidence, which
+``turn_recall_any`` (indexed evidence only) does not. ``--questions 0,10,...`` picks a subset.
+
 ``--cache DIR`` keeps vectors per text between runs (outside the repository): ingest and
 search times then exclude embedding; ``--ingest-probe`` times one conversation with the real
 embedder and no cache (wall and CPU, and the embedder's share of each).
@@ -45,10 +50,16 @@ from benchmarks._stats import sign_test_p, summary_ms, wilson_interval
 from memcore import Memory
 from memcore.ports import Embedder
 from memcore.scope import Scope
+from memcore.turn_policy import worth_recalling
 from memcore.values import Message, SearchHit
 from memcore_sqlite import SqliteMemoryStore
 
 STORE = "lme"
+ROLE_KEYS = {
+    "user": "user_turns",
+    "all": "user_and_assistant_turns",
+    "auto": "user_and_worthwhile_assistant_turns",
+}
 MODES = ("hybrid", "lexical", "vector")
 KS = (5, 10)
 _NAME = Path("shared") / "data" / "longmemeval_s_dev120.json.gz"
@@ -78,6 +89,9 @@ def ingest(mem: Memory, item: dict[str, Any], roles: str) -> tuple[set[str], int
                 continue
             if not turn["content"].strip():
                 continue
+            auto = roles == "auto" and turn["role"] == "assistant"
+            if auto and not worth_recalling(turn["content"]):
+                continue
             key = f"{si}:{ti}"
             messages.append(Message(turn["role"], turn["content"], metadata={"turn": key}))
             if turn.get("has_answer"):
@@ -102,11 +116,20 @@ def ndcg(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
     return _dcg(gains) / ideal if ideal else 0.0
 
 
-def score(hits: Sequence[SearchHit], sessions: set[str], turns: set[str]) -> dict[str, float]:
+def score(
+    hits: Sequence[SearchHit],
+    sessions: set[str],
+    turns: set[str],
+    answers: set[str] | None = None,
+) -> dict[str, float]:
+    """``answers``: every evidence turn, indexed or not, so settings that index different
+    turns are scored against the same evidence (``evidence_any@k``)."""
     hit_sessions = [h.memory.metadata.get("session_id", "") for h in hits]
     hit_turns = [h.memory.metadata.get("turn", "") for h in hits]
     out: dict[str, float] = {}
     for k in KS:
+        if answers:
+            out[f"evidence_any@{k}"] = float(bool(set(hit_turns[:k]) & answers))
         out[f"session_recall_any@{k}"] = float(bool(set(hit_sessions[:k]) & sessions))
         if turns:
             out[f"turn_recall_any@{k}"] = float(bool(set(hit_turns[:k]) & turns))
@@ -144,6 +167,12 @@ def search_question(
 ) -> dict[str, Any]:
     """The question's hits in each mode, scored, with their search times."""
     sessions = {str(s) for s in item["answer_session_ids"]}
+    answers = {
+        f"{si}:{ti}"
+        for si, session in enumerate(item["haystack_sessions"])
+        for ti, turn in enumerate(session)
+        if turn.get("has_answer")
+    }
     pattern = mem.service.search_pattern
     out: dict[str, Any] = {"id": item["question_id"], "type": item["question_type"]}
     for mode in MODES:
@@ -153,7 +182,7 @@ def search_question(
         else:
             hits = store.search(STORE, pattern, item["question"], top_k=10, mode=mode)
         out[f"{mode}_s"] = time.perf_counter() - started
-        out[mode] = score(hits, sessions, turns)
+        out[mode] = score(hits, sessions, turns, answers)
         if mode == "hybrid":
             five = mem.search(item["question"], top_k=5)
             out["topk_stable"] = float(
@@ -309,7 +338,13 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default=os.environ.get("LONGMEMEVAL_DATA", str(DEFAULT_DATA)))
     parser.add_argument("--limit", type=int, default=0, help="first N questions (0: all)")
-    parser.add_argument("--roles", default="user,all", help="user, all, or both (user,all)")
+    parser.add_argument(
+        "--roles",
+        default="user,all",
+        help="comma-separated: user, all, auto (user turns and the assistant turns "
+        "store_assistant=auto keeps)",
+    )
+    parser.add_argument("--questions", default=None, help="comma-separated question indexes")
     parser.add_argument("--cache", default=None, help="directory for cached vectors")
     parser.add_argument("--ingest-probe", action="store_true")
     parser.add_argument("--threads", type=int, default=None, help="ONNX intra-op threads")
@@ -323,8 +358,11 @@ def main() -> int:
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
 
     data = load(args.data)
+    picked = list(enumerate(data))
+    if args.questions:
+        picked = [(int(i), data[int(i)]) for i in args.questions.split(",")]
     if args.limit:
-        data = data[: args.limit]
+        picked = picked[: args.limit]
     real: Embedder = OnnxEmbedder(threads=args.threads)
     embedder: Embedder = real
     if args.cache:
@@ -340,12 +378,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for roles in args.roles.split(","):
-            rows = [run_question(item, i, roles, embedder, tmp) for i, item in enumerate(data)]
-            result["user_turns" if roles == "user" else "user_and_assistant_turns"] = summarize(
-                rows
-            )
+            rows = [run_question(item, i, roles, embedder, tmp) for i, item in picked]
+            result[ROLE_KEYS[roles]] = summarize(rows)
         if args.ingest_probe:
-            result["ingest_probe"] = ingest_probe(data[0], real, tmp)
+            result["ingest_probe"] = ingest_probe(picked[0][1], real, tmp)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -89,9 +89,10 @@ def test_sync_turn_returns_while_the_backend_is_stuck(make_provider: Any) -> Non
 def test_prefetch_answers_from_cache_while_the_backend_is_stuck(make_provider: Any) -> None:
     store = GatedStore()
     provider = make_provider(store)
-    provider.queue_prefetch("anything")
-    assert store.entered.wait(5)
-    assert provider.prefetch("anything") == ""
+    started = time.monotonic()
+    assert provider.prefetch("anything") == ""  # nothing recalled yet in this session
+    assert store.entered.is_set()
+    assert time.monotonic() - started < 5  # the budget (1 s by default), not the backend's 30 s
     release(store, provider.runtime.lane)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,22 @@ def test_each_message_becomes_one_memory(lexical_store: SqliteMemoryStore) -> No
     assert all(m.unit_type == "message" for m in memories)
     assert memories[0].metadata == {"channel": "chat", "lang": "en"}
     assert len(lexical_store.list_messages(STORE, ALICE).items) == 3
+
+
+@pytest.mark.parametrize("fixture", ["lexical_store", "hybrid_store"])
+def test_a_message_not_to_remember_is_logged_only(fixture: str, request: Any) -> None:
+    store: SqliteMemoryStore = request.getfixturevalue(fixture)
+    msgs = [
+        Message("user", "I adopted a cat named Miso"),
+        Message("assistant", "Noted!", remember=False),
+        Message("assistant", "Miso is a lovely name for a tabby"),
+    ]
+    receipt = store.add_messages(STORE, ALICE, msgs, sync=True)
+    texts = [store.get_memory(STORE, ALICE, mid).text for mid in receipt.memory_ids]
+    assert texts == ["I adopted a cat named Miso", "Miso is a lovely name for a tabby"]
+    assert [m.content for m in store.list_messages(STORE, ALICE).items] == [m.content for m in msgs]
+    hits = store.search(STORE, ScopePattern("app"), "Noted", top_k=5)
+    assert "Noted!" not in [h.memory.text for h in hits]
 
 
 def test_messages_page_in_order(lexical_store: SqliteMemoryStore) -> None:

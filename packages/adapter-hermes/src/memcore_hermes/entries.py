@@ -104,6 +104,7 @@ def encode(write: Write) -> tuple[str, str]:
         kind = KIND_MESSAGES
         data["messages"] = [
             {"role": m.role, "content": m.content, "id": m.id, "timestamp": m.timestamp}
+            | ({} if m.remember else {"remember": False})
             for m in write.messages
         ]
     elif isinstance(write, TextWrite):
@@ -150,6 +151,7 @@ def decode(entry: OutboxEntry) -> Write:
                     content=m["content"],
                     id=m.get("id"),
                     timestamp=m.get("timestamp"),
+                    remember=m.get("remember", True) is not False,
                 )
                 for m in data["messages"]
             )

@@ -11,13 +11,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from memcore import limits
 from memcore.config import MemcoreConfig
 from memcore.errors import InvalidInput, MemcoreError, PermissionDenied
-from memcore.recall import format_recall
+from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope
 from memcore.service import BUILTIN_SOURCE, MemoryService
 from memcore.values import Message
@@ -36,6 +37,8 @@ SHUTDOWN_STALL_S = 0.5
 _STOP_JOIN_S = 0.1
 _POLL_S = 0.02
 
+#: Searches for recall running at once on a remote store; a stuck one does not block the next.
+_MAX_RECALLS_RUNNING = 2
 #: Hermes provenance keys worth keeping on a mirrored write (values are plain strings).
 _MIRROR_METADATA_KEYS = ("write_origin", "execution_context", "platform", "tool_name", "session_id")
 
@@ -54,6 +57,7 @@ class MemoryRuntime:
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
         name: str = "lane",
+        recall_inline: bool = False,
     ) -> None:
         self.config = config
         self.store_name = config.memory_store_name
@@ -67,6 +71,11 @@ class MemoryRuntime:
         self._recall_text = ""
         self._recall_scope: Scope | None = None
         self._recall_generation = 0
+        self._recall_kept = 0
+        self._recalls_running = 0
+        self._recall_closed = False
+        #: Search on the agent's thread (an in-process store) rather than wait on a remote one.
+        self.recall_inline = recall_inline
         self.refused_writes = 0
         self._stalled_at: int | None = None  # deliveries counted when a flush stalled
         self.deliverer = Deliverer(
@@ -101,6 +110,7 @@ class MemoryRuntime:
             top_k=self.config.top_k,
             enable_rerank=self.config.enable_rerank,
             read_only=self.read_only,
+            store_assistant=self.config.store_assistant,
         )
 
     def _check_writable(self) -> None:
@@ -145,7 +155,12 @@ class MemoryRuntime:
         """Spool a completed turn (split to the limits); returns the entries' keys."""
         self._check_writable()
         scope = self.scope
-        service = MemoryService(_NoStore(), store_name=self.store_name, scope=scope)
+        service = MemoryService(
+            _NoStore(),
+            store_name=self.store_name,
+            scope=scope,
+            store_assistant=self.config.store_assistant,
+        )
         batches = service.plan_turn(user, assistant, messages=messages)
         if not batches:
             return []
@@ -160,6 +175,7 @@ class MemoryRuntime:
     def remember(self, text: str, *, metadata: Mapping[str, str] | None = None) -> str:
         """Validate and spool an explicit memory; returns the entry key."""
         self._check_writable()
+        text = strip_recall(text) if isinstance(text, str) else text
         limits.check_text(text, field="content")
         meta = _user_metadata(metadata)
         return self._spool([TextWrite(self.store_name, self.scope, text, meta)])[0]
@@ -183,6 +199,8 @@ class MemoryRuntime:
         old_text = raw.get("old_text")
         old = old_text if isinstance(old_text, str) and old_text.strip() else None
         text = content if isinstance(content, str) else ""
+        if action != "remove":
+            text = strip_recall(text)
         if action == "remove":
             if not text.strip() and not old:
                 return None
@@ -199,45 +217,95 @@ class MemoryRuntime:
         return self._spool([write])[0]
 
     # -- recall ------------------------------------------------------------------------------
-    def queue_recall(self, query: str) -> None:
-        """Search in the lane, after every write queued so far; the result feeds ``cached_recall``."""
-        if not isinstance(query, str) or not query.strip():
-            return
+    def _search_recall(self, query: str, scope: Scope) -> str:
+        """Search for ``query`` and format the block; a few more hits than shown are asked
+        for, so repeats of one text do not cost the block its places."""
+        store = self.handle.ready()
+        k = self.config.top_k
+        service = self.service(store)
+        service.switch_scope(scope)
+        # The current session is the context: the service ranks its memories higher.
+        hits = service.search(query, top_k=min(limits.MAX_TOP_K, 2 * k), context_scope=True)
+        return format_recall(hits, top_k=k)
+
+    def _keep_recall(self, text: str, scope: Scope, generation: int) -> None:
+        with self._recall_lock:
+            if generation >= self._recall_kept:
+                self._recall_kept = generation
+                self._recall_text = text
+                self._recall_scope = scope
+
+    def _recall_job(self, query: str) -> Callable[[], str]:
         query = query[: limits.MAX_QUERY_CHARS]
         with self._recall_lock:
             self._recall_generation += 1
             generation = self._recall_generation
         scope = self.scope
 
-        def run() -> None:
-            with self._recall_lock:
-                if generation != self._recall_generation:
-                    return  # a newer recall is queued behind this one
+        def run() -> str:
             try:
-                store = self.handle.ready()
-                # The current session is the context: the service ranks its memories higher.
-                hits = self.service(store).search(query, context_scope=True)
+                text = self._search_recall(query, scope)
             except MemcoreError as exc:
                 # Loud: a recall that fails on every turn must not look like "nothing found".
                 logger.warning("tablestore-mem: recall failed (%s: %s)", exc.code, exc)
-                return
-            text = format_recall(hits)
-            with self._recall_lock:
-                if generation == self._recall_generation or not self._recall_text:
-                    self._recall_text = text
-                    self._recall_scope = scope
+                raise
+            self._keep_recall(text, scope, generation)
+            return text
 
-        self.lane.submit(run)
+        return run
+
+    def recall(self, query: str) -> str:
+        """The recall block for the message being answered.
+
+        In-process stores answer on the calling thread (a few ms). A remote one searches on
+        the recall thread while this waits up to ``recall_wait_ms``; then the last recall of
+        this session stands in (it was for an earlier message, never another session) and the
+        search, when it ends, leaves its answer for the next turn.
+        """
+        if not isinstance(query, str) or not query.strip():
+            return self.cached_recall()
+        query = strip_recall(query)  # a pasted block is not what the user asks about
+        if not query.strip():
+            return self.cached_recall()
+        job = self._recall_job(query)
+        if self.recall_inline:
+            try:
+                return job()
+            except MemcoreError:
+                return self.cached_recall()
+        future = self._start_recall(job)
+        try:
+            return str(future.result(timeout=self.config.recall_wait_ms / 1000))
+        except Exception:  # late, failed or not started: what this session already has
+            return self.cached_recall()
+
+    def _start_recall(self, job: Callable[[], str]) -> Future[str]:
+        """Run ``job`` on a daemon thread (a search stuck on a dead backend must not hold up
+        the process's exit); at most two at once, else the future fails at once."""
+        future: Future[str] = Future()
+        with self._recall_lock:
+            if self._recalls_running >= _MAX_RECALLS_RUNNING or self._recall_closed:
+                future.set_exception(TimeoutError("earlier searches are still running"))
+                return future
+            self._recalls_running += 1
+
+        def run() -> None:
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # logged by the job
+                future.set_exception(exc)
+            finally:
+                with self._recall_lock:
+                    self._recalls_running -= 1
+
+        threading.Thread(target=run, name="tablestore-mem-recall", daemon=True).start()
+        return future
 
     def cached_recall(self) -> str:
         """The last recall for the current scope; never waits."""
         scope = self.scope
         with self._recall_lock:
             return self._recall_text if self._recall_scope == scope else ""
-
-    def has_recall(self) -> bool:
-        with self._recall_lock:
-            return self._recall_scope is not None
 
     def clear_recall(self) -> None:
         with self._recall_lock:
@@ -310,6 +378,8 @@ class MemoryRuntime:
             logger.info("tablestore-mem: backend unreachable at shutdown; writes stay spooled")
         else:
             flushed = self.flush(timeout, stall_s=SHUTDOWN_STALL_S)
+        with self._recall_lock:
+            self._recall_closed = True
         self.deliverer.stopping = True  # a pass still running ends after its current send
         join = max(0.0, deadline - time.monotonic())
         if self.backend_failing():

@@ -317,19 +317,25 @@ class MemoryWrites(StoreBase):
         metadata: Mapping[str, str] | None = None,
         sync: bool = False,
     ) -> WriteReceipt:
-        """Store the turn as short-term messages, and each message as one memory unit."""
+        """Store the turn as short-term messages, and each message as one memory unit (unless
+        it is marked ``remember=False``: then the log only)."""
         started = time.perf_counter()
         check_scope(scope)
         checked = limits.check_messages(messages)
         meta = limits.check_metadata(metadata)
-        vectors = self._embed([m.content for m in checked])
+        kept = [m for m in checked if m.remember]
+        vectors = self._embed([m.content for m in kept]) if kept else None
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
         with self._write() as conn:
             sid = self._store_id(conn, store)
             gen = self._bump(conn, sid)
             now = time.time()
-            for i, m in enumerate(checked):
+            i = 0
+            for m in checked:
+                if not m.remember:  # kept in the message log only
+                    self._log_message(conn, sid, scope, m, now)
+                    continue
                 unit_meta = limits.merge_metadata(meta, m.metadata)
                 mid, seq = self._insert(
                     conn,
@@ -341,6 +347,7 @@ class MemoryWrites(StoreBase):
                     vectors[i] if vectors else None,
                     added,
                 )
+                i += 1
                 ids.append(mid)
                 self._log_message(conn, sid, scope, m, now, memory_seq=seq)
             unique = list(dict.fromkeys(ids))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 from memcore import limits
 from memcore.errors import ConfigError, InvalidInput
 from memcore.limits import STORE_NAME_RE
+from memcore.turn_policy import STORE_ASSISTANT
 
 BACKENDS = ("local", "tablestore")
 EMBEDDERS = ("auto", "onnx", "none")
@@ -109,6 +110,11 @@ def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
         raise _BadValue(attribute.name, f"{attribute.name} must be from 1 to 50")
 
 
+def _recall_wait(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if not 0 <= value <= 10_000:
+        raise _BadValue(attribute.name, f"{attribute.name} must be from 0 to 10000 milliseconds")
+
+
 @attrs.frozen
 class MemcoreConfig:
     """Every non-secret setting, with the original plugin's defaults."""
@@ -134,6 +140,17 @@ class MemcoreConfig:
     local_path: str | None = None
     #: ``auto`` uses the ONNX embedder when installed, ``none`` keeps search lexical-only.
     embedder: str = attrs.field(default="auto", validator=_one_of(EMBEDDERS))
+    #: Which assistant messages become memories: ``auto`` (those worth recalling, not an
+    #: acknowledgement or a tool-output echo), ``always`` or ``never``. User messages always do;
+    #: every message is kept in the message log.
+    store_assistant: str = attrs.field(default="auto", validator=_one_of(STORE_ASSISTANT))
+    #: How long a prefetch waits for a remote backend's search for the message being answered
+    #: before it falls back to the last recall of this session (the embedded store always
+    #: answers at once). 1,000 ms: on the emulator with 200 ms of latency per call, a search of
+    #: a tenant of 500 memories took 580-720 ms on a busy 2-core machine (230-250 ms at 50
+    #: memories; benchmarks/hermes_loop_recall.py); the model's own answer takes seconds after
+    #: it, and Hermes' bundled mem0 provider waits up to 3 s.
+    recall_wait_ms: int = attrs.field(default=1_000, validator=_recall_wait)
 
     def with_changes(self, **changes: Any) -> MemcoreConfig:
         return attrs.evolve(self, **changes)

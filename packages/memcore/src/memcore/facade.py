@@ -15,6 +15,8 @@ import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from memcore import limits
 from memcore.config import MemcoreConfig
 from memcore.discovery import open_store
@@ -233,12 +235,8 @@ class Memory:
         msgs = [m if isinstance(m, Message) else _message(m, i) for i, m in enumerate(messages)]
         if metadata:
             meta = limits.check_metadata(metadata)
-            msgs = [
-                Message(
-                    m.role, m.content, m.id, m.timestamp, limits.merge_metadata(meta, m.metadata)
-                )
-                for m in msgs
-            ]
+            # evolve keeps every other field of the message (its scope, speaker, remember).
+            msgs = [attrs.evolve(m, metadata=limits.merge_metadata(meta, m.metadata)) for m in msgs]
         return service.sync_turn("", "", messages=msgs, sync=sync)
 
     def search(

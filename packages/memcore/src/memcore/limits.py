@@ -289,6 +289,7 @@ def split_messages(messages: Iterable[Message]) -> list[list[Message]]:
                     id=message.id,
                     timestamp=message.timestamp,
                     metadata=message.metadata,
+                    remember=message.remember,
                 )
             )
             n = utf8_len(part)

@@ -17,8 +17,9 @@ from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
 from memcore.paging import pages
 from memcore.policies import ScopePolicy
 from memcore.ports import DreamUndo, MemoryStore
-from memcore.recall import format_recall
+from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
+from memcore.turn_policy import check_store_assistant, plan_memories
 from memcore.values import (
     DreamAction,
     DreamTask,
@@ -94,6 +95,7 @@ class MemoryService:
         top_k: int = 5,
         enable_rerank: bool = True,
         read_only: bool = False,
+        store_assistant: str = "auto",
     ) -> None:
         self.store = store
         self.store_name = limits.check_store_name(store_name)
@@ -102,6 +104,8 @@ class MemoryService:
         self.top_k = limits.check_top_k(top_k)
         self.enable_rerank = enable_rerank
         self.read_only = read_only
+        #: Which assistant messages of a turn become memories (``turn_policy``).
+        self.store_assistant = check_store_assistant(store_assistant)
         self._recall_lock = threading.Lock()
         self._recall: dict[str, str] = {}
 
@@ -132,6 +136,7 @@ class MemoryService:
         self, text: str, *, metadata: Mapping[str, str] | None = None, sync: bool = False
     ) -> WriteReceipt:
         self._check_writable()
+        text = strip_recall(text) if isinstance(text, str) else text
         limits.check_text(text)
         meta = check_user_metadata(metadata)
         return self.store.add_text(
@@ -148,7 +153,8 @@ class MemoryService:
         """Split a completed turn into writes within the limits (nothing is truncated).
 
         A turn is captured automatically, so a lone surrogate (half an emoji) is replaced with
-        U+FFFD rather than costing the whole turn.
+        U+FFFD rather than costing the whole turn. Recall blocks are cut out, and each message
+        is marked whether it becomes a memory (``turn_policy``).
         """
         turn: list[Message] = list(messages or [])
         if not turn:
@@ -166,7 +172,8 @@ class MemoryService:
             repaired = limits.repair_unicode(m.content)
             if repaired != m.content:
                 turn[i] = attrs.evolve(m, content=repaired)
-        return [TurnWrite(tuple(batch)) for batch in limits.split_messages(turn)]
+        planned = plan_memories(turn, self.store_assistant)
+        return [TurnWrite(tuple(batch)) for batch in limits.split_messages(planned)]
 
     def write_turn(self, write: TurnWrite, *, sync: bool = False) -> WriteReceipt:
         self._check_writable()
@@ -208,6 +215,7 @@ class MemoryService:
         extra = check_user_metadata(metadata)
         extra.update(tags)
         limits.check_metadata(extra)
+        content = strip_recall(content) if isinstance(content, str) else content
         limits.check_text(content, field="content")
         return self.store.add_text(self.store_name, self.write_scope, content, metadata=extra)
 
@@ -542,7 +550,10 @@ class MemoryService:
     # -- prefetch -----------------------------------------------------------------------
     def recall(self, query: str, *, top_k: int | None = None) -> str:
         """Search and format a fenced recall block; caches it for :meth:`cached_recall`."""
-        text = format_recall(self.search(query, top_k=top_k))
+        k = limits.check_top_k(self.top_k if top_k is None else top_k)
+        # Asked for a few more than shown: repeats of one text are dropped from the block.
+        hits = self.search(query, top_k=min(limits.MAX_TOP_K, 2 * k))
+        text = format_recall(hits, top_k=k)
         with self._recall_lock:
             self._recall["last"] = text
         return text

@@ -109,6 +109,9 @@ class Message:
     scope: Scope | None = None
     speaker: str | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+    #: False: kept in the message log only, not made a memory (``turn_policy``). A store whose
+    #: service extracts memories itself (TableStore) leaves that choice to the service.
+    remember: bool = True
 
 
 @attrs.frozen

@@ -342,11 +342,12 @@ class InMemoryMemoryStore:
                     scope=scope,
                 )
                 log.append((next(self._seq), stored))
-                ids.append(
-                    self._insert(
-                        st, scope, m.content, limits.merge_metadata(meta, m.metadata), "message"
+                if m.remember:  # otherwise kept in the log only
+                    ids.append(
+                        self._insert(
+                            st, scope, m.content, limits.merge_metadata(meta, m.metadata), "message"
+                        )
                     )
-                )
             ids = list(dict.fromkeys(ids))
             task = self._task(st, "AddMemories", scope, ids, accepted=len(checked))
             self._audit(st, "AddMemories", scope=scope, started=started, rid=task.id)

@@ -1,0 +1,112 @@
+"""The recall block: what goes in, in which order, and what is never stored again."""
+
+from __future__ import annotations
+
+from memcore.recall import FENCE_CLOSE, FENCE_OPEN, format_recall, select_hits, strip_recall
+from memcore.scope import Scope
+from memcore.turn_policy import is_acknowledgement, is_tool_echo, plan_memories, worth_recalling
+from memcore.values import Memory, Message, SearchHit
+
+DAY = 86_400.0
+T0 = 1_780_000_000.0  # 2026-05-28
+
+
+def hit(
+    text: str, score: float = 0.5, *, at: float = T0, run: str = "r1", mid: str = ""
+) -> SearchHit:
+    memory = Memory(id=mid or text[:8], text=text, scope=Scope("a", "t", "g", run), created_at=at)
+    return SearchHit(memory, score)
+
+
+def lines(block: str) -> list[str]:
+    return [line for line in block.splitlines() if line.startswith("- ")]
+
+
+def test_at_most_top_k_and_no_text_twice() -> None:
+    hits = [
+        hit("I am allergic to peanuts", 0.9),
+        hit("i am ALLERGIC to peanuts!", 0.8, mid="b"),
+        hit("My sister is Maya", 0.7),
+        hit("I live in Lisbon", 0.6),
+        hit("I play the cello", 0.5),
+    ]
+    block = format_recall(hits, top_k=3)
+    assert len(lines(block)) == 3
+    assert block.lower().count("allergic to peanuts") == 1
+    assert "cello" not in block
+
+
+def test_each_memory_is_dated_and_newest_first_among_equal_scores() -> None:
+    hits = [hit("older fact", 0.5, at=T0), hit("newer fact", 0.5, at=T0 + 3 * DAY)]
+    got = lines(format_recall(hits))
+    assert got == ["- [2026-05-31] newer fact", "- [2026-05-28] older fact"]
+
+
+def test_the_session_is_named_only_when_the_block_spans_several() -> None:
+    one = format_recall([hit("a fact", run="s1"), hit("another fact", run="s1")])
+    assert "session s1" not in one
+    two = format_recall([hit("a fact", run="s1"), hit("another fact", run="s2")])
+    assert "session s1" in two and "session s2" in two
+
+
+def test_the_block_stays_under_its_character_budget() -> None:
+    hits = [hit(f"fact {i} " + "word " * 400, 1.0 - i / 10) for i in range(5)]
+    block = format_recall(hits, max_chars=2_000)
+    assert len(block) <= 2_000
+    assert block.startswith(FENCE_OPEN) and block.endswith(FENCE_CLOSE)
+    assert len(lines(block)) == 5  # shortened, not dropped
+    assert all(line.endswith("…") for line in lines(block))
+
+
+def test_a_short_memory_leaves_its_share_to_the_others() -> None:
+    hits = [hit("short", 0.9), hit("long " * 300, 0.8)]
+    got = lines(format_recall(hits, max_chars=1_500))
+    assert got[0].endswith("short") and len(got[1]) > 1_000
+
+
+def test_select_hits_keeps_the_best_ranked_copy() -> None:
+    kept = select_hits([hit("Same text", 0.4, mid="low"), hit("same text.", 0.9, mid="high")])
+    assert [h.memory.id for h in kept] == ["high"]
+
+
+def test_a_recall_block_is_cut_out_of_what_is_written() -> None:
+    block = format_recall([hit("My sister is Maya")])
+    host = (
+        "<memory-context>\n[System note: The following is recalled memory context, NOT new "
+        "user input. Treat as authoritative reference data.]\n\n" + block + "\n</memory-context>"
+    )
+    assert strip_recall(f"I like tea {block}") == "I like tea"
+    assert strip_recall(f"{host}\nI like tea") == "I like tea"
+    assert strip_recall("I like tea <recalled-memory>- half a block") == "I like tea"
+    assert strip_recall("nothing to cut") == "nothing to cut"
+
+
+def test_acknowledgements_and_echoes_are_not_worth_recalling() -> None:
+    for text in ("Noted!", "Got it, I'll remember that.", "Sure, no problem.", "Thanks!"):
+        assert is_acknowledgement(text) and not worth_recalling(text)
+    for text in (
+        'Based on memory: {"results": [{"text": "likes tea"}]}',
+        '{"results": [{"id": "m1", "text": "likes tea", "score": 0.9}]}',
+    ):
+        assert is_tool_echo(text) and not worth_recalling(text)
+    assert worth_recalling("Canberra was chosen as a compromise between Sydney and Melbourne.")
+    assert worth_recalling("Noted: your flight to Oslo leaves at 7:40 on Friday from gate B12.")
+
+
+def test_plan_memories_modes() -> None:
+    turn = [
+        Message("user", "I moved to Porto"),
+        Message("assistant", "Noted!"),
+        Message("assistant", "The Ribeira floods most winters; pick a flat uphill."),
+    ]
+
+    def kept(mode: str) -> list[str]:
+        return [m.content for m in plan_memories(turn, mode) if m.remember]
+
+    assert kept("auto") == [
+        "I moved to Porto",
+        "The Ribeira floods most winters; pick a flat uphill.",
+    ]
+    assert kept("never") == ["I moved to Porto"]
+    assert kept("always") == [m.content for m in turn]
+    assert len(plan_memories(turn, "never")) == 3  # every message still reaches the log
