@@ -40,4 +40,13 @@ def format_recall(hits: Sequence[SearchHit], *, max_chars: int = 4_000) -> str:
             break
         lines.append(line)
         used += len(line)
-    return "\n".join([FENCE_OPEN, _PREAMBLE, *lines, FENCE_CLOSE])
+    return fence("\n".join(lines))
+
+
+def fence(body: str) -> str:
+    """``body`` inside the recall fence, after the preamble that marks it as data.
+
+    ``body`` must already be sanitised (:func:`sanitize_recalled` on every stored string in it):
+    the fence only holds if nothing inside can close it.
+    """
+    return "\n".join([FENCE_OPEN, _PREAMBLE, body, FENCE_CLOSE])
