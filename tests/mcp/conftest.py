@@ -1,0 +1,58 @@
+"""Fixtures for the MCP server tests: the embedded store, and TableStore through the loopback
+emulator serving a real SQLite store with the real embedder."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# The rig module sits next to this file; tests import it by its (repo-unique) name.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mcp_rig import EMULATOR_AK, EMULATOR_SK, Backend
+
+
+@pytest.fixture
+def local_backend(tmp_path: Path) -> Backend:
+    """The embedded SQLite store with its default (semantic) embedder."""
+    return Backend("local", tmp_path / "home", {}, [])
+
+
+@pytest.fixture
+def tablestore_backend(tmp_path: Path) -> Iterator[Backend]:
+    """TableStore through the loopback emulator, which serves a real SQLite store."""
+    from memcore_sqlite import SqliteMemoryStore
+    from memcore_sqlite.backend import choose_embedder
+    from memcore_tablestore.emulator import EmulatorServer
+
+    backing = SqliteMemoryStore(tmp_path / "served.db", embedder=choose_embedder("onnx"))
+    server = EmulatorServer(backing, access_key_id=EMULATOR_AK, access_key_secret=EMULATOR_SK)
+    server.start()
+    home = tmp_path / "ts-home"
+    home.mkdir()
+    (home / "config.json").write_text(
+        json.dumps(
+            {"endpoint": server.url, "instance_name": server.instance_name, "timeout": 20.0}
+        ),
+        encoding="utf-8",
+    )
+    try:
+        yield Backend(
+            "tablestore",
+            home,
+            {"TABLESTORE_MEMORY_AK": EMULATOR_AK, "TABLESTORE_MEMORY_SK": EMULATOR_SK},
+            ["--backend", "tablestore"],
+        )
+    finally:
+        server.stop()
+        backing.close()
+
+
+@pytest.fixture(params=["local", "tablestore"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return request.getfixturevalue(f"{request.param}_backend")
