@@ -67,26 +67,26 @@ class Backend:
         token_file.chmod(0o600)
         argv = [MEMCORE, *self.argv("mcp", "--transport", "http", "--port", "0")]
         argv += ["--tokens", str(token_file), *extra]
+        log = self.stderr.open("a", encoding="utf-8")
+        start = self.stderr.stat().st_size
         proc = subprocess.Popen(
             argv,
             env={**os.environ, **self.env},
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
         )
         try:
-            assert proc.stderr is not None
             deadline = time.monotonic() + 60
-            line = ""
-            while time.monotonic() < deadline:
-                line = proc.stderr.readline()
-                if not line and proc.poll() is not None:
-                    raise AssertionError(f"server exited {proc.returncode}")
-                if "serving" in line:
+            while True:
+                lines = self.stderr.read_text(encoding="utf-8")[start:].splitlines()
+                serving = [line for line in lines if line.startswith("memcore mcp: serving")]
+                if serving:
                     break
-            url = line.split(" on ", 1)[1].split()[0]
-            yield url
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"server did not start ({proc.returncode}): {lines}")
+                time.sleep(0.05)
+            yield serving[0].split(" on ", 1)[1].split()[0]
         finally:
             proc.terminate()
             try:
@@ -94,6 +94,7 @@ class Backend:
             except subprocess.TimeoutExpired:  # pragma: no cover
                 proc.kill()
                 proc.wait()
+            log.close()
 
 
 @contextlib.asynccontextmanager
