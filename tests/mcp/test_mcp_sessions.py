@@ -66,6 +66,6 @@ def test_memcore_tenant_variable_selects_the_stdio_tenant(local_backend: Backend
         async with local_backend.stdio("--tenant", "carol") as session:
             listed = payload(await session.call_tool("list_memories", {}))
             assert [m["text"] for m in listed["memories"]] == [FACTS[1]]
-            assert listed["memories"][0]["scope"].split("/")[1] == "carol"
+            assert listed["memories"][0]["scope"]["tenant_id"] == "carol"
 
     anyio.run(main)

@@ -20,6 +20,7 @@ from mcp.types import CallToolResult, TextContent
 from memcore.errors import MemcoreError
 from memcore.recall import fence, sanitize_recalled
 from memcore.values import Memory, SearchHit
+from memcore_cli.records import hit_record, memory_record
 
 logger = logging.getLogger(__name__)
 
@@ -36,14 +37,9 @@ def clean(value: Any) -> Any:
 
 
 def memory_json(memory: Memory) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": memory.id,
-        "text": memory.text,
-        "scope": str(memory.scope),
-        "metadata": dict(memory.metadata),
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-    }
+    """A memory in the CLI's public record shape, with what a dream said of it."""
+    out = memory_record(memory)
+    del out["score"]
     superseded_by = memory.extras.get("superseded_by")
     if superseded_by:
         out["superseded_by"] = superseded_by
@@ -51,7 +47,7 @@ def memory_json(memory: Memory) -> dict[str, Any]:
 
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
-    return {**memory_json(hit.memory), "score": hit.score, "similarity": hit.similarity}
+    return hit_record(hit)
 
 
 def dumps(data: Any) -> str:
