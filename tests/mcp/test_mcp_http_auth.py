@@ -24,10 +24,16 @@ INITIALIZE = {
 }
 
 
-def _post(url: str, headers: dict[str, str]) -> int:
+def _post(url: str, headers: dict[str, str], message: dict | None = None) -> int:
+    return _exchange(url, headers, message)[0]
+
+
+def _exchange(
+    url: str, headers: dict[str, str], message: dict | None = None
+) -> tuple[int, dict[str, str]]:
     request = urllib.request.Request(
         url,
-        data=json.dumps(INITIALIZE).encode(),
+        data=json.dumps(message or INITIALIZE).encode(),
         headers={
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -37,9 +43,10 @@ def _post(url: str, headers: dict[str, str]) -> int:
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return int(response.status)
+            response.read()
+            return int(response.status), dict(response.headers)
     except urllib.error.HTTPError as exc:
-        return int(exc.code)
+        return int(exc.code), dict(exc.headers)
 
 
 def test_requests_without_a_valid_token_get_401(local_backend: Backend) -> None:
@@ -65,6 +72,29 @@ def test_requests_without_a_valid_token_get_401(local_backend: Backend) -> None:
 
         anyio.run(with_the_right_one)
     assert alice not in local_backend.stderr.read_text(encoding="utf-8")
+
+
+def test_one_tenants_session_id_is_refused_with_another_tenants_token(
+    local_backend: Backend,
+) -> None:
+    alice, bob = token(), token()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "list_memories", "arguments": {}},
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    with local_backend.http({"alice": alice, "bob": bob}) as url:
+        status, headers = _exchange(url, {"Authorization": "Bearer " + alice})
+        assert status == 200
+        session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+        as_alice = {"Authorization": "Bearer " + alice, "Mcp-Session-Id": session}
+        as_bob = {"Authorization": "Bearer " + bob, "Mcp-Session-Id": session}
+        assert _post(url, as_alice, initialized) == 202
+        assert _post(url, as_bob, call) == 404
+        assert _post(url, {"Mcp-Session-Id": session}, call) == 401
+        assert _post(url, as_alice, call) == 200
 
 
 @pytest.mark.parametrize(
