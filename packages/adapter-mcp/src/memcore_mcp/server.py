@@ -18,7 +18,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import ValidationError
+from pydantic import AnyHttpUrl, ValidationError
 
 from memcore.errors import InvalidInput, PermissionDenied
 from memcore_mcp import __version__, answers
@@ -65,10 +65,11 @@ class MemoryServer(MCPServer[Any]):
         super().__init__(*args, **kwargs)
         self._arguments: dict[str, frozenset[str]] = {}
 
-    def add_tool(self, fn: Callable[..., Any], **kwargs: Any) -> None:
-        super().add_tool(fn, **kwargs)
-        name = kwargs.get("name") or fn.__name__
-        self._arguments[name] = frozenset(inspect.signature(fn).parameters)
+    def add_tool(
+        self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any
+    ) -> None:
+        super().add_tool(fn, name, *args, **kwargs)
+        self._arguments[name or fn.__name__] = frozenset(inspect.signature(fn).parameters)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -102,7 +103,9 @@ def build_server(
     auth: dict[str, Any] = {}
     if tokens is not None:
         auth = {
-            "auth": AuthSettings(issuer_url=url or "http://127.0.0.1", resource_server_url=None),
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl(url or "http://127.0.0.1"), resource_server_url=None
+            ),
             "token_verifier": TokenTenants(tokens),
         }
     server = MemoryServer(

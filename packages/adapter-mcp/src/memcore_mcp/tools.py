@@ -93,9 +93,9 @@ DREAM_APPLY = (
     "action's outcome: applied, skipped (with the reason), failed or not_found."
 )
 
-_READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
-_WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
-_DESTROY = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+_DESTROY = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
 
 class MemoryTools:
