@@ -4,7 +4,7 @@ On a local store of 1,000 memories (hybrid search when the semantic extra is ins
 the wall time from starting ``memcore mcp`` over stdio to the first tool answer (a
 ``list_memories``, which loads no model) and to the first ``recall`` (which does), median of
 ``--runs`` starts; then ``recall`` over streamable HTTP on 127.0.0.1, one session, ``--queries``
-calls after a warm-up (p50/p95).
+calls after a warm-up (p50/p95), beside the same searches in process (``Memory.search``).
 
     uv run python -m benchmarks mcp_server [--runs N] [--queries N]
 """
@@ -85,6 +85,23 @@ async def _http_recalls(url: str, token: str, queries: list[str], warm: int) -> 
     return seconds
 
 
+def _in_process(home: Path, queries: list[str], warm: int) -> list[float]:
+    """The same searches without the server: what the transport and the tool layer add."""
+    from memcore import Memory
+    from memcore.config import MemcoreConfig
+
+    seconds: list[float] = []
+    with Memory.open(
+        config=MemcoreConfig(tenant_id=TENANT), agent_id="mcp", path=home / "memcore.db"
+    ) as memory:
+        for i, query in enumerate(queries):
+            started = time.perf_counter()
+            memory.search(query)
+            if i >= warm:
+                seconds.append(time.perf_counter() - started)
+    return seconds
+
+
 def _serve_http(env: dict[str, str], root: Path, token: str) -> tuple[subprocess.Popen[Any], str]:
     tokens = root / "tokens.json"
     tokens.write_text(json.dumps({TENANT: token}), encoding="utf-8")
@@ -136,6 +153,8 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+        os.environ["MEMCORE_MODEL_CACHE"] = env["MEMCORE_MODEL_CACHE"]
+        direct = _in_process(root / "home", queries, 20)
     print(
         json.dumps(
             {
@@ -145,6 +164,7 @@ def main() -> None:
                 "stdio_start_to_first_recall_s": round(statistics.median(s[1] for s in starts), 3),
                 "stdio_runs": args.runs,
                 "http_recall": summary_ms(recalls),
+                "in_process_search": summary_ms(direct),
             },
             indent=2,
         )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
+from memcore import limits
 from memcore.errors import InvalidInput, NotFound, PermissionDenied
 from memcore.paging import every_item
 from memcore.ports import MemoryStore
@@ -122,6 +123,7 @@ class Tenants:
     def dream_task(self, service: MemoryService, task_id: str) -> DreamTask:
         """The task, if every scope it covers lies inside this tenant; another tenant's task
         answers exactly like one that does not exist."""
+        limits.check_id(task_id, field="task_id")
         missing = NotFound(f"dream task {task_id!r} was not found", field="task_id")
         try:
             task = self.store.get_dream_task(service.store_name, task_id)
