@@ -70,3 +70,30 @@ def test_a_second_token_cannot_reach_the_first_tenants_memories(backend: Backend
         anyio.run(main, url)
     log = backend.stderr.read_text(encoding="utf-8")
     assert alice not in log and bob not in log
+
+
+def test_concurrent_sessions_of_two_tenants_never_mix(local_backend: Backend) -> None:
+    """The tenant is read from each request's own token: calls of two tenants interleaved on
+    one server each land in, and read from, their own tenant only."""
+    tokens = {"alice": token(), "bob": token()}
+
+    async def user(url: str, name: str, seen: dict[str, list[str]]) -> None:
+        async with http_session(url, tokens[name]) as session:
+            async with anyio.create_task_group() as group:
+                for i in range(6):
+                    text = f"{name} note {i}"
+                    group.start_soon(session.call_tool, "remember", {"text": text})
+            listed = payload(await session.call_tool("list_memories", {"limit": 100}))
+            seen[name] = sorted(m["text"] for m in listed["memories"])
+
+    async def main(url: str) -> dict[str, list[str]]:
+        seen: dict[str, list[str]] = {}
+        async with anyio.create_task_group() as group:
+            group.start_soon(user, url, "alice", seen)
+            group.start_soon(user, url, "bob", seen)
+        return seen
+
+    with local_backend.http(tokens) as url:
+        seen = anyio.run(main, url)
+    for name in tokens:
+        assert seen[name] == sorted(f"{name} note {i}" for i in range(6)), seen
