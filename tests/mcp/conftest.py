@@ -37,13 +37,15 @@ def _emulated(tmp_path: Path, backing: Any) -> Iterator[Backend]:
         ),
         encoding="utf-8",
     )
+    backend = Backend(
+        "tablestore",
+        home,
+        {"TABLESTORE_MEMORY_AK": EMULATOR_AK, "TABLESTORE_MEMORY_SK": EMULATOR_SK},
+        ["--backend", "tablestore"],
+    )
+    backend.emulator = server
     try:
-        yield Backend(
-            "tablestore",
-            home,
-            {"TABLESTORE_MEMORY_AK": EMULATOR_AK, "TABLESTORE_MEMORY_SK": EMULATOR_SK},
-            ["--backend", "tablestore"],
-        )
+        yield backend
     finally:
         server.stop()
         backing.close()

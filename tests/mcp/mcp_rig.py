@@ -35,6 +35,8 @@ class Backend:
         self.home = home
         self.env = {"MEMCORE_HOME": str(home), "PYTHONUNBUFFERED": "1", **env}
         self.flags = flags
+        #: The loopback emulator behind a TableStore backend (None on the local store).
+        self.emulator: Any = None
         home.mkdir(parents=True, exist_ok=True)
         self.stderr = home / "server-stderr.log"
 

@@ -97,3 +97,17 @@ def test_update_then_dream_propose_and_apply(dream_backend: Backend) -> None:
             assert payload(again)["error"]["code"] == "not_found"
 
     anyio.run(main)
+
+
+def test_a_backend_that_goes_away_is_a_retryable_json_error(tablestore_backend: Backend) -> None:
+    async def main() -> None:
+        async with tablestore_backend.stdio("--tenant", "erin") as session:
+            payload(await session.call_tool("remember", {"text": "Erin plays the cello"}))
+            tablestore_backend.emulator.stop()
+            result = await session.call_tool("recall", {"query": "music"})
+            assert result.is_error
+            error = payload(result)["error"]
+            assert error["code"] == "unavailable" and error["retryable"] is True, error
+            assert "Traceback" not in error["message"]
+
+    anyio.run(main)
