@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Mapping
-from typing import Any
 
 import anyio
 
@@ -20,7 +19,7 @@ from memcore_cli.options import GlobalOptions, StoreFactory
 from memcore_cli.runtime import Runtime
 from memcore_mcp.server import MemoryServer, build_server, token_tenant
 from memcore_mcp.tenants import Tenants, server_options, tenant_scope
-from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, TokenMap, load_tokens
+from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_PORT = 8787
@@ -107,8 +106,8 @@ def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=path, host=host)
-    config: Any = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
-__all__ = ["DEFAULT_PORT", "TRANSPORTS", "TokenMap", "serve"]
+__all__ = ["DEFAULT_PORT", "TRANSPORTS", "serve"]
