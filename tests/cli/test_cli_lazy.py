@@ -20,7 +20,11 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-loaded = {"model": "onnxruntime" in sys.modules, "pydantic": "pydantic" in sys.modules}
+loaded = {
+    "model": "onnxruntime" in sys.modules,
+    "pydantic": "pydantic" in sys.modules,
+    "mcp": "mcp" in sys.modules,
+}
 print("\\n" + json.dumps({"code": code, **loaded}))
 """
 
@@ -95,3 +99,8 @@ def test_a_search_refused_while_the_model_loads_still_exits_cleanly(hybrid_home)
         )
         assert done.returncode == 2
         assert done.stderr == "memcore: error: top_k must be from 1 to 50, not 51\n"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["list"], ["mcp", "--help"]])
+def test_only_the_mcp_command_imports_the_mcp_sdk(tmp_path, args):
+    assert _probe(tmp_path, args)["mcp"] is False

@@ -24,6 +24,7 @@ DISTRIBUTIONS: Mapping[str, str] = {
     "memcore-tablestore": "packages/adapter-tablestore",
     "memcore-hermes": "packages/adapter-hermes",
     "memcore-cli": "packages/adapter-cli",
+    "memcore-mcp": "packages/adapter-mcp",
 }
 
 # Variables that would leak the developer's environment into a "fresh machine" run.

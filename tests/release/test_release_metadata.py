@@ -21,6 +21,7 @@ DISTRIBUTIONS = {
     "memcore-tablestore": ("packages/adapter-tablestore", "memcore_tablestore"),
     "memcore-hermes": ("packages/adapter-hermes", "memcore_hermes"),
     "memcore-cli": ("packages/adapter-cli", "memcore_cli"),
+    "memcore-mcp": ("packages/adapter-mcp", "memcore_mcp"),
 }
 SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
 UNSUPPORTED = ("3.8", "3.9", "3.14")

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from memcore.paging import every_item
 from memcore_cli.app import command_paths
 
-# provision talks to a cloud control plane and emulator serve runs until stopped.
-COMMANDS = [c for c in command_paths() if c[0] not in ("provision", "emulator")]
+# provision talks to a cloud control plane; emulator serve and mcp serve until stopped.
+COMMANDS = [c for c in command_paths() if c[0] not in ("provision", "emulator", "mcp")]
 GLOBAL = [
     ["--json"],
     ["--tenant", "*"],

@@ -18,6 +18,7 @@ from memcore_cli.commands import (
     dream,
     emulator,
     listing,
+    mcp,
     memories,
     reindex,
     stores,
@@ -192,6 +193,7 @@ app.command("provision")(configure.provision)
 app.command("export")(transfer.export)
 app.command("import")(transfer.import_)
 app.add_typer(emulator.app, name="emulator")
+app.command("mcp")(mcp.mcp)
 
 
 def command_paths() -> list[list[str]]:

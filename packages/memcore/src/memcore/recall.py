@@ -118,4 +118,13 @@ def format_recall(
         line = head + text
         lines.append(line)
         budget -= len(line) + 1
-    return "\n".join([FENCE_OPEN, _PREAMBLE, *lines, FENCE_CLOSE])
+    return fence("\n".join(lines))
+
+
+def fence(body: str) -> str:
+    """``body`` inside the recall fence, after the preamble that marks it as data.
+
+    ``body`` must already be sanitised (:func:`sanitize_recalled` on every stored string in it):
+    the fence only holds if nothing inside can close it.
+    """
+    return "\n".join([FENCE_OPEN, _PREAMBLE, body, FENCE_CLOSE])

@@ -1,0 +1,66 @@
+"""``memcore mcp``: serve the memory tools to MCP clients (Claude Code, Claude Desktop, Cursor).
+
+The server lives in the ``memcore-mcp`` package; it is imported only when this command runs,
+so the rest of the CLI never pays for the MCP SDK.
+"""
+
+from typing import Annotated
+
+import typer
+
+from memcore_cli.state import state_of
+
+
+def mcp(
+    ctx: typer.Context,
+    transport: Annotated[
+        str,
+        typer.Option("--transport", help="stdio (the client starts the server) or http."),
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (http; loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (http; 0 picks a free one).")] = 8787,
+    path: Annotated[str, typer.Option("--path", help="Endpoint path (http).")] = "/mcp",
+    tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--tokens",
+            help="JSON file of tenant to bearer token(s) (http; or MEMCORE_MCP_TOKENS_FILE, "
+            "MEMCORE_MCP_TOKENS). Required for http.",
+        ),
+    ] = None,
+) -> None:
+    """Run an MCP server over your memories until the client disconnects or you stop it.
+
+    On stdio it serves the configured tenant (--tenant, MEMCORE_TENANT, the config file);
+    on http each bearer token opens its own tenant, and requests without one get 401.
+
+    \b
+    Examples:
+      memcore --tenant alice mcp
+      memcore mcp --transport http --port 8787 --tokens ~/.config/memcore/mcp-tokens.json
+      claude mcp add memcore -- memcore --tenant alice mcp
+    """
+    try:
+        from memcore_mcp.serve import serve
+    except ImportError as exc:
+        from memcore.errors import ConfigError
+
+        raise ConfigError(
+            f"the MCP server is not installed ({exc.name} is missing): pip install memcore-mcp",
+            field="mcp",
+        ) from None
+
+    state = state_of(ctx)
+    serve(
+        state.options,
+        state.environ,
+        store_factory=state.overrides.store_factory,
+        explicit_environ=state.overrides.environ is not None,
+        transport=transport,
+        host=host,
+        port=port,
+        path=path,
+        tokens_file=tokens,
+    )

@@ -1,0 +1,96 @@
+"""What a tool hands back: JSON, with stored text fenced as data, or a typed JSON error.
+
+Memories are written by users and models, so a stored string may hold instructions; every
+stored string is sanitised and the whole answer sits inside the core's recall fence
+(:func:`memcore.recall.fence`), as the Hermes plugin injects recalled memories. The same JSON
+goes out as ``structuredContent`` for clients that read it. Failures are
+``{"error": {"type", "code", "message", "field", "retryable"}}`` with ``isError`` set; the text of
+an unexpected exception stays on the server, and no traceback ever reaches the client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from memcore.errors import MemcoreError
+from memcore.recall import fence, sanitize_recalled
+from memcore.values import Memory, SearchHit
+from memcore_cli.records import hit_record, memory_record
+
+logger = logging.getLogger(__name__)
+
+
+def clean(value: Any) -> Any:
+    """``value`` with every string in it sanitised, so none can close the fence."""
+    if isinstance(value, str):
+        return sanitize_recalled(value)
+    if isinstance(value, Mapping):
+        return {clean(str(k)): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    """A memory in the CLI's public record shape, with what a dream said of it."""
+    out = memory_record(memory)
+    del out["score"]
+    superseded_by = memory.extras.get("superseded_by")
+    if superseded_by:
+        out["superseded_by"] = superseded_by
+    return out
+
+
+def hit_json(hit: SearchHit) -> dict[str, Any]:
+    return hit_record(hit)
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def fenced(data: Mapping[str, Any]) -> CallToolResult:
+    """An answer holding stored data: sanitised, fenced for the model, structured for code."""
+    safe = clean(data)
+    return CallToolResult(
+        content=[TextContent(type="text", text=fence(dumps(safe)))], structured_content=safe
+    )
+
+
+def fenced_text(data: Mapping[str, Any]) -> str:
+    """The fenced text of :func:`fenced` alone (a resource's contents)."""
+    return fence(dumps(clean(data)))
+
+
+def plain(data: Mapping[str, Any]) -> CallToolResult:
+    """An answer with no stored text in it (ids, counts, statuses)."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=dumps(data))], structured_content=dict(data)
+    )
+
+
+def error_body(exc: BaseException, tool: str) -> dict[str, Any]:
+    if isinstance(exc, MemcoreError):
+        return exc.to_dict()
+    # The message of an unexpected exception may quote data or configuration: log the type only.
+    logger.warning("memcore mcp: %s failed with %s", tool, type(exc).__name__)
+    return {
+        "type": "InternalError",
+        "code": "internal_error",
+        "message": f"{tool} failed unexpectedly ({type(exc).__name__}); see the server's log",
+        "retryable": False,
+    }
+
+
+def error(exc: BaseException, tool: str) -> CallToolResult:
+    body = {"error": error_body(exc, tool)}
+    return CallToolResult(
+        content=[TextContent(type="text", text=dumps(body))],
+        structured_content=body,
+        is_error=True,
+    )

@@ -1,0 +1,113 @@
+"""``memcore mcp``: resolve the configuration, open the store, then serve until stopped.
+
+Everything that can be wrong (config, backend, credentials, token map, a tenant name) is
+found before the first byte of protocol, so it is reported as the CLI reports any error: one
+line on stderr and an exit code. stdout belongs to the protocol on stdio; nothing else is
+written there.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Mapping
+
+import anyio
+
+from memcore.errors import ConfigError, InvalidInput, Unavailable
+from memcore_cli.options import GlobalOptions, StoreFactory
+from memcore_cli.runtime import Runtime
+from memcore_mcp.server import MemoryServer, build_server, token_tenant
+from memcore_mcp.tenants import Tenants, server_options, tenant_scope
+from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
+
+TRANSPORTS = ("stdio", "http")
+DEFAULT_PORT = 8787
+
+
+def serve(
+    options: GlobalOptions,
+    environ: Mapping[str, str],
+    *,
+    store_factory: StoreFactory | None = None,
+    explicit_environ: bool = False,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    path: str = "/mcp",
+    tokens_file: str | None = None,
+) -> None:
+    if transport not in TRANSPORTS:
+        raise InvalidInput(
+            f"--transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}",
+            field="transport",
+        )
+    options = server_options(options, environ)
+    runtime = Runtime(options, environ, store_factory, explicit_environ=explicit_environ)
+    try:
+        if transport == "stdio":
+            tenant_scope(options, runtime.settings, None)  # refuses a bad tenant now
+            tenants = Tenants(runtime, options, lambda: None)
+            server = build_server(tenants)
+            _open(runtime)
+            anyio.run(server.run_stdio_async)
+            return
+        tokens = load_tokens(tokens_file, environ)
+        if tokens is None:
+            raise ConfigError(
+                "the HTTP transport serves nothing without tokens: give --tokens FILE, "
+                f"{TOKENS_FILE_ENV} or {TOKENS_ENV} (a JSON object of tenant to token)",
+                field="tokens",
+            )
+        for tenant in sorted(tokens.tenants):
+            tenant_scope(options, runtime.settings, tenant)
+        tenants = Tenants(runtime, options, token_tenant)
+        sock = _bind(host, port)
+        url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
+        server = build_server(tenants, tokens=tokens, url=url)
+        _open(runtime)
+        sys.stderr.write(
+            f"memcore mcp: serving {len(tokens.tenants)} tenant(s) on {url}{path} "
+            f"({runtime.settings.backend} backend)\n"
+        )
+        sys.stderr.flush()
+        _run_http(server, sock, host=host, path=path)
+    finally:
+        runtime.close()
+
+
+def _open(runtime: Runtime) -> None:
+    """Open the store (and create the memory store) now; start loading the model meanwhile."""
+    runtime.warm_embedder()
+    runtime.ready_store()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so port 0 works and a busy port is a clean error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise Unavailable(
+            f"cannot listen on {host}:{port} ({exc.strerror})", field="port", retryable=False
+        ) from None
+    sock.listen(128)
+    return sock
+
+
+def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+__all__ = ["DEFAULT_PORT", "TRANSPORTS", "serve"]

@@ -1,0 +1,128 @@
+"""The MCP server: the SDK's ``MCPServer`` with memcore's tools, on stdio or streamable HTTP.
+
+On HTTP every request needs a bearer token from the token map (the SDK's bearer middleware
+answers 401 otherwise) and acts for that token's tenant; on stdio the configured tenant is
+served. Arguments the SDK refuses (wrong type, out of range, unknown) come back as the same
+JSON errors as every other failure.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import AnyHttpUrl, ValidationError
+
+from memcore.errors import InvalidInput, PermissionDenied
+from memcore_mcp import __version__, answers
+from memcore_mcp.tenants import Tenants
+from memcore_mcp.tokens import TokenMap
+from memcore_mcp.tools import INSTRUCTIONS, PROFILE_URI, MemoryTools
+
+logger = logging.getLogger(__name__)
+
+NAME = "memcore"
+#: Scope arguments a model might try; named in the refusal so it stops trying.
+_SCOPE_ARGS = frozenset({"app_id", "tenant_id", "tenant", "user_id", "user", "scope"})
+
+
+class TokenTenants:
+    """The SDK's ``TokenVerifier`` over a :class:`TokenMap`: a token opens its tenant only."""
+
+    def __init__(self, tokens: TokenMap) -> None:
+        self.tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        tenant = self.tokens.tenant_for(token)
+        if tenant is None:
+            return None
+        # The SDK ties a streamable HTTP session to client_id/subject: one tenant's session id
+        # is refused with another tenant's token. The token itself is not kept.
+        return AccessToken(
+            token="redacted", client_id=f"tenant:{tenant}", scopes=[], subject=tenant
+        )
+
+
+def token_tenant() -> str:
+    """The tenant of the running HTTP request's token (set by the SDK's auth middleware)."""
+    token = get_access_token()
+    if token is None or token.subject is None:  # the middleware answers 401 before this
+        raise PermissionDenied("a valid bearer token is required", field="authorization")
+    return token.subject
+
+
+class MemoryServer(MCPServer[Any]):
+    """``MCPServer`` whose refused arguments answer as JSON errors, like the tools' own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments: dict[str, frozenset[str]] = {}
+
+    def add_tool(
+        self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any
+    ) -> None:
+        super().add_tool(fn, name, *args, **kwargs)
+        self._arguments[name or fn.__name__] = frozenset(inspect.signature(fn).parameters)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        allowed = self._arguments.get(name)
+        if allowed is None:
+            return answers.error(InvalidInput(f"unknown tool {name!r}", field="name"), name)
+        extra = sorted(set(arguments) - allowed)
+        if extra:
+            if extra[0] in _SCOPE_ARGS:
+                message = f"{extra[0]} cannot be chosen: these tools act on the current user only"
+            else:
+                message = f"unknown argument {extra[0]!r} for {name}"
+            return answers.error(InvalidInput(message, field=extra[0]), name)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                problem = cause.errors()[0]
+                field = ".".join(str(part) for part in problem["loc"]) or "arguments"
+                return answers.error(InvalidInput(f"{field}: {problem['msg']}", field=field), name)
+            return answers.error(cause or exc, name)
+
+
+def build_server(
+    tenants: Tenants, *, tokens: TokenMap | None = None, url: str | None = None
+) -> MemoryServer:
+    """The server with every tool and the profile resource; ``tokens`` turns bearer auth on
+    (``url`` is then this server's own address, which the SDK's auth settings want)."""
+    auth: dict[str, Any] = {}
+    if tokens is not None:
+        auth = {
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl(url or "http://127.0.0.1"), resource_server_url=None
+            ),
+            "token_verifier": TokenTenants(tokens),
+        }
+    server = MemoryServer(
+        NAME,
+        title="memcore long-term memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+        **auth,
+    )
+    tools = MemoryTools(tenants)
+    tools.register(server.add_tool)
+    server.resource(
+        PROFILE_URI,
+        name="profile",
+        title="What is known about the user",
+        description="The user's current long-term memories (up to 100), as fenced JSON data.",
+        mime_type="text/plain",
+    )(tools.profile)
+    return server

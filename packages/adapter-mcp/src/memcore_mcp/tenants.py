@@ -1,0 +1,149 @@
+"""Which tenant a request acts for, and its memory service over the server's one open store.
+
+The tenant comes from the server's configuration (``--tenant``, ``MEMCORE_TENANT``, the config
+file's ``tenant_id``: the ``memcore`` CLI's resolution) on stdio, and from the bearer token on
+HTTP. It is never a tool argument. Every memory use case goes through a
+:class:`memcore.service.MemoryService` for that tenant; dream tasks, which the service does not
+cover, are checked here to lie inside the tenant before anything of theirs is shown or applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+import attrs
+
+from memcore import limits
+from memcore.errors import InvalidInput, NotFound, PermissionDenied
+from memcore.paging import every_item
+from memcore.ports import MemoryStore
+from memcore.scope import normalize_segment
+from memcore.service import MemoryService
+from memcore.values import DreamAction, DreamTask
+from memcore_cli.options import GlobalOptions
+from memcore_cli.runtime import Runtime
+from memcore_cli.scopes import ScopeChoice, choose_scope
+from memcore_cli.settings import Settings
+
+TENANT_ENV = "MEMCORE_TENANT"
+#: The agent segment the server writes under when ``--agent`` is not given; reads still cover
+#: every agent of the tenant, so memories written by the CLI or Hermes are found too.
+DEFAULT_AGENT = "mcp"
+
+
+def server_options(options: GlobalOptions, environ: Mapping[str, str]) -> GlobalOptions:
+    """``options`` with ``MEMCORE_TENANT`` applied when ``--tenant`` was not given (an MCP
+    client's config sets environment variables more easily than flags)."""
+    if options.tenant is not None:
+        return options
+    tenant = environ.get(TENANT_ENV)
+    if tenant is None:
+        return options
+    if not tenant.strip():
+        raise InvalidInput(
+            f"{TENANT_ENV} is empty (an unset variable?); give a value or leave it out",
+            field="tenant_id",
+        )
+    return dataclasses.replace(options, tenant=tenant)
+
+
+def tenant_scope(options: GlobalOptions, settings: Settings, tenant: str | None) -> ScopeChoice:
+    """The scope of ``tenant`` (None: the configured one), as ``memcore --tenant`` resolves it."""
+    if tenant is not None:
+        options = dataclasses.replace(options, tenant=tenant)
+    choice = choose_scope(options, settings.config)
+    if choice.wildcard_flag is not None:
+        raise InvalidInput(
+            f"the server writes memories, so {choice.wildcard_flag} may not be '*'",
+            field=choice.wildcard_flag.removeprefix("--") + "_id",
+        )
+    if options.agent is None:
+        choice = attrs.evolve(
+            choice, scope=choice.scope.replace(agent_id=normalize_segment(DEFAULT_AGENT))
+        )
+    return choice
+
+
+class Tenants:
+    """The open store and one memory service per tenant the server serves.
+
+    ``current`` says which tenant the running request is for (the configured one on stdio,
+    the token's on HTTP); services are built on first use and kept.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        options: GlobalOptions,
+        current: Callable[[], str | None],
+    ) -> None:
+        self.runtime = runtime
+        self.options = options
+        self._current = current
+        self._services: dict[str | None, MemoryService] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.runtime.ready_store()
+
+    def scope_for(self, tenant: str | None) -> ScopeChoice:
+        return tenant_scope(self.options, self.runtime.settings, tenant)
+
+    def service(self) -> MemoryService:
+        """The service of the tenant the running request is for."""
+        tenant = self._current()
+        with self._lock:
+            service = self._services.get(tenant)
+            if service is None:
+                choice = self.scope_for(tenant)
+                config = self.runtime.settings.config
+                service = MemoryService(
+                    self.store,
+                    store_name=self.runtime.store_name,
+                    scope=choice.scope,
+                    policy=choice.policy,
+                    top_k=config.top_k,
+                    enable_rerank=config.enable_rerank,
+                )
+                self._services[tenant] = service
+        return service
+
+    # -- dream tasks: the service has no such use case, so the tenant check lives here -------
+    def dream(self, service: MemoryService, *, instructions: str | None) -> DreamTask:
+        return self.store.create_dream_task(
+            service.store_name,
+            service.search_pattern,
+            apply_mode="proposal",
+            instructions=instructions,
+        )
+
+    def dream_task(self, service: MemoryService, task_id: str) -> DreamTask:
+        """The task, if every scope it covers lies inside this tenant; another tenant's task
+        answers exactly like one that does not exist."""
+        limits.check_id(task_id, field="task_id")
+        missing = NotFound(f"dream task {task_id!r} was not found", field="task_id")
+        try:
+            task = self.store.get_dream_task(service.store_name, task_id)
+        except (NotFound, PermissionDenied):
+            raise missing from None
+        tenant = service.scope.tenant_pattern()
+        if not task.scopes or not all(p.within(tenant) for p in task.scopes):
+            raise missing
+        return task
+
+    def dream_actions(self, service: MemoryService, task: DreamTask) -> list[DreamAction]:
+        return list(
+            every_item(
+                lambda token: self.store.list_dream_actions(
+                    service.store_name, task.id, limit=100, next_token=token
+                )
+            )
+        )
+
+    def apply_dream(
+        self, service: MemoryService, task: DreamTask, action_ids: Sequence[str]
+    ) -> list[DreamAction]:
+        return self.store.apply_dream_actions(service.store_name, task.id, list(action_ids))

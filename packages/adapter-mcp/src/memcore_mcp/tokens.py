@@ -1,0 +1,120 @@
+"""Bearer tokens for the HTTP transport: each token names exactly one tenant.
+
+The map is JSON, from a file (``--tokens FILE`` or ``MEMCORE_MCP_TOKENS_FILE``) or from the
+``MEMCORE_MCP_TOKENS`` variable, tenant to token (or to a list of tokens)::
+
+    {"alice": "4f9c...at least 32 characters", "bob": ["token-one...", "token-two..."]}
+
+Tenants go through the same normalisation as ``memcore --tenant``. Only SHA-256 digests are
+kept; a presented token is compared with every digest in constant time, and no token ever
+appears in a log line, an error or a repr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from memcore.errors import ConfigError
+from memcore.scope import normalize_segment
+
+TOKENS_ENV = "MEMCORE_MCP_TOKENS"
+TOKENS_FILE_ENV = "MEMCORE_MCP_TOKENS_FILE"
+#: A token shorter than this is refused: it would be guessable (``openssl rand -hex 32`` gives 64).
+MIN_TOKEN_CHARS = 32
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+@attrs.frozen(repr=False)
+class TokenMap:
+    """Token digests and the tenant (as written; normalised where it is used) each one opens."""
+
+    entries: tuple[tuple[bytes, str], ...]
+
+    def __repr__(self) -> str:
+        return f"TokenMap({len(self.entries)} tokens)"
+
+    @property
+    def tenants(self) -> frozenset[str]:
+        return frozenset(tenant for _, tenant in self.entries)
+
+    def tenant_for(self, token: str) -> str | None:
+        """The tenant ``token`` opens, or None. Every entry is compared, whatever matches, so
+        the time taken says nothing about which entry (or how much of one) matched."""
+        presented = _digest(token)
+        found: str | None = None
+        for digest, tenant in self.entries:
+            if hmac.compare_digest(presented, digest):
+                found = tenant
+        return found
+
+    @classmethod
+    def parse(cls, text: str | bytes, *, source: str) -> TokenMap:
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            raise ConfigError("the token map is not valid JSON", source=source) from None
+        if not isinstance(data, Mapping) or not data:
+            raise ConfigError(
+                'the token map must be a JSON object of tenant to token: {"alice": "..."}',
+                source=source,
+            )
+        entries: dict[bytes, str] = {}
+        for raw_tenant, value in data.items():
+            if not normalize_segment(raw_tenant, default=""):
+                raise ConfigError("a tenant in the token map is empty", source=source)
+            tenant = str(raw_tenant)
+            tokens = value if isinstance(value, list) else [value]
+            if not tokens:
+                raise ConfigError("the tenant has no token", field=raw_tenant, source=source)
+            for token in tokens:
+                if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS:
+                    raise ConfigError(
+                        f"each token must be a string of at least {MIN_TOKEN_CHARS} characters",
+                        field=raw_tenant,
+                        source=source,
+                    )
+                if token != token.strip() or any(ch.isspace() for ch in token):
+                    raise ConfigError(
+                        "a token may not contain whitespace", field=raw_tenant, source=source
+                    )
+                digest = _digest(token)
+                other = entries.get(digest, tenant)
+                if normalize_segment(other) != normalize_segment(tenant):
+                    raise ConfigError(
+                        "one token is given to two tenants", field=raw_tenant, source=source
+                    )
+                entries[digest] = tenant
+        return cls(tuple(entries.items()))
+
+
+def load_tokens(path: str | None, environ: Mapping[str, str]) -> TokenMap | None:
+    """The token map from ``path``, else ``MEMCORE_MCP_TOKENS_FILE``, else ``MEMCORE_MCP_TOKENS``;
+    None when none is given."""
+    file_name = path or environ.get(TOKENS_FILE_ENV, "").strip() or None
+    if file_name is not None:
+        file_path = Path(file_name).expanduser()
+        try:
+            text = file_path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read the token file ({exc.strerror})", source=str(file_path)
+            ) from None
+        if os.name == "posix" and file_path.stat().st_mode & 0o077:
+            raise ConfigError(
+                "the token file is readable by other users; chmod 600 it", source=str(file_path)
+            )
+        return TokenMap.parse(text, source=str(file_path))
+    inline = environ.get(TOKENS_ENV, "").strip()
+    if inline:
+        return TokenMap.parse(inline, source=TOKENS_ENV)
+    return None

@@ -1,0 +1,32 @@
+"""``memcore mcp`` refuses a bad setup before it serves: one stderr line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from memcore_cli.app import app
+from memcore_cli.state import Overrides
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (["mcp", "--transport", "sse"], {}, "--transport must be one of stdio, http"),
+        (["--tenant", "", "mcp"], {}, "--tenant is empty"),
+        (["--tenant", "*", "mcp"], {}, "--tenant may not be '*'"),
+        (["mcp"], {"MEMCORE_TENANT": "  "}, "MEMCORE_TENANT is empty"),
+        (["--run", "*", "mcp"], {}, "may not be '*'"),
+        (["mcp", "--transport", "http"], {}, "serves nothing without tokens"),
+        (["mcp", "--transport", "http"], {"MEMCORE_MCP_TOKENS": "{"}, "not valid JSON"),
+    ],
+)
+def test_a_bad_setup_is_one_line_and_exit_2(tmp_path, argv, env, message) -> None:
+    environ = {"MEMCORE_HOME": str(tmp_path / "home"), **env}
+    result = CliRunner().invoke(
+        app, argv, env=environ, obj=Overrides(environ=environ), input="", catch_exceptions=False
+    )
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stderr.startswith("memcore: error: ") and result.stderr.count("\n") == 1
+    assert message in result.stderr, result.stderr
+    assert result.stdout == ""

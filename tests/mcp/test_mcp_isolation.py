@@ -1,0 +1,99 @@
+"""Two bearer tokens, two tenants: the second cannot read, change or delete the first's
+memories or dream tasks, and its ids answer exactly like ids that do not exist."""
+
+from __future__ import annotations
+
+import uuid
+
+import anyio
+from mcp_rig import Backend, http_session, payload, token
+
+SECRET = "Alice's locker code is 4812"
+
+
+def _as_missing(answer: dict, real_id: str, missing_id: str) -> dict:
+    """The error with the id it names replaced, so two errors compare whole."""
+    error = dict(answer["error"])
+    error["message"] = error["message"].replace(real_id, "<id>").replace(missing_id, "<id>")
+    return error
+
+
+def test_a_second_token_cannot_reach_the_first_tenants_memories(backend: Backend) -> None:
+    alice, bob = token(), token()
+    missing = uuid.uuid4().hex
+
+    async def main(url: str) -> None:
+        async with http_session(url, alice) as a:
+            written = payload(await a.call_tool("remember", {"text": SECRET}))
+            memory_id = written["memory_ids"][0]
+            payload(await a.call_tool("remember", {"text": SECRET + "."}))
+            task = await a.call_tool("dream_propose", {})
+            assert not task.is_error, payload(task)
+            task_id = payload(task)["task_id"]
+
+        async with http_session(url, bob) as b:
+            found = payload(await b.call_tool("recall", {"query": "locker code"}))
+            assert found["results"] == []
+            listed = payload(await b.call_tool("list_memories", {"include_superseded": True}))
+            assert listed["memories"] == []
+            profile = await b.read_resource("memcore://profile")
+            assert "4812" not in profile.contents[0].text
+
+            calls = [
+                ("get_memory", {}),
+                ("update_memory", {"text": "Bob was here"}),
+                ("forget", {}),
+            ]
+            for tool, extra in calls:
+                theirs = await b.call_tool(tool, {"memory_id": memory_id, **extra})
+                nobody = await b.call_tool(tool, {"memory_id": missing, **extra})
+                assert theirs.is_error and nobody.is_error, tool
+                assert payload(theirs)["error"]["code"] == "not_found", payload(theirs)
+                assert _as_missing(payload(theirs), memory_id, missing) == _as_missing(
+                    payload(nobody), memory_id, missing
+                ), tool
+            for tool, extra in (("dream_status", {}), ("dream_apply", {"action_ids": ["x"]})):
+                theirs = await b.call_tool(tool, {"task_id": task_id, **extra})
+                nobody = await b.call_tool(tool, {"task_id": missing, **extra})
+                assert payload(theirs)["error"]["code"] == "not_found", payload(theirs)
+                assert _as_missing(payload(theirs), task_id, missing) == _as_missing(
+                    payload(nobody), task_id, missing
+                ), tool
+
+        async with http_session(url, alice) as a:
+            kept = payload(await a.call_tool("get_memory", {"memory_id": memory_id}))
+            assert kept["memory"]["text"] == SECRET
+            status = payload(await a.call_tool("dream_status", {"task_id": task_id}))
+            assert status["task_id"] == task_id
+
+    with backend.http({"alice": alice, "bob": bob}) as url:
+        anyio.run(main, url)
+    log = backend.stderr.read_text(encoding="utf-8")
+    assert alice not in log and bob not in log
+
+
+def test_concurrent_sessions_of_two_tenants_never_mix(local_backend: Backend) -> None:
+    """The tenant is read from each request's own token: calls of two tenants interleaved on
+    one server each land in, and read from, their own tenant only."""
+    tokens = {"alice": token(), "bob": token()}
+
+    async def user(url: str, name: str, seen: dict[str, list[str]]) -> None:
+        async with http_session(url, tokens[name]) as session:
+            async with anyio.create_task_group() as group:
+                for i in range(6):
+                    text = f"{name} note {i}"
+                    group.start_soon(session.call_tool, "remember", {"text": text})
+            listed = payload(await session.call_tool("list_memories", {"limit": 100}))
+            seen[name] = sorted(m["text"] for m in listed["memories"])
+
+    async def main(url: str) -> dict[str, list[str]]:
+        seen: dict[str, list[str]] = {}
+        async with anyio.create_task_group() as group:
+            group.start_soon(user, url, "alice", seen)
+            group.start_soon(user, url, "bob", seen)
+        return seen
+
+    with local_backend.http(tokens) as url:
+        seen = anyio.run(main, url)
+    for name in tokens:
+        assert seen[name] == sorted(f"{name} note {i}" for i in range(6)), seen

@@ -1,0 +1,60 @@
+"""The bearer-token map: each token opens exactly one tenant, and no token is ever shown."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memcore.errors import ConfigError
+from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, TokenMap, load_tokens
+
+A = "a" * 31 + "1"
+B = "b" * 40
+B2 = "c" * 64
+
+
+def test_each_token_opens_its_own_tenant_only() -> None:
+    tokens = TokenMap.parse(json.dumps({"alice": A, "bob": [B, B2]}), source="test")
+    assert tokens.tenant_for(A) == "alice"
+    assert tokens.tenant_for(B) == tokens.tenant_for(B2) == "bob"
+    for wrong in (A[:-1], A + "x", A.upper(), "", B[:32]):
+        assert tokens.tenant_for(wrong) is None
+    assert tokens.tenants == {"alice", "bob"}
+    assert A not in repr(tokens) and B not in repr(tokens)
+
+
+def test_one_token_for_two_spellings_of_one_tenant_is_fine_but_not_for_two_tenants() -> None:
+    assert TokenMap.parse(json.dumps({"alice": A, " alice": A}), source="t").tenant_for(A)
+    with pytest.raises(ConfigError, match="two tenants") as refused:
+        TokenMap.parse(json.dumps({"alice": A, "bob": A}), source="t")
+    assert A not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "data",
+    ["not json", "[]", "{}", '{"alice": []}', '{"alice": 7}', '{"alice": "short"}'],
+)
+def test_unusable_maps_are_config_errors_that_quote_no_token(data: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        TokenMap.parse(data, source="t")
+    assert "short" not in str(refused.value)
+
+
+def test_a_token_with_whitespace_is_refused() -> None:
+    with pytest.raises(ConfigError, match="whitespace"):
+        TokenMap.parse(json.dumps({"alice": A + " " + A}), source="t")
+
+
+def test_file_then_file_variable_then_inline_variable(tmp_path) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"alice": A}))
+    path.chmod(0o600)
+    inline = json.dumps({"bob": B})
+    assert load_tokens(None, {}) is None
+    assert load_tokens(None, {TOKENS_ENV: inline}).tenant_for(B) == "bob"
+    env = {TOKENS_ENV: inline, TOKENS_FILE_ENV: str(path)}
+    assert load_tokens(None, env).tenant_for(A) == "alice"
+    assert load_tokens(str(path), {TOKENS_ENV: inline}).tenant_for(B) is None
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_tokens(str(tmp_path / "missing.json"), {})
