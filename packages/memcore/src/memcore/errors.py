@@ -82,6 +82,13 @@ class ProtocolError(Unavailable):
     code = "protocol_error"
 
 
+class OutcomeUnknown(Unavailable):
+    """A write was sent but no answer from the service says whether it was applied (a timeout,
+    a dropped connection, a 2xx that is not the service's). Check before sending it again."""
+
+    code = "outcome_unknown"
+
+
 class StoreClosed(MemcoreError):
     """The store (or the ``Memory`` over it) was closed; open a new one. Not retryable."""
 
@@ -114,6 +121,7 @@ __all__ = [
     "InvalidInput",
     "MemcoreError",
     "NotFound",
+    "OutcomeUnknown",
     "PermissionDenied",
     "ProtocolError",
     "StoreClosed",
