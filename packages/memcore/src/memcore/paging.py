@@ -86,9 +86,7 @@ def pages(
             )
         seen.add(token)
     if max_pages is None and token:
-        raise ProtocolError(
-            f"the listing did not end within {MAX_PAGES} pages", field="next_token"
-        )
+        raise ProtocolError(f"the listing did not end within {MAX_PAGES} pages", field="next_token")
 
 
 def every_item(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
