@@ -2,12 +2,14 @@
 broken middlebox does: a 2xx that is not the service's (garbage, empty, HTML; instead of
 forwarding or after it), the real answer too late, or a reset connection.
 
-Only requests to the APIs in ``apis`` are touched, and only while ``budget`` lasts; the modes
-are used in turn. Nothing here knows memcore: it reads and writes raw HTTP/1.1.
+Only requests to the APIs in ``apis`` are touched, each distinct request body only the first
+time it is seen (so every write meets the fault once, and a resend goes through), and only while
+``budget`` lasts; the modes are used in turn. Nothing here knows memcore: it reads and writes raw HTTP/1.1.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import socket
 import struct
@@ -23,9 +25,17 @@ BODIES = {
     "html": (b"text/html; charset=utf-8", b"<html><body><h1>200 OK</h1>Welcome</body></html>"),
 }
 #: Every mode: ``<body>`` answers instead of forwarding, ``<body>_after`` forwards first (the
-#: write landed); ``late`` forwards and answers after ``late_s``; ``reset`` hangs up before
-#: forwarding, ``reset_after`` after.
-MODES = (*BODIES, *(f"{b}_after" for b in BODIES), "late", "reset", "reset_after")
+#: write landed); ``late`` forwards and answers after ``late_s``, ``late_apply`` waits
+#: ``late_s`` before forwarding (the write lands after the client gave up); ``reset`` hangs up
+#: before forwarding, ``reset_after`` after.
+MODES = (
+    *BODIES,
+    *(f"{b}_after" for b in BODIES),
+    "late",
+    "late_apply",
+    "reset",
+    "reset_after",
+)
 
 
 def read_message(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes] | None:
@@ -77,6 +87,7 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         self.forwarded = 0
         self._lock = threading.Lock()
+        self._seen: set[bytes] = set()
         self.configure(modes, budget)
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -107,9 +118,11 @@ class FaultProxy:
         path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b""
         if path.strip(b"/") not in self.apis:
             return None
+        body = hashlib.sha256(request.partition(b"\r\n\r\n")[2]).digest()
         with self._lock:
-            if self._budget <= 0 or self._modes is None:
+            if self._budget <= 0 or self._modes is None or body in self._seen:
                 return None
+            self._seen.add(body)
             self._budget -= 1
             mode = next(self._modes)
             self.injected[mode] += 1
@@ -146,6 +159,8 @@ class FaultProxy:
                 if mode in BODIES:
                     client.sendall(self._fake_answer(mode))
                     continue
+                if mode == "late_apply":
+                    time.sleep(self.late_s)
                 response = self._forward(request)
                 if response is None:
                     return

@@ -106,7 +106,7 @@ CASES = {
     "garbage 2xx": ("garbage", "garbage_after"),
     "empty 2xx": ("empty", "empty_after"),
     "HTML 2xx": ("html", "html_after"),
-    "late answers": ("late",),
+    "late answers": ("late", "late_apply"),
     "connection resets": ("reset", "reset_after"),
 }
 
@@ -119,7 +119,7 @@ CASES = {
     ],
 )
 def test_reliability_writes_land_once_when_the_answer_is_not_the_services(
-    emulator, tmp_path: Path, scenario, case: str
+    emulator, tmp_path: Path, scenario, pick, case: str
 ) -> None:
     backing = CountingStore()
     server = emulator(backing)
@@ -127,7 +127,7 @@ def test_reliability_writes_land_once_when_the_answer_is_not_the_services(
     home = rig.hermes_home_for(tmp_path / "hermes", proxy.url, timeout=TIMEOUT)
     provider = rig.new_provider(home)
     nonce = uuid.uuid4().hex[:8]
-    rounds = 4
+    rounds = int(pick(4, 20, 10))
     try:
         with scenario(f"unknown outcome: {case}", f"proxy answers AddMemories: {case}") as s:
             assert rig.drain(provider, deadline_s=30)  # the store is ready, nothing waits
@@ -150,7 +150,7 @@ def test_reliability_writes_land_once_when_the_answer_is_not_the_services(
 
 @pytest.mark.slow
 def test_reliability_kill_9_mid_delivery_then_replay_lands_each_write_once(
-    emulator, tmp_path: Path, scenario
+    emulator, tmp_path: Path, scenario, pick
 ) -> None:
     backing = CountingStore()
     server = emulator(backing)
@@ -158,7 +158,7 @@ def test_reliability_kill_9_mid_delivery_then_replay_lands_each_write_once(
     proxy = FaultProxy(server.port, modes=("late",), budget=10_000)
     home = rig.hermes_home_for(tmp_path / "hermes", proxy.url, timeout=TIMEOUT)
     nonce = uuid.uuid4().hex[:8]
-    count = 4
+    count = int(pick(4, 20, 10))
     child = subprocess.Popen(
         [
             sys.executable,
