@@ -68,7 +68,75 @@ def _reset(sock: socket.socket) -> None:
     sock.close()
 
 
-class FaultProxy:
+class LoopbackProxy:
+    """A threaded HTTP proxy on 127.0.0.1 in front of ``upstream_port``; ``_serve`` handles one
+    client connection (subclasses decide what reaches the client)."""
+
+    def __init__(self, upstream_port: int, *, name: str = "proxy") -> None:
+        self.upstream_port = upstream_port
+        self.forwarded = 0
+        self._lock = threading.Lock()
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.port = int(self._sock.getsockname()[1])
+        self._stopped = False
+        threading.Thread(target=self._accept, daemon=True, name=name).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self._stopped = True
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def _accept(self) -> None:
+        while not self._stopped:
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _forward(self, request: bytes) -> bytes | None:
+        """Send ``request`` upstream on a fresh connection; its whole answer (None if cut)."""
+        with socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30) as up:
+            up.sendall(request)
+            answer = read_message(up, b"")
+        with self._lock:
+            self.forwarded += 1
+        return None if answer is None else answer[0]
+
+    def _serve(self, client: socket.socket) -> None:
+        """Each request of a kept-alive client connection in turn, until one ends it."""
+        buf = b""
+        try:
+            while True:
+                got = read_message(client, buf)
+                if got is None:
+                    return
+                request, buf = got
+                if not self._handle(client, request):
+                    return
+        except OSError:
+            return
+        finally:
+            try:
+                client.close()
+            except OSError:
+                pass
+
+    def _handle(self, client: socket.socket, request: bytes) -> bool:
+        """Answer one request; False when the connection is over."""
+        raise NotImplementedError
+
+
+class FaultProxy(LoopbackProxy):
     def __init__(
         self,
         upstream_port: int,
@@ -81,38 +149,18 @@ class FaultProxy:
         unknown = set(modes) - set(MODES)
         if unknown:
             raise ValueError(f"unknown modes {sorted(unknown)}")
-        self.upstream_port = upstream_port
         self.apis = {a.encode() for a in apis}
         self.late_s = late_s
         self.injected: Counter[str] = Counter()
-        self.forwarded = 0
-        self._lock = threading.Lock()
         self._seen: set[bytes] = set()
+        super().__init__(upstream_port, name="fault-proxy")
         self.configure(modes, budget)
-        self._sock = socket.socket()
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(64)
-        self.port = int(self._sock.getsockname()[1])
-        self._stopped = False
-        threading.Thread(target=self._accept, daemon=True, name="fault-proxy").start()
 
     def configure(self, modes: Sequence[str], budget: int) -> None:
         """Inject ``modes`` in turn into the next ``budget`` matching requests."""
         with self._lock:
             self._modes = itertools.cycle(list(modes)) if modes else None
             self._budget = budget if modes else 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self._stopped = True
-        try:
-            self._sock.close()
-        except OSError:
-            pass
 
     def _next_mode(self, request: bytes) -> str | None:
         path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b""
@@ -128,58 +176,29 @@ class FaultProxy:
             self.injected[mode] += 1
             return mode
 
-    def _accept(self) -> None:
-        while not self._stopped:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _forward(self, request: bytes) -> bytes | None:
-        with socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30) as up:
-            up.sendall(request)
-            answer = read_message(up, b"")
-        with self._lock:
-            self.forwarded += 1
-        return None if answer is None else answer[0]
-
-    def _serve(self, client: socket.socket) -> None:
-        buf = b""
-        try:
-            while True:
-                got = read_message(client, buf)
-                if got is None:
-                    return
-                request, buf = got
-                mode = self._next_mode(request)
-                if mode == "reset":
-                    _reset(client)
-                    return
-                if mode in BODIES:
-                    client.sendall(self._fake_answer(mode))
-                    continue
-                if mode == "late_apply":
-                    time.sleep(self.late_s)
-                response = self._forward(request)
-                if response is None:
-                    return
-                if mode == "reset_after":
-                    _reset(client)
-                    return
-                if mode is not None and mode.endswith("_after"):
-                    client.sendall(self._fake_answer(mode[: -len("_after")]))
-                    continue
-                if mode == "late":
-                    time.sleep(self.late_s)
-                client.sendall(response)
-        except OSError:
-            return
-        finally:
-            try:
-                client.close()
-            except OSError:
-                pass
+    def _handle(self, client: socket.socket, request: bytes) -> bool:
+        mode = self._next_mode(request)
+        if mode == "reset":
+            _reset(client)
+            return False
+        if mode in BODIES:
+            client.sendall(self._fake_answer(mode))
+            return True
+        if mode == "late_apply":
+            time.sleep(self.late_s)
+        response = self._forward(request)
+        if response is None:
+            return False
+        if mode == "reset_after":
+            _reset(client)
+            return False
+        if mode is not None and mode.endswith("_after"):
+            client.sendall(self._fake_answer(mode[: -len("_after")]))
+            return True
+        if mode == "late":
+            time.sleep(self.late_s)
+        client.sendall(response)
+        return True
 
     @staticmethod
     def _fake_answer(kind: str) -> bytes:
