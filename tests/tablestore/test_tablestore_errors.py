@@ -233,7 +233,7 @@ def test_chaos_answers_become_typed_errors(emulator: EmulatorServer) -> None:
                 store.add_text(STORE, A1, f"chaos write {i}", sync=True)
             outcomes["ok"] = outcomes.get("ok", 0) + 1
         except MemcoreError as exc:  # anything else fails the test
-            assert exc.retryable
+            assert exc.retryable or isinstance(exc, OutcomeUnknown)  # a write: look first
             outcomes[type(exc).__name__] = outcomes.get(type(exc).__name__, 0) + 1
     assert outcomes.get("ProtocolError", 0) > 10
     assert outcomes.get("ok", 0) > 5

@@ -84,9 +84,11 @@ class ProtocolError(Unavailable):
 
 class OutcomeUnknown(Unavailable):
     """A write was sent but no answer from the service says whether it was applied (a timeout,
-    a dropped connection, a 2xx that is not the service's). Check before sending it again."""
+    a dropped connection, a 2xx that is not the service's). Not ``retryable``: sending it again
+    blindly may store it twice; look for it first (the Hermes spool does)."""
 
     code = "outcome_unknown"
+    retryable = False
 
 
 class StoreClosed(MemcoreError):
