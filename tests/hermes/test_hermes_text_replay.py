@@ -3,6 +3,7 @@ by the write marker it carries, or by its exact text when the metadata limit lef
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -85,3 +86,21 @@ def test_a_held_entry_is_not_taken_even_by_a_forced_flush(tmp_path: Path) -> Non
     later = spool.claim("k1", now=now + 5.1, lease_s=10, owner="1:a", force=True)
     assert later.entry is not None
     spool.close()
+
+
+def test_the_write_marker_is_not_a_key_a_caller_may_set(hermes_home: Path, kit: Any) -> None:
+    """A caller's own ``memcore_write`` would make the replay look for the wrong value."""
+    from memcore_tablestore.testing import running_emulator
+
+    with running_emulator(Applied()) as server:
+        kit.emulator_home(hermes_home, server)
+        provider = _provider(hermes_home, kit)
+        try:
+            answer = json.loads(
+                provider.handle_tool_call(
+                    "tablestore_remember", {"content": "x", "metadata": {WRITE_MARKER: "k"}}
+                )
+            )
+            assert answer["error"]["field"] == f"metadata.{WRITE_MARKER}"
+        finally:
+            provider.shutdown()

@@ -434,7 +434,7 @@ def marked(write: TextWrite | MirrorWrite, key: str) -> dict[str, str]:
     (otherwise a replay recognises the write by its text and metadata)."""
     meta = dict(write.metadata)
     room = limits.MAX_METADATA_KEYS - (_MIRROR_TAGS if isinstance(write, MirrorWrite) else 0)
-    if WRITE_MARKER not in meta and len(meta) < room:
+    if WRITE_MARKER in meta or len(meta) < room:
         meta[WRITE_MARKER] = key
     return meta
 
