@@ -175,6 +175,18 @@ def test_scopes_and_requests_and_tasks(cli):
     assert "AddMemories" in cli.ok("requests").stdout
 
 
+def test_requests_list_a_tenant_wide_search_with_its_wildcard_scope(emulator_cli):
+    """The service audits a search over the tenant with its ``*`` levels (the embedded store
+    audits no searches); the request log still reads, and shows the pattern."""
+    cli = emulator_cli
+    cli.ok("add", "--sync", "audited memory")
+    cli.ok("search", "audited")
+    (search, *_) = cli.json("requests", "--operation", "SearchMemories")["items"]
+    assert search["operation"] == "SearchMemories"
+    assert (search["scope"]["agent_id"], search["scope"]["run_id"]) == ("*", "*"), search
+    assert "SearchMemories" in cli.ok("requests").stdout
+
+
 def test_stores_create_describe_list_delete(cli):
     cli.ok("stores", "create", "team_notes", "--description", "Shared notes")
     info = cli.json("stores", "describe", "team_notes")

@@ -34,3 +34,39 @@ def test_pages_stop_at_the_budget_and_the_last_page_says_more_remain() -> None:
     assert len(got) == 2 == len(calls)
     assert got[-1].next_token is not None
     assert list(pages(lambda t: fetch(t, []), max_pages=4))[-1].next_token is None
+
+
+def test_pages_refuse_a_repeated_next_token_instead_of_looping() -> None:
+    import pytest
+
+    from memcore.errors import ProtocolError
+    from memcore.values import Page
+
+    def circular(token: str | None) -> Page[str]:
+        return Page(("x",), "a" if token != "a" else "b") if token != "b" else Page(("y",), "a")
+
+    with pytest.raises(ProtocolError) as caught:
+        list(pages(circular))
+    assert caught.value.field == "next_token"
+    with pytest.raises(ProtocolError):  # a budget does not hide the loop either
+        list(pages(circular, max_pages=50))
+
+
+def test_pages_without_a_budget_stop_at_max_pages() -> None:
+    import pytest
+
+    from memcore import paging
+    from memcore.errors import ProtocolError
+    from memcore.values import Page
+
+    count = iter(range(10**9))
+    fetched: list[int] = []
+
+    def endless(token: str | None) -> Page[int]:
+        n = next(count)
+        fetched.append(n)
+        return Page((n,), f"t{n}")
+
+    with pytest.raises(ProtocolError, match="did not end"):
+        list(paging.pages(endless))
+    assert len(fetched) == paging.MAX_PAGES

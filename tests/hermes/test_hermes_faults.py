@@ -106,24 +106,26 @@ def test_flaky_backend_and_dropped_connections_never_duplicate(hermes_home: Path
             provider.shutdown()
 
 
-def test_an_accepted_turn_with_an_unreadable_answer_is_delivered_once(
-    hermes_home: Path, kit: Any, caplog: pytest.LogCaptureFixture
+def test_a_turn_answered_with_garbage_stays_spooled_until_the_service_answers(
+    hermes_home: Path, kit: Any
 ) -> None:
-    """A 2xx AddMemories the client cannot read landed: the turn leaves the spool, it is not
-    sent again, and the problem is logged as a warning."""
+    """A 2xx AddMemories the client cannot read is not the service's answer: the turn is not
+    dropped from the spool as 'landed' (here it was never applied), it is delivered once the
+    service answers again, and exactly once."""
     from memcore_tablestore.emulator import Faults
     from memcore_tablestore.testing import running_emulator
 
+    backing = InMemoryMemoryStore()
     garbled = Faults(chaos=True, apis=("AddMemories",), seed=1)
-    with running_emulator(InMemoryMemoryStore(), faults=garbled) as server:
-        kit.emulator_home(hermes_home, server)
+    with running_emulator(backing, faults=garbled) as server:
+        kit.emulator_home(hermes_home, server, timeout=0.3)
         provider = start_provider(hermes_home, kit)
         try:
-            with caplog.at_level("WARNING", logger="memcore_tablestore"):
-                provider.sync_turn("a question", "an answer", session_id="outage")
-                assert kit.settle(provider, 10.0)
-            deliverer = provider.runtime.deliverer
-            assert (deliverer.delivered, deliverer.failures) == (1, 0)
-            assert "will not be sent again" in caplog.text
+            provider.sync_turn("turn 0: question", "turn 0: answer", session_id="outage")
+            assert not kit.settle(provider, 1.0)
+            assert provider.runtime.spool.stats(time.time()).depth == 1
+            server.set_faults(Faults())
+            assert kit.settle(provider, 10.0)
+            assert stored(backing, provider) == expected(range(1))
         finally:
             provider.shutdown()

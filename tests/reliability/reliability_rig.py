@@ -8,13 +8,14 @@ import json
 import os
 import random
 import socket
-import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from fault_proxy import LoopbackProxy
 
 from memcore.paging import every_item
 
@@ -163,92 +164,30 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class CutAfterCommitProxy:
+class CutAfterCommitProxy(LoopbackProxy):
     """A loopback HTTP proxy that forwards each request, lets the server commit it, then cuts
     the answer half-way for ``rate`` of the requests: the client cannot tell it landed."""
 
     def __init__(self, upstream_port: int, *, rate: float = 0.0, seed: int = 7) -> None:
-        self.upstream_port = upstream_port
         self.rate = rate
         self.cut = 0
-        self.forwarded = 0
         self._rng = random.Random(seed)
-        self._lock = threading.Lock()
-        self._sock = socket.socket()
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(64)
-        self.port = int(self._sock.getsockname()[1])
-        self._stopped = False
-        threading.Thread(target=self._accept, daemon=True, name="cut-proxy").start()
+        super().__init__(upstream_port, name="cut-proxy")
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self._stopped = True
-        try:
-            self._sock.close()
-        except OSError:
-            pass
-
-    def _accept(self) -> None:
-        while not self._stopped:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    @staticmethod
-    def _read_message(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes] | None:
-        while b"\r\n\r\n" not in buf:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return None
-            buf += chunk
-        head, _, rest = buf.partition(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip())
-        while len(rest) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return None
-            rest += chunk
-        return head + b"\r\n\r\n" + rest[:length], rest[length:]
-
-    def _serve(self, client: socket.socket) -> None:
-        buf = b""
-        try:
-            while True:
-                got = self._read_message(client, buf)
-                if got is None:
-                    return
-                request, buf = got
-                with socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30) as up:
-                    up.sendall(request)
-                    answer = self._read_message(up, b"")
-                if answer is None:
-                    return
-                response, _ = answer
-                with self._lock:
-                    self.forwarded += 1
-                    cut = self.rate > 0 and self._rng.random() < self.rate
-                    if cut:
-                        self.cut += 1
-                if cut:
-                    client.sendall(response[: max(1, len(response) // 2)])
-                    client.shutdown(socket.SHUT_RDWR)
-                    return
-                client.sendall(response)
-        except OSError:
-            return
-        finally:
-            client.close()
+    def _handle(self, client: socket.socket, request: bytes) -> bool:
+        response = self._forward(request)
+        if response is None:
+            return False
+        with self._lock:
+            cut = self.rate > 0 and self._rng.random() < self.rate
+            if cut:
+                self.cut += 1
+        if cut:
+            client.sendall(response[: max(1, len(response) // 2)])
+            client.shutdown(socket.SHUT_RDWR)
+            return False
+        client.sendall(response)
+        return True
 
 
 #: A child Hermes process: takes turns and prints ``ACK <text>`` once each ``sync_turn`` returned.

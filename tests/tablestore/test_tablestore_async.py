@@ -140,9 +140,12 @@ def test_connection_refused_is_unavailable() -> None:
     asyncio.run(main())
 
 
-def test_unreadable_2xx_write_is_landed_once_and_live_check_reads(emulator: EmulatorServer) -> None:
-    """The twin shares the plans: an unreadable 2xx AddMemories is 'unconfirmed', sent once."""
-    from memcore.values import UNCONFIRMED
+def test_unreadable_2xx_write_is_unknown_sent_once_and_live_check_reads(
+    emulator: EmulatorServer,
+) -> None:
+    """The twin shares the plans: a 2xx AddMemories answer that is not the protocol is not
+    'landed' but OutcomeUnknown, and the write is sent once (the caller looks before resending)."""
+    from memcore.errors import OutcomeUnknown
 
     async def body(store: AsyncTableStoreMemoryStore) -> tuple[str, int, dict[str, Any]]:
         await store.ensure_store(STORE)
@@ -155,11 +158,15 @@ def test_unreadable_2xx_write_is_landed_once_and_live_check_reads(emulator: Emul
 
         store._client.add_memories = counting
         emulator.set_faults(Faults(chaos=True, apis=("AddMemories",), seed=4))
-        receipt = await store.add_messages(STORE, A1, [Message("user", "hi")])
+        try:
+            await store.add_messages(STORE, A1, [Message("user", "hi")])
+            outcome = "landed"
+        except OutcomeUnknown:
+            outcome = "unknown"
         emulator.set_faults(Faults())
         info = await store.call_read_only("GetMemoryStore", {"memoryStoreName": STORE})
-        return receipt.status, len(sent), info
+        return outcome, len(sent), info
 
     status, sent, info = run(emulator, body)
-    assert (status, sent) == (UNCONFIRMED, 1)
+    assert (status, sent) == ("unknown", 1)
     assert info["memoryStoreName"] == STORE

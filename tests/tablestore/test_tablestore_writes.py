@@ -13,6 +13,7 @@ from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.values import Message
 from memcore_tablestore.emulator import EmulatorServer, Faults
+from memcore_tablestore.plans import Call
 from memcore_tablestore.store import TableStoreMemoryStore
 from memcore_tablestore.testing import store_for
 
@@ -110,11 +111,13 @@ def test_no_write_scope_ever_contains_a_wildcard(
 
 
 @pytest.mark.parametrize("seed", range(9))
-def test_a_2xx_write_answer_that_cannot_be_read_is_landed_not_resent(
+def test_a_2xx_write_answer_that_cannot_be_read_is_never_resent(
     emulator: EmulatorServer, caplog: pytest.LogCaptureFixture, seed: int
 ) -> None:
     """Every kind of unreadable 200 (non-JSON, wrong shapes, a failed envelope) on AddMemories:
-    the receipt says 'unconfirmed', a warning is logged, and the write is sent exactly once."""
+    a JSON object carrying the service's request id is the service's answer ('unconfirmed',
+    logged); anything else is OutcomeUnknown. Either way the write is sent exactly once."""
+    from memcore.errors import OutcomeUnknown
     from memcore.values import UNCONFIRMED
 
     store = store_for(emulator)
@@ -123,37 +126,67 @@ def test_a_2xx_write_answer_that_cannot_be_read_is_landed_not_resent(
     sent: list[object] = []
     send = store._client.add_memories
     store._client.add_memories = lambda body: (sent.append(body), send(body))[1]
+    outcomes = []
     with caplog.at_level("WARNING", logger="memcore_tablestore"):
-        text = store.add_text("landed", Scope("a", "t", "g", "r"), "a fact", sync=True)
-        msgs = store.add_messages("landed", Scope("a", "t", "g", "r"), [Message("user", "hi")])
-    assert (text.status, msgs.status) == (UNCONFIRMED, UNCONFIRMED)
-    assert text.problem and msgs.problem
+        for write in (
+            lambda: store.add_text("landed", Scope("a", "t", "g", "r"), "a fact", sync=True),
+            lambda: store.add_messages(
+                "landed", Scope("a", "t", "g", "r"), [Message("user", "hi")]
+            ),
+        ):
+            try:
+                receipt = write()
+            except OutcomeUnknown:
+                outcomes.append("unknown")
+            else:
+                assert receipt.status == UNCONFIRMED and receipt.problem
+                assert "will not be sent again" in caplog.text
+                outcomes.append(UNCONFIRMED)
     assert len(sent) == 2
-    assert "will not be sent again" in caplog.text
     store.close()
 
 
-def test_only_a_2xx_answer_makes_an_unreadable_write_landed() -> None:
-    """A non-JSON body behind an error status (a proxy's HTML 503) is a failure to retry, not
-    a landed write; the same body behind a 200 is landed."""
+def test_no_unreadable_answer_makes_a_write_landed() -> None:
+    """A non-JSON body behind an error status (a proxy's HTML 503) is a refusal to retry; the
+    same body behind a 200 is not the service's answer: OutcomeUnknown for a write (look before
+    resending), a ProtocolError to retry for a read."""
     from tablestore.error import OTSServiceError
 
-    from memcore.errors import Unavailable
-    from memcore_tablestore.bodies import UNDECODABLE
+    from memcore.errors import OutcomeUnknown, ProtocolError, Unavailable
     from memcore_tablestore.driver import classify
-    from memcore_tablestore.error_map import Failure
-    from memcore_tablestore.plans import Call
 
-    write = Call("AddMemories", {}, landed_on_success=True)
+    write = Call("AddMemories", {}, replay_safe=False)
     read = Call("SearchMemories", {})
     html_503 = OTSServiceError(503, "JsonDecodeError", "Expecting value", "rid-1")
     garbled_200 = OTSServiceError(200, "JsonDecodeError", "Expecting value", "rid-2")
-    failure = classify(write, html_503)
-    assert isinstance(failure, Failure) and isinstance(failure.error, Unavailable)
-    landed = classify(write, garbled_200)
-    assert isinstance(landed, dict) and landed[UNDECODABLE] and landed["requestId"] == "rid-2"
-    assert isinstance(classify(write, TypeError("list indices must be integers")), dict)
-    assert isinstance(classify(read, garbled_200), Failure)
+    refused = classify(write, html_503)
+    assert isinstance(refused.error, Unavailable) and refused.refused
+    assert not isinstance(refused.error, OutcomeUnknown)
+    assert isinstance(classify(write, garbled_200).error, OutcomeUnknown)
     assert isinstance(
-        classify(write, AttributeError("'list' object has no attribute 'get'")), Failure
+        classify(write, TypeError("list indices must be integers")).error, OutcomeUnknown
     )
+    read_failure = classify(read, garbled_200)
+    assert isinstance(read_failure.error, ProtocolError)
+    assert not isinstance(read_failure.error, OutcomeUnknown)
+
+
+@pytest.mark.parametrize(
+    "raw", [{"requestId": ""}, {}, {"requestId": None, "status": "completed"}, [], "ok"]
+)
+def test_a_2xx_without_the_services_request_id_is_not_landed(raw: object) -> None:
+    """The SDK copies the ``x-ots-requestid`` header into ``requestId`` (empty when absent): a
+    2xx without it came from something in between, so a write's outcome is unknown."""
+    from memcore.errors import OutcomeUnknown, ProtocolError
+    from memcore_tablestore.driver import settle
+    from memcore_tablestore.error_map import Failure
+
+    with pytest.raises(Failure) as caught:
+        settle(Call("AddMemories", {}, replay_safe=False), raw)
+    assert isinstance(caught.value.error, OutcomeUnknown)
+    with pytest.raises(Failure) as caught:
+        settle(Call("ListMemories", {}), raw)
+    assert type(caught.value.error) is ProtocolError
+    assert settle(Call("AddMemories", {}, replay_safe=False), {"requestId": "r1"}) == {
+        "requestId": "r1"
+    }

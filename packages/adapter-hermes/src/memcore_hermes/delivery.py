@@ -1,7 +1,9 @@
 """Delivering spooled writes to the backend: in order, with backoff, exactly once as seen by it.
 
 A send whose answer was lost may still have landed; such an entry's next attempt first looks
-for its message ids at the backend, so a replay (also after a restart) never duplicates.
+for it at the backend (a turn by its message ids, a text by the write marker it carries), so a
+replay (also after a restart) never duplicates. After an answer that never came the entry
+waits one call timeout first: the request may still be on its way in.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ import attrs
 
 from memcore import limits
 from memcore.config import MemcoreConfig
-from memcore.errors import InvalidInput, MemcoreError, NotFound, Unavailable, Unsupported
+from memcore.errors import (
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    OutcomeUnknown,
+    Unavailable,
+    Unsupported,
+)
 from memcore.paging import pages
 from memcore.ports import MemoryStore, OutboxEntry
 from memcore.service import BUILTIN_SOURCE, MemoryService
@@ -30,6 +39,11 @@ logger = logging.getLogger(__name__)
 #: (100,000 messages: a session's whole history, where 20 pages once missed a long session's
 #: last turns and sent one twice). Only replays pay for it.
 _LANDED_SCAN_PAGES = 1000
+#: The metadata key a spooled text write carries with its spool key, so that a replay can tell
+#: whether an earlier, unanswered attempt landed (the memory is found by it).
+WRITE_MARKER = "memcore_write"
+#: Keys the service adds to a mirrored write (source, target, action).
+_MIRROR_TAGS = 3
 #: Seconds between two WAL checkpoints (run here, in the lane, off the agent's thread).
 _CHECKPOINT_INTERVAL_S = 30.0
 #: Entries read per look at the spool: enough to reach every busy gateway session's next write.
@@ -313,14 +327,14 @@ class Deliverer:
         try:
             write = decode(claimed)
             store = self.handle.ready()
-            if claimed.attempts > 0 and self._already_landed(store, write):
+            landed = claimed.attempts > 0 and self._already_landed(store, write, claimed.key)
+            if landed:
                 logger.info(
                     "tablestore-mem: a replayed write had already landed; not sending it again"
                 )
-            else:
-                ids = self._send(store, write)
-                if ids:
-                    self._keep_receipt(claimed.key, ids)
+            ids = self._send(store, write, claimed.key, landed=landed)
+            if ids:
+                self._keep_receipt(claimed.key, ids)
         except InvalidInput as exc:
             self.spool.dead_letter(claimed.key, now=self.clock(), reason=f"{exc.code}: {exc}")
             return None
@@ -351,9 +365,15 @@ class Deliverer:
         if isinstance(exc, NotFound):
             self.handle.forget_ready()
         delay = self.retry.delay(entry.attempts + 1)
+        # The request may still be landing: hold the entry (even against a forced flush) for
+        # one call timeout, so the replay's look finds it instead of sending it twice.
+        hold = self.in_flight_s if isinstance(exc, OutcomeUnknown) else 0.0
         try:
             self.spool.retry_later(
-                entry.key, next_attempt_at=self.clock() + delay, error=f"{exc.code}: {exc}"
+                entry.key,
+                next_attempt_at=self.clock() + max(delay, hold),
+                error=f"{exc.code}: {exc}",
+                hold_until=self.clock() + hold if hold else None,
             )
         except Unavailable:
             pass
@@ -365,10 +385,17 @@ class Deliverer:
         )
         return delay
 
-    def _already_landed(self, store: MemoryStore, write: Write) -> bool:
+    def _already_landed(self, store: MemoryStore, write: Write, key: str) -> bool:
         """Whether an earlier, unanswered attempt of ``write`` reached the backend."""
-        if not isinstance(write, MessagesWrite):
-            return False  # text writes are deduplicated by content at the backend
+        if isinstance(write, MessagesWrite):
+            return self._turn_landed(store, write)
+        if isinstance(write, TextWrite) or (
+            isinstance(write, MirrorWrite) and write.action != "remove"  # a removal repeats
+        ):
+            return text_landed(store, write, key)
+        return False
+
+    def _turn_landed(self, store: MemoryStore, write: MessagesWrite) -> bool:
         wanted = {m.id for m in write.messages if m.id}
         if not wanted:
             return False
@@ -395,31 +422,82 @@ class Deliverer:
             self.receipts.pop(next(iter(self.receipts)))
         self.receipts[key] = ids
 
-    def _send(self, store: MemoryStore, write: Write) -> tuple[str, ...]:
-        """Send one write; returns the memory ids an explicit memory got (when known)."""
+    def _send(
+        self, store: MemoryStore, write: Write, key: str, *, landed: bool = False
+    ) -> tuple[str, ...]:
+        """Send one write (what is left of it when an earlier attempt ``landed``); returns the
+        memory ids an explicit memory got (when known)."""
         service = MemoryService(store, store_name=write.store, scope=write.scope)
+        if landed:
+            if isinstance(write, MirrorWrite) and write.action == "replace":
+                send_mirror(service, write, added=True)  # the old text's removal repeats
+            return ()
         if isinstance(write, MessagesWrite):
             limits.check_messages(write.messages)
             store.add_messages(
                 write.store, write.scope, write.messages, metadata=dict(write.metadata) or None
             )
         elif isinstance(write, TextWrite):
-            receipt = service.remember(write.text, metadata=dict(write.metadata) or None)
+            receipt = service.remember(text_of(write), metadata=marked(write, key) or None)
             return tuple(receipt.memory_ids)
         elif isinstance(write, MirrorWrite):
-            send_mirror(service, write)
+            send_mirror(service, attrs.evolve(write, metadata=marked(write, key)))
         return ()
 
 
-def send_mirror(service: MemoryService, write: MirrorWrite) -> None:
-    """Mirror a built-in memory change; a replace also removes the copy of the old text."""
+def text_of(write: TextWrite | MirrorWrite) -> str:
+    return write.text if isinstance(write, TextWrite) else write.content
+
+
+def marked(write: TextWrite | MirrorWrite, key: str) -> dict[str, str]:
+    """The write's metadata with its :data:`WRITE_MARKER`, when the metadata limit leaves room
+    (otherwise a replay recognises the write by its text and metadata)."""
+    meta = dict(write.metadata)
+    room = limits.MAX_METADATA_KEYS - (_MIRROR_TAGS if isinstance(write, MirrorWrite) else 0)
+    if WRITE_MARKER in meta or len(meta) < room:
+        meta[WRITE_MARKER] = key
+    return meta
+
+
+def text_landed(store: MemoryStore, write: TextWrite | MirrorWrite, key: str) -> bool:
+    """Whether a text write sent under spool ``key`` is at the backend: a memory of its scope
+    carrying its marker, or (unmarked) its exact text with every metadata value it was sent
+    with. A backend that rewrites texts and drops metadata would answer no: sent again."""
+    meta = marked(write, key)
+    text = text_of(write)
+    if WRITE_MARKER in meta:
+        filters = {WRITE_MARKER: key}
+    else:
+        filters = dict(meta)
+        if isinstance(write, MirrorWrite):
+            filters.update(source=BUILTIN_SOURCE, target=write.target[:1024])
+    hits = store.search(
+        write.store,
+        write.scope.pattern(),
+        text[: limits.MAX_QUERY_CHARS],
+        top_k=limits.MAX_TOP_K,
+        enable_rerank=False,
+        filters=filters,
+    )
+    for hit in hits:
+        if hit.memory.scope != write.scope:
+            continue
+        if WRITE_MARKER in meta or hit.memory.text.strip() == text.strip():
+            return True
+    return False
+
+
+def send_mirror(service: MemoryService, write: MirrorWrite, *, added: bool = False) -> None:
+    """Mirror a built-in memory change; a replace also removes the copy of the old text.
+    ``added``: the new text already landed (an earlier attempt), only the removal is left."""
     if write.action == "remove":
         text = write.content if write.content.strip() else (write.old_text or "")
         service.mirror_builtin("remove", write.target, text)
         return
-    service.mirror_builtin(
-        write.action, write.target, write.content, metadata=dict(write.metadata) or None
-    )
+    if not added:
+        service.mirror_builtin(
+            write.action, write.target, write.content, metadata=dict(write.metadata) or None
+        )
     if (
         write.action == "replace"
         and write.old_text
@@ -428,4 +506,11 @@ def send_mirror(service: MemoryService, write: MirrorWrite) -> None:
         service.mirror_builtin("remove", write.target, write.old_text)
 
 
-__all__ = ["BUILTIN_SOURCE", "Deliverer", "RetryPolicy", "StoreHandle", "send_mirror"]
+__all__ = [
+    "BUILTIN_SOURCE",
+    "WRITE_MARKER",
+    "Deliverer",
+    "RetryPolicy",
+    "StoreHandle",
+    "send_mirror",
+]

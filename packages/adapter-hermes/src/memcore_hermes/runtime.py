@@ -22,7 +22,7 @@ from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope
 from memcore.service import BUILTIN_SOURCE, MemoryService
 from memcore.values import Message
-from memcore_hermes.delivery import Deliverer, RetryPolicy, StoreHandle
+from memcore_hermes.delivery import WRITE_MARKER, Deliverer, RetryPolicy, StoreHandle
 from memcore_hermes.entries import MessagesWrite, MirrorWrite, TextWrite, Write, make_entry
 from memcore_hermes.lane import Lane
 from memcore_hermes.spool import SqliteOutbox
@@ -408,6 +408,11 @@ def _user_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
     from memcore.service import check_user_metadata
 
     meta = check_user_metadata(metadata)
+    if WRITE_MARKER in meta:
+        raise InvalidInput(
+            f"metadata.{WRITE_MARKER} is reserved: it marks a spooled write for its replay",
+            field=f"metadata.{WRITE_MARKER}",
+        )
     if meta.get("source") == BUILTIN_SOURCE:
         raise InvalidInput(
             "metadata.source 'builtin_memory' is reserved for mirrored writes",

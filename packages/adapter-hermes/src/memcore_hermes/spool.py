@@ -73,6 +73,11 @@ def new_owner() -> str:
     return f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
+#: The lease owner of an entry whose last request got no answer: held until it can no longer
+#: be landing (a name, not a process id: it never counts as a dead worker's lease).
+IN_FLIGHT_OWNER = "in-flight"
+
+
 def owner_alive(owner: str | None) -> bool:
     """Whether a lease's worker may still be sending (another lane of ours, or a live process)."""
     if not owner:
@@ -338,12 +343,20 @@ class SqliteOutbox:
     def ack(self, key: str) -> None:
         self._run(lambda db: db.execute("DELETE FROM outbox WHERE key = ?", (key,)))
 
-    def retry_later(self, key: str, *, next_attempt_at: float, error: str) -> None:
+    def retry_later(
+        self, key: str, *, next_attempt_at: float, error: str, hold_until: float | None = None
+    ) -> None:
+        """Release ``key`` for a later attempt. ``hold_until``: its last request may still be
+        landing (no answer came), so no worker takes it before then, not even a forced flush."""
+        if hold_until is None:
+            lease: tuple[float, str | None, float] = (0.0, None, 0.0)
+        else:
+            lease = (hold_until, IN_FLIGHT_OWNER, hold_until)
         self._run(
             lambda db: db.execute(
-                "UPDATE outbox SET next_attempt_at = ?, last_error = ?, lease_until = 0, lease_owner = NULL "
-                "WHERE key = ?",
-                (next_attempt_at, error[:1000], key),
+                "UPDATE outbox SET next_attempt_at = ?, last_error = ?, lease_until = ?, "
+                "lease_owner = ?, lease_taken_at = ? WHERE key = ?",
+                (next_attempt_at, error[:1000], *lease, key),
             )
         )
 

@@ -257,7 +257,11 @@ def requests(body: _Body) -> Page[RequestRecord]:
                 id=f.text(api, data, "requestId", path),
                 operation=f.text(api, data, "operation", path),
                 status="" if status is None else str(status),
-                scope=f.scope(api, data["scope"], path + "scope") if data.get("scope") else None,
+                scope=(
+                    f.scope_or_pattern(api, data["scope"], path + "scope")
+                    if data.get("scope")
+                    else None
+                ),
                 target_id=f.opt_text(api, data, "targetId", path),
                 latency_ms=f.opt_number(api, data, "latencyMs", path),
                 created_at=f.when(api, data, "createdAt", path),

@@ -19,9 +19,6 @@ from memcore_tablestore.fields import scope_to_wire
 
 log = logging.getLogger("memcore_tablestore")
 
-#: Key of the answer the driver hands a plan when a 2xx answer could not be decoded.
-UNDECODABLE = "_undecodable"
-
 
 def named(name: str) -> dict[str, Any]:
     return {"memoryStoreName": limits.check_store_name(name)}
@@ -79,22 +76,21 @@ def message(message: Message) -> dict[str, Any]:
 
 
 def receipt(answer: dict[str, Any]) -> WriteReceipt:
-    """The write's receipt. The write landed (2xx): an answer we cannot read is reported
-    loudly as :data:`UNCONFIRMED`, never as a failure that would make a caller resend it."""
-    reason = answer.get(UNDECODABLE)
-    if reason is None:
-        try:
-            return answers.receipt(answer)
-        except ProtocolError as exc:
-            reason = str(exc)
+    """The write's receipt. The service accepted the write (a 2xx carrying its request id): an
+    answer whose fields we cannot read is reported loudly as :data:`UNCONFIRMED`, never as a
+    failure that would make a caller resend it."""
+    try:
+        return answers.receipt(answer)
+    except ProtocolError as exc:
+        reason = str(exc)
     rid = answers.request_id(answer)
     log.warning(
-        "AddMemories was accepted but its answer could not be read (%s); the write landed "
-        "and will not be sent again (request id %s)",
-        reason,
+        "AddMemories was accepted (request id %s) but its answer could not be read (%s); the "
+        "write landed and will not be sent again",
         rid or "unknown",
+        reason,
     )
-    return WriteReceipt(rid, UNCONFIRMED, (), rid, problem=str(reason)[:400])
+    return WriteReceipt(rid, UNCONFIRMED, (), rid, problem=reason[:400])
 
 
 def status(value: object, allowed: Sequence[str]) -> str:

@@ -7,9 +7,8 @@ import math
 import re
 from typing import Any
 
-from memcore.errors import ConfigError, ProtocolError
+from memcore.errors import ConfigError, OutcomeUnknown, ProtocolError, Unavailable
 from memcore_tablestore import wire
-from memcore_tablestore.bodies import UNDECODABLE
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.error_map import Failure, failure_from_exception
 from memcore_tablestore.plans import Call, Plans
@@ -144,40 +143,52 @@ class Settings:
 def settle(call: Call, raw: Any) -> dict[str, Any]:
     """The decoded answer of one attempt, or a :class:`Failure` describing why it is unusable.
 
-    For a call that lands on success, an unreadable 2xx answer is handed to the plan as
-    ``{UNDECODABLE: reason}``: the request was applied and must not be sent again."""
+    The service puts an ``x-ots-requestid`` header on every answer and the SDK copies it into
+    ``requestId``; a 2xx without it did not come from the service (a proxy, a portal, a cache)
+    and says nothing about the request: its outcome is unknown, never "landed"."""
+    if not isinstance(raw, dict) or not _service_request_id(raw.get("requestId")):
+        raise unknown(call, "a 2xx answer without the service's request id (not the service's)")
     try:
         return wire.unwrap(raw)
     except ProtocolError as exc:
-        if call.landed_on_success:
-            return _landed(raw, str(exc))
-        raise Failure(exc) from None
+        raise unknown(call, str(exc)) from None
 
 
-def classify(call: Call, exc: Exception, *, endpoint: str = "") -> Failure | dict[str, Any]:
-    """The failure of one attempt; or, for a call that lands on success, the answer of a 2xx
-    the SDK could not parse. SDK 6.4.8 raises ``OTSServiceError(<status>, "JsonDecodeError")``
-    for a body that is not JSON (the status tells), a ``TypeError`` when a 2xx body is JSON but
-    not an object, and a ``UnicodeDecodeError`` for bad bytes at any status (taken as landed:
-    resending could record the write twice; the receipt says it is unconfirmed)."""
-    if call.landed_on_success:
-        get_status = getattr(exc, "get_http_status", None)
-        status = get_status() if callable(get_status) else None
-        if (isinstance(status, int) and 200 <= status < 300) or (
-            status is None and isinstance(exc, (TypeError, UnicodeDecodeError))
-        ):
-            get_rid = getattr(exc, "get_request_id", None)
-            rid = get_rid() if callable(get_rid) else None
-            reason = f"{type(exc).__name__}: {exc}"[:200]
-            return _landed({"requestId": rid} if isinstance(rid, str) else {}, reason)
-    return failure_from_exception(exc, api=call.api, endpoint=endpoint)
+def classify(call: Call, exc: Exception, *, endpoint: str = "") -> Failure:
+    """The failure of one attempt. SDK 6.4.8 raises ``OTSServiceError(<status>,
+    "JsonDecodeError")`` for a body that is not JSON (2xx included), a ``TypeError`` when a 2xx
+    body is JSON but not an object and a ``UnicodeDecodeError`` for bad bytes: none of these is
+    an answer of the service's, so for a write the outcome is unknown, as after a timeout."""
+    return ambiguous(call, failure_from_exception(exc, api=call.api, endpoint=endpoint))
 
 
-def _landed(raw: Any, reason: str) -> dict[str, Any]:
-    out: dict[str, Any] = {UNDECODABLE: reason or "unreadable answer"}
-    if isinstance(raw, dict) and isinstance(raw.get("requestId"), str):
-        out["requestId"] = raw["requestId"]
-    return out
+def ambiguous(call: Call, failure: Failure) -> Failure:
+    """A write that may have been applied, said so: :class:`OutcomeUnknown` (look before
+    sending it again) for a call that is not replay-safe, when the service did not refuse it."""
+    error = failure.error
+    if (
+        call.replay_safe
+        or failure.refused
+        or failure.unreachable
+        or not isinstance(error, Unavailable)
+        or isinstance(error, OutcomeUnknown)
+    ):
+        return failure
+    return Failure(
+        OutcomeUnknown(
+            f"{error} (the request was sent; whether it was applied is unknown)"[:600],
+            field=error.field,
+        )
+    )
+
+
+def unknown(call: Call, reason: str) -> Failure:
+    """An attempt that got no answer of the service's (see :func:`settle`)."""
+    return ambiguous(call, Failure(ProtocolError(f"{call.api}: {reason}"[:600])))
+
+
+def _service_request_id(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def positive_seconds(value: object, field: str) -> float:

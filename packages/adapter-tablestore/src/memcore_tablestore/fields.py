@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -118,14 +119,43 @@ def count_map(api: str, value: object, path: str) -> dict[str, int]:
     return out
 
 
-def _iso(value: str) -> float | None:
+#: RFC3339 (``T``, ``t`` or a space between date and time): 0 to 9 fraction digits, ``Z`` or
+#: an offset. No offset is read as UTC (older answers). ``datetime.fromisoformat`` is not used:
+#: on Python 3.10 it accepts only 0, 3 or 6 fraction digits.
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?"
+)
+
+
+def rfc3339_seconds(value: str, *, need_offset: bool = False) -> float | None:
+    """Epoch seconds of an RFC3339 time, or None when ``value`` is not one (or, with
+    ``need_offset``, carries neither ``Z`` nor an offset)."""
+    m = _RFC3339.fullmatch(value.strip())
+    if m is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zulu, sign, oh, om = m.groups()
+    if sign is None and zulu is None and need_offset:
+        return None
     try:
-        parsed = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        offset = _dt.timedelta(0)
+        if sign is not None:
+            offset = _dt.timedelta(hours=int(oh), minutes=int(om))
+            if offset >= _dt.timedelta(hours=24):
+                return None
+            offset = -offset if sign == "-" else offset
+        moment = _dt.datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour),
+            int(minute),
+            int(second),
+            tzinfo=_dt.timezone(offset),
+        )
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=_dt.timezone.utc)
-    return parsed.timestamp()
+    return moment.timestamp() + (int(fraction) / 10 ** len(fraction) if fraction else 0.0)
 
 
 #: Times repeat across a page and across calls: each RFC3339 string is parsed once.
@@ -144,7 +174,7 @@ def when(api: str, data: Mapping[str, Any], key: str, path: str = "") -> float |
     if isinstance(value, str):
         if value.isdigit():
             return int(value) / 1000.0
-        seconds = _iso(value)
+        seconds = rfc3339_seconds(value)
         if seconds is None:
             raise problem(api, path + key, "that is not an RFC3339 time")
         if len(_TIMES) < 4096:
@@ -179,6 +209,13 @@ def scope(api: str, value: object, path: str) -> Scope:
             _SEEN_SCOPES[key] = found
         return found
     return _check_scope(api, value, path)
+
+
+def scope_or_pattern(api: str, value: object, path: str) -> Scope | ScopePattern:
+    """A scope an audit record holds: the scope of the call it records, which for a search or a
+    listing may end in ``*`` levels (then a :class:`ScopePattern`; concrete ones stay a Scope)."""
+    found = pattern(api, value, path)
+    return found.concrete() if found.is_concrete else found
 
 
 def _levels(api: str, value: object, path: str, *, concrete: bool) -> list[str]:

@@ -45,7 +45,8 @@ class Call:
     """One API request.
 
     ``replay_safe``: sending it a second time after an *ambiguous* failure (timeout, dropped
-    connection, 500) cannot change the outcome. Refused requests (429, 503, 409) are always
+    connection, 500, a 2xx that is not the service's) cannot change the outcome; a call that
+    is not fails with :class:`memcore.errors.OutcomeUnknown` then. Refused requests (429, 503, 409) are always
     safe to resend; see :mod:`memcore_tablestore.error_map`.
     ``retry_conflict``: a 409 means "busy, try again" for this call (a new store's index).
     """
@@ -54,9 +55,6 @@ class Call:
     body: dict[str, Any]
     replay_safe: bool = True
     retry_conflict: bool = True
-    #: A 2xx answer means the request was applied, even when the body cannot be decoded: the
-    #: driver then answers ``{UNDECODABLE: reason}`` instead of failing (and never resends).
-    landed_on_success: bool = False
 
 
 @attrs.frozen
@@ -211,9 +209,9 @@ class Plans:
             "metadata": limits.check_metadata(metadata),
             "sync": bool(sync),
         }
-        # Replay-safe after an ambiguous failure: the service deduplicates identical text
-        # within a scope. A 2xx is final either way: the write landed.
-        call = Call("AddMemories", body, replay_safe=True, landed_on_success=True)
+        # Not replay-safe: nothing documented says the service deduplicates a text, so after an
+        # ambiguous failure the caller gets OutcomeUnknown and looks before sending it again.
+        call = Call("AddMemories", body, replay_safe=False)
         return bodies.receipt((yield call))
 
     def add_messages(
@@ -235,7 +233,7 @@ class Plans:
         }
         # Not replay-safe: messages are appended to the short-term log, so a replay after an
         # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
-        call = Call("AddMemories", body, replay_safe=False, landed_on_success=True)
+        call = Call("AddMemories", body, replay_safe=False)
         return bodies.receipt((yield call))
 
     def search(

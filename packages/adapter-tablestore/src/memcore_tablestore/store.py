@@ -98,10 +98,7 @@ class TableStoreMemoryStore:
         try:
             raw = send(call.body)
         except Exception as exc:
-            outcome = classify(call, exc, endpoint=self._settings.endpoint)
-            if isinstance(outcome, Failure):
-                raise outcome from exc
-            return outcome  # a 2xx that landed but could not be read
+            raise classify(call, exc, endpoint=self._settings.endpoint) from exc
         return settle(call, raw)
 
     def _execute(self, call: Call) -> dict[str, Any]:

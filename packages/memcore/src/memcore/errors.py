@@ -92,6 +92,15 @@ class StoreCorrupted(ProtocolError):
     retryable = False
 
 
+class OutcomeUnknown(Unavailable):
+    """A write was sent but no answer from the service says whether it was applied (a timeout,
+    a dropped connection, a 2xx that is not the service's). Not ``retryable``: sending it again
+    blindly may store it twice; look for it first (the Hermes spool does)."""
+
+    code = "outcome_unknown"
+    retryable = False
+
+
 class StoreClosed(MemcoreError):
     """The store (or the ``Memory`` over it) was closed; open a new one. Not retryable."""
 
@@ -124,6 +133,7 @@ __all__ = [
     "InvalidInput",
     "MemcoreError",
     "NotFound",
+    "OutcomeUnknown",
     "PermissionDenied",
     "ProtocolError",
     "StoreClosed",

@@ -7,12 +7,11 @@ pages return every item exactly once even while other writers append.
 from __future__ import annotations
 
 import base64
-import itertools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from memcore.errors import InvalidInput
+from memcore.errors import InvalidInput, ProtocolError
 from memcore.values import Page
 
 T = TypeVar("T")
@@ -52,6 +51,11 @@ def paginate(items: Sequence[tuple[int, T]], limit: int, token: str | None) -> P
     return page([(seq, item) for seq, item in items if seq > after], limit)
 
 
+#: The most pages :func:`pages` follows when the caller sets no budget: 10 million items at the
+#: largest page size, far past any real listing, and still an end for a token that never stops.
+MAX_PAGES = 100_000
+
+
 def pages(
     fetch: Callable[[str | None], Page[T]],
     *,
@@ -62,15 +66,27 @@ def pages(
     tokens; at most ``max_pages``.
 
     ``fetch(token)`` asks for one page. A caller that must know whether the listing ended
-    before ``max_pages`` looks at the last page's ``next_token``.
+    before ``max_pages`` looks at the last page's ``next_token``. Without ``max_pages`` a
+    listing longer than :data:`MAX_PAGES` raises :class:`ProtocolError`; a next token that was
+    already followed (a backend going round in circles) raises it at once, whatever the budget.
     """
+    budget = MAX_PAGES if max_pages is None else max_pages
+    seen: set[str] = {start} if start else set()
     token = start
-    for _ in itertools.count() if max_pages is None else range(max_pages):
+    for _ in range(budget):
         page = fetch(token)
         yield page
         token = page.next_token
         if not token:
             return
+        if token in seen:
+            raise ProtocolError(
+                "the listing answered a page token it had already given (it would never end)",
+                field="next_token",
+            )
+        seen.add(token)
+    if max_pages is None and token:
+        raise ProtocolError(f"the listing did not end within {MAX_PAGES} pages", field="next_token")
 
 
 def every_item(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:

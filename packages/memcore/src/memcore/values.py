@@ -247,7 +247,8 @@ class RequestRecord:
     id: str
     operation: str
     status: str
-    scope: Scope | None = None
+    #: The scope of the audited call: a pattern for a search or listing over ``*`` levels.
+    scope: Scope | ScopePattern | None = None
     target_id: str | None = None
     latency_ms: float | None = None
     created_at: float | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from memcore.scope import Scope
+from memcore.scope import Scope, ScopePattern
 from memcore_tablestore.emulator import fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call
 from memcore_tablestore.emulator.ledger import Audited
@@ -34,5 +34,5 @@ def audited(call: Call, status: int, answer: Answer, started: float) -> Audited:
         row["ingestStatus"] = answer.get("status", "")
     if status != 200:
         row["lastError"] = str(answer.get("message", ""))[:256]
-    concrete = call.scope if isinstance(call.scope, Scope) else None
-    return Audited(row, concrete, fields.to_millis(now))
+    where = call.scope if isinstance(call.scope, (Scope, ScopePattern)) else None
+    return Audited(row, where, fields.to_millis(now))

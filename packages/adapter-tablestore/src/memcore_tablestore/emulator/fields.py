@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memcore_tablestore.emulator.service_errors import invalid
+from memcore_tablestore.fields import rfc3339_seconds
 
 Body = Mapping[str, Any]
 
@@ -102,15 +103,10 @@ def _millis(value: Any) -> int | None:
 
 
 def _rfc3339(value: Any) -> int | None:
-    if not isinstance(value, str) or "T" not in value:
+    if not isinstance(value, str):
         return None
-    try:
-        parsed = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        return None
-    return int(parsed.timestamp() * 1000)
+    seconds = rfc3339_seconds(value, need_offset=True)
+    return None if seconds is None else int(seconds * 1000)
 
 
 def millis_only(body: Body, key: str) -> int | None:

@@ -31,7 +31,8 @@ class StoreMeta:
 @attrs.define
 class Audited:
     row: Row
-    scope: Scope | None
+    #: The audited call's scope: a pattern for a search or listing over ``*`` levels.
+    scope: Scope | ScopePattern | None
     created_ms: int
 
 

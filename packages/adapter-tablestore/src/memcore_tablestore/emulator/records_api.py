@@ -3,6 +3,7 @@ ListMemoryTasks: the short-term messages, the audit, the scopes and the ingest t
 
 from __future__ import annotations
 
+from memcore.scope import Scope, ScopePattern
 from memcore.values import (
     TASK_STATUSES,  # MemoryTaskStatus of memory.d.ts
     Message,
@@ -53,7 +54,7 @@ def list_requests(svc: Service, call: Call) -> Answer:
             for a in reversed(st.audit)
             if (operation is None or a.row["operation"] == operation)
             and low <= a.created_ms <= high
-            and (pattern is None or (a.scope is not None and pattern.matches(a.scope)))
+            and (pattern is None or _inside(a.scope, pattern))
         ]
     chunk, token = fields.window(rows, body, limit)
     out: Answer = {"requests": [dict(r) for r in chunk]}
@@ -119,3 +120,11 @@ CALLS: dict[str, Handler] = {
     "GetMemoryTask": get_task,
     "ListMemoryTasks": list_tasks,
 }
+
+
+def _inside(scope: Scope | ScopePattern | None, pattern: ScopePattern) -> bool:
+    """Whether an audited call's scope lies inside the requested ``pattern`` (a search's
+    ``app/t1/*/*`` lies inside ``app/t1/*/*`` and ``app/*/*/*``, not inside ``app/t1/a1/*``)."""
+    if isinstance(scope, Scope):
+        return pattern.matches(scope)
+    return scope is not None and scope.within(pattern)

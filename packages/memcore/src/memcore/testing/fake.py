@@ -521,7 +521,7 @@ class InMemoryMemoryStore:
                 (s, r)
                 for s, r in st.requests
                 if (operation is None or r.operation == operation)
-                and (pattern is None or (r.scope is not None and pattern.matches(r.scope)))
+                and (pattern is None or _audited_within(r.scope, pattern))
             ]
             return paginate(items, limit, next_token)
 
@@ -750,3 +750,10 @@ def _counts(actions: Sequence[DreamAction]) -> dict[str, int]:
 def _overlaps(a: ScopePattern, b: ScopePattern) -> bool:
     """Whether two patterns can match a common scope (level by level, ``*`` matches all)."""
     return all(x == y or "*" in (x, y) for x, y in zip(a.as_tuple(), b.as_tuple()))
+
+
+def _audited_within(scope: Scope | ScopePattern | None, pattern: ScopePattern) -> bool:
+    """Whether an audit record's scope (a pattern for a wildcard call) lies inside ``pattern``."""
+    if scope is None:
+        return False
+    return pattern.matches(scope) if isinstance(scope, Scope) else scope.within(pattern)
