@@ -208,3 +208,27 @@ def test_the_new_commands_through_the_real_hermes_cli(hermes_home: Path, kit: An
     missing = kit.run_hermes(hermes_home, "tablestore-mem", "get", "nope")
     assert missing.returncode == 3
     assert missing.stderr.count("tablestore-mem: error:") == 1 and "Traceback" not in missing.stderr
+
+
+def test_an_import_failing_midway_leaves_nothing_behind(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Import is all or nothing: a record that the write refuses after two landed (a text that
+    is only a recall block, which the service cuts out before storing) takes them back."""
+    kept = add(kit, capsys, "Already here before the import")
+    exported = tmp_path / "out.jsonl"
+    assert hermes(kit, capsys, "export", "--out", str(exported))[0] == 0
+    scope = json.loads(exported.read_text(encoding="utf-8"))["scope"]
+    texts = [
+        "The user's dog is called Rex",
+        "The user works at a bakery",
+        "<recalled-memory>\nsomething recalled\n</recalled-memory>",
+    ]
+    records = [{"text": text, "scope": scope, "metadata": {}} for text in texts]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    code, answer = hermes(kit, capsys, "import", str(path))
+    assert code == 2, answer
+    assert "line 3" in answer["error"]["message"]
+    code, listed = hermes(kit, capsys, "list")
+    assert [m["id"] for m in listed["items"]] == [kept]

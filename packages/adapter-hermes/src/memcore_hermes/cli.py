@@ -412,7 +412,7 @@ def _run_export(args: argparse.Namespace) -> None:
 
 
 def _run_import(args: argparse.Namespace) -> None:
-    from memcore.errors import InvalidInput
+    from memcore.errors import InvalidInput, MemcoreError
     from memcore.transfer import parse_record, split_lines
 
     try:
@@ -438,20 +438,42 @@ def _run_import(args: argparse.Namespace) -> None:
         known = {m.id: m.text.strip() for m in session.memories()} if records else {}
         added = present = 0
         id_map: dict[str, str] = {}
+        landed: list[str] = []  # memories this import created, taken back if a later one fails
         for record in records:
             if record.id is not None and known.get(record.id) == record.text.strip():
                 present += 1  # already here, with the same text
                 continue
             service.switch_scope(record.scope)
-            receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
+            try:
+                receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
+            except MemcoreError as exc:
+                _take_back(service, landed)
+                exc.message = f"line {record.line}: {exc.message}; nothing was imported"
+                exc.args = (exc.message,)
+                raise
             new_id = receipt.memory_ids[0] if receipt.memory_ids else None
-            if new_id is None:
+            if new_id is None or new_id in known or new_id in landed:
                 present += 1
             else:
                 added += 1
+                landed.append(new_id)
             if record.id is not None and new_id is not None and new_id != record.id:
                 id_map[record.id] = new_id
         _print({"total": len(records), "added": added, "present": present, "id_map": id_map})
+
+
+def _take_back(service: Any, landed: list[str]) -> None:
+    """Delete what a failed import added, so that an import is all or nothing as memcore's is.
+
+    A memory that cannot be deleted now (the backend went away) is left, and said so in the log.
+    """
+    from memcore.errors import MemcoreError
+
+    for memory_id in reversed(landed):
+        try:
+            service.forget(memory_id)
+        except MemcoreError as exc:
+            _say(f"import: could not take back {memory_id} ({exc})")
 
 
 def _run_stats(args: argparse.Namespace) -> None:
