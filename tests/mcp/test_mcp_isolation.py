@@ -3,7 +3,9 @@ memories or dream tasks, and its ids answer exactly like ids that do not exist."
 
 from __future__ import annotations
 
+import json
 import uuid
+from typing import Any
 
 import anyio
 from mcp_rig import Backend, http_session, payload, token
@@ -70,6 +72,74 @@ def test_a_second_token_cannot_reach_the_first_tenants_memories(backend: Backend
         anyio.run(main, url)
     log = backend.stderr.read_text(encoding="utf-8")
     assert alice not in log and bob not in log
+
+
+async def _finished(session: Any, task: dict) -> dict:
+    """The dream task's answer once it lists its actions (it has finished)."""
+    for _ in range(100):
+        if "actions" in task:
+            return task
+        await anyio.sleep(0.1)
+        task = payload(await session.call_tool("dream_status", {"task_id": task["task_id"]}))
+    raise AssertionError(task)
+
+
+def test_a_second_token_cannot_apply_or_see_the_first_tenants_dream_actions(
+    dream_backend: Backend,
+) -> None:
+    """Bob hands Alice's action ids to his own dream task and Alice's task id to every dream
+    tool: each answer is the answer for an id that does not exist, and Alice's task and
+    memories are as they were."""
+    alice, bob = token(), token()
+    missing = uuid.uuid4().hex
+
+    async def main(url: str) -> None:
+        async with http_session(url, alice) as a:
+            for text in ("Alice likes green tea", "alice likes  GREEN tea"):
+                payload(await a.call_tool("remember", {"text": text}))
+            theirs = await _finished(a, payload(await a.call_tool("dream_propose", {})))
+            action_ids = [x["id"] for x in theirs["actions"] if x["status"] == "proposed"]
+            assert action_ids, theirs
+            before = sorted(
+                m["text"] for m in payload(await a.call_tool("list_memories", {}))["memories"]
+            )
+
+        async with http_session(url, bob) as b:
+            for text in ("Bob owns a red bicycle", "bob owns a  RED bicycle"):
+                payload(await b.call_tool("remember", {"text": text}))
+            own = await _finished(b, payload(await b.call_tool("dream_propose", {})))
+            assert not set(action_ids) & {x["id"] for x in own["actions"]}, own
+            for action_id in action_ids:
+                foreign = await b.call_tool(
+                    "dream_apply", {"task_id": own["task_id"], "action_ids": [action_id]}
+                )
+                nobody = await b.call_tool(
+                    "dream_apply", {"task_id": own["task_id"], "action_ids": [missing]}
+                )
+                seen = json.dumps(payload(foreign)).replace(action_id, "<id>")
+                assert seen == json.dumps(payload(nobody)).replace(missing, "<id>"), seen
+                assert "applied" not in seen, seen
+            calls = [
+                ("dream_status", {}),
+                ("dream_apply", {"action_ids": action_ids}),
+                ("dream_apply", {"action_ids": [missing]}),
+            ]
+            for tool, extra in calls:
+                foreign = await b.call_tool(tool, {"task_id": theirs["task_id"], **extra})
+                nobody = await b.call_tool(tool, {"task_id": missing, **extra})
+                assert payload(foreign)["error"]["code"] == "not_found", payload(foreign)
+                assert _as_missing(payload(foreign), theirs["task_id"], missing) == _as_missing(
+                    payload(nobody), theirs["task_id"], missing
+                ), tool
+
+        async with http_session(url, alice) as a:
+            after = payload(await a.call_tool("dream_status", {"task_id": theirs["task_id"]}))
+            assert after["actions"] == theirs["actions"], after
+            listed = payload(await a.call_tool("list_memories", {}))["memories"]
+            assert sorted(m["text"] for m in listed) == before
+
+    with dream_backend.http({"alice": alice, "bob": bob}) as url:
+        anyio.run(main, url)
 
 
 def test_concurrent_sessions_of_two_tenants_never_mix(local_backend: Backend) -> None:

@@ -2,26 +2,23 @@
 
 The tenant comes from the server's configuration (``--tenant``, ``MEMCORE_TENANT``, the config
 file's ``tenant_id``: the ``memcore`` CLI's resolution) on stdio, and from the bearer token on
-HTTP. It is never a tool argument. Every memory use case goes through a
-:class:`memcore.service.MemoryService` for that tenant; dream tasks, which the service does not
-cover, are checked here to lie inside the tenant before anything of theirs is shown or applied.
+HTTP. It is never a tool argument. Every use case, dream tasks included, goes through a
+:class:`memcore.service.MemoryService` for that tenant, whose one tenant check serves every
+host: nothing here calls the store.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import attrs
 
-from memcore import limits
-from memcore.errors import InvalidInput, NotFound, PermissionDenied
-from memcore.paging import every_item
+from memcore.errors import InvalidInput
 from memcore.ports import MemoryStore
 from memcore.scope import normalize_segment
 from memcore.service import MemoryService
-from memcore.values import DreamAction, DreamTask
 from memcore_cli.options import GlobalOptions
 from memcore_cli.runtime import Runtime
 from memcore_cli.scopes import ScopeChoice, choose_scope
@@ -110,40 +107,3 @@ class Tenants:
                 )
                 self._services[tenant] = service
         return service
-
-    # -- dream tasks: the service has no such use case, so the tenant check lives here -------
-    def dream(self, service: MemoryService, *, instructions: str | None) -> DreamTask:
-        return self.store.create_dream_task(
-            service.store_name,
-            service.search_pattern,
-            apply_mode="proposal",
-            instructions=instructions,
-        )
-
-    def dream_task(self, service: MemoryService, task_id: str) -> DreamTask:
-        """The task, if every scope it covers lies inside this tenant; another tenant's task
-        answers exactly like one that does not exist."""
-        limits.check_id(task_id, field="task_id")
-        missing = NotFound(f"dream task {task_id!r} was not found", field="task_id")
-        try:
-            task = self.store.get_dream_task(service.store_name, task_id)
-        except (NotFound, PermissionDenied):
-            raise missing from None
-        tenant = service.scope.tenant_pattern()
-        if not task.scopes or not all(p.within(tenant) for p in task.scopes):
-            raise missing
-        return task
-
-    def dream_actions(self, service: MemoryService, task: DreamTask) -> list[DreamAction]:
-        return list(
-            every_item(
-                lambda token: self.store.list_dream_actions(
-                    service.store_name, task.id, limit=100, next_token=token
-                )
-            )
-        )
-
-    def apply_dream(
-        self, service: MemoryService, task: DreamTask, action_ids: Sequence[str]
-    ) -> list[DreamAction]:
-        return self.store.apply_dream_actions(service.store_name, task.id, list(action_ids))

@@ -16,6 +16,8 @@ import anyio
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from memcore import limits
+from memcore.paging import every_item
 from memcore.service import MemoryService
 from memcore.values import DreamTask
 from memcore_cli.records import to_record
@@ -218,14 +220,14 @@ class MemoryTools:
         ] = None,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            task = self.tenants.dream(service, instructions=instructions)
-            return self._dream_answer(service, self.tenants.dream_task(service, task.id))
+            task = service.dream(pattern=service.search_pattern, instructions=instructions)
+            return _dream_answer(service, service.dream_task(task.id))
 
         return await self._run("dream_propose", work, stored=True)
 
     async def dream_status(self, task_id: TaskId) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            return self._dream_answer(service, self.tenants.dream_task(service, task_id))
+            return _dream_answer(service, service.dream_task(task_id))
 
         return await self._run("dream_status", work, stored=True)
 
@@ -238,23 +240,10 @@ class MemoryTools:
         ],
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            task = self.tenants.dream_task(service, task_id)
-            results = self.tenants.apply_dream(service, task, action_ids)
-            return {"task_id": task.id, "results": [_action(a) for a in results]}
+            results = service.apply_dream_actions(task_id, action_ids)
+            return {"task_id": task_id, "results": [_action(a) for a in results]}
 
         return await self._run("dream_apply", work, stored=True)
-
-    def _dream_answer(self, service: MemoryService, task: DreamTask) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "task_id": task.id,
-            "status": task.status,
-            "counts": dict(task.action_counts),
-        }
-        if task.error:
-            out["error"] = task.error
-        if task.finished:
-            out["actions"] = [_action(a) for a in self.tenants.dream_actions(service, task)]
-        return out
 
     async def profile(self) -> str:
         """The profile resource: the user's current memories, fenced like a tool answer."""
@@ -287,6 +276,24 @@ class MemoryTools:
                 annotations=hints,
                 structured_output=False,
             )
+
+
+def _dream_answer(service: MemoryService, task: DreamTask) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "task_id": task.id,
+        "status": task.status,
+        "counts": dict(task.action_counts),
+    }
+    if task.error:
+        out["error"] = task.error
+    if task.finished:
+        actions = every_item(
+            lambda token: service.dream_actions(
+                task.id, limit=limits.MAX_PAGE_LIMIT, next_token=token
+            )
+        )
+        out["actions"] = [_action(a) for a in actions]
+    return out
 
 
 def _action(action: Any) -> dict[str, Any]:
