@@ -29,8 +29,9 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
 
 Session-aware ranking and context around a hit are measured on the chosen fusion's order:
 ``session``: a turn's score plus lambda times the best other candidate turn of its session
-(lambda chosen by the same protocol, 0 being the simplest), and ``session_first``: sessions
-ranked by their best turn, their turns then in order; ``neighbours``: how often an evidence
+(lambda chosen by the same protocol, 0 being the simplest), ``session_first``: sessions
+ranked by their best turn, each one's turns together, ``one_per_session_first``: each
+session's best turn first, then the other turns (each also reported fixed); ``neighbours``: how often an evidence
 turn missed by the first five hits is the indexed turn just before or after one of them, and
 the first five hits with those neighbours against the same number of plain hits.
 
@@ -232,31 +233,32 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
     return fused, np.union1d(_vector_pool(q), lex)
 
 
-def rank(
-    q: Question, setting: tuple[Any, ...], lam: float = 0.0, first: bool = False
-) -> np.ndarray:
+def rank(q: Question, setting: tuple[Any, ...], lam: float = 0.0, how: str = "") -> np.ndarray:
     """Row positions of the first DEPTH hits. ``lam``: each turn gains ``lam`` times the best
-    other candidate turn of its session; ``first``: sessions by their best turn, then turns."""
+    other candidate turn of its session. ``how``: ``first``, sessions by their best turn and
+    each session's turns together; ``diverse``, each session's best turn first (in fused
+    order), then the other turns."""
     scores, rows = fused_scores(q, setting)
-    if lam or first:
+    if lam:
         best: dict[str, list[float]] = defaultdict(list)
         for r in rows.tolist():
             best[q.sessions[r]].append(float(scores[r]))
         tops = {s: [*sorted(v, reverse=True)[:2], 0.0] for s, v in best.items()}
-        if first:
-            lead = {
-                s: (v[0], max(q.seqs[r] for r in rows if q.sessions[r] == s))
-                for s, v in tops.items()
-            }
-            session_best = np.array([lead[q.sessions[r]][0] for r in rows.tolist()])
-            session_seq = np.array([lead[q.sessions[r]][1] for r in rows.tolist()])
-            keys = (-q.seqs[rows], -scores[rows], -session_seq, -session_best)
-            return rows[np.lexsort(keys)][:DEPTH]
         scores = scores.copy()
         for r in rows.tolist():
             one, two = tops[q.sessions[r]][:2]
             scores[r] += lam * (two if scores[r] >= one else one)
-    return _order(q, scores, rows)[:DEPTH]
+    order = _order(q, scores, rows)
+    if how:
+        lead: dict[str, int] = {}
+        for place, r in enumerate(order.tolist()):
+            lead.setdefault(q.sessions[r], place)
+        if how == "first":  # a session's turns follow its best one
+            key = [(lead[q.sessions[r]], place) for place, r in enumerate(order.tolist())]
+        else:  # every session's best turn, then the rest
+            key = [(place != lead[q.sessions[r]], place) for place, r in enumerate(order.tolist())]
+        order = order[sorted(range(len(order)), key=key.__getitem__)]
+    return order[:DEPTH]
 
 
 def metrics(q: Question, order: np.ndarray) -> dict[str, float]:
@@ -374,8 +376,22 @@ def cross_validate(
         family, setting = choose(table, train, groups)
         for i in test:
             held[i] = table[setting][i]
+        fold_means = {
+            name: round(_objective([table[ref][i] for i in test]), 4)
+            for name, ref in (
+                ("chosen", setting),
+                ("rrf_k60", ("rrf", RRF_K)),
+                ("shipped", DEFAULT),
+            )
+        }
         choices.append(
-            {"fold": f, "test_questions": len(test), "family": family, "setting": list(setting)}
+            {
+                "fold": f,
+                "test_questions": len(test),
+                "family": family,
+                "setting": list(setting),
+                "held_out_objective": fold_means,
+            }
         )
     return {"fold": fold, "held": held, "choices": choices}
 
@@ -385,9 +401,12 @@ def _session_cv(
 ) -> dict[str, Any]:
     """On each fold's chosen fusion: lambda (0 simplest) and session-first chosen on the
     training folds like the fusion, held-out rows of what was chosen."""
-    variants: list[tuple[str, float, bool]] = [("lambda", lam, False) for lam in LAMBDAS]
-    variants.append(("session_first", 0.0, True))
+    variants: list[tuple[str, float, str]] = [("lambda", lam, "") for lam in LAMBDAS]
+    variants += [("session_first", 0.0, "first"), ("one_per_session_first", 0.0, "diverse")]
     held: list[dict[str, float]] = [{}] * len(questions)
+    each: dict[tuple[str, float, str], list[dict[str, float]]] = {
+        v: [{}] * len(questions) for v in variants
+    }
     picks = []
     for f in range(k):
         setting = chosen[f]
@@ -407,8 +426,21 @@ def _session_cv(
         pick = best if value[best] > base + tolerance else variants[0]
         for i in test:
             held[i] = rows[pick][i]
+            for v in variants:
+                each[v][i] = rows[v][i]
         picks.append({"fold": f, "variant": pick[0], "lambda": pick[1]})
-    return {"held": held, "choices": picks}
+    # Each variant fixed, on the fold's chosen fusion (held out for that choice), against
+    # the fusion alone: how far each one is from winning, not only which one was chosen.
+    fixed = {
+        f"{name} {lam}": {
+            "session_recall_any@5": _summary(each[v])["session_recall_any@5"]["mean"],
+            "turn_recall_any@5": _summary(each[v])["turn_recall_any@5"]["mean"],
+            "vs_fusion": _paired(each[v], each[variants[0]]),
+        }
+        for v in variants[1:]
+        for name, lam, _ in [v]
+    }
+    return {"held": held, "choices": picks, "fixed_variants": fixed}
 
 
 def _neighbours(questions: Sequence[Question], chosen_of: list[tuple[Any, ...]]) -> dict[str, Any]:
@@ -529,6 +561,7 @@ def run(directory: Path, k: int, seed: int, seeds: int, limit: int) -> dict[str,
         "paired_cv_session_vs_cv_fusion": _paired(session["held"], held),
         "choices": main["choices"],
         "session_choices": session["choices"],
+        "session_variants_fixed": session["fixed_variants"],
         "neighbours": _neighbours(questions, chosen_of),
         "other_fold_assignments": repeats,
     }
