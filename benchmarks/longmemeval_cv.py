@@ -47,7 +47,7 @@ import random
 import sqlite3
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from itertools import product
 from pathlib import Path
@@ -203,7 +203,7 @@ def _vector_pool(q: Question) -> np.ndarray:
     return _order(q, q.cosines, np.arange(len(q.seqs)))[: ranking.POOL]
 
 
-def _positions(q: Question, seqs: Sequence[int]) -> np.ndarray:
+def _positions(q: Question, seqs: Iterable[int]) -> np.ndarray:
     return np.searchsorted(q.seqs, np.asarray(list(seqs), dtype=np.int64))
 
 
@@ -310,7 +310,8 @@ def _objective(rows: Sequence[dict[str, float]]) -> float:
 def _distance(setting: tuple[Any, ...]) -> float:
     if setting[0] != "convex":
         return 0.0
-    return abs(setting[1] - DEFAULT[1]) + abs(setting[2] - DEFAULT[2]) + (setting[3] != DEFAULT[3])
+    weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])
+    return abs(weight - DEFAULT[1]) + abs(b - DEFAULT[2]) + float(cap != DEFAULT[3])
 
 
 def choose(
