@@ -535,6 +535,8 @@ def run(directory: Path, k: int, seed: int, seeds: int, limit: int) -> dict[str,
         by_kind[q.kind].append(i)
     return {
         "questions": len(questions),
+        "roles": index["roles"],
+        "embedder": index["model"],
         "protocol": {
             "folds": k,
             "seed": seed,
