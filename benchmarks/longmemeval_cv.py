@@ -273,18 +273,20 @@ def metrics(q: Question, order: np.ndarray) -> dict[str, float]:
 # -- the protocol ---------------------------------------------------------------------------
 
 
-def fold_of(kinds: Sequence[str], k: int, seed: int) -> list[int]:
-    """Each question's fold: types shuffled with ``seed``, dealt round-robin type by type."""
+def fold_of(questions: Sequence[tuple[str, str]], k: int, seed: int) -> list[int]:
+    """Each question's fold, from (question id, type) pairs: each type's ids sorted, shuffled
+    with ``seed`` and dealt round-robin, type after type. It depends on the questions alone,
+    not on the order they were kept in."""
     rng = random.Random(seed)
-    by_kind: dict[str, list[int]] = defaultdict(list)
-    for i, kind in enumerate(kinds):
-        by_kind[kind].append(i)
-    fold = [0] * len(kinds)
+    by_kind: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for i, (qid, kind) in enumerate(questions):
+        by_kind[kind].append((qid, i))
+    fold = [0] * len(questions)
     dealt = 0
     for kind in sorted(by_kind):
-        members = by_kind[kind][:]
+        members = sorted(by_kind[kind])
         rng.shuffle(members)
-        for i in members:
+        for _, i in members:
             fold[i] = dealt % k
             dealt += 1
     return fold
@@ -367,7 +369,7 @@ def cross_validate(
     table: dict[tuple[Any, ...], list[dict[str, float]]],
 ) -> dict[str, Any]:
     """Held-out rows of the fusion chosen fold by fold, the choices, and per-fold means."""
-    fold = fold_of([q.kind for q in questions], k, seed)
+    fold = fold_of([(q.qid, q.kind) for q in questions], k, seed)
     groups = families()
     held: list[dict[str, float]] = [{}] * len(questions)
     choices = []
