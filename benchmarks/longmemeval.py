@@ -27,6 +27,10 @@ and lower, and the sign test's p), overall and for each per-type cell below a si
 gap of one question reads as one; ``hybrid_recall_95`` gives each hybrid recall a 95% Wilson
 interval, the range in which the same search may score on other questions.
 
+Settings are chosen by cross-validation, not on this split as a whole: the protocol (folds by
+question, stratified by type, fixed seed; held-out figures only) is
+:mod:`benchmarks.longmemeval_cv`, run on stores kept by :mod:`benchmarks.longmemeval_replay`.
+
     uv run python -m benchmarks.longmemeval --data ../shared/data/longmemeval_s_dev120.json.gz \
         [--limit 20] [--cache /tmp/lme-cache] [--roles user,all] [--ingest-probe]
 """
@@ -126,6 +130,13 @@ def score(
     turns are scored against the same evidence (``evidence_any@k``)."""
     hit_sessions = [h.memory.metadata.get("session_id", "") for h in hits]
     hit_turns = [h.memory.metadata.get("turn", "") for h in hits]
+    return score_keys(hit_sessions, hit_turns, sessions, turns)
+
+
+def score_keys(
+    hit_sessions: Sequence[str], hit_turns: Sequence[str], sessions: set[str], turns: set[str]
+) -> dict[str, float]:
+    """:func:`score` of a ranking given as its hits' sessions and turns, best first."""
     out: dict[str, float] = {}
     for k in KS:
         if answers:

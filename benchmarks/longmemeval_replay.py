@@ -51,15 +51,37 @@ class ReplayEmbedder:
             raise LookupError(f"no captured vector for {str(e)[:60]}") from None
 
 
-def capture(data: str, roles: str, cache: str, out: Path, limit: int) -> dict[str, Any]:
+def stratified_order(items: Sequence[dict[str, Any]]) -> list[int]:
+    """Question indices such that every prefix holds each question type in about its share
+    of the split: a capture stopped half-way is still a sample of every type."""
+    seen: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["question_type"]] = counts.get(item["question_type"], 0) + 1
+    keyed = []
+    for i, item in enumerate(items):
+        kind = item["question_type"]
+        keyed.append(((seen.get(kind, 0) + 0.5) / counts[kind], i))
+        seen[kind] = seen.get(kind, 0) + 1
+    return [i for _, i in sorted(keyed)]
+
+
+def capture(
+    data: str, roles: str, cache: str, out: Path, limit: int, fill: bool = False
+) -> dict[str, Any]:
+    """Keep each question's store; the index is rewritten after every question, so a capture
+    cut short (``fill`` embeds what the cache lacks, which is slow) leaves usable stores."""
     from benchmarks._embed_cache import CachingEmbedder
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
 
-    embedder = CachingEmbedder(OnnxEmbedder(), cache, read_only=True)
-    items = load(data)[: limit or None]
+    embedder = CachingEmbedder(OnnxEmbedder(), cache, read_only=not fill)
+    every = load(data)
+    order = stratified_order(every)[: limit or None]
     out.mkdir(parents=True, exist_ok=True)
     kept = []
-    for i, item in enumerate(items):
+    index = {"model": embedder.name, "dimension": embedder.dimension, "roles": roles}
+    for i in order:
+        item = every[i]
         path = out / f"q{i}.db"
         path.unlink(missing_ok=True)
         store, mem = open_question(path, embedder, i)
@@ -73,6 +95,7 @@ def capture(data: str, roles: str, cache: str, out: Path, limit: int) -> dict[st
         keep = ("question_id", "question_type", "question", "answer_session_ids")
         kept.append(
             {
+                "index": i,
                 "item": {k: item[k] for k in keep},
                 "evidence": sorted(turns),
                 "turns": count,
@@ -80,8 +103,9 @@ def capture(data: str, roles: str, cache: str, out: Path, limit: int) -> dict[st
                 "qvec": qvec,
             }
         )
-    index = {"model": embedder.name, "dimension": embedder.dimension, "roles": roles}
-    (out / INDEX).write_text(json.dumps({**index, "questions": kept}), encoding="utf-8")
+        partial = out / f"{INDEX}.part"
+        partial.write_text(json.dumps({**index, "questions": kept}), encoding="utf-8")
+        partial.replace(out / INDEX)
     return {**index, "questions": len(kept), "out": str(out)}
 
 
@@ -92,6 +116,7 @@ def score(directory: Path) -> dict[str, Any]:
     embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
     rows = []
     for i, q in enumerate(questions):
+        i = q.get("index", i)
         store, mem = open_question(directory / f"q{i}.db", embedder, i)
         try:
             found = search_question(mem, store, q["item"], set(q["evidence"]))
@@ -108,14 +133,17 @@ def main() -> int:
     cap.add_argument("--data", default=os.environ.get("LONGMEMEVAL_DATA", str(DEFAULT_DATA)))
     cap.add_argument("--roles", choices=("user", "all"), default="user")
     cap.add_argument("--cache", required=True, help="vector cache to read (never written)")
+    cap.add_argument("--fill", action="store_true", help="embed and add what the cache lacks")
     cap.add_argument("--out", required=True, type=Path)
-    cap.add_argument("--limit", type=int, default=0, help="first N questions (0: all)")
+    cap.add_argument(
+        "--limit", type=int, default=0, help="first N questions, stratified by type (0: all)"
+    )
     sc = sub.add_parser("score")
     sc.add_argument("directory", type=Path)
     args = parser.parse_args()
     try:
         if args.command == "capture":
-            result = capture(args.data, args.roles, args.cache, args.out, args.limit)
+            result = capture(args.data, args.roles, args.cache, args.out, args.limit, args.fill)
         else:
             result = score(args.directory)
     except (LookupError, FileNotFoundError, InvalidInput) as e:

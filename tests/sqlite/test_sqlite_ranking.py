@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
 
 import pytest
 
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore.values import Message
-from memcore_sqlite import SqliteMemoryStore, TextItem, passages
+from memcore_sqlite import SqliteMemoryStore, TextItem, analysis, passages, ranking
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
@@ -165,3 +168,21 @@ def test_a_file_at_version_4_gets_the_word_counts(db_path) -> None:  # type: ign
     add(store, "and a second memory")
     assert len(store.search(STORE, ALICE.tenant_pattern(), "memory words")) == 2
     store.close()
+
+
+def test_a_length_discount_passed_in_replaces_the_default(
+    lexical_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    """Benchmarks score other settings of the discount on one store through the same code."""
+    short = add(lexical_store, "a museum visit")
+    long = add(lexical_store, "museum " + " ".join(f"filler{i}" for i in range(400)))
+    conn = sqlite3.connect(db_path)
+    seq = {row[1]: row[0] for row in conn.execute("SELECT seq, id FROM memories")}
+    query = analysis.LexicalQuery(("museum",))
+    shipped = ranking.lexical(conn, query, 10, 20)
+    assert shipped[seq[long]].score < shipped[seq[short]].score
+    none = ranking.lexical(conn, query, 10, 20, discount=partial(ranking.length_discount, b=0.0))
+    assert none[seq[long]].score == none[seq[short]].score
+    same = ranking.lexical(conn, query, 10, 20, discount=ranking.length_discount)
+    conn.close()
+    assert same == shipped

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -76,6 +76,7 @@ def lexical(
     tenant: Tenant | None = None,
     lookup: Lookup | None = None,
     postings: TermRows | None = None,
+    discount: Callable[[int | None], float] | None = None,
 ) -> dict[int, LexicalHit]:
     """Rank rows by the query terms they hold, at a cost bounded whatever the words.
 
@@ -83,7 +84,8 @@ def lexical(
     any: lengths are then read from that tenant's index entries. ``postings``, the query's
     terms' rows from the tenant's postings in memory, replaces the FTS5 statements with the
     same matching on arrays (:mod:`~memcore_sqlite.postings_matches`). Scores depend on
-    neither.
+    neither. ``discount`` replaces :func:`length_discount` (benchmarks score other settings
+    of it on one store).
 
     1. Count each term's rows in the scope (capped). Terms with no row drop out.
     2. All remaining terms together (AND): postings are intersected, newest rows first.
@@ -140,7 +142,8 @@ def lexical(
     telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
     best, held_by = _best_shares(by_share, LENGTH_LOOKUPS * want)
-    scores = _discounted(lookup or partial(lengths.read, conn, tenant=tenant), best, want)
+    read = lookup or partial(lengths.read, conn, tenant=tenant)
+    scores = _discounted(read, best, want, discount or length_discount)
     if len(best) > want:  # as many lengths as were needed to know the want best
         ranked = [(seq, score) for score, seq in _by_score(scores)[:want]]
     else:
@@ -170,7 +173,12 @@ def _best_shares(
     return out, held_by
 
 
-def _discounted(lookup: Lookup, best: list[tuple[int, float]], want: int) -> dict[int, float]:
+def _discounted(
+    lookup: Lookup,
+    best: list[tuple[int, float]],
+    want: int,
+    discount: Callable[[int | None], float],
+) -> dict[int, float]:
     """Each looked-up row's share times its length discount, in ``best``'s order.
 
     Lengths are read in slices, best first, and reading stops once the next row, even
@@ -184,7 +192,7 @@ def _discounted(lookup: Lookup, best: list[tuple[int, float]], want: int) -> dic
         start += len(part)
         words = lookup([seq for seq, _ in part])
         for seq, share in part:
-            scores[seq] = share * length_discount(words.get(seq))
+            scores[seq] = share * discount(words.get(seq))
         if start < len(best) and len(scores) >= want:
             edge = _by_score(scores)[want - 1]
             nxt_seq, nxt_share = best[start]
@@ -198,14 +206,13 @@ def _by_score(scores: Mapping[int, float]) -> list[tuple[float, int]]:
     return sorted(zip(scores.values(), scores.keys()), reverse=True)
 
 
-def length_discount(words: int | None) -> float:
+def length_discount(words: int | None, k1: float = 1.2, b: float = 0.75) -> float:
     """BM25's length normalisation for a term held once (k1 = 1.2, b = 0.75), against a
     reference of :data:`REFERENCE_WORDS`, and never above 1: a memory up to that length keeps
     its share of the query terms, a longer one holds them more thinly and scores less (a
     600-word answer mentioning "museum" once says less about museums than a one-line note)."""
     if words is None or words <= REFERENCE_WORDS:
         return 1.0
-    k1, b = 1.2, 0.75
     return (k1 + 1) / (1 + k1 * (1 - b + b * words / REFERENCE_WORDS))
 
 

@@ -1,0 +1,593 @@
+"""LongMemEval recall with every tuned choice made by k-fold cross-validation.
+
+The fusion's settings were once chosen on the whole development split, and its figures there
+were in-sample. Here the split's questions are folded (by question, stratified by type, fixed
+seed); for each fold the settings are chosen on the other folds only and scored on it, and
+only those held-out figures are reported: each with its 95% Wilson interval, and question by
+question against each signal alone, against a plain reciprocal-rank fusion (RRF, k = 60, of
+FTS5's own ``bm25()`` ranking and the vector ranking) and against the shipped default, with
+the exact sign test. The shipped default (vector weight 0.3, BM25 length discount b = 0.75,
+eight query terms) was chosen on this split, so its figures here are in-sample, shown only as
+the reference the cross-validated choice is compared with, never as a result.
+
+Cheap by construction: stores kept by :mod:`benchmarks.longmemeval_replay` (``capture``) are
+read once per question (each row's session, turn and vector, the lexical pool of every
+length-discount setting through :func:`memcore_sqlite.ranking.lexical` itself, FTS5's bm25
+order) and every setting is then ranked in numpy without touching the store again. The
+default setting's order is checked against the store's own search (``agreement``): the
+replayed ranking is the product's, not a model of it.
+
+Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignments):
+
+* objective on the training folds: mean session recall_any@5 + turn recall_any@5 +
+  turn NDCG@10;
+* candidates, simplest first: RRF (k = 60, nothing tuned); the convex fusion with its vector
+  weight tuned (0 to 1 by 0.05; b = 0.75, 8 terms); the weight and b (0, 0.25, 0.5, 0.75, 1);
+  the weight, b and the term cap (8 or none);
+* choice: the simplest family whose best setting is within one training question (1 / n) of
+  the best of all; in it, the best setting (ties: nearest the shipped default).
+
+Session-aware ranking and context around a hit are measured on the chosen fusion's order:
+``session``: a turn's score plus lambda times the best other candidate turn of its session
+(lambda chosen by the same protocol, 0 being the simplest), ``session_first``: sessions
+ranked by their best turn, each one's turns together, ``one_per_session_first``: each
+session's best turn first, then the other turns (each also reported fixed); ``neighbours``: how often an evidence
+turn missed by the first five hits is the indexed turn just before or after one of them, and
+the first five hits with those neighbours against the same number of plain hits.
+
+    uv run python -m benchmarks longmemeval_replay capture --roles user --cache DIR --out R
+    uv run python -m benchmarks longmemeval_cv R [--folds 5] [--seed 32] [--seeds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from functools import partial
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from benchmarks._stats import sign_test_p, wilson_interval
+from benchmarks.longmemeval import STORE, open_question, score_keys
+from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
+from memcore_sqlite import analysis, ranking, tags
+
+WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
+DISCOUNTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+TERM_CAPS = (8, 0)  # 0: no cap
+RRF_K = 60
+LAMBDAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
+DEFAULT = ("convex", 0.3, 0.75, 8)
+OBJECTIVE = ("session_recall_any@5", "turn_recall_any@5", "turn_ndcg@10")
+#: Hits kept per ranking: the neighbours' budget reaches 15.
+DEPTH = 20
+
+
+@attrs.frozen
+class Question:
+    """One question's store, read once: everything any setting needs to rank it."""
+
+    qid: str
+    kind: str
+    seqs: np.ndarray
+    sessions: list[str]
+    turns: list[str]
+    cosines: np.ndarray
+    #: (b, term cap) -> {seq: lexical score}: the lexical pool of that setting.
+    lexical: dict[tuple[float, int], dict[int, float]]
+    bm25: list[int]
+    evidence_sessions: set[str]
+    evidence_turns: set[str]
+    #: The store's own hybrid, lexical and vector top 10 (turn keys), for ``agreement``.
+    store_top: dict[str, list[str]]
+    #: Each turn key's neighbours among the indexed turns of its session.
+    neighbours: dict[str, list[str]]
+
+
+def _terms(question: str, cap: int) -> tuple[str, ...]:
+    if cap == analysis.MAX_QUERY_TERMS:
+        return analysis.query_terms(question)
+    seen = list(dict.fromkeys(analysis.tokens(question)))
+    return tuple(t for t in seen if t not in analysis.STOP_WORDS) or tuple(seen)
+
+
+def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) -> Question:
+    index = q["index"]
+    path = directory / f"q{index}.db"
+    item = q["item"]
+    store, mem = open_question(path, embedder, index)
+    try:
+        pattern = mem.service.search_pattern
+        store_top = {"hybrid": mem.search(item["question"], top_k=10)}
+        for mode in ("lexical", "vector"):
+            store_top[mode] = store.search(STORE, pattern, item["question"], top_k=10, mode=mode)
+        top = {m: [h.memory.metadata["turn"] for h in hits] for m, hits in store_top.items()}
+    finally:
+        store.close()
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        sid = conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0]
+        rows = conn.execute(
+            "SELECT m.seq, m.metadata, v.vector FROM memories m JOIN memory_vectors v"
+            " ON v.seq = m.seq WHERE m.store_id = ? ORDER BY m.seq",
+            (sid,),
+        ).fetchall()
+        seqs = np.array([r[0] for r in rows], dtype=np.int64)
+        meta = [json.loads(r[1]) for r in rows]
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        qvec = np.asarray(q["qvec"], dtype=np.float32)
+        cosines = (matrix @ qvec).astype(np.float64)
+        restrict = tags.filter_expression(sid, pattern, {})
+        prefix = tags.pattern_prefix(sid, pattern)
+        exact_tenant = pattern.agent_id == "*" and prefix is not None
+        tenant = None if prefix is None else (sid, pattern.app_id, pattern.tenant_id)
+        lexical: dict[tuple[float, int], dict[int, float]] = {}
+        for b, cap in product(DISCOUNTS, TERM_CAPS):
+            lexq = analysis.LexicalQuery(
+                _terms(item["question"], cap),
+                None if exact_tenant else restrict,
+                prefix,
+                restrict,
+            )
+            found = ranking.lexical(
+                conn,
+                lexq,
+                ranking.POOL,
+                ranking.ENOUGH,
+                tenant,
+                discount=partial(ranking.length_discount, b=b),
+            )
+            lexical[(b, cap)] = {seq: hit.score for seq, hit in found.items()}
+        bm25 = _bm25(conn, item["question"], prefix, restrict if not exact_tenant else None)
+    finally:
+        conn.close()
+    sessions = [m.get("session_id", "") for m in meta]
+    turns = [m.get("turn", "") for m in meta]
+    by_session: dict[str, list[str]] = defaultdict(list)
+    for s, t in zip(sessions, turns):
+        by_session[s].append(t)
+    neighbours: dict[str, list[str]] = {}
+    for keys in by_session.values():
+        keys.sort(key=lambda k: int(k.split(":")[1]))
+        for i, key in enumerate(keys):
+            neighbours[key] = keys[max(0, i - 1) : i] + keys[i + 1 : i + 2]
+    return Question(
+        item["question_id"],
+        item["question_type"],
+        seqs,
+        sessions,
+        turns,
+        cosines,
+        lexical,
+        bm25,
+        {str(s) for s in item["answer_session_ids"]},
+        set(q["evidence"]),
+        top,
+        neighbours,
+    )
+
+
+def _bm25(
+    conn: sqlite3.Connection, question: str, prefix: str | None, tag: str | None
+) -> list[int]:
+    """FTS5's own bm25 order of the rows holding any query term (best POOL): the lexical half
+    of the RRF baseline, with nothing of our lexical scoring in it."""
+    terms = analysis.query_terms(question)
+    if not terms:
+        return []
+    column = "tbody" if prefix else "body"
+    body = " OR ".join(f'"{prefix or ""}{t}"' for t in terms)
+    match = f"{column} : ({body})" + (f" AND tags : ({tag})" if tag else "")
+    sql = "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts), rowid DESC LIMIT ?"
+    return [int(r[0]) for r in conn.execute(sql, (match, ranking.POOL))]
+
+
+# -- rankings: each returns row positions (into Question.seqs), best first ------------------
+
+
+def _order(q: Question, scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``rows`` by score, then newest first (as the store breaks ties)."""
+    return rows[np.lexsort((-q.seqs[rows], -scores[rows]))]
+
+
+def _vector_pool(q: Question) -> np.ndarray:
+    return _order(q, q.cosines, np.arange(len(q.seqs)))[: ranking.POOL]
+
+
+def _positions(q: Question, seqs: Iterable[int]) -> np.ndarray:
+    return np.searchsorted(q.seqs, np.asarray(list(seqs), dtype=np.int64))
+
+
+def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(score of every row, candidate rows) of a fusion setting."""
+    kind = setting[0]
+    scores = np.zeros(len(q.seqs))
+    if kind == "vector":
+        return np.clip(q.cosines, 0.0, 1.0), _vector_pool(q)
+    if kind == "rrf":
+        k = setting[1]
+        vec = _vector_pool(q)
+        lex = _positions(q, q.bm25)
+        scores[vec] += 1.0 / (k + 1 + np.arange(len(vec)))
+        scores[lex] += 1.0 / (k + 1 + np.arange(len(lex)))
+        return scores, np.union1d(vec, lex)
+    _, weight, b, cap = setting
+    pool = q.lexical[(b, cap)]
+    lex = _positions(q, pool.keys())
+    scores[lex] = list(pool.values())
+    if kind == "lexical":
+        return scores, lex
+    if not pool:  # no query term in the store: the vector order (ranking.fuse)
+        return np.clip(q.cosines, 0.0, 1.0), _vector_pool(q)
+    vector = np.clip(q.cosines, 0.0, 1.0)
+    fused = np.clip(weight * vector + (1 - weight) * scores, 0.0, 1.0)
+    return fused, np.union1d(_vector_pool(q), lex)
+
+
+def rank(q: Question, setting: tuple[Any, ...], lam: float = 0.0, how: str = "") -> np.ndarray:
+    """Row positions of the first DEPTH hits. ``lam``: each turn gains ``lam`` times the best
+    other candidate turn of its session. ``how``: ``first``, sessions by their best turn and
+    each session's turns together; ``diverse``, each session's best turn first (in fused
+    order), then the other turns."""
+    scores, rows = fused_scores(q, setting)
+    if lam:
+        best: dict[str, list[float]] = defaultdict(list)
+        for r in rows.tolist():
+            best[q.sessions[r]].append(float(scores[r]))
+        tops = {s: [*sorted(v, reverse=True)[:2], 0.0] for s, v in best.items()}
+        scores = scores.copy()
+        for r in rows.tolist():
+            one, two = tops[q.sessions[r]][:2]
+            scores[r] += lam * (two if scores[r] >= one else one)
+    order = _order(q, scores, rows)
+    if how:
+        lead: dict[str, int] = {}
+        for place, r in enumerate(order.tolist()):
+            lead.setdefault(q.sessions[r], place)
+        if how == "first":  # a session's turns follow its best one
+            key = [(lead[q.sessions[r]], place) for place, r in enumerate(order.tolist())]
+        else:  # every session's best turn, then the rest
+            key = [(place != lead[q.sessions[r]], place) for place, r in enumerate(order.tolist())]
+        order = order[sorted(range(len(order)), key=key.__getitem__)]
+    return order[:DEPTH]
+
+
+def metrics(q: Question, order: np.ndarray) -> dict[str, float]:
+    return score_keys(
+        [q.sessions[r] for r in order],
+        [q.turns[r] for r in order],
+        q.evidence_sessions,
+        q.evidence_turns,
+    )
+
+
+# -- the protocol ---------------------------------------------------------------------------
+
+
+def fold_of(questions: Sequence[tuple[str, str]], k: int, seed: int) -> list[int]:
+    """Each question's fold, from (question id, type) pairs: each type's ids sorted, shuffled
+    with ``seed`` and dealt round-robin, type after type. It depends on the questions alone,
+    not on the order they were kept in."""
+    rng = random.Random(seed)
+    by_kind: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for i, (qid, kind) in enumerate(questions):
+        by_kind[kind].append((qid, i))
+    fold = [0] * len(questions)
+    dealt = 0
+    for kind in sorted(by_kind):
+        members = sorted(by_kind[kind])
+        rng.shuffle(members)
+        for _, i in members:
+            fold[i] = dealt % k
+            dealt += 1
+    return fold
+
+
+def families() -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """Candidate settings, simplest family first."""
+    return [
+        ("rrf_k60", [("rrf", RRF_K)]),
+        ("weight", [("convex", w, 0.75, 8) for w in WEIGHTS]),
+        ("weight_b", [("convex", w, b, 8) for w in WEIGHTS for b in DISCOUNTS]),
+        (
+            "weight_b_terms",
+            [("convex", w, b, c) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
+        ),
+    ]
+
+
+def _objective(rows: Sequence[dict[str, float]]) -> float:
+    return sum(r.get(m, 0.0) for r in rows for m in OBJECTIVE) / max(1, len(rows))
+
+
+def _distance(setting: tuple[Any, ...]) -> float:
+    if setting[0] != "convex":
+        return 0.0
+    weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])
+    return abs(weight - DEFAULT[1]) + abs(b - DEFAULT[2]) + float(cap != DEFAULT[3])
+
+
+def choose(
+    table: dict[tuple[Any, ...], list[dict[str, float]]],
+    train: Sequence[int],
+    groups: list[tuple[str, list[tuple[Any, ...]]]],
+) -> tuple[str, tuple[Any, ...]]:
+    """The simplest family within one training question of the best; its best setting."""
+    value = {
+        s: _objective([table[s][i] for i in train]) for _, settings in groups for s in settings
+    }
+    best = max(value.values())
+    tolerance = 1.0 / len(train) + 1e-9
+    for name, settings in groups:
+        top = max(value[s] for s in settings)
+        if top >= best - tolerance:
+            pick = min(settings, key=lambda s: (-round(value[s], 9), _distance(s)))
+            return name, pick
+    raise AssertionError("no family")
+
+
+def _summary(rows: Sequence[dict[str, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for metric in sorted({m for r in rows for m in r}):
+        values = [r[metric] for r in rows if metric in r]
+        mean = sum(values) / len(values)
+        entry: dict[str, Any] = {"mean": round(mean, 4)}
+        if "recall" in metric:
+            low, high = wilson_interval(round(sum(values)), len(values))
+            entry["wilson95"] = [round(low, 4), round(high, 4)]
+        out[metric] = entry
+    return out
+
+
+def _paired(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> dict[str, Any]:
+    out = {}
+    for metric in ("session_recall_any@5", "turn_recall_any@5", "session_ndcg@10", "turn_ndcg@10"):
+        diffs = [x.get(metric, 0.0) - y.get(metric, 0.0) for x, y in zip(a, b) if metric in x]
+        better = sum(d > 1e-12 for d in diffs)
+        worse = sum(d < -1e-12 for d in diffs)
+        out[metric] = {
+            "better": better,
+            "worse": worse,
+            "sign_test_p": round(sign_test_p(better, worse), 4),
+        }
+    return out
+
+
+def cross_validate(
+    questions: Sequence[Question],
+    k: int,
+    seed: int,
+    table: dict[tuple[Any, ...], list[dict[str, float]]],
+) -> dict[str, Any]:
+    """Held-out rows of the fusion chosen fold by fold, the choices, and per-fold means."""
+    fold = fold_of([(q.qid, q.kind) for q in questions], k, seed)
+    groups = families()
+    held: list[dict[str, float]] = [{}] * len(questions)
+    choices = []
+    for f in range(k):
+        train = [i for i in range(len(questions)) if fold[i] != f]
+        test = [i for i in range(len(questions)) if fold[i] == f]
+        family, setting = choose(table, train, groups)
+        for i in test:
+            held[i] = table[setting][i]
+        fold_means = {
+            name: round(_objective([table[ref][i] for i in test]), 4)
+            for name, ref in (
+                ("chosen", setting),
+                ("rrf_k60", ("rrf", RRF_K)),
+                ("shipped", DEFAULT),
+            )
+        }
+        choices.append(
+            {
+                "fold": f,
+                "test_questions": len(test),
+                "family": family,
+                "setting": list(setting),
+                "held_out_objective": fold_means,
+            }
+        )
+    return {"fold": fold, "held": held, "choices": choices}
+
+
+def _session_cv(
+    questions: Sequence[Question], fold: list[int], chosen: list[tuple[Any, ...]], k: int
+) -> dict[str, Any]:
+    """On each fold's chosen fusion: lambda (0 simplest) and session-first chosen on the
+    training folds like the fusion, held-out rows of what was chosen."""
+    variants: list[tuple[str, float, str]] = [("lambda", lam, "") for lam in LAMBDAS]
+    variants += [("session_first", 0.0, "first"), ("one_per_session_first", 0.0, "diverse")]
+    held: list[dict[str, float]] = [{}] * len(questions)
+    each: dict[tuple[str, float, str], list[dict[str, float]]] = {
+        v: [{}] * len(questions) for v in variants
+    }
+    picks = []
+    for f in range(k):
+        setting = chosen[f]
+        train = [i for i in range(len(questions)) if fold[i] != f]
+        test = [i for i in range(len(questions)) if fold[i] == f]
+        rows = {
+            v: {
+                i: metrics(questions[i], rank(questions[i], setting, v[1], v[2]))
+                for i in train + test
+            }
+            for v in variants
+        }
+        value = {v: _objective([rows[v][i] for i in train]) for v in variants}
+        base = value[variants[0]]
+        tolerance = 1.0 / len(train) + 1e-9
+        best = max(value, key=lambda v: (round(value[v], 9), -v[1]))
+        pick = best if value[best] > base + tolerance else variants[0]
+        for i in test:
+            held[i] = rows[pick][i]
+            for v in variants:
+                each[v][i] = rows[v][i]
+        picks.append({"fold": f, "variant": pick[0], "lambda": pick[1]})
+    # Each variant fixed, on the fold's chosen fusion (held out for that choice), against
+    # the fusion alone: how far each one is from winning, not only which one was chosen.
+    fixed = {
+        f"{name} {lam}": {
+            "session_recall_any@5": _summary(each[v])["session_recall_any@5"]["mean"],
+            "turn_recall_any@5": _summary(each[v])["turn_recall_any@5"]["mean"],
+            "vs_fusion": _paired(each[v], each[variants[0]]),
+        }
+        for v in variants[1:]
+        for name, lam, _ in [v]
+    }
+    return {"held": held, "choices": picks, "fixed_variants": fixed}
+
+
+def _neighbours(questions: Sequence[Question], chosen_of: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """Evidence one turn away from a top-5 hit, and top 5 with neighbours against plain hits
+    at the same budget (per question, the number of distinct turns the neighbours give)."""
+    within = beside = 0
+    with_n: list[dict[str, float]] = []
+    plain: list[dict[str, float]] = []
+    budgets = []
+    for q, setting in zip(questions, chosen_of):
+        if not q.evidence_turns:
+            continue
+        order = rank(q, setting)
+        top = [q.turns[r] for r in order[:5]]
+        expanded = list(dict.fromkeys(t for key in top for t in [key, *q.neighbours.get(key, [])]))
+        budget = len(expanded)
+        budgets.append(budget)
+        deep = [q.turns[r] for r in order[:budget]]
+        hit5 = bool(set(top) & q.evidence_turns)
+        within += hit5
+        beside += (not hit5) and bool(set(expanded) & q.evidence_turns)
+        with_n.append({"turn_recall_any": float(bool(set(expanded) & q.evidence_turns))})
+        plain.append({"turn_recall_any": float(bool(set(deep) & q.evidence_turns))})
+    n = len(with_n)
+    diffs = [a["turn_recall_any"] - b["turn_recall_any"] for a, b in zip(with_n, plain)]
+    better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    return {
+        "questions_with_evidence_turns": n,
+        "evidence_in_top5": within,
+        "evidence_only_a_neighbour_of_top5": beside,
+        "mean_budget_turns": round(sum(budgets) / max(1, n), 2),
+        "top5_with_neighbours": _summary(with_n)["turn_recall_any"],
+        "plain_hits_same_budget": _summary(plain)["turn_recall_any"],
+        "paired_neighbours_vs_plain": {
+            "better": better,
+            "worse": worse,
+            "sign_test_p": round(sign_test_p(better, worse), 4),
+        },
+    }
+
+
+def run(directory: Path, k: int, seed: int, seeds: int, limit: int) -> dict[str, Any]:
+    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
+    kept = index["questions"][: limit or None]
+    vectors = {q["item"]["question"]: q["qvec"] for q in kept}
+    embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
+    questions = [read_question(directory, q, embedder) for q in kept]
+    settings = {s for _, group in families() for s in group}
+    settings |= {("vector",), ("lexical", 0.0, 0.75, 8), DEFAULT}
+    table = {s: [metrics(q, rank(q, s)) for q in questions] for s in settings}
+
+    # The replay is the store's ranking: the default's order against the store's own search.
+    agree = {
+        mode: sum(
+            [q.turns[r] for r in rank(q, setting)[:10]] == q.store_top[mode] for q in questions
+        )
+        for mode, setting in (
+            ("hybrid", DEFAULT),
+            ("lexical", ("lexical", 0.0, 0.75, 8)),
+            ("vector", ("vector",)),
+        )
+    }
+    main = cross_validate(questions, k, seed, table)
+    held = main["held"]
+    refs = {
+        "lexical": table[("lexical", 0.0, 0.75, 8)],
+        "vector": table[("vector",)],
+        "rrf_k60": table[("rrf", RRF_K)],
+        "shipped_default_in_sample": table[DEFAULT],
+    }
+    chosen_of: list[tuple[Any, ...]] = [()] * len(questions)
+    chosen_by_fold = [tuple(c["setting"]) for c in main["choices"]]
+    for i, f in enumerate(main["fold"]):
+        chosen_of[i] = chosen_by_fold[f]
+    session = _session_cv(questions, main["fold"], chosen_by_fold, k)
+    repeats = []
+    for extra in range(1, seeds):
+        again = cross_validate(questions, k, seed + extra, table)
+        repeats.append(
+            {
+                "seed": seed + extra,
+                "held_out": {
+                    m: v["mean"] for m, v in _summary(again["held"]).items() if m.endswith("@5")
+                },
+                "vs_rrf": _paired(again["held"], refs["rrf_k60"]),
+                "choices": [c["family"] + " " + str(c["setting"]) for c in again["choices"]],
+            }
+        )
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(questions):
+        by_kind[q.kind].append(i)
+    return {
+        "questions": len(questions),
+        "roles": index["roles"],
+        "embedder": index["model"],
+        "protocol": {
+            "folds": k,
+            "seed": seed,
+            "stratified_by": "question_type",
+            "objective": "+".join(OBJECTIVE),
+            "families_simplest_first": [name for name, _ in families()],
+            "settings": len(settings),
+        },
+        "agreement_with_store_top10": {m: f"{v}/{len(questions)}" for m, v in agree.items()},
+        "held_out": {
+            "cv_fusion": _summary(held),
+            "cv_fusion_session": _summary(session["held"]),
+            "by_type_cv_fusion": {
+                kind: {
+                    m: v["mean"]
+                    for m, v in _summary([held[i] for i in idx]).items()
+                    if m.endswith("@5")
+                }
+                | {"n": len(idx)}
+                for kind, idx in sorted(by_kind.items())
+            },
+        },
+        "untuned_references": {name: _summary(rows) for name, rows in refs.items()},
+        "paired_cv_fusion_vs": {name: _paired(held, rows) for name, rows in refs.items()},
+        "paired_cv_session_vs_cv_fusion": _paired(session["held"], held),
+        "choices": main["choices"],
+        "session_choices": session["choices"],
+        "session_variants_fixed": session["fixed_variants"],
+        "neighbours": _neighbours(questions, chosen_of),
+        "other_fold_assignments": repeats,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("directory", type=Path, help="stores kept by longmemeval_replay capture")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument("--seeds", type=int, default=1, help="fold assignments to repeat on")
+    parser.add_argument("--limit", type=int, default=0, help="first N kept questions (0: all)")
+    args = parser.parse_args()
+    try:
+        result = run(args.directory, args.folds, args.seed, args.seeds, args.limit)
+    except (LookupError, FileNotFoundError) as e:
+        print(json.dumps({"error": f"{type(e).__name__}: {e}"}), file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
