@@ -11,7 +11,9 @@ app = typer.Typer(
     help="Consolidate memories: create a dream task, review its actions, apply them.",
     no_args_is_help=True,
 )
-TaskArg = Annotated[str, typer.Argument(metavar="TASK_ID", help="The dream task id.")]
+TaskArg = Annotated[
+    str, typer.Argument(metavar="TASK_ID", help="The dream task id, or a unique prefix of it.")
+]
 LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
 TokenOpt = Annotated[
     str | None, typer.Option("--next-token", help="Continue from a previous page.")
@@ -37,6 +39,13 @@ def _show_task(state: Any, task: Any) -> None:
         ],
         title="dream task",
     )
+
+
+def _task(state: Any, task_id: str) -> Any:
+    """The dream task with this id or unique id prefix, in this tenant only."""
+    from memcore_cli.lookup import find_dream_task
+
+    return find_dream_task(state.runtime(), task_id)
 
 
 @app.command("create")
@@ -83,8 +92,7 @@ def status(ctx: typer.Context, task_id: TaskArg) -> None:
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
-    runtime = state.runtime()
-    _show_task(state, runtime.service().dream_task(task_id))
+    _show_task(state, _task(state, task_id))
 
 
 @app.command("actions")
@@ -104,7 +112,9 @@ def actions(
     limits.check_id(task_id, field="task_id")
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.service().dream_actions(task_id, limit=limit, next_token=next_token)
+    page = runtime.service().dream_actions(
+        _task(state, task_id).id, limit=limit, next_token=next_token
+    )
     if state.json:
         state.output.json(
             {"items": [to_record(a) for a in page.items], "next_token": page.next_token}
@@ -149,7 +159,7 @@ def apply(
     for action_id in action_ids:
         limits.check_id(action_id, field="action_id")
     runtime = state.runtime()
-    applied = runtime.service().apply_dream_actions(task_id, action_ids)
+    applied = runtime.service().apply_dream_actions(_task(state, task_id).id, action_ids)
     if state.json:
         state.output.json([to_record(a) for a in applied])
     else:
@@ -183,7 +193,8 @@ def undo(
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     limits.check_id(action_id, field="action_id")
-    action = state.runtime().service().undo_dream_action(task_id, action_id)
+    found = _task(state, task_id)
+    action = state.runtime().service().undo_dream_action(found.id, action_id)
     if state.json:
         state.output.json(to_record(action))
     else:
@@ -205,8 +216,8 @@ def cancel(ctx: typer.Context, task_id: TaskArg) -> None:
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
-    runtime = state.runtime()
-    _show_task(state, runtime.service().cancel_dream_task(task_id))
+    found = _task(state, task_id)
+    _show_task(state, state.runtime().service().cancel_dream_task(found.id))
 
 
 @app.command("list")

@@ -1,0 +1,64 @@
+"""Rough edges a new user hits: short task and dream ids, global options after the command,
+forget --all, removing a metadata key, text piped from stdin."""
+
+from __future__ import annotations
+
+import itertools
+import types
+import uuid
+
+import pytest
+
+
+def _error(result) -> str:
+    return result.stderr.splitlines()[0]
+
+
+@pytest.fixture
+def counted_ids(monkeypatch):
+    """The fake's new ids share their first eight characters, so a short prefix is ambiguous."""
+    from memcore.testing import fake
+
+    numbers = itertools.count(1)
+    monkeypatch.setattr(
+        fake, "uuid", types.SimpleNamespace(uuid4=lambda: uuid.UUID(int=next(numbers)))
+    )
+
+
+# -- id prefixes ---------------------------------------------------------------------------
+def test_dream_commands_take_a_unique_prefix(fake_cli):
+    fake_cli.ok("add", "--sync", "The cat sleeps on the sofa")
+    task = fake_cli.json("dream", "create")
+    prefix = task["id"][:4]
+    assert fake_cli.json("dream", "status", prefix)["id"] == task["id"]
+    assert fake_cli.json("dream", "actions", prefix)["items"] == []
+    assert fake_cli.json("dream", "cancel", prefix)["id"] == task["id"]
+
+
+def test_task_get_takes_a_unique_prefix(fake_cli):
+    receipt = fake_cli.json("add", "The cat sleeps on the sofa")["receipts"][0]
+    assert fake_cli.json("tasks", "get", receipt["task_id"][:8])["id"] == receipt["task_id"]
+
+
+def test_an_ambiguous_task_prefix_names_the_count(fake_cli, counted_ids):
+    fake_cli.ok("add", "--sync", "The cat sleeps on the sofa")
+    ids = [fake_cli.json("dream", "create")["id"] for _ in range(3)]
+    assert len({i[:8] for i in ids}) == 1
+    result = fake_cli("dream", "status", ids[0][:8])
+    assert result.exit_code == 2
+    assert "matches 3 dream tasks" in _error(result)
+    assert fake_cli.json("dream", "status", ids[2])["id"] == ids[2]
+
+
+def test_another_tenants_task_never_matches_a_prefix(fake_cli):
+    fake_cli.ok("--tenant", "bob", "add", "--sync", "Bob's secret")
+    theirs = fake_cli.json("--tenant", "bob", "dream", "create")["id"]
+    their_write = fake_cli.json("--tenant", "bob", "add", "Bob again")["receipts"][0]["task_id"]
+    for command, task_id in (("dream status", theirs), ("tasks get", their_write)):
+        words = command.split()
+        prefix = task_id[:6]
+        foreign = fake_cli("--tenant", "alice", *words, prefix)
+        missing = fake_cli("--tenant", "alice", *words, "zzzzzz")
+        assert foreign.exit_code == missing.exit_code == 3
+        assert _error(foreign) == _error(missing).replace("zzzzzz", prefix)
+        assert fake_cli.json("--tenant", "bob", *words, prefix)["id"] == task_id
