@@ -62,3 +62,29 @@ def test_another_tenants_task_never_matches_a_prefix(fake_cli):
         assert foreign.exit_code == missing.exit_code == 3
         assert _error(foreign) == _error(missing).replace("zzzzzz", prefix)
         assert fake_cli.json("--tenant", "bob", *words, prefix)["id"] == task_id
+
+
+# -- global options after the command -----------------------------------------------------
+def test_global_options_work_after_the_command(local_cli):
+    import json
+
+    local_cli.ok("--tenant", "alice", "add", "--sync", "Alice drinks coffee")
+    hits = json.loads(local_cli.ok("search", "coffee", "--json", "--tenant", "alice").stdout)
+    assert [h["text"] for h in hits] == ["Alice drinks coffee"]
+    listed = json.loads(local_cli.ok("list", "--tenant=alice", "--limit", "5", "--json").stdout)
+    assert [m["text"] for m in listed["items"]] == ["Alice drinks coffee"]
+    assert json.loads(local_cli.ok("list", "--json").stdout)["items"] == []  # the default tenant
+    dreams = json.loads(local_cli.ok("dream", "list", "--json").stdout)
+    assert dreams["items"] == []
+
+
+def test_option_values_and_words_after_the_double_dash_stay(local_cli):
+    import json
+
+    added = json.loads(
+        local_cli.ok("add", "--metadata", "k=--json", "--json", "--", "--tenant").stdout
+    )
+    memory = local_cli.json("get", added["memory_ids"][0])
+    assert (memory["text"], memory["metadata"]) == ("--tenant", {"k": "--json"})
+    assert memory["scope"]["tenant_id"] == "__default__"
+
