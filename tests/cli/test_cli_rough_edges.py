@@ -88,3 +88,25 @@ def test_option_values_and_words_after_the_double_dash_stay(local_cli):
     assert (memory["text"], memory["metadata"]) == ("--tenant", {"k": "--json"})
     assert memory["scope"]["tenant_id"] == "__default__"
 
+
+# -- forget --all --------------------------------------------------------------------------
+def test_forget_all_stays_in_the_tenant_and_needs_yes(cli):
+    for text in ("Alice drinks coffee", "Alice walks to work"):
+        cli.ok("--tenant", "alice", "add", "--sync", text)
+    cli.ok("--tenant", "alice", "--agent", "coder", "add", "--sync", "Alice codes in Rust")
+    cli.ok("--tenant", "bob", "add", "--sync", "Bob drinks tea")
+    refused = cli("--tenant", "alice", "forget", "--all")
+    assert refused.exit_code == 2 and "pass --yes" in _error(refused)
+    preview = cli.json("--tenant", "alice", "forget", "--all", "--dry-run")
+    assert preview["count"] == 3
+    assert cli("--tenant", "alice", "forget", "--all", "--filter", "a=b", "--yes").exit_code == 2
+    assert (
+        cli.json("--tenant", "alice", "--agent", "coder", "forget", "--all", "--yes")["forgot"] == 1
+    )
+    done = cli.json("--tenant", "alice", "forget", "--all", "--yes")
+    assert done["forgot"] == 2 and done["scope"]["tenant_id"] == "alice"
+    assert cli.json("--tenant", "alice", "list")["items"] == []
+    assert [m["text"] for m in cli.json("--tenant", "bob", "list")["items"]] == ["Bob drinks tea"]
+    again = cli("--tenant", "alice", "forget", "--all", "--yes")
+    assert again.exit_code == 0 and "nothing to forget" in again.stderr
+
