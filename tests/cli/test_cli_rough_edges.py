@@ -110,3 +110,27 @@ def test_forget_all_stays_in_the_tenant_and_needs_yes(cli):
     again = cli("--tenant", "alice", "forget", "--all", "--yes")
     assert again.exit_code == 0 and "nothing to forget" in again.stderr
 
+
+# -- update --unset, stdin -----------------------------------------------------------------
+def test_update_merges_metadata_and_unset_removes_keys(cli):
+    memory_id = cli.json("add", "--sync", "-m", "topic=food", "-m", "source=chat", "Tea")[
+        "memory_ids"
+    ][0]
+    merged = cli.json("update", memory_id, "--metadata", "mood=calm")
+    assert merged["metadata"] == {"topic": "food", "source": "chat", "mood": "calm"}
+    removed = cli.json("update", memory_id[:8], "--unset", "source", "--unset", "mood")
+    assert removed["metadata"] == {"topic": "food"}
+    assert cli.json("get", memory_id)["metadata"] == {"topic": "food"}
+    both = cli.json("update", memory_id, "--unset", "topic", "-m", "k=v", "--text", "Green tea")
+    assert (both["text"], both["metadata"]) == ("Green tea", {"k": "v"})
+    assert cli.json("update", memory_id, "--unset", "k")["metadata"] == {}
+    assert cli("update", memory_id, "--unset", "k", "-m", "k=v").exit_code == 2
+
+
+def test_text_from_stdin_loses_only_its_final_newline(local_cli):
+    for piped, kept in (
+        ("Lives in Hangzhou\n", "Lives in Hangzhou"),
+        ("two\nlines\n\n", "two\nlines\n"),
+    ):
+        memory_id = local_cli.json("add", "-", input=piped)["memory_ids"][0]
+        assert local_cli.json("get", memory_id)["text"] == kept
