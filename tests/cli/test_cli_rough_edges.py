@@ -35,6 +35,19 @@ def test_dream_commands_take_a_unique_prefix(fake_cli):
     assert fake_cli.json("dream", "cancel", prefix)["id"] == task["id"]
 
 
+def test_dream_apply_and_undo_take_prefixes_of_task_and_action_ids(local_cli):
+    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    task = local_cli.json("dream", "create")
+    [action] = local_cli.json("dream", "actions", task["id"][:6])["items"]
+    [applied] = local_cli.json("dream", "apply", task["id"][:6], action["id"][:6])
+    assert (applied["id"], applied["status"]) == (action["id"], "applied")
+    undone = local_cli.json("dream", "undo", task["id"][:6], action["id"][:6])
+    assert (undone["id"], undone["status"]) == (action["id"], "proposed")
+    unknown = local_cli("dream", "apply", task["id"][:6], "ffffffffff")
+    assert unknown.exit_code == 3
+
+
 def test_task_get_takes_a_unique_prefix(fake_cli):
     receipt = fake_cli.json("add", "The cat sleeps on the sofa")["receipts"][0]
     assert fake_cli.json("tasks", "get", receipt["task_id"][:8])["id"] == receipt["task_id"]

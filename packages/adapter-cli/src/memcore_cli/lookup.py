@@ -90,6 +90,34 @@ def find_dream_task(runtime: Runtime, task_id: str) -> DreamTask:
     return _by_prefix(task_id, service.dream_task, every, "dream tasks")
 
 
+def action_ids(runtime: Runtime, task_id: str, given: list[str]) -> list[str]:
+    """Each of ``given`` as the full id of the one action of this (tenant-checked) dream task
+    it is or starts with; one that matches none is passed on as given, for the store to
+    answer ``not_found`` as it does for any unknown action."""
+    service = runtime.service()
+    known = [
+        a.id
+        for a in every_item(
+            lambda token: service.dream_actions(
+                task_id, limit=limits.MAX_PAGE_LIMIT, next_token=token
+            )
+        )
+    ]
+    resolved = []
+    for action_id in given:
+        limits.check_id(action_id, field="action_id")
+        matches = (
+            [] if len(action_id) < MIN_PREFIX else [k for k in known if k.startswith(action_id)]
+        )
+        if action_id in known or not matches:
+            resolved.append(action_id)
+        elif len(matches) == 1:
+            resolved.append(matches[0])
+        else:
+            raise InvalidInput(_ambiguous(action_id, matches, "actions"), field="action_id")
+    return resolved
+
+
 def _by_prefix(
     given: str, exact: Callable[[str], T], every: Callable[[], Iterable[T]], what: str
 ) -> T:

@@ -142,16 +142,18 @@ def apply(
     ctx: typer.Context,
     task_id: TaskArg,
     action_ids: Annotated[
-        list[str], typer.Argument(metavar="ACTION_ID...", help="Actions to apply.")
+        list[str],
+        typer.Argument(metavar="ACTION_ID...", help="Actions to apply (ids or unique prefixes)."),
     ],
 ) -> None:
     """Apply some of a dream task's proposed actions.
 
     \b
     Example:
-      memcore dream apply 7a2e act-1 act-2
+      memcore dream apply 7a2e 3f9c 81b0
     """
     from memcore import limits
+    from memcore_cli.lookup import action_ids as full_action_ids
     from memcore_cli.records import to_record
 
     state = state_of(ctx)
@@ -159,7 +161,9 @@ def apply(
     for action_id in action_ids:
         limits.check_id(action_id, field="action_id")
     runtime = state.runtime()
-    applied = runtime.service().apply_dream_actions(_task(state, task_id).id, action_ids)
+    task = _task(state, task_id)
+    chosen = full_action_ids(runtime, task.id, action_ids)
+    applied = runtime.service().apply_dream_actions(task.id, chosen)
     if state.json:
         state.output.json([to_record(a) for a in applied])
     else:
@@ -179,22 +183,27 @@ def apply(
 def undo(
     ctx: typer.Context,
     task_id: TaskArg,
-    action_id: Annotated[str, typer.Argument(metavar="ACTION_ID", help="An applied action.")],
+    action_id: Annotated[
+        str, typer.Argument(metavar="ACTION_ID", help="An applied action (id or unique prefix).")
+    ],
 ) -> None:
     """Take back an applied action from its undo record (the local store).
 
     \b
     Example:
-      memcore dream undo 7a2e act-1
+      memcore dream undo 7a2e 3f9c
     """
     from memcore import limits
+    from memcore_cli.lookup import action_ids as full_action_ids
     from memcore_cli.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     limits.check_id(action_id, field="action_id")
     found = _task(state, task_id)
-    action = state.runtime().service().undo_dream_action(found.id, action_id)
+    runtime = state.runtime()
+    [chosen] = full_action_ids(runtime, found.id, [action_id])
+    action = runtime.service().undo_dream_action(found.id, chosen)
     if state.json:
         state.output.json(to_record(action))
     else:
