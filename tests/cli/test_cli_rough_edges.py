@@ -89,6 +89,7 @@ def test_global_options_work_after_the_command(local_cli):
     assert json.loads(local_cli.ok("list", "--json").stdout)["items"] == []  # the default tenant
     dreams = json.loads(local_cli.ok("dream", "list", "--json").stdout)
     assert dreams["items"] == []
+    assert json.loads(local_cli.ok("dream", "--json", "list").stdout)["items"] == []
 
 
 def test_option_values_and_words_after_the_double_dash_stay(local_cli):

@@ -43,16 +43,22 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
     while i < len(args) and args[i] != "--" and (width := _width(args[i], root)):
         i += width
     start = i
+    movable = {k: v for k, v in root.items() if k not in _NOT_MOVED}
+    moved: list[str] = []
+    words: list[str] = []
     command = group
     while isinstance(getattr(command, "commands", None), dict):
+        if words and i < len(args) and (width := _width(args[i], movable)):
+            moved.extend(args[i : i + width])  # between a group and its command
+            i += width
+            continue
         if i >= len(args) or args[i] not in command.commands:
             return args  # no command, or an unknown one: the parser says what is wrong
         command = command.commands[args[i]]
+        words.append(args[i])
         i += 1
-    words = i
     own = _takes_value(command.params)
-    movable = {k: v for k, v in root.items() if k not in _NOT_MOVED and k not in own}
-    moved: list[str] = []
+    movable = {k: v for k, v in movable.items() if k not in own}
     kept: list[str] = []
     while i < len(args):
         if args[i] == "--":
@@ -66,4 +72,4 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
             width = 1
             kept.append(args[i])
         i += width
-    return [*args[:start], *moved, *args[start:words], *kept]
+    return [*args[:start], *moved, *words, *kept]
