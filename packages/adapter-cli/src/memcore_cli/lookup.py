@@ -17,7 +17,7 @@ from typing import TypeVar
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound
 from memcore.paging import every_item
-from memcore.values import DreamTask, Memory, MemoryTask
+from memcore.values import DreamTask, Memory, MemoryTask, Page
 from memcore_cli.runtime import Runtime
 
 T = TypeVar("T", MemoryTask, DreamTask)
@@ -63,31 +63,22 @@ def find_memory(runtime: Runtime, memory_id: str) -> Memory:
 def find_task(runtime: Runtime, task_id: str) -> MemoryTask:
     """The write task with this id, or with this unique id prefix, in the current reach."""
     service = runtime.service()
-    pattern = runtime.settings.scope.read_pattern
-
-    def every() -> Iterator[MemoryTask]:
-        return every_item(
-            lambda token: service.tasks(
-                limit=limits.MAX_PAGE_LIMIT, next_token=token, pattern=pattern
-            )
-        )
-
-    return _by_prefix(task_id, service.task, every, "write tasks")
+    return _by_prefix(task_id, service.task, _listing(runtime, service.tasks), "write tasks")
 
 
 def find_dream_task(runtime: Runtime, task_id: str) -> DreamTask:
     """The dream task with this id, or with this unique id prefix, in the current reach."""
     service = runtime.service()
+    listing = _listing(runtime, service.dream_tasks)
+    return _by_prefix(task_id, service.dream_task, listing, "dream tasks")
+
+
+def _listing(runtime: Runtime, page: Callable[..., Page[T]]) -> Callable[[], Iterator[T]]:
+    """Every item a service listing (``tasks``, ``dream_tasks``) gives in the current reach."""
     pattern = runtime.settings.scope.read_pattern
-
-    def every() -> Iterator[DreamTask]:
-        return every_item(
-            lambda token: service.dream_tasks(
-                limit=limits.MAX_PAGE_LIMIT, next_token=token, pattern=pattern
-            )
-        )
-
-    return _by_prefix(task_id, service.dream_task, every, "dream tasks")
+    return lambda: every_item(
+        lambda token: page(limit=limits.MAX_PAGE_LIMIT, next_token=token, pattern=pattern)
+    )
 
 
 def action_ids(runtime: Runtime, task_id: str, given: list[str]) -> list[str]:

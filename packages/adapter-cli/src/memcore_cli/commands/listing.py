@@ -189,7 +189,6 @@ def forget(
     from memcore.errors import InvalidInput
     from memcore_cli.lookup import find_memory, select
     from memcore_cli.pairs import parse_pairs
-    from memcore_cli.records import memory_record
     from memcore_cli.selection import selection
 
     state = state_of(ctx)
@@ -208,11 +207,7 @@ def forget(
     found = list({m.id: m for m in found}.values())
     out = state.output
     if dry_run:
-        if state.json:
-            out.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})
-        else:
-            out.table(COLUMNS, map(_row, found), empty="nothing to forget")
-            out.note(f"dry run: would forget {_memories(len(found))}")
+        _show_doomed(state, found)
         return
     if not found:
         out.note("nothing to forget")
@@ -236,18 +231,13 @@ def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
     """Every memory in reach, through the service's ``forget_all`` (which never leaves the
     tenant); what is shown and confirmed is the same listing."""
     from memcore_cli.lookup import select
-    from memcore_cli.records import memory_record
 
     runtime = state.runtime()
     pattern = runtime.settings.scope.read_pattern
     found = select(runtime, lambda m: True)
     out = state.output
     if dry_run:
-        if state.json:
-            out.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})
-        else:
-            out.table(COLUMNS, map(_row, found), empty="nothing to forget")
-            out.note(f"dry run: would forget {_memories(len(found))} in {pattern}")
+        _show_doomed(state, found, f" in {pattern}")
         return
     if not found:
         out.note("nothing to forget")
@@ -261,6 +251,17 @@ def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
         out.json({"forgot": deleted, "scope": pattern.as_dict()})
     else:
         out.line(f"forgot {_memories(deleted)} in {pattern}")
+
+
+def _show_doomed(state: Any, found: list[Any], where: str = "") -> None:
+    """What a ``--dry-run`` would forget."""
+    from memcore_cli.records import memory_record
+
+    if state.json:
+        state.output.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})
+        return
+    state.output.table(COLUMNS, map(_row, found), empty="nothing to forget")
+    state.output.note(f"dry run: would forget {_memories(len(found))}{where}")
 
 
 def _memories(n: int) -> str:
