@@ -194,16 +194,23 @@ def undo(
       memcore dream undo 7a2e 3f9c
     """
     from memcore import limits
+    from memcore.errors import NotFound
     from memcore_cli.lookup import action_ids as full_action_ids
     from memcore_cli.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     limits.check_id(action_id, field="action_id")
-    found = _task(state, task_id)
     runtime = state.runtime()
-    [chosen] = full_action_ids(runtime, found.id, [action_id])
-    action = runtime.service().undo_dream_action(found.id, chosen)
+    service = runtime.service()
+    try:  # exact ids first: a backend without undo records refuses before any lookup
+        action = service.undo_dream_action(task_id, action_id)
+    except NotFound:
+        found = _task(state, task_id)
+        [chosen] = full_action_ids(runtime, found.id, [action_id])
+        if (found.id, chosen) == (task_id, action_id):
+            raise
+        action = service.undo_dream_action(found.id, chosen)
     if state.json:
         state.output.json(to_record(action))
     else:
