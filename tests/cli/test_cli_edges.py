@@ -152,7 +152,7 @@ def test_forget_needs_ids_or_a_filter_not_both(local_cli):
     memory_id = _add(local_cli, "something")
     for argv in (["forget", "--yes"], ["forget", "--yes", memory_id, "--filter", "a=b"]):
         result = local_cli(*argv)
-        assert result.exit_code == 2 and "give memory ids, or --filter" in _first_line(result)
+        assert result.exit_code == 2 and "give memory ids, --filter/--since" in _first_line(result)
 
 
 def test_import_goes_to_the_tenant_the_flags_name(local_cli):

@@ -32,7 +32,7 @@ def _one_line_error(result, code: int, *needles: str) -> str:
         (["search", "--filter", "nokey", "hello"], ["key=value"]),
         (["--backend", "nosuch", "list"], ["unknown backend 'nosuch'", "local", "tablestore"]),
         (["list", "--limit", "0"], ["limit"]),
-        (["update", "abc"], ["update needs --text or --metadata"]),
+        (["update", "abc"], ["update needs --text, --metadata or --unset"]),
         (["add", "--metadata", "app_id=evil", "hello"], ["reserved"]),
     ],
 )

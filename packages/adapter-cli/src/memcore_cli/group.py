@@ -94,8 +94,11 @@ class MemcoreGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         from memcore_cli import coercion
+        from memcore_cli.argv import hoist_globals
 
         coercion.install(self)  # plain option values without pydantic (see the module)
+        words = sys.argv[1:] if args is None else list(args)
+        args = hoist_globals(self, words)
         try:
             rv = super().main(
                 args=args,

@@ -119,7 +119,10 @@ tasks_app = typer.Typer(
 @tasks_app.command("get")
 def task_get(
     ctx: typer.Context,
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="The task id from 'memcore add'.")],
+    task_id: Annotated[
+        str,
+        typer.Argument(metavar="ID", help="The task id from 'memcore add', or a unique prefix."),
+    ],
 ) -> None:
     """Show one write task.
 
@@ -128,12 +131,12 @@ def task_get(
       memcore tasks get 3c1d9f8e
     """
     from memcore import limits
+    from memcore_cli.lookup import find_task
     from memcore_cli.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
-    runtime = state.runtime()
-    task = runtime.service().task(task_id)
+    task = find_task(state.runtime(), task_id)
     if state.json:
         state.output.json(to_record(task))
         return

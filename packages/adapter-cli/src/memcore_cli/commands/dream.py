@@ -11,7 +11,9 @@ app = typer.Typer(
     help="Consolidate memories: create a dream task, review its actions, apply them.",
     no_args_is_help=True,
 )
-TaskArg = Annotated[str, typer.Argument(metavar="TASK_ID", help="The dream task id.")]
+TaskArg = Annotated[
+    str, typer.Argument(metavar="TASK_ID", help="The dream task id, or a unique prefix of it.")
+]
 LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
 TokenOpt = Annotated[
     str | None, typer.Option("--next-token", help="Continue from a previous page.")
@@ -37,6 +39,13 @@ def _show_task(state: Any, task: Any) -> None:
         ],
         title="dream task",
     )
+
+
+def _task(state: Any, task_id: str) -> Any:
+    """The dream task with this id or unique id prefix, in this tenant only."""
+    from memcore_cli.lookup import find_dream_task
+
+    return find_dream_task(state.runtime(), task_id)
 
 
 @app.command("create")
@@ -83,8 +92,7 @@ def status(ctx: typer.Context, task_id: TaskArg) -> None:
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
-    runtime = state.runtime()
-    _show_task(state, runtime.service().dream_task(task_id))
+    _show_task(state, _task(state, task_id))
 
 
 @app.command("actions")
@@ -104,7 +112,9 @@ def actions(
     limits.check_id(task_id, field="task_id")
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.service().dream_actions(task_id, limit=limit, next_token=next_token)
+    page = runtime.service().dream_actions(
+        _task(state, task_id).id, limit=limit, next_token=next_token
+    )
     if state.json:
         state.output.json(
             {"items": [to_record(a) for a in page.items], "next_token": page.next_token}
@@ -132,16 +142,18 @@ def apply(
     ctx: typer.Context,
     task_id: TaskArg,
     action_ids: Annotated[
-        list[str], typer.Argument(metavar="ACTION_ID...", help="Actions to apply.")
+        list[str],
+        typer.Argument(metavar="ACTION_ID...", help="Actions to apply (ids or unique prefixes)."),
     ],
 ) -> None:
     """Apply some of a dream task's proposed actions.
 
     \b
     Example:
-      memcore dream apply 7a2e act-1 act-2
+      memcore dream apply 7a2e 3f9c 81b0
     """
     from memcore import limits
+    from memcore_cli.lookup import action_ids as full_action_ids
     from memcore_cli.records import to_record
 
     state = state_of(ctx)
@@ -149,7 +161,9 @@ def apply(
     for action_id in action_ids:
         limits.check_id(action_id, field="action_id")
     runtime = state.runtime()
-    applied = runtime.service().apply_dream_actions(task_id, action_ids)
+    task = _task(state, task_id)
+    chosen = full_action_ids(runtime, task.id, action_ids)
+    applied = runtime.service().apply_dream_actions(task.id, chosen)
     if state.json:
         state.output.json([to_record(a) for a in applied])
     else:
@@ -169,21 +183,34 @@ def apply(
 def undo(
     ctx: typer.Context,
     task_id: TaskArg,
-    action_id: Annotated[str, typer.Argument(metavar="ACTION_ID", help="An applied action.")],
+    action_id: Annotated[
+        str, typer.Argument(metavar="ACTION_ID", help="An applied action (id or unique prefix).")
+    ],
 ) -> None:
     """Take back an applied action from its undo record (the local store).
 
     \b
     Example:
-      memcore dream undo 7a2e act-1
+      memcore dream undo 7a2e 3f9c
     """
     from memcore import limits
+    from memcore.errors import NotFound
+    from memcore_cli.lookup import action_ids as full_action_ids
     from memcore_cli.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
     limits.check_id(action_id, field="action_id")
-    action = state.runtime().service().undo_dream_action(task_id, action_id)
+    runtime = state.runtime()
+    service = runtime.service()
+    try:  # exact ids first: a backend without undo records refuses before any lookup
+        action = service.undo_dream_action(task_id, action_id)
+    except NotFound:
+        found = _task(state, task_id)
+        [chosen] = full_action_ids(runtime, found.id, [action_id])
+        if (found.id, chosen) == (task_id, action_id):
+            raise
+        action = service.undo_dream_action(found.id, chosen)
     if state.json:
         state.output.json(to_record(action))
     else:
@@ -205,8 +232,8 @@ def cancel(ctx: typer.Context, task_id: TaskArg) -> None:
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
-    runtime = state.runtime()
-    _show_task(state, runtime.service().cancel_dream_task(task_id))
+    found = _task(state, task_id)
+    _show_task(state, state.runtime().service().cancel_dream_task(found.id))
 
 
 @app.command("list")

@@ -1,7 +1,7 @@
 """Commands over many memories: list (paged, or --since / --newest), count, forget.
 
-``forget`` takes ids (or unique id prefixes) or a selection (``--filter``, ``--since``) and
-shows what it would delete with ``--dry-run``. It asks first on a terminal; elsewhere it
+``forget`` takes ids (or unique id prefixes), a selection (``--filter``, ``--since``) or
+``--all`` and shows what it would delete with ``--dry-run``. It asks first on a terminal; elsewhere it
 needs ``--yes``, and says so.
 """
 
@@ -162,14 +162,21 @@ def forget(
     ] = None,
     filters: FilterOpt = None,
     since: SinceOpt = None,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Every memory of the current tenant (or --agent/--run), all versions."
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would be deleted; delete nothing.")
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete memories of the current tenant by id, or every one a filter selects.
+    """Delete memories of the current tenant by id, every one a filter selects, or all.
 
-    Asks first on a terminal; without one (a script, a pipe) it needs --yes.
+    Asks first on a terminal; without one (a script, a pipe) it needs --yes (exit 2
+    without it, 1 when the question is answered no).
 
     \b
     Examples:
@@ -177,30 +184,30 @@ def forget(
       memcore forget --yes 5f0c2a1e 9b7d0e44
       memcore forget --filter topic=style --dry-run
       memcore --agent coder forget --since 1h --yes
+      memcore --tenant alice forget --all --yes
     """
     from memcore.errors import InvalidInput
     from memcore_cli.lookup import find_memory, select
     from memcore_cli.pairs import parse_pairs
-    from memcore_cli.records import memory_record
     from memcore_cli.selection import selection
 
     state = state_of(ctx)
     chosen = selection(since, parse_pairs(filters, option="--filter"))
     ids = list(dict.fromkeys(memory_ids or []))
-    if bool(ids) == chosen.narrows:
+    if [bool(ids), chosen.narrows, every].count(True) != 1:
         raise InvalidInput(
-            "give memory ids, or --filter/--since to select memories (not both)", field="memory_id"
+            "give memory ids, --filter/--since to select memories, or --all (one of them)",
+            field="memory_id",
         )
     runtime = state.runtime()
+    if every:
+        _forget_all(state, dry_run=dry_run, yes=yes)
+        return
     found = [find_memory(runtime, i) for i in ids] if ids else select(runtime, chosen)
     found = list({m.id: m for m in found}.values())
     out = state.output
     if dry_run:
-        if state.json:
-            out.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})
-        else:
-            out.table(COLUMNS, map(_row, found), empty="nothing to forget")
-            out.note(f"dry run: would forget {_memories(len(found))}")
+        _show_doomed(state, found)
         return
     if not found:
         out.note("nothing to forget")
@@ -220,14 +227,51 @@ def forget(
         out.line(f"forgot {item['id']}")
 
 
+def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
+    """Every memory in reach, through the service's ``forget_all`` (which never leaves the
+    tenant); what is shown and confirmed is the same listing."""
+    from memcore_cli.lookup import select
+
+    runtime = state.runtime()
+    pattern = runtime.settings.scope.read_pattern
+    found = select(runtime, lambda m: True)
+    out = state.output
+    if dry_run:
+        _show_doomed(state, found, f" in {pattern}")
+        return
+    if not found:
+        out.note("nothing to forget")
+        if state.json:
+            out.json({"forgot": 0, "scope": pattern.as_dict()})
+        return
+    if not yes:
+        _confirm(found, whole=str(pattern))
+    deleted = runtime.service().forget_all(pattern=pattern)
+    if state.json:
+        out.json({"forgot": deleted, "scope": pattern.as_dict()})
+    else:
+        out.line(f"forgot {_memories(deleted)} in {pattern}")
+
+
+def _show_doomed(state: Any, found: list[Any], where: str = "") -> None:
+    """What a ``--dry-run`` would forget."""
+    from memcore_cli.records import memory_record
+
+    if state.json:
+        state.output.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})
+        return
+    state.output.table(COLUMNS, map(_row, found), empty="nothing to forget")
+    state.output.note(f"dry run: would forget {_memories(len(found))}{where}")
+
+
 def _memories(n: int) -> str:
     return f"{n} memor{'y' if n == 1 else 'ies'}"
 
 
-def _confirm(found: list[Any]) -> None:
+def _confirm(found: list[Any], *, whole: str | None = None) -> None:
     from memcore.errors import InvalidInput
 
-    what = _memories(len(found))
+    what = _memories(len(found)) if whole is None else f"all {_memories(len(found))} of {whole}"
     if not sys.stdin.isatty():
         raise InvalidInput(
             f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes "

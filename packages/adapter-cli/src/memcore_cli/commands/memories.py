@@ -59,7 +59,7 @@ def add(
     # Everything is checked before the store is opened, so bad input never creates a database.
     check_user_metadata(meta)
     if text == "-":
-        text = sys.stdin.read()
+        text = _without_final_newline(sys.stdin.read())
     messages: list[Any] = []
     if text is not None:
         limits.check_text(text)
@@ -92,6 +92,15 @@ def add(
         if receipt.problem:
             # Accepted (HTTP 2xx) but unreadable: landed, not resent; say it plainly.
             sys.stderr.write(f"memcore: warning: {receipt.problem}\n")
+
+
+def _without_final_newline(text: str) -> str:
+    """What ``echo`` meant: the text without the one line break it ends with (any others,
+    and every other space, are the text's own)."""
+    for end in ("\r\n", "\n"):
+        if text.endswith(end):
+            return text[: -len(end)]
+    return text
 
 
 def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
@@ -254,15 +263,28 @@ def update(
         str, typer.Argument(metavar="ID", help="The memory id, or a unique prefix of it.")
     ],
     text: Annotated[str | None, typer.Option("--text", help="The new text.")] = None,
-    metadata: MetadataOpt = None,
+    metadata: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metadata",
+            "-m",
+            help="Merge key=value into the metadata (other keys stay); repeat for more.",
+        ),
+    ] = None,
+    unset: Annotated[
+        list[str] | None,
+        typer.Option("--unset", help="Remove this metadata key; repeat for more."),
+    ] = None,
 ) -> None:
-    """Change a memory's text, or merge keys into its metadata (a key given again is
-    overwritten; more than 16 keys in all is refused).
+    """Change a memory's text, or merge keys into its metadata: a key given again is
+    overwritten, keys not given stay (more than 16 keys in all is refused); --unset removes
+    a key.
 
     \b
     Examples:
       memcore update 5f0c2a1e --text "User prefers short, direct answers"
       memcore update 5f0c2a1e --metadata topic=style --metadata source=cli
+      memcore update 5f0c2a1e --unset source
     """
     from memcore import limits
     from memcore.errors import InvalidInput
@@ -273,16 +295,33 @@ def update(
     state = state_of(ctx)
     meta = parse_pairs(metadata, option="--metadata")
     limits.check_id(memory_id)
-    if text is None and meta is None:
-        raise InvalidInput("update needs --text or --metadata", field="text")
+    removed = set(unset or [])
+    if text is None and meta is None and not removed:
+        raise InvalidInput("update needs --text, --metadata or --unset", field="text")
     if text is not None:
         limits.check_text(text)
     check_user_metadata(meta)
+    both = sorted(removed & set(meta or {}))
+    if both:
+        raise InvalidInput(
+            f"--unset {both[0]} and --metadata {both[0]}=... disagree", field="unset"
+        )
     runtime = state.runtime()
     found = find_memory(runtime, memory_id)
     service = runtime.service()
     service.switch_scope(found.scope)
-    memory = service.update(found.id, text=text, metadata=meta)
+    if removed & found.metadata.keys():
+        # The store merges what it is given and clears on {}: keep the rest, clear, write it.
+        kept = {k: v for k, v in found.metadata.items() if k not in removed}
+        meta = {**kept, **(meta or {})}
+        check_user_metadata(meta)  # before the clear, so a refusal changes nothing
+        memory = service.update(found.id, metadata={})
+        if meta or text is not None:
+            memory = service.update(found.id, text=text, metadata=meta or None)
+    elif text is None and meta is None:
+        memory = found  # the keys to remove are not there: nothing to change
+    else:
+        memory = service.update(found.id, text=text, metadata=meta)
     _show_memory(state, memory_record(memory))
 
 

@@ -1,0 +1,75 @@
+"""Global options given after the command (``memcore search coffee --json``) are moved in
+front of it before the parser runs, so they work wherever a user types them.
+
+Only whole option words are moved, each with its value when it takes one. The command's own
+options (and their values) stay where they are, even when a value looks like a global option
+(``add --metadata --json``); so does everything after ``--``. A command that defines an option
+of the same name keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+#: Root options that stop the run at once (and ``--help`` belongs to every command).
+_NOT_MOVED = frozenset({"--help", "-h", "--version"})
+
+
+def _takes_value(params: Iterable[Any]) -> dict[str, bool]:
+    """Each option word of these parameters, and whether a value follows it."""
+    found: dict[str, bool] = {}
+    for param in params:
+        if getattr(param, "param_type_name", "") != "option":
+            continue
+        value = not (param.is_flag or param.count)
+        for name in (*param.opts, *param.secondary_opts):
+            found[name] = value
+    return found
+
+
+def _width(word: str, options: dict[str, bool]) -> int:
+    """How many words the option ``word`` spans (0: not one of ``options``)."""
+    name = word.split("=", 1)[0] if word.startswith("--") else word
+    if name not in options:
+        return 0
+    return 2 if options[name] and "=" not in word else 1
+
+
+def hoist_globals(group: Any, args: list[str]) -> list[str]:
+    """``args`` with the root group's options that follow the command moved before it."""
+    root = _takes_value(group.params)
+    i = 0
+    while i < len(args) and args[i] != "--" and (width := _width(args[i], root)):
+        i += width
+    start = i
+    movable = {k: v for k, v in root.items() if k not in _NOT_MOVED}
+    moved: list[str] = []
+    words: list[str] = []
+    command = group
+    while isinstance(getattr(command, "commands", None), dict):
+        if words and i < len(args) and (width := _width(args[i], movable)):
+            moved.extend(args[i : i + width])  # between a group and its command
+            i += width
+            continue
+        if i >= len(args) or args[i] not in command.commands:
+            return args  # no command, or an unknown one: the parser says what is wrong
+        command = command.commands[args[i]]
+        words.append(args[i])
+        i += 1
+    own = _takes_value(command.params)
+    movable = {k: v for k, v in movable.items() if k not in own}
+    kept: list[str] = []
+    while i < len(args):
+        if args[i] == "--":
+            kept.extend(args[i:])
+            break
+        if width := _width(args[i], own):
+            kept.extend(args[i : i + width])
+        elif width := _width(args[i], movable):
+            moved.extend(args[i : i + width])
+        else:
+            width = 1
+            kept.append(args[i])
+        i += width
+    return [*args[:start], *moved, *words, *kept]

@@ -1,0 +1,150 @@
+"""Rough edges a new user hits: short task and dream ids, global options after the command,
+forget --all, removing a metadata key, text piped from stdin."""
+
+from __future__ import annotations
+
+import itertools
+import types
+import uuid
+
+import pytest
+
+
+def _error(result) -> str:
+    return result.stderr.splitlines()[0]
+
+
+@pytest.fixture
+def counted_ids(monkeypatch):
+    """The fake's new ids share their first eight characters, so a short prefix is ambiguous."""
+    from memcore.testing import fake
+
+    numbers = itertools.count(1)
+    monkeypatch.setattr(
+        fake, "uuid", types.SimpleNamespace(uuid4=lambda: uuid.UUID(int=next(numbers)))
+    )
+
+
+# -- id prefixes ---------------------------------------------------------------------------
+def test_dream_commands_take_a_unique_prefix(fake_cli):
+    fake_cli.ok("add", "--sync", "The cat sleeps on the sofa")
+    task = fake_cli.json("dream", "create")
+    prefix = task["id"][:4]
+    assert fake_cli.json("dream", "status", prefix)["id"] == task["id"]
+    assert fake_cli.json("dream", "actions", prefix)["items"] == []
+    assert fake_cli.json("dream", "cancel", prefix)["id"] == task["id"]
+
+
+def test_dream_apply_and_undo_take_prefixes_of_task_and_action_ids(local_cli):
+    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    task = local_cli.json("dream", "create")
+    [action] = local_cli.json("dream", "actions", task["id"][:6])["items"]
+    [applied] = local_cli.json("dream", "apply", task["id"][:6], action["id"][:6])
+    assert (applied["id"], applied["status"]) == (action["id"], "applied")
+    undone = local_cli.json("dream", "undo", task["id"][:6], action["id"][:6])
+    assert (undone["id"], undone["status"]) == (action["id"], "proposed")
+    unknown = local_cli("dream", "apply", task["id"][:6], "ffffffffff")
+    assert unknown.exit_code == 3
+
+
+def test_task_get_takes_a_unique_prefix(fake_cli):
+    receipt = fake_cli.json("add", "The cat sleeps on the sofa")["receipts"][0]
+    assert fake_cli.json("tasks", "get", receipt["task_id"][:8])["id"] == receipt["task_id"]
+
+
+def test_an_ambiguous_task_prefix_names_the_count(fake_cli, counted_ids):
+    fake_cli.ok("add", "--sync", "The cat sleeps on the sofa")
+    ids = [fake_cli.json("dream", "create")["id"] for _ in range(3)]
+    assert len({i[:8] for i in ids}) == 1
+    result = fake_cli("dream", "status", ids[0][:8])
+    assert result.exit_code == 2
+    assert "matches 3 dream tasks" in _error(result)
+    assert fake_cli.json("dream", "status", ids[2])["id"] == ids[2]
+
+
+def test_another_tenants_task_never_matches_a_prefix(fake_cli):
+    fake_cli.ok("--tenant", "bob", "add", "--sync", "Bob's secret")
+    theirs = fake_cli.json("--tenant", "bob", "dream", "create")["id"]
+    their_write = fake_cli.json("--tenant", "bob", "add", "Bob again")["receipts"][0]["task_id"]
+    for command, task_id in (("dream status", theirs), ("tasks get", their_write)):
+        words = command.split()
+        prefix = task_id[:6]
+        foreign = fake_cli("--tenant", "alice", *words, prefix)
+        missing = fake_cli("--tenant", "alice", *words, "zzzzzz")
+        assert foreign.exit_code == missing.exit_code == 3
+        assert _error(foreign) == _error(missing).replace("zzzzzz", prefix)
+        assert fake_cli.json("--tenant", "bob", *words, prefix)["id"] == task_id
+
+
+# -- global options after the command -----------------------------------------------------
+def test_global_options_work_after_the_command(local_cli):
+    import json
+
+    local_cli.ok("--tenant", "alice", "add", "--sync", "Alice drinks coffee")
+    hits = json.loads(local_cli.ok("search", "coffee", "--json", "--tenant", "alice").stdout)
+    assert [h["text"] for h in hits] == ["Alice drinks coffee"]
+    listed = json.loads(local_cli.ok("list", "--tenant=alice", "--limit", "5", "--json").stdout)
+    assert [m["text"] for m in listed["items"]] == ["Alice drinks coffee"]
+    assert json.loads(local_cli.ok("list", "--json").stdout)["items"] == []  # the default tenant
+    dreams = json.loads(local_cli.ok("dream", "list", "--json").stdout)
+    assert dreams["items"] == []
+    assert json.loads(local_cli.ok("dream", "--json", "list").stdout)["items"] == []
+
+
+def test_option_values_and_words_after_the_double_dash_stay(local_cli):
+    import json
+
+    added = json.loads(
+        local_cli.ok("add", "--metadata", "k=--json", "--json", "--", "--tenant").stdout
+    )
+    memory = local_cli.json("get", added["memory_ids"][0])
+    assert (memory["text"], memory["metadata"]) == ("--tenant", {"k": "--json"})
+    assert memory["scope"]["tenant_id"] == "__default__"
+
+
+# -- forget --all --------------------------------------------------------------------------
+def test_forget_all_stays_in_the_tenant_and_needs_yes(cli):
+    for text in ("Alice drinks coffee", "Alice walks to work"):
+        cli.ok("--tenant", "alice", "add", "--sync", text)
+    cli.ok("--tenant", "alice", "--agent", "coder", "add", "--sync", "Alice codes in Rust")
+    cli.ok("--tenant", "bob", "add", "--sync", "Bob drinks tea")
+    refused = cli("--tenant", "alice", "forget", "--all")
+    assert refused.exit_code == 2 and "pass --yes" in _error(refused)
+    preview = cli.json("--tenant", "alice", "forget", "--all", "--dry-run")
+    assert preview["count"] == 3
+    assert cli("--tenant", "alice", "forget", "--all", "--filter", "a=b", "--yes").exit_code == 2
+    assert (
+        cli.json("--tenant", "alice", "--agent", "coder", "forget", "--all", "--yes")["forgot"] == 1
+    )
+    done = cli.json("--tenant", "alice", "forget", "--all", "--yes")
+    assert done["forgot"] == 2 and done["scope"]["tenant_id"] == "alice"
+    assert cli.json("--tenant", "alice", "list")["items"] == []
+    assert [m["text"] for m in cli.json("--tenant", "bob", "list")["items"]] == ["Bob drinks tea"]
+    again = cli("--tenant", "alice", "forget", "--all", "--yes")
+    assert again.exit_code == 0 and "nothing to forget" in again.stderr
+
+
+# -- update --unset, stdin -----------------------------------------------------------------
+def test_update_merges_metadata_and_unset_removes_keys(cli):
+    memory_id = cli.json("add", "--sync", "-m", "topic=food", "-m", "source=chat", "Tea")[
+        "memory_ids"
+    ][0]
+    merged = cli.json("update", memory_id, "--metadata", "mood=calm")
+    assert merged["metadata"] == {"topic": "food", "source": "chat", "mood": "calm"}
+    removed = cli.json("update", memory_id[:8], "--unset", "source", "--unset", "mood")
+    assert removed["metadata"] == {"topic": "food"}
+    assert cli.json("get", memory_id)["metadata"] == {"topic": "food"}
+    both = cli.json("update", memory_id, "--unset", "topic", "-m", "k=v", "--text", "Green tea")
+    assert (both["text"], both["metadata"]) == ("Green tea", {"k": "v"})
+    assert cli.json("update", memory_id, "--unset", "k")["metadata"] == {}
+    assert cli("update", memory_id, "--unset", "k", "-m", "k=v").exit_code == 2
+
+
+def test_text_from_stdin_loses_only_its_final_newline(local_cli):
+    for piped, kept in (
+        ("Lives in Hangzhou\n", "Lives in Hangzhou"),
+        ("two\nlines\n\n", "two\nlines\n"),
+    ):
+        memory_id = local_cli.json("add", "-", input=piped)["memory_ids"][0]
+        assert local_cli.json("get", memory_id)["text"] == kept
