@@ -130,11 +130,15 @@ def score(
     turns are scored against the same evidence (``evidence_any@k``)."""
     hit_sessions = [h.memory.metadata.get("session_id", "") for h in hits]
     hit_turns = [h.memory.metadata.get("turn", "") for h in hits]
-    return score_keys(hit_sessions, hit_turns, sessions, turns)
+    return score_keys(hit_sessions, hit_turns, sessions, turns, answers)
 
 
 def score_keys(
-    hit_sessions: Sequence[str], hit_turns: Sequence[str], sessions: set[str], turns: set[str]
+    hit_sessions: Sequence[str],
+    hit_turns: Sequence[str],
+    sessions: set[str],
+    turns: set[str],
+    answers: set[str] | None = None,
 ) -> dict[str, float]:
     """:func:`score` of a ranking given as its hits' sessions and turns, best first."""
     out: dict[str, float] = {}
