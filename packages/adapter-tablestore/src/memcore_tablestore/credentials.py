@@ -1,6 +1,9 @@
-"""Access keys for the data plane, found the way the original plugin found them.
+"""Credentials for the data plane: an API key, or an access key pair found the way the
+original plugin found them.
 
-``TABLESTORE_MEMORY_AK``/``TABLESTORE_MEMORY_SK`` first, then the Alibaba Cloud default chain
+``TABLESTORE_MEMORY_API_KEY`` wins when it is set (:func:`resolve_auth`); the Memory Store calls
+then go through the vendor's ``tablestore-agent-storage`` client, the only one that sends it.
+Otherwise ``TABLESTORE_MEMORY_AK``/``TABLESTORE_MEMORY_SK``, then the Alibaba Cloud default chain
 (``ALIBABA_CLOUD_ACCESS_KEY_ID``/``_SECRET``/``_SECURITY_TOKEN``, profile files, RAM roles).
 Secrets never appear in a repr, a log line or an error message.
 """
@@ -17,6 +20,7 @@ from memcore.errors import PermissionDenied
 AK_ENV = "TABLESTORE_MEMORY_AK"
 SK_ENV = "TABLESTORE_MEMORY_SK"
 STS_ENV = "TABLESTORE_MEMORY_STS_TOKEN"
+API_KEY_ENV = "TABLESTORE_MEMORY_API_KEY"
 CLOUD_AK_ENV = "ALIBABA_CLOUD_ACCESS_KEY_ID"
 CLOUD_SK_ENV = "ALIBABA_CLOUD_ACCESS_KEY_SECRET"
 CLOUD_STS_ENV = "ALIBABA_CLOUD_SECURITY_TOKEN"
@@ -51,9 +55,36 @@ class Credentials:
     __str__ = __repr__
 
 
+@attrs.frozen(repr=False)
+class ApiKey:
+    """A TableStore API key (header ``x-ots-apikey``): one secret instead of a key pair, sent
+    only over HTTPS (plain HTTP only to a loopback emulator)."""
+
+    key: str = attrs.field(validator=_non_empty)
+
+    def __repr__(self) -> str:
+        return "ApiKey(key='***')"
+
+    __str__ = __repr__
+
+
+#: What the data plane can authenticate with.
+Auth = Credentials | ApiKey
+
+
+def resolve_auth(env: Mapping[str, str] | None = None) -> Credentials | ApiKey:
+    """The API key when ``TABLESTORE_MEMORY_API_KEY`` is set (it takes precedence over any
+    access key pair), else :func:`resolve_credentials`."""
+    source = os.environ if env is None else env
+    key = source.get(API_KEY_ENV, "").strip()
+    if key:
+        return ApiKey(key)
+    return resolve_credentials(env)
+
+
 def _missing_message() -> str:
     return (
-        f"no TableStore credentials: set {AK_ENV} and {SK_ENV} (or {CLOUD_AK_ENV} and "
+        f"no TableStore credentials: set {API_KEY_ENV}, or {AK_ENV} and {SK_ENV} (or {CLOUD_AK_ENV} and "
         f"{CLOUD_SK_ENV}), or configure an Alibaba Cloud credentials profile or RAM role"
     )
 
