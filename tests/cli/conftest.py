@@ -19,6 +19,7 @@ from memcore_cli.state import Overrides, StoreFactory
 
 EMULATOR_AK = "cli-test-ak"
 EMULATOR_SK = "cli-test-secret-value"
+EMULATOR_API_KEY = "cli-test-api-key-value"
 
 
 class Cli:
@@ -123,6 +124,27 @@ def emulator_fake_cli(tmp_path: Path) -> Iterator[Cli]:
     from memcore.testing import InMemoryMemoryStore
 
     yield from _emulated(tmp_path, InMemoryMemoryStore())
+
+
+@pytest.fixture
+def api_key_cli(tmp_path: Path) -> Iterator[Cli]:
+    """``--backend tablestore`` against an emulator, with an API key and no access key pair."""
+    from memcore.testing import InMemoryMemoryStore
+    from memcore_tablestore.emulator import EmulatorServer
+
+    server = EmulatorServer(InMemoryMemoryStore(), api_key=EMULATOR_API_KEY).start()
+    home = tmp_path / "key-home"
+    write_config(
+        home, {"endpoint": server.url, "instance_name": server.instance_name, "timeout": 10.0}
+    )
+    try:
+        yield Cli(
+            home,
+            env={"TABLESTORE_MEMORY_API_KEY": EMULATOR_API_KEY},
+            prefix=["--backend", "tablestore"],
+        )
+    finally:
+        server.stop()
 
 
 @pytest.fixture(params=["local", "tablestore"])
