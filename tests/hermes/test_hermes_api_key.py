@@ -20,14 +20,8 @@ TURNS = 6
 
 
 def _home(home: Path, server: Any, kit: Any) -> None:
-    kit.write_config(
-        home,
-        backend="tablestore",
-        endpoint=server.url,
-        instance_name=server.instance_name,
-        timeout=0.5,
-    )
-    kit.write_env(home, {"TABLESTORE_MEMORY_API_KEY": KEY})
+    kit.emulator_home(home, server, timeout=0.5)
+    kit.write_env(home, {"TABLESTORE_MEMORY_API_KEY": KEY})  # the key only, no pair
 
 
 def _stored(store: InMemoryMemoryStore, provider: TablestoreMemProvider) -> list[str]:
