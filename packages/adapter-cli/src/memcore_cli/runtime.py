@@ -62,9 +62,9 @@ def _hermes_credentials(settings: Settings, environ: Mapping[str, str] | None) -
     import os
 
     from memcore.errors import ConfigError
+    from memcore_hermes.backends import tablestore_credentials
     from memcore_hermes.credentials import access_keys, load_environment
     from memcore_hermes.home import HermesHome
-    from memcore_tablestore.credentials import ApiKey, Credentials
 
     assert settings.hermes_home is not None
     env_file = HermesHome(settings.hermes_home).env_file
@@ -75,9 +75,7 @@ def _hermes_credentials(settings: Settings, environ: Mapping[str, str] | None) -
             f"TABLESTORE_MEMORY_API_KEY) in {env_file} (or the environment)",
             field="TABLESTORE_MEMORY_AK",
         )
-    if keys.api_key:
-        return ApiKey(keys.api_key)
-    return Credentials(keys.access_key_id, keys.access_key_secret, keys.security_token)
+    return tablestore_credentials(keys)
 
 
 class Runtime:

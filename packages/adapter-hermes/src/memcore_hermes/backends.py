@@ -42,7 +42,7 @@ def choose_backend(config: MemcoreConfig, keys: AccessKeys | None) -> str:
     )
 
 
-def _tablestore_credentials(keys: AccessKeys) -> Any:
+def tablestore_credentials(keys: AccessKeys) -> Any:
     """What the Memory Store calls authenticate with: the API key when one is set."""
     from memcore_tablestore import ApiKey, Credentials
 
@@ -82,7 +82,7 @@ def bootstrap_instance(
 
     say = progress or (lambda _m: None)
     pair = _pair(keys)
-    credentials = _tablestore_credentials(keys)
+    credentials = tablestore_credentials(keys)
 
     def probe(facts: InstanceFacts) -> object:
         store = _data_plane(facts.endpoint, facts.instance_name, credentials, config)
@@ -169,5 +169,5 @@ def open_backend_store(
     if not config.instance_name or not config.endpoint:
         raise ConfigError("the bootstrap did not yield an instance and endpoint", field="endpoint")
     return config, _data_plane(
-        config.endpoint, config.instance_name, _tablestore_credentials(keys), config
+        config.endpoint, config.instance_name, tablestore_credentials(keys), config
     )

@@ -79,12 +79,20 @@ def resolve_auth(env: Mapping[str, str] | None = None) -> Credentials | ApiKey:
     key = source.get(API_KEY_ENV, "").strip()
     if key:
         return ApiKey(key)
-    return resolve_credentials(env)
+    try:
+        return resolve_credentials(env)
+    except PermissionDenied as exc:
+        if exc.field != "credentials":
+            raise
+        raise PermissionDenied(
+            f"{_missing_message()}; or set {API_KEY_ENV} for an existing instance",
+            field="credentials",
+        ) from None
 
 
 def _missing_message() -> str:
     return (
-        f"no TableStore credentials: set {API_KEY_ENV}, or {AK_ENV} and {SK_ENV} (or {CLOUD_AK_ENV} and "
+        f"no TableStore credentials: set {AK_ENV} and {SK_ENV} (or {CLOUD_AK_ENV} and "
         f"{CLOUD_SK_ENV}), or configure an Alibaba Cloud credentials profile or RAM role"
     )
 
