@@ -167,3 +167,44 @@ def test_the_async_store_uses_the_api_key_too(server: EmulatorServer) -> None:
             await bad.close()
 
     asyncio.run(run())
+
+
+# Chaos seeds whose answer is JSON of the wrong shape (0, 3), bytes that are not UTF-8 (16, 18)
+# and text that is not JSON (17, 23).
+@pytest.mark.parametrize("seed", [0, 3, 16, 17, 18, 23])
+def test_an_unreadable_2xx_write_is_landed_not_resent(server: EmulatorServer, seed: int) -> None:
+    """The vendor client raises its own error for a 2xx body it cannot parse; the write is
+    still taken as landed (unconfirmed) and sent once, as on the access-key path."""
+    from memcore.values import UNCONFIRMED
+
+    with store_for(server, credentials=ApiKey(KEY)) as ts:
+        ts.ensure_store(STORE)
+        server.set_faults(Faults(chaos=True, apis=("AddMemories",), seed=seed))
+        sent: list[object] = []
+        send = ts._client.add_memories
+        ts._client.add_memories = lambda body: (sent.append(body), send(body))[1]
+        receipt = ts.add_text(STORE, A1, "a fact", sync=True)
+        assert receipt.status == UNCONFIRMED and receipt.problem
+        assert len(sent) == 1
+
+
+def test_a_refused_connection_names_the_endpoint_and_ends_early() -> None:
+    import socket
+    import time
+
+    from memcore.errors import Unavailable
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    started = time.monotonic()
+    with (
+        TableStoreMemoryStore(
+            endpoint, "inst", ApiKey(KEY), timeout=60.0, connect_timeout=0.5
+        ) as ts,
+        pytest.raises(Unavailable) as caught,
+    ):
+        ts.list_stores()
+    assert str(caught.value).startswith(f"cannot reach {endpoint}: connection refused")
+    assert KEY not in str(caught.value)
+    assert time.monotonic() - started < 20
