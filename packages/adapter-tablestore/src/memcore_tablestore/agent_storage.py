@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from memcore.errors import ConfigError
 
 #: Hosts an API key may be sent to over plain HTTP (the emulator and tests).
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def is_loopback(endpoint: str) -> bool:

@@ -68,10 +68,6 @@ class ApiKey:
     __str__ = __repr__
 
 
-#: What the data plane can authenticate with.
-Auth = Credentials | ApiKey
-
-
 def resolve_auth(env: Mapping[str, str] | None = None) -> Credentials | ApiKey:
     """The API key when ``TABLESTORE_MEMORY_API_KEY`` is set (it takes precedence over any
     access key pair), else :func:`resolve_credentials`."""

@@ -12,7 +12,7 @@ from memcore.errors import ConfigError, ProtocolError
 from memcore_tablestore import agent_storage, wire
 from memcore_tablestore.bodies import UNDECODABLE
 from memcore_tablestore.credentials import ApiKey, Credentials
-from memcore_tablestore.error_map import Failure, failure_from_exception
+from memcore_tablestore.error_map import Failure, failure_from_exception, vendor_errors
 from memcore_tablestore.plans import Call, Plans
 
 _ENDPOINT = re.compile(r"https?://[^\s/]+/?")
@@ -201,10 +201,11 @@ def classify(call: Call, exc: Exception, *, endpoint: str = "") -> Failure | dic
 
 def unreadable_2xx(exc: Exception) -> bool:
     """The vendor client's answer to a 2xx body it could not parse (it parses only 2xx)."""
-    from tablestore_agent_storage.errors import OTSClientError
-
-    return isinstance(exc, OTSClientError) and isinstance(
-        exc.__cause__, (UnicodeDecodeError, json.JSONDecodeError)
+    vendor = vendor_errors()
+    return (
+        vendor is not None
+        and isinstance(exc, vendor.OTSClientError)
+        and isinstance(exc.__cause__, (UnicodeDecodeError, json.JSONDecodeError))
     )
 
 
