@@ -78,3 +78,20 @@ def test_a_wrong_api_key_keeps_turns_in_the_spool(hermes_home: Path, kit: Any) -
             assert provider.runtime.spool.stats(time.time()).depth == 1
         finally:
             provider.shutdown()
+
+
+def test_doctor_says_the_api_key_is_set_and_never_shows_it(hermes_home: Path, kit: Any) -> None:
+    import json
+
+    from memcore_hermes.doctor import run_doctor
+    from memcore_hermes.home import HermesHome
+    from memcore_tablestore.testing import running_emulator
+
+    with running_emulator(InMemoryMemoryStore(), api_key=KEY) as server:
+        _home(hermes_home, server, kit)
+        report = run_doctor(HermesHome(hermes_home), environ={}, user_id="ann")
+    secrets = report["secrets"]
+    assert secrets["TABLESTORE_MEMORY_API_KEY"] == "set"
+    assert secrets["TABLESTORE_MEMORY_AK"] == secrets["TABLESTORE_MEMORY_SK"] == "missing"
+    assert report["ok"], report
+    assert KEY not in json.dumps(report)
