@@ -208,3 +208,14 @@ def test_a_refused_connection_names_the_endpoint_and_ends_early() -> None:
     assert str(caught.value).startswith(f"cannot reach {endpoint}: connection refused")
     assert KEY not in str(caught.value)
     assert time.monotonic() - started < 20
+
+
+def test_without_the_vendor_package_an_api_key_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tablestore_agent_storage", None)  # import fails
+    with pytest.raises(ConfigError) as caught:
+        TableStoreMemoryStore("https://inst.cn-hangzhou.ots.aliyuncs.com", "inst", ApiKey(KEY))
+    assert "pip install 'tablestore-agent-storage>=1.0.10'" in str(caught.value)

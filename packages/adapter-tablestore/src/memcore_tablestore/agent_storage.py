@@ -62,9 +62,16 @@ def build(
     """An ``AgentStorageClient`` that authenticates with ``api_key``; the vendor's own retries
     are off (the caller retries with its write-safety rule)."""
     import urllib3
-    from tablestore_agent_storage import AgentStorageClient, NoRetryPolicy
 
     check_endpoint(endpoint)
+    try:
+        from tablestore_agent_storage import AgentStorageClient, NoRetryPolicy
+    except ImportError:
+        # Hermes installs plugin.yaml dependencies by name and may have skipped this one.
+        raise ConfigError(
+            "an API key needs the vendor's client: pip install 'tablestore-agent-storage>=1.0.10'",
+            field="tablestore-agent-storage",
+        ) from None
     kwargs: dict[str, Any] = {
         "socket_timeout": socket_timeout,
         "retry_policy": NoRetryPolicy(),
