@@ -19,6 +19,7 @@ from memcore_cli.state import Overrides, StoreFactory
 
 EMULATOR_AK = "cli-test-ak"
 EMULATOR_SK = "cli-test-secret-value"
+EMULATOR_API_KEY = "cli-test-api-key-value"
 
 
 class Cli:
@@ -89,21 +90,26 @@ def local_cli(home: Path) -> Cli:
     return Cli(home)
 
 
-def _emulated(tmp_path: Path, backing: Any) -> Iterator[Cli]:
+def _emulated(tmp_path: Path, backing: Any, *, api_key: str | None = None) -> Iterator[Cli]:
+    """The CLI against an emulator over ``backing``: with the access key pair, or with
+    ``api_key`` alone (the emulator then accepts both; the CLI is given the key only)."""
     from memcore_tablestore.emulator import EmulatorServer
 
-    server = EmulatorServer(backing, access_key_id=EMULATOR_AK, access_key_secret=EMULATOR_SK)
+    server = EmulatorServer(
+        backing, access_key_id=EMULATOR_AK, access_key_secret=EMULATOR_SK, api_key=api_key
+    )
     server.start()
     home = tmp_path / "ts-home"
     write_config(
         home, {"endpoint": server.url, "instance_name": server.instance_name, "timeout": 10.0}
     )
+    keys = (
+        {"TABLESTORE_MEMORY_API_KEY": api_key}
+        if api_key
+        else {"TABLESTORE_MEMORY_AK": EMULATOR_AK, "TABLESTORE_MEMORY_SK": EMULATOR_SK}
+    )
     try:
-        yield Cli(
-            home,
-            env={"TABLESTORE_MEMORY_AK": EMULATOR_AK, "TABLESTORE_MEMORY_SK": EMULATOR_SK},
-            prefix=["--backend", "tablestore"],
-        )
+        yield Cli(home, env=keys, prefix=["--backend", "tablestore"])
     finally:
         server.stop()
         backing.close()
@@ -123,6 +129,14 @@ def emulator_fake_cli(tmp_path: Path) -> Iterator[Cli]:
     from memcore.testing import InMemoryMemoryStore
 
     yield from _emulated(tmp_path, InMemoryMemoryStore())
+
+
+@pytest.fixture
+def api_key_cli(tmp_path: Path) -> Iterator[Cli]:
+    """``--backend tablestore`` against an emulator, with an API key and no access key pair."""
+    from memcore.testing import InMemoryMemoryStore
+
+    yield from _emulated(tmp_path, InMemoryMemoryStore(), api_key=EMULATOR_API_KEY)
 
 
 @pytest.fixture(params=["local", "tablestore"])

@@ -160,6 +160,14 @@ def test_emulator_serve_backs_the_tablestore_backend(tmp_path):
         assert [h["text"] for h in hits] == ["User prefers concise answers"]
         wrong = _memcore({**env, "TABLESTORE_MEMORY_SK": "wrong"}, "search", "concise")
         assert wrong.returncode == 4, wrong.stderr
+        # The development API key the emulator prints, instead of the pair.
+        keyed = {k: v for k, v in env.items() if not k.startswith("TABLESTORE_MEMORY_")}
+        keyed["TABLESTORE_MEMORY_API_KEY"] = "memcore-emulator-api-key"
+        hits = json.loads(_memcore(keyed, "--json", "search", "concise").stdout)
+        assert [h["text"] for h in hits] == ["User prefers concise answers"]
+        bad_key = _memcore({**keyed, "TABLESTORE_MEMORY_API_KEY": "wrong-key"}, "search", "x")
+        assert bad_key.returncode == 4, bad_key.stderr
+        assert "wrong-key" not in bad_key.stdout + bad_key.stderr
     finally:
         proc.terminate()
         proc.wait(timeout=30)

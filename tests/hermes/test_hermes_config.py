@@ -83,9 +83,10 @@ def test_env_file_parsing() -> None:
 def test_config_schema_marks_the_secrets() -> None:
     schema = TablestoreMemProvider().get_config_schema()
     secrets = {f["key"] for f in schema if f.get("secret")}
-    assert secrets == {"access_key_id", "access_key_secret"}
+    assert secrets == {"api_key", "access_key_id", "access_key_secret"}
     # Hermes' dashboard saves a secret to .env only through its env_var.
     assert {f["key"]: f.get("env_var") for f in schema if f.get("secret")} == {
+        "api_key": "TABLESTORE_MEMORY_API_KEY",
         "access_key_id": "TABLESTORE_MEMORY_AK",
         "access_key_secret": "TABLESTORE_MEMORY_SK",
     }

@@ -49,6 +49,7 @@ def test_the_repository_root_is_a_valid_plugin(kit: Any) -> None:
         "tablestore",
         "alibabacloud-tablestore20201209",
         "alibabacloud-credentials",
+        "tablestore-agent-storage",
         "attrs",
         "cattrs",
     ):

@@ -164,3 +164,34 @@ def test_an_untrusted_env_file_is_neither_offered_nor_carried_over(
     assert any("writable by other users" in line for line in said)
     assert_env_holds_our_keys(hermes_home)
     assert not any(value in line for line in said for value in (*theirs.values(), AK, SK))
+
+
+def test_an_api_key_instead_of_a_pair_is_saved_and_used(hermes_home: Path) -> None:
+    """No pair given: the wizard asks for an API key, keeps it in .env only, and the endpoint
+    probe reaches the emulator with it (the vendor client, x-ots-apikey)."""
+    from memcore_tablestore.testing import running_emulator
+
+    key = "setup-api-key-7Hw3pQ9"
+    said: list[str] = []
+    with running_emulator(api_key=key) as server:
+        asker = Scripted("tablestore", "", "", key, server.instance_name, server.url, "")
+        result = run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
+        url = server.url
+    assert "API key" in asker.asked[3]
+    assert result is not None and result.available and result.backend == "tablestore"
+    assert f"endpoint: ✓ {url} answers" in [line.strip() for line in said]
+    assert (hermes_home / ".env").read_text(encoding="utf-8").splitlines() == [
+        f"TABLESTORE_MEMORY_API_KEY={key}"
+    ]
+    assert key not in (hermes_home / "tablestore_memory.json").read_text(encoding="utf-8")
+    assert all(key not in line for line in said)
+
+
+def test_an_api_key_alone_needs_an_existing_instance(hermes_home: Path, kit: Any) -> None:
+    from memcore_hermes.readiness import check_readiness
+
+    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_API_KEY": "only-a-key-123456"})
+    kit.write_config(hermes_home, backend="tablestore")
+    readiness = check_readiness(HermesHome(hermes_home), {})
+    assert not readiness.available
+    assert "existing instance" in readiness.reason and "only-a-key" not in readiness.reason

@@ -13,12 +13,25 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 _UNSET = ("null", "none")
 #: Never printed by ``config show``; the config model holds none today, but a future key might.
-SECRET_WORDS = ("secret", "password", "token", "access_key")
+SECRET_WORDS = ("secret", "password", "token", "access_key", "api_key", "apikey")
+#: Secrets asked for by name, and the variable that holds each (the config file holds none).
+SECRET_KEYS = {
+    "api_key": "TABLESTORE_MEMORY_API_KEY",
+    "access_key_id": "TABLESTORE_MEMORY_AK",
+    "access_key_secret": "TABLESTORE_MEMORY_SK",
+}
 
 
 def parse_value(key: str, text: str, *, source: str) -> Any:
     """The typed value for ``key``; ``null`` unsets an optional key (back to its default)."""
     fields = attrs.fields_dict(MemcoreConfig)
+    if key in SECRET_KEYS:
+        raise ConfigError(
+            f"{key} is a secret and is not kept in the config file; set it in the environment "
+            f"({SECRET_KEYS[key]}=...) or in a Hermes home's .env",
+            field=key,
+            source=source,
+        )
     if key not in fields:
         raise ConfigError(
             f"unknown key; known keys are {', '.join(CONFIG_KEYS)}", field=key, source=source

@@ -206,15 +206,18 @@ def _vector_check(store: Any, name: str, checks: _Checks) -> None:
 def _remote(state: CliState, runtime: Any, checks: _Checks) -> None:
     settings = runtime.settings
     if settings.backend == "tablestore":
-        from memcore_tablestore.credentials import resolve_credentials
+        from memcore_tablestore.credentials import ApiKey, resolve_auth
 
         env = None if state.overrides.environ is None else state.environ
         try:
-            creds = resolve_credentials(env)
+            creds = resolve_auth(env)
         except Exception as exc:
             checks.fail("credentials", _message(exc), exc)
             return
-        kind = "with an STS token" if creds.security_token else "access key pair"
+        if isinstance(creds, ApiKey):
+            kind = "API key, over the access key pair if one is set too"
+        else:
+            kind = "with an STS token" if creds.security_token else "access key pair"
         checks.ok("credentials", f"found ({kind}; never shown)")
         config = settings.config
         if not (config.endpoint or config.instance_name):

@@ -18,6 +18,7 @@ from memcore_cli.state import CliState
 #: only listens on 127.0.0.1, so they protect nothing and are printed for convenience.
 DEV_ACCESS_KEY_ID = "memcore-emulator"
 DEV_ACCESS_KEY_SECRET = "memcore-emulator-secret"
+DEV_API_KEY = "memcore-emulator-api-key"
 INSTANCE_NAME = "emulator"
 EMULATOR_DB = "emulator.db"
 
@@ -60,6 +61,8 @@ def serve_forever(
     dev_keys = not (env.get("TABLESTORE_MEMORY_AK") and env.get("TABLESTORE_MEMORY_SK"))
     ak = DEV_ACCESS_KEY_ID if dev_keys else env["TABLESTORE_MEMORY_AK"]
     sk = DEV_ACCESS_KEY_SECRET if dev_keys else env["TABLESTORE_MEMORY_SK"]
+    dev_api_key = not env.get("TABLESTORE_MEMORY_API_KEY", "").strip()
+    api_key = DEV_API_KEY if dev_api_key else env["TABLESTORE_MEMORY_API_KEY"].strip()
     store = factory(local)
     try:
         server = EmulatorServer(
@@ -68,6 +71,7 @@ def serve_forever(
             port=port,
             access_key_id=ak,
             access_key_secret=sk,
+            api_key=api_key,
             instance_name=INSTANCE_NAME,
             faults=Faults(latency_ms=latency_ms, error_rate=fail_rate),
         )
@@ -78,7 +82,7 @@ def serve_forever(
             raise port_error(exc, port) from None
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            _announce(state, server.url, db_path, dev_keys=dev_keys)
+            _announce(state, server.url, db_path, dev_keys=dev_keys, dev_api_key=dev_api_key)
             while not stop.wait(0.5):
                 pass
         except KeyboardInterrupt:
@@ -90,7 +94,9 @@ def serve_forever(
         store.close()
 
 
-def _announce(state: CliState, url: str, db_path: Path, *, dev_keys: bool) -> None:
+def _announce(
+    state: CliState, url: str, db_path: Path, *, dev_keys: bool, dev_api_key: bool
+) -> None:
     out = state.output
     if state.json:
         out.json_line({"url": url, "instance_name": INSTANCE_NAME, "database": str(db_path)})
@@ -105,5 +111,9 @@ def _announce(state: CliState, url: str, db_path: Path, *, dev_keys: bool) -> No
             )
         else:
             out.line("keys: TABLESTORE_MEMORY_AK/SK from the environment")
+        if dev_api_key:
+            out.line(f"API key: TABLESTORE_MEMORY_API_KEY={DEV_API_KEY} (development key)")
+        else:
+            out.line("API key: TABLESTORE_MEMORY_API_KEY from the environment")
         out.line("press Ctrl-C to stop")
     sys.stdout.flush()

@@ -46,35 +46,36 @@ def open_default_store(
             local["defer_vectors"] = True
         return open_store("local", settings.config, **local)
     if settings.backend == "tablestore":
-        from memcore_tablestore.credentials import resolve_credentials
+        from memcore_tablestore.credentials import resolve_auth
 
         if settings.hermes_home is not None:
             return open_store(
                 "tablestore", settings.config, credentials=_hermes_credentials(settings, environ)
             )
-        return open_store("tablestore", settings.config, credentials=resolve_credentials(environ))
+        return open_store("tablestore", settings.config, credentials=resolve_auth(environ))
     return open_store(settings.backend, settings.config)
 
 
 def _hermes_credentials(settings: Settings, environ: Mapping[str, str] | None) -> Any:
-    """The key pair the Hermes plugin uses: the environment over the home's ``.env``."""
+    """The credentials the Hermes plugin uses (its API key over its key pair): the environment
+    over the home's ``.env``."""
     import os
 
     from memcore.errors import ConfigError
+    from memcore_hermes.backends import tablestore_credentials
     from memcore_hermes.credentials import access_keys, load_environment
     from memcore_hermes.home import HermesHome
-    from memcore_tablestore.credentials import Credentials
 
     assert settings.hermes_home is not None
     env_file = HermesHome(settings.hermes_home).env_file
     keys = access_keys(load_environment(env_file, os.environ if environ is None else environ))
     if keys is None:
         raise ConfigError(
-            f"the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK in "
-            f"{env_file} (or the environment)",
+            f"the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK (or "
+            f"TABLESTORE_MEMORY_API_KEY) in {env_file} (or the environment)",
             field="TABLESTORE_MEMORY_AK",
         )
-    return Credentials(keys.access_key_id, keys.access_key_secret, keys.security_token)
+    return tablestore_credentials(keys)
 
 
 class Runtime:

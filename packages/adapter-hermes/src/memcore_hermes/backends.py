@@ -35,15 +35,33 @@ def choose_backend(config: MemcoreConfig, keys: AccessKeys | None) -> str:
     if keys is not None:
         return TABLESTORE
     raise ConfigError(
-        "no backend is usable: set TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK in "
-        '$HERMES_HOME/.env, or choose the offline store with "backend": "local"',
+        "no backend is usable: set TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK (or "
+        "TABLESTORE_MEMORY_API_KEY) in $HERMES_HOME/.env, or choose the offline store with "
+        '"backend": "local"',
         field="backend",
     )
 
 
-def _tablestore_credentials(keys: AccessKeys) -> Any:
+def tablestore_credentials(keys: AccessKeys) -> Any:
+    """What the Memory Store calls authenticate with: the API key when one is set."""
+    from memcore_tablestore import ApiKey, Credentials
+
+    if keys.api_key:
+        return ApiKey(keys.api_key)
+    return Credentials(keys.access_key_id, keys.access_key_secret, keys.security_token)
+
+
+def _pair(keys: AccessKeys) -> Any:
+    """The access key pair, which creating an instance needs (an API key cannot)."""
     from memcore_tablestore import Credentials
 
+    if not keys.has_pair:
+        raise ConfigError(
+            "an API key reaches the Memory Store of an existing instance only: set endpoint "
+            "and instance_name in tablestore_memory.json (hermes tablestore-mem setup), or add "
+            "TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK to create an instance",
+            field="instance_name",
+        )
     return Credentials(keys.access_key_id, keys.access_key_secret, keys.security_token)
 
 
@@ -63,7 +81,8 @@ def bootstrap_instance(
     from memcore_tablestore.provisioner import TableStoreProvisioner
 
     say = progress or (lambda _m: None)
-    credentials = _tablestore_credentials(keys)
+    pair = _pair(keys)
+    credentials = tablestore_credentials(keys)
 
     def probe(facts: InstanceFacts) -> object:
         store = _data_plane(facts.endpoint, facts.instance_name, credentials, config)
@@ -76,7 +95,7 @@ def bootstrap_instance(
     provisioner = TableStoreProvisioner(
         config,
         home.config_file,
-        credentials=credentials,
+        credentials=pair,
         probe=probe,
         **dict(provisioner_options or {}),
     )
@@ -139,8 +158,8 @@ def open_backend_store(
         return config, open_backend(config, **options)
     if keys is None:
         raise ConfigError(
-            "the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK in "
-            f"{home.env_file}",
+            "the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK (or "
+            f"TABLESTORE_MEMORY_API_KEY) in {home.env_file}",
             field="TABLESTORE_MEMORY_AK",
         )
     if not config.instance_name or not config.endpoint:
@@ -150,5 +169,5 @@ def open_backend_store(
     if not config.instance_name or not config.endpoint:
         raise ConfigError("the bootstrap did not yield an instance and endpoint", field="endpoint")
     return config, _data_plane(
-        config.endpoint, config.instance_name, _tablestore_credentials(keys), config
+        config.endpoint, config.instance_name, tablestore_credentials(keys), config
     )

@@ -16,7 +16,7 @@ from typing import Any
 from memcore.errors import ConfigError, MemcoreError, NotFound
 from memcore.scope import SessionContext, resolve_scope
 from memcore_hermes.credentials import AccessKeys, access_keys, load_environment, redact
-from memcore_hermes.envfile import AK_VAR, SK_VAR, TOKEN_VAR, env_file_problem
+from memcore_hermes.envfile import AK_VAR, API_KEY_VAR, SK_VAR, TOKEN_VAR, env_file_problem
 from memcore_hermes.home import HermesHome
 
 _SAMPLE = 5
@@ -61,9 +61,10 @@ def run_doctor(
     except ConfigError as exc:
         secrets_report["error"] = _error(exc)
         env = dict(os.environ if environ is None else environ)  # an unsafe file adds nothing
-    secrets_report[AK_VAR] = "set" if keys else "missing"
-    secrets_report[SK_VAR] = "set" if keys else "missing"
+    secrets_report[AK_VAR] = "set" if keys and keys.has_pair else "missing"
+    secrets_report[SK_VAR] = "set" if keys and keys.has_pair else "missing"
     secrets_report[TOKEN_VAR] = "set" if keys and keys.security_token else "missing"
+    secrets_report[API_KEY_VAR] = "set" if keys and keys.api_key else "missing"
     report["secrets"] = secrets_report
 
     scope = resolve_scope(

@@ -14,7 +14,9 @@ from pathlib import Path
 AK_VAR = "TABLESTORE_MEMORY_AK"
 SK_VAR = "TABLESTORE_MEMORY_SK"
 TOKEN_VAR = "TABLESTORE_MEMORY_STS_TOKEN"
-SECRET_VARS = (AK_VAR, SK_VAR, TOKEN_VAR)
+#: A TableStore API key: used for the Memory Store calls instead of the pair when set.
+API_KEY_VAR = "TABLESTORE_MEMORY_API_KEY"
+SECRET_VARS = (AK_VAR, SK_VAR, TOKEN_VAR, API_KEY_VAR)
 
 
 class UnsafeSecretsFile(Exception):

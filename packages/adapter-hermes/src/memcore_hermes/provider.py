@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from memcore_hermes.envfile import AK_VAR, SK_VAR
+from memcore_hermes.envfile import AK_VAR, API_KEY_VAR, SK_VAR
 from memcore_hermes.home import HermesHome
 
 try:
@@ -143,6 +143,15 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "choices": ["tablestore", "local"],
             },
             {
+                "key": "api_key",
+                "description": "TableStore API key for the Memory Store (HTTPS only; used "
+                "instead of the AccessKey pair when set; an existing instance only)",
+                "secret": True,
+                "required": False,
+                "env_var": API_KEY_VAR,
+                "when": {"backend": "tablestore"},
+            },
+            {
                 "key": "access_key_id",
                 "description": "TableStore AccessKey ID",
                 "secret": True,
@@ -207,7 +216,9 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
         """Merge the non-secret values into ``tablestore_memory.json`` (atomic, mode 0600)."""
         allowed = {
-            k: v for k, v in values.items() if k not in ("access_key_id", "access_key_secret")
+            k: v
+            for k, v in values.items()
+            if k not in ("access_key_id", "access_key_secret", "api_key")
         }
         HermesHome(hermes_home).save_config(allowed)
 

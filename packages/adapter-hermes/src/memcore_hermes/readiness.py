@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from memcore_hermes.envfile import AK_VAR, SK_VAR, UnsafeSecretsFile, secret_values
+from memcore_hermes.envfile import AK_VAR, API_KEY_VAR, SK_VAR, UnsafeSecretsFile, secret_values
 from memcore_hermes.home import HermesHome
 
 SETUP_COMMAND = "hermes memory setup tablestore-mem"
@@ -95,7 +95,9 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
         unsafe = ""
     except UnsafeSecretsFile as exc:
         secrets, unsafe = {}, str(exc)
-    backend = config.backend or ("tablestore" if {AK_VAR, SK_VAR} <= set(secrets) else None)
+    has_pair = {AK_VAR, SK_VAR} <= set(secrets)
+    has_api_key = API_KEY_VAR in secrets
+    backend = config.backend or ("tablestore" if has_pair or has_api_key else None)
     if backend == "local":
         search, fix = local_search_mode(config.embedder)
         note = "" if not fix else "semantic recall is off"
@@ -104,7 +106,16 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
         return Readiness(
             False, backend or "tablestore", reason=unsafe, fix=f"chmod 600 {home.env_file}"
         )
-    missing = [name for name in (AK_VAR, SK_VAR) if name not in secrets]
+    if has_api_key and not has_pair and not (config.endpoint and config.instance_name):
+        return Readiness(
+            False,
+            "tablestore",
+            reason=f"{API_KEY_VAR} reaches an existing instance only, and no endpoint and "
+            "instance_name are configured",
+            fix=f"rerun `{SETUP_COMMAND}` and give the instance's endpoint and name, or add "
+            f"{AK_VAR} and {SK_VAR} to create one",
+        )
+    missing = [] if has_api_key else [name for name in (AK_VAR, SK_VAR) if name not in secrets]
     if missing:
         return Readiness(
             False,

@@ -19,6 +19,7 @@ import attrs
 from memcore.config import BACKENDS, MemcoreConfig
 from memcore_hermes.envfile import (
     AK_VAR,
+    API_KEY_VAR,
     SECRET_VARS,
     SK_VAR,
     UnsafeSecretsFile,
@@ -118,7 +119,8 @@ def run_setup(
     file_keys, unsafe = _env_file_values(home)
     if unsafe:
         say(f"  ! {unsafe}; its keys are not used")
-    have_keys = all(env.get(v) or file_keys.get(v) for v in (AK_VAR, SK_VAR))
+    have_api_key = bool(env.get(API_KEY_VAR) or file_keys.get(API_KEY_VAR))
+    have_keys = have_api_key or all(env.get(v) or file_keys.get(v) for v in (AK_VAR, SK_VAR))
 
     say("\n  Configuring tablestore-mem:\n")
     backend = answers.backend
@@ -152,6 +154,12 @@ def run_setup(
             value = asker.secret(f"TableStore {label}{kept}")
             if value:
                 secrets[var] = value
+        # Without a pair, an API key (it reaches an existing instance's Memory Store only).
+        if not all(secrets.get(v) or env.get(v) or file_keys.get(v) for v in (AK_VAR, SK_VAR)):
+            kept = " (blank keeps the current one)" if have_api_key else ""
+            value = asker.secret(f"TableStore API key, instead of an AccessKey pair{kept}")
+            if value:
+                secrets[API_KEY_VAR] = value
         for key, label, fallback in (
             ("instance_name", "Instance name (blank: create one on the first start)", ""),
             ("endpoint", "Instance endpoint (blank: found or created with the instance)", ""),
@@ -168,7 +176,7 @@ def run_setup(
     precompile()
     if secrets:
         write_env_values(home, secrets)
-        say(f"  ✓ Access keys saved to {home.env_file} (mode 0600)")
+        say(f"  ✓ Keys saved to {home.env_file} (mode 0600)")
     _activate(hermes_config, say)
 
     readiness = check_readiness(home, env)

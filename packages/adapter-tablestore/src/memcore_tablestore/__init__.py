@@ -16,22 +16,31 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memcore_tablestore.async_store import AsyncTableStoreMemoryStore
     from memcore_tablestore.backend import open_backend
-    from memcore_tablestore.credentials import Credentials, resolve_credentials
+    from memcore_tablestore.credentials import (
+        ApiKey,
+        Credentials,
+        resolve_auth,
+        resolve_credentials,
+    )
     from memcore_tablestore.store import TableStoreMemoryStore
 
 _EXPORTS = {
     "TableStoreMemoryStore": "memcore_tablestore.store",
     "AsyncTableStoreMemoryStore": "memcore_tablestore.async_store",
+    "ApiKey": "memcore_tablestore.credentials",
     "Credentials": "memcore_tablestore.credentials",
+    "resolve_auth": "memcore_tablestore.credentials",
     "resolve_credentials": "memcore_tablestore.credentials",
     "open_backend": "memcore_tablestore.backend",
 }
 
 __all__ = [
+    "ApiKey",
     "AsyncTableStoreMemoryStore",
     "Credentials",
     "TableStoreMemoryStore",
     "open_backend",
+    "resolve_auth",
     "resolve_credentials",
 ]
 

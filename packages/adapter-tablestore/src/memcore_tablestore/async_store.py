@@ -14,7 +14,8 @@ from typing import Any
 import tenacity
 
 from memcore.errors import InvalidInput, MemcoreError
-from memcore_tablestore.credentials import Credentials
+from memcore_tablestore import agent_storage
+from memcore_tablestore.credentials import ApiKey, Credentials
 from memcore_tablestore.driver import (
     CONNECT_TIMEOUT,
     SDK_METHODS,
@@ -40,13 +41,16 @@ def _operation(name: str) -> Any:
 
 class AsyncTableStoreMemoryStore:
     """Every ``MemoryStore`` method as a coroutine; use it from one event loop, then ``await
-    close()``. Concurrency comes from the caller (``asyncio.gather``), bounded by the pool."""
+    close()``. Concurrency comes from the caller (``asyncio.gather``), bounded by the pool.
+
+    With an :class:`ApiKey` the calls go through the vendor's synchronous
+    ``tablestore-agent-storage`` client, each in a worker thread (``asyncio.to_thread``)."""
 
     def __init__(
         self,
         endpoint: str,
         instance_name: str,
-        credentials: Credentials,
+        credentials: Credentials | ApiKey,
         *,
         timeout: float = 30.0,
         connect_timeout: float = CONNECT_TIMEOUT,
@@ -98,7 +102,10 @@ class AsyncTableStoreMemoryStore:
     async def _attempt(self, call: Call) -> dict[str, Any]:
         send = getattr(self._client, SDK_METHODS[call.api])
         try:
-            raw = await send(call.body)
+            if self._settings.api_key:
+                raw = await asyncio.to_thread(send, call.body)
+            else:
+                raw = await send(call.body)
         except Exception as exc:
             raise classify(call, exc, endpoint=self._settings.endpoint) from exc
         return settle(call, raw)
@@ -163,6 +170,9 @@ class AsyncTableStoreMemoryStore:
         if self._closed:
             return
         self._closed = True
+        if self._settings.api_key:
+            agent_storage.release(self._client)
+            return
         await self._client.close()
 
     async def __aenter__(self) -> AsyncTableStoreMemoryStore:

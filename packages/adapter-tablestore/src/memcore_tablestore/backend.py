@@ -7,7 +7,7 @@ from typing import Any
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
 from memcore_tablestore import import_sdk_quietly
-from memcore_tablestore.credentials import Credentials, resolve_credentials
+from memcore_tablestore.credentials import ApiKey, Credentials, resolve_auth
 from memcore_tablestore.store import TableStoreMemoryStore
 
 _OPTIONS = frozenset(
@@ -18,7 +18,8 @@ _OPTIONS = frozenset(
 def open_backend(config: MemcoreConfig, /, **options: Any) -> TableStoreMemoryStore:
     """Open the data plane named by ``config`` (or by ``endpoint=``/``instance_name=`` options).
 
-    ``credentials=`` overrides :func:`resolve_credentials`. ``region=`` turns on SignV4. A
+    ``credentials=`` (a :class:`Credentials` or :class:`ApiKey`) overrides :func:`resolve_auth`
+    (an API key in ``TABLESTORE_MEMORY_API_KEY`` first). ``region=`` turns on SignV4. A
     config without an instance means the instance was never provisioned.
     """
     unknown = sorted(set(options) - _OPTIONS)
@@ -38,10 +39,10 @@ def open_backend(config: MemcoreConfig, /, **options: Any) -> TableStoreMemorySt
     import_sdk_quietly()
     credentials = options.get("credentials")
     if credentials is None:
-        credentials = resolve_credentials()
-    elif not isinstance(credentials, Credentials):
+        credentials = resolve_auth()
+    elif not isinstance(credentials, (Credentials, ApiKey)):
         raise ConfigError(
-            "credentials must be a memcore_tablestore.Credentials", field="credentials"
+            "credentials must be a memcore_tablestore.Credentials or ApiKey", field="credentials"
         )
     return TableStoreMemoryStore(
         endpoint,

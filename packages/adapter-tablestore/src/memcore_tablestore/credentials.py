@@ -1,6 +1,9 @@
-"""Access keys for the data plane, found the way the original plugin found them.
+"""Credentials for the data plane: an API key, or an access key pair found the way the
+original plugin found them.
 
-``TABLESTORE_MEMORY_AK``/``TABLESTORE_MEMORY_SK`` first, then the Alibaba Cloud default chain
+``TABLESTORE_MEMORY_API_KEY`` wins when it is set (:func:`resolve_auth`); the Memory Store calls
+then go through the vendor's ``tablestore-agent-storage`` client, the only one that sends it.
+Otherwise ``TABLESTORE_MEMORY_AK``/``TABLESTORE_MEMORY_SK``, then the Alibaba Cloud default chain
 (``ALIBABA_CLOUD_ACCESS_KEY_ID``/``_SECRET``/``_SECURITY_TOKEN``, profile files, RAM roles).
 Secrets never appear in a repr, a log line or an error message.
 """
@@ -17,6 +20,7 @@ from memcore.errors import PermissionDenied
 AK_ENV = "TABLESTORE_MEMORY_AK"
 SK_ENV = "TABLESTORE_MEMORY_SK"
 STS_ENV = "TABLESTORE_MEMORY_STS_TOKEN"
+API_KEY_ENV = "TABLESTORE_MEMORY_API_KEY"
 CLOUD_AK_ENV = "ALIBABA_CLOUD_ACCESS_KEY_ID"
 CLOUD_SK_ENV = "ALIBABA_CLOUD_ACCESS_KEY_SECRET"
 CLOUD_STS_ENV = "ALIBABA_CLOUD_SECURITY_TOKEN"
@@ -49,6 +53,37 @@ class Credentials:
         )
 
     __str__ = __repr__
+
+
+@attrs.frozen(repr=False)
+class ApiKey:
+    """A TableStore API key (header ``x-ots-apikey``): one secret instead of a key pair, sent
+    only over HTTPS (plain HTTP only to a loopback emulator)."""
+
+    key: str = attrs.field(validator=_non_empty)
+
+    def __repr__(self) -> str:
+        return "ApiKey(key='***')"
+
+    __str__ = __repr__
+
+
+def resolve_auth(env: Mapping[str, str] | None = None) -> Credentials | ApiKey:
+    """The API key when ``TABLESTORE_MEMORY_API_KEY`` is set (it takes precedence over any
+    access key pair), else :func:`resolve_credentials`."""
+    source = os.environ if env is None else env
+    key = source.get(API_KEY_ENV, "").strip()
+    if key:
+        return ApiKey(key)
+    try:
+        return resolve_credentials(env)
+    except PermissionDenied as exc:
+        if exc.field != "credentials":
+            raise
+        raise PermissionDenied(
+            f"{_missing_message()}; or set {API_KEY_ENV} for an existing instance",
+            field="credentials",
+        ) from None
 
 
 def _missing_message() -> str:

@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 from memcore.errors import ConfigError, OutcomeUnknown, ProtocolError, Unavailable
-from memcore_tablestore import wire
-from memcore_tablestore.credentials import Credentials
+from memcore_tablestore import agent_storage, wire
+from memcore_tablestore.credentials import ApiKey, Credentials
 from memcore_tablestore.error_map import Failure, failure_from_exception
 from memcore_tablestore.plans import Call, Plans
 
@@ -65,7 +65,7 @@ class Settings:
         self,
         endpoint: str,
         instance_name: str,
-        credentials: Credentials,
+        credentials: Credentials | ApiKey,
         *,
         timeout: float,
         region: str | None,
@@ -79,10 +79,13 @@ class Settings:
             )
         if not isinstance(instance_name, str) or not instance_name:
             raise ConfigError("instance_name must be a non-empty string", field="instance_name")
-        if not isinstance(credentials, Credentials):
+        if not isinstance(credentials, (Credentials, ApiKey)):
             raise ConfigError(
-                "credentials must be a memcore_tablestore.Credentials", field="credentials"
+                "credentials must be a memcore_tablestore.Credentials or ApiKey",
+                field="credentials",
             )
+        if isinstance(credentials, ApiKey):
+            agent_storage.check_endpoint(endpoint)
         timeout = positive_seconds(timeout, "timeout")
         connect_timeout = positive_seconds(connect_timeout, "connect_timeout")
         if region is not None and (not isinstance(region, str) or not region):
@@ -101,6 +104,11 @@ class Settings:
         """How long one call may keep retrying after ``failure``."""
         return self.connect_timeout if failure.unreachable else self.timeout
 
+    @property
+    def api_key(self) -> bool:
+        """Whether the calls go through the vendor's ``tablestore-agent-storage`` client."""
+        return isinstance(self.credentials, ApiKey)
+
     def client_arguments(self, *, asynchronous: bool = False) -> tuple[list[Any], dict[str, Any]]:
         """Arguments for ``OTSClient``/``AsyncOTSClient``; SignV4 when a region is set.
 
@@ -110,6 +118,7 @@ class Settings:
         from tablestore.retry import NoRetryPolicy
 
         c = self.credentials
+        assert isinstance(c, Credentials)
         if asynchronous:
             socket_timeout: Any = (self.connect_timeout, self.timeout)
         else:
@@ -131,7 +140,21 @@ class Settings:
 
     def client(self, client_cls: type, *, asynchronous: bool = False, **extra: Any) -> Any:
         """A ``client_cls`` (``OTSClient``/``AsyncOTSClient``) for these settings, once the
-        installed SDK is known to have the Memory Store API; ``extra`` goes to the constructor."""
+        installed SDK is known to have the Memory Store API; ``extra`` goes to the constructor.
+
+        With an API key, the vendor's ``AgentStorageClient`` instead (synchronous; the async
+        store runs its calls in a worker thread)."""
+        if isinstance(self.credentials, ApiKey):
+            import urllib3
+
+            return agent_storage.build(
+                self.endpoint,
+                self.instance_name,
+                self.credentials.key,
+                socket_timeout=urllib3.Timeout(connect=self.connect_timeout, read=self.timeout),
+                logger_name="memcore_tablestore.sdk",
+                max_connection=int(extra.get("max_connection", 50)),
+            )
         require_memory_api(client_cls)
         args, kwargs = self.client_arguments(asynchronous=asynchronous)
         return client_cls(*args, **extra, **kwargs)

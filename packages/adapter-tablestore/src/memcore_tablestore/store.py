@@ -9,7 +9,8 @@ from typing import Any
 import tenacity
 
 from memcore.errors import InvalidInput, MemcoreError
-from memcore_tablestore.credentials import Credentials
+from memcore_tablestore import agent_storage
+from memcore_tablestore.credentials import ApiKey, Credentials
 from memcore_tablestore.driver import (
     CONNECT_TIMEOUT,
     SDK_METHODS,
@@ -34,7 +35,9 @@ def _operation(name: str) -> Any:
 
 
 class TableStoreMemoryStore:
-    """Memory Store over ``tablestore.OTSClient`` (HTTP JSON, signed, pooled connections).
+    """Memory Store over ``tablestore.OTSClient`` (HTTP JSON, signed, pooled connections), or
+    over the vendor's ``tablestore-agent-storage`` client when ``credentials`` is an
+    :class:`ApiKey` (HTTPS only, plain HTTP to loopback only).
 
     ``timeout`` bounds each socket operation and the whole retry sequence of one call;
     ``connect_timeout`` bounds opening a connection, and retrying an endpoint that cannot be
@@ -46,7 +49,7 @@ class TableStoreMemoryStore:
         self,
         endpoint: str,
         instance_name: str,
-        credentials: Credentials,
+        credentials: Credentials | ApiKey,
         *,
         timeout: float = 30.0,
         connect_timeout: float = CONNECT_TIMEOUT,
@@ -164,6 +167,9 @@ class TableStoreMemoryStore:
         if self._closed:
             return
         self._closed = True
+        if self._settings.api_key:
+            agent_storage.release(self._client)
+            return
         pool = getattr(getattr(self._client, "connection", None), "pool", None)
         if pool is not None:
             pool.clear()

@@ -9,6 +9,7 @@ from memcore_cli.state import state_of
 app = typer.Typer(help="Show or change the configuration.", no_args_is_help=True)
 
 CREDENTIAL_VARS = (
+    "TABLESTORE_MEMORY_API_KEY",
     "TABLESTORE_MEMORY_AK",
     "TABLESTORE_MEMORY_SK",
     "TABLESTORE_MEMORY_STS_TOKEN",

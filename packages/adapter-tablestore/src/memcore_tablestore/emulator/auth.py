@@ -1,4 +1,5 @@
-"""Request authentication as the data plane does it: content MD5 plus SignV2 or SignV4.
+"""Request authentication as the data plane does it: content MD5 plus SignV2 or SignV4, or an
+API key (``x-ots-apikey`` with ``x-ots-instancename``, nothing signed).
 
 Written from the protocol, not borrowed from the SDK, so the emulator really checks what the
 unmodified client sends: HMAC over ``/<Api>\\nPOST\\n\\n`` and the sorted lower-case
@@ -39,13 +40,28 @@ class AuthError(Exception):
 
 @attrs.frozen
 class Identity:
-    """Who the emulator accepts: one key pair (and optional STS token) for one instance."""
+    """Who the emulator accepts: one key pair (and optional STS token) for one instance, and
+    an API key for it when one is set."""
 
     access_key_id: str
     access_key_secret: str = attrs.field(repr=False)
     instance_name: str
     security_token: str | None = attrs.field(default=None, repr=False)
     region: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
+
+
+def verify_api_key(headers: Mapping[str, str], identity: Identity) -> None:
+    """Raise :class:`AuthError` unless ``x-ots-apikey`` is this instance's API key."""
+    if not headers.get("x-ots-instancename"):
+        raise AuthError("missing header x-ots-instancename")
+    sent = headers.get("x-ots-apikey", "")
+    if identity.api_key is None or not hmac.compare_digest(
+        sent.encode(), identity.api_key.encode()
+    ):
+        raise AuthError("the API key is invalid")
+    if headers["x-ots-instancename"] != identity.instance_name:
+        raise AuthError("the instance does not exist or is not this API key's")
 
 
 def canonical(api: str, headers: Mapping[str, str]) -> str:
@@ -81,8 +97,12 @@ def sign_v4(secret: str, date: str, region: str, text: str) -> str:
 def verify(api: str, headers: Mapping[str, str], body: bytes, identity: Identity) -> None:
     """Raise :class:`AuthError` unless the request is signed by ``identity`` and intact.
 
-    ``headers`` must have lower-case names.
+    ``headers`` must have lower-case names. A request carrying ``x-ots-apikey`` is checked as an
+    API-key request only.
     """
+    if "x-ots-apikey" in headers:
+        verify_api_key(headers, identity)
+        return
     for name in _REQUIRED:
         if not headers.get(name):
             raise AuthError(f"missing header {name}")

@@ -125,7 +125,8 @@ class EmulatorServer:
     """A loopback Memory Store over ``store`` (any :class:`MemoryStore`).
 
     Clients must sign with ``access_key_id``/``access_key_secret`` for ``instance_name``
-    (and send ``security_token`` when one is set). ``region`` pins SignV4 to that region.
+    (and send ``security_token`` when one is set), or send ``api_key`` in ``x-ots-apikey``
+    when one is set. ``region`` pins SignV4 to that region.
     ``record_requests`` keeps the last 10,000 (api, body) pairs in :attr:`recorded`.
     ``ledger`` holds what the service keeps beyond the store's data (audit, tasks, dreams):
     hand the same one to a restarted server to keep them. A new store answers 409 CONFLICT
@@ -143,6 +144,7 @@ class EmulatorServer:
         instance_name: str = "emulator",
         security_token: str | None = None,
         region: str | None = None,
+        api_key: str | None = None,
         faults: Faults | None = None,
         envelope: bool = False,
         record_requests: bool = False,
@@ -157,7 +159,7 @@ class EmulatorServer:
         self.host = host
         self._requested_port = port
         self.identity = Identity(
-            access_key_id, access_key_secret, instance_name, security_token, region
+            access_key_id, access_key_secret, instance_name, security_token, region, api_key
         )
         self.envelope = envelope
         self.recorded: deque[tuple[str, dict[str, Any]]] = deque(maxlen=10_000)
@@ -357,7 +359,10 @@ class EmulatorServer:
         except AuthError as exc:
             self._send_error(http, request_id, 403, "OTSAuthFailed", str(exc))
             return
-        signed = _Signed(request_id, api, headers)
+        # An API-key request has no secret to sign the answer with.
+        signed: str | _Signed = (
+            request_id if "x-ots-apikey" in headers else _Signed(request_id, api, headers)
+        )
         if error:
             self._send_error(
                 http, signed, faults.error_status, faults.error_code, "injected failure"
