@@ -361,3 +361,24 @@ def test_bad_session_pass_arguments_are_typed_errors(hybrid_store: SqliteMemoryS
         with pytest.raises(InvalidInput) as err:
             hybrid_store.create_session_dream_task(STORE, ALICE.tenant_pattern(), max_new=bad)  # type: ignore[arg-type]
         assert err.value.field == "max_new"
+
+
+def test_a_session_pass_finds_an_old_twin_past_the_newest_memories_it_reads(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    """The new memory's nearest come from the store's vector search over the whole scope."""
+    store = hybrid_store
+    old = _turn(store, ALICE, "The user likes green tea in the morning", 1.0)
+    for i in range(8):
+        _turn(
+            store, ALICE, f"We keep {i + 2} {_PETS[i]} at the cabin on Lake {_LAKES[i]}", 10.0 + i
+        )
+    store.create_session_dream_task(STORE, ALICE.tenant_pattern(), apply_mode="proposal")
+    new = _turn(store, ALICE, "the user likes green TEA in the morning!", 100.0)
+    task = store.create_session_dream_task(
+        STORE, ALICE.tenant_pattern(), apply_mode="proposal", max_memories=5
+    )
+    [action] = store.list_dream_actions(STORE, task.id).items
+    assert (action.action, set(action.memory_ids)) == ("MERGE", {old, new})
+    window = store.create_dream_task(STORE, ALICE.tenant_pattern(), max_memories=5)
+    assert not store.list_dream_actions(STORE, window.id).items

@@ -31,7 +31,7 @@ from memcore.errors import InvalidInput, MemcoreError, NotFound
 from memcore.paging import decode_token, page
 from memcore.scope import ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
-from memcore_sqlite import dream_inputs
+from memcore_sqlite import dream_inputs, search
 from memcore_sqlite.dream_apply import Added, DreamApplier, Outcome, Removed
 from memcore_sqlite.dream_rows import (
     ACTION,
@@ -224,6 +224,15 @@ class DreamTasks(DreamApplier):
                 candidates, blobs = dream_inputs.load_candidates(
                     conn, sid, patterns, max_memories, model
                 )
+            if focus and model is not None:
+                # Each new memory's nearest anywhere in its scopes, by the store's own search.
+                have = {c.order for c in candidates}
+                far = [s for s in self._nearest(conn, sid, patterns, focus, blobs) if s not in have]
+                more, more_blobs = dream_inputs.load_candidates(
+                    conn, sid, patterns, len(far), model, far
+                )
+                candidates += more
+                blobs.update(more_blobs)
         if not self._set_status(sid, dream_id, "planning", memory_count=len(candidates)):
             return
         dim = self.embedder.dimension if self.embedder is not None else 0
@@ -241,6 +250,36 @@ class DreamTasks(DreamApplier):
         # Whatever proposed them, actions outside the task's scopes never reach the table.
         planned = [a for a in planned if inside(a, by_id, patterns)]
         self._write_plan(sid, dream_id, planned, by_id, patterns, mode, thresholds)
+
+    def _nearest(
+        self,
+        conn: sqlite3.Connection,
+        sid: int,
+        patterns: Sequence[ScopePattern],
+        focus: Sequence[str],
+        blobs: Mapping[str, bytes],
+    ) -> list[int]:
+        """Seqs of the memories nearest each of ``focus`` in the patterns' vector index."""
+        if self._vectors is None or self.embedder is None:
+            return []
+        import numpy
+
+        model = self.embedder.name
+        generation = int(
+            conn.execute("SELECT generation FROM stores WHERE id = ?", (sid,)).fetchone()[0]
+        )
+        fetch = search.float_vectors(conn, model)
+        out: set[int] = set()
+        for pattern in patterns:
+            entry, _ = search.vector_candidates(
+                conn, self._vectors, model, sid, pattern, None, generation
+            )
+            for mid in focus:
+                if mid in blobs:
+                    query = numpy.frombuffer(blobs[mid], dtype="<f4")
+                    top = self._vectors.top(entry, query, 2 * dream_inputs.NEIGHBOURS, fetch)
+                    out.update(s for s, c in top if c >= dream_inputs.MIN_COSINE)
+        return sorted(out)
 
     def _write_plan(
         self,

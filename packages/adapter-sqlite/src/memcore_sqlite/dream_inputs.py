@@ -20,26 +20,33 @@ NEIGHBOURS = 10
 MIN_COSINE = 0.3
 
 
+_CANDIDATE = (
+    "SELECT m.seq, m.id, m.app_id, m.tenant_id, m.agent_id, m.run_id, m.text,"
+    " m.version, COALESCE((SELECT MIN(g.timestamp) FROM messages g"
+    " WHERE g.memory_seq = m.seq), m.created_at), v.vector"
+    " FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq AND v.model = ?"
+)
+
+
 def load_candidates(
     conn: sqlite3.Connection,
     store_id: int,
     patterns: Sequence[ScopePattern],
     max_memories: int,
     model: str | None,
+    seqs: Sequence[int] | None = None,
 ) -> tuple[list[Candidate], dict[str, bytes]]:
-    """The newest ``max_memories`` current memories of the patterns, and their vector blobs."""
+    """The newest ``max_memories`` current memories of the patterns (of ``seqs`` only, when
+    given), and their vector blobs."""
     found: dict[str, Candidate] = {}
     blobs: dict[str, bytes] = {}
     for pattern in patterns:
         where, params = pattern_sql(pattern, "m.")
+        only = "" if seqs is None else f" AND m.seq IN ({','.join('?' * len(seqs))})"
         rows = conn.execute(
-            "SELECT m.seq, m.id, m.app_id, m.tenant_id, m.agent_id, m.run_id, m.text,"
-            " m.version, COALESCE((SELECT MIN(g.timestamp) FROM messages g"
-            " WHERE g.memory_seq = m.seq), m.created_at), v.vector"
-            " FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq AND v.model = ?"
-            f" WHERE m.store_id = ?{where} AND m.superseded_by IS NULL"
+            _CANDIDATE + f" WHERE m.store_id = ?{where} AND m.superseded_by IS NULL{only}"
             " ORDER BY m.seq DESC LIMIT ?",
-            (model, store_id, *params, max_memories),
+            (model, store_id, *params, *(seqs or ()), max_memories),
         ).fetchall()
         for r in rows:
             scope = Scope(r[2], r[3], r[4], r[5])
