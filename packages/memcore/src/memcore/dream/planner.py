@@ -208,14 +208,19 @@ def plan(
             continue
         if focus is None or n.a in focus or n.b in focus:
             sims[(min(n.a, n.b), max(n.a, n.b))] = float(n.similarity)
-    pairs = set(sims) | _lexical_pairs(tokens, lex, floor, cfg.max_posting, focus)
-    # Numbers, cues and wording only for the memories some pair holds.
-    seen = {i: _see(cands[i], tokens[i]) for i in sorted({i for p in pairs for i in p})}
+    pairs: list[tuple[tuple[str, str], float]] = []
+    for key in sorted(set(sims) | _lexical_pairs(tokens, lex, floor, cfg.max_posting, focus)):
+        a, b = tokens[key[0]], tokens[key[1]]
+        overlap = lex.overlap(a, b)
+        if key in sims or not _words_rule_out(a, b, overlap, lex, floor, cfg):
+            pairs.append((key, overlap))
+    # Numbers, cues and wording only for the memories some pair still holds.
+    seen = {i: _see(cands[i], tokens[i]) for i in sorted({i for p, _ in pairs for i in p})}
 
     groups = _Groups()
     merge_conf: dict[tuple[str, str], float] = {}
     supersede: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
-    for key in sorted(pairs):
+    for key, overlap in pairs:
         x, y = seen[key[0]], seen[key[1]]
         if (x.cand.scope.app_id, x.cand.scope.tenant_id) != (
             y.cand.scope.app_id,
@@ -223,7 +228,6 @@ def plan(
         ):
             continue  # never across tenants, whatever the similarity says
         sim = sims.get(key)
-        overlap = lex.overlap(x.tokens, y.tokens)
         conf = _duplicate(x, y, sim, overlap, cfg)
         if conf is not None:
             same = x.cand.scope == y.cand.scope
@@ -244,6 +248,27 @@ def plan(
     merged = {i for a in actions for i in a.read_ids()}
     actions.extend(_supersessions(seen, supersede, merged))
     return actions
+
+
+def _words_rule_out(
+    a: frozenset[str],
+    b: frozenset[str],
+    overlap: float,
+    lex: Lexicon,
+    floor: float,
+    cfg: PlannerSettings,
+) -> bool:
+    """True when a pair without a similarity can be neither a MERGE nor a supersession
+    by its words alone: the tests of :func:`_duplicate` and :func:`_supersedes` that need
+    no more than the words, done before the rest of each memory is worked out."""
+    union = a | b
+    if not union or overlap >= cfg.lexical_merge_overlap:
+        return False  # the same wording, or words enough for a MERGE
+    shared = a & b
+    return (
+        len(shared) / len(union) < cfg.lexical_subject_overlap
+        or len(lex.telling(shared, floor)) < cfg.min_shared_subject_words
+    )
 
 
 def _duplicate(
