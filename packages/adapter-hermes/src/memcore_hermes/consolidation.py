@@ -4,8 +4,8 @@ It runs on the provider's lane (never on the agent's thread), after the session'
 were delivered, in ``safe_auto`` mode: merges and updates that clear the service's default
 thresholds apply, deletions only ever wait as proposals. It costs what the session added,
 not what the tenant holds: on a store that can, it plans only the memories written since the
-last pass (at most :data:`MAX_NEW`) against their neighbours among the newest
-:data:`MAX_MEMORIES`, so its cost does not grow with the tenant; a full pass over more is
+last pass (at most :data:`MAX_NEW`), each against its nearest in the tenant and the memories
+among the newest :data:`MAX_MEMORIES` that share a rare word with it; a full pass is
 ``memcore dream create``. A session end never waits for it.
 """
 

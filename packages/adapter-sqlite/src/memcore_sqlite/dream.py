@@ -120,10 +120,11 @@ class DreamTasks(DreamApplier):
         """A pass that costs what was written since the last one, not what the scopes hold.
 
         Plans only the pairs that hold a memory written (or changed) since the last finished
-        task over the same scopes in the same apply mode (the newest ``max_new`` of them), each against its nearest
-        neighbours and the memories that share a rare word with it, by the rules and word
-        weights of a full pass over the newest ``max_memories``. New memories past
-        ``max_new`` wait for a full pass (:meth:`create_dream_task`)."""
+        task over the same scopes in the same apply mode (the newest ``max_new`` of them):
+        each against its nearest in the scopes (the vector index search uses) and the
+        memories among the newest ``max_memories`` that share a rare word with it, by the
+        rules and word weights of a full pass over those. New memories past ``max_new`` wait
+        for a full pass (:meth:`create_dream_task`)."""
         if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
             raise InvalidInput("max_new must be a non-negative integer", field="max_new")
         return self._create(
