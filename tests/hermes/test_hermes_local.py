@@ -87,6 +87,43 @@ def test_session_end_consolidates_the_local_store_off_the_agent_thread(
         provider.shutdown()
 
 
+def test_the_next_session_end_plans_only_what_was_written_since(
+    hermes_home: Path, kit: Any
+) -> None:
+    """A pass costs what the session added: what the last one left proposed is not planned
+    again (a full pass, ``memcore dream create``, would)."""
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        store = provider.runtime.handle.ready()
+        name = provider.runtime.store_name
+        for text in (
+            "Gus keeps 30 dozen eggs in the fridge",
+            "Gus now keeps 20 dozen eggs in the fridge",
+        ):
+            provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+        provider.on_session_end([])
+        assert provider.last_consolidation is not None
+        first = provider.last_consolidation.result(timeout=30)
+        [delete] = store.list_dream_actions(name, first).items
+        assert (delete.action, delete.status) == ("DELETE", "skipped")
+        cats = [
+            "Gus has 3 cats called Miso, Tofu and Nori",
+            "gus has 3 cats called miso tofu and nori!",
+        ]
+        ids = set()
+        for text in cats:
+            out = provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+            ids.update(json.loads(out)["memory_ids"])
+        provider.on_session_end([])
+        second = provider.last_consolidation.result(timeout=30)
+        [merge] = store.list_dream_actions(name, second).items
+        assert merge.action == "MERGE" and set(merge.memory_ids) == ids
+    finally:
+        provider.shutdown()
+
+
 def test_the_users_own_model_turns_hermes_turns_into_facts(
     hermes_home: Path, kit: Any, monkeypatch: Any
 ) -> None:

@@ -264,3 +264,121 @@ def test_actions_a_reviewer_aims_at_another_tenant_are_dropped(
     task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
     assert hybrid_store.list_dream_actions(STORE, task.id).items == ()
     assert hybrid_store.get_memory(STORE, BOB, bob).version == 1
+
+
+def _actions(store: SqliteMemoryStore, task_id: str) -> set[tuple[object, ...]]:
+    got = store.list_dream_actions(STORE, task_id, limit=100)
+    assert not got.next_token
+    return {
+        (a.action, a.target_memory_id, tuple(sorted(a.memory_ids)), a.text, a.confidence, a.reason)
+        for a in got.items
+    }
+
+
+_PETS = ["cats", "dogs", "parrots", "rabbits", "turtles", "hamsters", "goldfish", "ferrets"]
+_NAMES = ["Arvid", "Bodil", "Cyrus", "Dagny", "Eskil", "Freja", "Gorm", "Hilde"]
+_TOWNS = ["Lisbon", "Oslo", "Denver", "Kyoto", "Austin", "Porto", "Dublin", "Quito"]
+_LAKES = ["Tahoe", "Como", "Bled", "Garda", "Louise", "Ohrid", "Malawi", "Titicaca"]
+_PLANTS = ["tomato", "orchid", "fennel", "quince", "saffron", "lavender", "kale", "fig"]
+_STREETS = ["Elm", "Birch", "Cedar", "Maple", "Willow", "Aspen", "Rowan", "Hazel"]
+_SHIPS = ["Endurance", "Bounty", "Beagle", "Victory", "Discovery", "Resolute", "Fram", "Terror"]
+
+
+def _old_life(store: SqliteMemoryStore, scope: Scope) -> list[str]:
+    """Forty memories of one person over forty days, one of them said twice."""
+    ids = []
+    for i in range(8):
+        texts = [
+            f"My cousin {_NAMES[i]} lives in {_TOWNS[i]} and teaches chemistry there",
+            f"We keep {i + 2} {_PETS[i]} at the cabin on Lake {_LAKES[i]}",
+            f"The budget for the {_PLANTS[i]} greenhouse on {_STREETS[i]} Road is {300 + 10 * i} dollars",
+            f"I started reading a novel about the {_SHIPS[i]} crossing the northern sea",
+            f"Our neighbour {_NAMES[7 - i]}son repairs vintage bicycles in {_TOWNS[7 - i]}",
+        ]
+        ids += [_turn(store, scope, t, 86400.0 * 5 * i + j) for j, t in enumerate(texts)]
+    again = "I started reading a novel about the Victory crossing the northern sea!"
+    ids.append(_turn(store, scope, again, 86400.0 * 41))
+    return ids
+
+
+def test_a_session_pass_finds_what_a_full_pass_finds_for_the_new_memories(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    store = hybrid_store
+    old = set(_old_life(store, ALICE))
+    _old_life(store, BOB)  # the same words in another tenant
+    first = store.create_session_dream_task(STORE, ALICE.tenant_pattern(), apply_mode="proposal")
+    assert first.status == "completed"
+    day = 86400.0 * 60
+    new_texts = [
+        "My cousin Cyrus lives in Denver and teaches chemistry there!",  # said again
+        "We now keep 7 parrots at the cabin on Lake Bled",  # another number
+        "The budget for the lavender greenhouse on Aspen Road is now 420 dollars",  # changed
+        "Our neighbour Eskilson moved his vintage bicycles repair shop from Kyoto to Bergen",
+        "I booked a dentist appointment for the second week of March",  # nothing old
+    ]
+    new = {_turn(store, ALICE, t, day + j) for j, t in enumerate(new_texts)}
+    session = store.create_session_dream_task(STORE, ALICE.tenant_pattern(), apply_mode="proposal")
+    found = _actions(store, session.id)
+    full = _actions(
+        store, store.create_dream_task(STORE, ALICE.tenant_pattern(), max_memories=5000).id
+    )
+    involving_new = {a for a in full if new & set(a[2])}
+    # The full pass finds merges and supersessions between new and old memories, and
+    # some among old ones only, which the session pass leaves to it.
+    kinds = sorted(a[0] for a in involving_new)
+    assert "MERGE" in kinds and sum(k in ("UPDATE", "DELETE") for k in kinds) >= 2, kinds
+    assert full - involving_new
+    assert found == involving_new
+    assert all(set(a[2]) <= old | new for a in found)
+    # Nothing was written since: the next session pass has nothing to plan.
+    again = store.create_session_dream_task(STORE, ALICE.tenant_pattern(), apply_mode="proposal")
+    assert again.action_counts.get("total", 0) == 0
+
+
+def test_a_session_pass_plans_only_its_tenant_and_its_own_new_memories(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    store = hybrid_store
+    bob = set(_old_life(store, BOB))
+    store.create_session_dream_task(STORE, BOB.tenant_pattern(), apply_mode="proposal")
+    a = _turn(store, ALICE, "My cousin Arvid2 lives in Denver and teaches chemistry there", 1e6)
+    b = _turn(
+        store, ALICE, "My cousin Arvid2 lives in Denver and teaches chemistry there!", 1e6 + 1
+    )
+    # Alice's first pass plans her memories; Bob's identical texts are not hers to pair.
+    task = store.create_session_dream_task(STORE, ALICE.tenant_pattern(), apply_mode="safe_auto")
+    [action] = store.list_dream_actions(STORE, task.id).items
+    assert set(action.memory_ids) == {a, b} and action.status == "applied"
+    # Bob's tenant had its pass before Alice wrote: his next one has nothing new.
+    quiet = store.create_session_dream_task(STORE, BOB.tenant_pattern(), apply_mode="proposal")
+    assert quiet.action_counts.get("total", 0) == 0
+    assert {m.id for m in store.list_memories(STORE, BOB.pattern(), limit=100).items} == bob
+
+
+def test_bad_session_pass_arguments_are_typed_errors(hybrid_store: SqliteMemoryStore) -> None:
+    for bad in (-1, True, "3"):
+        with pytest.raises(InvalidInput) as err:
+            hybrid_store.create_session_dream_task(STORE, ALICE.tenant_pattern(), max_new=bad)  # type: ignore[arg-type]
+        assert err.value.field == "max_new"
+
+
+def test_a_session_pass_finds_an_old_twin_past_the_newest_memories_it_reads(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    """The new memory's nearest come from the store's vector search over the whole scope."""
+    store = hybrid_store
+    old = _turn(store, ALICE, "The user likes green tea in the morning", 1.0)
+    for i in range(8):
+        _turn(
+            store, ALICE, f"We keep {i + 2} {_PETS[i]} at the cabin on Lake {_LAKES[i]}", 10.0 + i
+        )
+    store.create_session_dream_task(STORE, ALICE.tenant_pattern(), apply_mode="proposal")
+    new = _turn(store, ALICE, "the user likes green TEA in the morning!", 100.0)
+    task = store.create_session_dream_task(
+        STORE, ALICE.tenant_pattern(), apply_mode="proposal", max_memories=5
+    )
+    [action] = store.list_dream_actions(STORE, task.id).items
+    assert (action.action, set(action.memory_ids)) == ("MERGE", {old, new})
+    window = store.create_dream_task(STORE, ALICE.tenant_pattern(), max_memories=5)
+    assert not store.list_dream_actions(STORE, window.id).items

@@ -2,8 +2,11 @@
 
 It runs on the provider's lane (never on the agent's thread), after the session's writes
 were delivered, in ``safe_auto`` mode: merges and updates that clear the service's default
-thresholds apply, deletions only ever wait as proposals. It is bounded: it reads at most
-:data:`MAX_MEMORIES` memories, and a session end never waits for it.
+thresholds apply, deletions only ever wait as proposals. It costs what the session added,
+not what the tenant holds: on a store that can, it plans only the memories written since the
+last pass (at most :data:`MAX_NEW`), each against its nearest in the tenant and the memories
+among the newest :data:`MAX_MEMORIES` that share a rare word with it; a full pass is
+``memcore dream create``. A session end never waits for it.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from memcore.errors import MemcoreError
 
 logger = logging.getLogger(__name__)
 
-#: The newest memories a pass reads: a few hundred keep it well under a second on SQLite.
+#: The newest memories a pass reads: a session pass compares its new ones with these (and
+#: weighs words over them); a store without one plans all their pairs.
 MAX_MEMORIES = 500
+#: The new memories a session pass plans; more wait for a full pass.
+MAX_NEW = 200
 
 
 def wants_pass(store: Any) -> bool:
@@ -34,12 +40,22 @@ def consolidate(runtime: Any) -> str | None:
         return None
     try:
         store = runtime.handle.ready()
-        task = store.create_dream_task(
-            runtime.store_name,
-            runtime.scope.tenant_pattern(),
-            apply_mode="safe_auto",
-            max_memories=MAX_MEMORIES,
-        )
+        session_pass = getattr(store, "create_session_dream_task", None)
+        if session_pass is not None:
+            task = session_pass(
+                runtime.store_name,
+                runtime.scope.tenant_pattern(),
+                apply_mode="safe_auto",
+                max_new=MAX_NEW,
+                max_memories=MAX_MEMORIES,
+            )
+        else:
+            task = store.create_dream_task(
+                runtime.store_name,
+                runtime.scope.tenant_pattern(),
+                apply_mode="safe_auto",
+                max_memories=MAX_MEMORIES,
+            )
     except MemcoreError as exc:
         logger.warning("tablestore-mem: consolidation skipped (%s: %s)", exc.code, exc)
         return None

@@ -19,6 +19,7 @@ from memcore import limits
 from memcore.dream import (
     MANUAL_REASONS,
     SCOPE_OUTPUT_MODES,
+    Candidate,
     PlannedAction,
     PlannerSettings,
     check_thresholds,
@@ -30,7 +31,7 @@ from memcore.errors import InvalidInput, MemcoreError, NotFound
 from memcore.paging import decode_token, page
 from memcore.scope import ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
-from memcore_sqlite import dream_inputs
+from memcore_sqlite import dream_inputs, search
 from memcore_sqlite.dream_apply import Added, DreamApplier, Outcome, Removed
 from memcore_sqlite.dream_rows import (
     ACTION,
@@ -48,6 +49,8 @@ from memcore_sqlite.rows import rows_in
 #: The service's default and maximum for ``maxMemories``.
 DEFAULT_MAX_MEMORIES = 1000
 MAX_MEMORIES = 5000
+#: A session pass: at most this many new memories each, planned against their neighbours.
+DEFAULT_MAX_NEW = 200
 
 
 class DreamTasks(DreamApplier):
@@ -94,6 +97,51 @@ class DreamTasks(DreamApplier):
         max_memories: int = DEFAULT_MAX_MEMORIES,
     ) -> DreamTask:
         """Plan (and in ``safe_auto`` apply) consolidation over the scopes' memories."""
+        return self._create(
+            store,
+            scopes,
+            apply_mode,
+            instructions,
+            confidence_thresholds,
+            scope_output_mode,
+            max_memories,
+            None,
+        )
+
+    def create_session_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "safe_auto",
+        max_new: int = DEFAULT_MAX_NEW,
+        max_memories: int = MAX_MEMORIES,
+    ) -> DreamTask:
+        """A pass that costs what was written since the last one, not what the scopes hold.
+
+        Plans only the pairs that hold a memory written (or changed) since the last finished
+        task over the same scopes in the same apply mode (the newest ``max_new`` of them):
+        each against its nearest in the scopes (the vector index search uses) and the
+        memories among the newest ``max_memories`` that share a rare word with it, by the
+        rules and word weights of a full pass over those. New memories past ``max_new`` wait
+        for a full pass (:meth:`create_dream_task`)."""
+        if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
+            raise InvalidInput("max_new must be a non-negative integer", field="max_new")
+        return self._create(
+            store, scopes, apply_mode, None, None, "preserve_scope", max_memories, max_new
+        )
+
+    def _create(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        apply_mode: str,
+        instructions: str | None,
+        confidence_thresholds: Mapping[str, float] | None,
+        scope_output_mode: str,
+        max_memories: int,
+        max_new: int | None,
+    ) -> DreamTask:
         started = time.perf_counter()
         patterns = limits.check_dream_scopes(scopes)
         mode = limits.check_apply_mode(apply_mode)
@@ -143,6 +191,7 @@ class DreamTasks(DreamApplier):
                 scope_output_mode,
                 instructions,
                 max_memories,
+                max_new,
             )
         except MemcoreError as exc:
             self._set_status(sid, dream_id, "failed", error=str(exc), finished_at=time.time())
@@ -159,26 +208,79 @@ class DreamTasks(DreamApplier):
         scope_output_mode: str,
         instructions: str | None,
         max_memories: int,
+        max_new: int | None,
     ) -> None:
         if not self._set_status(sid, dream_id, "running"):
             return
         model = self.embedder.name if self.embedder is not None else None
+        focus: list[str] | None = None
+        candidates: list[Candidate] = []
+        blobs: dict[str, bytes] = {}
         with self._read() as conn:
-            candidates, blobs = dream_inputs.load_candidates(
-                conn, sid, patterns, max_memories, model
-            )
+            if max_new is not None:
+                scopes_json = json.dumps([p.as_dict() for p in patterns])
+                since = dream_inputs.last_pass(conn, sid, scopes_json, mode)
+                focus = dream_inputs.written_since(conn, sid, patterns, since, max_new)
+            if focus != []:  # nothing new: nothing to read
+                candidates, blobs = dream_inputs.load_candidates(
+                    conn, sid, patterns, max_memories, model
+                )
+            if focus and model is not None:
+                # Each new memory's nearest anywhere in its scopes, by the store's own search.
+                have = {c.order for c in candidates}
+                far = [s for s in self._nearest(conn, sid, patterns, focus, blobs) if s not in have]
+                more, more_blobs = dream_inputs.load_candidates(
+                    conn, sid, patterns, len(far), model, far
+                )
+                candidates += more
+                blobs.update(more_blobs)
         if not self._set_status(sid, dream_id, "planning", memory_count=len(candidates)):
             return
         dim = self.embedder.dimension if self.embedder is not None else 0
-        near = dream_inputs.neighbours(candidates, blobs, dim) if dim else []
+        if not dim:
+            near = []
+        elif focus is None:
+            near = dream_inputs.neighbours(candidates, blobs, dim)
+        else:
+            near = dream_inputs.neighbours_of(focus, candidates, blobs, dim)
         settings = PlannerSettings(promote_scope=scope_output_mode == "promote_scope")
-        planned = plan(candidates, near, patterns, settings)
+        planned = plan(candidates, near, patterns, settings, focus=focus)
         if self.dream_reviewer is not None:
             planned = self.dream_reviewer.review(candidates, planned, instructions)
         by_id = {c.id: c for c in candidates}
         # Whatever proposed them, actions outside the task's scopes never reach the table.
         planned = [a for a in planned if inside(a, by_id, patterns)]
         self._write_plan(sid, dream_id, planned, by_id, patterns, mode, thresholds)
+
+    def _nearest(
+        self,
+        conn: sqlite3.Connection,
+        sid: int,
+        patterns: Sequence[ScopePattern],
+        focus: Sequence[str],
+        blobs: Mapping[str, bytes],
+    ) -> list[int]:
+        """Seqs of the memories nearest each of ``focus`` in the patterns' vector index."""
+        if self._vectors is None or self.embedder is None:
+            return []
+        import numpy
+
+        model = self.embedder.name
+        generation = int(
+            conn.execute("SELECT generation FROM stores WHERE id = ?", (sid,)).fetchone()[0]
+        )
+        fetch = search.float_vectors(conn, model)
+        out: set[int] = set()
+        for pattern in patterns:
+            entry, _ = search.vector_candidates(
+                conn, self._vectors, model, sid, pattern, None, generation
+            )
+            for mid in focus:
+                if mid in blobs:
+                    query = numpy.frombuffer(blobs[mid], dtype="<f4")
+                    top = self._vectors.top(entry, query, 2 * dream_inputs.NEIGHBOURS, fetch)
+                    out.update(s for s, c in top if c >= dream_inputs.MIN_COSINE)
+        return sorted(out)
 
     def _write_plan(
         self,

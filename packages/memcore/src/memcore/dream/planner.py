@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -115,17 +115,38 @@ def neighbours_by_cosine(
     return [Neighbour(a, b, s) for (a, b), s in sorted(out.items())]
 
 
+def _see(c: Candidate, tokens: frozenset[str]) -> _Seen:
+    return _Seen(
+        c,
+        tokens,
+        lexicon.numbers(c.text),
+        lexicon.quantities(c.text),
+        lexicon.cues(c.text),
+        _norm(c.text),
+    )
+
+
 def _lexical_pairs(
-    seen: Mapping[str, _Seen], lex: Lexicon, floor: float, cap: int
+    tokens: Mapping[str, frozenset[str]],
+    lex: Lexicon,
+    floor: float,
+    cap: int,
+    focus: Collection[str] | None = None,
 ) -> set[tuple[str, str]]:
-    """Pairs that share a rare word, found through an inverted index of rare words."""
+    """Pairs that share a rare word, found through an inverted index of rare words
+    (with ``focus``: only the pairs that hold one of its memories)."""
     postings: dict[str, list[str]] = defaultdict(list)
-    for mid, s in seen.items():
-        for t in lex.telling(s.tokens, floor):
+    for mid, toks in tokens.items():
+        for t in lex.telling(toks, floor):
             postings[t].append(mid)
     pairs: set[tuple[str, str]] = set()
     for ids in postings.values():
         if len(ids) > cap:
+            continue
+        if focus is not None:
+            for a in ids:
+                if a in focus:
+                    pairs.update((min(a, b), max(a, b)) for b in ids if b != a)
             continue
         for i, a in enumerate(ids):
             for b in ids[i + 1 :]:
@@ -161,35 +182,45 @@ def plan(
     neighbours: Iterable[Neighbour],
     patterns: Sequence[ScopePattern],
     settings: PlannerSettings | None = None,
+    *,
+    focus: Collection[str] | None = None,
 ) -> list[PlannedAction]:
-    """The actions one dream task proposes over ``candidates`` (within ``patterns`` only)."""
+    """The actions one dream task proposes over ``candidates`` (within ``patterns`` only).
+
+    ``focus`` (ids): judge only the pairs that hold one of these memories (a session's new
+    ones), by the same rules and word weights as a pass over all of ``candidates``; the other
+    candidates are then only their context. ``neighbours`` need only cover those pairs."""
     cfg = settings or PlannerSettings()
-    seen: dict[str, _Seen] = {}
+    cands: dict[str, Candidate] = {}
+    tokens: dict[str, frozenset[str]] = {}
     for c in candidates:
-        if in_scopes(c.scope, patterns) and c.id not in seen:
-            seen[c.id] = _Seen(
-                c,
-                lexicon.salient_tokens(c.text),
-                lexicon.numbers(c.text),
-                lexicon.quantities(c.text),
-                lexicon.cues(c.text),
-                _norm(c.text),
-            )
-    if len(seen) < 2:
+        if in_scopes(c.scope, patterns) and c.id not in cands:
+            cands[c.id] = c
+            tokens[c.id] = lexicon.salient_tokens(c.text)
+    if len(cands) < 2 or (focus is not None and not any(i in cands for i in focus)):
         return []
-    lex = Lexicon.build(s.tokens for s in seen.values())
-    share = max(2.0, cfg.subject_word_share * len(seen))
-    floor = math.log(1.0 + (len(seen) - share + 0.5) / (share + 0.5))
+    lex = Lexicon.build(tokens.values())
+    share = max(2.0, cfg.subject_word_share * len(cands))
+    floor = math.log(1.0 + (len(cands) - share + 0.5) / (share + 0.5))
     sims: dict[tuple[str, str], float] = {}
     for n in neighbours:
-        if n.a in seen and n.b in seen and n.a != n.b:
+        if n.a not in cands or n.b not in cands or n.a == n.b:
+            continue
+        if focus is None or n.a in focus or n.b in focus:
             sims[(min(n.a, n.b), max(n.a, n.b))] = float(n.similarity)
-    pairs = set(sims) | _lexical_pairs(seen, lex, floor, cfg.max_posting)
+    pairs: list[tuple[tuple[str, str], float]] = []
+    for key in sorted(set(sims) | _lexical_pairs(tokens, lex, floor, cfg.max_posting, focus)):
+        a, b = tokens[key[0]], tokens[key[1]]
+        overlap = lex.overlap(a, b)
+        if key in sims or not _words_rule_out(a, b, overlap, lex, floor, cfg):
+            pairs.append((key, overlap))
+    # Numbers, cues and wording only for the memories some pair still holds.
+    seen = {i: _see(cands[i], tokens[i]) for i in sorted({i for p, _ in pairs for i in p})}
 
     groups = _Groups()
     merge_conf: dict[tuple[str, str], float] = {}
     supersede: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
-    for key in sorted(pairs):
+    for key, overlap in pairs:
         x, y = seen[key[0]], seen[key[1]]
         if (x.cand.scope.app_id, x.cand.scope.tenant_id) != (
             y.cand.scope.app_id,
@@ -197,7 +228,6 @@ def plan(
         ):
             continue  # never across tenants, whatever the similarity says
         sim = sims.get(key)
-        overlap = lex.overlap(x.tokens, y.tokens)
         conf = _duplicate(x, y, sim, overlap, cfg)
         if conf is not None:
             same = x.cand.scope == y.cand.scope
@@ -218,6 +248,27 @@ def plan(
     merged = {i for a in actions for i in a.read_ids()}
     actions.extend(_supersessions(seen, supersede, merged))
     return actions
+
+
+def _words_rule_out(
+    a: frozenset[str],
+    b: frozenset[str],
+    overlap: float,
+    lex: Lexicon,
+    floor: float,
+    cfg: PlannerSettings,
+) -> bool:
+    """True when a pair without a similarity can be neither a MERGE nor a supersession
+    by its words alone: the tests of :func:`_duplicate` and :func:`_supersedes` that need
+    no more than the words, done before the rest of each memory is worked out."""
+    union = a | b
+    if not union or overlap >= cfg.lexical_merge_overlap:
+        return False  # the same wording, or words enough for a MERGE
+    shared = a & b
+    return (
+        len(shared) / len(union) < cfg.lexical_subject_overlap
+        or len(lex.telling(shared, floor)) < cfg.min_shared_subject_words
+    )
 
 
 def _duplicate(
