@@ -1,5 +1,6 @@
 """`pip install ./packages/adapter-cli` (with its unpublished workspace dependencies as local
-paths) gives a working `memcore` command in a fresh venv."""
+paths, the embedded store with its `semantic` extra, as the README says) gives a working
+`memcore` command with hybrid search in a fresh venv."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.slow
 CLI_INSTALL = (
     "./packages/adapter-cli",
     "./packages/memcore",
-    "./packages/adapter-sqlite",
+    "./packages/adapter-sqlite[semantic]",
     "./packages/adapter-tablestore",
 )
 
@@ -61,6 +62,18 @@ def test_release_cli_install_adds_and_searches_with_zero_config(
     assert "User prefers concise answers" in texts, found.explain()
     assert all(set(hit["scope"]) == {"app_id", "tenant_id", "agent_id", "run_id"} for hit in hits)
     assert (tmp_path / "home").is_dir(), "the data did not live under MEMCORE_HOME"
+
+
+def test_release_cli_install_gives_hybrid_search(memcore_cmd: Callable[..., Any]) -> None:
+    """The README's install line gives recall by meaning, not only by shared words."""
+    memcore_cmd("add", "The user likes strong espresso").check()
+    memcore_cmd("add", "The user lives in Hangzhou").check()
+    doctor = memcore_cmd("doctor").check()
+    mode = [line for line in doctor.stdout.splitlines() if "search mode" in line]
+    assert mode and "hybrid" in mode[0], doctor.explain()
+    found = memcore_cmd("--json", "search", "coffee").check()
+    hits = _json_documents(found.stdout)
+    assert hits and hits[0]["text"] == "The user likes strong espresso", found.explain()
 
 
 def test_release_cli_install_uses_the_given_paths_not_editable_members(cli_venv: Any) -> None:

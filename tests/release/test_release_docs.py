@@ -169,12 +169,12 @@ def test_release_licence_is_mit(repo_root: Path) -> None:
 
 # The install commands that the release tests run, as the docs may show them.
 TESTED_PIP_INSTALLS = (
-    frozenset({"./packages/memcore", "./packages/adapter-sqlite"}),
+    frozenset({"./packages/memcore", "./packages/adapter-sqlite[semantic]"}),
     frozenset(
         {
             "./packages/adapter-cli",
             "./packages/memcore",
-            "./packages/adapter-sqlite",
+            "./packages/adapter-sqlite[semantic]",
             "./packages/adapter-tablestore",
         }
     ),

@@ -1,4 +1,5 @@
-"""`pip install ./packages/memcore ./packages/adapter-sqlite` gives a working `memcore.Memory`."""
+"""`pip install ./packages/memcore './packages/adapter-sqlite[semantic]'` (the README's line)
+gives a working `memcore.Memory` with hybrid search."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ with memcore.Memory.open("local", user_id="alice") as mem:
     receipts = mem.add_receipts(text="The user likes strong espresso", metadata={"topic": "drinks"})
     mem.add(text="The user lives in Hangzhou")
     hits = mem.search("espresso")
+    meaning = [h.memory.text for h in mem.search("coffee")]
     listed = list(mem.iter_all())
 with memcore.Memory.open("local", user_id="bob") as other:
     foreign = other.search("espresso")
@@ -28,6 +30,7 @@ print(json.dumps({
     "memcore_file": memcore.__file__,
     "statuses": [r.status for r in receipts],
     "hits": [[h.memory.text, h.memory.metadata, h.score] for h in hits],
+    "meaning": meaning,
     "listed": sorted(m.text for m in listed),
     "foreign": len(foreign),
 }))
@@ -39,11 +42,11 @@ def library_venv(
     tmp_path_factory: pytest.TempPathFactory, new_venv: Callable[..., Any], repo_root: Path
 ) -> Any:
     venv = new_venv(tmp_path_factory.mktemp("library") / "venv", seed=True)
-    venv.pip_install("./packages/memcore", "./packages/adapter-sqlite")
+    venv.pip_install("./packages/memcore", "./packages/adapter-sqlite[semantic]")
     return venv
 
 
-def test_release_library_install_pulls_in_only_the_core_and_the_embedded_store(
+def test_release_library_install_pulls_in_the_core_and_the_embedded_store_with_its_model(
     library_venv: Any,
 ) -> None:
     out = library_venv.python_run(
@@ -54,9 +57,15 @@ def test_release_library_install_pulls_in_only_the_core_and_the_embedded_store(
     names = set(json.loads(out.stdout))
     assert {"memcore", "memcore-sqlite"} <= names
     assert not names & {"memcore-tablestore", "memcore-hermes", "memcore-cli", "tablestore"}
-    assert not names & {"numpy", "onnxruntime", "tokenizers"}, (
-        "the base install must stay lexical-only"
-    )
+    assert {"numpy", "onnxruntime", "tokenizers"} <= names, "the semantic extra was not installed"
+    # Without the extra the store stays lexical-only: the model's packages are extras only.
+    requires = library_venv.python_run(
+        "import importlib.metadata as m, json; print(json.dumps(m.requires('memcore-sqlite')))",
+        env=library_venv.env(),
+    ).check()
+    for line in json.loads(requires.stdout):
+        if line.split(";")[0].strip().lower().startswith(("numpy", "onnxruntime", "tokenizers")):
+            assert "extra ==" in line, line
     # `memcore` on the package index is an unrelated project; ours must come from the path given.
     origin = library_venv.python_run(
         "import importlib.metadata as m; d = m.distribution('memcore');"
@@ -80,6 +89,7 @@ def test_release_library_install_remembers_and_searches_on_the_embedded_store(
     assert result["statuses"] == ["completed"]
     assert result["hits"][0][0] == "The user likes strong espresso"
     assert result["hits"][0][1] == {"topic": "drinks"}
+    assert result["meaning"][:1] == ["The user likes strong espresso"], "no recall by meaning"
     assert 0.0 < result["hits"][0][2] <= 1.0
     assert result["listed"] == ["The user likes strong espresso", "The user lives in Hangzhou"]
     assert result["foreign"] == 0, "another tenant saw alice's memory"
