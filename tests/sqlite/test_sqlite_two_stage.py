@@ -117,18 +117,21 @@ def test_an_entry_knows_whether_its_seqs_rise_with_the_row() -> None:
     assert entry.positions(np.array([9, 11, 2, 5])).tolist() == [2, 1, 0, -1]
 
 
-def test_past_the_rescoring_cap_the_newest_of_equal_rows_are_kept() -> None:
-    """Every row the same vector (seqs out of position order): both cuts are all ties, so
-    the shortlist is the newest rows, as the exact scan orders them."""
+def test_rows_tied_at_the_cut_are_all_kept_and_the_newest_win() -> None:
+    """Every row the same vector (seqs out of position order): every row ties at both cuts,
+    so none can be dropped on a bound; the answer is the newest rows, as the exact scan's."""
     rng = np.random.default_rng(3)
     vector = rng.standard_normal(DIM).astype(np.float32)
     vector /= np.linalg.norm(vector)
     seqs = rng.permutation(np.arange(1, 3_001, dtype=np.int64) * 3)
-    entry = _Entry(0, encode(seqs, np.tile(vector, (len(seqs), 1))), None)
-    cache = VectorCache(DIM, exact_rows=0, first_pass_min=500)
+    rows = np.tile(vector, (len(seqs), 1))
+    entry = _Entry(0, encode(seqs, rows), None)
+    cache = VectorCache(DIM, exact_rows=0)
     got, _, _ = cache.shortlist(entry, vector, 10)
-    cap = max(60, cache.rescore_per_result * 10)
-    assert sorted(got.tolist()) == sorted(seqs.tolist())[-cap:]
+    assert sorted(got.tolist()) == sorted(seqs.tolist())
+    blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(seqs, rows)}
+    top = cache.top(entry, vector, 10, lambda want: [(s, blobs[s]) for s in want])
+    assert top == exact_top(seqs, rows, vector, 10)
 
 
 @pytest.mark.parametrize(

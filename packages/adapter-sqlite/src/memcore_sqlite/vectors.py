@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcore_sqlite import quantize
 from memcore_sqlite.quantize import Codes
+from memcore_sqlite.sketch import Sketch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +38,8 @@ FIRST_PASS_MIN = 2_000
 FIRST_PASS_SHARE = 0.03
 RESCORE_PER_RESULT = 2
 RESCORE_MIN = 60
+#: Rows (at least) whose int8 bounds give the first lower bound on the n-th best cosine.
+BOOTSTRAP_ROWS = 256
 #: Scopes up to this size keep their float vectors in memory and are scanned exactly
 #: (about 3 MB at 384 dimensions).
 EXACT_ROWS = 2_000
@@ -132,6 +135,17 @@ class _Entry:
         #: (seqs ascending, their rows or None when the codes are in seq order already) for
         #: :meth:`positions`; None until needed after a change.
         self._order: tuple[np.ndarray, np.ndarray | None] | None = None
+        #: The rows' projections (:mod:`memcore_sqlite.sketch`), made at the first two-stage
+        #: search and kept up to date by writes from then on.
+        self._sketch: Sketch | None = None
+        self._sketch_lock = threading.Lock()
+
+    def sketch(self) -> Sketch:
+        with self._sketch_lock:
+            if self._sketch is None:
+                codes = self.view()
+                self._sketch = Sketch.build(codes.q8, codes.scales, len(self._codes))
+            return self._sketch
 
     def ascending(self) -> bool:
         """Whether the seqs rise with the row (the usual case; see :meth:`positions`)."""
@@ -192,6 +206,8 @@ class _Entry:
             for new, old in zip(attrs_fields(grown), attrs_fields(have)):
                 new[: self.n] = old[: self.n]
             self._codes = have = grown
+            if self._sketch is not None:
+                self._sketch.grow(cap, self.n)
             if self.matrix is not None:
                 matrix = np_.empty((cap, self.matrix.shape[1]), np_.float32)
                 matrix[: self.n] = self.matrix[: self.n]
@@ -200,6 +216,8 @@ class _Entry:
             new[self.n : total] = old
         if self.matrix is not None:
             self.matrix[self.n : total] = vectors
+        if self._sketch is not None:
+            self._sketch.put(self.n, codes.q8, codes.scales)
         self.n = total
         self._order = None
 
@@ -215,6 +233,8 @@ class _Entry:
                 columns.append(self.matrix)
             for column in columns:
                 column[i] = column[last]
+            if self._sketch is not None:
+                self._sketch.move(i, last)
         self.n = last
         self._order = None
 
@@ -366,27 +386,49 @@ class VectorCache:
     def shortlist(
         self, entry: _Entry, query: np.ndarray, n: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(seqs, int8 estimates, error bounds) of the rows of a two-stage entry that may be
-        among the ``n`` best; the ``n`` best are the best ``n`` of these by exact cosine."""
+        """(seqs, int8 estimates, error bounds) of every row of a two-stage entry that may be
+        among the ``n`` best; the ``n`` best are the best ``n`` of these by exact cosine.
+
+        Every row's cosine is bounded from its sketch (:mod:`memcore_sqlite.sketch`). The
+        ``n``-th best int8 lower bound among the rows the sketch rates best is a lower bound
+        on the ``n``-th best cosine; a row whose sketch bound is below it cannot be among the
+        ``n`` best, and the int8 stage drops, from the rest, the rows whose upper bound is below
+        the ``n``-th best lower bound. Nothing is dropped without a bound.
+        """
         np_ = _np()
-        codes = entry.view()
-        if allowed is not None:
-            codes = codes.take(np_.flatnonzero(np_.isin(codes.seqs, allowed)))
-        if not len(codes) or n <= 0:
-            empty = np_.empty(0, np_.float32)
+        empty = np_.empty(0, np_.float32)
+        if not entry.n or n <= 0:
             return np_.empty(0, np_.int64), empty, empty
-        seqs, scales = codes.seqs, codes.scales
-        first_pass = max(self.first_pass_min, int(self.first_pass_share * len(codes)))
-        kept = None
-        if len(codes) > first_pass:
-            distance = quantize.hamming(codes.bits, quantize.sign_bits(query[None])[0])
-            kept = _nearest(distance, seqs, first_pass, entry.ascending())
-            scales = scales[kept]
-        estimate = quantize.approx_dot(codes.q8, scales, query, kept)
+        codes = entry.view()
+        rows = None
+        if allowed is not None:
+            rows = np_.flatnonzero(np_.isin(codes.seqs, allowed))
+            if not len(rows):
+                return np_.empty(0, np_.int64), empty, empty
+        scales = codes.scales if rows is None else codes.scales[rows]
+        count = len(scales)
+        sketch = entry.sketch()
+        point, high = sketch.bounds(query, entry.n, quantize.error_bound(scales, query), rows)
+        if count > n:
+            # A lower bound on the n-th best cosine: the n-th best int8 lower bound among the
+            # rows the sketch rates best (the more of them, the closer to the true one).
+            boot = min(count, max(4 * n, BOOTSTRAP_ROWS))
+            best = np_.argpartition(point, count - boot)[count - boot :]
+            at = best if rows is None else rows[best]
+            low = quantize.approx_dot(codes.q8, scales[best], query, at)
+            low -= quantize.error_bound(scales[best], query)
+            low = low[np_.isfinite(low)]
+            if len(low) >= n:
+                floor = np_.partition(low, len(low) - n)[len(low) - n]
+                # Bounds that are not numbers keep their rows.
+                kept = np_.flatnonzero(~(high < floor))
+                rows = kept if rows is None else rows[kept]
+                scales = scales[kept]
+        estimate = quantize.approx_dot(codes.q8, scales, query, rows)
         slack = quantize.error_bound(scales, query)
-        # The seqs of the few survivors only: gathering all the kept rows' costs cache misses.
-        keep = self._could_be_best(seqs, estimate, slack, n, kept)
-        return seqs[keep if kept is None else kept[keep]], estimate[keep], slack[keep]
+        keep = self._could_be_best(estimate, slack, n)
+        at = keep if rows is None else rows[keep]
+        return codes.seqs[at], estimate[keep], slack[keep]
 
     def estimates(
         self, entry: _Entry, seqs: np.ndarray, query: np.ndarray
@@ -408,32 +450,23 @@ class VectorCache:
         slack[have] = quantize.error_bound(scales, query)
         return have, estimate, slack
 
-    def _could_be_best(
-        self,
-        seqs: np.ndarray,
-        estimate: np.ndarray,
-        slack: np.ndarray,
-        n: int,
-        rows: np.ndarray | None = None,
-    ) -> Any:
+    def _could_be_best(self, estimate: np.ndarray, slack: np.ndarray, n: int) -> Any:
         """Positions of the candidates whose exact score may reach the ``n``-th best.
 
         A row is dropped only when even its upper bound is below the ``n``-th best lower
-        bound, so no row of the exact top ``n`` among the candidates is lost; past the cap
-        (degenerate data with many near-ties) the best estimates are kept. Candidate ``i`` is
-        row ``rows[i]`` of ``seqs`` (row ``i`` without ``rows``).
+        bound, so no row of the exact top ``n`` among the candidates is lost, however many
+        rows are near-ties (a bound that is not a number keeps its row).
         """
         np_ = _np()
         if len(estimate) <= n:
             out: np.ndarray = np_.arange(len(estimate))
             return out
         low = estimate - slack
-        floor = np_.partition(low, len(low) - n)[len(low) - n]
-        keep = np_.flatnonzero(estimate + slack >= floor)
-        cap = max(RESCORE_MIN, self.rescore_per_result * n)
-        if len(keep) > cap:
-            at = keep if rows is None else rows[keep]
-            keep = keep[_keep_smallest(-estimate[keep], seqs[at], cap)]
+        finite = low[np_.isfinite(low)]
+        if len(finite) < n:
+            return np_.arange(len(estimate))
+        floor = np_.partition(finite, len(finite) - n)[len(finite) - n]
+        keep: np.ndarray = np_.flatnonzero(~(estimate + slack < floor))
         return keep
 
     def cosines(
