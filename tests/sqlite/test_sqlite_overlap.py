@@ -146,9 +146,12 @@ def test_a_database_error_in_the_thread_surfaces_as_the_typed_error(
         raise sqlite3.DatabaseError("database disk image is malformed")
 
     monkeypatch.setattr(VectorCache, "shortlist", broken)
+    # One after the other, a hybrid search builds the shortlist only when its lexical hits
+    # leave room for a vector-only row: a vector search always builds it.
+    mode = "hybrid" if overlap else "vector"
     with _open(path, overlap=overlap) as store:
         with pytest.raises(ProtocolError) as caught:
-            store.search(STORE, ALICE.tenant_pattern(), "coffee in paris")
+            store.search(STORE, ALICE.tenant_pattern(), "coffee in paris", mode=mode)
         assert str(path) in str(caught.value)
         assert store.search(STORE, ALICE.tenant_pattern(), "coffee", mode="lexical")
 
