@@ -58,11 +58,10 @@ def path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _open(path: Path, *, overlap: bool) -> SqliteMemoryStore:
-    """A store whose every scope is two-stage with a sign-bit pass, overlapped or not."""
+    """A store whose every scope is two-stage, overlapped or not."""
     store = SqliteMemoryStore(path, embedder=HashingEmbedder(DIM))
     assert store._vectors is not None
     store._vectors.exact_rows = 0
-    store._vectors.first_pass_min = 200
     store._overlap.min_rows = 0 if overlap else float("inf")
     store._overlap.adaptive = False  # every search overlaps, however busy the machine
     return store

@@ -18,7 +18,7 @@ from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, code_pages
 from memcore_sqlite.quantize import encode, hamming, sign_bits
 from memcore_sqlite.schema import MIGRATIONS
-from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, _nearest, exact_top
+from memcore_sqlite.vectors import VectorCache, _Entry, exact_top
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
@@ -70,7 +70,7 @@ def test_every_stage_runs_and_still_matches_the_exact_scan() -> None:
     rows, query = _data(3_000, 3)
     seqs = np.arange(1, 3_001, dtype=np.int64) * 3
     exact = exact_top(seqs, rows, query, 10)
-    got = _two_stage(rows, query, 10, first_pass_min=300, first_pass_share=0.0)
+    got = _two_stage(rows, query, 10)
     assert [s for s, _ in got] == [s for s, _ in exact]
 
 
@@ -82,30 +82,6 @@ def test_scopes_no_larger_than_the_rescoring_set_are_exact_on_any_data(n: int) -
     query = rows[0] if n else rng.standard_normal(DIM).astype(np.float32)
     seqs = np.arange(1, n + 1, dtype=np.int64) * 3
     assert _two_stage(rows, query, 7) == exact_top(seqs, rows, query, 7)
-
-
-def test_ties_at_a_cut_keep_the_newest_rows_like_the_exact_scan() -> None:
-    key = np.array([5, 1, 5, 5, 0, 5], dtype=np.uint16)
-    seqs = np.array([10, 11, 12, 13, 14, 15], dtype=np.int64)
-    kept = _keep_smallest(key, seqs, 4)
-    assert sorted(seqs[kept].tolist()) == [11, 13, 14, 15]
-
-
-@pytest.mark.parametrize("k", [1, 7, 50, 299, 300])
-@pytest.mark.parametrize("spread", [3, 40])
-@pytest.mark.parametrize("ascending", [False, True])
-def test_the_first_pass_keeps_the_rows_of_the_smallest_keys_in_position_order(
-    k: int, spread: int, ascending: bool
-) -> None:
-    """Many ties at the cut, seqs in no order or rising with the position (the shortcut
-    that skips reading them): the same rows as the general selection."""
-    rng = np.random.default_rng(k * spread)
-    key = rng.integers(0, spread, 300).astype(np.uint16)
-    seqs = rng.permutation(10_000)[:300].astype(np.int64)
-    if ascending:
-        seqs.sort()
-    kept = _nearest(key, seqs, k, ascending)
-    assert kept.tolist() == sorted(_keep_smallest(key, seqs, k).tolist())
 
 
 def test_an_entry_knows_whether_its_seqs_rise_with_the_row() -> None:

@@ -1,15 +1,30 @@
-"""Per-scope vector codes kept in memory, and the two-stage search over them.
+"""Per-scope vector codes kept in memory, and the exact two-stage search over them.
 
 One entry per (store, scope pattern) holds the codes (:mod:`memcore_sqlite.quantize`) of the
 memories that pattern matches, loaded from the code pages (:mod:`memcore_sqlite.code_pages`).
-A search picks candidates by Hamming distance of sign bits, drops those whose int8 estimate
-proves they cannot be among the best, and rescores the rest with their float32 vectors read
-from SQLite. Scores are the exact cosines, and the order is the exact scan's whenever the true
-best rows pass the sign-bit stage, the only approximate one (its default size keeps recall@10
-at 1.0 on 100k MiniLM vectors; see ``benchmarks/sqlite_search.py``). Scopes of at most
-:data:`EXACT_ROWS` rows keep their float vectors in memory and are scanned exactly. Writes
-made by this process update the entries in place; a write by another process shows up as a
-new store generation and the entry is reloaded.
+Scopes of at most :data:`EXACT_ROWS` rows keep their float vectors in memory and are scanned
+exactly. Larger ones are searched in stages, and the result is exact by construction: every
+stage that leaves a row out does so on a bound proving the row cannot be among the best.
+
+1. Every row's cosine has an upper bound from its sketch (:mod:`memcore_sqlite.sketch`):
+   float32 principal coordinates, Cauchy-Schwarz on the rest, plus the int8 code's error.
+2. The int8 estimates (error bound :func:`memcore_sqlite.quantize.error_bound`) of the few
+   hundred rows the sketch rates best give lower bounds; the ``n``-th best of them is a lower
+   bound ``L`` on the ``n``-th best cosine, as ``n`` rows score at least their lower bound.
+3. A row whose sketch bound is below ``L`` cannot be among the ``n`` best; neither can a row
+   whose int8 coordinates past the head (a tighter sketch bound) or whose int8 estimate plus
+   its error bound is below ``L`` (raised to the ``n``-th best int8 lower bound so far).
+   Rows whose bounds are not numbers are kept.
+4. Float32 vectors read from SQLite give the exact cosines of the rows that remain and that
+   the order read depends on (:mod:`memcore_sqlite.fused_order`), with the same ties (newest
+   first) as the exact scan.
+
+The sign bits are not used to choose rows: they have no useful bound (a row's Hamming
+distance only bounds its cosine by the norm of the query's largest agreeing components), and
+on templated memories many rows share the best rows' sign pattern, so a cut by Hamming
+distance lost true best rows. Writes made by this process update the entries in place (the
+sketch too, on its basis); a write by another process shows up as a new store generation
+and the entry is reloaded.
 numpy is imported here only, and only when a store has an embedder.
 """
 
@@ -31,13 +46,6 @@ PatternKey = tuple[int, tuple[str, str, str, str]]
 Scope4 = tuple[str, str, str, str]
 #: Reads the float32 vectors of the given seqs: (seq, little-endian float32 blob) pairs.
 FetchVectors = Callable[[Sequence[int]], Iterable[tuple[int, bytes]]]
-#: Candidates kept by the sign-bit stage, and by the int8 stage per result wanted.
-#: The share was chosen on real MiniLM vectors, where 4% of rows kept recall@10 at 0.995
-#: and 8% at 0.9975 for 6k rows (larger sets need a smaller share).
-FIRST_PASS_MIN = 2_000
-FIRST_PASS_SHARE = 0.03
-RESCORE_PER_RESULT = 2
-RESCORE_MIN = 60
 #: Rows (at least) whose int8 bounds give the first lower bound on the n-th best cosine.
 BOOTSTRAP_ROWS = 256
 #: Scopes up to this size keep their float vectors in memory and are scanned exactly
@@ -78,45 +86,6 @@ def exact_top(
         order = np_.lexsort((-seqs, -scores))[:n]
         order = order[np_.isfinite(scores[order])]
     return list(zip(seqs[order].tolist(), scores[order].tolist()))
-
-
-def _keep_smallest(key: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` smallest keys; among equal keys the newest (largest seq) win,
-    as in :func:`exact_top`, so duplicates of a vector survive in the exact scan's order."""
-    np_ = _np()
-    threshold = np_.partition(key, k - 1)[k - 1]
-    below = np_.flatnonzero(key < threshold)
-    tied = np_.flatnonzero(key == threshold)
-    need = k - len(below)
-    if need < len(tied):
-        tied = tied[np_.argpartition(-seqs[tied], need - 1)[:need]]
-    out: np.ndarray = np_.concatenate([below, tied])
-    return out
-
-
-def _nearest(distance: np.ndarray, seqs: np.ndarray, k: int, ascending: bool) -> np.ndarray:
-    """Positions, ascending, of the ``k`` smallest distances: the rows :func:`_keep_smallest`
-    keeps (ties at the threshold go to the newest), without sorting them afterwards.
-
-    The rows up to the threshold come out of one mask already in position order, so the
-    gathers that follow read the codes front to back; when the rows at the threshold are more
-    than needed, only the oldest of those are dropped: with ``ascending`` (``seqs`` rise with
-    the position, as codes loaded from pages do) the first of them, without reading ``seqs``.
-    """
-    np_ = _np()
-    threshold = np_.partition(distance, k - 1)[k - 1]
-    kept: np.ndarray = np_.flatnonzero(distance <= threshold)
-    extra = len(kept) - k
-    if extra > 0:
-        tied = np_.flatnonzero(distance[kept] == threshold)
-        if ascending:
-            oldest = tied[:extra]
-        else:
-            oldest = tied[np_.argpartition(seqs[kept[tied]], extra - 1)[:extra]]
-        keep = np_.ones(len(kept), dtype=bool)
-        keep[oldest] = False
-        kept = kept[keep]
-    return kept
 
 
 def _best_rows(point: np.ndarray, want: int) -> np.ndarray:
@@ -270,11 +239,8 @@ def attrs_fields(codes: Codes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 class VectorCache:
     """LRU of per-pattern codes, bounded by the number of rows held in total.
 
-    ``first_pass_share`` of the rows (at least ``first_pass_min``) survive the sign-bit stage
-    (larger values trade speed for recall). The int8 stage keeps only rows that can still be
-    among the best, at most ``rescore_per_result`` times the number wanted (at least
-    :data:`RESCORE_MIN`); those are rescored exactly. Scopes of at most ``exact_rows`` rows
-    keep their float vectors and are scanned exactly instead.
+    Scopes of at most ``exact_rows`` rows keep their float vectors and are scanned exactly;
+    larger ones are searched in stages that drop rows only on proven bounds (module docstring).
     """
 
     def __init__(
@@ -282,16 +248,10 @@ class VectorCache:
         dimension: int,
         *,
         max_rows: int = 1_000_000,
-        first_pass_min: int = FIRST_PASS_MIN,
-        first_pass_share: float = FIRST_PASS_SHARE,
-        rescore_per_result: int = RESCORE_PER_RESULT,
         exact_rows: int = EXACT_ROWS,
     ) -> None:
         self.dimension = dimension
         self.max_rows = max_rows
-        self.first_pass_min = first_pass_min
-        self.first_pass_share = first_pass_share
-        self.rescore_per_result = rescore_per_result
         self.exact_rows = exact_rows
         self._entries: OrderedDict[PatternKey, _Entry] = OrderedDict()
         self._lock = threading.Lock()
