@@ -13,6 +13,17 @@ shortlisted row that holds no query term is a candidate only if it is in the vec
 counts as one only when its bounds prove it, otherwise every shortlisted vector is read, as
 the plain path does. Returned scores, signals and order are therefore those of the plain
 path (``tests/sqlite/test_sqlite_fused_order.py``).
+
+The shortlist itself is built only as far as the order read needs it. It may start empty
+(a hybrid search: every row's cosine is below the ceiling :meth:`~memcore_sqlite.vectors.
+VectorCache.ceiling`) or hold every row that may be among the best ``first`` by cosine (every
+row left out scores below its cut, the ``first``-th best lower bound, which at least
+``first`` of its rows reach). A row left out is a candidate only if it is in the vector pool
+and has no query term, so its relevance is at most the vector share of the cut: when that
+is below the ``k``-th best lower bound, no row left out can be among the first ``k``, and a
+shortlisted row with fewer than ``first`` possible betters has its exact rank among them.
+Otherwise the shortlist widens (to the best ``first``, then to the pool) and the order is
+worked out again, keeping the cosines already read.
 """
 
 from __future__ import annotations

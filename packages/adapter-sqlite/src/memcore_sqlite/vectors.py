@@ -422,7 +422,7 @@ class VectorCache:
         plus the largest int8 error (about 1.01 for unit vectors)."""
         np_ = _np()
         if not entry.n:
-            return -np_.inf
+            return -float("inf")
         codes = entry.view()
         longest = float(entry.sketch().norm[: entry.n].max())
         q = np_.asarray(query, dtype=np_.float64)
