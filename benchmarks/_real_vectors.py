@@ -91,9 +91,10 @@ class RealVectors:
         As "The user's sister Anna lives in Oslo" and its variants: each of
         :data:`TEMPLATES` sentence shapes is a real embedding, and each memory adds the
         deviations (from the mean) of two other real embeddings, scaled down, for the two
-        names filled in, so memories of one template are near-duplicates (cosine about
-        0.85 between them) that share most of their sign bits. A question is its
-        template's direction with one of the names.
+        names filled in, so memories of one template are near-duplicates that share most of
+        their sign bits. A question leans on two templates ("where does my sister work?")
+        and one of the names; on this corpus a cut by sign bits kept 77-84% of the true
+        top 10.
         """
         rng = np.random.default_rng(seed)
         bases = self.vectors[:TEMPLATES]
@@ -102,7 +103,7 @@ class RealVectors:
         t = rng.integers(0, TEMPLATES, n)
         a = rng.integers(0, FILLERS, n)
         b = rng.integers(0, FILLERS, n)
-        v = bases[t] + 0.3 * names[a] + 0.2 * names[b]
+        v = bases[t] + 0.15 * names[a] + 0.1 * names[b]
         v += rng.standard_normal(v.shape, dtype=np.float32) * (0.02 / np.sqrt(v.shape[1]))
         v /= np.linalg.norm(v, axis=1, keepdims=True)
         words = _filler_words()
@@ -113,11 +114,11 @@ class RealVectors:
         ]
         qt = rng.integers(0, TEMPLATES, queries)
         qa = rng.integers(0, FILLERS, queries)
-        qv = bases[qt] + 0.3 * names[qa]
+        qv = bases[qt] + 0.5 * bases[(qt + 1) % TEMPLATES] + 0.15 * names[qa]
         qv += rng.standard_normal(qv.shape, dtype=np.float32) * (0.2 / np.sqrt(qv.shape[1]))
         qv /= np.linalg.norm(qv, axis=1, keepdims=True)
         qtexts = [
-            f"What about the user's {_RELATIONS[x % len(_RELATIONS)]} {words[y]}?"
+            f"Where does the user's {_RELATIONS[x % len(_RELATIONS)]} {words[y]} work?"
             for x, y in zip(qt, qa)
         ]
         return texts, v.astype(np.float32), qtexts, qv.astype(np.float32)

@@ -9,7 +9,6 @@ vectors, which shares the lexical stage and fusion but no vector code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,27 +20,15 @@ from hypothesis import strategies as st
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
 
+from .test_sqlite_two_stage import DIM, TableEmbedder
+
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
-DIM = 64
 NAMES = ["Anna", "Ben", "Carla", "Dmitri", "Eve", "Farid", "Gita", "Hugo", "Ines", "Jon"]
 CITIES = ["Oslo", "Lima", "Pune", "Kyiv", "Cork", "Fez", "Bonn", "Nara", "Baku", "Riga"]
 RELATIONS = ["sister", "brother", "dentist", "manager", "neighbour", "trainer"]
 VERBS = ["lives in", "works in", "moved to", "was born in", "studies in"]
 KINDS = ("templated", "same_signs", "clustered", "uniform")
-
-
-class TableEmbedder:
-    """Each text's vector is given."""
-
-    def __init__(self, table: dict[str, Any]) -> None:
-        self.table = table
-
-    dimension = DIM
-    name = "table-64"
-
-    def embed(self, texts: Sequence[str]) -> list[Any]:
-        return [self.table[t] for t in texts]
 
 
 def _unit(rows: Any) -> Any:
