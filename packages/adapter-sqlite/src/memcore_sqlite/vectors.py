@@ -88,6 +88,22 @@ def exact_top(
     return list(zip(seqs[order].tolist(), scores[order].tolist()))
 
 
+def _longest(q8: np.ndarray, scales: np.ndarray) -> float:
+    """The largest norm among int8 codes (squares summed in float32: integers below 2**24,
+    exact), widened a little for the rounding of the scale's product."""
+    np_ = _np()
+    out = 0.0
+    for start in range(0, len(q8), 4_096):
+        block = q8[start : start + 4_096].astype(np_.float32)
+        norms = np_.sqrt(np_.einsum("ij,ij->i", block, block)) * np_.abs(
+            scales[start : start + 4_096]
+        )
+        if len(norms):
+            top = float(norms.max()) if np_.isfinite(norms).all() else float("inf")
+            out = max(out, top)
+    return out * 1.0001
+
+
 def _best_rows(point: np.ndarray, want: int) -> np.ndarray:
     """Positions of about ``want`` rows (at least ``want``, or all) of the highest ``point``.
 
@@ -132,6 +148,15 @@ class _Entry:
         #: search and kept up to date by writes from then on.
         self._sketch: Sketch | None = None
         self._sketch_lock = threading.Lock()
+        self._longest: float | None = None
+
+    def longest(self) -> float:
+        """A bound on the norm of every code (kept by appends; a removal leaves it valid),
+        without the sketch, which a hybrid search may never need."""
+        if self._longest is None:
+            codes = self.view()
+            self._longest = _longest(codes.q8, codes.scales)
+        return self._longest
 
     def sketch(self) -> Sketch:
         with self._sketch_lock:
@@ -211,6 +236,8 @@ class _Entry:
             self.matrix[self.n : total] = vectors
         if self._sketch is not None:
             self._sketch.put(self.n, codes.q8, codes.scales)
+        if self._longest is not None and len(codes):
+            self._longest = max(self._longest, _longest(codes.q8, codes.scales))
         self.n = total
         self._order = None
 
@@ -424,10 +451,9 @@ class VectorCache:
         if not entry.n:
             return -float("inf")
         codes = entry.view()
-        longest = float(entry.sketch().norm[: entry.n].max())
         q = np_.asarray(query, dtype=np_.float64)
-        error = float(quantize.error_bound(codes.scales[: entry.n].max(keepdims=True), query)[0])
-        return float(np_.sqrt(q @ q)) * longest * 1.001 + error
+        error = float(quantize.error_bound(codes.scales.max(keepdims=True), query)[0])
+        return float(np_.sqrt(q @ q)) * entry.longest() * 1.001 + error
 
     def estimates(
         self, entry: _Entry, seqs: np.ndarray, query: np.ndarray
