@@ -263,50 +263,66 @@ class BoundedOrder(FusedOrder):
     def first(self, k: int) -> Ranked:
         if self._all is not None:
             return self._all[:k]
-        np_ = _np()
+        budget = max(2 * k, 16)
         while not self._broken and k > 0:
-            made = self._first(k)
+            made, more = self._first(k, budget)
             if made is not None:
                 return made
-            # Undecided: the first time, read the whole (short) shortlist before widening it.
-            unread = self.in_shortlist & ~self.known
-            if 0 < self._n < self._pool and unread.any() and np_.count_nonzero(unread) <= 4 * k:
-                self._read(np_.flatnonzero(unread))
-                made = None if self._broken else self._first(k)
-                if made is not None:
-                    return made
-            if self._broken or not self._widened():
+            if self._broken:
+                break
+            if more:  # vectors were read, best bound first: try again, reading more if needed
+                budget *= 2
+                continue
+            if not self._widened():
                 break
         self._all = self._resolve_all()
         return self._all[:k]
 
-    def _first(self, k: int) -> Ranked | None:
-        """The first ``k`` when the bounds decide them, after reading what they need."""
+    def _read_best(self, rows: np.ndarray, budget: int) -> bool:
+        """Read the vectors of at most ``budget`` of ``rows``, those of highest upper bound
+        first (near-duplicates tie with the k-th hit by their bounds; reading the best first
+        raises the floor and leaves most of them unread). Whether any was read."""
+        np_ = _np()
+        if not len(rows):
+            return False
+        if len(rows) > budget:
+            rows = rows[np_.argpartition(-self.high[rows], budget - 1)[:budget]]
+        self._read(rows)
+        return True
+
+    def _first(self, k: int, budget: int) -> tuple[Ranked | None, bool]:
+        """(the first ``k`` when the bounds decide them, None otherwise; whether vectors were
+        read towards deciding them, so that trying again may succeed without widening)."""
         np_ = _np()
         inside, outside = self._pool_status()
         member = self.in_lexical | inside
         count = np_.count_nonzero(member)
+        unread = self.in_shortlist & ~self.known & ~outside
         if count < k:
-            return None
+            return None, self._read_best(np_.flatnonzero(unread), budget)
         low = self._bound(self.low[member], member)
         low.partition(count - k)
         floor = low[count - k]
         # A row left out of a shortlist narrower than the pool scores below its cut, so at
         # most the vector share of the cut: it cannot reach the floor when that is less.
         if self._n < self._pool and not self._left_out_below(floor):
-            return None
+            return None, False
         possible = self.in_lexical | (self.in_shortlist & ~outside)
         high = self._bound(self.high)
-        self._read(np_.flatnonzero(possible & ~self.known & (high >= floor)))
+        need = np_.flatnonzero(possible & ~self.known & (high >= floor))
+        if len(need) > budget:
+            return None, self._read_best(need, budget)
+        self._read(need)
         if self._broken:
-            return None
+            return None, False
         inside, outside = self._pool_status()
         undecided = self._vector_only & ~(inside | outside)
         high = self._bound(self.high)
         if (undecided & (high >= floor)).any():
-            return None
+            unread = self.in_shortlist & ~self.known & ~outside
+            return None, self._read_best(np_.flatnonzero(unread), budget)
         rows = np_.flatnonzero(self.known & (self.in_lexical | inside))
-        return ordered(self._fuse(rows))[:k]
+        return ordered(self._fuse(rows))[:k], False
 
     def _left_out_below(self, floor: float) -> bool:
         np_ = _np()
