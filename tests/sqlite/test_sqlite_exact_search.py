@@ -145,3 +145,35 @@ def test_search_is_exact_at_the_default_sizes(db_path: Path, kind: str) -> None:
     """Past :data:`~memcore_sqlite.vectors.EXACT_ROWS`, with nothing lowered: 2,600 rows whose
     sign bits tie or nearly tie with the query's."""
     _check(db_path, kind, 2_600, 20_240, 10)
+
+
+@pytest.mark.parametrize("kind", ["templated", "same_signs"])
+def test_filtered_search_equals_the_exact_scan_of_the_rows_filters_allow(
+    db_path: Path, kind: str
+) -> None:
+    """Metadata filters restrict the two-stage rows: the bounds then hold over those rows."""
+    texts, rows, query, query_text = corpus(kind, 600, 5)
+    embedder = TableEmbedder(dict(zip(texts, rows)))
+    items = [
+        TextItem(ALICE, t, metadata={"kind": "a" if i % 3 else "b"}) for i, t in enumerate(texts)
+    ]
+
+    def search(store: SqliteMemoryStore, mode: str) -> list[tuple[str, float]]:
+        hits = store.search_vector(
+            STORE, ALICE.tenant_pattern(), query_text, query, mode=mode, filters={"kind": "b"}
+        )
+        return [(h.memory.text, h.score) for h in hits]
+
+    # The old sign-bit cut set small, as in the property test above.
+    with _open(db_path, embedder, exact=False, first_pass_min=20, first_pass_share=0.0) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, items)
+        got = {mode: search(store, mode) for mode in ("vector", "hybrid")}
+    with _open(db_path, embedder, exact=True) as exact:
+        want = {mode: search(exact, mode) for mode in ("vector", "hybrid")}
+    for mode in got:
+        assert [t for t, _ in got[mode]] == [t for t, _ in want[mode]]
+        assert [s for _, s in got[mode]] == pytest.approx([s for _, s in want[mode]], abs=1e-6)
+    allowed = [i for i in range(len(texts)) if i % 3 == 0]
+    scan = _exact_vector([texts[i] for i in allowed], rows[allowed], query, 10)
+    assert [t for t, _ in got["vector"]] == [t for t, _ in scan]
