@@ -50,13 +50,12 @@ class _Case:
         lexical_share: float,
         *,
         without_vector: int = 0,
-        first_pass: int = 50,
     ) -> None:
         rng = random.Random(seed)
         self.rows, self.query = _rows(n, seed)
         self.seqs = np.arange(1, n + 1, dtype=np.int64) * 2
         self.pool = pool
-        self.cache = VectorCache(DIM, exact_rows=0, first_pass_min=max(pool, first_pass))
+        self.cache = VectorCache(DIM, exact_rows=0)
         self.entry = _Entry(0, encode(self.seqs, self.rows), None)
         self.blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(self.seqs, self.rows)}
         for seq in rng.sample(sorted(self.blobs), without_vector):
@@ -81,13 +80,27 @@ class _Case:
             semantic.update(self.cache.cosines(self.entry, missing, self.query, self.fetch))
         return ordered(ranking.fuse(lexical, semantic))
 
-    def bounded(self, lexical: dict[int, LexicalHit] | None) -> BoundedOrder:
+    def bounded(self, lexical: dict[int, LexicalHit] | None, start: str = "pool") -> BoundedOrder:
+        """``start``: the shortlist of the pool up front; of the first few (``first``), or
+        none (``none``), widened as the order needs."""
+        if start == "pool":
+            return BoundedOrder(
+                self.cache.shortlist(self.entry, self.query, self.pool),
+                lexical,
+                self.pool,
+                lambda seqs: self.cache.estimates(self.entry, seqs, self.query),
+                lambda seqs: self.cache.exact_cosines(seqs, self.query, self.fetch),
+            )
+        first = min(3, self.pool)
         return BoundedOrder(
-            self.cache.shortlist(self.entry, self.query, self.pool),
+            self.cache.shortlist(self.entry, self.query, first) if start == "first" else None,
             lexical,
             self.pool,
             lambda seqs: self.cache.estimates(self.entry, seqs, self.query),
             lambda seqs: self.cache.exact_cosines(seqs, self.query, self.fetch),
+            widen=lambda n: self.cache.shortlist(self.entry, self.query, n),
+            first=first,
+            ceiling=self.cache.ceiling(self.entry, self.query),
         )
 
 
@@ -100,20 +113,23 @@ def _same(got: list[tuple[int, Any]], want: list[tuple[int, Any]]) -> None:
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("pool", [5, 30, 100])
 @pytest.mark.parametrize("lexical_share", [0.0, 0.02, 0.3])
-def test_every_prefix_equals_the_plain_order(seed: int, pool: int, lexical_share: float) -> None:
+@pytest.mark.parametrize("start", ["pool", "first", "none"])
+def test_every_prefix_equals_the_plain_order(
+    seed: int, pool: int, lexical_share: float, start: str
+) -> None:
     case = _Case(3_000, seed, pool, lexical_share)
     lexical = case.lexical if lexical_share else {}
     want = case.plain(lexical)
     for k in (1, 3, 10, 20, 40, len(want) + 5):
-        _same(case.bounded(lexical).first(k), want[:k])
-    order = case.bounded(lexical)  # one order read further and further, as hits() does
+        _same(case.bounded(lexical, start).first(k), want[:k])
+    order = case.bounded(lexical, start)  # one order read further and further, as hits() does
     for k in (10, 20, 30, 40, 1_000):
         _same(order.first(k), want[:k])
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_vector_search_prefixes_equal_the_exact_pool(seed: int) -> None:
-    case = _Case(2_500, seed, 30, 0.0, first_pass=2_000)
+    case = _Case(2_500, seed, 30, 0.0)
     exact = exact_top(case.seqs, case.rows, case.query, 30)
     want = case.plain(None)
     assert [s for s, _ in want] == [s for s, _ in exact]
@@ -156,7 +172,7 @@ def test_identical_vectors_at_the_pool_boundary_keep_the_newest() -> None:
     """Every row has the same vector: pool membership is decided by seq alone."""
     rows = np.tile(np.eye(1, DIM, dtype=np.float32), (400, 1))
     seqs = np.arange(1, 401, dtype=np.int64)
-    cache = VectorCache(DIM, exact_rows=0, first_pass_min=50)
+    cache = VectorCache(DIM, exact_rows=0)
     entry = _Entry(0, encode(seqs, rows), None)
     blobs = {int(s): r.tobytes() for s, r in zip(seqs, rows)}
 
@@ -216,7 +232,6 @@ def test_a_two_stage_store_answers_as_the_exact_store(tmp_path: Path) -> None:
         with SqliteMemoryStore(path, embedder=HashingEmbedder(DIM)) as store:
             assert store._vectors is not None
             store._vectors.exact_rows = exact_rows
-            store._vectors.first_pass_min = 10_000  # no sign-bit pass: the pool is exact
             got = []
             for q in queries:
                 for kw in (

@@ -58,11 +58,10 @@ def path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _open(path: Path, *, overlap: bool) -> SqliteMemoryStore:
-    """A store whose every scope is two-stage with a sign-bit pass, overlapped or not."""
+    """A store whose every scope is two-stage, overlapped or not."""
     store = SqliteMemoryStore(path, embedder=HashingEmbedder(DIM))
     assert store._vectors is not None
     store._vectors.exact_rows = 0
-    store._vectors.first_pass_min = 200
     store._overlap.min_rows = 0 if overlap else float("inf")
     store._overlap.adaptive = False  # every search overlaps, however busy the machine
     return store
@@ -146,9 +145,12 @@ def test_a_database_error_in_the_thread_surfaces_as_the_typed_error(
         raise sqlite3.DatabaseError("database disk image is malformed")
 
     monkeypatch.setattr(VectorCache, "shortlist", broken)
+    # One after the other, a hybrid search builds the shortlist only when its lexical hits
+    # leave room for a vector-only row: a vector search always builds it.
+    mode = "hybrid" if overlap else "vector"
     with _open(path, overlap=overlap) as store:
         with pytest.raises(ProtocolError) as caught:
-            store.search(STORE, ALICE.tenant_pattern(), "coffee in paris")
+            store.search(STORE, ALICE.tenant_pattern(), "coffee in paris", mode=mode)
         assert str(path) in str(caught.value)
         assert store.search(STORE, ALICE.tenant_pattern(), "coffee", mode="lexical")
 

@@ -18,7 +18,7 @@ from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem, code_pages
 from memcore_sqlite.quantize import encode, hamming, sign_bits
 from memcore_sqlite.schema import MIGRATIONS
-from memcore_sqlite.vectors import VectorCache, _Entry, _keep_smallest, _nearest, exact_top
+from memcore_sqlite.vectors import VectorCache, _Entry, exact_top
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
@@ -70,7 +70,7 @@ def test_every_stage_runs_and_still_matches_the_exact_scan() -> None:
     rows, query = _data(3_000, 3)
     seqs = np.arange(1, 3_001, dtype=np.int64) * 3
     exact = exact_top(seqs, rows, query, 10)
-    got = _two_stage(rows, query, 10, first_pass_min=300, first_pass_share=0.0)
+    got = _two_stage(rows, query, 10)
     assert [s for s, _ in got] == [s for s, _ in exact]
 
 
@@ -84,30 +84,6 @@ def test_scopes_no_larger_than_the_rescoring_set_are_exact_on_any_data(n: int) -
     assert _two_stage(rows, query, 7) == exact_top(seqs, rows, query, 7)
 
 
-def test_ties_at_a_cut_keep_the_newest_rows_like_the_exact_scan() -> None:
-    key = np.array([5, 1, 5, 5, 0, 5], dtype=np.uint16)
-    seqs = np.array([10, 11, 12, 13, 14, 15], dtype=np.int64)
-    kept = _keep_smallest(key, seqs, 4)
-    assert sorted(seqs[kept].tolist()) == [11, 13, 14, 15]
-
-
-@pytest.mark.parametrize("k", [1, 7, 50, 299, 300])
-@pytest.mark.parametrize("spread", [3, 40])
-@pytest.mark.parametrize("ascending", [False, True])
-def test_the_first_pass_keeps_the_rows_of_the_smallest_keys_in_position_order(
-    k: int, spread: int, ascending: bool
-) -> None:
-    """Many ties at the cut, seqs in no order or rising with the position (the shortcut
-    that skips reading them): the same rows as the general selection."""
-    rng = np.random.default_rng(k * spread)
-    key = rng.integers(0, spread, 300).astype(np.uint16)
-    seqs = rng.permutation(10_000)[:300].astype(np.int64)
-    if ascending:
-        seqs.sort()
-    kept = _nearest(key, seqs, k, ascending)
-    assert kept.tolist() == sorted(_keep_smallest(key, seqs, k).tolist())
-
-
 def test_an_entry_knows_whether_its_seqs_rise_with_the_row() -> None:
     rows = np.eye(4, DIM, dtype=np.float32)
     entry = _Entry(0, encode(np.array([2, 5, 9, 11], dtype=np.int64), rows), None)
@@ -117,18 +93,21 @@ def test_an_entry_knows_whether_its_seqs_rise_with_the_row() -> None:
     assert entry.positions(np.array([9, 11, 2, 5])).tolist() == [2, 1, 0, -1]
 
 
-def test_past_the_rescoring_cap_the_newest_of_equal_rows_are_kept() -> None:
-    """Every row the same vector (seqs out of position order): both cuts are all ties, so
-    the shortlist is the newest rows, as the exact scan orders them."""
+def test_rows_tied_at_the_cut_are_all_kept_and_the_newest_win() -> None:
+    """Every row the same vector (seqs out of position order): every row ties at both cuts,
+    so none can be dropped on a bound; the answer is the newest rows, as the exact scan's."""
     rng = np.random.default_rng(3)
     vector = rng.standard_normal(DIM).astype(np.float32)
     vector /= np.linalg.norm(vector)
     seqs = rng.permutation(np.arange(1, 3_001, dtype=np.int64) * 3)
-    entry = _Entry(0, encode(seqs, np.tile(vector, (len(seqs), 1))), None)
-    cache = VectorCache(DIM, exact_rows=0, first_pass_min=500)
+    rows = np.tile(vector, (len(seqs), 1))
+    entry = _Entry(0, encode(seqs, rows), None)
+    cache = VectorCache(DIM, exact_rows=0)
     got, _, _ = cache.shortlist(entry, vector, 10)
-    cap = max(60, cache.rescore_per_result * 10)
-    assert sorted(got.tolist()) == sorted(seqs.tolist())[-cap:]
+    assert sorted(got.tolist()) == sorted(seqs.tolist())
+    blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(seqs, rows)}
+    top = cache.top(entry, vector, 10, lambda want: [(s, blobs[s]) for s in want])
+    assert top == exact_top(seqs, rows, vector, 10)
 
 
 @pytest.mark.parametrize(

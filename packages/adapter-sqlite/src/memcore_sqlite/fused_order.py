@@ -13,6 +13,17 @@ shortlisted row that holds no query term is a candidate only if it is in the vec
 counts as one only when its bounds prove it, otherwise every shortlisted vector is read, as
 the plain path does. Returned scores, signals and order are therefore those of the plain
 path (``tests/sqlite/test_sqlite_fused_order.py``).
+
+The shortlist itself is built only as far as the order read needs it. It may start empty
+(a hybrid search: every row's cosine is below the ceiling :meth:`~memcore_sqlite.vectors.
+VectorCache.ceiling`) or hold every row that may be among the best ``first`` by cosine (every
+row left out scores below its cut, the ``first``-th best lower bound, which at least
+``first`` of its rows reach). A row left out is a candidate only if it is in the vector pool
+and has no query term, so its relevance is at most the vector share of the cut: when that
+is below the ``k``-th best lower bound, no row left out can be among the first ``k``, and a
+shortlisted row with fewer than ``first`` possible betters has its exact rank among them.
+Otherwise the shortlist widens (to the best ``first``, then to the pool) and the order is
+worked out again, keeping the cosines already read.
 """
 
 from __future__ import annotations
@@ -30,6 +41,8 @@ if TYPE_CHECKING:
 ReadCosines = Callable[[Sequence[int]], "tuple[np.ndarray, np.ndarray]"]
 #: Cosine estimates of the given seqs from their codes: (has codes, estimates, error bounds).
 Estimate = Callable[["np.ndarray"], "tuple[np.ndarray, np.ndarray, np.ndarray]"]
+#: The shortlist of every row that may be among the best ``n`` by cosine.
+Widen = Callable[[int], "tuple[np.ndarray, np.ndarray, np.ndarray]"]
 Ranked = list[tuple[int, Relevance]]
 
 
@@ -101,11 +114,14 @@ class BoundedOrder(FusedOrder):
 
     def __init__(
         self,
-        shortlist: tuple[np.ndarray, np.ndarray, np.ndarray],
+        shortlist: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
         lexical: Mapping[int, LexicalHit] | None,
         pool: int,
         estimate: Estimate,
         read: ReadCosines,
+        widen: Widen | None = None,
+        first: int | None = None,
+        ceiling: float = float("inf"),
     ) -> None:
         super().__init__()
         np_ = _np()
@@ -113,6 +129,22 @@ class BoundedOrder(FusedOrder):
         self._hybrid = bool(lexical)
         self._pool = pool
         self._read_cosines = read
+        self._estimate = estimate
+        self._widen = widen
+        self._first_n = pool if widen is None or first is None else min(first, pool)
+        #: The shortlist holds every row that may be among the best ``_n`` by cosine; none
+        #: yet (0) when it is left until the lexical candidates show it is needed.
+        self._n = self._first_n if shortlist is not None else 0
+        #: Exact cosines read so far (None: no vector), kept when the shortlist widens.
+        self._found: dict[int, float | None] = {}
+        self._ceiling = ceiling
+        if shortlist is None:
+            empty = np_.empty(0, np_.float64)
+            shortlist = (np_.empty(0, np_.int64), empty, empty)
+        self._setup(shortlist)
+
+    def _setup(self, shortlist: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        np_ = _np()
         s_seqs, s_est, s_slack = shortlist
         n_lex = len(self._lexical)
         lex_seqs = np_.fromiter(self._lexical, dtype=np_.int64, count=n_lex)
@@ -121,7 +153,7 @@ class BoundedOrder(FusedOrder):
         # fresh process's first search); not sets either, which cost a Python step per seq.
         listed, _ = _lookup(s_seqs, lex_seqs)
         extra = lex_seqs[~listed]
-        l_has, l_est, l_slack = estimate(extra)
+        l_has, l_est, l_slack = self._estimate(extra)
         self.seqs: np.ndarray = np_.concatenate([s_seqs, extra])
         n_short = len(s_seqs)
         self.in_shortlist = np_.zeros(len(self.seqs), bool)
@@ -140,13 +172,38 @@ class BoundedOrder(FusedOrder):
         est, slack = both[: len(self.seqs)], both[len(self.seqs) :]
         self.low = est - slack
         self.high = est + slack
+        #: Every row left out of the shortlist has a cosine below this (see :meth:`first`).
+        self._cut = self._ceiling if self._n == 0 else np_.inf
+        if 0 < self._n < self._pool:
+            lows = self.low[:n_short][np_.isfinite(self.low[:n_short])]
+            if len(lows) >= self._n:
+                self._cut = float(np_.partition(lows, len(lows) - self._n)[len(lows) - self._n])
         self.known = np_.zeros(len(self.seqs), bool)
         self.has_vector = np_.ones(len(self.seqs), bool)
         self.coded = np_.concatenate([np_.ones(n_short, bool), l_has])
         self._broken = not np_.isfinite(self.low + self.high).all()
+        if self._found:
+            seen = [i for i, seq in enumerate(self.seqs.tolist()) if seq in self._found]
+            for row in seen:
+                cosine = self._found[int(self.seqs[row])]
+                self.known[row] = True
+                if cosine is None:
+                    self.has_vector[row] = False
+                    self.low[row] = self.high[row] = 0.0
+                else:
+                    self.low[row] = self.high[row] = cosine
+            self._broken = not np_.isfinite(self.low + self.high).all()
         # Lexical candidates without codes have no bounds: read them now (normally none).
         if not l_has.all():
-            self._read(np_.flatnonzero(~self.coded))
+            self._read(np_.flatnonzero(~self.coded & ~self.known))
+
+    def _widened(self) -> bool:
+        """Widen the shortlist: from none to the best ``first``, then to the pool."""
+        if self._widen is None or self._n >= self._pool:
+            return False
+        self._n = self._first_n if self._n == 0 else self._pool
+        self._setup(self._widen(self._n))
+        return True
 
     # -- reading -------------------------------------------------------------------------
     def _read(self, rows: np.ndarray) -> None:
@@ -157,6 +214,7 @@ class BoundedOrder(FusedOrder):
         found = dict(zip(have.tolist(), cosines.tolist()))
         for row in rows.tolist():
             seq = int(self.seqs[row])
+            self._found[seq] = found.get(seq)
             if seq in found:
                 self.low[row] = self.high[row] = found[seq]
             else:
@@ -179,7 +237,10 @@ class BoundedOrder(FusedOrder):
         lows.sort()
         # Rows that might beat a row (its own upper bound always reaches its lower one):
         # m - (highs below its low) - 1; rows that surely beat it: m - (lows up to its high).
-        inside: np.ndarray = highs.searchsorted(self.low, side="left") > m - 1 - self._pool
+        # Before widening the shortlist holds every row that may be among the best ``_n`` (at
+        # least ``_n`` of its rows score above every row left out): a row with fewer than
+        # ``_n`` possible betters in it has its rank there, below ``_n <= pool``.
+        inside: np.ndarray = highs.searchsorted(self.low, side="left") > m - 1 - self._n
         outside: np.ndarray = lows.searchsorted(self.high, side="right") <= m - self._pool
         return inside, outside
 
@@ -202,27 +263,72 @@ class BoundedOrder(FusedOrder):
     def first(self, k: int) -> Ranked:
         if self._all is not None:
             return self._all[:k]
-        np_ = _np()
-        if not self._broken and k > 0:
-            inside, outside = self._pool_status()
-            member = self.in_lexical | inside
-            count = np_.count_nonzero(member)
-            if count >= k:
-                low = self._bound(self.low[member], member)
-                low.partition(count - k)
-                floor = low[count - k]
-                possible = self.in_lexical | (self.in_shortlist & ~outside)
-                high = self._bound(self.high)
-                self._read(np_.flatnonzero(possible & ~self.known & (high >= floor)))
-                if not self._broken:
-                    inside, outside = self._pool_status()
-                    undecided = self._vector_only & ~(inside | outside)
-                    high = self._bound(self.high)
-                    if not (undecided & (high >= floor)).any():
-                        rows = np_.flatnonzero(self.known & (self.in_lexical | inside))
-                        return ordered(self._fuse(rows))[:k]
+        budget = max(2 * k, 16)
+        while not self._broken and k > 0:
+            made, more = self._first(k, budget)
+            if made is not None:
+                return made
+            if self._broken:
+                break
+            if more:  # vectors were read, best bound first: try again, reading more if needed
+                budget *= 2
+                continue
+            if not self._widened():
+                break
         self._all = self._resolve_all()
         return self._all[:k]
+
+    def _read_best(self, rows: np.ndarray, budget: int) -> bool:
+        """Read the vectors of at most ``budget`` of ``rows``, those of highest upper bound
+        first (near-duplicates tie with the k-th hit by their bounds; reading the best first
+        raises the floor and leaves most of them unread). Whether any was read."""
+        np_ = _np()
+        if not len(rows):
+            return False
+        if len(rows) > budget:
+            rows = rows[np_.argpartition(-self.high[rows], budget - 1)[:budget]]
+        self._read(rows)
+        return True
+
+    def _first(self, k: int, budget: int) -> tuple[Ranked | None, bool]:
+        """(the first ``k`` when the bounds decide them, None otherwise; whether vectors were
+        read towards deciding them, so that trying again may succeed without widening)."""
+        np_ = _np()
+        inside, outside = self._pool_status()
+        member = self.in_lexical | inside
+        count = np_.count_nonzero(member)
+        unread = self.in_shortlist & ~self.known & ~outside
+        if count < k:
+            return None, self._read_best(np_.flatnonzero(unread), budget)
+        low = self._bound(self.low[member], member)
+        low.partition(count - k)
+        floor = low[count - k]
+        # A row left out of a shortlist narrower than the pool scores below its cut, so at
+        # most the vector share of the cut: it cannot reach the floor when that is less.
+        if self._n < self._pool and not self._left_out_below(floor):
+            return None, False
+        possible = self.in_lexical | (self.in_shortlist & ~outside)
+        high = self._bound(self.high)
+        need = np_.flatnonzero(possible & ~self.known & (high >= floor))
+        if len(need) > budget:
+            return None, self._read_best(need, budget)
+        self._read(need)
+        if self._broken:
+            return None, False
+        inside, outside = self._pool_status()
+        undecided = self._vector_only & ~(inside | outside)
+        high = self._bound(self.high)
+        if (undecided & (high >= floor)).any():
+            unread = self.in_shortlist & ~self.known & ~outside
+            return None, self._read_best(np_.flatnonzero(unread), budget)
+        rows = np_.flatnonzero(self.known & (self.in_lexical | inside))
+        return ordered(self._fuse(rows))[:k], False
+
+    def _left_out_below(self, floor: float) -> bool:
+        np_ = _np()
+        cut = np_.clip(np_.float64(self._cut), 0.0, 1.0)
+        score = ranking.VECTOR_WEIGHT * cut if self._hybrid else cut
+        return bool(min(1.0, max(0.0, float(score))) < floor)
 
     def _fuse(self, rows: np.ndarray) -> dict[int, Relevance]:
         """Exact relevances of these known candidates, by :func:`ranking.fuse` itself."""
@@ -245,6 +351,7 @@ class BoundedOrder(FusedOrder):
     def _resolve_all(self) -> Ranked:
         """Every candidate exact: the vector pool is the shortlist's best by exact cosine."""
         np_ = _np()
+        self._widened()
         self._read(np_.flatnonzero(~self.known))
         # As exact_top: the best by (cosine, seq), then those that are not numbers dropped.
         short = np_.flatnonzero(self.in_shortlist & self.has_vector)

@@ -2,9 +2,10 @@
 
 Each vector gets two codes: its signs as bits (one bit per dimension, compared by Hamming
 distance with popcount) and an int8 copy scaled by its largest component, whose dot products
-come with a proven error bound. Bits pick a few thousand candidates from the whole scope, the
-int8 estimates and their bounds discard every candidate that cannot be among the best, and
-the float vectors rescore the few that remain.
+come with a proven error bound. The int8 estimates and their bounds discard every candidate
+that cannot be among the best (:mod:`memcore_sqlite.vectors`), and the float vectors rescore
+the few that remain. The bits order nothing in a search any more: they bound no cosine
+usefully, and a cut on them lost rows on templated memories.
 numpy is imported here only when a store has an embedder.
 """
 

@@ -41,6 +41,10 @@ ENOUGH = 20
 #: Candidates each signal contributes, whatever top_k asks, so the first k hits never depend
 #: on k. Twice limits.MAX_TOP_K: a filtered-out or out-of-scope candidate still leaves enough.
 POOL = 100
+#: Hits a search reads first (:func:`memcore_sqlite.search.hits`): a two-stage scope's vector
+#: shortlist first holds every row that may be among this many best, and widens to the pool
+#: only when the order needs more (:mod:`memcore_sqlite.fused_order`).
+FIRST_READ = 10
 #: The vector signal's share of the hybrid relevance; the lexical signal has the rest.
 #: Chosen on the LongMemEval_S development split (benchmarks/longmemeval.py): with user turns
 #: indexed 0.3-0.5 rank above both signals alone, with user and assistant turns 0.2-0.35;

@@ -157,8 +157,20 @@ def ranked(
             semantic.update(vectors.cosines(entry, missing, qvec, fetch))
         return ExactOrder(lexical, semantic)
 
-    def shortlist() -> tuple[Any, Any, Any]:
-        return vectors.shortlist(entry, qvec, pool, allowed)
+    def shortlist(n: int = ranking.FIRST_READ) -> tuple[Any, Any, Any]:
+        return vectors.shortlist(entry, qvec, n, allowed)
+
+    def bounded(short: Any, lexical: dict[int, ranking.LexicalHit] | None) -> BoundedOrder:
+        return BoundedOrder(
+            short,
+            lexical,
+            pool,
+            lambda seqs: vectors.estimates(entry, seqs, qvec),
+            lambda seqs: vectors.exact_cosines(seqs, qvec, fetch),
+            widen=shortlist,
+            first=ranking.FIRST_READ,
+            ceiling=vectors.ceiling(entry, qvec),
+        )
 
     rows = entry.n if allowed is None else min(entry.n, len(allowed))
     # The overlap pays while the lexical stage waits on FTS5 (SQLite releases the GIL at
@@ -166,16 +178,12 @@ def ranked(
     # only take turns at the GIL (:mod:`memcore_sqlite.overlap`): one after the other then.
     if use_lexical and held is None and beside is not None and beside.fits(rows):
         short, lexical = beside.run(shortlist, lexical_stage)
-    else:
-        lexical = lexical_stage()
-        short = shortlist()
-    return BoundedOrder(
-        short,
-        lexical,
-        pool,
-        lambda seqs: vectors.estimates(entry, seqs, qvec),
-        lambda seqs: vectors.exact_cosines(seqs, qvec, fetch),
-    )
+        return bounded(short, lexical)
+    lexical = lexical_stage()
+    # One after the other, the shortlist waits until the lexical candidates show it is
+    # needed: a row no term matched scores at most the vector share of its cosine, often
+    # below the tenth hit's relevance.
+    return bounded(None if lexical else shortlist(), lexical)
 
 
 def hits(
@@ -197,7 +205,7 @@ def hits(
     """
     found: list[SearchHit] = []
     links: Links = {}
-    size = max(top_k, 10)
+    size = max(top_k, ranking.FIRST_READ)
     start = 0
     while part := order.first(start + size)[start:]:
         start += size

@@ -1,15 +1,30 @@
-"""Per-scope vector codes kept in memory, and the two-stage search over them.
+"""Per-scope vector codes kept in memory, and the exact two-stage search over them.
 
 One entry per (store, scope pattern) holds the codes (:mod:`memcore_sqlite.quantize`) of the
 memories that pattern matches, loaded from the code pages (:mod:`memcore_sqlite.code_pages`).
-A search picks candidates by Hamming distance of sign bits, drops those whose int8 estimate
-proves they cannot be among the best, and rescores the rest with their float32 vectors read
-from SQLite. Scores are the exact cosines, and the order is the exact scan's whenever the true
-best rows pass the sign-bit stage, the only approximate one (its default size keeps recall@10
-at 1.0 on 100k MiniLM vectors; see ``benchmarks/sqlite_search.py``). Scopes of at most
-:data:`EXACT_ROWS` rows keep their float vectors in memory and are scanned exactly. Writes
-made by this process update the entries in place; a write by another process shows up as a
-new store generation and the entry is reloaded.
+Scopes of at most :data:`EXACT_ROWS` rows keep their float vectors in memory and are scanned
+exactly. Larger ones are searched in stages, and the result is exact by construction: every
+stage that leaves a row out does so on a bound proving the row cannot be among the best.
+
+1. Every row's cosine has an upper bound from its sketch (:mod:`memcore_sqlite.sketch`):
+   float32 principal coordinates, Cauchy-Schwarz on the rest, plus the int8 code's error.
+2. The int8 estimates (error bound :func:`memcore_sqlite.quantize.error_bound`) of the few
+   hundred rows the sketch rates best give lower bounds; the ``n``-th best of them is a lower
+   bound ``L`` on the ``n``-th best cosine, as ``n`` rows score at least their lower bound.
+3. A row whose sketch bound is below ``L`` cannot be among the ``n`` best; neither can a row
+   whose int8 coordinates past the head (a tighter sketch bound) or whose int8 estimate plus
+   its error bound is below ``L`` (raised to the ``n``-th best int8 lower bound so far).
+   Rows whose bounds are not numbers are kept.
+4. Float32 vectors read from SQLite give the exact cosines of the rows that remain and that
+   the order read depends on (:mod:`memcore_sqlite.fused_order`), with the same ties (newest
+   first) as the exact scan.
+
+The sign bits are not used to choose rows: they have no useful bound (a row's Hamming
+distance only bounds its cosine by the norm of the query's largest agreeing components), and
+on templated memories many rows share the best rows' sign pattern, so a cut by Hamming
+distance lost true best rows. Writes made by this process update the entries in place (the
+sketch too, on its basis); a write by another process shows up as a new store generation
+and the entry is reloaded.
 numpy is imported here only, and only when a store has an embedder.
 """
 
@@ -22,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcore_sqlite import quantize
 from memcore_sqlite.quantize import Codes
+from memcore_sqlite.sketch import Sketch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,13 +46,8 @@ PatternKey = tuple[int, tuple[str, str, str, str]]
 Scope4 = tuple[str, str, str, str]
 #: Reads the float32 vectors of the given seqs: (seq, little-endian float32 blob) pairs.
 FetchVectors = Callable[[Sequence[int]], Iterable[tuple[int, bytes]]]
-#: Candidates kept by the sign-bit stage, and by the int8 stage per result wanted.
-#: The share was chosen on real MiniLM vectors, where 4% of rows kept recall@10 at 0.995
-#: and 8% at 0.9975 for 6k rows (larger sets need a smaller share).
-FIRST_PASS_MIN = 2_000
-FIRST_PASS_SHARE = 0.03
-RESCORE_PER_RESULT = 2
-RESCORE_MIN = 60
+#: Rows (at least) whose int8 bounds give the first lower bound on the n-th best cosine.
+BOOTSTRAP_ROWS = 256
 #: Scopes up to this size keep their float vectors in memory and are scanned exactly
 #: (about 3 MB at 384 dimensions).
 EXACT_ROWS = 2_000
@@ -77,43 +88,44 @@ def exact_top(
     return list(zip(seqs[order].tolist(), scores[order].tolist()))
 
 
-def _keep_smallest(key: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` smallest keys; among equal keys the newest (largest seq) win,
-    as in :func:`exact_top`, so duplicates of a vector survive in the exact scan's order."""
+def _longest(q8: np.ndarray, scales: np.ndarray) -> float:
+    """The largest norm among int8 codes (squares summed in float32: integers below 2**24,
+    exact), widened a little for the rounding of the scale's product."""
     np_ = _np()
-    threshold = np_.partition(key, k - 1)[k - 1]
-    below = np_.flatnonzero(key < threshold)
-    tied = np_.flatnonzero(key == threshold)
-    need = k - len(below)
-    if need < len(tied):
-        tied = tied[np_.argpartition(-seqs[tied], need - 1)[:need]]
-    out: np.ndarray = np_.concatenate([below, tied])
-    return out
+    out = 0.0
+    for start in range(0, len(q8), 4_096):
+        block = q8[start : start + 4_096].astype(np_.float32)
+        norms = np_.sqrt(np_.einsum("ij,ij->i", block, block)) * np_.abs(
+            scales[start : start + 4_096]
+        )
+        if len(norms):
+            top = float(norms.max()) if np_.isfinite(norms).all() else float("inf")
+            out = max(out, top)
+    return out * 1.0001
 
 
-def _nearest(distance: np.ndarray, seqs: np.ndarray, k: int, ascending: bool) -> np.ndarray:
-    """Positions, ascending, of the ``k`` smallest distances: the rows :func:`_keep_smallest`
-    keeps (ties at the threshold go to the newest), without sorting them afterwards.
+def _best_rows(point: np.ndarray, want: int) -> np.ndarray:
+    """Positions of about ``want`` rows (at least ``want``, or all) of the highest ``point``.
 
-    The rows up to the threshold come out of one mask already in position order, so the
-    gathers that follow read the codes front to back; when the rows at the threshold are more
-    than needed, only the oldest of those are dropped: with ``ascending`` (``seqs`` rise with
-    the position, as codes loaded from pages do) the first of them, without reading ``seqs``.
+    A cut taken from an even sample of the values, so the rows are found by one comparison
+    over the scope rather than a partition of all of it (1-2 ms at 100k rows); the rows are
+    only where the search starts, so their number need not be exact.
     """
     np_ = _np()
-    threshold = np_.partition(distance, k - 1)[k - 1]
-    kept: np.ndarray = np_.flatnonzero(distance <= threshold)
-    extra = len(kept) - k
-    if extra > 0:
-        tied = np_.flatnonzero(distance[kept] == threshold)
-        if ascending:
-            oldest = tied[:extra]
-        else:
-            oldest = tied[np_.argpartition(seqs[kept[tied]], extra - 1)[:extra]]
-        keep = np_.ones(len(kept), dtype=bool)
-        keep[oldest] = False
-        kept = kept[keep]
-    return kept
+    count = len(point)
+    if count <= 4 * want:
+        out: np.ndarray = np_.arange(count)
+        return out
+    step = max(1, count // 4_096)
+    sample = point[::step]
+    share = min(1.0, 2.0 * want / count)
+    edge = np_.partition(sample, int((1 - share) * (len(sample) - 1)))[
+        int((1 - share) * (len(sample) - 1))
+    ]
+    rows: np.ndarray = np_.flatnonzero(point >= edge)
+    if len(rows) < want:
+        rows = np_.argpartition(point, count - want)[count - want :]
+    return rows
 
 
 class _Entry:
@@ -132,6 +144,26 @@ class _Entry:
         #: (seqs ascending, their rows or None when the codes are in seq order already) for
         #: :meth:`positions`; None until needed after a change.
         self._order: tuple[np.ndarray, np.ndarray | None] | None = None
+        #: The rows' projections (:mod:`memcore_sqlite.sketch`), made at the first two-stage
+        #: search and kept up to date by writes from then on.
+        self._sketch: Sketch | None = None
+        self._sketch_lock = threading.Lock()
+        self._longest: float | None = None
+
+    def longest(self) -> float:
+        """A bound on the norm of every code (kept by appends; a removal leaves it valid),
+        without the sketch, which a hybrid search may never need."""
+        if self._longest is None:
+            codes = self.view()
+            self._longest = _longest(codes.q8, codes.scales)
+        return self._longest
+
+    def sketch(self) -> Sketch:
+        with self._sketch_lock:
+            if self._sketch is None:
+                codes = self.view()
+                self._sketch = Sketch.build(codes.q8, codes.scales, len(self._codes))
+            return self._sketch
 
     def ascending(self) -> bool:
         """Whether the seqs rise with the row (the usual case; see :meth:`positions`)."""
@@ -192,6 +224,8 @@ class _Entry:
             for new, old in zip(attrs_fields(grown), attrs_fields(have)):
                 new[: self.n] = old[: self.n]
             self._codes = have = grown
+            if self._sketch is not None:
+                self._sketch.grow(cap, self.n)
             if self.matrix is not None:
                 matrix = np_.empty((cap, self.matrix.shape[1]), np_.float32)
                 matrix[: self.n] = self.matrix[: self.n]
@@ -200,6 +234,10 @@ class _Entry:
             new[self.n : total] = old
         if self.matrix is not None:
             self.matrix[self.n : total] = vectors
+        if self._sketch is not None:
+            self._sketch.put(self.n, codes.q8, codes.scales)
+        if self._longest is not None and len(codes):
+            self._longest = max(self._longest, _longest(codes.q8, codes.scales))
         self.n = total
         self._order = None
 
@@ -215,6 +253,8 @@ class _Entry:
                 columns.append(self.matrix)
             for column in columns:
                 column[i] = column[last]
+            if self._sketch is not None:
+                self._sketch.move(i, last)
         self.n = last
         self._order = None
 
@@ -226,11 +266,8 @@ def attrs_fields(codes: Codes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 class VectorCache:
     """LRU of per-pattern codes, bounded by the number of rows held in total.
 
-    ``first_pass_share`` of the rows (at least ``first_pass_min``) survive the sign-bit stage
-    (larger values trade speed for recall). The int8 stage keeps only rows that can still be
-    among the best, at most ``rescore_per_result`` times the number wanted (at least
-    :data:`RESCORE_MIN`); those are rescored exactly. Scopes of at most ``exact_rows`` rows
-    keep their float vectors and are scanned exactly instead.
+    Scopes of at most ``exact_rows`` rows keep their float vectors and are scanned exactly;
+    larger ones are searched in stages that drop rows only on proven bounds (module docstring).
     """
 
     def __init__(
@@ -238,16 +275,10 @@ class VectorCache:
         dimension: int,
         *,
         max_rows: int = 1_000_000,
-        first_pass_min: int = FIRST_PASS_MIN,
-        first_pass_share: float = FIRST_PASS_SHARE,
-        rescore_per_result: int = RESCORE_PER_RESULT,
         exact_rows: int = EXACT_ROWS,
     ) -> None:
         self.dimension = dimension
         self.max_rows = max_rows
-        self.first_pass_min = first_pass_min
-        self.first_pass_share = first_pass_share
-        self.rescore_per_result = rescore_per_result
         self.exact_rows = exact_rows
         self._entries: OrderedDict[PatternKey, _Entry] = OrderedDict()
         self._lock = threading.Lock()
@@ -366,27 +397,63 @@ class VectorCache:
     def shortlist(
         self, entry: _Entry, query: np.ndarray, n: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(seqs, int8 estimates, error bounds) of the rows of a two-stage entry that may be
-        among the ``n`` best; the ``n`` best are the best ``n`` of these by exact cosine."""
+        """(seqs, int8 estimates, error bounds) of every row of a two-stage entry that may be
+        among the ``n`` best; the ``n`` best are the best ``n`` of these by exact cosine.
+
+        Every row's cosine is bounded from its sketch (:mod:`memcore_sqlite.sketch`). The
+        ``n``-th best int8 lower bound among the rows the sketch rates best is a lower bound
+        on the ``n``-th best cosine; a row whose sketch bound is below it cannot be among the
+        ``n`` best, and the int8 stage drops, from the rest, the rows whose upper bound is below
+        the ``n``-th best lower bound. Nothing is dropped without a bound.
+        """
         np_ = _np()
-        codes = entry.view()
-        if allowed is not None:
-            codes = codes.take(np_.flatnonzero(np_.isin(codes.seqs, allowed)))
-        if not len(codes) or n <= 0:
-            empty = np_.empty(0, np_.float32)
+        empty = np_.empty(0, np_.float32)
+        if not entry.n or n <= 0:
             return np_.empty(0, np_.int64), empty, empty
-        seqs, scales = codes.seqs, codes.scales
-        first_pass = max(self.first_pass_min, int(self.first_pass_share * len(codes)))
-        kept = None
-        if len(codes) > first_pass:
-            distance = quantize.hamming(codes.bits, quantize.sign_bits(query[None])[0])
-            kept = _nearest(distance, seqs, first_pass, entry.ascending())
-            scales = scales[kept]
-        estimate = quantize.approx_dot(codes.q8, scales, query, kept)
+        codes = entry.view()
+        rows = None
+        if allowed is not None:
+            rows = np_.flatnonzero(np_.isin(codes.seqs, allowed))
+            if not len(rows):
+                return np_.empty(0, np_.int64), empty, empty
+        scales = codes.scales if rows is None else codes.scales[rows]
+        count = len(scales)
+        if count > n:
+            turned = entry.sketch().turn(query)
+            code_error = quantize.error_bound(scales, query)
+            point, high = turned.first(entry.n, code_error, rows)
+            # A lower bound on the n-th best cosine: the n-th best int8 lower bound among the
+            # rows the sketch rates best (the more of them, the closer to the true one).
+            best = _best_rows(point, max(4 * n, BOOTSTRAP_ROWS))
+            at = best if rows is None else rows[best]
+            low = quantize.approx_dot(codes.q8, scales[best], query, at) - code_error[best]
+            low = low[np_.isfinite(low)]
+            if len(low) >= n:
+                floor = np_.partition(low, len(low) - n)[len(low) - n]
+                # Bounds that are not numbers keep their rows.
+                kept = np_.flatnonzero(~(high < floor))
+                at = kept if rows is None else rows[kept]
+                high = turned.second(point[kept], at, code_error[kept])
+                again = np_.flatnonzero(~(high < floor))
+                kept = kept[again]
+                rows = kept if rows is None else rows[kept]
+                scales = scales[kept]
+        estimate = quantize.approx_dot(codes.q8, scales, query, rows)
         slack = quantize.error_bound(scales, query)
-        # The seqs of the few survivors only: gathering all the kept rows' costs cache misses.
-        keep = self._could_be_best(seqs, estimate, slack, n, kept)
-        return seqs[keep if kept is None else kept[keep]], estimate[keep], slack[keep]
+        keep = self._could_be_best(estimate, slack, n)
+        at = keep if rows is None else rows[keep]
+        return codes.seqs[at], estimate[keep], slack[keep]
+
+    def ceiling(self, entry: _Entry, query: np.ndarray) -> float:
+        """A bound on every row's cosine with ``query``: its norm times the longest code's,
+        plus the largest int8 error (about 1.01 for unit vectors)."""
+        np_ = _np()
+        if not entry.n:
+            return -float("inf")
+        codes = entry.view()
+        q = np_.asarray(query, dtype=np_.float64)
+        error = float(quantize.error_bound(codes.scales.max(keepdims=True), query)[0])
+        return float(np_.sqrt(q @ q)) * entry.longest() * 1.001 + error
 
     def estimates(
         self, entry: _Entry, seqs: np.ndarray, query: np.ndarray
@@ -408,32 +475,23 @@ class VectorCache:
         slack[have] = quantize.error_bound(scales, query)
         return have, estimate, slack
 
-    def _could_be_best(
-        self,
-        seqs: np.ndarray,
-        estimate: np.ndarray,
-        slack: np.ndarray,
-        n: int,
-        rows: np.ndarray | None = None,
-    ) -> Any:
+    def _could_be_best(self, estimate: np.ndarray, slack: np.ndarray, n: int) -> Any:
         """Positions of the candidates whose exact score may reach the ``n``-th best.
 
         A row is dropped only when even its upper bound is below the ``n``-th best lower
-        bound, so no row of the exact top ``n`` among the candidates is lost; past the cap
-        (degenerate data with many near-ties) the best estimates are kept. Candidate ``i`` is
-        row ``rows[i]`` of ``seqs`` (row ``i`` without ``rows``).
+        bound, so no row of the exact top ``n`` among the candidates is lost, however many
+        rows are near-ties (a bound that is not a number keeps its row).
         """
         np_ = _np()
         if len(estimate) <= n:
             out: np.ndarray = np_.arange(len(estimate))
             return out
         low = estimate - slack
-        floor = np_.partition(low, len(low) - n)[len(low) - n]
-        keep = np_.flatnonzero(estimate + slack >= floor)
-        cap = max(RESCORE_MIN, self.rescore_per_result * n)
-        if len(keep) > cap:
-            at = keep if rows is None else rows[keep]
-            keep = keep[_keep_smallest(-estimate[keep], seqs[at], cap)]
+        finite = low[np_.isfinite(low)]
+        if len(finite) < n:
+            return np_.arange(len(estimate))
+        floor = np_.partition(finite, len(finite) - n)[len(finite) - n]
+        keep: np.ndarray = np_.flatnonzero(~(estimate + slack < floor))
         return keep
 
     def cosines(
