@@ -25,6 +25,21 @@ def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield folder
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test leaves the process environment as it found it. Hermes' dashboard function
+    (``_write_memory_provider_config_values``, driven in process by a test) sets the keys it
+    saves in ``os.environ`` too; left there, they reached every later test's child processes
+    (an emulator started with another key pair, and a gateway load test that never drained)."""
+    import os
+
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 class Damage:
     """Real damage to a SQLite file: a page of garbage (a bad sector, a stray write) or a cut."""
 
