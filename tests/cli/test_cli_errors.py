@@ -82,17 +82,22 @@ def test_forget_of_an_unknown_id_exits_3_and_deletes_nothing(local_cli):
     assert local_cli.json("get", kept)["id"] == kept
 
 
-def test_unreachable_tablestore_exits_5(home, local_cli, set_config):
+def _search_unreachable_tablestore(home, local_cli, set_config):
+    """A search on a TableStore endpoint where nothing listens (port 9 on loopback)."""
     set_config(
         home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator", "timeout": 2.0}
     )
-    result = local_cli(
+    return local_cli(
         "--backend",
         "tablestore",
         "search",
         "anything",
         env={"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": "sk"},
     )
+
+
+def test_unreachable_tablestore_exits_5(home, local_cli, set_config):
+    result = _search_unreachable_tablestore(home, local_cli, set_config)
     assert result.exit_code == 5, (result.stdout, result.stderr)
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -159,16 +164,7 @@ def test_an_earlier_debug_run_leaves_no_handler_on_a_closed_stream(home, local_c
     not leave its stderr handler behind: the next run's log lines would go to a closed stream
     and print 'Logging error' tracebacks around its one-line error."""
     assert local_cli("--debug", "add", "").exit_code == 2
-    set_config(
-        home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator", "timeout": 2.0}
-    )
-    result = local_cli(
-        "--backend",
-        "tablestore",
-        "search",
-        "anything",
-        env={"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": "sk"},
-    )
+    result = _search_unreachable_tablestore(home, local_cli, set_config)
     assert result.exit_code == 5, (result.stdout, result.stderr)
     assert "Logging error" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
