@@ -8,7 +8,6 @@ per family. Adapters implement these; the core and its fake never import an adap
 - :mod:`~memcore.ports.embedding`: ``Embedder``
 - :mod:`~memcore.ports.models`: the user's model and what a store asks of it (``ChatModel``,
   ``FactExtractor``, ``DreamReviewer``)
-- :mod:`~memcore.ports.outbox`: a host's durable write queue (``Outbox`` and its values)
 
 Ports import only values, errors, scopes, the configuration and the dream planner's value
 types; services and facades import ports, never the other way round.
@@ -17,7 +16,6 @@ types; services and facades import ports, never the other way round.
 from memcore.ports.backends import BackendFactory, InstanceFacts, Provisioner
 from memcore.ports.embedding import Embedder
 from memcore.ports.models import ChatModel, DreamReviewer, FactExtractor
-from memcore.ports.outbox import Outbox, OutboxEntry, OutboxStats
 from memcore.ports.store import DreamUndo, MemoryStore, ProgressCallback
 
 __all__ = [
@@ -29,9 +27,6 @@ __all__ = [
     "FactExtractor",
     "InstanceFacts",
     "MemoryStore",
-    "Outbox",
-    "OutboxEntry",
-    "OutboxStats",
     "ProgressCallback",
     "Provisioner",
 ]
