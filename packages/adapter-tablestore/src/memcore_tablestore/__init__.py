@@ -14,7 +14,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memcore_tablestore.async_store import AsyncTableStoreMemoryStore
     from memcore_tablestore.backend import open_backend
     from memcore_tablestore.credentials import (
         ApiKey,
@@ -22,11 +21,12 @@ if TYPE_CHECKING:
         resolve_auth,
         resolve_credentials,
     )
-    from memcore_tablestore.store import TableStoreMemoryStore
+    from memcore_tablestore.stores.async_store import AsyncTableStoreMemoryStore
+    from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
 
 _EXPORTS = {
-    "TableStoreMemoryStore": "memcore_tablestore.store",
-    "AsyncTableStoreMemoryStore": "memcore_tablestore.async_store",
+    "TableStoreMemoryStore": "memcore_tablestore.stores.sync_store",
+    "AsyncTableStoreMemoryStore": "memcore_tablestore.stores.async_store",
     "ApiKey": "memcore_tablestore.credentials",
     "Credentials": "memcore_tablestore.credentials",
     "resolve_auth": "memcore_tablestore.credentials",

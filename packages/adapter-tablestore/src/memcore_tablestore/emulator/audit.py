@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from memcore.scope import Scope, ScopePattern
-from memcore_tablestore.emulator import fields, scopes
+from memcore_tablestore.emulator import request_fields as fields
+from memcore_tablestore.emulator import scopes
 from memcore_tablestore.emulator.context import Answer, Call
 from memcore_tablestore.emulator.ledger import Audited
 

@@ -12,7 +12,7 @@ from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.ports import MemoryStore
 from memcore.values import Page, StoreInfo
-from memcore_tablestore.emulator import fields
+from memcore_tablestore.emulator import request_fields as fields
 from memcore_tablestore.emulator.ledger import Ledger
 from memcore_tablestore.emulator.service_errors import invalid
 
