@@ -197,15 +197,15 @@ def test_store_info_hides_the_zero_last_seen_and_defaults_storage_mode() -> None
 
 
 def test_omitted_scope_levels_follow_the_service_rules() -> None:
-    from memcore_tablestore.protocol import answer_fields as fields
+    from memcore_tablestore.protocol import answer_fields
 
-    assert fields.pattern("X", {"appId": "a", "tenantId": "*"}, "scope") == ScopePattern(
+    assert answer_fields.pattern("X", {"appId": "a", "tenantId": "*"}, "scope") == ScopePattern(
         "a", "*", "*", "*"
     )
-    assert fields.pattern("X", {"appId": "a"}, "scope") == ScopePattern(
+    assert answer_fields.pattern("X", {"appId": "a"}, "scope") == ScopePattern(
         "a", "__default__", "__default__", "__default__"
     )
-    assert fields.scope("X", {"appId": "a", "tenantId": "t"}, "scope") == Scope(
+    assert answer_fields.scope("X", {"appId": "a", "tenantId": "t"}, "scope") == Scope(
         "a", "t", "__default__", "__default__"
     )
 

@@ -12,8 +12,7 @@ import pytest
 
 from memcore.errors import ProtocolError
 from memcore.scope import Scope, ScopePattern
-from memcore_tablestore.protocol import answer_fields as fields
-from memcore_tablestore.protocol import answers
+from memcore_tablestore.protocol import answer_fields, answers
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 #: 2026-08-25T05:52:19Z
@@ -40,8 +39,8 @@ def _py310_datetime() -> types.SimpleNamespace:
 @pytest.fixture(params=["this python", "python 3.10"])
 def clock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.param == "python 3.10":
-        monkeypatch.setattr(fields, "_dt", _py310_datetime())
-    fields._TIMES.clear()
+        monkeypatch.setattr(answer_fields, "_dt", _py310_datetime())
+    answer_fields._TIMES.clear()
 
 
 @pytest.mark.parametrize("digits", range(10))
@@ -52,7 +51,7 @@ def test_rfc3339_with_0_to_9_fraction_digits_decodes(clock, digits, zone, shift)
     fraction = "." + DIGITS[:digits] if digits else ""
     text = f"2026-08-25T05:52:19{fraction}{zone}"
     expected = BASE + shift + (int(DIGITS[:digits]) / 10**digits if digits else 0.0)
-    got = fields.when("X", {"t": text}, "t")
+    got = answer_fields.when("X", {"t": text}, "t")
     assert got == pytest.approx(expected, abs=1e-6)
 
 
@@ -69,7 +68,7 @@ def test_rfc3339_with_0_to_9_fraction_digits_decodes(clock, digits, zone, shift)
 )
 def test_what_is_not_rfc3339_is_a_protocol_error(clock, text) -> None:
     with pytest.raises(ProtocolError, match="RFC3339"):
-        fields.when("X", {"t": text}, "t")
+        answer_fields.when("X", {"t": text}, "t")
 
 
 def test_a_request_log_page_with_wildcard_scopes_and_9_digit_times_decodes(clock) -> None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from memcore import values
 from memcore.errors import MemcoreError, NotFound
-from memcore_tablestore.emulator import request_fields as fields
-from memcore_tablestore.emulator import scopes
+from memcore_tablestore.emulator import request_fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.ledger import Dream, Row
 from memcore_tablestore.emulator.service_errors import invalid, not_found
@@ -52,7 +51,7 @@ def recount(dream: Dream, now: str) -> None:
 
 
 def find_dream(svc: Service, name: str, call: Call) -> Dream:
-    dream_id = fields.required(call.body, "dreamId")
+    dream_id = request_fields.required(call.body, "dreamId")
     svc.existing(name)
     call.target = dream_id
     with svc.ledger.of(name) as st:
@@ -121,14 +120,14 @@ def apply_one(svc: Service, name: str, action: Row, applier: str | None, now: st
 
 def apply_actions(svc: Service, call: Call) -> Answer:
     name = call.store_name
-    ids = fields.string_list(call.body, "actionIds", 1, 100)
-    applier = fields.string(call.body, "applier")
+    ids = request_fields.string_list(call.body, "actionIds", 1, 100)
+    applier = request_fields.string(call.body, "applier")
     dream = find_dream(svc, name, call)
     by_id = {a["actionId"]: a for a in dream.actions}
     if any(by_id.get(i, {}).get("action") in EXTRACT_TYPES for i in ids):
         # The whole call is refused before anything is applied (typed SDK).
         raise invalid("EMIT_SKILL and EMIT_PROFILE actions cannot be applied")
-    now = fields.iso(svc.clock())
+    now = request_fields.iso(svc.clock())
     results: list[Answer] = []
     for action_id in ids:
         action = by_id.get(action_id)
@@ -166,17 +165,20 @@ def list_actions(svc: Service, call: Call) -> Answer:
     by_dream, by_scope = body.get("dreamId") is not None, body.get("scope") is not None
     if by_dream == by_scope:
         raise invalid("pass exactly one of dreamId and scope")
-    status = fields.choice(body, "status", ACTION_STATUSES)
-    kind = fields.choice(body, "action", ACTION_TYPES)
+    status = request_fields.choice(body, "status", ACTION_STATUSES)
+    kind = request_fields.choice(body, "action", ACTION_TYPES)
     target = None
     if body.get("targetScope") is not None:
         target = scopes.list_pattern(body.get("targetScope"), "targetScope")
-    source = fields.string(body, "sourceMemoryId")
-    low, high = fields.fraction(body, "minConfidence"), fields.fraction(body, "maxConfidence")
+    source = request_fields.string(body, "sourceMemoryId")
+    low, high = (
+        request_fields.fraction(body, "minConfidence"),
+        request_fields.fraction(body, "maxConfidence"),
+    )
     if low is not None and high is not None and low > high:
         raise invalid("minConfidence must not be above maxConfidence")
-    order = fields.choice(body, "orderBy", ORDERS, "created_at_asc") or "created_at_asc"
-    limit = fields.whole(body, "limit", 100, 1, 100)
+    order = request_fields.choice(body, "orderBy", ORDERS, "created_at_asc") or "created_at_asc"
+    limit = request_fields.whole(body, "limit", 100, 1, 100)
     if by_scope:
         extract = body.get("actionType")
         if extract not in EXTRACT_TYPES:
@@ -192,7 +194,7 @@ def list_actions(svc: Service, call: Call) -> Answer:
                 and pattern.matches(scopes.exact_scope(a["targetScope"]))
                 and (status is None or a["status"] == status)
             ]
-        chunk, token = fields.window(rows, body, limit)
+        chunk, token = request_fields.window(rows, body, limit)
         out: Answer = {"memoryStoreName": name, "actions": chunk}
     else:
         if body.get("actionType") is not None:
@@ -208,7 +210,7 @@ def list_actions(svc: Service, call: Call) -> Answer:
             and (low is None or a.get("confidence", 0.0) >= low)
             and (high is None or a.get("confidence", 0.0) <= high)
         ]
-        chunk, token = fields.window(_order(rows, order), body, limit)
+        chunk, token = request_fields.window(_order(rows, order), body, limit)
         out = {"memoryStoreName": name, "dreamId": dream.row["dreamId"], "actions": chunk}
     if token:
         out["nextToken"] = token

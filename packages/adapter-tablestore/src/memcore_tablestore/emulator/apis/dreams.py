@@ -16,8 +16,7 @@ from memcore import values
 from memcore.limits import utf8_len
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Message
-from memcore_tablestore.emulator import request_fields as fields
-from memcore_tablestore.emulator import scopes
+from memcore_tablestore.emulator import request_fields, scopes
 from memcore_tablestore.emulator.apis import dream_actions, dream_planner
 from memcore_tablestore.emulator.apis.dream_actions import apply_one, find_dream, recount, skip
 from memcore_tablestore.emulator.apis.dream_planner import Proposal
@@ -49,7 +48,7 @@ def _thresholds(raw: Any) -> dict[str, float]:
         name = key.lower() if isinstance(key, str) else ""
         if name not in out:
             raise invalid("confidenceThresholds accepts only add, update and merge")
-        value = fields.fraction(raw, key)
+        value = request_fields.fraction(raw, key)
         if value is None:
             raise invalid(f"confidenceThresholds.{key} must be from 0 to 1")
         out[name] = value
@@ -70,38 +69,41 @@ def _messages_of(svc: Service, name: str, scope: Scope) -> list[Message]:
 
 def _inputs(svc: Service, name: str, patterns: list[ScopePattern], body: Any) -> dict[str, Any]:
     """The scopes, memories and messages a dream reads, within its caps and time range."""
-    low, high = fields.time_range(body, rfc3339=False)
+    low, high = request_fields.time_range(body, rfc3339=False)
     expanded: list[Scope] = []
     for pattern in patterns:
         expanded.extend(s for s in _scopes_of(svc, name, pattern) if s not in expanded)
-    expanded = expanded[: fields.whole(body, "expandedScopeLimit", 200, 0, 1000)]
+    expanded = expanded[: request_fields.whole(body, "expandedScopeLimit", 200, 0, 1000)]
     chosen = set(expanded)
     seen: dict[str, Memory] = {}
     for pattern in patterns:
         for memory in _memories_of(svc, name, pattern):
-            if memory.scope in chosen and low <= fields.to_millis(memory.created_at) <= high:
+            if (
+                memory.scope in chosen
+                and low <= request_fields.to_millis(memory.created_at) <= high
+            ):
                 seen.setdefault(memory.id, memory)
-    memories = list(seen.values())[: fields.whole(body, "maxMemories", 1000, 0, 5000)]
-    max_messages = fields.whole(body, "maxMessages", 5000, 0, 20000)
+    memories = list(seen.values())[: request_fields.whole(body, "maxMemories", 1000, 0, 5000)]
+    max_messages = request_fields.whole(body, "maxMessages", 5000, 0, 20000)
     sessions = 0
     messages: list[Message] = []
-    for scope in expanded[: fields.whole(body, "maxSessions", 100, 0, 100)]:
+    for scope in expanded[: request_fields.whole(body, "maxSessions", 100, 0, 100)]:
         found = [
             m
             for m in _messages_of(svc, name, scope)
-            if low <= fields.to_millis(m.timestamp) <= high
+            if low <= request_fields.to_millis(m.timestamp) <= high
         ][: max(0, max_messages - len(messages))]
         sessions += bool(found)
         messages.extend(found)
-    stamps = [fields.to_millis(m.timestamp) for m in messages]
-    stamps += [fields.to_millis(m.created_at) for m in memories]
+    stamps = [request_fields.to_millis(m.timestamp) for m in messages]
+    stamps += [request_fields.to_millis(m.created_at) for m in memories]
     return {
         "expanded": expanded,
         "memories": memories,
         "sessionCount": sessions,
         "messageCount": len(messages),
         "low": low,
-        "high": min(high, fields.to_millis(svc.clock())),
+        "high": min(high, request_fields.to_millis(svc.clock())),
         "through": max(stamps, default=0),
     }
 
@@ -123,7 +125,9 @@ def _action_row(dream_id: str, name: str, proposal: Proposal, now: str) -> Row:
             merged.update(source.metadata)
         row["targetMemoryId"] = target.id
         row["targetMemoryVersion"] = target.version or 1
-        row["targetMemoryUpdatedAtMs"] = fields.to_millis(target.updated_at or target.created_at)
+        row["targetMemoryUpdatedAtMs"] = request_fields.to_millis(
+            target.updated_at or target.created_at
+        )
         row["newMemory"] = {
             "text": target.text,
             "searchText": target.text.casefold(),
@@ -158,24 +162,24 @@ def create_dream(svc: Service, call: Call) -> Answer:
     if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_SCOPES:
         raise invalid(f"scopes must have 1 to {MAX_SCOPES} entries")
     patterns = [scopes.list_pattern(s, f"scopes[{i}]") for i, s in enumerate(raw)]
-    fields.time_range(body, rfc3339=False)
-    task_type = fields.choice(body, "taskType", TASK_TYPES) or "memory"
+    request_fields.time_range(body, rfc3339=False)
+    task_type = request_fields.choice(body, "taskType", TASK_TYPES) or "memory"
     if body.get("applyMode") is not None and task_type != "memory":
         raise invalid("applyMode is only valid for taskType memory")
-    apply_mode = fields.choice(body, "applyMode", APPLY_MODES, "proposal")
-    output_mode = fields.choice(body, "scopeOutputMode", OUTPUT_MODES, "preserve_scope")
+    apply_mode = request_fields.choice(body, "applyMode", APPLY_MODES, "proposal")
+    output_mode = request_fields.choice(body, "scopeOutputMode", OUTPUT_MODES, "preserve_scope")
     thresholds = _thresholds(body.get("confidenceThresholds"))
-    instructions = fields.string(body, "instructions") or ""
+    instructions = request_fields.string(body, "instructions") or ""
     if utf8_len(instructions) > MAX_INSTRUCTIONS_BYTES:
         raise invalid(f"instructions must have at most {MAX_INSTRUCTIONS_BYTES} bytes")
-    client_token = fields.string(body, "clientToken")
-    incremental = fields.flag(body, "incremental", False)
+    client_token = request_fields.string(body, "clientToken")
+    incremental = request_fields.flag(body, "incremental", False)
     caps = {
-        "maxSessions": fields.whole(body, "maxSessions", 100, 0, 100),
-        "maxMessages": fields.whole(body, "maxMessages", 5000, 0, 20000),
-        "maxMemories": fields.whole(body, "maxMemories", 1000, 0, 5000),
+        "maxSessions": request_fields.whole(body, "maxSessions", 100, 0, 100),
+        "maxMessages": request_fields.whole(body, "maxMessages", 5000, 0, 20000),
+        "maxMemories": request_fields.whole(body, "maxMemories", 1000, 0, 5000),
     }
-    scope_limit = fields.whole(body, "expandedScopeLimit", 200, 0, 1000)
+    scope_limit = request_fields.whole(body, "expandedScopeLimit", 200, 0, 1000)
     svc.existing(name)
     key = (tuple(p.as_tuple() for p in patterns), task_type)
     with svc.ledger.of(name) as st:
@@ -193,7 +197,7 @@ def create_dream(svc: Service, call: Call) -> Answer:
         if task_type == "memory"
         else dream_planner.extracts(task_type, read["memories"])
     )
-    dream_id, now = uuid.uuid4().hex, fields.iso(svc.clock())
+    dream_id, now = uuid.uuid4().hex, request_fields.iso(svc.clock())
     actions = [_action_row(dream_id, name, p, now) for p in proposals]
     expanded = [scopes.to_wire(s) for s in read["expanded"]]
     row: Row = {
@@ -227,7 +231,7 @@ def create_dream(svc: Service, call: Call) -> Answer:
         row["clientToken"] = client_token
     if instructions:
         row["instructions"] = instructions
-    dream = Dream(row, patterns, fields.to_millis(svc.clock()), actions)
+    dream = Dream(row, patterns, request_fields.to_millis(svc.clock()), actions)
     if apply_mode == "safe_auto":
         for action in actions:
             limit = thresholds.get(action["action"].lower())
@@ -307,9 +311,9 @@ def list_dreams(svc: Service, call: Call) -> Answer:
     """Newest first; a dream is listed when one of its input scopes lies inside ``scope``."""
     name, body = call.store_name, call.body
     pattern = scopes.list_pattern(body.get("scope"))
-    status = fields.choice(body, "status", DREAM_STATUSES)
-    low, high = fields.time_range(body, rfc3339=False)
-    limit = fields.whole(body, "limit", 50, 1, 100)
+    status = request_fields.choice(body, "status", DREAM_STATUSES)
+    low, high = request_fields.time_range(body, rfc3339=False)
+    limit = request_fields.whole(body, "limit", 50, 1, 100)
     svc.existing(name)
     with svc.ledger.of(name) as st:
         rows = [
@@ -319,7 +323,7 @@ def list_dreams(svc: Service, call: Call) -> Answer:
             and (status is None or d.row["status"] == status)
             and low <= d.created_ms <= high
         ]
-    chunk, token = fields.window(rows, body, limit)
+    chunk, token = request_fields.window(rows, body, limit)
     out: Answer = {"memoryStoreName": name, "scope": scopes.to_wire(pattern), "tasks": chunk}
     if token:
         out["nextToken"] = token
@@ -331,7 +335,7 @@ def cancel_dream(svc: Service, call: Call) -> Answer:
     dream = find_dream(svc, call.store_name, call)
     row = dream.row
     if row["status"] in RUNNING:
-        now = fields.iso(svc.clock())
+        now = request_fields.iso(svc.clock())
         row["status"] = "cancelled"
         for action in dream.actions:
             if action["status"] == "proposed":

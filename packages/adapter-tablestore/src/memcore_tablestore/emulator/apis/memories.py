@@ -10,8 +10,7 @@ from typing import Any
 
 from memcore import limits
 from memcore.values import Memory, Message, SearchHit, WriteReceipt
-from memcore_tablestore.emulator import encode, scopes
-from memcore_tablestore.emulator import request_fields as fields
+from memcore_tablestore.emulator import encode, request_fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service, port_page
 from memcore_tablestore.emulator.ledger import Task
 from memcore_tablestore.emulator.service_errors import ServiceError, invalid
@@ -36,13 +35,13 @@ def _messages(raw: Any) -> list[Message]:
         role, content = item.get("role"), item.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
             raise invalid(f"{field} needs string role and content")
-        mid = fields.string(item, "messageId")
+        mid = request_fields.string(item, "messageId")
         if mid is not None and not 0 < len(mid) <= MAX_MESSAGE_ID_CHARS:
             raise invalid(f"{field}.messageId must have 1 to {MAX_MESSAGE_ID_CHARS} characters")
         stamp = item.get("timestamp")
         if stamp is not None and not isinstance(stamp, str):
             raise invalid(f"{field}.timestamp must be an RFC3339 string")
-        when = None if stamp is None else fields.parse_rfc3339(stamp, f"{field}.timestamp")
+        when = None if stamp is None else request_fields.parse_rfc3339(stamp, f"{field}.timestamp")
         meta = limits.check_metadata(item.get("metadata"), field=f"{field}.metadata")
         out.append(Message(role, content, mid, when, meta))
     checked: list[Message] = limits.check_messages(out)
@@ -53,7 +52,7 @@ def add_memories(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
     scope = scopes.write_scope(body.get("scope"))
     meta = limits.check_metadata(body.get("metadata"))
-    sync = fields.flag(body, "sync", False)
+    sync = request_fields.flag(body, "sync", False)
     has_text, has_messages = body.get("text") is not None, body.get("messages") is not None
     if has_text == has_messages:
         raise invalid("pass exactly one of text and messages")
@@ -77,13 +76,13 @@ def add_memories(svc: Service, call: Call) -> Answer:
         "status": "completed" if receipt.status == "completed" else "queued",
         "acceptedMessages": accepted,
         "derivedUnitIds": ids,
-        "createdAt": fields.iso(now),
-        "updatedAt": fields.iso(now),
+        "createdAt": request_fields.iso(now),
+        "updatedAt": request_fields.iso(now),
     }
     if task_row["status"] == "completed":
-        task_row["finishedAt"] = fields.iso(now)
+        task_row["finishedAt"] = request_fields.iso(now)
     with svc.ledger.of(name) as st:
-        st.tasks[call.request_id] = Task(task_row, scope, fields.to_millis(now))
+        st.tasks[call.request_id] = Task(task_row, scope, request_fields.to_millis(now))
     call.scope, call.target = scope, (ids[0] if ids else None)
     call.summary = f"acceptedMessages={accepted}"
     answer: Answer = {
@@ -138,9 +137,9 @@ def search(svc: Service, call: Call) -> Answer:
     pattern = scopes.search_pattern(body.get("scope"))
     query = limits.check_query(body.get("query"))
     meta = limits.check_metadata(body.get("metadata"))
-    top_k = fields.whole(body, "topK", 10, 0, limits.MAX_TOP_K)
-    floor = fields.fraction(body, "minSimilarity")
-    evidence = fields.flag(body, "includeEvidence", False)
+    top_k = request_fields.whole(body, "topK", 10, 0, limits.MAX_TOP_K)
+    floor = request_fields.fraction(body, "minSimilarity")
+    evidence = request_fields.flag(body, "includeEvidence", False)
     context = None
     if body.get("contextScope") is not None:
         try:
@@ -156,7 +155,7 @@ def search(svc: Service, call: Call) -> Answer:
             pattern,
             query,
             top_k=top_k,
-            enable_rerank=fields.flag(body, "enableRerank", True),
+            enable_rerank=request_fields.flag(body, "enableRerank", True),
             filters=meta or None,
             min_similarity=floor or None,
             context_scope=context,
@@ -189,7 +188,7 @@ def list_memories(svc: Service, call: Call) -> Answer:
 def _target(svc: Service, call: Call) -> tuple[str, Any, str, Memory]:
     name = call.store_name
     scope = scopes.exact_scope(call.body.get("scope"))
-    memory_id = fields.required(call.body, "memoryId")
+    memory_id = request_fields.required(call.body, "memoryId")
     call.scope, call.target = scope, memory_id
     return name, scope, memory_id, svc.store.get_memory(name, scope, memory_id)
 
@@ -222,7 +221,7 @@ def update_memory(svc: Service, call: Call) -> Answer:
 def delete_memory(svc: Service, call: Call) -> Answer:
     name = call.store_name
     scope = scopes.exact_scope(call.body.get("scope"))
-    memory_id = fields.required(call.body, "memoryId")
+    memory_id = request_fields.required(call.body, "memoryId")
     call.scope, call.target = scope, memory_id
     svc.store.delete_memory(name, scope, memory_id)
     return {"deleted": True, "memoryId": memory_id, "memoryStoreName": name}

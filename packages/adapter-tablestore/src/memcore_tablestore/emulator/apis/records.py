@@ -8,8 +8,7 @@ from memcore.values import (
     TASK_STATUSES,  # MemoryTaskStatus of memory.d.ts
     Message,
 )
-from memcore_tablestore.emulator import encode, scopes
-from memcore_tablestore.emulator import request_fields as fields
+from memcore_tablestore.emulator import encode, request_fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service, port_page
 from memcore_tablestore.emulator.service_errors import invalid, not_found
 
@@ -24,13 +23,13 @@ def list_messages(svc: Service, call: Call) -> Answer:
     """Oldest first (the types do not say; a transcript reads that way)."""
     name, body = call.store_name, call.body
     scope = scopes.exact_scope(body.get("scope"))
-    limit = fields.whole(body, "limit", 200, 1, 500)
-    low, high = fields.time_range(body, rfc3339=True)
+    limit = request_fields.whole(body, "limit", 200, 1, 500)
+    low, high = request_fields.time_range(body, rfc3339=True)
     everything: list[Message] = svc.everything(
         lambda t: svc.store.list_messages(name, scope, limit=100, next_token=t)
     )
-    chosen = [m for m in everything if low <= fields.to_millis(m.timestamp) <= high]
-    chunk, token = fields.window(chosen, body, limit)
+    chosen = [m for m in everything if low <= request_fields.to_millis(m.timestamp) <= high]
+    chunk, token = request_fields.window(chosen, body, limit)
     call.scope = scope
     session: Answer = {
         "scope": scopes.to_wire(scope),
@@ -46,9 +45,9 @@ def list_requests(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
     svc.existing(name)
     pattern = None if body.get("scope") is None else scopes.list_pattern(body.get("scope"))
-    operation = fields.string(body, "operation")
-    limit = fields.whole(body, "limit", 50, 1, 100)
-    low, high = fields.time_range(body, rfc3339=True)
+    operation = request_fields.string(body, "operation")
+    limit = request_fields.whole(body, "limit", 50, 1, 100)
+    low, high = request_fields.time_range(body, rfc3339=True)
     with svc.ledger.of(name) as st:
         rows = [
             a.row
@@ -57,7 +56,7 @@ def list_requests(svc: Service, call: Call) -> Answer:
             and low <= a.created_ms <= high
             and (pattern is None or _inside(a.scope, pattern))
         ]
-    chunk, token = fields.window(rows, body, limit)
+    chunk, token = request_fields.window(rows, body, limit)
     out: Answer = {"requests": [dict(r) for r in chunk]}
     if pattern is not None:
         out["scope"] = scopes.to_wire(pattern)
@@ -79,7 +78,7 @@ def list_scopes(svc: Service, call: Call) -> Answer:
 
 def get_task(svc: Service, call: Call) -> Answer:
     name, body = call.store_name, call.body
-    request_id = fields.required(body, "requestId")
+    request_id = request_fields.required(body, "requestId")
     pattern = None if body.get("scope") is None else scopes.list_pattern(body.get("scope"))
     svc.existing(name)
     with svc.ledger.of(name) as st:
@@ -97,9 +96,9 @@ def list_tasks(svc: Service, call: Call) -> Answer:
     """Newest first. ``scope`` is a value: empty levels are ``__default__``."""
     name, body = call.store_name, call.body
     pattern = scopes.list_pattern(body.get("scope"))
-    status = fields.choice(body, "status", TASK_STATUSES)
-    limit = fields.whole(body, "limit", 50, 1, 100)
-    low, high = fields.time_range(body, rfc3339=False)
+    status = request_fields.choice(body, "status", TASK_STATUSES)
+    limit = request_fields.whole(body, "limit", 50, 1, 100)
+    low, high = request_fields.time_range(body, rfc3339=False)
     svc.existing(name)
     with svc.ledger.of(name) as st:
         rows = [
@@ -109,7 +108,7 @@ def list_tasks(svc: Service, call: Call) -> Answer:
             and (status is None or t.row["status"] == status)
             and low <= t.created_ms <= high
         ]
-    chunk, token = fields.window(rows, body, limit)
+    chunk, token = request_fields.window(rows, body, limit)
     out: Answer = {"tasks": chunk, "scope": scopes.to_wire(pattern), "memoryStoreName": name}
     return _paged(out, token)
 

@@ -11,8 +11,7 @@ import time
 
 from memcore.limits import utf8_len
 from memcore.values import STORAGE_MODES
-from memcore_tablestore.emulator import encode
-from memcore_tablestore.emulator import request_fields as fields
+from memcore_tablestore.emulator import encode, request_fields
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.service_errors import invalid
 
@@ -21,14 +20,14 @@ MAX_INSTRUCTIONS_RUNES = 4096
 
 
 def _description(call: Call) -> str | None:
-    value = fields.string(call.body, "description")
+    value = request_fields.string(call.body, "description")
     if value is not None and utf8_len(value) > MAX_DESCRIPTION_BYTES:
         raise invalid(f"description must have at most {MAX_DESCRIPTION_BYTES} bytes")
     return value
 
 
 def _instructions(call: Call) -> str | None:
-    value = fields.string(call.body, "extractInstructions")
+    value = request_fields.string(call.body, "extractInstructions")
     # Code points, not bytes (typed SDK): len() of a Python str counts code points.
     if value is not None and len(value) > MAX_INSTRUCTIONS_RUNES:
         raise invalid(f"extractInstructions must have at most {MAX_INSTRUCTIONS_RUNES} code points")
@@ -44,7 +43,7 @@ def _answer(svc: Service, name: str) -> Answer:
 def create_store(svc: Service, call: Call) -> Answer:
     name = call.store_name
     description, instructions = _description(call), _instructions(call)
-    mode = fields.string(call.body, "storageMode") or "ots"
+    mode = request_fields.string(call.body, "storageMode") or "ots"
     if mode not in STORAGE_MODES:
         raise invalid("storageMode must be one of ots, file+ots, filemem")
     svc.store.create_store(
@@ -73,9 +72,9 @@ def update_store(svc: Service, call: Call) -> Answer:
 
 
 def list_stores(svc: Service, call: Call) -> Answer:
-    limit = fields.whole(call.body, "limit", 50, 1, 100)
+    limit = request_fields.whole(call.body, "limit", 50, 1, 100)
     names = sorted(info.name for info in svc.store.list_stores())
-    chunk, token = fields.window(names, call.body, limit)
+    chunk, token = request_fields.window(names, call.body, limit)
     out: Answer = {"stores": [{"memoryStoreName": n} for n in chunk]}
     if token:
         out["nextToken"] = token
