@@ -78,7 +78,7 @@ def bootstrap_instance(
     The provisioner merges ``instance_name`` and ``endpoint`` into the config file itself
     (atomically, mode 0600); the config is read back from there.
     """
-    from memcore_tablestore.provisioner import TableStoreProvisioner
+    from memcore_tablestore.provisioning.provisioner import TableStoreProvisioner
 
     say = progress or (lambda _m: None)
     pair = _pair(keys)

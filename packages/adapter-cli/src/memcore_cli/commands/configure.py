@@ -141,7 +141,10 @@ def provision(
     """
     from memcore_cli.records import to_record
     from memcore_tablestore.credentials import resolve_credentials
-    from memcore_tablestore.provisioner import DATA_ENDPOINT_TEMPLATE, TableStoreProvisioner
+    from memcore_tablestore.provisioning.provisioner import (
+        DATA_ENDPOINT_TEMPLATE,
+        TableStoreProvisioner,
+    )
 
     state = state_of(ctx)
     settings = state.runtime().settings
