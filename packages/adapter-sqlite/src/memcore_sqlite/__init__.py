@@ -2,7 +2,7 @@
 
 numpy and onnxruntime are imported only when a store actually embeds or scores vectors, and
 the store itself only on first use of these names: hosts that need only
-:mod:`memcore_sqlite.file_modes` (the Hermes plugin at start-up) stay import-light.
+:mod:`memcore_sqlite.storage.file_modes` (the Hermes plugin at start-up) stay import-light.
 """
 
 from __future__ import annotations
