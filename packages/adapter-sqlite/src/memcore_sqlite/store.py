@@ -19,12 +19,12 @@ from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Page, SearchHit
 from memcore_sqlite.dream.tasks import DreamTasks
-from memcore_sqlite.operations import supersession
 from memcore_sqlite.operations.catalog import StoreCatalog
 from memcore_sqlite.operations.facts import FactWrites
 from memcore_sqlite.operations.reads import RecordReads
 from memcore_sqlite.operations.writes import TextItem
 from memcore_sqlite.search import pipeline as search
+from memcore_sqlite.search import supersession
 from memcore_sqlite.search.pipeline import check_search
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.rows import (

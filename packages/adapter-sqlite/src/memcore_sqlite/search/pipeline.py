@@ -17,11 +17,11 @@ from memcore.values import SearchHit
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.lexical.lengths import LengthCache
 from memcore_sqlite.lexical.postings.cache import PostingsCache
-from memcore_sqlite.operations.supersession import LINK_COLUMNS, Links, link
 from memcore_sqlite.search import ranking
 from memcore_sqlite.search.exact_order import ExactOrder
 from memcore_sqlite.search.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.search.overlap import Overlap
+from memcore_sqlite.search.supersession import LINK_COLUMNS, Links, link
 from memcore_sqlite.storage.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, rows_in
 from memcore_sqlite.vector import code_pages
 from memcore_sqlite.vector.cache import FetchVectors, VectorCache
@@ -199,7 +199,7 @@ def hits(
 ) -> tuple[list[SearchHit], Links]:
     """The first ``top_k`` ranked memories that are in the scope, pass the filters and the floor,
     and their supersession links (read with their rows, for
-    :func:`~memcore_sqlite.operations.supersession.prefer_current`).
+    :func:`~memcore_sqlite.search.supersession.prefer_current`).
 
     Rows are read in slices of the order, so a search reads about ``top_k`` memories, not the
     whole candidate pool (each is a random page of a large file). A slice of ``top_k`` (not
