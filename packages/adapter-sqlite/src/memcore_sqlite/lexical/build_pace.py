@@ -15,10 +15,9 @@ write-heavy one soon stops paying for builds its searches never use. The lengths
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-if TYPE_CHECKING:  # lengths keeps its own pace: no import at run time
-    from memcore_sqlite.lexical.lengths import Tenant
+from memcore_sqlite.lexical.tenant import Tenant
 
 FIRST_WAIT = 2
 MAX_WAIT = 64

@@ -23,10 +23,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from memcore_sqlite.lexical.build_pace import BuildPace
+from memcore_sqlite.lexical.tenant import Tenant
 from memcore_sqlite.storage.rows import rows_in
 
-#: (store id, app id, tenant id): the one tenant a search's scope lies in.
-Tenant = tuple[int, str, str]
 #: Each row's length in words (None when unknown), for the given seqs.
 Lookup = Callable[[list[int]], dict[int, int | None]]
 #: A tenant's lengths are indexed by seq when its seqs span at most this many times their

@@ -25,7 +25,8 @@ from memcore_sqlite.lexical import fts_matches as lexical_matches
 from memcore_sqlite.lexical import lengths
 from memcore_sqlite.lexical.analysis import LexicalQuery
 from memcore_sqlite.lexical.fts_matches import Group
-from memcore_sqlite.lexical.lengths import Lookup, Tenant
+from memcore_sqlite.lexical.lengths import Lookup
+from memcore_sqlite.lexical.tenant import Tenant
 from memcore_sqlite.vector.passages import PASSAGE_WORDS
 
 if TYPE_CHECKING:

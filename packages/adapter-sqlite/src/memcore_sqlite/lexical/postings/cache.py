@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.lexical.analysis import LexicalQuery
 from memcore_sqlite.lexical.build_pace import BuildPace
-from memcore_sqlite.lexical.lengths import Tenant
 from memcore_sqlite.lexical.query_tokens import QueryTokens, row_tokens
+from memcore_sqlite.lexical.tenant import Tenant
 from memcore_sqlite.storage.rows import rows_in
 
 if TYPE_CHECKING:
