@@ -12,7 +12,7 @@ the reference the cross-validated choice is compared with, never as a result.
 
 Cheap by construction: stores kept by :mod:`benchmarks.longmemeval_replay` (``capture``) are
 read once per question (each row's session, turn and vector, the lexical pool of every
-length-discount setting through :func:`memcore_sqlite.ranking.lexical` itself, FTS5's bm25
+length-discount setting through :func:`memcore_sqlite.search.ranking.lexical` itself, FTS5's bm25
 order) and every setting is then ranked in numpy without touching the store again. The
 default setting's order is checked against the store's own search (``agreement``): the
 replayed ranking is the product's, not a model of it.
@@ -59,7 +59,8 @@ import numpy as np
 from benchmarks._stats import sign_test_p, wilson_interval
 from benchmarks.longmemeval import STORE, open_question, score_keys
 from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
-from memcore_sqlite import analysis, ranking, tags
+from memcore_sqlite.lexical import analysis, tags
+from memcore_sqlite.search import ranking
 
 WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
 DISCOUNTS = (0.0, 0.25, 0.5, 0.75, 1.0)

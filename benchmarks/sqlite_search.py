@@ -6,7 +6,7 @@ Prints one JSON document. Stored vectors are mixes of real MiniLM embeddings
 times are through ``search_vector`` (audit included) and ``search(mode="lexical")``, and
 exclude query embedding; ``with_query_embedding`` runs ``search`` with the real ONNX model.
 ``hybrid`` runs the vector shortlist beside the lexical stage in scopes of at least
-:data:`memcore_sqlite.overlap.MIN_ROWS` rows; ``hybrid_sequential`` is the same search with the
+:data:`memcore_sqlite.search.overlap.MIN_ROWS` rows; ``hybrid_sequential`` is the same search with the
 two stages one after the other, timed in the same loop. CPU means count every thread of the
 process, so they show what the overlap costs. ``exact_numpy_scan`` is a bare float32 scan of
 the same vectors (einsum + top-30, one thread as the search), timed in the same loop: the
@@ -39,8 +39,9 @@ import numpy as np
 from benchmarks._real_vectors import DATA, RealVectors
 from benchmarks._stats import summary_ms
 from memcore.scope import Scope
-from memcore_sqlite import SqliteMemoryStore, TextItem, overlap
+from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.embedders import missing_onnx_requirements
+from memcore_sqlite.search import overlap
 
 STORE = "bench"
 BATCH = 1_000
@@ -341,7 +342,8 @@ def _cold_start(path: Path, qvecs: Any, runs: int = 3) -> dict[str, Any]:
 def _postings_build(path: Path, runs: int = 3) -> dict[str, Any]:
     """What building the tenant's postings for the lexical stage costs (in the background,
     from its third search), on a read-only connection of its own as the store's build."""
-    from memcore_sqlite import postings, ranking
+    from memcore_sqlite.lexical.postings import table as postings
+    from memcore_sqlite.search import ranking
 
     scope = _scope(0)
     wall, cpu = [], []

@@ -38,7 +38,7 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
 
 def write_config(path: Path, config: MemcoreConfig) -> None:
     """Replace ``path`` with ``config`` atomically, readable only by its owner."""
-    from memcore_sqlite.file_modes import FILE_MODE, make_home
+    from memcore_sqlite.storage.file_modes import FILE_MODE, make_home
 
     text = dump_config(config)
     make_home(path.parent)

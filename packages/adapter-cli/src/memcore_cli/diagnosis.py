@@ -137,7 +137,7 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
 
 def integrity_check(path: Path, checks: _Checks) -> None:
     """SQLite's ``quick_check`` of the file (every page read), and how long it took."""
-    from memcore_sqlite import integrity
+    from memcore_sqlite.storage import integrity
 
     report = integrity.quick_check(path)
     took = f"{report.seconds * 1000:.0f} ms"

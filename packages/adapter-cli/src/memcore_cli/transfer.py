@@ -41,7 +41,7 @@ from memcore.transfer import (
 from memcore.values import Memory
 from memcore_cli.output import Output
 from memcore_cli.runtime import Runtime
-from memcore_sqlite.file_modes import FILE_MODE
+from memcore_sqlite.storage.file_modes import FILE_MODE
 
 #: Records per store transaction and embedding call. Big enough that the embedder works in
 #: full batches; small enough that progress moves and memory stays flat.

@@ -146,7 +146,7 @@ def open_backend_store(
     if backend == LOCAL:
         # Imported directly, not through entry points: a plugin clone has none registered.
         from memcore_sqlite import open_backend
-        from memcore_sqlite.model import ModelSettings
+        from memcore_sqlite.chat_model.client import ModelSettings
 
         model = ModelSettings.from_env(environ)
         options: dict[str, Any] = {"path": str(home.local_db_file(config)), "model": model}

@@ -265,7 +265,7 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
 
 def integrity_report(path: Any) -> dict[str, Any]:
     """SQLite's ``quick_check`` of a database file, how long it took, and the fix if damaged."""
-    from memcore_sqlite import integrity
+    from memcore_sqlite.storage import integrity
 
     found = integrity.quick_check(path)
     out: dict[str, Any] = {

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcore_sqlite.file_modes import FILE_MODE, make_home
+from memcore_sqlite.storage.file_modes import FILE_MODE, make_home
 
 if TYPE_CHECKING:
     from memcore.config import MemcoreConfig

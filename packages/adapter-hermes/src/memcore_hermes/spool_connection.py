@@ -19,9 +19,9 @@ from pathlib import Path
 from memcore.limits import utf8_len
 from memcore.outbox import OutboxEntry
 from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
-from memcore_sqlite.file_modes import FILE_MODE, make_home
-from memcore_sqlite.sqlite_errors import SQLITE_CORRUPT, SQLITE_NOTADB, primary_code
-from memcore_sqlite.wal import enable_wal
+from memcore_sqlite.storage.errors import SQLITE_CORRUPT, SQLITE_NOTADB, primary_code
+from memcore_sqlite.storage.file_modes import FILE_MODE, make_home
+from memcore_sqlite.storage.wal import enable_wal
 
 logger = logging.getLogger("memcore_hermes.spool")
 

@@ -2,7 +2,13 @@
 
 numpy and onnxruntime are imported only when a store actually embeds or scores vectors, and
 the store itself only on first use of these names: hosts that need only
-:mod:`memcore_sqlite.file_modes` (the Hermes plugin at start-up) stay import-light.
+:mod:`memcore_sqlite.storage.file_modes` (the Hermes plugin at start-up) stay import-light.
+
+The folders, from the top down (each may import only those below it; the import contract in
+the repository's pyproject.toml checks it): ``backend`` (the entry point), ``chat_model`` and
+``embedders`` (strategies handed to the store), ``store``, ``dream``, ``operations`` (writes
+and reads, each write one transaction), ``search`` (pipeline, ranking, fusion), ``lexical``
+and ``vector`` (the two signals), ``storage`` (the SQLite file).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
 def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     """Open the embedded store: ``path=``, ``embedder=`` (an Embedder or None), ``model_dir=``,
     and :class:`SqliteMemoryStore` keywords override the config. ``model=`` (a
-    :class:`~memcore_sqlite.model.ModelSettings`) overrides ``MEMCORE_MODEL_*`` from the
+    :class:`~memcore_sqlite.chat_model.client.ModelSettings`) overrides ``MEMCORE_MODEL_*`` from the
     environment: the user's own model for fact extraction and dream review."""
     path = resolve_path(config, options.pop("path", None))
     model_dir = options.pop("model_dir", None)
@@ -69,7 +69,7 @@ def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ConfigError(f"unknown option for the local backend: {unknown[0]}", field=unknown[0])
-    from memcore_sqlite.model import ModelSettings, attach_model
+    from memcore_sqlite.chat_model.client import ModelSettings, attach_model
     from memcore_sqlite.store import SqliteMemoryStore
 
     store = SqliteMemoryStore(path, embedder=embedder, **options)

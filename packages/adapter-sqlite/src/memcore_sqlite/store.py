@@ -1,9 +1,9 @@
 """``SqliteMemoryStore``: the ``MemoryStore`` port on one SQLite file.
 
-The operations live in modules named after what they do: :mod:`~memcore_sqlite.plumbing`
-(connection, transactions, audit), :mod:`~memcore_sqlite.catalog` (stores),
-:mod:`~memcore_sqlite.writes` (adds, updates, deletes), :mod:`~memcore_sqlite.search` (the
-search path) and :mod:`~memcore_sqlite.records` (messages, requests, scopes, tasks). This
+The operations live in modules named after what they do: :mod:`~memcore_sqlite.operations.transactions`
+(connection, transactions, audit), :mod:`~memcore_sqlite.operations.catalog` (stores),
+:mod:`~memcore_sqlite.operations.writes` (adds, updates, deletes), :mod:`~memcore_sqlite.search.pipeline` (the
+search path) and :mod:`~memcore_sqlite.operations.reads` (messages, requests, scopes, tasks). This
 module holds the memory reads, search entry points, dream stubs and maintenance.
 """
 
@@ -18,21 +18,22 @@ from memcore.errors import InvalidInput, Unsupported
 from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Page, SearchHit
-from memcore_sqlite import search, supersession
-from memcore_sqlite.catalog import StoreCatalog
-from memcore_sqlite.dream import DreamTasks
-from memcore_sqlite.facts import FactWrites
-from memcore_sqlite.records import RecordReads
-from memcore_sqlite.rows import (
+from memcore_sqlite.dream.tasks import DreamTasks
+from memcore_sqlite.operations.catalog import StoreCatalog
+from memcore_sqlite.operations.facts import FactWrites
+from memcore_sqlite.operations.reads import RecordReads
+from memcore_sqlite.operations.writes import TextItem
+from memcore_sqlite.search import pipeline as search
+from memcore_sqlite.search import supersession
+from memcore_sqlite.search.pipeline import check_search
+from memcore_sqlite.storage.errors import mapped
+from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
     check_pattern,
     check_scope,
     memory_from_row,
     pattern_sql,
 )
-from memcore_sqlite.search import check_search
-from memcore_sqlite.sqlite_errors import mapped
-from memcore_sqlite.writes import TextItem
 
 __all__ = ["SqliteMemoryStore", "TextItem"]
 
@@ -106,7 +107,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         Scores are relevances in [0, 1], comparable across queries (``min_similarity`` filters
         on them). Lexical: the IDF-weighted share of the query's terms the memory holds.
         Vector: the cosine (negative clipped to 0). Hybrid: their convex combination
-        (:func:`memcore_sqlite.ranking.fuse`); ``SearchHit.signals`` holds both. The first k
+        (:func:`memcore_sqlite.search.ranking.fuse`); ``SearchHit.signals`` holds both. The first k
         hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
         overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
         (checked) and ``include_evidence`` have no local meaning. A memory a dream pass

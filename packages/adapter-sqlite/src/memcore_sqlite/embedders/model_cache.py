@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from memcore_sqlite import file_modes
+from memcore_sqlite.storage import file_modes
 
 #: Makes the model to load from the packaged one, in a work folder (see ``quantize``).
 Prepare = Callable[[Any, Path, Path], Path]

@@ -1,0 +1,233 @@
+"""Applying one dream action, atomically, and undoing it from the record it leaves.
+
+Every applied action stores an undo record (the before-image of each memory it changed, the
+rows it deleted, the memories it created), so the audit trail can take it back exactly.
+A memory that action supersedes keeps its row and records ``superseded_by``; the memory
+that supersedes it lists it in ``supersedes`` and gets a new version.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from memcore.dream.scopes import in_scopes
+from memcore.errors import Conflict
+from memcore.scope import Scope, ScopePattern
+from memcore_sqlite.operations.writes import MemoryWrites
+from memcore_sqlite.storage.rows import content_hash, rows_in
+
+_ROW = (
+    "seq, id, app_id, tenant_id, agent_id, run_id, text, metadata, unit_type, created_at,"
+    " updated_at, version, superseded_by, superseded_how, supersedes"
+)
+Added = list[tuple[tuple[str, str, str, str], int, Any]]
+Removed = list[tuple[tuple[str, str, str, str], int]]
+
+
+@attrs.frozen
+class Outcome:
+    status: str
+    skipped_reason: str | None = None
+    result_id: str | None = None
+    undo: str | None = None
+
+
+def _image(row: Sequence[Any]) -> dict[str, Any]:
+    keys = [k.strip() for k in _ROW.split(",")]
+    return dict(zip(keys, row))
+
+
+class DreamApplier(MemoryWrites):
+    """Applies and undoes actions inside the caller's write transaction."""
+
+    def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, Any]:
+        sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
+        return {r[1]: r for r in rows_in(conn, sql, ids, before=(store_id,))}
+
+    def _apply_action(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        task_seq: int,
+        action: Mapping[str, Any],
+        patterns: Sequence[ScopePattern],
+        vector: Any,
+        added: Added,
+        removed: Removed,
+    ) -> Outcome:
+        """Apply ``action`` (a dream_actions row as a mapping) or say why it is skipped."""
+        kind = action["action"]
+        target_scope = Scope.from_mapping(json.loads(action["target_scope"]))
+        sources: list[str] = json.loads(action["source_ids"])
+        versions: dict[str, int] = json.loads(action["versions"])
+        target = action["target_id"]
+        ids = [*sources, *([target] if target else [])]
+        rows = self._rows(conn, store_id, ids)
+        scopes = [Scope(*r[2:6]) for r in rows.values()]
+        if not in_scopes(target_scope, patterns) or not all(in_scopes(s, patterns) for s in scopes):
+            return Outcome("skipped", "scope_violation")
+        if kind == "NOOP":
+            return Outcome("skipped", "noop_nothing_to_apply")
+        if any(i not in rows for i in ids):
+            return Outcome("skipped", "missing_source")
+        for i in ids:
+            r = rows[i]
+            if r[12]:
+                # Superseded already: by an earlier action of this task, or by another task.
+                mine = conn.execute(
+                    "SELECT 1 FROM dream_actions WHERE dream_seq = ? AND status = 'applied'"
+                    " AND result_id = ?",
+                    (task_seq, r[12]),
+                ).fetchone()
+                return Outcome("skipped", "conflicting_action" if mine else "stale_target_memory")
+            if versions.get(i) is not None and int(r[11]) != int(versions[i]):
+                return Outcome("skipped", "stale_target_memory")
+        now = time.time()
+        undo: dict[str, Any] = {"created": [], "changed": [], "deleted": []}
+        if kind == "DELETE":
+            row = rows[target]
+            undo["deleted"].append(_image(row))
+            seq = int(row[0])
+            conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+            conn.execute("UPDATE messages SET memory_seq = NULL WHERE memory_seq = ?", (seq,))
+            removed.append((Scope(*row[2:6]).as_tuple(), seq))
+            return Outcome("applied", result_id=target, undo=json.dumps(undo))
+        if kind in ("MERGE", "ADD"):
+            text = action["text"] or ""
+            meta: dict[str, str] = {}
+            for i in sources:
+                meta.update(json.loads(rows[i][7]))
+            # The same text already in the target scope (often the newest source) becomes the
+            # merged memory as it is; only a new text is a new memory.
+            digest = content_hash(target_scope, text)
+            same = next(
+                (
+                    r
+                    for r in conn.execute(
+                        f"SELECT {_ROW} FROM memories WHERE store_id = ? AND content_hash = ?",
+                        (store_id, digest),
+                    )
+                    if Scope(*r[2:6]) == target_scope
+                ),
+                None,
+            )
+            if same is not None:
+                mid = same[1]
+                undo["changed"].append(_image(same))
+            else:
+                mid, _ = self._insert(
+                    conn, store_id, target_scope, text, meta, "dream", vector, added
+                )
+                undo["created"].append(mid)
+            target = mid
+            folded = [i for i in sources if i != mid]
+            how = "merged"
+        elif kind == "UPDATE":
+            undo["changed"].append(_image(rows[target]))
+            folded = [i for i in sources if i != target]
+            how = "updated"
+        else:
+            return Outcome("skipped", "invalid_action")
+        for i in folded:
+            undo["changed"].append(_image(rows[i]))
+            conn.execute(
+                "UPDATE memories SET superseded_by = ?, superseded_how = ?, updated_at = ?"
+                " WHERE id = ? AND store_id = ?",
+                (target, how, now, i, store_id),
+            )
+        if folded:
+            current = conn.execute(
+                "SELECT supersedes FROM memories WHERE id = ? AND store_id = ?", (target, store_id)
+            ).fetchone()[0]
+            merged = list(dict.fromkeys([*json.loads(current), *folded]))
+            conn.execute(
+                "UPDATE memories SET supersedes = ?, version = version + 1, updated_at = ?"
+                " WHERE id = ? AND store_id = ?",
+                (json.dumps(merged), now, target, store_id),
+            )
+        return Outcome("applied", result_id=target, undo=json.dumps(undo))
+
+    def _undo_action(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        undo: Mapping[str, Any],
+        added: Added,
+        removed: Removed,
+    ) -> None:
+        """Take an applied action back; :class:`Conflict` if its memories changed since."""
+        for image in undo["changed"]:
+            row = conn.execute(
+                "SELECT version FROM memories WHERE id = ? AND store_id = ?",
+                (image["id"], store_id),
+            ).fetchone()
+            if row is None:
+                raise Conflict(
+                    f"memory {image['id']!r} was deleted since; the action cannot be undone",
+                    field="action_id",
+                    retryable=False,
+                )
+        for mid in undo["created"]:
+            row = conn.execute(
+                "SELECT seq, app_id, tenant_id, agent_id, run_id, supersedes FROM memories"
+                " WHERE id = ? AND store_id = ?",
+                (mid, store_id),
+            ).fetchone()
+            if row is None:
+                continue
+            seq = int(row[0])
+            conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+            removed.append((tuple(row[1:5]), seq))
+        for image in undo["changed"]:
+            conn.execute(
+                "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?,"
+                " version = ?, updated_at = ? WHERE id = ? AND store_id = ?",
+                (
+                    image["superseded_by"],
+                    image["superseded_how"],
+                    image["supersedes"],
+                    image["version"],
+                    image["updated_at"],
+                    image["id"],
+                    store_id,
+                ),
+            )
+        for image in undo["deleted"]:
+            scope = Scope(image["app_id"], image["tenant_id"], image["agent_id"], image["run_id"])
+            meta = json.loads(image["metadata"])
+            vectors = None
+            # Re-embedding happens in the caller's transaction: the text is known to be valid.
+            if self.embedder is not None:
+                vectors = self._embed([image["text"]])
+            mid, seq = self._insert(
+                conn,
+                store_id,
+                scope,
+                image["text"],
+                meta,
+                image["unit_type"] or "text",
+                vectors[0] if vectors else None,
+                added,
+                memory_id=image["id"],
+                created_at=image["created_at"],
+            )
+            if mid != image["id"]:
+                raise Conflict(
+                    "the same text was stored again since; the DELETE cannot be undone",
+                    field="action_id",
+                    retryable=False,
+                )
+            conn.execute(
+                "UPDATE memories SET version = ?, supersedes = ?, content_hash = ? WHERE seq = ?",
+                (image["version"], image["supersedes"], content_hash(scope, image["text"]), seq),
+            )

@@ -1,0 +1,180 @@
+"""What a local dream task plans over: the current memories of its scopes and their neighbours.
+
+A memory's time is when its fact was stated: the earliest message it was made from, else its
+creation time. Superseded memories are left out (their successor speaks for them).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+
+from memcore.dream import Candidate, Neighbour
+from memcore.scope import Scope, ScopePattern
+from memcore_sqlite.storage.rows import pattern_sql
+
+#: Each memory's nearest neighbours the planner looks at, and the cosine below which a pair
+#: is not worth comparing.
+NEIGHBOURS = 10
+MIN_COSINE = 0.3
+
+
+_CANDIDATE = (
+    "SELECT m.seq, m.id, m.app_id, m.tenant_id, m.agent_id, m.run_id, m.text,"
+    " m.version, COALESCE((SELECT MIN(g.timestamp) FROM messages g"
+    " WHERE g.memory_seq = m.seq), m.created_at), v.vector"
+    " FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq AND v.model = ?"
+)
+
+
+def load_candidates(
+    conn: sqlite3.Connection,
+    store_id: int,
+    patterns: Sequence[ScopePattern],
+    max_memories: int,
+    model: str | None,
+    seqs: Sequence[int] | None = None,
+) -> tuple[list[Candidate], dict[str, bytes]]:
+    """The newest ``max_memories`` current memories of the patterns (of ``seqs`` only, when
+    given), and their vector blobs."""
+    found: dict[str, Candidate] = {}
+    blobs: dict[str, bytes] = {}
+    for pattern in patterns:
+        where, params = pattern_sql(pattern, "m.")
+        only = "" if seqs is None else f" AND m.seq IN ({','.join('?' * len(seqs))})"
+        rows = conn.execute(
+            _CANDIDATE + f" WHERE m.store_id = ?{where} AND m.superseded_by IS NULL{only}"
+            " ORDER BY m.seq DESC LIMIT ?",
+            (model, store_id, *params, *(seqs or ()), max_memories),
+        ).fetchall()
+        for r in rows:
+            scope = Scope(r[2], r[3], r[4], r[5])
+            if not pattern.matches(scope):
+                continue
+            found[r[1]] = Candidate(r[1], scope, r[6], float(r[8]), int(r[0]), int(r[7]))
+            if r[9] is not None:
+                blobs[r[1]] = r[9]
+    ordered = sorted(found.values(), key=lambda c: c.order)[-max_memories:] if found else []
+    return ordered, {c.id: blobs[c.id] for c in ordered if c.id in blobs}
+
+
+def neighbours(
+    candidates: Sequence[Candidate], blobs: dict[str, bytes], dimension: int
+) -> list[Neighbour]:
+    """Each memory's nearest others of the same tenant, by cosine (one matrix product each)."""
+    if not blobs:
+        return []
+    import numpy
+
+    by_tenant: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for c in candidates:
+        if len(blobs.get(c.id, b"")) == 4 * dimension:
+            by_tenant[(c.scope.app_id, c.scope.tenant_id)].append(c.id)
+    out: list[Neighbour] = []
+    for ids in by_tenant.values():
+        if len(ids) < 2:
+            continue
+        matrix = numpy.stack([numpy.frombuffer(blobs[i], dtype="<f4") for i in ids])
+        sims = matrix @ matrix.T
+        numpy.fill_diagonal(sims, -1.0)
+        k = min(NEIGHBOURS, len(ids) - 1)
+        top = numpy.argpartition(-sims, k - 1, axis=1)[:, :k]
+        for i, row in enumerate(top):
+            for j in row:
+                s = float(sims[i, j])
+                if s >= MIN_COSINE:
+                    out.append(Neighbour(ids[i], ids[int(j)], s))
+    return out
+
+
+#: A session pass looks this far among each new memory's nearest for the memories that
+#: may count it among their own nearest (the pairs a full pass also forms from that side).
+REVERSE_REACH = 50
+
+
+def last_pass(
+    conn: sqlite3.Connection, store_id: int, scopes_json: str, apply_mode: str
+) -> float | None:
+    """When the newest finished task over exactly these scopes, in this apply mode, started
+    (a proposal someone reviews does not stand for a pass that applies, nor the reverse)."""
+    row = conn.execute(
+        "SELECT MAX(created_at) FROM dream_tasks WHERE store_id = ? AND scopes = ?"
+        " AND apply_mode = ? AND status IN ('completed', 'completed_with_failures')",
+        (store_id, scopes_json, apply_mode),
+    ).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def written_since(
+    conn: sqlite3.Connection,
+    store_id: int,
+    patterns: Sequence[ScopePattern],
+    since: float | None,
+    limit: int,
+) -> list[str]:
+    """Ids of the newest ``limit`` current memories of the patterns written (or changed)
+    at or after ``since`` (all of them when None).
+
+    A write takes its time inside its write transaction, and a task its start time before
+    it asks for one, so a memory stamped before the last pass started was committed before
+    that pass read (it saw it) and one it did not see is stamped after."""
+    found: dict[str, int] = {}
+    for pattern in patterns:
+        where, params = pattern_sql(pattern, "m.")
+        rows = conn.execute(
+            "SELECT m.seq, m.id, m.app_id, m.tenant_id, m.agent_id, m.run_id FROM memories m"
+            f" WHERE m.store_id = ?{where} AND m.superseded_by IS NULL AND m.updated_at >= ?"
+            " ORDER BY m.seq DESC LIMIT ?",
+            (store_id, *params, -1.0 if since is None else since, limit),
+        ).fetchall()
+        for r in rows:
+            if pattern.matches(Scope(r[2], r[3], r[4], r[5])):
+                found[r[1]] = int(r[0])
+    return sorted(found, key=found.__getitem__)[-limit:] if limit else []
+
+
+def neighbours_of(
+    focus: Sequence[str],
+    candidates: Sequence[Candidate],
+    blobs: dict[str, bytes],
+    dimension: int,
+) -> list[Neighbour]:
+    """The pairs :func:`neighbours` forms that hold a memory of ``focus``: each one's
+    nearest, and the memories near it that count it among their own nearest. Costs what
+    ``focus`` holds times the candidates, not the square of the candidates."""
+    if not blobs or not focus:
+        return []
+    import numpy
+
+    by_tenant: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for c in candidates:
+        if len(blobs.get(c.id, b"")) == 4 * dimension:
+            by_tenant[(c.scope.app_id, c.scope.tenant_id)].append(c.id)
+    wanted = set(focus)
+    out: dict[tuple[str, str], float] = {}
+    for ids in by_tenant.values():
+        rows = [i for i, mid in enumerate(ids) if mid in wanted]
+        if len(ids) < 2 or not rows:
+            continue
+        matrix = numpy.stack([numpy.frombuffer(blobs[i], dtype="<f4") for i in ids])
+        k = min(NEIGHBOURS, len(ids) - 1)
+        sims = matrix[rows] @ matrix.T
+        sims[numpy.arange(len(rows)), rows] = -1.0
+        reach = min(REVERSE_REACH, len(ids) - 1)
+        near = numpy.argpartition(-sims, reach - 1, axis=1)[:, :reach]
+        for r, row in enumerate(near):
+            top = row[numpy.argsort(-sims[r, row], kind="stable")][:k]
+            for j in top:
+                if sims[r, j] >= MIN_COSINE:
+                    out[(ids[rows[r]], ids[int(j)])] = float(sims[r, j])
+        # Who counts a focus memory among its own nearest: its k-th best cosine decides.
+        others = sorted({int(j) for row in near for j in row})
+        theirs = matrix[others] @ matrix.T
+        theirs[numpy.arange(len(others)), others] = -1.0
+        kth = -numpy.partition(-theirs, k - 1, axis=1)[:, k - 1]
+        cross = theirs[:, rows]
+        near_them = (cross >= kth[:, None]) & (cross >= MIN_COSINE)
+        for o, r in zip(*numpy.nonzero(near_them)):
+            out.setdefault((ids[others[o]], ids[rows[r]]), float(cross[o, r]))
+    return [Neighbour(a, b, s) for (a, b), s in out.items()]

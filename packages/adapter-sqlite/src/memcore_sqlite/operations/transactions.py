@@ -1,0 +1,566 @@
+"""The store's plumbing: its connection, read and write transactions, audit and tasks.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction (memory row, FTS row, vector, task and audit
+together), so a write either happened completely or not at all, and writers from several
+processes queue on SQLite's lock with ``busy_timeout`` instead of failing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import math
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from memcore import limits
+from memcore.errors import (
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    StoreClosed,
+    StoreCorrupted,
+)
+from memcore.ports import Embedder
+from memcore.scope import Scope
+from memcore_sqlite.lexical.fts_upkeep import Upkeep
+from memcore_sqlite.lexical.lengths import LengthCache
+from memcore_sqlite.lexical.postings.cache import PostingsCache
+from memcore_sqlite.operations.read_audits import ReadAudits, Record
+from memcore_sqlite.search.overlap import Overlap
+from memcore_sqlite.search.ranking import COMMON_TERM_ROWS
+from memcore_sqlite.storage import file_modes, integrity
+from memcore_sqlite.storage.checkpoints import Checkpoints
+from memcore_sqlite.storage.errors import mapped
+from memcore_sqlite.storage.rows import rows_in
+from memcore_sqlite.storage.schema import migrate
+from memcore_sqlite.storage.wal import enable_wal
+from memcore_sqlite.vector import code_pages
+from memcore_sqlite.vector.cache import VectorCache
+from memcore_sqlite.vector.embed_ahead import EmbedAhead
+from memcore_sqlite.vector.passages import combine, passages
+
+_log = logging.getLogger(__name__)
+
+#: How many audit records a store keeps; older ones are pruned as new ones arrive.
+AUDIT_KEEP = 100_000
+
+_KEY = "SELECT id, generation, 0 FROM stores WHERE name = ?"
+_KEY_PENDING = (
+    "SELECT id, generation, EXISTS (SELECT 1 FROM tasks WHERE store_id = stores.id"
+    " AND status = 'pending' AND operation = 'AddMemories') FROM stores WHERE name = ?"
+)
+
+
+class StoreBase:
+    """One SQLite connection behind a lock; the store's operations build on these helpers.
+
+    ``embedder`` turns on hybrid search; ``synchronous`` is SQLite's setting: ``NORMAL``
+    survives a killed process, ``FULL`` also survives power loss at some cost per write.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        embedder: Embedder | None = None,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        vector_cache_rows: int = 1_000_000,
+        defer_vectors: bool = False,
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
+        if not math.isfinite(busy_timeout) or busy_timeout < 0:
+            raise InvalidInput("busy_timeout must be a number of seconds", field="busy_timeout")
+        self.path = str(path)
+        self.embedder = embedder
+        #: ``add_text`` without ``sync`` stores the text and its lexical index at once and
+        #: leaves the vector to the next semantic search (a pending task until then), so a
+        #: short-lived writer (one CLI ``add``) never loads the model.
+        self.defer_vectors = defer_vectors and embedder is not None
+        self._lock = threading.RLock()
+        self._post_commit: list[Any] = []
+        self._embedding_ahead = EmbedAhead()
+        #: The records of reads, written with the next write transaction.
+        self._read_audits = ReadAudits(self._flush_read_audits)
+        self._fts_upkeep = Upkeep()
+        #: The thread a hybrid search runs its vector shortlist in, beside the lexical stage.
+        self._overlap = Overlap()
+        self._vectors = (
+            VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
+        )
+        #: Rows' lengths in words for the lexical stage, per tenant searched.
+        self._lengths = LengthCache(max_rows=vector_cache_rows)
+        #: Large tenants' postings for the lexical stage, built in the background from a
+        #: read-only connection of their own (``connect``'s timeout is its busy timeout).
+        self._postings = PostingsCache(
+            partial(_connect, self.path, busy_timeout, read_only=True)
+            if _can_build_postings(self.path)
+            else None,
+            COMMON_TERM_ROWS + 1,
+            max_rows=vector_cache_rows,
+        )
+        #: True when the file or its folder is not ours to write: reads work, writes are
+        #: refused with PermissionDenied naming the file.
+        self.read_only = self.path != ":memory:" and not _prepare_file(self.path)
+        with mapped(self.path):
+            self._conn = _connect(self.path, busy_timeout, read_only=self.read_only)
+            try:
+                self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                if not self.read_only:
+                    enable_wal(self._conn, timeout=busy_timeout)
+                    self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+                # Freed pages are zeroed, so deleted text does not linger in the file.
+                self._conn.execute("PRAGMA secure_delete = ON")
+                self._conn.execute("PRAGMA foreign_keys = ON")
+                migrate(self._conn, read_only=self.read_only)
+                self._checkpoints = Checkpoints(self.path, self._conn, self._lock)
+            except BaseException:
+                self._conn.close()
+                raise
+        if not self.read_only and self.path != ":memory:":
+            file_modes.restrict(self.path)
+        self._closed = False
+        #: Set once SQLite reports the file damaged (a statement, or the quick_check started
+        #: here): from then on every write is refused with it, so nothing more lands in it.
+        self._damage: StoreCorrupted | None = None
+        if not self.read_only and self.path != ":memory:":
+            threading.Thread(
+                target=self._check_soundness, name="memcore-quick-check", daemon=True
+            ).start()
+
+    def check_integrity(self) -> integrity.IntegrityReport:
+        """``PRAGMA quick_check`` of the file, timed; damage found refuses every later write."""
+        if self.path == ":memory:":
+            return integrity.IntegrityReport(self.path, (), 0.0)
+        report = integrity.quick_check(self.path)
+        if not report.ok and self._damage is None:
+            self._damage = integrity.corrupted(self.path, report.problems[0])
+            _log.warning("%s", self._damage.message)
+        return report
+
+    def _check_soundness(self) -> None:
+        """:meth:`check_integrity` beside the store's work (on its own read-only connection),
+        so opening stays fast; writes committed before it reports were not refused."""
+        self.check_integrity()
+
+    @contextmanager
+    def _latch(self) -> Iterator[None]:
+        """Remember damage that a statement ran into (see ``_damage``)."""
+        try:
+            yield
+        except StoreCorrupted as exc:
+            self._damage = self._damage or exc
+            raise
+
+    @property
+    def search_mode(self) -> str:
+        """``hybrid`` with an embedder, else ``lexical``; ``doctor`` reports it."""
+        return "hybrid" if self.embedder is not None else "lexical"
+
+    def __repr__(self) -> str:
+        return f"SqliteMemoryStore({self.path!r}, search_mode={self.search_mode!r})"
+
+    @contextmanager
+    def _write(self, *, checkpoint: bool = True) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction, which also writes the records of the reads
+        made since the last one (:mod:`~memcore_sqlite.operations.read_audits`); without ``checkpoint``
+        its commit leaves the WAL to :mod:`~memcore_sqlite.storage.checkpoints` (reads' records)."""
+        with self._lock, self._latch(), mapped(self.path):
+            self._check_open()
+            if self._damage is not None:
+                raise self._damage
+            conn = self._conn
+            with nullcontext() if checkpoint else self._checkpoints.off(conn):
+                conn.execute("BEGIN IMMEDIATE")
+                reads = self._read_audits.take()
+                try:
+                    self._write_read_audits(conn, reads)
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._read_audits.give_back(reads)
+                    self._post_commit.clear()
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            for callback in self._post_commit:
+                callback()
+            self._post_commit.clear()
+            self._fts_upkeep.after_commit(conn)
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A snapshot: every statement inside sees the same state of the file."""
+        with self._lock, self._latch(), mapped(self.path):
+            self._check_open()
+            conn = self._conn
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed(f"this store ({self.path}) is closed", field="store")
+
+    def _store_id(self, conn: sqlite3.Connection, name: str) -> int:
+        return self._store_key(conn, name)[0]
+
+    def _store_key(
+        self, conn: sqlite3.Connection, name: str, *, pending: bool = False
+    ) -> tuple[int, int, bool]:
+        """(id, generation, tasks pending) of the named store, in one statement: a semantic
+        search needs all three in its snapshot. The last is whether deferred writes left
+        memories to embed (asked only with ``pending``; an indexed probe of ``tasks_store``)."""
+        limits.check_store_name(name)
+        row = conn.execute(_KEY_PENDING if pending else _KEY, (name,)).fetchone()
+        if row is None:
+            raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name")
+        return int(row[0]), int(row[1]), bool(row[2])
+
+    def _audit(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        operation: str,
+        started: float,
+        *,
+        scope: Scope | None = None,
+        target: str | None = None,
+        status: str = "succeeded",
+    ) -> str:
+        """Record operation, scope, target id, status and latency — never text or queries."""
+        return self._request(conn, store_id, *_record(operation, started, scope, target, status))
+
+    def _request(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        operation: str,
+        status: str,
+        scope: str | None,
+        target: str | None,
+        latency_ms: float,
+        created_at: float,
+    ) -> str:
+        rid = uuid.uuid4().hex
+        cur = conn.execute(
+            "INSERT INTO requests (id, store_id, operation, status, scope, target_id, latency_ms,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (rid, store_id, operation, status, scope, target, latency_ms, created_at),
+        )
+        seq = cur.lastrowid or 0
+        if seq % 1000 == 0:
+            conn.execute(
+                "DELETE FROM requests WHERE store_id = ? AND seq <= ?", (store_id, seq - AUDIT_KEEP)
+            )
+        return rid
+
+    def _audit_read(
+        self,
+        store: str,
+        operation: str,
+        started: float,
+        *,
+        scope: Scope | None = None,
+        target: str | None = None,
+        status: str = "succeeded",
+    ) -> None:
+        """A read's record, kept until the store's next write transaction writes it (see
+        :mod:`~memcore_sqlite.operations.read_audits`); not on a read-only file: a read there must
+        still work."""
+        if self.read_only:
+            return
+        with self._lock:  # the counts, and the threads they start, are the lock's too
+            self._check_open()
+            full = self._read_audits.add(
+                (store, *_record(operation, started, scope, target, status))
+            )
+            self._checkpoints.audited()
+            if full:
+                self._flush_read_audits()
+
+    def _flush_read_audits(self) -> None:
+        """Write the records of reads kept so far, in a transaction of their own."""
+        with self._lock:
+            if not self._closed and len(self._read_audits):
+                with self._write(checkpoint=False):
+                    pass
+
+    def _write_read_audits(self, conn: sqlite3.Connection, reads: list[Record]) -> None:
+        """Inside a write: the records of reads (of a store deleted since: none)."""
+        ids: dict[str, int | None] = {}
+        for record in reads:
+            store = record[0]
+            if store not in ids:
+                row = conn.execute("SELECT id FROM stores WHERE name = ?", (store,)).fetchone()
+                ids[store] = None if row is None else int(row[0])
+            sid = ids[store]
+            if sid is not None:
+                self._request(conn, sid, *record[1:])
+
+    @contextmanager
+    def _audit_failure(
+        self, store: str, operation: str, started: float, scope: Scope, memory_id: str
+    ) -> Iterator[None]:
+        """A memory that is not found in the scope is still an audited request (failed)."""
+        try:
+            yield
+        except NotFound as exc:
+            if exc.field == "memory_id":
+                self._audit_read(
+                    store, operation, started, scope=scope, target=memory_id, status="failed"
+                )
+            raise
+
+    def _task(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        operation: str,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        status: str = "completed",
+    ) -> str:
+        tid = uuid.uuid4().hex
+        now = time.time()
+        conn.execute(
+            "INSERT INTO tasks (id, store_id, status, operation, scope, created_at, finished_at,"
+            " memory_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tid,
+                store_id,
+                status,
+                operation,
+                json.dumps(scope.as_dict()),
+                now,
+                None if status == "pending" else now,
+                json.dumps(list(ids)),
+            ),
+        )
+        return tid
+
+    def _bump(self, conn: sqlite3.Connection, store_id: int) -> tuple[int, int]:
+        before = int(
+            conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0]
+        )
+        conn.execute("UPDATE stores SET generation = ? WHERE id = ?", (before + 1, store_id))
+        self._fts_upkeep.note_write()
+        return before, before + 1
+
+    def _embed(self, texts: Sequence[str], ahead: Sequence[str] = ()) -> list[Any] | None:
+        """One unit vector per text, in their order; a long text is embedded whole, as passages
+        (see :mod:`memcore_sqlite.vector.passages`), in the same call as the others.
+
+        Each distinct passage is embedded once, and the embedder sees them shortest first: it
+        pads every batch to its longest member, so batches of similar lengths waste less work.
+        ``ahead`` (a bulk write's next batch) starts embedding in the background once these
+        vectors are ready, while the caller writes them; see :mod:`memcore_sqlite.vector.embed_ahead`.
+        """
+        if self.embedder is None or self._vectors is None or not texts:
+            return None
+        split, distinct = _distinct_passages(texts)
+        vectors = self._embedding_ahead.take(distinct)
+        if vectors is None:
+            vectors = self._embed_distinct(distinct)
+        if ahead:
+            self._embedding_ahead.start(_distinct_passages(ahead)[1], self._embed_distinct)
+        arr = self._vectors.to_array(vectors)
+        row = {p: i for i, p in enumerate(distinct)}
+        by_text = {
+            t: arr[row[parts[0]]] if len(parts) == 1 else combine(arr[[row[p] for p in parts]])
+            for t, parts in split.items()
+        }
+        return [by_text[t] for t in texts]
+
+    def _embed_distinct(self, distinct: list[str]) -> list[Any]:
+        assert self.embedder is not None
+        try:
+            vectors = self.embedder.embed(distinct)
+        except MemcoreError:
+            raise
+        except Exception as exc:  # an embedder is foreign code: report it as ours
+            raise InvalidInput(
+                f"the embedder failed: {type(exc).__name__}", field="embedder"
+            ) from exc
+        if len(vectors) != len(distinct):
+            raise InvalidInput(
+                "the embedder returned the wrong number of vectors", field="embedder"
+            )
+        return vectors
+
+    def _store_vectors(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        gen: tuple[int, int],
+        rows: Sequence[tuple[int, Any]],
+        *,
+        replace: bool,
+    ) -> None:
+        """Vectors computed outside the write for memories that may have gone meanwhile: only
+        live ones get theirs, with their codes. ``replace`` overwrites a vector already there
+        (another process may have filled it: replaced, never doubled); else it is kept."""
+        assert self.embedder is not None and self._vectors is not None
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        scopes = _live_scopes(conn, [seq for seq, _ in rows])
+        for seq, vec in rows:
+            scope = scopes.get(seq)
+            if scope is None:
+                continue
+            cur = conn.execute(
+                f"{verb} INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vec)),
+            )
+            if cur.rowcount:
+                added.append((scope, seq, vec))
+        self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
+
+    def _after_write(
+        self,
+        store_id: int,
+        gen: tuple[int, int],
+        added: Sequence[tuple[tuple[str, str, str, str], int, Any]],
+        removed: Sequence[tuple[tuple[str, str, str, str], int]] = (),
+        indexed: Sequence[tuple[str, str, str, str]] = (),
+    ) -> None:
+        """Write the code pages inside the transaction; update the caches after COMMIT.
+
+        ``indexed``: scopes whose full-text rows were rewritten besides those in ``added``
+        and ``removed`` (a memory's metadata changed); their tenants' postings go."""
+        lengths, postings = self._lengths, self._postings
+        touched = [a[1] for a in added] + [r[1] for r in removed]
+        self._post_commit.append(lambda: lengths.apply_write(store_id, gen[0], gen[1], touched))
+        new_rows = [(a[0][:2], a[1]) for a in added]
+        changed = [s[:2] for s in [*(r[0] for r in removed), *indexed]]
+        tenants = [t for t, _ in new_rows] + changed
+        appended = postings.appended_rows(self._conn, store_id, new_rows, changed)
+        self._post_commit.append(
+            lambda: postings.apply_write(store_id, gen[0], gen[1], tenants, appended)
+        )
+        if self._vectors is None or self.embedder is None:
+            return
+        cache = self._vectors
+        # A deferred write has no vector yet: encoding nothing must not import numpy.
+        written = cache.encode(added) if any(a[2] is not None for a in added) else []
+        pages = [(scope, codes) for scope, codes, _ in written]
+        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
+        # After COMMIT: a rolled-back write must not reach the cache.
+        self._post_commit.append(
+            lambda: cache.apply_write(store_id, gen[0], gen[1], written, removed)
+        )
+
+    def close(self) -> None:
+        self._checkpoints.close()
+        self._read_audits.close()
+        with self._lock:
+            if not self._closed:
+                try:
+                    self._flush_read_audits()
+                except MemcoreError:
+                    pass  # a file that cannot take them now (full, locked): lost as in a crash
+                self._closed = True
+                self._embedding_ahead.close()
+                self._overlap.close()  # under the lock: no search is using it
+                self._postings.close()  # stops a build under way, and waits for it
+                with mapped(self.path):
+                    self._conn.close()
+
+
+def _record(
+    operation: str, started: float, scope: Scope | None, target: str | None, status: str
+) -> tuple[str, str, str | None, str | None, float, float]:
+    """The fields of a request record, from the call's start to now."""
+    return (
+        operation,
+        status,
+        None if scope is None else json.dumps(scope.as_dict()),
+        target,
+        (time.perf_counter() - started) * 1000.0,
+        time.time(),
+    )
+
+
+def _live_scopes(
+    conn: sqlite3.Connection, seqs: Sequence[int]
+) -> dict[int, tuple[str, str, str, str]]:
+    """The scope of each of ``seqs`` still in the file."""
+    sql = "SELECT seq, app_id, tenant_id, agent_id, run_id FROM memories WHERE seq IN ({})"
+    return {
+        int(seq): (app, tenant, agent, run)
+        for seq, app, tenant, agent, run in rows_in(conn, sql, seqs)
+    }
+
+
+def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each text's passages, and every distinct passage once, shortest first."""
+    split = {t: passages(t) for t in texts}
+    return split, sorted({p: None for parts in split.values() for p in parts}, key=len)
+
+
+def _prepare_file(path: str) -> bool:
+    """Make the folder (0700) and the file (0600) when missing; False when they are
+    readable but not writable, so the store opens read-only."""
+    file = Path(path)
+    if file.exists():
+        return file_modes.writable(file)
+    file_modes.make_home(file.parent)
+    if not file_modes.writable(file):
+        raise PermissionDenied(
+            f"cannot create {file}: {file.parent} is not writable "
+            "(set MEMCORE_HOME to a writable folder)",
+            field=str(file),
+        )
+    try:
+        file_modes.create_private(file)
+    except OSError as exc:
+        raise PermissionDenied(f"cannot create {file} ({exc.strerror})", field=str(file)) from None
+    return True
+
+
+def _can_build_postings(path: str) -> bool:
+    """Postings are numpy arrays, read by a second connection: neither a lexical-only install
+    (no numpy) nor an in-memory database, which no second connection sees, builds them."""
+    return path != ":memory:" and importlib.util.find_spec("numpy") is not None
+
+
+def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connection:
+    """A connection; read-only ones open by URI, as ``immutable`` when SQLite cannot even make
+    its WAL index next to the file (a read-only folder: nobody writes there meanwhile)."""
+    if not read_only:
+        return sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    uri = Path(path).resolve().as_uri()
+    try:
+        conn = sqlite3.connect(
+            uri + "?mode=ro",
+            uri=True,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(
+            uri + "?mode=ro&immutable=1",
+            uri=True,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )

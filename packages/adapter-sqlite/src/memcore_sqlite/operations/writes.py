@@ -1,0 +1,482 @@
+"""Writes of memories: add (one, many, a turn of messages), update and delete.
+
+A text already in the scope is not stored twice: the existing memory's id is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from memcore import limits
+from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.scope import Scope
+from memcore.values import Memory, Message, WriteReceipt
+from memcore_sqlite.lexical import analysis, tags
+from memcore_sqlite.operations.transactions import StoreBase
+from memcore_sqlite.storage.rows import (
+    MEMORY_COLUMNS,
+    check_scope,
+    content_hash,
+    memory_from_row,
+    rows_in,
+)
+
+
+@attrs.frozen
+class TextItem:
+    """One memory to add in a batch (see :meth:`MemoryWrites.add_many`)."""
+
+    scope: Scope
+    text: str
+    metadata: Mapping[str, str] = attrs.field(factory=dict)
+    #: Keep this id (an import restoring an export); None lets the store choose one.
+    id: str | None = None
+    #: Keep this creation time (an import); None means now.
+    created_at: float | None = None
+
+
+class MemoryWrites(StoreBase):
+    """The write half of the memory operations; each is one transaction."""
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        scope: Scope,
+        text: str,
+        metadata: Mapping[str, str],
+        unit_type: str,
+        vector: Any,
+        added: list[tuple[tuple[str, str, str, str], int, Any]],
+        *,
+        memory_id: str | None = None,
+        created_at: float | None = None,
+        new_id_if_taken: bool = False,
+    ) -> tuple[str, int]:
+        """Insert one unit unless the same text is already in the scope; (id, seq).
+
+        A repeated text is not stored twice: the existing memory takes the repeat as its newest
+        occurrence (see :meth:`_repeat`). ``memory_id`` keeps a caller's id (import); one
+        already taken by another memory is a :class:`Conflict`, so an import can never
+        overwrite or alias an existing memory, or with ``new_id_if_taken`` the unit gets a
+        new id instead (an import must not tell whether another tenant holds that id).
+        """
+        now = time.time()
+        created = now if created_at is None else created_at
+        digest = content_hash(scope, text)
+        # The digest covers the scope; comparing the scope columns in Python keeps the planner
+        # on the hash index (with them in SQL it prefers the scope index and scans the scope).
+        for row in conn.execute(
+            "SELECT id, seq, app_id, tenant_id, agent_id, run_id, metadata, updated_at"
+            " FROM memories WHERE store_id = ? AND content_hash = ?",
+            (store_id, digest),
+        ):
+            if tuple(row[2:6]) == scope.as_tuple():
+                seq, found = int(row[1]), (str(row[6]), float(row[7]))
+                self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
+                return str(row[0]), seq
+        mid = memory_id or uuid.uuid4().hex
+        if (
+            memory_id is not None
+            and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        ):
+            if new_id_if_taken:
+                mid = uuid.uuid4().hex
+            else:
+                raise Conflict(
+                    f"memory id {memory_id!r} is already used by another memory",
+                    field="id",
+                    retryable=False,
+                )
+        words = analysis.tokens(text)
+        cur = conn.execute(
+            "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
+            " content_hash, metadata, unit_type, created_at, updated_at, words)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                mid,
+                store_id,
+                *scope.as_tuple(),
+                text,
+                digest,
+                json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True),
+                unit_type,
+                created,
+                now,
+                len(words),
+            ),
+        )
+        seq = int(cur.lastrowid or 0)
+        self._index(conn, store_id, seq, scope, words, metadata)
+        if vector is not None and self.embedder is not None and self._vectors is not None:
+            conn.execute(
+                "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.embedder.name, self._vectors.to_blob(vector)),
+            )
+        added.append((scope.as_tuple(), seq, vector))
+        return mid, seq
+
+    def _repeat(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        seq: int,
+        found: tuple[str, float],
+        scope: Scope,
+        text: str,
+        metadata: Mapping[str, str],
+        when: float,
+    ) -> None:
+        """The same text again in the scope: keep its provenance on the one memory.
+
+        The newest occurrence wins: its metadata keys overwrite the memory's (keys only an
+        older occurrence set are kept while the map stays within the limit, see
+        :func:`memcore.limits.merge_metadata`) and ``updated_at`` becomes its time, so a fact
+        repeated in a later session carries that session's metadata and date. An older occurrence (an
+        import of earlier data) changes nothing. Each message occurrence also stays in the
+        message log with its own metadata and timestamp. ``found`` is the memory's metadata
+        JSON and ``updated_at``, as the digest lookup read them.
+        """
+        old_json, updated = found
+        if when < updated:
+            return
+        merged = limits.merge_metadata(json.loads(old_json), metadata)
+        new_json = json.dumps(merged, ensure_ascii=False, sort_keys=True)
+        if new_json == old_json and when == updated:
+            return
+        conn.execute(
+            "UPDATE memories SET metadata = ?, updated_at = ?, version = version + 1 WHERE seq = ?",
+            (new_json, when, seq),
+        )
+        if new_json != old_json:
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            self._index(conn, store_id, seq, scope, analysis.tokens(text), merged)
+
+    @staticmethod
+    def _index(
+        conn: sqlite3.Connection,
+        store_id: int,
+        seq: int,
+        scope: Scope,
+        words: list[str],
+        metadata: Mapping[str, str],
+    ) -> None:
+        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags. The
+        memory row keeps ``len(words)`` (written by its INSERT or UPDATE), which the lexical
+        score discounts long memories by."""
+        prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
+        conn.execute(
+            "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
+            (
+                seq,
+                analysis.index_text(words),
+                analysis.index_text(words, prefix),
+                tags.row_tags(store_id, scope, metadata),
+            ),
+        )
+
+    def add_text(
+        self,
+        store: str,
+        scope: Scope,
+        text: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt:
+        started = time.perf_counter()
+        check_scope(scope)
+        limits.check_text(text)
+        meta = limits.check_metadata(metadata)
+        deferred = self.defer_vectors and not sync
+        vectors = None if deferred else self._embed([text])
+        status = "pending" if deferred else "completed"
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        with self._write() as conn:
+            sid = self._store_id(conn, store)
+            gen = self._bump(conn, sid)
+            mid, _ = self._insert(
+                conn, sid, scope, text, meta, "text", vectors[0] if vectors else None, added
+            )
+            tid = self._task(conn, sid, "AddMemories", scope, [mid], status=status)
+            rid = self._audit(conn, sid, "AddMemories", started, scope=scope, target=mid)
+            self._after_write(sid, gen, added)
+        return WriteReceipt(tid, status, (mid,), rid)
+
+    def _index_pending(self, store: str) -> None:
+        """Embed the memories that deferred writes left without a vector, before a semantic
+        search (it has the model loaded anyway), and complete their tasks. Pending tasks are
+        found through their index, so a store without any costs one indexed read."""
+        if self.embedder is None or self._vectors is None or self.read_only:
+            return
+        with self._read() as conn:
+            sid = self._store_id(conn, store)
+            tasks = conn.execute(
+                "SELECT id, memory_ids FROM tasks WHERE store_id = ? AND status = 'pending'"
+                " AND operation = 'AddMemories' ORDER BY seq",
+                (sid,),
+            ).fetchall()
+            ids = [i for _, listed in tasks for i in json.loads(listed)]
+            rows = list(
+                rows_in(
+                    conn,
+                    "SELECT m.seq, m.text FROM memories m WHERE m.store_id = ? AND m.id IN ({})"
+                    " AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq)",
+                    ids,
+                    before=(sid,),
+                )
+            )
+        if not tasks:
+            return
+        vectors = self._embed([text for _, text in rows]) or []
+        with self._write() as conn:
+            gen = self._bump(conn, sid)
+            self._store_vectors(
+                conn, sid, gen, [(seq, vec) for (seq, _), vec in zip(rows, vectors)], replace=False
+            )
+            conn.executemany(
+                "UPDATE tasks SET status = 'completed', finished_at = ?"
+                " WHERE id = ? AND status = 'pending'",
+                [(time.time(), tid) for tid, _ in tasks],
+            )
+
+    def add_many(
+        self,
+        store: str,
+        items: Sequence[TextItem],
+        *,
+        ahead: Sequence[TextItem] = (),
+        new_id_if_taken: bool = False,
+    ) -> list[str]:
+        """Add many memories in one transaction (embedded in one batch); ids in input order.
+
+        This is the bulk-import path: one task and one audit record cover the whole batch.
+        ``ahead``, the batch the caller will add next, is embedded in the background while
+        this one is written (nothing of it is stored until it is added itself). An item's
+        ``id`` already held by another memory is a :class:`Conflict` (nothing of the batch is
+        written), or with ``new_id_if_taken`` that item gets a new id.
+        """
+        started = time.perf_counter()
+        checked: list[tuple[Scope, str, dict[str, str]]] = []
+        for i, item in enumerate(items):
+            if not isinstance(item, TextItem):
+                raise InvalidInput(f"items[{i}] must be a TextItem", field=f"items[{i}]")
+            check_scope(item.scope)
+            limits.check_text(item.text, field=f"items[{i}].text")
+            if item.id is not None:
+                limits.check_id(item.id, field=f"items[{i}].id")
+            checked.append(
+                (
+                    item.scope,
+                    item.text,
+                    limits.check_metadata(item.metadata, field=f"items[{i}].metadata"),
+                )
+            )
+        if not checked:
+            return []
+        upcoming = [i.text for i in ahead if isinstance(i, TextItem) and isinstance(i.text, str)]
+        vectors = self._embed([t for _, t, _ in checked], ahead=upcoming)
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        ids: list[str] = []
+        with self._write() as conn:
+            sid = self._store_id(conn, store)
+            gen = self._bump(conn, sid)
+            for i, (scope, text, meta) in enumerate(checked):
+                mid, _ = self._insert(
+                    conn,
+                    sid,
+                    scope,
+                    text,
+                    meta,
+                    "text",
+                    vectors[i] if vectors else None,
+                    added,
+                    memory_id=items[i].id,
+                    created_at=items[i].created_at,
+                    new_id_if_taken=new_id_if_taken,
+                )
+                ids.append(mid)
+            self._task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
+            self._audit(conn, sid, "AddMemories", started, scope=checked[0][0])
+            self._after_write(sid, gen, added)
+        return ids
+
+    def add_messages(
+        self,
+        store: str,
+        scope: Scope,
+        messages: Sequence[Message],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt:
+        """Store the turn as short-term messages, and each message as one memory unit (unless
+        it is marked ``remember=False``: then the log only)."""
+        started = time.perf_counter()
+        check_scope(scope)
+        checked = limits.check_messages(messages)
+        meta = limits.check_metadata(metadata)
+        kept = [m for m in checked if m.remember]
+        vectors = self._embed([m.content for m in kept]) if kept else None
+        added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+        ids: list[str] = []
+        with self._write() as conn:
+            sid = self._store_id(conn, store)
+            gen = self._bump(conn, sid)
+            now = time.time()
+            i = 0
+            for m in checked:
+                if not m.remember:  # kept in the message log only
+                    self._log_message(conn, sid, scope, m, now)
+                    continue
+                unit_meta = limits.merge_metadata(meta, m.metadata)
+                mid, seq = self._insert(
+                    conn,
+                    sid,
+                    scope,
+                    m.content,
+                    unit_meta,
+                    "message",
+                    vectors[i] if vectors else None,
+                    added,
+                )
+                i += 1
+                ids.append(mid)
+                self._log_message(conn, sid, scope, m, now, memory_seq=seq)
+            unique = list(dict.fromkeys(ids))
+            tid = self._task(conn, sid, "AddMemories", scope, unique)
+            rid = self._audit(conn, sid, "AddMemories", started, scope=scope)
+            self._after_write(sid, gen, added)
+        return WriteReceipt(tid, "completed", tuple(unique), rid)
+
+    @staticmethod
+    def _log_message(
+        conn: sqlite3.Connection,
+        store_id: int,
+        scope: Scope,
+        message: Message,
+        now: float,
+        *,
+        memory_seq: int | None = None,
+    ) -> None:
+        """One row of the short-term message log (``memory_seq``: the unit it became, if one)."""
+        conn.execute(
+            "INSERT INTO messages (store_id, app_id, tenant_id, agent_id, run_id, id, role,"
+            " content, timestamp, metadata, memory_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                store_id,
+                *scope.as_tuple(),
+                message.id or uuid.uuid4().hex,
+                message.role,
+                message.content,
+                message.timestamp if message.timestamp is not None else now,
+                json.dumps(dict(message.metadata), ensure_ascii=False, sort_keys=True),
+                memory_seq,
+            ),
+        )
+
+    def _own_row(
+        self, conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str
+    ) -> tuple[Any, ...]:
+        limits.check_id(memory_id)
+        row = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND store_id = ?"
+            " AND app_id = ? AND tenant_id = ? AND agent_id = ? AND run_id = ?",
+            (memory_id, store_id, *scope.as_tuple()),
+        ).fetchone()
+        # Another scope's memory is reported exactly like a missing one: existence never leaks.
+        if row is None:
+            raise NotFound(
+                f"memory {memory_id!r} was not found in scope {scope}", field="memory_id"
+            )
+        return tuple(row)
+
+    def update_memory(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Memory:
+        """Replace the text and/or merge the metadata map; the index and vector follow."""
+        started = time.perf_counter()
+        check_scope(scope)
+        limits.check_id(memory_id)
+        if text is not None:
+            limits.check_text(text)
+        meta = None if metadata is None else limits.check_metadata(metadata)
+        vectors = self._embed([text]) if text is not None else None
+        with (
+            self._audit_failure(store, "UpdateMemory", started, scope, memory_id),
+            self._write() as conn,
+        ):
+            sid = self._store_id(conn, store)
+            row = self._own_row(conn, sid, scope, memory_id)
+            seq = int(row[0])
+            new_text = row[6] if text is None else text
+            old_meta = json.loads(row[7])
+            # Merged as on the service: the same key overwrites, {} clears the map.
+            new_meta = old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
+            gen = self._bump(conn, sid)
+            words = analysis.tokens(new_text)
+            conn.execute(
+                "UPDATE memories SET text = ?, content_hash = ?, metadata = ?, updated_at = ?,"
+                " words = ?, version = version + 1 WHERE seq = ?",
+                (
+                    new_text,
+                    content_hash(scope, new_text),
+                    json.dumps(new_meta, ensure_ascii=False, sort_keys=True),
+                    time.time(),
+                    len(words),
+                    seq,
+                ),
+            )
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            self._index(conn, sid, seq, scope, words, new_meta)
+            added: list[tuple[tuple[str, str, str, str], int, Any]] = []
+            removed: list[tuple[tuple[str, str, str, str], int]] = []
+            if text is not None:
+                # A vector of the old text would be wrong; replace it or drop it.
+                conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+                removed.append((scope.as_tuple(), seq))
+                if vectors and self.embedder is not None and self._vectors is not None:
+                    conn.execute(
+                        "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
+                        (seq, self.embedder.name, self._vectors.to_blob(vectors[0])),
+                    )
+                    added.append((scope.as_tuple(), seq, vectors[0]))
+            self._audit(conn, sid, "UpdateMemory", started, scope=scope, target=memory_id)
+            out = memory_from_row(
+                conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)
+                ).fetchone()
+            )
+            self._after_write(sid, gen, added, removed, indexed=[scope.as_tuple()])
+        return out
+
+    def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None:
+        """Delete the unit, its FTS row, its vector and the messages it was made from."""
+        started = time.perf_counter()
+        check_scope(scope)
+        with (
+            self._audit_failure(store, "DeleteMemory", started, scope, memory_id),
+            self._write() as conn,
+        ):
+            sid = self._store_id(conn, store)
+            seq = int(self._own_row(conn, sid, scope, memory_id)[0])
+            gen = self._bump(conn, sid)
+            conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+            conn.execute("DELETE FROM messages WHERE memory_seq = ?", (seq,))
+            self._audit(conn, sid, "DeleteMemory", started, scope=scope, target=memory_id)
+            self._after_write(sid, gen, (), [(scope.as_tuple(), seq)])

@@ -1,0 +1,89 @@
+"""Map ``sqlite3`` failures to memcore errors by their SQLite result code, never their text."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from memcore.errors import MemcoreError, PermissionDenied, ProtocolError, Unavailable
+
+# Primary result codes from sqlite3.h.
+SQLITE_PERM = 3
+SQLITE_BUSY = 5
+SQLITE_LOCKED = 6
+SQLITE_NOMEM = 7
+SQLITE_READONLY = 8
+SQLITE_IOERR = 10
+SQLITE_CORRUPT = 11
+SQLITE_FULL = 13
+SQLITE_CANTOPEN = 14
+SQLITE_NOTADB = 26
+
+#: SQLite's fixed messages (sqlite3_errstr) for the codes we act on: Python 3.10 gives the
+#: message but no result code, and these texts are part of SQLite's stable interface.
+_FIXED_MESSAGES = {
+    "database is locked": SQLITE_BUSY,
+    "database table is locked": SQLITE_LOCKED,
+    "attempt to write a readonly database": SQLITE_READONLY,
+    "access permission denied": SQLITE_PERM,
+    "unable to open database file": SQLITE_CANTOPEN,
+    "database or disk is full": SQLITE_FULL,
+    "disk I/O error": SQLITE_IOERR,
+    "database disk image is malformed": SQLITE_CORRUPT,
+    "file is not a database": SQLITE_NOTADB,
+}
+
+
+def primary_code(exc: sqlite3.Error) -> int | None:
+    """The primary result code of ``exc``: its own on Python 3.11+, else read off the message."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF
+    return _FIXED_MESSAGES.get(str(exc))
+
+
+def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
+    """The memcore error for a sqlite3 exception; the database path is the ``field`` and is
+    named in the message too (a user with several homes needs to know which file)."""
+    primary = primary_code(exc)
+    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+    if primary in (SQLITE_BUSY, SQLITE_LOCKED):
+        return Unavailable(
+            f"the memory database {path} is busy (another process holds a lock) [{name}]; retry",
+            field=path,
+            retryable=True,
+        )
+    if primary == SQLITE_FULL:
+        return Unavailable(
+            f"the disk holding the memory database {path} is full [{name}]; free space and retry",
+            field=path,
+            retryable=True,
+        )
+    if primary in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        from memcore_sqlite.storage.integrity import corrupted
+
+        return corrupted(path, f"{exc} [{name}]")
+    if primary in (SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN):
+        return PermissionDenied(
+            f"the memory database {path} cannot be written (read-only file or folder) [{name}]",
+            field=path,
+        )
+    if primary in (SQLITE_IOERR, SQLITE_NOMEM):
+        return Unavailable(f"the memory database {path} hit an I/O error [{name}]", field=path)
+    if primary is None and isinstance(exc, sqlite3.OperationalError):
+        # Python < 3.11 carries no result code; an operational error is the transient kind.
+        return Unavailable(f"the memory database {path} failed [{name}]: {exc}", field=path)
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return ProtocolError(
+            f"the memory database {path} failed [{name}]: {exc}", field=path, retryable=False
+        )
+    return Unavailable(f"the memory database {path} failed [{name}]: {exc}", field=path)
+
+
+@contextmanager
+def mapped(path: str) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise map_error(exc, path=path) from exc

@@ -1,0 +1,249 @@
+"""The database schema and its numbered migrations (``PRAGMA user_version`` holds the number).
+
+Each migration runs once, inside the write transaction that checks the version, so several
+processes opening a new file at once apply it exactly once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from memcore.errors import PermissionDenied, ProtocolError
+from memcore_sqlite.vector import code_pages
+
+#: The full-text index's tokenizer; query terms are tokenized with it too (query_tokens.py).
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+_V1 = (
+    """
+CREATE TABLE stores (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    -- Bumped by every write that changes memories: vector caches compare against it.
+    generation INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE memories (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    store_id INTEGER NOT NULL,
+    app_id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    content_hash BLOB NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    unit_type TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    version INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX memories_scope ON memories (store_id, app_id, tenant_id, agent_id, run_id);
+CREATE INDEX memories_hash ON memories (store_id, content_hash);
+CREATE TABLE memory_vectors (
+    seq INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE VIRTUAL TABLE memory_fts USING fts5 (
+    body, tbody, tags, tokenize = '"""
+    + FTS_TOKENIZE
+    + """'
+);
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY,
+    store_id INTEGER NOT NULL,
+    app_id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    timestamp REAL NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    memory_seq INTEGER
+);
+CREATE INDEX messages_scope ON messages (store_id, app_id, tenant_id, agent_id, run_id, seq);
+CREATE INDEX messages_memory ON messages (memory_seq);
+CREATE TABLE tasks (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    store_id INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    scope TEXT,
+    created_at REAL NOT NULL,
+    finished_at REAL,
+    memory_ids TEXT NOT NULL DEFAULT '[]',
+    error TEXT
+);
+CREATE INDEX tasks_store ON tasks (store_id, status, seq);
+CREATE TABLE requests (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    store_id INTEGER NOT NULL,
+    operation TEXT NOT NULL,
+    status TEXT NOT NULL,
+    scope TEXT,
+    target_id TEXT,
+    latency_ms REAL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX requests_store ON requests (store_id, operation, seq);
+"""
+)
+
+# Local dream (consolidation): tasks, their actions with an undo record each, and the
+# supersession links that let recall prefer the current truth.
+_V3 = """
+ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+-- 'merged' (its text lives on in superseded_by) or 'updated' (a newer fact replaced it).
+ALTER TABLE memories ADD COLUMN superseded_how TEXT;
+ALTER TABLE memories ADD COLUMN supersedes TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX memories_superseded ON memories (superseded_by);
+CREATE TABLE dream_tasks (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    store_id INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    apply_mode TEXT NOT NULL,
+    scope_output_mode TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    thresholds TEXT NOT NULL,
+    instructions TEXT,
+    memory_count INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE INDEX dream_tasks_store ON dream_tasks (store_id, seq);
+CREATE TABLE dream_actions (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    dream_seq INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    status TEXT NOT NULL,
+    target_scope TEXT NOT NULL,
+    target_id TEXT,
+    source_ids TEXT NOT NULL,
+    versions TEXT NOT NULL,
+    text TEXT,
+    confidence REAL NOT NULL,
+    reason TEXT NOT NULL,
+    skipped_reason TEXT,
+    result_id TEXT,
+    undo TEXT,
+    error TEXT,
+    applied_at REAL,
+    undone_at REAL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX dream_actions_task ON dream_actions (dream_seq, seq)
+"""
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    """Vector code pages for two-stage search, built from the vectors already stored."""
+    _run(conn, code_pages.SCHEMA)
+    code_pages.build_from_vectors(conn)
+
+
+def _v5(conn: sqlite3.Connection) -> None:
+    """Each memory's length in index tokens, for the lexical score's length discount.
+
+    Rows written before get their count of space-separated words, which is close for most
+    text. Numbered after 4 because 4 landed first: a file already at 4 must still get it.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if "words" not in columns:
+        conn.execute("ALTER TABLE memories ADD COLUMN words INTEGER")
+    conn.execute(
+        "UPDATE memories SET words = length(trim(text)) - length(replace(trim(text), ' ', ''))"
+        " + 1 WHERE words IS NULL"
+    )
+
+
+def _v6(conn: sqlite3.Connection) -> None:
+    """A covering index of each memory's length: the lexical score's length lookups then read
+    a small index instead of the memories' rows (texts on random pages of a large file).
+
+    Also version 3, for a file that reached 4 before 3 was released (3 was numbered below an
+    already released 4, so the loop skipped it there and search failed on ``superseded_by``).
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if "superseded_by" not in columns:
+        _run(conn, _V3)
+    conn.execute("CREATE INDEX IF NOT EXISTS memories_words ON memories (seq, words)")
+
+
+def _v7(conn: sqlite3.Connection) -> None:
+    """Each memory's length indexed by tenant too: a tenant's length lookups then read its own
+    few index pages, not one page per row of an index ordered across every tenant."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memories_tenant_words"
+        " ON memories (store_id, app_id, tenant_id, seq, words)"
+    )
+
+
+#: (version, script or function) in order; append, never edit a released one. Numbers may
+#: skip: each runs once when the file is older than it.
+MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
+    (1, _V1),
+    (3, _V3),
+    (4, _v4),
+    (5, _v5),
+    (6, _v6),
+    (7, _v7),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
+    """Bring the file up to :data:`SCHEMA_VERSION`; refuse a file from a newer release.
+
+    A file already at the version is only read (no write lock on every open); a read-only
+    one must already be at it.
+    """
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if current == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    if read_only and current < SCHEMA_VERSION:
+        raise PermissionDenied(
+            f"the database schema is version {current} and the file is read-only, so it "
+            f"cannot be upgraded to {SCHEMA_VERSION}; open it once where it is writable",
+            field="schema_version",
+        )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if current > SCHEMA_VERSION:
+            raise ProtocolError(
+                f"the database schema is version {current}, newer than this memcore-sqlite "
+                f"understands ({SCHEMA_VERSION}); upgrade memcore-sqlite",
+                field="schema_version",
+                retryable=False,
+            )
+        for version, script in MIGRATIONS:
+            if version > current:
+                if callable(script):
+                    script(conn)
+                else:
+                    _run(conn, script)
+                conn.execute(f"PRAGMA user_version = {int(version)}")
+        conn.execute("COMMIT")
+        return SCHEMA_VERSION
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,223 @@
+"""A short projection of each code with a proven upper bound on its cosine, for every row.
+
+The sign bits of :mod:`memcore_sqlite.vector.quantize` order rows well but bound nothing useful:
+on templated memories (one fact many times over, different names) rows of the true best
+share their sign pattern with hundreds of others, and a sign-bit cut lost them. The int8
+estimate bounds each cosine tightly, but converting every row costs about what the exact
+float scan does. Between the two, this keeps each vector's first :data:`COLUMNS` coordinates
+in a principal basis of its scope (computed when the scope's codes are first searched), as
+int8 with one scale per column, and two norms per row; then for every row
+
+    q·x = q·x̂ + q·(x - x̂)                       x̂ = scale * q8, the int8 code
+        = (Vᵀq)ₘ·(Vᵀx̂)ₘ + (Vᵀq)₊·(Vᵀx̂)₊          V orthonormal: ₘ the first m, ₊ the rest
+        ≤ qₘ·(c∘p8) + ‖qₘ‖‖(Vᵀx̂)ₘ - c∘p8‖ + ‖q₊‖‖x̂₊‖ + |q·(x - x̂)|
+
+by Cauchy-Schwarz on each part, with ``|q·(x - x̂)|`` at most the int8 code's own bound
+(:func:`memcore_sqlite.vector.quantize.error_bound`) and a margin for float rounding. Real
+embeddings keep most of their energy in the first principal directions, so ``‖x̂₊‖`` is
+small where the query's part is large, and the bound, a 128-byte dot product, clears most
+rows of a scope. Any orthonormal basis keeps the bound valid: rows written after the basis
+was chosen are projected on it too, only less tightly.
+numpy is imported here only when a store has an embedder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: Principal coordinates kept per row as float32 (every row's first bound) and, after
+#: them, as int8 (the second bound, for the rows the first leaves).
+HEAD = 96
+COLUMNS = 160
+#: Rows the basis is estimated from (evenly spread over the scope).
+SAMPLE_ROWS = 4_096
+#: Rows projected at a time.
+_BLOCK_ROWS = 2_048
+#: Relative margin for float32 rounding in the projections and norms (their error is below
+#: 384 * 2**-24, about 2.3e-5, of the norms' product).
+_ROUNDING = 1e-3
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+class Sketch:
+    """The projections of a growable set of codes (rows aligned with them).
+
+    ``basis`` is (dimension, dimension) float64 with orthonormal columns, by decreasing
+    variance. ``head`` (rows, h) float32 holds the first h coordinates of each code;
+    ``p8`` (rows, m - h) int8 times ``column_scale`` the next ones, within ``quant_error``
+    (a distance); ``rest1`` and ``rest2`` bound the norm of the coordinates past h and past
+    m, ``norm`` is the code's own norm.
+    """
+
+    def __init__(self, basis: np.ndarray, column_scale: np.ndarray, capacity: int) -> None:
+        np_ = _np()
+        self.basis = basis
+        self.h = min(HEAD, basis.shape[0])
+        self.m = self.h + column_scale.shape[0]
+        self._project = np_.ascontiguousarray(basis[:, : self.m], dtype=np_.float32)
+        self.column_scale = column_scale
+        self.head = np_.zeros((capacity, self.h), np_.float32)
+        self.p8 = np_.zeros((capacity, self.m - self.h), np_.int8)
+        self.quant_error = np_.zeros(capacity, np_.float32)
+        self.rest1 = np_.zeros(capacity, np_.float32)
+        self.rest2 = np_.zeros(capacity, np_.float32)
+        self.norm = np_.zeros(capacity, np_.float32)
+
+    _COLUMNS = ("head", "p8", "quant_error", "rest1", "rest2", "norm")
+
+    @classmethod
+    def build(cls, q8: np.ndarray, scales: np.ndarray, capacity: int) -> Sketch:
+        """The sketch of the ``len(q8)`` codes given, with room for ``capacity`` rows."""
+        np_ = _np()
+        n, dimension = q8.shape
+        m = min(COLUMNS, dimension)
+        h = min(HEAD, dimension)
+        pick = np_.unique(np_.linspace(0, max(n - 1, 0), min(n, SAMPLE_ROWS)).astype(np_.int64))
+        sample = q8[pick].astype(np_.float32) * scales[pick, None]
+        sample = sample[np_.isfinite(sample).all(axis=1)].astype(np_.float64)
+        if len(sample):
+            _, vectors = np_.linalg.eigh(sample.T @ sample)
+            basis = np_.ascontiguousarray(vectors[:, ::-1])
+        else:
+            basis = np_.eye(dimension)
+        projected = cls._projections(basis[:, :m].astype(np_.float32), q8, scales)
+        tail = projected[:, h:]
+        finite = np_.isfinite(tail).all(axis=1)
+        peak = np_.abs(tail[finite]).max(axis=0) if finite.any() else np_.zeros(m - h)
+        column_scale = np_.where(peak > 0, peak / 127.0, 1.0).astype(np_.float32)
+        out = cls(basis, column_scale, max(capacity, n))
+        out._fill(0, projected, q8, scales)
+        return out
+
+    @staticmethod
+    def _projections(project: np.ndarray, q8: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        np_ = _np()
+        out: np.ndarray = np_.empty((len(q8), project.shape[1]), np_.float32)
+        for start in range(0, len(q8), _BLOCK_ROWS):
+            stop = start + _BLOCK_ROWS
+            out[start:stop] = q8[start:stop].astype(np_.float32) @ project
+        with np_.errstate(invalid="ignore", over="ignore"):
+            out *= scales[:, None]
+        return out
+
+    def _fill(self, start: int, projected: np.ndarray, q8: np.ndarray, scales: np.ndarray) -> None:
+        """Rows ``start:start + len(q8)`` from their projections (a row that is not numbers
+        gets bounds that are not numbers, which keep it)."""
+        np_ = _np()
+        stop = start + len(q8)
+        h = self.h
+        # Squared norms of the int8 rows: sums of integers below 2**24, exact in float32.
+        squares = np_.empty(len(q8), np_.float32)
+        for at in range(0, len(q8), _BLOCK_ROWS):
+            block = q8[at : at + _BLOCK_ROWS].astype(np_.float32)
+            squares[at : at + _BLOCK_ROWS] = np_.einsum("ij,ij->i", block, block)
+        with np_.errstate(invalid="ignore", over="ignore"):
+            self.head[start:stop] = projected[:, :h]
+            tail = projected[:, h:]
+            p8 = np_.clip(np_.rint(tail / self.column_scale), -127, 127)
+            p8 = np_.where(np_.isfinite(p8), p8, 0).astype(np_.int8)
+            self.p8[start:stop] = p8
+            miss = tail - p8 * self.column_scale
+            self.quant_error[start:stop] = np_.sqrt(np_.einsum("ij,ij->i", miss, miss)) * (
+                1 + _ROUNDING
+            )
+            s = scales.astype(np_.float64)
+            whole = squares.astype(np_.float64) * s * s
+            first = np_.einsum("ij,ij->i", projected[:, :h], projected[:, :h]).astype(np_.float64)
+            both = first + np_.einsum("ij,ij->i", tail, tail).astype(np_.float64)
+            # A residual's square is a difference of two rounded sums: widened by their error.
+            margin = 2 * _ROUNDING * whole
+            self.rest1[start:stop] = np_.sqrt(np_.maximum(whole - first, 0.0) + margin)
+            self.rest2[start:stop] = np_.sqrt(np_.maximum(whole - both, 0.0) + margin)
+            self.norm[start:stop] = np_.sqrt(whole)
+        bad = ~np_.isfinite(projected).all(axis=1) | ~np_.isfinite(scales)
+        if bad.any():
+            self.rest1[start:stop][bad] = np_.inf
+            self.rest2[start:stop][bad] = np_.inf
+
+    def grow(self, capacity: int, n: int) -> None:
+        np_ = _np()
+        for name in self._COLUMNS:
+            old = getattr(self, name)
+            new = np_.zeros((capacity, *old.shape[1:]), old.dtype)
+            new[:n] = old[:n]
+            setattr(self, name, new)
+
+    def put(self, start: int, q8: np.ndarray, scales: np.ndarray) -> None:
+        """Project appended codes (rows ``start:start + len(q8)``) on the existing basis."""
+        self._fill(start, self._projections(self._project, q8, scales), q8, scales)
+
+    def move(self, to: int, source: int) -> None:
+        for name in self._COLUMNS:
+            column = getattr(self, name)
+            column[to] = column[source]
+
+    def turn(self, query: np.ndarray) -> Turned:
+        return Turned(self, query)
+
+
+class Turned:
+    """A query in a sketch's basis, and the two bounds it gives each row."""
+
+    def __init__(self, sketch: Sketch, query: np.ndarray) -> None:
+        np_ = _np()
+        self.sketch = sketch
+        q = np_.asarray(query, dtype=np_.float64)
+        turned = sketch.basis.T @ q
+        h, m = sketch.h, sketch.m
+        self.head = turned[:h].astype(np_.float32)
+        self.mid = (turned[h:m] * sketch.column_scale).astype(np_.float32)
+
+        def norm(x: np.ndarray) -> Any:
+            return np_.float32(float(np_.sqrt(x @ x)) * (1 + _ROUNDING))
+
+        self.after_head, self.mid_norm, self.after_mid = (
+            norm(turned[h:]),
+            norm(turned[h:m]),
+            norm(turned[m:]),
+        )
+        self.rounding = np_.float32(_ROUNDING * float(np_.sqrt(q @ q)))
+
+    def first(
+        self, n: int, code_error: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(point estimates, upper bounds) of the cosines of rows ``:n`` (or ``rows``), from
+        the float32 head; ``code_error`` bounds each int8 code's error (rows aligned)."""
+        np_ = _np()
+        sk = self.sketch
+        if rows is None:
+            point: np.ndarray = sk.head[:n] @ self.head
+            pick: Any = slice(0, n)
+        else:
+            point = np_.take(sk.head, rows, axis=0) @ self.head
+            pick = rows
+        high = point + (
+            self.after_head * sk.rest1[pick] + self.rounding * sk.norm[pick] + code_error
+        )
+        return point, high
+
+    def second(self, point: np.ndarray, rows: np.ndarray, code_error: np.ndarray) -> np.ndarray:
+        """Upper bounds of the cosines of ``rows`` (sketch rows) given their first ``point``
+        estimates: the int8 coordinates after the head added, a smaller rest."""
+        np_ = _np()
+        sk = self.sketch
+        out: np.ndarray = np_.empty(len(rows), np_.float32)
+        for start in range(0, len(rows), _BLOCK_ROWS):
+            part = np_.take(sk.p8, rows[start : start + _BLOCK_ROWS], axis=0)
+            out[start : start + _BLOCK_ROWS] = part.astype(np_.float32) @ self.mid
+        out += point
+        out += (
+            self.mid_norm * sk.quant_error[rows]
+            + self.after_mid * sk.rest2[rows]
+            + self.rounding * sk.norm[rows]
+            + code_error
+        )
+        return out

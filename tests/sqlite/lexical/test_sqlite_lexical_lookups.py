@@ -1,0 +1,166 @@
+"""Lexical search's lookups: schema versions 6 and 7's length indexes on old files, rare
+terms read once, and scores that do not depend on the process's hash seed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from memcore.scope import Scope
+from memcore_sqlite import SqliteMemoryStore, TextItem
+from memcore_sqlite.storage.schema import SCHEMA_VERSION
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run1")
+BOB = Scope("app", "bob", "agent", "run1")
+WORDS = ["garden", "tomato", "basil", "river", "kayak", "paddle", "violin", "concert"]
+
+
+def _fill(path: Path) -> None:
+    """Many rows with the same share of a query's terms, and rare and common terms."""
+    with SqliteMemoryStore(path) as store:
+        store.ensure_store(STORE)
+        items = [
+            TextItem(ALICE, f"{WORDS[i % 8]} {WORDS[(i * 3) % 8]} note {i} {WORDS[(i * 5) % 8]}")
+            for i in range(700)
+        ]
+        items += [TextItem(ALICE, f"rare zephyr {i} {WORDS[i % 8]}") for i in range(5)]
+        long_text = " ".join(["kayak"] + [f"filler{i}" for i in range(400)])
+        items.append(TextItem(ALICE, long_text))
+        items += [TextItem(BOB, f"zephyr kayak basil bob {i}") for i in range(50)]
+        store.add_many(STORE, items)
+
+
+QUERIES = ("garden basil kayak", "zephyr kayak violin", "tomato concert paddle note river")
+
+
+def _results(path: Path) -> list[list[tuple[str, str, float]]]:
+    with SqliteMemoryStore(path) as store:
+        return [
+            [
+                (h.memory.id, h.memory.text, h.score)
+                for h in store.search(STORE, ALICE.tenant_pattern(), q, top_k=50)
+            ]
+            for q in QUERIES
+        ]
+
+
+def _set_back(path: Path, script: str) -> list[list[tuple[str, str, float]]]:
+    """Fills a file, then makes it an older release's with ``script``; the hits from before."""
+    _fill(path)
+    expected = _results(path)
+    conn = sqlite3.connect(path)
+    conn.executescript(script)
+    conn.close()
+    return expected
+
+
+def test_a_version_4_file_without_lengths_gets_them_and_the_same_hits(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    # A file written by a release that had the code pages (4) but no lengths yet.
+    expected = _set_back(
+        path,
+        "DROP INDEX memories_words; DROP INDEX memories_tenant_words;"
+        " ALTER TABLE memories DROP COLUMN words;"
+        " PRAGMA user_version = 4;",
+    )
+    assert _results(path) == expected
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("SELECT count(*) FROM memories WHERE words IS NULL").fetchone()[0] == 0
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "memories_words" in names
+    conn.close()
+
+
+def test_a_version_4_file_with_lengths_gets_the_index_only(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    expected = _set_back(
+        path,
+        "DROP INDEX memories_words; DROP INDEX memories_tenant_words; PRAGMA user_version = 5;",
+    )
+    assert _results(path) == expected
+
+
+def test_a_version_6_file_gets_the_tenant_length_index_and_the_same_hits(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    expected = _set_back(path, "DROP INDEX memories_tenant_words; PRAGMA user_version = 6;")
+    assert _results(path) == expected
+    conn = sqlite3.connect(path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "memories_tenant_words" in names
+    conn.close()
+
+
+def test_rare_and_common_terms_rank_as_their_share_and_stay_in_the_tenant(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "m.db"
+    _fill(path)
+    hits = _results(path)[1]  # "zephyr kayak violin": zephyr is rare, kayak common
+    texts = [text for _, text, _ in hits]
+    assert all("bob" not in t for t in texts)
+    # The rows holding the rare term and a common one come first; a long memory holding
+    # only "kayak" scores below a short one holding it.
+    holding_two = [t for t in texts[:5] if t.startswith("rare zephyr")]
+    assert len(holding_two) >= 1
+    scores = {text: score for _, text, score in hits}
+    short_kayak = [s for t, s in scores.items() if t.startswith("kayak") and "violin" not in t]
+    long_kayak = [s for t, s in scores.items() if t.startswith("kayak filler0")]
+    if short_kayak and long_kayak:
+        assert max(long_kayak) < min(short_kayak)
+
+
+_SCRIPT = """
+import json, sys
+from memcore.scope import Scope
+from memcore_sqlite import SqliteMemoryStore
+scope = Scope("app", "alice", "agent", "run1")
+with SqliteMemoryStore(sys.argv[1]) as store:
+    out = [[(h.memory.id, repr(h.score)) for h in store.search("mem", scope.tenant_pattern(), q,
+           top_k=50, mode="lexical")] for q in sys.argv[2:]]
+print(json.dumps(out))
+"""
+
+
+def test_lexical_hits_and_scores_do_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    _fill(path)
+    runs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _SCRIPT, str(path), *QUERIES],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(done.stdout))
+    assert runs[0] == runs[1] == runs[2]
+    assert all(runs[0])
+
+
+def test_a_version_4_file_without_version_3_gets_it(tmp_path: Path) -> None:
+    """A file written when the releases had versions 1 and 4 only (no dream tables yet)."""
+    path = tmp_path / "m.db"
+    expected = _set_back(
+        path,
+        "DROP INDEX memories_words; DROP INDEX memories_tenant_words;"
+        " DROP INDEX memories_superseded;"
+        " ALTER TABLE memories DROP COLUMN superseded_by;"
+        " ALTER TABLE memories DROP COLUMN superseded_how;"
+        " ALTER TABLE memories DROP COLUMN supersedes;"
+        " DROP TABLE dream_actions; DROP TABLE dream_tasks; PRAGMA user_version = 4;",
+    )
+    assert _results(path) == expected
+    conn = sqlite3.connect(path)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    assert {"superseded_by", "superseded_how", "supersedes", "words"} <= columns
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"dream_tasks", "dream_actions"} <= tables
+    conn.close()

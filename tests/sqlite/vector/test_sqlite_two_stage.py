@@ -1,0 +1,341 @@
+"""Two-stage vector search (codes pick candidates, float vectors rescore them) against an
+exact scan: same rows, same order, same scores; after writes, across processes and tenants."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memcore.scope import Scope
+from memcore.testing import HashingEmbedder
+from memcore_sqlite import SqliteMemoryStore, TextItem
+from memcore_sqlite.storage.schema import MIGRATIONS
+from memcore_sqlite.vector import code_pages
+from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
+from memcore_sqlite.vector.quantize import encode, hamming, sign_bits
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run")
+BOB = Scope("app", "bob", "agent", "run")
+DIM = 64
+
+
+def _data(n: int, seed: int, dim: int = DIM) -> tuple[Any, Any]:
+    """Random unit rows with neighbours of the query planted at many distances, some of them
+    duplicated (exact ties), and the query."""
+    rng = np.random.default_rng(seed)
+    query = rng.standard_normal(dim).astype(np.float32)
+    query /= np.linalg.norm(query)
+    rows = rng.standard_normal((n, dim)).astype(np.float32)
+    planted = min(n, 60)
+    for i in range(planted):
+        rows[i] = query + rng.uniform(0.2, 3.0) * rng.standard_normal(dim) / np.sqrt(dim)
+    for i in range(0, planted - 1, 7):  # duplicates: identical vectors, identical scores
+        rows[i + 1] = rows[i]
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rng.shuffle(rows)
+    return rows, query
+
+
+def _two_stage(rows: Any, query: Any, n: int, **sizes: Any) -> list[tuple[int, float]]:
+    seqs = np.arange(1, len(rows) + 1, dtype=np.int64) * 3  # seqs need not be dense
+    cache = VectorCache(rows.shape[1], **sizes)
+    blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(seqs, rows)}
+
+    def fetch(wanted: Sequence[int]) -> list[tuple[int, bytes]]:
+        return [(s, blobs[s]) for s in wanted]
+
+    entry = _Entry(0, encode(seqs, rows), None)
+    return cache.top(entry, query, n, fetch)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 29, 30, 31, 99, 100, 101, 1_999, 2_000, 2_001, 6_000])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_two_stage_equals_the_exact_scan(n: int, seed: int) -> None:
+    rows, query = _data(n, seed)
+    seqs = np.arange(1, n + 1, dtype=np.int64) * 3
+    exact = exact_top(seqs, rows, query, 30)
+    got = _two_stage(rows, query, 30)
+    assert [s for s, _ in got] == [s for s, _ in exact]
+    assert [c for _, c in got] == pytest.approx([c for _, c in exact], abs=1e-6)
+
+
+def test_every_stage_runs_and_still_matches_the_exact_scan() -> None:
+    rows, query = _data(3_000, 3)
+    seqs = np.arange(1, 3_001, dtype=np.int64) * 3
+    exact = exact_top(seqs, rows, query, 10)
+    got = _two_stage(rows, query, 10)
+    assert [s for s, _ in got] == [s for s, _ in exact]
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 100])
+def test_scopes_no_larger_than_the_rescoring_set_are_exact_on_any_data(n: int) -> None:
+    rng = np.random.default_rng(n)
+    rows = rng.standard_normal((n, DIM)).astype(np.float32)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+    query = rows[0] if n else rng.standard_normal(DIM).astype(np.float32)
+    seqs = np.arange(1, n + 1, dtype=np.int64) * 3
+    assert _two_stage(rows, query, 7) == exact_top(seqs, rows, query, 7)
+
+
+def test_an_entry_knows_whether_its_seqs_rise_with_the_row() -> None:
+    rows = np.eye(4, DIM, dtype=np.float32)
+    entry = _Entry(0, encode(np.array([2, 5, 9, 11], dtype=np.int64), rows), None)
+    assert entry.ascending()
+    entry.remove(5)  # the last row moves into its place: 2, 11, 9
+    assert not entry.ascending()
+    assert entry.positions(np.array([9, 11, 2, 5])).tolist() == [2, 1, 0, -1]
+
+
+def test_rows_tied_at_the_cut_are_all_kept_and_the_newest_win() -> None:
+    """Every row the same vector (seqs out of position order): every row ties at both cuts,
+    so none can be dropped on a bound; the answer is the newest rows, as the exact scan's."""
+    rng = np.random.default_rng(3)
+    vector = rng.standard_normal(DIM).astype(np.float32)
+    vector /= np.linalg.norm(vector)
+    seqs = rng.permutation(np.arange(1, 3_001, dtype=np.int64) * 3)
+    rows = np.tile(vector, (len(seqs), 1))
+    entry = _Entry(0, encode(seqs, rows), None)
+    cache = VectorCache(DIM, exact_rows=0)
+    got, _, _ = cache.shortlist(entry, vector, 10)
+    assert sorted(got.tolist()) == sorted(seqs.tolist())
+    blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(seqs, rows)}
+    top = cache.top(entry, vector, 10, lambda want: [(s, blobs[s]) for s in want])
+    assert top == exact_top(seqs, rows, vector, 10)
+
+
+@pytest.mark.parametrize(
+    "index", [[], [3, 1], [True, False, True, False, True], slice(1, 3), np.array([4, 0, 4])]
+)
+def test_a_subset_of_codes_holds_the_rows_asked_for(index: Any) -> None:
+    """Positions (repeats too), masks, slices, nothing: the same rows as indexing each array,
+    and the sign bits stay column-major for the Hamming pass."""
+    rng = np.random.default_rng(1)
+    codes = encode(np.arange(10, 15, dtype=np.int64), rng.standard_normal((5, 70)))
+    codes = codes.take(slice(0, 5))
+    plain = np.asarray(index) if isinstance(index, list) else index
+    if isinstance(index, list) and not index:
+        plain = np.zeros(0, dtype=np.int64)
+    got = codes.take(index)
+    for have, want in zip(
+        (got.seqs, got.bits, got.scales, got.q8),
+        (codes.seqs[plain], codes.bits[plain], codes.scales[plain], codes.q8[plain]),
+    ):
+        assert have.dtype == want.dtype and np.array_equal(have, want)
+    if not isinstance(index, slice):
+        assert got.bits.flags["F_CONTIGUOUS"]
+
+
+@pytest.mark.parametrize("dimension", [1, 64, 100, 192, 193, 384, 450])
+def test_hamming_counts_every_differing_sign(dimension: int) -> None:
+    """Up to every bit differing (a count past a byte), for any number of words."""
+    rng = np.random.default_rng(dimension)
+    rows = rng.standard_normal((200, dimension)).astype(np.float32)
+    query = rng.standard_normal(dimension).astype(np.float32)
+    rows[0], rows[1] = -query, query  # all signs differ; none do
+    bits = np.asfortranarray(sign_bits(rows))
+    got = hamming(bits, sign_bits(query[None])[0])
+    want = ((rows > 0) != (query > 0)).sum(axis=1)
+    assert got.dtype == np.uint16
+    assert got.tolist() == want.tolist()
+    assert got[0] == dimension and got[1] == 0
+
+
+class TableEmbedder:
+    """Each text's vector is given: tests know every cosine exactly."""
+
+    def __init__(self, table: dict[str, Any]) -> None:
+        self.table = table
+
+    dimension = DIM
+    name = "table-64"
+
+    def embed(self, texts: Sequence[str]) -> list[Any]:
+        return [self.table[t] for t in texts]
+
+
+def _expected(table: dict[str, Any], live: list[str], query: Any, k: int) -> list[str]:
+    """The exact scan's order over the live texts (inserted in list order: newer = later)."""
+    scores = {t: float(np.dot(table[t], query)) for t in live}
+    order = sorted(range(len(live)), key=lambda i: (-scores[live[i]], -i))
+    return [live[i] for i in order[:k]]
+
+
+def _open(path: Path, embedder: Any, exact_rows: int) -> SqliteMemoryStore:
+    """A store whose scopes up to ``exact_rows`` rows are scanned exactly (0: always two-stage)."""
+    store = SqliteMemoryStore(path, embedder=embedder)
+    assert store._vectors is not None
+    store._vectors.exact_rows = exact_rows
+    return store
+
+
+BOTH = pytest.mark.parametrize("exact_rows", [0, 2_000], ids=["two-stage", "small-exact"])
+
+
+def _texts(store: SqliteMemoryStore, scope: Scope, query: Any, k: int = 10) -> list[str]:
+    hits = store.search_vector(STORE, scope.tenant_pattern(), "q", query, mode="vector", top_k=k)
+    return [h.memory.text for h in hits]
+
+
+@BOTH
+def test_adds_updates_and_deletes_are_seen_by_this_process_and_a_fresh_one(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, exact_rows: int
+) -> None:
+    monkeypatch.setattr(code_pages, "PAGE_ROWS", 16)  # many pages, splits and empty pages
+    rows, query = _data(400, 5)
+    texts = [f"memory {i}" for i in range(len(rows))]
+    table = dict(zip(texts, rows))
+    table.update({f"new {i}": r for i, r in enumerate(_data(50, 6)[0])})
+    embedder = TableEmbedder(table)
+    live = list(texts)
+    with _open(db_path, embedder, exact_rows) as store:
+        store.ensure_store(STORE)
+        ids = store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
+        assert _texts(store, ALICE, query) == _expected(table, live, query, 10)
+        best = _expected(table, live, query, 40)
+        for text in best[:20:2]:  # delete half of the best rows
+            store.delete_memory(STORE, ALICE, ids[texts.index(text)])
+            live.remove(text)
+        for i, text in enumerate(best[1:20:2][:5]):  # re-embed others with new text
+            store.update_memory(STORE, ALICE, ids[texts.index(text)], text=f"new {i}")
+            live[live.index(text)] = f"new {i}"
+        for i in range(5, 50):
+            store.add_text(STORE, ALICE, f"new {i}")
+            live.append(f"new {i}")
+        in_process = _texts(store, ALICE, query, 30)
+    # Updated rows keep their seq, so their place in the tie order is where they were.
+    expected = _expected(table, live, query, 30)
+    assert in_process == expected
+    with _open(db_path, embedder, exact_rows) as fresh:
+        assert _texts(fresh, ALICE, query, 30) == expected
+
+
+@BOTH
+def test_a_write_by_another_process_reaches_a_loaded_scope(db_path: Path, exact_rows: int) -> None:
+    embedder = HashingEmbedder(DIM)
+    with _open(db_path, embedder, exact_rows) as store:
+        store.ensure_store(STORE)
+        ids = store.add_many(
+            STORE, [TextItem(ALICE, f"note {i} about gardening") for i in range(300)]
+        )
+        target = "the walrus plays the tuba at dawn"
+        gone = "note 7 about gardening"
+        vector = embedder.embed([target])[0]
+        assert target not in _texts(store, ALICE, vector)  # the codes are loaded now
+        child = (
+            "import sys\n"
+            "from memcore.scope import Scope\n"
+            "from memcore.testing import HashingEmbedder\n"
+            "from memcore_sqlite import SqliteMemoryStore\n"
+            "s = SqliteMemoryStore(sys.argv[1], embedder=HashingEmbedder(64))\n"
+            "scope = Scope('app', 'alice', 'agent', 'run')\n"
+            "s.add_text('mem', scope, sys.argv[2])\n"
+            "s.delete_memory('mem', scope, sys.argv[3])\n"
+            "s.close()\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", child, str(db_path), target, ids[7]], check=True, timeout=60
+        )
+        found = _texts(store, ALICE, vector)
+        assert found[0] == target
+        assert gone not in _texts(store, ALICE, embedder.embed([gone])[0], 50)
+
+
+@BOTH
+def test_a_tenant_never_sees_another_tenants_vectors(db_path: Path, exact_rows: int) -> None:
+    rows, query = _data(300, 7)
+    table = {f"alice {i}": r for i, r in enumerate(rows)}
+    table.update({"bob exact": query, **{f"bob {i}": r for i, r in enumerate(rows)}})
+    with _open(db_path, TableEmbedder(table), exact_rows) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, f"alice {i}") for i in range(300)])
+        store.add_many(
+            STORE, [TextItem(BOB, f"bob {i}") for i in range(300)] + [TextItem(BOB, "bob exact")]
+        )
+        alice = _texts(store, ALICE, query, 50)
+        assert alice and all(t.startswith("alice ") for t in alice)
+        assert _texts(store, BOB, query, 1) == ["bob exact"]
+
+
+def test_a_file_from_before_code_pages_gets_them_on_open(db_path: Path) -> None:
+    rows, query = _data(500, 8)
+    table = {f"memory {i}": r for i, r in enumerate(rows)}
+    embedder = TableEmbedder(table)
+    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in table])
+    conn = sqlite3.connect(db_path)
+    # The version just before code pages (migration 4), whatever came before it.
+    before = max(v for v, _ in MIGRATIONS if v < 4)
+    conn.executescript(f"DROP TABLE vector_pages; PRAGMA user_version = {before};")
+    conn.close()
+    with _open(db_path, embedder, 0) as store:
+        assert _texts(store, ALICE, query) == _expected(table, list(table), query, 10)
+
+
+def test_a_small_scope_that_grows_past_the_exact_size_still_finds_the_best(db_path: Path) -> None:
+    rows, query = _data(200, 9)
+    texts = [f"memory {i}" for i in range(200)]
+    table = dict(zip(texts, rows))
+    with _open(db_path, TableEmbedder(table), 100) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in texts[:80]])
+        assert _texts(store, ALICE, query) == _expected(table, texts[:80], query, 10)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in texts[80:]])  # 200 > 100 now
+        assert store._vectors is not None
+        assert all(e.matrix is None for e in store._vectors._entries.values())
+        assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
+
+
+@BOTH
+def test_vectors_of_deferred_and_backfilled_writes_get_codes(
+    db_path: Path, exact_rows: int
+) -> None:
+    rows, query = _data(300, 10)
+    table = {f"memory {i}": r for i, r in enumerate(rows)}
+    embedder = TableEmbedder(table)
+    texts = list(table)
+    with SqliteMemoryStore(db_path) as lexical:  # written without vectors at all
+        lexical.ensure_store(STORE)
+        lexical.add_many(STORE, [TextItem(ALICE, t) for t in texts[:150]])
+    with _open(db_path, embedder, exact_rows) as store:
+        assert store.backfill_vectors(STORE) == 150
+        store.defer_vectors = True
+        for t in texts[150:]:
+            store.add_text(STORE, ALICE, t)  # embedded by the next semantic search
+        assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
+    with _open(db_path, embedder, exact_rows) as fresh:
+        assert _texts(fresh, ALICE, query, 30) == _expected(table, texts, query, 30)
+
+
+def _sorted_top(seqs: Any, rows: Any, query: Any, n: int) -> list[tuple[int, float]]:
+    """The exact scan by sorting every row: score descending, newest first, numbers only."""
+    scores = np.einsum("ij,j->i", rows, query)
+    order = np.lexsort((-seqs, -scores))[: max(n, 0)]
+    order = order[np.isfinite(scores[order])]
+    return list(zip(seqs[order].tolist(), scores[order].tolist()))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 10, 59, 60, 61, 499, 500, 501])
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_exact_top_sorts_only_what_can_make_the_cut_and_equals_sorting_all(
+    n: int, seed: int
+) -> None:
+    """Ties at the cut (duplicated rows, a query orthogonal to many rows), scrambled seqs and,
+    in one case, rows that are not numbers: the same pairs in the same order as a full sort."""
+    rows, query = _data(500, seed)
+    rng = np.random.default_rng(seed)
+    seqs = rng.permutation(5_000)[:500].astype(np.int64)
+    rows[rng.integers(0, 500, 40)] = rows[0]  # many rows tied with one another
+    rows[rng.integers(0, 500, 20)] = 0.0  # many tied at 0
+    if seed == 5:
+        rows[rng.integers(0, 500, 5)] = np.nan
+        rows[7] = np.inf
+    assert exact_top(seqs, rows, query, n) == _sorted_top(seqs, rows, query, n)
