@@ -1,1 +1,5 @@
-"""parsing."""
+"""What a user typed, turned into values: global options moved in front of the command,
+option values converted without pydantic, ``key=value`` maps and ``--since`` selections.
+
+A bottom layer: imports nothing else of the CLI.
+"""

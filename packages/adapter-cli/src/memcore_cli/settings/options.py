@@ -1,22 +1,14 @@
-"""The global options (``memcore [OPTIONS] COMMAND``) and the hook tests use to inject a store.
+"""The global options (``memcore [OPTIONS] COMMAND``).
 
-The bottom of the CLI's module graph: ``scopes``, ``settings``, ``runtime`` and ``state`` all
-read these values, and this module imports none of them. Plain dataclasses rather than attrs:
+The bottom of the CLI's module graph: ``scopes``, ``resolve``, ``runtime`` and ``state`` all
+read these values, and this module imports none of them (the store hook tests use is
+:mod:`memcore_cli.wiring.overrides`). Plain dataclasses rather than attrs:
 it is imported for ``--help``, which must stay import-light.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from memcore.ports import MemoryStore
-    from memcore_cli.settings.resolve import Settings
-
-#: Builds the store for resolved settings; the default opens the backend by entry point.
-StoreFactory = Callable[["Settings"], "MemoryStore"]
 
 #: How data reaches stdout: rich tables, tab-separated lines, or JSON.
 FORMATS = ("table", "plain", "json")
@@ -53,11 +45,3 @@ class GlobalOptions:
             if value is not None:
                 argv += [flag, value]
         return argv
-
-
-@dataclasses.dataclass(frozen=True)
-class Overrides:
-    """Dependencies a caller may inject through ``obj=`` (tests pass a store factory here)."""
-
-    store_factory: StoreFactory | None = None
-    environ: Mapping[str, str] | None = None

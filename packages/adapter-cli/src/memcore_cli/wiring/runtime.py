@@ -16,8 +16,9 @@ from typing import Any
 
 from memcore.ports import MemoryStore
 from memcore.service import MemoryService
-from memcore_cli.settings.options import GlobalOptions, StoreFactory
+from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.settings.resolve import Settings, resolve_settings
+from memcore_cli.wiring.overrides import StoreFactory
 
 _CONFIGURED: Any = object()
 

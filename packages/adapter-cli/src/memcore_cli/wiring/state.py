@@ -13,7 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memcore_cli.settings.options import GlobalOptions, Overrides, StoreFactory
+from memcore_cli.settings.options import GlobalOptions
+from memcore_cli.wiring.overrides import Overrides, StoreFactory
 
 if TYPE_CHECKING:
     from memcore_cli.output.render import Output
