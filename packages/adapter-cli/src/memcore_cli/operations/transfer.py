@@ -20,7 +20,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -135,8 +135,8 @@ def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:
     return ImportRecord(line_no, None, text, scope, {}, None)
 
 
-def _existing_ids(runtime: Runtime) -> set[str]:
-    """Every memory id of the tenant (imports may target any agent or run in it)."""
+def _existing(runtime: Runtime) -> dict[str, Memory]:
+    """Every memory of the tenant by id (imports may target any agent or run in it)."""
     store = runtime.ready_store()
     pattern = runtime.settings.scope.scope.tenant_pattern()
     listing = every_item(
@@ -144,7 +144,7 @@ def _existing_ids(runtime: Runtime) -> set[str]:
             runtime.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
         )
     )
-    return {m.id for m in listing}
+    return {m.id: m for m in listing}
 
 
 def import_memories(
@@ -159,8 +159,9 @@ def import_memories(
     records = read_records(path, target, retarget=retarget, lines=lines)
     report = ImportReport(total=len(records))
     store = runtime.ready_store()
-    known = _existing_ids(runtime)
-    pending = _to_write(runtime, records, known, report)
+    existing = _existing(runtime)
+    known = set(existing)
+    pending = _to_write(records, existing, report)
     bulk = _bulk_writer(store)
     added: list[tuple[Scope, str]] = []
     with output.progress("importing", total=len(records)) as advance:
@@ -195,7 +196,7 @@ def import_memories(
 
 
 def _to_write(
-    runtime: Runtime, records: list[ImportRecord], known: set[str], report: ImportReport
+    records: list[ImportRecord], existing: Mapping[str, Memory], report: ImportReport
 ) -> list[ImportRecord]:
     """The records to write, after checking every id against the tenant (nothing written yet).
 
@@ -209,8 +210,8 @@ def _to_write(
         if record.id is None:
             pending.append(record)
             continue
-        if record.id in known:
-            if not _holds(runtime, record):
+        if record.id in existing:
+            if not _holds(existing[record.id], record):
                 raise Conflict(
                     f"line {record.line}: id {record.id!r} already names another memory of "
                     "this tenant (its text or scope differs); nothing was imported",
@@ -236,12 +237,15 @@ def _to_write(
 
 def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> int:
     """Delete what this import added, newest first, so a failed import leaves nothing; how
-    many the store refused to delete (the error that stopped the import is the one reported)."""
-    store = runtime.ready_store()
+    many the store refused to delete (the error that stopped the import is the one reported).
+    Each goes through the service from the scope it was written to, so the tenant check
+    applies to an import's undo as to any ``forget``."""
+    service = runtime.service()
     left = 0
     for scope, memory_id in reversed(added):
         try:
-            store.delete_memory(runtime.store_name, scope, memory_id)
+            service.switch_scope(scope)
+            service.forget(memory_id)
         except NotFound:
             pass
         except MemcoreError:
@@ -249,14 +253,10 @@ def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> int:
     return left
 
 
-def _holds(runtime: Runtime, record: ImportRecord) -> bool:
-    """True when the record's id is already in its scope with the same text."""
-    assert record.id is not None
-    try:
-        found = runtime.ready_store().get_memory(runtime.store_name, record.scope, record.id)
-    except NotFound:
-        return False
-    return found.text.strip() == record.text.strip()
+def _holds(found: Memory, record: ImportRecord) -> bool:
+    """True when ``found`` (the tenant's memory under the record's id, from the listing the
+    import starts with) is in the record's scope with the same text."""
+    return found.scope == record.scope and found.text.strip() == record.text.strip()
 
 
 def _account(
