@@ -69,6 +69,27 @@ def test_every_public_name_of_the_package_resolves_to_its_module() -> None:
         memcore.NoSuchName  # noqa: B018
 
 
+def test_the_type_checkers_names_are_the_runtime_names() -> None:
+    """``memcore/__init__.py`` states its public names twice: imports for type checkers
+    (which do not run ``__getattr__``) and ``_FROM`` for the lazy runtime; they must agree."""
+    import ast
+
+    import memcore
+
+    tree = ast.parse(Path(memcore.__file__).read_text(encoding="utf-8"))
+    [block] = [n for n in tree.body if isinstance(n, ast.If)]
+    static: dict[str, tuple[str, str]] = {}
+    for node in block.body:
+        if isinstance(node, ast.ImportFrom) and node.module != "memcore":
+            for alias in node.names:
+                static[alias.asname or alias.name] = (str(node.module), alias.name)
+        elif isinstance(node, ast.Assign):  # MemoryUnit = _values.Memory
+            [target] = node.targets
+            assert isinstance(target, ast.Name) and isinstance(node.value, ast.Attribute)
+            static[target.id] = ("memcore.values", node.value.attr)
+    assert static == memcore._EXPORTS
+
+
 def test_the_errors_module_loads_without_the_rest_of_the_core() -> None:
     """Hosts catch ``memcore.errors`` everywhere; importing it must not pull in cattrs."""
     code = (
