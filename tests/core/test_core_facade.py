@@ -156,3 +156,29 @@ def test_async_memory_does_not_block_the_event_loop() -> None:
         return events
 
     assert asyncio.run(scenario()) == ["tick", "search"]
+
+
+def test_async_iter_all_pages_in_a_worker_thread_like_the_sync_one() -> None:
+    """The same memories in the same order as ``Memory.iter_all``, and no page is fetched
+    on the event loop's thread."""
+    import threading
+
+    callers: list[threading.Thread] = []
+
+    class WatchedStore(InMemoryMemoryStore):
+        def list_memories(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            callers.append(threading.current_thread())
+            return super().list_memories(*args, **kwargs)
+
+    sync = memcore.Memory(WatchedStore())
+    for i in range(5):
+        sync.add(text=f"The user likes tea number {i}")
+    expected = [m.id for m in sync.iter_all(page_size=2)]
+    callers.clear()
+
+    async def scenario() -> list[str]:
+        mem = memcore.AsyncMemory(sync)
+        return [m.id async for m in mem.iter_all(page_size=2)]
+
+    assert asyncio.run(scenario()) == expected and len(expected) == 5
+    assert len(callers) == 3 and threading.main_thread() not in callers

@@ -145,10 +145,10 @@ def test_async_memory_has_exactly_the_sync_surface() -> None:
 
 
 def test_async_memory_methods_are_derived_from_the_sync_declaration() -> None:
-    """One declaration: each awaited twin (but the async generator) wraps the very sync
-    method and carries its docstring, so a change to ``Memory`` reaches ``AsyncMemory``."""
+    """One declaration: each twin wraps the very sync method and carries its docstring,
+    so a change to ``Memory`` reaches ``AsyncMemory``."""
     for name, member in _public(Memory).items():
-        if isinstance(member, property) or name == "iter_all":
+        if isinstance(member, property):
             continue
         sync_fn = getattr(member, "__func__", member)
         twin = getattr(AsyncMemory, name)
