@@ -182,3 +182,19 @@ def test_async_iter_all_pages_in_a_worker_thread_like_the_sync_one() -> None:
 
     assert asyncio.run(scenario()) == expected and len(expected) == 5
     assert len(callers) == 3 and threading.main_thread() not in callers
+
+
+def test_every_error_class_is_exported_by_the_errors_module() -> None:
+    import inspect
+
+    from memcore import errors
+
+    defined = {
+        name
+        for name, value in vars(errors).items()
+        if inspect.isclass(value)
+        and issubclass(value, errors.MemcoreError)
+        and value.__module__ == errors.__name__
+    }
+    assert defined == set(errors.__all__)
+    assert defined <= set(memcore.__all__)
