@@ -39,6 +39,22 @@ def test_import_contracts_hold() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
+def test_the_core_has_no_import_cycle() -> None:
+    """The layers contract orders the core's modules; this also covers the modules that share
+    a layer and those inside its folders (dream, ports, testing)."""
+    grimp = pytest.importorskip("grimp")  # import-linter's own graph library
+
+    graph = grimp.build_graph("memcore")
+    cycles = sorted(
+        (importer, imported)
+        for importer in graph.modules
+        if importer != "memcore"  # the package's lazy re-exports are for type checkers only
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if graph.chain_exists(importer=imported, imported=importer)
+    )
+    assert cycles == []
+
+
 def test_importing_the_core_loads_no_adapter_sdk_or_io_library() -> None:
     code = (
         "import sys, json, memcore, memcore.testing, memcore.testing.contract;"
