@@ -2,9 +2,13 @@
 
 The names below load on first use (PEP 562): a host that needs only ``memcore.errors`` or
 ``memcore.config`` (a plugin's status check, a CLI's ``--help``) does not pay for the rest.
+Only :mod:`memcore.errors`, which imports nothing, loads with the package: it lists the error
+names once.
 """
 
 from typing import TYPE_CHECKING, Any
+
+from memcore import errors as _errors
 
 if TYPE_CHECKING:
     # For type checkers, which do not run __getattr__; a test keeps it equal to _FROM.
@@ -71,21 +75,8 @@ _FROM: dict[str, tuple[str, ...]] = {
     "memcore.async_facade": ("AsyncMemory",),
     "memcore.config": ("MemcoreConfig", "dump_config", "merge_config", "parse_config"),
     "memcore.discovery": ("installed_backends", "open_store"),
-    "memcore.errors": (
-        "ConfigError",
-        "Conflict",
-        "InvalidInput",
-        "MemcoreError",
-        "NotFound",
-        "OutcomeUnknown",
-        "PermissionDenied",
-        "ProtocolError",
-        "StoreClosed",
-        "StoreCorrupted",
-        "Throttled",
-        "Unavailable",
-        "Unsupported",
-    ),
+    # Every error class, as memcore.errors lists them (a small module without imports).
+    "memcore.errors": tuple(_errors.__all__),
     "memcore.facade": ("Memory",),
     "memcore.outbox": ("OutboxEntry",),
     "memcore.policies": (
