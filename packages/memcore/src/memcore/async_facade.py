@@ -4,27 +4,27 @@ Every method awaits the matching :class:`memcore.Memory` method in a worker thre
 limits, the scope policy, the per-call identity and the backend behave exactly as in the sync
 facade, and the event loop never blocks on SQLite, the embedder or the network. The methods
 are derived from the sync ones (:func:`_off_loop`): one declaration, whose signature mypy and
-``help()`` see on both classes, so the two cannot drift apart. Only ``iter_all`` (an async
-generator, a page per worker-thread call) and the properties are written here.
+``help()`` see on both classes, so the two cannot drift apart. Only the properties are
+written here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Coroutine
+import itertools
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from memcore.facade import Memory
-from memcore.paging import pages
 from memcore.scope import Scope
 from memcore.service import MemoryService
-from memcore.values import Memory as MemoryUnit
-from memcore.values import Page
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 def _twin(method: Callable[..., object], run: Callable[..., object], how: str) -> None:
@@ -50,6 +50,31 @@ def _off_loop(
 
     _twin(method, run, ":meth:`Memory.{name}`, awaited: it runs in a worker thread.")
     return run
+
+
+def _items_off_loop(
+    method: Callable[Concatenate[Memory, P], Iterator[T]],
+) -> Callable[Concatenate[AsyncMemory, P], AsyncIterator[T]]:
+    """The async-iterator twin of a :class:`Memory` method that returns an iterator over
+    pages: the sync iterator (with its paging guards), ``page_size`` items per worker-thread
+    call, so a page is fetched in the thread and never on the event loop."""
+    name = method.__name__
+
+    async def run(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
+        call = cast(Callable[P, Iterator[T]], getattr(self.sync, name))
+        items = await asyncio.to_thread(call, *args, **kwargs)
+        size = kwargs.get("page_size", 100)
+        batch = size if isinstance(size, int) and size > 0 else 100
+        while chunk := await asyncio.to_thread(_take, items, batch):
+            for item in chunk:
+                yield item
+
+    _twin(method, run, ":meth:`Memory.{name}` as an async iterator: pages load in a worker thread.")
+    return run
+
+
+def _take(items: Iterator[T], n: int) -> builtins.list[T]:
+    return builtins.list(itertools.islice(items, n))
 
 
 def _same(method: Callable[Concatenate[Memory, P], R]) -> Callable[Concatenate[AsyncMemory, P], R]:
@@ -122,36 +147,7 @@ class AsyncMemory:
     search = _off_loop(Memory.search)
     list = _off_loop(Memory.list)
 
-    async def iter_all(
-        self,
-        *,
-        page_size: int = 100,
-        all_versions: bool = False,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> AsyncIterator[MemoryUnit]:
-        """Every memory :meth:`list` would show: the sync listing (with its paging guards),
-        a page per worker-thread call.
-
-        >>> texts = [m.text async for m in mem.iter_all(user_id="alice")]        # doctest: +SKIP
-        """
-        memory = self.sync
-
-        def fetch(token: str | None) -> Page[MemoryUnit]:
-            return memory.list(
-                limit=page_size,
-                next_token=token,
-                all_versions=all_versions,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
-            )
-
-        listing = pages(fetch)
-        while (page := await asyncio.to_thread(next, listing, None)) is not None:
-            for item in page.items:
-                yield item
+    iter_all = _items_off_loop(Memory.iter_all)
 
     get = _off_loop(Memory.get)
     history = _off_loop(Memory.history)

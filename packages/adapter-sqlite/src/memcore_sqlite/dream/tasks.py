@@ -59,7 +59,7 @@ class DreamTasks(DreamApplier):
 
     #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
     LOCAL_DREAM = True
-    #: A model that checks or makes plans (see :mod:`memcore.dream.review`); None: rules only.
+    #: A model that checks or makes plans (see :class:`memcore.ports.DreamReviewer`); None: rules only.
     dream_reviewer: DreamReviewer | None = None
 
     # -- values -------------------------------------------------------------------------

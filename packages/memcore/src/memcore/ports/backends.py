@@ -12,6 +12,9 @@ from memcore.ports.store import MemoryStore, ProgressCallback
 
 
 class BackendFactory(Protocol):
+    """What an adapter registers in the ``memcore.backends`` entry-point group
+    (:mod:`memcore.discovery` finds it by name): a store for a configuration."""
+
     def __call__(self, config: MemcoreConfig, /, **options: Any) -> MemoryStore: ...
 
 

@@ -208,4 +208,6 @@ class DreamUndo(Protocol):
 
 
 class ProgressCallback(Protocol):
+    """Hears one line of progress during a long wait (a new store's index, a new instance)."""
+
     def __call__(self, message: str) -> None: ...
