@@ -144,6 +144,18 @@ def test_async_memory_has_exactly_the_sync_surface() -> None:
         assert awaited == (name != "scope_for"), name
 
 
+def test_async_memory_methods_are_derived_from_the_sync_declaration() -> None:
+    """One declaration: each awaited twin (but the async generator) wraps the very sync
+    method and carries its docstring, so a change to ``Memory`` reaches ``AsyncMemory``."""
+    for name, member in _public(Memory).items():
+        if isinstance(member, property) or name == "iter_all":
+            continue
+        sync_fn = getattr(member, "__func__", member)
+        twin = getattr(AsyncMemory, name)
+        assert inspect.unwrap(getattr(twin, "__func__", twin)) is sync_fn, name
+        assert inspect.getdoc(sync_fn) in (inspect.getdoc(twin) or ""), name
+
+
 def test_every_public_method_has_a_docstring_with_an_example() -> None:
     for cls in (Memory, AsyncMemory):
         for name, member in _public(cls).items():

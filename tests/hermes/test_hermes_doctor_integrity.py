@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memcore.ports import OutboxEntry
+from memcore.outbox import OutboxEntry
 from memcore.scope import Scope
 from memcore_hermes.doctor import run_doctor
 from memcore_hermes.home import HermesHome

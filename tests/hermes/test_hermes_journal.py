@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcore.errors import Unavailable
-from memcore.ports import OutboxEntry
+from memcore.outbox import OutboxEntry
 from memcore_hermes import journal as journal_mod
 from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
 from memcore_hermes.spool import SpoolLimits, SqliteOutbox
@@ -88,7 +88,7 @@ def test_stats_count_what_is_still_in_the_journal(tmp_path: Path) -> None:
 
 _PRELUDE = """
 import os, signal, sys
-from memcore.ports import OutboxEntry
+from memcore.outbox import OutboxEntry
 from memcore_hermes.spool import SqliteOutbox
 def entry(key, payload="{}"):
     return OutboxEntry(key=key, kind="messages", payload=payload, created_at=0.0, next_attempt_at=0.0)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcore.errors import Unavailable
-from memcore.ports import Outbox, OutboxEntry
+from memcore.outbox import OutboxEntry
 from memcore_hermes.spool import SpoolLimits, SqliteOutbox
 
 
@@ -23,12 +23,6 @@ def spool(tmp_path: Path) -> SqliteOutbox:
     s = SqliteOutbox(tmp_path / "spool.sqlite3")
     yield s
     s.close()
-
-
-def test_spool_implements_the_outbox_port(spool: SqliteOutbox) -> None:
-    port: Outbox = spool  # checked statically; and every port method is really there
-    for name in ("put", "due", "ack", "retry_later", "stats", "close"):
-        assert callable(getattr(port, name))
 
 
 def test_put_keeps_order_and_refuses_a_duplicate_key(spool: SqliteOutbox) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.ports import OutboxEntry
+from memcore.outbox import OutboxEntry
 from memcore_hermes.journal import Journal, journal_glob
 from memcore_hermes.spool import SqliteOutbox
 from memcore_hermes.spool_connection import encode_entry

@@ -72,7 +72,7 @@ def test_a_text_write_applied_but_unanswered_is_sent_once(
 def test_a_held_entry_is_not_taken_even_by_a_forced_flush(tmp_path: Path) -> None:
     """After an answer that never came, the entry waits until its request can no longer be
     landing; a forced pass does not override that."""
-    from memcore.ports import OutboxEntry
+    from memcore.outbox import OutboxEntry
     from memcore_hermes.spool import SqliteOutbox
 
     spool = SqliteOutbox(tmp_path / "spool.sqlite3")

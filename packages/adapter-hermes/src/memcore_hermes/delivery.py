@@ -27,8 +27,9 @@ from memcore.errors import (
     Unavailable,
     Unsupported,
 )
+from memcore.outbox import OutboxEntry
 from memcore.paging import pages
-from memcore.ports import MemoryStore, OutboxEntry
+from memcore.ports import MemoryStore
 from memcore.service import BUILTIN_SOURCE, MemoryService
 from memcore_hermes.entries import MessagesWrite, MirrorWrite, TextWrite, Write, decode
 from memcore_hermes.spool import SqliteOutbox, new_owner

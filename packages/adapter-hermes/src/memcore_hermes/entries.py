@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from memcore.errors import InvalidInput
-from memcore.ports import OutboxEntry
+from memcore.outbox import OutboxEntry
 from memcore.scope import Scope
 from memcore.values import Message
 

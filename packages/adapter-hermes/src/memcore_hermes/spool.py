@@ -1,4 +1,4 @@
-"""A durable, bounded SQLite spool implementing the core's ``Outbox`` port.
+"""A durable, bounded SQLite spool: the Hermes plugin's outbox of writes not yet acknowledged.
 
 Every write the agent makes lands here before any network call, so a backend outage or a
 crash loses nothing: an entry leaves only when the backend acknowledged it. When a bound is
@@ -21,7 +21,7 @@ import attrs
 
 from memcore.errors import Unavailable
 from memcore.limits import utf8_len
-from memcore.ports import OutboxEntry, OutboxStats
+from memcore.outbox import OutboxEntry, OutboxStats
 from memcore_hermes.spool_connection import (
     INSERT_ROW,
     OUTBOX_COLUMNS,

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from memcore.limits import utf8_len
-from memcore.ports import OutboxEntry
+from memcore.outbox import OutboxEntry
 from memcore_hermes.journal import HEADER_BYTES, Journal, journal_glob
 from memcore_sqlite.file_modes import FILE_MODE, make_home
 from memcore_sqlite.sqlite_errors import SQLITE_CORRUPT, SQLITE_NOTADB, primary_code

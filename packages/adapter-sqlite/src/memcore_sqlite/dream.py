@@ -26,9 +26,9 @@ from memcore.dream import (
     decide,
     plan,
 )
-from memcore.dream.review import DreamReviewer
 from memcore.errors import InvalidInput, MemcoreError, NotFound
 from memcore.paging import decode_token, page
+from memcore.ports import DreamReviewer
 from memcore.scope import ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
 from memcore_sqlite import dream_inputs, search

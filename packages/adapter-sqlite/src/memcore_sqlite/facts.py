@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from memcore import limits
+from memcore.ports import FactExtractor
 from memcore.scope import Scope
 from memcore.values import Message, WriteReceipt
 from memcore_sqlite.rows import check_scope
 from memcore_sqlite.writes import MemoryWrites
 
 
-class Extractor(Protocol):
-    def extract(self, messages: Sequence[Message]) -> list[str] | None: ...
-
-
 class FactWrites(MemoryWrites):
     #: Set by :func:`memcore_sqlite.model.attach_model`; None stores turns as they are.
-    extractor: Extractor | None = None
+    extractor: FactExtractor | None = None
 
     def add_messages(
         self,

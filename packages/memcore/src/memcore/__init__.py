@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Unsupported,
     )
     from memcore.facade import Memory
+    from memcore.outbox import OutboxEntry
     from memcore.policies import (
         AgentRead,
         ExactSessionWrite,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
         TenantRead,
         WritePolicy,
     )
-    from memcore.ports import Embedder, MemoryStore, Outbox, OutboxEntry, Provisioner
+    from memcore.ports import Embedder, MemoryStore, Provisioner
     from memcore.scope import (
         Scope,
         ScopePattern,
@@ -105,10 +106,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "WritePolicy",
         )
     },
-    **{
-        name: ("memcore.ports", name)
-        for name in ("Embedder", "MemoryStore", "Outbox", "OutboxEntry", "Provisioner")
-    },
+    "OutboxEntry": ("memcore.outbox", "OutboxEntry"),
+    **{name: ("memcore.ports", name) for name in ("Embedder", "MemoryStore", "Provisioner")},
     **{
         name: ("memcore.scope", name)
         for name in (
@@ -161,7 +160,6 @@ __all__ = [
     "Message",
     "NotFound",
     "OutcomeUnknown",
-    "Outbox",
     "OutboxEntry",
     "Page",
     "PermissionDenied",

@@ -1,15 +1,14 @@
-"""The ports: what the core needs from the outside world, as ``typing.Protocol``.
+"""The Memory Store port: the whole store surface an adapter implements, and the undo
+extension a local store adds.
 
-Adapters implement these; the core and its fake never import an adapter. An adapter that
-lacks an operation raises :class:`memcore.errors.Unsupported` rather than pretending.
+An adapter that lacks an operation raises :class:`memcore.errors.Unsupported` rather than
+pretending.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
-
-import attrs
 
 from memcore.scope import Scope, ScopePattern
 from memcore.values import (
@@ -208,79 +207,5 @@ class DreamUndo(Protocol):
     def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction: ...
 
 
-@attrs.frozen
-class InstanceFacts:
-    """Where a provisioned backend instance answers."""
-
-    instance_name: str
-    endpoint: str
-    region: str
-    created: bool = False
-
-
-class Provisioner(Protocol):
-    """Makes sure a backend instance exists (first-run bootstrap) and says how to reach it."""
-
-    def ensure_instance(self, *, progress: ProgressCallback | None = None) -> InstanceFacts: ...
-
-
 class ProgressCallback(Protocol):
     def __call__(self, message: str) -> None: ...
-
-
-class Embedder(Protocol):
-    """Turns text into unit-length vectors; used by local stores for semantic search."""
-
-    @property
-    def dimension(self) -> int: ...
-
-    @property
-    def name(self) -> str: ...
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, each of length :attr:`dimension`."""
-        ...
-
-
-@attrs.frozen
-class OutboxEntry:
-    """A write waiting to be acknowledged; ``key`` makes its replay idempotent."""
-
-    key: str
-    kind: str
-    payload: str
-    attempts: int = 0
-    created_at: float = 0.0
-    next_attempt_at: float = 0.0
-    last_error: str | None = None
-
-
-@attrs.frozen
-class OutboxStats:
-    depth: int
-    bytes: int
-    oldest_age_s: float | None
-    dropped_full: int = 0
-    last_error: str | None = None
-
-
-class Outbox(Protocol):
-    """A durable queue of writes that are not yet acknowledged by the backend.
-
-    ``put`` returns only once the entry is durable; an entry leaves only through ``ack``.
-    A full outbox refuses with :class:`memcore.errors.Unavailable` rather than dropping.
-    """
-
-    def put(self, entry: OutboxEntry) -> bool:
-        """Store ``entry``; False when an entry with the same key is already queued."""
-        ...
-
-    def due(self, now: float, *, limit: int = 50) -> list[OutboxEntry]: ...
-
-    def ack(self, key: str) -> None: ...
-
-    def retry_later(self, key: str, *, next_attempt_at: float, error: str) -> None: ...
-
-    def stats(self, now: float) -> OutboxStats: ...
-
-    def close(self) -> None: ...
