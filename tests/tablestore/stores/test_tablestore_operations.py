@@ -67,3 +67,21 @@ def test_the_client_the_decoders_and_the_emulator_name_the_same_apis() -> None:
     assert set(APIS) == set(answers.DECODERS) == set(TABLE)
     assert set(READ_ONLY) < set(APIS)
     assert all(api.startswith(("Get", "List", "Search")) for api in READ_ONLY)
+
+
+def test_max_connections_sizes_the_sync_pool_and_none_keeps_the_sdks_default() -> None:
+    from tablestore import OTSClient
+
+    from memcore_tablestore.credentials import Credentials
+
+    def pool_size(**options: int) -> int:
+        store = TableStoreMemoryStore(
+            "http://127.0.0.1:9", "inst", Credentials("a", "b"), **options
+        )
+        try:
+            return int(store._client.connection.pool.connection_pool_kw["maxsize"])
+        finally:
+            store.close()
+
+    assert pool_size(max_connections=7) == 7
+    assert pool_size() == OTSClient.DEFAULT_MAX_CONNECTION

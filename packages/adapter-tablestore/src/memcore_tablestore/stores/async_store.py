@@ -15,10 +15,9 @@ import tenacity
 
 from memcore.errors import MemcoreError
 from memcore_tablestore.client import agent_storage
-from memcore_tablestore.client.driver import CONNECT_TIMEOUT, classify, settle
+from memcore_tablestore.client.driver import classify, settle
 from memcore_tablestore.client.error_map import Failure
 from memcore_tablestore.client.retry import retry_arguments
-from memcore_tablestore.credentials import ApiKey, Credentials
 from memcore_tablestore.protocol.apis import SDK_METHODS
 from memcore_tablestore.protocol.plans import Call, Pause, Plan
 from memcore_tablestore.stores.base import BaseStore
@@ -35,35 +34,13 @@ class AsyncTableStoreMemoryStore(BaseStore):
 
     awaits: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        endpoint: str,
-        instance_name: str,
-        credentials: Credentials | ApiKey,
-        *,
-        timeout: float = 30.0,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        region: str | None = None,
-        retry: bool = True,
-        auto_create: bool = True,
-        ready_timeout: float = 180.0,
-        max_connections: int = 100,
-    ) -> None:
+    def _connect(self, max_connections: int | None) -> Any:
         from tablestore import AsyncOTSClient
 
-        super().__init__(
-            endpoint,
-            instance_name,
-            credentials,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            region=region,
-            retry=retry,
-            auto_create=auto_create,
-            ready_timeout=ready_timeout,
-        )
-        self._client = self._settings.client(
-            AsyncOTSClient, asynchronous=True, max_connection=max_connections
+        return self._settings.client(
+            AsyncOTSClient,
+            asynchronous=True,
+            max_connection=100 if max_connections is None else max_connections,
         )
 
     # -- driving plans ------------------------------------------------------------------

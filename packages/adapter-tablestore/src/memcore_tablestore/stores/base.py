@@ -15,7 +15,7 @@ from types import MethodType
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from memcore.errors import MemcoreError
-from memcore_tablestore.client.driver import Settings, make_plans
+from memcore_tablestore.client.driver import CONNECT_TIMEOUT, Settings, make_plans
 from memcore_tablestore.client.error_map import Failure
 from memcore_tablestore.client.retry import first_backoff, should_retry
 from memcore_tablestore.credentials import ApiKey, Credentials
@@ -80,13 +80,16 @@ class Operation(Generic[P, T]):
 
 
 class BaseStore:
-    """Settings, plans and the operations of :class:`memcore.ports.MemoryStore`.
+    """The constructor, settings, plans and the operations of
+    :class:`memcore.ports.MemoryStore`; a twin adds ``_connect`` (its SDK client), ``_run``
+    (drive one plan) and ``close``.
 
     ``timeout`` bounds each socket operation and the whole retry sequence of one call;
     ``connect_timeout`` bounds opening a connection, and retrying an endpoint that cannot be
     reached at all (the error then names it). ``retry=False`` turns retries off (the first
-    failure is raised). ``auto_create`` lets ``ensure_store`` create a missing store and
-    ``ready_timeout`` bounds the wait for a new store's index.
+    failure is raised). ``auto_create`` lets ``ensure_store`` create a missing store;
+    ``ready_timeout`` bounds the wait for a new store's index. ``max_connections`` sizes the
+    connection pool (None: the SDK's default for the sync client, 100 for the async one).
     """
 
     #: Whether the operations are coroutines (the store's ``_run`` is).
@@ -98,12 +101,13 @@ class BaseStore:
         instance_name: str,
         credentials: Credentials | ApiKey,
         *,
-        timeout: float,
-        connect_timeout: float,
-        region: str | None,
-        retry: bool,
-        auto_create: bool,
-        ready_timeout: float,
+        timeout: float = 30.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        region: str | None = None,
+        retry: bool = True,
+        auto_create: bool = True,
+        ready_timeout: float = 180.0,
+        max_connections: int | None = None,
     ) -> None:
         self._settings = Settings(
             endpoint,
@@ -116,6 +120,11 @@ class BaseStore:
         )
         self._plans = make_plans(auto_create=auto_create, ready_timeout=ready_timeout)
         self._closed = False
+        self._client = self._connect(max_connections)
+
+    def _connect(self, max_connections: int | None) -> Any:
+        """The SDK client the twin sends its calls with."""
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._settings!r})"

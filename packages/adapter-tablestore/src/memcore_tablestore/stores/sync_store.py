@@ -10,10 +10,9 @@ import tenacity
 from memcore.errors import MemcoreError
 from memcore.ports import MemoryStore
 from memcore_tablestore.client import agent_storage
-from memcore_tablestore.client.driver import CONNECT_TIMEOUT, classify, settle
+from memcore_tablestore.client.driver import classify, settle
 from memcore_tablestore.client.error_map import Failure
 from memcore_tablestore.client.retry import retry_arguments
-from memcore_tablestore.credentials import ApiKey, Credentials
 from memcore_tablestore.protocol.apis import SDK_METHODS
 from memcore_tablestore.protocol.plans import Call, Pause, Plan
 from memcore_tablestore.stores.base import BaseStore
@@ -24,41 +23,16 @@ T = TypeVar("T")
 class TableStoreMemoryStore(BaseStore):
     """Memory Store over ``tablestore.OTSClient`` (HTTP JSON, signed, pooled connections), or
     over the vendor's ``tablestore-agent-storage`` client when ``credentials`` is an
-    :class:`ApiKey` (HTTPS only, plain HTTP to loopback only).
-
-    ``timeout`` bounds each socket operation and the whole retry sequence of one call;
-    ``connect_timeout`` bounds opening a connection, and retrying an endpoint that cannot be
-    reached at all (the error then names it).
-    ``retry=False`` turns retries off (the first failure is raised).
+    :class:`ApiKey` (HTTPS only, plain HTTP to loopback only). The constructor's parameters
+    are :class:`~memcore_tablestore.stores.base.BaseStore`'s.
     """
 
-    def __init__(
-        self,
-        endpoint: str,
-        instance_name: str,
-        credentials: Credentials | ApiKey,
-        *,
-        timeout: float = 30.0,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        region: str | None = None,
-        retry: bool = True,
-        auto_create: bool = True,
-        ready_timeout: float = 180.0,
-    ) -> None:
+    def _connect(self, max_connections: int | None) -> Any:
         from tablestore import OTSClient
 
-        super().__init__(
-            endpoint,
-            instance_name,
-            credentials,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            region=region,
-            retry=retry,
-            auto_create=auto_create,
-            ready_timeout=ready_timeout,
-        )
-        self._client = self._settings.client(OTSClient)
+        if max_connections is None:
+            return self._settings.client(OTSClient)
+        return self._settings.client(OTSClient, max_connection=max_connections)
 
     # -- driving plans ------------------------------------------------------------------
     def _run(self, plan: Plan[T]) -> T:
