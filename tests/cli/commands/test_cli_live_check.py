@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from memcore_tablestore.live_check import READ_ONLY
+from memcore_tablestore.protocol.apis import READ_ONLY
 
 
 def test_doctor_live_checks_every_read_only_api(emulator_fake_cli, tmp_path):

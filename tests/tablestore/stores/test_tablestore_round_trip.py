@@ -11,10 +11,10 @@ from typing import Any
 from memcore.scope import Scope
 from memcore.testing import InMemoryMemoryStore
 from memcore.values import Message
-from memcore_tablestore.client.driver import SDK_METHODS
 from memcore_tablestore.credentials import ApiKey
 from memcore_tablestore.emulator import EmulatorServer
 from memcore_tablestore.emulator.shapes import shape_mismatches
+from memcore_tablestore.protocol.apis import SDK_METHODS
 from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
 from memcore_tablestore.testing import running_emulator, store_for
 

@@ -13,7 +13,7 @@ repository's ``pyproject.toml``)::
     live_check.py   ``memcore doctor --live``: the read-only APIs against a real store
     client/         the vendor SDK clients, one attempt's errors, retry and backoff
     emulator/       a loopback Memory Store and control plane the unmodified SDK talks to
-    protocol/       sans-IO: plans, request bodies, answer decoders
+    protocol/       sans-IO: the API list, plans, request bodies, answer decoders
     credentials.py  API key or access key pair, never shown
 """
 

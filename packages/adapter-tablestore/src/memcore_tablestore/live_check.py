@@ -21,23 +21,6 @@ from memcore.scope import Scope, ScopePattern
 from memcore_tablestore.protocol import answers
 from memcore_tablestore.protocol.answer_fields import scope_to_wire
 
-#: The APIs that change nothing; the only ones the live check calls.
-READ_ONLY = (
-    "ListMemoryStores",
-    "GetMemoryStore",
-    "SearchMemories",
-    "ListMemories",
-    "GetMemory",
-    "ListMemoryStoreMessages",
-    "ListMemoryStoreRequests",
-    "ListMemoryStoreScopes",
-    "ListMemoryTasks",
-    "GetMemoryTask",
-    "ListMemoryDreamTasks",
-    "GetMemoryDreamTask",
-    "ListMemoryDreamActions",
-)
-
 
 @attrs.frozen
 class ApiCheck:

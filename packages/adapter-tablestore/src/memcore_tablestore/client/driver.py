@@ -12,37 +12,12 @@ from memcore_tablestore.client import agent_storage
 from memcore_tablestore.client.error_map import Failure, failure_from_exception
 from memcore_tablestore.credentials import ApiKey, Credentials
 from memcore_tablestore.protocol import wire
+from memcore_tablestore.protocol.apis import SDK_METHODS
 from memcore_tablestore.protocol.plans import Call, Plans
 
 _ENDPOINT = re.compile(r"https?://[^\s/]+/?")
 #: How long to keep trying to open a connection before saying the endpoint is unreachable.
 CONNECT_TIMEOUT = 3.0
-
-#: API name -> the SDK method that sends it (the same names on OTSClient and AsyncOTSClient).
-SDK_METHODS = {
-    "ListMemoryStores": "list_memory_stores",
-    "GetMemoryStore": "get_memory_store",
-    "CreateMemoryStore": "create_memory_store",
-    "UpdateMemoryStore": "update_memory_store",
-    "DeleteMemoryStore": "delete_memory_store",
-    "AddMemories": "add_memories",
-    "SearchMemories": "search_memories",
-    "ListMemories": "list_memories",
-    "GetMemory": "get_memory",
-    "UpdateMemory": "update_memory",
-    "DeleteMemory": "delete_memory",
-    "ListMemoryStoreMessages": "list_memory_store_messages",
-    "ListMemoryStoreRequests": "list_memory_store_requests",
-    "ListMemoryStoreScopes": "list_memory_store_scopes",
-    "GetMemoryTask": "get_memory_task",
-    "ListMemoryTasks": "list_memory_tasks",
-    "CreateMemoryDreamTask": "create_memory_dream_task",
-    "GetMemoryDreamTask": "get_memory_dream_task",
-    "ListMemoryDreamTasks": "list_memory_dream_tasks",
-    "CancelMemoryDreamTask": "cancel_memory_dream_task",
-    "ListMemoryDreamActions": "list_memory_dream_actions",
-    "ApplyMemoryDreamActions": "apply_memory_dream_actions",
-}
 
 #: The first ``tablestore`` release with the Memory Store API.
 MIN_SDK = "6.4.7"

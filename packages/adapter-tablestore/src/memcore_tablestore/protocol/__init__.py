@@ -1,6 +1,6 @@
 """The Memory Store protocol, without I/O: what each operation sends and how each answer reads.
 
-``plans`` writes each port operation as a generator of
+``apis`` lists the service's APIs, ``plans`` writes each port operation as a generator of
 calls, ``bodies`` builds request bodies, ``answers`` (through ``answer_fields``) decodes the
 answers and ``wire`` removes their envelope. Both stores run the same plans.
 

@@ -33,6 +33,7 @@ from memcore.values import (
     WriteReceipt,
 )
 from memcore_tablestore.protocol import answers, bodies, wire
+from memcore_tablestore.protocol.apis import READ_ONLY
 
 T = TypeVar("T")
 
@@ -438,31 +439,10 @@ class Plans:
         answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)
         return answers.applied(answer)
 
-
-#: The port's method names; both stores expose exactly these, driven from :class:`Plans`.
-OPERATIONS = (
-    "ensure_store",
-    "describe_store",
-    "list_stores",
-    "create_store",
-    "update_store",
-    "delete_store",
-    "add_text",
-    "add_messages",
-    "search",
-    "list_memories",
-    "get_memory",
-    "update_memory",
-    "delete_memory",
-    "list_messages",
-    "list_requests",
-    "list_scopes",
-    "get_task",
-    "list_tasks",
-    "create_dream_task",
-    "get_dream_task",
-    "list_dream_tasks",
-    "cancel_dream_task",
-    "list_dream_actions",
-    "apply_dream_actions",
-)
+    # -- the live check -----------------------------------------------------------------
+    def call_read_only(self, api: str, body: Mapping[str, Any]) -> Plan[dict[str, Any]]:
+        """One read-only API call, answered as the service sent it (for ``doctor --live``)."""
+        if api not in READ_ONLY:
+            raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
+        answer: dict[str, Any] = yield Call(api, dict(body))
+        return answer

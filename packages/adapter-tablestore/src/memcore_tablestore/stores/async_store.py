@@ -1,95 +1,58 @@
 """``AsyncTableStoreMemoryStore``: the same operations over ``AsyncOTSClient`` (aiohttp).
 
-Only the driver differs from :class:`TableStoreMemoryStore`; the requests, the parsing and
-the retry rules come from the same :mod:`memcore_tablestore.protocol.plans`.
+Only the sending and the waiting differ from :class:`TableStoreMemoryStore`; the operations,
+requests, parsing and retry rules come from :mod:`memcore_tablestore.stores.base` and
+:mod:`memcore_tablestore.protocol.plans`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
-from typing import Any
+from typing import Any, ClassVar, TypeVar, cast
 
 import tenacity
 
-from memcore.errors import InvalidInput, MemcoreError
+from memcore.errors import MemcoreError
 from memcore_tablestore.client import agent_storage
-from memcore_tablestore.client.driver import (
-    CONNECT_TIMEOUT,
-    SDK_METHODS,
-    Settings,
-    classify,
-    make_plans,
-    settle,
-)
+from memcore_tablestore.client.driver import classify, settle
 from memcore_tablestore.client.error_map import Failure
-from memcore_tablestore.client.retry import first_backoff, retry_arguments, should_retry
-from memcore_tablestore.credentials import ApiKey, Credentials
-from memcore_tablestore.protocol.plans import Call, Pause, Plan, Plans
+from memcore_tablestore.client.retry import retry_arguments
+from memcore_tablestore.protocol.apis import SDK_METHODS
+from memcore_tablestore.protocol.plans import Call, Pause, Plan
+from memcore_tablestore.stores.base import BaseStore
+
+T = TypeVar("T")
 
 
-def _operation(name: str) -> Any:
-    plan_fn = getattr(Plans, name)
-
-    @functools.wraps(plan_fn)
-    async def method(self: AsyncTableStoreMemoryStore, *args: Any, **kwargs: Any) -> Any:
-        return await self._run(plan_fn(self._plans, *args, **kwargs))
-
-    return method
-
-
-class AsyncTableStoreMemoryStore:
+class AsyncTableStoreMemoryStore(BaseStore):
     """Every ``MemoryStore`` method as a coroutine; use it from one event loop, then ``await
     close()``. Concurrency comes from the caller (``asyncio.gather``), bounded by the pool.
 
     With an :class:`ApiKey` the calls go through the vendor's synchronous
     ``tablestore-agent-storage`` client, each in a worker thread (``asyncio.to_thread``)."""
 
-    def __init__(
-        self,
-        endpoint: str,
-        instance_name: str,
-        credentials: Credentials | ApiKey,
-        *,
-        timeout: float = 30.0,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        region: str | None = None,
-        retry: bool = True,
-        auto_create: bool = True,
-        ready_timeout: float = 180.0,
-        max_connections: int = 100,
-    ) -> None:
+    awaits: ClassVar[bool] = True
+
+    def _connect(self, max_connections: int | None) -> Any:
         from tablestore import AsyncOTSClient
 
-        self._settings = Settings(
-            endpoint,
-            instance_name,
-            credentials,
-            timeout=timeout,
-            region=region,
-            retry=retry,
-            connect_timeout=connect_timeout,
+        return self._settings.client(
+            AsyncOTSClient,
+            asynchronous=True,
+            max_connection=100 if max_connections is None else max_connections,
         )
-        self._plans = make_plans(auto_create=auto_create, ready_timeout=ready_timeout)
-        self._client = self._settings.client(
-            AsyncOTSClient, asynchronous=True, max_connection=max_connections
-        )
-        self._closed = False
 
-    def __repr__(self) -> str:
-        return f"AsyncTableStoreMemoryStore({self._settings!r})"
-
-    async def _run(self, plan: Plan[Any]) -> Any:
-        if self._closed:
-            raise MemcoreError("this AsyncTableStoreMemoryStore is closed")
+    # -- driving plans ------------------------------------------------------------------
+    async def _run(self, plan: Plan[T]) -> T:
+        self._check_open()
         answer: Any = None
         error: MemcoreError | None = None
         while True:
             try:
                 step = plan.send(answer) if error is None else plan.throw(error)
             except StopIteration as stop:
-                return stop.value
+                return cast(T, stop.value)
             answer, error = None, None
             if isinstance(step, Pause):
                 await asyncio.sleep(step.seconds)
@@ -115,14 +78,9 @@ class AsyncTableStoreMemoryStore:
         try:
             return await self._attempt(call)
         except Failure as failure:
-            if not (self._settings.retry and should_retry(call, failure)):
-                raise failure.error from failure.__cause__
-            pause = first_backoff()
-            limit = self._settings.budget(failure)
-            if time.monotonic() - started + pause >= limit:
-                raise failure.error from failure.__cause__
+            pause, deadline = self._retry_after(call, failure, started)
         await asyncio.sleep(pause)
-        budget = limit - (time.monotonic() - started)
+        budget = deadline - time.monotonic()
         try:
             async for attempt in tenacity.AsyncRetrying(**retry_arguments(call, budget)):
                 with attempt:
@@ -130,41 +88,6 @@ class AsyncTableStoreMemoryStore:
         except Failure as failure:
             raise failure.error from failure.__cause__
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def call_read_only(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
-        """One read-only API call, answered as the SDK returns it (for the live check)."""
-        from memcore_tablestore.live_check import READ_ONLY
-
-        if api not in READ_ONLY:
-            raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
-        if self._closed:
-            raise MemcoreError("this store is closed")
-        return await self._execute(Call(api, dict(body)))
-
-    ensure_store = _operation("ensure_store")
-    describe_store = _operation("describe_store")
-    list_stores = _operation("list_stores")
-    create_store = _operation("create_store")
-    update_store = _operation("update_store")
-    delete_store = _operation("delete_store")
-    add_text = _operation("add_text")
-    add_messages = _operation("add_messages")
-    search = _operation("search")
-    list_memories = _operation("list_memories")
-    get_memory = _operation("get_memory")
-    update_memory = _operation("update_memory")
-    delete_memory = _operation("delete_memory")
-    list_messages = _operation("list_messages")
-    list_requests = _operation("list_requests")
-    list_scopes = _operation("list_scopes")
-    get_task = _operation("get_task")
-    list_tasks = _operation("list_tasks")
-    create_dream_task = _operation("create_dream_task")
-    get_dream_task = _operation("get_dream_task")
-    list_dream_tasks = _operation("list_dream_tasks")
-    cancel_dream_task = _operation("cancel_dream_task")
-    list_dream_actions = _operation("list_dream_actions")
-    apply_dream_actions = _operation("apply_dream_actions")
 
     async def close(self) -> None:
         if self._closed:

@@ -2,91 +2,48 @@
 
 from __future__ import annotations
 
-import functools
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import tenacity
 
-from memcore.errors import InvalidInput, MemcoreError
+from memcore.errors import MemcoreError
+from memcore.ports import MemoryStore
 from memcore_tablestore.client import agent_storage
-from memcore_tablestore.client.driver import (
-    CONNECT_TIMEOUT,
-    SDK_METHODS,
-    Settings,
-    classify,
-    make_plans,
-    settle,
-)
+from memcore_tablestore.client.driver import classify, settle
 from memcore_tablestore.client.error_map import Failure
-from memcore_tablestore.client.retry import first_backoff, retry_arguments, should_retry
-from memcore_tablestore.credentials import ApiKey, Credentials
-from memcore_tablestore.protocol.plans import Call, Pause, Plan, Plans
+from memcore_tablestore.client.retry import retry_arguments
+from memcore_tablestore.protocol.apis import SDK_METHODS
+from memcore_tablestore.protocol.plans import Call, Pause, Plan
+from memcore_tablestore.stores.base import BaseStore
+
+T = TypeVar("T")
 
 
-def _operation(name: str) -> Any:
-    plan_fn = getattr(Plans, name)
-
-    @functools.wraps(plan_fn)
-    def method(self: TableStoreMemoryStore, *args: Any, **kwargs: Any) -> Any:
-        return self._run(plan_fn(self._plans, *args, **kwargs))
-
-    return method
-
-
-class TableStoreMemoryStore:
+class TableStoreMemoryStore(BaseStore):
     """Memory Store over ``tablestore.OTSClient`` (HTTP JSON, signed, pooled connections), or
     over the vendor's ``tablestore-agent-storage`` client when ``credentials`` is an
-    :class:`ApiKey` (HTTPS only, plain HTTP to loopback only).
-
-    ``timeout`` bounds each socket operation and the whole retry sequence of one call;
-    ``connect_timeout`` bounds opening a connection, and retrying an endpoint that cannot be
-    reached at all (the error then names it).
-    ``retry=False`` turns retries off (the first failure is raised).
+    :class:`ApiKey` (HTTPS only, plain HTTP to loopback only). The constructor's parameters
+    are :class:`~memcore_tablestore.stores.base.BaseStore`'s.
     """
 
-    def __init__(
-        self,
-        endpoint: str,
-        instance_name: str,
-        credentials: Credentials | ApiKey,
-        *,
-        timeout: float = 30.0,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        region: str | None = None,
-        retry: bool = True,
-        auto_create: bool = True,
-        ready_timeout: float = 180.0,
-    ) -> None:
+    def _connect(self, max_connections: int | None) -> Any:
         from tablestore import OTSClient
 
-        self._settings = Settings(
-            endpoint,
-            instance_name,
-            credentials,
-            timeout=timeout,
-            region=region,
-            retry=retry,
-            connect_timeout=connect_timeout,
-        )
-        self._plans = make_plans(auto_create=auto_create, ready_timeout=ready_timeout)
-        self._client = self._settings.client(OTSClient)
-        self._closed = False
-
-    def __repr__(self) -> str:
-        return f"TableStoreMemoryStore({self._settings!r})"
+        if max_connections is None:
+            return self._settings.client(OTSClient)
+        return self._settings.client(OTSClient, max_connection=max_connections)
 
     # -- driving plans ------------------------------------------------------------------
-    def _run(self, plan: Plan[Any]) -> Any:
-        if self._closed:
-            raise MemcoreError("this TableStoreMemoryStore is closed")
+    def _run(self, plan: Plan[T]) -> T:
+        self._check_open()
         answer: Any = None
         error: MemcoreError | None = None
         while True:
             try:
                 step = plan.send(answer) if error is None else plan.throw(error)
             except StopIteration as stop:
-                return stop.value
+                return cast(T, stop.value)
             answer, error = None, None
             if isinstance(step, Pause):
                 time.sleep(step.seconds)
@@ -110,57 +67,15 @@ class TableStoreMemoryStore:
             # The common case takes one attempt and pays nothing for the retry machinery.
             return self._attempt(call)
         except Failure as failure:
-            if not (self._settings.retry and should_retry(call, failure)):
-                raise failure.error from failure.__cause__
-            pause = first_backoff()
-            limit = self._settings.budget(failure)
-            if time.monotonic() - started + pause >= limit:
-                raise failure.error from failure.__cause__
+            pause, deadline = self._retry_after(call, failure, started)
         time.sleep(pause)
-        budget = limit - (time.monotonic() - started)
         try:
-            for attempt in tenacity.Retrying(**retry_arguments(call, budget)):
+            for attempt in tenacity.Retrying(**retry_arguments(call, deadline - time.monotonic())):
                 with attempt:
                     return self._attempt(call)
         except Failure as failure:
             raise failure.error from failure.__cause__
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def call_read_only(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
-        """One read-only API call, answered as the SDK returns it (for the live check)."""
-        from memcore_tablestore.live_check import READ_ONLY
-
-        if api not in READ_ONLY:
-            raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
-        if self._closed:
-            raise MemcoreError("this store is closed")
-        return self._execute(Call(api, dict(body)))
-
-    # -- the port -----------------------------------------------------------------------
-    ensure_store = _operation("ensure_store")
-    describe_store = _operation("describe_store")
-    list_stores = _operation("list_stores")
-    create_store = _operation("create_store")
-    update_store = _operation("update_store")
-    delete_store = _operation("delete_store")
-    add_text = _operation("add_text")
-    add_messages = _operation("add_messages")
-    search = _operation("search")
-    list_memories = _operation("list_memories")
-    get_memory = _operation("get_memory")
-    update_memory = _operation("update_memory")
-    delete_memory = _operation("delete_memory")
-    list_messages = _operation("list_messages")
-    list_requests = _operation("list_requests")
-    list_scopes = _operation("list_scopes")
-    get_task = _operation("get_task")
-    list_tasks = _operation("list_tasks")
-    create_dream_task = _operation("create_dream_task")
-    get_dream_task = _operation("get_dream_task")
-    list_dream_tasks = _operation("list_dream_tasks")
-    cancel_dream_task = _operation("cancel_dream_task")
-    list_dream_actions = _operation("list_dream_actions")
-    apply_dream_actions = _operation("apply_dream_actions")
 
     def close(self) -> None:
         """Release pooled connections; later calls raise."""
@@ -179,3 +94,10 @@ class TableStoreMemoryStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+if TYPE_CHECKING:
+
+    def _is_the_port(store: TableStoreMemoryStore) -> MemoryStore:
+        """mypy checks here that every port method is present and typed as the port says."""
+        return store
