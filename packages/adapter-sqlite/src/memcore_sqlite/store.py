@@ -21,6 +21,7 @@ from memcore.values import Memory, Page, SearchHit
 from memcore_sqlite import search, supersession
 from memcore_sqlite.catalog import StoreCatalog
 from memcore_sqlite.dream import DreamTasks
+from memcore_sqlite.embedders.coverage import coverage
 from memcore_sqlite.facts import FactWrites
 from memcore_sqlite.records import RecordReads
 from memcore_sqlite.rows import (
@@ -178,6 +179,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         and only when there are does the search index them and start over in a new one.
         """
         model = self.embedder.name if self.embedder is not None else None
+        if qvec is not None:  # the vector signal weighs what the model covers of the query
+            qvec = qvec * coverage(self.embedder, query)
         for check in (qvec is not None and not self.read_only, False):
             with self._read() as conn:
                 sid, generation, pending = self._store_key(conn, store, pending=check)
