@@ -95,3 +95,38 @@ def test_chosen_by_the_embedder_setting(tmp_path: Path) -> None:
 def test_an_unknown_embedder_names_the_choices() -> None:
     with pytest.raises(ConfigError, match="multilingual"):
         choose_embedder("e5")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _recall_at_5(store: SqliteMemoryStore, pairs: list[tuple[str, set[str]]], mode: str) -> float:
+    found = 0.0
+    for query, relevant in pairs:
+        hits = store.search("mem", USER.tenant_pattern(), query, top_k=5, mode=mode)
+        found += len({h.memory.id for h in hits} & relevant) / len(relevant)
+    return found / len(pairs)
+
+
+def test_recall_on_the_chinese_paraphrases_and_the_english_retrieval_set(
+    tmp_path: Path, embedder: Any
+) -> None:
+    import json
+
+    zh = json.loads((ROOT / "benchmarks/data/zh_paraphrases.json").read_text("utf-8"))["pairs"]
+    en = json.loads((ROOT / "tests/data/sqlite_retrieval_set.json").read_text("utf-8"))
+    with SqliteMemoryStore(tmp_path / "r.db", embedder=embedder) as store:
+        store.ensure_store("mem")
+        zh_ids = store.add_many("mem", [TextItem(USER, p["fact"]) for p in zh])
+        zh_pairs = [(p["question"], {mid}) for p, mid in zip(zh, zh_ids)]
+        zh_recall = _recall_at_5(store, zh_pairs, "hybrid")
+    with SqliteMemoryStore(tmp_path / "e.db", embedder=embedder) as store:
+        store.ensure_store("mem")
+        new = store.add_many("mem", [TextItem(USER, f["text"]) for f in en["facts"]])
+        ids = {f["id"]: mid for f, mid in zip(en["facts"], new)}
+        en_pairs = [(q["query"], {ids[r] for r in q["relevant"]}) for q in en["queries"]]
+        en_recall = _recall_at_5(store, en_pairs, "hybrid")
+    print("hybrid recall@5", {"zh": zh_recall, "en": en_recall})
+    # Measured: zh 0.875 (the English default: 0.14), en 0.91 (the default: 0.96).
+    assert zh_recall >= 0.8
+    assert en_recall >= 0.85
