@@ -78,3 +78,27 @@ def test_a_covered_query_keeps_its_vector_score(tmp_path: Path, onnx_embedder: A
         hits = store.search("mem", USER.tenant_pattern(), "favourite beverage", mode="vector")
         assert hits[0].memory.text == "The user likes coffee"
         assert hits[0].score > 0.3
+
+
+class _LatinHashing(HashingEmbedder):
+    """A hashing embedder that says it covers Latin script only."""
+
+    scripts = frozenset({Script.LATIN})
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_an_uncovered_query_scores_zero_on_a_two_stage_scope(tmp_path: Path, mode: str) -> None:
+    """Past EXACT_ROWS a scope is searched by int8 bounds; a scaled query scales them too."""
+    from memcore_sqlite.vectors import EXACT_ROWS
+
+    texts = [f"记忆 {i} 号 memory number {i}" for i in range(EXACT_ROWS + 100)]
+    with SqliteMemoryStore(tmp_path / "big.db", embedder=_LatinHashing(64)) as store:
+        store.ensure_store("mem")
+        store.add_many("mem", [TextItem(USER, text) for text in texts])
+        uncovered = store.search("mem", USER.tenant_pattern(), "宠物", mode=mode)
+        assert uncovered and all(h.signals.get("vector", 0.0) == 0.0 for h in uncovered)
+        assert not store.search(
+            "mem", USER.tenant_pattern(), "宠物", mode=mode, min_similarity=0.01
+        )
+        covered = store.search("mem", USER.tenant_pattern(), "memory number 7", mode=mode)
+        assert covered[0].signals["vector"] > 0.5
