@@ -34,6 +34,7 @@ from memcore_sqlite.storage.rows import (
     memory_from_row,
     pattern_sql,
 )
+from memcore_sqlite.vector.coverage import coverage
 
 __all__ = ["SqliteMemoryStore", "TextItem"]
 
@@ -179,6 +180,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         and only when there are does the search index them and start over in a new one.
         """
         model = self.embedder.name if self.embedder is not None else None
+        if qvec is not None:  # the vector signal weighs what the model covers of the query
+            qvec = qvec * coverage(self.embedder, query)
         for check in (qvec is not None and not self.read_only, False):
             with self._read() as conn:
                 sid, generation, pending = self._store_key(conn, store, pending=check)
