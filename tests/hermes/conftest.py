@@ -103,8 +103,10 @@ def emulator() -> Iterator[Any]:
         yield server
 
 
-def emulator_home(home: Path, server: Any, **config: Any) -> None:
-    """Point the plugin in ``home`` at the emulator, keys in a 0600 ``.env``."""
+def emulator_home(
+    home: Path, server: Any, *, keys: dict[str, str] = EMULATOR_KEYS, **config: Any
+) -> None:
+    """Point the plugin in ``home`` at the emulator, ``keys`` in a 0600 ``.env``."""
     write_config(
         home,
         backend="tablestore",
@@ -112,7 +114,7 @@ def emulator_home(home: Path, server: Any, **config: Any) -> None:
         instance_name=server.instance_name,
         **{"timeout": 3.0, **config},
     )
-    write_env(home, EMULATOR_KEYS)
+    write_env(home, keys)
 
 
 def install_plugin(home: Path) -> Path:
