@@ -137,6 +137,27 @@ def all_messages(store: Any, scope: Any, store_name: str = STORE) -> list[str]:
     return [m.content for m in listing]
 
 
+def all_memory_texts(store: Any, pattern: Any, store_name: str = "mem") -> list[str]:
+    """The text of every long-term memory under ``pattern`` (read from the store directly)."""
+    listing = every_item(
+        lambda token: store.list_memories(store_name, pattern, limit=100, next_token=token)
+    )
+    return [m.text for m in listing]
+
+
+def fuzz_settings(max_examples: float) -> Any:
+    """Hypothesis settings for the fuzz scenarios: no deadline, no example database (each run
+    starts fresh), and no health check (the examples are slow and the inputs large on purpose)."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=int(max_examples),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 def drain(provider: Any, *, deadline_s: float = 60.0) -> bool:
     """Flush until the spool is empty (or the deadline passes); True when empty."""
     runtime = provider.runtime

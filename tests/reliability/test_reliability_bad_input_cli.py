@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
+import reliability_rig as rig
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memcore.paging import every_item
@@ -135,12 +136,7 @@ def test_reliability_cli_arbitrary_arguments(tmp_path, monkeypatch, scenario, pi
     # The first run prints where the data lives (a notice, not an error); get it out of the way.
     assert runner.invoke(app, ["list"], env=env).exit_code == 0
 
-    @settings(
-        max_examples=int(pick(150, 500, 300)),
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @rig.fuzz_settings(pick(150, 500, 300))
     @given(
         glob=st.lists(st.sampled_from(GLOBAL), max_size=2),
         command=st.sampled_from(COMMANDS),

@@ -10,7 +10,8 @@ import math
 import threading
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
+import reliability_rig as rig
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memcore.paging import every_item
@@ -117,12 +118,7 @@ def test_reliability_hermes_tools_arbitrary_arguments(local_provider, scenario, 
     accepted_content: set[str] = set()
     untyped: list[str] = []
 
-    @settings(
-        max_examples=int(pick(300, 800, 500)),
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @rig.fuzz_settings(pick(300, 800, 500))
     @given(tool=st.sampled_from([*TOOL_NAMES, "tablestore_unknown"]), args=tool_args)
     def check(tool, args):
         stats["calls"] += 1

@@ -11,7 +11,8 @@ import json
 import math
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
+import reliability_rig as rig
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcore.config import CONFIG_KEYS, MemcoreConfig, dump_config, parse_config
@@ -133,12 +134,7 @@ def test_reliability_config_hermes_home_loader_total(tmp_path, scenario, pick):
     home.root.mkdir()
     stats: Counter = Counter()
 
-    @settings(
-        max_examples=int(pick(200, 800, 400)),
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @rig.fuzz_settings(pick(200, 800, 400))
     @given(_documents())
     def check(raw):
         stats["cases"] += 1
@@ -193,12 +189,7 @@ def test_reliability_config_cli_one_line_errors(tmp_path, scenario, pick):
     env = {"MEMCORE_HOME": str(tmp_path / "home"), "MEMCORE_BACKEND": ""}
     stats: Counter = Counter()
 
-    @settings(
-        max_examples=int(pick(60, 200, 120)),
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @rig.fuzz_settings(pick(60, 200, 120))
     @given(_documents())
     def check(raw):
         stats["cases"] += 1

@@ -16,7 +16,6 @@ import pytest
 import reliability_rig as rig
 
 from memcore.errors import MemcoreError
-from memcore.paging import every_item
 
 
 def _fill(root: Path, leave_bytes: int) -> Path:
@@ -138,12 +137,7 @@ def test_reliability_disk_full_sqlite_store(tiny_fs, scenario):
         try:
             from memcore.scope import ScopePattern
 
-            listing = every_item(
-                lambda token: reopened.list_memories(
-                    "mem", ScopePattern("app", "tenant"), limit=100, next_token=token
-                )
-            )
-            stored = [m.text for m in listing]
+            stored = rig.all_memory_texts(reopened, ScopePattern("app", "tenant"))
             after = reopened.add_text("mem", scope, "written after space came back", sync=True)
             hits = reopened.search("mem", ScopePattern("app", "tenant"), "space came back", top_k=3)
         finally:

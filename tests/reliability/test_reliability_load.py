@@ -17,7 +17,6 @@ from collections import Counter
 import pytest
 import reliability_rig as rig
 
-from memcore.paging import every_item
 from memcore.scope import Scope
 
 
@@ -197,12 +196,7 @@ def test_reliability_load_embedded_store_4_writers_4_readers(tmp_path, scenario,
     ) as s:
         store = SqliteMemoryStore(path)
         try:
-            listing = every_item(
-                lambda token: store.list_memories(
-                    "mem", ScopePattern("app", "tenant"), limit=100, next_token=token
-                )
-            )
-            stored = [m.text for m in listing]
+            stored = rig.all_memory_texts(store, ScopePattern("app", "tenant"))
             integrity = store._conn.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             store.close()

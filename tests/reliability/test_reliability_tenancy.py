@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 import reliability_rig as rig
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcore.errors import InvalidInput, MemcoreError
@@ -181,12 +181,7 @@ def test_reliability_tenancy_no_cross_tenant_access(adapter, scenario, pick):
     stats: Counter = Counter()
     short, full, medium = EXAMPLES[name]
 
-    @settings(
-        max_examples=int(pick(short, full, medium)),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
+    @rig.fuzz_settings(pick(short, full, medium))
     @given(
         session=st.builds(
             SessionContext,
@@ -286,12 +281,7 @@ def test_reliability_tenancy_hermes_tools_under_attack(tmp_path, scenario, pick)
         ids.extend(out["memory_ids"])
     stats: Counter = Counter()
 
-    @settings(
-        max_examples=int(pick(25, 100, 50)),
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @rig.fuzz_settings(pick(25, 100, 50))
     @given(
         user=nasty_text,
         agent=nasty_text,
