@@ -1,7 +1,8 @@
 """Shared fixtures for the provisioner tests: a control-plane twin served on 127.0.0.1.
 
-Imported explicitly by the provisioner test modules. The emulator's own server is used when
-the package provides it; a small local HTTP server around ``ControlPlane.handle`` is the
+Registered for tests/tablestore/provisioning by its conftest.py; the test modules import its
+constants and classes as ``tablestore_conftest_provisioner``. The emulator's own server is used
+when the package provides it; a small local HTTP server around ``ControlPlane.handle`` is the
 fallback.
 """
 

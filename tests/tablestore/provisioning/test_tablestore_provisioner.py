@@ -22,12 +22,6 @@ from memcore_tablestore.provisioning.errors import ControlPlaneError
 from memcore_tablestore.provisioning.files import PENDING_MARKER, PendingInstance, write_pending
 from memcore_tablestore.provisioning.provisioner import TableStoreProvisioner, data_endpoint
 
-clock = _fx.clock
-control_plane = _fx.control_plane
-control_endpoint = _fx.control_endpoint
-credentials = _fx.credentials
-config_path = _fx.config_path
-make = _fx.make
 FakeClock = _fx.FakeClock
 
 

@@ -30,13 +30,6 @@ from memcore_tablestore.provisioning.files import (
 )
 from memcore_tablestore.provisioning.provisioner import TableStoreProvisioner
 
-clock = _fx.clock
-control_plane = _fx.control_plane
-control_endpoint = _fx.control_endpoint
-credentials = _fx.credentials
-config_path = _fx.config_path
-make = _fx.make
-
 
 def _buy(control_endpoint: str, credentials: Credentials, alias: str) -> str:
     """An instance bought behind the provisioner's back, as an earlier run would have."""

@@ -27,10 +27,6 @@ from memcore_tablestore.emulator.control_plane import (
     valid_instance_name,
 )
 
-clock = _fx.clock
-control_plane = _fx.control_plane
-control_endpoint = _fx.control_endpoint
-
 
 def _client(endpoint: str, *, read_timeout: int | None = None) -> Client:
     return Client(
