@@ -137,6 +137,7 @@ def test_json_errors_are_one_json_line_on_stderr(local_cli):
     [
         ("{not json", "not valid JSON"),
         ("[]", "non-empty list"),
+        ('["just text"]', "must be an object"),
         ('[{"role": "user"}]', "string 'role' and 'content'"),
         ('[{"role": "robot", "content": "hi"}]', "role must be one of"),
         ('[{"role": "user", "content": "  "}]', "content is empty"),

@@ -232,7 +232,10 @@ class Memory:
         if text is not None:
             return [service.remember(text, metadata=metadata, sync=sync)]
         assert messages is not None
-        msgs = [m if isinstance(m, Message) else _message(m, i) for i, m in enumerate(messages)]
+        msgs = [
+            m if isinstance(m, Message) else limits.message_from_json(m, index=i)
+            for i, m in enumerate(messages)
+        ]
         if metadata:
             meta = limits.check_metadata(metadata)
             # evolve keeps every other field of the message (its scope, speaker, remember).
@@ -567,14 +570,3 @@ def _pins_tenant(cfg: MemcoreConfig) -> bool:
         for user in ("user-a", "user-b")
     }
     return len(tenants) == 1
-
-
-def _message(data: Mapping[str, str], index: int) -> Message:
-    if not isinstance(data, Mapping):
-        raise InvalidInput(f"messages[{index}] must be an object", field=f"messages[{index}]")
-    role, content = data.get("role"), data.get("content")
-    if not isinstance(role, str) or not isinstance(content, str):
-        raise InvalidInput(
-            f"messages[{index}] needs string 'role' and 'content'", field=f"messages[{index}]"
-        )
-    return Message(role=role, content=content)

@@ -209,6 +209,18 @@ def check_action_ids(value: object) -> list[str]:
     return ids
 
 
+def message_from_json(data: object, *, index: int = 0) -> Message:
+    """A message from its JSON form, an object with string ``role`` and ``content`` (what the
+    library's dict messages and the CLI's messages file hold); other keys are the caller's."""
+    field = f"messages[{index}]"
+    if not isinstance(data, Mapping):
+        raise InvalidInput(f"{field} must be an object", field=field)
+    role, content = data.get("role"), data.get("content")
+    if not isinstance(role, str) or not isinstance(content, str):
+        raise InvalidInput(f"{field} needs string 'role' and 'content'", field=field)
+    return Message(role=role, content=content)
+
+
 def check_message(message: object, *, index: int = 0) -> Message:
     field = f"messages[{index}]"
     if not isinstance(message, Message):

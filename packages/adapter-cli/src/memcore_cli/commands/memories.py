@@ -121,13 +121,8 @@ def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
     extra = limits.check_metadata(metadata)
     messages = []
     for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise InvalidInput(f"messages[{i}] must be an object", field=f"messages[{i}]")
-        role, content = item.get("role"), item.get("content")
-        if not isinstance(role, str) or not isinstance(content, str):
-            raise InvalidInput(
-                f"messages[{i}] needs string 'role' and 'content'", field=f"messages[{i}]"
-            )
+        parsed = limits.message_from_json(item, index=i)
+        role, content = parsed.role, parsed.content
         if role not in limits.MESSAGE_ROLES:
             raise InvalidInput(
                 f"messages[{i}].role must be one of {sorted(limits.MESSAGE_ROLES)}, not {role!r}",
