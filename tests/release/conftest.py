@@ -6,6 +6,7 @@ These tests run the documented install paths for real, so they shell out to `uv`
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -312,3 +313,18 @@ def hermes_cmd() -> Callable[..., Run]:
         return run([venv.bin("hermes"), *args], env=hermes_env(venv, hermes_home), timeout=timeout)
 
     return call
+
+
+@pytest.fixture(scope="session")
+def remember_then_find(hermes_cmd: Callable[..., Run]) -> Callable[..., Run]:
+    """``remember_then_find(venv, hermes_home, text, query)``: ``hermes tablestore-mem add
+    --sync`` the text, then check that ``search`` for the query finds it; returns the search."""
+
+    def check(venv: Venv, hermes_home: Path, text: str, query: str) -> Run:
+        hermes_cmd(venv, hermes_home, "tablestore-mem", "add", text, "--sync").check()
+        found = hermes_cmd(venv, hermes_home, "tablestore-mem", "search", query).check()
+        texts = [hit["text"] for hit in json.loads(found.stdout)["results"]]
+        assert text in texts, found.explain()
+        return found
+
+    return check

@@ -123,13 +123,12 @@ def test_release_git_install_memory_status_is_installed_and_available(
 
 
 def test_release_git_install_plugin_cli_remembers_and_searches_offline(
-    installed: dict[str, Any], hermes_cmd: Callable[..., Any]
+    installed: dict[str, Any],
+    hermes_cmd: Callable[..., Any],
+    remember_then_find: Callable[..., Any],
 ) -> None:
     venv, home = installed["venv"], installed["home"]
-    hermes_cmd(venv, home, PROVIDER, "add", "The user keeps a pet tortoise", "--sync").check()
-    found = hermes_cmd(venv, home, PROVIDER, "search", "tortoise").check()
-    texts = [hit["text"] for hit in json.loads(found.stdout)["results"]]
-    assert "The user keeps a pet tortoise" in texts, found.explain()
+    remember_then_find(venv, home, "The user keeps a pet tortoise", "tortoise")
     added = json.loads(
         hermes_cmd(venv, home, PROVIDER, "add", "The user's bike is a green Brompton")
         .check()

@@ -111,10 +111,7 @@ def test_release_manual_copy_is_installed_and_available(
 
 @pytest.mark.slow
 def test_release_manual_copy_remembers_and_searches_offline(
-    copied: dict[str, Any], hermes_cmd: Callable[..., Any]
+    copied: dict[str, Any], remember_then_find: Callable[..., Any]
 ) -> None:
     venv, home = copied["venv"], copied["home"]
-    hermes_cmd(venv, home, PROVIDER, "add", "The user collects vinyl records", "--sync").check()
-    found = hermes_cmd(venv, home, PROVIDER, "search", "vinyl records").check()
-    texts = [hit["text"] for hit in json.loads(found.stdout)["results"]]
-    assert "The user collects vinyl records" in texts, found.explain()
+    remember_then_find(venv, home, "The user collects vinyl records", "vinyl records")
