@@ -7,10 +7,13 @@ caller can use), so no test reads the real environment, $HOME or a credentials c
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -156,3 +159,45 @@ def fake_cli(home: Path) -> Cli:
     cli = Cli(home, store_factory=factory)
     cli.store = store  # type: ignore[attr-defined]
     return cli
+
+
+#: Runs ``memcore`` (arguments: JSON in argv[1]) and prints, as its last line, the top-level
+#: modules the run imported.
+_IMPORT_PROBE = """
+import json, sys
+sys.argv = ["memcore", *json.loads(sys.argv[1])]
+from memcore_cli.app import main
+try:
+    main()
+except SystemExit:
+    pass
+print("\\n" + json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+@attrs.frozen
+class ImportProbe:
+    """What one ``memcore`` run in a fresh interpreter printed and imported."""
+
+    modules: frozenset[str]
+    stdout: str
+
+
+@pytest.fixture(scope="session")
+def import_probe() -> Callable[..., ImportProbe]:
+    """``import_probe(args, env, timeout=120)``: run ``memcore *args`` in a fresh interpreter
+    with exactly ``env``, and report which top-level modules it imported."""
+
+    def run(args: Sequence[str], env: dict[str, str], *, timeout: float = 120.0) -> ImportProbe:
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORT_PROBE, json.dumps(list(args))],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+        modules = json.loads(done.stdout.strip().splitlines()[-1])
+        return ImportProbe(frozenset(modules), done.stdout)
+
+    return run

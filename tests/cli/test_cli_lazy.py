@@ -4,7 +4,6 @@ thread)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,40 +11,18 @@ import sys
 import pytest
 
 MAIN = "from memcore_cli.app import main; main()"
-PROBE = """
-import json, sys
-sys.argv = ["memcore", *json.loads(sys.argv[1])]
-from memcore_cli.app import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-loaded = {
-    "model": "onnxruntime" in sys.modules,
-    "pydantic": "pydantic" in sys.modules,
-    "mcp": "mcp" in sys.modules,
-}
-print("\\n" + json.dumps({"code": code, **loaded}))
-"""
 
 
-def _probe(home, args):
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "MEMCORE_HOME": str(home)},
-        check=False,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def _loaded(import_probe, home, args):
+    """The top-level modules ``memcore *args`` imports with ``home`` as its MEMCORE_HOME."""
+    return import_probe(args, {**os.environ, "MEMCORE_HOME": str(home)}).modules
 
 
 @pytest.fixture(scope="module")
-def hybrid_home(tmp_path_factory):
+def hybrid_home(tmp_path_factory, import_probe):
     pytest.importorskip("onnxruntime")
     home = tmp_path_factory.mktemp("hybrid")
-    assert _probe(home, ["add", "The user likes green tea"])["model"] is False
+    assert "onnxruntime" not in _loaded(import_probe, home, ["add", "The user likes green tea"])
     return home
 
 
@@ -60,13 +37,13 @@ def hybrid_home(tmp_path_factory):
         ["--help"],
     ],
 )
-def test_commands_that_do_not_embed_never_load_the_model(hybrid_home, args):
-    assert _probe(hybrid_home, args)["model"] is False
+def test_commands_that_do_not_embed_never_load_the_model(import_probe, hybrid_home, args):
+    assert "onnxruntime" not in _loaded(import_probe, hybrid_home, args)
 
 
 @pytest.mark.parametrize("args", [["search", "what does the user drink?"], ["add", "--sync", "x"]])
-def test_commands_that_embed_load_the_model(hybrid_home, args):
-    assert _probe(hybrid_home, args)["model"] is True
+def test_commands_that_embed_load_the_model(import_probe, hybrid_home, args):
+    assert "onnxruntime" in _loaded(import_probe, hybrid_home, args)
 
 
 @pytest.mark.parametrize(
@@ -79,9 +56,9 @@ def test_commands_that_embed_load_the_model(hybrid_home, args):
         ["--json", "get", "ffffffffff"],
     ],
 )
-def test_the_common_commands_parse_their_options_without_pydantic(hybrid_home, args):
+def test_the_common_commands_parse_their_options_without_pydantic(import_probe, hybrid_home, args):
     """Typer's pydantic conversion costs about 80 ms per process; plain options skip it."""
-    assert _probe(hybrid_home, args)["pydantic"] is False
+    assert "pydantic" not in _loaded(import_probe, hybrid_home, args)
 
 
 def test_a_search_refused_while_the_model_loads_still_exits_cleanly(hybrid_home):
@@ -102,5 +79,5 @@ def test_a_search_refused_while_the_model_loads_still_exits_cleanly(hybrid_home)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["list"], ["mcp", "--help"]])
-def test_only_the_mcp_command_imports_the_mcp_sdk(tmp_path, args):
-    assert _probe(tmp_path, args)["mcp"] is False
+def test_only_the_mcp_command_imports_the_mcp_sdk(import_probe, tmp_path, args):
+    assert "mcp" not in _loaded(import_probe, tmp_path, args)

@@ -5,10 +5,6 @@ This checks what is imported, not how long it takes (timings live in benchmarks/
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 HEAVY = (
@@ -26,31 +22,13 @@ HEAVY = (
     "urllib3",
 )
 
-PROBE = """
-import json, sys
-sys.argv = ["memcore", *json.loads(sys.argv[1])]
-from memcore_cli.app import main
-try:
-    main()
-except SystemExit:
-    pass
-print("\\n" + json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
-"""
-
 
 @pytest.mark.parametrize("args", [["--help"], ["add", "--help"], ["dream", "--help"], []])
-def test_help_imports_nothing_heavy(args, tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"MEMCORE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
-    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+def test_help_imports_nothing_heavy(import_probe, args, tmp_path):
+    env = {"MEMCORE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    result = import_probe(args, env, timeout=60)
     assert "Usage" in result.stdout
-    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    assert not result.modules & set(HEAVY), sorted(result.modules & set(HEAVY))
 
 
 def test_every_command_has_help_with_an_example():
