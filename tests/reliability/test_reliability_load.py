@@ -203,7 +203,7 @@ def test_reliability_load_embedded_store_4_writers_4_readers(tmp_path, scenario,
                 )
             )
             stored = [m.text for m in listing]
-            integrity = store._conn.execute("PRAGMA integrity_check").fetchone()[0]
+            integrity = store._tx.conn.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             store.close()
         acked = [t for r in results if r["role"] == "w" for t in r["acked"]]

@@ -19,6 +19,7 @@ import attrs
 from memcore.dream.scopes import in_scopes
 from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
+from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
 from memcore_sqlite.storage.rows import content_hash, rows_in
 
@@ -43,14 +44,18 @@ def _image(row: Sequence[Any]) -> dict[str, Any]:
     return dict(zip(keys, row))
 
 
-class DreamApplier(MemoryWrites):
+class DreamApplier:
     """Applies and undoes actions inside the caller's write transaction."""
+
+    def __init__(self, tx: Transactions, writes: MemoryWrites) -> None:
+        self._tx = tx
+        self._writes = writes
 
     def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, Any]:
         sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
         return {r[1]: r for r in rows_in(conn, sql, ids, before=(store_id,))}
 
-    def _apply_action(
+    def apply_action(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -123,7 +128,7 @@ class DreamApplier(MemoryWrites):
                 mid = same[1]
                 undo["changed"].append(_image(same))
             else:
-                mid, _ = self._insert(
+                mid, _ = self._writes.insert(
                     conn, store_id, target_scope, text, meta, "dream", vector, added
                 )
                 undo["created"].append(mid)
@@ -155,7 +160,7 @@ class DreamApplier(MemoryWrites):
             )
         return Outcome("applied", result_id=target, undo=json.dumps(undo))
 
-    def _undo_action(
+    def undo_action(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -207,9 +212,9 @@ class DreamApplier(MemoryWrites):
             meta = json.loads(image["metadata"])
             vectors = None
             # Re-embedding happens in the caller's transaction: the text is known to be valid.
-            if self.embedder is not None:
-                vectors = self._embed([image["text"]])
-            mid, seq = self._insert(
+            if self._tx.embedder is not None:
+                vectors = self._tx.embed([image["text"]])
+            mid, seq = self._writes.insert(
                 conn,
                 store_id,
                 scope,

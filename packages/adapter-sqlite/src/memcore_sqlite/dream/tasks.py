@@ -44,6 +44,8 @@ from memcore_sqlite.dream.rows import (
     overlap,
     patterns_of,
 )
+from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.operations.writes import MemoryWrites
 from memcore_sqlite.search import pipeline as search
 from memcore_sqlite.storage.rows import rows_in
 
@@ -54,13 +56,18 @@ MAX_MEMORIES = 5000
 DEFAULT_MAX_NEW = 200
 
 
-class DreamTasks(DreamApplier):
-    """The six dream operations of the port, plus :meth:`undo_dream_action`."""
+class DreamTasks:
+    """The six dream operations of the port, plus :meth:`undo_dream_action`.
 
-    #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
-    LOCAL_DREAM = True
-    #: A model that checks or makes plans (see :mod:`memcore.dream.review`); None: rules only.
-    dream_reviewer: DreamReviewer | None = None
+    ``reviewer``: a model that checks the planner's actions (see :mod:`memcore.dream.review`);
+    None plans by the rules only."""
+
+    def __init__(
+        self, tx: Transactions, writes: MemoryWrites, reviewer: DreamReviewer | None
+    ) -> None:
+        self._tx = tx
+        self._applier = DreamApplier(tx, writes)
+        self.reviewer = reviewer
 
     # -- values -------------------------------------------------------------------------
     def _dream_row(self, conn: sqlite3.Connection, store_id: int, task_id: str) -> Any:
@@ -74,7 +81,7 @@ class DreamTasks(DreamApplier):
 
     def _set_status(self, store_id: int, task_id: str, status: str, **extra: Any) -> bool:
         """Move the task on unless it was cancelled meanwhile; False when it was."""
-        with self._write() as conn:
+        with self._tx.write() as conn:
             row = self._dream_row(conn, store_id, task_id)
             if row[2] == "cancelled":
                 return False
@@ -163,8 +170,8 @@ class DreamTasks(DreamApplier):
             )
         dream_id = uuid.uuid4().hex
         now = time.time()
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             conn.execute(
                 "INSERT INTO dream_tasks (id, store_id, status, apply_mode, scope_output_mode,"
                 " scopes, thresholds, instructions, created_at, updated_at)"
@@ -181,7 +188,7 @@ class DreamTasks(DreamApplier):
                     now,
                 ),
             )
-            self._audit(conn, sid, "CreateMemoryDreamTask", started, target=dream_id)
+            self._tx.audit(conn, sid, "CreateMemoryDreamTask", started, target=dream_id)
         try:
             self._run(
                 sid,
@@ -196,7 +203,7 @@ class DreamTasks(DreamApplier):
             )
         except MemcoreError as exc:
             self._set_status(sid, dream_id, "failed", error=str(exc), finished_at=time.time())
-        with self._read() as conn:
+        with self._tx.read() as conn:
             return dream_value(conn, self._dream_row(conn, sid, dream_id))
 
     def _run(
@@ -213,11 +220,11 @@ class DreamTasks(DreamApplier):
     ) -> None:
         if not self._set_status(sid, dream_id, "running"):
             return
-        model = self.embedder.name if self.embedder is not None else None
+        model = self._tx.embedder.name if self._tx.embedder is not None else None
         focus: list[str] | None = None
         candidates: list[Candidate] = []
         blobs: dict[str, bytes] = {}
-        with self._read() as conn:
+        with self._tx.read() as conn:
             if max_new is not None:
                 scopes_json = json.dumps([p.as_dict() for p in patterns])
                 since = dream_inputs.last_pass(conn, sid, scopes_json, mode)
@@ -237,7 +244,7 @@ class DreamTasks(DreamApplier):
                 blobs.update(more_blobs)
         if not self._set_status(sid, dream_id, "planning", memory_count=len(candidates)):
             return
-        dim = self.embedder.dimension if self.embedder is not None else 0
+        dim = self._tx.embedder.dimension if self._tx.embedder is not None else 0
         if not dim:
             near = []
         elif focus is None:
@@ -246,8 +253,8 @@ class DreamTasks(DreamApplier):
             near = dream_inputs.neighbours_of(focus, candidates, blobs, dim)
         settings = PlannerSettings(promote_scope=scope_output_mode == "promote_scope")
         planned = plan(candidates, near, patterns, settings, focus=focus)
-        if self.dream_reviewer is not None:
-            planned = self.dream_reviewer.review(candidates, planned, instructions)
+        if self.reviewer is not None:
+            planned = self.reviewer.review(candidates, planned, instructions)
         by_id = {c.id: c for c in candidates}
         # Whatever proposed them, actions outside the task's scopes never reach the table.
         planned = [a for a in planned if inside(a, by_id, patterns)]
@@ -262,11 +269,11 @@ class DreamTasks(DreamApplier):
         blobs: Mapping[str, bytes],
     ) -> list[int]:
         """Seqs of the memories nearest each of ``focus`` in the patterns' vector index."""
-        if self._vectors is None or self.embedder is None:
+        if self._tx.vectors is None or self._tx.embedder is None:
             return []
         import numpy
 
-        model = self.embedder.name
+        model = self._tx.embedder.name
         generation = int(
             conn.execute("SELECT generation FROM stores WHERE id = ?", (sid,)).fetchone()[0]
         )
@@ -274,12 +281,12 @@ class DreamTasks(DreamApplier):
         out: set[int] = set()
         for pattern in patterns:
             entry, _ = search.vector_candidates(
-                conn, self._vectors, model, sid, pattern, None, generation
+                conn, self._tx.vectors, model, sid, pattern, None, generation
             )
             for mid in focus:
                 if mid in blobs:
                     query = numpy.frombuffer(blobs[mid], dtype="<f4")
-                    top = self._vectors.top(entry, query, 2 * dream_inputs.NEIGHBOURS, fetch)
+                    top = self._tx.vectors.top(entry, query, 2 * dream_inputs.NEIGHBOURS, fetch)
                     out.update(s for s, c in top if c >= dream_inputs.MIN_COSINE)
         return sorted(out)
 
@@ -304,9 +311,9 @@ class DreamTasks(DreamApplier):
             for a in planned
         ]
         texts = [a.text for a, d in zip(planned, auto) if d.apply and a.action in ("MERGE", "ADD")]
-        vectors = iter(self._embed([t or "" for t in texts]) or [None] * len(texts))
+        vectors = iter(self._tx.embed([t or "" for t in texts]) or [None] * len(texts))
         auto_ids: list[str] = []
-        with self._write() as conn:
+        with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
             if row[2] == "cancelled":
                 return
@@ -356,7 +363,7 @@ class DreamTasks(DreamApplier):
         """``safe_auto``: apply the confident actions (one savepoint each), then finish."""
         added: Added = []
         removed: Removed = []
-        with self._write() as conn:
+        with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
             if row[2] == "cancelled":
                 return
@@ -375,7 +382,7 @@ class DreamTasks(DreamApplier):
                 ("completed_with_failures" if failed else "completed", now, now, row[0]),
             )
             if added or removed:
-                self._after_write(sid, self._bump(conn, sid), added, removed)
+                self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
 
     def _apply_one(
         self,
@@ -392,7 +399,7 @@ class DreamTasks(DreamApplier):
         action = dict(zip(ACTION_KEYS, stored))
         conn.execute("SAVEPOINT dream_action")
         try:
-            out = self._apply_action(
+            out = self._applier.apply_action(
                 conn, sid, int(task[0]), action, patterns, vector, added, removed
             )
             conn.execute("RELEASE dream_action")
@@ -423,8 +430,8 @@ class DreamTasks(DreamApplier):
         return out
 
     def get_dream_task(self, store: str, task_id: str) -> DreamTask:
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             return dream_value(conn, self._dream_row(conn, sid, task_id))
 
     def list_dream_tasks(
@@ -441,8 +448,8 @@ class DreamTasks(DreamApplier):
         if status is not None and status not in DREAM_STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(DREAM_STATUSES)}", field="status")
         after = decode_token(next_token)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             rows = conn.execute(
                 f"SELECT {TASK} FROM dream_tasks WHERE store_id = ? AND seq > ?"
                 + (" AND status = ?" if status else "")
@@ -454,8 +461,8 @@ class DreamTasks(DreamApplier):
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
         """Cancel a task that is not finished; a finished one is returned as it is."""
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             row = self._dream_row(conn, sid, task_id)
             if row[2] not in ("completed", "completed_with_failures", "failed", "cancelled"):
                 now = time.time()
@@ -476,8 +483,8 @@ class DreamTasks(DreamApplier):
     ) -> Page[DreamAction]:
         limits.check_limit(limit)
         after = decode_token(next_token)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
             rows = conn.execute(
                 f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND seq > ?"
@@ -493,20 +500,20 @@ class DreamTasks(DreamApplier):
         per id, ``not_found`` for ids the task does not have. Each action is atomic."""
         started = time.perf_counter()
         ids = limits.check_action_ids(action_ids)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
             sql = (
                 "SELECT id, text FROM dream_actions WHERE dream_seq = ? AND id IN ({})"
                 " AND action IN ('MERGE', 'ADD')"
             )
             texts = {r[0]: r[1] for r in rows_in(conn, sql, ids, before=(task[0],))}
-        embedded = self._embed([texts[k] or "" for k in texts]) if texts else None
+        embedded = self._tx.embed([texts[k] or "" for k in texts]) if texts else None
         vectors = dict(zip(texts, embedded or [None] * len(texts)))
         added: Added = []
         removed: Removed = []
         results: list[DreamAction] = []
-        with self._write() as conn:
+        with self._tx.write() as conn:
             task = self._dream_row(conn, sid, task_id)
             patterns = patterns_of(task[5])
             for aid in ids:
@@ -528,7 +535,7 @@ class DreamTasks(DreamApplier):
                     self._apply_one(
                         conn, sid, task, stored, patterns, vectors.get(aid), added, removed
                     )
-                self._audit(conn, sid, "ApplyMemoryDreamActions", started, target=aid)
+                self._tx.audit(conn, sid, "ApplyMemoryDreamActions", started, target=aid)
                 row = conn.execute(
                     f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (stored[0],)
                 ).fetchone()
@@ -537,7 +544,7 @@ class DreamTasks(DreamApplier):
                 "UPDATE dream_tasks SET updated_at = ? WHERE seq = ?", (time.time(), task[0])
             )
             if added or removed:
-                self._after_write(sid, self._bump(conn, sid), added, removed)
+                self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
         return results
 
     def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction:
@@ -548,8 +555,8 @@ class DreamTasks(DreamApplier):
         limits.check_id(action_id, field="action_id")
         added: Added = []
         removed: Removed = []
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
             stored = conn.execute(
                 f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
@@ -560,15 +567,15 @@ class DreamTasks(DreamApplier):
             a = dict(zip(ACTION_KEYS, stored))
             if a["status"] != "applied" or not a["undo"]:
                 raise InvalidInput("only an applied action can be undone", field="action_id")
-            self._undo_action(conn, sid, json.loads(a["undo"]), added, removed)
+            self._applier.undo_action(conn, sid, json.loads(a["undo"]), added, removed)
             now = time.time()
             conn.execute(
                 "UPDATE dream_actions SET status = 'proposed', skipped_reason = NULL,"
                 " result_id = NULL, undo = NULL, undone_at = ?, updated_at = ? WHERE seq = ?",
                 (now, now, a["seq"]),
             )
-            self._audit(conn, sid, "UndoMemoryDreamAction", started, target=action_id)
-            self._after_write(sid, self._bump(conn, sid), added, removed)
+            self._tx.audit(conn, sid, "UndoMemoryDreamAction", started, target=action_id)
+            self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
             row = conn.execute(
                 f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (a["seq"],)
             ).fetchone()

@@ -11,12 +11,15 @@ from memcore.errors import InvalidInput, NotFound
 from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryTask, Message, Page, RequestRecord
-from memcore_sqlite.operations.transactions import StoreBase
+from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import check_pattern, check_scope, pattern_sql
 
 
-class RecordReads(StoreBase):
+class RecordReads:
     """Paged listings of messages, audit records, scopes and tasks."""
+
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
 
     def list_messages(
         self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
@@ -24,8 +27,8 @@ class RecordReads(StoreBase):
         check_scope(scope)
         limits.check_limit(limit)
         after = decode_token(next_token)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             rows = conn.execute(
                 "SELECT seq, id, role, content, timestamp, metadata FROM messages"
                 " WHERE store_id = ? AND app_id = ? AND tenant_id = ? AND agent_id = ?"
@@ -67,8 +70,8 @@ class RecordReads(StoreBase):
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"{column} must be a string", field=column)
         where = "" if value is None else f" AND {column} = ?"
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             return conn.execute(
                 f"SELECT {columns} FROM {table} WHERE store_id = ?{where}"
                 " AND seq > ? ORDER BY seq LIMIT ?",
@@ -86,7 +89,7 @@ class RecordReads(StoreBase):
     ) -> Page[RequestRecord]:
         """``pattern`` filters each page (a page may then hold fewer than ``limit`` items);
         every read made before the call is in it (its record is written first)."""
-        self._flush_read_audits()
+        self._tx.flush_read_audits()
         rows = self._rows_after(
             store,
             "requests",
@@ -128,8 +131,8 @@ class RecordReads(StoreBase):
         if pattern is not None:
             check_pattern(pattern)
         where, params = pattern_sql(pattern) if pattern is not None else ("", [])
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             rows = conn.execute(
                 "SELECT MIN(seq) AS first, app_id, tenant_id, agent_id, run_id FROM memories"
                 f" WHERE store_id = ?{where} GROUP BY app_id, tenant_id, agent_id, run_id"
@@ -155,8 +158,8 @@ class RecordReads(StoreBase):
 
     def get_task(self, store: str, task_id: str) -> MemoryTask:
         limits.check_id(task_id, field="task_id")
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             row = conn.execute(
                 f"SELECT {self._TASK_COLUMNS} FROM tasks WHERE id = ? AND store_id = ?",
                 (task_id, sid),
