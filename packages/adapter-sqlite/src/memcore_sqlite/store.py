@@ -40,6 +40,7 @@ from memcore_sqlite.storage.rows import (
     check_pattern,
     check_scope,
     memory_from_row,
+    memory_row,
     pattern_sql,
 )
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
@@ -169,7 +170,7 @@ class SqliteMemoryStore:
             ).fetchall()
             listed = supersession.annotate(conn, [memory_from_row(r) for r in rows])
         self._tx.audit_read(store, "ListMemories", started)
-        return page([(int(r[0]), m) for r, m in zip(rows, listed)], limit)
+        return page([(int(memory_row(r).seq), m) for r, m in zip(rows, listed)], limit)
 
     def search(
         self,

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -21,12 +21,34 @@ from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
-from memcore_sqlite.storage.rows import content_hash, rows_in
+from memcore_sqlite.storage.rows import columns, content_hash, rows_in
 
-_ROW = (
-    "seq, id, app_id, tenant_id, agent_id, run_id, text, metadata, unit_type, created_at,"
-    " updated_at, version, superseded_by, superseded_how, supersedes"
-)
+
+class _Row(NamedTuple):
+    """A memory row with its supersession links: the before-image an undo record keeps."""
+
+    seq: int
+    id: str
+    app_id: str
+    tenant_id: str
+    agent_id: str
+    run_id: str
+    text: str
+    metadata: str
+    unit_type: str
+    created_at: float
+    updated_at: float
+    version: int
+    superseded_by: str | None
+    superseded_how: str | None
+    supersedes: str | None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.app_id, self.tenant_id, self.agent_id, self.run_id)
+
+
+_ROW = columns(_Row)
 Added = list[tuple[tuple[str, str, str, str], int, Any]]
 Removed = list[tuple[tuple[str, str, str, str], int]]
 
@@ -39,9 +61,8 @@ class Outcome:
     undo: str | None = None
 
 
-def _image(row: Sequence[Any]) -> dict[str, Any]:
-    keys = [k.strip() for k in _ROW.split(",")]
-    return dict(zip(keys, row))
+def _image(row: _Row) -> dict[str, Any]:
+    return row._asdict()
 
 
 class DreamApplier:
@@ -51,9 +72,10 @@ class DreamApplier:
         self._tx = tx
         self._writes = writes
 
-    def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, Any]:
+    def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, _Row]:
         sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
-        return {r[1]: r for r in rows_in(conn, sql, ids, before=(store_id,))}
+        rows = map(_Row._make, rows_in(conn, sql, ids, before=(store_id,)))
+        return {r.id: r for r in rows}
 
     def apply_action(
         self,
@@ -74,7 +96,7 @@ class DreamApplier:
         target = action["target_id"]
         ids = [*sources, *([target] if target else [])]
         rows = self._rows(conn, store_id, ids)
-        scopes = [Scope(*r[2:6]) for r in rows.values()]
+        scopes = [r.scope for r in rows.values()]
         if not in_scopes(target_scope, patterns) or not all(in_scopes(s, patterns) for s in scopes):
             return Outcome("skipped", "scope_violation")
         if kind == "NOOP":
@@ -83,49 +105,52 @@ class DreamApplier:
             return Outcome("skipped", "missing_source")
         for i in ids:
             r = rows[i]
-            if r[12]:
+            if r.superseded_by:
                 # Superseded already: by an earlier action of this task, or by another task.
                 mine = conn.execute(
                     "SELECT 1 FROM dream_actions WHERE dream_seq = ? AND status = 'applied'"
                     " AND result_id = ?",
-                    (task_seq, r[12]),
+                    (task_seq, r.superseded_by),
                 ).fetchone()
                 return Outcome("skipped", "conflicting_action" if mine else "stale_target_memory")
-            if versions.get(i) is not None and int(r[11]) != int(versions[i]):
+            if versions.get(i) is not None and int(r.version) != int(versions[i]):
                 return Outcome("skipped", "stale_target_memory")
         now = time.time()
         undo: dict[str, Any] = {"created": [], "changed": [], "deleted": []}
         if kind == "DELETE":
             row = rows[target]
             undo["deleted"].append(_image(row))
-            seq = int(row[0])
+            seq = int(row.seq)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             conn.execute("UPDATE messages SET memory_seq = NULL WHERE memory_seq = ?", (seq,))
-            removed.append((Scope(*row[2:6]).as_tuple(), seq))
+            removed.append((row.scope.as_tuple(), seq))
             return Outcome("applied", result_id=target, undo=json.dumps(undo))
         if kind in ("MERGE", "ADD"):
             text = action["text"] or ""
             meta: dict[str, str] = {}
             for i in sources:
-                meta.update(json.loads(rows[i][7]))
+                meta.update(json.loads(rows[i].metadata))
             # The same text already in the target scope (often the newest source) becomes the
             # merged memory as it is; only a new text is a new memory.
             digest = content_hash(target_scope, text)
             same = next(
                 (
                     r
-                    for r in conn.execute(
-                        f"SELECT {_ROW} FROM memories WHERE store_id = ? AND content_hash = ?",
-                        (store_id, digest),
+                    for r in map(
+                        _Row._make,
+                        conn.execute(
+                            f"SELECT {_ROW} FROM memories WHERE store_id = ? AND content_hash = ?",
+                            (store_id, digest),
+                        ),
                     )
-                    if Scope(*r[2:6]) == target_scope
+                    if r.scope == target_scope
                 ),
                 None,
             )
             if same is not None:
-                mid = same[1]
+                mid = same.id
                 undo["changed"].append(_image(same))
             else:
                 mid, _ = self._writes.insert(
@@ -188,11 +213,11 @@ class DreamApplier:
             ).fetchone()
             if row is None:
                 continue
-            seq = int(row[0])
+            seq, app_id, tenant_id, agent_id, run_id, _ = row
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
-            removed.append((tuple(row[1:5]), seq))
+            removed.append(((app_id, tenant_id, agent_id, run_id), int(seq)))
         for image in undo["changed"]:
             conn.execute(
                 "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?,"

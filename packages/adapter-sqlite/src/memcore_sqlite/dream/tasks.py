@@ -35,8 +35,9 @@ from memcore_sqlite.dream import inputs as dream_inputs
 from memcore_sqlite.dream.apply import Added, DreamApplier, Outcome, Removed
 from memcore_sqlite.dream.rows import (
     ACTION,
-    ACTION_KEYS,
     TASK,
+    ActionRow,
+    TaskRow,
     action_value,
     checked,
     dream_value,
@@ -70,25 +71,33 @@ class DreamTasks:
         self.reviewer = reviewer
 
     # -- values -------------------------------------------------------------------------
-    def _dream_row(self, conn: sqlite3.Connection, store_id: int, task_id: str) -> Any:
+    def _dream_row(self, conn: sqlite3.Connection, store_id: int, task_id: str) -> TaskRow:
         limits.check_id(task_id, field="task_id")
         row = conn.execute(
             f"SELECT {TASK} FROM dream_tasks WHERE id = ? AND store_id = ?", (task_id, store_id)
         ).fetchone()
         if row is None:
             raise NotFound(f"dream task {task_id!r} does not exist", field="task_id")
-        return row
+        return TaskRow._make(row)
+
+    @staticmethod
+    def _action_row(conn: sqlite3.Connection, task_seq: int, action_id: str) -> ActionRow | None:
+        row = conn.execute(
+            f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
+            (task_seq, action_id),
+        ).fetchone()
+        return None if row is None else ActionRow._make(row)
 
     def _set_status(self, store_id: int, task_id: str, status: str, **extra: Any) -> bool:
         """Move the task on unless it was cancelled meanwhile; False when it was."""
         with self._tx.write() as conn:
             row = self._dream_row(conn, store_id, task_id)
-            if row[2] == "cancelled":
+            if row.status == "cancelled":
                 return False
             sets = ", ".join(f"{k} = ?" for k in ("status", "updated_at", *extra))
             conn.execute(
                 f"UPDATE dream_tasks SET {sets} WHERE seq = ?",
-                (status, time.time(), *extra.values(), row[0]),
+                (status, time.time(), *extra.values(), row.seq),
             )
         return True
 
@@ -315,7 +324,7 @@ class DreamTasks:
         auto_ids: list[str] = []
         with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
-            if row[2] == "cancelled":
+            if row.status == "cancelled":
                 return
             now = time.time()
             for action, decision in zip(planned, auto):
@@ -327,7 +336,7 @@ class DreamTasks:
                     " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         action_id,
-                        row[0],
+                        row.seq,
                         action.action,
                         decision.status,
                         json.dumps(action.target_scope.as_dict()),
@@ -347,7 +356,7 @@ class DreamTasks:
             status = "applying" if auto_ids else "completed"
             conn.execute(
                 "UPDATE dream_tasks SET status = ?, updated_at = ?, finished_at = ? WHERE seq = ?",
-                (status, now, None if auto_ids else now, row[0]),
+                (status, now, None if auto_ids else now, row.seq),
             )
         if auto_ids:
             self._apply_auto(sid, dream_id, auto_ids, patterns, vectors)
@@ -365,21 +374,19 @@ class DreamTasks:
         removed: Removed = []
         with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
-            if row[2] == "cancelled":
+            if row.status == "cancelled":
                 return
             failed = 0
             for action_id in action_ids:
-                stored = conn.execute(
-                    f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
-                    (row[0], action_id),
-                ).fetchone()
-                vector = next(vectors) if stored[3] in ("MERGE", "ADD") else None
+                stored = self._action_row(conn, row.seq, action_id)
+                assert stored is not None  # written by this task's plan
+                vector = next(vectors) if stored.action in ("MERGE", "ADD") else None
                 out = self._apply_one(conn, sid, row, stored, patterns, vector, added, removed)
                 failed += out.status == "failed"
             now = time.time()
             conn.execute(
                 "UPDATE dream_tasks SET status = ?, updated_at = ?, finished_at = ? WHERE seq = ?",
-                ("completed_with_failures" if failed else "completed", now, now, row[0]),
+                ("completed_with_failures" if failed else "completed", now, now, row.seq),
             )
             if added or removed:
                 self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
@@ -388,19 +395,19 @@ class DreamTasks:
         self,
         conn: sqlite3.Connection,
         sid: int,
-        task: Sequence[Any],
-        stored: Sequence[Any],
+        task: TaskRow,
+        stored: ActionRow,
         patterns: Sequence[ScopePattern],
         vector: Any,
         added: Added,
         removed: Removed,
     ) -> Outcome:
         """Apply one stored action in a savepoint: all of it lands, or none and it is failed."""
-        action = dict(zip(ACTION_KEYS, stored))
+        action = stored._asdict()
         conn.execute("SAVEPOINT dream_action")
         try:
             out = self._applier.apply_action(
-                conn, sid, int(task[0]), action, patterns, vector, added, removed
+                conn, sid, task.seq, action, patterns, vector, added, removed
             )
             conn.execute("RELEASE dream_action")
         except MemcoreError as exc:
@@ -456,7 +463,8 @@ class DreamTasks:
                 + " ORDER BY seq LIMIT ?",
                 (sid, after, *((status,) if status else ()), limit + 1),
             ).fetchall()
-            got = page([(int(r[0]), dream_value(conn, r)) for r in rows], limit)
+            tasks = map(TaskRow._make, rows)
+            got = page([(int(r.seq), dream_value(conn, r)) for r in tasks], limit)
         return got.filter(lambda t: pattern is None or any(overlap(pattern, p) for p in t.scopes))
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
@@ -464,17 +472,17 @@ class DreamTasks:
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             row = self._dream_row(conn, sid, task_id)
-            if row[2] not in ("completed", "completed_with_failures", "failed", "cancelled"):
+            if row.status not in ("completed", "completed_with_failures", "failed", "cancelled"):
                 now = time.time()
                 conn.execute(
                     "UPDATE dream_tasks SET status = 'cancelled', updated_at = ?, finished_at = ?"
                     " WHERE seq = ?",
-                    (now, now, row[0]),
+                    (now, now, row.seq),
                 )
                 conn.execute(
                     "UPDATE dream_actions SET status = 'skipped', skipped_reason = 'task_cancelled'"
                     " WHERE dream_seq = ? AND status = 'proposed'",
-                    (row[0],),
+                    (row.seq,),
                 )
             return dream_value(conn, self._dream_row(conn, sid, task_id))
 
@@ -489,9 +497,10 @@ class DreamTasks:
             rows = conn.execute(
                 f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND seq > ?"
                 " ORDER BY seq LIMIT ?",
-                (task[0], after, limit + 1),
+                (task.seq, after, limit + 1),
             ).fetchall()
-        return page([(int(r[0]), action_value(task_id, r)) for r in rows], limit)
+        actions = map(ActionRow._make, rows)
+        return page([(int(r.seq), action_value(task_id, r)) for r in actions], limit)
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
@@ -507,7 +516,7 @@ class DreamTasks:
                 "SELECT id, text FROM dream_actions WHERE dream_seq = ? AND id IN ({})"
                 " AND action IN ('MERGE', 'ADD')"
             )
-            texts = {r[0]: r[1] for r in rows_in(conn, sql, ids, before=(task[0],))}
+            texts = dict(rows_in(conn, sql, ids, before=(task.seq,)))
         embedded = self._tx.embed([texts[k] or "" for k in texts]) if texts else None
         vectors = dict(zip(texts, embedded or [None] * len(texts)))
         added: Added = []
@@ -515,21 +524,18 @@ class DreamTasks:
         results: list[DreamAction] = []
         with self._tx.write() as conn:
             task = self._dream_row(conn, sid, task_id)
-            patterns = patterns_of(task[5])
+            patterns = patterns_of(task.scopes)
             for aid in ids:
-                stored = conn.execute(
-                    f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
-                    (task[0], aid),
-                ).fetchone()
+                stored = self._action_row(conn, task.seq, aid)
                 if stored is None:
                     results.append(DreamAction(aid, task_id, "", status="not_found"))
                     continue
-                status, reason = stored[4], stored[12]
-                if task[2] == "cancelled" and status == "proposed":
+                status, reason = stored.status, stored.skipped_reason
+                if task.status == "cancelled" and status == "proposed":
                     conn.execute(
                         "UPDATE dream_actions SET status = 'skipped',"
                         " skipped_reason = 'task_cancelled' WHERE seq = ?",
-                        (stored[0],),
+                        (stored.seq,),
                     )
                 elif status == "proposed" or (status == "skipped" and reason in MANUAL_REASONS):
                     self._apply_one(
@@ -537,11 +543,11 @@ class DreamTasks:
                     )
                 self._tx.audit(conn, sid, "ApplyMemoryDreamActions", started, target=aid)
                 row = conn.execute(
-                    f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (stored[0],)
+                    f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (stored.seq,)
                 ).fetchone()
                 results.append(action_value(task_id, row))
             conn.execute(
-                "UPDATE dream_tasks SET updated_at = ? WHERE seq = ?", (time.time(), task[0])
+                "UPDATE dream_tasks SET updated_at = ? WHERE seq = ?", (time.time(), task.seq)
             )
             if added or removed:
                 self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
@@ -558,13 +564,10 @@ class DreamTasks:
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
-            stored = conn.execute(
-                f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
-                (task[0], action_id),
-            ).fetchone()
+            stored = self._action_row(conn, task.seq, action_id)
             if stored is None:
                 raise NotFound(f"dream action {action_id!r} does not exist", field="action_id")
-            a = dict(zip(ACTION_KEYS, stored))
+            a = stored._asdict()
             if a["status"] != "applied" or not a["undo"]:
                 raise InvalidInput("only an applied action can be undone", field="action_id")
             self._applier.undo_action(conn, sid, json.loads(a["undo"]), added, removed)

@@ -22,9 +22,11 @@ from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
+    MemoryRow,
     check_scope,
     content_hash,
     memory_from_row,
+    memory_row,
     rows_in,
 )
 
@@ -76,15 +78,17 @@ class MemoryWrites:
         digest = content_hash(scope, text)
         # The digest covers the scope; comparing the scope columns in Python keeps the planner
         # on the hash index (with them in SQL it prefers the scope index and scans the scope).
-        for row in conn.execute(
-            "SELECT id, seq, app_id, tenant_id, agent_id, run_id, metadata, updated_at"
-            " FROM memories WHERE store_id = ? AND content_hash = ?",
-            (store_id, digest),
+        for row in map(
+            MemoryRow._make,
+            conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE store_id = ? AND content_hash = ?",
+                (store_id, digest),
+            ),
         ):
-            if tuple(row[2:6]) == scope.as_tuple():
-                seq, found = int(row[1]), (str(row[6]), float(row[7]))
+            if (row.app_id, row.tenant_id, row.agent_id, row.run_id) == scope.as_tuple():
+                seq, found = int(row.seq), (str(row.metadata), float(row.updated_at))
                 self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
-                return str(row[0]), seq
+                return str(row.id), seq
         mid = memory_id or uuid.uuid4().hex
         if (
             memory_id is not None
@@ -423,10 +427,10 @@ class MemoryWrites:
             self._tx.write() as conn,
         ):
             sid = self._tx.store_id(conn, store)
-            row = self.own_row(conn, sid, scope, memory_id)
-            seq = int(row[0])
-            new_text = row[6] if text is None else text
-            old_meta = json.loads(row[7])
+            row = memory_row(self.own_row(conn, sid, scope, memory_id))
+            seq = int(row.seq)
+            new_text = row.text if text is None else text
+            old_meta = json.loads(row.metadata)
             # Merged as on the service: the same key overwrites, {} clears the map.
             new_meta = old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
             gen = self._tx.bump(conn, sid)
