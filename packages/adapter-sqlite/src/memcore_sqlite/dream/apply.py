@@ -21,34 +21,42 @@ from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
-from memcore_sqlite.storage.rows import columns, content_hash, rows_in
+from memcore_sqlite.storage.rows import (
+    MEMORY_COLUMNS,
+    MEMORY_WIDTH,
+    columns,
+    content_hash,
+    memory_row,
+    rows_in,
+)
 
 
-class _Row(NamedTuple):
-    """A memory row with its supersession links: the before-image an undo record keeps."""
+class _Links(NamedTuple):
+    """What a memory supersedes or was superseded by (selected after its own columns)."""
 
-    seq: int
-    id: str
-    app_id: str
-    tenant_id: str
-    agent_id: str
-    run_id: str
-    text: str
-    metadata: str
-    unit_type: str
-    created_at: float
-    updated_at: float
-    version: int
     superseded_by: str | None
     superseded_how: str | None
     supersedes: str | None
 
+
+_ROW = f"{MEMORY_COLUMNS}, {columns(_Links)}"
+
+
+class _Row:
+    """A memory row with its supersession links: the before-image an undo record keeps."""
+
+    __slots__ = ("links", "memory")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        self.memory = memory_row(row)
+        self.links = _Links._make(row[MEMORY_WIDTH:])
+
     @property
     def scope(self) -> Scope:
-        return Scope(self.app_id, self.tenant_id, self.agent_id, self.run_id)
+        m = self.memory
+        return Scope(m.app_id, m.tenant_id, m.agent_id, m.run_id)
 
 
-_ROW = columns(_Row)
 Added = list[tuple[tuple[str, str, str, str], int, Any]]
 Removed = list[tuple[tuple[str, str, str, str], int]]
 
@@ -62,7 +70,7 @@ class Outcome:
 
 
 def _image(row: _Row) -> dict[str, Any]:
-    return row._asdict()
+    return {**row.memory._asdict(), **row.links._asdict()}
 
 
 class DreamApplier:
@@ -74,8 +82,8 @@ class DreamApplier:
 
     def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, _Row]:
         sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
-        rows = map(_Row._make, rows_in(conn, sql, ids, before=(store_id,)))
-        return {r.id: r for r in rows}
+        rows = map(_Row, rows_in(conn, sql, ids, before=(store_id,)))
+        return {r.memory.id: r for r in rows}
 
     def apply_action(
         self,
@@ -105,22 +113,22 @@ class DreamApplier:
             return Outcome("skipped", "missing_source")
         for i in ids:
             r = rows[i]
-            if r.superseded_by:
+            if r.links.superseded_by:
                 # Superseded already: by an earlier action of this task, or by another task.
                 mine = conn.execute(
                     "SELECT 1 FROM dream_actions WHERE dream_seq = ? AND status = 'applied'"
                     " AND result_id = ?",
-                    (task_seq, r.superseded_by),
+                    (task_seq, r.links.superseded_by),
                 ).fetchone()
                 return Outcome("skipped", "conflicting_action" if mine else "stale_target_memory")
-            if versions.get(i) is not None and int(r.version) != int(versions[i]):
+            if versions.get(i) is not None and int(r.memory.version) != int(versions[i]):
                 return Outcome("skipped", "stale_target_memory")
         now = time.time()
         undo: dict[str, Any] = {"created": [], "changed": [], "deleted": []}
         if kind == "DELETE":
             row = rows[target]
             undo["deleted"].append(_image(row))
-            seq = int(row.seq)
+            seq = int(row.memory.seq)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
@@ -131,7 +139,7 @@ class DreamApplier:
             text = action["text"] or ""
             meta: dict[str, str] = {}
             for i in sources:
-                meta.update(json.loads(rows[i].metadata))
+                meta.update(json.loads(rows[i].memory.metadata))
             # The same text already in the target scope (often the newest source) becomes the
             # merged memory as it is; only a new text is a new memory.
             digest = content_hash(target_scope, text)
@@ -139,7 +147,7 @@ class DreamApplier:
                 (
                     r
                     for r in map(
-                        _Row._make,
+                        _Row,
                         conn.execute(
                             f"SELECT {_ROW} FROM memories WHERE store_id = ? AND content_hash = ?",
                             (store_id, digest),
@@ -150,7 +158,7 @@ class DreamApplier:
                 None,
             )
             if same is not None:
-                mid = same.id
+                mid = same.memory.id
                 undo["changed"].append(_image(same))
             else:
                 mid, _ = self._writes.insert(

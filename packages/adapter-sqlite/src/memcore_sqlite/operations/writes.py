@@ -479,7 +479,7 @@ class MemoryWrites:
             self._tx.write() as conn,
         ):
             sid = self._tx.store_id(conn, store)
-            seq = int(self.own_row(conn, sid, scope, memory_id)[0])
+            seq = int(memory_row(self.own_row(conn, sid, scope, memory_id)).seq)
             gen = self._tx.bump(conn, sid)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
