@@ -22,7 +22,8 @@ class StoreCatalog:
 
     @staticmethod
     def _info(row: Sequence[Any]) -> StoreInfo:
-        return StoreInfo(name=row[0], description=row[1], status="ready", created_at=row[2])
+        name, description, created_at = row
+        return StoreInfo(name=name, description=description, status="ready", created_at=created_at)
 
     def ensure_store(
         self,

@@ -39,6 +39,9 @@ def columns(row_type: Any) -> str:
 MEMORY_COLUMNS = columns(MemoryRow)
 #: How many leading values of a row are the memory's (a statement may select more after them).
 MEMORY_WIDTH = len(MemoryRow._fields)
+#: Where a memory row holds its seq, for the search's hit loop, which reads only that by
+#: position (a MemoryRow per candidate would cost more than the rest of the loop).
+MEMORY_SEQ = MemoryRow._fields.index("seq")
 
 
 def memory_row(row: Sequence[Any]) -> MemoryRow:
