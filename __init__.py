@@ -43,7 +43,7 @@ if __name__ == "memcore":
 else:
     _use_bundled_packages()
 
-    from memcore_hermes.provider import TablestoreMemProvider
+    from memcore_hermes.session.provider import TablestoreMemProvider
 
     def register(ctx):  # type: ignore[no-untyped-def]
         """Hermes calls this; it registers the provider with ``ctx.register_memory_provider``."""

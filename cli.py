@@ -1,4 +1,4 @@
-"""Hermes CLI shim for ``hermes tablestore-mem add|search|doctor``; see ``memcore_hermes.cli``."""
+"""Hermes CLI shim for ``hermes tablestore-mem add|search|doctor``; see ``memcore_hermes.commands.cli``."""
 
 import importlib.util
 import sys
@@ -15,7 +15,7 @@ def _use_bundled_packages() -> None:
 
 _use_bundled_packages()
 
-from memcore_hermes.cli import register_cli, tablestore_mem_command  # noqa: E402
+from memcore_hermes.commands.cli import register_cli, tablestore_mem_command  # noqa: E402
 
 # Hermes looks the handler up as ``<provider name>_command``, dash included.
 globals()["tablestore-mem_command"] = tablestore_mem_command

@@ -360,7 +360,7 @@ def main() -> int:
     parser.add_argument("--recall-wait-ms", type=int, default=None)
     args = parser.parse_args()
     if args.no_consolidation:
-        from memcore_hermes import consolidation
+        from memcore_hermes.session import consolidation
 
         consolidation.schedule = lambda runtime: None  # type: ignore[assignment]
 

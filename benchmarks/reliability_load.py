@@ -84,7 +84,7 @@ def run_layout(
     threads: int, turns: int, latency_ms: float, shared: bool, workdir: Path
 ) -> dict[str, Any]:
     from memcore_hermes import TablestoreMemProvider
-    from memcore_hermes.delivery import RetryPolicy
+    from memcore_hermes.outbox.delivery import RetryPolicy
 
     proc, url = _start_emulator(workdir / "emulator.db", latency_ms)
     try:

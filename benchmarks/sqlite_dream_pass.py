@@ -72,7 +72,7 @@ def _full(store: SqliteMemoryStore) -> Any:
 
 
 def _session(store: SqliteMemoryStore) -> Any:
-    from memcore_hermes import consolidation
+    from memcore_hermes.session import consolidation
 
     runtime = SimpleNamespace(
         read_only=False,

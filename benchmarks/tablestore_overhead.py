@@ -16,8 +16,8 @@ from typing import Any
 
 from benchmarks._stats import summary_ms
 from memcore.scope import Scope
+from memcore_tablestore.protocol.wire import scope_to_wire
 from memcore_tablestore.testing import spawned_emulator, store_for
-from memcore_tablestore.wire import scope_to_wire
 
 STORE = "bench_overhead"
 SCOPE = Scope("bench", "tenant", "agent", "run")

@@ -15,7 +15,7 @@ import time
 from memcore.paging import pages
 from memcore.scope import Scope
 from memcore_tablestore.emulator import Faults
-from memcore_tablestore.store import TableStoreMemoryStore
+from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
 from memcore_tablestore.testing import async_store_for, spawned_emulator, store_for
 
 STORE = "bench_throughput"

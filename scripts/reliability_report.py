@@ -129,7 +129,7 @@ def run_audit() -> tuple[int, str]:
 #: Bugs this suite found in the other packages; each was fixed by its owner and its test stays
 #: as a regression test (strict xfail until the fix landed).
 FIXED_FINDINGS = (
-    "Spool (`memcore_hermes.spool.SqliteOutbox._run`): a lone surrogate (half an emoji) raised "
+    "Spool (`memcore_hermes.outbox.spool.SqliteOutbox._run`): a lone surrogate (half an emoji) raised "
     "UnicodeEncodeError after `BEGIN IMMEDIATE` without a rollback: `sync_turn` raised into the agent "
     "and the open transaction made the next, valid turn fail (a lost turn). Now refused as InvalidInput "
     "by the core limits (`test_reliability_unicode_*`).",

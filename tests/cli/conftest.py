@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from memcore_cli.app import app
-from memcore_cli.state import Overrides, StoreFactory
+from memcore_cli.wiring.state import Overrides, StoreFactory
 
 EMULATOR_AK = "cli-test-ak"
 EMULATOR_SK = "cli-test-secret-value"

@@ -39,6 +39,22 @@ def test_import_contracts_hold() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
+def test_the_core_has_no_import_cycle() -> None:
+    """The layers contract orders the core's modules; this also covers the modules that share
+    a layer and those inside its folders (dream, ports, testing)."""
+    grimp = pytest.importorskip("grimp")  # import-linter's own graph library
+
+    graph = grimp.build_graph("memcore")
+    cycles = sorted(
+        (importer, imported)
+        for importer in graph.modules
+        if importer != "memcore"  # the package's lazy re-exports are for type checkers only
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if graph.chain_exists(importer=imported, imported=importer)
+    )
+    assert cycles == []
+
+
 def test_importing_the_core_loads_no_adapter_sdk_or_io_library() -> None:
     code = (
         "import sys, json, memcore, memcore.testing, memcore.testing.contract;"
@@ -67,6 +83,27 @@ def test_every_public_name_of_the_package_resolves_to_its_module() -> None:
         assert getattr(memcore, name) is getattr(importlib.import_module(module), attribute)
     with pytest.raises(AttributeError):
         memcore.NoSuchName  # noqa: B018
+
+
+def test_the_type_checkers_names_are_the_runtime_names() -> None:
+    """``memcore/__init__.py`` states its public names twice: imports for type checkers
+    (which do not run ``__getattr__``) and ``_FROM`` for the lazy runtime; they must agree."""
+    import ast
+
+    import memcore
+
+    tree = ast.parse(Path(memcore.__file__).read_text(encoding="utf-8"))
+    [block] = [n for n in tree.body if isinstance(n, ast.If)]
+    static: dict[str, tuple[str, str]] = {}
+    for node in block.body:
+        if isinstance(node, ast.ImportFrom) and node.module != "memcore":
+            for alias in node.names:
+                static[alias.asname or alias.name] = (str(node.module), alias.name)
+        elif isinstance(node, ast.Assign):  # MemoryUnit = _values.Memory
+            [target] = node.targets
+            assert isinstance(target, ast.Name) and isinstance(node.value, ast.Attribute)
+            static[target.id] = ("memcore.values", node.value.attr)
+    assert static == memcore._EXPORTS
 
 
 def test_the_errors_module_loads_without_the_rest_of_the_core() -> None:

@@ -1,8 +1,6 @@
-"""memcore.Memory (the library facade), backend discovery, errors, and the fake's fault plan."""
+"""memcore.Memory (the library facade), backend discovery, and the fake's fault plan."""
 
 from __future__ import annotations
-
-import asyncio
 
 import pytest
 
@@ -10,7 +8,6 @@ import memcore
 from memcore.errors import (
     ConfigError,
     InvalidInput,
-    MemcoreError,
     NotFound,
     StoreClosed,
     Throttled,
@@ -61,18 +58,6 @@ def test_unknown_backend_lists_the_installed_ones() -> None:
     assert "installed backends" in str(err.value)
 
 
-def test_errors_are_typed_and_json_safe() -> None:
-    err = Throttled("slow down")
-    assert err.retryable and isinstance(err, MemcoreError)
-    assert err.to_dict() == {
-        "type": "Throttled",
-        "code": "throttled",
-        "message": "slow down",
-        "retryable": True,
-    }
-    assert not InvalidInput("x", field="text").retryable
-
-
 def test_fault_plan_on_call_and_operation() -> None:
     store = InMemoryMemoryStore()
     store.ensure_store("m")
@@ -102,57 +87,3 @@ def test_a_closed_memory_says_closed() -> None:
     assert "closed" in str(info.value)
     assert info.value.to_dict()["code"] == "store_closed"
     assert not isinstance(info.value, InvalidInput)
-
-
-def test_async_memory_goes_through_the_same_service() -> None:
-    async def scenario() -> tuple[list[str], list[str], list[str], str, list[int]]:
-        mem = memcore.AsyncMemory(memcore.Memory(InMemoryMemoryStore()))
-        async with mem:
-            [mid] = await mem.add(text="The user likes coffee")
-            hits = [h.memory.id for h in await mem.search("coffee")]
-            listed = [m.id async for m in mem.iter_all(page_size=1)]
-            updated = (await mem.update(mid, text="The user likes espresso")).text
-            sizes = []
-            with pytest.raises(InvalidInput):  # the service's limits apply
-                await mem.search("")
-            with pytest.raises(InvalidInput):
-                await mem.add()
-            await mem.delete(mid)
-            with pytest.raises(NotFound):
-                await mem.get(mid)
-            sizes.append(len((await mem.list()).items))
-        with pytest.raises(StoreClosed):
-            await mem.search("coffee")
-        return [mid], hits, listed, updated, sizes
-
-    ids, hits, listed, updated, sizes = asyncio.run(scenario())
-    assert hits == ids and listed == ids
-    assert updated == "The user likes espresso"
-    assert sizes == [0]
-
-
-def test_async_memory_does_not_block_the_event_loop() -> None:
-    """Two searches and a timer share the loop: the timer fires while the calls run."""
-    import time
-
-    class SlowStore(InMemoryMemoryStore):
-        def search(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            time.sleep(0.2)
-            return super().search(*args, **kwargs)
-
-    async def scenario() -> list[str]:
-        events: list[str] = []
-        mem = memcore.AsyncMemory(memcore.Memory(SlowStore()))
-
-        async def tick() -> None:
-            await asyncio.sleep(0.05)
-            events.append("tick")
-
-        async def look() -> None:
-            await mem.search("coffee")
-            events.append("search")
-
-        await asyncio.gather(look(), tick())
-        return events
-
-    assert asyncio.run(scenario()) == ["tick", "search"]

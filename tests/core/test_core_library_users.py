@@ -1,11 +1,9 @@
-"""One ``Memory`` for many users: per-call identity, policies, search options, and the async
-twin's surface (the contract suite runs the isolation, history and delete_all cases on every
-backend)."""
+"""One ``Memory`` for many users: per-call identity (sync and async), policies, search options
+(the contract suite runs the isolation, history and delete_all cases on every backend)."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 
 import attrs
 import pytest
@@ -121,37 +119,6 @@ def test_closing_only_closes_a_store_the_memory_opened() -> None:
     assert not store.closed
     Memory(store, store_name="m", owns_store=True).close()
     assert store.closed
-
-
-def _public(cls: type) -> dict[str, object]:
-    return {n: inspect.getattr_static(cls, n) for n in dir(cls) if not n.startswith("_")}
-
-
-def test_async_memory_has_exactly_the_sync_surface() -> None:
-    sync, twin = _public(Memory), _public(AsyncMemory)
-    assert sorted(sync) == sorted(twin)
-    for name, member in sync.items():
-        other = twin[name]
-        assert type(member) is type(other), name
-        if isinstance(member, property):
-            continue
-        call = getattr(Memory, name)
-        acall = getattr(AsyncMemory, name)
-        assert list(inspect.signature(call).parameters.values()) == list(
-            inspect.signature(acall).parameters.values()
-        ), name
-        awaited = inspect.iscoroutinefunction(acall) or inspect.isasyncgenfunction(acall)
-        assert awaited == (name != "scope_for"), name
-
-
-def test_every_public_method_has_a_docstring_with_an_example() -> None:
-    for cls in (Memory, AsyncMemory):
-        for name, member in _public(cls).items():
-            if isinstance(member, property):
-                assert (member.__doc__ or "").strip(), f"{cls.__name__}.{name}"
-                continue
-            doc = inspect.getdoc(getattr(cls, name)) or ""
-            assert ">>>" in doc, f"{cls.__name__}.{name} has no example"
 
 
 def test_async_memory_takes_the_per_call_identity() -> None:

@@ -15,8 +15,8 @@ import pytest
 
 from memcore.testing import InMemoryMemoryStore
 from memcore_hermes import TablestoreMemProvider
-from memcore_hermes.delivery import RetryPolicy
-from memcore_hermes.envfile import SECRET_VARS
+from memcore_hermes.config.envfile import SECRET_VARS
+from memcore_hermes.outbox.delivery import RetryPolicy
 from memcore_hermes.testing import FakeChatServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def run_cli(
     start): its exit status and JSON answer; no ``secrets`` may appear in the output."""
     import argparse
 
-    from memcore_hermes.cli import register_cli, tablestore_mem_command
+    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
 
     parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
     register_cli(parser)

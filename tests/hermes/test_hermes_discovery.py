@@ -200,7 +200,11 @@ def test_start_status_and_doctor_load_only_what_they_need(hermes_home: Path, kit
     )
     assert probe.returncode == 0, probe.stderr[-3000:]
     steps = json.loads(probe.stdout.strip().splitlines()[-1])
-    assert steps["cli_tree"] == ["memcore_hermes", "memcore_hermes.cli"]
+    assert steps["cli_tree"] == [
+        "memcore_hermes",
+        "memcore_hermes.commands",
+        "memcore_hermes.commands.cli",
+    ]
     assert steps["available"] is True
     never = ("numpy", "onnxruntime", "tokenizers", "tablestore", "alibabacloud", "urllib3")
     for name in ("memory_status", "doctor"):
@@ -225,6 +229,10 @@ def test_status_of_the_tablestore_backend_loads_no_sdk(hermes_home: Path, kit: A
     assert probe.returncode == 0, probe.stderr[-3000:]
     steps = json.loads(probe.stdout.strip().splitlines()[-1])
     assert steps["available"] is True
-    assert steps["cli_tree"] == ["memcore_hermes", "memcore_hermes.cli"]
+    assert steps["cli_tree"] == [
+        "memcore_hermes",
+        "memcore_hermes.commands",
+        "memcore_hermes.commands.cli",
+    ]
     sdk = ("tablestore", "alibabacloud", "urllib3", "numpy", "onnxruntime")
     assert [m for m in steps["memory_status"] if m.startswith(sdk)] == []

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memcore_cli.app import app
-from memcore_cli.state import Overrides
+from memcore_cli.wiring.state import Overrides
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,7 @@ def hermes_home_for(
 
 def fast_retry() -> Any:
     """Spool backoff scaled down so a short run recovers within seconds (same algorithm)."""
-    from memcore_hermes.delivery import RetryPolicy
+    from memcore_hermes.outbox.delivery import RetryPolicy
 
     return RetryPolicy(base_s=0.05, cap_s=0.5)
 

@@ -369,7 +369,7 @@ class Cli:
 
     def __call__(self, *args: str) -> Any:
         from memcore_cli.app import app
-        from memcore_cli.state import Overrides
+        from memcore_cli.wiring.state import Overrides
 
         overrides = Overrides(store_factory=self.factory, environ=self.env)
         return self.runner.invoke(
@@ -495,7 +495,7 @@ def test_cli_answers_another_tenants_ids_as_missing(cli: Cli) -> None:
 # -- the Hermes tools --------------------------------------------------------------------------
 def _provider(backend: Backend, home: Path, user_id: str) -> Any:
     from memcore_hermes import TablestoreMemProvider
-    from memcore_hermes.delivery import RetryPolicy
+    from memcore_hermes.outbox.delivery import RetryPolicy
 
     provider = TablestoreMemProvider(
         store_factory=lambda _config: backend.open(),
@@ -572,13 +572,6 @@ ID_TAKING = frozenset(
         "delete_memory",
     }
 )
-#: (host module, store method) pairs allowed a direct call: import checks a record's id in the
-#: record's scope (its tenant rules belong to the import), and its undo deletes only the
-#: memories that import itself just wrote, by the ids the store returned.
-ALLOWED = {
-    ("memcore_cli/transfer.py", "get_memory"),
-    ("memcore_cli/transfer.py", "delete_memory"),
-}
 #: Every host package's source root; each must exist and hold modules, so a moved or renamed
 #: host is not silently left out of the scan.
 HOSTS = ("adapter-cli/src", "adapter-hermes/src", "adapter-mcp/src")
@@ -606,7 +599,7 @@ def _store_calls(name: str, source: str) -> Iterator[str]:
         receiver = ast.unparse(node.func.value)
         if "service" in receiver.rsplit(".", 1)[-1] or receiver in ("self", "cls"):
             continue
-        if method in ID_TAKING | {"get_memory"} and (name, method) not in ALLOWED:
+        if method in ID_TAKING | {"get_memory"}:
             yield f"{name}:{node.lineno} {receiver}.{method}"
 
 

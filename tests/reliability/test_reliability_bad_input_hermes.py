@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcore.paging import every_item
-from memcore_hermes.tools import TOOL_NAMES
+from memcore_hermes.session.tools import TOOL_NAMES
 
 HUGE = [
     "x" * 40_000,

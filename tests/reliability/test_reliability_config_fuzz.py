@@ -127,7 +127,7 @@ def test_reliability_config_bom_is_the_same_config():
 
 
 def test_reliability_config_hermes_home_loader_total(tmp_path, scenario, pick):
-    from memcore_hermes.home import HermesHome
+    from memcore_hermes.config.home import HermesHome
 
     home = HermesHome(tmp_path / "hermes")
     home.root.mkdir()
@@ -163,7 +163,7 @@ def test_reliability_config_hermes_home_loader_total(tmp_path, scenario, pick):
 
 def test_reliability_config_hermes_peek_backend_total(tmp_path):
     """``is_available()`` reads the backend cheaply; odd files must not raise into Hermes."""
-    from memcore_hermes.home import HermesHome
+    from memcore_hermes.config.home import HermesHome
 
     home = HermesHome(tmp_path / "hermes")
     home.root.mkdir()

@@ -41,7 +41,7 @@ def test_reliability_backend_down_whole_session_then_replay(emulator, tmp_path, 
         ]
         ledger.acknowledged = [line[4:] for line in lines if line.startswith("ACK ")]
         scope = Scope("hermes", "alice", "hermes", "session-1")
-        from memcore_hermes.spool import SqliteOutbox
+        from memcore_hermes.outbox.spool import SqliteOutbox
 
         spool = SqliteOutbox(home / "tablestore_memory_spool.sqlite3")
         depth = spool.stats(time.time()).depth
@@ -109,7 +109,7 @@ def test_reliability_kill_9_mid_session_replays_exactly_once(emulator, tmp_path,
             round_acks = [line[4:] for line in lines if line.startswith("ACK ")]
             acked.extend(round_acks)
             issued_estimate += len(round_acks) + 1  # at most one turn was mid-call at the kill
-        from memcore_hermes.spool import SqliteOutbox
+        from memcore_hermes.outbox.spool import SqliteOutbox
 
         spool = SqliteOutbox(home / "tablestore_memory_spool.sqlite3")
         left = spool.stats(time.time()).depth
@@ -151,7 +151,7 @@ def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(
     emulator, tmp_path, scenario
 ):
     from memcore.testing import InMemoryMemoryStore
-    from memcore_hermes.spool import SqliteOutbox
+    from memcore_hermes.outbox.spool import SqliteOutbox
     from memcore_tablestore.emulator import Faults
 
     backing = InMemoryMemoryStore()

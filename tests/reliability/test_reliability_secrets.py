@@ -52,8 +52,8 @@ class _Collector(logging.Handler):
 
 @pytest.mark.slow
 def test_reliability_secrets_never_leak(secret_emulator, tmp_path, caplog, capsys, scenario):
-    from memcore_hermes.doctor import run_doctor
-    from memcore_hermes.home import HermesHome
+    from memcore_hermes.commands.doctor import run_doctor
+    from memcore_hermes.config.home import HermesHome
     from memcore_tablestore.emulator import Faults
 
     server, backing = secret_emulator

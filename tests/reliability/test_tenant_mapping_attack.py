@@ -298,7 +298,7 @@ class _Cli:
 
     def __call__(self, *argv: str) -> Any:
         from memcore_cli.app import app
-        from memcore_cli.options import Overrides
+        from memcore_cli.wiring.overrides import Overrides
 
         overrides = Overrides(environ=self.env)
         return self.runner.invoke(app, list(argv), env=self.env, obj=overrides)

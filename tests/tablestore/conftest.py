@@ -14,7 +14,7 @@ import pytest
 
 from memcore.testing import InMemoryMemoryStore
 from memcore_tablestore.emulator import EmulatorServer
-from memcore_tablestore.store import TableStoreMemoryStore
+from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
 from memcore_tablestore.testing import async_store_for, running_emulator, store_for
 
 

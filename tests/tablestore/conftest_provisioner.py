@@ -17,7 +17,7 @@ import pytest
 
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.emulator.control_plane import ControlPlane, LostAnswer, hang_up
-from memcore_tablestore.provisioner import TableStoreProvisioner
+from memcore_tablestore.provisioning.provisioner import TableStoreProvisioner
 
 ACCESS_KEY_ID = "LTAI5tEmulatorKeyId"
 ACCESS_KEY_SECRET = "emulator-secret-Zq8vX2pL9wK4"  # a test value, checked by the twin's signature

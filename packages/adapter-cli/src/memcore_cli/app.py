@@ -25,8 +25,9 @@ from memcore_cli.commands import (
     transfer,
 )
 from memcore_cli.group import COMMAND_ARGS, MemcoreGroup
-from memcore_cli.options import FORMATS, GlobalOptions, Overrides
-from memcore_cli.state import CliState, configure_logging
+from memcore_cli.settings.options import FORMATS, GlobalOptions
+from memcore_cli.wiring.overrides import Overrides
+from memcore_cli.wiring.state import CliState, configure_logging
 
 HELP = """Long-term memory for AI agents, from the terminal.
 

@@ -19,7 +19,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:  # the codes live in the core, which ``--help`` does not import
-    from memcore_cli.exit_codes import ExitCode
+    from memcore_cli.output.exit_codes import ExitCode
 
 #: ``ctx.meta`` key of the command line below the root group.
 COMMAND_ARGS = "memcore.command_args"
@@ -32,7 +32,7 @@ def _one_line(text: str) -> str:
 def report_error(exc: BaseException, *, as_json: bool, debug: bool) -> ExitCode:
     """Write the error to stderr (one line, or JSON with ``--json``) and return its exit code."""
     from memcore.errors import MemcoreError
-    from memcore_cli.exit_codes import exit_code_for
+    from memcore_cli.output.exit_codes import exit_code_for
 
     code = exit_code_for(exc)
     if debug:
@@ -73,7 +73,7 @@ class MemcoreGroup(TyperGroup):
             # point stdout at /dev/null so the interpreter's final flush cannot fail again.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            from memcore_cli.exit_codes import ExitCode
+            from memcore_cli.output.exit_codes import ExitCode
 
             raise typer.Exit(int(ExitCode.UNEXPECTED)) from None
         except Exception as exc:
@@ -93,8 +93,8 @@ class MemcoreGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from memcore_cli import coercion
-        from memcore_cli.argv import hoist_globals
+        from memcore_cli.parsing import coercion
+        from memcore_cli.parsing.argv import hoist_globals
 
         coercion.install(self)  # plain option values without pydantic (see the module)
         words = sys.argv[1:] if args is None else list(args)
@@ -122,7 +122,7 @@ class MemcoreGroup(TyperGroup):
             code = exc.exit_code
         except typer.Abort:
             sys.stderr.write("memcore: aborted\n")
-            from memcore_cli.exit_codes import ExitCode
+            from memcore_cli.output.exit_codes import ExitCode
 
             code = int(ExitCode.UNEXPECTED)
         else:

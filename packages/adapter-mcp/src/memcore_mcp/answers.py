@@ -20,7 +20,7 @@ from mcp.types import CallToolResult, TextContent
 from memcore.errors import MemcoreError
 from memcore.recall import fence, sanitize_recalled
 from memcore.values import Memory, SearchHit
-from memcore_cli.records import hit_record, memory_record
+from memcore_cli.output.records import hit_record, memory_record
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 import anyio
 
 from memcore.errors import ConfigError, InvalidInput, Unavailable
-from memcore_cli.options import GlobalOptions, StoreFactory
-from memcore_cli.runtime import Runtime
+from memcore_cli.settings.options import GlobalOptions
+from memcore_cli.wiring.overrides import StoreFactory
+from memcore_cli.wiring.runtime import Runtime
 from memcore_mcp.server import MemoryServer, build_server, token_tenant
 from memcore_mcp.tenants import Tenants, server_options, tenant_scope
 from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens

@@ -19,10 +19,10 @@ from memcore.errors import InvalidInput
 from memcore.ports import MemoryStore
 from memcore.scope import normalize_segment
 from memcore.service import MemoryService
-from memcore_cli.options import GlobalOptions
-from memcore_cli.runtime import Runtime
-from memcore_cli.scopes import ScopeChoice, choose_scope
-from memcore_cli.settings import Settings
+from memcore_cli.settings.options import GlobalOptions
+from memcore_cli.settings.resolve import Settings
+from memcore_cli.settings.scopes import ScopeChoice, choose_scope
+from memcore_cli.wiring.runtime import Runtime
 
 TENANT_ENV = "MEMCORE_TENANT"
 #: The agent segment the server writes under when ``--agent`` is not given; reads still cover

@@ -20,7 +20,7 @@ from memcore import limits
 from memcore.paging import every_item
 from memcore.service import MemoryService
 from memcore.values import DreamTask
-from memcore_cli.records import to_record
+from memcore_cli.output.records import to_record
 from memcore_mcp import answers
 from memcore_mcp.tenants import Tenants
 

@@ -19,15 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
-from memcore.dream.review import DreamReviewer
 from memcore.errors import InvalidInput, Unsupported
 from memcore.paging import decode_token, page
-from memcore.ports import Embedder
+from memcore.ports import DreamReviewer, Embedder, FactExtractor
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Page, SearchHit
 from memcore_sqlite.dream.tasks import DreamTasks
 from memcore_sqlite.operations.catalog import StoreCatalog
-from memcore_sqlite.operations.facts import Extractor, FactWrites
+from memcore_sqlite.operations.facts import FactWrites
 from memcore_sqlite.operations.reads import RecordReads
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites, TextItem
@@ -71,7 +70,7 @@ class SqliteMemoryStore:
         synchronous: str = "NORMAL",
         vector_cache_rows: int = 1_000_000,
         defer_vectors: bool = False,
-        extractor: Extractor | None = None,
+        extractor: FactExtractor | None = None,
         dream_reviewer: DreamReviewer | None = None,
         embedding_ahead: EmbedAhead | None = None,
     ) -> None:

@@ -2,19 +2,29 @@
 
 Importing this package is cheap: the SDK (and urllib3, aiohttp) load only when a store is
 built, so hosts can import it at start-up without paying for the cloud client.
+
+Folders, each importing only those below it (checked by the ``layers`` contract in the
+repository's ``pyproject.toml``)::
+
+    testing.py      stores pointed at a running emulator, for tests and local development
+    provisioning/   first run: buy an instance, save it in the config, wait until it serves
+    backend.py      the ``memcore.backends`` entry point: a store from a config
+    stores/         the ``MemoryStore`` port, sync and async, driving the plans
+    live_check.py   ``memcore doctor --live``: the read-only APIs against a real store
+    client/         the vendor SDK clients, one attempt's errors, retry and backoff
+    emulator/       a loopback Memory Store and control plane the unmodified SDK talks to
+    protocol/       sans-IO: the API list, plans, request bodies, answer decoders
+    credentials.py  API key or access key pair, never shown
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import logging
-import os
-import sys
 from typing import TYPE_CHECKING, Any
 
+from memcore_tablestore.client.sdk_import import import_sdk_quietly
+
 if TYPE_CHECKING:
-    from memcore_tablestore.async_store import AsyncTableStoreMemoryStore
     from memcore_tablestore.backend import open_backend
     from memcore_tablestore.credentials import (
         ApiKey,
@@ -22,11 +32,12 @@ if TYPE_CHECKING:
         resolve_auth,
         resolve_credentials,
     )
-    from memcore_tablestore.store import TableStoreMemoryStore
+    from memcore_tablestore.stores.async_store import AsyncTableStoreMemoryStore
+    from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
 
 _EXPORTS = {
-    "TableStoreMemoryStore": "memcore_tablestore.store",
-    "AsyncTableStoreMemoryStore": "memcore_tablestore.async_store",
+    "TableStoreMemoryStore": "memcore_tablestore.stores.sync_store",
+    "AsyncTableStoreMemoryStore": "memcore_tablestore.stores.async_store",
     "ApiKey": "memcore_tablestore.credentials",
     "Credentials": "memcore_tablestore.credentials",
     "resolve_auth": "memcore_tablestore.credentials",
@@ -39,42 +50,11 @@ __all__ = [
     "AsyncTableStoreMemoryStore",
     "Credentials",
     "TableStoreMemoryStore",
+    "import_sdk_quietly",
     "open_backend",
     "resolve_auth",
     "resolve_credentials",
 ]
-
-
-def import_sdk_quietly() -> None:
-    """Import the ``tablestore`` SDK without its start-up noise on our streams.
-
-    On import the SDK logs "Native C++ encoder/decoder not available" (shown by Python's
-    last-resort handler when the host configured none) and its native module may write to
-    fd 1, which would corrupt ``--json`` output. Those two loggers keep their errors only, and
-    fd 1 points at stderr for the duration of the import. Later imports are free.
-    """
-    if "tablestore" in sys.modules:
-        return
-    for name in ("tablestore.encoder", "tablestore.decoder"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    with _stdout_to_stderr():
-        importlib.import_module("tablestore")
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Any:
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError):  # no real fd 1 (an embedding host): nothing to guard
-        yield
-        return
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def __getattr__(name: str) -> Any:

@@ -6,9 +6,9 @@ from typing import Any
 
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
-from memcore_tablestore import import_sdk_quietly
+from memcore_tablestore.client.sdk_import import import_sdk_quietly
 from memcore_tablestore.credentials import ApiKey, Credentials, resolve_auth
-from memcore_tablestore.store import TableStoreMemoryStore
+from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
 
 _OPTIONS = frozenset(
     {"endpoint", "instance_name", "credentials", "region", "retry", "timeout", "ready_timeout"}

@@ -18,25 +18,8 @@ import attrs
 
 from memcore.errors import MemcoreError
 from memcore.scope import Scope, ScopePattern
-from memcore_tablestore import answers
-from memcore_tablestore.fields import scope_to_wire
-
-#: The APIs that change nothing; the only ones the live check calls.
-READ_ONLY = (
-    "ListMemoryStores",
-    "GetMemoryStore",
-    "SearchMemories",
-    "ListMemories",
-    "GetMemory",
-    "ListMemoryStoreMessages",
-    "ListMemoryStoreRequests",
-    "ListMemoryStoreScopes",
-    "ListMemoryTasks",
-    "GetMemoryTask",
-    "ListMemoryDreamTasks",
-    "GetMemoryDreamTask",
-    "ListMemoryDreamActions",
-)
+from memcore_tablestore.protocol import answers
+from memcore_tablestore.protocol.answer_fields import scope_to_wire
 
 
 @attrs.frozen

@@ -17,11 +17,11 @@ from typing import Any
 import attrs
 
 from memcore.ports import MemoryStore
-from memcore_tablestore.async_store import AsyncTableStoreMemoryStore
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.emulator import EmulatorServer, Faults
 from memcore_tablestore.emulator.auth import Identity
-from memcore_tablestore.store import TableStoreMemoryStore
+from memcore_tablestore.stores.async_store import AsyncTableStoreMemoryStore
+from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
 
 
 @contextmanager

@@ -7,17 +7,13 @@ them by name and never imports an adapter module itself.
 from __future__ import annotations
 
 from importlib import metadata
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
-from memcore.ports import MemoryStore
+from memcore.ports import BackendFactory, MemoryStore
 
 GROUP = "memcore.backends"
-
-
-class BackendFactory(Protocol):
-    def __call__(self, config: MemcoreConfig, /, **options: Any) -> MemoryStore: ...
 
 
 def installed_backends() -> list[str]:

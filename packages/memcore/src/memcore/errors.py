@@ -137,6 +137,7 @@ __all__ = [
     "PermissionDenied",
     "ProtocolError",
     "StoreClosed",
+    "StoreCorrupted",
     "Throttled",
     "Unavailable",
     "Unsupported",

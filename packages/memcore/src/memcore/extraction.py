@@ -1,7 +1,7 @@
 """Turning chat turns into concise facts, and checking dream plans, with the user's own model.
 
 Pure: prompts are built and answers parsed here; the HTTP call is an adapter's
-(:class:`ChatModel`). Every answer is treated as untrusted: anything that does not parse into
+(:class:`memcore.ports.ChatModel`). Every answer is treated as untrusted: anything that does not parse into
 the expected shape is ignored, and the caller falls back to working without the model.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -38,12 +38,6 @@ REVIEW_PROMPT = (
     '{"actions": [{"index": 0, "keep": true, "confidence": 0.9, "text": "merged text"}]} '
     "(text only for MERGE, optional)."
 )
-
-
-class ChatModel(Protocol):
-    """One chat-completions call: messages in, the assistant's text out."""
-
-    def complete(self, messages: Sequence[Mapping[str, str]]) -> str: ...
 
 
 def _json_object(answer: str) -> Mapping[str, Any] | None:

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
 TokenOpt = Annotated[
@@ -23,7 +23,7 @@ def _page_out(
     more: str,
     extra: list[str] | None = None,
 ) -> None:
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
 
     out = state.output
     if state.json:
@@ -53,7 +53,7 @@ def requests(
       memcore requests --operation SearchMemories --limit 50
     """
     from memcore import limits
-    from memcore_cli.output import when
+    from memcore_cli.output.render import when
 
     state = state_of(ctx)
     limits.check_limit(limit)
@@ -131,8 +131,8 @@ def task_get(
       memcore tasks get 3c1d9f8e
     """
     from memcore import limits
-    from memcore_cli.lookup import find_task
-    from memcore_cli.records import to_record
+    from memcore_cli.operations.lookup import find_task
+    from memcore_cli.output.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
@@ -163,7 +163,7 @@ def task_list(
     from memcore import limits
     from memcore.errors import InvalidInput
     from memcore.values import TASK_STATUSES
-    from memcore_cli.output import when
+    from memcore_cli.output.render import when
 
     state = state_of(ctx)
     limits.check_limit(limit)

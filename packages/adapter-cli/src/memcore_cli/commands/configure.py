@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 app = typer.Typer(help="Show or change the configuration.", no_args_is_help=True)
 
@@ -29,7 +29,7 @@ def show(ctx: typer.Context) -> None:
       memcore --config ~/.hermes/tablestore_memory.json --json config show
     """
     from memcore.config import config_to_dict
-    from memcore_cli.config_values import redact
+    from memcore_cli.settings.config_values import redact
 
     state = state_of(ctx)
     runtime = state.runtime()
@@ -87,9 +87,9 @@ def set_value(
     from pathlib import Path
 
     from memcore.config import merge_config
-    from memcore_cli.config_file import read_config, write_config
-    from memcore_cli.config_values import parse_value, redact
-    from memcore_cli.home import data_home, default_config_path
+    from memcore_cli.settings.config_file import read_config, write_config
+    from memcore_cli.settings.config_values import parse_value, redact
+    from memcore_cli.settings.home import data_home, default_config_path
 
     state = state_of(ctx)
     options = state.options
@@ -139,9 +139,12 @@ def provision(
       memcore provision
       memcore --config ~/.hermes/tablestore_memory.json provision
     """
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
     from memcore_tablestore.credentials import resolve_credentials
-    from memcore_tablestore.provisioner import DATA_ENDPOINT_TEMPLATE, TableStoreProvisioner
+    from memcore_tablestore.provisioning.provisioner import (
+        DATA_ENDPOINT_TEMPLATE,
+        TableStoreProvisioner,
+    )
 
     state = state_of(ctx)
     settings = state.runtime().settings

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 
 def doctor(
@@ -35,7 +35,7 @@ def doctor(
       memcore --backend tablestore --json doctor
       memcore doctor --live --record ./memcore-answers
     """
-    from memcore_cli.diagnosis import run_checks
+    from memcore_cli.operations.diagnosis import run_checks
 
     state = state_of(ctx)
     checks, code = run_checks(state, live=live or record is not None, record=record)

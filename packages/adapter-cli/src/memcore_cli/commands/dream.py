@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 app = typer.Typer(
     help="Consolidate memories: create a dream task, review its actions, apply them.",
@@ -21,7 +21,7 @@ TokenOpt = Annotated[
 
 
 def _show_task(state: Any, task: Any) -> None:
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
 
     record = to_record(task)
     if state.json:
@@ -43,7 +43,7 @@ def _show_task(state: Any, task: Any) -> None:
 
 def _task(state: Any, task_id: str) -> Any:
     """The dream task with this id or unique id prefix, in this tenant only."""
-    from memcore_cli.lookup import find_dream_task
+    from memcore_cli.operations.lookup import find_dream_task
 
     return find_dream_task(state.runtime(), task_id)
 
@@ -106,7 +106,7 @@ def actions(
       memcore dream actions 7a2e
     """
     from memcore import limits
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
@@ -153,8 +153,8 @@ def apply(
       memcore dream apply 7a2e 3f9c 81b0
     """
     from memcore import limits
-    from memcore_cli.lookup import action_ids as full_action_ids
-    from memcore_cli.records import to_record
+    from memcore_cli.operations.lookup import action_ids as full_action_ids
+    from memcore_cli.output.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
@@ -174,7 +174,7 @@ def apply(
         )
     if any(a.status == "not_found" for a in applied):
         # Every result is shown above; the exit code tells scripts that some id was unknown.
-        from memcore_cli.exit_codes import ExitCode
+        from memcore_cli.output.exit_codes import ExitCode
 
         raise typer.Exit(ExitCode.NOT_FOUND)
 
@@ -195,8 +195,8 @@ def undo(
     """
     from memcore import limits
     from memcore.errors import NotFound
-    from memcore_cli.lookup import action_ids as full_action_ids
-    from memcore_cli.records import to_record
+    from memcore_cli.operations.lookup import action_ids as full_action_ids
+    from memcore_cli.output.records import to_record
 
     state = state_of(ctx)
     limits.check_id(task_id, field="task_id")
@@ -245,7 +245,7 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
       memcore dream list
     """
     from memcore import limits
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
 
     state = state_of(ctx)
     limits.check_limit(limit)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 app = typer.Typer(help="A local TableStore emulator for offline development.", no_args_is_help=True)
 
@@ -48,7 +48,7 @@ def serve(
       memcore config set instance_name emulator
       memcore --backend tablestore add "hello from the emulator"
     """
-    from memcore_cli.emulation import serve_forever
+    from memcore_cli.operations.emulation import serve_forever
 
     state = state_of(ctx)
     serve_forever(state, port=port, latency_ms=latency_ms, fail_rate=fail_rate, database=database)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 LimitOpt = Annotated[int, typer.Option("--limit", help="Items per page (1 to 100).")]
 TokenOpt = Annotated[
@@ -28,7 +28,7 @@ COLUMNS = ("id", "text", "scope", "created")
 
 
 def _row(memory: Any) -> tuple[str, str, str, str]:
-    from memcore_cli.output import when
+    from memcore_cli.output.render import when
 
     return (
         memory.id,
@@ -74,8 +74,8 @@ def list_memories(
     """
     from memcore import limits
     from memcore.paging import pages
-    from memcore_cli.records import memory_record
-    from memcore_cli.selection import selection
+    from memcore_cli.output.records import memory_record
+    from memcore_cli.parsing.selection import selection
 
     state = state_of(ctx)
     limits.check_limit(limit)
@@ -85,7 +85,7 @@ def list_memories(
     if chosen.narrows or newest:
         if next_token is not None:
             raise typer.BadParameter("--next-token does not combine with --since or --newest")
-        from memcore_cli.lookup import select
+        from memcore_cli.operations.lookup import select
 
         found = [m for m in select(runtime, chosen) if not (current and _superseded(m))]
         if newest:
@@ -140,9 +140,9 @@ def count(ctx: typer.Context, since: SinceOpt = None, filters: FilterOpt = None)
       memcore count
       memcore --tenant alice count --since 7d --filter topic=style
     """
-    from memcore_cli.lookup import memories_in_reach
-    from memcore_cli.pairs import parse_pairs
-    from memcore_cli.selection import selection
+    from memcore_cli.operations.lookup import memories_in_reach
+    from memcore_cli.parsing.pairs import parse_pairs
+    from memcore_cli.parsing.selection import selection
 
     state = state_of(ctx)
     chosen = selection(since, parse_pairs(filters, option="--filter"))
@@ -187,9 +187,9 @@ def forget(
       memcore --tenant alice forget --all --yes
     """
     from memcore.errors import InvalidInput
-    from memcore_cli.lookup import find_memory, select
-    from memcore_cli.pairs import parse_pairs
-    from memcore_cli.selection import selection
+    from memcore_cli.operations.lookup import find_memory, select
+    from memcore_cli.parsing.pairs import parse_pairs
+    from memcore_cli.parsing.selection import selection
 
     state = state_of(ctx)
     chosen = selection(since, parse_pairs(filters, option="--filter"))
@@ -230,7 +230,7 @@ def forget(
 def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
     """Every memory in reach, through the service's ``forget_all`` (which never leaves the
     tenant); what is shown and confirmed is the same listing."""
-    from memcore_cli.lookup import select
+    from memcore_cli.operations.lookup import select
 
     runtime = state.runtime()
     pattern = runtime.settings.scope.read_pattern
@@ -255,7 +255,7 @@ def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
 
 def _show_doomed(state: Any, found: list[Any], where: str = "") -> None:
     """What a ``--dry-run`` would forget."""
-    from memcore_cli.records import memory_record
+    from memcore_cli.output.records import memory_record
 
     if state.json:
         state.output.json({"would_forget": [memory_record(m) for m in found], "count": len(found)})

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 
 def mcp(

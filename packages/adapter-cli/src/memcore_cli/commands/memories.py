@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 MetadataOpt = Annotated[
     list[str] | None,
@@ -49,8 +49,8 @@ def add(
     """
     from memcore import limits
     from memcore.errors import InvalidInput
-    from memcore_cli.pairs import check_user_metadata, parse_pairs
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
+    from memcore_cli.parsing.pairs import check_user_metadata, parse_pairs
 
     state = state_of(ctx)
     meta = parse_pairs(metadata, option="--metadata")
@@ -181,8 +181,8 @@ def search(
       memcore --json search "coffee" | jq '.[0].text'
     """
     from memcore import limits
-    from memcore_cli.pairs import parse_pairs
-    from memcore_cli.records import hit_record
+    from memcore_cli.output.records import hit_record
+    from memcore_cli.parsing.pairs import parse_pairs
 
     state = state_of(ctx)
     flt = parse_pairs(filters, option="--filter")
@@ -235,8 +235,8 @@ def get(
       memcore get 5f0c2a1e
       memcore --json get 5f0c2a1e
     """
-    from memcore_cli.lookup import find_memory
-    from memcore_cli.records import memory_record
+    from memcore_cli.operations.lookup import find_memory
+    from memcore_cli.output.records import memory_record
 
     state = state_of(ctx)
     memory = find_memory(state.runtime(), memory_id)
@@ -244,7 +244,7 @@ def get(
 
 
 def _show_memory(state: Any, record: dict[str, Any]) -> None:
-    from memcore_cli.output import when
+    from memcore_cli.output.render import when
 
     if state.json:
         state.output.json(record)
@@ -288,9 +288,9 @@ def update(
     """
     from memcore import limits
     from memcore.errors import InvalidInput
-    from memcore_cli.lookup import find_memory
-    from memcore_cli.pairs import check_user_metadata, parse_pairs
-    from memcore_cli.records import memory_record
+    from memcore_cli.operations.lookup import find_memory
+    from memcore_cli.output.records import memory_record
+    from memcore_cli.parsing.pairs import check_user_metadata, parse_pairs
 
     state = state_of(ctx)
     meta = parse_pairs(metadata, option="--metadata")
@@ -338,8 +338,8 @@ def messages(
       memcore --agent coder --run session-42 messages --limit 50
     """
     from memcore import limits
-    from memcore_cli.output import when
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
+    from memcore_cli.output.render import when
 
     state = state_of(ctx)
     limits.check_limit(limit)

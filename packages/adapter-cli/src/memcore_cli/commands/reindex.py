@@ -2,7 +2,7 @@
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 
 def reindex(ctx: typer.Context) -> None:

@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 app = typer.Typer(
     help="Manage memory stores (named collections inside one backend).", no_args_is_help=True
@@ -13,14 +13,14 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Store name: [A-Za-
 
 
 def _store_record(info: Any) -> dict[str, Any]:
-    from memcore_cli.records import to_record
+    from memcore_cli.output.records import to_record
 
     record: dict[str, Any] = to_record(info)
     return record
 
 
 def _show(state: Any, info: Any) -> None:
-    from memcore_cli.output import when
+    from memcore_cli.output.render import when
 
     if state.json:
         state.output.json(_store_record(info))
@@ -44,7 +44,7 @@ def list_stores(ctx: typer.Context) -> None:
     Example:
       memcore stores list
     """
-    from memcore_cli.output import when
+    from memcore_cli.output.render import when
 
     state = state_of(ctx)
     runtime = state.runtime()

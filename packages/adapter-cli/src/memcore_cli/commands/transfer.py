@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from memcore_cli.state import state_of
+from memcore_cli.wiring.state import state_of
 
 
 def export(
@@ -25,7 +25,7 @@ def export(
       memcore export --out memories.jsonl
       memcore --tenant alice export > alice.jsonl
     """
-    from memcore_cli.transfer import export_memories
+    from memcore_cli.operations.transfer import export_memories
 
     state = state_of(ctx)
     count = export_memories(state.runtime(), state.output, out_path)
@@ -61,7 +61,7 @@ def import_(
       memcore --agent notes import --lines notes.txt
       MEMCORE_HOME=/tmp/fresh memcore import memories.jsonl
     """
-    from memcore_cli.transfer import import_memories
+    from memcore_cli.operations.transfer import import_memories
 
     state = state_of(ctx)
     report = import_memories(state.runtime(), state.output, in_path, lines=lines)

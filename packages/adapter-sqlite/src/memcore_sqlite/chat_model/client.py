@@ -18,6 +18,7 @@ import attrs
 from memcore import extraction
 from memcore.dream.planner import Candidate, PlannedAction
 from memcore.errors import ConfigError, MemcoreError, Unavailable
+from memcore.ports import ChatModel
 from memcore.values import Message
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class OpenAIChatModel:
 class ModelExtractor:
     """Facts from a chat turn; None means "store the turn as it is"."""
 
-    def __init__(self, model: extraction.ChatModel) -> None:
+    def __init__(self, model: ChatModel) -> None:
         self.model = model
 
     def extract(self, messages: Sequence[Message]) -> list[str] | None:
@@ -108,7 +109,7 @@ class ModelExtractor:
 class ModelReviewer:
     """Lets the model drop, rescore or reword the planner's actions (never add to them)."""
 
-    def __init__(self, model: extraction.ChatModel) -> None:
+    def __init__(self, model: ChatModel) -> None:
         self.model = model
 
     def review(

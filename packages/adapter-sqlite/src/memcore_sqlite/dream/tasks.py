@@ -26,9 +26,9 @@ from memcore.dream import (
     decide,
     plan,
 )
-from memcore.dream.review import DreamReviewer
 from memcore.errors import InvalidInput, MemcoreError, NotFound
 from memcore.paging import decode_token, page
+from memcore.ports import DreamReviewer
 from memcore.scope import ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
 from memcore_sqlite.dream import inputs as dream_inputs
@@ -60,8 +60,8 @@ DEFAULT_MAX_NEW = 200
 class DreamTasks:
     """The six dream operations of the port, plus :meth:`undo_dream_action`.
 
-    ``reviewer``: a model that checks the planner's actions (see :mod:`memcore.dream.review`);
-    None plans by the rules only."""
+    ``reviewer``: a model that checks the planner's actions (see
+    :class:`memcore.ports.DreamReviewer`); None plans by the rules only."""
 
     def __init__(
         self, tx: Transactions, writes: MemoryWrites, reviewer: DreamReviewer | None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from memcore import limits
+from memcore.ports import FactExtractor
 from memcore.scope import Scope
 from memcore.values import Message, WriteReceipt
 from memcore_sqlite.operations.transactions import Transactions
@@ -19,17 +20,13 @@ from memcore_sqlite.operations.writes import MemoryWrites
 from memcore_sqlite.storage.rows import check_scope
 
 
-class Extractor(Protocol):
-    """Finds the facts worth keeping in a chat turn; None means "store the turn as it is"."""
-
-    def extract(self, messages: Sequence[Message]) -> list[str] | None: ...
-
-
 class FactWrites:
     """``add_messages`` through an extractor, else (none given, or it failed) as ``writes``
     stores a turn: message by message."""
 
-    def __init__(self, tx: Transactions, writes: MemoryWrites, extractor: Extractor | None) -> None:
+    def __init__(
+        self, tx: Transactions, writes: MemoryWrites, extractor: FactExtractor | None
+    ) -> None:
         self._tx = tx
         self._writes = writes
         self.extractor = extractor

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from memcore.scope import Scope, ScopePattern
-from memcore_tablestore.emulator import fields, scopes
+from memcore_tablestore.emulator import request_fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call
 from memcore_tablestore.emulator.ledger import Audited
 
@@ -23,7 +23,7 @@ def audited(call: Call, status: int, answer: Answer, started: float) -> Audited:
         {
             "responseStatus": status,
             "latencyMs": round((time.perf_counter() - started) * 1000),
-            "createdAt": fields.iso(now),
+            "createdAt": request_fields.iso(now),
             "requestSummary": call.summary or f"api={call.api}",
             "responseSummary": f"status={answer.get('status', status)}"
             if status == 200
@@ -35,4 +35,4 @@ def audited(call: Call, status: int, answer: Answer, started: float) -> Audited:
     if status != 200:
         row["lastError"] = str(answer.get("message", ""))[:256]
     where = call.scope if isinstance(call.scope, (Scope, ScopePattern)) else None
-    return Audited(row, where, fields.to_millis(now))
+    return Audited(row, where, request_fields.to_millis(now))

@@ -12,7 +12,7 @@ from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.ports import MemoryStore
 from memcore.values import Page, StoreInfo
-from memcore_tablestore.emulator import fields
+from memcore_tablestore.emulator import request_fields
 from memcore_tablestore.emulator.ledger import Ledger
 from memcore_tablestore.emulator.service_errors import invalid
 
@@ -33,7 +33,7 @@ class Call:
 
     @property
     def store_name(self) -> str:
-        name = fields.required(self.body, "memoryStoreName")
+        name = request_fields.required(self.body, "memoryStoreName")
         try:
             return limits.check_store_name(name)
         except InvalidInput:
@@ -74,8 +74,8 @@ class Service:
 def port_page(body: Mapping[str, Any], fetch: Callable[[int, str | None], Page[T]]) -> Page[T]:
     """One page of a port listing for a request's ``limit`` (1..100, default 50) and
     ``nextToken`` (the port's own tokens, passed through as opaque)."""
-    limit = fields.whole(body, "limit", 50, 1, 100)
-    token = fields.string(body, "nextToken")
+    limit = request_fields.whole(body, "limit", 50, 1, 100)
+    token = request_fields.string(body, "nextToken")
     try:
         return fetch(limit, token or None)
     except InvalidInput:

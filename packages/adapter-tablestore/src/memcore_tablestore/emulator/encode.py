@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from memcore.values import Memory, Message, StoreInfo
-from memcore_tablestore.emulator.fields import iso
 from memcore_tablestore.emulator.ledger import StoreMeta
+from memcore_tablestore.emulator.request_fields import iso
 from memcore_tablestore.emulator.scopes import conversation_key, to_wire
 
 #: MemoryStoreInfo.lastSeenAt: declared by the service, always this zero value.

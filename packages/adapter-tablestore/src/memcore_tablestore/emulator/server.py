@@ -30,6 +30,7 @@ import attrs
 
 from memcore.errors import ConfigError, InvalidInput, MemcoreError
 from memcore.ports import MemoryStore
+from memcore_tablestore.emulator.apis.handlers import DATA_PLANE_APIS, TABLE
 from memcore_tablestore.emulator.audit import audited
 from memcore_tablestore.emulator.auth import (
     AuthError,
@@ -39,7 +40,6 @@ from memcore_tablestore.emulator.auth import (
 )
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service
 from memcore_tablestore.emulator.faults import Faults
-from memcore_tablestore.emulator.handlers import DATA_PLANE_APIS, TABLE
 from memcore_tablestore.emulator.ledger import Ledger
 from memcore_tablestore.emulator.service_errors import (
     INVALID_PARAMETER,

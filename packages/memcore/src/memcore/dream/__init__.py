@@ -1,7 +1,8 @@
 """Local consolidation ("dream"): plan MERGE / UPDATE / DELETE actions over stored memories.
 
 Pure: the planner sees plain values (texts, times, scopes, similarities) and returns actions;
-a store loads the inputs and applies the actions. Nothing here does I/O.
+a store loads the inputs and applies the actions. Nothing here does I/O. It may import
+only scopes and errors; the ports (the reviewer a store passes a plan to) import it.
 """
 
 from memcore.dream.lexicon import Lexicon, salient_tokens

@@ -1,5 +1,8 @@
 """Test support for memcore and its adapters: a realistic fake store, a deterministic embedder,
-and the contract suite every ``MemoryStore`` adapter must pass (``memcore.testing.contract``)."""
+and the contract suite every ``MemoryStore`` adapter must pass (``memcore.testing.contract``).
+
+The top of the core: it may import any core module (the suite drives the facades), and no
+other core module imports it."""
 
 from memcore.testing.embedder import HashingEmbedder
 from memcore.testing.fake import InMemoryMemoryStore

@@ -1,0 +1,267 @@
+"""The checks behind ``memcore doctor``. Each is read-only: a store that does not exist yet
+is reported, never created (the search mode is probed on an in-memory database instead)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from memcore.errors import MemcoreError, NotFound, PermissionDenied
+from memcore_cli.output.exit_codes import ExitCode, exit_code_for
+from memcore_cli.wiring.state import CliState
+
+
+@attrs.frozen
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+class _Checks:
+    def __init__(self) -> None:
+        self.items: list[Check] = []
+        self.code = 0
+
+    def ok(self, name: str, detail: str) -> None:
+        self.items.append(Check(name, True, detail))
+
+    def fail(self, name: str, detail: str, exc: BaseException | None = None) -> None:
+        self.items.append(Check(name, False, detail))
+        if not self.code:
+            self.code = int(exit_code_for(exc)) if exc is not None else int(ExitCode.UNEXPECTED)
+
+
+def _message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, MemcoreError) else f"{type(exc).__name__}: {exc}"
+
+
+def _writable_dir(path: Path) -> bool:
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def _search_mode(store: Any) -> str:
+    mode = getattr(store, "search_mode", None)
+    if mode is None:
+        return (
+            "decided by the service" if type(store).__name__.startswith("TableStore") else "unknown"
+        )
+    return str(mode)
+
+
+def run_checks(
+    state: CliState, *, live: bool = False, record: Path | None = None
+) -> tuple[list[Check], int]:
+    """``live``: also call each read-only API of the store (see :func:`_live_checks`)."""
+    checks = _Checks()
+    try:
+        runtime = state.runtime()
+    except Exception as exc:
+        checks.fail("config", _message(exc), exc)
+        return checks.items, checks.code
+    settings = runtime.settings
+    exists = settings.config_path.exists()
+    checks.ok(
+        "config",
+        f"backend {settings.backend} (from {settings.backend_source}); config file "
+        f"{settings.config_path}{'' if exists else ' (none; using defaults)'}",
+    )
+    checks.ok(
+        "scope", f"writes go to {settings.scope.scope}; reads cover {settings.scope.read_pattern}"
+    )
+    if settings.backend == "local":
+        _local(state, runtime, checks)
+    else:
+        _remote(state, runtime, checks)
+    if live:
+        _live_checks(runtime, checks, record)
+    return checks.items, checks.code
+
+
+def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
+    """Per read-only API: does the service's answer have the documented shape?"""
+    try:
+        store = runtime.store
+    except Exception:
+        return  # already reported by the backend check
+    send = getattr(store, "call_read_only", None)
+    if send is None:
+        checks.ok("live check", "only the tablestore backend has a service to check")
+        return
+    from memcore_tablestore import live_check
+
+    settings = runtime.settings
+    for result in live_check.run(
+        send, runtime.store_name, settings.scope.scope, settings.scope.read_pattern, record
+    ):
+        if result.ok:
+            checks.ok(f"live {result.api}", result.detail)
+        else:
+            from memcore.errors import ProtocolError
+
+            checks.fail(f"live {result.api}", result.detail, ProtocolError(result.detail))
+    if record is not None:
+        checks.ok("recorded", f"answers saved in {record} (ids, scopes and texts redacted)")
+
+
+def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
+    settings = runtime.settings
+    if _writable_dir(settings.db_path.parent):
+        checks.ok("data home", f"{settings.db_path.parent} is writable")
+    else:
+        detail = (
+            f"{settings.db_path.parent} is not writable: reads work, writes are refused "
+            "(set MEMCORE_HOME to a writable folder)"
+        )
+        checks.fail("data home", detail, PermissionDenied(detail, field="home"))
+    if not settings.db_path.exists():
+        checks.ok(
+            "database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it"
+        )
+        _probe_search_mode(state, runtime, checks)
+        return
+    checks.ok("database", f"{settings.db_path} ({settings.db_path.stat().st_size:,} bytes)")
+    integrity_check(settings.db_path, checks)
+    _store_checks(runtime, checks)
+
+
+def integrity_check(path: Path, checks: _Checks) -> None:
+    """SQLite's ``quick_check`` of the file (every page read), and how long it took."""
+    from memcore_sqlite.storage import integrity
+
+    report = integrity.quick_check(path)
+    took = f"{report.seconds * 1000:.0f} ms"
+    if report.ok:
+        checks.ok("integrity", f"quick_check ok in {took}")
+        return
+    error = integrity.corrupted(path, f"quick_check in {took}: {report.problems[0]}")
+    checks.fail("integrity", error.message, error)
+
+
+def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> None:
+    """Open a throwaway in-memory store to learn which search mode this install gives."""
+    probe_settings = attrs.evolve(runtime.settings, db_path=Path(":memory:"))
+    factory = state.overrides.store_factory
+    try:
+        if factory is None:
+            from memcore_cli.wiring.runtime import open_default_store
+
+            store = open_default_store(probe_settings)
+        else:
+            store = factory(probe_settings)
+    except Exception as exc:
+        checks.fail("search mode", _message(exc), exc)
+        return
+    try:
+        checks.ok("search mode", _describe_mode(store, runtime.settings.config.embedder))
+    finally:
+        store.close()
+
+
+def _describe_mode(store: Any, embedder: str = "auto") -> str:
+    mode = _search_mode(store)
+    if mode == "lexical" and embedder == "none":
+        return "lexical (the config sets embedder none)"
+    if mode == "lexical":
+        return "lexical (install memcore-sqlite[semantic] for hybrid semantic search)"
+    if mode == "hybrid":
+        embedder = getattr(getattr(store, "embedder", None), "name", None)
+        return f"hybrid (lexical + semantic{', ' + embedder if embedder else ''})"
+    return mode
+
+
+def _vector_check(store: Any, name: str, checks: _Checks) -> None:
+    """How many memories semantic search cannot see yet: written without an embedder, by
+    another model (the embedder changed), or by an ``add`` that deferred its vector."""
+    missing = getattr(store, "missing_vectors", None)
+    model = getattr(getattr(store, "embedder", None), "name", None)
+    if missing is None or model is None:
+        return
+    try:
+        count = int(missing(name))
+    except Exception as exc:
+        checks.fail("vectors", _message(exc), exc)
+        return
+    if count == 0:
+        checks.ok("vectors", f"every memory has a vector from {model}")
+        return
+    noun = "memory has" if count == 1 else "memories have"
+    checks.ok(
+        "vectors",
+        f"{count} {noun} no vector from {model} yet and are found by their words only; "
+        "the next search embeds those an add deferred, 'memcore reindex' embeds them all",
+    )
+
+
+def _remote(state: CliState, runtime: Any, checks: _Checks) -> None:
+    settings = runtime.settings
+    if settings.backend == "tablestore":
+        from memcore_tablestore.credentials import ApiKey, resolve_auth
+
+        env = None if state.overrides.environ is None else state.environ
+        try:
+            creds = resolve_auth(env)
+        except Exception as exc:
+            checks.fail("credentials", _message(exc), exc)
+            return
+        if isinstance(creds, ApiKey):
+            kind = "API key, over the access key pair if one is set too"
+        else:
+            kind = "with an STS token" if creds.security_token else "access key pair"
+        checks.ok("credentials", f"found ({kind}; never shown)")
+        config = settings.config
+        if not (config.endpoint or config.instance_name):
+            checks.fail(
+                "endpoint",
+                "no endpoint or instance_name configured; run 'memcore provision' or "
+                "'memcore config set endpoint https://<instance>.<region>.ots.aliyuncs.com'",
+                NotFound("no instance configured", field="endpoint"),
+            )
+            return
+        checks.ok("endpoint", f"{config.endpoint or config.instance_name}")
+    _store_checks(runtime, checks)
+
+
+def _store_checks(runtime: Any, checks: _Checks) -> None:
+    try:
+        store = runtime.store
+    except Exception as exc:
+        checks.fail("backend", _message(exc), exc)
+        return
+    checks.ok("backend", f"{type(store).__name__} opened")
+    checks.ok("search mode", _describe_mode(store, runtime.settings.config.embedder))
+    name = runtime.store_name
+    try:
+        info = store.describe_store(name)
+    except NotFound as exc:
+        if runtime.settings.config.auto_create_store:
+            checks.ok("memory store", f"{name} does not exist yet; the first write creates it")
+        else:
+            checks.fail("memory store", f"{name} does not exist and auto_create_store is off", exc)
+        return
+    except Exception as exc:
+        checks.fail("memory store", _message(exc), exc)
+        return
+    mode = f", storage mode {info.storage_mode}" if info.storage_mode else ""
+    checks.ok("memory store", f"{info.name} ({info.status}{mode})")
+    _vector_check(store, name, checks)
+    started = time.perf_counter()
+    try:
+        hits = store.search(name, runtime.settings.scope.read_pattern, "memcore doctor", top_k=1)
+    except Exception as exc:
+        checks.fail("search", _message(exc), exc)
+        return
+    elapsed = (time.perf_counter() - started) * 1000
+    checks.ok(
+        "search", f"answered in {elapsed:.0f} ms ({len(hits)} hit{'s' if len(hits) != 1 else ''})"
+    )

@@ -1,0 +1,316 @@
+"""Export and import of memories as JSON Lines (the records of :mod:`memcore_cli.output.records`).
+
+Ids are kept when the backend can take them (the embedded store's bulk path, when its
+``TextItem`` has an ``id``); otherwise the backend assigns new ids and the import reports the
+old -> new map (``id_map`` in ``--json`` output).
+
+All or nothing: every line is validated, and every id checked against the tenant, before
+anything is written; a record whose id names a different memory of this tenant (another text
+or scope) stops the import there. Should a write still fail (the disk, the embedder, the
+network), the memories this import added are deleted again before the error is reported.
+An id that this tenant does not hold but another tenant does is never an error: the record
+gets a new id and the answer is the same as for a free id (ids are unique in an embedded
+store, so it cannot keep that one), so an import cannot be used to ask whether another
+tenant's memory exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+
+from memcore import limits
+from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound
+from memcore.paging import every_item
+from memcore.scope import Scope
+from memcore.transfer import (
+    ImportRecord,
+    dump_line,
+    export_record,
+    line_error,
+    parse_record,
+    split_lines,
+)
+from memcore.values import Memory
+from memcore_cli.output.render import Output
+from memcore_cli.wiring.runtime import Runtime
+from memcore_sqlite.storage.file_modes import FILE_MODE
+
+#: Records per store transaction and embedding call. Big enough that the embedder works in
+#: full batches; small enough that progress moves and memory stays flat.
+_BATCH = 256
+
+
+def iter_memories(runtime: Runtime) -> Iterator[Memory]:
+    service = runtime.service()
+    return every_item(lambda token: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token))
+
+
+def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> int:
+    if out_path is None:
+        return _write_lines(runtime, output, sys.stdout)
+    target = out_path.expanduser()
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or "."
+        )
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {out_path} ({exc.strerror})", field="out") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
+                os.fchmod(fh.fileno(), FILE_MODE)
+            count = _write_lines(runtime, output, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return count
+
+
+def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:
+    count = 0
+    with output.progress("exporting") as advance:
+        for memory in iter_memories(runtime):
+            fh.write(dump_line(export_record(memory)))
+            count += 1
+            advance()
+    return count
+
+
+@attrs.define
+class ImportReport:
+    total: int = 0
+    added: int = 0
+    present: int = 0
+    renamed: dict[str, str] = attrs.field(factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "added": self.added,
+            "present": self.present,
+            "id_map": dict(self.renamed),
+        }
+
+
+def read_records(
+    path: Path, tenant: Scope, *, retarget: bool = False, lines: bool = False
+) -> list[ImportRecord]:
+    """Every record of the file, checked; ``lines``: each non-empty line is one memory's text,
+    written to ``tenant`` (the current write scope)."""
+    try:
+        if str(path) == "-":
+            raw_text = sys.stdin.read()
+        else:
+            raw_text = path.expanduser().read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InvalidInput(f"{path} does not exist", field="file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise InvalidInput(f"cannot read {path} ({reason})", field="file") from None
+    text = raw_text.splitlines() if lines else split_lines(raw_text)
+    numbered = [(i, raw) for i, raw in enumerate(text, start=1) if raw.strip()]
+    if lines:
+        return [_text_record(i, raw, tenant) for i, raw in numbered]
+    return [parse_record(i, raw, tenant, retarget=retarget) for i, raw in numbered]
+
+
+def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:
+    text = raw.strip()
+    try:
+        limits.check_text(text)
+    except InvalidInput as exc:
+        raise line_error(line_no, exc.message, "text") from None
+    return ImportRecord(line_no, None, text, scope, {}, None)
+
+
+def _existing(runtime: Runtime) -> dict[str, Memory]:
+    """Every memory of the tenant by id (imports may target any agent or run in it)."""
+    store = runtime.ready_store()
+    pattern = runtime.settings.scope.scope.tenant_pattern()
+    listing = every_item(
+        lambda token: store.list_memories(
+            runtime.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
+        )
+    )
+    return {m.id: m for m in listing}
+
+
+def import_memories(
+    runtime: Runtime, output: Output, path: Path, *, lines: bool = False
+) -> ImportReport:
+    """Import ``path``; records of another tenant go to the tenant that --app/--tenant name
+    (and are refused when neither flag was given, so nothing lands in a tenant by accident)."""
+    options = runtime.options
+    retarget = options.tenant is not None or options.app is not None
+    choice = runtime.settings.scope
+    target = choice.write_scope() if lines else choice.scope
+    records = read_records(path, target, retarget=retarget, lines=lines)
+    report = ImportReport(total=len(records))
+    store = runtime.ready_store()
+    existing = _existing(runtime)
+    known = set(existing)
+    pending = _to_write(records, existing, report)
+    bulk = _bulk_writer(store)
+    added: list[tuple[Scope, str]] = []
+    with output.progress("importing", total=len(records)) as advance:
+        advance(report.present)
+        try:
+            if bulk is not None:
+                for start in range(0, len(pending), _BATCH):
+                    chunk = pending[start : start + _BATCH]
+                    upcoming = pending[start + _BATCH : start + 2 * _BATCH]
+                    ids = bulk(runtime.store_name, chunk, upcoming)
+                    for record, new_id in zip(chunk, ids):
+                        _account(report, known, record, new_id, added, keeps_ids=True)
+                    advance(len(chunk))
+            else:
+                service = runtime.service()
+                for record in pending:
+                    service.switch_scope(record.scope)
+                    receipt = service.remember(
+                        record.text, metadata=dict(record.metadata), sync=True
+                    )
+                    new_id = receipt.memory_ids[0] if receipt.memory_ids else None
+                    _account(report, known, record, new_id, added, keeps_ids=False)
+                    advance()
+        except BaseException:
+            left = _undo(runtime, added)
+            note = f"import stopped; the {len(added)} memories it had added were deleted again"
+            if left:
+                note += f", except {left} the store refused to delete (running it again is safe)"
+            output.note(note)
+            raise
+    return report
+
+
+def _to_write(
+    records: list[ImportRecord], existing: Mapping[str, Memory], report: ImportReport
+) -> list[ImportRecord]:
+    """The records to write, after checking every id against the tenant (nothing written yet).
+
+    A record whose id is already in its scope with the same text is present; one whose id
+    names a different memory of this tenant, or that repeats an earlier record's id with
+    another text or scope, stops the whole import with :class:`Conflict`.
+    """
+    pending: list[ImportRecord] = []
+    first: dict[str, ImportRecord] = {}
+    for record in records:
+        if record.id is None:
+            pending.append(record)
+            continue
+        if record.id in existing:
+            if not _holds(existing[record.id], record):
+                raise Conflict(
+                    f"line {record.line}: id {record.id!r} already names another memory of "
+                    "this tenant (its text or scope differs); nothing was imported",
+                    field="id",
+                    retryable=False,
+                )
+            report.present += 1
+            continue
+        earlier = first.setdefault(record.id, record)
+        if earlier is not record and (earlier.scope, earlier.text.strip()) != (
+            record.scope,
+            record.text.strip(),
+        ):
+            raise Conflict(
+                f"line {record.line}: id {record.id!r} was already given to line "
+                f"{earlier.line} with another text or scope; nothing was imported",
+                field="id",
+                retryable=False,
+            )
+        pending.append(record)
+    return pending
+
+
+def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> int:
+    """Delete what this import added, newest first, so a failed import leaves nothing; how
+    many the store refused to delete (the error that stopped the import is the one reported).
+    Each goes through the service from the scope it was written to, so the tenant check
+    applies to an import's undo as to any ``forget``."""
+    service = runtime.service()
+    left = 0
+    for scope, memory_id in reversed(added):
+        try:
+            service.switch_scope(scope)
+            service.forget(memory_id)
+        except NotFound:
+            pass
+        except MemcoreError:
+            left += 1
+    return left
+
+
+def _holds(found: Memory, record: ImportRecord) -> bool:
+    """True when ``found`` (the tenant's memory under the record's id, from the listing the
+    import starts with) is in the record's scope with the same text."""
+    return found.scope == record.scope and found.text.strip() == record.text.strip()
+
+
+def _account(
+    report: ImportReport,
+    known: set[str],
+    record: ImportRecord,
+    new_id: str | None,
+    added: list[tuple[Scope, str]],
+    *,
+    keeps_ids: bool,
+) -> None:
+    """Count one written record. ``keeps_ids``: the backend kept every free id, so an added
+    record under another id had one that another tenant holds; that is not reported, and the
+    answer is the same as for a free id."""
+    present = new_id is None or new_id in known
+    if new_id is None or present:
+        report.present += 1
+    else:
+        report.added += 1
+        known.add(new_id)
+        added.append((record.scope, new_id))
+    renamed = record.id is not None and new_id is not None and new_id != record.id
+    if renamed and (present or not keeps_ids):
+        assert record.id is not None and new_id is not None
+        report.renamed[record.id] = new_id
+
+
+def _bulk_writer(store: Any) -> Any:
+    """The embedded store's batch path: one transaction and one embedding batch per chunk,
+    the next chunk embedding while this one is written.
+
+    The original ids are kept (``TextItem.id``), so an export restores exactly; an id that
+    another tenant holds gets a new one (the tenant's own were checked by :func:`_to_write`).
+    """
+    add_many = getattr(store, "add_many", None)
+    if add_many is None:
+        return None
+    from memcore_sqlite.store import TextItem
+
+    def items(chunk: list[ImportRecord]) -> list[TextItem]:
+        return [
+            TextItem(
+                scope=r.scope,
+                text=r.text,
+                metadata=dict(r.metadata),
+                id=r.id,
+                created_at=r.created_at,
+            )
+            for r in chunk
+        ]
+
+    def write(
+        store_name: str, chunk: list[ImportRecord], upcoming: list[ImportRecord]
+    ) -> list[str]:
+        return list(add_many(store_name, items(chunk), ahead=items(upcoming), new_id_if_taken=True))
+
+    return write

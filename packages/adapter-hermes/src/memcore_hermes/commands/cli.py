@@ -1,0 +1,584 @@
+"""``hermes tablestore-mem`` (while this provider is selected): add, search, list, get, forget,
+export, import, stats, doctor, setup, reindex.
+
+Every command but ``setup`` (and ``export`` to stdout, JSON Lines) prints one JSON document.
+A failure prints ``{"error": ...}`` there, one line ``tablestore-mem: error: ...`` on stderr,
+and exits with the ``memcore`` CLI's codes (:mod:`memcore.exit_codes`): 1 unexpected, 2 usage,
+invalid input or configuration, 3 not found, 4 permission or auth, 5 backend unavailable or
+throttled (an ``add`` then stays in the spool). Hermes exits with a handler's ``SystemExit``.
+Commands that use the backend first deliver what waits in the spool (bounded in time).
+Only argparse and json load here: Hermes builds this tree on every start. When the
+command line runs a sub-command that embeds, the model starts loading right here, while
+Hermes goes on with its own start (see :mod:`memcore_hermes.backend.preload`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+#: The command Hermes gives this provider's tree (its name).
+PROVIDER_COMMAND = "tablestore-mem"
+ACTIONS = (
+    "add", "search", "list", "get", "forget", "export", "import", "stats", "doctor", "setup",
+    "reindex",
+)  # fmt: skip
+
+
+def register_cli(subparser: argparse.ArgumentParser) -> None:
+    """Build the argument tree under ``hermes tablestore-mem``."""
+    commands = subparser.add_subparsers(
+        dest="tablestore_mem_action", metavar="{" + ",".join(ACTIONS) + "}"
+    )
+
+    add = commands.add_parser("add", help="Store a memory for the current user")
+    add.add_argument("text", help="The memory text")
+    add.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="A metadata tag (repeatable)",
+    )
+    add.add_argument("--sync", action="store_true", help="Wait until the backend has stored it")
+    add.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    search = commands.add_parser("search", help="Search the current user's memories")
+    search.add_argument("query", help="What to look for")
+    search.add_argument("--top-k", type=int, default=None, help="How many results (1-50)")
+    search.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    listing = commands.add_parser("list", help="List the user's memories, a page at a time")
+    listing.add_argument("--limit", type=int, default=20, help="Items per page (1 to 100)")
+    listing.add_argument("--all", action="store_true", help="Every page")
+    listing.add_argument("--next-token", default=None, help="Continue from a previous page")
+    listing.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    get = commands.add_parser("get", help="Show one memory by id")
+    get.add_argument("memory_id", help="The memory id")
+    get.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    forget = commands.add_parser("forget", help="Delete memories by id (asks first on a terminal)")
+    forget.add_argument("memory_ids", nargs="+", metavar="ID", help="Memory ids")
+    forget.add_argument("--yes", "-y", action="store_true", help="Do not ask for confirmation")
+    forget.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    export = commands.add_parser(
+        "export", help="The user's memories as JSON Lines (memcore's format)"
+    )
+    export.add_argument("--out", "-o", default=None, help="Write here (mode 0600), not stdout")
+    export.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    imp = commands.add_parser("import", help="Import a file written by an export (either CLI)")
+    imp.add_argument("file", help="JSON Lines ('-' for stdin)")
+    imp.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    stats = commands.add_parser("stats", help="How many memories, by agent, and the spool")
+    stats.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+
+    doctor = commands.add_parser("doctor", help="Read-only diagnostics (secrets redacted)")
+    doctor.add_argument("--user-id", default=None, help="The user (tenant) to inspect")
+
+    setup = commands.add_parser(
+        "setup", help="Choose the backend and its settings (asks on a terminal, else flags)"
+    )
+    setup.add_argument("--backend", choices=["local", "tablestore"], default=None)
+    setup.add_argument("--instance-name", default=None, help="TableStore instance")
+    setup.add_argument("--endpoint", default=None, help="TableStore instance endpoint")
+    setup.add_argument("--region", default=None, help="TableStore region")
+    setup.add_argument("--tenant-id", default=None, help="A fixed tenant (blank: the user id)")
+
+    commands.add_parser("reindex", help="Embed memories lacking a vector from the current embedder")
+    if loads_model(sys.argv[1:]):
+        from memcore_hermes.backend import preload
+
+        preload.start()
+
+
+def loads_model(argv: list[str]) -> bool:
+    """Whether ``argv`` runs one of our sub-commands that embeds (never for ``--help``)."""
+    if PROVIDER_COMMAND not in argv:
+        return False
+    rest = argv[argv.index(PROVIDER_COMMAND) + 1 :]
+    if not rest or "-h" in rest or "--help" in rest:
+        return False
+    return rest[0] in ("search", "reindex") or (rest[0] == "add" and "--sync" in rest[1:])
+
+
+def _say(message: str) -> None:
+    """Progress on stderr, so stdout stays one JSON document."""
+    sys.stderr.write(f"{message}\n")
+
+
+def _print(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _parse_metadata(pairs: list[str]) -> dict[str, str]:
+    from memcore.errors import InvalidInput
+
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--metadata expects KEY=VALUE, got {pair!r}", field="metadata")
+        out[key] = value
+    return out
+
+
+def tablestore_mem_command(args: argparse.Namespace) -> None:
+    """Run the chosen sub-command; a failure exits with its documented non-zero code."""
+    from memcore.errors import InvalidInput, MemcoreError
+    from memcore.exit_codes import exit_code_for
+
+    action = getattr(args, "tablestore_mem_action", None)
+    try:
+        handler = _HANDLERS.get(action or "")
+        if handler is None:
+            raise InvalidInput(f"choose one of: {', '.join(ACTIONS)}", field="command")
+        handler(args)
+    except MemcoreError as exc:
+        code = int(exit_code_for(exc))
+        _print({"error": {**exc.to_dict(), "exit_code": code}})
+        sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
+        raise SystemExit(code) from None
+    finally:
+        from memcore_hermes.backend.preload import finish
+
+        finish()  # an early model load must not be cut short by the exit
+
+
+def _run_doctor(args: argparse.Namespace) -> None:
+    result = _doctor(args)
+    _print(result)
+    if not result.get("ok"):
+        raise SystemExit(1)
+
+
+def _run_add(args: argparse.Namespace) -> None:
+    from memcore.exit_codes import exit_code_for
+
+    out, problem = _add(args)
+    _print(out)
+    if problem is not None:  # the write waits in the spool; the backend did not take it
+        sys.stderr.write(f"tablestore-mem: error: {' '.join(problem.message.split())}\n")
+        raise SystemExit(int(exit_code_for(problem)))
+
+
+def _doctor(args: argparse.Namespace) -> dict[str, Any]:
+    from memcore_hermes.commands.doctor import run_doctor
+    from memcore_hermes.config.home import HermesHome
+
+    def progress(message: str) -> None:
+        sys.stderr.write(message + "\n")
+
+    return run_doctor(HermesHome(), user_id=args.user_id, progress=progress)
+
+
+def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
+    """A provider for one command (no background re-embedding: ``reindex`` does that), with
+    the model this process started loading early, if any."""
+    from memcore_hermes.backend import preload
+    from memcore_hermes.session.provider import TablestoreMemProvider
+
+    provider = TablestoreMemProvider(
+        background_reindex=False, defer_vectors=defer_vectors, preload=preload.current()
+    )
+    provider.initialize(
+        "cli",
+        platform="cli",
+        agent_context="primary",
+        user_id=getattr(args, "user_id", None),
+        status_callback=lambda m: sys.stderr.write(f"{m}\n"),
+    )
+    return provider
+
+
+def _add(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    """The answer, and the error that kept the write from the backend (None when it landed)."""
+    from memcore.errors import MemcoreError, Unavailable
+
+    # Without --sync the vector is left to the next search: this process loads no model.
+    provider = _open(args, defer_vectors=not args.sync)
+    runtime = provider.runtime
+    try:
+        metadata = _parse_metadata(args.metadata)
+        if args.sync:
+            receipt = runtime.remember_now(args.text, metadata=metadata)
+            synced = {
+                "status": receipt.status,
+                "memory_ids": list(receipt.memory_ids),
+                "task_id": receipt.task_id,
+                "scope": str(runtime.scope),
+            }
+            return synced, None
+        key = runtime.remember(args.text, metadata=metadata)
+        problem: MemcoreError | None
+        try:
+            runtime.handle.ready()  # an unreachable endpoint answers in seconds, not a timeout
+        except MemcoreError as exc:
+            delivered, problem = False, exc
+        else:
+            delivered, problem = runtime.flush(runtime.config.timeout), None
+        ids = runtime.deliverer.receipts.get(key)
+        out: dict[str, Any] = {
+            "status": "stored" if delivered or ids else "queued",
+            "memory_ids": list(ids or ()),
+            "scope": str(runtime.scope),
+        }
+        if not delivered and not ids:
+            problem = (
+                problem
+                or runtime.deliverer.last_error
+                or Unavailable("the backend did not take the write in time", field="backend")
+            )
+            out["error"] = problem.to_dict()
+            out["note"] = (
+                "kept in the spool; the next command or agent start delivers it once the "
+                "backend takes it (fix the cause above first) and it gets its memory id then"
+            )
+        elif not ids:
+            out["note"] = "the backend assigns the memory id asynchronously; --sync waits for it"
+        elif getattr(runtime.handle.store, "defer_vectors", False):
+            out["note"] = (
+                "found by its words now; its vector (for search by meaning) is computed by the "
+                "next search or the agent's background re-embedding; --sync embeds it at once"
+            )
+        return out, (None if delivered or ids else problem)
+    finally:
+        provider.shutdown()
+
+
+class _Session:
+    """The configured store and the user's scope for one command, without the provider's lane.
+
+    Opening it delivers what waits in the spool first (bounded), so a command after an outage
+    sees the writes made during it; the store is closed on exit.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.store: Any = None
+        self.service: Any = None
+        self.drained: dict[str, Any] = {}
+
+    def __enter__(self) -> _Session:
+        from memcore.scope import SessionContext, resolve_scope
+        from memcore.service import MemoryService
+        from memcore_hermes.backend import preload
+        from memcore_hermes.backend.open_store import open_backend_store
+        from memcore_hermes.config.credentials import access_keys, load_environment
+        from memcore_hermes.config.home import HermesHome
+        from memcore_hermes.outbox.drain import drain_spool
+
+        home = HermesHome()
+        config = home.load_config()
+        env = load_environment(home.env_file)
+        config, self.store = open_backend_store(
+            home,
+            config,
+            access_keys(env),
+            progress=_say,
+            preload=preload.current(),
+            environ=env,
+        )
+        try:
+            self.store.ensure_store(
+                config.memory_store_name,
+                description=config.description,
+                create=config.auto_create_store,
+                extract_instructions=config.extract_instructions,
+                progress=lambda m: _say(f"tablestore-mem: {m}"),
+            )
+            self.drained = drain_spool(home, self.store, config)
+            if self.drained["waiting"]:
+                _say(
+                    "tablestore-mem: writes still wait in the spool (`hermes tablestore-mem "
+                    "doctor` says why)"
+                )
+        except BaseException:
+            self.store.close()
+            raise
+        scope = resolve_scope(
+            SessionContext(user_id=getattr(self.args, "user_id", None), session_id="cli"),
+            app_id=config.app_id,
+            tenant_id=config.tenant_id,
+        )
+        self.service = MemoryService(
+            self.store,
+            store_name=config.memory_store_name,
+            scope=scope,
+            top_k=config.top_k,
+            enable_rerank=config.enable_rerank,
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
+
+    @property
+    def pattern(self) -> str:
+        return str(self.service.profile_pattern)
+
+    def memories(self) -> Any:
+        """Every memory of the tenant, page by page."""
+        from memcore import limits
+        from memcore.paging import every_item
+
+        return every_item(
+            lambda token: self.service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token)
+        )
+
+
+def _run_search(args: argparse.Namespace) -> None:
+    from memcore_hermes.session.tools import hit_json
+
+    with _Session(args) as session:
+        hits = session.service.search(args.query, top_k=args.top_k)
+        _print(
+            {"scope": str(session.service.search_pattern), "results": [hit_json(h) for h in hits]}
+        )
+
+
+def _run_list(args: argparse.Namespace) -> None:
+    from memcore import limits
+    from memcore.transfer import memory_record
+
+    limits.check_limit(args.limit)
+    with _Session(args) as session:
+        if args.all:
+            items, token = [memory_record(m) for m in session.memories()], None
+        else:
+            page = session.service.profile(limit=args.limit, next_token=args.next_token)
+            items, token = [memory_record(m) for m in page.items], page.next_token
+        _print({"scope": session.pattern, "items": items, "next_token": token})
+
+
+def _run_get(args: argparse.Namespace) -> None:
+    from memcore.transfer import memory_record
+
+    with _Session(args) as session:
+        _print(memory_record(session.service.get(args.memory_id)))
+
+
+def _run_forget(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput
+
+    ids = list(dict.fromkeys(args.memory_ids))
+    with _Session(args) as session:
+        found = [session.service.get(i) for i in ids]  # every id checked before any delete
+        if not args.yes:
+            what = f"{len(found)} memor{'y' if len(found) == 1 else 'ies'}"
+            if not sys.stdin.isatty():
+                raise InvalidInput(
+                    f"not deleting {what} without confirmation: stdin is not a terminal; "
+                    "pass --yes",
+                    field="yes",
+                )
+            preview = "; ".join(m.text[:60] for m in found[:3])
+            answer = input(f"Delete {what} ({preview})? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                raise InvalidInput("not confirmed; nothing deleted", field="yes")
+        forgotten = []
+        for memory in found:
+            scope = session.service.forget(memory.id)
+            forgotten.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
+        _print({"forgotten": forgotten})
+
+
+def _run_export(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput
+    from memcore.transfer import dump_line, export_record
+    from memcore_hermes.config.home import atomic_write
+
+    with _Session(args) as session:
+        lines = [dump_line(export_record(m)) for m in session.memories()]
+    if args.out is None:
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+        _say(f"exported {len(lines)} memories")
+        return
+    from pathlib import Path
+
+    target = Path(args.out).expanduser()
+    try:
+        atomic_write(target, "".join(lines).encode("utf-8"))
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {args.out} ({exc.strerror})", field="out") from None
+    _print({"exported": len(lines), "out": str(target)})
+
+
+def _run_import(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput, MemcoreError
+    from memcore.transfer import parse_record, split_lines
+
+    try:
+        if args.file == "-":
+            raw_lines = split_lines(sys.stdin.read())
+        else:
+            with open(args.file, encoding="utf-8-sig") as fh:
+                raw_lines = split_lines(fh.read())
+    except FileNotFoundError:
+        raise InvalidInput(f"{args.file} does not exist", field="file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise InvalidInput(f"cannot read {args.file} ({reason})", field="file") from None
+    with _Session(args) as session:
+        service = session.service
+        tenant = service.write_scope
+        # Every line is checked before anything is written; another tenant's records are refused.
+        records = [
+            parse_record(i, raw, tenant, retarget=False)
+            for i, raw in enumerate(raw_lines, start=1)
+            if raw.strip()
+        ]
+        known = {m.id: m.text.strip() for m in session.memories()} if records else {}
+        added = present = 0
+        id_map: dict[str, str] = {}
+        landed: list[str] = []  # memories this import created, taken back if a later one fails
+        for record in records:
+            if record.id is not None and known.get(record.id) == record.text.strip():
+                present += 1  # already here, with the same text
+                continue
+            service.switch_scope(record.scope)
+            try:
+                receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
+            except MemcoreError as exc:
+                _take_back(service, landed)
+                exc.message = f"line {record.line}: {exc.message}; nothing was imported"
+                exc.args = (exc.message,)
+                raise
+            new_id = receipt.memory_ids[0] if receipt.memory_ids else None
+            if new_id is None or new_id in known or new_id in landed:
+                present += 1
+            else:
+                added += 1
+                landed.append(new_id)
+            if record.id is not None and new_id is not None and new_id != record.id:
+                id_map[record.id] = new_id
+        _print({"total": len(records), "added": added, "present": present, "id_map": id_map})
+
+
+def _take_back(service: Any, landed: list[str]) -> None:
+    """Delete what a failed import added, so that an import is all or nothing as memcore's is.
+
+    A memory that cannot be deleted now (the backend went away) is left, and said so in the log.
+    """
+    from memcore.errors import MemcoreError
+
+    for memory_id in reversed(landed):
+        try:
+            service.forget(memory_id)
+        except MemcoreError as exc:
+            _say(f"import: could not take back {memory_id} ({exc})")
+
+
+def _run_stats(args: argparse.Namespace) -> None:
+    from memcore_hermes.commands.doctor import spool_report
+    from memcore_hermes.config.home import HermesHome
+
+    with _Session(args) as session:
+        by_agent: dict[str, int] = {}
+        total, oldest, newest = 0, None, None
+        for memory in session.memories():
+            total += 1
+            by_agent[memory.scope.agent_id] = by_agent.get(memory.scope.agent_id, 0) + 1
+            stamp = memory.created_at
+            if stamp is not None:
+                oldest = stamp if oldest is None else min(oldest, stamp)
+                newest = stamp if newest is None else max(newest, stamp)
+        spool = spool_report(HermesHome())
+        _print(
+            {
+                "scope": session.pattern,
+                "memories": total,
+                "by_agent": by_agent,
+                "oldest_created_at": oldest,
+                "newest_created_at": newest,
+                "spool": {k: spool.get(k) for k in ("depth", "last_error", "dead_letters")},
+            }
+        )
+
+
+def _run_reindex(args: argparse.Namespace) -> None:
+    _print(_reindex(args))
+
+
+def _setup(args: argparse.Namespace) -> None:
+    from memcore_hermes.backend.setup import Answers, run_setup
+    from memcore_hermes.config.home import HermesHome
+
+    answers = Answers(
+        backend=args.backend,
+        instance_name=args.instance_name,
+        endpoint=args.endpoint,
+        region=args.region,
+        tenant_id=args.tenant_id,
+    )
+    readiness = run_setup(HermesHome(), answers=answers)
+    if readiness is None:  # cancelled: nothing saved
+        raise SystemExit(1)
+    if not readiness.available:  # saved, but unusable as it stands: a configuration error
+        from memcore.exit_codes import ExitCode
+
+        raise SystemExit(int(ExitCode.USAGE))
+
+
+def _reindex(args: argparse.Namespace) -> dict[str, Any]:
+    from memcore_hermes.backend.reindex import missing_vectors, reindex
+
+    provider = _open(args)
+    runtime = provider.runtime
+    try:
+        store = runtime.handle.ready()
+        name = runtime.store_name
+        total = missing_vectors(store, name) or 0
+        with _progress_bar("re-embedding", total) as step:
+            done = reindex(store, name, progress=step)
+        return {"embedded": done, "model": store.embedder.name}
+    finally:
+        provider.shutdown()
+
+
+class _progress_bar:
+    """A rich progress bar on stderr (Hermes ships rich); plain lines when not a terminal."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total = label, total
+        self._bar: Any = None
+
+    def __enter__(self) -> Any:
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self._bar = Progress(console=Console(stderr=True))
+            self._bar.start()
+            task = self._bar.add_task(self.label, total=self.total)
+            return lambda done: self._bar.update(task, completed=done)
+        return lambda done: sys.stderr.write(f"{self.label}: {done}/{self.total}\n")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+_HANDLERS = {
+    "add": _run_add,
+    "search": _run_search,
+    "list": _run_list,
+    "get": _run_get,
+    "forget": _run_forget,
+    "export": _run_export,
+    "import": _run_import,
+    "stats": _run_stats,
+    "doctor": _run_doctor,
+    "setup": lambda args: _setup(args),
+    "reindex": _run_reindex,
+}
+
+# Hermes looks the handler up as ``<provider name>_command``; the name has a dash.
+globals()["tablestore-mem_command"] = tablestore_mem_command

@@ -1,0 +1,287 @@
+"""``hermes tablestore-mem doctor``: read-only diagnostics as a JSON-ready dict.
+
+It never writes memories or creates the store; on a first run it does run the bootstrap
+(that is its job) and then checks that the new endpoint answers. Secrets are shown only as
+"set" or "missing", and the whole report is redacted once more before it is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from memcore.errors import ConfigError, MemcoreError, NotFound
+from memcore.scope import SessionContext, resolve_scope
+from memcore_hermes.config.credentials import AccessKeys, access_keys, load_environment, redact
+from memcore_hermes.config.envfile import AK_VAR, API_KEY_VAR, SK_VAR, TOKEN_VAR, env_file_problem
+from memcore_hermes.config.home import HermesHome
+
+_SAMPLE = 5
+
+
+def _error(exc: MemcoreError) -> dict[str, Any]:
+    return exc.to_dict()
+
+
+def run_doctor(
+    home: HermesHome,
+    *,
+    environ: Mapping[str, str] | None = None,
+    user_id: str | None = None,
+    progress: Any = None,
+    provisioner_options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Inspect config, secrets, backend, store, memories and spool; never raises."""
+    report: dict[str, Any] = {
+        "provider": "tablestore-mem",
+        "hermes_home": str(home.root),
+        "config_file": str(home.config_file),
+        "spool_file": str(home.spool_file),
+        "ok": False,
+    }
+    keys: AccessKeys | None = None
+    try:
+        config = home.load_config()
+    except ConfigError as exc:
+        report["config"] = {"error": _error(exc)}
+        return report
+    problem = env_file_problem(home.env_file)
+    secrets_report: dict[str, Any] = {
+        "env_file": str(home.env_file),
+        "env_file_ok": problem is None,
+    }
+    if problem:
+        secrets_report["env_file_problem"] = problem
+    try:
+        env = load_environment(home.env_file, environ)
+        keys = access_keys(env)
+    except ConfigError as exc:
+        secrets_report["error"] = _error(exc)
+        env = dict(os.environ if environ is None else environ)  # an unsafe file adds nothing
+    secrets_report[AK_VAR] = "set" if keys and keys.has_pair else "missing"
+    secrets_report[SK_VAR] = "set" if keys and keys.has_pair else "missing"
+    secrets_report[TOKEN_VAR] = "set" if keys and keys.security_token else "missing"
+    secrets_report[API_KEY_VAR] = "set" if keys and keys.api_key else "missing"
+    report["secrets"] = secrets_report
+
+    scope = resolve_scope(
+        SessionContext(user_id=user_id, session_id="cli"),
+        app_id=config.app_id,
+        tenant_id=config.tenant_id,
+    )
+    report["scope"] = {"write": str(scope), "read": str(scope.tenant_pattern())}
+    report["spool"] = spool_report(home)
+    try:
+        from memcore_hermes.backend.open_store import choose_backend, open_backend_store
+
+        backend = choose_backend(config, keys)
+        report["backend"] = backend
+        if backend == "local" and home.local_db_file(config).exists():
+            report["integrity"] = integrity_report(home.local_db_file(config))
+        bootstrapping = backend == "tablestore" and not (config.instance_name and config.endpoint)
+        config, store = open_backend_store(
+            home,
+            config,
+            keys,
+            progress=progress,
+            provisioner_options=provisioner_options,
+            environ=env,
+        )
+    except MemcoreError as exc:
+        report["backend_error"] = _error(exc)
+        report["config"] = _config_report(config)
+        return _redacted(report, keys)
+    report["config"] = _config_report(config)
+    report["endpoint"] = config.endpoint if report["backend"] == "tablestore" else None
+    if report["backend"] == "local":
+        report["local_db"] = str(home.local_db_file(config))
+    report["search"] = search_report(store, config)
+    try:
+        if report["spool"].get("depth"):  # delivered first: doctor shows what still waits
+            from memcore_hermes.outbox.drain import drain_spool
+
+            try:
+                report["drained"] = drain_spool(home, store, config)["delivered"]
+            except MemcoreError as exc:
+                report["drained"] = 0
+                report["drain_error"] = _error(exc)
+            report["spool"] = spool_report(home)
+        report["store"] = _store_report(store, config.memory_store_name, scope)
+        if report["backend"] == "local":
+            lacking = _without_vector(store, config)
+            report["search"]["memories_without_vector"] = lacking
+            if lacking:
+                report["search"]["reindex"] = (
+                    "hermes tablestore-mem reindex computes them now; otherwise the next search "
+                    "does for an add without --sync, and the provider re-embeds the rest in the "
+                    "background when the agent starts"
+                )
+        if bootstrapping:
+            report["bootstrap"] = {
+                "instance_name": config.instance_name,
+                "endpoint": config.endpoint,
+                "serves_requests": _serves_requests(store),
+            }
+    finally:
+        try:
+            store.close()
+        except MemcoreError:
+            pass
+    spool = report["spool"]
+    report["ok"] = (
+        "error" not in report["store"]
+        and report.get("bootstrap", {}).get("serves_requests", True)
+        and problem is None
+        and not spool.get("full")
+        and not spool.get("dead_letters")
+        and not spool.get("error")
+        and report.get("integrity", {}).get("ok", True)
+    )
+    return _redacted(report, keys)
+
+
+def search_report(store: Any, config: Any) -> dict[str, Any]:
+    """Which search this store gives, and how to get semantic recall when it is missing."""
+    from memcore_hermes.config.readiness import missing_semantic_packages, semantic_fix
+
+    mode = getattr(store, "search_mode", None)
+    if mode is None:
+        return {"mode": "tablestore (semantic search on the server)"}
+    out: dict[str, Any] = {"mode": mode}
+    embedder = getattr(store, "embedder", None)
+    if embedder is not None:
+        out["embedder"] = embedder.name
+    elif config.embedder == "none":
+        out["note"] = 'semantic search is off ("embedder": "none" in tablestore_memory.json)'
+    else:
+        missing = missing_semantic_packages()
+        out["missing_packages"] = missing
+        out["fix"] = semantic_fix(missing)
+    return out
+
+
+def _without_vector(store: Any, config: Any) -> int | None:
+    """Memories the current embedder has not embedded yet (None without an embedder)."""
+    from memcore_hermes.backend.reindex import missing_vectors
+
+    return missing_vectors(store, config.memory_store_name)
+
+
+def _serves_requests(store: Any) -> bool:
+    """The new endpoint answers a read (doctor stays read-only: it lists, never creates)."""
+    try:
+        store.list_stores()
+    except MemcoreError:
+        return False
+    return True
+
+
+def _config_report(config: Any) -> dict[str, Any]:
+    from memcore.config import config_to_dict
+
+    return config_to_dict(config)
+
+
+def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name}
+    started = time.perf_counter()
+    try:
+        info = store.describe_store(name)
+    except NotFound:
+        out["status"] = "missing (created on the first write when auto_create_store is true)"
+        return out
+    except MemcoreError as exc:
+        out["error"] = _error(exc)
+        return out
+    out["status"] = info.status
+    out["storage_mode"] = info.storage_mode
+    out["description"] = info.description
+    out["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    try:
+        page = store.list_memories(name, scope.tenant_pattern(), limit=_SAMPLE)
+        out["sample"] = [
+            {"id": m.id, "scope": str(m.scope), "text": m.text[:120]} for m in page.items
+        ]
+    except MemcoreError as exc:
+        out["sample_error"] = _error(exc)
+    return out
+
+
+def spool_report(home: HermesHome) -> dict[str, Any]:
+    """Depth, size, age, refusals and dead letters of the spool (without creating it)."""
+    if not home.spool_file.exists():
+        return {"depth": 0, "bytes": 0, "full": False, "exists": False}
+    from memcore_hermes.outbox.journal import journal_glob
+    from memcore_hermes.outbox.spool import SqliteOutbox
+
+    sound = integrity_report(home.spool_file)
+    if not sound["ok"]:
+        # Not opened here (opening rebuilds it, and doctor changes nothing): the provider
+        # moves it aside and rebuilds it from the journals when it next starts.
+        detail = "damaged; the provider moves it aside and rebuilds it from the journals"
+        return {"exists": True, "integrity": sound, "error": {"message": detail}}
+
+    try:
+        spool = SqliteOutbox(home.spool_file)
+    except MemcoreError as exc:
+        return {"error": _error(exc)}
+    try:
+        stats = spool.stats(time.time())
+        dead = spool.dead_letter_count()
+        limits = spool.limits
+        full = stats.depth >= limits.max_entries or stats.bytes >= limits.max_bytes
+        report: dict[str, Any] = {
+            "exists": True,
+            "integrity": sound,
+            "depth": stats.depth,
+            "bytes": stats.bytes,
+            "oldest_age_s": None if stats.oldest_age_s is None else round(stats.oldest_age_s, 1),
+            "refused_when_full": stats.dropped_full,
+            "last_error": stats.last_error,
+            "dead_letters": dead,
+            # Opening the spool replayed dead processes' journals; these belong to live ones,
+            # whose newest turns may not be counted in the depth yet.
+            "running_journals": len(journal_glob(home.spool_file)),
+            "full": full,
+            "limits": {
+                "max_entries": limits.max_entries,
+                "max_bytes": limits.max_bytes,
+                "max_age_s": limits.max_age_s,
+            },
+        }
+        if stats.depth:
+            from memcore_hermes.outbox.drain import waiting_writes
+
+            report["waiting"] = waiting_writes(spool)
+        return report
+    except MemcoreError as exc:
+        return {"error": _error(exc)}
+    finally:
+        spool.close()
+
+
+def integrity_report(path: Any) -> dict[str, Any]:
+    """SQLite's ``quick_check`` of a database file, how long it took, and the fix if damaged."""
+    from memcore_sqlite.storage import integrity
+
+    found = integrity.quick_check(path)
+    out: dict[str, Any] = {
+        "ok": found.ok,
+        "check": "quick_check",
+        "ms": round(found.seconds * 1000, 1),
+    }
+    if not found.ok:
+        out["problems"] = list(found.problems)
+        out["fix"] = integrity.recovery_hint(path)
+    return out
+
+
+def _redacted(report: dict[str, Any], keys: AccessKeys | None) -> dict[str, Any]:
+    if keys is None:
+        return report
+    text = redact(json.dumps(report, default=str), keys.values())
+    result: dict[str, Any] = json.loads(text)
+    return result

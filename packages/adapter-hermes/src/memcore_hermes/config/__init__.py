@@ -1,0 +1,6 @@
+"""What the plugin reads from ``$HERMES_HOME``: its config file, the ``.env`` secrets, the key
+pair, and the one readiness verdict behind ``is_available()``.
+
+The bottom layer, cheap to import (Hermes imports every provider to ask ``is_available()``):
+it imports no other folder of the plugin.
+"""

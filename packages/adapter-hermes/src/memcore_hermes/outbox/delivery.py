@@ -1,0 +1,517 @@
+"""Delivering spooled writes to the backend: in order, with backoff, exactly once as seen by it.
+
+A send whose answer was lost may still have landed; such an entry's next attempt first looks
+for it at the backend (a turn by its message ids, a text by the write marker it carries), so a
+replay (also after a restart) never duplicates. After an answer that never came the entry
+waits one call timeout first: the request may still be on its way in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+
+import attrs
+
+from memcore import limits
+from memcore.config import MemcoreConfig
+from memcore.errors import (
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    OutcomeUnknown,
+    Unavailable,
+    Unsupported,
+)
+from memcore.outbox import OutboxEntry
+from memcore.paging import pages
+from memcore.ports import MemoryStore
+from memcore.service import BUILTIN_SOURCE, MemoryService
+from memcore_hermes.outbox.entries import MessagesWrite, MirrorWrite, TextWrite, Write, decode
+from memcore_hermes.outbox.spool import SqliteOutbox, new_owner
+
+logger = logging.getLogger(__name__)
+
+#: How many pages of a run's messages a replay check reads before assuming "not landed"
+#: (100,000 messages: a session's whole history, where 20 pages once missed a long session's
+#: last turns and sent one twice). Only replays pay for it.
+_LANDED_SCAN_PAGES = 1000
+#: The metadata key a spooled text write carries with its spool key, so that a replay can tell
+#: whether an earlier, unanswered attempt landed (the memory is found by it).
+WRITE_MARKER = "memcore_write"
+#: Keys the service adds to a mirrored write (source, target, action).
+_MIRROR_TAGS = 3
+#: Seconds between two WAL checkpoints (run here, in the lane, off the agent's thread).
+_CHECKPOINT_INTERVAL_S = 30.0
+#: Entries read per look at the spool: enough to reach every busy gateway session's next write.
+_PASS_BATCH = 200
+
+
+@attrs.frozen
+class RetryPolicy:
+    """Exponential backoff with jitter, capped."""
+
+    base_s: float = 1.0
+    cap_s: float = 60.0
+    jitter: float = 0.2
+
+    def delay(self, attempts: int) -> float:
+        raw = min(self.cap_s, self.base_s * 2.0 ** max(0, attempts - 1))
+        return float(raw * (1.0 + random.uniform(-self.jitter, self.jitter)))
+
+
+class StoreHandle:
+    """Opens the backend lazily and ensures the memory store once, retrying after failures."""
+
+    def __init__(
+        self,
+        opener: Callable[[], MemoryStore],
+        *,
+        store_name: str,
+        description: str,
+        auto_create: bool,
+        extract_instructions: str | None = None,
+    ) -> None:
+        self._opener = opener
+        self.store_name = store_name
+        self._description = description
+        self._auto_create = auto_create
+        self._extract_instructions = extract_instructions
+        self._lock = threading.Lock()
+        self._ensure_lock = threading.Lock()
+        self._store: MemoryStore | None = None
+        self._ensured = False
+        self._failure: tuple[MemcoreError | None, float] = (None, 0.0)
+        self.last_error: MemcoreError | None = None
+
+    @property
+    def store(self) -> MemoryStore | None:
+        return self._store
+
+    def set_store(self, store: MemoryStore) -> None:
+        with self._lock:
+            self._store = store
+
+    def get(self) -> MemoryStore:
+        """The opened store (without ensuring it); raises the opening error."""
+        with self._lock:
+            if self._store is None:
+                try:
+                    self._store = self._opener()
+                except MemcoreError as exc:
+                    self.last_error = exc
+                    raise
+            return self._store
+
+    def ready(self) -> MemoryStore:
+        """The store, created if missing (when allowed) and ready for memory operations.
+
+        One ensure runs at a time; a caller that waited for another's failed attempt gets that
+        failure instead of trying again, so a down endpoint costs one connect timeout, not one
+        per thread (warm-up, delivery and a tool call arrive together).
+        """
+        store = self.get()
+        asked_at = time.monotonic()
+        with self._ensure_lock:
+            with self._lock:
+                if self._ensured:
+                    return store
+                failure, failed_at = self._failure
+            if failure is not None and failed_at >= asked_at:
+                raise failure
+            try:
+                store.ensure_store(
+                    self.store_name,
+                    description=self._description,
+                    create=self._auto_create,
+                    extract_instructions=self._extract_instructions,
+                    # A new store's index takes about a minute: say so in the log as it goes.
+                    progress=lambda message: logger.info("tablestore-mem: %s", message),
+                )
+            except MemcoreError as exc:
+                with self._lock:
+                    self.last_error = exc
+                    self._failure = (exc, time.monotonic())
+                raise
+            with self._lock:
+                self._ensured = True
+                self.last_error = None
+                self._failure = (None, 0.0)
+        return store
+
+    @classmethod
+    def opened(cls, store: MemoryStore, config: MemcoreConfig) -> StoreHandle:
+        """A handle over an already opened ``store``, with the config's store settings."""
+        handle = cls(
+            lambda: store,
+            store_name=config.memory_store_name,
+            description=config.description,
+            auto_create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
+        )
+        handle.set_store(store)
+        return handle
+
+    def forget_ready(self) -> None:
+        """The store vanished (deleted behind our back): ensure it again before the next write."""
+        with self._lock:
+            self._ensured = False
+
+    def close(self) -> None:
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            try:
+                store.close()
+            except MemcoreError:
+                pass
+
+
+@attrs.frozen
+class _Busy:
+    """The entry is another worker's for ``delay`` seconds, or not due yet: skip its scope."""
+
+    delay: float
+
+
+def _sooner(a: float | None, b: float) -> float:
+    return b if a is None else min(a, b)
+
+
+def ordering_key(entry: OutboxEntry) -> str:
+    """What must stay in order: writes to one store and scope (an unreadable entry is alone)."""
+    try:
+        data = json.loads(entry.payload)
+        return json.dumps([data["store"], data["scope"]], sort_keys=True)
+    except (ValueError, TypeError, KeyError):
+        return f"entry:{entry.key}"
+
+
+_MAX_RECEIPTS = 256
+
+
+class Deliverer:
+    """Drains the spool through the store, one entry at a time, in spool order per scope."""
+
+    def __init__(
+        self,
+        spool: SqliteOutbox,
+        handle: StoreHandle,
+        *,
+        retry: RetryPolicy,
+        lease_s: float,
+        in_flight_s: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.spool = spool
+        self.handle = handle
+        self.retry = retry
+        self.lease_s = lease_s
+        # A killed worker's last request can still be landing for up to one call timeout.
+        self.in_flight_s = in_flight_s if in_flight_s is not None else lease_s / 2
+        self.clock = clock
+        self.delivered = 0
+        self.failures = 0
+        #: The last attempt to reach the backend failed, and why (cleared by the next delivery).
+        self.failing = False
+        self.last_error: MemcoreError | None = None
+        #: Memory ids of the explicit memories this process delivered, by spool key (bounded),
+        #: so ``hermes tablestore-mem add`` can print an id that ``forget`` accepts.
+        self.receipts: dict[str, tuple[str, ...]] = {}
+        self.stopping = False
+        self.owner = new_owner()
+        self._store_attempts = 0
+        self._checkpointed_at = 0.0
+
+    def drain(self, force: bool = False) -> float | None:
+        """Deliver due entries in order per scope; the delay until the next try, or None when empty."""
+        now = self.clock()
+        if now - self._checkpointed_at >= _CHECKPOINT_INTERVAL_S:
+            self._checkpointed_at = now
+            self.spool.checkpoint()
+        try:
+            self.spool.expire(now)
+            batch = self.spool.pending(limit=_PASS_BATCH)
+        except Unavailable as exc:
+            logger.error("tablestore-mem: cannot read the spool: %s", exc)
+            return self.retry.cap_s
+        if not batch:
+            return None
+        try:
+            self.handle.ready()
+            self._store_attempts = 0
+        except MemcoreError as exc:
+            self._store_attempts += 1
+            self.failing, self.last_error = True, exc
+            delay = self.retry.delay(self._store_attempts)
+            first = batch[0]
+            try:  # keep the reason next to the waiting write, for ``doctor``
+                self.spool.retry_later(
+                    first.key, next_attempt_at=first.next_attempt_at, error=f"{exc.code}: {exc}"
+                )
+            except Unavailable:
+                pass
+            logger.warning(
+                "tablestore-mem: memory backend not ready (%s: %s); %d write(s) wait in the spool, "
+                "next try in %.1f s",
+                exc.code,
+                exc,
+                len(batch),
+                delay,
+            )
+            return delay
+        # Order is kept per scope (a session's turn N lands before its turn N+1); an entry that
+        # must wait, or that another worker is sending, holds back only its own scope, so the
+        # lanes of a gateway's sessions deliver side by side.
+        held: set[str] = set()
+        lane_keys: dict[str, str] = {}  # each re-read of the spool sees most entries again
+
+        def lane_of(entry: OutboxEntry) -> str:
+            """Parsed only once a scope is held: the common pass decodes no payload at all."""
+            lane_key = lane_keys.get(entry.key)
+            if lane_key is None:
+                lane_key = lane_keys[entry.key] = ordering_key(entry)
+            return lane_key
+
+        wait: float | None = None
+        while batch:
+            progressed = False
+            for entry in batch:
+                if self.stopping:
+                    return None
+                if held and lane_of(entry) in held:
+                    continue
+                now = self.clock()
+                if not force and entry.next_attempt_at > now:
+                    held.add(lane_of(entry))
+                    wait = _sooner(wait, entry.next_attempt_at - now)
+                    continue
+                outcome = self._deliver_one(entry, now=now, force=force)
+                if isinstance(outcome, _Busy):
+                    held.add(lane_of(entry))
+                    wait = _sooner(wait, outcome.delay)
+                elif outcome is not None:
+                    return outcome
+                else:
+                    progressed = True
+            if not progressed:
+                return wait
+            try:
+                batch = self.spool.pending(limit=_PASS_BATCH)
+            except Unavailable:
+                return self.retry.cap_s
+        return wait
+
+    def _deliver_one(self, entry: OutboxEntry, *, now: float, force: bool) -> float | _Busy | None:
+        """Send one entry; None to go on, :class:`_Busy` to skip its scope, a delay to stop."""
+        try:
+            claim = self.spool.claim(
+                entry.key,
+                now=now,
+                lease_s=self.lease_s,
+                owner=self.owner,
+                force=force,
+                in_flight_s=self.in_flight_s,
+            )
+        except Unavailable as exc:
+            logger.error("tablestore-mem: cannot claim a spooled write: %s", exc)
+            return self.retry.cap_s
+        if claim.busy_for_s is not None:  # leased to another worker, or waiting for its retry
+            return _Busy(max(0.01, claim.busy_for_s))
+        claimed = claim.entry
+        if claimed is None:  # acknowledged meanwhile
+            return None
+        try:
+            write = decode(claimed)
+            store = self.handle.ready()
+            landed = claimed.attempts > 0 and self._already_landed(store, write, claimed.key)
+            if landed:
+                logger.info(
+                    "tablestore-mem: a replayed write had already landed; not sending it again"
+                )
+            ids = self._send(store, write, claimed.key, landed=landed)
+            if ids:
+                self._keep_receipt(claimed.key, ids)
+        except InvalidInput as exc:
+            self.spool.dead_letter(claimed.key, now=self.clock(), reason=f"{exc.code}: {exc}")
+            return None
+        except Unsupported as exc:
+            self.spool.dead_letter(claimed.key, now=self.clock(), reason=f"{exc.code}: {exc}")
+            return None
+        except MemcoreError as exc:
+            return self._failed(claimed, exc)
+        except Exception as exc:  # a foreign error escaped an adapter: keep the write, retry
+            return self._failed(
+                claimed, Unavailable(f"unexpected {type(exc).__name__} from the backend")
+            )
+        try:
+            self.spool.ack(claimed.key)
+        except Unavailable as exc:
+            logger.warning(
+                "tablestore-mem: delivered but could not acknowledge (%s); a replay will be checked",
+                exc,
+            )
+            return self.retry.cap_s
+        self.delivered += 1
+        self.failing, self.last_error = False, None
+        return None
+
+    def _failed(self, entry: OutboxEntry, exc: MemcoreError) -> float:
+        self.failures += 1
+        self.failing, self.last_error = True, exc
+        if isinstance(exc, NotFound):
+            self.handle.forget_ready()
+        delay = self.retry.delay(entry.attempts + 1)
+        # The request may still be landing: hold the entry (even against a forced flush) for
+        # one call timeout, so the replay's look finds it instead of sending it twice.
+        hold = self.in_flight_s if isinstance(exc, OutcomeUnknown) else 0.0
+        try:
+            self.spool.retry_later(
+                entry.key,
+                next_attempt_at=self.clock() + max(delay, hold),
+                error=f"{exc.code}: {exc}",
+                hold_until=self.clock() + hold if hold else None,
+            )
+        except Unavailable:
+            pass
+        logger.warning(
+            "tablestore-mem: write not accepted (%s: %s); kept in the spool, retry in %.1f s",
+            exc.code,
+            exc,
+            delay,
+        )
+        return delay
+
+    def _already_landed(self, store: MemoryStore, write: Write, key: str) -> bool:
+        """Whether an earlier, unanswered attempt of ``write`` reached the backend."""
+        if isinstance(write, MessagesWrite):
+            return self._turn_landed(store, write)
+        if isinstance(write, TextWrite) or (
+            isinstance(write, MirrorWrite) and write.action != "remove"  # a removal repeats
+        ):
+            return text_landed(store, write, key)
+        return False
+
+    def _turn_landed(self, store: MemoryStore, write: MessagesWrite) -> bool:
+        wanted = {m.id for m in write.messages if m.id}
+        if not wanted:
+            return False
+        listing = pages(
+            lambda token: store.list_messages(
+                write.store, write.scope, limit=limits.MAX_PAGE_LIMIT, next_token=token
+            ),
+            max_pages=_LANDED_SCAN_PAGES,
+        )
+        for page in listing:
+            if any(m.id in wanted for m in page.items):
+                return True
+        if not page.next_token:  # the whole run was read (pages() yields at least one page)
+            return False
+        logger.warning(
+            "tablestore-mem: could not tell whether a replayed write had landed (more than %d pages "
+            "of messages in its run); sending it again",
+            _LANDED_SCAN_PAGES,
+        )
+        return False
+
+    def _keep_receipt(self, key: str, ids: tuple[str, ...]) -> None:
+        if len(self.receipts) >= _MAX_RECEIPTS:
+            self.receipts.pop(next(iter(self.receipts)))
+        self.receipts[key] = ids
+
+    def _send(
+        self, store: MemoryStore, write: Write, key: str, *, landed: bool = False
+    ) -> tuple[str, ...]:
+        """Send one write (what is left of it when an earlier attempt ``landed``); returns the
+        memory ids an explicit memory got (when known)."""
+        service = MemoryService(store, store_name=write.store, scope=write.scope)
+        if landed:
+            if isinstance(write, MirrorWrite) and write.action == "replace":
+                send_mirror(service, write, added=True)  # the old text's removal repeats
+            return ()
+        if isinstance(write, MessagesWrite):
+            limits.check_messages(write.messages)
+            store.add_messages(
+                write.store, write.scope, write.messages, metadata=dict(write.metadata) or None
+            )
+        elif isinstance(write, TextWrite):
+            receipt = service.remember(text_of(write), metadata=marked(write, key) or None)
+            return tuple(receipt.memory_ids)
+        elif isinstance(write, MirrorWrite):
+            send_mirror(service, attrs.evolve(write, metadata=marked(write, key)))
+        return ()
+
+
+def text_of(write: TextWrite | MirrorWrite) -> str:
+    return write.text if isinstance(write, TextWrite) else write.content
+
+
+def marked(write: TextWrite | MirrorWrite, key: str) -> dict[str, str]:
+    """The write's metadata with its :data:`WRITE_MARKER`, when the metadata limit leaves room
+    (otherwise a replay recognises the write by its text and metadata)."""
+    meta = dict(write.metadata)
+    room = limits.MAX_METADATA_KEYS - (_MIRROR_TAGS if isinstance(write, MirrorWrite) else 0)
+    if WRITE_MARKER in meta or len(meta) < room:
+        meta[WRITE_MARKER] = key
+    return meta
+
+
+def text_landed(store: MemoryStore, write: TextWrite | MirrorWrite, key: str) -> bool:
+    """Whether a text write sent under spool ``key`` is at the backend: a memory of its scope
+    carrying its marker, or (unmarked) its exact text with every metadata value it was sent
+    with. A backend that rewrites texts and drops metadata would answer no: sent again."""
+    meta = marked(write, key)
+    text = text_of(write)
+    if WRITE_MARKER in meta:
+        filters = {WRITE_MARKER: key}
+    else:
+        filters = dict(meta)
+        if isinstance(write, MirrorWrite):
+            filters.update(source=BUILTIN_SOURCE, target=write.target[:1024])
+    hits = store.search(
+        write.store,
+        write.scope.pattern(),
+        text[: limits.MAX_QUERY_CHARS],
+        top_k=limits.MAX_TOP_K,
+        enable_rerank=False,
+        filters=filters,
+    )
+    for hit in hits:
+        if hit.memory.scope != write.scope:
+            continue
+        if WRITE_MARKER in meta or hit.memory.text.strip() == text.strip():
+            return True
+    return False
+
+
+def send_mirror(service: MemoryService, write: MirrorWrite, *, added: bool = False) -> None:
+    """Mirror a built-in memory change; a replace also removes the copy of the old text.
+    ``added``: the new text already landed (an earlier attempt), only the removal is left."""
+    if write.action == "remove":
+        text = write.content if write.content.strip() else (write.old_text or "")
+        service.mirror_builtin("remove", write.target, text)
+        return
+    if not added:
+        service.mirror_builtin(
+            write.action, write.target, write.content, metadata=dict(write.metadata) or None
+        )
+    if (
+        write.action == "replace"
+        and write.old_text
+        and write.old_text.strip() != write.content.strip()
+    ):
+        service.mirror_builtin("remove", write.target, write.old_text)
+
+
+__all__ = [
+    "BUILTIN_SOURCE",
+    "WRITE_MARKER",
+    "Deliverer",
+    "RetryPolicy",
+    "StoreHandle",
+    "send_mirror",
+]

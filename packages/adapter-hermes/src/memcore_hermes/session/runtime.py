@@ -1,0 +1,421 @@
+"""The plugin's running state for one session: scope, spool, lane and backend.
+
+The agent's thread only validates and spools (a memory copy into the spool's journal: no
+system call, no network); the lane does every backend call. Tools are the exception: the
+model asked for an answer, so they call through.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from memcore import limits
+from memcore.config import MemcoreConfig
+from memcore.errors import InvalidInput, MemcoreError, PermissionDenied
+from memcore.recall import format_recall, strip_recall
+from memcore.scope import Scope
+from memcore.service import BUILTIN_SOURCE, MemoryService
+from memcore.values import Message
+from memcore_hermes.outbox.delivery import WRITE_MARKER, Deliverer, RetryPolicy, StoreHandle
+from memcore_hermes.outbox.entries import MessagesWrite, MirrorWrite, TextWrite, Write, make_entry
+from memcore_hermes.outbox.lane import Lane
+from memcore_hermes.outbox.spool import SqliteOutbox
+
+logger = logging.getLogger(__name__)
+
+#: A shutdown flush gives up when no write was delivered for this long (seconds): a healthy
+#: backend delivers a write well within it; one that is down would hold the exit for a whole
+#: call's retry budget (3.7 s measured with the emulator stopped and a 3 s timeout).
+SHUTDOWN_STALL_S = 0.5
+#: How long a shutdown waits for the lane's current call once the backend is failing.
+_STOP_JOIN_S = 0.1
+_POLL_S = 0.02
+
+#: Searches for recall running at once on a remote store; a stuck one does not block the next.
+_MAX_RECALLS_RUNNING = 2
+#: Hermes provenance keys worth keeping on a mirrored write (values are plain strings).
+_MIRROR_METADATA_KEYS = ("write_origin", "execution_context", "platform", "tool_name", "session_id")
+
+
+class MemoryRuntime:
+    """One provider's memory machinery; thread-safe for the agent's calls."""
+
+    def __init__(
+        self,
+        *,
+        config: MemcoreConfig,
+        scope: Scope,
+        handle: StoreHandle,
+        spool: SqliteOutbox,
+        read_only: bool = False,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+        name: str = "lane",
+        recall_inline: bool = False,
+    ) -> None:
+        self.config = config
+        self.store_name = config.memory_store_name
+        self.handle = handle
+        self.spool = spool
+        self.read_only = read_only
+        self.clock = clock
+        self._scope = scope
+        self._scope_lock = threading.Lock()
+        self._recall_lock = threading.Lock()
+        self._recall_text = ""
+        self._recall_scope: Scope | None = None
+        self._recall_generation = 0
+        self._recall_kept = 0
+        self._recalls_running = 0
+        self._recall_closed = False
+        #: Search on the agent's thread (an in-process store) rather than wait on a remote one.
+        self.recall_inline = recall_inline
+        self.refused_writes = 0
+        self._stalled_at: int | None = None  # deliveries counted when a flush stalled
+        self.deliverer = Deliverer(
+            spool,
+            handle,
+            retry=retry or RetryPolicy(),
+            lease_s=max(5.0, config.timeout * 2),
+            in_flight_s=config.timeout,
+            clock=clock,
+        )
+        self.lane = Lane(name, self.deliverer.drain)
+        # Replay what an earlier run left behind, and ensure the store, off the agent's thread.
+        self.lane.request_drain()
+        self.lane.submit(self._warm_up)
+
+    # -- scope ------------------------------------------------------------------------------
+    @property
+    def scope(self) -> Scope:
+        with self._scope_lock:
+            return self._scope
+
+    def switch_scope(self, scope: Scope) -> None:
+        with self._scope_lock:
+            self._scope = scope
+
+    def service(self, store: Any = None) -> MemoryService:
+        """A service for the current scope (cheap; built per use so a scope switch applies)."""
+        return MemoryService(
+            store if store is not None else self.handle.get(),
+            store_name=self.store_name,
+            scope=self.scope,
+            top_k=self.config.top_k,
+            enable_rerank=self.config.enable_rerank,
+            read_only=self.read_only,
+            store_assistant=self.config.store_assistant,
+        )
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise PermissionDenied(
+                "this session is read-only (not the primary agent context)", field="agent_context"
+            )
+
+    def _warm_up(self) -> None:
+        if not self.read_only:
+            try:
+                self.spool.prepare()  # the turn journal, so the first turn does not create it
+            except MemcoreError:
+                pass
+        if self.handle.last_error is not None:
+            return  # delivery already tried and failed; it retries with backoff
+        try:
+            self.handle.ready()
+        except MemcoreError as exc:
+            logger.warning("tablestore-mem: memory store not ready yet (%s: %s)", exc.code, exc)
+
+    # -- writes: validated here, spooled, delivered by the lane ---------------------------------
+    def _spool(self, writes: Sequence[Write]) -> list[str]:
+        now = self.clock()
+        entries = [make_entry(w, now=now)[0] for w in writes]
+        try:
+            self.spool.put_fast(entries)
+        except MemcoreError:
+            self.refused_writes += len(entries)
+            raise
+        self.lane.request_drain()
+        return [e.key for e in entries]
+
+    def record_turn(
+        self,
+        user: str,
+        assistant: str,
+        *,
+        session_id: str = "",
+        messages: Sequence[Message] | None = None,
+    ) -> list[str]:
+        """Spool a completed turn (split to the limits); returns the entries' keys."""
+        self._check_writable()
+        scope = self.scope
+        service = MemoryService(
+            _NoStore(),
+            store_name=self.store_name,
+            scope=scope,
+            store_assistant=self.config.store_assistant,
+        )
+        batches = service.plan_turn(user, assistant, messages=messages)
+        if not batches:
+            return []
+        meta = {"source": "hermes_turn"}
+        if session_id and isinstance(session_id, str):
+            meta["session_id"] = session_id[: limits.MAX_METADATA_VALUE_CHARS]
+        writes = [MessagesWrite(self.store_name, scope, b.messages, meta) for b in batches]
+        for w in writes:
+            limits.check_messages(w.messages)
+        return self._spool(writes)
+
+    def remember(self, text: str, *, metadata: Mapping[str, str] | None = None) -> str:
+        """Validate and spool an explicit memory; returns the entry key."""
+        self._check_writable()
+        text = strip_recall(text) if isinstance(text, str) else text
+        limits.check_text(text, field="content")
+        meta = _user_metadata(metadata)
+        return self._spool([TextWrite(self.store_name, self.scope, text, meta)])[0]
+
+    def remember_now(self, text: str, *, metadata: Mapping[str, str] | None = None) -> Any:
+        """Write an explicit memory synchronously (the caller waits for the backend)."""
+        self._check_writable()
+        meta = _user_metadata(metadata)
+        return self.service(self.handle.ready()).remember(text, metadata=meta, sync=True)
+
+    def mirror(
+        self, action: str, target: str, content: str, metadata: Mapping[str, Any] | None = None
+    ) -> str | None:
+        """Spool a mirror of a built-in memory write; None when there is nothing to mirror."""
+        self._check_writable()
+        if action not in ("add", "replace", "remove"):
+            raise InvalidInput(f"unknown memory action {action!r}", field="action")
+        if not isinstance(target, str) or not target.strip():
+            raise InvalidInput("target must be a non-empty string", field="target")
+        raw = dict(metadata or {})
+        old_text = raw.get("old_text")
+        old = old_text if isinstance(old_text, str) and old_text.strip() else None
+        text = content if isinstance(content, str) else ""
+        if action != "remove":
+            text = strip_recall(text)
+        if action == "remove":
+            if not text.strip() and not old:
+                return None
+        else:
+            limits.check_text(text, field="content")
+        meta: dict[str, str] = {}
+        for key in _MIRROR_METADATA_KEYS:
+            value = raw.get(key)
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                value = str(value)
+                if 0 < len(value) <= limits.MAX_METADATA_VALUE_CHARS:
+                    meta[key] = value
+        write = MirrorWrite(self.store_name, self.scope, action, target[:1024], text, meta, old)
+        return self._spool([write])[0]
+
+    # -- recall ------------------------------------------------------------------------------
+    def _search_recall(self, query: str, scope: Scope) -> str:
+        """Search for ``query`` and format the block; a few more hits than shown are asked
+        for, so repeats of one text do not cost the block its places."""
+        store = self.handle.ready()
+        k = self.config.top_k
+        service = self.service(store)
+        service.switch_scope(scope)
+        # The current session is the context: the service ranks its memories higher.
+        hits = service.search(query, top_k=min(limits.MAX_TOP_K, 2 * k), context_scope=True)
+        return format_recall(hits, top_k=k)
+
+    def _keep_recall(self, text: str, scope: Scope, generation: int) -> None:
+        with self._recall_lock:
+            if generation >= self._recall_kept:
+                self._recall_kept = generation
+                self._recall_text = text
+                self._recall_scope = scope
+
+    def _recall_job(self, query: str) -> Callable[[], str]:
+        query = query[: limits.MAX_QUERY_CHARS]
+        with self._recall_lock:
+            self._recall_generation += 1
+            generation = self._recall_generation
+        scope = self.scope
+
+        def run() -> str:
+            try:
+                text = self._search_recall(query, scope)
+            except MemcoreError as exc:
+                # Loud: a recall that fails on every turn must not look like "nothing found".
+                logger.warning("tablestore-mem: recall failed (%s: %s)", exc.code, exc)
+                raise
+            self._keep_recall(text, scope, generation)
+            return text
+
+        return run
+
+    def recall(self, query: str) -> str:
+        """The recall block for the message being answered.
+
+        In-process stores answer on the calling thread (a few ms). A remote one searches on
+        the recall thread while this waits up to ``recall_wait_ms``; then the last recall of
+        this session stands in (it was for an earlier message, never another session) and the
+        search, when it ends, leaves its answer for the next turn.
+        """
+        if not isinstance(query, str) or not query.strip():
+            return self.cached_recall()
+        query = strip_recall(query)  # a pasted block is not what the user asks about
+        if not query.strip():
+            return self.cached_recall()
+        job = self._recall_job(query)
+        if self.recall_inline:
+            try:
+                return job()
+            except MemcoreError:
+                return self.cached_recall()
+        future = self._start_recall(job)
+        try:
+            return str(future.result(timeout=self.config.recall_wait_ms / 1000))
+        except Exception:  # late, failed or not started: what this session already has
+            return self.cached_recall()
+
+    def _start_recall(self, job: Callable[[], str]) -> Future[str]:
+        """Run ``job`` on a daemon thread (a search stuck on a dead backend must not hold up
+        the process's exit); at most two at once, else the future fails at once."""
+        future: Future[str] = Future()
+        with self._recall_lock:
+            if self._recalls_running >= _MAX_RECALLS_RUNNING or self._recall_closed:
+                future.set_exception(TimeoutError("earlier searches are still running"))
+                return future
+            self._recalls_running += 1
+
+        def run() -> None:
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # logged by the job
+                future.set_exception(exc)
+            finally:
+                with self._recall_lock:
+                    self._recalls_running -= 1
+
+        threading.Thread(target=run, name="tablestore-mem-recall", daemon=True).start()
+        return future
+
+    def cached_recall(self) -> str:
+        """The last recall for the current scope; never waits."""
+        scope = self.scope
+        with self._recall_lock:
+            return self._recall_text if self._recall_scope == scope else ""
+
+    def clear_recall(self) -> None:
+        with self._recall_lock:
+            self._recall_text = ""
+            self._recall_scope = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def flush(self, timeout: float, *, stall_s: float | None = None) -> bool:
+        """Deliver everything now (ignoring backoff), waiting at most ``timeout``; True if empty.
+
+        With ``stall_s`` (the shutdown paths) the wait also ends at the first failed delivery,
+        or when nothing was delivered for ``stall_s``: a backend that is down costs a call's
+        whole retry budget, and what is left stays in the spool for the next start or command.
+        """
+        if stall_s is not None and self.backend_failing():
+            return False
+        future = self.lane.flush_soon()
+        deadline = time.monotonic() + max(0.0, timeout)
+        failures, delivered = self.deliverer.failures, self.deliverer.delivered
+        progress_at = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            step = deadline - now if stall_s is None else min(deadline - now, _POLL_S)
+            try:
+                future.result(timeout=step)
+                break
+            except FutureTimeout:
+                pass
+            except Exception:
+                return False
+            if stall_s is None:
+                continue
+            if self.deliverer.failures != failures:
+                return False
+            if self.deliverer.delivered != delivered:
+                delivered, progress_at = self.deliverer.delivered, time.monotonic()
+            elif time.monotonic() - progress_at >= stall_s:
+                self._stalled_at = self.deliverer.delivered
+                return False
+        try:
+            return self.spool.stats(self.clock()).depth == 0
+        except MemcoreError:
+            return False
+
+    def backend_failing(self) -> bool:
+        """The last try to reach the backend failed, or a shutdown flush saw it stall."""
+        stalled = self._stalled_at is not None and self._stalled_at == self.deliverer.delivered
+        return self.handle.last_error is not None or self.deliverer.failing or stalled
+
+    def retry_waiting(self) -> None:
+        """A new turn after failures: waiting writes get a forced try now (never blocks)."""
+        if self.handle.last_error is not None or self.deliverer.failures:
+            self.lane.kick()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait for the lane to finish what was queued so far (tests, the CLI)."""
+        return self.lane.idle(timeout)
+
+    def close(self, timeout: float) -> bool:
+        """Flush within ``timeout``; what is left stays in the spool for the next start.
+
+        A backend that is down (or stops answering during the flush) is not waited for: the
+        lane is asked to stop after its current call and left to end on its own.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        if self.backend_failing():
+            flushed = False
+            logger.info("tablestore-mem: backend unreachable at shutdown; writes stay spooled")
+        else:
+            flushed = self.flush(timeout, stall_s=SHUTDOWN_STALL_S)
+        with self._recall_lock:
+            self._recall_closed = True
+        self.deliverer.stopping = True  # a pass still running ends after its current send
+        join = max(0.0, deadline - time.monotonic())
+        if self.backend_failing():
+            join = min(join, _STOP_JOIN_S)
+        stopped = self.lane.stop(join)
+        if stopped:
+            self.spool.close()
+            self.handle.close()
+        else:
+            logger.warning(
+                "tablestore-mem: a backend call is still running at shutdown; pending writes stay "
+                "in the spool and are replayed on the next start"
+            )
+        return flushed and stopped
+
+
+class _NoStore:
+    """Stands in for a store where only planning happens (``plan_turn`` never calls it)."""
+
+    def __getattr__(self, name: str) -> Any:  # pragma: no cover - never reached by design
+        raise AttributeError(name)
+
+
+def _user_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    """Metadata a caller may set: within the limits, no scope keys, no forged provenance."""
+    from memcore.service import check_user_metadata
+
+    meta = check_user_metadata(metadata)
+    if WRITE_MARKER in meta:
+        raise InvalidInput(
+            f"metadata.{WRITE_MARKER} is reserved: it marks a spooled write for its replay",
+            field=f"metadata.{WRITE_MARKER}",
+        )
+    if meta.get("source") == BUILTIN_SOURCE:
+        raise InvalidInput(
+            "metadata.source 'builtin_memory' is reserved for mirrored writes",
+            field="metadata.source",
+        )
+    return meta

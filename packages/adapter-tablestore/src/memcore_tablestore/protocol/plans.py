@@ -1,0 +1,448 @@
+"""Every Memory Store operation, written once as a plan that the sync and async stores run.
+
+A plan is a generator: it validates the input, yields a :class:`Call` (one API request) or a
+:class:`Pause`, receives the decoded response (or has the mapped error thrown into it), and
+returns the core's value. It does no I/O itself, so :class:`TableStoreMemoryStore` drives it
+with ``OTSClient`` and :class:`AsyncTableStoreMemoryStore` with ``AsyncOTSClient``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+from memcore import limits
+from memcore.errors import Conflict, InvalidInput, NotFound, ProtocolError
+from memcore.ports import ProgressCallback
+from memcore.scope import Scope, ScopePattern
+from memcore.values import (
+    DREAM_STATUSES,
+    TASK_STATUSES,
+    DreamAction,
+    DreamTask,
+    Memory,
+    MemoryTask,
+    Message,
+    Page,
+    RequestRecord,
+    SearchHit,
+    StoreInfo,
+    WriteReceipt,
+)
+from memcore_tablestore.protocol import answers, bodies, wire
+from memcore_tablestore.protocol.apis import READ_ONLY
+
+T = TypeVar("T")
+
+#: The concrete scope the readiness probe reads (cheap, and holds nothing of anyone's).
+PROBE_SCOPE = Scope("__default__", "__default__", "__default__", "__default__")
+
+
+@attrs.frozen
+class Call:
+    """One API request.
+
+    ``replay_safe``: sending it a second time after an *ambiguous* failure (timeout, dropped
+    connection, 500, a 2xx that is not the service's) cannot change the outcome; a call that
+    is not fails with :class:`memcore.errors.OutcomeUnknown` then. Refused requests (429, 503, 409) are always
+    safe to resend; see :mod:`memcore_tablestore.client.error_map`.
+    ``retry_conflict``: a 409 means "busy, try again" for this call (a new store's index).
+    """
+
+    api: str
+    body: dict[str, Any]
+    replay_safe: bool = True
+    retry_conflict: bool = True
+
+
+@attrs.frozen
+class Pause:
+    seconds: float
+
+
+Step = Call | Pause
+Plan = Generator[Step, Any, T]
+
+
+class Plans:
+    """The operations of :class:`memcore.ports.MemoryStore`, as plans."""
+
+    def __init__(self, *, auto_create: bool = True, ready_timeout: float = 180.0) -> None:
+        self.auto_create = auto_create
+        self.ready_timeout = ready_timeout
+
+    # -- stores -------------------------------------------------------------------------
+    def ensure_store(
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Plan[StoreInfo]:
+        body = bodies.named(store)
+        try:
+            answer = yield Call("GetMemoryStore", body, retry_conflict=False)
+            return answers.store_info("GetMemoryStore", answer)
+        except Conflict:
+            # Only while initialising does a store answer 409: wait, then describe it.
+            yield from self.wait_ready(store, progress=progress)
+            return answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", body)))
+        except NotFound:
+            if not (create and self.auto_create):
+                raise
+        info: StoreInfo | None
+        try:
+            info = yield from self.create_store(
+                store, description=description, extract_instructions=extract_instructions
+            )
+        except Conflict:
+            info = None  # created meanwhile by someone else: fine, wait for it below
+        yield from self.wait_ready(store, progress=progress)
+        if info is None:
+            info = answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", body)))
+        return info
+
+    def wait_ready(self, store: str, *, progress: ProgressCallback | None = None) -> Plan[None]:
+        """Wait until a new store's index serves. GetMemoryStore reports no state; the
+        documented signal is ``409 CONFLICT`` on data-plane calls while the index initialises,
+        so a tiny ListMemories is probed until it answers, within ``ready_timeout``."""
+        _, probe = bodies.listing(store, PROBE_SCOPE, 1, None)
+        deadline = time.monotonic() + self.ready_timeout
+        started = time.monotonic()
+        delay = 0.05
+        waited = False
+        while True:
+            try:
+                yield Call("ListMemories", probe, retry_conflict=False)
+                if progress is not None and waited:
+                    progress(f"memory store {store!r} is ready")
+                return
+            except (Conflict, NotFound):
+                pass  # NotFound: a just-created store may not be visible to every node yet
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Conflict(
+                    f"memory store {store!r} is still initialising its index after "
+                    f"{self.ready_timeout:.0f}s; try again later",
+                    field="memory_store_name",
+                )
+            waited = True
+            if progress is not None:
+                progress(
+                    f"waiting for memory store {store!r} to initialise its index "
+                    f"({time.monotonic() - started:.0f}s of at most {self.ready_timeout:.0f}s)"
+                )
+            yield Pause(min(delay, remaining))
+            delay = min(delay * 2, 2.0)
+
+    def describe_store(self, store: str) -> Plan[StoreInfo]:
+        return answers.store_info(
+            "GetMemoryStore", (yield Call("GetMemoryStore", bodies.named(store)))
+        )
+
+    def list_stores(self) -> Plan[list[StoreInfo]]:
+        out: list[StoreInfo] = []
+        token: str | None = None
+        for _ in range(10_000):
+            body = bodies.paging({}, limits.MAX_PAGE_LIMIT, token)
+            page = answers.list_stores((yield Call("ListMemoryStores", body)))
+            out.extend(page.items)
+            token = page.next_token
+            if token is None:
+                return out
+        raise ProtocolError("ListMemoryStores never stopped paging")
+
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> Plan[StoreInfo]:
+        body: dict[str, Any] = {**bodies.named(store)}
+        if limits.check_description(description):
+            body["description"] = description
+        instructions = limits.check_extract_instructions(extract_instructions)
+        if instructions:
+            body["extractInstructions"] = instructions
+        # Not replayed after an ambiguous failure: a replay would answer "already exists".
+        answer = yield Call("CreateMemoryStore", body, replay_safe=False, retry_conflict=False)
+        return answers.store_info("CreateMemoryStore", answer)
+
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> Plan[StoreInfo]:
+        """PATCH: a field left as None is not sent (unchanged); "" clears it."""
+        body = bodies.named(store)
+        if description is not None:
+            body["description"] = limits.check_description(description)
+        instructions = limits.check_extract_instructions(extract_instructions)
+        if instructions is not None:
+            body["extractInstructions"] = instructions
+        # Setting the same values twice has the same effect as once.
+        return answers.store_info("UpdateMemoryStore", (yield Call("UpdateMemoryStore", body)))
+
+    def delete_store(self, store: str) -> Plan[None]:
+        answers.deleted(
+            "DeleteMemoryStore",
+            (yield Call("DeleteMemoryStore", bodies.named(store), replay_safe=False)),
+        )
+
+    # -- memories -----------------------------------------------------------------------
+    def add_text(
+        self,
+        store: str,
+        scope: Scope,
+        text: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> Plan[WriteReceipt]:
+        body = {
+            **bodies.named(store),
+            "scope": bodies.write_scope(scope),
+            "text": limits.check_text(text),
+            "metadata": limits.check_metadata(metadata),
+            "sync": bool(sync),
+        }
+        # Not replay-safe: nothing documented says the service deduplicates a text, so after an
+        # ambiguous failure the caller gets OutcomeUnknown and looks before sending it again.
+        call = Call("AddMemories", body, replay_safe=False)
+        return bodies.receipt((yield call))
+
+    def add_messages(
+        self,
+        store: str,
+        scope: Scope,
+        messages: Sequence[Message],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> Plan[WriteReceipt]:
+        checked = limits.check_messages(messages)
+        body = {
+            **bodies.named(store),
+            "scope": bodies.write_scope(scope),
+            "messages": [bodies.message(m) for m in checked],
+            "metadata": limits.check_metadata(metadata),
+            "sync": bool(sync),
+        }
+        # Not replay-safe: messages are appended to the short-term log, so a replay after an
+        # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
+        call = Call("AddMemories", body, replay_safe=False)
+        return bodies.receipt((yield call))
+
+    def search(
+        self,
+        store: str,
+        pattern: ScopePattern,
+        query: str,
+        *,
+        top_k: int = 10,
+        enable_rerank: bool = True,
+        filters: Mapping[str, str] | None = None,
+        min_similarity: float | None = None,
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
+    ) -> Plan[list[SearchHit]]:
+        wanted = bodies.as_pattern(pattern)
+        body: dict[str, Any] = {
+            **bodies.named(store),
+            "scope": wire.scope_to_wire(wanted),
+            "query": limits.check_query(query),
+            "topK": limits.check_top_k(top_k),
+            "enableRerank": bool(enable_rerank),
+        }
+        flt = limits.check_metadata(filters, field="filters")
+        if flt:
+            body["metadata"] = flt  # exact equality, ANDed (``filter`` is the Scope Filter)
+        floor = limits.check_min_similarity(min_similarity)
+        if floor is not None:
+            body["minSimilarity"] = floor  # filters on ``score``
+        context = limits.check_context_scope(context_scope, wanted)
+        if context is not None:
+            body["contextScope"] = wire.scope_to_wire(context)
+        if include_evidence:
+            body["includeEvidence"] = True
+        hits = answers.search((yield Call("SearchMemories", body)))
+        bodies.must_match(wanted, (hit.memory.scope for hit in hits), "SearchMemories")
+        return hits
+
+    def list_memories(
+        self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
+    ) -> Plan[Page[Memory]]:
+        wanted, body = bodies.listing(store, pattern, limit, next_token)
+        page = answers.list_memories((yield Call("ListMemories", body)))
+        bodies.must_match(wanted, (memory.scope for memory in page.items), "ListMemories")
+        return page
+
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[Memory]:
+        body = bodies.target(store, scope, memory_id)
+        answer = yield Call("GetMemory", body)
+        return bodies.own(answers.one_memory("GetMemory", answer), scope, memory_id)
+
+    def update_memory(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Plan[Memory]:
+        body = bodies.target(store, scope, memory_id)
+        if text is None and metadata is None:
+            return (yield from self.get_memory(store, scope, memory_id))
+        if text is not None:
+            body["text"] = limits.check_text(text)
+        if metadata is not None:
+            body["metadata"] = limits.check_metadata(metadata)  # merged; {} clears
+        # Replay-safe: the same PATCH applied twice leaves the same state.
+        answer = yield Call("UpdateMemory", body)
+        return bodies.own(answers.one_memory("UpdateMemory", answer), scope, memory_id)
+
+    def delete_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[None]:
+        # Not replayed after an ambiguous failure: the replay would answer 404 for a delete
+        # that succeeded, and we would report a failure that did not happen.
+        answer = yield Call(
+            "DeleteMemory", bodies.target(store, scope, memory_id), replay_safe=False
+        )
+        answers.deleted("DeleteMemory", answer)
+
+    # -- messages, audit, scopes, tasks -------------------------------------------------
+    def list_messages(
+        self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
+    ) -> Plan[Page[Message]]:
+        body = bodies.paging(
+            {**bodies.named(store), "scope": bodies.write_scope(scope)}, limit, next_token
+        )
+        return answers.messages((yield Call("ListMemoryStoreMessages", body)))
+
+    def list_requests(
+        self,
+        store: str,
+        *,
+        operation: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+    ) -> Plan[Page[RequestRecord]]:
+        body = bodies.paging(bodies.named(store), limit, next_token)
+        if pattern is not None:  # optional in the types: omitted means the whole store
+            body["scope"] = wire.scope_to_wire(bodies.as_pattern(pattern))
+        if operation is not None:
+            if not isinstance(operation, str) or not operation.isalnum():
+                raise InvalidInput(
+                    "operation must be an API name such as AddMemories", field="operation"
+                )
+            body["operation"] = operation
+        return answers.requests((yield Call("ListMemoryStoreRequests", body)))
+
+    def list_scopes(
+        self,
+        store: str,
+        pattern: ScopePattern | None = None,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Plan[Page[Scope]]:
+        wanted, body = bodies.listing(store, pattern, limit, next_token)
+        page = answers.scopes((yield Call("ListMemoryStoreScopes", body)))
+        bodies.must_match(wanted, page.items, "ListMemoryStoreScopes")
+        return page
+
+    def get_task(self, store: str, task_id: str) -> Plan[MemoryTask]:
+        """``task_id`` is the write's ``requestId``."""
+        body = {**bodies.named(store), "requestId": limits.check_id(task_id, field="task_id")}
+        return answers.one_task((yield Call("GetMemoryTask", body)))
+
+    def list_tasks(
+        self,
+        store: str,
+        *,
+        status: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+    ) -> Plan[Page[MemoryTask]]:
+        _, body = bodies.listing(store, pattern, limit, next_token)
+        if status is not None:
+            body["status"] = bodies.status(status, TASK_STATUSES)
+        return answers.tasks((yield Call("ListMemoryTasks", body)))
+
+    # -- dream --------------------------------------------------------------------------
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> Plan[DreamTask]:
+        patterns = limits.check_dream_scopes(scopes)
+        body: dict[str, Any] = {
+            **bodies.named(store),
+            "scopes": [wire.scope_to_wire(p) for p in patterns],
+            "applyMode": limits.check_apply_mode(apply_mode),
+        }
+        text = limits.check_dream_instructions(instructions)
+        if text:
+            body["instructions"] = text
+        # Not replayed after an ambiguous failure: a replay would start a second task.
+        answer = yield Call("CreateMemoryDreamTask", body, replay_safe=False)
+        task = answers.dream("CreateMemoryDreamTask", answer)
+        # The answer is {dreamId, status, createdAt}: the rest is what we asked for.
+        return attrs.evolve(
+            task, scopes=patterns, apply_mode=body["applyMode"], instructions=text or None
+        )
+
+    def get_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
+        body = bodies.dream_id(store, task_id)
+        return answers.dream("GetMemoryDreamTask", (yield Call("GetMemoryDreamTask", body)))
+
+    def list_dream_tasks(
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
+    ) -> Plan[Page[DreamTask]]:
+        _, body = bodies.listing(store, pattern, limit, next_token)
+        if status is not None:
+            body["status"] = bodies.status(status, DREAM_STATUSES)
+        return answers.dreams((yield Call("ListMemoryDreamTasks", body)))
+
+    def cancel_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
+        body = bodies.dream_id(store, task_id)
+        # Cancelling twice leaves the task cancelled, as once does.
+        return answers.dream("CancelMemoryDreamTask", (yield Call("CancelMemoryDreamTask", body)))
+
+    def list_dream_actions(
+        self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Plan[Page[DreamAction]]:
+        body = bodies.paging(bodies.dream_id(store, task_id), limit, next_token)
+        return answers.actions((yield Call("ListMemoryDreamActions", body)))
+
+    def apply_dream_actions(
+        self, store: str, task_id: str, action_ids: Sequence[str]
+    ) -> Plan[list[DreamAction]]:
+        ids = limits.check_action_ids(action_ids)
+        body = {**bodies.dream_id(store, task_id), "actionIds": ids}
+        # Not replayed after an ambiguous failure: applied actions report differently twice.
+        answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)
+        return answers.applied(answer)
+
+    # -- the live check -----------------------------------------------------------------
+    def call_read_only(self, api: str, body: Mapping[str, Any]) -> Plan[dict[str, Any]]:
+        """One read-only API call, answered as the service sent it (for ``doctor --live``)."""
+        if api not in READ_ONLY:
+            raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
+        answer: dict[str, Any] = yield Call(api, dict(body))
+        return answer

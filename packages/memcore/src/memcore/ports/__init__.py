@@ -1,0 +1,32 @@
+"""The ports: what the core needs from the outside world, as ``typing.Protocol``, one module
+per family. Adapters implement these; the core and its fake never import an adapter.
+
+- :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``DreamUndo``,
+  ``ProgressCallback``)
+- :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
+  ``InstanceFacts``)
+- :mod:`~memcore.ports.embedding`: ``Embedder``
+- :mod:`~memcore.ports.models`: the user's model and what a store asks of it (``ChatModel``,
+  ``FactExtractor``, ``DreamReviewer``)
+
+Ports import only values, errors, scopes, the configuration and the dream planner's value
+types; services and facades import ports, never the other way round.
+"""
+
+from memcore.ports.backends import BackendFactory, InstanceFacts, Provisioner
+from memcore.ports.embedding import Embedder
+from memcore.ports.models import ChatModel, DreamReviewer, FactExtractor
+from memcore.ports.store import DreamUndo, MemoryStore, ProgressCallback
+
+__all__ = [
+    "BackendFactory",
+    "ChatModel",
+    "DreamReviewer",
+    "DreamUndo",
+    "Embedder",
+    "FactExtractor",
+    "InstanceFacts",
+    "MemoryStore",
+    "ProgressCallback",
+    "Provisioner",
+]

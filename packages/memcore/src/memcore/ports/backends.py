@@ -1,0 +1,34 @@
+"""Reaching a backend: the factory an adapter registers, and the provisioner that makes sure
+its instance exists."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import attrs
+
+from memcore.config import MemcoreConfig
+from memcore.ports.store import MemoryStore, ProgressCallback
+
+
+class BackendFactory(Protocol):
+    """What an adapter registers in the ``memcore.backends`` entry-point group
+    (:mod:`memcore.discovery` finds it by name): a store for a configuration."""
+
+    def __call__(self, config: MemcoreConfig, /, **options: Any) -> MemoryStore: ...
+
+
+@attrs.frozen
+class InstanceFacts:
+    """Where a provisioned backend instance answers."""
+
+    instance_name: str
+    endpoint: str
+    region: str
+    created: bool = False
+
+
+class Provisioner(Protocol):
+    """Makes sure a backend instance exists (first-run bootstrap) and says how to reach it."""
+
+    def ensure_instance(self, *, progress: ProgressCallback | None = None) -> InstanceFacts: ...

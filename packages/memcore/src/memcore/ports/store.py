@@ -1,0 +1,213 @@
+"""The Memory Store port: the whole store surface an adapter implements, and the undo
+extension a local store adds.
+
+An adapter that lacks an operation raises :class:`memcore.errors.Unsupported` rather than
+pretending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from memcore.scope import Scope, ScopePattern
+from memcore.values import (
+    DreamAction,
+    DreamTask,
+    Memory,
+    MemoryTask,
+    Message,
+    Page,
+    RequestRecord,
+    SearchHit,
+    StoreInfo,
+    WriteReceipt,
+)
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """The whole Memory Store surface. ``store`` is the memory store name on every call."""
+
+    # -- stores -------------------------------------------------------------------------
+    def ensure_store(
+        self,
+        store: str,
+        *,
+        description: str = "",
+        create: bool = True,
+        extract_instructions: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> StoreInfo:
+        """Describe the store, creating it (and waiting until it is ready) when missing;
+        ``progress`` hears about the wait for a new store's index."""
+        ...
+
+    def describe_store(self, store: str) -> StoreInfo: ...
+
+    def list_stores(self) -> list[StoreInfo]: ...
+
+    def create_store(
+        self, store: str, *, description: str = "", extract_instructions: str | None = None
+    ) -> StoreInfo: ...
+
+    def update_store(
+        self,
+        store: str,
+        *,
+        description: str | None = None,
+        extract_instructions: str | None = None,
+    ) -> StoreInfo:
+        """PATCH: ``None`` leaves a field unchanged, ``""`` clears it."""
+        ...
+
+    def delete_store(self, store: str) -> None: ...
+
+    # -- memories -----------------------------------------------------------------------
+    def add_text(
+        self,
+        store: str,
+        scope: Scope,
+        text: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt: ...
+
+    def add_messages(
+        self,
+        store: str,
+        scope: Scope,
+        messages: Sequence[Message],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        sync: bool = False,
+    ) -> WriteReceipt: ...
+
+    def search(
+        self,
+        store: str,
+        pattern: ScopePattern,
+        query: str,
+        *,
+        top_k: int = 10,
+        enable_rerank: bool = True,
+        filters: Mapping[str, str] | None = None,
+        min_similarity: float | None = None,
+        context_scope: Scope | None = None,
+        include_evidence: bool = False,
+    ) -> list[SearchHit]:
+        """``filters``: exact metadata equality, ANDed. ``min_similarity`` drops hits whose
+        ``score`` is lower. ``context_scope``: the current conversation (concrete, inside
+        ``pattern``), a ranking hint. ``include_evidence``: attach supporting messages."""
+        ...
+
+    def list_memories(
+        self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[Memory]: ...
+
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory: ...
+
+    def update_memory(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Memory:
+        """``metadata`` is merged into the stored map (same key overwrites); ``{}`` clears it."""
+        ...
+
+    def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None: ...
+
+    # -- messages, audit, scopes, tasks -------------------------------------------------
+    def list_messages(
+        self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[Message]: ...
+
+    def list_requests(
+        self,
+        store: str,
+        *,
+        operation: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+    ) -> Page[RequestRecord]: ...
+
+    def list_scopes(
+        self,
+        store: str,
+        pattern: ScopePattern | None = None,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[Scope]: ...
+
+    def get_task(self, store: str, task_id: str) -> MemoryTask:
+        """The task of a write; ``task_id`` is the write's request id (its receipt's task_id)."""
+        ...
+
+    def list_tasks(
+        self,
+        store: str,
+        *,
+        status: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+    ) -> Page[MemoryTask]: ...
+
+    # -- dream (consolidation) ----------------------------------------------------------
+    def create_dream_task(
+        self,
+        store: str,
+        scopes: ScopePattern | Sequence[ScopePattern],
+        *,
+        apply_mode: str = "proposal",
+        instructions: str | None = None,
+    ) -> DreamTask:
+        """Consolidate the memories of 1 to 20 scope patterns (one pattern alone is fine)."""
+        ...
+
+    def get_dream_task(self, store: str, task_id: str) -> DreamTask: ...
+
+    def list_dream_tasks(
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
+    ) -> Page[DreamTask]: ...
+
+    def cancel_dream_task(self, store: str, task_id: str) -> DreamTask: ...
+
+    def list_dream_actions(
+        self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
+    ) -> Page[DreamAction]: ...
+
+    def apply_dream_actions(
+        self, store: str, task_id: str, action_ids: Sequence[str]
+    ) -> list[DreamAction]:
+        """One result per requested id: its status is ``applied``, ``skipped``, ``failed`` or
+        ``not_found`` (an id the task does not have)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class DreamUndo(Protocol):
+    """A store that keeps undo records for applied dream actions (the local store)."""
+
+    def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction: ...
+
+
+class ProgressCallback(Protocol):
+    """Hears one line of progress during a long wait (a new store's index, a new instance)."""
+
+    def __call__(self, message: str) -> None: ...

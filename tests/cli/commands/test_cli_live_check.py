@@ -1,0 +1,50 @@
+"""``doctor --live`` and ``--record`` against the emulator (documented shapes only), and the
+new search options."""
+
+from __future__ import annotations
+
+import json
+
+from memcore_tablestore.protocol.apis import READ_ONLY
+
+
+def test_doctor_live_checks_every_read_only_api(emulator_fake_cli, tmp_path):
+    emulator_fake_cli.ok("add", "--sync", "User likes coffee")
+    emulator_fake_cli.ok("add", "--sync", "user likes  COFFEE")
+    emulator_fake_cli.json("dream", "create")
+    record = tmp_path / "answers"
+    report = emulator_fake_cli.json("doctor", "--live", "--record", str(record))
+    assert report["ok"], report
+    live = {
+        c["name"].removeprefix("live "): c
+        for c in report["checks"]
+        if c["name"].startswith("live ")
+    }
+    assert set(live) == set(READ_ONLY)
+    assert all(c["detail"] == "documented shape" for c in live.values()), live
+    store = next(c for c in report["checks"] if c["name"] == "memory store")
+    assert "storage mode ots" in store["detail"]
+    saved = {p.stem: json.loads(p.read_text()) for p in record.glob("*.json")}
+    assert set(saved) == set(READ_ONLY)
+    text = "\n".join(p.read_text() for p in record.glob("*.json"))
+    # Redacted: no memory text, scope value, store name or 32-hex id survives.
+    assert "coffee" not in text.lower()
+    assert "hermes" not in text
+    assert emulator_fake_cli.home.name not in text
+    memory = saved["GetMemory"]["response"]["memory"]
+    assert memory["id"].startswith("<id-")
+    assert memory["id"] == saved["ListMemories"]["response"]["memories"][0]["id"]
+
+
+def test_doctor_live_on_the_local_backend_says_there_is_no_service(local_cli):
+    local_cli.ok("add", "a fact")
+    report = local_cli.json("doctor", "--live")
+    (check,) = [c for c in report["checks"] if c["name"] == "live check"]
+    assert check["ok"] and "tablestore" in check["detail"]
+
+
+def test_search_with_evidence_and_without_context(emulator_fake_cli):
+    emulator_fake_cli.ok("add", "--sync", "The team lunch is on friday")
+    hits = emulator_fake_cli.json("search", "--evidence", "team lunch")
+    assert hits and {"similarity", "source"} <= set(hits[0])
+    assert emulator_fake_cli.json("search", "--no-context", "team lunch")[0]["id"] == hits[0]["id"]

@@ -1,0 +1,43 @@
+"""``memcore reindex``: memories written lexically get vectors once an embedder is there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memcore_cli.output.exit_codes import ExitCode
+
+pytest.importorskip("onnxruntime")
+
+
+def test_reindex_embeds_what_was_stored_without_vectors(
+    local_cli: Any, set_config: Any, home: Any
+) -> None:
+    set_config(home, {"embedder": "none"})
+    for text in ("I'm vegetarian", "I live in Lisbon", "My cat is called Miso"):
+        local_cli.ok("add", text)
+    set_config(home, {"embedder": "auto"})
+    vectors = _vector_check(local_cli)
+    assert vectors["ok"] and vectors["detail"].startswith("3 memories have no vector")
+    assert "memcore reindex" in vectors["detail"]
+    first = local_cli.json("reindex")
+    assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-qint8-fused"}
+    assert local_cli.json("reindex")["embedded"] == 0
+    assert _vector_check(local_cli)["detail"].startswith("every memory has a vector")
+    hits = local_cli.json("search", "dietary restrictions")
+    assert hits[0]["text"] == "I'm vegetarian"
+
+
+def _vector_check(local_cli: Any) -> Any:
+    checks = local_cli.json("doctor")["checks"]
+    return next(c for c in checks if c["name"] == "vectors")
+
+
+def test_reindex_without_an_embedder_is_refused_with_a_reason(
+    local_cli: Any, set_config: Any, home: Any
+) -> None:
+    set_config(home, {"embedder": "none"})
+    result = local_cli("reindex")
+    assert result.exit_code == ExitCode.USAGE
+    assert "no embedder" in result.stderr

@@ -1,0 +1,236 @@
+"""``export`` then ``import``: the same memories arrive, and a second import adds nothing."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import pytest
+
+
+def _seed(cli) -> None:
+    cli.ok("add", "--sync", "-m", "topic=style", "User prefers concise answers")
+    cli.ok("add", "--sync", "User lives in Hangzhou")
+    cli.ok(
+        "--agent", "coder", "--run", "s1", "add", "--sync", "-m", "lang=py", "Prefers type hints"
+    )
+    cli.ok("--agent", "coder", "add", "--sync", "喜欢喝咖啡")
+
+
+def _by_old_id(records, id_map):
+    return {id_map.get(r["id"], r["id"]): (r["text"], r["scope"], r["metadata"]) for r in records}
+
+
+@pytest.fixture
+def fresh_cli(tmp_path, set_config, local_cli):
+    other = tmp_path / "fresh-home"
+    set_config(other, {"embedder": "none"})
+    return type(local_cli)(other)
+
+
+def test_round_trip_keeps_text_scope_metadata_and_ids(tmp_path, local_cli, fresh_cli):
+    _seed(local_cli)
+    out = tmp_path / "memories.jsonl"
+    summary = local_cli.json("export", "--out", str(out))
+    assert summary["exported"] == 4
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    exported = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(exported) == 4
+    assert all({"id", "text", "scope", "metadata", "created_at"} <= r.keys() for r in exported)
+
+    first = fresh_cli.json("import", str(out))
+    assert (first["total"], first["added"], first["present"]) == (4, 4, 0)
+    assert first["id_map"] == {}
+    imported = fresh_cli.json_lines("export")
+    assert {r["id"]: r["created_at"] for r in imported} == {
+        r["id"]: r["created_at"] for r in exported
+    }
+    assert _by_old_id(imported, {}) == _by_old_id(exported, first["id_map"])
+
+    second = fresh_cli.json("import", str(out))
+    assert (second["total"], second["added"], second["present"]) == (4, 0, 4)
+    assert len(fresh_cli.json_lines("export")) == 4
+    assert "0 added, 4 already present" in fresh_cli.ok("import", str(out)).stdout
+
+
+def test_export_to_stdout_is_json_lines_and_import_reads_stdin(local_cli, fresh_cli):
+    _seed(local_cli)
+    text = local_cli.ok("export").stdout
+    assert len(text.splitlines()) == 4
+    report = fresh_cli.json("import", "-", input=text)
+    assert report["added"] == 4
+
+
+def test_import_into_the_tablestore_emulator_then_again_adds_nothing(
+    tmp_path, local_cli, emulator_cli
+):
+    _seed(local_cli)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    exported = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    first = emulator_cli.json("import", str(out))
+    assert first["added"] == 4
+    imported = emulator_cli.json_lines("export")
+    assert _by_old_id(imported, {}) == _by_old_id(exported, first["id_map"])
+    second = emulator_cli.json("import", str(out))
+    assert (second["added"], second["present"]) == (0, 4)
+
+
+def test_a_bad_line_stops_the_import_before_anything_is_written(tmp_path, local_cli, fresh_cli):
+    _seed(local_cli)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    lines = out.read_text(encoding="utf-8").splitlines()
+    lines.insert(2, json.dumps({"text": "", "scope": json.loads(lines[0])["scope"]}))
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = fresh_cli("import", str(out))
+    assert result.exit_code == 2
+    assert "line 3" in result.stderr
+    assert fresh_cli.json("list")["items"] == []
+
+
+def test_import_refuses_records_of_another_tenant(tmp_path, local_cli, fresh_cli):
+    local_cli.ok("--tenant", "alice", "add", "--sync", "alice's memory")
+    out = tmp_path / "alice.jsonl"
+    local_cli.ok("--tenant", "alice", "export", "--out", str(out))
+    result = fresh_cli("import", str(out))
+    assert result.exit_code == 2
+    assert "outside the current tenant" in result.stderr
+    assert fresh_cli.json("--tenant", "alice", "import", str(out))["added"] == 1
+
+
+def test_import_of_a_missing_file_exits_2(tmp_path, fresh_cli):
+    result = fresh_cli("import", str(tmp_path / "nope.jsonl"))
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr
+
+
+def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp_path, monkeypatch):
+    """Batches of 3, the next embedding while one is written: the third batch's embedding
+    fails after two batches were stored; the import deletes them again (all or nothing), and
+    an import of the repaired file adds every record once."""
+    from memcore.testing import HashingEmbedder
+    from memcore_cli.operations import transfer
+    from memcore_sqlite import SqliteMemoryStore
+    from tests.cli.conftest import Cli
+
+    class Poisoned(HashingEmbedder):
+        poison = "memory number 7"
+
+        def embed(self, texts):
+            if self.poison in texts:
+                raise RuntimeError("boom")
+            return super().embed(texts)
+
+    monkeypatch.setattr(transfer, "_BATCH", 3)
+    db = tmp_path / "home" / "memcore.db"
+    db.parent.mkdir()
+    cli = Cli(db.parent, store_factory=lambda settings: SqliteMemoryStore(db, embedder=Poisoned()))
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r"}
+    records = [
+        {"id": f"{i:032x}", "text": f"memory number {i}", "scope": scope, "metadata": {}}
+        for i in range(11)
+    ]
+    data = tmp_path / "memories.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    failed = cli("import", str(data))
+    assert failed.exit_code == 2
+    assert failed.stderr.splitlines()[-1] == "memcore: error: the embedder failed: RuntimeError"
+    assert "the 6 memories it had added were deleted again" in failed.stderr
+    assert cli.json_lines("export") == []
+
+    Poisoned.poison = "none of these"
+    report = cli.json("import", str(data))
+    assert (report["added"], report["present"]) == (11, 0)
+    after = cli.json_lines("export")
+    assert {r["id"]: r["text"] for r in after} == {r["id"]: r["text"] for r in records}
+
+
+def _records(scope, n, start=0):
+    return [
+        {"id": f"{i:032x}", "text": f"imported memory {i}", "scope": scope, "metadata": {}}
+        for i in range(start, start + n)
+    ]
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_a_clash_past_the_first_batch_leaves_nothing_imported(tmp_path, fresh_cli):
+    """Issue 28: an id clash at record 401 left the first 256 records committed."""
+    fresh_cli.ok("add", "--sync", "already here")
+    [held] = fresh_cli.json_lines("export")
+    records = _records(held["scope"], 450)
+    records[400]["id"] = held["id"]  # this tenant's memory, with another text
+    result = fresh_cli("import", str(_write(tmp_path / "m.jsonl", records)))
+    assert result.exit_code == 2
+    assert "line 401" in result.stderr
+    assert "nothing was imported" in result.stderr
+    assert [r["id"] for r in fresh_cli.json_lines("export")] == [held["id"]]
+
+
+def test_one_id_given_to_two_texts_in_a_file_is_refused_before_writing(tmp_path, fresh_cli):
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r"}
+    records = _records(scope, 300)
+    records[299]["id"] = records[3]["id"]
+    result = fresh_cli("import", str(_write(tmp_path / "m.jsonl", records)))
+    assert result.exit_code == 2
+    assert "line 300" in result.stderr and "line 4" in result.stderr
+    assert fresh_cli.json_lines("export") == []
+
+
+def test_an_id_of_another_tenant_answers_as_a_free_id(tmp_path, fresh_cli):
+    """Issue 28: a record carrying another tenant's memory id answered "Conflict: already used
+    by another memory", telling the importer that the id exists elsewhere."""
+    alice = fresh_cli.json("--tenant", "alice", "add", "--sync", "alice's secret")
+    [victim] = alice["memory_ids"]
+    scope = {"app_id": "hermes", "tenant_id": "bob", "agent_id": "hermes", "run_id": "r"}
+    taken = {"id": victim, "text": "bob's note", "scope": scope, "metadata": {}}
+    free = {"id": "f" * 32, "text": "bob's other note", "scope": scope, "metadata": {}}
+    answers = []
+    for name, record in (("taken", taken), ("free", free)):
+        result = fresh_cli("--tenant", "bob", "import", str(_write(tmp_path / name, [record])))
+        answers.append((result.exit_code, result.stdout, result.stderr))
+    assert answers[0] == answers[1] == (0, "imported 1 records: 1 added, 0 already present\n", "")
+    bob = {r["text"]: r for r in fresh_cli.json_lines("--tenant", "bob", "export")}
+    assert bob["bob's other note"]["id"] == "f" * 32
+    assert bob["bob's note"]["id"] != victim
+    [kept] = fresh_cli.json_lines("--tenant", "alice", "export")
+    assert (kept["id"], kept["text"]) == (victim, "alice's secret")
+
+
+def test_repeats_keep_metadata_within_the_limit_so_the_export_imports(
+    tmp_path, local_cli, fresh_cli
+):
+    """Issue 28: the same text twice with 16 different keys each held 32 keys (33 after an
+    update), and the export of that store was refused whole by import."""
+    text = "The user repeats this fact"
+    first = [a for i in range(16) for a in ("-m", f"a{i:02d}=old")]
+    second = [a for i in range(16) for a in ("-m", f"b{i:02d}=new")]
+    local_cli.ok("add", "--sync", *first, text)
+    mid = local_cli.json("add", "--sync", *second, text)["memory_ids"][0]
+    [memory] = local_cli.json_lines("export")
+    assert memory["metadata"] == {f"b{i:02d}": "new" for i in range(16)}
+    refused = local_cli("update", mid, "--metadata", "extra=1")
+    assert refused.exit_code == 2
+    assert "the limit is 16" in refused.stderr
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    assert fresh_cli.json("import", str(out))["added"] == 1
+    assert fresh_cli.json_lines("export")[0]["metadata"] == memory["metadata"]
+
+
+def test_a_text_holding_unicode_line_separators_round_trips(tmp_path, local_cli, fresh_cli):
+    """Found by the round-trip property: import split records at U+0085 / U+2028 / U+2029
+    (str.splitlines), so a memory holding one made its export unreadable."""
+    text = "one\x85two\u2028three\u2029four"
+    local_cli.ok("add", "--sync", "-m", "k=\u2028", text)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 1
+    assert fresh_cli.json("import", str(out))["added"] == 1
+    [memory] = fresh_cli.json_lines("export")
+    assert (memory["text"], memory["metadata"]) == (text, {"k": "\u2028"})

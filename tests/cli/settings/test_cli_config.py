@@ -1,0 +1,167 @@
+"""Backend selection, ``config show``/``config set`` and ``doctor``."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+
+def _backend(cli, *args: str, env=None) -> tuple[str, str]:
+    result = cli("--json", *args, "config", "show", env=env)
+    assert result.exit_code == 0, result.stderr
+    shown = json.loads(result.stdout)
+    return shown["backend"], shown["backend_source"]
+
+
+def test_backend_defaults_to_local(local_cli):
+    assert _backend(local_cli) == ("local", "default")
+
+
+def test_backend_precedence_flag_env_file_default(home, local_cli, set_config):
+    set_config(home, {"embedder": "none", "backend": "tablestore"})
+    assert _backend(local_cli) == ("tablestore", str(home / "config.json"))
+    assert _backend(local_cli, env={"MEMCORE_BACKEND": "local"}) == ("local", "MEMCORE_BACKEND")
+    flag = json.loads(
+        local_cli(
+            "--json", "--backend", "local", "config", "show", env={"MEMCORE_BACKEND": "tablestore"}
+        ).stdout
+    )
+    assert (flag["backend"], flag["backend_source"]) == ("local", "--backend")
+
+
+def test_config_flag_reads_a_hermes_file(tmp_path, local_cli):
+    hermes = tmp_path / "tablestore_memory.json"
+    hermes.write_text(
+        json.dumps(
+            {
+                "endpoint": "https://myinst.cn-hangzhou.ots.aliyuncs.com",
+                "instance_name": "myinst",
+                "memory_store_name": "hermes_mem",
+                "app_id": "hermes",
+                "tenant_id": "alice",
+                "enable_rerank": True,
+            }
+        ),
+        encoding="utf-8",
+    )
+    # A Hermes home's config opens that home's store, by the plugin's rule: no "backend" key
+    # and no keys in its .env is the error Hermes gives, not a database somewhere else.
+    refused = local_cli("--config", str(hermes), "config", "show")
+    assert refused.exit_code == 2 and "TABLESTORE_MEMORY_AK" in refused.stderr
+    shown = local_cli.json("--config", str(hermes), "--backend", "tablestore", "config", "show")
+    assert shown["config_file"] == str(hermes)
+    assert shown["config"]["instance_name"] == "myinst"
+    assert shown["write_scope"]["tenant_id"] == "alice"
+    assert shown["read_pattern"] == {
+        "app_id": "hermes",
+        "tenant_id": "alice",
+        "agent_id": "*",
+        "run_id": "*",
+    }
+
+
+def test_config_show_never_prints_secrets(local_cli):
+    secret = "S3CRET-never-print-me"
+    result = local_cli(
+        "config",
+        "show",
+        env={"TABLESTORE_MEMORY_AK": "AKID-visible-no", "TABLESTORE_MEMORY_SK": secret},
+    )
+    assert result.exit_code == 0
+    assert secret not in result.stdout + result.stderr
+    assert "AKID-visible-no" not in result.stdout
+    shown = json.loads(
+        local_cli("--json", "config", "show", env={"TABLESTORE_MEMORY_SK": secret}).stdout
+    )
+    assert shown["credentials"]["TABLESTORE_MEMORY_SK"] == "set (hidden)"
+    assert secret not in json.dumps(shown)
+
+
+def test_config_set_validates_writes_atomically_with_mode_0600(home, local_cli):
+    path = home / "config.json"
+    local_cli.ok("config", "set", "tenant_id", "alice")
+    local_cli.ok("config", "set", "top_k", "8")
+    local_cli.ok("config", "set", "enable_rerank", "false")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["tenant_id"] == "alice"
+    assert data["top_k"] == 8
+    assert data["enable_rerank"] is False
+    assert data["embedder"] == "none"  # earlier keys are kept
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in home.iterdir() if p.name.startswith(".")) == []
+    assert local_cli.json("config", "show")["write_scope"]["tenant_id"] == "alice"
+    local_cli.ok("config", "set", "tenant_id", "null")
+    assert "tenant_id" not in json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_config_set_refuses_bad_values_and_keeps_the_file(home, local_cli):
+    path = home / "config.json"
+    before = path.read_text(encoding="utf-8")
+    for key, value, needle in [
+        ("top_k", "99", "top_k"),
+        ("top_k", "many", "whole number"),
+        ("enable_rerank", "perhaps", "true or false"),
+        ("backend", "redis", "backend"),
+        ("no_such_key", "1", "unknown key"),
+        ("memory_store_name", "bad name!", "memory_store_name"),
+    ]:
+        result = local_cli("config", "set", key, value)
+        assert result.exit_code == 2, (key, result.stderr)
+        assert needle in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert path.read_text(encoding="utf-8") == before
+
+
+def test_doctor_on_a_fresh_home_passes_and_creates_nothing(tmp_path):
+    from typer.testing import CliRunner
+
+    from memcore_cli.app import app
+    from memcore_cli.wiring.state import Overrides
+
+    fresh = tmp_path / "fresh"
+    env = {"MEMCORE_HOME": str(fresh)}
+    result = CliRunner().invoke(app, ["--json", "doctor"], env=env, obj=Overrides(environ=env))
+    assert result.exit_code == 0, result.stderr
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert all(c["ok"] for c in checks.values())
+    assert checks["search mode"]["detail"].split()[0] in ("hybrid", "lexical")
+    assert not (fresh / "memcore.db").exists()
+
+
+def test_doctor_reports_each_check_and_search_mode(local_cli):
+    local_cli.ok("add", "doctor needs a store")
+    result = local_cli.ok("doctor")
+    lines = result.stdout.strip().splitlines()
+    assert all(line.startswith("PASS") for line in lines)
+    names = [line.split()[1] for line in lines]
+    assert {"config", "database", "backend", "search", "memory"} <= set(names)
+    assert any("lexical" in line for line in lines if "search mode" in line)
+
+
+def test_doctor_fails_on_missing_credentials_with_exit_4(home, local_cli, set_config):
+    set_config(home, {"endpoint": "http://127.0.0.1:9", "instance_name": "emulator"})
+    result = local_cli("--backend", "tablestore", "doctor")
+    assert result.exit_code == 4
+    assert any(line.startswith("FAIL  credentials") for line in result.stdout.splitlines())
+
+
+def test_doctor_against_the_emulator(emulator_cli):
+    emulator_cli.ok("add", "--sync", "via the emulator")
+    checks = emulator_cli.json("doctor")["checks"]
+    assert all(c["ok"] for c in checks), checks
+    assert {"credentials", "endpoint", "backend", "memory store", "search"} <= {
+        c["name"] for c in checks
+    }
+
+
+def test_a_hermes_home_without_the_plugin_package_says_what_to_install(
+    tmp_path, local_cli, monkeypatch
+):
+    import sys
+
+    monkeypatch.setitem(
+        sys.modules, "memcore_hermes.backend.open_store", None
+    )  # as if not installed
+    result = local_cli("--hermes-home", str(tmp_path), "list")
+    assert result.exit_code == 2
+    assert "memcore-cli[hermes]" in result.stderr and len(result.stderr.splitlines()) == 1

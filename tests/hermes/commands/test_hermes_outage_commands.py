@@ -1,0 +1,116 @@
+"""Outages seen from the agent's shutdown and from ``hermes tablestore-mem`` commands: the emulator
+on real HTTP on 127.0.0.1, stopped and restarted on the same port."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.testing import InMemoryMemoryStore
+from memcore_hermes import TablestoreMemProvider
+
+STORE = "hermes_mem"
+
+
+class Outage:
+    """An emulator that can be stopped and started again on its port, over one backing store."""
+
+    def __init__(self) -> None:
+        from memcore_tablestore.emulator import EmulatorServer
+
+        self.backing = InMemoryMemoryStore()
+        self._server_type = EmulatorServer
+        self.server = EmulatorServer(self.backing).start()
+        self.port = self.server.port
+        self.up = True
+
+    def stop(self) -> None:
+        if self.up:
+            self.server.stop()
+            self.up = False
+
+    def start(self) -> None:
+        if not self.up:
+            self.server = self._server_type(self.backing, port=self.port).start()
+            self.up = True
+
+    def texts(self) -> list[str]:
+        try:
+            memories = self.backing.all_memories(STORE)
+        except Exception:
+            return []
+        return sorted(m.text for m in memories)
+
+
+@pytest.fixture
+def outage(hermes_home: Path, kit: Any) -> Iterator[Outage]:
+    emu = Outage()
+    kit.emulator_home(hermes_home, emu.server, timeout=3.0)
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+def test_agent_shutdown_with_the_backend_down_returns_within_a_second(
+    hermes_home: Path, outage: Outage, kit: Any
+) -> None:
+    from agent.memory_manager import MemoryManager
+
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    manager = MemoryManager()
+    manager.add_provider(provider)
+    manager.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="ann")
+    manager.sync_all("I keep bees", "Noted.", session_id="s1")
+    assert kit.settle(provider, 10.0)
+    outage.stop()
+    manager.sync_all("My hives are on the roof", "Noted.", session_id="s1")
+    started = time.monotonic()
+    manager.on_session_end([])
+    manager.shutdown_all()
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.0, f"shutdown took {elapsed:.2f} s with the backend down"
+    # The turn waits in the spool for the next start.
+    from memcore_hermes.commands.doctor import spool_report
+    from memcore_hermes.config.home import HermesHome
+
+    assert spool_report(HermesHome(hermes_home))["depth"] >= 1
+
+
+def test_a_spooled_write_leaves_on_the_next_command_after_the_backend_returns(
+    hermes_home: Path, outage: Outage, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = kit.run_cli(capsys, "add", "the first note", "--sync")
+    assert code == 0
+    outage.stop()
+    code, added = kit.run_cli(capsys, "add", "written while the backend was down")
+    assert code != 0 and added["status"] == "queued"
+    code, report = kit.run_cli(capsys, "doctor")
+    assert code != 0
+    waiting = report["spool"]["waiting"]
+    assert [w["text"] for w in waiting] == ["written while the backend was down"]
+    assert waiting[0]["error"]  # why it waits
+    outage.start()
+    code, found = kit.run_cli(capsys, "search", "backend down")
+    assert code == 0
+    assert "written while the backend was down" in outage.texts()
+    assert "written while the backend was down" in [r["text"] for r in found["results"]]
+    code, report = kit.run_cli(capsys, "doctor")
+    assert code == 0 and report["spool"]["depth"] == 0
+
+
+def test_doctor_delivers_what_waits_once_the_backend_is_back(
+    hermes_home: Path, outage: Outage, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kit.run_cli(capsys, "add", "the first note", "--sync")
+    outage.stop()
+    kit.run_cli(capsys, "add", "kept through the outage")
+    outage.start()
+    code, report = kit.run_cli(capsys, "doctor")
+    assert code == 0, report
+    assert report["spool"]["depth"] == 0
+    assert "kept through the outage" in outage.texts()

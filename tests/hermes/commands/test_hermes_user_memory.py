@@ -1,0 +1,234 @@
+"""A Hermes user's own memory: ``hermes tablestore-mem list|get|forget|export|import|stats``, and
+the ``memcore`` CLI opening the very store a Hermes home uses; on the embedded store and on
+the TableStore emulator (real HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+AK = "LTAI5tUserMemoryKeyId"
+SK = "user-memory-secret-Hd62Wq"
+SECRETS = (AK, SK)
+
+
+@pytest.fixture(params=["local", "tablestore"])
+def home(request: Any, hermes_home: Path, kit: Any) -> Iterator[Path]:
+    """A Hermes home on the embedded store, or on the emulator with its keys in ``.env``."""
+    if request.param == "local":
+        kit.write_config(hermes_home, backend="local", embedder="none")
+        yield hermes_home
+        return
+    from memcore_tablestore.testing import running_emulator
+
+    with running_emulator(access_key_id=AK, access_key_secret=SK) as server:
+        kit.write_config(
+            hermes_home,
+            backend="tablestore",
+            endpoint=server.url,
+            instance_name=server.instance_name,
+            timeout=3.0,
+        )
+        kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
+        yield hermes_home
+
+
+def hermes(kit: Any, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    code, answer = kit.run_cli(capsys, *args, secrets=SECRETS)
+    return code, answer
+
+
+def add(kit: Any, capsys: pytest.CaptureFixture[str], text: str, *extra: str) -> str:
+    code, answer = hermes(kit, capsys, "add", text, "--sync", *extra)
+    assert code == 0, answer
+    [memory_id] = answer["memory_ids"]
+    return str(memory_id)
+
+
+def memcore(tmp_path: Path, *args: str) -> Any:
+    """The ``memcore`` CLI in-process, with its own (empty) MEMCORE_HOME and no keys in the
+    environment: whatever it reads of the Hermes home comes from the home itself."""
+    from typer.testing import CliRunner
+
+    from memcore_cli.app import app
+    from memcore_cli.wiring.state import Overrides
+
+    environ = {"MEMCORE_HOME": str(tmp_path / "memcore-home")}
+    result = CliRunner().invoke(
+        app, list(args), env=environ, obj=Overrides(environ=environ), catch_exceptions=False
+    )
+    for secret in SECRETS:
+        assert secret not in result.stdout + result.stderr
+    return result
+
+
+def test_list_get_forget_export_import_stats(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    first = add(kit, capsys, "My sister is called Ines")
+    second = add(kit, capsys, "I play the cello on Sundays")
+    other = add(kit, capsys, "Bob's private note", "--user-id", "bob")
+
+    code, listed = hermes(kit, capsys, "list")
+    assert code == 0 and listed["scope"] == "hermes/__default__/*/*"
+    assert sorted(m["id"] for m in listed["items"]) == sorted([first, second])
+    code, page = hermes(kit, capsys, "list", "--limit", "1")
+    assert code == 0 and len(page["items"]) == 1 and page["next_token"]
+
+    code, got = hermes(kit, capsys, "get", first)
+    assert code == 0 and got["text"] == "My sister is called Ines"
+    # Another tenant's id answers exactly as an id that does not exist.
+    code, foreign = hermes(kit, capsys, "get", other)
+    code_missing, missing = hermes(kit, capsys, "get", "0" * len(other))
+    assert code == code_missing == 3
+    assert foreign["error"]["code"] == missing["error"]["code"] == "not_found"
+
+    code, stats = hermes(kit, capsys, "stats")
+    assert code == 0 and stats["memories"] == 2 and stats["by_agent"] == {"hermes": 2}
+    assert stats["spool"]["depth"] == 0
+
+    out = tmp_path / "export.jsonl"
+    code, exported = hermes(kit, capsys, "export", "--out", str(out))
+    assert code == 0 and exported["exported"] == 2
+    assert out.stat().st_mode & 0o777 == 0o600
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["text"] for r in records) == [
+        "I play the cello on Sundays",
+        "My sister is called Ines",
+    ]
+    assert set(records[0]) >= {"id", "text", "scope", "metadata", "created_at"}
+
+    code, refused = hermes(kit, capsys, "forget", first)  # no terminal, no --yes
+    assert code == 2 and refused["error"]["field"] == "yes"
+    code, forgotten = hermes(kit, capsys, "forget", first, "--yes")
+    assert code == 0 and [f["id"] for f in forgotten["forgotten"]] == [first]
+    code, _ = hermes(kit, capsys, "forget", other, "--yes")
+    assert code == 3  # bob's memory is not this user's to delete
+    code, listed = hermes(kit, capsys, "list", "--all")
+    assert [m["id"] for m in listed["items"]] == [second]
+
+    code, imported = hermes(kit, capsys, "import", str(out))
+    assert code == 0 and imported["total"] == 2
+    assert imported["added"] == 1 and imported["present"] == 1
+    code, listed = hermes(kit, capsys, "list", "--all")
+    assert sorted(m["text"] for m in listed["items"]) == [
+        "I play the cello on Sundays",
+        "My sister is called Ines",
+    ]
+    code, bob = hermes(kit, capsys, "list", "--user-id", "bob")
+    assert [m["id"] for m in bob["items"]] == [other]
+
+
+def test_import_refuses_another_tenants_records_and_writes_nothing(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    add(kit, capsys, "Carol's note", "--user-id", "carol")
+    out = tmp_path / "carol.jsonl"
+    code, _ = hermes(kit, capsys, "export", "--out", str(out), "--user-id", "carol")
+    assert code == 0
+    code, refused = hermes(kit, capsys, "import", str(out))
+    assert code == 2 and refused["error"]["field"] == "scope"
+    code, listed = hermes(kit, capsys, "list")
+    assert listed["items"] == []
+
+
+def test_memcore_opens_the_store_of_a_hermes_home(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    mine = add(kit, capsys, "The boiler code is 4471")
+    alices = add(kit, capsys, "Alice keeps bees", "--user-id", "alice")
+
+    for flags in (["--hermes-home", str(home)], ["--config", str(home / "tablestore_memory.json")]):
+        result = memcore(tmp_path, *flags, "--json", "list")
+        assert result.exit_code == 0, (result.stdout, result.stderr)
+        assert [m["id"] for m in json.loads(result.stdout)["items"]] == [mine]
+        result = memcore(tmp_path, *flags, "--tenant", "alice", "--json", "get", alices)
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["text"] == "Alice keeps bees"
+    # Nothing was created in memcore's own home: the Hermes home's store was read.
+    assert not (tmp_path / "memcore-home").exists()
+
+    # A write through memcore is seen by Hermes, in the same tenant.
+    result = memcore(tmp_path, "--hermes-home", str(home), "--json", "add", "Written by memcore")
+    assert result.exit_code == 0, result.stderr
+    code, listed = hermes(kit, capsys, "list", "--all")
+    assert sorted(m["text"] for m in listed["items"]) == [
+        "The boiler code is 4471",
+        "Written by memcore",
+    ]
+    # An export from memcore imports into Hermes (one format): everything already present.
+    out = tmp_path / "from-memcore.jsonl"
+    result = memcore(tmp_path, "--hermes-home", str(home), "export", "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    code, imported = hermes(kit, capsys, "import", str(out))
+    assert code == 0 and imported == {"total": 2, "added": 0, "present": 2, "id_map": {}}
+
+    shown = json.loads(
+        memcore(tmp_path, "--hermes-home", str(home), "--json", "config", "show").stdout
+    )
+    assert shown["backend"] == json.loads((home / "tablestore_memory.json").read_text())["backend"]
+    if shown["backend"] == "local":
+        assert shown["database"] == str(home / "tablestore_memory_local.sqlite3")
+
+
+def test_memcore_follows_the_hermes_backend_rule(
+    hermes_home: Path, kit: Any, tmp_path: Path
+) -> None:
+    """No ``backend`` key: TableStore when the home's ``.env`` has keys, else an error (as
+    Hermes says it), never a silent local database."""
+    kit.write_config(hermes_home, endpoint="http://127.0.0.1:9", instance_name="inst")
+    result = memcore(tmp_path, "--hermes-home", str(hermes_home), "list")
+    assert result.exit_code == 2
+    assert "TABLESTORE_MEMORY_AK" in result.stderr and len(result.stderr.splitlines()) == 1
+    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
+    shown = memcore(tmp_path, "--hermes-home", str(hermes_home), "--json", "config", "show")
+    assert json.loads(shown.stdout)["backend"] == "tablestore"
+    missing = memcore(tmp_path, "--hermes-home", str(tmp_path / "nowhere"), "list")
+    assert missing.exit_code == 2 and "is not a directory" in missing.stderr
+    assert not (tmp_path / "memcore-home").exists()
+
+
+def test_the_new_commands_through_the_real_hermes_cli(hermes_home: Path, kit: Any) -> None:
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    added = kit.run_hermes(hermes_home, "tablestore-mem", "add", "Tea, no sugar", "--sync")
+    assert added.returncode == 0, added.stderr[-2000:]
+    listed = kit.run_hermes(hermes_home, "tablestore-mem", "list")
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert [m["text"] for m in json.loads(listed.stdout)["items"]] == ["Tea, no sugar"]
+    exported = kit.run_hermes(hermes_home, "tablestore-mem", "export")
+    assert exported.returncode == 0
+    assert [json.loads(line)["text"] for line in exported.stdout.splitlines()] == ["Tea, no sugar"]
+    stats = kit.run_hermes(hermes_home, "tablestore-mem", "stats")
+    assert stats.returncode == 0 and json.loads(stats.stdout)["memories"] == 1
+    missing = kit.run_hermes(hermes_home, "tablestore-mem", "get", "nope")
+    assert missing.returncode == 3
+    assert missing.stderr.count("tablestore-mem: error:") == 1 and "Traceback" not in missing.stderr
+
+
+def test_an_import_failing_midway_leaves_nothing_behind(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Import is all or nothing: a record that the write refuses after two landed (a text that
+    is only a recall block, which the service cuts out before storing) takes them back."""
+    kept = add(kit, capsys, "Already here before the import")
+    exported = tmp_path / "out.jsonl"
+    assert hermes(kit, capsys, "export", "--out", str(exported))[0] == 0
+    scope = json.loads(exported.read_text(encoding="utf-8"))["scope"]
+    texts = [
+        "The user's dog is called Rex",
+        "The user works at a bakery",
+        "<recalled-memory>\nsomething recalled\n</recalled-memory>",
+    ]
+    records = [{"text": text, "scope": scope, "metadata": {}} for text in texts]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    code, answer = hermes(kit, capsys, "import", str(path))
+    assert code == 2, answer
+    assert "line 3" in answer["error"]["message"]
+    code, listed = hermes(kit, capsys, "list")
+    assert [m["id"] for m in listed["items"]] == [kept]

@@ -1,0 +1,188 @@
+"""Availability, configuration files and secrets handling."""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.errors import ConfigError
+from memcore_hermes import TablestoreMemProvider
+from memcore_hermes.config.credentials import load_access_keys
+from memcore_hermes.config.envfile import parse_env_text
+
+SECRET = "sk-very-secret-value-123456"
+
+
+def test_unavailable_without_keys_or_local_backend(hermes_home: Path) -> None:
+    assert TablestoreMemProvider().is_available() is False
+
+
+def test_available_with_both_keys_in_the_environment(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TABLESTORE_MEMORY_AK", "ak")
+    assert TablestoreMemProvider().is_available() is False
+    monkeypatch.setenv("TABLESTORE_MEMORY_SK", SECRET)
+    assert TablestoreMemProvider().is_available() is True
+
+
+def test_available_with_keys_in_the_env_file(hermes_home: Path, kit: Any) -> None:
+    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET})
+    assert TablestoreMemProvider().is_available() is True
+
+
+def test_available_offline_with_the_local_backend(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local")
+    assert TablestoreMemProvider().is_available() is True
+
+
+def test_a_secrets_file_others_can_write_is_refused(hermes_home: Path, kit: Any) -> None:
+    env = kit.write_env(
+        hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o666
+    )
+    assert TablestoreMemProvider().is_available() is False
+    with pytest.raises(ConfigError) as info:
+        load_access_keys(env)
+    message = str(info.value)
+    assert "writable by other users" in message and "chmod 600" in message
+    assert SECRET not in message
+
+
+def test_initialize_refuses_an_unsafe_secrets_file(
+    hermes_home: Path, kit: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    kit.write_env(
+        hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o620
+    )
+    provider = TablestoreMemProvider()
+    with caplog.at_level(logging.DEBUG), pytest.raises(ConfigError):
+        provider.initialize("s1", hermes_home=str(hermes_home))
+    assert "chmod 600" in caplog.text
+    assert SECRET not in caplog.text
+
+
+def test_access_keys_never_show_in_a_repr(hermes_home: Path, kit: Any) -> None:
+    env = kit.write_env(
+        hermes_home, {"TABLESTORE_MEMORY_AK": "ak-visible?", "TABLESTORE_MEMORY_SK": SECRET}
+    )
+    keys = load_access_keys(env)
+    assert keys is not None
+    assert SECRET not in repr(keys) and "ak-visible?" not in repr(keys)
+
+
+def test_env_file_parsing() -> None:
+    parsed = parse_env_text("# c\nexport A=1\nB=\"two words\"\nC=3 # note\n\nbad line\nD='q'\n")
+    assert parsed == {"A": "1", "B": "two words", "C": "3", "D": "q"}
+
+
+def test_config_schema_marks_the_secrets() -> None:
+    schema = TablestoreMemProvider().get_config_schema()
+    secrets = {f["key"] for f in schema if f.get("secret")}
+    assert secrets == {"api_key", "access_key_id", "access_key_secret"}
+    # Hermes' dashboard saves a secret to .env only through its env_var.
+    assert {f["key"]: f.get("env_var") for f in schema if f.get("secret")} == {
+        "api_key": "TABLESTORE_MEMORY_API_KEY",
+        "access_key_id": "TABLESTORE_MEMORY_AK",
+        "access_key_secret": "TABLESTORE_MEMORY_SK",
+    }
+    assert not any(f.get("env_var") for f in schema if not f.get("secret"))
+    assert schema[0]["key"] == "backend"  # setup asks it first: the secrets depend on it
+    for field in schema:
+        when = field.get("when", {})
+        assert set(when) <= {"backend"}
+    keys = {f["key"] for f in schema if not f.get("secret")}
+    assert {
+        "backend",
+        "endpoint",
+        "instance_name",
+        "memory_store_name",
+        "app_id",
+        "tenant_id",
+    } <= keys
+
+
+def test_save_config_merges_atomically_with_mode_0600(hermes_home: Path, kit: Any) -> None:
+    path = kit.write_config(hermes_home, app_id="team", top_k=7)
+    path.chmod(0o644)
+    TablestoreMemProvider().save_config(
+        {"backend": "local", "enable_rerank": "false", "top_k": "9", "tenant_id": ""},
+        str(hermes_home),
+    )
+    data = json.loads(path.read_text())
+    assert data["app_id"] == "team"  # kept
+    assert data["backend"] == "local" and data["enable_rerank"] is False and data["top_k"] == 9
+    assert "tenant_id" not in data
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [p.name for p in hermes_home.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_save_config_never_writes_secrets(hermes_home: Path) -> None:
+    TablestoreMemProvider().save_config(
+        {"access_key_secret": SECRET, "backend": "local"}, str(hermes_home)
+    )
+    assert SECRET not in (hermes_home / "tablestore_memory.json").read_text()
+
+
+def test_save_config_rejects_a_bad_value_naming_the_key(hermes_home: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        TablestoreMemProvider().save_config({"top_k": "500"}, str(hermes_home))
+    assert info.value.field == "top_k"
+    assert not (hermes_home / "tablestore_memory.json").exists()
+
+
+def test_a_bad_config_file_fails_initialize_with_the_key(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local", access_key_secret="nope")
+    with pytest.raises(ConfigError) as info:
+        TablestoreMemProvider().initialize("s1", hermes_home=str(hermes_home))
+    assert info.value.field == "access_key_secret"
+    assert "tablestore_memory.json" in str(info.value)
+
+
+def test_backup_paths_lists_config_spool_and_local_db(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local", local_path="db/mem.sqlite3")
+    paths = TablestoreMemProvider().backup_paths()
+    assert paths == [
+        str(hermes_home / "tablestore_memory.json"),
+        str(hermes_home / "tablestore_memory_spool.sqlite3"),
+        str(hermes_home / "db" / "mem.sqlite3"),
+    ]
+
+
+def test_without_keys_the_tablestore_backend_explains_what_to_set(
+    hermes_home: Path, kit: Any
+) -> None:
+    kit.write_config(
+        hermes_home, backend="tablestore", endpoint="http://127.0.0.1:9", instance_name="emulator"
+    )
+    with pytest.raises(ConfigError) as info:
+        TablestoreMemProvider().initialize("s1", hermes_home=str(hermes_home))
+    assert "TABLESTORE_MEMORY_AK" in str(info.value)
+
+
+def test_the_local_model_is_read_from_the_given_environment_not_the_process(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memcore_hermes.commands.doctor import run_doctor
+    from memcore_hermes.config.home import HermesHome
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    monkeypatch.setenv("MEMCORE_MODEL_BASE_URL", "http://127.0.0.1:9/v1")  # MEMCORE_MODEL unset
+    assert "backend_error" not in run_doctor(HermesHome(hermes_home), environ={})
+    given = {"MEMCORE_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    report = run_doctor(HermesHome(hermes_home), environ=given)
+    assert report["backend_error"]["field"] == "MEMCORE_MODEL"
+
+
+def test_the_local_model_is_read_from_the_env_file(hermes_home: Path, kit: Any) -> None:
+    from memcore_hermes.commands.doctor import run_doctor
+    from memcore_hermes.config.home import HermesHome
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    kit.write_env(hermes_home, {"MEMCORE_MODEL_BASE_URL": "http://127.0.0.1:9/v1"})
+    report = run_doctor(HermesHome(hermes_home), environ={})
+    assert report["backend_error"]["field"] == "MEMCORE_MODEL"

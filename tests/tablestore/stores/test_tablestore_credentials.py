@@ -1,0 +1,118 @@
+"""Credentials: where they come from, and that secrets never show."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memcore.errors import PermissionDenied
+from memcore_tablestore.credentials import Credentials, resolve_credentials
+from memcore_tablestore.emulator import EmulatorServer
+from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
+
+
+def test_plugin_variables_come_first() -> None:
+    env = {
+        "TABLESTORE_MEMORY_AK": "plugin-ak-123",
+        "TABLESTORE_MEMORY_SK": "plugin-sk-secret",
+        "ALIBABA_CLOUD_ACCESS_KEY_ID": "cloud-ak",
+        "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "cloud-sk",
+    }
+    creds = resolve_credentials(env)
+    assert (creds.access_key_id, creds.access_key_secret, creds.security_token) == (
+        "plugin-ak-123",
+        "plugin-sk-secret",
+        None,
+    )
+
+
+def test_default_chain_environment_with_sts_token() -> None:
+    env = {
+        "ALIBABA_CLOUD_ACCESS_KEY_ID": "cloud-ak",
+        "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "cloud-sk",
+        "ALIBABA_CLOUD_SECURITY_TOKEN": "sts-xyz",
+    }
+    assert resolve_credentials(env) == Credentials("cloud-ak", "cloud-sk", "sts-xyz")
+
+
+def test_missing_credentials_name_the_variables() -> None:
+    with pytest.raises(PermissionDenied) as caught:
+        resolve_credentials({})
+    message = str(caught.value)
+    assert "TABLESTORE_MEMORY_AK" in message and "TABLESTORE_MEMORY_SK" in message
+    assert "ALIBABA_CLOUD_ACCESS_KEY_ID" in message
+
+
+def test_half_a_pair_is_refused() -> None:
+    with pytest.raises(PermissionDenied) as caught:
+        resolve_credentials({"TABLESTORE_MEMORY_AK": "only-ak"})
+    assert caught.value.field == "TABLESTORE_MEMORY_SK"
+
+
+def test_secrets_never_appear_in_reprs() -> None:
+    creds = Credentials("LTAIexampleid42", "super-secret-value", "sts-secret-token")
+    for text in (
+        repr(creds),
+        str(creds),
+        repr(TableStoreMemoryStore("http://127.0.0.1:1", "emulator", creds)),
+    ):
+        assert "super-secret-value" not in text
+        assert "sts-secret-token" not in text
+        assert "LTAIexampleid42" not in text
+
+
+def test_empty_secret_is_refused() -> None:
+    with pytest.raises(PermissionDenied):
+        Credentials("ak", "  ")
+
+
+def test_sts_credentials_reach_the_wire(emulator: EmulatorServer) -> None:
+    # The emulator expects no token; a token sent means the SDK got it from us.
+    store = TableStoreMemoryStore(
+        emulator.url, emulator.instance_name, Credentials("emu-ak", "emu-sk", "tok")
+    )
+    with pytest.raises(PermissionDenied) as caught:
+        store.list_stores()
+    assert "security token" in str(caught.value)
+    store.close()
+
+
+def test_default_chain_reads_a_profile_file(tmp_path: Path) -> None:
+    """The last resort, in a child process: the library reads its environment at import."""
+    profile = tmp_path / "credentials.ini"
+    profile.write_text(
+        "[default]\ntype = access_key\naccess_key_id = file-ak-1\naccess_key_secret = file-sk-1\n"
+    )
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "ALIBABA_CLOUD_CREDENTIALS_FILE": str(profile),
+        "ALIBABA_CLOUD_ECS_METADATA_DISABLED": "true",
+    }
+    code = "from memcore_tablestore.credentials import resolve_credentials as r; c = r(); print(c.access_key_id, c.access_key_secret)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.split() == ["file-ak-1", "file-sk-1"]
+
+
+def test_default_chain_failure_is_permission_denied(tmp_path: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "ALIBABA_CLOUD_ECS_METADATA_DISABLED": "true",
+    }
+    code = (
+        "from memcore_tablestore.credentials import resolve_credentials as r\n"
+        "from memcore.errors import PermissionDenied\n"
+        "try:\n    r()\nexcept PermissionDenied as e:\n    print('denied', e.field)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.stdout.split() == ["denied", "credentials"], out.stderr[-500:]
