@@ -42,11 +42,18 @@ def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
 
 
 def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
-    """``auto``: ONNX when its extra is installed, else lexical-only; ``onnx``: required."""
+    """``auto``: ONNX when its extra is installed, else lexical-only; ``onnx``: required;
+    ``multilingual``: the multilingual extra's model, required."""
     if setting not in EMBEDDERS:
-        raise ConfigError(f"unknown embedder {setting!r}; use auto, onnx or none", field="embedder")
+        raise ConfigError(
+            f"unknown embedder {setting!r}; use auto, onnx, multilingual or none", field="embedder"
+        )
     if setting == "none":
         return None
+    if setting == "multilingual":
+        from memcore_sqlite.embedders.multilingual import MultilingualEmbedder
+
+        return MultilingualEmbedder()
     if setting == "auto" and model_dir is None and missing_onnx_requirements():
         return None
     from memcore_sqlite.embedders.onnx import OnnxEmbedder

@@ -42,6 +42,7 @@ from memcore_sqlite.storage.rows import (
     memory_row,
     pattern_sql,
 )
+from memcore_sqlite.vector.coverage import coverage
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
 
 __all__ = ["SqliteMemoryStore", "TextItem"]
@@ -262,6 +263,8 @@ class SqliteMemoryStore:
         and only when there are does the search index them and start over in a new one.
         """
         model = self.embedder.name if self.embedder is not None else None
+        if qvec is not None:  # the vector signal weighs what the model covers of the query
+            qvec = qvec * coverage(self.embedder, query)
         for check in (qvec is not None and not self.read_only, False):
             with self._tx.read() as conn:
                 sid, generation, pending = self._tx.store_key(conn, store, pending=check)

@@ -75,6 +75,11 @@ class _Loading:
     def name(self) -> str:
         return self._embedder.name
 
+    @property
+    def scripts(self) -> frozenset[str] | None:
+        """The scripts the model covers, which weigh its vector signal in a search."""
+        return getattr(self._embedder, "scripts", None)
+
     def warm_up(self) -> None:
         self._preload.wait()
 

