@@ -128,7 +128,7 @@ def _time_searches(
     gc.collect()
     full_passes = gc.get_stats()[2]["collections"]
     for store in stores:
-        store._overlap.eligible = store._overlap.overlapped = 0
+        store._tx.overlap.eligible = store._tx.overlap.overlapped = 0
     modes = ["hybrid", "vector", "lexical", "exact_numpy"]
     # hybrid_sequential shares hybrid's turn, before or after it by turns: in a turn of its
     # own it would always follow the same mode, whose reads leave the caches warm or cold.
@@ -203,18 +203,18 @@ def _beside_blas(
 def _overlapped(store: SqliteMemoryStore) -> str:
     """How many of the timed hybrid searches ran their two stages at once (the store runs them
     one after the other while the load average leaves no core free)."""
-    return f"{store._overlap.overlapped} of {store._overlap.eligible}"
+    return f"{store._tx.overlap.overlapped} of {store._tx.overlap.eligible}"
 
 
 @contextmanager
 def _sequential(store: SqliteMemoryStore) -> Iterator[None]:
     """The hybrid search with both stages on the caller's thread, one after the other (the
     path below the overlap's threshold), for a comparison within the same loop."""
-    saved, store._overlap.min_rows = store._overlap.min_rows, float("inf")
+    saved, store._tx.overlap.min_rows = store._tx.overlap.min_rows, float("inf")
     try:
         yield
     finally:
-        store._overlap.min_rows = saved
+        store._tx.overlap.min_rows = saved
 
 
 def _summary(
@@ -431,8 +431,8 @@ def _exactness(
         SqliteMemoryStore(path, embedder=embedder) as store,
         SqliteMemoryStore(path, embedder=embedder) as exact,
     ):
-        assert exact._vectors is not None
-        exact._vectors.exact_rows = 10**9
+        assert exact._tx.vectors is not None
+        exact._tx.vectors.exact_rows = 10**9
         for q, v in zip(queries[:5], qvecs[:5]):
             store.search_vector(STORE, pattern, q, v)
         store.settle()

@@ -197,7 +197,7 @@ def test_reliability_load_embedded_store_4_writers_4_readers(tmp_path, scenario,
         store = SqliteMemoryStore(path)
         try:
             stored = rig.all_memory_texts(store, ScopePattern("app", "tenant"))
-            integrity = store._conn.execute("PRAGMA integrity_check").fetchone()[0]
+            integrity = store._tx.conn.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             store.close()
         acked = [t for r in results if r["role"] == "w" for t in r["acked"]]

@@ -68,7 +68,7 @@ def test_reliability_two_processes_share_spool_and_database(tmp_path, scenario, 
             contents = []
             for session in ("session-a", "session-b"):
                 contents += rig.all_messages(store, Scope("hermes", "alice", "hermes", session))
-            integrity = store._conn.execute("PRAGMA integrity_check").fetchone()[0]
+            integrity = store._tx.conn.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             store.close()
         counts = _count(contents, ledgers, acked)

@@ -13,7 +13,7 @@ from memcore.scope import Scope
 from memcore.values import Message
 from memcore_sqlite import SqliteMemoryStore
 from memcore_sqlite.backend import open_backend
-from memcore_sqlite.chat_model.client import ModelSettings, attach_model
+from memcore_sqlite.chat_model.client import ModelSettings, model_strategies
 
 from ..fake_chat import FakeChat
 
@@ -30,8 +30,10 @@ def chat() -> Iterator[FakeChat]:
 
 @pytest.fixture
 def store(tmp_path: Path, chat: FakeChat) -> Iterator[SqliteMemoryStore]:
-    s = SqliteMemoryStore(tmp_path / "m.db")
-    attach_model(s, ModelSettings(chat.base_url, "tiny-model", "sk-secret-123"))
+    extractor, reviewer = model_strategies(
+        ModelSettings(chat.base_url, "tiny-model", "sk-secret-123")
+    )
+    s = SqliteMemoryStore(tmp_path / "m.db", extractor=extractor, dream_reviewer=reviewer)
     s.ensure_store(STORE)
     yield s
     s.close()
@@ -50,9 +52,9 @@ def test_a_chat_turn_becomes_concise_facts(store: SqliteMemoryStore, chat: FakeC
     [request] = chat.requests
     assert request["model"] == "tiny-model"
     assert chat.headers[0]["Authorization"] == "Bearer sk-secret-123"
-    assert "sk-secret-123" not in repr(store.extractor) + repr(
-        ModelSettings("http://x", "m", "sk-secret-123")
-    )
+    assert "sk-secret-123" not in repr(
+        model_strategies(ModelSettings(chat.base_url, "m", "sk-secret-123"))
+    ) + repr(ModelSettings("http://x", "m", "sk-secret-123"))
 
 
 @pytest.mark.parametrize("mode", ["garbage", "error"])

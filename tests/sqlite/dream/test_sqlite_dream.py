@@ -228,26 +228,34 @@ class _Reviewer:
         return self.act(candidates, actions)
 
 
-def test_a_task_cancelled_while_planning_writes_no_action(hybrid_store: SqliteMemoryStore) -> None:
+def _reviewed(db_path: Path, act):  # type: ignore[no-untyped-def]
+    """A second store on the same file, whose dream reviewer is ``act``."""
+    return SqliteMemoryStore(db_path, embedder=HashingEmbedder(64), dream_reviewer=_Reviewer(act))
+
+
+def test_a_task_cancelled_while_planning_writes_no_action(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
     _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
     _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
     seen: list[str] = []
 
     def cancel(candidates, actions):  # type: ignore[no-untyped-def]
-        [task] = hybrid_store.list_dream_tasks(STORE).items
+        [task] = reviewed.list_dream_tasks(STORE).items
         seen.append(task.status)
-        hybrid_store.cancel_dream_task(STORE, task.id)
+        reviewed.cancel_dream_task(STORE, task.id)
         return actions
 
-    hybrid_store.dream_reviewer = _Reviewer(cancel)
-    task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    reviewed = _reviewed(db_path, cancel)
+    task = reviewed.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
     assert seen == ["planning"]
     assert task.status == "cancelled" and task.finished_at is not None
-    assert hybrid_store.list_dream_actions(STORE, task.id).items == ()
+    assert reviewed.list_dream_actions(STORE, task.id).items == ()
+    reviewed.close()
 
 
 def test_actions_a_reviewer_aims_at_another_tenant_are_dropped(
-    hybrid_store: SqliteMemoryStore,
+    hybrid_store: SqliteMemoryStore, db_path: Path
 ) -> None:
     import attrs
 
@@ -260,9 +268,10 @@ def test_actions_a_reviewer_aims_at_another_tenant_are_dropped(
             attrs.evolve(actions[0], target_scope=BOB)
         ]
 
-    hybrid_store.dream_reviewer = _Reviewer(hijack)
-    task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
-    assert hybrid_store.list_dream_actions(STORE, task.id).items == ()
+    reviewed = _reviewed(db_path, hijack)
+    task = reviewed.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    assert reviewed.list_dream_actions(STORE, task.id).items == ()
+    reviewed.close()
     assert hybrid_store.get_memory(STORE, BOB, bob).version == 1
 
 

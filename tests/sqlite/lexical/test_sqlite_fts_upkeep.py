@@ -96,8 +96,8 @@ def test_small_segments_are_merged_among_themselves(
     monkeypatch.setattr(fts_upkeep, "CHECK_WRITES", 1)
     with SqliteMemoryStore(path, embedder=embedder) as store:
         for _ in range(10):
-            store._fts_upkeep.note_write()
-            if not store._fts_upkeep.after_commit(store._conn):
+            store._tx.fts_upkeep.note_write()
+            if not store._tx.fts_upkeep.after_commit(store._tx.conn):
                 break
         after = _segments(path)
         assert len(after) < len(before)
@@ -170,17 +170,17 @@ def test_a_merge_never_waits_for_another_writer(
     path = tmp_path / "m.db"
     _unmerged(path, 20, monkeypatch)
     with SqliteMemoryStore(path, busy_timeout=5.0) as store:
-        upkeep = store._fts_upkeep
+        upkeep = store._tx.fts_upkeep
         upkeep.note_write()
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
         try:
             started = time.perf_counter()
-            assert upkeep.after_commit(store._conn) is False
+            assert upkeep.after_commit(store._tx.conn) is False
             assert time.perf_counter() - started < 1.0
         finally:
             other.execute("ROLLBACK")
             other.close()
-        assert int(store._conn.execute("PRAGMA busy_timeout").fetchone()[0]) == 5000
+        assert int(store._tx.conn.execute("PRAGMA busy_timeout").fetchone()[0]) == 5000
         store.add_text(STORE, ALICE, "after the lock")  # merges now
     assert len(_segments(path)) == 1

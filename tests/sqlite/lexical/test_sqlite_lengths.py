@@ -51,7 +51,7 @@ def _fill(store: SqliteMemoryStore) -> list[str]:
 def _loaded(store: SqliteMemoryStore) -> list[list[tuple[str, float]]]:
     """Searched twice at one generation: the tenant's lengths are then held in memory."""
     out = _ranked(store)
-    assert store._lengths._entries, "the tenant's lengths were not loaded"
+    assert store._tx.lengths._entries, "the tenant's lengths were not loaded"
     return out
 
 
@@ -70,12 +70,12 @@ def test_cached_lengths_follow_this_process_writes(db_path: Path, hybrid: bool) 
 
     # The newest row deleted, its seq is reused by the next add: it must not keep the
     # deleted row's length.
-    newest = int(store._conn.execute("SELECT max(seq) FROM memories").fetchone()[0])
-    last = store._conn.execute("SELECT id FROM memories WHERE seq = ?", (newest,)).fetchone()[0]
+    newest = int(store._tx.conn.execute("SELECT max(seq) FROM memories").fetchone()[0])
+    last = store._tx.conn.execute("SELECT id FROM memories WHERE seq = ?", (newest,)).fetchone()[0]
     store.delete_memory(STORE, BOB, last)
     _ranked(store)
     added = store.add_text(STORE, ALICE, LONG + " again", sync=True).memory_ids[0]
-    seq = store._conn.execute("SELECT seq FROM memories WHERE id = ?", (added,)).fetchone()[0]
+    seq = store._tx.conn.execute("SELECT seq FROM memories WHERE id = ?", (added,)).fetchone()[0]
     assert seq == newest
     assert _ranked(store) == _read_from_file(db_path)
 
@@ -111,7 +111,7 @@ def test_cached_lengths_equal_the_lengths_read(db_path: Path, spread: bool) -> N
         )
     else:
         _fill(store)
-    conn = store._conn
+    conn = store._tx.conn
     sid = int(conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0])
     tenant = (sid, "app", "alice")
     every = [int(r[0]) for r in conn.execute("SELECT seq FROM memories")] + [0, 10_000]
@@ -135,7 +135,7 @@ def test_a_tenant_searched_at_a_new_generation_each_time_is_never_loaded(db_path
         store.add_text(STORE, ALICE, f"kayak paddle more {i}")
         with _open(db_path, False) as other:  # another process's write
             other.add_text(STORE, ALICE, f"kayak river more {i}")
-    assert not store._lengths._entries
+    assert not store._tx.lengths._entries
     assert _ranked(store) == _read_from_file(db_path)
     store.close()
 
@@ -144,7 +144,7 @@ def test_one_search_reading_lengths_twice_does_not_load_them(db_path: Path) -> N
     """A search reads lengths in slices; only the tenant's next search counts as a second."""
     store = _open(db_path, False)
     _fill(store)
-    conn = store._conn
+    conn = store._tx.conn
     sid = int(conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0])
     cache = lengths.LengthCache()
     one_search = cache.reader(conn, (sid, "app", "alice"), 0)

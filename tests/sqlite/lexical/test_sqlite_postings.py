@@ -65,16 +65,16 @@ def _results(store: SqliteMemoryStore, queries: tuple[str, ...] = QUERIES) -> li
 def _from_file(path: Path, queries: tuple[str, ...] = QUERIES) -> list[object]:
     """The same searches in a fresh store: its first searches take the FTS5 path."""
     with SqliteMemoryStore(path) as fresh:
-        fresh._postings._connect = None  # never builds: every search on FTS5
+        fresh._tx.postings._connect = None  # never builds: every search on FTS5
         return [_results(fresh, (q,))[0] for q in queries]
 
 
 def _held(store: SqliteMemoryStore) -> postings.Postings | None:
-    return store._postings._entries.get(_tenant(store))
+    return store._tx.postings._entries.get(_tenant(store))
 
 
 def _tenant(store: SqliteMemoryStore) -> tuple[int, str, str]:
-    sid = store._conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0]
+    sid = store._tx.conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0]
     return (int(sid), ALICE.app_id, ALICE.tenant_id)
 
 
@@ -101,18 +101,18 @@ def _fill(store: SqliteMemoryStore) -> list[str]:
 def _used(store: SqliteMemoryStore, query: str) -> bool:
     """Whether a search for ``query`` takes the postings."""
     taken: list[bool] = []
-    real = store._postings.term_rows
+    real = store._tx.postings.term_rows
 
     def spy(*args: object) -> object:
         got = real(*args)  # type: ignore[arg-type]
         taken.append(got is not None)
         return got
 
-    store._postings.term_rows = spy  # type: ignore[method-assign,assignment]
+    store._tx.postings.term_rows = spy  # type: ignore[method-assign,assignment]
     try:
         _results(store, (query,))
     finally:
-        del store._postings.term_rows
+        del store._tx.postings.term_rows
     return taken == [True]
 
 
@@ -161,13 +161,13 @@ def test_postings_rank_exactly_as_fts5(db_path: Path) -> None:
     pattern = ALICE.tenant_pattern()
     prefix = tags.tenant_prefix(sid, app, tenant)
     scope = tags.filter_expression(sid, pattern, {})
-    conn = store._conn
+    conn = store._tx.conn
     generation = entry.generation
     compared, prefixed = 0, 0
-    with store._read():
+    with store._tx.read():
         for q in queries:
             query = analysis.build_query(q, tags=None, prefix=prefix, scope=scope)
-            held = store._postings.term_rows(conn, (sid, app, tenant), generation, query, None)
+            held = store._tx.postings.term_rows(conn, (sid, app, tenant), generation, query, None)
             if held is None:
                 assert any(analysis.is_prefix_term(t) for t in query.terms), q
                 prefixed += 1
@@ -225,7 +225,7 @@ def test_first_search_never_builds(db_path: Path) -> None:
     store.close()
     store = SqliteMemoryStore(db_path)
     _results(store, QUERIES[:1])
-    assert store._postings._thread is None and not store._postings._entries
+    assert store._tx.postings._thread is None and not store._tx.postings._entries
     store.close()
 
 
@@ -309,7 +309,7 @@ def test_a_row_written_again_is_not_appended(db_path: Path) -> None:
     tenant = _tenant(store)
     rows = [(entry.last_rowid, [entry.prefix + "kayak"])]
     assert not entry.append(rows) and not entry.appended
-    store._postings.apply_write(
+    store._tx.postings.apply_write(
         tenant[0], entry.generation, entry.generation + 1, [tenant[1:]], {tenant[1:]: rows}
     )
     assert _held(store) is None
@@ -338,7 +338,7 @@ def test_a_tenant_with_the_same_prefix_or_tag_drops_them(db_path: Path) -> None:
     _fill(store)
     sid = _tenant(store)[0]
     store.ensure_store("other")
-    other = store._conn.execute("SELECT id FROM stores WHERE name = 'other'").fetchone()[0]
+    other = store._tx.conn.execute("SELECT id FROM stores WHERE name = 'other'").fetchone()[0]
     carol = Scope("app", "carol", "agent", "run1")
     for mark in ("prefix", "tag", "other store"):
         entry = _settled(store)
@@ -392,7 +392,7 @@ def test_dream_actions_and_store_deletion_drop_them(db_path: Path) -> None:
     assert _results(store) == _from_file(db_path)
     _settled(store)
     store.delete_store(STORE)
-    assert not store._postings._entries
+    assert not store._tx.postings._entries
     store.close()
 
 
@@ -445,11 +445,11 @@ def test_search_during_a_build_takes_fts5(db_path: Path, monkeypatch: pytest.Mon
 
 def test_close_during_a_build(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store, held = _building(db_path, monkeypatch)
-    thread = store._postings._thread
+    thread = store._tx.postings._thread
     assert thread is not None
     threading.Timer(0.2, held.go.set).start()
     store.close()
-    assert not thread.is_alive() and not store._postings._entries
+    assert not thread.is_alive() and not store._tx.postings._entries
 
 
 def test_a_write_during_a_build_discards_it(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -502,7 +502,7 @@ def test_in_memory_store_never_builds() -> None:
     store.ensure_store(STORE)
     _fill(store)
     _start_build(store)
-    assert store.settle(1) and not store._postings._entries
+    assert store.settle(1) and not store._tx.postings._entries
     store.close()
 
 
@@ -520,7 +520,7 @@ def test_a_lexical_only_install_never_builds(
     with caplog.at_level(logging.WARNING, logger="memcore_sqlite.lexical.postings.cache"):
         _start_build(store)
         assert store.settle(1)
-    assert store._postings._thread is None and not store._postings._entries
+    assert store._tx.postings._thread is None and not store._tx.postings._entries
     assert not [r for r in caplog.records if r.name == "memcore_sqlite.lexical.postings.cache"]
     assert _results(store) == _from_file(db_path)
     store.close()
@@ -565,12 +565,12 @@ def test_a_tenant_whose_entry_served_many_searches_is_built_again_soon(
     _settled(store)
     store.delete_memory(STORE, ALICE, ids[0])  # went having served nothing: the wait doubles
     tenant = _tenant(store)
-    assert store._postings._pace.wait(tenant) == 2 * build_pace.FIRST_WAIT
+    assert store._tx.postings._pace.wait(tenant) == 2 * build_pace.FIRST_WAIT
     _settled(store)
     for _ in range(build_pace.SERVED):
         assert _used(store, "kayak paddle")
     store.delete_memory(STORE, ALICE, ids[1])  # went having served many: back to the first wait
-    assert store._postings._pace.wait(tenant) == build_pace.FIRST_WAIT
+    assert store._tx.postings._pace.wait(tenant) == build_pace.FIRST_WAIT
     _settled(store)
     assert len(builds) == 3
     assert _results(store) == _from_file(db_path)

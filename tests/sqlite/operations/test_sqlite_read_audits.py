@@ -45,7 +45,7 @@ def _listed(store: SqliteMemoryStore, operation: str = "SearchMemories") -> int:
 def _store(path: Path, delay: float = 60.0) -> SqliteMemoryStore:
     store = SqliteMemoryStore(path)
     store.ensure_store(STORE)
-    store._read_audits.delay = delay
+    store._tx.read_audits.delay = delay
     return store
 
 
@@ -102,7 +102,7 @@ def test_a_rolled_back_write_keeps_them_for_the_next_one(db_path: Path) -> None:
         store.add_text(STORE, ALICE, "green tea")
         _search(store, 4)
         try:
-            with store._write():
+            with store._tx.write():
                 raise RuntimeError("the write fails")
         except RuntimeError:
             pass
@@ -121,7 +121,7 @@ def _searches_in_a_child(path: Path, searches: int, *, killed: bool) -> None:
         "from memcore.scope import Scope\n"
         "from memcore_sqlite import SqliteMemoryStore\n"
         "s = SqliteMemoryStore(sys.argv[1])\n"
-        "s._read_audits.delay = 60.0\n"
+        "s._tx.read_audits.delay = 60.0\n"
         f"for _ in range({searches}):\n"
         "    s.search('mem', Scope('app', 'alice', 'agent', 'run').pattern(), 'tea')\n"
         + ("os._exit(0)\n" if killed else "")

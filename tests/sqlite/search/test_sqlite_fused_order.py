@@ -231,8 +231,8 @@ def test_a_two_stage_store_answers_as_the_exact_store(tmp_path: Path) -> None:
     answers = []
     for exact_rows in (10_000, 0):  # small-exact in memory, then always two-stage
         with SqliteMemoryStore(path, embedder=HashingEmbedder(DIM)) as store:
-            assert store._vectors is not None
-            store._vectors.exact_rows = exact_rows
+            assert store._tx.vectors is not None
+            store._tx.vectors.exact_rows = exact_rows
             got = []
             for q in queries:
                 for kw in (

@@ -61,10 +61,10 @@ def path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _open(path: Path, *, overlap: bool) -> SqliteMemoryStore:
     """A store whose every scope is two-stage, overlapped or not."""
     store = SqliteMemoryStore(path, embedder=HashingEmbedder(DIM))
-    assert store._vectors is not None
-    store._vectors.exact_rows = 0
-    store._overlap.min_rows = 0 if overlap else float("inf")
-    store._overlap.adaptive = False  # every search overlaps, however busy the machine
+    assert store._tx.vectors is not None
+    store._tx.vectors.exact_rows = 0
+    store._tx.overlap.min_rows = 0 if overlap else float("inf")
+    store._tx.overlap.adaptive = False  # every search overlaps, however busy the machine
     return store
 
 
@@ -116,8 +116,8 @@ def test_overlapped_searches_answer_as_sequential_ones(path: Path, sequential: A
 def test_small_scopes_and_single_signal_searches_start_no_thread(path: Path) -> None:
     before = len(_search_threads())
     with SqliteMemoryStore(path, embedder=HashingEmbedder(DIM)) as store:
-        assert store._vectors is not None
-        store._vectors.exact_rows = 0  # two-stage, but far below the overlap's threshold
+        assert store._tx.vectors is not None
+        store._tx.vectors.exact_rows = 0  # two-stage, but far below the overlap's threshold
         store.search(STORE, ALICE.tenant_pattern(), "coffee")
     with _open(path, overlap=True) as store:
         for mode in ("vector", "lexical"):
@@ -257,15 +257,15 @@ def test_the_shortlist_runs_beside_fts5_and_not_beside_the_tenants_postings(
     tenant = ALICE.tenant_pattern()
 
     def overlapped(store: SqliteMemoryStore, pattern: Any, **ask: Any) -> bool:
-        before = store._overlap.eligible
+        before = store._tx.overlap.eligible
         store.search(STORE, pattern, "coffee in paris", **ask)
-        return store._overlap.eligible > before
+        return store._tx.overlap.eligible > before
 
     with _open(path, overlap=True) as store, _open(path, overlap=False) as plain:
         assert overlapped(store, tenant)  # the first search: FTS5, nothing built yet
         for _ in range(2):
             store.search(STORE, tenant, "coffee in paris")
-        assert store.settle(30) and store._postings._entries, "the postings were not built"
+        assert store.settle(30) and store._tx.postings._entries, "the postings were not built"
         assert not overlapped(store, tenant)
         assert not overlapped(store, tenant, top_k=50)
         assert overlapped(store, tenant, filters={"k": "1"})

@@ -92,7 +92,7 @@ def test_a_long_memory_is_embedded_whole_as_passages(db_path) -> None:  # type: 
     assert call == passages.passages(text) and len(call) == 3
     assert " ".join(call).split() == text.split()  # every word reaches the model
     assert store.get_memory(STORE, ALICE, mid).text == text  # nothing stored is cut
-    stored = store._conn.execute("SELECT vector FROM memory_vectors").fetchone()[0]
+    stored = store._tx.conn.execute("SELECT vector FROM memory_vectors").fetchone()[0]
     vector = np.frombuffer(stored, dtype="<f4")
     expected = np.mean(np.asarray(embedder.embed(call), dtype=np.float32), axis=0)
     assert vector == pytest.approx(expected / np.linalg.norm(expected), abs=1e-6)
@@ -167,7 +167,7 @@ def test_a_file_at_version_4_gets_the_word_counts(db_path) -> None:  # type: ign
     conn.commit()
     conn.close()
     store = SqliteMemoryStore(db_path)
-    assert store._conn.execute("SELECT words FROM memories").fetchall() == [(3,)]
+    assert store._tx.conn.execute("SELECT words FROM memories").fetchall() == [(3,)]
     add(store, "and a second memory")
     assert len(store.search(STORE, ALICE.tenant_pattern(), "memory words")) == 2
     store.close()

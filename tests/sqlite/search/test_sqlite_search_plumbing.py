@@ -20,11 +20,11 @@ ALICE = Scope("app", "alice", "agent", "run")
 
 def _statements(store: SqliteMemoryStore, run: object) -> list[str]:
     seen: list[str] = []
-    store._conn.set_trace_callback(seen.append)
+    store._tx.conn.set_trace_callback(seen.append)
     try:
         run()  # type: ignore[operator]
     finally:
-        store._conn.set_trace_callback(None)
+        store._tx.conn.set_trace_callback(None)
     return seen
 
 

@@ -38,9 +38,9 @@ def test_a_held_write_lock_is_unavailable_and_retryable(db_path: Path) -> None:
 def test_a_full_disk_is_unavailable_with_a_clear_message(db_path: Path) -> None:
     store = SqliteMemoryStore(db_path)
     store.ensure_store("mem")
-    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+    pages = store._tx.conn.execute("PRAGMA page_count").fetchone()[0]
     # SQLite reports SQLITE_FULL when the file may not grow: the same code as a full disk.
-    store._conn.execute(f"PRAGMA max_page_count = {pages}")
+    store._tx.conn.execute(f"PRAGMA max_page_count = {pages}")
     with pytest.raises(Unavailable) as info:
         store.add_text("mem", ALICE, "x" * 20_000, sync=True)
     assert "full" in str(info.value)

@@ -86,10 +86,10 @@ def _exact_vector(texts: list[str], rows: Any, query: Any, k: int) -> list[tuple
 
 def _open(path: Path, embedder: Any, *, exact: bool, **sizes: Any) -> SqliteMemoryStore:
     store = SqliteMemoryStore(path, embedder=embedder)
-    assert store._vectors is not None
-    store._vectors.exact_rows = 10**9 if exact else sizes.get("exact_rows", 0)
+    assert store._tx.vectors is not None
+    store._tx.vectors.exact_rows = 10**9 if exact else sizes.get("exact_rows", 0)
     for name, value in sizes.items():
-        setattr(store._vectors, name, value)
+        setattr(store._tx.vectors, name, value)
     return store
 
 
@@ -105,15 +105,15 @@ def _check(path: Path, kind: str, n: int, seed: int, k: int, **sizes: Any) -> No
         store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
         vector = _hits(store, query_text, query, "vector", k)
         hybrid = _hits(store, query_text, query, "hybrid", k)
-        assert store._vectors is not None
-        assert all(e.matrix is None for e in store._vectors._entries.values())  # two-stage ran
+        assert store._tx.vectors is not None
+        assert all(e.matrix is None for e in store._tx.vectors._entries.values())  # two-stage ran
     want = _exact_vector(texts, rows, query, k)
     assert [h.memory.text for h in vector] == [t for t, _ in want]
     assert [h.score for h in vector] == pytest.approx([s for _, s in want], abs=1e-6)
     with _open(path, embedder, exact=True) as exact:
         reference = _hits(exact, query_text, query, "hybrid", k)
-        assert exact._vectors is not None
-        assert all(e.matrix is not None for e in exact._vectors._entries.values())
+        assert exact._tx.vectors is not None
+        assert all(e.matrix is not None for e in exact._tx.vectors._entries.values())
     assert [(h.memory.text, h.signals) for h in hybrid] == [
         (h.memory.text, h.signals) for h in reference
     ]

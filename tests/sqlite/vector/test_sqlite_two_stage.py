@@ -171,8 +171,8 @@ def _expected(table: dict[str, Any], live: list[str], query: Any, k: int) -> lis
 def _open(path: Path, embedder: Any, exact_rows: int) -> SqliteMemoryStore:
     """A store whose scopes up to ``exact_rows`` rows are scanned exactly (0: always two-stage)."""
     store = SqliteMemoryStore(path, embedder=embedder)
-    assert store._vectors is not None
-    store._vectors.exact_rows = exact_rows
+    assert store._tx.vectors is not None
+    store._tx.vectors.exact_rows = exact_rows
     return store
 
 
@@ -289,8 +289,8 @@ def test_a_small_scope_that_grows_past_the_exact_size_still_finds_the_best(db_pa
         store.add_many(STORE, [TextItem(ALICE, t) for t in texts[:80]])
         assert _texts(store, ALICE, query) == _expected(table, texts[:80], query, 10)
         store.add_many(STORE, [TextItem(ALICE, t) for t in texts[80:]])  # 200 > 100 now
-        assert store._vectors is not None
-        assert all(e.matrix is None for e in store._vectors._entries.values())
+        assert store._tx.vectors is not None
+        assert all(e.matrix is None for e in store._tx.vectors._entries.values())
         assert _texts(store, ALICE, query, 30) == _expected(table, texts, query, 30)
 
 

@@ -76,9 +76,10 @@ def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ConfigError(f"unknown option for the local backend: {unknown[0]}", field=unknown[0])
-    from memcore_sqlite.chat_model.client import ModelSettings, attach_model
+    from memcore_sqlite.chat_model.client import ModelSettings, model_strategies
     from memcore_sqlite.store import SqliteMemoryStore
 
-    store = SqliteMemoryStore(path, embedder=embedder, **options)
-    attach_model(store, ModelSettings.from_env() if model is _UNSET else model)
-    return store
+    extractor, reviewer = model_strategies(ModelSettings.from_env() if model is _UNSET else model)
+    return SqliteMemoryStore(
+        path, embedder=embedder, extractor=extractor, dream_reviewer=reviewer, **options
+    )

@@ -1,14 +1,19 @@
 """``SqliteMemoryStore``: the ``MemoryStore`` port on one SQLite file.
 
-The operations live in modules named after what they do: :mod:`~memcore_sqlite.operations.transactions`
-(connection, transactions, audit), :mod:`~memcore_sqlite.operations.catalog` (stores),
-:mod:`~memcore_sqlite.operations.writes` (adds, updates, deletes), :mod:`~memcore_sqlite.search.pipeline` (the
-search path) and :mod:`~memcore_sqlite.operations.reads` (messages, requests, scopes, tasks). This
-module holds the memory reads, search entry points, dream stubs and maintenance.
+The store is assembled from collaborators, each named after what it does:
+:class:`~memcore_sqlite.operations.transactions.Transactions` (the connection, its write
+transactions, audit, tasks and the caches writes keep current), :mod:`~memcore_sqlite.operations.catalog`
+(stores), :mod:`~memcore_sqlite.operations.writes` (adds, updates, deletes),
+:mod:`~memcore_sqlite.operations.facts` (chat turns through a fact extractor),
+:mod:`~memcore_sqlite.operations.reads` (messages, requests, scopes, tasks) and
+:mod:`~memcore_sqlite.dream.tasks`. Strategies (the embedder, the fact extractor, the dream
+reviewer, the embedding of a bulk write's next batch) are constructor arguments. This module
+holds the memory reads, the search entry points and maintenance.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,13 +21,15 @@ from typing import Any
 from memcore import limits
 from memcore.errors import InvalidInput, Unsupported
 from memcore.paging import decode_token, page
+from memcore.ports import DreamReviewer, Embedder, FactExtractor
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Page, SearchHit
 from memcore_sqlite.dream.tasks import DreamTasks
 from memcore_sqlite.operations.catalog import StoreCatalog
 from memcore_sqlite.operations.facts import FactWrites
 from memcore_sqlite.operations.reads import RecordReads
-from memcore_sqlite.operations.writes import TextItem
+from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.operations.writes import MemoryWrites, TextItem
 from memcore_sqlite.search import pipeline as search
 from memcore_sqlite.search import supersession
 from memcore_sqlite.search.pipeline import check_search
@@ -32,33 +39,109 @@ from memcore_sqlite.storage.rows import (
     check_pattern,
     check_scope,
     memory_from_row,
+    memory_row,
     pattern_sql,
 )
 from memcore_sqlite.vector.coverage import coverage
+from memcore_sqlite.vector.embed_ahead import EmbedAhead
 
 __all__ = ["SqliteMemoryStore", "TextItem"]
 
 
-class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
+class SqliteMemoryStore:
     """The embedded memory store. Thread-safe; several processes may share one file.
 
     ``embedder`` turns on hybrid search (FTS5 BM25 fused with exact cosine); without one,
     search is lexical-only. ``synchronous`` is SQLite's setting: ``NORMAL`` survives a killed
-    process, ``FULL`` also survives power loss at some cost per write.
+    process, ``FULL`` also survives power loss at some cost per write. ``extractor`` turns a
+    chat turn into the facts stored as memories (without one, each message is a memory);
+    ``dream_reviewer`` checks a dream task's plan; ``embedding_ahead`` embeds a bulk write's
+    next batch while the current one is written (by default on a thread of its own).
     """
+
+    #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
+    LOCAL_DREAM = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        embedder: Embedder | None = None,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        vector_cache_rows: int = 1_000_000,
+        defer_vectors: bool = False,
+        extractor: FactExtractor | None = None,
+        dream_reviewer: DreamReviewer | None = None,
+        embedding_ahead: EmbedAhead | None = None,
+    ) -> None:
+        tx = Transactions(
+            path,
+            embedder=embedder,
+            busy_timeout=busy_timeout,
+            synchronous=synchronous,
+            vector_cache_rows=vector_cache_rows,
+            defer_vectors=defer_vectors,
+            embedding_ahead=embedding_ahead,
+        )
+        self._tx = tx
+        self.path = tx.path
+        self.embedder = embedder
+        self.defer_vectors = tx.defer_vectors
+        self.read_only = tx.read_only
+        self.check_integrity = tx.check_integrity
+        self.close = tx.close
+        self._writes = writes = MemoryWrites(tx)
+        facts = FactWrites(tx, writes, extractor)
+        catalog = StoreCatalog(tx)
+        reads = RecordReads(tx)
+        dream = DreamTasks(tx, writes, dream_reviewer)
+        # The port's operations, each answered by the collaborator that owns it.
+        self.ensure_store = catalog.ensure_store
+        self.create_store = catalog.create_store
+        self.describe_store = catalog.describe_store
+        self.list_stores = catalog.list_stores
+        self.update_store = catalog.update_store
+        self.delete_store = catalog.delete_store
+        self.add_text = writes.add_text
+        self.add_many = writes.add_many
+        self.add_messages = facts.add_messages
+        self.update_memory = writes.update_memory
+        self.delete_memory = writes.delete_memory
+        self.list_messages = reads.list_messages
+        self.list_requests = reads.list_requests
+        self.list_scopes = reads.list_scopes
+        self.get_task = reads.get_task
+        self.list_tasks = reads.list_tasks
+        self.create_dream_task = dream.create_dream_task
+        self.create_session_dream_task = dream.create_session_dream_task
+        self.get_dream_task = dream.get_dream_task
+        self.list_dream_tasks = dream.list_dream_tasks
+        self.cancel_dream_task = dream.cancel_dream_task
+        self.list_dream_actions = dream.list_dream_actions
+        self.apply_dream_actions = dream.apply_dream_actions
+        self.undo_dream_action = dream.undo_dream_action
+
+    @property
+    def search_mode(self) -> str:
+        """``hybrid`` with an embedder, else ``lexical``; ``doctor`` reports it."""
+        return self._tx.search_mode
+
+    def __repr__(self) -> str:
+        return f"SqliteMemoryStore({self.path!r}, search_mode={self.search_mode!r})"
 
     # -- reads --------------------------------------------------------------------------
     def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory:
         started = time.perf_counter()
         check_scope(scope)
         with (
-            self._audit_failure(store, "GetMemory", started, scope, memory_id),
-            self._read() as conn,
+            self._tx.audit_failure(store, "GetMemory", started, scope, memory_id),
+            self._tx.read() as conn,
         ):
-            sid = self._store_id(conn, store)
-            row = self._own_row(conn, sid, scope, memory_id)
+            sid = self._tx.store_id(conn, store)
+            row = self._writes.own_row(conn, sid, scope, memory_id)
             [memory] = supersession.annotate(conn, [memory_from_row(row)])
-        self._audit_read(store, "GetMemory", started, scope=scope, target=memory_id)
+        self._tx.audit_read(store, "GetMemory", started, scope=scope, target=memory_id)
         return memory
 
     def list_memories(
@@ -77,8 +160,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         limits.check_limit(limit)
         after = decode_token(next_token)
         where, params = pattern_sql(pattern)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             current = " AND superseded_by IS NULL" if current_only else ""
             rows = conn.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE store_id = ?{where}{current}"
@@ -86,8 +169,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                 (sid, *params, after, limit + 1),
             ).fetchall()
             listed = supersession.annotate(conn, [memory_from_row(r) for r in rows])
-        self._audit_read(store, "ListMemories", started)
-        return page([(int(r[0]), m) for r, m in zip(rows, listed)], limit)
+        self._tx.audit_read(store, "ListMemories", started)
+        return page([(int(memory_row(r).seq), m) for r, m in zip(rows, listed)], limit)
 
     def search(
         self,
@@ -122,7 +205,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
-        qvec = self._embed([query]) if mode != "lexical" else None
+        qvec = self._tx.embed([query]) if mode != "lexical" else None
         return self._search(
             store,
             pattern,
@@ -151,11 +234,11 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         ``mode`` is ``hybrid`` or ``vector``."""
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
-        if self._vectors is None:
+        if self._tx.vectors is None:
             raise Unsupported("this store has no embedder, so it cannot search by vector")
         if mode not in ("vector", "hybrid"):
             raise InvalidInput("mode must be vector or hybrid", field="mode")
-        qvec = self._vectors.to_array([vector])[0]
+        qvec = self._tx.vectors.to_array([vector])[0]
         return self._search(
             store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode == "hybrid"
         )
@@ -183,8 +266,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         if qvec is not None:  # the vector signal weighs what the model covers of the query
             qvec = qvec * coverage(self.embedder, query)
         for check in (qvec is not None and not self.read_only, False):
-            with self._read() as conn:
-                sid, generation, pending = self._store_key(conn, store, pending=check)
+            with self._tx.read() as conn:
+                sid, generation, pending = self._tx.store_key(conn, store, pending=check)
                 if not pending:
                     order = search.ranked(
                         conn,
@@ -193,29 +276,29 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                         query,
                         flt,
                         qvec,
-                        self._vectors,
+                        self._tx.vectors,
                         model,
                         use_lexical=use_lexical,
                         generation=generation,
-                        beside=self._overlap,
-                        lengths=self._lengths,
-                        postings=self._postings,
+                        beside=self._tx.overlap,
+                        lengths=self._tx.lengths,
+                        postings=self._tx.postings,
                     )
                     found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
                     found = supersession.prefer_current(
                         conn, sid, pattern, found, flt, top_k, links
                     )
                     break
-            self._index_pending(store)  # then search again, in a snapshot that has them
-        self._audit_read(store, "SearchMemories", started)
+            self._writes.index_pending(store)  # then search again, in a snapshot that has them
+        self._tx.audit_read(store, "SearchMemories", started)
         return found
 
     # -- maintenance --------------------------------------------------------------------
     def missing_vectors(self, store: str) -> int:
         """How many memories have no vector from the current embedder (all, without one)."""
         model = self.embedder.name if self.embedder is not None else ""
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             row = conn.execute(
                 "SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
                 " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL",
@@ -234,8 +317,8 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             raise Unsupported("this store has no embedder to compute vectors with")
         done = 0
         while True:
-            with self._read() as conn:
-                sid = self._store_id(conn, store)
+            with self._tx.read() as conn:
+                sid = self._tx.store_id(conn, store)
                 rows = conn.execute(
                     "SELECT m.seq, m.text FROM memories m LEFT JOIN memory_vectors v"
                     " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL"
@@ -244,10 +327,10 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                 ).fetchall()
             if not rows:
                 return done
-            vectors = self._embed([r[1] for r in rows]) or []
-            with self._write() as conn:
-                gen = self._bump(conn, sid)
-                self._store_vectors(
+            vectors = self._tx.embed([r[1] for r in rows]) or []
+            with self._tx.write() as conn:
+                gen = self._tx.bump(conn, sid)
+                self._tx.store_vectors(
                     conn, sid, gen, [(seq, v) for (seq, _), v in zip(rows, vectors)], replace=True
                 )
             done += len(rows)
@@ -256,18 +339,18 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
 
     def compact(self) -> None:
         """Merge the FTS index, checkpoint the WAL and VACUUM: leaves no deleted text behind."""
-        with self._lock, mapped(self.path):
-            self._check_open()
-            self._conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-            self._conn.execute("VACUUM")
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self._tx.lock, mapped(self.path):
+            self._tx.check_open()
+            self._tx.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+            self._tx.conn.execute("VACUUM")
+            self._tx.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait for the store's background upkeep (a tenant's postings being built for the
         lexical stage) to finish; False if it is still running at ``timeout`` seconds.
         Searches never need this: they use the full-text index meanwhile. Benchmarks do, to
         time the steady state."""
-        return self._postings.wait_idle(timeout)
+        return self._tx.postings.wait_idle(timeout)
 
     def __enter__(self) -> SqliteMemoryStore:
         return self

@@ -130,10 +130,12 @@ class ModelReviewer:
         return list(actions) if reviewed is None else reviewed
 
 
-def attach_model(store: object, settings: ModelSettings | None) -> None:
-    """Give a store the model's extraction and plan review (no-op without settings)."""
+def model_strategies(
+    settings: ModelSettings | None,
+) -> tuple[ModelExtractor | None, ModelReviewer | None]:
+    """The store's fact extractor and dream reviewer on the user's model (None and None
+    without settings): pass them to :class:`~memcore_sqlite.store.SqliteMemoryStore`."""
     if settings is None:
-        return
+        return None, None
     model = OpenAIChatModel(settings)
-    store.extractor = ModelExtractor(model)  # type: ignore[attr-defined]
-    store.dream_reviewer = ModelReviewer(model)  # type: ignore[attr-defined]
+    return ModelExtractor(model), ModelReviewer(model)

@@ -12,20 +12,51 @@ import json
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
 from memcore.dream.scopes import in_scopes
 from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
+from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
-from memcore_sqlite.storage.rows import content_hash, rows_in
-
-_ROW = (
-    "seq, id, app_id, tenant_id, agent_id, run_id, text, metadata, unit_type, created_at,"
-    " updated_at, version, superseded_by, superseded_how, supersedes"
+from memcore_sqlite.storage.rows import (
+    MEMORY_COLUMNS,
+    MEMORY_WIDTH,
+    columns,
+    content_hash,
+    memory_row,
+    rows_in,
 )
+
+
+class _Links(NamedTuple):
+    """What a memory supersedes or was superseded by (selected after its own columns)."""
+
+    superseded_by: str | None
+    superseded_how: str | None
+    supersedes: str | None
+
+
+_ROW = f"{MEMORY_COLUMNS}, {columns(_Links)}"
+
+
+class _Row:
+    """A memory row with its supersession links: the before-image an undo record keeps."""
+
+    __slots__ = ("links", "memory")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        self.memory = memory_row(row)
+        self.links = _Links._make(row[MEMORY_WIDTH:])
+
+    @property
+    def scope(self) -> Scope:
+        m = self.memory
+        return Scope(m.app_id, m.tenant_id, m.agent_id, m.run_id)
+
+
 Added = list[tuple[tuple[str, str, str, str], int, Any]]
 Removed = list[tuple[tuple[str, str, str, str], int]]
 
@@ -38,19 +69,23 @@ class Outcome:
     undo: str | None = None
 
 
-def _image(row: Sequence[Any]) -> dict[str, Any]:
-    keys = [k.strip() for k in _ROW.split(",")]
-    return dict(zip(keys, row))
+def _image(row: _Row) -> dict[str, Any]:
+    return {**row.memory._asdict(), **row.links._asdict()}
 
 
-class DreamApplier(MemoryWrites):
+class DreamApplier:
     """Applies and undoes actions inside the caller's write transaction."""
 
-    def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, Any]:
-        sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
-        return {r[1]: r for r in rows_in(conn, sql, ids, before=(store_id,))}
+    def __init__(self, tx: Transactions, writes: MemoryWrites) -> None:
+        self._tx = tx
+        self._writes = writes
 
-    def _apply_action(
+    def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, _Row]:
+        sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
+        rows = map(_Row, rows_in(conn, sql, ids, before=(store_id,)))
+        return {r.memory.id: r for r in rows}
+
+    def apply_action(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -69,7 +104,7 @@ class DreamApplier(MemoryWrites):
         target = action["target_id"]
         ids = [*sources, *([target] if target else [])]
         rows = self._rows(conn, store_id, ids)
-        scopes = [Scope(*r[2:6]) for r in rows.values()]
+        scopes = [r.scope for r in rows.values()]
         if not in_scopes(target_scope, patterns) or not all(in_scopes(s, patterns) for s in scopes):
             return Outcome("skipped", "scope_violation")
         if kind == "NOOP":
@@ -78,52 +113,55 @@ class DreamApplier(MemoryWrites):
             return Outcome("skipped", "missing_source")
         for i in ids:
             r = rows[i]
-            if r[12]:
+            if r.links.superseded_by:
                 # Superseded already: by an earlier action of this task, or by another task.
                 mine = conn.execute(
                     "SELECT 1 FROM dream_actions WHERE dream_seq = ? AND status = 'applied'"
                     " AND result_id = ?",
-                    (task_seq, r[12]),
+                    (task_seq, r.links.superseded_by),
                 ).fetchone()
                 return Outcome("skipped", "conflicting_action" if mine else "stale_target_memory")
-            if versions.get(i) is not None and int(r[11]) != int(versions[i]):
+            if versions.get(i) is not None and int(r.memory.version) != int(versions[i]):
                 return Outcome("skipped", "stale_target_memory")
         now = time.time()
         undo: dict[str, Any] = {"created": [], "changed": [], "deleted": []}
         if kind == "DELETE":
             row = rows[target]
             undo["deleted"].append(_image(row))
-            seq = int(row[0])
+            seq = int(row.memory.seq)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             conn.execute("UPDATE messages SET memory_seq = NULL WHERE memory_seq = ?", (seq,))
-            removed.append((Scope(*row[2:6]).as_tuple(), seq))
+            removed.append((row.scope.as_tuple(), seq))
             return Outcome("applied", result_id=target, undo=json.dumps(undo))
         if kind in ("MERGE", "ADD"):
             text = action["text"] or ""
             meta: dict[str, str] = {}
             for i in sources:
-                meta.update(json.loads(rows[i][7]))
+                meta.update(json.loads(rows[i].memory.metadata))
             # The same text already in the target scope (often the newest source) becomes the
             # merged memory as it is; only a new text is a new memory.
             digest = content_hash(target_scope, text)
             same = next(
                 (
                     r
-                    for r in conn.execute(
-                        f"SELECT {_ROW} FROM memories WHERE store_id = ? AND content_hash = ?",
-                        (store_id, digest),
+                    for r in map(
+                        _Row,
+                        conn.execute(
+                            f"SELECT {_ROW} FROM memories WHERE store_id = ? AND content_hash = ?",
+                            (store_id, digest),
+                        ),
                     )
-                    if Scope(*r[2:6]) == target_scope
+                    if r.scope == target_scope
                 ),
                 None,
             )
             if same is not None:
-                mid = same[1]
+                mid = same.memory.id
                 undo["changed"].append(_image(same))
             else:
-                mid, _ = self._insert(
+                mid, _ = self._writes.insert(
                     conn, store_id, target_scope, text, meta, "dream", vector, added
                 )
                 undo["created"].append(mid)
@@ -155,7 +193,7 @@ class DreamApplier(MemoryWrites):
             )
         return Outcome("applied", result_id=target, undo=json.dumps(undo))
 
-    def _undo_action(
+    def undo_action(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -183,11 +221,11 @@ class DreamApplier(MemoryWrites):
             ).fetchone()
             if row is None:
                 continue
-            seq = int(row[0])
+            seq, app_id, tenant_id, agent_id, run_id, _ = row
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
-            removed.append((tuple(row[1:5]), seq))
+            removed.append(((app_id, tenant_id, agent_id, run_id), int(seq)))
         for image in undo["changed"]:
             conn.execute(
                 "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?,"
@@ -207,9 +245,9 @@ class DreamApplier(MemoryWrites):
             meta = json.loads(image["metadata"])
             vectors = None
             # Re-embedding happens in the caller's transaction: the text is known to be valid.
-            if self.embedder is not None:
-                vectors = self._embed([image["text"]])
-            mid, seq = self._insert(
+            if self._tx.embedder is not None:
+                vectors = self._tx.embed([image["text"]])
+            mid, seq = self._writes.insert(
                 conn,
                 store_id,
                 scope,

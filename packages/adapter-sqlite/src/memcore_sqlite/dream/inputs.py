@@ -48,13 +48,13 @@ def load_candidates(
             " ORDER BY m.seq DESC LIMIT ?",
             (model, store_id, *params, *(seqs or ()), max_memories),
         ).fetchall()
-        for r in rows:
-            scope = Scope(r[2], r[3], r[4], r[5])
+        for seq, mid, app_id, tenant_id, agent_id, run_id, text, version, said, blob in rows:
+            scope = Scope(app_id, tenant_id, agent_id, run_id)
             if not pattern.matches(scope):
                 continue
-            found[r[1]] = Candidate(r[1], scope, r[6], float(r[8]), int(r[0]), int(r[7]))
-            if r[9] is not None:
-                blobs[r[1]] = r[9]
+            found[mid] = Candidate(mid, scope, text, float(said), int(seq), int(version))
+            if blob is not None:
+                blobs[mid] = blob
     ordered = sorted(found.values(), key=lambda c: c.order)[-max_memories:] if found else []
     return ordered, {c.id: blobs[c.id] for c in ordered if c.id in blobs}
 
@@ -128,9 +128,9 @@ def written_since(
             " ORDER BY m.seq DESC LIMIT ?",
             (store_id, *params, -1.0 if since is None else since, limit),
         ).fetchall()
-        for r in rows:
-            if pattern.matches(Scope(r[2], r[3], r[4], r[5])):
-                found[r[1]] = int(r[0])
+        for seq, mid, *levels in rows:
+            if pattern.matches(Scope(*levels)):
+                found[mid] = int(seq)
     return sorted(found, key=found.__getitem__)[-limit:] if limit else []
 
 

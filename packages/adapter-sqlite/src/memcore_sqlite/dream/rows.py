@@ -5,22 +5,59 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from memcore.dream import PlannedAction, action_in_scopes
 from memcore.scope import Scope, ScopePattern
 from memcore.values import DreamAction, DreamTask
+from memcore_sqlite.storage.rows import columns
 
-TASK = (
-    "seq, id, status, apply_mode, scope_output_mode, scopes, thresholds, instructions,"
-    " memory_count, error, created_at, updated_at, finished_at"
-)
-ACTION = (
-    "seq, id, dream_seq, action, status, target_scope, target_id, source_ids, versions, text,"
-    " confidence, reason, skipped_reason, result_id, undo, error, applied_at, undone_at,"
-    " created_at, updated_at"
-)
-ACTION_KEYS = [k.strip() for k in ACTION.split(",")]
+
+class TaskRow(NamedTuple):
+    """A ``dream_tasks`` row as :data:`TASK` selects it."""
+
+    seq: int
+    id: str
+    status: str
+    apply_mode: str
+    scope_output_mode: str
+    scopes: str
+    thresholds: str
+    instructions: str | None
+    memory_count: int | None
+    error: str | None
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+
+
+class ActionRow(NamedTuple):
+    """A ``dream_actions`` row as :data:`ACTION` selects it."""
+
+    seq: int
+    id: str
+    dream_seq: int
+    action: str
+    status: str
+    target_scope: str
+    target_id: str | None
+    source_ids: str
+    versions: str
+    text: str | None
+    confidence: float | None
+    reason: str | None
+    skipped_reason: str | None
+    result_id: str | None
+    undo: str | None
+    error: str | None
+    applied_at: float | None
+    undone_at: float | None
+    created_at: float
+    updated_at: float
+
+
+TASK = columns(TaskRow)
+ACTION = columns(ActionRow)
 
 
 def patterns_of(raw: str) -> tuple[ScopePattern, ...]:
@@ -45,27 +82,28 @@ def counts(conn: sqlite3.Connection, task_seq: int) -> dict[str, Any]:
 
 
 def dream_value(conn: sqlite3.Connection, row: Sequence[Any]) -> DreamTask:
+    r = TaskRow._make(row)
     return DreamTask(
-        row[1],
-        row[2],
-        patterns_of(row[5]),
-        row[10],
-        row[12],
-        apply_mode=row[3],
-        updated_at=row[11],
-        action_counts=counts(conn, int(row[0])),
-        instructions=row[7],
-        error=row[9],
+        r.id,
+        r.status,
+        patterns_of(r.scopes),
+        r.created_at,
+        r.finished_at,
+        apply_mode=r.apply_mode,
+        updated_at=r.updated_at,
+        action_counts=counts(conn, int(r.seq)),
+        instructions=r.instructions,
+        error=r.error,
         extras={
-            "scopeOutputMode": row[4],
-            "confidenceThresholds": json.loads(row[6]),
-            "memoryCount": row[8],
+            "scopeOutputMode": r.scope_output_mode,
+            "confidenceThresholds": json.loads(r.thresholds),
+            "memoryCount": r.memory_count,
         },
     )
 
 
 def action_value(task_id: str, row: Sequence[Any]) -> DreamAction:
-    a = dict(zip(ACTION_KEYS, row))
+    a = ActionRow._make(row)._asdict()
     sources = json.loads(a["source_ids"])
     target = a["target_id"]
     return DreamAction(

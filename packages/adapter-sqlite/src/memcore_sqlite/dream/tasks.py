@@ -35,8 +35,9 @@ from memcore_sqlite.dream import inputs as dream_inputs
 from memcore_sqlite.dream.apply import Added, DreamApplier, Outcome, Removed
 from memcore_sqlite.dream.rows import (
     ACTION,
-    ACTION_KEYS,
     TASK,
+    ActionRow,
+    TaskRow,
     action_value,
     checked,
     dream_value,
@@ -44,6 +45,8 @@ from memcore_sqlite.dream.rows import (
     overlap,
     patterns_of,
 )
+from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.operations.writes import MemoryWrites
 from memcore_sqlite.search import pipeline as search
 from memcore_sqlite.storage.rows import rows_in
 
@@ -54,34 +57,47 @@ MAX_MEMORIES = 5000
 DEFAULT_MAX_NEW = 200
 
 
-class DreamTasks(DreamApplier):
-    """The six dream operations of the port, plus :meth:`undo_dream_action`."""
+class DreamTasks:
+    """The six dream operations of the port, plus :meth:`undo_dream_action`.
 
-    #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
-    LOCAL_DREAM = True
-    #: A model that checks or makes plans (see :class:`memcore.ports.DreamReviewer`); None: rules only.
-    dream_reviewer: DreamReviewer | None = None
+    ``reviewer``: a model that checks the planner's actions (see
+    :class:`memcore.ports.DreamReviewer`); None plans by the rules only."""
+
+    def __init__(
+        self, tx: Transactions, writes: MemoryWrites, reviewer: DreamReviewer | None
+    ) -> None:
+        self._tx = tx
+        self._applier = DreamApplier(tx, writes)
+        self.reviewer = reviewer
 
     # -- values -------------------------------------------------------------------------
-    def _dream_row(self, conn: sqlite3.Connection, store_id: int, task_id: str) -> Any:
+    def _dream_row(self, conn: sqlite3.Connection, store_id: int, task_id: str) -> TaskRow:
         limits.check_id(task_id, field="task_id")
         row = conn.execute(
             f"SELECT {TASK} FROM dream_tasks WHERE id = ? AND store_id = ?", (task_id, store_id)
         ).fetchone()
         if row is None:
             raise NotFound(f"dream task {task_id!r} does not exist", field="task_id")
-        return row
+        return TaskRow._make(row)
+
+    @staticmethod
+    def _action_row(conn: sqlite3.Connection, task_seq: int, action_id: str) -> ActionRow | None:
+        row = conn.execute(
+            f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
+            (task_seq, action_id),
+        ).fetchone()
+        return None if row is None else ActionRow._make(row)
 
     def _set_status(self, store_id: int, task_id: str, status: str, **extra: Any) -> bool:
         """Move the task on unless it was cancelled meanwhile; False when it was."""
-        with self._write() as conn:
+        with self._tx.write() as conn:
             row = self._dream_row(conn, store_id, task_id)
-            if row[2] == "cancelled":
+            if row.status == "cancelled":
                 return False
             sets = ", ".join(f"{k} = ?" for k in ("status", "updated_at", *extra))
             conn.execute(
                 f"UPDATE dream_tasks SET {sets} WHERE seq = ?",
-                (status, time.time(), *extra.values(), row[0]),
+                (status, time.time(), *extra.values(), row.seq),
             )
         return True
 
@@ -163,8 +179,8 @@ class DreamTasks(DreamApplier):
             )
         dream_id = uuid.uuid4().hex
         now = time.time()
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             conn.execute(
                 "INSERT INTO dream_tasks (id, store_id, status, apply_mode, scope_output_mode,"
                 " scopes, thresholds, instructions, created_at, updated_at)"
@@ -181,7 +197,7 @@ class DreamTasks(DreamApplier):
                     now,
                 ),
             )
-            self._audit(conn, sid, "CreateMemoryDreamTask", started, target=dream_id)
+            self._tx.audit(conn, sid, "CreateMemoryDreamTask", started, target=dream_id)
         try:
             self._run(
                 sid,
@@ -196,7 +212,7 @@ class DreamTasks(DreamApplier):
             )
         except MemcoreError as exc:
             self._set_status(sid, dream_id, "failed", error=str(exc), finished_at=time.time())
-        with self._read() as conn:
+        with self._tx.read() as conn:
             return dream_value(conn, self._dream_row(conn, sid, dream_id))
 
     def _run(
@@ -213,11 +229,11 @@ class DreamTasks(DreamApplier):
     ) -> None:
         if not self._set_status(sid, dream_id, "running"):
             return
-        model = self.embedder.name if self.embedder is not None else None
+        model = self._tx.embedder.name if self._tx.embedder is not None else None
         focus: list[str] | None = None
         candidates: list[Candidate] = []
         blobs: dict[str, bytes] = {}
-        with self._read() as conn:
+        with self._tx.read() as conn:
             if max_new is not None:
                 scopes_json = json.dumps([p.as_dict() for p in patterns])
                 since = dream_inputs.last_pass(conn, sid, scopes_json, mode)
@@ -237,7 +253,7 @@ class DreamTasks(DreamApplier):
                 blobs.update(more_blobs)
         if not self._set_status(sid, dream_id, "planning", memory_count=len(candidates)):
             return
-        dim = self.embedder.dimension if self.embedder is not None else 0
+        dim = self._tx.embedder.dimension if self._tx.embedder is not None else 0
         if not dim:
             near = []
         elif focus is None:
@@ -246,8 +262,8 @@ class DreamTasks(DreamApplier):
             near = dream_inputs.neighbours_of(focus, candidates, blobs, dim)
         settings = PlannerSettings(promote_scope=scope_output_mode == "promote_scope")
         planned = plan(candidates, near, patterns, settings, focus=focus)
-        if self.dream_reviewer is not None:
-            planned = self.dream_reviewer.review(candidates, planned, instructions)
+        if self.reviewer is not None:
+            planned = self.reviewer.review(candidates, planned, instructions)
         by_id = {c.id: c for c in candidates}
         # Whatever proposed them, actions outside the task's scopes never reach the table.
         planned = [a for a in planned if inside(a, by_id, patterns)]
@@ -262,11 +278,11 @@ class DreamTasks(DreamApplier):
         blobs: Mapping[str, bytes],
     ) -> list[int]:
         """Seqs of the memories nearest each of ``focus`` in the patterns' vector index."""
-        if self._vectors is None or self.embedder is None:
+        if self._tx.vectors is None or self._tx.embedder is None:
             return []
         import numpy
 
-        model = self.embedder.name
+        model = self._tx.embedder.name
         generation = int(
             conn.execute("SELECT generation FROM stores WHERE id = ?", (sid,)).fetchone()[0]
         )
@@ -274,12 +290,12 @@ class DreamTasks(DreamApplier):
         out: set[int] = set()
         for pattern in patterns:
             entry, _ = search.vector_candidates(
-                conn, self._vectors, model, sid, pattern, None, generation
+                conn, self._tx.vectors, model, sid, pattern, None, generation
             )
             for mid in focus:
                 if mid in blobs:
                     query = numpy.frombuffer(blobs[mid], dtype="<f4")
-                    top = self._vectors.top(entry, query, 2 * dream_inputs.NEIGHBOURS, fetch)
+                    top = self._tx.vectors.top(entry, query, 2 * dream_inputs.NEIGHBOURS, fetch)
                     out.update(s for s, c in top if c >= dream_inputs.MIN_COSINE)
         return sorted(out)
 
@@ -304,11 +320,11 @@ class DreamTasks(DreamApplier):
             for a in planned
         ]
         texts = [a.text for a, d in zip(planned, auto) if d.apply and a.action in ("MERGE", "ADD")]
-        vectors = iter(self._embed([t or "" for t in texts]) or [None] * len(texts))
+        vectors = iter(self._tx.embed([t or "" for t in texts]) or [None] * len(texts))
         auto_ids: list[str] = []
-        with self._write() as conn:
+        with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
-            if row[2] == "cancelled":
+            if row.status == "cancelled":
                 return
             now = time.time()
             for action, decision in zip(planned, auto):
@@ -320,7 +336,7 @@ class DreamTasks(DreamApplier):
                     " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         action_id,
-                        row[0],
+                        row.seq,
                         action.action,
                         decision.status,
                         json.dumps(action.target_scope.as_dict()),
@@ -340,7 +356,7 @@ class DreamTasks(DreamApplier):
             status = "applying" if auto_ids else "completed"
             conn.execute(
                 "UPDATE dream_tasks SET status = ?, updated_at = ?, finished_at = ? WHERE seq = ?",
-                (status, now, None if auto_ids else now, row[0]),
+                (status, now, None if auto_ids else now, row.seq),
             )
         if auto_ids:
             self._apply_auto(sid, dream_id, auto_ids, patterns, vectors)
@@ -356,44 +372,42 @@ class DreamTasks(DreamApplier):
         """``safe_auto``: apply the confident actions (one savepoint each), then finish."""
         added: Added = []
         removed: Removed = []
-        with self._write() as conn:
+        with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
-            if row[2] == "cancelled":
+            if row.status == "cancelled":
                 return
             failed = 0
             for action_id in action_ids:
-                stored = conn.execute(
-                    f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
-                    (row[0], action_id),
-                ).fetchone()
-                vector = next(vectors) if stored[3] in ("MERGE", "ADD") else None
+                stored = self._action_row(conn, row.seq, action_id)
+                assert stored is not None  # written by this task's plan
+                vector = next(vectors) if stored.action in ("MERGE", "ADD") else None
                 out = self._apply_one(conn, sid, row, stored, patterns, vector, added, removed)
                 failed += out.status == "failed"
             now = time.time()
             conn.execute(
                 "UPDATE dream_tasks SET status = ?, updated_at = ?, finished_at = ? WHERE seq = ?",
-                ("completed_with_failures" if failed else "completed", now, now, row[0]),
+                ("completed_with_failures" if failed else "completed", now, now, row.seq),
             )
             if added or removed:
-                self._after_write(sid, self._bump(conn, sid), added, removed)
+                self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
 
     def _apply_one(
         self,
         conn: sqlite3.Connection,
         sid: int,
-        task: Sequence[Any],
-        stored: Sequence[Any],
+        task: TaskRow,
+        stored: ActionRow,
         patterns: Sequence[ScopePattern],
         vector: Any,
         added: Added,
         removed: Removed,
     ) -> Outcome:
         """Apply one stored action in a savepoint: all of it lands, or none and it is failed."""
-        action = dict(zip(ACTION_KEYS, stored))
+        action = stored._asdict()
         conn.execute("SAVEPOINT dream_action")
         try:
-            out = self._apply_action(
-                conn, sid, int(task[0]), action, patterns, vector, added, removed
+            out = self._applier.apply_action(
+                conn, sid, task.seq, action, patterns, vector, added, removed
             )
             conn.execute("RELEASE dream_action")
         except MemcoreError as exc:
@@ -423,8 +437,8 @@ class DreamTasks(DreamApplier):
         return out
 
     def get_dream_task(self, store: str, task_id: str) -> DreamTask:
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             return dream_value(conn, self._dream_row(conn, sid, task_id))
 
     def list_dream_tasks(
@@ -441,33 +455,34 @@ class DreamTasks(DreamApplier):
         if status is not None and status not in DREAM_STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(DREAM_STATUSES)}", field="status")
         after = decode_token(next_token)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             rows = conn.execute(
                 f"SELECT {TASK} FROM dream_tasks WHERE store_id = ? AND seq > ?"
                 + (" AND status = ?" if status else "")
                 + " ORDER BY seq LIMIT ?",
                 (sid, after, *((status,) if status else ()), limit + 1),
             ).fetchall()
-            got = page([(int(r[0]), dream_value(conn, r)) for r in rows], limit)
+            tasks = map(TaskRow._make, rows)
+            got = page([(int(r.seq), dream_value(conn, r)) for r in tasks], limit)
         return got.filter(lambda t: pattern is None or any(overlap(pattern, p) for p in t.scopes))
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
         """Cancel a task that is not finished; a finished one is returned as it is."""
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             row = self._dream_row(conn, sid, task_id)
-            if row[2] not in ("completed", "completed_with_failures", "failed", "cancelled"):
+            if row.status not in ("completed", "completed_with_failures", "failed", "cancelled"):
                 now = time.time()
                 conn.execute(
                     "UPDATE dream_tasks SET status = 'cancelled', updated_at = ?, finished_at = ?"
                     " WHERE seq = ?",
-                    (now, now, row[0]),
+                    (now, now, row.seq),
                 )
                 conn.execute(
                     "UPDATE dream_actions SET status = 'skipped', skipped_reason = 'task_cancelled'"
                     " WHERE dream_seq = ? AND status = 'proposed'",
-                    (row[0],),
+                    (row.seq,),
                 )
             return dream_value(conn, self._dream_row(conn, sid, task_id))
 
@@ -476,15 +491,16 @@ class DreamTasks(DreamApplier):
     ) -> Page[DreamAction]:
         limits.check_limit(limit)
         after = decode_token(next_token)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
             rows = conn.execute(
                 f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND seq > ?"
                 " ORDER BY seq LIMIT ?",
-                (task[0], after, limit + 1),
+                (task.seq, after, limit + 1),
             ).fetchall()
-        return page([(int(r[0]), action_value(task_id, r)) for r in rows], limit)
+        actions = map(ActionRow._make, rows)
+        return page([(int(r.seq), action_value(task_id, r)) for r in actions], limit)
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
@@ -493,51 +509,48 @@ class DreamTasks(DreamApplier):
         per id, ``not_found`` for ids the task does not have. Each action is atomic."""
         started = time.perf_counter()
         ids = limits.check_action_ids(action_ids)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
             sql = (
                 "SELECT id, text FROM dream_actions WHERE dream_seq = ? AND id IN ({})"
                 " AND action IN ('MERGE', 'ADD')"
             )
-            texts = {r[0]: r[1] for r in rows_in(conn, sql, ids, before=(task[0],))}
-        embedded = self._embed([texts[k] or "" for k in texts]) if texts else None
+            texts = dict(rows_in(conn, sql, ids, before=(task.seq,)))
+        embedded = self._tx.embed([texts[k] or "" for k in texts]) if texts else None
         vectors = dict(zip(texts, embedded or [None] * len(texts)))
         added: Added = []
         removed: Removed = []
         results: list[DreamAction] = []
-        with self._write() as conn:
+        with self._tx.write() as conn:
             task = self._dream_row(conn, sid, task_id)
-            patterns = patterns_of(task[5])
+            patterns = patterns_of(task.scopes)
             for aid in ids:
-                stored = conn.execute(
-                    f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
-                    (task[0], aid),
-                ).fetchone()
+                stored = self._action_row(conn, task.seq, aid)
                 if stored is None:
                     results.append(DreamAction(aid, task_id, "", status="not_found"))
                     continue
-                status, reason = stored[4], stored[12]
-                if task[2] == "cancelled" and status == "proposed":
+                status, reason = stored.status, stored.skipped_reason
+                if task.status == "cancelled" and status == "proposed":
                     conn.execute(
                         "UPDATE dream_actions SET status = 'skipped',"
                         " skipped_reason = 'task_cancelled' WHERE seq = ?",
-                        (stored[0],),
+                        (stored.seq,),
                     )
                 elif status == "proposed" or (status == "skipped" and reason in MANUAL_REASONS):
                     self._apply_one(
                         conn, sid, task, stored, patterns, vectors.get(aid), added, removed
                     )
-                self._audit(conn, sid, "ApplyMemoryDreamActions", started, target=aid)
+                self._tx.audit(conn, sid, "ApplyMemoryDreamActions", started, target=aid)
                 row = conn.execute(
-                    f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (stored[0],)
+                    f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (stored.seq,)
                 ).fetchone()
                 results.append(action_value(task_id, row))
             conn.execute(
-                "UPDATE dream_tasks SET updated_at = ? WHERE seq = ?", (time.time(), task[0])
+                "UPDATE dream_tasks SET updated_at = ? WHERE seq = ?", (time.time(), task.seq)
             )
             if added or removed:
-                self._after_write(sid, self._bump(conn, sid), added, removed)
+                self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
         return results
 
     def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction:
@@ -548,27 +561,24 @@ class DreamTasks(DreamApplier):
         limits.check_id(action_id, field="action_id")
         added: Added = []
         removed: Removed = []
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
-            stored = conn.execute(
-                f"SELECT {ACTION} FROM dream_actions WHERE dream_seq = ? AND id = ?",
-                (task[0], action_id),
-            ).fetchone()
+            stored = self._action_row(conn, task.seq, action_id)
             if stored is None:
                 raise NotFound(f"dream action {action_id!r} does not exist", field="action_id")
-            a = dict(zip(ACTION_KEYS, stored))
+            a = stored._asdict()
             if a["status"] != "applied" or not a["undo"]:
                 raise InvalidInput("only an applied action can be undone", field="action_id")
-            self._undo_action(conn, sid, json.loads(a["undo"]), added, removed)
+            self._applier.undo_action(conn, sid, json.loads(a["undo"]), added, removed)
             now = time.time()
             conn.execute(
                 "UPDATE dream_actions SET status = 'proposed', skipped_reason = NULL,"
                 " result_id = NULL, undo = NULL, undone_at = ?, updated_at = ? WHERE seq = ?",
                 (now, now, a["seq"]),
             )
-            self._audit(conn, sid, "UndoMemoryDreamAction", started, target=action_id)
-            self._after_write(sid, self._bump(conn, sid), added, removed)
+            self._tx.audit(conn, sid, "UndoMemoryDreamAction", started, target=action_id)
+            self._tx.after_write(sid, self._tx.bump(conn, sid), added, removed)
             row = conn.execute(
                 f"SELECT {ACTION} FROM dream_actions WHERE seq = ?", (a["seq"],)
             ).fetchone()

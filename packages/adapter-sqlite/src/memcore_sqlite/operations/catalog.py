@@ -10,16 +10,20 @@ from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound
 from memcore.ports import ProgressCallback
 from memcore.values import StoreInfo
-from memcore_sqlite.operations.transactions import StoreBase
+from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.vector import code_pages
 
 
-class StoreCatalog(StoreBase):
+class StoreCatalog:
     """Store-level operations of :class:`~memcore_sqlite.store.SqliteMemoryStore`."""
+
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
 
     @staticmethod
     def _info(row: Sequence[Any]) -> StoreInfo:
-        return StoreInfo(name=row[0], description=row[1], status="ready", created_at=row[2])
+        name, description, created_at = row
+        return StoreInfo(name=name, description=description, status="ready", created_at=created_at)
 
     def ensure_store(
         self,
@@ -33,15 +37,15 @@ class StoreCatalog(StoreBase):
         """``extract_instructions`` is checked and ignored: nothing is extracted locally."""
         limits.check_store_name(store)
         limits.check_extract_instructions(extract_instructions)
-        if not create or self.read_only:
+        if not create or self._tx.read_only:
             return self.describe_store(store)
-        with self._read() as conn:  # the common case: no write lock for every open
+        with self._tx.read() as conn:  # the common case: no write lock for every open
             row = conn.execute(
                 "SELECT name, description, created_at FROM stores WHERE name = ?", (store,)
             ).fetchone()
         if row is not None:
             return self._info(row)
-        with self._write() as conn:
+        with self._tx.write() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO stores (name, description, created_at) VALUES (?, ?, ?)",
                 (store, description, time.time()),
@@ -53,7 +57,7 @@ class StoreCatalog(StoreBase):
 
     def describe_store(self, store: str) -> StoreInfo:
         limits.check_store_name(store)
-        with self._read() as conn:
+        with self._tx.read() as conn:
             row = conn.execute(
                 "SELECT name, description, created_at FROM stores WHERE name = ?", (store,)
             ).fetchone()
@@ -62,7 +66,7 @@ class StoreCatalog(StoreBase):
         return self._info(row)
 
     def list_stores(self) -> list[StoreInfo]:
-        with self._read() as conn:
+        with self._tx.read() as conn:
             rows = conn.execute(
                 "SELECT name, description, created_at FROM stores ORDER BY name"
             ).fetchall()
@@ -73,7 +77,7 @@ class StoreCatalog(StoreBase):
     ) -> StoreInfo:
         limits.check_store_name(store)
         limits.check_extract_instructions(extract_instructions)
-        with self._write() as conn:
+        with self._tx.write() as conn:
             if conn.execute("SELECT 1 FROM stores WHERE name = ?", (store,)).fetchone():
                 raise Conflict(
                     f"memory store {store!r} already exists",
@@ -98,8 +102,8 @@ class StoreCatalog(StoreBase):
         if description is not None and not isinstance(description, str):
             raise InvalidInput("description must be a string", field="description")
         limits.check_extract_instructions(extract_instructions)
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             if description is not None:
                 conn.execute("UPDATE stores SET description = ? WHERE id = ?", (description, sid))
             row = conn.execute(
@@ -109,8 +113,8 @@ class StoreCatalog(StoreBase):
 
     def delete_store(self, store: str) -> None:
         """Delete the store and everything in it: memories, index, vectors, messages, logs."""
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
             seqs = "SELECT seq FROM memories WHERE store_id = ?"
             conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({seqs})", (sid,))
             conn.execute(f"DELETE FROM memory_vectors WHERE seq IN ({seqs})", (sid,))
@@ -123,11 +127,11 @@ class StoreCatalog(StoreBase):
                 conn.execute(f"DELETE FROM {table} WHERE store_id = ?", (sid,))
             conn.execute("DELETE FROM stores WHERE id = ?", (sid,))
             code_pages.drop_store(conn, sid)
-            lengths = self._lengths
-            self._post_commit.append(lambda: lengths.drop_store(sid))
-            postings = self._postings
-            self._post_commit.append(lambda: postings.drop_store(sid))
-            if self._vectors is not None:
+            lengths = self._tx.lengths
+            self._tx.post_commit.append(lambda: lengths.drop_store(sid))
+            postings = self._tx.postings
+            self._tx.post_commit.append(lambda: postings.drop_store(sid))
+            if self._tx.vectors is not None:
                 # After COMMIT, like the other cache updates (see _after_write).
-                cache = self._vectors
-                self._post_commit.append(lambda: cache.drop_store(sid))
+                cache = self._tx.vectors
+                self._tx.post_commit.append(lambda: cache.drop_store(sid))

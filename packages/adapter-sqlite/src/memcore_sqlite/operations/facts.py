@@ -15,13 +15,21 @@ from memcore import limits
 from memcore.ports import FactExtractor
 from memcore.scope import Scope
 from memcore.values import Message, WriteReceipt
+from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
 from memcore_sqlite.storage.rows import check_scope
 
 
-class FactWrites(MemoryWrites):
-    #: Set by :func:`memcore_sqlite.chat_model.client.attach_model`; None stores turns as they are.
-    extractor: FactExtractor | None = None
+class FactWrites:
+    """``add_messages`` through an extractor, else (none given, or it failed) as ``writes``
+    stores a turn: message by message."""
+
+    def __init__(
+        self, tx: Transactions, writes: MemoryWrites, extractor: FactExtractor | None
+    ) -> None:
+        self._tx = tx
+        self._writes = writes
+        self.extractor = extractor
 
     def add_messages(
         self,
@@ -35,24 +43,24 @@ class FactWrites(MemoryWrites):
         """With an extractor, the memories are the facts of the turn (none when it holds
         nothing worth keeping); its messages are kept either way."""
         if self.extractor is None:
-            return super().add_messages(store, scope, messages, metadata=metadata, sync=sync)
+            return self._writes.add_messages(store, scope, messages, metadata=metadata, sync=sync)
         started = time.perf_counter()
         check_scope(scope)
         checked = limits.check_messages(messages)
         meta = limits.check_metadata(metadata)
         facts = self.extractor.extract(checked)
         if facts is None:
-            return super().add_messages(store, scope, messages, metadata=metadata, sync=sync)
-        vectors = self._embed(facts)
+            return self._writes.add_messages(store, scope, messages, metadata=metadata, sync=sync)
+        vectors = self._tx.embed(facts)
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
         now = time.time()
         said = max((m.timestamp for m in checked if m.timestamp is not None), default=now)
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
-            gen = self._bump(conn, sid)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
             for i, fact in enumerate(facts):
-                mid, _ = self._insert(
+                mid, _ = self._writes.insert(
                     conn,
                     sid,
                     scope,
@@ -65,9 +73,9 @@ class FactWrites(MemoryWrites):
                 )
                 ids.append(mid)
             for m in checked:
-                self._log_message(conn, sid, scope, m, now)
+                self._writes.log_message(conn, sid, scope, m, now)
             unique = list(dict.fromkeys(ids))
-            tid = self._task(conn, sid, "AddMemories", scope, unique)
-            rid = self._audit(conn, sid, "AddMemories", started, scope=scope)
-            self._after_write(sid, gen, added)
+            tid = self._tx.task(conn, sid, "AddMemories", scope, unique)
+            rid = self._tx.audit(conn, sid, "AddMemories", started, scope=scope)
+            self._tx.after_write(sid, gen, added)
         return WriteReceipt(tid, "completed", tuple(unique), rid, accepted_messages=len(checked))

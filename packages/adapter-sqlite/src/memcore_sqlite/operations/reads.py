@@ -3,20 +3,58 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound
 from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryTask, Message, Page, RequestRecord
-from memcore_sqlite.operations.transactions import StoreBase
-from memcore_sqlite.storage.rows import check_pattern, check_scope, pattern_sql
+from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.storage.rows import check_pattern, check_scope, columns, pattern_sql
 
 
-class RecordReads(StoreBase):
+class _MessageRow(NamedTuple):
+    seq: int
+    id: str
+    role: str
+    content: str
+    timestamp: float | None
+    metadata: str
+
+
+class _RequestRow(NamedTuple):
+    seq: int
+    id: str
+    operation: str
+    status: str
+    scope: str | None
+    target_id: str | None
+    latency_ms: float
+    created_at: float
+
+
+class _TaskRow(NamedTuple):
+    seq: int
+    id: str
+    status: str
+    operation: str
+    scope: str | None
+    created_at: float
+    finished_at: float | None
+    memory_ids: str
+    error: str | None
+
+
+def _scope(column: str | None) -> Scope | None:
+    return None if column is None else Scope.from_mapping(json.loads(column))
+
+
+class RecordReads:
     """Paged listings of messages, audit records, scopes and tasks."""
+
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
 
     def list_messages(
         self, store: str, scope: Scope, *, limit: int = 50, next_token: str | None = None
@@ -24,10 +62,10 @@ class RecordReads(StoreBase):
         check_scope(scope)
         limits.check_limit(limit)
         after = decode_token(next_token)
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             rows = conn.execute(
-                "SELECT seq, id, role, content, timestamp, metadata FROM messages"
+                f"SELECT {columns(_MessageRow)} FROM messages"
                 " WHERE store_id = ? AND app_id = ? AND tenant_id = ? AND agent_id = ?"
                 " AND run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (sid, *scope.as_tuple(), after, limit + 1),
@@ -35,17 +73,17 @@ class RecordReads(StoreBase):
         return page(
             [
                 (
-                    int(r[0]),
+                    int(r.seq),
                     Message(
-                        role=r[2],
-                        content=r[3],
-                        id=r[1],
-                        timestamp=r[4],
-                        metadata=json.loads(r[5]),
+                        role=r.role,
+                        content=r.content,
+                        id=r.id,
+                        timestamp=r.timestamp,
+                        metadata=json.loads(r.metadata),
                         scope=scope,
                     ),
                 )
-                for r in rows
+                for r in map(_MessageRow._make, rows)
             ],
             limit,
         )
@@ -67,8 +105,8 @@ class RecordReads(StoreBase):
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"{column} must be a string", field=column)
         where = "" if value is None else f" AND {column} = ?"
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             return conn.execute(
                 f"SELECT {columns} FROM {table} WHERE store_id = ?{where}"
                 " AND seq > ? ORDER BY seq LIMIT ?",
@@ -86,11 +124,11 @@ class RecordReads(StoreBase):
     ) -> Page[RequestRecord]:
         """``pattern`` filters each page (a page may then hold fewer than ``limit`` items);
         every read made before the call is in it (its record is written first)."""
-        self._flush_read_audits()
+        self._tx.flush_read_audits()
         rows = self._rows_after(
             store,
             "requests",
-            "seq, id, operation, status, scope, target_id, latency_ms, created_at",
+            columns(_RequestRow),
             "operation",
             operation,
             limit,
@@ -99,18 +137,18 @@ class RecordReads(StoreBase):
         return page(
             [
                 (
-                    int(r[0]),
+                    int(r.seq),
                     RequestRecord(
-                        id=r[1],
-                        operation=r[2],
-                        status=r[3],
-                        scope=None if r[4] is None else Scope.from_mapping(json.loads(r[4])),
-                        target_id=r[5],
-                        latency_ms=r[6],
-                        created_at=r[7],
+                        id=r.id,
+                        operation=r.operation,
+                        status=r.status,
+                        scope=_scope(r.scope),
+                        target_id=r.target_id,
+                        latency_ms=r.latency_ms,
+                        created_at=r.created_at,
                     ),
                 )
-                for r in rows
+                for r in map(_RequestRow._make, rows)
             ],
             limit,
         ).filter(lambda r: pattern is None or (r.scope is not None and pattern.matches(r.scope)))
@@ -128,42 +166,42 @@ class RecordReads(StoreBase):
         if pattern is not None:
             check_pattern(pattern)
         where, params = pattern_sql(pattern) if pattern is not None else ("", [])
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             rows = conn.execute(
                 "SELECT MIN(seq) AS first, app_id, tenant_id, agent_id, run_id FROM memories"
                 f" WHERE store_id = ?{where} GROUP BY app_id, tenant_id, agent_id, run_id"
                 " HAVING first > ? ORDER BY first LIMIT ?",
                 (sid, *params, after, limit + 1),
             ).fetchall()
-        return page([(int(r[0]), Scope(r[1], r[2], r[3], r[4])) for r in rows], limit)
+        return page([(int(first), Scope(*levels)) for first, *levels in rows], limit)
 
     @staticmethod
-    def _task_value(row: Sequence[Any]) -> MemoryTask:
+    def _task_value(r: _TaskRow) -> MemoryTask:
         return MemoryTask(
-            id=row[1],
-            status=row[2],
-            operation=row[3],
-            scope=None if row[4] is None else Scope.from_mapping(json.loads(row[4])),
-            created_at=row[5],
-            finished_at=row[6],
-            memory_ids=tuple(json.loads(row[7])),
-            error=row[8],
+            id=r.id,
+            status=r.status,
+            operation=r.operation,
+            scope=_scope(r.scope),
+            created_at=r.created_at,
+            finished_at=r.finished_at,
+            memory_ids=tuple(json.loads(r.memory_ids)),
+            error=r.error,
         )
 
-    _TASK_COLUMNS = "seq, id, status, operation, scope, created_at, finished_at, memory_ids, error"
+    _TASK_COLUMNS = columns(_TaskRow)
 
     def get_task(self, store: str, task_id: str) -> MemoryTask:
         limits.check_id(task_id, field="task_id")
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             row = conn.execute(
                 f"SELECT {self._TASK_COLUMNS} FROM tasks WHERE id = ? AND store_id = ?",
                 (task_id, sid),
             ).fetchone()
         if row is None:
             raise NotFound(f"task {task_id!r} does not exist", field="task_id")
-        return self._task_value(row)
+        return self._task_value(_TaskRow._make(row))
 
     def list_tasks(
         self,
@@ -178,6 +216,7 @@ class RecordReads(StoreBase):
         rows = self._rows_after(
             store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token
         )
-        return page([(int(r[0]), self._task_value(r)) for r in rows], limit).filter(
+        tasks = map(_TaskRow._make, rows)
+        return page([(int(r.seq), self._task_value(r)) for r in tasks], limit).filter(
             lambda t: pattern is None or (t.scope is not None and pattern.matches(t.scope))
         )

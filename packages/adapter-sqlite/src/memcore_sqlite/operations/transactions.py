@@ -1,4 +1,4 @@
-"""The store's plumbing: its connection, read and write transactions, audit and tasks.
+"""Where a write is made durable: the connection, read and write transactions, audit and tasks.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction (memory row, FTS row, vector, task and audit
 together), so a write either happened completely or not at all, and writers from several
@@ -62,8 +62,9 @@ _KEY_PENDING = (
 )
 
 
-class StoreBase:
-    """One SQLite connection behind a lock; the store's operations build on these helpers.
+class Transactions:
+    """One SQLite connection behind a lock, the caches its writes keep current, and the
+    helpers every operation shares: transactions, audit records, tasks, embedding.
 
     ``embedder`` turns on hybrid search; ``synchronous`` is SQLite's setting: ``NORMAL``
     survives a killed process, ``FULL`` also survives power loss at some cost per write.
@@ -78,6 +79,7 @@ class StoreBase:
         synchronous: str = "NORMAL",
         vector_cache_rows: int = 1_000_000,
         defer_vectors: bool = False,
+        embedding_ahead: EmbedAhead | None = None,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
@@ -89,22 +91,23 @@ class StoreBase:
         #: leaves the vector to the next semantic search (a pending task until then), so a
         #: short-lived writer (one CLI ``add``) never loads the model.
         self.defer_vectors = defer_vectors and embedder is not None
-        self._lock = threading.RLock()
-        self._post_commit: list[Any] = []
-        self._embedding_ahead = EmbedAhead()
+        self.lock = threading.RLock()
+        self.post_commit: list[Any] = []
+        #: Embeds a bulk write's next batch while this one is written (see ``embed``).
+        self._embedding_ahead = embedding_ahead or EmbedAhead()
         #: The records of reads, written with the next write transaction.
-        self._read_audits = ReadAudits(self._flush_read_audits)
-        self._fts_upkeep = Upkeep()
+        self.read_audits = ReadAudits(self.flush_read_audits)
+        self.fts_upkeep = Upkeep()
         #: The thread a hybrid search runs its vector shortlist in, beside the lexical stage.
-        self._overlap = Overlap()
-        self._vectors = (
+        self.overlap = Overlap()
+        self.vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
         )
         #: Rows' lengths in words for the lexical stage, per tenant searched.
-        self._lengths = LengthCache(max_rows=vector_cache_rows)
+        self.lengths = LengthCache(max_rows=vector_cache_rows)
         #: Large tenants' postings for the lexical stage, built in the background from a
         #: read-only connection of their own (``connect``'s timeout is its busy timeout).
-        self._postings = PostingsCache(
+        self.postings = PostingsCache(
             partial(_connect, self.path, busy_timeout, read_only=True)
             if _can_build_postings(self.path)
             else None,
@@ -115,19 +118,19 @@ class StoreBase:
         #: refused with PermissionDenied naming the file.
         self.read_only = self.path != ":memory:" and not _prepare_file(self.path)
         with mapped(self.path):
-            self._conn = _connect(self.path, busy_timeout, read_only=self.read_only)
+            self.conn = _connect(self.path, busy_timeout, read_only=self.read_only)
             try:
-                self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
                 if not self.read_only:
-                    enable_wal(self._conn, timeout=busy_timeout)
-                    self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+                    enable_wal(self.conn, timeout=busy_timeout)
+                    self.conn.execute(f"PRAGMA synchronous = {synchronous}")
                 # Freed pages are zeroed, so deleted text does not linger in the file.
-                self._conn.execute("PRAGMA secure_delete = ON")
-                self._conn.execute("PRAGMA foreign_keys = ON")
-                migrate(self._conn, read_only=self.read_only)
-                self._checkpoints = Checkpoints(self.path, self._conn, self._lock)
+                self.conn.execute("PRAGMA secure_delete = ON")
+                self.conn.execute("PRAGMA foreign_keys = ON")
+                migrate(self.conn, read_only=self.read_only)
+                self._checkpoints = Checkpoints(self.path, self.conn, self.lock)
             except BaseException:
-                self._conn.close()
+                self.conn.close()
                 raise
         if not self.read_only and self.path != ":memory:":
             file_modes.restrict(self.path)
@@ -169,43 +172,40 @@ class StoreBase:
         """``hybrid`` with an embedder, else ``lexical``; ``doctor`` reports it."""
         return "hybrid" if self.embedder is not None else "lexical"
 
-    def __repr__(self) -> str:
-        return f"SqliteMemoryStore({self.path!r}, search_mode={self.search_mode!r})"
-
     @contextmanager
-    def _write(self, *, checkpoint: bool = True) -> Iterator[sqlite3.Connection]:
+    def write(self, *, checkpoint: bool = True) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction, which also writes the records of the reads
         made since the last one (:mod:`~memcore_sqlite.operations.read_audits`); without ``checkpoint``
         its commit leaves the WAL to :mod:`~memcore_sqlite.storage.checkpoints` (reads' records)."""
-        with self._lock, self._latch(), mapped(self.path):
-            self._check_open()
+        with self.lock, self._latch(), mapped(self.path):
+            self.check_open()
             if self._damage is not None:
                 raise self._damage
-            conn = self._conn
+            conn = self.conn
             with nullcontext() if checkpoint else self._checkpoints.off(conn):
                 conn.execute("BEGIN IMMEDIATE")
-                reads = self._read_audits.take()
+                reads = self.read_audits.take()
                 try:
                     self._write_read_audits(conn, reads)
                     yield conn
                     conn.execute("COMMIT")
                 except BaseException:
-                    self._read_audits.give_back(reads)
-                    self._post_commit.clear()
+                    self.read_audits.give_back(reads)
+                    self.post_commit.clear()
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
-            for callback in self._post_commit:
+            for callback in self.post_commit:
                 callback()
-            self._post_commit.clear()
-            self._fts_upkeep.after_commit(conn)
+            self.post_commit.clear()
+            self.fts_upkeep.after_commit(conn)
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[sqlite3.Connection]:
         """A snapshot: every statement inside sees the same state of the file."""
-        with self._lock, self._latch(), mapped(self.path):
-            self._check_open()
-            conn = self._conn
+        with self.lock, self._latch(), mapped(self.path):
+            self.check_open()
+            conn = self.conn
             conn.execute("BEGIN")
             try:
                 yield conn
@@ -213,14 +213,14 @@ class StoreBase:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise StoreClosed(f"this store ({self.path}) is closed", field="store")
 
-    def _store_id(self, conn: sqlite3.Connection, name: str) -> int:
-        return self._store_key(conn, name)[0]
+    def store_id(self, conn: sqlite3.Connection, name: str) -> int:
+        return self.store_key(conn, name)[0]
 
-    def _store_key(
+    def store_key(
         self, conn: sqlite3.Connection, name: str, *, pending: bool = False
     ) -> tuple[int, int, bool]:
         """(id, generation, tasks pending) of the named store, in one statement: a semantic
@@ -232,7 +232,7 @@ class StoreBase:
             raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name")
         return int(row[0]), int(row[1]), bool(row[2])
 
-    def _audit(
+    def audit(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -270,7 +270,7 @@ class StoreBase:
             )
         return rid
 
-    def _audit_read(
+    def audit_read(
         self,
         store: str,
         operation: str,
@@ -285,20 +285,20 @@ class StoreBase:
         still work."""
         if self.read_only:
             return
-        with self._lock:  # the counts, and the threads they start, are the lock's too
-            self._check_open()
-            full = self._read_audits.add(
+        with self.lock:  # the counts, and the threads they start, are the lock's too
+            self.check_open()
+            full = self.read_audits.add(
                 (store, *_record(operation, started, scope, target, status))
             )
             self._checkpoints.audited()
             if full:
-                self._flush_read_audits()
+                self.flush_read_audits()
 
-    def _flush_read_audits(self) -> None:
+    def flush_read_audits(self) -> None:
         """Write the records of reads kept so far, in a transaction of their own."""
-        with self._lock:
-            if not self._closed and len(self._read_audits):
-                with self._write(checkpoint=False):
+        with self.lock:
+            if not self._closed and len(self.read_audits):
+                with self.write(checkpoint=False):
                     pass
 
     def _write_read_audits(self, conn: sqlite3.Connection, reads: list[Record]) -> None:
@@ -314,7 +314,7 @@ class StoreBase:
                 self._request(conn, sid, *record[1:])
 
     @contextmanager
-    def _audit_failure(
+    def audit_failure(
         self, store: str, operation: str, started: float, scope: Scope, memory_id: str
     ) -> Iterator[None]:
         """A memory that is not found in the scope is still an audited request (failed)."""
@@ -322,12 +322,12 @@ class StoreBase:
             yield
         except NotFound as exc:
             if exc.field == "memory_id":
-                self._audit_read(
+                self.audit_read(
                     store, operation, started, scope=scope, target=memory_id, status="failed"
                 )
             raise
 
-    def _task(
+    def task(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -355,15 +355,15 @@ class StoreBase:
         )
         return tid
 
-    def _bump(self, conn: sqlite3.Connection, store_id: int) -> tuple[int, int]:
+    def bump(self, conn: sqlite3.Connection, store_id: int) -> tuple[int, int]:
         before = int(
             conn.execute("SELECT generation FROM stores WHERE id = ?", (store_id,)).fetchone()[0]
         )
         conn.execute("UPDATE stores SET generation = ? WHERE id = ?", (before + 1, store_id))
-        self._fts_upkeep.note_write()
+        self.fts_upkeep.note_write()
         return before, before + 1
 
-    def _embed(self, texts: Sequence[str], ahead: Sequence[str] = ()) -> list[Any] | None:
+    def embed(self, texts: Sequence[str], ahead: Sequence[str] = ()) -> list[Any] | None:
         """One unit vector per text, in their order; a long text is embedded whole, as passages
         (see :mod:`memcore_sqlite.vector.passages`), in the same call as the others.
 
@@ -372,7 +372,7 @@ class StoreBase:
         ``ahead`` (a bulk write's next batch) starts embedding in the background once these
         vectors are ready, while the caller writes them; see :mod:`memcore_sqlite.vector.embed_ahead`.
         """
-        if self.embedder is None or self._vectors is None or not texts:
+        if self.embedder is None or self.vectors is None or not texts:
             return None
         split, distinct = _distinct_passages(texts)
         vectors = self._embedding_ahead.take(distinct)
@@ -380,7 +380,7 @@ class StoreBase:
             vectors = self._embed_distinct(distinct)
         if ahead:
             self._embedding_ahead.start(_distinct_passages(ahead)[1], self._embed_distinct)
-        arr = self._vectors.to_array(vectors)
+        arr = self.vectors.to_array(vectors)
         row = {p: i for i, p in enumerate(distinct)}
         by_text = {
             t: arr[row[parts[0]]] if len(parts) == 1 else combine(arr[[row[p] for p in parts]])
@@ -404,7 +404,7 @@ class StoreBase:
             )
         return vectors
 
-    def _store_vectors(
+    def store_vectors(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -416,7 +416,7 @@ class StoreBase:
         """Vectors computed outside the write for memories that may have gone meanwhile: only
         live ones get theirs, with their codes. ``replace`` overwrites a vector already there
         (another process may have filled it: replaced, never doubled); else it is kept."""
-        assert self.embedder is not None and self._vectors is not None
+        assert self.embedder is not None and self.vectors is not None
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         scopes = _live_scopes(conn, [seq for seq, _ in rows])
@@ -426,13 +426,13 @@ class StoreBase:
                 continue
             cur = conn.execute(
                 f"{verb} INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
-                (seq, self.embedder.name, self._vectors.to_blob(vec)),
+                (seq, self.embedder.name, self.vectors.to_blob(vec)),
             )
             if cur.rowcount:
                 added.append((scope, seq, vec))
-        self._after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
+        self.after_write(store_id, gen, added, [(a[0], a[1]) for a in added] if replace else [])
 
-    def _after_write(
+    def after_write(
         self,
         store_id: int,
         gen: tuple[int, int],
@@ -444,43 +444,43 @@ class StoreBase:
 
         ``indexed``: scopes whose full-text rows were rewritten besides those in ``added``
         and ``removed`` (a memory's metadata changed); their tenants' postings go."""
-        lengths, postings = self._lengths, self._postings
+        lengths, postings = self.lengths, self.postings
         touched = [a[1] for a in added] + [r[1] for r in removed]
-        self._post_commit.append(lambda: lengths.apply_write(store_id, gen[0], gen[1], touched))
+        self.post_commit.append(lambda: lengths.apply_write(store_id, gen[0], gen[1], touched))
         new_rows = [(a[0][:2], a[1]) for a in added]
         changed = [s[:2] for s in [*(r[0] for r in removed), *indexed]]
         tenants = [t for t, _ in new_rows] + changed
-        appended = postings.appended_rows(self._conn, store_id, new_rows, changed)
-        self._post_commit.append(
+        appended = postings.appended_rows(self.conn, store_id, new_rows, changed)
+        self.post_commit.append(
             lambda: postings.apply_write(store_id, gen[0], gen[1], tenants, appended)
         )
-        if self._vectors is None or self.embedder is None:
+        if self.vectors is None or self.embedder is None:
             return
-        cache = self._vectors
+        cache = self.vectors
         # A deferred write has no vector yet: encoding nothing must not import numpy.
         written = cache.encode(added) if any(a[2] is not None for a in added) else []
         pages = [(scope, codes) for scope, codes, _ in written]
-        code_pages.write(self._conn, store_id, self.embedder.name, cache.dimension, removed, pages)
+        code_pages.write(self.conn, store_id, self.embedder.name, cache.dimension, removed, pages)
         # After COMMIT: a rolled-back write must not reach the cache.
-        self._post_commit.append(
+        self.post_commit.append(
             lambda: cache.apply_write(store_id, gen[0], gen[1], written, removed)
         )
 
     def close(self) -> None:
         self._checkpoints.close()
-        self._read_audits.close()
-        with self._lock:
+        self.read_audits.close()
+        with self.lock:
             if not self._closed:
                 try:
-                    self._flush_read_audits()
+                    self.flush_read_audits()
                 except MemcoreError:
                     pass  # a file that cannot take them now (full, locked): lost as in a crash
                 self._closed = True
                 self._embedding_ahead.close()
-                self._overlap.close()  # under the lock: no search is using it
-                self._postings.close()  # stops a build under way, and waits for it
+                self.overlap.close()  # under the lock: no search is using it
+                self.postings.close()  # stops a build under way, and waits for it
                 with mapped(self.path):
-                    self._conn.close()
+                    self.conn.close()
 
 
 def _record(

@@ -19,12 +19,14 @@ from memcore.errors import Conflict, InvalidInput, NotFound
 from memcore.scope import Scope
 from memcore.values import Memory, Message, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
-from memcore_sqlite.operations.transactions import StoreBase
+from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
+    MemoryRow,
     check_scope,
     content_hash,
     memory_from_row,
+    memory_row,
     rows_in,
 )
 
@@ -42,10 +44,13 @@ class TextItem:
     created_at: float | None = None
 
 
-class MemoryWrites(StoreBase):
+class MemoryWrites:
     """The write half of the memory operations; each is one transaction."""
 
-    def _insert(
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
+
+    def insert(
         self,
         conn: sqlite3.Connection,
         store_id: int,
@@ -73,15 +78,17 @@ class MemoryWrites(StoreBase):
         digest = content_hash(scope, text)
         # The digest covers the scope; comparing the scope columns in Python keeps the planner
         # on the hash index (with them in SQL it prefers the scope index and scans the scope).
-        for row in conn.execute(
-            "SELECT id, seq, app_id, tenant_id, agent_id, run_id, metadata, updated_at"
-            " FROM memories WHERE store_id = ? AND content_hash = ?",
-            (store_id, digest),
+        for row in map(
+            MemoryRow._make,
+            conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE store_id = ? AND content_hash = ?",
+                (store_id, digest),
+            ),
         ):
-            if tuple(row[2:6]) == scope.as_tuple():
-                seq, found = int(row[1]), (str(row[6]), float(row[7]))
+            if (row.app_id, row.tenant_id, row.agent_id, row.run_id) == scope.as_tuple():
+                seq, found = int(row.seq), (str(row.metadata), float(row.updated_at))
                 self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
-                return str(row[0]), seq
+                return str(row.id), seq
         mid = memory_id or uuid.uuid4().hex
         if (
             memory_id is not None
@@ -115,10 +122,10 @@ class MemoryWrites(StoreBase):
         )
         seq = int(cur.lastrowid or 0)
         self._index(conn, store_id, seq, scope, words, metadata)
-        if vector is not None and self.embedder is not None and self._vectors is not None:
+        if vector is not None and self._tx.embedder is not None and self._tx.vectors is not None:
             conn.execute(
                 "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
-                (seq, self.embedder.name, self._vectors.to_blob(vector)),
+                (seq, self._tx.embedder.name, self._tx.vectors.to_blob(vector)),
             )
         added.append((scope.as_tuple(), seq, vector))
         return mid, seq
@@ -195,29 +202,29 @@ class MemoryWrites(StoreBase):
         check_scope(scope)
         limits.check_text(text)
         meta = limits.check_metadata(metadata)
-        deferred = self.defer_vectors and not sync
-        vectors = None if deferred else self._embed([text])
+        deferred = self._tx.defer_vectors and not sync
+        vectors = None if deferred else self._tx.embed([text])
         status = "pending" if deferred else "completed"
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
-            gen = self._bump(conn, sid)
-            mid, _ = self._insert(
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
+            mid, _ = self.insert(
                 conn, sid, scope, text, meta, "text", vectors[0] if vectors else None, added
             )
-            tid = self._task(conn, sid, "AddMemories", scope, [mid], status=status)
-            rid = self._audit(conn, sid, "AddMemories", started, scope=scope, target=mid)
-            self._after_write(sid, gen, added)
+            tid = self._tx.task(conn, sid, "AddMemories", scope, [mid], status=status)
+            rid = self._tx.audit(conn, sid, "AddMemories", started, scope=scope, target=mid)
+            self._tx.after_write(sid, gen, added)
         return WriteReceipt(tid, status, (mid,), rid)
 
-    def _index_pending(self, store: str) -> None:
+    def index_pending(self, store: str) -> None:
         """Embed the memories that deferred writes left without a vector, before a semantic
         search (it has the model loaded anyway), and complete their tasks. Pending tasks are
         found through their index, so a store without any costs one indexed read."""
-        if self.embedder is None or self._vectors is None or self.read_only:
+        if self._tx.embedder is None or self._tx.vectors is None or self._tx.read_only:
             return
-        with self._read() as conn:
-            sid = self._store_id(conn, store)
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
             tasks = conn.execute(
                 "SELECT id, memory_ids FROM tasks WHERE store_id = ? AND status = 'pending'"
                 " AND operation = 'AddMemories' ORDER BY seq",
@@ -235,10 +242,10 @@ class MemoryWrites(StoreBase):
             )
         if not tasks:
             return
-        vectors = self._embed([text for _, text in rows]) or []
-        with self._write() as conn:
-            gen = self._bump(conn, sid)
-            self._store_vectors(
+        vectors = self._tx.embed([text for _, text in rows]) or []
+        with self._tx.write() as conn:
+            gen = self._tx.bump(conn, sid)
+            self._tx.store_vectors(
                 conn, sid, gen, [(seq, vec) for (seq, _), vec in zip(rows, vectors)], replace=False
             )
             conn.executemany(
@@ -282,14 +289,14 @@ class MemoryWrites(StoreBase):
         if not checked:
             return []
         upcoming = [i.text for i in ahead if isinstance(i, TextItem) and isinstance(i.text, str)]
-        vectors = self._embed([t for _, t, _ in checked], ahead=upcoming)
+        vectors = self._tx.embed([t for _, t, _ in checked], ahead=upcoming)
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
-            gen = self._bump(conn, sid)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
             for i, (scope, text, meta) in enumerate(checked):
-                mid, _ = self._insert(
+                mid, _ = self.insert(
                     conn,
                     sid,
                     scope,
@@ -303,9 +310,9 @@ class MemoryWrites(StoreBase):
                     new_id_if_taken=new_id_if_taken,
                 )
                 ids.append(mid)
-            self._task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
-            self._audit(conn, sid, "AddMemories", started, scope=checked[0][0])
-            self._after_write(sid, gen, added)
+            self._tx.task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
+            self._tx.audit(conn, sid, "AddMemories", started, scope=checked[0][0])
+            self._tx.after_write(sid, gen, added)
         return ids
 
     def add_messages(
@@ -324,20 +331,20 @@ class MemoryWrites(StoreBase):
         checked = limits.check_messages(messages)
         meta = limits.check_metadata(metadata)
         kept = [m for m in checked if m.remember]
-        vectors = self._embed([m.content for m in kept]) if kept else None
+        vectors = self._tx.embed([m.content for m in kept]) if kept else None
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
-        with self._write() as conn:
-            sid = self._store_id(conn, store)
-            gen = self._bump(conn, sid)
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
             now = time.time()
             i = 0
             for m in checked:
                 if not m.remember:  # kept in the message log only
-                    self._log_message(conn, sid, scope, m, now)
+                    self.log_message(conn, sid, scope, m, now)
                     continue
                 unit_meta = limits.merge_metadata(meta, m.metadata)
-                mid, seq = self._insert(
+                mid, seq = self.insert(
                     conn,
                     sid,
                     scope,
@@ -349,15 +356,15 @@ class MemoryWrites(StoreBase):
                 )
                 i += 1
                 ids.append(mid)
-                self._log_message(conn, sid, scope, m, now, memory_seq=seq)
+                self.log_message(conn, sid, scope, m, now, memory_seq=seq)
             unique = list(dict.fromkeys(ids))
-            tid = self._task(conn, sid, "AddMemories", scope, unique)
-            rid = self._audit(conn, sid, "AddMemories", started, scope=scope)
-            self._after_write(sid, gen, added)
+            tid = self._tx.task(conn, sid, "AddMemories", scope, unique)
+            rid = self._tx.audit(conn, sid, "AddMemories", started, scope=scope)
+            self._tx.after_write(sid, gen, added)
         return WriteReceipt(tid, "completed", tuple(unique), rid)
 
     @staticmethod
-    def _log_message(
+    def log_message(
         conn: sqlite3.Connection,
         store_id: int,
         scope: Scope,
@@ -382,7 +389,7 @@ class MemoryWrites(StoreBase):
             ),
         )
 
-    def _own_row(
+    def own_row(
         self, conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str
     ) -> tuple[Any, ...]:
         limits.check_id(memory_id)
@@ -414,19 +421,19 @@ class MemoryWrites(StoreBase):
         if text is not None:
             limits.check_text(text)
         meta = None if metadata is None else limits.check_metadata(metadata)
-        vectors = self._embed([text]) if text is not None else None
+        vectors = self._tx.embed([text]) if text is not None else None
         with (
-            self._audit_failure(store, "UpdateMemory", started, scope, memory_id),
-            self._write() as conn,
+            self._tx.audit_failure(store, "UpdateMemory", started, scope, memory_id),
+            self._tx.write() as conn,
         ):
-            sid = self._store_id(conn, store)
-            row = self._own_row(conn, sid, scope, memory_id)
-            seq = int(row[0])
-            new_text = row[6] if text is None else text
-            old_meta = json.loads(row[7])
+            sid = self._tx.store_id(conn, store)
+            row = memory_row(self.own_row(conn, sid, scope, memory_id))
+            seq = int(row.seq)
+            new_text = row.text if text is None else text
+            old_meta = json.loads(row.metadata)
             # Merged as on the service: the same key overwrites, {} clears the map.
             new_meta = old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
-            gen = self._bump(conn, sid)
+            gen = self._tx.bump(conn, sid)
             words = analysis.tokens(new_text)
             conn.execute(
                 "UPDATE memories SET text = ?, content_hash = ?, metadata = ?, updated_at = ?,"
@@ -448,19 +455,19 @@ class MemoryWrites(StoreBase):
                 # A vector of the old text would be wrong; replace it or drop it.
                 conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
                 removed.append((scope.as_tuple(), seq))
-                if vectors and self.embedder is not None and self._vectors is not None:
+                if vectors and self._tx.embedder is not None and self._tx.vectors is not None:
                     conn.execute(
                         "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)",
-                        (seq, self.embedder.name, self._vectors.to_blob(vectors[0])),
+                        (seq, self._tx.embedder.name, self._tx.vectors.to_blob(vectors[0])),
                     )
                     added.append((scope.as_tuple(), seq, vectors[0]))
-            self._audit(conn, sid, "UpdateMemory", started, scope=scope, target=memory_id)
+            self._tx.audit(conn, sid, "UpdateMemory", started, scope=scope, target=memory_id)
             out = memory_from_row(
                 conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)
                 ).fetchone()
             )
-            self._after_write(sid, gen, added, removed, indexed=[scope.as_tuple()])
+            self._tx.after_write(sid, gen, added, removed, indexed=[scope.as_tuple()])
         return out
 
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None:
@@ -468,15 +475,15 @@ class MemoryWrites(StoreBase):
         started = time.perf_counter()
         check_scope(scope)
         with (
-            self._audit_failure(store, "DeleteMemory", started, scope, memory_id),
-            self._write() as conn,
+            self._tx.audit_failure(store, "DeleteMemory", started, scope, memory_id),
+            self._tx.write() as conn,
         ):
-            sid = self._store_id(conn, store)
-            seq = int(self._own_row(conn, sid, scope, memory_id)[0])
-            gen = self._bump(conn, sid)
+            sid = self._tx.store_id(conn, store)
+            seq = int(memory_row(self.own_row(conn, sid, scope, memory_id)).seq)
+            gen = self._tx.bump(conn, sid)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM messages WHERE memory_seq = ?", (seq,))
-            self._audit(conn, sid, "DeleteMemory", started, scope=scope, target=memory_id)
-            self._after_write(sid, gen, (), [(scope.as_tuple(), seq)])
+            self._tx.audit(conn, sid, "DeleteMemory", started, scope=scope, target=memory_id)
+            self._tx.after_write(sid, gen, (), [(scope.as_tuple(), seq)])

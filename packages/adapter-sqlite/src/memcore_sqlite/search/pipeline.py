@@ -22,7 +22,13 @@ from memcore_sqlite.search.exact_order import ExactOrder
 from memcore_sqlite.search.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.search.overlap import Overlap
 from memcore_sqlite.search.supersession import LINK_COLUMNS, Links, link
-from memcore_sqlite.storage.rows import MEMORY_COLUMNS, check_pattern, memory_from_row, rows_in
+from memcore_sqlite.storage.rows import (
+    MEMORY_COLUMNS,
+    MEMORY_SEQ,
+    check_pattern,
+    memory_from_row,
+    rows_in,
+)
 from memcore_sqlite.vector import code_pages
 from memcore_sqlite.vector.cache import FetchVectors, VectorCache
 from memcore_sqlite.vector.quantize import Codes
@@ -214,7 +220,7 @@ def hits(
         # By primary key only; the store and scope are checked below (a scope clause
         # here would lure the planner onto the scope index and scan the whole scope).
         rows = {
-            int(r[0]): r
+            int(r[MEMORY_SEQ]): r
             for r in rows_in(
                 conn,
                 f"SELECT {MEMORY_COLUMNS}, {LINK_COLUMNS}, store_id FROM memories"

@@ -7,16 +7,46 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from memcore.errors import InvalidInput
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory
 
-MEMORY_COLUMNS = (
-    "seq, id, app_id, tenant_id, agent_id, run_id, text, metadata, unit_type, "
-    "created_at, updated_at, version"
-)
+
+class MemoryRow(NamedTuple):
+    """A memory row as :data:`MEMORY_COLUMNS` selects it: the one list of its columns."""
+
+    seq: int
+    id: str
+    app_id: str
+    tenant_id: str
+    agent_id: str
+    run_id: str
+    text: str
+    metadata: str
+    unit_type: str
+    created_at: float
+    updated_at: float
+    version: int
+
+
+def columns(row_type: Any) -> str:
+    """The ``SELECT`` list of a row type (a ``NamedTuple``): its fields, in order."""
+    return ", ".join(row_type._fields)
+
+
+MEMORY_COLUMNS = columns(MemoryRow)
+#: How many leading values of a row are the memory's (a statement may select more after them).
+MEMORY_WIDTH = len(MemoryRow._fields)
+#: Where a memory row holds its seq, for the search's hit loop, which reads only that by
+#: position (a MemoryRow per candidate would cost more than the rest of the loop).
+MEMORY_SEQ = MemoryRow._fields.index("seq")
+
+
+def memory_row(row: Sequence[Any]) -> MemoryRow:
+    """The memory part of a row selected with :data:`MEMORY_COLUMNS` first, by name."""
+    return MemoryRow._make(row[:MEMORY_WIDTH])
 
 
 #: Values per ``IN (...)`` list: SQLite's smallest limit on parameters is 999.
@@ -67,16 +97,17 @@ def scope_of(app_id: str, tenant_id: str, agent_id: str, run_id: str) -> Scope:
 def memory_from_row(row: Sequence[Any]) -> Memory:
     """A :class:`Memory` from a row selected with :data:`MEMORY_COLUMNS`; most rows have no
     metadata, whose ``{}`` needs no JSON parser."""
-    meta = row[7]
+    r = memory_row(row)
+    meta = r.metadata
     return Memory(
-        id=row[1],
-        text=row[6],
-        scope=scope_of(row[2], row[3], row[4], row[5]),
+        id=r.id,
+        text=r.text,
+        scope=scope_of(r.app_id, r.tenant_id, r.agent_id, r.run_id),
         metadata={} if meta == "{}" else json.loads(meta),
-        created_at=row[9],
-        updated_at=row[10],
-        unit_type=row[8],
-        version=row[11],
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+        unit_type=r.unit_type,
+        version=r.version,
     )
 
 

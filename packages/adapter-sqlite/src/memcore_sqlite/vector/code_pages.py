@@ -58,11 +58,12 @@ def _np() -> Any:
 
 def _decode(row: Sequence[Any], dimension: int) -> Codes:
     np_ = _np()
+    seqs, bits, scales, q8 = row[:4]
     return Codes(
-        np_.frombuffer(row[0], dtype="<i8").astype(np_.int64),
-        np_.frombuffer(row[1], dtype="<u8").astype(np_.uint64).reshape(-1, bit_words(dimension)),
-        np_.frombuffer(row[2], dtype="<f4").astype(np_.float32),
-        np_.frombuffer(row[3], dtype=np_.int8).reshape(-1, dimension),
+        np_.frombuffer(seqs, dtype="<i8").astype(np_.int64),
+        np_.frombuffer(bits, dtype="<u8").astype(np_.uint64).reshape(-1, bit_words(dimension)),
+        np_.frombuffer(scales, dtype="<f4").astype(np_.float32),
+        np_.frombuffer(q8, dtype=np_.int8).reshape(-1, dimension),
     )
 
 
@@ -244,11 +245,10 @@ def build_from_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
         seqs.clear()
         blobs.clear()
 
-    for row in rows:
-        key = tuple(row[:6])
-        if key != group or len(seqs) == chunk or (blobs and len(row[7]) != len(blobs[0])):
+    for *key, seq, blob in rows:
+        if tuple(key) != group or len(seqs) == chunk or (blobs and len(blob) != len(blobs[0])):
             flush()
-            group = key
-        seqs.append(int(row[6]))
-        blobs.append(row[7])
+            group = tuple(key)
+        seqs.append(int(seq))
+        blobs.append(blob)
     flush()
