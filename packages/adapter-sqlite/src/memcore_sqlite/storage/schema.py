@@ -12,6 +12,10 @@ from collections.abc import Callable
 from memcore.errors import PermissionDenied, ProtocolError
 from memcore_sqlite.vector import code_pages
 
+#: Bytes per database page of a new file. A memory's float vector row is about 1.57 KB: two
+#: fit a 4096-byte page (476 bytes a memory unused), five an 8192-byte one (about 65).
+PAGE_SIZE = 8192
+
 #: The full-text index's tokenizer; query terms are tokenized with it too (query_tokens.py).
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
