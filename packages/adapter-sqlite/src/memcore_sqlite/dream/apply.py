@@ -95,7 +95,7 @@ class DreamApplier(MemoryWrites):
             undo["deleted"].append(_image(row))
             seq = int(row[0])
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             conn.execute("UPDATE messages SET memory_seq = NULL WHERE memory_seq = ?", (seq,))
             removed.append((Scope(*row[2:6]).as_tuple(), seq))
@@ -185,7 +185,7 @@ class DreamApplier(MemoryWrites):
                 continue
             seq = int(row[0])
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             removed.append((tuple(row[1:5]), seq))
         for image in undo["changed"]:

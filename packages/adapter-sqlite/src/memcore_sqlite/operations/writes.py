@@ -156,7 +156,7 @@ class MemoryWrites(StoreBase):
             (new_json, when, seq),
         )
         if new_json != old_json:
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, store_id, seq, scope, analysis.tokens(text), merged)
 
     @staticmethod
@@ -168,16 +168,16 @@ class MemoryWrites(StoreBase):
         words: list[str],
         metadata: Mapping[str, str],
     ) -> None:
-        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags. The
-        memory row keeps ``len(words)`` (written by its INSERT or UPDATE), which the lexical
-        score discounts long memories by."""
-        prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
+        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags
+        (``memory_fts_text`` holds the words and the prefix, and its trigger indexes the row;
+        see :mod:`memcore_sqlite.storage.schema`). The memory row keeps ``len(words)``
+        (written by its INSERT or UPDATE), which the lexical score discounts long memories by."""
         conn.execute(
-            "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
+            "INSERT INTO memory_fts_text (seq, body, prefix, tags) VALUES (?, ?, ?, ?)",
             (
                 seq,
                 analysis.index_text(words),
-                analysis.index_text(words, prefix),
+                tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id),
                 tags.row_tags(store_id, scope, metadata),
             ),
         )
@@ -440,7 +440,7 @@ class MemoryWrites(StoreBase):
                     seq,
                 ),
             )
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, sid, seq, scope, words, new_meta)
             added: list[tuple[tuple[str, str, str, str], int, Any]] = []
             removed: list[tuple[tuple[str, str, str, str], int]] = []
@@ -475,7 +475,7 @@ class MemoryWrites(StoreBase):
             seq = int(self._own_row(conn, sid, scope, memory_id)[0])
             gen = self._bump(conn, sid)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM messages WHERE memory_seq = ?", (seq,))
             self._audit(conn, sid, "DeleteMemory", started, scope=scope, target=memory_id)
