@@ -170,7 +170,6 @@ def test_a_version_4_file_without_version_3_gets_it(tmp_path: Path) -> None:
 _V7_FTS = f"""
 CREATE TEMP TABLE rows AS SELECT seq, body, tbody, tags FROM memory_fts_rows;
 DROP TABLE memory_fts;
-DROP TRIGGER memory_fts_text_insert;
 DROP TRIGGER memory_fts_text_delete;
 DROP VIEW memory_fts_rows;
 DROP TABLE memory_fts_text;

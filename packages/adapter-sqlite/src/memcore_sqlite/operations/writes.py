@@ -168,18 +168,21 @@ class MemoryWrites(StoreBase):
         words: list[str],
         metadata: Mapping[str, str],
     ) -> None:
-        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags
-        (``memory_fts_text`` holds the words and the prefix, and its trigger indexes the row;
-        see :mod:`memcore_sqlite.storage.schema`). The memory row keeps ``len(words)``
-        (written by its INSERT or UPDATE), which the lexical score discounts long memories by."""
+        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags.
+        ``memory_fts_text`` keeps the words and the prefix once, and the index is given the
+        values its view rebuilds from them (:mod:`memcore_sqlite.storage.schema`). The memory
+        row keeps ``len(words)`` (written by its INSERT or UPDATE), which the lexical score
+        discounts long memories by."""
+        body = analysis.index_text(words)
+        prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
+        row_tags = tags.row_tags(store_id, scope, metadata)
         conn.execute(
             "INSERT INTO memory_fts_text (seq, body, prefix, tags) VALUES (?, ?, ?, ?)",
-            (
-                seq,
-                analysis.index_text(words),
-                tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id),
-                tags.row_tags(store_id, scope, metadata),
-            ),
+            (seq, body, prefix, row_tags),
+        )
+        conn.execute(
+            "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
+            (seq, body, analysis.index_text(words, prefix), row_tags),
         )
 
     def add_text(

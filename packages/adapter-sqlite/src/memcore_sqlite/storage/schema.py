@@ -210,10 +210,6 @@ _FTS_TEXT = (
     "CREATE VIRTUAL TABLE memory_fts USING fts5 (body, tbody, tags, tokenize = '"
     + FTS_TOKENIZE
     + "', content = 'memory_fts_rows', content_rowid = 'seq')",
-    "CREATE TRIGGER memory_fts_text_insert AFTER INSERT ON memory_fts_text BEGIN"
-    " INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (new.seq, new.body, "
-    + _TBODY.format("new.")
-    + ", new.tags); END",
     "CREATE TRIGGER memory_fts_text_delete AFTER DELETE ON memory_fts_text BEGIN"
     " INSERT INTO memory_fts (memory_fts, rowid, body, tbody, tags) VALUES"
     " ('delete', old.seq, old.body, " + _TBODY.format("old.") + ", old.tags); END",
@@ -226,11 +222,13 @@ def _v8(conn: sqlite3.Connection) -> None:
 
     ``memory_fts`` becomes an external-content table over ``memory_fts_rows``, a view that
     rebuilds ``tbody`` from ``memory_fts_text`` (the words, the prefix once, the tags).
-    Writes go to ``memory_fts_text`` only; its triggers index a row when it is inserted and
-    take it out of the index when it is deleted, with the very values it was indexed with
-    (FTS5 needs them, and an UPDATE of the row is never made: a changed row is deleted and
-    inserted again). The index itself is rebuilt once here, from the same values, so every
-    search gives what it gave before.
+    A write inserts the row there and indexes the same values (``operations.writes``); a
+    trigger takes a deleted row out of the index with the very values it was indexed with
+    (FTS5 needs them; a changed row is deleted and inserted again, never updated). Indexing
+    is not a trigger too: FTS5 writes its pending rows out as a segment at every statement
+    savepoint, and a trigger's statement takes one per row, which doubled the cost of adding
+    memories. The index itself is rebuilt once here, from the same values, so every search
+    gives what it gave before.
     """
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_fts_text'").fetchone():
         return  # a file set back to an older version number after it had this one
