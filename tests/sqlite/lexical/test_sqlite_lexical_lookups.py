@@ -12,7 +12,7 @@ from pathlib import Path
 
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
-from memcore_sqlite.storage.schema import SCHEMA_VERSION
+from memcore_sqlite.storage.schema import FTS_TOKENIZE, SCHEMA_VERSION
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
@@ -163,4 +163,50 @@ def test_a_version_4_file_without_version_3_gets_it(tmp_path: Path) -> None:
     assert {"superseded_by", "superseded_how", "supersedes", "words"} <= columns
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"dream_tasks", "dream_actions"} <= tables
+    conn.close()
+
+
+#: The full-text index as versions 1 to 7 made it: a copy of every row's text in the index.
+_V7_FTS = f"""
+CREATE TEMP TABLE rows AS SELECT seq, body, tbody, tags FROM memory_fts_rows;
+DROP TABLE memory_fts;
+DROP TRIGGER memory_fts_text_delete;
+DROP VIEW memory_fts_rows;
+DROP TABLE memory_fts_text;
+CREATE VIRTUAL TABLE memory_fts USING fts5 (body, tbody, tags, tokenize = '{FTS_TOKENIZE}');
+INSERT INTO memory_fts (rowid, body, tbody, tags) SELECT seq, body, tbody, tags FROM temp.rows;
+PRAGMA user_version = 7;
+"""
+
+
+def test_a_version_7_file_loses_the_index_copy_of_its_text_and_keeps_its_hits(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "m.db"
+    expected = _set_back(path, _V7_FTS)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM memory_fts_content").fetchone()[0] == 756
+    conn.close()
+    assert _results(path) == expected
+    conn = sqlite3.connect(path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "memory_fts_content" not in names
+    assert conn.execute("SELECT count(*) FROM memory_fts_text").fetchone()[0] == 756
+    # The index holds exactly what the rows hold (FTS5 compares the two).
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+    conn.close()
+    # Writes after the move keep index and rows in step: an update, a delete, an add.
+    with SqliteMemoryStore(path) as store:
+        hits = store.search(STORE, ALICE.tenant_pattern(), "zephyr", top_k=50)
+        store.update_memory(STORE, ALICE, hits[0].memory.id, text="zephyr lighthouse keeper")
+        store.delete_memory(STORE, ALICE, hits[1].memory.id)
+        store.add_many(STORE, [TextItem(ALICE, "a second lighthouse")])
+        found = store.search(STORE, ALICE.tenant_pattern(), "lighthouse", top_k=50)
+        assert sorted(h.memory.text for h in found) == [
+            "a second lighthouse",
+            "zephyr lighthouse keeper",
+        ]
+        assert len(store.search(STORE, ALICE.tenant_pattern(), "zephyr", top_k=50)) == 4
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
     conn.close()

@@ -130,7 +130,7 @@ class DreamApplier:
             undo["deleted"].append(_image(row))
             seq = int(row.memory.seq)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             conn.execute("UPDATE messages SET memory_seq = NULL WHERE memory_seq = ?", (seq,))
             removed.append((row.scope.as_tuple(), seq))
@@ -223,7 +223,7 @@ class DreamApplier:
                 continue
             seq, app_id, tenant_id, agent_id, run_id, _ = row
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             removed.append(((app_id, tenant_id, agent_id, run_id), int(seq)))
         for image in undo["changed"]:

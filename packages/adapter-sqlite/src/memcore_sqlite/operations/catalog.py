@@ -116,7 +116,7 @@ class StoreCatalog:
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             seqs = "SELECT seq FROM memories WHERE store_id = ?"
-            conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({seqs})", (sid,))
+            conn.execute(f"DELETE FROM memory_fts_text WHERE seq IN ({seqs})", (sid,))
             conn.execute(f"DELETE FROM memory_vectors WHERE seq IN ({seqs})", (sid,))
             conn.execute(
                 "DELETE FROM dream_actions WHERE dream_seq IN"

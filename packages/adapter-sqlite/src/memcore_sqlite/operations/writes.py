@@ -163,7 +163,7 @@ class MemoryWrites:
             (new_json, when, seq),
         )
         if new_json != old_json:
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, store_id, seq, scope, analysis.tokens(text), merged)
 
     @staticmethod
@@ -175,18 +175,21 @@ class MemoryWrites:
         words: list[str],
         metadata: Mapping[str, str],
     ) -> None:
-        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags. The
-        memory row keeps ``len(words)`` (written by its INSERT or UPDATE), which the lexical
-        score discounts long memories by."""
+        """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags.
+        ``memory_fts_text`` keeps the words and the prefix once, and the index is given the
+        values its view rebuilds from them (:mod:`memcore_sqlite.storage.schema`). The memory
+        row keeps ``len(words)`` (written by its INSERT or UPDATE), which the lexical score
+        discounts long memories by."""
+        body = analysis.index_text(words)
         prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
+        row_tags = tags.row_tags(store_id, scope, metadata)
+        conn.execute(
+            "INSERT INTO memory_fts_text (seq, body, prefix, tags) VALUES (?, ?, ?, ?)",
+            (seq, body, prefix, row_tags),
+        )
         conn.execute(
             "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
-            (
-                seq,
-                analysis.index_text(words),
-                analysis.index_text(words, prefix),
-                tags.row_tags(store_id, scope, metadata),
-            ),
+            (seq, body, analysis.index_text(words, prefix), row_tags),
         )
 
     def add_text(
@@ -447,7 +450,7 @@ class MemoryWrites:
                     seq,
                 ),
             )
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, sid, seq, scope, words, new_meta)
             added: list[tuple[tuple[str, str, str, str], int, Any]] = []
             removed: list[tuple[tuple[str, str, str, str], int]] = []
@@ -482,7 +485,7 @@ class MemoryWrites:
             seq = int(memory_row(self.own_row(conn, sid, scope, memory_id)).seq)
             gen = self._tx.bump(conn, sid)
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM messages WHERE memory_seq = ?", (seq,))
             self._tx.audit(conn, sid, "DeleteMemory", started, scope=scope, target=memory_id)

@@ -12,6 +12,10 @@ from collections.abc import Callable
 from memcore.errors import PermissionDenied, ProtocolError
 from memcore_sqlite.vector import code_pages
 
+#: Bytes per database page of a new file. A memory's float vector row is about 1.57 KB: two
+#: fit a 4096-byte page (476 bytes a memory unused), five an 8192-byte one (about 65).
+PAGE_SIZE = 8192
+
 #: The full-text index's tokenizer; query terms are tokenized with it too (query_tokens.py).
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -191,6 +195,77 @@ def _v7(conn: sqlite3.Connection) -> None:
     )
 
 
+#: ``tbody`` from a row's words and its tenant's prefix, as ``lexical.analysis.index_text``
+#: writes it: the prefix before every word (tokens hold no spaces), nothing for no words.
+_TBODY = (
+    "CASE WHEN {0}body = '' THEN '' ELSE {0}prefix || replace({0}body, ' ', ' ' || {0}prefix) END"
+)
+
+_FTS_TEXT = (
+    "CREATE TABLE memory_fts_text (seq INTEGER PRIMARY KEY, body TEXT NOT NULL,"
+    " prefix TEXT NOT NULL, tags TEXT NOT NULL)",
+    "CREATE VIEW memory_fts_rows AS SELECT seq, body, "
+    + _TBODY.format("")
+    + " AS tbody, tags FROM memory_fts_text",
+    "CREATE VIRTUAL TABLE memory_fts USING fts5 (body, tbody, tags, tokenize = '"
+    + FTS_TOKENIZE
+    + "', content = 'memory_fts_rows', content_rowid = 'seq')",
+    "CREATE TRIGGER memory_fts_text_delete AFTER DELETE ON memory_fts_text BEGIN"
+    " INSERT INTO memory_fts (memory_fts, rowid, body, tbody, tags) VALUES"
+    " ('delete', old.seq, old.body, " + _TBODY.format("old.") + ", old.tags); END",
+)
+
+
+def _v8(conn: sqlite3.Connection) -> None:
+    """The full-text index keeps no copy of its text: it was 1 KB a memory of 4.1 at 100k
+    (the words twice, once with the tenant's twelve-digit prefix before each, and the tags).
+
+    ``memory_fts`` becomes an external-content table over ``memory_fts_rows``, a view that
+    rebuilds ``tbody`` from ``memory_fts_text`` (the words, the prefix once, the tags).
+    A write inserts the row there and indexes the same values (``operations.writes``); a
+    trigger takes a deleted row out of the index with the very values it was indexed with
+    (FTS5 needs them; a changed row is deleted and inserted again, never updated). Indexing
+    is not a trigger too: FTS5 writes its pending rows out as a segment at every statement
+    savepoint, and a trigger's statement takes one per row, which doubled the cost of adding
+    memories. The index itself is rebuilt once here, from the same values, so every search
+    gives what it gave before.
+    """
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_fts_text'").fetchone():
+        return  # a file set back to an older version number after it had this one
+    conn.execute(
+        "CREATE TEMP TABLE fts_old AS SELECT rowid AS seq, c0 AS body, c1 AS tbody, c2 AS tags"
+        " FROM memory_fts_content"
+    )
+    conn.execute("DROP TABLE memory_fts")
+    for statement in _FTS_TEXT:
+        if not statement.startswith("CREATE TRIGGER"):
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO memory_fts_text (seq, body, prefix, tags) SELECT seq, body,"
+        # The prefix: what the first word of tbody has before the first word of body.
+        " CASE WHEN body = '' THEN '' ELSE substr(tbody, 1,"
+        " instr(tbody || ' ', ' ') - instr(body || ' ', ' ')) END,"
+        " tags FROM temp.fts_old ORDER BY seq"
+    )
+    differ = conn.execute(
+        "SELECT count(*) FROM temp.fts_old o JOIN memory_fts_rows r USING (seq)"
+        " WHERE r.tbody IS NOT o.tbody"
+    ).fetchone()[0]
+    conn.execute("DROP TABLE temp.fts_old")
+    if differ:
+        raise ProtocolError(
+            f"{differ} rows of the full-text index do not have the form this release writes;"
+            " the file was left as it was",
+            field="schema_version",
+            retryable=False,
+        )
+    conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
+    for statement in _FTS_TEXT:
+        if statement.startswith("CREATE TRIGGER"):
+            conn.execute(statement)
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -200,6 +275,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (5, _v5),
     (6, _v6),
     (7, _v7),
+    (8, _v8),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

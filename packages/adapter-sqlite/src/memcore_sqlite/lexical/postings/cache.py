@@ -23,8 +23,6 @@ the FTS5 path in use; a write made by this process during a build discards it.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import logging
 import sqlite3
@@ -68,9 +66,12 @@ def _return_freed_memory() -> None:
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
+    """The process's own symbols (the C library among them): ``ctypes.util.find_library``
+    would run ``ldconfig`` and import subprocess, tempfile and shutil on the search path."""
+    import ctypes
+
     try:
-        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
     except OSError:
         return None
 
