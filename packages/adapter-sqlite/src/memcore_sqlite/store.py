@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
-from memcore.errors import InvalidInput, Unsupported
+from memcore.errors import InvalidInput, NotFound, Unsupported
 from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import Memory, Page, SearchHit
@@ -122,18 +122,39 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
-        qvec = self._embed([query]) if mode != "lexical" else None
+        qvec = self._query_vectors.vector(query, self._embed) if mode != "lexical" else None
         return self._search(
-            store,
-            pattern,
-            query,
-            top_k,
-            flt,
-            floor,
-            qvec[0] if qvec else None,
-            started,
-            use_lexical=mode != "vector",
+            store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode != "vector"
         )
+
+    def warm(self, store: str, pattern: ScopePattern) -> None:
+        """Build now what the first search of ``pattern`` would build: the scope's vector
+        codes (floats for a small one), its rows' lengths, and the start of a large tenant's
+        postings. A host calls it in the background after opening the store, so the first
+        search of a session does not pay for them. No search is run or audited; a store that
+        does not exist yet has nothing to warm."""
+        check_pattern(pattern)
+        with self._read() as conn:
+            try:
+                sid, generation, _ = self._store_key(conn, store)
+            except NotFound:
+                return
+            qvec = None
+            if self._vectors is not None and self.embedder is not None:
+                qvec = self._vectors.to_array([[0.0] * self._vectors.dimension])[0]
+            search.ranked(
+                conn,
+                sid,
+                pattern,
+                "warm",
+                {},
+                qvec,
+                self._vectors,
+                self.embedder.name if self.embedder is not None else None,
+                generation=generation,
+                lengths=self._lengths,
+                postings=self._postings,
+            )
 
     def search_vector(
         self,
