@@ -135,9 +135,9 @@ def install() -> None:
     _timed(cls, "_audit_read", "audit")
     _timed(runtime, "format_recall", "format")
     _timed(runtime.MemoryRuntime, "_search_recall", "recall")
-    from memcore_hermes.session.provider import TablestoreMemProvider
+    from memcore_hermes.session import provider
 
-    _timed(TablestoreMemProvider, "prefetch", "provider")
+    _timed(provider.MemcoreMemoryProvider, "prefetch", "provider")
     gc.callbacks.append(_on_gc)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from memcore.paging import pages
 from memcore.scope import ScopePattern
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.session import runtime as runtime_module
 from memcore_sqlite import SqliteMemoryStore
 
@@ -25,7 +25,7 @@ SISTER = "My sister Maya moved to Lisbon last spring and works there as a night 
 class Agent:
     """Hermes' MemoryManager with the provider, as the agent drives it."""
 
-    def __init__(self, home: Path, provider: TablestoreMemProvider, session: str) -> None:
+    def __init__(self, home: Path, provider: MemcoreMemoryProvider, session: str) -> None:
         from agent.memory_manager import MemoryManager
 
         self.provider = provider
@@ -61,7 +61,7 @@ def agents(hermes_home: Path, kit: Any) -> Iterator[Any]:
 
     def make(session: str = "s1") -> Agent:
         kit.write_config(hermes_home, backend="local", embedder="none")
-        agent = Agent(hermes_home, TablestoreMemProvider(retry=kit.FAST_RETRY), session)
+        agent = Agent(hermes_home, MemcoreMemoryProvider(retry=kit.FAST_RETRY), session)
         made.append(agent)
         return agent
 

@@ -129,11 +129,13 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
 
     def warm(self, store: str, pattern: ScopePattern) -> None:
         """Build now what the first search of ``pattern`` would build: the scope's vector
-        codes (floats for a small one), its rows' lengths, and the start of a large tenant's
-        postings. A host calls it in the background after opening the store, so the first
+        codes (floats for a small one), its rows' lengths, the start of a large tenant's
+        postings, and the thread that writes the records of reads. A host calls it in the background after opening the store, so the first
         search of a session does not pay for them. No search is run or audited; a store that
         does not exist yet has nothing to warm."""
         check_pattern(pattern)
+        with self._lock:  # the thread that writes reads' records, started by the first one
+            self._read_audits.start()
         with self._read() as conn:
             try:
                 sid, generation, _ = self._store_key(conn, store)
