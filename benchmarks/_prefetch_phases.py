@@ -13,7 +13,9 @@ Phases (milliseconds; nested ones are also counted in their parent, see ``rank_o
 ``lengths`` (the lexical stage and its caches), ``vector_load`` (the codes of the scope,
 built on a store's first search or after a write) and ``vector_score``; ``hits`` reading the
 rows (and the exact cosines the order needs); ``supersession``; ``index_pending``; ``audit``;
-``format`` the recall block; ``recall`` the plugin's whole search. ``gc`` is the time of the
+``format`` the recall block; ``recall`` the plugin's whole search; ``fts_merge`` a write's
+full-text merge after its commit, under the store's lock (another thread's shows in
+``beside``). ``gc`` is the time of the
 collections that ran inside the prefetch, ``gc_gen2`` how many were full ones.
 """
 
@@ -49,7 +51,7 @@ def _add(phase: str, seconds: float, start: float) -> None:
     record = _record()
     if record is not None:
         record[phase] = record.get(phase, 0.0) + seconds * 1000
-    elif phase in ("embed", "recall", "write_held", "snapshot_held"):
+    elif phase in ("embed", "recall", "write_held", "snapshot_held", "fts_merge"):
         with _others_lock:
             _others.append((threading.current_thread().name, phase, start, start + seconds))
 
@@ -130,6 +132,9 @@ def install() -> None:
     for name in ("top", "shortlist", "cosines"):
         _timed(VectorCache, name, "vector_score")
     _timed(pipeline, "hits", "hits")
+    from memcore_sqlite.lexical.fts_upkeep import Upkeep
+
+    _timed(Upkeep, "after_commit", "fts_merge")  # a write's merge, under the store's lock
     _timed(supersession, "prefer_current", "supersession")
     _timed(cls, "_index_pending", "index_pending")
     _timed(cls, "_audit_read", "audit")
