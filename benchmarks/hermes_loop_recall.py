@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _prefetch_phases
 from benchmarks._embed_cache import CachingEmbedder, WrappedEmbedder
 from benchmarks._stats import summary_ms
 from benchmarks.longmemeval import DEFAULT_DATA, load
@@ -136,6 +137,7 @@ class Loop:
         self.mm = MemoryManager()
         self.mm.add_provider(provider)
         self.session = "lme-s0"
+        self.phases: list[dict[str, Any]] = []
         self.mm.initialize_all(
             session_id=self.session,
             hermes_home=str(home),
@@ -162,9 +164,10 @@ class Loop:
         from agent.memory_manager import build_memory_context_block
 
         self.mm.on_turn_start(turn, message)
-        started = time.perf_counter()
-        raw = self.mm.prefetch_all(message, session_id=self.session)
-        elapsed = time.perf_counter() - started
+        raw, elapsed, phases = _prefetch_phases.measure(
+            lambda: self.mm.prefetch_all(message, session_id=self.session)
+        )
+        self.phases.append(phases)
         return build_memory_context_block(raw), elapsed
 
     def close(self) -> None:
@@ -219,6 +222,7 @@ def run_question(
             "first_chars": len(first),
             "second_chars": len(second),
             "prefetch_s": [first_s, hi_s, second_s],
+            "phases": loop.phases,
         }
     finally:
         if switch is not None:
@@ -251,6 +255,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "per_type": {t: cell(part) for t, part in sorted(by_type.items())},
         "missed_first": [r["id"] for r in rows if not r["first_hit"]],
         "prefetch_ms_each": {r["id"]: [round(x * 1000, 1) for x in r["prefetch_s"]] for r in rows},
+        "prefetch_phases": _prefetch_phases.breakdown(
+            [p for r in rows for p in r["phases"]],
+            [s * 1000 for r in rows for s in r["prefetch_s"]],
+            [f"{r['id']}:{which}" for r in rows for which in ("first", "hi", "second")],
+        ),
     }
 
 
@@ -358,12 +367,17 @@ def main() -> int:
     parser.add_argument("--cache", default=None, help="directory for cached ingest vectors")
     parser.add_argument("--no-consolidation", action="store_true")
     parser.add_argument("--recall-wait-ms", type=int, default=None)
+    parser.add_argument(
+        "--phases", action="store_true", help="time each prefetch's phases (_prefetch_phases.py)"
+    )
     args = parser.parse_args()
     if args.no_consolidation:
         from memcore_hermes.session import consolidation
 
         consolidation.schedule = lambda runtime: None  # type: ignore[assignment]
 
+    if args.phases:
+        _prefetch_phases.install()
     data = load(args.data)
     picked = list(enumerate(data))[args.offset :: max(1, args.stride)][: args.limit]
     result: dict[str, Any] = {

@@ -5,6 +5,7 @@ on a slow remote store."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,8 @@ from memcore.paging import pages
 from memcore.recall import FENCE_OPEN
 from memcore.scope import Scope, ScopePattern
 from memcore_hermes import MemcoreMemoryProvider
+from memcore_hermes.session import runtime as runtime_module
+from memcore_sqlite import SqliteMemoryStore
 
 STORE = "hermes_mem"
 SISTER = "My sister Maya moved to Lisbon last spring and works there as a night nurse"
@@ -288,3 +291,70 @@ def test_initialize_starts_loading_the_model_for_the_first_turn(
         assert "Maya" in provider.prefetch("Who in my family works in healthcare?")
     finally:
         provider.shutdown()
+
+
+# -- the turn's recall comes first on the embedded store: the caches its first search would
+# build are built in the background after ``initialize`` (which does not wait for them), and
+# a delivery the lane would start during a recall waits for it to end.
+
+
+def test_initialize_warms_the_search_in_the_background_and_recall_is_unchanged(
+    local_loop: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = local_loop()
+    first.turn(SISTER, "That sounds like a big move.")
+    first.settle()
+    expected = first.ask("Where does my sister live?")
+    assert "Lisbon" in expected
+
+    warming, release = threading.Event(), threading.Event()
+    real = getattr(SqliteMemoryStore, "warm", None)
+
+    def slow_warm(self: SqliteMemoryStore, *args: Any) -> None:
+        warming.set()
+        release.wait(10)
+        if real is not None:
+            real(self, *args)
+
+    monkeypatch.setattr(SqliteMemoryStore, "warm", slow_warm, raising=False)
+    started = time.monotonic()
+    second = local_loop()
+    assert time.monotonic() - started < 5  # initialize did not wait for the warm-up
+    assert warming.wait(10), "the store's search caches were not warmed after initialize"
+    release.set()
+    assert second.provider.runtime.wait_idle(10)
+    assert second.ask("Where does my sister live?") == expected
+
+
+def test_a_delivery_waits_for_the_recall_running_on_the_agents_thread(
+    local_loop: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = local_loop()
+    agent.turn(SISTER, "That sounds like a big move.")
+    agent.settle()
+    monkeypatch.setattr(runtime_module, "RECALL_FIRST_S", 30.0, raising=False)
+    inside, release = threading.Event(), threading.Event()
+    search = runtime_module.MemoryRuntime._search_recall
+
+    def held_search(self: Any, query: str, scope: Any) -> str:
+        inside.set()
+        release.wait(10)
+        return search(self, query, scope)
+
+    monkeypatch.setattr(runtime_module.MemoryRuntime, "_search_recall", held_search)
+    answer: list[str] = []
+    asking = threading.Thread(target=lambda: answer.append(agent.ask("my sister?")))
+    asking.start()
+    try:
+        assert inside.wait(10)
+        agent.mm.sync_all("I bought a red kayak last week", "Nice!", session_id="s1")
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            assert not any("kayak" in t for t in agent.memories()), "delivered during the recall"
+            time.sleep(0.05)
+    finally:
+        release.set()
+        asking.join(10)
+    assert answer and "Lisbon" in answer[0]
+    agent.settle()
+    assert any("kayak" in t for t in agent.memories())  # delivered once the recall ended

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
-from memcore.errors import InvalidInput, Unsupported
+from memcore.errors import InvalidInput, NotFound, Unsupported
 from memcore.paging import decode_token, page
 from memcore.ports import DreamReviewer, Embedder, FactExtractor
 from memcore.scope import Scope, ScopePattern
@@ -205,18 +205,42 @@ class SqliteMemoryStore:
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
         if mode != "lexical" and self.embedder is None:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
-        qvec = self._tx.embed([query]) if mode != "lexical" else None
+        qvec = self._tx.query_vectors.vector(query, self._tx.embed) if mode != "lexical" else None
         return self._search(
-            store,
-            pattern,
-            query,
-            top_k,
-            flt,
-            floor,
-            qvec[0] if qvec else None,
-            started,
-            use_lexical=mode != "vector",
+            store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode != "vector"
         )
+
+    def warm(self, store: str, pattern: ScopePattern) -> None:
+        """Build now what the first search of ``pattern`` would build: the scope's vector
+        codes (floats for a small one), its rows' lengths, the start of a large tenant's
+        postings, and the thread that writes the records of reads. A host calls it in the background after opening the store, so the first
+        search of a session does not pay for them. No search is run or audited; a store that
+        does not exist yet has nothing to warm."""
+        check_pattern(pattern)
+        with self._tx.lock:  # the thread that writes reads' records, started by the first one
+            self._tx.read_audits.start()
+        with self._tx.read() as conn:
+            try:
+                sid, generation, _ = self._tx.store_key(conn, store)
+            except NotFound:
+                return
+            vectors = self._tx.vectors
+            qvec = None
+            if vectors is not None and self.embedder is not None:
+                qvec = vectors.to_array([[0.0] * vectors.dimension])[0]
+            search.ranked(
+                conn,
+                sid,
+                pattern,
+                "warm",
+                {},
+                qvec,
+                vectors,
+                self.embedder.name if self.embedder is not None else None,
+                generation=generation,
+                lengths=self._tx.lengths,
+                postings=self._tx.postings,
+            )
 
     def search_vector(
         self,

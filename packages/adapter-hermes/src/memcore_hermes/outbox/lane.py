@@ -27,8 +27,16 @@ class Lane:
     when nothing waits); the lane wakes itself then, without any caller.
     """
 
-    def __init__(self, name: str, drain: Callable[[bool], float | None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        drain: Callable[[bool], float | None],
+        *,
+        before_task: Callable[[], None] | None = None,
+    ) -> None:
         self._drain = drain
+        #: Called before each task and delivery pass (the runtime lets a recall finish first).
+        self._before_task = before_task
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._drain_queued = False
@@ -113,6 +121,8 @@ class Lane:
                     self._wake_at = None
             if item is _STOP:
                 return
+            if self._before_task is not None:
+                self._before_task()
             fn, future = item
             if fn == "drain":
                 with self._lock:

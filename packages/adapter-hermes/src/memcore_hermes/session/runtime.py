@@ -39,6 +39,11 @@ _POLL_S = 0.02
 
 #: Searches for recall running at once on a remote store; a stuck one does not block the next.
 _MAX_RECALLS_RUNNING = 2
+#: How long the lane's next task waits for an in-process recall to end (seconds). The recall
+#: is the turn's critical path; a delivery beside it took the same cores (the model embedding
+#: the previous turn) and the store's lock, and added 10-40 ms to it on a busy 2-core machine.
+#: A recall takes a few milliseconds; this bound only matters if one hangs.
+RECALL_FIRST_S = 0.25
 #: Hermes provenance keys worth keeping on a mirrored write (values are plain strings).
 _MIRROR_METADATA_KEYS = ("write_origin", "execution_context", "platform", "tool_name", "session_id")
 
@@ -76,6 +81,8 @@ class MemoryRuntime:
         self._recall_closed = False
         #: Search on the agent's thread (an in-process store) rather than wait on a remote one.
         self.recall_inline = recall_inline
+        self._inline_recalls = 0
+        self._recall_done = threading.Condition(self._recall_lock)
         self.refused_writes = 0
         self._stalled_at: int | None = None  # deliveries counted when a flush stalled
         self.deliverer = Deliverer(
@@ -86,7 +93,7 @@ class MemoryRuntime:
             in_flight_s=config.timeout,
             clock=clock,
         )
-        self.lane = Lane(name, self.deliverer.drain)
+        self.lane = Lane(name, self.deliverer.drain, before_task=self._let_recall_finish)
         # Replay what an earlier run left behind, and ensure the store, off the agent's thread.
         self.lane.request_drain()
         self.lane.submit(self._warm_up)
@@ -128,9 +135,22 @@ class MemoryRuntime:
         if self.handle.last_error is not None:
             return  # delivery already tried and failed; it retries with backoff
         try:
-            self.handle.ready()
+            store = self.handle.ready()
         except MemcoreError as exc:
             logger.warning("tablestore-mem: memory store not ready yet (%s: %s)", exc.code, exc)
+            return
+        self._warm_search(store)
+
+    def _warm_search(self, store: Any) -> None:
+        """Build what the session's first recall would (an in-process store's caches of the
+        searched scope), here on the lane rather than in the first turn."""
+        warm = getattr(store, "warm", None)
+        if warm is None:
+            return
+        try:
+            warm(self.store_name, self.service(store).search_pattern)
+        except MemcoreError as exc:  # the first search builds them then, and reports
+            logger.debug("tablestore-mem: search caches not warmed (%s)", exc.code)
 
     # -- writes: validated here, spooled, delivered by the lane ---------------------------------
     def _spool(self, writes: Sequence[Write]) -> list[str]:
@@ -269,15 +289,27 @@ class MemoryRuntime:
             return self.cached_recall()
         job = self._recall_job(query)
         if self.recall_inline:
+            with self._recall_lock:
+                self._inline_recalls += 1
             try:
                 return job()
             except MemcoreError:
                 return self.cached_recall()
+            finally:
+                with self._recall_lock:
+                    self._inline_recalls -= 1
+                    self._recall_done.notify_all()
         future = self._start_recall(job)
         try:
             return str(future.result(timeout=self.config.recall_wait_ms / 1000))
         except Exception:  # late, failed or not started: what this session already has
             return self.cached_recall()
+
+    def _let_recall_finish(self) -> None:
+        """On the lane, before each task: wait (bounded) for the in-process recalls running
+        now, so the turn's search does not share the cores and the store with a delivery."""
+        with self._recall_lock:
+            self._recall_done.wait_for(lambda: self._inline_recalls == 0, RECALL_FIRST_S)
 
     def _start_recall(self, job: Callable[[], str]) -> Future[str]:
         """Run ``job`` on a daemon thread (a search stuck on a dead backend must not hold up

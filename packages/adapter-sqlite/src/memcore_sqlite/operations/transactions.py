@@ -49,6 +49,7 @@ from memcore_sqlite.vector import code_pages
 from memcore_sqlite.vector.cache import VectorCache
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
 from memcore_sqlite.vector.passages import combine, passages
+from memcore_sqlite.vector.query_vectors import QueryVectors
 
 _log = logging.getLogger(__name__)
 
@@ -103,6 +104,8 @@ class Transactions:
         self.vectors = (
             VectorCache(embedder.dimension, max_rows=vector_cache_rows) if embedder else None
         )
+        #: The vectors of recent queries (the same text is not embedded twice).
+        self.query_vectors = QueryVectors()
         #: Rows' lengths in words for the lexical stage, per tenant searched.
         self.lengths = LengthCache(max_rows=vector_cache_rows)
         #: Large tenants' postings for the lexical stage, built in the background from a

@@ -1,0 +1,96 @@
+"""What a session's first search costs: a store warmed for a scope builds nothing more in that
+search, and a query asked again is not embedded again; the hits stay the same either way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from memcore.scope import Scope
+from memcore.testing import HashingEmbedder
+from memcore_sqlite import SqliteMemoryStore
+from memcore_sqlite.vector import code_pages
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run1")
+BOB = Scope("app", "bob", "agent", "run1")
+TEXTS = [
+    "My sister Maya moved to Lisbon last spring",
+    "I adopted a grey cat called Pixel in March",
+    "The dentist appointment moved to Thursday at 3pm",
+    "I have been learning to play the cello since June",
+    "My favourite tea is a smoky lapsang souchong",
+]
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting the texts it was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def _filled(path: Path, embedder: HashingEmbedder) -> SqliteMemoryStore:
+    store = SqliteMemoryStore(path, embedder=embedder)
+    store.ensure_store(STORE)
+    for text in TEXTS:
+        store.add_text(STORE, ALICE, text, sync=True)
+    store.add_text(STORE, BOB, "Bob's sister lives in Lisbon too", sync=True)
+    return store
+
+
+def _ids(store: SqliteMemoryStore, query: str) -> list[tuple[str, float]]:
+    hits = store.search(STORE, ALICE.tenant_pattern(), query, top_k=3)
+    return [(h.memory.id, round(h.score, 6)) for h in hits]
+
+
+def test_a_query_asked_again_is_embedded_once_with_the_same_hits(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    with _filled(tmp_path / "m.db", embedder) as store:
+        embedder.texts.clear()
+        first = _ids(store, "where does my sister live?")
+        again = _ids(store, "where does my sister live?")
+        other = _ids(store, "what is my cat called?")
+    assert embedder.texts == ["where does my sister live?", "what is my cat called?"]
+    assert first == again and first != other
+
+
+def test_a_warmed_scope_is_not_loaded_again_by_its_first_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.db"
+    _filled(path, HashingEmbedder(64)).close()
+    loads: list[object] = []
+    real = code_pages.load
+
+    def counted(*args: object, **kwargs: object) -> object:
+        loads.append(args[2:4])
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(code_pages, "load", counted)
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as cold:
+        expected = _ids(cold, "where does my sister live?")
+    assert loads, "a search of a fresh store reads the scope's codes"
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+        before = len(store.list_requests(STORE, limit=100).items)
+        loads.clear()
+        store.warm(STORE, ALICE.tenant_pattern())
+        assert loads  # the warm-up read them
+        loads.clear()
+        assert _ids(store, "where does my sister live?") == expected
+        assert loads == []  # and the first search did not
+        # Warming is not a request of the user's: no search is recorded for it.
+        assert len(store.list_requests(STORE, limit=100).items) == before + 1
+
+
+def test_warming_a_store_that_does_not_exist_yet_does_nothing(tmp_path: Path) -> None:
+    with SqliteMemoryStore(tmp_path / "m.db", embedder=HashingEmbedder(64)) as store:
+        store.warm("nothing_here", ALICE.tenant_pattern())
+        assert store.list_stores() == []
