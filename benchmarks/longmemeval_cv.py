@@ -92,6 +92,8 @@ class Question:
     store_top: dict[str, list[str]]
     #: Each turn key's neighbours among the indexed turns of its session.
     neighbours: dict[str, list[str]]
+    #: Each row's session date (metadata ``date``), as the haystack gives it.
+    dates: list[str] = attrs.field(factory=list)
 
 
 def _terms(question: str, cap: int) -> tuple[str, ...]:
@@ -174,6 +176,7 @@ def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) 
         set(q["evidence"]),
         top,
         neighbours,
+        [m.get("date", "") for m in meta],
     )
 
 
