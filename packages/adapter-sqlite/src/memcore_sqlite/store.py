@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from memcore import limits
@@ -102,6 +103,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         mode: str | None = None,
         context_scope: Scope | None = None,
         include_evidence: bool = False,
+        reference_time: datetime | None = None,
     ) -> list[SearchHit]:
         """Lexical (FTS5) and, with an embedder, exact cosine, fused into one relevance.
 
@@ -112,11 +114,13 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
         overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
         (checked) and ``include_evidence`` have no local meaning. A memory a dream pass
-        superseded comes right after the memory that superseded it.
+        superseded comes right after the memory that superseded it. ``reference_time`` is
+        checked.
         """
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
         limits.check_context_scope(context_scope, pattern)
+        limits.check_reference_time(reference_time)
         mode = self.search_mode if mode is None else mode
         if mode not in ("lexical", "vector", "hybrid"):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
