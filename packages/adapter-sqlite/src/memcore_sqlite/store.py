@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from memcore import limits
@@ -25,7 +25,7 @@ from memcore_sqlite.operations.facts import FactWrites
 from memcore_sqlite.operations.reads import RecordReads
 from memcore_sqlite.operations.writes import TextItem
 from memcore_sqlite.search import pipeline as search
-from memcore_sqlite.search import supersession
+from memcore_sqlite.search import supersession, when
 from memcore_sqlite.search.pipeline import check_search
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.rows import (
@@ -114,13 +114,15 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
         overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
         (checked) and ``include_evidence`` have no local meaning. A memory a dream pass
-        superseded comes right after the memory that superseded it. ``reference_time`` is
-        checked.
+        superseded comes right after the memory that superseded it. Among hits of equal
+        relevance, those said in the span the query's time words name ("last month"),
+        counted from ``reference_time`` (default now), come first
+        (:mod:`memcore_sqlite.search.when`).
         """
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
         limits.check_context_scope(context_scope, pattern)
-        limits.check_reference_time(reference_time)
+        asked = limits.check_reference_time(reference_time)
         mode = self.search_mode if mode is None else mode
         if mode not in ("lexical", "vector", "hybrid"):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
@@ -137,6 +139,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
             qvec[0] if qvec else None,
             started,
             use_lexical=mode != "vector",
+            reference=asked,
         )
 
     def search_vector(
@@ -176,6 +179,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
         started: float,
         *,
         use_lexical: bool = True,
+        reference: datetime | None = None,
     ) -> list[SearchHit]:
         """Rank, fetch and filter the hits; a search that succeeds is audited after its read.
 
@@ -205,6 +209,7 @@ class SqliteMemoryStore(StoreCatalog, FactWrites, DreamTasks, RecordReads):
                         lengths=self._lengths,
                         postings=self._postings,
                     )
+                    order = when.dated(conn, order, query, reference or datetime.now(timezone.utc))
                     found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
                     found = supersession.prefer_current(
                         conn, sid, pattern, found, flt, top_k, links
