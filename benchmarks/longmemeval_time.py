@@ -4,7 +4,8 @@
 Each question is asked on its ``question_date``; :func:`memcore_sqlite.search.when.window` turns
 its time words ("last Saturday", "5 days ago", "in February") into a span of dates, and a
 candidate whose session date lies in it gains ``boost`` on the shipped fusion's relevance
-(``memcore_sqlite.search.when.BOOST`` is the product's). The boost is chosen on the training folds
+(the product ships none: among equal scores only, the span's memories come first,
+``shipped_dates_break_ties_vs_no_boost``, which nothing is tuned for). The boost is chosen on the training folds
 like the fusion (0, "no time handling", is the simplest and is kept unless another value
 beats it by more than one training question) and scored on the held-out fold. Reported:
 held-out figures only, overall and per question type, the paired sign test against no
@@ -13,7 +14,7 @@ temporal-reasoning and knowledge-update questions whose evidence turn is not in 
 without the boost, whether the question names a time and whether the evidence lies in it.
 
     uv run python -m benchmarks longmemeval_replay capture --roles user --cache DIR --out R
-    uv run python -m benchmarks longmemeval_time R [--data SPLIT] [--folds 5] [--seed 32]
+    uv run python -m benchmarks longmemeval_time R [--data SPLIT] [--folds 5] [--seed 32] [--seeds 5]
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.longmemeval import DEFAULT_DATA, load
+from benchmarks.longmemeval import DEFAULT_DATA, haystack_time, load
 from benchmarks.longmemeval_cv import (
     DEFAULT,
     DEPTH,
@@ -53,27 +54,55 @@ KINDS = ("temporal-reasoning", "knowledge-update")
 
 def haystack_date(text: str) -> datetime:
     """LongMemEval's dates ("2023/04/11 (Tue) 23:18"), read as UTC."""
-    day, _, clock = text.partition(")")
-    return datetime.strptime(f"{day[:10]} {clock.strip()}", "%Y/%m/%d %H:%M").replace(
-        tzinfo=timezone.utc
-    )
+    seconds = haystack_time(text)
+    if seconds is None:
+        raise LookupError(f"not a LongMemEval date: {text!r}")
+    return datetime.fromtimestamp(seconds, timezone.utc)
 
 
 def epochs(q: Question) -> np.ndarray:
-    return np.array([haystack_date(d).timestamp() if d else np.nan for d in q.dates])
+    return np.array([haystack_time(d) or np.nan for d in q.dates], dtype=float)
 
 
 def rank_in_time(
-    q: Question, stamps: np.ndarray, span: when.Window | None, boost: float
+    q: Question, stamps: np.ndarray, span: when.Window | None, boost: float | None
 ) -> np.ndarray:
+    """The shipped fusion's order with rows dated in ``span`` gaining ``boost``; with
+    ``boost`` None, the product's rule (:class:`memcore_sqlite.search.when.DatedOrder`): rows
+    in the span first among equal scores, otherwise newest first."""
     scores, rows = fused_scores(q, DEFAULT)
-    if span is not None and boost:
-        inside = (stamps >= span.start) & (stamps < span.end)
-        scores = scores + boost * inside
-    return _order(q, scores, rows)[:DEPTH]
+    if span is None or boost == 0.0:
+        return _order(q, scores, rows)[:DEPTH]
+    inside = (stamps >= span.start) & (stamps < span.end)
+    if boost is None:
+        return rows[np.lexsort((-q.seqs[rows], ~inside[rows], -scores[rows]))][:DEPTH]
+    return _order(q, scores + boost * inside, rows)[:DEPTH]
 
 
-def run(directory: Path, data: Path, k: int, seed: int) -> dict[str, Any]:
+def cross_validate(
+    questions: Sequence[Question],
+    table: dict[float, list[dict[str, float]]],
+    k: int,
+    seed: int,
+) -> tuple[list[dict[str, float]], list[dict[str, Any]]]:
+    """Held-out rows of the boost chosen fold by fold (0 unless another value beats it on
+    the training folds by more than one question), and the choices."""
+    fold = fold_of([(q.qid, q.kind) for q in questions], k, seed)
+    held: list[dict[str, float]] = [{}] * len(questions)
+    picks = []
+    for f in range(k):
+        train = [i for i in range(len(questions)) if fold[i] != f]
+        value = {b: _objective([table[b][i] for i in train]) for b in BOOSTS}
+        best = max(BOOSTS, key=lambda b: (round(value[b], 9), -b))
+        pick = best if value[best] > value[0.0] + 1.0 / len(train) + 1e-9 else 0.0
+        picks.append({"fold": f, "boost": pick, "train_gain": round(value[best] - value[0.0], 4)})
+        for i in range(len(questions)):
+            if fold[i] == f:
+                held[i] = table[pick][i]
+    return held, picks
+
+
+def run(directory: Path, data: Path, k: int, seed: int, seeds: int = 1) -> dict[str, Any]:
     index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
     kept = index["questions"]
     asked = {x["question_id"]: x for x in load(data)}
@@ -100,19 +129,19 @@ def run(directory: Path, data: Path, k: int, seed: int) -> dict[str, Any]:
             ("rrf_k60", ("rrf", RRF_K)),
         )
     }
-    fold = fold_of([(q.qid, q.kind) for q in questions], k, seed)
-    held: list[dict[str, float]] = [{}] * len(questions)
-    picks = []
-    for f in range(k):
-        train = [i for i in range(len(questions)) if fold[i] != f]
-        value = {b: _objective([table[b][i] for i in train]) for b in BOOSTS}
-        best = max(BOOSTS, key=lambda b: (round(value[b], 9), -b))
-        pick = best if value[best] > value[0.0] + 1.0 / len(train) + 1e-9 else 0.0
-        picks.append({"fold": f, "boost": pick, "train_gain": round(value[best] - value[0.0], 4)})
-        for i in range(len(questions)):
-            if fold[i] == f:
-                held[i] = table[pick][i]
+    held, picks = cross_validate(questions, table, k, seed)
     base = table[0.0]
+    repeats = []
+    for extra in range(1, seeds):
+        again, chosen = cross_validate(questions, table, k, seed + extra)
+        repeats.append(
+            {
+                "seed": seed + extra,
+                "boosts": [c["boost"] for c in chosen],
+                "vs_no_boost": _paired(again, base),
+            }
+        )
+    ties = [metrics(q, rank_in_time(q, s, w, None)) for q, s, w in zip(questions, stamps, spans)]
     by_kind: dict[str, list[int]] = defaultdict(list)
     for i, q in enumerate(questions):
         by_kind[q.kind].append(i)
@@ -156,6 +185,7 @@ def run(directory: Path, data: Path, k: int, seed: int) -> dict[str, Any]:
         "paired_time_boost_cv_vs": {"no_boost": _paired(held, base)}
         | {name: _paired(held, rows) for name, rows in refs.items()},
         "choices": picks,
+        "shipped_dates_break_ties_vs_no_boost": _paired(ties, base),
         "boost_fixed_vs_no_boost": {
             str(b): {
                 "turn_recall_any@5": _summary(table[b])["turn_recall_any@5"]["mean"],
@@ -164,6 +194,7 @@ def run(directory: Path, data: Path, k: int, seed: int) -> dict[str, Any]:
             for b in BOOSTS[1:]
         },
         "misses_without_boost": misses,
+        "other_fold_assignments": repeats,
     }
 
 
@@ -173,9 +204,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument("--seeds", type=int, default=1, help="fold assignments to repeat on")
     args = parser.parse_args()
     try:
-        result = run(args.directory, args.data, args.folds, args.seed)
+        result = run(args.directory, args.data, args.folds, args.seed, args.seeds)
     except (LookupError, FileNotFoundError) as e:
         print(json.dumps({"error": f"{type(e).__name__}: {e}"}), file=sys.stderr)
         return 1
