@@ -19,9 +19,7 @@ without the boost, whether the question names a time and whether the evidence li
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -43,7 +41,9 @@ from benchmarks.longmemeval_cv import (
     fold_of,
     fused_scores,
     metrics,
+    protocol_parser,
     read_question,
+    report,
 )
 from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
 from memcore_sqlite.search import when
@@ -199,20 +199,10 @@ def run(directory: Path, data: Path, k: int, seed: int, seeds: int = 1) -> dict[
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("directory", type=Path, help="stores kept by longmemeval_replay capture")
+    parser = protocol_parser()
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=32)
-    parser.add_argument("--seeds", type=int, default=1, help="fold assignments to repeat on")
     args = parser.parse_args()
-    try:
-        result = run(args.directory, args.data, args.folds, args.seed, args.seeds)
-    except (LookupError, FileNotFoundError) as e:
-        print(json.dumps({"error": f"{type(e).__name__}: {e}"}), file=sys.stderr)
-        return 1
-    print(json.dumps(result, indent=2))
-    return 0
+    return report(lambda: run(args.directory, args.data, args.folds, args.seed, args.seeds))
 
 
 if __name__ == "__main__":
