@@ -73,6 +73,18 @@ def test_last_month_puts_the_memory_said_that_month_ahead_of_an_equal_one(
     assert [h.memory.id for h in later[:2]] == [april, march]
 
 
+def test_a_tie_beyond_the_first_read_is_still_seen(lexical_store: SqliteMemoryStore) -> None:
+    mem = _memory(lexical_store)
+    march = _said(mem, "I went hiking with Sam", at(2023, 3, 12))  # the oldest of the run
+    for i, name in enumerate(
+        ["Ana", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal", "Ivy", "Jo", "Kai", "Lu"]
+    ):
+        _said(mem, f"I went hiking with {name}", at(2023, 4, 1 + i))
+    hits = mem.search("Where did I go hiking last month?", top_k=3, reference_time=ASKED)
+    assert hits[0].memory.id == march
+    assert len({h.score for h in hits}) == 1
+
+
 def test_a_query_without_time_words_ranks_exactly_as_before(
     hybrid_store: SqliteMemoryStore,
 ) -> None:

@@ -200,7 +200,8 @@ _SAID = (
 
 class DatedOrder(FusedOrder):
     """``inner`` with each run of equal relevance reordered: memories said inside ``span``
-    first, the rest as they were. Reads past the ``k``-th hit only as far as its run goes."""
+    first, the rest as they were. Reads one hit past the ``k``-th, and on as far as its run
+    goes: a later hit of equal relevance said in the span comes before it."""
 
     def __init__(self, inner: FusedOrder, span: Window, conn: sqlite3.Connection) -> None:
         super().__init__()
@@ -212,10 +213,12 @@ class DatedOrder(FusedOrder):
         return {int(r[0]): r[1] for r in rows_in(self._conn, _SAID, list(seqs))}
 
     def first(self, k: int) -> Ranked:
-        n = k
+        if k < 1:
+            return []
+        n = k + 1
         ranked = self._inner.first(n)
         # The run of the k-th score may go on past it: read until a lower score shows.
-        while len(ranked) == n and ranked and ranked[-1][1].score >= ranked[k - 1][1].score:
+        while len(ranked) == n and ranked[-1][1].score >= ranked[k - 1][1].score:
             n *= 2
             ranked = self._inner.first(n)
         said = self._said([seq for seq, _ in ranked])
