@@ -1,8 +1,9 @@
 """Turn recall on short two-speaker dialogs, through the product's own search path.
 
 The development set ``benchmarks/data/dialogs_dev.json`` (written by ``benchmarks._dialog_gen``:
-10 conversations of 140-146 short turns over six dated sessions, 170 questions: single-hop,
-multi-hop, temporal, open-domain, each with its evidence turns) checks that what helps long
+10 conversations of 139-155 short turns over six dated sessions, 170 questions: single-hop,
+multi-hop, temporal, open-domain, each with its evidence turns; a line said twice in one
+conversation is one memory, as the store keeps repeats, so 110-128 memories each) checks that what helps long
 user turns does not hurt short ones. Each conversation gets a fresh SQLite store; each
 session is one ``Memory.add(messages=...)`` call, each turn one message "Name: text" with
 its turn id and its session's date as timestamp.
