@@ -5,6 +5,9 @@ call with its session id and date in metadata; each message is one memory. Index
 (the authors' default) and user+assistant turns (what a Hermes turn writes). Queries go through
 ``Memory.search`` (hybrid) and the store's ``search(mode=...)`` for each signal alone.
 
+Each message carries its session's date as its timestamp, and the hybrid search is asked on the
+question's date (``reference_time``), as a host would ask it.
+
 Metrics: session recall_any@k (an evidence session among the sessions of the top k), turn
 recall_any@k (an evidence turn among the top k), NDCG@10 over evidence turns and over
 sessions, for k in 5 and 10, overall and per question type. ``topk_stable`` is the share of
@@ -46,6 +49,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +101,26 @@ def ingest(mem: Memory, item: dict[str, Any], roles: str) -> tuple[set[str], int
             if auto and not worth_recalling(turn["content"]):
                 continue
             key = f"{si}:{ti}"
-            messages.append(Message(turn["role"], turn["content"], metadata={"turn": key}))
+            said = haystack_time(date)
+            messages.append(
+                Message(turn["role"], turn["content"], timestamp=said, metadata={"turn": key})
+            )
             if turn.get("has_answer"):
                 evidence.add(key)
         if messages:
             mem.add(messages=messages, metadata={"session_id": str(sid), "date": str(date)})
             count += len(messages)
     return evidence, count
+
+
+def haystack_time(text: str) -> float | None:
+    """LongMemEval's dates ("2023/04/11 (Tue) 23:18") as seconds, read as UTC."""
+    day, _, clock = str(text).partition(")")
+    try:
+        moment = datetime.strptime(f"{day[:10]} {clock.strip()}", "%Y/%m/%d %H:%M")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _dcg(relevant: Sequence[bool]) -> float:
@@ -193,7 +210,14 @@ def search_question(
     for mode in MODES:
         started = time.perf_counter()
         if mode == "hybrid":
-            hits = mem.search(item["question"], top_k=10)
+            asked = haystack_time(item.get("question_date", ""))
+            hits = mem.search(
+                item["question"],
+                top_k=10,
+                reference_time=None
+                if asked is None
+                else datetime.fromtimestamp(asked, timezone.utc),
+            )
         else:
             hits = store.search(STORE, pattern, item["question"], top_k=10, mode=mode)
         out[f"{mode}_s"] = time.perf_counter() - started

@@ -47,7 +47,7 @@ import random
 import sqlite3
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from itertools import product
 from pathlib import Path
@@ -92,6 +92,8 @@ class Question:
     store_top: dict[str, list[str]]
     #: Each turn key's neighbours among the indexed turns of its session.
     neighbours: dict[str, list[str]]
+    #: Each row's session date (metadata ``date``), as the haystack gives it.
+    dates: list[str] = attrs.field(factory=list)
 
 
 def _terms(question: str, cap: int) -> tuple[str, ...]:
@@ -174,6 +176,7 @@ def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) 
         set(q["evidence"]),
         top,
         neighbours,
+        [m.get("date", "") for m in meta],
     )
 
 
@@ -573,21 +576,33 @@ def run(directory: Path, k: int, seed: int, seeds: int, limit: int) -> dict[str,
     }
 
 
-def main() -> int:
+def protocol_parser() -> argparse.ArgumentParser:
+    """The arguments of a benchmark run under this protocol: the kept stores and the folds."""
     parser = argparse.ArgumentParser()
     parser.add_argument("directory", type=Path, help="stores kept by longmemeval_replay capture")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=32)
     parser.add_argument("--seeds", type=int, default=1, help="fold assignments to repeat on")
-    parser.add_argument("--limit", type=int, default=0, help="first N kept questions (0: all)")
-    args = parser.parse_args()
+    return parser
+
+
+def report(compute: Callable[[], dict[str, Any]]) -> int:
+    """Print ``compute()`` as JSON (exit 0), or a missing store or question as one JSON error
+    line on stderr (exit 1)."""
     try:
-        result = run(args.directory, args.folds, args.seed, args.seeds, args.limit)
+        result = compute()
     except (LookupError, FileNotFoundError) as e:
         print(json.dumps({"error": f"{type(e).__name__}: {e}"}), file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2))
     return 0
+
+
+def main() -> int:
+    parser = protocol_parser()
+    parser.add_argument("--limit", type=int, default=0, help="first N kept questions (0: all)")
+    args = parser.parse_args()
+    return report(lambda: run(args.directory, args.folds, args.seed, args.seeds, args.limit))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from memcore import limits
@@ -31,7 +32,7 @@ from memcore_sqlite.operations.reads import RecordReads
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites, TextItem
 from memcore_sqlite.search import pipeline as search
-from memcore_sqlite.search import supersession
+from memcore_sqlite.search import supersession, when
 from memcore_sqlite.search.pipeline import check_search
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.rows import (
@@ -185,6 +186,7 @@ class SqliteMemoryStore:
         mode: str | None = None,
         context_scope: Scope | None = None,
         include_evidence: bool = False,
+        reference_time: datetime | None = None,
     ) -> list[SearchHit]:
         """Lexical (FTS5) and, with an embedder, exact cosine, fused into one relevance.
 
@@ -195,11 +197,15 @@ class SqliteMemoryStore:
         hits are the same whatever ``top_k``. ``mode`` (``lexical``, ``vector``, ``hybrid``)
         overrides :attr:`search_mode` for one call. ``enable_rerank``, ``context_scope``
         (checked) and ``include_evidence`` have no local meaning. A memory a dream pass
-        superseded comes right after the memory that superseded it.
+        superseded comes right after the memory that superseded it. Among hits of equal
+        relevance, those said in the span the query's time words name ("last month"),
+        counted from ``reference_time`` (default now), come first
+        (:mod:`memcore_sqlite.search.when`).
         """
         started = time.perf_counter()
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
         limits.check_context_scope(context_scope, pattern)
+        asked = limits.check_reference_time(reference_time)
         mode = self.search_mode if mode is None else mode
         if mode not in ("lexical", "vector", "hybrid"):
             raise InvalidInput("mode must be lexical, vector or hybrid", field="mode")
@@ -207,7 +213,16 @@ class SqliteMemoryStore:
             raise Unsupported(f"{mode} search needs an embedder; this store is lexical-only")
         qvec = self._tx.query_vectors.vector(query, self._tx.embed) if mode != "lexical" else None
         return self._search(
-            store, pattern, query, top_k, flt, floor, qvec, started, use_lexical=mode != "vector"
+            store,
+            pattern,
+            query,
+            top_k,
+            flt,
+            floor,
+            qvec,
+            started,
+            use_lexical=mode != "vector",
+            reference=asked,
         )
 
     def warm(self, store: str, pattern: ScopePattern) -> None:
@@ -279,6 +294,7 @@ class SqliteMemoryStore:
         started: float,
         *,
         use_lexical: bool = True,
+        reference: datetime | None = None,
     ) -> list[SearchHit]:
         """Rank, fetch and filter the hits; a search that succeeds is audited after its read.
 
@@ -308,6 +324,7 @@ class SqliteMemoryStore:
                         lengths=self._tx.lengths,
                         postings=self._tx.postings,
                     )
+                    order = when.dated(conn, order, query, reference or datetime.now(timezone.utc))
                     found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
                     found = supersession.prefer_current(
                         conn, sid, pattern, found, flt, top_k, links

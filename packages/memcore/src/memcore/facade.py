@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -253,9 +254,11 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        reference_time: datetime | None = None,
     ) -> builtins.list[SearchHit]:
         """The user's memories most relevant to ``query``, best first. ``filters``: exact
         metadata matches, all required; ``min_similarity`` (0 to 1) drops hits scoring lower.
+        ``reference_time``: when the question is asked (default now), for its time words.
 
         >>> mem.search("drinks", user_id="alice", filters={"topic": "drinks"},
         ...            min_similarity=0.3)                                       # doctest: +SKIP
@@ -266,6 +269,7 @@ class Memory:
             filters=filters,
             min_similarity=min_similarity,
             enable_rerank=enable_rerank,
+            reference_time=reference_time,
         )
 
     def list(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 
 from memcore.errors import InvalidInput
 from memcore.scope import Scope, ScopePattern
@@ -170,6 +171,15 @@ def check_min_similarity(value: object) -> float | None:
     if not 0.0 <= float(value) <= 1.0:
         raise InvalidInput("min_similarity must be from 0 to 1", field="min_similarity")
     return float(value)
+
+
+def check_reference_time(value: object) -> datetime | None:
+    """A search's reference time (the question's date): a datetime; a naive one is UTC."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInput("reference_time must be a datetime", field="reference_time")
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
 def check_limit(limit: object, *, field: str = "limit") -> int:

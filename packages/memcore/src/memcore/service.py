@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TypeVar
 
 import attrs
@@ -246,14 +247,17 @@ class MemoryService:
         min_similarity: float | None = None,
         context_scope: Scope | bool | None = None,
         include_evidence: bool = False,
+        reference_time: datetime | None = None,
     ) -> list[SearchHit]:
         """``context_scope=True`` ranks the current session's memories higher (when it lies
-        inside the searched pattern); a Scope names another conversation."""
+        inside the searched pattern); a Scope names another conversation.
+        ``reference_time``: when the question is asked (None: now); see the store port."""
         limits.check_query(query)
         k = limits.check_top_k(self.top_k if top_k is None else top_k)
         flt = limits.check_metadata(filters, field="filters")
         sim = limits.check_min_similarity(min_similarity)
         rerank = self.enable_rerank if enable_rerank is None else bool(enable_rerank)
+        asked = limits.check_reference_time(reference_time)
         pattern = self.search_pattern
         context: Scope | None
         if context_scope is True:
@@ -272,6 +276,7 @@ class MemoryService:
             min_similarity=sim,
             context_scope=context,
             include_evidence=bool(include_evidence),
+            reference_time=asked,
         )
 
     def profile(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 import attrs
@@ -249,7 +250,12 @@ class Plans:
         min_similarity: float | None = None,
         context_scope: Scope | None = None,
         include_evidence: bool = False,
+        reference_time: datetime | None = None,
     ) -> Plan[list[SearchHit]]:
+        """``reference_time`` is checked and not sent: SearchMemories has no field for it, the
+        service ranks on its side and returns only ``topK`` hits, so a date could only
+        reorder those, not bring an older memory in."""
+        limits.check_reference_time(reference_time)
         wanted = bodies.as_pattern(pattern)
         body: dict[str, Any] = {
             **bodies.named(store),

@@ -8,6 +8,7 @@ pretending.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from memcore.scope import Scope, ScopePattern
@@ -96,10 +97,13 @@ class MemoryStore(Protocol):
         min_similarity: float | None = None,
         context_scope: Scope | None = None,
         include_evidence: bool = False,
+        reference_time: datetime | None = None,
     ) -> list[SearchHit]:
         """``filters``: exact metadata equality, ANDed. ``min_similarity`` drops hits whose
         ``score`` is lower. ``context_scope``: the current conversation (concrete, inside
-        ``pattern``), a ranking hint. ``include_evidence``: attach supporting messages."""
+        ``pattern``), a ranking hint. ``include_evidence``: attach supporting messages.
+        ``reference_time``: when the query is asked (None: now), what its time words
+        ("last month", "5 days ago") count from; a ranking hint a store may ignore."""
         ...
 
     def list_memories(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -290,6 +291,18 @@ class MemoryStoreContract:
         scores = [h.score for h in hits]
         assert all(isinstance(s, float) and 0.0 <= s <= 1.0 for s in scores)
         assert scores == sorted(scores, reverse=True)
+
+    def test_search_takes_a_reference_time(self, ready: MemoryStore) -> None:
+        """Every store accepts the question's date and refuses what is not a datetime; how
+        far it ranks with it is the store's (a hint, like ``context_scope``)."""
+        self.add(ready, A1, "we repainted the fence")
+        self.settle(ready)
+        asked = datetime(2026, 4, 22, 8, tzinfo=timezone.utc)
+        pattern = A1.tenant_pattern()
+        hits = ready.search(self.store_name, pattern, "fence last month", reference_time=asked)
+        assert [h.memory.text for h in hits] == ["we repainted the fence"]
+        with pytest.raises(InvalidInput):
+            ready.search(self.store_name, pattern, "fence", reference_time="2026-04-22")  # type: ignore[arg-type]
 
     def test_search_filters_are_exact_and_anded(self, ready: MemoryStore) -> None:
         both = self.add(ready, A1, "meeting about the budget", team="red", year="2026")

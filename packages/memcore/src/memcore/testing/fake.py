@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 
 import attrs
 
@@ -365,9 +366,12 @@ class InMemoryMemoryStore:
         min_similarity: float | None = None,
         context_scope: Scope | None = None,
         include_evidence: bool = False,
+        reference_time: datetime | None = None,
     ) -> list[SearchHit]:
         """Lexical overlap (or cosine, with an embedder) as ``score``; with a
-        ``context_scope``, that conversation's hits rank first (``ranking_score``)."""
+        ``context_scope``, that conversation's hits rank first (``ranking_score``).
+        ``reference_time`` is checked and not used: the fake's overlap score has no ties
+        worth breaking by date, and it keeps no time-word parser (that is the store's)."""
         started = time.perf_counter()
         self._enter("search")
         limits.check_query(query)
@@ -375,6 +379,7 @@ class InMemoryMemoryStore:
         flt = limits.check_metadata(filters, field="filters")
         floor = limits.check_min_similarity(min_similarity)
         limits.check_context_scope(context_scope, pattern)
+        limits.check_reference_time(reference_time)
         q = tokens(query)
         qvec = self.embedder.embed([query])[0] if self.embedder else None
         with self._lock:

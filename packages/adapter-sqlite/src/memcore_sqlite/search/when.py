@@ -1,0 +1,239 @@
+"""Time in the question: the span of dates a query's time words point at, and the order that
+lets it decide between memories the search cannot otherwise tell apart.
+
+"What did I do last month?" asked on 22 April means March; "5 days ago", "last Saturday",
+"in May", "the past two weeks" each name a span relative to the question's date (the
+search's reference time). :func:`window` finds those words and returns the span, or None
+when the query names no time: a query without time words ranks exactly as before.
+
+:class:`DatedOrder` puts, among hits of equal relevance, those said inside the span first
+(otherwise equal hits go newest first). A larger say, a bounded boost on the relevance, was
+measured under the 5-fold protocol (``benchmarks/longmemeval_time.py``) and gained nothing on
+held-out folds; ties are where a date decides without outweighing any relevance.
+
+Calendar arithmetic is python-dateutil's (``relativedelta``; its parser reads explicit dates
+such as "May 3" or "2023-05-03"). The phrases are found with a short pattern list rather
+than a general date finder: ``dateparser`` resolves these phrases too, but its first call
+costs about 0.8 s, and an unresolvable phrase ("in the past two months") several seconds,
+which a search path cannot pay.
+
+Spans are generous (a day ± one, "3 weeks ago" ± four days): said dates are rough, and the
+span only lifts memories (:func:`boost`), it never filters them out.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import date, datetime, timedelta, timezone, tzinfo
+
+import attrs
+from dateutil import parser as date_parser
+from dateutil.relativedelta import relativedelta
+
+from memcore_sqlite.search.fused_order import FusedOrder, Ranked
+from memcore_sqlite.storage.rows import rows_in
+
+_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3,
+}  # fmt: skip
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_NUM = r"(\d{1,3}|" + "|".join(sorted(map(re.escape, _NUMBERS), key=len, reverse=True)) + ")"
+_UNIT = r"(day|week|month|year)s?"
+_MONTH = r"(" + "|".join(m.capitalize() for m in _MONTHS) + r")"
+_DAY = r"(" + "|".join(_WEEKDAYS) + r")"
+
+_AGO = re.compile(rf"\b{_NUM}\s+{_UNIT}\s+(?:ago|back|earlier)\b", re.I)
+_SPAN = re.compile(rf"\b(?:last|past|previous|recent)\s+(?:{_NUM}\s+)?{_UNIT}\b", re.I)
+_THIS = re.compile(rf"\b(?:this|current)\s+{_UNIT}\b", re.I)
+_WEEKDAY = re.compile(rf"\b(?:last|this past|on|past)\s+{_DAY}\b", re.I)
+_WEEKEND = re.compile(r"\b(?:last|this past|past)\s+weekend\b", re.I)
+_DAYWORD = re.compile(r"\b(yesterday|today|tonight|this morning|this evening)\b", re.I)
+#: A month name, capitalised; "May" only after a word that makes it a month ("in May").
+_IN_MONTH = re.compile(
+    rf"(?:\b(in|during|since|from|of|early|mid|late|last|until|through|and|or|between)\s+)?"
+    rf"\b{_MONTH}\b(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{{4}}))?"
+)
+_ISO = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+#: A word every pattern above needs: most queries name no time, and one search for these
+#: costs a fraction of running every pattern.
+_CUE = re.compile(
+    r"\b(?:ago|back|earlier|last|past|previous|recent|this|current|on|weekend|yesterday|today"
+    r"|tonight|" + "|".join(_MONTHS) + r")\b|\d{4}-\d{2}-\d{2}",
+    re.I,
+)
+
+_DAYS = {"day": 1, "week": 7}
+_SLACK = {"day": 1, "week": 4, "month": 15, "year": 182}
+
+
+@attrs.frozen
+class Window:
+    """A span of time, in seconds since the epoch: ``start`` inclusive, ``end`` exclusive."""
+
+    start: float
+    end: float
+
+    def holds(self, when: float | None) -> bool:
+        return when is not None and self.start <= when < self.end
+
+
+def _count(word: str | None) -> int:
+    if not word:
+        return 1
+    word = word.lower()
+    return int(word) if word.isdigit() else _NUMBERS.get(word, 1)
+
+
+def _step(unit: str, n: int) -> relativedelta:
+    unit = unit.lower()
+    if unit in _DAYS:
+        return relativedelta(days=_DAYS[unit] * n)
+    return relativedelta(months=n) if unit == "month" else relativedelta(years=n)
+
+
+def _day(d: date) -> datetime:
+    return datetime(d.year, d.month, d.day)
+
+
+def _spans(query: str, now: datetime) -> Iterator[tuple[datetime, datetime]]:
+    today = _day(now.date())
+    for m in _AGO.finditer(query):
+        unit = m.group(2).lower()
+        centre = _day((now - _step(unit, _count(m.group(1)))).date())
+        slack = timedelta(days=_SLACK[unit])
+        yield centre - slack, centre + timedelta(days=1) + slack
+    for m in _SPAN.finditer(query):
+        unit, n = m.group(2).lower(), m.group(1)
+        if n is None and unit in ("month", "year"):  # "last month": the calendar month before
+            first = today.replace(day=1) if unit == "month" else today.replace(month=1, day=1)
+            yield first - _step(unit, 1), first
+        else:  # "the past two weeks", "last week": up to the question
+            yield now - _step(unit, _count(n)) - timedelta(days=1), now + timedelta(days=1)
+    for m in _THIS.finditer(query):
+        unit = m.group(1).lower()
+        start = {
+            "day": today,
+            "week": today - timedelta(days=today.weekday()),
+            "month": today.replace(day=1),
+            "year": today.replace(month=1, day=1),
+        }[unit]
+        yield start, now + timedelta(days=1)
+    for m in _WEEKDAY.finditer(query):
+        back = (today.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7
+        day = today - timedelta(days=back)
+        yield day, day + timedelta(days=1)
+    for _ in _WEEKEND.finditer(query):
+        saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+        yield saturday, saturday + timedelta(days=2)
+    for m in _DAYWORD.finditer(query):
+        day = today - timedelta(days=1) if m.group(1).lower() == "yesterday" else today
+        yield day, day + timedelta(days=1)
+    for m in _IN_MONTH.finditer(query):
+        lead, name, day_no, year = m.groups()
+        if name == "May" and lead is None:
+            continue  # "May I ask": not a month
+        month = _MONTHS.index(name.lower()) + 1
+        if year:
+            first = datetime(int(year), month, 1)
+        else:  # the latest such month that has begun by the question
+            first = datetime(now.year - (month > now.month), month, 1)
+        if day_no:
+            try:
+                one = date_parser.parse(f"{name} {day_no}", default=first)
+            except (ValueError, OverflowError):
+                continue
+            yield one - timedelta(days=1), one + timedelta(days=2)
+        else:
+            yield first, first + relativedelta(months=1)
+    for m in _ISO.finditer(query):
+        try:
+            one = date_parser.isoparse(m.group(1))
+        except ValueError:
+            continue
+        yield one - timedelta(days=1), one + timedelta(days=2)
+
+
+def _seconds(moment: datetime, zone: tzinfo) -> float:
+    return moment.replace(tzinfo=zone).timestamp()
+
+
+def window(query: str, reference: datetime) -> Window | None:
+    """The span the query's time words name, relative to ``reference`` (the question's date,
+    read in its own time zone; a naive one as UTC), or None when it names none. Several
+    phrases give the span covering them all ("in March and April")."""
+    if _CUE.search(query) is None:
+        return None
+    zone = reference.tzinfo or timezone.utc
+    now = reference.replace(tzinfo=None)
+    spans = list(_spans(query, now))
+    if not spans:
+        return None
+    start = min(s for s, _ in spans)
+    end = max(e for _, e in spans)
+    return Window(_seconds(start, zone), _seconds(end, zone))
+
+
+#: When each memory was said: its first message's timestamp, else when it was written.
+_SAID = (
+    "SELECT m.seq, COALESCE((SELECT MIN(g.timestamp) FROM messages g"
+    " WHERE g.memory_seq = m.seq), m.created_at) FROM memories m WHERE m.seq IN ({})"
+)
+
+
+class DatedOrder(FusedOrder):
+    """``inner`` with each run of equal relevance reordered: memories said inside ``span``
+    first, the rest as they were. Reads one hit past the ``k``-th, and on as far as its run
+    goes: a later hit of equal relevance said in the span comes before it."""
+
+    def __init__(self, inner: FusedOrder, span: Window, conn: sqlite3.Connection) -> None:
+        super().__init__()
+        self._inner = inner
+        self._span = span
+        self._conn = conn
+
+    def _said(self, seqs: Sequence[int]) -> dict[int, float]:
+        return {int(r[0]): r[1] for r in rows_in(self._conn, _SAID, list(seqs))}
+
+    def first(self, k: int) -> Ranked:
+        if k < 1:
+            return []
+        n = k + 1
+        ranked = self._inner.first(n)
+        # The run of the k-th score may go on past it: read until a lower score shows.
+        while len(ranked) == n and ranked[-1][1].score >= ranked[k - 1][1].score:
+            n *= 2
+            ranked = self._inner.first(n)
+        said = self._said([seq for seq, _ in ranked])
+        place = {seq: i for i, (seq, _) in enumerate(ranked)}
+        ranked = sorted(
+            ranked,
+            key=lambda hit: (-hit[1].score, not self._span.holds(said.get(hit[0])), place[hit[0]]),
+        )
+        return ranked[:k]
+
+
+def dated(
+    conn: sqlite3.Connection, order: FusedOrder, query: str, reference: datetime
+) -> FusedOrder:
+    """``order`` with the query's span breaking ties (:class:`DatedOrder`), or ``order``
+    itself when the query names no time."""
+    span = window(query, reference)
+    return order if span is None else DatedOrder(order, span, conn)

@@ -1,0 +1,121 @@
+"""Time in the question: the span a query's time words name, and the ties it decides."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from memcore import Memory
+from memcore.errors import InvalidInput
+from memcore.scope import Scope
+from memcore.values import Message
+from memcore_sqlite import SqliteMemoryStore
+from memcore_sqlite.search.when import window
+
+STORE = "mem"  # the store the conftest fixtures create
+ASKED = datetime(2023, 4, 22, 8, 1, tzinfo=timezone.utc)  # a Saturday
+
+
+def at(year: int, month: int, day: int) -> float:
+    return datetime(year, month, day, 12, tzinfo=timezone.utc).timestamp()
+
+
+def day(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d")
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("What did I do last month?", "2023-03-01", "2023-04-01"),
+        ("Who did I go with to the music event last Saturday?", "2023-04-15", "2023-04-16"),
+        ("What was the activity 5 days ago?", "2023-04-16", "2023-04-19"),
+        ("Which airline did I fly with in March and April?", "2023-03-01", "2023-05-01"),
+        ("Where did I go in May?", "2022-05-01", "2022-06-01"),  # the last May begun by then
+        ("What did I buy in the past two weeks?", "2023-04-07", "2023-04-23"),
+        ("What did I cook yesterday?", "2023-04-21", "2023-04-22"),
+        ("Where was I on April 3rd?", "2023-04-02", "2023-04-05"),
+    ],
+)
+def test_time_words_name_a_span_counted_from_the_question(query: str, start: str, end: str) -> None:
+    span = window(query, ASKED)
+    assert span is not None
+    assert (day(span.start), day(span.end)) == (start, end)
+
+
+@pytest.mark.parametrize(
+    "query", ["May I ask what my cat is called?", "What is my favourite band?", "the first one"]
+)
+def test_a_query_without_time_words_names_no_span(query: str) -> None:
+    assert window(query, ASKED) is None
+
+
+def _memory(store: SqliteMemoryStore) -> Memory:
+    return Memory(store, scope=Scope("app", "alice", "agent", "run1"), store_name=STORE)
+
+
+def _said(mem: Memory, text: str, when: float) -> str:
+    return mem.add(messages=[Message("user", text, timestamp=when)])[0]
+
+
+def test_last_month_puts_the_memory_said_that_month_ahead_of_an_equal_one(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    mem = _memory(lexical_store)
+    march = _said(mem, "I went hiking with Sam", at(2023, 3, 12))
+    april = _said(mem, "I went hiking with Ana", at(2023, 4, 19))  # newer: ties go to it
+    hits = mem.search("Where did I go hiking last month?", reference_time=ASKED)
+    assert [h.memory.id for h in hits[:2]] == [march, april]
+    assert hits[0].score == hits[1].score  # the date decided, not the relevance
+    # Asked a month later, "last month" is April.
+    later = mem.search("Where did I go hiking last month?", reference_time=datetime(2023, 5, 20))
+    assert [h.memory.id for h in later[:2]] == [april, march]
+
+
+def test_a_tie_beyond_the_first_read_is_still_seen(lexical_store: SqliteMemoryStore) -> None:
+    mem = _memory(lexical_store)
+    march = _said(mem, "I went hiking with Sam", at(2023, 3, 12))  # the oldest of the run
+    for i, name in enumerate(
+        ["Ana", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal", "Ivy", "Jo", "Kai", "Lu"]
+    ):
+        _said(mem, f"I went hiking with {name}", at(2023, 4, 1 + i))
+    hits = mem.search("Where did I go hiking last month?", top_k=3, reference_time=ASKED)
+    assert hits[0].memory.id == march
+    assert len({h.score for h in hits}) == 1
+
+
+def test_a_query_without_time_words_ranks_exactly_as_before(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    mem = _memory(hybrid_store)
+    for i, text in enumerate(["I went hiking with Sam", "I went hiking with Ana", "Tea at noon"]):
+        _said(mem, text, at(2023, 3, 10 + i))
+    plain = mem.search("Where did I go hiking?")
+    dated = mem.search("Where did I go hiking?", reference_time=ASKED)
+    assert [(h.memory.id, h.score) for h in dated] == [(h.memory.id, h.score) for h in plain]
+
+
+def test_without_time_words_equal_hits_stay_newest_first(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    mem = _memory(lexical_store)
+    march = _said(mem, "I went hiking with Sam", at(2023, 3, 12))
+    april = _said(mem, "I went hiking with Ana", at(2023, 4, 19))
+    hits = mem.search("Where did I go hiking?", reference_time=ASKED)
+    assert [h.memory.id for h in hits[:2]] == [april, march]
+
+
+def test_a_time_word_never_outweighs_relevance(lexical_store: SqliteMemoryStore) -> None:
+    mem = _memory(lexical_store)
+    better = _said(mem, "I went hiking up Mount Tam with Sam", at(2023, 4, 19))
+    _said(mem, "I went for a walk", at(2023, 3, 12))
+    hits = mem.search("Which mount did I go hiking last month?", reference_time=ASKED)
+    assert hits[0].memory.id == better
+
+
+def test_reference_time_must_be_a_datetime(lexical_store: SqliteMemoryStore) -> None:
+    mem = _memory(lexical_store)
+    with pytest.raises(InvalidInput) as caught:
+        mem.search("last month", reference_time="2023-04-22")  # type: ignore[arg-type]
+    assert caught.value.field == "reference_time"
