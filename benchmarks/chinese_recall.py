@@ -10,7 +10,10 @@ questions picked by ``--lme-questions`` (default: the first ``--lme-limit``), fo
 embedders, with session and turn recall@5/@10 per mode, so the multilingual model's cost in
 English is measured on the same questions as the default.
 
-    uv run python -m benchmarks.chinese_recall [--embedders default,multilingual] \
+Each embedder's median time to embed one question alone is given, and as a ratio to the
+first embedder's in the same run (the machine may be shared).
+
+    uv run python -m benchmarks.chinese_recall [--embedders default,multilingual,e5] \
         [--lme-limit 12] [--lme-questions 0,10,...]
 """
 
@@ -43,6 +46,10 @@ def make(name: str) -> Embedder:
         from memcore_sqlite.embedders.multilingual import MultilingualEmbedder
 
         return MultilingualEmbedder()
+    if name in ("e5", "e5-raw"):
+        from memcore_sqlite.embedders.e5 import E5Embedder
+
+        return E5Embedder(raw=name == "e5-raw")
     raise SystemExit(f"unknown embedder {name!r}")
 
 
@@ -82,6 +89,12 @@ def chinese(embedder: Embedder, pairs: list[dict[str, str]], tmp: Path) -> dict[
                 "recall@5": round(at5 / len(pairs), 3),
                 "search_ms_p50": round(statistics.median(times) * 1e3, 2),
             }
+        embed = []
+        for pair in pairs:
+            started = time.perf_counter()
+            embedder.embed([pair["question"]])
+            embed.append(time.perf_counter() - started)
+        out["query_embed_ms_p50"] = round(statistics.median(embed) * 1e3, 2)
         return out
 
 
@@ -139,6 +152,10 @@ def main() -> int:
             if picked:
                 row["lme_en"] = english(embedder, picked, tmp)
             result[name] = row
+        first = result[args.embedders.split(",")[0]]["zh"]["query_embed_ms_p50"]
+        for name in args.embedders.split(","):
+            zh = result[name]["zh"]
+            zh["query_embed_vs_first"] = round(zh["query_embed_ms_p50"] / first, 2)
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
 
