@@ -1,8 +1,8 @@
-"""The multilingual embedder (the ``multilingual`` extra): Chinese recalled by meaning.
+"""The Universal Sentence Encoder embedder (the ``multilingual-use`` extra): Chinese by meaning.
 
 On the English default, ``宠物``, ``饮料``, ``职业`` and ``运动习惯`` all found
 ``用户喜欢喝绿茶`` first; this model finds the fact each one asks about, also across
-languages, and is chosen with ``embedder: multilingual``.
+languages. It is passed in code; ``embedder: multilingual`` chooses e5 (test_sqlite_e5).
 """
 
 from __future__ import annotations
@@ -13,15 +13,13 @@ from typing import Any
 
 import pytest
 
-from memcore.config import MemcoreConfig
-from memcore.errors import ConfigError
 from memcore.scope import Scope
-from memcore_sqlite import SqliteMemoryStore, TextItem, choose_embedder, open_backend
-from memcore_sqlite.embedders import missing_multilingual_requirements
+from memcore_sqlite import SqliteMemoryStore, TextItem
+from memcore_sqlite.embedders import missing_use_requirements
 from memcore_sqlite.vector.coverage import coverage
 
 pytestmark = pytest.mark.skipif(
-    bool(missing_multilingual_requirements()), reason="the multilingual extra is not installed"
+    bool(missing_use_requirements()), reason="the multilingual-use extra is not installed"
 )
 USER = Scope("app", "user1", "agent", "run")
 FACTS = {
@@ -79,22 +77,6 @@ def test_chinese_is_recalled_by_meaning(
 def test_unrelated_memories_score_low_enough_to_filter(store: SqliteMemoryStore) -> None:
     hits = store.search("mem", USER.tenant_pattern(), "宠物", mode="vector", min_similarity=0.2)
     assert [h.memory.text for h in hits] == [FACTS["dog"]]
-
-
-def test_chosen_by_the_embedder_setting(tmp_path: Path) -> None:
-    embedder = choose_embedder("multilingual")
-    assert embedder is not None and embedder.name == "use-multilingual-v3"
-    config = MemcoreConfig(embedder="multilingual", local_path=str(tmp_path / "m.db"))
-    store = open_backend(config)
-    try:
-        assert store.embedder is not None and store.embedder.name == "use-multilingual-v3"
-    finally:
-        store.close()
-
-
-def test_an_unknown_embedder_names_the_choices() -> None:
-    with pytest.raises(ConfigError, match="multilingual"):
-        choose_embedder("e5")
 
 
 ROOT = Path(__file__).resolve().parents[3]

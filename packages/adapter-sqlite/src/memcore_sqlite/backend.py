@@ -51,9 +51,9 @@ def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
     if setting == "none":
         return None
     if setting == "multilingual":
-        from memcore_sqlite.embedders.multilingual import MultilingualEmbedder
+        from memcore_sqlite.embedders.e5 import E5Embedder
 
-        return MultilingualEmbedder()
+        return E5Embedder()
     if setting == "auto" and model_dir is None and missing_onnx_requirements():
         return None
     from memcore_sqlite.embedders.onnx import OnnxEmbedder

@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import missing_e5_requirements
+from memcore_sqlite.embedders import missing_multilingual_requirements
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "multilingual-e5-small-q4-centred"
@@ -72,7 +72,7 @@ class E5Embedder:
     scripts = SCRIPTS
 
     def __init__(self, *, threads: int = 1, raw: bool = False) -> None:
-        missing = missing_e5_requirements()
+        missing = missing_multilingual_requirements()
         if missing:
             raise ConfigError(
                 "the multilingual embedder needs the multilingual extra "
