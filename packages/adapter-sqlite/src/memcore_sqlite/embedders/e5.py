@@ -44,7 +44,9 @@ def load_mean() -> Any:
 
     text = (
         resources.files("memcore_sqlite.embedders")
-        .joinpath("data", "multilingual-e5-small", MEAN_FILE)
+        .joinpath("data")
+        .joinpath("multilingual-e5-small")
+        .joinpath(MEAN_FILE)
         .read_text(encoding="utf-8")
     )
     mean = np.asarray(json.loads(text)["mean"], dtype=np.float32)
