@@ -2,7 +2,8 @@
 
 On the English default, ``宠物``, ``饮料``, ``职业`` and ``运动习惯`` all found
 ``用户喜欢喝绿茶`` first; this model finds the fact each one asks about, also across
-languages. It is passed in code; ``embedder: multilingual`` chooses e5 (test_sqlite_e5).
+languages. It is chosen with ``embedder: multilingual-use``; ``embedder: multilingual``
+chooses e5 (test_sqlite_e5).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from memcore.config import MemcoreConfig
 from memcore.scope import Scope
-from memcore_sqlite import SqliteMemoryStore, TextItem
+from memcore_sqlite import SqliteMemoryStore, TextItem, choose_embedder, open_backend
 from memcore_sqlite.embedders import missing_use_requirements
 from memcore_sqlite.vector.coverage import coverage
 
@@ -77,6 +79,17 @@ def test_chinese_is_recalled_by_meaning(
 def test_unrelated_memories_score_low_enough_to_filter(store: SqliteMemoryStore) -> None:
     hits = store.search("mem", USER.tenant_pattern(), "宠物", mode="vector", min_similarity=0.2)
     assert [h.memory.text for h in hits] == [FACTS["dog"]]
+
+
+def test_chosen_by_the_embedder_setting(tmp_path: Path) -> None:
+    embedder = choose_embedder("multilingual-use")
+    assert embedder is not None and embedder.name == "use-multilingual-v3"
+    config = MemcoreConfig(embedder="multilingual-use", local_path=str(tmp_path / "m.db"))
+    store = open_backend(config)
+    try:
+        assert store.embedder is not None and store.embedder.name == "use-multilingual-v3"
+    finally:
+        store.close()
 
 
 ROOT = Path(__file__).resolve().parents[3]
