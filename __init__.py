@@ -43,10 +43,10 @@ if __name__ == "memcore":
 else:
     _use_bundled_packages()
 
-    from memcore_hermes.session.provider import TablestoreMemProvider
+    from memcore_hermes.session.provider import MemcoreMemoryProvider
 
     def register(ctx):  # type: ignore[no-untyped-def]
         """Hermes calls this; it registers the provider with ``ctx.register_memory_provider``."""
-        ctx.register_memory_provider(TablestoreMemProvider())
+        ctx.register_memory_provider(MemcoreMemoryProvider())
 
-    __all__ = ["TablestoreMemProvider", "register"]
+    __all__ = ["MemcoreMemoryProvider", "register"]

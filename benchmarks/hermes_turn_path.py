@@ -32,7 +32,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     result: dict[str, Any] = {
         "benchmark": "hermes_turn_path",
@@ -70,7 +70,7 @@ def main() -> None:
         env = home / ".env"
         env.write_text("TABLESTORE_MEMORY_AK=emu-ak\nTABLESTORE_MEMORY_SK=emu-sk\n")
         os.chmod(env, 0o600)
-        provider = TablestoreMemProvider(flush_timeout=1.0)
+        provider = MemcoreMemoryProvider(flush_timeout=1.0)
         provider.initialize(
             "bench", hermes_home=str(home), agent_context="primary", user_id="bench"
         )

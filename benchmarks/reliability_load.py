@@ -83,7 +83,7 @@ def _home(root: Path, url: str) -> Path:
 def run_layout(
     threads: int, turns: int, latency_ms: float, shared: bool, workdir: Path
 ) -> dict[str, Any]:
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
     from memcore_hermes.outbox.delivery import RetryPolicy
 
     proc, url = _start_emulator(workdir / "emulator.db", latency_ms)
@@ -91,7 +91,7 @@ def run_layout(
         homes = [_home(workdir / ("home" if shared else f"home{i}"), url) for i in range(threads)]
         providers = []
         for i in range(threads):
-            p = TablestoreMemProvider(environ={}, retry=RetryPolicy(base_s=0.05, cap_s=0.5))
+            p = MemcoreMemoryProvider(environ={}, retry=RetryPolicy(base_s=0.05, cap_s=0.5))
             p.initialize(f"gw-{i}", hermes_home=str(homes[i]), user_id=f"user{i}")
             providers.append(p)
         for p in providers:

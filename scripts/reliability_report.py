@@ -150,10 +150,10 @@ FIXED_FINDINGS = (
     "< 1 ms): each spool commit and key derivation released the GIL, and getting it back behind the "
     "8 delivery lanes took milliseconds; several connections on one file met in SQLite's busy handler. "
     "Now the turn path copies into a memory-mapped journal (no system call) and spools on one file share "
-    "a connection (`tests/hermes/test_hermes_journal.py`; figures under Load).",
+    "a connection (`tests/hermes/outbox/test_hermes_journal.py`; figures under Load).",
     "One shared spool drained about one entry at a time (36 turns/s against 146 with a spool per "
     "provider): a lane ended its pass at the first entry another lane was sending. Delivery now keeps "
-    "order per scope, so a gateway's lanes work side by side (`tests/hermes/test_hermes_delivery_order.py`).",
+    "order per scope, so a gateway's lanes work side by side (`tests/hermes/outbox/test_hermes_delivery_order.py`).",
     "The TableStore adapter read a 200 answer lacking its list as an empty page (`wire._list`), which "
     "could make a landed write look unsent; an answer with other fields but no list is now a "
     "ProtocolError (`test_an_answer_without_its_list_is_empty_only_when_it_holds_nothing_else`).",

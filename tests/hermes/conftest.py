@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memcore.testing import InMemoryMemoryStore
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.config.envfile import SECRET_VARS
 from memcore_hermes.outbox.delivery import RetryPolicy
 from memcore_hermes.testing import FakeChatServer
@@ -56,13 +56,13 @@ def fake_store() -> InMemoryMemoryStore:
     return InMemoryMemoryStore()
 
 
-MakeProvider = Callable[..., TablestoreMemProvider]
+MakeProvider = Callable[..., MemcoreMemoryProvider]
 
 
 @pytest.fixture
 def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
     """Build and initialise providers over a given store; all are shut down afterwards."""
-    made: list[TablestoreMemProvider] = []
+    made: list[MemcoreMemoryProvider] = []
 
     def make(
         store: Any,
@@ -72,8 +72,8 @@ def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
         agent_context: str = "primary",
         retry: RetryPolicy = FAST_RETRY,
         **kwargs: Any,
-    ) -> TablestoreMemProvider:
-        provider = TablestoreMemProvider(
+    ) -> MemcoreMemoryProvider:
+        provider = MemcoreMemoryProvider(
             store_factory=lambda _config: store,
             retry=retry,
             flush_timeout=kwargs.pop("flush_timeout", 5.0),
@@ -103,8 +103,10 @@ def emulator() -> Iterator[Any]:
         yield server
 
 
-def emulator_home(home: Path, server: Any, **config: Any) -> None:
-    """Point the plugin in ``home`` at the emulator, keys in a 0600 ``.env``."""
+def emulator_home(
+    home: Path, server: Any, *, keys: dict[str, str] = EMULATOR_KEYS, **config: Any
+) -> None:
+    """Point the plugin in ``home`` at the emulator, ``keys`` in a 0600 ``.env``."""
     write_config(
         home,
         backend="tablestore",
@@ -112,7 +114,7 @@ def emulator_home(home: Path, server: Any, **config: Any) -> None:
         instance_name=server.instance_name,
         **{"timeout": 3.0, **config},
     )
-    write_env(home, EMULATOR_KEYS)
+    write_env(home, keys)
 
 
 def install_plugin(home: Path) -> Path:

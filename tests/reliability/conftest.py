@@ -191,10 +191,10 @@ def local_provider(tmp_path: Path) -> Iterator[Any]:
     """A ``tablestore-mem`` provider on the embedded store, initialised for user ``alice``."""
     import reliability_rig as rig
 
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
-    provider = TablestoreMemProvider(environ={}, flush_timeout=10.0)
+    provider = MemcoreMemoryProvider(environ={}, flush_timeout=10.0)
     provider.initialize(
         "session-1", hermes_home=str(home), user_id="alice", agent_context="primary"
     )

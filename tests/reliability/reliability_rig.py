@@ -75,11 +75,11 @@ def fast_retry() -> Any:
 def new_provider(
     home: Path, *, user_id: str = "alice", session: str = "session-1", **kwargs: Any
 ) -> Any:
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     kwargs.setdefault("retry", fast_retry())
     kwargs.setdefault("flush_timeout", 5.0)
-    provider = TablestoreMemProvider(environ={}, **kwargs)
+    provider = MemcoreMemoryProvider(environ={}, **kwargs)
     provider.initialize(session, hermes_home=str(home), user_id=user_id, agent_context="primary")
     return provider
 

@@ -494,10 +494,10 @@ def test_cli_answers_another_tenants_ids_as_missing(cli: Cli) -> None:
 
 # -- the Hermes tools --------------------------------------------------------------------------
 def _provider(backend: Backend, home: Path, user_id: str) -> Any:
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
     from memcore_hermes.outbox.delivery import RetryPolicy
 
-    provider = TablestoreMemProvider(
+    provider = MemcoreMemoryProvider(
         store_factory=lambda _config: backend.open(),
         retry=RetryPolicy(base_s=0.02, cap_s=0.1, jitter=0.0),
         flush_timeout=5.0,

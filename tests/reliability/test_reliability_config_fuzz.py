@@ -173,13 +173,13 @@ def test_reliability_config_hermes_peek_backend_total(tmp_path):
 
 
 def test_reliability_config_hermes_is_available_survives_deep_nesting(tmp_path, monkeypatch):
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     home = tmp_path / "hermes"
     home.mkdir()
     (home / "tablestore_memory.json").write_bytes(b'{"a":' * 50_000 + b"1" + b"}" * 50_000)
     monkeypatch.setenv("HERMES_HOME", str(home))
-    assert TablestoreMemProvider(environ={}).is_available() is False
+    assert MemcoreMemoryProvider(environ={}).is_available() is False
 
 
 def test_reliability_config_cli_one_line_errors(tmp_path, scenario, pick):

@@ -190,12 +190,12 @@ def test_reliability_secrets_files_are_0600(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from memcore_cli.app import app
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     old = os.umask(0o000)
     try:
         home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
-        provider = TablestoreMemProvider(environ={})
+        provider = MemcoreMemoryProvider(environ={})
         provider.save_config({"top_k": "7", "backend": "local"}, str(home))
         provider.initialize("s", hermes_home=str(home), user_id="u")
         provider.sync_turn("hello", "world")
@@ -224,11 +224,11 @@ def test_reliability_secrets_files_are_0600(tmp_path, monkeypatch):
 @pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
 def test_reliability_secrets_writable_env_file_is_refused(secret_emulator, tmp_path, mode):
     from memcore.errors import ConfigError
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     server, _ = secret_emulator
     home = _secret_home(tmp_path, server, mode=mode)
-    provider = TablestoreMemProvider(environ={})
+    provider = MemcoreMemoryProvider(environ={})
     with pytest.raises(ConfigError) as info:
         provider.initialize("s", hermes_home=str(home), user_id="u")
     message = str(info.value)

@@ -273,10 +273,10 @@ def test_reliability_tenancy_hermes_tools_under_attack(tmp_path, scenario, pick)
     """Two Hermes users on one store; the attacker's model tries every tool on the victim's ids."""
     import json
 
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
-    victim = TablestoreMemProvider(environ={})
+    victim = MemcoreMemoryProvider(environ={})
     victim.initialize("victim-session", hermes_home=str(home), user_id=VICTIM_TENANT)
     ids = []
     for text in VICTIM_TEXTS:
@@ -310,7 +310,7 @@ def test_reliability_tenancy_hermes_tools_under_attack(tmp_path, scenario, pick)
     def attack(user, agent, title, extra):
         if identity_segment(user) == VICTIM_TENANT:
             return
-        attacker = TablestoreMemProvider(environ={})
+        attacker = MemcoreMemoryProvider(environ={})
         if isinstance(user, str) and not user.strip():  # refused, never the default tenant
             with pytest.raises(InvalidInput):
                 attacker.initialize("attacker", hermes_home=str(home), user_id=user)

@@ -335,9 +335,9 @@ def test_cli_keeps_the_issue_pair_apart_and_follows_the_tenant_rule(tmp_path: Pa
 
 
 def _provider(home: Path, user_id: Any) -> Any:
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
-    provider = TablestoreMemProvider(environ={}, flush_timeout=10.0)
+    provider = MemcoreMemoryProvider(environ={}, flush_timeout=10.0)
     kwargs = {} if user_id is None else {"user_id": user_id}
     provider.initialize("s1", hermes_home=str(home), agent_context="primary", **kwargs)
     return provider

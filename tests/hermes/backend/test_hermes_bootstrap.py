@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memcore.testing import InMemoryMemoryStore
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.commands.doctor import run_doctor
 from memcore_hermes.config.home import HermesHome
 
@@ -44,7 +44,7 @@ def test_initialize_bootstraps_reports_progress_and_persists(
     config = kit.write_config(hermes_home, backend="tablestore", timeout=3.0, app_id="team")
     kit.write_env(hermes_home, kit.EMULATOR_KEYS)
     progress: list[str] = []
-    provider = TablestoreMemProvider(provisioner_options=options(twin))
+    provider = MemcoreMemoryProvider(provisioner_options=options(twin))
     provider.initialize("s1", hermes_home=str(hermes_home), status_callback=progress.append)
     try:
         saved = json.loads(config.read_text())
@@ -96,7 +96,7 @@ def test_a_warming_instance_is_waited_for_and_logged(
 
     progress: list[str] = []
     caplog.set_level(logging.INFO)
-    provider = TablestoreMemProvider(
+    provider = MemcoreMemoryProvider(
         provisioner_options={**options(twin), "clock": lambda: now[0], "sleep": sleep}
     )
     provider.initialize("s1", hermes_home=str(hermes_home), status_callback=progress.append)

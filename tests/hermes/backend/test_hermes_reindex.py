@@ -9,7 +9,7 @@ import pytest
 
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_sqlite import SqliteMemoryStore, TextItem
 
 STORE = "hermes_mem"
@@ -21,7 +21,7 @@ def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path, ki
     with SqliteMemoryStore(db) as lexical:  # written before the embedder existed
         lexical.ensure_store(STORE)
         lexical.add_many(STORE, [TextItem(SCOPE, f"fact number {i}") for i in range(40)])
-    provider = TablestoreMemProvider(
+    provider = MemcoreMemoryProvider(
         store_factory=lambda _config: SqliteMemoryStore(db, embedder=HashingEmbedder(64)),
         environ={},
     )

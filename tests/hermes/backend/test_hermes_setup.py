@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.backend.setup import Answers, DefaultsAsker, run_setup
 from memcore_hermes.config.home import HermesHome
 
@@ -102,7 +102,7 @@ def test_without_a_terminal_and_without_keys_the_default_is_offline(hermes_home:
     assert result is not None and result.available and result.backend == "local"
     assert json.loads((hermes_home / "tablestore_memory.json").read_text())["backend"] == "local"
     assert any("available: local backend" in line for line in said)
-    assert TablestoreMemProvider(environ={}).is_available()
+    assert MemcoreMemoryProvider(environ={}).is_available()
 
 
 def test_cancel_saves_nothing(hermes_home: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 AK = "LTAI5tCliTestKeyId"
 SK = "cli-secret-Vq93kLm2Xz"
+KEYS = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
 
 
 @pytest.fixture
@@ -24,14 +25,7 @@ def cli_emulator() -> Iterator[Any]:
 @pytest.fixture
 def cli_home(hermes_home: Path, cli_emulator: Any, kit: Any) -> Path:
     kit.install_plugin(hermes_home)
-    kit.write_config(
-        hermes_home,
-        backend="tablestore",
-        endpoint=cli_emulator.url,
-        instance_name=cli_emulator.instance_name,
-        timeout=3.0,
-    )
-    kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
+    kit.emulator_home(hermes_home, cli_emulator, keys=KEYS)
     return hermes_home
 
 
@@ -111,13 +105,7 @@ def test_doctor_shows_waiting_writes_when_the_backend_is_down(
 ) -> None:
     from memcore_tablestore.emulator import Faults
 
-    kit.write_config(
-        cli_home,
-        backend="tablestore",
-        endpoint=cli_emulator.url,
-        instance_name=cli_emulator.instance_name,
-        timeout=0.5,
-    )
+    kit.emulator_home(cli_home, cli_emulator, keys=KEYS, timeout=0.5)
     cli_emulator.set_faults(Faults(error_rate=1.0, error_status=503))
     code, added = run_inprocess(capsys, "add", "queued while down")
     assert code == 5 and added["status"] == "queued"  # kept, but not stored: unavailable

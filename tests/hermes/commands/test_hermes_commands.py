@@ -70,11 +70,11 @@ def test_add_sync_embeds_at_once(local_home: Path, kit: Any) -> None:
 def test_the_agents_provider_embeds_a_deferred_add_in_the_background(
     local_home: Path, kit: Any
 ) -> None:
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     code, added = hermes_json(kit, local_home, "add", VEGETARIAN)
     assert code == 0 and added["status"] == "stored"
-    provider = TablestoreMemProvider()  # as Hermes builds it: the configured local store
+    provider = MemcoreMemoryProvider()  # as Hermes builds it: the configured local store
     provider.initialize("s1", hermes_home=str(local_home), platform="cli", user_id=None)
     try:
         assert kit.lacking_vectors(provider, STORE, 60) == 0

@@ -85,12 +85,12 @@ def test_turns_wait_in_the_spool_while_the_local_store_is_damaged(
 ) -> None:
     """No write lands in a damaged local store: turns stay in the spool (not dead letters) and
     are delivered once the file has been replaced (repaired) and Hermes starts again."""
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
     home = _local_home(hermes_home, kit)
     db = home.local_db_file(home.load_config())
     damage.garble(db, damage.pages(db, "memories")[3])
-    first = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    first = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     first.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
     try:
         runtime = first.runtime
@@ -103,7 +103,7 @@ def test_turns_wait_in_the_spool_while_the_local_store_is_damaged(
         first.shutdown()
     for side in db.parent.glob(f"{db.name}*"):
         side.unlink()  # the repair: the damaged file replaced (here by a fresh one)
-    second = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    second = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     second.initialize("s2", hermes_home=str(hermes_home), user_id="gus")
     try:
         assert second.runtime.flush(10.0)

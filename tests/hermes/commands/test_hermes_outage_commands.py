@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memcore.testing import InMemoryMemoryStore
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 
 STORE = "hermes_mem"
 
@@ -61,7 +61,7 @@ def test_agent_shutdown_with_the_backend_down_returns_within_a_second(
 ) -> None:
     from agent.memory_manager import MemoryManager
 
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     manager = MemoryManager()
     manager.add_provider(provider)
     manager.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="ann")

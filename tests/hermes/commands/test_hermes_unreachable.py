@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.commands.doctor import run_doctor
 from memcore_hermes.config.home import HermesHome
 
@@ -55,7 +55,7 @@ def test_doctor_names_the_endpoint(down_home: str, hermes_home: Path) -> None:
 
 
 def test_a_tool_call_answers_json_naming_the_endpoint(down_home: str, hermes_home: Path) -> None:
-    provider = TablestoreMemProvider(environ={}, flush_timeout=1.0)
+    provider = MemcoreMemoryProvider(environ={}, flush_timeout=1.0)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="dana")
     try:
         answer = json.loads(provider.handle_tool_call("tablestore_search", {"query": "x"}))

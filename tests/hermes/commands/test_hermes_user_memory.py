@@ -26,14 +26,9 @@ def home(request: Any, hermes_home: Path, kit: Any) -> Iterator[Path]:
     from memcore_tablestore.testing import running_emulator
 
     with running_emulator(access_key_id=AK, access_key_secret=SK) as server:
-        kit.write_config(
-            hermes_home,
-            backend="tablestore",
-            endpoint=server.url,
-            instance_name=server.instance_name,
-            timeout=3.0,
+        kit.emulator_home(
+            hermes_home, server, keys={"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
         )
-        kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK})
         yield hermes_home
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memcore.errors import ConfigError
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.config.credentials import load_access_keys
 from memcore_hermes.config.envfile import parse_env_text
 
@@ -19,33 +19,33 @@ SECRET = "sk-very-secret-value-123456"
 
 
 def test_unavailable_without_keys_or_local_backend(hermes_home: Path) -> None:
-    assert TablestoreMemProvider().is_available() is False
+    assert MemcoreMemoryProvider().is_available() is False
 
 
 def test_available_with_both_keys_in_the_environment(
     hermes_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TABLESTORE_MEMORY_AK", "ak")
-    assert TablestoreMemProvider().is_available() is False
+    assert MemcoreMemoryProvider().is_available() is False
     monkeypatch.setenv("TABLESTORE_MEMORY_SK", SECRET)
-    assert TablestoreMemProvider().is_available() is True
+    assert MemcoreMemoryProvider().is_available() is True
 
 
 def test_available_with_keys_in_the_env_file(hermes_home: Path, kit: Any) -> None:
     kit.write_env(hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET})
-    assert TablestoreMemProvider().is_available() is True
+    assert MemcoreMemoryProvider().is_available() is True
 
 
 def test_available_offline_with_the_local_backend(hermes_home: Path, kit: Any) -> None:
     kit.write_config(hermes_home, backend="local")
-    assert TablestoreMemProvider().is_available() is True
+    assert MemcoreMemoryProvider().is_available() is True
 
 
 def test_a_secrets_file_others_can_write_is_refused(hermes_home: Path, kit: Any) -> None:
     env = kit.write_env(
         hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o666
     )
-    assert TablestoreMemProvider().is_available() is False
+    assert MemcoreMemoryProvider().is_available() is False
     with pytest.raises(ConfigError) as info:
         load_access_keys(env)
     message = str(info.value)
@@ -59,7 +59,7 @@ def test_initialize_refuses_an_unsafe_secrets_file(
     kit.write_env(
         hermes_home, {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": SECRET}, mode=0o620
     )
-    provider = TablestoreMemProvider()
+    provider = MemcoreMemoryProvider()
     with caplog.at_level(logging.DEBUG), pytest.raises(ConfigError):
         provider.initialize("s1", hermes_home=str(hermes_home))
     assert "chmod 600" in caplog.text
@@ -81,7 +81,7 @@ def test_env_file_parsing() -> None:
 
 
 def test_config_schema_marks_the_secrets() -> None:
-    schema = TablestoreMemProvider().get_config_schema()
+    schema = MemcoreMemoryProvider().get_config_schema()
     secrets = {f["key"] for f in schema if f.get("secret")}
     assert secrets == {"api_key", "access_key_id", "access_key_secret"}
     # Hermes' dashboard saves a secret to .env only through its env_var.
@@ -109,7 +109,7 @@ def test_config_schema_marks_the_secrets() -> None:
 def test_save_config_merges_atomically_with_mode_0600(hermes_home: Path, kit: Any) -> None:
     path = kit.write_config(hermes_home, app_id="team", top_k=7)
     path.chmod(0o644)
-    TablestoreMemProvider().save_config(
+    MemcoreMemoryProvider().save_config(
         {"backend": "local", "enable_rerank": "false", "top_k": "9", "tenant_id": ""},
         str(hermes_home),
     )
@@ -122,7 +122,7 @@ def test_save_config_merges_atomically_with_mode_0600(hermes_home: Path, kit: An
 
 
 def test_save_config_never_writes_secrets(hermes_home: Path) -> None:
-    TablestoreMemProvider().save_config(
+    MemcoreMemoryProvider().save_config(
         {"access_key_secret": SECRET, "backend": "local"}, str(hermes_home)
     )
     assert SECRET not in (hermes_home / "tablestore_memory.json").read_text()
@@ -130,7 +130,7 @@ def test_save_config_never_writes_secrets(hermes_home: Path) -> None:
 
 def test_save_config_rejects_a_bad_value_naming_the_key(hermes_home: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        TablestoreMemProvider().save_config({"top_k": "500"}, str(hermes_home))
+        MemcoreMemoryProvider().save_config({"top_k": "500"}, str(hermes_home))
     assert info.value.field == "top_k"
     assert not (hermes_home / "tablestore_memory.json").exists()
 
@@ -138,14 +138,14 @@ def test_save_config_rejects_a_bad_value_naming_the_key(hermes_home: Path) -> No
 def test_a_bad_config_file_fails_initialize_with_the_key(hermes_home: Path, kit: Any) -> None:
     kit.write_config(hermes_home, backend="local", access_key_secret="nope")
     with pytest.raises(ConfigError) as info:
-        TablestoreMemProvider().initialize("s1", hermes_home=str(hermes_home))
+        MemcoreMemoryProvider().initialize("s1", hermes_home=str(hermes_home))
     assert info.value.field == "access_key_secret"
     assert "tablestore_memory.json" in str(info.value)
 
 
 def test_backup_paths_lists_config_spool_and_local_db(hermes_home: Path, kit: Any) -> None:
     kit.write_config(hermes_home, backend="local", local_path="db/mem.sqlite3")
-    paths = TablestoreMemProvider().backup_paths()
+    paths = MemcoreMemoryProvider().backup_paths()
     assert paths == [
         str(hermes_home / "tablestore_memory.json"),
         str(hermes_home / "tablestore_memory_spool.sqlite3"),
@@ -160,7 +160,7 @@ def test_without_keys_the_tablestore_backend_explains_what_to_set(
         hermes_home, backend="tablestore", endpoint="http://127.0.0.1:9", instance_name="emulator"
     )
     with pytest.raises(ConfigError) as info:
-        TablestoreMemProvider().initialize("s1", hermes_home=str(hermes_home))
+        MemcoreMemoryProvider().initialize("s1", hermes_home=str(hermes_home))
     assert "TABLESTORE_MEMORY_AK" in str(info.value)
 
 

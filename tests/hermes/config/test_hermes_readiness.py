@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.config.home import HermesHome
 from memcore_hermes.config.readiness import check_readiness
 
@@ -16,7 +16,7 @@ KEYS = {"TABLESTORE_MEMORY_AK": "ak-123456", "TABLESTORE_MEMORY_SK": "sk-very-se
 
 
 def status(home: Path) -> dict[str, str]:
-    provider = TablestoreMemProvider(environ={})
+    provider = MemcoreMemoryProvider(environ={})
     lines = provider.get_status_config({})
     assert provider.is_available() is ("problem" not in lines)
     return lines

@@ -16,7 +16,7 @@ from memcore.errors import Throttled, Unavailable
 from memcore.scope import Scope
 from memcore.testing import InMemoryMemoryStore
 from memcore.values import Message, WriteReceipt
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.outbox.delivery import RetryPolicy
 
 STORE = "hermes_mem"
@@ -45,8 +45,8 @@ class ScriptedStore(InMemoryMemoryStore):
         return receipt
 
 
-def start(home: Path, store: InMemoryMemoryStore, session: str = "prop") -> TablestoreMemProvider:
-    provider = TablestoreMemProvider(store_factory=lambda _c: store, retry=FAST, flush_timeout=0.05)
+def start(home: Path, store: InMemoryMemoryStore, session: str = "prop") -> MemcoreMemoryProvider:
+    provider = MemcoreMemoryProvider(store_factory=lambda _c: store, retry=FAST, flush_timeout=0.05)
     provider.initialize(session, hermes_home=str(home), user_id="hal")
     return provider
 

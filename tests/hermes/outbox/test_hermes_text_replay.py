@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memcore.testing import InMemoryMemoryStore
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_hermes.outbox.delivery import WRITE_MARKER
 
 
@@ -29,8 +29,8 @@ class Applied(InMemoryMemoryStore):
         return receipt
 
 
-def _provider(home: Path, kit: Any) -> TablestoreMemProvider:
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
+def _provider(home: Path, kit: Any) -> MemcoreMemoryProvider:
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
     provider.initialize("replay", hermes_home=str(home), agent_context="primary", user_id="fay")
     return provider
 

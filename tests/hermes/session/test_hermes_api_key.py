@@ -12,7 +12,7 @@ import pytest
 
 from memcore.paging import every_item
 from memcore.testing import InMemoryMemoryStore
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 
 KEY = "hermes-api-key-4f9d2b7c"
 STORE = "hermes_mem"
@@ -24,7 +24,7 @@ def _home(home: Path, server: Any, kit: Any) -> None:
     kit.write_env(home, {"TABLESTORE_MEMORY_API_KEY": KEY})  # the key only, no pair
 
 
-def _stored(store: InMemoryMemoryStore, provider: TablestoreMemProvider) -> list[str]:
+def _stored(store: InMemoryMemoryStore, provider: MemcoreMemoryProvider) -> list[str]:
     scope = provider.runtime.scope
     listing = every_item(
         lambda token: store.list_messages(STORE, scope, limit=100, next_token=token)
@@ -43,7 +43,7 @@ def test_turns_reach_the_store_once_through_the_spool_across_an_outage(
     down = Faults(error_rate=1.0, error_status=503, error_code="OTSServerUnavailable")
     with running_emulator(backing, api_key=KEY) as server:
         _home(hermes_home, server, kit)
-        provider = TablestoreMemProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
+        provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
         provider.initialize(
             "s1", hermes_home=str(hermes_home), agent_context="primary", user_id="ann"
         )
@@ -68,7 +68,7 @@ def test_a_wrong_api_key_keeps_turns_in_the_spool(hermes_home: Path, kit: Any) -
 
     with running_emulator(InMemoryMemoryStore(), api_key="the-right-key-123456") as server:
         _home(hermes_home, server, kit)
-        provider = TablestoreMemProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
+        provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
         provider.initialize(
             "s1", hermes_home=str(hermes_home), agent_context="primary", user_id="ann"
         )

@@ -10,14 +10,14 @@ import pytest
 
 from memcore.paging import every_item
 from memcore.testing import InMemoryMemoryStore
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 
 TURNS = 30
 STORE = "hermes_mem"
 
 
-def start_provider(home: Path, kit: Any, session: str = "outage") -> TablestoreMemProvider:
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
+def start_provider(home: Path, kit: Any, session: str = "outage") -> MemcoreMemoryProvider:
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)
     provider.initialize(session, hermes_home=str(home), agent_context="primary", user_id="fay")
     return provider
 
@@ -26,7 +26,7 @@ def expected(turns: range) -> list[str]:
     return [text for i in turns for text in (f"turn {i}: question", f"turn {i}: answer")]
 
 
-def stored(store: InMemoryMemoryStore, provider: TablestoreMemProvider) -> list[str]:
+def stored(store: InMemoryMemoryStore, provider: MemcoreMemoryProvider) -> list[str]:
     scope = provider.runtime.scope
     listing = every_item(
         lambda token: store.list_messages(STORE, scope, limit=100, next_token=token)

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 
 
 def test_offline_turns_tools_and_recall(hermes_home: Path, kit: Any) -> None:
     kit.write_config(hermes_home, backend="local", embedder="none")
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     assert provider.is_available()
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
     try:
@@ -26,7 +26,7 @@ def test_offline_turns_tools_and_recall(hermes_home: Path, kit: Any) -> None:
     finally:
         provider.shutdown()
     assert (hermes_home / "tablestore_memory_local.sqlite3").is_file()
-    assert "local" in TablestoreMemProvider().backup_paths()[2]
+    assert "local" in MemcoreMemoryProvider().backup_paths()[2]
 
 
 def test_the_local_database_is_as_private_as_the_spool(hermes_home: Path, kit: Any) -> None:
@@ -34,7 +34,7 @@ def test_the_local_database_is_as_private_as_the_spool(hermes_home: Path, kit: A
     import stat
 
     kit.write_config(hermes_home, backend="local", embedder="none")
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
     try:
         provider.handle_tool_call("tablestore_remember", {"content": "Gus speaks Portuguese"})
@@ -46,11 +46,11 @@ def test_the_local_database_is_as_private_as_the_spool(hermes_home: Path, kit: A
 
 def test_local_memories_survive_a_restart(hermes_home: Path, kit: Any) -> None:
     kit.write_config(hermes_home, backend="local", embedder="none")
-    first = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    first = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     first.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
     first.handle_tool_call("tablestore_remember", {"content": "Gus speaks Portuguese"})
     first.shutdown()
-    second = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    second = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     second.initialize("s2", hermes_home=str(hermes_home), user_id="gus")
     try:
         profile = json.loads(second.handle_tool_call("tablestore_profile", {}))
@@ -63,7 +63,7 @@ def test_session_end_consolidates_the_local_store_off_the_agent_thread(
     hermes_home: Path, kit: Any
 ) -> None:
     kit.write_config(hermes_home, backend="local", embedder="none")
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
     stale = "Gus keeps 30 dozen eggs in the fridge, bought at the farm"
     try:
@@ -93,7 +93,7 @@ def test_the_next_session_end_plans_only_what_was_written_since(
     """A pass costs what the session added: what the last one left proposed is not planned
     again (a full pass, ``memcore dream create``, would)."""
     kit.write_config(hermes_home, backend="local", embedder="none")
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
     try:
         store = provider.runtime.handle.ready()
@@ -139,7 +139,7 @@ def test_the_users_own_model_turns_hermes_turns_into_facts(
     monkeypatch.setenv("MEMCORE_MODEL_BASE_URL", chat.base_url)
     monkeypatch.setenv("MEMCORE_MODEL", "the-agents-model")
     kit.write_config(hermes_home, backend="local", embedder="none")
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
     try:
         provider.sync_turn("Can you help? My cat is called Miso.", "Sure!", session_id="s1")

@@ -15,7 +15,7 @@ import pytest
 from memcore.paging import pages
 from memcore.recall import FENCE_OPEN
 from memcore.scope import Scope, ScopePattern
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 
 STORE = "hermes_mem"
 SISTER = "My sister Maya moved to Lisbon last spring and works there as a night nurse"
@@ -29,7 +29,7 @@ FILLER = [
 class Loop:
     """Hermes' MemoryManager with the provider, living sessions as the agent does."""
 
-    def __init__(self, home: Path, provider: TablestoreMemProvider, user: str = "nell") -> None:
+    def __init__(self, home: Path, provider: MemcoreMemoryProvider, user: str = "nell") -> None:
         from agent.memory_manager import MemoryManager
 
         self.provider = provider
@@ -86,7 +86,7 @@ class Loop:
 def local_loop(hermes_home: Path, kit: Any) -> Iterator[Any]:
     def make(**config: Any) -> Loop:
         kit.write_config(hermes_home, backend="local", embedder="none", **config)
-        loop = Loop(hermes_home, TablestoreMemProvider(retry=kit.FAST_RETRY))
+        loop = Loop(hermes_home, MemcoreMemoryProvider(retry=kit.FAST_RETRY))
         made.append(loop)
         return loop
 
@@ -208,7 +208,7 @@ def test_a_bad_store_assistant_setting_is_refused(hermes_home: Path, kit: Any) -
     from memcore.errors import ConfigError
 
     kit.write_config(hermes_home, backend="local", embedder="none", store_assistant="sometimes")
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     with pytest.raises(ConfigError) as err:
         provider.initialize("s1", hermes_home=str(hermes_home), user_id="nell")
     assert err.value.field == "store_assistant"
@@ -238,7 +238,7 @@ def test_prefetch_waits_at_most_its_budget_on_a_slow_remote_store(
     from memcore_tablestore.emulator.faults import Faults
 
     kit.emulator_home(hermes_home, emulator, recall_wait_ms=150)
-    loop = Loop(hermes_home, TablestoreMemProvider(retry=kit.FAST_RETRY))
+    loop = Loop(hermes_home, MemcoreMemoryProvider(retry=kit.FAST_RETRY))
     try:
         live_first_session(loop)
         # Fast enough: the answer is for the message itself, from the first turn.
@@ -278,7 +278,7 @@ def test_initialize_starts_loading_the_model_for_the_first_turn(
     """The embedded store gets the embedder loading since ``initialize``: the first prefetch
     embeds its query without loading the model itself."""
     kit.write_config(hermes_home, backend="local", embedder="auto")
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="nell")
     try:
         embedder = provider.runtime.handle.store.embedder

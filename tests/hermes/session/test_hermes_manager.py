@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memcore.scope import Scope
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 
 STORE = "hermes_mem"
 
@@ -20,7 +20,7 @@ def manager(hermes_home: Path, emulator: Any, kit: Any) -> Iterator[Any]:
     from agent.memory_manager import MemoryManager
 
     kit.emulator_home(hermes_home, emulator)
-    provider = TablestoreMemProvider(retry=kit.FAST_RETRY)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     mm = MemoryManager()
     mm.add_provider(provider)
     mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
@@ -29,9 +29,9 @@ def manager(hermes_home: Path, emulator: Any, kit: Any) -> Iterator[Any]:
     mm.shutdown_all()
 
 
-def provider_of(mm: Any) -> TablestoreMemProvider:
+def provider_of(mm: Any) -> MemcoreMemoryProvider:
     provider = mm.get_provider("tablestore-mem")
-    assert isinstance(provider, TablestoreMemProvider)
+    assert isinstance(provider, MemcoreMemoryProvider)
     return provider
 
 

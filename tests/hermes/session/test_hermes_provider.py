@@ -382,9 +382,9 @@ def test_on_session_end_flushes(
 def test_an_uninitialised_provider_warns_once_and_answers_errors(
     hermes_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from memcore_hermes import TablestoreMemProvider
+    from memcore_hermes import MemcoreMemoryProvider
 
-    provider = TablestoreMemProvider()
+    provider = MemcoreMemoryProvider()
     provider.sync_turn("u", "a")
     provider.sync_turn("u", "a")
     assert caplog.text.count("not initialised") == 1

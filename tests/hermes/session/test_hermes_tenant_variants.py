@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcore.scope import SessionContext, identity_segment, resolve_scope, unescape_segment
-from memcore_hermes import TablestoreMemProvider
+from memcore_hermes import MemcoreMemoryProvider
 from memcore_sqlite import SqliteMemoryStore
 
 STORE = "hermes_mem"
@@ -86,14 +86,14 @@ def opener(request: pytest.FixtureRequest) -> Callable[[Path], Any]:
     return lambda home: TableStoreMemoryStore(server.url, server.instance_name, creds, timeout=5.0)
 
 
-def _provider(home: Path, opener: Callable[[Path], Any], user_id: str) -> TablestoreMemProvider:
+def _provider(home: Path, opener: Callable[[Path], Any], user_id: str) -> MemcoreMemoryProvider:
     """A provider on the example's shared store (each opens, and on shutdown closes, its own)."""
-    provider = TablestoreMemProvider(store_factory=lambda _config: opener(home), environ={})
+    provider = MemcoreMemoryProvider(store_factory=lambda _config: opener(home), environ={})
     provider.initialize("s1", hermes_home=str(home), platform="cli", user_id=user_id)
     return provider
 
 
-def _call(provider: TablestoreMemProvider, name: str, **args: Any) -> dict[str, Any]:
+def _call(provider: MemcoreMemoryProvider, name: str, **args: Any) -> dict[str, Any]:
     answer: dict[str, Any] = json.loads(provider.handle_tool_call(name, args))
     return answer
 

@@ -7,9 +7,9 @@ argument tree, and the provider class loads only when Hermes asks for the provid
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memcore_hermes.session.provider import PROVIDER_NAME, TablestoreMemProvider, register
+    from memcore_hermes.session.provider import PROVIDER_NAME, MemcoreMemoryProvider, register
 
-__all__ = ["PROVIDER_NAME", "TablestoreMemProvider", "register"]
+__all__ = ["PROVIDER_NAME", "MemcoreMemoryProvider", "register"]
 
 
 def __getattr__(name: str) -> Any:

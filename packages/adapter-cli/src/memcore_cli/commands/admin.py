@@ -1,6 +1,7 @@
 """Audit and housekeeping commands: requests, scopes (the store port, read-only) and write
 tasks (through the service, so a task id of another tenant is never found)."""
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -13,25 +14,37 @@ TokenOpt = Annotated[
 ]
 
 
-def _page_out(
-    state: Any,
-    page: Any,
+def _list_page(
+    ctx: typer.Context,
+    fetch: Callable[..., Any],
     columns: tuple[str, ...],
-    row: Any,
+    row: Callable[[Any], tuple[Any, ...]],
     *,
+    limit: int,
+    next_token: str | None,
     empty: str,
     more: str,
-    extra: list[str] | None = None,
+    extra: list[str],
 ) -> None:
+    """One page of a listing, only within the current tenant's (or agent's/run's) reach: never
+    another tenant's. ``fetch(runtime, limit=, next_token=, pattern=)`` asks for it; it prints as
+    a table (with the command for the next page) or as JSON."""
+    from memcore import limits
     from memcore_cli.output.records import to_record
 
+    state = state_of(ctx)
+    limits.check_limit(limit)
+    runtime = state.runtime()
+    page = fetch(
+        runtime, limit=limit, next_token=next_token, pattern=runtime.settings.scope.read_pattern
+    )
     out = state.output
     if state.json:
         out.json({"items": [to_record(i) for i in page.items], "next_token": page.next_token})
         return
     out.table(columns, (row(i) for i in page.items), empty=empty)
     if page.next_token:
-        out.note(state.more_hint(more, page.next_token, extra or []))
+        out.note(state.more_hint(more, page.next_token, [*extra, "--limit", str(limit)]))
 
 
 def requests(
@@ -52,23 +65,13 @@ def requests(
       memcore requests
       memcore requests --operation SearchMemories --limit 50
     """
-    from memcore import limits
     from memcore_cli.output.render import when
 
-    state = state_of(ctx)
-    limits.check_limit(limit)
-    runtime = state.runtime()
-    # Only the current tenant's (or agent's/run's) requests: never another tenant's.
-    page = runtime.ready_store().list_requests(
-        runtime.store_name,
-        operation=operation,
-        limit=limit,
-        next_token=next_token,
-        pattern=runtime.settings.scope.read_pattern,
-    )
-    _page_out(
-        state,
-        page,
+    _list_page(
+        ctx,
+        lambda rt, **paging: rt.ready_store().list_requests(
+            rt.store_name, operation=operation, **paging
+        ),
         ("time", "operation", "status", "scope", "target", "ms"),
         lambda r: (
             when(r.created_at),
@@ -78,9 +81,11 @@ def requests(
             r.target_id or "",
             "" if r.latency_ms is None else f"{r.latency_ms:.1f}",
         ),
+        limit=limit,
+        next_token=next_token,
         empty="no requests recorded",
         more="requests",
-        extra=[*(["--operation", operation] if operation else []), "--limit", str(limit)],
+        extra=["--operation", operation] if operation else [],
     )
 
 
@@ -92,22 +97,18 @@ def scopes(ctx: typer.Context, limit: LimitOpt = 50, next_token: TokenOpt = None
       memcore scopes
       memcore --tenant alice --json scopes
     """
-    from memcore import limits
-
-    state = state_of(ctx)
-    limits.check_limit(limit)
-    runtime = state.runtime()
-    page = runtime.ready_store().list_scopes(
-        runtime.store_name, runtime.settings.scope.read_pattern, limit=limit, next_token=next_token
-    )
-    _page_out(
-        state,
-        page,
+    _list_page(
+        ctx,
+        lambda rt, pattern, **paging: rt.ready_store().list_scopes(
+            rt.store_name, pattern, **paging
+        ),
         ("app_id", "tenant_id", "agent_id", "run_id"),
         lambda s: s.as_tuple(),
+        limit=limit,
+        next_token=next_token,
         empty="no scopes hold memories yet",
         more="scopes",
-        extra=["--limit", str(limit)],
+        extra=[],
     )
 
 
@@ -160,27 +161,17 @@ def task_list(
       memcore tasks list
       memcore tasks list --status failed
     """
-    from memcore import limits
     from memcore.errors import InvalidInput
     from memcore.values import TASK_STATUSES
     from memcore_cli.output.render import when
 
-    state = state_of(ctx)
-    limits.check_limit(limit)
     if status is not None and status not in TASK_STATUSES:
         raise InvalidInput(
             f"--status must be one of {', '.join(TASK_STATUSES)}, not {status!r}", field="status"
         )
-    runtime = state.runtime()
-    page = runtime.service().tasks(
-        status=status,
-        limit=limit,
-        next_token=next_token,
-        pattern=runtime.settings.scope.read_pattern,
-    )
-    _page_out(
-        state,
-        page,
+    _list_page(
+        ctx,
+        lambda rt, **paging: rt.service().tasks(status=status, **paging),
         ("id", "status", "operation", "scope", "created", "memories"),
         lambda t: (
             t.id,
@@ -190,7 +181,9 @@ def task_list(
             when(t.created_at),
             len(t.memory_ids),
         ),
+        limit=limit,
+        next_token=next_token,
         empty="no tasks",
         more="tasks list",
-        extra=[*(["--status", status] if status else []), "--limit", str(limit)],
+        extra=["--status", status] if status else [],
     )

@@ -42,9 +42,12 @@ def _show_task(state: Any, task: Any) -> None:
 
 
 def _task(state: Any, task_id: str) -> Any:
-    """The dream task with this id or unique id prefix, in this tenant only."""
+    """The dream task with this id or unique id prefix, in this tenant only (the id is checked
+    first; commands that do more before the lookup check it themselves, earlier)."""
+    from memcore import limits
     from memcore_cli.operations.lookup import find_dream_task
 
+    limits.check_id(task_id, field="task_id")
     return find_dream_task(state.runtime(), task_id)
 
 
@@ -88,10 +91,7 @@ def status(ctx: typer.Context, task_id: TaskArg) -> None:
     Example:
       memcore dream status 7a2e
     """
-    from memcore import limits
-
     state = state_of(ctx)
-    limits.check_id(task_id, field="task_id")
     _show_task(state, _task(state, task_id))
 
 
@@ -228,10 +228,7 @@ def cancel(ctx: typer.Context, task_id: TaskArg) -> None:
     Example:
       memcore dream cancel 7a2e
     """
-    from memcore import limits
-
     state = state_of(ctx)
-    limits.check_id(task_id, field="task_id")
     found = _task(state, task_id)
     _show_task(state, state.runtime().service().cancel_dream_task(found.id))
 

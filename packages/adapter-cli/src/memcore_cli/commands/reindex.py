@@ -25,7 +25,8 @@ def reindex(ctx: typer.Context) -> None:
     backfill = getattr(store, "backfill_vectors", None)
     if missing is None or backfill is None:
         raise Unsupported("reindex applies to the local store; TableStore embeds on the server")
-    if getattr(store, "embedder", None) is None:
+    embedder = getattr(store, "embedder", None)
+    if embedder is None:
         raise Unsupported(
             "the local store has no embedder (install memcore-sqlite[semantic]), so there is "
             "nothing to compute vectors with"
@@ -41,6 +42,6 @@ def reindex(ctx: typer.Context) -> None:
 
         embedded = backfill(runtime.store_name, progress=step)
     if state.json:
-        state.output.json({"embedded": embedded, "model": store.embedder.name})
+        state.output.json({"embedded": embedded, "model": embedder.name})
     else:
-        state.output.line(f"re-embedded {embedded} memories with {store.embedder.name}")
+        state.output.line(f"re-embedded {embedded} memories with {embedder.name}")

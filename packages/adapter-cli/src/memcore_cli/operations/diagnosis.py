@@ -175,8 +175,8 @@ def _describe_mode(store: Any, embedder: str = "auto") -> str:
     if mode == "lexical":
         return "lexical (install memcore-sqlite[semantic] for hybrid semantic search)"
     if mode == "hybrid":
-        embedder = getattr(getattr(store, "embedder", None), "name", None)
-        return f"hybrid (lexical + semantic{', ' + embedder if embedder else ''})"
+        model = getattr(getattr(store, "embedder", None), "name", None)
+        return f"hybrid (lexical + semantic{', ' + model if model else ''})"
     return mode
 
 

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from memcore.config import MemcoreConfig, dump_config, parse_config
-from memcore.errors import ConfigError, PermissionDenied
+from memcore.errors import ConfigError, MemcoreError, PermissionDenied
 
 
 def read_config(path: Path, *, required: bool) -> MemcoreConfig:
@@ -25,14 +25,8 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
         return MemcoreConfig()
     except IsADirectoryError:
         raise ConfigError("the config path is a directory", source=str(path)) from None
-    except PermissionError:
-        raise PermissionDenied(
-            f"cannot read the config file {path}: permission denied", field="config"
-        ) from None
     except OSError as exc:
-        raise ConfigError(
-            f"cannot read the config file ({exc.strerror})", source=str(path)
-        ) from None
+        raise _file_error(exc, path, "read") from None
     return parse_config(raw, source=str(path))
 
 
@@ -44,14 +38,8 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
     make_home(path.parent)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except PermissionError:
-        raise PermissionDenied(
-            f"cannot write the config file {path}: permission denied", field="config"
-        ) from None
     except OSError as exc:
-        raise ConfigError(
-            f"cannot write the config file ({exc.strerror})", source=str(path)
-        ) from None
+        raise _file_error(exc, path, "write") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
@@ -63,6 +51,13 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise ConfigError(
-            f"cannot write the config file ({exc.strerror})", source=str(path)
-        ) from None
+        raise _file_error(exc, path, "write") from None
+
+
+def _file_error(exc: OSError, path: Path, verb: str) -> MemcoreError:
+    """A permission problem exits 4 and names the file; any other, a config error (exit 2)."""
+    if isinstance(exc, PermissionError):
+        return PermissionDenied(
+            f"cannot {verb} the config file {path}: permission denied", field="config"
+        )
+    return ConfigError(f"cannot {verb} the config file ({exc.strerror})", source=str(path))

@@ -53,20 +53,14 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
         if raw.lower() in _FALSE:
             return False
         raise ConfigError(f"expected true or false, got {text!r}", field=key, source=source)
-    if kind.startswith("int"):
-        try:
-            return int(raw)
-        except ValueError:
-            raise ConfigError(
-                f"expected a whole number, got {text!r}", field=key, source=source
-            ) from None
-    if kind.startswith("float"):
-        try:
-            return float(raw)
-        except ValueError:
-            raise ConfigError(
-                f"expected a number, got {text!r}", field=key, source=source
-            ) from None
+    for prefix, convert, expected in (("int", int, "a whole number"), ("float", float, "a number")):
+        if kind.startswith(prefix):
+            try:
+                return convert(raw)
+            except ValueError:
+                raise ConfigError(
+                    f"expected {expected}, got {text!r}", field=key, source=source
+                ) from None
     return text
 
 

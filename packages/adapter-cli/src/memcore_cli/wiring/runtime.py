@@ -93,13 +93,15 @@ class Runtime:
         self.options = options
         self.environ = environ
         self.settings = resolve_settings(options, environ)
-        self._default_factory = store_factory is None
+        #: The default opener, when no factory was injected (it can take a warmed embedder).
+        self._default: functools.partial[MemoryStore] | None = None
         if store_factory is None:
             env = environ if explicit_environ else None
             # A CLI process is short-lived: an ``add`` stores its text at once and the next
             # search, which loads the model anyway, computes the vector.
-            store_factory = functools.partial(open_default_store, environ=env, defer_vectors=True)
-        self._factory = store_factory
+            self._default = functools.partial(open_default_store, environ=env, defer_vectors=True)
+            store_factory = self._default
+        self._factory: StoreFactory = store_factory
         self._store: MemoryStore | None = None
         self._ensured = False
         self._warming: threading.Thread | None = None
@@ -113,7 +115,7 @@ class Runtime:
         load is over, gets this very embedder. A failed load is left for its first ``embed``
         to report. Commands that do not embed never call this, and never load the model.
         """
-        if self.settings.backend != "local" or not self._default_factory or self._store:
+        if self.settings.backend != "local" or self._default is None or self._store:
             return
         from memcore_sqlite.backend import choose_embedder
 
@@ -134,7 +136,7 @@ class Runtime:
         thread = threading.Thread(target=load, name="memcore-embedder-load", daemon=True)
         thread.start()
         self._warming = thread
-        opener = functools.partial(self._factory, embedder=embedder)
+        opener = functools.partial(self._default, embedder=embedder)
 
         def open_when_loaded(settings: Settings) -> MemoryStore:
             # numpy must not be imported by two threads at once (it fails half-initialised).

@@ -65,7 +65,7 @@ class TerminalAsker:
     """Hermes' curses picker and prompts (imported only when a terminal is there)."""
 
     def choose(self, title: str, options: list[tuple[str, str]], default: int) -> int | None:
-        from hermes_cli.memory_setup import _CANCELLED, _curses_select
+        from hermes_cli.memory_setup import _CANCELLED, _curses_select  # type: ignore[import-untyped,unused-ignore]
 
         picked = _curses_select(title, options, default=default, cancel_returns=_CANCELLED)
         return None if picked == _CANCELLED else int(picked)
@@ -76,7 +76,7 @@ class TerminalAsker:
         return str(_prompt(label, default=default or None))
 
     def secret(self, label: str) -> str:
-        from hermes_cli.secret_prompt import masked_secret_prompt
+        from hermes_cli.secret_prompt import masked_secret_prompt  # type: ignore[import-untyped,unused-ignore]
 
         return str(masked_secret_prompt(f"  {label}: ")).strip()
 
@@ -276,7 +276,7 @@ def write_env_values(home: HermesHome, values: Mapping[str, str]) -> None:
 def _activate(config: dict[str, Any] | None, say: Callable[[str], None]) -> None:
     """Select the provider in Hermes' ``config.yaml`` (when running inside Hermes)."""
     try:
-        from hermes_cli.config import load_config, save_config
+        from hermes_cli.config import load_config, save_config  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         return
     if config is None:

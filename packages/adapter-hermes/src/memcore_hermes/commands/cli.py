@@ -182,9 +182,9 @@ def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
     """A provider for one command (no background re-embedding: ``reindex`` does that), with
     the model this process started loading early, if any."""
     from memcore_hermes.backend import preload
-    from memcore_hermes.session.provider import TablestoreMemProvider
+    from memcore_hermes.session.provider import MemcoreMemoryProvider
 
-    provider = TablestoreMemProvider(
+    provider = MemcoreMemoryProvider(
         background_reindex=False, defer_vectors=defer_vectors, preload=preload.current()
     )
     provider.initialize(

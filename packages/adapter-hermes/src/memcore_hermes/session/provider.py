@@ -43,8 +43,10 @@ DEFAULT_FLUSH_TIMEOUT_S = 3.0
 StoreFactory = Callable[["MemcoreConfig"], "MemoryStore"]
 
 
-class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
-    """Long-term memory on TableStore (or the local SQLite store) for Hermes Agent."""
+class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
+    """Long-term memory for Hermes Agent on either backend, TableStore or the local SQLite
+    store. Users configure it as ``tablestore-mem`` (:data:`PROVIDER_NAME`, the original
+    plugin's name, kept so existing setups keep working)."""
 
     def __init__(
         self,
@@ -86,7 +88,7 @@ class TablestoreMemProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         return PROVIDER_NAME
 
     def __repr__(self) -> str:
-        return f"TablestoreMemProvider(backend={self._backend or None!r})"
+        return f"MemcoreMemoryProvider(backend={self._backend or None!r})"
 
     # -- availability and configuration ---------------------------------------------------------
     def is_available(self) -> bool:
@@ -517,4 +519,4 @@ def _progress_callback(callback: Any) -> Callable[[str], None]:
 
 def register(ctx: Any) -> None:
     """Hermes plugin entry point."""
-    ctx.register_memory_provider(TablestoreMemProvider())
+    ctx.register_memory_provider(MemcoreMemoryProvider())
