@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ZH = ROOT / "benchmarks" / "data" / "zh_paraphrases.json"
 EN = ROOT / "tests" / "data" / "sqlite_retrieval_set.json"
 SAMPLE_ZH = ROOT / "benchmarks" / "data" / "e5_calibration_zh.txt"
-LME = ROOT.parent / "shared" / "data" / "longmemeval_s_dev120.json.gz"
 MEAN = (
     ROOT
     / "packages/adapter-sqlite/src/memcore_sqlite/embedders/data/multilingual-e5-small/mean.json"
@@ -99,15 +99,17 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true", help="write the e5 mean into the package")
     parser.add_argument("--embedders", default="default,multilingual,e5-raw,e5")
-    parser.add_argument("--lme-data", default=str(LME))
+    parser.add_argument("--lme-data", default=None)
     args = parser.parse_args()
     if args.write:
+        from benchmarks.longmemeval import DEFAULT_DATA
         from memcore_sqlite.embedders.e5 import E5Embedder
 
+        lme = Path(args.lme_data or os.environ.get("LONGMEMEVAL_DATA", str(DEFAULT_DATA)))
         raw = E5Embedder(raw=True)
         means = [
             np.asarray(raw.embed(sample), dtype=np.float64).mean(axis=0)
-            for sample in (chinese_sample(), english_sample(Path(args.lme_data)))
+            for sample in (chinese_sample(), english_sample(lme))
         ]
         mean = (means[0] + means[1]) / 2
         MEAN.parent.mkdir(parents=True, exist_ok=True)
