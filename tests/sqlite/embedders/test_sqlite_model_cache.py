@@ -197,3 +197,101 @@ def test_parallel_batches_return_every_vector_in_input_order(tmp_path: Path) -> 
     one_by_one = [embedder.embed([t])[0] for t in REFERENCE["texts"]]
     assert np.abs(np.asarray(one_by_one) - together).max() < 1e-6
     assert embedder.embed([]) == []
+
+
+def _install(root: Path, content: bytes | None = None) -> Path:
+    """The packaged model as another virtualenv holds it (same file and folder name)."""
+    from memcore_sqlite.embedders.onnx import _default_model
+
+    packaged = _default_model()
+    target = root / "site-packages" / packaged.parent.name / packaged.name
+    target.parent.mkdir(parents=True)
+    target.write_bytes(packaged.read_bytes() if content is None else content)
+    return target
+
+
+def _use_model(monkeypatch: pytest.MonkeyPatch, model: Path) -> None:
+    from memcore_sqlite.embedders import onnx
+
+    monkeypatch.setattr(onnx, "_default_model", lambda: model)
+
+
+def test_virtualenvs_holding_the_same_model_share_one_entry(
+    tmp_path: Path, sessions: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keyed by path, every virtualenv had kept its own identical copy."""
+    cache = tmp_path / "models"
+    _use_model(monkeypatch, _install(tmp_path / "venv-a"))
+    _embedder(cache).warm_up()
+    [entry] = _entries(cache)
+    _use_model(monkeypatch, _install(tmp_path / "venv-b"))
+    _assert_reference_vectors(_embedder(cache))
+    assert sessions[-1] == str(entry / "model.onnx")  # venv-b loaded venv-a's entry
+    assert _entries(cache) == [entry]
+
+
+def test_a_new_content_of_the_model_replaces_the_old_entry_wherever_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onnx
+
+    from memcore_sqlite.embedders.onnx import _default_model
+
+    cache = tmp_path / "models"
+    _use_model(monkeypatch, _install(tmp_path / "venv-a"))
+    _embedder(cache).warm_up()
+    [old] = _entries(cache)
+    newer = onnx.load(str(_default_model()))
+    newer.doc_string = "a later release of the same model"
+    _use_model(monkeypatch, _install(tmp_path / "venv-b", newer.SerializeToString()))
+    _embedder(cache).warm_up()
+    [entry] = _entries(cache)
+    assert entry != old
+    manifest = json.loads((entry / "manifest.json").read_text("utf-8"))
+    assert manifest["model"].endswith("/model.onnx")
+
+
+def test_an_entry_of_the_first_layout_keyed_by_path_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memcore_sqlite.embedders.quantize import RECIPE
+
+    model = _install(tmp_path / "venv-a")
+    _use_model(monkeypatch, model)
+    cache = tmp_path / "models"
+    for venv in ("venv-x", "venv-y"):  # copies the processes of other virtualenvs left
+        old = cache / f"path-keyed-{venv}"
+        old.mkdir(parents=True)
+        source = str(tmp_path / venv / "site-packages" / model.parent.name / model.name)
+        manifest = {"source": source, "recipe": RECIPE}
+        (old / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    _embedder(cache).warm_up()
+    [entry] = _entries(cache)
+    assert not entry.name.startswith("path-keyed")
+
+
+_LOAD = """
+import sys
+from memcore_sqlite.embedders.onnx import OnnxEmbedder
+print(len(OnnxEmbedder(cache_dir=sys.argv[1]).embed(["two processes at once"])[0]))
+"""
+
+
+def test_two_processes_writing_at_once_leave_one_intact_entry(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cache = tmp_path / "models"
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _LOAD, str(cache)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=240)[0].strip() for run in runs]
+    assert [run.returncode for run in runs] == [0, 0]
+    assert outputs == ["384", "384"]
+    [entry] = _entries(cache)
+    assert sorted(p.name for p in entry.iterdir()) == ["manifest.json", "model.data", "model.onnx"]
+    assert not [p for p in cache.iterdir() if p.name.startswith(".new-")]
+    _assert_reference_vectors(_embedder(cache))

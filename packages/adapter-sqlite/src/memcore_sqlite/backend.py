@@ -43,14 +43,19 @@ def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
 
 def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
     """``auto``: ONNX when its extra is installed, else lexical-only; ``onnx``: required;
-    ``multilingual``: the multilingual extra's model, required."""
+    ``multilingual``: the multilingual extra's model (e5), ``multilingual-use``: the
+    multilingual-use extra's (the Universal Sentence Encoder), each required."""
     if setting not in EMBEDDERS:
         raise ConfigError(
-            f"unknown embedder {setting!r}; use auto, onnx, multilingual or none", field="embedder"
+            f"unknown embedder {setting!r}; use {', '.join(EMBEDDERS)}", field="embedder"
         )
     if setting == "none":
         return None
     if setting == "multilingual":
+        from memcore_sqlite.embedders.e5 import E5Embedder
+
+        return E5Embedder()
+    if setting == "multilingual-use":
         from memcore_sqlite.embedders.multilingual import MultilingualEmbedder
 
         return MultilingualEmbedder()

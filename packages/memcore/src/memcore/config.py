@@ -24,7 +24,7 @@ from memcore.limits import STORE_NAME_RE
 from memcore.turn_policy import STORE_ASSISTANT
 
 BACKENDS = ("local", "tablestore")
-EMBEDDERS = ("auto", "onnx", "multilingual", "none")
+EMBEDDERS = ("auto", "onnx", "multilingual", "multilingual-use", "none")
 #: The service names a VCU instance itself, in a format its pages do not give (the 3-16
 #: character rule is for names a user picks with CreateInstance). A saved name is checked only
 #: for what it is used as: the first label of the data host, so at most 63 characters.
@@ -138,8 +138,9 @@ class MemcoreConfig:
     top_k: int = attrs.field(default=5, validator=_top_k)
     #: The embedded store's database file; None means the platform's user data directory.
     local_path: str | None = None
-    #: ``auto`` uses the ONNX embedder when installed, ``multilingual`` the one that covers
-    #: Chinese, English and 13 other languages, ``none`` keeps search lexical-only.
+    #: ``auto`` uses the ONNX embedder when installed, ``multilingual`` multilingual-e5 (about
+    #: 100 languages), ``multilingual-use`` the faster Universal Sentence Encoder (16
+    #: languages, better across languages), ``none`` keeps search lexical-only.
     embedder: str = attrs.field(default="auto", validator=_one_of(EMBEDDERS))
     #: Which assistant messages become memories: ``auto`` (those worth recalling, not an
     #: acknowledgement or a tool-output echo), ``always`` or ``never``. User messages always do;

