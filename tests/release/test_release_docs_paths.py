@@ -6,7 +6,8 @@ rename that forgets them fails here, naming the doc and the stale name:
 - every dotted ``memcore...`` name imports, or is an attribute of a module that imports;
 - every backticked ``Class.member`` is a class of ours that has that member;
 - every path (``packages/...``, ``tests/...``, a backticked ``folder/`` or ``file.py``) and
-  every relative Markdown link exists.
+  every relative Markdown link exists;
+- every import contract in ``pyproject.toml`` is in ``docs/architecture.md``'s table, by name.
 """
 
 from __future__ import annotations
@@ -187,6 +188,20 @@ def test_release_docs_name_only_what_exists(doc: str) -> None:
     path = ROOT / doc
     problems = stale_names(path.read_text(encoding="utf-8"), path)
     assert not problems, f"{doc} names what no longer exists:\n" + "\n".join(problems)
+
+
+def contract_names(pyproject: str) -> list[str]:
+    """The ``name`` of every import-linter contract (read as text: no TOML parser on 3.10)."""
+    _, _, contracts = pyproject.partition("[tool.importlinter]")
+    return re.findall(r'^name = "(.+)"$', contracts, flags=re.MULTILINE)
+
+
+def test_release_architecture_lists_every_import_contract() -> None:
+    doc = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    names = contract_names((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert len(names) >= 10
+    missing = [n for n in names if f"| {n.replace('|', chr(92) + '|')} |" not in doc]
+    assert not missing, f"docs/architecture.md does not list these import contracts: {missing}"
 
 
 def test_release_docs_check_finds_stale_names(tmp_path: Path) -> None:
