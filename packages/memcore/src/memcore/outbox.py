@@ -1,6 +1,6 @@
 """The values of a host's durable queue of writes not yet acknowledged by the backend.
 
-The queue itself is the host's (``memcore_hermes.spool.SqliteOutbox``); there is no port for
+The queue itself is the host's (``memcore_hermes.outbox.spool.SqliteOutbox``); there is no port for
 it: its one consumer, the host's delivery, needs the whole spool (leases, dead letters,
 expiry, checkpoints), and a port holding a fraction of that was never used.
 """

@@ -200,7 +200,7 @@ class SqliteOutbox:
                     break
         self.put_many(entries)
 
-    # -- Outbox port ------------------------------------------------------------------------
+    # -- the queue: put, claim, ack -----------------------------------------------------------
     def put(self, entry: OutboxEntry) -> bool:
         return self.put_many([entry]) == 1
 
