@@ -318,6 +318,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             retry=self._retry,
             name=str(session_id or "session")[:40],
             recall_inline=self._backend == "local",
+            warm_search=self._background_reindex,  # a session, not a one-shot command
         )
 
     @property

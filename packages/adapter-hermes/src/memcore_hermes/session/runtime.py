@@ -63,6 +63,7 @@ class MemoryRuntime:
         clock: Callable[[], float] = time.time,
         name: str = "lane",
         recall_inline: bool = False,
+        warm_search: bool = True,
     ) -> None:
         self.config = config
         self.store_name = config.memory_store_name
@@ -81,6 +82,9 @@ class MemoryRuntime:
         self._recall_closed = False
         #: Search on the agent's thread (an in-process store) rather than wait on a remote one.
         self.recall_inline = recall_inline
+        #: Build the first recall's caches on the lane (a session; not a one-shot command,
+        #: which searches once at most and would load numpy for an ``add``).
+        self.warm_search = warm_search
         self._inline_recalls = 0
         self._recall_done = threading.Condition(self._recall_lock)
         self.refused_writes = 0
@@ -139,7 +143,8 @@ class MemoryRuntime:
         except MemcoreError as exc:
             logger.warning("tablestore-mem: memory store not ready yet (%s: %s)", exc.code, exc)
             return
-        self._warm_search(store)
+        if self.warm_search:
+            self._warm_search(store)
 
     def _warm_search(self, store: Any) -> None:
         """Build what the session's first recall would (an in-process store's caches of the
