@@ -119,3 +119,18 @@ def test_reference_time_must_be_a_datetime(lexical_store: SqliteMemoryStore) -> 
     with pytest.raises(InvalidInput) as caught:
         mem.search("last month", reference_time="2023-04-22")  # type: ignore[arg-type]
     assert caught.value.field == "reference_time"
+
+
+@pytest.mark.parametrize("asked", [datetime(1, 1, 1), datetime(9999, 12, 31, 23)])
+def test_a_reference_time_the_calendar_cannot_count_from_is_refused(
+    lexical_store: SqliteMemoryStore, asked: datetime
+) -> None:
+    """Asking "last year" in year 1 or "the past two weeks" at the end raised ValueError
+    or OverflowError from the date arithmetic; the store refuses such a date up front."""
+    mem = _memory(lexical_store)
+    _said(mem, "I went hiking with Sam", at(2023, 3, 12))
+    pattern = mem.service.search_pattern
+    for query in ("Where did I go hiking last year?", "hiking in the past two weeks"):
+        with pytest.raises(InvalidInput) as caught:
+            lexical_store.search(STORE, pattern, query, reference_time=asked)
+        assert caught.value.field == "reference_time"
