@@ -553,11 +553,14 @@ class MemoryService:
         return self.store.cancel_dream_task(self.store_name, task.id)
 
     # -- prefetch -----------------------------------------------------------------------
-    def recall(self, query: str, *, top_k: int | None = None) -> str:
-        """Search and format a fenced recall block; caches it for :meth:`cached_recall`."""
+    def recall(
+        self, query: str, *, top_k: int | None = None, reference_time: datetime | None = None
+    ) -> str:
+        """Search and format a fenced recall block; caches it for :meth:`cached_recall`.
+        ``reference_time``: when the turn is asked (None: now), as for :meth:`search`."""
         k = limits.check_top_k(self.top_k if top_k is None else top_k)
         # Asked for a few more than shown: repeats of one text are dropped from the block.
-        hits = self.search(query, top_k=min(limits.MAX_TOP_K, 2 * k))
+        hits = self.search(query, top_k=min(limits.MAX_TOP_K, 2 * k), reference_time=reference_time)
         text = format_recall(hits, top_k=k)
         with self._recall_lock:
             self._recall["last"] = text
