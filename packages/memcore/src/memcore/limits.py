@@ -40,6 +40,11 @@ MAX_APPLY_IDS = 100
 REFERENCE_YEARS = (1000, 9000)
 #: The longest ISO 8601 reference time a host accepts as text.
 MAX_REFERENCE_TIME_CHARS = 64
+#: The most turns a search returns each side of a hit (``neighbours``), and the characters
+#: of them each hit may carry (``neighbour_chars``): context, not a transcript.
+MAX_NEIGHBOURS = 5
+DEFAULT_NEIGHBOUR_CHARS = 1_200
+MAX_NEIGHBOUR_CHARS = 16_000
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -220,6 +225,25 @@ def parse_reference_time(
             field=field,
         ) from None
     return check_reference_time(stamp, field=field, label=label)
+
+
+def check_neighbours(value: object) -> int:
+    """How many turns each side of a hit a search returns (0: none, the default)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput("neighbours must be a whole number", field="neighbours")
+    if not 0 <= value <= MAX_NEIGHBOURS:
+        raise InvalidInput(f"neighbours must be from 0 to {MAX_NEIGHBOURS}", field="neighbours")
+    return value
+
+
+def check_neighbour_chars(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput("neighbour_chars must be a whole number", field="neighbour_chars")
+    if not 1 <= value <= MAX_NEIGHBOUR_CHARS:
+        raise InvalidInput(
+            f"neighbour_chars must be from 1 to {MAX_NEIGHBOUR_CHARS}", field="neighbour_chars"
+        )
+    return value
 
 
 def check_limit(limit: object, *, field: str = "limit") -> int:
