@@ -53,16 +53,29 @@ def dated_store(tmp_path: Path) -> Iterator[SqliteMemoryStore]:
     store.close()
 
 
-def _manager(hermes_home: Path, kit: Any, store: SqliteMemoryStore, **provider: Any) -> Any:
+@pytest.fixture
+def manager(hermes_home: Path, kit: Any, dated_store: SqliteMemoryStore) -> Iterator[Any]:
+    """Builds Hermes' ``MemoryManager`` over the dated store, the provider given
+    ``provider`` keywords; each is shut down after the test."""
     from agent.memory_manager import MemoryManager
 
     kit.write_config(hermes_home, backend="local", embedder="none")
-    mm = MemoryManager()
-    mm.add_provider(
-        MemcoreMemoryProvider(store_factory=lambda _config: store, retry=kit.FAST_RETRY, **provider)
-    )
-    mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
-    return mm
+    made: list[Any] = []
+
+    def make(**provider: Any) -> Any:
+        mm = MemoryManager()
+        mm.add_provider(
+            MemcoreMemoryProvider(
+                store_factory=lambda _config: dated_store, retry=kit.FAST_RETRY, **provider
+            )
+        )
+        mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+        made.append(mm)
+        return mm
+
+    yield make
+    for mm in made:
+        mm.shutdown_all()
 
 
 def _order(text: str) -> list[str]:
@@ -75,55 +88,36 @@ def _tool_order(mm: Any, **args: Any) -> list[str]:
     return [r["text"] for r in answer["results"]][:2]
 
 
-def test_the_recall_before_a_turn_reads_time_words_from_the_turns_time(
-    hermes_home: Path, kit: Any, dated_store: SqliteMemoryStore
-) -> None:
+def test_the_recall_before_a_turn_reads_time_words_from_the_turns_time(manager: Any) -> None:
     clock = TurnClock(APRIL_22)
-    mm = _manager(hermes_home, kit, dated_store, turn_time=clock)
-    try:
-        assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [SAM, ANA]
-        clock.now = MAY_20  # the next turn, a month later
-        assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
-    finally:
-        mm.shutdown_all()
+    mm = manager(turn_time=clock)
+    assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [SAM, ANA]
+    clock.now = MAY_20  # the next turn, a month later
+    assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
 
 
-def test_the_search_tool_uses_the_turns_time_unless_the_model_names_one(
-    hermes_home: Path, kit: Any, dated_store: SqliteMemoryStore
-) -> None:
-    mm = _manager(hermes_home, kit, dated_store, turn_time=TurnClock(APRIL_22))
-    try:
-        schema = next(s for s in mm.get_all_tool_schemas() if s["name"] == "tablestore_search")
-        assert schema["parameters"]["properties"]["reference_time"]["type"] == "string"
-        assert _tool_order(mm) == [SAM, ANA]
-        assert _tool_order(mm, reference_time="2023-05-20T09:00:00Z") == [ANA, SAM]
-        for bad in ("next week", "2023-02-30", 20230520, "0001-01-01"):
-            error = json.loads(
-                mm.handle_tool_call("tablestore_search", {"query": QUESTION, "reference_time": bad})
-            )["error"]
-            assert (error["code"], error["field"]) == ("invalid_input", "reference_time"), bad
-    finally:
-        mm.shutdown_all()
+def test_the_search_tool_uses_the_turns_time_unless_the_model_names_one(manager: Any) -> None:
+    mm = manager(turn_time=TurnClock(APRIL_22))
+    schema = next(s for s in mm.get_all_tool_schemas() if s["name"] == "tablestore_search")
+    assert schema["parameters"]["properties"]["reference_time"]["type"] == "string"
+    assert _tool_order(mm) == [SAM, ANA]
+    assert _tool_order(mm, reference_time="2023-05-20T09:00:00Z") == [ANA, SAM]
+    for bad in ("next week", "2023-02-30", 20230520, "0001-01-01"):
+        answer = mm.handle_tool_call(
+            "tablestore_search", {"query": QUESTION, "reference_time": bad}
+        )
+        error = json.loads(answer)["error"]
+        assert (error["code"], error["field"]) == ("invalid_input", "reference_time"), bad
 
 
-def test_the_pre_compression_search_uses_the_turns_time(
-    hermes_home: Path, kit: Any, dated_store: SqliteMemoryStore
-) -> None:
-    mm = _manager(hermes_home, kit, dated_store, turn_time=TurnClock(APRIL_22))
-    try:
-        said = mm.on_pre_compress([{"role": "user", "content": QUESTION}])
-        assert _order(said) == [SAM, ANA]
-    finally:
-        mm.shutdown_all()
+def test_the_pre_compression_search_uses_the_turns_time(manager: Any) -> None:
+    mm = manager(turn_time=TurnClock(APRIL_22))
+    said = mm.on_pre_compress([{"role": "user", "content": QUESTION}])
+    assert _order(said) == [SAM, ANA]
 
 
-def test_without_a_turn_time_the_turn_is_asked_now(
-    hermes_home: Path, kit: Any, dated_store: SqliteMemoryStore
-) -> None:
+def test_without_a_turn_time_the_turn_is_asked_now(manager: Any) -> None:
     """Asked today, last month holds neither hike: equal hits keep their order, newest first."""
-    mm = _manager(hermes_home, kit, dated_store)
-    try:
-        assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
-        assert _tool_order(mm) == [ANA, SAM]
-    finally:
-        mm.shutdown_all()
+    mm = manager()
+    assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
+    assert _tool_order(mm) == [ANA, SAM]
