@@ -36,10 +36,16 @@ def test_at_most_top_k_and_no_text_twice() -> None:
     assert "cello" not in block
 
 
-def test_each_memory_is_dated_and_newest_first_among_equal_scores() -> None:
-    hits = [hit("older fact", 0.5, at=T0), hit("newer fact", 0.5, at=T0 + 3 * DAY)]
-    got = lines(format_recall(hits))
+def test_each_memory_is_dated_and_equal_scores_keep_the_searchs_order() -> None:
+    """The store orders equal hits (the embedded one newest first, or, when the query names
+    a time, those said in its span first); the block does not reorder them by write date."""
+    newer, older = hit("newer fact", 0.5, at=T0 + 3 * DAY), hit("older fact", 0.5, at=T0)
+    got = lines(format_recall([newer, older]))
     assert got == ["- [2026-05-31] newer fact", "- [2026-05-28] older fact"]
+    got = lines(format_recall([older, newer]))  # e.g. "last month" named the older one's month
+    assert got == ["- [2026-05-28] older fact", "- [2026-05-31] newer fact"]
+    got = lines(format_recall([hit("weaker", 0.4), older, newer]))  # scores still decide first
+    assert got[-1] == "- [2026-05-28] weaker"
 
 
 def test_the_session_is_named_only_when_the_block_spans_several() -> None:

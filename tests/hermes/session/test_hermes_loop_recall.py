@@ -336,10 +336,10 @@ def test_a_delivery_waits_for_the_recall_running_on_the_agents_thread(
     inside, release = threading.Event(), threading.Event()
     search = runtime_module.MemoryRuntime._search_recall
 
-    def held_search(self: Any, query: str, scope: Any) -> str:
+    def held_search(self: Any, *args: Any) -> str:
         inside.set()
         release.wait(10)
-        return search(self, query, scope)
+        return search(self, *args)
 
     monkeypatch.setattr(runtime_module.MemoryRuntime, "_search_recall", held_search)
     answer: list[str] = []

@@ -119,3 +119,34 @@ def test_reference_time_must_be_a_datetime(lexical_store: SqliteMemoryStore) -> 
     with pytest.raises(InvalidInput) as caught:
         mem.search("last month", reference_time="2023-04-22")  # type: ignore[arg-type]
     assert caught.value.field == "reference_time"
+
+
+@pytest.mark.parametrize("asked", [datetime(1, 1, 1), datetime(9999, 12, 31, 23)])
+def test_a_reference_time_the_calendar_cannot_count_from_is_refused(
+    lexical_store: SqliteMemoryStore, asked: datetime
+) -> None:
+    """Asking "last year" in year 1 or "the past two weeks" at the end raised ValueError
+    or OverflowError from the date arithmetic; the store refuses such a date up front."""
+    mem = _memory(lexical_store)
+    _said(mem, "I went hiking with Sam", at(2023, 3, 12))
+    pattern = mem.service.search_pattern
+    for query in ("Where did I go hiking last year?", "hiking in the past two weeks"):
+        with pytest.raises(InvalidInput) as caught:
+            lexical_store.search(STORE, pattern, query, reference_time=asked)
+        assert caught.value.field == "reference_time"
+
+
+def test_the_recall_block_keeps_the_order_the_dates_decided(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """The block a host injects before a turn re-sorted equal hits by write date, which undid
+    the order the question's date gave them."""
+    mem = _memory(lexical_store)
+    _said(mem, "I went hiking with Sam", at(2023, 3, 12))
+    _said(mem, "I went hiking with Ana", at(2023, 4, 19))
+    block = mem.service.recall("Where did I go hiking last month?", reference_time=ASKED)
+    assert block.index("with Sam") < block.index("with Ana")
+    later = mem.service.recall(
+        "Where did I go hiking last month?", reference_time=datetime(2023, 5, 20)
+    )
+    assert later.index("with Ana") < later.index("with Sam")

@@ -145,6 +145,16 @@ class MemoryTools:
             dict[str, str] | None,
             Field(description="Only memories whose tags have all these values."),
         ] = None,
+        reference_time: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "When the question is asked, in ISO 8601 (2026-05-01 or "
+                    "2026-05-01T09:30:00Z; UTC without an offset). Time words in the query "
+                    '("last month", "in May", "3 days ago") are read from it. Default: now.'
+                )
+            ),
+        ] = None,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
             hits = service.search(
@@ -153,6 +163,7 @@ class MemoryTools:
                 filters=metadata,
                 min_similarity=min_score,
                 context_scope=True,
+                reference_time=limits.parse_reference_time(reference_time),
             )
             return {"results": [answers.hit_json(h) for h in hits]}
 

@@ -110,6 +110,7 @@ class SqliteMemoryStore:
         self.update_memory = writes.update_memory
         self.delete_memory = writes.delete_memory
         self.list_messages = reads.list_messages
+        self.neighbour_turns = reads.neighbour_turns
         self.list_requests = reads.list_requests
         self.list_scopes = reads.list_scopes
         self.get_task = reads.get_task

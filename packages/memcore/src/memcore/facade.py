@@ -255,10 +255,15 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
         reference_time: datetime | None = None,
+        neighbours: int = 0,
+        neighbour_chars: int = limits.DEFAULT_NEIGHBOUR_CHARS,
     ) -> builtins.list[SearchHit]:
         """The user's memories most relevant to ``query``, best first. ``filters``: exact
         metadata matches, all required; ``min_similarity`` (0 to 1) drops hits scoring lower.
         ``reference_time``: when the question is asked (default now), for its time words.
+        ``neighbours`` (0 to 5): each hit that came from a conversation carries that many
+        turns of its session before and after it (``hit.neighbours.before``/``after``), at
+        most ``neighbour_chars`` characters; the embedded store only.
 
         >>> mem.search("drinks", user_id="alice", filters={"topic": "drinks"},
         ...            min_similarity=0.3)                                       # doctest: +SKIP
@@ -270,6 +275,8 @@ class Memory:
             min_similarity=min_similarity,
             enable_rerank=enable_rerank,
             reference_time=reference_time,
+            neighbours=neighbours,
+            neighbour_chars=neighbour_chars,
         )
 
     def list(

@@ -35,6 +35,16 @@ MAX_DREAM_SCOPES = 20
 MAX_DREAM_INSTRUCTIONS_BYTES = 4_000
 #: ApplyMemoryDreamActions takes at most this many (distinct) ids per call.
 MAX_APPLY_IDS = 100
+#: The years a search's reference time may fall in: its time words ("999 years ago", "in
+#: May") are counted from it, and the calendar stops at years 1 and 9999.
+REFERENCE_YEARS = (1000, 9000)
+#: The longest ISO 8601 reference time a host accepts as text.
+MAX_REFERENCE_TIME_CHARS = 64
+#: The most turns a search returns each side of a hit (``neighbours``), and the characters
+#: of them each hit may carry (``neighbour_chars``): context, not a transcript.
+MAX_NEIGHBOURS = 5
+DEFAULT_NEIGHBOUR_CHARS = 1_200
+MAX_NEIGHBOUR_CHARS = 16_000
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -173,13 +183,67 @@ def check_min_similarity(value: object) -> float | None:
     return float(value)
 
 
-def check_reference_time(value: object) -> datetime | None:
-    """A search's reference time (the question's date): a datetime; a naive one is UTC."""
+def check_reference_time(
+    value: object, *, field: str = "reference_time", label: str | None = None
+) -> datetime | None:
+    """A search's reference time (the question's date): a datetime; a naive one is UTC.
+    ``label`` names it in the message (a host's own spelling, such as ``--at``)."""
     if value is None:
         return None
+    name = label or field
     if not isinstance(value, datetime):
-        raise InvalidInput("reference_time must be a datetime", field="reference_time")
+        raise InvalidInput(f"{name} must be a datetime", field=field)
+    low, high = REFERENCE_YEARS
+    if not low <= value.year <= high:
+        raise InvalidInput(f"{name} must be a date from year {low} to {high}", field=field)
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def parse_reference_time(
+    value: object, *, field: str = "reference_time", label: str | None = None
+) -> datetime | None:
+    """A reference time given as text by a host's user (a tool argument, a command-line
+    option): ISO 8601, a date (``2026-05-01``) or a date and time (``2026-05-01T09:30``,
+    ``...Z``, ``...+02:00``); without an offset it is UTC. None stays None (now)."""
+    if value is None:
+        return None
+    name = label or field
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be an ISO 8601 date or time string", field=field)
+    text = value.strip()
+    # Python 3.10's fromisoformat does not read the "Z" suffix.
+    text = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
+    try:
+        if len(text) > MAX_REFERENCE_TIME_CHARS:
+            raise ValueError(text)
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        shown = value if len(value) <= MAX_REFERENCE_TIME_CHARS else value[:20] + "..."
+        raise InvalidInput(
+            f"{name} must be an ISO 8601 date or time like 2026-05-01 or "
+            f"2026-05-01T09:30:00Z, not {shown!r}",
+            field=field,
+        ) from None
+    return check_reference_time(stamp, field=field, label=label)
+
+
+def check_neighbours(value: object) -> int:
+    """How many turns each side of a hit a search returns (0: none, the default)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput("neighbours must be a whole number", field="neighbours")
+    if not 0 <= value <= MAX_NEIGHBOURS:
+        raise InvalidInput(f"neighbours must be from 0 to {MAX_NEIGHBOURS}", field="neighbours")
+    return value
+
+
+def check_neighbour_chars(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput("neighbour_chars must be a whole number", field="neighbour_chars")
+    if not 1 <= value <= MAX_NEIGHBOUR_CHARS:
+        raise InvalidInput(
+            f"neighbour_chars must be from 1 to {MAX_NEIGHBOUR_CHARS}", field="neighbour_chars"
+        )
+    return value
 
 
 def check_limit(limit: object, *, field: str = "limit") -> int:

@@ -75,8 +75,11 @@ def _date(stamp: float) -> str:
 
 
 def select_hits(hits: Sequence[SearchHit], top_k: int | None = None) -> list[SearchHit]:
-    """Best first (newest first among equal scores), one hit per text, at most ``top_k``."""
-    ranked = sorted(hits, key=lambda h: (-h.score, -_when(h)))
+    """Best first, one hit per text, at most ``top_k``. Among equal scores the search's own
+    order stands (a stable sort): the store knows more than the write dates here, e.g. the
+    embedded store puts first, among equal hits, those said in the span a query's time words
+    name ("last month"), and otherwise the newest."""
+    ranked = sorted(hits, key=lambda h: -h.score)
     seen: set[str] = set()
     kept: list[SearchHit] = []
     for hit in ranked:

@@ -15,9 +15,10 @@ import attrs
 
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
+from memcore.neighbours import fit as fit_turns
 from memcore.paging import pages
 from memcore.policies import ScopePolicy
-from memcore.ports import DreamUndo, MemoryStore
+from memcore.ports import DreamUndo, MemoryStore, NeighbourTurns
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
 from memcore.turn_policy import check_store_assistant, plan_memories
@@ -29,6 +30,7 @@ from memcore.values import (
     Message,
     Page,
     SearchHit,
+    TurnContext,
     WriteReceipt,
 )
 
@@ -248,11 +250,25 @@ class MemoryService:
         context_scope: Scope | bool | None = None,
         include_evidence: bool = False,
         reference_time: datetime | None = None,
+        neighbours: int = 0,
+        neighbour_chars: int = limits.DEFAULT_NEIGHBOUR_CHARS,
     ) -> list[SearchHit]:
         """``context_scope=True`` ranks the current session's memories higher (when it lies
         inside the searched pattern); a Scope names another conversation.
-        ``reference_time``: when the question is asked (None: now); see the store port."""
+        ``reference_time``: when the question is asked (None: now); see the store port.
+        ``neighbours``: each hit comes with up to that many turns of its own session before
+        and after it (``SearchHit.neighbours``), at most ``neighbour_chars`` characters in
+        all; they do not change the ranking. Only stores that keep the turns' order can
+        (:class:`~memcore.ports.NeighbourTurns`); others raise ``Unsupported``."""
         limits.check_query(query)
+        around = limits.check_neighbours(neighbours)
+        budget = limits.check_neighbour_chars(neighbour_chars)
+        if around and not isinstance(self.store, NeighbourTurns):
+            raise Unsupported(
+                "this backend does not keep the order of a session's turns, so a hit cannot "
+                "come with its neighbours; only the embedded store can",
+                field="neighbours",
+            )
         k = limits.check_top_k(self.top_k if top_k is None else top_k)
         flt = limits.check_metadata(filters, field="filters")
         sim = limits.check_min_similarity(min_similarity)
@@ -266,7 +282,7 @@ class MemoryService:
             context = None
         else:
             context = limits.check_context_scope(context_scope, pattern)
-        return self.store.search(
+        hits = self.store.search(
             self.store_name,
             pattern,
             query,
@@ -278,6 +294,20 @@ class MemoryService:
             include_evidence=bool(include_evidence),
             reference_time=asked,
         )
+        if not around or not isinstance(self.store, NeighbourTurns):
+            return hits
+        return [self._with_neighbours(self.store, hit, around, budget) for hit in hits]
+
+    def _with_neighbours(
+        self, store: NeighbourTurns, hit: SearchHit, turns: int, budget: int
+    ) -> SearchHit:
+        """``hit`` with the turns of its own session around it. The store reads only the
+        hit's exact scope, which the search kept inside this tenant's pattern."""
+        scope = hit.memory.scope
+        if not self.search_pattern.matches(scope):  # never read outside the tenant
+            return attrs.evolve(hit, neighbours=TurnContext())
+        context = store.neighbour_turns(self.store_name, scope, hit.memory.id, turns=turns)
+        return attrs.evolve(hit, neighbours=fit_turns(context, budget))
 
     def profile(
         self, *, limit: int = 50, next_token: str | None = None, current_only: bool = False
@@ -553,11 +583,14 @@ class MemoryService:
         return self.store.cancel_dream_task(self.store_name, task.id)
 
     # -- prefetch -----------------------------------------------------------------------
-    def recall(self, query: str, *, top_k: int | None = None) -> str:
-        """Search and format a fenced recall block; caches it for :meth:`cached_recall`."""
+    def recall(
+        self, query: str, *, top_k: int | None = None, reference_time: datetime | None = None
+    ) -> str:
+        """Search and format a fenced recall block; caches it for :meth:`cached_recall`.
+        ``reference_time``: when the turn is asked (None: now), as for :meth:`search`."""
         k = limits.check_top_k(self.top_k if top_k is None else top_k)
         # Asked for a few more than shown: repeats of one text are dropped from the block.
-        hits = self.search(query, top_k=min(limits.MAX_TOP_K, 2 * k))
+        hits = self.search(query, top_k=min(limits.MAX_TOP_K, 2 * k), reference_time=reference_time)
         text = format_recall(hits, top_k=k)
         with self._recall_lock:
             self._recall["last"] = text

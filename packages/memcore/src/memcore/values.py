@@ -95,6 +95,9 @@ class SearchHit:
     ranking_score: float | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
     signals: Mapping[str, float] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
+    #: The turns said just before and after it in its session, when the search asked for
+    #: ``neighbours`` (None when it did not).
+    neighbours: TurnContext | None = None
 
 
 @attrs.frozen
@@ -112,6 +115,20 @@ class Message:
     #: False: kept in the message log only, not made a memory (``turn_policy``). A store whose
     #: service extracts memories itself (TableStore) leaves that choice to the service.
     remember: bool = True
+
+
+@attrs.frozen
+class TurnContext:
+    """The messages of a hit's session said right before and right after the message it
+    came from, each side in the order they were said. Empty when the hit came from no
+    message (``add_text``, an extracted fact) or its session holds nothing around it."""
+
+    before: tuple[Message, ...] = ()
+    after: tuple[Message, ...] = ()
+
+    @property
+    def chars(self) -> int:
+        return sum(len(m.content) for m in (*self.before, *self.after))
 
 
 @attrs.frozen

@@ -166,6 +166,15 @@ def search(
     evidence: Annotated[
         bool, typer.Option("--evidence", help="Attach the messages each hit came from.")
     ] = False,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            metavar="ISO8601",
+            help="When the question is asked (default now; UTC without an offset): time "
+            "words such as 'last month' or '3 days ago' are read from it.",
+        ),
+    ] = None,
 ) -> None:
     """Search memories; without --agent/--run it covers the whole tenant.
 
@@ -173,6 +182,7 @@ def search(
     Examples:
       memcore search "answer style"
       memcore search --top-k 3 --filter topic=style "how should I reply"
+      memcore search --at 2026-05-20T09:00 "where did I go hiking last month"
       memcore --json search "coffee" | jq '.[0].text'
     """
     from memcore import limits
@@ -186,6 +196,7 @@ def search(
         limits.check_top_k(top_k)
     limits.check_metadata(flt, field="filters")
     limits.check_min_similarity(min_similarity)
+    asked = limits.parse_reference_time(at, field="at", label="--at")
     hits = (
         state.runtime()
         .service()
@@ -197,6 +208,7 @@ def search(
             min_similarity=min_similarity,
             context_scope=context,
             include_evidence=evidence,
+            reference_time=asked,
         )
     )
     out = state.output

@@ -51,7 +51,8 @@ def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
 
     def search() -> None:
         try:
-            found.extend(runtime.service(runtime.handle.ready()).search(query))
+            service = runtime.service(runtime.handle.ready())
+            found.extend(service.search(query, reference_time=runtime.turn_time()))
         except MemcoreError as exc:
             logger.info("tablestore-mem: no memory for the compression summary (%s)", exc)
 

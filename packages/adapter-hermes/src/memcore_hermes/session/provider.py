@@ -25,6 +25,8 @@ except ImportError:  # outside Hermes (the library used on its own)
 
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memcore.config import MemcoreConfig
     from memcore.ports import MemoryStore
     from memcore_hermes.backend.preload import ModelPreload
@@ -60,8 +62,12 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         background_reindex: bool = True,
         defer_vectors: bool = False,
         preload: ModelPreload | None = None,
+        turn_time: Callable[[], datetime] | None = None,
     ) -> None:
+        """``turn_time``: when the turn being answered is asked (default now), the reference
+        time of its recall and searches; a replay of dated conversations sets it."""
         self._store_factory = store_factory
+        self._turn_time = turn_time
         self._background_reindex = background_reindex
         # A one-shot command's choices for the local store (see ``open_backend_store``).
         self._defer_vectors = defer_vectors
@@ -319,6 +325,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             name=str(session_id or "session")[:40],
             recall_inline=self._backend == "local",
             warm_search=self._background_reindex,  # a session, not a one-shot command
+            turn_time=self._turn_time,
         )
 
     @property

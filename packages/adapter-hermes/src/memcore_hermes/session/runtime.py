@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime, timezone
 from typing import Any
 
 from memcore import limits
@@ -28,6 +29,11 @@ from memcore_hermes.outbox.lane import Lane
 from memcore_hermes.outbox.spool import SqliteOutbox
 
 logger = logging.getLogger(__name__)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
 
 #: A shutdown flush gives up when no write was delivered for this long (seconds): a healthy
 #: backend delivers a write well within it; one that is down would hold the exit for a whole
@@ -64,6 +70,7 @@ class MemoryRuntime:
         name: str = "lane",
         recall_inline: bool = False,
         warm_search: bool = True,
+        turn_time: Callable[[], datetime] | None = None,
     ) -> None:
         self.config = config
         self.store_name = config.memory_store_name
@@ -71,6 +78,11 @@ class MemoryRuntime:
         self.spool = spool
         self.read_only = read_only
         self.clock = clock
+        #: When the turn being answered is asked: the searches' reference time, which time
+        #: words in a query ("last month") are read from. Hermes passes no time with a turn,
+        #: so it is now; a replay of dated conversations sets it. Not ``clock``: the spool's
+        #: backoff must keep running on real time.
+        self.turn_time = turn_time or _now
         self._scope = scope
         self._scope_lock = threading.Lock()
         self._recall_lock = threading.Lock()
@@ -242,15 +254,17 @@ class MemoryRuntime:
         return self._spool([write])[0]
 
     # -- recall ------------------------------------------------------------------------------
-    def _search_recall(self, query: str, scope: Scope) -> str:
-        """Search for ``query`` and format the block; a few more hits than shown are asked
-        for, so repeats of one text do not cost the block its places."""
+    def _search_recall(self, query: str, scope: Scope, asked: datetime) -> str:
+        """Search for ``query`` as asked at ``asked`` and format the block; a few more hits
+        than shown are asked for, so repeats of one text do not cost the block its places."""
         store = self.handle.ready()
         k = self.config.top_k
         service = self.service(store)
         service.switch_scope(scope)
         # The current session is the context: the service ranks its memories higher.
-        hits = service.search(query, top_k=min(limits.MAX_TOP_K, 2 * k), context_scope=True)
+        hits = service.search(
+            query, top_k=min(limits.MAX_TOP_K, 2 * k), context_scope=True, reference_time=asked
+        )
         return format_recall(hits, top_k=k)
 
     def _keep_recall(self, text: str, scope: Scope, generation: int) -> None:
@@ -266,10 +280,11 @@ class MemoryRuntime:
             self._recall_generation += 1
             generation = self._recall_generation
         scope = self.scope
+        asked = self.turn_time()  # the turn's moment, even when a remote search runs late
 
         def run() -> str:
             try:
-                text = self._search_recall(query, scope)
+                text = self._search_recall(query, scope, asked)
             except MemcoreError as exc:
                 # Loud: a recall that fails on every turn must not look like "nothing found".
                 logger.warning("tablestore-mem: recall failed (%s: %s)", exc.code, exc)

@@ -87,6 +87,15 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                     "type": "boolean",
                     "description": "Attach the messages each memory came from (default false).",
                 },
+                "reference_time": {
+                    "type": "string",
+                    "description": (
+                        "When the question is asked, ISO 8601 (2026-05-01 or "
+                        "2026-05-01T09:30:00Z; UTC without an offset). Time words in the query "
+                        '("last month", "in May", "3 days ago") are read from it. Default: '
+                        "the current turn's time."
+                    ),
+                },
             },
             "required": ["query"],
         },
@@ -218,6 +227,9 @@ def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
 
 
 def _search(runtime: Any, args: Mapping[str, Any]) -> str:
+    from memcore import limits
+
+    asked = limits.parse_reference_time(args.get("reference_time")) or runtime.turn_time()
     service = runtime.service(runtime.handle.ready())
     hits = service.search(
         args.get("query"),
@@ -227,6 +239,7 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
         min_similarity=args.get("min_similarity"),
         context_scope=True,
         include_evidence=_optional_bool(args, "include_evidence") or False,
+        reference_time=asked,
     )
     return dumps(
         {

@@ -1,4 +1,5 @@
-"""Reads of the store's records besides memories: messages, requests, scopes and tasks."""
+"""Reads of the store's records besides memories: messages (and the turns around a memory),
+requests, scopes and tasks."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from memcore import limits
 from memcore.errors import InvalidInput, NotFound
 from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
-from memcore.values import MemoryTask, Message, Page, RequestRecord
+from memcore.values import MemoryTask, Message, Page, RequestRecord, TurnContext
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import check_pattern, check_scope, columns, pattern_sql
 
@@ -46,6 +47,18 @@ class _TaskRow(NamedTuple):
     error: str | None
 
 
+def _message(row: Any, scope: Scope) -> Message:
+    r = _MessageRow._make(row)
+    return Message(
+        role=r.role,
+        content=r.content,
+        id=r.id,
+        timestamp=r.timestamp,
+        metadata=json.loads(r.metadata),
+        scope=scope,
+    )
+
+
 def _scope(column: str | None) -> Scope | None:
     return None if column is None else Scope.from_mapping(json.loads(column))
 
@@ -70,22 +83,47 @@ class RecordReads:
                 " AND run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (sid, *scope.as_tuple(), after, limit + 1),
             ).fetchall()
-        return page(
-            [
-                (
-                    int(r.seq),
-                    Message(
-                        role=r.role,
-                        content=r.content,
-                        id=r.id,
-                        timestamp=r.timestamp,
-                        metadata=json.loads(r.metadata),
-                        scope=scope,
-                    ),
-                )
-                for r in map(_MessageRow._make, rows)
-            ],
-            limit,
+        return page([(int(r[0]), _message(r, scope)) for r in rows], limit)
+
+    def neighbour_turns(
+        self, store: str, scope: Scope, memory_id: str, *, turns: int
+    ) -> TurnContext:
+        """Up to ``turns`` messages of exactly ``scope`` each side of the last message that
+        became ``memory_id`` (``messages.memory_seq``), in the order they were said. Every
+        read names the whole scope, so nothing of another session or tenant can come back;
+        a memory not in ``scope`` answers as one that came from no message (empty)."""
+        check_scope(scope)
+        limits.check_id(memory_id)
+        if turns < 1:
+            return TurnContext()
+        where = (
+            " WHERE store_id = ? AND app_id = ? AND tenant_id = ? AND agent_id = ? AND run_id = ?"
+        )
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
+            key = (sid, *scope.as_tuple())
+            memory = conn.execute(
+                f"SELECT seq FROM memories{where} AND id = ?", (*key, memory_id)
+            ).fetchone()
+            anchor = (
+                None
+                if memory is None
+                else conn.execute(
+                    f"SELECT MAX(seq) FROM messages{where} AND memory_seq = ?", (*key, memory[0])
+                ).fetchone()[0]
+            )
+            if anchor is None:
+                return TurnContext()
+            select = f"SELECT {columns(_MessageRow)} FROM messages{where}"
+            before = conn.execute(
+                f"{select} AND seq < ? ORDER BY seq DESC LIMIT ?", (*key, anchor, turns)
+            ).fetchall()
+            after = conn.execute(
+                f"{select} AND seq > ? ORDER BY seq LIMIT ?", (*key, anchor, turns)
+            ).fetchall()
+        return TurnContext(
+            tuple(_message(r, scope) for r in reversed(before)),
+            tuple(_message(r, scope) for r in after),
         )
 
     def _rows_after(

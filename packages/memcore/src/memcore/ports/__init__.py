@@ -2,7 +2,7 @@
 per family. Adapters implement these; the core and its fake never import an adapter.
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``DreamUndo``,
-  ``ProgressCallback``)
+  ``NeighbourTurns``, ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
 - :mod:`~memcore.ports.embedding`: ``Embedder``
@@ -16,7 +16,7 @@ types; services and facades import ports, never the other way round.
 from memcore.ports.backends import BackendFactory, InstanceFacts, Provisioner
 from memcore.ports.embedding import Embedder
 from memcore.ports.models import ChatModel, DreamReviewer, FactExtractor
-from memcore.ports.store import DreamUndo, MemoryStore, ProgressCallback
+from memcore.ports.store import DreamUndo, MemoryStore, NeighbourTurns, ProgressCallback
 
 __all__ = [
     "BackendFactory",
@@ -27,6 +27,7 @@ __all__ = [
     "FactExtractor",
     "InstanceFacts",
     "MemoryStore",
+    "NeighbourTurns",
     "ProgressCallback",
     "Provisioner",
 ]

@@ -1,5 +1,5 @@
-"""The Memory Store port: the whole store surface an adapter implements, and the undo
-extension a local store adds.
+"""The Memory Store port: the whole store surface an adapter implements, and the
+extensions a local store adds (dream undo, the turns around a hit).
 
 An adapter that lacks an operation raises :class:`memcore.errors.Unsupported` rather than
 pretending.
@@ -22,6 +22,7 @@ from memcore.values import (
     RequestRecord,
     SearchHit,
     StoreInfo,
+    TurnContext,
     WriteReceipt,
 )
 
@@ -209,6 +210,20 @@ class DreamUndo(Protocol):
     """A store that keeps undo records for applied dream actions (the local store)."""
 
     def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction: ...
+
+
+@runtime_checkable
+class NeighbourTurns(Protocol):
+    """A store that keeps the order of a session's messages and which memory each became
+    (the embedded store), so a hit can come with the turns around it."""
+
+    def neighbour_turns(
+        self, store: str, scope: Scope, memory_id: str, *, turns: int
+    ) -> TurnContext:
+        """Up to ``turns`` messages each side of the last message memory ``memory_id`` came
+        from, all of its own session (exactly ``scope``, so never another tenant's). A
+        memory that is not in ``scope``, or came from no message, has an empty context."""
+        ...
 
 
 class ProgressCallback(Protocol):

@@ -27,8 +27,9 @@ from memcore.async_facade import AsyncMemory
 from memcore.errors import Conflict, InvalidInput, NotFound, Unsupported
 from memcore.facade import Memory as Library
 from memcore.paging import pages
-from memcore.ports import MemoryStore
+from memcore.ports import MemoryStore, NeighbourTurns
 from memcore.scope import Scope, ScopePattern
+from memcore.service import MemoryService
 from memcore.values import (
     DREAM_ACTION_STATUSES,
     DREAM_ACTION_TYPES,
@@ -303,6 +304,54 @@ class MemoryStoreContract:
         assert [h.memory.text for h in hits] == ["we repainted the fence"]
         with pytest.raises(InvalidInput):
             ready.search(self.store_name, pattern, "fence", reference_time="2026-04-22")  # type: ignore[arg-type]
+
+    def test_a_hit_comes_with_the_turns_of_its_own_session_or_unsupported(
+        self, ready: MemoryStore
+    ) -> None:
+        """Neighbours come only from the hit's own session of its own tenant, in the order
+        they were said, though another tenant's turns (same agent and run names), another
+        app's and another session's were written in between; a store that keeps no turn
+        order says so instead of answering without them."""
+        service = MemoryService(ready, store_name=self.store_name, scope=A1)
+        if not isinstance(ready, NeighbourTurns):
+            with pytest.raises(Unsupported):
+                service.search("tomatoes", neighbours=1)
+            return
+        for scope, role, text in [
+            (A1, "user", "What should I plant this spring?"),
+            (B1, "user", "Bob's vault code is 4711"),
+            (OTHER_APP, "user", "A turn of another app"),
+            (A1, "assistant", "Tomatoes do well in a sunny bed"),
+            (A2, "user", "A turn of another session of the same tenant"),
+            (B1, "assistant", "Noted the vault code"),
+            (A1, "user", "Then I will plant tomatoes by the fence"),
+            (B1, "user", "Bob again"),
+            (A1, "assistant", "Water them every other day"),
+        ]:
+            ready.add_messages(self.store_name, scope, [Message(role, text)], sync=True)
+        plain = self.add(ready, A1, "Tomatoes grow in pots on a sunny balcony")
+        self.settle(ready)
+        hits = service.search("sunny bed tomatoes", top_k=10, neighbours=2)
+        hit = next(h for h in hits if h.memory.text == "Tomatoes do well in a sunny bed")
+        assert hit.neighbours is not None
+        assert [m.content for m in hit.neighbours.before] == ["What should I plant this spring?"]
+        assert [m.content for m in hit.neighbours.after] == [
+            "Then I will plant tomatoes by the fence",
+            "Water them every other day",
+        ]
+        assert {m.scope for m in (*hit.neighbours.before, *hit.neighbours.after)} == {A1}
+        from_text = next(h for h in hits if h.memory.id == plain)
+        assert from_text.neighbours is not None and from_text.neighbours.chars == 0
+        # Another tenant names the hit's id: it answers as an id that came from no message.
+        assert ready.neighbour_turns(self.store_name, B1, hit.memory.id, turns=2).chars == 0
+        bob = MemoryService(ready, store_name=self.store_name, scope=B1)
+        for other in bob.search("vault code tomatoes", top_k=10, neighbours=5):
+            assert other.neighbours is not None
+            said = [m.content for m in (*other.neighbours.before, *other.neighbours.after)]
+            assert all("vault" in t or "Bob" in t for t in said), said
+        assert [h.neighbours for h in service.search("sunny bed")] == [None] * len(
+            service.search("sunny bed")
+        )
 
     def test_search_filters_are_exact_and_anded(self, ready: MemoryStore) -> None:
         both = self.add(ready, A1, "meeting about the budget", team="red", year="2026")

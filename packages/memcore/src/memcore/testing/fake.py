@@ -34,6 +34,7 @@ from memcore.values import (
     RequestRecord,
     SearchHit,
     StoreInfo,
+    TurnContext,
     WriteReceipt,
 )
 
@@ -72,6 +73,8 @@ class _Store:
     units: dict[str, _Unit] = attrs.field(factory=dict)
     by_content: dict[str, str] = attrs.field(factory=dict)
     messages: dict[Scope, list[tuple[int, Message]]] = attrs.field(factory=dict)
+    #: Which memory each logged message became (by message id), for the turns around a hit.
+    became: dict[str, str] = attrs.field(factory=dict)
     requests: list[tuple[int, RequestRecord]] = attrs.field(factory=list)
     tasks: dict[str, tuple[int, MemoryTask]] = attrs.field(factory=dict)
     dreams: dict[str, tuple[int, DreamTask]] = attrs.field(factory=dict)
@@ -344,11 +347,11 @@ class InMemoryMemoryStore:
                 )
                 log.append((next(self._seq), stored))
                 if m.remember:  # otherwise kept in the log only
-                    ids.append(
-                        self._insert(
-                            st, scope, m.content, limits.merge_metadata(meta, m.metadata), "message"
-                        )
+                    mid = self._insert(
+                        st, scope, m.content, limits.merge_metadata(meta, m.metadata), "message"
                     )
+                    st.became[stored.id or ""] = mid
+                    ids.append(mid)
             ids = list(dict.fromkeys(ids))
             task = self._task(st, "AddMemories", scope, ids, accepted=len(checked))
             self._audit(st, "AddMemories", scope=scope, started=started, rid=task.id)
@@ -416,6 +419,23 @@ class InMemoryMemoryStore:
             )
             self._audit(st, "SearchMemories", scope=None, started=started)
             return hits[:top_k]
+
+    def neighbour_turns(
+        self, store: str, scope: Scope, memory_id: str, *, turns: int
+    ) -> TurnContext:
+        """The messages of ``scope``'s log around the last one that became ``memory_id``."""
+        with self._lock:
+            st = self._store(store)
+            try:
+                self._unit_in_scope(st, scope, memory_id)
+            except NotFound:
+                return TurnContext()
+            log = [m for _, m in st.messages.get(scope, [])]
+            at = [i for i, m in enumerate(log) if st.became.get(m.id or "") == memory_id]
+            if not at or turns < 1:
+                return TurnContext()
+            i = at[-1]
+            return TurnContext(tuple(log[max(0, i - turns) : i]), tuple(log[i + 1 : i + 1 + turns]))
 
     @staticmethod
     def _evidence(st: _Store, memory: Memory) -> tuple[dict[str, str], ...]:

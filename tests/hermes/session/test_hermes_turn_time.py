@@ -1,0 +1,123 @@
+"""The turn's time reaches the search: the recall before a turn, the search tool and the
+pre-compression search read "last month" from when the turn is asked. Hermes passes no time
+with a turn, so the provider reads it from its ``turn_time`` (now unless a replay sets it).
+Driven by Hermes' real ``MemoryManager`` over the embedded store, lexical so the two
+memories below tie and only their dates can order them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore import Memory
+from memcore.scope import Scope
+from memcore.values import Message
+from memcore_hermes import MemcoreMemoryProvider
+from memcore_sqlite import SqliteMemoryStore
+
+STORE = "hermes_mem"
+QUESTION = "Where did I go hiking last month?"
+SAM, ANA = "I went hiking with Sam", "I went hiking with Ana"
+APRIL_22 = datetime(2023, 4, 22, 8, 1, tzinfo=timezone.utc)  # "last month" is March
+MAY_20 = datetime(2023, 5, 20, 9, tzinfo=timezone.utc)  # "last month" is April
+
+
+def _at(month: int, day: int) -> float:
+    return datetime(2023, month, day, 12, tzinfo=timezone.utc).timestamp()
+
+
+class TurnClock:
+    """The time of the turn being answered, as a replay of dated conversations sets it."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def dated_store(tmp_path: Path) -> Iterator[SqliteMemoryStore]:
+    """Dana's hikes, said in March and in April 2023 in earlier sessions."""
+    store = SqliteMemoryStore(tmp_path / "dated.sqlite3")
+    store.ensure_store(STORE)
+    for text, run, when in ((SAM, "r1", _at(3, 12)), (ANA, "r2", _at(4, 19))):
+        mem = Memory(store, scope=Scope("hermes", "dana", "hermes", run), store_name=STORE)
+        mem.add(messages=[Message("user", text, timestamp=when)])
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def manager(hermes_home: Path, kit: Any, dated_store: SqliteMemoryStore) -> Iterator[Any]:
+    """Builds Hermes' ``MemoryManager`` over the dated store, the provider given
+    ``provider`` keywords; each is shut down after the test."""
+    from agent.memory_manager import MemoryManager
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    made: list[Any] = []
+
+    def make(**provider: Any) -> Any:
+        mm = MemoryManager()
+        mm.add_provider(
+            MemcoreMemoryProvider(
+                store_factory=lambda _config: dated_store, retry=kit.FAST_RETRY, **provider
+            )
+        )
+        mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+        made.append(mm)
+        return mm
+
+    yield make
+    for mm in made:
+        mm.shutdown_all()
+
+
+def _order(text: str) -> list[str]:
+    """SAM and ANA in the order ``text`` names them."""
+    return sorted((n for n in (SAM, ANA) if n in text), key=text.index)
+
+
+def _tool_order(mm: Any, **args: Any) -> list[str]:
+    answer = json.loads(mm.handle_tool_call("tablestore_search", {"query": QUESTION, **args}))
+    return [r["text"] for r in answer["results"]][:2]
+
+
+def test_the_recall_before_a_turn_reads_time_words_from_the_turns_time(manager: Any) -> None:
+    clock = TurnClock(APRIL_22)
+    mm = manager(turn_time=clock)
+    assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [SAM, ANA]
+    clock.now = MAY_20  # the next turn, a month later
+    assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
+
+
+def test_the_search_tool_uses_the_turns_time_unless_the_model_names_one(manager: Any) -> None:
+    mm = manager(turn_time=TurnClock(APRIL_22))
+    schema = next(s for s in mm.get_all_tool_schemas() if s["name"] == "tablestore_search")
+    assert schema["parameters"]["properties"]["reference_time"]["type"] == "string"
+    assert _tool_order(mm) == [SAM, ANA]
+    assert _tool_order(mm, reference_time="2023-05-20T09:00:00Z") == [ANA, SAM]
+    for bad in ("next week", "2023-02-30", 20230520, "0001-01-01"):
+        answer = mm.handle_tool_call(
+            "tablestore_search", {"query": QUESTION, "reference_time": bad}
+        )
+        error = json.loads(answer)["error"]
+        assert (error["code"], error["field"]) == ("invalid_input", "reference_time"), bad
+
+
+def test_the_pre_compression_search_uses_the_turns_time(manager: Any) -> None:
+    mm = manager(turn_time=TurnClock(APRIL_22))
+    said = mm.on_pre_compress([{"role": "user", "content": QUESTION}])
+    assert _order(said) == [SAM, ANA]
+
+
+def test_without_a_turn_time_the_turn_is_asked_now(manager: Any) -> None:
+    """Asked today, last month holds neither hike: equal hits keep their order, newest first."""
+    mm = manager()
+    assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
+    assert _tool_order(mm) == [ANA, SAM]
