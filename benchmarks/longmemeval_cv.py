@@ -462,7 +462,8 @@ def _objective(rows: Sequence[dict[str, float]], objective: Sequence[str] = OBJE
 def _distance(setting: tuple[Any, ...]) -> float:
     if setting[0] != "convex":
         return 0.0
-    weight, b, cap, power = float(setting[1]), float(setting[2]), int(setting[3]), setting[4]
+    weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])
+    power = float(setting[4])
     return (
         abs(weight - DEFAULT[1])
         + abs(b - DEFAULT[2])
