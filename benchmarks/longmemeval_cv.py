@@ -1,42 +1,61 @@
-"""LongMemEval recall with every tuned choice made by k-fold cross-validation.
+"""LongMemEval and dialog recall with every tuned choice made by k-fold cross-validation.
 
 The fusion's settings were once chosen on the whole development split, and its figures there
 were in-sample. Here the split's questions are folded (by question, stratified by type, fixed
 seed); for each fold the settings are chosen on the other folds only and scored on it, and
 only those held-out figures are reported: each with its 95% Wilson interval, and question by
 question against each signal alone, against a plain reciprocal-rank fusion (RRF, k = 60, of
-FTS5's own ``bm25()`` ranking and the vector ranking) and against the shipped default, with
-the exact sign test. The shipped default (vector weight 0.3, BM25 length discount b = 0.75,
-eight query terms) was chosen on this split, so its figures here are in-sample, shown only as
-the reference the cross-validated choice is compared with, never as a result.
+FTS5's own ``bm25()`` ranking and the vector ranking; ``rrf_ours_k60`` fuses our own lexical
+ranking instead, as :mod:`benchmarks.dialog_recall` does) and against the shipped default,
+with the exact sign test. The shipped default was chosen with these data, so its figures here
+are in-sample, shown only as the reference the cross-validated choice is compared with.
+
+``--dialogs`` adds the short-turn dialog set (:mod:`benchmarks.dialog_recall`'s
+``dialogs_dev.json``, vectors read from ``--dialog-cache``, never embedded here) and chooses
+every setting over both sets jointly: fold f of each set is held out at once, the setting is
+chosen on the other folds of both, and each set's held-out figures are reported on their own.
+A dialog's questions are folded by whole conversation (the ten conversations sorted, shuffled
+with the seed, dealt round-robin), so a conversation is never both trained and tested on.
 
 Cheap by construction: stores kept by :mod:`benchmarks.longmemeval_replay` (``capture``) are
 read once per question (each row's session, turn and vector, the lexical pool of every
-length-discount setting through :func:`memcore_sqlite.search.ranking.lexical` itself, FTS5's bm25
-order) and every setting is then ranked in numpy without touching the store again. The
-default setting's order is checked against the store's own search (``agreement``): the
-replayed ranking is the product's, not a model of it.
+lexical setting through :func:`memcore_sqlite.search.ranking.lexical` itself, FTS5's bm25
+order) and every setting is then ranked in numpy without touching the store again; each
+dialog conversation is ingested once into a temporary store and read the same way. The
+default setting's order is checked against the store's own search (``agreement``, per set):
+the replayed ranking is the product's, not a model of it.
 
 Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignments):
 
-* objective on the training folds: mean session recall_any@5 + turn recall_any@5 +
-  turn NDCG@10;
+* objective on the training folds, per set: LongMemEval session recall_any@5 + turn
+  recall_any@5 + turn NDCG@10; dialogs turn recall_any@5 + turn NDCG@10 (a dialog's six
+  sessions say little). A setting's value is the sum over the sets of its per-metric mean, so
+  each set weighs the same whatever its size;
 * candidates, simplest first: RRF (k = 60, nothing tuned); the convex fusion with its vector
-  weight tuned (0 to 1 by 0.05; b = 0.75, 8 terms); the weight and b (0, 0.25, 0.5, 0.75, 1);
-  the weight, b and the term cap (8 or none);
-* choice: the simplest family whose best setting is within one training question (1 / n) of
-  the best of all; in it, the best setting (ties: nearest the shipped default).
+  weight tuned (0 to 1 by 0.05; b = 0.75, 8 terms, the shipped coverage power); the weight
+  and b (0, 0.25, 0.5, 0.75, 1); the weight and the lexical coverage power
+  (``ranking.COVERAGE_POWER``: 1, 1.5, 2, 3); the weight, b and the term cap (8 or none);
+* choice: the simplest family whose best setting is within one training question of the best
+  of all (one metric of one question of the set where that weighs most); in it, the best
+  setting (ties: nearest the shipped default);
+* adoption (by hand, from the output): a setting replaces the default only if on each set's
+  held-out folds it is not worse than the default by the sign test and better on at least
+  one; a setting that wins on one set and loses on the other is not a win.
 
-Session-aware ranking and context around a hit are measured on the chosen fusion's order:
-``session``: a turn's score plus lambda times the best other candidate turn of its session
-(lambda chosen by the same protocol, 0 being the simplest), ``session_first``: sessions
-ranked by their best turn, each one's turns together, ``one_per_session_first``: each
-session's best turn first, then the other turns (each also reported fixed); ``neighbours``: how often an evidence
-turn missed by the first five hits is the indexed turn just before or after one of them, and
-the first five hits with those neighbours against the same number of plain hits.
+Session-aware ranking and context around a hit are measured on LongMemEval with the chosen
+fusion's order: ``session``: a turn's score plus lambda times the best other candidate turn
+of its session (lambda chosen by the same protocol, 0 being the simplest), ``session_first``:
+sessions ranked by their best turn, each one's turns together, ``one_per_session_first``:
+each session's best turn first, then the other turns (each also reported fixed);
+``neighbours``: how often an evidence turn missed by the first five hits is the indexed turn
+just before or after one of them, and the first five hits with those neighbours against the
+same number of plain hits.
 
     uv run python -m benchmarks longmemeval_replay capture --roles user --cache DIR --out R
-    uv run python -m benchmarks longmemeval_cv R [--folds 5] [--seed 32] [--seeds 5]
+    uv run python -m benchmarks longmemeval_cv R [--folds 5] [--seed 32] [--seeds 5] \\
+        [--dialogs benchmarks/data/dialogs_dev.json --dialog-cache DIALOG_CACHE]
+
+``DIALOG_CACHE`` is the vector cache :mod:`benchmarks.dialog_recall` ``--cache`` fills.
 """
 
 from __future__ import annotations
@@ -46,6 +65,7 @@ import json
 import random
 import sqlite3
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -65,10 +85,17 @@ from memcore_sqlite.search import ranking
 WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
 DISCOUNTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 TERM_CAPS = (8, 0)  # 0: no cap
+#: ranking.COVERAGE_POWER candidates (with b = 0.75 and eight terms only).
+POWERS = (1.0, 1.5, 2.0, 3.0)
 RRF_K = 60
 LAMBDAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
-DEFAULT = ("convex", 0.3, 0.75, 8)
+DEFAULT = ("convex", ranking.VECTOR_WEIGHT, 0.75, 8, ranking.COVERAGE_POWER)
+LEXICAL = ("lexical", 0.0, 0.75, 8, ranking.COVERAGE_POWER)
+#: RRF of our own lexical ranking and the vector ranking (:mod:`benchmarks.dialog_recall`'s).
+RRF_OURS = ("rrf", 60, "ours")
 OBJECTIVE = ("session_recall_any@5", "turn_recall_any@5", "turn_ndcg@10")
+#: A dialog's sessions are a handful of one conversation: only its turns are scored.
+DIALOG_OBJECTIVE = ("turn_recall_any@5", "turn_ndcg@10")
 #: Hits kept per ranking: the neighbours' budget reaches 15.
 DEPTH = 20
 
@@ -83,8 +110,8 @@ class Question:
     sessions: list[str]
     turns: list[str]
     cosines: np.ndarray
-    #: (b, term cap) -> {seq: lexical score}: the lexical pool of that setting.
-    lexical: dict[tuple[float, int], dict[int, float]]
+    #: (b, term cap, power) -> {seq: lexical score}: the lexical pool of that setting.
+    lexical: dict[tuple[float, int, float], dict[int, float]]
     bm25: list[int]
     evidence_sessions: set[str]
     evidence_turns: set[str]
@@ -109,52 +136,12 @@ def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) 
     item = q["item"]
     store, mem = open_question(path, embedder, index)
     try:
-        pattern = mem.service.search_pattern
-        store_top = {"hybrid": mem.search(item["question"], top_k=10)}
-        for mode in ("lexical", "vector"):
-            store_top[mode] = store.search(STORE, pattern, item["question"], top_k=10, mode=mode)
-        top = {m: [h.memory.metadata["turn"] for h in hits] for m, hits in store_top.items()}
+        top = store_top(mem, store, item["question"])
     finally:
         store.close()
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        sid = conn.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()[0]
-        rows = conn.execute(
-            "SELECT m.seq, m.metadata, v.vector FROM memories m JOIN memory_vectors v"
-            " ON v.seq = m.seq WHERE m.store_id = ? ORDER BY m.seq",
-            (sid,),
-        ).fetchall()
-        seqs = np.array([r[0] for r in rows], dtype=np.int64)
-        meta = [json.loads(r[1]) for r in rows]
-        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        qvec = np.asarray(q["qvec"], dtype=np.float32)
-        cosines = (matrix @ qvec).astype(np.float64)
-        restrict = tags.filter_expression(sid, pattern, {})
-        prefix = tags.pattern_prefix(sid, pattern)
-        exact_tenant = pattern.agent_id == "*" and prefix is not None
-        tenant = None if prefix is None else (sid, pattern.app_id, pattern.tenant_id)
-        lexical: dict[tuple[float, int], dict[int, float]] = {}
-        for b, cap in product(DISCOUNTS, TERM_CAPS):
-            lexq = analysis.LexicalQuery(
-                _terms(item["question"], cap),
-                None if exact_tenant else restrict,
-                prefix,
-                restrict,
-            )
-            found = ranking.lexical(
-                conn,
-                lexq,
-                ranking.POOL,
-                ranking.ENOUGH,
-                tenant,
-                discount=partial(ranking.length_discount, b=b),
-            )
-            lexical[(b, cap)] = {seq: hit.score for seq, hit in found.items()}
-        bm25 = _bm25(conn, item["question"], prefix, restrict if not exact_tenant else None)
-    finally:
-        conn.close()
-    sessions = [m.get("session_id", "") for m in meta]
-    turns = [m.get("turn", "") for m in meta]
+    rows = read_rows(path, mem.service.search_pattern, item["question"], q["qvec"])
+    sessions = [m.get("session_id", "") for m in rows.meta]
+    turns = [m.get("turn", "") for m in rows.meta]
     by_session: dict[str, list[str]] = defaultdict(list)
     for s, t in zip(sessions, turns):
         by_session[s].append(t)
@@ -166,18 +153,141 @@ def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) 
     return Question(
         item["question_id"],
         item["question_type"],
-        seqs,
+        rows.seqs,
         sessions,
         turns,
-        cosines,
-        lexical,
-        bm25,
+        rows.cosines,
+        rows.lexical,
+        rows.bm25,
         {str(s) for s in item["answer_session_ids"]},
         set(q["evidence"]),
         top,
         neighbours,
-        [m.get("date", "") for m in meta],
+        [m.get("date", "") for m in rows.meta],
     )
+
+
+def store_top(mem: Any, store: Any, question: str, name: str = STORE) -> dict[str, list[str]]:
+    """The store's own hybrid, lexical and vector top 10 (turn keys)."""
+    pattern = mem.service.search_pattern
+    found = {"hybrid": mem.search(question, top_k=10)}
+    for mode in ("lexical", "vector"):
+        found[mode] = store.search(name, pattern, question, top_k=10, mode=mode)
+    return {m: [h.memory.metadata["turn"] for h in hits] for m, hits in found.items()}
+
+
+@attrs.frozen
+class Rows:
+    """One store's rows as a question sees them: every ranking any setting needs."""
+
+    seqs: np.ndarray
+    meta: list[dict[str, Any]]
+    cosines: np.ndarray
+    lexical: dict[tuple[float, int, float], dict[int, float]]
+    bm25: list[int]
+
+
+def read_rows(
+    path: Path, pattern: Any, question: str, qvec: Sequence[float], name: str = STORE
+) -> Rows:
+    """Read the store at ``path`` once (read-only) for ``question``: each row's metadata and
+    cosine with ``qvec``, the lexical pool of every (b, term cap, power) setting through
+    :func:`ranking.lexical` itself, and FTS5's bm25 order."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        sid = conn.execute("SELECT id FROM stores WHERE name = ?", (name,)).fetchone()[0]
+        rows = conn.execute(
+            "SELECT m.seq, m.metadata, v.vector FROM memories m JOIN memory_vectors v"
+            " ON v.seq = m.seq WHERE m.store_id = ? ORDER BY m.seq",
+            (sid,),
+        ).fetchall()
+        seqs = np.array([r[0] for r in rows], dtype=np.int64)
+        meta = [json.loads(r[1]) for r in rows]
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        cosines = (matrix @ np.asarray(qvec, dtype=np.float32)).astype(np.float64)
+        restrict = tags.filter_expression(sid, pattern, {})
+        prefix = tags.pattern_prefix(sid, pattern)
+        exact_tenant = pattern.agent_id == "*" and prefix is not None
+        tenant = None if prefix is None else (sid, pattern.app_id, pattern.tenant_id)
+        lexical: dict[tuple[float, int, float], dict[int, float]] = {}
+        pools = {(b, c, DEFAULT[4]) for b, c in product(DISCOUNTS, TERM_CAPS)}
+        pools |= {(DEFAULT[2], DEFAULT[3], p) for p in POWERS}
+        for b, cap, power in sorted(pools):
+            lexq = analysis.LexicalQuery(
+                _terms(question, cap),
+                None if exact_tenant else restrict,
+                prefix,
+                restrict,
+            )
+            found = ranking.lexical(
+                conn,
+                lexq,
+                ranking.POOL,
+                ranking.ENOUGH,
+                tenant,
+                discount=partial(ranking.length_discount, b=b),
+                power=power,
+            )
+            lexical[(b, cap, power)] = {seq: hit.score for seq, hit in found.items()}
+        bm25 = _bm25(conn, question, prefix, restrict if not exact_tenant else None)
+    finally:
+        conn.close()
+    return Rows(seqs, meta, cosines, lexical, bm25)
+
+
+def dialog_questions(path: Path, cache: Path) -> list[Question]:
+    """The dialog development set's questions (:mod:`benchmarks.dialog_recall`), read like a
+    kept LongMemEval store: each conversation ingested once into a temporary store, its
+    vectors read from ``cache`` only (a text it lacks is an error, nothing is embedded).
+    A question's id is its conversation's, so folds keep a conversation whole."""
+    from benchmarks import dialog_recall
+    from benchmarks._embed_cache import CachingEmbedder
+    from memcore import Memory
+    from memcore.scope import Scope
+    from memcore_sqlite import SqliteMemoryStore
+    from memcore_sqlite.embedders.onnx import OnnxEmbedder
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    embedder = CachingEmbedder(OnnxEmbedder(), cache, read_only=True)
+    asked: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for item in data["questions"]:
+        asked[item["conversation"]].append(item)
+    out: list[Question] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for conversation in data["conversations"]:
+            cid = conversation["id"]
+            db = Path(tmp) / f"{cid}.db"
+            store = SqliteMemoryStore(db, embedder=embedder)
+            name = dialog_recall.STORE
+            try:
+                mem = Memory(store, scope=Scope("dlg", cid, "agent", "run"), store_name=name)
+                dialog_recall.ingest(mem, conversation)
+                tops = [store_top(mem, store, item["question"], name) for item in asked[cid]]
+                qvecs = embedder.embed([item["question"] for item in asked[cid]])
+                pattern = mem.service.search_pattern
+            finally:
+                store.close()
+            session_of = {t["id"]: f"{cid}:{t['session']}" for t in conversation["turns"]}
+            for item, top, qvec in zip(asked[cid], tops, qvecs):
+                rows = read_rows(db, pattern, item["question"], qvec, name)
+                out.append(
+                    Question(
+                        cid,
+                        item["kind"],
+                        rows.seqs,
+                        [m.get("session_id", "") for m in rows.meta],
+                        [m.get("turn", "") for m in rows.meta],
+                        rows.cosines,
+                        rows.lexical,
+                        rows.bm25,
+                        {session_of[t] for t in item["evidence"]},
+                        set(item["evidence"]),
+                        top,
+                        {},
+                        [m.get("date", "") for m in rows.meta],
+                    )
+                )
+    return out
 
 
 def _bm25(
@@ -220,12 +330,19 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
     if kind == "rrf":
         k = setting[1]
         vec = _vector_pool(q)
-        lex = _positions(q, q.bm25)
+        if len(setting) > 2:  # ("rrf", k, "ours"): our lexical ranking instead of bm25
+            pool = q.lexical[LEXICAL[2:]]
+            lex = _positions(q, pool.keys())
+            scores[lex] = list(pool.values())
+            lex = _order(q, scores, lex)
+            scores = np.zeros(len(q.seqs))
+        else:
+            lex = _positions(q, q.bm25)
         scores[vec] += 1.0 / (k + 1 + np.arange(len(vec)))
         scores[lex] += 1.0 / (k + 1 + np.arange(len(lex)))
         return scores, np.union1d(vec, lex)
-    _, weight, b, cap = setting
-    pool = q.lexical[(b, cap)]
+    _, weight, b, cap, power = setting
+    pool = q.lexical[(b, cap, power)]
     lex = _positions(q, pool.keys())
     scores[lex] = list(pool.values())
     if kind == "lexical":
@@ -296,44 +413,87 @@ def fold_of(questions: Sequence[tuple[str, str]], k: int, seed: int) -> list[int
     return fold
 
 
+def fold_by_group(groups: Sequence[str], k: int, seed: int) -> list[int]:
+    """Each question's fold when its group (a dialog's conversation) must stay whole: the
+    distinct groups sorted, shuffled with ``seed`` and dealt round-robin."""
+    names = sorted(set(groups))
+    random.Random(seed).shuffle(names)
+    fold = {name: i % k for i, name in enumerate(names)}
+    return [fold[g] for g in groups]
+
+
+@attrs.frozen
+class Part:
+    """One development set of a joint cross-validation: its questions, every setting's rows
+    for them, how its folds are made and what its objective sums."""
+
+    name: str
+    questions: Sequence[Question]
+    table: dict[tuple[Any, ...], list[dict[str, float]]]
+    objective: tuple[str, ...]
+    #: Fold whole groups (a question's ``qid``: a dialog's conversation), not questions.
+    by_group: bool = False
+
+    def folds(self, k: int, seed: int) -> list[int]:
+        if self.by_group:
+            return fold_by_group([q.qid for q in self.questions], k, seed)
+        return fold_of([(q.qid, q.kind) for q in self.questions], k, seed)
+
+
 def families() -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """Candidate settings, simplest family first."""
+    """Candidate settings, simplest family first (the shipped power but in its own family)."""
+    p0 = DEFAULT[4]
     return [
         ("rrf_k60", [("rrf", RRF_K)]),
-        ("weight", [("convex", w, 0.75, 8) for w in WEIGHTS]),
-        ("weight_b", [("convex", w, b, 8) for w in WEIGHTS for b in DISCOUNTS]),
+        ("weight", [("convex", w, 0.75, 8, p0) for w in WEIGHTS]),
+        ("weight_b", [("convex", w, b, 8, p0) for w in WEIGHTS for b in DISCOUNTS]),
+        ("weight_power", [("convex", w, 0.75, 8, p) for w in WEIGHTS for p in POWERS]),
         (
             "weight_b_terms",
-            [("convex", w, b, c) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
+            [("convex", w, b, c, p0) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
         ),
     ]
 
 
-def _objective(rows: Sequence[dict[str, float]]) -> float:
-    return sum(r.get(m, 0.0) for r in rows for m in OBJECTIVE) / max(1, len(rows))
+def _objective(rows: Sequence[dict[str, float]], objective: Sequence[str] = OBJECTIVE) -> float:
+    return sum(r.get(m, 0.0) for r in rows for m in objective) / max(1, len(rows))
 
 
 def _distance(setting: tuple[Any, ...]) -> float:
     if setting[0] != "convex":
         return 0.0
     weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])
-    return abs(weight - DEFAULT[1]) + abs(b - DEFAULT[2]) + float(cap != DEFAULT[3])
+    power = float(setting[4])
+    return (
+        abs(weight - DEFAULT[1])
+        + abs(b - DEFAULT[2])
+        + float(cap != DEFAULT[3])
+        + abs(power - DEFAULT[4])
+    )
 
 
 def choose(
-    table: dict[tuple[Any, ...], list[dict[str, float]]],
-    train: Sequence[int],
+    training: Sequence[tuple[Part, Sequence[int]]],
     groups: list[tuple[str, list[tuple[Any, ...]]]],
 ) -> tuple[str, tuple[Any, ...]]:
-    """The simplest family within one training question of the best; its best setting."""
+    """The simplest family within one training question of the best; its best setting.
+
+    The value of a setting is the sum over the sets of its mean objective per metric on that
+    set's training questions, so each set weighs the same whatever its size; one training
+    question is one metric of one question of the set where that counts most."""
     value = {
-        s: _objective([table[s][i] for i in train]) for _, settings in groups for s in settings
+        s: sum(
+            _objective([part.table[s][i] for i in train], part.objective) / len(part.objective)
+            for part, train in training
+        )
+        for _, settings in groups
+        for s in settings
     }
     best = max(value.values())
-    tolerance = 1.0 / len(train) + 1e-9
+    tolerance = max(1.0 / (len(train) * len(part.objective)) for part, train in training)
     for name, settings in groups:
         top = max(value[s] for s in settings)
-        if top >= best - tolerance:
+        if top >= best - tolerance - 1e-9:
             pick = min(settings, key=lambda s: (-round(value[s], 9), _distance(s)))
             return name, pick
     raise AssertionError("no family")
@@ -366,41 +526,46 @@ def _paired(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> dic
     return out
 
 
-def cross_validate(
-    questions: Sequence[Question],
-    k: int,
-    seed: int,
-    table: dict[tuple[Any, ...], list[dict[str, float]]],
-) -> dict[str, Any]:
-    """Held-out rows of the fusion chosen fold by fold, the choices, and per-fold means."""
-    fold = fold_of([(q.qid, q.kind) for q in questions], k, seed)
+def cross_validate(parts: Sequence[Part], k: int, seed: int) -> dict[str, Any]:
+    """Held-out rows of the fusion chosen fold by fold over every part together (fold f of
+    each part is held out at once; the setting is chosen on all the other folds), the
+    choices, and per-fold held-out objectives of each part."""
+    folds = {part.name: part.folds(k, seed) for part in parts}
     groups = families()
-    held: list[dict[str, float]] = [{}] * len(questions)
+    held: dict[str, list[dict[str, float]]] = {p.name: [{}] * len(p.questions) for p in parts}
     choices = []
     for f in range(k):
-        train = [i for i in range(len(questions)) if fold[i] != f]
-        test = [i for i in range(len(questions)) if fold[i] == f]
-        family, setting = choose(table, train, groups)
-        for i in test:
-            held[i] = table[setting][i]
-        fold_means = {
-            name: round(_objective([table[ref][i] for i in test]), 4)
-            for name, ref in (
-                ("chosen", setting),
-                ("rrf_k60", ("rrf", RRF_K)),
-                ("shipped", DEFAULT),
+        split = {
+            p.name: (
+                [i for i, g in enumerate(folds[p.name]) if g != f],
+                [i for i, g in enumerate(folds[p.name]) if g == f],
             )
+            for p in parts
         }
+        family, setting = choose([(p, split[p.name][0]) for p in parts], groups)
+        fold_means: dict[str, dict[str, float]] = {}
+        for p in parts:
+            test = split[p.name][1]
+            for i in test:
+                held[p.name][i] = p.table[setting][i]
+            fold_means[p.name] = {
+                name: round(_objective([p.table[ref][i] for i in test], p.objective), 4)
+                for name, ref in (
+                    ("chosen", setting),
+                    ("rrf_k60", ("rrf", RRF_K)),
+                    ("shipped", DEFAULT),
+                )
+            }
         choices.append(
             {
                 "fold": f,
-                "test_questions": len(test),
+                "test_questions": {p.name: len(split[p.name][1]) for p in parts},
                 "family": family,
                 "setting": list(setting),
                 "held_out_objective": fold_means,
             }
         )
-    return {"fold": fold, "held": held, "choices": choices}
+    return {"folds": folds, "held": held, "choices": choices}
 
 
 def _session_cv(
@@ -489,72 +654,46 @@ def _neighbours(questions: Sequence[Question], chosen_of: list[tuple[Any, ...]])
     }
 
 
-def run(directory: Path, k: int, seed: int, seeds: int, limit: int) -> dict[str, Any]:
-    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
-    kept = index["questions"][: limit or None]
-    vectors = {q["item"]["question"]: q["qvec"] for q in kept}
-    embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
-    questions = [read_question(directory, q, embedder) for q in kept]
+def table_of(questions: Sequence[Question]) -> dict[tuple[Any, ...], list[dict[str, float]]]:
+    """Every candidate and reference setting's metrics, question by question."""
     settings = {s for _, group in families() for s in group}
-    settings |= {("vector",), ("lexical", 0.0, 0.75, 8), DEFAULT}
-    table = {s: [metrics(q, rank(q, s)) for q in questions] for s in settings}
+    settings |= {("vector",), LEXICAL, DEFAULT, RRF_OURS}
+    return {s: [metrics(q, rank(q, s)) for q in questions] for s in settings}
 
-    # The replay is the store's ranking: the default's order against the store's own search.
+
+def _agreement(questions: Sequence[Question]) -> dict[str, str]:
+    """The replay is the store's ranking: the default's order against the store's own search."""
     agree = {
         mode: sum(
             [q.turns[r] for r in rank(q, setting)[:10]] == q.store_top[mode] for q in questions
         )
-        for mode, setting in (
-            ("hybrid", DEFAULT),
-            ("lexical", ("lexical", 0.0, 0.75, 8)),
-            ("vector", ("vector",)),
-        )
+        for mode, setting in (("hybrid", DEFAULT), ("lexical", LEXICAL), ("vector", ("vector",)))
     }
-    main = cross_validate(questions, k, seed, table)
-    held = main["held"]
-    refs = {
-        "lexical": table[("lexical", 0.0, 0.75, 8)],
-        "vector": table[("vector",)],
-        "rrf_k60": table[("rrf", RRF_K)],
-        "shipped_default_in_sample": table[DEFAULT],
+    return {m: f"{v}/{len(questions)}" for m, v in agree.items()}
+
+
+def _references(part: Part) -> dict[str, list[dict[str, float]]]:
+    return {
+        "lexical": part.table[LEXICAL],
+        "vector": part.table[("vector",)],
+        "rrf_k60": part.table[("rrf", RRF_K)],
+        "rrf_ours_k60": part.table[RRF_OURS],
+        "shipped_default": part.table[DEFAULT],
     }
-    chosen_of: list[tuple[Any, ...]] = [()] * len(questions)
-    chosen_by_fold = [tuple(c["setting"]) for c in main["choices"]]
-    for i, f in enumerate(main["fold"]):
-        chosen_of[i] = chosen_by_fold[f]
-    session = _session_cv(questions, main["fold"], chosen_by_fold, k)
-    repeats = []
-    for extra in range(1, seeds):
-        again = cross_validate(questions, k, seed + extra, table)
-        repeats.append(
-            {
-                "seed": seed + extra,
-                "held_out": {
-                    m: v["mean"] for m, v in _summary(again["held"]).items() if m.endswith("@5")
-                },
-                "vs_rrf": _paired(again["held"], refs["rrf_k60"]),
-                "choices": [c["family"] + " " + str(c["setting"]) for c in again["choices"]],
-            }
-        )
+
+
+def _part_report(part: Part, held: list[dict[str, float]]) -> dict[str, Any]:
+    """One set's held-out figures, its untuned references and the paired sign tests."""
+    refs = _references(part)
     by_kind: dict[str, list[int]] = defaultdict(list)
-    for i, q in enumerate(questions):
+    for i, q in enumerate(part.questions):
         by_kind[q.kind].append(i)
     return {
-        "questions": len(questions),
-        "roles": index["roles"],
-        "embedder": index["model"],
-        "protocol": {
-            "folds": k,
-            "seed": seed,
-            "stratified_by": "question_type",
-            "objective": "+".join(OBJECTIVE),
-            "families_simplest_first": [name for name, _ in families()],
-            "settings": len(settings),
-        },
-        "agreement_with_store_top10": {m: f"{v}/{len(questions)}" for m, v in agree.items()},
+        "questions": len(part.questions),
+        "objective": "+".join(part.objective),
+        "agreement_with_store_top10": _agreement(part.questions),
         "held_out": {
             "cv_fusion": _summary(held),
-            "cv_fusion_session": _summary(session["held"]),
             "by_type_cv_fusion": {
                 kind: {
                     m: v["mean"]
@@ -567,11 +706,79 @@ def run(directory: Path, k: int, seed: int, seeds: int, limit: int) -> dict[str,
         },
         "untuned_references": {name: _summary(rows) for name, rows in refs.items()},
         "paired_cv_fusion_vs": {name: _paired(held, rows) for name, rows in refs.items()},
-        "paired_cv_session_vs_cv_fusion": _paired(session["held"], held),
+    }
+
+
+def run(
+    directory: Path,
+    k: int,
+    seed: int,
+    seeds: int,
+    limit: int,
+    dialogs: Path | None = None,
+    dialog_cache: Path | None = None,
+) -> dict[str, Any]:
+    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
+    kept = index["questions"][: limit or None]
+    vectors = {q["item"]["question"]: q["qvec"] for q in kept}
+    embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
+    questions = [read_question(directory, q, embedder) for q in kept]
+    parts = [Part("longmemeval", questions, table_of(questions), OBJECTIVE)]
+    if dialogs is not None:
+        if dialog_cache is None:
+            raise LookupError("--dialogs needs --dialog-cache (vectors are never embedded here)")
+        asked = dialog_questions(dialogs, dialog_cache)
+        parts.append(Part("dialogs", asked, table_of(asked), DIALOG_OBJECTIVE, by_group=True))
+    lme = parts[0]
+    main = cross_validate(parts, k, seed)
+    held = main["held"]
+    lme_fold = main["folds"][lme.name]
+    chosen_by_fold = [tuple(c["setting"]) for c in main["choices"]]
+    chosen_of = [chosen_by_fold[f] for f in lme_fold]
+    session = _session_cv(questions, lme_fold, chosen_by_fold, k)
+    repeats = []
+    for extra in range(1, seeds):
+        again = cross_validate(parts, k, seed + extra)
+        repeats.append(
+            {
+                "seed": seed + extra,
+                "held_out": {
+                    p.name: {
+                        m: v["mean"]
+                        for m, v in _summary(again["held"][p.name]).items()
+                        if m.endswith("@5")
+                    }
+                    for p in parts
+                },
+                "vs_shipped": {
+                    p.name: _paired(again["held"][p.name], p.table[DEFAULT]) for p in parts
+                },
+                "choices": [c["family"] + " " + str(c["setting"]) for c in again["choices"]],
+            }
+        )
+    return {
+        "roles": index["roles"],
+        "embedder": index["model"],
+        "protocol": {
+            "folds": k,
+            "seed": seed,
+            "sets": {
+                p.name: "whole conversations" if p.by_group else "questions, by type" for p in parts
+            },
+            "objective": {p.name: "+".join(p.objective) for p in parts},
+            "families_simplest_first": [name for name, _ in families()],
+            "settings": len(lme.table) - 3,
+            "shipped_default": list(DEFAULT),
+        },
+        "sets": {p.name: _part_report(p, held[p.name]) for p in parts},
         "choices": main["choices"],
-        "session_choices": session["choices"],
-        "session_variants_fixed": session["fixed_variants"],
-        "neighbours": _neighbours(questions, chosen_of),
+        "longmemeval_session_and_context": {
+            "held_out_cv_fusion_session": _summary(session["held"]),
+            "paired_cv_session_vs_cv_fusion": _paired(session["held"], held[lme.name]),
+            "session_choices": session["choices"],
+            "session_variants_fixed": session["fixed_variants"],
+            "neighbours": _neighbours(questions, chosen_of),
+        },
         "other_fold_assignments": repeats,
     }
 
@@ -601,8 +808,24 @@ def report(compute: Callable[[], dict[str, Any]]) -> int:
 def main() -> int:
     parser = protocol_parser()
     parser.add_argument("--limit", type=int, default=0, help="first N kept questions (0: all)")
+    parser.add_argument(
+        "--dialogs", type=Path, default=None, help="also the dialog set (dialogs_dev.json)"
+    )
+    parser.add_argument(
+        "--dialog-cache", type=Path, default=None, help="its vectors (read, never written)"
+    )
     args = parser.parse_args()
-    return report(lambda: run(args.directory, args.folds, args.seed, args.seeds, args.limit))
+    return report(
+        lambda: run(
+            args.directory,
+            args.folds,
+            args.seed,
+            args.seeds,
+            args.limit,
+            args.dialogs,
+            args.dialog_cache,
+        )
+    )
 
 
 if __name__ == "__main__":

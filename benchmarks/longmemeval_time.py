@@ -32,6 +32,7 @@ from benchmarks.longmemeval import DEFAULT_DATA, haystack_time, load
 from benchmarks.longmemeval_cv import (
     DEFAULT,
     DEPTH,
+    LEXICAL,
     RRF_K,
     Question,
     _objective,
@@ -124,7 +125,7 @@ def run(directory: Path, data: Path, k: int, seed: int, seeds: int = 1) -> dict[
     refs = {
         name: [metrics(q, _order(q, *fused_scores(q, setting))[:DEPTH]) for q in questions]
         for name, setting in (
-            ("lexical", ("lexical", 0.0, 0.75, 8)),
+            ("lexical", LEXICAL),
             ("vector", ("vector",)),
             ("rrf_k60", ("rrf", RRF_K)),
         )

@@ -189,3 +189,26 @@ def test_a_length_discount_passed_in_replaces_the_default(
     same = ranking.lexical(conn, query, 10, 20, discount=ranking.length_discount)
     conn.close()
     assert same == shipped
+
+
+def test_a_coverage_power_passed_in_replaces_the_default(
+    lexical_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    """Benchmarks score other powers on one store through the same code: the lexical order
+    stays, a row holding part of the query scores its share to that power."""
+    # Each term in two of the three rows: equal weights.
+    every = add(lexical_store, "we take a trip for the autumn leaves")
+    three = add(lexical_store, "autumn leaves on a trip")
+    one = add(lexical_store, "take the train")
+    conn = sqlite3.connect(db_path)
+    seq = {row[1]: row[0] for row in conn.execute("SELECT seq, id FROM memories")}
+    query = analysis.LexicalQuery(("take", "trip", "autumn", "leaves"))
+    linear = ranking.lexical(conn, query, 10, 20, power=1.0)
+    squared = ranking.lexical(conn, query, 10, 20, power=2.0)
+    shipped = ranking.lexical(conn, query, 10, 20)
+    conn.close()
+    assert linear[seq[one]].score == pytest.approx(0.25)
+    assert squared[seq[one]].score == pytest.approx(0.25**2)
+    assert squared[seq[three]].score == pytest.approx(0.75**2)
+    assert linear[seq[every]].score == squared[seq[every]].score == 1.0
+    assert shipped == (squared if ranking.COVERAGE_POWER == 2.0 else linear)

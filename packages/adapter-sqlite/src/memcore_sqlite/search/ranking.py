@@ -52,6 +52,13 @@ FIRST_READ = 10
 #: indexed 0.3-0.5 rank above both signals alone, with user and assistant turns 0.2-0.35;
 #: 0.3 lies on both plateaus.
 VECTOR_WEIGHT = 0.3
+#: The lexical score is the IDF-weighted share of the query's terms a row holds, raised to this
+#: power: with 1 a row holding one incidental term of four ("take" in "Take the train" for
+#: "When did Sofia take a trip ...") already scores about 0.25, which at the lexical weight
+#: outweighs the vector signal's whole spread between an evidence turn and a filler turn;
+#: above 1 such partial matches weigh less while a row holding every term still scores 1.
+#: A monotone transform: the lexical ranking itself is the same whatever the power.
+COVERAGE_POWER = 1.0
 #: A term in more rows of the scope than this is "common": we never list all its rows.
 COMMON_TERM_ROWS = 500
 #: Rows whose length is read at a time past the first ``want``.
@@ -60,8 +67,8 @@ _LENGTH_SLICE = 50
 
 @attrs.frozen
 class LexicalHit:
-    """``score``: IDF-weighted share of the query terms the row holds, discounted when the row
-    is long (:func:`length_discount`). ``evidence``: it holds a
+    """``score``: IDF-weighted share of the query terms the row holds (to the power
+    :data:`COVERAGE_POWER`), discounted when the row is long (:func:`length_discount`). ``evidence``: it holds a
     term that is not in most rows of the scope (a match on "user" alone in memories about a
     user says nothing)."""
 
@@ -83,6 +90,7 @@ def lexical(
     lookup: Lookup | None = None,
     postings: TermRows | None = None,
     discount: Callable[[int | None], float] | None = None,
+    power: float | None = None,
 ) -> dict[int, LexicalHit]:
     """Rank rows by the query terms they hold, at a cost bounded whatever the words.
 
@@ -90,8 +98,8 @@ def lexical(
     any: lengths are then read from that tenant's index entries. ``postings``, the query's
     terms' rows from the tenant's postings in memory, replaces the FTS5 statements with the
     same matching on arrays (:mod:`~memcore_sqlite.lexical.postings.matches`). Scores depend on
-    neither. ``discount`` replaces :func:`length_discount` (benchmarks score other settings
-    of it on one store).
+    neither. ``discount`` replaces :func:`length_discount` and ``power``
+    :data:`COVERAGE_POWER` (benchmarks score other settings of them on one store).
 
     1. Count each term's rows in the scope (capped). Terms with no row drop out.
     2. All remaining terms together (AND): postings are intersected, newest rows first.
@@ -140,12 +148,13 @@ def lexical(
         by_term = dict(zip(terms, postings.rows))
         groups = postings_matches.matched(by_term, present, rare, want, enough)
     total = sum(weights.values())
+    exponent = COVERAGE_POWER if power is None else power
     # Summed in the query's term order, not the set's: a set of strings iterates in an order
     # that changes with each process's hash seed, and the last bit of a share decided which
     # of many equal shares made the pool.
     by_share: dict[float, list[Group]] = {}
     for held, seqs in groups:
-        share = sum(weights[t] for t in present if held & bit[t]) / total
+        share = (sum(weights[t] for t in present if held & bit[t]) / total) ** exponent
         by_share.setdefault(share, []).append((held, seqs))
     telling_bits = sum(bit[t] for t in telling)
     # Only the best shares can make the pool after the discount (it never raises a score).
