@@ -226,11 +226,12 @@ class SqliteMemoryStore:
         )
 
     def warm(self, store: str, pattern: ScopePattern) -> None:
-        """Build now what the first search of ``pattern`` would build: the scope's vector
-        codes (floats for a small one), its rows' lengths, the start of a large tenant's
-        postings, and the thread that writes the records of reads. A host calls it in the background after opening the store, so the first
-        search of a session does not pay for them. No search is run or audited; a store that
-        does not exist yet has nothing to warm."""
+        """Build now what the first searches of ``pattern`` would build: the scope's vector
+        codes (floats for a small one), its tenant's rows' lengths, a count toward a large
+        tenant's postings, and the thread that writes the records of reads. A host calls it
+        in the background after opening the store, so the first search of a session does not
+        pay for them. No search is run or audited; a store that does not exist yet has
+        nothing to warm."""
         check_pattern(pattern)
         with self._tx.lock:  # the thread that writes reads' records, started by the first one
             self._tx.read_audits.start()
@@ -239,18 +240,11 @@ class SqliteMemoryStore:
                 sid, generation, _ = self._tx.store_key(conn, store)
             except NotFound:
                 return
-            vectors = self._tx.vectors
-            qvec = None
-            if vectors is not None and self.embedder is not None:
-                qvec = vectors.to_array([[0.0] * vectors.dimension])[0]
-            search.ranked(
+            search.warm_scope(
                 conn,
                 sid,
                 pattern,
-                "warm",
-                {},
-                qvec,
-                vectors,
+                self._tx.vectors,
                 self.embedder.name if self.embedder is not None else None,
                 generation=generation,
                 lengths=self._tx.lengths,
