@@ -62,6 +62,8 @@ class SqliteMemoryStore:
 
     #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
     LOCAL_DREAM = True
+    #: Time words in a query count from ``reference_time`` (:mod:`memcore_sqlite.search.when`).
+    supports_reference_time = True
 
     def __init__(
         self,

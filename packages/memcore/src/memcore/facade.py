@@ -258,7 +258,9 @@ class Memory:
     ) -> builtins.list[SearchHit]:
         """The user's memories most relevant to ``query``, best first. ``filters``: exact
         metadata matches, all required; ``min_similarity`` (0 to 1) drops hits scoring lower.
-        ``reference_time``: when the question is asked (default now), for its time words.
+        ``reference_time``: when the question is asked (default now), for its time words;
+        always checked, and ignored in ranking by a store whose ``supports_reference_time``
+        is False (TableStore).
 
         >>> mem.search("drinks", user_id="alice", filters={"topic": "drinks"},
         ...            min_similarity=0.3)                                       # doctest: +SKIP

@@ -251,7 +251,10 @@ class MemoryService:
     ) -> list[SearchHit]:
         """``context_scope=True`` ranks the current session's memories higher (when it lies
         inside the searched pattern); a Scope names another conversation.
-        ``reference_time``: when the question is asked (None: now); see the store port."""
+        ``reference_time``: when the question is asked (None: now), what the query's time
+        words count from. It is checked here whatever the store; a store whose
+        ``supports_reference_time`` is False ranks as if it were not given (no ordering by
+        time), as the TableStore service does."""
         limits.check_query(query)
         k = limits.check_top_k(self.top_k if top_k is None else top_k)
         flt = limits.check_metadata(filters, field="filters")

@@ -252,7 +252,8 @@ class Plans:
         include_evidence: bool = False,
         reference_time: datetime | None = None,
     ) -> Plan[list[SearchHit]]:
-        """``reference_time`` is checked and not sent: SearchMemories has no field for it, the
+        """``reference_time`` is checked and not sent (the stores declare
+        ``supports_reference_time = False``): SearchMemories has no field for it, the
         service ranks on its side and returns only ``topK`` hits, so a date could only
         reorder those, not bring an older memory in."""
         limits.check_reference_time(reference_time)

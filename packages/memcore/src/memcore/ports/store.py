@@ -30,6 +30,12 @@ from memcore.values import (
 class MemoryStore(Protocol):
     """The whole Memory Store surface. ``store`` is the memory store name on every call."""
 
+    @property
+    def supports_reference_time(self) -> bool:
+        """Whether :meth:`search` counts the query's time words from ``reference_time``. A
+        store without it still checks the value, and ranks as if none were given."""
+        ...
+
     # -- stores -------------------------------------------------------------------------
     def ensure_store(
         self,
@@ -103,7 +109,8 @@ class MemoryStore(Protocol):
         ``score`` is lower. ``context_scope``: the current conversation (concrete, inside
         ``pattern``), a ranking hint. ``include_evidence``: attach supporting messages.
         ``reference_time``: when the query is asked (None: now), what its time words
-        ("last month", "5 days ago") count from; a ranking hint a store may ignore."""
+        ("last month", "5 days ago") count from; a ranking hint, used by a store that
+        declares :attr:`supports_reference_time`."""
         ...
 
     def list_memories(

@@ -85,6 +85,9 @@ class InMemoryMemoryStore:
     as with the cloud service's asynchronous indexing. ``faults``: see :class:`FaultPlan`.
     """
 
+    #: The fake keeps no time-word parser (that is a store's own): the date is checked only.
+    supports_reference_time = False
+
     def __init__(
         self,
         *,
@@ -370,8 +373,7 @@ class InMemoryMemoryStore:
     ) -> list[SearchHit]:
         """Lexical overlap (or cosine, with an embedder) as ``score``; with a
         ``context_scope``, that conversation's hits rank first (``ranking_score``).
-        ``reference_time`` is checked and not used: the fake's overlap score has no ties
-        worth breaking by date, and it keeps no time-word parser (that is the store's)."""
+        ``reference_time`` is checked and not used (:attr:`supports_reference_time`)."""
         started = time.perf_counter()
         self._enter("search")
         limits.check_query(query)
