@@ -24,7 +24,7 @@ from memcore.errors import InvalidInput, NotFound, Unsupported
 from memcore.paging import decode_token, page
 from memcore.ports import DreamReviewer, Embedder, FactExtractor
 from memcore.scope import Scope, ScopePattern
-from memcore.values import Memory, Page, SearchHit
+from memcore.values import MemoryRecord, Page, SearchHit
 from memcore_sqlite.dream.tasks import DreamTasks
 from memcore_sqlite.operations.catalog import StoreCatalog
 from memcore_sqlite.operations.facts import FactWrites
@@ -134,7 +134,7 @@ class SqliteMemoryStore:
         return f"SqliteMemoryStore({self.path!r}, search_mode={self.search_mode!r})"
 
     # -- reads --------------------------------------------------------------------------
-    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory:
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> MemoryRecord:
         started = time.perf_counter()
         check_scope(scope)
         with (
@@ -155,7 +155,7 @@ class SqliteMemoryStore:
         limit: int = 50,
         next_token: str | None = None,
         current_only: bool = False,
-    ) -> Page[Memory]:
+    ) -> Page[MemoryRecord]:
         """Memories in insertion order; ``extras`` tell what each supersedes or was superseded
         by, and ``current_only`` leaves the superseded ones out."""
         started = time.perf_counter()

@@ -15,7 +15,7 @@ from memcore.scope import Scope, ScopePattern
 from memcore.values import (
     DreamAction,
     DreamTask,
-    Memory,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
@@ -115,9 +115,9 @@ class MemoryStore(Protocol):
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
-    ) -> Page[Memory]: ...
+    ) -> Page[MemoryRecord]: ...
 
-    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory: ...
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> MemoryRecord: ...
 
     def update_memory(
         self,
@@ -127,7 +127,7 @@ class MemoryStore(Protocol):
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> Memory:
+    ) -> MemoryRecord:
         """``metadata`` is merged into the stored map (same key overwrites); ``{}`` clears it."""
         ...
 

@@ -34,7 +34,7 @@ from memcore.values import (
     DREAM_ACTION_TYPES,
     DREAM_STATUSES,
     STORAGE_MODES,
-    Memory,
+    MemoryRecord,
     Message,
     Page,
 )
@@ -132,7 +132,7 @@ class MemoryStoreContract:
     def test_add_get_round_trip(self, ready: MemoryStore) -> None:
         mid = self.add(ready, A1, "The user likes green tea", topic="drinks")
         memory = ready.get_memory(self.store_name, A1, mid)
-        assert isinstance(memory, Memory)
+        assert isinstance(memory, MemoryRecord)
         assert (memory.id, memory.text, memory.scope) == (mid, "The user likes green tea", A1)
         assert memory.metadata == {"topic": "drinks"}
 

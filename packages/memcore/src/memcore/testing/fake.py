@@ -27,7 +27,7 @@ from memcore.testing.faults import FaultPlan
 from memcore.values import (
     DreamAction,
     DreamTask,
-    Memory,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
@@ -61,7 +61,7 @@ def _content_key(scope: Scope, text: str) -> str:
 @attrs.define
 class _Unit:
     seq: int
-    memory: Memory
+    memory: MemoryRecord
     visible_after: int
     vector: list[float] | None = None
 
@@ -181,7 +181,7 @@ class InMemoryMemoryStore:
                 version=(old.version or 0) + 1,
             )
             return existing
-        memory = Memory(
+        memory = MemoryRecord(
             id=uuid.uuid4().hex,
             text=text,
             scope=scope,
@@ -420,7 +420,7 @@ class InMemoryMemoryStore:
             return hits[:top_k]
 
     @staticmethod
-    def _evidence(st: _Store, memory: Memory) -> tuple[dict[str, str], ...]:
+    def _evidence(st: _Store, memory: MemoryRecord) -> tuple[dict[str, str], ...]:
         """The messages a memory came from (at most 8, each cut to 1,200 characters)."""
         out = []
         for _, msg in st.messages.get(memory.scope, []):
@@ -432,7 +432,7 @@ class InMemoryMemoryStore:
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
-    ) -> Page[Memory]:
+    ) -> Page[MemoryRecord]:
         started = time.perf_counter()
         self._enter("list_memories")
         limits.check_limit(limit)
@@ -445,7 +445,7 @@ class InMemoryMemoryStore:
             self._audit(st, "ListMemories", started=started)
             return page
 
-    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory:
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> MemoryRecord:
         started = time.perf_counter()
         self._enter("get_memory")
         with self._lock:
@@ -462,7 +462,7 @@ class InMemoryMemoryStore:
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> Memory:
+    ) -> MemoryRecord:
         started = time.perf_counter()
         self._enter("update_memory")
         if text is not None:
@@ -731,7 +731,7 @@ class InMemoryMemoryStore:
         self.closed = True
 
     # -- test helpers -------------------------------------------------------------------
-    def all_memories(self, store: str) -> list[Memory]:
+    def all_memories(self, store: str) -> list[MemoryRecord]:
         with self._lock:
             return [
                 u.memory for u in sorted(self._store(store).units.values(), key=lambda u: u.seq)
