@@ -121,21 +121,3 @@ def unit_vector(text: str, dimension: int) -> Any:
     seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
     v = np.random.default_rng(seed).standard_normal(dimension).astype(np.float32)
     return v / np.linalg.norm(v)
-
-
-class RandomVectorEmbedder:
-    """Deterministic random unit vectors: an embedder that costs (almost) nothing."""
-
-    def __init__(self, dimension: int = 384) -> None:
-        self._dimension = dimension
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def name(self) -> str:
-        return f"random-{self._dimension}"
-
-    def embed(self, texts: Sequence[str]) -> list[Any]:
-        return [unit_vector(t, self._dimension) for t in texts]

@@ -17,13 +17,10 @@ real question embeddings.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -33,24 +30,23 @@ from typing import Any
 import numpy as np
 
 from benchmarks._real_vectors import DATA, RealVectors
+from benchmarks._sqlite_timing import CHILD_EMBEDDER, CHILD_RSS, child_env, run_child, turns, warm
 from benchmarks._stats import summary_ms
 from benchmarks.sqlite_search import STORE, PrecomputedEmbedder, _exact, _fill, _scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.embedders import missing_onnx_requirements
 
-_OPEN = """
+_OPEN = (
+    """
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore
 imported = time.perf_counter() - t0
-
-class Named:  # the stored vectors' model; queries come as vectors, so no model is loaded
-    name, dimension = "all-MiniLM-L6-v2-int8", 384
-    def embed(self, texts):
-        raise AssertionError("not used")
-
+"""
+    + CHILD_EMBEDDER
+    + """
 qvecs = np.load(sys.argv[2])
 tenants = [int(t) for t in sys.argv[3].split(",")]
 t1 = time.perf_counter()
@@ -62,12 +58,13 @@ first = time.perf_counter() - t1
 for i in range(1, 201):
     store.search_vector("bench", pattern(tenants[i % len(tenants)]), f"question {i}", qvecs[i % len(qvecs)])
 store.settle()
-status = dict(line.split(":", 1) for line in open("/proc/self/status"))
-print(json.dumps({"import_s": round(imported, 3), "open_s": round(opened, 3),
-                  "open_first_search_s": round(first, 3),
-                  "serving_peak_rss_mb": round(int(status["VmHWM"].split()[0]) / 1024, 1),
-                  "serving_rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1)}))
 """
+    + CHILD_RSS
+    + """
+print(json.dumps({"import_s": round(imported, 3), "open_s": round(opened, 3),
+                  "open_first_search_s": round(first, 3)} | rss))
+"""
+)
 
 
 def _disk(path: Path, rows: int) -> dict[str, Any]:
@@ -78,20 +75,10 @@ def _disk(path: Path, rows: int) -> dict[str, Any]:
 def _fresh_process(path: Path, qvecs: Any, tenants: Sequence[int], runs: int = 3) -> dict[str, Any]:
     """Open plus first search in new processes (bytecode cached, page cache warm: a restart),
     medians of ``runs``; RSS after 200 searches over ``tenants``."""
-    root = Path(__file__).resolve().parents[1]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
-    }
     npy = path.with_suffix(".queries.npy")
     np.save(npy, qvecs[:50])
-    command = [sys.executable, "-c", _OPEN, str(path), str(npy), ",".join(map(str, tenants))]
-    results = [
-        json.loads(
-            subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
-        )
-        for _ in range(runs)
-    ]
+    args = [str(path), str(npy), ",".join(map(str, tenants))]
+    results = [run_child(_OPEN, args, child_env()) for _ in range(runs)]
     return {k: statistics.median(r[k] for r in results) for k in results[0]}
 
 
@@ -102,15 +89,11 @@ def _time(
     modes: Sequence[str],
 ) -> dict[str, Any]:
     """Each query in every (store, mode), taking turns, so load bursts hit all alike."""
-    for store, tenant in stores.values():
-        for q, v in zip(queries[:5], qvecs[:5]):
-            store.search_vector(STORE, _scope(tenant).tenant_pattern(), q, v)
-        store.settle()
-    gc.collect()
+    warm(STORE, [(s, _scope(t).tenant_pattern()) for s, t in stores.values()], queries, qvecs, 5)
     times: dict[str, list[float]] = {f"{s}/{m}": [] for s in stores for m in modes}
     keys = list(times)
     for i, (q, v) in enumerate(zip(queries, qvecs)):
-        for key in keys[i % len(keys) :] + keys[: i % len(keys)]:
+        for key in turns(keys, i):
             name, mode = key.split("/")
             store, tenant = stores[name]
             t = time.perf_counter()

@@ -25,8 +25,6 @@ import gc
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._real_vectors import DATA, RealVectors
+from benchmarks._sqlite_timing import CHILD_EMBEDDER, CHILD_RSS, child_env, run_child, turns, warm
 from benchmarks._stats import summary_ms
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
@@ -117,15 +116,7 @@ def _time_searches(
     (the tenant ratio compares two stores timed in the same loop)."""
     pattern = scope.tenant_pattern()
     row = {t: i for i, t in enumerate(texts)}
-    for store in stores:
-        for q, v in zip(queries[:10], qvecs[:10]):  # warm the codes and the page cache
-            store.search_vector(STORE, pattern, q, v)
-        # A large tenant's postings are built in the background from its third search on;
-        # the steady state is with them held.
-        store.settle()
-    # The filling's garbage is the filling's: collected here, it would otherwise be collected
-    # (a full pass over the process, 40-60 ms) in whichever search comes when it is due.
-    gc.collect()
+    warm(STORE, [(store, pattern) for store in stores], queries, qvecs, 10)
     full_passes = gc.get_stats()[2]["collections"]
     for store in stores:
         store._tx.overlap.eligible = store._tx.overlap.overlapped = 0
@@ -138,12 +129,12 @@ def _time_searches(
     recall: list[list[float]] = [[] for _ in stores]
     for i, (q, v) in enumerate(zip(queries, qvecs)):
         got: dict[int, list[int]] = {}
-        for turn in modes[i % 4 :] + modes[: i % 4]:
+        for turn in turns(modes, i):
             # Which goes first changes every four queries, so each order meets every turn
             # before it (the modes' order moves on by one a query).
             pair = ["hybrid", "hybrid_sequential"][:: 1 if i // 4 % 2 else -1]
             for mode in pair if turn == "hybrid" else [turn]:
-                for k in [*range(i % len(stores), len(stores)), *range(i % len(stores))]:
+                for k in turns(range(len(stores)), i):
                     store = stores[k]
                     t, c = time.perf_counter(), time.process_time()
                     if mode == "lexical":
@@ -266,18 +257,16 @@ def _with_embedding(
     return {k: summary_ms(v) for k, v in times.items()}
 
 
-_COLD = """
+_COLD = (
+    """
 import json, resource, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 import numpy as np
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore
-
-class Named:  # the stored vectors' model; queries come as vectors, so no model is loaded
-    name, dimension = "all-MiniLM-L6-v2-int8", 384
-    def embed(self, texts):
-        raise AssertionError("not used")
-
+"""
+    + CHILD_EMBEDDER
+    + """
 store = SqliteMemoryStore(sys.argv[1], embedder=Named())
 opened = time.perf_counter() - t0
 qvecs = np.load(sys.argv[2])
@@ -289,14 +278,13 @@ for i in range(1, 51):
     store.search_vector("bench", pattern, f"question {i} about the weekend", qvecs[i % len(qvecs)])
     if i == 10:
         store.settle()  # serving: with the tenant's postings built (from the third search)
-# VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork and exec.
-status = dict(line.split(":", 1) for line in open("/proc/self/status"))
-cpu = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"import_open_s": round(opened, 3), "import_open_first_search_s": round(first, 3),
-                  "cpu_s_to_first_search": round(first_cpu, 3),
-                  "serving_peak_rss_mb": round(int(status["VmHWM"].split()[0]) / 1024, 1),
-                  "serving_rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1)}))
 """
+    + CHILD_RSS
+    + """
+print(json.dumps({"import_open_s": round(opened, 3), "import_open_first_search_s": round(first, 3),
+                  "cpu_s_to_first_search": round(first_cpu, 3)} | rss))
+"""
+)
 
 
 def _cold_start(path: Path, qvecs: Any, runs: int = 3) -> dict[str, Any]:
@@ -308,26 +296,14 @@ def _cold_start(path: Path, qvecs: Any, runs: int = 3) -> dict[str, Any]:
     cached, every module compiled from source (an empty ``PYTHONPYCACHEPREFIX``), is
     reported beside it as ``import_open_first_search_s_no_bytecode``.
     """
-    root = Path(__file__).resolve().parents[1]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = child_env()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("PYTHONPYCACHEPREFIX", None)
     npy = path.with_suffix(".queries.npy")
     np.save(npy, qvecs[:51])
 
     def start(environ: dict[str, str]) -> dict[str, Any]:
-        done = subprocess.run(
-            [sys.executable, "-c", _COLD, str(path), str(npy)],
-            capture_output=True,
-            text=True,
-            env=environ,
-            check=True,
-        )
-        loaded: dict[str, Any] = json.loads(done.stdout)
-        return loaded
+        return run_child(_COLD, [str(path), str(npy)], environ)
 
     start(env)  # caches the bytecode, as an install does
     samples = [start(env) for _ in range(runs)]

@@ -111,7 +111,7 @@ def test_the_type_checkers_names_are_the_runtime_names() -> None:
         if isinstance(node, ast.ImportFrom) and node.module != "memcore":
             for alias in node.names:
                 static[alias.asname or alias.name] = (str(node.module), alias.name)
-        elif isinstance(node, ast.Assign):  # MemoryUnit = _values.Memory
+        elif isinstance(node, ast.Assign):  # MemoryUnit = _values.MemoryRecord
             [target] = node.targets
             assert isinstance(target, ast.Name) and isinstance(node.value, ast.Attribute)
             static[target.id] = ("memcore.values", node.value.attr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from memcore.recall import FENCE_CLOSE, FENCE_OPEN, format_recall, select_hits, strip_recall
 from memcore.scope import Scope
 from memcore.turn_policy import is_acknowledgement, is_tool_echo, plan_memories, worth_recalling
-from memcore.values import Memory, Message, SearchHit
+from memcore.values import MemoryRecord, Message, SearchHit
 
 DAY = 86_400.0
 T0 = 1_780_000_000.0  # 2026-05-28
@@ -14,7 +14,9 @@ T0 = 1_780_000_000.0  # 2026-05-28
 def hit(
     text: str, score: float = 0.5, *, at: float = T0, run: str = "r1", mid: str = ""
 ) -> SearchHit:
-    memory = Memory(id=mid or text[:8], text=text, scope=Scope("a", "t", "g", run), created_at=at)
+    memory = MemoryRecord(
+        id=mid or text[:8], text=text, scope=Scope("a", "t", "g", run), created_at=at
+    )
     return SearchHit(memory, score)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from memcore.errors import MemcoreError
 from memcore.scope import Scope, ScopePattern
-from memcore.values import UNCONFIRMED, Memory, Message, Page, SearchHit, WriteReceipt
+from memcore.values import UNCONFIRMED, MemoryRecord, Message, Page, SearchHit, WriteReceipt
 
 STORE = "chaos_mem"
 SCOPE = Scope("app", "tenant", "agent", "run")
@@ -43,7 +43,7 @@ def _well_typed(name, value) -> bool:
     if name in ("search",):
         return isinstance(value, list) and all(
             isinstance(h, SearchHit)
-            and isinstance(h.memory, Memory)
+            and isinstance(h.memory, MemoryRecord)
             and isinstance(h.memory.text, str)
             and isinstance(h.memory.scope, Scope)
             and isinstance(h.score, float)
@@ -53,13 +53,13 @@ def _well_typed(name, value) -> bool:
         return isinstance(value, WriteReceipt) and all(isinstance(i, str) for i in value.memory_ids)
     if name in ("get_memory", "update_memory"):
         return (
-            isinstance(value, Memory)
+            isinstance(value, MemoryRecord)
             and isinstance(value.text, str)
             and isinstance(value.scope, Scope)
         )
     if name == "list_memories":
         return isinstance(value, Page) and all(
-            isinstance(m, Memory) and isinstance(m.text, str) and isinstance(m.scope, Scope)
+            isinstance(m, MemoryRecord) and isinstance(m.text, str) and isinstance(m.scope, Scope)
             for m in value.items
         )
     if name.startswith("list_") and name != "list_stores":

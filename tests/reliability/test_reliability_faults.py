@@ -76,86 +76,72 @@ def _run_window(
     return counts
 
 
+# One row a fault: the scenario's name, the fault as the report states it, what is injected,
+# the window's (short, full, medium) seconds, and the client's settings where they differ.
+_WINDOWS = [
+    pytest.param(
+        "503 burst",
+        "30% of calls answer 503 OTSServerBusy for the window, then recovery",
+        Faults(error_rate=0.3, error_status=503, error_code="OTSServerBusy", seed=11),
+        (4, 60, 15),
+        {},
+        id="503_burst",
+    ),
+    pytest.param(
+        "429 throttling",
+        "30% of calls answer 429 OTSOperationThrottled for the window, then recovery",
+        Faults(error_rate=0.3, error_status=429, error_code="OTSOperationThrottled", seed=12),
+        (4, 60, 15),
+        {},
+        id="429_throttling",
+    ),
+    pytest.param(
+        "500 internal errors",
+        "30% of calls answer 500 OTSInternalServerError for the window",
+        Faults(error_rate=0.3, error_status=500, error_code="OTSInternalServerError", seed=13),
+        (3, 20, 10),
+        {},
+        id="500_internal_errors",
+    ),
+    pytest.param(
+        "dropped connections",
+        "30% of connections cut mid-response (before the write is applied)",
+        Faults(drop_rate=0.3, seed=14),
+        (4, 60, 15),
+        {},
+        id="dropped_connections",
+    ),
+    pytest.param(
+        "answer lost after commit",
+        "30% of answers cut half-way AFTER the server applied the write (loopback proxy)",
+        0.3,
+        (4, 30, 15),
+        {"via": "cut-after-commit"},
+        id="answer_lost_after_commit",
+    ),
+    pytest.param(
+        "2 s latency, 1 s timeout",
+        "every call delayed 2 s with a 1 s client timeout (the server still applies it)",
+        Faults(latency_ms=2000, seed=15),
+        (4, 60, 15),
+        {"timeout": 1.0, "interval": 0.05},
+        id="latency_beyond_timeout",
+    ),
+]
+
+
 @pytest.mark.slow
-def test_reliability_faults_503_burst(emulator, tmp_path, scenario, pick):
+@pytest.mark.parametrize(("name", "fault", "faults", "window", "client"), _WINDOWS)
+def test_reliability_faults(
+    emulator, tmp_path, scenario, pick, name, fault, faults, window, client
+):
     _run_window(
         emulator,
         tmp_path,
         scenario,
-        name="503 burst",
-        fault="30% of calls answer 503 OTSServerBusy for the window, then recovery",
-        faults=Faults(error_rate=0.3, error_status=503, error_code="OTSServerBusy", seed=11),
-        window_s=pick(4, 60, 15),
-    )
-
-
-@pytest.mark.slow
-def test_reliability_faults_429_throttling(emulator, tmp_path, scenario, pick):
-    _run_window(
-        emulator,
-        tmp_path,
-        scenario,
-        name="429 throttling",
-        fault="30% of calls answer 429 OTSOperationThrottled for the window, then recovery",
-        faults=Faults(
-            error_rate=0.3, error_status=429, error_code="OTSOperationThrottled", seed=12
-        ),
-        window_s=pick(4, 60, 15),
-    )
-
-
-@pytest.mark.slow
-def test_reliability_faults_500_internal_errors(emulator, tmp_path, scenario, pick):
-    _run_window(
-        emulator,
-        tmp_path,
-        scenario,
-        name="500 internal errors",
-        fault="30% of calls answer 500 OTSInternalServerError for the window",
-        faults=Faults(
-            error_rate=0.3, error_status=500, error_code="OTSInternalServerError", seed=13
-        ),
-        window_s=pick(3, 20, 10),
-    )
-
-
-@pytest.mark.slow
-def test_reliability_faults_dropped_connections(emulator, tmp_path, scenario, pick):
-    _run_window(
-        emulator,
-        tmp_path,
-        scenario,
-        name="dropped connections",
-        fault="30% of connections cut mid-response (before the write is applied)",
-        faults=Faults(drop_rate=0.3, seed=14),
-        window_s=pick(4, 60, 15),
-    )
-
-
-@pytest.mark.slow
-def test_reliability_faults_answer_lost_after_commit(emulator, tmp_path, scenario, pick):
-    _run_window(
-        emulator,
-        tmp_path,
-        scenario,
-        name="answer lost after commit",
-        fault="30% of answers cut half-way AFTER the server applied the write (loopback proxy)",
-        faults=0.3,
-        window_s=pick(4, 30, 15),
-        via="cut-after-commit",
-    )
-
-
-@pytest.mark.slow
-def test_reliability_faults_latency_beyond_timeout(emulator, tmp_path, scenario, pick):
-    _run_window(
-        emulator,
-        tmp_path,
-        scenario,
-        name="2 s latency, 1 s timeout",
-        fault="every call delayed 2 s with a 1 s client timeout (the server still applies it)",
-        faults=Faults(latency_ms=2000, seed=15),
-        window_s=pick(4, 60, 15),
-        timeout=1.0,
-        interval=0.05,
+        name=name,
+        fault=fault,
+        faults=faults,
+        window_s=pick(*window),
+        **client,
     )

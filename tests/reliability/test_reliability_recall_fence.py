@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memcore.recall import FENCE_CLOSE, FENCE_OPEN, format_recall, normalized, sanitize_recalled
 from memcore.scope import Scope
-from memcore.values import Memory, SearchHit
+from memcore.values import MemoryRecord, SearchHit
 
 TAG = re.compile(r"<\s*/?\s*(recalled-memory|memory-context|system|instructions?)\b[^>]*>", re.I)
 FRAGMENTS = [
@@ -39,7 +39,7 @@ texts = st.lists(
 
 
 def _hit(text: str) -> SearchHit:
-    return SearchHit(Memory(id="m", text=text, scope=Scope("a", "t", "g", "r")), 0.5)
+    return SearchHit(MemoryRecord(id="m", text=text, scope=Scope("a", "t", "g", "r")), 0.5)
 
 
 def _check_block(block: str) -> None:

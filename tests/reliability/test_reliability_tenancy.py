@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from memcore.errors import InvalidInput, MemcoreError
 from memcore.scope import Scope, SessionContext, identity_segment, normalize_segment, resolve_scope
 from memcore.service import MemoryService
-from memcore.values import Memory
+from memcore.values import MemoryRecord
 
 STORE = "tenancy_mem"
 VICTIM_TENANT = "victim"
@@ -65,7 +65,7 @@ NASTY = [
 nasty_text = st.one_of(st.sampled_from(NASTY), st.text(max_size=40), st.none())
 
 
-def _victim_snapshot(store, memories: list[Memory]) -> list[tuple[str, str, dict[str, str]]]:
+def _victim_snapshot(store, memories: list[MemoryRecord]) -> list[tuple[str, str, dict[str, str]]]:
     out = []
     for m in memories:
         got = store.get_memory(STORE, m.scope, m.id)
@@ -73,7 +73,7 @@ def _victim_snapshot(store, memories: list[Memory]) -> list[tuple[str, str, dict
     return out
 
 
-def _seed_victim(store) -> list[Memory]:
+def _seed_victim(store) -> list[MemoryRecord]:
     store.ensure_store(STORE)
     seeded = []
     for scope, text in zip(VICTIM_SCOPES, VICTIM_TEXTS):
@@ -83,7 +83,7 @@ def _seed_victim(store) -> list[Memory]:
 
 
 def _attack(
-    store, session: SessionContext, tool: dict, victims: list[Memory], stats: Counter
+    store, session: SessionContext, tool: dict, victims: list[MemoryRecord], stats: Counter
 ) -> None:
     """One attacker session: every read, write and delete path a model can reach."""
     try:
@@ -135,7 +135,7 @@ def _attack(
             got = attempt(
                 "get", lambda t=target: svc.get(t, agent_id=tool["agent_id"], run_id=tool["run_id"])
             )
-            if isinstance(got, Memory):
+            if isinstance(got, MemoryRecord):
                 seen.add(got.id)
             attempt("get_tenant", lambda t=target: svc.get(t))
             attempt(

@@ -88,6 +88,8 @@ class SyncShim:
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._store, name)
+        if not callable(method):  # a declaration such as ``supports_reference_time``
+            return method
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return self._loop.run(method(*args, **kwargs))

@@ -11,6 +11,7 @@ import pytest
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore
+from memcore_sqlite.search import pipeline, ranking
 from memcore_sqlite.vector import code_pages
 
 STORE = "mem"
@@ -94,3 +95,24 @@ def test_warming_a_store_that_does_not_exist_yet_does_nothing(tmp_path: Path) ->
     with SqliteMemoryStore(tmp_path / "m.db", embedder=HashingEmbedder(64)) as store:
         store.warm("nothing_here", ALICE.tenant_pattern())
         assert store.list_stores() == []
+
+
+def test_a_warm_up_runs_no_query_and_holds_the_tenants_lengths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.db"
+    _filled(path, HashingEmbedder(64)).close()
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+        expected = _ids(store, "where does my sister live?")
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+
+        def no_query(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a warm-up ran a query")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(pipeline, "ranked", no_query)
+            patched.setattr(ranking, "lexical", no_query)
+            store.warm(STORE, ALICE.tenant_pattern())
+        sid, generation, _ = store._tx.store_key(store._tx.conn, STORE)
+        assert store._tx.lengths.held((sid, "app", "alice"), generation) == len(TEXTS)
+        assert _ids(store, "where does my sister live?") == expected

@@ -149,25 +149,22 @@ def test_unsigned_requests_are_refused(control_endpoint: str) -> None:
     assert headers["x-acs-request-id"] == body["RequestId"]
 
 
-def test_wrong_path_or_version_is_refused(control_plane: ControlPlane) -> None:
-    status, _, raw = control_plane.handle(
-        "GET",
-        "/v2/openapi/nothing",
-        "",
-        {"x-acs-action": "GetInstance", "x-acs-version": "2020-12-09"},
-        b"",
+@pytest.mark.parametrize(
+    ("path", "version", "status", "code"),
+    [
+        ("/v2/openapi/nothing", "2020-12-09", 404, "InvalidAction.NotFound"),
+        ("/v2/openapi/getinstance", "2019-01-01", 400, "InvalidVersion"),
+    ],
+    ids=["wrong_path", "wrong_version"],
+)
+def test_wrong_path_or_version_is_refused(
+    control_plane: ControlPlane, path: str, version: str, status: int, code: str
+) -> None:
+    answer, _, raw = control_plane.handle(
+        "GET", path, "", {"x-acs-action": "GetInstance", "x-acs-version": version}, b""
     )
-    assert status == 404
-    assert json.loads(raw)["Code"] == "InvalidAction.NotFound"
-    status, _, raw = control_plane.handle(
-        "GET",
-        "/v2/openapi/getinstance",
-        "",
-        {"x-acs-action": "GetInstance", "x-acs-version": "2019-01-01"},
-        b"",
-    )
-    assert status == 400
-    assert json.loads(raw)["Code"] == "InvalidVersion"
+    assert answer == status
+    assert json.loads(raw)["Code"] == code
 
 
 def test_required_parameters_are_checked(sdk: Client, control_plane: ControlPlane) -> None:

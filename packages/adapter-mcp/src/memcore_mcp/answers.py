@@ -19,7 +19,7 @@ from mcp.types import CallToolResult, TextContent
 
 from memcore.errors import MemcoreError
 from memcore.recall import fence, sanitize_recalled
-from memcore.values import Memory, SearchHit
+from memcore.values import MemoryRecord, SearchHit
 from memcore_cli.output.records import hit_record, memory_record
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def clean(value: Any) -> Any:
     return value
 
 
-def memory_json(memory: Memory) -> dict[str, Any]:
+def memory_json(memory: MemoryRecord) -> dict[str, Any]:
     """A memory in the CLI's public record shape, with what a dream said of it."""
     out = memory_record(memory)
     del out["score"]

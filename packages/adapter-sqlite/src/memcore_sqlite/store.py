@@ -24,7 +24,7 @@ from memcore.errors import InvalidInput, NotFound, Unsupported
 from memcore.paging import decode_token, page
 from memcore.ports import DreamReviewer, Embedder, FactExtractor
 from memcore.scope import Scope, ScopePattern
-from memcore.values import Memory, Page, SearchHit
+from memcore.values import MemoryRecord, Page, SearchHit
 from memcore_sqlite.dream.tasks import DreamTasks
 from memcore_sqlite.operations.catalog import StoreCatalog
 from memcore_sqlite.operations.facts import FactWrites
@@ -62,6 +62,8 @@ class SqliteMemoryStore:
 
     #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
     LOCAL_DREAM = True
+    #: Time words in a query count from ``reference_time`` (:mod:`memcore_sqlite.search.when`).
+    supports_reference_time = True
 
     def __init__(
         self,
@@ -133,7 +135,7 @@ class SqliteMemoryStore:
         return f"SqliteMemoryStore({self.path!r}, search_mode={self.search_mode!r})"
 
     # -- reads --------------------------------------------------------------------------
-    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory:
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> MemoryRecord:
         started = time.perf_counter()
         check_scope(scope)
         with (
@@ -154,7 +156,7 @@ class SqliteMemoryStore:
         limit: int = 50,
         next_token: str | None = None,
         current_only: bool = False,
-    ) -> Page[Memory]:
+    ) -> Page[MemoryRecord]:
         """Memories in insertion order; ``extras`` tell what each supersedes or was superseded
         by, and ``current_only`` leaves the superseded ones out."""
         started = time.perf_counter()
@@ -227,11 +229,12 @@ class SqliteMemoryStore:
         )
 
     def warm(self, store: str, pattern: ScopePattern) -> None:
-        """Build now what the first search of ``pattern`` would build: the scope's vector
-        codes (floats for a small one), its rows' lengths, the start of a large tenant's
-        postings, and the thread that writes the records of reads. A host calls it in the background after opening the store, so the first
-        search of a session does not pay for them. No search is run or audited; a store that
-        does not exist yet has nothing to warm."""
+        """Build now what the first searches of ``pattern`` would build: the scope's vector
+        codes (floats for a small one), its tenant's rows' lengths, a count toward a large
+        tenant's postings, and the thread that writes the records of reads. A host calls it
+        in the background after opening the store, so the first search of a session does not
+        pay for them. No search is run or audited; a store that does not exist yet has
+        nothing to warm."""
         check_pattern(pattern)
         with self._tx.lock:  # the thread that writes reads' records, started by the first one
             self._tx.read_audits.start()
@@ -240,18 +243,11 @@ class SqliteMemoryStore:
                 sid, generation, _ = self._tx.store_key(conn, store)
             except NotFound:
                 return
-            vectors = self._tx.vectors
-            qvec = None
-            if vectors is not None and self.embedder is not None:
-                qvec = vectors.to_array([[0.0] * vectors.dimension])[0]
-            search.ranked(
+            search.warm_scope(
                 conn,
                 sid,
                 pattern,
-                "warm",
-                {},
-                qvec,
-                vectors,
+                self._tx.vectors,
                 self.embedder.name if self.embedder is not None else None,
                 generation=generation,
                 lengths=self._tx.lengths,

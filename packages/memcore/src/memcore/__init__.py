@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from memcore.service import MemoryService as MemoryService
     from memcore.values import DreamAction as DreamAction
     from memcore.values import DreamTask as DreamTask
+    from memcore.values import MemoryRecord as MemoryRecord
     from memcore.values import MemoryTask as MemoryTask
     from memcore.values import Message as Message
     from memcore.values import Page as Page
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     from memcore.values import StoreInfo as StoreInfo
     from memcore.values import WriteReceipt as WriteReceipt
 
-    MemoryUnit = _values.Memory
+    MemoryUnit = _values.MemoryRecord
 
 __version__ = "0.1.0"
 
@@ -105,6 +106,7 @@ _FROM: dict[str, tuple[str, ...]] = {
     "memcore.values": (
         "DreamAction",
         "DreamTask",
+        "MemoryRecord",
         "MemoryTask",
         "Message",
         "Page",
@@ -118,8 +120,8 @@ _FROM: dict[str, tuple[str, ...]] = {
 #: Public name -> (module, attribute) it comes from.
 _EXPORTS: dict[str, tuple[str, str]] = {
     **{name: (module, name) for module, names in _FROM.items() for name in names},
-    # The store's unit of memory, renamed: ``Memory`` is the facade.
-    "MemoryUnit": ("memcore.values", "Memory"),
+    # The record's earlier public name (``memcore.values.Memory`` clashed with the facade).
+    "MemoryUnit": ("memcore.values", "MemoryRecord"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -30,13 +30,13 @@ from memcore.service import MemoryService
 from memcore.values import (
     DreamAction,
     DreamTask,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
     SearchHit,
     WriteReceipt,
 )
-from memcore.values import Memory as MemoryUnit
 
 
 class Memory:
@@ -260,7 +260,9 @@ class Memory:
     ) -> builtins.list[SearchHit]:
         """The user's memories most relevant to ``query``, best first. ``filters``: exact
         metadata matches, all required; ``min_similarity`` (0 to 1) drops hits scoring lower.
-        ``reference_time``: when the question is asked (default now), for its time words.
+        ``reference_time``: when the question is asked (default now), for its time words;
+        always checked, and ignored in ranking by a store whose ``supports_reference_time``
+        is False (TableStore).
         ``neighbours`` (0 to 5): each hit that came from a conversation carries that many
         turns of its session before and after it (``hit.neighbours.before``/``after``), at
         most ``neighbour_chars`` characters; the embedded store only.
@@ -289,7 +291,7 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-    ) -> Page[MemoryUnit]:
+    ) -> Page[MemoryRecord]:
         """A page of the user's current memories; ``all_versions=True`` also shows those a
         dream pass superseded (a page of current ones may hold fewer than ``limit``: pass its
         ``next_token`` on). ``current_only`` is the older spelling (``current_only=False``
@@ -317,7 +319,7 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-    ) -> Iterator[MemoryUnit]:
+    ) -> Iterator[MemoryRecord]:
         """Every memory :meth:`list` would show, page after page.
 
         >>> texts = [m.text for m in mem.iter_all(user_id="alice")]              # doctest: +SKIP
@@ -336,7 +338,7 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-    ) -> MemoryUnit:
+    ) -> MemoryRecord:
         """One memory of the user's tenant; another tenant's id is :class:`NotFound`, exactly
         as an id that does not exist.
 
@@ -351,7 +353,7 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-    ) -> builtins.list[MemoryUnit]:
+    ) -> builtins.list[MemoryRecord]:
         """The memory and those linked to it by supersession, oldest first, each with its
         ``version``, ``created_at`` and ``updated_at``; ``superseded_by`` and ``supersedes``
         name the links. The embedded store keeps the links and the date of each change;
@@ -372,7 +374,7 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-    ) -> MemoryUnit:
+    ) -> MemoryRecord:
         """Replace a memory's text and merge ``metadata`` into its map (``{}`` clears it);
         the memory as stored after, with its version raised.
 

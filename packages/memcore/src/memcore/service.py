@@ -25,7 +25,7 @@ from memcore.turn_policy import check_store_assistant, plan_memories
 from memcore.values import (
     DreamAction,
     DreamTask,
-    Memory,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
@@ -255,7 +255,10 @@ class MemoryService:
     ) -> list[SearchHit]:
         """``context_scope=True`` ranks the current session's memories higher (when it lies
         inside the searched pattern); a Scope names another conversation.
-        ``reference_time``: when the question is asked (None: now); see the store port.
+        ``reference_time``: when the question is asked (None: now), what the query's time
+        words count from. It is checked here whatever the store; a store whose
+        ``supports_reference_time`` is False ranks as if it were not given (no ordering by
+        time), as the TableStore service does.
         ``neighbours``: each hit comes with up to that many turns of its own session before
         and after it (``SearchHit.neighbours``), at most ``neighbour_chars`` characters in
         all; they do not change the ranking. Only stores that keep the turns' order can
@@ -311,7 +314,7 @@ class MemoryService:
 
     def profile(
         self, *, limit: int = 50, next_token: str | None = None, current_only: bool = False
-    ) -> Page[Memory]:
+    ) -> Page[MemoryRecord]:
         """A page of the memories in reach; ``current_only`` leaves out those a dream pass
         superseded (the page keeps its token, so it may hold fewer than ``limit``)."""
         limits.check_limit(limit)
@@ -320,7 +323,7 @@ class MemoryService:
         )
         return page.filter(lambda m: m.is_current) if current_only else page
 
-    def history(self, memory_id: str) -> list[Memory]:
+    def history(self, memory_id: str) -> list[MemoryRecord]:
         """The memory and every memory linked to it by supersession, oldest first; each
         carries its version and its dates (``created_at``, ``updated_at``: when it last
         changed, or was superseded). Links that lead out of the tenant, or to a deleted
@@ -363,7 +366,7 @@ class MemoryService:
     def _target(self, agent_id: str | None, run_id: str | None) -> Scope:
         return self.policy.forget.target_scope(self.scope, agent_id=agent_id, run_id=run_id)
 
-    def locate(self, memory_id: str) -> Memory:
+    def locate(self, memory_id: str) -> MemoryRecord:
         """Find a memory by id anywhere in the current tenant (never outside it)."""
         limits.check_id(memory_id)
         try:
@@ -375,7 +378,7 @@ class MemoryService:
                 return memory
         raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
 
-    def _memories_in(self, pattern: ScopePattern, *, max_pages: int) -> Iterator[Memory]:
+    def _memories_in(self, pattern: ScopePattern, *, max_pages: int) -> Iterator[MemoryRecord]:
         """Every memory the store lists under ``pattern`` (and that ``pattern`` matches: a
         store's answer is not trusted to stay inside it), page after page."""
         listing = pages(
@@ -386,7 +389,7 @@ class MemoryService:
         )
         return (m for page in listing for m in page.items if pattern.matches(m.scope))
 
-    def find(self, memory_id: str, *, pattern: ScopePattern | None = None) -> Memory:
+    def find(self, memory_id: str, *, pattern: ScopePattern | None = None) -> MemoryRecord:
         """A memory by its exact id in this tenant, or in ``pattern`` inside it: the session's
         own scope first, then each scope the store lists under the pattern (a tenant has far
         fewer scopes than memories)."""
@@ -417,7 +420,7 @@ class MemoryService:
 
     def get(
         self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None
-    ) -> Memory:
+    ) -> MemoryRecord:
         limits.check_id(memory_id)
         if agent_id is None and run_id is None:
             return self.locate(memory_id)
@@ -431,7 +434,7 @@ class MemoryService:
         metadata: Mapping[str, str] | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-    ) -> Memory:
+    ) -> MemoryRecord:
         self._check_writable()
         limits.check_id(memory_id)
         if text is None and metadata is None:

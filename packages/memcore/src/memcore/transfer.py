@@ -20,7 +20,7 @@ from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.scope import Scope
 from memcore.service import check_user_metadata
-from memcore.values import Memory
+from memcore.values import MemoryRecord
 
 #: Characters that str.splitlines() and other readers take as line breaks, written escaped
 #: (they can only occur inside JSON strings, where the escape means the same character).
@@ -39,7 +39,7 @@ def split_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
-def memory_record(memory: Memory, score: float | None = None) -> dict[str, Any]:
+def memory_record(memory: MemoryRecord, score: float | None = None) -> dict[str, Any]:
     return {
         "id": memory.id,
         "text": memory.text,
@@ -54,7 +54,7 @@ def memory_record(memory: Memory, score: float | None = None) -> dict[str, Any]:
     }
 
 
-def export_record(memory: Memory) -> dict[str, Any]:
+def export_record(memory: MemoryRecord) -> dict[str, Any]:
     """One exported line: the memory's record without a score."""
     record = memory_record(memory)
     record.pop("score")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
@@ -43,8 +44,8 @@ def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 @attrs.frozen
-class Memory:
-    """One long-term memory unit."""
+class MemoryRecord:
+    """One long-term memory unit (formerly ``Memory``, which is the facade's name)."""
 
     id: str
     text: str
@@ -85,7 +86,7 @@ class SearchHit:
     the per-signal scores it was fused from, when the backend reports them (the embedded
     store: ``lexical`` and ``vector``, each in [0, 1])."""
 
-    memory: Memory
+    memory: MemoryRecord
     score: float
     similarity: float | None = None
     source: str | None = None
@@ -271,3 +272,19 @@ class RequestRecord:
     created_at: float | None = None
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
     response_status: int | None = None
+
+
+if not TYPE_CHECKING:  # type checkers see only the new name, and flag the old one
+
+    def __getattr__(name: str) -> Any:
+        """The record's old name still imports, with a warning: ``memcore.Memory`` is the
+        facade, and two classes named ``Memory`` misled readers."""
+        if name == "Memory":
+            warnings.warn(
+                "memcore.values.Memory is deprecated; use memcore.values.MemoryRecord "
+                "(memcore.Memory is the library facade)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return MemoryRecord
+        raise AttributeError(f"module 'memcore.values' has no attribute {name!r}")

@@ -17,7 +17,7 @@ from typing import TypeVar
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound
 from memcore.paging import every_item
-from memcore.values import DreamTask, Memory, MemoryTask, Page
+from memcore.values import DreamTask, MemoryRecord, MemoryTask, Page
 from memcore_cli.wiring.runtime import Runtime
 
 T = TypeVar("T", MemoryTask, DreamTask)
@@ -28,7 +28,7 @@ MIN_PREFIX = 4
 SHOWN_CANDIDATES = 5
 
 
-def memories_in_reach(runtime: Runtime) -> Iterator[Memory]:
+def memories_in_reach(runtime: Runtime) -> Iterator[MemoryRecord]:
     """Every memory the current scope reads (the tenant, or the --agent/--run below it)."""
     store = runtime.ready_store()
     pattern = runtime.settings.scope.read_pattern
@@ -39,7 +39,7 @@ def memories_in_reach(runtime: Runtime) -> Iterator[Memory]:
     )
 
 
-def find_memory(runtime: Runtime, memory_id: str) -> Memory:
+def find_memory(runtime: Runtime, memory_id: str) -> MemoryRecord:
     """The memory with this id, or with this unique id prefix, in the current reach."""
     limits.check_id(memory_id)
     try:
@@ -135,11 +135,11 @@ def _ambiguous(given: str, ids: list[str], what: str) -> str:
     return f"id prefix {given!r} matches {len(ids)} {what} ({shown}{more}); give more characters"
 
 
-def _exact(runtime: Runtime, memory_id: str) -> Memory:
+def _exact(runtime: Runtime, memory_id: str) -> MemoryRecord:
     # Through the service: an id of another tenant is never found, whatever scope it names.
     return runtime.service().find(memory_id, pattern=runtime.settings.scope.read_pattern)
 
 
-def select(runtime: Runtime, keep: Callable[[Memory], bool]) -> list[Memory]:
+def select(runtime: Runtime, keep: Callable[[MemoryRecord], bool]) -> list[MemoryRecord]:
     """The memories in reach that ``keep`` accepts (``forget --filter``, ``count``)."""
     return [m for m in memories_in_reach(runtime) if keep(m)]

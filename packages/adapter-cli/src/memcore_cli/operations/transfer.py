@@ -38,7 +38,7 @@ from memcore.transfer import (
     parse_record,
     split_lines,
 )
-from memcore.values import Memory
+from memcore.values import MemoryRecord
 from memcore_cli.output.render import Output
 from memcore_cli.wiring.runtime import Runtime
 from memcore_sqlite.storage.file_modes import FILE_MODE
@@ -48,7 +48,7 @@ from memcore_sqlite.storage.file_modes import FILE_MODE
 _BATCH = 256
 
 
-def iter_memories(runtime: Runtime) -> Iterator[Memory]:
+def iter_memories(runtime: Runtime) -> Iterator[MemoryRecord]:
     service = runtime.service()
     return every_item(lambda token: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token))
 
@@ -135,7 +135,7 @@ def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:
     return ImportRecord(line_no, None, text, scope, {}, None)
 
 
-def _existing(runtime: Runtime) -> dict[str, Memory]:
+def _existing(runtime: Runtime) -> dict[str, MemoryRecord]:
     """Every memory of the tenant by id (imports may target any agent or run in it)."""
     store = runtime.ready_store()
     pattern = runtime.settings.scope.scope.tenant_pattern()
@@ -196,7 +196,7 @@ def import_memories(
 
 
 def _to_write(
-    records: list[ImportRecord], existing: Mapping[str, Memory], report: ImportReport
+    records: list[ImportRecord], existing: Mapping[str, MemoryRecord], report: ImportReport
 ) -> list[ImportRecord]:
     """The records to write, after checking every id against the tenant (nothing written yet).
 
@@ -253,7 +253,7 @@ def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> int:
     return left
 
 
-def _holds(found: Memory, record: ImportRecord) -> bool:
+def _holds(found: MemoryRecord, record: ImportRecord) -> bool:
     """True when ``found`` (the tenant's memory under the record's id, from the listing the
     import starts with) is in the record's scope with the same text."""
     return found.scope == record.scope and found.text.strip() == record.text.strip()

@@ -14,7 +14,7 @@ import attrs
 
 from memcore.scope import Scope, ScopePattern
 from memcore.transfer import memory_record
-from memcore.values import Memory, SearchHit
+from memcore.values import MemoryRecord, SearchHit
 
 __all__ = ["hit_record", "memory_record", "to_record"]
 
@@ -34,7 +34,7 @@ def hit_record(hit: SearchHit) -> dict[str, Any]:
 
 def to_record(value: Any) -> Any:
     """Any core value as JSON-safe data (attrs classes become objects, extras are kept)."""
-    if isinstance(value, Memory):
+    if isinstance(value, MemoryRecord):
         return memory_record(value)
     if isinstance(value, SearchHit):
         return hit_record(value)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import attrs
 
 from memcore.errors import InvalidInput
-from memcore.values import Memory
+from memcore.values import MemoryRecord
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -50,7 +50,7 @@ class Selection:
     def narrows(self) -> bool:
         return self.since is not None or bool(self.filters)
 
-    def __call__(self, memory: Memory) -> bool:
+    def __call__(self, memory: MemoryRecord) -> bool:
         if self.since is not None and (memory.created_at or 0) < self.since:
             return False
         return all(memory.metadata.get(k) == v for k, v in self.filters.items())

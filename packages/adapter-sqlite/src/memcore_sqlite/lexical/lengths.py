@@ -156,13 +156,23 @@ class LengthCache:
             entry = self._entries.get(tenant)
             return entry.n if entry is not None and entry.generation == generation else None
 
-    def _entry(self, conn: sqlite3.Connection, tenant: Tenant, generation: int) -> _Entry | None:
+    def warm_scope(self, conn: sqlite3.Connection, tenant: Tenant, generation: int) -> int:
+        """Load the tenant's lengths now, inside ``conn``'s snapshot at ``generation``, not at
+        its second search (a warm-up stands in for a session's first searches, and the load
+        is one scan of an index); how many rows they hold."""
+        entry = self._entry(conn, tenant, generation, now=True)
+        assert entry is not None
+        return entry.n
+
+    def _entry(
+        self, conn: sqlite3.Connection, tenant: Tenant, generation: int, *, now: bool = False
+    ) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(tenant)
             if entry is not None and entry.generation == generation:
                 self._entries.move_to_end(tenant)
                 return entry
-            if not self._pace.due(tenant, generation):
+            if not now and not self._pace.due(tenant, generation):
                 return None
         entry = _load(conn, tenant, generation)
         with self._lock:

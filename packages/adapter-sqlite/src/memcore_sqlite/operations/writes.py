@@ -17,7 +17,7 @@ import attrs
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound
 from memcore.scope import Scope
-from memcore.values import Memory, Message, WriteReceipt
+from memcore.values import MemoryRecord, Message, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import (
@@ -416,7 +416,7 @@ class MemoryWrites:
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> Memory:
+    ) -> MemoryRecord:
         """Replace the text and/or merge the metadata map; the index and vector follow."""
         started = time.perf_counter()
         check_scope(scope)

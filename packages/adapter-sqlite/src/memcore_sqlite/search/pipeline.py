@@ -88,6 +88,31 @@ def vector_candidates(
     return entry, allowed
 
 
+def warm_scope(
+    conn: sqlite3.Connection,
+    store_id: int,
+    pattern: ScopePattern,
+    vectors: VectorCache | None,
+    model: str | None,
+    *,
+    generation: int,
+    lengths: LengthCache | None,
+    postings: PostingsCache | None,
+) -> None:
+    """Build now, inside the caller's snapshot at ``generation``, what the first searches of
+    ``pattern`` (without filters) would: its vector codes (floats for a small scope), its
+    tenant's rows' lengths, and one search's count toward a large tenant's postings.
+    Nothing is ranked."""
+    if vectors is not None and model is not None:
+        vector_candidates(conn, vectors, model, store_id, pattern, None, generation)
+    if tags.pattern_prefix(store_id, pattern) is None:  # no one tenant: nothing held by tenant
+        return
+    tenant = (store_id, pattern.app_id, pattern.tenant_id)
+    rows = None if lengths is None else lengths.warm_scope(conn, tenant, generation)
+    if postings is not None and pattern.agent_id == "*":  # postings serve a whole tenant
+        postings.warm_scope(tenant, generation, rows)
+
+
 def float_vectors(conn: sqlite3.Connection, model: str) -> FetchVectors:
     """Reads the exact vectors of a few candidates by primary key, inside the snapshot."""
 

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from memcore.scope import ScopePattern
-from memcore.values import Memory, SearchHit
+from memcore.values import MemoryRecord, SearchHit
 from memcore_sqlite.storage.rows import MEMORY_COLUMNS, memory_from_row, rows_in
 
 #: How many supersession links a search follows to reach the current memory.
@@ -37,7 +37,7 @@ def _links(conn: sqlite3.Connection, ids: Sequence[str]) -> Links:
     return {r[0]: link(r[1:]) for r in rows_in(conn, sql, ids)}
 
 
-def annotate(conn: sqlite3.Connection, memories: Sequence[Memory]) -> list[Memory]:
+def annotate(conn: sqlite3.Connection, memories: Sequence[MemoryRecord]) -> list[MemoryRecord]:
     """Memories with ``extras`` saying what they supersede and what superseded them."""
     links = _links(conn, [m.id for m in memories])
     out = []
@@ -90,7 +90,7 @@ def prefer_current(
             cur = _current(conn, store_id, h.memory.id, links)
             if cur is not None:
                 successor[h.memory.id] = cur
-    memories: dict[str, Memory] = {h.memory.id: h.memory for h in found}
+    memories: dict[str, MemoryRecord] = {h.memory.id: h.memory for h in found}
     missing = [c for c in set(successor.values()) if c not in memories]
     if missing:
         sql = f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE id IN ({{}})"

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from memcore.errors import InvalidInput
 from memcore.scope import Scope, ScopePattern
-from memcore.values import Memory
+from memcore.values import MemoryRecord
 
 
 class MemoryRow(NamedTuple):
@@ -94,12 +94,12 @@ def scope_of(app_id: str, tenant_id: str, agent_id: str, run_id: str) -> Scope:
     return Scope(app_id, tenant_id, agent_id, run_id)
 
 
-def memory_from_row(row: Sequence[Any]) -> Memory:
-    """A :class:`Memory` from a row selected with :data:`MEMORY_COLUMNS`; most rows have no
+def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
+    """A :class:`MemoryRecord` from a row selected with :data:`MEMORY_COLUMNS`; most rows have no
     metadata, whose ``{}`` needs no JSON parser."""
     r = memory_row(row)
     meta = r.metadata
-    return Memory(
+    return MemoryRecord(
         id=r.id,
         text=r.text,
         scope=scope_of(r.app_id, r.tenant_id, r.agent_id, r.run_id),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memcore.values import Memory, Message, StoreInfo
+from memcore.values import MemoryRecord, Message, StoreInfo
 from memcore_tablestore.emulator.ledger import StoreMeta
 from memcore_tablestore.emulator.request_fields import iso
 from memcore_tablestore.emulator.scopes import conversation_key, to_wire
@@ -15,7 +15,7 @@ from memcore_tablestore.emulator.scopes import conversation_key, to_wire
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
 
-def unit(memory: Memory) -> dict[str, Any]:
+def unit(memory: MemoryRecord) -> dict[str, Any]:
     """A ``MemoryUnit``: snake_case keys, ``scope`` camelCase, times RFC3339."""
     meta = dict(memory.metadata)
     out: dict[str, Any] = {

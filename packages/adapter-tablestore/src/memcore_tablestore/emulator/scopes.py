@@ -80,24 +80,23 @@ def write_scope(value: Any, field: str = "scope") -> Scope:
     return _scope(_fill(levels))
 
 
-def exact_scope(value: Any, field: str = "scope") -> Scope:
+def _given(value: Any, field: str, count: int) -> list[str | None]:
+    """The levels, the first ``count`` of them required and concrete."""
     levels = _levels(value, field)
-    for key, level in zip(WIRE_LEVELS, levels):
+    for key, level in zip(WIRE_LEVELS[:count], levels[:count]):
         if level is None:
             raise invalid(f"{field}.{key} is required")
         if level == WILDCARD:
             raise invalid(f"{field}.{key} must not be a wildcard")
-    return _scope(_fill(levels))
+    return levels
+
+
+def exact_scope(value: Any, field: str = "scope") -> Scope:
+    return _scope(_fill(_given(value, field, len(WIRE_LEVELS))))
 
 
 def search_pattern(value: Any, field: str = "scope") -> ScopePattern:
-    levels = _levels(value, field)
-    for key, level in zip(WIRE_LEVELS[:2], levels[:2]):
-        if level is None:
-            raise invalid(f"{field}.{key} is required")
-        if level == WILDCARD:
-            raise invalid(f"{field}.{key} must not be a wildcard")
-    return _pattern(_fill(levels))
+    return _pattern(_fill(_given(value, field, 2)))
 
 
 def list_pattern(value: Any, field: str = "scope") -> ScopePattern:

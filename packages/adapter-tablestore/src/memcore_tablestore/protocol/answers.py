@@ -16,7 +16,7 @@ from memcore.scope import Scope
 from memcore.values import (
     DreamAction,
     DreamTask,
-    Memory,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
@@ -101,7 +101,7 @@ _UNIT_KNOWN = frozenset(
 )
 
 
-def memory(api: str, data: object, path: str) -> Memory:
+def memory(api: str, data: object, path: str) -> MemoryRecord:
     """A ``MemoryUnit`` (snake_case, ``scope`` camelCase). The hot path of every answer."""
     unit = f.obj(api, data, path)
     mid = unit.get("id")
@@ -132,15 +132,17 @@ def memory(api: str, data: object, path: str) -> Memory:
     if "updated_at" in unit:  # not in the types; tolerated when a service sends it
         updated = f.when(api, unit, "updated_at", path + ".")
     extras = {k: v for k, v in unit.items() if k not in _UNIT_KNOWN}
-    return Memory(mid, body, scope, meta, created, updated, unit_type, salience, version, extras)
+    return MemoryRecord(
+        mid, body, scope, meta, created, updated, unit_type, salience, version, extras
+    )
 
 
-def one_memory(api: str, body: _Body) -> Memory:
+def one_memory(api: str, body: _Body) -> MemoryRecord:
     """GetMemory / UpdateMemory: ``{memory, memoryStoreName}`` (UpdateMemory adds ``updated``)."""
     return memory(api, f.need(api, body, "memory", ""), "memory")
 
 
-def list_memories(body: _Body) -> Page[Memory]:
+def list_memories(body: _Body) -> Page[MemoryRecord]:
     api = "ListMemories"
     units = f.items(api, body, "memories")
     return Page(

@@ -13,7 +13,7 @@ from typing import Any
 from memcore import limits
 from memcore.errors import InvalidInput, ProtocolError
 from memcore.scope import WILDCARD, Scope, ScopePattern
-from memcore.values import UNCONFIRMED, Memory, Message, WriteReceipt
+from memcore.values import UNCONFIRMED, MemoryRecord, Message, WriteReceipt
 from memcore_tablestore.protocol import answers
 from memcore_tablestore.protocol.answer_fields import scope_to_wire
 
@@ -115,7 +115,7 @@ def target(store: str, scope: Scope, memory_id: str) -> dict[str, Any]:
     return {**named(store), "scope": write_scope(scope), "memoryId": limits.check_id(memory_id)}
 
 
-def own(memory: Memory, scope: Scope, memory_id: str) -> Memory:
+def own(memory: MemoryRecord, scope: Scope, memory_id: str) -> MemoryRecord:
     """The service must answer with the memory we asked for, in the scope we asked in."""
     if memory.id != memory_id or memory.scope != scope:
         raise ProtocolError(

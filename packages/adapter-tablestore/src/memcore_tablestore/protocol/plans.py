@@ -24,7 +24,7 @@ from memcore.values import (
     TASK_STATUSES,
     DreamAction,
     DreamTask,
-    Memory,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
@@ -252,7 +252,8 @@ class Plans:
         include_evidence: bool = False,
         reference_time: datetime | None = None,
     ) -> Plan[list[SearchHit]]:
-        """``reference_time`` is checked and not sent: SearchMemories has no field for it, the
+        """``reference_time`` is checked and not sent (the stores declare
+        ``supports_reference_time = False``): SearchMemories has no field for it, the
         service ranks on its side and returns only ``topK`` hits, so a date could only
         reorder those, not bring an older memory in."""
         limits.check_reference_time(reference_time)
@@ -281,13 +282,13 @@ class Plans:
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
-    ) -> Plan[Page[Memory]]:
+    ) -> Plan[Page[MemoryRecord]]:
         wanted, body = bodies.listing(store, pattern, limit, next_token)
         page = answers.list_memories((yield Call("ListMemories", body)))
         bodies.must_match(wanted, (memory.scope for memory in page.items), "ListMemories")
         return page
 
-    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[Memory]:
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[MemoryRecord]:
         body = bodies.target(store, scope, memory_id)
         answer = yield Call("GetMemory", body)
         return bodies.own(answers.one_memory("GetMemory", answer), scope, memory_id)
@@ -300,7 +301,7 @@ class Plans:
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> Plan[Memory]:
+    ) -> Plan[MemoryRecord]:
         body = bodies.target(store, scope, memory_id)
         if text is None and metadata is None:
             return (yield from self.get_memory(store, scope, memory_id))

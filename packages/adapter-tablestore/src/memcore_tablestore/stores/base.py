@@ -94,6 +94,9 @@ class BaseStore:
 
     #: Whether the operations are coroutines (the store's ``_run`` is).
     awaits: ClassVar[bool] = False
+    #: SearchMemories has no field for the question's date: it is checked, not sent
+    #: (:meth:`memcore_tablestore.protocol.plans.Plans.search`). Both twins inherit this.
+    supports_reference_time = False
 
     def __init__(
         self,

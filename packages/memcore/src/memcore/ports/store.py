@@ -15,7 +15,7 @@ from memcore.scope import Scope, ScopePattern
 from memcore.values import (
     DreamAction,
     DreamTask,
-    Memory,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
@@ -30,6 +30,12 @@ from memcore.values import (
 @runtime_checkable
 class MemoryStore(Protocol):
     """The whole Memory Store surface. ``store`` is the memory store name on every call."""
+
+    @property
+    def supports_reference_time(self) -> bool:
+        """Whether :meth:`search` counts the query's time words from ``reference_time``. A
+        store without it still checks the value, and ranks as if none were given."""
+        ...
 
     # -- stores -------------------------------------------------------------------------
     def ensure_store(
@@ -104,14 +110,15 @@ class MemoryStore(Protocol):
         ``score`` is lower. ``context_scope``: the current conversation (concrete, inside
         ``pattern``), a ranking hint. ``include_evidence``: attach supporting messages.
         ``reference_time``: when the query is asked (None: now), what its time words
-        ("last month", "5 days ago") count from; a ranking hint a store may ignore."""
+        ("last month", "5 days ago") count from; a ranking hint, used by a store that
+        declares :attr:`supports_reference_time`."""
         ...
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
-    ) -> Page[Memory]: ...
+    ) -> Page[MemoryRecord]: ...
 
-    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory: ...
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> MemoryRecord: ...
 
     def update_memory(
         self,
@@ -121,7 +128,7 @@ class MemoryStore(Protocol):
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> Memory:
+    ) -> MemoryRecord:
         """``metadata`` is merged into the stored map (same key overwrites); ``{}`` clears it."""
         ...
 

@@ -35,7 +35,7 @@ from memcore.values import (
     DREAM_ACTION_TYPES,
     DREAM_STATUSES,
     STORAGE_MODES,
-    Memory,
+    MemoryRecord,
     Message,
     Page,
 )
@@ -133,7 +133,7 @@ class MemoryStoreContract:
     def test_add_get_round_trip(self, ready: MemoryStore) -> None:
         mid = self.add(ready, A1, "The user likes green tea", topic="drinks")
         memory = ready.get_memory(self.store_name, A1, mid)
-        assert isinstance(memory, Memory)
+        assert isinstance(memory, MemoryRecord)
         assert (memory.id, memory.text, memory.scope) == (mid, "The user likes green tea", A1)
         assert memory.metadata == {"topic": "drinks"}
 
@@ -352,6 +352,34 @@ class MemoryStoreContract:
         assert [h.neighbours for h in service.search("sunny bed")] == [None] * len(
             service.search("sunny bed")
         )
+
+    def test_reference_time_is_used_as_the_store_declares(self, ready: MemoryStore) -> None:
+        """A store that declares ``supports_reference_time`` puts, of two equal hits, the one
+        said in the span the time words name first, counted from the date given; one that
+        does not answers the same whatever the date."""
+        assert isinstance(ready.supports_reference_time, bool)
+        said = {A1: (2023, 3, 12), A2: (2023, 4, 19)}  # the same text, said a month apart
+        for scope, (year, month, day) in said.items():
+            when = datetime(year, month, day, 12, tzinfo=timezone.utc).timestamp()
+            message = Message("user", "I went hiking with Sam", timestamp=when)
+            ready.add_messages(self.store_name, scope, [message], sync=True)
+        self.settle(ready)
+
+        def asked(month: int, day: int) -> list[tuple[str, float, Scope]]:
+            hits = ready.search(
+                self.store_name,
+                A1.tenant_pattern(),
+                "Where did I go hiking last month?",
+                reference_time=datetime(2023, month, day, 8, tzinfo=timezone.utc),
+            )
+            return [(h.memory.id, h.score, h.memory.scope) for h in hits]
+
+        in_april, in_may = asked(4, 22), asked(5, 20)
+        if ready.supports_reference_time:
+            assert [scope for _, _, scope in in_april[:2]] == [A1, A2]  # March's first
+            assert [scope for _, _, scope in in_may[:2]] == [A2, A1]  # April's first
+        else:
+            assert in_april == in_may and len(in_april) == 2
 
     def test_search_filters_are_exact_and_anded(self, ready: MemoryStore) -> None:
         both = self.add(ready, A1, "meeting about the budget", team="red", year="2026")

@@ -27,7 +27,7 @@ from memcore.testing.faults import FaultPlan
 from memcore.values import (
     DreamAction,
     DreamTask,
-    Memory,
+    MemoryRecord,
     MemoryTask,
     Message,
     Page,
@@ -62,7 +62,7 @@ def _content_key(scope: Scope, text: str) -> str:
 @attrs.define
 class _Unit:
     seq: int
-    memory: Memory
+    memory: MemoryRecord
     visible_after: int
     vector: list[float] | None = None
 
@@ -87,6 +87,9 @@ class InMemoryMemoryStore:
     ``consistency_lag``: a write becomes visible to search only after that many later calls,
     as with the cloud service's asynchronous indexing. ``faults``: see :class:`FaultPlan`.
     """
+
+    #: The fake keeps no time-word parser (that is a store's own): the date is checked only.
+    supports_reference_time = False
 
     def __init__(
         self,
@@ -181,7 +184,7 @@ class InMemoryMemoryStore:
                 version=(old.version or 0) + 1,
             )
             return existing
-        memory = Memory(
+        memory = MemoryRecord(
             id=uuid.uuid4().hex,
             text=text,
             scope=scope,
@@ -373,8 +376,7 @@ class InMemoryMemoryStore:
     ) -> list[SearchHit]:
         """Lexical overlap (or cosine, with an embedder) as ``score``; with a
         ``context_scope``, that conversation's hits rank first (``ranking_score``).
-        ``reference_time`` is checked and not used: the fake's overlap score has no ties
-        worth breaking by date, and it keeps no time-word parser (that is the store's)."""
+        ``reference_time`` is checked and not used (:attr:`supports_reference_time`)."""
         started = time.perf_counter()
         self._enter("search")
         limits.check_query(query)
@@ -438,7 +440,7 @@ class InMemoryMemoryStore:
             return TurnContext(tuple(log[max(0, i - turns) : i]), tuple(log[i + 1 : i + 1 + turns]))
 
     @staticmethod
-    def _evidence(st: _Store, memory: Memory) -> tuple[dict[str, str], ...]:
+    def _evidence(st: _Store, memory: MemoryRecord) -> tuple[dict[str, str], ...]:
         """The messages a memory came from (at most 8, each cut to 1,200 characters)."""
         out = []
         for _, msg in st.messages.get(memory.scope, []):
@@ -450,7 +452,7 @@ class InMemoryMemoryStore:
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
-    ) -> Page[Memory]:
+    ) -> Page[MemoryRecord]:
         started = time.perf_counter()
         self._enter("list_memories")
         limits.check_limit(limit)
@@ -463,7 +465,7 @@ class InMemoryMemoryStore:
             self._audit(st, "ListMemories", started=started)
             return page
 
-    def get_memory(self, store: str, scope: Scope, memory_id: str) -> Memory:
+    def get_memory(self, store: str, scope: Scope, memory_id: str) -> MemoryRecord:
         started = time.perf_counter()
         self._enter("get_memory")
         with self._lock:
@@ -480,7 +482,7 @@ class InMemoryMemoryStore:
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> Memory:
+    ) -> MemoryRecord:
         started = time.perf_counter()
         self._enter("update_memory")
         if text is not None:
@@ -749,7 +751,7 @@ class InMemoryMemoryStore:
         self.closed = True
 
     # -- test helpers -------------------------------------------------------------------
-    def all_memories(self, store: str) -> list[Memory]:
+    def all_memories(self, store: str) -> list[MemoryRecord]:
         with self._lock:
             return [
                 u.memory for u in sorted(self._store(store).units.values(), key=lambda u: u.seq)

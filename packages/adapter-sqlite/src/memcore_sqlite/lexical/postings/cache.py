@@ -139,6 +139,12 @@ class PostingsCache:
 
         return TermRows(entry.in_scope, tuple(found))
 
+    def warm_scope(self, tenant: Tenant, generation: int, rows: int | None) -> None:
+        """Count a warm-up as a search of the tenant at ``generation`` toward its build, as
+        the session's first search would count (``rows``: its size if known); a build that
+        is due starts in the background."""
+        self._current(tenant, generation, rows)
+
     def _current(self, tenant: Tenant, generation: int, rows: int | None) -> Postings | None:
         with self._lock:
             entry = self._entries.get(tenant)

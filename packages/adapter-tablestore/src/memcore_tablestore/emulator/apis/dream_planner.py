@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import attrs
 
 from memcore.scope import Scope
-from memcore.values import Memory
+from memcore.values import MemoryRecord
 
 _WORD = re.compile(r"\w+")
 EXACT_CONFIDENCE = 0.95
@@ -27,8 +27,8 @@ NEAR_JACCARD = 0.8
 class Proposal:
     action: str
     scope: Scope
-    target: Memory | None
-    sources: tuple[Memory, ...]
+    target: MemoryRecord | None
+    sources: tuple[MemoryRecord, ...]
     confidence: float
     reason: str
     extract: tuple[str, str, str, str] | None = None  # kind, name, description, instructions
@@ -50,7 +50,7 @@ def _similarity(a: tuple[str, ...], b: tuple[str, ...]) -> float:
     return len(sa & sb) / len(sa | sb) if sa | sb else 0.0
 
 
-def merges(memories: Sequence[Memory]) -> list[Proposal]:
+def merges(memories: Sequence[MemoryRecord]) -> list[Proposal]:
     """MERGE proposals for exact and near duplicates, per scope, oldest memory first."""
     ordered = sorted(memories, key=lambda m: (m.created_at or 0.0, m.id))
     taken: set[str] = set()
@@ -59,7 +59,7 @@ def merges(memories: Sequence[Memory]) -> list[Proposal]:
         if target.id in taken:
             continue
         words = _words(target.text)
-        group: list[Memory] = []
+        group: list[MemoryRecord] = []
         lowest = 1.0
         for other in ordered[i + 1 :]:
             if other.id in taken or other.scope != target.scope:
@@ -85,9 +85,9 @@ def merges(memories: Sequence[Memory]) -> list[Proposal]:
     return out
 
 
-def extracts(kind: str, memories: Sequence[Memory]) -> list[Proposal]:
+def extracts(kind: str, memories: Sequence[MemoryRecord]) -> list[Proposal]:
     """One EMIT_SKILL or EMIT_PROFILE per scope that holds memories."""
-    by_scope: dict[Scope, list[Memory]] = {}
+    by_scope: dict[Scope, list[MemoryRecord]] = {}
     for memory in memories:
         by_scope.setdefault(memory.scope, []).append(memory)
     out: list[Proposal] = []

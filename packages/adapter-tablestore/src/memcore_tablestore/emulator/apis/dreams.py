@@ -15,7 +15,7 @@ from typing import Any
 from memcore import values
 from memcore.limits import utf8_len
 from memcore.scope import Scope, ScopePattern
-from memcore.values import Memory, Message
+from memcore.values import MemoryRecord, Message
 from memcore_tablestore.emulator import request_fields, scopes
 from memcore_tablestore.emulator.apis import dream_actions, dream_planner
 from memcore_tablestore.emulator.apis.dream_actions import apply_one, find_dream, recount, skip
@@ -59,7 +59,7 @@ def _scopes_of(svc: Service, name: str, pattern: ScopePattern) -> list[Scope]:
     return svc.everything(lambda t: svc.store.list_scopes(name, pattern, limit=100, next_token=t))
 
 
-def _memories_of(svc: Service, name: str, pattern: ScopePattern) -> list[Memory]:
+def _memories_of(svc: Service, name: str, pattern: ScopePattern) -> list[MemoryRecord]:
     return svc.everything(lambda t: svc.store.list_memories(name, pattern, limit=100, next_token=t))
 
 
@@ -75,7 +75,7 @@ def _inputs(svc: Service, name: str, patterns: list[ScopePattern], body: Any) ->
         expanded.extend(s for s in _scopes_of(svc, name, pattern) if s not in expanded)
     expanded = expanded[: request_fields.whole(body, "expandedScopeLimit", 200, 0, 1000)]
     chosen = set(expanded)
-    seen: dict[str, Memory] = {}
+    seen: dict[str, MemoryRecord] = {}
     for pattern in patterns:
         for memory in _memories_of(svc, name, pattern):
             if (

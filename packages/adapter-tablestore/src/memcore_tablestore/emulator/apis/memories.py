@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memcore import limits
-from memcore.values import Memory, Message, SearchHit, WriteReceipt
+from memcore.values import MemoryRecord, Message, SearchHit, WriteReceipt
 from memcore_tablestore.emulator import encode, request_fields, scopes
 from memcore_tablestore.emulator.context import Answer, Call, Handler, Service, port_page
 from memcore_tablestore.emulator.ledger import Task
@@ -185,7 +185,7 @@ def list_memories(svc: Service, call: Call) -> Answer:
     return out
 
 
-def _target(svc: Service, call: Call) -> tuple[str, Any, str, Memory]:
+def _target(svc: Service, call: Call) -> tuple[str, Any, str, MemoryRecord]:
     name = call.store_name
     scope = scopes.exact_scope(call.body.get("scope"))
     memory_id = request_fields.required(call.body, "memoryId")
