@@ -65,7 +65,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         turn_time: Callable[[], datetime] | None = None,
     ) -> None:
         """``turn_time``: when the turn being answered is asked (default now), the reference
-        time of its recall and searches; a replay of dated conversations sets it."""
+        time of its recall and searches; a replay of dated conversations sets it, and then
+        each synced turn is stored as said at that time too."""
         self._store_factory = store_factory
         self._turn_time = turn_time
         self._background_reindex = background_reindex
