@@ -220,6 +220,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "default": "1000",
                 "when": {"backend": "tablestore"},
             },
+            {
+                "key": "recall_neighbours",
+                "description": "Turns of its conversation shown around each recalled memory "
+                "(0 to 5, within the same block size)",
+                "default": "0",
+                "when": {"backend": "local"},
+            },
         ]
 
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
