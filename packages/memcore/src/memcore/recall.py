@@ -66,7 +66,12 @@ def normalized(text: str) -> str:
 
 
 def _when(hit: SearchHit) -> float:
+    """The date a memory is shown with: when it was last said or changed. A memory never
+    changed since it was written (version 1) shows ``created_at``, which an import keeps
+    from the exported record, rather than ``updated_at``, the day of the import."""
     m = hit.memory
+    if m.version == 1 and m.created_at:
+        return m.created_at
     return m.updated_at or m.created_at or 0.0
 
 
