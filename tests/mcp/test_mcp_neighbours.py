@@ -5,12 +5,10 @@ SDK's client over stdio; the conversation is written by ``memcore add --messages
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import anyio
-from mcp_rig import MEMCORE, Backend, payload
+from mcp_rig import Backend, payload, run_memcore
 
 TURNS = [
     ("user", "Which trail should we take on Saturday?"),
@@ -25,17 +23,7 @@ def seed_conversation(backend: Backend, tmp_path: Path) -> None:
     (backend.home / "config.json").write_text(json.dumps({"embedder": "none"}), "utf-8")
     turns = tmp_path / "turns.json"
     turns.write_text(json.dumps([{"role": r, "content": c} for r, c in TURNS]), "utf-8")
-    done = subprocess.run(
-        [
-            MEMCORE,
-            *backend.argv("--tenant", "alice", "add", "--sync", "--messages-file", str(turns)),
-        ],
-        env={**os.environ, **backend.env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    run_memcore(backend, "--tenant", "alice", "add", "--sync", "--messages-file", str(turns))
 
 
 def test_recall_returns_each_hits_neighbouring_turns(
