@@ -25,12 +25,21 @@ with the tenant (about 3 s a session at 300-500 memories on a busy 2-core machin
 make a run of a dozen questions last half an hour; recall is then measured on what the turns
 wrote, unmerged.
 
+``--reference-time`` replays each haystack session at its date (the provider's ``turn_time``
+set to ``haystack_dates``, so the turns are stored as said then) and asks the question twice,
+each as the first message of a new session: with ``turn_time`` at now, and at the question's
+``question_date``, so its time words ("last month", "10 days ago") are read from when it was
+asked. ``--neighbours N`` asks once more with the plugin's ``recall_neighbours`` at N (each
+memory's turns around it, inside the same block budget). Reported: evidence in each context
+and the paired sign test, per comparison. ``--types`` keeps only
+questions of those types (e.g. ``temporal-reasoning``).
+
 ``--cache DIR`` keeps the ingest's vectors per text between runs (outside the repository); the
 model is loaded once per process and shared by every question, as a long-running agent would.
 
     uv run python -m benchmarks.hermes_loop_recall [--limit 12] [--offset 0] [--stride 1] \
         [--backends local,emulator] [--latency-ms 200] [--cache /tmp/lme-cache] [--data FILE] \
-        [--no-consolidation]
+        [--no-consolidation] [--types temporal-reasoning] [--reference-time] [--neighbours 1]
 """
 
 from __future__ import annotations
@@ -45,18 +54,35 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from benchmarks import _prefetch_phases
 from benchmarks._embed_cache import CachingEmbedder, WrappedEmbedder
-from benchmarks._stats import summary_ms
+from benchmarks._stats import sign_test_p, summary_ms
 from benchmarks.longmemeval import DEFAULT_DATA, load
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EMULATOR_KEYS = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-sk"}
 EVIDENCE_CHARS = 120
 _WS = re.compile(r"\s+")
+_LME_DATE = "%Y/%m/%d (%a) %H:%M"
+
+
+def lme_date(text: str) -> datetime:
+    """A LongMemEval date ("2023/04/20 (Thu) 10:12"), taken as UTC."""
+    return datetime.strptime(text, _LME_DATE).replace(tzinfo=timezone.utc)
+
+
+class TurnClock:
+    """The provider's ``turn_time``: now unless a replay sets the moment."""
+
+    def __init__(self) -> None:
+        self.at: datetime | None = None
+
+    def __call__(self) -> datetime:
+        return self.at or datetime.now(timezone.utc)
 
 
 def fold(text: str) -> str:
@@ -126,13 +152,16 @@ def _evidence(item: dict[str, Any]) -> list[str]:
 class Loop:
     """One question lived through Hermes' MemoryManager with the plugin as Hermes loads it."""
 
-    def __init__(self, home: Path, user_id: str) -> None:
+    def __init__(self, home: Path, user_id: str, clock: TurnClock | None = None) -> None:
         from agent.memory_manager import MemoryManager
         from plugins.memory import load_memory_provider
 
         provider = load_memory_provider("tablestore-mem")
         if provider is None:
             raise RuntimeError("Hermes did not load the tablestore-mem plugin")
+        if clock is not None:
+            # Hermes' loader takes no arguments: what ``turn_time=`` would give the provider.
+            provider._turn_time = clock
         self.provider = provider
         self.mm = MemoryManager()
         self.mm.add_provider(provider)
@@ -174,12 +203,73 @@ class Loop:
         self.mm.shutdown_all()
 
 
+def _ask_variants(
+    loop: Loop,
+    item: dict[str, Any],
+    question: str,
+    evidence: list[str],
+    clock: TurnClock | None,
+    neighbours: int,
+) -> dict[str, Any]:
+    """The question asked as a new session's first message in each variant, back to back on
+    the same tenant: ``now`` (turn_time now), ``at`` (at the question's date, when the
+    replay was dated) and ``nb`` (with ``recall_neighbours``, at the question's date when
+    dated). Evidence found and characters of each context."""
+    runtime = loop.provider.runtime
+    plain = runtime.config
+    asked = lme_date(item["question_date"])
+    plan: list[tuple[str, datetime | None, int]] = [("now", None, 0)]
+    if clock is not None:
+        plan.append(("at", asked, 0))
+    if neighbours:
+        plan.append(("nb", asked if clock is not None else None, neighbours))
+    out: dict[str, Any] = {}
+    for name, at, around in plan:
+        if clock is not None:
+            clock.at = at
+        runtime.config = plain.with_changes(recall_neighbours=around)
+        block, _ = loop.ask(1, question)
+        loop.new_session(f"lme-ask-{name}", [])
+        out[f"{name}_hit"] = any(e in fold(block) for e in evidence)
+        out[f"{name}_chars"] = len(block)
+        out[f"{name}_block"] = fold(block)
+    runtime.config = plain
+    if clock is not None:
+        clock.at = None
+    return out
+
+
+def _paired(rows: Sequence[dict[str, Any]], base: str, other: str) -> dict[str, Any]:
+    """Evidence in ``other``'s context against ``base``'s, per question, with the sign test."""
+    better = sum(r[f"{other}_hit"] and not r[f"{base}_hit"] for r in rows)
+    worse = sum(r[f"{base}_hit"] and not r[f"{other}_hit"] for r in rows)
+    return {
+        f"evidence_{base}": sum(r[f"{base}_hit"] for r in rows),
+        f"evidence_{other}": sum(r[f"{other}_hit"] for r in rows),
+        "better": better,
+        "worse": worse,
+        "sign_test_p": round(sign_test_p(better, worse), 4),
+        "contexts_differ": sum(r[f"{base}_block"] != r[f"{other}_block"] for r in rows),
+        "chars_mean": [
+            round(sum(r[f"{name}_chars"] for r in rows) / len(rows)) for name in (base, other)
+        ],
+        f"missed_{other}": [r["id"] for r in rows if not r[f"{other}_hit"]],
+    }
+
+
 def run_question(
-    item: dict[str, Any], index: int, home: Path, switch: _AskSwitch | None, server: Any
+    item: dict[str, Any],
+    index: int,
+    home: Path,
+    switch: _AskSwitch | None,
+    server: Any,
+    dated: bool = False,
+    neighbours: int = 0,
 ) -> dict[str, Any]:
     evidence = _evidence(item)
     user_id = f"lme-q{index}"
-    loop = Loop(home, user_id)
+    clock = TurnClock() if dated else None
+    loop = Loop(home, user_id, clock)
     try:
         started = time.perf_counter()
         turns = 0
@@ -187,6 +277,8 @@ def run_question(
         for si, session in enumerate(item["haystack_sessions"]):
             if si:
                 loop.new_session(f"lme-s{si}", previous)
+            if clock is not None:
+                clock.at = lme_date(item["haystack_dates"][si])
             previous = []
             for user, assistant in _pairs(session):
                 loop.mm.sync_all(user, assistant, session_id=loop.session)
@@ -203,6 +295,9 @@ def run_question(
         if server is not None:
             server.set_faults({"latency_ms": server.latency_ms})
         question = item["question"]
+        variants: dict[str, Any] = {}
+        if clock is not None or neighbours:
+            variants = _ask_variants(loop, item, question, evidence, clock, neighbours)
         first, first_s = loop.ask(1, question)
         loop.new_session("lme-ask2", [])
         loop.mm.flush_pending(60)
@@ -223,6 +318,7 @@ def run_question(
             "second_chars": len(second),
             "prefetch_s": [first_s, hi_s, second_s],
             "phases": loop.phases,
+            **variants,
         }
     finally:
         if switch is not None:
@@ -247,7 +343,13 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_type[r["type"]].append(r)
+    dated: dict[str, Any] = {}
+    if rows and "at_hit" in rows[0]:  # asked now against asked at the question's date
+        dated["reference_time"] = _paired(rows, "now", "at")
+    if rows and "nb_hit" in rows[0]:  # without neighbours against with, at the same time
+        dated["neighbours"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "nb")
     return {
+        **dated,
         **cell(rows),
         "prefetch_ms": summary_ms([s for r in rows for s in r["prefetch_s"]]),
         "ingest_s_mean": round(sum(r["ingest_s"] for r in rows) / len(rows), 2),
@@ -338,7 +440,17 @@ def run_backend(
                     config["recall_wait_ms"] = args.recall_wait_ms
                 home = _home(root, f"home-emu-{index}", config, EMULATOR_KEYS)
             os.environ["HERMES_HOME"] = str(home)
-            rows.append(run_question(item, index, home, switch, server))
+            rows.append(
+                run_question(
+                    item,
+                    index,
+                    home,
+                    switch,
+                    server,
+                    dated=args.reference_time,
+                    neighbours=args.neighbours,
+                )
+            )
             shutil.rmtree(home, ignore_errors=True)
             (root / f"q{index}.db").unlink(missing_ok=True)
             print(
@@ -370,6 +482,18 @@ def main() -> int:
     parser.add_argument(
         "--phases", action="store_true", help="time each prefetch's phases (_prefetch_phases.py)"
     )
+    parser.add_argument("--types", default="", help="only these question types (comma list)")
+    parser.add_argument(
+        "--reference-time",
+        action="store_true",
+        help="replay each session at its date; ask now and at the question's date",
+    )
+    parser.add_argument(
+        "--neighbours",
+        type=int,
+        default=0,
+        help="also ask with recall_neighbours=N (the embedded store), same block budget",
+    )
     args = parser.parse_args()
     if args.no_consolidation:
         from memcore_hermes.session import consolidation
@@ -379,6 +503,9 @@ def main() -> int:
     if args.phases:
         _prefetch_phases.install()
     data = load(args.data)
+    if args.types:
+        wanted = set(args.types.split(","))
+        data = [item for item in data if item["question_type"] in wanted]
     picked = list(enumerate(data))[args.offset :: max(1, args.stride)][: args.limit]
     result: dict[str, Any] = {
         "benchmark": "hermes_loop_recall",
@@ -386,6 +513,9 @@ def main() -> int:
         "questions": [i for i, _ in picked],
         "roles": "user+assistant",
         "consolidation": not args.no_consolidation,
+        "types": args.types or "all",
+        "reference_time": args.reference_time,
+        "neighbours": args.neighbours,
     }
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends.split(","):

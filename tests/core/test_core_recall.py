@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import attrs
+
 from memcore.recall import FENCE_CLOSE, FENCE_OPEN, format_recall, select_hits, strip_recall
 from memcore.scope import Scope
 from memcore.turn_policy import is_acknowledgement, is_tool_echo, plan_memories, worth_recalling
@@ -118,3 +120,20 @@ def test_plan_memories_modes() -> None:
     assert kept("never") == ["I moved to Porto"]
     assert kept("always") == [m.content for m in turn]
     assert len(plan_memories(turn, "never")) == 3  # every message still reaches the log
+
+
+def test_an_imported_memory_shows_when_it_was_said_not_the_import_day() -> None:
+    """An import keeps ``created_at`` and stamps ``updated_at`` with the import day; the
+    block shows the first unless the memory changed since (a later version)."""
+    said, imported = T0 - 400 * DAY, T0
+    memory = MemoryRecord(
+        id="m1",
+        text="I went hiking with Ana",
+        scope=Scope("a", "t", "g", "r1"),
+        created_at=said,
+        updated_at=imported,
+        version=1,
+    )
+    assert "[2025-04-23] I went hiking with Ana" in format_recall([SearchHit(memory, 0.9)])
+    changed = attrs.evolve(memory, version=2)
+    assert "[2026-05-28] I went hiking with Ana" in format_recall([SearchHit(changed, 0.9)])

@@ -111,6 +111,18 @@ async def http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
         yield session
 
 
+def run_memcore(backend: Backend, *args: str) -> None:
+    """``memcore [flags] ARGS`` on ``backend`` as a command (to seed a store); must succeed."""
+    done = subprocess.run(
+        [MEMCORE, *backend.argv(*args)],
+        env={**os.environ, **backend.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def payload(result: Any) -> Any:
     """The JSON of a tool answer (inside the fence when it holds stored text); checks that the
     structured copy says the same."""

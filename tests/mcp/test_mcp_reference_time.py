@@ -4,13 +4,11 @@ value is the usual typed JSON error. Driven by the SDK's client over stdio."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
 import anyio
-from mcp_rig import MEMCORE, Backend, payload
+from mcp_rig import Backend, payload, run_memcore
 
 QUESTION = "Where did I go hiking last month?"
 
@@ -43,14 +41,7 @@ def seed_dated_hikes(backend: Backend, tmp_path: Path) -> None:
         ),
         "utf-8",
     )
-    done = subprocess.run(
-        [MEMCORE, *backend.argv("--tenant", "alice", "import", str(lines))],
-        env={**os.environ, **backend.env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    run_memcore(backend, "--tenant", "alice", "import", str(lines))
 
 
 def test_recall_reads_time_words_from_the_reference_time(

@@ -121,3 +121,35 @@ def test_without_a_turn_time_the_turn_is_asked_now(manager: Any) -> None:
     mm = manager()
     assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
     assert _tool_order(mm) == [ANA, SAM]
+
+
+def test_a_replay_stamps_each_turn_with_its_time(
+    hermes_home: Path, kit: Any, tmp_path: Path
+) -> None:
+    """A replay of dated conversations sets ``turn_time`` while it syncs the turns too: each
+    is stored as said then, so "last month" finds it when asked later; live (no ``turn_time``)
+    the store stamps a turn when it lands."""
+    from agent.memory_manager import MemoryManager
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    store = SqliteMemoryStore(tmp_path / "replay.sqlite3")
+    clock = TurnClock(datetime(2023, 3, 12, 12, tzinfo=timezone.utc))
+    provider = MemcoreMemoryProvider(
+        store_factory=lambda _config: store, retry=kit.FAST_RETRY, turn_time=clock
+    )
+    mm = MemoryManager()
+    mm.add_provider(provider)
+    mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+    try:
+        mm.sync_all(SAM, "", session_id="s1")
+        clock.now = datetime(2023, 4, 19, 12, tzinfo=timezone.utc)
+        mm.sync_all(ANA, "", session_id="s1")
+        provider.runtime.flush(30)
+        provider.runtime.wait_idle(30)
+        clock.now = APRIL_22
+        assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [SAM, ANA]
+        clock.now = MAY_20
+        assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
+    finally:
+        mm.shutdown_all()
+        store.close()

@@ -155,6 +155,20 @@ class MemoryTools:
                 )
             ),
         ] = None,
+        neighbours: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=limits.MAX_NEIGHBOURS,
+                description=(
+                    "Turns of each match's own conversation to include before and after it "
+                    f"(0 to {limits.MAX_NEIGHBOURS}; default 0), in its neighbours.before / "
+                    f".after, at most {limits.DEFAULT_NEIGHBOUR_CHARS} characters a match. "
+                    "Only stores that keep the order of a conversation's turns can (the "
+                    "embedded store); others answer an unsupported error."
+                ),
+            ),
+        ] = 0,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
             hits = service.search(
@@ -164,6 +178,7 @@ class MemoryTools:
                 min_similarity=min_score,
                 context_scope=True,
                 reference_time=limits.parse_reference_time(reference_time),
+                neighbours=neighbours,
             )
             return {"results": [answers.hit_json(h) for h in hits]}
 

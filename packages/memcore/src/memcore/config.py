@@ -115,6 +115,13 @@ def _recall_wait(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
         raise _BadValue(attribute.name, f"{attribute.name} must be from 0 to 10000 milliseconds")
 
 
+def _recall_neighbours(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if not 0 <= value <= limits.MAX_NEIGHBOURS:
+        raise _BadValue(
+            attribute.name, f"{attribute.name} must be from 0 to {limits.MAX_NEIGHBOURS}"
+        )
+
+
 @attrs.frozen
 class MemcoreConfig:
     """Every non-secret setting, with the original plugin's defaults."""
@@ -153,6 +160,11 @@ class MemcoreConfig:
     #: memories; benchmarks/hermes_loop_recall.py); the model's own answer takes seconds after
     #: it, and Hermes' bundled mem0 provider waits up to 3 s.
     recall_wait_ms: int = attrs.field(default=1_000, validator=_recall_wait)
+    #: Turns of its own conversation shown before and after each recalled memory (0 to 5),
+    #: within the recall block's same character budget; the embedded store only (TableStore
+    #: keeps no order of turns). Off by default, as measured in Hermes' loop
+    #: (docs/benchmarks/hermes.md).
+    recall_neighbours: int = attrs.field(default=0, validator=_recall_neighbours)
 
     def with_changes(self, **changes: Any) -> MemcoreConfig:
         return attrs.evolve(self, **changes)

@@ -6,6 +6,7 @@ for the agent plugin.
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -175,6 +176,15 @@ def search(
             "words such as 'last month' or '3 days ago' are read from it.",
         ),
     ] = None,
+    neighbours: Annotated[
+        int,
+        typer.Option(
+            "--neighbours",
+            metavar="N",
+            help="Show each hit's N turns of its own conversation before and after it (0 to "
+            "5; rows marked -1, +1 under the hit). The embedded store only.",
+        ),
+    ] = 0,
 ) -> None:
     """Search memories; without --agent/--run it covers the whole tenant.
 
@@ -183,6 +193,7 @@ def search(
       memcore search "answer style"
       memcore search --top-k 3 --filter topic=style "how should I reply"
       memcore search --at 2026-05-20T09:00 "where did I go hiking last month"
+      memcore search --neighbours 1 "mountain hut"
       memcore --json search "coffee" | jq '.[0].text'
     """
     from memcore import limits
@@ -197,6 +208,7 @@ def search(
     limits.check_metadata(flt, field="filters")
     limits.check_min_similarity(min_similarity)
     asked = limits.parse_reference_time(at, field="at", label="--at")
+    limits.check_neighbours(neighbours)
     hits = (
         state.runtime()
         .service()
@@ -209,11 +221,15 @@ def search(
             context_scope=context,
             include_evidence=evidence,
             reference_time=asked,
+            neighbours=neighbours,
         )
     )
     out = state.output
     if state.json:
         out.json([hit_record(h) for h in hits])
+        return
+    if neighbours:
+        out.table(("score", "id", "turn", "text", "scope"), _rows_with_turns(hits), empty=NO_MATCH)
         return
     out.table(
         ("score", "id", "text", "scope"),
@@ -221,8 +237,26 @@ def search(
             (f"{h.score:.3f}", h.memory.id, h.memory.text, _short_scope(h.memory.scope))
             for h in hits
         ),
-        empty="no memories matched",
+        empty=NO_MATCH,
     )
+
+
+NO_MATCH = "no memories matched"
+
+
+def _rows_with_turns(hits: Any) -> Iterator[tuple[str, str, str, str, str]]:
+    """Each hit's row (turn ``0``), its turns before (``-2``, ``-1``) above it and after
+    (``+1``, ``+2``) below it, their text ``role: content``, score and id left empty."""
+    for h in hits:
+        around = h.neighbours
+        before = around.before if around is not None else ()
+        after = around.after if around is not None else ()
+        scope = _short_scope(h.memory.scope)
+        for i, m in enumerate(before):
+            yield ("", "", f"-{len(before) - i}", f"{m.role}: {m.content}", scope)
+        yield (f"{h.score:.3f}", h.memory.id, "0", h.memory.text, scope)
+        for i, m in enumerate(after):
+            yield ("", "", f"+{i + 1}", f"{m.role}: {m.content}", scope)
 
 
 def _short_scope(scope: Any) -> str:

@@ -14,14 +14,15 @@ import attrs
 
 from memcore.scope import Scope, ScopePattern
 from memcore.transfer import memory_record
-from memcore.values import MemoryRecord, SearchHit
+from memcore.values import MemoryRecord, Message, SearchHit, TurnContext
 
-__all__ = ["hit_record", "memory_record", "to_record"]
+__all__ = ["hit_record", "memory_record", "neighbours_record", "to_record"]
 
 
 def hit_record(hit: SearchHit) -> dict[str, Any]:
     """A memory record plus how it was found: ``similarity`` (raw cosine, informational),
-    ``source`` and, when asked for, ``evidence`` (the supporting messages)."""
+    ``source`` and, when asked for, ``evidence`` (the supporting messages) and
+    ``neighbours`` (the turns of its session around it)."""
     out = memory_record(hit.memory, hit.score)
     out["similarity"] = hit.similarity
     out["source"] = hit.source
@@ -29,7 +30,22 @@ def hit_record(hit: SearchHit) -> dict[str, Any]:
         out["ranking_score"] = hit.ranking_score
     if hit.evidence:
         out["evidence"] = [dict(e) for e in hit.evidence]
+    if hit.neighbours is not None:
+        out["neighbours"] = neighbours_record(hit.neighbours)
     return out
+
+
+def neighbours_record(context: TurnContext) -> dict[str, list[dict[str, Any]]]:
+    """``{"before": [...], "after": [...]}``, each side in the order said, each turn
+    ``{"role", "content", "timestamp"}`` (seconds since the epoch, or null)."""
+    return {
+        "before": [_turn(m) for m in context.before],
+        "after": [_turn(m) for m in context.after],
+    }
+
+
+def _turn(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": message.content, "timestamp": message.timestamp}
 
 
 def to_record(value: Any) -> Any:

@@ -49,6 +49,13 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     search.add_argument("query", help="What to look for")
     search.add_argument("--top-k", type=int, default=None, help="How many results (1-50)")
     search.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    search.add_argument(
+        "--at",
+        default=None,
+        metavar="ISO8601",
+        help="When the question is asked (default now; UTC without an offset): time words "
+        "such as 'last month' or '3 days ago' are read from it",
+    )
 
     listing = commands.add_parser("list", help="List the user's memories, a page at a time")
     listing.add_argument("--limit", type=int, default=20, help="Items per page (1 to 100)")
@@ -334,10 +341,12 @@ class _Session:
 
 
 def _run_search(args: argparse.Namespace) -> None:
+    from memcore import limits
     from memcore_hermes.session.tools import hit_json
 
+    asked = limits.parse_reference_time(args.at, field="at", label="--at")
     with _Session(args) as session:
-        hits = session.service.search(args.query, top_k=args.top_k)
+        hits = session.service.search(args.query, top_k=args.top_k, reference_time=asked)
         _print(
             {"scope": str(session.service.search_pattern), "results": [hit_json(h) for h in hits]}
         )

@@ -112,7 +112,7 @@ class HermesHome:
 
 # Setup prompts return text; these keys are typed in the config model.
 _BOOL_KEYS = frozenset({"enable_rerank", "auto_create_store"})
-_INT_KEYS = frozenset({"top_k", "recall_wait_ms"})
+_INT_KEYS = frozenset({"top_k", "recall_wait_ms", "recall_neighbours"})
 _FLOAT_KEYS = frozenset({"timeout"})
 
 

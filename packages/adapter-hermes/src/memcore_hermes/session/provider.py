@@ -65,7 +65,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         turn_time: Callable[[], datetime] | None = None,
     ) -> None:
         """``turn_time``: when the turn being answered is asked (default now), the reference
-        time of its recall and searches; a replay of dated conversations sets it."""
+        time of its recall and searches; a replay of dated conversations sets it, and then
+        each synced turn is stored as said at that time too."""
         self._store_factory = store_factory
         self._turn_time = turn_time
         self._background_reindex = background_reindex
@@ -218,6 +219,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "description": "How long a turn waits for TableStore's recall (ms)",
                 "default": "1000",
                 "when": {"backend": "tablestore"},
+            },
+            {
+                "key": "recall_neighbours",
+                "description": "Turns of its conversation shown around each recalled memory "
+                "(0 to 5, within the same block size)",
+                "default": "0",
+                "when": {"backend": "local"},
             },
         ]
 

@@ -16,9 +16,12 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
 from typing import Any
 
+import attrs
+
 from memcore import limits
 from memcore.config import MemcoreConfig
 from memcore.errors import InvalidInput, MemcoreError, PermissionDenied
+from memcore.ports import NeighbourTurns
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope
 from memcore.service import BUILTIN_SOURCE, MemoryService
@@ -83,6 +86,8 @@ class MemoryRuntime:
         #: so it is now; a replay of dated conversations sets it. Not ``clock``: the spool's
         #: backoff must keep running on real time.
         self.turn_time = turn_time or _now
+        #: A replay's turns are stamped with its time, so the store knows when each was said.
+        self._stamp_turns = turn_time is not None
         self._scope = scope
         self._scope_lock = threading.Lock()
         self._recall_lock = threading.Lock()
@@ -204,10 +209,22 @@ class MemoryRuntime:
         meta = {"source": "hermes_turn"}
         if session_id and isinstance(session_id, str):
             meta["session_id"] = session_id[: limits.MAX_METADATA_VALUE_CHARS]
-        writes = [MessagesWrite(self.store_name, scope, b.messages, meta) for b in batches]
+        writes = [
+            MessagesWrite(self.store_name, scope, self._stamped(b.messages), meta) for b in batches
+        ]
         for w in writes:
             limits.check_messages(w.messages)
         return self._spool(writes)
+
+    def _stamped(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """``messages`` stamped with the turn's time when a replay sets it (a message that
+        has its own time keeps it); live, the store stamps them when they land."""
+        if not self._stamp_turns:
+            return tuple(messages)
+        said = self.turn_time().timestamp()
+        return tuple(
+            m if m.timestamp is not None else attrs.evolve(m, timestamp=said) for m in messages
+        )
 
     def remember(self, text: str, *, metadata: Mapping[str, str] | None = None) -> str:
         """Validate and spool an explicit memory; returns the entry key."""
@@ -262,8 +279,14 @@ class MemoryRuntime:
         service = self.service(store)
         service.switch_scope(scope)
         # The current session is the context: the service ranks its memories higher.
+        # Turns around each memory when configured and the store keeps their order.
+        around = self.config.recall_neighbours if isinstance(store, NeighbourTurns) else 0
         hits = service.search(
-            query, top_k=min(limits.MAX_TOP_K, 2 * k), context_scope=True, reference_time=asked
+            query,
+            top_k=min(limits.MAX_TOP_K, 2 * k),
+            context_scope=True,
+            reference_time=asked,
+            neighbours=around,
         )
         return format_recall(hits, top_k=k)
 

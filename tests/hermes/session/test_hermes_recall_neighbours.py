@@ -1,0 +1,81 @@
+"""``recall_neighbours`` in the plugin's config: the recall before a turn shows each memory's
+turns of its own conversation under it (the embedded store); off by default; on a store that
+keeps no order of turns it is left out rather than failing every recall. Driven by Hermes'
+real ``MemoryManager``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.config import MemcoreConfig, config_from_mapping
+from memcore.errors import ConfigError
+from memcore_hermes import MemcoreMemoryProvider
+from memcore_sqlite import SqliteMemoryStore
+
+QUESTION = "Where is the mountain hut I booked?"
+TURNS = [
+    ("Which trail should we take on Saturday?", "Take the ridge trail above Lake Bled."),
+    ("I booked the mountain hut near Triglav for the night", "The hut serves dinner until eight."),
+]
+
+
+@pytest.fixture
+def manager(hermes_home: Path, kit: Any, tmp_path: Path, emulator: Any) -> Iterator[Any]:
+    """Hermes' ``MemoryManager`` over the embedded store, or TableStore through the loopback
+    emulator, the plugin configured with ``config`` keys; the turns above synced, delivered."""
+    from agent.memory_manager import MemoryManager
+
+    made: list[Any] = []
+
+    def make(backend: str = "local", **config: Any) -> Any:
+        if backend == "local":
+            kit.write_config(hermes_home, backend="local", embedder="none", **config)
+            store = SqliteMemoryStore(tmp_path / "n.sqlite3")
+            provider = MemcoreMemoryProvider(
+                store_factory=lambda _config: store, retry=kit.FAST_RETRY
+            )
+        else:
+            kit.emulator_home(hermes_home, emulator, **config)
+            provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+        mm = MemoryManager()
+        mm.add_provider(provider)
+        mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+        made.append(mm)
+        for user, assistant in TURNS:
+            mm.sync_all(user, assistant, session_id="s1")
+        provider.runtime.flush(30)
+        provider.runtime.wait_idle(30)
+        return mm
+
+    yield make
+    for mm in made:
+        mm.shutdown_all()
+
+
+def test_the_recall_shows_the_turns_around_each_memory(manager: Any) -> None:
+    block = manager(recall_neighbours=1).prefetch_all(QUESTION, session_id="s1")
+    hut = block.index("- ") + block[block.index("- ") :].index("mountain hut near Triglav")
+    assert "before, assistant: Take the ridge trail above Lake Bled." in block
+    assert "after, assistant: The hut serves dinner until eight." in block[hut:]
+
+
+def test_off_by_default(manager: Any) -> None:
+    assert MemcoreConfig().recall_neighbours == 0
+    block = manager().prefetch_all(QUESTION, session_id="s1")
+    assert "mountain hut near Triglav" in block and "before," not in block
+
+
+def test_a_store_without_turn_order_recalls_without_them(manager: Any) -> None:
+    block = manager("tablestore", recall_neighbours=1).prefetch_all(QUESTION, session_id="s1")
+    assert "mountain hut near Triglav" in block and "before," not in block
+
+
+def test_out_of_range_is_a_config_error() -> None:
+    assert config_from_mapping({"recall_neighbours": 2}).recall_neighbours == 2
+    for bad in (6, -1, "one", True):
+        with pytest.raises(ConfigError, match="recall_neighbours"):
+            config_from_mapping({"recall_neighbours": bad})
