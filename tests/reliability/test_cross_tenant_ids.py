@@ -558,20 +558,47 @@ def test_hermes_tools_answer_another_tenants_ids_as_missing(
 
 
 # -- the hosts reach stores only through the service --------------------------------------------
+def _id_taking_store_methods() -> frozenset[str]:
+    """Every port method with a parameter naming an object id (``memory_id``, ``task_id``,
+    ``action_ids``...), read from the ports themselves, so that a method added later (as
+    ``NeighbourTurns.neighbour_turns`` was) is in the scan without anyone listing it."""
+    import inspect
+
+    from memcore import ports
+
+    found = set()
+    for _, port in inspect.getmembers(ports, inspect.isclass):
+        if not getattr(port, "_is_protocol", False):
+            continue
+        for method, function in inspect.getmembers(port, inspect.isfunction):
+            names = inspect.signature(function).parameters
+            if any(n.endswith(("_id", "_ids")) for n in names):
+                found.add(method)
+    return frozenset(found)
+
+
 #: Store methods that take an object id: a host calls the service for these, never the store.
-ID_TAKING = frozenset(
-    {
+#: ``list_dream_tasks`` takes none, but lists by a scope only the service resolves for a tenant.
+ID_TAKING = _id_taking_store_methods() | {"list_dream_tasks"}
+
+
+def test_the_id_taking_methods_are_read_from_every_port() -> None:
+    """The scan's list holds each id-taking method of the store port and of the optional
+    ports, including those it was once written out by hand with and the later ones."""
+    assert {
         "get_task",
+        "get_memory",
         "get_dream_task",
-        "list_dream_tasks",
         "list_dream_actions",
         "apply_dream_actions",
         "undo_dream_action",
         "cancel_dream_task",
         "update_memory",
         "delete_memory",
-    }
-)
+        "neighbour_turns",
+    } <= ID_TAKING
+
+
 #: Every host package's source root; each must exist and hold modules, so a moved or renamed
 #: host is not silently left out of the scan.
 HOSTS = ("adapter-cli/src", "adapter-hermes/src", "adapter-mcp/src")
@@ -599,7 +626,7 @@ def _store_calls(name: str, source: str) -> Iterator[str]:
         receiver = ast.unparse(node.func.value)
         if "service" in receiver.rsplit(".", 1)[-1] or receiver in ("self", "cls"):
             continue
-        if method in ID_TAKING | {"get_memory"}:
+        if method in ID_TAKING:
             yield f"{name}:{node.lineno} {receiver}.{method}"
 
 
