@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memcore.errors import PermissionDenied, ProtocolError
+from memcore_sqlite.storage.rows import HASH_BYTES
 from memcore_sqlite.vector import code_pages, stored
 
 #: Bytes per database page of a new file. A memory's float vector row is about 1.57 KB: two
@@ -267,11 +268,98 @@ def _v8(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+#: Schema 9's full-text rows: a scope's prefix and tags once in ``memory_fts_scopes`` (116 of
+#: a row's 348 bytes at 100k memories were these, the same for every row of the scope), and
+#: each row its words, its scope and its metadata tags. The view gives FTS5 the same values.
+_FTS_SCOPES = (
+    "CREATE TABLE memory_fts_scopes (id INTEGER PRIMARY KEY, prefix TEXT NOT NULL,"
+    " tags TEXT NOT NULL, UNIQUE (prefix, tags))",
+    "CREATE TABLE memory_fts_text (seq INTEGER PRIMARY KEY, body TEXT NOT NULL,"
+    " scope INTEGER NOT NULL, tags TEXT NOT NULL)",
+    "CREATE VIEW memory_fts_rows AS SELECT t.seq AS seq, t.body AS body, "
+    + _TBODY.format("t.").replace("t.prefix", "s.prefix")
+    + " AS tbody, s.tags || CASE WHEN t.tags = '' THEN '' ELSE ' ' || t.tags END AS tags"
+    " FROM memory_fts_text t JOIN memory_fts_scopes s ON s.id = t.scope",
+    "CREATE TRIGGER memory_fts_text_delete AFTER DELETE ON memory_fts_text BEGIN"
+    " INSERT INTO memory_fts (memory_fts, rowid, body, tbody, tags) SELECT 'delete', old.seq,"
+    " old.body, "
+    + _TBODY.format("old.").replace("old.prefix", "s.prefix")
+    + ", s.tags || CASE WHEN old.tags = '' THEN '' ELSE ' ' || old.tags END"
+    " FROM memory_fts_scopes s WHERE s.id = old.scope; END",
+)
+
+#: How many of a row's tags are its scope's (:func:`memcore_sqlite.lexical.tags.scope_tags`).
+SCOPE_TAGS = 5
+
+
+def _shared_scope_tags(conn: sqlite3.Connection) -> None:
+    """Each scope's prefix and tags kept once (:data:`_FTS_SCOPES`); every row's values, as
+    FTS5 reads them through the view, are compared with those before, and on a difference
+    nothing is kept. The index itself is not touched: it is given the same values."""
+    if "scope" in {row[1] for row in conn.execute("PRAGMA table_info(memory_fts_text)")}:
+        return  # a file set back to an older version number after it had this one
+    conn.execute("DROP TABLE IF EXISTS memory_fts_scopes")  # no row refers to one left over
+    conn.execute("CREATE TEMP TABLE fts_old AS SELECT seq, body, tbody, tags FROM memory_fts_rows")
+    conn.execute("DROP TRIGGER memory_fts_text_delete")
+    conn.execute("DROP VIEW memory_fts_rows")
+    conn.execute("ALTER TABLE memory_fts_text RENAME TO memory_fts_text_v8")
+    for statement in _FTS_SCOPES:
+        if not statement.startswith("CREATE TRIGGER"):
+            conn.execute(statement)
+    scopes: dict[tuple[str, str], int] = {}
+    rows = []
+    for seq, body, prefix, row_tags in conn.execute(
+        "SELECT seq, body, prefix, tags FROM memory_fts_text_v8"
+    ).fetchall():
+        parts = str(row_tags).split(" ")
+        key = (prefix, " ".join(parts[:SCOPE_TAGS]))
+        if key not in scopes:
+            scopes[key] = len(scopes) + 1
+        rows.append((seq, body, scopes[key], " ".join(parts[SCOPE_TAGS:])))
+    conn.executemany(
+        "INSERT INTO memory_fts_scopes (id, prefix, tags) VALUES (?, ?, ?)",
+        [(i, prefix, scope) for (prefix, scope), i in scopes.items()],
+    )
+    conn.executemany(
+        "INSERT INTO memory_fts_text (seq, body, scope, tags) VALUES (?, ?, ?, ?)", rows
+    )
+    differ = conn.execute(
+        "SELECT (SELECT count(*) FROM temp.fts_old) - (SELECT count(*) FROM memory_fts_rows)"
+        " + (SELECT count(*) FROM temp.fts_old o JOIN memory_fts_rows r USING (seq)"
+        " WHERE r.body IS NOT o.body OR r.tbody IS NOT o.tbody OR r.tags IS NOT o.tags)"
+    ).fetchone()[0]
+    conn.execute("DROP TABLE temp.fts_old")
+    if differ:
+        raise ProtocolError(
+            f"{differ} rows of the full-text index would change with their scope's tags kept"
+            " once; the file was left as it was",
+            field="schema_version",
+            retryable=False,
+        )
+    conn.execute("DROP TABLE memory_fts_text_v8")
+    conn.execute(_FTS_SCOPES[-1])
+
+
 #: Float32's relative rounding to float16 (half its 10-bit step), and half the smallest step.
 _HALF_STEP, _HALF_TINY = 2.0**-11, 2.0**-25
 
 
-def _v9(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
+def _v9(conn: sqlite3.Connection) -> None:
+    """Disk: float16 vectors, code pages without sign bits, a scope's tags kept once, and
+    content digests of 16 bytes."""
+    _float16_vectors(conn)
+    _shared_scope_tags(conn)
+    # Content digests of 16 bytes (``storage.rows.HASH_BYTES``): the first 16 of the 32 kept
+    # so far, so every repeat is still found; the index is rebuilt packed.
+    conn.execute(
+        "UPDATE memories SET content_hash = substr(content_hash, 1, ?)"
+        " WHERE length(content_hash) > ?",
+        (HASH_BYTES, HASH_BYTES),
+    )
+    conn.execute("REINDEX memories_hash")
+
+
+def _float16_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
     """Vectors stored as float16 (:mod:`memcore_sqlite.vector.stored`), and code pages without
     sign bits: at 100k memories the vectors were 1,641 of 3,447 bytes a memory and become
     about 820, the bits 48 more (they ordered nothing; :mod:`memcore_sqlite.vector.quantize`).
