@@ -218,6 +218,13 @@ _FTS_TEXT = (
 )
 
 
+def _left_as_it_was(problem: str) -> ProtocolError:
+    """A migration that found what it cannot carry over: its transaction is rolled back."""
+    return ProtocolError(
+        f"{problem}; the file was left as it was", field="schema_version", retryable=False
+    )
+
+
 def _v8(conn: sqlite3.Connection) -> None:
     """The full-text index keeps no copy of its text: it was 1 KB a memory of 4.1 at 100k
     (the words twice, once with the tenant's twelve-digit prefix before each, and the tags).
@@ -255,11 +262,8 @@ def _v8(conn: sqlite3.Connection) -> None:
     ).fetchone()[0]
     conn.execute("DROP TABLE temp.fts_old")
     if differ:
-        raise ProtocolError(
-            f"{differ} rows of the full-text index do not have the form this release writes;"
-            " the file was left as it was",
-            field="schema_version",
-            retryable=False,
+        raise _left_as_it_was(
+            f"{differ} rows of the full-text index do not have the form this release writes"
         )
     conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
     conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
@@ -330,11 +334,8 @@ def _shared_scope_tags(conn: sqlite3.Connection) -> None:
     ).fetchone()[0]
     conn.execute("DROP TABLE temp.fts_old")
     if differ:
-        raise ProtocolError(
-            f"{differ} rows of the full-text index would change with their scope's tags kept"
-            " once; the file was left as it was",
-            field="schema_version",
-            retryable=False,
+        raise _left_as_it_was(
+            f"{differ} rows of the full-text index would change with their scope's tags kept once"
         )
     conn.execute("DROP TABLE memory_fts_text_v8")
     conn.execute(_FTS_SCOPES[-1])
@@ -423,11 +424,9 @@ def _float16_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
         "SELECT (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_vectors_f16)"
     ).fetchone()
     if bad or counts[0] != counts[1]:
-        raise ProtocolError(
+        raise _left_as_it_was(
             f"{bad or abs(counts[0] - counts[1])} stored vectors cannot be held as float16"
-            " (too large, or not float32 vectors); the file was left as it was",
-            field="schema_version",
-            retryable=False,
+            " (too large, or not float32 vectors)"
         )
     conn.execute("DROP TABLE memory_vectors")
     conn.execute("ALTER TABLE memory_vectors_f16 RENAME TO memory_vectors")
