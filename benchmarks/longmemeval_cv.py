@@ -81,6 +81,7 @@ from benchmarks.longmemeval import STORE, open_question, score_keys
 from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.search import ranking
+from memcore_sqlite.vector import stored
 
 WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
 DISCOUNTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -203,7 +204,7 @@ def read_rows(
         ).fetchall()
         seqs = np.array([r[0] for r in rows], dtype=np.int64)
         meta = [json.loads(r[1]) for r in rows]
-        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        matrix = stored.matrix([r[2] for r in rows], len(rows[0][2]) // stored.ITEM_BYTES)
         cosines = (matrix @ np.asarray(qvec, dtype=np.float32)).astype(np.float64)
         restrict = tags.filter_expression(sid, pattern, {})
         prefix = tags.pattern_prefix(sid, pattern)

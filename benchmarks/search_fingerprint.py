@@ -7,9 +7,10 @@ near-duplicates that break a fast vector path). Every query runs in hybrid, vect
 mode; each hit is recorded as its text, its score's ``repr`` and its signals, so a change in the
 last bit of a score shows. Ids and dates are left out: they are drawn anew on every run.
 
-Prints one JSON document: a digest per corpus and mode, and one over all of them.
+Prints one JSON document: a digest per corpus and mode, and one over all of them. ``--dump``
+writes the hits themselves to a JSON file, so two runs that differ can be compared hit by hit.
 
-    uv run python -m benchmarks.search_fingerprint [--size 20000] [--queries 100]
+    uv run python -m benchmarks.search_fingerprint [--size 20000] [--queries 100] [--dump F]
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def _digest(rows: list[Any]) -> str:
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
 
-def _run(kind: str, size: int, queries: int, folder: Path) -> dict[str, Any]:
+def _run(kind: str, size: int, queries: int, folder: Path, dump: dict[str, Any]) -> dict[str, Any]:
     corpus = Corpus(seed=11 if kind == "zipf" else 13)
     texts = corpus.texts(size)
     asked = corpus.queries(texts, queries)
@@ -96,6 +97,7 @@ def _run(kind: str, size: int, queries: int, folder: Path) -> dict[str, Any]:
                         [[h.memory.text, repr(h.score), sorted(h.signals.items())] for h in hits]
                     )
             out[mode] = {"digest": _digest(rows), "hits": sum(len(r) for r in rows)}
+            dump[f"{kind}/{mode}"] = rows
     out["fill_s"] = round(filled, 2)
     return out
 
@@ -104,11 +106,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=20_000, help="memories per corpus")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--dump", type=Path, help="write every hit list here (JSON)")
     args = parser.parse_args(argv)
+    dump: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         corpora = {
-            kind: _run(kind, args.size, args.queries, Path(tmp)) for kind in ("zipf", "templated")
+            kind: _run(kind, args.size, args.queries, Path(tmp), dump)
+            for kind in ("zipf", "templated")
         }
+    if args.dump is not None:
+        args.dump.write_text(json.dumps(dump, ensure_ascii=False))
     overall = _digest([[k, m, corpora[k][m]["digest"]] for k in corpora for m in MODES])
     print(
         json.dumps(

@@ -1,5 +1,6 @@
-"""Lexical search's lookups: schema versions 6 and 7's length indexes on old files, rare
-terms read once, and scores that do not depend on the process's hash seed."""
+"""Lexical search's lookups: schema versions 6 and 7's length indexes on old files, 8's rows
+without the index's text copy and 9's scope tags kept once, rare terms read once, and scores
+that do not depend on the process's hash seed."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from memcore.errors import ProtocolError
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.storage.schema import FTS_TOKENIZE, SCHEMA_VERSION
@@ -173,6 +177,7 @@ DROP TABLE memory_fts;
 DROP TRIGGER memory_fts_text_delete;
 DROP VIEW memory_fts_rows;
 DROP TABLE memory_fts_text;
+DROP TABLE memory_fts_scopes;
 CREATE VIRTUAL TABLE memory_fts USING fts5 (body, tbody, tags, tokenize = '{FTS_TOKENIZE}');
 INSERT INTO memory_fts (rowid, body, tbody, tags) SELECT seq, body, tbody, tags FROM temp.rows;
 PRAGMA user_version = 7;
@@ -210,3 +215,93 @@ def test_a_version_7_file_loses_the_index_copy_of_its_text_and_keeps_its_hits(
     conn = sqlite3.connect(path)
     conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
     conn.close()
+
+
+#: The full-text rows as version 8 made them: each row with its prefix and all its tags.
+_V8_FTS = """
+CREATE TEMP TABLE rows AS SELECT r.seq, r.body, s.prefix, r.tags
+    FROM memory_fts_rows r JOIN memory_fts_text t USING (seq) JOIN memory_fts_scopes s
+    ON s.id = t.scope;
+DROP TRIGGER memory_fts_text_delete;
+DROP VIEW memory_fts_rows;
+DROP TABLE memory_fts_text;
+DROP TABLE memory_fts_scopes;
+CREATE TABLE memory_fts_text (seq INTEGER PRIMARY KEY, body TEXT NOT NULL,
+    prefix TEXT NOT NULL, tags TEXT NOT NULL);
+CREATE VIEW memory_fts_rows AS SELECT seq, body, CASE WHEN body = '' THEN ''
+    ELSE prefix || replace(body, ' ', ' ' || prefix) END AS tbody, tags FROM memory_fts_text;
+CREATE TRIGGER memory_fts_text_delete AFTER DELETE ON memory_fts_text BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, body, tbody, tags) VALUES ('delete', old.seq,
+    old.body, CASE WHEN old.body = '' THEN '' ELSE old.prefix || replace(old.body, ' ',
+    ' ' || old.prefix) END, old.tags); END;
+INSERT INTO memory_fts_text (seq, body, prefix, tags) SELECT seq, body, prefix, tags
+    FROM temp.rows;
+PRAGMA user_version = 8;
+"""
+
+
+def _fill_with_metadata(path: Path) -> None:
+    _fill(path)
+    with SqliteMemoryStore(path) as store:
+        store.add_many(
+            STORE,
+            [TextItem(BOB, f"kayak river {i}", metadata={"kind": f"k{i % 3}"}) for i in range(30)],
+        )
+
+
+def test_a_version_8_file_keeps_each_scopes_tags_once_and_the_same_hits(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    _fill_with_metadata(path)
+    expected = _results(path)
+    conn = sqlite3.connect(path)
+    conn.executescript(_V8_FTS)
+    conn.close()
+    with SqliteMemoryStore(path) as store:
+        filtered = store.search(
+            STORE, BOB.tenant_pattern(), "kayak", filters={"kind": "k1"}, top_k=50
+        )
+    assert _results(path) == expected
+    assert {h.memory.text for h in filtered} == {f"kayak river {i}" for i in range(1, 30, 3)}
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("SELECT count(*) FROM memory_fts_scopes").fetchone()[0] == 2
+    assert conn.execute("SELECT count(*) FROM memory_fts_text").fetchone()[0] == 786
+    assert "prefix" not in {r[1] for r in conn.execute("PRAGMA table_info(memory_fts_text)")}
+    # The index holds exactly what the rows give it (FTS5 compares the two).
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+    conn.close()
+    with SqliteMemoryStore(path) as store:
+        hits = store.search(STORE, BOB.tenant_pattern(), "kayak", top_k=50)
+        store.update_memory(STORE, BOB, hits[0].memory.id, metadata={"kind": "other"})
+        store.delete_memory(STORE, BOB, hits[1].memory.id)
+        store.add_many(STORE, [TextItem(Scope("app", "carol", "a", "r"), "kayak lighthouse")])
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+    assert conn.execute("SELECT count(*) FROM memory_fts_scopes").fetchone()[0] == 3
+    conn.close()
+
+
+def test_a_version_8_row_the_shared_tags_would_change_leaves_the_file_as_it_was(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "m.db"
+    _set_back(path, _V8_FTS)
+    conn = sqlite3.connect(path)
+    # A trailing space: kept by the row, lost when its tags are split into scope and own.
+    conn.execute("UPDATE memory_fts_text SET tags = tags || ' ' WHERE seq = 3")
+    conn.commit()
+    before = (
+        conn.execute("SELECT * FROM memory_fts_text ORDER BY seq").fetchall(),
+        sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master")),
+    )
+    conn.close()
+    with pytest.raises(ProtocolError, match="left as it was"):
+        SqliteMemoryStore(path)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+    after = (
+        conn.execute("SELECT * FROM memory_fts_text ORDER BY seq").fetchall(),
+        sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master")),
+    )
+    conn.close()
+    assert after == before

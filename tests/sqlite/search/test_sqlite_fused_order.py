@@ -28,7 +28,8 @@ BOB = Scope("app", "bob", "agent", "run")
 
 
 def _rows(n: int, seed: int) -> tuple[Any, Any]:
-    """Unit rows near and far from the query, a fifth of them duplicated (equal cosines)."""
+    """Unit rows near and far from the query, a fifth of them duplicated (equal cosines), as
+    the file stores them (float16, read back as float32)."""
     rng = np.random.default_rng(seed)
     query = rng.standard_normal(DIM).astype(np.float32)
     query /= np.linalg.norm(query)
@@ -37,7 +38,7 @@ def _rows(n: int, seed: int) -> tuple[Any, Any]:
     for i in range(0, n - 1, 5):
         rows[i + 1] = rows[i]
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows, query
+    return rows.astype("<f2").astype(np.float32), query
 
 
 class _Case:
@@ -58,7 +59,7 @@ class _Case:
         self.pool = pool
         self.cache = VectorCache(DIM, exact_rows=0)
         self.entry = _Entry(0, encode(self.seqs, self.rows), None)
-        self.blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(self.seqs, self.rows)}
+        self.blobs = {int(s): r.astype("<f2").tobytes() for s, r in zip(self.seqs, self.rows)}
         for seq in rng.sample(sorted(self.blobs), without_vector):
             del self.blobs[seq]  # codes whose vector is gone: only the plain path is sure
         chosen = rng.sample(self.seqs.tolist(), int(lexical_share * n))
@@ -175,7 +176,7 @@ def test_identical_vectors_at_the_pool_boundary_keep_the_newest() -> None:
     seqs = np.arange(1, 401, dtype=np.int64)
     cache = VectorCache(DIM, exact_rows=0)
     entry = _Entry(0, encode(seqs, rows), None)
-    blobs = {int(s): r.tobytes() for s, r in zip(seqs, rows)}
+    blobs = {int(s): r.astype("<f2").tobytes() for s, r in zip(seqs, rows)}
 
     def fetch(wanted: Sequence[int]) -> list[tuple[int, bytes]]:
         return [(s, blobs[s]) for s in wanted]

@@ -17,6 +17,8 @@ from memcore_sqlite.lexical import analysis
 from memcore_sqlite.search import ranking
 from memcore_sqlite.vector import passages
 
+#: A vector against itself as stored (float16): within 2**-11 of 1 (half a float16 step).
+SELF_MATCH = 2.0**-11
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
 
@@ -64,7 +66,7 @@ def test_a_query_with_no_word_in_the_scope_ranks_by_vector_alone(
     vec = HashingEmbedder(64).embed(["quantum chromodynamics lecture"])[0]
     [hit] = hybrid_store.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", vec, top_k=1)
     assert hit.memory.id == mid
-    assert hit.score == pytest.approx(1.0)
+    assert hit.score == pytest.approx(1.0, abs=SELF_MATCH)
     assert set(hit.signals) == {"vector"}
 
 
@@ -93,9 +95,10 @@ def test_a_long_memory_is_embedded_whole_as_passages(db_path) -> None:  # type: 
     assert " ".join(call).split() == text.split()  # every word reaches the model
     assert store.get_memory(STORE, ALICE, mid).text == text  # nothing stored is cut
     stored = store._tx.conn.execute("SELECT vector FROM memory_vectors").fetchone()[0]
-    vector = np.frombuffer(stored, dtype="<f4")
+    vector = np.frombuffer(stored, dtype="<f2").astype(np.float32)  # stored as float16
     expected = np.mean(np.asarray(embedder.embed(call), dtype=np.float32), axis=0)
-    assert vector == pytest.approx(expected / np.linalg.norm(expected), abs=1e-6)
+    expected = (expected / np.linalg.norm(expected)).astype("<f2").astype(np.float32)
+    assert vector == pytest.approx(expected, abs=1e-6)
     # The end of the text counts: a query about it finds the memory by vector.
     tail_vec = HashingEmbedder(64).embed([tail])[0]
     [hit] = store.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", tail_vec, mode="vector")

@@ -14,6 +14,8 @@ from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.lexical import analysis
 
+#: A vector against itself as stored (float16): within 2**-11 of 1 (half a float16 step).
+SELF_MATCH = 2.0**-11
 STORE = "mem"  # the store the conftest fixtures create
 ALICE = Scope("app", "alice", "agent", "run1")
 BOB = Scope("app", "bob", "agent", "run1")
@@ -377,11 +379,13 @@ def test_own_writes_update_the_cache_in_place(hybrid_store: SqliteMemoryStore) -
     mid = add(hybrid_store, ALICE, "quantum chromodynamics lecture")
     vec = HashingEmbedder(64).embed(["quantum chromodynamics lecture"])[0]
     assert ids(hybrid_store.search_vector(STORE, pattern, "zzqq", vec))[0] == mid
-    assert hybrid_store.search_vector(STORE, pattern, "zzqq", vec)[0].score == pytest.approx(1.0)
+    assert hybrid_store.search_vector(STORE, pattern, "zzqq", vec)[0].score == pytest.approx(
+        1.0, abs=SELF_MATCH
+    )
     hybrid_store.update_memory(STORE, ALICE, mid, text="a different sentence entirely")
     new_vec = HashingEmbedder(64).embed(["a different sentence entirely"])[0]
     top = hybrid_store.search_vector(STORE, pattern, "zzqq", new_vec)[0]
-    assert (top.memory.id, top.score) == (mid, pytest.approx(1.0))
+    assert (top.memory.id, top.score) == (mid, pytest.approx(1.0, abs=SELF_MATCH))
     old = {h.memory.id: h.score for h in hybrid_store.search_vector(STORE, pattern, "zzqq", vec)}
     assert old[mid] < 0.9
 
@@ -432,7 +436,7 @@ def test_codes_load_from_many_pages_and_stay_writable(
     with SqliteMemoryStore(db_path, embedder=emb) as reader:
         target = "chunked row 7 xxxxxxx"
         top = reader.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", emb.embed([target])[0])[0]
-        assert (top.memory.text, top.score) == (target, pytest.approx(1.0))
+        assert (top.memory.text, top.score) == (target, pytest.approx(1.0, abs=SELF_MATCH))
         # Deleting swaps rows inside the loaded codes, which must therefore be writable.
         reader.delete_memory(STORE, ALICE, top.memory.id)
         after = reader.search_vector(STORE, ALICE.tenant_pattern(), "zzqq", emb.embed([target])[0])

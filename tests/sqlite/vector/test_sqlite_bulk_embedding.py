@@ -52,8 +52,8 @@ def test_add_many_embeds_each_distinct_text_once_and_keeps_each_memorys_vector(
     )
     conn.close()
     for mid, text in zip(ids, texts, strict=True):
-        expected = np.asarray(HashingEmbedder().embed([text])[0], dtype="<f4")
-        assert np.array_equal(np.frombuffer(stored[mid], dtype="<f4"), expected), text
+        expected = np.asarray(HashingEmbedder().embed([text])[0], dtype="<f2")  # as stored
+        assert np.array_equal(np.frombuffer(stored[mid], dtype="<f2"), expected), text
 
 
 def _stored_vectors(path: Path) -> dict[str, bytes]:

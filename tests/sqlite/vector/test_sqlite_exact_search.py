@@ -2,13 +2,15 @@
 share their sign pattern with different magnitudes, clusters, uniform rows) ``search`` in
 vector and hybrid mode returns what an exact scan of the stored vectors returns.
 
-The vector mode is checked against a numpy scan done here (score descending, newest first);
+The vector mode is checked against a numpy scan, done here, of the vectors read back from the
+file (float16; score descending, newest first);
 the hybrid mode against the same file opened with every scope scanned exactly from its float
 vectors, which shares the lexical stage and fusion but no vector code.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,20 @@ def _exact_vector(texts: list[str], rows: Any, query: Any, k: int) -> list[tuple
     return [(texts[i], float(max(0.0, min(1.0, scores[i])))) for i in order]
 
 
+def stored_rows(path: Path, texts: list[str]) -> Any:
+    """The vectors of ``texts`` as the file holds them (float16), read back as float32."""
+    conn = sqlite3.connect(path)
+    try:
+        by_text = dict(
+            conn.execute(
+                "SELECT m.text, v.vector FROM memories m JOIN memory_vectors v USING (seq)"
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+    return np.stack([np.frombuffer(by_text[t], dtype="<f2") for t in texts]).astype(np.float32)
+
+
 def _open(path: Path, embedder: Any, *, exact: bool, **sizes: Any) -> SqliteMemoryStore:
     store = SqliteMemoryStore(path, embedder=embedder)
     assert store._tx.vectors is not None
@@ -107,7 +123,7 @@ def _check(path: Path, kind: str, n: int, seed: int, k: int, **sizes: Any) -> No
         hybrid = _hits(store, query_text, query, "hybrid", k)
         assert store._tx.vectors is not None
         assert all(e.matrix is None for e in store._tx.vectors._entries.values())  # two-stage ran
-    want = _exact_vector(texts, rows, query, k)
+    want = _exact_vector(texts, stored_rows(path, texts), query, k)
     assert [h.memory.text for h in vector] == [t for t, _ in want]
     assert [h.score for h in vector] == pytest.approx([s for _, s in want], abs=1e-6)
     with _open(path, embedder, exact=True) as exact:
@@ -175,5 +191,6 @@ def test_filtered_search_equals_the_exact_scan_of_the_rows_filters_allow(
         assert [t for t, _ in got[mode]] == [t for t, _ in want[mode]]
         assert [s for _, s in got[mode]] == pytest.approx([s for _, s in want[mode]], abs=1e-6)
     allowed = [i for i in range(len(texts)) if i % 3 == 0]
-    scan = _exact_vector([texts[i] for i in allowed], rows[allowed], query, 10)
+    kept = [texts[i] for i in allowed]
+    scan = _exact_vector(kept, stored_rows(db_path, kept), query, 10)
     assert [t for t, _ in got["vector"]] == [t for t, _ in scan]

@@ -1,5 +1,6 @@
-"""Two-stage vector search (codes pick candidates, float vectors rescore them) against an
-exact scan: same rows, same order, same scores; after writes, across processes and tenants."""
+"""Two-stage vector search (codes pick candidates, the stored vectors rescore them) against an
+exact scan of the stored vectors (float16, read back as float32): same rows, same order, same
+scores; after writes, across processes and tenants."""
 
 from __future__ import annotations
 
@@ -19,12 +20,17 @@ from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.storage.schema import MIGRATIONS
 from memcore_sqlite.vector import code_pages
 from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
-from memcore_sqlite.vector.quantize import encode, hamming, sign_bits
+from memcore_sqlite.vector.quantize import encode
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
 BOB = Scope("app", "bob", "agent", "run")
 DIM = 64
+
+
+def as_stored(rows: Any) -> Any:
+    """Vectors as the file holds them: float16, read back as float32."""
+    return np.asarray(rows, dtype=np.float32).astype("<f2").astype(np.float32)
 
 
 def _data(n: int, seed: int, dim: int = DIM) -> tuple[Any, Any]:
@@ -41,13 +47,13 @@ def _data(n: int, seed: int, dim: int = DIM) -> tuple[Any, Any]:
         rows[i + 1] = rows[i]
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     rng.shuffle(rows)
-    return rows, query
+    return as_stored(rows), query
 
 
 def _two_stage(rows: Any, query: Any, n: int, **sizes: Any) -> list[tuple[int, float]]:
     seqs = np.arange(1, len(rows) + 1, dtype=np.int64) * 3  # seqs need not be dense
     cache = VectorCache(rows.shape[1], **sizes)
-    blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(seqs, rows)}
+    blobs = {int(s): r.astype("<f2").tobytes() for s, r in zip(seqs, rows)}
 
     def fetch(wanted: Sequence[int]) -> list[tuple[int, bytes]]:
         return [(s, blobs[s]) for s in wanted]
@@ -79,7 +85,7 @@ def test_every_stage_runs_and_still_matches_the_exact_scan() -> None:
 def test_scopes_no_larger_than_the_rescoring_set_are_exact_on_any_data(n: int) -> None:
     rng = np.random.default_rng(n)
     rows = rng.standard_normal((n, DIM)).astype(np.float32)
-    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+    rows = as_stored(rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9))
     query = rows[0] if n else rng.standard_normal(DIM).astype(np.float32)
     seqs = np.arange(1, n + 1, dtype=np.int64) * 3
     assert _two_stage(rows, query, 7) == exact_top(seqs, rows, query, 7)
@@ -99,14 +105,14 @@ def test_rows_tied_at_the_cut_are_all_kept_and_the_newest_win() -> None:
     so none can be dropped on a bound; the answer is the newest rows, as the exact scan's."""
     rng = np.random.default_rng(3)
     vector = rng.standard_normal(DIM).astype(np.float32)
-    vector /= np.linalg.norm(vector)
+    vector = as_stored(vector / np.linalg.norm(vector))
     seqs = rng.permutation(np.arange(1, 3_001, dtype=np.int64) * 3)
     rows = np.tile(vector, (len(seqs), 1))
     entry = _Entry(0, encode(seqs, rows), None)
     cache = VectorCache(DIM, exact_rows=0)
     got, _, _ = cache.shortlist(entry, vector, 10)
     assert sorted(got.tolist()) == sorted(seqs.tolist())
-    blobs = {int(s): r.astype("<f4").tobytes() for s, r in zip(seqs, rows)}
+    blobs = {int(s): r.astype("<f2").tobytes() for s, r in zip(seqs, rows)}
     top = cache.top(entry, vector, 10, lambda want: [(s, blobs[s]) for s in want])
     assert top == exact_top(seqs, rows, vector, 10)
 
@@ -115,8 +121,7 @@ def test_rows_tied_at_the_cut_are_all_kept_and_the_newest_win() -> None:
     "index", [[], [3, 1], [True, False, True, False, True], slice(1, 3), np.array([4, 0, 4])]
 )
 def test_a_subset_of_codes_holds_the_rows_asked_for(index: Any) -> None:
-    """Positions (repeats too), masks, slices, nothing: the same rows as indexing each array,
-    and the sign bits stay column-major for the Hamming pass."""
+    """Positions (repeats too), masks, slices, nothing: the same rows as indexing each array."""
     rng = np.random.default_rng(1)
     codes = encode(np.arange(10, 15, dtype=np.int64), rng.standard_normal((5, 70)))
     codes = codes.take(slice(0, 5))
@@ -125,27 +130,10 @@ def test_a_subset_of_codes_holds_the_rows_asked_for(index: Any) -> None:
         plain = np.zeros(0, dtype=np.int64)
     got = codes.take(index)
     for have, want in zip(
-        (got.seqs, got.bits, got.scales, got.q8),
-        (codes.seqs[plain], codes.bits[plain], codes.scales[plain], codes.q8[plain]),
+        (got.seqs, got.scales, got.q8),
+        (codes.seqs[plain], codes.scales[plain], codes.q8[plain]),
     ):
         assert have.dtype == want.dtype and np.array_equal(have, want)
-    if not isinstance(index, slice):
-        assert got.bits.flags["F_CONTIGUOUS"]
-
-
-@pytest.mark.parametrize("dimension", [1, 64, 100, 192, 193, 384, 450])
-def test_hamming_counts_every_differing_sign(dimension: int) -> None:
-    """Up to every bit differing (a count past a byte), for any number of words."""
-    rng = np.random.default_rng(dimension)
-    rows = rng.standard_normal((200, dimension)).astype(np.float32)
-    query = rng.standard_normal(dimension).astype(np.float32)
-    rows[0], rows[1] = -query, query  # all signs differ; none do
-    bits = np.asfortranarray(sign_bits(rows))
-    got = hamming(bits, sign_bits(query[None])[0])
-    want = ((rows > 0) != (query > 0)).sum(axis=1)
-    assert got.dtype == np.uint16
-    assert got.tolist() == want.tolist()
-    assert got[0] == dimension and got[1] == 0
 
 
 class TableEmbedder:
@@ -162,8 +150,9 @@ class TableEmbedder:
 
 
 def _expected(table: dict[str, Any], live: list[str], query: Any, k: int) -> list[str]:
-    """The exact scan's order over the live texts (inserted in list order: newer = later)."""
-    scores = {t: float(np.dot(table[t], query)) for t in live}
+    """The exact scan's order over the live texts' stored vectors (inserted in list order:
+    newer = later)."""
+    scores = {t: float(np.dot(as_stored(table[t]), query)) for t in live}
     order = sorted(range(len(live)), key=lambda i: (-scores[live[i]], -i))
     return [live[i] for i in order[:k]]
 
@@ -272,8 +261,17 @@ def test_a_file_from_before_code_pages_gets_them_on_open(db_path: Path) -> None:
         store.ensure_store(STORE)
         store.add_many(STORE, [TextItem(ALICE, t) for t in table])
     conn = sqlite3.connect(db_path)
-    # The version just before code pages (migration 4), whatever came before it.
+    # The version just before code pages (migration 4), whatever came before it; vectors were
+    # float32 then.
     before = max(v for v, _ in MIGRATIONS if v < 4)
+    conn.executemany(
+        "UPDATE memory_vectors SET vector = ? WHERE seq = ?",
+        [
+            (np.frombuffer(blob, "<f2").astype("<f4").tobytes(), seq)
+            for seq, blob in conn.execute("SELECT seq, vector FROM memory_vectors").fetchall()
+        ],
+    )
+    conn.commit()
     conn.executescript(f"DROP TABLE vector_pages; PRAGMA user_version = {before};")
     conn.close()
     with _open(db_path, embedder, 0) as store:

@@ -153,7 +153,7 @@ class DreamApplier:
                             (store_id, digest),
                         ),
                     )
-                    if r.scope == target_scope
+                    if r.scope == target_scope and r.memory.text.strip() == text.strip()
                 ),
                 None,
             )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from memcore.dream import Candidate, Neighbour
 from memcore.scope import Scope, ScopePattern
 from memcore_sqlite.storage.rows import pattern_sql
+from memcore_sqlite.vector import stored
 
 #: Each memory's nearest neighbours the planner looks at, and the cosine below which a pair
 #: is not worth comparing.
@@ -69,13 +70,13 @@ def neighbours(
 
     by_tenant: dict[tuple[str, str], list[str]] = defaultdict(list)
     for c in candidates:
-        if len(blobs.get(c.id, b"")) == 4 * dimension:
+        if len(blobs.get(c.id, b"")) == stored.width(dimension):
             by_tenant[(c.scope.app_id, c.scope.tenant_id)].append(c.id)
     out: list[Neighbour] = []
     for ids in by_tenant.values():
         if len(ids) < 2:
             continue
-        matrix = numpy.stack([numpy.frombuffer(blobs[i], dtype="<f4") for i in ids])
+        matrix = stored.matrix([blobs[i] for i in ids], dimension)
         sims = matrix @ matrix.T
         numpy.fill_diagonal(sims, -1.0)
         k = min(NEIGHBOURS, len(ids) - 1)
@@ -149,7 +150,7 @@ def neighbours_of(
 
     by_tenant: dict[tuple[str, str], list[str]] = defaultdict(list)
     for c in candidates:
-        if len(blobs.get(c.id, b"")) == 4 * dimension:
+        if len(blobs.get(c.id, b"")) == stored.width(dimension):
             by_tenant[(c.scope.app_id, c.scope.tenant_id)].append(c.id)
     wanted = set(focus)
     out: dict[tuple[str, str], float] = {}
@@ -157,7 +158,7 @@ def neighbours_of(
         rows = [i for i, mid in enumerate(ids) if mid in wanted]
         if len(ids) < 2 or not rows:
             continue
-        matrix = numpy.stack([numpy.frombuffer(blobs[i], dtype="<f4") for i in ids])
+        matrix = stored.matrix([blobs[i] for i in ids], dimension)
         k = min(NEIGHBOURS, len(ids) - 1)
         sims = matrix[rows] @ matrix.T
         sims[numpy.arange(len(rows)), rows] = -1.0

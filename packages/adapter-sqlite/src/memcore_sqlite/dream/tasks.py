@@ -49,6 +49,7 @@ from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
 from memcore_sqlite.search import pipeline as search
 from memcore_sqlite.storage.rows import rows_in
+from memcore_sqlite.vector import stored
 
 #: The service's default and maximum for ``maxMemories``.
 DEFAULT_MAX_MEMORIES = 1000
@@ -280,8 +281,6 @@ class DreamTasks:
         """Seqs of the memories nearest each of ``focus`` in the patterns' vector index."""
         if self._tx.vectors is None or self._tx.embedder is None:
             return []
-        import numpy
-
         model = self._tx.embedder.name
         generation = int(
             conn.execute("SELECT generation FROM stores WHERE id = ?", (sid,)).fetchone()[0]
@@ -294,7 +293,7 @@ class DreamTasks:
             )
             for mid in focus:
                 if mid in blobs:
-                    query = numpy.frombuffer(blobs[mid], dtype="<f4")
+                    query = stored.vector(blobs[mid])
                     top = self._tx.vectors.top(entry, query, 2 * dream_inputs.NEIGHBOURS, fetch)
                     out.update(s for s, c in top if c >= dream_inputs.MIN_COSINE)
         return sorted(out)

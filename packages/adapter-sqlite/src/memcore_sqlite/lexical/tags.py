@@ -58,10 +58,6 @@ def metadata_tags(store_id: int, scope: Scope, metadata: Mapping[str, str]) -> l
     ]
 
 
-def row_tags(store_id: int, scope: Scope, metadata: Mapping[str, str]) -> str:
-    return " ".join(scope_tags(store_id, scope) + metadata_tags(store_id, scope, metadata))
-
-
 def filter_expression(store_id: int, pattern: ScopePattern, filters: Mapping[str, str]) -> str:
     """``tag AND tag ...`` for the pattern and every filter."""
     concrete = tuple(v for v in pattern.as_tuple()[:2] if v != "*")

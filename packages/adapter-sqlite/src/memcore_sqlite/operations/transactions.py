@@ -39,7 +39,7 @@ from memcore_sqlite.lexical.postings.cache import PostingsCache
 from memcore_sqlite.operations.read_audits import ReadAudits, Record
 from memcore_sqlite.search.overlap import Overlap
 from memcore_sqlite.search.ranking import COMMON_TERM_ROWS
-from memcore_sqlite.storage import file_modes, integrity
+from memcore_sqlite.storage import clean_close, file_modes, integrity
 from memcore_sqlite.storage.checkpoints import Checkpoints
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.rows import rows_in
@@ -87,6 +87,11 @@ class Transactions:
         if not math.isfinite(busy_timeout) or busy_timeout < 0:
             raise InvalidInput("busy_timeout must be a number of seconds", field="busy_timeout")
         self.path = str(path)
+        #: When the file was last found sound in full, if its last close left it unchanged
+        #: since (read before this process opens it; :mod:`~memcore_sqlite.storage.clean_close`).
+        self._sound_since = (
+            None if self.path == ":memory:" else clean_close.checked_since(self.path)
+        )
         self.embedder = embedder
         #: ``add_text`` without ``sync`` stores the text and its lexical index at once and
         #: leaves the vector to the next semantic search (a pending task until then), so a
@@ -144,7 +149,8 @@ class Transactions:
         #: Set once SQLite reports the file damaged (a statement, or the quick_check started
         #: here): from then on every write is refused with it, so nothing more lands in it.
         self._damage: StoreCorrupted | None = None
-        if not self.read_only and self.path != ":memory:":
+        #: The whole file is checked unless its last close left it sound and unchanged since.
+        if not self.read_only and self.path != ":memory:" and self._sound_since is None:
             threading.Thread(
                 target=self._check_soundness, name="memcore-quick-check", daemon=True
             ).start()
@@ -153,10 +159,13 @@ class Transactions:
         """``PRAGMA quick_check`` of the file, timed; damage found refuses every later write."""
         if self.path == ":memory:":
             return integrity.IntegrityReport(self.path, (), 0.0)
+        started = time.time()
         report = integrity.quick_check(self.path)
         if not report.ok and self._damage is None:
             self._damage = integrity.corrupted(self.path, report.problems[0])
             _log.warning("%s", self._damage.message)
+        elif report.ok:
+            self._sound_since = started
         return report
 
     def _check_soundness(self) -> None:
@@ -487,6 +496,11 @@ class Transactions:
                 self.postings.close()  # stops a build under way, and waits for it
                 with mapped(self.path):
                     self.conn.close()
+                if not self.read_only and self.path != ":memory:":
+                    if self._damage is None and self._sound_since is not None:
+                        clean_close.closed_cleanly(self.path, self._sound_since)
+                    else:
+                        clean_close.forget(self.path)
 
 
 def _record(

@@ -76,8 +76,9 @@ class MemoryWrites:
         now = time.time()
         created = now if created_at is None else created_at
         digest = content_hash(scope, text)
-        # The digest covers the scope; comparing the scope columns in Python keeps the planner
-        # on the hash index (with them in SQL it prefers the scope index and scans the scope).
+        # The digest covers the scope; comparing the scope columns (and the text, which a
+        # 16-byte digest could in principle share with another) in Python keeps the planner on
+        # the hash index (with them in SQL it prefers the scope index and scans the scope).
         for row in map(
             MemoryRow._make,
             conn.execute(
@@ -85,7 +86,9 @@ class MemoryWrites:
                 (store_id, digest),
             ),
         ):
-            if (row.app_id, row.tenant_id, row.agent_id, row.run_id) == scope.as_tuple():
+            if (row.app_id, row.tenant_id, row.agent_id, row.run_id) == scope.as_tuple() and str(
+                row.text
+            ).strip() == text.strip():
                 seq, found = int(row.seq), (str(row.metadata), float(row.updated_at))
                 self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
                 return str(row.id), seq
@@ -176,20 +179,32 @@ class MemoryWrites:
         metadata: Mapping[str, str],
     ) -> None:
         """The FTS row: the words, the same words tenant-prefixed, the scope/metadata tags.
-        ``memory_fts_text`` keeps the words and the prefix once, and the index is given the
-        values its view rebuilds from them (:mod:`memcore_sqlite.storage.schema`). The memory
-        row keeps ``len(words)`` (written by its INSERT or UPDATE), which the lexical score
-        discounts long memories by."""
+        ``memory_fts_text`` keeps the words, the row's scope (its prefix and tags are kept once,
+        in ``memory_fts_scopes``) and its metadata tags, and the index is given the values its
+        view rebuilds from them (:mod:`memcore_sqlite.storage.schema`). The memory row keeps
+        ``len(words)`` (written by its INSERT or UPDATE), which the lexical score discounts
+        long memories by."""
         body = analysis.index_text(words)
         prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
-        row_tags = tags.row_tags(store_id, scope, metadata)
+        own = " ".join(tags.scope_tags(store_id, scope))
+        extra = " ".join(tags.metadata_tags(store_id, scope, metadata))
+        found = conn.execute(
+            "SELECT id FROM memory_fts_scopes WHERE prefix = ? AND tags = ?", (prefix, own)
+        ).fetchone()
+        scope_id = (
+            found[0]
+            if found is not None
+            else conn.execute(
+                "INSERT INTO memory_fts_scopes (prefix, tags) VALUES (?, ?)", (prefix, own)
+            ).lastrowid
+        )
         conn.execute(
-            "INSERT INTO memory_fts_text (seq, body, prefix, tags) VALUES (?, ?, ?, ?)",
-            (seq, body, prefix, row_tags),
+            "INSERT INTO memory_fts_text (seq, body, scope, tags) VALUES (?, ?, ?, ?)",
+            (seq, body, scope_id, extra),
         )
         conn.execute(
             "INSERT INTO memory_fts (rowid, body, tbody, tags) VALUES (?, ?, ?, ?)",
-            (seq, body, analysis.index_text(words, prefix), row_tags),
+            (seq, body, analysis.index_text(words, prefix), f"{own} {extra}" if extra else own),
         )
 
     def add_text(

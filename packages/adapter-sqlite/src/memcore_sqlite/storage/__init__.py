@@ -1,8 +1,10 @@
 """The SQLite file itself: schema and migrations, row shapes, WAL, checkpoints, error codes,
-file modes and integrity checks.
+file modes, integrity checks and the record a clean close leaves (whether the next open must
+check the whole file).
 
 Everything here speaks ``sqlite3`` and knows nothing of search or of the store's operations.
-May import: the core (``memcore``) and the standard library. One exception, named in the
-import contract: the migration to schema 4 builds the vector pages of older files, so
-``storage.schema`` imports ``vector.code_pages``.
+May import: the core (``memcore``) and the standard library. Exceptions, named in the
+import contract: the migrations to schemas 4 and 9 build the vector pages of older files and
+rewrite their vectors as float16, so ``storage.schema`` imports ``vector.code_pages`` and
+``vector.stored``.
 """

@@ -67,8 +67,15 @@ def rows_in(
         yield from conn.execute(sql.format(",".join("?" * len(part))), (*before, *part, *after))
 
 
+#: Bytes of the SHA-256 digest kept (schema 9; 32 before): the row and its index hold it,
+#: and a match is confirmed against the text itself, so a shorter digest loses no write.
+HASH_BYTES = 16
+
+
 def content_hash(scope: Scope, text: str) -> bytes:
-    return hashlib.sha256(f"{scope}\x00{text.strip()}".encode("utf-8", "surrogatepass")).digest()
+    """The digest the repeat lookup finds a memory by (its scope and its stripped text)."""
+    raw = f"{scope}\x00{text.strip()}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(raw).digest()[:HASH_BYTES]
 
 
 def pattern_sql(pattern: ScopePattern, prefix: str = "") -> tuple[str, list[str]]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from typing import Any
 
 from memcore.errors import PermissionDenied, ProtocolError
-from memcore_sqlite.vector import code_pages
+from memcore_sqlite.storage.rows import HASH_BYTES
+from memcore_sqlite.vector import code_pages, stored
 
 #: Bytes per database page of a new file. A memory's float vector row is about 1.57 KB: two
 #: fit a 4096-byte page (476 bytes a memory unused), five an 8192-byte one (about 65).
@@ -153,9 +155,9 @@ CREATE INDEX dream_actions_task ON dream_actions (dream_seq, seq)
 
 
 def _v4(conn: sqlite3.Connection) -> None:
-    """Vector code pages for two-stage search, built from the vectors already stored."""
+    """Vector code pages for two-stage search. Schema 9 builds them from the vectors stored
+    (it rewrites every vector and its codes; building them here too would be work thrown away)."""
     _run(conn, code_pages.SCHEMA)
-    code_pages.build_from_vectors(conn)
 
 
 def _v5(conn: sqlite3.Connection) -> None:
@@ -216,6 +218,13 @@ _FTS_TEXT = (
 )
 
 
+def _left_as_it_was(problem: str) -> ProtocolError:
+    """A migration that found what it cannot carry over: its transaction is rolled back."""
+    return ProtocolError(
+        f"{problem}; the file was left as it was", field="schema_version", retryable=False
+    )
+
+
 def _v8(conn: sqlite3.Connection) -> None:
     """The full-text index keeps no copy of its text: it was 1 KB a memory of 4.1 at 100k
     (the words twice, once with the tenant's twelve-digit prefix before each, and the tags).
@@ -253,17 +262,183 @@ def _v8(conn: sqlite3.Connection) -> None:
     ).fetchone()[0]
     conn.execute("DROP TABLE temp.fts_old")
     if differ:
-        raise ProtocolError(
-            f"{differ} rows of the full-text index do not have the form this release writes;"
-            " the file was left as it was",
-            field="schema_version",
-            retryable=False,
+        raise _left_as_it_was(
+            f"{differ} rows of the full-text index do not have the form this release writes"
         )
     conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
     conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
     for statement in _FTS_TEXT:
         if statement.startswith("CREATE TRIGGER"):
             conn.execute(statement)
+
+
+#: Schema 9's full-text rows: a scope's prefix and tags once in ``memory_fts_scopes`` (116 of
+#: a row's 348 bytes at 100k memories were these, the same for every row of the scope), and
+#: each row its words, its scope and its metadata tags. The view gives FTS5 the same values.
+_FTS_SCOPES = (
+    "CREATE TABLE memory_fts_scopes (id INTEGER PRIMARY KEY, prefix TEXT NOT NULL,"
+    " tags TEXT NOT NULL, UNIQUE (prefix, tags))",
+    "CREATE TABLE memory_fts_text (seq INTEGER PRIMARY KEY, body TEXT NOT NULL,"
+    " scope INTEGER NOT NULL, tags TEXT NOT NULL)",
+    "CREATE VIEW memory_fts_rows AS SELECT t.seq AS seq, t.body AS body, "
+    + _TBODY.format("t.").replace("t.prefix", "s.prefix")
+    + " AS tbody, s.tags || CASE WHEN t.tags = '' THEN '' ELSE ' ' || t.tags END AS tags"
+    " FROM memory_fts_text t JOIN memory_fts_scopes s ON s.id = t.scope",
+    "CREATE TRIGGER memory_fts_text_delete AFTER DELETE ON memory_fts_text BEGIN"
+    " INSERT INTO memory_fts (memory_fts, rowid, body, tbody, tags) SELECT 'delete', old.seq,"
+    " old.body, "
+    + _TBODY.format("old.").replace("old.prefix", "s.prefix")
+    + ", s.tags || CASE WHEN old.tags = '' THEN '' ELSE ' ' || old.tags END"
+    " FROM memory_fts_scopes s WHERE s.id = old.scope; END",
+)
+
+#: How many of a row's tags are its scope's (:func:`memcore_sqlite.lexical.tags.scope_tags`).
+SCOPE_TAGS = 5
+
+
+def _shared_scope_tags(conn: sqlite3.Connection) -> None:
+    """Each scope's prefix and tags kept once (:data:`_FTS_SCOPES`); every row's values, as
+    FTS5 reads them through the view, are compared with those before, and on a difference
+    nothing is kept. The index itself is not touched: it is given the same values."""
+    if "scope" in {row[1] for row in conn.execute("PRAGMA table_info(memory_fts_text)")}:
+        return  # a file set back to an older version number after it had this one
+    conn.execute("DROP TABLE IF EXISTS memory_fts_scopes")  # no row refers to one left over
+    conn.execute("CREATE TEMP TABLE fts_old AS SELECT seq, body, tbody, tags FROM memory_fts_rows")
+    conn.execute("DROP TRIGGER memory_fts_text_delete")
+    conn.execute("DROP VIEW memory_fts_rows")
+    conn.execute("ALTER TABLE memory_fts_text RENAME TO memory_fts_text_v8")
+    for statement in _FTS_SCOPES:
+        if not statement.startswith("CREATE TRIGGER"):
+            conn.execute(statement)
+    scopes: dict[tuple[str, str], int] = {}
+    rows = []
+    for seq, body, prefix, row_tags in conn.execute(
+        "SELECT seq, body, prefix, tags FROM memory_fts_text_v8"
+    ).fetchall():
+        parts = str(row_tags).split(" ")
+        key = (prefix, " ".join(parts[:SCOPE_TAGS]))
+        if key not in scopes:
+            scopes[key] = len(scopes) + 1
+        rows.append((seq, body, scopes[key], " ".join(parts[SCOPE_TAGS:])))
+    conn.executemany(
+        "INSERT INTO memory_fts_scopes (id, prefix, tags) VALUES (?, ?, ?)",
+        [(i, prefix, scope) for (prefix, scope), i in scopes.items()],
+    )
+    conn.executemany(
+        "INSERT INTO memory_fts_text (seq, body, scope, tags) VALUES (?, ?, ?, ?)", rows
+    )
+    differ = conn.execute(
+        "SELECT (SELECT count(*) FROM temp.fts_old) - (SELECT count(*) FROM memory_fts_rows)"
+        " + (SELECT count(*) FROM temp.fts_old o JOIN memory_fts_rows r USING (seq)"
+        " WHERE r.body IS NOT o.body OR r.tbody IS NOT o.tbody OR r.tags IS NOT o.tags)"
+    ).fetchone()[0]
+    conn.execute("DROP TABLE temp.fts_old")
+    if differ:
+        raise _left_as_it_was(
+            f"{differ} rows of the full-text index would change with their scope's tags kept once"
+        )
+    conn.execute("DROP TABLE memory_fts_text_v8")
+    conn.execute(_FTS_SCOPES[-1])
+
+
+#: Float32's relative rounding to float16 (half its 10-bit step), and half the smallest step.
+_HALF_STEP, _HALF_TINY = 2.0**-11, 2.0**-25
+
+
+def _v9(conn: sqlite3.Connection) -> None:
+    """Disk: float16 vectors, code pages without sign bits, a scope's tags kept once, and
+    content digests of 16 bytes."""
+    _float16_vectors(conn)
+    _shared_scope_tags(conn)
+    # Content digests of 16 bytes (``storage.rows.HASH_BYTES``): the first 16 of the 32 kept
+    # so far, so every repeat is still found; the index is rebuilt packed.
+    conn.execute(
+        "UPDATE memories SET content_hash = substr(content_hash, 1, ?)"
+        " WHERE length(content_hash) > ?",
+        (HASH_BYTES, HASH_BYTES),
+    )
+    conn.execute("REINDEX memories_hash")
+
+
+def _float16_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
+    """Vectors stored as float16 (:mod:`memcore_sqlite.vector.stored`), and code pages without
+    sign bits: at 100k memories the vectors were 1,641 of 3,447 bytes a memory and become
+    about 820, the bits 48 more (they ordered nothing; :mod:`memcore_sqlite.vector.quantize`).
+
+    The vectors go into a new table, written in seq order so its pages are full (an update in
+    place would leave each page half empty); every row is then read back and compared with its
+    float32 original: the same seqs and models, each component within float16's rounding and
+    finite where it was. On a mismatch nothing is kept. The code pages are made again from the
+    stored vectors, so the search's bounds hold for exactly what it rescores. The old table's
+    pages become free pages, reused by later writes until ``store.compact()``.
+    """
+    if conn.execute("SELECT 1 FROM vector_pages WHERE length(bits) = 0 LIMIT 1").fetchone():
+        return  # a file set back to an older version number after it had this one
+    import numpy as np
+
+    conn.execute(
+        "CREATE TABLE memory_vectors_f16 (seq INTEGER PRIMARY KEY, model TEXT NOT NULL,"
+        " vector BLOB NOT NULL)"
+    )
+    last = None
+    while True:
+        rows = conn.execute(
+            "SELECT seq, model, vector FROM memory_vectors WHERE seq > ? ORDER BY seq LIMIT ?",
+            (-(2**63) if last is None else last, chunk),
+        ).fetchall()
+        if not rows:
+            break
+        last = rows[-1][0]
+        conn.executemany(
+            "INSERT INTO memory_vectors_f16 (seq, model, vector) VALUES (?, ?, ?)",
+            [
+                (seq, model, stored.to_blob(_float32(blob)))
+                for seq, model, blob in rows
+                if not len(blob) % 4
+            ],
+        )
+    bad = 0
+    pairs = conn.execute(
+        "SELECT o.vector, n.vector, o.model IS n.model FROM memory_vectors o"
+        " LEFT JOIN memory_vectors_f16 n USING (seq)"
+    )
+    for old, new, same_model in pairs:
+        if len(old) % 4 or new is None or len(new) != stored.width(len(old) // 4):
+            bad += 1
+            continue
+        before, after = _float32(old), stored.vector(new)
+        if not same_model:
+            bad += 1
+            continue
+        finite = np.isfinite(before)
+        bad += not (
+            np.array_equal(finite, np.isfinite(after))
+            and bool(
+                np.all(
+                    np.abs(after[finite] - before[finite])
+                    <= np.abs(before[finite]) * _HALF_STEP + _HALF_TINY
+                )
+            )
+        )
+    counts = conn.execute(
+        "SELECT (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_vectors_f16)"
+    ).fetchone()
+    if bad or counts[0] != counts[1]:
+        raise _left_as_it_was(
+            f"{bad or abs(counts[0] - counts[1])} stored vectors cannot be held as float16"
+            " (too large, or not float32 vectors)"
+        )
+    conn.execute("DROP TABLE memory_vectors")
+    conn.execute("ALTER TABLE memory_vectors_f16 RENAME TO memory_vectors")
+    conn.execute("DELETE FROM vector_pages")
+    code_pages.build_from_vectors(conn)
+
+
+def _float32(blob: bytes) -> Any:
+    """A float32 vector as schema 8 stored it (the caller skips a blob of another length)."""
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f4")
 
 
 #: (version, script or function) in order; append, never edit a released one. Numbers may
@@ -276,6 +451,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (6, _v6),
     (7, _v7),
     (8, _v8),
+    (9, _v9),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -1,5 +1,5 @@
-"""The vector side: sign and int8 codes of unit vectors (``quantize``: where vectors are
-quantized), their bounded sketch, code pages in SQLite, the per-scope code cache with its exact
+"""The vector side: how a vector is stored (``stored``: float16), int8 codes of unit vectors
+(``quantize``: where vectors are quantized), their bounded sketch, code pages in SQLite, the per-scope code cache with its exact
 two-stage search (``cache``), long texts cut into passages, and embedding the next batch ahead
 of a bulk write.
 

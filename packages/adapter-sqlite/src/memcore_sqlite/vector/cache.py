@@ -15,11 +15,14 @@ stage that leaves a row out does so on a bound proving the row cannot be among t
    whose int8 coordinates past the head (a tighter sketch bound) or whose int8 estimate plus
    its error bound is below ``L`` (raised to the ``n``-th best int8 lower bound so far).
    Rows whose bounds are not numbers are kept.
-4. Float32 vectors read from SQLite give the exact cosines of the rows that remain and that
-   the order read depends on (:mod:`memcore_sqlite.search.fused_order`), with the same ties (newest
+4. The stored vectors read from SQLite (float16, :mod:`memcore_sqlite.vector.stored`, upcast
+   to float32) give the exact cosines of the rows that remain and that the order read depends
+   on (:mod:`memcore_sqlite.search.fused_order`), with the same ties (newest
    first) as the exact scan.
 
-The sign bits are not used to choose rows: they have no useful bound (a row's Hamming
+Every code, sketch and in-memory matrix is made from the stored vectors, so "exact" means
+exact against an exact scan of what is stored. Sign bits are not used to choose rows (nor
+kept since schema 9): they have no useful bound (a row's Hamming
 distance only bounds its cosine by the norm of the query's largest agreeing components), and
 on templated memories many rows share the best rows' sign pattern, so a cut by Hamming
 distance lost true best rows. Writes made by this process update the entries in place (the
@@ -35,7 +38,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memcore_sqlite.vector import quantize
+from memcore_sqlite.vector import quantize, stored
 from memcore_sqlite.vector.quantize import Codes
 from memcore_sqlite.vector.sketch import Sketch
 
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 
 PatternKey = tuple[int, tuple[str, str, str, str]]
 Scope4 = tuple[str, str, str, str]
-#: Reads the float32 vectors of the given seqs: (seq, little-endian float32 blob) pairs.
+#: Reads the stored vectors of the given seqs: (seq, blob) pairs (:mod:`~memcore_sqlite.vector.stored`).
 FetchVectors = Callable[[Sequence[int]], Iterable[tuple[int, bytes]]]
 #: Rows (at least) whose int8 bounds give the first lower bound on the n-th best cosine.
 BOOTSTRAP_ROWS = 256
@@ -217,7 +220,6 @@ class _Entry:
             cap = max(16, 2 * total)
             grown = Codes(
                 np_.empty(cap, np_.int64),
-                np_.empty((cap, have.bits.shape[1]), np_.uint64, order="F"),
                 np_.empty(cap, np_.float32),
                 np_.empty((cap, have.q8.shape[1]), np_.int8),
             )
@@ -259,8 +261,8 @@ class _Entry:
         self._order = None
 
 
-def attrs_fields(codes: Codes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return codes.seqs, codes.bits, codes.scales, codes.q8
+def attrs_fields(codes: Codes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return codes.seqs, codes.scales, codes.q8
 
 
 class VectorCache:
@@ -292,10 +294,11 @@ class VectorCache:
 
     @staticmethod
     def to_blob(vector: np.ndarray) -> bytes:
-        return bytes(vector.astype("<f4", copy=False).tobytes())
+        return stored.to_blob(vector)
 
     def encode(self, added: Sequence[tuple[Scope4, int, np.ndarray | None]]) -> list[Written]:
-        """The codes of a write's new vectors (and the vectors), one batch per scope."""
+        """The codes of a write's new vectors (and the vectors), one batch per scope; both
+        from the vectors as stored (a vector not rounded yet is rounded here)."""
         np_ = _np()
         by_scope: dict[Scope4, list[tuple[int, np.ndarray]]] = defaultdict(list)
         for scope, seq, vector in added:
@@ -303,7 +306,7 @@ class VectorCache:
                 by_scope[scope].append((seq, vector))
         out: list[Written] = []
         for scope, rows in by_scope.items():
-            matrix = np_.asarray([v for _, v in rows], dtype=np_.float32)
+            matrix = stored.rounded([v for _, v in rows])
             seqs = np_.asarray([s for s, _ in rows], dtype=np_.int64)
             out.append((scope, quantize.encode(seqs, matrix), matrix))
         return out
@@ -331,12 +334,11 @@ class VectorCache:
     def _floats(self, codes: Codes, fetch: FetchVectors) -> tuple[Codes, np.ndarray]:
         """The float vectors of a small scope, aligned with its codes."""
         np_ = _np()
-        width = 4 * self.dimension
+        width = stored.width(self.dimension)
         blobs = {seq: blob for seq, blob in fetch(codes.seqs.tolist()) if len(blob) == width}
         if len(blobs) < len(codes):  # a vector of another model replaced this one
             codes = codes.take(np_.asarray([int(s) in blobs for s in codes.seqs], dtype=bool))
-        joined = b"".join(blobs[int(s)] for s in codes.seqs)
-        matrix = np_.frombuffer(bytearray(joined), dtype="<f4").reshape(len(codes), self.dimension)
+        matrix = stored.matrix([blobs[int(s)] for s in codes.seqs], self.dimension)
         return codes, matrix
 
     def _evict(self) -> None:
@@ -517,14 +519,14 @@ class VectorCache:
     def _read(self, seqs: Sequence[int], fetch: FetchVectors) -> tuple[np.ndarray, np.ndarray]:
         """(seqs, float32 matrix) of those of ``seqs`` that have a vector of this dimension."""
         np_ = _np()
-        width = 4 * self.dimension
+        width = stored.width(self.dimension)
         found: list[int] = []
         blobs: list[bytes] = []
         for seq, blob in fetch(seqs):
             if len(blob) == width:
                 found.append(int(seq))
                 blobs.append(blob)
-        matrix = np_.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found), self.dimension)
+        matrix = stored.matrix(blobs, self.dimension)
         return np_.asarray(found, dtype=np_.int64), matrix
 
     def exact_cosines(

@@ -19,7 +19,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from memcore_sqlite.vector.quantize import Codes, bit_words, concat
+from memcore_sqlite.vector import stored
+from memcore_sqlite.vector.quantize import Codes, concat
 
 #: Memories per page: a write rewrites at most one page per scope it touches (about 56 KB
 #: for 384 dimensions), a load reads n / PAGE_ROWS rows.
@@ -46,6 +47,9 @@ CREATE TABLE vector_pages (
 CREATE UNIQUE INDEX vector_pages_key
     ON vector_pages (store_id, model, app_id, tenant_id, agent_id, run_id, first_seq)
 """
+#: What the ``bits`` column holds from schema 9 on: nothing (the sign bits ordered no search;
+#: :mod:`memcore_sqlite.vector.quantize`). The column stays, as files from before have it.
+NO_BITS = b""
 
 _KEY = "store_id = ? AND model = ? AND app_id = ? AND tenant_id = ? AND agent_id = ? AND run_id = ?"
 
@@ -58,10 +62,9 @@ def _np() -> Any:
 
 def _decode(row: Sequence[Any], dimension: int) -> Codes:
     np_ = _np()
-    seqs, bits, scales, q8 = row[:4]
+    seqs, scales, q8 = row[:3]
     return Codes(
         np_.frombuffer(seqs, dtype="<i8").astype(np_.int64),
-        np_.frombuffer(bits, dtype="<u8").astype(np_.uint64).reshape(-1, bit_words(dimension)),
         np_.frombuffer(scales, dtype="<f4").astype(np_.float32),
         np_.frombuffer(q8, dtype=np_.int8).reshape(-1, dimension),
     )
@@ -70,7 +73,7 @@ def _decode(row: Sequence[Any], dimension: int) -> Codes:
 def _blobs(codes: Codes) -> tuple[bytes, bytes, bytes, bytes]:
     return (
         codes.seqs.astype("<i8").tobytes(),
-        codes.bits.astype("<u8").tobytes(),
+        NO_BITS,
         codes.scales.astype("<f4").tobytes(),
         codes.q8.tobytes(),
     )
@@ -87,19 +90,17 @@ def load(
     np_ = _np()
     where = "".join(f" AND {n} = ?" for n, v in zip(_LEVELS, pattern) if v != "*")
     params = [v for v in pattern if v != "*"]
-    columns: list[list[bytes]] = [[], [], [], []]
+    columns: list[list[bytes]] = [[], [], []]
     for row in conn.execute(
-        f"SELECT seqs, bits, scales, q8 FROM vector_pages WHERE store_id = ? AND model = ?{where}",
+        f"SELECT seqs, scales, q8 FROM vector_pages WHERE store_id = ? AND model = ?{where}",
         (store_id, model, *params),
     ):
         for column, blob in zip(columns, row):
             column.append(blob)
     # bytearray: writable arrays without a second copy, so in-process writes can edit them.
-    seqs, bits, scales, q8 = (bytearray().join(c) for c in columns)
+    seqs, scales, q8 = (bytearray().join(c) for c in columns)
     return Codes(
         np_.frombuffer(seqs, dtype="<i8"),
-        # Column-major: the Hamming pass reads each word of every row contiguously.
-        np_.asfortranarray(np_.frombuffer(bits, dtype="<u8").reshape(-1, bit_words(dimension))),
         np_.frombuffer(scales, dtype="<f4"),
         np_.frombuffer(q8, dtype=np_.int8).reshape(-1, dimension),
     )
@@ -128,7 +129,7 @@ class _ScopePages:
     def _get(self, first: int) -> Codes:
         if first not in self.pages:
             row = self.conn.execute(
-                f"SELECT seqs, bits, scales, q8 FROM vector_pages WHERE {_KEY} AND first_seq = ?",
+                f"SELECT seqs, scales, q8 FROM vector_pages WHERE {_KEY} AND first_seq = ?",
                 (*self.key, first),
             ).fetchone()
             self.pages[first] = _decode(row, self.dimension)
@@ -220,7 +221,8 @@ def drop_store(conn: sqlite3.Connection, store_id: int) -> None:
 
 
 def build_from_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
-    """Write the pages of every stored float vector (a file from before code pages existed)."""
+    """Write the pages of every stored vector (a file from before code pages existed, or one
+    whose vectors were just rewritten as float16: schema 9)."""
     if conn.execute("SELECT 1 FROM memory_vectors LIMIT 1").fetchone() is None:
         return
     from memcore_sqlite.vector.quantize import encode
@@ -238,8 +240,8 @@ def build_from_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
     def flush() -> None:
         if group is None or not seqs:
             return
-        dimension = len(blobs[0]) // 4
-        matrix = np_.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(seqs), dimension)
+        dimension = len(blobs[0]) // stored.ITEM_BYTES
+        matrix = stored.matrix(blobs, dimension)
         codes = encode(np_.asarray(seqs, dtype=np_.int64), matrix)
         write(conn, group[0], group[1], dimension, [], [(group[2:], codes)])
         seqs.clear()

@@ -1,11 +1,11 @@
 """Compact codes of unit vectors for the first, approximate stages of vector search.
 
-Each vector gets two codes: its signs as bits (one bit per dimension, compared by Hamming
-distance with popcount) and an int8 copy scaled by its largest component, whose dot products
-come with a proven error bound. The int8 estimates and their bounds discard every candidate
-that cannot be among the best (:mod:`memcore_sqlite.vector.cache`), and the float vectors rescore
-the few that remain. The bits order nothing in a search any more: they bound no cosine
-usefully, and a cut on them lost rows on templated memories.
+Each vector gets an int8 copy scaled by its largest component, whose dot products come with a
+proven error bound. The int8 estimates and their bounds discard every candidate that cannot be
+among the best (:mod:`memcore_sqlite.vector.cache`), and the stored vectors rescore the few that
+remain. Sign bits (compared by Hamming distance) were kept beside them until schema 9: they
+bound no cosine usefully, a cut on them lost rows on templated memories, and they had come to
+order nothing, so their 48 bytes a memory went.
 numpy is imported here only when a store has an embedder.
 """
 
@@ -27,23 +27,14 @@ def _np() -> Any:
 
 #: Rows converted to float32 at a time by :func:`approx_dot` (768 KB at 384 dimensions).
 _BLOCK_ROWS = 512
-#: Words whose popcounts :func:`hamming` sums in one byte: 3 * 64 = 192 <= 255 (six words,
-#: up to 384, would overflow it).
-_BYTE_WORDS = 3
-
-
-def bit_words(dimension: int) -> int:
-    """How many uint64 words hold one vector's sign bits (padding bits are zero)."""
-    return (dimension + 63) // 64
 
 
 @attrs.frozen
 class Codes:
-    """Codes of ``len(seqs)`` vectors: ``bits`` (n, words) uint64, ``scales`` (n,) float32,
-    ``q8`` (n, dimension) int8; a vector is about ``q8 * scale``."""
+    """Codes of ``len(seqs)`` vectors: ``scales`` (n,) float32, ``q8`` (n, dimension) int8;
+    a vector is about ``q8 * scale``."""
 
     seqs: np.ndarray
-    bits: np.ndarray
     scales: np.ndarray
     q8: np.ndarray
 
@@ -54,31 +45,18 @@ class Codes:
         """The codes at ``index``: a slice (views), a boolean mask or positions (copies).
 
         Copies go through :func:`numpy.take`, which copies whole rows (twice as fast as fancy
-        indexing for int8 rows); ``bits`` is gathered by column, so it stays column-major
-        for :func:`hamming`.
+        indexing for int8 rows).
         """
         if isinstance(index, slice):
-            return Codes(self.seqs[index], self.bits[index], self.scales[index], self.q8[index])
+            return Codes(self.seqs[index], self.scales[index], self.q8[index])
         np_ = _np()
         rows = np_.asarray(index)
         rows = np_.flatnonzero(rows) if rows.dtype == bool else rows.astype(np_.intp, copy=False)
         return Codes(
             np_.take(self.seqs, rows),
-            np_.take(self.bits.T, rows, axis=1).T,
             np_.take(self.scales, rows),
             np_.take(self.q8, rows, axis=0),
         )
-
-
-def sign_bits(vectors: np.ndarray) -> np.ndarray:
-    """(n, words) uint64: bit i set when component i is positive."""
-    np_ = _np()
-    n, dimension = vectors.shape
-    words = bit_words(dimension)
-    packed = np_.zeros((n, words * 8), dtype=np_.uint8)
-    packed[:, : (dimension + 7) // 8] = np_.packbits(vectors > 0, axis=1)
-    bits: np.ndarray = packed.view(np_.uint64)
-    return bits
 
 
 def encode(seqs: np.ndarray, vectors: np.ndarray) -> Codes:
@@ -89,7 +67,7 @@ def encode(seqs: np.ndarray, vectors: np.ndarray) -> Codes:
     scales = (peak / 127.0).astype(np_.float32)
     safe = np_.where(scales > 0, scales, 1.0).astype(np_.float32)
     q8 = np_.clip(np_.rint(vectors / safe[:, None]), -127, 127).astype(np_.int8)
-    return Codes(np_.asarray(seqs, dtype=np_.int64), sign_bits(vectors), scales, q8)
+    return Codes(np_.asarray(seqs, dtype=np_.int64), scales, q8)
 
 
 def concat(parts: list[Codes], dimension: int) -> Codes:
@@ -97,42 +75,14 @@ def concat(parts: list[Codes], dimension: int) -> Codes:
     if not parts:
         return Codes(
             np_.empty(0, np_.int64),
-            np_.empty((0, bit_words(dimension)), np_.uint64),
             np_.empty(0, np_.float32),
             np_.empty((0, dimension), np_.int8),
         )
     return Codes(
         np_.concatenate([p.seqs for p in parts]),
-        np_.concatenate([p.bits for p in parts]),
         np_.concatenate([p.scales for p in parts]),
         np_.concatenate([p.q8 for p in parts]),
     )
-
-
-def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
-    """(n,) uint16 Hamming distances between each row of ``bits`` and ``query_bits``.
-
-    Word by word over columns: with ``bits`` in column-major order each pass is contiguous,
-    six times faster at 100k rows than popcounting the rows and summing along them (and,
-    inside searches, faster than one pass over every word at once, whose temporaries do not
-    stay in cache). The counts of :data:`_BYTE_WORDS` words are summed in a byte and widened
-    once per group: same-type adds are cheaper than adding each count into the uint16 total.
-    """
-    np_ = _np()
-    n, words = bits.shape
-    out: np.ndarray = np_.zeros(n, dtype=np_.uint16)
-    word = np_.empty(n, dtype=np_.uint64)
-    group = np_.empty(n, dtype=np_.uint8)
-    count = np_.empty(n, dtype=np_.uint8)
-    for start in range(0, words, _BYTE_WORDS):
-        for w in range(start, min(start + _BYTE_WORDS, words)):
-            np_.bitwise_xor(bits[:, w], query_bits[w], out=word)
-            if w == start:
-                np_.bitwise_count(word, out=group)
-            else:
-                np_.add(group, np_.bitwise_count(word, out=count), out=group)
-        np_.add(out, group, out=out)
-    return out
 
 
 def approx_dot(
