@@ -190,8 +190,11 @@ def ranked(
             semantic.update(vectors.cosines(entry, missing, qvec, fetch))
         return ExactOrder(lexical, semantic)
 
+    # One shortlister per search: a shortlist widened to the pool reuses the first's bounds.
+    shortlister = vectors.shortlister(entry, qvec, allowed)
+
     def shortlist(n: int = ranking.FIRST_READ) -> tuple[Any, Any, Any]:
-        return vectors.shortlist(entry, qvec, n, allowed)
+        return shortlister(n)
 
     def bounded(short: Any, lexical: dict[int, ranking.LexicalHit] | None) -> BoundedOrder:
         return BoundedOrder(
