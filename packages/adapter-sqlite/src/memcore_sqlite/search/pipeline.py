@@ -101,8 +101,8 @@ def warm_scope(
 ) -> None:
     """Build now, inside the caller's snapshot at ``generation``, what the first searches of
     ``pattern`` (without filters) would: its vector codes (floats for a small scope, the
-    sketch of a large one), its tenant's rows' lengths, and one search's count toward a
-    large tenant's postings. Nothing is ranked. The sketch is what a first search that
+    sketch of a large one), its tenant's rows' lengths, and a large tenant's postings (their
+    build started in the background). Nothing is ranked. The sketch is what a first search that
     needs a shortlist would otherwise build (1.5-2.5 s of CPU at 100k rows on the loaded
     2-core machine, ``benchmarks/search_tail.py``): every vector search, and a hybrid one
     whose lexical hits leave room for a vector-only row."""
