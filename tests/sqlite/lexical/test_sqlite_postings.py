@@ -609,3 +609,17 @@ def test_a_vector_stored_later_for_an_appended_row_drops_them(db_path: Path) -> 
         store.search(STORE, ALICE.tenant_pattern(), "kayak")  # stores the vector
         assert _held(store) is None
         assert _results(store, APPENDED_QUERIES) == _from_file(db_path, APPENDED_QUERIES)
+
+
+def test_a_warm_up_builds_the_tenants_postings_before_its_first_search(tmp_path: Path) -> None:
+    """A serving process warms the scope it will search: the build then runs before the
+    session's first search instead of beside its first few, which took FTS5 meanwhile."""
+    path = tmp_path / "m.db"
+    with _open(path) as store:
+        _fill(store)
+    with _open(path) as store:
+        store.warm(STORE, ALICE.tenant_pattern())
+        assert store.settle(30)
+        assert _held(store) is not None
+        assert _used(store, "kayak paddle")
+        assert _results(store) == _from_file(path)

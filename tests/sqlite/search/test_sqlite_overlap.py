@@ -20,7 +20,7 @@ from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.search import ranking
 from memcore_sqlite.search.overlap import Overlap
-from memcore_sqlite.vector.cache import VectorCache
+from memcore_sqlite.vector.cache import Shortlister
 
 DIM = 64
 STORE = "mem"
@@ -93,15 +93,15 @@ def slow_shortlist(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """The shortlist takes a while, so the lexical stage surely runs while it does; the list
     records each one that finished."""
     finished: list[bool] = []
-    real = VectorCache.shortlist
+    real = Shortlister.__call__
 
-    def slow(self: VectorCache, *args: Any, **kwargs: Any) -> Any:
+    def slow(self: Shortlister, *args: Any, **kwargs: Any) -> Any:
         time.sleep(0.01)
         out = real(self, *args, **kwargs)
         finished.append(threading.current_thread().name.startswith(THREAD))
         return out
 
-    monkeypatch.setattr(VectorCache, "shortlist", slow)
+    monkeypatch.setattr(Shortlister, "__call__", slow)
     yield finished
 
 
@@ -145,7 +145,7 @@ def test_a_database_error_in_the_thread_surfaces_as_the_typed_error(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise sqlite3.DatabaseError("database disk image is malformed")
 
-    monkeypatch.setattr(VectorCache, "shortlist", broken)
+    monkeypatch.setattr(Shortlister, "__call__", broken)
     # One after the other, a hybrid search builds the shortlist only when its lexical hits
     # leave room for a vector-only row: a vector search always builds it.
     mode = "hybrid" if overlap else "vector"
@@ -164,7 +164,7 @@ def test_a_memcore_error_in_the_thread_reaches_the_caller_unchanged(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise error
 
-    monkeypatch.setattr(VectorCache, "shortlist", broken)
+    monkeypatch.setattr(Shortlister, "__call__", broken)
     with _open(path, overlap=True) as store, pytest.raises(InvalidInput) as caught:
         store.search(STORE, ALICE.tenant_pattern(), "coffee in paris")
     assert caught.value is error

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
-from memcore_sqlite import SqliteMemoryStore
+from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.search import pipeline, ranking
 from memcore_sqlite.vector import code_pages
+from memcore_sqlite.vector.sketch import Sketch
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
@@ -116,3 +118,31 @@ def test_a_warm_up_runs_no_query_and_holds_the_tenants_lengths(
         sid, generation, _ = store._tx.store_key(store._tx.conn, STORE)
         assert store._tx.lengths.held((sid, "app", "alice"), generation) == len(TEXTS)
         assert _ids(store, "where does my sister live?") == expected
+
+
+def test_a_warmed_two_stage_scope_builds_no_sketch_in_its_first_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scope searched in stages bounds rows from its sketch, which the first search that
+    needs it builds (seconds at 100k rows): a warm-up builds it instead."""
+    path = tmp_path / "m.db"
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+        store.ensure_store(STORE)
+        store.add_many(
+            STORE, [TextItem(ALICE, f"{t} (note {i})") for i in range(12) for t in TEXTS]
+        )
+    builds: list[int] = []
+    real = Sketch.build
+
+    def counted(*args: Any) -> Sketch:
+        builds.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(Sketch, "build", counted)
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+        assert store._tx.vectors is not None
+        store._tx.vectors.exact_rows = 0  # searched in stages, as a large scope is
+        store.warm(STORE, ALICE.tenant_pattern())
+        assert builds == [1]
+        hits = store.search(STORE, ALICE.tenant_pattern(), "my sister", mode="vector")
+        assert hits and builds == [1]  # the search needed the sketch, and found it built

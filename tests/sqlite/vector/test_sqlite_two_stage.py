@@ -18,7 +18,7 @@ from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.storage.schema import MIGRATIONS
-from memcore_sqlite.vector import code_pages
+from memcore_sqlite.vector import code_pages, sketch
 from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
 from memcore_sqlite.vector.quantize import encode
 
@@ -79,6 +79,34 @@ def test_every_stage_runs_and_still_matches_the_exact_scan() -> None:
     exact = exact_top(seqs, rows, query, 10)
     got = _two_stage(rows, query, 10)
     assert [s for s, _ in got] == [s for s, _ in exact]
+
+
+@pytest.mark.parametrize("allowed", [None, "odd"])
+def test_a_widened_shortlist_is_a_fresh_ones_and_bounds_the_head_once(
+    allowed: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One search's shortlist of the best 10, widened to the pool of 100, is what a
+    shortlist of 100 made from scratch would be, and every row's head is bounded once."""
+    rows, query = _data(6_000, 4)
+    seqs = np.arange(1, 6_001, dtype=np.int64) * 3
+    only = None if allowed is None else seqs[1::2]
+    entry = _Entry(0, encode(seqs, rows), None)
+    cache = VectorCache(DIM, exact_rows=0)
+    heads: list[int] = []
+    first = sketch.Turned.first
+
+    def counted(self: sketch.Turned, *args: Any) -> Any:
+        heads.append(1)
+        return first(self, *args)
+
+    monkeypatch.setattr(sketch.Turned, "first", counted)
+    shortlister = cache.shortlister(entry, query, only)
+    for n in (10, 100):
+        got = shortlister(n)
+        fresh = cache.shortlist(entry, query, n, only)
+        for a, b in zip(got, fresh):
+            assert a.tolist() == b.tolist()
+    assert len(heads) == 3  # the shortlister's one, and the two fresh ones'
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 100])

@@ -100,11 +100,16 @@ def warm_scope(
     postings: PostingsCache | None,
 ) -> None:
     """Build now, inside the caller's snapshot at ``generation``, what the first searches of
-    ``pattern`` (without filters) would: its vector codes (floats for a small scope), its
-    tenant's rows' lengths, and one search's count toward a large tenant's postings.
-    Nothing is ranked."""
+    ``pattern`` (without filters) would: its vector codes (floats for a small scope, the
+    sketch of a large one), its tenant's rows' lengths, and a large tenant's postings (their
+    build started in the background). Nothing is ranked. The sketch is what a first search that
+    needs a shortlist would otherwise build (1.5-2.5 s of CPU at 100k rows on the loaded
+    2-core machine, ``benchmarks/search_tail.py``): every vector search, and a hybrid one
+    whose lexical hits leave room for a vector-only row."""
     if vectors is not None and model is not None:
-        vector_candidates(conn, vectors, model, store_id, pattern, None, generation)
+        entry, _ = vector_candidates(conn, vectors, model, store_id, pattern, None, generation)
+        if entry.matrix is None and entry.n:
+            entry.sketch()
     if tags.pattern_prefix(store_id, pattern) is None:  # no one tenant: nothing held by tenant
         return
     tenant = (store_id, pattern.app_id, pattern.tenant_id)
@@ -190,8 +195,11 @@ def ranked(
             semantic.update(vectors.cosines(entry, missing, qvec, fetch))
         return ExactOrder(lexical, semantic)
 
+    # One shortlister per search: a shortlist widened to the pool reuses the first's bounds.
+    shortlister = vectors.shortlister(entry, qvec, allowed)
+
     def shortlist(n: int = ranking.FIRST_READ) -> tuple[Any, Any, Any]:
-        return vectors.shortlist(entry, qvec, n, allowed)
+        return shortlister(n)
 
     def bounded(short: Any, lexical: dict[int, ranking.LexicalHit] | None) -> BoundedOrder:
         return BoundedOrder(

@@ -131,6 +131,26 @@ def _best_rows(point: np.ndarray, want: int) -> np.ndarray:
     return rows
 
 
+def _could_be_best(estimate: np.ndarray, slack: np.ndarray, n: int) -> Any:
+    """Positions of the candidates whose exact score may reach the ``n``-th best.
+
+    A row is dropped only when even its upper bound is below the ``n``-th best lower
+    bound, so no row of the exact top ``n`` among the candidates is lost, however many
+    rows are near-ties (a bound that is not a number keeps its row).
+    """
+    np_ = _np()
+    if len(estimate) <= n:
+        out: np.ndarray = np_.arange(len(estimate))
+        return out
+    low = estimate - slack
+    finite = low[np_.isfinite(low)]
+    if len(finite) < n:
+        return np_.arange(len(estimate))
+    floor = np_.partition(finite, len(finite) - n)[len(finite) - n]
+    keep: np.ndarray = np_.flatnonzero(~(estimate + slack < floor))
+    return keep
+
+
 class _Entry:
     """Growable codes: appends are amortised O(d), removals swap in the last row.
 
@@ -401,50 +421,16 @@ class VectorCache:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(seqs, int8 estimates, error bounds) of every row of a two-stage entry that may be
         among the ``n`` best; the ``n`` best are the best ``n`` of these by exact cosine.
+        One search that may widen its shortlist takes :meth:`shortlister` instead."""
+        return self.shortlister(entry, query, allowed)(n)
 
-        Every row's cosine is bounded from its sketch (:mod:`memcore_sqlite.vector.sketch`). The
-        ``n``-th best int8 lower bound among the rows the sketch rates best is a lower bound
-        on the ``n``-th best cosine; a row whose sketch bound is below it cannot be among the
-        ``n`` best, and the int8 stage drops, from the rest, the rows whose upper bound is below
-        the ``n``-th best lower bound. Nothing is dropped without a bound.
-        """
-        np_ = _np()
-        empty = np_.empty(0, np_.float32)
-        if not entry.n or n <= 0:
-            return np_.empty(0, np_.int64), empty, empty
-        codes = entry.view()
-        rows = None
-        if allowed is not None:
-            rows = np_.flatnonzero(np_.isin(codes.seqs, allowed))
-            if not len(rows):
-                return np_.empty(0, np_.int64), empty, empty
-        scales = codes.scales if rows is None else codes.scales[rows]
-        count = len(scales)
-        if count > n:
-            turned = entry.sketch().turn(query)
-            code_error = quantize.error_bound(scales, query)
-            point, high = turned.first(entry.n, code_error, rows)
-            # A lower bound on the n-th best cosine: the n-th best int8 lower bound among the
-            # rows the sketch rates best (the more of them, the closer to the true one).
-            best = _best_rows(point, max(4 * n, BOOTSTRAP_ROWS))
-            at = best if rows is None else rows[best]
-            low = quantize.approx_dot(codes.q8, scales[best], query, at) - code_error[best]
-            low = low[np_.isfinite(low)]
-            if len(low) >= n:
-                floor = np_.partition(low, len(low) - n)[len(low) - n]
-                # Bounds that are not numbers keep their rows.
-                kept = np_.flatnonzero(~(high < floor))
-                at = kept if rows is None else rows[kept]
-                high = turned.second(point[kept], at, code_error[kept])
-                again = np_.flatnonzero(~(high < floor))
-                kept = kept[again]
-                rows = kept if rows is None else rows[kept]
-                scales = scales[kept]
-        estimate = quantize.approx_dot(codes.q8, scales, query, rows)
-        slack = quantize.error_bound(scales, query)
-        keep = self._could_be_best(estimate, slack, n)
-        at = keep if rows is None else rows[keep]
-        return codes.seqs[at], estimate[keep], slack[keep]
+    def shortlister(
+        self, entry: _Entry, query: np.ndarray, allowed: np.ndarray | None = None
+    ) -> Shortlister:
+        """:meth:`shortlist` for one query, for any ``n``: a widened shortlist (the best
+        ``FIRST_READ``, then the pool) reuses the sketch's bounds of the first, which are
+        most of its cost (every row's head), instead of scanning the scope again."""
+        return Shortlister(entry, query, allowed)
 
     def ceiling(self, entry: _Entry, query: np.ndarray) -> float:
         """A bound on every row's cosine with ``query``: its norm times the longest code's,
@@ -476,25 +462,6 @@ class VectorCache:
         estimate[have] = quantize.approx_dot(codes.q8, scales, query, rows)
         slack[have] = quantize.error_bound(scales, query)
         return have, estimate, slack
-
-    def _could_be_best(self, estimate: np.ndarray, slack: np.ndarray, n: int) -> Any:
-        """Positions of the candidates whose exact score may reach the ``n``-th best.
-
-        A row is dropped only when even its upper bound is below the ``n``-th best lower
-        bound, so no row of the exact top ``n`` among the candidates is lost, however many
-        rows are near-ties (a bound that is not a number keeps its row).
-        """
-        np_ = _np()
-        if len(estimate) <= n:
-            out: np.ndarray = np_.arange(len(estimate))
-            return out
-        low = estimate - slack
-        finite = low[np_.isfinite(low)]
-        if len(finite) < n:
-            return np_.arange(len(estimate))
-        floor = np_.partition(finite, len(finite) - n)[len(finite) - n]
-        keep: np.ndarray = np_.flatnonzero(~(estimate + slack < floor))
-        return keep
 
     def cosines(
         self, entry: _Entry, seqs: Sequence[int], query: np.ndarray, fetch: FetchVectors
@@ -542,3 +509,77 @@ class VectorCache:
         self, seqs: np.ndarray, query: np.ndarray, n: int, fetch: FetchVectors
     ) -> list[tuple[int, float]]:
         return exact_top(*self._read(seqs.tolist(), fetch), query, n)
+
+
+class Shortlister:
+    """The shortlists of one query in one two-stage entry (:meth:`VectorCache.shortlist`).
+
+    Every row's cosine is bounded from its sketch (:mod:`memcore_sqlite.vector.sketch`); those
+    bounds do not depend on ``n`` and are computed once, at the first shortlist asked for. The
+    ``n``-th best int8 lower bound among the rows the sketch rates best is a lower bound on
+    the ``n``-th best cosine; a row whose sketch bound is below it cannot be among the ``n``
+    best, and the int8 stage drops, from the rest, the rows whose upper bound is below the
+    ``n``-th best lower bound. Nothing is dropped without a bound.
+    """
+
+    def __init__(self, entry: _Entry, query: np.ndarray, allowed: np.ndarray | None) -> None:
+        self._entry = entry
+        self._query = query
+        self._allowed = allowed
+        #: (turned query, rows or None for all, their scales, code errors, head point
+        #: estimates and upper bounds), once computed.
+        self._head: tuple[Any, Any, Any, Any, Any, Any] | None = None
+
+    def _rows(self) -> tuple[Any, np.ndarray] | None:
+        """(rows the filters allow, None for all; their scales), or None when none is."""
+        np_ = _np()
+        codes = self._entry.view()
+        if self._allowed is None:
+            return None, codes.scales
+        rows = np_.flatnonzero(np_.isin(codes.seqs, self._allowed))
+        return (rows, codes.scales[rows]) if len(rows) else None
+
+    def _bounds(self, rows: Any, scales: np.ndarray) -> tuple[Any, Any, Any, Any, Any, Any]:
+        if self._head is None:
+            turned = self._entry.sketch().turn(self._query)
+            code_error = quantize.error_bound(scales, self._query)
+            point, high = turned.first(self._entry.n, code_error, rows)
+            self._head = (turned, rows, scales, code_error, point, high)
+        return self._head
+
+    def __call__(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        np_ = _np()
+        entry, query = self._entry, self._query
+        empty = np_.empty(0, np_.float32)
+        if not entry.n or n <= 0:
+            return np_.empty(0, np_.int64), empty, empty
+        if self._head is not None:
+            _, rows, scales, _, _, _ = self._head
+        else:
+            picked = self._rows()
+            if picked is None:
+                return np_.empty(0, np_.int64), empty, empty
+            rows, scales = picked
+        codes = entry.view()
+        if len(scales) > n:
+            turned, rows, scales, code_error, point, high = self._bounds(rows, scales)
+            # A lower bound on the n-th best cosine: the n-th best int8 lower bound among the
+            # rows the sketch rates best (the more of them, the closer to the true one).
+            best = _best_rows(point, max(4 * n, BOOTSTRAP_ROWS))
+            at = best if rows is None else rows[best]
+            low = quantize.approx_dot(codes.q8, scales[best], query, at) - code_error[best]
+            low = low[np_.isfinite(low)]
+            if len(low) >= n:
+                floor = np_.partition(low, len(low) - n)[len(low) - n]
+                # Bounds that are not numbers keep their rows.
+                kept = np_.flatnonzero(~(high < floor))
+                at = kept if rows is None else rows[kept]
+                second = turned.second(point[kept], at, code_error[kept])
+                kept = kept[np_.flatnonzero(~(second < floor))]
+                rows = kept if rows is None else rows[kept]
+                scales = scales[kept]
+        estimate = quantize.approx_dot(codes.q8, scales, query, rows)
+        slack = quantize.error_bound(scales, query)
+        keep = _could_be_best(estimate, slack, n)
+        at = keep if rows is None else rows[keep]
+        return codes.seqs[at], estimate[keep], slack[keep]

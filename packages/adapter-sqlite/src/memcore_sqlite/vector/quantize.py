@@ -103,7 +103,8 @@ def approx_dot(
     for start in range(0, n, _BLOCK_ROWS):
         stop = start + _BLOCK_ROWS
         part = q8[start:stop] if rows is None else np_.take(q8, rows[start:stop], axis=0)
-        out[start:stop] = part.astype(np_.float32) @ query
+        # einsum, not ``@``: BLAS took 7 ms of CPU for 2,000 rows against 0.8 (its threads).
+        out[start:stop] = np_.einsum("ij,j->i", part.astype(np_.float32), query)
     out *= scales
     return out
 
