@@ -230,11 +230,11 @@ class SqliteMemoryStore:
 
     def warm(self, store: str, pattern: ScopePattern) -> None:
         """Build now what the first searches of ``pattern`` would build: the scope's vector
-        codes (floats for a small one), its tenant's rows' lengths, a count toward a large
-        tenant's postings, and the thread that writes the records of reads. A host calls it
-        in the background after opening the store, so the first search of a session does not
-        pay for them. No search is run or audited; a store that does not exist yet has
-        nothing to warm."""
+        codes (floats for a small one) and, for a scope searched in stages, its sketch; its
+        tenant's rows' lengths and, for a large tenant, its postings (in the background); and
+        the thread that writes the records of reads. A host calls it in the background after
+        opening the store, so the first search of a session does not pay for them. No search
+        is run or audited; a store that does not exist yet has nothing to warm."""
         check_pattern(pattern)
         with self._tx.lock:  # the thread that writes reads' records, started by the first one
             self._tx.read_audits.start()
