@@ -451,3 +451,22 @@ def test_a_sketch_build_that_fails_leaves_searches_exact_and_is_not_retried(
         assert not entry.wait_sketch(30)
     assert calls == [3_000]
     assert "MemoryError" in caplog.text
+
+
+def test_settle_waits_for_a_sketch_being_built(
+    db_path: Path, held_sketch_builds: tuple[threading.Event, list[str]]
+) -> None:
+    """A benchmark settles before it times the steady state: that includes the sketch."""
+    release, threads = held_sketch_builds
+    embedder = HashingEmbedder(DIM)
+    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, f"memory {i} of alice") for i in range(2_500)])
+        hits = store.search(STORE, ALICE.tenant_pattern(), "memory 7 of alice", mode="vector")
+        assert hits
+        _started(threads)
+        assert not store.settle(timeout=0.2)
+        release.set()
+        assert store.settle(timeout=30)
+        again = store.search(STORE, ALICE.tenant_pattern(), "memory 7 of alice", mode="vector")
+        assert [h.memory.id for h in again] == [h.memory.id for h in hits]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -193,6 +194,9 @@ class _Entry:
                 )
                 self._building.start()
             return None
+
+    def building(self) -> threading.Thread | None:
+        return self._building
 
     def wait_sketch(self, timeout: float | None = None) -> bool:
         """Wait for a sketch build under way; whether the sketch is there (for tests)."""
@@ -447,6 +451,16 @@ class VectorCache:
         with self._lock:
             for key in [k for k in self._entries if k[0] == store_id]:
                 del self._entries[key]
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for the sketch builds under way; False if one still runs at ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            entries = list(self._entries.values())
+        for entry in entries:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            entry.wait_sketch(left)
+        return all(e.building() is None for e in entries)
 
     def top(
         self,
