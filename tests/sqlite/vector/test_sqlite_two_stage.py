@@ -81,11 +81,19 @@ def test_two_stage_equals_the_exact_scan(n: int, seed: int, sketched: bool) -> N
     assert [c for _, c in got] == pytest.approx([c for _, c in exact], abs=1e-6)
 
 
+def _no_sketch_builds_running() -> None:
+    """Earlier tests' background builds, which would call a patched build too."""
+    for thread in threading.enumerate():
+        if thread.name == "memcore-sketch":
+            thread.join(60)
+
+
 @pytest.fixture
 def held_sketch_builds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[tuple[threading.Event, list[str]]]:
     """Sketch builds wait for the event; the list gets the name of each build's thread."""
+    _no_sketch_builds_running()
     release = threading.Event()
     threads: list[str] = []
     real = Sketch.build
@@ -439,6 +447,7 @@ def test_a_sketch_build_that_fails_leaves_searches_exact_and_is_not_retried(
         calls.append(len(q8))
         raise MemoryError
 
+    _no_sketch_builds_running()
     monkeypatch.setattr(Sketch, "build", staticmethod(build))
     rows, query = _data(3_000, 6)
     seqs = np.arange(1, 3_001, dtype=np.int64) * 3
