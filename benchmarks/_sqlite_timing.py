@@ -57,6 +57,7 @@ def warm(
     queries: Sequence[str],
     qvecs: Any,
     n: int,
+    mode: str = "hybrid",
 ) -> None:
     """``n`` searches in each (store, tenant pattern) to warm the codes and the page cache,
     then what the store builds in the background (a large tenant's postings, from its third
@@ -65,7 +66,7 @@ def warm(
     it is due."""
     for store, pattern in stores:
         for q, v in zip(queries[:n], qvecs[:n]):
-            store.search_vector(name, pattern, q, v)
+            store.search_vector(name, pattern, q, v, mode=mode)
         store.settle()
     gc.collect()
 

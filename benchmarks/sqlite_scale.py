@@ -12,18 +12,27 @@ Vectors are mixes of real MiniLM embeddings (:mod:`benchmarks._real_vectors`); q
 real question embeddings.
 
     uv run python -m benchmarks.sqlite_scale [--total 1000000] [--tenant-size 1000]
+        [--layouts tenants|single] [--workdir DIR --keep]
+
+With ``--workdir`` and ``--keep`` the filled stores stay there, each beside a record of its
+fill (rows, ingest rate, disk); a later run with the same sizes reuses them instead of filling
+again (a file without its record, a fill that did not finish, is filled anew). Progress goes
+to stderr, the figures to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +41,15 @@ import numpy as np
 from benchmarks._real_vectors import DATA, RealVectors
 from benchmarks._sqlite_timing import CHILD_EMBEDDER, CHILD_RSS, child_env, run_child, turns, warm
 from benchmarks._stats import summary_ms
-from benchmarks.sqlite_search import STORE, PrecomputedEmbedder, _exact, _fill, _scope
+from benchmarks.sqlite_search import (
+    BATCH,
+    STORE,
+    PrecomputedEmbedder,
+    _exact,
+    _fill,
+    _scope,
+)
+from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.embedders import missing_onnx_requirements
 
@@ -67,6 +84,46 @@ print(json.dumps({"import_s": round(imported, 3), "open_s": round(opened, 3),
 )
 
 
+def _say(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def _filled(
+    path: Path,
+    texts: Sequence[str],
+    vectors: Any,
+    scope_of: Callable[[int], Scope],
+    keep: bool,
+) -> dict[str, Any]:
+    """Fill ``path`` with ``texts`` (or reuse a kept fill): rows, ingest rate and disk.
+
+    A kept fill's record is written only after the store closed, so a file without one (a
+    run stopped mid-fill) is never reused."""
+    record = path.with_suffix(".fill.json")
+    if keep and path.exists() and record.exists():
+        out: dict[str, Any] = json.loads(record.read_text())
+        if out.get("rows") == len(texts):
+            _say(f"reusing {path} ({out})")
+            return {**out, "reused": True}
+    for stale in [record, *path.parent.glob(path.name + "*")]:
+        stale.unlink(missing_ok=True)
+    started = time.perf_counter()
+    with SqliteMemoryStore(path, embedder=PrecomputedEmbedder(texts, vectors)) as store:
+        store.ensure_store(STORE)
+        for i in range(0, len(texts), BATCH):
+            batch = texts[i : i + BATCH]
+            store.add_many(STORE, [TextItem(scope_of(i + k), t) for k, t in enumerate(batch)])
+            if (i + BATCH) % 50_000 == 0:
+                took = time.perf_counter() - started
+                _say(f"{path.name}: {i + BATCH} rows, {(i + BATCH) / took:.0f} rows/s")
+        filled = time.perf_counter() - started
+    out = {"rows": len(texts), "ingest_rows_per_s": round(len(texts) / filled)}
+    out |= _disk(path, len(texts))
+    if keep:
+        record.write_text(json.dumps(out))
+    return out
+
+
 def _disk(path: Path, rows: int) -> dict[str, Any]:
     size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
     return {"disk_mb": round(size / 2**20, 1), "disk_bytes_per_memory": round(size / rows)}
@@ -88,8 +145,15 @@ def _time(
     qvecs: Any,
     modes: Sequence[str],
 ) -> dict[str, Any]:
-    """Each query in every (store, mode), taking turns, so load bursts hit all alike."""
-    warm(STORE, [(s, _scope(t).tenant_pattern()) for s, t in stores.values()], queries, qvecs, 5)
+    """Each query in every (store, mode), taking turns, so load bursts hit all alike.
+
+    Warmed in every mode timed, then settled: a hybrid search may never need the vector
+    shortlist, so only a vector search surely starts a large scope's sketch (built in the
+    background), and the steady state is with it built."""
+    patterns = [(s, _scope(t).tenant_pattern()) for s, t in stores.values()]
+    for mode in modes:
+        warm(STORE, patterns, queries, qvecs, 5, mode=mode)
+    gc.collect()
     times: dict[str, list[float]] = {f"{s}/{m}": [] for s in stores for m in modes}
     keys = list(times)
     for i, (q, v) in enumerate(zip(queries, qvecs)):
@@ -110,21 +174,20 @@ def _tenants(
     qvecs: Any,
     size: int,
     sample: int,
+    keep: bool,
 ) -> dict[str, Any]:
-    path = tmp / "tenants.db"
+    path = tmp / f"tenants-{len(texts)}-{size}.db"
     count = len(texts) // size
-    with SqliteMemoryStore(path, embedder=PrecomputedEmbedder(texts, vectors)) as store:
-        store.ensure_store(STORE)
-        filled = _fill(store, texts, lambda i: _scope(i // size))
-    out: dict[str, Any] = {"tenants": count, "tenant_size": size, "rows": len(texts)}
-    out["ingest_rows_per_s"] = round(len(texts) / filled)
-    out |= _disk(path, len(texts))
+    out: dict[str, Any] = {"tenants": count, "tenant_size": size}
+    out |= _filled(path, texts, vectors, lambda i: _scope(i // size), keep)
     picked = random.Random(29).sample(range(count), min(sample, count))
+    _say("tenants: fresh processes")
     out["fresh_process"] = _fresh_process(path, qvecs, picked)
     ratios: list[float] = []
     per_tenant: list[dict[str, Any]] = []
     with SqliteMemoryStore(path, embedder=PrecomputedEmbedder(texts, vectors)) as shared:
         for tenant in picked:
+            _say(f"tenants: tenant {tenant} beside a store holding it alone")
             alone_path = tmp / f"alone{tenant}.db"
             rows = texts[tenant * size : (tenant + 1) * size]
             with SqliteMemoryStore(
@@ -138,7 +201,8 @@ def _tenants(
                     qvecs,
                     ("hybrid",),
                 )
-            alone_path.unlink()
+            for part in tmp.glob(alone_path.name + "*"):
+                part.unlink()
             ratios.append(timed["shared/hybrid"]["p50_ms"] / timed["alone/hybrid"]["p50_ms"])
             per_tenant.append({"tenant": tenant, **timed})
     out["hybrid_p50_ratio_shared_over_alone"] = {
@@ -152,20 +216,24 @@ def _tenants(
         statistics.median(t["shared/hybrid"]["p95_ms"] for t in per_tenant), 3
     )
     out["per_tenant"] = per_tenant
-    path.unlink()
+    if not keep:
+        path.unlink()
     return out
 
 
 def _single(
-    tmp: Path, texts: Sequence[str], vectors: Any, queries: Sequence[str], qvecs: Any
+    tmp: Path,
+    texts: Sequence[str],
+    vectors: Any,
+    queries: Sequence[str],
+    qvecs: Any,
+    keep: bool,
 ) -> dict[str, Any]:
-    path = tmp / "single.db"
-    with SqliteMemoryStore(path, embedder=PrecomputedEmbedder(texts, vectors)) as store:
-        store.ensure_store(STORE)
-        filled = _fill(store, texts, lambda i: _scope(0))
-    out: dict[str, Any] = {"rows": len(texts), "ingest_rows_per_s": round(len(texts) / filled)}
-    out |= _disk(path, len(texts))
+    path = tmp / f"single-{len(texts)}.db"
+    out = _filled(path, texts, vectors, lambda i: _scope(0), keep)
+    _say("single: fresh processes")
     out["fresh_process"] = _fresh_process(path, qvecs, [0])
+    _say("single: searches beside the exact scan")
     matrix = np.asarray(vectors, dtype=np.float32)
     with SqliteMemoryStore(path, embedder=PrecomputedEmbedder(texts, vectors)) as store:
         out["search"] = _time({"store": (store, 0)}, queries, qvecs, ("hybrid", "vector"))
@@ -179,7 +247,8 @@ def _single(
             exact_hits += len({h.memory.text for h in got} & {texts[i] for i in want})
         out["exact_numpy_scan"] = summary_ms(scan)
         out["vector_strict_recall_at_10"] = round(exact_hits / (10 * len(queries)), 4)
-    path.unlink()
+    if not keep:
+        path.unlink()
     return out
 
 
@@ -188,12 +257,17 @@ def _embedder_ingest(tmp: Path, texts: Sequence[str], n: int) -> dict[str, Any]:
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
 
     embedder = OnnxEmbedder()
-    with SqliteMemoryStore(tmp / "embedded.db", embedder=embedder) as store:
+    path = tmp / "embedded.db"
+    for part in tmp.glob(path.name + "*"):
+        part.unlink()
+    with SqliteMemoryStore(path, embedder=embedder) as store:
         store.ensure_store(STORE)
         started = time.perf_counter()
         _fill(store, texts[:n], lambda i: _scope(i // 1000))
         store.settle()
         took = time.perf_counter() - started
+    for part in tmp.glob(path.name + "*"):
+        part.unlink()
     return {"rows": n, "rows_per_s": round(n / took, 1)}
 
 
@@ -206,7 +280,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedded-sample", type=int, default=2_000)
     parser.add_argument("--layouts", default="tenants,single")
     parser.add_argument("--data", type=Path, default=DATA, help="LongMemEval_S development split")
+    parser.add_argument("--workdir", type=Path, help="where the stores are built (default: temp)")
+    parser.add_argument("--keep", action="store_true", help="keep and reuse filled stores")
     args = parser.parse_args(argv)
+    if args.keep and args.workdir is None:
+        parser.error("--keep needs --workdir")
     data = RealVectors(queries=args.queries, path=args.data)
     texts, vectors = data.corpus(args.total)
     queries, qvecs = data.query_texts, data.queries
@@ -214,16 +292,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
         "total": args.total,
     }
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
+    with contextlib.ExitStack() as stack:
+        if args.workdir is None:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            tmp = args.workdir
+            tmp.mkdir(parents=True, exist_ok=True)
         layouts = args.layouts.split(",")
         if "tenants" in layouts:
             result["tenants"] = _tenants(
-                tmp, texts, vectors, queries, qvecs, args.tenant_size, args.sample_tenants
+                tmp,
+                texts,
+                vectors,
+                queries,
+                qvecs,
+                args.tenant_size,
+                args.sample_tenants,
+                args.keep,
             )
         if "single" in layouts:
-            result["single_tenant"] = _single(tmp, texts, vectors, queries, qvecs)
+            result["single_tenant"] = _single(tmp, texts, vectors, queries, qvecs, args.keep)
         if args.embedded_sample and not missing_onnx_requirements():
+            _say("ingest with the embedder")
             result["ingest_with_embedder"] = _embedder_ingest(tmp, texts, args.embedded_sample)
     result["machine"]["load_avg_at_end"] = os.getloadavg()
     print(json.dumps(result, indent=2))

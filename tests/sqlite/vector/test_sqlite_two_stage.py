@@ -7,7 +7,9 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from memcore_sqlite.storage.schema import MIGRATIONS
 from memcore_sqlite.vector import code_pages, sketch
 from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
 from memcore_sqlite.vector.quantize import encode
+from memcore_sqlite.vector.sketch import Sketch
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
@@ -50,27 +53,120 @@ def _data(n: int, seed: int, dim: int = DIM) -> tuple[Any, Any]:
     return as_stored(rows), query
 
 
-def _two_stage(rows: Any, query: Any, n: int, **sizes: Any) -> list[tuple[int, float]]:
-    seqs = np.arange(1, len(rows) + 1, dtype=np.int64) * 3  # seqs need not be dense
-    cache = VectorCache(rows.shape[1], **sizes)
+def _fetch(seqs: Any, rows: Any) -> Any:
     blobs = {int(s): r.astype("<f2").tobytes() for s, r in zip(seqs, rows)}
 
     def fetch(wanted: Sequence[int]) -> list[tuple[int, bytes]]:
         return [(s, blobs[s]) for s in wanted]
 
+    return fetch
+
+
+def _two_stage(
+    rows: Any, query: Any, n: int, *, sketched: bool = True, **sizes: Any
+) -> list[tuple[int, float]]:
+    """``sketched``: with the scope's sketch built first (every stage), else as a scope's
+    first search, which does not wait for it."""
+    seqs = np.arange(1, len(rows) + 1, dtype=np.int64) * 3  # seqs need not be dense
+    cache = VectorCache(rows.shape[1], **sizes)
     entry = _Entry(0, encode(seqs, rows), None)
-    return cache.top(entry, query, n, fetch)
+    if sketched and len(rows):
+        entry.sketch()
+    return cache.top(entry, query, n, _fetch(seqs, rows))
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 29, 30, 31, 99, 100, 101, 1_999, 2_000, 2_001, 6_000])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_two_stage_equals_the_exact_scan(n: int, seed: int) -> None:
+@pytest.mark.parametrize("sketched", [True, False])
+def test_two_stage_equals_the_exact_scan(n: int, seed: int, sketched: bool) -> None:
     rows, query = _data(n, seed)
     seqs = np.arange(1, n + 1, dtype=np.int64) * 3
     exact = exact_top(seqs, rows, query, 30)
-    got = _two_stage(rows, query, 30)
+    got = _two_stage(rows, query, 30, sketched=sketched)
     assert [s for s, _ in got] == [s for s, _ in exact]
     assert [c for _, c in got] == pytest.approx([c for _, c in exact], abs=1e-6)
+
+
+def _no_sketch_builds_running() -> None:
+    """Earlier tests' background builds, which would call a patched build too."""
+    for thread in threading.enumerate():
+        if thread.name == "memcore-sketch":
+            thread.join(60)
+
+
+@pytest.fixture
+def held_sketch_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[threading.Event, list[str]]]:
+    """Sketch builds wait for the event; the list gets the name of each build's thread."""
+    _no_sketch_builds_running()
+    release = threading.Event()
+    threads: list[str] = []
+    real = Sketch.build
+
+    def build(q8: Any, scales: Any, capacity: int) -> Sketch:
+        threads.append(threading.current_thread().name)
+        release.wait(30)
+        return real(q8, scales, capacity)
+
+    monkeypatch.setattr(Sketch, "build", staticmethod(build))
+    yield release, threads
+    release.set()
+
+
+def _started(threads: list[str]) -> None:
+    deadline = time.monotonic() + 30
+    while not threads and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def test_a_scopes_first_search_does_not_wait_for_its_sketch(
+    held_sketch_builds: tuple[threading.Event, list[str]],
+) -> None:
+    """The sketch is built in a thread of its own while the first searches estimate every
+    row: the same hits before it is there and after."""
+    release, threads = held_sketch_builds
+    rows, query = _data(6_000, 4)
+    seqs = np.arange(1, 6_001, dtype=np.int64) * 3
+    cache = VectorCache(DIM)
+    entry = _Entry(0, encode(seqs, rows), None)
+    fetch = _fetch(seqs, rows)
+    exact = exact_top(seqs, rows, query, 10)
+    assert [s for s, _ in cache.top(entry, query, 10, fetch)] == [s for s, _ in exact]
+    assert [s for s, _ in cache.top(entry, query, 10, fetch)] == [s for s, _ in exact]
+    _started(threads)
+    assert threads == ["memcore-sketch"]  # one build, and not in the searching thread
+    release.set()
+    assert entry.wait_sketch(30)
+    assert [s for s, _ in cache.top(entry, query, 10, fetch)] == [s for s, _ in exact]
+
+
+def test_a_write_during_a_sketch_build_discards_it(
+    held_sketch_builds: tuple[threading.Event, list[str]],
+) -> None:
+    """Rows appended and removed while the sketch is built from a snapshot: that sketch is
+    thrown away and built again from the rows as they are, so no row lacks its bound."""
+    release, threads = held_sketch_builds
+    rows, query = _data(6_000, 5)
+    seqs = np.arange(1, 6_001, dtype=np.int64) * 3
+    cache = VectorCache(DIM)
+    entry = _Entry(0, encode(seqs[:5_000], rows[:5_000]), None)
+    assert entry.ready_sketch() is None
+    _started(threads)  # the build has taken its snapshot of the rows
+    entry.append(encode(seqs[5_000:], rows[5_000:]), rows[5_000:], cache.exact_rows)
+    entry.remove(int(seqs[0]))
+    release.set()
+    assert entry.wait_sketch(30)
+    assert len(threads) == 2  # the first build was overtaken by the writes
+    kept = slice(1, None)
+    exact = exact_top(seqs[kept], rows[kept], query, 10)
+    # The best rows of the query planted at the end, after the first build began.
+    tail = rows[5_000:].copy()
+    tail_query = tail[3]
+    got = cache.top(entry, tail_query, 10, _fetch(seqs, rows))
+    assert [s for s, _ in got] == [s for s, _ in exact_top(seqs[kept], rows[kept], tail_query, 10)]
+    got = cache.top(entry, query, 10, _fetch(seqs, rows))
+    assert [s for s, _ in got] == [s for s, _ in exact]
 
 
 def test_every_stage_runs_and_still_matches_the_exact_scan() -> None:
@@ -91,6 +187,7 @@ def test_a_widened_shortlist_is_a_fresh_ones_and_bounds_the_head_once(
     seqs = np.arange(1, 6_001, dtype=np.int64) * 3
     only = None if allowed is None else seqs[1::2]
     entry = _Entry(0, encode(seqs, rows), None)
+    entry.sketch()  # as it is once its build in the background is done
     cache = VectorCache(DIM, exact_rows=0)
     heads: list[int] = []
     first = sketch.Turned.first
@@ -137,6 +234,7 @@ def test_rows_tied_at_the_cut_are_all_kept_and_the_newest_win() -> None:
     seqs = rng.permutation(np.arange(1, 3_001, dtype=np.int64) * 3)
     rows = np.tile(vector, (len(seqs), 1))
     entry = _Entry(0, encode(seqs, rows), None)
+    entry.sketch()
     cache = VectorCache(DIM, exact_rows=0)
     got, _, _ = cache.shortlist(entry, vector, 10)
     assert sorted(got.tolist()) == sorted(seqs.tolist())
@@ -365,3 +463,46 @@ def test_exact_top_sorts_only_what_can_make_the_cut_and_equals_sorting_all(
         rows[rng.integers(0, 500, 5)] = np.nan
         rows[7] = np.inf
     assert exact_top(seqs, rows, query, n) == _sorted_top(seqs, rows, query, n)
+
+
+def test_a_sketch_build_that_fails_leaves_searches_exact_and_is_not_retried(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[int] = []
+
+    def build(q8: Any, scales: Any, capacity: int) -> Sketch:
+        calls.append(len(q8))
+        raise MemoryError
+
+    _no_sketch_builds_running()
+    monkeypatch.setattr(Sketch, "build", staticmethod(build))
+    rows, query = _data(3_000, 6)
+    seqs = np.arange(1, 3_001, dtype=np.int64) * 3
+    cache = VectorCache(DIM)
+    entry = _Entry(0, encode(seqs, rows), None)
+    exact = exact_top(seqs, rows, query, 10)
+    for _ in range(3):
+        got = cache.top(entry, query, 10, _fetch(seqs, rows))
+        assert [s for s, _ in got] == [s for s, _ in exact]
+        assert not entry.wait_sketch(30)
+    assert calls == [3_000]
+    assert "MemoryError" in caplog.text
+
+
+def test_settle_waits_for_a_sketch_being_built(
+    db_path: Path, held_sketch_builds: tuple[threading.Event, list[str]]
+) -> None:
+    """A benchmark settles before it times the steady state: that includes the sketch."""
+    release, threads = held_sketch_builds
+    embedder = HashingEmbedder(DIM)
+    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, f"memory {i} of alice") for i in range(2_500)])
+        hits = store.search(STORE, ALICE.tenant_pattern(), "memory 7 of alice", mode="vector")
+        assert hits
+        _started(threads)
+        assert not store.settle(timeout=0.2)
+        release.set()
+        assert store.settle(timeout=30)
+        again = store.search(STORE, ALICE.tenant_pattern(), "memory 7 of alice", mode="vector")
+        assert [h.memory.id for h in again] == [h.memory.id for h in hits]

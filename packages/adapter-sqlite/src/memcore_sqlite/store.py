@@ -385,10 +385,16 @@ class SqliteMemoryStore:
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait for the store's background upkeep (a tenant's postings being built for the
-        lexical stage) to finish; False if it is still running at ``timeout`` seconds.
-        Searches never need this: they use the full-text index meanwhile. Benchmarks do, to
-        time the steady state."""
-        return self._tx.postings.wait_idle(timeout)
+        lexical stage, a large scope's vector sketch) to finish; False if it is still
+        running at ``timeout`` seconds. Searches never need this: they use the full-text
+        index and every row's int8 bounds meanwhile. Benchmarks do, to time the steady
+        state."""
+        started = time.monotonic()
+        idle = self._tx.postings.wait_idle(timeout)
+        if self._tx.vectors is None:
+            return idle
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        return self._tx.vectors.wait_idle(left) and idle
 
     def __enter__(self) -> SqliteMemoryStore:
         return self
