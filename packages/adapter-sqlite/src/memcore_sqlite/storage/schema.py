@@ -374,8 +374,6 @@ def _float16_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
     """
     if conn.execute("SELECT 1 FROM vector_pages WHERE length(bits) = 0 LIMIT 1").fetchone():
         return  # a file set back to an older version number after it had this one
-    import numpy as np
-
     conn.execute(
         "CREATE TABLE memory_vectors_f16 (seq INTEGER PRIMARY KEY, model TEXT NOT NULL,"
         " vector BLOB NOT NULL)"
@@ -403,6 +401,8 @@ def _float16_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
         " LEFT JOIN memory_vectors_f16 n USING (seq)"
     )
     for old, new, same_model in pairs:
+        import numpy as np  # only for a file that holds vectors: a new one has none
+
         if len(old) % 4 or new is None or len(new) != stored.width(len(old) // 4):
             bad += 1
             continue
