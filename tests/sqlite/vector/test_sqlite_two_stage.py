@@ -141,6 +141,26 @@ def test_a_scopes_first_search_does_not_wait_for_its_sketch(
     assert [s for s, _ in cache.top(entry, query, 10, fetch)] == [s for s, _ in exact]
 
 
+def test_asking_for_the_sketch_during_its_build_waits_for_that_build(
+    held_sketch_builds: tuple[threading.Event, list[str]],
+) -> None:
+    """A warm-up that asks for the sketch while a first search's build runs in the
+    background gets that build's sketch: the projections are made once, not twice."""
+    release, threads = held_sketch_builds
+    rows, _ = _data(6_000, 6)
+    entry = _Entry(0, encode(np.arange(1, 6_001, dtype=np.int64), rows), None)
+    assert entry.ready_sketch() is None
+    _started(threads)
+    got: list[Sketch] = []
+    warming = threading.Thread(target=lambda: got.append(entry.sketch()))
+    warming.start()
+    time.sleep(0.2)  # the warm-up is waiting, not building
+    release.set()
+    warming.join(30)
+    assert threads == ["memcore-sketch"]
+    assert got and got[0] is entry.ready_sketch()
+
+
 def test_a_write_during_a_sketch_build_discards_it(
     held_sketch_builds: tuple[threading.Event, list[str]],
 ) -> None:

@@ -195,7 +195,10 @@ class _Entry:
         return self._longest
 
     def sketch(self) -> Sketch:
-        """The sketch, built now if it is not there yet (it waits for nothing else)."""
+        """The sketch, built now if it is not there yet. A build already under way in the
+        background (:meth:`ready_sketch`) is waited for rather than done a second time beside
+        it (a warm-up and a session's first search start both)."""
+        self.wait_sketch()
         while True:
             built = self._build_sketch()
             if built is not None:
@@ -222,7 +225,7 @@ class _Entry:
         return self._building
 
     def wait_sketch(self, timeout: float | None = None) -> bool:
-        """Wait for a sketch build under way; whether the sketch is there (for tests)."""
+        """Wait for a sketch build under way; whether the sketch is there."""
         thread = self._building
         if thread is not None:
             thread.join(timeout)
