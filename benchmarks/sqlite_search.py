@@ -44,6 +44,8 @@ from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.embedders import missing_onnx_requirements
 from memcore_sqlite.search import overlap
+from memcore_sqlite.vector.stored import ITEM_BYTES
+from memcore_sqlite.vector.stored import matrix as stored_matrix
 
 STORE = "bench"
 BATCH = 1_000
@@ -408,8 +410,8 @@ def _exact_order(matrix: Any, query: Any, n: int = 10) -> list[int]:
 
 
 def _stored_matrix(path: Path, texts: Sequence[str]) -> Any:
-    """The vectors of ``texts`` as the file holds them (float32 before schema 9, float16
-    from it; told apart by the blob's length), read back as float32."""
+    """The vectors of ``texts`` as the file holds them, decoded as the store decodes them
+    (:mod:`memcore_sqlite.vector.stored`)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         by_text = dict(
@@ -419,11 +421,8 @@ def _stored_matrix(path: Path, texts: Sequence[str]) -> Any:
         )
     finally:
         conn.close()
-    dimension = 384
-    kind = {4 * dimension: "<f4", 2 * dimension: "<f2"}
-    return np.stack([np.frombuffer(by_text[t], dtype=kind[len(by_text[t])]) for t in texts]).astype(
-        np.float32
-    )
+    blobs = [by_text[t] for t in texts]
+    return stored_matrix(blobs, len(blobs[0]) // ITEM_BYTES)
 
 
 def _exactness(
