@@ -77,6 +77,7 @@ def closed_cleanly(path: str, checked_at: float) -> None:
     forget(path)
     if _wal_written(path):
         return
+    staging: Path | None = None
     try:
         st = os.stat(path)
         stamp = time.time_ns() - _SECOND_NS - secrets.randbelow(_SECOND_NS)
@@ -90,6 +91,7 @@ def closed_cleanly(path: str, checked_at: float) -> None:
         )
         os.replace(staging, target)
     except OSError:
-        with contextlib.suppress(OSError, UnboundLocalError):
-            staging.unlink()
+        if staging is not None:
+            with contextlib.suppress(OSError):
+                staging.unlink()
         forget(path)  # no record: the next open checks, as it would have anyway
