@@ -31,7 +31,8 @@ each as the first message of a new session: with ``turn_time`` at now, and at th
 ``question_date``, so its time words ("last month", "10 days ago") are read from when it was
 asked. ``--neighbours N`` asks once more with the plugin's ``recall_neighbours`` at N (each
 memory's turns around it, inside the same block budget). Reported: evidence in each context
-and the paired sign test, per comparison. ``--types`` keeps only
+and the paired sign test, per comparison, and ``dates_said``: of the date labels in each
+variant's blocks, how many show a day a haystack session was said. ``--types`` keeps only
 questions of those types (e.g. ``temporal-reasoning``).
 
 ``--cache DIR`` keeps the ingest's vectors per text between runs (outside the repository); the
@@ -68,6 +69,7 @@ EMULATOR_KEYS = {"TABLESTORE_MEMORY_AK": "emu-ak", "TABLESTORE_MEMORY_SK": "emu-
 EVIDENCE_CHARS = 120
 _WS = re.compile(r"\s+")
 _LME_DATE = "%Y/%m/%d (%a) %H:%M"
+_LABEL = re.compile(r"^- \[(\d{4}-\d{2}-\d{2})", re.M)
 
 
 def lme_date(text: str) -> datetime:
@@ -233,10 +235,20 @@ def _ask_variants(
         out[f"{name}_hit"] = any(e in fold(block) for e in evidence)
         out[f"{name}_chars"] = len(block)
         out[f"{name}_block"] = fold(block)
+        out[f"{name}_dates"] = _date_labels(block, item)
     runtime.config = plain
     if clock is not None:
         clock.at = None
     return out
+
+
+def _date_labels(block: str, item: dict[str, Any]) -> list[int]:
+    """[labels on a day a haystack session was said, date labels in all] of a recall block
+    (its lines start ``- [YYYY-MM-DD``): a replayed memory should show the day it was said,
+    not the day of the replay."""
+    said = {lme_date(d).strftime("%Y-%m-%d") for d in item["haystack_dates"]}
+    labels = _LABEL.findall(block)
+    return [sum(day in said for day in labels), len(labels)]
 
 
 def _paired(rows: Sequence[dict[str, Any]], base: str, other: str) -> dict[str, Any]:
@@ -254,6 +266,11 @@ def _paired(rows: Sequence[dict[str, Any]], base: str, other: str) -> dict[str, 
             round(sum(r[f"{name}_chars"] for r in rows) / len(rows)) for name in (base, other)
         ],
         f"missed_{other}": [r["id"] for r in rows if not r[f"{other}_hit"]],
+        # Date labels on a day a session was said, of all date labels: [said, all] per variant.
+        "dates_said": {
+            name: [sum(r[f"{name}_dates"][i] for r in rows) for i in (0, 1)]
+            for name in (base, other)
+        },
     }
 
 

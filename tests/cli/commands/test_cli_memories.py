@@ -197,3 +197,19 @@ def test_stores_create_describe_list_delete(cli):
     cli.ok("stores", "delete", "team_notes", "--yes")
     assert cli("stores", "describe", "team_notes").exit_code == 3
     assert cli("stores", "create", "bad-name!").exit_code == 2
+
+
+def test_a_messages_file_time_dates_the_memory(cli, tmp_path: Path):
+    """A message's ``timestamp`` (ISO 8601, or seconds as ``messages --json`` prints them) is
+    when it was said: its memory is dated then; a bad one is one line and exit 2."""
+    turn = tmp_path / "turn.json"
+    said = {"role": "user", "content": "I moved to Lisbon", "timestamp": "2023-03-12T09:30Z"}
+    turn.write_text(json.dumps([said]), encoding="utf-8")
+    cli.ok("add", "--sync", "--messages-file", str(turn))
+    [memory] = cli.json("list")["items"]
+    assert memory["created_at"] == 1678613400.0, memory
+    [message] = cli.json("messages")["items"]
+    assert message["timestamp"] == 1678613400.0
+    turn.write_text(json.dumps([{**said, "timestamp": "next week"}]), encoding="utf-8")
+    refused = cli("add", "--sync", "--messages-file", str(turn))
+    assert refused.exit_code == 2 and "messages[0].timestamp" in refused.output, refused.output

@@ -5,12 +5,14 @@ real ``MemoryManager``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memcore import limits
 from memcore.config import MemcoreConfig, config_from_mapping
 from memcore.errors import ConfigError
 from memcore_hermes import MemcoreMemoryProvider
@@ -79,3 +81,42 @@ def test_out_of_range_is_a_config_error() -> None:
     for bad in (6, -1, "one", True):
         with pytest.raises(ConfigError, match="recall_neighbours"):
             config_from_mapping({"recall_neighbours": bad})
+
+
+def _search(mm: Any, **args: Any) -> dict[str, Any]:
+    return dict(json.loads(mm.handle_tool_call("tablestore_search", {"query": QUESTION, **args})))
+
+
+def test_the_search_tool_returns_each_hits_turns_around_it(manager: Any) -> None:
+    """``tablestore_search`` takes ``neighbours`` as MCP ``recall`` does: the turns of the
+    hit's own conversation said before and after it come back in its JSON."""
+    mm = manager()
+    schema = next(s for s in mm.get_all_tool_schemas() if s["name"] == "tablestore_search")
+    declared = schema["parameters"]["properties"]["neighbours"]
+    assert (declared["type"], declared["minimum"], declared["maximum"]) == (
+        "integer",
+        0,
+        limits.MAX_NEIGHBOURS,
+    )
+    assert str(limits.DEFAULT_NEIGHBOUR_CHARS) in declared["description"]
+    plain = _search(mm, top_k=1)["results"][0]
+    assert "mountain hut near Triglav" in plain["text"] and "neighbours" not in plain
+    [hit] = _search(mm, top_k=1, neighbours=1)["results"]
+    assert hit["text"] == TURNS[1][0]
+    before, after = hit["neighbours"]["before"], hit["neighbours"]["after"]
+    assert [(t["role"], t["content"]) for t in before] == [("assistant", TURNS[0][1])]
+    assert [(t["role"], t["content"]) for t in after] == [("assistant", TURNS[1][1])]
+    assert all(isinstance(t["timestamp"], float) for t in (*before, *after))
+    [wider] = _search(mm, top_k=1, neighbours=3)["results"]
+    assert [t["content"] for t in wider["neighbours"]["before"]] == [TURNS[0][0], TURNS[0][1]]
+    for bad in (6, -1, "one", True, 1.5):
+        error = _search(mm, neighbours=bad)["error"]
+        assert (error["code"], error["field"]) == ("invalid_input", "neighbours"), bad
+
+
+def test_the_search_tool_on_a_store_without_turn_order_is_a_typed_error(manager: Any) -> None:
+    mm = manager("tablestore")
+    error = _search(mm, neighbours=1)["error"]
+    assert (error["code"], error["field"]) == ("unsupported", "neighbours")
+    assert "Traceback" not in error["message"]
+    assert "error" not in _search(mm, neighbours=0)

@@ -127,8 +127,8 @@ def test_a_replay_stamps_each_turn_with_its_time(
     hermes_home: Path, kit: Any, tmp_path: Path
 ) -> None:
     """A replay of dated conversations sets ``turn_time`` while it syncs the turns too: each
-    is stored as said then, so "last month" finds it when asked later; live (no ``turn_time``)
-    the store stamps a turn when it lands."""
+    is stored as said then, so "last month" finds it when asked later and the recall block
+    dates it then; live (no ``turn_time``) the store stamps a turn when it lands."""
     from agent.memory_manager import MemoryManager
 
     kit.write_config(hermes_home, backend="local", embedder="none")
@@ -147,7 +147,10 @@ def test_a_replay_stamps_each_turn_with_its_time(
         provider.runtime.flush(30)
         provider.runtime.wait_idle(30)
         clock.now = APRIL_22
-        assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [SAM, ANA]
+        block = mm.prefetch_all(QUESTION, session_id="s1")
+        assert _order(block) == [SAM, ANA]
+        # Each memory shows the day it was said (its created_at), not the day of the replay.
+        assert f"[2023-03-12] {SAM}" in block and f"[2023-04-19] {ANA}" in block, block
         clock.now = MAY_20
         assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
     finally:

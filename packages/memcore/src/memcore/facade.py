@@ -193,6 +193,8 @@ class Memory:
         run_id: str | None = None,
     ) -> builtins.list[str]:
         """Remember ``text``, or a list of chat ``messages``; the ids of the memories written.
+        A message's ``timestamp`` (when it was said: seconds since the epoch, or ISO 8601 text
+        in a dict message) is its memory's ``created_at``.
 
         A backend that indexes later (TableStore without ``sync``) may return no ids yet; use
         :meth:`add_receipts` to get the task ids instead.

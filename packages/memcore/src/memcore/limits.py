@@ -38,6 +38,10 @@ MAX_APPLY_IDS = 100
 #: The years a search's reference time may fall in: its time words ("999 years ago", "in
 #: May") are counted from it, and the calendar stops at years 1 and 9999.
 REFERENCE_YEARS = (1000, 9000)
+#: How far past the store's clock a message's own time (when it was said) may lie: clocks of
+#: two machines disagree by seconds, while a time hours ahead is a mistake (a local time read
+#: as UTC) that would date a memory after every question asked today.
+MAX_SAID_AHEAD_S = 300.0
 #: The longest ISO 8601 reference time a host accepts as text.
 MAX_REFERENCE_TIME_CHARS = 64
 #: The most turns a search returns each side of a hit (``neighbours``), and the characters
@@ -227,6 +231,40 @@ def parse_reference_time(
     return check_reference_time(stamp, field=field, label=label)
 
 
+def check_said_time(value: object, *, field: str = "timestamp", now: float | None = None) -> float:
+    """A message's own time (when it was said), in seconds since the epoch: it becomes its
+    memory's ``created_at``. A finite number, in the years of :data:`REFERENCE_YEARS` (UTC),
+    at most :data:`MAX_SAID_AHEAD_S` after ``now`` (the clock's time unless given)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInput(f"{field} must be a number of seconds since the epoch", field=field)
+    low, high = REFERENCE_YEARS
+    lowest = datetime(low, 1, 1, tzinfo=timezone.utc).timestamp()
+    highest = datetime(high + 1, 1, 1, tzinfo=timezone.utc).timestamp()
+    if not lowest <= value < highest:
+        raise InvalidInput(f"{field} must be a date from year {low} to {high}", field=field)
+    clock = datetime.now(timezone.utc).timestamp() if now is None else now
+    if value > clock + MAX_SAID_AHEAD_S:
+        raise InvalidInput(
+            f"{field} lies {value - clock:.0f} s in the future; a message cannot have been said"
+            f" later than now (a local time read as UTC?)",
+            field=field,
+        )
+    return float(value)
+
+
+def parse_said_time(value: object, *, field: str = "timestamp") -> float | None:
+    """A message's time in its JSON form: seconds since the epoch (what ``messages`` prints),
+    or ISO 8601 text read as a reference time is (without an offset it is UTC); None: unknown,
+    the store stamps it when it lands."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        stamp = parse_reference_time(value, field=field)
+        assert stamp is not None
+        return check_said_time(stamp.timestamp(), field=field)
+    return check_said_time(value, field=field)
+
+
 def check_neighbours(value: object) -> int:
     """How many turns each side of a hit a search returns (0: none, the default)."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -285,14 +323,16 @@ def check_action_ids(value: object) -> list[str]:
 
 def message_from_json(data: object, *, index: int = 0) -> Message:
     """A message from its JSON form, an object with string ``role`` and ``content`` (what the
-    library's dict messages and the CLI's messages file hold); other keys are the caller's."""
+    library's dict messages and the CLI's messages file hold) and an optional ``timestamp``,
+    when it was said (:func:`parse_said_time`); other keys are the caller's."""
     field = f"messages[{index}]"
     if not isinstance(data, Mapping):
         raise InvalidInput(f"{field} must be an object", field=field)
     role, content = data.get("role"), data.get("content")
     if not isinstance(role, str) or not isinstance(content, str):
         raise InvalidInput(f"{field} needs string 'role' and 'content'", field=field)
-    return Message(role=role, content=content)
+    said = parse_said_time(data.get("timestamp"), field=f"{field}.timestamp")
+    return Message(role=role, content=content, timestamp=said)
 
 
 def check_message(message: object, *, index: int = 0) -> Message:
@@ -306,6 +346,8 @@ def check_message(message: object, *, index: int = 0) -> Message:
         )
     check_text(message.content, field=f"{field}.content")
     check_metadata(message.metadata, field=f"{field}.metadata")
+    if message.timestamp is not None:
+        check_said_time(message.timestamp, field=f"{field}.timestamp")
     return message
 
 

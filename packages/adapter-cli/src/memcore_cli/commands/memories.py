@@ -137,7 +137,9 @@ def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
             raise InvalidInput(f"messages[{i}].metadata must be an object", field=f"messages[{i}]")
         merged = {**extra, **own}
         limits.check_metadata(merged, field=f"messages[{i}].metadata")
-        messages.append(Message(role=role, content=content, metadata=merged))
+        messages.append(
+            Message(role=role, content=content, timestamp=parsed.timestamp, metadata=merged)
+        )
     return messages
 
 

@@ -96,6 +96,17 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                         "the current turn's time."
                     ),
                 },
+                "neighbours": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 5,
+                    "description": (
+                        "Turns of each hit's own conversation to include before and after it "
+                        "(0 to 5; default 0), in its neighbours.before / .after, at most 1200 "
+                        "characters a hit. Only the embedded store keeps the order of a "
+                        "conversation's turns; others answer an unsupported error."
+                    ),
+                },
             },
             "required": ["query"],
         },
@@ -240,6 +251,7 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
         context_scope=True,
         include_evidence=_optional_bool(args, "include_evidence") or False,
         reference_time=asked,
+        neighbours=args.get("neighbours", 0),
     )
     return dumps(
         {
@@ -258,6 +270,20 @@ def hit_json(hit: Any) -> dict[str, Any]:
         "similarity": hit.similarity,
         "scope": str(hit.memory.scope),
         **({"evidence": [dict(e) for e in hit.evidence]} if hit.evidence else {}),
+        **({"neighbours": _turns_json(hit.neighbours)} if hit.neighbours is not None else {}),
+    }
+
+
+def _turns_json(context: Any) -> dict[str, list[dict[str, Any]]]:
+    """A hit's turns around it (``neighbours``), each side in the order said, each turn
+    ``{"role", "content", "timestamp"}`` (seconds since the epoch), as MCP ``recall`` and
+    ``memcore search --json`` show them."""
+    return {
+        side: [
+            {"role": m.role, "content": m.content, "timestamp": m.timestamp}
+            for m in getattr(context, side)
+        ]
+        for side in ("before", "after")
     }
 
 

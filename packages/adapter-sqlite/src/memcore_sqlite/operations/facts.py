@@ -55,7 +55,8 @@ class FactWrites:
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
         now = time.time()
-        said = max((m.timestamp for m in checked if m.timestamp is not None), default=now)
+        # The facts were said with the turn's last dated message (none dated: now).
+        said = max((m.timestamp for m in checked if m.timestamp is not None), default=None)
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             gen = self._tx.bump(conn, sid)
@@ -69,7 +70,7 @@ class FactWrites:
                     "fact",
                     vectors[i] if vectors else None,
                     added,
-                    created_at=said,
+                    said_at=said,
                 )
                 ids.append(mid)
             for m in checked:

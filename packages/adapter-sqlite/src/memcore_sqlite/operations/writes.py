@@ -63,6 +63,7 @@ class MemoryWrites:
         *,
         memory_id: str | None = None,
         created_at: float | None = None,
+        said_at: float | None = None,
         new_id_if_taken: bool = False,
     ) -> tuple[str, int]:
         """Insert one unit unless the same text is already in the scope; (id, seq).
@@ -72,9 +73,12 @@ class MemoryWrites:
         already taken by another memory is a :class:`Conflict`, so an import can never
         overwrite or alias an existing memory, or with ``new_id_if_taken`` the unit gets a
         new id instead (an import must not tell whether another tenant holds that id).
+        ``said_at``, when the text was said (a message's own time), is the memory's
+        ``created_at`` and, as a repeat, the time compared; ``updated_at`` stays when the row
+        was written (what a session dream pass looks for).
         """
         now = time.time()
-        created = now if created_at is None else created_at
+        created = (said_at if said_at is not None else now) if created_at is None else created_at
         digest = content_hash(scope, text)
         # The digest covers the scope; comparing the scope columns (and the text, which a
         # 16-byte digest could in principle share with another) in Python keeps the planner on
@@ -90,7 +94,13 @@ class MemoryWrites:
                 row.text
             ).strip() == text.strip():
                 seq, found = int(row.seq), (str(row.metadata), float(row.updated_at))
-                self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
+                if said_at is None:
+                    self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
+                else:
+                    last = self._last_said(conn, seq, found[1])
+                    self._repeat(
+                        conn, store_id, seq, found, scope, text, metadata, now, said=(said_at, last)
+                    )
                 return str(row.id), seq
         mid = memory_id or uuid.uuid4().hex
         if (
@@ -143,6 +153,8 @@ class MemoryWrites:
         text: str,
         metadata: Mapping[str, str],
         when: float,
+        *,
+        said: tuple[float, float] | None = None,
     ) -> None:
         """The same text again in the scope: keep its provenance on the one memory.
 
@@ -153,9 +165,16 @@ class MemoryWrites:
         import of earlier data) changes nothing. Each message occurrence also stays in the
         message log with its own metadata and timestamp. ``found`` is the memory's metadata
         JSON and ``updated_at``, as the digest lookup read them.
+
+        A message's repeat (``said``: when it was said, when the memory was last said)
+        compares said-times instead, so a replay of dated conversations keeps the newest said
+        occurrence whatever order they are replayed in; ``when`` is then the write time.
         """
         old_json, updated = found
-        if when < updated:
+        if said is not None:
+            if said[0] < said[1]:
+                return
+        elif when < updated:
             return
         merged = limits.merge_metadata(json.loads(old_json), metadata)
         new_json = json.dumps(merged, ensure_ascii=False, sort_keys=True)
@@ -168,6 +187,13 @@ class MemoryWrites:
         if new_json != old_json:
             conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, store_id, seq, scope, analysis.tokens(text), merged)
+
+    @staticmethod
+    def _last_said(conn: sqlite3.Connection, seq: int, updated: float) -> float:
+        """When the memory was last said: its newest message, else (a text) its last write."""
+        row = conn.execute("SELECT MAX(timestamp) FROM messages WHERE memory_seq = ?", (seq,))
+        newest = row.fetchone()[0]
+        return updated if newest is None else float(newest)
 
     @staticmethod
     def _index(
@@ -371,6 +397,7 @@ class MemoryWrites:
                     "message",
                     vectors[i] if vectors else None,
                     added,
+                    said_at=m.timestamp,
                 )
                 i += 1
                 ids.append(mid)

@@ -381,6 +381,64 @@ class MemoryStoreContract:
         else:
             assert in_april == in_may and len(in_april) == 2
 
+    def test_a_message_dates_its_memory_when_it_was_said(self, ready: MemoryStore) -> None:
+        """A message's own time becomes its memory's ``created_at`` (a replayed or imported
+        conversation shows when it was said, not the replay day). The same text said again
+        later is its newest occurrence (its metadata wins); said earlier, it changes nothing,
+        whatever order the replays come in."""
+
+        def said(month: int, tag: str) -> str:
+            when = datetime(2023, month, 12, 12, tzinfo=timezone.utc).timestamp()
+            message = Message("user", "I adopted a cat named Miso", timestamp=when)
+            receipt = ready.add_messages(
+                self.store_name, A1, [message], metadata={"told": tag}, sync=True
+            )
+            assert receipt.status == "completed" and len(receipt.memory_ids) == 1
+            return receipt.memory_ids[0]
+
+        def stamp(month: int) -> float:
+            return datetime(2023, month, 12, 12, tzinfo=timezone.utc).timestamp()
+
+        mid = said(3, "march")
+        self.settle(ready)
+        first = ready.get_memory(self.store_name, A1, mid)
+        assert first.created_at == pytest.approx(stamp(3), abs=0.001)
+        assert said(4, "april") == mid
+        assert said(2, "february") == mid  # said before April: an older occurrence
+        self.settle(ready)
+        now = ready.get_memory(self.store_name, A1, mid)
+        assert now.created_at == pytest.approx(stamp(3), abs=0.001)
+        assert now.metadata.get("told") == "april"
+        # Each occurrence stays in the message log with its own time.
+        logged = ready.list_messages(self.store_name, A1, limit=50).items
+        assert sorted(m.timestamp or 0.0 for m in logged) == pytest.approx(
+            [stamp(2), stamp(3), stamp(4)], abs=0.001
+        )
+        # Without a time of its own, a message is dated when it is written.
+        before = datetime.now(timezone.utc).timestamp() - 5
+        live = ready.add_messages(self.store_name, A2, [Message("user", "A live turn")], sync=True)
+        self.settle(ready)
+        record = ready.get_memory(self.store_name, A2, live.memory_ids[0])
+        assert record.created_at is not None and record.created_at >= before
+
+    @pytest.mark.parametrize(
+        "when",
+        [
+            datetime(999, 12, 31, tzinfo=timezone.utc).timestamp(),
+            datetime(9001, 1, 1, tzinfo=timezone.utc).timestamp(),
+            datetime.now(timezone.utc).timestamp() + 3600,  # an hour ahead: a zone mistake
+            float("nan"),
+            True,
+        ],
+        ids=["year-999", "year-9001", "an-hour-ahead", "nan", "bool"],
+    )
+    def test_a_message_time_out_of_range_is_refused(self, ready: MemoryStore, when: Any) -> None:
+        message = Message("user", "said at an impossible time", timestamp=when)
+        with pytest.raises(InvalidInput) as refused:
+            ready.add_messages(self.store_name, A1, [message], sync=True)
+        assert refused.value.field == "messages[0].timestamp"
+        assert ready.list_memories(self.store_name, A1.pattern()).items == ()
+
     def test_search_filters_are_exact_and_anded(self, ready: MemoryStore) -> None:
         both = self.add(ready, A1, "meeting about the budget", team="red", year="2026")
         self.add(ready, A1, "meeting about the budget plan", team="red", year="2025")

@@ -65,6 +65,8 @@ class _Unit:
     memory: MemoryRecord
     visible_after: int
     vector: list[float] | None = None
+    #: When its text was last said (a message's own time, else when it was written).
+    said: float = 0.0
 
 
 @attrs.define
@@ -167,16 +169,30 @@ class InMemoryMemoryStore:
         return task
 
     def _insert(
-        self, st: _Store, scope: Scope, text: str, metadata: Mapping[str, str], unit_type: str
+        self,
+        st: _Store,
+        scope: Scope,
+        text: str,
+        metadata: Mapping[str, str],
+        unit_type: str,
+        said: float | None = None,
     ) -> str:
+        """``said``: when the text was said (a message's own time), else now. It is the
+        memory's ``created_at``; ``updated_at`` is when it was written, as in the embedded
+        store."""
         key = _content_key(scope, text)
         existing = st.by_content.get(key)
         now = self._clock()
+        when = now if said is None else said
         if existing is not None and existing in st.units:
-            # The same text again: the newest occurrence's metadata wins, within the limit
-            # (limits.merge_metadata), and it dates the memory, as the embedded store does.
+            # The same text again: the newest said occurrence's metadata wins, within the
+            # limit (limits.merge_metadata), and it dates the memory, as the embedded store
+            # does; one said before the memory's last one changes nothing.
             unit = st.units[existing]
+            if when < unit.said:
+                return existing
             old = unit.memory
+            unit.said = when
             unit.memory = attrs.evolve(
                 old,
                 metadata=limits.merge_metadata(old.metadata, metadata),
@@ -189,14 +205,14 @@ class InMemoryMemoryStore:
             text=text,
             scope=scope,
             metadata=dict(metadata),
-            created_at=now,
+            created_at=when,
             updated_at=now,
             unit_type=unit_type,
             version=1,
         )
         vector = self.embedder.embed([text])[0] if self.embedder else None
         st.units[memory.id] = _Unit(
-            next(self._seq), memory, self._calls + self.consistency_lag, vector
+            next(self._seq), memory, self._calls + self.consistency_lag, vector, when
         )
         st.by_content[key] = memory.id
         return memory.id
@@ -351,7 +367,12 @@ class InMemoryMemoryStore:
                 log.append((next(self._seq), stored))
                 if m.remember:  # otherwise kept in the log only
                     mid = self._insert(
-                        st, scope, m.content, limits.merge_metadata(meta, m.metadata), "message"
+                        st,
+                        scope,
+                        m.content,
+                        limits.merge_metadata(meta, m.metadata),
+                        "message",
+                        m.timestamp,
                     )
                     st.became[stored.id or ""] = mid
                     ids.append(mid)
