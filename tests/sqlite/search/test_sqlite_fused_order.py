@@ -23,7 +23,7 @@ from memcore_sqlite.search.fused_order import (
     vector_only_below,
 )
 from memcore_sqlite.search.ranking import LexicalHit
-from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
+from memcore_sqlite.vector.cache import Shortlister, VectorCache, _Entry, exact_top
 from memcore_sqlite.vector.quantize import encode
 
 DIM = 64
@@ -321,6 +321,65 @@ def test_a_narrowed_shortlist_keeps_every_row_that_reaches_the_prefix(
     order = world.bounded()
     for k in (5, 10, 20, 1_000):
         _same(order.first(k), want[:k])
+
+
+def _near_the_floor(seed: int, level: float) -> tuple[_Case, float]:
+    """A two-stage scope (real codes, float16 vectors) whose rows holding no query term have
+    cosines around the one where their score meets a dozen lexical candidates' (with no
+    vector, so scoring exactly ``(1 - w) * level``); the rest far below. (The case, that
+    cosine.)"""
+    rng = np.random.default_rng(seed)
+    case = _Case(16, seed, 30, 0.0)
+    edge = (1 - ranking.VECTOR_WEIGHT) * level / ranking.VECTOR_WEIGHT
+    cosines = np.concatenate(
+        [
+            rng.uniform(-0.2, edge - 0.08, 2_500),
+            rng.uniform(edge - 0.01, edge + 0.01, 50),
+            edge + rng.uniform(-1e-3, 1e-3, 30),
+        ]
+    )
+    noise = rng.standard_normal((len(cosines), DIM)).astype(np.float32)
+    noise -= np.outer(noise @ case.query, case.query)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    rows = cosines[:, None] * case.query + np.sqrt(1 - cosines**2)[:, None] * noise
+    rows = rows.astype("<f2").astype(np.float32)
+    case.rows, case.seqs = rows, np.arange(1, len(rows) + 1, dtype=np.int64) * 2
+    case.entry = _Entry(0, encode(case.seqs, rows), None)
+    case.blobs = {int(s): r.astype("<f2").tobytes() for s, r in zip(case.seqs, rows)}
+    case.lexical = {1 + 2 * i: LexicalHit(level, True) for i in range(12)}  # no vector
+    for seq in rng.choice(case.seqs[:2_500], 5, replace=False).tolist():
+        case.lexical[int(seq)] = LexicalHit(level / 2, True)
+    return case, edge
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("level", [0.2, 1 / 3, 0.37])
+def test_real_codes_near_the_floor_give_the_plain_order(
+    seed: int, level: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with int8 codes, their error bounds and the sketch: every prefix is the plain
+    path's, and the narrowing did drop rows (a shortlist narrowed to the rows that may reach
+    the floor is shorter than the one of the pool). The codes' error bounds (about 0.005 in
+    cosine here) keep rows a narrowing too tight by less; ``_ExactWorld`` has none."""
+    case, _ = _near_the_floor(seed, level)
+    calls: list[tuple[float, int]] = []
+    real = Shortlister.__call__
+
+    def counted(self: Shortlister, n: int, at_least: float = -np.inf) -> Any:
+        out = real(self, n, at_least)
+        calls.append((at_least, len(out[0])))
+        return out
+
+    monkeypatch.setattr(Shortlister, "__call__", counted)
+    want = case.plain(case.lexical)
+    for start in ("none", "first"):
+        for k in (1, 5, 10, 12, 20, 40, len(want) + 5):
+            _same(case.bounded(case.lexical, start).first(k), want[:k])
+        order = case.bounded(case.lexical, start)
+        for k in (10, 20, 1_000):
+            _same(order.first(k), want[:k])
+    narrowed = [size for at_least, size in calls if at_least > -np.inf]
+    assert narrowed and min(narrowed) < len(case.cache.shortlist(case.entry, case.query, 30)[0])
 
 
 def _texts(n: int, seed: int) -> list[str]:

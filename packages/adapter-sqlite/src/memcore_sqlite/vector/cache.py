@@ -677,6 +677,8 @@ class Shortlister:
             # A lower bound on the n-th best cosine: the n-th best int8 lower bound among the
             # rows the sketch rates best (the more of them, the closer to the true one).
             best = _best_rows(point, max(4 * n, BOOTSTRAP_ROWS))
+            if bound is not None:  # rows below ``at_least`` go; any n rows' bounds will do
+                best = best[~(high[best] < bound)]
             at = best if rows is None else rows[best]
             low = quantize.approx_dot(codes.q8, scales[best], query, at) - code_error[best]
             low = low[np_.isfinite(low)]
