@@ -35,7 +35,8 @@ score is absolute, not normalised over the candidates, so no candidate set moves
 that score never falls as the cosine rises. :func:`vector_only_below` finds the float32
 cosine ``t`` whose score is below ``F - NARROW_SLACK``; the shortlist's stages
 (:meth:`~memcore_sqlite.vector.cache.Shortlister.__call__`) then also drop every row whose
-cosine upper bound is below ``t``. Such a row, whatever its cosine, scores below
+cosine upper bound is below ``t`` (a float32 value, so their float32 bounds compare with it
+without rounding). Such a row, whatever its cosine, scores below
 ``F - NARROW_SLACK`` as a candidate, whether or not it is in the pool; and a lexical candidate
 left out is still a candidate (its bounds come from its own codes). What the narrowing costs
 is the shortlist's completeness: a row at or above ``t`` still has every row that beats it on
@@ -44,7 +45,8 @@ a row below ``t`` may be counted in the pool wrongly, but it scores below ``F`` 
 floor of the prefix read stays at least ``F - NARROW_SLACK``, neither raises that floor nor
 enters the prefix. Rows left out of a narrowed shortlist of the best ``first`` either score
 below the floor or have a cosine below its ``first``-th best lower bound (the rows that
-proved that bound have cosines of at least ``t`` and stayed). A prefix whose floor falls
+proved that bound have cosines of at least ``t`` and stayed; the bound is taken again from
+the shortlist's float32 lows, plus :data:`CUT_MARGIN`). A prefix whose floor falls
 below ``F - NARROW_SLACK`` (a longer one, read later) drops the narrowing and takes the whole
 shortlist again; making the whole order exact (:meth:`BoundedOrder._resolve_all`) always does.
 """
