@@ -16,9 +16,14 @@ from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.search import ranking
-from memcore_sqlite.search.fused_order import BoundedOrder, ordered, relevance_bound
+from memcore_sqlite.search.fused_order import (
+    BoundedOrder,
+    ordered,
+    relevance_bound,
+    vector_only_below,
+)
 from memcore_sqlite.search.ranking import LexicalHit
-from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
+from memcore_sqlite.vector.cache import Shortlister, VectorCache, _Entry, exact_top
 from memcore_sqlite.vector.quantize import encode
 
 DIM = 64
@@ -100,7 +105,7 @@ class _Case:
             self.pool,
             lambda seqs: self.cache.estimates(self.entry, seqs, self.query),
             lambda seqs: self.cache.exact_cosines(seqs, self.query, self.fetch),
-            widen=lambda n: self.cache.shortlist(self.entry, self.query, n),
+            widen=self.cache.shortlister(self.entry, self.query),
             first=first,
             ceiling=self.cache.ceiling(self.entry, self.query),
         )
@@ -211,6 +216,170 @@ def test_the_bound_formula_is_the_fusion_formula() -> None:
         for lex in (0.0, 0.5):
             rising = relevance_bound(cosines[order], np.full(len(cosines), lex), hybrid)
             assert (np.diff(rising) >= 0).all()
+
+
+def _vector_only_score(cosine: float, hybrid: bool) -> float:
+    """A candidate's score by fuse itself when it holds no query term."""
+    lexical = {-1: LexicalHit(1.0, True)} if hybrid else None
+    return ranking.fuse(lexical, {1: cosine})[1].score
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_the_narrowing_cosine_is_the_last_float32_below_the_floor(hybrid: bool) -> None:
+    """Every cosine up to it scores below the floor (by fuse, not by the bound's own formula),
+    and the next float32 does not: one ulp higher would drop a row that reaches the floor."""
+    rng = np.random.default_rng(3)
+    weight = ranking.VECTOR_WEIGHT
+    floors = [*rng.uniform(1e-6, 0.35, 300).tolist(), *(weight * c for c in (0.1, 0.5, 1.0))]
+    floors += [0.7 * 0.2, 0.7 * 0.25 + weight * 0.125, 1e-12, 0.3, 1.0]
+    for floor in floors:
+        t = vector_only_below(floor, hybrid)
+        assert np.float32(t) == t
+        assert _vector_only_score(t, hybrid) < floor
+        above = float(np.nextafter(np.float32(t), np.float32(np.inf)))
+        assert t == 2.0 or _vector_only_score(above, hybrid) >= floor
+    assert vector_only_below(0.0, hybrid) == -np.inf
+
+
+class _ExactWorld:
+    """Cosines given outright, bounds with no slack: a shortlist and a narrowing are exactly
+    as wide as they claim, so a narrowing that is too tight drops a row the order needs,
+    however small the excess (above the order's own slack)."""
+
+    def __init__(self, seed: int, level: float) -> None:
+        rng = np.random.default_rng(seed)
+        weight = ranking.VECTOR_WEIGHT
+        floor = (1 - weight) * level  # a lexical candidate with no vector scores this exactly
+        edge = np.float32(floor / weight)
+        ulp = float(np.spacing(edge))
+        # Vector-only rows around the cosine whose score is the floor: a few ulps either
+        # side, up to a few thousandths; the newest, so ties with the floor go their way.
+        near = [edge + ulp * i for i in range(-12, 13)]
+        near += [edge + d for d in (-1e-3, -1e-4, -3e-6, -1e-6, 1e-6, 3e-6, 1e-5, 1e-4, 2e-3)]
+        near += rng.uniform(edge - 0.01, edge + 0.01, 20).tolist()
+        far = rng.uniform(-0.3, edge - 0.05, 1_500).tolist()
+        cosines = np.asarray(far + near + [edge + 0.02, edge + 0.05], np.float32)
+        self.cos = {2 * (i + 1): float(c) for i, c in enumerate(cosines)}
+        self.seqs = np.asarray(sorted(self.cos), np.int64)
+        # Lexical candidates: a dozen at the floor with no vector (older than every row), a
+        # few with vectors and a lower share.
+        self.lexical = {1 + 2 * i: LexicalHit(level, True) for i in range(12)}
+        for seq in rng.choice(self.seqs[:1_500], 5, replace=False).tolist():
+            self.lexical[int(seq)] = LexicalHit(level / 2, True)
+        self.pool = 30
+        self.narrowed: list[float] = []
+
+    def estimate(self, seqs: Any) -> tuple[Any, Any, Any]:
+        have = np.asarray([int(s) in self.cos for s in seqs], bool)
+        est = np.asarray([self.cos.get(int(s), 0.0) for s in seqs], np.float32)
+        return have, est, np.zeros(len(seqs), np.float32)
+
+    def read(self, seqs: Sequence[int]) -> tuple[Any, Any]:
+        have = [s for s in seqs if s in self.cos]
+        return np.asarray(have, np.int64), np.asarray([self.cos[s] for s in have], np.float32)
+
+    def widen(self, n: int, at_least: float = -np.inf) -> tuple[Any, Any, Any]:
+        if at_least > -np.inf:
+            self.narrowed.append(at_least)
+        cos = np.asarray([self.cos[int(s)] for s in self.seqs], np.float32)
+        nth = np.sort(cos)[-n]
+        keep = (cos >= nth) & (cos >= np.float32(at_least))
+        return self.seqs[keep], cos[keep], np.zeros(int(keep.sum()), np.float32)
+
+    def plain(self) -> list[tuple[int, Any]]:
+        best = sorted(self.cos.items(), key=lambda kv: (-kv[1], -kv[0]))[: self.pool]
+        semantic = dict(best)
+        semantic.update({s: self.cos[s] for s in self.lexical if s in self.cos})
+        return ordered(ranking.fuse(self.lexical, semantic))
+
+    def bounded(self) -> BoundedOrder:
+        return BoundedOrder(
+            None,
+            self.lexical,
+            self.pool,
+            self.estimate,
+            self.read,
+            widen=self.widen,
+            first=3,
+            ceiling=max(self.cos.values()),
+        )
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("level", [0.2, 0.3, 1 / 3, 0.37])
+def test_a_narrowed_shortlist_keeps_every_row_that_reaches_the_prefix(
+    seed: int, level: float
+) -> None:
+    """Rows holding no query term sit on the cosine where their score meets the lexical
+    candidates' floor; every prefix, each asked of a fresh order and of one order read
+    further and further (which drops the narrowing), is the plain path's."""
+    world = _ExactWorld(seed, level)
+    want = world.plain()
+    for k in (1, 3, 5, 8, 10, 12, 15, 20, 40, len(want) + 5):
+        _same(world.bounded().first(k), want[:k])
+    assert world.narrowed  # the shortlist was narrowed, not merely widened
+    order = world.bounded()
+    for k in (5, 10, 20, 1_000):
+        _same(order.first(k), want[:k])
+
+
+def _near_the_floor(seed: int, level: float) -> tuple[_Case, float]:
+    """A two-stage scope (real codes, float16 vectors) whose rows holding no query term have
+    cosines around the one where their score meets a dozen lexical candidates' (with no
+    vector, so scoring exactly ``(1 - w) * level``); the rest far below. (The case, that
+    cosine.)"""
+    rng = np.random.default_rng(seed)
+    case = _Case(16, seed, 30, 0.0)
+    edge = (1 - ranking.VECTOR_WEIGHT) * level / ranking.VECTOR_WEIGHT
+    cosines = np.concatenate(
+        [
+            rng.uniform(-0.2, edge - 0.08, 2_500),
+            rng.uniform(edge - 0.01, edge + 0.01, 50),
+            edge + rng.uniform(-1e-3, 1e-3, 30),
+        ]
+    )
+    noise = rng.standard_normal((len(cosines), DIM)).astype(np.float32)
+    noise -= np.outer(noise @ case.query, case.query)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    rows = cosines[:, None] * case.query + np.sqrt(1 - cosines**2)[:, None] * noise
+    rows = rows.astype("<f2").astype(np.float32)
+    case.rows, case.seqs = rows, np.arange(1, len(rows) + 1, dtype=np.int64) * 2
+    case.entry = _Entry(0, encode(case.seqs, rows), None)
+    case.blobs = {int(s): r.astype("<f2").tobytes() for s, r in zip(case.seqs, rows)}
+    case.lexical = {1 + 2 * i: LexicalHit(level, True) for i in range(12)}  # no vector
+    for seq in rng.choice(case.seqs[:2_500], 5, replace=False).tolist():
+        case.lexical[int(seq)] = LexicalHit(level / 2, True)
+    return case, edge
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("level", [0.2, 1 / 3, 0.37])
+def test_real_codes_near_the_floor_give_the_plain_order(
+    seed: int, level: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with int8 codes, their error bounds and the sketch: every prefix is the plain
+    path's, and the narrowing did drop rows (a shortlist narrowed to the rows that may reach
+    the floor is shorter than the one of the pool). The codes' error bounds (about 0.005 in
+    cosine here) keep rows a narrowing too tight by less; ``_ExactWorld`` has none."""
+    case, _ = _near_the_floor(seed, level)
+    calls: list[tuple[float, int]] = []
+    real = Shortlister.__call__
+
+    def counted(self: Shortlister, n: int, at_least: float = -np.inf) -> Any:
+        out = real(self, n, at_least)
+        calls.append((at_least, len(out[0])))
+        return out
+
+    monkeypatch.setattr(Shortlister, "__call__", counted)
+    want = case.plain(case.lexical)
+    for start in ("none", "first"):
+        for k in (1, 5, 10, 12, 20, 40, len(want) + 5):
+            _same(case.bounded(case.lexical, start).first(k), want[:k])
+        order = case.bounded(case.lexical, start)
+        for k in (10, 20, 1_000):
+            _same(order.first(k), want[:k])
+    narrowed = [size for at_least, size in calls if at_least > -np.inf]
+    assert narrowed and min(narrowed) < len(case.cache.shortlist(case.entry, case.query, 30)[0])
 
 
 def _texts(n: int, seed: int) -> list[str]:

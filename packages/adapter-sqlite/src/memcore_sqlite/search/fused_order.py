@@ -24,6 +24,31 @@ is below the ``k``-th best lower bound, no row left out can be among the first `
 shortlisted row with fewer than ``first`` possible betters has its exact rank among them.
 Otherwise the shortlist widens (to the best ``first``, then to the pool) and the order is
 worked out again, keeping the cosines already read.
+
+A widened shortlist is also narrowed by the order's own floor ``F``, the ``k``-th best lower
+bound on the relevance of the rows surely among the candidates (every lexical candidate, and
+every shortlisted row proved in the pool): the ``k``-th best relevance is at least ``F``, so a
+row scoring below it cannot be among the first ``k``. A row holding no query term scores its
+vector share alone, ``clip(w * clip(cosine))`` with the same float operations as
+:func:`~memcore_sqlite.search.ranking.fuse` (the lexical share it adds is 0.0, exactly; the
+score is absolute, not normalised over the candidates, so no candidate set moves it), and
+that score never falls as the cosine rises. :func:`vector_only_below` finds the float32
+cosine ``t`` whose score is below ``F - NARROW_SLACK``; the shortlist's stages
+(:meth:`~memcore_sqlite.vector.cache.Shortlister.__call__`) then also drop every row whose
+cosine upper bound is below ``t`` (a float32 value, so their float32 bounds compare with it
+without rounding). Such a row, whatever its cosine, scores below
+``F - NARROW_SLACK`` as a candidate, whether or not it is in the pool; and a lexical candidate
+left out is still a candidate (its bounds come from its own codes). What the narrowing costs
+is the shortlist's completeness: a row at or above ``t`` still has every row that beats it on
+the shortlist, so the pool membership proved for it (:meth:`BoundedOrder._pool_status`) holds;
+a row below ``t`` may be counted in the pool wrongly, but it scores below ``F`` and, while the
+floor of the prefix read stays at least ``F - NARROW_SLACK``, neither raises that floor nor
+enters the prefix. Rows left out of a narrowed shortlist of the best ``first`` either score
+below the floor or have a cosine below its ``first``-th best lower bound (the rows that
+proved that bound have cosines of at least ``t`` and stayed; the bound is taken again from
+the shortlist's float32 lows, plus :data:`CUT_MARGIN`). A prefix whose floor falls
+below ``F - NARROW_SLACK`` (a longer one, read later) drops the narrowing and takes the whole
+shortlist again; making the whole order exact (:meth:`BoundedOrder._resolve_all`) always does.
 """
 
 from __future__ import annotations
@@ -41,8 +66,9 @@ if TYPE_CHECKING:
 ReadCosines = Callable[[Sequence[int]], "tuple[np.ndarray, np.ndarray]"]
 #: Cosine estimates of the given seqs from their codes: (has codes, estimates, error bounds).
 Estimate = Callable[["np.ndarray"], "tuple[np.ndarray, np.ndarray, np.ndarray]"]
-#: The shortlist of every row that may be among the best ``n`` by cosine.
-Widen = Callable[[int], "tuple[np.ndarray, np.ndarray, np.ndarray]"]
+#: The shortlist of every row that may be among the best ``n`` by cosine, less those whose
+#: cosine is below the second argument (a float32 value; -inf for none).
+Widen = Callable[[int, float], "tuple[np.ndarray, np.ndarray, np.ndarray]"]
 Ranked = list[tuple[int, Relevance]]
 
 
@@ -76,6 +102,41 @@ def clipped(x: np.ndarray) -> np.ndarray:
     above = np_.where(x > 0.0, x, 0.0)
     out: np.ndarray = np_.where(above < 1.0, above, 1.0)
     return out
+
+
+#: How far below the floor it was worked out for a narrowed shortlist stays valid: float
+#: bounds recomputed after a widening (the same codes, summed in other blocks) may differ in
+#: their last bit, and that must not throw the narrowing away.
+NARROW_SLACK = 1e-6
+#: Added to a shortlist's ``first``-th best lower bound before it bounds the rows left out:
+#: the shortlister chose them on the same int8 sums computed in other blocks, whose float32
+#: rounding may differ (at most 384 * 2**-24 of the norms' product, about 2.3e-5).
+CUT_MARGIN = 1e-4
+
+
+def vector_only_below(floor: float, hybrid: bool) -> float:
+    """The largest float32 cosine ``t`` (at most 2) at which a candidate holding no query term
+    scores below ``floor``; as that score never falls as the cosine rises, every cosine up to
+    ``t`` does too. -inf when none does (``floor`` at most 0)."""
+    np_ = _np()
+    if not floor > 0.0:
+        return -float("inf")
+    weight = ranking.VECTOR_WEIGHT if hybrid else 1.0
+    none = np_.zeros(1, np_.float64)
+
+    def below(t: Any) -> bool:
+        return bool(relevance_bound(np_.array([t], np_.float64), none, hybrid)[0] < floor)
+
+    if below(2.0):  # above the score of a cosine of 1: every row
+        return 2.0
+    # Near the quotient the float scores step with the float32 cosines: a step or two.
+    t = np_.float32(floor / weight)
+    up, down = np_.float32(np_.inf), np_.float32(-np_.inf)
+    while below(t):
+        t = np_.nextafter(t, up)
+    while not below(t):
+        t = np_.nextafter(t, down)
+    return float(t)
 
 
 def relevance_bound(cosines: np.ndarray, lexical: np.ndarray, hybrid: bool) -> np.ndarray:
@@ -138,6 +199,13 @@ class BoundedOrder(FusedOrder):
         #: Exact cosines read so far (None: no vector), kept when the shortlist widens.
         self._found: dict[int, float | None] = {}
         self._ceiling = ceiling
+        #: A narrowed shortlist (module docstring) leaves out rows of cosine below
+        #: ``_at_least`` (-inf: not narrowed), which score below ``_vector_floor``.
+        self._at_least = -float("inf")
+        self._vector_floor = -float("inf")
+        self._may_narrow = self._widen is not None
+        #: The floor of the prefix last tried (None: fewer candidates than it asked for).
+        self._floor_seen: float | None = None
         if shortlist is None:
             empty = np_.empty(0, np_.float64)
             shortlist = (np_.empty(0, np_.int64), empty, empty)
@@ -172,12 +240,20 @@ class BoundedOrder(FusedOrder):
         est, slack = both[: len(self.seqs)], both[len(self.seqs) :]
         self.low = est - slack
         self.high = est + slack
-        #: Every row left out of the shortlist has a cosine below this (see :meth:`first`).
-        self._cut = self._ceiling if self._n == 0 else np_.inf
+        #: Every row left out of the shortlist that may score ``_vector_floor`` or more as a
+        #: candidate has a cosine below this (-inf: no such row; see :meth:`first`).
+        self._cut = self._ceiling if self._n == 0 else -np_.inf
         if 0 < self._n < self._pool:
-            lows = self.low[:n_short][np_.isfinite(self.low[:n_short])]
+            # In float32, as the shortlister computed them when it chose the rows.
+            lows = s_est - s_slack
+            lows = lows[np_.isfinite(lows)]
             if len(lows) >= self._n:
-                self._cut = float(np_.partition(lows, len(lows) - self._n)[len(lows) - self._n])
+                nth = np_.partition(lows, len(lows) - self._n)[len(lows) - self._n]
+                self._cut = float(nth) + CUT_MARGIN
+            elif self._at_least == -np_.inf:
+                self._cut = np_.inf
+            # Narrowed, with fewer than ``_n`` rows: no row was left out on the ``_n``-th
+            # best bound (the rows proving it would be here), only below ``_at_least``.
         self.known = np_.zeros(len(self.seqs), bool)
         self.has_vector = np_.ones(len(self.seqs), bool)
         self.coded = np_.concatenate([np_.ones(n_short, bool), l_has])
@@ -198,12 +274,38 @@ class BoundedOrder(FusedOrder):
             self._read(np_.flatnonzero(~self.coded & ~self.known))
 
     def _widened(self) -> bool:
-        """Widen the shortlist: from none to the best ``first``, then to the pool."""
-        if self._widen is None or self._n >= self._pool:
+        """Widen the shortlist: from none to the best ``first``, then to the pool, narrowed
+        by the floor of the prefix last tried; or drop a narrowing that floor no longer
+        allows (the module docstring)."""
+        if self._widen is None:
+            return False
+        floor = self._floor_seen
+        if self._at_least > -float("inf") and (floor is None or floor < self._vector_floor):
+            self._may_narrow = False
+            self._narrow(-float("inf"))
+            self._setup(self._widen(self._n, -float("inf")))
+            return True
+        if self._n >= self._pool:
             return False
         self._n = self._first_n if self._n == 0 else self._pool
-        self._setup(self._widen(self._n))
+        below = floor - NARROW_SLACK if self._may_narrow and floor is not None else 0.0
+        self._narrow(below)
+        self._setup(self._widen(self._n, self._at_least))
         return True
+
+    def _narrow(self, floor: float) -> None:
+        at_least = vector_only_below(floor, self._hybrid)
+        self._at_least = at_least
+        self._vector_floor = floor if at_least > -float("inf") else -float("inf")
+
+    def _complete(self) -> None:
+        """The whole shortlist of the pool, not narrowed."""
+        if self._widen is None or (self._n >= self._pool and self._at_least == -float("inf")):
+            return
+        self._n = self._pool
+        self._may_narrow = False
+        self._narrow(-float("inf"))
+        self._setup(self._widen(self._n, -float("inf")))
 
     # -- reading -------------------------------------------------------------------------
     def _read(self, rows: np.ndarray) -> None:
@@ -294,6 +396,7 @@ class BoundedOrder(FusedOrder):
         """(the first ``k`` when the bounds decide them, None otherwise; whether vectors were
         read towards deciding them, so that trying again may succeed without widening)."""
         np_ = _np()
+        self._floor_seen = None
         inside, outside = self._pool_status()
         member = self.in_lexical | inside
         count = np_.count_nonzero(member)
@@ -303,9 +406,14 @@ class BoundedOrder(FusedOrder):
         low = self._bound(self.low[member], member)
         low.partition(count - k)
         floor = low[count - k]
+        self._floor_seen = float(floor)
+        # A narrowed shortlist left out rows scoring below its floor: they cannot reach this
+        # prefix while its floor is at least that (the module docstring).
+        if floor < self._vector_floor:
+            return None, False
         # A row left out of a shortlist narrower than the pool scores below its cut, so at
         # most the vector share of the cut: it cannot reach the floor when that is less.
-        if self._n < self._pool and not self._left_out_below(floor):
+        if not self._left_out_below(floor):
             return None, False
         possible = self.in_lexical | (self.in_shortlist & ~outside)
         high = self._bound(self.high)
@@ -326,6 +434,8 @@ class BoundedOrder(FusedOrder):
 
     def _left_out_below(self, floor: float) -> bool:
         np_ = _np()
+        if self._cut == -np_.inf:
+            return True
         cut = np_.clip(np_.float64(self._cut), 0.0, 1.0)
         score = ranking.VECTOR_WEIGHT * cut if self._hybrid else cut
         return bool(min(1.0, max(0.0, float(score))) < floor)
@@ -351,7 +461,7 @@ class BoundedOrder(FusedOrder):
     def _resolve_all(self) -> Ranked:
         """Every candidate exact: the vector pool is the shortlist's best by exact cosine."""
         np_ = _np()
-        self._widened()
+        self._complete()
         self._read(np_.flatnonzero(~self.known))
         # As exact_top: the best by (cosine, seq), then those that are not numbers dropped.
         short = np_.flatnonzero(self.in_shortlist & self.has_vector)

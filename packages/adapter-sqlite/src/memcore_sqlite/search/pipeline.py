@@ -198,8 +198,10 @@ def ranked(
     # One shortlister per search: a shortlist widened to the pool reuses the first's bounds.
     shortlister = vectors.shortlister(entry, qvec, allowed)
 
-    def shortlist(n: int = ranking.FIRST_READ) -> tuple[Any, Any, Any]:
-        return shortlister(n)
+    def shortlist(
+        n: int = ranking.FIRST_READ, at_least: float = -float("inf")
+    ) -> tuple[Any, Any, Any]:
+        return shortlister(n, at_least)
 
     def bounded(short: Any, lexical: dict[int, ranking.LexicalHit] | None) -> BoundedOrder:
         return BoundedOrder(

@@ -14,7 +14,9 @@ stage that leaves a row out does so on a bound proving the row cannot be among t
 3. A row whose sketch bound is below ``L`` cannot be among the ``n`` best; neither can a row
    whose int8 coordinates past the head (a tighter sketch bound) or whose int8 estimate plus
    its error bound is below ``L`` (raised to the ``n``-th best int8 lower bound so far).
-   Rows whose bounds are not numbers are kept.
+   Rows whose bounds are not numbers are kept. A caller that has proved that no row below
+   a cosine ``at_least`` can reach its hits (a hybrid search's rows holding no query term,
+   :mod:`memcore_sqlite.search.fused_order`) raises ``L`` to it in each of these stages.
    Until a scope's sketch is built (in a thread, from its first two-stage search on),
    steps 1-3 are skipped and every row's int8 bounds are computed: slower, equally exact.
 4. The stored vectors read from SQLite (float16, :mod:`memcore_sqlite.vector.stored`, upcast
@@ -137,22 +139,27 @@ def _best_rows(point: np.ndarray, want: int) -> np.ndarray:
     return rows
 
 
-def _could_be_best(estimate: np.ndarray, slack: np.ndarray, n: int) -> Any:
-    """Positions of the candidates whose exact score may reach the ``n``-th best.
+def _could_be_best(
+    estimate: np.ndarray, slack: np.ndarray, n: int, at_least: np.float32 | None = None
+) -> Any:
+    """Positions of the candidates whose exact score may reach the ``n``-th best, and
+    ``at_least`` (:meth:`Shortlister.__call__`).
 
     A row is dropped only when even its upper bound is below the ``n``-th best lower
-    bound, so no row of the exact top ``n`` among the candidates is lost, however many
-    rows are near-ties (a bound that is not a number keeps its row).
+    bound (or ``at_least``), so no row of the exact top ``n`` among the candidates is lost,
+    however many rows are near-ties (a bound that is not a number keeps its row).
     """
     np_ = _np()
-    if len(estimate) <= n:
-        out: np.ndarray = np_.arange(len(estimate))
-        return out
+    floor = None
     low = estimate - slack
     finite = low[np_.isfinite(low)]
-    if len(finite) < n:
-        return np_.arange(len(estimate))
-    floor = np_.partition(finite, len(finite) - n)[len(finite) - n]
+    if len(estimate) > n and len(finite) >= n:
+        floor = np_.partition(finite, len(finite) - n)[len(finite) - n]
+    if at_least is not None:
+        floor = at_least if floor is None else max(floor, at_least)
+    if floor is None:
+        out: np.ndarray = np_.arange(len(estimate))
+        return out
     keep: np.ndarray = np_.flatnonzero(~(estimate + slack < floor))
     return keep
 
@@ -643,9 +650,16 @@ class Shortlister:
             self._head = (turned, rows, scales, code_error, point, high)
         return self._head
 
-    def __call__(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def __call__(
+        self, n: int, at_least: float = -float("inf")
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows that may be among the ``n`` best and whose cosine may reach ``at_least``
+        (a float32 value; the caller's proof that a row below it cannot matter,
+        :mod:`memcore_sqlite.search.fused_order`): each stage drops a row only when its
+        upper bound is below the larger of the two."""
         np_ = _np()
         entry, query = self._entry, self._query
+        bound = np_.float32(at_least) if at_least > -float("inf") else None
         empty = np_.empty(0, np_.float32)
         if not entry.n or n <= 0:
             return np_.empty(0, np_.int64), empty, empty
@@ -663,11 +677,15 @@ class Shortlister:
             # A lower bound on the n-th best cosine: the n-th best int8 lower bound among the
             # rows the sketch rates best (the more of them, the closer to the true one).
             best = _best_rows(point, max(4 * n, BOOTSTRAP_ROWS))
+            if bound is not None:  # rows below ``at_least`` go; any n rows' bounds will do
+                best = best[~(high[best] < bound)]
             at = best if rows is None else rows[best]
             low = quantize.approx_dot(codes.q8, scales[best], query, at) - code_error[best]
             low = low[np_.isfinite(low)]
-            if len(low) >= n:
-                floor = np_.partition(low, len(low) - n)[len(low) - n]
+            floor = np_.partition(low, len(low) - n)[len(low) - n] if len(low) >= n else None
+            if bound is not None:
+                floor = bound if floor is None else max(floor, bound)
+            if floor is not None:
                 # Bounds that are not numbers keep their rows.
                 kept = np_.flatnonzero(~(high < floor))
                 at = kept if rows is None else rows[kept]
@@ -677,6 +695,6 @@ class Shortlister:
                 scales = scales[kept]
         estimate = quantize.approx_dot(codes.q8, scales, query, rows)
         slack = quantize.error_bound(scales, query)
-        keep = _could_be_best(estimate, slack, n)
+        keep = _could_be_best(estimate, slack, n, bound)
         at = keep if rows is None else rows[keep]
         return codes.seqs[at], estimate[keep], slack[keep]
