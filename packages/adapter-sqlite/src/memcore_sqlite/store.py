@@ -43,6 +43,7 @@ from memcore_sqlite.storage.rows import (
     memory_row,
     pattern_sql,
 )
+from memcore_sqlite.vector.cache import Later
 from memcore_sqlite.vector.coverage import coverage
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
 
@@ -299,9 +300,36 @@ class SqliteMemoryStore:
         (:meth:`_index_pending`); whether there are any is asked in the search's own snapshot,
         and only when there are does the search index them and start over in a new one.
         """
-        model = self.embedder.name if self.embedder is not None else None
         if qvec is not None:  # the vector signal weighs what the model covers of the query
             qvec = qvec * coverage(self.embedder, query)
+        # What the search asks to start once it has returned (a large scope's sketch build),
+        # so that it does not take the second core from this search.
+        later: Later = []
+        try:
+            found = self._ranked_hits(
+                store, pattern, query, top_k, flt, floor, qvec, use_lexical, reference, later
+            )
+            self._tx.audit_read(store, "SearchMemories", started)
+            return found
+        finally:
+            for start in later:
+                start()
+
+    def _ranked_hits(
+        self,
+        store: str,
+        pattern: ScopePattern,
+        query: str,
+        top_k: int,
+        flt: dict[str, str],
+        floor: float | None,
+        qvec: Any,
+        use_lexical: bool,
+        reference: datetime | None,
+        later: Later,
+    ) -> list[SearchHit]:
+        """The hits of :meth:`_search`, in a snapshot without memories left to embed."""
+        model = self.embedder.name if self.embedder is not None else None
         for check in (qvec is not None and not self.read_only, False):
             with self._tx.read() as conn:
                 sid, generation, pending = self._tx.store_key(conn, store, pending=check)
@@ -320,6 +348,7 @@ class SqliteMemoryStore:
                         beside=self._tx.overlap,
                         lengths=self._tx.lengths,
                         postings=self._tx.postings,
+                        later=later,
                     )
                     order = when.dated(conn, order, query, reference or datetime.now(timezone.utc))
                     found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
@@ -328,7 +357,6 @@ class SqliteMemoryStore:
                     )
                     break
             self._writes.index_pending(store)  # then search again, in a snapshot that has them
-        self._tx.audit_read(store, "SearchMemories", started)
         return found
 
     # -- maintenance --------------------------------------------------------------------
