@@ -102,7 +102,7 @@ class _Case:
             lambda seqs: self.cache.exact_cosines(seqs, self.query, self.fetch),
             widen=lambda n: self.cache.shortlist(self.entry, self.query, n),
             first=first,
-            ceiling=self.cache.ceiling(self.entry, self.query),
+            ceiling=lambda: self.cache.ceiling(self.entry, self.query),
         )
 
 

@@ -213,7 +213,7 @@ def ranked(
             lambda seqs: vectors.exact_cosines(seqs, qvec, fetch),
             widen=shortlist,
             first=ranking.FIRST_READ,
-            ceiling=vectors.ceiling(entry, qvec),
+            ceiling=lambda: vectors.ceiling(entry, qvec),
         )
 
     rows = entry.n if allowed is None else min(entry.n, len(allowed))
