@@ -57,6 +57,8 @@ Scope4 = tuple[str, str, str, str]
 FetchVectors = Callable[[Sequence[int]], Iterable[tuple[int, bytes]]]
 #: Rows (at least) whose int8 bounds give the first lower bound on the n-th best cosine.
 BOOTSTRAP_ROWS = 256
+#: Rows whose norms :func:`_longest` takes at a time (768 KB as float32 at 384 dimensions).
+_NORM_ROWS = 512
 #: Scopes up to this size keep their float vectors in memory and are scanned exactly
 #: (about 3 MB at 384 dimensions).
 EXACT_ROWS = 2_000
@@ -101,13 +103,17 @@ def exact_top(
 
 def _longest(q8: np.ndarray, scales: np.ndarray) -> float:
     """The largest norm among int8 codes (squares summed in float32: integers below 2**24,
-    exact), widened a little for the rounding of the scale's product."""
+    exact), widened a little for the rounding of the scale's product.
+
+    In blocks of :data:`_NORM_ROWS`, whose float copy stays in cache and reuses its memory:
+    blocks of 4,096 rows cost a fresh process 50 ms at 100k rows against 20 ms."""
     np_ = _np()
     out = 0.0
-    for start in range(0, len(q8), 4_096):
-        block = q8[start : start + 4_096].astype(np_.float32)
+    step = _NORM_ROWS
+    for start in range(0, len(q8), step):
+        block = q8[start : start + step].astype(np_.float32)
         norms = np_.sqrt(np_.einsum("ij,ij->i", block, block)) * np_.abs(
-            scales[start : start + 4_096]
+            scales[start : start + step]
         )
         if len(norms):
             top = float(norms.max()) if np_.isfinite(norms).all() else float("inf")
