@@ -300,64 +300,46 @@ class SqliteMemoryStore:
         (:meth:`_index_pending`); whether there are any is asked in the search's own snapshot,
         and only when there are does the search index them and start over in a new one.
         """
+        model = self.embedder.name if self.embedder is not None else None
         if qvec is not None:  # the vector signal weighs what the model covers of the query
             qvec = qvec * coverage(self.embedder, query)
         # What the search asks to start once it has returned (a large scope's sketch build),
         # so that it does not take the second core from this search.
         later: Later = []
         try:
-            found = self._ranked_hits(
-                store, pattern, query, top_k, flt, floor, qvec, use_lexical, reference, later
-            )
+            for check in (qvec is not None and not self.read_only, False):
+                with self._tx.read() as conn:
+                    sid, generation, pending = self._tx.store_key(conn, store, pending=check)
+                    if not pending:
+                        order = search.ranked(
+                            conn,
+                            sid,
+                            pattern,
+                            query,
+                            flt,
+                            qvec,
+                            self._tx.vectors,
+                            model,
+                            use_lexical=use_lexical,
+                            generation=generation,
+                            beside=self._tx.overlap,
+                            lengths=self._tx.lengths,
+                            postings=self._tx.postings,
+                            later=later,
+                        )
+                        now = reference or datetime.now(timezone.utc)
+                        order = when.dated(conn, order, query, now)
+                        found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
+                        found = supersession.prefer_current(
+                            conn, sid, pattern, found, flt, top_k, links
+                        )
+                        break
+                self._writes.index_pending(store)  # then search again, in a snapshot that has them
             self._tx.audit_read(store, "SearchMemories", started)
             return found
         finally:
             for start in later:
                 start()
-
-    def _ranked_hits(
-        self,
-        store: str,
-        pattern: ScopePattern,
-        query: str,
-        top_k: int,
-        flt: dict[str, str],
-        floor: float | None,
-        qvec: Any,
-        use_lexical: bool,
-        reference: datetime | None,
-        later: Later,
-    ) -> list[SearchHit]:
-        """The hits of :meth:`_search`, in a snapshot without memories left to embed."""
-        model = self.embedder.name if self.embedder is not None else None
-        for check in (qvec is not None and not self.read_only, False):
-            with self._tx.read() as conn:
-                sid, generation, pending = self._tx.store_key(conn, store, pending=check)
-                if not pending:
-                    order = search.ranked(
-                        conn,
-                        sid,
-                        pattern,
-                        query,
-                        flt,
-                        qvec,
-                        self._tx.vectors,
-                        model,
-                        use_lexical=use_lexical,
-                        generation=generation,
-                        beside=self._tx.overlap,
-                        lengths=self._tx.lengths,
-                        postings=self._tx.postings,
-                        later=later,
-                    )
-                    order = when.dated(conn, order, query, reference or datetime.now(timezone.utc))
-                    found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
-                    found = supersession.prefer_current(
-                        conn, sid, pattern, found, flt, top_k, links
-                    )
-                    break
-            self._writes.index_pending(store)  # then search again, in a snapshot that has them
-        return found
 
     # -- maintenance --------------------------------------------------------------------
     def missing_vectors(self, store: str) -> int:
