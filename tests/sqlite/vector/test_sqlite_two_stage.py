@@ -161,6 +161,31 @@ def test_asking_for_the_sketch_during_its_build_waits_for_that_build(
     assert got and got[0] is entry.ready_sketch()
 
 
+def test_a_warm_up_and_a_searchs_build_started_on_its_way_out_build_once(
+    held_sketch_builds: tuple[threading.Event, list[str]],
+) -> None:
+    """A search hands its build to the list it starts once it has returned; a warm-up that asks
+    for the sketch in between starts that build itself, and the search's start finds it under
+    way: the projections are made once."""
+    release, threads = held_sketch_builds
+    rows, _ = _data(6_000, 8)
+    entry = _Entry(0, encode(np.arange(1, 6_001, dtype=np.int64), rows), None)
+    later: list[Any] = []
+    assert entry.ready_sketch(later) is None
+    assert threads == [] and len(later) == 1  # nothing started while the search runs
+    got: list[Sketch] = []
+    warming = threading.Thread(target=lambda: got.append(entry.sketch()))
+    warming.start()
+    _started(threads)
+    for start in later:  # the search returns
+        start()
+    release.set()
+    warming.join(30)
+    assert entry.wait_sketch(30)
+    assert threads == ["memcore-sketch"]
+    assert got and got[0] is entry.ready_sketch()
+
+
 def test_a_write_during_a_sketch_build_discards_it(
     held_sketch_builds: tuple[threading.Event, list[str]],
 ) -> None:

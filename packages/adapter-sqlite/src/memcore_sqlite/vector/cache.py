@@ -203,9 +203,12 @@ class _Entry:
         return self._longest
 
     def sketch(self) -> Sketch:
-        """The sketch, built now if it is not there yet. A build already under way in the
-        background (:meth:`ready_sketch`) is waited for rather than done a second time beside
-        it (a warm-up and a session's first search start both)."""
+        """The sketch, built now if it is not there yet: by the one build in the background
+        (:meth:`start_sketch`), started here unless one is under way, and waited for. So a
+        warm-up and a session's first search, which starts its build once it has returned,
+        never make the projections twice. Built here only when that build failed (its error
+        is then raised) or writes kept overtaking it."""
+        self.start_sketch()
         self.wait_sketch()
         while True:
             built = self._build_sketch()
