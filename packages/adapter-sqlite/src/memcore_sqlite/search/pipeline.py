@@ -30,7 +30,7 @@ from memcore_sqlite.storage.rows import (
     rows_in,
 )
 from memcore_sqlite.vector import code_pages
-from memcore_sqlite.vector.cache import FetchVectors, VectorCache
+from memcore_sqlite.vector.cache import FetchVectors, Later, VectorCache
 from memcore_sqlite.vector.quantize import Codes
 
 
@@ -144,6 +144,7 @@ def ranked(
     beside: Overlap | None = None,
     lengths: LengthCache | None = None,
     postings: PostingsCache | None = None,
+    later: Later | None = None,
 ) -> FusedOrder:
     """The candidates with their relevance, best first; inside the caller's read snapshot.
 
@@ -157,6 +158,8 @@ def ranked(
     serve it; the result is the same either way.
     ``lengths`` keeps rows' lengths for the lexical stage; without it they are read.
     ``postings`` keeps large tenants' postings for it (a whole tenant without filters).
+    ``later`` gets what the caller starts once the search has returned: a two-stage scope's
+    sketch build, which would otherwise take the second core from this search.
     """
     pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
@@ -196,7 +199,7 @@ def ranked(
         return ExactOrder(lexical, semantic)
 
     # One shortlister per search: a shortlist widened to the pool reuses the first's bounds.
-    shortlister = vectors.shortlister(entry, qvec, allowed)
+    shortlister = vectors.shortlister(entry, qvec, allowed, later)
 
     def shortlist(
         n: int = ranking.FIRST_READ, at_least: float = -float("inf")
@@ -212,7 +215,7 @@ def ranked(
             lambda seqs: vectors.exact_cosines(seqs, qvec, fetch),
             widen=shortlist,
             first=ranking.FIRST_READ,
-            ceiling=vectors.ceiling(entry, qvec),
+            ceiling=lambda: vectors.ceiling(entry, qvec),
         )
 
     rows = entry.n if allowed is None else min(entry.n, len(allowed))
