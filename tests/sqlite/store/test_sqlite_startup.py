@@ -91,3 +91,16 @@ def test_the_lazy_operations_are_bound_on_first_use(tmp_path: Path) -> None:
             assert "no_such_operation" in str(exc)
         else:
             raise AssertionError("an unknown attribute must raise AttributeError")
+
+
+def test_the_operations_hosts_check_with_isinstance_are_on_the_class(tmp_path: Path) -> None:
+    """From Python 3.12 a runtime-checkable protocol looks members up statically, without
+    ``__getattr__``: the store must still be a ``NeighbourTurns`` and a ``DreamUndo``."""
+    import inspect
+
+    from memcore.ports import DreamUndo, NeighbourTurns
+
+    with SqliteMemoryStore(tmp_path / "memcore.db") as store:
+        for name in ("neighbour_turns", "undo_dream_action"):
+            inspect.getattr_static(store, name)  # raises AttributeError if only __getattr__ has it
+        assert isinstance(store, NeighbourTurns) and isinstance(store, DreamUndo)
