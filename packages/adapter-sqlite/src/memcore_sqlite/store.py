@@ -9,28 +9,27 @@ transactions, audit, tasks and the caches writes keep current), :mod:`~memcore_s
 :mod:`~memcore_sqlite.dream.tasks`. Strategies (the embedder, the fact extractor, the dream
 reviewer, the embedding of a bulk write's next batch) are constructor arguments. This module
 holds the memory reads, the search entry points and maintenance.
+
+Each collaborator but the transactions is built on the first call of one of its operations
+(:meth:`SqliteMemoryStore.__getattr__`): opening a store and searching it imports none of
+their modules, which a fresh install (no bytecode yet) would compile at every start.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound, Unsupported
 from memcore.paging import decode_token, page
-from memcore.ports import DreamReviewer, Embedder, FactExtractor
 from memcore.scope import Scope, ScopePattern
-from memcore.values import MemoryRecord, Page, SearchHit
-from memcore_sqlite.dream.tasks import DreamTasks
-from memcore_sqlite.operations.catalog import StoreCatalog
-from memcore_sqlite.operations.facts import FactWrites
-from memcore_sqlite.operations.reads import RecordReads
+from memcore.values import DreamAction, MemoryRecord, Page, SearchHit, TurnContext
 from memcore_sqlite.operations.transactions import Transactions
-from memcore_sqlite.operations.writes import MemoryWrites, TextItem
 from memcore_sqlite.search import pipeline as search
 from memcore_sqlite.search import supersession, when
 from memcore_sqlite.search.pipeline import check_search
@@ -47,7 +46,55 @@ from memcore_sqlite.vector.cache import Later
 from memcore_sqlite.vector.coverage import coverage
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
 
+if TYPE_CHECKING:
+    from memcore.ports import DreamReviewer, Embedder, FactExtractor
+    from memcore_sqlite.dream.tasks import DreamTasks
+    from memcore_sqlite.operations.catalog import StoreCatalog
+    from memcore_sqlite.operations.facts import FactWrites
+    from memcore_sqlite.operations.reads import RecordReads
+    from memcore_sqlite.operations.writes import MemoryWrites, TextItem
+
 __all__ = ["SqliteMemoryStore", "TextItem"]
+
+#: The store's operations, by the collaborator that answers them (built on first use).
+_LATER: dict[str, tuple[str, ...]] = {
+    "catalog": (
+        "ensure_store",
+        "create_store",
+        "describe_store",
+        "list_stores",
+        "update_store",
+        "delete_store",
+    ),
+    "reads": (
+        "list_messages",
+        "list_requests",
+        "list_scopes",
+        "get_task",
+        "list_tasks",
+    ),
+    "writes": ("add_text", "add_many", "update_memory", "delete_memory"),
+    "facts": ("add_messages",),
+    "dream": (
+        "create_dream_task",
+        "create_session_dream_task",
+        "get_dream_task",
+        "list_dream_tasks",
+        "cancel_dream_task",
+        "list_dream_actions",
+        "apply_dream_actions",
+    ),
+}
+_PART_OF = {name: part for part, names in _LATER.items() for name in names}
+_T = TypeVar("_T")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TextItem":  # a bulk write's record, from the module that writes it
+        from memcore_sqlite.operations.writes import TextItem
+
+        return TextItem
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SqliteMemoryStore:
@@ -95,37 +142,113 @@ class SqliteMemoryStore:
         self.read_only = tx.read_only
         self.check_integrity = tx.check_integrity
         self.close = tx.close
-        self._writes = writes = MemoryWrites(tx)
-        facts = FactWrites(tx, writes, extractor)
-        catalog = StoreCatalog(tx)
-        reads = RecordReads(tx)
-        dream = DreamTasks(tx, writes, dream_reviewer)
-        # The port's operations, each answered by the collaborator that owns it.
-        self.ensure_store = catalog.ensure_store
-        self.create_store = catalog.create_store
-        self.describe_store = catalog.describe_store
-        self.list_stores = catalog.list_stores
-        self.update_store = catalog.update_store
-        self.delete_store = catalog.delete_store
-        self.add_text = writes.add_text
-        self.add_many = writes.add_many
-        self.add_messages = facts.add_messages
-        self.update_memory = writes.update_memory
-        self.delete_memory = writes.delete_memory
-        self.list_messages = reads.list_messages
-        self.neighbour_turns = reads.neighbour_turns
-        self.list_requests = reads.list_requests
-        self.list_scopes = reads.list_scopes
-        self.get_task = reads.get_task
-        self.list_tasks = reads.list_tasks
-        self.create_dream_task = dream.create_dream_task
-        self.create_session_dream_task = dream.create_session_dream_task
-        self.get_dream_task = dream.get_dream_task
-        self.list_dream_tasks = dream.list_dream_tasks
-        self.cancel_dream_task = dream.cancel_dream_task
-        self.list_dream_actions = dream.list_dream_actions
-        self.apply_dream_actions = dream.apply_dream_actions
-        self.undo_dream_action = dream.undo_dream_action
+        self._extractor = extractor
+        self._dream_reviewer = dream_reviewer
+        self._parts: dict[str, Any] = {}
+        self._parts_lock = threading.RLock()
+        if TYPE_CHECKING:  # bound on first use by __getattr__ (_LATER); their types, here
+            catalog, reads, writes = self._catalog(), self._reads(), self._writes
+            facts, dream = self._facts(), self._dream()
+            self.ensure_store = catalog.ensure_store
+            self.create_store = catalog.create_store
+            self.describe_store = catalog.describe_store
+            self.list_stores = catalog.list_stores
+            self.update_store = catalog.update_store
+            self.delete_store = catalog.delete_store
+            self.list_messages = reads.list_messages
+            self.list_requests = reads.list_requests
+            self.list_scopes = reads.list_scopes
+            self.get_task = reads.get_task
+            self.list_tasks = reads.list_tasks
+            self.add_text = writes.add_text
+            self.add_many = writes.add_many
+            self.add_messages = facts.add_messages
+            self.update_memory = writes.update_memory
+            self.delete_memory = writes.delete_memory
+            self.create_dream_task = dream.create_dream_task
+            self.create_session_dream_task = dream.create_session_dream_task
+            self.get_dream_task = dream.get_dream_task
+            self.list_dream_tasks = dream.list_dream_tasks
+            self.cancel_dream_task = dream.cancel_dream_task
+            self.list_dream_actions = dream.list_dream_actions
+            self.apply_dream_actions = dream.apply_dream_actions
+
+    def __getattr__(self, name: str) -> Any:
+        """The port's operations, each answered by the collaborator that owns it (catalog,
+        record reads, writes, chat turns, dream); a collaborator is built on the first call of
+        one of its operations, which is then bound on the instance."""
+        part = _PART_OF.get(name)
+        if part is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        parts: dict[str, Callable[[], Any]] = {
+            "catalog": self._catalog,
+            "reads": self._reads,
+            "writes": lambda: self._writes,
+            "facts": self._facts,
+            "dream": self._dream,
+        }
+        operation = getattr(parts[part](), name)
+        setattr(self, name, operation)
+        return operation
+
+    def _once(self, part: str, build: Callable[[], _T]) -> _T:
+        """The collaborator ``part``, built once (under a lock: two threads that ask at once
+        get the same one)."""
+        with self._parts_lock:
+            if part not in self._parts:
+                self._parts[part] = build()
+            return self._parts[part]  # type: ignore[no-any-return]
+
+    def _catalog(self) -> StoreCatalog:
+        def build() -> StoreCatalog:
+            from memcore_sqlite.operations.catalog import StoreCatalog
+
+            return StoreCatalog(self._tx)
+
+        return self._once("catalog", build)
+
+    def _reads(self) -> RecordReads:
+        def build() -> RecordReads:
+            from memcore_sqlite.operations.reads import RecordReads
+
+            return RecordReads(self._tx)
+
+        return self._once("reads", build)
+
+    @property
+    def _writes(self) -> MemoryWrites:
+        def build() -> MemoryWrites:
+            from memcore_sqlite.operations.writes import MemoryWrites
+
+            return MemoryWrites(self._tx)
+
+        return self._once("writes", build)
+
+    def _facts(self) -> FactWrites:
+        def build() -> FactWrites:
+            from memcore_sqlite.operations.facts import FactWrites
+
+            return FactWrites(self._tx, self._writes, self._extractor)
+
+        return self._once("facts", build)
+
+    def _dream(self) -> DreamTasks:
+        def build() -> DreamTasks:
+            from memcore_sqlite.dream.tasks import DreamTasks
+
+            return DreamTasks(self._tx, self._writes, self._dream_reviewer)
+
+        return self._once("dream", build)
+
+    # The two operations hosts look for with isinstance (NeighbourTurns, DreamUndo): on the
+    # class, because a runtime-checkable protocol does not see __getattr__ from Python 3.12.
+    def neighbour_turns(
+        self, store: str, scope: Scope, memory_id: str, *, turns: int
+    ) -> TurnContext:
+        return self._reads().neighbour_turns(store, scope, memory_id, turns=turns)
+
+    def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction:
+        return self._dream().undo_dream_action(store, task_id, action_id)
 
     @property
     def search_mode(self) -> str:

@@ -14,13 +14,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from memcore import limits
-from memcore.config import MemcoreConfig
-from memcore.discovery import open_store
 from memcore.errors import InvalidInput, StoreClosed
 from memcore.paging import every_item
 from memcore.policies import ReadPolicy, ScopePolicy, as_scope_policy
@@ -37,6 +35,9 @@ from memcore.values import (
     SearchHit,
     WriteReceipt,
 )
+
+if TYPE_CHECKING:  # Memory.open loads them: a Memory over a store given to it never parses a config
+    from memcore.config import MemcoreConfig
 
 
 class Memory:
@@ -102,6 +103,9 @@ class Memory:
 
         >>> mem = Memory.open("local", user_id="alice", policy=memcore.SessionRead())  # doctest: +SKIP
         """
+        from memcore.config import MemcoreConfig
+        from memcore.discovery import open_store
+
         cfg = config or MemcoreConfig()
         scope = resolve_scope(
             SessionContext(user_id=user_id, agent_identity=agent_id, session_id=run_id),

@@ -12,14 +12,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from memcore import extraction
-from memcore.dream.planner import Candidate, PlannedAction
 from memcore.errors import ConfigError, MemcoreError, Unavailable
-from memcore.ports import ChatModel
-from memcore.values import Message
+
+if TYPE_CHECKING:  # the prompts and the planner load when a model is first asked
+    from memcore.dream.planner import Candidate, PlannedAction
+    from memcore.ports import ChatModel
+    from memcore.values import Message
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +97,8 @@ class ModelExtractor:
         self.model = model
 
     def extract(self, messages: Sequence[Message]) -> list[str] | None:
+        from memcore import extraction
+
         try:
             answer = self.model.complete(extraction.extraction_request(messages))
         except MemcoreError as exc:
@@ -120,6 +124,8 @@ class ModelReviewer:
     ) -> list[PlannedAction]:
         if not actions:
             return list(actions)
+        from memcore import extraction
+
         by_id = {c.id: c for c in candidates}
         try:
             answer = self.model.complete(extraction.review_request(by_id, actions, instructions))

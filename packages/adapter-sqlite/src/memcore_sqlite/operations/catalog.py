@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound
-from memcore.ports import ProgressCallback
 from memcore.values import StoreInfo
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.vector import code_pages
+
+if TYPE_CHECKING:
+    from memcore.ports import ProgressCallback
 
 
 class StoreCatalog:

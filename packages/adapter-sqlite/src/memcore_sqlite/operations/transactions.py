@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcore import limits
 from memcore.errors import (
@@ -31,7 +31,6 @@ from memcore.errors import (
     StoreClosed,
     StoreCorrupted,
 )
-from memcore.ports import Embedder
 from memcore.scope import Scope
 from memcore_sqlite.lexical.fts_upkeep import Upkeep
 from memcore_sqlite.lexical.lengths import LengthCache
@@ -50,6 +49,9 @@ from memcore_sqlite.vector.cache import VectorCache
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
 from memcore_sqlite.vector.passages import combine, passages
 from memcore_sqlite.vector.query_vectors import QueryVectors
+
+if TYPE_CHECKING:
+    from memcore.ports import Embedder
 
 _log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ per family. Adapters implement these; the core and its fake never import an adap
   ``FactExtractor``, ``DreamReviewer``)
 
 Ports import only values, errors, scopes, the configuration and the dream planner's value
-types; services and facades import ports, never the other way round.
+types (the last two for their signatures only, so a host that opens a store and searches it
+loads neither); services and facades import ports, never the other way round.
 """
 
 from memcore.ports.backends import BackendFactory, InstanceFacts, Provisioner

@@ -3,12 +3,13 @@ its instance exists."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from memcore.config import MemcoreConfig
-from memcore.ports.store import MemoryStore, ProgressCallback
+if TYPE_CHECKING:  # for the signatures only: opening a store needs no configuration parser
+    from memcore.config import MemcoreConfig
+    from memcore.ports.store import MemoryStore, ProgressCallback
 
 
 class BackendFactory(Protocol):

@@ -5,10 +5,11 @@ and review of dream plans. The prompts and the parsing of answers are in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from memcore.dream.planner import Candidate, PlannedAction
-from memcore.values import Message
+if TYPE_CHECKING:  # for the signatures only: a host that never dreams loads no planner
+    from memcore.dream.planner import Candidate, PlannedAction
+    from memcore.values import Message
 
 
 class ChatModel(Protocol):
