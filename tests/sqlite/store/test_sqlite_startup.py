@@ -104,3 +104,17 @@ def test_the_operations_hosts_check_with_isinstance_are_on_the_class(tmp_path: P
         for name in ("neighbour_turns", "undo_dream_action"):
             inspect.getattr_static(store, name)  # raises AttributeError if only __getattr__ has it
         assert isinstance(store, NeighbourTurns) and isinstance(store, DreamUndo)
+
+
+def test_a_fresh_store_is_every_port_it_implements_before_any_operation_ran(tmp_path: Path) -> None:
+    """From Python 3.12 a runtime-checkable protocol looks only at static attributes: the
+    operations built on first use must still be found on a store that has run none of them."""
+    from memcore.ports import DreamUndo, MemoryStore, NeighbourTurns
+
+    store = SqliteMemoryStore(tmp_path / "m.db")
+    try:
+        for port in (MemoryStore, NeighbourTurns, DreamUndo):
+            assert isinstance(store, port), port
+        assert "ensure_store" in dir(store)
+    finally:
+        store.close()

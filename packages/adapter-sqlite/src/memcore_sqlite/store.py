@@ -11,7 +11,7 @@ reviewer, the embedding of a bulk write's next batch) are constructor arguments.
 holds the memory reads, the search entry points and maintenance.
 
 Each collaborator but the transactions is built on the first call of one of its operations
-(:meth:`SqliteMemoryStore.__getattr__`): opening a store and searching it imports none of
+(:class:`_Operation`, on the class): opening a store and searching it imports none of
 their modules, which a fresh install (no bytecode yet) would compile at every start.
 """
 
@@ -97,6 +97,28 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class _Operation:
+    """A port operation on the store's class, answered by the collaborator that owns it, built
+    on the first call of one of its operations; the bound operation then sits on the instance
+    (a non-data descriptor gives way to it). On the class, not behind ``__getattr__``, so that
+    ``isinstance`` against the runtime-checkable ports, which from Python 3.12 looks only at
+    static attributes, still finds every operation, and so do ``dir`` and ``help``."""
+
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, store: SqliteMemoryStore | None, owner: type | None = None) -> Any:
+        if store is None:
+            return self
+        operation = getattr(store._part(self.part), self.name)
+        store.__dict__[self.name] = operation
+        return operation
+
+
 class SqliteMemoryStore:
     """The embedded memory store. Thread-safe; several processes may share one file.
 
@@ -146,7 +168,7 @@ class SqliteMemoryStore:
         self._dream_reviewer = dream_reviewer
         self._parts: dict[str, Any] = {}
         self._parts_lock = threading.RLock()
-        if TYPE_CHECKING:  # bound on first use by __getattr__ (_LATER); their types, here
+        if TYPE_CHECKING:  # bound on first use by _Operation (_LATER); their types, here
             catalog, reads, writes = self._catalog(), self._reads(), self._writes
             facts, dream = self._facts(), self._dream()
             self.ensure_store = catalog.ensure_store
@@ -173,23 +195,16 @@ class SqliteMemoryStore:
             self.list_dream_actions = dream.list_dream_actions
             self.apply_dream_actions = dream.apply_dream_actions
 
-    def __getattr__(self, name: str) -> Any:
-        """The port's operations, each answered by the collaborator that owns it (catalog,
-        record reads, writes, chat turns, dream); a collaborator is built on the first call of
-        one of its operations, which is then bound on the instance."""
-        part = _PART_OF.get(name)
-        if part is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        parts: dict[str, Callable[[], Any]] = {
+    def _part(self, part: str) -> Any:
+        """The collaborator that answers the operations of ``part`` (:data:`_LATER`)."""
+        builders: dict[str, Callable[[], Any]] = {
             "catalog": self._catalog,
             "reads": self._reads,
             "writes": lambda: self._writes,
             "facts": self._facts,
             "dream": self._dream,
         }
-        operation = getattr(parts[part](), name)
-        setattr(self, name, operation)
-        return operation
+        return builders[part]()
 
     def _once(self, part: str, build: Callable[[], _T]) -> _T:
         """The collaborator ``part``, built once (under a lock: two threads that ask at once
@@ -240,8 +255,8 @@ class SqliteMemoryStore:
 
         return self._once("dream", build)
 
-    # The two operations hosts look for with isinstance (NeighbourTurns, DreamUndo): on the
-    # class, because a runtime-checkable protocol does not see __getattr__ from Python 3.12.
+    # The two optional ports' operations (NeighbourTurns, DreamUndo), with their signatures
+    # on the class: hosts check for them with isinstance.
     def neighbour_turns(
         self, store: str, scope: Scope, memory_id: str, *, turns: int
     ) -> TurnContext:
@@ -534,3 +549,11 @@ class SqliteMemoryStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+if not TYPE_CHECKING:  # mypy reads the operations' types from __init__
+    for _name, _part in _PART_OF.items():
+        _operation = _Operation(_part)
+        _operation.__set_name__(SqliteMemoryStore, _name)
+        setattr(SqliteMemoryStore, _name, _operation)
+    del _name, _part, _operation
