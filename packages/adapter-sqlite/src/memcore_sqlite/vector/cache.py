@@ -147,6 +147,17 @@ def _best_rows(point: np.ndarray, want: int) -> np.ndarray:
     return rows
 
 
+def _floor(lows: np.ndarray, n: int, at_least: np.float32 | None) -> Any:
+    """The ``n``-th best of some rows' lower bounds (finite), raised to ``at_least``: a row
+    whose upper bound is below it cannot be among the ``n`` best, nor reach ``at_least``.
+    None: no such floor (fewer than ``n`` bounds, no ``at_least``)."""
+    np_ = _np()
+    floor = np_.partition(lows, len(lows) - n)[len(lows) - n] if len(lows) >= n else None
+    if at_least is not None:
+        floor = at_least if floor is None else max(floor, at_least)
+    return floor
+
+
 def _could_be_best(
     estimate: np.ndarray, slack: np.ndarray, n: int, at_least: np.float32 | None = None
 ) -> Any:
@@ -158,13 +169,8 @@ def _could_be_best(
     however many rows are near-ties (a bound that is not a number keeps its row).
     """
     np_ = _np()
-    floor = None
     low = estimate - slack
-    finite = low[np_.isfinite(low)]
-    if len(estimate) > n and len(finite) >= n:
-        floor = np_.partition(finite, len(finite) - n)[len(finite) - n]
-    if at_least is not None:
-        floor = at_least if floor is None else max(floor, at_least)
+    floor = _floor(low[np_.isfinite(low)], n, at_least)
     if floor is None:
         out: np.ndarray = np_.arange(len(estimate))
         return out
@@ -718,10 +724,7 @@ class Shortlister:
                 best = best[~(high[best] < bound)]
             at = best if rows is None else rows[best]
             low = quantize.approx_dot(codes.q8, scales[best], query, at) - code_error[best]
-            low = low[np_.isfinite(low)]
-            floor = np_.partition(low, len(low) - n)[len(low) - n] if len(low) >= n else None
-            if bound is not None:
-                floor = bound if floor is None else max(floor, bound)
+            floor = _floor(low[np_.isfinite(low)], n, bound)
             if floor is not None:
                 # Bounds that are not numbers keep their rows.
                 kept = np_.flatnonzero(~(high < floor))
