@@ -44,7 +44,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memcore_sqlite.vector import quantize, stored
+from memcore_sqlite.vector import plain_pages, quantize, stored
 from memcore_sqlite.vector.quantize import Codes
 from memcore_sqlite.vector.sketch import Sketch
 
@@ -354,7 +354,7 @@ class _Entry:
             grown = Codes(
                 np_.empty(cap, np_.int64),
                 np_.empty(cap, np_.float32),
-                np_.empty((cap, have.q8.shape[1]), np_.int8),
+                plain_pages.zeros((cap, have.q8.shape[1]), np_.int8),
             )
             for new, old in zip(attrs_fields(grown), attrs_fields(have)):
                 new[: self.n] = old[: self.n]
@@ -362,7 +362,7 @@ class _Entry:
             if self._sketch is not None:
                 self._sketch.grow(cap, self.n)
             if self.matrix is not None:
-                matrix = np_.empty((cap, self.matrix.shape[1]), np_.float32)
+                matrix = plain_pages.zeros((cap, self.matrix.shape[1]), np_.float32)
                 matrix[: self.n] = self.matrix[: self.n]
                 self.matrix = matrix
         for new, old in zip(attrs_fields(have), attrs_fields(codes)):

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from memcore_sqlite.vector import stored
+from memcore_sqlite.vector import plain_pages, stored
 from memcore_sqlite.vector.quantize import Codes, concat
 
 #: Memories per page: a write rewrites at most one page per scope it touches (about 56 KB
@@ -91,7 +91,8 @@ def load(
     The arrays are sized first (the blobs' lengths are in their record headers: no page is
     read for them, 0.5 ms at 100k rows) and each page is copied into them as it comes. Keeping
     every page's blob until one join of them all cost 85 against 30 ms at 100k rows (a fresh
-    process's first search): the 38 MB of blobs held at once, then copied once more.
+    process's first search): the 38 MB of blobs held at once, then copied once more. The codes
+    go to ordinary pages (:mod:`memcore_sqlite.vector.plain_pages`).
     """
     np_ = _np()
     where = "".join(f" AND {n} = ?" for n, v in zip(_LEVELS, pattern) if v != "*")
@@ -102,7 +103,7 @@ def load(
     # Writable arrays of their own, so in-process writes can edit them.
     seqs = np_.empty(rows, np_.int64)
     scales = np_.empty(rows, np_.float32)
-    q8 = np_.empty((rows, dimension), np_.int8)
+    q8 = plain_pages.zeros((rows, dimension), np_.int8, filled_at_once=True)
     at = 0
     for page_seqs, page_scales, page_q8 in conn.execute(f"SELECT seqs, scales, q8 {scope}", params):
         n = len(page_q8) // dimension

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memcore_sqlite.vector import plain_pages
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -64,8 +66,8 @@ class Sketch:
         self.m = self.h + column_scale.shape[0]
         self._project = np_.ascontiguousarray(basis[:, : self.m], dtype=np_.float32)
         self.column_scale = column_scale
-        self.head = np_.zeros((capacity, self.h), np_.float32)
-        self.p8 = np_.zeros((capacity, self.m - self.h), np_.int8)
+        self.head = plain_pages.zeros((capacity, self.h), np_.float32)
+        self.p8 = plain_pages.zeros((capacity, self.m - self.h), np_.int8)
         self.quant_error = np_.zeros(capacity, np_.float32)
         self.rest1 = np_.zeros(capacity, np_.float32)
         self.rest2 = np_.zeros(capacity, np_.float32)
@@ -160,10 +162,9 @@ class Sketch:
             self.rest2[start:stop][bad] = np_.inf
 
     def grow(self, capacity: int, n: int) -> None:
-        np_ = _np()
         for name in self._COLUMNS:
             old = getattr(self, name)
-            new = np_.zeros((capacity, *old.shape[1:]), old.dtype)
+            new = plain_pages.zeros((capacity, *old.shape[1:]), old.dtype)
             new[:n] = old[:n]
             setattr(self, name, new)
 
