@@ -151,6 +151,13 @@ def test_a_replay_stamps_each_turn_with_its_time(
         assert _order(block) == [SAM, ANA]
         # Each memory shows the day it was said (its created_at), not the day of the replay.
         assert f"[2023-03-12] {SAM}" in block and f"[2023-04-19] {ANA}" in block, block
+        # The search tool gives the model the same dates, and the times they come from.
+        answer = json.loads(mm.handle_tool_call("tablestore_search", {"query": QUESTION}))
+        dated = {r["text"]: (r["date"], r["created_at"]) for r in answer["results"]}
+        assert dated == {
+            SAM: ("2023-03-12", _at(3, 12)),
+            ANA: ("2023-04-19", _at(4, 19)),
+        }, answer
         clock.now = MAY_20
         assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
     finally:

@@ -65,6 +65,12 @@ def normalized(text: str) -> str:
     return " ".join(_WORD_RE.findall(text.casefold()))
 
 
+def shown_date(hit: SearchHit) -> str:
+    """The day (UTC, ``YYYY-MM-DD``) a hit is shown with, in the recall block and in a host's
+    search answer; empty when the memory has no time."""
+    return _date(_when(hit))
+
+
 def _when(hit: SearchHit) -> float:
     """The date a memory is shown with: when it was last said or changed. A memory never
     changed since it was written (version 1) shows ``created_at``, which an import keeps
@@ -114,7 +120,7 @@ def format_recall(
     budget = max_chars - len(FENCE_OPEN) - len(FENCE_CLOSE) - len(_PREAMBLE) - 3
     lines: list[str] = []
     for i, hit in enumerate(kept):
-        label = _date(_when(hit))
+        label = shown_date(hit)
         if len(sessions) > 1:
             label = f"{label}, session {hit.memory.scope.run_id}".lstrip(", ")
         head = f"- [{label}] " if label else "- "

@@ -56,7 +56,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     {
         "name": SEARCH,
         "description": (
-            "Semantic search over the user's long-term memories. Returns ids, text, score and scope. "
+            "Semantic search over the user's long-term memories. Returns ids, text, score, scope and "
+            "the date each memory was said. "
             "Use it when the answer may depend on something said in an earlier session."
         ),
         "parameters": {
@@ -262,13 +263,24 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
 
 
 def hit_json(hit: Any) -> dict[str, Any]:
-    """One search hit as the search tool and ``hermes tablestore-mem search`` show it."""
+    """One search hit as the search tool and ``hermes tablestore-mem search`` show it.
+
+    ``date`` is the day the recall block shows the memory with (when it was said), so that a
+    model answering "when did I..." from the tool sees the same date as in its context;
+    ``created_at`` and ``updated_at`` are seconds since the epoch, as MCP and the CLI give them.
+    """
+    from memcore.recall import shown_date
+
+    memory = hit.memory
     return {
-        "id": hit.memory.id,
-        "text": hit.memory.text,
+        "id": memory.id,
+        "text": memory.text,
         "score": hit.score,
         "similarity": hit.similarity,
-        "scope": str(hit.memory.scope),
+        "scope": str(memory.scope),
+        "date": shown_date(hit),
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
         **({"evidence": [dict(e) for e in hit.evidence]} if hit.evidence else {}),
         **({"neighbours": _turns_json(hit.neighbours)} if hit.neighbours is not None else {}),
     }
