@@ -111,7 +111,7 @@ class Sketch:
     @staticmethod
     def _projections(project: np.ndarray, q8: np.ndarray, scales: np.ndarray) -> np.ndarray:
         np_ = _np()
-        out: np.ndarray = np_.empty((len(q8), project.shape[1]), np_.float32)
+        out = plain_pages.zeros((len(q8), project.shape[1]), np_.float32, filled_at_once=True)
         for start in range(0, len(q8), _BLOCK_ROWS):
             stop = start + _BLOCK_ROWS
             out[start:stop] = q8[start:stop].astype(np_.float32) @ project
