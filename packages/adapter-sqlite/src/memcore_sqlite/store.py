@@ -104,12 +104,9 @@ class _Operation:
     ``isinstance`` against the runtime-checkable ports, which from Python 3.12 looks only at
     static attributes, still finds every operation, and so do ``dir`` and ``help``."""
 
-    def __init__(self, part: str) -> None:
-        self.part = part
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
+    def __init__(self, name: str, part: str) -> None:
         self.name = name
+        self.part = part
 
     def __get__(self, store: SqliteMemoryStore | None, owner: type | None = None) -> Any:
         if store is None:
@@ -553,7 +550,5 @@ class SqliteMemoryStore:
 
 if not TYPE_CHECKING:  # mypy reads the operations' types from __init__
     for _name, _part in _PART_OF.items():
-        _operation = _Operation(_part)
-        _operation.__set_name__(SqliteMemoryStore, _name)
-        setattr(SqliteMemoryStore, _name, _operation)
-    del _name, _part, _operation
+        setattr(SqliteMemoryStore, _name, _Operation(_name, _part))
+    del _name, _part

@@ -4,11 +4,11 @@ numpy asks Linux for transparent huge pages on every array of 4 MiB or more. Whe
 compacts memory on demand for such requests (``defrag=madvise``, common on distributions), the
 first touch of each 2 MiB page can wait for that compaction. A fresh process's first search
 copies 38 MB of int8 codes at 100k memories: into numpy's memory the copy took 101-335 ms in
-eight fresh processes of nine, against 26-34 ms into a private anonymous map and 18-26 ms into one mapped
-with its pages (``MAP_POPULATE``: one kernel call instead of a fault per 4 KiB page). The sketch's
-build at 100k took 0.26-1.35 s (median 0.66) in fresh processes, 0.26-0.43 s (median 0.28) in
-these pages; its stalls held the GIL, so searches beside it waited too.
-An anonymous map is never advised; the map lives as long as the array (its buffer).
+eight fresh processes of nine, against 26-34 ms into a private anonymous map and 18-26 ms into
+one mapped with its pages (``MAP_POPULATE``: one kernel call instead of a fault per 4 KiB
+page). The sketch's build at 100k took 0.26-1.35 s (median 0.66) in fresh processes, 0.26-0.43
+s (median 0.28) in these pages; its stalls held the GIL, so searches beside it waited too. An
+anonymous map is never advised; the map lives as long as the array (its buffer).
 """
 
 from __future__ import annotations
