@@ -13,6 +13,8 @@ import pytest
 NAME = "tablestore-mem"
 AK = "LTAI5tDashboardKeyId"
 SK = "dashboard-secret-Qw81zPm4"
+API_KEY = "dashboard-api-key-Zx40Lk7q"
+VARS = ("TABLESTORE_MEMORY_AK", "TABLESTORE_MEMORY_SK", "TABLESTORE_MEMORY_API_KEY")
 
 
 @pytest.fixture
@@ -20,7 +22,7 @@ def dashboard(hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch) -> I
     """The dashboard's module with the plugin installed in a fresh home; the keys it saves to
     ``.env`` are also put in ``os.environ`` by Hermes, so they are removed again afterwards."""
     kit.install_plugin(hermes_home)
-    for var in ("TABLESTORE_MEMORY_AK", "TABLESTORE_MEMORY_SK"):
+    for var in VARS:
         monkeypatch.delenv(var, raising=False)
     for name in list(sys.modules):
         if name.startswith("_hermes_user_memory"):
@@ -28,7 +30,7 @@ def dashboard(hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch) -> I
     from hermes_cli import web_server
 
     yield web_server
-    for var in ("TABLESTORE_MEMORY_AK", "TABLESTORE_MEMORY_SK"):
+    for var in VARS:
         monkeypatch.delenv(var, raising=False)
 
 
@@ -71,6 +73,39 @@ def test_keys_entered_in_the_dashboard_reach_env_and_the_provider_is_ready(
     fields = {f["key"]: f for f in dashboard._memory_provider_payload(NAME, provider)["fields"]}
     assert fields["access_key_id"]["is_set"] and fields["access_key_secret"]["is_set"]
     assert fields["access_key_secret"]["value"] == ""  # a secret is never sent back
+
+
+def test_an_api_key_alone_configures_the_provider_in_the_dashboard(
+    dashboard: Any, hermes_home: Path
+) -> None:
+    """The API key stands in for the pair (on an existing instance): with it entered, the
+    pair is no longer required and the dashboard shows the provider ready; without any key
+    the pair is what it asks for."""
+    provider = dashboard._load_memory_provider(NAME)
+    assert provider is not None
+    fields = {f["key"]: f for f in dashboard._memory_provider_payload(NAME, provider)["fields"]}
+    assert fields["access_key_id"]["required"] and fields["access_key_secret"]["required"]
+    assert row(dashboard)["status"] == "needs_config"
+
+    dashboard._write_memory_provider_config_values(
+        NAME,
+        provider,
+        {
+            "backend": "tablestore",
+            "api_key": API_KEY,
+            "instance_name": "dash-inst",
+            "endpoint": "https://dash-inst.cn-beijing.ots.aliyuncs.com",
+        },
+    )
+
+    assert f"TABLESTORE_MEMORY_API_KEY={API_KEY}" in (hermes_home / ".env").read_text()
+    after = row(dashboard)
+    assert after["configured"] is True and after["available"] is True
+    assert after["status"] == "ready"
+    fields = {f["key"]: f for f in dashboard._memory_provider_payload(NAME, provider)["fields"]}
+    assert fields["api_key"]["is_set"] and fields["api_key"]["value"] == ""
+    assert not fields["access_key_id"]["required"] and not fields["access_key_secret"]["required"]
+    assert not fields["access_key_id"]["is_set"]
 
 
 def test_memory_status_gives_the_real_reason_with_the_keys_set(hermes_home: Path, kit: Any) -> None:

@@ -137,13 +137,30 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         if readiness is not None and not readiness.available:
             raise SystemExit(int(ExitCode.USAGE))
 
+    def _api_key_set(self) -> bool:
+        """Whether the environment or the home's ``.env`` holds an API key, read as the
+        provider reads its keys (an unsafe ``.env`` holds none)."""
+        from memcore.errors import ConfigError
+        from memcore_hermes.config.credentials import access_keys, load_environment
+
+        try:
+            keys = access_keys(load_environment(HermesHome().env_file, self._environ))
+        except ConfigError:
+            return False
+        return keys is not None and keys.api_key is not None
+
     def get_config_schema(self) -> list[dict[str, Any]]:
         """The settings, backend first (others depend on it). ``post_setup`` asks them.
 
         The secrets declare their ``env_var``: Hermes' dashboard saves a secret to ``.env``
         only through it (and drops it otherwise), and reads it back from there to show the
         provider as configured. ``hermes memory status`` then also lists those variables;
-        ``get_status_config`` still gives the real reason when something else is wrong."""
+        ``get_status_config`` still gives the real reason when something else is wrong.
+
+        The pair is required unless an API key is set: Hermes' schema has no "one of these",
+        and the dashboard counts a provider as configured when its required fields are set,
+        so with the pair always required an API key alone read as unconfigured."""
+        pair_required = not self._api_key_set()
         return [
             {
                 "key": "backend",
@@ -162,18 +179,18 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             },
             {
                 "key": "access_key_id",
-                "description": "TableStore AccessKey ID",
+                "description": "TableStore AccessKey ID (not needed when an API key is set)",
                 "secret": True,
-                "required": True,
+                "required": pair_required,
                 "env_var": AK_VAR,
                 "url": "https://ram.console.aliyun.com/manage/ak",
                 "when": {"backend": "tablestore"},
             },
             {
                 "key": "access_key_secret",
-                "description": "TableStore AccessKey secret",
+                "description": "TableStore AccessKey secret (not needed when an API key is set)",
                 "secret": True,
-                "required": True,
+                "required": pair_required,
                 "env_var": SK_VAR,
                 "when": {"backend": "tablestore"},
             },
