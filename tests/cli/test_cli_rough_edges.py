@@ -4,6 +4,7 @@ forget --all, removing a metadata key, text piped from stdin."""
 from __future__ import annotations
 
 import itertools
+import shlex
 import types
 import uuid
 
@@ -139,6 +140,36 @@ def test_update_merges_metadata_and_unset_removes_keys(cli):
     assert (both["text"], both["metadata"]) == ("Green tea", {"k": "v"})
     assert cli.json("update", memory_id, "--unset", "k")["metadata"] == {}
     assert cli("update", memory_id, "--unset", "k", "-m", "k=v").exit_code == 2
+
+
+def test_unset_whose_write_back_fails_says_what_was_cleared_and_how_to_restore(
+    fake_cli, monkeypatch
+):
+    """Removing a key is a clear and then the kept keys written back (stores merge metadata).
+    When the second write fails, the memory has lost its other keys: the error must say so
+    and give the command that restores them, and that command must restore them."""
+    from memcore.errors import Unavailable
+
+    store = fake_cli.store
+    meta = ("-m", "topic=food", "-m", "source=chat", "-m", "note=it's hot tea")
+    memory_id = fake_cli.json("add", "--sync", *meta, "Tea")["memory_ids"][0]
+    update = store.update_memory
+
+    def write_back_fails(*args, metadata=None, **kwargs):
+        if metadata:
+            raise Unavailable("backend unavailable: connection reset")
+        return update(*args, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(store, "update_memory", write_back_fails)
+    failed = fake_cli("update", memory_id, "--unset", "source")
+    assert failed.exit_code == 5, failed.stderr
+    [line] = failed.stderr.strip().splitlines()
+    assert "connection reset" in line and "not written back" in line
+    monkeypatch.setattr(store, "update_memory", update)
+    assert fake_cli.json("get", memory_id)["metadata"] == {}  # what the error is about
+    restore = shlex.split(line.split("restore them with: ", 1)[1].rstrip(")"))
+    assert restore[:3] == ["memcore", "update", memory_id]
+    assert fake_cli.json(*restore[1:])["metadata"] == {"topic": "food", "note": "it's hot tea"}
 
 
 def test_text_from_stdin_loses_only_its_final_newline(local_cli):

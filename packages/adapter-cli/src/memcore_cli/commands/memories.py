@@ -5,14 +5,19 @@ for the agent plugin.
 """
 
 import json
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from memcore_cli.wiring.state import state_of
+
+if TYPE_CHECKING:
+    from memcore.service import MemoryService
+    from memcore.values import MemoryRecord
 
 MetadataOpt = Annotated[
     list[str] | None,
@@ -360,12 +365,34 @@ def update(
         check_user_metadata(meta)  # before the clear, so a refusal changes nothing
         memory = service.update(found.id, metadata={})
         if meta or text is not None:
-            memory = service.update(found.id, text=text, metadata=meta or None)
+            memory = _write_back(service, found.id, text, meta)
     elif text is None and meta is None:
         memory = found  # the keys to remove are not there: nothing to change
     else:
         memory = service.update(found.id, text=text, metadata=meta)
     _show_memory(state, memory_record(memory))
+
+
+def _write_back(
+    service: "MemoryService", memory_id: str, text: str | None, meta: dict[str, str]
+) -> "MemoryRecord":
+    """The second write of an ``--unset`` (the store merges metadata, or clears it on ``{}``,
+    so removing a key is a clear and then the kept keys written back). If it fails, the
+    error says so and gives the command that restores the kept keys: they are no longer
+    stored, and a plain error would read as if nothing had changed."""
+    from memcore.errors import MemcoreError
+
+    try:
+        return service.update(memory_id, text=text, metadata=meta or None)
+    except MemcoreError as exc:
+        if meta:
+            pairs = " ".join(f"-m {shlex.quote(f'{k}={v}')}" for k, v in sorted(meta.items()))
+            exc.message = (
+                f"{exc.message} (the memory's metadata was cleared and its other keys were not "
+                f"written back; restore them with: memcore update {memory_id} {pairs})"
+            )
+            exc.args = (exc.message,)
+        raise
 
 
 def messages(
