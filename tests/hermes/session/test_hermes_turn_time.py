@@ -123,43 +123,76 @@ def test_without_a_turn_time_the_turn_is_asked_now(manager: Any) -> None:
     assert _tool_order(mm) == [ANA, SAM]
 
 
-def test_a_replay_stamps_each_turn_with_its_time(
-    hermes_home: Path, kit: Any, tmp_path: Path
-) -> None:
-    """A replay of dated conversations sets ``turn_time`` while it syncs the turns too: each
-    is stored as said then, so "last month" finds it when asked later and the recall block
-    dates it then; live (no ``turn_time``) the store stamps a turn when it lands."""
+@pytest.fixture
+def replay(hermes_home: Path, kit: Any, tmp_path: Path) -> Iterator[Any]:
+    """Replays Dana's turns through Hermes' ``MemoryManager``: ``replay(turns)`` syncs each
+    ``(text, said)`` with ``turn_time`` set to when it was said, waits until they landed,
+    and returns the manager and the clock (shut down after the test)."""
     from agent.memory_manager import MemoryManager
 
     kit.write_config(hermes_home, backend="local", embedder="none")
     store = SqliteMemoryStore(tmp_path / "replay.sqlite3")
-    clock = TurnClock(datetime(2023, 3, 12, 12, tzinfo=timezone.utc))
+    clock = TurnClock(datetime(2023, 3, 1, tzinfo=timezone.utc))
     provider = MemcoreMemoryProvider(
         store_factory=lambda _config: store, retry=kit.FAST_RETRY, turn_time=clock
     )
     mm = MemoryManager()
     mm.add_provider(provider)
     mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
-    try:
-        mm.sync_all(SAM, "", session_id="s1")
-        clock.now = datetime(2023, 4, 19, 12, tzinfo=timezone.utc)
-        mm.sync_all(ANA, "", session_id="s1")
+
+    def run(turns: list[tuple[str, datetime]]) -> tuple[Any, TurnClock]:
+        for text, said in turns:
+            clock.now = said
+            mm.sync_all(text, "", session_id="s1")
         provider.runtime.flush(30)
         provider.runtime.wait_idle(30)
-        clock.now = APRIL_22
-        block = mm.prefetch_all(QUESTION, session_id="s1")
-        assert _order(block) == [SAM, ANA]
-        # Each memory shows the day it was said (its created_at), not the day of the replay.
-        assert f"[2023-03-12] {SAM}" in block and f"[2023-04-19] {ANA}" in block, block
-        # The search tool gives the model the same dates, and the times they come from.
-        answer = json.loads(mm.handle_tool_call("tablestore_search", {"query": QUESTION}))
-        dated = {r["text"]: (r["date"], r["created_at"]) for r in answer["results"]}
-        assert dated == {
-            SAM: ("2023-03-12", _at(3, 12)),
-            ANA: ("2023-04-19", _at(4, 19)),
-        }, answer
-        clock.now = MAY_20
-        assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
+        return mm, clock
+
+    try:
+        yield run
     finally:
         mm.shutdown_all()
         store.close()
+
+
+def test_a_replay_stamps_each_turn_with_its_time(replay: Any) -> None:
+    """A replay of dated conversations sets ``turn_time`` while it syncs the turns too: each
+    is stored as said then, so "last month" finds it when asked later and the recall block
+    dates it then; live (no ``turn_time``) the store stamps a turn when it lands."""
+    mm, clock = replay(
+        [
+            (SAM, datetime(2023, 3, 12, 12, tzinfo=timezone.utc)),
+            (ANA, datetime(2023, 4, 19, 12, tzinfo=timezone.utc)),
+        ]
+    )
+    clock.now = APRIL_22
+    block = mm.prefetch_all(QUESTION, session_id="s1")
+    assert _order(block) == [SAM, ANA]
+    # Each memory shows the day it was said (its created_at), not the day of the replay.
+    assert f"[2023-03-12] {SAM}" in block and f"[2023-04-19] {ANA}" in block, block
+    # The search tool gives the model the same dates, and the times they come from.
+    answer = json.loads(mm.handle_tool_call("tablestore_search", {"query": QUESTION}))
+    dated = {r["text"]: (r["date"], r["created_at"]) for r in answer["results"]}
+    assert dated == {
+        SAM: ("2023-03-12", _at(3, 12)),
+        ANA: ("2023-04-19", _at(4, 19)),
+    }, answer
+    clock.now = MAY_20
+    assert _order(mm.prefetch_all(QUESTION, session_id="s1")) == [ANA, SAM]
+
+
+def test_a_turn_said_again_in_a_replay_shows_the_day_it_was_last_said(replay: Any) -> None:
+    """The same turn said again later is one memory; the recall block and the search tool
+    date it by its last saying (April 30), not by the day the replay wrote it (today)."""
+    mm, clock = replay(
+        [
+            (SAM, datetime(2023, 3, 12, 12, tzinfo=timezone.utc)),
+            (SAM, datetime(2023, 4, 30, 12, tzinfo=timezone.utc)),
+        ]
+    )
+    clock.now = MAY_20
+    block = mm.prefetch_all("Who did I go hiking with?", session_id="s1")
+    assert f"[2023-04-30] {SAM}" in block, block
+    answer = json.loads(mm.handle_tool_call("tablestore_search", {"query": "hiking Sam"}))
+    [hit] = [r for r in answer["results"] if r["text"] == SAM]
+    assert hit["date"] == "2023-04-30" and hit["created_at"] == _at(3, 12), hit

@@ -72,10 +72,14 @@ def shown_date(hit: SearchHit) -> str:
 
 
 def _when(hit: SearchHit) -> float:
-    """The date a memory is shown with: when it was last said or changed. A memory never
-    changed since it was written (version 1) shows ``created_at``, which an import keeps
-    from the exported record, rather than ``updated_at``, the day of the import."""
+    """The date a memory is shown with: when it was last said, or its text last edited
+    (``said_at``), not when a replay, a repeat or a dream pass last wrote its row. Without
+    ``said_at`` (TableStore, older rows): a memory never changed since it was written
+    (version 1) shows ``created_at``, which an import keeps from the exported record, rather
+    than ``updated_at``, the day of the import."""
     m = hit.memory
+    if m.said_at:
+        return m.said_at
     if m.version == 1 and m.created_at:
         return m.created_at
     return m.updated_at or m.created_at or 0.0

@@ -56,6 +56,11 @@ class MemoryRecord:
     unit_type: str | None = None
     salience: float | None = None
     version: int | None = None
+    #: When the text was last said: its newest occurrence's own time (a message's timestamp,
+    #: else when it was added) or its last text edit. ``updated_at`` is when the row was last
+    #: written, which a replay, a repeat or a dream pass moves to the day it ran. None where
+    #: the backend does not keep it (TableStore) and for rows written before it was kept.
+    said_at: float | None = None
     #: Backend fields we do not model, kept so nothing the service sends is lost.
     extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map, eq=False)
 

@@ -97,7 +97,9 @@ class MemoryWrites:
                 if said_at is None:
                     self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
                 else:
-                    last = self._last_said(conn, seq, found[1])
+                    last = row.said_at
+                    if last is None:  # a row written before schema 10
+                        last = self._last_said(conn, seq, found[1])
                     self._repeat(
                         conn, store_id, seq, found, scope, text, metadata, now, said=(said_at, last)
                     )
@@ -118,8 +120,8 @@ class MemoryWrites:
         words = analysis.tokens(text)
         cur = conn.execute(
             "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
-            " content_hash, metadata, unit_type, created_at, updated_at, words)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_hash, metadata, unit_type, created_at, updated_at, words, said_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 mid,
                 store_id,
@@ -131,6 +133,7 @@ class MemoryWrites:
                 created,
                 now,
                 len(words),
+                created,
             ),
         )
         seq = int(cur.lastrowid or 0)
@@ -168,7 +171,8 @@ class MemoryWrites:
 
         A message's repeat (``said``: when it was said, when the memory was last said)
         compares said-times instead, so a replay of dated conversations keeps the newest said
-        occurrence whatever order they are replayed in; ``when`` is then the write time.
+        occurrence whatever order they are replayed in; ``when`` is then the write time, and
+        ``said_at`` the said time (what the recall block dates the memory by).
         """
         old_json, updated = found
         if said is not None:
@@ -181,8 +185,9 @@ class MemoryWrites:
         if new_json == old_json and when == updated:
             return
         conn.execute(
-            "UPDATE memories SET metadata = ?, updated_at = ?, version = version + 1 WHERE seq = ?",
-            (new_json, when, seq),
+            "UPDATE memories SET metadata = ?, updated_at = ?, said_at = ?, version = version + 1"
+            " WHERE seq = ?",
+            (new_json, when, when if said is None else said[0], seq),
         )
         if new_json != old_json:
             conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
@@ -190,7 +195,8 @@ class MemoryWrites:
 
     @staticmethod
     def _last_said(conn: sqlite3.Connection, seq: int, updated: float) -> float:
-        """When the memory was last said: its newest message, else (a text) its last write."""
+        """When a row written before schema 10 (no ``said_at``) was last said: its newest
+        message, else (a text) its last write."""
         row = conn.execute("SELECT MAX(timestamp) FROM messages WHERE memory_seq = ?", (seq,))
         newest = row.fetchone()[0]
         return updated if newest is None else float(newest)
@@ -480,14 +486,18 @@ class MemoryWrites:
             new_meta = old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
             gen = self._tx.bump(conn, sid)
             words = analysis.tokens(new_text)
+            now = time.time()
+            # A new text is stated now; a metadata change leaves when it was said.
+            said = now if new_text != row.text else row.said_at
             conn.execute(
                 "UPDATE memories SET text = ?, content_hash = ?, metadata = ?, updated_at = ?,"
-                " words = ?, version = version + 1 WHERE seq = ?",
+                " said_at = ?, words = ?, version = version + 1 WHERE seq = ?",
                 (
                     new_text,
                     content_hash(scope, new_text),
                     json.dumps(new_meta, ensure_ascii=False, sort_keys=True),
-                    time.time(),
+                    now,
+                    said,
                     len(words),
                     seq,
                 ),

@@ -29,6 +29,8 @@ class MemoryRow(NamedTuple):
     created_at: float
     updated_at: float
     version: int
+    #: When the text was last said (schema 10; NULL in rows written before it).
+    said_at: float | None
 
 
 def columns(row_type: Any) -> str:
@@ -115,6 +117,7 @@ def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
         updated_at=r.updated_at,
         unit_type=r.unit_type,
         version=r.version,
+        said_at=r.said_at,
     )
 
 

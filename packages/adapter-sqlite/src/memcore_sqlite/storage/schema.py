@@ -441,6 +441,16 @@ def _float32(blob: bytes) -> Any:
     return np.frombuffer(blob, dtype="<f4")
 
 
+def _v10(conn: sqlite3.Connection) -> None:
+    """When a memory's text was last said (a message's own time, else when it was added) or
+    last edited: what the recall block dates it by. ``updated_at`` stays the write time (what
+    a session dream pass looks for), which a replayed repeat or a dream pass moves to the day
+    it ran. Rows written before stay NULL and are dated as before."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if "said_at" not in columns:
+        conn.execute("ALTER TABLE memories ADD COLUMN said_at REAL")
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -452,6 +462,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (7, _v7),
     (8, _v8),
     (9, _v9),
+    (10, _v10),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -133,7 +133,7 @@ def memory(api: str, data: object, path: str) -> MemoryRecord:
         updated = f.when(api, unit, "updated_at", path + ".")
     extras = {k: v for k, v in unit.items() if k not in _UNIT_KNOWN}
     return MemoryRecord(
-        mid, body, scope, meta, created, updated, unit_type, salience, version, extras
+        mid, body, scope, meta, created, updated, unit_type, salience, version, extras=extras
     )
 
 

@@ -409,6 +409,9 @@ class MemoryStoreContract:
         now = ready.get_memory(self.store_name, A1, mid)
         assert now.created_at == pytest.approx(stamp(3), abs=0.001)
         assert now.metadata.get("told") == "april"
+        # When it was last said, where the store keeps it (not the day of the replay).
+        assert first.said_at is None or first.said_at == pytest.approx(stamp(3), abs=0.001)
+        assert now.said_at is None or now.said_at == pytest.approx(stamp(4), abs=0.001)
         # Each occurrence stays in the message log with its own time.
         logged = ready.list_messages(self.store_name, A1, limit=50).items
         assert sorted(m.timestamp or 0.0 for m in logged) == pytest.approx(

@@ -198,6 +198,7 @@ class InMemoryMemoryStore:
                 metadata=limits.merge_metadata(old.metadata, metadata),
                 updated_at=max(now, old.updated_at or now),
                 version=(old.version or 0) + 1,
+                said_at=when,
             )
             return existing
         memory = MemoryRecord(
@@ -209,6 +210,7 @@ class InMemoryMemoryStore:
             updated_at=now,
             unit_type=unit_type,
             version=1,
+            said_at=when,
         )
         vector = self.embedder.embed([text])[0] if self.embedder else None
         st.units[memory.id] = _Unit(
@@ -513,6 +515,8 @@ class InMemoryMemoryStore:
             st = self._store(store)
             unit = self._unit_in_scope(st, scope, memory_id)
             old = unit.memory
+            now = self._clock()
+            edited = text is not None and text != old.text
             new = attrs.evolve(
                 old,
                 text=old.text if text is None else text,
@@ -520,10 +524,13 @@ class InMemoryMemoryStore:
                 metadata=old.metadata
                 if meta is None
                 else limits.merge_update_metadata(old.metadata, meta),
-                updated_at=self._clock(),
+                updated_at=now,
                 version=(old.version or 0) + 1,
+                # A new text is stated now; a metadata change leaves when it was said.
+                said_at=now if edited else old.said_at,
             )
             if text is not None and text != old.text:
+                unit.said = now
                 st.by_content.pop(_content_key(scope, old.text), None)
                 st.by_content[_content_key(scope, text)] = memory_id
                 if self.embedder:
