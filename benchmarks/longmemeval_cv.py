@@ -841,7 +841,8 @@ def _context_fixed(part: Part) -> dict[str, Any]:
     setting and alone, against the shipped default and against the stored vector alone."""
     out: dict[str, Any] = {}
     for label in CONTEXTS[1:]:
-        fused = part.table[(*DEFAULT, 0.0, label)]
+        shipped_with: tuple[Any, ...] = (*DEFAULT, 0.0, label)
+        fused = part.table[shipped_with]
         alone = part.table[("vector", 0.0, label)]
         out[label] = {
             "shipped_setting": _summary(fused),
