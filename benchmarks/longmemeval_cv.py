@@ -37,6 +37,12 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
   (``ranking.COVERAGE_POWER``: 1, 1.5, 2, 3); the weight and the query's centre (:data:`CENTRES`:
   the vector signal's query minus that times the mean of the scope's row vectors, so a row
   that says what every row says, a speaker's name alone, no longer looks like the answer);
+  with ``--context-cache`` (window vectors from :mod:`benchmarks.context_vectors` ``embed``),
+  the contextual row vectors (:data:`CONTEXTS`: the row's vector mixed with that of the
+  previous stored turn of its session and the turn, or that window's alone; the query's
+  vector unchanged) at the shipped weight (``context``) and with the weight
+  (``weight_context``), each of them alone as a reference, and each fixed at the shipped
+  setting against the shipped default (``context_fixed``, in sample);
   the weight, b and the term cap (8 or none);
 * choice: the simplest family whose best setting is within one training question of the best
   of all (one metric of one question of the set where that weighs most); in it, the best
@@ -61,7 +67,8 @@ same number of plain hits.
 
     uv run python -m benchmarks longmemeval_replay capture --roles user --cache DIR --out R
     uv run python -m benchmarks longmemeval_cv R [--folds 5] [--seed 32] [--seeds 5] \\
-        [--dialogs benchmarks/data/dialogs_dev.json --dialog-cache DIALOG_CACHE]
+        [--dialogs benchmarks/data/dialogs_dev.json --dialog-cache DIALOG_CACHE] \\
+        [--context-cache CONTEXT_CACHE]
 
 ``DIALOG_CACHE`` is the vector cache :mod:`benchmarks.dialog_recall` ``--cache`` fills.
 """
@@ -84,6 +91,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from benchmarks import context_vectors
 from benchmarks._stats import sign_test_p, wilson_interval
 from benchmarks.longmemeval import STORE, open_question, score_keys
 from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
@@ -108,6 +116,12 @@ LEXICAL = ("lexical", 0.0, 0.75, 8, ranking.COVERAGE_POWER)
 RRF_OURS = ("rrf", 60, "ours")
 #: The vector signal alone with a centred query, as references.
 CENTRED_VECTORS = (("vector", 0.5), ("vector", 1.0))
+#: Contextual row vectors (:mod:`benchmarks.context_vectors`, ``--context-cache``): the row
+#: vector's label, "turn" being the stored one. Each label alone, as references.
+CONTEXTS = context_vectors.LABELS
+CONTEXT_VECTORS = tuple(("vector", 0.0, label) for label in CONTEXTS[1:])
+#: How far each label lies from the stored vector, for ties (as the centre's own value).
+CONTEXT_DISTANCE = {"turn": 0.0, "ctx0.5": 0.5, "ctx1": 1.0, "ctx2": 2.0, "window": 3.0}
 OBJECTIVE = ("session_recall_any@5", "turn_recall_any@5", "turn_ndcg@10")
 #: A dialog's sessions are a handful of one conversation: only its turns are scored.
 DIALOG_OBJECTIVE = ("turn_recall_any@5", "turn_ndcg@10")
@@ -138,6 +152,9 @@ class Question:
     dates: list[str] = attrs.field(factory=list)
     #: Centre (of :data:`CENTRES`, above 0) -> each row's cosine with the centred query.
     centred: dict[float, np.ndarray] = attrs.field(factory=dict)
+    #: Context label (of :data:`CONTEXTS` but "turn") -> each row's cosine with the query
+    #: when the row's vector is that contextual one; empty without ``--context-cache``.
+    context: dict[str, np.ndarray] = attrs.field(factory=dict)
 
 
 def _terms(question: str, cap: int) -> tuple[str, ...]:
@@ -147,7 +164,12 @@ def _terms(question: str, cap: int) -> tuple[str, ...]:
     return tuple(t for t in seen if t not in analysis.STOP_WORDS) or tuple(seen)
 
 
-def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) -> Question:
+def read_question(
+    directory: Path,
+    q: dict[str, Any],
+    embedder: ReplayEmbedder,
+    windows: context_vectors.Windows | None = None,
+) -> Question:
     index = q["index"]
     path = directory / f"q{index}.db"
     item = q["item"]
@@ -156,7 +178,7 @@ def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) 
         top = store_top(mem, store, item["question"])
     finally:
         store.close()
-    rows = read_rows(path, mem.service.search_pattern, item["question"], q["qvec"])
+    rows = read_rows(path, mem.service.search_pattern, item["question"], q["qvec"], windows=windows)
     sessions = [m.get("session_id", "") for m in rows.meta]
     turns = [m.get("turn", "") for m in rows.meta]
     by_session: dict[str, list[str]] = defaultdict(list)
@@ -182,6 +204,7 @@ def read_question(directory: Path, q: dict[str, Any], embedder: ReplayEmbedder) 
         neighbours,
         [m.get("date", "") for m in rows.meta],
         rows.centred,
+        rows.context,
     )
 
 
@@ -217,19 +240,27 @@ class Rows:
     lexical: dict[tuple[float, int, float], dict[int, float]]
     bm25: list[int]
     centred: dict[float, np.ndarray]
+    context: dict[str, np.ndarray] = attrs.field(factory=dict)
 
 
 def read_rows(
-    path: Path, pattern: Any, question: str, qvec: Sequence[float], name: str = STORE
+    path: Path,
+    pattern: Any,
+    question: str,
+    qvec: Sequence[float],
+    name: str = STORE,
+    windows: context_vectors.Windows | None = None,
 ) -> Rows:
     """Read the store at ``path`` once (read-only) for ``question``: each row's metadata and
     cosine with ``qvec``, the lexical pool of every (b, term cap, power) setting through
-    :func:`ranking.lexical` itself, and FTS5's bm25 order."""
+    :func:`ranking.lexical` itself, and FTS5's bm25 order. ``windows``: each row's window
+    and its vector (:class:`context_vectors.Windows`, from a read-only cache), for the
+    cosines of the contextual row vectors."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         sid = conn.execute("SELECT id FROM stores WHERE name = ?", (name,)).fetchone()[0]
         rows = conn.execute(
-            "SELECT m.seq, m.metadata, v.vector FROM memories m JOIN memory_vectors v"
+            "SELECT m.seq, m.metadata, v.vector, m.text FROM memories m JOIN memory_vectors v"
             " ON v.seq = m.seq WHERE m.store_id = ? ORDER BY m.seq",
             (sid,),
         ).fetchall()
@@ -237,6 +268,14 @@ def read_rows(
         meta = [json.loads(r[1]) for r in rows]
         matrix = stored.matrix([r[2] for r in rows], len(rows[0][2]) // stored.ITEM_BYTES)
         cosines = (matrix @ np.asarray(qvec, dtype=np.float32)).astype(np.float64)
+        context = {}
+        if windows is not None:
+            window = windows.vectors([m.get("turn", "") for m in meta], [r[3] for r in rows])
+            query = np.asarray(qvec, dtype=np.float32)
+            context = {
+                label: (rowv @ query).astype(np.float64)
+                for label, rowv in context_vectors.mixed(matrix, window).items()
+            }
         restrict = tags.filter_expression(sid, pattern, {})
         prefix = tags.pattern_prefix(sid, pattern)
         exact_tenant = pattern.agent_id == "*" and prefix is not None
@@ -264,10 +303,10 @@ def read_rows(
         bm25 = _bm25(conn, question, prefix, restrict if not exact_tenant else None)
     finally:
         conn.close()
-    return Rows(seqs, meta, cosines, lexical, bm25, centred_cosines(matrix, qvec))
+    return Rows(seqs, meta, cosines, lexical, bm25, centred_cosines(matrix, qvec), context)
 
 
-def dialog_questions(path: Path, cache: Path) -> list[Question]:
+def dialog_questions(path: Path, cache: Path, window_cache: Any = None) -> list[Question]:
     """The dialog development set's questions (:mod:`benchmarks.dialog_recall`), read like a
     kept LongMemEval store: each conversation ingested once into a temporary store, its
     vectors read from ``cache`` only (a text it lacks is an error, nothing is embedded).
@@ -300,8 +339,12 @@ def dialog_questions(path: Path, cache: Path) -> list[Question]:
             finally:
                 store.close()
             session_of = {t["id"]: f"{cid}:{t['session']}" for t in conversation["turns"]}
+            windows = None
+            if window_cache is not None:
+                previous = context_vectors.dialog_previous(conversation)
+                windows = context_vectors.Windows(window_cache, previous)
             for item, top, qvec in zip(asked[cid], tops, qvecs):
-                rows = read_rows(db, pattern, item["question"], qvec, name)
+                rows = read_rows(db, pattern, item["question"], qvec, name, windows)
                 out.append(
                     Question(
                         cid,
@@ -318,6 +361,7 @@ def dialog_questions(path: Path, cache: Path) -> list[Question]:
                         {},
                         [m.get("date", "") for m in rows.meta],
                         rows.centred,
+                        rows.context,
                     )
                 )
     return out
@@ -346,13 +390,17 @@ def _order(q: Question, scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return rows[np.lexsort((-q.seqs[rows], -scores[rows]))]
 
 
-def _cosines(q: Question, centre: float) -> np.ndarray:
+def _cosines(q: Question, centre: float, context: str = "turn") -> np.ndarray:
+    if context != "turn":
+        if centre:
+            raise ValueError("a centred query with contextual row vectors is not measured")
+        return q.context[context]
     return q.centred[centre] if centre else q.cosines
 
 
-def _vector_pool(q: Question, centre: float = 0.0) -> np.ndarray:
+def _vector_pool(q: Question, centre: float = 0.0, context: str = "turn") -> np.ndarray:
     """The vector pool: the best POOL rows by the (centred) query's cosine."""
-    return _order(q, _cosines(q, centre), np.arange(len(q.seqs)))[: ranking.POOL]
+    return _order(q, _cosines(q, centre, context), np.arange(len(q.seqs)))[: ranking.POOL]
 
 
 def _positions(q: Question, seqs: Iterable[int]) -> np.ndarray:
@@ -363,9 +411,10 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
     """(score of every row, candidate rows) of a fusion setting."""
     kind = setting[0]
     scores = np.zeros(len(q.seqs))
-    if kind == "vector":  # ("vector",) or ("vector", centre)
+    if kind == "vector":  # ("vector",), ("vector", centre) or ("vector", centre, context)
         centre = setting[1] if len(setting) > 1 else 0.0
-        return np.clip(_cosines(q, centre), 0.0, 1.0), _vector_pool(q, centre)
+        context = setting[2] if len(setting) > 2 else "turn"
+        return np.clip(_cosines(q, centre, context), 0.0, 1.0), _vector_pool(q, centre, context)
     if kind == "rrf":
         k = setting[1]
         vec = _vector_pool(q)
@@ -382,16 +431,17 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
         return scores, np.union1d(vec, lex)
     _, weight, b, cap, power = setting[:5]
     centre = setting[5] if len(setting) > 5 else 0.0
+    context = setting[6] if len(setting) > 6 else "turn"
     pool = q.lexical[(b, cap, power)]
     lex = _positions(q, pool.keys())
     scores[lex] = list(pool.values())
     if kind == "lexical":
         return scores, lex
-    vector = np.clip(_cosines(q, centre), 0.0, 1.0)
+    vector = np.clip(_cosines(q, centre, context), 0.0, 1.0)
     if not pool:  # no query term in the store: the vector order (ranking.fuse)
-        return vector, _vector_pool(q, centre)
+        return vector, _vector_pool(q, centre, context)
     fused = np.clip(weight * vector + (1 - weight) * scores, 0.0, 1.0)
-    return fused, np.union1d(_vector_pool(q, centre), lex)
+    return fused, np.union1d(_vector_pool(q, centre, context), lex)
 
 
 def rank(q: Question, setting: tuple[Any, ...], lam: float = 0.0, how: str = "") -> np.ndarray:
@@ -480,9 +530,16 @@ class Part:
         return fold_of([(q.qid, q.kind) for q in self.questions], k, seed)
 
 
-def families() -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """Candidate settings, simplest family first (the shipped power but in its own family)."""
+def families(context: bool = False) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """Candidate settings, simplest family first (the shipped power but in its own family).
+    ``context``: with the contextual row vectors' families (the shipped weight, then any
+    weight), after the query centre's."""
     p0 = DEFAULT[4]
+    labels = CONTEXTS[1:]
+    contextual = [
+        ("context", [("convex", DEFAULT[1], 0.75, 8, p0, 0.0, c) for c in labels]),
+        ("weight_context", [("convex", w, 0.75, 8, p0, 0.0, c) for w in WEIGHTS for c in labels]),
+    ]
     return [
         ("rrf_k60", [("rrf", RRF_K)]),
         ("weight", [("convex", w, 0.75, 8, p0) for w in WEIGHTS]),
@@ -496,6 +553,7 @@ def families() -> list[tuple[str, list[tuple[Any, ...]]]]:
             "weight_centre",
             [("convex", w, 0.75, 8, p0, c) for w in WEIGHTS for c in CENTRES[1:]],
         ),
+        *(contextual if context else []),
         (
             "weight_b_terms",
             [("convex", w, b, c, p0) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
@@ -513,8 +571,10 @@ def _distance(setting: tuple[Any, ...]) -> float:
     weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])
     power = float(setting[4])
     centre = float(setting[5]) if len(setting) > 5 else 0.0
+    context = CONTEXT_DISTANCE[setting[6]] if len(setting) > 6 else 0.0
     return (
         centre
+        + context
         + abs(weight - DEFAULT[1])
         + abs(b - DEFAULT[2])
         + float(cap != DEFAULT[3])
@@ -611,7 +671,7 @@ def cross_validate(
     each part is held out at once; the setting is chosen on all the other folds), the
     choices, and per-fold held-out objectives of each part."""
     folds = {part.name: part.folds(k, seed) for part in parts}
-    groups = families()
+    groups = families(all(_has_context(p.questions) for p in parts))
     if only:  # the default stays a candidate: "weight" holds it
         default = [("shipped", [DEFAULT])] if "weight" not in only else []
         groups = default + [(name, group) for name, group in groups if name in only]
@@ -737,10 +797,17 @@ def _neighbours(questions: Sequence[Question], chosen_of: list[tuple[Any, ...]])
     }
 
 
+def _has_context(questions: Sequence[Question]) -> bool:
+    return bool(questions) and all(q.context for q in questions)
+
+
 def table_of(questions: Sequence[Question]) -> dict[tuple[Any, ...], list[dict[str, float]]]:
     """Every candidate and reference setting's metrics, question by question."""
-    settings = {s for _, group in families() for s in group}
+    context = _has_context(questions)
+    settings = {s for _, group in families(context) for s in group}
     settings |= {("vector",), LEXICAL, DEFAULT, RRF_OURS, *CENTRED_VECTORS}
+    if context:
+        settings |= set(CONTEXT_VECTORS)
     return {s: [metrics(q, rank(q, s)) for q in questions] for s in settings}
 
 
@@ -756,13 +823,35 @@ def _agreement(questions: Sequence[Question]) -> dict[str, str]:
 
 
 def _references(part: Part) -> dict[str, list[dict[str, float]]]:
-    return {
-        "lexical": part.table[LEXICAL],
-        "vector": part.table[("vector",)],
-        "rrf_k60": part.table[("rrf", RRF_K)],
-        "rrf_ours_k60": part.table[RRF_OURS],
-        "shipped_default": part.table[DEFAULT],
-    } | {f"vector_centred_{s[1]}": part.table[s] for s in CENTRED_VECTORS}
+    return (
+        {
+            "lexical": part.table[LEXICAL],
+            "vector": part.table[("vector",)],
+            "rrf_k60": part.table[("rrf", RRF_K)],
+            "rrf_ours_k60": part.table[RRF_OURS],
+            "shipped_default": part.table[DEFAULT],
+        }
+        | {f"vector_centred_{s[1]}": part.table[s] for s in CENTRED_VECTORS}
+        | {f"vector_{s[2]}": part.table[s] for s in CONTEXT_VECTORS if s in part.table}
+    )
+
+
+def _context_fixed(part: Part) -> dict[str, Any]:
+    """Each contextual row vector fixed (nothing chosen, so in sample), at the shipped
+    setting and alone, against the shipped default and against the stored vector alone."""
+    out: dict[str, Any] = {}
+    for label in CONTEXTS[1:]:
+        shipped_with: tuple[Any, ...] = (*DEFAULT, 0.0, label)
+        fused = part.table[shipped_with]
+        alone = part.table[("vector", 0.0, label)]
+        out[label] = {
+            "shipped_setting": _summary(fused),
+            "shipped_setting_vs_shipped": _paired(fused, part.table[DEFAULT]),
+            "vector_alone": _summary(alone),
+            "vector_alone_vs_vector": _paired(alone, part.table[("vector",)]),
+            "vector_alone_vs_shipped": _paired(alone, part.table[DEFAULT]),
+        }
+    return out
 
 
 def _part_report(part: Part, held: list[dict[str, float]]) -> dict[str, Any]:
@@ -789,7 +878,7 @@ def _part_report(part: Part, held: list[dict[str, float]]) -> dict[str, Any]:
         },
         "untuned_references": {name: _summary(rows) for name, rows in refs.items()},
         "paired_cv_fusion_vs": {name: _paired(held, rows) for name, rows in refs.items()},
-    }
+    } | ({"context_fixed": _context_fixed(part)} if _has_context(part.questions) else {})
 
 
 def run(
@@ -802,17 +891,31 @@ def run(
     dialog_cache: Path | None = None,
     guard: bool = False,
     only: Sequence[str] = (),
+    context_cache: Path | None = None,
 ) -> dict[str, Any]:
     index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
     kept = index["questions"][: limit or None]
     vectors = {q["item"]["question"]: q["qvec"] for q in kept}
     embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
-    questions = [read_question(directory, q, embedder) for q in kept]
+    windows = None
+    each: list[context_vectors.Windows | None] = [None] * len(kept)
+    if context_cache is not None:
+        from benchmarks._embed_cache import CachingEmbedder
+        from memcore_sqlite.embedders.onnx import OnnxEmbedder
+
+        windows = CachingEmbedder(OnnxEmbedder(), context_cache, read_only=True)
+        if windows.name != index["model"]:
+            raise LookupError(f"the stores hold {index['model']} vectors, not {windows.name}")
+        each = [
+            context_vectors.Windows(windows, previous)
+            for _, previous in context_vectors.haystacks(directory, limit)
+        ]
+    questions = [read_question(directory, q, embedder, w) for q, w in zip(kept, each)]
     parts = [Part("longmemeval", questions, table_of(questions), OBJECTIVE)]
     if dialogs is not None:
         if dialog_cache is None:
             raise LookupError("--dialogs needs --dialog-cache (vectors are never embedded here)")
-        asked = dialog_questions(dialogs, dialog_cache)
+        asked = dialog_questions(dialogs, dialog_cache, windows)
         parts.append(Part("dialogs", asked, table_of(asked), DIALOG_OBJECTIVE, by_group=True))
     lme = parts[0]
     main = cross_validate(parts, k, seed, guard, only)
@@ -851,8 +954,9 @@ def run(
                 p.name: "whole conversations" if p.by_group else "questions, by type" for p in parts
             },
             "objective": {p.name: "+".join(p.objective) for p in parts},
-            "families_simplest_first": [name for name, _ in families()],
-            "settings": len(lme.table) - 3 - len(CENTRED_VECTORS),
+            "families_simplest_first": [name for name, _ in families(windows is not None)],
+            "settings": len({s for _, group in families(windows is not None) for s in group}),
+            "context_cache": None if context_cache is None else str(context_cache),
             "shipped_default": list(DEFAULT),
             "guard": guard,
             "families_searched": list(only) or "all",
@@ -912,6 +1016,12 @@ def main() -> int:
         default="",
         help="comma-separated candidate families (default all; the shipped default is always one)",
     )
+    parser.add_argument(
+        "--context-cache",
+        type=Path,
+        default=None,
+        help="window vectors (context_vectors embed): adds the contextual row-vector families",
+    )
     args = parser.parse_args()
     return report(
         lambda: run(
@@ -924,6 +1034,7 @@ def main() -> int:
             args.dialog_cache,
             args.guard,
             tuple(f for f in args.families.split(",") if f),
+            args.context_cache,
         )
     )
 
