@@ -139,10 +139,19 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
     def _api_key_set(self) -> bool:
         """Whether the environment or the home's ``.env`` holds an API key, read as the
-        provider reads its keys (an unsafe ``.env`` holds none)."""
-        from memcore.errors import ConfigError
-        from memcore_hermes.config.credentials import access_keys, load_environment
+        provider reads its keys (an unsafe ``.env`` holds none). Hermes asks for the schema
+        before it installs the plugin's dependencies, so without them only the environment
+        is read."""
+        import os
 
+        environ = os.environ if self._environ is None else self._environ
+        if environ.get(API_KEY_VAR, "").strip():
+            return True
+        try:
+            from memcore.errors import ConfigError
+            from memcore_hermes.config.credentials import access_keys, load_environment
+        except ImportError:
+            return False
         try:
             keys = access_keys(load_environment(HermesHome().env_file, self._environ))
         except ConfigError:
