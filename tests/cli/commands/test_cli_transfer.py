@@ -234,3 +234,65 @@ def test_a_text_holding_unicode_line_separators_round_trips(tmp_path, local_cli,
     assert fresh_cli.json("import", str(out))["added"] == 1
     [memory] = fresh_cli.json_lines("export")
     assert (memory["text"], memory["metadata"]) == (text, {"k": "\u2028"})
+
+
+def test_an_import_keeps_the_day_a_memory_was_last_said(tmp_path, local_cli, fresh_cli):
+    """A text said in March and again in April is recalled with April's date; an export and
+    an import must not turn that back into March (``said_at`` travels with the record)."""
+    said = tmp_path / "said.json"
+    for day in ("2023-03-12T09:30:00", "2023-04-12T09:30:00"):
+        said.write_text(
+            json.dumps(
+                [{"role": "user", "content": "I adopted a cat named Miso", "timestamp": day}]
+            )
+        )
+        local_cli.ok("add", "--sync", "--messages-file", str(said))
+    out = tmp_path / "memories.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    [exported] = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert exported["said_at"] > exported["created_at"]
+
+    fresh_cli.ok("import", str(out))
+    [imported] = fresh_cli.json_lines("export")
+    assert (imported["created_at"], imported["said_at"]) == (
+        exported["created_at"],
+        exported["said_at"],
+    )
+
+
+DEFAULT_SCOPE = {
+    "app_id": "hermes",
+    "tenant_id": "__default__",
+    "agent_id": "hermes",
+    "run_id": "__default__",
+}
+
+
+def test_an_older_export_without_said_at_is_dated_by_its_creation(tmp_path, fresh_cli):
+    record = {
+        "id": "a" * 32,
+        "text": "User lives in Hangzhou",
+        "scope": DEFAULT_SCOPE,
+        "metadata": {},
+        "created_at": 1_700_000_000.0,
+    }
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    fresh_cli.ok("import", str(path))
+    [imported] = fresh_cli.json_lines("export")
+    assert imported["created_at"] == imported["said_at"] == 1_700_000_000.0
+
+
+@pytest.mark.parametrize("value", ["yesterday", -1, True, "NaN"])
+def test_a_bad_said_at_stops_the_import_with_one_line(tmp_path, fresh_cli, value):
+    line = {
+        "text": "User lives in Hangzhou",
+        "scope": DEFAULT_SCOPE,
+        "said_at": float("nan") if value == "NaN" else value,
+    }
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    result = fresh_cli("import", str(path))
+    assert result.exit_code == 2
+    assert "line 1: said_at must be a timestamp in seconds" in result.stderr
+    assert fresh_cli.json_lines("export") == []

@@ -205,11 +205,11 @@ def test_the_new_commands_through_the_real_hermes_cli(hermes_home: Path, kit: An
     assert missing.stderr.count("tablestore-mem: error:") == 1 and "Traceback" not in missing.stderr
 
 
-def test_an_import_failing_midway_leaves_nothing_behind(
+def test_an_import_with_a_bad_record_writes_nothing(
     home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Import is all or nothing: a record that the write refuses after two landed (a text that
-    is only a recall block, which the service cuts out before storing) takes them back."""
+    """Every record is checked before anything is written: a text that is only a recall block
+    (which a write cuts out, leaving nothing) on line 3 stops the import with nothing added."""
     kept = add(kit, capsys, "Already here before the import")
     exported = tmp_path / "out.jsonl"
     assert hermes(kit, capsys, "export", "--out", str(exported))[0] == 0
@@ -227,3 +227,80 @@ def test_an_import_failing_midway_leaves_nothing_behind(
     assert "line 3" in answer["error"]["message"]
     code, listed = hermes(kit, capsys, "list")
     assert [m["id"] for m in listed["items"]] == [kept]
+
+
+def test_an_import_failing_midway_takes_back_what_landed(
+    home: Path,
+    kit: Any,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Import is all or nothing: when the store fails on the third write (one record at a
+    time here), the two that landed are deleted again."""
+    import memcore_hermes.commands.cli as hermes_cli
+    from memcore.errors import Unavailable
+    from memcore.service import MemoryService
+
+    kept = add(kit, capsys, "Already here before the import")
+    exported = tmp_path / "out.jsonl"
+    assert hermes(kit, capsys, "export", "--out", str(exported))[0] == 0
+    scope = json.loads(exported.read_text(encoding="utf-8"))["scope"]
+    texts = ["The user's dog is called Rex", "The user works at a bakery", "The user owns a kayak"]
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        "".join(json.dumps({"text": t, "scope": scope, "metadata": {}}) + "\n" for t in texts),
+        encoding="utf-8",
+    )
+    original = MemoryService.restore
+    calls: list[int] = []
+
+    def failing_third(self: MemoryService, items: Any, **kw: Any) -> Any:
+        calls.append(len(items))
+        if len(calls) == 3:
+            raise Unavailable("the store went away")
+        return original(self, items, **kw)
+
+    monkeypatch.setattr(hermes_cli, "_IMPORT_BATCH", 1)
+    monkeypatch.setattr(MemoryService, "restore", failing_third)
+    code, answer = hermes(kit, capsys, "import", str(path))
+    assert code != 0 and "line 3" in answer["error"]["message"], answer
+    assert calls == [1, 1, 1]
+    code, listed = hermes(kit, capsys, "list", "--all")
+    assert [m["id"] for m in listed["items"]] == [kept]
+
+
+def test_an_import_keeps_ids_and_the_day_a_memory_was_said(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An export imported into an empty home: on the local store the ids, ``created_at`` and
+    ``said_at`` are the exported ones (recall dates the memory as before); TableStore assigns
+    its own ids and times and the answer maps the ids."""
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r1"}
+    record = {
+        "id": "5" * 32,
+        "text": "I adopted a cat named Miso",
+        "scope": scope,
+        "metadata": {"topic": "pets"},
+        "created_at": 1_678_613_400.0,  # 2023-03-12
+        "said_at": 1_681_291_800.0,  # 2023-04-12
+    }
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    code, imported = hermes(kit, capsys, "import", str(path))
+    assert code == 0 and (imported["added"], imported["present"]) == (1, 0), imported
+    code, listed = hermes(kit, capsys, "list", "--all")
+    [memory] = listed["items"]
+    assert memory["scope"] == scope and memory["metadata"] == {"topic": "pets"}
+    local = json.loads((home / "tablestore_memory.json").read_text())["backend"] == "local"
+    if local:
+        assert imported["id_map"] == {}
+        assert (memory["id"], memory["created_at"], memory["said_at"]) == (
+            record["id"],
+            record["created_at"],
+            record["said_at"],
+        )
+    else:
+        assert imported["id_map"] == {record["id"]: memory["id"]}
+    code, again = hermes(kit, capsys, "import", str(path))
+    assert code == 0 and (again["added"], again["present"]) == (0, 1), again

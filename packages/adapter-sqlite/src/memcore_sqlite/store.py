@@ -48,11 +48,12 @@ from memcore_sqlite.vector.embed_ahead import EmbedAhead
 
 if TYPE_CHECKING:
     from memcore.ports import DreamReviewer, Embedder, FactExtractor
+    from memcore.values import TextItem
     from memcore_sqlite.dream.tasks import DreamTasks
     from memcore_sqlite.operations.catalog import StoreCatalog
     from memcore_sqlite.operations.facts import FactWrites
     from memcore_sqlite.operations.reads import RecordReads
-    from memcore_sqlite.operations.writes import MemoryWrites, TextItem
+    from memcore_sqlite.operations.writes import MemoryWrites
 
 __all__ = ["SqliteMemoryStore", "TextItem"]
 
@@ -90,8 +91,8 @@ _T = TypeVar("_T")
 
 
 def __getattr__(name: str) -> Any:
-    if name == "TextItem":  # a bulk write's record, from the module that writes it
-        from memcore_sqlite.operations.writes import TextItem
+    if name == "TextItem":  # a bulk write's record (the core's value, kept here by its old name)
+        from memcore.values import TextItem
 
         return TextItem
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -252,6 +252,21 @@ def check_said_time(value: object, *, field: str = "timestamp", now: float | Non
     return float(value)
 
 
+def check_stored_time(value: object, *, field: str) -> float | None:
+    """A stored time given back to the store (an import's ``created_at`` or ``said_at``):
+    None, or finite seconds since the epoch, not negative."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise InvalidInput(f"{field} must be a timestamp in seconds", field=field)
+    return float(value)
+
+
 def parse_said_time(value: object, *, field: str = "timestamp") -> float | None:
     """A message's time in its JSON form: seconds since the epoch (what ``messages`` prints),
     or ISO 8601 text read as a reference time is (without an offset it is UTC); None: unknown,

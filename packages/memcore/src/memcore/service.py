@@ -18,7 +18,7 @@ from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
 from memcore.neighbours import fit as fit_turns
 from memcore.paging import pages
 from memcore.policies import ScopePolicy
-from memcore.ports import DreamUndo, MemoryStore, NeighbourTurns
+from memcore.ports import BulkAdd, DreamUndo, MemoryStore, NeighbourTurns
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
 from memcore.turn_policy import check_store_assistant, plan_memories
@@ -30,6 +30,7 @@ from memcore.values import (
     Message,
     Page,
     SearchHit,
+    TextItem,
     TurnContext,
     WriteReceipt,
 )
@@ -83,6 +84,14 @@ def check_user_metadata(
             field=f"metadata.{forged[0]}",
         )
     return checked
+
+
+def restorable_text(text: object, *, field: str = "text") -> str:
+    """A text as a restore writes it: without a recall block (what ``remember`` cuts out, so
+    a recalled block never comes back as a memory), and within the limits."""
+    if isinstance(text, str):
+        text = strip_recall(text)
+    return limits.check_text(text, field=field)
 
 
 class MemoryService:
@@ -145,6 +154,44 @@ class MemoryService:
         return self.store.add_text(
             self.store_name, self.write_scope, text, metadata=meta, sync=sync
         )
+
+    @property
+    def restores_exactly(self) -> bool:
+        """Whether :meth:`restore` keeps the items' free ids and their times (the store is a
+        :class:`~memcore.ports.BulkAdd`); elsewhere the store assigns ids and times."""
+        return isinstance(self.store, BulkAdd)
+
+    def restore(
+        self, items: Sequence[TextItem], *, ahead: Sequence[TextItem] = ()
+    ) -> list[str | None]:
+        """Write what an import restores, each item in its own scope, which must lie in this
+        session's tenant; the ids in order (None: the store made nothing new). A store that
+        can keeps each free id and the times in one transaction; an id another memory holds
+        gets a new one, so an import never learns whether another tenant holds it."""
+        self._check_writable()
+        tenant = self.scope.tenant_pattern()
+        checked: list[TextItem] = []
+        for i, item in enumerate(items):  # every item, before anything is written
+            if not isinstance(item, TextItem):
+                raise InvalidInput(f"items[{i}] must be a TextItem", field=f"items[{i}]")
+            if not tenant.matches(item.scope):
+                raise InvalidInput(
+                    f"items[{i}].scope is outside this session's tenant", field=f"items[{i}].scope"
+                )
+            text = restorable_text(item.text, field=f"items[{i}].text")
+            meta = check_user_metadata(item.metadata)
+            checked.append(attrs.evolve(item, text=text, metadata=meta))
+        if isinstance(self.store, BulkAdd):
+            return list(
+                self.store.add_many(self.store_name, checked, ahead=ahead, new_id_if_taken=True)
+            )
+        ids: list[str | None] = []
+        for item in checked:
+            receipt = self.store.add_text(
+                self.store_name, item.scope, item.text, metadata=item.metadata, sync=True
+            )
+            ids.append(receipt.memory_ids[0] if receipt.memory_ids else None)
+        return ids
 
     def plan_turn(
         self,

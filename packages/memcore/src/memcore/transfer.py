@@ -4,13 +4,14 @@ One format for every command line (``memcore export`` and ``hermes tablestore-me
 write it, both imports read it). Field names are a public contract for scripts: a memory is
 ``id, text, score, scope{app_id,tenant_id,agent_id,run_id}, metadata, created_at`` plus the
 optional service fields; timestamps are seconds since the epoch, as the store keeps them.
+``said_at`` (when the text was last said, the day recall shows) is exported and imported, so a
+restored memory keeps the date it is recalled with.
 Parsing checks every field against the limits, so nothing is written from a bad line.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,8 +20,8 @@ import attrs
 from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.scope import Scope
-from memcore.service import check_user_metadata
-from memcore.values import MemoryRecord
+from memcore.service import check_user_metadata, restorable_text
+from memcore.values import MemoryRecord, TextItem
 
 #: Characters that str.splitlines() and other readers take as line breaks, written escaped
 #: (they can only occur inside JSON strings, where the escape means the same character).
@@ -51,6 +52,7 @@ def memory_record(memory: MemoryRecord, score: float | None = None) -> dict[str,
         "unit_type": memory.unit_type,
         "salience": memory.salience,
         "version": memory.version,
+        "said_at": memory.said_at,
     }
 
 
@@ -69,6 +71,18 @@ class ImportRecord:
     scope: Scope
     metadata: Mapping[str, str]
     created_at: float | None
+    said_at: float | None = None
+
+    def item(self) -> TextItem:
+        """The record as ``MemoryService.restore`` writes it: scope, id and times as exported."""
+        return TextItem(
+            scope=self.scope,
+            text=self.text,
+            metadata=dict(self.metadata),
+            id=self.id,
+            created_at=self.created_at,
+            said_at=self.said_at,
+        )
 
 
 def line_error(line: int, message: str, field: str) -> InvalidInput:
@@ -85,7 +99,7 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         raise line_error(line_no, "a record must be a JSON object", "line")
     text = data.get("text")
     try:
-        limits.check_text(text)
+        text = restorable_text(text)
         meta = check_user_metadata(data.get("metadata"), scope_source="the record's scope")
         raw_scope = data.get("scope")
         if not isinstance(raw_scope, dict):
@@ -96,16 +110,8 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         memory_id = data.get("id")
         if memory_id is not None:
             limits.check_id(memory_id)
-        created_at = data.get("created_at")
-        if created_at is not None:
-            if (
-                isinstance(created_at, bool)
-                or not isinstance(created_at, (int, float))
-                or not math.isfinite(created_at)
-                or created_at < 0
-            ):
-                raise InvalidInput("created_at must be a timestamp in seconds", field="created_at")
-            created_at = float(created_at)
+        created_at = limits.check_stored_time(data.get("created_at"), field="created_at")
+        said_at = limits.check_stored_time(data.get("said_at"), field="said_at")
     except InvalidInput as exc:
         raise line_error(line_no, exc.message, exc.field or "line") from None
     if retarget and not tenant.tenant_pattern().matches(scope):
@@ -121,4 +127,4 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
             "scope",
         )
     assert isinstance(text, str)
-    return ImportRecord(line_no, memory_id, text, scope, meta, created_at)
+    return ImportRecord(line_no, memory_id, text, scope, meta, created_at, said_at)

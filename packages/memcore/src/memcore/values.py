@@ -84,6 +84,23 @@ class MemoryRecord:
 
 
 @attrs.frozen
+class TextItem:
+    """One memory a bulk add writes as given (an import restoring an export): its scope
+    exactly, and its id and times where the store can keep them (:class:`~memcore.ports.
+    store.BulkAdd`)."""
+
+    scope: Scope
+    text: str
+    metadata: Mapping[str, str] = attrs.field(factory=dict)
+    #: Keep this id; None lets the store choose one.
+    id: str | None = None
+    #: Keep this creation time; None means now.
+    created_at: float | None = None
+    #: When the text was last said (the day recall shows it with); None: its creation time.
+    said_at: float | None = None
+
+
+@attrs.frozen
 class SearchHit:
     """One search result. ``score`` is the canonical relevance in [0, 1] (the reranker's when
     rerank is on) and what ``min_similarity`` filters on; ``similarity`` is the raw cosine

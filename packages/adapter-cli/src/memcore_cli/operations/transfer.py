@@ -1,8 +1,8 @@
 """Export and import of memories as JSON Lines (the records of :mod:`memcore_cli.output.records`).
 
-Ids are kept when the backend can take them (the embedded store's bulk path, when its
-``TextItem`` has an ``id``); otherwise the backend assigns new ids and the import reports the
-old -> new map (``id_map`` in ``--json`` output).
+Ids and times are kept when the backend can take them (``MemoryService.restore`` on the
+embedded store); otherwise the backend assigns new ids and the import reports the old -> new
+map (``id_map`` in ``--json`` output).
 
 All or nothing: every line is validated, and every id checked against the tenant, before
 anything is written; a record whose id names a different memory of this tenant (another text
@@ -30,6 +30,7 @@ from memcore import limits
 from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound
 from memcore.paging import every_item
 from memcore.scope import Scope
+from memcore.service import restorable_text
 from memcore.transfer import (
     ImportRecord,
     dump_line,
@@ -127,9 +128,8 @@ def read_records(
 
 
 def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:
-    text = raw.strip()
     try:
-        limits.check_text(text)
+        text = restorable_text(raw.strip())
     except InvalidInput as exc:
         raise line_error(line_no, exc.message, "text") from None
     return ImportRecord(line_no, None, text, scope, {}, None)
@@ -158,33 +158,23 @@ def import_memories(
     target = choice.write_scope() if lines else choice.scope
     records = read_records(path, target, retarget=retarget, lines=lines)
     report = ImportReport(total=len(records))
-    store = runtime.ready_store()
+    runtime.ready_store()
     existing = _existing(runtime)
     known = set(existing)
     pending = _to_write(records, existing, report)
-    bulk = _bulk_writer(store)
+    service = runtime.service()
+    exact = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     with output.progress("importing", total=len(records)) as advance:
         advance(report.present)
         try:
-            if bulk is not None:
-                for start in range(0, len(pending), _BATCH):
-                    chunk = pending[start : start + _BATCH]
-                    upcoming = pending[start + _BATCH : start + 2 * _BATCH]
-                    ids = bulk(runtime.store_name, chunk, upcoming)
-                    for record, new_id in zip(chunk, ids):
-                        _account(report, known, record, new_id, added, keeps_ids=True)
-                    advance(len(chunk))
-            else:
-                service = runtime.service()
-                for record in pending:
-                    service.switch_scope(record.scope)
-                    receipt = service.remember(
-                        record.text, metadata=dict(record.metadata), sync=True
-                    )
-                    new_id = receipt.memory_ids[0] if receipt.memory_ids else None
-                    _account(report, known, record, new_id, added, keeps_ids=False)
-                    advance()
+            for start in range(0, len(pending), _BATCH):
+                chunk = pending[start : start + _BATCH]
+                upcoming = pending[start + _BATCH : start + 2 * _BATCH]
+                ids = service.restore([r.item() for r in chunk], ahead=[r.item() for r in upcoming])
+                for record, new_id in zip(chunk, ids):
+                    _account(report, known, record, new_id, added, keeps_ids=exact)
+                advance(len(chunk))
         except BaseException:
             left = _undo(runtime, added)
             note = f"import stopped; the {len(added)} memories it had added were deleted again"
@@ -282,35 +272,3 @@ def _account(
     if renamed and (present or not keeps_ids):
         assert record.id is not None and new_id is not None
         report.renamed[record.id] = new_id
-
-
-def _bulk_writer(store: Any) -> Any:
-    """The embedded store's batch path: one transaction and one embedding batch per chunk,
-    the next chunk embedding while this one is written.
-
-    The original ids are kept (``TextItem.id``), so an export restores exactly; an id that
-    another tenant holds gets a new one (the tenant's own were checked by :func:`_to_write`).
-    """
-    add_many = getattr(store, "add_many", None)
-    if add_many is None:
-        return None
-    from memcore_sqlite.store import TextItem
-
-    def items(chunk: list[ImportRecord]) -> list[TextItem]:
-        return [
-            TextItem(
-                scope=r.scope,
-                text=r.text,
-                metadata=dict(r.metadata),
-                id=r.id,
-                created_at=r.created_at,
-            )
-            for r in chunk
-        ]
-
-    def write(
-        store_name: str, chunk: list[ImportRecord], upcoming: list[ImportRecord]
-    ) -> list[str]:
-        return list(add_many(store_name, items(chunk), ahead=items(upcoming), new_id_if_taken=True))
-
-    return write

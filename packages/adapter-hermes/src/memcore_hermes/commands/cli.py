@@ -25,6 +25,8 @@ ACTIONS = (
     "add", "search", "list", "get", "forget", "export", "import", "stats", "doctor", "setup",
     "reindex",
 )  # fmt: skip
+#: Records an import writes at once (one transaction and one embedding batch on the local store).
+_IMPORT_BATCH = 256
 
 
 def register_cli(subparser: argparse.ArgumentParser) -> None:
@@ -447,40 +449,47 @@ def _run_import(args: argparse.Namespace) -> None:
         known = {m.id: m.text.strip() for m in session.memories()} if records else {}
         added = present = 0
         id_map: dict[str, str] = {}
-        landed: list[str] = []  # memories this import created, taken back if a later one fails
+        # What this import created (id -> scope), taken back if a later write fails.
+        landed: dict[str, Any] = {}
+        pending = []
         for record in records:
             if record.id is not None and known.get(record.id) == record.text.strip():
                 present += 1  # already here, with the same text
-                continue
-            service.switch_scope(record.scope)
+            else:
+                pending.append(record)
+        for start in range(0, len(pending), _IMPORT_BATCH):
+            chunk = pending[start : start + _IMPORT_BATCH]
+            ahead = pending[start + _IMPORT_BATCH : start + 2 * _IMPORT_BATCH]
             try:
-                receipt = service.remember(record.text, metadata=dict(record.metadata), sync=True)
+                # Ids and times as exported where the store keeps them (the local store).
+                ids = service.restore([r.item() for r in chunk], ahead=[r.item() for r in ahead])
             except MemcoreError as exc:
                 _take_back(service, landed)
-                exc.message = f"line {record.line}: {exc.message}; nothing was imported"
+                exc.message = f"line {chunk[0].line}: {exc.message}; nothing was imported"
                 exc.args = (exc.message,)
                 raise
-            new_id = receipt.memory_ids[0] if receipt.memory_ids else None
-            if new_id is None or new_id in known or new_id in landed:
-                present += 1
-            else:
-                added += 1
-                landed.append(new_id)
-            if record.id is not None and new_id is not None and new_id != record.id:
-                id_map[record.id] = new_id
+            for record, new_id in zip(chunk, ids):
+                if new_id is None or new_id in known or new_id in landed:
+                    present += 1
+                else:
+                    added += 1
+                    landed[new_id] = record.scope
+                if record.id is not None and new_id is not None and new_id != record.id:
+                    id_map[record.id] = new_id
         _print({"total": len(records), "added": added, "present": present, "id_map": id_map})
 
 
-def _take_back(service: Any, landed: list[str]) -> None:
-    """Delete what a failed import added, so that an import is all or nothing as memcore's is.
+def _take_back(service: Any, landed: dict[str, Any]) -> None:
+    """Delete what a failed import added (id -> scope), so that an import is all or nothing
+    as memcore's is.
 
     A memory that cannot be deleted now (the backend went away) is left, and said so in the log.
     """
     from memcore.errors import MemcoreError
 
-    for memory_id in reversed(landed):
+    for memory_id, scope in reversed(list(landed.items())):
         try:
-            service.forget(memory_id)
+            service.forget(memory_id, agent_id=scope.agent_id, run_id=scope.run_id)
         except MemcoreError as exc:
             _say(f"import: could not take back {memory_id} ({exc})")
 

@@ -12,12 +12,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound
 from memcore.scope import Scope
-from memcore.values import MemoryRecord, Message, WriteReceipt
+from memcore.values import MemoryRecord, Message, TextItem, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import (
@@ -29,19 +27,6 @@ from memcore_sqlite.storage.rows import (
     memory_row,
     rows_in,
 )
-
-
-@attrs.frozen
-class TextItem:
-    """One memory to add in a batch (see :meth:`MemoryWrites.add_many`)."""
-
-    scope: Scope
-    text: str
-    metadata: Mapping[str, str] = attrs.field(factory=dict)
-    #: Keep this id (an import restoring an export); None lets the store choose one.
-    id: str | None = None
-    #: Keep this creation time (an import); None means now.
-    created_at: float | None = None
 
 
 class MemoryWrites:
@@ -74,7 +59,8 @@ class MemoryWrites:
         overwrite or alias an existing memory, or with ``new_id_if_taken`` the unit gets a
         new id instead (an import must not tell whether another tenant holds that id).
         ``said_at``, when the text was said (a message's own time), is the memory's
-        ``created_at`` and, as a repeat, the time compared; ``updated_at`` stays when the row
+        ``created_at`` unless one is given (an import gives both) and, as a repeat, the time
+        compared; ``updated_at`` stays when the row
         was written (what a session dream pass looks for).
         """
         now = time.time()
@@ -133,7 +119,7 @@ class MemoryWrites:
                 created,
                 now,
                 len(words),
-                created,
+                created if said_at is None else said_at,
             ),
         )
         seq = int(cur.lastrowid or 0)
@@ -329,6 +315,8 @@ class MemoryWrites:
             limits.check_text(item.text, field=f"items[{i}].text")
             if item.id is not None:
                 limits.check_id(item.id, field=f"items[{i}].id")
+            limits.check_stored_time(item.created_at, field=f"items[{i}].created_at")
+            limits.check_stored_time(item.said_at, field=f"items[{i}].said_at")
             checked.append(
                 (
                     item.scope,
@@ -357,6 +345,7 @@ class MemoryWrites:
                     added,
                     memory_id=items[i].id,
                     created_at=items[i].created_at,
+                    said_at=items[i].said_at,
                     new_id_if_taken=new_id_if_taken,
                 )
                 ids.append(mid)

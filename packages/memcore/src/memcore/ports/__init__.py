@@ -1,8 +1,8 @@
 """The ports: what the core needs from the outside world, as ``typing.Protocol``, one module
 per family. Adapters implement these; the core and its fake never import an adapter.
 
-- :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``DreamUndo``,
-  ``NeighbourTurns``, ``ProgressCallback``)
+- :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
+  ``DreamUndo``, ``NeighbourTurns``, ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
 - :mod:`~memcore.ports.embedding`: ``Embedder``
@@ -17,10 +17,17 @@ loads neither); services and facades import ports, never the other way round.
 from memcore.ports.backends import BackendFactory, InstanceFacts, Provisioner
 from memcore.ports.embedding import Embedder
 from memcore.ports.models import ChatModel, DreamReviewer, FactExtractor
-from memcore.ports.store import DreamUndo, MemoryStore, NeighbourTurns, ProgressCallback
+from memcore.ports.store import (
+    BulkAdd,
+    DreamUndo,
+    MemoryStore,
+    NeighbourTurns,
+    ProgressCallback,
+)
 
 __all__ = [
     "BackendFactory",
+    "BulkAdd",
     "ChatModel",
     "DreamReviewer",
     "DreamUndo",

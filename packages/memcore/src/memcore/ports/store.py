@@ -22,6 +22,7 @@ from memcore.values import (
     RequestRecord,
     SearchHit,
     StoreInfo,
+    TextItem,
     TurnContext,
     WriteReceipt,
 )
@@ -217,6 +218,25 @@ class DreamUndo(Protocol):
     """A store that keeps undo records for applied dream actions (the local store)."""
 
     def undo_dream_action(self, store: str, task_id: str, action_id: str) -> DreamAction: ...
+
+
+@runtime_checkable
+class BulkAdd(Protocol):
+    """A store that adds many memories in one transaction, each in its own scope, keeping the
+    ids and times it is given (the embedded store): how an import restores an export."""
+
+    def add_many(
+        self,
+        store: str,
+        items: Sequence[TextItem],
+        *,
+        ahead: Sequence[TextItem] = (),
+        new_id_if_taken: bool = False,
+    ) -> list[str]:
+        """The items' ids in order (a text already in its scope answers with the id it has);
+        ``ahead``, the next batch, may be embedded meanwhile; an item's id held by another
+        memory gets a new one with ``new_id_if_taken``, else raises ``Conflict``."""
+        ...
 
 
 @runtime_checkable
