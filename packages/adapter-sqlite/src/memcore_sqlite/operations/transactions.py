@@ -496,6 +496,8 @@ class Transactions:
                 self._embedding_ahead.close()
                 self.overlap.close()  # under the lock: no search is using it
                 self.postings.close()  # stops a build under way, and waits for it
+                if self.vectors is not None:
+                    self.vectors.close()  # their sketches' builds not under way never start
                 with mapped(self.path):
                     self.conn.close()
                 if not self.read_only and self.path != ":memory:":

@@ -53,6 +53,12 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
+#: Held by the one sketch build that runs at a time in this process. Builds side by side
+#: slowed each other many times over (each one's BLAS calls start threads on the same cores:
+#: eight 384-dimension eigendecompositions at once took 12 times one's time on 2 cores), so
+#: under writes and searches they piled up by the hundred, until OpenBLAS aborted the process.
+_BUILD_TURN = threading.Lock()
+
 PatternKey = tuple[int, tuple[str, str, str, str]]
 Scope4 = tuple[str, str, str, str]
 #: Reads the stored vectors of the given seqs: (seq, blob) pairs (:mod:`~memcore_sqlite.vector.stored`).
@@ -206,6 +212,13 @@ class _Entry:
         self._building: threading.Thread | None = None
         self._sketch_failed = False
         self._longest: float | None = None
+        #: Set once the cache no longer holds this entry (replaced, evicted, dropped, the
+        #: store closed): a build not yet under way is then not worth its CPU.
+        self._retired = False
+
+    def retire(self) -> None:
+        """No background build starts for this entry from now on (one under way ends)."""
+        self._retired = True
 
     def longest(self) -> float:
         """A bound on the norm of every code (kept by appends; a removal leaves it valid),
@@ -252,7 +265,12 @@ class _Entry:
         """Start building the sketch in the background, unless it is built, a build is under
         way or one failed."""
         with self._sketch_lock:
-            if self._sketch is None and self._building is None and not self._sketch_failed:
+            if (
+                self._sketch is None
+                and self._building is None
+                and not self._sketch_failed
+                and not self._retired
+            ):
                 self._building = threading.Thread(
                     target=self._build_in_background, name="memcore-sketch", daemon=True
                 )
@@ -270,10 +288,11 @@ class _Entry:
 
     def _build_in_background(self) -> None:
         try:
-            # A write that overtakes a build discards it; the next one starts from its rows.
-            for _ in range(3):
-                if self._build_sketch() is not None:
-                    return
+            with _BUILD_TURN:  # one build at a time in the process (why: ``_BUILD_TURN``)
+                # A write that overtakes a build discards it; the next starts from its rows.
+                for _ in range(3):
+                    if self._retired or self._build_sketch() is not None:
+                        return
         except Exception as exc:  # searches go on without it, as exact, only slower
             _log.warning("a scope's vector sketch was not built (%s)", type(exc).__name__)
             self._sketch_failed = True
@@ -464,6 +483,9 @@ class VectorCache:
             codes, matrix = self._floats(codes, fetch)
         entry = _Entry(generation, codes, matrix)
         with self._lock:
+            replaced = self._entries.get(key)
+            if replaced is not None:
+                replaced.retire()
             self._entries[key] = entry
             self._entries.move_to_end(key)
             self._evict()
@@ -483,6 +505,7 @@ class VectorCache:
         total = sum(e.n for e in self._entries.values())
         while total > self.max_rows and len(self._entries) > 1:
             _, old = self._entries.popitem(last=False)
+            old.retire()
             total -= old.n
 
     def apply_write(
@@ -499,6 +522,7 @@ class VectorCache:
                 entry = self._entries[key]
                 if entry.generation != before:
                     del self._entries[key]
+                    entry.retire()
                     continue
                 pattern = key[1]
                 for scope, seq in removed:
@@ -512,7 +536,15 @@ class VectorCache:
     def drop_store(self, store_id: int) -> None:
         with self._lock:
             for key in [k for k in self._entries if k[0] == store_id]:
-                del self._entries[key]
+                self._entries.pop(key).retire()
+
+    def close(self) -> None:
+        """The store is closing: its entries' builds not yet under way will not start (a
+        closed store's sketches would only take CPU from the stores still open)."""
+        with self._lock:
+            for entry in self._entries.values():
+                entry.retire()
+            self._entries.clear()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait for the sketch builds under way; False if one still runs at ``timeout``."""
