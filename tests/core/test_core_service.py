@@ -281,3 +281,21 @@ def test_lone_surrogates_are_refused_on_explicit_writes_and_repaired_in_turns() 
     svc.sync_turn(half_emoji, "noted", sync=True)
     stored = [m.content for m in store.list_messages(STORE, svc.scope).items]
     assert stored == ["I love \ufffd pizza", "noted"]
+
+
+def test_warm_search_warms_the_sessions_own_pattern_where_a_store_can() -> None:
+    class Warmable(InMemoryMemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.warmed: list[tuple[str, ScopePattern]] = []
+
+        def warm(self, store: str, pattern: ScopePattern) -> None:
+            self.warmed.append((store, pattern))
+
+    plain = service_for(InMemoryMemoryStore(), "alice")
+    assert plain.warm_search() is False
+    store = Warmable()
+    svc = service_for(store, "alice")
+    assert svc.warm_search() is True
+    assert store.warmed == [(svc.store_name, svc.search_pattern)]
+    assert svc.search_pattern.tenant_id == "alice"

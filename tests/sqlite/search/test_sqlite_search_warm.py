@@ -3,6 +3,7 @@ search, and a query asked again is not embedded again; the hits stay the same ei
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,53 @@ def test_a_warmed_two_stage_scope_builds_no_sketch_in_its_first_search(
         assert builds == [1]
         hits = store.search(STORE, ALICE.tenant_pattern(), "my sister", mode="vector")
         assert hits and builds == [1]  # the search needed the sketch, and found it built
+
+
+def test_a_search_during_a_warm_ups_sketch_build_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up waits for the sketch, but not holding the store: a session's first
+    question that comes while the sketch is being built is answered meanwhile (the same
+    hits, from every row's int8 estimate), and the warm-up still returns with it built."""
+    path = tmp_path / "m.db"
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+        store.ensure_store(STORE)
+        store.add_many(
+            STORE, [TextItem(ALICE, f"{t} (note {i})") for i in range(12) for t in TEXTS]
+        )
+        expected = store.search(STORE, ALICE.tenant_pattern(), "my sister", mode="vector")
+    building, release = threading.Event(), threading.Event()
+    real = Sketch.build
+
+    def held(*args: Any) -> Sketch:
+        building.set()
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(Sketch, "build", held)
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+        assert store._tx.vectors is not None
+        store._tx.vectors.exact_rows = 0  # searched in stages, as a large scope is
+        warm = threading.Thread(target=store.warm, args=(STORE, ALICE.tenant_pattern()))
+        warm.start()
+        try:
+            assert building.wait(30)
+            answered: list[Any] = []
+            search = threading.Thread(
+                target=lambda: answered.append(
+                    store.search(STORE, ALICE.tenant_pattern(), "my sister", mode="vector")
+                )
+            )
+            search.start()
+            search.join(10)
+            assert not search.is_alive(), "the search waited for the sketch's build"
+            assert [(h.memory.id, h.score) for h in answered[0]] == [
+                (h.memory.id, h.score) for h in expected
+            ]
+            assert warm.is_alive()  # the warm-up is still waiting for the build
+        finally:
+            release.set()
+            warm.join(30)
+        assert not warm.is_alive()
+        [entry] = list(store._tx.vectors._entries.values())
+        assert entry.ready_sketch() is not None

@@ -51,6 +51,7 @@ def serve(
             tenants = Tenants(runtime, options, lambda: None)
             server = build_server(tenants)
             _open(runtime)
+            tenants.warm([None])
             anyio.run(server.run_stdio_async)
             return
         tokens = load_tokens(tokens_file, environ)
@@ -67,6 +68,7 @@ def serve(
         url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
         server = build_server(tenants, tokens=tokens, url=url)
         _open(runtime)
+        tenants.warm(sorted(tokens.tenants))
         sys.stderr.write(
             f"memcore mcp: serving {len(tokens.tenants)} tenant(s) on {url}{path} "
             f"({runtime.settings.backend} backend)\n"

@@ -10,8 +10,9 @@ host: nothing here calls the store.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -23,6 +24,8 @@ from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.settings.resolve import Settings
 from memcore_cli.settings.scopes import ScopeChoice, choose_scope
 from memcore_cli.wiring.runtime import Runtime
+
+logger = logging.getLogger(__name__)
 
 TENANT_ENV = "MEMCORE_TENANT"
 #: The agent segment the server writes under when ``--agent`` is not given; reads still cover
@@ -91,7 +94,25 @@ class Tenants:
 
     def service(self) -> MemoryService:
         """The service of the tenant the running request is for."""
-        tenant = self._current()
+        return self._service_of(self._current())
+
+    def warm(self, tenants: Iterable[str | None]) -> threading.Thread:
+        """Build each served tenant's search caches in a background thread (its own search
+        pattern, through its service), so the first ``recall`` after a start does not pay for
+        them; a failure only leaves that to the first search, which reports it."""
+
+        def run() -> None:
+            for tenant in tenants:
+                try:
+                    self._service_of(tenant).warm_search()
+                except Exception as exc:  # the store closed under it, a file error, ...
+                    logger.debug("memcore mcp: search caches not warmed (%s)", type(exc).__name__)
+
+        thread = threading.Thread(target=run, name="memcore-mcp-warm", daemon=True)
+        thread.start()
+        return thread
+
+    def _service_of(self, tenant: str | None) -> MemoryService:
         with self._lock:
             service = self._services.get(tenant)
             if service is None:

@@ -18,7 +18,7 @@ from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
 from memcore.neighbours import fit as fit_turns
 from memcore.paging import pages
 from memcore.policies import ScopePolicy
-from memcore.ports import BulkAdd, DreamUndo, MemoryStore, NeighbourTurns
+from memcore.ports import BulkAdd, DreamUndo, MemoryStore, NeighbourTurns, SearchWarmup
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
 from memcore.turn_policy import check_store_assistant, plan_memories
@@ -286,6 +286,15 @@ class MemoryService:
                 self.store.delete_memory(self.store_name, hit.memory.scope, hit.memory.id)
 
     # -- reads --------------------------------------------------------------------------
+    def warm_search(self) -> bool:
+        """Build ahead what this session's first search would (a :class:`~memcore.ports.
+        SearchWarmup` store's caches of its own search pattern, never another tenant's);
+        False where the store has nothing to build."""
+        if not isinstance(self.store, SearchWarmup):
+            return False
+        self.store.warm(self.store_name, self.search_pattern)
+        return True
+
     def search(
         self,
         query: str,

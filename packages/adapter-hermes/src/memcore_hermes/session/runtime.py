@@ -166,11 +166,8 @@ class MemoryRuntime:
     def _warm_search(self, store: Any) -> None:
         """Build what the session's first recall would (an in-process store's caches of the
         searched scope), here on the lane rather than in the first turn."""
-        warm = getattr(store, "warm", None)
-        if warm is None:
-            return
         try:
-            warm(self.store_name, self.service(store).search_pattern)
+            self.service(store).warm_search()
         except MemcoreError as exc:  # the first search builds them then, and reports
             logger.debug("tablestore-mem: search caches not warmed (%s)", exc.code)
 

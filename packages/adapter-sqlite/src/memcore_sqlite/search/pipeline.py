@@ -8,7 +8,7 @@ and vector (codes pick candidates, exact cosine rescores them: :mod:`memcore_sql
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
@@ -98,24 +98,32 @@ def warm_scope(
     generation: int,
     lengths: LengthCache | None,
     postings: PostingsCache | None,
-) -> None:
+) -> Callable[[], object] | None:
     """Build now, inside the caller's snapshot at ``generation``, what the first searches of
     ``pattern`` (without filters) would: its vector codes (floats for a small scope, the
     sketch of a large one), its tenant's rows' lengths, and a large tenant's postings (their
     build started in the background). Nothing is ranked. The sketch is what a first search that
     needs a shortlist would otherwise build (1.5-2.5 s of CPU at 100k rows on the loaded
     2-core machine, ``benchmarks/search_tail.py``): every vector search, and a hybrid one
-    whose lexical hits leave room for a vector-only row."""
+    whose lexical hits leave room for a vector-only row.
+
+    The sketch is not waited for here: its build runs on the cached rows, and the caller
+    holds the store's lock for this snapshot, so a search arriving meanwhile would wait for
+    the whole build. It is returned instead, as the step that waits for it, for the caller to
+    run once it has let the lock go (a search then goes on without it, as exact)."""
+    sketch: Callable[[], object] | None = None
     if vectors is not None and model is not None:
         entry, _ = vector_candidates(conn, vectors, model, store_id, pattern, None, generation)
         if entry.matrix is None and entry.n:
-            entry.sketch()
+            entry.start_sketch()
+            sketch = entry.sketch
     if tags.pattern_prefix(store_id, pattern) is None:  # no one tenant: nothing held by tenant
-        return
+        return sketch
     tenant = (store_id, pattern.app_id, pattern.tenant_id)
     rows = None if lengths is None else lengths.warm_scope(conn, tenant, generation)
     if postings is not None and pattern.agent_id == "*":  # postings serve a whole tenant
         postings.warm_scope(tenant, generation, rows)
+    return sketch
 
 
 def float_vectors(conn: sqlite3.Connection, model: str) -> FetchVectors:

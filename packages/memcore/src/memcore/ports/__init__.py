@@ -2,7 +2,7 @@
 per family. Adapters implement these; the core and its fake never import an adapter.
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
-  ``DreamUndo``, ``NeighbourTurns``, ``ProgressCallback``)
+  ``DreamUndo``, ``NeighbourTurns``, ``SearchWarmup``, ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
 - :mod:`~memcore.ports.embedding`: ``Embedder``
@@ -23,6 +23,7 @@ from memcore.ports.store import (
     MemoryStore,
     NeighbourTurns,
     ProgressCallback,
+    SearchWarmup,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "NeighbourTurns",
     "ProgressCallback",
     "Provisioner",
+    "SearchWarmup",
 ]

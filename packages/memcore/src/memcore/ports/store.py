@@ -240,6 +240,16 @@ class BulkAdd(Protocol):
 
 
 @runtime_checkable
+class SearchWarmup(Protocol):
+    """A store whose first searches of a scope build caches (the embedded store): a host
+    builds them ahead, in the background, so a session's first question does not wait."""
+
+    def warm(self, store: str, pattern: ScopePattern) -> None:
+        """Build what the first searches of ``pattern`` would; runs no search."""
+        ...
+
+
+@runtime_checkable
 class NeighbourTurns(Protocol):
     """A store that keeps the order of a session's messages and which memory each became
     (the embedded store), so a hit can come with the turns around it."""
