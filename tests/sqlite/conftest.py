@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +46,19 @@ def onnx_embedder():  # type: ignore[no-untyped-def]
     embedder = OnnxEmbedder()
     embedder.warm_up()
     return embedder
+
+
+@pytest.fixture
+def sketch_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the sketches built (each build appends 1), building them as usual."""
+    from memcore_sqlite.vector.sketch import Sketch
+
+    builds: list[int] = []
+    real = Sketch.build
+
+    def counted(*args: Any) -> Any:
+        builds.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(Sketch, "build", counted)
+    return builds

@@ -122,7 +122,7 @@ def test_a_warm_up_runs_no_query_and_holds_the_tenants_lengths(
 
 
 def test_a_warmed_two_stage_scope_builds_no_sketch_in_its_first_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, sketch_builds: list[int]
 ) -> None:
     """A scope searched in stages bounds rows from its sketch, which the first search that
     needs it builds (seconds at 100k rows): a warm-up builds it instead."""
@@ -132,14 +132,7 @@ def test_a_warmed_two_stage_scope_builds_no_sketch_in_its_first_search(
         store.add_many(
             STORE, [TextItem(ALICE, f"{t} (note {i})") for i in range(12) for t in TEXTS]
         )
-    builds: list[int] = []
-    real = Sketch.build
-
-    def counted(*args: Any) -> Sketch:
-        builds.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(Sketch, "build", counted)
+    builds = sketch_builds
     with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
         assert store._tx.vectors is not None
         store._tx.vectors.exact_rows = 0  # searched in stages, as a large scope is

@@ -81,3 +81,100 @@ def test_closing_or_replacing_retires_the_caches_entries() -> None:
     cache.close()
     new.start_sketch()
     assert new.building() is None
+
+
+def _slow_blocks(monkeypatch: Any, seconds: float) -> list[int]:
+    """Each block of a sketch's rows takes ``seconds`` more; the list counts the blocks."""
+    done: list[int] = []
+    real = Sketch._fill_block
+
+    def slow(self: Sketch, *args: Any) -> None:
+        time.sleep(seconds)
+        done.append(1)
+        real(self, *args)
+
+    monkeypatch.setattr(Sketch, "_fill_block", slow)
+    return done
+
+
+def test_a_build_under_way_stops_at_its_next_block_when_its_entry_is_stopped(
+    monkeypatch: Any,
+) -> None:
+    done = _slow_blocks(monkeypatch, 0.05)
+    entry = _Entry(0, _codes(60_000, 3), None)  # 30 blocks: 1.5 s at least
+    entry.start_sketch()
+    deadline = time.monotonic() + 30
+    while not done and time.monotonic() < deadline:
+        time.sleep(0.005)
+    started = time.monotonic()
+    entry.stop_build()
+    assert entry.building() is None and time.monotonic() - started < 1.0
+    assert not entry.wait_sketch(0) and len(done) < 30
+
+
+CHILD = """
+import atexit, sys, threading, time
+
+def report():  # registered first, so it runs after the store's own exit hook
+    alive = [t for t in threading.enumerate() if t.name == "memcore-sketch"]
+    print("build alive at exit" if alive else "build stopped before exit")
+
+atexit.register(report)
+import numpy as np
+from memcore_sqlite.vector.cache import _Entry
+from memcore_sqlite.vector.quantize import encode
+from memcore_sqlite.vector.sketch import Sketch
+
+real = Sketch._fill_block
+def slow(self, *args):
+    time.sleep(0.05)
+    with open(sys.argv[1], "a") as f:
+        f.write("block\\n")
+    real(self, *args)
+Sketch._fill_block = slow
+rows = np.random.default_rng(1).standard_normal((60_000, 64)).astype(np.float32)
+rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+entry = _Entry(0, encode(np.arange(1, 60_001, dtype=np.int64), rows), None)
+entry.start_sketch()
+while True:  # exit once the build is under way, without stopping it
+    try:
+        if open(sys.argv[1]).read():
+            break
+    except FileNotFoundError:
+        pass
+    time.sleep(0.005)
+"""
+
+
+def test_a_process_exiting_during_a_build_stops_it_first(tmp_path: Any) -> None:
+    """The exit stops a build at its next block of rows instead of cutting its thread off
+    inside a BLAS call (which left OpenBLAS's exit handler waiting forever)."""
+    import subprocess
+    import sys
+
+    blocks = tmp_path / "blocks"
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(blocks)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "build stopped before exit"
+    assert time.monotonic() - started < 20
+    assert 0 < len(blocks.read_text().splitlines()) < 30  # stopped, not finished
+
+
+def test_a_search_started_build_waits_out_a_grace_that_a_close_cuts_short(
+    sketch_builds: list[int],
+) -> None:
+    """One command (a search, then close) never pays for a sketch it will not use."""
+    closed, kept = (_Entry(0, _codes(300, seed), None) for seed in range(2))
+    for entry in (closed, kept):
+        later: list[Any] = []
+        assert entry.ready_sketch(later) is None
+        for start in later:  # what a search starts once it has returned
+            start()
+    started = time.monotonic()
+    closed.stop_build()
+    assert time.monotonic() - started < 0.2 and closed.building() is None
+    assert kept.wait_sketch(30) and not closed.wait_sketch(0)
+    assert sketch_builds == [1]

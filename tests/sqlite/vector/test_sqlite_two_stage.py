@@ -104,10 +104,10 @@ def held_sketch_builds(
     threads: list[str] = []
     real = Sketch.build
 
-    def build(q8: Any, scales: Any, capacity: int) -> Sketch:
+    def build(q8: Any, scales: Any, capacity: int, *stop: Any) -> Sketch:
         threads.append(threading.current_thread().name)
         release.wait(30)
-        return real(q8, scales, capacity)
+        return real(q8, scales, capacity, *stop)
 
     monkeypatch.setattr(Sketch, "build", staticmethod(build))
     yield release, threads
@@ -515,7 +515,7 @@ def test_a_sketch_build_that_fails_leaves_searches_exact_and_is_not_retried(
 ) -> None:
     calls: list[int] = []
 
-    def build(q8: Any, scales: Any, capacity: int) -> Sketch:
+    def build(q8: Any, scales: Any, capacity: int, *stop: Any) -> Sketch:
         calls.append(len(q8))
         raise MemoryError
 

@@ -37,6 +37,7 @@ numpy is imported here only, and only when a store has an embedder.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcore_sqlite.vector import plain_pages, quantize, stored
 from memcore_sqlite.vector.quantize import Codes
-from memcore_sqlite.vector.sketch import Sketch
+from memcore_sqlite.vector.sketch import BuildStopped, Sketch, Stop
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,6 +59,33 @@ _log = logging.getLogger(__name__)
 #: eight 384-dimension eigendecompositions at once took 12 times one's time on 2 cores), so
 #: under writes and searches they piled up by the hundred, until OpenBLAS aborted the process.
 _BUILD_TURN = threading.Lock()
+#: Set when the process exits: every background build stops at its next block of rows.
+_EXITING = threading.Event()
+#: The background builds alive (started, not yet ended), for the exit hook to wait for.
+_BUILDS: set[threading.Thread] = set()
+_BUILDS_LOCK = threading.Lock()
+#: Seconds a build started by a search waits before it begins: a one-shot command (one
+#: search, then close) never starts one; its first block (the basis, about 50 ms of
+#: uninterruptible BLAS at 100k rows) was added to every such command's close.
+BUILD_GRACE_S = 0.25
+#: How long a closing store, or the exit, waits for builds to stop (they stop within a block
+#: of rows, milliseconds; a wait this long means a build is stuck elsewhere).
+STOP_WAIT_S = 10.0
+
+
+@atexit.register
+def _stop_builds() -> None:
+    """Let no build be cut off mid-BLAS by the interpreter's exit: a daemon thread stopped
+    inside an OpenBLAS call left OpenBLAS's own exit handler waiting forever for its worker
+    threads (a process that had searched a large scope hung at exit, 1 to 3 times in 40 on
+    a 2-core machine). atexit handlers run while daemon threads still do."""
+    _EXITING.set()
+    with _BUILDS_LOCK:
+        alive = list(_BUILDS)
+    deadline = time.monotonic() + STOP_WAIT_S
+    for thread in alive:
+        thread.join(max(0.0, deadline - time.monotonic()))
+
 
 PatternKey = tuple[int, tuple[str, str, str, str]]
 Scope4 = tuple[str, str, str, str]
@@ -215,10 +243,12 @@ class _Entry:
         #: Set once the cache no longer holds this entry (replaced, evicted, dropped, the
         #: store closed): a build not yet under way is then not worth its CPU.
         self._retired = False
+        self._retiring = threading.Event()  # wakes a build waiting out its grace
 
     def retire(self) -> None:
         """No background build starts for this entry from now on (one under way ends)."""
         self._retired = True
+        self._retiring.set()
 
     def longest(self) -> float:
         """A bound on the norm of every code (kept by appends; a removal leaves it valid),
@@ -257,13 +287,17 @@ class _Entry:
                 return self._sketch
         if later is None:
             self.start_sketch()
-        elif self.start_sketch not in later:
-            later.append(self.start_sketch)
+        elif self._start_after_search not in later:
+            later.append(self._start_after_search)
         return None
 
-    def start_sketch(self) -> None:
+    def _start_after_search(self) -> None:
+        self.start_sketch(grace=BUILD_GRACE_S)
+
+    def start_sketch(self, grace: float = 0.0) -> None:
         """Start building the sketch in the background, unless it is built, a build is under
-        way or one failed."""
+        way or one failed. ``grace``: seconds the build waits before its work, so that a
+        process that closes its store at once (one command) never starts it."""
         with self._sketch_lock:
             if (
                 self._sketch is None
@@ -272,8 +306,13 @@ class _Entry:
                 and not self._retired
             ):
                 self._building = threading.Thread(
-                    target=self._build_in_background, name="memcore-sketch", daemon=True
+                    target=self._build_in_background,
+                    args=(grace,),
+                    name="memcore-sketch",
+                    daemon=True,
                 )
+                with _BUILDS_LOCK:
+                    _BUILDS.add(self._building)
                 self._building.start()
 
     def building(self) -> threading.Thread | None:
@@ -286,30 +325,60 @@ class _Entry:
             thread.join(timeout)
         return self._sketch is not None
 
-    def _build_in_background(self) -> None:
+    def _stopped(self) -> bool:
+        return self._retired or _EXITING.is_set()
+
+    def stop_build(self, timeout: float = STOP_WAIT_S) -> None:
+        """Retire the entry and wait for its background build to end (it stops at its next
+        block of rows, or as soon as it would have had its turn)."""
+        self.retire()
+        thread = self._building
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _build_in_background(self, grace: float) -> None:
         try:
-            with _BUILD_TURN:  # one build at a time in the process (why: ``_BUILD_TURN``)
+            deadline = time.monotonic() + grace
+            while (left := deadline - time.monotonic()) > 0:
+                if self._stopped() or self._retiring.wait(min(left, 0.05)):
+                    return
+            # One build at a time in the process (why: ``_BUILD_TURN``); one waiting for its
+            # turn gives up as soon as it is stopped, not when the build before it ends.
+            while not _BUILD_TURN.acquire(timeout=0.05):
+                if self._stopped():
+                    return
+            try:
                 # A write that overtakes a build discards it; the next starts from its rows.
                 for _ in range(3):
-                    if self._retired or self._build_sketch() is not None:
+                    if self._stopped() or self._build_sketch(self._stopped) is not None:
                         return
+            finally:
+                _BUILD_TURN.release()
+        except BuildStopped:
+            return
         except Exception as exc:  # searches go on without it, as exact, only slower
             _log.warning("a scope's vector sketch was not built (%s)", type(exc).__name__)
             self._sketch_failed = True
         finally:
             with self._sketch_lock:
                 self._building = None
+            with _BUILDS_LOCK:
+                _BUILDS.discard(threading.current_thread())
 
-    def _build_sketch(self) -> Sketch | None:
+    def _build_sketch(self, stop: Stop | None = None) -> Sketch | None:
         """Build from a snapshot of the rows, outside the lock (writes go on meanwhile), and
-        install it unless a write changed the rows since: then None."""
+        install it unless a write changed the rows since: then None. ``stop``: a background
+        build's (:class:`~memcore_sqlite.vector.sketch.BuildStopped` when it says so)."""
         with self._sketch_lock:
             if self._sketch is not None:
                 return self._sketch
             seen = self._changes
             codes = self.view()
             capacity = len(self._codes)
-        built = Sketch.build(codes.q8, codes.scales, capacity)
+        if stop is None:
+            built = Sketch.build(codes.q8, codes.scales, capacity)
+        else:
+            built = Sketch.build(codes.q8, codes.scales, capacity, stop)
         with self._sketch_lock:
             if self._sketch is None and self._changes == seen:
                 self._sketch = built
@@ -539,12 +608,16 @@ class VectorCache:
                 self._entries.pop(key).retire()
 
     def close(self) -> None:
-        """The store is closing: its entries' builds not yet under way will not start (a
-        closed store's sketches would only take CPU from the stores still open)."""
+        """The store is closing: its entries' builds stop (one under way at its next block of
+        rows) and are waited for, so none is cut off by the process's exit inside a BLAS
+        call (see :func:`_stop_builds`); a closed store's sketches would only take CPU."""
         with self._lock:
-            for entry in self._entries.values():
-                entry.retire()
+            entries = list(self._entries.values())
             self._entries.clear()
+        for entry in entries:
+            entry.retire()
+        for entry in entries:
+            entry.stop_build()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait for the sketch builds under way; False if one still runs at ``timeout``."""

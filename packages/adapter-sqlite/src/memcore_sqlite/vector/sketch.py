@@ -23,6 +23,7 @@ numpy is imported here only when a store has an embedder.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memcore_sqlite.vector import plain_pages
@@ -38,6 +39,26 @@ COLUMNS = 160
 SAMPLE_ROWS = 4_096
 #: Rows projected at a time.
 _BLOCK_ROWS = 2_048
+
+
+class BuildStopped(Exception):
+    """A background build was asked to stop (its scope left the cache, its store closed, or
+    the process is exiting), between two blocks of rows."""
+
+
+#: Asked between blocks: True stops the build (:class:`BuildStopped`).
+Stop = Callable[[], bool]
+
+
+def _never() -> bool:
+    return False
+
+
+def _check(stop: Stop) -> None:
+    if stop():
+        raise BuildStopped
+
+
 #: Relative margin for float32 rounding in the projections and norms (their error is below
 #: 384 * 2**-24, about 2.3e-5, of the norms' product).
 _ROUNDING = 1e-3
@@ -76,9 +97,16 @@ class Sketch:
     _COLUMNS = ("head", "p8", "quant_error", "rest1", "rest2", "norm")
 
     @classmethod
-    def build(cls, q8: np.ndarray, scales: np.ndarray, capacity: int) -> Sketch:
-        """The sketch of the ``len(q8)`` codes given, with room for ``capacity`` rows."""
+    def build(
+        cls, q8: np.ndarray, scales: np.ndarray, capacity: int, stop: Stop = _never
+    ) -> Sketch:
+        """The sketch of the ``len(q8)`` codes given, with room for ``capacity`` rows.
+
+        ``stop`` is asked between blocks of rows (a few milliseconds apart): a build in a
+        thread must be able to end before its process does, since a thread cut off inside a
+        BLAS call can leave OpenBLAS waiting forever in its exit handler."""
         np_ = _np()
+        _check(stop)
         n, dimension = q8.shape
         m = min(COLUMNS, dimension)
         h = min(HEAD, dimension)
@@ -96,35 +124,47 @@ class Sketch:
             basis = np_.ascontiguousarray(vectors[:, ::-1])
         else:
             basis = np_.eye(dimension)
-        projected = cls._projections(basis[:, :m].astype(np_.float32), q8, scales)
+        projected = cls._projections(basis[:, :m].astype(np_.float32), q8, scales, stop)
         peak = np_.zeros(m - h, np_.float32)
         for at in range(0, n, _BLOCK_ROWS):  # in blocks, as :meth:`_fill` (why there)
+            _check(stop)
             tail = projected[at : at + _BLOCK_ROWS, h:]
             finite = np_.isfinite(tail).all(axis=1)
             if finite.any():
                 np_.maximum(peak, np_.abs(tail[finite]).max(axis=0), out=peak)
         column_scale = np_.where(peak > 0, peak / 127.0, 1.0).astype(np_.float32)
         out = cls(basis, column_scale, max(capacity, n))
-        out._fill(0, projected, q8, scales)
+        out._fill(0, projected, q8, scales, stop)
         return out
 
     @staticmethod
-    def _projections(project: np.ndarray, q8: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    def _projections(
+        project: np.ndarray, q8: np.ndarray, scales: np.ndarray, stop: Stop = _never
+    ) -> np.ndarray:
         np_ = _np()
         out = plain_pages.zeros((len(q8), project.shape[1]), np_.float32, filled_at_once=True)
         for start in range(0, len(q8), _BLOCK_ROWS):
-            stop = start + _BLOCK_ROWS
-            out[start:stop] = q8[start:stop].astype(np_.float32) @ project
+            _check(stop)
+            end = start + _BLOCK_ROWS
+            out[start:end] = q8[start:end].astype(np_.float32) @ project
         with np_.errstate(invalid="ignore", over="ignore"):
             out *= scales[:, None]
         return out
 
-    def _fill(self, start: int, projected: np.ndarray, q8: np.ndarray, scales: np.ndarray) -> None:
+    def _fill(
+        self,
+        start: int,
+        projected: np.ndarray,
+        q8: np.ndarray,
+        scales: np.ndarray,
+        stop: Stop = _never,
+    ) -> None:
         """Rows ``start:start + len(q8)`` from their projections (a row that is not numbers
         gets bounds that are not numbers, which keep it), a block of rows at a time: whole
         columns of temporaries (26 MB each at 100k rows) made in a background build stayed
         in that thread's malloc arena, about 50 MB of the process's RSS for good."""
         for at in range(0, len(q8), _BLOCK_ROWS):
+            _check(stop)
             end = at + _BLOCK_ROWS
             self._fill_block(start + at, projected[at:end], q8[at:end], scales[at:end])
 
