@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from memcore.dream import (
     Candidate,
+    Neighbour,
     PlannerSettings,
     check_thresholds,
     decide,
@@ -67,6 +68,41 @@ def test_memories_of_one_write_do_not_supersede_each_other() -> None:
         Candidate("b", A, "We now have 20 dozen eggs stocked in the fridge", 5.0),
     ]
     assert not [a for a in _plan(cands, [A.pattern()]) if a.action in ("UPDATE", "DELETE")]
+
+
+def test_two_speakers_saying_the_same_words_are_two_memories() -> None:
+    # The embedded store embeds the words after the label, so the two vectors are the same.
+    cands = [
+        Candidate("p", A, "Priya: Nobody beats Khruangbin live, I'd fly anywhere to see them", 1.0),
+        Candidate("t", A, "Tom: Nobody beats Khruangbin live, I'd fly anywhere to see them", 2.0),
+    ]
+    same = [Neighbour("p", "t", 1.0)]
+    assert plan(cands, same, [A.pattern()]) == []
+    # The same speaker saying it again is still one memory said twice.
+    again = [
+        cands[0],
+        Candidate(
+            "p2", A, "Priya: nobody beats Khruangbin live, I'd fly anywhere to see them!", 4.0
+        ),
+    ]
+    [merge] = plan(again, [Neighbour("p", "p2", 1.0)], [A.pattern()])
+    assert (merge.action, merge.source_ids) == ("MERGE", ("p", "p2"))
+
+
+def test_one_speaker_never_supersedes_another() -> None:
+    # 0.69: the cosine of these two lines with their labels embedded, as before.
+    cands = [
+        Candidate("p", A, "Priya: We have 30 dozen eggs stocked in the fridge at the moment", 1.0),
+        Candidate("t", A, "Tom: We now have 20 dozen eggs stocked in the fridge", 2.0),
+    ]
+    for similarity in (0.69, 1.0):
+        assert plan(cands, [Neighbour("p", "t", similarity)], [A.pattern()]) == []
+    mine = [
+        cands[0],
+        Candidate("p2", A, "Priya: We now have 20 dozen eggs stocked in the fridge", 2.0),
+    ]
+    [act] = plan(mine, [Neighbour("p", "p2", 0.69)], [A.pattern()])
+    assert act.action in ("UPDATE", "DELETE") and {act.target_id, *act.source_ids} == {"p", "p2"}
 
 
 def test_near_duplicates_of_two_tenants_are_never_paired() -> None:

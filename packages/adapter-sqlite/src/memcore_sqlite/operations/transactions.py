@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcore import limits
+from memcore import limits, speakers
 from memcore.errors import (
     InvalidInput,
     MemcoreError,
@@ -533,8 +533,10 @@ def _live_scopes(
 
 
 def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """Each text's passages, and every distinct passage once, shortest first."""
-    split = {t: passages(t) for t in texts}
+    """Each text's passages, and every distinct passage once, shortest first. A speaker's
+    label ("Priya: ...") is not embedded: the vector reads what was said
+    (:mod:`memcore.speakers`), the lexical index still holds the name."""
+    split = {t: passages(speakers.spoken(t)) for t in texts}
     return split, sorted({p: None for parts in split.values() for p in parts}, key=len)
 
 

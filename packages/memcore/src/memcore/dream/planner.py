@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import attrs
 
+from memcore import speakers
 from memcore.dream import lexicon
 from memcore.dream.lexicon import Lexicon
 from memcore.dream.scopes import in_scopes, promoted_scope
@@ -227,6 +228,8 @@ def plan(
             y.cand.scope.tenant_id,
         ):
             continue  # never across tenants, whatever the similarity says
+        if speakers.differ(x.cand.text, y.cand.text):
+            continue  # two people's words ("Priya: ...", "Tom: ...") are two memories
         sim = sims.get(key)
         conf = _duplicate(x, y, sim, overlap, cfg)
         if conf is not None:
