@@ -20,6 +20,11 @@ from memcore import speakers
         ("Zoë: hola", "Zoë", "hola"),
         ("Élodie Brun: oui", "Élodie Brun", "oui"),
         ("Title: Kyoto trip notes", "Title", "Kyoto trip notes"),
+        # How Hermes gives the messages of a session several people share.
+        ("[Priya] Finally.", "Priya", "Finally."),
+        ("[alice_92] see you at 5", "alice_92", "see you at 5"),
+        ("[Zoë|1234]\nhola", "Zoë|1234", "hola"),
+        ("[x] buy milk", "x", "buy milk"),
     ],
 )
 def test_a_label_is_told_apart_from_what_was_said(text: str, name: str, said: str) -> None:
@@ -43,6 +48,13 @@ def test_a_label_is_told_apart_from_what_was_said(text: str, name: str, said: st
         "小明: 今天去爬山",  # no case in the script: not read as a label
         "",
         "Plain sentence without a label.",
+        "[2024-05-01] went to Paris",  # no letter between the brackets
+        "[ ] buy milk",
+        "[click here](https://example.com) for more",  # a link
+        "[Priya]",  # nothing said
+        "[Priya]nothing between",
+        "[" + "a" * 65 + "] too long a display name",
+        "[Pri\nya] two lines",
     ],
 )
 def test_what_is_not_a_label_is_left_whole(text: str) -> None:
@@ -55,6 +67,8 @@ def test_differ_needs_two_labels_that_name_different_people() -> None:
     assert not speakers.differ("Priya: I love Khruangbin", "priya: nobody beats them")
     assert not speakers.differ("Priya: I love Khruangbin", "I love Khruangbin")
     assert not speakers.differ("I love Khruangbin", "I love them too")
+    assert speakers.differ("[Priya] I love Khruangbin", "Tom: I love Khruangbin")
+    assert not speakers.differ("[Priya] I love Khruangbin", "Priya: me too")
 
 
 names = st.lists(
@@ -72,6 +86,13 @@ def test_spoken_is_what_follows_the_label(name: str, said: str) -> None:
     if len(name) <= speakers.MAX_CHARS:
         assert speakers.label(text) == name
         assert speakers.spoken(text) == said
+
+
+@given(name=names, said=st.text(min_size=1, max_size=40).filter(lambda s: not s[0].isspace()))
+def test_a_bracketed_name_is_a_label_too(name: str, said: str) -> None:
+    text = f"[{name.lower()}] {said}"
+    assert speakers.label(text) == name.lower()
+    assert speakers.spoken(text) == said
 
 
 @given(st.text(max_size=60))

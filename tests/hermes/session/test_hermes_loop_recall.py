@@ -358,3 +358,43 @@ def test_a_delivery_waits_for_the_recall_running_on_the_agents_thread(
     assert answer and "Lisbon" in answer[0]
     agent.settle()
     assert any("kayak" in t for t in agent.memories())  # delivered once the recall ended
+
+
+# -- a session several people share: Hermes gives each message as "[Name] text".
+
+GROUP_FILLER = [
+    "Any plans for the weekend?",
+    "Classic.",
+    "Coffee later?",
+    "Finally.",
+    "How did that go?",
+    "Long day?",
+    "Makes sense.",
+    "No way, that's amazing!",
+    "Seriously? Tell me more.",
+    "That sounds like a lot.",
+    "The thousand-piece one? Respect.",
+    "Wait, really?",
+]
+
+
+def test_a_group_question_naming_a_member_recalls_what_they_said(
+    hermes_home: Path, kit: Any
+) -> None:
+    """The display name is most of a short message's words: with it in the vector, Yuki's
+    small talk outranked what Yuki said about the band."""
+    kit.write_config(hermes_home, backend="local", embedder="auto")
+    loop = Loop(hermes_home, MemcoreMemoryProvider(retry=kit.FAST_RETRY))
+    try:
+        for i, filler in enumerate(GROUP_FILLER):
+            loop.turn(f"[Yuki] {filler}", "Ha, noted.")
+            loop.turn(f"[Sam] {filler}", "Ha, noted.")
+            if i == 5:
+                loop.turn("[Yuki] Nobody beats Khruangbin live, I'd fly anywhere to see them", "!")
+        loop.settle()
+        loop.new_session("s2")
+        context = loop.ask("[Sam] Which group is Yuki a big fan of?")
+        recalled = [line for line in context.splitlines() if "[Yuki]" in line]
+        assert recalled and "Khruangbin" in recalled[0], context
+    finally:
+        loop.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memcore.scope import Scope
 from memcore.values import Message
 from memcore_sqlite import SqliteMemoryStore, TextItem
@@ -64,43 +66,50 @@ FILLER = [
 ANSWER = "Nobody beats Khruangbin live, I'd fly anywhere to see them"
 
 
-def _chat(store: SqliteMemoryStore) -> None:
+#: "Name: text", and "[Name] text" as Hermes gives a session several people share.
+FORMS = ("{name}: {text}", "[{name}] {text}")
+
+
+def _chat(store: SqliteMemoryStore, form: str) -> None:
     store.ensure_store("mem")
-    turns = [f"Yuki: {t}" for t in FILLER] + [f"Sam: {t}" for t in FILLER]
-    turns.insert(5, f"Yuki: {ANSWER}")
+    turns = [form.format(name="Yuki", text=t) for t in FILLER]
+    turns += [form.format(name="Sam", text=t) for t in FILLER]
+    turns.insert(5, form.format(name="Yuki", text=ANSWER))
     messages = [Message("user", t, metadata={"turn": str(i)}) for i, t in enumerate(turns)]
     for start in range(0, len(messages), 20):  # sessions of 20 turns
         store.add_messages("mem", CHAT, messages[start : start + 20])
 
 
+@pytest.mark.parametrize("form", FORMS)
 def test_a_question_naming_the_speaker_finds_what_they_said(
-    tmp_path: Path, onnx_embedder: Any
+    tmp_path: Path, onnx_embedder: Any, form: str
 ) -> None:
     with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
-        _chat(store)
+        _chat(store, form)
         for mode in ("vector", "hybrid"):
             hits = store.search(
                 "mem", CHAT.pattern(), "Which group is Yuki a big fan of?", mode=mode
             )
-            assert hits[0].memory.text == f"Yuki: {ANSWER}", mode
+            assert hits[0].memory.text == form.format(name="Yuki", text=ANSWER), mode
 
 
+@pytest.mark.parametrize("form", FORMS)
 def test_the_label_stays_in_the_text_and_the_lexical_index(
-    tmp_path: Path, onnx_embedder: Any
+    tmp_path: Path, onnx_embedder: Any, form: str
 ) -> None:
     with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
-        _chat(store)
+        _chat(store, form)
         hits = store.search("mem", CHAT.pattern(), "Yuki", top_k=50, mode="lexical")
-        assert {h.memory.text for h in hits} == {f"Yuki: {t}" for t in [*FILLER, ANSWER]}
+        said = [*FILLER, ANSWER]
+        assert {h.memory.text for h in hits} == {form.format(name="Yuki", text=t) for t in said}
 
 
 def test_the_vector_reads_what_was_said(tmp_path: Path, onnx_embedder: Any) -> None:
-    import numpy as np
-
+    # "Name: text", and "[Name] text" as Hermes gives a session several people share.
+    texts = [f"Yuki: {ANSWER}", f"Sam: {ANSWER}", f"[Sam] {ANSWER}", f"[yuki_92] {ANSWER}"]
     with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
         store.ensure_store("mem")
-        store.add_many("mem", [TextItem(CHAT, f"Yuki: {ANSWER}"), TextItem(CHAT, f"Sam: {ANSWER}")])
-        hits = store.search("mem", CHAT.pattern(), ANSWER, top_k=2, mode="vector")
-        assert len(hits) == 2
-        assert np.isclose(hits[0].score, hits[1].score, atol=1e-3)
-        assert hits[0].score > 0.99
+        store.add_many("mem", [TextItem(CHAT, t) for t in texts])
+        hits = store.search("mem", CHAT.pattern(), ANSWER, top_k=4, mode="vector")
+        assert sorted(h.memory.text for h in hits) == sorted(texts)
+        assert all(h.score > 0.99 for h in hits), [(h.memory.text, h.score) for h in hits]
