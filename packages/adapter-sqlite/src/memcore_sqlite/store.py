@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memcore import limits
+from memcore import limits, speakers
 from memcore.errors import InvalidInput, NotFound, Unsupported
 from memcore.paging import decode_token, page
 from memcore.scope import Scope, ScopePattern
@@ -355,7 +355,9 @@ class SqliteMemoryStore:
         return self._search(
             store,
             pattern,
-            query,
+            # What is asked, not who asks ("[Tom] When did Priya ..."): the vector reads the
+            # same (the embedder is given no label either, see ``Transactions.embed``).
+            speakers.spoken(query),
             top_k,
             flt,
             floor,
