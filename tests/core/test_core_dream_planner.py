@@ -105,6 +105,16 @@ def test_one_speaker_never_supersedes_another() -> None:
     assert act.action in ("UPDATE", "DELETE") and {act.target_id, *act.source_ids} == {"p", "p2"}
 
 
+def test_an_update_still_supersedes_a_note() -> None:
+    # "Note:" and "Update:" read as labels (their vectors leave them out) but name nobody.
+    cands = [
+        Candidate("n", A, "Note: We have 30 dozen eggs stocked in the fridge at the moment", 1.0),
+        Candidate("u", A, "Update: We now have 20 dozen eggs stocked in the fridge", 2.0),
+    ]
+    [act] = plan(cands, [Neighbour("n", "u", 0.69)], [A.pattern()])
+    assert act.action in ("UPDATE", "DELETE") and {act.target_id, *act.source_ids} == {"n", "u"}
+
+
 def test_near_duplicates_of_two_tenants_are_never_paired() -> None:
     cands = [
         Candidate("a", A, "The user likes green tea", 1.0),

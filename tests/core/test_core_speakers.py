@@ -69,6 +69,9 @@ def test_differ_needs_two_labels_that_name_different_people() -> None:
     assert not speakers.differ("I love Khruangbin", "I love them too")
     assert speakers.differ("[Priya] I love Khruangbin", "Tom: I love Khruangbin")
     assert not speakers.differ("[Priya] I love Khruangbin", "Priya: me too")
+    # A lead-in names a part of a note, not a person: an update may still supersede a note.
+    assert not speakers.differ("Note: I live in Paris", "Update: I moved to Berlin")
+    assert not speakers.differ("Priya: I live in Paris", "Update: Priya moved to Berlin")
 
 
 names = st.lists(

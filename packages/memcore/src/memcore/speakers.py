@@ -67,7 +67,21 @@ def spoken(text: str) -> str:
     return text if parsed is None else text[parsed[1] :]
 
 
+#: Lead-ins that name a part of a note, not a person ("Note: ...", "Update: ..."): two texts
+#: with two of these are not two people's words, so the dream may still pair them.
+_LEAD_IN_WORDS = (
+    "note notes update reminder remember fact todo important title subject question answer q a"
+    " task goal summary tip info fyi ps re fwd edit correction preference context background"
+    " topic warning error"
+)
+LEAD_INS = frozenset(_LEAD_IN_WORDS.split())
+
+
 def differ(a: str, b: str) -> bool:
-    """True when both texts carry a speaker label and the labels are not the same name."""
+    """True when both texts carry a speaker label and the labels name different people (a
+    lead-in such as "Note:" or "Update:" names nobody)."""
     first, second = label(a), label(b)
-    return first is not None and second is not None and first.casefold() != second.casefold()
+    if first is None or second is None:
+        return False
+    first, second = first.casefold(), second.casefold()
+    return first != second and not {first, second} & LEAD_INS
