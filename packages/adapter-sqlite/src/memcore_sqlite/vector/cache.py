@@ -375,10 +375,7 @@ class _Entry:
             seen = self._changes
             codes = self.view()
             capacity = len(self._codes)
-        if stop is None:
-            built = Sketch.build(codes.q8, codes.scales, capacity)
-        else:
-            built = Sketch.build(codes.q8, codes.scales, capacity, stop)
+        built = Sketch.build(codes.q8, codes.scales, capacity, stop)
         with self._sketch_lock:
             if self._sketch is None and self._changes == seen:
                 self._sketch = built

@@ -50,12 +50,8 @@ class BuildStopped(Exception):
 Stop = Callable[[], bool]
 
 
-def _never() -> bool:
-    return False
-
-
-def _check(stop: Stop) -> None:
-    if stop():
+def _check(stop: Stop | None) -> None:
+    if stop is not None and stop():
         raise BuildStopped
 
 
@@ -98,7 +94,7 @@ class Sketch:
 
     @classmethod
     def build(
-        cls, q8: np.ndarray, scales: np.ndarray, capacity: int, stop: Stop = _never
+        cls, q8: np.ndarray, scales: np.ndarray, capacity: int, stop: Stop | None = None
     ) -> Sketch:
         """The sketch of the ``len(q8)`` codes given, with room for ``capacity`` rows.
 
@@ -139,7 +135,7 @@ class Sketch:
 
     @staticmethod
     def _projections(
-        project: np.ndarray, q8: np.ndarray, scales: np.ndarray, stop: Stop = _never
+        project: np.ndarray, q8: np.ndarray, scales: np.ndarray, stop: Stop | None = None
     ) -> np.ndarray:
         np_ = _np()
         out = plain_pages.zeros((len(q8), project.shape[1]), np_.float32, filled_at_once=True)
@@ -157,7 +153,7 @@ class Sketch:
         projected: np.ndarray,
         q8: np.ndarray,
         scales: np.ndarray,
-        stop: Stop = _never,
+        stop: Stop | None = None,
     ) -> None:
         """Rows ``start:start + len(q8)`` from their projections (a row that is not numbers
         gets bounds that are not numbers, which keep it), a block of rows at a time: whole
