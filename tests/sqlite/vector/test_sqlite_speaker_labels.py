@@ -80,45 +80,34 @@ def _chat(store: SqliteMemoryStore, form: str) -> None:
         store.add_messages("mem", CHAT, messages[start : start + 20])
 
 
+#: Who asks: nobody named, or, in a shared session, another member ("[Sam] ..."), whose name
+#: is not a term of the question, or every one of Sam's turns would match it.
+ASKERS = ("", "[Sam] ")
+
+
+@pytest.mark.parametrize("asker", ASKERS)
 @pytest.mark.parametrize("form", FORMS)
 def test_a_question_naming_the_speaker_finds_what_they_said(
-    tmp_path: Path, onnx_embedder: Any, form: str
+    tmp_path: Path, onnx_embedder: Any, form: str, asker: str
 ) -> None:
     with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
         _chat(store, form)
-        for mode in ("vector", "hybrid"):
-            hits = store.search(
-                "mem", CHAT.pattern(), "Which group is Yuki a big fan of?", mode=mode
-            )
-            assert hits[0].memory.text == form.format(name="Yuki", text=ANSWER), mode
-
-
-@pytest.mark.parametrize("form", FORMS)
-def test_the_label_stays_in_the_text_and_the_lexical_index(
-    tmp_path: Path, onnx_embedder: Any, form: str
-) -> None:
-    with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
-        _chat(store, form)
-        hits = store.search("mem", CHAT.pattern(), "Yuki", top_k=50, mode="lexical")
-        said = [*FILLER, ANSWER]
-        assert {h.memory.text for h in hits} == {form.format(name="Yuki", text=t) for t in said}
-
-
-@pytest.mark.parametrize("form", FORMS)
-def test_a_question_is_what_is_asked_not_who_asks(
-    tmp_path: Path, onnx_embedder: Any, form: str
-) -> None:
-    """In a shared session the question comes as "[Sam] ...": Sam's name is not a term of
-    it, or every one of Sam's turns would match it."""
-    with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
-        _chat(store, form)
-        hits = store.search("mem", CHAT.pattern(), "[Sam] Yuki", top_k=50, mode="lexical")
-        said = [*FILLER, ANSWER]
-        assert {h.memory.text for h in hits} == {form.format(name="Yuki", text=t) for t in said}
-        asked = "[Sam] Which group is Yuki a big fan of?"
+        asked = f"{asker}Which group is Yuki a big fan of?"
         for mode in ("vector", "hybrid"):
             hits = store.search("mem", CHAT.pattern(), asked, mode=mode)
             assert hits[0].memory.text == form.format(name="Yuki", text=ANSWER), mode
+
+
+@pytest.mark.parametrize("asker", ASKERS)
+@pytest.mark.parametrize("form", FORMS)
+def test_the_label_stays_in_the_text_and_the_lexical_index(
+    tmp_path: Path, onnx_embedder: Any, form: str, asker: str
+) -> None:
+    with SqliteMemoryStore(tmp_path / "s.db", embedder=onnx_embedder) as store:
+        _chat(store, form)
+        hits = store.search("mem", CHAT.pattern(), f"{asker}Yuki", top_k=50, mode="lexical")
+        said = [*FILLER, ANSWER]
+        assert {h.memory.text for h in hits} == {form.format(name="Yuki", text=t) for t in said}
 
 
 def test_the_vector_reads_what_was_said(tmp_path: Path, onnx_embedder: Any) -> None:
