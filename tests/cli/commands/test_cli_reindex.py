@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
 
+import memcore.speakers
 from memcore_cli.output.exit_codes import ExitCode
+from memcore_cli.settings.home import DB_FILENAME
 
 pytest.importorskip("onnxruntime")
 
@@ -19,7 +22,7 @@ def test_reindex_embeds_what_was_stored_without_vectors(
         local_cli.ok("add", text)
     set_config(home, {"embedder": "auto"})
     vectors = _vector_check(local_cli)
-    assert vectors["ok"] and vectors["detail"].startswith("3 memories have no vector")
+    assert vectors["ok"] and vectors["detail"].startswith("3 memories have no current vector")
     assert "memcore reindex" in vectors["detail"]
     first = local_cli.json("reindex")
     assert first == {"embedded": 3, "model": "all-MiniLM-L6-v2-qint8-fused"}
@@ -27,6 +30,26 @@ def test_reindex_embeds_what_was_stored_without_vectors(
     assert _vector_check(local_cli)["detail"].startswith("every memory has a vector")
     hits = local_cli.json("search", "dietary restrictions")
     assert hits[0]["text"] == "I'm vegetarian"
+
+
+def test_reindex_replaces_the_vectors_an_older_release_took_from_the_speakers_label(
+    local_cli: Any, set_config: Any, home: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_config(home, {"embedder": "auto"})
+    with monkeypatch.context() as patch:  # as releases before schema 11 embedded a turn
+        patch.setattr(memcore.speakers, "spoken", lambda text: text)
+        local_cli.ok("add", "--sync", "Priya: I signed up for pottery")
+        local_cli.ok("add", "--sync", "I live in Lisbon")
+    conn = sqlite3.connect(home / DB_FILENAME)
+    conn.executescript(
+        "DROP TRIGGER stale_vectors_insert; DROP TRIGGER stale_vectors_delete;"
+        " DROP TABLE stale_vectors; PRAGMA user_version = 10;"
+    )
+    conn.close()
+    assert _vector_check(local_cli)["detail"].startswith("1 memory has no current vector")
+    assert local_cli.json("reindex")["embedded"] == 1
+    assert local_cli.json("reindex")["embedded"] == 0
+    assert _vector_check(local_cli)["detail"].startswith("every memory has a vector")
 
 
 def _vector_check(local_cli: Any) -> Any:

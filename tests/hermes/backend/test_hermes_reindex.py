@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import memcore.speakers
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_hermes import MemcoreMemoryProvider
@@ -16,20 +18,48 @@ STORE = "hermes_mem"
 SCOPE = Scope("hermes", "lea", "hermes", "old-session")
 
 
-def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path, kit: Any) -> None:
-    db = hermes_home / "shared.sqlite3"
-    with SqliteMemoryStore(db) as lexical:  # written before the embedder existed
-        lexical.ensure_store(STORE)
-        lexical.add_many(STORE, [TextItem(SCOPE, f"fact number {i}") for i in range(40)])
+def _lacking_once_started(db: Path, hermes_home: Path, kit: Any) -> int:
+    """Memories without a current vector once a provider with an embedder has started on
+    ``db`` and its background re-embedding is done."""
     provider = MemcoreMemoryProvider(
         store_factory=lambda _config: SqliteMemoryStore(db, embedder=HashingEmbedder(64)),
         environ={},
     )
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="lea")
     try:
-        assert kit.lacking_vectors(provider, STORE, 20) == 0
+        return int(kit.lacking_vectors(provider, STORE, 20))
     finally:
         provider.shutdown()
+
+
+def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path, kit: Any) -> None:
+    db = hermes_home / "shared.sqlite3"
+    with SqliteMemoryStore(db) as lexical:  # written before the embedder existed
+        lexical.ensure_store(STORE)
+        lexical.add_many(STORE, [TextItem(SCOPE, f"fact number {i}") for i in range(40)])
+    assert _lacking_once_started(db, hermes_home, kit) == 0
+
+
+def test_the_provider_re_embeds_what_an_older_release_embedded_with_the_speaker(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group session's "[Name] text" memories, embedded name and all before schema 11."""
+    db = hermes_home / "shared.sqlite3"
+    said = [f"[Yuki] small talk {i}" for i in range(30)] + ["[Sam] I love Khruangbin"]
+    with monkeypatch.context() as patch:
+        patch.setattr(memcore.speakers, "spoken", lambda text: text)
+        with SqliteMemoryStore(db, embedder=HashingEmbedder(64)) as old:
+            old.ensure_store(STORE)
+            old.add_many(STORE, [TextItem(SCOPE, text) for text in said])
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "DROP TRIGGER stale_vectors_insert; DROP TRIGGER stale_vectors_delete;"
+        " DROP TABLE stale_vectors; PRAGMA user_version = 10;"
+    )
+    conn.close()
+    with SqliteMemoryStore(db, embedder=HashingEmbedder(64)) as reopened:
+        assert reopened.missing_vectors(STORE) == len(said)
+    assert _lacking_once_started(db, hermes_home, kit) == 0
 
 
 def test_doctor_counts_and_reindex_embeds_the_memories_lacking_a_vector(

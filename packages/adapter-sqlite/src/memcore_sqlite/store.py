@@ -485,23 +485,29 @@ class SqliteMemoryStore:
 
     # -- maintenance --------------------------------------------------------------------
     def missing_vectors(self, store: str) -> int:
-        """How many memories have no vector from the current embedder (all, without one)."""
+        """How many memories have no vector from the current embedder (all, without one), or
+        one an older release computed from their speaker's label too (schema 11)."""
         model = self.embedder.name if self.embedder is not None else ""
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             row = conn.execute(
-                "SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
-                " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL",
-                (model, sid),
+                "SELECT (SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
+                " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL),"
+                " (SELECT COUNT(*) FROM stale_vectors s JOIN memories m ON m.seq = s.seq"
+                " JOIN memory_vectors v ON v.seq = s.seq AND v.model = ? WHERE m.store_id = ?)",
+                (model, sid, model, sid),
             ).fetchone()
-        return int(row[0])
+        return int(row[0]) + int(row[1])
 
     def backfill_vectors(
         self, store: str, *, batch: int = 64, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Embed memories that have no vector from the current embedder; returns how many.
+        """Embed memories that have no vector from the current embedder, then those whose
+        vector an older release computed from their speaker's label too; returns how many.
 
-        ``progress`` gets the running count after each batch (for a progress bar).
+        ``progress`` gets the running count after each batch (for a progress bar). A stale
+        vector serves searches until its replacement lands; writing that replacement takes
+        the row off ``stale_vectors`` (a trigger), so each is re-embedded once.
         """
         if self.embedder is None:
             raise Unsupported("this store has no embedder to compute vectors with")
@@ -509,12 +515,20 @@ class SqliteMemoryStore:
         while True:
             with self._tx.read() as conn:
                 sid = self._tx.store_id(conn, store)
-                rows = conn.execute(
+                missing = conn.execute(
                     "SELECT m.seq, m.text FROM memories m LEFT JOIN memory_vectors v"
                     " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL"
                     " ORDER BY m.seq LIMIT ?",
                     (self.embedder.name, sid, batch),
                 ).fetchall()
+                rows = (
+                    missing
+                    or conn.execute(
+                        "SELECT m.seq, m.text FROM stale_vectors s JOIN memories m ON m.seq = s.seq"
+                        " WHERE m.store_id = ? ORDER BY s.seq LIMIT ?",
+                        (sid, batch),
+                    ).fetchall()
+                )
             if not rows:
                 return done
             vectors = self._tx.embed([r[1] for r in rows]) or []

@@ -181,8 +181,9 @@ def _describe_mode(store: Any, embedder: str = "auto") -> str:
 
 
 def _vector_check(store: Any, name: str, checks: _Checks) -> None:
-    """How many memories semantic search cannot see yet: written without an embedder, by
-    another model (the embedder changed), or by an ``add`` that deferred its vector."""
+    """How many memories semantic search cannot see yet (written without an embedder, by
+    another model, or by an ``add`` that deferred its vector) or sees by a stale vector (one
+    an older release computed from the speaker's label too)."""
     missing = getattr(store, "missing_vectors", None)
     model = getattr(getattr(store, "embedder", None), "name", None)
     if missing is None or model is None:
@@ -198,8 +199,9 @@ def _vector_check(store: Any, name: str, checks: _Checks) -> None:
     noun = "memory has" if count == 1 else "memories have"
     checks.ok(
         "vectors",
-        f"{count} {noun} no vector from {model} yet and are found by their words only; "
-        "the next search embeds those an add deferred, 'memcore reindex' embeds them all",
+        f"{count} {noun} no current vector from {model} yet (searches find them by their "
+        "words, or by an older release's vector); the next search embeds those an add "
+        "deferred, 'memcore reindex' embeds them all",
     )
 
 

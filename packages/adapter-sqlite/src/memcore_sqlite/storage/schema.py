@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from memcore import speakers
 from memcore.errors import PermissionDenied, ProtocolError
 from memcore_sqlite.storage.rows import HASH_BYTES
 from memcore_sqlite.vector import code_pages, stored
@@ -451,6 +452,42 @@ def _v10(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE memories ADD COLUMN said_at REAL")
 
 
+#: Rows read at a time while looking for labelled texts (:func:`_v11`).
+_LABEL_SCAN = 4_096
+
+
+def _v11(conn: sqlite3.Connection) -> None:
+    """Vectors that read a speaker's label are stale. Releases before this schema embedded
+    "Priya: Finally." whole, so the name was most of a short turn's vector; now the vector
+    reads what was said (:mod:`memcore.speakers`). Those rows keep serving searches with
+    their old vectors, listed in ``stale_vectors`` until re-embedded: ``missing_vectors``
+    counts them, ``backfill_vectors`` (``memcore reindex``, and the Hermes provider in the
+    background) replaces them. Any new or dropped vector of a row takes it off the list."""
+    conn.execute("CREATE TABLE IF NOT EXISTS stale_vectors (seq INTEGER PRIMARY KEY)")
+    for event, row in (("INSERT", "new"), ("DELETE", "old")):
+        conn.execute(
+            f"CREATE TRIGGER IF NOT EXISTS stale_vectors_{event.lower()} AFTER {event}"
+            f" ON memory_vectors BEGIN DELETE FROM stale_vectors WHERE seq = {row}.seq; END"
+        )
+    # A label starts the text: "[" for the bracket form, else a colon within its first
+    # speakers.MAX_CHARS + 1 characters. Only those rows are parsed.
+    last = -(2**63)
+    while True:
+        rows = conn.execute(
+            "SELECT m.seq, m.text FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+            " WHERE v.seq > ? AND (m.text LIKE '[%' OR instr(substr(m.text, 1, ?), ':') > 0)"
+            " ORDER BY v.seq LIMIT ?",
+            (last, speakers.MAX_CHARS + 1, _LABEL_SCAN),
+        ).fetchall()
+        if not rows:
+            return
+        last = rows[-1][0]
+        conn.executemany(
+            "INSERT OR IGNORE INTO stale_vectors (seq) VALUES (?)",
+            [(seq,) for seq, text in rows if speakers.label(text) is not None],
+        )
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -463,6 +500,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (8, _v8),
     (9, _v9),
     (10, _v10),
+    (11, _v11),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
