@@ -41,6 +41,23 @@ def test_query_drops_stop_words_and_caps_terms() -> None:
     assert len(analysis.query_terms(long)) == analysis.MAX_QUERY_TERMS
 
 
+def test_a_hedge_in_a_question_is_not_a_term(lexical_store: SqliteMemoryStore) -> None:
+    """The stemmer reads "likely" as "like": the question matched every "sounds like" turn
+    of the person it names."""
+    question = "Would Maya likely enjoy an Agatha Christie novel?"
+    assert analysis.query_terms(question) == ("maya", "enjoy", "agatha", "christie", "novel")
+    filler = add(lexical_store, ALICE, "Maya: That sounds like a lot.")
+    add(lexical_store, ALICE, "Maya: Give me a rainy day and a whodunit")
+    add(lexical_store, ALICE, "Jonah: I'd enjoy that")
+    hits = lexical_store.search(STORE, ALICE.tenant_pattern(), question)
+    ranked = {h.memory.id: h.score for h in hits}
+    best = max(ranked.values())
+    assert ranked[filler] < best
+    # A query of nothing else keeps it, as it keeps other stop-words.
+    assert analysis.query_terms("likely") == ("likely",)
+    assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "likely")) == [filler]
+
+
 def test_query_of_only_stop_words_keeps_them() -> None:
     assert analysis.query_terms("who are you") == ("who", "are", "you")
 

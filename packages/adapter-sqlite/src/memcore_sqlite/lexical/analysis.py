@@ -34,8 +34,13 @@ _STOP_WORD_TEXT = """a about above after again against all am an and any are as 
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself
     yourselves s t don ll m re ve d"""
-#: Most frequent English function words; they match most rows and cost the most to score.
-STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
+#: Adverbs of likelihood. In a question ("Would Maya likely enjoy a whodunit?") they ask how
+#: sure the answer is, not what it is about, and the stemmer reads "likely" as "like", one of
+#: the commonest words of chat: "That sounds like a lot." matched the question's name and it.
+_HEDGE_TEXT = "likely probably possibly perhaps"
+#: Most frequent English function words, which match most rows and cost the most to score,
+#: and the hedges above. Dropped from queries only; memories are indexed whole.
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split() + _HEDGE_TEXT.split())
 #: Cap on query terms: an FTS5 query's cost grows with every term's posting list.
 MAX_QUERY_TERMS = 8
 
