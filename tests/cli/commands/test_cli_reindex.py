@@ -41,10 +41,7 @@ def test_reindex_replaces_the_vectors_an_older_release_took_from_the_speakers_la
         local_cli.ok("add", "--sync", "Priya: I signed up for pottery")
         local_cli.ok("add", "--sync", "I live in Lisbon")
     conn = sqlite3.connect(home / DB_FILENAME)
-    conn.executescript(
-        "DROP TRIGGER stale_vectors_insert; DROP TRIGGER stale_vectors_delete;"
-        " DROP TABLE stale_vectors; PRAGMA user_version = 10;"
-    )
+    conn.executescript("DROP TABLE stale_vectors; PRAGMA user_version = 10;")
     conn.close()
     assert _vector_check(local_cli)["detail"].startswith("1 memory has no current vector")
     assert local_cli.json("reindex")["embedded"] == 1

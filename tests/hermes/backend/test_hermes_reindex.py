@@ -52,10 +52,7 @@ def test_the_provider_re_embeds_what_an_older_release_embedded_with_the_speaker(
             old.ensure_store(STORE)
             old.add_many(STORE, [TextItem(SCOPE, text) for text in said])
     conn = sqlite3.connect(db)
-    conn.executescript(
-        "DROP TRIGGER stale_vectors_insert; DROP TRIGGER stale_vectors_delete;"
-        " DROP TABLE stale_vectors; PRAGMA user_version = 10;"
-    )
+    conn.executescript("DROP TABLE stale_vectors; PRAGMA user_version = 10;")
     conn.close()
     with SqliteMemoryStore(db, embedder=HashingEmbedder(64)) as reopened:
         assert reopened.missing_vectors(STORE) == len(said)

@@ -42,6 +42,7 @@ from memcore_sqlite.storage.rows import (
     memory_row,
     pattern_sql,
 )
+from memcore_sqlite.storage.schema import STALE_HEAD
 from memcore_sqlite.vector.cache import Later
 from memcore_sqlite.vector.coverage import coverage
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
@@ -96,6 +97,14 @@ def __getattr__(name: str) -> Any:
 
         return TextItem
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: The rows of ``stale_vectors`` still stale: the memory lives and its vector (of the model,
+#: the second parameter) still starts with the bytes listed (the first parameter's count).
+_STALE = (
+    "FROM stale_vectors s JOIN memory_vectors v ON v.seq = s.seq AND substr(v.vector, 1, ?)"
+    " = s.head AND v.model = ? JOIN memories m ON m.seq = s.seq"
+)
 
 
 class _Operation:
@@ -493,9 +502,8 @@ class SqliteMemoryStore:
             row = conn.execute(
                 "SELECT (SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
                 " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL),"
-                " (SELECT COUNT(*) FROM stale_vectors s JOIN memories m ON m.seq = s.seq"
-                " JOIN memory_vectors v ON v.seq = s.seq AND v.model = ? WHERE m.store_id = ?)",
-                (model, sid, model, sid),
+                f" (SELECT COUNT(*) {_STALE} WHERE m.store_id = ?)",
+                (model, sid, STALE_HEAD, model, sid),
             ).fetchone()
         return int(row[0]) + int(row[1])
 
@@ -506,11 +514,12 @@ class SqliteMemoryStore:
         vector an older release computed from their speaker's label too; returns how many.
 
         ``progress`` gets the running count after each batch (for a progress bar). A stale
-        vector serves searches until its replacement lands; writing that replacement takes
-        the row off ``stale_vectors`` (a trigger), so each is re-embedded once.
+        vector serves searches until its replacement lands in the same transaction that takes
+        it off ``stale_vectors``, so each is re-embedded once.
         """
         if self.embedder is None:
             raise Unsupported("this store has no embedder to compute vectors with")
+        model = self.embedder.name
         done = 0
         while True:
             with self._tx.read() as conn:
@@ -519,17 +528,17 @@ class SqliteMemoryStore:
                     "SELECT m.seq, m.text FROM memories m LEFT JOIN memory_vectors v"
                     " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL"
                     " ORDER BY m.seq LIMIT ?",
-                    (self.embedder.name, sid, batch),
+                    (model, sid, batch),
                 ).fetchall()
                 rows = (
                     missing
                     or conn.execute(
-                        "SELECT m.seq, m.text FROM stale_vectors s JOIN memories m ON m.seq = s.seq"
-                        " WHERE m.store_id = ? ORDER BY s.seq LIMIT ?",
-                        (sid, batch),
+                        f"SELECT m.seq, m.text {_STALE} WHERE m.store_id = ? ORDER BY s.seq LIMIT ?",
+                        (STALE_HEAD, model, sid, batch),
                     ).fetchall()
                 )
             if not rows:
+                self._forget_replaced_stale()
                 return done
             vectors = self._tx.embed([r[1] for r in rows]) or []
             with self._tx.write() as conn:
@@ -537,9 +546,28 @@ class SqliteMemoryStore:
                 self._tx.store_vectors(
                     conn, sid, gen, [(seq, v) for (seq, _), v in zip(rows, vectors)], replace=True
                 )
+                conn.executemany(
+                    "DELETE FROM stale_vectors WHERE seq = ?", [(seq,) for seq, _ in rows]
+                )
             done += len(rows)
             if progress is not None:
                 progress(done)
+
+    def _forget_replaced_stale(self) -> None:
+        """Take off ``stale_vectors`` the rows whose vector was written since (a rewrite) or
+        that are gone: they can never be stale again. Entries still stale stay listed, those of
+        other stores included. A read-only handle leaves them to a writer."""
+        if self.read_only:
+            return
+        replaced = (
+            "FROM stale_vectors WHERE seq NOT IN (SELECT s.seq FROM stale_vectors s"
+            " JOIN memory_vectors v ON v.seq = s.seq AND substr(v.vector, 1, ?) = s.head)"
+        )
+        with self._tx.read() as conn:
+            if conn.execute(f"SELECT 1 {replaced} LIMIT 1", (STALE_HEAD,)).fetchone() is None:
+                return
+        with self._tx.write() as conn:
+            conn.execute(f"DELETE {replaced}", (STALE_HEAD,))
 
     def compact(self) -> None:
         """Merge the FTS index, checkpoint the WAL and VACUUM: leaves no deleted text behind."""

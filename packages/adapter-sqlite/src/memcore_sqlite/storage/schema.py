@@ -454,37 +454,39 @@ def _v10(conn: sqlite3.Connection) -> None:
 
 #: Rows read at a time while looking for labelled texts (:func:`_v11`).
 _LABEL_SCAN = 4_096
+#: Bytes of a stale vector kept to know it again: its first components. A vector written
+#: since (a rewrite, a re-embedding) differs in them; a row deleted has no vector at all.
+STALE_HEAD = 16
 
 
 def _v11(conn: sqlite3.Connection) -> None:
     """Vectors that read a speaker's label are stale. Releases before this schema embedded
     "Priya: Finally." whole, so the name was most of a short turn's vector; now the vector
     reads what was said (:mod:`memcore.speakers`). Those rows keep serving searches with
-    their old vectors, listed in ``stale_vectors`` until re-embedded: ``missing_vectors``
-    counts them, ``backfill_vectors`` (``memcore reindex``, and the Hermes provider in the
-    background) replaces them. Any new or dropped vector of a row takes it off the list."""
-    conn.execute("CREATE TABLE IF NOT EXISTS stale_vectors (seq INTEGER PRIMARY KEY)")
-    for event, row in (("INSERT", "new"), ("DELETE", "old")):
-        conn.execute(
-            f"CREATE TRIGGER IF NOT EXISTS stale_vectors_{event.lower()} AFTER {event}"
-            f" ON memory_vectors BEGIN DELETE FROM stale_vectors WHERE seq = {row}.seq; END"
-        )
+    their old vectors, listed in ``stale_vectors`` with their first bytes: a row is stale
+    while its vector still starts with them, so no write path has to mind the list.
+    ``missing_vectors`` counts them; ``backfill_vectors`` (``memcore reindex``, and the
+    Hermes provider in the background) replaces each once."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS stale_vectors (seq INTEGER PRIMARY KEY, head BLOB NOT NULL)"
+    )
     # A label starts the text: "[" for the bracket form, else a colon within its first
     # speakers.MAX_CHARS + 1 characters. Only those rows are parsed.
     last = -(2**63)
     while True:
         rows = conn.execute(
-            "SELECT m.seq, m.text FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
-            " WHERE v.seq > ? AND (m.text LIKE '[%' OR instr(substr(m.text, 1, ?), ':') > 0)"
+            "SELECT m.seq, m.text, substr(v.vector, 1, ?) FROM memory_vectors v"
+            " JOIN memories m ON m.seq = v.seq WHERE v.seq > ?"
+            " AND (m.text LIKE '[%' OR instr(substr(m.text, 1, ?), ':') > 0)"
             " ORDER BY v.seq LIMIT ?",
-            (last, speakers.MAX_CHARS + 1, _LABEL_SCAN),
+            (STALE_HEAD, last, speakers.MAX_CHARS + 1, _LABEL_SCAN),
         ).fetchall()
         if not rows:
             return
         last = rows[-1][0]
         conn.executemany(
-            "INSERT OR IGNORE INTO stale_vectors (seq) VALUES (?)",
-            [(seq,) for seq, text in rows if speakers.label(text) is not None],
+            "INSERT OR IGNORE INTO stale_vectors (seq, head) VALUES (?, ?)",
+            [(seq, head) for seq, text, head in rows if speakers.label(text) is not None],
         )
 
 
