@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore
 from memcore_sqlite.operations.read_audits import BATCH
@@ -156,3 +158,29 @@ def test_one_thread_writes_them_and_close_stops_it(db_path: Path) -> None:
     store.close()
     assert len(_audit_threads()) == before
     assert _on_file(db_path) == 6
+
+
+def test_closing_while_another_thread_starts_the_writer_does_not_raise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A warm-up starts the writer in the background while the store closes (a server
+    stopped at once): ``close`` joined the thread between its creation and its start, and
+    ``Thread.join`` raised "cannot join thread before it is started"."""
+    from memcore_sqlite.operations import read_audits
+
+    creating = threading.Event()
+
+    class SlowToStart(threading.Thread):
+        def start(self) -> None:
+            creating.set()
+            time.sleep(0.2)  # the gap between creating the thread and starting it, widened
+            super().start()
+
+    audits = read_audits.ReadAudits(lambda: None)
+    starter = threading.Thread(target=audits.start)  # made before the patch: a plain thread
+    monkeypatch.setattr(read_audits.threading, "Thread", SlowToStart)
+    starter.start()
+    assert creating.wait(5)
+    audits.close()  # raised RuntimeError
+    starter.join(5)
+    assert not starter.is_alive()

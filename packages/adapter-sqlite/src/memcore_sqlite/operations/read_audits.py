@@ -82,12 +82,17 @@ class ReadAudits:
     def start(self) -> None:
         """Start the writing thread now (it then waits for a record). The first read of a
         store started it, and ``Thread.start`` waits until the new thread runs: on a busy
-        machine that was 20-60 ms of the session's first search, measured in an agent's loop."""
-        if self._thread is None and not self._closed:
-            self._thread = threading.Thread(
-                target=self._run, name="memcore-sqlite-audit", daemon=True
-            )
-            self._thread.start()
+        machine that was 20-60 ms of the session's first search, measured in an agent's loop.
+
+        Checked and started under the lock ``close`` takes: a warm-up starting it in the
+        background while the store closes (a server stopped at once) saw ``close`` join the
+        thread between its creation and its start, which raises."""
+        with self._wake:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(
+                    target=self._run, name="memcore-sqlite-audit", daemon=True
+                )
+                self._thread.start()
 
     def write_now(self) -> None:
         """Write what is kept (at exit); a failure leaves them kept."""
