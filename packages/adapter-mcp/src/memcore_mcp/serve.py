@@ -18,6 +18,7 @@ from memcore.errors import ConfigError, InvalidInput, Unavailable
 from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.wiring.overrides import StoreFactory
 from memcore_cli.wiring.runtime import Runtime
+from memcore_mcp import reembed
 from memcore_mcp.server import MemoryServer, build_server, token_tenant
 from memcore_mcp.tenants import Tenants, server_options, tenant_scope
 from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
@@ -80,9 +81,11 @@ def serve(
 
 
 def _open(runtime: Runtime) -> None:
-    """Open the store (and create the memory store) now; start loading the model meanwhile."""
+    """Open the store (and create the memory store) now, starting to load the model meanwhile;
+    then give the memories that lack a current vector theirs in the background."""
     runtime.warm_embedder()
     runtime.ready_store()
+    reembed.start(runtime)
 
 
 def _url_host(host: str) -> str:
