@@ -139,6 +139,28 @@ def test_a_rewrite_or_a_delete_takes_a_row_off_the_list(
         )
 
 
+def test_a_rewrite_during_the_backfill_keeps_its_own_vector(
+    upgraded: tuple[Path, dict[str, str]],
+) -> None:
+    """The backfill embeds outside its write; a memory rewritten meanwhile (a session writing
+    while the Hermes provider re-embeds in the background) keeps its new text's vector."""
+    path, ids = upgraded
+    with _opened(path) as store:
+        embed = store._tx.embed
+
+        def rewritten_meanwhile(texts: Any, ahead: Any = ()) -> Any:
+            vectors = embed(texts, ahead)
+            if "Priya: Finally." in texts:
+                store.update_memory(STORE, CHAT, ids["Priya: Finally."], text="Priya: At last.")
+            return vectors
+
+        store._tx.embed = rewritten_meanwhile  # type: ignore[method-assign]
+        assert store.backfill_vectors(STORE) == len(LABELLED)  # embedded, one of them in vain
+        store._tx.embed = embed  # type: ignore[method-assign]
+        assert _vectors(path)["Priya: At last."] == _as_stored(store, "At last.")
+        assert store.missing_vectors(STORE) == 0
+
+
 def test_a_new_store_has_nothing_stale(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     with _opened(path) as store:

@@ -41,6 +41,7 @@ from memcore_sqlite.storage.rows import (
     memory_from_row,
     memory_row,
     pattern_sql,
+    rows_in,
 )
 from memcore_sqlite.storage.schema import STALE_HEAD
 from memcore_sqlite.vector.cache import Later
@@ -543,11 +544,13 @@ class SqliteMemoryStore:
             vectors = self._tx.embed([r[1] for r in rows]) or []
             with self._tx.write() as conn:
                 gen = self._tx.bump(conn, sid)
-                self._tx.store_vectors(
-                    conn, sid, gen, [(seq, v) for (seq, _), v in zip(rows, vectors)], replace=True
-                )
+                # A memory rewritten meanwhile has its new text's vector: keep that one.
+                sql = "SELECT seq, text FROM memories WHERE seq IN ({})"
+                now = dict(rows_in(conn, sql, [seq for seq, _ in rows]))
+                fresh = [(seq, v) for (seq, text), v in zip(rows, vectors) if now.get(seq) == text]
+                self._tx.store_vectors(conn, sid, gen, fresh, replace=True)
                 conn.executemany(
-                    "DELETE FROM stale_vectors WHERE seq = ?", [(seq,) for seq, _ in rows]
+                    "DELETE FROM stale_vectors WHERE seq = ?", [(seq,) for seq, _ in fresh]
                 )
             done += len(rows)
             if progress is not None:
