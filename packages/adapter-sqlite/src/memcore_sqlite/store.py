@@ -100,11 +100,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: The rows of ``stale_vectors`` still stale: the memory lives and its vector (of the model,
-#: the second parameter) still starts with the bytes listed (the first parameter's count).
+#: A store's memories without a vector of the model (parameters: the model, the store id).
+_MISSING = (
+    "FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq AND v.model = ?"
+    " WHERE m.store_id = ? AND v.seq IS NULL"
+)
+#: A store's rows of ``stale_vectors`` still stale: the memory lives and its vector of the
+#: model still starts with the bytes listed (parameters: their count, the model, the store id).
 _STALE = (
     "FROM stale_vectors s JOIN memory_vectors v ON v.seq = s.seq AND substr(v.vector, 1, ?)"
-    " = s.head AND v.model = ? JOIN memories m ON m.seq = s.seq"
+    " = s.head AND v.model = ? JOIN memories m ON m.seq = s.seq WHERE m.store_id = ?"
 )
 
 
@@ -501,9 +506,7 @@ class SqliteMemoryStore:
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             row = conn.execute(
-                "SELECT (SELECT COUNT(*) FROM memories m LEFT JOIN memory_vectors v"
-                " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL),"
-                f" (SELECT COUNT(*) {_STALE} WHERE m.store_id = ?)",
+                f"SELECT (SELECT COUNT(*) {_MISSING}), (SELECT COUNT(*) {_STALE})",
                 (model, sid, STALE_HEAD, model, sid),
             ).fetchone()
         return int(row[0]) + int(row[1])
@@ -526,15 +529,12 @@ class SqliteMemoryStore:
             with self._tx.read() as conn:
                 sid = self._tx.store_id(conn, store)
                 missing = conn.execute(
-                    "SELECT m.seq, m.text FROM memories m LEFT JOIN memory_vectors v"
-                    " ON v.seq = m.seq AND v.model = ? WHERE m.store_id = ? AND v.seq IS NULL"
-                    " ORDER BY m.seq LIMIT ?",
-                    (model, sid, batch),
+                    f"SELECT m.seq, m.text {_MISSING} ORDER BY m.seq LIMIT ?", (model, sid, batch)
                 ).fetchall()
                 rows = (
                     missing
                     or conn.execute(
-                        f"SELECT m.seq, m.text {_STALE} WHERE m.store_id = ? ORDER BY s.seq LIMIT ?",
+                        f"SELECT m.seq, m.text {_STALE} ORDER BY s.seq LIMIT ?",
                         (STALE_HEAD, model, sid, batch),
                     ).fetchall()
                 )
