@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,3 +74,34 @@ class Damage:
 @pytest.fixture
 def damage() -> type[Damage]:
     return Damage
+
+
+class OlderRelease:
+    """What the embedded store did before schema 11: it embedded each text whole, its speaker
+    label included, and kept no list of such vectors."""
+
+    @staticmethod
+    @contextlib.contextmanager
+    def writing() -> Iterator[None]:
+        """Texts embedded inside this block read their labels too."""
+        import memcore.speakers
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(memcore.speakers, "spoken", lambda text: text)
+            yield
+
+    @staticmethod
+    def leave(path: Path) -> None:
+        """Set the closed file back to schema 10, as that release left it."""
+        import sqlite3
+
+        conn = sqlite3.connect(path)
+        try:
+            conn.executescript("DROP TABLE stale_vectors; PRAGMA user_version = 10;")
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+def older_release() -> type[OlderRelease]:
+    return OlderRelease

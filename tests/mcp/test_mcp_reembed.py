@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import memcore.speakers
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_cli.settings.options import GlobalOptions
@@ -35,27 +33,24 @@ def _runtime(tmp_path: Path, embedder: Any) -> Runtime:
     )
 
 
-def _older_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _older_release(tmp_path: Path, older: Any) -> None:
     """The server's store as a release before schema 11 left it: labels embedded."""
     runtime = _runtime(tmp_path, HashingEmbedder(64))
     try:
-        with monkeypatch.context() as patch:
-            patch.setattr(memcore.speakers, "spoken", lambda text: text)
+        with older.writing():
             store: Any = runtime.ready_store()
             store.add_many(
                 runtime.store_name, [TextItem(Scope("a", "t", "g", "r"), t) for t in SAID]
             )
     finally:
         runtime.close()
-    conn = sqlite3.connect(tmp_path / "m.db")
-    conn.executescript("DROP TABLE stale_vectors; PRAGMA user_version = 10;")
-    conn.close()
+    older.leave(tmp_path / "m.db")
 
 
 def test_the_labelled_memories_are_re_embedded_once_after_a_start(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, older_release: Any
 ) -> None:
-    _older_release(tmp_path, monkeypatch)
+    _older_release(tmp_path, older_release)
     runtime = _runtime(tmp_path, HashingEmbedder(64))
     try:
         store: Any = runtime.ready_store()
@@ -78,10 +73,13 @@ def test_a_store_without_an_embedder_starts_nothing(tmp_path: Path) -> None:
 
 
 def test_a_store_closed_under_it_ends_the_thread_quietly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    older_release: Any,
 ) -> None:
     """A server stopping at once: the store closes before the backfill's first batch."""
-    _older_release(tmp_path, monkeypatch)
+    _older_release(tmp_path, older_release)
     runtime = _runtime(tmp_path, HashingEmbedder(64))
     store: Any = runtime.ready_store()
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
 
-import memcore.speakers
 from memcore_cli.output.exit_codes import ExitCode
 from memcore_cli.settings.home import DB_FILENAME
 
@@ -33,16 +31,13 @@ def test_reindex_embeds_what_was_stored_without_vectors(
 
 
 def test_reindex_replaces_the_vectors_an_older_release_took_from_the_speakers_label(
-    local_cli: Any, set_config: Any, home: Any, monkeypatch: pytest.MonkeyPatch
+    local_cli: Any, set_config: Any, home: Any, older_release: Any
 ) -> None:
     set_config(home, {"embedder": "auto"})
-    with monkeypatch.context() as patch:  # as releases before schema 11 embedded a turn
-        patch.setattr(memcore.speakers, "spoken", lambda text: text)
+    with older_release.writing():
         local_cli.ok("add", "--sync", "Priya: I signed up for pottery")
         local_cli.ok("add", "--sync", "I live in Lisbon")
-    conn = sqlite3.connect(home / DB_FILENAME)
-    conn.executescript("DROP TABLE stale_vectors; PRAGMA user_version = 10;")
-    conn.close()
+    older_release.leave(home / DB_FILENAME)
     assert _vector_check(local_cli)["detail"].startswith("1 memory has no current vector")
     assert local_cli.json("reindex")["embedded"] == 1
     assert local_cli.json("reindex")["embedded"] == 0

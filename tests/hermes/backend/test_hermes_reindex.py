@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import memcore.speakers
 from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_hermes import MemcoreMemoryProvider
@@ -41,19 +39,15 @@ def test_the_provider_re_embeds_in_the_background_on_start(hermes_home: Path, ki
 
 
 def test_the_provider_re_embeds_what_an_older_release_embedded_with_the_speaker(
-    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+    hermes_home: Path, kit: Any, older_release: Any
 ) -> None:
     """A group session's "[Name] text" memories, embedded name and all before schema 11."""
     db = hermes_home / "shared.sqlite3"
     said = [f"[Yuki] small talk {i}" for i in range(30)] + ["[Sam] I love Khruangbin"]
-    with monkeypatch.context() as patch:
-        patch.setattr(memcore.speakers, "spoken", lambda text: text)
-        with SqliteMemoryStore(db, embedder=HashingEmbedder(64)) as old:
-            old.ensure_store(STORE)
-            old.add_many(STORE, [TextItem(SCOPE, text) for text in said])
-    conn = sqlite3.connect(db)
-    conn.executescript("DROP TABLE stale_vectors; PRAGMA user_version = 10;")
-    conn.close()
+    with older_release.writing(), SqliteMemoryStore(db, embedder=HashingEmbedder(64)) as old:
+        old.ensure_store(STORE)
+        old.add_many(STORE, [TextItem(SCOPE, text) for text in said])
+    older_release.leave(db)
     with SqliteMemoryStore(db, embedder=HashingEmbedder(64)) as reopened:
         assert reopened.missing_vectors(STORE) == len(said)
     assert _lacking_once_started(db, hermes_home, kit) == 0

@@ -22,26 +22,15 @@ LABELLED = ["Priya: Finally.", "[Sam] band practice at eight", "Note: buy milk"]
 PLAIN = ["plain text about tea", "10:30 standup", "http://example.com: a link", "note: lower case"]
 
 
-def _downgrade(path: Path) -> None:
-    """Set the file back to schema 10, as the last release left it."""
-    conn = sqlite3.connect(path)
-    conn.executescript("DROP TABLE stale_vectors; PRAGMA user_version = 10;")
-    conn.close()
-
-
-def _older_release(
-    path: Path, monkeypatch: pytest.MonkeyPatch, stores: tuple[str, ...] = (STORE,)
-) -> dict[str, str]:
+def _older_release(path: Path, older: Any, stores: tuple[str, ...] = (STORE,)) -> dict[str, str]:
     """A schema-10 file as the last release wrote it: every text embedded whole, label and
     all. Returns text -> id (of the first store)."""
     texts = LABELLED + PLAIN
-    with monkeypatch.context() as patch:
-        patch.setattr(memcore.speakers, "spoken", lambda text: text)
-        with _opened(path) as store:
-            for name in stores:
-                store.ensure_store(name)
-            ids = [store.add_many(n, [TextItem(CHAT, t) for t in texts]) for n in stores]
-    _downgrade(path)
+    with older.writing(), _opened(path) as store:
+        for name in stores:
+            store.ensure_store(name)
+        ids = [store.add_many(n, [TextItem(CHAT, t) for t in texts]) for n in stores]
+    older.leave(path)
     return dict(zip(texts, ids[0]))
 
 
@@ -70,9 +59,9 @@ def _stale(path: Path) -> list[str]:
 
 
 @pytest.fixture
-def upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str]]:
+def upgraded(tmp_path: Path, older_release: Any) -> tuple[Path, dict[str, str]]:
     path = tmp_path / "m.db"
-    return path, _older_release(path, monkeypatch)
+    return path, _older_release(path, older_release)
 
 
 def _as_stored(store: SqliteMemoryStore, text: str) -> bytes:
@@ -170,11 +159,9 @@ def test_a_new_store_has_nothing_stale(tmp_path: Path) -> None:
         assert store.backfill_vectors(STORE) == 0
 
 
-def test_the_backfill_leaves_other_stores_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_backfill_leaves_other_stores_alone(tmp_path: Path, older_release: Any) -> None:
     path = tmp_path / "m.db"
-    _older_release(path, monkeypatch, (STORE, "other"))
+    _older_release(path, older_release, (STORE, "other"))
     with _opened(path) as store:
         assert store.missing_vectors("other") == len(LABELLED)
         assert store.backfill_vectors(STORE) == len(LABELLED)
