@@ -16,6 +16,12 @@ every setting over both sets jointly: fold f of each set is held out at once, th
 chosen on the other folds of both, and each set's held-out figures are reported on their own.
 A dialog's questions are folded by whole conversation (the ten conversations sorted, shuffled
 with the seed, dealt round-robin), so a conversation is never both trained and tested on.
+``--also R2`` adds another capture of the split as a set of its own (``capture --roles all``:
+user and assistant turns indexed, as the Hermes provider keeps worthwhile replies by default),
+folded and chosen for jointly in the same way. ``--max-weight W`` leaves out every candidate
+whose vector weight is above W: a higher weight makes more hybrid searches build the vector
+shortlist, and the latency goals bound it (at 100k memories 0.4 broke the goal of a hybrid
+search 2.5 times faster than an exact scan; 0.3 keeps it).
 
 Cheap by construction: stores kept by :mod:`benchmarks.longmemeval_replay` (``capture``) are
 read once per question (each row's session, turn and vector, the lexical pool of every
@@ -32,7 +38,7 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
   sessions say little). A setting's value is the sum over the sets of its per-metric mean, so
   each set weighs the same whatever its size;
 * candidates, simplest first: RRF (k = 60, nothing tuned); the convex fusion with its vector
-  weight tuned (0 to 1 by 0.05; b = 0.75, 8 terms, the shipped coverage power); the weight
+  weight tuned (0 to 1 by 0.05; the shipped b, 8 terms, the shipped coverage power); the weight
   and b (0, 0.25, 0.5, 0.75, 1); the weight and the lexical coverage power
   (``ranking.COVERAGE_POWER``: 1, 1.5, 2, 3); the weight and the query's centre (:data:`CENTRES`:
   the vector signal's query minus that times the mean of the scope's row vectors, so a row
@@ -68,7 +74,7 @@ same number of plain hits.
     uv run python -m benchmarks longmemeval_replay capture --roles user --cache DIR --out R
     uv run python -m benchmarks longmemeval_cv R [--folds 5] [--seed 32] [--seeds 5] \\
         [--dialogs benchmarks/data/dialogs_dev.json --dialog-cache DIALOG_CACHE] \\
-        [--context-cache CONTEXT_CACHE]
+        [--context-cache CONTEXT_CACHE] [--also R2] [--max-weight W]
 
 ``DIALOG_CACHE`` is the vector cache :mod:`benchmarks.dialog_recall` ``--cache`` fills.
 """
@@ -102,7 +108,7 @@ from memcore_sqlite.vector import stored
 WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
 DISCOUNTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 TERM_CAPS = (8, 0)  # 0: no cap
-#: ranking.COVERAGE_POWER candidates (with b = 0.75 and eight terms only).
+#: ranking.COVERAGE_POWER candidates (with the shipped b and eight terms only).
 POWERS = (1.0, 1.5, 2.0, 3.0)
 #: Query centring: the vector signal's query is the question's vector minus this times the
 #: mean of the scope's row vectors, renormalised (0: the plain cosine). Stored vectors and
@@ -110,8 +116,8 @@ POWERS = (1.0, 1.5, 2.0, 3.0)
 CENTRES = (0.0, 0.25, 0.5, 0.75, 1.0)
 RRF_K = 60
 LAMBDAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
-DEFAULT = ("convex", ranking.VECTOR_WEIGHT, 0.75, 8, ranking.COVERAGE_POWER)
-LEXICAL = ("lexical", 0.0, 0.75, 8, ranking.COVERAGE_POWER)
+DEFAULT = ("convex", ranking.VECTOR_WEIGHT, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
+LEXICAL = ("lexical", 0.0, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 #: RRF of our own lexical ranking and the vector ranking (:mod:`benchmarks.dialog_recall`'s).
 RRF_OURS = ("rrf", 60, "ours")
 #: The vector signal alone with a centred query, as references.
@@ -534,24 +540,24 @@ def families(context: bool = False) -> list[tuple[str, list[tuple[Any, ...]]]]:
     """Candidate settings, simplest family first (the shipped power but in its own family).
     ``context``: with the contextual row vectors' families (the shipped weight, then any
     weight), after the query centre's."""
-    p0 = DEFAULT[4]
+    b0, p0 = DEFAULT[2], DEFAULT[4]
     labels = CONTEXTS[1:]
     contextual = [
-        ("context", [("convex", DEFAULT[1], 0.75, 8, p0, 0.0, c) for c in labels]),
-        ("weight_context", [("convex", w, 0.75, 8, p0, 0.0, c) for w in WEIGHTS for c in labels]),
+        ("context", [("convex", DEFAULT[1], b0, 8, p0, 0.0, c) for c in labels]),
+        ("weight_context", [("convex", w, b0, 8, p0, 0.0, c) for w in WEIGHTS for c in labels]),
     ]
     return [
         ("rrf_k60", [("rrf", RRF_K)]),
-        ("weight", [("convex", w, 0.75, 8, p0) for w in WEIGHTS]),
+        ("weight", [("convex", w, b0, 8, p0) for w in WEIGHTS]),
         ("weight_b", [("convex", w, b, 8, p0) for w in WEIGHTS for b in DISCOUNTS]),
-        ("weight_power", [("convex", w, 0.75, 8, p) for w in WEIGHTS for p in POWERS]),
+        ("weight_power", [("convex", w, b0, 8, p) for w in WEIGHTS for p in POWERS]),
         (
             "centre",
-            [("convex", DEFAULT[1], 0.75, 8, p0, c) for c in CENTRES[1:]],
+            [("convex", DEFAULT[1], b0, 8, p0, c) for c in CENTRES[1:]],
         ),
         (
             "weight_centre",
-            [("convex", w, 0.75, 8, p0, c) for w in WEIGHTS for c in CENTRES[1:]],
+            [("convex", w, b0, 8, p0, c) for w in WEIGHTS for c in CENTRES[1:]],
         ),
         *(contextual if context else []),
         (
@@ -666,12 +672,19 @@ def cross_validate(
     seed: int,
     guard: bool = False,
     only: Sequence[str] = (),
+    max_weight: float = 1.0,
 ) -> dict[str, Any]:
     """Held-out rows of the fusion chosen fold by fold over every part together (fold f of
     each part is held out at once; the setting is chosen on all the other folds), the
-    choices, and per-fold held-out objectives of each part."""
+    choices, and per-fold held-out objectives of each part. ``max_weight``: no candidate
+    gives the vector signal a larger share (what the latency goals allow)."""
     folds = {part.name: part.folds(k, seed) for part in parts}
     groups = families(all(_has_context(p.questions) for p in parts))
+    groups = [
+        (name, kept)
+        for name, group in groups
+        if (kept := [s for s in group if s[0] != "convex" or s[1] <= max_weight + 1e-9])
+    ]
     if only:  # the default stays a candidate: "weight" holds it
         default = [("shipped", [DEFAULT])] if "weight" not in only else []
         groups = default + [(name, group) for name, group in groups if name in only]
@@ -881,6 +894,25 @@ def _part_report(part: Part, held: list[dict[str, float]]) -> dict[str, Any]:
     } | ({"context_fixed": _context_fixed(part)} if _has_context(part.questions) else {})
 
 
+def _kept(
+    directory: Path, limit: int, windows: Any = None
+) -> tuple[dict[str, Any], list[Question]]:
+    """A directory of kept stores: its index and its questions, each read once."""
+    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
+    kept = index["questions"][: limit or None]
+    vectors = {q["item"]["question"]: q["qvec"] for q in kept}
+    embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
+    each: list[context_vectors.Windows | None] = [None] * len(kept)
+    if windows is not None:
+        if windows.name != index["model"]:
+            raise LookupError(f"the stores hold {index['model']} vectors, not {windows.name}")
+        each = [
+            context_vectors.Windows(windows, previous)
+            for _, previous in context_vectors.haystacks(directory, limit)
+        ]
+    return index, [read_question(directory, q, embedder, w) for q, w in zip(kept, each)]
+
+
 def run(
     directory: Path,
     k: int,
@@ -892,33 +924,30 @@ def run(
     guard: bool = False,
     only: Sequence[str] = (),
     context_cache: Path | None = None,
+    also: Sequence[Path] = (),
+    max_weight: float = 1.0,
 ) -> dict[str, Any]:
-    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
-    kept = index["questions"][: limit or None]
-    vectors = {q["item"]["question"]: q["qvec"] for q in kept}
-    embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
     windows = None
-    each: list[context_vectors.Windows | None] = [None] * len(kept)
     if context_cache is not None:
         from benchmarks._embed_cache import CachingEmbedder
         from memcore_sqlite.embedders.onnx import OnnxEmbedder
 
         windows = CachingEmbedder(OnnxEmbedder(), context_cache, read_only=True)
-        if windows.name != index["model"]:
-            raise LookupError(f"the stores hold {index['model']} vectors, not {windows.name}")
-        each = [
-            context_vectors.Windows(windows, previous)
-            for _, previous in context_vectors.haystacks(directory, limit)
-        ]
-    questions = [read_question(directory, q, embedder, w) for q, w in zip(kept, each)]
+    index, questions = _kept(directory, limit, windows)
     parts = [Part("longmemeval", questions, table_of(questions), OBJECTIVE)]
+    for other in also:
+        roles, asked = _kept(other, limit, windows)
+        name = f"longmemeval_{roles['roles']}_roles"
+        if any(p.name == name for p in parts):
+            raise LookupError(f"two sets of kept stores index the same roles: {other}")
+        parts.append(Part(name, asked, table_of(asked), OBJECTIVE))
     if dialogs is not None:
         if dialog_cache is None:
             raise LookupError("--dialogs needs --dialog-cache (vectors are never embedded here)")
         asked = dialog_questions(dialogs, dialog_cache, windows)
         parts.append(Part("dialogs", asked, table_of(asked), DIALOG_OBJECTIVE, by_group=True))
     lme = parts[0]
-    main = cross_validate(parts, k, seed, guard, only)
+    main = cross_validate(parts, k, seed, guard, only, max_weight)
     held = main["held"]
     lme_fold = main["folds"][lme.name]
     chosen_by_fold = [tuple(c["setting"]) for c in main["choices"]]
@@ -926,7 +955,7 @@ def run(
     session = _session_cv(questions, lme_fold, chosen_by_fold, k)
     repeats = []
     for extra in range(1, seeds):
-        again = cross_validate(parts, k, seed + extra, guard, only)
+        again = cross_validate(parts, k, seed + extra, guard, only, max_weight)
         repeats.append(
             {
                 "seed": seed + extra,
@@ -957,6 +986,8 @@ def run(
             "families_simplest_first": [name for name, _ in families(windows is not None)],
             "settings": len({s for _, group in families(windows is not None) for s in group}),
             "context_cache": None if context_cache is None else str(context_cache),
+            "also": [str(d) for d in also],
+            "max_weight": max_weight,
             "shipped_default": list(DEFAULT),
             "guard": guard,
             "families_searched": list(only) or "all",
@@ -1022,6 +1053,19 @@ def main() -> int:
         default=None,
         help="window vectors (context_vectors embed): adds the contextual row-vector families",
     )
+    parser.add_argument(
+        "--also",
+        type=Path,
+        action="append",
+        default=[],
+        help="more kept stores (another --roles capture), chosen for jointly; repeatable",
+    )
+    parser.add_argument(
+        "--max-weight",
+        type=float,
+        default=1.0,
+        help="no candidate with a larger vector weight (what the latency goals allow)",
+    )
     args = parser.parse_args()
     return report(
         lambda: run(
@@ -1035,6 +1079,8 @@ def main() -> int:
             args.guard,
             tuple(f for f in args.families.split(",") if f),
             args.context_cache,
+            tuple(args.also),
+            args.max_weight,
         )
     )
 

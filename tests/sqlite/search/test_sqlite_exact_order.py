@@ -69,7 +69,10 @@ def test_lexical_candidates_without_a_cosine_count_zero_and_nan_counts_zero() ->
     lexical = {1: LexicalHit(0.5, True), 2: LexicalHit(1.0, False)}
     semantic = {2: math.nan, 3: 0.9}
     got = ExactOrder(lexical, semantic).first(10)
-    assert [s for s, _ in got] == [2, 1, 3]  # 0.7, 0.35 and 0.27
+    w = ranking.VECTOR_WEIGHT
+    scores = {1: (1 - w) * 0.5, 2: (1 - w) * 1.0, 3: w * 0.9}
+    assert [s for s, _ in got] == sorted(scores, key=lambda s: -scores[s])
+    assert [r.score for _, r in got] == pytest.approx(sorted(scores.values(), reverse=True))
     assert dict(got[0][1].signals) == {"lexical": 1.0, "vector": 0.0}
     assert _shown(got) == _plain(lexical, semantic)
 

@@ -50,8 +50,14 @@ FIRST_READ = 10
 #: The vector signal's share of the hybrid relevance; the lexical signal has the rest.
 #: Chosen on the LongMemEval_S development split (benchmarks/longmemeval.py): with user turns
 #: indexed 0.3-0.5 rank above both signals alone, with user and assistant turns 0.2-0.35;
-#: 0.3 lies on both plateaus.
+#: 0.3 lies on both plateaus. Cross-validated over those two sets and the dialogs together,
+#: the folds choose 0.4 (dialogs +4 questions held out, LongMemEval level), but a higher weight
+#: makes more hybrid searches build the vector shortlist: at 0.4 a hybrid search at 100k
+#: memories is no longer 2.5 times faster than an exact scan (docs/benchmarks/sqlite.md).
 VECTOR_WEIGHT = 0.3
+#: BM25's ``b``: how fully :func:`length_discount` scales a long memory's lexical score down
+#: by its length (BM25's usual 0.75; the cross-validation above chose 1 with the weight 0.4).
+LENGTH_B = 0.75
 #: The lexical score is the IDF-weighted share of the query's terms a row holds, raised to this
 #: power: with 1 a row holding one incidental term of four ("take" in "Take the train" for
 #: "When did Sofia take a trip ...") already scores about 0.25, which at the lexical weight
@@ -223,13 +229,16 @@ def _by_score(scores: Mapping[int, float]) -> list[tuple[float, int]]:
     return sorted(zip(scores.values(), scores.keys()), reverse=True)
 
 
-def length_discount(words: int | None, k1: float = 1.2, b: float = 0.75) -> float:
-    """BM25's length normalisation for a term held once (k1 = 1.2, b = 0.75), against a
-    reference of :data:`REFERENCE_WORDS`, and never above 1: a memory up to that length keeps
+def length_discount(words: int | None, k1: float = 1.2, b: float | None = None) -> float:
+    """BM25's length normalisation for a term held once (k1 = 1.2, ``b`` :data:`LENGTH_B`,
+    read at call time as :data:`VECTOR_WEIGHT` is), against a reference of
+    :data:`REFERENCE_WORDS`, and never above 1: a memory up to that length keeps
     its share of the query terms, a longer one holds them more thinly and scores less (a
     600-word answer mentioning "museum" once says less about museums than a one-line note)."""
     if words is None or words <= REFERENCE_WORDS:
         return 1.0
+    if b is None:
+        b = LENGTH_B
     return (k1 + 1) / (1 + k1 * (1 - b + b * words / REFERENCE_WORDS))
 
 
