@@ -20,8 +20,8 @@ with the seed, dealt round-robin), so a conversation is never both trained and t
 user and assistant turns indexed, as the Hermes provider keeps worthwhile replies by default),
 folded and chosen for jointly in the same way. ``--max-weight W`` leaves out every candidate
 whose vector weight is above W: a higher weight makes more hybrid searches build the vector
-shortlist, and the latency goals bound it (at 100k memories 0.4 broke the goal of a hybrid
-search 2.5 times faster than an exact scan; 0.3 keeps it).
+shortlist, and the latency goals bound it (0.4 broke the goal of a hybrid search 2.5 times
+faster than an exact scan at 100k memories, and the 1M p50 goal; 0.3 keeps both).
 
 Cheap by construction: stores kept by :mod:`benchmarks.longmemeval_replay` (``capture``) are
 read once per question (each row's session, turn and vector, the lexical pool of every
