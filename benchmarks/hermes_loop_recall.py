@@ -30,7 +30,9 @@ set to ``haystack_dates``, so the turns are stored as said then) and asks the qu
 each as the first message of a new session: with ``turn_time`` at now, and at the question's
 ``question_date``, so its time words ("last month", "10 days ago") are read from when it was
 asked. ``--neighbours N`` asks once more with the plugin's ``recall_neighbours`` at N (each
-memory's turns around it, inside the same block budget). Reported: evidence in each context
+memory's turns around it, inside the same block budget). ``--fusion W:B`` asks once more with
+the embedded store's hybrid mix at vector weight W and BM25 b (``ranking.VECTOR_WEIGHT``,
+``ranking.LENGTH_B``), on the same ingest. Reported: evidence in each context
 and the paired sign test, per comparison, and ``dates_said``: of the date labels in each
 variant's blocks, how many show a day a haystack session was said. ``--types`` keeps only
 questions of those types (e.g. ``temporal-reasoning``).
@@ -40,7 +42,8 @@ model is loaded once per process and shared by every question, as a long-running
 
     uv run python -m benchmarks.hermes_loop_recall [--limit 12] [--offset 0] [--stride 1] \
         [--backends local,emulator] [--latency-ms 200] [--cache /tmp/lme-cache] [--data FILE] \
-        [--no-consolidation] [--types temporal-reasoning] [--reference-time] [--neighbours 1]
+        [--no-consolidation] [--types temporal-reasoning] [--reference-time] [--neighbours 1] \
+        [--fusion 0.4:1]
 """
 
 from __future__ import annotations
@@ -212,11 +215,15 @@ def _ask_variants(
     evidence: list[str],
     clock: TurnClock | None,
     neighbours: int,
+    fusion: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The question asked as a new session's first message in each variant, back to back on
     the same tenant: ``now`` (turn_time now), ``at`` (at the question's date, when the
-    replay was dated) and ``nb`` (with ``recall_neighbours``, at the question's date when
-    dated). Evidence found and characters of each context."""
+    replay was dated), ``nb`` (with ``recall_neighbours``, at the question's date when
+    dated) and ``fx`` (the hybrid mix ``fusion``, likewise). Evidence found and characters
+    of each context."""
+    from memcore_sqlite.search import ranking
+
     runtime = loop.provider.runtime
     plain = runtime.config
     asked = lme_date(item["question_date"])
@@ -225,12 +232,20 @@ def _ask_variants(
         plan.append(("at", asked, 0))
     if neighbours:
         plan.append(("nb", asked if clock is not None else None, neighbours))
+    if fusion is not None:
+        plan.append(("fx", asked if clock is not None else None, 0))
+    shipped = (ranking.VECTOR_WEIGHT, ranking.LENGTH_B)
     out: dict[str, Any] = {}
     for name, at, around in plan:
         if clock is not None:
             clock.at = at
         runtime.config = plain.with_changes(recall_neighbours=around)
-        block, _ = loop.ask(1, question)
+        if name == "fx" and fusion is not None:
+            ranking.VECTOR_WEIGHT, ranking.LENGTH_B = fusion
+        try:
+            block, _ = loop.ask(1, question)
+        finally:
+            ranking.VECTOR_WEIGHT, ranking.LENGTH_B = shipped
         loop.new_session(f"lme-ask-{name}", [])
         out[f"{name}_hit"] = any(e in fold(block) for e in evidence)
         out[f"{name}_chars"] = len(block)
@@ -240,6 +255,18 @@ def _ask_variants(
     if clock is not None:
         clock.at = None
     return out
+
+
+def _fusion(text: str) -> tuple[float, float]:
+    """``"0.4:1"`` -> (0.4, 1.0): a vector weight and a BM25 b, each from 0 to 1."""
+    weight, _, b = text.partition(":")
+    try:
+        pair = (float(weight), float(b))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected W:B, got {text!r}") from None
+    if not all(0.0 <= x <= 1.0 for x in pair):
+        raise argparse.ArgumentTypeError(f"W and B must be from 0 to 1, got {text!r}")
+    return pair
 
 
 def _date_labels(block: str, item: dict[str, Any]) -> list[int]:
@@ -282,6 +309,7 @@ def run_question(
     server: Any,
     dated: bool = False,
     neighbours: int = 0,
+    fusion: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     evidence = _evidence(item)
     user_id = f"lme-q{index}"
@@ -313,8 +341,8 @@ def run_question(
             server.set_faults({"latency_ms": server.latency_ms})
         question = item["question"]
         variants: dict[str, Any] = {}
-        if clock is not None or neighbours:
-            variants = _ask_variants(loop, item, question, evidence, clock, neighbours)
+        if clock is not None or neighbours or fusion is not None:
+            variants = _ask_variants(loop, item, question, evidence, clock, neighbours, fusion)
         first, first_s = loop.ask(1, question)
         loop.new_session("lme-ask2", [])
         loop.mm.flush_pending(60)
@@ -365,6 +393,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         dated["reference_time"] = _paired(rows, "now", "at")
     if rows and "nb_hit" in rows[0]:  # without neighbours against with, at the same time
         dated["neighbours"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "nb")
+    if rows and "fx_hit" in rows[0]:  # the shipped hybrid mix against another, at the same time
+        dated["fusion"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "fx")
     return {
         **dated,
         **cell(rows),
@@ -466,6 +496,7 @@ def run_backend(
                     server,
                     dated=args.reference_time,
                     neighbours=args.neighbours,
+                    fusion=args.fusion,
                 )
             )
             shutil.rmtree(home, ignore_errors=True)
@@ -511,6 +542,12 @@ def main() -> int:
         default=0,
         help="also ask with recall_neighbours=N (the embedded store), same block budget",
     )
+    parser.add_argument(
+        "--fusion",
+        type=_fusion,
+        default=None,
+        help="also ask with the embedded store's hybrid at vector weight W and BM25 b (W:B)",
+    )
     args = parser.parse_args()
     if args.no_consolidation:
         from memcore_hermes.session import consolidation
@@ -533,6 +570,7 @@ def main() -> int:
         "types": args.types or "all",
         "reference_time": args.reference_time,
         "neighbours": args.neighbours,
+        "fusion": args.fusion,
     }
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends.split(","):
