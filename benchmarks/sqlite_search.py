@@ -275,7 +275,6 @@ import json, resource, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 import numpy as np
 from memcore.scope import Scope
-from memcore.speakers import spoken
 from memcore_sqlite import SqliteMemoryStore
 """
     + CHILD_EMBEDDER
