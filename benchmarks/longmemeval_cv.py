@@ -936,8 +936,8 @@ def run(
     index, questions = _kept(directory, limit, windows)
     parts = [Part("longmemeval", questions, table_of(questions), OBJECTIVE)]
     for other in also:
-        roles, asked = _kept(other, limit, windows)
-        name = f"longmemeval_{roles['roles']}_roles"
+        other_index, asked = _kept(other, limit, windows)
+        name = f"longmemeval_{other_index['roles']}_roles"
         if any(p.name == name for p in parts):
             raise LookupError(f"two sets of kept stores index the same roles: {other}")
         parts.append(Part(name, asked, table_of(asked), OBJECTIVE))
