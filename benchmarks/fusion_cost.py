@@ -1,9 +1,9 @@
 """SQLite store: what a fusion setting costs the hybrid search, settings timed in one loop.
 
-A setting is (vector weight, lexical coverage power), ``ranking.VECTOR_WEIGHT`` and
-``ranking.COVERAGE_POWER``, which the search reads at call time, so every setting runs on the
-same store in the same process and they take turns query by query: a burst of load on a
-shared machine hits all of them. The corpus and the queries are :mod:`benchmarks.sqlite_search`'s
+A setting is (vector weight, lexical coverage power, BM25's b): ``ranking.VECTOR_WEIGHT``,
+``ranking.COVERAGE_POWER`` and ``ranking.LENGTH_B``, which the search reads at call time, so
+every setting runs on the same store in the same process and they take turns query by query:
+a burst of load on a shared machine hits all of them. The corpus and the queries are :mod:`benchmarks.sqlite_search`'s
 (mixes of real MiniLM embeddings of LongMemEval user turns, real questions), in one tenant.
 
 Besides the times, per setting: how many searches had to build the vector shortlist (to the
@@ -13,7 +13,7 @@ lexical candidates' relevance already beats what any other row could score; the 
 lexical share of the relevance, the less often that holds. These counts do not depend on the
 machine's load.
 
-    uv run python -m benchmarks fusion_cost [--size 20000] [--queries 200] [--settings 0.3:1,0.4:2]
+    uv run python -m benchmarks fusion_cost [--size 20000] [--queries 200] [--settings 0.3:1,0.4:1:1]
 """
 
 from __future__ import annotations
@@ -38,16 +38,20 @@ from benchmarks.sqlite_search import STORE, PrecomputedEmbedder, _fill, _scope
 from memcore_sqlite import SqliteMemoryStore
 from memcore_sqlite.search import fused_order, ranking
 
-Setting = tuple[float, float]
+Setting = tuple[float, float, float]
 
 
 def parse_settings(text: str) -> list[Setting]:
-    """``"0.3:1,0.4:2"`` -> [(0.3, 1.0), (0.4, 2.0)]."""
+    """``"0.3:1,0.4:2:1"`` -> [(0.3, 1.0, b), (0.4, 2.0, 1.0)], b the shipped ``LENGTH_B``."""
     out = []
     for part in text.split(","):
-        weight, power = part.split(":")
-        out.append((float(weight), float(power)))
+        weight, power, *b = part.split(":")
+        out.append((float(weight), float(power), float(b[0]) if b else ranking.LENGTH_B))
     return out
+
+
+def _name(setting: Setting) -> str:
+    return ":".join(str(x) for x in setting)
 
 
 @contextmanager
@@ -76,8 +80,8 @@ def _counted(counts: Counter[str]) -> Iterator[None]:
 def run(size: int, queries: int, settings: Sequence[Setting]) -> dict[str, Any]:
     data = RealVectors(queries=queries)
     texts, vectors = data.corpus(size)
-    shipped = (ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER)
-    names = [f"{w}:{p}" for w, p in settings]
+    shipped = (ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER, ranking.LENGTH_B)
+    names = [_name(s) for s in settings]
     times: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
     counts: dict[str, Counter[str]] = {n: Counter() for n in names}
@@ -96,18 +100,20 @@ def run(size: int, queries: int, settings: Sequence[Setting]) -> dict[str, Any]:
                 for i, (q, v) in enumerate(pairs):
                     turn = i % len(settings)
                     for k in [*range(turn, len(settings)), *range(turn)]:
-                        ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER = settings[k]
+                        ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER, ranking.LENGTH_B = settings[
+                            k
+                        ]
                         with _counted(counts[names[k]]):
                             t, c = time.perf_counter(), time.process_time()
                             store.search_vector(STORE, pattern, q, v)
                             times[names[k]].append(time.perf_counter() - t)
                             cpu[names[k]].append(time.process_time() - c)
             finally:
-                ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER = shipped
+                ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER, ranking.LENGTH_B = shipped
     return {
         "rows": size,
         "searches_per_setting": len(pairs),
-        "shipped": f"{shipped[0]}:{shipped[1]}",
+        "shipped": _name(shipped),
         "hybrid": {
             n: summary_ms(times[n])
             | {"cpu_mean_ms": round(1000 * float(np.mean(cpu[n])), 4)}
@@ -122,7 +128,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
-        "--settings", default="0.3:1,0.4:2", help="vector weight:coverage power, comma separated"
+        "--settings",
+        default="0.3:1,0.4:1:1",
+        help="vector weight:coverage power[:BM25 b], comma separated",
     )
     args = parser.parse_args()
     result: dict[str, Any] = {

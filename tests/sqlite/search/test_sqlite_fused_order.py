@@ -23,8 +23,9 @@ from memcore_sqlite.search.fused_order import (
     vector_only_below,
 )
 from memcore_sqlite.search.ranking import LexicalHit
-from memcore_sqlite.vector.cache import Shortlister, VectorCache, _Entry, exact_top
+from memcore_sqlite.vector.cache import VectorCache, _Entry, exact_top
 from memcore_sqlite.vector.quantize import encode
+from memcore_sqlite.vector.shortlist import Shortlister
 
 DIM = 64
 STORE = "mem"

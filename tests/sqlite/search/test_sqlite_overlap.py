@@ -20,7 +20,7 @@ from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.search import ranking
 from memcore_sqlite.search.overlap import Overlap
-from memcore_sqlite.vector.cache import Shortlister
+from memcore_sqlite.vector.shortlist import Shortlister
 
 DIM = 64
 STORE = "mem"

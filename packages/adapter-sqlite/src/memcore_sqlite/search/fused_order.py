@@ -34,7 +34,7 @@ vector share alone, ``clip(w * clip(cosine))`` with the same float operations as
 score is absolute, not normalised over the candidates, so no candidate set moves it), and
 that score never falls as the cosine rises. :func:`vector_only_below` finds the float32
 cosine ``t`` whose score is below ``F - NARROW_SLACK``; the shortlist's stages
-(:meth:`~memcore_sqlite.vector.cache.Shortlister.__call__`) then also drop every row whose
+(:meth:`~memcore_sqlite.vector.shortlist.Shortlister.__call__`) then also drop every row whose
 cosine upper bound is below ``t`` (a float32 value, so their float32 bounds compare with it
 without rounding). Such a row, whatever its cosine, scores below
 ``F - NARROW_SLACK`` as a candidate, whether or not it is in the pool; and a lexical candidate

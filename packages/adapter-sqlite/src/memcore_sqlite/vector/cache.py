@@ -16,7 +16,9 @@ stage that leaves a row out does so on a bound proving the row cannot be among t
    its error bound is below ``L`` (raised to the ``n``-th best int8 lower bound so far).
    Rows whose bounds are not numbers are kept. A caller that has proved that no row below
    a cosine ``at_least`` can reach its hits (a hybrid search's rows holding no query term,
-   :mod:`memcore_sqlite.search.fused_order`) raises ``L`` to it in each of these stages.
+   :mod:`memcore_sqlite.search.fused_order`) raises ``L`` to it in each of these stages,
+   and gets the head read block by block, each block only for the rows whose bound from the
+   blocks before may still reach it (:mod:`memcore_sqlite.vector.shortlist`).
    Until a scope's sketch is built (in a thread, from its first two-stage search on),
    steps 1-3 are skipped and every row's int8 bounds are computed: slower, equally exact.
 4. The stored vectors read from SQLite (float16, :mod:`memcore_sqlite.vector.stored`, upcast
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcore_sqlite.vector import plain_pages, quantize, stored
 from memcore_sqlite.vector.quantize import Codes
+from memcore_sqlite.vector.shortlist import Shortlister
 from memcore_sqlite.vector.sketch import BuildStopped, Sketch, Stop
 
 if TYPE_CHECKING:
@@ -91,8 +94,6 @@ PatternKey = tuple[int, tuple[str, str, str, str]]
 Scope4 = tuple[str, str, str, str]
 #: Reads the stored vectors of the given seqs: (seq, blob) pairs (:mod:`~memcore_sqlite.vector.stored`).
 FetchVectors = Callable[[Sequence[int]], Iterable[tuple[int, bytes]]]
-#: Rows (at least) whose int8 bounds give the first lower bound on the n-th best cosine.
-BOOTSTRAP_ROWS = 256
 #: Rows whose norms :func:`_longest` takes at a time (768 KB as float32 at 384 dimensions).
 _NORM_ROWS = 512
 #: Scopes up to this size keep their float vectors in memory and are scanned exactly
@@ -155,61 +156,6 @@ def _longest(q8: np.ndarray, scales: np.ndarray) -> float:
             top = float(norms.max()) if np_.isfinite(norms).all() else float("inf")
             out = max(out, top)
     return out * 1.0001
-
-
-def _best_rows(point: np.ndarray, want: int) -> np.ndarray:
-    """Positions of about ``want`` rows (at least ``want``, or all) of the highest ``point``.
-
-    A cut taken from an even sample of the values, so the rows are found by one comparison
-    over the scope rather than a partition of all of it (1-2 ms at 100k rows); the rows are
-    only where the search starts, so their number need not be exact.
-    """
-    np_ = _np()
-    count = len(point)
-    if count <= 4 * want:
-        out: np.ndarray = np_.arange(count)
-        return out
-    step = max(1, count // 4_096)
-    sample = point[::step]
-    share = min(1.0, 2.0 * want / count)
-    edge = np_.partition(sample, int((1 - share) * (len(sample) - 1)))[
-        int((1 - share) * (len(sample) - 1))
-    ]
-    rows: np.ndarray = np_.flatnonzero(point >= edge)
-    if len(rows) < want:
-        rows = np_.argpartition(point, count - want)[count - want :]
-    return rows
-
-
-def _floor(lows: np.ndarray, n: int, at_least: np.float32 | None) -> Any:
-    """The ``n``-th best of some rows' lower bounds (finite), raised to ``at_least``: a row
-    whose upper bound is below it cannot be among the ``n`` best, nor reach ``at_least``.
-    None: no such floor (fewer than ``n`` bounds, no ``at_least``)."""
-    np_ = _np()
-    floor = np_.partition(lows, len(lows) - n)[len(lows) - n] if len(lows) >= n else None
-    if at_least is not None:
-        floor = at_least if floor is None else max(floor, at_least)
-    return floor
-
-
-def _could_be_best(
-    estimate: np.ndarray, slack: np.ndarray, n: int, at_least: np.float32 | None = None
-) -> Any:
-    """Positions of the candidates whose exact score may reach the ``n``-th best, and
-    ``at_least`` (:meth:`Shortlister.__call__`).
-
-    A row is dropped only when even its upper bound is below the ``n``-th best lower
-    bound (or ``at_least``), so no row of the exact top ``n`` among the candidates is lost,
-    however many rows are near-ties (a bound that is not a number keeps its row).
-    """
-    np_ = _np()
-    low = estimate - slack
-    floor = _floor(low[np_.isfinite(low)], n, at_least)
-    if floor is None:
-        out: np.ndarray = np_.arange(len(estimate))
-        return out
-    keep: np.ndarray = np_.flatnonzero(~(estimate + slack < floor))
-    return keep
 
 
 class _Entry:
@@ -745,98 +691,3 @@ class VectorCache:
         self, seqs: np.ndarray, query: np.ndarray, n: int, fetch: FetchVectors
     ) -> list[tuple[int, float]]:
         return exact_top(*self._read(seqs.tolist(), fetch), query, n)
-
-
-class Shortlister:
-    """The shortlists of one query in one two-stage entry (:meth:`VectorCache.shortlist`).
-
-    Every row's cosine is bounded from its sketch (:mod:`memcore_sqlite.vector.sketch`); those
-    bounds do not depend on ``n`` and are computed once, at the first shortlist asked for. The
-    ``n``-th best int8 lower bound among the rows the sketch rates best is a lower bound on
-    the ``n``-th best cosine; a row whose sketch bound is below it cannot be among the ``n``
-    best, and the int8 stage drops, from the rest, the rows whose upper bound is below the
-    ``n``-th best lower bound. Nothing is dropped without a bound.
-    """
-
-    def __init__(
-        self,
-        entry: _Entry,
-        query: np.ndarray,
-        allowed: np.ndarray | None,
-        later: Later | None = None,
-    ) -> None:
-        self._entry = entry
-        self._query = query
-        self._allowed = allowed
-        self._later = later
-        #: (turned query, rows or None for all, their scales, code errors, head point
-        #: estimates and upper bounds), once computed.
-        self._head: tuple[Any, Any, Any, Any, Any, Any] | None = None
-
-    def _rows(self) -> tuple[Any, np.ndarray] | None:
-        """(rows the filters allow, None for all; their scales), or None when none is."""
-        np_ = _np()
-        codes = self._entry.view()
-        if self._allowed is None:
-            return None, codes.scales
-        rows = np_.flatnonzero(np_.isin(codes.seqs, self._allowed))
-        return (rows, codes.scales[rows]) if len(rows) else None
-
-    def _bounds(self, rows: Any, scales: np.ndarray) -> tuple[Any, Any, Any, Any, Any, Any] | None:
-        """The sketch's bounds, once per query; None while the scope's sketch is being built
-        (every row then goes to the int8 stage: the same rows come out, at more cost)."""
-        if self._head is None:
-            sketch = self._entry.ready_sketch(self._later)
-            if sketch is None:
-                return None
-            turned = sketch.turn(self._query)
-            code_error = quantize.error_bound(scales, self._query)
-            point, high = turned.first(self._entry.n, code_error, rows)
-            self._head = (turned, rows, scales, code_error, point, high)
-        return self._head
-
-    def __call__(
-        self, n: int, at_least: float = -float("inf")
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The rows that may be among the ``n`` best and whose cosine may reach ``at_least``
-        (a float32 value; the caller's proof that a row below it cannot matter,
-        :mod:`memcore_sqlite.search.fused_order`): each stage drops a row only when its
-        upper bound is below the larger of the two."""
-        np_ = _np()
-        entry, query = self._entry, self._query
-        bound = np_.float32(at_least) if at_least > -float("inf") else None
-        empty = np_.empty(0, np_.float32)
-        if not entry.n or n <= 0:
-            return np_.empty(0, np_.int64), empty, empty
-        if self._head is not None:
-            _, rows, scales, _, _, _ = self._head
-        else:
-            picked = self._rows()
-            if picked is None:
-                return np_.empty(0, np_.int64), empty, empty
-            rows, scales = picked
-        codes = entry.view()
-        head = self._bounds(rows, scales) if len(scales) > n else None
-        if head is not None:
-            turned, rows, scales, code_error, point, high = head
-            # A lower bound on the n-th best cosine: the n-th best int8 lower bound among the
-            # rows the sketch rates best (the more of them, the closer to the true one).
-            best = _best_rows(point, max(4 * n, BOOTSTRAP_ROWS))
-            if bound is not None:  # rows below ``at_least`` go; any n rows' bounds will do
-                best = best[~(high[best] < bound)]
-            at = best if rows is None else rows[best]
-            low = quantize.approx_dot(codes.q8, scales[best], query, at) - code_error[best]
-            floor = _floor(low[np_.isfinite(low)], n, bound)
-            if floor is not None:
-                # Bounds that are not numbers keep their rows.
-                kept = np_.flatnonzero(~(high < floor))
-                at = kept if rows is None else rows[kept]
-                second = turned.second(point[kept], at, code_error[kept])
-                kept = kept[np_.flatnonzero(~(second < floor))]
-                rows = kept if rows is None else rows[kept]
-                scales = scales[kept]
-        estimate = quantize.approx_dot(codes.q8, scales, query, rows)
-        slack = quantize.error_bound(scales, query)
-        keep = _could_be_best(estimate, slack, n, bound)
-        at = keep if rows is None else rows[keep]
-        return codes.seqs[at], estimate[keep], slack[keep]

@@ -18,6 +18,14 @@ embeddings keep most of their energy in the first principal directions, so ``‖
 small where the query's part is large, and the bound, a 128-byte dot product, clears most
 rows of a scope. Any orthonormal basis keeps the bound valid: rows written after the basis
 was chosen are projected on it too, only less tightly.
+
+The same bound taken over the head's first block alone (up to the first of :data:`CUTS`;
+``‖q₊‖‖x̂₊‖`` past it) is much looser, but it costs a third of the head's reads, which were
+most of a large scope's shortlist (15 of 17 ms at a million rows). A hybrid search asks only
+for the rows whose cosine may reach a threshold (:mod:`memcore_sqlite.search.fused_order`), and
+that looser bound often leaves out almost every row (at 100k real rows, the median such search
+keeps 3.5% of them, against none with the whole head; at a million, 13%), so the next block is
+read only for the rows it keeps (:class:`memcore_sqlite.vector.shortlist.Shortlister`).
 numpy is imported here only when a store has an embedder.
 """
 
@@ -31,9 +39,11 @@ from memcore_sqlite.vector import plain_pages
 if TYPE_CHECKING:
     import numpy as np
 
-#: Principal coordinates kept per row as float32 (every row's first bound) and, after
-#: them, as int8 (the second bound, for the rows the first leaves).
-HEAD = 96
+#: Principal coordinates kept per row as float32 (every row's first bound), in blocks that
+#: end at these columns, each read alone for a bound looser than the next's; and, after them,
+#: as int8 (the second bound, for the rows the first leaves).
+CUTS = (32, 96)
+HEAD = CUTS[-1]
 COLUMNS = 160
 #: Rows the basis is estimated from (evenly spread over the scope).
 SAMPLE_ROWS = 4_096
@@ -70,27 +80,34 @@ class Sketch:
     """The projections of a growable set of codes (rows aligned with them).
 
     ``basis`` is (dimension, dimension) float64 with orthonormal columns, by decreasing
-    variance. ``head`` (rows, h) float32 holds the first h coordinates of each code;
-    ``p8`` (rows, m - h) int8 times ``column_scale`` the next ones, within ``quant_error``
-    (a distance); ``rest1`` and ``rest2`` bound the norm of the coordinates past h and past
-    m, ``norm`` is the code's own norm.
+    variance. ``blocks`` (rows, columns between two of ``cuts``) float32 hold the first h
+    coordinates of each code, and ``rests`` bound the norm of the coordinates past each cut;
+    ``p8`` (rows, m - h) int8 times ``column_scale`` the next ones, within ``quant_error`` (a
+    distance); ``rest2`` bounds the norm of the coordinates past m, ``norm`` is the code's own.
     """
 
     def __init__(self, basis: np.ndarray, column_scale: np.ndarray, capacity: int) -> None:
         np_ = _np()
         self.basis = basis
         self.h = min(HEAD, basis.shape[0])
+        self.cuts = tuple(sorted({min(cut, self.h) for cut in CUTS}))
         self.m = self.h + column_scale.shape[0]
         self._project = np_.ascontiguousarray(basis[:, : self.m], dtype=np_.float32)
         self.column_scale = column_scale
-        self.head = plain_pages.zeros((capacity, self.h), np_.float32)
+        self.blocks = [
+            plain_pages.zeros((capacity, end - start), np_.float32)
+            for start, end in zip((0, *self.cuts), self.cuts)
+        ]
+        self.rests = [np_.zeros(capacity, np_.float32) for _ in self.cuts]
         self.p8 = plain_pages.zeros((capacity, self.m - self.h), np_.int8)
         self.quant_error = np_.zeros(capacity, np_.float32)
-        self.rest1 = np_.zeros(capacity, np_.float32)
         self.rest2 = np_.zeros(capacity, np_.float32)
         self.norm = np_.zeros(capacity, np_.float32)
 
-    _COLUMNS = ("head", "p8", "quant_error", "rest1", "rest2", "norm")
+    _COLUMNS = ("p8", "quant_error", "rest2", "norm")
+
+    def _arrays(self) -> list[np.ndarray]:
+        return [*self.blocks, *self.rests, *(getattr(self, name) for name in self._COLUMNS)]
 
     @classmethod
     def build(
@@ -174,7 +191,6 @@ class Sketch:
         block = q8.astype(np_.float32)
         squares = np_.einsum("ij,ij->i", block, block)
         with np_.errstate(invalid="ignore", over="ignore"):
-            self.head[start:stop] = projected[:, :h]
             tail = projected[:, h:]
             p8 = np_.clip(np_.rint(tail / self.column_scale), -127, 127)
             p8 = np_.where(np_.isfinite(p8), p8, 0).astype(np_.int8)
@@ -185,32 +201,39 @@ class Sketch:
             )
             s = scales.astype(np_.float64)
             whole = squares.astype(np_.float64) * s * s
-            first = np_.einsum("ij,ij->i", projected[:, :h], projected[:, :h]).astype(np_.float64)
-            both = first + np_.einsum("ij,ij->i", tail, tail).astype(np_.float64)
             # A residual's square is a difference of two rounded sums: widened by their error.
             margin = 2 * _ROUNDING * whole
-            self.rest1[start:stop] = np_.sqrt(np_.maximum(whole - first, 0.0) + margin)
+            first = np_.zeros(len(q8), np_.float64)
+            for begin, end, block, rest in zip((0, *self.cuts), self.cuts, self.blocks, self.rests):
+                part = projected[:, begin:end]
+                block[start:stop] = part
+                first += np_.einsum("ij,ij->i", part, part)
+                rest[start:stop] = np_.sqrt(np_.maximum(whole - first, 0.0) + margin)
+            both = first + np_.einsum("ij,ij->i", tail, tail).astype(np_.float64)
             self.rest2[start:stop] = np_.sqrt(np_.maximum(whole - both, 0.0) + margin)
             self.norm[start:stop] = np_.sqrt(whole)
         bad = ~np_.isfinite(projected).all(axis=1) | ~np_.isfinite(scales)
         if bad.any():
-            self.rest1[start:stop][bad] = np_.inf
-            self.rest2[start:stop][bad] = np_.inf
+            for rest in [*self.rests, self.rest2]:
+                rest[start:stop][bad] = np_.inf
 
     def grow(self, capacity: int, n: int) -> None:
-        for name in self._COLUMNS:
-            old = getattr(self, name)
+        def grown(old: np.ndarray) -> np.ndarray:
             new = plain_pages.zeros((capacity, *old.shape[1:]), old.dtype)
             new[:n] = old[:n]
-            setattr(self, name, new)
+            return new
+
+        self.blocks = [grown(block) for block in self.blocks]
+        self.rests = [grown(rest) for rest in self.rests]
+        for name in self._COLUMNS:
+            setattr(self, name, grown(getattr(self, name)))
 
     def put(self, start: int, q8: np.ndarray, scales: np.ndarray) -> None:
         """Project appended codes (rows ``start:start + len(q8)``) on the existing basis."""
         self._fill(start, self._projections(self._project, q8, scales), q8, scales)
 
     def move(self, to: int, source: int) -> None:
-        for name in self._COLUMNS:
-            column = getattr(self, name)
+        for column in self._arrays():
             column[to] = column[source]
 
     def turn(self, query: np.ndarray) -> Turned:
@@ -218,7 +241,9 @@ class Sketch:
 
 
 class Turned:
-    """A query in a sketch's basis, and the two bounds it gives each row."""
+    """A query in a sketch's basis, and the bounds it gives each row: from the head's first
+    blocks (:meth:`block`, :meth:`bound`), the whole head (:meth:`first`), and with the int8
+    coordinates after it (:meth:`second`)."""
 
     def __init__(self, sketch: Sketch, query: np.ndarray) -> None:
         np_ = _np()
@@ -226,38 +251,55 @@ class Turned:
         q = np_.asarray(query, dtype=np_.float64)
         turned = sketch.basis.T @ q
         h, m = sketch.h, sketch.m
-        self.head = turned[:h].astype(np_.float32)
+        self.parts = [
+            turned[start:end].astype(np_.float32)
+            for start, end in zip((0, *sketch.cuts), sketch.cuts)
+        ]
         self.mid = (turned[h:m] * sketch.column_scale).astype(np_.float32)
 
         def norm(x: np.ndarray) -> Any:
             return np_.float32(float(np_.sqrt(x @ x)) * (1 + _ROUNDING))
 
-        self.after_head, self.mid_norm, self.after_mid = (
-            norm(turned[h:]),
-            norm(turned[h:m]),
-            norm(turned[m:]),
-        )
+        #: The norm of the query's coordinates past each cut.
+        self.after = [norm(turned[cut:]) for cut in sketch.cuts]
+        self.mid_norm, self.after_mid = norm(turned[h:m]), norm(turned[m:])
         self.rounding = np_.float32(_ROUNDING * float(np_.sqrt(q @ q)))
+
+    def block(self, j: int, n: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """The query's dot products with block ``j`` of rows ``:n`` (or ``rows``)."""
+        np_ = _np()
+        part = self.sketch.blocks[j]
+        # einsum, not ``@``: numpy's BLAS product took 8 ms of CPU at 100k rows against 1.7
+        # (its threads spin on a busy machine); the bound's margin covers any sum order.
+        if rows is None:
+            out: np.ndarray = np_.einsum("ij,j->i", part[:n], self.parts[j])
+        else:
+            out = np_.einsum("ij,j->i", np_.take(part, rows, axis=0), self.parts[j])
+        return out
+
+    def margin(self, code_error: np.ndarray, n: int, rows: np.ndarray | None = None) -> Any:
+        """What every bound of rows ``:n`` (or ``rows``) adds: their int8 code's error
+        (``code_error``, rows aligned) and the float rounding."""
+        pick: Any = slice(0, n) if rows is None else rows
+        return self.rounding * self.sketch.norm[pick] + code_error
+
+    def bound(self, j: int, point: np.ndarray, margin: Any, rows: Any) -> np.ndarray:
+        """Upper bounds of the cosines of ``rows`` (a slice or positions) given ``point``,
+        their dot products with the blocks up to ``j``, and their :meth:`margin`."""
+        out: np.ndarray = point + (self.after[j] * self.sketch.rests[j][rows] + margin)
+        return out
 
     def first(
         self, n: int, code_error: np.ndarray, rows: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(point estimates, upper bounds) of the cosines of rows ``:n`` (or ``rows``), from
-        the float32 head; ``code_error`` bounds each int8 code's error (rows aligned)."""
-        np_ = _np()
-        sk = self.sketch
-        # einsum, not ``@``: numpy's BLAS product took 8 ms of CPU at 100k rows against 1.7
-        # (its threads spin on a busy machine); the bound's margin covers either sum order.
-        if rows is None:
-            point: np.ndarray = np_.einsum("ij,j->i", sk.head[:n], self.head)
-            pick: Any = slice(0, n)
-        else:
-            point = np_.einsum("ij,j->i", np_.take(sk.head, rows, axis=0), self.head)
-            pick = rows
-        high = point + (
-            self.after_head * sk.rest1[pick] + self.rounding * sk.norm[pick] + code_error
-        )
-        return point, high
+        the whole float32 head; ``code_error`` bounds each int8 code's error (rows aligned)."""
+        point = self.block(0, n, rows)
+        for j in range(1, len(self.parts)):
+            point += self.block(j, n, rows)
+        last = len(self.parts) - 1
+        pick: Any = slice(0, n) if rows is None else rows
+        return point, self.bound(last, point, self.margin(code_error, n, rows), pick)
 
     def second(self, point: np.ndarray, rows: np.ndarray, code_error: np.ndarray) -> np.ndarray:
         """Upper bounds of the cosines of ``rows`` (sketch rows) given their first ``point``
