@@ -44,9 +44,9 @@ from memcore_sqlite.storage.rows import (
     rows_in,
 )
 from memcore_sqlite.storage.schema import STALE_HEAD
-from memcore_sqlite.vector.cache import Later
 from memcore_sqlite.vector.coverage import coverage
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
+from memcore_sqlite.vector.shortlist import Later
 
 if TYPE_CHECKING:
     from memcore.ports import DreamReviewer, Embedder, FactExtractor

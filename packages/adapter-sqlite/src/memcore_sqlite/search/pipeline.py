@@ -30,8 +30,9 @@ from memcore_sqlite.storage.rows import (
     rows_in,
 )
 from memcore_sqlite.vector import code_pages
-from memcore_sqlite.vector.cache import FetchVectors, Later, VectorCache
+from memcore_sqlite.vector.cache import FetchVectors, VectorCache
 from memcore_sqlite.vector.quantize import Codes
+from memcore_sqlite.vector.shortlist import Later
 
 
 def check_search(

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcore_sqlite.vector import plain_pages, quantize, stored
 from memcore_sqlite.vector.quantize import Codes
-from memcore_sqlite.vector.shortlist import Shortlister
+from memcore_sqlite.vector.shortlist import Later, Shortlister
 from memcore_sqlite.vector.sketch import BuildStopped, Sketch, Stop
 
 if TYPE_CHECKING:
@@ -101,8 +101,6 @@ _NORM_ROWS = 512
 EXACT_ROWS = 2_000
 #: One write's new vectors in one scope: (scope, their codes, their float32 rows).
 Written = tuple[tuple[str, str, str, str], Codes, "np.ndarray"]
-#: What a search starts once it has returned (a scope's sketch build), in the order asked.
-Later = list[Callable[[], None]]
 
 
 def _np() -> Any:

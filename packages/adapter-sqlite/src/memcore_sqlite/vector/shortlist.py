@@ -20,15 +20,30 @@ numpy is imported here only when a store has an embedder.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memcore_sqlite.vector import quantize
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from memcore_sqlite.vector.cache import Later, _Entry
-    from memcore_sqlite.vector.sketch import Turned
+    from memcore_sqlite.vector.quantize import Codes
+    from memcore_sqlite.vector.sketch import Sketch, Turned
+
+#: What a search starts once it has returned (a scope's sketch build), in the order asked.
+Later = list[Callable[[], None]]
+
+
+class Coded(Protocol):
+    """What a shortlist reads of a scope's codes (:class:`memcore_sqlite.vector.cache._Entry`)."""
+
+    n: int
+
+    def view(self) -> Codes: ...
+
+    def ready_sketch(self, later: Later | None = None) -> Sketch | None: ...
+
 
 #: Rows (at least) whose int8 bounds give the first lower bound on the n-th best cosine.
 BOOTSTRAP_ROWS = 256
@@ -107,7 +122,7 @@ class Shortlister:
 
     def __init__(
         self,
-        entry: _Entry,
+        entry: Coded,
         query: np.ndarray,
         allowed: np.ndarray | None,
         later: Later | None = None,
