@@ -3,8 +3,9 @@
 A setting is (vector weight, lexical coverage power, BM25's b): ``ranking.VECTOR_WEIGHT``,
 ``ranking.COVERAGE_POWER`` and ``ranking.LENGTH_B``, which the search reads at call time, so
 every setting runs on the same store in the same process and they take turns query by query:
-a burst of load on a shared machine hits all of them. The corpus and the queries are :mod:`benchmarks.sqlite_search`'s
-(mixes of real MiniLM embeddings of LongMemEval user turns, real questions), in one tenant.
+a burst of load on a shared machine hits all of them. The corpus and the queries are
+:mod:`benchmarks.sqlite_search`'s (mixes of real MiniLM embeddings of LongMemEval user turns,
+real questions), in one tenant.
 
 Besides the times, per setting: how many searches had to build the vector shortlist (to the
 best ``FIRST_READ`` rows, and on to the whole pool) and how many exact cosines were read. The
@@ -54,6 +55,11 @@ def _name(setting: Setting) -> str:
     return ":".join(str(x) for x in setting)
 
 
+def _use(setting: Setting) -> None:
+    """Make ``setting`` the one every search reads from now on."""
+    ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER, ranking.LENGTH_B = setting
+
+
 @contextmanager
 def _counted(counts: Counter[str]) -> Iterator[None]:
     """Count the fused order's shortlist builds and exact cosine reads while inside."""
@@ -100,16 +106,14 @@ def run(size: int, queries: int, settings: Sequence[Setting]) -> dict[str, Any]:
                 for i, (q, v) in enumerate(pairs):
                     turn = i % len(settings)
                     for k in [*range(turn, len(settings)), *range(turn)]:
-                        ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER, ranking.LENGTH_B = settings[
-                            k
-                        ]
+                        _use(settings[k])
                         with _counted(counts[names[k]]):
                             t, c = time.perf_counter(), time.process_time()
                             store.search_vector(STORE, pattern, q, v)
                             times[names[k]].append(time.perf_counter() - t)
                             cpu[names[k]].append(time.process_time() - c)
             finally:
-                ranking.VECTOR_WEIGHT, ranking.COVERAGE_POWER, ranking.LENGTH_B = shipped
+                _use(shipped)
     return {
         "rows": size,
         "searches_per_setting": len(pairs),

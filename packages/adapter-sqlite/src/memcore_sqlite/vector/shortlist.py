@@ -21,6 +21,7 @@ numpy is imported here only when a store has an embedder.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memcore_sqlite.vector import quantize
@@ -131,9 +132,6 @@ class Shortlister:
         self._query = query
         self._allowed = allowed
         self._later = later
-        #: (rows the filters allow, None for all; their scales) once picked (None: none is).
-        self._picked: tuple[Any, np.ndarray] | None = None
-        self._was_picked = False
         #: The query turned into the sketch's basis and each row's code error, once the
         #: sketch is there (rows aligned with the picked ones, as every array below).
         self._turned: Turned | None = None
@@ -147,18 +145,15 @@ class Shortlister:
         #: How many blocks every row has read, when they all have read as many.
         self._every: int | None = 0
 
-    def _rows(self) -> tuple[Any, np.ndarray] | None:
+    @cached_property
+    def _picked(self) -> tuple[Any, np.ndarray] | None:
         """(rows the filters allow, None for all; their scales), or None when none is."""
-        if not self._was_picked:
-            self._was_picked = True
-            np_ = _np()
-            codes = self._entry.view()
-            if self._allowed is None:
-                self._picked = (None, codes.scales)
-            else:
-                rows = np_.flatnonzero(np_.isin(codes.seqs, self._allowed))
-                self._picked = (rows, codes.scales[rows]) if len(rows) else None
-        return self._picked
+        np_ = _np()
+        codes = self._entry.view()
+        if self._allowed is None:
+            return None, codes.scales
+        rows = np_.flatnonzero(np_.isin(codes.seqs, self._allowed))
+        return (rows, codes.scales[rows]) if len(rows) else None
 
     def _turn(self, rows: Any, scales: np.ndarray) -> Turned | None:
         """The query in the sketch's basis; None while the scope's sketch is being built
@@ -192,13 +187,13 @@ class Shortlister:
         point, level, high, margin = self._point, self._level, self._high, self._margin
         assert margin is not None
         if bound is None:
-            if self._every is None:
-                point[:], high[:] = turned.first(entry.n, code_error, rows)
-            elif self._every < last:  # the blocks every row has read are kept
-                for j in range(self._every, last):
+            if self._every != last:
+                if self._every is None:  # rows read different blocks: every row starts again
+                    point[:] = 0.0
+                for j in range(self._every or 0, last):  # the blocks every row read are kept
                     point += turned.block(j, entry.n, rows)
                 high[:] = turned.bound(last - 1, point, margin, everyone)
-            level[:] = self._every = last
+                level[:] = self._every = last
             return None
         keep: Any = None
         for j in range(last):
@@ -222,8 +217,8 @@ class Shortlister:
                     high[need] = turned.bound(j, point[need], margin[need], at)
                     self._every = None
             reach = ~((high if keep is None else high[keep]) < bound)
-            many = keep is None and np_.count_nonzero(reach) > GATHER_SHARE * count
-            if many and self._every == j + 1:
+            every_next = keep is None and self._every == j + 1
+            if every_next and np_.count_nonzero(reach) > GATHER_SHARE * count:
                 continue  # every row reads the next block anyway: no positions needed
             keep = np_.flatnonzero(reach) if keep is None else keep[np_.flatnonzero(reach)]
             if not len(keep):
@@ -243,7 +238,7 @@ class Shortlister:
         empty = np_.empty(0, np_.float32)
         if not entry.n or n <= 0:
             return np_.empty(0, np_.int64), empty, empty
-        picked = self._rows()
+        picked = self._picked
         if picked is None:
             return np_.empty(0, np_.int64), empty, empty
         rows, scales = picked

@@ -241,9 +241,9 @@ class Sketch:
 
 
 class Turned:
-    """A query in a sketch's basis, and the bounds it gives each row: from the head's first
-    blocks (:meth:`block`, :meth:`bound`), the whole head (:meth:`first`), and with the int8
-    coordinates after it (:meth:`second`)."""
+    """A query in a sketch's basis, and the bounds it gives each row: from the head's blocks
+    read so far (:meth:`block`, :meth:`bound`), and with the int8 coordinates after the
+    head (:meth:`second`)."""
 
     def __init__(self, sketch: Sketch, query: np.ndarray) -> None:
         np_ = _np()
@@ -288,18 +288,6 @@ class Turned:
         their dot products with the blocks up to ``j``, and their :meth:`margin`."""
         out: np.ndarray = point + (self.after[j] * self.sketch.rests[j][rows] + margin)
         return out
-
-    def first(
-        self, n: int, code_error: np.ndarray, rows: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(point estimates, upper bounds) of the cosines of rows ``:n`` (or ``rows``), from
-        the whole float32 head; ``code_error`` bounds each int8 code's error (rows aligned)."""
-        point = self.block(0, n, rows)
-        for j in range(1, len(self.parts)):
-            point += self.block(j, n, rows)
-        last = len(self.parts) - 1
-        pick: Any = slice(0, n) if rows is None else rows
-        return point, self.bound(last, point, self.margin(code_error, n, rows), pick)
 
     def second(self, point: np.ndarray, rows: np.ndarray, code_error: np.ndarray) -> np.ndarray:
         """Upper bounds of the cosines of ``rows`` (sketch rows) given their first ``point``
