@@ -7,7 +7,9 @@ words, and names its evidence turns. Kinds: ``single-hop`` (one turn), ``multi-h
 turns: the question names what the first says and asks what the second says, which refers to
 it only as "he", "she" or "it"), ``temporal`` (when: the turn says "yesterday" or "last
 weekend" on its session's date) and ``open-domain`` (a likely preference, from a turn that
-never names the thing asked about).
+never names the thing asked about). Each question records its ``form``, the template it was
+asked from (every conversation asks from the same forms, in other names), so that
+cross-validation can hold a form out whole (:mod:`benchmarks.longmemeval_cv`).
 
 Deterministic (seed 32): ``uv run python -m benchmarks._dialog_gen`` rewrites the same file.
 """
@@ -390,9 +392,9 @@ def conversation(rng: random.Random, index: int) -> tuple[dict[str, Any], list[d
                       "speaker": speaker, "text": text})  # fmt: skip
         return tid
 
-    def ask(kind: str, question: str, evidence: list[str]) -> None:
-        questions.append({"conversation": cid, "kind": kind, "question": question,
-                          "evidence": evidence})  # fmt: skip
+    def ask(kind: str, form: str, question: str, evidence: list[str]) -> None:
+        questions.append({"conversation": cid, "kind": kind, "form": form,
+                          "question": question, "evidence": evidence})  # fmt: skip
 
     for session in range(SESSIONS):
         events = plan[session]
@@ -413,23 +415,38 @@ def conversation(rng: random.Random, index: int) -> tuple[dict[str, Any], list[d
                     says, asks, options = payload
                     slots = _pick(rng, options)
                     tid = say(session, who, _fill(rng.choice(says), slots))
-                    ask("single-hop", rng.choice(asks).format(s=who, o=other), [tid])
+                    ask(
+                        "single-hop",
+                        f"single-{SINGLE.index(payload)}",
+                        rng.choice(asks).format(s=who, o=other),
+                        [tid],
+                    )
                 elif kind == "multi1":
                     m, slots, _ = payload
                     multi_first[payload[2]] = say(session, who, _fill(m[0], slots))
                 elif kind == "multi2":
                     m, slots, _ = payload
                     tid = say(session, who, _fill(m[1], slots))
-                    ask("multi-hop", m[2].format(s=who, **slots), [multi_first[payload[2]], tid])
+                    ask(
+                        "multi-hop",
+                        f"multi-{MULTI.index(m)}",
+                        m[2].format(s=who, **slots),
+                        [multi_first[payload[2]], tid],
+                    )
                 elif kind == "temporal":
                     text, question, options = payload
                     slots = {**_pick(rng, options), "rel": rng.choice(RELATIVE)}
                     tid = say(session, who, _fill(text, slots))
-                    ask("temporal", question.format(s=who, **slots), [tid])
+                    ask(
+                        "temporal",
+                        f"temporal-{TEMPORAL.index(payload)}",
+                        question.format(s=who, **slots),
+                        [tid],
+                    )
                 else:
                     text, question = payload
                     tid = say(session, who, text)
-                    ask("open-domain", question.format(s=who), [tid])
+                    ask("open-domain", f"open-{OPEN.index(payload)}", question.format(s=who), [tid])
                 say(session, other, rng.choice(REPLIES))
                 speaker = who
             else:

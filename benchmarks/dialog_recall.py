@@ -14,10 +14,13 @@ recall_any@5 (an evidence turn among the first five), overall with its 95% Wilso
 per kind, and for multi-hop questions recall_all@5 (both evidence turns among the first five:
 the question names what the first turn says, so recall_any finds that one easily); ``paired``: hybrid against each other ranking question by question (better, worse,
 sign test p); ``hybrid_above_every_signal``: whether hybrid's recall is above lexical's,
-vector's and RRF's. ``--weights``: the fusion's vector weight chosen by 5-fold
-cross-validation over whole conversations (held-out recall against the shipped 0.3, and each
-weight's in-sample recall for reference), to see whether the weight chosen on long user turns
-suits short ones.
+vector's and RRF's. ``shared_words``: the share of questions that share a word with an
+evidence turn (a stemmed term of the search's own analysis, stop-words and the speakers'
+names aside), and each ranking's recall on those and on the others: how much the set asks in
+other words decides what it says about the fusion's weight. ``--weights``: the fusion's
+vector weight chosen by 5-fold cross-validation over whole question forms (the generator's
+templates; held-out recall against the shipped 0.3, and each weight's in-sample recall for
+reference), to see whether the weight chosen on long user turns suits short ones.
 
     uv run python -m benchmarks dialog_recall [--cache /tmp/dialog-cache] [--limit N] [--weights]
 """
@@ -27,7 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
+import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
@@ -75,6 +78,36 @@ def ingest(mem: Memory, conversation: dict[str, Any]) -> int:
     return len(conversation["turns"])
 
 
+class Terms:
+    """The stemmed terms a lexical search would look a text up by: the search's own words
+    and stop-words (:mod:`memcore_sqlite.lexical.analysis`), each stemmed by FTS5's own
+    tokenizer (:data:`memcore_sqlite.storage.schema.FTS_TOKENIZE`) in a memory database."""
+
+    def __init__(self) -> None:
+        import sqlite3
+
+        from memcore_sqlite.storage.schema import FTS_TOKENIZE
+
+        self._conn = sqlite3.connect(":memory:")
+        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZE}')")
+        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+        self._known: dict[str, set[str]] = {}
+
+    def of(self, text: str) -> set[str]:
+        from memcore_sqlite.lexical import analysis
+
+        out: set[str] = set()
+        for word in analysis.tokens(text):
+            if word.lower() in analysis.STOP_WORDS:
+                continue
+            if word not in self._known:
+                self._conn.execute("DELETE FROM t")
+                self._conn.execute("INSERT INTO t VALUES (?)", (word,))
+                self._known[word] = {row[0] for row in self._conn.execute("SELECT term FROM v")}
+            out |= self._known[word]
+        return out
+
+
 def rrf(*rankings: Sequence[str]) -> list[str]:
     score: dict[str, float] = defaultdict(float)
     for order in rankings:
@@ -112,23 +145,27 @@ def weighted(mem: Memory, question: str, evidence: set[str]) -> dict[float, floa
 
 
 def weight_cv(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The vector weight chosen by cross-validation over conversations (folds of whole
-    conversations, seed 32): the shipped weight unless another beats it on the training
-    conversations by more than one question; held-out recall against the shipped weight."""
+    """The vector weight chosen by cross-validation over question forms (folds of whole
+    forms by kind, seed 32, as :func:`benchmarks.longmemeval_cv.fold_by_group`: every
+    conversation asks from the same forms, so folds of whole conversations held no form
+    out): the shipped weight unless another beats it on the training folds by more than one
+    question; held-out recall against the shipped weight."""
+    from benchmarks.longmemeval_cv import fold_by_group
+
+    if not all(r["form"] for r in rows):
+        raise LookupError("--weights needs each question's form (benchmarks._dialog_gen)")
     shipped = ranking.VECTOR_WEIGHT
-    conversations = sorted({r["conversation"] for r in rows})
-    random.Random(SEED).shuffle(conversations)
-    fold = {c: i % FOLDS for i, c in enumerate(conversations)}
+    fold = fold_by_group([r["form"] for r in rows], FOLDS, SEED, [r["kind"] for r in rows])
     held: list[float] = [0.0] * len(rows)
     picks = []
     for f in range(FOLDS):
-        train = [r for r in rows if fold[r["conversation"]] != f]
+        train = [r for r, g in zip(rows, fold) if g != f]
         value = {w: sum(r["weights"][w] for r in train) for w in WEIGHTS}
         best = max(WEIGHTS, key=lambda w: (value[w], -abs(w - shipped)))
         pick = best if value[best] > value[shipped] + 1 else shipped
         picks.append(pick)
         for i, r in enumerate(rows):
-            if fold[r["conversation"]] == f:
+            if fold[i] == f:
                 held[i] = r["weights"][pick]
     base = [r["hybrid"] for r in rows]
     better = sum(h > b for h, b in zip(held, base))
@@ -157,6 +194,8 @@ def run(
         asked[q["conversation"]].append(q)
     rows: list[dict[str, Any]] = []
     turns = 0
+    terms = Terms()
+    turn_text = {t["id"]: t["text"] for c in data["conversations"] for t in c["turns"]}
     with tempfile.TemporaryDirectory() as tmp:
         for conversation in data["conversations"][: limit or None]:
             path = Path(tmp) / f"{conversation['id']}.db"
@@ -168,8 +207,12 @@ def run(
                 for q in asked[conversation["id"]]:
                     ranked = rankings(mem, store, q["question"])
                     evidence = set(q["evidence"])
+                    names = set().union(*map(terms.of, conversation["speakers"]))
+                    shared = any(
+                        terms.of(q["question"]) & terms.of(turn_text[t]) - names for t in evidence
+                    )
                     rows.append(
-                        {"kind": q["kind"], "conversation": conversation["id"]}
+                        {"kind": q["kind"], "form": q.get("form", ""), "shared": shared}
                         | ({"weights": weighted(mem, q["question"], evidence)} if weights else {})
                         | {r: float(bool(set(ranked[r][:K]) & evidence)) for r in RANKINGS}
                         | {f"{r}_all": float(evidence <= set(ranked[r][:K])) for r in RANKINGS}
@@ -208,6 +251,16 @@ def run(
         "hybrid_above_every_signal": all(
             overall["hybrid"]["mean"] > overall[r]["mean"] for r in RANKINGS[1:]
         ),
+        "shared_words": {
+            "share": mean(rows, "shared"),
+            **{
+                label: {r: mean(part, r) for r in RANKINGS} | {"n": len(part)}
+                for label, part in (
+                    ("sharing", [x for x in rows if x["shared"]]),
+                    ("not_sharing", [x for x in rows if not x["shared"]]),
+                )
+            },
+        },
     } | ({"vector_weight_cv": weight_cv(rows)} if weights else {})
 
 
@@ -236,7 +289,12 @@ def main() -> int:
         embedder = CachingEmbedder(real, args.cache)
     data = json.loads(args.data.read_text(encoding="utf-8"))
     result = {"data": args.data.name, "embedder": real.name, "machine": {"cpus": os.cpu_count()}}
-    print(json.dumps(result | run(data, embedder, args.limit, args.weights), indent=2))
+    try:
+        result |= run(data, embedder, args.limit, args.weights)
+    except LookupError as e:
+        print(json.dumps({"error": str(e)}), file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2))
     return 0
 
 

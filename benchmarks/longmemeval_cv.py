@@ -14,8 +14,13 @@ are in-sample, shown only as the reference the cross-validated choice is compare
 ``dialogs_dev.json``, vectors read from ``--dialog-cache``, never embedded here) and chooses
 every setting over both sets jointly: fold f of each set is held out at once, the setting is
 chosen on the other folds of both, and each set's held-out figures are reported on their own.
-A dialog's questions are folded by whole conversation (the ten conversations sorted, shuffled
-with the seed, dealt round-robin), so a conversation is never both trained and tested on.
+A dialog's questions are folded by whole question form (``--dialog-folds form``, the default:
+the generator's templates, each asked in several conversations in other names, sorted within
+each kind, shuffled with the seed and dealt round-robin), so no form is both trained and
+tested on. Folding by whole conversation (``--dialog-folds conversation``, the protocol until
+then) kept a conversation out but not its forms: every conversation draws its questions from
+the same 27 forms, so a held-out conversation's questions had been asked, in other names, in
+the training folds, and a setting that mended one form's wording was scored as held out.
 ``--also R2`` adds another capture of the split as a set of its own (``capture --roles all``:
 user and assistant turns indexed, as the Hermes provider keeps worthwhile replies by default),
 folded and chosen for jointly in the same way. ``--max-weight W`` leaves out every candidate
@@ -74,7 +79,8 @@ same number of plain hits.
     uv run python -m benchmarks longmemeval_replay capture --roles user --cache DIR --out R
     uv run python -m benchmarks longmemeval_cv R [--folds 5] [--seed 32] [--seeds 5] \\
         [--dialogs benchmarks/data/dialogs_dev.json --dialog-cache DIALOG_CACHE] \\
-        [--context-cache CONTEXT_CACHE] [--also R2] [--max-weight W]
+        [--context-cache CONTEXT_CACHE] [--also R2] [--max-weight W] \\
+        [--dialog-folds form|conversation]
 
 ``DIALOG_CACHE`` is the vector cache :mod:`benchmarks.dialog_recall` ``--cache`` fills.
 """
@@ -161,6 +167,8 @@ class Question:
     #: Context label (of :data:`CONTEXTS` but "turn") -> each row's cosine with the query
     #: when the row's vector is that contextual one; empty without ``--context-cache``.
     context: dict[str, np.ndarray] = attrs.field(factory=dict)
+    #: The question's form (a dialog generator's template; empty for LongMemEval).
+    form: str = ""
 
 
 def _terms(question: str, cap: int) -> tuple[str, ...]:
@@ -368,6 +376,7 @@ def dialog_questions(path: Path, cache: Path, window_cache: Any = None) -> list[
                         [m.get("date", "") for m in rows.meta],
                         rows.centred,
                         rows.context,
+                        item.get("form", ""),
                     )
                 )
     return out
@@ -509,12 +518,21 @@ def fold_of(questions: Sequence[tuple[str, str]], k: int, seed: int) -> list[int
     return fold
 
 
-def fold_by_group(groups: Sequence[str], k: int, seed: int) -> list[int]:
-    """Each question's fold when its group (a dialog's conversation) must stay whole: the
-    distinct groups sorted, shuffled with ``seed`` and dealt round-robin."""
-    names = sorted(set(groups))
-    random.Random(seed).shuffle(names)
-    fold = {name: i % k for i, name in enumerate(names)}
+def fold_by_group(
+    groups: Sequence[str], k: int, seed: int, kinds: Sequence[str] | None = None
+) -> list[int]:
+    """Each question's fold when its group (a dialog's conversation or question form) must
+    stay whole: the distinct groups sorted, shuffled with ``seed`` and dealt round-robin;
+    with ``kinds`` (each question's, one per group), kind after kind, so that every fold
+    holds groups of every kind."""
+    rng = random.Random(seed)
+    kind_of = dict(zip(groups, kinds)) if kinds is not None else dict.fromkeys(groups, "")
+    fold: dict[str, int] = {}
+    for kind in sorted(set(kind_of.values())):
+        names = sorted(g for g, of in kind_of.items() if of == kind)
+        rng.shuffle(names)
+        for name in names:
+            fold[name] = len(fold) % k
     return [fold[g] for g in groups]
 
 
@@ -527,12 +545,18 @@ class Part:
     questions: Sequence[Question]
     table: dict[tuple[Any, ...], list[dict[str, float]]]
     objective: tuple[str, ...]
-    #: Fold whole groups (a question's ``qid``: a dialog's conversation), not questions.
-    by_group: bool = False
+    #: What a fold holds whole: a ``question`` (by type), a dialog's ``conversation``
+    #: (a question's ``qid``) or a question ``form`` (by type).
+    fold_by: str = "question"
 
     def folds(self, k: int, seed: int) -> list[int]:
-        if self.by_group:
+        if self.fold_by == "conversation":
             return fold_by_group([q.qid for q in self.questions], k, seed)
+        if self.fold_by == "form":
+            forms = [q.form for q in self.questions]
+            if not all(forms):
+                raise LookupError("--dialog-folds form needs each question's form")
+            return fold_by_group(forms, k, seed, [q.kind for q in self.questions])
         return fold_of([(q.qid, q.kind) for q in self.questions], k, seed)
 
 
@@ -926,6 +950,7 @@ def run(
     context_cache: Path | None = None,
     also: Sequence[Path] = (),
     max_weight: float = 1.0,
+    dialog_folds: str = "form",
 ) -> dict[str, Any]:
     windows = None
     if context_cache is not None:
@@ -945,7 +970,7 @@ def run(
         if dialog_cache is None:
             raise LookupError("--dialogs needs --dialog-cache (vectors are never embedded here)")
         asked = dialog_questions(dialogs, dialog_cache, windows)
-        parts.append(Part("dialogs", asked, table_of(asked), DIALOG_OBJECTIVE, by_group=True))
+        parts.append(Part("dialogs", asked, table_of(asked), DIALOG_OBJECTIVE, dialog_folds))
     lme = parts[0]
     main = cross_validate(parts, k, seed, guard, only, max_weight)
     held = main["held"]
@@ -980,7 +1005,12 @@ def run(
             "folds": k,
             "seed": seed,
             "sets": {
-                p.name: "whole conversations" if p.by_group else "questions, by type" for p in parts
+                p.name: {
+                    "question": "questions, by type",
+                    "conversation": "whole conversations",
+                    "form": "whole question forms, by type",
+                }[p.fold_by]
+                for p in parts
             },
             "objective": {p.name: "+".join(p.objective) for p in parts},
             "families_simplest_first": [name for name, _ in families(windows is not None)],
@@ -1066,6 +1096,12 @@ def main() -> int:
         default=1.0,
         help="no candidate with a larger vector weight (what the latency goals allow)",
     )
+    parser.add_argument(
+        "--dialog-folds",
+        choices=("form", "conversation"),
+        default="form",
+        help="what a dialog fold holds whole: a question form (default) or a conversation",
+    )
     args = parser.parse_args()
     return report(
         lambda: run(
@@ -1081,6 +1117,7 @@ def main() -> int:
             args.context_cache,
             tuple(args.also),
             args.max_weight,
+            args.dialog_folds,
         )
     )
 
