@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -352,11 +353,11 @@ REPLIES = [
 ]
 
 
-def _fill(template: str, slots: dict[str, str]) -> str:
+def fill(template: str, slots: dict[str, str]) -> str:
     return template.format(**slots)
 
 
-def _pick(rng: random.Random, options: dict[str, list[str]]) -> dict[str, str]:
+def pick(rng: random.Random, options: dict[str, list[str]]) -> dict[str, str]:
     return {k: rng.choice(v) for k, v in options.items()}
 
 
@@ -373,7 +374,7 @@ def conversation(rng: random.Random, index: int) -> tuple[dict[str, Any], list[d
     for key, m in enumerate(rng.sample(MULTI, 4)):
         first = rng.randrange(SESSIONS - 1)
         who = rng.choice((a, b))
-        slots = _pick(rng, m[3])
+        slots = pick(rng, m[3])
         plan[first].append(("multi1", (m, slots, key), who))
         plan[rng.randrange(first + 1, SESSIONS)].append(("multi2", (m, slots, key), who))
     for t in rng.sample(TEMPORAL, 4):
@@ -413,8 +414,8 @@ def conversation(rng: random.Random, index: int) -> tuple[dict[str, Any], list[d
                 other = b if who == a else a
                 if kind == "single":
                     says, asks, options = payload
-                    slots = _pick(rng, options)
-                    tid = say(session, who, _fill(rng.choice(says), slots))
+                    slots = pick(rng, options)
+                    tid = say(session, who, fill(rng.choice(says), slots))
                     ask(
                         "single-hop",
                         f"single-{SINGLE.index(payload)}",
@@ -423,10 +424,10 @@ def conversation(rng: random.Random, index: int) -> tuple[dict[str, Any], list[d
                     )
                 elif kind == "multi1":
                     m, slots, _ = payload
-                    multi_first[payload[2]] = say(session, who, _fill(m[0], slots))
+                    multi_first[payload[2]] = say(session, who, fill(m[0], slots))
                 elif kind == "multi2":
                     m, slots, _ = payload
-                    tid = say(session, who, _fill(m[1], slots))
+                    tid = say(session, who, fill(m[1], slots))
                     ask(
                         "multi-hop",
                         f"multi-{MULTI.index(m)}",
@@ -435,8 +436,8 @@ def conversation(rng: random.Random, index: int) -> tuple[dict[str, Any], list[d
                     )
                 elif kind == "temporal":
                     text, question, options = payload
-                    slots = {**_pick(rng, options), "rel": rng.choice(RELATIVE)}
-                    tid = say(session, who, _fill(text, slots))
+                    slots = {**pick(rng, options), "rel": rng.choice(RELATIVE)}
+                    tid = say(session, who, fill(text, slots))
                     ask(
                         "temporal",
                         f"temporal-{TEMPORAL.index(payload)}",
@@ -455,25 +456,33 @@ def conversation(rng: random.Random, index: int) -> tuple[dict[str, Any], list[d
     return {"id": cid, "speakers": [a, b], "turns": turns}, questions
 
 
-def build() -> dict[str, Any]:
-    rng = random.Random(SEED)
+#: One conversation of a set, from the set's generator and its index.
+Conversation = Callable[[random.Random, int], tuple[dict[str, Any], list[dict[str, Any]]]]
+
+
+def build(make: Conversation = conversation, seed: int = SEED) -> dict[str, Any]:
+    rng = random.Random(seed)
     convs, questions = [], []
     for i in range(CONVERSATIONS):
-        conv, asked = conversation(rng, i)
+        conv, asked = make(rng, i)
         convs.append(conv)
         questions.extend(asked)
-    return {"seed": SEED, "conversations": convs, "questions": questions}
+    return {"seed": seed, "conversations": convs, "questions": questions}
 
 
-def main() -> int:
-    data = build()
-    OUT.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+def write(data: dict[str, Any], out: Path) -> int:
+    """Write a set and print what it holds."""
+    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     kinds: dict[str, int] = {}
     for q in data["questions"]:
         kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
     turns = [len(c["turns"]) for c in data["conversations"]]
-    print(json.dumps({"out": str(OUT), "turns": turns, "questions": kinds}))
+    print(json.dumps({"out": str(out), "turns": turns, "questions": kinds}))
     return 0
+
+
+def main() -> int:
+    return write(build(), OUT)
 
 
 if __name__ == "__main__":

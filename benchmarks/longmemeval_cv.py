@@ -943,7 +943,7 @@ def run(
     seed: int,
     seeds: int,
     limit: int,
-    dialogs: Path | None = None,
+    dialogs: Sequence[Path] = (),
     dialog_cache: Path | None = None,
     guard: bool = False,
     only: Sequence[str] = (),
@@ -966,11 +966,14 @@ def run(
         if any(p.name == name for p in parts):
             raise LookupError(f"two sets of kept stores index the same roles: {other}")
         parts.append(Part(name, asked, table_of(asked), OBJECTIVE))
-    if dialogs is not None:
+    for path in dialogs:
         if dialog_cache is None:
             raise LookupError("--dialogs needs --dialog-cache (vectors are never embedded here)")
-        asked = dialog_questions(dialogs, dialog_cache, windows)
-        parts.append(Part("dialogs", asked, table_of(asked), DIALOG_OBJECTIVE, dialog_folds))
+        asked = dialog_questions(path, dialog_cache, windows)
+        name = "dialogs" if path.stem == "dialogs_dev" else path.stem
+        if any(p.name == name for p in parts):
+            raise LookupError(f"two dialog sets of one name: {path}")
+        parts.append(Part(name, asked, table_of(asked), DIALOG_OBJECTIVE, dialog_folds))
     lme = parts[0]
     main = cross_validate(parts, k, seed, guard, only, max_weight)
     held = main["held"]
@@ -1061,7 +1064,11 @@ def main() -> int:
     parser = protocol_parser()
     parser.add_argument("--limit", type=int, default=0, help="first N kept questions (0: all)")
     parser.add_argument(
-        "--dialogs", type=Path, default=None, help="also the dialog set (dialogs_dev.json)"
+        "--dialogs",
+        type=Path,
+        action="append",
+        default=[],
+        help="also a dialog set (dialogs_dev.json, dialogs_echo.json); repeatable",
     )
     parser.add_argument(
         "--dialog-cache", type=Path, default=None, help="its vectors (read, never written)"
@@ -1110,7 +1117,7 @@ def main() -> int:
             args.seed,
             args.seeds,
             args.limit,
-            args.dialogs,
+            tuple(args.dialogs),
             args.dialog_cache,
             args.guard,
             tuple(f for f in args.families.split(",") if f),

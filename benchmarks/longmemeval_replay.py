@@ -109,17 +109,25 @@ def capture(
     return {**index, "questions": len(kept), "out": str(out)}
 
 
-def score(directory: Path) -> dict[str, Any]:
+def score(directory: Path, data: str = str(DEFAULT_DATA)) -> dict[str, Any]:
+    """Each kept store searched as :mod:`benchmarks.longmemeval` searches it. The question
+    itself is read from the split (``data``), by id: the search takes the question's date as
+    its reference time, and the scores count every evidence turn of the haystack, neither of
+    which the index keeps (a replay scored without them stopped with a KeyError)."""
     index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
     questions = index["questions"]
     vectors = {q["item"]["question"]: q["qvec"] for q in questions}
     embedder = ReplayEmbedder(index["model"], index["dimension"], vectors)
+    split = {item["question_id"]: item for item in load(data)}
     rows = []
     for i, q in enumerate(questions):
         i = q.get("index", i)
+        item = split.get(q["item"]["question_id"])
+        if item is None:
+            raise LookupError(f"question {q['item']['question_id']} is not in {data}")
         store, mem = open_question(directory / f"q{i}.db", embedder, i)
         try:
-            found = search_question(mem, store, q["item"], set(q["evidence"]))
+            found = search_question(mem, store, item, set(q["evidence"]))
         finally:
             store.close()
         rows.append({**found, "ingest_s": q["ingest_s"], "turns": q["turns"]})
@@ -140,12 +148,13 @@ def main() -> int:
     )
     sc = sub.add_parser("score")
     sc.add_argument("directory", type=Path)
+    sc.add_argument("--data", default=os.environ.get("LONGMEMEVAL_DATA", str(DEFAULT_DATA)))
     args = parser.parse_args()
     try:
         if args.command == "capture":
             result = capture(args.data, args.roles, args.cache, args.out, args.limit, args.fill)
         else:
-            result = score(args.directory)
+            result = score(args.directory, args.data)
     except (LookupError, FileNotFoundError, InvalidInput) as e:
         # A text missing from the cache reaches us through the store as InvalidInput.
         cause = e.__cause__ or e

@@ -38,9 +38,15 @@ _STOP_WORD_TEXT = """a about above after again against all am an and any are as 
 #: sure the answer is, not what it is about, and the stemmer reads "likely" as "like", one of
 #: the commonest words of chat: "That sounds like a lot." matched the question's name and it.
 _HEDGE_TEXT = "likely probably possibly perhaps"
+#: Verbs that frame a question about a preference ("Would Ada enjoy backpacking in a national
+#: park?", "Would Zoe want to foster kittens?") and say nothing of its subject, while chat
+#: is full of them ("Enjoy it while it lasts.", "Want to split a pizza?", "That sounds like a
+#: lot."): short turns holding the question's name and one of these outranked the evidence,
+#: which says "I could spend every weekend up in the mountains with a tent".
+_FRAME_TEXT = "like likes liked enjoy enjoys enjoyed want wants wanted"
 #: Most frequent English function words, which match most rows and cost the most to score,
-#: and the hedges above. Dropped from queries only; memories are indexed whole.
-STOP_WORDS = frozenset(_STOP_WORD_TEXT.split() + _HEDGE_TEXT.split())
+#: and the hedges and frames above. Dropped from queries only; memories are indexed whole.
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split() + _HEDGE_TEXT.split() + _FRAME_TEXT.split())
 #: Cap on query terms: an FTS5 query's cost grows with every term's posting list.
 MAX_QUERY_TERMS = 8
 
