@@ -690,6 +690,22 @@ def _paired(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> dic
     return out
 
 
+def candidates(
+    context: bool, only: Sequence[str] = (), max_weight: float = 1.0
+) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """The families a run chooses among, simplest first: :func:`families`, only those named
+    in ``only`` (with the shipped default), none with a vector weight above ``max_weight``."""
+    groups = [
+        (name, kept)
+        for name, group in families(context)
+        if (kept := [s for s in group if s[0] != "convex" or s[1] <= max_weight + 1e-9])
+    ]
+    if only:  # the default stays a candidate: "weight" holds it
+        default = [("shipped", [DEFAULT])] if "weight" not in only else []
+        groups = default + [(name, group) for name, group in groups if name in only]
+    return groups
+
+
 def cross_validate(
     parts: Sequence[Part],
     k: int,
@@ -703,15 +719,7 @@ def cross_validate(
     choices, and per-fold held-out objectives of each part. ``max_weight``: no candidate
     gives the vector signal a larger share (what the latency goals allow)."""
     folds = {part.name: part.folds(k, seed) for part in parts}
-    groups = families(all(_has_context(p.questions) for p in parts))
-    groups = [
-        (name, kept)
-        for name, group in groups
-        if (kept := [s for s in group if s[0] != "convex" or s[1] <= max_weight + 1e-9])
-    ]
-    if only:  # the default stays a candidate: "weight" holds it
-        default = [("shipped", [DEFAULT])] if "weight" not in only else []
-        groups = default + [(name, group) for name, group in groups if name in only]
+    groups = candidates(all(_has_context(p.questions) for p in parts), only, max_weight)
     held: dict[str, list[dict[str, float]]] = {p.name: [{}] * len(p.questions) for p in parts}
     choices = []
     for f in range(k):
@@ -976,6 +984,7 @@ def run(
         parts.append(Part(name, asked, table_of(asked), DIALOG_OBJECTIVE, dialog_folds))
     lme = parts[0]
     main = cross_validate(parts, k, seed, guard, only, max_weight)
+    searched = candidates(all(_has_context(p.questions) for p in parts), only, max_weight)
     held = main["held"]
     lme_fold = main["folds"][lme.name]
     chosen_by_fold = [tuple(c["setting"]) for c in main["choices"]]
@@ -1016,8 +1025,8 @@ def run(
                 for p in parts
             },
             "objective": {p.name: "+".join(p.objective) for p in parts},
-            "families_simplest_first": [name for name, _ in families(windows is not None)],
-            "settings": len({s for _, group in families(windows is not None) for s in group}),
+            "families_simplest_first": [name for name, _ in searched],
+            "settings": len({s for _, group in searched for s in group}),
             "context_cache": None if context_cache is None else str(context_cache),
             "also": [str(d) for d in also],
             "max_weight": max_weight,
