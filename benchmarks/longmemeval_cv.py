@@ -500,22 +500,11 @@ def metrics(q: Question, order: np.ndarray) -> dict[str, float]:
 
 
 def fold_of(questions: Sequence[tuple[str, str]], k: int, seed: int) -> list[int]:
-    """Each question's fold, from (question id, type) pairs: each type's ids sorted, shuffled
-    with ``seed`` and dealt round-robin, type after type. It depends on the questions alone,
-    not on the order they were kept in."""
-    rng = random.Random(seed)
-    by_kind: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for i, (qid, kind) in enumerate(questions):
-        by_kind[kind].append((qid, i))
-    fold = [0] * len(questions)
-    dealt = 0
-    for kind in sorted(by_kind):
-        members = sorted(by_kind[kind])
-        rng.shuffle(members)
-        for _, i in members:
-            fold[i] = dealt % k
-            dealt += 1
-    return fold
+    """Each question's fold, from (question id, type) pairs (ids distinct): each question a
+    group of its own (:func:`fold_by_group`), so each type's ids are sorted, shuffled with
+    ``seed`` and dealt round-robin, type after type. It depends on the questions alone, not
+    on the order they were kept in."""
+    return fold_by_group([qid for qid, _ in questions], k, seed, [kind for _, kind in questions])
 
 
 def fold_by_group(
@@ -710,16 +699,14 @@ def cross_validate(
     parts: Sequence[Part],
     k: int,
     seed: int,
-    guard: bool = False,
-    only: Sequence[str] = (),
-    max_weight: float = 1.0,
+    guard: bool,
+    groups: list[tuple[str, list[tuple[Any, ...]]]],
 ) -> dict[str, Any]:
     """Held-out rows of the fusion chosen fold by fold over every part together (fold f of
     each part is held out at once; the setting is chosen on all the other folds), the
-    choices, and per-fold held-out objectives of each part. ``max_weight``: no candidate
-    gives the vector signal a larger share (what the latency goals allow)."""
+    choices, and per-fold held-out objectives of each part. ``groups``: the candidate
+    families (:func:`candidates`)."""
     folds = {part.name: part.folds(k, seed) for part in parts}
-    groups = candidates(all(_has_context(p.questions) for p in parts), only, max_weight)
     held: dict[str, list[dict[str, float]]] = {p.name: [{}] * len(p.questions) for p in parts}
     choices = []
     for f in range(k):
@@ -983,8 +970,8 @@ def run(
             raise LookupError(f"two dialog sets of one name: {path}")
         parts.append(Part(name, asked, table_of(asked), DIALOG_OBJECTIVE, dialog_folds))
     lme = parts[0]
-    main = cross_validate(parts, k, seed, guard, only, max_weight)
     searched = candidates(all(_has_context(p.questions) for p in parts), only, max_weight)
+    main = cross_validate(parts, k, seed, guard, searched)
     held = main["held"]
     lme_fold = main["folds"][lme.name]
     chosen_by_fold = [tuple(c["setting"]) for c in main["choices"]]
@@ -992,7 +979,7 @@ def run(
     session = _session_cv(questions, lme_fold, chosen_by_fold, k)
     repeats = []
     for extra in range(1, seeds):
-        again = cross_validate(parts, k, seed + extra, guard, only, max_weight)
+        again = cross_validate(parts, k, seed + extra, guard, searched)
         repeats.append(
             {
                 "seed": seed + extra,
