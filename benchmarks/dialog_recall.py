@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 from collections import defaultdict
@@ -78,34 +79,21 @@ def ingest(mem: Memory, conversation: dict[str, Any]) -> int:
     return len(conversation["turns"])
 
 
-class Terms:
-    """The stemmed terms a lexical search would look a text up by: the search's own words
-    and stop-words (:mod:`memcore_sqlite.lexical.analysis`), each stemmed by FTS5's own
-    tokenizer (:data:`memcore_sqlite.storage.schema.FTS_TOKENIZE`) in a memory database."""
+def shares_a_word(
+    conn: sqlite3.Connection, question: str, evidence: Sequence[str], names: Sequence[str]
+) -> bool:
+    """Whether a term the search would look ``question`` up by is in an evidence text, the
+    speakers' ``names`` aside: the question's terms (:func:`analysis.query_terms`) and each
+    text as FTS5 indexes them, by its own tokenizer (:func:`query_tokens.row_tokens`, on
+    ``conn``'s temp table)."""
+    from memcore_sqlite.lexical import analysis
+    from memcore_sqlite.lexical.query_tokens import row_tokens
 
-    def __init__(self) -> None:
-        import sqlite3
-
-        from memcore_sqlite.storage.schema import FTS_TOKENIZE
-
-        self._conn = sqlite3.connect(":memory:")
-        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZE}')")
-        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
-        self._known: dict[str, set[str]] = {}
-
-    def of(self, text: str) -> set[str]:
-        from memcore_sqlite.lexical import analysis
-
-        out: set[str] = set()
-        for word in analysis.tokens(text):
-            if word.lower() in analysis.STOP_WORDS:
-                continue
-            if word not in self._known:
-                self._conn.execute("DELETE FROM t")
-                self._conn.execute("INSERT INTO t VALUES (?)", (word,))
-                self._known[word] = {row[0] for row in self._conn.execute("SELECT term FROM v")}
-            out |= self._known[word]
-        return out
+    texts = [" ".join(analysis.query_terms(question)), " ".join(names), *evidence]
+    tokens = row_tokens(conn, list(enumerate(texts)))
+    found = [set(tokens[i]) for i in range(len(texts))]
+    asked = found[0] - found[1]
+    return any(asked & said for said in found[2:])
 
 
 def rrf(*rankings: Sequence[str]) -> list[str]:
@@ -194,7 +182,7 @@ def run(
         asked[q["conversation"]].append(q)
     rows: list[dict[str, Any]] = []
     turns = 0
-    terms = Terms()
+    words = sqlite3.connect(":memory:")
     turn_text = {t["id"]: t["text"] for c in data["conversations"] for t in c["turns"]}
     with tempfile.TemporaryDirectory() as tmp:
         for conversation in data["conversations"][: limit or None]:
@@ -207,10 +195,8 @@ def run(
                 for q in asked[conversation["id"]]:
                     ranked = rankings(mem, store, q["question"])
                     evidence = set(q["evidence"])
-                    names = set().union(*map(terms.of, conversation["speakers"]))
-                    shared = any(
-                        terms.of(q["question"]) & terms.of(turn_text[t]) - names for t in evidence
-                    )
+                    said = [turn_text[t] for t in evidence]
+                    shared = shares_a_word(words, q["question"], said, conversation["speakers"])
                     rows.append(
                         {"kind": q["kind"], "form": q.get("form", ""), "shared": shared}
                         | ({"weights": weighted(mem, q["question"], evidence)} if weights else {})
