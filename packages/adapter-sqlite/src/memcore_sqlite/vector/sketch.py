@@ -188,8 +188,8 @@ class Sketch:
         stop = start + len(q8)
         h = self.h
         # Squared norms of the int8 rows: sums of integers below 2**24, exact in float32.
-        block = q8.astype(np_.float32)
-        squares = np_.einsum("ij,ij->i", block, block)
+        codes = q8.astype(np_.float32)
+        squares = np_.einsum("ij,ij->i", codes, codes)
         with np_.errstate(invalid="ignore", over="ignore"):
             tail = projected[:, h:]
             p8 = np_.clip(np_.rint(tail / self.column_scale), -127, 127)
