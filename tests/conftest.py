@@ -36,9 +36,15 @@ def _environment_restored(request: pytest.FixtureRequest) -> Iterator[None]:
 
     saved = dict(os.environ)
     yield
-    if dict(os.environ) != saved:
-        os.environ.clear()
-        os.environ.update(saved)
+    # Only the keys that changed: clearing and setting every key again raced with threads a
+    # test left running that read the environment (glibc's getenv against setenv), and the
+    # Python 3.13 suite died of a segmentation fault inside that update.
+    now = dict(os.environ)
+    for key in now.keys() - saved.keys():
+        del os.environ[key]
+    for key, value in saved.items():
+        if now.get(key) != value:
+            os.environ[key] = value
 
 
 class Damage:
