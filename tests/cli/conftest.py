@@ -155,7 +155,9 @@ def fake_cli(home: Path) -> Cli:
     from memcore.testing import InMemoryMemoryStore
 
     store = InMemoryMemoryStore()
-    factory: Callable[[Any], Any] = lambda settings: store  # noqa: E731
+
+    # Each command closes the store it opened; the same data serves the next one.
+    factory: Callable[[Any], Any] = lambda settings: store.reopen()  # noqa: E731
     cli = Cli(home, store_factory=factory)
     cli.store = store  # type: ignore[attr-defined]
     return cli

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from memcore.config import (
     CONFIG_KEYS,
     MemcoreConfig,
+    config_from_mapping,
     config_to_dict,
     dump_config,
     merge_config,
@@ -100,3 +102,30 @@ def test_dump_has_no_secrets_or_nulls() -> None:
     data = json.loads(dump_config(MemcoreConfig()))
     assert "endpoint" not in data
     assert not any("secret" in k or k.endswith("_sk") for k in data)
+
+
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"top_k": 0}, "top_k"),
+        ({"tenant_id": ""}, "tenant_id"),
+        ({"memory_store_name": "a b"}, "memory_store_name"),
+        ({"embedder": "bogus"}, "embedder"),
+        ({"app_id": 123}, "app_id"),
+        ({"timeout": "5"}, "timeout"),
+        ({"enable_rerank": "x"}, "enable_rerank"),
+        ({"top_k": True}, "top_k"),
+        ({"local_path": 3}, "local_path"),
+    ],
+)
+def test_a_config_built_in_code_names_the_bad_key(changes: dict[str, Any], key: str) -> None:
+    """It raised a private ValueError, an AttributeError or a TypeError, by the value."""
+    with pytest.raises(ConfigError) as built:
+        MemcoreConfig(**changes)
+    assert built.value.field == key
+    with pytest.raises(ConfigError) as changed:
+        MemcoreConfig().with_changes(**changes)
+    assert changed.value.field == key
+    with pytest.raises(ConfigError, match=f"key '{key}'") as read:
+        config_from_mapping(changes)
+    assert str(read.value).count("(key") == 1

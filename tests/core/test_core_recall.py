@@ -92,7 +92,16 @@ def test_a_recall_block_is_cut_out_of_what_is_written() -> None:
 
 
 def test_acknowledgements_and_echoes_are_not_worth_recalling() -> None:
-    for text in ("Noted!", "Got it, I'll remember that.", "Sure, no problem.", "Thanks!"):
+    for text in (
+        "Noted!",
+        "Got it, I'll remember that.",
+        "Sure, no problem.",
+        "Thanks!",
+        "Thanks for letting me know!",
+        "Okay, I've saved that to memory.",
+        "I'll make sure to keep that in mind from now on.",
+        "Thank you so much for sharing that, it's very good to know!",
+    ):
         assert is_acknowledgement(text) and not worth_recalling(text)
     for text in (
         'Based on memory: {"results": [{"text": "likes tea"}]}',
@@ -101,6 +110,10 @@ def test_acknowledgements_and_echoes_are_not_worth_recalling() -> None:
         assert is_tool_echo(text) and not worth_recalling(text)
     assert worth_recalling("Canberra was chosen as a compromise between Sydney and Melbourne.")
     assert worth_recalling("Noted: your flight to Oslo leaves at 7:40 on Friday from gate B12.")
+    # A name or a fact is content, however short the reply.
+    assert worth_recalling("Nice to meet you, Zorblax!")
+    assert worth_recalling("Noted: you are allergic to peanuts.")
+    assert worth_recalling("I'm sure it's on the shelf by the door.")
 
 
 def test_plan_memories_modes() -> None:

@@ -13,7 +13,7 @@ from memcore.recall import FENCE_CLOSE, FENCE_OPEN
 from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.testing import InMemoryMemoryStore
-from memcore.values import DreamTask, MemoryTask, Message
+from memcore.values import DreamTask, MemoryRecord, MemoryTask, Message, Page
 
 STORE = "hermes_mem"
 
@@ -299,3 +299,41 @@ def test_warm_search_warms_the_sessions_own_pattern_where_a_store_can() -> None:
     assert svc.warm_search() is True
     assert store.warmed == [(svc.store_name, svc.search_pattern)]
     assert svc.search_pattern.tenant_id == "alice"
+
+
+class _Superseding(InMemoryMemoryStore):
+    """Lists every memory whose text starts with "old" as superseded (as the embedded store
+    keeps a dream pass's merged memories)."""
+
+    def list_memories(self, *args: object, **kwargs: object) -> Page[MemoryRecord]:
+        page = super().list_memories(*args, **kwargs)  # type: ignore[arg-type]
+        return Page(
+            tuple(
+                attrs.evolve(m, extras={"superseded_by": "new"}) if m.text.startswith("old") else m
+                for m in page.items
+            ),
+            page.next_token,
+        )
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7])
+def test_a_page_of_current_memories_is_full_until_the_end(limit: int) -> None:
+    """Superseded memories were filtered out of each listed page, so a page could be empty
+    with more current memories behind its token (a model reads "nothing is stored")."""
+    service = service_for(_Superseding(), "alice")
+    texts = [f"old note {i}" for i in range(25)] + ["current a", "old x", "current b"]
+    texts += [f"old tail {i}" for i in range(10)] + ["current c"]
+    for text in texts:
+        service.remember(text)
+    seen: list[str] = []
+    token = None
+    while True:
+        page = service.profile(limit=limit, next_token=token, current_only=True)
+        seen += [m.text for m in page.items]
+        token = page.next_token
+        if token is None:
+            break
+        assert len(page.items) == limit
+    assert seen == ["current a", "current b", "current c"]
+    every = service.profile(limit=100)
+    assert len(every.items) == len(texts)

@@ -74,7 +74,8 @@ def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
         **kwargs: Any,
     ) -> MemcoreMemoryProvider:
         provider = MemcoreMemoryProvider(
-            store_factory=lambda _config: store,
+            # A fake closed by an earlier provider's shutdown serves the next one.
+            store_factory=lambda _config: getattr(store, "reopen", lambda: store)(),
             retry=retry,
             flush_timeout=kwargs.pop("flush_timeout", 5.0),
             spool_limits=kwargs.pop("spool_limits", None),

@@ -69,7 +69,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         from memcore.testing import InMemoryMemoryStore
 
         fake = InMemoryMemoryStore()
-        made = Backend("fake", lambda: fake)
+        made = Backend("fake", fake.reopen)  # one object: a new handle reopens it
     elif request.param == "sqlite":
         from memcore_sqlite import SqliteMemoryStore
 
@@ -390,7 +390,7 @@ def cli(backend: Backend, tmp_path: Path) -> Cli:
     home.mkdir()
     if backend.name == "fake":
         shared = backend.open()
-        return Cli("fake", home, {}, [], lambda settings: shared)
+        return Cli("fake", home, {}, [], lambda settings: shared.reopen())
     if backend.name == "sqlite":
         config = {"embedder": "none", "local_path": str(backend.path)}
         (home / "config.json").write_text(json.dumps(config))

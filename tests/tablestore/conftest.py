@@ -97,7 +97,11 @@ class SyncShim:
         return call
 
     def close(self) -> None:
+        """Closes the store; the loop stays for calls after it (they raise StoreClosed)."""
         self._loop.run(self._store.close())
+
+    def stop(self) -> None:
+        self.close()
         self._loop.close()
 
 
@@ -105,4 +109,4 @@ class SyncShim:
 def async_shim(emulator: EmulatorServer) -> Iterator[SyncShim]:
     shim = SyncShim(emulator, timeout=5.0)
     yield shim
-    shim.close()
+    shim.stop()

@@ -46,7 +46,9 @@ class ScriptedStore(InMemoryMemoryStore):
 
 
 def start(home: Path, store: InMemoryMemoryStore, session: str = "prop") -> MemcoreMemoryProvider:
-    provider = MemcoreMemoryProvider(store_factory=lambda _c: store, retry=FAST, flush_timeout=0.05)
+    provider = MemcoreMemoryProvider(
+        store_factory=lambda _c: store.reopen(), retry=FAST, flush_timeout=0.05
+    )
     provider.initialize(session, hermes_home=str(home), user_id="hal")
     return provider
 

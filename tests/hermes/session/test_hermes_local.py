@@ -150,3 +150,36 @@ def test_the_users_own_model_turns_hermes_turns_into_facts(
     finally:
         provider.shutdown()
         chat.close()
+
+
+def test_a_turn_the_embedder_failed_on_is_retried_not_dead_lettered(
+    hermes_home: Path, kit: Any, monkeypatch: Any
+) -> None:
+    """An embedder failure was reported as invalid input, so the spool moved the turn to the
+    dead-letter table for good; at shutdown the embedder's worker pool refuses work that way
+    (RuntimeError), about one run in twenty under load. It is retryable now."""
+    import memcore_sqlite.backend
+    from memcore.testing import HashingEmbedder
+
+    class Flaky(HashingEmbedder):
+        failures = 2
+
+        def embed(self, texts: Any) -> list[list[float]]:
+            if Flaky.failures:
+                Flaky.failures -= 1
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            return super().embed(texts)
+
+    monkeypatch.setattr(memcore_sqlite.backend, "choose_embedder", lambda *a, **k: Flaky())
+    kit.write_config(hermes_home, backend="local", embedder="onnx")
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        provider.sync_turn("My cat is called Miso", "What a lovely name.", session_id="s1")
+        assert kit.settle(provider, 20)
+        assert provider.runtime.spool.dead_letters() == []
+        hits = json.loads(provider.handle_tool_call("tablestore_search", {"query": "cat Miso"}))
+        assert "Miso" in hits["results"][0]["text"]
+    finally:
+        provider.shutdown()
+    assert Flaky.failures == 0

@@ -9,7 +9,7 @@ import pytest
 
 import memcore
 from memcore import MemcoreConfig, Memory
-from memcore.errors import InvalidInput, StoreClosed
+from memcore.errors import InvalidInput, NotFound, StoreClosed
 
 LEXICAL = MemcoreConfig(embedder="none")
 
@@ -55,3 +55,28 @@ def test_history_dates_every_version(tmp_path: Path) -> None:
         assert (entry.text, entry.version) == ("Fay lives in Porto", 2)
         assert entry.created_at is not None and entry.updated_at is not None
         assert entry.updated_at >= entry.created_at
+
+
+def test_an_id_reaches_its_memory_in_a_large_tenant(tmp_path: Path) -> None:
+    """get, update and delete by id alone reach a memory of another agent of the tenant
+    however many memories the tenant holds (a scan of the tenant's listing stopped at 5,000,
+    so a user could no longer erase such a memory by its id). In one read: the store finds
+    the id itself, so every other row is left alone."""
+    from memcore.values import TextItem
+
+    with Memory.open("local", config=LEXICAL, user_id="alice", path=tmp_path / "m.db") as mem:
+        scope = mem.scope_for(user_id="alice", agent_id="bot", run_id="r1")
+        service = mem._for("alice", "bot", "r1")
+        for start in range(0, 5_100, 1_700):
+            service.restore(
+                [TextItem(text=f"fact {i}", scope=scope) for i in range(start, start + 1_700)]
+            )
+        [last] = mem.add(text="the very last fact", user_id="alice", agent_id="bot", run_id="r1")
+        assert mem.get(last, user_id="alice").text == "the very last fact"
+        mem.update(last, text="the last fact, changed", user_id="alice")
+        assert [m.text for m in mem.history(last, user_id="alice")] == ["the last fact, changed"]
+        with pytest.raises(NotFound):
+            mem.get(last, user_id="bob")
+        mem.delete(last, user_id="alice")
+        with pytest.raises(NotFound):
+            mem.get(last, user_id="alice", agent_id="bot", run_id="r1")

@@ -112,7 +112,7 @@ def test_a_batch_other_than_the_one_announced_is_embedded_as_usual(tmp_path: Pat
 
 
 def test_a_failure_embedding_ahead_is_raised_by_the_add_of_that_batch(tmp_path: Path) -> None:
-    from memcore.errors import InvalidInput
+    from memcore.errors import Unavailable
 
     embedder = FailingEmbedder("poison")
     with SqliteMemoryStore(tmp_path / "s.db", embedder=embedder) as store:
@@ -120,7 +120,7 @@ def test_a_failure_embedding_ahead_is_raised_by_the_add_of_that_batch(tmp_path: 
         store.add_many("mem", [TextItem(ALICE, "fine")], ahead=[TextItem(ALICE, "poison")])
         try:
             store.add_many("mem", [TextItem(ALICE, "poison")])
-        except InvalidInput as exc:
+        except Unavailable as exc:  # retryable: the embedder failed, not the text
             assert exc.message == "the embedder failed: RuntimeError"
         else:  # pragma: no cover - the test fails here
             raise AssertionError("the failed batch was added")

@@ -32,12 +32,49 @@ _INSTANCE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 _REGION_RE = re.compile(r"[a-z]{2}(-[a-z0-9]+)+")
 
 
-class _BadValue(ValueError):
-    """A validator's complaint, carrying the key so errors never need parsing."""
+class _BadValue(ConfigError, ValueError):
+    """A validator's complaint, carrying the key so errors never need parsing; a
+    ``ConfigError`` for a caller who builds a config in code."""
 
     def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, field=key)
         self.key = key
+        self.detail = message
+
+
+_KINDS = {"str": str, "bool": bool, "int": int, "float": float}
+
+
+def _typed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    """Put a type check before each field's own validator (from its annotation), so a value
+    of the wrong type is a ``ConfigError`` naming the key, never an AttributeError or a
+    TypeError from inside a check."""
+    typed = []
+    for field in fields:
+        annotation = str(field.type).replace(" ", "")
+        optional = annotation.endswith("|None")
+        kind = _KINDS[annotation.removesuffix("|None")]
+        own = [field.validator] if field.validator is not None else []
+        typed.append(field.evolve(validator=attrs.validators.and_(_kind_of(kind, optional), *own)))
+    return typed
+
+
+def _kind_of(kind: type, optional: bool) -> Any:
+    words = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None and optional:
+            return
+        fits = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+        if kind is float:
+            fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not fits:
+            raise _BadValue(
+                attribute.name,
+                f"{attribute.name} must be {words[kind]}, not {type(value).__name__}",
+            )
+
+    return check
 
 
 def _segment_value(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -122,7 +159,7 @@ def _recall_neighbours(_: Any, attribute: attrs.Attribute[Any], value: int) -> N
         )
 
 
-@attrs.frozen
+@attrs.frozen(field_transformer=_typed)
 class MemcoreConfig:
     """Every non-secret setting, with the original plugin's defaults."""
 
@@ -226,7 +263,7 @@ def _first_error(exc: BaseException) -> tuple[str | None, str]:
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
         return sorted(exc.extra_fields)[0], f"unknown key; known keys are {', '.join(CONFIG_KEYS)}"
     if isinstance(exc, _BadValue):
-        return exc.key, str(exc)
+        return exc.key, exc.detail
     if isinstance(exc, cattrs.BaseValidationError):
         for sub in exc.exceptions:
             key: str | None = None

@@ -109,7 +109,7 @@ def apply_review(actions: Sequence[PlannedAction], answer: str) -> list[PlannedA
         if isinstance(conf, (int, float)) and not isinstance(conf, bool) and 0 <= conf <= 1:
             a = attrs.evolve(a, confidence=float(conf), reason=a.reason + "; checked by the model")
         text = v.get("text")
-        if a.action == "MERGE" and isinstance(text, str) and text.strip():
+        if a.action == "MERGE" and isinstance(text, str) and not limits.is_blank(text):
             a = attrs.evolve(a, text=text.strip()[:MAX_FACT_CHARS])
         out.append(a)
     return out

@@ -12,7 +12,7 @@ code; it runs these very methods off the event loop, and a test keeps the two su
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +65,16 @@ class Memory:
         owns_store: bool = False,
         tenant_pinned: bool = False,
     ) -> None:
+        if not isinstance(store, MemoryStore):
+            raise InvalidInput(
+                f"store must be a memory store (Memory.open builds one), not {type(store).__name__}",
+                field="store",
+            )
+        if scope is not None and not isinstance(scope, Scope):
+            raise InvalidInput(
+                f"scope must be a Scope (Memory.scope_for builds one), not {type(scope).__name__}",
+                field="scope",
+            )
         self.store = store
         self._closed = False
         self._owns_store = owns_store
@@ -86,7 +96,7 @@ class Memory:
         cls,
         backend: str = "local",
         *,
-        config: MemcoreConfig | None = None,
+        config: MemcoreConfig | Mapping[str, Any] | None = None,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -98,15 +108,30 @@ class Memory:
 
         ``user_id`` names the tenant exactly as given (``"alice "`` is not ``"alice"``); None
         means no user, the shared ``__default__`` tenant; an empty or whitespace-only id is
-        :class:`InvalidInput` (:func:`memcore.scope.tenant_segment`, the rule every host uses).
-        A configured ``tenant_id`` wins over ``user_id``.
+        :class:`InvalidInput` (:func:`memcore.scope.tenant_segment`, the rule every host uses),
+        and so is a blank ``agent_id`` or ``run_id``. A configured ``tenant_id`` wins over
+        ``user_id``. ``config`` is a :class:`MemcoreConfig` or a mapping of its keys (checked
+        as a configuration file is: :class:`ConfigError` names the key).
 
         >>> mem = Memory.open("local", user_id="alice", policy=memcore.SessionRead())  # doctest: +SKIP
         """
-        from memcore.config import MemcoreConfig
+        from memcore.config import MemcoreConfig, config_from_mapping
         from memcore.discovery import open_store
 
-        cfg = config or MemcoreConfig()
+        if config is None:
+            cfg = MemcoreConfig()
+        elif isinstance(config, MemcoreConfig):
+            cfg = config
+        elif isinstance(config, Mapping):
+            cfg = config_from_mapping(config, source="the config argument")
+        else:
+            raise InvalidInput(
+                f"config must be a MemcoreConfig or a mapping of its keys, not "
+                f"{type(config).__name__}",
+                field="config",
+            )
+        for field, value in (("agent_id", agent_id), ("run_id", run_id)):
+            _check_identity(field, value)
         scope = resolve_scope(
             SessionContext(user_id=user_id, agent_identity=agent_id, session_id=run_id),
             app_id=cfg.app_id,
@@ -235,14 +260,20 @@ class Memory:
         """
         if (text is None) == (messages is None):
             raise InvalidInput("give exactly one of text or messages", field="text")
+        limits.check_flag(sync, field="sync")
         service = self._for(user_id, agent_id, run_id)
         if text is not None:
             return [service.remember(text, metadata=metadata, sync=sync)]
         assert messages is not None
+        if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+            raise InvalidInput("messages must be a list of messages", field="messages")
         msgs = [
             m if isinstance(m, Message) else limits.message_from_json(m, index=i)
             for i, m in enumerate(messages)
         ]
+        if all(isinstance(m.content, str) and limits.is_blank(m.content) for m in msgs):
+            # Nothing to remember: refused, so that an empty list never reads as written.
+            raise InvalidInput("messages hold no text to remember", field="messages")
         if metadata:
             meta = limits.check_metadata(metadata)
             # evolve keeps every other field of the message (its scope, speaker, remember).
@@ -299,13 +330,16 @@ class Memory:
         run_id: str | None = None,
     ) -> Page[MemoryRecord]:
         """A page of the user's current memories; ``all_versions=True`` also shows those a
-        dream pass superseded (a page of current ones may hold fewer than ``limit``: pass its
-        ``next_token`` on). ``current_only`` is the older spelling (``current_only=False``
-        is ``all_versions=True``).
+        dream pass superseded. A page holds ``limit`` memories unless the listing ends there
+        (``next_token`` None) or a run of thousands of superseded ones cut it short (then its
+        ``next_token`` goes on). ``current_only`` is the older spelling
+        (``current_only=False`` is ``all_versions=True``).
 
         >>> page = mem.list(user_id="alice", limit=20)                           # doctest: +SKIP
         >>> more = mem.list(user_id="alice", next_token=page.next_token)         # doctest: +SKIP
         """
+        limits.check_flag(all_versions, field="all_versions")
+        limits.check_flag(current_only, field="current_only", optional=True)
         if current_only is not None:
             if current_only and all_versions:
                 raise InvalidInput(
@@ -330,6 +364,8 @@ class Memory:
 
         >>> texts = [m.text for m in mem.iter_all(user_id="alice")]              # doctest: +SKIP
         """
+        limits.check_limit(page_size, field="page_size")  # here: the pages load lazily
+        limits.check_flag(all_versions, field="all_versions")
         service = self._for(user_id, agent_id, run_id)
         return every_item(
             lambda token: service.profile(

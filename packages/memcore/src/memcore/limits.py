@@ -74,10 +74,20 @@ def repair_unicode(text: str) -> str:
     return _SURROGATE_RE.sub("\ufffd", text)
 
 
+#: Text that shows nothing: whitespace, control codes and the invisible format characters
+#: (zero-width space and joiners, word joiner, byte-order mark, soft hyphen).
+_BLANK_RE = re.compile(r"[\s\x00-\x1f\x7f\u00ad\u200b-\u200f\u2060-\u2064\ufeff]*")
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing (whitespace and invisible format characters only)."""
+    return _BLANK_RE.fullmatch(text) is not None
+
+
 def check_text(text: object, *, field: str = "text") -> str:
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be a string, not {type(text).__name__}", field=field)
-    if not text.strip():
+    if is_blank(text):
         raise InvalidInput(f"{field} must not be empty", field=field)
     check_unicode(text, field=field)
     size = utf8_len(text)
@@ -299,6 +309,16 @@ def check_neighbour_chars(value: object) -> int:
     return value
 
 
+def check_flag(value: object, *, field: str, optional: bool = False) -> bool | None:
+    """A yes/no argument: ``True`` or ``False`` (or None where that means the default), so
+    ``"no"`` is refused rather than read as true."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{field} must be True or False, not {value!r:.40}", field=field)
+    return value
+
+
 def check_limit(limit: object, *, field: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidInput(f"{field} must be a whole number", field=field)
@@ -410,7 +430,7 @@ def split_text(text: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
         size += n
     if current:
         pieces.append("".join(current))
-    return [p for p in pieces if p.strip()]
+    return [p for p in pieces if not is_blank(p)]
 
 
 def split_messages(messages: Iterable[Message]) -> list[list[Message]]:
@@ -419,7 +439,7 @@ def split_messages(messages: Iterable[Message]) -> list[list[Message]]:
     batch: list[Message] = []
     size = 0
     for message in messages:
-        if not isinstance(message, Message) or not message.content.strip():
+        if not isinstance(message, Message) or is_blank(message.content):
             continue
         parts = split_text(message.content, MAX_MESSAGES_BYTES)
         for part in parts:

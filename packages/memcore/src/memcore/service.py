@@ -18,7 +18,14 @@ from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
 from memcore.neighbours import fit as fit_turns
 from memcore.paging import pages
 from memcore.policies import ScopePolicy
-from memcore.ports import BulkAdd, DreamUndo, MemoryStore, NeighbourTurns, SearchWarmup
+from memcore.ports import (
+    BulkAdd,
+    DreamUndo,
+    MemoryLookup,
+    MemoryStore,
+    NeighbourTurns,
+    SearchWarmup,
+)
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
 from memcore.turn_policy import check_store_assistant, plan_memories
@@ -38,8 +45,9 @@ from memcore.values import (
 BUILTIN_SOURCE = "builtin_memory"
 #: Metadata keys that describe where a memory came from; callers may not forge scope keys.
 RESERVED_METADATA_KEYS = frozenset({"app_id", "tenant_id", "agent_id", "run_id", "scope"})
-_FORGET_SCAN_PAGES = 50
 _SCOPE_PAGES = 1_000
+#: The most listing reads one page of current memories takes (superseded ones skipped).
+_CURRENT_READS = 50
 _FORGET_ALL_PAGES = 10_000
 #: A supersession chain longer than this is cut (a guard against a corrupt cycle).
 _HISTORY_LIMIT = 100
@@ -219,6 +227,13 @@ class MemoryService:
                 raise InvalidInput(
                     f"messages[{i}].content must be a string", field=f"messages[{i}].content"
                 )
+            forged = sorted(RESERVED_METADATA_KEYS & m.metadata.keys())
+            if forged:
+                raise InvalidInput(
+                    f"messages[{i}].metadata key {forged[0]!r} is reserved: the scope comes "
+                    "from the session",
+                    field=f"messages[{i}].metadata.{forged[0]}",
+                )
             repaired = limits.repair_unicode(m.content)
             if repaired != m.content:
                 turn[i] = attrs.evolve(m, content=repaired)
@@ -320,6 +335,8 @@ class MemoryService:
         all; they do not change the ranking. Only stores that keep the turns' order can
         (:class:`~memcore.ports.NeighbourTurns`); others raise ``Unsupported``."""
         limits.check_query(query)
+        limits.check_flag(enable_rerank, field="enable_rerank", optional=True)
+        limits.check_flag(include_evidence, field="include_evidence")
         around = limits.check_neighbours(neighbours)
         budget = limits.check_neighbour_chars(neighbour_chars)
         if around and not isinstance(self.store, NeighbourTurns):
@@ -372,12 +389,22 @@ class MemoryService:
         self, *, limit: int = 50, next_token: str | None = None, current_only: bool = False
     ) -> Page[MemoryRecord]:
         """A page of the memories in reach; ``current_only`` leaves out those a dream pass
-        superseded (the page keeps its token, so it may hold fewer than ``limit``)."""
+        superseded, reading on until the page holds ``limit`` current ones or the listing
+        ends (each read asks for what is still missing, so the token never skips a memory).
+        An empty page therefore means the end, unless a long run of superseded memories
+        outlasted :data:`_CURRENT_READS` reads: then it carries a token to go on from."""
         limits.check_limit(limit)
-        page = self.store.list_memories(
-            self.store_name, self.profile_pattern, limit=limit, next_token=next_token
-        )
-        return page.filter(lambda m: m.is_current) if current_only else page
+        items: list[MemoryRecord] = []
+        token = next_token
+        for _ in range(_CURRENT_READS if current_only else 1):
+            page = self.store.list_memories(
+                self.store_name, self.profile_pattern, limit=limit - len(items), next_token=token
+            )
+            items.extend(m for m in page.items if m.is_current or not current_only)
+            token = page.next_token
+            if len(items) >= limit or token is None:
+                break
+        return Page(tuple(items), token)
 
     def history(self, memory_id: str) -> list[MemoryRecord]:
         """The memory and every memory linked to it by supersession, oldest first; each
@@ -420,19 +447,30 @@ class MemoryService:
         return deleted
 
     def _target(self, agent_id: str | None, run_id: str | None) -> Scope:
+        for field, value in (("agent_id", agent_id), ("run_id", run_id)):
+            # A number, a list or a blank would become the session's own: refused instead.
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(f"{field} must be a non-empty string", field=field)
         return self.policy.forget.target_scope(self.scope, agent_id=agent_id, run_id=run_id)
 
-    def locate(self, memory_id: str) -> MemoryRecord:
-        """Find a memory by id anywhere in the current tenant (never outside it)."""
+    def locate(self, memory_id: str, *, pattern: ScopePattern | None = None) -> MemoryRecord:
+        """Find a memory by id anywhere in the current tenant, or in ``pattern`` inside it
+        (never outside), however many memories it holds: in one read where the store can
+        (:class:`MemoryLookup`), else the session's own scope and then each scope of the
+        reach (:meth:`find`)."""
         limits.check_id(memory_id)
+        reach = self._within_tenant(pattern)
         try:
-            return self.store.get_memory(self.store_name, self._target(None, None), memory_id)
+            if isinstance(self.store, MemoryLookup):
+                found = self.store.find_memory(self.store_name, reach, memory_id)
+                if reach.matches(found.scope):  # a store's answer is not trusted to stay in
+                    return found
+            else:
+                return self.find(memory_id, pattern=reach)
         except NotFound:
             pass
-        for memory in self._memories_in(self.scope.tenant_pattern(), max_pages=_FORGET_SCAN_PAGES):
-            if memory.id == memory_id:
-                return memory
-        raise NotFound(f"memory {memory_id!r} was not found in this tenant", field="memory_id")
+        where = "this tenant" if pattern is None else str(reach)
+        raise NotFound(f"memory {memory_id!r} was not found in {where}", field="memory_id")
 
     def _memories_in(self, pattern: ScopePattern, *, max_pages: int) -> Iterator[MemoryRecord]:
         """Every memory the store lists under ``pattern`` (and that ``pattern`` matches: a
@@ -475,11 +513,18 @@ class MemoryService:
         raise missing
 
     def get(
-        self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None
+        self,
+        memory_id: str,
+        *,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> MemoryRecord:
+        """The memory ``memory_id`` in the scope ``agent_id``/``run_id`` name, else anywhere
+        in the tenant, or in ``pattern`` inside it (:meth:`locate`)."""
         limits.check_id(memory_id)
         if agent_id is None and run_id is None:
-            return self.locate(memory_id)
+            return self.locate(memory_id, pattern=pattern)
         return self.store.get_memory(self.store_name, self._target(agent_id, run_id), memory_id)
 
     def update(
@@ -490,24 +535,32 @@ class MemoryService:
         metadata: Mapping[str, str] | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> MemoryRecord:
         self._check_writable()
         limits.check_id(memory_id)
         if text is None and metadata is None:
             raise InvalidInput("update needs text or metadata", field="text")
         if text is not None:
-            limits.check_text(text)
+            # As in remember: a recalled block never comes back as a memory's text.
+            text = limits.check_text(strip_recall(text) if isinstance(text, str) else text)
         meta = None if metadata is None else check_user_metadata(metadata)
-        scope = self.get(memory_id, agent_id=agent_id, run_id=run_id).scope
+        scope = self.get(memory_id, agent_id=agent_id, run_id=run_id, pattern=pattern).scope
         return self.store.update_memory(self.store_name, scope, memory_id, text=text, metadata=meta)
 
     def forget(
-        self, memory_id: str, *, agent_id: str | None = None, run_id: str | None = None
+        self,
+        memory_id: str,
+        *,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Scope:
-        """Delete one memory of this tenant; returns the scope it was deleted from."""
+        """Delete one memory of this tenant (or of ``pattern`` inside it); returns the scope
+        it was deleted from."""
         self._check_writable()
         limits.check_id(memory_id)
-        scope = self.get(memory_id, agent_id=agent_id, run_id=run_id).scope
+        scope = self.get(memory_id, agent_id=agent_id, run_id=run_id, pattern=pattern).scope
         self.store.delete_memory(self.store_name, scope, memory_id)
         return scope
 

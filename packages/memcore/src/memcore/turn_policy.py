@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.recall import strip_recall
 from memcore.values import Message
@@ -101,6 +102,30 @@ _ACK_WORDS = frozenset(
         "cool",
         "nice",
         "awesome",
+        # Acknowledging phrases ("Thanks for letting me know!", "Okay, I've saved that to
+        # memory.", "I'll make sure to keep that in mind from now on.").
+        "letting",
+        "sharing",
+        "telling",
+        "i've",
+        "ive",
+        "i'm",
+        "im",
+        "it's",
+        "its",
+        "appreciate",
+        "be",
+        "make",
+        "from",
+        "now",
+        "on",
+        "forward",
+        "future",
+        "reference",
+        "so",
+        "much",
+        "very",
+        "definitely",
     }
 )
 _WORD_RE = re.compile(r"[\w']+")
@@ -152,7 +177,7 @@ def plan_memories(messages: Sequence[Message], store_assistant: str = "auto") ->
     planned: list[Message] = []
     for m in messages:
         content = strip_recall(m.content)
-        if not content.strip():
+        if limits.is_blank(content):  # as check_text reads it: nothing shows
             continue
         remember = m.remember
         if m.role == "assistant" and store_assistant != "always":

@@ -135,20 +135,30 @@ class RecordReads:
         value: object,
         limit: int,
         next_token: str | None,
+        pattern: ScopePattern | None = None,
     ) -> list[Any]:
         """One page (plus one row) of a store's ``table`` rows in seq order, after the token;
-        only rows whose ``column`` equals ``value`` when it is given."""
+        only rows whose ``column`` equals ``value`` when it is given, and whose ``scope``
+        (JSON) lies in ``pattern``: filtered in the query, so another tenant's rows neither
+        shorten a page nor leave it empty before the end."""
         limits.check_limit(limit)
         after = decode_token(next_token)
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"{column} must be a string", field=column)
         where = "" if value is None else f" AND {column} = ?"
+        params: list[object] = [] if value is None else [value]
+        if pattern is not None:
+            check_pattern(pattern)
+            for name, level in pattern.levels():  # names are the fixed LEVELS, never input
+                if level != "*":
+                    where += f" AND json_extract(scope, '$.{name}') = ?"
+                    params.append(level)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             return conn.execute(
                 f"SELECT {columns} FROM {table} WHERE store_id = ?{where}"
                 " AND seq > ? ORDER BY seq LIMIT ?",
-                (sid, *(() if value is None else (value,)), after, limit + 1),
+                (sid, *params, after, limit + 1),
             ).fetchall()
 
     def list_requests(
@@ -160,8 +170,8 @@ class RecordReads:
         next_token: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> Page[RequestRecord]:
-        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items);
-        every read made before the call is in it (its record is written first)."""
+        """Only the records of ``pattern`` when it is given; every read made before the call
+        is in it (its record is written first)."""
         self._tx.flush_read_audits()
         rows = self._rows_after(
             store,
@@ -171,6 +181,7 @@ class RecordReads:
             operation,
             limit,
             next_token,
+            pattern,
         )
         return page(
             [
@@ -250,9 +261,9 @@ class RecordReads:
         next_token: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> Page[MemoryTask]:
-        """``pattern`` filters each page (a page may then hold fewer than ``limit`` items)."""
+        """Only the tasks of ``pattern`` when it is given."""
         rows = self._rows_after(
-            store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token
+            store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token, pattern
         )
         tasks = map(_TaskRow._make, rows)
         return page([(int(r.seq), self._task_value(r)) for r in tasks], limit).filter(

@@ -30,6 +30,7 @@ from memcore.errors import (
     PermissionDenied,
     StoreClosed,
     StoreCorrupted,
+    Unavailable,
 )
 from memcore.scope import Scope
 from memcore_sqlite.lexical.fts_upkeep import Upkeep
@@ -412,13 +413,14 @@ class Transactions:
         except MemcoreError:
             raise
         except Exception as exc:  # an embedder is foreign code: report it as ours
-            raise InvalidInput(
+            # Retryable: the embedder's failure is not the text's fault (at shutdown its
+            # worker pool refuses work), and a host's spool keeps a retryable write for its
+            # next attempt where it would dead-letter invalid input.
+            raise Unavailable(
                 f"the embedder failed: {type(exc).__name__}", field="embedder"
             ) from exc
         if len(vectors) != len(distinct):
-            raise InvalidInput(
-                "the embedder returned the wrong number of vectors", field="embedder"
-            )
+            raise Unavailable("the embedder returned the wrong number of vectors", field="embedder")
         return vectors
 
     def store_vectors(

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from memcore.errors import MemcoreError, PermissionDenied, ProtocolError, Unavailable
+from memcore.errors import (
+    InvalidInput,
+    MemcoreError,
+    PermissionDenied,
+    ProtocolError,
+    Unavailable,
+)
 
 # Primary result codes from sqlite3.h.
 SQLITE_PERM = 3
@@ -64,6 +71,11 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
         from memcore_sqlite.storage.integrity import corrupted
 
         return corrupted(path, f"{exc} [{name}]")
+    if primary == SQLITE_CANTOPEN and os.path.isdir(path):
+        return InvalidInput(
+            f"the memory database {path} is a folder; give the path of a file [{name}]",
+            field=path,
+        )
     if primary in (SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN):
         return PermissionDenied(
             f"the memory database {path} cannot be written (read-only file or folder) [{name}]",

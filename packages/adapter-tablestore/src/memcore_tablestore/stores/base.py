@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from types import MethodType
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
-from memcore.errors import MemcoreError
+from memcore.errors import StoreClosed
 from memcore_tablestore.client.driver import CONNECT_TIMEOUT, Settings, make_plans
 from memcore_tablestore.client.error_map import Failure
 from memcore_tablestore.client.retry import first_backoff, should_retry
@@ -134,7 +134,7 @@ class BaseStore:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise MemcoreError(f"this {type(self).__name__} is closed")
+            raise StoreClosed(f"this {type(self).__name__} is closed", field="store")
 
     def _retry_after(self, call: Call, failure: Failure, started: float) -> tuple[float, float]:
         """After a first attempt failed: the pause before the next one and the ``monotonic``

@@ -2,7 +2,8 @@
 per family. Adapters implement these; the core and its fake never import an adapter.
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
-  ``DreamUndo``, ``NeighbourTurns``, ``SearchWarmup``, ``ProgressCallback``)
+  ``DreamUndo``, ``MemoryLookup``, ``NeighbourTurns``, ``SearchWarmup``,
+  ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
 - :mod:`~memcore.ports.embedding`: ``Embedder``
@@ -20,6 +21,7 @@ from memcore.ports.models import ChatModel, DreamReviewer, FactExtractor
 from memcore.ports.store import (
     BulkAdd,
     DreamUndo,
+    MemoryLookup,
     MemoryStore,
     NeighbourTurns,
     ProgressCallback,
@@ -35,6 +37,7 @@ __all__ = [
     "Embedder",
     "FactExtractor",
     "InstanceFacts",
+    "MemoryLookup",
     "MemoryStore",
     "NeighbourTurns",
     "ProgressCallback",

@@ -240,6 +240,17 @@ class BulkAdd(Protocol):
 
 
 @runtime_checkable
+class MemoryLookup(Protocol):
+    """A store that finds a memory by its id alone within a pattern, in one read (the
+    embedded store): a lookup across a tenant's scopes costs one query, not one per scope."""
+
+    def find_memory(self, store: str, pattern: ScopePattern, memory_id: str) -> MemoryRecord:
+        """The memory ``memory_id`` when it lives under ``pattern``; ``NotFound`` otherwise,
+        the same for another tenant's id as for an id that nobody holds."""
+        ...
+
+
+@runtime_checkable
 class SearchWarmup(Protocol):
     """A store whose first searches of a scope build caches (the embedded store): a host
     builds them ahead, in the background, so a session's first question does not wait."""

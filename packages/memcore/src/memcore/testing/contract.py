@@ -24,7 +24,7 @@ import pytest
 
 from memcore import limits
 from memcore.async_facade import AsyncMemory
-from memcore.errors import Conflict, InvalidInput, NotFound, Unsupported
+from memcore.errors import Conflict, InvalidInput, NotFound, StoreClosed, Unsupported
 from memcore.facade import Memory as Library
 from memcore.paging import pages
 from memcore.ports import MemoryStore, NeighbourTurns
@@ -738,6 +738,65 @@ class MemoryStoreContract:
                 "no-such-memory", "X"
             ), name
         assert mem.get(alice, user_id="alice").text == "Alice keeps bees on the roof"
+
+    def test_an_id_is_found_in_any_scope_of_the_tenant(self, ready: MemoryStore) -> None:
+        """An id alone reaches a memory of another agent or run of the same tenant (get,
+        history, update, delete), never one of another tenant."""
+        mem = self.library(ready)
+        for run in ("r1", "r2", "r3"):
+            mem.add(text=f"Frank's note of run {run}", user_id="frank", agent_id="bot", run_id=run)
+        [mid] = mem.add(text="Frank rows on Sundays", user_id="frank", agent_id="bot", run_id="r9")
+        mem.add(text="Gina rows too", user_id="gina", agent_id="bot", run_id="r9")
+        self.settle(ready)
+        assert mem.get(mid, user_id="frank").text == "Frank rows on Sundays"
+        assert [m.id for m in mem.history(mid, user_id="frank")] == [mid]
+        mem.update(mid, text="Frank rows on Saturdays", user_id="frank")
+        assert mem.get(mid, user_id="frank", agent_id="bot", run_id="r9").text == (
+            "Frank rows on Saturdays"
+        )
+        with pytest.raises(NotFound):
+            mem.get(mid, user_id="gina")
+        mem.delete(mid, user_id="frank")
+        self.settle(ready)
+        with pytest.raises(NotFound):
+            mem.get(mid, user_id="frank")
+
+    def test_a_closed_store_says_it_is_closed(self, ready: MemoryStore) -> None:
+        """After ``close`` every call raises ``StoreClosed`` (closing again is harmless), so
+        a caller can tell a closed store from a failing one."""
+        mem = self.library(ready)
+        [mid] = mem.add(text="Hana paints on Fridays", user_id="hana")
+        ready.close()
+        ready.close()
+        for call in (
+            lambda: ready.list_stores(),
+            lambda: mem.get(mid, user_id="hana"),
+            lambda: mem.search("paints", user_id="hana"),
+            lambda: mem.add(text="Hana paints on Mondays too", user_id="hana"),
+        ):
+            with pytest.raises(StoreClosed):
+                call()
+
+    def test_a_tenant_s_tasks_come_in_full_pages(self, ready: MemoryStore) -> None:
+        """Other tenants' writes between this tenant's neither shorten its pages of tasks
+        nor leave one empty before the end."""
+        mem = self.library(ready)
+        mem.add(text="Ivy note 0", user_id="ivy", sync=False)
+        for i in range(6):
+            mem.add(text=f"Jon note {i}", user_id="jon", sync=False)
+        for i in range(1, 4):
+            mem.add(text=f"Ivy note {i}", user_id="ivy", sync=False)
+        service = mem._for("ivy", None, None)
+        sizes: list[int] = []
+        token = None
+        while True:
+            page = service.tasks(limit=3, next_token=token)
+            sizes.append(len(page.items))
+            token = page.next_token
+            if token is None:
+                break
+        assert sum(sizes) == 4
+        assert sizes[0] == 3 and 0 not in sizes[:-1]
 
     def test_delete_all_empties_one_tenant_only(self, ready: MemoryStore) -> None:
         mem = self.library(ready)

@@ -19,7 +19,7 @@ from datetime import datetime
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, NotFound
+from memcore.errors import Conflict, NotFound, StoreClosed
 from memcore.paging import paginate
 from memcore.ports import Embedder, ProgressCallback
 from memcore.scope import Scope, ScopePattern
@@ -112,6 +112,8 @@ class InMemoryMemoryStore:
 
     # -- helpers ------------------------------------------------------------------------
     def _enter(self, operation: str) -> None:
+        if self.closed:
+            raise StoreClosed("this InMemoryMemoryStore is closed", field="store")
         self.faults.check(operation)
         self._calls += 1
 
@@ -449,6 +451,7 @@ class InMemoryMemoryStore:
         self, store: str, scope: Scope, memory_id: str, *, turns: int
     ) -> TurnContext:
         """The messages of ``scope``'s log around the last one that became ``memory_id``."""
+        self._enter("neighbour_turns")
         with self._lock:
             st = self._store(store)
             try:
@@ -776,7 +779,14 @@ class InMemoryMemoryStore:
             return results
 
     def close(self) -> None:
+        """Every call after it raises ``StoreClosed``, as a real store's does."""
         self.closed = True
+
+    def reopen(self) -> InMemoryMemoryStore:
+        """This store open again, its data kept: a new client of the same service, for a
+        test that restarts a host (whose shutdown closed the store it was given)."""
+        self.closed = False
+        return self
 
     # -- test helpers -------------------------------------------------------------------
     def all_memories(self, store: str) -> list[MemoryRecord]:

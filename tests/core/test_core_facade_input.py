@@ -1,0 +1,127 @@
+"""The library facade's arguments: each wrong one is a typed error naming it, before any
+write, and nothing is read as written that was not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import memcore
+from memcore.errors import ConfigError, InvalidInput
+from memcore.testing import InMemoryMemoryStore
+from memcore.values import Message
+
+
+def _memory() -> memcore.Memory:
+    return memcore.Memory(InMemoryMemoryStore())
+
+
+@pytest.mark.parametrize("messages", [123, "I have two cats", b"x", {"role": "user"}, None])
+def test_messages_that_are_not_a_list_are_refused(messages: Any) -> None:
+    mem = _memory()
+    with pytest.raises(InvalidInput) as refused:
+        mem.add(messages=messages) if messages is not None else mem.add(text=None, messages=None)
+    assert refused.value.field in ("messages", "text")
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [{"role": "user", "content": ""}],
+        [Message("user", "  "), Message("assistant", "\u200b")],
+    ],
+)
+def test_messages_without_text_are_refused_not_dropped(messages: list[Any]) -> None:
+    """They used to answer ``[]``: a caller could not tell them from a write."""
+    mem = _memory()
+    with pytest.raises(InvalidInput, match="no text"):
+        mem.add(messages=messages)
+    assert mem.list().items == ()
+
+
+@pytest.mark.parametrize("key", ["tenant_id", "scope", "app_id", "agent_id", "run_id"])
+def test_a_message_cannot_carry_a_scope_key(key: str) -> None:
+    """As ``add(text=..., metadata=...)`` refuses it; such a memory could not be imported
+    back from its own export."""
+    mem = _memory()
+    with pytest.raises(InvalidInput, match="reserved") as refused:
+        mem.add(messages=[Message("user", "I have two cats", metadata={key: "bob"})])
+    assert refused.value.field == f"messages[0].metadata.{key}"
+    with pytest.raises(InvalidInput, match="reserved"):
+        mem.add(messages=[{"role": "user", "content": "I have two cats"}], metadata={key: "bob"})
+    assert mem.list().items == ()
+
+
+def test_an_update_cuts_a_recall_block_as_an_add_does() -> None:
+    mem = _memory()
+    fenced = "<recalled-memory>The user likes tea</recalled-memory> The user likes coffee"
+    [mid] = mem.add(text=fenced)
+    assert mem.get(mid).text == "The user likes coffee"
+    assert mem.update(mid, text="<recalled-memory>x</recalled-memory> Espresso").text == "Espresso"
+    with pytest.raises(InvalidInput, match="empty"):
+        mem.update(mid, text="<recalled-memory>only the block</recalled-memory>")
+
+
+@pytest.mark.parametrize(
+    "text", ["\u200b", " \ufeff ", "\u200c\u200d\u2060", "\u00ad", "\x00\x01\x02"]
+)
+def test_text_that_shows_nothing_is_empty(text: str) -> None:
+    with pytest.raises(InvalidInput, match="empty"):
+        _memory().add(text=text)
+
+
+@pytest.mark.parametrize("field", ["agent_id", "run_id"])
+@pytest.mark.parametrize("value", ["", "   ", 123, b"u"])
+def test_open_refuses_a_blank_agent_or_run(field: str, value: Any) -> None:
+    """They became the default agent or run silently; per call they were refused already."""
+    with pytest.raises(InvalidInput) as refused:
+        memcore.Memory.open("local", **{field: value})
+    assert refused.value.field == field
+
+
+def test_open_takes_a_config_mapping_and_names_a_bad_key() -> None:
+    with pytest.raises(ConfigError, match="top_k") as bad:
+        memcore.Memory.open("local", config={"top_k": 0})
+    assert bad.value.field == "top_k"
+    with pytest.raises(ConfigError, match="unknown key"):
+        memcore.Memory.open("local", config={"topk": 3})
+    with pytest.raises(InvalidInput, match="config must be"):
+        memcore.Memory.open("local", config=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [(("notastore",), "store"), ((None,), "store")],
+)
+def test_memory_needs_a_store(args: tuple[Any, ...], field: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        memcore.Memory(*args)
+    assert refused.value.field == field
+
+
+def test_memory_needs_a_scope_value() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        memcore.Memory(InMemoryMemoryStore(), scope="x")  # type: ignore[arg-type]
+    assert refused.value.field == "scope"
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda m: m.list(all_versions="no"), "all_versions"),
+        (lambda m: m.list(current_only=1), "current_only"),
+        (lambda m: m.add(text="The user likes tea", sync="no"), "sync"),
+        (lambda m: m.search("tea", enable_rerank="x"), "enable_rerank"),
+        (lambda m: m.iter_all(all_versions="yes"), "all_versions"),
+        (lambda m: m.iter_all(page_size=0), "page_size"),
+    ],
+)
+def test_a_yes_no_or_size_argument_is_checked_when_given(call: Any, field: str) -> None:
+    """``"no"`` was read as true; ``iter_all`` said nothing until its first page."""
+    mem = _memory()
+    with pytest.raises(InvalidInput) as refused:
+        call(mem)
+    assert refused.value.field == field
+    assert mem.list().items == ()
