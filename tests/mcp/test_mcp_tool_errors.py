@@ -17,6 +17,15 @@ BAD_CALLS = [
     ("remember", {"text": "x", "tenant_id": "bob"}, "tenant_id"),
     ("remember", {"text": "x", "user_id": "bob"}, "user_id"),
     ("list_memories", {"limit": 1000}, "limit"),
+    # A value of another JSON type is refused, not converted ("5" was read as 5, "yes" as true).
+    ("recall", {"query": "tea", "top_k": "5"}, "top_k"),
+    ("recall", {"query": "tea", "top_k": True}, "top_k"),
+    ("recall", {"query": "tea", "min_score": "0.1"}, "min_score"),
+    ("recall", {"query": "tea", "neighbours": "1"}, "neighbours"),
+    ("list_memories", {"limit": "3"}, "limit"),
+    ("list_memories", {"include_superseded": "yes"}, "include_superseded"),
+    ("list_memories", {"include_superseded": 1}, "include_superseded"),
+    ("remember", {"text": "\u200b\u200b"}, "text"),
     ("update_memory", {"memory_id": "abc"}, "text"),
     ("get_memory", {"memory_id": 7}, "memory_id"),
     ("dream_apply", {"task_id": "t", "action_ids": []}, "action_ids"),
@@ -109,5 +118,53 @@ def test_a_backend_that_goes_away_is_a_retryable_json_error(tablestore_backend: 
             error = payload(result)["error"]
             assert error["code"] == "unavailable" and error["retryable"] is True, error
             assert "Traceback" not in error["message"]
+
+    anyio.run(main)
+
+
+def test_with_an_agent_every_tool_reaches_that_agent_only(local_backend: Backend) -> None:
+    """recall and the listing were narrowed to ``--agent`` while get, update and forget still
+    acted on the tenant's other agents' memories."""
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as whole:
+            written = payload(await whole.call_tool("remember", {"text": "Alice rows at dawn"}))
+            theirs = written["memory_ids"][0]
+        async with local_backend.stdio("--tenant", "alice", "--agent", "planner") as planner:
+            mine = payload(await planner.call_tool("remember", {"text": "Plan the rowing trip"}))
+            own = mine["memory_ids"][0]
+            assert payload(await planner.call_tool("get_memory", {"memory_id": own}))["memory"]
+            for tool, extra in (
+                ("get_memory", {}),
+                ("update_memory", {"text": "changed"}),
+                ("forget", {}),
+            ):
+                answer = await planner.call_tool(tool, {"memory_id": theirs, **extra})
+                assert payload(answer)["error"]["code"] == "not_found", (tool, payload(answer))
+            listed = payload(await planner.call_tool("list_memories", {}))["memories"]
+            assert [m["id"] for m in listed] == [own]
+        async with local_backend.stdio("--tenant", "alice") as whole:
+            got = payload(await whole.call_tool("get_memory", {"memory_id": theirs}))
+            assert got["memory"]["text"] == "Alice rows at dawn"
+            assert payload(await whole.call_tool("get_memory", {"memory_id": own}))["memory"]
+
+    anyio.run(main)
+
+
+def test_the_schemas_keep_their_bounds(local_backend: Backend) -> None:
+    """The type checks that refuse "5" for a number must not cost the schema its bounds."""
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            tools = {
+                t.name: t.input_schema["properties"] for t in (await session.list_tools()).tools
+            }
+            top_k = tools["recall"]["top_k"]["anyOf"][0]
+            assert (top_k["type"], top_k["minimum"], top_k["maximum"]) == ("integer", 1, 50)
+            score = tools["recall"]["min_score"]["anyOf"][0]
+            assert (score["type"], score["minimum"], score["maximum"]) == ("number", 0, 1)
+            limit = tools["list_memories"]["limit"]
+            assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 1, 100)
+            assert tools["list_memories"]["include_superseded"]["type"] == "boolean"
 
     anyio.run(main)

@@ -234,6 +234,20 @@ def test_remember_search_profile_forget(
     ]
 
 
+def test_the_profile_tool_pages_with_its_next_token(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """The answer carried a next_token the tool could not take back."""
+    provider = make_provider(fake_store)
+    for i in range(5):
+        call(provider, "tablestore_remember", content=f"Alice fact number {i}", sync=True)
+    first = call(provider, "tablestore_profile", limit=3)
+    assert len(first["memories"]) == 3 and first["next_token"]
+    rest = call(provider, "tablestore_profile", limit=3, next_token=first["next_token"])
+    texts = [m["text"] for m in first["memories"] + rest["memories"]]
+    assert sorted(texts) == [f"Alice fact number {i}" for i in range(5)]
+
+
 @pytest.mark.parametrize(
     ("name", "args", "code", "field"),
     [
@@ -267,6 +281,13 @@ def test_remember_search_profile_forget(
         ),
         ("tablestore_forget", {"memory_id": "m1", "app_id": "other"}, "invalid_input", "app_id"),
         ("tablestore_forget", {"memory_id": "does-not-exist"}, "not_found", "memory_id"),
+        # Not read as the session's own agent or run (which deleted from there).
+        ("tablestore_forget", {"memory_id": "m1", "agent_id": 5}, "invalid_input", "agent_id"),
+        ("tablestore_forget", {"memory_id": "m1", "run_id": ["x"]}, "invalid_input", "run_id"),
+        ("tablestore_forget", {"memory_id": "m1", "run_id": {"a": 1}}, "invalid_input", "run_id"),
+        ("tablestore_forget", {"memory_id": "m1", "agent_id": " "}, "invalid_input", "agent_id"),
+        ("tablestore_remember", {"content": "\u200b\u200b"}, "invalid_input", "content"),
+        ("tablestore_remember", {"content": "\x00\x01"}, "invalid_input", "content"),
         ("tablestore_nope", {}, "invalid_input", "tool"),
     ],
 )

@@ -22,7 +22,7 @@ from pathlib import Path
 import attrs
 
 from memcore.errors import ConfigError
-from memcore.scope import normalize_segment
+from memcore.scope import normalize_segment, tenant_segment
 
 TOKENS_ENV = "MEMCORE_MCP_TOKENS"
 TOKENS_FILE_ENV = "MEMCORE_MCP_TOKENS_FILE"
@@ -89,7 +89,9 @@ class TokenMap:
                     )
                 digest = _digest(token)
                 other = entries.get(digest, tenant)
-                if normalize_segment(other) != normalize_segment(tenant):
+                # Tenants by the rule that resolves them (never trimmed): "alice " is not
+                # "alice", so one token for both would open only one of them.
+                if tenant_segment(other) != tenant_segment(tenant):
                     raise ConfigError(
                         "one token is given to two tenants", field=raw_tenant, source=source
                     )

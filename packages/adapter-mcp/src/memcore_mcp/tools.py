@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from memcore import limits
 from memcore.paging import every_item
@@ -33,6 +33,28 @@ Metadata = Annotated[
     Field(description='Optional string tags, e.g. {"topic": "travel"} (at most 16 keys).'),
 ]
 TaskId = Annotated[str, Field(description="The dream task id returned by dream_propose.")]
+
+
+def _number(value: object) -> object:
+    """A JSON number as its schema says: ``"5"`` and ``true`` are refused rather than read
+    as 5 and 1 (pydantic's lax mode would convert them; 5.0 stays an integer, as JSON
+    Schema reads it)."""
+    if isinstance(value, (str, bool)):
+        raise ValueError(f"must be a number, not {type(value).__name__}")
+    return value
+
+
+def _flag(value: object) -> object:
+    """``true`` or ``false`` only: ``"yes"`` and 1 are refused rather than read as true."""
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, not {type(value).__name__}")
+    return value
+
+
+#: After the ``Field`` in ``Annotated`` (it then runs first); before it, pydantic writes the
+#: bounds into the JSON schema as ``ge``/``le`` instead of ``minimum``/``maximum``.
+Number = BeforeValidator(_number)
+Flag = BeforeValidator(_flag)
 
 PROFILE_URI = "memcore://profile"
 PROFILE_LIMIT = 100
@@ -135,11 +157,17 @@ class MemoryTools:
         self,
         query: Annotated[str, Field(description="What to look for, in plain words.")],
         top_k: Annotated[
-            int | None, Field(ge=1, le=50, description="How many matches (default 5).")
+            int | None, Field(ge=1, le=50, description="How many matches (default 5)."), Number
         ] = None,
         min_score: Annotated[
             float | None,
-            Field(ge=0, le=1, description="Leave out matches scoring lower (0 to 1)."),
+            Field(
+                ge=0,
+                le=1,
+                allow_inf_nan=False,
+                description="Leave out matches scoring lower (0 to 1).",
+            ),
+            Number,
         ] = None,
         metadata: Annotated[
             dict[str, str] | None,
@@ -168,6 +196,7 @@ class MemoryTools:
                     "embedded store); others answer an unsupported error."
                 ),
             ),
+            Number,
         ] = 0,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
@@ -186,18 +215,20 @@ class MemoryTools:
 
     async def list_memories(
         self,
-        limit: Annotated[int, Field(ge=1, le=100, description="Memories per page.")] = 20,
+        limit: Annotated[int, Field(ge=1, le=100, description="Memories per page."), Number] = 20,
         next_token: Annotated[
             str | None, Field(description="The next_token of the previous page.")
         ] = None,
         include_superseded: Annotated[
-            bool, Field(description="Also list memories a newer one merged or superseded.")
+            bool,
+            Field(description="Also list memories a newer one merged or superseded."),
+            Flag,
         ] = False,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            page = service.profile(limit=limit, next_token=next_token)
-            if not include_superseded:
-                page = page.filter(lambda m: "superseded_by" not in m.extras)
+            page = service.profile(
+                limit=limit, next_token=next_token, current_only=not include_superseded
+            )
             return {
                 "memories": [answers.memory_json(m) for m in page.items],
                 "next_token": page.next_token,
@@ -207,7 +238,8 @@ class MemoryTools:
 
     async def get_memory(self, memory_id: MemoryId) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            return {"memory": answers.memory_json(service.get(memory_id))}
+            memory = service.get(memory_id, pattern=service.search_pattern)
+            return {"memory": answers.memory_json(memory)}
 
         return await self._run("get_memory", work, stored=True)
 
@@ -223,17 +255,16 @@ class MemoryTools:
         ] = None,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            return {
-                "memory": answers.memory_json(
-                    service.update(memory_id, text=text, metadata=metadata)
-                )
-            }
+            changed = service.update(
+                memory_id, text=text, metadata=metadata, pattern=service.search_pattern
+            )
+            return {"memory": answers.memory_json(changed)}
 
         return await self._run("update_memory", work, stored=True)
 
     async def forget(self, memory_id: MemoryId) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            service.forget(memory_id)
+            service.forget(memory_id, pattern=service.search_pattern)
             return {"status": "deleted", "memory_id": memory_id}
 
         return await self._run("forget", work, stored=False)
@@ -276,9 +307,7 @@ class MemoryTools:
         service = self.tenants.service()
 
         def read() -> str:
-            page = service.profile(limit=PROFILE_LIMIT).filter(
-                lambda m: "superseded_by" not in m.extras
-            )
+            page = service.profile(limit=PROFILE_LIMIT, current_only=True)
             return answers.fenced_text({"memories": [answers.memory_json(m) for m in page.items]})
 
         return await anyio.to_thread.run_sync(read)

@@ -42,6 +42,10 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                     "maximum": 100,
                     "description": "How many memories (default 20).",
                 },
+                "next_token": {
+                    "type": "string",
+                    "description": "The next_token of the previous answer, for the next page.",
+                },
                 "include_superseded": {
                     "type": "boolean",
                     "description": (
@@ -224,10 +228,10 @@ def _optional_bool(args: Mapping[str, Any], name: str) -> bool | None:
 def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
     limit = args.get("limit", 20)
     service = runtime.service(runtime.handle.ready())
-    page = service.profile(limit=limit)
-    if not _optional_bool(args, "include_superseded"):
-        # A dream pass marks what a newer memory replaced; the profile shows the current truth.
-        page = page.filter(lambda m: "superseded_by" not in m.extras)
+    # A dream pass marks what a newer memory replaced; the profile shows the current truth,
+    # a full page of it (the service reads past the superseded ones).
+    current = not _optional_bool(args, "include_superseded")
+    page = service.profile(limit=limit, next_token=args.get("next_token"), current_only=current)
     return dumps(
         {
             "scope": str(service.profile_pattern),
