@@ -44,7 +44,7 @@ from memcore_sqlite.storage.checkpoints import Checkpoints
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.rows import rows_in
 from memcore_sqlite.storage.schema import PAGE_SIZE, migrate
-from memcore_sqlite.storage.wal import enable_wal
+from memcore_sqlite.storage.wal import enable_wal, is_busy
 from memcore_sqlite.vector import code_pages
 from memcore_sqlite.vector.cache import VectorCache
 from memcore_sqlite.vector.embed_ahead import EmbedAhead
@@ -58,6 +58,9 @@ _log = logging.getLogger(__name__)
 
 #: How many audit records a store keeps; older ones are pruned as new ones arrive.
 AUDIT_KEEP = 100_000
+#: Seconds between a write's tries for another process's write lock: SQLite's own busy
+#: handler's steps, so a lock let go is taken as soon as SQLite itself would have taken it.
+_PAUSES = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.025, 0.025, 0.05, 0.05, 0.1)
 
 _KEY = "SELECT id, generation, 0 FROM stores WHERE name = ?"
 _KEY_PENDING = (
@@ -90,6 +93,8 @@ class Transactions:
         if not math.isfinite(busy_timeout) or busy_timeout < 0:
             raise InvalidInput("busy_timeout must be a number of seconds", field="busy_timeout")
         self.path = str(path)
+        #: Seconds a write waits for another process's write lock (SQLite's busy timeout).
+        self.busy_timeout = busy_timeout
         #: When the file was last found sound in full, if its last close left it unchanged
         #: since (read before this process opens it; :mod:`~memcore_sqlite.storage.clean_close`).
         self._sound_since = (
@@ -191,32 +196,69 @@ class Transactions:
         return "hybrid" if self.embedder is not None else "lexical"
 
     @contextmanager
-    def write(self, *, checkpoint: bool = True) -> Iterator[sqlite3.Connection]:
+    def write(
+        self, *, checkpoint: bool = True, wait: float | None = None
+    ) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction, which also writes the records of the reads
         made since the last one (:mod:`~memcore_sqlite.operations.read_audits`); without ``checkpoint``
-        its commit leaves the WAL to :mod:`~memcore_sqlite.storage.checkpoints` (reads' records)."""
-        with self.lock, self._latch(), mapped(self.path):
-            self.check_open()
-            if self._damage is not None:
-                raise self._damage
-            conn = self.conn
-            with nullcontext() if checkpoint else self._checkpoints.off(conn):
-                conn.execute("BEGIN IMMEDIATE")
-                reads = self.read_audits.take()
-                try:
-                    self._write_read_audits(conn, reads)
-                    yield conn
-                    conn.execute("COMMIT")
-                except BaseException:
-                    self.read_audits.give_back(reads)
-                    self.post_commit.clear()
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            for callback in self.post_commit:
-                callback()
+        its commit leaves the WAL to :mod:`~memcore_sqlite.storage.checkpoints` (reads' records).
+
+        Another process's write lock is waited for (at most ``wait`` seconds, else the busy
+        timeout) between tries made without waiting, outside the store's lock: reads in this
+        process, which need that lock, go on meanwhile (a WAL reader never waits for a writer)."""
+        deadline = time.monotonic() + (self.busy_timeout if wait is None else wait)
+        pauses = iter(_PAUSES)
+        while True:
+            with self.lock, self._latch(), mapped(self.path):
+                self.check_open()
+                if self._damage is not None:
+                    raise self._damage
+                conn = self.conn
+                with nullcontext() if checkpoint else self._checkpoints.off(conn):
+                    began = self._begin(conn, last=time.monotonic() >= deadline)
+                    if began:
+                        with self._transaction(conn):
+                            yield conn
+                if began:
+                    self._committed(conn)
+                    return
+            time.sleep(max(0.0, min(next(pauses, _PAUSES[-1]), deadline - time.monotonic())))
+
+    def _begin(self, conn: sqlite3.Connection, *, last: bool) -> bool:
+        """``BEGIN IMMEDIATE`` without waiting; False when another connection holds the write
+        lock, unless this is the ``last`` try (then SQLite's busy error is raised)."""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if last or not is_busy(exc):
+                raise
+            return False
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        return True
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """The body of a write begun, with the reads' records; COMMIT, or ROLLBACK on error."""
+        reads = self.read_audits.take()
+        try:
+            self._write_read_audits(conn, reads)
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            self.read_audits.give_back(reads)
             self.post_commit.clear()
-            self.fts_upkeep.after_commit(conn)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _committed(self, conn: sqlite3.Connection) -> None:
+        """After COMMIT, still under the store's lock: the caches follow the write."""
+        for callback in self.post_commit:
+            callback()
+        self.post_commit.clear()
+        self.fts_upkeep.after_commit(conn)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -309,15 +351,20 @@ class Transactions:
                 (store, *_record(operation, started, scope, target, status))
             )
             self._checkpoints.audited()
-            if full:
-                self.flush_read_audits()
+        if full:
+            self.flush_read_audits()
 
     def flush_read_audits(self) -> None:
-        """Write the records of reads kept so far, in a transaction of their own."""
+        """Write the records of reads kept so far, in a transaction of their own (which waits
+        for another process's lock outside the store's lock); a closed store wrote them."""
         with self.lock:
-            if not self._closed and len(self.read_audits):
-                with self.write(checkpoint=False):
-                    pass
+            if self._closed or not len(self.read_audits):
+                return
+        try:
+            with self.write(checkpoint=False):
+                pass
+        except StoreClosed:
+            pass
 
     def _write_read_audits(self, conn: sqlite3.Connection, reads: list[Record]) -> None:
         """Inside a write: the records of reads (of a store deleted since: none)."""
