@@ -12,6 +12,13 @@ process; another process sees them at the latest after ``DELAY``. A process that
 loses the records of its last reads, those not yet written: fewer than :data:`BATCH`, of
 less than ``DELAY`` seconds. The records of writes are untouched: they commit with the
 write itself.
+
+While another process holds the write lock, a write of these records alone waits for it at
+most :data:`WAIT` seconds (the read that fills a batch does not wait at all), and what it
+could not write stays kept for the next try. At ``close()`` records still kept after that
+wait are dropped, with a log line, as a killed process's would be: they record reads, not
+anything a user stored, and closing (an agent's shutdown) must not wait out another
+process's lock for them.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from collections.abc import Callable
 BATCH = 64
 #: Seconds after which a read's record is written even if no batch filled up.
 DELAY = 1.0
+#: Seconds a write of reads' records alone waits for another process's write lock.
+WAIT = 0.5
 
 #: (store name, operation, status, scope JSON, target id, latency ms, created at).
 Record = tuple[str, str, str, str | None, str | None, float, float]
@@ -34,11 +43,12 @@ Record = tuple[str, str, str, str | None, str | None, float, float]
 class ReadAudits:
     """The records of reads not yet written, guarded by the store's lock; ``flush`` is the
     store's (a write transaction, which takes them with :meth:`take`). One thread per store,
-    started with the first record, writes them when they are due: starting a thread per
+    started with the first record, writes them when they are due (``flush(wait)``, waiting
+    at most ``wait`` seconds for another process's write lock): starting a thread per
     batch cost 35 us at the median but 3.4 ms at p95 on a busy machine, in the search that
     started it."""
 
-    def __init__(self, flush: Callable[[], None]) -> None:
+    def __init__(self, flush: Callable[[float], None]) -> None:
         self._flush = flush
         self._records: list[Record] = []
         #: When the oldest record kept must be written (``time.monotonic``), None if none is.
@@ -48,6 +58,7 @@ class ReadAudits:
         self._closed = False
         self.batch = BATCH
         self.delay = DELAY
+        self.wait = WAIT
         _LIVE.add(self)
 
     def add(self, record: Record) -> bool:
@@ -95,9 +106,9 @@ class ReadAudits:
                 self._thread.start()
 
     def write_now(self) -> None:
-        """Write what is kept (at exit); a failure leaves them kept."""
+        """Write what is kept (when due, at exit); a failure leaves them kept."""
         try:
-            self._flush()
+            self._flush(self.wait)
         except Exception:  # a busy or full file: they stay kept, for the next try
             pass
 

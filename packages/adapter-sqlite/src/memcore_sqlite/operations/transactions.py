@@ -110,7 +110,7 @@ class Transactions:
         #: Embeds a bulk write's next batch while this one is written (see ``embed``).
         self._embedding_ahead = embedding_ahead or EmbedAhead()
         #: The records of reads, written with the next write transaction.
-        self.read_audits = ReadAudits(self.flush_read_audits)
+        self.read_audits = ReadAudits(lambda wait: self.flush_read_audits(wait=wait))
         self.fts_upkeep = Upkeep()
         #: The thread a hybrid search runs its vector shortlist in, beside the lexical stage.
         self.overlap = Overlap()
@@ -352,16 +352,22 @@ class Transactions:
             )
             self._checkpoints.audited()
         if full:
-            self.flush_read_audits()
+            # Not waiting for another process's lock: a read must not wait for its record.
+            # A busy file keeps them for the writing thread (or the next write).
+            try:
+                self.flush_read_audits(wait=0.0)
+            except (Unavailable, StoreClosed):
+                pass
 
-    def flush_read_audits(self) -> None:
-        """Write the records of reads kept so far, in a transaction of their own (which waits
-        for another process's lock outside the store's lock); a closed store wrote them."""
+    def flush_read_audits(self, *, wait: float | None = None) -> None:
+        """Write the records of reads kept so far, in a transaction of their own, waiting at
+        most ``wait`` seconds (default: the busy timeout) for another process's write lock;
+        records not written stay kept. A closed store has written or dropped them already."""
         with self.lock:
             if self._closed or not len(self.read_audits):
                 return
         try:
-            with self.write(checkpoint=False):
+            with self.write(checkpoint=False, wait=wait):
                 pass
         except StoreClosed:
             pass
@@ -533,14 +539,14 @@ class Transactions:
         )
 
     def close(self) -> None:
+        """Bounded even while another process holds the write lock: the reads' records kept
+        wait for it at most :data:`~memcore_sqlite.operations.read_audits.WAIT` seconds, and
+        are dropped (logged) after that (see :mod:`~memcore_sqlite.operations.read_audits`)."""
         self._checkpoints.close()
         self.read_audits.close()
         with self.lock:
             if not self._closed:
-                try:
-                    self.flush_read_audits()
-                except MemcoreError:
-                    pass  # a file that cannot take them now (full, locked): lost as in a crash
+                self._last_read_audits()
                 self._closed = True
                 self._embedding_ahead.close()
                 self.overlap.close()  # under the lock: no search is using it
@@ -554,6 +560,20 @@ class Transactions:
                         clean_close.closed_cleanly(self.path, self._sound_since)
                     else:
                         clean_close.forget(self.path)
+
+    def _last_read_audits(self) -> None:
+        """At close, under the lock (no read adds one meanwhile): write the reads' records
+        kept, or drop them when the file cannot take them now (locked, full)."""
+        try:
+            self.flush_read_audits(wait=self.read_audits.wait)
+        except MemcoreError as exc:
+            dropped = len(self.read_audits.take())
+            _log.warning(
+                "%d records of reads in %s were not written at close and are dropped: %s",
+                dropped,
+                self.path,
+                exc.message,
+            )
 
 
 def _record(
