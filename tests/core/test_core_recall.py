@@ -150,3 +150,10 @@ def test_an_imported_memory_shows_when_it_was_said_not_the_import_day() -> None:
     assert "[2025-04-23] I went hiking with Ana" in format_recall([SearchHit(memory, 0.9)])
     changed = attrs.evolve(memory, version=2)
     assert "[2026-05-28] I went hiking with Ana" in format_recall([SearchHit(changed, 0.9)])
+
+
+def test_a_time_no_calendar_date_holds_is_recalled_undated() -> None:
+    """A store written before imports bounded their times may hold one; recall must still
+    answer (it raised OverflowError), showing that memory without a date."""
+    got = lines(format_recall([hit("far away", at=1e300), hit("near", 0.4, at=T0)]))
+    assert got[0].endswith("far away") and "[2026-05-28] near" in got[1]

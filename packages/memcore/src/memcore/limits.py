@@ -249,8 +249,7 @@ def check_said_time(value: object, *, field: str = "timestamp", now: float | Non
         raise InvalidInput(f"{field} must be a number of seconds since the epoch", field=field)
     low, high = REFERENCE_YEARS
     lowest = datetime(low, 1, 1, tzinfo=timezone.utc).timestamp()
-    highest = datetime(high + 1, 1, 1, tzinfo=timezone.utc).timestamp()
-    if not lowest <= value < highest:
+    if not lowest <= value < latest_time():
         raise InvalidInput(f"{field} must be a date from year {low} to {high}", field=field)
     clock = datetime.now(timezone.utc).timestamp() if now is None else now
     if value > clock + MAX_SAID_AHEAD_S:
@@ -262,18 +261,30 @@ def check_said_time(value: object, *, field: str = "timestamp", now: float | Non
     return float(value)
 
 
+def latest_time() -> float:
+    """The first second after the last year of :data:`REFERENCE_YEARS` (UTC): no time the
+    store keeps lies at or past it, so every stored time can be shown as a date."""
+    return datetime(REFERENCE_YEARS[1] + 1, 1, 1, tzinfo=timezone.utc).timestamp()
+
+
 def check_stored_time(value: object, *, field: str) -> float | None:
     """A stored time given back to the store (an import's ``created_at`` or ``said_at``):
-    None, or finite seconds since the epoch, not negative."""
+    None, or finite seconds since the epoch, not negative and before the end of the last
+    year of :data:`REFERENCE_YEARS`, the bound a message's own time has (a later one cannot
+    be shown as a date, and would break every listing of its tenant)."""
     if value is None:
         return None
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value < latest_time()
     ):
-        raise InvalidInput(f"{field} must be a timestamp in seconds", field=field)
+        raise InvalidInput(
+            f"{field} must be a timestamp in seconds, from 1970 to the end of year "
+            f"{REFERENCE_YEARS[1]}",
+            field=field,
+        )
     return float(value)
 
 

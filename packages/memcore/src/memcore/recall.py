@@ -88,7 +88,11 @@ def _when(hit: SearchHit) -> float:
 def _date(stamp: float) -> str:
     if not stamp:
         return ""
-    return datetime.datetime.fromtimestamp(stamp, tz=datetime.timezone.utc).strftime("%Y-%m-%d")
+    try:
+        moment = datetime.datetime.fromtimestamp(stamp, tz=datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):  # no calendar date: recall shows none
+        return ""
+    return moment.strftime("%Y-%m-%d")
 
 
 def select_hits(hits: Sequence[SearchHit], top_k: int | None = None) -> list[SearchHit]:

@@ -112,6 +112,9 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
             limits.check_id(memory_id)
         created_at = limits.check_stored_time(data.get("created_at"), field="created_at")
         said_at = limits.check_stored_time(data.get("said_at"), field="said_at")
+        # Not written (the store stamps its own), but a file holding an impossible one is
+        # damaged: refused like the other times rather than half trusted.
+        limits.check_stored_time(data.get("updated_at"), field="updated_at")
     except InvalidInput as exc:
         raise line_error(line_no, exc.message, exc.field or "line") from None
     if retarget and not tenant.tenant_pattern().matches(scope):

@@ -28,10 +28,15 @@ class Advance(Protocol):
 
 
 def when(seconds: float | None) -> str:
-    """A timestamp for people (UTC, to the second)."""
+    """A timestamp for people (UTC, to the second). A time no calendar date holds (a store
+    written before imports were bounded) is shown as its number, so one such memory cannot
+    break every listing of its tenant."""
     if seconds is None:
         return ""
-    stamp = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    try:
+        stamp = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return f"{seconds:g}"
     return stamp.strftime("%Y-%m-%d %H:%M:%S")
 
 
