@@ -172,3 +172,14 @@ def test_an_earlier_debug_run_leaves_no_handler_on_a_closed_stream(home, local_c
     assert result.exit_code == 5, (result.stdout, result.stderr)
     assert "Logging error" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_forged_next_token_with_a_huge_number_is_a_bad_token(local_cli):
+    """It reached SQLite and failed there: "unexpected OverflowError", exit 1."""
+    import base64
+
+    forged = base64.b64encode(b'{"after": 99999999999999999999999}').decode()
+    local_cli.ok("add", "--sync", "one memory")
+    result = local_cli("list", "--next-token", forged)
+    assert result.exit_code == 2
+    assert result.stderr == "memcore: error: next_token is not a token this store issued\n"

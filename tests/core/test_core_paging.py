@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from memcore.paging import every_item, pages, paginate
+import base64
+import json
+
+import pytest
+
+from memcore.paging import encode_token, every_item, pages, paginate
 
 ROWS = [(seq, f"item{seq}") for seq in range(10)]
 
@@ -70,3 +75,15 @@ def test_pages_without_a_budget_stop_at_max_pages() -> None:
     with pytest.raises(ProtocolError, match="did not end"):
         list(paging.pages(endless))
     assert len(fetched) == paging.MAX_PAGES
+
+
+@pytest.mark.parametrize("after", [2**63, 99_999_999_999_999_999_999_999, -2])
+def test_a_token_past_the_sequence_range_is_not_one_this_store_issued(after: int) -> None:
+    """A forged token with a huge number reached SQLite and failed there (OverflowError)."""
+    from memcore.errors import InvalidInput
+    from memcore.paging import decode_token
+
+    forged = base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode()
+    with pytest.raises(InvalidInput, match="not a token this store issued"):
+        decode_token(forged)
+    assert decode_token(encode_token(2**63 - 1)) == 2**63 - 1

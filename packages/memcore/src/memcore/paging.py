@@ -21,7 +21,14 @@ def encode_token(after: int) -> str:
     return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode().rstrip("=")
 
 
+#: Sequence numbers are SQLite INTEGERs (signed 64 bits): a token past them cannot have been
+#: issued, and would fail in the query rather than as the bad token it is.
+_SEQ_END = 2**63
+
+
 def decode_token(token: str | None) -> int:
+    """The sequence number a token resumes after (-1: the start); a token this module could
+    not have written is :class:`InvalidInput`, whatever the store behind it."""
     if token is None:
         return -1
     try:
@@ -29,7 +36,7 @@ def decode_token(token: str | None) -> int:
             raise ValueError
         data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         after = data["after"]
-        if isinstance(after, bool) or not isinstance(after, int) or after < -1:
+        if isinstance(after, bool) or not isinstance(after, int) or not -1 <= after < _SEQ_END:
             raise ValueError
         return int(after)
     except Exception:
