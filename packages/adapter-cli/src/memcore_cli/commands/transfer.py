@@ -15,7 +15,13 @@ from memcore_cli.wiring.state import state_of
 def export(
     ctx: typer.Context,
     out_path: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write here (mode 0600) instead of stdout.")
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write here instead of stdout: a file is replaced whole (mode 0600), a "
+            "symlink's target likewise; a FIFO or device is written through.",
+        ),
     ] = None,
 ) -> None:
     """Export the memories of the current tenant (or --agent/--run) as JSON Lines.

@@ -16,10 +16,7 @@ tenant's memory exists.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -40,9 +37,9 @@ from memcore.transfer import (
     split_lines,
 )
 from memcore.values import MemoryRecord
+from memcore_cli.operations.out_file import open_out
 from memcore_cli.output.render import Output
 from memcore_cli.wiring.runtime import Runtime
-from memcore_sqlite.storage.file_modes import FILE_MODE
 
 #: Records per store transaction and embedding call. Big enough that the embedder works in
 #: full batches; small enough that progress moves and memory stays flat.
@@ -57,26 +54,8 @@ def iter_memories(runtime: Runtime) -> Iterator[MemoryRecord]:
 def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> int:
     if out_path is None:
         return _write_lines(runtime, output, sys.stdout)
-    target = out_path.expanduser()
-    try:
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or "."
-        )
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {out_path} ({exc.strerror})", field="out") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
-                os.fchmod(fh.fileno(), FILE_MODE)
-            count = _write_lines(runtime, output, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return count
+    with open_out(out_path) as fh:
+        return _write_lines(runtime, output, fh)
 
 
 def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:

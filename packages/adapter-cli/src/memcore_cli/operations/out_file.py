@@ -1,0 +1,84 @@
+"""Where ``--out`` writes: the named file replaced atomically, or written through when it is
+not a regular file.
+
+A regular file (or a new one) is written to a temporary file beside it and renamed over it,
+so a failed export never leaves half a file. Renaming over a FIFO, a device such as
+``/dev/stdout`` or a symlink would replace that node with a regular file, so a FIFO or a device
+is opened and written in place, and a symlink's target (not the link) is replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from memcore.errors import InvalidInput
+from memcore_sqlite.storage.file_modes import FILE_MODE
+
+
+def _refused(shown: Path, reason: str | None) -> InvalidInput:
+    return InvalidInput(f"cannot write {shown} ({reason or 'not writable'})", field="out")
+
+
+@contextlib.contextmanager
+def open_out(shown: Path) -> Iterator[TextIO]:
+    """A text stream for ``--out`` (``shown`` as the user gave it); the file is complete only
+    once the block ends without an error. Errors opening or finishing it are
+    :class:`InvalidInput` naming the path."""
+    target = shown.expanduser()
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None  # a new file, or a symlink to one that does not exist yet
+    except OSError as exc:
+        raise _refused(shown, exc.strerror) from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise _refused(shown, "a folder")
+    if mode is not None and not stat.S_ISREG(mode):
+        with _write_through(target, shown) as fh:
+            yield fh
+        return
+    # A symlink keeps pointing where it did; what it points to gets the new content.
+    real = Path(os.path.realpath(target)) if target.is_symlink() else target
+    with _replace(real, shown) as fh:
+        yield fh
+
+
+@contextlib.contextmanager
+def _write_through(target: Path, shown: Path) -> Iterator[TextIO]:
+    """A FIFO or a device: written as it stands (its mode and owner are not ours to change)."""
+    try:
+        fh = open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise _refused(shown, exc.strerror) from None
+    with fh:
+        yield fh
+
+
+@contextlib.contextmanager
+def _replace(real: Path, shown: Path) -> Iterator[TextIO]:
+    """A temporary file in ``real``'s folder (mode 0600), renamed over ``real`` at the end."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    except OSError as exc:
+        raise _refused(shown, exc.strerror) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
+                os.fchmod(fh.fileno(), FILE_MODE)
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.replace(tmp, real)
+        except OSError as exc:
+            raise _refused(shown, exc.strerror) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,86 @@
+"""``export --out`` writes what it names: a FIFO or a device is written through, a symlink's
+target is replaced (the link stays), and a folder is refused with one line, exit 2.
+
+Device nodes are made with mknod inside the test's own folder, never taken from /dev.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+
+import pytest
+
+
+def _seed(cli) -> None:
+    cli.ok("add", "--sync", "User prefers concise answers")
+    cli.ok("add", "--sync", "User lives in Hangzhou")
+
+
+def test_a_fifo_is_written_through_and_stays_a_fifo(tmp_path, local_cli):
+    _seed(local_cli)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    local_cli.ok("export", "--out", str(fifo))
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert len(got[0].decode().splitlines()) == 2
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mknod needs root")
+def test_a_character_device_is_written_through_and_stays_a_device(tmp_path, local_cli):
+    _seed(local_cli)
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # the null device, made here
+    assert "exported 2 memories" in local_cli.ok("export", "--out", str(null)).stdout
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("existing", [True, False])
+def test_a_symlink_keeps_pointing_at_its_target_which_gets_the_export(
+    tmp_path, local_cli, existing
+):
+    _seed(local_cli)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "t.jsonl"
+    if existing:
+        target.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "l.jsonl"
+    link.symlink_to(target)
+    local_cli.ok("export", "--out", str(link))
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    lines = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 2
+    assert stat.S_ISREG(os.lstat(target).st_mode)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["t.jsonl"]
+
+
+def test_a_folder_is_refused_with_one_line_and_nothing_written(tmp_path, local_cli):
+    _seed(local_cli)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    result = local_cli("export", "--out", str(folder))
+    assert result.exit_code == 2
+    assert result.stderr == f"memcore: error: cannot write {folder} (a folder)\n"
+    assert list(folder.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "home",
+        "out",
+    ]
+
+
+def test_a_regular_file_is_still_replaced_whole_with_mode_0600(tmp_path, local_cli):
+    _seed(local_cli)
+    out = tmp_path / "m.jsonl"
+    out.write_text("old\n", encoding="utf-8")
+    out.chmod(0o644)
+    local_cli.ok("export", "--out", str(out))
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
