@@ -77,3 +77,17 @@ def test_a_recall_block_is_not_restored(store: object) -> None:
         )
     assert raised.value.field == "items[1].text"
     assert ana.profile().items == ()
+
+
+def test_restore_reports_only_the_memories_it_created(store: object) -> None:
+    """A text another writer stored first answers with that memory's id: an import must not
+    count it as added (nor delete it when it rolls back)."""
+    ana = service(store, ANA)
+    if not ana.restores_exactly:
+        pytest.skip("the store cannot tell")
+    first: set[str] = set()
+    [mine] = ana.restore([TextItem(ANA, "stored first")], created=first)
+    assert first == {mine}
+    again: set[str] = set()
+    ids = ana.restore([TextItem(ANA, "stored first"), TextItem(ANA, "new one")], created=again)
+    assert ids[0] == mine and again == {ids[1]}

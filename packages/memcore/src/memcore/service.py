@@ -170,12 +170,19 @@ class MemoryService:
         return isinstance(self.store, BulkAdd)
 
     def restore(
-        self, items: Sequence[TextItem], *, ahead: Sequence[TextItem] = ()
+        self,
+        items: Sequence[TextItem],
+        *,
+        ahead: Sequence[TextItem] = (),
+        created: set[str] | None = None,
     ) -> list[str | None]:
         """Write what an import restores, each item in its own scope, which must lie in this
         session's tenant; the ids in order (None: the store made nothing new). A store that
         can keeps each free id and the times in one transaction; an id another memory holds
-        gets a new one, so an import never learns whether another tenant holds it."""
+        gets a new one, so an import never learns whether another tenant holds it. Where
+        :attr:`restores_exactly`, ``created`` receives the ids this call created (a text
+        another writer stored first answers with that memory's id, which is not its own);
+        elsewhere the store cannot tell, and ``created`` is left as it was."""
         self._check_writable()
         tenant = self.scope.tenant_pattern()
         checked: list[TextItem] = []
@@ -191,7 +198,9 @@ class MemoryService:
             checked.append(attrs.evolve(item, text=text, metadata=meta))
         if isinstance(self.store, BulkAdd):
             return list(
-                self.store.add_many(self.store_name, checked, ahead=ahead, new_id_if_taken=True)
+                self.store.add_many(
+                    self.store_name, checked, ahead=ahead, new_id_if_taken=True, created=created
+                )
             )
         ids: list[str | None] = []
         for item in checked:

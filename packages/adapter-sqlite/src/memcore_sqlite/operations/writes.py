@@ -297,6 +297,7 @@ class MemoryWrites:
         *,
         ahead: Sequence[TextItem] = (),
         new_id_if_taken: bool = False,
+        created: set[str] | None = None,
     ) -> list[str]:
         """Add many memories in one transaction (embedded in one batch); ids in input order.
 
@@ -304,7 +305,8 @@ class MemoryWrites:
         ``ahead``, the batch the caller will add next, is embedded in the background while
         this one is written (nothing of it is stored until it is added itself). An item's
         ``id`` already held by another memory is a :class:`Conflict` (nothing of the batch is
-        written), or with ``new_id_if_taken`` that item gets a new id.
+        written), or with ``new_id_if_taken`` that item gets a new id. ``created`` receives,
+        after the commit, the ids of the rows this call inserted (not those of repeats).
         """
         started = time.perf_counter()
         checked: list[tuple[Scope, str, dict[str, str]]] = []
@@ -330,10 +332,12 @@ class MemoryWrites:
         vectors = self._tx.embed([t for _, t, _ in checked], ahead=upcoming)
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
+        new: list[str] = []
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             gen = self._tx.bump(conn, sid)
             for i, (scope, text, meta) in enumerate(checked):
+                inserted = len(added)
                 mid, _ = self.insert(
                     conn,
                     sid,
@@ -349,9 +353,13 @@ class MemoryWrites:
                     new_id_if_taken=new_id_if_taken,
                 )
                 ids.append(mid)
+                if len(added) > inserted:  # a new row, not a repeat of a stored text
+                    new.append(mid)
             self._tx.task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
             self._tx.audit(conn, sid, "AddMemories", started, scope=checked[0][0])
             self._tx.after_write(sid, gen, added)
+        if created is not None:
+            created.update(new)
         return ids
 
     def add_messages(

@@ -232,10 +232,13 @@ class BulkAdd(Protocol):
         *,
         ahead: Sequence[TextItem] = (),
         new_id_if_taken: bool = False,
+        created: set[str] | None = None,
     ) -> list[str]:
         """The items' ids in order (a text already in its scope answers with the id it has);
         ``ahead``, the next batch, may be embedded meanwhile; an item's id held by another
-        memory gets a new one with ``new_id_if_taken``, else raises ``Conflict``."""
+        memory gets a new one with ``new_id_if_taken``, else raises ``Conflict``. Once the
+        batch is stored, the ids of the memories it created are added to ``created``: an id
+        answered for a text already there (written by anyone, even a moment ago) is not."""
         ...
 
 
