@@ -136,8 +136,11 @@ def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp
 
     failed = cli("import", str(data))
     assert failed.exit_code == 5  # unavailable: retry once the embedder works
-    assert failed.stderr.splitlines()[-1] == "memcore: error: the embedder failed: RuntimeError"
-    assert "the 6 memories it had added were deleted again" in failed.stderr
+    assert failed.stderr.splitlines()[-1] == (
+        "memcore: error: the embedder failed: RuntimeError (import stopped; the 6 memories "
+        "it had added were deleted again)"
+    )
+    assert "import stopped" not in failed.stderr.splitlines()[-2]
     assert cli.json_lines("export") == []
 
     Poisoned.poison = "none of these"

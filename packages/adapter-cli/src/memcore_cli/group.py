@@ -65,9 +65,10 @@ class MemcoreGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, ClickException):
             raise
-        except KeyboardInterrupt:
-            sys.stderr.write("memcore: interrupted\n")
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt as exc:
+            from memcore_cli.output.interrupts import report
+
+            raise typer.Exit(report(str(exc))) from None
         except BrokenPipeError:
             # The reader went away (``memcore --json list --all | head``): stop quietly, and
             # point stdout at /dev/null so the interpreter's final flush cannot fail again.
@@ -93,9 +94,11 @@ class MemcoreGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        from memcore_cli.output import interrupts
         from memcore_cli.parsing import coercion
         from memcore_cli.parsing.argv import hoist_globals
 
+        interrupts.start()
         coercion.install(self)  # plain option values without pydantic (see the module)
         words = sys.argv[1:] if args is None else list(args)
         args = hoist_globals(self, words)

@@ -16,6 +16,8 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 3
     PERMISSION = 4
     UNAVAILABLE = 5
+    #: Stopped by Ctrl-C (SIGINT), as shells report it (128 + 2); what was undone is said.
+    INTERRUPTED = 130
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:

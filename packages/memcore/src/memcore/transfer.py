@@ -72,6 +72,9 @@ class ImportRecord:
     metadata: Mapping[str, str]
     created_at: float | None
     said_at: float | None = None
+    #: The id the file gave, when it is not written (the record moved to another tenant):
+    #: the import reports what it became.
+    source_id: str | None = None
 
     def item(self) -> TextItem:
         """The record as ``MemoryService.restore`` writes it: scope, id and times as exported."""
@@ -117,11 +120,12 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         limits.check_stored_time(data.get("updated_at"), field="updated_at")
     except InvalidInput as exc:
         raise line_error(line_no, exc.message, exc.field or "line") from None
+    source_id: str | None = None
     if retarget and not tenant.tenant_pattern().matches(scope):
         # --app/--tenant name the target: the record keeps its agent and run, in that tenant,
         # under a new id (its old one may still be in use where it came from).
         scope = Scope(tenant.app_id, tenant.tenant_id, scope.agent_id, scope.run_id)
-        memory_id = None
+        source_id, memory_id = memory_id, None
     elif not tenant.tenant_pattern().matches(scope):
         raise line_error(
             line_no,
@@ -130,4 +134,4 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
             "scope",
         )
     assert isinstance(text, str)
-    return ImportRecord(line_no, memory_id, text, scope, meta, created_at, said_at)
+    return ImportRecord(line_no, memory_id, text, scope, meta, created_at, said_at, source_id)

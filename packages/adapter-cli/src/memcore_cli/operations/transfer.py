@@ -7,7 +7,12 @@ map (``id_map`` in ``--json`` output).
 All or nothing: every line is validated, and every id checked against the tenant, before
 anything is written; a record whose id names a different memory of this tenant (another text
 or scope) stops the import there. Should a write still fail (the disk, the embedder, the
-network), the memories this import added are deleted again before the error is reported.
+network), or Ctrl-C stop it, the memories this import added are deleted again before the
+error is reported, in the one line that reports it (:mod:`memcore_cli.operations.rollback`).
+The writes run with Ctrl-C held (:func:`memcore_cli.output.interrupts.held_interrupts`) and the
+import stops between batches, so an interrupt never falls between a stored batch and the
+record of what it added, nor into the rollback.
+"Added" counts what this process created: a text another writer stored first is present.
 An id that this tenant does not hold but another tenant does is never an error: the record
 gets a new id and the answer is the same as for a free id (ids are unique in an embedded
 store, so it cannot keep that one), so an import cannot be used to ask whether another
@@ -24,7 +29,7 @@ from typing import Any, TextIO
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound
+from memcore.errors import Conflict, InvalidInput
 from memcore.paging import every_item
 from memcore.scope import Scope
 from memcore.service import restorable_text
@@ -38,6 +43,8 @@ from memcore.transfer import (
 )
 from memcore.values import MemoryRecord
 from memcore_cli.operations.out_file import open_out
+from memcore_cli.operations.rollback import stopped, undo_import
+from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
 from memcore_cli.wiring.runtime import Runtime
 
@@ -144,23 +151,27 @@ def import_memories(
     service = runtime.service()
     exact = service.restores_exactly
     added: list[tuple[Scope, str]] = []
-    with output.progress("importing", total=len(records)) as advance:
+    with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
         advance(report.present)
         try:
             for start in range(0, len(pending), _BATCH):
                 chunk = pending[start : start + _BATCH]
                 upcoming = pending[start + _BATCH : start + 2 * _BATCH]
-                ids = service.restore([r.item() for r in chunk], ahead=[r.item() for r in upcoming])
+                created: set[str] = set()
+                ids = service.restore(
+                    [r.item() for r in chunk], ahead=[r.item() for r in upcoming], created=created
+                )
                 for record, new_id in zip(chunk, ids):
-                    _account(report, known, record, new_id, added, keeps_ids=exact)
+                    made = new_id is not None and (new_id in created or not exact)
+                    _account(report, known, record, new_id, added, made=made, keeps_ids=exact)
                 advance(len(chunk))
-        except BaseException:
-            left = _undo(runtime, added)
-            note = f"import stopped; the {len(added)} memories it had added were deleted again"
-            if left:
-                note += f", except {left} the store refused to delete (running it again is safe)"
-            output.note(note)
-            raise
+                if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
+                    raise KeyboardInterrupt
+        except BaseException as exc:
+            error = stopped(exc, undo_import(runtime, added))
+            if error is exc:
+                raise
+            raise error from exc
     return report
 
 
@@ -204,24 +215,6 @@ def _to_write(
     return pending
 
 
-def _undo(runtime: Runtime, added: list[tuple[Scope, str]]) -> int:
-    """Delete what this import added, newest first, so a failed import leaves nothing; how
-    many the store refused to delete (the error that stopped the import is the one reported).
-    Each goes through the service from the scope it was written to, so the tenant check
-    applies to an import's undo as to any ``forget``."""
-    service = runtime.service()
-    left = 0
-    for scope, memory_id in reversed(added):
-        try:
-            service.switch_scope(scope)
-            service.forget(memory_id)
-        except NotFound:
-            pass
-        except MemcoreError:
-            left += 1
-    return left
-
-
 def _holds(found: MemoryRecord, record: ImportRecord) -> bool:
     """True when ``found`` (the tenant's memory under the record's id, from the listing the
     import starts with) is in the record's scope with the same text."""
@@ -235,19 +228,25 @@ def _account(
     new_id: str | None,
     added: list[tuple[Scope, str]],
     *,
+    made: bool,
     keeps_ids: bool,
 ) -> None:
-    """Count one written record. ``keeps_ids``: the backend kept every free id, so an added
-    record under another id had one that another tenant holds; that is not reported, and the
-    answer is the same as for a free id."""
-    present = new_id is None or new_id in known
-    if new_id is None or present:
+    """Count one written record. ``made``: this import created ``new_id`` (a text already
+    stored, by this import or by another writer meanwhile, answers with its memory's id).
+    ``keeps_ids``: the backend kept every free id, so an added record under another id had
+    one that another tenant holds; that is not reported, and the answer is the same as for a
+    free id. A record moved to another tenant is always reported under the id it had."""
+    if new_id is None or new_id in known or not made:
         report.present += 1
+        present = True
     else:
         report.added += 1
         known.add(new_id)
         added.append((record.scope, new_id))
-    renamed = record.id is not None and new_id is not None and new_id != record.id
-    if renamed and (present or not keeps_ids):
-        assert record.id is not None and new_id is not None
+        present = False
+    if new_id is None:
+        return
+    if record.id is not None and new_id != record.id and (present or not keeps_ids):
         report.renamed[record.id] = new_id
+    elif record.source_id is not None and new_id != record.source_id:
+        report.renamed[record.source_id] = new_id

@@ -1,0 +1,68 @@
+"""Ctrl-C for the ``memcore`` command line: one stderr line and exit code 130, however early
+it comes, and sections that an interrupt waits for instead of breaking in their middle.
+
+Standard library only: the console script (:mod:`memcore_cli.entry`) uses it before anything
+else of the CLI is imported, so an interrupt during start-up is answered like any other, not
+with a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+#: The shell's code for a process stopped by SIGINT (128 + 2); ``ExitCode.INTERRUPTED``.
+INTERRUPTED = 130
+
+_reported = False
+
+
+def start() -> None:
+    """A new command line begins (the app may run several times in one process)."""
+    global _reported
+    _reported = False
+
+
+def report(detail: str = "") -> int:
+    """Write the one ``memcore: interrupted`` line (with ``detail``: what was undone) and
+    return the exit code; once per run, so a second Ctrl-C during the clean-up that follows
+    adds no second line."""
+    global _reported
+    if not _reported:
+        _reported = True
+        sys.stderr.write(
+            f"memcore: interrupted ({detail})\n" if detail else "memcore: interrupted\n"
+        )
+        sys.stderr.flush()
+    return INTERRUPTED
+
+
+class Held:
+    """What :func:`held_interrupts` saw: whether Ctrl-C was pressed inside the block."""
+
+    interrupted: bool = False
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[Held]:
+    """Hold SIGINT for the block: Ctrl-C is recorded (``interrupted``), not raised, so a
+    step that must finish whole (a batch and its accounting, a rollback) does; the caller
+    decides what an interrupt means once it ends. Outside the main thread, where Python
+    delivers no signal, the block runs as is."""
+    held = Held()
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.interrupted = True
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)

@@ -1,0 +1,162 @@
+"""An import stopped by Ctrl-C or a failure takes back what it added, says so in one line,
+and counts as added only what this process created."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+from memcore.service import MemoryService
+
+
+def _lines(path, n):
+    path.write_text("".join(f"bulk line {i}\n" for i in range(n)), encoding="utf-8")
+    return path
+
+
+def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leaves_nothing(
+    tmp_path, monkeypatch, local_cli
+):
+    """SIGINT landing after a batch was committed but before it was counted left that batch
+    behind ("deleted again" while 256 remained); a second SIGINT (``timeout`` signals the
+    process and its group) abandoned the rollback and printed only "memcore: interrupted"."""
+    from memcore_cli.operations import transfer
+
+    monkeypatch.setattr(transfer, "_BATCH", 3)
+    restore, forget = MemoryService.restore, MemoryService.forget
+    calls = {"restore": 0, "forget": 0}
+
+    def interrupted_restore(self, items, **kwargs):
+        ids = restore(self, items, **kwargs)
+        calls["restore"] += 1
+        if calls["restore"] == 2:  # the batch is stored: the interrupt comes now
+            signal.raise_signal(signal.SIGINT)
+        return ids
+
+    def interrupted_forget(self, memory_id, **kwargs):
+        calls["forget"] += 1
+        if calls["forget"] == 1:
+            signal.raise_signal(signal.SIGINT)
+        return forget(self, memory_id, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", interrupted_restore)
+    monkeypatch.setattr(MemoryService, "forget", interrupted_forget)
+    result = local_cli("import", "--lines", str(_lines(tmp_path / "big.txt", 20)))
+    monkeypatch.undo()
+    assert result.exit_code == 130
+    assert result.stderr.splitlines()[-1] == (
+        "memcore: interrupted (import stopped; the 6 memories it had added were deleted again)"
+    )
+    assert [line for line in result.stderr.splitlines() if "first run" not in line] == [
+        result.stderr.splitlines()[-1]
+    ]
+    assert local_cli.ok("count").stdout.strip() == "0"
+
+
+def test_a_failure_is_one_line_saying_what_was_undone(tmp_path, monkeypatch, local_cli):
+    from memcore.errors import Unavailable
+    from memcore_cli.operations import transfer
+
+    monkeypatch.setattr(transfer, "_BATCH", 4)
+    restore = MemoryService.restore
+    calls = []
+
+    def failing(self, items, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise Unavailable("the disk went away")
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", failing)
+    local_cli.ok("count")  # the first-run note
+    result = local_cli("import", "--lines", str(_lines(tmp_path / "l.txt", 20)))
+    assert (result.exit_code, result.stderr) == (
+        5,
+        "memcore: error: the disk went away (import stopped; the 8 memories it had added "
+        "were deleted again)\n",
+    )
+    assert local_cli.ok("count").stdout.strip() == "0"
+
+
+def test_a_text_another_writer_stored_meanwhile_is_present_and_survives_a_rollback(
+    tmp_path, monkeypatch, local_cli
+):
+    """Three imports of one file at once reported 800, 544 and 800 added for 800 memories:
+    a text another process stored after this one listed the tenant counted as added (and
+    a rollback would have deleted the other writer's memory)."""
+    from memcore.errors import Unavailable
+    from memcore_cli.operations import transfer
+
+    monkeypatch.setattr(transfer, "_BATCH", 4)
+    restore = MemoryService.restore
+    calls = []
+
+    def racing(self, items, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # another writer stores line 2 first
+            self.store.add_text(self.store_name, items[1].scope, items[1].text, sync=True)
+        if fail and len(calls) == 3:
+            raise Unavailable("the disk went away")
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", racing)
+    fail = False
+    report = local_cli.json("import", "--lines", str(_lines(tmp_path / "l.txt", 10)))
+    assert (report["total"], report["added"], report["present"]) == (10, 9, 1)
+
+    local_cli.ok("forget", "--all", "--yes")
+    calls.clear()
+    fail = True
+    result = local_cli("import", "--lines", str(_lines(tmp_path / "l.txt", 10)))
+    assert result.exit_code == 5
+    assert "the 7 memories it had added were deleted again" in result.stderr
+    assert local_cli.ok("--format", "plain", "list").stdout.count("bulk line 1") == 1
+
+
+def test_id_map_lists_every_record_moved_to_another_tenant(tmp_path, local_cli):
+    """--tenant gives every record a new id, yet --json showed "id_map": {}."""
+    local_cli.ok("--tenant", "alice", "add", "--sync", "alice's first memory")
+    local_cli.ok("--tenant", "alice", "add", "--sync", "alice's second memory")
+    out = tmp_path / "alice.jsonl"
+    local_cli.ok("--tenant", "alice", "export", "--out", str(out))
+    old = {
+        r["text"]: r["id"] for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())
+    }
+    report = local_cli.json("--tenant", "bob", "import", str(out))
+    new = {r["text"]: r["id"] for r in local_cli.json_lines("--tenant", "bob", "export")}
+    assert report["id_map"] == {old[text]: new[text] for text in old}
+    moved = local_cli.ok("--tenant", "carol", "import", str(out))
+    assert "2 records have a different id here" in moved.stderr
+
+
+_EARLY = """
+import os, signal, sys
+from importlib.metadata import entry_points
+
+class InterruptOnTyper:  # Ctrl-C while the app is still being imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.argv = ["memcore", "--help"]
+script = entry_points(group="console_scripts")["memcore"]
+sys.meta_path.insert(0, InterruptOnTyper())
+script.load()()
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path):
+    assert "memcore" in entry_points(group="console_scripts").names
+    env = {**os.environ, "MEMCORE_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert (done.returncode, done.stderr) == (130, "memcore: interrupted\n"), done.stdout
