@@ -18,6 +18,8 @@ from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from memcore_cli.output.visible import json_safe, visible
+
 if TYPE_CHECKING:  # the codes live in the core, which ``--help`` does not import
     from memcore_cli.output.exit_codes import ExitCode
 
@@ -26,7 +28,8 @@ COMMAND_ARGS = "memcore.command_args"
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """One line for the terminal: the value a message quotes may hold control characters."""
+    return visible(" ".join(str(text).split()))
 
 
 def report_error(exc: BaseException, *, as_json: bool, debug: bool) -> ExitCode:
@@ -47,7 +50,7 @@ def report_error(exc: BaseException, *, as_json: bool, debug: bool) -> ExitCode:
             message += " (run with --debug for details)"
     if as_json:
         payload["exit_code"] = int(code)
-        sys.stderr.write(json.dumps({"error": payload}, ensure_ascii=False) + "\n")
+        sys.stderr.write(json_safe(json.dumps({"error": payload}, ensure_ascii=False)) + "\n")
     else:
         sys.stderr.write(f"memcore: error: {_one_line(message)}\n")
     sys.stderr.flush()

@@ -278,5 +278,7 @@ def _confirm(found: list[Any], *, whole: str | None = None) -> None:
             "(or --dry-run to see them)",
             field="yes",
         )
-    preview = "; ".join(m.text[:60] for m in found[:3])
+    from memcore_cli.output.visible import one_line
+
+    preview = "; ".join(one_line(m.text[:60]) for m in found[:3])
     typer.confirm(f"Delete {what} ({preview})?", abort=True, err=True)

@@ -3,6 +3,8 @@
 Data goes to stdout; notes, progress and errors go to stderr, so the output can always be
 piped. Tables cut long text to one short line (``get`` and ``--json`` give it whole); plain
 lines keep every value whole, with tabs and line breaks escaped so that one row stays one line.
+Control characters never reach the terminal raw: every human format shows them as escapes
+(see ``visible``); JSON keeps the text exact.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
+from memcore_cli.output.visible import json_safe, one_line, visible
+
 PIPE_WIDTH = 120
 #: Table cells of long text are cut here (characters), so a long memory stays one row.
 TABLE_TEXT = 80
-_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 class Advance(Protocol):
@@ -47,8 +50,9 @@ def cut(text: str, width: int = TABLE_TEXT) -> str:
 
 
 def plain_cell(value: Any) -> str:
-    """A value for a tab-separated line: whole, with tab, newline and backslash escaped."""
-    return _show(value).translate(_ESCAPES)
+    """A value for a tab-separated line: whole, with every control character (tab and
+    newline too) and backslash escaped."""
+    return one_line(_show(value))
 
 
 class Output:
@@ -61,12 +65,13 @@ class Output:
     # -- scripts ------------------------------------------------------------------------
     def json(self, document: Any) -> None:
         """One JSON document on stdout."""
-        sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(json_safe(json.dumps(document, ensure_ascii=False, indent=2)) + "\n")
         sys.stdout.flush()
 
     def json_line(self, document: Any) -> None:
         """One line of a JSON Lines stream on stdout."""
-        sys.stdout.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        sys.stdout.write(json_safe(text) + "\n")
 
     # -- people -------------------------------------------------------------------------
     @property
@@ -87,11 +92,11 @@ class Output:
 
     def note(self, message: str) -> None:
         """A remark for people on stderr (kept out of the data on stdout)."""
-        sys.stderr.write(message + "\n")
+        sys.stderr.write(visible(message) + "\n")
 
     def line(self, text: str) -> None:
         """One plain line on stdout, never wrapped (people copy ids out of it)."""
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(visible(text) + "\n")
         sys.stdout.flush()
 
     def table(
@@ -128,7 +133,7 @@ class Output:
             cells = (
                 cut(_show(cell)) if i in long_text else _show(cell) for i, cell in enumerate(row)
             )
-            table.add_row(*(escape(c) for c in cells))
+            table.add_row(*(escape(visible(c)) for c in cells))
         self.console.print(table)
 
     def fields(self, pairs: Iterable[tuple[str, Any]], *, title: str | None = None) -> None:
