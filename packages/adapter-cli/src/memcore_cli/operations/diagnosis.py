@@ -50,6 +50,13 @@ def _writable_dir(path: Path) -> bool:
     return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
 
 
+def _read_only_files(db: Path) -> list[Path]:
+    """The database and those of its WAL files that exist but this process cannot write:
+    SQLite refuses every write then (SQLITE_READONLY), though reads still work."""
+    files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+    return [f for f in files if f.exists() and not os.access(f, os.W_OK)]
+
+
 def _search_mode(store: Any) -> str:
     mode = getattr(store, "search_mode", None)
     if mode is None:
@@ -130,7 +137,17 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
         )
         _probe_search_mode(state, runtime, checks)
         return
-    checks.ok("database", f"{settings.db_path} ({settings.db_path.stat().st_size:,} bytes)")
+    size = f"{settings.db_path.stat().st_size:,} bytes"
+    read_only = _read_only_files(settings.db_path)
+    if read_only:
+        detail = (
+            f"{settings.db_path} ({size}) is read-only ({', '.join(map(str, read_only))} cannot "
+            "be written): reads work, writes are refused; make it writable (chmod u+w) or "
+            "run as its owner"
+        )
+        checks.fail("database", detail, PermissionDenied(detail, field="db_path"))
+    else:
+        checks.ok("database", f"{settings.db_path} ({size}, writable)")
     integrity_check(settings.db_path, checks)
     _store_checks(runtime, checks)
 

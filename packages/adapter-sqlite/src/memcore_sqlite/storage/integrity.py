@@ -17,6 +17,9 @@ from memcore.errors import StoreCorrupted
 
 #: The problems a report keeps; the first few name the damage well enough.
 MAX_PROBLEMS = 5
+#: SQLite's primary result code for a refused write, and its message (Python 3.10 has no code).
+_SQLITE_READONLY = 8
+_READONLY_MESSAGE = "attempt to write a readonly database"
 
 
 @attrs.frozen
@@ -35,21 +38,42 @@ class IntegrityReport:
 def quick_check(path: str | Path) -> IntegrityReport:
     """Run ``PRAGMA quick_check`` on a read-only connection of its own (no write lock taken).
 
-    A file SQLite cannot even read as a database is reported as a problem, not raised.
+    A file SQLite cannot even read as a database is reported as a problem, not raised. A
+    file in a folder this process cannot write is read as immutable: a reader of a WAL
+    database must create its shared-memory file beside it, and SQLite answers that it
+    cannot with "attempt to write a readonly database", which says nothing of the pages.
     """
     started = time.perf_counter()
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
     problems: tuple[str, ...]
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         try:
-            rows = conn.execute(f"PRAGMA quick_check({MAX_PROBLEMS})").fetchall()
-        finally:
-            conn.close()
-        problems = tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
+            problems = _quick_check(path, "mode=ro")
+        except sqlite3.OperationalError as exc:
+            if not _read_only(exc):
+                raise
+            # Nobody without write access to the folder can change the file under us either.
+            problems = _quick_check(path, "mode=ro&immutable=1")
     except sqlite3.DatabaseError as exc:
         problems = (str(exc),)
     return IntegrityReport(str(path), problems, time.perf_counter() - started)
+
+
+def _quick_check(path: str | Path, options: str) -> tuple[str, ...]:
+    uri = Path(path).resolve().as_uri() + "?" + options
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    try:
+        rows = conn.execute(f"PRAGMA quick_check({MAX_PROBLEMS})").fetchall()
+    finally:
+        conn.close()
+    return tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
+
+
+def _read_only(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_READONLY (any of its extended codes): a write was refused, no page was read."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is None:
+        return str(exc) == _READONLY_MESSAGE
+    return bool(code & 0xFF == _SQLITE_READONLY)
 
 
 def recovery_hint(path: str | Path) -> str:
