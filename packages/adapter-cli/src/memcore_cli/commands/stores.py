@@ -118,7 +118,10 @@ def delete(
     name: NameArg,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete a memory store and every memory in it.
+    """Delete a memory store and every memory in it, of every tenant.
+
+    Asks first on a terminal; without one (a script, a pipe) it needs --yes (exit 2
+    without it, 1 when the question is answered no), as forget does.
 
     \b
     Example:
@@ -131,11 +134,25 @@ def delete(
     runtime = state.runtime()
     runtime.store.describe_store(name)
     if not yes:
-        typer.confirm(
-            f"Delete the memory store {name!r} and all its memories?", abort=True, err=True
-        )
+        _confirm_delete(name)
     runtime.store.delete_store(name)
     if state.json:
         state.output.json({"name": name, "deleted": True})
     else:
         state.output.line(f"deleted the memory store {name}")
+
+
+def _confirm_delete(name: str) -> None:
+    """Ask on a terminal; elsewhere refuse as ``forget`` does (exit 2), since a prompt nobody
+    can answer is a usage error, not an abort."""
+    import sys
+
+    from memcore.errors import InvalidInput
+
+    what = f"the memory store {name!r} (every memory in it, of every tenant)"
+    if not sys.stdin.isatty():
+        raise InvalidInput(
+            f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes",
+            field="yes",
+        )
+    typer.confirm(f"Delete {what}?", abort=True, err=True)
