@@ -141,7 +141,13 @@ def task_get(
     if state.json:
         state.output.json(to_record(task))
         return
-    state.output.fields(to_record(task).items(), title=f"task {task.id}")
+    from memcore_cli.output.render import when
+
+    shown = {
+        key: when(value) if key.endswith("_at") and isinstance(value, (int, float)) else value
+        for key, value in to_record(task).items()
+    }
+    state.output.fields(shown.items(), title=f"task {task.id}")
 
 
 @tasks_app.command("list")

@@ -300,8 +300,9 @@ def _show_memory(state: Any, record: dict[str, Any]) -> None:
     shown = dict(record)
     shown.pop("score", None)
     shown["scope"] = "/".join(record["scope"].values())
-    shown["created_at"] = when(record["created_at"])
-    shown["updated_at"] = when(record["updated_at"])
+    for key, value in record.items():  # created_at, updated_at, said_at: every time readable
+        if key.endswith("_at") and isinstance(value, (int, float)):
+            shown[key] = when(value)
     state.output.fields((k, v) for k, v in shown.items() if v not in (None, ""))
 
 
