@@ -179,3 +179,12 @@ def test_text_from_stdin_loses_only_its_final_newline(local_cli):
     ):
         memory_id = local_cli.json("add", "-", input=piped)["memory_ids"][0]
         assert local_cli.json("get", memory_id)["text"] == kept
+
+
+@pytest.mark.parametrize("key", ["", "  "])
+def test_update_refuses_an_empty_unset_key(local_cli, key):
+    memory_id = local_cli.json("add", "-m", "a=1", "keep my metadata")["memory_ids"][0]
+    result = local_cli("update", memory_id, "--unset", key)
+    assert result.exit_code == 2
+    assert "--unset" in _error(result)
+    assert local_cli.json("get", memory_id)["metadata"] == {"a": "1"}

@@ -345,6 +345,8 @@ def update(
     meta = parse_pairs(metadata, option="--metadata")
     limits.check_id(memory_id)
     removed = set(unset or [])
+    if any(not key.strip() for key in removed):
+        raise InvalidInput("--unset needs a metadata key, not an empty one", field="unset")
     if text is None and meta is None and not removed:
         raise InvalidInput("update needs --text, --metadata or --unset", field="text")
     if text is not None:
