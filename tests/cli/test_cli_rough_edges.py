@@ -188,3 +188,13 @@ def test_update_refuses_an_empty_unset_key(local_cli, key):
     assert result.exit_code == 2
     assert "--unset" in _error(result)
     assert local_cli.json("get", memory_id)["metadata"] == {"a": "1"}
+
+
+def test_tenant_help_does_not_offer_default_as_a_value(local_cli):
+    """``--tenant __default__`` is escaped to a tenant of its own; the help must not suggest
+    that it names the shared default tenant."""
+    shown = " ".join(local_cli.ok("--help").stdout.split())
+    assert "(default: config, __default__)" not in shown
+    assert "'--tenant __default__' is a tenant of its own" in shown
+    written = local_cli.json("--tenant", "__default__", "add", "mine")
+    assert written["scope"]["tenant_id"] != "__default__"

@@ -99,8 +99,9 @@ def root(
         str | None,
         typer.Option(
             "--tenant",
-            help="The tenant (user) id, exactly as given, never trimmed (default: config, "
-            "__default__).",
+            help="The tenant (user) id, exactly as given, never trimmed (default: the config's "
+            "tenant_id, else the shared default tenant, which no --tenant value names: "
+            "'--tenant __default__' is a tenant of its own).",
         ),
     ] = None,
     agent: Annotated[
