@@ -318,6 +318,22 @@ def config_to_dict(config: MemcoreConfig, *, include_defaults: bool = True) -> d
     return data
 
 
+def without_userinfo(value: Any) -> Any:
+    """``value`` with the ``user:password@`` of a URL shown as ``***@`` (other values as they
+    are): an endpoint may carry credentials, and whatever prints it must not show them."""
+    if not isinstance(value, str):
+        return value
+    return _USERINFO.sub(r"\1***@", value)
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+
+
+def shown_config(config: MemcoreConfig) -> dict[str, Any]:
+    """``config_to_dict`` for people and reports: URL credentials hidden (never for saving)."""
+    return {k: without_userinfo(v) for k, v in config_to_dict(config).items()}
+
+
 def dump_config(config: MemcoreConfig) -> str:
     """The JSON text of a config, without keys that are unset (None)."""
     data = {k: v for k, v in config_to_dict(config).items() if v is not None}

@@ -28,7 +28,7 @@ def show(ctx: typer.Context) -> None:
       memcore config show
       memcore --config ~/.hermes/tablestore_memory.json --json config show
     """
-    from memcore.config import config_to_dict
+    from memcore.config import shown_config
     from memcore_cli.settings.config_values import redact
 
     state = state_of(ctx)
@@ -47,7 +47,7 @@ def show(ctx: typer.Context) -> None:
         "database": str(settings.db_path) if settings.backend == "local" else None,
         "write_scope": choice.scope.as_dict(),
         "read_pattern": choice.read_pattern.as_dict(),
-        "config": redact(config_to_dict(settings.config)),
+        "config": redact(shown_config(settings.config)),
         "credentials": credentials,
     }
     if state.json:

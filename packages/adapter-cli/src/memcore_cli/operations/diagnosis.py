@@ -247,7 +247,9 @@ def _remote(state: CliState, runtime: Any, checks: _Checks) -> None:
                 NotFound("no instance configured", field="endpoint"),
             )
             return
-        checks.ok("endpoint", f"{config.endpoint or config.instance_name}")
+        from memcore.config import without_userinfo
+
+        checks.ok("endpoint", f"{without_userinfo(config.endpoint or config.instance_name)}")
     _store_checks(runtime, checks)
 
 

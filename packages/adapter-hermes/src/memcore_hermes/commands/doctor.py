@@ -95,7 +95,10 @@ def run_doctor(
         report["config"] = _config_report(config)
         return _redacted(report, keys)
     report["config"] = _config_report(config)
-    report["endpoint"] = config.endpoint if report["backend"] == "tablestore" else None
+    from memcore.config import without_userinfo
+
+    shown_endpoint = without_userinfo(config.endpoint)
+    report["endpoint"] = shown_endpoint if report["backend"] == "tablestore" else None
     if report["backend"] == "local":
         report["local_db"] = str(home.local_db_file(config))
     report["search"] = search_report(store, config)
@@ -122,7 +125,7 @@ def run_doctor(
         if bootstrapping:
             report["bootstrap"] = {
                 "instance_name": config.instance_name,
-                "endpoint": config.endpoint,
+                "endpoint": shown_endpoint,
                 "serves_requests": _serves_requests(store),
             }
     finally:
@@ -180,9 +183,9 @@ def _serves_requests(store: Any) -> bool:
 
 
 def _config_report(config: Any) -> dict[str, Any]:
-    from memcore.config import config_to_dict
+    from memcore.config import shown_config
 
-    return config_to_dict(config)
+    return shown_config(config)
 
 
 def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:

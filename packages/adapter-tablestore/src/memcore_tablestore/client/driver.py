@@ -136,7 +136,10 @@ class Settings:
         return client_cls(*args, **extra, **kwargs)
 
     def __repr__(self) -> str:
-        return f"Settings(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, region={self.region!r})"
+        from memcore.config import without_userinfo
+
+        endpoint = without_userinfo(self.endpoint)
+        return f"Settings(endpoint={endpoint!r}, instance_name={self.instance_name!r}, region={self.region!r})"
 
 
 def settle(call: Call, raw: Any) -> dict[str, Any]:

@@ -89,7 +89,8 @@ def error_for(status: int, code: str, message: str, *, api: str) -> Failure:
 def failure_from_exception(exc: BaseException, *, api: str, endpoint: str = "") -> Failure:
     """Classify anything the SDK call raised; unknown exceptions are not swallowed.
 
-    A failure to connect names ``endpoint``: ``cannot reach https://...: connection refused``.
+    A failure to connect names ``endpoint``, without any credentials written into it:
+    ``cannot reach https://...: connection refused``.
     """
     from tablestore.error import OTSClientError, OTSServiceError
 
@@ -118,7 +119,9 @@ def failure_from_exception(exc: BaseException, *, api: str, endpoint: str = "") 
         )
     connect = _connect_failure(exc)
     if connect is not None:
-        where = endpoint or "the service"
+        from memcore.config import without_userinfo
+
+        where = without_userinfo(endpoint) or "the service"  # never the URL's credentials
         return Failure(
             Unavailable(f"cannot reach {where}: {connect} ({api})"), refused=True, unreachable=True
         )
