@@ -165,3 +165,12 @@ def test_a_hermes_home_without_the_plugin_package_says_what_to_install(
     result = local_cli("--hermes-home", str(tmp_path), "list")
     assert result.exit_code == 2
     assert "memcore-cli[hermes]" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_config_set_reads_a_negative_number_as_the_value(local_cli):
+    """``config set timeout -1`` was 'No such option: -1'; the value check answers now."""
+    result = local_cli("config", "set", "timeout", "-1")
+    assert result.exit_code == 2
+    message = result.stderr.splitlines()[0]
+    assert "No such option" not in message and "timeout" in message
+    assert local_cli("config", "set", "--bogus", "1").exit_code == 2

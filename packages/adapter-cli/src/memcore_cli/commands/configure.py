@@ -70,7 +70,9 @@ def show(ctx: typer.Context) -> None:
     state.output.fields(rows, title="memcore configuration")
 
 
-@app.command("set")
+# A negative number ('config set timeout -1') is the value, not an unknown option: the
+# value check then answers what the key accepts.
+@app.command("set", context_settings={"ignore_unknown_options": True})
 def set_value(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="A config key, e.g. tenant_id or backend.")],
