@@ -7,6 +7,8 @@ optional service fields; timestamps are seconds since the epoch, as the store ke
 ``said_at`` (when the text was last said, the day recall shows) is exported and imported, so a
 restored memory keeps the date it is recalled with.
 Parsing checks every field against the limits, so nothing is written from a bad line.
+An import stopped midway is undone by its command line; :class:`Undone` and :func:`stopped`
+say what that did, in the one line both command lines report it with.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import attrs
 
 from memcore import limits
-from memcore.errors import InvalidInput
+from memcore.errors import InvalidInput, MemcoreError
 from memcore.scope import Scope
 from memcore.service import check_user_metadata, restorable_text
 from memcore.values import MemoryRecord, TextItem
@@ -135,3 +137,38 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         )
     assert isinstance(text, str)
     return ImportRecord(line_no, memory_id, text, scope, meta, created_at, said_at, source_id)
+
+
+@attrs.frozen
+class Undone:
+    """What the rollback of an import did: ``added`` memories, ``left`` of them still stored
+    (the store refused to delete them)."""
+
+    added: int
+    left: int
+
+    def describe(self) -> str:
+        if not self.added:
+            return "import stopped; it had added nothing"
+        if not self.left:
+            return f"import stopped; the {self.added} memories it had added were deleted again"
+        return (
+            f"import stopped; of the {self.added} memories it had added, {self.left} are still "
+            f"stored (the store refused to delete them) and {self.added - self.left} were "
+            "deleted again; running the import again is safe"
+        )
+
+
+def stopped(cause: BaseException, undone: Undone) -> BaseException:
+    """The error to raise for an import that ``cause`` stopped: the same kind (so the same
+    exit code), its message followed by what the rollback did, one line in all."""
+    note = undone.describe()
+    if isinstance(cause, KeyboardInterrupt):
+        return KeyboardInterrupt(note)
+    if isinstance(cause, MemcoreError):
+        cause.message = f"{cause.message} ({note})"
+        return cause
+    if isinstance(cause, Exception):
+        # Unexpected (exit 1) as before, with the rollback in the same line.
+        return MemcoreError(f"unexpected {type(cause).__name__}: {cause} ({note})")
+    return cause  # SystemExit and the like: not an import failure to describe

@@ -1,39 +1,19 @@
-"""Undoing what a stopped import added, and the one line that says what was undone.
+"""Undoing what a stopped import added, with Ctrl-C held until it is done.
 
 The rollback runs with Ctrl-C held: a second interrupt (``timeout`` signals both the process
 and its group; an impatient user presses twice) must not leave it half done behind a message
 that claims otherwise. The line counts what was deleted and what is still stored, so it never
-claims a rollback that did not happen.
+claims a rollback that did not happen (:class:`memcore.transfer.Undone`, shared with
+``hermes tablestore-mem import``).
 """
 
 from __future__ import annotations
 
-import attrs
-
 from memcore.errors import MemcoreError, NotFound
 from memcore.scope import Scope
+from memcore.transfer import Undone
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.wiring.runtime import Runtime
-
-
-@attrs.frozen
-class Undone:
-    """What the rollback of an import did: ``added`` memories, ``left`` of them still stored
-    (the store refused to delete them)."""
-
-    added: int
-    left: int
-
-    def describe(self) -> str:
-        if not self.added:
-            return "import stopped; it had added nothing"
-        if not self.left:
-            return f"import stopped; the {self.added} memories it had added were deleted again"
-        return (
-            f"import stopped; of the {self.added} memories it had added, {self.left} are still "
-            f"stored (the store refused to delete them) and {self.added - self.left} were "
-            "deleted again; running the import again is safe"
-        )
 
 
 def undo_import(runtime: Runtime, added: list[tuple[Scope, str]]) -> Undone:
@@ -53,18 +33,3 @@ def undo_import(runtime: Runtime, added: list[tuple[Scope, str]]) -> Undone:
             except MemcoreError:
                 left += 1
     return Undone(len(added), left)
-
-
-def stopped(cause: BaseException, undone: Undone) -> BaseException:
-    """The error to raise for an import that ``cause`` stopped: the same kind (so the same
-    exit code), its message followed by what the rollback did, one line in all."""
-    note = undone.describe()
-    if isinstance(cause, KeyboardInterrupt):
-        return KeyboardInterrupt(note)
-    if isinstance(cause, MemcoreError):
-        cause.message = f"{cause.message} ({note})"
-        return cause
-    if isinstance(cause, Exception):
-        # Unexpected (exit 1) as before, with the rollback in the same line.
-        return MemcoreError(f"unexpected {type(cause).__name__}: {cause} ({note})")
-    return cause  # SystemExit and the like: not an import failure to describe

@@ -40,10 +40,11 @@ from memcore.transfer import (
     line_error,
     parse_record,
     split_lines,
+    stopped,
 )
 from memcore.values import MemoryRecord
 from memcore_cli.operations.out_file import open_out
-from memcore_cli.operations.rollback import stopped, undo_import
+from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
 from memcore_cli.wiring.runtime import Runtime
