@@ -5,7 +5,9 @@ Every command but ``setup`` (and ``export`` to stdout, JSON Lines) prints one JS
 A failure prints ``{"error": ...}`` there, one line ``tablestore-mem: error: ...`` on stderr,
 and exits with the ``memcore`` CLI's codes (:mod:`memcore.exit_codes`): 1 unexpected, 2 usage,
 invalid input or configuration, 3 not found, 4 permission or auth, 5 backend unavailable or
-throttled (an ``add`` then stays in the spool). Hermes exits with a handler's ``SystemExit``.
+throttled (an ``add`` then stays in the spool), 130 interrupted (Ctrl-C: one line
+``tablestore-mem: interrupted``, naming what was undone, e.g. the memories an import had
+added). Hermes exits with a handler's ``SystemExit``.
 Commands that use the backend first deliver what waits in the spool (bounded in time).
 Only argparse and json load here: Hermes builds this tree on every start. When the
 command line runs a sub-command that embeds, the model starts loading right here, while
@@ -25,8 +27,6 @@ ACTIONS = (
     "add", "search", "list", "get", "forget", "export", "import", "stats", "doctor", "setup",
     "reindex",
 )  # fmt: skip
-#: Records an import writes at once (one transaction and one embedding batch on the local store).
-_IMPORT_BATCH = 256
 
 
 def register_cli(subparser: argparse.ArgumentParser) -> None:
@@ -154,10 +154,25 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         _print({"error": {**exc.to_dict(), "exit_code": code}})
         sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
         raise SystemExit(code) from None
+    except KeyboardInterrupt as exc:
+        raise SystemExit(_interrupted(str(exc))) from None
     finally:
         from memcore_hermes.backend.preload import finish
 
         finish()  # an early model load must not be cut short by the exit
+
+
+def _interrupted(detail: str) -> int:
+    """Report Ctrl-C as a failure is reported (``detail``: what was undone, such as the
+    memories an import had added); the exit code, 130."""
+    from memcore.exit_codes import ExitCode
+
+    code = int(ExitCode.INTERRUPTED)
+    message = f"interrupted ({detail})" if detail else "interrupted"
+    error = {"type": "Interrupted", "code": "interrupted", "message": message}
+    _print({"error": {**error, "retryable": True, "exit_code": code}})
+    sys.stderr.write(f"tablestore-mem: {message}\n")
+    return code
 
 
 def _run_doctor(args: argparse.Namespace) -> None:
@@ -423,8 +438,9 @@ def _run_export(args: argparse.Namespace) -> None:
 
 
 def _run_import(args: argparse.Namespace) -> None:
-    from memcore.errors import InvalidInput, MemcoreError
-    from memcore.transfer import parse_record, split_lines
+    from memcore.errors import InvalidInput
+    from memcore.transfer import split_lines
+    from memcore_hermes.commands.importing import import_lines
 
     try:
         if args.file == "-":
@@ -438,60 +454,7 @@ def _run_import(args: argparse.Namespace) -> None:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise InvalidInput(f"cannot read {args.file} ({reason})", field="file") from None
     with _Session(args) as session:
-        service = session.service
-        tenant = service.write_scope
-        # Every line is checked before anything is written; another tenant's records are refused.
-        records = [
-            parse_record(i, raw, tenant, retarget=False)
-            for i, raw in enumerate(raw_lines, start=1)
-            if raw.strip()
-        ]
-        known = {m.id: m.text.strip() for m in session.memories()} if records else {}
-        added = present = 0
-        id_map: dict[str, str] = {}
-        # What this import created (id -> scope), taken back if a later write fails.
-        landed: dict[str, Any] = {}
-        pending = []
-        for record in records:
-            if record.id is not None and known.get(record.id) == record.text.strip():
-                present += 1  # already here, with the same text
-            else:
-                pending.append(record)
-        for start in range(0, len(pending), _IMPORT_BATCH):
-            chunk = pending[start : start + _IMPORT_BATCH]
-            ahead = pending[start + _IMPORT_BATCH : start + 2 * _IMPORT_BATCH]
-            try:
-                # Ids and times as exported where the store keeps them (the local store).
-                ids = service.restore([r.item() for r in chunk], ahead=[r.item() for r in ahead])
-            except MemcoreError as exc:
-                _take_back(service, landed)
-                exc.message = f"line {chunk[0].line}: {exc.message}; nothing was imported"
-                exc.args = (exc.message,)
-                raise
-            for record, new_id in zip(chunk, ids):
-                if new_id is None or new_id in known or new_id in landed:
-                    present += 1
-                else:
-                    added += 1
-                    landed[new_id] = record.scope
-                if record.id is not None and new_id is not None and new_id != record.id:
-                    id_map[record.id] = new_id
-        _print({"total": len(records), "added": added, "present": present, "id_map": id_map})
-
-
-def _take_back(service: Any, landed: dict[str, Any]) -> None:
-    """Delete what a failed import added (id -> scope), so that an import is all or nothing
-    as memcore's is.
-
-    A memory that cannot be deleted now (the backend went away) is left, and said so in the log.
-    """
-    from memcore.errors import MemcoreError
-
-    for memory_id, scope in reversed(list(landed.items())):
-        try:
-            service.forget(memory_id, agent_id=scope.agent_id, run_id=scope.run_id)
-        except MemcoreError as exc:
-            _say(f"import: could not take back {memory_id} ({exc})")
+        _print(import_lines(session.service, raw_lines, session.memories()))
 
 
 def _run_stats(args: argparse.Namespace) -> None:

@@ -1,0 +1,100 @@
+"""``hermes tablestore-mem import``: a JSON Lines file of either export into the user's tenant.
+
+All or nothing, as ``memcore import``: every line is checked before anything is written
+(another tenant's records are refused). Should a write fail, or Ctrl-C stop the import, the
+memories it added are deleted again and the one line that reports it says what was deleted
+and what is left (:class:`memcore.transfer.Undone`). The writes run with Ctrl-C held and the
+import stops between batches, so an interrupt never falls between a stored batch and the
+record of what it added, nor into the rollback. "Added" counts what this import created: a
+text another writer stored meanwhile is present, and a rollback leaves it alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from memcore.errors import MemcoreError, NotFound
+from memcore.scope import Scope
+from memcore.service import MemoryService
+from memcore.transfer import ImportRecord, Undone, parse_record, stopped
+from memcore.values import MemoryRecord
+from memcore_hermes.commands.interrupts import held_interrupts
+
+#: Records an import writes at once (one transaction and one embedding batch on the local store).
+BATCH = 256
+
+
+def import_lines(
+    service: MemoryService, raw_lines: list[str], memories: Iterable[MemoryRecord]
+) -> dict[str, Any]:
+    """Import the file's lines into the service's tenant; ``memories`` lists what it holds.
+    The answer: ``total``, ``added``, ``present`` and ``id_map`` (old id -> new id)."""
+    tenant = service.write_scope
+    records = [
+        parse_record(i, raw, tenant, retarget=False)
+        for i, raw in enumerate(raw_lines, start=1)
+        if raw.strip()
+    ]
+    known = {m.id: m.text.strip() for m in memories} if records else {}
+    present = 0
+    pending: list[ImportRecord] = []
+    for record in records:
+        if record.id is not None and known.get(record.id) == record.text.strip():
+            present += 1  # already here, with the same text
+        else:
+            pending.append(record)
+    exact = service.restores_exactly
+    # What this import created, in order, taken back if it stops.
+    landed: list[tuple[Scope, str]] = []
+    mine: set[str] = set()
+    id_map: dict[str, str] = {}
+    with held_interrupts() as held:
+        try:
+            for start in range(0, len(pending), BATCH):
+                chunk = pending[start : start + BATCH]
+                ahead = pending[start + BATCH : start + 2 * BATCH]
+                created: set[str] = set()
+                try:
+                    # Ids and times as exported where the store keeps them (the local store).
+                    ids = service.restore(
+                        [r.item() for r in chunk], ahead=[r.item() for r in ahead], created=created
+                    )
+                except MemcoreError as exc:
+                    exc.message = f"line {chunk[0].line}: {exc.message}"
+                    raise
+                for record, new_id in zip(chunk, ids):
+                    # Where the store tells (``created``), a text another writer stored first
+                    # answers with that memory's id: present, and not this import's to delete.
+                    made = new_id is not None and (new_id in created or not exact)
+                    if new_id is None or new_id in known or new_id in mine or not made:
+                        present += 1
+                    else:
+                        mine.add(new_id)
+                        landed.append((record.scope, new_id))
+                    if record.id is not None and new_id is not None and new_id != record.id:
+                        id_map[record.id] = new_id
+                if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
+                    raise KeyboardInterrupt
+        except BaseException as exc:
+            error = stopped(exc, take_back(service, landed))
+            if error is exc:
+                raise
+            raise error from exc
+    return {"total": len(records), "added": len(landed), "present": present, "id_map": id_map}
+
+
+def take_back(service: MemoryService, landed: list[tuple[Scope, str]]) -> Undone:
+    """Delete what a stopped import added (scope, id), newest first, with Ctrl-C held until
+    done, through the service (its tenant check applies). One already gone (another writer
+    deleted it) counts as deleted; one the store refuses to delete is counted as left."""
+    left = 0
+    with held_interrupts():
+        for scope, memory_id in reversed(landed):
+            try:
+                service.forget(memory_id, agent_id=scope.agent_id, run_id=scope.run_id)
+            except NotFound:
+                pass
+            except MemcoreError:
+                left += 1
+    return Undone(len(landed), left)

@@ -1,0 +1,209 @@
+"""``hermes tablestore-mem import`` stopped by Ctrl-C or a failure takes back exactly what it
+added and says so in one line; "added" counts only what this import created; a time no date
+holds is refused; the id map tells nothing about another tenant's ids."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.service import MemoryService
+
+SCOPE = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r1"}
+#: More than two of the import's batches (256 records each), so it stops with two stored.
+MANY = 600
+
+
+@pytest.fixture
+def home(hermes_home: Path, kit: Any) -> Path:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    return hermes_home
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    """The handler Hermes calls, in-process: exit status, JSON answer, stderr."""
+    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
+
+    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
+    register_cli(parser)
+    code = 0
+    try:
+        tablestore_mem_command(parser.parse_args(list(args)))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped the command (no rollback, no one-line report)")
+    out = capsys.readouterr()
+    return code, json.loads(out.out), out.err
+
+
+def texts(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    code, listed, _ = run(capsys, "list", "--all")
+    assert code == 0
+    return sorted(m["text"] for m in listed["items"])
+
+
+def records_file(path: Path, n: int) -> Path:
+    lines = (json.dumps({"text": f"bulk line {i}", "scope": SCOPE}) + "\n" for i in range(n))
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def reported(err: str) -> list[str]:
+    """The stderr lines that report the outcome (not the store's progress notes)."""
+    return [line for line in err.splitlines() if "error" in line or "interrupted" in line]
+
+
+def test_ctrl_c_after_a_stored_batch_and_again_in_the_rollback_leaves_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Ctrl-C raised KeyboardInterrupt straight out of the command: the batches already
+    stored stayed, and nothing said so."""
+    restore, forget = MemoryService.restore, MemoryService.forget
+    calls = {"restore": 0, "forget": 0}
+
+    def interrupted_restore(self: MemoryService, items: Any, **kwargs: Any) -> Any:
+        ids = restore(self, items, **kwargs)
+        calls["restore"] += 1
+        if calls["restore"] == 2:  # the second batch is stored: the interrupt comes now
+            signal.raise_signal(signal.SIGINT)
+        return ids
+
+    def interrupted_forget(self: MemoryService, memory_id: str, **kwargs: Any) -> Any:
+        calls["forget"] += 1
+        if calls["forget"] == 1:  # and again, in the rollback
+            signal.raise_signal(signal.SIGINT)
+        return forget(self, memory_id, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", interrupted_restore)
+    monkeypatch.setattr(MemoryService, "forget", interrupted_forget)
+    code, answer, err = run(capsys, "import", str(records_file(tmp_path / "in.jsonl", MANY)))
+    line = (
+        "tablestore-mem: interrupted (import stopped; the 512 memories it had added were "
+        "deleted again)"
+    )
+    assert (code, reported(err)) == (130, [line])
+    assert answer["error"]["exit_code"] == 130 and answer["error"]["code"] == "interrupted"
+    assert calls["restore"] == 2
+    assert texts(capsys) == []
+
+
+def test_an_unexpected_failure_is_rolled_back_and_one_line(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Only a memcore error was rolled back: any other left what had landed, with a traceback."""
+    restore = MemoryService.restore
+    calls: list[int] = []
+
+    def failing(self: MemoryService, items: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("boom")
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", failing)
+    code, answer, err = run(capsys, "import", str(records_file(tmp_path / "in.jsonl", MANY)))
+    assert code == 1, answer
+    assert reported(err) == [
+        "tablestore-mem: error: unexpected RuntimeError: boom (import stopped; the 256 "
+        "memories it had added were deleted again)"
+    ]
+    assert texts(capsys) == []
+
+
+def test_a_rollback_the_store_refuses_in_part_is_reported_as_it_is(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A memory the rollback could not delete got a line of its own, and the error still said
+    "nothing was imported"."""
+    from memcore.errors import Unavailable
+
+    restore, forget = MemoryService.restore, MemoryService.forget
+    calls: list[int] = []
+    refused: list[str] = []
+
+    def failing(self: MemoryService, items: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise Unavailable("the store went away")
+        return restore(self, items, **kwargs)
+
+    def refusing_one(self: MemoryService, memory_id: str, **kwargs: Any) -> Any:
+        if not refused:
+            refused.append(memory_id)
+            raise Unavailable("still away")
+        return forget(self, memory_id, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", failing)
+    monkeypatch.setattr(MemoryService, "forget", refusing_one)
+    code, answer, err = run(capsys, "import", str(records_file(tmp_path / "in.jsonl", MANY)))
+    assert code == 5, answer
+    assert reported(err) == [
+        "tablestore-mem: error: line 257: the store went away (import stopped; of the 256 "
+        "memories it had added, 1 are still stored (the store refused to delete them) and 255 "
+        "were deleted again; running the import again is safe)"
+    ]
+    assert len(texts(capsys)) == 1
+
+
+def _racing(monkeypatch: Any, *, fail_at: int | None = None) -> None:
+    """Another writer stores the second record's text just before the first batch is written;
+    with ``fail_at``, that call of ``restore`` fails."""
+    from memcore.errors import Unavailable
+
+    restore = MemoryService.restore
+    calls: list[int] = []
+
+    def racing(self: MemoryService, items: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            self.store.add_text(self.store_name, items[1].scope, items[1].text, sync=True)
+        if len(calls) == fail_at:
+            raise Unavailable("the store went away")
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", racing)
+
+
+def test_a_text_another_writer_stored_meanwhile_is_present_not_added(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A text another process stored after the import listed the tenant was counted as added:
+    two imports of one file at once both claimed every memory."""
+    _racing(monkeypatch)
+    code, answer, _ = run(capsys, "import", str(records_file(tmp_path / "few.jsonl", 10)))
+    assert code == 0, answer
+    assert (answer["total"], answer["added"], answer["present"]) == (10, 9, 1)
+    assert len(texts(capsys)) == 10
+
+
+def test_a_rollback_spares_what_another_writer_stored_meanwhile(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The rollback deleted the other writer's memory, taking it for one the import added."""
+    _racing(monkeypatch, fail_at=3)
+    code, answer, err = run(capsys, "import", str(records_file(tmp_path / "many.jsonl", MANY)))
+    assert code == 5, answer
+    assert texts(capsys) == ["bulk line 1"]  # the other writer's memory is still there
+    assert "the 511 memories it had added were deleted again" in reported(err)[0]
+
+
+@pytest.mark.parametrize("field", ["created_at", "updated_at", "said_at"])
+@pytest.mark.parametrize("value", [1e300, 1e18, 221_876_928_000.0])  # the last: 9001-01-01
+def test_an_impossible_time_stops_the_import_with_one_line(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, field: str, value: float
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"text": "User lives in Hangzhou", "scope": SCOPE, field: value}))
+    code, answer, err = run(capsys, "import", str(path))
+    assert code == 2, answer
+    assert reported(err) == [
+        f"tablestore-mem: error: line 1: {field} must be a timestamp in seconds, from 1970 to "
+        "the end of year 9000"
+    ]
+    assert texts(capsys) == []
