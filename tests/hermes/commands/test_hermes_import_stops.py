@@ -207,3 +207,31 @@ def test_an_impossible_time_stops_the_import_with_one_line(
         "the end of year 9000"
     ]
     assert texts(capsys) == []
+
+
+def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An id another tenant holds gets a new id, as it must; the answer listed it in id_map,
+    where a free id is not, so an import could ask whether another user's memory exists."""
+    code, added, _ = run(capsys, "add", "Alice's secret", "--sync", "--user-id", "alice")
+    assert code == 0
+    [alices] = added["memory_ids"]
+    code, added, _ = run(capsys, "add", "Bob's first note", "--sync", "--user-id", "bob")
+    [bobs] = added["memory_ids"]
+    code, listed, _ = run(capsys, "list", "--user-id", "bob")
+    bob_scope = listed["items"][0]["scope"]
+    answers = []
+    for memory_id, text in ((alices, "Bob's probe"), ("7" * len(alices), "Bob's other probe")):
+        path = tmp_path / "probe.jsonl"
+        path.write_text(json.dumps({"id": memory_id, "text": text, "scope": bob_scope}) + "\n")
+        code, answer, _ = run(capsys, "import", str(path), "--user-id", "bob")
+        assert code == 0, answer
+        answers.append(answer)
+    assert answers[0] == answers[1] == {"total": 1, "added": 1, "present": 0, "id_map": {}}
+    # An id of Bob's own with another text is his to know about: its new id is reported.
+    path.write_text(json.dumps({"id": bobs, "text": "Bob's second note", "scope": bob_scope}))
+    code, answer, _ = run(capsys, "import", str(path), "--user-id", "bob")
+    assert code == 0 and answer["added"] == 1 and list(answer["id_map"]) == [bobs], answer
+    code, got, _ = run(capsys, "get", alices, "--user-id", "alice")
+    assert code == 0 and got["text"] == "Alice's secret"

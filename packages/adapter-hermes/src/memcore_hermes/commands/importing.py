@@ -7,11 +7,14 @@ and what is left (:class:`memcore.transfer.Undone`). The writes run with Ctrl-C 
 import stops between batches, so an interrupt never falls between a stored batch and the
 record of what it added, nor into the rollback. "Added" counts what this import created: a
 text another writer stored meanwhile is present, and a rollback leaves it alone.
+``id_map`` maps a record's id to the one it has here when they differ, except for an id that
+only another tenant holds: it gets a new id, unreported, so that an import cannot be used to
+ask whether another user's memory exists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memcore.errors import MemcoreError, NotFound
@@ -69,10 +72,13 @@ def import_lines(
                     made = new_id is not None and (new_id in created or not exact)
                     if new_id is None or new_id in known or new_id in mine or not made:
                         present += 1
+                        was_there = True
                     else:
                         mine.add(new_id)
                         landed.append((record.scope, new_id))
-                    if record.id is not None and new_id is not None and new_id != record.id:
+                        was_there = False
+                    if new_id is not None and _said(record, new_id, was_there, exact, known):
+                        assert record.id is not None
                         id_map[record.id] = new_id
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
@@ -82,6 +88,17 @@ def import_lines(
                 raise
             raise error from exc
     return {"total": len(records), "added": len(landed), "present": present, "id_map": id_map}
+
+
+def _said(
+    record: ImportRecord, new_id: str, was_there: bool, exact: bool, known: Mapping[str, str]
+) -> bool:
+    """Whether ``id_map`` maps the record's id to ``new_id``. Where the store keeps free ids
+    (``exact``), a new one for a record this import added means another tenant holds the old
+    one: not said (unless this tenant holds it too), so the answer is the one a free id gets."""
+    if record.id is None or new_id == record.id:
+        return False
+    return was_there or not exact or record.id in known
 
 
 def take_back(service: MemoryService, landed: list[tuple[Scope, str]]) -> Undone:
