@@ -135,6 +135,47 @@ def test_json_errors_are_one_json_line_on_stderr(local_cli):
     assert error["exit_code"] == 2
 
 
+def _json_error(result, code: int) -> dict:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    error = json.loads(line)["error"]
+    assert set(error) <= {"type", "code", "message", "field", "retryable", "exit_code"}
+    assert error["exit_code"] == code and error["retryable"] is False
+    return error
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "needle"),
+    [
+        (["--json", "list", "--limit", "abc"], "limit", "--limit"),
+        (["list", "--limit", "abc", "--json"], "limit", "--limit"),
+        (["--format", "json", "list", "--limit", "abc"], "limit", "--limit"),
+        (["--format=json", "get"], "memory_id", "Missing argument"),
+        (["--json", "nosuchcommand"], None, "nosuchcommand"),
+        (["--json", "get"], "memory_id", "memcore get --help"),
+        (["--json", "--no-such-option", "list"], None, "--no-such-option"),
+    ],
+)
+def test_usage_errors_from_the_parser_are_json_with_json(local_cli, args, field, needle):
+    error = _json_error(local_cli(*args), 2)
+    assert (error["type"], error["code"]) == ("InvalidInput", "invalid_input")
+    assert error.get("field") == field
+    assert needle in error["message"]
+
+
+@pytest.mark.parametrize("fmt", ["table", "plain"])
+def test_json_with_another_format_is_refused(local_cli, fmt):
+    error = _json_error(local_cli("--json", "--format", fmt, "count"), 2)
+    assert error["field"] == "format"
+    assert "--json" in error["message"] and fmt in error["message"]
+    assert _json_error(local_cli("count", "--format", fmt, "--json"), 2)["field"] == "format"
+
+
+def test_json_with_format_json_is_fine(local_cli):
+    assert local_cli.json("--format", "json", "count")["count"] == 0
+
+
 @pytest.mark.parametrize(
     ("payload", "needle"),
     [

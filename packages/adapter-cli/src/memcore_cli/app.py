@@ -155,13 +155,21 @@ def root(
 
 def _check_globals(options: GlobalOptions) -> None:
     """Refuse what would silently mean something else: an empty ``--tenant`` (an unset shell
-    variable) would otherwise read and write the shared default tenant. The core is imported
+    variable) would otherwise read and write the shared default tenant, and ``--json`` with
+    another ``--format`` would ignore one of the two. The core is imported
     only on a refusal, so that ``COMMAND --help`` stays light."""
     if options.format is not None and options.format not in FORMATS:
         from memcore.errors import InvalidInput
 
         raise InvalidInput(
             f"--format must be one of {', '.join(FORMATS)}, not {options.format!r}",
+            field="format",
+        )
+    if options.json and options.format not in (None, "json"):
+        from memcore.errors import InvalidInput
+
+        raise InvalidInput(
+            f"--json and --format {options.format} ask for two formats; give one of them",
             field="format",
         )
     for flag in ("--app", "--tenant", "--agent", "--run"):

@@ -1,7 +1,8 @@
 """The root command group: turns every failure into one stderr line and a distinct exit code.
 
 Errors are caught here, once, rather than in each command; ``--debug`` adds the traceback.
-Usage errors from the parser are shortened to one line too, with a pointer to ``--help``.
+Usage errors from the parser are shortened to one line too, with a pointer to ``--help``
+(with ``--json`` before the command, the same JSON error object as every other error).
 """
 
 from __future__ import annotations
@@ -49,12 +50,38 @@ def report_error(exc: BaseException, *, as_json: bool, debug: bool) -> ExitCode:
         if not debug:
             message += " (run with --debug for details)"
     if as_json:
-        payload["exit_code"] = int(code)
-        sys.stderr.write(json_safe(json.dumps({"error": payload}, ensure_ascii=False)) + "\n")
+        _write_json_error(payload, int(code))
     else:
         sys.stderr.write(f"memcore: error: {_one_line(message)}\n")
     sys.stderr.flush()
     return code
+
+
+def _write_json_error(payload: dict[str, object], code: int) -> None:
+    payload["exit_code"] = code
+    sys.stderr.write(json_safe(json.dumps({"error": payload}, ensure_ascii=False)) + "\n")
+
+
+def report_parser_error(exc: ClickException, *, as_json: bool) -> int:
+    """Write an error of the parser (an unknown command or option, a missing argument, a value
+    of the wrong type) like any other: one line, or with ``--json`` the JSON error object, a
+    usage error being ``invalid_input`` (exit 2) as the commands' own checks report it."""
+    message = exc.format_message()
+    if isinstance(exc, UsageError) and exc.ctx is not None:
+        message += f" (see '{exc.ctx.command_path} --help')"
+    if not as_json:
+        sys.stderr.write(f"memcore: error: {_one_line(message)}\n")
+    elif isinstance(exc, UsageError):
+        from memcore.errors import InvalidInput
+
+        # The parameter's name when the parser knows it (``limit`` for ``--limit abc``).
+        field = getattr(getattr(exc, "param", None), "name", None)
+        _write_json_error(InvalidInput(message, field=field).to_dict(), exc.exit_code)
+    else:
+        payload: dict[str, object] = {"type": type(exc).__name__, "code": "unexpected"}
+        _write_json_error({**payload, "message": message, "retryable": False}, exc.exit_code)
+    sys.stderr.flush()
+    return exc.exit_code
 
 
 class MemcoreGroup(TyperGroup):
@@ -99,7 +126,7 @@ class MemcoreGroup(TyperGroup):
     ) -> Any:
         from memcore_cli.output import interrupts
         from memcore_cli.parsing import coercion
-        from memcore_cli.parsing.argv import hoist_globals
+        from memcore_cli.parsing.argv import hoist_globals, leading_json
 
         interrupts.start()
         coercion.install(self)  # plain option values without pydantic (see the module)
@@ -117,15 +144,8 @@ class MemcoreGroup(TyperGroup):
             # A bare ``memcore`` (or ``memcore dream``) asks for help: show it, not an error.
             sys.stdout.write(exc.format_message() + "\n")
             code = 0
-        except UsageError as exc:
-            hint = ""
-            if exc.ctx is not None:
-                hint = f" (see '{exc.ctx.command_path} --help')"
-            sys.stderr.write(f"memcore: error: {_one_line(exc.format_message())}{hint}\n")
-            code = exc.exit_code
         except ClickException as exc:
-            sys.stderr.write(f"memcore: error: {_one_line(exc.format_message())}\n")
-            code = exc.exit_code
+            code = report_parser_error(exc, as_json=leading_json(self, args))
         except typer.Abort:
             sys.stderr.write("memcore: aborted\n")
             from memcore_cli.output.exit_codes import ExitCode

@@ -73,3 +73,22 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
             kept.append(args[i])
         i += width
     return [*args[:start], *moved, *words, *kept]
+
+
+def leading_json(group: Any, args: list[str]) -> bool:
+    """Whether the root options at the front of ``args`` (where :func:`hoist_globals` puts
+    them) ask for JSON, by ``--json`` or ``--format json``. Read before the parser runs, so
+    that an error of the parser itself (an unknown command, a bad option value) is written as
+    the JSON error object too."""
+    root = _takes_value(group.params)
+    wanted = False
+    i = 0
+    while i < len(args) and args[i] != "--" and (width := _width(args[i], root)):
+        name, _, inline = args[i].partition("=")
+        if name == "--json":
+            wanted = True
+        elif name == "--format":
+            value = inline if "=" in args[i] else (args[i + 1] if i + 1 < len(args) else "")
+            wanted = wanted or value == "json"
+        i += width
+    return wanted
