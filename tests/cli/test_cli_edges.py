@@ -4,7 +4,10 @@ output that scales and pipes, id prefixes, paging hints, and the many-memory ver
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -29,6 +32,31 @@ def test_an_empty_scope_flag_is_refused(local_cli, flag, value):
     assert result.exit_code == 2
     assert _first_line(result).startswith(f"memcore: error: {flag} is empty")
     assert not (local_cli.home / "memcore.db").exists()
+
+
+@pytest.mark.parametrize("flag", ["--tenant", "--app", "--agent", "--run"])
+def test_a_scope_flag_with_bytes_that_are_not_utf8_is_refused(local_cli, flag):
+    # argv arrives decoded with surrogateescape: the byte 0xff is U+DCFF.
+    result = local_cli(flag, "al\udcffce", "add", "hello")
+    assert result.exit_code == 2
+    assert _first_line(result) == (
+        f"memcore: error: {flag} is not valid UTF-8 (byte 0xff at character 2)"
+    )
+    assert not (local_cli.home / "memcore.db").exists()
+
+
+_MAIN = [sys.executable, "-c", "from memcore_cli.app import main; main()"]
+
+
+def test_text_with_bytes_that_are_not_utf8_names_the_byte(tmp_path):
+    """The real command line: bytes in argv, not a str handed to the runner."""
+    env = {**os.environ, "MEMCORE_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    done = subprocess.run([*_MAIN, b"add", b"caf\xe9"], capture_output=True, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == b"memcore: error: text is not valid UTF-8 (byte 0xe9 at character 3)\n"
+    done = subprocess.run([*_MAIN, b"--tenant", b"\xff", b"list"], capture_output=True, env=env)
+    assert done.returncode == 2, done.stderr
+    assert b"--tenant is not valid UTF-8 (byte 0xff at character 0)" in done.stderr
 
 
 def test_an_unknown_format_is_refused(local_cli):

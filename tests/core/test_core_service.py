@@ -283,6 +283,27 @@ def test_lone_surrogates_are_refused_on_explicit_writes_and_repaired_in_turns() 
     assert stored == ["I love \ufffd pizza", "noted"]
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # Python decodes a byte that is not UTF-8 (argv, stdin) as U+DC80 + the byte.
+        ("\udcff", "text is not valid UTF-8 (byte 0xff at character 0)"),
+        ("caf\udce9", "text is not valid UTF-8 (byte 0xe9 at character 3)"),
+        ("ab\udc80", "text is not valid UTF-8 (byte 0x80 at character 2)"),
+        ("I love \ud83d pizza", "text is not valid Unicode: a lone surrogate at character 7"),
+        ("x\udc7f", "text is not valid Unicode: a lone surrogate at character 1"),
+        ("\udd00", "text is not valid Unicode: a lone surrogate at character 0"),
+    ],
+)
+def test_a_stray_byte_is_named_as_a_byte_and_other_surrogates_as_lone(
+    text: str, message: str
+) -> None:
+    svc = service_for(InMemoryMemoryStore(), "u")
+    with pytest.raises(InvalidInput) as err:
+        svc.remember(text)
+    assert (err.value.message, err.value.field) == (message, "text")
+
+
 def test_warm_search_warms_the_sessions_own_pattern_where_a_store_can() -> None:
     class Warmable(InMemoryMemoryStore):
         def __init__(self) -> None:

@@ -155,7 +155,8 @@ def root(
 
 def _check_globals(options: GlobalOptions) -> None:
     """Refuse what would silently mean something else: an empty ``--tenant`` (an unset shell
-    variable) would otherwise read and write the shared default tenant, and ``--json`` with
+    variable) would otherwise read and write the shared default tenant, an id holding bytes
+    that are not UTF-8 would name a tenant no other host can type, and ``--json`` with
     another ``--format`` would ignore one of the two. The core is imported
     only on a refusal, so that ``COMMAND --help`` stays light."""
     if options.format is not None and options.format not in FORMATS:
@@ -181,6 +182,20 @@ def _check_globals(options: GlobalOptions) -> None:
                 f"{flag} is empty (an unset shell variable?); give a value or leave it out",
                 field=flag[2:] + "_id",
             )
+        if value is not None and not _utf8(value):
+            # Bytes that are not UTF-8 reach argv as surrogates, which the scope mapping
+            # would take as an id of their own; a text holding them is refused alike.
+            from memcore.limits import check_unicode
+
+            check_unicode(value, field=flag[2:] + "_id", label=flag)
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 app.command("add")(memories.add)

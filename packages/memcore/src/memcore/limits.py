@@ -58,14 +58,29 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def check_unicode(value: str, *, field: str) -> str:
-    """Refuse lone surrogates (half an emoji): no backend can store them as UTF-8."""
+#: The surrogates a stray byte becomes: Python decodes argv, stdin and file names with
+#: ``surrogateescape``, so a byte 0x80-0xFF that is not UTF-8 arrives as U+DC80-U+DCFF.
+_ESCAPED_BYTE_LOW, _ESCAPED_BYTE_HIGH = 0xDC80, 0xDCFF
+
+
+def unicode_problem(value: str) -> str | None:
+    """What makes ``value`` unstorable as UTF-8 (None: nothing): a byte that was not UTF-8
+    (say, Latin-1 text on the command line), or a lone surrogate (half an emoji)."""
     bad = _SURROGATE_RE.search(value)
-    if bad is not None:
-        raise InvalidInput(
-            f"{field} is not valid Unicode: a lone surrogate at character {bad.start()}",
-            field=field,
-        )
+    if bad is None:
+        return None
+    code = ord(bad.group())
+    if _ESCAPED_BYTE_LOW <= code <= _ESCAPED_BYTE_HIGH:
+        return f"not valid UTF-8 (byte 0x{code - 0xDC00:02x} at character {bad.start()})"
+    return f"not valid Unicode: a lone surrogate at character {bad.start()}"
+
+
+def check_unicode(value: str, *, field: str, label: str | None = None) -> str:
+    """Refuse lone surrogates, and the stray bytes that arrive as them: no backend can store
+    them as UTF-8. ``label`` names the value in the message (a host's spelling, ``--tenant``)."""
+    problem = unicode_problem(value)
+    if problem is not None:
+        raise InvalidInput(f"{label or field} is {problem}", field=field)
     return value
 
 
