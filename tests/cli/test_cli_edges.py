@@ -59,6 +59,20 @@ def test_text_with_bytes_that_are_not_utf8_names_the_byte(tmp_path):
     assert b"--tenant is not valid UTF-8 (byte 0xff at character 0)" in done.stderr
 
 
+def test_add_from_stdin_with_bytes_that_are_not_utf8_names_the_byte(tmp_path):
+    # A UTF-8 locale decodes stdin strictly (argv always with surrogateescape).
+    env = {**os.environ, "MEMCORE_HOME": str(tmp_path), "PYTHONIOENCODING": "utf-8:strict"}
+    done = subprocess.run([*_MAIN, "add", "-"], input=b"caf\xe9\n", capture_output=True, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == b"memcore: error: text is not valid UTF-8 (byte 0xe9 at character 3)\n"
+    done = subprocess.run(
+        [*_MAIN, "add", "-"], input=b"caf\xc3\xa9\r\n", capture_output=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*_MAIN, "--json", "list"], capture_output=True, env=env)
+    assert [m["text"] for m in json.loads(done.stdout)["items"]] == ["café"]
+
+
 def test_an_unknown_format_is_refused(local_cli):
     result = local_cli("--format", "yaml", "list")
     assert result.exit_code == 2

@@ -4,6 +4,7 @@ Each goes through ``MemoryService`` so the limits and scope policies apply exact
 for the agent plugin.
 """
 
+import io
 import json
 import shlex
 import sys
@@ -65,7 +66,7 @@ def add(
     # Everything is checked before the store is opened, so bad input never creates a database.
     check_user_metadata(meta)
     if text == "-":
-        text = _without_final_newline(sys.stdin.read())
+        text = _without_final_newline(_read_stdin())
     messages: list[Any] = []
     if text is not None:
         limits.check_text(text)
@@ -98,6 +99,22 @@ def add(
         if receipt.problem:
             # Accepted (HTTP 2xx) but unreadable: landed, not resent; say it plainly.
             sys.stderr.write(f"memcore: warning: {receipt.problem}\n")
+
+
+def _read_stdin() -> str:
+    """stdin as text, a byte that is not UTF-8 (of its encoding) kept as the surrogate Python
+    makes of it in argv, so the text check names the byte rather than the decoder failing
+    (stdin decodes strictly under most UTF-8 locales)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+    # A text wrapper of its own: the line breaks are read as ``sys.stdin`` reads them.
+    reader = io.TextIOWrapper(buffer, encoding=encoding, errors="surrogateescape")
+    try:
+        return reader.read()
+    finally:
+        reader.detach()  # stdin stays open
 
 
 def _without_final_newline(text: str) -> str:
