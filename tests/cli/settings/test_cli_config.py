@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import stat
 
+import pytest
+
 
 def _backend(cli, *args: str, env=None) -> tuple[str, str]:
     result = cli("--json", *args, "config", "show", env=env)
@@ -174,3 +176,14 @@ def test_config_set_reads_a_negative_number_as_the_value(local_cli):
     message = result.stderr.splitlines()[0]
     assert "No such option" not in message and "timeout" in message
     assert local_cli("config", "set", "--bogus", "1").exit_code == 2
+
+
+@pytest.mark.parametrize("key", ["tenant_id", "app_id", "local_path"])
+def test_config_set_refuses_bytes_that_are_not_utf8(local_cli, key):
+    """A stray byte reached the JSON writer and ended in 'unexpected UnicodeEncodeError'."""
+    result = local_cli("config", "set", key, "al\udcffce")
+    assert result.exit_code == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("memcore: error: the value is not valid UTF-8")
+    assert "byte 0xff at character 2" in line and repr(key) in line
+    assert json.loads((local_cli.home / "config.json").read_text()) == {"embedder": "none"}

@@ -8,6 +8,7 @@ import attrs
 
 from memcore.config import CONFIG_KEYS, MemcoreConfig
 from memcore.errors import ConfigError
+from memcore.limits import unicode_problem
 
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
@@ -36,6 +37,9 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
         raise ConfigError(
             f"unknown key; known keys are {', '.join(CONFIG_KEYS)}", field=key, source=source
         )
+    problem = unicode_problem(text)
+    if problem is not None:  # bytes that are not UTF-8 on the command line: no JSON holds them
+        raise ConfigError(f"the value is {problem}", field=key, source=source)
     declared = fields[key].type
     kind = declared.__name__ if isinstance(declared, type) else str(declared)
     optional = "None" in kind
