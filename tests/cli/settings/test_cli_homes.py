@@ -165,3 +165,60 @@ def test_an_unreadable_config_exits_4_and_names_it(local_cli, monkeypatch):
     assert _first_line(result) == (
         f"memcore: error: cannot read the config file {config}: permission denied"
     )
+
+
+@pytest.fixture
+def placed(local_cli, set_config, tmp_path):
+    """A CLI whose config places the database by ``local_path``, outside ``MEMCORE_HOME``."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    config = set_config(local_cli.home, {"embedder": "none", "local_path": str(folder / "m.db")})
+    return local_cli, folder, f"set local_path in {config}"
+
+
+def test_the_first_run_with_local_path_names_local_path_not_memcore_home(placed):
+    cli, folder, advice = placed
+    result = cli.ok("add", "hello")
+    assert result.stderr == (
+        f"memcore: first run; your memories are stored in {folder / 'm.db'} "
+        f"({advice} to keep them elsewhere)\n"
+    )
+
+
+def test_a_read_only_local_path_folder_names_local_path_not_memcore_home(placed):
+    cli, folder, advice = placed
+    with read_only(folder):
+        result = cli("add", "hello")
+        doctor = cli("--json", "doctor")
+    assert result.exit_code == 4
+    assert _first_line(result) == (
+        f"memcore: error: cannot create {folder / 'm.db'}: {folder} is not writable "
+        f"({advice} to a file in a writable folder)"
+    )
+    import json
+
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert not checks["data home"]["ok"]
+    assert checks["data home"]["detail"].endswith(f"({advice} to a file in a writable folder)")
+    assert "MEMCORE_HOME" not in result.stderr + doctor.stdout
+
+
+def test_a_local_path_folder_that_cannot_be_created_names_local_path(placed, set_config):
+    cli, folder, advice = placed
+    config = set_config(cli.home, {"embedder": "none", "local_path": str(folder / "new/m.db")})
+    assert advice == f"set local_path in {config}"
+    with read_only(folder):
+        result = cli("add", "hello")
+    assert result.exit_code == 4
+    assert _first_line(result) == (
+        f"memcore: error: cannot create {folder / 'new'}: permission denied "
+        f"({advice} to a file in a writable folder)"
+    )
+
+
+def test_without_local_path_the_advice_stays_memcore_home(home, local_cli):
+    home.mkdir(parents=True, exist_ok=True)
+    with read_only(home):
+        result = local_cli("list")
+    assert _first_line(result).endswith("(set MEMCORE_HOME to a writable folder)")
+    assert "(set MEMCORE_HOME to keep them elsewhere)" in local_cli.ok("add", "hi").stderr

@@ -33,6 +33,38 @@ def test_config_local_path_then_memcore_home(
         assert Path(store.path).exists()
 
 
+@pytest.mark.parametrize(
+    ("local_path", "path", "advice"),
+    [
+        (None, None, "set MEMCORE_HOME to a writable folder"),
+        ("c.db", None, "set local_path to a file in a writable folder"),
+        (None, "option.db", "set MEMCORE_HOME to a writable folder"),
+    ],
+)
+def test_a_folder_that_cannot_be_written_advises_what_placed_the_file(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    local_path: str | None,
+    path: str | None,
+    advice: str,
+) -> None:
+    from memcore.errors import PermissionDenied
+    from memcore_sqlite.storage import file_modes
+
+    monkeypatch.setenv("MEMCORE_HOME", str(tmp_path))
+    monkeypatch.setattr(file_modes, "writable", lambda _path: False)
+    config = MemcoreConfig(
+        local_path=str(tmp_path / local_path) if local_path else None, embedder="none"
+    )
+    options = {"path": tmp_path / path} if path else {}
+    with pytest.raises(PermissionDenied) as err:
+        open_backend(config, **options)
+    assert err.value.message.endswith(f"is not writable ({advice})")
+    with pytest.raises(PermissionDenied) as err:
+        open_backend(config, **options, location_advice="move it")
+    assert err.value.message.endswith("is not writable (move it)")
+
+
 def test_default_is_the_platform_user_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMCORE_HOME", raising=False)
     expected = Path(platformdirs.user_data_dir("memcore", appauthor=False)) / "memcore.db"

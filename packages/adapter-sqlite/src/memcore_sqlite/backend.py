@@ -68,16 +68,27 @@ def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
 
 def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     """Open the embedded store: ``path=``, ``embedder=`` (an Embedder or None), ``model_dir=``,
-    and :class:`SqliteMemoryStore` keywords override the config. ``model=`` (a
-    :class:`~memcore_sqlite.chat_model.client.ModelSettings`) overrides ``MEMCORE_MODEL_*`` from the
-    environment: the user's own model for fact extraction and dream review."""
-    path = resolve_path(config, options.pop("path", None))
+    and :class:`SqliteMemoryStore` keywords (``location_advice`` among them) override the
+    config. ``model=`` (a :class:`~memcore_sqlite.chat_model.client.ModelSettings`) overrides
+    ``MEMCORE_MODEL_*`` from the environment: the user's own model for fact extraction and
+    dream review."""
+    explicit = options.pop("path", None)
+    path = resolve_path(config, explicit)
+    if explicit is None and config.local_path is not None:
+        # Placed by the config: MEMCORE_HOME would not move it.
+        options.setdefault("location_advice", "set local_path to a file in a writable folder")
     model_dir = options.pop("model_dir", None)
     embedder = options.pop("embedder", _UNSET)
     model = options.pop("model", _UNSET)
     if embedder is _UNSET:
         embedder = choose_embedder(config.embedder, model_dir=model_dir)
-    allowed = {"busy_timeout", "synchronous", "vector_cache_rows", "defer_vectors"}
+    allowed = {
+        "busy_timeout",
+        "synchronous",
+        "vector_cache_rows",
+        "defer_vectors",
+        "location_advice",
+    }
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ConfigError(f"unknown option for the local backend: {unknown[0]}", field=unknown[0])

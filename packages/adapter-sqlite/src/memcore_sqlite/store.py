@@ -34,6 +34,7 @@ from memcore_sqlite.search import pipeline as search
 from memcore_sqlite.search import supersession, when
 from memcore_sqlite.search.pipeline import check_search
 from memcore_sqlite.storage.errors import mapped
+from memcore_sqlite.storage.file_modes import MOVE_ADVICE
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
     check_pattern,
@@ -141,6 +142,8 @@ class SqliteMemoryStore:
     chat turn into the facts stored as memories (without one, each message is a memory);
     ``dream_reviewer`` checks a dream task's plan; ``embedding_ahead`` embeds a bulk write's
     next batch while the current one is written (by default on a thread of its own).
+    ``location_advice`` ends the error of a folder the file cannot be created in: how to put
+    it elsewhere (``MEMCORE_HOME`` unless the host placed it by another setting).
     """
 
     #: Consolidation runs here, not in a service (hosts use it to decide on a local pass).
@@ -160,6 +163,7 @@ class SqliteMemoryStore:
         extractor: FactExtractor | None = None,
         dream_reviewer: DreamReviewer | None = None,
         embedding_ahead: EmbedAhead | None = None,
+        location_advice: str = MOVE_ADVICE,
     ) -> None:
         tx = Transactions(
             path,
@@ -169,6 +173,7 @@ class SqliteMemoryStore:
             vector_cache_rows=vector_cache_rows,
             defer_vectors=defer_vectors,
             embedding_ahead=embedding_ahead,
+            location_advice=location_advice,
         )
         self._tx = tx
         self.path = tx.path

@@ -128,7 +128,7 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     else:
         detail = (
             f"{settings.db_path.parent} is not writable: reads work, writes are refused "
-            "(set MEMCORE_HOME to a writable folder)"
+            f"({settings.move_advice})"
         )
         checks.fail("data home", detail, PermissionDenied(detail, field="home"))
     if not settings.db_path.exists():

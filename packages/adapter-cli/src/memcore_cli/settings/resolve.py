@@ -46,6 +46,22 @@ class Settings:
     #: Set when the store is a Hermes home's (see the module docstring).
     hermes_home: Path | None = None
 
+    @property
+    def database_setting(self) -> str:
+        """What places the embedded database, for advice: the config file's ``local_path``
+        when it is set (or a Hermes home's config, which ``MEMCORE_HOME`` does not reach),
+        else ``MEMCORE_HOME``."""
+        if self.config.local_path or self.hermes_home is not None:
+            return f"local_path in {self.config_path}"
+        return "MEMCORE_HOME"
+
+    @property
+    def move_advice(self) -> str:
+        """How to put the embedded database where it can be written."""
+        if self.database_setting == "MEMCORE_HOME":
+            return "set MEMCORE_HOME to a writable folder"
+        return f"set {self.database_setting} to a file in a writable folder"
+
 
 def resolve_settings(options: GlobalOptions, environ: Mapping[str, str]) -> Settings:
     hermes_root = _hermes_root(options)

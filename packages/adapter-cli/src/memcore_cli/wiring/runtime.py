@@ -40,7 +40,7 @@ def open_default_store(
     from memcore.discovery import open_store
 
     if settings.backend == "local":
-        local: dict[str, Any] = {"path": settings.db_path}
+        local: dict[str, Any] = {"path": settings.db_path, "location_advice": settings.move_advice}
         if embedder is not _CONFIGURED:
             local["embedder"] = embedder
         if defer_vectors:
@@ -167,7 +167,8 @@ class Runtime:
                 else:
                     sys.stderr.write(
                         f"memcore: first run; your memories are stored in "
-                        f"{self.settings.db_path} (set MEMCORE_HOME to keep them elsewhere)\n"
+                        f"{self.settings.db_path} (set {self.settings.database_setting} to "
+                        "keep them elsewhere)\n"
                     )
         return self._store
 

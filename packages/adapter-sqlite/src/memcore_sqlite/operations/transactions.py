@@ -87,6 +87,7 @@ class Transactions:
         vector_cache_rows: int = 1_000_000,
         defer_vectors: bool = False,
         embedding_ahead: EmbedAhead | None = None,
+        location_advice: str = file_modes.MOVE_ADVICE,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
@@ -132,7 +133,7 @@ class Transactions:
         )
         #: True when the file or its folder is not ours to write: reads work, writes are
         #: refused with PermissionDenied naming the file.
-        self.read_only = self.path != ":memory:" and not _prepare_file(self.path)
+        self.read_only = self.path != ":memory:" and not _prepare_file(self.path, location_advice)
         with mapped(self.path):
             self.conn = _connect(self.path, busy_timeout, read_only=self.read_only)
             try:
@@ -609,17 +610,17 @@ def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list
     return split, sorted({p: None for parts in split.values() for p in parts}, key=len)
 
 
-def _prepare_file(path: str) -> bool:
+def _prepare_file(path: str, advice: str) -> bool:
     """Make the folder (0700) and the file (0600) when missing; False when they are
-    readable but not writable, so the store opens read-only."""
+    readable but not writable, so the store opens read-only. ``advice`` ends the message
+    of a folder that cannot be written: how to put the file elsewhere."""
     file = Path(path)
     if file.exists():
         return file_modes.writable(file)
-    file_modes.make_home(file.parent)
+    file_modes.make_home(file.parent, advice=advice)
     if not file_modes.writable(file):
         raise PermissionDenied(
-            f"cannot create {file}: {file.parent} is not writable "
-            "(set MEMCORE_HOME to a writable folder)",
+            f"cannot create {file}: {file.parent} is not writable ({advice})",
             field=str(file),
         )
     try:

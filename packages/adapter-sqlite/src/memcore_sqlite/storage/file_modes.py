@@ -16,10 +16,14 @@ HOME_MODE = 0o700
 FILE_MODE = 0o600
 #: SQLite's companions of a database file, which hold the same data.
 SIDE_FILES = ("-wal", "-shm", "-journal")
+#: What a folder that cannot be created advises, unless its caller knows better (a database
+#: placed by a config's ``local_path`` is moved there, not by ``MEMCORE_HOME``).
+MOVE_ADVICE = "set MEMCORE_HOME to a writable folder"
 
 
-def make_home(folder: str | os.PathLike[str]) -> Path:
-    """Create ``folder`` (and missing parents) as 0700; an existing folder is left as it is."""
+def make_home(folder: str | os.PathLike[str], *, advice: str = MOVE_ADVICE) -> Path:
+    """Create ``folder`` (and missing parents) as 0700; an existing folder is left as it is.
+    ``advice`` ends the message of a folder that cannot be created."""
     path = Path(folder)
     if path.is_dir():
         return path
@@ -30,7 +34,7 @@ def make_home(folder: str | os.PathLike[str]) -> Path:
         from memcore.errors import PermissionDenied  # the core only on a failure
 
         raise PermissionDenied(
-            f"cannot create {path}: permission denied (set MEMCORE_HOME to a writable folder)",
+            f"cannot create {path}: permission denied ({advice})",
             field=str(path),
         ) from None
     except OSError as exc:
