@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,24 @@ STORE = "mem"
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memcore.db"
+
+
+@contextmanager
+def _held_write_lock(path: Path) -> Iterator[None]:
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+@pytest.fixture
+def held_write_lock() -> Callable[[Path], AbstractContextManager[None]]:
+    """Another connection (as another process would) holding a file's write lock, as
+    ``with held_write_lock(path): ...``."""
+    return _held_write_lock
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,27 +187,15 @@ def test_closing_while_another_thread_starts_the_writer_does_not_raise(
     assert not starter.is_alive()
 
 
-@contextmanager
-def _held_write_lock(path: Path) -> Iterator[None]:
-    """Another connection (as another process would) holding the write lock."""
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
-
-
 def test_close_does_not_wait_out_another_process_s_lock(
-    db_path: Path, caplog: pytest.LogCaptureFixture
+    db_path: Path, held_write_lock: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The reads' records are dropped, logged, after a short wait: close waited the whole
     busy timeout (30 s) for them."""
     store = _store(db_path)
     store.add_text(STORE, ALICE, "green tea")
     _search(store, 3)
-    with _held_write_lock(db_path):
+    with held_write_lock(db_path):
         started = time.monotonic()
         store.close()
         took = time.monotonic() - started
@@ -218,11 +205,13 @@ def test_close_does_not_wait_out_another_process_s_lock(
     assert _on_file(db_path, "AddMemories") == 1
 
 
-def test_close_does_not_wait_for_the_writing_thread_s_wait(db_path: Path) -> None:
+def test_close_does_not_wait_for_the_writing_thread_s_wait(
+    db_path: Path, held_write_lock: Any
+) -> None:
     """The thread that writes them when due was waiting for the lock too, and close joined it."""
     store = _store(db_path, delay=0.05)
     store.add_text(STORE, ALICE, "green tea")
-    with _held_write_lock(db_path):
+    with held_write_lock(db_path):
         _search(store, 2)
         time.sleep(0.3)  # the records are due: the thread is trying to write them
         started = time.monotonic()
@@ -231,12 +220,14 @@ def test_close_does_not_wait_for_the_writing_thread_s_wait(db_path: Path) -> Non
     assert took < 5.0
 
 
-def test_a_read_that_fills_a_batch_does_not_wait_for_the_lock(db_path: Path) -> None:
+def test_a_read_that_fills_a_batch_does_not_wait_for_the_lock(
+    db_path: Path, held_write_lock: Any
+) -> None:
     """The batch is kept and written once the lock is free; each read returned at once
     (the read that filled it waited the busy timeout, then failed)."""
     with _store(db_path) as store:
         store.add_text(STORE, ALICE, "green tea")
-        with _held_write_lock(db_path):
+        with held_write_lock(db_path):
             started = time.monotonic()
             _search(store, BATCH + 3)
             took = time.monotonic() - started

@@ -3,12 +3,10 @@ do not (WAL readers never wait for a writer), and the writes still land once it 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore
@@ -17,19 +15,9 @@ STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run")
 
 
-@contextmanager
-def held_write_lock(path: Path) -> Iterator[None]:
-    """Another connection (as another process would) holding the write lock."""
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
-
-
-def test_reads_go_on_while_a_write_waits_for_another_process(db_path: Path) -> None:
+def test_reads_go_on_while_a_write_waits_for_another_process(
+    db_path: Path, held_write_lock: Any
+) -> None:
     with SqliteMemoryStore(db_path, busy_timeout=15.0) as store:
         store.ensure_store(STORE)
         store.add_text(STORE, ALICE, "green tea")
