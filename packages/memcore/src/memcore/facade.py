@@ -65,7 +65,7 @@ class Memory:
         owns_store: bool = False,
         tenant_pinned: bool = False,
     ) -> None:
-        if not isinstance(store, MemoryStore):
+        if not _looks_like_a_store(store):
             raise InvalidInput(
                 f"store must be a memory store (Memory.open builds one), not {type(store).__name__}",
                 field="store",
@@ -603,6 +603,18 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Operations every store has, looked up as a call would (``getattr``): ``isinstance`` with
+#: the runtime-checkable port reads attributes statically on Python 3.12+, so a proxy that
+#: forwards them (``__getattr__``) would be refused there.
+_STORE_OPERATIONS = ("ensure_store", "add_text", "search", "get_memory", "list_memories", "close")
+
+
+def _looks_like_a_store(store: object) -> bool:
+    """Whether ``store`` answers the store's operations: a plain mistake (a string, None, a
+    config) is refused at once, rather than as an AttributeError on the first call."""
+    return all(callable(getattr(store, name, None)) for name in _STORE_OPERATIONS)
 
 
 def _check_identity(field: str, value: object) -> None:
