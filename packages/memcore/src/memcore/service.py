@@ -85,18 +85,25 @@ def check_user_metadata(
 ) -> dict[str, str]:
     """Metadata a caller may set: within the limits, and no key that tries to name the scope."""
     checked = limits.check_metadata(metadata)
-    forged = sorted(RESERVED_METADATA_KEYS & checked.keys())
-    if forged:
-        raise InvalidInput(
-            f"metadata key {forged[0]!r} is reserved: the scope comes from {scope_source}",
-            field=f"metadata.{forged[0]}",
-        )
+    refuse_scope_keys(checked, field="metadata", scope_source=scope_source)
     return checked
 
 
+def refuse_scope_keys(
+    metadata: Mapping[str, str], *, field: str, scope_source: str = "the session"
+) -> None:
+    """Refuse a metadata key that tries to name the scope (``field`` names the map)."""
+    forged = sorted(RESERVED_METADATA_KEYS & metadata.keys())
+    if forged:
+        raise InvalidInput(
+            f"{field} key {forged[0]!r} is reserved: the scope comes from {scope_source}",
+            field=f"{field}.{forged[0]}",
+        )
+
+
 def restorable_text(text: object, *, field: str = "text") -> str:
-    """A text as a restore writes it: without a recall block (what ``remember`` cuts out, so
-    a recalled block never comes back as a memory), and within the limits."""
+    """A text as ``remember``, ``update`` and a restore write it: without a recall block (so a
+    recalled block never comes back as a memory), and within the limits."""
     if isinstance(text, str):
         text = strip_recall(text)
     return limits.check_text(text, field=field)
@@ -156,8 +163,7 @@ class MemoryService:
         self, text: str, *, metadata: Mapping[str, str] | None = None, sync: bool = False
     ) -> WriteReceipt:
         self._check_writable()
-        text = strip_recall(text) if isinstance(text, str) else text
-        limits.check_text(text)
+        text = restorable_text(text)
         meta = check_user_metadata(metadata)
         return self.store.add_text(
             self.store_name, self.write_scope, text, metadata=meta, sync=sync
@@ -236,13 +242,7 @@ class MemoryService:
                 raise InvalidInput(
                     f"messages[{i}].content must be a string", field=f"messages[{i}].content"
                 )
-            forged = sorted(RESERVED_METADATA_KEYS & m.metadata.keys())
-            if forged:
-                raise InvalidInput(
-                    f"messages[{i}].metadata key {forged[0]!r} is reserved: the scope comes "
-                    "from the session",
-                    field=f"messages[{i}].metadata.{forged[0]}",
-                )
+            refuse_scope_keys(m.metadata, field=f"messages[{i}].metadata")
             repaired = limits.repair_unicode(m.content)
             if repaired != m.content:
                 turn[i] = attrs.evolve(m, content=repaired)
@@ -551,8 +551,7 @@ class MemoryService:
         if text is None and metadata is None:
             raise InvalidInput("update needs text or metadata", field="text")
         if text is not None:
-            # As in remember: a recalled block never comes back as a memory's text.
-            text = limits.check_text(strip_recall(text) if isinstance(text, str) else text)
+            text = restorable_text(text)  # as remember: a recalled block is cut out
         meta = None if metadata is None else check_user_metadata(metadata)
         scope = self.get(memory_id, agent_id=agent_id, run_id=run_id, pattern=pattern).scope
         return self.store.update_memory(self.store_name, scope, memory_id, text=text, metadata=meta)
