@@ -69,6 +69,7 @@ def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
         *,
         session_id: str = "s1",
         user_id: str | None = "alice",
+        platform: str = "telegram",
         agent_context: str = "primary",
         retry: RetryPolicy = FAST_RETRY,
         **kwargs: Any,
@@ -83,7 +84,7 @@ def make_provider(hermes_home: Path) -> Iterator[MakeProvider]:
         provider.initialize(
             session_id,
             hermes_home=str(hermes_home),
-            platform="cli",
+            platform=platform,
             agent_context=agent_context,
             user_id=user_id,
             **kwargs,

@@ -80,7 +80,13 @@ def new_provider(
     kwargs.setdefault("retry", fast_retry())
     kwargs.setdefault("flush_timeout", 5.0)
     provider = MemcoreMemoryProvider(environ={}, **kwargs)
-    provider.initialize(session, hermes_home=str(home), user_id=user_id, agent_context="primary")
+    provider.initialize(
+        session,
+        hermes_home=str(home),
+        platform="telegram",
+        user_id=user_id,
+        agent_context="primary",
+    )
     return provider
 
 

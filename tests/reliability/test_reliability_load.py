@@ -92,7 +92,7 @@ def test_reliability_load_gateway_8_threads(tmp_path, subprocess_env, scenario, 
                 totals.update(
                     ledger.tally(
                         rig.all_messages(
-                            backing, Scope("hermes", f"user{i}", "hermes", f"gateway-{i}")
+                            backing, Scope("hermes", f"telegram:user{i}", "hermes", f"gateway-{i}")
                         )
                     )
                 )

@@ -40,7 +40,7 @@ def test_reliability_backend_down_whole_session_then_replay(emulator, tmp_path, 
             line.split(" ", 1)[1] for line in lines if line.startswith(("ACK ", "REFUSED "))
         ]
         ledger.acknowledged = [line[4:] for line in lines if line.startswith("ACK ")]
-        scope = Scope("hermes", "alice", "hermes", "session-1")
+        scope = Scope("hermes", "telegram:alice", "hermes", "session-1")
         from memcore_hermes.outbox.spool import SqliteOutbox
 
         spool = SqliteOutbox(home / "tablestore_memory_spool.sqlite3")
@@ -78,7 +78,7 @@ def test_reliability_kill_9_mid_session_replays_exactly_once(emulator, tmp_path,
     home = rig.hermes_home_for(tmp_path / "hermes", server.url, timeout=2.5)
     rounds = int(pick(2, 4, 3))
     ledger = rig.TurnLedger()
-    scope = Scope("hermes", "alice", "hermes", "session-1")
+    scope = Scope("hermes", "telegram:alice", "hermes", "session-1")
     with scenario(
         "kill -9 mid-session",
         f"Hermes process SIGKILLed mid-session ({rounds} times), then restarted",
@@ -206,7 +206,7 @@ def test_reliability_kill_9_with_a_request_in_flight_replays_exactly_once(
         ledger.issued = list(acked)
         ledger.acknowledged = list(acked)
         counts = ledger.tally(
-            rig.all_messages(backing, Scope("hermes", "alice", "hermes", "session-1"))
+            rig.all_messages(backing, Scope("hermes", "telegram:alice", "hermes", "session-1"))
         )
         s.counts(**counts)
         assert acked and drained

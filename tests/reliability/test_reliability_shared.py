@@ -67,7 +67,9 @@ def test_reliability_two_processes_share_spool_and_database(tmp_path, scenario, 
         try:
             contents = []
             for session in ("session-a", "session-b"):
-                contents += rig.all_messages(store, Scope("hermes", "alice", "hermes", session))
+                contents += rig.all_messages(
+                    store, Scope("hermes", "telegram:alice", "hermes", session)
+                )
             integrity = store._tx.conn.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             store.close()
@@ -103,7 +105,9 @@ def test_reliability_two_processes_share_spool_tablestore(emulator, tmp_path, sc
             survivor.shutdown()
         contents = []
         for session in ("session-a", "session-b"):
-            contents += rig.all_messages(backing, Scope("hermes", "alice", "hermes", session))
+            contents += rig.all_messages(
+                backing, Scope("hermes", "telegram:alice", "hermes", session)
+            )
         counts = _count(contents, ledgers, acked)
         s.counts(**counts)
         assert drained

@@ -230,6 +230,63 @@ def test_many_more_generated_pairs_never_share_a_tenant() -> None:
     assert _run_pairs(600, seen) >= 40_000
 
 
+# ------------------------------------------------- one user id on two platforms (Hermes)
+
+#: What an attacker would build a (platform, user id) pair from: the separator, its escape
+#: and the escape of ``%``, on top of the pieces above.
+PAIR_PIECES = [*PIECES, ":", "::", "%3A", "%3a", "%253A", "telegram", "12345"]
+
+
+@st.composite
+def platform_pairs(draw: st.DrawFn) -> tuple[str, str]:
+    platform = "".join(draw(st.lists(st.sampled_from(PAIR_PIECES), min_size=1, max_size=5)))
+    user = draw(st.one_of(seeds(), st.sampled_from(PAIR_PIECES)))
+    return platform, user
+
+
+def _pair_tenant(platform: str, user: str) -> str:
+    from memcore.scope import SessionContext, resolve_scope
+
+    return resolve_scope(SessionContext(user_id=user, platform=platform)).tenant_id
+
+
+def test_the_separator_cannot_move_between_platform_and_user() -> None:
+    pairs = [
+        ("a:b", "c"),
+        ("a", "b:c"),
+        ("a%3Ab", "c"),
+        ("a%b", "c"),
+        ("a", "%3Ab:c"),
+        ("telegram", "12345"),
+        ("discord", "12345"),
+        ("telegram:", "12345"),
+        ("telegram", ":12345"),
+    ]
+    tenants = [_pair_tenant(*pair) for pair in pairs]
+    assert len(set(tenants)) == len(pairs)
+    assert DEFAULT_SEGMENT not in tenants
+
+
+def test_generated_platform_and_user_pairs_never_share_a_tenant() -> None:
+    seen: dict[str, tuple[str, str]] = {}
+
+    @settings(max_examples=600, deadline=None, database=None)
+    @given(pairs=st.lists(platform_pairs(), min_size=2, max_size=6))
+    def prop(pairs: list[tuple[str, str]]) -> None:
+        for platform, user in pairs:
+            if not (_usable(platform) and _usable(user)):
+                with pytest.raises(InvalidInput):
+                    _pair_tenant(platform, user)
+                continue
+            tenant = _pair_tenant(platform, user)
+            assert tenant != DEFAULT_SEGMENT and len(tenant) <= MAX_SEGMENT_CHARS
+            pair = (platform, user)
+            assert seen.setdefault(tenant, pair) == pair, f"{pair!r} and {seen[tenant]!r}"
+
+    prop()
+    assert len(seen) > 700  # distinct pairs checked against each other
+
+
 # ---------------------------------------------------------------- the one rule, per host
 
 
@@ -339,7 +396,9 @@ def _provider(home: Path, user_id: Any) -> Any:
 
     provider = MemcoreMemoryProvider(environ={}, flush_timeout=10.0)
     kwargs = {} if user_id is None else {"user_id": user_id}
-    provider.initialize("s1", hermes_home=str(home), agent_context="primary", **kwargs)
+    provider.initialize(
+        "s1", hermes_home=str(home), platform="telegram", agent_context="primary", **kwargs
+    )
     return provider
 
 
@@ -358,7 +417,7 @@ def test_hermes_keeps_the_issue_pair_apart_and_follows_the_tenant_rule(tmp_path:
         victim.shutdown()
     attacker = _provider(home, ATTACKER)
     try:
-        assert attacker.runtime.scope.tenant_id != tenant_segment(VICTIM)
+        assert attacker.runtime.scope.tenant_id != tenant_segment(f"telegram:{VICTIM}")
         found = _tool(attacker, "tablestore_search", query="door code", top_k=50)["results"]
         listed = _tool(attacker, "tablestore_profile", limit=100)["memories"]
         assert SECRET not in [h["text"] for h in found] + [m["text"] for m in listed]
@@ -367,11 +426,13 @@ def test_hermes_keeps_the_issue_pair_apart_and_follows_the_tenant_rule(tmp_path:
         )
     finally:
         attacker.shutdown()
-    assert _library_texts(db, VICTIM) == [SECRET]
+    # A Hermes user's tenant is the platform's id, by the same rule (README "Platforms").
+    assert _library_texts(db, f"telegram:{VICTIM}") == [SECRET]
 
     spaced = _provider(home, "alice ")
     try:
-        assert spaced.runtime.scope.tenant_id == tenant_segment("alice ") == "alice%20"
+        tenant = spaced.runtime.scope.tenant_id
+        assert tenant == tenant_segment("telegram:alice ") == "telegram:alice%20"
     finally:
         spaced.shutdown()
     for blank in ("", "  "):

@@ -59,10 +59,20 @@ def test_add_search_doctor_through_the_hermes_cli(
     )
     assert code == 0 and added["status"] == "stored"
     code, synced, _ = run_json(
-        kit, cli_home, "add", "Deploys happen on Tuesdays", "--sync", "--user-id", "ops"
+        kit,
+        cli_home,
+        "add",
+        "Deploys happen on Tuesdays",
+        "--sync",
+        "--user-id",
+        "ops",
+        "--platform",
+        "slack",
     )
     assert (
-        code == 0 and synced["status"] == "completed" and synced["scope"].startswith("hermes/ops/")
+        code == 0
+        and synced["status"] == "completed"
+        and synced["scope"].startswith("hermes/slack:ops/")
     )
     code, found, _ = run_json(kit, cli_home, "search", "build server", "--top-k", "3")
     assert code == 0
@@ -139,3 +149,32 @@ def test_search_shows_hits_as_the_search_tool_does(
     [hit] = found["results"]
     assert set(hit) >= {"id", "text", "score", "similarity", "scope"}
     assert hit["text"] == "The build server is called hydra"
+
+
+def test_switching_to_per_platform_tenants_and_moving_the_old_memories(
+    cli_home: Path, kit: Any, cli_emulator: Any
+) -> None:
+    """The way an operator of 0.1.0 takes it: memories kept for a user id alone, then per
+    platform tenants, then ``migrate-tenant``, all through the real ``hermes`` on TableStore."""
+    kit.emulator_home(cli_home, cli_emulator, keys=KEYS, tenant_scope="user")
+    code, kept, _ = run_json(kit, cli_home, "add", "I live in Lisbon", "--sync", "--user-id", "42")
+    assert code == 0 and kept["scope"].startswith("hermes/42/")
+
+    kit.emulator_home(cli_home, cli_emulator, keys=KEYS)  # the default: per platform
+    code, listed, _ = run_json(kit, cli_home, "list", "--user-id", "42", "--platform", "telegram")
+    assert code == 0 and listed["items"] == []  # the old tenant is not read
+    code, report, _ = run_json(kit, cli_home, "doctor", "--user-id", "42", "--platform", "telegram")
+    assert report["legacy_tenant"]["read"] == "hermes/42/*/*"
+    code, planned, _ = run_json(kit, cli_home, "migrate-tenant", "--user-id", "42", "--dry-run")
+    assert code == 0 and planned["left"] == 1 and planned["moved"] == {}
+    code, moved, _ = run_json(
+        kit, cli_home, "migrate-tenant", "--user-id", "42", "--platform", "telegram"
+    )
+    assert code == 0, moved
+    assert moved["moved"] == {
+        "hermes/telegram:42/*/*": {"memories": 1, "added": 1, "present": 0, "deleted": 1}
+    }
+    code, listed, _ = run_json(kit, cli_home, "list", "--user-id", "42", "--platform", "telegram")
+    assert [m["text"] for m in listed["items"]] == ["I live in Lisbon"]
+    code, refused, stderr = run_json(kit, cli_home, "list", "--user-id", "42")
+    assert code == 2 and refused["error"]["field"] == "platform" and "--platform" in stderr

@@ -214,24 +214,30 @@ def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
 ) -> None:
     """An id another tenant holds gets a new id, as it must; the answer listed it in id_map,
     where a free id is not, so an import could ask whether another user's memory exists."""
-    code, added, _ = run(capsys, "add", "Alice's secret", "--sync", "--user-id", "alice")
+    code, added, _ = run(
+        capsys, "add", "Alice's secret", "--sync", "--user-id", "alice", "--platform", "telegram"
+    )
     assert code == 0
     [alices] = added["memory_ids"]
-    code, added, _ = run(capsys, "add", "Bob's first note", "--sync", "--user-id", "bob")
+    code, added, _ = run(
+        capsys, "add", "Bob's first note", "--sync", "--user-id", "bob", "--platform", "telegram"
+    )
     [bobs] = added["memory_ids"]
-    code, listed, _ = run(capsys, "list", "--user-id", "bob")
+    code, listed, _ = run(capsys, "list", "--user-id", "bob", "--platform", "telegram")
     bob_scope = listed["items"][0]["scope"]
     answers = []
     for memory_id, text in ((alices, "Bob's probe"), ("7" * len(alices), "Bob's other probe")):
         path = tmp_path / "probe.jsonl"
         path.write_text(json.dumps({"id": memory_id, "text": text, "scope": bob_scope}) + "\n")
-        code, answer, _ = run(capsys, "import", str(path), "--user-id", "bob")
+        code, answer, _ = run(
+            capsys, "import", str(path), "--user-id", "bob", "--platform", "telegram"
+        )
         assert code == 0, answer
         answers.append(answer)
     assert answers[0] == answers[1] == {"total": 1, "added": 1, "present": 0, "id_map": {}}
     # An id of Bob's own with another text is his to know about: its new id is reported.
     path.write_text(json.dumps({"id": bobs, "text": "Bob's second note", "scope": bob_scope}))
-    code, answer, _ = run(capsys, "import", str(path), "--user-id", "bob")
+    code, answer, _ = run(capsys, "import", str(path), "--user-id", "bob", "--platform", "telegram")
     assert code == 0 and answer["added"] == 1 and list(answer["id_map"]) == [bobs], answer
-    code, got, _ = run(capsys, "get", alices, "--user-id", "alice")
+    code, got, _ = run(capsys, "get", alices, "--user-id", "alice", "--platform", "telegram")
     assert code == 0 and got["text"] == "Alice's secret"

@@ -30,7 +30,9 @@ def dated_home(hermes_home: Path, kit: Any, tmp_path: Path) -> Path:
     store = SqliteMemoryStore(db)
     store.ensure_store("hermes_mem")
     for text, run, when in ((SAM, "r1", _at(3, 12)), (ANA, "r2", _at(4, 19))):
-        mem = Memory(store, scope=Scope("hermes", "dana", "hermes", run), store_name="hermes_mem")
+        mem = Memory(
+            store, scope=Scope("hermes", "telegram:dana", "hermes", run), store_name="hermes_mem"
+        )
         mem.add(messages=[Message("user", text, timestamp=when)])
     store.close()
     return hermes_home
@@ -40,7 +42,9 @@ def test_search_at_reads_last_month_from_the_given_time(
     dated_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def texts(*at: str) -> list[str]:
-        code, found = kit.run_cli(capsys, "search", QUESTION, "--user-id", "dana", *at)
+        code, found = kit.run_cli(
+            capsys, "search", QUESTION, "--user-id", "dana", "--platform", "telegram", *at
+        )
         assert code == 0, found
         return [r["text"] for r in found["results"]][:2]
 
@@ -53,7 +57,9 @@ def test_search_at_reads_last_month_from_the_given_time(
 def test_a_bad_at_is_a_json_error_and_exit_2(
     dated_home: Path, kit: Any, capsys: pytest.CaptureFixture[str], bad: str
 ) -> None:
-    code, answer = kit.run_cli(capsys, "search", QUESTION, "--user-id", "dana", "--at", bad)
+    code, answer = kit.run_cli(
+        capsys, "search", QUESTION, "--user-id", "dana", "--platform", "telegram", "--at", bad
+    )
     assert code == 2
     assert (answer["error"]["code"], answer["error"]["field"]) == ("invalid_input", "at")
     assert answer["error"]["message"].startswith("--at must be")

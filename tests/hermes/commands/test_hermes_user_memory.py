@@ -66,7 +66,7 @@ def test_list_get_forget_export_import_stats(
 ) -> None:
     first = add(kit, capsys, "My sister is called Ines")
     second = add(kit, capsys, "I play the cello on Sundays")
-    other = add(kit, capsys, "Bob's private note", "--user-id", "bob")
+    other = add(kit, capsys, "Bob's private note", "--user-id", "bob", "--platform", "telegram")
 
     code, listed = hermes(kit, capsys, "list")
     assert code == 0 and listed["scope"] == "hermes/__default__/*/*"
@@ -114,16 +114,18 @@ def test_list_get_forget_export_import_stats(
         "I play the cello on Sundays",
         "My sister is called Ines",
     ]
-    code, bob = hermes(kit, capsys, "list", "--user-id", "bob")
+    code, bob = hermes(kit, capsys, "list", "--user-id", "bob", "--platform", "telegram")
     assert [m["id"] for m in bob["items"]] == [other]
 
 
 def test_import_refuses_another_tenants_records_and_writes_nothing(
     home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    add(kit, capsys, "Carol's note", "--user-id", "carol")
+    add(kit, capsys, "Carol's note", "--user-id", "carol", "--platform", "telegram")
     out = tmp_path / "carol.jsonl"
-    code, _ = hermes(kit, capsys, "export", "--out", str(out), "--user-id", "carol")
+    code, _ = hermes(
+        kit, capsys, "export", "--out", str(out), "--user-id", "carol", "--platform", "telegram"
+    )
     assert code == 0
     code, refused = hermes(kit, capsys, "import", str(out))
     assert code == 2 and refused["error"]["field"] == "scope"
@@ -135,13 +137,13 @@ def test_memcore_opens_the_store_of_a_hermes_home(
     home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     mine = add(kit, capsys, "The boiler code is 4471")
-    alices = add(kit, capsys, "Alice keeps bees", "--user-id", "alice")
+    alices = add(kit, capsys, "Alice keeps bees", "--user-id", "alice", "--platform", "telegram")
 
     for flags in (["--hermes-home", str(home)], ["--config", str(home / "tablestore_memory.json")]):
         result = memcore(tmp_path, *flags, "--json", "list")
         assert result.exit_code == 0, (result.stdout, result.stderr)
         assert [m["id"] for m in json.loads(result.stdout)["items"]] == [mine]
-        result = memcore(tmp_path, *flags, "--tenant", "alice", "--json", "get", alices)
+        result = memcore(tmp_path, *flags, "--tenant", "telegram:alice", "--json", "get", alices)
         assert result.exit_code == 0, result.stderr
         assert json.loads(result.stdout)["text"] == "Alice keeps bees"
     # Nothing was created in memcore's own home: the Hermes home's store was read.

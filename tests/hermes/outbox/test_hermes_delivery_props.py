@@ -77,7 +77,7 @@ def test_every_turn_arrives_once_in_order(
                 provider.sync_turn(f"q{n}", f"a{n}", session_id="prop")
                 sent.extend([f"q{n}", f"a{n}"])
         assert kit.settle(provider, 20.0)
-        scope = Scope("hermes", "hal", "hermes", "prop")
+        scope = Scope("hermes", "cli:hal", "hermes", "prop")
         stored = [m.content for m in store.list_messages(STORE, scope, limit=100).items]
         assert stored == sent
     finally:
@@ -93,7 +93,7 @@ def test_two_lanes_on_one_spool_deliver_each_turn_once(hermes_home: Path, kit: A
             second.sync_turn(f"two-{i}", "ok", session_id="two")
         assert kit.settle(first, 20.0) and kit.settle(second, 20.0)
         for run in ("one", "two"):
-            scope = Scope("hermes", "hal", "hermes", run)
+            scope = Scope("hermes", "cli:hal", "hermes", run)
             users = [
                 m.content
                 for m in store.list_messages(STORE, scope, limit=100).items

@@ -54,7 +54,11 @@ def test_a_turn_is_stored_and_recalled_in_the_next_turn(
         assert "<recalled-memory>" in context and "My favourite editor is helix" in context
 
         scope = provider.runtime.scope
-        assert (scope.app_id, scope.tenant_id, scope.run_id) == ("hermes", "erin", "e2e-session")
+        assert (scope.app_id, scope.tenant_id, scope.run_id) == (
+            "hermes",
+            "cli:erin",
+            "e2e-session",
+        )
         assert manager.flush_pending(10)
         assert provider.runtime.flush(10)
         stored = [m.content for m in emulator.store.list_messages("hermes_mem", scope).items]

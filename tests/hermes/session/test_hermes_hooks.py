@@ -59,7 +59,7 @@ def test_a_delegation_becomes_a_memory_of_the_parent(
     )
     assert memory.metadata["source"] == "delegation"
     assert memory.metadata["child_session_id"] == "child-7"
-    assert memory.scope.tenant_id == "jo"
+    assert memory.scope.tenant_id == "telegram:jo"
 
 
 def test_a_read_only_session_records_no_delegation(

@@ -22,7 +22,7 @@ def test_offline_turns_tools_and_recall(hermes_home: Path, kit: Any) -> None:
         hits = json.loads(provider.handle_tool_call("tablestore_search", {"query": "cat Miso"}))[
             "results"
         ]
-        assert hits and hits[0]["scope"] == "hermes/gus/hermes/s1"
+        assert hits and hits[0]["scope"] == "hermes/cli:gus/hermes/s1"
     finally:
         provider.shutdown()
     assert (hermes_home / "tablestore_memory_local.sqlite3").is_file()

@@ -23,7 +23,7 @@ def manager(hermes_home: Path, emulator: Any, kit: Any) -> Iterator[Any]:
     provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     mm = MemoryManager()
     mm.add_provider(provider)
-    mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+    mm.initialize_all(session_id="s1", platform="telegram", agent_context="primary", user_id="dana")
     assert provider.runtime is not None
     yield mm
     mm.shutdown_all()
@@ -63,12 +63,14 @@ def test_sync_prefetch_and_flush(manager: Any, emulator: Any) -> None:
     assert provider.runtime.wait_idle(10)
     context = manager.prefetch_all("what am I allergic to?", session_id="s1")
     assert "peanuts" in context
-    stored = emulator.store.list_messages(STORE, Scope("hermes", "dana", "hermes", "s1")).items
+    stored = emulator.store.list_messages(
+        STORE, Scope("hermes", "telegram:dana", "hermes", "s1")
+    ).items
     assert [m.content for m in stored] == ["I am allergic to peanuts", "I will remember that."]
     # The prefetch names the current session, so the service can rank its memories higher.
     searches = [body for api, body in emulator.recorded if api == "SearchMemories"]
     assert searches
-    session = {"appId": "hermes", "tenantId": "dana", "agentId": "hermes", "runId": "s1"}
+    session = {"appId": "hermes", "tenantId": "telegram:dana", "agentId": "hermes", "runId": "s1"}
     assert all(body["contextScope"] == session for body in searches)
 
 
@@ -106,4 +108,4 @@ def test_builtin_memory_writes_are_bridged(manager: Any, emulator: Any) -> None:
 
 def test_the_system_prompt_block_reaches_the_manager(manager: Any) -> None:
     prompt = manager.build_system_prompt()
-    assert "tablestore-mem" in prompt and "hermes/dana/hermes/s1" in prompt
+    assert "tablestore-mem" in prompt and "hermes/telegram:dana/hermes/s1" in prompt

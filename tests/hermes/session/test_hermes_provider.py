@@ -20,7 +20,7 @@ from memcore_hermes.outbox.spool import SpoolLimits, SqliteOutbox
 STORE = "hermes_mem"
 
 
-def run_scope(run: str = "s1", tenant: str = "alice") -> Scope:
+def run_scope(run: str = "s1", tenant: str = "telegram:alice") -> Scope:
     return Scope("hermes", tenant, "hermes", run)
 
 
@@ -220,13 +220,15 @@ def test_remember_search_profile_forget(
     assert provider.runtime.flush(10)
     hits = call(provider, "tablestore_search", query="Rust", metadata={"topic": "lang"})["results"]
     assert [h["text"] for h in hits] == ["Alice writes Rust"]
-    assert hits[0]["scope"] == "hermes/alice/hermes/s1" and isinstance(hits[0]["score"], float)
+    assert hits[0]["scope"] == "hermes/telegram:alice/hermes/s1" and isinstance(
+        hits[0]["score"], float
+    )
     profile = call(provider, "tablestore_profile", limit=10)
     assert {m["text"] for m in profile["memories"]} == {
         "Alice writes Rust",
         "Alice drinks green tea",
     }
-    assert profile["scope"] == "hermes/alice/*/*"
+    assert profile["scope"] == "hermes/telegram:alice/*/*"
     forgotten = call(provider, "tablestore_forget", memory_id=hits[0]["id"])
     assert forgotten["status"] == "deleted"
     assert [m["text"] for m in call(provider, "tablestore_profile")["memories"]] == [
@@ -379,7 +381,7 @@ def test_the_system_prompt_names_store_scope_and_tools(
     make_provider: Any, fake_store: InMemoryMemoryStore
 ) -> None:
     block = make_provider(fake_store, user_id="carol").system_prompt_block()
-    assert "hermes_mem" in block and "hermes/carol/hermes/s1" in block
+    assert "hermes_mem" in block and "hermes/telegram:carol/hermes/s1" in block
     for tool in (
         "tablestore_search",
         "tablestore_profile",

@@ -45,7 +45,9 @@ def manager(hermes_home: Path, kit: Any, tmp_path: Path, emulator: Any) -> Itera
             provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
         mm = MemoryManager()
         mm.add_provider(provider)
-        mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+        mm.initialize_all(
+            session_id="s1", platform="telegram", agent_context="primary", user_id="dana"
+        )
         made.append(mm)
         for user, assistant in TURNS:
             mm.sync_all(user, assistant, session_id="s1")

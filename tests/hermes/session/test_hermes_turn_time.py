@@ -47,7 +47,7 @@ def dated_store(tmp_path: Path) -> Iterator[SqliteMemoryStore]:
     store = SqliteMemoryStore(tmp_path / "dated.sqlite3")
     store.ensure_store(STORE)
     for text, run, when in ((SAM, "r1", _at(3, 12)), (ANA, "r2", _at(4, 19))):
-        mem = Memory(store, scope=Scope("hermes", "dana", "hermes", run), store_name=STORE)
+        mem = Memory(store, scope=Scope("hermes", "telegram:dana", "hermes", run), store_name=STORE)
         mem.add(messages=[Message("user", text, timestamp=when)])
     yield store
     store.close()
@@ -69,7 +69,9 @@ def manager(hermes_home: Path, kit: Any, dated_store: SqliteMemoryStore) -> Iter
                 store_factory=lambda _config: dated_store, retry=kit.FAST_RETRY, **provider
             )
         )
-        mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+        mm.initialize_all(
+            session_id="s1", platform="telegram", agent_context="primary", user_id="dana"
+        )
         made.append(mm)
         return mm
 
@@ -138,7 +140,7 @@ def replay(hermes_home: Path, kit: Any, tmp_path: Path) -> Iterator[Any]:
     )
     mm = MemoryManager()
     mm.add_provider(provider)
-    mm.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="dana")
+    mm.initialize_all(session_id="s1", platform="telegram", agent_context="primary", user_id="dana")
 
     def run(turns: list[tuple[str, datetime]]) -> tuple[Any, TurnClock]:
         for text, said in turns:

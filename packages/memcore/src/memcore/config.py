@@ -25,6 +25,10 @@ from memcore.turn_policy import STORE_ASSISTANT
 
 BACKENDS = ("local", "tablestore")
 EMBEDDERS = ("auto", "onnx", "multilingual", "multilingual-use", "none")
+#: How a host that knows the user's chat platform names the tenant: ``platform`` (one tenant
+#: per platform and user id) or ``user`` (the user id alone, as in 0.1.0: the same id on two
+#: platforms shares one tenant; for one person reaching the agent from several platforms).
+TENANT_SCOPES = ("platform", "user")
 #: The service names a VCU instance itself, in a format its pages do not give (the 3-16
 #: character rule is for names a user picks with CreateInstance). A saved name is checked only
 #: for what it is used as: the first label of the data host, so at most 63 characters.
@@ -172,6 +176,9 @@ class MemcoreConfig:
     extract_instructions: str | None = attrs.field(default=None, validator=_instructions)
     app_id: str = attrs.field(default="hermes", validator=_segment_value)
     tenant_id: str | None = attrs.field(default=None, validator=_segment_value)
+    #: Without ``tenant_id``: whether the session's platform is part of its tenant
+    #: (:data:`TENANT_SCOPES`); a host with no platforms (the library, CLI, MCP) ignores it.
+    tenant_scope: str = attrs.field(default="platform", validator=_one_of(TENANT_SCOPES))
     enable_rerank: bool = True
     auto_create_store: bool = True
     timeout: float = attrs.field(default=30.0, validator=_timeout)

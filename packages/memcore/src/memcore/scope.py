@@ -297,6 +297,25 @@ class SessionContext:
     gateway_session_key: str | None = None
     session_title: str | None = None
     session_id: str | None = None
+    #: The chat platform the user id belongs to (``telegram``, ``discord``): given, the tenant
+    #: is :func:`platform_tenant` of the two, since one id on two platforms is two people.
+    platform: str | None = None
+
+
+def platform_tenant(platform: object, user_id: object) -> str:
+    """The tenant id of ``user_id`` on ``platform``: ``platform:user_id``, with ``%`` and ``:``
+    in the platform percent-escaped, so that the first ``:`` always ends the platform and two
+    different pairs never give one tenant (``("a:b", "c")`` is ``a%3Ab:c``, ``("a", "b:c")``
+    is ``a:b:c``). Both parts are exact strings; a blank one is :class:`InvalidInput`."""
+    for name, value in (("platform", platform), ("user id", user_id)):
+        if not isinstance(value, str):
+            raise InvalidInput(
+                f"{name} must be a string, not {type(value).__name__}", field="tenant_id"
+            )
+        if not value.strip():
+            raise InvalidInput(f"{name} is empty or only whitespace", field="tenant_id")
+    assert isinstance(platform, str) and isinstance(user_id, str)
+    return f"{platform.replace('%', '%25').replace(':', '%3A')}:{user_id}"
 
 
 def resolve_scope(
@@ -305,14 +324,20 @@ def resolve_scope(
     """Resolve the write scope as the original TableStore plugin does, but safely.
 
     app: config or ``hermes``; tenant: config/``--tenant`` ``tenant_id`` when given, else the
-    session's ``user_id``, both by :func:`tenant_segment` (exact, never trimmed or folded; None
-    is ``__default__``, blank is :class:`InvalidInput`);
+    session's ``user_id`` (with its ``platform``, when the session names one:
+    :func:`platform_tenant`), by :func:`tenant_segment` (exact, never trimmed or folded; no
+    user is ``__default__`` on every platform, blank is :class:`InvalidInput`);
     agent: session ``agent_identity`` or ``hermes``; run: ``gateway_session_key``,
     ``session_title``, ``session_id``, ``__default__``. Every string is normalised, so none can
     become a wildcard or name another tenant's scope.
     """
     app = normalize_segment(app_id, default="hermes")
-    tenant = tenant_segment(tenant_id if tenant_id is not None else session.user_id)
+    if tenant_id is not None:
+        tenant = tenant_segment(tenant_id)
+    elif session.platform is not None and session.user_id is not None:
+        tenant = tenant_segment(platform_tenant(session.platform, session.user_id))
+    else:
+        tenant = tenant_segment(session.user_id)
     agent = normalize_segment(session.agent_identity, default="hermes")
     run = ""
     for candidate in (session.gateway_session_key, session.session_title, session.session_id):

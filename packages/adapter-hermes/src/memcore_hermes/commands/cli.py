@@ -1,5 +1,5 @@
 """``hermes tablestore-mem`` (while this provider is selected): add, search, list, get, forget,
-export, import, stats, doctor, setup, reindex.
+export, import, stats, doctor, setup, reindex, migrate-tenant.
 
 Every command but ``setup`` (and ``export`` to stdout, JSON Lines) prints one JSON document.
 A failure prints ``{"error": ...}`` there, one line ``tablestore-mem: error: ...`` on stderr,
@@ -25,7 +25,7 @@ from typing import Any
 PROVIDER_COMMAND = "tablestore-mem"
 ACTIONS = (
     "add", "search", "list", "get", "forget", "export", "import", "stats", "doctor", "setup",
-    "reindex",
+    "reindex", "migrate-tenant",
 )  # fmt: skip
 
 
@@ -45,12 +45,12 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
         help="A metadata tag (repeatable)",
     )
     add.add_argument("--sync", action="store_true", help="Wait until the backend has stored it")
-    add.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(add)
 
     search = commands.add_parser("search", help="Search the current user's memories")
     search.add_argument("query", help="What to look for")
     search.add_argument("--top-k", type=int, default=None, help="How many results (1-50)")
-    search.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(search)
     search.add_argument(
         "--at",
         default=None,
@@ -63,32 +63,32 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     listing.add_argument("--limit", type=int, default=20, help="Items per page (1 to 100)")
     listing.add_argument("--all", action="store_true", help="Every page")
     listing.add_argument("--next-token", default=None, help="Continue from a previous page")
-    listing.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(listing)
 
     get = commands.add_parser("get", help="Show one memory by id")
     get.add_argument("memory_id", help="The memory id")
-    get.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(get)
 
     forget = commands.add_parser("forget", help="Delete memories by id (asks first on a terminal)")
     forget.add_argument("memory_ids", nargs="+", metavar="ID", help="Memory ids")
     forget.add_argument("--yes", "-y", action="store_true", help="Do not ask for confirmation")
-    forget.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(forget)
 
     export = commands.add_parser(
         "export", help="The user's memories as JSON Lines (memcore's format)"
     )
     export.add_argument("--out", "-o", default=None, help="Write here (mode 0600), not stdout")
-    export.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(export)
 
     imp = commands.add_parser("import", help="Import a file written by an export (either CLI)")
     imp.add_argument("file", help="JSON Lines ('-' for stdin)")
-    imp.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(imp)
 
     stats = commands.add_parser("stats", help="How many memories, by agent, and the spool")
-    stats.add_argument("--user-id", default=None, help="The user (tenant) to act for")
+    _user_options(stats)
 
     doctor = commands.add_parser("doctor", help="Read-only diagnostics (secrets redacted)")
-    doctor.add_argument("--user-id", default=None, help="The user (tenant) to inspect")
+    _user_options(doctor, "The user to inspect")
 
     setup = commands.add_parser(
         "setup", help="Choose the backend and its settings (asks on a terminal, else flags)"
@@ -97,13 +97,35 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     setup.add_argument("--instance-name", default=None, help="TableStore instance")
     setup.add_argument("--endpoint", default=None, help="TableStore instance endpoint")
     setup.add_argument("--region", default=None, help="TableStore region")
-    setup.add_argument("--tenant-id", default=None, help="A fixed tenant (blank: the user id)")
+    setup.add_argument("--tenant-id", default=None, help="A fixed tenant (blank: each user's own)")
 
     commands.add_parser("reindex", help="Embed memories lacking a vector from the current embedder")
+    migrate = commands.add_parser(
+        "migrate-tenant",
+        help="Move a user's memories from the tenant of the user id alone (0.1.0) to the "
+        "tenants of the platforms they were said on",
+    )
+    migrate.add_argument("--user-id", dest="legacy_user", required=True, help="The user id")
+    migrate.add_argument(
+        "--platform",
+        dest="fallback_platform",
+        default=None,
+        help="Where memories go whose session names no platform (default: they stay)",
+    )
+    migrate.add_argument("--dry-run", action="store_true", help="Only say what would move")
     if loads_model(sys.argv[1:]):
         from memcore_hermes.backend import preload
 
         preload.start()
+
+
+def _user_options(parser: argparse.ArgumentParser, what: str = "The user to act for") -> None:
+    parser.add_argument("--user-id", default=None, help=f"{what} (default: no user)")
+    parser.add_argument(
+        "--platform",
+        default=None,
+        help="The chat platform of --user-id (telegram, discord, ...): tenants are per platform",
+    )
 
 
 def loads_model(argv: list[str]) -> bool:
@@ -199,7 +221,20 @@ def _doctor(args: argparse.Namespace) -> dict[str, Any]:
     def progress(message: str) -> None:
         sys.stderr.write(message + "\n")
 
-    return run_doctor(HermesHome(), user_id=args.user_id, progress=progress)
+    user_id, platform = _who(args)
+    return run_doctor(HermesHome(), user_id=user_id, platform=platform, progress=progress)
+
+
+def _who(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """``--user-id`` and ``--platform``, checked against the configured tenant rule before
+    anything opens (:func:`memcore_hermes.session.tenancy.command_session`)."""
+    from memcore_hermes.config.home import HermesHome
+    from memcore_hermes.session.tenancy import command_session
+
+    user_id, platform = getattr(args, "user_id", None), getattr(args, "platform", None)
+    if user_id is not None or platform is not None:
+        command_session(user_id, platform, HermesHome().load_config())
+    return user_id, platform
 
 
 def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
@@ -211,11 +246,12 @@ def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
     provider = MemcoreMemoryProvider(
         background_reindex=False, defer_vectors=defer_vectors, preload=preload.current()
     )
+    user_id, platform = _who(args)
     provider.initialize(
         "cli",
-        platform="cli",
+        platform=platform or "cli",
         agent_context="primary",
-        user_id=getattr(args, "user_id", None),
+        user_id=user_id,
         status_callback=lambda m: sys.stderr.write(f"{m}\n"),
     )
     return provider
@@ -287,16 +323,18 @@ class _Session:
         self.args = args
         self.store: Any = None
         self.service: Any = None
+        self.config: Any = None
         self.drained: dict[str, Any] = {}
 
     def __enter__(self) -> _Session:
-        from memcore.scope import SessionContext, resolve_scope
+        from memcore.scope import resolve_scope
         from memcore.service import MemoryService
         from memcore_hermes.backend import preload
         from memcore_hermes.backend.open_store import open_backend_store
         from memcore_hermes.config.credentials import access_keys, load_environment
         from memcore_hermes.config.home import HermesHome
         from memcore_hermes.outbox.drain import drain_spool
+        from memcore_hermes.session.tenancy import command_session
 
         home = HermesHome()
         config = home.load_config()
@@ -326,8 +364,9 @@ class _Session:
         except BaseException:
             self.store.close()
             raise
+        self.config = config
         scope = resolve_scope(
-            SessionContext(user_id=getattr(self.args, "user_id", None), session_id="cli"),
+            command_session(*_who(self.args), config),
             app_id=config.app_id,
             tenant_id=config.tenant_id,
         )
@@ -488,6 +527,35 @@ def _run_reindex(args: argparse.Namespace) -> None:
     _print(_reindex(args))
 
 
+def _run_migrate(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput
+    from memcore.scope import resolve_scope
+    from memcore.service import MemoryService
+    from memcore_hermes.commands.migrating import migrate_tenant
+
+    with _Session(args) as session:
+        config = session.config
+        if config.tenant_scope != "platform" or config.tenant_id is not None:
+            raise InvalidInput(
+                "nothing to move: tenants are not per platform here (tenant_scope: user, or a "
+                "fixed tenant_id)",
+                field="tenant_scope",
+            )
+
+        def open_service(context: Any) -> MemoryService:
+            scope = resolve_scope(context, app_id=config.app_id)
+            return MemoryService(session.store, store_name=config.memory_store_name, scope=scope)
+
+        _print(
+            migrate_tenant(
+                open_service,
+                args.legacy_user,
+                platform=args.fallback_platform,
+                dry_run=args.dry_run,
+            )
+        )
+
+
 def _setup(args: argparse.Namespace) -> None:
     from memcore_hermes.backend.setup import Answers, run_setup
     from memcore_hermes.config.home import HermesHome
@@ -559,6 +627,7 @@ _HANDLERS = {
     "doctor": _run_doctor,
     "setup": lambda args: _setup(args),
     "reindex": _run_reindex,
+    "migrate-tenant": _run_migrate,
 }
 
 # Hermes looks the handler up as ``<provider name>_command``; the name has a dash.

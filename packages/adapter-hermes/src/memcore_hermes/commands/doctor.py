@@ -31,6 +31,7 @@ def run_doctor(
     *,
     environ: Mapping[str, str] | None = None,
     user_id: str | None = None,
+    platform: str | None = None,
     progress: Any = None,
     provisioner_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def run_doctor(
     report["secrets"] = secrets_report
 
     scope = resolve_scope(
-        SessionContext(user_id=user_id, session_id="cli"),
+        SessionContext(user_id=user_id, session_id="cli", platform=platform),
         app_id=config.app_id,
         tenant_id=config.tenant_id,
     )
@@ -113,6 +114,15 @@ def run_doctor(
                 report["drain_error"] = _error(exc)
             report["spool"] = spool_report(home)
         report["store"] = _store_report(store, config.memory_store_name, scope)
+        if platform is not None and user_id is not None:
+            from memcore_hermes.session import tenancy
+
+            if tenancy.has_legacy_memories(store, config, user_id):
+                report["legacy_tenant"] = {
+                    "read": str(tenancy.legacy_tenant(config.app_id, user_id)),
+                    "note": "memories kept before tenants were per platform; no session reads "
+                    "them. " + tenancy.migrate_advice(user_id),
+                }
         if report["backend"] == "local":
             lacking = _without_vector(store, config)
             report["search"]["memories_without_vector"] = lacking

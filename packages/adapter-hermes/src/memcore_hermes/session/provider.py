@@ -225,7 +225,17 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 "default": "hermes_mem",
             },
             {"key": "app_id", "description": "App id (first scope level)", "default": "hermes"},
-            {"key": "tenant_id", "description": "Tenant id (blank: the platform user id)"},
+            {
+                "key": "tenant_id",
+                "description": "A fixed tenant for everyone (blank: each user's own)",
+            },
+            {
+                "key": "tenant_scope",
+                "description": "Each user's tenant: platform (telegram:12345 and discord:12345 "
+                "are two people) or user (the user id alone, shared across platforms)",
+                "default": "platform",
+                "choices": ["platform", "user"],
+            },
             {"key": "top_k", "description": "Memories recalled before each turn", "default": "5"},
             {
                 "key": "enable_rerank",
@@ -299,6 +309,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         from memcore_hermes.outbox.delivery import StoreHandle
         from memcore_hermes.outbox.spool import SqliteOutbox
         from memcore_hermes.session.runtime import MemoryRuntime
+        from memcore_hermes.session.tenancy import platform_of, warn_of_legacy_memories
 
         home = HermesHome(kwargs.get("hermes_home"))
         config = home.load_config()
@@ -308,6 +319,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             "gateway_session_key": kwargs.get("gateway_session_key"),
             "session_title": kwargs.get("session_title"),
             "session_id": session_id,
+            # One id on two platforms is two people (Telegram's 12345 is not Discord's), so
+            # the platform is part of the tenant; Hermes itself passes "cli" when it has none.
+            "platform": platform_of(kwargs, config),
         }
         # Resolved before any store opens: a blank user id is refused (memcore.scope's one
         # rule for tenant ids), and a refusal must not leave a store or model behind.
@@ -349,7 +363,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
             start_background_reindex(store, config.memory_store_name)
         spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
-        return MemoryRuntime(
+        runtime = MemoryRuntime(
             config=config,
             scope=scope,
             handle=handle,
@@ -361,6 +375,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             warm_search=self._background_reindex,  # a session, not a one-shot command
             turn_time=self._turn_time,
         )
+        if not read_only and session["platform"] is not None:
+            runtime.lane.submit(lambda: warn_of_legacy_memories(runtime, session["user_id"]))
+        return runtime
 
     @property
     def runtime(self) -> MemoryRuntime | None:

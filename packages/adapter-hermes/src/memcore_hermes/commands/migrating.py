@@ -1,0 +1,110 @@
+"""``hermes tablestore-mem migrate-tenant``: move a user's memories from the tenant of 0.1.0
+(the user id alone) to the tenants of the platforms they were said on (``telegram:12345``).
+
+Each memory goes to the platform its run names: a gateway session's run is Hermes' session
+key, ``agent:<profile>:<platform>:...``. One whose run names none (a CLI session, a run of
+the library) goes to ``--platform`` when given; otherwise it stays and is counted, because the
+same id on two platforms may be two people, and guessing would hand one the other's memories.
+Each platform's share is imported into its tenant as ``import`` writes a file (all or nothing;
+Ctrl-C undoes it), and only then deleted from the old tenant; a run stopped between the two
+finds the copies present the next time (a store that keeps times and ids dedupes them), and
+deletes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from memcore import limits
+from memcore.errors import NotFound
+from memcore.paging import every_item
+from memcore.scope import Scope, SessionContext, unescape_segment
+from memcore.service import MemoryService
+from memcore.transfer import dump_line, export_record
+from memcore.values import MemoryRecord
+from memcore_hermes.commands.importing import import_lines
+from memcore_hermes.commands.interrupts import held_interrupts
+
+#: Runs listed in the answer as examples of those that name no platform.
+_EXAMPLES = 5
+
+
+def run_platform(run_id: str) -> str | None:
+    """The platform a run names, when it is a gateway session key (``agent:main:telegram:dm:42``
+    gives ``telegram``); None for any other run."""
+    parts = unescape_segment(run_id).split(":")
+    if len(parts) >= 4 and parts[0] == "agent" and parts[2].strip():
+        return parts[2]
+    return None
+
+
+def migrate_tenant(
+    open_service: Callable[[SessionContext], MemoryService],
+    user_id: str,
+    *,
+    platform: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Move ``user_id``'s memories out of the tenant of the user id alone; the answer says
+    how many went to which tenant and how many stayed."""
+    legacy = open_service(SessionContext(user_id=user_id, session_id="cli"))
+    memories = list(_every_memory(legacy))
+    shares: dict[str, list[MemoryRecord]] = defaultdict(list)
+    stay: list[MemoryRecord] = []
+    for memory in memories:
+        named = run_platform(memory.scope.run_id) or platform
+        (shares[named] if named else stay).append(memory)
+    answer: dict[str, Any] = {
+        "from": str(legacy.profile_pattern),
+        "memories": len(memories),
+        "dry_run": dry_run,
+        "moved": {},
+        "left": len(stay),
+    }
+    if stay:
+        answer["left_runs"] = sorted({m.scope.run_id for m in stay})[:_EXAMPLES]
+        answer["note"] = (
+            "memories whose run names no platform stay where they are; --platform P moves "
+            "them to P's tenant"
+        )
+    for name, share in sorted(shares.items()):
+        target = open_service(SessionContext(user_id=user_id, session_id="cli", platform=name))
+        moved: dict[str, Any] = {"memories": len(share)}
+        answer["moved"][str(target.profile_pattern)] = moved
+        if dry_run:
+            continue
+        lines = [dump_line(_retargeted(memory, target.write_scope)) for memory in share]
+        result = import_lines(target, lines, _every_memory(target))
+        moved.update(added=result["added"], present=result["present"])
+        moved["deleted"] = _delete(legacy, share)
+    return answer
+
+
+def _every_memory(service: MemoryService) -> Iterator[MemoryRecord]:
+    return every_item(lambda t: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=t))
+
+
+def _retargeted(memory: MemoryRecord, tenant: Scope) -> dict[str, Any]:
+    """The memory's export record in ``tenant``, same agent and run, without its id (the old
+    tenant holds that id until the copy has landed)."""
+    record = export_record(memory)
+    scope = Scope(tenant.app_id, tenant.tenant_id, memory.scope.agent_id, memory.scope.run_id)
+    record["scope"] = scope.as_dict()
+    record.pop("id")
+    return record
+
+
+def _delete(legacy: MemoryService, share: list[MemoryRecord]) -> int:
+    """Delete the moved memories from the old tenant, with Ctrl-C held until done."""
+    deleted = 0
+    with held_interrupts():
+        for memory in share:
+            try:
+                legacy.forget(memory.id, agent_id=memory.scope.agent_id, run_id=memory.scope.run_id)
+            except NotFound:
+                pass  # deleted meanwhile
+            else:
+                deleted += 1
+    return deleted

@@ -1,0 +1,102 @@
+"""Which tenant a Hermes user is: the platform and the user id, or (``tenant_scope: user``)
+the user id alone, as in 0.1.0.
+
+Hermes gives each session the gateway's ``platform`` (``telegram``, ``discord``; ``cli`` when
+it has none) and the platform's ``user_id``. Ids are only unique within a platform, so
+Telegram's ``12345`` and Discord's ``12345`` are two tenants, ``telegram:12345`` and
+``discord:12345`` (:func:`memcore.scope.platform_tenant`). A session with no user is the
+default tenant on every platform, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from memcore.config import MemcoreConfig
+from memcore.scope import ScopePattern, SessionContext
+
+logger = logging.getLogger(__name__)
+
+
+def platform_of(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
+    """The platform that names the session's tenant: Hermes' ``platform`` (``cli`` when it
+    passes none, as Hermes itself does), or None when the tenant is the user id alone. Not
+    checked here: :func:`memcore.scope.platform_tenant` refuses a non-string or blank one."""
+    if config.tenant_scope != "platform":
+        return None
+    return kwargs.get("platform") or "cli"
+
+
+def command_session(
+    user_id: str | None, platform: str | None, config: MemcoreConfig
+) -> SessionContext:
+    """The session of a ``hermes tablestore-mem`` command run for ``--user-id`` on
+    ``--platform``: with per-platform tenants a user id alone names no one, so it is refused
+    rather than sent to a tenant no chat reaches."""
+    from memcore.errors import InvalidInput
+
+    per_platform = config.tenant_scope == "platform" and config.tenant_id is None
+    if platform is not None and user_id is None:
+        raise InvalidInput(
+            "--platform names the platform of a --user-id; give the user id too", field="platform"
+        )
+    if platform is not None and not per_platform:
+        raise InvalidInput(
+            "--platform is not part of the tenant here (tenant_scope: user, or a fixed "
+            "tenant_id); leave it out",
+            field="platform",
+        )
+    if user_id is not None and platform is None and per_platform:
+        raise InvalidInput(
+            "--user-id needs --platform (telegram, discord, ...): each platform's users are "
+            "tenants of their own, such as telegram:12345",
+            field="platform",
+        )
+    return SessionContext(user_id=user_id, session_id="cli", platform=platform)
+
+
+def legacy_tenant(app_id: str, user_id: str) -> ScopePattern:
+    """Where 0.1.0 kept ``user_id``'s memories: the tenant of the user id alone."""
+    from memcore.scope import resolve_scope
+
+    return resolve_scope(SessionContext(user_id=user_id), app_id=app_id).tenant_pattern()
+
+
+def has_legacy_memories(store: Any, config: MemcoreConfig, user_id: object) -> bool:
+    """Whether a per-platform session's user still has memories under the tenant of the user
+    id alone (written before tenants were per platform), which no session reads now."""
+    if config.tenant_scope != "platform" or config.tenant_id is not None:
+        return False
+    if not isinstance(user_id, str) or not user_id.strip():
+        return False
+    pattern = legacy_tenant(config.app_id, user_id)
+    return bool(store.list_memories(config.memory_store_name, pattern, limit=1).items)
+
+
+def migrate_advice(user_id: str) -> str:
+    return (
+        f"hermes tablestore-mem migrate-tenant --user-id {shlex.quote(user_id)} moves them to "
+        "the tenant of the platform each was said on (--dry-run shows where first)"
+    )
+
+
+def warn_of_legacy_memories(runtime: Any, user_id: object) -> None:
+    """Say in the log, once per session start, that this user's memories of 0.1.0 are not
+    read, and how to move them (a lane task: one read of at most one memory)."""
+    from memcore.errors import MemcoreError
+
+    try:
+        found = has_legacy_memories(runtime.handle.ready(), runtime.config, user_id)
+    except MemcoreError:
+        return  # the store is not ready: the session's own warm-up reports that
+    if found:
+        assert isinstance(user_id, str)
+        logger.warning(
+            "tablestore-mem: user %r has memories under the tenant of the user id alone (kept "
+            "before tenants were per platform), which this session does not read; %s",
+            user_id,
+            migrate_advice(user_id),
+        )

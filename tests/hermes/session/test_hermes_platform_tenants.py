@@ -1,0 +1,239 @@
+"""One user id on two platforms is two people: each gets a tenant of its own.
+
+Telegram's ``12345`` and Discord's ``12345`` used to share one tenant (the user id alone), so
+each read, and could delete, the other's memories. Driven through Hermes' own
+``MemoryManager`` on one shared SQLite file, as a gateway serving both platforms runs it.
+Memories kept before (the tenant of the user id alone) are not read by either, are reported,
+and ``hermes tablestore-mem migrate-tenant`` moves them by the platform their session names.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore import Memory
+from memcore.scope import Scope
+from memcore_hermes import MemcoreMemoryProvider
+from memcore_sqlite import SqliteMemoryStore
+
+STORE = "hermes_mem"
+USER = "12345"
+SECRET = "My locker code is 4417"
+TELEGRAM_RUN = "agent:main:telegram:dm:12345"
+DISCORD_RUN = "agent:main:discord:dm:777"
+
+
+@pytest.fixture
+def db(hermes_home: Path, kit: Any, tmp_path: Path) -> Path:
+    path = tmp_path / "shared.sqlite3"
+    kit.write_config(hermes_home, backend="local", embedder="none", local_path=str(path))
+    return path
+
+
+@pytest.fixture
+def open_session(hermes_home: Path, kit: Any) -> Iterator[Callable[..., Any]]:
+    """Start a Hermes session (the real MemoryManager) for USER on a platform."""
+    from agent.memory_manager import MemoryManager
+
+    managers: list[Any] = []
+
+    def start(platform: str, user_id: str | None = USER, session: str = "s1") -> Any:
+        mm = MemoryManager()
+        mm.add_provider(MemcoreMemoryProvider(retry=kit.FAST_RETRY))
+        mm.initialize_all(
+            session_id=session,
+            platform=platform,
+            agent_context="primary",
+            user_id=user_id,
+            gateway_session_key=f"agent:main:{platform}:dm:{session}",
+        )
+        managers.append(mm)
+        return mm
+
+    yield start
+    for mm in managers:
+        mm.shutdown_all()
+
+
+def call(mm: Any, tool: str, **args: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(mm.handle_tool_call(tool, args))
+    return answer
+
+
+def provider_of(mm: Any) -> MemcoreMemoryProvider:
+    provider = mm.get_provider("tablestore-mem")
+    assert isinstance(provider, MemcoreMemoryProvider) and provider.runtime is not None
+    return provider
+
+
+def without_id(error: dict[str, Any], memory_id: str) -> str:
+    return json.dumps(error).replace(memory_id, "<id>")
+
+
+def test_the_same_user_id_on_two_platforms_is_two_tenants(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    telegram = open_session("telegram")
+    written = call(telegram, "tablestore_remember", content=SECRET, sync=True)
+    (memory_id,) = written["memory_ids"]
+    assert provider_of(telegram).runtime.scope.tenant_id == "telegram:12345"  # type: ignore[union-attr]
+
+    discord = open_session("discord")
+    assert provider_of(discord).runtime.scope.tenant_id == "discord:12345"  # type: ignore[union-attr]
+    found = call(discord, "tablestore_search", query="locker code 4417", top_k=50)["results"]
+    listed = call(discord, "tablestore_profile", limit=100)["memories"]
+    assert not found and not listed
+    discord.on_turn_start(1, "what is my locker code?")
+    assert "4417" not in discord.prefetch_all("what is my locker code?")
+    # Every id-taking tool answers the other platform's id exactly as one that does not exist.
+    missing = "0" * len(memory_id)
+    for tool in ("tablestore_forget",):
+        theirs = call(discord, tool, memory_id=memory_id)["error"]
+        absent = call(discord, tool, memory_id=missing)["error"]
+        assert theirs["code"] == "not_found"
+        assert without_id(theirs, memory_id) == without_id(absent, missing)
+
+    # Telegram's memory is untouched, and its own recall finds it.
+    hits = call(telegram, "tablestore_search", query="locker code 4417")["results"]
+    assert [h["id"] for h in hits] == [memory_id]
+
+
+def test_tenant_scope_user_keeps_one_tenant_per_user_id(
+    db: Path, hermes_home: Path, kit: Any, open_session: Callable[..., Any]
+) -> None:
+    # For one person reaching the agent from several platforms: the 0.1.0 behaviour, asked for.
+    kit.write_config(
+        hermes_home, backend="local", embedder="none", local_path=str(db), tenant_scope="user"
+    )
+    telegram = open_session("telegram")
+    call(telegram, "tablestore_remember", content=SECRET, sync=True)
+    discord = open_session("discord")
+    assert provider_of(discord).runtime.scope.tenant_id == USER  # type: ignore[union-attr]
+    assert call(discord, "tablestore_search", query="locker code 4417")["results"]
+
+
+def test_a_session_without_a_user_is_the_default_tenant_on_every_platform(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    for platform in ("cli", "telegram"):
+        scope = provider_of(open_session(platform, user_id=None)).runtime.scope  # type: ignore[union-attr]
+        assert scope.tenant_id == "__default__"
+
+
+@pytest.mark.parametrize("platform", ["   ", 7])
+def test_a_blank_or_odd_platform_is_refused(db: Path, hermes_home: Path, platform: object) -> None:
+    from memcore.errors import InvalidInput
+
+    provider = MemcoreMemoryProvider()
+    with pytest.raises(InvalidInput):
+        provider.initialize("s1", hermes_home=str(hermes_home), platform=platform, user_id=USER)
+
+
+def _keep_before(db: Path, text: str, run: str) -> str:
+    """A memory as 0.1.0 kept it: under the tenant of the user id alone."""
+    store = SqliteMemoryStore(db)
+    try:
+        store.ensure_store(STORE)
+        mem = Memory(store, scope=Scope("hermes", USER, "hermes", run), store_name=STORE)
+        (added,) = mem.add(text)
+        return added
+    finally:
+        store.close()
+
+
+def test_memories_of_before_are_reported_and_moved_by_their_platform(
+    db: Path,
+    open_session: Callable[..., Any],
+    kit: Any,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _keep_before(db, "I live in Lisbon", TELEGRAM_RUN)
+    _keep_before(db, "My gamer tag is NightOwl", DISCORD_RUN)
+    _keep_before(db, "I take my coffee black", "cli")
+
+    with caplog.at_level(logging.WARNING, logger="memcore_hermes"):
+        telegram = open_session("telegram")
+        assert provider_of(telegram).runtime.wait_idle(10)  # type: ignore[union-attr]
+    warned = [r.getMessage() for r in caplog.records if "migrate-tenant" in r.getMessage()]
+    assert warned and "'12345'" in warned[0]
+    assert not call(telegram, "tablestore_search", query="Where do I live? Lisbon")["results"]
+    telegram.shutdown_all()
+
+    code, report = kit.run_cli(capsys, "doctor", "--user-id", USER, "--platform", "telegram")
+    assert report["legacy_tenant"]["read"] == "hermes/12345/*/*"
+
+    code, planned = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER, "--dry-run")
+    assert code == 0, planned
+    assert planned["moved"] == {
+        "hermes/discord:12345/*/*": {"memories": 1},
+        "hermes/telegram:12345/*/*": {"memories": 1},
+    }
+    assert planned["left"] == 1 and planned["left_runs"] == ["cli"]
+
+    code, moved = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER)
+    assert code == 0, moved
+    assert moved["moved"]["hermes/telegram:12345/*/*"] == {
+        "memories": 1,
+        "added": 1,
+        "present": 0,
+        "deleted": 1,
+    }
+    assert moved["left"] == 1
+    # The rest, whose session names no platform, only where the operator says.
+    code, rest = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER, "--platform", "telegram")
+    assert code == 0 and rest["left"] == 0 and rest["memories"] == 1
+
+    telegram = open_session("telegram", session="s2")
+    texts = {m["text"] for m in call(telegram, "tablestore_profile", limit=100)["memories"]}
+    assert texts == {"I live in Lisbon", "I take my coffee black"}
+    listed = call(open_session("discord"), "tablestore_profile", limit=100)["memories"]
+    assert [m["text"] for m in listed] == ["My gamer tag is NightOwl"]
+    assert [m["scope"] for m in listed] == [f"hermes/discord:12345/hermes/{DISCORD_RUN}"]
+    code, after = kit.run_cli(capsys, "doctor", "--user-id", USER, "--platform", "telegram")
+    assert "legacy_tenant" not in after
+
+
+def test_a_migration_stopped_after_its_copies_is_finished_without_duplicates(
+    db: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old_id = _keep_before(db, "I live in Lisbon", TELEGRAM_RUN)
+    store = SqliteMemoryStore(db)
+    try:  # the copy landed; the delete of the original did not
+        target = Scope("hermes", "telegram:12345", "hermes", TELEGRAM_RUN)
+        Memory(store, scope=target, store_name=STORE).add("I live in Lisbon")
+    finally:
+        store.close()
+    code, moved = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER)
+    assert code == 0, moved
+    share = moved["moved"]["hermes/telegram:12345/*/*"]
+    assert (share["added"], share["present"], share["deleted"]) == (0, 1, 1)
+    code, listed = kit.run_cli(capsys, "list", "--user-id", USER, "--platform", "telegram", "--all")
+    assert [m["text"] for m in listed["items"]] == ["I live in Lisbon"]
+    assert listed["items"][0]["id"] != old_id
+
+
+@pytest.mark.parametrize("args", [["list", "--user-id", USER], ["list", "--platform", "telegram"]])
+def test_a_user_id_needs_its_platform_on_the_command_line(
+    db: Path, kit: Any, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    code, answer = kit.run_cli(capsys, *args)
+    assert code == 2 and answer["error"]["field"] == "platform"
+
+
+def test_migrate_tenant_refuses_where_tenants_are_not_per_platform(
+    db: Path, hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kit.write_config(
+        hermes_home, backend="local", embedder="none", local_path=str(db), tenant_scope="user"
+    )
+    code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER)
+    assert code == 2 and answer["error"]["field"] == "tenant_scope"
+    code, answer = kit.run_cli(capsys, "list", "--user-id", USER, "--platform", "telegram")
+    assert code == 2 and answer["error"]["field"] == "platform"
