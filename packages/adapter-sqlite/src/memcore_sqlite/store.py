@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memcore import limits, speakers
 from memcore.errors import InvalidInput, NotFound, Unsupported
-from memcore.paging import decode_token, page
+from memcore.paging import page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import DreamAction, MemoryRecord, Page, SearchHit, TurnContext
 from memcore_sqlite.operations.transactions import Transactions
@@ -339,7 +339,7 @@ class SqliteMemoryStore:
         started = time.perf_counter()
         check_pattern(pattern)
         limits.check_limit(limit)
-        after = decode_token(next_token)
+        after = self._tx.tokens.open(next_token)
         where, params = pattern_sql(pattern)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
@@ -351,7 +351,9 @@ class SqliteMemoryStore:
             ).fetchall()
             listed = supersession.annotate(conn, [memory_from_row(r) for r in rows])
         self._tx.audit_read(store, "ListMemories", started)
-        return page([(int(memory_row(r).seq), m) for r, m in zip(rows, listed)], limit)
+        return page(
+            [(int(memory_row(r).seq), m) for r, m in zip(rows, listed)], limit, self._tx.tokens.seal
+        )
 
     def search(
         self,

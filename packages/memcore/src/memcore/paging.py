@@ -45,10 +45,14 @@ def decode_token(token: str | None) -> int:
         ) from None
 
 
-def page(rows: Sequence[tuple[int, Any]], limit: int) -> Page[Any]:
-    """The first ``limit`` rows of ``rows`` (already after the cursor), with the next token."""
+def page(
+    rows: Sequence[tuple[int, Any]], limit: int, seal: Callable[[int], str] = encode_token
+) -> Page[Any]:
+    """The first ``limit`` rows of ``rows`` (already after the cursor), with the next token,
+    which ``seal`` writes (a store whose sequence spans tenants seals it: see the embedded
+    store's ``page_tokens``)."""
     chunk = rows[:limit]
-    token = encode_token(chunk[-1][0]) if len(rows) > limit else None
+    token = seal(chunk[-1][0]) if len(rows) > limit else None
     return Page(tuple(item for _, item in chunk), token)
 
 

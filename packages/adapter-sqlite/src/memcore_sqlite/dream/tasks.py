@@ -27,7 +27,7 @@ from memcore.dream import (
     plan,
 )
 from memcore.errors import InvalidInput, MemcoreError, NotFound
-from memcore.paging import decode_token, page
+from memcore.paging import page
 from memcore.ports import DreamReviewer
 from memcore.scope import ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
@@ -453,7 +453,7 @@ class DreamTasks:
         limits.check_limit(limit)
         if status is not None and status not in DREAM_STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(DREAM_STATUSES)}", field="status")
-        after = decode_token(next_token)
+        after = self._tx.tokens.open(next_token)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             rows = conn.execute(
@@ -463,7 +463,9 @@ class DreamTasks:
                 (sid, after, *((status,) if status else ()), limit + 1),
             ).fetchall()
             tasks = map(TaskRow._make, rows)
-            got = page([(int(r.seq), dream_value(conn, r)) for r in tasks], limit)
+            got = page(
+                [(int(r.seq), dream_value(conn, r)) for r in tasks], limit, self._tx.tokens.seal
+            )
         return got.filter(lambda t: pattern is None or any(overlap(pattern, p) for p in t.scopes))
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
@@ -489,7 +491,7 @@ class DreamTasks:
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
     ) -> Page[DreamAction]:
         limits.check_limit(limit)
-        after = decode_token(next_token)
+        after = self._tx.tokens.open(next_token)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
@@ -499,7 +501,9 @@ class DreamTasks:
                 (task.seq, after, limit + 1),
             ).fetchall()
         actions = map(ActionRow._make, rows)
-        return page([(int(r.seq), action_value(task_id, r)) for r in actions], limit)
+        return page(
+            [(int(r.seq), action_value(task_id, r)) for r in actions], limit, self._tx.tokens.seal
+        )
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound
-from memcore.paging import decode_token, page
+from memcore.paging import page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryTask, Message, Page, RequestRecord, TurnContext
 from memcore_sqlite.operations.transactions import Transactions
@@ -74,7 +74,7 @@ class RecordReads:
     ) -> Page[Message]:
         check_scope(scope)
         limits.check_limit(limit)
-        after = decode_token(next_token)
+        after = self._tx.tokens.open(next_token)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             rows = conn.execute(
@@ -83,7 +83,7 @@ class RecordReads:
                 " AND run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (sid, *scope.as_tuple(), after, limit + 1),
             ).fetchall()
-        return page([(int(r[0]), _message(r, scope)) for r in rows], limit)
+        return page([(int(r[0]), _message(r, scope)) for r in rows], limit, self._tx.tokens.seal)
 
     def neighbour_turns(
         self, store: str, scope: Scope, memory_id: str, *, turns: int
@@ -142,7 +142,7 @@ class RecordReads:
         (JSON) lies in ``pattern``: filtered in the query, so another tenant's rows neither
         shorten a page nor leave it empty before the end."""
         limits.check_limit(limit)
-        after = decode_token(next_token)
+        after = self._tx.tokens.open(next_token)
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"{column} must be a string", field=column)
         where = "" if value is None else f" AND {column} = ?"
@@ -200,6 +200,7 @@ class RecordReads:
                 for r in map(_RequestRow._make, rows)
             ],
             limit,
+            self._tx.tokens.seal,
         ).filter(lambda r: pattern is None or (r.scope is not None and pattern.matches(r.scope)))
 
     def list_scopes(
@@ -211,7 +212,7 @@ class RecordReads:
         next_token: str | None = None,
     ) -> Page[Scope]:
         limits.check_limit(limit)
-        after = decode_token(next_token)
+        after = self._tx.tokens.open(next_token)
         if pattern is not None:
             check_pattern(pattern)
         where, params = pattern_sql(pattern) if pattern is not None else ("", [])
@@ -223,7 +224,9 @@ class RecordReads:
                 " HAVING first > ? ORDER BY first LIMIT ?",
                 (sid, *params, after, limit + 1),
             ).fetchall()
-        return page([(int(first), Scope(*levels)) for first, *levels in rows], limit)
+        return page(
+            [(int(first), Scope(*levels)) for first, *levels in rows], limit, self._tx.tokens.seal
+        )
 
     @staticmethod
     def _task_value(r: _TaskRow) -> MemoryTask:
@@ -266,6 +269,6 @@ class RecordReads:
             store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token, pattern
         )
         tasks = map(_TaskRow._make, rows)
-        return page([(int(r.seq), self._task_value(r)) for r in tasks], limit).filter(
-            lambda t: pattern is None or (t.scope is not None and pattern.matches(t.scope))
-        )
+        return page(
+            [(int(r.seq), self._task_value(r)) for r in tasks], limit, self._tx.tokens.seal
+        ).filter(lambda t: pattern is None or (t.scope is not None and pattern.matches(t.scope)))

@@ -42,8 +42,9 @@ from memcore_sqlite.search.ranking import COMMON_TERM_ROWS
 from memcore_sqlite.storage import clean_close, file_modes, integrity
 from memcore_sqlite.storage.checkpoints import Checkpoints
 from memcore_sqlite.storage.errors import mapped
+from memcore_sqlite.storage.page_tokens import PageTokens
 from memcore_sqlite.storage.rows import rows_in
-from memcore_sqlite.storage.schema import PAGE_SIZE, migrate
+from memcore_sqlite.storage.schema import PAGE_SIZE, migrate, page_token_key
 from memcore_sqlite.storage.wal import enable_wal, is_busy
 from memcore_sqlite.vector import code_pages
 from memcore_sqlite.vector.cache import VectorCache
@@ -148,6 +149,8 @@ class Transactions:
                 self.conn.execute("PRAGMA secure_delete = ON")
                 self.conn.execute("PRAGMA foreign_keys = ON")
                 migrate(self.conn, read_only=self.read_only)
+                #: Seals the listings' cursors, so no token shows the file's row count.
+                self.tokens = PageTokens(page_token_key(self.conn))
                 self._checkpoints = Checkpoints(self.path, self.conn, self.lock)
             except BaseException:
                 self.conn.close()

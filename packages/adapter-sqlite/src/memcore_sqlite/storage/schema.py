@@ -6,6 +6,7 @@ processes opening a new file at once apply it exactly once.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -490,6 +491,26 @@ def _v11(conn: sqlite3.Connection) -> None:
         )
 
 
+def _v12(conn: sqlite3.Connection) -> None:
+    """The key that seals page tokens (:mod:`memcore_sqlite.storage.page_tokens`), made once
+    per file from the system's randomness, so tokens stay valid across processes."""
+    conn.execute("CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
+    conn.execute(
+        "INSERT OR IGNORE INTO secrets (name, value) VALUES ('page_tokens', ?)",
+        (os.urandom(16),),
+    )
+
+
+def page_token_key(conn: sqlite3.Connection) -> bytes:
+    """The file's page-token key (made by :func:`_v12`)."""
+    row = conn.execute("SELECT value FROM secrets WHERE name = 'page_tokens'").fetchone()
+    if row is None or not isinstance(row[0], bytes) or len(row[0]) != 16:
+        raise ProtocolError(
+            "the database has no page-token key; it is damaged", field="schema_version"
+        )
+    return bytes(row[0])
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -503,6 +524,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (9, _v9),
     (10, _v10),
     (11, _v11),
+    (12, _v12),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
