@@ -237,3 +237,22 @@ def test_migrate_tenant_refuses_where_tenants_are_not_per_platform(
     assert code == 2 and answer["error"]["field"] == "tenant_scope"
     code, answer = kit.run_cli(capsys, "list", "--user-id", USER, "--platform", "telegram")
     assert code == 2 and answer["error"]["field"] == "platform"
+
+
+@pytest.mark.parametrize(
+    ("run", "platform"),
+    [
+        (TELEGRAM_RUN, "telegram"),
+        ("agent:coder:discord:group:9:12345", "discord"),
+        ("agent:main:local:dm:1", "cli"),  # Hermes names its local platform "cli" to memory
+        ("agent:main:telegram", None),
+        ("cli", None),
+        ("s1", None),
+        ("agent:main::dm:1", None),
+    ],
+)
+def test_the_platform_a_run_names(run: str, platform: str | None) -> None:
+    from memcore.scope import normalize_segment
+    from memcore_hermes.commands.migrating import run_platform
+
+    assert run_platform(normalize_segment(run)) == platform

@@ -36,7 +36,8 @@ def run_platform(run_id: str) -> str | None:
     gives ``telegram``); None for any other run."""
     parts = unescape_segment(run_id).split(":")
     if len(parts) >= 4 and parts[0] == "agent" and parts[2].strip():
-        return parts[2]
+        # Hermes' local platform keys its sessions "local" and names itself "cli" to memory.
+        return "cli" if parts[2] == "local" else parts[2]
     return None
 
 
