@@ -83,3 +83,25 @@ def test_get_of_an_unknown_id_exits_3(
     kit.write_config(hermes_home, backend="local", embedder="none")
     code, answer = kit.run_cli(capsys, "get", "no-such-id")
     assert code == 3 and answer["error"]["code"] == "not_found"
+
+
+def test_a_hermes_home_that_cannot_be_made_is_named_with_its_fix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
+
+    # sysfs refuses a new folder even to root, while reading a file there is "not found"
+    # (the defaults), so setup gets as far as writing its configuration into the home.
+    home = Path("/sys/memcore-test-home/hermes")
+    if not Path("/sys/kernel").is_dir() or home.parent.exists():
+        pytest.skip("needs Linux's sysfs")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    parser = argparse.ArgumentParser()
+    register_cli(parser)
+    with pytest.raises(SystemExit) as stopped:
+        tablestore_mem_command(parser.parse_args(["setup", "--backend", "local"]))
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "error:" in x]
+    assert stopped.value.code == 4 and "set HERMES_HOME to a writable folder" in line
+    assert "MEMCORE_HOME" not in line

@@ -21,6 +21,9 @@ CONFIG_FILE = "tablestore_memory.json"
 ENV_FILE = ".env"
 SPOOL_FILE = "tablestore_memory_spool.sqlite3"
 LOCAL_DB_FILE = "tablestore_memory_local.sqlite3"
+#: How to fix a Hermes home folder that cannot be created (its files are Hermes', so the
+#: embedded store's own MEMCORE_HOME would move nothing).
+HOME_ADVICE = "set HERMES_HOME to a writable folder"
 
 
 def resolve_home(hermes_home: str | os.PathLike[str] | None = None) -> Path:
@@ -143,7 +146,7 @@ def _coerce_setup_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def atomic_write(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, with ``mode``."""
-    make_home(path.parent)
+    make_home(path.parent, advice=HOME_ADVICE)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)

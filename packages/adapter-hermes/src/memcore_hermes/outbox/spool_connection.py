@@ -68,7 +68,9 @@ END;
 
 def _secure_file(path: Path) -> None:
     """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it."""
-    make_home(path.parent)
+    from memcore_hermes.config.home import HOME_ADVICE
+
+    make_home(path.parent, advice=HOME_ADVICE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)
