@@ -153,6 +153,9 @@ def _json_error(result, code: int) -> dict:
         (["--format", "json", "list", "--limit", "abc"], "limit", "--limit"),
         (["--format=json", "get"], "memory_id", "Missing argument"),
         (["--json", "nosuchcommand"], None, "nosuchcommand"),
+        (["nosuchcommand", "--json"], None, "nosuchcommand"),
+        (["nosuchcommand", "--format", "json"], None, "nosuchcommand"),
+        (["dream", "nosuchcommand", "--json"], None, "memcore dream --help"),
         (["--json", "get"], "memory_id", "memcore get --help"),
         (["--json", "--no-such-option", "list"], None, "--no-such-option"),
     ],
@@ -162,6 +165,13 @@ def test_usage_errors_from_the_parser_are_json_with_json(local_cli, args, field,
     assert (error["type"], error["code"]) == ("InvalidInput", "invalid_input")
     assert error.get("field") == field
     assert needle in error["message"]
+
+
+def test_an_unknown_command_stays_plain_without_json(local_cli):
+    for args in (["nosuchcommand"], ["nosuchcommand", "--", "--json"]):
+        result = local_cli(*args)
+        assert result.exit_code == 2
+        assert result.stderr.startswith("memcore: error: No such command 'nosuchcommand'")
 
 
 @pytest.mark.parametrize("fmt", ["table", "plain"])

@@ -126,7 +126,7 @@ class MemcoreGroup(TyperGroup):
     ) -> Any:
         from memcore_cli.output import interrupts
         from memcore_cli.parsing import coercion
-        from memcore_cli.parsing.argv import hoist_globals, leading_json
+        from memcore_cli.parsing.argv import hoist_globals, leading_json, unknown_command_json
 
         interrupts.start()
         coercion.install(self)  # plain option values without pydantic (see the module)
@@ -145,7 +145,8 @@ class MemcoreGroup(TyperGroup):
             sys.stdout.write(exc.format_message() + "\n")
             code = 0
         except ClickException as exc:
-            code = report_parser_error(exc, as_json=leading_json(self, args))
+            as_json = leading_json(self, args) or unknown_command_json(self, args)
+            code = report_parser_error(exc, as_json=as_json)
         except typer.Abort:
             sys.stderr.write("memcore: aborted\n")
             from memcore_cli.output.exit_codes import ExitCode

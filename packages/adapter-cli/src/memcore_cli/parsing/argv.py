@@ -92,3 +92,24 @@ def leading_json(group: Any, args: list[str]) -> bool:
             wanted = wanted or value == "json"
         i += width
     return wanted
+
+
+def unknown_command_json(group: Any, args: list[str]) -> bool:
+    """Whether ``args`` name a command the group (or one of its groups) does not have and ask
+    for JSON after it (``memcore frob --json``, ``memcore dream frob --json``):
+    :func:`hoist_globals` leaves such a line alone, so the parser's "no such command" would
+    otherwise be plain text to a script that asked for JSON."""
+    root = _takes_value(group.params)
+    i = 0
+    while i < len(args) and args[i] != "--" and (width := _width(args[i], root)):
+        i += width
+    command = group
+    while i < len(args) and args[i] in getattr(command, "commands", {}):
+        command = command.commands[args[i]]
+        i += 1
+    if not isinstance(getattr(command, "commands", None), dict) or i >= len(args):
+        return False  # a known command, or a group with none named: not this case
+    rest = args[i:]
+    rest = rest[: rest.index("--")] if "--" in rest else rest
+    pairs = zip(rest, [*rest[1:], ""])
+    return any(a in ("--json", "--format=json") or (a, b) == ("--format", "json") for a, b in pairs)
