@@ -341,7 +341,10 @@ def check_flag(value: object, *, field: str, optional: bool = False) -> bool | N
     if value is None and optional:
         return None
     if not isinstance(value, bool):
-        raise InvalidInput(f"{field} must be True or False, not {value!r:.40}", field=field)
+        # Both spellings: a Python caller writes True, a model's JSON arguments true.
+        raise InvalidInput(
+            f"{field} must be a boolean (true or false), not {value!r:.40}", field=field
+        )
     return value
 
 

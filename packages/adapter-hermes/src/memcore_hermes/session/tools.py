@@ -216,13 +216,11 @@ def handle_tool(runtime: Any, tool_name: str, args: Mapping[str, Any] | None) ->
         return error_json(f"{tool_name} failed: {type(exc).__name__}")
 
 
-def _optional_bool(args: Mapping[str, Any], name: str) -> bool | None:
-    from memcore.errors import InvalidInput
+def _flag(args: Mapping[str, Any], name: str) -> bool | None:
+    """An optional yes/no argument of a tool call (JSON ``true``/``false``)."""
+    from memcore.limits import check_flag
 
-    value = args.get(name)
-    if value is None or isinstance(value, bool):
-        return value
-    raise InvalidInput(f"{name} must be true or false", field=name)
+    return check_flag(args.get(name), field=name, optional=True)
 
 
 def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
@@ -230,7 +228,7 @@ def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
     service = runtime.service(runtime.handle.ready())
     # A dream pass marks what a newer memory replaced; the profile shows the current truth,
     # a full page of it (the service reads past the superseded ones).
-    current = not _optional_bool(args, "include_superseded")
+    current = not _flag(args, "include_superseded")
     page = service.profile(limit=limit, next_token=args.get("next_token"), current_only=current)
     return dumps(
         {
@@ -250,11 +248,11 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
     hits = service.search(
         args.get("query"),
         top_k=args.get("top_k"),
-        enable_rerank=_optional_bool(args, "enable_rerank"),
+        enable_rerank=_flag(args, "enable_rerank"),
         filters=args.get("metadata"),
         min_similarity=args.get("min_similarity"),
         context_scope=True,
-        include_evidence=_optional_bool(args, "include_evidence") or False,
+        include_evidence=_flag(args, "include_evidence") or False,
         reference_time=asked,
         neighbours=args.get("neighbours", 0),
     )
@@ -306,7 +304,7 @@ def _turns_json(context: Any) -> dict[str, list[dict[str, Any]]]:
 def _remember(runtime: Any, args: Mapping[str, Any]) -> str:
     content = args.get("content")
     metadata = args.get("metadata")
-    if _optional_bool(args, "sync"):
+    if _flag(args, "sync"):
         receipt = runtime.remember_now(content, metadata=metadata)
         return dumps(
             {
