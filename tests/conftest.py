@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,26 @@ class Damage:
 @pytest.fixture
 def damage() -> type[Damage]:
     return Damage
+
+
+@contextlib.contextmanager
+def _held_write_lock(path: Path) -> Iterator[None]:
+    import sqlite3
+
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+@pytest.fixture
+def held_write_lock() -> Callable[[Path], AbstractContextManager[None]]:
+    """Another connection (as another process would) holding a file's write lock, as
+    ``with held_write_lock(path): ...``."""
+    return _held_write_lock
 
 
 class OlderRelease:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +18,6 @@ STORE = "mem"
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memcore.db"
-
-
-@contextmanager
-def _held_write_lock(path: Path) -> Iterator[None]:
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
-
-
-@pytest.fixture
-def held_write_lock() -> Callable[[Path], AbstractContextManager[None]]:
-    """Another connection (as another process would) holding a file's write lock, as
-    ``with held_write_lock(path): ...``."""
-    return _held_write_lock
 
 
 @pytest.fixture
