@@ -5,13 +5,15 @@ stored string is sanitised and the whole answer sits inside the core's recall fe
 (:func:`memcore.recall.fence`), as the Hermes plugin injects recalled memories. The same JSON
 goes out as ``structuredContent`` for clients that read it. Failures are
 ``{"error": {"type", "code", "message", "field", "retryable"}}`` with ``isError`` set; the text of
-an unexpected exception stays on the server, and no traceback ever reaches the client.
+an unexpected exception stays on the server, and no traceback ever reaches the client. Nor does
+the path of the server's database (:mod:`memcore_mcp.redaction`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +23,7 @@ from memcore.errors import MemcoreError
 from memcore.recall import fence, sanitize_recalled
 from memcore.values import MemoryRecord, SearchHit
 from memcore_cli.output.records import hit_record, memory_record
+from memcore_mcp.redaction import public_error
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +77,12 @@ def plain(data: Mapping[str, Any]) -> CallToolResult:
     )
 
 
-def error_body(exc: BaseException, tool: str) -> dict[str, Any]:
+def error_body(
+    exc: BaseException, tool: str, *, database: str | os.PathLike[str] | None
+) -> dict[str, Any]:
+    """The JSON of a failure; ``database`` (the server's file) is named nowhere in it."""
     if isinstance(exc, MemcoreError):
-        return exc.to_dict()
+        return public_error(exc.to_dict(), database)
     # The message of an unexpected exception may quote data or configuration: log the type only.
     logger.warning("memcore mcp: %s failed with %s", tool, type(exc).__name__)
     return {
@@ -87,8 +93,10 @@ def error_body(exc: BaseException, tool: str) -> dict[str, Any]:
     }
 
 
-def error(exc: BaseException, tool: str) -> CallToolResult:
-    body = {"error": error_body(exc, tool)}
+def error(
+    exc: BaseException, tool: str, *, database: str | os.PathLike[str] | None
+) -> CallToolResult:
+    body = {"error": error_body(exc, tool, database=database)}
     return CallToolResult(
         content=[TextContent(type="text", text=dumps(body))],
         structured_content=body,

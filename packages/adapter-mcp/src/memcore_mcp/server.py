@@ -18,6 +18,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult
 from pydantic import AnyHttpUrl, ValidationError
 
 from memcore.errors import InvalidInput, PermissionDenied
@@ -59,10 +60,12 @@ def token_tenant() -> str:
 
 
 class MemoryServer(MCPServer[Any]):
-    """``MCPServer`` whose refused arguments answer as JSON errors, like the tools' own."""
+    """``MCPServer`` whose refused arguments answer as JSON errors, like the tools' own;
+    ``database`` is the server's file, which no answer names."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, database: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.database = database
         self._arguments: dict[str, frozenset[str]] = {}
 
     def add_tool(
@@ -76,14 +79,14 @@ class MemoryServer(MCPServer[Any]):
     ) -> Any:
         allowed = self._arguments.get(name)
         if allowed is None:
-            return answers.error(InvalidInput(f"unknown tool {name!r}", field="name"), name)
+            return self._error(InvalidInput(f"unknown tool {name!r}", field="name"), name)
         extra = sorted(set(arguments) - allowed)
         if extra:
             if extra[0] in _SCOPE_ARGS:
                 message = f"{extra[0]} cannot be chosen: these tools act on the current user only"
             else:
                 message = f"unknown argument {extra[0]!r} for {name}"
-            return answers.error(InvalidInput(message, field=extra[0]), name)
+            return self._error(InvalidInput(message, field=extra[0]), name)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -91,8 +94,11 @@ class MemoryServer(MCPServer[Any]):
             if isinstance(cause, ValidationError):
                 problem = cause.errors()[0]
                 field = ".".join(str(part) for part in problem["loc"]) or "arguments"
-                return answers.error(InvalidInput(f"{field}: {problem['msg']}", field=field), name)
-            return answers.error(cause or exc, name)
+                return self._error(InvalidInput(f"{field}: {problem['msg']}", field=field), name)
+            return self._error(cause or exc, name)
+
+    def _error(self, exc: BaseException, tool: str) -> CallToolResult:
+        return answers.error(exc, tool, database=self.database)
 
 
 def build_server(
@@ -110,6 +116,7 @@ def build_server(
         }
     server = MemoryServer(
         NAME,
+        database=tenants.database,
         title="memcore long-term memory",
         instructions=INSTRUCTIONS,
         version=__version__,

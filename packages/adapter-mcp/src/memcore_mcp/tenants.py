@@ -89,6 +89,12 @@ class Tenants:
     def store(self) -> MemoryStore:
         return self.runtime.ready_store()
 
+    @property
+    def database(self) -> str:
+        """The embedded store's file, as the server opens it (on another backend, the file it
+        would open, whose folder is the server's home all the same): no answer names it."""
+        return str(self.runtime.settings.db_path)
+
     def scope_for(self, tenant: str | None) -> ScopeChoice:
         return tenant_scope(self.options, self.runtime.settings, tenant)
 

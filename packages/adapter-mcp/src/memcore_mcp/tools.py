@@ -22,6 +22,7 @@ from memcore.service import MemoryService
 from memcore.values import DreamTask
 from memcore_cli.output.records import to_record
 from memcore_mcp import answers
+from memcore_mcp.redaction import hide_database
 from memcore_mcp.tenants import Tenants
 
 MemoryId = Annotated[
@@ -135,7 +136,7 @@ class MemoryTools:
             service = self.tenants.service()
             data = await anyio.to_thread.run_sync(functools.partial(work, service))
         except Exception as exc:  # every failure is a JSON answer, never a traceback
-            return answers.error(exc, tool)
+            return answers.error(exc, tool, database=self.tenants.database)
         return answers.fenced(data) if stored else answers.plain(data)
 
     async def remember(self, text: str, metadata: Metadata = None) -> CallToolResult:
@@ -278,13 +279,13 @@ class MemoryTools:
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
             task = service.dream(pattern=service.search_pattern, instructions=instructions)
-            return _dream_answer(service, service.dream_task(task.id))
+            return _dream_answer(service, service.dream_task(task.id), self.tenants.database)
 
         return await self._run("dream_propose", work, stored=True)
 
     async def dream_status(self, task_id: TaskId) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            return _dream_answer(service, service.dream_task(task_id))
+            return _dream_answer(service, service.dream_task(task_id), self.tenants.database)
 
         return await self._run("dream_status", work, stored=True)
 
@@ -298,7 +299,8 @@ class MemoryTools:
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
             results = service.apply_dream_actions(task_id, action_ids)
-            return {"task_id": task_id, "results": [_action(a) for a in results]}
+            actions = [_action(a, self.tenants.database) for a in results]
+            return {"task_id": task_id, "results": actions}
 
         return await self._run("dream_apply", work, stored=True)
 
@@ -333,25 +335,27 @@ class MemoryTools:
             )
 
 
-def _dream_answer(service: MemoryService, task: DreamTask) -> dict[str, Any]:
+def _dream_answer(service: MemoryService, task: DreamTask, database: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "task_id": task.id,
         "status": task.status,
         "counts": dict(task.action_counts),
     }
-    if task.error:
-        out["error"] = task.error
+    if task.error:  # the text of the error that stopped it may name the database
+        out["error"] = hide_database(task.error, database)
     if task.finished:
         actions = every_item(
             lambda token: service.dream_actions(
                 task.id, limit=limits.MAX_PAGE_LIMIT, next_token=token
             )
         )
-        out["actions"] = [_action(a) for a in actions]
+        out["actions"] = [_action(a, database) for a in actions]
     return out
 
 
-def _action(action: Any) -> dict[str, Any]:
+def _action(action: Any, database: str) -> dict[str, Any]:
     record = to_record(action)
     record.pop("extras", None)
+    if record.get("error"):  # so may the text of the error that failed it
+        record["error"] = hide_database(record["error"], database)
     return {k: v for k, v in record.items() if v not in (None, (), [], {})}
