@@ -131,7 +131,7 @@ class Memory:
                 field="config",
             )
         for field, value in (("agent_id", agent_id), ("run_id", run_id)):
-            _check_identity(field, value)
+            limits.check_optional_name(value, field=field, default="this Memory's own")
         scope = resolve_scope(
             SessionContext(user_id=user_id, agent_identity=agent_id, session_id=run_id),
             app_id=cfg.app_id,
@@ -175,7 +175,7 @@ class Memory:
         """
         given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         for field, value in given.items():
-            _check_identity(field, value)
+            limits.check_optional_name(value, field=field, default="this Memory's own")
         default = self.scope
         if user_id is None and agent_id is None and run_id is None:
             return default
@@ -615,17 +615,6 @@ def _looks_like_a_store(store: object) -> bool:
     """Whether ``store`` answers the store's operations: a plain mistake (a string, None, a
     config) is refused at once, rather than as an AttributeError on the first call."""
     return all(callable(getattr(store, name, None)) for name in _STORE_OPERATIONS)
-
-
-def _check_identity(field: str, value: object) -> None:
-    """A per-call id is a non-blank string, or ``None`` for the default: a blank one (an
-    unset variable) would otherwise mean the shared default tenant, as the CLI refuses too."""
-    if value is None:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(
-            f"{field} must be a non-empty string (or None for this Memory's own)", field=field
-        )
 
 
 def _pins_tenant(cfg: MemcoreConfig) -> bool:

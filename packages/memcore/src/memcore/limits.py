@@ -348,6 +348,17 @@ def check_flag(value: object, *, field: str, optional: bool = False) -> bool | N
     return value
 
 
+def check_optional_name(value: object, *, field: str, default: str) -> str | None:
+    """A per-call user, agent or run id: a non-blank string, or None for ``default`` (the
+    caller's own). A blank one (an unset variable) or a number would otherwise quietly become
+    the default: the shared default tenant, or the session's own scope."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise InvalidInput(
+            f"{field} must be a non-empty string (or None for {default})", field=field
+        )
+    return value
+
+
 def check_limit(limit: object, *, field: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidInput(f"{field} must be a whole number", field=field)

@@ -457,9 +457,7 @@ class MemoryService:
 
     def _target(self, agent_id: str | None, run_id: str | None) -> Scope:
         for field, value in (("agent_id", agent_id), ("run_id", run_id)):
-            # A number, a list or a blank would become the session's own: refused instead.
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise InvalidInput(f"{field} must be a non-empty string", field=field)
+            limits.check_optional_name(value, field=field, default="the session's own")
         return self.policy.forget.target_scope(self.scope, agent_id=agent_id, run_id=run_id)
 
     def locate(self, memory_id: str, *, pattern: ScopePattern | None = None) -> MemoryRecord:
