@@ -276,10 +276,15 @@ def test_read_only_scope_is_not_widened_by_recall(local_loop: Any) -> None:
 
 
 def test_initialize_starts_loading_the_model_for_the_first_turn(
-    hermes_home: Path, kit: Any
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The embedded store gets the embedder loading since ``initialize``: the first prefetch
     embeds its query without loading the model itself."""
+    from memcore_hermes.backend import preload
+
+    # One load per process, for the config it was chosen for: a load an earlier test of this
+    # process started for another home must not stand in for this one's.
+    monkeypatch.setattr(preload, "_current", None)
     kit.write_config(hermes_home, backend="local", embedder="auto")
     provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="nell")
