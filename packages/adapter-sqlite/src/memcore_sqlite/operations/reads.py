@@ -149,10 +149,9 @@ class RecordReads:
         params: list[object] = [] if value is None else [value]
         if pattern is not None:
             check_pattern(pattern)
-            for name, level in pattern.levels():  # names are the fixed LEVELS, never input
-                if level != "*":
-                    where += f" AND json_extract(scope, '$.{name}') = ?"
-                    params.append(level)
+            levels, fixed = pattern_sql(pattern, level="json_extract(scope, '$.{name}')")
+            where += levels
+            params.extend(fixed)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             return conn.execute(

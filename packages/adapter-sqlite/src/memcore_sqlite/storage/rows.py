@@ -80,13 +80,17 @@ def content_hash(scope: Scope, text: str) -> bytes:
     return hashlib.sha256(raw).digest()[:HASH_BYTES]
 
 
-def pattern_sql(pattern: ScopePattern, prefix: str = "") -> tuple[str, list[str]]:
-    """`` AND level = ?`` clauses for the pattern's fixed levels, and their parameters."""
+def pattern_sql(
+    pattern: ScopePattern, prefix: str = "", *, level: str = "{prefix}{name}"
+) -> tuple[str, list[str]]:
+    """`` AND level = ?`` clauses for the pattern's fixed levels, and their parameters.
+    ``level`` spells a level's expression: a column by default, or e.g. a JSON field
+    (``"json_extract(scope, '$.{name}')"``); names are the fixed LEVELS, never input."""
     clauses: list[str] = []
     params: list[str] = []
     for name, value in pattern.levels():
         if value != "*":
-            clauses.append(f"{prefix}{name} = ?")
+            clauses.append(f"{level.format(prefix=prefix, name=name)} = ?")
             params.append(value)
     return "".join(f" AND {c}" for c in clauses), params
 
