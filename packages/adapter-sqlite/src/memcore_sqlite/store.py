@@ -310,20 +310,15 @@ class SqliteMemoryStore:
         one read by the unique id, whatever the scope. Outside the pattern it is missing."""
         started = time.perf_counter()
         check_pattern(pattern)
-        limits.check_id(memory_id)
-        where, params = pattern_sql(pattern)
-        with self._tx.read() as conn:
+        with (
+            self._tx.audit_failure(store, "GetMemory", started, None, memory_id),
+            self._tx.read() as conn,
+        ):
             sid = self._tx.store_id(conn, store)
-            row = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND store_id = ?{where}",
-                (memory_id, sid, *params),
-            ).fetchone()
-            found = None if row is None else supersession.annotate(conn, [memory_from_row(row)])
-        if not found:
-            self._tx.audit_read(store, "GetMemory", started, target=memory_id, status="failed")
-            raise NotFound(f"memory {memory_id!r} was not found in {pattern}", field="memory_id")
-        self._tx.audit_read(store, "GetMemory", started, scope=found[0].scope, target=memory_id)
-        return found[0]
+            row = self._writes.own_row(conn, sid, pattern, memory_id)
+            [memory] = supersession.annotate(conn, [memory_from_row(row)])
+        self._tx.audit_read(store, "GetMemory", started, scope=memory.scope, target=memory_id)
+        return memory
 
     def list_memories(
         self,

@@ -390,9 +390,10 @@ class Transactions:
 
     @contextmanager
     def audit_failure(
-        self, store: str, operation: str, started: float, scope: Scope, memory_id: str
+        self, store: str, operation: str, started: float, scope: Scope | None, memory_id: str
     ) -> Iterator[None]:
-        """A memory that is not found in the scope is still an audited request (failed)."""
+        """A memory that is not found in the scope (or a pattern: None) is still an audited
+        request (failed)."""
         try:
             yield
         except NotFound as exc:

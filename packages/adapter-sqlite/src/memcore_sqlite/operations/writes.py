@@ -14,7 +14,7 @@ from typing import Any
 
 from memcore import limits
 from memcore.errors import Conflict, InvalidInput, NotFound
-from memcore.scope import Scope
+from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryRecord, Message, TextItem, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.operations.transactions import Transactions
@@ -25,6 +25,7 @@ from memcore_sqlite.storage.rows import (
     content_hash,
     memory_from_row,
     memory_row,
+    pattern_sql,
     rows_in,
 )
 
@@ -438,19 +439,24 @@ class MemoryWrites:
         )
 
     def own_row(
-        self, conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        reach: Scope | ScopePattern,
+        memory_id: str,
     ) -> tuple[Any, ...]:
+        """The row of ``memory_id`` in a scope, or anywhere under a pattern: one read by the
+        unique id. Another scope's memory is reported exactly like a missing one."""
         limits.check_id(memory_id)
+        pattern = reach.pattern() if isinstance(reach, Scope) else reach
+        where, params = pattern_sql(pattern)
         row = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND store_id = ?"
-            " AND app_id = ? AND tenant_id = ? AND agent_id = ? AND run_id = ?",
-            (memory_id, store_id, *scope.as_tuple()),
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND store_id = ?{where}",
+            (memory_id, store_id, *params),
         ).fetchone()
-        # Another scope's memory is reported exactly like a missing one: existence never leaks.
         if row is None:
-            raise NotFound(
-                f"memory {memory_id!r} was not found in scope {scope}", field="memory_id"
-            )
+            place = f"scope {reach}" if isinstance(reach, Scope) else str(reach)
+            raise NotFound(f"memory {memory_id!r} was not found in {place}", field="memory_id")
         return tuple(row)
 
     def update_memory(
