@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
+import memcore.transfer
 from memcore.service import MemoryService
 
 
@@ -26,9 +27,7 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
     """SIGINT landing after a batch was committed but before it was counted left that batch
     behind ("deleted again" while 256 remained); a second SIGINT (``timeout`` signals the
     process and its group) abandoned the rollback and printed only "memcore: interrupted"."""
-    from memcore_cli.operations import transfer
-
-    monkeypatch.setattr(transfer, "_BATCH", 3)
+    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 3)
     restore, forget = MemoryService.restore, MemoryService.forget
     calls = {"restore": 0, "forget": 0}
 
@@ -61,9 +60,8 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
 
 def test_a_failure_is_one_line_saying_what_was_undone(tmp_path, monkeypatch, local_cli):
     from memcore.errors import Unavailable
-    from memcore_cli.operations import transfer
 
-    monkeypatch.setattr(transfer, "_BATCH", 4)
+    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 4)
     restore = MemoryService.restore
     calls = []
 
@@ -78,7 +76,7 @@ def test_a_failure_is_one_line_saying_what_was_undone(tmp_path, monkeypatch, loc
     result = local_cli("import", "--lines", str(_lines(tmp_path / "l.txt", 20)))
     assert (result.exit_code, result.stderr) == (
         5,
-        "memcore: error: the disk went away (import stopped; the 8 memories it had added "
+        "memcore: error: line 9: the disk went away (import stopped; the 8 memories it had added "
         "were deleted again)\n",
     )
     assert local_cli.ok("count").stdout.strip() == "0"
@@ -91,9 +89,8 @@ def test_a_text_another_writer_stored_meanwhile_is_present_and_survives_a_rollba
     a text another process stored after this one listed the tenant counted as added (and
     a rollback would have deleted the other writer's memory)."""
     from memcore.errors import Unavailable
-    from memcore_cli.operations import transfer
 
-    monkeypatch.setattr(transfer, "_BATCH", 4)
+    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 4)
     restore = MemoryService.restore
     calls = []
 

@@ -7,6 +7,8 @@ import stat
 
 import pytest
 
+import memcore.transfer
+
 
 def _seed(cli) -> None:
     cli.ok("add", "--sync", "-m", "topic=style", "User prefers concise answers")
@@ -110,7 +112,6 @@ def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp
     fails after two batches were stored; the import deletes them again (all or nothing), and
     an import of the repaired file adds every record once."""
     from memcore.testing import HashingEmbedder
-    from memcore_cli.operations import transfer
     from memcore_sqlite import SqliteMemoryStore
     from tests.cli.conftest import Cli
 
@@ -122,7 +123,7 @@ def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp
                 raise RuntimeError("boom")
             return super().embed(texts)
 
-    monkeypatch.setattr(transfer, "_BATCH", 3)
+    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 3)
     db = tmp_path / "home" / "memcore.db"
     db.parent.mkdir()
     cli = Cli(db.parent, store_factory=lambda settings: SqliteMemoryStore(db, embedder=Poisoned()))
@@ -137,8 +138,8 @@ def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp
     failed = cli("import", str(data))
     assert failed.exit_code == 5  # unavailable: retry once the embedder works
     assert failed.stderr.splitlines()[-1] == (
-        "memcore: error: the embedder failed: RuntimeError (import stopped; the 6 memories "
-        "it had added were deleted again)"
+        "memcore: error: line 7: the embedder failed: RuntimeError (import stopped; the 6 "
+        "memories it had added were deleted again)"
     )
     assert "import stopped" not in failed.stderr.splitlines()[-2]
     assert cli.json_lines("export") == []

@@ -240,7 +240,7 @@ def test_an_import_failing_midway_takes_back_what_landed(
 ) -> None:
     """Import is all or nothing: when the store fails on the third write (one record at a
     time here), the two that landed are deleted again."""
-    import memcore_hermes.commands.importing as hermes_import
+    import memcore.transfer
     from memcore.errors import Unavailable
     from memcore.service import MemoryService
 
@@ -263,7 +263,7 @@ def test_an_import_failing_midway_takes_back_what_landed(
             raise Unavailable("the store went away")
         return original(self, items, **kw)
 
-    monkeypatch.setattr(hermes_import, "BATCH", 1)
+    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 1)
     monkeypatch.setattr(MemoryService, "restore", failing_third)
     code, answer = hermes(kit, capsys, "import", str(path))
     assert code != 0 and "line 3" in answer["error"]["message"], answer

@@ -14,7 +14,7 @@ say what that did, in the one line both command lines report it with.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -22,7 +22,7 @@ import attrs
 from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError
 from memcore.scope import Scope
-from memcore.service import check_user_metadata, restorable_text
+from memcore.service import MemoryService, check_user_metadata, restorable_text
 from memcore.values import MemoryRecord, TextItem
 
 #: Characters that str.splitlines() and other readers take as line breaks, written escaped
@@ -137,6 +137,39 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         )
     assert isinstance(text, str)
     return ImportRecord(line_no, memory_id, text, scope, meta, created_at, said_at, source_id)
+
+
+#: Records an import writes at once: one transaction and one embedding call on the local
+#: store. Big enough that the embedder works in full batches; small enough that progress
+#: moves and memory stays flat.
+IMPORT_BATCH = 256
+
+
+def restore_batches(
+    service: MemoryService, pending: Sequence[ImportRecord]
+) -> Iterator[list[tuple[ImportRecord, str | None, bool]]]:
+    """Write ``pending`` a batch at a time (the next batch embedded ahead), yielding each
+    batch's ``(record, id, made)``: the id it has (None: the store made nothing new), and
+    whether this write created it. Where the store tells (``restores_exactly``), a text
+    another writer stored first answers with that memory's id, not made here; elsewhere every
+    id counts as made. A failed batch's error names its first line."""
+    exact = service.restores_exactly
+    batch = IMPORT_BATCH
+    for start in range(0, len(pending), batch):
+        chunk = pending[start : start + batch]
+        ahead = pending[start + batch : start + 2 * batch]
+        created: set[str] = set()
+        try:
+            ids = service.restore(
+                [r.item() for r in chunk], ahead=[r.item() for r in ahead], created=created
+            )
+        except MemcoreError as exc:
+            exc.message = f"line {chunk[0].line}: {exc.message}"
+            raise
+        yield [
+            (record, new_id, new_id is not None and (new_id in created or not exact))
+            for record, new_id in zip(chunk, ids)
+        ]
 
 
 @attrs.frozen

@@ -39,6 +39,7 @@ from memcore.transfer import (
     export_record,
     line_error,
     parse_record,
+    restore_batches,
     split_lines,
     stopped,
 )
@@ -48,10 +49,6 @@ from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
 from memcore_cli.wiring.runtime import Runtime
-
-#: Records per store transaction and embedding call. Big enough that the embedder works in
-#: full batches; small enough that progress moves and memory stays flat.
-_BATCH = 256
 
 
 def iter_memories(runtime: Runtime) -> Iterator[MemoryRecord]:
@@ -155,17 +152,10 @@ def import_memories(
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
         advance(report.present)
         try:
-            for start in range(0, len(pending), _BATCH):
-                chunk = pending[start : start + _BATCH]
-                upcoming = pending[start + _BATCH : start + 2 * _BATCH]
-                created: set[str] = set()
-                ids = service.restore(
-                    [r.item() for r in chunk], ahead=[r.item() for r in upcoming], created=created
-                )
-                for record, new_id in zip(chunk, ids):
-                    made = new_id is not None and (new_id in created or not exact)
+            for written in restore_batches(service, pending):
+                for record, new_id, made in written:
                     _account(report, known, record, new_id, added, made=made, keeps_ids=exact)
-                advance(len(chunk))
+                advance(len(written))
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
         except BaseException as exc:

@@ -20,12 +20,9 @@ from typing import Any
 from memcore.errors import MemcoreError, NotFound
 from memcore.scope import Scope
 from memcore.service import MemoryService
-from memcore.transfer import ImportRecord, Undone, parse_record, stopped
+from memcore.transfer import ImportRecord, Undone, parse_record, restore_batches, stopped
 from memcore.values import MemoryRecord
 from memcore_hermes.commands.interrupts import held_interrupts
-
-#: Records an import writes at once (one transaction and one embedding batch on the local store).
-BATCH = 256
 
 
 def import_lines(
@@ -54,22 +51,10 @@ def import_lines(
     id_map: dict[str, str] = {}
     with held_interrupts() as held:
         try:
-            for start in range(0, len(pending), BATCH):
-                chunk = pending[start : start + BATCH]
-                ahead = pending[start + BATCH : start + 2 * BATCH]
-                created: set[str] = set()
-                try:
-                    # Ids and times as exported where the store keeps them (the local store).
-                    ids = service.restore(
-                        [r.item() for r in chunk], ahead=[r.item() for r in ahead], created=created
-                    )
-                except MemcoreError as exc:
-                    exc.message = f"line {chunk[0].line}: {exc.message}"
-                    raise
-                for record, new_id in zip(chunk, ids):
-                    # Where the store tells (``created``), a text another writer stored first
-                    # answers with that memory's id: present, and not this import's to delete.
-                    made = new_id is not None and (new_id in created or not exact)
+            # Ids and times as exported where the store keeps them (the local store).
+            for written in restore_batches(service, pending):
+                for record, new_id, made in written:
+                    # A text another writer stored first is present, not this import's to delete.
                     if new_id is None or new_id in known or new_id in mine or not made:
                         present += 1
                         was_there = True
