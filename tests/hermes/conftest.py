@@ -143,11 +143,12 @@ def run_hermes(home: Path, *args: str, timeout: float = 60.0) -> subprocess.Comp
     )
 
 
-def run_cli(
+def run_cli_full(
     capsys: pytest.CaptureFixture[str], *args: str, secrets: tuple[str, ...] = ()
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, Any, str]:
     """The command handler Hermes calls for ``hermes tablestore-mem``, in-process (no Hermes
-    start): its exit status and JSON answer; no ``secrets`` may appear in the output."""
+    start): its exit status, JSON answer and stderr; no ``secrets`` may appear in the output,
+    and Ctrl-C must not escape it (it reports one line and exits 130)."""
     import argparse
 
     from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
@@ -159,10 +160,20 @@ def run_cli(
         tablestore_mem_command(parser.parse_args(list(args)))
     except SystemExit as exc:
         code = int(exc.code or 0)
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped the command (no rollback, no one-line report)")
     out = capsys.readouterr()
     for secret in secrets:
         assert secret not in out.out + out.err
-    return code, json.loads(out.out)
+    return code, json.loads(out.out), out.err
+
+
+def run_cli(
+    capsys: pytest.CaptureFixture[str], *args: str, secrets: tuple[str, ...] = ()
+) -> tuple[int, dict[str, Any]]:
+    """:func:`run_cli_full` without stderr."""
+    code, answer, _ = run_cli_full(capsys, *args, secrets=secrets)
+    return code, answer
 
 
 def settle(provider: Any, seconds: float) -> bool:
@@ -198,6 +209,7 @@ def kit() -> Any:
         install_plugin=install_plugin,
         run_hermes=run_hermes,
         run_cli=run_cli,
+        run_cli_full=run_cli_full,
         settle=settle,
         lacking_vectors=lacking_vectors,
         EMULATOR_KEYS=EMULATOR_KEYS,

@@ -4,7 +4,6 @@ holds is refused; the id map tells nothing about another tenant's ids."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 from pathlib import Path
@@ -25,24 +24,13 @@ def home(hermes_home: Path, kit: Any) -> Path:
     return hermes_home
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+@pytest.fixture
+def run(kit: Any) -> Any:
     """The handler Hermes calls, in-process: exit status, JSON answer, stderr."""
-    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
-
-    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
-    register_cli(parser)
-    code = 0
-    try:
-        tablestore_mem_command(parser.parse_args(list(args)))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    except KeyboardInterrupt:
-        pytest.fail("Ctrl-C escaped the command (no rollback, no one-line report)")
-    out = capsys.readouterr()
-    return code, json.loads(out.out), out.err
+    return kit.run_cli_full
 
 
-def texts(capsys: pytest.CaptureFixture[str]) -> list[str]:
+def texts(run: Any, capsys: pytest.CaptureFixture[str]) -> list[str]:
     code, listed, _ = run(capsys, "list", "--all")
     assert code == 0
     return sorted(m["text"] for m in listed["items"])
@@ -60,7 +48,7 @@ def reported(err: str) -> list[str]:
 
 
 def test_ctrl_c_after_a_stored_batch_and_again_in_the_rollback_leaves_nothing(
-    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
 ) -> None:
     """Ctrl-C raised KeyboardInterrupt straight out of the command: the batches already
     stored stayed, and nothing said so."""
@@ -90,11 +78,11 @@ def test_ctrl_c_after_a_stored_batch_and_again_in_the_rollback_leaves_nothing(
     assert (code, reported(err)) == (130, [line])
     assert answer["error"]["exit_code"] == 130 and answer["error"]["code"] == "interrupted"
     assert calls["restore"] == 2
-    assert texts(capsys) == []
+    assert texts(run, capsys) == []
 
 
 def test_an_unexpected_failure_is_rolled_back_and_one_line(
-    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
 ) -> None:
     """Only a memcore error was rolled back: any other left what had landed, with a traceback."""
     restore = MemoryService.restore
@@ -113,11 +101,11 @@ def test_an_unexpected_failure_is_rolled_back_and_one_line(
         "tablestore-mem: error: unexpected RuntimeError: boom (import stopped; the 256 "
         "memories it had added were deleted again)"
     ]
-    assert texts(capsys) == []
+    assert texts(run, capsys) == []
 
 
 def test_a_rollback_the_store_refuses_in_part_is_reported_as_it_is(
-    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
 ) -> None:
     """A memory the rollback could not delete got a line of its own, and the error still said
     "nothing was imported"."""
@@ -148,7 +136,7 @@ def test_a_rollback_the_store_refuses_in_part_is_reported_as_it_is(
         "memories it had added, 1 are still stored (the store refused to delete them) and 255 "
         "were deleted again; running the import again is safe)"
     ]
-    assert len(texts(capsys)) == 1
+    assert len(texts(run, capsys)) == 1
 
 
 def _racing(monkeypatch: Any, *, fail_at: int | None = None) -> None:
@@ -171,7 +159,7 @@ def _racing(monkeypatch: Any, *, fail_at: int | None = None) -> None:
 
 
 def test_a_text_another_writer_stored_meanwhile_is_present_not_added(
-    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
 ) -> None:
     """A text another process stored after the import listed the tenant was counted as added:
     two imports of one file at once both claimed every memory."""
@@ -179,24 +167,29 @@ def test_a_text_another_writer_stored_meanwhile_is_present_not_added(
     code, answer, _ = run(capsys, "import", str(records_file(tmp_path / "few.jsonl", 10)))
     assert code == 0, answer
     assert (answer["total"], answer["added"], answer["present"]) == (10, 9, 1)
-    assert len(texts(capsys)) == 10
+    assert len(texts(run, capsys)) == 10
 
 
 def test_a_rollback_spares_what_another_writer_stored_meanwhile(
-    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
 ) -> None:
     """The rollback deleted the other writer's memory, taking it for one the import added."""
     _racing(monkeypatch, fail_at=3)
     code, answer, err = run(capsys, "import", str(records_file(tmp_path / "many.jsonl", MANY)))
     assert code == 5, answer
-    assert texts(capsys) == ["bulk line 1"]  # the other writer's memory is still there
+    assert texts(run, capsys) == ["bulk line 1"]  # the other writer's memory is still there
     assert "the 511 memories it had added were deleted again" in reported(err)[0]
 
 
 @pytest.mark.parametrize("field", ["created_at", "updated_at", "said_at"])
 @pytest.mark.parametrize("value", [1e300, 1e18, 221_876_928_000.0])  # the last: 9001-01-01
 def test_an_impossible_time_stops_the_import_with_one_line(
-    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, field: str, value: float
+    run: Any,
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    field: str,
+    value: float,
 ) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps({"text": "User lives in Hangzhou", "scope": SCOPE, field: value}))
@@ -206,11 +199,11 @@ def test_an_impossible_time_stops_the_import_with_one_line(
         f"tablestore-mem: error: line 1: {field} must be a timestamp in seconds, from 1970 to "
         "the end of year 9000"
     ]
-    assert texts(capsys) == []
+    assert texts(run, capsys) == []
 
 
 def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
-    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """An id another tenant holds gets a new id, as it must; the answer listed it in id_map,
     where a free id is not, so an import could ask whether another user's memory exists."""
