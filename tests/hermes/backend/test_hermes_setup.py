@@ -134,6 +134,25 @@ def test_flags_answer_the_questions(hermes_home: Path) -> None:
     assert json.loads((hermes_home / "tablestore_memory.json").read_text())["tenant_id"] == "team-a"
 
 
+def test_setup_keeps_the_user_id_alone_as_the_tenant_when_asked(
+    hermes_home: Path, capsys: pytest.CaptureFixture[str], kit: Any
+) -> None:
+    import argparse
+
+    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
+
+    parser = argparse.ArgumentParser()
+    register_cli(parser)
+    tablestore_mem_command(
+        parser.parse_args(["setup", "--backend", "local", "--tenant-scope", "user"])
+    )
+    capsys.readouterr()  # what setup said
+    saved = json.loads((hermes_home / "tablestore_memory.json").read_text())
+    assert saved["tenant_scope"] == "user"
+    code, listed = kit.run_cli(capsys, "list", "--user-id", "12345")
+    assert code == 0 and listed["scope"] == "hermes/12345/*/*"
+
+
 @pytest.mark.slow
 def test_hermes_memory_setup_without_a_terminal_ends_available(hermes_home: Path, kit: Any) -> None:
     kit.install_plugin(hermes_home)

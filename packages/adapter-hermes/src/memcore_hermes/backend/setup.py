@@ -90,6 +90,7 @@ class Answers:
     endpoint: str | None = None
     region: str | None = None
     tenant_id: str | None = None
+    tenant_scope: str | None = None
 
 
 def default_asker() -> Asker:
@@ -170,6 +171,8 @@ def run_setup(
             values[key] = given if given is not None else asker.text(label, default)
     if answers.tenant_id is not None:  # config hygiene; a session's user id is never trimmed
         values["tenant_id"] = answers.tenant_id.strip() or None
+    if answers.tenant_scope is not None:  # the parser offers only the valid ones
+        values["tenant_scope"] = answers.tenant_scope
 
     saved = home.save_config(values)
     say(f"  ✓ Settings saved to {home.config_file}")

@@ -98,6 +98,13 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     setup.add_argument("--endpoint", default=None, help="TableStore instance endpoint")
     setup.add_argument("--region", default=None, help="TableStore region")
     setup.add_argument("--tenant-id", default=None, help="A fixed tenant (blank: each user's own)")
+    setup.add_argument(
+        "--tenant-scope",
+        choices=["platform", "user"],
+        default=None,
+        help="Each user's tenant: per platform (telegram:12345, the default) or the user id "
+        "alone, shared across platforms",
+    )
 
     commands.add_parser("reindex", help="Embed memories lacking a vector from the current embedder")
     migrate = commands.add_parser(
@@ -566,6 +573,7 @@ def _setup(args: argparse.Namespace) -> None:
         endpoint=args.endpoint,
         region=args.region,
         tenant_id=args.tenant_id,
+        tenant_scope=args.tenant_scope,
     )
     readiness = run_setup(HermesHome(), answers=answers)
     if readiness is None:  # cancelled: nothing saved
