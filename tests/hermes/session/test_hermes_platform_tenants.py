@@ -256,3 +256,14 @@ def test_the_platform_a_run_names(run: str, platform: str | None) -> None:
     from memcore_hermes.commands.migrating import run_platform
 
     assert run_platform(normalize_segment(run)) == platform
+
+
+@pytest.mark.parametrize("args", [["--user-id", "   "], ["--user-id", USER, "--platform", " "]])
+def test_migrate_tenant_refuses_a_blank_user_or_platform(
+    db: Path, kit: Any, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    _keep_before(db, "I live in Lisbon", TELEGRAM_RUN)  # one that would not need --platform
+    code, answer = kit.run_cli(capsys, "migrate-tenant", *args)
+    assert code == 2 and answer["error"]["field"] == "tenant_id"
+    code, listed = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER, "--dry-run")
+    assert listed["memories"] == 1  # nothing moved

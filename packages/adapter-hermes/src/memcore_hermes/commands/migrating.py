@@ -20,7 +20,7 @@ from typing import Any
 from memcore import limits
 from memcore.errors import NotFound
 from memcore.paging import every_item
-from memcore.scope import Scope, SessionContext, unescape_segment
+from memcore.scope import Scope, SessionContext, platform_tenant, unescape_segment
 from memcore.service import MemoryService
 from memcore.transfer import dump_line, export_record
 from memcore.values import MemoryRecord
@@ -50,6 +50,8 @@ def migrate_tenant(
 ) -> dict[str, Any]:
     """Move ``user_id``'s memories out of the tenant of the user id alone; the answer says
     how many went to which tenant and how many stayed."""
+    if platform is not None:
+        platform_tenant(platform, user_id)  # a blank one is refused before anything is read
     legacy = open_service(SessionContext(user_id=user_id, session_id="cli"))
     memories = list(_every_memory(legacy))
     shares: dict[str, list[MemoryRecord]] = defaultdict(list)
