@@ -267,3 +267,18 @@ def test_migrate_tenant_refuses_a_blank_user_or_platform(
     assert code == 2 and answer["error"]["field"] == "tenant_id"
     code, listed = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER, "--dry-run")
     assert listed["memories"] == 1  # nothing moved
+
+
+def test_migrate_tenant_refuses_a_user_id_that_is_a_platform_users_tenant(
+    db: Path, kit: Any, capsys: pytest.CaptureFixture[str], open_session: Callable[..., Any]
+) -> None:
+    # "telegram:12345" as a user id names the tenant Telegram's 12345 uses now: a migration
+    # for it would move that user's memories to "telegram:telegram:12345", out of their reach.
+    telegram = open_session("telegram")
+    call(telegram, "tablestore_remember", content=SECRET, sync=True)
+    telegram.shutdown_all()
+    for extra in (["--dry-run"], []):
+        code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", "telegram:12345", *extra)
+        assert code == 2 and answer["error"]["field"] == "user_id", answer
+    listed = call(open_session("telegram", session="s2"), "tablestore_profile", limit=100)
+    assert [m["text"] for m in listed["memories"]] == [SECRET]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from memcore import limits
-from memcore.errors import NotFound
+from memcore.errors import InvalidInput, NotFound
 from memcore.paging import every_item
 from memcore.scope import Scope, SessionContext, platform_tenant, unescape_segment
 from memcore.service import MemoryService
@@ -59,6 +59,7 @@ def migrate_tenant(
     for memory in memories:
         named = run_platform(memory.scope.run_id) or platform
         (shares[named] if named else stay).append(memory)
+    _refuse_a_platform_tenant(user_id, shares)
     answer: dict[str, Any] = {
         "from": str(legacy.profile_pattern),
         "memories": len(memories),
@@ -83,6 +84,22 @@ def migrate_tenant(
         moved.update(added=result["added"], present=result["present"])
         moved["deleted"] = _delete(legacy, share)
     return answer
+
+
+def _refuse_a_platform_tenant(user_id: str, shares: dict[str, list[MemoryRecord]]) -> None:
+    """Refuse a user id that is itself the tenant of a user on a platform it would move
+    memories to: ``telegram:12345`` is also where telegram's user 12345 keeps memories now, and
+    moving them to ``telegram:telegram:12345`` would take them from that user."""
+    if ":" not in user_id:
+        return
+    escaped, rest = user_id.split(":", 1)
+    owner = escaped.replace("%3A", ":").replace("%25", "%")
+    if owner in shares:
+        raise InvalidInput(
+            f"--user-id {user_id!r} is also the tenant of user {rest!r} on {owner!r}, whose "
+            f"memories said on {owner!r} it holds; nothing was moved",
+            field="user_id",
+        )
 
 
 def _every_memory(service: MemoryService) -> Iterator[MemoryRecord]:
