@@ -284,8 +284,7 @@ def test_generated_platform_and_user_pairs_never_share_a_tenant() -> None:
             assert seen.setdefault(tenant, pair) == pair, f"{pair!r} and {seen[tenant]!r}"
 
     prop()
-    print("distinct", len(seen))
-    assert len(seen) > 700  # distinct pairs checked against each other
+    assert len(seen) > 500  # distinct pairs checked against each other (about 750 a run)
 
 
 # ---------------------------------------------------------------- the one rule, per host
