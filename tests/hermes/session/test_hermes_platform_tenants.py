@@ -282,3 +282,34 @@ def test_migrate_tenant_refuses_a_user_id_that_is_a_platform_users_tenant(
         assert code == 2 and answer["error"]["field"] == "user_id", answer
     listed = call(open_session("telegram", session="s2"), "tablestore_profile", limit=100)
     assert [m["text"] for m in listed["memories"]] == [SECRET]
+
+
+def test_a_superseded_memory_stays_as_history_and_is_not_made_current_again(
+    db: Path, kit: Any, capsys: pytest.CaptureFixture[str], open_session: Callable[..., Any]
+) -> None:
+    import sqlite3
+
+    old = _keep_before(db, "I live in Lisbon", TELEGRAM_RUN)
+    new = _keep_before(db, "I moved to Porto", TELEGRAM_RUN)
+    conn = sqlite3.connect(db)
+    try:  # as a dream pass leaves an outdated fact
+        conn.execute(
+            "UPDATE memories SET superseded_by = ?, superseded_how = 'updated' WHERE id = ?",
+            (new, old),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    code, moved = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER)
+    assert code == 0, moved
+    assert moved["superseded_left"] == 1 and moved["left"] == 0
+    assert moved["moved"]["hermes/telegram:12345/*/*"]["memories"] == 1
+
+    telegram = open_session("telegram")
+    listed = call(telegram, "tablestore_profile", limit=100, include_superseded=True)
+    assert [m["text"] for m in listed["memories"]] == ["I moved to Porto"]
+    hits = call(telegram, "tablestore_search", query="where do I live Lisbon Porto")["results"]
+    assert "I live in Lisbon" not in [h["text"] for h in hits]
+    # Only history is left behind: nothing to warn about, nothing for doctor to report.
+    code, report = kit.run_cli(capsys, "doctor", "--user-id", USER, "--platform", "telegram")
+    assert "legacy_tenant" not in report

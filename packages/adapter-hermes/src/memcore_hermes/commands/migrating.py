@@ -1,14 +1,15 @@
 """``hermes tablestore-mem migrate-tenant``: move a user's memories from the tenant of 0.1.0
 (the user id alone) to the tenants of the platforms they were said on (``telegram:12345``).
 
-Each memory goes to the platform its run names: a gateway session's run is Hermes' session
+Each current memory goes to the platform its run names: a gateway session's run is Hermes' session
 key, ``agent:<profile>:<platform>:...``. One whose run names none (a CLI session, a run of
 the library) goes to ``--platform`` when given; otherwise it stays and is counted, because the
 same id on two platforms may be two people, and guessing would hand one the other's memories.
 Each platform's share is imported into its tenant as ``import`` writes a file (all or nothing;
 Ctrl-C undoes it), and only then deleted from the old tenant; a run stopped between the two
 finds the copies present the next time (a store that keeps times and ids dedupes them), and
-deletes.
+deletes. Memories a dream pass superseded stay, as the old tenant's history: the import that
+moves the rest carries no supersession, so a copy would put the outdated fact back in recall.
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ def migrate_tenant(
     memories = list(_every_memory(legacy))
     shares: dict[str, list[MemoryRecord]] = defaultdict(list)
     stay: list[MemoryRecord] = []
+    superseded = 0
     for memory in memories:
+        if not memory.is_current:
+            superseded += 1  # a copy would be current again: the old fact back in recall
+            continue
         named = run_platform(memory.scope.run_id) or platform
         (shares[named] if named else stay).append(memory)
     _refuse_a_platform_tenant(user_id, shares)
@@ -66,7 +71,13 @@ def migrate_tenant(
         "dry_run": dry_run,
         "moved": {},
         "left": len(stay),
+        "superseded_left": superseded,
     }
+    if superseded:
+        answer["superseded_note"] = (
+            "memories a dream pass replaced stay where they are, as history (an import would "
+            "make them current again); no session recalls them"
+        )
     if stay:
         answer["left_runs"] = sorted({m.scope.run_id for m in stay})[:_EXAMPLES]
         answer["note"] = (

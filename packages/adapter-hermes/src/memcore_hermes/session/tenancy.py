@@ -72,8 +72,13 @@ def has_legacy_memories(store: Any, config: MemcoreConfig, user_id: object) -> b
         return False
     if not isinstance(user_id, str) or not user_id.strip():
         return False
-    pattern = legacy_tenant(config.app_id, user_id)
-    return bool(store.list_memories(config.memory_store_name, pattern, limit=1).items)
+    from memcore.scope import resolve_scope
+    from memcore.service import MemoryService
+
+    # Current ones only: what a dream pass superseded stays there after a migration.
+    scope = resolve_scope(SessionContext(user_id=user_id), app_id=config.app_id)
+    service = MemoryService(store, store_name=config.memory_store_name, scope=scope)
+    return bool(service.profile(limit=1, current_only=True).items)
 
 
 def migrate_advice(user_id: str) -> str:
