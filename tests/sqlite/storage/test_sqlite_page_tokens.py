@@ -110,10 +110,38 @@ def test_a_token_the_file_did_not_seal_is_refused(tmp_path: Path, forged: str) -
 
 def test_seal_and_open_are_inverse_over_the_whole_range() -> None:
     tokens = PageTokens(bytes(range(16)))
+    cursor = tokens.listing("memories", "mem", ALICE.tenant_pattern(), False)
     for after in (-1, 0, 1, 2**31, 2**63 - 2):
-        assert tokens.open(tokens.seal(after)) == after
-    assert tokens.open(None) == -1
+        assert cursor.open(cursor.seal(after)) == after
+    assert cursor.open(None) == -1
     assert "key" not in repr(tokens) and bytes(range(16)).hex() not in repr(tokens)
+
+
+def test_a_token_opens_only_in_the_listing_that_issued_it(tmp_path: Path) -> None:
+    with _store(tmp_path / "m.db") as store:
+        store.add_many(
+            STORE, [TextItem(scope, f"note {i}") for scope in (ALICE, BOB) for i in range(3)]
+        )
+        store.add_messages(STORE, ALICE, [Message("user", f"turn {i}") for i in range(3)])
+        alices = _first_token(store)
+        messages = store.list_messages(STORE, ALICE, limit=1).next_token
+        elsewhere = [
+            lambda t: store.list_memories(STORE, BOB.tenant_pattern(), next_token=t),
+            lambda t: store.list_memories(STORE, ALICE.pattern(), next_token=t),
+            lambda t: store.list_memories(
+                STORE, ALICE.tenant_pattern(), next_token=t, current_only=True
+            ),
+            lambda t: store.list_scopes(STORE, next_token=t),
+        ]
+        for listing in elsewhere:  # another tenant's, another pattern's, another kind's
+            with pytest.raises(InvalidInput) as refused:
+                listing(alices)
+            assert refused.value.message == "next_token is not a token this store issued"
+        with pytest.raises(InvalidInput):
+            store.list_memories(STORE, ALICE.tenant_pattern(), next_token=messages)
+        page = store.list_memories(STORE, ALICE.tenant_pattern(), next_token=alices)
+        every = store.list_memories(STORE, ALICE.tenant_pattern(), limit=100)
+        assert page.items == every.items[1:]  # its own listing resumes where it was
 
 
 def test_a_file_of_the_schema_before_gets_its_key_once(tmp_path: Path) -> None:

@@ -334,7 +334,8 @@ class SqliteMemoryStore:
         started = time.perf_counter()
         check_pattern(pattern)
         limits.check_limit(limit)
-        after = self._tx.tokens.open(next_token)
+        cursor = self._tx.tokens.listing("memories", store, pattern, current_only)
+        after = cursor.open(next_token)
         where, params = pattern_sql(pattern)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
@@ -346,9 +347,7 @@ class SqliteMemoryStore:
             ).fetchall()
             listed = supersession.annotate(conn, [memory_from_row(r) for r in rows])
         self._tx.audit_read(store, "ListMemories", started)
-        return page(
-            [(int(memory_row(r).seq), m) for r, m in zip(rows, listed)], limit, self._tx.tokens.seal
-        )
+        return page([(int(memory_row(r).seq), m) for r, m in zip(rows, listed)], limit, cursor.seal)
 
     def search(
         self,

@@ -453,7 +453,8 @@ class DreamTasks:
         limits.check_limit(limit)
         if status is not None and status not in DREAM_STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(DREAM_STATUSES)}", field="status")
-        after = self._tx.tokens.open(next_token)
+        cursor = self._tx.tokens.listing("dream_tasks", store, pattern, status)
+        after = cursor.open(next_token)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             rows = conn.execute(
@@ -463,9 +464,7 @@ class DreamTasks:
                 (sid, after, *((status,) if status else ()), limit + 1),
             ).fetchall()
             tasks = map(TaskRow._make, rows)
-            got = page(
-                [(int(r.seq), dream_value(conn, r)) for r in tasks], limit, self._tx.tokens.seal
-            )
+            got = page([(int(r.seq), dream_value(conn, r)) for r in tasks], limit, cursor.seal)
         return got.filter(lambda t: pattern is None or any(overlap(pattern, p) for p in t.scopes))
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
@@ -491,7 +490,8 @@ class DreamTasks:
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
     ) -> Page[DreamAction]:
         limits.check_limit(limit)
-        after = self._tx.tokens.open(next_token)
+        cursor = self._tx.tokens.listing("dream_actions", store, task_id)
+        after = cursor.open(next_token)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             task = self._dream_row(conn, sid, task_id)
@@ -501,9 +501,7 @@ class DreamTasks:
                 (task.seq, after, limit + 1),
             ).fetchall()
         actions = map(ActionRow._make, rows)
-        return page(
-            [(int(r.seq), action_value(task_id, r)) for r in actions], limit, self._tx.tokens.seal
-        )
+        return page([(int(r.seq), action_value(task_id, r)) for r in actions], limit, cursor.seal)
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]

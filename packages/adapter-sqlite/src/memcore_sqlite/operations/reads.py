@@ -12,6 +12,7 @@ from memcore.paging import page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryTask, Message, Page, RequestRecord, TurnContext
 from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.storage.page_tokens import Cursor
 from memcore_sqlite.storage.rows import check_pattern, check_scope, columns, pattern_sql
 
 
@@ -74,7 +75,8 @@ class RecordReads:
     ) -> Page[Message]:
         check_scope(scope)
         limits.check_limit(limit)
-        after = self._tx.tokens.open(next_token)
+        cursor = self._tx.tokens.listing("messages", store, scope)
+        after = cursor.open(next_token)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             rows = conn.execute(
@@ -83,7 +85,7 @@ class RecordReads:
                 " AND run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (sid, *scope.as_tuple(), after, limit + 1),
             ).fetchall()
-        return page([(int(r[0]), _message(r, scope)) for r in rows], limit, self._tx.tokens.seal)
+        return page([(int(r[0]), _message(r, scope)) for r in rows], limit, cursor.seal)
 
     def neighbour_turns(
         self, store: str, scope: Scope, memory_id: str, *, turns: int
@@ -136,13 +138,15 @@ class RecordReads:
         limit: int,
         next_token: str | None,
         pattern: ScopePattern | None = None,
-    ) -> list[Any]:
-        """One page (plus one row) of a store's ``table`` rows in seq order, after the token;
+    ) -> tuple[list[Any], Cursor]:
+        """One page (plus one row) of a store's ``table`` rows in seq order, after the token,
+        and the listing's cursor;
         only rows whose ``column`` equals ``value`` when it is given, and whose ``scope``
         (JSON) lies in ``pattern``: filtered in the query, so another tenant's rows neither
         shorten a page nor leave it empty before the end."""
         limits.check_limit(limit)
-        after = self._tx.tokens.open(next_token)
+        cursor = self._tx.tokens.listing(table, store, value, pattern)
+        after = cursor.open(next_token)
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"{column} must be a string", field=column)
         where = "" if value is None else f" AND {column} = ?"
@@ -154,11 +158,12 @@ class RecordReads:
             params.extend(fixed)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
-            return conn.execute(
+            rows = conn.execute(
                 f"SELECT {columns} FROM {table} WHERE store_id = ?{where}"
                 " AND seq > ? ORDER BY seq LIMIT ?",
                 (sid, *params, after, limit + 1),
             ).fetchall()
+        return rows, cursor
 
     def list_requests(
         self,
@@ -172,7 +177,7 @@ class RecordReads:
         """Only the records of ``pattern`` when it is given; every read made before the call
         is in it (its record is written first)."""
         self._tx.flush_read_audits()
-        rows = self._rows_after(
+        rows, cursor = self._rows_after(
             store,
             "requests",
             columns(_RequestRow),
@@ -199,7 +204,7 @@ class RecordReads:
                 for r in map(_RequestRow._make, rows)
             ],
             limit,
-            self._tx.tokens.seal,
+            cursor.seal,
         ).filter(lambda r: pattern is None or (r.scope is not None and pattern.matches(r.scope)))
 
     def list_scopes(
@@ -211,7 +216,8 @@ class RecordReads:
         next_token: str | None = None,
     ) -> Page[Scope]:
         limits.check_limit(limit)
-        after = self._tx.tokens.open(next_token)
+        cursor = self._tx.tokens.listing("scopes", store, pattern)
+        after = cursor.open(next_token)
         if pattern is not None:
             check_pattern(pattern)
         where, params = pattern_sql(pattern) if pattern is not None else ("", [])
@@ -223,9 +229,7 @@ class RecordReads:
                 " HAVING first > ? ORDER BY first LIMIT ?",
                 (sid, *params, after, limit + 1),
             ).fetchall()
-        return page(
-            [(int(first), Scope(*levels)) for first, *levels in rows], limit, self._tx.tokens.seal
-        )
+        return page([(int(first), Scope(*levels)) for first, *levels in rows], limit, cursor.seal)
 
     @staticmethod
     def _task_value(r: _TaskRow) -> MemoryTask:
@@ -264,10 +268,10 @@ class RecordReads:
         pattern: ScopePattern | None = None,
     ) -> Page[MemoryTask]:
         """Only the tasks of ``pattern`` when it is given."""
-        rows = self._rows_after(
+        rows, cursor = self._rows_after(
             store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token, pattern
         )
         tasks = map(_TaskRow._make, rows)
-        return page(
-            [(int(r.seq), self._task_value(r)) for r in tasks], limit, self._tx.tokens.seal
-        ).filter(lambda t: pattern is None or (t.scope is not None and pattern.matches(t.scope)))
+        return page([(int(r.seq), self._task_value(r)) for r in tasks], limit, cursor.seal).filter(
+            lambda t: pattern is None or (t.scope is not None and pattern.matches(t.scope))
+        )
