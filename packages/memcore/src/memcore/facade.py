@@ -367,11 +367,7 @@ class Memory:
         limits.check_limit(page_size, field="page_size")  # here: the pages load lazily
         limits.check_flag(all_versions, field="all_versions")
         service = self._for(user_id, agent_id, run_id)
-        return every_item(
-            lambda token: service.profile(
-                limit=page_size, next_token=token, current_only=not all_versions
-            )
-        )
+        return service.every_memory(page_size=page_size, current_only=not all_versions)
 
     def get(
         self,

@@ -16,7 +16,7 @@ import attrs
 from memcore import limits
 from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
 from memcore.neighbours import fit as fit_turns
-from memcore.paging import pages
+from memcore.paging import every_item, pages
 from memcore.policies import ScopePolicy
 from memcore.ports import (
     BulkAdd,
@@ -414,6 +414,14 @@ class MemoryService:
             if len(items) >= limit or token is None:
                 break
         return Page(tuple(items), token)
+
+    def every_memory(
+        self, *, page_size: int = limits.MAX_PAGE_LIMIT, current_only: bool = False
+    ) -> Iterator[MemoryRecord]:
+        """Every memory :meth:`profile` shows, page after page (each page read when reached)."""
+        return every_item(
+            lambda token: self.profile(limit=page_size, next_token=token, current_only=current_only)
+        )
 
     def history(self, memory_id: str) -> list[MemoryRecord]:
         """The memory and every memory linked to it by supersession, oldest first; each

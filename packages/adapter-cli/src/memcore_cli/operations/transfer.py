@@ -52,8 +52,7 @@ from memcore_cli.wiring.runtime import Runtime
 
 
 def iter_memories(runtime: Runtime) -> Iterator[MemoryRecord]:
-    service = runtime.service()
-    return every_item(lambda token: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token))
+    return runtime.service().every_memory()
 
 
 def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> int:

@@ -395,12 +395,7 @@ class _Session:
 
     def memories(self) -> Any:
         """Every memory of the tenant, page by page."""
-        from memcore import limits
-        from memcore.paging import every_item
-
-        return every_item(
-            lambda token: self.service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=token)
-        )
+        return self.service.every_memory()
 
 
 def _run_search(args: argparse.Namespace) -> None:

@@ -15,12 +15,10 @@ moves the rest carries no supersession, so a copy would put the outdated fact ba
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from memcore import limits
 from memcore.errors import InvalidInput, NotFound
-from memcore.paging import every_item
 from memcore.scope import Scope, SessionContext, platform_tenant, unescape_segment
 from memcore.service import MemoryService
 from memcore.transfer import dump_line, export_record
@@ -54,7 +52,7 @@ def migrate_tenant(
     if platform is not None:
         platform_tenant(platform, user_id)  # a blank one is refused before anything is read
     legacy = open_service(SessionContext(user_id=user_id, session_id="cli"))
-    memories = list(_every_memory(legacy))
+    memories = list(legacy.every_memory())
     shares: dict[str, list[MemoryRecord]] = defaultdict(list)
     stay: list[MemoryRecord] = []
     superseded = 0
@@ -91,7 +89,7 @@ def migrate_tenant(
         if dry_run:
             continue
         lines = [dump_line(_retargeted(memory, target.write_scope)) for memory in share]
-        result = import_lines(target, lines, _every_memory(target))
+        result = import_lines(target, lines, target.every_memory())
         moved.update(added=result["added"], present=result["present"])
         moved["deleted"] = _delete(legacy, share)
     return answer
@@ -111,10 +109,6 @@ def _refuse_a_platform_tenant(user_id: str, shares: dict[str, list[MemoryRecord]
             f"memories said on {owner!r} it holds; nothing was moved",
             field="user_id",
         )
-
-
-def _every_memory(service: MemoryService) -> Iterator[MemoryRecord]:
-    return every_item(lambda t: service.profile(limit=limits.MAX_PAGE_LIMIT, next_token=t))
 
 
 def _retargeted(memory: MemoryRecord, tenant: Scope) -> dict[str, Any]:
