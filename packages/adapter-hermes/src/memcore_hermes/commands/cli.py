@@ -238,10 +238,15 @@ def _who(args: argparse.Namespace) -> tuple[str | None, str | None]:
     from memcore_hermes.config.home import HermesHome
     from memcore_hermes.session.tenancy import command_session
 
-    user_id, platform = getattr(args, "user_id", None), getattr(args, "platform", None)
+    user_id, platform = _given(args)
     if user_id is not None or platform is not None:
         command_session(user_id, platform, HermesHome().load_config())
     return user_id, platform
+
+
+def _given(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The command's ``--user-id`` and ``--platform`` as given (None where it has neither)."""
+    return getattr(args, "user_id", None), getattr(args, "platform", None)
 
 
 def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
@@ -373,7 +378,7 @@ class _Session:
             raise
         self.config = config
         scope = resolve_scope(
-            command_session(*_who(self.args), config),
+            command_session(*_given(self.args), config),  # the config this session loaded
             app_id=config.app_id,
             tenant_id=config.tenant_id,
         )
@@ -534,10 +539,11 @@ def _run_migrate(args: argparse.Namespace) -> None:
     from memcore.scope import resolve_scope
     from memcore.service import MemoryService
     from memcore_hermes.commands.migrating import migrate_tenant
+    from memcore_hermes.session.tenancy import per_platform
 
     with _Session(args) as session:
         config = session.config
-        if config.tenant_scope != "platform" or config.tenant_id is not None:
+        if not per_platform(config):
             raise InvalidInput(
                 "nothing to move: tenants are not per platform here (tenant_scope: user, or a "
                 "fixed tenant_id)",

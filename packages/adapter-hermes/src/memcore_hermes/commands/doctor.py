@@ -119,7 +119,7 @@ def run_doctor(
 
             if tenancy.has_legacy_memories(store, config, user_id):
                 report["legacy_tenant"] = {
-                    "read": str(tenancy.legacy_tenant(config.app_id, user_id)),
+                    "read": str(tenancy.legacy_scope(config.app_id, user_id).tenant_pattern()),
                     "note": "memories kept before tenants were per platform; no session reads "
                     "them. " + tenancy.migrate_advice(user_id),
                 }

@@ -16,16 +16,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from memcore.config import MemcoreConfig
-from memcore.scope import ScopePattern, SessionContext
+from memcore.scope import Scope, SessionContext
 
 logger = logging.getLogger(__name__)
+
+
+def per_platform(config: MemcoreConfig) -> bool:
+    """Whether a session's platform is part of its tenant here: ``tenant_scope: platform``
+    and no fixed ``tenant_id`` (which every session shares)."""
+    return config.tenant_scope == "platform" and config.tenant_id is None
 
 
 def platform_of(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     """The platform that names the session's tenant: Hermes' ``platform`` (``cli`` when it
     passes none, as Hermes itself does), or None when the tenant is the user id alone. Not
     checked here: :func:`memcore.scope.platform_tenant` refuses a non-string or blank one."""
-    if config.tenant_scope != "platform":
+    if not per_platform(config):
         return None
     return kwargs.get("platform") or "cli"
 
@@ -38,18 +44,18 @@ def command_session(
     rather than sent to a tenant no chat reaches."""
     from memcore.errors import InvalidInput
 
-    per_platform = config.tenant_scope == "platform" and config.tenant_id is None
+    by_platform = per_platform(config)
     if platform is not None and user_id is None:
         raise InvalidInput(
             "--platform names the platform of a --user-id; give the user id too", field="platform"
         )
-    if platform is not None and not per_platform:
+    if platform is not None and not by_platform:
         raise InvalidInput(
             "--platform is not part of the tenant here (tenant_scope: user, or a fixed "
             "tenant_id); leave it out",
             field="platform",
         )
-    if user_id is not None and platform is None and per_platform:
+    if user_id is not None and platform is None and by_platform:
         raise InvalidInput(
             "--user-id needs --platform (telegram, discord, ...): each platform's users are "
             "tenants of their own, such as telegram:12345",
@@ -58,25 +64,22 @@ def command_session(
     return SessionContext(user_id=user_id, session_id="cli", platform=platform)
 
 
-def legacy_tenant(app_id: str, user_id: str) -> ScopePattern:
-    """Where 0.1.0 kept ``user_id``'s memories: the tenant of the user id alone."""
+def legacy_scope(app_id: str, user_id: str) -> Scope:
+    """A scope of the tenant where 0.1.0 kept ``user_id``'s memories: the user id alone."""
     from memcore.scope import resolve_scope
 
-    return resolve_scope(SessionContext(user_id=user_id), app_id=app_id).tenant_pattern()
+    return resolve_scope(SessionContext(user_id=user_id), app_id=app_id)
 
 
 def has_legacy_memories(store: Any, config: MemcoreConfig, user_id: object) -> bool:
     """Whether a per-platform session's user still has memories under the tenant of the user
     id alone (written before tenants were per platform), which no session reads now."""
-    if config.tenant_scope != "platform" or config.tenant_id is not None:
+    if not per_platform(config) or not isinstance(user_id, str) or not user_id.strip():
         return False
-    if not isinstance(user_id, str) or not user_id.strip():
-        return False
-    from memcore.scope import resolve_scope
     from memcore.service import MemoryService
 
     # Current ones only: what a dream pass superseded stays there after a migration.
-    scope = resolve_scope(SessionContext(user_id=user_id), app_id=config.app_id)
+    scope = legacy_scope(config.app_id, user_id)
     service = MemoryService(store, store_name=config.memory_store_name, scope=scope)
     return bool(service.profile(limit=1, current_only=True).items)
 
