@@ -265,6 +265,11 @@ def test_the_separator_cannot_move_between_platform_and_user() -> None:
     tenants = [_pair_tenant(*pair) for pair in pairs]
     assert len(set(tenants)) == len(pairs)
     assert DEFAULT_SEGMENT not in tenants
+    from memcore.scope import platform_tenant, tenant_platform
+
+    for platform, user in pairs:  # the platform reads back from the tenant id
+        assert tenant_platform(platform_tenant(platform, user)) == platform
+    assert tenant_platform("12345") is None
 
 
 def test_generated_platform_and_user_pairs_never_share_a_tenant() -> None:

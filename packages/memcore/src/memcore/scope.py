@@ -27,6 +27,7 @@ not escaped and a configured tenant was trimmed (CHANGELOG, "Security", says wha
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from collections.abc import Iterator, Mapping
 
@@ -316,6 +317,15 @@ def platform_tenant(platform: object, user_id: object) -> str:
             raise InvalidInput(f"{name} is empty or only whitespace", field="tenant_id")
     assert isinstance(platform, str) and isinstance(user_id, str)
     return f"{platform.replace('%', '%25').replace(':', '%3A')}:{user_id}"
+
+
+def tenant_platform(tenant_id: str) -> str | None:
+    """The platform a tenant id of :func:`platform_tenant`'s form names: what comes before
+    the first ``:``, unescaped; None for an id without ``:``."""
+    escaped, sep, _ = tenant_id.partition(":")
+    if not sep:
+        return None
+    return re.sub("%(25|3A)", lambda m: "%" if m.group(1) == "25" else ":", escaped)
 
 
 def resolve_scope(

@@ -26,13 +26,18 @@ from memcore_hermes.commands.interrupts import held_interrupts
 
 
 def import_lines(
-    service: MemoryService, raw_lines: list[str], memories: Iterable[MemoryRecord]
+    service: MemoryService,
+    raw_lines: list[str],
+    memories: Iterable[MemoryRecord],
+    *,
+    retarget: bool = False,
 ) -> dict[str, Any]:
     """Import the file's lines into the service's tenant; ``memories`` lists what it holds.
-    The answer: ``total``, ``added``, ``present`` and ``id_map`` (old id -> new id)."""
+    ``retarget`` moves another tenant's records into it (new ids), where the command refuses
+    them. The answer: ``total``, ``added``, ``present`` and ``id_map`` (old id -> new id)."""
     tenant = service.write_scope
     records = [
-        parse_record(i, raw, tenant, retarget=False)
+        parse_record(i, raw, tenant, retarget=retarget)
         for i, raw in enumerate(raw_lines, start=1)
         if raw.strip()
     ]

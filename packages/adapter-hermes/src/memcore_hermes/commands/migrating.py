@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memcore.errors import InvalidInput, NotFound
-from memcore.scope import Scope, SessionContext, platform_tenant, unescape_segment
+from memcore.scope import SessionContext, platform_tenant, tenant_platform, unescape_segment
 from memcore.service import MemoryService
 from memcore.transfer import dump_line, export_record
 from memcore.values import MemoryRecord
@@ -88,8 +88,10 @@ def migrate_tenant(
         answer["moved"][str(target.profile_pattern)] = moved
         if dry_run:
             continue
-        lines = [dump_line(_retargeted(memory, target.write_scope)) for memory in share]
-        result = import_lines(target, lines, target.every_memory())
+        # Each record keeps its agent and run and gets a new id in the target tenant (the
+        # old tenant holds its id until the copy has landed), as ``import --tenant`` moves one.
+        lines = [dump_line(export_record(memory)) for memory in share]
+        result = import_lines(target, lines, target.every_memory(), retarget=True)
         moved.update(added=result["added"], present=result["present"])
         moved["deleted"] = _delete(legacy, share)
     return answer
@@ -99,26 +101,14 @@ def _refuse_a_platform_tenant(user_id: str, shares: dict[str, list[MemoryRecord]
     """Refuse a user id that is itself the tenant of a user on a platform it would move
     memories to: ``telegram:12345`` is also where telegram's user 12345 keeps memories now, and
     moving them to ``telegram:telegram:12345`` would take them from that user."""
-    if ":" not in user_id:
-        return
-    escaped, rest = user_id.split(":", 1)
-    owner = escaped.replace("%3A", ":").replace("%25", "%")
-    if owner in shares:
+    owner = tenant_platform(user_id)
+    if owner is not None and owner in shares:
+        rest = user_id.partition(":")[2]
         raise InvalidInput(
             f"--user-id {user_id!r} is also the tenant of user {rest!r} on {owner!r}, whose "
             f"memories said on {owner!r} it holds; nothing was moved",
             field="user_id",
         )
-
-
-def _retargeted(memory: MemoryRecord, tenant: Scope) -> dict[str, Any]:
-    """The memory's export record in ``tenant``, same agent and run, without its id (the old
-    tenant holds that id until the copy has landed)."""
-    record = export_record(memory)
-    scope = Scope(tenant.app_id, tenant.tenant_id, memory.scope.agent_id, memory.scope.run_id)
-    record["scope"] = scope.as_dict()
-    record.pop("id")
-    return record
 
 
 def _delete(legacy: MemoryService, share: list[MemoryRecord]) -> int:
