@@ -40,9 +40,13 @@ def decode_token(token: str | None) -> int:
             raise ValueError
         return int(after)
     except Exception:
-        raise InvalidInput(
-            "next_token is not a token this store issued", field="next_token"
-        ) from None
+        raise foreign_token() from None
+
+
+def foreign_token() -> InvalidInput:
+    """The one answer to a token a store did not issue, whatever is wrong with it (forged,
+    another store's, another listing's), so the answer tells nothing about where it came from."""
+    return InvalidInput("next_token is not a token this store issued", field="next_token")
 
 
 def page(

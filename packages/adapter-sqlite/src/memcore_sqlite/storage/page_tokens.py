@@ -18,7 +18,7 @@ import hashlib
 import struct
 from typing import Any
 
-from memcore.errors import InvalidInput
+from memcore.paging import foreign_token
 
 _BLOCK = struct.Struct(">8sQ")
 
@@ -69,6 +69,4 @@ class Cursor:
                 raise ValueError
             return int(position) - 1
         except Exception:
-            raise InvalidInput(
-                "next_token is not a token this store issued", field="next_token"
-            ) from None
+            raise foreign_token() from None
