@@ -36,13 +36,18 @@ def _width(word: str, options: dict[str, bool]) -> int:
     return 2 if options[name] and "=" not in word else 1
 
 
-def hoist_globals(group: Any, args: list[str]) -> list[str]:
-    """``args`` with the root group's options that follow the command moved before it."""
-    root = _takes_value(group.params)
+def _root_end(root: dict[str, bool], args: list[str]) -> int:
+    """Where the root options at the front of ``args`` (and their values) end."""
     i = 0
     while i < len(args) and args[i] != "--" and (width := _width(args[i], root)):
         i += width
-    start = i
+    return i
+
+
+def hoist_globals(group: Any, args: list[str]) -> list[str]:
+    """``args`` with the root group's options that follow the command moved before it."""
+    root = _takes_value(group.params)
+    i = start = _root_end(root, args)
     movable = {k: v for k, v in root.items() if k not in _NOT_MOVED}
     moved: list[str] = []
     words: list[str] = []
@@ -99,10 +104,7 @@ def unknown_command_json(group: Any, args: list[str]) -> bool:
     for JSON after it (``memcore frob --json``, ``memcore dream frob --json``):
     :func:`hoist_globals` leaves such a line alone, so the parser's "no such command" would
     otherwise be plain text to a script that asked for JSON."""
-    root = _takes_value(group.params)
-    i = 0
-    while i < len(args) and args[i] != "--" and (width := _width(args[i], root)):
-        i += width
+    i = _root_end(_takes_value(group.params), args)
     command = group
     while i < len(args) and args[i] in getattr(command, "commands", {}):
         command = command.commands[args[i]]
