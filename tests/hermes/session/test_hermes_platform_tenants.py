@@ -43,7 +43,7 @@ def open_session(hermes_home: Path, kit: Any) -> Iterator[Callable[..., Any]]:
 
     managers: list[Any] = []
 
-    def start(platform: str, user_id: str | None = USER, session: str = "s1") -> Any:
+    def start(platform: str, user_id: str | None = USER, session: str = "s1", **more: Any) -> Any:
         mm = MemoryManager()
         mm.add_provider(MemcoreMemoryProvider(retry=kit.FAST_RETRY))
         mm.initialize_all(
@@ -52,6 +52,7 @@ def open_session(hermes_home: Path, kit: Any) -> Iterator[Callable[..., Any]]:
             agent_context="primary",
             user_id=user_id,
             gateway_session_key=f"agent:main:{platform}:dm:{session}",
+            **more,
         )
         managers.append(mm)
         return mm
@@ -313,3 +314,91 @@ def test_a_superseded_memory_stays_as_history_and_is_not_made_current_again(
     # Only history is left behind: nothing to warn about, nothing for doctor to report.
     code, report = kit.run_cli(capsys, "doctor", "--user-id", USER, "--platform", "telegram")
     assert "legacy_tenant" not in report
+
+
+# Signal: user_id is the phone number when the sender shares it, the account UUID when not;
+# user_id_alt is the UUID. Feishu: user_id is the tenant user id or the per-app open_id, by
+# the bot's permissions; user_id_alt is the union_id. Hermes keys participants on the second.
+PHONE, UUID = "+15550100", "8c1f3a52-7f0e-4c1b-9a3e-2d6b5c4e1f00"
+
+
+def tenant_of(mm: Any) -> str:
+    return provider_of(mm).runtime.scope.tenant_id  # type: ignore[union-attr]
+
+
+def test_signals_uuid_names_the_user_whether_or_not_the_number_is_shared(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    shared = open_session("signal", user_id=PHONE, user_id_alt=UUID)
+    assert tenant_of(shared) == f"signal:{UUID}"
+    call(shared, "tablestore_remember", content=SECRET, sync=True)
+    # The same person with the number hidden: Hermes' user_id is now the UUID itself.
+    hidden = open_session("signal", user_id=UUID, user_id_alt=UUID, session="s2")
+    assert tenant_of(hidden) == f"signal:{UUID}"
+    assert call(hidden, "tablestore_search", query="locker code 4417")["results"]
+    # Feishu: the open_id (no permission for the tenant user id) then the user id, one union_id.
+    first = open_session("feishu", user_id="ou_7d8a", user_id_alt="on_c3f1", session="s3")
+    call(first, "tablestore_remember", content="I sit on floor 9", sync=True)
+    later = open_session("feishu", user_id="u_5b2e", user_id_alt="on_c3f1", session="s4")
+    assert tenant_of(later) == "feishu:on_c3f1"
+    assert call(later, "tablestore_search", query="which floor do I sit on")["results"]
+
+
+def test_another_signal_user_does_not_read_the_uuids_tenant(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    mine = open_session("signal", user_id=PHONE, user_id_alt=UUID)
+    call(mine, "tablestore_remember", content=SECRET, sync=True)
+    # A sender without a UUID keeps the user id, and a phone number is no one's UUID.
+    other = open_session("signal", user_id="+15550199", session="s2")
+    assert tenant_of(other) == "signal:+15550199"
+    assert not call(other, "tablestore_search", query="locker code 4417", top_k=50)["results"]
+
+
+@pytest.mark.parametrize("alt", ["", "   ", None, 7])
+def test_a_blank_or_odd_alternate_id_leaves_the_user_id(
+    db: Path, open_session: Callable[..., Any], alt: object
+) -> None:
+    assert tenant_of(open_session("signal", user_id=PHONE, user_id_alt=alt)) == f"signal:{PHONE}"
+
+
+def test_tenant_scope_user_keeps_the_user_id_not_the_alternate(
+    db: Path, hermes_home: Path, kit: Any, open_session: Callable[..., Any]
+) -> None:
+    # One phone number on Signal and on BlueBubbles, shared on purpose: the 0.1.0 tenant.
+    kit.write_config(
+        hermes_home, backend="local", embedder="none", local_path=str(db), tenant_scope="user"
+    )
+    assert tenant_of(open_session("signal", user_id=PHONE, user_id_alt=UUID)) == PHONE
+
+
+def test_signal_memories_of_before_move_to_the_uuids_tenant(
+    db: Path,
+    kit: Any,
+    open_session: Callable[..., Any],
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = SqliteMemoryStore(db)
+    try:  # 0.1.0 kept them under the phone number alone
+        store.ensure_store(STORE)
+        for text, run in (("I live in Lisbon", "agent:main:signal:dm:1"), (SECRET, "cli")):
+            Memory(store, scope=Scope("hermes", PHONE, "hermes", run), store_name=STORE).add(text)
+    finally:
+        store.close()
+    with caplog.at_level(logging.WARNING, logger="memcore_hermes"):
+        session = open_session("signal", user_id=PHONE, user_id_alt=UUID)
+        assert provider_of(session).runtime.wait_idle(10)  # type: ignore[union-attr]
+    (warned,) = [r.getMessage() for r in caplog.records if "migrate-tenant" in r.getMessage()]
+    command = f"--user-id {PHONE} --platform signal --user-id-alt {UUID}"
+    assert command in warned
+    session.shutdown_all()
+
+    code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", PHONE, "--user-id-alt", UUID)
+    assert code == 2 and answer["error"]["field"] == "platform"
+    code, moved = kit.run_cli(capsys, "migrate-tenant", *command.split())
+    assert code == 0, moved
+    assert moved["moved"][f"hermes/signal:{UUID}/*/*"]["added"] == 2 and moved["left"] == 0
+    again = open_session("signal", user_id=UUID, user_id_alt=UUID, session="s2")
+    texts = {m["text"] for m in call(again, "tablestore_profile", limit=100)["memories"]}
+    assert texts == {"I live in Lisbon", SECRET}

@@ -119,6 +119,13 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
         default=None,
         help="Where memories go whose session names no platform (default: they stay)",
     )
+    migrate.add_argument(
+        "--user-id-alt",
+        dest="alt_user",
+        default=None,
+        help="The user's id on --platform when it is not --user-id (Signal's UUID, Feishu's "
+        "union_id): memories said there go to that platform's tenant of this id",
+    )
     migrate.add_argument("--dry-run", action="store_true", help="Only say what would move")
     if loads_model(sys.argv[1:]):
         from memcore_hermes.backend import preload
@@ -559,6 +566,7 @@ def _run_migrate(args: argparse.Namespace) -> None:
                 open_service,
                 args.legacy_user,
                 platform=args.fallback_platform,
+                alt=args.alt_user,
                 dry_run=args.dry_run,
             )
         )

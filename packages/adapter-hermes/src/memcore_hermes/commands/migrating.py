@@ -8,7 +8,9 @@ same id on two platforms may be two people, and guessing would hand one the othe
 Each platform's share is imported into its tenant as ``import`` writes a file (all or nothing;
 Ctrl-C undoes it), and only then deleted from the old tenant; a run stopped between the two
 finds the copies present the next time (a store that keeps times and ids dedupes them), and
-deletes. Memories a dream pass superseded stay, as the old tenant's history: the import that
+deletes. On Signal and Feishu a user's tenant is named by the platform's second id (the UUID, the
+union_id; see :mod:`memcore_hermes.session.tenancy`), which the old tenant does not know:
+``--user-id-alt`` gives it for ``--platform``. Memories a dream pass superseded stay, as the old tenant's history: the import that
 moves the rest carries no supersession, so a copy would put the outdated fact back in recall.
 """
 
@@ -45,12 +47,20 @@ def migrate_tenant(
     user_id: str,
     *,
     platform: str | None = None,
+    alt: str | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
     """Move ``user_id``'s memories out of the tenant of the user id alone; the answer says
-    how many went to which tenant and how many stayed."""
+    how many went to which tenant and how many stayed. ``alt`` is the id the user has on
+    ``platform`` when it is not ``user_id``: what was said there goes to ``platform:alt``."""
+    if alt is not None and platform is None:
+        raise InvalidInput(
+            "--user-id-alt is the user's id on one platform; name it with --platform",
+            field="platform",
+        )
     if platform is not None:
-        platform_tenant(platform, user_id)  # a blank one is refused before anything is read
+        # A blank platform or id is refused before anything is read.
+        platform_tenant(platform, user_id if alt is None else alt)
     legacy = open_service(SessionContext(user_id=user_id, session_id="cli"))
     memories = list(legacy.every_memory())
     shares: dict[str, list[MemoryRecord]] = defaultdict(list)
@@ -83,7 +93,8 @@ def migrate_tenant(
             "them to P's tenant"
         )
     for name, share in sorted(shares.items()):
-        target = open_service(SessionContext(user_id=user_id, session_id="cli", platform=name))
+        owner = alt if alt is not None and name == platform else user_id
+        target = open_service(SessionContext(user_id=owner, session_id="cli", platform=name))
         moved: dict[str, Any] = {"memories": len(share)}
         answer["moved"][str(target.profile_pattern)] = moved
         if dry_run:

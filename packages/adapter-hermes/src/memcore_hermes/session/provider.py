@@ -309,12 +309,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         from memcore_hermes.outbox.delivery import StoreHandle
         from memcore_hermes.outbox.spool import SqliteOutbox
         from memcore_hermes.session.runtime import MemoryRuntime
-        from memcore_hermes.session.tenancy import platform_of, warn_of_legacy_memories
+        from memcore_hermes.session.tenancy import platform_of, tenant_user, warn_of_legacy_memories
 
         home = HermesHome(kwargs.get("hermes_home"))
         config = home.load_config()
         session = {
-            "user_id": kwargs.get("user_id"),
+            # Signal's UUID or Feishu's union_id where given: the id that stays with the person.
+            "user_id": tenant_user(kwargs, config),
             "agent_identity": kwargs.get("agent_identity"),
             "gateway_session_key": kwargs.get("gateway_session_key"),
             "session_title": kwargs.get("session_title"),
@@ -376,7 +377,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             turn_time=self._turn_time,
         )
         if not read_only and session["platform"] is not None:
-            runtime.lane.submit(lambda: warn_of_legacy_memories(runtime, session["user_id"]))
+            runtime.lane.submit(lambda: warn_of_legacy_memories(runtime, kwargs))
         return runtime
 
     @property

@@ -6,6 +6,12 @@ it has none) and the platform's ``user_id``. Ids are only unique within a platfo
 Telegram's ``12345`` and Discord's ``12345`` are two tenants, ``telegram:12345`` and
 ``discord:12345`` (:func:`memcore.scope.platform_tenant`). A session with no user is the
 default tenant on every platform, as before.
+
+Where a platform gives a second, stable id (``user_id_alt``: Signal's account UUID, Feishu's
+union_id), that id names the user, as it names the participant in Hermes' own session keys:
+Signal's ``user_id`` is the phone number when the sender shares it and the UUID when not, and
+Feishu's is the tenant user id or the per-app open_id depending on the bot's permissions, so
+either may change under one person and split their memories in two.
 """
 
 from __future__ import annotations
@@ -34,6 +40,17 @@ def platform_of(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     if not per_platform(config):
         return None
     return kwargs.get("platform") or "cli"
+
+
+def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
+    """The id that names a session's user in its tenant: per platform, Hermes' participant id
+    (``user_id_alt or user_id``, a blank alternate ignored); with ``tenant_scope: user`` the
+    user id alone, as in 0.1.0, where one phone number may be the same person on two
+    platforms. Not checked here: :func:`memcore.scope.resolve_scope` refuses a bad one."""
+    alt = kwargs.get("user_id_alt")
+    if per_platform(config) and isinstance(alt, str) and alt.strip():
+        return alt
+    return kwargs.get("user_id")
 
 
 def command_session(
@@ -84,18 +101,25 @@ def has_legacy_memories(store: Any, config: MemcoreConfig, user_id: object) -> b
     return bool(service.profile(limit=1, current_only=True).items)
 
 
-def migrate_advice(user_id: str) -> str:
+def migrate_advice(user_id: str, platform: str | None = None, alt: str | None = None) -> str:
+    """The command that moves ``user_id``'s memories of 0.1.0; with the id the user has on
+    ``platform`` when that is not ``user_id`` (Signal's UUID, Feishu's union_id)."""
+    command = f"hermes tablestore-mem migrate-tenant --user-id {shlex.quote(user_id)}"
+    if platform is not None and alt is not None and alt != user_id:
+        command += f" --platform {shlex.quote(platform)} --user-id-alt {shlex.quote(alt)}"
     return (
-        f"hermes tablestore-mem migrate-tenant --user-id {shlex.quote(user_id)} moves them to "
-        "the tenant of the platform each was said on (--dry-run shows where first)"
+        f"{command} moves them to the tenant of the platform each was said on (--dry-run "
+        "shows where first)"
     )
 
 
-def warn_of_legacy_memories(runtime: Any, user_id: object) -> None:
-    """Say in the log, once per session start, that this user's memories of 0.1.0 are not
-    read, and how to move them (a lane task: one read of at most one memory)."""
+def warn_of_legacy_memories(runtime: Any, kwargs: Mapping[str, Any]) -> None:
+    """Say in the log, once per session start, that this user's memories of 0.1.0 (under the
+    ``user_id`` Hermes passed, alone) are not read, and how to move them (a lane task: one
+    read of at most one memory)."""
     from memcore.errors import MemcoreError
 
+    user_id = kwargs.get("user_id")
     try:
         found = has_legacy_memories(runtime.handle.ready(), runtime.config, user_id)
     except MemcoreError:
@@ -106,5 +130,7 @@ def warn_of_legacy_memories(runtime: Any, user_id: object) -> None:
             "tablestore-mem: user %r has memories under the tenant of the user id alone (kept "
             "before tenants were per platform), which this session does not read; %s",
             user_id,
-            migrate_advice(user_id),
+            migrate_advice(
+                user_id, platform_of(kwargs, runtime.config), tenant_user(kwargs, runtime.config)
+            ),
         )
