@@ -342,6 +342,12 @@ def test_signals_uuid_names_the_user_whether_or_not_the_number_is_shared(
     later = open_session("feishu", user_id="u_5b2e", user_id_alt="on_c3f1", session="s4")
     assert tenant_of(later) == "feishu:on_c3f1"
     assert call(later, "tablestore_search", query="which floor do I sit on")["results"]
+    # Google Chat: the email address, then the same account renamed; users/... stays.
+    mail = open_session("google_chat", user_id="ana@x.org", user_id_alt="users/1170", session="s5")
+    call(mail, "tablestore_remember", content="My desk is by the window", sync=True)
+    renamed = open_session("google_chat", user_id="ana.b@x.org", user_id_alt="users/1170")
+    assert tenant_of(renamed) == tenant_of(mail) != tenant_of(later)
+    assert call(renamed, "tablestore_search", query="where is my desk window")["results"]
 
 
 def test_another_signal_user_does_not_read_the_uuids_tenant(

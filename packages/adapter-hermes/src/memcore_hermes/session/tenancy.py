@@ -8,10 +8,11 @@ Telegram's ``12345`` and Discord's ``12345`` are two tenants, ``telegram:12345``
 default tenant on every platform, as before.
 
 Where a platform gives a second, stable id (``user_id_alt``: Signal's account UUID, Feishu's
-union_id), that id names the user, as it names the participant in Hermes' own session keys:
+union_id, Google Chat's ``users/...`` name, DingTalk's staff id), that id names the user, as it names the participant in Hermes' own session keys:
 Signal's ``user_id`` is the phone number when the sender shares it and the UUID when not, and
 Feishu's is the tenant user id or the per-app open_id depending on the bot's permissions, so
-either may change under one person and split their memories in two.
+either may change under one person and split their memories in two (Google Chat's is the email
+address, which can be renamed).
 """
 
 from __future__ import annotations
