@@ -45,12 +45,15 @@ class Backend:
 
     @contextlib.asynccontextmanager
     async def stdio(
-        self, *global_args: str, env: dict[str, str] | None = None
+        self,
+        *global_args: str,
+        env: dict[str, str] | None = None,
+        mcp_args: tuple[str, ...] = (),
     ) -> AsyncIterator[ClientSession]:
-        """A client session with a fresh ``memcore [flags] mcp`` process over stdio."""
+        """A client session with a fresh ``memcore [flags] mcp [mcp_args]`` process over stdio."""
         params = StdioServerParameters(
             command=MEMCORE,
-            args=self.argv(*global_args, "mcp"),
+            args=self.argv(*global_args, "mcp", *mcp_args),
             env={**self.env, **(env or {})},
         )
         with self.stderr.open("a", encoding="utf-8") as errlog:

@@ -1,4 +1,5 @@
-"""``memcore mcp`` refuses a bad setup before it serves: one stderr line and exit 2."""
+"""``memcore mcp`` refuses a bad setup (a bad ``--busy-timeout`` among them) before it serves:
+one stderr line and exit 2."""
 
 from __future__ import annotations
 
@@ -19,6 +20,16 @@ from memcore_cli.wiring.state import Overrides
         (["--run", "*", "mcp"], {}, "may not be '*'"),
         (["mcp", "--transport", "http"], {}, "serves nothing without tokens"),
         (["mcp", "--transport", "http"], {"MEMCORE_MCP_TOKENS": "{"}, "not valid JSON"),
+        (["mcp", "--busy-timeout", "-1"], {}, "--busy-timeout must be a number of seconds"),
+        (["mcp", "--busy-timeout", "nan"], {}, "from 0 to 600, not nan"),
+        (["mcp", "--busy-timeout", "inf"], {}, "from 0 to 600, not inf"),
+        (["mcp", "--busy-timeout", "601"], {}, "from 0 to 600, not 601"),
+        (["mcp", "--busy-timeout", "soon"], {}, "Invalid value for '--busy-timeout'"),
+        (
+            ["--backend", "tablestore", "mcp", "--busy-timeout", "5"],
+            {},
+            "--busy-timeout applies to the local backend",
+        ),
     ],
 )
 def test_a_bad_setup_is_one_line_and_exit_2(tmp_path, argv, env, message) -> None:

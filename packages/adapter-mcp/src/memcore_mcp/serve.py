@@ -8,6 +8,7 @@ written there.
 
 from __future__ import annotations
 
+import math
 import socket
 import sys
 from collections.abc import Mapping
@@ -25,6 +26,10 @@ from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_PORT = 8787
+#: The longest ``--busy-timeout``, in seconds, as the config's ``timeout`` allows. SQLite keeps
+#: the timeout as an int of milliseconds, which a value past about 24 days overflows (1e9 s
+#: read back as no wait at all).
+MAX_BUSY_TIMEOUT = 600.0
 
 
 def serve(
@@ -38,15 +43,29 @@ def serve(
     port: int = DEFAULT_PORT,
     path: str = "/mcp",
     tokens_file: str | None = None,
+    busy_timeout: float | None = None,
 ) -> None:
     if transport not in TRANSPORTS:
         raise InvalidInput(
             f"--transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}",
             field="transport",
         )
+    _check_busy_timeout(busy_timeout)
     options = server_options(options, environ)
-    runtime = Runtime(options, environ, store_factory, explicit_environ=explicit_environ)
+    runtime = Runtime(
+        options,
+        environ,
+        store_factory,
+        explicit_environ=explicit_environ,
+        busy_timeout=busy_timeout,
+    )
     try:
+        if busy_timeout is not None and runtime.settings.backend != "local":
+            raise InvalidInput(
+                "--busy-timeout applies to the local backend (the embedded store) only, "
+                f"not to {runtime.settings.backend}",
+                field="busy_timeout",
+            )
         if transport == "stdio":
             tenant_scope(options, runtime.settings, None)  # refuses a bad tenant now
             tenants = Tenants(runtime, options, lambda: None)
@@ -78,6 +97,17 @@ def serve(
         _run_http(server, sock, host=host, path=path)
     finally:
         runtime.close()
+
+
+def _check_busy_timeout(seconds: float | None) -> None:
+    """Refuse a wait the store cannot keep (negative, not finite, too long) before anything
+    opens, naming the option as given."""
+    if seconds is not None and not (math.isfinite(seconds) and 0 <= seconds <= MAX_BUSY_TIMEOUT):
+        raise InvalidInput(
+            f"--busy-timeout must be a number of seconds from 0 to {MAX_BUSY_TIMEOUT:g}, "
+            f"not {seconds:g}",
+            field="busy_timeout",
+        )
 
 
 def _open(runtime: Runtime) -> None:
@@ -116,4 +146,4 @@ def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str
     uvicorn.Server(config).run(sockets=[sock])
 
 
-__all__ = ["DEFAULT_PORT", "TRANSPORTS", "serve"]
+__all__ = ["DEFAULT_PORT", "MAX_BUSY_TIMEOUT", "TRANSPORTS", "serve"]

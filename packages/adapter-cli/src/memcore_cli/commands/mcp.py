@@ -30,6 +30,14 @@ def mcp(
             "MEMCORE_MCP_TOKENS). Required for http.",
         ),
     ] = None,
+    busy_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--busy-timeout",
+            help="Seconds a call waits while another process holds the embedded store's "
+            "write lock, then answers a retryable busy error (0 to 600; default 30).",
+        ),
+    ] = None,
 ) -> None:
     """Run an MCP server over your memories until the client disconnects or you stop it.
 
@@ -63,4 +71,5 @@ def mcp(
         port=port,
         path=path,
         tokens_file=tokens,
+        busy_timeout=busy_timeout,
     )

@@ -29,13 +29,16 @@ def open_default_store(
     *,
     embedder: Any = _CONFIGURED,
     defer_vectors: bool = False,
+    busy_timeout: float | None = None,
 ) -> MemoryStore:
     """Open the selected backend through the ``memcore.backends`` entry points.
 
     TableStore credentials come from ``environ`` when one is given (and only from it), else
     from the process environment and the Alibaba Cloud default chain. ``embedder`` hands the
     local store an embedder already being loaded (see :meth:`Runtime.warm_embedder`);
-    ``defer_vectors`` lets an ``add`` without ``--sync`` leave its vector to the next search.
+    ``defer_vectors`` lets an ``add`` without ``--sync`` leave its vector to the next search;
+    ``busy_timeout`` is how long the local store waits for another process's lock (None: its
+    default).
     """
     from memcore.discovery import open_store
 
@@ -45,6 +48,8 @@ def open_default_store(
             local["embedder"] = embedder
         if defer_vectors:
             local["defer_vectors"] = True
+        if busy_timeout is not None:
+            local["busy_timeout"] = busy_timeout
         return open_store("local", settings.config, **local)
     if settings.backend == "tablestore":
         from memcore_tablestore.credentials import resolve_auth
@@ -89,6 +94,7 @@ class Runtime:
         store_factory: StoreFactory | None = None,
         *,
         explicit_environ: bool = False,
+        busy_timeout: float | None = None,
     ) -> None:
         self.options = options
         self.environ = environ
@@ -99,7 +105,9 @@ class Runtime:
             env = environ if explicit_environ else None
             # A CLI process is short-lived: an ``add`` stores its text at once and the next
             # search, which loads the model anyway, computes the vector.
-            self._default = functools.partial(open_default_store, environ=env, defer_vectors=True)
+            self._default = functools.partial(
+                open_default_store, environ=env, defer_vectors=True, busy_timeout=busy_timeout
+            )
             store_factory = self._default
         self._factory: StoreFactory = store_factory
         self._store: MemoryStore | None = None
