@@ -4,9 +4,10 @@ Memories are written by users and models, so a stored string may hold instructio
 stored string is sanitised and the whole answer sits inside the core's recall fence
 (:func:`memcore.recall.fence`), as the Hermes plugin injects recalled memories. The same JSON
 goes out as ``structuredContent`` for clients that read it. Failures are
-``{"error": {"type", "code", "message", "field", "retryable"}}`` with ``isError`` set; the text of
-an unexpected exception stays on the server, and no traceback ever reaches the client. Nor does
-the path of the server's database (:mod:`memcore_mcp.redaction`).
+``{"error": {"type", "code", "message", "field", "retryable"}}`` with ``isError`` set; a resource
+has no ``isError``, so a failed read is a JSON-RPC error with that object as its ``data``. The
+text of an unexpected exception stays on the server, and no traceback ever reaches the client.
+Nor does the path of the server's database (:mod:`memcore_mcp.redaction`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, CallToolResult, TextContent
 
 from memcore.errors import MemcoreError
 from memcore.recall import fence, sanitize_recalled
@@ -102,3 +104,12 @@ def error(
         structured_content=body,
         is_error=True,
     )
+
+
+def resource_error(
+    exc: BaseException, resource: str, *, database: str | os.PathLike[str] | None
+) -> MCPError:
+    """A failed resource read, to raise from its handler: the SDK passes an ``MCPError`` on as
+    it is, where any other exception reaches the client as an untyped "Error reading resource"."""
+    body = error_body(exc, resource, database=database)
+    return MCPError(INTERNAL_ERROR, str(body["message"]), data={"error": body})

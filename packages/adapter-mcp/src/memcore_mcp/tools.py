@@ -305,14 +305,18 @@ class MemoryTools:
         return await self._run("dream_apply", work, stored=True)
 
     async def profile(self) -> str:
-        """The profile resource: the user's current memories, fenced like a tool answer."""
-        service = self.tenants.service()
+        """The profile resource: the user's current memories, fenced like a tool answer; a
+        failure is :func:`~memcore_mcp.answers.resource_error`, the tools' JSON error."""
 
-        def read() -> str:
+        def read(service: MemoryService) -> str:
             page = service.profile(limit=PROFILE_LIMIT, current_only=True)
             return answers.fenced_text({"memories": [answers.memory_json(m) for m in page.items]})
 
-        return await anyio.to_thread.run_sync(read)
+        try:
+            service = self.tenants.service()
+            return await anyio.to_thread.run_sync(functools.partial(read, service))
+        except Exception as exc:
+            raise answers.resource_error(exc, PROFILE_URI, database=self.tenants.database) from None
 
     def register(self, add_tool: Callable[..., None]) -> None:
         for fn, description, hints in (
