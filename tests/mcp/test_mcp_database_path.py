@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp.client.session import ClientSession
 from mcp_rig import Backend, http_session, payload, token
 
@@ -29,11 +28,10 @@ def _secrets(home: Path, database: Path) -> list[str]:
     return sorted(spellings)
 
 
-@pytest.mark.slow
 def test_a_busy_database_is_a_retryable_error_that_names_no_path(
     tmp_path: Path, held_write_lock: Callable[[Path], AbstractContextManager[None]]
 ) -> None:
-    """Both transports, at once: each write waits the store's busy timeout (30 s) first."""
+    """Both transports, at once: each write waits the server's busy timeout (1 s) first."""
     home = tmp_path / "users" / USER
     server = Backend("local", home / ".memcore", {"HOME": str(home)}, [])
     database = server.home / DB_FILENAME
@@ -45,7 +43,7 @@ def test_a_busy_database_is_a_retryable_error_that_names_no_path(
 
     async def main(url: str) -> None:
         async with (
-            server.stdio("--tenant", "bob") as stdio,
+            server.stdio("--tenant", "bob", mcp_args=("--busy-timeout", "1")) as stdio,
             http_session(url, alice) as http,
         ):
             sessions = {"stdio": stdio, "http": http}
@@ -56,7 +54,7 @@ def test_a_busy_database_is_a_retryable_error_that_names_no_path(
                     for name, session in sessions.items():
                         group.start_soon(write, name, session)
 
-    with server.http({"alice": alice}) as url:
+    with server.http({"alice": alice}, "--busy-timeout", "1") as url:
         assert database.exists()
         anyio.run(main, url)
 

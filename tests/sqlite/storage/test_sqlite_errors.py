@@ -133,3 +133,20 @@ def test_map_error_reads_sqlites_fixed_message_when_there_is_no_code(
     mapped = map_error(exc, path="/x/memcore.db")
     assert isinstance(mapped, error)
     assert "/x/memcore.db" in str(mapped)
+
+
+@pytest.mark.parametrize("seconds", [-1.0, float("nan"), float("inf"), 86_400.5, 1e9])
+def test_a_busy_timeout_sqlite_cannot_keep_is_refused(db_path: Path, seconds: float) -> None:
+    # 1e9 s is more milliseconds than SQLite's 32-bit busy timeout holds: it wrapped to no wait.
+    from memcore.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as info:
+        SqliteMemoryStore(db_path, busy_timeout=seconds)
+    assert info.value.field == "busy_timeout" and "0 to 86400" in str(info.value)
+
+
+def test_the_longest_busy_timeout_is_kept_as_given(db_path: Path) -> None:
+    with SqliteMemoryStore(db_path, busy_timeout=86_400.0) as store:
+        store.ensure_store("mem")
+        waits = store._tx.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    assert waits == 86_400_000

@@ -70,6 +70,12 @@ _KEY_PENDING = (
 )
 
 
+#: The longest busy timeout, in seconds (a day). SQLite keeps it as a 32-bit count of
+#: milliseconds, and a larger one wraps to no wait at all: a write meant to wait for weeks
+#: would fail at once.
+MAX_BUSY_TIMEOUT = 86_400.0
+
+
 class Transactions:
     """One SQLite connection behind a lock, the caches its writes keep current, and the
     helpers every operation shares: transactions, audit records, tasks, embedding.
@@ -92,8 +98,11 @@ class Transactions:
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
-        if not math.isfinite(busy_timeout) or busy_timeout < 0:
-            raise InvalidInput("busy_timeout must be a number of seconds", field="busy_timeout")
+        if not math.isfinite(busy_timeout) or not 0 <= busy_timeout <= MAX_BUSY_TIMEOUT:
+            raise InvalidInput(
+                f"busy_timeout must be a number of seconds from 0 to {MAX_BUSY_TIMEOUT:g}",
+                field="busy_timeout",
+            )
         self.path = str(path)
         #: Seconds a write waits for another process's write lock (SQLite's busy timeout).
         self.busy_timeout = busy_timeout
