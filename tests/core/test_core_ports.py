@@ -8,7 +8,7 @@ import pkgutil
 
 import memcore
 import memcore.ports
-from memcore.ports import DreamUndo, MemoryStore
+from memcore.ports import DreamUndo, MemoryStore, MessageMove
 from memcore.testing import HashingEmbedder, InMemoryMemoryStore
 
 
@@ -61,6 +61,7 @@ def test_the_fake_store_and_embedder_implement_their_ports() -> None:
     store = InMemoryMemoryStore()
     assert isinstance(store, MemoryStore)
     assert not isinstance(store, DreamUndo)  # the fake keeps no undo records
+    assert isinstance(store, MessageMove)
     embedder = HashingEmbedder()
     [vector] = embedder.embed(["tea"])
     assert len(vector) == embedder.dimension and isinstance(embedder.name, str)

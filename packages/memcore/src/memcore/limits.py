@@ -549,6 +549,27 @@ def check_context_scope(value: object, pattern: ScopePattern) -> Scope | None:
     return value
 
 
+def check_message_moves(moves: object) -> list[tuple[Scope, Scope]]:
+    """Pairs of concrete scopes (source, target) for a move of message logs: no scope to
+    itself, no source twice, and none a source and a target both (a chain would move a log
+    twice or not at all, by the order of the pairs)."""
+    if isinstance(moves, (str, bytes)) or not isinstance(moves, Sequence):
+        raise InvalidInput("moves must be a list of (source, target) scopes", field="moves")
+    checked: list[tuple[Scope, Scope]] = []
+    for i, pair in enumerate(moves):
+        if not (
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(s, Scope) for s in pair)
+        ):
+            raise InvalidInput(f"moves[{i}] must be two concrete Scopes", field=f"moves[{i}]")
+        if pair[0] == pair[1]:
+            raise InvalidInput(f"moves[{i}] moves a scope to itself", field=f"moves[{i}]")
+        checked.append(pair)
+    sources = [source for source, _ in checked]
+    if len(set(sources)) < len(sources) or set(sources) & {target for _, target in checked}:
+        raise InvalidInput("a scope is moved twice, or both from and to", field="moves")
+    return checked
+
+
 def check_dream_scopes(scopes: object) -> tuple[ScopePattern, ...]:
     """1 to 20 scope patterns; one pattern (or a concrete scope) is accepted alone."""
     if isinstance(scopes, (Scope, ScopePattern)):

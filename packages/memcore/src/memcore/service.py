@@ -23,6 +23,7 @@ from memcore.ports import (
     DreamUndo,
     MemoryLookup,
     MemoryStore,
+    MessageMove,
     NeighbourTurns,
     SearchWarmup,
 )
@@ -616,6 +617,50 @@ class MemoryService:
         return self.store.list_messages(
             self.store_name, self.write_scope, limit=limit, next_token=next_token
         )
+
+    @property
+    def moves_messages(self) -> bool:
+        """Whether the store's message log can follow memories to another tenant
+        (:class:`~memcore.ports.MessageMove`: the embedded store)."""
+        return isinstance(self.store, MessageMove)
+
+    def message_counts(self) -> dict[Scope, int]:
+        """How many messages each scope of this tenant logs (scopes with none left out)."""
+        store = self._message_move()
+        tenant = self.scope.tenant_pattern()
+        counts = store.message_counts(self.store_name, tenant)
+        return {scope: n for scope, n in counts.items() if tenant.matches(scope)}
+
+    def move_messages(self, scopes: Iterable[Scope], to: MemoryService) -> int:
+        """Move the message log of each of this tenant's ``scopes`` to the same agent and run
+        in ``to``'s tenant, all in one transaction; how many messages moved. What a move of
+        their memories there leaves behind: the turns around each, which follow (each links
+        to the target's memory of its text). Both sessions must use one store."""
+        self._check_writable()
+        to._check_writable()
+        store = self._message_move()
+        if to.store is not self.store or to.store_name != self.store_name:
+            raise InvalidInput("messages move only within one memory store", field="store")
+        source, target = self.scope.tenant_pattern(), to.scope.tenant_pattern()
+        if source == target:
+            raise InvalidInput("the messages are in that tenant already", field="tenant_id")
+        moves: dict[Scope, Scope] = {}
+        for i, scope in enumerate(scopes):
+            if not isinstance(scope, Scope) or not source.matches(scope):
+                raise InvalidInput(
+                    f"scopes[{i}] is outside this session's tenant", field=f"scopes[{i}]"
+                )
+            moves[scope] = Scope(to.scope.app_id, to.scope.tenant_id, scope.agent_id, scope.run_id)
+        return store.move_messages(self.store_name, list(moves.items())) if moves else 0
+
+    def _message_move(self) -> MessageMove:
+        if not isinstance(self.store, MessageMove):
+            raise Unsupported(
+                "this backend cannot move a message log to another tenant; only the embedded "
+                "store can",
+                field="messages",
+            )
+        return self.store
 
     def _within_tenant(self, pattern: ScopePattern | None) -> ScopePattern:
         tenant = self.scope.tenant_pattern()

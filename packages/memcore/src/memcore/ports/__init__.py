@@ -2,8 +2,8 @@
 per family. Adapters implement these; the core and its fake never import an adapter.
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
-  ``DreamUndo``, ``MemoryLookup``, ``NeighbourTurns``, ``SearchWarmup``,
-  ``ProgressCallback``)
+  ``DreamUndo``, ``MemoryLookup``, ``MessageMove``, ``NeighbourTurns``,
+  ``SearchWarmup``, ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
 - :mod:`~memcore.ports.embedding`: ``Embedder``
@@ -23,6 +23,7 @@ from memcore.ports.store import (
     DreamUndo,
     MemoryLookup,
     MemoryStore,
+    MessageMove,
     NeighbourTurns,
     ProgressCallback,
     SearchWarmup,
@@ -39,6 +40,7 @@ __all__ = [
     "InstanceFacts",
     "MemoryLookup",
     "MemoryStore",
+    "MessageMove",
     "NeighbourTurns",
     "ProgressCallback",
     "Provisioner",

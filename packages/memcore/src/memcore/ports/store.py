@@ -277,6 +277,24 @@ class NeighbourTurns(Protocol):
         ...
 
 
+@runtime_checkable
+class MessageMove(Protocol):
+    """A store whose message log can follow a session's memories to another tenant (the
+    embedded store), so that a moved memory keeps the turns around it."""
+
+    def message_counts(self, store: str, pattern: ScopePattern) -> dict[Scope, int]:
+        """How many messages each scope under ``pattern`` logs; scopes with none are left out."""
+        ...
+
+    def move_messages(self, store: str, moves: Sequence[tuple[Scope, Scope]]) -> int:
+        """Move every message of each source scope to its target scope, all pairs in one
+        transaction (all or none), keeping the messages' order, ids and times; how many moved.
+        A message that became a memory then points at the target's memory of the same text,
+        else at none. Only the sources' messages change, so a source already moved has nothing
+        left to move and a second call moves nothing."""
+        ...
+
+
 class ProgressCallback(Protocol):
     """Hears one line of progress during a long wait (a new store's index, a new instance)."""
 

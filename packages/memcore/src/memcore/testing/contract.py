@@ -27,7 +27,7 @@ from memcore.async_facade import AsyncMemory
 from memcore.errors import Conflict, InvalidInput, NotFound, StoreClosed, Unsupported
 from memcore.facade import Memory as Library
 from memcore.paging import pages
-from memcore.ports import MemoryStore, NeighbourTurns
+from memcore.ports import MemoryStore, MessageMove, NeighbourTurns
 from memcore.scope import Scope, ScopePattern
 from memcore.service import MemoryService
 from memcore.values import (
@@ -352,6 +352,69 @@ class MemoryStoreContract:
         assert [h.neighbours for h in service.search("sunny bed")] == [None] * len(
             service.search("sunny bed")
         )
+
+    def test_a_session_s_messages_move_to_another_tenant_or_unsupported(
+        self, ready: MemoryStore
+    ) -> None:
+        """A session's message log follows its memories to another tenant: in the order said,
+        with their ids and times, and each moved memory has its turns around it there.
+        Another tenant's log (the same agent and run names) and the tenant's other sessions
+        stay; a second move finds nothing left. A store that cannot move a log says so."""
+        alice = MemoryService(ready, store_name=self.store_name, scope=A1)
+        moved_to = Scope("app", "tenant_c", "agent1", "run1")
+        there = MemoryService(ready, store_name=self.store_name, scope=moved_to)
+        if not isinstance(ready, MessageMove):
+            assert not alice.moves_messages
+            with pytest.raises(Unsupported):
+                alice.move_messages([A1], to=there)
+            with pytest.raises(Unsupported):
+                alice.message_counts()
+            return
+        turns = [
+            ("user", "What should I plant this spring?"),
+            ("assistant", "Tomatoes do well in a sunny bed"),
+            ("user", "Then I will plant tomatoes by the fence"),
+        ]
+        for role, text in turns:
+            ready.add_messages(self.store_name, A1, [Message(role, text)], sync=True)
+            ready.add_messages(self.store_name, B1, [Message(role, f"Bob: {text}")], sync=True)
+        ready.add_messages(self.store_name, A2, [Message("user", "Another session")], sync=True)
+        assert alice.moves_messages and alice.message_counts() == {A1: 3, A2: 1}
+        originals = [m for m in alice.every_memory() if m.scope == A1]
+        for memory in originals:  # the memories first, as a migration imports them
+            ready.add_text(self.store_name, moved_to, memory.text, sync=True)
+        said = ready.list_messages(self.store_name, A1).items
+
+        assert alice.move_messages([A1], to=there) == 3
+        landed = ready.list_messages(self.store_name, moved_to).items
+        assert [(m.id, m.role, m.content, m.timestamp) for m in landed] == [
+            (m.id, m.role, m.content, m.timestamp) for m in said
+        ]
+        assert {m.scope for m in landed} == {moved_to}
+        assert alice.message_counts() == {A2: 1}
+        bob = ready.list_messages(self.store_name, B1).items
+        assert [m.content for m in bob] == [f"Bob: {text}" for _, text in turns]
+        for memory in originals:  # the old copies go; the turns stay with the new ones
+            alice.forget(memory.id, agent_id=memory.scope.agent_id, run_id=memory.scope.run_id)
+        assert len(ready.list_messages(self.store_name, moved_to).items) == 3
+        if isinstance(ready, NeighbourTurns):
+            self.settle(ready)
+            hits = there.search("sunny bed tomatoes", top_k=10, neighbours=1)
+            hit = next(h for h in hits if h.memory.text == turns[1][1])
+            assert hit.neighbours is not None
+            assert [m.content for m in hit.neighbours.before] == [turns[0][1]]
+            assert [m.content for m in hit.neighbours.after] == [turns[2][1]]
+
+        assert alice.move_messages([A1], to=there) == 0  # stopped and run again: no repeats
+        assert len(ready.list_messages(self.store_name, moved_to).items) == 3
+        with pytest.raises(InvalidInput):  # another tenant's log is not this session's to move
+            alice.move_messages([B1], to=there)
+        with pytest.raises(InvalidInput):
+            alice.move_messages([A2], to=MemoryService(ready, store_name=self.store_name, scope=A2))
+        assert ready.list_messages(self.store_name, B1).items == bob
+        with pytest.raises(InvalidInput):
+            ready.move_messages(self.store_name, [(A2, moved_to), (moved_to, B1)])
+        assert alice.message_counts() == {A2: 1}
 
     def test_reference_time_is_used_as_the_store_declares(self, ready: MemoryStore) -> None:
         """A store that declares ``supports_reference_time`` puts, of two equal hits, the one

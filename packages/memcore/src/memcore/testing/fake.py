@@ -562,6 +562,38 @@ class InMemoryMemoryStore:
             st = self._store(store)
             return paginate(list(st.messages.get(scope, [])), limit, next_token)
 
+    def message_counts(self, store: str, pattern: ScopePattern) -> dict[Scope, int]:
+        self._enter("message_counts")
+        with self._lock:
+            st = self._store(store)
+            return {s: len(log) for s, log in st.messages.items() if log and pattern.matches(s)}
+
+    def move_messages(self, store: str, moves: Sequence[tuple[Scope, Scope]]) -> int:
+        """Each source's log onto its target's, in the order said; a message that became a
+        memory becomes the target's memory of that text (none if it has none)."""
+        started = time.perf_counter()
+        self._enter("move_messages")
+        checked = limits.check_message_moves(moves)
+        moved = 0
+        with self._lock:
+            st = self._store(store)
+            for source, target in checked:
+                log = st.messages.pop(source, [])
+                for _, message in log:
+                    was = st.units.get(st.became.pop(message.id or "", ""))
+                    if was is not None:
+                        now = st.by_content.get(_content_key(target, was.memory.text))
+                        if now is not None:
+                            st.became[message.id or ""] = now
+                moved += len(log)
+                kept = st.messages.get(target, [])
+                st.messages[target] = sorted(
+                    kept + [(seq, attrs.evolve(m, scope=target)) for seq, m in log],
+                    key=lambda entry: entry[0],
+                )
+                self._audit(st, "MoveMessages", scope=source, started=started)
+        return moved
+
     def list_requests(
         self,
         store: str,
