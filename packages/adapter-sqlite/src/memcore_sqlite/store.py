@@ -5,7 +5,8 @@ The store is assembled from collaborators, each named after what it does:
 transactions, audit, tasks and the caches writes keep current), :mod:`~memcore_sqlite.operations.catalog`
 (stores), :mod:`~memcore_sqlite.operations.writes` (adds, updates, deletes),
 :mod:`~memcore_sqlite.operations.facts` (chat turns through a fact extractor),
-:mod:`~memcore_sqlite.operations.reads` (messages, requests, scopes, tasks) and
+:mod:`~memcore_sqlite.operations.reads` (messages, requests, scopes, tasks),
+:mod:`~memcore_sqlite.operations.message_moves` (the message log to another tenant) and
 :mod:`~memcore_sqlite.dream.tasks`. Strategies (the embedder, the fact extractor, the dream
 reviewer, the embedding of a bulk write's next batch) are constructor arguments. This module
 holds the memory reads, the search entry points and maintenance.
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from memcore_sqlite.dream.tasks import DreamTasks
     from memcore_sqlite.operations.catalog import StoreCatalog
     from memcore_sqlite.operations.facts import FactWrites
+    from memcore_sqlite.operations.message_moves import MessageMoves
     from memcore_sqlite.operations.reads import RecordReads
     from memcore_sqlite.operations.writes import MemoryWrites
 
@@ -79,6 +81,7 @@ _LATER: dict[str, tuple[str, ...]] = {
     ),
     "writes": ("add_text", "add_many", "update_memory", "delete_memory"),
     "facts": ("add_messages",),
+    "messages": ("message_counts", "move_messages"),
     "dream": (
         "create_dream_task",
         "create_session_dream_task",
@@ -188,7 +191,7 @@ class SqliteMemoryStore:
         self._parts_lock = threading.RLock()
         if TYPE_CHECKING:  # bound on first use by _Operation (_LATER); their types, here
             catalog, reads, writes = self._catalog(), self._reads(), self._writes
-            facts, dream = self._facts(), self._dream()
+            facts, dream, messages = self._facts(), self._dream(), self._messages()
             self.ensure_store = catalog.ensure_store
             self.create_store = catalog.create_store
             self.describe_store = catalog.describe_store
@@ -203,6 +206,8 @@ class SqliteMemoryStore:
             self.add_text = writes.add_text
             self.add_many = writes.add_many
             self.add_messages = facts.add_messages
+            self.message_counts = messages.message_counts
+            self.move_messages = messages.move_messages
             self.update_memory = writes.update_memory
             self.delete_memory = writes.delete_memory
             self.create_dream_task = dream.create_dream_task
@@ -220,6 +225,7 @@ class SqliteMemoryStore:
             "reads": self._reads,
             "writes": lambda: self._writes,
             "facts": self._facts,
+            "messages": self._messages,
             "dream": self._dream,
         }
         return builders[part]()
@@ -264,6 +270,14 @@ class SqliteMemoryStore:
             return FactWrites(self._tx, self._writes, self._extractor)
 
         return self._once("facts", build)
+
+    def _messages(self) -> MessageMoves:
+        def build() -> MessageMoves:
+            from memcore_sqlite.operations.message_moves import MessageMoves
+
+            return MessageMoves(self._tx)
+
+        return self._once("messages", build)
 
     def _dream(self) -> DreamTasks:
         def build() -> DreamTasks:
