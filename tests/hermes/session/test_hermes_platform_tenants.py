@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -173,8 +173,8 @@ def test_memories_of_before_are_reported_and_moved_by_their_platform(
     code, planned = kit.run_cli(capsys, "migrate-tenant", "--user-id", USER, "--dry-run")
     assert code == 0, planned
     assert planned["moved"] == {
-        "hermes/discord:12345/*/*": {"memories": 1},
-        "hermes/telegram:12345/*/*": {"memories": 1},
+        "hermes/discord:12345/*/*": {"memories": 1, "messages": 0},
+        "hermes/telegram:12345/*/*": {"memories": 1, "messages": 0},
     }
     assert planned["left"] == 1 and planned["left_runs"] == ["cli"]
 
@@ -182,8 +182,10 @@ def test_memories_of_before_are_reported_and_moved_by_their_platform(
     assert code == 0, moved
     assert moved["moved"]["hermes/telegram:12345/*/*"] == {
         "memories": 1,
+        "messages": 0,
         "added": 1,
         "present": 0,
+        "messages_moved": 0,
         "deleted": 1,
     }
     assert moved["left"] == 1
@@ -408,3 +410,161 @@ def test_signal_memories_of_before_move_to_the_uuids_tenant(
     again = open_session("signal", user_id=UUID, user_id_alt=UUID, session="s2")
     texts = {m["text"] for m in call(again, "tablestore_profile", limit=100)["memories"]}
     assert texts == {"I live in Lisbon", SECRET}
+
+
+# The message log: the turns a session records, which ``recall_neighbours`` shows around a hit.
+TURNS = [
+    ("Which trail should we take on Saturday?", "Take the ridge trail above Lake Bled."),
+    ("I booked the mountain hut near Triglav for the night", "The hut serves dinner until eight."),
+]
+HUT = "Where is the mountain hut I booked?"
+MOVED_TO = "hermes/telegram:12345/*/*"
+#: A tenant's message log: (run, role, content, id) of each message.
+Log = list[tuple[str, str, str, str | None]]
+
+
+def _talk_before(
+    open_session: Callable[..., Any], user: str = USER, turns: list[tuple[str, str]] = TURNS
+) -> None:
+    """Turns said on Telegram through Hermes and kept as 0.1.0 kept them (the configuration
+    says ``tenant_scope: user``): memories and messages under the tenant of the user id alone."""
+    mm = open_session("telegram", user_id=user)
+    for said, answered in turns:
+        mm.sync_all(said, answered, session_id="s1")
+    runtime = provider_of(mm).runtime
+    assert runtime is not None and runtime.flush(30) is not False and runtime.wait_idle(30)
+    mm.shutdown_all()
+
+
+def _configure(kit: Any, home: Path, db: Path, **more: Any) -> None:
+    kit.write_config(home, backend="local", embedder="none", local_path=str(db), **more)
+
+
+def _log(db: Path, tenant: str) -> Log:
+    """Every message the tenant logs: (run, role, content, id), each run in the order said."""
+    from memcore.paging import every_item
+    from memcore.scope import ScopePattern
+
+    store = SqliteMemoryStore(db)
+    try:
+        runs = store.message_counts(STORE, ScopePattern("hermes", tenant, "*", "*"))
+        return [
+            (scope.run_id, m.role, m.content, m.id)
+            for scope in runs
+            for m in every_item(lambda t, s=scope: store.list_messages(STORE, s, next_token=t))
+        ]
+    finally:
+        store.close()
+
+
+def _shows_the_neighbours(mm: Any) -> None:
+    """A session on the new tenant recalls the hut with the turns said around it."""
+    block = mm.prefetch_all(HUT, session_id="s2")
+    assert "mountain hut near Triglav" in block
+    assert "before, assistant: Take the ridge trail above Lake Bled." in block
+    assert "after, assistant: The hut serves dinner until eight." in block
+    [hit] = call(mm, "tablestore_search", query=HUT, top_k=1, neighbours=1)["results"]
+    assert hit["text"] == TURNS[1][0]
+    assert [t["content"] for t in hit["neighbours"]["before"]] == [TURNS[0][1]]
+    assert [t["content"] for t in hit["neighbours"]["after"]] == [TURNS[1][1]]
+
+
+class Before(NamedTuple):
+    """USER's log and another user's, as said before the migration; ``log`` reads one now."""
+
+    said: Log
+    others: Log
+    log: Callable[[str], Log]
+
+
+@pytest.fixture
+def before(db: Path, hermes_home: Path, kit: Any, open_session: Callable[..., Any]) -> Before:
+    """USER's turns and another user's, kept as 0.1.0 kept them; then tenants per platform,
+    with ``recall_neighbours: 1``."""
+    _configure(kit, hermes_home, db, tenant_scope="user")
+    _talk_before(open_session)
+    _talk_before(open_session, "777", [("My bike lock code is 2231", "Noted, 2231.")])
+    said, others = _log(db, USER), _log(db, "777")
+    assert len(said) == 4 and len(others) == 2
+    _configure(kit, hermes_home, db, recall_neighbours=1)
+    return Before(said, others, lambda tenant: _log(db, tenant))
+
+
+@pytest.fixture
+def migrate(
+    kit: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., tuple[int, dict[str, Any]]]:
+    """``migrate-tenant --user-id USER`` and more arguments; ``failing`` names a
+    ``MemoryService`` operation that fails as a store gone away would, stopping it there."""
+    from memcore.errors import Unavailable
+    from memcore.service import MemoryService
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise Unavailable("the store went away", retryable=True)
+
+    def run(*extra: str, failing: str | None = None) -> tuple[int, dict[str, Any]]:
+        with monkeypatch.context() as patched:
+            if failing is not None:
+                patched.setattr(MemoryService, failing, gone)
+            answer: tuple[int, dict[str, Any]] = kit.run_cli(
+                capsys, "migrate-tenant", "--user-id", USER, *extra
+            )
+            return answer
+
+    return run
+
+
+def test_the_message_log_moves_with_the_memories_so_a_hit_keeps_its_neighbours(
+    open_session: Callable[..., Any], migrate: Callable[..., Any], before: Before
+) -> None:
+    code, planned = migrate("--dry-run")
+    assert code == 0, planned
+    assert planned["messages"] == 4 and planned["messages_left"] == 0
+    assert planned["moved"] == {MOVED_TO: {"memories": 4, "messages": 4}}
+    assert before.log(USER) == before.said  # a dry run moves nothing
+
+    code, moved = migrate()
+    assert code == 0, moved
+    share = moved["moved"][MOVED_TO]
+    assert (share["added"], share["messages_moved"], share["deleted"]) == (4, 4, 4)
+    assert "messages_note" not in moved
+    assert before.log("telegram:12345") == before.said  # in the order said, with their ids
+    assert before.log(USER) == []
+    assert before.log("777") == before.others  # another tenant's turns are not touched
+    _shows_the_neighbours(open_session("telegram", session="s2"))
+
+
+@pytest.mark.parametrize("stop", ["move_messages", "forget"])
+def test_a_migration_stopped_midway_moves_each_message_once(
+    open_session: Callable[..., Any], migrate: Callable[..., Any], before: Before, stop: str
+) -> None:
+    """Stopped after the copies (the log not moved yet) or after the log moved (the
+    originals not deleted yet), the next run finishes and no message is there twice."""
+    code, stopped = migrate(failing=stop)
+    assert code != 0 and stopped["error"]["code"] == "unavailable"
+
+    code, moved = migrate()
+    assert code == 0, moved
+    share = moved["moved"][MOVED_TO]
+    assert (share["added"], share["present"], share["deleted"]) == (0, 4, 4)
+    assert share["messages_moved"] == (4 if stop == "move_messages" else 0)
+    assert before.log("telegram:12345") == before.said and before.log(USER) == []
+    assert before.log("777") == before.others
+    _shows_the_neighbours(open_session("telegram", session="s2"))
+
+
+def test_where_the_log_cannot_move_the_memories_move_and_the_answer_says_so(
+    hermes_home: Path, kit: Any, emulator: Any, open_session: Callable[..., Any], migrate: Any
+) -> None:
+    kit.emulator_home(hermes_home, emulator, tenant_scope="user")
+    _talk_before(open_session)
+    kit.emulator_home(hermes_home, emulator)
+    for extra in (["--dry-run"], []):
+        code, answer = migrate(*extra)
+        assert code == 0, answer
+        assert answer["messages"] is None
+        assert answer["messages_note"].startswith("the message log was not moved")
+        assert "messages" not in answer["moved"][MOVED_TO]
+    assert answer["moved"][MOVED_TO]["added"] == answer["moved"][MOVED_TO]["memories"] > 0
+    listed = call(open_session("telegram", session="s2"), "tablestore_profile", limit=100)
+    assert TURNS[1][0] in [m["text"] for m in listed["memories"]]

@@ -109,8 +109,8 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     commands.add_parser("reindex", help="Embed memories lacking a vector from the current embedder")
     migrate = commands.add_parser(
         "migrate-tenant",
-        help="Move a user's memories from the tenant of the user id alone (0.1.0) to the "
-        "tenants of the platforms they were said on",
+        help="Move a user's memories (and, on the embedded store, their message log) from the "
+        "tenant of the user id alone (0.1.0) to the tenants of the platforms they were said on",
     )
     migrate.add_argument("--user-id", dest="legacy_user", required=True, help="The user id")
     migrate.add_argument(

@@ -12,16 +12,27 @@ deletes. On Signal and Feishu a user's tenant is named by the platform's second 
 union_id; see :mod:`memcore_hermes.session.tenancy`), which the old tenant does not know:
 ``--user-id-alt`` gives it for ``--platform``. Memories a dream pass superseded stay, as the old tenant's history: the import that
 moves the rest carries no supersession, so a copy would put the outdated fact back in recall.
+
+Each run's message log (the turns shown around a hit) goes where the run's memories go, after
+their import and before their delete, in one transaction per platform, so a moved memory keeps
+its neighbours and a run stopped anywhere moves no message twice. A store that cannot move it
+(TableStore) leaves it with the old tenant, and the answer says so.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any
 
 from memcore.errors import InvalidInput, NotFound
-from memcore.scope import SessionContext, platform_tenant, tenant_platform, unescape_segment
+from memcore.scope import (
+    Scope,
+    SessionContext,
+    platform_tenant,
+    tenant_platform,
+    unescape_segment,
+)
 from memcore.service import MemoryService
 from memcore.transfer import dump_line, export_record
 from memcore.values import MemoryRecord
@@ -63,6 +74,8 @@ def migrate_tenant(
         platform_tenant(platform, user_id if alt is None else alt)
     legacy = open_service(SessionContext(user_id=user_id, session_id="cli"))
     memories = list(legacy.every_memory())
+    # Each run's message log, counted by scope; None where the store cannot move it.
+    logs = legacy.message_counts() if legacy.moves_messages else None
     shares: dict[str, list[MemoryRecord]] = defaultdict(list)
     stay: list[MemoryRecord] = []
     superseded = 0
@@ -72,30 +85,47 @@ def migrate_tenant(
             continue
         named = run_platform(memory.scope.run_id) or platform
         (shares[named] if named else stay).append(memory)
-    _refuse_a_platform_tenant(user_id, shares)
+    logged: dict[str, dict[Scope, int]] = defaultdict(dict)
+    log_stays: dict[Scope, int] = {}
+    for scope, count in (logs or {}).items():
+        named = run_platform(scope.run_id) or platform
+        (logged[named] if named else log_stays)[scope] = count
+    _refuse_a_platform_tenant(user_id, shares.keys() | logged.keys())
     answer: dict[str, Any] = {
         "from": str(legacy.profile_pattern),
         "memories": len(memories),
+        "messages": None if logs is None else sum(logs.values()),
         "dry_run": dry_run,
         "moved": {},
         "left": len(stay),
         "superseded_left": superseded,
     }
+    if logs is None:
+        answer["messages_note"] = (
+            "the message log was not moved: this backend cannot move it to another tenant, so "
+            "the turns of these conversations stay with the old tenant"
+        )
+    else:
+        answer["messages_left"] = sum(log_stays.values())
     if superseded:
         answer["superseded_note"] = (
             "memories a dream pass replaced stay where they are, as history (an import would "
             "make them current again); no session recalls them"
         )
-    if stay:
-        answer["left_runs"] = sorted({m.scope.run_id for m in stay})[:_EXAMPLES]
+    if stay or log_stays:
+        runs = {m.scope.run_id for m in stay} | {scope.run_id for scope in log_stays}
+        answer["left_runs"] = sorted(runs)[:_EXAMPLES]
         answer["note"] = (
-            "memories whose run names no platform stay where they are; --platform P moves "
-            "them to P's tenant"
+            "memories and messages whose run names no platform stay where they are; "
+            "--platform P moves them to P's tenant"
         )
-    for name, share in sorted(shares.items()):
+    for name in sorted(shares.keys() | logged.keys()):
+        share, log = shares.get(name, []), logged.get(name, {})
         owner = alt if alt is not None and name == platform else user_id
         target = open_service(SessionContext(user_id=owner, session_id="cli", platform=name))
         moved: dict[str, Any] = {"memories": len(share)}
+        if logs is not None:
+            moved["messages"] = sum(log.values())
         answer["moved"][str(target.profile_pattern)] = moved
         if dry_run:
             continue
@@ -104,16 +134,20 @@ def migrate_tenant(
         lines = [dump_line(export_record(memory)) for memory in share]
         result = import_lines(target, lines, target.every_memory(), retarget=True)
         moved.update(added=result["added"], present=result["present"])
+        if logs is not None:
+            # After the copies, which the moved messages link to; before the deletes, which
+            # would take the messages still linked to the originals with them.
+            moved["messages_moved"] = legacy.move_messages(list(log), to=target)
         moved["deleted"] = _delete(legacy, share)
     return answer
 
 
-def _refuse_a_platform_tenant(user_id: str, shares: dict[str, list[MemoryRecord]]) -> None:
+def _refuse_a_platform_tenant(user_id: str, platforms: Set[str]) -> None:
     """Refuse a user id that is itself the tenant of a user on a platform it would move
     memories to: ``telegram:12345`` is also where telegram's user 12345 keeps memories now, and
     moving them to ``telegram:telegram:12345`` would take them from that user."""
     owner = tenant_platform(user_id)
-    if owner is not None and owner in shares:
+    if owner is not None and owner in platforms:
         rest = user_id.partition(":")[2]
         raise InvalidInput(
             f"--user-id {user_id!r} is also the tenant of user {rest!r} on {owner!r}, whose "
