@@ -553,12 +553,19 @@ def test_a_migration_stopped_midway_moves_each_message_once(
     _shows_the_neighbours(open_session("telegram", session="s2"))
 
 
-def test_where_the_log_cannot_move_the_memories_move_and_the_answer_says_so(
-    hermes_home: Path, kit: Any, emulator: Any, open_session: Callable[..., Any], migrate: Any
+@pytest.fixture
+def on_tablestore(
+    hermes_home: Path, kit: Any, emulator: Any, open_session: Callable[..., Any]
 ) -> None:
+    """The turns of before on the TableStore emulator, then per-platform tenants configured."""
     kit.emulator_home(hermes_home, emulator, tenant_scope="user")
     _talk_before(open_session)
     kit.emulator_home(hermes_home, emulator)
+
+
+def test_where_the_log_cannot_move_the_memories_move_and_the_answer_says_so(
+    on_tablestore: None, open_session: Callable[..., Any], migrate: Any
+) -> None:
     for extra in (["--dry-run"], []):
         code, answer = migrate(*extra)
         assert code == 0, answer
@@ -568,3 +575,55 @@ def test_where_the_log_cannot_move_the_memories_move_and_the_answer_says_so(
     assert answer["moved"][MOVED_TO]["added"] == answer["moved"][MOVED_TO]["memories"] > 0
     listed = call(open_session("telegram", session="s2"), "tablestore_profile", limit=100)
     assert TURNS[1][0] in [m["text"] for m in listed["memories"]]
+
+
+def test_a_migration_stopped_before_its_deletes_copies_nothing_twice_on_tablestore(
+    on_tablestore: None, open_session: Callable[..., Any], migrate: Any
+) -> None:
+    # The copies of the stopped run are found, and only the originals are deleted.
+    code, stopped = migrate(failing="forget")
+    assert code != 0 and stopped["error"]["code"] == "unavailable"
+    code, moved = migrate()
+    assert code == 0, moved
+    share = moved["moved"][MOVED_TO]
+    assert share["added"] == 0 and share["present"] == share["deleted"] == share["memories"] > 0
+    listed = call(open_session("telegram", session="s2"), "tablestore_profile", limit=100)
+    texts = [m["text"] for m in listed["memories"]]
+    assert len(texts) == len(set(texts)) == share["memories"]
+    code, again = migrate()
+    assert code == 0 and again["memories"] == 0 and again["moved"] == {}
+
+
+def test_copies_a_stopped_run_left_are_found_on_a_store_that_keeps_a_text_twice() -> None:
+    """A store that adds a text again when asked (TableStore's dedupe is its extraction's, and
+    not documented): the next run copies only what the target does not hold."""
+    from memcore.scope import SessionContext, resolve_scope
+    from memcore.service import MemoryService
+    from memcore.testing import InMemoryMemoryStore
+    from memcore_hermes.commands.migrating import migrate_tenant
+
+    class KeepsTwice(InMemoryMemoryStore):
+        def add_text(self, store: str, scope: Scope, text: str, **kw: Any) -> Any:
+            self._stores[store].by_content.clear()  # no dedupe: each add is a new memory
+            return super().add_text(store, scope, text, **kw)
+
+    store = KeepsTwice()
+    store.ensure_store(STORE)
+
+    def open_service(context: SessionContext) -> MemoryService:
+        return MemoryService(store, store_name=STORE, scope=resolve_scope(context, app_id="hermes"))
+
+    legacy = open_service(SessionContext(user_id=USER, session_id=TELEGRAM_RUN))
+    for text in ("I live in Lisbon", "I take my coffee black"):
+        legacy.remember(text, sync=True)
+    target = open_service(
+        SessionContext(user_id=USER, session_id=TELEGRAM_RUN, platform="telegram")
+    )
+    target.remember("I live in Lisbon", sync=True)  # the copy a stopped run left
+    assert len(list(target.every_memory())) == 1
+
+    moved = migrate_tenant(open_service, USER)["moved"][MOVED_TO]
+    assert (moved["added"], moved["present"], moved["deleted"]) == (1, 1, 2)
+    texts = sorted(m.text for m in target.every_memory())
+    assert texts == ["I live in Lisbon", "I take my coffee black"]
+    assert list(legacy.every_memory()) == []

@@ -6,12 +6,15 @@ key, ``agent:<profile>:<platform>:...``. One whose run names none (a CLI session
 the library) goes to ``--platform`` when given; otherwise it stays and is counted, because the
 same id on two platforms may be two people, and guessing would hand one the other's memories.
 Each platform's share is imported into its tenant as ``import`` writes a file (all or nothing;
-Ctrl-C undoes it), and only then deleted from the old tenant; a run stopped between the two
-finds the copies present the next time (a store that keeps times and ids dedupes them), and
-deletes. On Signal and Feishu a user's tenant is named by the platform's second id (the UUID, the
+Ctrl-C undoes it), and only then deleted from the old tenant. A run stopped between the two
+finds the copies present the next time, on every store: a memory whose agent, run and text the
+target already holds is not copied again, only deleted (TableStore adds a text twice if asked).
+
+On Signal and Feishu a user's tenant is named by the platform's second id (the UUID, the
 union_id; see :mod:`memcore_hermes.session.tenancy`), which the old tenant does not know:
-``--user-id-alt`` gives it for ``--platform``. Memories a dream pass superseded stay, as the old tenant's history: the import that
-moves the rest carries no supersession, so a copy would put the outdated fact back in recall.
+``--user-id-alt`` gives it for ``--platform``. Memories a dream pass superseded stay, as the old
+tenant's history: the import that moves the rest carries no supersession, so a copy would put
+the outdated fact back in recall.
 
 Each run's message log (the turns shown around a hit) goes where the run's memories go, after
 their import and before their delete, in one transaction per platform, so a moved memory keeps
@@ -131,15 +134,23 @@ def migrate_tenant(
             continue
         # Each record keeps its agent and run and gets a new id in the target tenant (the
         # old tenant holds its id until the copy has landed), as ``import --tenant`` moves one.
-        lines = [dump_line(export_record(memory)) for memory in share]
-        result = import_lines(target, lines, target.every_memory(), retarget=True)
-        moved.update(added=result["added"], present=result["present"])
+        held = list(target.every_memory())
+        there = {_said_where(memory) for memory in held}
+        fresh = [memory for memory in share if _said_where(memory) not in there]
+        lines = [dump_line(export_record(memory)) for memory in fresh]
+        result = import_lines(target, lines, held, retarget=True)
+        moved.update(added=result["added"], present=result["present"] + len(share) - len(fresh))
         if logs is not None:
             # After the copies, which the moved messages link to; before the deletes, which
             # would take the messages still linked to the originals with them.
             moved["messages_moved"] = legacy.move_messages(list(log), to=target)
         moved["deleted"] = _delete(legacy, share)
     return answer
+
+
+def _said_where(memory: MemoryRecord) -> tuple[str, str, str]:
+    """What makes a copy the same memory in another tenant: its agent, its run, its words."""
+    return memory.scope.agent_id, memory.scope.run_id, memory.text.strip()
 
 
 def _refuse_a_platform_tenant(user_id: str, platforms: Set[str]) -> None:
