@@ -89,7 +89,8 @@ def root(
         typer.Option(
             "--hermes-home",
             help="Open the store a Hermes home's tablestore-mem uses (its config, .env keys, "
-            "database and scope); --tenant is then the Hermes user id.",
+            "database and scope); --tenant is then a Hermes user's tenant (telegram:12345; the "
+            "user id alone with tenant_scope: user).",
         ),
     ] = None,
     app_id: Annotated[
