@@ -619,6 +619,13 @@ class MemoryService:
         )
 
     @property
+    def shows_neighbours(self) -> bool:
+        """Whether :meth:`search` can give each hit the turns around it
+        (:class:`~memcore.ports.NeighbourTurns`: the embedded store); elsewhere asking raises
+        ``Unsupported``."""
+        return isinstance(self.store, NeighbourTurns)
+
+    @property
     def moves_messages(self) -> bool:
         """Whether the store's message log can follow memories to another tenant
         (:class:`~memcore.ports.MessageMove`: the embedded store)."""

@@ -21,7 +21,6 @@ import attrs
 from memcore import limits
 from memcore.config import MemcoreConfig
 from memcore.errors import InvalidInput, MemcoreError, PermissionDenied
-from memcore.ports import NeighbourTurns
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope
 from memcore.service import BUILTIN_SOURCE, MemoryService
@@ -277,7 +276,7 @@ class MemoryRuntime:
         service.switch_scope(scope)
         # The current session is the context: the service ranks its memories higher.
         # Turns around each memory when configured and the store keeps their order.
-        around = self.config.recall_neighbours if isinstance(store, NeighbourTurns) else 0
+        around = self.config.recall_neighbours if service.shows_neighbours else 0
         hits = service.search(
             query,
             top_k=min(limits.MAX_TOP_K, 2 * k),
