@@ -136,12 +136,12 @@ def test_a_blank_or_odd_platform_is_refused(db: Path, hermes_home: Path, platfor
         provider.initialize("s1", hermes_home=str(hermes_home), platform=platform, user_id=USER)
 
 
-def _keep_before(db: Path, text: str, run: str) -> str:
+def _keep_before(db: Path, text: str, run: str, user: str = USER) -> str:
     """A memory as 0.1.0 kept it: under the tenant of the user id alone."""
     store = SqliteMemoryStore(db)
     try:
         store.ensure_store(STORE)
-        mem = Memory(store, scope=Scope("hermes", USER, "hermes", run), store_name=STORE)
+        mem = Memory(store, scope=Scope("hermes", user, "hermes", run), store_name=STORE)
         (added,) = mem.add(text)
         return added
     finally:
@@ -380,34 +380,49 @@ def test_tenant_scope_user_keeps_the_user_id_not_the_alternate(
     assert tenant_of(open_session("signal", user_id=PHONE, user_id_alt=UUID)) == PHONE
 
 
-def test_signal_memories_of_before_move_to_the_uuids_tenant(
+@pytest.mark.parametrize(
+    ("platform", "user", "alt"),
+    [
+        ("signal", PHONE, UUID),
+        ("signal", UUID, UUID),  # the number hidden: the UUID is the user id
+        ("feishu", "ou_7d8a", "on_c3f1"),
+    ],
+)
+def test_memories_of_before_move_to_the_tenant_of_the_alternate_id(
     db: Path,
     kit: Any,
     open_session: Callable[..., Any],
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
+    platform: str,
+    user: str,
+    alt: str,
 ) -> None:
-    store = SqliteMemoryStore(db)
-    try:  # 0.1.0 kept them under the phone number alone
-        store.ensure_store(STORE)
-        for text, run in (("I live in Lisbon", "agent:main:signal:dm:1"), (SECRET, "cli")):
-            Memory(store, scope=Scope("hermes", PHONE, "hermes", run), store_name=STORE).add(text)
-    finally:
-        store.close()
+    """Sessions on these platforms name their tenant by user_id_alt, which the old tenant does
+    not know. Moved by the user id alone, the memories would land in a tenant no session reads
+    (and the old tenant, emptied, would no longer be reported): nothing moves. The command the
+    warning prints moves them where the platform's sessions read."""
+    # 0.1.0 kept them under the user id alone.
+    _keep_before(db, "I live in Lisbon", f"agent:main:{platform}:dm:1", user)
+    _keep_before(db, SECRET, "cli", user)
     with caplog.at_level(logging.WARNING, logger="memcore_hermes"):
-        session = open_session("signal", user_id=PHONE, user_id_alt=UUID)
+        session = open_session(platform, user_id=user, user_id_alt=alt)
         assert provider_of(session).runtime.wait_idle(10)  # type: ignore[union-attr]
     (warned,) = [r.getMessage() for r in caplog.records if "migrate-tenant" in r.getMessage()]
-    command = f"--user-id {PHONE} --platform signal --user-id-alt {UUID}"
+    command = f"--user-id {user} --platform {platform} --user-id-alt {alt}"
     assert command in warned
     session.shutdown_all()
 
-    code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", PHONE, "--user-id-alt", UUID)
+    for extra in (["--dry-run"], [], ["--platform", platform]):
+        code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", user, *extra)
+        assert code == 2 and answer["error"]["field"] == "user_id_alt", answer
+        assert f"--platform {platform} --user-id-alt" in answer["error"]["message"]
+    code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", user, "--user-id-alt", alt)
     assert code == 2 and answer["error"]["field"] == "platform"
     code, moved = kit.run_cli(capsys, "migrate-tenant", *command.split())
     assert code == 0, moved
-    assert moved["moved"][f"hermes/signal:{UUID}/*/*"]["added"] == 2 and moved["left"] == 0
-    again = open_session("signal", user_id=UUID, user_id_alt=UUID, session="s2")
+    assert moved["moved"][f"hermes/{platform}:{alt}/*/*"]["added"] == 2 and moved["left"] == 0
+    again = open_session(platform, user_id=f"{user}-renamed", user_id_alt=alt, session="s2")
     texts = {m["text"] for m in call(again, "tablestore_profile", limit=100)["memories"]}
     assert texts == {"I live in Lisbon", SECRET}
 

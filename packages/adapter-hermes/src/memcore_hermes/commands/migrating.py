@@ -12,7 +12,9 @@ target already holds is not copied again, only deleted (TableStore adds a text t
 
 On Signal and Feishu a user's tenant is named by the platform's second id (the UUID, the
 union_id; see :mod:`memcore_hermes.session.tenancy`), which the old tenant does not know:
-``--user-id-alt`` gives it for ``--platform``. Memories a dream pass superseded stay, as the old
+``--user-id-alt`` gives it for ``--platform``; without it, memories said on such a platform
+(:data:`~memcore_hermes.session.tenancy.ALT_NAMED_PLATFORMS`) are refused, since under the user
+id alone no session would read them. Memories a dream pass superseded stay, as the old
 tenant's history: the import that moves the rest carries no supersession, so a copy would put
 the outdated fact back in recall.
 
@@ -41,6 +43,7 @@ from memcore.transfer import dump_line, export_record
 from memcore.values import MemoryRecord
 from memcore_hermes.commands.importing import import_lines
 from memcore_hermes.commands.interrupts import held_interrupts
+from memcore_hermes.session.tenancy import ALT_NAMED_PLATFORMS
 
 #: Runs listed in the answer as examples of those that name no platform.
 _EXAMPLES = 5
@@ -94,6 +97,7 @@ def migrate_tenant(
         named = run_platform(scope.run_id) or platform
         (logged[named] if named else log_stays)[scope] = count
     _refuse_a_platform_tenant(user_id, shares.keys() | logged.keys())
+    _refuse_a_tenant_no_session_reads(shares.keys() | logged.keys(), platform, alt)
     answer: dict[str, Any] = {
         "from": str(legacy.profile_pattern),
         "memories": len(memories),
@@ -165,6 +169,23 @@ def _refuse_a_platform_tenant(user_id: str, platforms: Set[str]) -> None:
             f"memories said on {owner!r} it holds; nothing was moved",
             field="user_id",
         )
+
+
+def _refuse_a_tenant_no_session_reads(
+    platforms: Set[str], platform: str | None, alt: str | None
+) -> None:
+    """Refuse to move memories to a platform whose sessions name their tenant by the user's
+    ``user_id_alt`` without that id: under the user id alone they would land in a tenant no
+    session reads, and the old tenant, emptied, would no longer be reported."""
+    for name in sorted(platforms & ALT_NAMED_PLATFORMS):
+        if alt is None or name != platform:
+            raise InvalidInput(
+                f"memories said on {name!r} belong to the tenant its sessions name by the "
+                f"user's user_id_alt, which --user-id alone does not give (moved by it, no "
+                f"session would read them): add --platform {name} --user-id-alt ID, the user "
+                "id itself when the two are the same; nothing was moved",
+                field="user_id_alt",
+            )
 
 
 def _delete(legacy: MemoryService, share: list[MemoryRecord]) -> int:

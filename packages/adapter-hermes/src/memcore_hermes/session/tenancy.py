@@ -27,6 +27,10 @@ from memcore.scope import Scope, SessionContext
 
 logger = logging.getLogger(__name__)
 
+#: Platforms whose gateway gives ``user_id_alt`` with every sender (Hermes' platform names),
+#: so their sessions' tenants are named by it, never by a user id alone.
+ALT_NAMED_PLATFORMS = frozenset({"signal", "feishu", "google_chat", "dingtalk"})
+
 
 def per_platform(config: MemcoreConfig) -> bool:
     """Whether a session's platform is part of its tenant here: ``tenant_scope: platform``
@@ -104,9 +108,14 @@ def has_legacy_memories(store: Any, config: MemcoreConfig, user_id: object) -> b
 
 def migrate_advice(user_id: str, platform: str | None = None, alt: str | None = None) -> str:
     """The command that moves ``user_id``'s memories of 0.1.0; with the id the user has on
-    ``platform`` when that is not ``user_id`` (Signal's UUID, Feishu's union_id)."""
+    ``platform`` when that is not ``user_id`` (Signal's UUID, Feishu's union_id), and always on
+    a platform that names tenants by it (``migrate-tenant`` needs it there)."""
     command = f"hermes tablestore-mem migrate-tenant --user-id {shlex.quote(user_id)}"
-    if platform is not None and alt is not None and alt != user_id:
+    if (
+        platform is not None
+        and alt is not None
+        and (alt != user_id or platform in ALT_NAMED_PLATFORMS)
+    ):
         command += f" --platform {shlex.quote(platform)} --user-id-alt {shlex.quote(alt)}"
     return (
         f"{command} moves them to the tenant of the platform each was said on (--dry-run "
