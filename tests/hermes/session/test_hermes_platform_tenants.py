@@ -363,6 +363,20 @@ def test_another_signal_user_does_not_read_the_uuids_tenant(
     assert not call(other, "tablestore_search", query="locker code 4417", top_k=50)["results"]
 
 
+def test_dingtalks_staff_id_does_not_name_the_tenant(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    # A staff id is unique only within one organisation: two organisations' "manager01" are
+    # two people, told apart by DingTalk's own sender ids.
+    first = open_session("dingtalk", user_id="$:LWCP_v1:$aaa", user_id_alt="manager01")
+    call(first, "tablestore_remember", content=SECRET, sync=True)
+    other = open_session(
+        "dingtalk", user_id="$:LWCP_v1:$bbb", user_id_alt="manager01", session="s2"
+    )
+    assert tenant_of(other) == "dingtalk:$:LWCP_v1:$bbb" != tenant_of(first)
+    assert not call(other, "tablestore_search", query="locker code 4417", top_k=50)["results"]
+
+
 @pytest.mark.parametrize("alt", ["", "   ", None, 7])
 def test_a_blank_or_odd_alternate_id_leaves_the_user_id(
     db: Path, open_session: Callable[..., Any], alt: object

@@ -7,12 +7,15 @@ Telegram's ``12345`` and Discord's ``12345`` are two tenants, ``telegram:12345``
 ``discord:12345`` (:func:`memcore.scope.platform_tenant`). A session with no user is the
 default tenant on every platform, as before.
 
-Where a platform gives a second, stable id (``user_id_alt``: Signal's account UUID, Feishu's
-union_id, Google Chat's ``users/...`` name, DingTalk's staff id), that id names the user, as it names the participant in Hermes' own session keys:
+Where a platform gives a second id that stays with the person and is unique on the whole
+platform (``user_id_alt``: Signal's account UUID, Feishu's union_id, Google Chat's ``users/...``
+name), that id names the user, as it names the participant in Hermes' own session keys:
 Signal's ``user_id`` is the phone number when the sender shares it and the UUID when not, and
 Feishu's is the tenant user id or the per-app open_id depending on the bot's permissions, so
 either may change under one person and split their memories in two (Google Chat's is the email
-address, which can be renamed).
+address, which can be renamed). DingTalk's ``user_id_alt`` is a staff id, unique only within one
+organisation: a bot in two organisations could see one staff id for two people (Hermes' session
+keys hold the chat, which tells them apart; a tenant spans chats), so DingTalk keeps its sender id.
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ from memcore.scope import Scope, SessionContext
 
 logger = logging.getLogger(__name__)
 
-#: Platforms whose gateway gives ``user_id_alt`` with every sender (Hermes' platform names),
-#: so their sessions' tenants are named by it, never by a user id alone.
-ALT_NAMED_PLATFORMS = frozenset({"signal", "feishu", "google_chat", "dingtalk"})
+#: Platforms whose gateway gives ``user_id_alt`` with a sender and whose alternate id is
+#: unique platform-wide (Hermes' platform names): their sessions' tenants are named by it.
+ALT_NAMED_PLATFORMS = frozenset({"signal", "feishu", "google_chat"})
 
 
 def per_platform(config: MemcoreConfig) -> bool:
@@ -48,12 +51,14 @@ def platform_of(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
 
 
 def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
-    """The id that names a session's user in its tenant: per platform, Hermes' participant id
-    (``user_id_alt or user_id``, a blank alternate ignored); with ``tenant_scope: user`` the
-    user id alone, as in 0.1.0, where one phone number may be the same person on two
-    platforms. Not checked here: :func:`memcore.scope.resolve_scope` refuses a bad one."""
+    """The id that names a session's user in its tenant: per platform, on the platforms of
+    :data:`ALT_NAMED_PLATFORMS`, Hermes' participant id (``user_id_alt or user_id``, a blank
+    alternate ignored), elsewhere ``user_id``; with ``tenant_scope: user`` the user id alone,
+    as in 0.1.0, where one phone number may be the same person on two platforms. Not checked
+    here: :func:`memcore.scope.resolve_scope` refuses a bad one."""
     alt = kwargs.get("user_id_alt")
-    if per_platform(config) and isinstance(alt, str) and alt.strip():
+    named_by_alt = platform_of(kwargs, config) in ALT_NAMED_PLATFORMS
+    if named_by_alt and isinstance(alt, str) and alt.strip():
         return alt
     return kwargs.get("user_id")
 
