@@ -234,19 +234,27 @@ def test_many_more_generated_pairs_never_share_a_tenant() -> None:
 
 #: What an attacker would build a (platform, user id) pair from: the separator, its escape
 #: and the escape of ``%``, on top of the pieces above.
-PAIR_PIECES = [*PIECES, ":", "::", "%3A", "%3a", "%253A", "telegram", "12345"]
+PAIR_PIECES = [
+    *PIECES,
+    *[":", "::", "%3A", "%3a", "%253A", "telegram", "12345"],
+    *["#", "#chat", "#chat:", "%23", "%2523", "-100123"],  # a chat's tenant: platform#chat:id
+]
 
 
 @st.composite
-def platform_pairs(draw: st.DrawFn) -> tuple[str, str]:
+def platform_pairs(draw: st.DrawFn) -> tuple[str, str, str]:
+    """A user on a platform, or a chat on one whose messages name no user."""
+    kind = draw(st.sampled_from(["user", "chat"]))
     platform = "".join(draw(st.lists(st.sampled_from(PAIR_PIECES), min_size=1, max_size=5)))
-    user = draw(st.one_of(seeds(), st.sampled_from(PAIR_PIECES)))
-    return platform, user
+    who = draw(st.one_of(seeds(), st.sampled_from(PAIR_PIECES)))
+    return kind, platform, who
 
 
-def _pair_tenant(platform: str, user: str) -> str:
-    from memcore.scope import SessionContext, resolve_scope
+def _pair_tenant(platform: str, user: str, kind: str = "user") -> str:
+    from memcore.scope import SessionContext, chat_tenant, resolve_scope
 
+    if kind == "chat":  # as the Hermes provider resolves a session with a chat and no user
+        return resolve_scope(SessionContext(), tenant_id=chat_tenant(platform, user)).tenant_id
     return resolve_scope(SessionContext(user_id=user, platform=platform)).tenant_id
 
 
@@ -261,31 +269,37 @@ def test_the_separator_cannot_move_between_platform_and_user() -> None:
         ("discord", "12345"),
         ("telegram:", "12345"),
         ("telegram", ":12345"),
+        ("telegram#chat", "-100123"),
+        ("telegram", "#chat:-100123"),
+        ("a#b", "c"),
     ]
+    chats = [("telegram", "-100123"), ("telegram", "12345"), ("a", "b#chat:c"), ("a#chat", "c")]
     tenants = [_pair_tenant(*pair) for pair in pairs]
-    assert len(set(tenants)) == len(pairs)
+    tenants += [_pair_tenant(*chat, kind="chat") for chat in chats]
+    assert len(set(tenants)) == len(pairs) + len(chats)
     assert DEFAULT_SEGMENT not in tenants
-    from memcore.scope import platform_tenant, tenant_platform
+    from memcore.scope import chat_tenant, platform_tenant, tenant_platform
 
     for platform, user in pairs:  # the platform reads back from the tenant id
         assert tenant_platform(platform_tenant(platform, user)) == platform
     assert tenant_platform("12345") is None
+    assert tenant_platform(chat_tenant("telegram", "-100123")) is None  # a chat names no user
 
 
 def test_generated_platform_and_user_pairs_never_share_a_tenant() -> None:
-    seen: dict[str, tuple[str, str]] = {}
+    seen: dict[str, tuple[str, str, str]] = {}
 
     @settings(max_examples=600, deadline=None, database=None)
     @given(pairs=st.lists(platform_pairs(), min_size=2, max_size=6))
-    def prop(pairs: list[tuple[str, str]]) -> None:
-        for platform, user in pairs:
-            if not (_usable(platform) and _usable(user)):
+    def prop(pairs: list[tuple[str, str, str]]) -> None:
+        for kind, platform, who in pairs:
+            if not (_usable(platform) and _usable(who)):
                 with pytest.raises(InvalidInput):
-                    _pair_tenant(platform, user)
+                    _pair_tenant(platform, who, kind)
                 continue
-            tenant = _pair_tenant(platform, user)
+            tenant = _pair_tenant(platform, who, kind)
             assert tenant != DEFAULT_SEGMENT and len(tenant) <= MAX_SEGMENT_CHARS
-            pair = (platform, user)
+            pair = (kind, platform, who)
             assert seen.setdefault(tenant, pair) == pair, f"{pair!r} and {seen[tenant]!r}"
 
     prop()

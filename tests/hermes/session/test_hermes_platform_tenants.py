@@ -127,6 +127,39 @@ def test_a_session_without_a_user_is_the_default_tenant_on_every_platform(
         assert scope.tenant_id == "__default__"
 
 
+def test_a_group_whose_sender_hermes_drops_is_the_chats_tenant_not_the_owners(
+    db: Path, hermes_home: Path, kit: Any, open_session: Callable[..., Any]
+) -> None:
+    # Hermes observes a Telegram group as one shared session: it drops the sender (user_id
+    # None) and keeps the chat. The owner's own CLI sessions are the default tenant.
+    owner = open_session("cli", user_id=None)
+    (private,) = call(owner, "tablestore_remember", content=SECRET, sync=True)["memory_ids"]
+    group = open_session("telegram", user_id=None, chat_id="-100123", chat_type="group")
+    assert tenant_of(group) == "telegram#chat:-100123"
+    assert not call(group, "tablestore_search", query="locker code 4417", top_k=50)["results"]
+    assert not call(group, "tablestore_profile", limit=100)["memories"]
+    group.on_turn_start(1, "what is the locker code?")
+    assert "4417" not in group.prefetch_all("what is the locker code?")
+    missing = "0" * len(private)
+    theirs = call(group, "tablestore_forget", memory_id=private)["error"]
+    absent = call(group, "tablestore_forget", memory_id=missing)["error"]
+    assert without_id(theirs, private) == without_id(absent, missing)
+    # The group's own memory stays the group's, in its next session; another group has none.
+    call(group, "tablestore_remember", content="The team offsite is in Porto", sync=True)
+    again = open_session("telegram", user_id=None, chat_id="-100123", session="s2")
+    assert call(again, "tablestore_search", query="where is the offsite")["results"]
+    other = open_session("telegram", user_id=None, chat_id="-100999", session="s3")
+    assert not call(other, "tablestore_search", query="where is the offsite", top_k=50)["results"]
+    assert [m["text"] for m in call(owner, "tablestore_profile", limit=100)["memories"]] == [SECRET]
+    # The same with the user id alone as the tenant; a configured tenant_id still wins.
+    _configure(kit, hermes_home, db, tenant_scope="user")
+    shared = open_session("telegram", user_id=None, chat_id="-100123", session="s4")
+    assert tenant_of(shared) == "telegram#chat:-100123"
+    _configure(kit, hermes_home, db, tenant_id="family")
+    fixed = open_session("telegram", user_id=None, chat_id="-100123", session="s5")
+    assert tenant_of(fixed) == "family"
+
+
 @pytest.mark.parametrize("platform", ["   ", 7])
 def test_a_blank_or_odd_platform_is_refused(db: Path, hermes_home: Path, platform: object) -> None:
     from memcore.errors import InvalidInput

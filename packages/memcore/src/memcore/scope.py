@@ -303,29 +303,59 @@ class SessionContext:
     platform: str | None = None
 
 
-def platform_tenant(platform: object, user_id: object) -> str:
-    """The tenant id of ``user_id`` on ``platform``: ``platform:user_id``, with ``%`` and ``:``
-    in the platform percent-escaped, so that the first ``:`` always ends the platform and two
-    different pairs never give one tenant (``("a:b", "c")`` is ``a%3Ab:c``, ``("a", "b:c")``
-    is ``a:b:c``). Both parts are exact strings; a blank one is :class:`InvalidInput`."""
-    for name, value in (("platform", platform), ("user id", user_id)):
+#: What a platform's name is written with in a tenant id: ``%``, ``:`` and ``#`` escaped, so
+#: the first ``:`` always ends it and a ``#`` before that marks a chat (:func:`chat_tenant`).
+_PLATFORM_ESCAPES = {"%": "%25", ":": "%3A", "#": "%23"}
+_PLATFORM_UNESCAPES = {v[1:]: k for k, v in _PLATFORM_ESCAPES.items()}
+#: What follows the platform in a chat's tenant id.
+_CHAT = "#chat"
+
+
+def _tenant_parts(**parts: object) -> list[str]:
+    """The parts of a tenant id, each an exact, non-blank string (else InvalidInput)."""
+    checked: list[str] = []
+    for name, value in parts.items():
+        label = name.replace("_", " ")
         if not isinstance(value, str):
             raise InvalidInput(
-                f"{name} must be a string, not {type(value).__name__}", field="tenant_id"
+                f"{label} must be a string, not {type(value).__name__}", field="tenant_id"
             )
         if not value.strip():
-            raise InvalidInput(f"{name} is empty or only whitespace", field="tenant_id")
-    assert isinstance(platform, str) and isinstance(user_id, str)
-    return f"{platform.replace('%', '%25').replace(':', '%3A')}:{user_id}"
+            raise InvalidInput(f"{label} is empty or only whitespace", field="tenant_id")
+        checked.append(value)
+    return checked
+
+
+def _escape_platform(platform: str) -> str:
+    return "".join(_PLATFORM_ESCAPES.get(ch, ch) for ch in platform)
+
+
+def platform_tenant(platform: object, user_id: object) -> str:
+    """The tenant id of ``user_id`` on ``platform``: ``platform:user_id``, with ``%``, ``:``
+    and ``#`` in the platform percent-escaped, so that the first ``:`` always ends the platform
+    and two different pairs never give one tenant (``("a:b", "c")`` is ``a%3Ab:c``,
+    ``("a", "b:c")`` is ``a:b:c``), nor a chat's (:func:`chat_tenant`). Both parts are exact
+    strings; a blank one is :class:`InvalidInput`."""
+    name, user = _tenant_parts(platform=platform, user_id=user_id)
+    return f"{_escape_platform(name)}:{user}"
+
+
+def chat_tenant(platform: object, chat_id: object) -> str:
+    """The tenant id of a chat whose messages name no user (a Telegram group an agent
+    observes, where Hermes drops the sender): ``platform#chat:chat_id``, the platform escaped
+    as in :func:`platform_tenant`. No user's tenant on any platform is a chat's, whatever the
+    ids: before its first ``:`` a user's tenant holds no unescaped ``#``."""
+    name, chat = _tenant_parts(platform=platform, chat_id=chat_id)
+    return f"{_escape_platform(name)}{_CHAT}:{chat}"
 
 
 def tenant_platform(tenant_id: str) -> str | None:
     """The platform a tenant id of :func:`platform_tenant`'s form names: what comes before
-    the first ``:``, unescaped; None for an id without ``:``."""
+    the first ``:``, unescaped; None for an id without ``:``, or a chat's."""
     escaped, sep, _ = tenant_id.partition(":")
-    if not sep:
+    if not sep or "#" in escaped:
         return None
-    return re.sub("%(25|3A)", lambda m: "%" if m.group(1) == "25" else ":", escaped)
+    return re.sub("%(25|3A|23)", lambda m: _PLATFORM_UNESCAPES[m.group(1)], escaped)
 
 
 def resolve_scope(

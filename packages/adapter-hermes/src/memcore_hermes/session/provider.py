@@ -86,6 +86,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self._config: MemcoreConfig | None = None
         self._backend = ""
         self._session: dict[str, Any] = {}
+        #: The session's tenant when not its user's (fixed_tenant): kept across switches.
+        self._tenant_id: str | None = None
         self._init_error: str | None = None
         self._warned_uninitialised = False
         self._secrets: tuple[str, ...] = ()
@@ -309,7 +311,12 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         from memcore_hermes.outbox.delivery import StoreHandle
         from memcore_hermes.outbox.spool import SqliteOutbox
         from memcore_hermes.session.runtime import MemoryRuntime
-        from memcore_hermes.session.tenancy import platform_of, tenant_user, warn_of_legacy_memories
+        from memcore_hermes.session.tenancy import (
+            fixed_tenant,
+            platform_of,
+            tenant_user,
+            warn_of_legacy_memories,
+        )
 
         home = HermesHome(kwargs.get("hermes_home"))
         config = home.load_config()
@@ -326,10 +333,10 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         }
         # Resolved before any store opens: a blank user id is refused (memcore.scope's one
         # rule for tenant ids), and a refusal must not leave a store or model behind.
-        scope = resolve_scope(
-            SessionContext(**session), app_id=config.app_id, tenant_id=config.tenant_id
-        )
-        self._session = session
+        # A chat's session that names no user (an observed Telegram group) is the chat's.
+        tenant_id = fixed_tenant(kwargs, config)
+        scope = resolve_scope(SessionContext(**session), app_id=config.app_id, tenant_id=tenant_id)
+        self._session, self._tenant_id = session, tenant_id
         env = load_environment(home.env_file, self._environ)
         keys = access_keys(env)
         self._secrets = keys.values() if keys else ()
@@ -506,7 +513,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         scope = resolve_scope(
             SessionContext(**session),
             app_id=config.app_id if config else None,
-            tenant_id=config.tenant_id if config else None,
+            tenant_id=self._tenant_id,
         )
         if scope != runtime.scope:
             runtime.switch_scope(scope)

@@ -5,7 +5,10 @@ Hermes gives each session the gateway's ``platform`` (``telegram``, ``discord``;
 it has none) and the platform's ``user_id``. Ids are only unique within a platform, so
 Telegram's ``12345`` and Discord's ``12345`` are two tenants, ``telegram:12345`` and
 ``discord:12345`` (:func:`memcore.scope.platform_tenant`). A session with no user is the
-default tenant on every platform, as before.
+default tenant, as before, unless it is a chat's: Hermes drops the sender of a Telegram group it
+observes, so that the whole group shares one session, and such a session is the chat's own
+tenant (``telegram#chat:-100123``, :func:`memcore.scope.chat_tenant`), never the default one
+that the owner's own CLI sessions use: any member of the group would recall those.
 
 Where a platform gives a second id that stays with the person and is unique on the whole
 platform (``user_id_alt``: Signal's account UUID, Feishu's union_id, Google Chat's ``users/...``
@@ -61,6 +64,20 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     if named_by_alt and isinstance(alt, str) and alt.strip():
         return alt
     return kwargs.get("user_id")
+
+
+def fixed_tenant(kwargs: Mapping[str, Any], config: MemcoreConfig) -> str | None:
+    """The tenant id a session is given whoever its user: the configured ``tenant_id``, or,
+    for a session in a chat that names no user, the chat's (whatever ``tenant_scope`` says);
+    None when the user names it (:func:`tenant_user`, or the default tenant without one)."""
+    from memcore.scope import chat_tenant
+
+    if config.tenant_id is not None:
+        return config.tenant_id
+    chat = kwargs.get("chat_id")
+    if tenant_user(kwargs, config) is not None or not isinstance(chat, str) or not chat.strip():
+        return None
+    return chat_tenant(kwargs.get("platform") or "cli", chat)
 
 
 def command_session(
