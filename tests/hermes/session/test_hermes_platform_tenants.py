@@ -456,19 +456,25 @@ def test_memories_of_before_move_to_the_tenant_of_the_alternate_id(
         session = open_session(platform, user_id=user, user_id_alt=alt)
         assert provider_of(session).runtime.wait_idle(10)  # type: ignore[union-attr]
     (warned,) = [r.getMessage() for r in caplog.records if "migrate-tenant" in r.getMessage()]
-    command = f"--user-id {user} --platform {platform} --user-id-alt {alt}"
+    command = f"--user-id {user} --user-id-alt {platform}={alt}"
     assert command in warned
     session.shutdown_all()
 
     for extra in (["--dry-run"], [], ["--platform", platform]):
         code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", user, *extra)
         assert code == 2 and answer["error"]["field"] == "user_id_alt", answer
-        assert f"--platform {platform} --user-id-alt" in answer["error"]["message"]
-    code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", user, "--user-id-alt", alt)
-    assert code == 2 and answer["error"]["field"] == "platform"
+        assert f"--user-id-alt {platform}=ID" in answer["error"]["message"]
+    for bad in (alt, f"telegram={alt}", f"{platform}={alt} {platform}=other"):
+        options = [x for value in bad.split() for x in ("--user-id-alt", value)]
+        code, answer = kit.run_cli(capsys, "migrate-tenant", "--user-id", user, *options)
+        assert code == 2 and answer["error"]["field"] == "user_id_alt", answer
     code, moved = kit.run_cli(capsys, "migrate-tenant", *command.split())
     assert code == 0, moved
-    assert moved["moved"][f"hermes/{platform}:{alt}/*/*"]["added"] == 2 and moved["left"] == 0
+    share = moved["moved"][f"hermes/{platform}:{alt}/*/*"]
+    # The memory of a run that names no platform stays: the alternate id says nothing of it.
+    assert share["added"] == 1 and moved["left"] == 1 and moved["left_runs"] == ["cli"]
+    code, rest = kit.run_cli(capsys, "migrate-tenant", *command.split(), "--platform", platform)
+    assert code == 0 and rest["moved"][f"hermes/{platform}:{alt}/*/*"]["added"] == 1
     again = open_session(platform, user_id=f"{user}-renamed", user_id_alt=alt, session="s2")
     texts = {m["text"] for m in call(again, "tablestore_profile", limit=100)["memories"]}
     assert texts == {"I live in Lisbon", SECRET}

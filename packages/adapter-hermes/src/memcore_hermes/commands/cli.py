@@ -121,10 +121,12 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     )
     migrate.add_argument(
         "--user-id-alt",
-        dest="alt_user",
-        default=None,
-        help="The user's id on --platform when it is not --user-id (Signal's UUID, Feishu's "
-        "union_id): memories said there go to that platform's tenant of this id",
+        dest="alt_users",
+        action="append",
+        default=[],
+        metavar="PLATFORM=ID",
+        help="The id that names the user's tenant on PLATFORM (Signal's UUID, Feishu's union_id, "
+        "Google Chat's users/...): memories said there go to that tenant; repeat for more",
     )
     migrate.add_argument("--dry-run", action="store_true", help="Only say what would move")
     if loads_model(sys.argv[1:]):
@@ -566,10 +568,30 @@ def _run_migrate(args: argparse.Namespace) -> None:
                 open_service,
                 args.legacy_user,
                 platform=args.fallback_platform,
-                alt=args.alt_user,
+                alts=_alternate_ids(args.alt_users),
                 dry_run=args.dry_run,
             )
         )
+
+
+def _alternate_ids(given: list[str]) -> dict[str, str]:
+    """``--user-id-alt PLATFORM=ID`` options as a mapping; one platform given twice, or a
+    value without ``=``, is refused."""
+    from memcore.errors import InvalidInput
+
+    alts: dict[str, str] = {}
+    for value in given:
+        platform, sep, alt = value.partition("=")
+        if not sep:
+            raise InvalidInput(
+                f"--user-id-alt takes PLATFORM=ID (signal=8c1f...), not {value!r}",
+                field="user_id_alt",
+            )
+        if alts.setdefault(platform, alt) != alt:
+            raise InvalidInput(
+                f"--user-id-alt gives {platform!r} two ids; give one", field="user_id_alt"
+            )
+    return alts
 
 
 def _setup(args: argparse.Namespace) -> None:

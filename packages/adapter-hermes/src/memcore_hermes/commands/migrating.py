@@ -12,9 +12,10 @@ target already holds is not copied again, only deleted (TableStore adds a text t
 
 On Signal and Feishu a user's tenant is named by the platform's second id (the UUID, the
 union_id; see :mod:`memcore_hermes.session.tenancy`), which the old tenant does not know:
-``--user-id-alt`` gives it for ``--platform``; without it, memories said on such a platform
+``--user-id-alt PLATFORM=ID`` gives it; without it, memories said on such a platform
 (:data:`~memcore_hermes.session.tenancy.ALT_NAMED_PLATFORMS`) are refused, since under the user
-id alone no session would read them. Memories a dream pass superseded stay, as the old
+id alone no session would read them. It names one platform's tenant and nothing else: where the
+memories of runs naming no platform go is ``--platform``'s to say. Memories a dream pass superseded stay, as the old
 tenant's history: the import that moves the rest carries no supersession, so a copy would put
 the outdated fact back in recall.
 
@@ -27,7 +28,7 @@ its neighbours and a run stopped anywhere moves no message twice. A store that c
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 from typing import Any
 
 from memcore.errors import InvalidInput, NotFound
@@ -64,20 +65,26 @@ def migrate_tenant(
     user_id: str,
     *,
     platform: str | None = None,
-    alt: str | None = None,
+    alts: Mapping[str, str] | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
     """Move ``user_id``'s memories out of the tenant of the user id alone; the answer says
-    how many went to which tenant and how many stayed. ``alt`` is the id the user has on
-    ``platform`` when it is not ``user_id``: what was said there goes to ``platform:alt``."""
-    if alt is not None and platform is None:
-        raise InvalidInput(
-            "--user-id-alt is the user's id on one platform; name it with --platform",
-            field="platform",
-        )
+    how many went to which tenant and how many stayed. ``alts`` maps a platform of
+    :data:`ALT_NAMED_PLATFORMS` to the id that names the user's tenant there (Signal's UUID):
+    what was said there goes to ``platform:id``."""
+    alts = dict(alts or {})
+    # A blank platform or id is refused before anything is read.
+    for name, alt in alts.items():
+        platform_tenant(name, alt)
+        if name not in ALT_NAMED_PLATFORMS:
+            raise InvalidInput(
+                f"--user-id-alt {name}=...: {name!r} names its tenants by the user id, so an "
+                f"alternate id there would move memories where no session reads; the platforms "
+                f"that take one: {', '.join(sorted(ALT_NAMED_PLATFORMS))}",
+                field="user_id_alt",
+            )
     if platform is not None:
-        # A blank platform or id is refused before anything is read.
-        platform_tenant(platform, user_id if alt is None else alt)
+        platform_tenant(platform, alts.get(platform, user_id))
     legacy = open_service(SessionContext(user_id=user_id, session_id="cli"))
     memories = list(legacy.every_memory())
     # Each run's message log, counted by scope; None where the store cannot move it.
@@ -97,7 +104,7 @@ def migrate_tenant(
         named = run_platform(scope.run_id) or platform
         (logged[named] if named else log_stays)[scope] = count
     _refuse_a_platform_tenant(user_id, shares.keys() | logged.keys())
-    _refuse_a_tenant_no_session_reads(shares.keys() | logged.keys(), platform, alt)
+    _refuse_a_tenant_no_session_reads(shares.keys() | logged.keys(), alts)
     answer: dict[str, Any] = {
         "from": str(legacy.profile_pattern),
         "memories": len(memories),
@@ -128,7 +135,7 @@ def migrate_tenant(
         )
     for name in sorted(shares.keys() | logged.keys()):
         share, log = shares.get(name, []), logged.get(name, {})
-        owner = alt if alt is not None and name == platform else user_id
+        owner = alts.get(name, user_id)
         target = open_service(SessionContext(user_id=owner, session_id="cli", platform=name))
         moved: dict[str, Any] = {"memories": len(share)}
         if logs is not None:
@@ -171,21 +178,18 @@ def _refuse_a_platform_tenant(user_id: str, platforms: Set[str]) -> None:
         )
 
 
-def _refuse_a_tenant_no_session_reads(
-    platforms: Set[str], platform: str | None, alt: str | None
-) -> None:
+def _refuse_a_tenant_no_session_reads(platforms: Set[str], alts: Mapping[str, str]) -> None:
     """Refuse to move memories to a platform whose sessions name their tenant by the user's
     ``user_id_alt`` without that id: under the user id alone they would land in a tenant no
     session reads, and the old tenant, emptied, would no longer be reported."""
-    for name in sorted(platforms & ALT_NAMED_PLATFORMS):
-        if alt is None or name != platform:
-            raise InvalidInput(
-                f"memories said on {name!r} belong to the tenant its sessions name by the "
-                f"user's user_id_alt, which --user-id alone does not give (moved by it, no "
-                f"session would read them): add --platform {name} --user-id-alt ID, the user "
-                "id itself when the two are the same; nothing was moved",
-                field="user_id_alt",
-            )
+    for name in sorted((platforms & ALT_NAMED_PLATFORMS) - alts.keys()):
+        raise InvalidInput(
+            f"memories said on {name!r} belong to the tenant its sessions name by the "
+            f"user's user_id_alt, which --user-id alone does not give (moved by it, no "
+            f"session would read them): add --user-id-alt {name}=ID, the user id itself when "
+            "the two are the same; nothing was moved",
+            field="user_id_alt",
+        )
 
 
 def _delete(legacy: MemoryService, share: list[MemoryRecord]) -> int:

@@ -129,16 +129,12 @@ def has_legacy_memories(store: Any, config: MemcoreConfig, user_id: object) -> b
 
 
 def migrate_advice(user_id: str, platform: str | None = None, alt: str | None = None) -> str:
-    """The command that moves ``user_id``'s memories of 0.1.0; with the id the user has on
-    ``platform`` when that is not ``user_id`` (Signal's UUID, Feishu's union_id), and always on
-    a platform that names tenants by it (``migrate-tenant`` needs it there)."""
+    """The command that moves ``user_id``'s memories of 0.1.0; on a platform that names
+    tenants by another id (:data:`ALT_NAMED_PLATFORMS`), with the id that names this user's
+    (``migrate-tenant`` needs it there, even when it is the user id itself)."""
     command = f"hermes tablestore-mem migrate-tenant --user-id {shlex.quote(user_id)}"
-    if (
-        platform is not None
-        and alt is not None
-        and (alt != user_id or platform in ALT_NAMED_PLATFORMS)
-    ):
-        command += f" --platform {shlex.quote(platform)} --user-id-alt {shlex.quote(alt)}"
+    if platform in ALT_NAMED_PLATFORMS and alt is not None:
+        command += f" --user-id-alt {shlex.quote(f'{platform}={alt}')}"
     return (
         f"{command} moves them to the tenant of the platform each was said on (--dry-run "
         "shows where first)"
