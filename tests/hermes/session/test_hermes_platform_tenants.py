@@ -684,14 +684,18 @@ def test_copies_a_stopped_run_left_are_found_on_a_store_that_keeps_a_text_twice(
     legacy = open_service(SessionContext(user_id=USER, session_id=TELEGRAM_RUN))
     for text in ("I live in Lisbon", "I take my coffee black"):
         legacy.remember(text, sync=True)
+    # As an older version may have kept one: a recalled block inside, which a write cuts out.
+    block = "<recalled-memory>\n- I live in Lisbon\n</recalled-memory>\nMy dog is Rex"
+    store.add_text(STORE, legacy.write_scope, block, sync=True)
     target = open_service(
         SessionContext(user_id=USER, session_id=TELEGRAM_RUN, platform="telegram")
     )
-    target.remember("I live in Lisbon", sync=True)  # the copy a stopped run left
-    assert len(list(target.every_memory())) == 1
+    for copy in ("I live in Lisbon", "My dog is Rex"):  # the copies a stopped run left
+        target.remember(copy, sync=True)
+    assert len(list(target.every_memory())) == 2
 
     moved = migrate_tenant(open_service, USER)["moved"][MOVED_TO]
-    assert (moved["added"], moved["present"], moved["deleted"]) == (1, 1, 2)
+    assert (moved["added"], moved["present"], moved["deleted"]) == (1, 2, 3)
     texts = sorted(m.text for m in target.every_memory())
-    assert texts == ["I live in Lisbon", "I take my coffee black"]
+    assert texts == ["I live in Lisbon", "I take my coffee black", "My dog is Rex"]
     assert list(legacy.every_memory()) == []

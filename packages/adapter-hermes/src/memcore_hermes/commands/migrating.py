@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Set
 from typing import Any
 
 from memcore.errors import InvalidInput, NotFound
+from memcore.recall import strip_recall
 from memcore.scope import (
     Scope,
     SessionContext,
@@ -160,8 +161,9 @@ def migrate_tenant(
 
 
 def _said_where(memory: MemoryRecord) -> tuple[str, str, str]:
-    """What makes a copy the same memory in another tenant: its agent, its run, its words."""
-    return memory.scope.agent_id, memory.scope.run_id, memory.text.strip()
+    """What makes a copy the same memory in another tenant: its agent, its run, its words as
+    the import writes them (a recall block cut out, as every write cuts it)."""
+    return memory.scope.agent_id, memory.scope.run_id, strip_recall(memory.text).strip()
 
 
 def _refuse_a_platform_tenant(user_id: str, platforms: Set[str]) -> None:
