@@ -51,8 +51,7 @@ def open_session(hermes_home: Path, kit: Any) -> Iterator[Callable[..., Any]]:
             platform=platform,
             agent_context="primary",
             user_id=user_id,
-            gateway_session_key=f"agent:main:{platform}:dm:{session}",
-            **more,
+            **{"gateway_session_key": f"agent:main:{platform}:dm:{session}", **more},
         )
         managers.append(mm)
         return mm
@@ -699,3 +698,100 @@ def test_copies_a_stopped_run_left_are_found_on_a_store_that_keeps_a_text_twice(
     texts = sorted(m.text for m in target.every_memory())
     assert texts == ["I live in Lisbon", "I take my coffee black", "My dog is Rex"]
     assert list(legacy.every_memory()) == []
+
+
+def _gateway_session(
+    open_session: Callable[..., Any], session: str, **source: Any
+) -> tuple[Any, str]:
+    """A session as Hermes' gateway starts one for ``source`` (its own session key), and the
+    key; ``thread_sessions_per_user`` and ``group_sessions_per_user`` as Hermes takes them."""
+    from gateway.config import Platform
+    from gateway.session import SessionSource, build_session_key
+
+    rules = {
+        k: source.pop(k)
+        for k in ("thread_sessions_per_user", "group_sessions_per_user")
+        if k in source
+    }
+    platform = source.pop("platform")
+    key = build_session_key(SessionSource(platform=Platform(platform), **source), **rules)
+    mm = open_session(
+        platform,
+        user_id=source.get("user_id"),
+        session=session,
+        chat_id=source.get("chat_id"),
+        chat_type=source.get("chat_type"),
+        thread_id=source.get("thread_id"),
+        gateway_session_key=key,
+    )
+    return mm, key
+
+
+def test_a_thread_everyone_shares_is_the_chats_tenant_not_its_first_speakers(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    # Alice's own memory, from a direct chat with the agent.
+    dm, _ = _gateway_session(
+        open_session, "dm", platform="slack", chat_id="D1", chat_type="dm", user_id="UA"
+    )
+    call(dm, "tablestore_remember", content=SECRET, sync=True)
+    assert tenant_of(dm) == "slack:UA"
+    # Alice opens a thread in a channel: Hermes shares threads by default, so Bob's turns are
+    # served by the agent built for her. Its memory is the channel's, not hers.
+    thread, key = _gateway_session(
+        open_session,
+        "t1",
+        platform="slack",
+        chat_id="C1",
+        chat_type="channel",
+        user_id="UA",
+        thread_id="171.5",
+    )
+    assert not key.endswith(":UA") and tenant_of(thread) == "slack#chat:C1"
+    assert not call(thread, "tablestore_search", query="locker code 4417", top_k=50)["results"]
+    thread.on_turn_start(1, "[Bob] what is Alice's locker code?")
+    assert "4417" not in thread.prefetch_all("[Bob] what is Alice's locker code?")
+    call(thread, "tablestore_remember", content="Bob is allergic to peanuts", sync=True)
+    mine = {m["text"] for m in call(dm, "tablestore_profile", limit=100)["memories"]}
+    assert mine == {SECRET}  # what Bob said is not kept as Alice's
+    # Where Hermes isolates people (threads per user, or a group without a thread), each is
+    # their own tenant, as before.
+    for session, extra in (
+        ("t2", {"thread_id": "171.5", "thread_sessions_per_user": True}),
+        ("g1", {}),
+    ):
+        own, key = _gateway_session(
+            open_session,
+            session,
+            platform="slack",
+            chat_id="C1",
+            chat_type="channel",
+            user_id="UA",
+            **extra,
+        )
+        assert key.endswith(":UA") and tenant_of(own) == "slack:UA"
+    shared, _ = _gateway_session(
+        open_session,
+        "g2",
+        platform="slack",
+        chat_id="C1",
+        chat_type="channel",
+        user_id="UA",
+        group_sessions_per_user=False,
+    )
+    assert tenant_of(shared) == "slack#chat:C1"
+
+
+def test_a_whatsapp_member_whose_key_holds_the_canonical_number_is_still_their_own(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    own, key = _gateway_session(
+        open_session,
+        "w1",
+        platform="whatsapp",
+        chat_id="g1@g.us",
+        chat_type="group",
+        user_id="15550100:12@s.whatsapp.net",
+    )
+    assert key.endswith(":15550100")
+    assert tenant_of(own) == "whatsapp:15550100:12@s.whatsapp.net"

@@ -10,6 +10,13 @@ observes, so that the whole group shares one session, and such a session is the 
 tenant (``telegram#chat:-100123``, :func:`memcore.scope.chat_tenant`), never the default one
 that the owner's own CLI sessions use: any member of the group would recall those.
 
+A session several people share is the chat's too. Hermes keys a thread (by default) or a group
+with ``group_sessions_per_user: false`` without a participant, builds the agent, and this
+provider, for whoever spoke first, and serves every member's turns with it; under the first
+speaker's tenant, everyone in the thread would recall that person's memories, and what the
+others said would be kept as theirs. The chat's tenant is the group's memory instead; a
+person's own is reached in a direct chat, or in threads with ``thread_sessions_per_user: true``.
+
 Where a platform gives a second id that stays with the person and is unique on the whole
 platform (``user_id_alt``: Signal's account UUID, Feishu's union_id, Google Chat's ``users/...``
 name), that id names the user, as it names the participant in Hermes' own session keys:
@@ -68,16 +75,45 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
 
 def fixed_tenant(kwargs: Mapping[str, Any], config: MemcoreConfig) -> str | None:
     """The tenant id a session is given whoever its user: the configured ``tenant_id``, or,
-    for a session in a chat that names no user, the chat's (whatever ``tenant_scope`` says);
-    None when the user names it (:func:`tenant_user`, or the default tenant without one)."""
+    for a session in a chat that names no user or that several people share
+    (:func:`shared_by_many`), the chat's (whatever ``tenant_scope`` says); None when the user
+    names it (:func:`tenant_user`, or the default tenant without one)."""
     from memcore.scope import chat_tenant
 
     if config.tenant_id is not None:
         return config.tenant_id
     chat = kwargs.get("chat_id")
-    if tenant_user(kwargs, config) is not None or not isinstance(chat, str) or not chat.strip():
+    if not isinstance(chat, str) or not chat.strip():
+        return None
+    if tenant_user(kwargs, config) is not None and not shared_by_many(kwargs):
         return None
     return chat_tenant(kwargs.get("platform") or "cli", chat)
+
+
+def shared_by_many(kwargs: Mapping[str, Any]) -> bool:
+    """Whether Hermes serves everyone in a chat with this session: a group, channel or thread
+    session whose key does not end with its participant (``user_id_alt or user_id``, as
+    Hermes' ``build_session_key`` appends it when it isolates people)."""
+    chat_type, key = kwargs.get("chat_type"), kwargs.get("gateway_session_key")
+    if not isinstance(chat_type, str) or chat_type in ("", "dm") or not isinstance(key, str):
+        return False
+    participant = str(kwargs.get("user_id_alt") or kwargs.get("user_id") or "")
+    if not participant:
+        return True
+    if kwargs.get("platform") == "whatsapp":
+        participant = _whatsapp_canonical(participant)
+    return not key.endswith(f":{participant}")
+
+
+def _whatsapp_canonical(participant: str) -> str:
+    """WhatsApp's participant as Hermes writes it in a session key (one form of its aliases)."""
+    try:
+        from gateway.whatsapp_identity import (  # type: ignore[import-untyped,unused-ignore]
+            canonical_whatsapp_identifier,
+        )
+    except ImportError:  # pragma: no cover - Hermes is the host
+        return participant
+    return str(canonical_whatsapp_identifier(participant) or participant)
 
 
 def command_session(
