@@ -727,15 +727,20 @@ def _gateway_session(
     return mm, key
 
 
-def test_a_thread_everyone_shares_is_the_chats_tenant_not_its_first_speakers(
-    db: Path, open_session: Callable[..., Any]
-) -> None:
-    # Alice's own memory, from a direct chat with the agent.
+def _alices_own_memory(open_session: Callable[..., Any]) -> Any:
+    """Alice's session in her one-to-one Slack chat with the agent, holding SECRET."""
     dm, _ = _gateway_session(
         open_session, "dm", platform="slack", chat_id="D1", chat_type="dm", user_id="UA"
     )
     call(dm, "tablestore_remember", content=SECRET, sync=True)
     assert tenant_of(dm) == "slack:UA"
+    return dm
+
+
+def test_a_thread_everyone_shares_is_the_chats_tenant_not_its_first_speakers(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    dm = _alices_own_memory(open_session)
     # Alice opens a thread in a channel: Hermes shares threads by default, so Bob's turns are
     # served by the agent built for her. Its memory is the channel's, not hers.
     thread, key = _gateway_session(
@@ -795,3 +800,27 @@ def test_a_whatsapp_member_whose_key_holds_the_canonical_number_is_still_their_o
     )
     assert key.endswith(":15550100")
     assert tenant_of(own) == "whatsapp:15550100:12@s.whatsapp.net"
+
+
+def test_a_slack_group_dm_is_the_chats_tenant_not_its_first_speakers(
+    db: Path, open_session: Callable[..., Any]
+) -> None:
+    # Slack's adapter gives a group DM (an mpim, id G... or C...) chat_type "dm", as it does a
+    # one-to-one IM (id D...), and Hermes keys a DM by its chat alone: everyone in the group DM
+    # is served by the agent built for whoever spoke first.
+    own = _alices_own_memory(open_session)
+    for session, chat, thread in (("m1", "G01", None), ("m2", "C02", "171.5")):
+        group, key = _gateway_session(
+            open_session,
+            session,
+            platform="slack",
+            chat_id=chat,
+            chat_type="dm",
+            user_id="UA",
+            thread_id=thread,
+        )
+        assert not key.endswith(":UA") and tenant_of(group) == f"slack#chat:{chat}"
+        assert not call(group, "tablestore_search", query="locker code 4417", top_k=50)["results"]
+        call(group, "tablestore_remember", content="Bob is allergic to peanuts", sync=True)
+    mine = {m["text"] for m in call(own, "tablestore_profile", limit=100)["memories"]}
+    assert mine == {SECRET}

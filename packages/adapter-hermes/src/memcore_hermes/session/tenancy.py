@@ -93,16 +93,26 @@ def fixed_tenant(kwargs: Mapping[str, Any], config: MemcoreConfig) -> str | None
 def shared_by_many(kwargs: Mapping[str, Any]) -> bool:
     """Whether Hermes serves everyone in a chat with this session: a group, channel or thread
     session whose key does not end with its participant (``user_id_alt or user_id``, as
-    Hermes' ``build_session_key`` appends it when it isolates people)."""
+    Hermes' ``build_session_key`` appends it when it isolates people), or a group DM."""
     chat_type, key = kwargs.get("chat_type"), kwargs.get("gateway_session_key")
-    if not isinstance(chat_type, str) or chat_type in ("", "dm") or not isinstance(key, str):
+    if not isinstance(chat_type, str) or not chat_type or not isinstance(key, str):
         return False
+    if chat_type == "dm":
+        return _group_dm(kwargs)
     participant = str(kwargs.get("user_id_alt") or kwargs.get("user_id") or "")
     if not participant:
         return True
     if kwargs.get("platform") == "whatsapp":
         participant = _whatsapp_canonical(participant)
     return not key.endswith(f":{participant}")
+
+
+def _group_dm(kwargs: Mapping[str, Any]) -> bool:
+    """Whether a direct chat holds several people: Slack's adapter calls a group DM (an mpim)
+    ``dm`` as it does a one-to-one IM, whose ids alone start with ``D`` (the test Hermes'
+    adapter itself makes), and Hermes keys a DM by its chat, never by its sender."""
+    chat = kwargs.get("chat_id")
+    return kwargs.get("platform") == "slack" and isinstance(chat, str) and chat[:1] not in ("", "D")
 
 
 def _whatsapp_canonical(participant: str) -> str:
