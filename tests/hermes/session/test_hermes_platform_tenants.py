@@ -824,3 +824,27 @@ def test_a_slack_group_dm_is_the_chats_tenant_not_its_first_speakers(
         call(group, "tablestore_remember", content="Bob is allergic to peanuts", sync=True)
     mine = {m["text"] for m in call(own, "tablestore_profile", limit=100)["memories"]}
     assert mine == {SECRET}
+
+
+@pytest.mark.parametrize("stand_in", ["1087968824", "136817688", "777000"])
+def test_telegrams_stand_in_sender_is_the_chats_tenant_not_one_shared_by_every_group(
+    db: Path, open_session: Callable[..., Any], stand_in: str
+) -> None:
+    # Telegram gives a message sent on behalf of a chat a stand-in sender (Bot API,
+    # Message.from_user): GroupAnonymousBot for an anonymous admin, Channel_Bot for a message
+    # sent as a channel, 777000 for a linked channel's post. Hermes keys the group session by
+    # it, but one id in every group is not one person.
+    sessions = [
+        _gateway_session(
+            open_session,
+            f"g{n}",
+            platform="telegram",
+            chat_id=chat,
+            chat_type="group",
+            user_id=stand_in,
+        )[0]
+        for n, chat in enumerate(("-100111", "-100222"))
+    ]
+    call(sessions[0], "tablestore_remember", content=SECRET, sync=True)
+    assert [tenant_of(s) for s in sessions] == ["telegram#chat:-100111", "telegram#chat:-100222"]
+    assert not call(sessions[1], "tablestore_search", query="locker code 4417", top_k=50)["results"]

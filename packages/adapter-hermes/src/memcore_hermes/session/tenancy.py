@@ -45,6 +45,13 @@ logger = logging.getLogger(__name__)
 ALT_NAMED_PLATFORMS = frozenset({"signal", "feishu", "google_chat"})
 
 
+#: Telegram's stand-in senders for a message sent on behalf of a chat (Bot API,
+#: ``Message.from_user``): GroupAnonymousBot for a group's anonymous admins, Channel_Bot for a
+#: message sent as a channel, 777000 for a linked channel's post. Each is the one sender of
+#: such messages in every group, so it names no person: the session is the chat's.
+TELEGRAM_STAND_INS = frozenset({"1087968824", "136817688", "777000"})
+
+
 def per_platform(config: MemcoreConfig) -> bool:
     """Whether a session's platform is part of its tenant here: ``tenant_scope: platform``
     and no fixed ``tenant_id`` (which every session shares)."""
@@ -65,7 +72,10 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     :data:`ALT_NAMED_PLATFORMS`, Hermes' participant id (``user_id_alt or user_id``, a blank
     alternate ignored), elsewhere ``user_id``; with ``tenant_scope: user`` the user id alone,
     as in 0.1.0, where one phone number may be the same person on two platforms. Not checked
-    here: :func:`memcore.scope.resolve_scope` refuses a bad one."""
+    here: :func:`memcore.scope.resolve_scope` refuses a bad one. None for one of
+    :data:`TELEGRAM_STAND_INS`."""
+    if kwargs.get("platform") == "telegram" and kwargs.get("user_id") in TELEGRAM_STAND_INS:
+        return None
     alt = kwargs.get("user_id_alt")
     named_by_alt = platform_of(kwargs, config) in ALT_NAMED_PLATFORMS
     if named_by_alt and isinstance(alt, str) and alt.strip():
