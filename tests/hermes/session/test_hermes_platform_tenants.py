@@ -787,7 +787,7 @@ def test_a_thread_everyone_shares_is_the_chats_tenant_not_its_first_speakers(
     assert tenant_of(shared) == "slack#chat:C1"
 
 
-def test_a_whatsapp_member_whose_key_holds_the_canonical_number_is_still_their_own(
+def test_a_whatsapp_member_is_one_tenant_in_the_form_hermes_keys_them(
     db: Path, open_session: Callable[..., Any]
 ) -> None:
     own, key = _gateway_session(
@@ -799,7 +799,17 @@ def test_a_whatsapp_member_whose_key_holds_the_canonical_number_is_still_their_o
         user_id="15550100:12@s.whatsapp.net",
     )
     assert key.endswith(":15550100")
-    assert tenant_of(own) == "whatsapp:15550100:12@s.whatsapp.net"
+    # One person whatever form the bridge gives: the tenant follows the key's canonical number.
+    assert tenant_of(own) == "whatsapp:15550100"
+    phone, _ = _gateway_session(
+        open_session,
+        "w2",
+        platform="whatsapp",
+        chat_id="15550100@s.whatsapp.net",
+        chat_type="dm",
+        user_id="15550100@s.whatsapp.net",
+    )
+    assert tenant_of(phone) == "whatsapp:15550100"
 
 
 def test_a_slack_group_dm_is_the_chats_tenant_not_its_first_speakers(

@@ -73,14 +73,19 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     alternate ignored), elsewhere ``user_id``; with ``tenant_scope: user`` the user id alone,
     as in 0.1.0, where one phone number may be the same person on two platforms. Not checked
     here: :func:`memcore.scope.resolve_scope` refuses a bad one. None for one of
-    :data:`TELEGRAM_STAND_INS`."""
+    :data:`TELEGRAM_STAND_INS`; WhatsApp's in the form Hermes writes it in session keys."""
     if kwargs.get("platform") == "telegram" and kwargs.get("user_id") in TELEGRAM_STAND_INS:
         return None
     alt = kwargs.get("user_id_alt")
     named_by_alt = platform_of(kwargs, config) in ALT_NAMED_PLATFORMS
     if named_by_alt and isinstance(alt, str) and alt.strip():
         return alt
-    return kwargs.get("user_id")
+    user = kwargs.get("user_id")
+    if platform_of(kwargs, config) == "whatsapp" and isinstance(user, str) and user.strip():
+        # One person as a phone JID, a device JID or a LID, as Hermes keys them (its advice
+        # to plugins that keep anything per sender).
+        return _whatsapp_canonical(user) or user
+    return user
 
 
 def fixed_tenant(kwargs: Mapping[str, Any], config: MemcoreConfig) -> str | None:
