@@ -858,3 +858,18 @@ def test_telegrams_stand_in_sender_is_the_chats_tenant_not_one_shared_by_every_g
     call(sessions[0], "tablestore_remember", content=SECRET, sync=True)
     assert [tenant_of(s) for s in sessions] == ["telegram#chat:-100111", "telegram#chat:-100222"]
     assert not call(sessions[1], "tablestore_search", query="locker code 4417", top_k=50)["results"]
+
+
+def test_whatsapp_memories_of_before_move_to_the_tenant_sessions_read(
+    db: Path, kit: Any, open_session: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    jid = "15550100@s.whatsapp.net"  # as the bridge gave it, and 0.1.0 kept it
+    _keep_before(db, "I live in Lisbon", "agent:main:whatsapp:dm:15550100", jid)
+    code, moved = kit.run_cli(capsys, "migrate-tenant", "--user-id", jid)
+    assert code == 0 and list(moved["moved"]) == ["hermes/whatsapp:15550100/*/*"], moved
+    session, _ = _gateway_session(
+        open_session, "w3", platform="whatsapp", chat_id=jid, chat_type="dm", user_id=jid
+    )
+    assert [m["text"] for m in call(session, "tablestore_profile", limit=100)["memories"]] == [
+        "I live in Lisbon"
+    ]

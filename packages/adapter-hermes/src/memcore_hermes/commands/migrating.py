@@ -45,7 +45,7 @@ from memcore.transfer import dump_line, export_record
 from memcore.values import MemoryRecord
 from memcore_hermes.commands.importing import import_lines
 from memcore_hermes.commands.interrupts import held_interrupts
-from memcore_hermes.session.tenancy import ALT_NAMED_PLATFORMS
+from memcore_hermes.session.tenancy import ALT_NAMED_PLATFORMS, platform_user
 
 #: Runs listed in the answer as examples of those that name no platform.
 _EXAMPLES = 5
@@ -136,7 +136,7 @@ def migrate_tenant(
         )
     for name in sorted(shares.keys() | logged.keys()):
         share, log = shares.get(name, []), logged.get(name, {})
-        owner = alts.get(name, user_id)
+        owner = alts.get(name) or platform_user(name, user_id)
         target = open_service(SessionContext(user_id=owner, session_id="cli", platform=name))
         moved: dict[str, Any] = {"memories": len(share)}
         if logs is not None:

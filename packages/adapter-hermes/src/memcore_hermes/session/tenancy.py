@@ -80,12 +80,17 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     named_by_alt = platform_of(kwargs, config) in ALT_NAMED_PLATFORMS
     if named_by_alt and isinstance(alt, str) and alt.strip():
         return alt
-    user = kwargs.get("user_id")
-    if platform_of(kwargs, config) == "whatsapp" and isinstance(user, str) and user.strip():
-        # One person as a phone JID, a device JID or a LID, as Hermes keys them (its advice
-        # to plugins that keep anything per sender).
-        return _whatsapp_canonical(user) or user
-    return user
+    platform, user = platform_of(kwargs, config), kwargs.get("user_id")
+    return platform_user(platform, user) if isinstance(user, str) and user.strip() else user
+
+
+def platform_user(platform: object, user_id: str) -> str:
+    """``user_id`` as a tenant on ``platform`` names it: WhatsApp's in the form Hermes keys
+    one person by, whether the bridge gave a phone JID, a device JID or a LID (Hermes' advice to
+    plugins that keep anything per sender); any other as given."""
+    if platform == "whatsapp":
+        return _whatsapp_canonical(user_id) or user_id
+    return user_id
 
 
 def fixed_tenant(kwargs: Mapping[str, Any], config: MemcoreConfig) -> str | None:
