@@ -343,8 +343,10 @@ def platform_tenant(platform: object, user_id: object) -> str:
 def chat_tenant(platform: object, chat_id: object) -> str:
     """The tenant id of a chat whose messages name no user (a Telegram group an agent
     observes, where Hermes drops the sender): ``platform#chat:chat_id``, the platform escaped
-    as in :func:`platform_tenant`. No user's tenant on any platform is a chat's, whatever the
-    ids: before its first ``:`` a user's tenant holds no unescaped ``#``."""
+    as in :func:`platform_tenant`. No user's :func:`platform_tenant` is a chat's, whatever the
+    ids: before its first ``:`` it holds no unescaped ``#``. (A user id taken as the tenant
+    alone, Hermes' ``tenant_scope: user``, is any string; one spelled ``telegram#chat:...``
+    would be that chat's, and no platform issues such ids.)"""
     name, chat = _tenant_parts(platform=platform, chat_id=chat_id)
     return f"{_escape_platform(name)}{_CHAT}:{chat}"
 
