@@ -76,11 +76,13 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     :data:`TELEGRAM_STAND_INS`; WhatsApp's in the form Hermes writes it in session keys."""
     if kwargs.get("platform") == "telegram" and kwargs.get("user_id") in TELEGRAM_STAND_INS:
         return None
-    alt = kwargs.get("user_id_alt")
-    named_by_alt = platform_of(kwargs, config) in ALT_NAMED_PLATFORMS
-    if named_by_alt and isinstance(alt, str) and alt.strip():
+    platform, alt, user = (
+        platform_of(kwargs, config),
+        kwargs.get("user_id_alt"),
+        kwargs.get("user_id"),
+    )
+    if platform in ALT_NAMED_PLATFORMS and isinstance(alt, str) and alt.strip():
         return alt
-    platform, user = platform_of(kwargs, config), kwargs.get("user_id")
     return platform_user(platform, user) if isinstance(user, str) and user.strip() else user
 
 
@@ -88,9 +90,7 @@ def platform_user(platform: object, user_id: str) -> str:
     """``user_id`` as a tenant on ``platform`` names it: WhatsApp's in the form Hermes keys
     one person by, whether the bridge gave a phone JID, a device JID or a LID (Hermes' advice to
     plugins that keep anything per sender); any other as given."""
-    if platform == "whatsapp":
-        return _whatsapp_canonical(user_id) or user_id
-    return user_id
+    return _whatsapp_canonical(user_id) if platform == "whatsapp" else user_id
 
 
 def fixed_tenant(kwargs: Mapping[str, Any], config: MemcoreConfig) -> str | None:
@@ -122,9 +122,7 @@ def shared_by_many(kwargs: Mapping[str, Any]) -> bool:
     participant = str(kwargs.get("user_id_alt") or kwargs.get("user_id") or "")
     if not participant:
         return True
-    if kwargs.get("platform") == "whatsapp":
-        participant = _whatsapp_canonical(participant)
-    return not key.endswith(f":{participant}")
+    return not key.endswith(f":{platform_user(kwargs.get('platform'), participant)}")
 
 
 def _group_dm(kwargs: Mapping[str, Any]) -> bool:
@@ -136,7 +134,8 @@ def _group_dm(kwargs: Mapping[str, Any]) -> bool:
 
 
 def _whatsapp_canonical(participant: str) -> str:
-    """WhatsApp's participant as Hermes writes it in a session key (one form of its aliases)."""
+    """WhatsApp's participant as Hermes writes it in a session key (one form of its aliases;
+    the id as given where that form is empty or Hermes is absent)."""
     try:
         from gateway.whatsapp_identity import (  # type: ignore[import-untyped,unused-ignore]
             canonical_whatsapp_identifier,
