@@ -349,7 +349,7 @@ class MemoryService:
         limits.check_flag(include_evidence, field="include_evidence")
         around = limits.check_neighbours(neighbours)
         budget = limits.check_neighbour_chars(neighbour_chars)
-        if around and not isinstance(self.store, NeighbourTurns):
+        if around and not self.shows_neighbours:
             raise Unsupported(
                 "this backend does not keep the order of a session's turns, so a hit cannot "
                 "come with its neighbours; only the embedded store can",
