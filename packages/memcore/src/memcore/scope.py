@@ -307,6 +307,7 @@ class SessionContext:
 #: the first ``:`` always ends it and a ``#`` before that marks a chat (:func:`chat_tenant`).
 _PLATFORM_ESCAPES = {"%": "%25", ":": "%3A", "#": "%23"}
 _PLATFORM_UNESCAPES = {v[1:]: k for k, v in _PLATFORM_ESCAPES.items()}
+_PLATFORM_ESCAPED = re.compile(f"%({'|'.join(_PLATFORM_UNESCAPES)})")
 #: What follows the platform in a chat's tenant id.
 _CHAT = "#chat"
 
@@ -341,12 +342,12 @@ def platform_tenant(platform: object, user_id: object) -> str:
 
 
 def chat_tenant(platform: object, chat_id: object) -> str:
-    """The tenant id of a chat whose messages name no user (a Telegram group an agent
-    observes, where Hermes drops the sender): ``platform#chat:chat_id``, the platform escaped
-    as in :func:`platform_tenant`. No user's :func:`platform_tenant` is a chat's, whatever the
-    ids: before its first ``:`` it holds no unescaped ``#``. (A user id taken as the tenant
-    alone, Hermes' ``tenant_scope: user``, is any string; one spelled ``telegram#chat:...``
-    would be that chat's, and no platform issues such ids.)"""
+    """The tenant id of a chat as a whole (a Telegram group an agent observes, where Hermes
+    drops the sender; a thread several people share): ``platform#chat:chat_id``, the platform
+    escaped as in :func:`platform_tenant`. No user's :func:`platform_tenant` is a chat's,
+    whatever the ids: before its first ``:`` it holds no unescaped ``#``. (A user id taken as
+    the tenant alone, Hermes' ``tenant_scope: user``, is any string; one spelled
+    ``telegram#chat:...`` would be that chat's, and no platform issues such ids.)"""
     name, chat = _tenant_parts(platform=platform, chat_id=chat_id)
     return f"{_escape_platform(name)}{_CHAT}:{chat}"
 
@@ -357,7 +358,7 @@ def tenant_platform(tenant_id: str) -> str | None:
     escaped, sep, _ = tenant_id.partition(":")
     if not sep or "#" in escaped:
         return None
-    return re.sub("%(25|3A|23)", lambda m: _PLATFORM_UNESCAPES[m.group(1)], escaped)
+    return _PLATFORM_ESCAPED.sub(lambda m: _PLATFORM_UNESCAPES[m.group(1)], escaped)
 
 
 def resolve_scope(
