@@ -26,9 +26,9 @@ from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_PORT = 8787
-#: The longest ``--busy-timeout``, in seconds, as the config's ``timeout`` allows. SQLite keeps
-#: the timeout as an int of milliseconds, which a value past about 24 days overflows (1e9 s
-#: read back as no wait at all).
+#: The longest ``--busy-timeout``, in seconds, as the config's ``timeout`` allows: a tool call
+#: waiting longer would look hung to the client. Checked here, before anything opens, so the
+#: option is named; the store refuses what SQLite cannot keep itself.
 MAX_BUSY_TIMEOUT = 600.0
 
 
