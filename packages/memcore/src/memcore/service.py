@@ -605,6 +605,7 @@ class MemoryService:
     ) -> Page[MemoryTask]:
         """This tenant's write tasks (or those of ``pattern``, which must lie inside it)."""
         limits.check_limit(limit)
+        limits.check_status(status)
         reach = self._within_tenant(pattern)
         page = self.store.list_tasks(
             self.store_name, status=status, limit=limit, next_token=next_token, pattern=reach
@@ -721,6 +722,7 @@ class MemoryService:
         """This tenant's dream tasks; the store is always asked with the tenant's pattern,
         and a task that reads anything outside the tenant is left out."""
         limits.check_limit(limit)
+        limits.check_status(status, dream=True)
         reach = self._within_tenant(pattern)
         tenant = self.scope.tenant_pattern()
         page = self.store.list_dream_tasks(

@@ -268,6 +268,7 @@ class RecordReads:
         pattern: ScopePattern | None = None,
     ) -> Page[MemoryTask]:
         """Only the tasks of ``pattern`` when it is given."""
+        limits.check_status(status)
         rows, cursor = self._rows_after(
             store, "tasks", self._TASK_COLUMNS, "status", status, limit, next_token, pattern
         )

@@ -644,6 +644,14 @@ class MemoryStoreContract:
         with pytest.raises(NotFound):
             ready.get_task(self.store_name, "no-such-task")
 
+    @pytest.mark.parametrize("status", ["done", "Completed", "\ud800", 5])
+    def test_an_unknown_task_status_is_refused(self, ready: MemoryStore, status: Any) -> None:
+        # Not an empty page: that would read as "no such tasks" for a misspelt status.
+        self.add(ready, A1, "a task to list")
+        with pytest.raises(InvalidInput) as refused:
+            ready.list_tasks(self.store_name, status=status)
+        assert refused.value.field == "status"
+
     def test_a_write_task_names_the_scope_it_wrote(self, ready: MemoryStore) -> None:
         # The service checks a task id against the caller's tenant by this scope.
         receipt = ready.add_text(self.store_name, A1, "task with a scope", sync=True)

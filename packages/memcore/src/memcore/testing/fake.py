@@ -654,6 +654,7 @@ class InMemoryMemoryStore:
     ) -> Page[MemoryTask]:
         self._enter("list_tasks")
         limits.check_limit(limit)
+        limits.check_status(status)
         with self._lock:
             st = self._store(store)
             items = sorted(
@@ -745,6 +746,7 @@ class InMemoryMemoryStore:
     ) -> Page[DreamTask]:
         self._enter("list_dream_tasks")
         limits.check_limit(limit)
+        limits.check_status(status, dream=True)
         with self._lock:
             items = [
                 (seq, t)
