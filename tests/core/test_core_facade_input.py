@@ -125,3 +125,22 @@ def test_a_yes_no_or_size_argument_is_checked_when_given(call: Any, field: str) 
         call(mem)
     assert refused.value.field == field
     assert mem.list().items == ()
+
+
+@pytest.mark.parametrize("message_id", ["\ud800", "a\x00b", "x" * 257, "  ", 10**20, 5, ["m1"]])
+def test_a_message_id_that_is_not_an_id_is_refused(message_id: Any) -> None:
+    """A store keeps a message's id as given (TableStore's ``messageId``: at most 256
+    characters); the embedded one failed on it with a raw UnicodeEncodeError or OverflowError."""
+    mem = _memory()
+    with pytest.raises(InvalidInput) as refused:
+        mem.add(messages=[Message("user", "I have two cats", id=message_id)])
+    assert refused.value.field == "messages[0].id"
+    assert mem.list().items == ()
+
+
+def test_a_message_id_is_kept_as_given() -> None:
+    mem = _memory()
+    mem.add(messages=[Message("user", "I have two cats", id="m-1"), Message("user", "hi", id="")])
+    first, second = mem.service.messages().items
+    assert first.id == "m-1"
+    assert second.id  # "" is no id: the store made one

@@ -4,6 +4,7 @@ tenant pins it, and a read policy narrows in one argument."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +81,18 @@ def test_an_id_reaches_its_memory_in_a_large_tenant(tmp_path: Path) -> None:
         mem.delete(last, user_id="alice")
         with pytest.raises(NotFound):
             mem.get(last, user_id="alice", agent_id="bot", run_id="r1")
+
+
+@pytest.mark.parametrize("message_id", ["\ud800", 10**20])
+def test_a_bad_message_id_is_a_typed_error_and_writes_nothing(
+    tmp_path: Path, message_id: Any
+) -> None:
+    with Memory.open("local", config=LEXICAL, user_id="u", path=tmp_path / "m.db") as mem:
+        turn = [
+            memcore.Message("user", "I have two cats"),
+            memcore.Message("user", "hi", id=message_id),
+        ]
+        with pytest.raises(InvalidInput):
+            mem.add(messages=turn)
+        assert mem.list().items == ()
+        assert mem.service.messages().items == ()

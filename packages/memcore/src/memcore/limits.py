@@ -429,6 +429,8 @@ def check_message(message: object, *, index: int = 0) -> Message:
             field=f"{field}.role",
         )
     check_text(message.content, field=f"{field}.content")
+    if message.id is not None and message.id != "":  # none or "": the store makes one
+        check_id(message.id, field=f"{field}.id")
     check_metadata(message.metadata, field=f"{field}.metadata")
     if message.timestamp is not None:
         check_said_time(message.timestamp, field=f"{field}.timestamp")
