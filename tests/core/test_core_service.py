@@ -227,6 +227,28 @@ def test_a_long_turn_is_split_never_truncated() -> None:
     assert len(stored.items) + (1 if stored.next_token else 0) >= 46
 
 
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (Message("user", "said tomorrow", timestamp=4e9), "messages[22].timestamp"),
+        (Message("user", "tagged", metadata={"k": "v" * 1025}), "messages[22].metadata.k"),
+        (Message("user", "with a bad id", id="\ud800"), "messages[22].id"),
+    ],
+)
+def test_a_refused_turn_leaves_nothing_written(bad: Message, field: str) -> None:
+    """A turn of more than one write is checked whole first: its first 20 messages were
+    written before the 23rd was refused, and the error named it messages[2]."""
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    msgs = [Message("user", f"fact number {i} about herons") for i in range(25)]
+    msgs[22] = bad
+    with pytest.raises(InvalidInput) as refused:
+        svc.sync_turn("", "", messages=msgs, sync=True)
+    assert refused.value.field == field
+    assert store.list_messages(STORE, svc.scope).items == ()
+    assert svc.profile().items == ()
+
+
 def test_sync_turn_from_user_and_assistant() -> None:
     store = InMemoryMemoryStore()
     svc = service_for(store, "u")

@@ -421,6 +421,16 @@ def message_from_json(data: object, *, index: int = 0) -> Message:
 
 def check_message(message: object, *, index: int = 0) -> Message:
     field = f"messages[{index}]"
+    checked = check_message_fields(message, index=index)
+    check_text(checked.content, field=f"{field}.content")
+    return checked
+
+
+def check_message_fields(message: object, *, index: int = 0) -> Message:
+    """Everything of a message but its text's size (a turn's long message is split into
+    several writes): checked for the whole turn before its first write, so a refused turn
+    leaves nothing written."""
+    field = f"messages[{index}]"
     if not isinstance(message, Message):
         raise InvalidInput(f"{field} must be a Message", field=field)
     if message.role not in MESSAGE_ROLES:
@@ -428,7 +438,6 @@ def check_message(message: object, *, index: int = 0) -> Message:
             f"{field}.role must be one of {sorted(MESSAGE_ROLES)}, not {message.role!r}",
             field=f"{field}.role",
         )
-    check_text(message.content, field=f"{field}.content")
     if message.id is not None and message.id != "":  # none or "": the store makes one
         check_id(message.id, field=f"{field}.id")
     check_metadata(message.metadata, field=f"{field}.metadata")

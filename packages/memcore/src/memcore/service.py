@@ -244,6 +244,7 @@ class MemoryService:
                     f"messages[{i}].content must be a string", field=f"messages[{i}].content"
                 )
             refuse_scope_keys(m.metadata, field=f"messages[{i}].metadata")
+            limits.check_message_fields(m, index=i)  # every message before the first write
             repaired = limits.repair_unicode(m.content)
             if repaired != m.content:
                 turn[i] = attrs.evolve(m, content=repaired)
