@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +15,7 @@ from memcore.recall import FENCE_CLOSE, FENCE_OPEN
 from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
 from memcore.service import MemoryService
 from memcore.testing import InMemoryMemoryStore
-from memcore.values import DreamTask, MemoryRecord, MemoryTask, Message, Page
+from memcore.values import DreamTask, MemoryRecord, MemoryTask, Message, Page, TextItem
 
 STORE = "hermes_mem"
 
@@ -380,3 +382,28 @@ def test_a_page_of_current_memories_is_full_until_the_end(limit: int) -> None:
     assert seen == ["current a", "current b", "current c"]
     every = service.profile(limit=100)
     assert len(every.items) == len(texts)
+
+
+WRONG_KINDS: dict[str, Callable[[MemoryService], object]] = {
+    "get.pattern": lambda svc: svc.get("m1", pattern="app/*"),  # type: ignore[arg-type]
+    "forget_all.pattern": lambda svc: svc.forget_all(pattern=1),  # type: ignore[arg-type]
+    "dream.pattern": lambda svc: svc.dream(pattern=svc.scope),  # type: ignore[arg-type]
+    "tasks.pattern": lambda svc: svc.tasks(pattern="x"),  # type: ignore[arg-type]
+    "sync_turn.messages": lambda svc: svc.sync_turn("", "", messages=1),  # type: ignore[arg-type]
+    "sync_turn.text": lambda svc: svc.sync_turn("", "", messages="hi"),  # type: ignore[arg-type]
+    "restore.items": lambda svc: svc.restore(None),  # type: ignore[arg-type]
+    "restore.ahead": lambda svc: svc.restore([], ahead=None),  # type: ignore[arg-type]
+    "restore.scope": lambda svc: svc.restore([TextItem(None, "t")]),  # type: ignore[arg-type]
+    "move.scopes": lambda svc: svc.move_messages(None, svc),  # type: ignore[arg-type]
+    "move.to": lambda svc: svc.move_messages([svc.scope], None),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("call", sorted(WRONG_KINDS))
+def test_an_argument_of_the_wrong_kind_is_invalid_input(call: str) -> None:
+    """Not a raw AttributeError or TypeError from inside the service."""
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    with pytest.raises(InvalidInput):
+        WRONG_KINDS[call](svc)
+    assert svc.profile().items == ()

@@ -81,6 +81,12 @@ def _in_tenant(what: str, task_id: str, fetch: Callable[[], T], owned: Callable[
     return found
 
 
+def _check_list(value: object, *, field: str) -> None:
+    """Refuse what is not a list of things (a string is a sequence of characters)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidInput(f"{field} must be a list", field=field)
+
+
 def check_user_metadata(
     metadata: Mapping[str, str] | None, *, scope_source: str = "the session"
 ) -> dict[str, str]:
@@ -191,12 +197,14 @@ class MemoryService:
         another writer stored first answers with that memory's id, which is not its own);
         elsewhere the store cannot tell, and ``created`` is left as it was."""
         self._check_writable()
+        _check_list(items, field="items")
+        _check_list(ahead, field="ahead")
         tenant = self.scope.tenant_pattern()
         checked: list[TextItem] = []
         for i, item in enumerate(items):  # every item, before anything is written
             if not isinstance(item, TextItem):
                 raise InvalidInput(f"items[{i}] must be a TextItem", field=f"items[{i}]")
-            if not tenant.matches(item.scope):
+            if not isinstance(item.scope, Scope) or not tenant.matches(item.scope):
                 raise InvalidInput(
                     f"items[{i}].scope is outside this session's tenant", field=f"items[{i}].scope"
                 )
@@ -230,6 +238,8 @@ class MemoryService:
         U+FFFD rather than costing the whole turn. Recall blocks are cut out, and each message
         is marked whether it becomes a memory (``turn_policy``).
         """
+        if messages is not None:
+            _check_list(messages, field="messages")
         turn: list[Message] = list(messages or [])
         if not turn:
             if isinstance(user, str) and user.strip():
@@ -645,6 +655,8 @@ class MemoryService:
         in ``to``'s tenant, all in one transaction; how many messages moved. What a move of
         their memories there leaves behind: the turns around each, which follow (each links
         to the target's memory of its text). Both sessions must use one store."""
+        if not isinstance(to, MemoryService):
+            raise InvalidInput("to must be a MemoryService", field="to")
         self._check_writable()
         to._check_writable()
         store = self._message_move()
@@ -653,6 +665,7 @@ class MemoryService:
         source, target = self.scope.tenant_pattern(), to.scope.tenant_pattern()
         if source == target:
             raise InvalidInput("the messages are in that tenant already", field="tenant_id")
+        _check_list(scopes, field="scopes")
         moves: dict[Scope, Scope] = {}
         for i, scope in enumerate(scopes):
             if not isinstance(scope, Scope) or not source.matches(scope):
@@ -675,6 +688,8 @@ class MemoryService:
         tenant = self.scope.tenant_pattern()
         if pattern is None:
             return tenant
+        if not isinstance(pattern, ScopePattern):
+            raise InvalidInput("scope must be a ScopePattern", field="scope")
         if not pattern.within(tenant):
             raise InvalidInput(f"scope {pattern} is outside this tenant", field="scope")
         return pattern
