@@ -110,3 +110,19 @@ def test_memory_status_prints_the_reason(hermes_home: Path, kit: Any) -> None:
     assert "not available" in out and "top_k must be from 1 to 50" in out
     # Hermes lists the declared key variables too, after the reason.
     assert out.index("top_k must be from 1 to 50") < out.index("Missing:")
+
+
+def test_an_unsafe_env_file_stops_the_local_backend_too(hermes_home: Path, kit: Any) -> None:
+    """``initialize()`` refuses an unsafe ``.env`` for the local store as well (its chat
+    model's key is read from there), so ``is_available()`` must not say it would start."""
+    kit.write_config(hermes_home, backend="local")
+    env = kit.write_env(hermes_home, {"MEMCORE_MODEL_API_KEY": "model-key-4567"}, mode=0o666)
+    lines = status(hermes_home)
+    assert lines["backend"] == "local"
+    assert "writable by other users" in lines["problem"]
+    assert lines["fix"] == f"chmod 600 {env}"
+    assert "model-key-4567" not in json.dumps(lines)
+    with pytest.raises(Exception, match="writable by other users"):
+        MemcoreMemoryProvider(environ={}).initialize(
+            "s1", hermes_home=str(hermes_home), platform="cli", user_id="u"
+        )

@@ -104,14 +104,16 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
     has_pair = {AK_VAR, SK_VAR} <= set(secrets)
     has_api_key = API_KEY_VAR in secrets
     backend = config.backend or ("tablestore" if has_pair or has_api_key else None)
+    if unsafe:
+        # The local store reads its chat model's settings (and key) from the same file, and
+        # ``initialize()`` refuses it for either backend.
+        return Readiness(
+            False, backend or "tablestore", reason=unsafe, fix=f"chmod 600 {home.env_file}"
+        )
     if backend == "local":
         search, fix = local_search_mode(config.embedder)
         note = "" if not fix else "semantic recall is off"
         return Readiness(True, "local", reason=note, fix=fix, search=search)
-    if unsafe:
-        return Readiness(
-            False, backend or "tablestore", reason=unsafe, fix=f"chmod 600 {home.env_file}"
-        )
     if has_api_key and not has_pair and not (config.endpoint and config.instance_name):
         return Readiness(
             False,
