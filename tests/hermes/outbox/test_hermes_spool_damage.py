@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,70 @@ def test_a_file_that_is_not_a_database_is_kept_aside_and_replaced(tmp_path: Path
     [kept] = _aside(path)
     assert kept.read_bytes() == b"this is not a database" * 100
     assert sqlite3.connect(path).execute("PRAGMA quick_check").fetchone() == ("ok",)
+
+
+def _said(store: Any, scope: Any) -> list[str]:
+    return [m.content for m in store.list_messages("hermes_mem", scope, limit=100).items]
+
+
+def test_turns_delivered_before_the_spool_was_damaged_are_not_stored_again(
+    make_provider: Any, fake_store: Any, damage: Any, kit: Any
+) -> None:
+    """The rebuilt spool replays the whole turn journal, turns already delivered included:
+    those are looked for at the service before a send, not stored a second time."""
+    provider = make_provider(fake_store)
+    for i in range(3):
+        provider.sync_turn(f"question {i}", f"answer {i}", session_id="s1")
+    assert kit.settle(provider, 5.0)
+    spool = provider.runtime.spool
+    spool.checkpoint()
+    for page in damage.pages(spool.path, "outbox"):
+        damage.garble(spool.path, page)
+    other = sqlite3.connect(spool.path)  # another process's write: the open spool rereads pages
+    other.execute("PRAGMA user_version = 1")
+    other.close()
+    provider.sync_turn("question 3", "answer 3", session_id="s1")
+    assert kit.settle(provider, 5.0)
+    assert _aside(spool.path)  # it was rebuilt
+    said = _said(fake_store, provider.runtime.scope)
+    assert sorted(said) == sorted(f"{w} {i}" for i in range(4) for w in ("question", "answer"))
+
+
+_KILLED_AFTER_DELIVERY = """
+import os, signal, sys
+from memcore.outbox import OutboxEntry
+from memcore_hermes.outbox.spool import SqliteOutbox
+spool = SqliteOutbox(sys.argv[1])
+spool.put_fast([OutboxEntry(key=k, kind="messages", payload="{}", created_at=0.0,
+                            next_attempt_at=0.0) for k in ("k1", "k2")])
+for e in spool.pending(limit=10):  # moved into SQLite, then delivered and acknowledged
+    spool.ack(e.key)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_dead_process_journal_replayed_into_a_rebuilt_spool_is_checked_before_a_send(
+    tmp_path: Path,
+) -> None:
+    """A killed process had delivered what its journal held; then the spool file was lost.
+    The fresh spool no longer knows how far that journal was moved, so its records come
+    back as tried once: delivery then asks the service whether each landed before sending
+    it (a never-tried entry is sent without asking)."""
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "spool.sqlite3"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_AFTER_DELIVERY, str(path)], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert journal_glob(path)  # left behind, its progress recorded in the spool only
+    for side in ("-wal", "-shm"):  # the record of how far the journal was moved goes too
+        Path(f"{path}{side}").unlink()
+    path.write_bytes(b"this is not a database" * 200)
+    spool = SqliteOutbox(path)
+    try:
+        back = spool.pending(limit=10)
+        assert [e.key for e in back] == ["k1", "k2"]
+        assert all(e.attempts >= 1 for e in back)
+    finally:
+        spool.close()

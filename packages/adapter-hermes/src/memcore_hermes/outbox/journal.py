@@ -68,6 +68,9 @@ class Journal:
         self.lock = threading.Lock()
         self.head = head  # end of the last complete record
         self.consumed = HEADER_BYTES  # records before this offset are in the spool
+        #: Records before this offset went into a spool that was lost: they may have been
+        #: delivered, so each is looked for at the service before it is sent again.
+        self.tried_until = HEADER_BYTES
         self.pending_entries = 0
         self.sealed = False  # replaced by a newer journal: appends go there
 
@@ -188,6 +191,7 @@ class Journal:
         the ones already moved; the spool's keys keep a record from being stored twice)."""
         with self.lock:
             self.pending_entries += len(self.read(HEADER_BYTES, self.consumed))
+            self.tried_until = max(self.tried_until, self.consumed)
             self.consumed = HEADER_BYTES
 
     def mark_consumed(self, upto: int, entries: int) -> None:

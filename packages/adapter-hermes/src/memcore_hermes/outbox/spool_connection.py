@@ -119,14 +119,16 @@ def encode_entry(entry: OutboxEntry) -> bytes:
     )
 
 
-def _row(record: bytes) -> tuple[object, ...]:
+def _row(record: bytes, *, tried: bool = False) -> tuple[object, ...]:
+    """The spool row of a journal record; ``tried``: it may have been delivered already
+    (counted as one attempt, so delivery looks for it before sending it again)."""
     head, _, payload = record.partition(b"\n")
     key, kind, attempts, created_at, next_attempt_at, last_error = json.loads(head)
     entry = OutboxEntry(
         key=key,
         kind=kind,
         payload=payload.decode("utf-8", "surrogatepass"),
-        attempts=attempts,
+        attempts=max(attempts, 1) if tried else attempts,
         created_at=created_at,
         next_attempt_at=next_attempt_at,
         last_error=last_error,
@@ -245,8 +247,9 @@ class SpoolConnection:
         the old file still gives, and replay every record the journals still hold.
 
         Rows are keyed: a record both salvaged and replayed is stored once. What the old file
-        had delivered and the journals still hold is sent again; turns are checked against
-        the service before a resend (see :mod:`memcore_hermes.outbox.delivery`).
+        had delivered and the journals still hold comes back counted as tried once, so
+        delivery looks for it at the service before sending it again
+        (see :mod:`memcore_hermes.outbox.delivery`).
         """
         aside = Path(f"{self.path}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         for suffix in ("", "-wal", "-shm"):
@@ -309,7 +312,8 @@ class SpoolConnection:
         start, end = j.consumed, j.head
         if start != end:
             records = j.read(start, end)
-            self._insert(j.name, records, end)
+            tried = len(j.read(start, min(j.tried_until, end))) if start < j.tried_until else 0
+            self._insert(j.name, records, end, tried=tried)
             j.mark_consumed(end, len(records))
 
     def refresh_totals(self) -> None:
@@ -318,13 +322,14 @@ class SpoolConnection:
         )
         self.known_depth, self.known_bytes = totals.get("depth", 0), totals.get("bytes", 0)
 
-    def _insert(self, name: str, records: list[bytes], upto: int) -> None:
+    def _insert(self, name: str, records: list[bytes], upto: int, *, tried: int = 0) -> None:
+        """Store ``records``, the first ``tried`` of them as possibly delivered already."""
         # The records and how far they reach commit together: a crash between the two can
         # never replay a record that was already delivered and acknowledged.
         rows = []
-        for record in records:
+        for i, record in enumerate(records):
             try:
-                rows.append(_row(record))
+                rows.append(_row(record, tried=i < tried))
             except (ValueError, TypeError, UnicodeDecodeError) as exc:  # CRC-checked: not expected
                 logger.error(
                     "tablestore-mem: unreadable journal record in %s kept aside: %s", name, exc
@@ -392,7 +397,10 @@ class SpoolConnection:
                 start = min(row[0], orphan.head) if row else HEADER_BYTES
                 records = orphan.read(start, orphan.head)
                 if records:
-                    self._insert(orphan.name, records, orphan.head)
+                    # Without a progress row (a spool that was lost or rebuilt since) nothing
+                    # says which records its process delivered: each is looked for first.
+                    tried = 0 if row else len(records)
+                    self._insert(orphan.name, records, orphan.head, tried=tried)
                     logger.info(
                         "tablestore-mem: replayed %d write(s) left in %s by an earlier process",
                         len(records),
