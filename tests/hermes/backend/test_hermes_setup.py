@@ -214,3 +214,23 @@ def test_an_api_key_alone_needs_an_existing_instance(hermes_home: Path, kit: Any
     readiness = check_readiness(HermesHome(hermes_home), {})
     assert not readiness.available
     assert "existing instance" in readiness.reason and "only-a-key" not in readiness.reason
+
+
+def test_new_keys_replace_every_line_that_set_them(hermes_home: Path) -> None:
+    """A ``.env`` that sets a key twice is read last-line-wins; setup rewrote only the first
+    line, so the old key (the later line) stayed the one in use after "Keys saved"."""
+    from memcore_hermes.config.credentials import load_access_keys
+
+    (hermes_home / ".env").write_text(
+        "TABLESTORE_MEMORY_AK=old-id-1\nOPENAI_API_KEY=keep-me\nexport TABLESTORE_MEMORY_AK=old-id-2\n"
+        "TABLESTORE_MEMORY_SK=old-secret\n",
+        encoding="utf-8",
+    )
+    (hermes_home / ".env").chmod(0o600)
+    asker = Scripted("tablestore", AK, SK, "inst", refused_endpoint(), "")
+    run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=lambda _line: None)
+    keys = load_access_keys(hermes_home / ".env", {})
+    assert keys is not None
+    assert (keys.access_key_id, keys.access_key_secret) == (AK, SK)
+    text = (hermes_home / ".env").read_text(encoding="utf-8")
+    assert "old-id" not in text and "old-secret" not in text and "OPENAI_API_KEY=keep-me" in text

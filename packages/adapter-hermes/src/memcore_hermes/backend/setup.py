@@ -268,10 +268,11 @@ def write_env_values(home: HermesHome, values: Mapping[str, str]) -> None:
     out: list[str] = []
     for line in lines:
         name = line.split("=", 1)[0].strip().removeprefix("export ").strip() if "=" in line else ""
-        if name in pending and not line.lstrip().startswith("#"):
-            out.append(f"{name}={pending.pop(name)}")
-        else:
+        if name not in values or line.lstrip().startswith("#"):
             out.append(line)
+        elif name in pending:  # the first line that sets it takes the new value...
+            out.append(f"{name}={pending.pop(name)}")
+        # ...and a later one goes: the file is read last-line-wins, it would keep the old key
     out.extend(f"{name}={value}" for name, value in pending.items())
     atomic_write(home.env_file, ("\n".join(out) + "\n").encode("utf-8"))
 
