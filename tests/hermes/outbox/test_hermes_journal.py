@@ -399,3 +399,51 @@ def test_without_posix_fallocate_the_journal_is_written_out(
         assert j.append([b"record"])
     finally:
         j.close(unlink=True)
+
+
+def _puts_racing_a_close(path: Path) -> tuple[list[str], list[BaseException]]:
+    """Three writers put until refused while the spool closes under them: the keys of the
+    puts that returned, and any error other than ``Unavailable`` that escaped a put."""
+    import threading
+
+    spool = SqliteOutbox(path)
+    assert spool.prepare()
+    accepted: list[str] = []
+    foreign: list[BaseException] = []
+    started = threading.Event()
+
+    def writer(name: str) -> None:
+        for i in range(100_000):
+            try:
+                spool.put_fast([entry(f"{name}-{i}")])
+            except Unavailable:
+                return
+            except Exception as exc:  # anything else escaped into the agent's thread
+                foreign.append(exc)
+                return
+            accepted.append(f"{name}-{i}")
+            started.set()
+
+    threads = [threading.Thread(target=writer, args=(f"t{t}",)) for t in range(3)]
+    for t in threads:
+        t.start()
+    assert started.wait(10)
+    spool.close()
+    for t in threads:
+        t.join(30)
+    return accepted, foreign
+
+
+def test_a_put_racing_the_close_is_kept_or_refused_never_lost(tmp_path: Path) -> None:
+    """Turns still arriving while the provider shuts down: each put either returns (and its
+    entry is in the spool afterwards) or raises ``Unavailable``; none is copied into a
+    journal that the close had already moved and then deleted."""
+    for run in range(10):
+        path = tmp_path / f"s{run}.sqlite3"
+        accepted, foreign = _puts_racing_a_close(path)
+        assert foreign == []
+        reopened = SqliteOutbox(path)
+        try:
+            assert set(accepted) <= set(keys(reopened))
+        finally:
+            reopened.close()

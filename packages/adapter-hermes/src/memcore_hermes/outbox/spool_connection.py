@@ -416,6 +416,11 @@ class SpoolConnection:
         with self.lock:
             try:
                 for j in self.journals():
+                    # Sealed first, under the append lock: a put racing this close either
+                    # landed before (and is moved now) or is refused, never copied into a
+                    # journal that was already moved and is about to be deleted.
+                    with j.lock:
+                        j.sealed = True
                     try:
                         self._move(j)
                         self._retire(j)
