@@ -90,7 +90,6 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self._tenant_id: str | None = None
         self._init_error: str | None = None
         self._warned_uninitialised = False
-        self._secrets: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -339,7 +338,6 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self._session, self._tenant_id = session, tenant_id
         env = load_environment(home.env_file, self._environ)
         keys = access_keys(env)
-        self._secrets = keys.values() if keys else ()
         if self._store_factory is not None:
             store = self._store_factory(config)
             self._backend = config.backend or "custom"
