@@ -54,6 +54,12 @@ class Credentials:
 
     __str__ = __repr__
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be shown (an answer that quotes the request is scrubbed of it)."""
+        token = (self.security_token,) if self.security_token else ()
+        return (self.access_key_id, self.access_key_secret, *token)
+
 
 @attrs.frozen(repr=False)
 class ApiKey:
@@ -66,6 +72,11 @@ class ApiKey:
         return "ApiKey(key='***')"
 
     __str__ = __repr__
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be shown (see :attr:`Credentials.secrets`)."""
+        return (self.key,)
 
 
 def resolve_auth(env: Mapping[str, str] | None = None) -> Credentials | ApiKey:

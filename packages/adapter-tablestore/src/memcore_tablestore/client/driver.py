@@ -9,7 +9,7 @@ from typing import Any
 
 from memcore.errors import ConfigError, OutcomeUnknown, ProtocolError, Unavailable
 from memcore_tablestore.client import agent_storage
-from memcore_tablestore.client.error_map import Failure, failure_from_exception
+from memcore_tablestore.client.error_map import Failure, failure_from_exception, shows_secret
 from memcore_tablestore.credentials import ApiKey, Credentials
 from memcore_tablestore.protocol import wire
 from memcore_tablestore.protocol.apis import SDK_METHODS
@@ -79,6 +79,11 @@ class Settings:
     def budget(self, failure: Failure) -> float:
         """How long one call may keep retrying after ``failure``."""
         return self.connect_timeout if failure.unreachable else self.timeout
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials' secrets, kept out of every error (:func:`classify`)."""
+        return self.credentials.secrets
 
     @property
     def api_key(self) -> bool:
@@ -156,12 +161,22 @@ def settle(call: Call, raw: Any) -> dict[str, Any]:
         raise unknown(call, str(exc)) from None
 
 
-def classify(call: Call, exc: Exception, *, endpoint: str = "") -> Failure:
+def classify(
+    call: Call, exc: Exception, *, endpoint: str = "", secrets: tuple[str, ...] = ()
+) -> Failure:
     """The failure of one attempt. SDK 6.4.8 raises ``OTSServiceError(<status>,
     "JsonDecodeError")`` for a body that is not JSON (2xx included), a ``TypeError`` when a 2xx
     body is JSON but not an object and a ``UnicodeDecodeError`` for bad bytes: none of these is
-    an answer of the service's, so for a write the outcome is unknown, as after a timeout."""
-    return ambiguous(call, failure_from_exception(exc, api=call.api, endpoint=endpoint))
+    an answer of the service's, so for a write the outcome is unknown, as after a timeout.
+
+    ``secrets`` are kept out of the error's text, and out of its traceback: the SDK's exception
+    stays attached as the cause only when it does not quote one of them."""
+    failure = ambiguous(
+        call, failure_from_exception(exc, api=call.api, endpoint=endpoint, secrets=secrets)
+    )
+    failure.__cause__ = None if shows_secret(exc, secrets) else exc
+    failure.__suppress_context__ = True
+    return failure
 
 
 def ambiguous(call: Call, failure: Failure) -> Failure:

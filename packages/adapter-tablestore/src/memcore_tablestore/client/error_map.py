@@ -11,6 +11,7 @@ import asyncio
 import http.client
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -74,23 +75,62 @@ class Failure(Exception):
         return str(self.error)
 
 
-def error_for(status: int, code: str, message: str, *, api: str) -> Failure:
-    """The memcore error for a service answer with ``status`` and ``code``."""
+#: Shorter values are not real keys or tokens (those have 16 characters and more); scrubbing
+#: them would cut words such as "token" out of every message.
+MIN_SECRET_CHARS = 8
+
+
+def _hidden(secrets: Sequence[str]) -> list[str]:
+    """The secrets worth hiding, longest first (so a key inside a longer one goes with it)."""
+    return sorted((s for s in secrets if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with every secret in ``secrets`` replaced by ``***``: an answer's message is the
+    service's (or a gateway's) text, and some quote the request's headers back."""
+    for secret in _hidden(secrets):
+        text = text.replace(secret, "***")
+    return text
+
+
+def shows_secret(exc: BaseException, secrets: Sequence[str] = ()) -> bool:
+    """Whether ``exc`` or an exception it was raised from carries any of ``secrets`` (a
+    traceback prints them all)."""
+    hidden = _hidden(secrets)
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while hidden and current is not None and id(current) not in seen:
+        seen.add(id(current))
+        shown = f"{current}{current.args!r}"
+        if any(secret in shown for secret in hidden):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def error_for(
+    status: int, code: str, message: str, *, api: str, secrets: Sequence[str] = ()
+) -> Failure:
+    """The memcore error for a service answer with ``status`` and ``code``; ``secrets`` are
+    scrubbed from what the answer said."""
     cls = CODE_ERRORS.get(code) or STATUS_ERRORS.get(status)
     if cls is None:
         cls = Unavailable if status >= 500 else InvalidInput
-    text = f"{api} failed: HTTP {status} {code}: {message}".strip()[:600]
+    said = scrub(f"{code}: {message}", secrets)
+    text = f"{api} failed: HTTP {status} {said}".strip()[:600]
     retryable = False if code in FINAL_CODES else None
     error = cls(text, field=None, retryable=retryable)
     refused = status in REFUSED_STATUSES or code in REFUSED_CODES
     return Failure(error, refused=refused and code not in FINAL_CODES)
 
 
-def failure_from_exception(exc: BaseException, *, api: str, endpoint: str = "") -> Failure:
+def failure_from_exception(
+    exc: BaseException, *, api: str, endpoint: str = "", secrets: Sequence[str] = ()
+) -> Failure:
     """Classify anything the SDK call raised; unknown exceptions are not swallowed.
 
     A failure to connect names ``endpoint``, without any credentials written into it:
-    ``cannot reach https://...: connection refused``.
+    ``cannot reach https://...: connection refused``. ``secrets`` never reach the error's text.
     """
     from tablestore.error import OTSClientError, OTSServiceError
 
@@ -101,22 +141,21 @@ def failure_from_exception(exc: BaseException, *, api: str, endpoint: str = "") 
         if isinstance(cause, (UnicodeDecodeError, json.JSONDecodeError)):
             return Failure(ProtocolError(f"{api}: the service answered with an unreadable body"))
         if cause is not None:
-            return failure_from_exception(cause, api=api, endpoint=endpoint)
+            return failure_from_exception(cause, api=api, endpoint=endpoint, secrets=secrets)
     if isinstance(exc, OTSServiceError) or (
         vendor is not None and isinstance(exc, vendor.OTSServiceError)
     ):
         status = exc.get_http_status() if isinstance(exc.get_http_status(), int) else 0
         code = exc.get_error_code() if isinstance(exc.get_error_code(), str) else ""
         message = exc.get_error_message() if isinstance(exc.get_error_message(), str) else ""
-        return error_for(status, code, message, api=api)
+        return error_for(status, code, message, api=api, secrets=secrets)
     if isinstance(exc, OTSClientError) or (
         vendor is not None and isinstance(exc, vendor.OTSClientError)
     ):
         # Raised before anything is sent (the request could not be encoded) or on a local
         # protocol check; either way the request was not applied.
-        return Failure(
-            InvalidInput(f"{api} could not be sent: {exc.get_error_message()}"[:600]), refused=True
-        )
+        said = scrub(str(exc.get_error_message()), secrets)
+        return Failure(InvalidInput(f"{api} could not be sent: {said}"[:600]), refused=True)
     connect = _connect_failure(exc)
     if connect is not None:
         from memcore.config import without_userinfo

@@ -70,7 +70,10 @@ class AsyncTableStoreMemoryStore(BaseStore):
             else:
                 raw = await send(call.body)
         except Exception as exc:
-            raise classify(call, exc, endpoint=self._settings.endpoint) from exc
+            failure = classify(
+                call, exc, endpoint=self._settings.endpoint, secrets=self._settings.secrets
+            )
+            raise failure from failure.__cause__
         return settle(call, raw)
 
     async def _execute(self, call: Call) -> dict[str, Any]:

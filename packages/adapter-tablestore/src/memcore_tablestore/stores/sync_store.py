@@ -58,7 +58,10 @@ class TableStoreMemoryStore(BaseStore):
         try:
             raw = send(call.body)
         except Exception as exc:
-            raise classify(call, exc, endpoint=self._settings.endpoint) from exc
+            failure = classify(
+                call, exc, endpoint=self._settings.endpoint, secrets=self._settings.secrets
+            )
+            raise failure from failure.__cause__
         return settle(call, raw)
 
     def _execute(self, call: Call) -> dict[str, Any]:
