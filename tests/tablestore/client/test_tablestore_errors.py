@@ -69,6 +69,10 @@ def test_403_wrong_access_key_id(emulator: EmulatorServer) -> None:
 def test_404_missing_memory_is_not_found(ready: TableStoreMemoryStore) -> None:
     with pytest.raises(NotFound) as caught:
         ready.get_memory(STORE, A1, "nope")
+    # The adapter's own words, not the service's: another scope's id reads the same.
+    assert str(caught.value) == f"memory 'nope' was not found in scope {A1}"
+    with pytest.raises(NotFound) as caught:
+        ready.describe_store("no_such_store")
     assert "404" in str(caught.value)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memcore import limits
-from memcore.errors import InvalidInput, ProtocolError
+from memcore.errors import InvalidInput, NotFound, ProtocolError
 from memcore.scope import WILDCARD, Scope, ScopePattern
 from memcore.values import UNCONFIRMED, MemoryRecord, Message, WriteReceipt
 from memcore_tablestore.protocol import answers
@@ -115,12 +115,17 @@ def target(store: str, scope: Scope, memory_id: str) -> dict[str, Any]:
     return {**named(store), "scope": write_scope(scope), "memoryId": limits.check_id(memory_id)}
 
 
+def missing(scope: Scope, memory_id: str) -> NotFound:
+    """The one answer for a memory not in ``scope``: whether the id does not exist or is
+    another scope's, and whatever the service said, so that nothing tells them apart."""
+    return NotFound(f"memory {memory_id!r} was not found in scope {scope}", field="memory_id")
+
+
 def own(memory: MemoryRecord, scope: Scope, memory_id: str) -> MemoryRecord:
-    """The service must answer with the memory we asked for, in the scope we asked in."""
+    """The memory we asked for, in the scope we asked in; any other answer (a service that
+    looked the id up alone) is :func:`missing`."""
     if memory.id != memory_id or memory.scope != scope:
-        raise ProtocolError(
-            "the service answered with a different memory than requested", field="memory_id"
-        )
+        raise missing(scope, memory_id)
     return memory
 
 

@@ -290,7 +290,10 @@ class Plans:
 
     def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[MemoryRecord]:
         body = bodies.target(store, scope, memory_id)
-        answer = yield Call("GetMemory", body)
+        try:
+            answer = yield Call("GetMemory", body)
+        except NotFound:
+            raise bodies.missing(scope, memory_id) from None
         return bodies.own(answers.one_memory("GetMemory", answer), scope, memory_id)
 
     def update_memory(
@@ -303,23 +306,33 @@ class Plans:
         metadata: Mapping[str, str] | None = None,
     ) -> Plan[MemoryRecord]:
         body = bodies.target(store, scope, memory_id)
-        if text is None and metadata is None:
-            return (yield from self.get_memory(store, scope, memory_id))
         if text is not None:
             body["text"] = limits.check_text(text)
         if metadata is not None:
             body["metadata"] = limits.check_metadata(metadata)  # merged; {} clears
-        # Replay-safe: the same PATCH applied twice leaves the same state.
-        answer = yield Call("UpdateMemory", body)
+        # Seen in this scope first: the scope is checked here, not left to the service.
+        found = yield from self.get_memory(store, scope, memory_id)
+        if text is None and metadata is None:
+            return found
+        try:
+            # Replay-safe: the same PATCH applied twice leaves the same state.
+            answer = yield Call("UpdateMemory", body)
+        except NotFound:
+            raise bodies.missing(scope, memory_id) from None
         return bodies.own(answers.one_memory("UpdateMemory", answer), scope, memory_id)
 
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[None]:
-        # Not replayed after an ambiguous failure: the replay would answer 404 for a delete
-        # that succeeded, and we would report a failure that did not happen.
-        answer = yield Call(
-            "DeleteMemory", bodies.target(store, scope, memory_id), replay_safe=False
-        )
-        answers.deleted("DeleteMemory", answer)
+        body = bodies.target(store, scope, memory_id)
+        # Seen in this scope first: the answer to a delete names no scope to check.
+        yield from self.get_memory(store, scope, memory_id)
+        try:
+            # Not replayed after an ambiguous failure: the replay would answer 404 for a
+            # delete that succeeded, and we would report a failure that did not happen.
+            answer = yield Call("DeleteMemory", body, replay_safe=False)
+        except NotFound:
+            raise bodies.missing(scope, memory_id) from None
+        if not answers.deleted("DeleteMemory", answer):
+            raise bodies.missing(scope, memory_id)
 
     # -- messages, audit, scopes, tasks -------------------------------------------------
     def list_messages(

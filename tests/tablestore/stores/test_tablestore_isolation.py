@@ -1,0 +1,67 @@
+"""Another scope's memory id answers exactly like a missing id, through every id-taking call,
+even against a service that looks a memory up by its id alone: the adapter checks the scope
+itself and never changes or deletes a memory it has not seen in the caller's scope."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from memcore.errors import MemcoreError, NotFound
+from memcore.scope import Scope
+from memcore.testing import InMemoryMemoryStore
+from memcore_tablestore.stores.sync_store import TableStoreMemoryStore
+from memcore_tablestore.testing import running_emulator, store_for
+
+STORE = "iso"
+A1 = Scope("app", "tenant_a", "agent1", "run1")
+B1 = Scope("app", "tenant_b", "agent1", "run1")
+MISSING = "0123456789abcdef0123456789abcdef"
+
+
+class _ByIdAlone(InMemoryMemoryStore):
+    """A service that ignores the request's scope and finds a memory by its id alone."""
+
+    def _unit_in_scope(self, st: Any, scope: Scope, memory_id: str) -> Any:
+        unit = st.units.get(memory_id)
+        if unit is None:
+            raise NotFound(f"memory {memory_id!r} does not exist", field="memory_id")
+        return unit
+
+
+@pytest.fixture(params=["checks-scope", "by-id-alone"])
+def ts(request: pytest.FixtureRequest) -> Iterator[TableStoreMemoryStore]:
+    backing = InMemoryMemoryStore() if request.param == "checks-scope" else _ByIdAlone()
+    with running_emulator(backing) as server, store_for(server, timeout=5.0) as store:
+        store.ensure_store(STORE)
+        yield store
+
+
+def _answer(call: Callable[[], object], memory_id: str) -> tuple[type[MemcoreError], str]:
+    with pytest.raises(MemcoreError) as caught:
+        call()
+    return type(caught.value), str(caught.value).replace(memory_id, "<id>")
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda ts, scope, mid: ts.get_memory(STORE, scope, mid),
+        lambda ts, scope, mid: ts.update_memory(STORE, scope, mid, text="hijacked"),
+        lambda ts, scope, mid: ts.update_memory(STORE, scope, mid, metadata={}),
+        lambda ts, scope, mid: ts.delete_memory(STORE, scope, mid),
+    ],
+    ids=["get", "update-text", "update-metadata", "delete"],
+)
+def test_another_tenant_s_id_answers_like_a_missing_one_and_changes_nothing(
+    ts: TableStoreMemoryStore, operation: Callable[[TableStoreMemoryStore, Scope, str], object]
+) -> None:
+    mid = ts.add_text(STORE, A1, "Safe code: 4711", metadata={"k": "v"}, sync=True).memory_ids[0]
+    other = _answer(lambda: operation(ts, B1, mid), mid)
+    missing = _answer(lambda: operation(ts, B1, MISSING), MISSING)
+    assert other == missing
+    assert other[0] is NotFound
+    kept = ts.get_memory(STORE, A1, mid)
+    assert (kept.text, dict(kept.metadata)) == ("Safe code: 4711", {"k": "v"})
