@@ -65,3 +65,25 @@ def test_another_tenant_s_id_answers_like_a_missing_one_and_changes_nothing(
     assert other[0] is NotFound
     kept = ts.get_memory(STORE, A1, mid)
     assert (kept.text, dict(kept.metadata)) == ("Safe code: 4711", {"k": "v"})
+
+
+def test_messages_answered_for_another_session_are_refused(
+    ts: TableStoreMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memcore.errors import ProtocolError
+    from memcore.values import Message
+    from memcore_tablestore.emulator.apis.handlers import TABLE
+
+    ts.add_messages(STORE, A1, [Message("user", "my locker code is 4711")], sync=True)
+    honest = TABLE["ListMemoryStoreMessages"]
+
+    def other_session(svc: Any, call: Any) -> Any:
+        """Answers with tenant A's session whatever scope was asked for."""
+        call.body = {**call.body, "scope": {"appId": "app", "tenantId": "tenant_a"}}
+        call.body["scope"].update(agentId="agent1", runId="run1")
+        return honest(svc, call)
+
+    monkeypatch.setitem(TABLE, "ListMemoryStoreMessages", other_session)
+    with pytest.raises(ProtocolError):
+        ts.list_messages(STORE, B1)
+    assert [m.content for m in ts.list_messages(STORE, A1).items] == ["my locker code is 4711"]

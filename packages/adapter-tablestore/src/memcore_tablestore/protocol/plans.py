@@ -341,7 +341,14 @@ class Plans:
         body = bodies.paging(
             {**bodies.named(store), "scope": bodies.write_scope(scope)}, limit, next_token
         )
-        return answers.messages((yield Call("ListMemoryStoreMessages", body)))
+        page = answers.messages((yield Call("ListMemoryStoreMessages", body)))
+        # The session's scope is the only scope the answer names (a tenant guard): it must be
+        # the one asked for, and messages under no scope prove nothing.
+        if any(m.scope != scope for m in page.items):
+            raise ProtocolError(
+                "ListMemoryStoreMessages answered with messages of another session", field="scope"
+            )
+        return page
 
     def list_requests(
         self,
