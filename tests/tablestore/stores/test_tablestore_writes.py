@@ -190,3 +190,54 @@ def test_a_2xx_without_the_services_request_id_is_not_landed(raw: object) -> Non
     assert settle(Call("AddMemories", {}, replay_safe=False), {"requestId": "r1"}) == {
         "requestId": "r1"
     }
+
+
+def _as_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AddMemories answers exactly as ``AddMemoriesResponse`` types it: no ``memoryIds`` (only
+    the documentation names them for sync writes)."""
+    from memcore_tablestore.emulator.apis.handlers import TABLE
+
+    vendor = TABLE["AddMemories"]
+
+    def typed(svc: object, call: object) -> dict:
+        answer = vendor(svc, call)  # type: ignore[arg-type]
+        answer.pop("memoryIds", None)
+        return answer
+
+    monkeypatch.setitem(TABLE, "AddMemories", typed)
+
+
+def test_a_sync_write_names_its_memories_when_the_answer_does_not(
+    ts: TableStoreMemoryStore, emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ts.ensure_store(STORE)
+    scope = Scope("app", "u1", "agent", "run")
+    _as_typed(monkeypatch)
+    receipt = ts.add_text(STORE, scope, "Allergic to peanuts", sync=True)
+    assert receipt.status == "completed"
+    assert [ts.get_memory(STORE, scope, m).text for m in receipt.memory_ids] == [
+        "Allergic to peanuts"
+    ]
+    said = ts.add_messages(STORE, scope, [Message("user", "I live in Lisbon")], sync=True)
+    assert len(said.memory_ids) == 1
+    assert len(_adds(emulator)) == 2  # looked up, never sent again
+
+
+def test_a_landed_sync_write_stays_landed_when_its_ids_cannot_be_read(
+    ts: TableStoreMemoryStore, emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ts.ensure_store(STORE)
+    _as_typed(monkeypatch)
+    # A key that may write but not read tasks: the lookup is refused, the write stands.
+    emulator.set_faults(
+        Faults(
+            error_status=403,
+            error_code="OTSNoPermissionAccess",
+            error_rate=1.0,
+            apis=("GetMemoryTask",),
+        )
+    )
+    receipt = ts.add_text(STORE, Scope("app", "u1", "agent", "run"), "Owns a bike", sync=True)
+    assert receipt.status == "completed" and receipt.task_id
+    assert receipt.memory_ids == ()
+    assert len(_adds(emulator)) == 1

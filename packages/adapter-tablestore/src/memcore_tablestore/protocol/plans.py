@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, NotFound, ProtocolError
+from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound, ProtocolError
 from memcore.ports import ProgressCallback
 from memcore.scope import Scope, ScopePattern
 from memcore.values import (
@@ -214,7 +214,7 @@ class Plans:
         # Not replay-safe: nothing documented says the service deduplicates a text, so after an
         # ambiguous failure the caller gets OutcomeUnknown and looks before sending it again.
         call = Call("AddMemories", body, replay_safe=False)
-        return bodies.receipt((yield call))
+        return (yield from self._written(store, scope, (yield call), sync))
 
     def add_messages(
         self,
@@ -236,7 +236,31 @@ class Plans:
         # Not replay-safe: messages are appended to the short-term log, so a replay after an
         # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
         call = Call("AddMemories", body, replay_safe=False)
-        return bodies.receipt((yield call))
+        return (yield from self._written(store, scope, (yield call), sync))
+
+    def _written(
+        self, store: str, scope: Scope, answer: dict[str, Any], sync: bool
+    ) -> Plan[WriteReceipt]:
+        """The receipt of a write that landed. ``AddMemoriesResponse`` types no ``memoryIds``
+        (only the documentation names them for sync writes): when a sync answer has none, the
+        write's task (``derivedUnitIds``) names them. That read never fails the write."""
+        receipt = bodies.receipt(answer)
+        if not sync or "memoryIds" in answer or receipt.status != "completed":
+            return receipt
+        if receipt.task_id is None:
+            return receipt
+        body = {
+            **bodies.named(store),
+            "requestId": receipt.task_id,
+            "scope": bodies.write_scope(scope),
+        }
+        try:
+            task = answers.one_task((yield Call("GetMemoryTask", body)))
+        except MemcoreError:
+            return receipt
+        if task.id != receipt.task_id or task.scope != scope:
+            return receipt
+        return attrs.evolve(receipt, memory_ids=task.memory_ids)
 
     def search(
         self,
