@@ -351,3 +351,21 @@ def test_under_mixed_faults_a_text_write_lands_once_or_is_reported_unknown(
         assert landed_unknown == set(unknown)
     else:
         assert not landed_unknown
+
+
+def test_answer_lost_after_creating_a_dream_resends_it_under_the_same_client_token(
+    ready: TableStoreMemoryStore, emulator: EmulatorServer
+) -> None:
+    ready.add_text(STORE, A1, "Likes green tea", sync=True)
+    emulator.set_faults(
+        Faults(drop_burst=1, drop_after_apply=True, apis=("CreateMemoryDreamTask",))
+    )
+    task = ready.create_dream_task(STORE, A1.tenant_pattern())
+    sent = [body for api, body in emulator.recorded if api == "CreateMemoryDreamTask"]
+    assert len(sent) == 2 and sent[0]["clientToken"] == sent[1]["clientToken"]
+    # The resend named the dream the lost answer had started: there is one dream, not two.
+    listed = ready.list_dream_tasks(STORE, pattern=A1.tenant_pattern()).items
+    assert [t.id for t in listed] == [task.id]
+    # A new call is a new dream (a new token).
+    again = ready.create_dream_task(STORE, A1.tenant_pattern())
+    assert again.id != task.id

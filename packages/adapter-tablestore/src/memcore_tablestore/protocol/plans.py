@@ -9,6 +9,7 @@ with ``OTSClient`` and :class:`AsyncTableStoreMemoryStore` with ``AsyncOTSClient
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Generator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -444,8 +445,10 @@ class Plans:
         text = limits.check_dream_instructions(instructions)
         if text:
             body["instructions"] = text
-        # Not replayed after an ambiguous failure: a replay would start a second task.
-        answer = yield Call("CreateMemoryDreamTask", body, replay_safe=False)
+        # The typed SDK's idempotency key (a 7-day window): a resend after an ambiguous failure
+        # resolves to the dream the first attempt started, so it is replay-safe. One per call.
+        body["clientToken"] = uuid.uuid4().hex
+        answer = yield Call("CreateMemoryDreamTask", body)
         task = answers.dream("CreateMemoryDreamTask", answer)
         # The answer is {dreamId, status, createdAt}: the rest is what we asked for.
         return attrs.evolve(
