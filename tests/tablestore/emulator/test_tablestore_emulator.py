@@ -208,3 +208,38 @@ def test_an_initialising_store_answers_409_on_the_data_plane_only(
     )
     assert "status" not in sdk.get_memory_store({"memoryStoreName": "fresh"})
     assert sdk.list_memories({"memoryStoreName": STORE, "scope": GOOD})["memories"] == []
+
+
+def test_newest_first_listings_give_each_item_once_while_writes_land(
+    emulator: EmulatorServer,
+) -> None:
+    """Tasks, the request audit and dreams are listed newest first; what lands between two
+    pages goes in front of the first page, and must neither repeat nor hide an older item."""
+    from memcore.paging import pages
+    from memcore.scope import Scope
+
+    scope = Scope("app", "t1", "a1", "r1")
+    with store_for(emulator, timeout=5.0) as ts:
+        ts.ensure_store(STORE)
+        for i in range(5):
+            ts.add_text(STORE, scope, f"fact {i}", sync=True)
+            ts.create_dream_task(STORE, scope.tenant_pattern())
+        listings = {
+            "tasks": lambda token: ts.list_tasks(
+                STORE, limit=2, next_token=token, pattern=scope.tenant_pattern()
+            ),
+            "requests": lambda token: ts.list_requests(
+                STORE, operation="AddMemories", limit=2, next_token=token
+            ),
+            "dreams": lambda token: ts.list_dream_tasks(
+                STORE, limit=2, next_token=token, pattern=scope.tenant_pattern()
+            ),
+        }
+        for name, fetch in listings.items():
+            before = [item.id for page in pages(fetch) for item in page.items]
+            seen: list[str] = []
+            for page in pages(fetch):
+                seen.extend(item.id for item in page.items)
+                ts.add_text(STORE, scope, f"landed while listing {name}", sync=True)
+                ts.create_dream_task(STORE, scope.tenant_pattern())
+            assert seen == before, name

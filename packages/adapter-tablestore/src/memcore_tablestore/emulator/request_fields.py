@@ -164,14 +164,14 @@ def to_millis(seconds: float | None) -> int:
 
 
 # -- pages --------------------------------------------------------------------------------
-def offset(body: Body) -> int:
+def offset(body: Body, key: str = "offset") -> int:
     """Where a listing resumes; tokens are the emulator's own (opaque to clients)."""
     token = string(body, "nextToken")
     if token is None or token == "":
         return 0
     try:
         data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        value = data["offset"]
+        value = data[key]
     except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
         raise invalid("nextToken is not a token this service issued") from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -179,8 +179,8 @@ def offset(body: Body) -> int:
     return value
 
 
-def token(next_offset: int) -> str:
-    raw = json.dumps({"offset": next_offset}, separators=(",", ":")).encode()
+def token(next_offset: int, key: str = "offset") -> str:
+    raw = json.dumps({key: next_offset}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -190,3 +190,16 @@ def window(items: Sequence[Any], body: Body, limit: int) -> tuple[list[Any], str
     chunk = list(items[start : start + limit])
     more = start + limit < len(items)
     return chunk, token(start + limit) if more else None
+
+
+def newest_first_window(
+    items: Sequence[Any], body: Body, limit: int
+) -> tuple[list[Any], str | None]:
+    """One page of ``items`` listed newest first. What lands between two pages goes in front,
+    so the token counts the older items still to come, not a position from the front: each
+    item is listed once however many land meanwhile."""
+    older = offset(body, "older") if string(body, "nextToken") else len(items)
+    start = max(0, len(items) - older)
+    chunk = list(items[start : start + limit])
+    left = len(items) - (start + limit)
+    return chunk, token(left, "older") if left > 0 else None

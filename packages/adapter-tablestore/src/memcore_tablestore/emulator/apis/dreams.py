@@ -323,7 +323,7 @@ def list_dreams(svc: Service, call: Call) -> Answer:
             and (status is None or d.row["status"] == status)
             and low <= d.created_ms <= high
         ]
-    chunk, token = request_fields.window(rows, body, limit)
+    chunk, token = request_fields.newest_first_window(rows, body, limit)
     out: Answer = {"memoryStoreName": name, "scope": scopes.to_wire(pattern), "tasks": chunk}
     if token:
         out["nextToken"] = token

@@ -56,7 +56,7 @@ def list_requests(svc: Service, call: Call) -> Answer:
             and low <= a.created_ms <= high
             and (pattern is None or _inside(a.scope, pattern))
         ]
-    chunk, token = request_fields.window(rows, body, limit)
+    chunk, token = request_fields.newest_first_window(rows, body, limit)
     out: Answer = {"requests": [dict(r) for r in chunk]}
     if pattern is not None:
         out["scope"] = scopes.to_wire(pattern)
@@ -108,7 +108,7 @@ def list_tasks(svc: Service, call: Call) -> Answer:
             and (status is None or t.row["status"] == status)
             and low <= t.created_ms <= high
         ]
-    chunk, token = request_fields.window(rows, body, limit)
+    chunk, token = request_fields.newest_first_window(rows, body, limit)
     out: Answer = {"tasks": chunk, "scope": scopes.to_wire(pattern), "memoryStoreName": name}
     return _paged(out, token)
 
