@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memcore.errors import InvalidInput, NotFound, PermissionDenied
+from memcore.errors import InvalidInput, NotFound, OutcomeUnknown, PermissionDenied, Unavailable
 from memcore.limits import MAX_MESSAGES_BYTES, MAX_MESSAGES_PER_WRITE
 from memcore.recall import FENCE_CLOSE, FENCE_OPEN
 from memcore.scope import Scope, ScopePattern, SessionContext, resolve_scope
@@ -249,6 +249,37 @@ def test_a_refused_turn_leaves_nothing_written(bad: Message, field: str) -> None
     assert refused.value.field == field
     assert store.list_messages(STORE, svc.scope).items == ()
     assert svc.profile().items == ()
+
+
+@pytest.mark.parametrize("error", [Unavailable("store went away"), OutcomeUnknown("no answer")])
+def test_a_turn_failing_after_a_landed_write_names_what_landed(error: Unavailable) -> None:
+    """A turn of 45 messages is three writes; the second fails. The first landed, so sending
+    the turn again would store it twice: the error names it and is not retryable."""
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    msgs = [Message("user", f"fact number {i} about herons") for i in range(45)]
+    first = svc.plan_turn("", "", messages=msgs)[0]
+    assert len(svc.plan_turn("", "", messages=msgs)) == 3
+    store.faults.fail_on_call(2, error)  # the second write
+    with pytest.raises(type(error)) as failed:
+        svc.sync_turn("", "", messages=msgs, sync=True)
+    landed = store.list_messages(STORE, svc.scope).items
+    assert len(landed) == len(first.messages)
+    assert len(failed.value.landed) == 1 and failed.value.landed[0]
+    assert failed.value.retryable is False
+    assert "1 of this turn's 3 writes had landed" in str(failed.value)
+    assert failed.value.to_dict()["landed"] == list(failed.value.landed)
+
+
+def test_a_turn_failing_at_its_first_write_is_as_it_was() -> None:
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    store.faults.fail_on_call(1, Unavailable("store went away"))
+    with pytest.raises(Unavailable) as failed:
+        svc.sync_turn("a fact about herons", "", sync=True)
+    assert failed.value.landed == () and failed.value.retryable is True
+    assert "landed" not in failed.value.to_dict()
+    assert str(failed.value) == "store went away"
 
 
 def test_sync_turn_from_user_and_assistant() -> None:

@@ -15,6 +15,9 @@ class MemcoreError(Exception):
         super().__init__(message)
         self.message = message
         self.field = field
+        #: Task ids of the writes of the same call that had landed before this one failed
+        #: (a turn sent in several writes); sending the whole call again would repeat them.
+        self.landed: tuple[str, ...] = ()
         if retryable is not None:
             self.retryable = retryable
 
@@ -34,7 +37,22 @@ class MemcoreError(Exception):
         if self.field is not None:
             out["field"] = self.field
         out["retryable"] = self.retryable
+        if self.landed:
+            out["landed"] = list(self.landed)
         return out
+
+    def after_landed(self, landed: tuple[str, ...], of: int) -> MemcoreError:
+        """This error, saying that ``landed`` (task ids) of the call's ``of`` writes had
+        landed before it: not retryable as a whole any more, since a resend repeats them."""
+        if landed:
+            self.landed = landed
+            self.retryable = False
+            self.message = (
+                f"{self.message} ({len(landed)} of this turn's {of} writes had landed before "
+                f"this one: {', '.join(landed)}; sending the whole turn again stores them twice)"
+            )
+            self.args = (self.message,)
+        return self
 
 
 class InvalidInput(MemcoreError):

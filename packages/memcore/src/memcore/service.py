@@ -14,7 +14,7 @@ from typing import TypeVar
 import attrs
 
 from memcore import limits
-from memcore.errors import InvalidInput, NotFound, PermissionDenied, Unsupported
+from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, Unsupported
 from memcore.neighbours import fit as fit_turns
 from memcore.paging import every_item, pages
 from memcore.policies import ScopePolicy
@@ -274,11 +274,19 @@ class MemoryService:
         messages: Sequence[Message] | None = None,
         sync: bool = False,
     ) -> list[WriteReceipt]:
+        """Write a turn; a turn too big for one write is sent in several, in order. If one of
+        them fails after others landed, the error names those (``landed``) and is no longer
+        retryable: sending the turn again would store them twice."""
         self._check_writable()
-        return [
-            self.write_turn(w, sync=sync)
-            for w in self.plan_turn(user, assistant, messages=messages)
-        ]
+        writes = self.plan_turn(user, assistant, messages=messages)
+        receipts: list[WriteReceipt] = []
+        for write in writes:
+            try:
+                receipts.append(self.write_turn(write, sync=sync))
+            except MemcoreError as exc:
+                exc.after_landed(tuple(r.task_id or "?" for r in receipts), len(writes))
+                raise
+        return receipts
 
     def mirror_builtin(
         self,
