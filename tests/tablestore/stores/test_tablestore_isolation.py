@@ -87,3 +87,26 @@ def test_messages_answered_for_another_session_are_refused(
     with pytest.raises(ProtocolError):
         ts.list_messages(STORE, B1)
     assert [m.content for m in ts.list_messages(STORE, A1).items] == ["my locker code is 4711"]
+
+
+def test_audit_records_of_another_tenant_are_not_listed(
+    ts: TableStoreMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memcore_tablestore.emulator.apis.handlers import TABLE
+
+    receipt = ts.add_text(STORE, A1, "my locker code is 4711", sync=True)
+    honest = TABLE["ListMemoryStoreRequests"]
+
+    def whole_store(svc: Any, call: Any) -> Any:
+        """Answers with every tenant's records whatever scope was asked for."""
+        call.body = {k: v for k, v in call.body.items() if k != "scope"}
+        return honest(svc, call)
+
+    monkeypatch.setitem(TABLE, "ListMemoryStoreRequests", whole_store)
+    everything = ts.list_requests(STORE, limit=100).items
+    assert any(r.target_id in receipt.memory_ids for r in everything)  # the answer holds it
+    seen = ts.list_requests(STORE, limit=100, pattern=B1.tenant_pattern()).items
+    assert all(r.scope is not None and "tenant_a" not in str(r.scope) for r in seen)
+    assert not any(r.target_id in receipt.memory_ids for r in seen)
+    mine = ts.list_requests(STORE, limit=100, pattern=A1.tenant_pattern()).items
+    assert any(r.target_id in receipt.memory_ids for r in mine)

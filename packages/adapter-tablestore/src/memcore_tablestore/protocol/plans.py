@@ -385,15 +385,21 @@ class Plans:
         pattern: ScopePattern | None = None,
     ) -> Plan[Page[RequestRecord]]:
         body = bodies.paging(bodies.named(store), limit, next_token)
-        if pattern is not None:  # optional in the types: omitted means the whole store
-            body["scope"] = wire.scope_to_wire(bodies.as_pattern(pattern))
+        wanted = None if pattern is None else bodies.as_pattern(pattern)
+        if wanted is not None:  # optional in the types: omitted means the whole store
+            body["scope"] = wire.scope_to_wire(wanted)
         if operation is not None:
             if not isinstance(operation, str) or not operation.isalnum():
                 raise InvalidInput(
                     "operation must be an API name such as AddMemories", field="operation"
                 )
             body["operation"] = operation
-        return answers.requests((yield Call("ListMemoryStoreRequests", body)))
+        page = answers.requests((yield Call("ListMemoryStoreRequests", body)))
+        if wanted is None:
+            return page
+        # A tenant's audit log names other tenants' scopes and memory ids if the service
+        # answered more than was asked: only records shown to lie inside the pattern are kept.
+        return page.filter(lambda r: _audited_within(r.scope, wanted))
 
     def list_scopes(
         self,
@@ -500,3 +506,10 @@ class Plans:
             raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
         answer: dict[str, Any] = yield Call(api, dict(body))
         return answer
+
+
+def _audited_within(scope: Scope | ScopePattern | None, wanted: ScopePattern) -> bool:
+    """Whether an audit record's scope lies inside ``wanted`` (a record naming none does not)."""
+    if isinstance(scope, Scope):
+        return wanted.matches(scope)
+    return isinstance(scope, ScopePattern) and scope.within(wanted)
