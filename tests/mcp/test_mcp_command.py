@@ -1,5 +1,5 @@
-"""``memcore mcp`` refuses a bad setup (a bad ``--busy-timeout`` among them) before it serves:
-one stderr line and exit 2."""
+"""``memcore mcp`` refuses a bad setup (a bad ``--busy-timeout`` or ``--port`` among
+them) before it serves: one stderr line and exit 2."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from typer.testing import CliRunner
 
 from memcore_cli.app import app
 from memcore_cli.wiring.state import Overrides
+
+#: A usable token map, so that only the option under test is wrong.
+TOKENS = {"MEMCORE_MCP_TOKENS": '{"alice": "0123456789abcdef0123456789abcdef"}'}
+HTTP = ["mcp", "--transport", "http"]
 
 
 @pytest.mark.parametrize(
@@ -25,6 +29,9 @@ from memcore_cli.wiring.state import Overrides
         (["mcp", "--busy-timeout", "inf"], {}, "from 0 to 600, not inf"),
         (["mcp", "--busy-timeout", "601"], {}, "from 0 to 600, not 601"),
         (["mcp", "--busy-timeout", "soon"], {}, "Invalid value for '--busy-timeout'"),
+        # A port the socket cannot take was an "unexpected OverflowError" and exit 1.
+        ([*HTTP, "--port", "65536"], TOKENS, "--port must be from 0 to 65535, not 65536"),
+        ([*HTTP, "--port", "-1"], TOKENS, "--port must be from 0 to 65535, not -1"),
         (
             ["--backend", "tablestore", "mcp", "--busy-timeout", "5"],
             {},

@@ -26,6 +26,7 @@ from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_PORT = 8787
+MAX_PORT = 65_535
 #: The longest ``--busy-timeout``, in seconds, as the config's ``timeout`` allows: a tool call
 #: waiting longer would look hung to the client. Checked here, before anything opens, so the
 #: option is named; the store refuses what SQLite cannot keep itself.
@@ -51,6 +52,7 @@ def serve(
             field="transport",
         )
     _check_busy_timeout(busy_timeout)
+    _check_port(port)
     options = server_options(options, environ)
     runtime = Runtime(
         options,
@@ -108,6 +110,13 @@ def _check_busy_timeout(seconds: float | None) -> None:
             f"not {seconds:g}",
             field="busy_timeout",
         )
+
+
+def _check_port(port: int) -> None:
+    """Refuse a port no socket can take before anything opens (``bind`` would raise an
+    ``OverflowError``, which reads as a crash rather than a bad option)."""
+    if not 0 <= port <= MAX_PORT:
+        raise InvalidInput(f"--port must be from 0 to {MAX_PORT}, not {port}", field="port")
 
 
 def _open(runtime: Runtime) -> None:
