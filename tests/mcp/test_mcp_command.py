@@ -1,5 +1,5 @@
-"""``memcore mcp`` refuses a bad setup (a bad ``--busy-timeout`` or ``--port`` among
-them) before it serves: one stderr line and exit 2."""
+"""``memcore mcp`` refuses a bad setup (a bad ``--busy-timeout``, ``--port`` or ``--path``
+among them) before it serves: one stderr line and exit 2."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ HTTP = ["mcp", "--transport", "http"]
         # A port the socket cannot take was an "unexpected OverflowError" and exit 1.
         ([*HTTP, "--port", "65536"], TOKENS, "--port must be from 0 to 65535, not 65536"),
         ([*HTTP, "--port", "-1"], TOKENS, "--port must be from 0 to 65535, not -1"),
+        # A path without its leading / said "serving" at a broken URL, then failed (exit 1).
+        ([*HTTP, "--port", "0", "--path", "mcp"], TOKENS, "--path must start with '/'"),
+        ([*HTTP, "--port", "0", "--path", ""], TOKENS, "--path must start with '/'"),
         (
             ["--backend", "tablestore", "mcp", "--busy-timeout", "5"],
             {},

@@ -53,6 +53,7 @@ def serve(
         )
     _check_busy_timeout(busy_timeout)
     _check_port(port)
+    _check_path(path)
     options = server_options(options, environ)
     runtime = Runtime(
         options,
@@ -117,6 +118,13 @@ def _check_port(port: int) -> None:
     ``OverflowError``, which reads as a crash rather than a bad option)."""
     if not 0 <= port <= MAX_PORT:
         raise InvalidInput(f"--port must be from 0 to {MAX_PORT}, not {port}", field="port")
+
+
+def _check_path(path: str) -> None:
+    """Refuse an endpoint path the router cannot mount before anything opens (it asserts a
+    leading ``/`` only once the server has said where it serves)."""
+    if not path.startswith("/"):
+        raise InvalidInput(f"--path must start with '/', not {path!r}", field="path")
 
 
 def _open(runtime: Runtime) -> None:
