@@ -168,3 +168,30 @@ def test_the_schemas_keep_their_bounds(local_backend: Backend) -> None:
             assert tools["list_memories"]["include_superseded"]["type"] == "boolean"
 
     anyio.run(main)
+
+
+def test_text_that_reads_as_json_is_taken_as_sent(local_backend: Backend) -> None:
+    """The SDK reads a string as JSON where a parameter may be null: an update to the text
+    "null" was taken as no new text (the tool answered success, the old text stayed), and
+    '["a", "b"]' was refused as "not a valid string", while remember stored both. A list sent
+    as JSON text, as some clients send lists, is still read as the list."""
+    texts = ["null", '["a", "b"]', '{"topic": "travel"}']
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            written = payload(await session.call_tool("remember", {"text": "Alice said yes"}))
+            memory_id = written["memory_ids"][0]
+            for text in texts:
+                arguments = {"memory_id": memory_id, "text": text, "metadata": {"quiz": "3"}}
+                answer = payload(await session.call_tool("update_memory", arguments))
+                assert answer["memory"]["text"] == text, (text, answer)
+                got = payload(await session.call_tool("get_memory", {"memory_id": memory_id}))
+                assert got["memory"]["text"] == text, (text, got)
+                proposed = await session.call_tool("dream_propose", {"instructions": text})
+                assert not proposed.is_error, (text, payload(proposed))
+            applied = await session.call_tool(
+                "dream_apply", {"task_id": "t", "action_ids": '["x"]'}
+            )
+            assert payload(applied)["error"]["code"] == "not_found", payload(applied)
+
+    anyio.run(main)

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
-from typing import Any
+import types
+from collections.abc import Sequence
+from typing import Any, Union, get_args, get_origin
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult
 from pydantic import AnyHttpUrl, ValidationError
 
@@ -59,20 +62,58 @@ def token_tenant() -> str:
     return token.subject
 
 
+class TextAsSent(FuncMetadata):
+    """The SDK's argument handling, but a string sent for a parameter that takes a string
+    stays that string. The SDK reads a string as JSON wherever the parameter is not exactly
+    ``str`` (for clients that send a list as JSON text), so for ``text: str | None`` the text
+    "null" became no text at all and '["a"]' a list, refused."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        fields = self.arg_model.model_fields
+        for key, value in data.items():
+            field = fields.get(key)
+            if isinstance(value, str) and field is not None and _takes_text(field.annotation):
+                parsed[key] = value
+        return parsed
+
+
+def _takes_text(annotation: object) -> bool:
+    if annotation is str:
+        return True
+    return get_origin(annotation) in (Union, types.UnionType) and str in get_args(annotation)
+
+
+def memory_tool(fn: Any, **kwargs: Any) -> Tool:
+    """The SDK's tool for ``fn`` (``kwargs`` as for ``add_tool``), its text taken as sent."""
+    tool = Tool.from_function(fn, **kwargs)
+    meta = tool.fn_metadata
+    tool.fn_metadata = TextAsSent(
+        arg_model=meta.arg_model,
+        output_schema=meta.output_schema,
+        output_model=meta.output_model,
+        wrap_output=meta.wrap_output,
+    )
+    return tool
+
+
 class MemoryServer(MCPServer[Any]):
-    """``MCPServer`` whose refused arguments answer as JSON errors, like the tools' own;
-    ``database`` is the server's file, which no answer names."""
+    """``MCPServer`` over ``tools`` (see :func:`memory_tool`) whose refused arguments answer
+    as JSON errors, like the tools' own; ``database`` is the server's file, which no answer
+    names."""
 
-    def __init__(self, *args: Any, database: str | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.database = database
-        self._arguments: dict[str, frozenset[str]] = {}
-
-    def add_tool(
-        self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any
+    def __init__(
+        self,
+        *args: Any,
+        tools: Sequence[Tool] = (),
+        database: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().add_tool(fn, name, *args, **kwargs)
-        self._arguments[name or fn.__name__] = frozenset(inspect.signature(fn).parameters)
+        super().__init__(*args, tools=list(tools), **kwargs)
+        self.database = database
+        self._arguments: dict[str, frozenset[str]] = {
+            tool.name: frozenset(inspect.signature(tool.fn).parameters) for tool in tools
+        }
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -114,8 +155,12 @@ def build_server(
             ),
             "token_verifier": TokenTenants(tokens),
         }
+    tools = MemoryTools(tenants)
+    registered: list[Tool] = []
+    tools.register(lambda fn, **kwargs: registered.append(memory_tool(fn, **kwargs)))
     server = MemoryServer(
         NAME,
+        tools=registered,
         database=tenants.database,
         title="memcore long-term memory",
         instructions=INSTRUCTIONS,
@@ -123,8 +168,6 @@ def build_server(
         log_level="WARNING",
         **auth,
     )
-    tools = MemoryTools(tenants)
-    tools.register(server.add_tool)
     server.resource(
         PROFILE_URI,
         name="profile",
