@@ -43,6 +43,19 @@ def test_unusable_maps_are_config_errors_that_quote_no_token(data: str) -> None:
     assert "short" not in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [{A: "alice"}, {A: ["alice"]}, {A: 7}, {A: []}, {"alice": B, A: B}, {A: A + " x"}],
+)
+def test_a_map_written_token_to_tenant_quotes_no_token(data: dict) -> None:
+    """A map written the wrong way round (token to tenant) was refused with its key, the
+    token, in the message and the field: one line on stderr, in a service's log."""
+    with pytest.raises(ConfigError) as refused:
+        TokenMap.parse(json.dumps(data), source="t")
+    assert A not in json.dumps(refused.value.to_dict()), refused.value.to_dict()
+    assert "entry" in str(refused.value)
+
+
 def test_a_token_with_whitespace_is_refused() -> None:
     with pytest.raises(ConfigError, match="whitespace"):
         TokenMap.parse(json.dumps({"alice": A + " " + A}), source="t")

@@ -69,23 +69,24 @@ class TokenMap:
                 source=source,
             )
         entries: dict[bytes, str] = {}
-        for raw_tenant, value in data.items():
+        for index, (raw_tenant, value) in enumerate(data.items()):
             if not normalize_segment(raw_tenant, default=""):
                 raise ConfigError("a tenant in the token map is empty", source=source)
             tenant = str(raw_tenant)
+            where = _name(tenant, index)
             tokens = value if isinstance(value, list) else [value]
             if not tokens:
-                raise ConfigError("the tenant has no token", field=raw_tenant, source=source)
+                raise ConfigError("the tenant has no token", field=where, source=source)
             for token in tokens:
                 if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS:
                     raise ConfigError(
                         f"each token must be a string of at least {MIN_TOKEN_CHARS} characters",
-                        field=raw_tenant,
+                        field=where,
                         source=source,
                     )
                 if token != token.strip() or any(ch.isspace() for ch in token):
                     raise ConfigError(
-                        "a token may not contain whitespace", field=raw_tenant, source=source
+                        "a token may not contain whitespace", field=where, source=source
                     )
                 digest = _digest(token)
                 other = entries.get(digest, tenant)
@@ -93,10 +94,18 @@ class TokenMap:
                 # "alice", so one token for both would open only one of them.
                 if tenant_segment(other) != tenant_segment(tenant):
                     raise ConfigError(
-                        "one token is given to two tenants", field=raw_tenant, source=source
+                        "one token is given to two tenants", field=where, source=source
                     )
                 entries[digest] = tenant
         return cls(tuple(entries.items()))
+
+
+def _name(tenant: str, index: int) -> str:
+    """How an error names a tenant of the map: by name, unless the name could be a token (a
+    map written token to tenant), which no error shows; then by its place in the map."""
+    if len(tenant) >= MIN_TOKEN_CHARS and not any(ch.isspace() for ch in tenant):
+        return f"entry {index + 1}"
+    return tenant
 
 
 def load_tokens(path: str | None, environ: Mapping[str, str]) -> TokenMap | None:
