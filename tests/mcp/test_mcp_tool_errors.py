@@ -195,3 +195,27 @@ def test_text_that_reads_as_json_is_taken_as_sent(local_backend: Backend) -> Non
             assert payload(applied)["error"]["code"] == "not_found", payload(applied)
 
     anyio.run(main)
+
+
+def test_update_memory_says_what_an_empty_metadata_does(local_backend: Backend) -> None:
+    """``metadata: {}`` removes every tag (as on the service), while the description the model
+    reads said only that tags are merged into the existing ones."""
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            tags = {"topic": "travel", "source": "chat"}
+            arguments = {"text": "Alice flies to Oslo", "metadata": tags}
+            memory_id = payload(await session.call_tool("remember", arguments))["memory_ids"][0]
+            merged = await session.call_tool(
+                "update_memory", {"memory_id": memory_id, "metadata": {"month": "May"}}
+            )
+            assert payload(merged)["memory"]["metadata"] == {**tags, "month": "May"}
+            cleared = await session.call_tool(
+                "update_memory", {"memory_id": memory_id, "metadata": {}}
+            )
+            assert payload(cleared)["memory"]["metadata"] == {}
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            described = tools["update_memory"].input_schema["properties"]["metadata"]
+            assert "{} removes every tag" in described["description"], described
+
+    anyio.run(main)

@@ -252,7 +252,12 @@ class MemoryTools:
         ] = None,
         metadata: Annotated[
             dict[str, str] | None,
-            Field(description="Tags to set; merged into the existing ones."),
+            Field(
+                description=(
+                    "Tags to set, merged into the existing ones (a tag given again is "
+                    "overwritten); {} removes every tag. Omit it to keep the tags."
+                )
+            ),
         ] = None,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
