@@ -14,6 +14,9 @@ BAD_CALLS = [
     ("recall", {"query": ""}, "query"),
     ("remember", {"text": "x", "metadata": {"tenant_id": "bob"}}, "metadata.tenant_id"),
     ("remember", {"text": "x", "metadata": "tags"}, "metadata"),
+    # recall's tag filter was named by the service's word for it, an argument no tool has.
+    ("recall", {"query": "tea", "metadata": {str(i): "v" for i in range(17)}}, "metadata"),
+    ("recall", {"query": "tea", "metadata": {"k" * 65: "v"}}, "metadata." + "k" * 64),
     ("remember", {"text": "x", "tenant_id": "bob"}, "tenant_id"),
     ("remember", {"text": "x", "user_id": "bob"}, "user_id"),
     ("list_memories", {"limit": 1000}, "limit"),

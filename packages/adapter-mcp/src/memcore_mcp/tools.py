@@ -201,10 +201,12 @@ class MemoryTools:
         ] = 0,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
+            # Checked here first, so an error names this tool's argument, not the service's.
+            filters = limits.check_metadata(metadata) if metadata is not None else None
             hits = service.search(
                 query,
                 top_k=top_k,
-                filters=metadata,
+                filters=filters,
                 min_similarity=min_score,
                 context_scope=True,
                 reference_time=limits.parse_reference_time(reference_time),
