@@ -72,6 +72,16 @@ def test_text_that_shows_nothing_is_empty(text: str) -> None:
         _memory().add(text=text)
 
 
+@pytest.mark.parametrize("query", ["\u200b", " \ufeff ", "\u200c\u200d\u2060", "\u00ad"])
+def test_a_query_that_shows_nothing_is_empty(query: str) -> None:
+    """It was searched, and answered with whatever ranked first, as if it asked something;
+    the same characters as a text to remember were refused as empty."""
+    mem = _memory()
+    mem.add(text="The user likes tea")
+    with pytest.raises(InvalidInput, match="empty"):
+        mem.search(query)
+
+
 @pytest.mark.parametrize("field", ["agent_id", "run_id"])
 @pytest.mark.parametrize("value", ["", "   ", 123, b"u"])
 def test_open_refuses_a_blank_agent_or_run(field: str, value: Any) -> None:

@@ -192,7 +192,7 @@ def check_top_k(top_k: object) -> int:
 def check_query(query: object) -> str:
     if not isinstance(query, str):
         raise InvalidInput("query must be a string", field="query")
-    if not query.strip():
+    if is_blank(query):  # as for a text: invisible characters alone ask nothing
         raise InvalidInput("query must not be empty", field="query")
     check_unicode(query, field="query")
     if len(query) > MAX_QUERY_CHARS:

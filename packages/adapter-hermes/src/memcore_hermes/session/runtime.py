@@ -321,10 +321,10 @@ class MemoryRuntime:
         this session stands in (it was for an earlier message, never another session) and the
         search, when it ends, leaves its answer for the next turn.
         """
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str) or limits.is_blank(query):
             return self.cached_recall()
         query = strip_recall(query)  # a pasted block is not what the user asks about
-        if not query.strip():
+        if limits.is_blank(query):
             return self.cached_recall()
         job = self._recall_job(query)
         if self.recall_inline:
