@@ -195,6 +195,7 @@ def test_json_with_format_json_is_fine(local_cli):
         ('[{"role": "user"}]', "string 'role' and 'content'"),
         ('[{"role": "robot", "content": "hi"}]', "role must be one of"),
         ('[{"role": "user", "content": "  "}]', "content is empty"),
+        ("[" * 100_000, "not valid JSON"),
     ],
 )
 def test_bad_messages_file_exits_2_and_writes_nothing(local_cli, tmp_path, payload, needle):

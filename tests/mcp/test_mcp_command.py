@@ -24,6 +24,7 @@ HTTP = ["mcp", "--transport", "http"]
         (["--run", "*", "mcp"], {}, "may not be '*'"),
         (["mcp", "--transport", "http"], {}, "serves nothing without tokens"),
         (["mcp", "--transport", "http"], {"MEMCORE_MCP_TOKENS": "{"}, "not valid JSON"),
+        (["mcp", "--transport", "http"], {"MEMCORE_MCP_TOKENS": "[" * 100_000}, "not valid JSON"),
         (["mcp", "--busy-timeout", "-1"], {}, "--busy-timeout must be a number of seconds"),
         (["mcp", "--busy-timeout", "nan"], {}, "from 0 to 600, not nan"),
         (["mcp", "--busy-timeout", "inf"], {}, "from 0 to 600, not inf"),

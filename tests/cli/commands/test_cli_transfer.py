@@ -91,6 +91,16 @@ def test_a_bad_line_stops_the_import_before_anything_is_written(tmp_path, local_
     assert fresh_cli.json("list")["items"] == []
 
 
+def test_a_line_nested_too_deep_is_a_bad_line_not_a_crash(tmp_path, fresh_cli):
+    path = tmp_path / "deep.jsonl"
+    path.write_text("[" * 100_000 + "\n", encoding="utf-8")
+    result = fresh_cli("import", str(path))
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        "memcore: error: line 1: not valid JSON (nested too deeply)"
+    ]
+
+
 def test_import_refuses_records_of_another_tenant(tmp_path, local_cli, fresh_cli):
     local_cli.ok("--tenant", "alice", "add", "--sync", "alice's memory")
     out = tmp_path / "alice.jsonl"

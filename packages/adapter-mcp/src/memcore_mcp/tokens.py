@@ -61,7 +61,7 @@ class TokenMap:
     def parse(cls, text: str | bytes, *, source: str) -> TokenMap:
         try:
             data = json.loads(text)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # Recursion: nested too deeply
             raise ConfigError("the token map is not valid JSON", source=source) from None
         if not isinstance(data, Mapping) or not data:
             raise ConfigError(

@@ -100,6 +100,8 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise line_error(line_no, f"not valid JSON ({exc.msg})", "line") from None
+    except RecursionError:  # a line of thousands of '[': the decoder's stack, not ours
+        raise line_error(line_no, "not valid JSON (nested too deeply)", "line") from None
     if not isinstance(data, dict):
         raise line_error(line_no, "a record must be a JSON object", "line")
     text = data.get("text")

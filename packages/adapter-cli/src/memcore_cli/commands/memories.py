@@ -135,7 +135,7 @@ def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise InvalidInput(f"cannot read {path} ({exc.strerror})", field="messages_file") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise InvalidInput(f"{path} is not valid JSON: {exc}", field="messages_file") from None
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
