@@ -126,3 +126,37 @@ def test_the_emulator_serves_its_own_database_by_default(tmp_path):
         proc.wait(timeout=30)
     assert announced["database"] == str(home / "emulator.db")
     assert not (home / "memcore.db").exists()
+
+
+def _memcore_into(stdout: int, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMCORE_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-c", MAIN, *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("args", [[], ["dream"], ["--help"], ["--version"]])
+def test_help_into_a_pipe_its_reader_closed_ends_quietly(tmp_path, args):
+    read, write = os.pipe()
+    os.close(read)  # `memcore | head -0`: the reader is gone before anything is written
+    try:
+        done = _memcore_into(write, tmp_path / "home", *args)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (1, "")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [[], ["dream"], ["--help"], ["--version"]])
+def test_help_onto_a_full_disk_is_one_line(tmp_path, args):
+    with open("/dev/full", "w") as full:
+        done = _memcore_into(full.fileno(), tmp_path / "home", *args)
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith("memcore: error: ") and "No space left on device" in line, line

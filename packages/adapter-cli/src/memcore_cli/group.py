@@ -84,6 +84,19 @@ def report_parser_error(exc: ClickException, *, as_json: bool) -> int:
     return exc.exit_code
 
 
+def _stdout_gone() -> int:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what could not be
+    written cannot fail again (with a traceback), and return the exit code for it."""
+    from memcore_cli.output.exit_codes import ExitCode
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's in-memory stream)
+        pass
+    return int(ExitCode.UNEXPECTED)
+
+
 class MemcoreGroup(TyperGroup):
     """A Typer group that owns error reporting for every subcommand below it."""
 
@@ -100,13 +113,8 @@ class MemcoreGroup(TyperGroup):
 
             raise typer.Exit(report(str(exc))) from None
         except BrokenPipeError:
-            # The reader went away (``memcore --json list --all | head``): stop quietly, and
-            # point stdout at /dev/null so the interpreter's final flush cannot fail again.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            from memcore_cli.output.exit_codes import ExitCode
-
-            raise typer.Exit(int(ExitCode.UNEXPECTED)) from None
+            # The reader went away (``memcore --json list --all | head``): stop quietly.
+            raise typer.Exit(_stdout_gone()) from None
         except Exception as exc:
             state = ctx.obj
             code = report_error(
@@ -133,17 +141,26 @@ class MemcoreGroup(TyperGroup):
         words = sys.argv[1:] if args is None else list(args)
         args = hoist_globals(self, words)
         try:
-            rv = super().main(
-                args=args,
-                prog_name=prog_name,
-                complete_var=complete_var,
-                standalone_mode=False,
-                **extra,
-            )
-        except NoArgsIsHelpError as exc:
-            # A bare ``memcore`` (or ``memcore dream``) asks for help: show it, not an error.
-            sys.stdout.write(exc.format_message() + "\n")
-            code = 0
+            try:
+                rv = super().main(
+                    args=args,
+                    prog_name=prog_name,
+                    complete_var=complete_var,
+                    standalone_mode=False,
+                    **extra,
+                )
+            except NoArgsIsHelpError as exc:
+                # A bare ``memcore`` (or ``memcore dream``) asks for help: show it, not an error.
+                sys.stdout.write(exc.format_message() + "\n")
+                sys.stdout.flush()
+                rv = 0
+        except OSError as exc:
+            # Help or the version could not be written (a closed pipe, a full disk); a
+            # command's own output is handled in ``invoke``.
+            code = _stdout_gone()
+            if not isinstance(exc, BrokenPipeError):
+                as_json = leading_json(self, args)
+                code = int(report_error(exc, as_json=as_json, debug=False))
         except ClickException as exc:
             as_json = leading_json(self, args) or unknown_command_json(self, args)
             code = report_parser_error(exc, as_json=as_json)
