@@ -48,6 +48,24 @@ def test_json_keeps_the_text_exact(local_cli):
     assert json.loads(out)["text"] == HOSTILE
 
 
+@pytest.mark.parametrize("args", [["export"], ["--json", "export"], ["--json", "list", "--all"]])
+def test_json_lines_keep_the_text_exact_too(local_cli, args):
+    local_cli.ok("add", HOSTILE)
+    out = local_cli.ok(*args).stdout
+    _clean(out)  # an export to a terminal, or `export --out /dev/stdout`, is read there
+    [record] = [json.loads(line) for line in out.splitlines()]
+    assert record["text"] == HOSTILE
+
+
+def test_an_export_file_holds_the_text_exact_and_escaped(local_cli, tmp_path):
+    local_cli.ok("add", HOSTILE)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    _clean(text)
+    assert json.loads(text)["text"] == HOSTILE
+
+
 def test_error_lines_escape_what_they_quote(capsys):
     from memcore.errors import InvalidInput
     from memcore_cli.group import report_error
