@@ -79,6 +79,18 @@ def test_config_show_never_prints_secrets(local_cli):
     assert secret not in json.dumps(shown)
 
 
+def test_config_set_hides_the_password_of_an_endpoint_as_config_show_does(home, local_cli):
+    endpoint = "https://ak:S3CRET-pw@inst.cn-hangzhou.ots.aliyuncs.com"
+    said = local_cli.ok("config", "set", "endpoint", endpoint).stdout
+    assert "S3CRET-pw" not in said
+    assert "https://***@inst.cn-hangzhou.ots.aliyuncs.com" in said
+    shown = local_cli.json("config", "set", "endpoint", endpoint)
+    assert shown["value"] == "https://***@inst.cn-hangzhou.ots.aliyuncs.com"
+    assert local_cli.json("config", "show")["config"]["endpoint"] == shown["value"]
+    saved = json.loads((home / "config.json").read_text(encoding="utf-8"))
+    assert saved["endpoint"] == endpoint  # hidden when shown, never when saved
+
+
 def test_config_set_validates_writes_atomically_with_mode_0600(home, local_cli):
     path = home / "config.json"
     local_cli.ok("config", "set", "tenant_id", "alice")

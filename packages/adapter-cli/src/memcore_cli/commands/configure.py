@@ -88,7 +88,7 @@ def set_value(
     """
     from pathlib import Path
 
-    from memcore.config import merge_config
+    from memcore.config import merge_config, without_userinfo
     from memcore_cli.settings.config_file import read_config, write_config
     from memcore_cli.settings.config_values import parse_value, redact
     from memcore_cli.settings.home import data_home, default_config_path
@@ -104,7 +104,8 @@ def set_value(
     base = read_config(path, required=False)
     updated = merge_config(base, {key: parsed}, source=source)
     write_config(path, updated)
-    shown = redact({key: getattr(updated, key)})[key]
+    # As config show shows it: an endpoint's user:password@ is written, never printed.
+    shown = redact({key: without_userinfo(getattr(updated, key))})[key]
     if state.json:
         state.output.json({"key": key, "value": shown, "config_file": source})
     else:
