@@ -56,3 +56,19 @@ def test_doctor_on_a_truncated_file_fails(local_cli, damage):
     assert result.exit_code != 0
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert not checks["integrity"]["ok"]
+
+
+def test_a_folder_where_the_database_belongs_is_named_as_such_not_as_damage(local_cli):
+    db = local_cli.home / "memcore.db"
+    db.mkdir(parents=True)
+    added = local_cli("add", "hello")
+    assert added.exit_code == 2 and "is a folder" in added.stderr
+    result = local_cli("--json", "doctor")
+    assert result.exit_code == 2, result.stdout
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert not checks["database"]["ok"]
+    assert checks["database"]["detail"] == (
+        f"the memory database {db} is a folder; give the path of a file"
+    )
+    assert "integrity" not in checks  # there is no file to check, let alone to repair
+    assert not any("damaged" in str(c["detail"]) for c in checks.values())

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from memcore.errors import MemcoreError, NotFound, PermissionDenied
+from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied
 from memcore_cli.output.exit_codes import ExitCode, exit_code_for
 from memcore_cli.wiring.state import CliState
 
@@ -136,6 +136,12 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
             "database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it"
         )
         _probe_search_mode(state, runtime, checks)
+        return
+    if settings.db_path.is_dir():
+        # Not a damaged file (whose repair copies it aside): a path no store can open, as
+        # every other command says (exit 2).
+        detail = f"the memory database {settings.db_path} is a folder; give the path of a file"
+        checks.fail("database", detail, InvalidInput(detail, field="db_path"))
         return
     size = f"{settings.db_path.stat().st_size:,} bytes"
     read_only = _read_only_files(settings.db_path)
