@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -77,6 +78,13 @@ def test_missing_tablestore_credentials_exit_4(home, local_cli, set_config):
 def test_get_of_an_unknown_id_exits_3(local_cli):
     local_cli.ok("add", "something to make the store exist")
     _one_line_error(local_cli("get", "no-such-id"), 3, "no-such-id")
+
+
+def test_the_readme_shows_the_line_an_unknown_id_gets(local_cli):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("$ uv run memcore get no-such-id\n", 1)[1].splitlines()[0]
+    local_cli.ok("add", "something to make the store exist")
+    assert local_cli("get", "no-such-id").stderr.splitlines() == [shown]
 
 
 def test_forget_of_an_unknown_id_exits_3_and_deletes_nothing(local_cli):
