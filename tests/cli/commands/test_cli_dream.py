@@ -3,6 +3,8 @@ injected directly and behind the TableStore emulator (through the real SDK)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 
@@ -66,3 +68,23 @@ def test_local_dream_applies_safely_lists_current_and_undoes(local_cli):
     assert undone["status"] == "proposed"
     assert stale in [m["text"] for m in local_cli.json("list")["items"]]
     assert local_cli("dream", "create", "--apply-mode", "sometimes").exit_code == 2
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_unknown_action_among_those_applied_is_named_in_one_error_line(local_cli, as_json):
+    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    task = local_cli.json("dream", "create")
+    [action] = local_cli.json("dream", "actions", task["id"])["items"]
+    prefix = ["--json"] if as_json else []
+    result = local_cli(*prefix, "dream", "apply", task["id"], action["id"], "ffffffffff")
+    assert result.exit_code == 3
+    [line] = result.stderr.splitlines()
+    if as_json:
+        assert [a["status"] for a in json.loads(result.stdout)] == ["applied", "not_found"]
+        error = json.loads(line)["error"]
+        assert (error["code"], error["exit_code"]) == ("not_found", 3)
+        assert error["message"] == "dream action 'ffffffffff' does not exist"
+    else:
+        assert "applied" in result.stdout
+        assert line == "memcore: error: dream action 'ffffffffff' does not exist"

@@ -172,11 +172,18 @@ def apply(
             ((a.id, a.action, a.status) for a in applied),
             empty="nothing applied",
         )
-    if any(a.status == "not_found" for a in applied):
-        # Every result is shown above; the exit code tells scripts that some id was unknown.
-        from memcore_cli.output.exit_codes import ExitCode
+    missing = [a.id for a in applied if a.status == "not_found"]
+    if missing:
+        # Every result is shown above; the error line (and exit 3) says which ids were unknown.
+        from memcore.errors import NotFound
 
-        raise typer.Exit(ExitCode.NOT_FOUND)
+        names = ", ".join(repr(m) for m in missing)
+        raise NotFound(
+            f"dream action {names} does not exist"
+            if len(missing) == 1
+            else f"dream actions {names} do not exist",
+            field="action_ids",
+        )
 
 
 @app.command("undo")
