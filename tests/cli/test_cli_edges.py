@@ -190,6 +190,14 @@ def test_forget_by_filter_with_a_dry_run_first(local_cli):
     assert [m["id"] for m in local_cli.json("list")["items"]] == [kept]
 
 
+def test_forget_by_a_filter_that_selects_nothing_answers_json_too(local_cli):
+    _add(local_cli, "The user likes tea", "--metadata", "topic=drinks")
+    for selection in (["--filter", "topic=ops"], ["--since", "0d"]):
+        result = local_cli.ok("--json", "forget", *selection, "--yes")
+        assert json.loads(result.stdout) == [], result.stdout  # what it deleted: nothing
+    assert local_cli.json("count")["count"] == 1
+
+
 def test_forget_needs_ids_or_a_filter_not_both(local_cli):
     memory_id = _add(local_cli, "something")
     for argv in (["forget", "--yes"], ["forget", "--yes", memory_id, "--filter", "a=b"]):

@@ -211,6 +211,8 @@ def forget(
         return
     if not found:
         out.note("nothing to forget")
+        if state.json:
+            out.json([])  # the list of what was deleted, as when something was
         return
     if not yes:
         _confirm(found)
