@@ -29,6 +29,16 @@ def test_add_is_pending_until_a_search_embeds_it(hybrid_cli):
     assert _statuses(hybrid_cli) == ["completed"]
 
 
+def test_pending_tasks_are_listed_by_the_status_they_show(hybrid_cli):
+    pending = hybrid_cli.json("add", "The user drinks green tea every morning")["receipts"][0]
+    done = hybrid_cli.json("add", "--sync", "User prefers concise answers")["receipts"][0]
+    listed = hybrid_cli.json("tasks", "list", "--status", "pending")["items"]
+    assert [t["id"] for t in listed] == [pending["task_id"]]
+    listed = hybrid_cli.json("tasks", "list", "--status", "completed")["items"]
+    assert [t["id"] for t in listed] == [done["task_id"]]
+    assert "pending" in hybrid_cli.ok("tasks", "list", "--help").stdout
+
+
 def test_add_sync_embeds_at_once(hybrid_cli):
     added = hybrid_cli.json("add", "--sync", "User prefers concise answers")
     assert added["receipts"][0]["status"] == "completed"

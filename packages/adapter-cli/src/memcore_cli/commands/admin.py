@@ -155,7 +155,11 @@ def task_list(
     ctx: typer.Context,
     status: Annotated[
         str | None,
-        typer.Option("--status", help="pending, running, completed, failed or cancelled."),
+        typer.Option(
+            "--status",
+            help="queued, running, completed, failed or needs_reconcile (TableStore); pending "
+            "or completed (the embedded store).",
+        ),
     ] = None,
     limit: LimitOpt = 20,
     next_token: TokenOpt = None,
@@ -171,9 +175,12 @@ def task_list(
     from memcore.values import TASK_STATUSES
     from memcore_cli.output.render import when
 
-    if status is not None and status not in TASK_STATUSES:
+    # The service's states, and the embedded store's "pending" (an add whose vector waits
+    # for the next search), which its tasks show.
+    statuses = (*TASK_STATUSES, "pending")
+    if status is not None and status not in statuses:
         raise InvalidInput(
-            f"--status must be one of {', '.join(TASK_STATUSES)}, not {status!r}", field="status"
+            f"--status must be one of {', '.join(statuses)}, not {status!r}", field="status"
         )
     _list_page(
         ctx,
