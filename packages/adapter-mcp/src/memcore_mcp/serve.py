@@ -54,6 +54,7 @@ def serve(
     _check_busy_timeout(busy_timeout)
     _check_port(port)
     _check_path(path)
+    _check_host(host)
     options = server_options(options, environ)
     runtime = Runtime(
         options,
@@ -118,6 +119,13 @@ def _check_port(port: int) -> None:
     ``OverflowError``, which reads as a crash rather than a bad option)."""
     if not 0 <= port <= MAX_PORT:
         raise InvalidInput(f"--port must be from 0 to {MAX_PORT}, not {port}", field="port")
+
+
+def _check_host(host: str) -> None:
+    """Refuse a blank address before anything opens (the SDK's settings refused it later as a
+    raw validation error)."""
+    if not host.strip():
+        raise InvalidInput("--host is empty; give an address such as 127.0.0.1", field="host")
 
 
 def _check_path(path: str) -> None:
