@@ -55,3 +55,18 @@ def test_shell_completion_is_offered():
     result = CliRunner().invoke(app, ["--help"])
     assert "--install-completion" in result.stdout
     assert "--show-completion" in result.stdout
+
+
+def test_the_readme_lists_every_command():
+    import re
+    from pathlib import Path
+
+    from memcore_cli.app import command_paths
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("\nCommands: ", 1)[1].split("Every command has", 1)[0]
+    named = set()
+    for words in re.findall(r"`([^`]+)`", listed):
+        group, _, subs = words.rpartition(" ")
+        named |= {f"{group} {sub}".strip() for sub in subs.split("|")}
+    assert named == {" ".join(path) for path in command_paths()}
