@@ -34,6 +34,19 @@ def test_an_empty_scope_flag_is_refused(local_cli, flag, value):
     assert not (local_cli.home / "memcore.db").exists()
 
 
+@pytest.mark.parametrize("value", ["", "   "])
+@pytest.mark.parametrize("command", [["config", "set", "tenant_id", "alice"], ["list"]])
+def test_an_empty_config_flag_is_refused_not_read_as_the_default_file(local_cli, value, command):
+    config = local_cli.home / "config.json"
+    before = config.read_bytes()
+    result = local_cli("--config", value, *command)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "memcore: error: --config is empty (an unset shell variable?); give a file or leave it out"
+    ]
+    assert config.read_bytes() == before  # the default config file is not written
+
+
 @pytest.mark.parametrize("flag", ["--tenant", "--app", "--agent", "--run"])
 def test_a_scope_flag_with_bytes_that_are_not_utf8_is_refused(local_cli, flag):
     # argv arrives decoded with surrogateescape: the byte 0xff is U+DCFF.

@@ -156,7 +156,8 @@ def root(
 
 def _check_globals(options: GlobalOptions) -> None:
     """Refuse what would silently mean something else: an empty ``--tenant`` (an unset shell
-    variable) would otherwise read and write the shared default tenant, an id holding bytes
+    variable) would otherwise read and write the shared default tenant, an empty ``--config``
+    the default config file, an id holding bytes
     that are not UTF-8 would name a tenant no other host can type, and ``--json`` with
     another ``--format`` would ignore one of the two. The core is imported
     only on a refusal, so that ``COMMAND --help`` stays light."""
@@ -173,6 +174,14 @@ def _check_globals(options: GlobalOptions) -> None:
         raise InvalidInput(
             f"--json and --format {options.format} ask for two formats; give one of them",
             field="format",
+        )
+    if options.config is not None and not options.config.strip():
+        # Else `config set` wrote the default file, and reads named it as missing.
+        from memcore.errors import InvalidInput
+
+        raise InvalidInput(
+            "--config is empty (an unset shell variable?); give a file or leave it out",
+            field="config",
         )
     for flag in ("--app", "--tenant", "--agent", "--run"):
         value = getattr(options, flag[2:])
