@@ -65,3 +65,11 @@ def test_neighbours_on_tablestore_is_one_line_and_exit_2(emulator_cli) -> None:
     assert len(lines) == 1 and lines[0].startswith("memcore: error: ")
     assert "only the embedded store can" in lines[0] and "Traceback" not in result.stderr
     assert emulator_cli.json("search", "Triglav")  # without it, the same store answers
+
+
+def test_the_help_of_evidence_says_the_embedded_store_has_none(local_cli, tmp_path: Path) -> None:
+    _seed(local_cli, tmp_path)
+    hits = local_cli.json("search", "--evidence", QUERY)
+    assert hits and not any("evidence" in hit for hit in hits)  # nothing is attached here
+    usage = " ".join(local_cli.ok("search", "--help").stdout.split())
+    assert "--evidence Attach the messages each hit came from (TableStore; the embedded" in usage

@@ -189,7 +189,12 @@ def search(
         ),
     ] = True,
     evidence: Annotated[
-        bool, typer.Option("--evidence", help="Attach the messages each hit came from.")
+        bool,
+        typer.Option(
+            "--evidence",
+            help="Attach the messages each hit came from (TableStore; the embedded store keeps "
+            "none, and --neighbours shows a hit's conversation there).",
+        ),
     ] = False,
     at: Annotated[
         str | None,
