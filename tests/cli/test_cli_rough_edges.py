@@ -93,6 +93,29 @@ def test_global_options_work_after_the_command(local_cli):
     assert json.loads(local_cli.ok("dream", "--json", "list").stdout)["items"] == []
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["dream", "list", "--tenant"],
+        ["tasks", "list", "--tenant"],
+        ["tasks", "get", "abcd1234", "--agent"],
+        ["count", "--tenant"],
+        ["config", "show", "--config"],
+        ["dream", "--tenant"],
+    ],
+)
+def test_a_global_option_missing_its_value_at_the_end_is_a_usage_error(local_cli, argv):
+    # Moved in front of the command, it took the command's first word as its value, so
+    # `dream list --tenant` listed the memories of a tenant named "dream".
+    local_cli.ok("--tenant", "dream", "add", "a memory of the tenant named dream")
+    result = local_cli(*argv)
+    assert result.exit_code == 2, result.stdout
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"memcore: error: Option '{argv[-1]}' requires an argument."
+    ]
+
+
 def test_option_values_and_words_after_the_double_dash_stay(local_cli):
     import json
 

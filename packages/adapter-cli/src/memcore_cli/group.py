@@ -139,9 +139,10 @@ class MemcoreGroup(TyperGroup):
         interrupts.start()
         coercion.install(self)  # plain option values without pydantic (see the module)
         words = sys.argv[1:] if args is None else list(args)
-        args = hoist_globals(self, words)
+        args = words
         try:
             try:
+                args = hoist_globals(self, words)
                 rv = super().main(
                     args=args,
                     prog_name=prog_name,

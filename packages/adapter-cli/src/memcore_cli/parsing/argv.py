@@ -1,7 +1,8 @@
 """Global options given after the command (``memcore search coffee --json``) are moved in
 front of it before the parser runs, so they work wherever a user types them.
 
-Only whole option words are moved, each with its value when it takes one. The command's own
+Only whole option words are moved, each with its value when it takes one (one that ends the
+line without it is a usage error). The command's own
 options (and their values) stay where they are, even when a value looks like a global option
 (``add --metadata --json``); so does everything after ``--``. A command that defines an option
 of the same name keeps it.
@@ -44,6 +45,16 @@ def _root_end(root: dict[str, bool], args: list[str]) -> int:
     return i
 
 
+def _check_value(args: list[str], i: int, width: int) -> None:
+    """Refuse a global option that ends the line without its value: moved in front of the
+    command, it would take the command's first word as its value (``dream list --tenant``
+    listed the memories of a tenant named ``dream``)."""
+    if i + width > len(args):
+        from typer._click.exceptions import BadOptionUsage
+
+        raise BadOptionUsage(args[i], f"Option '{args[i]}' requires an argument.")
+
+
 def hoist_globals(group: Any, args: list[str]) -> list[str]:
     """``args`` with the root group's options that follow the command moved before it."""
     root = _takes_value(group.params)
@@ -54,6 +65,7 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
     command = group
     while isinstance(getattr(command, "commands", None), dict):
         if words and i < len(args) and (width := _width(args[i], movable)):
+            _check_value(args, i, width)
             moved.extend(args[i : i + width])  # between a group and its command
             i += width
             continue
@@ -72,6 +84,7 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
         if width := _width(args[i], own):
             kept.extend(args[i : i + width])
         elif width := _width(args[i], movable):
+            _check_value(args, i, width)
             moved.extend(args[i : i + width])
         else:
             width = 1
