@@ -126,7 +126,8 @@ def test_config_set_refuses_bad_values_and_keeps_the_file(home, local_cli):
     assert path.read_text(encoding="utf-8") == before
 
 
-def test_doctor_on_a_fresh_home_passes_and_creates_nothing(tmp_path):
+@pytest.mark.parametrize("live", [[], ["--live"], ["--live", "--record", "answers"]])
+def test_doctor_on_a_fresh_home_passes_and_creates_nothing(tmp_path, live):
     from typer.testing import CliRunner
 
     from memcore_cli.app import app
@@ -134,12 +135,14 @@ def test_doctor_on_a_fresh_home_passes_and_creates_nothing(tmp_path):
 
     fresh = tmp_path / "fresh"
     env = {"MEMCORE_HOME": str(fresh)}
-    result = CliRunner().invoke(app, ["--json", "doctor"], env=env, obj=Overrides(environ=env))
+    argv = ["--json", "doctor", *live]
+    result = CliRunner().invoke(app, argv, env=env, obj=Overrides(environ=env))
     assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""  # no first-run notice: nothing was created
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert all(c["ok"] for c in checks.values())
     assert checks["search mode"]["detail"].split()[0] in ("hybrid", "lexical")
-    assert not (fresh / "memcore.db").exists()
+    assert not fresh.exists()
 
 
 def test_doctor_reports_each_check_and_search_mode(local_cli):
