@@ -202,3 +202,38 @@ def test_config_set_refuses_bytes_that_are_not_utf8(local_cli, key):
     assert line.startswith("memcore: error: the value is not valid UTF-8")
     assert "byte 0xff at character 2" in line and repr(key) in line
     assert json.loads((local_cli.home / "config.json").read_text()) == {"embedder": "none"}
+
+
+def test_doctor_and_config_show_read_the_keys_of_a_hermes_homes_env_file(tmp_path, local_cli):
+    """The store of a Hermes home authenticates with the keys of its ``.env``; doctor said
+    there were none, and config show that they were not set."""
+    hermes = tmp_path / "hermes"
+    hermes.mkdir()
+    (hermes / "tablestore_memory.json").write_text(
+        json.dumps({"endpoint": "http://127.0.0.1:9", "instance_name": "inst", "timeout": 1}),
+        encoding="utf-8",
+    )
+    env_file = hermes / ".env"
+    env_file.write_text(
+        "TABLESTORE_MEMORY_AK=AKID-from-env-file\nTABLESTORE_MEMORY_SK=S3CRET-from-env-file\n",
+        encoding="utf-8",
+    )
+    env_file.chmod(0o600)
+    doctor = local_cli("--hermes-home", str(hermes), "--json", "doctor")
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["credentials"] == {
+        "name": "credentials",
+        "ok": True,
+        "detail": "found (access key pair; never shown)",
+    }
+    assert doctor.exit_code == 5  # the endpoint does not answer: a later check fails
+    shown = local_cli("--hermes-home", str(hermes), "--json", "config", "show")
+    credentials = json.loads(shown.stdout)["credentials"]
+    assert (
+        credentials["TABLESTORE_MEMORY_AK"]
+        == credentials["TABLESTORE_MEMORY_SK"]
+        == ("set (hidden)")
+    )
+    for out in (doctor, shown):
+        assert "S3CRET-from-env-file" not in out.stdout + out.stderr
+        assert "AKID-from-env-file" not in out.stdout + out.stderr

@@ -30,13 +30,15 @@ def show(ctx: typer.Context) -> None:
     """
     from memcore.config import shown_config
     from memcore_cli.settings.config_values import redact
+    from memcore_cli.wiring.runtime import credential_environ
 
     state = state_of(ctx)
     runtime = state.runtime()
     settings = runtime.settings
     choice = settings.scope
+    environ = credential_environ(settings, state.environ)  # a Hermes home's .env too
     credentials = {
-        name: ("set (hidden)" if state.environ.get(name) else "not set") for name in CREDENTIAL_VARS
+        name: ("set (hidden)" if environ.get(name) else "not set") for name in CREDENTIAL_VARS
     }
     document: dict[str, Any] = {
         "backend": settings.backend,

@@ -236,11 +236,12 @@ def _vector_check(store: Any, name: str, checks: _Checks) -> None:
 def _remote(state: CliState, runtime: Any, checks: _Checks) -> None:
     settings = runtime.settings
     if settings.backend == "tablestore":
-        from memcore_tablestore.credentials import ApiKey, resolve_auth
+        from memcore_cli.wiring.runtime import tablestore_auth
+        from memcore_tablestore.credentials import ApiKey
 
         env = None if state.overrides.environ is None else state.environ
         try:
-            creds = resolve_auth(env)
+            creds = tablestore_auth(settings, env)  # a Hermes home's .env keys too
         except Exception as exc:
             checks.fail("credentials", _message(exc), exc)
             return

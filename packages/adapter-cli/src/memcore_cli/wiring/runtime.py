@@ -52,14 +52,31 @@ def open_default_store(
             local["busy_timeout"] = busy_timeout
         return open_store("local", settings.config, **local)
     if settings.backend == "tablestore":
+        return open_store(
+            "tablestore", settings.config, credentials=tablestore_auth(settings, environ)
+        )
+    return open_store(settings.backend, settings.config)
+
+
+def tablestore_auth(settings: Settings, environ: Mapping[str, str] | None) -> Any:
+    """The credentials a TableStore store of these settings authenticates with (``doctor``
+    checks these very ones): a Hermes home's, else those of ``environ`` (or, when None, of
+    the process environment and the Alibaba Cloud default chain)."""
+    if settings.hermes_home is None:
         from memcore_tablestore.credentials import resolve_auth
 
-        if settings.hermes_home is not None:
-            return open_store(
-                "tablestore", settings.config, credentials=_hermes_credentials(settings, environ)
-            )
-        return open_store("tablestore", settings.config, credentials=resolve_auth(environ))
-    return open_store(settings.backend, settings.config)
+        return resolve_auth(environ)
+    return _hermes_credentials(settings, environ)
+
+
+def credential_environ(settings: Settings, environ: Mapping[str, str]) -> Mapping[str, str]:
+    """Where the credential variables are read: ``environ``, over a Hermes home's ``.env``."""
+    if settings.hermes_home is None:
+        return environ
+    from memcore_hermes.config.credentials import load_environment
+    from memcore_hermes.config.home import HermesHome
+
+    return load_environment(HermesHome(settings.hermes_home).env_file, environ)
 
 
 def _hermes_credentials(settings: Settings, environ: Mapping[str, str] | None) -> Any:
@@ -69,12 +86,12 @@ def _hermes_credentials(settings: Settings, environ: Mapping[str, str] | None) -
 
     from memcore.errors import ConfigError
     from memcore_hermes.backend.open_store import tablestore_credentials
-    from memcore_hermes.config.credentials import access_keys, load_environment
+    from memcore_hermes.config.credentials import access_keys
     from memcore_hermes.config.home import HermesHome
 
     assert settings.hermes_home is not None
     env_file = HermesHome(settings.hermes_home).env_file
-    keys = access_keys(load_environment(env_file, os.environ if environ is None else environ))
+    keys = access_keys(credential_environ(settings, os.environ if environ is None else environ))
     if keys is None:
         raise ConfigError(
             f"the tablestore backend needs TABLESTORE_MEMORY_AK and TABLESTORE_MEMORY_SK (or "
