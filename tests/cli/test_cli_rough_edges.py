@@ -116,6 +116,17 @@ def test_a_global_option_missing_its_value_at_the_end_is_a_usage_error(local_cli
     ]
 
 
+def test_that_usage_error_is_the_json_error_object_with_json(local_cli):
+    import json
+
+    result = local_cli("list", "--json", "--tenant")
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    error = json.loads(line)["error"]
+    assert (error["code"], error["exit_code"]) == ("invalid_input", 2)
+    assert error["message"] == "Option '--tenant' requires an argument."
+
+
 def test_option_values_and_words_after_the_double_dash_stay(local_cli):
     import json
 

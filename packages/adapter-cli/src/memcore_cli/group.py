@@ -134,7 +134,12 @@ class MemcoreGroup(TyperGroup):
     ) -> Any:
         from memcore_cli.output import interrupts
         from memcore_cli.parsing import coercion
-        from memcore_cli.parsing.argv import hoist_globals, leading_json, unknown_command_json
+        from memcore_cli.parsing.argv import (
+            MissingValue,
+            hoist_globals,
+            leading_json,
+            unknown_command_json,
+        )
 
         interrupts.start()
         coercion.install(self)  # plain option values without pydantic (see the module)
@@ -163,6 +168,8 @@ class MemcoreGroup(TyperGroup):
                 as_json = leading_json(self, args)
                 code = int(report_error(exc, as_json=as_json, debug=False))
         except ClickException as exc:
+            if isinstance(exc, MissingValue):  # the line was not rearranged: read what was
+                args = exc.globals_before
             as_json = leading_json(self, args) or unknown_command_json(self, args)
             code = report_parser_error(exc, as_json=as_json)
         except typer.Abort:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from typer._click.exceptions import BadOptionUsage
+
 #: Root options that stop the run at once (and ``--help`` belongs to every command).
 _NOT_MOVED = frozenset({"--help", "-h", "--version"})
 
@@ -45,14 +47,22 @@ def _root_end(root: dict[str, bool], args: list[str]) -> int:
     return i
 
 
-def _check_value(args: list[str], i: int, width: int) -> None:
+class MissingValue(BadOptionUsage):
+    """A global option that ends the line without its value. ``globals_before``: the global
+    options given before it, as they would have been moved (``--json`` among them decides
+    how the error is written)."""
+
+    def __init__(self, option: str, globals_before: list[str]) -> None:
+        super().__init__(option, f"Option '{option}' requires an argument.")
+        self.globals_before = globals_before
+
+
+def _check_value(args: list[str], i: int, width: int, before: list[str]) -> None:
     """Refuse a global option that ends the line without its value: moved in front of the
     command, it would take the command's first word as its value (``dream list --tenant``
     listed the memories of a tenant named ``dream``)."""
     if i + width > len(args):
-        from typer._click.exceptions import BadOptionUsage
-
-        raise BadOptionUsage(args[i], f"Option '{args[i]}' requires an argument.")
+        raise MissingValue(args[i], before)
 
 
 def hoist_globals(group: Any, args: list[str]) -> list[str]:
@@ -65,7 +75,7 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
     command = group
     while isinstance(getattr(command, "commands", None), dict):
         if words and i < len(args) and (width := _width(args[i], movable)):
-            _check_value(args, i, width)
+            _check_value(args, i, width, [*args[:start], *moved])
             moved.extend(args[i : i + width])  # between a group and its command
             i += width
             continue
@@ -84,7 +94,7 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
         if width := _width(args[i], own):
             kept.extend(args[i : i + width])
         elif width := _width(args[i], movable):
-            _check_value(args, i, width)
+            _check_value(args, i, width, [*args[:start], *moved])
             moved.extend(args[i : i + width])
         else:
             width = 1
