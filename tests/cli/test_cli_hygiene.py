@@ -160,3 +160,26 @@ def test_help_onto_a_full_disk_is_one_line(tmp_path, args):
     assert done.returncode == 1
     [line] = done.stderr.splitlines()
     assert line.startswith("memcore: error: ") and "No space left on device" in line, line
+
+
+#: ``sh -c`` running ``$0 -c $1 --json ARGS`` with stdin closed.
+SHELL_WITHOUT_STDIN = 'code=$1; shift; exec "$0" -c "$code" --json "$@" <&-'
+
+
+@pytest.mark.parametrize(("args", "field"), [(["add", "-"], "text"), (["import", "-"], "file")])
+def test_reading_a_closed_stdin_is_one_line_and_exit_2(tmp_path, args, field):
+    env = {**os.environ, "MEMCORE_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        ["sh", "-c", SHELL_WITHOUT_STDIN, sys.executable, MAIN, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    error = json.loads(line)["error"]
+    assert (error["code"], error["field"]) == ("invalid_input", field)
+    assert error["message"] == "cannot read '-': stdin is closed"
+    assert not (tmp_path / "home" / "memcore.db").exists()

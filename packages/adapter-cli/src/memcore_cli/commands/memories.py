@@ -105,6 +105,10 @@ def _read_stdin() -> str:
     """stdin as text, a byte that is not UTF-8 (of its encoding) kept as the surrogate Python
     makes of it in argv, so the text check names the byte rather than the decoder failing
     (stdin decodes strictly under most UTF-8 locales)."""
+    if sys.stdin is None:  # started with stdin closed (`<&-`)
+        from memcore.errors import InvalidInput
+
+        raise InvalidInput("cannot read '-': stdin is closed", field="text")
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:
         return sys.stdin.read()

@@ -95,6 +95,8 @@ def read_records(
 ) -> list[ImportRecord]:
     """Every record of the file, checked; ``lines``: each non-empty line is one memory's text,
     written to ``tenant`` (the current write scope)."""
+    if str(path) == "-" and sys.stdin is None:  # started with stdin closed (`<&-`)
+        raise InvalidInput("cannot read '-': stdin is closed", field="file")
     try:
         if str(path) == "-":
             raw_text = sys.stdin.read()
