@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 from memcore.errors import InvalidInput
 from memcore.scope import Scope, ScopePattern
-from memcore.values import DREAM_APPLY_MODES, DREAM_STATUSES, TASK_STATUSES, Message
+from memcore.values import DREAM_APPLY_MODES, DREAM_STATUSES, KNOWN_TASK_STATUSES, Message
 
 MAX_TEXT_BYTES = 32_000
 MAX_MESSAGES_PER_WRITE = 20
@@ -370,7 +370,7 @@ def check_limit(limit: object, *, field: str = "limit") -> int:
 def check_status(value: object, *, dream: bool = False) -> str | None:
     """A listing's status filter: None (every status) or one the service names; a misspelt
     one is refused, as TableStore does, rather than answered with an empty page."""
-    allowed = DREAM_STATUSES if dream else TASK_STATUSES
+    allowed = DREAM_STATUSES if dream else KNOWN_TASK_STATUSES
     if value is not None and (not isinstance(value, str) or value not in allowed):
         raise InvalidInput(f"status must be one of {', '.join(allowed)}", field="status")
     return value

@@ -14,6 +14,9 @@ T = TypeVar("T")
 
 #: Write-task states as the Memory Store service names them (``MemoryTaskStatus``).
 TASK_STATUSES = ("queued", "running", "completed", "failed", "needs_reconcile")
+#: Every write-task state a store shows: the service's, and the embedded store's ``pending``
+#: (an add whose vector waits for the next search).
+KNOWN_TASK_STATUSES = (*TASK_STATUSES, "pending")
 #: Dream-task states (``DreamTaskStatus``); the last four are final.
 DREAM_STATUSES = (
     "queued",

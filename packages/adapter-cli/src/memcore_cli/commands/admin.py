@@ -172,12 +172,10 @@ def task_list(
       memcore tasks list --status failed
     """
     from memcore.errors import InvalidInput
-    from memcore.values import TASK_STATUSES
+    from memcore.values import KNOWN_TASK_STATUSES
     from memcore_cli.output.render import when
 
-    # The service's states, and the embedded store's "pending" (an add whose vector waits
-    # for the next search), which its tasks show.
-    statuses = (*TASK_STATUSES, "pending")
+    statuses = KNOWN_TASK_STATUSES
     if status is not None and status not in statuses:
         raise InvalidInput(
             f"--status must be one of {', '.join(statuses)}, not {status!r}", field="status"
