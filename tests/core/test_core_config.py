@@ -46,6 +46,11 @@ def test_bom_is_accepted() -> None:
         ('{"app_id": "*"}', "app_id"),
         ('{"top_k": 0}', "top_k"),
         ('{"endpoint": "not a url"}', "endpoint"),
+        # Passed the pattern, then failed in the HTTP client as "a non-object JSON body".
+        ('{"endpoint": "https://u:p@"}', "endpoint"),
+        ('{"endpoint": "https://:99999"}', "endpoint"),
+        ('{"endpoint": "https://host:0"}', "endpoint"),
+        ('{"endpoint": "https://host:http"}', "endpoint"),
         ('{"extract_instructions": "half an emoji \\ud83d"}', "extract_instructions"),
         (json.dumps({"extract_instructions": "x" * 4097}), "extract_instructions"),
     ],
@@ -55,6 +60,7 @@ def test_bad_values_name_key_and_file(text: str, key: str) -> None:
         parse_config(text, source="/x/tablestore_memory.json")
     assert err.value.field == key
     assert "/x/tablestore_memory.json" in str(err.value)
+    assert "u:p" not in str(err.value)
 
 
 @pytest.mark.parametrize(

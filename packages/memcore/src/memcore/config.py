@@ -108,11 +108,25 @@ def _instance_name(_: Any, attribute: attrs.Attribute[Any], value: str | None) -
 
 
 def _endpoint(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    if value is not None and not re.fullmatch(r"https?://[^\s/]+/?", value):
+    if value is not None and not (re.fullmatch(r"https?://[^\s/]+/?", value) and _has_host(value)):
         raise _BadValue(
             attribute.name,
             f"{attribute.name} must look like https://<instance>.<region>.ots.aliyuncs.com",
         )
+
+
+def _has_host(url: str) -> bool:
+    """Whether ``url`` names a host and, if any, a port from 1 to 65535: ``https://u:p@`` or
+    ``https://:99999`` passed the pattern, and the HTTP client then failed to parse them
+    after the store had been opened, in an error that blamed the service's answer."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    return bool(parts.hostname) and port != 0
 
 
 def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
