@@ -306,3 +306,41 @@ def test_an_import_keeps_ids_and_the_day_a_memory_was_said(
         assert imported["id_map"] == {record["id"]: memory["id"]}
     code, again = hermes(kit, capsys, "import", str(path))
     assert code == 0 and (again["added"], again["present"]) == (0, 1), again
+
+
+def raw_output(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """What ``hermes tablestore-mem ARGS`` writes to stdout, as written."""
+    import argparse
+
+    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
+
+    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
+    register_cli(parser)
+    try:
+        tablestore_mem_command(parser.parse_args(list(args)))
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert not any(secret in out for secret in SECRETS)
+    return out
+
+
+def test_output_and_export_show_no_control_a_terminal_acts_on(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Stored text may come from an untrusted chat: its C1 controls (0x9b starts an escape
+    sequence), DEL and bidi overrides were written raw by every command and by the export."""
+    text = "pay \x9b31m Bob \u202eevil\u202c \x7f end"
+    memory_id = add(kit, capsys, text)
+    out = tmp_path / "export.jsonl"
+    written = {
+        "get": raw_output(capsys, "get", memory_id),
+        "list": raw_output(capsys, "list"),
+        "search": raw_output(capsys, "search", "pay Bob"),
+        "export": raw_output(capsys, "export"),
+        "export --out": (raw_output(capsys, "export", "--out", str(out)), out.read_text())[1],
+    }
+    for command, shown in written.items():
+        assert not any(raw in shown for raw in ("\x9b", "\u202e", "\x7f")), command
+    assert json.loads(written["get"])["text"] == text
+    assert json.loads(written["export"].splitlines()[0])["text"] == text

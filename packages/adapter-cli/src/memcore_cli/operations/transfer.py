@@ -48,7 +48,6 @@ from memcore_cli.operations.out_file import open_out
 from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
-from memcore_cli.output.visible import json_safe
 from memcore_cli.wiring.runtime import Runtime
 
 
@@ -67,8 +66,8 @@ def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:
     count = 0
     with output.progress("exporting") as advance:
         for memory in iter_memories(runtime):
-            # Escaped as --json output is: an export read on a terminal shows no control.
-            fh.write(json_safe(dump_line(export_record(memory))))
+            # dump_line escapes what a terminal acts on, as --json output does.
+            fh.write(dump_line(export_record(memory)))
             count += 1
             advance()
     return count

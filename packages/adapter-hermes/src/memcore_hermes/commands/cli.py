@@ -160,7 +160,10 @@ def _say(message: str) -> None:
 
 
 def _print(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    from memcore.transfer import escape_json  # stored text may hold a terminal's controls
+
+    document = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write(escape_json(document) + "\n")
     sys.stdout.flush()
 
 
