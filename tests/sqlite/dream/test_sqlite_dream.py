@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memcore.errors import InvalidInput
+from memcore.errors import Conflict, InvalidInput
 from memcore.scope import Scope, ScopePattern
 from memcore.testing import HashingEmbedder
 from memcore.values import Message
@@ -115,6 +115,50 @@ def test_an_action_whose_memory_changed_is_skipped_as_stale(
     hybrid_store.update_memory(STORE, ALICE, b, metadata={"k": "v"})
     [result] = hybrid_store.apply_dream_actions(STORE, task.id, [action.id])
     assert (result.status, result.skipped_reason) == ("skipped", "stale_target_memory")
+
+
+def test_an_applied_action_whose_memory_was_edited_since_is_not_undone(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    a = _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    b = _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern())
+    later = hybrid_store.create_dream_task(STORE, ALICE.pattern())  # planned on b version 1
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    [stale] = hybrid_store.list_dream_actions(STORE, later.id).items
+    hybrid_store.apply_dream_actions(STORE, task.id, [action.id])
+    edited = hybrid_store.update_memory(STORE, ALICE, b, text="The user drinks coffee at night")
+    with pytest.raises(Conflict, match="changed since"):
+        hybrid_store.undo_dream_action(STORE, task.id, action.id)
+    # Nothing moved: the edit keeps its version, the merge stays applied.
+    assert hybrid_store.get_memory(STORE, ALICE, b) == edited and edited.version == 3
+    assert hybrid_store.get_memory(STORE, ALICE, a).extras["superseded_by"] == b
+    [kept] = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert kept.status == "applied"
+    # The plan made before the edit still finds its memory stale.
+    [result] = hybrid_store.apply_dream_actions(STORE, later.id, [stale.id])
+    assert result.status == "skipped"
+
+
+def test_an_action_superseded_by_a_later_one_is_undone_after_it(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    first = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    [merge] = hybrid_store.list_dream_actions(STORE, first.id).items
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning!!", 3.0)
+    second = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    [again] = hybrid_store.list_dream_actions(STORE, second.id).items
+    assert again.status == "applied"
+    before = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=False).items
+    with pytest.raises(Conflict, match="changed since"):
+        hybrid_store.undo_dream_action(STORE, first.id, merge.id)
+    assert hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=False).items == before
+    hybrid_store.undo_dream_action(STORE, second.id, again.id)
+    hybrid_store.undo_dream_action(STORE, first.id, merge.id)
+    current = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert len(current) == 3 and all(m.version == 1 for m in current)
 
 
 def test_cancelled_task_skips_its_proposals(hybrid_store: SqliteMemoryStore) -> None:

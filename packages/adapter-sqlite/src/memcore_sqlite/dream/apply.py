@@ -191,7 +191,15 @@ class DreamApplier:
                 " WHERE id = ? AND store_id = ?",
                 (json.dumps(merged), now, target, store_id),
             )
+        touched = [*undo["created"], *(image["id"] for image in undo["changed"])]
+        undo["after"] = self._states(conn, store_id, touched)
         return Outcome("applied", result_id=target, undo=json.dumps(undo))
+
+    @staticmethod
+    def _states(conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, Any]:
+        """Each memory's ``[version, superseded_by]``: what an undo finds unless it changed."""
+        sql = "SELECT id, version, superseded_by FROM memories WHERE store_id = ? AND id IN ({})"
+        return {i: [int(v), by] for i, v, by in rows_in(conn, sql, ids, before=(store_id,))}
 
     def undo_action(
         self,
@@ -210,6 +218,20 @@ class DreamApplier:
             if row is None:
                 raise Conflict(
                     f"memory {image['id']!r} was deleted since; the action cannot be undone",
+                    field="action_id",
+                    retryable=False,
+                )
+        # Written by an undo record from before "after" was kept: nothing to compare with.
+        after: Mapping[str, Any] = undo.get("after") or {}
+        current = self._states(conn, store_id, list(after))
+        for mid, state in after.items():
+            if mid in current and current[mid] != state:
+                # Edited, said again or superseded by a later action: restoring the image
+                # would take the version back under a newer text (and hide the change).
+                raise Conflict(
+                    f"memory {mid!r} changed since the action was applied (edited, said "
+                    "again, or changed by a later dream action: undo that one first); the "
+                    "action cannot be undone",
                     field="action_id",
                     retryable=False,
                 )
