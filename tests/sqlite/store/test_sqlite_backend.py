@@ -9,7 +9,7 @@ import pytest
 
 from memcore.config import MemcoreConfig
 from memcore.discovery import open_store
-from memcore.errors import ConfigError
+from memcore.errors import ConfigError, InvalidInput
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, default_path, open_backend
 from memcore_sqlite.embedders import missing_onnx_requirements
@@ -102,6 +102,32 @@ def test_onnx_with_a_directory_without_model_is_a_config_error(tmp_path: Path) -
 def test_unknown_option_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         open_backend(MemcoreConfig(embedder="none"), path=tmp_path / "m.db", colour="blue")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("busy_timeout", "30"),
+        ("busy_timeout", None),
+        ("busy_timeout", True),
+        ("vector_cache_rows", "1000"),
+        ("vector_cache_rows", 1.5),
+        ("vector_cache_rows", -5),
+        ("defer_vectors", "yes"),
+        ("location_advice", 5),
+        ("embedder", "onnx"),
+        ("embedder", 5),
+        ("model", "gpt-4o"),
+        ("model_dir", 5),
+    ],
+)
+def test_an_option_of_the_wrong_kind_is_refused_at_open_naming_it(
+    tmp_path: Path, option: str, value: object
+) -> None:
+    with pytest.raises((InvalidInput, ConfigError)) as info:
+        open_backend(MemcoreConfig(embedder="onnx"), path=tmp_path / "m.db", **{option: value})
+    assert info.value.field == option
+    assert option in str(info.value)
 
 
 def test_entry_point_local_opens_this_store(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcore.config import EMBEDDERS, MemcoreConfig
-from memcore.errors import ConfigError
+from memcore.errors import ConfigError, InvalidInput
 from memcore.ports import Embedder
 from memcore_sqlite.embedders import missing_onnx_requirements
 
@@ -72,6 +72,7 @@ def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     config. ``model=`` (a :class:`~memcore_sqlite.chat_model.client.ModelSettings`) overrides
     ``MEMCORE_MODEL_*`` from the environment: the user's own model for fact extraction and
     dream review."""
+    _check_options(options)
     explicit = options.pop("path", None)
     path = resolve_path(config, explicit)
     if explicit is None and config.local_path is not None:
@@ -99,3 +100,41 @@ def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:
     return SqliteMemoryStore(
         path, embedder=embedder, extractor=extractor, dream_reviewer=reviewer, **options
     )
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Refuse an option of the wrong kind here, naming it: as given, it would fail deep in
+    the store as a TypeError, some only at the first write or search."""
+
+    def wrong(name: str, what: str) -> InvalidInput:
+        value = options[name]
+        return InvalidInput(f"{name} must be {what}, not {type(value).__name__}", field=name)
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    if "busy_timeout" in options and not number(options["busy_timeout"]):
+        raise wrong("busy_timeout", "a number of seconds")
+    if "vector_cache_rows" in options:
+        rows = options["vector_cache_rows"]
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+            raise wrong("vector_cache_rows", "a whole number of rows, 0 or more")
+    if "defer_vectors" in options and not isinstance(options["defer_vectors"], bool):
+        raise wrong("defer_vectors", "True or False")
+    if "location_advice" in options and not isinstance(options["location_advice"], str):
+        raise wrong("location_advice", "a string")
+    embedder = options.get("embedder")
+    # The store reads the dimension at once anyway; a wrapper that loads lazily keeps doing so.
+    if embedder is not None and not (
+        callable(getattr(embedder, "embed", None)) and number(getattr(embedder, "dimension", None))
+    ):
+        raise wrong("embedder", "an Embedder (embed, dimension) or None")
+    model_dir = options.get("model_dir")
+    if model_dir is not None and not isinstance(model_dir, (str, os.PathLike)):
+        raise wrong("model_dir", "a folder path")
+    model = options.get("model")
+    if model is not None:
+        from memcore_sqlite.chat_model.client import ModelSettings
+
+        if not isinstance(model, ModelSettings):
+            raise wrong("model", "a ModelSettings or None")
