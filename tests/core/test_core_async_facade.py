@@ -135,3 +135,12 @@ def test_async_iter_all_pages_in_a_worker_thread_like_the_sync_one() -> None:
 
     assert asyncio.run(scenario()) == expected and len(expected) == 5
     assert len(callers) == 3 and threading.main_thread() not in callers
+
+
+@pytest.mark.parametrize("given", [InMemoryMemoryStore(), None, "alice"])
+def test_async_memory_refuses_what_is_not_a_memory_at_once(given: object) -> None:
+    """``AsyncMemory(store)`` (as one writes ``Memory(store)``) is refused when built, not
+    as an AttributeError at the first awaited call."""
+    with pytest.raises(InvalidInput) as info:
+        AsyncMemory(given)  # type: ignore[arg-type]
+    assert info.value.field == "memory" and "Memory" in info.value.message

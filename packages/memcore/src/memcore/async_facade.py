@@ -18,6 +18,7 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
+from memcore.errors import InvalidInput
 from memcore.facade import Memory
 from memcore.scope import Scope
 from memcore.service import MemoryService
@@ -121,6 +122,13 @@ class AsyncMemory:
     """
 
     def __init__(self, memory: Memory) -> None:
+        if not isinstance(memory, Memory):
+            # Else the first awaited call fails as an AttributeError in a worker thread.
+            raise InvalidInput(
+                f"memory must be a Memory (AsyncMemory.open opens one; wrap a store as "
+                f"AsyncMemory(Memory(store))), not {type(memory).__name__}",
+                field="memory",
+            )
         self.sync = memory
 
     open = classmethod(_opener(Memory.open))
