@@ -111,6 +111,20 @@ def test_import_refuses_records_of_another_tenant(tmp_path, local_cli, fresh_cli
     assert fresh_cli.json("--tenant", "alice", "import", str(out))["added"] == 1
 
 
+def test_the_note_on_changed_ids_gives_the_embedded_store_its_true_reason(
+    tmp_path, local_cli, fresh_cli
+):
+    """The embedded store keeps every free id: ids change only for records moved into
+    another tenant or whose text was stored already, never because it "assigns its own"."""
+    local_cli.ok("--tenant", "alice", "add", "--sync", "alice's memory")
+    out = tmp_path / "alice.jsonl"
+    local_cli.ok("--tenant", "alice", "export", "--out", str(out))
+    moved = fresh_cli.ok("--tenant", "bob", "import", str(out))
+    assert "1 records have a different id here than in the file" in moved.stderr
+    assert "assigns its own ids" not in moved.stderr
+    assert "moved into this tenant" in moved.stderr
+
+
 def test_import_of_a_missing_file_exits_2(tmp_path, fresh_cli):
     result = fresh_cli("import", str(tmp_path / "nope.jsonl"))
     assert result.exit_code == 2

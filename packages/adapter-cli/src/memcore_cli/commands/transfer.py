@@ -78,7 +78,12 @@ def import_(
         f"imported {report.total} records: {report.added} added, {report.present} already present"
     )
     if report.renamed:
+        why = (
+            "moved into this tenant, or their text was stored here already"
+            if report.keeps_ids
+            else "this backend assigns its own ids"
+        )
         state.output.note(
-            f"{len(report.renamed)} records have a different id here than in the file (this "
-            "backend assigns its own ids); --json lists them in id_map"
+            f"{len(report.renamed)} records have a different id here than in the file "
+            f"({why}); --json lists them in id_map"
         )

@@ -79,6 +79,9 @@ class ImportReport:
     added: int = 0
     present: int = 0
     renamed: dict[str, str] = attrs.field(factory=dict)
+    #: The backend kept every free id (the embedded store): an id changed only because the
+    #: record moved to another tenant or its text was stored already.
+    keeps_ids: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -149,7 +152,7 @@ def import_memories(
     known = set(existing)
     pending = _to_write(records, existing, report)
     service = runtime.service()
-    exact = service.restores_exactly
+    exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
         advance(report.present)
