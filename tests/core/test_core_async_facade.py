@@ -144,3 +144,43 @@ def test_async_memory_refuses_what_is_not_a_memory_at_once(given: object) -> Non
     with pytest.raises(InvalidInput) as info:
         AsyncMemory(given)  # type: ignore[arg-type]
     assert info.value.field == "memory" and "Memory" in info.value.message
+
+
+def test_a_write_cancelled_midway_has_landed_or_not_when_the_cancel_is_seen() -> None:
+    """The worker thread cannot be stopped: a cancelled write waits for it, so that a read
+    right after the ``CancelledError`` sees what the write did (not that it lands later)."""
+    import threading
+    import time
+
+    started = threading.Event()
+
+    class SlowStore(InMemoryMemoryStore):
+        def add_text(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            started.set()
+            time.sleep(0.3)
+            return super().add_text(*args, **kwargs)
+
+        def delete_memory(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            started.set()
+            time.sleep(0.3)
+            return super().delete_memory(*args, **kwargs)
+
+    async def cancelled(mem: AsyncMemory, call: asyncio.Future[object]) -> None:
+        task = asyncio.ensure_future(call)
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        started.clear()
+
+    async def scenario() -> None:
+        mem = AsyncMemory(Memory(SlowStore()))
+        await cancelled(mem, mem.add(text="The user likes coffee"))
+        after_add = [m.text for m in mem.sync.iter_all()]
+        assert after_add == ["The user likes coffee"]
+        [memory] = mem.sync.iter_all()
+        await cancelled(mem, mem.delete(memory.id))
+        assert [m.text for m in mem.sync.iter_all()] == []
+
+    asyncio.run(scenario())

@@ -53,6 +53,35 @@ def _off_loop(
     return run
 
 
+def _write_off_loop(
+    method: Callable[Concatenate[Memory, P], R],
+) -> Callable[Concatenate[AsyncMemory, P], Coroutine[Any, Any, R]]:
+    """:func:`_off_loop` for a call that writes. A thread cannot be stopped, so a cancelled
+    write still waits for its call to end: when the ``CancelledError`` arrives, the write has
+    landed or not, and a read then sees which (it never lands after the caller gave up)."""
+    name = method.__name__
+
+    async def run(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        call = cast(Callable[P, R], getattr(self.sync, name))
+        work = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            if not work.done():
+                await asyncio.wait([work])  # a second cancel stops this wait, as it should
+            if work.done() and not work.cancelled():
+                work.exception()  # retrieved: the caller cancelled, so it is not raised
+            raise
+
+    _twin(
+        method,
+        run,
+        ":meth:`Memory.{name}`, awaited: it runs in a worker thread; cancelled, it waits for "
+        "that call to end, so the write has landed or not when the cancel is raised.",
+    )
+    return run
+
+
 def _items_off_loop(
     method: Callable[Concatenate[Memory, P], Iterator[T]],
 ) -> Callable[Concatenate[AsyncMemory, P], AsyncIterator[T]]:
@@ -150,8 +179,8 @@ class AsyncMemory:
 
     scope_for = _same(Memory.scope_for)
 
-    add = _off_loop(Memory.add)
-    add_receipts = _off_loop(Memory.add_receipts)
+    add = _write_off_loop(Memory.add)
+    add_receipts = _write_off_loop(Memory.add_receipts)
     search = _off_loop(Memory.search)
     list = _off_loop(Memory.list)
 
@@ -159,19 +188,19 @@ class AsyncMemory:
 
     get = _off_loop(Memory.get)
     history = _off_loop(Memory.history)
-    update = _off_loop(Memory.update)
-    delete = _off_loop(Memory.delete)
-    delete_all = _off_loop(Memory.delete_all)
-    dream = _off_loop(Memory.dream)
+    update = _write_off_loop(Memory.update)
+    delete = _write_off_loop(Memory.delete)
+    delete_all = _write_off_loop(Memory.delete_all)
+    dream = _write_off_loop(Memory.dream)
     dream_task = _off_loop(Memory.dream_task)
     dream_tasks = _off_loop(Memory.dream_tasks)
     dream_actions = _off_loop(Memory.dream_actions)
-    apply_dream_actions = _off_loop(Memory.apply_dream_actions)
-    undo_dream_action = _off_loop(Memory.undo_dream_action)
-    cancel_dream_task = _off_loop(Memory.cancel_dream_task)
+    apply_dream_actions = _write_off_loop(Memory.apply_dream_actions)
+    undo_dream_action = _write_off_loop(Memory.undo_dream_action)
+    cancel_dream_task = _write_off_loop(Memory.cancel_dream_task)
     task = _off_loop(Memory.task)
 
-    close = _off_loop(Memory.close)
+    close = _write_off_loop(Memory.close)
 
     async def __aenter__(self) -> AsyncMemory:
         return self
