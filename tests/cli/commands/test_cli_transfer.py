@@ -324,3 +324,29 @@ def test_a_bad_said_at_stops_the_import_with_one_line(tmp_path, fresh_cli, value
     assert result.exit_code == 2
     assert "line 1: said_at must be a timestamp in seconds" in result.stderr
     assert fresh_cli.json_lines("export") == []
+
+
+def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored(
+    tmp_path, local_cli, fresh_cli
+):
+    """A backup and restore put the outdated fact back into recall: the replaced version was
+    exported like any memory and imported as current."""
+    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    local_cli.ok("add", "--sync", stale)
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    local_cli.json("dream", "create", "--apply-mode", "safe_auto")
+    current = sorted(m["text"] for m in local_cli.json("list")["items"])
+    assert stale not in current
+
+    out = tmp_path / "backup.jsonl"
+    local_cli.json("export", "--out", str(out))
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    [old] = [r for r in records if r["text"] == stale]
+    assert old["superseded_by"]
+    assert all(r["superseded_by"] is None for r in records if r is not old)
+
+    report = fresh_cli.json("import", str(out))
+    assert (report["total"], report["superseded"]) == (len(records), 1)
+    assert report["added"] == len(records) - 1
+    assert sorted(m["text"] for m in fresh_cli.json("list")["items"]) == current
+    assert "1 replaced versions left out" in fresh_cli.ok("import", str(out)).stdout

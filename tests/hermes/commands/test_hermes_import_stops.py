@@ -227,7 +227,11 @@ def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
         )
         assert code == 0, answer
         answers.append(answer)
-    assert answers[0] == answers[1] == {"total": 1, "added": 1, "present": 0, "id_map": {}}
+    assert (
+        answers[0]
+        == answers[1]
+        == {"total": 1, "added": 1, "present": 0, "superseded": 0, "id_map": {}}
+    )
     # An id of Bob's own with another text is his to know about: its new id is reported.
     path.write_text(json.dumps({"id": bobs, "text": "Bob's second note", "scope": bob_scope}))
     code, answer, _ = run(capsys, "import", str(path), "--user-id", "bob", "--platform", "telegram")

@@ -162,7 +162,13 @@ def test_memcore_opens_the_store_of_a_hermes_home(
     result = memcore(tmp_path, "--hermes-home", str(home), "export", "--out", str(out))
     assert result.exit_code == 0, result.stderr
     code, imported = hermes(kit, capsys, "import", str(out))
-    assert code == 0 and imported == {"total": 2, "added": 0, "present": 2, "id_map": {}}
+    assert code == 0 and imported == {
+        "total": 2,
+        "added": 0,
+        "present": 2,
+        "superseded": 0,
+        "id_map": {},
+    }
 
     shown = json.loads(
         memcore(tmp_path, "--hermes-home", str(home), "--json", "config", "show").stdout
@@ -344,3 +350,24 @@ def test_output_and_export_show_no_control_a_terminal_acts_on(
         assert not any(raw in shown for raw in ("\x9b", "\u202e", "\x7f")), command
     assert json.loads(written["get"])["text"] == text
     assert json.loads(written["export"].splitlines()[0])["text"] == text
+
+
+def test_an_import_leaves_out_the_versions_a_later_one_replaced(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An export holds a dream's replaced versions too (``superseded_by``): imported as
+    current, the outdated fact came back into recall."""
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r1"}
+    old = {"id": "6" * 32, "text": "We keep 30 dozen eggs", "scope": scope, "metadata": {}}
+    new = {"id": "7" * 32, "text": "We keep 20 dozen eggs", "scope": scope, "metadata": {}}
+    path = tmp_path / "in.jsonl"
+    lines = [{**old, "superseded_by": new["id"]}, {**new, "superseded_by": None}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    code, imported = hermes(kit, capsys, "import", str(path))
+    assert code == 0 and (imported["total"], imported["added"]) == (2, 1), imported
+    assert imported["superseded"] == 1
+    code, listed = hermes(kit, capsys, "list", "--all")
+    assert [m["text"] for m in listed["items"]] == ["We keep 20 dozen eggs"]
+    path.write_text(json.dumps({**old, "superseded_by": 5}) + "\n", encoding="utf-8")
+    code, refused = hermes(kit, capsys, "import", str(path))
+    assert code == 2 and refused["error"]["field"] == "superseded_by", refused

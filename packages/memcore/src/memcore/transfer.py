@@ -73,6 +73,9 @@ def memory_record(memory: MemoryRecord, score: float | None = None) -> dict[str,
         "salience": memory.salience,
         "version": memory.version,
         "said_at": memory.said_at,
+        # Set on a version a later one replaced (a dream's merge or update): history, which an
+        # import leaves out, so a restore recalls what the store recalled, not the old fact.
+        "superseded_by": memory.superseded_by,
     }
 
 
@@ -95,6 +98,8 @@ class ImportRecord:
     #: The id the file gave, when it is not written (the record moved to another tenant):
     #: the import reports what it became.
     source_id: str | None = None
+    #: A version a later one replaced (``superseded_by`` in the file): not written, counted.
+    superseded: bool = False
 
     def item(self) -> TextItem:
         """The record as ``MemoryService.restore`` writes it: scope, id and times as exported."""
@@ -140,6 +145,9 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         # Not written (the store stamps its own), but a file holding an impossible one is
         # damaged: refused like the other times rather than half trusted.
         limits.check_stored_time(data.get("updated_at"), field="updated_at")
+        superseded_by = data.get("superseded_by")
+        if superseded_by is not None:
+            limits.check_id(superseded_by, field="superseded_by")
     except InvalidInput as exc:
         raise line_error(line_no, exc.message, exc.field or "line") from None
     source_id: str | None = None
@@ -156,7 +164,17 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
             "scope",
         )
     assert isinstance(text, str)
-    return ImportRecord(line_no, memory_id, text, scope, meta, created_at, said_at, source_id)
+    return ImportRecord(
+        line_no,
+        memory_id,
+        text,
+        scope,
+        meta,
+        created_at,
+        said_at,
+        source_id,
+        superseded=superseded_by is not None,
+    )
 
 
 #: Records an import writes at once: one transaction and one embedding call on the local

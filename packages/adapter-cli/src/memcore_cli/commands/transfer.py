@@ -76,6 +76,7 @@ def import_(
         return
     state.output.line(
         f"imported {report.total} records: {report.added} added, {report.present} already present"
+        + (f", {report.superseded} replaced versions left out" if report.superseded else "")
     )
     if report.renamed:
         why = (

@@ -78,6 +78,8 @@ class ImportReport:
     total: int = 0
     added: int = 0
     present: int = 0
+    #: Records of versions a later one replaced: history, not written (see ``superseded_by``).
+    superseded: int = 0
     renamed: dict[str, str] = attrs.field(factory=dict)
     #: The backend kept every free id (the embedded store): an id changed only because the
     #: record moved to another tenant or its text was stored already.
@@ -88,6 +90,7 @@ class ImportReport:
             "total": self.total,
             "added": self.added,
             "present": self.present,
+            "superseded": self.superseded,
             "id_map": dict(self.renamed),
         }
 
@@ -155,7 +158,7 @@ def import_memories(
     exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
-        advance(report.present)
+        advance(report.present + report.superseded)
         try:
             for written in restore_batches(service, pending):
                 for record, new_id, made in written:
@@ -183,6 +186,9 @@ def _to_write(
     pending: list[ImportRecord] = []
     first: dict[str, ImportRecord] = {}
     for record in records:
+        if record.superseded:
+            report.superseded += 1
+            continue
         if record.id is None:
             pending.append(record)
             continue

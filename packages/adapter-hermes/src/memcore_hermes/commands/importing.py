@@ -34,7 +34,8 @@ def import_lines(
 ) -> dict[str, Any]:
     """Import the file's lines into the service's tenant; ``memories`` lists what it holds.
     ``retarget`` moves another tenant's records into it (new ids), where the command refuses
-    them. The answer: ``total``, ``added``, ``present`` and ``id_map`` (old id -> new id)."""
+    them. The answer: ``total``, ``added``, ``present``, ``superseded`` (versions a later one
+    replaced: history, not written) and ``id_map`` (old id -> new id)."""
     tenant = service.write_scope
     records = [
         parse_record(i, raw, tenant, retarget=retarget)
@@ -42,10 +43,12 @@ def import_lines(
         if raw.strip()
     ]
     known = {m.id: m.text.strip() for m in memories} if records else {}
-    present = 0
+    present = superseded = 0
     pending: list[ImportRecord] = []
     for record in records:
-        if record.id is not None and known.get(record.id) == record.text.strip():
+        if record.superseded:
+            superseded += 1
+        elif record.id is not None and known.get(record.id) == record.text.strip():
             present += 1  # already here, with the same text
         else:
             pending.append(record)
@@ -77,7 +80,13 @@ def import_lines(
             if error is exc:
                 raise
             raise error from exc
-    return {"total": len(records), "added": len(landed), "present": present, "id_map": id_map}
+    return {
+        "total": len(records),
+        "added": len(landed),
+        "present": present,
+        "superseded": superseded,
+        "id_map": id_map,
+    }
 
 
 def _said(
