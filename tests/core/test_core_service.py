@@ -303,6 +303,18 @@ def test_mirror_builtin_add_and_remove() -> None:
         svc.mirror_builtin("explode", "user", "x")
 
 
+@pytest.mark.parametrize("shown", ["   ", "\u200b", " \ufeff\u2060 "])
+def test_removing_a_mirror_of_text_that_shows_nothing_removes_nothing(shown: str) -> None:
+    """Invisible characters alone are as empty as spaces: such a removal matches no memory
+    and is not refused (a refused removal is a write the Hermes spool gives up on)."""
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    receipt = svc.mirror_builtin("add", "user", "Prefers metric units")
+    assert receipt is not None
+    assert svc.mirror_builtin("remove", "user", shown) is None
+    assert store.get_memory(STORE, svc.scope, receipt.memory_ids[0]).text == "Prefers metric units"
+
+
 def test_recall_is_fenced_and_cannot_break_out() -> None:
     store = InMemoryMemoryStore()
     svc = service_for(store, "u")

@@ -314,7 +314,7 @@ class MemoryService:
         return self.store.add_text(self.store_name, self.write_scope, content, metadata=extra)
 
     def _remove_mirrored(self, target: str, content: str) -> None:
-        if not isinstance(content, str) or not content.strip():
+        if not isinstance(content, str) or limits.is_blank(content):  # no query: nothing to match
             return
         query = content[: limits.MAX_QUERY_CHARS]
         hits = self.store.search(
