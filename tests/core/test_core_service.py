@@ -282,6 +282,26 @@ def test_a_turn_failing_at_its_first_write_is_as_it_was() -> None:
     assert str(failed.value) == "store went away"
 
 
+def test_what_a_turn_landed_is_not_told_by_a_later_call_failing_with_the_same_error() -> None:
+    """A store may raise one error object again and again (the embedded store keeps the damage
+    it found and raises it for every later write). What one turn had landed is that turn's
+    news: a later, unrelated write failing with that object says nothing of it."""
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    latched = Unavailable("store went away")
+    msgs = [Message("user", f"fact number {i} about herons") for i in range(45)]
+    store.faults.fail_on_call(2, latched)  # the turn's second write
+    with pytest.raises(Unavailable) as turn:
+        svc.sync_turn("", "", messages=msgs, sync=True)
+    assert len(turn.value.landed) == 1 and turn.value.retryable is False
+    store.faults.fail_on_call(1, latched)  # the next call, with the very same object
+    with pytest.raises(Unavailable) as later:
+        svc.remember("an unrelated fact about owls", sync=True)
+    assert later.value.landed == () and later.value.retryable is True
+    assert str(later.value) == "store went away"
+    assert "landed" not in later.value.to_dict()
+
+
 def test_sync_turn_from_user_and_assistant() -> None:
     store = InMemoryMemoryStore()
     svc = service_for(store, "u")

@@ -42,17 +42,23 @@ class MemcoreError(Exception):
         return out
 
     def after_landed(self, landed: tuple[str, ...], of: int) -> MemcoreError:
-        """This error, saying that ``landed`` (task ids) of the call's ``of`` writes had
-        landed before it: not retryable as a whole any more, since a resend repeats them."""
-        if landed:
-            self.landed = landed
-            self.retryable = False
-            self.message = (
-                f"{self.message} ({len(landed)} of this turn's {of} writes had landed before "
-                f"this one: {', '.join(landed)}; sending the whole turn again stores them twice)"
-            )
-            self.args = (self.message,)
-        return self
+        """A copy of this error saying that ``landed`` (task ids) of the call's ``of`` writes
+        had landed before it: not retryable as a whole any more, since a resend repeats them.
+        This error itself is left as it was (a store may raise one object for every later
+        call, which must not tell of this one's writes); with nothing landed, it is returned."""
+        if not landed:
+            return self
+        # Not through __init__: some subclasses take other arguments (ConfigError's source).
+        told = type(self).__new__(type(self))
+        told.__dict__.update(vars(self))
+        told.landed = landed
+        told.retryable = False
+        told.message = (
+            f"{self.message} ({len(landed)} of this turn's {of} writes had landed before "
+            f"this one: {', '.join(landed)}; sending the whole turn again stores them twice)"
+        )
+        told.args = (told.message,)
+        return told
 
 
 class InvalidInput(MemcoreError):

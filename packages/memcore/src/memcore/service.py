@@ -284,8 +284,10 @@ class MemoryService:
             try:
                 receipts.append(self.write_turn(write, sync=sync))
             except MemcoreError as exc:
-                exc.after_landed(tuple(r.task_id or "?" for r in receipts), len(writes))
-                raise
+                told = exc.after_landed(tuple(r.task_id or "?" for r in receipts), len(writes))
+                if told is exc:
+                    raise
+                raise told from exc
         return receipts
 
     def mirror_builtin(
