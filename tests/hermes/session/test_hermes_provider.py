@@ -261,6 +261,15 @@ def test_the_profile_tool_pages_with_its_next_token(
             "invalid_input",
             "enable_rerank",
         ),
+        # The filter is the tool's metadata argument: an error names it so, not "filters".
+        (
+            "tablestore_search",
+            {"query": "x", "metadata": {f"k{i}": "v" for i in range(17)}},
+            "invalid_input",
+            "metadata",
+        ),
+        ("tablestore_search", {"query": "x", "metadata": {"k": 5}}, "invalid_input", "metadata.k"),
+        ("tablestore_search", {"query": "x", "metadata": "k=v"}, "invalid_input", "metadata"),
         ("tablestore_profile", {"limit": 0}, "invalid_input", "limit"),
         ("tablestore_remember", {"content": "x" * 40_000}, "invalid_input", "content"),
         (

@@ -244,12 +244,14 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
     from memcore import limits
 
     asked = limits.parse_reference_time(args.get("reference_time")) or runtime.turn_time()
+    # Checked here first, so an error names this tool's argument, not the service's "filters".
+    filters = limits.check_metadata(args.get("metadata")) or None
     service = runtime.service(runtime.handle.ready())
     hits = service.search(
         args.get("query"),
         top_k=args.get("top_k"),
         enable_rerank=_flag(args, "enable_rerank"),
-        filters=args.get("metadata"),
+        filters=filters,
         min_similarity=args.get("min_similarity"),
         context_scope=True,
         include_evidence=_flag(args, "include_evidence") or False,
