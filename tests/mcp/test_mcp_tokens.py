@@ -56,6 +56,16 @@ def test_a_map_written_token_to_tenant_quotes_no_token(data: dict) -> None:
     assert "entry" in str(refused.value)
 
 
+@pytest.mark.parametrize("key", [f"Bearer {A}", f"{A}\n", f"alice {A}"])
+def test_a_key_holding_a_token_among_other_words_is_not_quoted(key: str) -> None:
+    """A token pasted as a key with more around it (an HTTP header's "Bearer ", a line end)
+    is as much a token: the error names its place in the map."""
+    with pytest.raises(ConfigError) as refused:
+        TokenMap.parse(json.dumps({key: "alice"}), source="t")
+    assert A not in json.dumps(refused.value.to_dict()), refused.value.to_dict()
+    assert "entry 1" in str(refused.value)
+
+
 def test_a_token_with_whitespace_is_refused() -> None:
     with pytest.raises(ConfigError, match="whitespace"):
         TokenMap.parse(json.dumps({"alice": A + " " + A}), source="t")

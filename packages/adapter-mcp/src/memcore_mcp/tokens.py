@@ -101,9 +101,10 @@ class TokenMap:
 
 
 def _name(tenant: str, index: int) -> str:
-    """How an error names a tenant of the map: by name, unless the name could be a token (a
-    map written token to tenant), which no error shows; then by its place in the map."""
-    if len(tenant) >= MIN_TOKEN_CHARS and not any(ch.isspace() for ch in tenant):
+    """How an error names a tenant of the map: by name, unless the name could hold a token (a
+    map written token to tenant, perhaps as ``Bearer <token>``), which no error shows; then
+    by its place in the map."""
+    if any(len(word) >= MIN_TOKEN_CHARS for word in tenant.split()):
         return f"entry {index + 1}"
     return tenant
 
