@@ -55,3 +55,19 @@ def test_a_bad_setup_is_one_line_and_exit_2(tmp_path, argv, env, message) -> Non
     assert result.stderr.startswith("memcore: error: ") and result.stderr.count("\n") == 1
     assert message in result.stderr, result.stderr
     assert result.stdout == ""
+
+
+def test_a_missing_server_package_names_an_install_that_works(tmp_path, monkeypatch) -> None:
+    """memcore-mcp is not on the package index: the hint named `pip install memcore-mcp`,
+    which finds nothing; it names the clone's package folder, as the README does."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "memcore_mcp.serve", None)  # as if not installed
+    environ = {"MEMCORE_HOME": str(tmp_path / "home")}
+    result = CliRunner().invoke(
+        app, ["mcp"], env=environ, obj=Overrides(environ=environ), input="", catch_exceptions=False
+    )
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stderr.count("\n") == 1
+    assert "pip install memcore-mcp" not in result.stderr
+    assert "./packages/adapter-mcp" in result.stderr, result.stderr

@@ -56,7 +56,8 @@ def mcp(
         from memcore.errors import ConfigError
 
         raise ConfigError(
-            f"the MCP server is not installed ({exc.name} is missing): pip install memcore-mcp",
+            f"the MCP server is not installed ({exc.name} is missing): install memcore-mcp "
+            "beside the CLI's packages; from a memcore clone, pip install ./packages/adapter-mcp",
             field="mcp",
         ) from None
 
