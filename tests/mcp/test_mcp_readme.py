@@ -1,0 +1,34 @@
+"""The README's token-map steps, run as written in a new user's home, give a file the
+server accepts: the folder they write into did not exist there, so `cat >` failed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memcore_mcp.tokens import load_tokens
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the steps call openssl")
+def test_the_token_map_steps_work_in_a_fresh_home(tmp_path: Path) -> None:
+    [block] = [b for b in re.findall(r"```bash\n(.*?)```", README, re.S) if "mcp-tokens.json" in b]
+    steps = "\n".join(ln for ln in block.splitlines() if not ln.startswith("memcore mcp"))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    done = subprocess.run(
+        ["bash", "-e", "-c", steps], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    path = home / ".config" / "memcore" / "mcp-tokens.json"
+    assert path.stat().st_mode & 0o777 == 0o600
+    tokens = load_tokens(str(path), {})
+    assert tokens is not None and tokens.tenants == {"alice", "bob"}
+    assert len(tokens.entries) == 3
