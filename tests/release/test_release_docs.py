@@ -275,3 +275,42 @@ def test_release_no_doc_installs_a_memcore_distribution_from_the_index(repo_root
                 if canonicalize_name(Requirement(target).name).startswith("memcore"):
                     from_index.append(f"{doc.relative_to(repo_root)}: {line}")
     assert not from_index, from_index
+
+
+def _collected(repo_root: Path, *paths: str) -> int:
+    """How many tests pytest collects from ``paths`` (the whole suite without any)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *paths],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    found = re.search(r"(\d+) tests? collected", done.stdout)
+    assert found, done.stdout[-2000:] + done.stderr[-2000:]
+    return int(found.group(1))
+
+
+def _documented(text: str, pattern: str) -> int:
+    found = re.search(pattern, text)
+    assert found, pattern
+    return int(found.group(1).replace(",", ""))
+
+
+def test_release_docs_give_the_test_counts_pytest_collects(readme: str, repo_root: Path) -> None:
+    """The fast loop's and the whole suite's sizes, as the README and the core's README say
+    them ("about": within 15%)."""
+    core = _collected(repo_root, "tests/core", "tests/contract")
+    core_readme = (repo_root / "packages" / "memcore" / "README.md").read_text(encoding="utf-8")
+    for said in (
+        _documented(readme, r"About ([\d,]+) tests"),
+        _documented(core_readme, r"about ([\d,]+) tests"),
+    ):
+        assert abs(said - core) <= 0.15 * core, (said, core)
+    whole = _collected(repo_root)
+    said = _documented(readme, r"The whole suite holds ([\d,]+) tests")
+    assert abs(said - whole) <= 0.15 * whole, (said, whole)
