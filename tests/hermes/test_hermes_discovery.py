@@ -236,3 +236,33 @@ def test_status_of_the_tablestore_backend_loads_no_sdk(hermes_home: Path, kit: A
     ]
     sdk = ("tablestore", "alibabacloud", "urllib3", "numpy", "onnxruntime")
     assert [m for m in steps["memory_status"] if m.startswith(sdk)] == []
+
+
+def test_the_plugin_commands_wait_for_activation_as_the_docs_say(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hermes plugins install` (or a copy) leaves the provider inactive, and Hermes adds a
+    provider's own commands only while it is the active one: `hermes tablestore-mem setup`,
+    which after-install.md offered as the way to set up without a terminal, was then an
+    unknown command. `hermes memory setup tablestore-mem` activates it; after that the
+    plugin's commands, its flag-driven setup among them, work."""
+    kit.install_plugin(hermes_home)
+    (hermes_home / "config.yaml").unlink()  # as the installer leaves it: no provider chosen
+    early = kit.run_hermes(hermes_home, "tablestore-mem", "setup", "--backend", "local")
+    assert early.returncode == 2 and "invalid choice: 'tablestore-mem'" in early.stderr
+    status = kit.run_hermes(hermes_home, "memory", "status")
+    assert "Plugin:    installed" not in status.stdout  # not until a setup activates it
+    monkeypatch.setenv("TABLESTORE_MEMORY_BACKEND", "local")
+    setup = kit.run_hermes(hermes_home, "memory", "setup", "tablestore-mem", timeout=300)
+    assert setup.returncode == 0, setup.stderr
+    later = kit.run_hermes(hermes_home, "tablestore-mem", "setup", "--backend", "local")
+    assert later.returncode == 0, later.stderr
+    # The docs offer the plugin's own setup only with the activation it needs.
+    for doc in (kit.REPO_ROOT / "after-install.md", kit.REPO_ROOT / "README.md"):
+        for paragraph in doc.read_text(encoding="utf-8").split("\n\n"):
+            if "hermes tablestore-mem setup" in paragraph:
+                assert "active" in paragraph, (doc.name, paragraph)
+        text = doc.read_text(encoding="utf-8")
+        if "cp -r memcore" in text:
+            after_copy = text[text.index("cp -r memcore") :].split("\n## ", 1)[0]
+            assert "hermes memory setup tablestore-mem" in after_copy, doc.name
