@@ -142,6 +142,8 @@ class InterruptOnTyper:  # Ctrl-C while the app is still being imported
             os.kill(os.getpid(), signal.SIGINT)
         return None
 
+# The key pressed at a terminal, where Ctrl-C is live even if this run inherited it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.argv = ["memcore", "--help"]
 script = entry_points(group="console_scripts")["memcore"]
 sys.meta_path.insert(0, InterruptOnTyper())
@@ -149,11 +151,24 @@ script.load()()
 """
 
 
+def _launched_with(disposition):
+    """Start the child with SIGINT set to ``disposition``: a background job (``&``, nohup,
+    some CI runners) starts with it ignored, and a child inherits that."""
+    return lambda: signal.signal(signal.SIGINT, disposition)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path):
+@pytest.mark.parametrize("launched", ["from a terminal", "from a background job"])
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path, launched):
     assert "memcore" in entry_points(group="console_scripts").names
     env = {**os.environ, "MEMCORE_HOME": str(tmp_path)}
+    ignored = launched == "from a background job"
     done = subprocess.run(
-        [sys.executable, "-c", _EARLY], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", _EARLY],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        preexec_fn=_launched_with(signal.SIG_IGN if ignored else signal.SIG_DFL),
     )
     assert (done.returncode, done.stderr) == (130, "memcore: interrupted\n"), done.stdout
