@@ -17,7 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcore.config import MemcoreConfig
-from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound, PermissionDenied
+from memcore.errors import (
+    Conflict,
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+)
 from memcore.ports import InstanceFacts
 from memcore_tablestore.credentials import Credentials
 from memcore_tablestore.emulator.control_plane import ControlPlane
@@ -132,6 +139,48 @@ def test_a_rerun_after_a_crash_mid_create_looks_before_buying(
 
     assert facts.instance_name == bought
     _finished(config_path, control_plane, facts)
+
+
+@pytest.mark.parametrize("garble", ["unreadable", "endless"])
+def test_a_listing_that_cannot_be_read_through_buys_nothing(
+    make: Any,
+    control_plane: ControlPlane,
+    config_path: Path,
+    clock: Any,
+    credentials: Credentials,
+    control_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    garble: str,
+) -> None:
+    # A rerun long after a crash mid-create: the instance exists, but the listing that would
+    # show it is garbled (a body the SDK cannot read) or never ends (the same token again).
+    bought = _buy(control_endpoint, credentials, "memcore-0123456789ab")
+    write_pending(
+        config_path.parent,
+        PendingInstance(
+            alias="memcore-0123456789ab", region="cn-beijing", create_sent_at=clock() - 3600.0
+        ),
+    )
+    answer = control_plane.handle
+
+    def handle(method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
+        status, out_headers, out = answer(method, path, query, headers, body)
+        action = {k.lower(): v for k, v in headers.items()}.get("x-acs-action")
+        if action == "ListInstances":  # whatever was asked, even a token it never gave
+            page = {"Instances": "garbled"} if garble == "unreadable" else {"NextToken": "again"}
+            out = json.dumps(page).encode()
+            status, out_headers = 200, {**out_headers, "content-length": str(len(out))}
+        return status, out_headers, out
+
+    monkeypatch.setattr(control_plane, "handle", handle)
+
+    with pytest.raises(Unavailable) as info:
+        make().ensure_instance()
+
+    assert control_plane.create_count == 1  # the earlier run's, and no second one
+    assert [i["InstanceName"] for i in control_plane.instances()] == [bought]
+    assert "ListInstances" in str(info.value) and "\n" not in str(info.value)
+    assert read_pending(config_path.parent).alias == "memcore-0123456789ab"  # resumable
 
 
 def test_a_refused_create_bought_nothing_and_says_so_in_one_line(

@@ -164,25 +164,30 @@ class ControlPlaneClient:
         from darabonba.runtime import RuntimeOptions
 
         request = models.GetInstanceRequest(instance_name=instance_name)
-        body = self._call(
+        response = self._call(
             "GetInstance",
-            lambda: self._client.get_instance_with_options(request, {}, RuntimeOptions()).body,
+            lambda: self._client.get_instance_with_options(request, {}, RuntimeOptions()),
         )
-        return _record(body, fallback_name=instance_name)
+        return _record(_read_body(response, "GetInstance"), fallback_name=instance_name)
 
     def find_by_alias(self, alias: str) -> InstanceRecord | None:
-        """The instance carrying ``alias``, paging through ``ListInstances``; None if absent."""
+        """The instance carrying ``alias``, paging through ``ListInstances``; None if absent.
+
+        None only after the last page was read: a page that cannot be read, or paging that
+        does not end, raises, since "absent" is what makes the provisioner buy.
+        """
         from alibabacloud_tablestore20201209 import models
         from darabonba.runtime import RuntimeOptions
 
         token: str | None = None
+        seen: set[str] = set()
         for _ in range(_MAX_PAGES):
             request = models.ListInstancesRequest(max_results=_LIST_PAGE, next_token=token)
 
             def page(request: Any = request) -> Any:
-                return self._client.list_instances_with_options(request, {}, RuntimeOptions()).body
+                return self._client.list_instances_with_options(request, {}, RuntimeOptions())
 
-            body = self._call("ListInstances", page)
+            body = _read_body(self._call("ListInstances", page), "ListInstances")
             for item in getattr(body, "instances", None) or []:
                 if getattr(item, "alias_name", None) == alias and getattr(
                     item, "instance_name", None
@@ -191,7 +196,14 @@ class ControlPlaneClient:
             token = getattr(body, "next_token", None) or None
             if token is None:
                 return None
-        return None
+            if token in seen:
+                break
+            seen.add(token)
+        raise ControlPlaneUnavailable(
+            "ListInstances failed: the control plane's listing did not end (its NextToken "
+            "repeats), so whether an instance is there is unknown",
+            action="ListInstances",
+        )
 
     def exists(self, instance_name: str) -> InstanceRecord | None:
         try:
@@ -204,6 +216,16 @@ def _default_credential() -> Any:
     from alibabacloud_credentials.client import Client as CredentialClient
 
     return CredentialClient()
+
+
+def _read_body(response: Any, action: str) -> Any:
+    """The body of an answer; the SDK leaves it unset when it could not read it."""
+    body = getattr(response, "body", None)
+    if body is None:
+        raise ControlPlaneUnavailable(
+            f"{action} failed: the control plane's answer could not be read", action=action
+        )
+    return body
 
 
 def _record(body: Any, *, fallback_name: str) -> InstanceRecord:
