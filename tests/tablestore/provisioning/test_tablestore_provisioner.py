@@ -343,6 +343,39 @@ def test_pending_marker_is_private(make: Any, config_path: Path) -> None:
     assert data["instance_name"]
 
 
+@pytest.mark.parametrize("refused", ["lock", "marker"])
+def test_a_folder_that_cannot_be_written_is_one_error_naming_it_before_buying(
+    make: Any,
+    control_plane: ControlPlane,
+    config_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    refused: str,
+) -> None:
+    """Mode bits do not stop root, so the refusal is the operating system's own error."""
+    from memcore_tablestore.provisioning import files
+
+    def no(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", str(config_path.parent))
+
+    opened = files.os.open
+    if refused == "lock":
+        monkeypatch.setattr(
+            files.os,
+            "open",
+            lambda path, *rest: (
+                no() if str(path).endswith(files.LOCK_FILE) else opened(path, *rest)
+            ),
+        )
+    else:
+        monkeypatch.setattr(files.tempfile, "mkstemp", no)
+
+    with pytest.raises(PermissionDenied) as info:
+        make().ensure_instance()
+
+    assert str(config_path.parent) in str(info.value) and "\n" not in str(info.value)
+    assert control_plane.create_count == 0
+
+
 def test_concurrent_first_runs_buy_one_instance(
     control_plane: ControlPlane, control_endpoint: str, credentials: Credentials, config_path: Path
 ) -> None:

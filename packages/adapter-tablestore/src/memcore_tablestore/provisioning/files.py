@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import cattrs
 
-from memcore.errors import ConfigError, Conflict
+from memcore.errors import ConfigError, Conflict, MemcoreError, PermissionDenied
 
 PENDING_MARKER = ".tablestore_pending.json"
 LOCK_FILE = ".tablestore_pending.lock"
@@ -98,15 +98,37 @@ def read_pending(directory: Path) -> PendingInstance | None:
         ) from None
 
 
+def file_error(exc: OSError, path: Path, verb: str) -> MemcoreError:
+    """A file of the bootstrap that cannot be used: a permission problem exits 4 and names
+    it, as the CLI's own files do; any other, a config error naming it."""
+    if isinstance(exc, PermissionError):
+        return PermissionDenied(
+            f"cannot {verb} {path}: permission denied (the folder of the config file must be "
+            "writable for a first run)",
+            field="config",
+        )
+    return ConfigError(
+        f"cannot {verb} {path.name} ({exc.strerror or type(exc).__name__})", source=str(path)
+    )
+
+
 def write_pending(directory: Path, pending: PendingInstance) -> None:
     text = json.dumps(_converter.unstructure(pending), indent=2, sort_keys=True) + "\n"
-    atomic_write_text(directory / PENDING_MARKER, text)
+    path = directory / PENDING_MARKER
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise file_error(exc, path, "write") from None
 
 
 def clear_pending(directory: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (directory / PENDING_MARKER).unlink()
-    _fsync_dir(directory)
+    path = directory / PENDING_MARKER
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        _fsync_dir(directory)
+    except OSError as exc:
+        raise file_error(exc, path, "remove") from None
 
 
 @contextlib.contextmanager
@@ -126,8 +148,12 @@ def bootstrap_lock(
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    path = directory / LOCK_FILE
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    except OSError as exc:
+        raise file_error(exc, path, "open") from None
     try:
         deadline = clock() + timeout
         while True:
@@ -157,6 +183,7 @@ __all__ = [
     "atomic_write_text",
     "bootstrap_lock",
     "clear_pending",
+    "file_error",
     "read_pending",
     "write_pending",
 ]
