@@ -26,7 +26,7 @@ from memcore_tablestore.provisioning.files import (
     read_pending,
     write_pending,
 )
-from memcore_tablestore.provisioning.wait import retry_transient, wait_for_dns
+from memcore_tablestore.provisioning.wait import backoff, retry_transient, wait_for_dns
 
 
 class Clock:
@@ -108,6 +108,21 @@ def test_dns_wait_is_bounded() -> None:
         wait_for_dns("x.example", resolver=never, timeout=30.0, clock=clock, sleep=clock.sleep)
     assert clock.now == pytest.approx(30.0)
     assert 3 <= len(lookups) <= 12
+
+
+def test_a_long_dns_wait_keeps_its_capped_delay() -> None:
+    """``--dns-timeout`` has no upper bound: hours of lookups must not overflow the backoff."""
+    clock = Clock()
+    with pytest.raises(Unavailable):
+        wait_for_dns(
+            "x.example",
+            resolver=lambda host: (_ for _ in ()).throw(OSError("unknown")),
+            timeout=6 * 3600.0,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+    assert clock.now == pytest.approx(6 * 3600.0)
+    assert backoff(5000) == backoff(5000, first=10.0) == 10.0
 
 
 def test_retry_stops_at_the_first_non_retryable_error() -> None:

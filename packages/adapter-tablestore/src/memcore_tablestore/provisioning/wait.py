@@ -26,8 +26,12 @@ def system_resolver(host: str) -> object:
 
 
 def backoff(attempt: int, *, first: float = 0.5, cap: float = 10.0) -> float:
-    """Exponential delay before retry number ``attempt`` (1-based), capped."""
-    return float(min(cap, first * (2 ** (attempt - 1))))
+    """Exponential delay before retry number ``attempt`` (1-based), capped.
+
+    The exponent stops growing long before the float would overflow: a wait may run for
+    thousands of attempts (hours of ``--dns-timeout``), each at the cap.
+    """
+    return float(min(cap, first * (2.0 ** min(attempt - 1, 64))))
 
 
 def wait_for_dns(
