@@ -322,6 +322,50 @@ def test_an_old_instance_gets_no_warm_up(
     assert clock.sleeps == []
 
 
+# -- a wall clock stepped back since the marker was written (a VM restored, NTP) --------------
+SIX_HOURS = 6 * 3600.0
+
+
+def test_a_create_marked_in_the_future_is_looked_for_for_the_patience_only(
+    make: Any, control_plane: ControlPlane, config_path: Path, clock: Any
+) -> None:
+    write_pending(
+        config_path.parent,
+        PendingInstance(
+            alias="memcore-0123456789ab", region="cn-beijing", create_sent_at=clock() + SIX_HOURS
+        ),
+    )
+    start = clock()
+
+    facts = make(listing_patience=90.0).ensure_instance()
+
+    _finished(config_path, control_plane, facts)
+    assert 90.0 - 1e-6 <= clock() - start <= 90.0 + 15.0
+
+
+def test_a_purchase_marked_in_the_future_gets_the_warm_up_only(
+    make: Any, config_path: Path, clock: Any, credentials: Credentials, control_endpoint: str
+) -> None:
+    name = _buy(control_endpoint, credentials, "memcore-ahead")
+    write_pending(
+        config_path.parent,
+        PendingInstance(
+            alias="memcore-ahead",
+            region="cn-beijing",
+            instance_name=name,
+            bought_at=clock() + SIX_HOURS,
+        ),
+    )
+
+    def probe(_: InstanceFacts) -> None:
+        raise PermissionDenied("OTSAuthFailed: Request denied by instance ACL policies.")
+
+    start = clock()
+    with pytest.raises(PermissionDenied):
+        make(probe=probe, warmup=120.0).ensure_instance()
+    assert clock() - start <= 120.0 + 15.0
+
+
 def test_a_key_without_permission_fails_on_the_first_call(
     make: Any, control_plane: ControlPlane, clock: Any
 ) -> None:

@@ -300,6 +300,12 @@ class TableStoreProvisioner:
                 self._check_usable(record)
                 say(f"Resuming the bootstrap of instance {record.name}")
                 return record.name, False, pending
+        sent = pending.create_sent_at
+        if sent is not None and sent > self._wall():
+            # The wall clock was set back since the marker was written: count from now, or
+            # the patience would last as long as the clock was ahead.
+            pending = attrs.evolve(pending, create_sent_at=self._wall())
+            write_pending(self._state_dir, pending)
         started = self._clock()
         # Bounds the purchase attempts; each one with an unclear answer is then looked for.
         deadline = started + self._control_timeout + self._listing_patience
@@ -395,7 +401,8 @@ class TableStoreProvisioner:
         """The ``clock`` time until which the instance counts as new, or None if it does not."""
         if pending.bought_at is None:
             return None
-        left = pending.bought_at + self._warmup - self._wall()
+        # At most ``warmup``, should the wall clock have been set back since the purchase.
+        left = min(pending.bought_at + self._warmup - self._wall(), self._warmup)
         return self._clock() + left if left > 0 else None
 
     def _control(
