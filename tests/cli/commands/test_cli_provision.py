@@ -85,6 +85,21 @@ def test_provision_without_credentials_exits_4(home, twin, local_cli):
     assert not (home / ".tablestore_pending.json").exists()
 
 
+@pytest.mark.parametrize("seconds", ["nan", "inf", "-5"])
+def test_a_dns_timeout_that_is_not_a_time_is_refused_before_buying(home, twin, local_cli, seconds):
+    server, control = twin
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    args = [*_provision_args(server)[:-1], seconds]
+
+    result = local_cli(*args, env=env)
+
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"memcore: error: dns_timeout must be a number of seconds, 0 or more, not {seconds}"
+    ]
+    assert control.create_count == 0
+
+
 def test_provision_waits_out_the_new_instance_and_says_so_on_stderr(home, twin, local_cli):
     server, control = twin
     # Right after the purchase the instance refuses UpdateInstance twice (it is not running yet).

@@ -22,6 +22,7 @@ call (``ListInstances``), before anything is bought.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import secrets
 import time
@@ -33,7 +34,14 @@ from urllib.parse import urlsplit
 import attrs
 
 from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
-from memcore.errors import ConfigError, MemcoreError, NotFound, PermissionDenied, Unavailable
+from memcore.errors import (
+    ConfigError,
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+)
 from memcore.ports import InstanceFacts, ProgressCallback
 from memcore_tablestore.provisioning.control_client import (
     AccessKeys,
@@ -143,6 +151,15 @@ class TableStoreProvisioner:
                 "the control-plane protocol must be http or https", field="control_protocol"
             )
         _check_template(endpoint_template, config.region)
+        for name, seconds in (
+            ("control_timeout", control_timeout),
+            ("dns_timeout", dns_timeout),
+            ("probe_timeout", probe_timeout),
+            ("lock_timeout", lock_timeout),
+            ("listing_patience", listing_patience),
+            ("warmup", warmup),
+        ):
+            _check_seconds(name, seconds)
         self.config = config
         self.config_path = Path(config_path)
         self.region = config.region
@@ -494,6 +511,21 @@ def _nothing_bought(alias: str, waited: float) -> Unavailable:
         f"alias {alias}: nothing was bought; run again later",
         field="instance_name",
     )
+
+
+def _check_seconds(name: str, seconds: object) -> None:
+    """Refuse a wait that is not a time now: NaN or infinity would wait forever, and a
+    negative one is a typo; found only after a purchase otherwise."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
+        shown = f"{seconds:g}" if isinstance(seconds, float) else repr(seconds)
+        raise InvalidInput(
+            f"{name} must be a number of seconds, 0 or more, not {shown}", field=name
+        )
 
 
 def _check_template(template: str, region: str) -> None:
