@@ -443,6 +443,27 @@ def test_secrets_echoed_by_the_service_are_redacted(make: Any, control_plane: Co
     assert "***" in str(info.value)
 
 
+def test_a_string_to_sign_echoed_back_shows_no_key_id_or_token(
+    make: Any, control_plane: ControlPlane
+) -> None:
+    # SignatureDoesNotMatch answers quote the string to sign: the key id and the STS token.
+    token = "CAIS-sts-token-Hx81kd02"
+    quoted = f"AccessKeyId={_fx.ACCESS_KEY_ID}&SecurityToken={token}"
+    control_plane.fail(
+        "ListInstances",
+        code="SignatureDoesNotMatch",
+        status=400,
+        message=f"string to sign: GET&/v2/openapi/listinstances&{quoted}",
+        recommend=f"https://api.aliyun.com/troubleshoot?q={quoted}",
+    )
+    keys = Credentials(_fx.ACCESS_KEY_ID, _fx.ACCESS_KEY_SECRET, token)
+    with pytest.raises(PermissionDenied) as info:
+        make(credentials=keys).ensure_instance()
+    shown = f"{info.value} {info.value!r} {info.value.to_dict()}"
+    assert _fx.ACCESS_KEY_ID not in shown and token not in shown
+    assert "AccessKeyId=***" in str(info.value)
+
+
 def test_an_unknown_key_is_permission_denied_whatever_the_status(make: Any) -> None:
     with pytest.raises(PermissionDenied) as info:
         make(credentials=Credentials("LTAI-unknown-key", "whatever-secret")).ensure_instance()

@@ -93,7 +93,12 @@ class ControlPlaneClient:
             config.access_key_id = credentials.access_key_id
             config.access_key_secret = credentials.access_key_secret
             config.security_token = credentials.security_token or None
-            self._secrets = (credentials.access_key_secret, credentials.security_token)
+            # The key id too: an answer that quotes the string to sign carries it.
+            self._secrets = (
+                credentials.access_key_id,
+                credentials.access_key_secret,
+                credentials.security_token,
+            )
         else:
             # The default chain: ALIBABA_CLOUD_* variables, profile files, RAM roles.
             config.credential = self._call("Credentials", _default_credential)
