@@ -331,6 +331,25 @@ def test_pending_marker_from_another_region_is_refused(
         make().ensure_instance()
     assert info.value.field == "region"
     assert control_plane.create_count == 0
+    # Nothing was bought or sent there (a refused create, a quota): the message says so.
+    assert "nothing was bought" in str(info.value)
+    assert "removing that instance" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [{"instance_name": "memc-old"}, {"create_sent_at": 1000.0}],
+    ids=["bought", "in-flight"],
+)
+def test_a_marker_of_a_purchase_in_another_region_says_to_release_it(
+    make: Any, config_path: Path, control_plane: ControlPlane, recorded: dict[str, Any]
+) -> None:
+    pending = PendingInstance(alias="memcore-zzz", region="cn-hangzhou", **recorded)
+    write_pending(config_path.parent, pending)
+    with pytest.raises(ConfigError) as info:
+        make().ensure_instance()
+    assert "removing that instance" in str(info.value) and "memcore-zzz" in str(info.value)
+    assert control_plane.create_count == 0
 
 
 def test_pending_marker_is_private(make: Any, config_path: Path) -> None:

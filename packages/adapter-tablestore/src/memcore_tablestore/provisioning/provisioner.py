@@ -245,13 +245,7 @@ class TableStoreProvisioner:
         )
         pending = read_pending(self._state_dir)
         if pending is not None and pending.region != self.region:
-            raise ConfigError(
-                f"an unfinished bootstrap in region {pending.region} is recorded in "
-                f"{self._state_dir / PENDING_MARKER}; set region to {pending.region} to "
-                "finish it, or delete the marker after removing that instance",
-                field="region",
-                source=str(self.config_path),
-            )
+            raise _other_region(pending, self._state_dir / PENDING_MARKER, self.config_path)
         if pending is None:
             pending = PendingInstance(
                 alias=f"memcore-{secrets.token_hex(6)}", region=self.region, started_at=self._wall()
@@ -475,6 +469,32 @@ class TableStoreProvisioner:
                 field="instance_name",
                 source=source,
             ) from None
+
+
+def _other_region(pending: PendingInstance, marker: Path, config_path: Path) -> ConfigError:
+    """A marker of another region: what it says was bought decides what to tell the user."""
+    where = pending.region
+    if pending.instance_name is None and pending.create_sent_at is None:
+        # No create in flight and none answered: refused (a quota) or never sent.
+        advice = (
+            f"nothing was bought there; set region to {where} to try again, or delete the "
+            "marker to start over in this region"
+        )
+    else:
+        which = (
+            f"{pending.instance_name}, alias {pending.alias}"
+            if pending.instance_name
+            else f"alias {pending.alias}, if one was bought"
+        )
+        advice = (
+            f"set region to {where} to finish it, or delete the marker after removing that "
+            f"instance ({which})"
+        )
+    return ConfigError(
+        f"an unfinished bootstrap in region {where} is recorded in {marker}; {advice}",
+        field="region",
+        source=str(config_path),
+    )
 
 
 def _outcome_unknown(exc: MemcoreError) -> bool:
