@@ -371,3 +371,42 @@ def test_an_import_leaves_out_the_versions_a_later_one_replaced(
     path.write_text(json.dumps({**old, "superseded_by": 5}) + "\n", encoding="utf-8")
     code, refused = hermes(kit, capsys, "import", str(path))
     assert code == 2 and refused["error"]["field"] == "superseded_by", refused
+
+
+class _Terminal:
+    """A terminal on stdin that answers ``reply`` to the first question."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self, *args: Any) -> str:
+        return self.reply
+
+    def fileno(self) -> int:
+        raise OSError("not a real terminal")
+
+
+@pytest.mark.parametrize(("reply", "kept"), [("y\n", False), ("n\n", True)])
+def test_forget_asks_on_stderr_so_stdout_stays_one_json_document(
+    hermes_home: Path,
+    kit: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+    kept: bool,
+) -> None:
+    # stdin is the user's terminal, stdout a pipe (`... forget ID | jq`).
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    memory_id = add(kit, capsys, "The spare key is under the blue pot")
+    monkeypatch.setattr("sys.stdin", _Terminal(reply))
+
+    code, answer, err = kit.run_cli_full(capsys, "forget", memory_id, secrets=SECRETS)
+
+    assert "Delete 1 memory (The spare key is under the blue pot)? [y/N]" in err
+    assert code == (2 if kept else 0), answer
+    assert ("error" in answer) is kept
+    code, found = hermes(kit, capsys, "get", memory_id)
+    assert (code == 0) is kept, found

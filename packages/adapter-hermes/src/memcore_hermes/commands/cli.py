@@ -463,7 +463,10 @@ def _run_forget(args: argparse.Namespace) -> None:
                     field="yes",
                 )
             preview = "; ".join(m.text[:60] for m in found[:3])
-            answer = input(f"Delete {what} ({preview})? [y/N] ")
+            # Asked on stderr, as progress is: stdout stays the one JSON document.
+            sys.stderr.write(f"Delete {what} ({preview})? [y/N] ")
+            sys.stderr.flush()
+            answer = sys.stdin.readline()
             if answer.strip().lower() not in ("y", "yes"):
                 raise InvalidInput("not confirmed; nothing deleted", field="yes")
         forgotten = []
