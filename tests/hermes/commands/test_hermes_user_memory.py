@@ -129,6 +129,10 @@ def test_import_refuses_another_tenants_records_and_writes_nothing(
     assert code == 0
     code, refused = hermes(kit, capsys, "import", str(out))
     assert code == 2 and refused["error"]["field"] == "scope"
+    # The advice names this command's options (it has no --tenant or --app).
+    message = refused["error"]["message"]
+    assert "--tenant" not in message and "--app" not in message
+    assert "--user-id" in message and "--platform" in message
     code, listed = hermes(kit, capsys, "list")
     assert listed["items"] == []
 

@@ -118,7 +118,15 @@ def line_error(line: int, message: str, field: str) -> InvalidInput:
     return InvalidInput(f"line {line}: {message}", field=field)
 
 
-def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> ImportRecord:
+#: How a record of another tenant can be imported, said by the ``memcore`` CLI.
+OTHER_TENANT_HINT = "pass --tenant, and --app if it differs, to import into a tenant you name"
+
+
+def parse_record(
+    line_no: int, raw: str, tenant: Scope, *, retarget: bool, hint: str = OTHER_TENANT_HINT
+) -> ImportRecord:
+    """One line of an export as a record for ``tenant``; ``hint`` ends the refusal of a
+    record of another tenant (the options of the command that reads the file)."""
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -160,7 +168,7 @@ def parse_record(line_no: int, raw: str, tenant: Scope, *, retarget: bool) -> Im
         raise line_error(
             line_no,
             f"scope {scope} is outside the current tenant {tenant.app_id}/{tenant.tenant_id} "
-            "(pass --tenant, and --app if it differs, to import into a tenant you name)",
+            f"({hint})",
             "scope",
         )
     assert isinstance(text, str)

@@ -24,6 +24,12 @@ from memcore.transfer import ImportRecord, Undone, parse_record, restore_batches
 from memcore.values import MemoryRecord
 from memcore_hermes.commands.interrupts import held_interrupts
 
+#: This command has no --tenant: it imports for the user it acts for.
+_OTHER_USER_HINT = (
+    "another user's memories are refused; to import them for that user, pass their "
+    "--user-id and --platform"
+)
+
 
 def import_lines(
     service: MemoryService,
@@ -38,7 +44,7 @@ def import_lines(
     replaced: history, not written) and ``id_map`` (old id -> new id)."""
     tenant = service.write_scope
     records = [
-        parse_record(i, raw, tenant, retarget=retarget)
+        parse_record(i, raw, tenant, retarget=retarget, hint=_OTHER_USER_HINT)
         for i, raw in enumerate(raw_lines, start=1)
         if raw.strip()
     ]
