@@ -509,6 +509,32 @@ def test_an_unreachable_control_plane_is_unavailable(
     assert "127.0.0.1:9" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(502, b"<html><body>Bad Gateway</body></html>"), (200, b"not json at all")],
+    ids=["proxy-page", "not-json"],
+)
+def test_an_answer_that_is_not_json_is_not_called_unreachable(
+    make: Any,
+    control_plane: ControlPlane,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    body: bytes,
+) -> None:
+    # A proxy in front of the control plane answers with its own page: it was reached.
+    def handle(*args: Any) -> Any:
+        return status, {"content-type": "text/html", "content-length": str(len(body))}, body
+
+    monkeypatch.setattr(control_plane, "handle", handle)
+    with pytest.raises(Unavailable) as info:
+        make().ensure_instance()
+    message = str(info.value)
+    assert "could not be reached" not in message
+    assert message.startswith("ListInstances failed: the control plane at 127.0.0.1:")
+    assert "answered, but its answer could not be read" in message
+    assert control_plane.create_count == 0
+
+
 def test_emulator_mode_saves_the_emulator_as_the_data_endpoint(
     make: Any, control_endpoint: str, config_path: Path
 ) -> None:

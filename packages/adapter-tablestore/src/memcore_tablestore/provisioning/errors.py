@@ -200,6 +200,18 @@ def from_sdk_error(
             action=action,
         )
     if isinstance(exc, UnretryableException):
+        if inner is not None and not isinstance(inner, OSError):
+            # Not the network's (requests' errors are OSErrors): the SDK could not parse what
+            # came back, such as a proxy's HTML page; the control plane was reached.
+            return ControlPlaneUnavailable(
+                redact(
+                    f"{action} failed: the control plane at {endpoint} answered, but its answer "
+                    f"could not be read ({type(inner).__name__}); a proxy in between may have "
+                    "answered instead",
+                    hidden,
+                ),
+                action=action,
+            )
         detail = type(inner).__name__ if inner is not None else "no answer"
         return ControlPlaneUnavailable(
             redact(
