@@ -53,6 +53,33 @@ def test_safe_auto_merges_and_the_merged_memory_records_what_it_supersedes(
     assert [h.memory.id for h in hits] == [b]
 
 
+@pytest.mark.parametrize("hops", [1, 2])
+def test_a_forgotten_memory_s_replaced_versions_do_not_answer_for_it(
+    hybrid_store: SqliteMemoryStore, hops: int
+) -> None:
+    """Forgetting the memory a merge kept left the merged-away copy hidden from listings
+    but answering every search in its place: the forgotten fact was still recalled."""
+    texts = [
+        "The user likes green tea in the morning",
+        "the user likes green TEA in the morning!",
+        "The user likes green tea in the morning.",
+    ]
+    ids = [_turn(hybrid_store, ALICE, texts[0], 1.0)]
+    for i in range(hops):
+        ids.append(_turn(hybrid_store, ALICE, texts[i + 1], 2.0 + i))
+        hybrid_store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
+    [kept] = [
+        m.id for m in hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    ]
+    assert [h.memory.id for h in hybrid_store.search(STORE, ALICE.pattern(), "green tea")] == [kept]
+    hybrid_store.delete_memory(STORE, ALICE, kept)
+    assert hybrid_store.search(STORE, ALICE.pattern(), "green tea morning") == []
+    assert hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items == ()
+    _turn(hybrid_store, ALICE, "The user likes green tea after lunch", 9.0)
+    hits = hybrid_store.search(STORE, ALICE.pattern(), "green tea")
+    assert [h.memory.text for h in hits] == ["The user likes green tea after lunch"]
+
+
 def test_delete_is_never_applied_by_itself_but_can_be_by_hand(
     lexical_store: SqliteMemoryStore,
 ) -> None:

@@ -53,9 +53,16 @@ def annotate(conn: sqlite3.Connection, memories: Sequence[MemoryRecord]) -> list
     return out
 
 
+#: What :func:`_current` answers for a chain that ends at a memory deleted since.
+GONE = "\x00gone"
+
+
 def _current(
     conn: sqlite3.Connection, store_id: int, start: str, links: dict[str, tuple[str, str, str]]
 ) -> str | None:
+    """The memory at the end of ``start``'s chain of successors (None: ``start`` is current),
+    or :data:`GONE` when the chain ends at a memory that was deleted: the user forgot the
+    current truth, and a version it replaced must not answer in its place."""
     at = start
     for _ in range(MAX_HOPS):
         by = links[at][0] if at in links else ""
@@ -63,7 +70,7 @@ def _current(
             return at if at != start else None
         links.update(_links(conn, [by]))
         if by not in links:
-            return at if at != start else None
+            return GONE
         at = by
     return at
 
@@ -85,10 +92,13 @@ def prefer_current(
     if not any(v[0] for v in links.values()):
         return list(found)
     successor: dict[str, str] = {}
+    gone: set[str] = set()
     for h in found:
         if links.get(h.memory.id, ("",))[0]:
             cur = _current(conn, store_id, h.memory.id, links)
-            if cur is not None:
+            if cur == GONE:
+                gone.add(h.memory.id)
+            elif cur is not None:
                 successor[h.memory.id] = cur
     memories: dict[str, MemoryRecord] = {h.memory.id: h.memory for h in found}
     missing = [c for c in set(successor.values()) if c not in memories]
@@ -106,6 +116,8 @@ def prefer_current(
     out: list[SearchHit] = []
     for h in found:
         mid = h.memory.id
+        if mid in gone:
+            continue
         cur = successor.get(mid)
         if cur is not None and cur in memories:
             if cur not in placed:
