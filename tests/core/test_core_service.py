@@ -271,6 +271,22 @@ def test_a_turn_failing_after_a_landed_write_names_what_landed(error: Unavailabl
     assert failed.value.to_dict()["landed"] == list(failed.value.landed)
 
 
+def test_a_busy_store_after_part_of_a_turn_landed_still_exits_as_unavailable() -> None:
+    """The turn's error is not retryable as a whole, but a busy store is not bad input."""
+    from memcore.errors import Conflict
+    from memcore.exit_codes import ExitCode, exit_code_for
+
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    msgs = [Message("user", f"fact number {i} about herons") for i in range(45)]
+    store.faults.fail_on_call(2, Conflict("the store is still initialising"))
+    with pytest.raises(Conflict) as failed:
+        svc.sync_turn("", "", messages=msgs, sync=True)
+    assert failed.value.landed and not failed.value.retryable
+    assert exit_code_for(failed.value) == ExitCode.UNAVAILABLE
+    assert exit_code_for(Conflict("exists", retryable=False)) == ExitCode.USAGE
+
+
 def test_a_turn_failing_at_its_first_write_is_as_it_was() -> None:
     store = InMemoryMemoryStore()
     svc = service_for(store, "u")

@@ -40,7 +40,8 @@ def exit_code_for(exc: BaseException) -> ExitCode:
 
     if isinstance(exc, (InvalidInput, ConfigError, Unsupported)):
         return ExitCode.USAGE
-    if isinstance(exc, Conflict) and not exc.retryable:
+    if isinstance(exc, Conflict) and not exc.retryable and not exc.landed:
+        # Final, unless only made so because part of a turn had landed (still a busy store).
         return ExitCode.USAGE
     if isinstance(exc, NotFound):
         return ExitCode.NOT_FOUND
