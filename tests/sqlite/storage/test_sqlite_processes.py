@@ -1,4 +1,5 @@
-"""Several real processes on one file, and a writer killed with SIGKILL mid-stream."""
+"""Several real processes on one file, a writer killed with SIGKILL mid-stream, and a
+store deleted and made again by another process while this one holds its caches."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import pytest
 
 from memcore.paging import every_item
 from memcore.scope import Scope, ScopePattern
-from memcore_sqlite import SqliteMemoryStore
+from memcore.testing import HashingEmbedder
+from memcore_sqlite import SqliteMemoryStore, TextItem
+from memcore_sqlite.lexical.postings import cache as postings_cache
 
 WORKER = str(Path(__file__).parents[1] / "sqlite_worker.py")
 STORE = "mem"
@@ -114,3 +117,62 @@ def test_processes_creating_one_new_file_at_once_all_open_it(tmp_path: Path) -> 
         conn = sqlite3.connect(tmp_path / f"r{i}.db")
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         conn.close()
+
+
+_REMAKE = """
+import sys
+from memcore.scope import Scope
+from memcore.testing import HashingEmbedder
+from memcore_sqlite import SqliteMemoryStore, TextItem
+scope = Scope("app", "alice", "agent", "run")
+with SqliteMemoryStore(sys.argv[1], embedder=HashingEmbedder(64)) as store:
+    store.delete_store("mem")
+    store.create_store("mem")
+    store.add_many("mem", [TextItem(scope, f"kayak trip {i} on a new river") for i in range(40)])
+"""
+
+
+def _store_row(path: Path) -> tuple[int, int]:
+    conn = sqlite3.connect(path)
+    try:
+        sid, generation = conn.execute("SELECT id, generation FROM stores").fetchone()
+    finally:
+        conn.close()
+    return int(sid), int(generation)
+
+
+def _found(store: SqliteMemoryStore) -> list[object]:
+    pattern = Scope("app", "alice", "agent", "run").tenant_pattern()
+    return [
+        [
+            (h.memory.id, h.memory.text, repr(h.score))
+            for h in store.search(STORE, pattern, query, top_k=50, mode=mode)
+        ]
+        for query in ("kayak paddle", "new river")
+        for mode in ("lexical", "vector", "hybrid")
+    ]
+
+
+def test_a_store_made_again_by_another_process_is_searched_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process deletes the store and makes one of the same name, with as many writes
+    as the old one had seen: a store's first id is taken again once it is gone, so the caches
+    of this process (postings, lengths, vector codes) must not take it for the old one."""
+    monkeypatch.setattr(postings_cache, "MIN_ROWS", 1)  # postings for a small tenant too
+    path = tmp_path / "remade.db"
+    scope = Scope("app", "alice", "agent", "run")
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as store:
+        store.ensure_store(STORE)
+        store.add_many(STORE, [TextItem(scope, f"kayak paddle note {i}") for i in range(40)])
+        for _ in range(3):  # held in memory from the second search at one generation on
+            _found(store)
+            assert store.settle(30)
+        assert store._tx.postings._entries
+        old = _store_row(path)
+        subprocess.run([sys.executable, "-c", _REMAKE, str(path)], check=True, timeout=60)
+        assert _store_row(path)[0] == old[0]  # the same id, with as many writes since
+        held = _found(store)
+    with SqliteMemoryStore(path, embedder=HashingEmbedder(64)) as fresh:
+        assert held == _found(fresh)
+    assert all(text.startswith("kayak trip") for hits in held for _, text, _ in hits)

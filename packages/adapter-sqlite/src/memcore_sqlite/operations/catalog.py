@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,16 @@ from memcore_sqlite.vector import code_pages
 
 if TYPE_CHECKING:
     from memcore.ports import ProgressCallback
+
+
+def first_generation() -> int:
+    """A new store's first generation: random, not 0. A deleted store's id is taken again by
+    the next store made (``INTEGER PRIMARY KEY``), and another process's caches are keyed by
+    id and used at a matching generation (:mod:`memcore_sqlite.vector.cache`,
+    :mod:`memcore_sqlite.lexical.postings.cache`, :mod:`memcore_sqlite.lexical.lengths`): counted
+    from 0 again, the new store reached the generation they were held at, and they answered
+    its searches with the old store's rows. 62 bits leave room for every write after."""
+    return secrets.randbits(62)
 
 
 class StoreCatalog:
@@ -49,8 +60,9 @@ class StoreCatalog:
             return self._info(row)
         with self._tx.write() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO stores (name, description, created_at) VALUES (?, ?, ?)",
-                (store, description, time.time()),
+                "INSERT OR IGNORE INTO stores (name, description, created_at, generation)"
+                " VALUES (?, ?, ?, ?)",
+                (store, description, time.time(), first_generation()),
             )
             row = conn.execute(
                 "SELECT name, description, created_at FROM stores WHERE name = ?", (store,)
@@ -88,8 +100,8 @@ class StoreCatalog:
                 )
             now = time.time()
             conn.execute(
-                "INSERT INTO stores (name, description, created_at) VALUES (?, ?, ?)",
-                (store, description, now),
+                "INSERT INTO stores (name, description, created_at, generation) VALUES (?, ?, ?, ?)",
+                (store, description, now, first_generation()),
             )
         return StoreInfo(name=store, description=description, status="ready", created_at=now)
 
