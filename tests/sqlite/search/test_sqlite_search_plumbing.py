@@ -5,6 +5,9 @@ rows built with validated scopes, an invalid row still refused every time it is 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -78,6 +81,52 @@ def test_a_search_by_vector_embeds_what_another_process_deferred(db_path: Path) 
         hits = reader.search_vector(STORE, ALICE.pattern(), "green tea", vec, mode="vector")
         assert [h.memory.text for h in hits] == ["the user likes green tea"]
         assert reader.missing_vectors(STORE) == 0
+
+
+_EDIT = """
+import sys
+from memcore.scope import Scope
+from memcore_sqlite import SqliteMemoryStore
+with SqliteMemoryStore(sys.argv[1]) as store:  # lexical-only: it stores no vector
+    store.update_memory("mem", Scope("app", "alice", "agent", "run"), sys.argv[2], text=sys.argv[3])
+"""
+
+
+class _EditedWhileEmbedding(HashingEmbedder):
+    """Another process (without an embedder) changes the memory's text while this one
+    embeds the text it read."""
+
+    def __init__(self, path: Path, memory_id: str, text: str) -> None:
+        super().__init__(64)
+        self.edit: list[str] | None = [sys.executable, "-c", _EDIT, str(path), memory_id, text]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.edit is not None and "the user likes green tea" in texts:
+            subprocess.run(self.edit, check=True, timeout=60)
+            self.edit = None
+        return super().embed(texts)
+
+
+def test_a_deferred_memory_edited_while_its_vector_is_made_keeps_no_stale_vector(
+    db_path: Path,
+) -> None:
+    """A deferred write's vector is made from the text read before embedding; a text changed
+    meanwhile (by a process that stores no vector) must not get the old text's vector."""
+    with SqliteMemoryStore(db_path, embedder=HashingEmbedder(64), defer_vectors=True) as writer:
+        writer.ensure_store(STORE)
+        mid = writer.add_text(STORE, ALICE, "the user likes green tea").memory_ids[0]
+    new = "the user moved to Lisbon in May"
+    embedder = _EditedWhileEmbedding(db_path, mid, new)
+    with SqliteMemoryStore(db_path, embedder=embedder) as store:
+        old_vector, new_vector = HashingEmbedder(64).embed(["the user likes green tea", new])
+        hits = store.search_vector(STORE, ALICE.pattern(), "q", old_vector, mode="vector")
+        assert embedder.edit is None  # the text was changed while it was embedded
+        assert [h.signals["vector"] for h in hits] != [pytest.approx(1.0, abs=1e-3)]
+        # Still pending: the next semantic search embeds the text the memory holds now.
+        hits = store.search_vector(STORE, ALICE.pattern(), "q", new_vector, mode="vector")
+        assert [(h.memory.text, round(h.score, 3)) for h in hits] == [(new, 1.0)]
+        assert store.missing_vectors(STORE) == 0
+        assert not store.list_tasks(STORE, status="pending").items
 
 
 def test_rows_of_one_scope_share_one_validated_scope(hybrid_store: SqliteMemoryStore) -> None:

@@ -282,14 +282,21 @@ class MemoryWrites:
         vectors = self._tx.embed([text for _, text in rows]) or []
         with self._tx.write() as conn:
             gen = self._tx.bump(conn, sid)
-            self._tx.store_vectors(
-                conn, sid, gen, [(seq, vec) for (seq, _), vec in zip(rows, vectors)], replace=False
-            )
-            conn.executemany(
-                "UPDATE tasks SET status = 'completed', finished_at = ?"
-                " WHERE id = ? AND status = 'pending'",
-                [(time.time(), tid) for tid, _ in tasks],
-            )
+            # A text changed while it was embedded (by a process that stores no vector, or a
+            # seq taken again) must not get this one's vector: its tasks stay pending, and the
+            # next semantic search embeds the text it holds then.
+            sql = "SELECT seq, text FROM memories WHERE seq IN ({})"
+            now = dict(rows_in(conn, sql, [seq for seq, _ in rows]))
+            fresh = [
+                (seq, v) for (seq, text), v in zip(rows, vectors) if now.get(seq, text) == text
+            ]
+            self._tx.store_vectors(conn, sid, gen, fresh, replace=False)
+            if len(fresh) == len(rows):
+                conn.executemany(
+                    "UPDATE tasks SET status = 'completed', finished_at = ?"
+                    " WHERE id = ? AND status = 'pending'",
+                    [(time.time(), tid) for tid, _ in tasks],
+                )
 
     def add_many(
         self,
