@@ -339,6 +339,25 @@ def test_mirror_builtin_add_and_remove() -> None:
         svc.mirror_builtin("explode", "user", "x")
 
 
+def test_a_mirrored_entry_is_removed_by_a_part_of_its_text_never_a_guess() -> None:
+    """Hermes names the entry by a substring; copies of two texts that contain it are not
+    guessed between, and the user's own memory with that text is not a mirror."""
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "u")
+    svc.remember("Prefers metric units in recipes", sync=True)
+    for text in ("Prefers metric units", "Drinks tea", "Drinks green tea"):
+        svc.mirror_builtin("add", "user", text)
+    svc.mirror_builtin("remove", "user", "metric")
+    svc.mirror_builtin("remove", "user", "tea")
+    svc.mirror_builtin("remove", "user", "green", keep="Drinks green tea")
+    left = sorted((m.text, m.metadata.get("source")) for m in store.all_memories(STORE))
+    assert left == [
+        ("Drinks green tea", "builtin_memory"),
+        ("Drinks tea", "builtin_memory"),
+        ("Prefers metric units in recipes", None),
+    ]
+
+
 @pytest.mark.parametrize("shown", ["   ", "\u200b", " \ufeff\u2060 "])
 def test_removing_a_mirror_of_text_that_shows_nothing_removes_nothing(shown: str) -> None:
     """Invisible characters alone are as empty as spaces: such a removal matches no memory

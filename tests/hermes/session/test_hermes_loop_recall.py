@@ -403,3 +403,34 @@ def test_a_group_question_naming_a_member_recalls_what_they_said(
         assert recalled and "Khruangbin" in recalled[0], context
     finally:
         loop.close()
+
+
+def test_the_builtin_memory_tools_replace_and_remove_reach_the_mirrored_entry(
+    local_loop: Any,
+) -> None:
+    """Hermes' memory tool names the entry to replace or remove by a substring (``old_text``);
+    the mirrored copy goes with it, and nothing else does: not the user's own memory with
+    similar words, not the new text of the replace."""
+    from tools.memory_tool import MemoryStore, memory_tool
+
+    loop = local_loop()
+    builtin = MemoryStore()
+    builtin.load_from_disk()
+
+    def memory(**args: Any) -> None:
+        result = memory_tool(store=builtin, **args)
+        assert json.loads(result)["success"] is True, result
+        loop.mm.notify_memory_tool_write(result, args)
+
+    own = "Nell prefers metric units when she cooks"
+    loop.mm.handle_tool_call("tablestore_remember", {"content": own, "sync": True})
+    memory(action="add", target="user", content="Nell prefers metric units")
+    memory(action="add", target="memory", content="Project uses Postgres 15")
+    loop.settle()
+    memory(
+        action="replace", target="memory", old_text="Postgres", content="Project uses Postgres 16"
+    )
+    memory(action="remove", target="user", old_text="metric", content="stray words")
+    loop.settle()
+    assert sorted(loop.memories()) == sorted([own, "Project uses Postgres 16"])
+    assert "Nell prefers metric units\n" not in loop.ask("which units does Nell prefer?") + "\n"

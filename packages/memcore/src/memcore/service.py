@@ -297,8 +297,13 @@ class MemoryService:
         content: str,
         *,
         metadata: Mapping[str, str] | None = None,
+        keep: str | None = None,
     ) -> WriteReceipt | None:
-        """Mirror a built-in MEMORY.md / USER.md write; ``remove`` deletes the mirrored copy."""
+        """Mirror a built-in MEMORY.md / USER.md write; ``remove`` deletes the mirrored copy.
+
+        A removal names its entry as Hermes' memory tool does: the entry's text, or a
+        substring of it (``old_text``). ``keep``: a text never removed, the new text of the
+        replace the removal belongs to (its ``old_text`` is often a substring of both)."""
         self._check_writable()
         if action not in ("add", "replace", "remove"):
             raise InvalidInput(f"unknown memory action {action!r}", field="action")
@@ -306,7 +311,7 @@ class MemoryService:
             raise InvalidInput("target must be a non-empty string", field="target")
         tags = {"source": BUILTIN_SOURCE, "target": target[:1024], "action": action}
         if action == "remove":
-            self._remove_mirrored(target, content)
+            self._remove_mirrored(target, content, keep=keep)
             return None
         extra = check_user_metadata(metadata)
         extra.update(tags)
@@ -315,21 +320,29 @@ class MemoryService:
         limits.check_text(content, field="content")
         return self.store.add_text(self.store_name, self.write_scope, content, metadata=extra)
 
-    def _remove_mirrored(self, target: str, content: str) -> None:
+    def _remove_mirrored(self, target: str, content: str, *, keep: str | None = None) -> None:
+        """Delete the mirrored copies of the one entry ``content`` names: those with exactly
+        that text, else those containing it when they all hold one text. Copies of several
+        texts contain it (a stale copy, another profile's entry): none is guessed at."""
         if not isinstance(content, str) or limits.is_blank(content):  # no query: nothing to match
             return
-        query = content[: limits.MAX_QUERY_CHARS]
+        wanted = content.strip()
+        kept = keep.strip() if isinstance(keep, str) else None
         hits = self.store.search(
             self.store_name,
             self.search_pattern,
-            query,
+            content[: limits.MAX_QUERY_CHARS],
             top_k=limits.MAX_TOP_K,
             enable_rerank=False,
             filters={"source": BUILTIN_SOURCE, "target": target[:1024]},
         )
-        for hit in hits:
-            if hit.memory.text.strip() == content.strip():
-                self.store.delete_memory(self.store_name, hit.memory.scope, hit.memory.id)
+        found = [
+            h.memory for h in hits if wanted in h.memory.text and h.memory.text.strip() != kept
+        ]
+        exact = [m for m in found if m.text.strip() == wanted]
+        doomed = exact or (found if len({m.text.strip() for m in found}) == 1 else [])
+        for memory in doomed:
+            self.store.delete_memory(self.store_name, memory.scope, memory.id)
 
     # -- reads --------------------------------------------------------------------------
     def warm_search(self) -> bool:

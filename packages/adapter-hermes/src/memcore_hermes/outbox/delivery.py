@@ -492,7 +492,8 @@ def send_mirror(service: MemoryService, write: MirrorWrite, *, added: bool = Fal
     """Mirror a built-in memory change; a replace also removes the copy of the old text.
     ``added``: the new text already landed (an earlier attempt), only the removal is left."""
     if write.action == "remove":
-        text = write.content if write.content.strip() else (write.old_text or "")
+        # Hermes removes the entry ``old_text`` names; ``content`` only when it names none.
+        text = write.old_text or write.content
         service.mirror_builtin("remove", write.target, text)
         return
     if not added:
@@ -504,7 +505,7 @@ def send_mirror(service: MemoryService, write: MirrorWrite, *, added: bool = Fal
         and write.old_text
         and write.old_text.strip() != write.content.strip()
     ):
-        service.mirror_builtin("remove", write.target, write.old_text)
+        service.mirror_builtin("remove", write.target, write.old_text, keep=write.content)
 
 
 __all__ = [
