@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from memcore.values import SearchHit
@@ -40,11 +41,26 @@ _WORD_RE = re.compile(r"\w+")
 
 
 def sanitize_recalled(text: str) -> str:
+    """``text`` without any tag that could close or open a fence. A tag hidden by invisible
+    characters (``</recalled\u200b-memory>``) or look-alike ones (fullwidth ``＜``) reads as
+    one to a model: such a text is shown without them, in compatibility form (NFKC)."""
+    text = _without_tags(text)
+    if text.isascii():  # nothing invisible or look-alike in it
+        return text.replace("\x00", "")
+    plain = unicodedata.normalize(
+        "NFKC", "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    )
+    if plain != text and _TAG_RE.search(plain):
+        text = _without_tags(plain)
+    return text.replace("\x00", "")
+
+
+def _without_tags(text: str) -> str:
     previous = None
     while previous != text:
         previous = text
         text = _TAG_RE.sub("", text)
-    return text.replace("\x00", "")
+    return text
 
 
 def strip_recall(text: str) -> str:
@@ -130,7 +146,8 @@ def format_recall(
     for i, hit in enumerate(kept):
         label = shown_date(hit)
         if len(sessions) > 1:
-            label = f"{label}, session {hit.memory.scope.run_id}".lstrip(", ")
+            run = " ".join(sanitize_recalled(hit.memory.scope.run_id).split())
+            label = f"{label}, session {run}".lstrip(", ")
         head = f"- [{label}] " if label else "- "
         text = " ".join(sanitize_recalled(hit.memory.text).split())
         # What is left is shared by the memories still to come; a short one leaves more.
