@@ -1,7 +1,8 @@
 """What the provider does on Hermes' optional hooks: compression, delegation, a new turn.
 
 - ``on_pre_compress``: the turns about to be summarised are searched in long-term memory and
-  the hits returned, so the compression summary keeps what memory holds about them.
+  the hits returned (fenced and bounded like a turn's recall), so the compression summary
+  keeps what memory holds about them.
 - ``on_delegation``: the delegated task and the subagent's result become one memory of the
   parent (spooled like any write: the agent's thread never waits on the backend).
 - ``on_turn_start``: writes waiting out a backoff after an outage get a try right away.
@@ -16,6 +17,7 @@ from typing import Any
 
 from memcore import limits
 from memcore.errors import MemcoreError
+from memcore.recall import format_recall
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +63,13 @@ def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
     worker.join(COMPRESS_SEARCH_S)
     if worker.is_alive() or not found:
         return ""
-    lines = [f"- {hit.memory.text}" for hit in found]
+    # Fenced, sanitised, each text once and within a budget, as the recall before a turn.
+    block = format_recall(found, top_k=runtime.config.top_k)
+    if not block:
+        return ""
     return (
         "Long-term memory (tablestore-mem) holds these facts about the user that relate to the "
-        "conversation being compressed; keep the ones that still matter:\n" + "\n".join(lines)
+        "conversation being compressed; keep the ones that still matter:\n" + block
     )
 
 
