@@ -425,3 +425,22 @@ def test_an_uninitialised_provider_warns_once_and_answers_errors(
         json.loads(provider.handle_tool_call("tablestore_search", {"query": "q"}))["error"]["code"]
         == "unavailable"
     )
+
+
+def test_a_forgotten_memory_is_not_recalled_from_the_last_turns_block(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """When a turn's search does not answer in time, the last block stands in; the memory the
+    model deleted since must not come back in it."""
+    provider = make_provider(fake_store)
+    provider.handle_tool_call(
+        "tablestore_remember", {"content": "Alice's locker code is 4411", "sync": True}
+    )
+    assert "4411" in provider.prefetch("locker code")
+    [hit] = json.loads(provider.handle_tool_call("tablestore_search", {"query": "locker"}))[
+        "results"
+    ]
+    forgot = json.loads(provider.handle_tool_call("tablestore_forget", {"memory_id": hit["id"]}))
+    assert forgot["status"] == "deleted"
+    fake_store.faults.fail_operation("search", Unavailable("read timed out"), times=1)
+    assert "4411" not in provider.prefetch("what is my locker code?")

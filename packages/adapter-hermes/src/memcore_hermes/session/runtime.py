@@ -379,9 +379,12 @@ class MemoryRuntime:
             return self._recall_text if self._recall_scope == scope else ""
 
     def clear_recall(self) -> None:
+        """Drop the last recall, and the answers of the searches still running (they may
+        show what was just forgotten); the next search's answer is kept again."""
         with self._recall_lock:
             self._recall_text = ""
             self._recall_scope = None
+            self._recall_kept = self._recall_generation + 1
 
     # -- lifecycle -----------------------------------------------------------------------------
     def flush(self, timeout: float, *, stall_s: float | None = None) -> bool:

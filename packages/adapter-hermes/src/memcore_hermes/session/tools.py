@@ -326,6 +326,7 @@ def _forget(runtime: Any, args: Mapping[str, Any]) -> str:
     memory_id = args.get("memory_id")
     service = runtime.service(runtime.handle.ready())
     scope = service.forget(memory_id, agent_id=args.get("agent_id"), run_id=args.get("run_id"))
+    runtime.clear_recall()  # the block standing in for a late search must not show it again
     return dumps({"status": "deleted", "memory_id": memory_id, "scope": str(scope)})
 
 
