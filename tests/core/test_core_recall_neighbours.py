@@ -60,3 +60,10 @@ def test_neighbours_take_only_their_memorys_share_nearest_first() -> None:
     # The far, long turn is cut or left out; the nearest ones come first.
     first = with_turns.split("- ", 2)[1]
     assert "before, assistant: Take the ridge" in first
+
+
+def test_a_turn_that_is_a_memory_shown_is_not_repeated_under_another() -> None:
+    reply = HUT.after[0].content
+    block = format_recall([hit("I booked the hut near Triglav", 0.9, HUT), hit(reply, 0.8)])
+    assert block.count(reply) == 1 and "after, assistant" not in block
+    assert "before, user: Which trail should we take on Saturday?" in block

@@ -64,7 +64,33 @@ def test_the_recall_shows_the_turns_around_each_memory(manager: Any) -> None:
     block = manager(recall_neighbours=1).prefetch_all(QUESTION, session_id="s1")
     hut = block.index("- ") + block[block.index("- ") :].index("mountain hut near Triglav")
     assert "before, assistant: Take the ridge trail above Lake Bled." in block
-    assert "after, assistant: The hut serves dinner until eight." in block[hut:]
+    # The turn after it is a recalled memory of its own: shown once, as that memory.
+    assert block.count("The hut serves dinner until eight.") == 1
+    assert "] The hut serves dinner until eight." in block[hut:]
+
+
+def test_a_turn_is_shown_once_however_many_memories_it_neighbours(manager: Any) -> None:
+    """Adjacent memories share their turns: each text once in the block, and no turn shown
+    as adjacent to a memory when a turn between them was left out."""
+    mm = manager(recall_neighbours=3, top_k=10)
+    for i in range(6):
+        mm.sync_all(f"hut story {i} in the mountains", f"hut reply {i}: go on", session_id="s1")
+    assert mm.flush_pending(30)
+    provider = mm.get_provider("tablestore-mem")
+    assert provider.runtime.flush(30)
+    block = mm.prefetch_all("hut story", session_id="s1")
+    for i in range(6):
+        assert block.count(f"hut story {i} in") == 1, block
+    turns = [t for u, a in TURNS for t in (u, a)]
+    turns += [
+        t for i in range(6) for t in (f"hut story {i} in the mountains", f"hut reply {i}: go on")
+    ]
+    for memory in block.split("\n- ")[1:]:
+        told, *around = memory.removesuffix("\n</recalled-memory>").split("\n")
+        before = [t.split(": ", 1)[1] for t in around if t.startswith("  before, ")]
+        after = [t.split(": ", 1)[1] for t in around if t.startswith("  after, ")]
+        said = [turns.index(t) for t in (*before, told.split("] ", 1)[1], *after)]
+        assert said == list(range(said[0], said[0] + len(said))), block
 
 
 def test_off_by_default(manager: Any) -> None:

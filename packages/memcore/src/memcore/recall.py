@@ -140,8 +140,18 @@ def format_recall(
     kept = select_hits(hits, top_k)
     if not kept:
         return ""
-    sessions = {h.memory.scope.run_id for h in kept}
     budget = max_chars - len(FENCE_OPEN) - len(FENCE_CLOSE) - len(_PREAMBLE) - 3
+    # Turns around a memory never cost another its place, so the memories shown are those
+    # shown without them; a turn that is one of them, or already shown, is not repeated.
+    shown = kept[: len(_lines(kept, budget, None))]
+    said = {normalized(sanitize_recalled(h.memory.text)) for h in shown}
+    return fence("\n".join(_lines(kept, budget, said)))
+
+
+def _lines(kept: Sequence[SearchHit], budget: int, said: set[str] | None) -> list[str]:
+    """The block's lines within ``budget``, each memory's turns under it unless ``said`` is
+    None (then none); ``said`` gathers the texts shown."""
+    sessions = {h.memory.scope.run_id for h in kept}
     lines: list[str] = []
     for i, hit in enumerate(kept):
         label = shown_date(hit)
@@ -159,17 +169,19 @@ def format_recall(
         line = head + text
         # Its turns around it take only what is left of its own share, so the memories
         # still to come keep theirs.
-        line += _around(hit, room - len(text))
+        if said is not None:
+            line += _around(hit, room - len(text), said)
         lines.append(line)
         budget -= len(line) + 1
-    return fence("\n".join(lines))
+    return lines
 
 
-def _around(hit: SearchHit, room: int) -> str:
+def _around(hit: SearchHit, room: int, said: set[str]) -> str:
     """The hit's neighbouring turns (``search(..., neighbours=N)``) as indented lines under
     it in the order said, taken nearest first (the turn before, the turn after, ...) within
     ``room`` characters; a turn that cannot show :data:`_MIN_NEIGHBOUR_CHARS` of itself ends
-    them."""
+    them. A turn whose text is in ``said`` (shown already, or as a memory) is left out, and so
+    are the turns beyond it on its side; the texts shown here join ``said``."""
     context = hit.neighbours
     if context is None:
         return ""
@@ -177,12 +189,18 @@ def _around(hit: SearchHit, room: int) -> str:
     placed = [(i - n, "before", m) for i, m in enumerate(context.before)]
     placed += [(i + 1, "after", m) for i, m in enumerate(context.after)]
     shown: dict[int, str] = {}
+    closed: set[str] = set()
     for place, side, m in sorted(placed, key=lambda t: (abs(t[0]), t[0])):
         head = f"\n  {side}, {m.role}: "
         text = " ".join(sanitize_recalled(m.content).split())
         left = room - len(head)
         if left < _MIN_NEIGHBOUR_CHARS:
             break
+        key = normalized(text)
+        if side in closed or key in said:  # the turns beyond it would seem adjacent
+            closed.add(side)
+            continue
+        said.add(key)
         if len(text) > left:
             text = text[: left - 1].rstrip() + "…"
         shown[place] = head + text
