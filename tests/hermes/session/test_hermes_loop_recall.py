@@ -434,3 +434,14 @@ def test_the_builtin_memory_tools_replace_and_remove_reach_the_mirrored_entry(
     loop.settle()
     assert sorted(loop.memories()) == sorted([own, "Project uses Postgres 16"])
     assert "Nell prefers metric units\n" not in loop.ask("which units does Nell prefer?") + "\n"
+
+
+def test_a_message_without_words_recalls_nothing_not_the_last_block(local_loop: Any) -> None:
+    """A blank message (or one that is only a pasted recall block) asks nothing: the block
+    of the previous message, for another question, is not shown again."""
+    loop = local_loop()
+    live_first_session(loop)
+    block = loop.ask("my sister")
+    assert "Maya" in block
+    for blank in ("   ", "\n", block):
+        assert loop.mm.prefetch_all(blank, session_id=loop.session) == "", repr(blank[:20])

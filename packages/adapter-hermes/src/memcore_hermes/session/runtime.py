@@ -319,13 +319,14 @@ class MemoryRuntime:
         In-process stores answer on the calling thread (a few ms). A remote one searches on
         the recall thread while this waits up to ``recall_wait_ms``; then the last recall of
         this session stands in (it was for an earlier message, never another session) and the
-        search, when it ends, leaves its answer for the next turn.
+        search, when it ends, leaves its answer for the next turn. A message without words
+        (or only a pasted block) asks nothing, and recalls nothing.
         """
         if not isinstance(query, str) or limits.is_blank(query):
-            return self.cached_recall()
+            return ""
         query = strip_recall(query)  # a pasted block is not what the user asks about
         if limits.is_blank(query):
-            return self.cached_recall()
+            return ""
         job = self._recall_job(query)
         if self.recall_inline:
             with self._recall_lock:
