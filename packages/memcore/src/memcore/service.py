@@ -172,9 +172,30 @@ class MemoryService:
         self._check_writable()
         text = restorable_text(text)
         meta = check_user_metadata(metadata)
-        return self.store.add_text(
+        receipt = self.store.add_text(
             self.store_name, self.write_scope, text, metadata=meta, sync=sync
         )
+        self._claim_from_mirror(receipt, meta)
+        return receipt
+
+    def _claim_from_mirror(self, receipt: WriteReceipt, meta: dict[str, str]) -> None:
+        """A store that keeps one memory per text in a scope merges a write into a mirrored
+        built-in entry of the same text, and the entry's tags stay: a later built-in remove
+        would then delete what the user asked to remember. Such a memory is the user's now,
+        its tags cleared. The write has landed: a failure here leaves the tags, never fails it.
+        """
+        for memory_id in receipt.memory_ids:
+            try:
+                found = self.store.get_memory(self.store_name, self.write_scope, memory_id)
+                if found.metadata.get("source") != BUILTIN_SOURCE:
+                    continue
+                self.store.update_memory(self.store_name, self.write_scope, memory_id, metadata={})
+                if meta:
+                    self.store.update_memory(
+                        self.store_name, self.write_scope, memory_id, metadata=meta
+                    )
+            except MemcoreError:
+                return
 
     @property
     def restores_exactly(self) -> bool:
@@ -318,7 +339,27 @@ class MemoryService:
         limits.check_metadata(extra)
         content = strip_recall(content) if isinstance(content, str) else content
         limits.check_text(content, field="content")
+        if self._held_as_memory(content):
+            return None
         return self.store.add_text(self.store_name, self.write_scope, content, metadata=extra)
+
+    def _held_as_memory(self, content: str) -> bool:
+        """Whether this scope holds ``content`` as a memory of its own (not a mirror): a store
+        that keeps one memory per text would merge the mirror into it and tag it, and a later
+        built-in remove would delete what the user asked to remember. Nothing is mirrored
+        then; the text is recalled as the user's memory."""
+        wanted = content.strip()
+        hits = self.store.search(
+            self.store_name,
+            self.write_scope.pattern(),
+            content[: limits.MAX_QUERY_CHARS],
+            top_k=limits.MAX_TOP_K,
+            enable_rerank=False,
+        )
+        return any(
+            h.memory.text.strip() == wanted and h.memory.metadata.get("source") != BUILTIN_SOURCE
+            for h in hits
+        )
 
     def _remove_mirrored(self, target: str, content: str, *, keep: str | None = None) -> None:
         """Delete the mirrored copies of the one entry ``content`` names: those with exactly
