@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import stat
 from pathlib import Path
@@ -22,6 +23,7 @@ from memcore_tablestore.provisioning.files import (
     PENDING_MARKER,
     PendingInstance,
     atomic_write_text,
+    bootstrap_lock,
     clear_pending,
     read_pending,
     write_pending,
@@ -77,6 +79,26 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> N
     assert path.read_text() == '{"top_k": 3}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_a_folder_made_for_the_config_or_the_lock_is_private(tmp_path: Path, umask: int) -> None:
+    """A first ``memcore provision`` makes the data home that later holds the memories: it
+    must be 0700 as the store makes it, whatever the umask; a folder already there is kept."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a" / "home" / "config.json", "{}\n")
+        with bootstrap_lock(tmp_path / "b" / "home", timeout=1.0):
+            pass
+        write_pending(tmp_path / "c" / "home", PendingInstance(alias="x", region="cn-beijing"))
+        atomic_write_text(shared / "config.json", "{}\n")
+    finally:
+        os.umask(old)
+    for made in ("a", "b", "c"):
+        assert stat.S_IMODE((tmp_path / made / "home").stat().st_mode) == 0o700
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755
 
 
 def test_pending_marker_round_trips_and_clears(tmp_path: Path) -> None:

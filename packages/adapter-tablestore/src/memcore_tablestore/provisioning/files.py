@@ -24,6 +24,9 @@ from memcore.errors import ConfigError, Conflict, MemcoreError, PermissionDenied
 PENDING_MARKER = ".tablestore_pending.json"
 LOCK_FILE = ".tablestore_pending.lock"
 FILE_MODE = 0o600
+#: A folder made here is the data home the memories later go to (``$MEMCORE_HOME``, a
+#: Hermes home): as private as the store makes it.
+FOLDER_MODE = 0o700
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 
@@ -52,7 +55,7 @@ def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
     A temporary file in the same directory is written, flushed and fsynced, then renamed over
     ``path``; the directory is fsynced too so the rename survives a power cut.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(tmp, mode)
@@ -66,6 +69,15 @@ def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _make_folder(directory: Path) -> None:
+    """Create ``directory`` (and missing parents) as 0700 whatever the umask; a folder that
+    is there already is left as it is."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
+    directory.chmod(FOLDER_MODE)  # mkdir's mode is masked by the umask
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -150,7 +162,7 @@ def bootstrap_lock(
         return
     path = directory / LOCK_FILE
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        _make_folder(directory)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     except OSError as exc:
         raise file_error(exc, path, "open") from None
