@@ -84,3 +84,52 @@ def test_a_regular_file_is_still_replaced_whole_with_mode_0600(tmp_path, local_c
     local_cli.ok("export", "--out", str(out))
     assert len(out.read_text(encoding="utf-8").splitlines()) == 2
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="lchown needs root")
+@pytest.mark.parametrize("planted", ["symlink", "fifo"])
+def test_a_link_or_fifo_another_user_left_in_a_shared_folder_is_refused(
+    tmp_path, local_cli, planted
+):
+    """In a sticky world-writable folder such as /tmp, another user can leave a symlink to a
+    file of ours (the export would replace it) or a FIFO they read (they would get every
+    memory). The kernel's protected_symlinks and protected_fifos refuse to follow those, but
+    not everywhere, and a link resolved by the program itself escapes them: refused here."""
+    _seed(local_cli)
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine = tmp_path / "mine.txt"
+    mine.write_text("keep me\n", encoding="utf-8")
+    out = shared / "memories.jsonl"
+    if planted == "symlink":
+        out.symlink_to(mine)
+    else:
+        os.mkfifo(out, 0o666)
+    os.lchown(out, 65534, 65534)  # another user's
+    # Their reader, already waiting (so a write through would not block).
+    reader = os.open(out, os.O_RDONLY | os.O_NONBLOCK) if planted == "fifo" else None
+    result = local_cli("export", "--out", str(out))
+    if reader is not None:
+        try:
+            assert os.read(reader, 1 << 16) == b""  # nothing reached them
+        finally:
+            os.close(reader)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"memcore: error: cannot write {out} (a {planted} another user left in a shared folder)\n"
+    )
+    assert mine.read_text(encoding="utf-8") == "keep me\n"
+    assert sorted(p.name for p in shared.iterdir()) == ["memories.jsonl"]
+
+
+def test_our_own_symlink_in_a_shared_folder_is_still_followed(tmp_path, local_cli):
+    _seed(local_cli)
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    target = tmp_path / "t.jsonl"
+    link = shared / "l.jsonl"
+    link.symlink_to(target)
+    local_cli.ok("export", "--out", str(link))
+    assert len(target.read_text(encoding="utf-8").splitlines()) == 2

@@ -5,6 +5,11 @@ A regular file (or a new one) is written to a temporary file beside it and renam
 so a failed export never leaves half a file. Renaming over a FIFO, a device such as
 ``/dev/stdout`` or a symlink would replace that node with a regular file, so a FIFO or a device
 is opened and written in place, and a symlink's target (not the link) is replaced.
+
+In a shared folder such as ``/tmp`` (sticky and writable by all), a symlink or FIFO that
+another user left there is refused: following it would replace a file of their choosing or
+hand them every memory. This is the kernel's ``protected_symlinks``/``protected_fifos`` rule,
+kept where those are off and for the link this module resolves itself.
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ def open_out(shown: Path) -> Iterator[TextIO]:
         raise _refused(shown, exc.strerror) from None
     if mode is not None and stat.S_ISDIR(mode):
         raise _refused(shown, "a folder")
+    planted = _planted(target)
+    if planted is not None:
+        raise _refused(shown, f"a {planted} another user left in a shared folder")
     if mode is not None and not stat.S_ISREG(mode):
         with _write_through(target, shown) as fh:
             yield fh
@@ -47,6 +55,26 @@ def open_out(shown: Path) -> Iterator[TextIO]:
     real = Path(os.path.realpath(target)) if target.is_symlink() else target
     with _replace(real, shown) as fh:
         yield fh
+
+
+def _planted(target: Path) -> str | None:
+    """What ``target`` is ("symlink", "fifo", ...) when another user left it in a sticky,
+    world-writable folder: its owner is neither us nor the folder's owner. None otherwise
+    (a regular file there is renamed over, which the sticky bit itself refuses)."""
+    geteuid = getattr(os, "geteuid", None)
+    try:
+        st = os.lstat(target)
+        folder = os.stat(target.parent)
+    except OSError:
+        return None
+    if geteuid is None or stat.S_ISREG(st.st_mode):
+        return None
+    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if not shared or st.st_uid in (geteuid(), folder.st_uid):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "symlink"
+    return "fifo" if stat.S_ISFIFO(st.st_mode) else "special file"
 
 
 @contextlib.contextmanager
