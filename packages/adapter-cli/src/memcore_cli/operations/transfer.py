@@ -44,11 +44,11 @@ from memcore.transfer import (
     stopped,
 )
 from memcore.values import MemoryRecord
-from memcore_cli.operations.out_file import open_out
 from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
 from memcore_cli.wiring.runtime import Runtime
+from memcore_sqlite.storage.out_file import open_out
 
 
 def iter_memories(runtime: Runtime) -> Iterator[MemoryRecord]:

@@ -477,9 +477,9 @@ def _run_forget(args: argparse.Namespace) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> None:
-    from memcore.errors import InvalidInput
     from memcore.transfer import dump_line, export_record
-    from memcore_hermes.config.home import atomic_write
+    from memcore_sqlite.storage.file_modes import make_home
+    from memcore_sqlite.storage.out_file import open_out
 
     with _Session(args) as session:
         lines = [dump_line(export_record(m)) for m in session.memories()]
@@ -490,11 +490,12 @@ def _run_export(args: argparse.Namespace) -> None:
         return
     from pathlib import Path
 
+    # As `memcore export --out`: a FIFO or device written through, a symlink's target replaced.
     target = Path(args.out).expanduser()
-    try:
-        atomic_write(target, "".join(lines).encode("utf-8"))
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {args.out} ({exc.strerror})", field="out") from None
+    if not target.parent.exists():
+        make_home(target.parent, advice="choose another --out")
+    with open_out(Path(args.out)) as fh:
+        fh.write("".join(lines))
     _print({"exported": len(lines), "out": str(target)})
 
 

@@ -1,5 +1,5 @@
-"""Where ``--out`` writes: the named file replaced atomically, or written through when it is
-not a regular file.
+"""Where an export's ``--out`` writes (``memcore export`` and ``hermes tablestore-mem export``
+alike): the named file replaced atomically, or written through when it is not a regular file.
 
 A regular file (or a new one) is written to a temporary file beside it and renamed over it,
 so a failed export never leaves half a file. Renaming over a FIFO, a device such as

@@ -1,0 +1,77 @@
+"""``hermes tablestore-mem export --out`` writes what it names, as ``memcore export --out``
+does: a FIFO or a device is written through (a reader gets the export), a symlink keeps
+pointing at its target, which gets the export, and neither is replaced by a regular file."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _seeded(kit: Any, capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    kit.write_config(home, backend="local", embedder="none")
+    for text in ("My sister is called Ines", "I play the cello on Sundays"):
+        code, answer = kit.run_cli(capsys, "add", text, "--sync")
+        assert code == 0, answer
+
+
+def test_a_fifo_is_written_through_and_stays_a_fifo(
+    hermes_home: Path, tmp_path: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _seeded(kit, capsys, hermes_home)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # waiting, so the write cannot block
+    try:
+        code, answer = kit.run_cli(capsys, "export", "--out", str(fifo))
+        got = os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    assert code == 0 and answer["exported"] == 2
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert len(got.decode().splitlines()) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["fifo", "hermes-home", "user-home"]
+    )
+
+
+def test_a_symlink_keeps_pointing_at_its_target_which_gets_the_export(
+    hermes_home: Path, tmp_path: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _seeded(kit, capsys, hermes_home)
+    target = tmp_path / "elsewhere" / "t.jsonl"
+    target.parent.mkdir()
+    target.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "l.jsonl"
+    link.symlink_to(target)
+    code, _ = kit.run_cli(capsys, "export", "--out", str(link))
+    assert code == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    records = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 2
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="lchown needs root")
+def test_a_symlink_another_user_left_in_a_shared_folder_is_refused(
+    hermes_home: Path, tmp_path: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _seeded(kit, capsys, hermes_home)
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine = tmp_path / "mine.txt"
+    mine.write_text("keep me\n", encoding="utf-8")
+    out = shared / "memories.jsonl"
+    out.symlink_to(mine)
+    os.lchown(out, 65534, 65534)
+    code, answer = kit.run_cli(capsys, "export", "--out", str(out))
+    assert code == 2 and answer["error"]["code"] == "invalid_input"
+    assert "another user left in a shared folder" in answer["error"]["message"]
+    assert mine.read_text(encoding="utf-8") == "keep me\n"
+    assert out.is_symlink()
