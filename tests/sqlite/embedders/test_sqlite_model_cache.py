@@ -119,7 +119,10 @@ def test_the_first_load_saves_the_model_privately_and_later_loads_reuse_it(
     assert {p.name: p.stat().st_mtime_ns for p in entry.iterdir()} == written
 
 
-@pytest.mark.parametrize("damage", ["cut-off weights", "garbage graph", "no manifest"])
+@pytest.mark.parametrize(
+    "damage",
+    ["cut-off weights", "garbage graph", "no manifest", "zeroed weights", "flipped weights"],
+)
 def test_a_damaged_entry_falls_back_to_the_packaged_model_and_is_rebuilt(
     tmp_path: Path, sessions: list[str], damage: str
 ) -> None:
@@ -132,6 +135,15 @@ def test_a_damaged_entry_falls_back_to_the_packaged_model_and_is_rebuilt(
     elif damage == "garbage graph":
         size = (entry / "model.onnx").stat().st_size
         (entry / "model.onnx").write_bytes(b"\x07" * size)  # the size still matches
+    elif damage == "zeroed weights":  # as a crash can leave a file: its size, no content
+        size = (entry / "model.data").stat().st_size
+        (entry / "model.data").write_bytes(bytes(size))
+    elif damage == "flipped weights":  # a few rows of the word embeddings, same size
+        with (entry / "model.data").open("r+b") as f:
+            f.seek(1 << 20)
+            block = f.read(4096)
+            f.seek(1 << 20)
+            f.write(bytes(b ^ 0xFF for b in block))
     else:
         (entry / "manifest.json").unlink()
 

@@ -17,7 +17,8 @@ content, onnxruntime or recipe) are removed, so one copy per model remains. An e
 written in a private temporary folder and renamed into place whole, so a reader never sees
 half an entry and of two processes writing at once one wins and the other keeps using its
 session. A cache that cannot be written, or an entry that fails to load, is never an error:
-the packaged model is used as before, and a bad entry is rebuilt. ``MEMCORE_MODEL_CACHE``
+the packaged model is used as before, and a bad entry (files whose sizes or CRC-32s differ
+from the manifest's) is rebuilt. ``MEMCORE_MODEL_CACHE``
 names another folder, or ``off`` turns it off.
 """
 
@@ -31,6 +32,7 @@ import platform
 import shutil
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -188,15 +190,31 @@ def _session(onnxruntime: Any, path: str, options: Any, disabled: tuple[str, ...
 
 
 def _intact(entry: Path) -> bool:
-    """The manifest is there and the files have the sizes it gives (a cut-off copy fails)."""
+    """The manifest is there and the files have the sizes and CRC-32s it gives: a cut-off
+    copy fails, and so do weights of the right size with other bytes (zeros left by a crash,
+    a damaged disk), which onnxruntime would load and turn into wrong vectors. An entry of
+    a version that wrote no CRC-32 fails too, and is rebuilt once. The check reads the
+    files whole (about 11 ms for the default model, beside the 120 ms the entry saves)."""
     try:
         manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
         return all(
             (entry / name).stat().st_size == int(manifest["sizes"][name])
+            and _crc32(entry / name) == int(manifest["crc32"][name])
             for name in (GRAPH, WEIGHTS)
         )
     except (OSError, ValueError, KeyError, TypeError):
         return False
+
+
+def _crc32(path: Path) -> int:
+    """The CRC-32 of the file (zlib's is the fastest check the standard library has), read
+    in blocks: a memory map would be a little faster, but a file cut short while it is read
+    would kill the process (SIGBUS) instead of failing the check."""
+    crc = 0
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            crc = zlib.crc32(block, crc)
+    return crc
 
 
 def _build(
@@ -241,9 +259,11 @@ def _build(
 
 def _publish(model: Path, staging: Path, entry: Path, recipe: Recipe | None, digest: str) -> None:
     sizes: dict[str, int] = {}
+    crcs: dict[str, int] = {}
     for name in (GRAPH, WEIGHTS):
         os.chmod(staging / name, file_modes.FILE_MODE)
         sizes[name] = (staging / name).stat().st_size
+        crcs[name] = _crc32(staging / name)
     identity = model_identity(model)
     manifest = {
         "model": identity,
@@ -251,6 +271,7 @@ def _publish(model: Path, staging: Path, entry: Path, recipe: Recipe | None, dig
         "recipe": recipe.name if recipe else "",
         "source_sha256": digest,
         "sizes": sizes,
+        "crc32": crcs,
     }
     path = staging / MANIFEST
     file_modes.create_private(path)
