@@ -222,3 +222,63 @@ def test_without_local_path_the_advice_stays_memcore_home(home, local_cli):
         result = local_cli("list")
     assert _first_line(result).endswith("(set MEMCORE_HOME to a writable folder)")
     assert "(set MEMCORE_HOME to keep them elsewhere)" in local_cli.ok("add", "hi").stderr
+
+
+@contextlib.contextmanager
+def read_only_mount(root: Path) -> Iterator[None]:
+    """Nothing can be created under ``root``, as on a read-only mount: the system answers
+    EROFS, which is not a PermissionError (a test cannot mount, so the two calls that create
+    files and folders answer it here)."""
+    import errno
+
+    real_mkdir, real_open = os.mkdir, os.open
+
+    def refused(path: object) -> bool:
+        return str(path).startswith(str(root) + os.sep)
+
+    def mkdir(path: object, *args: object, **kwargs: object) -> None:
+        if refused(path):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def open_(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if refused(path) and flags & os.O_CREAT:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "mkdir", mkdir)
+        patch.setattr(os, "open", open_)
+        yield
+
+
+def test_a_home_on_a_read_only_file_system_exits_4_with_the_advice(tmp_path):
+    """A read-only mount is a read-only home: the refusal a permission gets (exit 4, the
+    path, how to move it), not "unavailable" (exit 5, which invites a retry)."""
+    from tests.cli.conftest import Cli
+
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    cli = Cli(mount / "home")
+    with read_only_mount(mount):
+        result = cli("list")
+    assert result.exit_code == 4, result.stderr
+    assert _first_line(result) == (
+        f"memcore: error: cannot create {mount / 'home'}: read-only file system "
+        "(set MEMCORE_HOME to a writable folder)"
+    )
+
+
+def test_config_set_on_a_read_only_file_system_exits_4(tmp_path):
+    from tests.cli.conftest import Cli
+
+    cli = Cli(tmp_path / "home")
+    cli.ok("config", "set", "top_k", "4")
+    with read_only_mount(tmp_path):
+        result = cli("config", "set", "top_k", "3")
+    assert result.exit_code == 4, result.stderr
+    assert _first_line(result) == (
+        f"memcore: error: cannot write the config file {tmp_path / 'home' / 'config.json'}: "
+        "read-only file system"
+    )
+    assert '"top_k": 4' in (tmp_path / "home" / "config.json").read_text(encoding="utf-8")

@@ -55,9 +55,11 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
 
 
 def _file_error(exc: OSError, path: Path, verb: str) -> MemcoreError:
-    """A permission problem exits 4 and names the file; any other, a config error (exit 2)."""
-    if isinstance(exc, PermissionError):
-        return PermissionDenied(
-            f"cannot {verb} the config file {path}: permission denied", field="config"
-        )
+    """A permission problem or a read-only file system exits 4 and names the file; any
+    other, a config error (exit 2)."""
+    from memcore_sqlite.storage.file_modes import not_writable
+
+    why = not_writable(exc)
+    if why is not None:
+        return PermissionDenied(f"cannot {verb} the config file {path}: {why}", field="config")
     return ConfigError(f"cannot {verb} the config file ({exc.strerror})", source=str(path))

@@ -9,6 +9,7 @@ Hermes plugin uses it at start-up.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -30,18 +31,27 @@ def make_home(folder: str | os.PathLike[str], *, advice: str = MOVE_ADVICE) -> P
     try:
         path.mkdir(parents=True, exist_ok=True, mode=HOME_MODE)
         path.chmod(HOME_MODE)  # mkdir's mode is masked by the umask
-    except PermissionError:
-        from memcore.errors import PermissionDenied  # the core only on a failure
-
-        raise PermissionDenied(
-            f"cannot create {path}: permission denied ({advice})",
-            field=str(path),
-        ) from None
     except OSError as exc:
-        from memcore.errors import Unavailable
+        from memcore.errors import PermissionDenied, Unavailable  # the core only on a failure
 
+        why = not_writable(exc)
+        if why is not None:
+            raise PermissionDenied(
+                f"cannot create {path}: {why} ({advice})", field=str(path)
+            ) from None
         raise Unavailable(f"cannot create {path} ({exc.strerror})", field=str(path)) from None
     return path
+
+
+def not_writable(exc: OSError) -> str | None:
+    """Why ``exc`` means this user cannot write there ("permission denied", "read-only file
+    system"), or None for any other failure. A read-only mount answers EROFS, not a
+    PermissionError, and is as much a place to move away from: it is never worth a retry."""
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if exc.errno == errno.EROFS:
+        return "read-only file system"
+    return None
 
 
 def restrict(path: str | os.PathLike[str]) -> None:
