@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from memcore_hermes import MemcoreMemoryProvider
 
@@ -183,3 +186,51 @@ def test_a_turn_the_embedder_failed_on_is_retried_not_dead_lettered(
     finally:
         provider.shutdown()
     assert Flaky.failures == 0
+
+
+@pytest.mark.parametrize("placed", ["home", "local_path"])
+def test_a_database_that_cannot_be_created_says_what_moves_it(
+    hermes_home: Path, tmp_path: Path, kit: Any, placed: str
+) -> None:
+    """The plugin's database is in ``$HERMES_HOME`` (or at the config's ``local_path``), so
+    that is what the refusal says to change: ``MEMCORE_HOME`` moves nothing here."""
+    import shutil
+    import subprocess
+
+    from memcore.errors import PermissionDenied
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    if placed == "home":
+        home = locked
+        kit.write_config(home, backend="local", embedder="none")
+    else:
+        home = hermes_home
+        kit.write_config(
+            home, backend="local", embedder="none", local_path=str(locked / "memories.db")
+        )
+    if os.geteuid() == 0:  # mode bits do not stop root; the immutable flag does
+        if shutil.which("chattr") is None:
+            pytest.skip("running as root without chattr")
+        if subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode:
+            pytest.skip("this filesystem has no immutable flag")
+    else:
+        locked.chmod(0o500)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+    try:
+        with pytest.raises(PermissionDenied) as refused:
+            provider.initialize("s1", hermes_home=str(home), user_id="gus")
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(locked)], check=True)
+        else:
+            locked.chmod(0o700)
+        provider.shutdown()
+    message = str(refused.value)
+    assert "MEMCORE_HOME" not in message
+    if placed == "home":
+        assert message.endswith("(set HERMES_HOME to a writable folder)")
+    else:
+        assert message.endswith(
+            f"(set local_path in {home / 'tablestore_memory.json'} to a file in a writable folder)"
+        )

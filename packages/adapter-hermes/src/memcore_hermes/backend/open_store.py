@@ -15,7 +15,7 @@ from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.ports import InstanceFacts, MemoryStore, ProgressCallback
 from memcore_hermes.config.credentials import AccessKeys
-from memcore_hermes.config.home import HermesHome
+from memcore_hermes.config.home import HOME_ADVICE, HermesHome
 
 if TYPE_CHECKING:
     from memcore_hermes.backend.preload import ModelPreload
@@ -149,7 +149,18 @@ def open_backend_store(
         from memcore_sqlite.chat_model.client import ModelSettings
 
         model = ModelSettings.from_env(environ)
-        options: dict[str, Any] = {"path": str(home.local_db_file(config)), "model": model}
+        # What moves the file is the Hermes home, or the config's local_path; never the
+        # CLI's MEMCORE_HOME, which a refusal would otherwise advise.
+        advice = (
+            HOME_ADVICE
+            if config.local_path is None
+            else f"set local_path in {home.config_file} to a file in a writable folder"
+        )
+        options: dict[str, Any] = {
+            "path": str(home.local_db_file(config)),
+            "model": model,
+            "location_advice": advice,
+        }
         if defer_vectors:
             options["defer_vectors"] = True
         embedder = preload.embedder_for(config) if preload is not None else None
