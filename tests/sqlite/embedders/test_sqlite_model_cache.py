@@ -164,6 +164,28 @@ def test_an_unwritable_cache_is_not_an_error(tmp_path: Path, sessions: list[str]
     assert not (tmp_path / "models").exists()
 
 
+@pytest.mark.parametrize("whose", ["writable by all", "another user's"])
+def test_a_cache_folder_others_can_write_is_not_trusted(
+    tmp_path: Path, sessions: list[str], whose: str
+) -> None:
+    """``MEMCORE_MODEL_CACHE`` may name a folder in a shared place: if another user made it
+    (or anyone can write it), an entry in it may be theirs, a model that gives the vectors
+    they choose. Such a folder is used as a cache that cannot be written: not at all."""
+    cache = tmp_path / "shared" / "models"
+    _embedder(cache).warm_up()
+    [entry] = _entries(cache)
+    if whose == "writable by all":
+        cache.chmod(0o777)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("chown needs root")
+        os.chown(cache, 65534, 65534)
+    written = sorted(p.name for p in cache.iterdir())
+    _assert_reference_vectors(_embedder(cache))
+    assert sessions[-1] != str(entry / "model.onnx")  # not loaded from there
+    assert sorted(p.name for p in cache.iterdir()) == written  # nor written to
+
+
 def test_the_cache_can_be_turned_off_or_moved_by_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

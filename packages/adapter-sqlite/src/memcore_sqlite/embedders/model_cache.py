@@ -18,7 +18,8 @@ written in a private temporary folder and renamed into place whole, so a reader 
 half an entry and of two processes writing at once one wins and the other keeps using its
 session. A cache that cannot be written, or an entry that fails to load, is never an error:
 the packaged model is used as before, and a bad entry (files whose sizes or CRC-32s differ
-from the manifest's) is rebuilt. ``MEMCORE_MODEL_CACHE``
+from the manifest's) is rebuilt; a cache folder another user owns or anyone can write is not
+used at all. ``MEMCORE_MODEL_CACHE``
 names another folder, or ``off`` turns it off.
 """
 
@@ -30,6 +31,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import tempfile
 import time
 import zlib
@@ -155,14 +157,14 @@ def open_session(
     optimised graph when there is one, else built now (and saved for next time when ``root``
     allows).
     """
-    if root is None:
+    if root is None or not _ours(root):
         return _unsaved(onnxruntime, model, options, recipe)
     try:
         digest = content_digest(model, root)
         entry = root / entry_key(onnxruntime, digest, recipe.name if recipe else "")
     except OSError:
         return _unsaved(onnxruntime, model, options, recipe)
-    if _intact(entry):
+    if _ours(entry) and _intact(entry):
         try:
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
             return _session(onnxruntime, str(entry / GRAPH), options)
@@ -170,6 +172,23 @@ def open_session(
             _remove(entry)
     options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, SAVED_LEVEL)
     return _build(onnxruntime, model, options, entry, recipe, digest)
+
+
+def _ours(folder: Path) -> bool:
+    """Whether what ``folder`` holds can only have been put there by this user (or the
+    system): it is missing, or belongs to us or root and is not writable by all. A cache
+    folder in a shared place that another user made, or anyone can write, may hold a model
+    of theirs, whose vectors they choose: it is not used at all."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:  # Windows: no owners to compare
+        return True
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return st.st_uid in (geteuid(), 0) and not st.st_mode & stat.S_IWOTH
 
 
 def _unsaved(onnxruntime: Any, model: Path, options: Any, recipe: Recipe | None) -> Any:
