@@ -128,6 +128,17 @@ def test_save_config_never_writes_secrets(hermes_home: Path) -> None:
     assert SECRET not in (hermes_home / "tablestore_memory.json").read_text()
 
 
+def test_save_config_refuses_an_endpoint_holding_a_password(hermes_home: Path) -> None:
+    """``hermes memory setup`` (or ``setup --endpoint``) never puts a password in the JSON file
+    through the endpoint's ``user:password@`` either; the error does not quote it."""
+    endpoint = f"https://LTAIuser:{SECRET}@inst.cn-hangzhou.ots.aliyuncs.com"
+    with pytest.raises(ConfigError) as info:
+        MemcoreMemoryProvider().save_config({"endpoint": endpoint}, str(hermes_home))
+    assert info.value.field == "endpoint"
+    assert SECRET not in str(info.value) and "LTAIuser" not in str(info.value)
+    assert not (hermes_home / "tablestore_memory.json").exists()
+
+
 def test_save_config_rejects_a_bad_value_naming_the_key(hermes_home: Path) -> None:
     with pytest.raises(ConfigError) as info:
         MemcoreMemoryProvider().save_config({"top_k": "500"}, str(hermes_home))

@@ -364,7 +364,19 @@ def dump_config(config: MemcoreConfig) -> str:
 def merge_config(
     base: MemcoreConfig, updates: Mapping[str, Any], *, source: str = "<update>"
 ) -> MemcoreConfig:
-    """Apply ``updates`` to ``base`` with full validation (used by ``config set`` and save)."""
+    """Apply ``updates`` to ``base`` with full validation (used by ``config set`` and save).
+
+    An endpoint with ``user:password@`` is refused here, where a config is about to be
+    written: the file never holds a secret (the SDK signs with the keys from the environment,
+    never with a URL's). A hand-written one still loads, and is shown hidden."""
+    endpoint = updates.get("endpoint")
+    if isinstance(endpoint, str) and without_userinfo(endpoint) != endpoint:
+        raise ConfigError(
+            "endpoint must not hold a user name or password (user:password@): TableStore "
+            "keys come only from the environment (TABLESTORE_MEMORY_AK, TABLESTORE_MEMORY_SK)",
+            field="endpoint",
+            source=source,
+        )
     data = config_to_dict(base)
     data.update(updates)
     return config_from_mapping({k: v for k, v in data.items() if v is not None}, source=source)
