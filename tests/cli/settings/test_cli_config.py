@@ -114,6 +114,23 @@ def test_config_set_validates_writes_atomically_with_mode_0600(home, local_cli):
     assert "tenant_id" not in json.loads(path.read_text(encoding="utf-8"))
 
 
+def test_config_set_writes_through_a_symlinked_config(home, local_cli, tmp_path):
+    """A config kept in a dotfiles folder and linked into the home stays linked: the link's
+    target gets the change, as ``export --out`` treats a link (replacing the link by a file
+    left the dotfiles copy behind, and every later change with it)."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    kept = dotfiles / "memcore.json"
+    kept.write_text((home / "config.json").read_text(encoding="utf-8"), encoding="utf-8")
+    (home / "config.json").unlink()
+    (home / "config.json").symlink_to(kept)
+    local_cli.ok("config", "set", "top_k", "7")
+    assert (home / "config.json").is_symlink()
+    assert json.loads(kept.read_text(encoding="utf-8"))["top_k"] == 7
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["memcore.json"]
+
+
 def test_config_set_refuses_bad_values_and_keeps_the_file(home, local_cli):
     path = home / "config.json"
     before = path.read_text(encoding="utf-8")

@@ -121,6 +121,19 @@ def test_save_config_merges_atomically_with_mode_0600(hermes_home: Path, kit: An
     assert [p.name for p in hermes_home.iterdir() if p.name.endswith(".tmp")] == []
 
 
+def test_save_config_writes_through_a_symlinked_config(
+    hermes_home: Path, tmp_path: Path, kit: Any
+) -> None:
+    kept = tmp_path / "dotfiles" / "tablestore_memory.json"
+    kept.parent.mkdir()
+    kept.write_text(json.dumps({"app_id": "team"}), encoding="utf-8")
+    (hermes_home / "tablestore_memory.json").symlink_to(kept)
+    MemcoreMemoryProvider().save_config({"top_k": "9"}, str(hermes_home))
+    assert (hermes_home / "tablestore_memory.json").is_symlink()
+    data = json.loads(kept.read_text(encoding="utf-8"))
+    assert data["app_id"] == "team" and data["top_k"] == 9
+
+
 def test_save_config_never_writes_secrets(hermes_home: Path) -> None:
     MemcoreMemoryProvider().save_config(
         {"access_key_secret": SECRET, "backend": "local"}, str(hermes_home)

@@ -101,6 +101,21 @@ def test_a_folder_made_for_the_config_or_the_lock_is_private(tmp_path: Path, uma
     assert stat.S_IMODE(shared.stat().st_mode) == 0o755
 
 
+def test_atomic_write_keeps_a_symlinked_config_linked(tmp_path: Path) -> None:
+    """The provisioner saves the instance into the config: a linked config (dotfiles) gets it
+    in its target, and stays a link."""
+    kept = tmp_path / "dotfiles" / "tablestore_memory.json"
+    kept.parent.mkdir()
+    kept.write_text("{}\n")
+    link = tmp_path / "home" / "tablestore_memory.json"
+    link.parent.mkdir()
+    link.symlink_to(kept)
+    atomic_write_text(link, '{"instance_name": "ots-1"}\n')
+    assert link.is_symlink()
+    assert kept.read_text() == '{"instance_name": "ots-1"}\n'
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
 def test_pending_marker_round_trips_and_clears(tmp_path: Path) -> None:
     pending = PendingInstance(
         alias="memcore-1", region="cn-beijing", instance_name="ots-1", started_at=5.0

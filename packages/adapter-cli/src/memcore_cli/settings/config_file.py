@@ -31,13 +31,16 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
 
 
 def write_config(path: Path, config: MemcoreConfig) -> None:
-    """Replace ``path`` with ``config`` atomically, readable only by its owner."""
+    """Replace ``path`` (a symlink's target) with ``config`` atomically, readable only by its
+    owner."""
     from memcore_sqlite.storage.file_modes import FILE_MODE, make_home
 
     text = dump_config(config)
     make_home(path.parent)
+    # A linked config (kept with the user's dotfiles) stays linked: its target is replaced.
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     except OSError as exc:
         raise _file_error(exc, path, "write") from None
     try:
@@ -47,7 +50,7 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, real)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

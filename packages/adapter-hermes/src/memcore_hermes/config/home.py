@@ -145,8 +145,11 @@ def _coerce_setup_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename, with ``mode``."""
+    """Write ``data`` to ``path`` through a temporary file and a rename, with ``mode``; a
+    symlink (a config kept with the user's dotfiles) stays, and its target is replaced."""
     make_home(path.parent, advice=HOME_ADVICE)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)

@@ -53,9 +53,12 @@ def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
     """Write ``text`` so that readers see the old file or the new one, never a torn one.
 
     A temporary file in the same directory is written, flushed and fsynced, then renamed over
-    ``path``; the directory is fsynced too so the rename survives a power cut.
+    ``path``; the directory is fsynced too so the rename survives a power cut. A symlink
+    (a config kept with the user's dotfiles) stays, and its target is replaced.
     """
     _make_folder(path.parent)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(tmp, mode)
