@@ -282,3 +282,26 @@ def test_config_set_on_a_read_only_file_system_exits_4(tmp_path):
         "read-only file system"
     )
     assert '"top_k": 4' in (tmp_path / "home" / "config.json").read_text(encoding="utf-8")
+
+
+def test_a_home_every_user_can_write_is_refused(tmp_path):
+    """In a folder every user can write (``/tmp`` itself, or the README's ``/tmp/demo/memcore``
+    made 0777 by another user first), another user can leave the database, or its ``-wal``
+    file, for memcore to write the memories into, and read them there. Refused (exit 4)
+    before anything is written."""
+    from tests.cli.conftest import Cli
+
+    shared = tmp_path / "demo"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "memcore.db-wal"
+    planted.write_bytes(b"")
+    planted.chmod(0o666)
+    result = Cli(shared)("add", "My diagnosis is private")
+    assert result.exit_code == 4
+    assert _first_line(result) == (
+        f"memcore: error: {shared} can be written by every user, who could read the memories "
+        "through files they put beside the database (set MEMCORE_HOME to a writable folder)"
+    )
+    assert planted.read_bytes() == b""
+    assert sorted(p.name for p in shared.iterdir()) == ["memcore.db-wal"]

@@ -73,6 +73,23 @@ def test_the_spool_file_is_private(tmp_path: Path) -> None:
         s.close()
 
 
+def test_a_spool_in_a_folder_every_user_can_write_is_refused(tmp_path: Path) -> None:
+    """As the embedded store's file: another user could leave the spool's ``-wal`` there
+    first and read every turn SQLite writes into it."""
+    from memcore.errors import PermissionDenied
+
+    shared = tmp_path / "hermes-home"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "spool.sqlite3-wal"
+    planted.write_bytes(b"")
+    with pytest.raises(PermissionDenied) as refused:
+        SqliteOutbox(shared / "spool.sqlite3")
+    assert str(refused.value).endswith("(set HERMES_HOME to a writable folder)")
+    assert planted.read_bytes() == b""
+    assert sorted(p.name for p in shared.iterdir()) == ["spool.sqlite3-wal"]
+
+
 def test_a_full_spool_refuses_loudly_and_counts(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

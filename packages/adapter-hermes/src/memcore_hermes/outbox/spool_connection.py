@@ -20,7 +20,7 @@ from memcore.limits import utf8_len
 from memcore.outbox import OutboxEntry
 from memcore_hermes.outbox.journal import HEADER_BYTES, Journal, journal_glob
 from memcore_sqlite.storage.errors import SQLITE_CORRUPT, SQLITE_NOTADB, primary_code
-from memcore_sqlite.storage.file_modes import FILE_MODE, make_home
+from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, open_to_all
 from memcore_sqlite.storage.wal import enable_wal
 
 logger = logging.getLogger("memcore_hermes.outbox.spool")
@@ -67,9 +67,18 @@ END;
 
 
 def _secure_file(path: Path) -> None:
-    """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it."""
+    """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it. A folder every
+    user can write is refused, as for the embedded store's file: another user could leave
+    the spool or its ``-wal`` there first and read every turn written into it."""
+    from memcore.errors import PermissionDenied
     from memcore_hermes.config.home import HOME_ADVICE
 
+    if open_to_all(path.parent):
+        raise PermissionDenied(
+            f"{path.parent} can be written by every user, who could read the turns through "
+            f"files they put beside the spool ({HOME_ADVICE})",
+            field=str(path),
+        )
     make_home(path.parent, advice=HOME_ADVICE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:

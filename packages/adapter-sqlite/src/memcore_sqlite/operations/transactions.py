@@ -626,8 +626,15 @@ def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list
 def _prepare_file(path: str, advice: str) -> bool:
     """Make the folder (0700) and the file (0600) when missing; False when they are
     readable but not writable, so the store opens read-only. ``advice`` ends the message
-    of a folder that cannot be written: how to put the file elsewhere."""
+    of a folder that cannot be written: how to put the file elsewhere. A folder every user
+    can write is refused: another user could leave the file or its ``-wal`` there first."""
     file = Path(path)
+    if file_modes.open_to_all(file.parent):
+        raise PermissionDenied(
+            f"{file.parent} can be written by every user, who could read the memories through "
+            f"files they put beside the database ({advice})",
+            field=str(file),
+        )
     if file.exists():
         return file_modes.writable(file)
     file_modes.make_home(file.parent, advice=advice)

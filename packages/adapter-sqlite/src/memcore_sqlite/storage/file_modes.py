@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from pathlib import Path
 
 HOME_MODE = 0o700
@@ -69,6 +70,16 @@ def create_private(path: str | os.PathLike[str]) -> None:
     mode), so the file is never readable by others, not even for a moment."""
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+
+
+def open_to_all(folder: str | os.PathLike[str]) -> bool:
+    """True when every user may write ``folder`` (``/tmp``, a folder made 0777): another user
+    could put a file there (the database, its ``-wal``) that SQLite then writes memories
+    into. A missing folder is not: it is made 0700."""
+    try:
+        return bool(os.stat(folder).st_mode & stat.S_IWOTH) and os.name == "posix"
+    except OSError:
+        return False
 
 
 def writable(path: str | os.PathLike[str]) -> bool:
