@@ -70,3 +70,20 @@ def test_a_read_only_folder_is_not_called_damage(local_cli):
     assert checks["integrity"]["ok"], checks["integrity"]
     assert not checks["data home"]["ok"]
     assert "not writable" in str(checks["data home"]["detail"])
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX folder permissions")
+def test_a_home_every_user_can_write_fails_as_every_command_does(tmp_path):
+    """``add`` refuses a data home every user can write (exit 4); doctor said PASS and exit 0
+    for it, and that the first ``add`` would create the database."""
+    from tests.cli.conftest import Cli
+
+    shared = tmp_path / "demo"
+    shared.mkdir()
+    shared.chmod(0o777)
+    result = Cli(shared)("--json", "doctor")
+    assert result.exit_code == 4, result.stdout
+    home = _checks(result)["data home"]
+    assert not home["ok"]
+    assert "can be written by every user" in str(home["detail"])
+    assert Cli(shared)("add", "x").exit_code == 4

@@ -128,6 +128,16 @@ def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
 
 def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     settings = runtime.settings
+    from memcore_sqlite.storage.file_modes import open_to_all
+
+    if open_to_all(settings.db_path.parent):  # every command refuses it (exit 4)
+        detail = (
+            f"{settings.db_path.parent} can be written by every user, who could read the "
+            f"memories through files they put beside the database: every command refuses it "
+            f"({settings.move_advice})"
+        )
+        checks.fail("data home", detail, PermissionDenied(detail, field="home"))
+        return
     if _writable_dir(settings.db_path.parent):
         checks.ok("data home", f"{settings.db_path.parent} is writable")
     else:
