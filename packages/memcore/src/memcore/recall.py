@@ -47,12 +47,21 @@ def sanitize_recalled(text: str) -> str:
     text = _without_tags(text)
     if text.isascii():  # nothing invisible or look-alike in it
         return text.replace("\x00", "")
-    plain = unicodedata.normalize(
-        "NFKC", "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    )
+    plain = unicodedata.normalize("NFKC", "".join(ch for ch in text if not _invisible(ch)))
     if plain != text and _TAG_RE.search(plain):
         text = _without_tags(plain)
     return text.replace("\x00", "")
+
+
+#: Unicode's default-ignorable characters that are not format characters (Cf): variation
+#: selectors, the grapheme joiner, Hangul fillers, Mongolian selectors; they show nothing.
+_IGNORABLE_RE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0000-\U000e0fff]"
+)
+
+
+def _invisible(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cf" or _IGNORABLE_RE.match(ch) is not None
 
 
 def _without_tags(text: str) -> str:
