@@ -112,3 +112,17 @@ def test_turns_wait_in_the_spool_while_the_local_store_is_damaged(
         )
     finally:
         second.shutdown()
+
+
+def test_doctor_fails_a_spool_folder_every_user_can_write(tmp_path: Path) -> None:
+    """The provider refuses to make its spool in a folder every user can write; before the
+    spool existed, doctor reported it as fine (no error, nothing waiting)."""
+    from memcore_hermes.commands.doctor import spool_report
+
+    shared = tmp_path / "hermes-home"
+    shared.mkdir()
+    shared.chmod(0o777)
+    home = HermesHome(shared)
+    report = spool_report(home)
+    assert "can be written by every user" in report["error"]["message"]
+    assert not home.spool_file.exists()

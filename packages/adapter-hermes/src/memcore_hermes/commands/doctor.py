@@ -225,6 +225,12 @@ def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
 
 def spool_report(home: HermesHome) -> dict[str, Any]:
     """Depth, size, age, refusals and dead letters of the spool (without creating it)."""
+    from memcore_hermes.outbox.spool_connection import check_folder
+
+    try:
+        check_folder(home.spool_file)  # the provider would refuse to make or open it
+    except MemcoreError as exc:
+        return {"error": _error(exc)}
     if not home.spool_file.exists():
         return {"depth": 0, "bytes": 0, "full": False, "exists": False}
     from memcore_hermes.outbox.journal import journal_glob

@@ -66,10 +66,10 @@ END;
 # The bounds are checked on every put, on the agent's thread: running totals keep that O(1).
 
 
-def _secure_file(path: Path) -> None:
-    """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it. A folder every
-    user can write is refused, as for the embedded store's file: another user could leave
-    the spool or its ``-wal`` there first and read every turn written into it."""
+def check_folder(path: Path) -> None:
+    """Refuse a spool ``path`` in a folder every user can write, as for the embedded store's
+    file: another user could leave the spool or its ``-wal`` there first and read every turn
+    written into it (:class:`~memcore.errors.PermissionDenied`)."""
     from memcore.errors import PermissionDenied
     from memcore_hermes.config.home import HOME_ADVICE
 
@@ -79,6 +79,14 @@ def _secure_file(path: Path) -> None:
             f"files they put beside the spool ({HOME_ADVICE})",
             field=str(path),
         )
+
+
+def _secure_file(path: Path) -> None:
+    """Create ``path`` with mode 0600 (or tighten it), before SQLite opens it; a folder every
+    user can write is refused (:func:`check_folder`)."""
+    from memcore_hermes.config.home import HOME_ADVICE
+
+    check_folder(path)
     make_home(path.parent, advice=HOME_ADVICE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
