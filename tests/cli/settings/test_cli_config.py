@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 
 import pytest
@@ -260,3 +261,25 @@ def test_doctor_and_config_show_read_the_keys_of_a_hermes_homes_env_file(tmp_pat
     for out in (doctor, shown):
         assert "S3CRET-from-env-file" not in out.stdout + out.stderr
         assert "AKID-from-env-file" not in out.stdout + out.stderr
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "lchown") or os.geteuid() != 0, reason="making a link of another user"
+)
+def test_config_set_never_follows_a_symlink_another_user_left_in_a_shared_folder(tmp_path):
+    """A config file linked elsewhere has its target replaced; in a shared folder (sticky,
+    writable by all) a link another user left there named a file of their choosing, which
+    config set replaced with the config."""
+    from tests.cli.conftest import Cli
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = tmp_path / "settings.json"
+    victim.write_text("{}", encoding="utf-8")
+    (shared / "config.json").symlink_to(victim)
+    os.lchown(shared / "config.json", 65534, 65534)
+    result = Cli(shared)("config", "set", "top_k", "4")
+    assert result.exit_code == 4, result.stdout
+    assert "another user left in a shared folder" in result.stdout + result.stderr
+    assert victim.read_text(encoding="utf-8") == "{}"

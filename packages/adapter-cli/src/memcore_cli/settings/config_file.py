@@ -33,10 +33,16 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
 def write_config(path: Path, config: MemcoreConfig) -> None:
     """Replace ``path`` (a symlink's target) with ``config`` atomically, readable only by its
     owner."""
-    from memcore_sqlite.storage.file_modes import FILE_MODE, make_home
+    from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
 
     text = dump_config(config)
     make_home(path.parent)
+    link = planted(path)
+    if link is not None:  # following it would replace a file of another user's choosing
+        raise PermissionDenied(
+            f"cannot write {path} (a {link} another user left in a shared folder)",
+            field="config",
+        )
     # A linked config (kept with the user's dotfiles) stays linked: its target is replaced.
     real = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:

@@ -88,3 +88,23 @@ def writable(path: str | os.PathLike[str]) -> bool:
     if file.exists() and not os.access(file, os.W_OK):
         return False
     return os.access(file.parent, os.W_OK)
+
+
+def planted(target: Path) -> str | None:
+    """What ``target`` is ("symlink", "fifo", ...) when another user left it in a sticky,
+    world-writable folder: its owner is neither us nor the folder's owner. None otherwise
+    (a regular file there is renamed over, which the sticky bit itself refuses)."""
+    geteuid = getattr(os, "geteuid", None)
+    try:
+        st = os.lstat(target)
+        folder = os.stat(target.parent)
+    except OSError:
+        return None
+    if geteuid is None or stat.S_ISREG(st.st_mode):
+        return None
+    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if not shared or st.st_uid in (geteuid(), folder.st_uid):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "symlink"
+    return "fifo" if stat.S_ISFIFO(st.st_mode) else "special file"

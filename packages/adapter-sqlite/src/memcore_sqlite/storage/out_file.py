@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memcore.errors import InvalidInput
+from memcore_sqlite.storage import file_modes
 from memcore_sqlite.storage.file_modes import FILE_MODE
 
 
@@ -44,7 +45,7 @@ def open_out(shown: Path) -> Iterator[TextIO]:
         raise _refused(shown, exc.strerror) from None
     if mode is not None and stat.S_ISDIR(mode):
         raise _refused(shown, "a folder")
-    planted = _planted(target)
+    planted = file_modes.planted(target)
     if planted is not None:
         raise _refused(shown, f"a {planted} another user left in a shared folder")
     if mode is not None and not stat.S_ISREG(mode):
@@ -55,26 +56,6 @@ def open_out(shown: Path) -> Iterator[TextIO]:
     real = Path(os.path.realpath(target)) if target.is_symlink() else target
     with _replace(real, shown) as fh:
         yield fh
-
-
-def _planted(target: Path) -> str | None:
-    """What ``target`` is ("symlink", "fifo", ...) when another user left it in a sticky,
-    world-writable folder: its owner is neither us nor the folder's owner. None otherwise
-    (a regular file there is renamed over, which the sticky bit itself refuses)."""
-    geteuid = getattr(os, "geteuid", None)
-    try:
-        st = os.lstat(target)
-        folder = os.stat(target.parent)
-    except OSError:
-        return None
-    if geteuid is None or stat.S_ISREG(st.st_mode):
-        return None
-    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
-    if not shared or st.st_uid in (geteuid(), folder.st_uid):
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        return "symlink"
-    return "fifo" if stat.S_ISFIFO(st.st_mode) else "special file"
 
 
 @contextlib.contextmanager
