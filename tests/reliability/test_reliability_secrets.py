@@ -192,9 +192,11 @@ def test_reliability_secrets_files_are_0600(tmp_path, monkeypatch):
     from memcore_cli.app import app
     from memcore_hermes import MemcoreMemoryProvider
 
+    # The home is the user's own folder (a folder every user can write is refused outright);
+    # what memcore creates in it under a permissive umask is what is checked.
+    home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
     old = os.umask(0o000)
     try:
-        home = rig.make_hermes_home(tmp_path / "hermes", rig.LOCAL_CONFIG)
         provider = MemcoreMemoryProvider(environ={})
         provider.save_config({"top_k": "7", "backend": "local"}, str(home))
         provider.initialize("s", hermes_home=str(home), user_id="u")
