@@ -10,6 +10,7 @@ import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -246,9 +247,18 @@ def read_only_mount(root: Path) -> Iterator[None]:
             raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
         return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
+    real_path_mkdir = Path.mkdir
+
+    def path_mkdir(self: Path, *args: Any, **kwargs: Any) -> None:
+        # Python 3.10's Path.mkdir calls the os.mkdir it bound at import, not the patched one.
+        if refused(self):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        real_path_mkdir(self, *args, **kwargs)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "mkdir", mkdir)
         patch.setattr(os, "open", open_)
+        patch.setattr(Path, "mkdir", path_mkdir)
         yield
 
 
