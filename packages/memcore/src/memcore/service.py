@@ -349,17 +349,25 @@ class MemoryService:
         built-in remove would delete what the user asked to remember. Nothing is mirrored
         then; the text is recalled as the user's memory."""
         wanted = content.strip()
+        return any(
+            m.text.strip() == wanted and m.metadata.get("source") != BUILTIN_SOURCE
+            for m in self._found_by_text(self.write_scope.pattern(), content)
+        )
+
+    def _found_by_text(
+        self, pattern: ScopePattern, content: str, filters: Mapping[str, str] | None = None
+    ) -> list[MemoryRecord]:
+        """The memories a search for ``content`` finds first (as many as one search gives),
+        for the callers that then look for the text itself among them."""
         hits = self.store.search(
             self.store_name,
-            self.write_scope.pattern(),
+            pattern,
             content[: limits.MAX_QUERY_CHARS],
             top_k=limits.MAX_TOP_K,
             enable_rerank=False,
+            filters=filters,
         )
-        return any(
-            h.memory.text.strip() == wanted and h.memory.metadata.get("source") != BUILTIN_SOURCE
-            for h in hits
-        )
+        return [h.memory for h in hits]
 
     def _remove_mirrored(self, target: str, content: str, *, keep: str | None = None) -> None:
         """Delete the mirrored copies of the one entry ``content`` names: those with exactly
@@ -369,17 +377,10 @@ class MemoryService:
             return
         wanted = content.strip()
         kept = keep.strip() if isinstance(keep, str) else None
-        hits = self.store.search(
-            self.store_name,
-            self.search_pattern,
-            content[: limits.MAX_QUERY_CHARS],
-            top_k=limits.MAX_TOP_K,
-            enable_rerank=False,
-            filters={"source": BUILTIN_SOURCE, "target": target[:1024]},
+        mirrors = self._found_by_text(
+            self.search_pattern, content, {"source": BUILTIN_SOURCE, "target": target[:1024]}
         )
-        found = [
-            h.memory for h in hits if wanted in h.memory.text and h.memory.text.strip() != kept
-        ]
+        found = [m for m in mirrors if wanted in m.text and m.text.strip() != kept]
         exact = [m for m in found if m.text.strip() == wanted]
         doomed = exact or (found if len({m.text.strip() for m in found}) == 1 else [])
         for memory in doomed:
