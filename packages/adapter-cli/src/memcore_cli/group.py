@@ -19,6 +19,8 @@ from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from memcore.errors import MemcoreError
+from memcore_cli.output.stdout import GuardedStdout
 from memcore_cli.output.visible import json_safe, visible
 
 if TYPE_CHECKING:  # the codes live in the core, which ``--help`` does not import
@@ -97,6 +99,10 @@ def _stdout_gone() -> int:
     return int(ExitCode.UNEXPECTED)
 
 
+def _stdout_failed() -> bool:
+    return isinstance(sys.stdout, GuardedStdout) and sys.stdout.failed
+
+
 class MemcoreGroup(TyperGroup):
     """A Typer group that owns error reporting for every subcommand below it."""
 
@@ -122,6 +128,8 @@ class MemcoreGroup(TyperGroup):
                 as_json=bool(getattr(state, "json", False)),
                 debug=bool(getattr(state, "debug", False)),
             )
+            if _stdout_failed():  # a closed stdout or a full disk (see output.stdout)
+                _stdout_gone()
             raise typer.Exit(int(code)) from None
 
     def main(  # type: ignore[override]
@@ -145,6 +153,15 @@ class MemcoreGroup(TyperGroup):
         coercion.install(self)  # plain option values without pydantic (see the module)
         words = sys.argv[1:] if args is None else list(args)
         args = words
+        if sys.stdout is None:  # started with stdout closed (``>&-``): do nothing
+            from memcore_cli.output.stdout import closed
+
+            code = int(report_error(closed(), as_json=leading_json(self, words), debug=False))
+            if not standalone_mode:
+                return code
+            sys.exit(code)
+        stdout = sys.stdout
+        sys.stdout = GuardedStdout(stdout)
         try:
             try:
                 args = hoist_globals(self, words)
@@ -160,13 +177,13 @@ class MemcoreGroup(TyperGroup):
                 sys.stdout.write(exc.format_message() + "\n")
                 sys.stdout.flush()
                 rv = 0
-        except OSError as exc:
-            # Help or the version could not be written (a closed pipe, a full disk); a
-            # command's own output is handled in ``invoke``.
+        except BrokenPipeError:
+            # Help or the version could not be written to a closed pipe; a command's own
+            # output is handled in ``invoke``.
             code = _stdout_gone()
-            if not isinstance(exc, BrokenPipeError):
-                as_json = leading_json(self, args)
-                code = int(report_error(exc, as_json=as_json, debug=False))
+        except MemcoreError as exc:  # help or the version could not be written (a full disk)
+            code = int(report_error(exc, as_json=leading_json(self, args), debug=False))
+            _stdout_gone()
         except ClickException as exc:
             if isinstance(exc, MissingValue):  # the line was not rearranged: read what was
                 args = exc.globals_before
@@ -179,6 +196,8 @@ class MemcoreGroup(TyperGroup):
             code = int(ExitCode.UNEXPECTED)
         else:
             code = rv if isinstance(rv, int) else 0
+        finally:
+            sys.stdout = stdout
         if not standalone_mode:
             return code
         sys.exit(code)

@@ -2,7 +2,8 @@
 alike): the named file replaced atomically, or written through when it is not a regular file.
 
 A regular file (or a new one) is written to a temporary file beside it and renamed over it,
-so a failed export never leaves half a file. Renaming over a FIFO, a device such as
+so a failed export never leaves half a file; a write that fails (a full disk) names the file
+and the reason, as :class:`Unavailable`. Renaming over a FIFO, a device such as
 ``/dev/stdout`` or a symlink would replace that node with a regular file, so a FIFO or a device
 is opened and written in place, and a symlink's target (not the link) is replaced.
 
@@ -22,13 +23,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from memcore.errors import InvalidInput
+from memcore.errors import InvalidInput, MemcoreError, PermissionDenied, Unavailable
 from memcore_sqlite.storage import file_modes
 from memcore_sqlite.storage.file_modes import FILE_MODE
 
 
 def _refused(shown: Path, reason: str | None) -> InvalidInput:
     return InvalidInput(f"cannot write {shown} ({reason or 'not writable'})", field="out")
+
+
+def _failed(shown: Path, exc: OSError) -> MemcoreError:
+    """A write that failed once the file was open: a full disk or a file grown past its limit
+    is the machine's state, not the user's input (exit 5); a permission, exit 4."""
+    why = file_modes.not_writable(exc)
+    if why is not None:
+        return PermissionDenied(f"cannot write {shown} ({why})", field="out")
+    why = (exc.strerror or type(exc).__name__).lower()
+    return Unavailable(f"cannot write {shown} ({why})", field="out", retryable=False)
 
 
 @contextlib.contextmanager
@@ -65,8 +76,11 @@ def _write_through(target: Path, shown: Path) -> Iterator[TextIO]:
         fh = open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise _refused(shown, exc.strerror) from None
-    with fh:
-        yield fh
+    try:
+        with fh:
+            yield fh
+    except OSError as exc:  # a write, or the flush as it closes (a full device)
+        raise _failed(shown, exc) from None
 
 
 @contextlib.contextmanager
@@ -77,12 +91,15 @@ def _replace(real: Path, shown: Path) -> Iterator[TextIO]:
     except OSError as exc:
         raise _refused(shown, exc.strerror) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
-                os.fchmod(fh.fileno(), FILE_MODE)
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                if hasattr(os, "fchmod"):  # POSIX; Windows has no owner-only mode bits
+                    os.fchmod(fh.fileno(), FILE_MODE)
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:  # a full disk: the old file stays, the temporary one goes
+            raise _failed(shown, exc) from None
         try:
             os.replace(tmp, real)
         except OSError as exc:

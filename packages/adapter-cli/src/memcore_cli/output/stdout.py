@@ -1,0 +1,69 @@
+"""stdout as every command writes it: output that cannot be written is a plain error.
+
+A closed stdout (``memcore list >&-``) or a full disk (``> /dev/full``) made an "unexpected
+OSError" (exit 1), or with rich's tables no error at all (exit 0, the output lost). Here such
+a write is :class:`~memcore.errors.Unavailable` (exit 5) naming what happened, and a command
+started with stdout closed is refused before it does anything, so that a write is not made
+whose answer nobody can read. A closed pipe (``| head``) stays the quiet ``BrokenPipeError``
+it is. Standard library and ``memcore.errors`` only: ``--help`` goes through here.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from memcore.errors import Unavailable
+
+
+def closed() -> Unavailable:
+    """The error for a run started with stdout closed (nothing was done)."""
+    return Unavailable(
+        "cannot write the output: stdout is closed (nothing was done)",
+        field="stdout",
+        retryable=False,
+    )
+
+
+def lost(exc: OSError) -> Unavailable:
+    """The error for a write to stdout that failed with ``exc``."""
+    if exc.errno == errno.EBADF:
+        return closed()
+    why = (exc.strerror or type(exc).__name__).lower()
+    return Unavailable(f"cannot write the output: {why}", field="stdout", retryable=False)
+
+
+class GuardedStdout:
+    """``sys.stdout`` while the CLI runs: a failed write raises :func:`lost`'s error, and
+    :attr:`failed` says so (what could not be written must not fail again at exit)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.failed = False
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            self.failed = True
+            raise lost(exc) from None
+
+    def write(self, text: str) -> int:
+        with self._guard():
+            return self.stream.write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        with self._guard():
+            self.stream.writelines(lines)
+
+    def flush(self) -> None:
+        with self._guard():
+            self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer, ...
+        return getattr(self.stream, name)

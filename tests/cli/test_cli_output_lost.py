@@ -1,0 +1,161 @@
+"""Output that cannot be written (stdout closed, a full disk, a file grown past its limit) is
+one plain line and exit 5, never an "unexpected" error or a silent exit 0; a command started
+with stdout closed does nothing; an export that fails leaves no file behind as if complete.
+
+Each case runs the real console entry point in a child process, as a shell would."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MAIN = "from memcore_cli.entry import main; main()"
+#: ``sh -c`` running ``$0 -c $1 ARGS`` with stdout closed (``memcore ... >&-``).
+SHELL_WITHOUT_STDOUT = 'code=$1; shift; exec "$0" -c "$code" "$@" >&-'
+CLOSED = "memcore: error: cannot write the output: stdout is closed (nothing was done)"
+FULL = "memcore: error: cannot write the output: no space left on device"
+
+needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "MEMCORE_HOME": str(home)}
+
+
+def _run(home: Path, *args: str, **kwargs) -> subprocess.CompletedProcess[str]:
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run(
+        [sys.executable, "-c", MAIN, *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(home),
+        timeout=120,
+        check=False,
+        **kwargs,
+    )
+
+
+def _without_stdout(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sh", "-c", SHELL_WITHOUT_STDOUT, sys.executable, MAIN, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(home),
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def seeded(tmp_path) -> Path:
+    home = tmp_path / "home"
+    for text in ("User prefers concise answers", "User lives in Hangzhou"):
+        assert _run(home, "add", "--sync", text).returncode == 0
+    return home
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["--format", "table", "list"],
+        ["list", "--all"],
+        ["count"],
+        ["search", "answers"],
+        ["export"],
+        ["config", "show"],
+        ["--version"],
+        ["--help"],
+        ["list", "--help"],
+        [],
+    ],
+)
+def test_a_closed_stdout_is_one_line_and_exit_5(seeded, args):
+    done = _without_stdout(seeded, *args)
+    assert (done.returncode, done.stderr.splitlines()) == (5, [CLOSED])
+
+
+def test_a_closed_stdout_with_json_is_the_json_error(seeded):
+    done = _without_stdout(seeded, "--json", "list")
+    assert done.returncode == 5
+    [line] = done.stderr.splitlines()
+    error = json.loads(line)["error"]
+    assert (error["code"], error["field"], error["exit_code"]) == ("unavailable", "stdout", 5)
+
+
+def test_a_write_with_stdout_closed_is_not_made(seeded):
+    done = _without_stdout(seeded, "add", "--sync", "User drinks tea")
+    assert (done.returncode, done.stderr.splitlines()) == (5, [CLOSED])
+    listed = _run(seeded, "--json", "list", "--all")
+    assert "tea" not in listed.stdout and len(listed.stdout.splitlines()) == 2
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["--format", "table", "list"],
+        ["list", "--all"],
+        ["get", "--help"],
+        ["export"],
+        ["--version"],
+        ["--help"],
+        [],
+    ],
+)
+def test_stdout_on_a_full_disk_is_one_line_and_exit_5(seeded, args):
+    with open("/dev/full", "w") as full:
+        done = _run(seeded, *args, stdout=full.fileno())
+    assert (done.returncode, done.stderr.splitlines()) == (5, [FULL])
+
+
+@needs_dev_full
+def test_export_out_onto_a_full_device_is_one_line_and_exit_5(seeded):
+    done = _run(seeded, "export", "--out", "/dev/full")
+    assert done.returncode == 5
+    assert done.stderr.splitlines() == [
+        "memcore: error: cannot write /dev/full (no space left on device)"
+    ]
+
+
+#: Room for SQLite's 32 KiB shared-memory file, not for the export of :func:`_long_memories`.
+FILE_LIMIT = 64 * 1024
+
+
+def _limit_file_size() -> None:
+    """The child may grow a file to FILE_LIMIT bytes: beyond that a write fails (EFBIG)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
+
+
+def _long_memories(home: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text(
+        "".join(f"Note {i}: " + "the user keeps long notes " * 120 + "\n" for i in range(40)),
+        encoding="utf-8",
+    )
+    assert _run(home, "import", "--lines", str(notes)).returncode == 0
+    notes.unlink()
+
+
+def test_an_export_that_cannot_be_written_whole_leaves_the_old_file(tmp_path):
+    seeded = tmp_path / "home"
+    _long_memories(seeded, tmp_path)
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n", encoding="utf-8")
+    done = _run(seeded, "export", "--out", str(out), preexec_fn=_limit_file_size)
+    assert done.returncode == 5
+    assert done.stderr.splitlines() == [f"memcore: error: cannot write {out} (file too large)"], (
+        done.stderr
+    )
+    assert out.read_text(encoding="utf-8") == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "out.jsonl"]
