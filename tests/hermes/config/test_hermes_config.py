@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,33 @@ def test_the_local_model_is_read_from_the_env_file(hermes_home: Path, kit: Any) 
     kit.write_env(hermes_home, {"MEMCORE_MODEL_BASE_URL": "http://127.0.0.1:9/v1"})
     report = run_doctor(HermesHome(hermes_home), environ={})
     assert report["backend_error"]["field"] == "MEMCORE_MODEL"
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "lchown") or os.geteuid() != 0, reason="making a link of another user"
+)
+@pytest.mark.parametrize("name", ["tablestore_memory.json", ".env"])
+def test_save_never_follows_a_file_another_user_left_in_a_shared_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A linked config has its target replaced; in a shared folder (sticky, writable by all)
+    a link another user left there named a file of their choosing, which saving replaced."""
+    from memcore.errors import PermissionDenied
+    from memcore_hermes.backend.setup import write_env_values
+    from memcore_hermes.config.home import HermesHome
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setenv("HERMES_HOME", str(shared))
+    victim = tmp_path / "victim"
+    victim.write_text("{}", encoding="utf-8")
+    (shared / name).symlink_to(victim)
+    os.lchown(shared / name, 65534, 65534)
+    with pytest.raises(PermissionDenied, match="another user left in a shared folder"):
+        if name == ".env":
+            write_env_values(HermesHome(shared), {"TABLESTORE_MEMORY_AK": "x"})
+        else:
+            MemcoreMemoryProvider().save_config({"top_k": "9"}, str(shared))
+    assert victim.read_text(encoding="utf-8") == "{}"
+    assert sorted(p.name for p in shared.iterdir()) == [name]

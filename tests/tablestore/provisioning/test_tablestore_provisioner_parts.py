@@ -20,6 +20,7 @@ from memcore.errors import (
 )
 from memcore_tablestore.provisioning.errors import classify, redact
 from memcore_tablestore.provisioning.files import (
+    LOCK_FILE,
     PENDING_MARKER,
     PendingInstance,
     atomic_write_text,
@@ -185,3 +186,61 @@ def test_retry_gives_up_with_the_last_error_after_the_timeout() -> None:
     with pytest.raises(Throttled):
         retry_transient(busy, timeout=15.0, clock=clock, sleep=clock.sleep)
     assert clock.now == pytest.approx(15.0)
+
+
+def _shared_with_a_planted_link(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A sticky folder every user can write, where user 65534 left ``name`` linking to a file
+    of their choosing (``victim``)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = tmp_path / "victim"
+    victim.write_text("{}", encoding="utf-8")
+    (shared / name).symlink_to(victim)
+    os.lchown(shared / name, 65534, 65534)
+    return shared, victim
+
+
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "lchown") or os.geteuid() != 0, reason="making a link of another user"
+)
+
+
+@needs_root
+@pytest.mark.parametrize("name", ["tablestore_memory.json", PENDING_MARKER])
+def test_a_link_another_user_left_in_a_shared_folder_is_never_written_through(
+    tmp_path: Path, name: str
+) -> None:
+    shared, victim = _shared_with_a_planted_link(tmp_path, name)
+    with pytest.raises(PermissionDenied, match="another user left in a shared folder"):
+        if name == PENDING_MARKER:
+            write_pending(shared, PendingInstance(alias="a", region="cn-hangzhou"))
+        else:
+            atomic_write_text(shared / name, '{"instance_name": "ots-1"}\n')
+    assert victim.read_text(encoding="utf-8") == "{}"
+    assert sorted(p.name for p in shared.iterdir()) == [name]
+
+
+@needs_root
+def test_the_lock_never_opens_a_link_another_user_left_in_a_shared_folder(
+    tmp_path: Path,
+) -> None:
+    shared, victim = _shared_with_a_planted_link(tmp_path, LOCK_FILE)
+    victim.unlink()  # a link to a file that does not exist yet: opening it would create it
+    with (
+        pytest.raises(PermissionDenied, match="another user left in a shared folder"),
+        bootstrap_lock(shared, timeout=1.0),
+    ):
+        pass
+    assert not victim.exists()
+
+
+def test_a_link_of_ones_own_in_a_shared_folder_is_still_followed(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    kept = tmp_path / "kept.json"
+    kept.write_text("{}\n")
+    (shared / "tablestore_memory.json").symlink_to(kept)
+    atomic_write_text(shared / "tablestore_memory.json", '{"instance_name": "ots-1"}\n')
+    assert kept.read_text() == '{"instance_name": "ots-1"}\n'

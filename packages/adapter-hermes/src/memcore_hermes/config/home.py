@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcore_sqlite.storage.file_modes import FILE_MODE, make_home
+from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
 
 if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
@@ -146,8 +146,17 @@ def _coerce_setup_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def atomic_write(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, with ``mode``; a
-    symlink (a config kept with the user's dotfiles) stays, and its target is replaced."""
+    symlink (a config kept with the user's dotfiles) stays, and its target is replaced; one
+    that another user left in a shared folder is refused (:func:`planted`, as the CLI's)."""
     make_home(path.parent, advice=HOME_ADVICE)
+    link = planted(path)
+    if link is not None:  # following it would replace a file of another user's choosing
+        from memcore.errors import PermissionDenied
+
+        raise PermissionDenied(
+            f"cannot write {path} (a {link} another user left in a shared folder)",
+            field=path.name,
+        )
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -54,9 +55,11 @@ def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
 
     A temporary file in the same directory is written, flushed and fsynced, then renamed over
     ``path``; the directory is fsynced too so the rename survives a power cut. A symlink
-    (a config kept with the user's dotfiles) stays, and its target is replaced.
+    (a config kept with the user's dotfiles) stays, and its target is replaced, unless another
+    user left it in a shared folder (:func:`planted`).
     """
     _make_folder(path.parent)
+    _refuse_planted(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -72,6 +75,40 @@ def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def planted(target: Path) -> str | None:
+    """What ``target`` is ("symlink", "fifo", ...) when another user left it in a sticky,
+    world-writable folder: its owner is neither us nor the folder's owner. None otherwise
+    (a regular file there is renamed over, which the sticky bit itself refuses).
+
+    The rule of ``memcore_sqlite.storage.file_modes.planted``, which the CLI and the Hermes
+    plugin use for their own files; kept here because the storage adapters import nothing
+    of each other."""
+    geteuid = getattr(os, "geteuid", None)
+    try:
+        st = os.lstat(target)
+        folder = os.stat(target.parent)
+    except OSError:
+        return None
+    if geteuid is None or stat.S_ISREG(st.st_mode):
+        return None
+    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if not shared or st.st_uid in (geteuid(), folder.st_uid):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "symlink"
+    return "fifo" if stat.S_ISFIFO(st.st_mode) else "special file"
+
+
+def _refuse_planted(path: Path) -> None:
+    """Following such a file would write (or create) a file of another user's choosing."""
+    link = planted(path)
+    if link is not None:
+        raise PermissionDenied(
+            f"cannot write {path} (a {link} another user left in a shared folder)",
+            field="config",
+        )
 
 
 def _make_folder(directory: Path) -> None:
@@ -166,7 +203,10 @@ def bootstrap_lock(
     path = directory / LOCK_FILE
     try:
         _make_folder(directory)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        _refuse_planted(path)
+        # A link of one's own is followed; one made after the check is not (O_NOFOLLOW).
+        nofollow = 0 if path.is_symlink() else getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | nofollow, FILE_MODE)
     except OSError as exc:
         raise file_error(exc, path, "open") from None
     try:
