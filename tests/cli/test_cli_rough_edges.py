@@ -206,6 +206,41 @@ def test_unset_whose_write_back_fails_says_what_was_cleared_and_how_to_restore(
     assert fake_cli.json(*restore[1:])["metadata"] == {"topic": "food", "note": "it's hot tea"}
 
 
+def test_unset_on_the_embedded_store_is_one_write(local_cli):
+    """A clear and then a write-back left the metadata cleared if the process died between
+    them; the embedded store removes the keys in the update itself."""
+    memory_id = local_cli.json("add", "--sync", "-m", "topic=food", "-m", "source=chat", "Tea")[
+        "memory_ids"
+    ][0]
+    done = local_cli.json("update", memory_id, "--unset", "source", "--text", "Green tea")
+    assert (done["text"], done["metadata"]) == ("Green tea", {"topic": "food"})
+    updates = local_cli.json("requests", "--operation", "UpdateMemory")["items"]
+    assert len(updates) == 1, updates
+
+
+def test_unset_keeps_a_key_another_writer_set_after_it_was_read(local_cli, monkeypatch):
+    """The keys to keep were those read before the clear: a key another writer set between
+    the read and the clear was lost."""
+    from memcore_sqlite.store import SqliteMemoryStore
+
+    memory_id = local_cli.json("add", "--sync", "-m", "topic=food", "-m", "source=chat", "Tea")[
+        "memory_ids"
+    ][0]
+    find = SqliteMemoryStore.find_memory
+
+    writes = [{"mood": "calm"}]  # once, just after the first read
+
+    def read_then_another_writer(self, store, pattern, wanted):
+        found = find(self, store, pattern, wanted)
+        if writes:
+            self.update_memory(store, found.scope, found.id, metadata=writes.pop())
+        return found
+
+    monkeypatch.setattr(SqliteMemoryStore, "find_memory", read_then_another_writer)
+    done = local_cli.json("update", memory_id, "--unset", "source")
+    assert done["metadata"] == {"topic": "food", "mood": "calm"}
+
+
 def test_text_from_stdin_loses_only_its_final_newline(local_cli):
     for piped, kept in (
         ("Lives in Hangzhou\n", "Lives in Hangzhou"),

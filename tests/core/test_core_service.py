@@ -505,3 +505,16 @@ def test_an_argument_of_the_wrong_kind_is_invalid_input(call: str) -> None:
     with pytest.raises(InvalidInput):
         WRONG_KINDS[call](svc)
     assert svc.profile().items == ()
+
+
+def test_update_refuses_to_remove_keys_where_the_store_cannot_in_one_write() -> None:
+    """A store that can only merge or clear refuses ``remove`` (nothing changes), rather
+    than pretending (the embedded store takes the keys out in the update itself)."""
+    from memcore.errors import Unsupported
+
+    fake = service_for(InMemoryMemoryStore(), "alice")
+    memory_id = fake.remember("Tea", metadata={"a": "1", "b": "2"}, sync=True).memory_ids[0]
+    assert not fake.removes_keys
+    with pytest.raises(Unsupported):
+        fake.update(memory_id, remove={"a"})
+    assert fake.get(memory_id).metadata == {"a": "1", "b": "2"}

@@ -254,3 +254,22 @@ def test_add_many_keeps_given_ids_and_refuses_taken_ones(lexical_store) -> None:
     with pytest.raises(Conflict):
         lexical_store.add_many("imp", [TextItem(scope, "a different fact", id="orig-1")])
     assert lexical_store.get_memory("imp", scope, "orig-1").text == "imported fact"
+
+
+def test_update_removing_keys_merges_then_removes_in_one_write(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """``KeyRemoval``: the merge and the removal are one update (one audit record), and the
+    limit applies to what is kept, not to the merge before the removal."""
+    from memcore.ports import KeyRemoval
+
+    assert isinstance(lexical_store, KeyRemoval)
+    lexical_store.ensure_store(STORE)
+    full = {f"k{i}": "v" for i in range(16)}
+    [memory_id] = lexical_store.add_many(STORE, [TextItem(scope=ALICE, text="Tea", metadata=full)])
+    done = lexical_store.update_memory_removing(
+        STORE, ALICE, memory_id, remove={"k0", "absent"}, metadata={"new": "1"}
+    )
+    assert done.metadata == {**{f"k{i}": "v" for i in range(1, 16)}, "new": "1"}
+    updates = lexical_store.list_requests(STORE, operation="UpdateMemory").items
+    assert len(updates) == 1

@@ -79,7 +79,7 @@ _LATER: dict[str, tuple[str, ...]] = {
         "get_task",
         "list_tasks",
     ),
-    "writes": ("add_text", "add_many", "update_memory", "delete_memory"),
+    "writes": ("add_text", "add_many", "update_memory", "update_memory_removing", "delete_memory"),
     "facts": ("add_messages",),
     "messages": ("message_counts", "move_messages"),
     "dream": (
@@ -209,6 +209,7 @@ class SqliteMemoryStore:
             self.message_counts = messages.message_counts
             self.move_messages = messages.move_messages
             self.update_memory = writes.update_memory
+            self.update_memory_removing = writes.update_memory_removing
             self.delete_memory = writes.delete_memory
             self.create_dream_task = dream.create_dream_task
             self.create_session_dream_task = dream.create_session_dream_task

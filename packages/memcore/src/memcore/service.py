@@ -7,7 +7,7 @@ call a store directly for memory operations, so validation and tenant safety liv
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar
 
@@ -21,6 +21,7 @@ from memcore.policies import ScopePolicy
 from memcore.ports import (
     BulkAdd,
     DreamUndo,
+    KeyRemoval,
     MemoryLookup,
     MemoryStore,
     MessageMove,
@@ -625,19 +626,44 @@ class MemoryService:
         *,
         text: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        remove: Collection[str] = (),
         agent_id: str | None = None,
         run_id: str | None = None,
         pattern: ScopePattern | None = None,
     ) -> MemoryRecord:
+        """Replace the text and/or merge ``metadata`` into the memory's map, and take the keys
+        ``remove`` out of it, in one write; ``remove`` needs :attr:`removes_keys`."""
         self._check_writable()
         limits.check_id(memory_id)
-        if text is None and metadata is None:
+        gone = set(remove)
+        if text is None and metadata is None and not gone:
             raise InvalidInput("update needs text or metadata", field="text")
+        if any(not isinstance(key, str) or not key for key in gone):
+            raise InvalidInput(
+                "a metadata key to remove must be a non-empty string", field="remove"
+            )
+        if gone and not self.removes_keys:
+            raise Unsupported(
+                "this store cannot remove a metadata key in one write: clear the metadata "
+                "({}) and write back the keys to keep",
+                field="remove",
+            )
         if text is not None:
             text = restorable_text(text)  # as remember: a recalled block is cut out
         meta = None if metadata is None else check_user_metadata(metadata)
         scope = self.get(memory_id, agent_id=agent_id, run_id=run_id, pattern=pattern).scope
+        if gone and isinstance(self.store, KeyRemoval):
+            return self.store.update_memory_removing(
+                self.store_name, scope, memory_id, remove=gone, text=text, metadata=meta
+            )
         return self.store.update_memory(self.store_name, scope, memory_id, text=text, metadata=meta)
+
+    @property
+    def removes_keys(self) -> bool:
+        """Whether :meth:`update` can take metadata keys out (the store is a
+        :class:`~memcore.ports.KeyRemoval`); elsewhere a key goes only by clearing the map
+        and writing the rest back, two writes."""
+        return isinstance(self.store, KeyRemoval)
 
     def forget(
         self,

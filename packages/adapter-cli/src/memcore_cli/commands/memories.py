@@ -387,7 +387,10 @@ def update(
     found = find_memory(runtime, memory_id)
     service = runtime.service()
     service.switch_scope(found.scope)
-    if removed & found.metadata.keys():
+    if removed and service.removes_keys:
+        # One write, which reads the map as it is then: a key set since `found` stays.
+        memory = service.update(found.id, text=text, metadata=meta, remove=removed)
+    elif removed & found.metadata.keys():
         # The store merges what it is given and clears on {}: keep the rest, clear, write it.
         kept = {k: v for k, v in found.metadata.items() if k not in removed}
         meta = {**kept, **(meta or {})}

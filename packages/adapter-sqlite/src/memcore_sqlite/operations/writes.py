@@ -9,7 +9,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from memcore import limits
@@ -476,6 +476,23 @@ class MemoryWrites:
         metadata: Mapping[str, str] | None = None,
     ) -> MemoryRecord:
         """Replace the text and/or merge the metadata map; the index and vector follow."""
+        return self.update_memory_removing(
+            store, scope, memory_id, remove=(), text=text, metadata=metadata
+        )
+
+    def update_memory_removing(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        remove: Collection[str],
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> MemoryRecord:
+        """As :meth:`update_memory`, the keys ``remove`` then taken out of the merged map, in
+        the same transaction (:class:`~memcore.ports.KeyRemoval`): read, merged and written
+        under the write lock, so a key another writer set meanwhile stays."""
         started = time.perf_counter()
         check_scope(scope)
         limits.check_id(memory_id)
@@ -493,7 +510,15 @@ class MemoryWrites:
             new_text = row.text if text is None else text
             old_meta = json.loads(row.metadata)
             # Merged as on the service: the same key overwrites, {} clears the map.
-            new_meta = old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
+            if not remove:
+                new_meta = (
+                    old_meta if meta is None else limits.merge_update_metadata(old_meta, meta)
+                )
+            else:  # merged, then the keys taken out; only the result must fit the limit
+                merged = old_meta if meta is None else {**old_meta, **meta} if meta else {}
+                gone = set(remove)
+                kept = {k: v for k, v in merged.items() if k not in gone}
+                new_meta = limits.check_metadata(kept)
             gen = self._tx.bump(conn, sid)
             words = analysis.tokens(new_text)
             now = time.time()

@@ -2,7 +2,7 @@
 per family. Adapters implement these; the core and its fake never import an adapter.
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
-  ``DreamUndo``, ``MemoryLookup``, ``MessageMove``, ``NeighbourTurns``,
+  ``DreamUndo``, ``KeyRemoval``, ``MemoryLookup``, ``MessageMove``, ``NeighbourTurns``,
   ``SearchWarmup``, ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
@@ -21,6 +21,7 @@ from memcore.ports.models import ChatModel, DreamReviewer, FactExtractor
 from memcore.ports.store import (
     BulkAdd,
     DreamUndo,
+    KeyRemoval,
     MemoryLookup,
     MemoryStore,
     MessageMove,
@@ -38,6 +39,7 @@ __all__ = [
     "Embedder",
     "FactExtractor",
     "InstanceFacts",
+    "KeyRemoval",
     "MemoryLookup",
     "MemoryStore",
     "MessageMove",

@@ -7,7 +7,7 @@ pretending.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -239,6 +239,28 @@ class BulkAdd(Protocol):
         memory gets a new one with ``new_id_if_taken``, else raises ``Conflict``. Once the
         batch is stored, the ids of the memories it created are added to ``created``: an id
         answered for a text already there (written by anyone, even a moment ago) is not."""
+        ...
+
+
+@runtime_checkable
+class KeyRemoval(Protocol):
+    """A store that removes metadata keys in the same write as the rest of an update (the
+    embedded store). The plain update can only merge or clear the map, so removing a key
+    there is a clear and then the other keys written back: two writes, which a crash can
+    leave half done and which lose a key another writer set after the read."""
+
+    def update_memory_removing(
+        self,
+        store: str,
+        scope: Scope,
+        memory_id: str,
+        *,
+        remove: Collection[str],
+        text: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> MemoryRecord:
+        """As ``update_memory``, and the keys in ``remove`` (absent ones ignored) taken out
+        of the stored map after ``metadata`` is merged in, all in one transaction."""
         ...
 
 
