@@ -44,7 +44,8 @@ Examples:
   memcore list | cut -f1            # piped output is tab-separated
 
 Exit codes: 0 ok, 1 unexpected, 2 usage or invalid input, 3 not found,
-4 permission or auth, 5 backend unavailable or throttled, 130 interrupted (Ctrl-C).
+4 permission or auth, 5 backend unavailable or throttled or output not writable,
+130 interrupted (Ctrl-C).
 """
 
 app = typer.Typer(

@@ -19,7 +19,6 @@ from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
-from memcore.errors import MemcoreError
 from memcore_cli.output.stdout import GuardedStdout
 from memcore_cli.output.visible import json_safe, visible
 
@@ -181,9 +180,6 @@ class MemcoreGroup(TyperGroup):
             # Help or the version could not be written to a closed pipe; a command's own
             # output is handled in ``invoke``.
             code = _stdout_gone()
-        except MemcoreError as exc:  # help or the version could not be written (a full disk)
-            code = int(report_error(exc, as_json=leading_json(self, args), debug=False))
-            _stdout_gone()
         except ClickException as exc:
             if isinstance(exc, MissingValue):  # the line was not rearranged: read what was
                 args = exc.globals_before
@@ -194,6 +190,11 @@ class MemcoreGroup(TyperGroup):
             from memcore_cli.output.exit_codes import ExitCode
 
             code = int(ExitCode.UNEXPECTED)
+        except Exception as exc:  # help or the version could not be written (a full disk)
+            if not _stdout_failed():  # caught by type only here: ``--help`` imports no core
+                raise
+            code = int(report_error(exc, as_json=leading_json(self, args), debug=False))
+            _stdout_gone()
         else:
             code = rv if isinstance(rv, int) else 0
         finally:

@@ -5,7 +5,8 @@ OSError" (exit 1), or with rich's tables no error at all (exit 0, the output los
 a write is :class:`~memcore.errors.Unavailable` (exit 5) naming what happened, and a command
 started with stdout closed is refused before it does anything, so that a write is not made
 whose answer nobody can read. A closed pipe (``| head``) stays the quiet ``BrokenPipeError``
-it is. Standard library and ``memcore.errors`` only: ``--help`` goes through here.
+it is. ``--help`` goes through here, and imports no ``memcore`` module (a start-up test holds
+it), so the error type is imported only when a write has failed.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from memcore.errors import Unavailable
+if TYPE_CHECKING:
+    from memcore.errors import Unavailable
 
 
 def closed() -> Unavailable:
     """The error for a run started with stdout closed (nothing was done)."""
+    from memcore.errors import Unavailable
+
     return Unavailable(
         "cannot write the output: stdout is closed (nothing was done)",
         field="stdout",
@@ -31,6 +35,8 @@ def lost(exc: OSError) -> Unavailable:
     """The error for a write to stdout that failed with ``exc``."""
     if exc.errno == errno.EBADF:
         return closed()
+    from memcore.errors import Unavailable
+
     why = (exc.strerror or type(exc).__name__).lower()
     return Unavailable(f"cannot write the output: {why}", field="stdout", retryable=False)
 
