@@ -67,3 +67,42 @@ def test_a_turn_that_is_a_memory_shown_is_not_repeated_under_another() -> None:
     block = format_recall([hit("I booked the hut near Triglav", 0.9, HUT), hit(reply, 0.8)])
     assert block.count(reply) == 1 and "after, assistant" not in block
     assert "before, user: Which trail should we take on Saturday?" in block
+
+
+def test_two_turns_of_the_same_words_are_each_shown_under_their_memory() -> None:
+    """A short answer said twice ("Yes, please.") is two turns: each is shown under the memory
+    it answers, or the second question would stand unanswered in the block."""
+    paris = TurnContext(
+        before=(Message("assistant", "Shall I book the 9:40 train to Paris?", id="m1"),),
+        after=(
+            Message("user", "Yes, please.", id="m2"),
+            Message("assistant", "Booked, seat 42.", id="m3"),
+        ),
+    )
+    rome = TurnContext(
+        before=(Message("assistant", "Shall I cancel your Rome hotel for Friday?", id="m7"),),
+        after=(
+            Message("user", "Yes, please.", id="m8"),
+            Message("assistant", "Cancelled, the refund takes five days.", id="m9"),
+        ),
+    )
+    block = format_recall(
+        [
+            hit("Ana takes the train to Paris on Friday", 0.9, paris),
+            hit("Ana's Rome hotel", 0.8, rome),
+        ]
+    )
+    rome_part = block[block.index("Ana's Rome hotel") :]
+    assert block.count("after, user: Yes, please.") == 2
+    assert "after, assistant: Cancelled, the refund takes five days." in rome_part
+
+
+def test_one_turn_neighbouring_two_memories_is_shown_once() -> None:
+    """The same message (one id) around two memories is shown under the first only."""
+    shared = Message("assistant", "Noted, I will keep both in mind.", id="m5")
+    first = TurnContext(after=(shared,))
+    second = TurnContext(before=(shared,))
+    block = format_recall(
+        [hit("Ana likes window seats", 0.9, first), hit("Ana dislikes night trains", 0.8, second)]
+    )
+    assert block.count(shared.content) == 1

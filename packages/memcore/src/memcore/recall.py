@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
-from memcore.values import SearchHit
+from memcore.values import Message, SearchHit
 
 FENCE_OPEN = "<recalled-memory>"
 FENCE_CLOSE = "</recalled-memory>"
@@ -153,13 +153,13 @@ def format_recall(
     # Turns around a memory never cost another its place, so the memories shown are those
     # shown without them; a turn that is one of them, or already shown, is not repeated.
     shown = kept[: len(_lines(kept, budget, None))]
-    said = {normalized(sanitize_recalled(h.memory.text)) for h in shown}
+    said: set[Hashable] = {normalized(sanitize_recalled(h.memory.text)) for h in shown}
     return fence("\n".join(_lines(kept, budget, said)))
 
 
-def _lines(kept: Sequence[SearchHit], budget: int, said: set[str] | None) -> list[str]:
+def _lines(kept: Sequence[SearchHit], budget: int, said: set[Hashable] | None) -> list[str]:
     """The block's lines within ``budget``, each memory's turns under it unless ``said`` is
-    None (then none); ``said`` gathers the texts shown."""
+    None (then none); ``said`` holds the memories' texts and gathers the turns shown."""
     sessions = {h.memory.scope.run_id for h in kept}
     lines: list[str] = []
     for i, hit in enumerate(kept):
@@ -185,12 +185,14 @@ def _lines(kept: Sequence[SearchHit], budget: int, said: set[str] | None) -> lis
     return lines
 
 
-def _around(hit: SearchHit, room: int, said: set[str]) -> str:
+def _around(hit: SearchHit, room: int, said: set[Hashable]) -> str:
     """The hit's neighbouring turns (``search(..., neighbours=N)``) as indented lines under
     it in the order said, taken nearest first (the turn before, the turn after, ...) within
     ``room`` characters; a turn that cannot show :data:`_MIN_NEIGHBOUR_CHARS` of itself ends
-    them. A turn whose text is in ``said`` (shown already, or as a memory) is left out, and so
-    are the turns beyond it on its side; the texts shown here join ``said``."""
+    them. A turn shown already (the same message, :func:`_turn`), or whose text is a memory
+    in ``said``, is left out, and so are the turns beyond it on its side; the turns shown here
+    join ``said``. Another turn of the same words (a second "Yes, please.") is still shown:
+    it answers something else."""
     context = hit.neighbours
     if context is None:
         return ""
@@ -205,16 +207,23 @@ def _around(hit: SearchHit, room: int, said: set[str]) -> str:
         left = room - len(head)
         if left < _MIN_NEIGHBOUR_CHARS:
             break
-        key = normalized(text)
-        if side in closed or key in said:  # the turns beyond it would seem adjacent
-            closed.add(side)
+        turn = _turn(m)
+        if side in closed or turn in said or normalized(text) in said:
+            closed.add(side)  # the turns beyond it would seem adjacent
             continue
-        said.add(key)
+        said.add(turn)
         if len(text) > left:
             text = text[: left - 1].rstrip() + "…"
         shown[place] = head + text
         room -= len(head) + len(text)
     return "".join(shown[k] for k in sorted(shown))
+
+
+def _turn(m: Message) -> tuple[object, ...]:
+    """Which message a turn is: its id in its session, else its words and when it was said."""
+    if m.id:
+        return ("id", m.scope, m.id)
+    return ("turn", m.scope, m.role, m.timestamp, m.content)
 
 
 def fence(body: str) -> str:
