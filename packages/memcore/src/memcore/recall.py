@@ -45,7 +45,7 @@ def sanitize_recalled(text: str) -> str:
     characters (``</recalled\u200b-memory>``) or look-alike ones (fullwidth ``＜``) reads as
     one to a model: such a text is shown without them, in compatibility form (NFKC)."""
     text = _without_tags(text)
-    if text.isascii():  # nothing invisible or look-alike in it
+    if text.isascii() or not _TAG_OPENING_RE.search(text):  # no tag can be hidden in it
         return text.replace("\x00", "")
     plain = unicodedata.normalize("NFKC", "".join(ch for ch in text if not _invisible(ch)))
     if plain != text and _TAG_RE.search(plain):
@@ -58,6 +58,11 @@ def sanitize_recalled(text: str) -> str:
 _IGNORABLE_RE = re.compile(
     "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0000-\U000e0fff]"
 )
+
+
+#: A tag needs "<" or a character NFKC makes one ("\ufe64", "\uff1c"; no others, nor any
+#: sequence): a text without one holds no hidden tag, and is not looked at char by char.
+_TAG_OPENING_RE = re.compile("[<\ufe64\uff1c]")
 
 
 def _invisible(ch: str) -> bool:
