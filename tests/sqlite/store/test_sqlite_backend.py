@@ -10,6 +10,7 @@ import pytest
 from memcore.config import MemcoreConfig
 from memcore.discovery import open_store
 from memcore.errors import ConfigError, InvalidInput
+from memcore.scope import Scope
 from memcore.testing import HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, default_path, open_backend
 from memcore_sqlite.embedders import missing_onnx_requirements
@@ -128,6 +129,27 @@ def test_an_option_of_the_wrong_kind_is_refused_at_open_naming_it(
         open_backend(MemcoreConfig(embedder="onnx"), path=tmp_path / "m.db", **{option: value})
     assert info.value.field == option
     assert option in str(info.value)
+
+
+def test_an_option_given_as_a_numpy_number_is_taken(tmp_path: Path) -> None:
+    """A number read from numpy (a dimension from an array, a row count computed) is a
+    number the store works with: it is not refused as the wrong kind."""
+    np = pytest.importorskip("numpy")
+    scope = Scope("a", "t", "g", "r")
+    store = open_backend(
+        MemcoreConfig(embedder="none"),
+        path=tmp_path / "m.db",
+        embedder=HashingEmbedder(np.int64(16)),
+        busy_timeout=np.int64(5),
+        vector_cache_rows=np.int64(1_000),
+    )
+    try:
+        store.ensure_store("m")
+        store.add_text("m", scope, "Nell keeps bees on the roof", sync=True)
+        hits = store.search("m", scope.pattern(), "bees", top_k=3)
+        assert [h.memory.text for h in hits] == ["Nell keeps bees on the roof"]
+    finally:
+        store.close()
 
 
 def test_entry_point_local_opens_this_store(tmp_path: Path) -> None:

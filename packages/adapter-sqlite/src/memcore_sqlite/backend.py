@@ -6,6 +6,7 @@ The store module loads in ``open_backend`` only: a host that just picks the embe
 
 from __future__ import annotations
 
+import numbers
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,14 +111,14 @@ def _check_options(options: dict[str, Any]) -> None:
         value = options[name]
         return InvalidInput(f"{name} must be {what}, not {type(value).__name__}", field=name)
 
-    def number(value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    def number(value: Any) -> bool:  # numpy's numbers too: the store works with them
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
     if "busy_timeout" in options and not number(options["busy_timeout"]):
         raise wrong("busy_timeout", "a number of seconds")
     if "vector_cache_rows" in options:
         rows = options["vector_cache_rows"]
-        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+        if not isinstance(rows, numbers.Integral) or isinstance(rows, bool) or rows < 0:
             raise wrong("vector_cache_rows", "a whole number of rows, 0 or more")
     if "defer_vectors" in options and not isinstance(options["defer_vectors"], bool):
         raise wrong("defer_vectors", "True or False")
