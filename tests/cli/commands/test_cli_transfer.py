@@ -63,6 +63,22 @@ def test_export_to_stdout_is_json_lines_and_import_reads_stdin(local_cli, fresh_
     assert report["added"] == 4
 
 
+def test_export_out_dash_writes_stdout_as_import_dash_reads_stdin(
+    tmp_path, monkeypatch, local_cli, fresh_cli
+):
+    """``--out -`` made a file named ``-`` in the working folder and printed only its summary,
+    where ``import -`` reads stdin: a pipe got nothing."""
+    _seed(local_cli)
+    monkeypatch.chdir(tmp_path)
+    for args in (("export", "--out", "-"), ("--json", "export", "-o", "-")):
+        result = local_cli.ok(*args)
+        assert [json.loads(line)["text"] for line in result.stdout.splitlines()], args
+        assert len(result.stdout.splitlines()) == 4, args
+        assert not (tmp_path / "-").exists(), args
+    report = fresh_cli.json("import", "-", input=local_cli.ok("export", "--out", "-").stdout)
+    assert report["added"] == 4
+
+
 def test_import_into_the_tablestore_emulator_then_again_adds_nothing(
     tmp_path, local_cli, emulator_cli
 ):

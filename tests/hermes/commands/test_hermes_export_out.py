@@ -75,3 +75,29 @@ def test_a_symlink_another_user_left_in_a_shared_folder_is_refused(
     assert "another user left in a shared folder" in answer["error"]["message"]
     assert mine.read_text(encoding="utf-8") == "keep me\n"
     assert out.is_symlink()
+
+
+def test_out_dash_writes_stdout_as_import_dash_reads_stdin(
+    hermes_home: Path,
+    tmp_path: Path,
+    kit: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--out -`` made a file named ``-`` in the working folder, where ``import -`` reads
+    stdin: a pipe into another command got only the summary."""
+    import argparse
+
+    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
+
+    _seeded(kit, capsys, hermes_home)
+    monkeypatch.chdir(tmp_path)
+    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
+    register_cli(parser)
+    tablestore_mem_command(parser.parse_args(["export", "--out", "-"]))
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(json.loads(line)["text"] for line in lines) == [
+        "I play the cello on Sundays",
+        "My sister is called Ines",
+    ]
+    assert not (tmp_path / "-").exists()

@@ -19,8 +19,8 @@ def export(
         typer.Option(
             "--out",
             "-o",
-            help="Write here instead of stdout: a file is replaced whole (mode 0600), a "
-            "symlink's target likewise; a FIFO or device is written through.",
+            help="Write here instead of stdout ('-': stdout): a file is replaced whole "
+            "(mode 0600), a symlink's target likewise; a FIFO or device is written through.",
         ),
     ] = None,
 ) -> None:
@@ -34,6 +34,8 @@ def export(
     from memcore_cli.operations.transfer import export_memories
 
     state = state_of(ctx)
+    if out_path is not None and str(out_path) == "-":  # as import's '-' is stdin
+        out_path = None
     count = export_memories(state.runtime(), state.output, out_path)
     if out_path is None:
         state.output.note(f"exported {count} memories")

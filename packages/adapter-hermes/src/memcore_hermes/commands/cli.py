@@ -77,7 +77,9 @@ def register_cli(subparser: argparse.ArgumentParser) -> None:
     export = commands.add_parser(
         "export", help="The user's memories as JSON Lines (memcore's format)"
     )
-    export.add_argument("--out", "-o", default=None, help="Write here (mode 0600), not stdout")
+    export.add_argument(
+        "--out", "-o", default=None, help="Write here (mode 0600), not stdout ('-': stdout)"
+    )
     _user_options(export)
 
     imp = commands.add_parser("import", help="Import a file written by an export (either CLI)")
@@ -483,7 +485,7 @@ def _run_export(args: argparse.Namespace) -> None:
 
     with _Session(args) as session:
         lines = [dump_line(export_record(m)) for m in session.memories()]
-    if args.out is None:
+    if args.out is None or args.out == "-":  # as import's '-' is stdin
         sys.stdout.write("".join(lines))
         sys.stdout.flush()
         _say(f"exported {len(lines)} memories")
