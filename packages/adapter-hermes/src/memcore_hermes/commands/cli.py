@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -165,8 +166,34 @@ def _print(data: Any) -> None:
     from memcore.transfer import escape_json  # stored text may hold a terminal's controls
 
     document = json.dumps(data, ensure_ascii=False, indent=2, default=str)
-    sys.stdout.write(escape_json(document) + "\n")
-    sys.stdout.flush()
+    _write(escape_json(document) + "\n")
+
+
+def _write(text: str) -> None:
+    """Write ``text`` to stdout; a full disk or a closed stdout is
+    :class:`~memcore.errors.Unavailable` (exit 5, as for ``memcore``), not a traceback."""
+    from memcore.errors import Unavailable
+
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # a reader that stopped early (``| head``): quiet, as everywhere
+    except (OSError, ValueError, AttributeError) as exc:  # ValueError: closed; None: ``>&-``
+        why = (getattr(exc, "strerror", None) or "stdout is closed").lower()
+        raise Unavailable(
+            f"cannot write the output: {why}", field="stdout", retryable=False
+        ) from None
+
+
+def _stdout_gone() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be
+    written does not fail again with a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # closed, or no descriptor (a test's stream)
+        pass
 
 
 def _parse_metadata(pairs: list[str]) -> dict[str, str]:
@@ -183,7 +210,7 @@ def _parse_metadata(pairs: list[str]) -> dict[str, str]:
 
 def tablestore_mem_command(args: argparse.Namespace) -> None:
     """Run the chosen sub-command; a failure exits with its documented non-zero code."""
-    from memcore.errors import InvalidInput, MemcoreError
+    from memcore.errors import InvalidInput, MemcoreError, Unavailable
     from memcore.exit_codes import exit_code_for
 
     action = getattr(args, "tablestore_mem_action", None)
@@ -192,9 +219,15 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         if handler is None:
             raise InvalidInput(f"choose one of: {', '.join(ACTIONS)}", field="command")
         handler(args)
+    except BrokenPipeError:  # the reader went away: stop quietly, with memcore's code for it
+        _stdout_gone()
+        raise SystemExit(1) from None
     except MemcoreError as exc:
         code = int(exit_code_for(exc))
-        _print({"error": {**exc.to_dict(), "exit_code": code}})
+        if exc.field == "stdout" and isinstance(exc, Unavailable):  # nowhere to print it
+            _stdout_gone()
+        else:
+            _print({"error": {**exc.to_dict(), "exit_code": code}})
         sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
         raise SystemExit(code) from None
     except KeyboardInterrupt as exc:
@@ -486,8 +519,7 @@ def _run_export(args: argparse.Namespace) -> None:
     with _Session(args) as session:
         lines = [dump_line(export_record(m)) for m in session.memories()]
     if args.out is None or args.out == "-":  # as import's '-' is stdin
-        sys.stdout.write("".join(lines))
-        sys.stdout.flush()
+        _write("".join(lines))
         _say(f"exported {len(lines)} memories")
         return
     from pathlib import Path
