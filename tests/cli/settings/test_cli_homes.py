@@ -311,7 +311,8 @@ def test_a_home_every_user_can_write_is_refused(tmp_path):
     assert result.exit_code == 4
     assert _first_line(result) == (
         f"memcore: error: {shared} can be written by every user, who could read the memories "
-        "through files they put beside the database (set MEMCORE_HOME to a writable folder)"
+        "through files they put beside the database; use a folder only you can write "
+        "(set MEMCORE_HOME to a writable folder)"
     )
     assert planted.read_bytes() == b""
     assert sorted(p.name for p in shared.iterdir()) == ["memcore.db-wal"]

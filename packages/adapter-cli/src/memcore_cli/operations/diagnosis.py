@@ -133,8 +133,8 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     if open_to_all(settings.db_path.parent):  # every command refuses it (exit 4)
         detail = (
             f"{settings.db_path.parent} can be written by every user, who could read the "
-            f"memories through files they put beside the database: every command refuses it "
-            f"({settings.move_advice})"
+            f"memories through files they put beside the database: every command refuses it; "
+            f"use a folder only you can write ({settings.move_advice})"
         )
         checks.fail("data home", detail, PermissionDenied(detail, field="home"))
         return

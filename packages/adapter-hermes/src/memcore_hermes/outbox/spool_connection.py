@@ -76,7 +76,7 @@ def check_folder(path: Path) -> None:
     if open_to_all(path.parent):
         raise PermissionDenied(
             f"{path.parent} can be written by every user, who could read the turns through "
-            f"files they put beside the spool ({HOME_ADVICE})",
+            f"files they put beside the spool; use a folder only you can write ({HOME_ADVICE})",
             field=str(path),
         )
 

@@ -632,7 +632,7 @@ def _prepare_file(path: str, advice: str) -> bool:
     if file_modes.open_to_all(file.parent):
         raise PermissionDenied(
             f"{file.parent} can be written by every user, who could read the memories through "
-            f"files they put beside the database ({advice})",
+            f"files they put beside the database; use a folder only you can write ({advice})",
             field=str(file),
         )
     if file.exists():
