@@ -5,6 +5,10 @@ paths, the embedded store with its `semantic` extra, as the README says) gives a
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,12 +17,13 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-# The CLI's workspace dependencies are not on the package index, so they go in as paths too.
+# The CLI's workspace dependencies are not on the package index, so they go in as paths too;
+# each before the package that needs it, as the README lists them.
 CLI_INSTALL = (
-    "./packages/adapter-cli",
     "./packages/memcore",
     "./packages/adapter-sqlite[semantic]",
     "./packages/adapter-tablestore",
+    "./packages/adapter-cli",
 )
 
 
@@ -99,6 +104,33 @@ def test_release_cli_install_reaches_both_backends(cli_venv: Any) -> None:
         env=cli_venv.env(),
     ).check()
     assert out.stdout.strip().split(",") == ["local", "tablestore"]
+
+
+def test_release_cli_install_line_resolves_with_the_pip_python_ships(
+    repo_root: Path,
+    tmp_path: Path,
+    run_command: Callable[..., Any],
+    environment: Callable[..., Any],
+) -> None:
+    """The README's line, in its order, with the pip a plain ``python -m venv`` gives (pip
+    23.2 on Python 3.11): that pip refused ``memcore-sqlite`` when ``adapter-cli``, which needs
+    it, came before the path that provides it with its extra."""
+    [line] = [
+        ln
+        for ln in (repo_root / "README.md").read_text(encoding="utf-8").splitlines()
+        if ln.startswith("pip install ") and "./packages/adapter-cli" in ln
+    ]
+    targets = tuple(shlex.split(line)[2:])
+    assert targets == CLI_INSTALL, line
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    done = run_command(
+        [venv / "bin" / "python", "-m", "pip", "install", "--dry-run", "--quiet", *targets],
+        env=environment(PIP_DISABLE_PIP_VERSION_CHECK="1"),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.explain()
+    assert not re.search(r"No matching distribution", done.stderr), done.explain()
 
 
 def _json_documents(text: str) -> list[dict[str, Any]]:
