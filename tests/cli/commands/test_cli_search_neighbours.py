@@ -73,3 +73,9 @@ def test_the_help_of_evidence_says_the_embedded_store_has_none(local_cli, tmp_pa
     assert hits and not any("evidence" in hit for hit in hits)  # nothing is attached here
     usage = " ".join(local_cli.ok("search", "--help").stdout.split())
     assert "--evidence Attach the messages each hit came from (TableStore; the embedded" in usage
+
+
+def test_the_help_of_neighbours_says_where_the_turns_are_shown(local_cli) -> None:
+    """The turns before a hit are printed above its row, those after below it."""
+    usage = " ".join(local_cli.ok("search", "--help").stdout.split())
+    assert "rows -N..-1 above the hit, +1..+N below it" in usage, usage

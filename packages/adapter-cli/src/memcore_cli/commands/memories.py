@@ -215,7 +215,7 @@ def search(
             "--neighbours",
             metavar="N",
             help="Show each hit's N turns of its own conversation before and after it (0 to "
-            "5; rows marked -1, +1 under the hit). The embedded store only.",
+            "5; rows -N..-1 above the hit, +1..+N below it). The embedded store only.",
         ),
     ] = 0,
 ) -> None:
