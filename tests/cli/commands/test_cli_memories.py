@@ -187,6 +187,20 @@ def test_requests_list_a_tenant_wide_search_with_its_wildcard_scope(emulator_cli
     assert "SearchMemories" in cli.ok("requests").stdout
 
 
+def test_requests_help_says_the_embedded_store_lists_no_searches(local_cli):
+    """The embedded store audits a tenant-wide search or listing under no scope, so no tenant's
+    log shows it; the help's example filters on an operation that log does hold."""
+    local_cli.ok("add", "audited memory")
+    local_cli.ok("search", "audited")
+    local_cli.ok("list")
+    assert local_cli.json("requests", "--operation", "SearchMemories")["items"] == []
+    assert local_cli.json("requests", "--operation", "AddMemories")["items"]
+    usage = " ".join(local_cli.ok("requests", "--help").stdout.split())
+    assert "memcore requests --operation SearchMemories" not in usage
+    assert "memcore requests --operation AddMemories --limit 50" in usage
+    assert "the embedded store lists writes and reads of one memory" in usage, usage
+
+
 def test_stores_create_describe_list_delete(cli):
     cli.ok("stores", "create", "team_notes", "--description", "Shared notes")
     info = cli.json("stores", "describe", "team_notes")

@@ -60,10 +60,14 @@ def requests(
 ) -> None:
     """Show the store's request audit log (operation, scope, target, status, latency).
 
+    Only the current tenant's requests: the embedded store lists writes and reads of one
+    memory (a search or listing spans the tenant and is logged under no scope); TableStore's
+    log holds searches too.
+
     \b
     Examples:
       memcore requests
-      memcore requests --operation SearchMemories --limit 50
+      memcore requests --operation AddMemories --limit 50
     """
     from memcore_cli.output.render import when
 
