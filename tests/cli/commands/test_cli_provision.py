@@ -71,6 +71,32 @@ def test_provision_creates_saves_and_is_safe_to_rerun(home, twin, local_cli):
     assert [h["text"] for h in hits] == ["provisioned and used"]
 
 
+def test_provision_against_the_emulator_as_served_gives_a_config_that_works(home, local_cli):
+    """``memcore emulator serve`` builds its server with no control plane of its own choosing:
+    the instance its control plane creates first must be the one its data plane serves, or the
+    saved config is refused (403) by the very emulator that created it."""
+    from memcore.testing import InMemoryMemoryStore
+    from memcore_tablestore.emulator import EmulatorServer
+
+    with EmulatorServer(InMemoryMemoryStore(), access_key_id=AK, access_key_secret=SK) as server:
+        env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+        made = local_cli("--json", *_provision_args(server), env=env)
+        assert made.exit_code == 0, made.stderr
+        assert json.loads(made.stdout)["instance_name"] == server.instance_name
+        added = local_cli("--backend", "tablestore", "add", "--sync", "bootstrapped", env=env)
+        assert added.exit_code == 0, added.stderr
+        doctor = local_cli("--backend", "tablestore", "doctor", env=env)
+        assert doctor.exit_code == 0, doctor.stdout + doctor.stderr
+
+
+def test_provision_help_shows_how_to_provision_against_the_emulator(local_cli):
+    usage = " ".join(local_cli.ok("provision", "--help").stdout.replace("\\\n", " ").split())
+    assert (
+        "memcore provision --control-endpoint 127.0.0.1:8765 --control-protocol http"
+        " --endpoint-template http://127.0.0.1:8765"
+    ) in usage, usage
+
+
 def test_provision_without_credentials_exits_4(home, twin, local_cli):
     server, _ = twin
     result = local_cli(

@@ -143,6 +143,8 @@ def provision(
     Examples:
       memcore provision
       memcore --config ~/.hermes/tablestore_memory.json provision
+      memcore provision --control-endpoint 127.0.0.1:8765 --control-protocol http \\
+        --endpoint-template http://127.0.0.1:8765    # against 'memcore emulator serve'
     """
     from memcore_cli.output.records import to_record
     from memcore_tablestore.credentials import resolve_credentials

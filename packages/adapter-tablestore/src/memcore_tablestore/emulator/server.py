@@ -235,12 +235,13 @@ class EmulatorServer:
 
     @property
     def control_plane(self) -> Any:
-        """The control-plane twin, created on first use."""
+        """The control-plane twin, created on first use. The first instance it creates is the
+        one this server's data plane serves, so a config bootstrapped here works here."""
         with self._lock:
             if self._control_plane is None:
                 from memcore_tablestore.emulator.control_plane import ControlPlane
 
-                self._control_plane = ControlPlane()
+                self._control_plane = ControlPlane(instance_names=[self.instance_name])
                 self._control_plane.dns_delay = self._faults.dns_delay_s
             return self._control_plane
 
