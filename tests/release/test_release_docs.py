@@ -314,3 +314,12 @@ def test_release_docs_give_the_test_counts_pytest_collects(readme: str, repo_roo
     whole = _collected(repo_root)
     said = _documented(readme, r"The whole suite holds ([\d,]+) tests")
     assert abs(said - whole) <= 0.15 * whole, (said, whole)
+
+
+def test_release_backends_doc_gives_the_contract_suite_size(repo_root: Path) -> None:
+    """docs/backends.md says how many tests the contract suite runs against one store
+    ("about": within 15%)."""
+    one_store = _collected(repo_root, "tests/contract/test_contract_fake.py::TestFakeContract")
+    doc = (repo_root / "docs" / "backends.md").read_text(encoding="utf-8")
+    said = _documented(doc, r"a pytest class of about ([\d,]+) tests")
+    assert abs(said - one_store) <= 0.15 * one_store, (said, one_store)
