@@ -45,6 +45,10 @@ def test_every_command_has_help_with_an_example():
         assert result.exit_code == 0, command
         assert "Example" in result.stdout, command
         assert f"memcore {command[0]}" in result.stdout or "memcore --" in result.stdout, command
+    for group in sorted({command[0] for command in commands if len(command) > 1}):
+        result = runner.invoke(app, [group, "--help"])  # a group shows how its commands go
+        assert result.exit_code == 0, group
+        assert "Example" in result.stdout and f"memcore {group} " in result.stdout, group
 
 
 def test_shell_completion_is_offered():

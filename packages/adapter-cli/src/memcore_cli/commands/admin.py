@@ -117,7 +117,11 @@ def scopes(ctx: typer.Context, limit: LimitOpt = 50, next_token: TokenOpt = None
 
 
 tasks_app = typer.Typer(
-    help="Write tasks: a write on TableStore is a task until it is indexed.", no_args_is_help=True
+    help=(
+        "Write tasks: a write on TableStore is a task until it is indexed.\n\n"
+        "\b\nExamples:\n  memcore tasks list --status failed\n  memcore tasks get 3c1d9f8e"
+    ),
+    no_args_is_help=True,
 )
 
 

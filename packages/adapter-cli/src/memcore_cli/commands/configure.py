@@ -6,7 +6,13 @@ import typer
 
 from memcore_cli.wiring.state import state_of
 
-app = typer.Typer(help="Show or change the configuration.", no_args_is_help=True)
+app = typer.Typer(
+    help=(
+        "Show or change the configuration.\n\n"
+        "\b\nExamples:\n  memcore config show\n  memcore config set tenant_id alice"
+    ),
+    no_args_is_help=True,
+)
 
 CREDENTIAL_VARS = (
     "TABLESTORE_MEMORY_API_KEY",

@@ -21,7 +21,10 @@ def doctor(
         typer.Option(
             "--record",
             metavar="DIR",
-            help="With --live: save the answers in DIR (ids, scopes and texts redacted).",
+            help=(
+                "Save the live check's answers in DIR (implies --live; ids, scopes and "
+                "texts redacted)."
+            ),
         ),
     ] = None,
 ) -> None:

@@ -8,7 +8,14 @@ import typer
 from memcore_cli.wiring.state import state_of
 
 app = typer.Typer(
-    help="Consolidate memories: create a dream task, review its actions, apply them.",
+    help=(
+        "Consolidate memories: create a dream task, review its actions, apply them.\n\n"
+        "\b\nExample (review, then apply what you agree with):\n"
+        "  memcore dream create\n"
+        "  memcore dream actions 7a2e\n"
+        "  memcore dream apply 7a2e 3f9c 81b0\n"
+        "  memcore dream undo 7a2e 3f9c        # the embedded store keeps an undo record"
+    ),
     no_args_is_help=True,
 )
 TaskArg = Annotated[
@@ -229,7 +236,7 @@ def undo(
 
 @app.command("cancel")
 def cancel(ctx: typer.Context, task_id: TaskArg) -> None:
-    """Cancel a dream task.
+    """Cancel a dream task; one that has already ended is left as it is (its status is shown).
 
     \b
     Example:

@@ -10,7 +10,13 @@ import typer
 
 from memcore_cli.wiring.state import state_of
 
-app = typer.Typer(help="A local TableStore emulator for offline development.", no_args_is_help=True)
+app = typer.Typer(
+    help=(
+        "A local TableStore emulator for offline development.\n\n"
+        "\b\nExample:\n  memcore emulator serve --port 8765"
+    ),
+    no_args_is_help=True,
+)
 
 
 @app.command("serve")

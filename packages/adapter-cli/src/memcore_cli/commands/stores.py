@@ -7,7 +7,12 @@ import typer
 from memcore_cli.wiring.state import state_of
 
 app = typer.Typer(
-    help="Manage memory stores (named collections inside one backend).", no_args_is_help=True
+    help=(
+        "Manage memory stores (named collections inside one backend).\n\n"
+        "\b\nExamples:\n  memcore stores list\n"
+        '  memcore stores create team_notes --description "Shared notes"'
+    ),
+    no_args_is_help=True,
 )
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Store name: [A-Za-z0-9_]{1,32}.")]
 
