@@ -303,6 +303,42 @@ def check_stored_time(value: object, *, field: str) -> float | None:
     return float(value)
 
 
+#: The longest memory kind (``unit_type``) an import restores: the kinds stores write are
+#: short words (``text``, ``message``, ``fact``).
+MAX_UNIT_TYPE_CHARS = 64
+#: The highest version an import restores (SQLite's INTEGER holds more; no store counts near).
+MAX_VERSION = 2**31 - 1
+
+
+def check_unit_type(value: object, *, field: str = "unit_type") -> str | None:
+    """A memory's kind given back to the store (an import's ``unit_type``): None, or a short
+    word without control characters."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > MAX_UNIT_TYPE_CHARS
+        or any(ord(c) < 32 or ord(c) == 127 for c in value)
+        or _SURROGATE_RE.search(value)
+    ):
+        raise InvalidInput(
+            f"{field} must be a non-empty string of at most {MAX_UNIT_TYPE_CHARS} characters",
+            field=field,
+        )
+    return value
+
+
+def check_version(value: object, *, field: str = "version") -> int | None:
+    """A memory's version given back to the store (an import's ``version``): None, or a
+    whole number from 1 (how many times it was written)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VERSION:
+        raise InvalidInput(f"{field} must be a whole number from 1 to {MAX_VERSION}", field=field)
+    return value
+
+
 def parse_said_time(value: object, *, field: str = "timestamp") -> float | None:
     """A message's time in its JSON form: seconds since the epoch (what ``messages`` prints),
     or ISO 8601 text read as a reference time is (without an offset it is UTC); None: unknown,

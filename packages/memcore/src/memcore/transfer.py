@@ -6,6 +6,12 @@ write it, both imports read it). Field names are a public contract for scripts: 
 optional service fields; timestamps are seconds since the epoch, as the store keeps them.
 ``said_at`` (when the text was last said, the day recall shows) is exported and imported, so a
 restored memory keeps the date it is recalled with.
+
+Each exported record says its ``format`` (:data:`EXPORT_FORMAT`). A record of format 2 is
+restored whole where the store can keep it (the embedded store): ``updated_at``, ``unit_type``
+and ``version`` too. A record without one was written by an older release and is imported
+exactly as it always was (the store stamps the write's time, version 1, kind ``text``), and a
+record of a newer format is refused with its line, so nothing is half understood.
 Parsing checks every field against the limits, so nothing is written from a bad line.
 An import stopped midway is undone by its command line; :class:`Undone` and :func:`stopped`
 say what that did, in the one line both command lines report it with.
@@ -60,6 +66,12 @@ def split_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
+#: The format export records are written in; an import reads every format up to it. 1 (records
+#: without a ``format``): id, text, scope, metadata, created_at and said_at are restored;
+#: 2: also updated_at, unit_type and version.
+EXPORT_FORMAT = 2
+
+
 def memory_record(memory: MemoryRecord, score: float | None = None) -> dict[str, Any]:
     return {
         "id": memory.id,
@@ -80,10 +92,10 @@ def memory_record(memory: MemoryRecord, score: float | None = None) -> dict[str,
 
 
 def export_record(memory: MemoryRecord) -> dict[str, Any]:
-    """One exported line: the memory's record without a score."""
+    """One exported line: the memory's record without a score, in :data:`EXPORT_FORMAT`."""
     record = memory_record(memory)
     record.pop("score")
-    return record
+    return {"format": EXPORT_FORMAT, **record}
 
 
 @attrs.frozen
@@ -100,6 +112,10 @@ class ImportRecord:
     source_id: str | None = None
     #: A version a later one replaced (``superseded_by`` in the file): not written, counted.
     superseded: bool = False
+    #: Restored from a record of format 2 or later; None (an older record): as a new write.
+    updated_at: float | None = None
+    unit_type: str | None = None
+    version: int | None = None
 
     def item(self) -> TextItem:
         """The record as ``MemoryService.restore`` writes it: scope, id and times as exported."""
@@ -110,6 +126,9 @@ class ImportRecord:
             id=self.id,
             created_at=self.created_at,
             said_at=self.said_at,
+            updated_at=self.updated_at,
+            unit_type=self.unit_type,
+            version=self.version,
         )
 
 
@@ -136,6 +155,7 @@ def parse_record(
     if not isinstance(data, dict):
         raise line_error(line_no, "a record must be a JSON object", "line")
     text = data.get("text")
+    fmt = record_format(line_no, data)
     try:
         text = restorable_text(text)
         meta = check_user_metadata(data.get("metadata"), scope_source="the record's scope")
@@ -150,9 +170,15 @@ def parse_record(
             limits.check_id(memory_id)
         created_at = limits.check_stored_time(data.get("created_at"), field="created_at")
         said_at = limits.check_stored_time(data.get("said_at"), field="said_at")
-        # Not written (the store stamps its own), but a file holding an impossible one is
-        # damaged: refused like the other times rather than half trusted.
-        limits.check_stored_time(data.get("updated_at"), field="updated_at")
+        # Written from format 2 on (before, the store stamped its own), but a file holding an
+        # impossible one is damaged: refused like the other times rather than half trusted.
+        updated_at = limits.check_stored_time(data.get("updated_at"), field="updated_at")
+        unit_type = version = None
+        if fmt >= 2:
+            unit_type = limits.check_unit_type(data.get("unit_type"))
+            version = limits.check_version(data.get("version"))
+        else:
+            updated_at = None
         superseded_by = data.get("superseded_by")
         if superseded_by is not None:
             limits.check_id(superseded_by, field="superseded_by")
@@ -182,7 +208,26 @@ def parse_record(
         said_at,
         source_id,
         superseded=superseded_by is not None,
+        updated_at=updated_at,
+        unit_type=unit_type,
+        version=version,
     )
+
+
+def record_format(line_no: int, data: Mapping[str, Any]) -> int:
+    """The ``format`` a record says it has: 1 when it says none (an older release wrote it);
+    one newer than this release reads is refused, so nothing of it is half understood."""
+    fmt = data.get("format", 1)
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+        raise line_error(line_no, "format must be a whole number from 1", "format")
+    if fmt > EXPORT_FORMAT:
+        raise line_error(
+            line_no,
+            f"record format {fmt} is newer than this memcore reads (up to {EXPORT_FORMAT}); "
+            "upgrade memcore to import this file",
+            "format",
+        )
+    return fmt
 
 
 #: Records an import writes at once: one transaction and one embedding call on the local

@@ -101,6 +101,12 @@ class TextItem:
     created_at: float | None = None
     #: When the text was last said (the day recall shows it with); None: its creation time.
     said_at: float | None = None
+    #: When the memory last changed; None means now.
+    updated_at: float | None = None
+    #: Its kind (``text``, ``message``); None: ``text``.
+    unit_type: str | None = None
+    #: How many times it was written; None: 1.
+    version: int | None = None
 
 
 @attrs.frozen

@@ -51,6 +51,7 @@ class MemoryWrites:
         created_at: float | None = None,
         said_at: float | None = None,
         new_id_if_taken: bool = False,
+        restored: tuple[float | None, int | None] = (None, None),
     ) -> tuple[str, int]:
         """Insert one unit unless the same text is already in the scope; (id, seq).
 
@@ -62,7 +63,8 @@ class MemoryWrites:
         ``said_at``, when the text was said (a message's own time), is the memory's
         ``created_at`` unless one is given (an import gives both) and, as a repeat, the time
         compared; ``updated_at`` stays when the row
-        was written (what a session dream pass looks for).
+        was written (what a session dream pass looks for). ``restored`` is the
+        ``(updated_at, version)`` an import gives back to a new row (None: now, and 1).
         """
         now = time.time()
         created = (said_at if said_at is not None else now) if created_at is None else created_at
@@ -107,8 +109,8 @@ class MemoryWrites:
         words = analysis.tokens(text)
         cur = conn.execute(
             "INSERT INTO memories (id, store_id, app_id, tenant_id, agent_id, run_id, text,"
-            " content_hash, metadata, unit_type, created_at, updated_at, words, said_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_hash, metadata, unit_type, created_at, updated_at, words, said_at, version)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 mid,
                 store_id,
@@ -118,9 +120,10 @@ class MemoryWrites:
                 json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True),
                 unit_type,
                 created,
-                now,
+                now if restored[0] is None else restored[0],
                 len(words),
                 created if said_at is None else said_at,
+                1 if restored[1] is None else restored[1],
             ),
         )
         seq = int(cur.lastrowid or 0)
@@ -315,6 +318,8 @@ class MemoryWrites:
         ``id`` already held by another memory is a :class:`Conflict` (nothing of the batch is
         written), or with ``new_id_if_taken`` that item gets a new id. ``created`` receives,
         after the commit, the ids of the rows this call inserted (not those of repeats).
+        A new row keeps the item's ``updated_at``, ``unit_type`` and ``version`` where given;
+        a text already in its scope is left as it is.
         """
         started = time.perf_counter()
         checked: list[tuple[Scope, str, dict[str, str]]] = []
@@ -327,6 +332,9 @@ class MemoryWrites:
                 limits.check_id(item.id, field=f"items[{i}].id")
             limits.check_stored_time(item.created_at, field=f"items[{i}].created_at")
             limits.check_stored_time(item.said_at, field=f"items[{i}].said_at")
+            limits.check_stored_time(item.updated_at, field=f"items[{i}].updated_at")
+            limits.check_unit_type(item.unit_type, field=f"items[{i}].unit_type")
+            limits.check_version(item.version, field=f"items[{i}].version")
             checked.append(
                 (
                     item.scope,
@@ -352,13 +360,14 @@ class MemoryWrites:
                     scope,
                     text,
                     meta,
-                    "text",
+                    items[i].unit_type or "text",
                     vectors[i] if vectors else None,
                     added,
                     memory_id=items[i].id,
                     created_at=items[i].created_at,
                     said_at=items[i].said_at,
                     new_id_if_taken=new_id_if_taken,
+                    restored=(items[i].updated_at, items[i].version),
                 )
                 ids.append(mid)
                 if len(added) > inserted:  # a new row, not a repeat of a stored text

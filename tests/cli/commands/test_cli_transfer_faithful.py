@@ -1,0 +1,113 @@
+"""A backup restored into a fresh home holds what the store held: every memory field by field
+(its version, when it last changed and its kind included) and the same search order; a file
+written before records carried a ``format`` imports exactly as it always did."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+TURNS = [
+    ("user", "We went hiking on the Dragon Well trail last weekend", 1_700_000_000),
+    ("assistant", "That sounds lovely, how was the weather on the trail?", 1_700_000_010),
+    ("user", "Sunny, and we saw a tea farm near the mountain hut", 1_700_000_020),
+    ("assistant", "Tea farms near Hangzhou are famous for Longjing", 1_700_000_030),
+]
+QUERIES = ["tea farm hut", "trail weather", "green tea", "Hangzhou Longjing tea"]
+
+
+@pytest.fixture
+def fresh_cli(tmp_path, set_config, local_cli):
+    other = tmp_path / "fresh-home"
+    set_config(other, {"embedder": "none"})
+    return type(local_cli)(other)
+
+
+def _seed(cli, tmp_path: Path) -> None:
+    turns = tmp_path / "turns.json"
+    turns.write_text(
+        json.dumps([{"role": r, "content": c, "timestamp": t} for r, c, t in TURNS]), "utf-8"
+    )
+    cli.ok("--run", "s1", "add", "--sync", "--messages-file", str(turns))
+    cli.ok("add", "--sync", "-m", "topic=tea", "User prefers green tea")
+    cli.ok("--agent", "coder", "add", "--sync", "User drinks tea while coding")
+    [first] = [m for m in cli.json_lines("export") if m["text"] == TURNS[0][1]]
+    cli.ok("update", first["id"], "-m", "mood=happy")  # version 2, a later updated_at
+    cli.ok("add", "--sync", "-m", "topic=tea", "User prefers green tea")  # a repeat: version 2
+
+
+def _search(cli, query: str) -> list[str]:
+    return [hit["id"] for hit in cli.json("search", "--top-k", "10", query)]
+
+
+def test_a_restore_holds_every_field_and_searches_the_same(tmp_path, local_cli, fresh_cli):
+    _seed(local_cli, tmp_path)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    before = {m["id"]: m for m in local_cli.json_lines("list", "--all")}
+    assert {m["version"] for m in before.values()} == {1, 2}
+    assert {m["unit_type"] for m in before.values()} == {"message", "text"}
+
+    report = fresh_cli.json("import", str(out))
+    assert (report["added"], report["present"], report["id_map"]) == (len(before), 0, {})
+    after = {m["id"]: m for m in fresh_cli.json_lines("list", "--all")}
+    assert after.keys() == before.keys()
+    for memory_id, memory in before.items():
+        for field, value in memory.items():
+            assert after[memory_id][field] == value, (memory["text"], field)
+    for query in QUERIES:
+        assert _search(fresh_cli, query) == _search(local_cli, query), query
+
+    again = fresh_cli.json("import", str(out))
+    assert (again["added"], again["present"]) == (0, len(before))
+    assert {m["id"]: m for m in fresh_cli.json_lines("list", "--all")} == after
+
+
+def test_a_file_without_a_format_imports_as_it_always_did(tmp_path, local_cli, fresh_cli):
+    """Records written before ``format`` existed: the store stamps the write's time, version 1
+    and kind ``text``, whatever the line says, as every release so far did."""
+    _seed(local_cli, tmp_path)
+    old = [{k: v for k, v in m.items() if k != "format"} for m in local_cli.json_lines("export")]
+    assert any(m["version"] == 2 for m in old)
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in old if "kind" not in m), "utf-8")
+    started = time.time()
+    fresh_cli.json("import", str(path))
+    for memory in fresh_cli.json_lines("list", "--all"):
+        assert memory["version"] == 1
+        assert memory["unit_type"] == "text"
+        assert memory["updated_at"] >= started
+
+
+def test_a_record_of_a_newer_format_stops_the_import_with_one_line(tmp_path, fresh_cli):
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r"}
+    path = tmp_path / "new.jsonl"
+    good = {"format": 2, "text": "kept", "scope": scope, "version": 3, "unit_type": "text"}
+    path.write_text(
+        json.dumps(good) + "\n" + json.dumps({**good, "text": "later", "format": 99}) + "\n",
+        "utf-8",
+    )
+    result = fresh_cli("import", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "memcore: error: line 2: record format 99 is newer than this memcore reads (up to 2);"
+        " upgrade memcore to import this file"
+    ]
+    assert fresh_cli.json_lines("export") == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("version", 0), ("version", "2"), ("version", True), ("unit_type", ""), ("unit_type", 7)],
+)
+def test_a_bad_version_or_kind_is_refused_with_its_line(tmp_path, fresh_cli, field, value):
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r"}
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"format": 2, "text": "t", "scope": scope, field: value}) + "\n")
+    result = fresh_cli("import", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"memcore: error: line 1: {field} ")
+    assert fresh_cli.json_lines("export") == []
