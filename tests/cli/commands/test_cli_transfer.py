@@ -293,11 +293,12 @@ def test_an_import_keeps_the_day_a_memory_was_last_said(tmp_path, local_cli, fre
         local_cli.ok("add", "--sync", "--messages-file", str(said))
     out = tmp_path / "memories.jsonl"
     local_cli.ok("export", "--out", str(out))
-    [exported] = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    [exported, *turns] = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
     assert exported["said_at"] > exported["created_at"]
+    assert [t["kind"] for t in turns] == ["message", "message"]  # the log follows the memories
 
     fresh_cli.ok("import", str(out))
-    [imported] = fresh_cli.json_lines("export")
+    [imported] = fresh_cli.json_lines("list", "--all")
     assert (imported["created_at"], imported["said_at"]) == (
         exported["created_at"],
         exported["said_at"],

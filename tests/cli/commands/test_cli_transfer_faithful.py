@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ def _seed(cli, tmp_path: Path) -> None:
     cli.ok("--run", "s1", "add", "--sync", "--messages-file", str(turns))
     cli.ok("add", "--sync", "-m", "topic=tea", "User prefers green tea")
     cli.ok("--agent", "coder", "add", "--sync", "User drinks tea while coding")
-    [first] = [m for m in cli.json_lines("export") if m["text"] == TURNS[0][1]]
+    [first] = [m for m in cli.json_lines("list", "--all") if m["text"] == TURNS[0][1]]
     cli.ok("update", first["id"], "-m", "mood=happy")  # version 2, a later updated_at
     cli.ok("add", "--sync", "-m", "topic=tea", "User prefers green tea")  # a repeat: version 2
 
@@ -111,3 +112,130 @@ def test_a_bad_version_or_kind_is_refused_with_its_line(tmp_path, fresh_cli, fie
     assert result.exit_code == 2
     assert result.stderr.startswith(f"memcore: error: line 1: {field} ")
     assert fresh_cli.json_lines("export") == []
+
+
+def _around(cli, query: str) -> list[Any]:
+    """Each hit's id and the turns shown around it (role, text, time)."""
+    return [
+        (
+            hit["id"],
+            [
+                (m["role"], m["content"], m["timestamp"])
+                for side in ("before", "after")
+                for m in hit["neighbours"][side]
+            ],
+        )
+        for hit in cli.json("search", "--top-k", "10", "--neighbours", "2", query)
+    ]
+
+
+def _log(cli, *scope: str) -> list[Any]:
+    return cli.json(*scope, "messages", "--limit", "100")["items"]
+
+
+def test_a_restore_brings_back_the_turns_shown_around_each_memory(tmp_path, local_cli, fresh_cli):
+    _seed(local_cli, tmp_path)
+    log_only = tmp_path / "aside.json"
+    log_only.write_text(json.dumps([{"role": "system", "content": "(session resumed)"}]), "utf-8")
+    local_cli.ok("--agent", "hermes", "--run", "s1", "add", "--messages-file", str(log_only))
+    out = tmp_path / "backup.jsonl"
+    summary = local_cli.json("export", "--out", str(out))
+    assert summary["messages"] == len(TURNS) + 1
+
+    report = fresh_cli.json("import", str(out))
+    assert (report["messages_added"], report["messages_present"]) == (len(TURNS) + 1, 0)
+    for query in QUERIES:
+        assert _around(fresh_cli, query) == _around(local_cli, query), query
+    assert any(turns for _, turns in _around(fresh_cli, "tea farm hut"))
+    s1 = ("--agent", "hermes", "--run", "s1")
+    assert _log(fresh_cli, *s1) == _log(local_cli, *s1)
+
+    again = fresh_cli.json("import", str(out))
+    assert (again["messages_added"], again["messages_present"]) == (0, len(TURNS) + 1)
+    assert _log(fresh_cli, *s1) == _log(local_cli, *s1)
+
+
+def test_the_turns_follow_their_memories_into_the_importing_tenant_only(
+    tmp_path, local_cli, fresh_cli
+):
+    turns = tmp_path / "turns.json"
+    turns.write_text(json.dumps([{"role": "user", "content": c} for c in ("one", "two")]), "utf-8")
+    local_cli.ok("--tenant", "alice", "--run", "s1", "add", "--sync", "--messages-file", str(turns))
+    out = tmp_path / "alice.jsonl"
+    local_cli.ok("--tenant", "alice", "export", "--out", str(out))
+
+    refused = fresh_cli("import", str(out))
+    assert refused.exit_code == 2 and "outside the current tenant" in refused.stderr
+    report = fresh_cli.json("--tenant", "bob", "import", str(out))
+    assert report["messages_added"] == 2
+    bob = ("--tenant", "bob", "--agent", "hermes", "--run", "s1")
+    assert [m["content"] for m in _log(fresh_cli, *bob)] == ["one", "two"]
+    assert _log(fresh_cli, "--tenant", "alice", "--agent", "hermes", "--run", "s1") == []
+    [hit] = fresh_cli.json("--tenant", "bob", "search", "--neighbours", "1", "two")
+    assert [m["content"] for m in hit["neighbours"]["before"]] == ["one"]
+
+
+def test_a_failed_restore_of_the_turns_takes_the_memories_back(tmp_path, local_cli, monkeypatch):
+    from memcore_sqlite import SqliteMemoryStore
+    from tests.cli.conftest import Cli
+
+    _seed(local_cli, tmp_path)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+
+    def broken(self, store, messages):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(SqliteMemoryStore, "restore_messages", broken)
+    db = tmp_path / "other" / "memcore.db"
+    db.parent.mkdir()
+    cli = Cli(db.parent, store_factory=lambda settings: SqliteMemoryStore(db))
+    result = cli("import", str(out))
+    assert result.exit_code != 0
+    assert "were deleted again" in result.stderr.splitlines()[-1]
+    assert cli.json_lines("export") == []
+
+
+def test_a_store_without_a_message_log_imports_the_memories_and_counts_the_turns(
+    tmp_path, local_cli, emulator_cli
+):
+    _seed(local_cli, tmp_path)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    memories = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    memories = [m for m in memories if m.get("kind") != "message"]
+    report = emulator_cli.json("import", str(out))
+    assert (report["added"], report["messages_left_out"]) == (len(memories), len(TURNS))
+    assert sorted(m["text"] for m in emulator_cli.json_lines("export")) == sorted(
+        m["text"] for m in memories
+    )
+
+
+def test_a_tablestore_export_restores_into_the_embedded_store(tmp_path, emulator_cli, fresh_cli):
+    emulator_cli.ok("add", "--sync", "-m", "topic=tea", "User prefers green tea")
+    emulator_cli.ok("--agent", "coder", "add", "--sync", "User drinks tea while coding")
+    out = tmp_path / "cloud.jsonl"
+    emulator_cli.ok("export", "--out", str(out))
+    before = {m["id"]: m for m in emulator_cli.json_lines("list", "--all")}
+
+    report = fresh_cli.json("import", str(out))
+    assert (report["added"], "messages_added" in report) == (len(before), False)
+    after = {m["id"]: m for m in fresh_cli.json_lines("list", "--all")}
+    assert after.keys() == before.keys()
+    for memory_id, memory in before.items():
+        for field in ("text", "scope", "metadata", "created_at", "updated_at", "version"):
+            if memory[field] is not None:  # what TableStore does not report, the store stamps
+                assert after[memory_id][field] == memory[field], (memory["text"], field)
+
+
+def test_a_line_without_a_format_is_a_memory_whatever_else_it_holds(tmp_path, fresh_cli):
+    """``kind`` means something from format 2 on; an older line holding one is read as
+    every release read it, as a memory."""
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r"}
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps({"kind": "message", "text": "kept", "scope": scope}) + "\n")
+    assert fresh_cli.json("import", str(path))["added"] == 1
+    path.write_text(json.dumps({"kind": "note", "format": 2, "text": "t", "scope": scope}) + "\n")
+    result = fresh_cli("import", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == ["memcore: error: line 1: unknown record kind 'note'"]

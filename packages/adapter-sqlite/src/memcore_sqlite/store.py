@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from memcore_sqlite.dream.tasks import DreamTasks
     from memcore_sqlite.operations.catalog import StoreCatalog
     from memcore_sqlite.operations.facts import FactWrites
+    from memcore_sqlite.operations.message_log import MessageLogs
     from memcore_sqlite.operations.message_moves import MessageMoves
     from memcore_sqlite.operations.reads import RecordReads
     from memcore_sqlite.operations.writes import MemoryWrites
@@ -82,6 +83,7 @@ _LATER: dict[str, tuple[str, ...]] = {
     "writes": ("add_text", "add_many", "update_memory", "update_memory_removing", "delete_memory"),
     "facts": ("add_messages",),
     "messages": ("message_counts", "move_messages"),
+    "log": ("list_logged_messages", "restore_messages"),
     "dream": (
         "create_dream_task",
         "create_session_dream_task",
@@ -208,6 +210,9 @@ class SqliteMemoryStore:
             self.add_messages = facts.add_messages
             self.message_counts = messages.message_counts
             self.move_messages = messages.move_messages
+            log = self._log()
+            self.list_logged_messages = log.list_logged_messages
+            self.restore_messages = log.restore_messages
             self.update_memory = writes.update_memory
             self.update_memory_removing = writes.update_memory_removing
             self.delete_memory = writes.delete_memory
@@ -227,6 +232,7 @@ class SqliteMemoryStore:
             "writes": lambda: self._writes,
             "facts": self._facts,
             "messages": self._messages,
+            "log": self._log,
             "dream": self._dream,
         }
         return builders[part]()
@@ -279,6 +285,14 @@ class SqliteMemoryStore:
             return MessageMoves(self._tx)
 
         return self._once("messages", build)
+
+    def _log(self) -> MessageLogs:
+        def build() -> MessageLogs:
+            from memcore_sqlite.operations.message_log import MessageLogs
+
+            return MessageLogs(self._tx)
+
+        return self._once("log", build)
 
     def _dream(self) -> DreamTasks:
         def build() -> DreamTasks:

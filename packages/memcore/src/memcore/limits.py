@@ -482,6 +482,25 @@ def check_message_fields(message: object, *, index: int = 0) -> Message:
     return message
 
 
+def check_logged_message(message: object, *, field: str = "message") -> Message:
+    """A message of a store's log given back to it (an import's): a role, a text within the
+    limits, an id if any, metadata, and a stored time (not compared with the clock, as a
+    new message's is: it was said when it was said)."""
+    if not isinstance(message, Message):
+        raise InvalidInput(f"{field} must be a Message", field=field)
+    if message.role not in MESSAGE_ROLES:
+        raise InvalidInput(
+            f"{field}.role must be one of {sorted(MESSAGE_ROLES)}, not {message.role!r}",
+            field=f"{field}.role",
+        )
+    if message.id is not None:
+        check_id(message.id, field=f"{field}.id")
+    check_text(message.content, field=f"{field}.content")
+    check_metadata(message.metadata, field=f"{field}.metadata")
+    check_stored_time(message.timestamp, field=f"{field}.timestamp")
+    return message
+
+
 def check_messages(messages: Sequence[Message]) -> list[Message]:
     """Validate one write's messages: count, total size, and each message."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):

@@ -24,6 +24,7 @@ from memcore.ports import (
     KeyRemoval,
     MemoryLookup,
     MemoryStore,
+    MessageLog,
     MessageMove,
     NeighbourTurns,
     SearchWarmup,
@@ -34,6 +35,7 @@ from memcore.turn_policy import check_store_assistant, plan_memories
 from memcore.values import (
     DreamAction,
     DreamTask,
+    LoggedMessage,
     MemoryRecord,
     MemoryTask,
     Message,
@@ -765,6 +767,53 @@ class MemoryService:
                 )
             moves[scope] = Scope(to.scope.app_id, to.scope.tenant_id, scope.agent_id, scope.run_id)
         return store.move_messages(self.store_name, list(moves.items())) if moves else 0
+
+    @property
+    def keeps_message_log(self) -> bool:
+        """Whether the store's message log can be listed for a backup and restored from one
+        (:class:`~memcore.ports.MessageLog`: the embedded store)."""
+        return isinstance(self.store, MessageLog)
+
+    def every_logged_message(
+        self, *, page_size: int = limits.MAX_PAGE_LIMIT
+    ) -> Iterator[LoggedMessage]:
+        """Every message of the log in reach (what :meth:`every_memory` covers), in the order
+        logged, with the memory each became; nothing where the store cannot list its log."""
+        store = self.store
+        if not isinstance(store, MessageLog):
+            return iter(())
+        tenant = self.scope.tenant_pattern()
+        pattern = self.profile_pattern
+        listing = every_item(
+            lambda token: store.list_logged_messages(
+                self.store_name, pattern, limit=page_size, next_token=token
+            )
+        )
+        return (
+            m for m in listing if m.message.scope is not None and tenant.matches(m.message.scope)
+        )
+
+    def restore_messages(self, messages: Sequence[LoggedMessage]) -> int:
+        """Log what an import restores, each message in its own scope, which must lie in this
+        session's tenant, all or none; how many were added (one already logged is skipped).
+        A message links to a memory of its own scope only."""
+        self._check_writable()
+        _check_list(messages, field="messages")
+        tenant = self.scope.tenant_pattern()
+        for i, logged in enumerate(messages):  # every message, before anything is written
+            scope = logged.message.scope if isinstance(logged, LoggedMessage) else None
+            if not isinstance(scope, Scope) or not tenant.matches(scope):
+                raise InvalidInput(
+                    f"messages[{i}].scope is outside this session's tenant",
+                    field=f"messages[{i}].scope",
+                )
+        store = self.store
+        if not isinstance(store, MessageLog):
+            raise Unsupported(
+                "this backend cannot restore a message log; only the embedded store can",
+                field="messages",
+            )
+        return store.restore_messages(self.store_name, list(messages))
 
     def _message_move(self) -> MessageMove:
         if not isinstance(self.store, MessageMove):

@@ -12,6 +12,14 @@ restored whole where the store can keep it (the embedded store): ``updated_at``,
 and ``version`` too. A record without one was written by an older release and is imported
 exactly as it always was (the store stamps the write's time, version 1, kind ``text``), and a
 record of a newer format is refused with its line, so nothing is half understood.
+
+After the memories an export holds the message log in reach (``kind: message``, format 2: the
+turns a search shows around a hit), on a store that keeps one (:class:`~memcore.ports.
+MessageLog`). An import logs them after the memories, each linked to the memory it became as
+restored here, in one transaction; a store that keeps no log leaves them out and counts them.
+A release before format 2 reads such a line as a memory without a text and refuses the file
+with its line number, writing nothing.
+
 Parsing checks every field against the limits, so nothing is written from a bad line.
 An import stopped midway is undone by its command line; :class:`Undone` and :func:`stopped`
 say what that did, in the one line both command lines report it with.
@@ -29,7 +37,7 @@ from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError
 from memcore.scope import Scope
 from memcore.service import MemoryService, check_user_metadata, restorable_text
-from memcore.values import MemoryRecord, TextItem
+from memcore.values import LoggedMessage, MemoryRecord, Message, TextItem
 
 #: What ``json.dumps(..., ensure_ascii=False)`` leaves raw and a reader or a terminal acts on,
 #: written escaped (only inside JSON strings, where the escape means the same character):
@@ -91,6 +99,37 @@ def memory_record(memory: MemoryRecord, score: float | None = None) -> dict[str,
     }
 
 
+def message_record(logged: LoggedMessage) -> dict[str, Any]:
+    """One exported line of the message log, after the memories (``memory_id``: the memory
+    the message became, as the memory records of the same file name it)."""
+    message = logged.message
+    assert message.scope is not None
+    return {
+        "format": EXPORT_FORMAT,
+        "kind": "message",
+        "id": message.id,
+        "role": message.role,
+        "content": message.content,
+        "scope": message.scope.as_dict(),
+        "metadata": dict(message.metadata),
+        "timestamp": message.timestamp,
+        "memory_id": logged.memory_id,
+    }
+
+
+def export_lines(service: MemoryService, counts: dict[str, int]) -> Iterator[str]:
+    """The lines of an export of what ``service`` reaches: its memories, then its message log
+    (where the store keeps one); ``counts`` holds how many of each were written so far."""
+    counts.setdefault("memories", 0)
+    counts.setdefault("messages", 0)
+    for memory in service.every_memory():
+        yield dump_line(export_record(memory))
+        counts["memories"] += 1
+    for logged in service.every_logged_message():
+        yield dump_line(message_record(logged))
+        counts["messages"] += 1
+
+
 def export_record(memory: MemoryRecord) -> dict[str, Any]:
     """One exported line: the memory's record without a score, in :data:`EXPORT_FORMAT`."""
     record = memory_record(memory)
@@ -141,11 +180,17 @@ def line_error(line: int, message: str, field: str) -> InvalidInput:
 OTHER_TENANT_HINT = "pass --tenant, and --app if it differs, to import into a tenant you name"
 
 
-def parse_record(
-    line_no: int, raw: str, tenant: Scope, *, retarget: bool, hint: str = OTHER_TENANT_HINT
-) -> ImportRecord:
-    """One line of an export as a record for ``tenant``; ``hint`` ends the refusal of a
-    record of another tenant (the options of the command that reads the file)."""
+@attrs.frozen
+class MessageRecord:
+    """A line of the message log: the message (in the scope it goes to) and the id the file
+    gives the memory it became, which the import resolves to that memory's id here."""
+
+    line: int
+    message: Message
+    memory_id: str | None
+
+
+def _decode(line_no: int, raw: str) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -154,17 +199,117 @@ def parse_record(
         raise line_error(line_no, "not valid JSON (nested too deeply)", "line") from None
     if not isinstance(data, dict):
         raise line_error(line_no, "a record must be a JSON object", "line")
+    return data
+
+
+def parse_line(
+    line_no: int, raw: str, tenant: Scope, *, retarget: bool, hint: str = OTHER_TENANT_HINT
+) -> ImportRecord | MessageRecord:
+    """One line of an export: a memory, or (``kind: message``) a line of the message log. A
+    line without a ``format`` is a memory, read exactly as releases before format 2 read it."""
+    data = _decode(line_no, raw)
+    kind = data.get("kind") if record_format(line_no, data) >= 2 else None
+    if kind == "message":
+        return _message(line_no, data, tenant, retarget=retarget, hint=hint)
+    if kind is not None and kind != "memory":
+        raise line_error(line_no, f"unknown record kind {kind!r}", "kind")
+    return _memory(line_no, data, tenant, retarget=retarget, hint=hint)
+
+
+def parse_record(
+    line_no: int, raw: str, tenant: Scope, *, retarget: bool, hint: str = OTHER_TENANT_HINT
+) -> ImportRecord:
+    """One line of an export as a memory record for ``tenant``; ``hint`` ends the refusal of
+    a record of another tenant (the options of the command that reads the file)."""
+    return _memory(line_no, _decode(line_no, raw), tenant, retarget=retarget, hint=hint)
+
+
+def _target(
+    line_no: int, scope: Scope, tenant: Scope, *, retarget: bool, hint: str
+) -> Scope | None:
+    """Where a record of ``scope`` goes: None when it is in ``tenant`` already, the same agent
+    and run in ``tenant`` when ``retarget`` moves it there; otherwise it is refused."""
+    if tenant.tenant_pattern().matches(scope):
+        return None
+    if retarget:
+        # --app/--tenant name the target: the record keeps its agent and run, in that tenant.
+        return Scope(tenant.app_id, tenant.tenant_id, scope.agent_id, scope.run_id)
+    raise line_error(
+        line_no,
+        f"scope {scope} is outside the current tenant {tenant.app_id}/{tenant.tenant_id} ({hint})",
+        "scope",
+    )
+
+
+def _scope(data: Mapping[str, Any]) -> Scope:
+    raw_scope = data.get("scope")
+    if not isinstance(raw_scope, dict):
+        raise InvalidInput(
+            "scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope"
+        )
+    return Scope.from_mapping(raw_scope)
+
+
+def _message(
+    line_no: int, data: Mapping[str, Any], tenant: Scope, *, retarget: bool, hint: str
+) -> MessageRecord:
+    if record_format(line_no, data) < 2:
+        raise line_error(line_no, "a message record must say format 2 or later", "format")
+    try:
+        scope = _scope(data)
+        message_id, memory_id = data.get("id"), data.get("memory_id")
+        if message_id is not None:
+            limits.check_id(message_id, field="id")
+        if memory_id is not None:
+            limits.check_id(memory_id, field="memory_id")
+        metadata = data.get("metadata")
+        if not isinstance(metadata, (dict, type(None))):
+            raise InvalidInput("metadata must be an object of strings", field="metadata")
+        message = limits.check_logged_message(
+            Message(
+                role=data.get("role"),  # type: ignore[arg-type]  # checked just below
+                content=data.get("content"),  # type: ignore[arg-type]
+                id=message_id,
+                timestamp=data.get("timestamp"),
+                metadata=metadata or {},
+            ),
+            field="message",
+        )
+    except InvalidInput as exc:
+        message_text = exc.message.removeprefix("message.")
+        field = (exc.field or "line").removeprefix("message.")
+        raise line_error(line_no, message_text, field) from None
+    moved = _target(line_no, scope, tenant, retarget=retarget, hint=hint)
+    return MessageRecord(line_no, attrs.evolve(message, scope=moved or scope), memory_id)
+
+
+def restore_log(
+    service: MemoryService, messages: Sequence[MessageRecord], ids: Mapping[str, str]
+) -> int:
+    """Log the file's ``messages`` in one transaction, each linked to the memory it became as
+    restored here (``ids``: a file's memory id -> the id it has now; one not there, such as a
+    replaced version left out, links to none); how many were added. A failure names the
+    first message's line."""
+    logged = [
+        LoggedMessage(r.message, None if r.memory_id is None else ids.get(r.memory_id))
+        for r in messages
+    ]
+    try:
+        return service.restore_messages(logged)
+    except MemcoreError as exc:
+        exc.message = f"line {messages[0].line}: {exc.message}"
+        raise
+
+
+def _memory(
+    line_no: int, data: Mapping[str, Any], tenant: Scope, *, retarget: bool, hint: str
+) -> ImportRecord:
     text = data.get("text")
     fmt = record_format(line_no, data)
     try:
         text = restorable_text(text)
         meta = check_user_metadata(data.get("metadata"), scope_source="the record's scope")
-        raw_scope = data.get("scope")
-        if not isinstance(raw_scope, dict):
-            raise InvalidInput(
-                "scope must be an object of app_id, tenant_id, agent_id, run_id", field="scope"
-            )
-        scope = Scope.from_mapping(raw_scope)
+        scope = _scope(data)
         memory_id = data.get("id")
         if memory_id is not None:
             limits.check_id(memory_id)
@@ -185,18 +330,10 @@ def parse_record(
     except InvalidInput as exc:
         raise line_error(line_no, exc.message, exc.field or "line") from None
     source_id: str | None = None
-    if retarget and not tenant.tenant_pattern().matches(scope):
-        # --app/--tenant name the target: the record keeps its agent and run, in that tenant,
-        # under a new id (its old one may still be in use where it came from).
-        scope = Scope(tenant.app_id, tenant.tenant_id, scope.agent_id, scope.run_id)
-        source_id, memory_id = memory_id, None
-    elif not tenant.tenant_pattern().matches(scope):
-        raise line_error(
-            line_no,
-            f"scope {scope} is outside the current tenant {tenant.app_id}/{tenant.tenant_id} "
-            f"({hint})",
-            "scope",
-        )
+    moved = _target(line_no, scope, tenant, retarget=retarget, hint=hint)
+    if moved is not None:
+        # Under a new id: its old one may still be in use where it came from.
+        scope, source_id, memory_id = moved, memory_id, None
     assert isinstance(text, str)
     return ImportRecord(
         line_no,

@@ -150,6 +150,15 @@ class Message:
 
 
 @attrs.frozen
+class LoggedMessage:
+    """One row of a store's message log as a backup carries it: the message (its scope set)
+    and the id of the memory it became (None: it became none, or one no longer kept)."""
+
+    message: Message
+    memory_id: str | None = None
+
+
+@attrs.frozen
 class TurnContext:
     """The messages of a hit's session said right before and right after the message it
     came from, each side in the order they were said. Empty when the hit came from no

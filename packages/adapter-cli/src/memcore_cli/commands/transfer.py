@@ -1,4 +1,5 @@
-"""``export`` and ``import``: memories as JSON Lines, one memory per line.
+"""``export`` and ``import``: memories as JSON Lines, one memory per line, then the message
+log (the turns shown around a hit) where the store keeps one.
 
 Import is idempotent: a memory whose id is already in its scope, or whose text is already in
 its scope (stores deduplicate by content), is counted as present and not written again.
@@ -26,6 +27,9 @@ def export(
 ) -> None:
     """Export the memories of the current tenant (or --agent/--run) as JSON Lines.
 
+    After the memories come the messages of the same scopes (lines with "kind":
+    "message"), so that an import restores the turns shown around each memory.
+
     \b
     Examples:
       memcore export --out memories.jsonl
@@ -36,13 +40,15 @@ def export(
     state = state_of(ctx)
     if out_path is not None and str(out_path) == "-":  # as import's '-' is stdin
         out_path = None
-    count = export_memories(state.runtime(), state.output, out_path)
+    counts = export_memories(state.runtime(), state.output, out_path)
+    count, messages = counts["memories"], counts["messages"]
+    said = f"exported {count} memories" + (f" and {messages} messages" if messages else "")
     if out_path is None:
-        state.output.note(f"exported {count} memories")
+        state.output.note(said)
     elif state.json:
-        state.output.json({"exported": count, "out": str(out_path)})
+        state.output.json({"exported": count, "messages": messages, "out": str(out_path)})
     else:
-        state.output.line(f"exported {count} memories to {out_path}")
+        state.output.line(f"{said} to {out_path}")
 
 
 def import_(
@@ -60,7 +66,8 @@ def import_(
 
     Every line is checked before anything is written; a bad line stops the import with
     its line number. Records of another tenant are refused, unless --tenant (or --app)
-    names where they go: then they land there, keeping their agent and run.
+    names where they go: then they land there, keeping their agent and run. The file's
+    messages are logged after the memories (a store that keeps no log leaves them out).
 
     \b
     Examples:
@@ -80,6 +87,17 @@ def import_(
         f"imported {report.total} records: {report.added} added, {report.present} already present"
         + (f", {report.superseded} replaced versions left out" if report.superseded else "")
     )
+    if report.messages:
+        counts = report.message_counts()
+        state.output.line(
+            f"imported {report.messages} messages: {counts['messages_added']} added, "
+            f"{counts['messages_present']} already present"
+            + (
+                f", {counts['messages_left_out']} left out (this backend keeps no message log)"
+                if counts["messages_left_out"]
+                else ""
+            )
+        )
     if report.renamed:
         why = (
             "moved into this tenant, or their text was stored here already"

@@ -9,6 +9,9 @@ anything is written; a record whose id names a different memory of this tenant (
 or scope) stops the import there. Should a write still fail (the disk, the embedder, the
 network), or Ctrl-C stop it, the memories this import added are deleted again before the
 error is reported, in the one line that reports it (:mod:`memcore_cli.operations.rollback`).
+The message log of the file (the turns shown around a hit) is logged after the last batch, in
+one transaction, each message linked to its memory as restored here; should that fail, the
+memories are deleted again as well. A store that keeps no log leaves the messages out.
 The writes run with Ctrl-C held (:func:`memcore_cli.output.interrupts.held_interrupts`) and the
 import stops between batches, so an interrupt never falls between a stored batch and the
 record of what it added, nor into the rollback.
@@ -22,7 +25,7 @@ tenant's memory exists.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,11 +38,12 @@ from memcore.scope import Scope
 from memcore.service import restorable_text
 from memcore.transfer import (
     ImportRecord,
-    dump_line,
-    export_record,
+    MessageRecord,
+    export_lines,
     line_error,
-    parse_record,
+    parse_line,
     restore_batches,
+    restore_log,
     split_lines,
     stopped,
 )
@@ -51,26 +55,22 @@ from memcore_cli.wiring.runtime import Runtime
 from memcore_sqlite.storage.out_file import open_out
 
 
-def iter_memories(runtime: Runtime) -> Iterator[MemoryRecord]:
-    return runtime.service().every_memory()
-
-
-def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> int:
+def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> dict[str, int]:
+    """Write the export; how many ``memories`` and ``messages`` (of the log) it holds."""
     if out_path is None:
         return _write_lines(runtime, output, sys.stdout)
     with open_out(out_path) as fh:
         return _write_lines(runtime, output, fh)
 
 
-def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> int:
-    count = 0
+def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> dict[str, int]:
+    counts: dict[str, int] = {}
     with output.progress("exporting") as advance:
-        for memory in iter_memories(runtime):
-            # dump_line escapes what a terminal acts on, as --json output does.
-            fh.write(dump_line(export_record(memory)))
-            count += 1
+        # dump_line escapes what a terminal acts on, as --json output does.
+        for line in export_lines(runtime.service(), counts):
+            fh.write(line)
             advance()
-    return count
+    return counts
 
 
 @attrs.define
@@ -84,20 +84,39 @@ class ImportReport:
     #: The backend kept every free id (the embedded store): an id changed only because the
     #: record moved to another tenant or its text was stored already.
     keeps_ids: bool = False
+    #: Lines of the message log in the file, and what became of them.
+    messages: int = 0
+    messages_added: int = 0
+    messages_left_out: int = 0
+    #: A file's memory id -> the id that memory has here (to link the log's messages).
+    ids: dict[str, str] = attrs.field(factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        answer: dict[str, Any] = {
             "total": self.total,
             "added": self.added,
             "present": self.present,
             "superseded": self.superseded,
             "id_map": dict(self.renamed),
         }
+        if self.messages:
+            answer.update(self.message_counts())
+        return answer
+
+    def message_counts(self) -> dict[str, int]:
+        """The message log's lines: ``added``, ``present`` (logged already), ``left_out``
+        (the store keeps no log)."""
+        present = self.messages - self.messages_added - self.messages_left_out
+        return {
+            "messages_added": self.messages_added,
+            "messages_present": present,
+            "messages_left_out": self.messages_left_out,
+        }
 
 
 def read_records(
     path: Path, tenant: Scope, *, retarget: bool = False, lines: bool = False
-) -> list[ImportRecord]:
+) -> list[ImportRecord | MessageRecord]:
     """Every record of the file, checked; ``lines``: each non-empty line is one memory's text,
     written to ``tenant`` (the current write scope)."""
     if str(path) == "-" and sys.stdin is None:  # started with stdin closed (`<&-`)
@@ -116,7 +135,7 @@ def read_records(
     numbered = [(i, raw) for i, raw in enumerate(text, start=1) if raw.strip()]
     if lines:
         return [_text_record(i, raw, tenant) for i, raw in numbered]
-    return [parse_record(i, raw, tenant, retarget=retarget) for i, raw in numbered]
+    return [parse_line(i, raw, tenant, retarget=retarget) for i, raw in numbered]
 
 
 def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:
@@ -148,8 +167,10 @@ def import_memories(
     retarget = options.tenant is not None or options.app is not None
     choice = runtime.settings.scope
     target = choice.write_scope() if lines else choice.scope
-    records = read_records(path, target, retarget=retarget, lines=lines)
-    report = ImportReport(total=len(records))
+    parsed = read_records(path, target, retarget=retarget, lines=lines)
+    records = [r for r in parsed if isinstance(r, ImportRecord)]
+    messages = [r for r in parsed if isinstance(r, MessageRecord)]
+    report = ImportReport(total=len(records), messages=len(messages))
     runtime.ready_store()
     existing = _existing(runtime)
     known = set(existing)
@@ -166,6 +187,10 @@ def import_memories(
                 advance(len(written))
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
+            if messages and not service.keeps_message_log:
+                report.messages_left_out = len(messages)
+            elif messages:
+                report.messages_added = restore_log(service, messages, report.ids)
         except BaseException as exc:
             error = stopped(exc, undo_import(runtime, added))
             if error is exc:
@@ -201,6 +226,7 @@ def _to_write(
                     retryable=False,
                 )
             report.present += 1
+            report.ids[record.id] = record.id
             continue
         earlier = first.setdefault(record.id, record)
         if earlier is not record and (earlier.scope, earlier.text.strip()) != (
@@ -248,6 +274,9 @@ def _account(
         present = False
     if new_id is None:
         return
+    source = record.id if record.source_id is None else record.source_id
+    if source is not None:
+        report.ids[source] = new_id
     if record.id is not None and new_id != record.id and (present or not keeps_ids):
         report.renamed[record.id] = new_id
     elif record.source_id is not None and new_id != record.source_id:

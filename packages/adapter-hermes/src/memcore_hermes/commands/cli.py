@@ -512,15 +512,19 @@ def _run_forget(args: argparse.Namespace) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> None:
-    from memcore.transfer import dump_line, export_record
+    from memcore.transfer import export_lines
     from memcore_sqlite.storage.file_modes import make_home
     from memcore_sqlite.storage.out_file import open_out
 
+    counts: dict[str, int] = {}
     with _Session(args) as session:
-        lines = [dump_line(export_record(m)) for m in session.memories()]
+        # The memories, then the message log where the store keeps one (the turns that
+        # recall_neighbours shows), so an import restores both.
+        lines = list(export_lines(session.service, counts))
+    memories, messages = counts["memories"], counts["messages"]
     if args.out is None or args.out == "-":  # as import's '-' is stdin
         _write("".join(lines))
-        _say(f"exported {len(lines)} memories")
+        _say(f"exported {memories} memories" + (f" and {messages} messages" if messages else ""))
         return
     from pathlib import Path
 
@@ -530,7 +534,7 @@ def _run_export(args: argparse.Namespace) -> None:
         make_home(target.parent, advice="choose another --out")
     with open_out(Path(args.out)) as fh:
         fh.write("".join(lines))
-    _print({"exported": len(lines), "out": str(target)})
+    _print({"exported": memories, "messages": messages, "out": str(target)})
 
 
 def _run_import(args: argparse.Namespace) -> None:

@@ -9,7 +9,10 @@ record of what it added, nor into the rollback. "Added" counts what this import 
 text another writer stored meanwhile is present, and a rollback leaves it alone.
 ``id_map`` maps a record's id to the one it has here when they differ, except for an id that
 only another tenant holds: it gets a new id, unreported, so that an import cannot be used to
-ask whether another user's memory exists.
+ask whether another user's memory exists. The file's message log (the turns recall_neighbours
+shows) is logged after the memories in one transaction, each message linked to its memory as
+restored here; should that fail, the memories are taken back too. A store that keeps no log
+(TableStore) leaves the messages out and counts them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,15 @@ from typing import Any
 from memcore.errors import MemcoreError, NotFound
 from memcore.scope import Scope
 from memcore.service import MemoryService
-from memcore.transfer import ImportRecord, Undone, parse_record, restore_batches, stopped
+from memcore.transfer import (
+    ImportRecord,
+    MessageRecord,
+    Undone,
+    parse_line,
+    restore_batches,
+    restore_log,
+    stopped,
+)
 from memcore.values import MemoryRecord
 from memcore_hermes.commands.interrupts import held_interrupts
 
@@ -41,23 +52,30 @@ def import_lines(
     """Import the file's lines into the service's tenant; ``memories`` lists what it holds.
     ``retarget`` moves another tenant's records into it (new ids), where the command refuses
     them. The answer: ``total``, ``added``, ``present``, ``superseded`` (versions a later one
-    replaced: history, not written) and ``id_map`` (old id -> new id)."""
+    replaced: history, not written) and ``id_map`` (old id -> new id); with messages in the
+    file, ``messages_added``, ``messages_present`` and ``messages_left_out``."""
     tenant = service.write_scope
-    records = [
-        parse_record(i, raw, tenant, retarget=retarget, hint=_OTHER_USER_HINT)
+    parsed = [
+        parse_line(i, raw, tenant, retarget=retarget, hint=_OTHER_USER_HINT)
         for i, raw in enumerate(raw_lines, start=1)
         if raw.strip()
     ]
+    records = [r for r in parsed if isinstance(r, ImportRecord)]
+    messages = [r for r in parsed if isinstance(r, MessageRecord)]
     known = {m.id: m.text.strip() for m in memories} if records else {}
     present = superseded = 0
     pending: list[ImportRecord] = []
+    #: A file's memory id -> the id that memory has here (to link the log's messages).
+    ids: dict[str, str] = {}
     for record in records:
         if record.superseded:
             superseded += 1
         elif record.id is not None and known.get(record.id) == record.text.strip():
             present += 1  # already here, with the same text
+            ids[record.id] = record.id
         else:
             pending.append(record)
+    logged = left_out = 0
     exact = service.restores_exactly
     # What this import created, in order, taken back if it stops.
     landed: list[tuple[Scope, str]] = []
@@ -79,20 +97,34 @@ def import_lines(
                     if new_id is not None and _said(record, new_id, was_there, exact, known):
                         assert record.id is not None
                         id_map[record.id] = new_id
+                    source = record.id if record.source_id is None else record.source_id
+                    if new_id is not None and source is not None:
+                        ids[source] = new_id
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
+            if messages and not service.keeps_message_log:
+                left_out = len(messages)
+            elif messages:
+                logged = restore_log(service, messages, ids)
         except BaseException as exc:
             error = stopped(exc, take_back(service, landed))
             if error is exc:
                 raise
             raise error from exc
-    return {
+    answer: dict[str, Any] = {
         "total": len(records),
         "added": len(landed),
         "present": present,
         "superseded": superseded,
         "id_map": id_map,
     }
+    if messages:
+        answer.update(
+            messages_added=logged,
+            messages_present=len(messages) - logged - left_out,
+            messages_left_out=left_out,
+        )
+    return answer
 
 
 def _said(

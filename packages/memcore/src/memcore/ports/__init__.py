@@ -2,7 +2,11 @@
 per family. Adapters implement these; the core and its fake never import an adapter.
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
+<<<<<<< HEAD
   ``DreamUndo``, ``KeyRemoval``, ``MemoryLookup``, ``MessageMove``, ``NeighbourTurns``,
+=======
+  ``DreamUndo``, ``MemoryLookup``, ``MessageLog``, ``MessageMove``, ``NeighbourTurns``,
+>>>>>>> d423c74 (Export carries the message log, and import restores it)
   ``SearchWarmup``, ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
@@ -24,6 +28,7 @@ from memcore.ports.store import (
     KeyRemoval,
     MemoryLookup,
     MemoryStore,
+    MessageLog,
     MessageMove,
     NeighbourTurns,
     ProgressCallback,
@@ -42,6 +47,7 @@ __all__ = [
     "KeyRemoval",
     "MemoryLookup",
     "MemoryStore",
+    "MessageLog",
     "MessageMove",
     "NeighbourTurns",
     "ProgressCallback",

@@ -15,6 +15,7 @@ from memcore.scope import Scope, ScopePattern
 from memcore.values import (
     DreamAction,
     DreamTask,
+    LoggedMessage,
     MemoryRecord,
     MemoryTask,
     Message,
@@ -314,6 +315,31 @@ class MessageMove(Protocol):
         A message that became a memory then points at the target's memory of the same text,
         else at none. Only the sources' messages change, so a source already moved has nothing
         left to move and a second call moves nothing."""
+        ...
+
+
+@runtime_checkable
+class MessageLog(Protocol):
+    """A store whose message log can be listed with the memory each message became and
+    written back (the embedded store): how a backup carries the turns shown around a hit."""
+
+    def list_logged_messages(
+        self,
+        store: str,
+        pattern: ScopePattern,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> Page[LoggedMessage]:
+        """A page of the messages of every scope under ``pattern``, in the order logged."""
+        ...
+
+    def restore_messages(self, store: str, messages: Sequence[LoggedMessage]) -> int:
+        """Log ``messages`` after those already logged, all in one transaction (all or none),
+        each in its own scope with its id, role, text, time and metadata; how many were
+        added. One already logged in its scope (same id, role, text and time) is skipped, so
+        a second call adds nothing. A message is linked to the memory ``memory_id`` only when
+        that memory is in the message's own scope; otherwise to none."""
         ...
 
 
