@@ -343,11 +343,12 @@ def test_a_bad_said_at_stops_the_import_with_one_line(tmp_path, fresh_cli, value
     assert fresh_cli.json_lines("export") == []
 
 
-def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored(
+def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored_as_current(
     tmp_path, local_cli, fresh_cli
 ):
     """A backup and restore put the outdated fact back into recall: the replaced version was
-    exported like any memory and imported as current."""
+    exported like any memory and imported as current. Now it is restored as the replaced
+    version it is, and a file of an earlier release (no ``format``) leaves it out."""
     stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
@@ -363,7 +364,24 @@ def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored(
     assert all(r["superseded_by"] is None for r in records if r is not old)
 
     report = fresh_cli.json("import", str(out))
-    assert (report["total"], report["superseded"]) == (len(records), 1)
-    assert report["added"] == len(records) - 1
+    assert (report["total"], report["superseded"]) == (len(records), 0)
+    assert report["added"] == len(records)
     assert sorted(m["text"] for m in fresh_cli.json("list")["items"]) == current
-    assert "1 replaced versions left out" in fresh_cli.ok("import", str(out)).stdout
+    [restored] = [
+        m for m in fresh_cli.json_lines("list", "--all", "--all-versions") if m["text"] == stale
+    ]
+    assert restored["superseded_by"] == old["superseded_by"]
+
+    older = tmp_path / "older.jsonl"
+    older.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "format"}) + "\n" for r in records),
+        encoding="utf-8",
+    )
+    other = tmp_path / "other-home"
+    (other / "config.json").parent.mkdir()
+    (other / "config.json").write_text('{"embedder": "none"}', encoding="utf-8")
+    older_cli = type(fresh_cli)(other)
+    report = older_cli.json("import", str(older))
+    assert (report["added"], report["superseded"]) == (len(records) - 1, 1)
+    assert sorted(m["text"] for m in older_cli.json("list")["items"]) == current
+    assert "1 replaced versions left out" in older_cli.ok("import", str(older)).stdout

@@ -239,3 +239,83 @@ def test_a_line_without_a_format_is_a_memory_whatever_else_it_holds(tmp_path, fr
     result = fresh_cli("import", str(path))
     assert result.exit_code == 2
     assert result.stderr.splitlines() == ["memcore: error: line 1: unknown record kind 'note'"]
+
+
+def _dreamed(cli) -> None:
+    """Facts a dream pass then replaces: one updated (it still answers, after its
+    successor), one merged."""
+    for text in (
+        "We keep 30 dozen eggs in the fridge, bought at the farm",
+        "We now keep 20 dozen eggs in the fridge",
+        "User likes green tea",
+        "User likes green tea a lot",
+        "User plays the cello on Sundays",
+    ):
+        cli.ok("add", "--sync", text)
+    cli.json("dream", "create", "--apply-mode", "safe_auto")
+
+
+def test_a_restore_after_a_dream_recalls_and_ranks_as_the_original(tmp_path, local_cli, fresh_cli):
+    _dreamed(local_cli)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    every = ("list", "--all", "--all-versions")
+    before = {m["id"]: m for m in local_cli.json_lines(*every)}
+    assert {m["superseded_by"] is not None for m in before.values()} == {True, False}
+
+    report = fresh_cli.json("import", str(out))
+    assert (report["added"], report["superseded"]) == (len(before), 0)
+    assert {m["id"]: m for m in fresh_cli.json_lines(*every)} == before
+    assert fresh_cli.json_lines("list", "--all") == local_cli.json_lines("list", "--all")
+    for query in ("eggs fridge", "green tea", "cello", "how many eggs do we keep"):
+        hits = [(h["id"], h["score"]) for h in local_cli.json("search", "--top-k", "10", query)]
+        again = [(h["id"], h["score"]) for h in fresh_cli.json("search", "--top-k", "10", query)]
+        assert again == hits, query
+    for memory_id in before:
+        assert fresh_cli.json("get", memory_id) == local_cli.json("get", memory_id)
+    assert fresh_cli.json("import", str(out))["added"] == 0
+
+
+def test_replaced_versions_follow_into_the_importing_tenant_and_not_into_tablestore(
+    tmp_path, local_cli, fresh_cli, emulator_cli
+):
+    _dreamed(local_cli)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    every = ("list", "--all", "--all-versions")
+    records = local_cli.json_lines(*every)
+    replaced = [m for m in records if m["superseded_by"]]
+    current = sorted(m["text"] for m in records if not m["superseded_by"])
+
+    moved = fresh_cli.json("--tenant", "bob", "import", str(out))
+    assert (moved["added"], moved["superseded"]) == (len(records), 0)
+    bob = {m["id"]: m for m in fresh_cli.json_lines("--tenant", "bob", *every)}
+    texts = {m["id"]: m["text"] for m in bob.values()}
+    for old in replaced:
+        [copy] = [m for m in bob.values() if m["text"] == old["text"]]
+        successor = next(m["text"] for m in records if m["id"] == old["superseded_by"])
+        assert texts[copy["superseded_by"]] == successor
+    assert sorted(m["text"] for m in fresh_cli.json_lines("--tenant", "bob", "list", "--all")) == (
+        current
+    )
+
+    cloud = emulator_cli.json("import", str(out))
+    assert (cloud["added"], cloud["superseded"]) == (len(current), len(replaced))
+    assert sorted(m["text"] for m in emulator_cli.json_lines("list", "--all")) == current
+
+
+def test_a_current_memory_edited_back_to_a_replaced_text_stays_current(
+    tmp_path, local_cli, fresh_cli
+):
+    """A scope holds a text once: a replaced version whose text the current memory was
+    edited back to is left out, so the current one is restored as it is."""
+    _dreamed(local_cli)
+    every = ("list", "--all", "--all-versions")
+    [old] = [m for m in local_cli.json_lines(*every) if m["text"].startswith("We keep 30")]
+    local_cli.ok("update", old["superseded_by"], "--text", old["text"])
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+
+    report = fresh_cli.json("import", str(out))
+    assert report["superseded"] == 1
+    assert fresh_cli.json_lines("list", "--all") == local_cli.json_lines("list", "--all")

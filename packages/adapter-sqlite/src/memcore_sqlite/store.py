@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from memcore_sqlite.operations.message_log import MessageLogs
     from memcore_sqlite.operations.message_moves import MessageMoves
     from memcore_sqlite.operations.reads import RecordReads
+    from memcore_sqlite.operations.version_links import VersionLinks
     from memcore_sqlite.operations.writes import MemoryWrites
 
 __all__ = ["SqliteMemoryStore", "TextItem"]
@@ -84,6 +85,7 @@ _LATER: dict[str, tuple[str, ...]] = {
     "facts": ("add_messages",),
     "messages": ("message_counts", "move_messages"),
     "log": ("list_logged_messages", "restore_messages"),
+    "links": ("link_versions",),
     "dream": (
         "create_dream_task",
         "create_session_dream_task",
@@ -213,6 +215,7 @@ class SqliteMemoryStore:
             log = self._log()
             self.list_logged_messages = log.list_logged_messages
             self.restore_messages = log.restore_messages
+            self.link_versions = self._links().link_versions
             self.update_memory = writes.update_memory
             self.update_memory_removing = writes.update_memory_removing
             self.delete_memory = writes.delete_memory
@@ -233,6 +236,7 @@ class SqliteMemoryStore:
             "facts": self._facts,
             "messages": self._messages,
             "log": self._log,
+            "links": self._links,
             "dream": self._dream,
         }
         return builders[part]()
@@ -293,6 +297,14 @@ class SqliteMemoryStore:
             return MessageLogs(self._tx)
 
         return self._once("log", build)
+
+    def _links(self) -> VersionLinks:
+        def build() -> VersionLinks:
+            from memcore_sqlite.operations.version_links import VersionLinks
+
+            return VersionLinks(self._tx)
+
+        return self._once("links", build)
 
     def _dream(self) -> DreamTasks:
         def build() -> DreamTasks:

@@ -28,6 +28,7 @@ from memcore.ports import (
     MessageMove,
     NeighbourTurns,
     SearchWarmup,
+    VersionHistory,
 )
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
@@ -43,6 +44,7 @@ from memcore.values import (
     SearchHit,
     TextItem,
     TurnContext,
+    VersionLink,
     WriteReceipt,
 )
 
@@ -814,6 +816,33 @@ class MemoryService:
                 field="messages",
             )
         return store.restore_messages(self.store_name, list(messages))
+
+    @property
+    def restores_history(self) -> bool:
+        """Whether :meth:`restore` keeps ids and times and :meth:`restore_links` gives back
+        which version replaced which (the embedded store): an import then restores the
+        versions a dream replaced too, and the store recalls and ranks as the original."""
+        return self.restores_exactly and isinstance(self.store, VersionHistory)
+
+    def restore_links(self, links: Sequence[VersionLink]) -> None:
+        """Give back what an import restored its supersession links, every memory in this
+        session's tenant, all or none (a link to a memory of another tenant is dropped)."""
+        self._check_writable()
+        _check_list(links, field="links")
+        tenant = self.scope.tenant_pattern()
+        for i, link in enumerate(links):  # every link, before anything is written
+            scope = link.scope if isinstance(link, VersionLink) else None
+            if not isinstance(scope, Scope) or not tenant.matches(scope):
+                raise InvalidInput(
+                    f"links[{i}].scope is outside this session's tenant", field=f"links[{i}].scope"
+                )
+        store = self.store
+        if not isinstance(store, VersionHistory):
+            raise Unsupported(
+                "this backend keeps no version history; only the embedded store does",
+                field="links",
+            )
+        store.link_versions(self.store_name, list(links))
 
     def _message_move(self) -> MessageMove:
         if not isinstance(self.store, MessageMove):

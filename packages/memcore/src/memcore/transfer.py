@@ -20,6 +20,13 @@ restored here, in one transaction; a store that keeps no log leaves them out and
 A release before format 2 reads such a line as a memory without a text and refuses the file
 with its line number, writing nothing.
 
+A version a dream replaced is exported with ``superseded_by`` (and ``superseded_how``; what a
+memory replaced is its ``supersedes``). On a store that keeps that history (the embedded
+store) an import of format 2 restores such a version with its links, so the store recalls and
+ranks as the original did (an ``updated`` fact still answers right after its successor, and
+the replaced versions weigh in the word statistics as they did there); elsewhere, or from an
+older file, or when its successor is not in the file, it is left out and counted.
+
 Parsing checks every field against the limits, so nothing is written from a bad line.
 An import stopped midway is undone by its command line; :class:`Undone` and :func:`stopped`
 say what that did, in the one line both command lines report it with.
@@ -37,7 +44,14 @@ from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError
 from memcore.scope import Scope
 from memcore.service import MemoryService, check_user_metadata, restorable_text
-from memcore.values import LoggedMessage, MemoryRecord, Message, TextItem
+from memcore.values import (
+    SUPERSESSION_KINDS,
+    LoggedMessage,
+    MemoryRecord,
+    Message,
+    TextItem,
+    VersionLink,
+)
 
 #: What ``json.dumps(..., ensure_ascii=False)`` leaves raw and a reader or a terminal acts on,
 #: written escaped (only inside JSON strings, where the escape means the same character):
@@ -76,7 +90,8 @@ def split_lines(text: str) -> list[str]:
 
 #: The format export records are written in; an import reads every format up to it. 1 (records
 #: without a ``format``): id, text, scope, metadata, created_at and said_at are restored;
-#: 2: also updated_at, unit_type and version.
+#: 2: also updated_at, unit_type and version, the message log, and the versions a dream
+#: replaced with their links.
 EXPORT_FORMAT = 2
 
 
@@ -131,10 +146,17 @@ def export_lines(service: MemoryService, counts: dict[str, int]) -> Iterator[str
 
 
 def export_record(memory: MemoryRecord) -> dict[str, Any]:
-    """One exported line: the memory's record without a score, in :data:`EXPORT_FORMAT`."""
+    """One exported line: the memory's record without a score, in :data:`EXPORT_FORMAT`, with
+    its supersession links (how it was replaced, and what it replaced)."""
     record = memory_record(memory)
     record.pop("score")
-    return {"format": EXPORT_FORMAT, **record}
+    how = memory.extras.get("superseded_how") if memory.superseded_by else None
+    return {
+        "format": EXPORT_FORMAT,
+        **record,
+        "superseded_how": how if isinstance(how, str) else None,
+        "supersedes": list(memory.supersedes),
+    }
 
 
 @attrs.frozen
@@ -155,6 +177,17 @@ class ImportRecord:
     updated_at: float | None = None
     unit_type: str | None = None
     version: int | None = None
+    #: The record's format, and its links (the file's ids): what replaced it and how, and
+    #: what it replaced.
+    fmt: int = 1
+    superseded_by: str | None = None
+    superseded_how: str | None = None
+    supersedes: tuple[str, ...] = ()
+
+    @property
+    def file_id(self) -> str | None:
+        """The id the file gives the record (before a move into another tenant)."""
+        return self.id if self.source_id is None else self.source_id
 
     def item(self) -> TextItem:
         """The record as ``MemoryService.restore`` writes it: scope, id and times as exported."""
@@ -327,6 +360,7 @@ def _memory(
         superseded_by = data.get("superseded_by")
         if superseded_by is not None:
             limits.check_id(superseded_by, field="superseded_by")
+        how, supersedes = _links(data, superseded_by) if fmt >= 2 else (None, ())
     except InvalidInput as exc:
         raise line_error(line_no, exc.message, exc.field or "line") from None
     source_id: str | None = None
@@ -348,7 +382,77 @@ def _memory(
         updated_at=updated_at,
         unit_type=unit_type,
         version=version,
+        fmt=fmt,
+        superseded_by=superseded_by,
+        superseded_how=how,
+        supersedes=supersedes,
     )
+
+
+def _links(
+    data: Mapping[str, Any], superseded_by: str | None
+) -> tuple[str | None, tuple[str, ...]]:
+    """A record's ``superseded_how`` (with a ``superseded_by`` only) and ``supersedes``."""
+    how = data.get("superseded_how")
+    if how is not None and (superseded_by is None or how not in SUPERSESSION_KINDS):
+        raise InvalidInput(
+            f"superseded_how must be one of {list(SUPERSESSION_KINDS)}, with superseded_by",
+            field="superseded_how",
+        )
+    raw = data.get("supersedes")
+    if raw is None:
+        return how, ()
+    if not isinstance(raw, list):
+        raise InvalidInput("supersedes must be a list of ids", field="supersedes")
+    return how, tuple(limits.check_id(i, field="supersedes") for i in raw)
+
+
+def history_kept(service: MemoryService, records: Sequence[ImportRecord]) -> set[int]:
+    """The lines of the replaced versions an import restores: records of format 2 on a store
+    that keeps the history (:attr:`MemoryService.restores_history`), whose successor, or its
+    successor in turn, is a current record of the file. The rest are left out, as before, and
+    so is one whose text a current record of its scope has (a text edited back to an old
+    version's): a scope holds a text once, and the current memory must keep it."""
+    if not service.restores_history:
+        return set()
+    current = {r.file_id for r in records if not r.superseded}
+    said = {(r.scope, r.text.strip()) for r in records if not r.superseded}
+    replaced = {
+        r.file_id: r
+        for r in records
+        if r.superseded
+        and r.fmt >= 2
+        and r.file_id is not None
+        and (r.scope, r.text.strip()) not in said
+    }
+    known: dict[str | None, bool] = {}
+    for start in replaced:
+        path: list[str | None] = []
+        at: str | None = start
+        while at not in known and at not in current and at in replaced and at not in path:
+            path.append(at)
+            at = replaced[at].superseded_by
+        ends = known.get(at, at in current)
+        for step in path:
+            known[step] = ends
+    return {r.line for key, r in replaced.items() if known.get(key)}
+
+
+def version_links(
+    created: Sequence[tuple[ImportRecord, str]], ids: Mapping[str, str]
+) -> list[VersionLink]:
+    """The links of the memories an import created (``ids``: a file's memory id -> the id it
+    has here); a link to a version not restored is dropped."""
+    links = []
+    for record, new_id in created:
+        if record.fmt < 2 or not (record.superseded_by or record.supersedes):
+            continue
+        by = None if record.superseded_by is None else ids.get(record.superseded_by)
+        replaced = tuple(ids[i] for i in record.supersedes if i in ids)
+        if by is not None or replaced:
+            how = record.superseded_how if by is not None else None
+            links.append(VersionLink(record.scope, new_id, by, how, replaced))
+    return links
 
 
 def record_format(line_no: int, data: Mapping[str, Any]) -> int:

@@ -158,6 +158,23 @@ class LoggedMessage:
     memory_id: str | None = None
 
 
+#: How a version was replaced: folded into another (``merged``) or a newer fact replaced it
+#: (``updated``; it still answers, right after its successor).
+SUPERSESSION_KINDS = ("merged", "updated")
+
+
+@attrs.frozen
+class VersionLink:
+    """A memory's supersession links as a restore gives them back (the embedded store keeps
+    them): the memory that replaced it and how, and the versions it replaced."""
+
+    scope: Scope
+    memory_id: str
+    superseded_by: str | None = None
+    superseded_how: str | None = None
+    supersedes: tuple[str, ...] = ()
+
+
 @attrs.frozen
 class TurnContext:
     """The messages of a hit's session said right before and right after the message it

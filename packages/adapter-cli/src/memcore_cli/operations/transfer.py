@@ -40,12 +40,14 @@ from memcore.transfer import (
     ImportRecord,
     MessageRecord,
     export_lines,
+    history_kept,
     line_error,
     parse_line,
     restore_batches,
     restore_log,
     split_lines,
     stopped,
+    version_links,
 )
 from memcore.values import MemoryRecord
 from memcore_cli.operations.rollback import undo_import
@@ -78,7 +80,9 @@ class ImportReport:
     total: int = 0
     added: int = 0
     present: int = 0
-    #: Records of versions a later one replaced: history, not written (see ``superseded_by``).
+    #: Records of versions a later one replaced that were not written (see ``superseded_by``):
+    #: all of them from an older file or into TableStore, else those whose successor is not in
+    #: the file.
     superseded: int = 0
     renamed: dict[str, str] = attrs.field(factory=dict)
     #: The backend kept every free id (the embedded store): an id changed only because the
@@ -90,6 +94,8 @@ class ImportReport:
     messages_left_out: int = 0
     #: A file's memory id -> the id that memory has here (to link the log's messages).
     ids: dict[str, str] = attrs.field(factory=dict)
+    #: The records this import created, with their ids (to give them their version links).
+    created: list[tuple[ImportRecord, str]] = attrs.field(factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         answer: dict[str, Any] = {
@@ -174,8 +180,8 @@ def import_memories(
     runtime.ready_store()
     existing = _existing(runtime)
     known = set(existing)
-    pending = _to_write(records, existing, report)
     service = runtime.service()
+    pending = _to_write(records, existing, report, history_kept(service, records))
     exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
@@ -187,6 +193,9 @@ def import_memories(
                 advance(len(written))
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
+            links = version_links(report.created, report.ids)
+            if links:
+                service.restore_links(links)
             if messages and not service.keeps_message_log:
                 report.messages_left_out = len(messages)
             elif messages:
@@ -200,18 +209,22 @@ def import_memories(
 
 
 def _to_write(
-    records: list[ImportRecord], existing: Mapping[str, MemoryRecord], report: ImportReport
+    records: list[ImportRecord],
+    existing: Mapping[str, MemoryRecord],
+    report: ImportReport,
+    kept: set[int],
 ) -> list[ImportRecord]:
     """The records to write, after checking every id against the tenant (nothing written yet).
 
     A record whose id is already in its scope with the same text is present; one whose id
     names a different memory of this tenant, or that repeats an earlier record's id with
-    another text or scope, stops the whole import with :class:`Conflict`.
+    another text or scope, stops the whole import with :class:`Conflict`. A replaced version
+    is written when its line is in ``kept`` (:func:`memcore.transfer.history_kept`).
     """
     pending: list[ImportRecord] = []
     first: dict[str, ImportRecord] = {}
     for record in records:
-        if record.superseded:
+        if record.superseded and record.line not in kept:
             report.superseded += 1
             continue
         if record.id is None:
@@ -271,6 +284,7 @@ def _account(
         report.added += 1
         known.add(new_id)
         added.append((record.scope, new_id))
+        report.created.append((record, new_id))
         present = False
     if new_id is None:
         return

@@ -27,10 +27,12 @@ from memcore.transfer import (
     ImportRecord,
     MessageRecord,
     Undone,
+    history_kept,
     parse_line,
     restore_batches,
     restore_log,
     stopped,
+    version_links,
 )
 from memcore.values import MemoryRecord
 from memcore_hermes.commands.interrupts import held_interrupts
@@ -67,8 +69,9 @@ def import_lines(
     pending: list[ImportRecord] = []
     #: A file's memory id -> the id that memory has here (to link the log's messages).
     ids: dict[str, str] = {}
+    kept = history_kept(service, records)  # replaced versions restored with their links
     for record in records:
-        if record.superseded:
+        if record.superseded and record.line not in kept:
             superseded += 1
         elif record.id is not None and known.get(record.id) == record.text.strip():
             present += 1  # already here, with the same text
@@ -80,6 +83,7 @@ def import_lines(
     # What this import created, in order, taken back if it stops.
     landed: list[tuple[Scope, str]] = []
     mine: set[str] = set()
+    created: list[tuple[ImportRecord, str]] = []
     id_map: dict[str, str] = {}
     with held_interrupts() as held:
         try:
@@ -93,6 +97,7 @@ def import_lines(
                     else:
                         mine.add(new_id)
                         landed.append((record.scope, new_id))
+                        created.append((record, new_id))
                         was_there = False
                     if new_id is not None and _said(record, new_id, was_there, exact, known):
                         assert record.id is not None
@@ -102,6 +107,9 @@ def import_lines(
                         ids[source] = new_id
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
+            links = version_links(created, ids)
+            if links:
+                service.restore_links(links)
             if messages and not service.keeps_message_log:
                 left_out = len(messages)
             elif messages:

@@ -16,8 +16,8 @@ union_id; see :mod:`memcore_hermes.session.tenancy`), which the old tenant does 
 (:data:`~memcore_hermes.session.tenancy.ALT_NAMED_PLATFORMS`) are refused, since under the user
 id alone no session would read them. It names one platform's tenant and nothing else: where the
 memories of runs naming no platform go is ``--platform``'s to say. Memories a dream pass superseded stay, as the old
-tenant's history: the import that moves the rest carries no supersession, so a copy would put
-the outdated fact back in recall.
+tenant's history: the move copies current memories only (with no replaced version beside
+them, a copy would put the outdated fact back in recall).
 
 Each run's message log (the turns shown around a hit) goes where the run's memories go, after
 their import and before their delete, in one transaction per platform, so a moved memory keeps

@@ -2,12 +2,8 @@
 per family. Adapters implement these; the core and its fake never import an adapter.
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
-<<<<<<< HEAD
-  ``DreamUndo``, ``KeyRemoval``, ``MemoryLookup``, ``MessageMove``, ``NeighbourTurns``,
-=======
-  ``DreamUndo``, ``MemoryLookup``, ``MessageLog``, ``MessageMove``, ``NeighbourTurns``,
->>>>>>> d423c74 (Export carries the message log, and import restores it)
-  ``SearchWarmup``, ``ProgressCallback``)
+  ``DreamUndo``, ``KeyRemoval``, ``MemoryLookup``, ``MessageLog``, ``MessageMove``,
+  ``NeighbourTurns``, ``SearchWarmup``, ``VersionHistory``, ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
 - :mod:`~memcore.ports.embedding`: ``Embedder``
@@ -33,6 +29,7 @@ from memcore.ports.store import (
     NeighbourTurns,
     ProgressCallback,
     SearchWarmup,
+    VersionHistory,
 )
 
 __all__ = [
@@ -53,4 +50,5 @@ __all__ = [
     "ProgressCallback",
     "Provisioner",
     "SearchWarmup",
+    "VersionHistory",
 ]

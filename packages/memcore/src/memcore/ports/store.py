@@ -25,6 +25,7 @@ from memcore.values import (
     StoreInfo,
     TextItem,
     TurnContext,
+    VersionLink,
     WriteReceipt,
 )
 
@@ -340,6 +341,18 @@ class MessageLog(Protocol):
         added. One already logged in its scope (same id, role, text and time) is skipped, so
         a second call adds nothing. A message is linked to the memory ``memory_id`` only when
         that memory is in the message's own scope; otherwise to none."""
+        ...
+
+
+@runtime_checkable
+class VersionHistory(Protocol):
+    """A store that keeps which version replaced which (the embedded store), and takes those
+    links back from a restore, so a restored store recalls and ranks as the original did."""
+
+    def link_versions(self, store: str, links: Sequence[VersionLink]) -> None:
+        """Set each memory's links, all in one transaction (all or none). Only a memory in its
+        link's scope changes; a linked id that names no memory of the same tenant is dropped,
+        so no link ever reaches into another tenant."""
         ...
 
 

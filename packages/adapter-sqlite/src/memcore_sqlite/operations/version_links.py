@@ -1,0 +1,90 @@
+"""Supersession links given back by a restore (:class:`~memcore.ports.VersionHistory`): the
+versions a dream replaced are stored again with what replaced them, so recall prefers the
+current truth, and ranks, as it did in the store the backup came from."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+
+from memcore import limits
+from memcore.errors import InvalidInput
+from memcore.scope import Scope
+from memcore.values import SUPERSESSION_KINDS, VersionLink
+from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.storage.rows import check_scope
+
+
+class VersionLinks:
+    """Writes a restore's supersession links, one transaction for all of them."""
+
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
+
+    def link_versions(self, store: str, links: Sequence[VersionLink]) -> None:
+        started = time.perf_counter()
+        if isinstance(links, (str, bytes)) or not isinstance(links, Sequence):
+            raise InvalidInput("links must be a list", field="links")
+        for i, link in enumerate(links):  # every link, before anything is written
+            _check(link, f"links[{i}]")
+        if not links:
+            return
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
+            for link in links:
+                tenant = link.scope
+                by = link.superseded_by
+                if by is not None and not _in_tenant(conn, sid, tenant, by):
+                    by = None
+                kept = [
+                    i for i in dict.fromkeys(link.supersedes) if _in_tenant(conn, sid, tenant, i)
+                ]
+                conn.execute(
+                    "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?"
+                    " WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?"
+                    " AND agent_id = ? AND run_id = ?",
+                    (
+                        by,
+                        None if by is None else link.superseded_how,
+                        json.dumps(kept),
+                        link.memory_id,
+                        sid,
+                        *link.scope.as_tuple(),
+                    ),
+                )
+            self._tx.audit(conn, sid, "LinkVersions", started, scope=links[0].scope)
+            self._tx.after_write(sid, gen, ())
+
+
+def _check(link: object, field: str) -> None:
+    if not isinstance(link, VersionLink):
+        raise InvalidInput(f"{field} must be a VersionLink", field=field)
+    check_scope(link.scope)
+    limits.check_id(link.memory_id, field=f"{field}.memory_id")
+    if link.superseded_by is not None:
+        limits.check_id(link.superseded_by, field=f"{field}.superseded_by")
+    if link.superseded_how is not None and link.superseded_how not in SUPERSESSION_KINDS:
+        raise InvalidInput(
+            f"{field}.superseded_how must be one of {list(SUPERSESSION_KINDS)}",
+            field=f"{field}.superseded_how",
+        )
+    if not isinstance(link.supersedes, tuple):
+        raise InvalidInput(
+            f"{field}.supersedes must be a tuple of ids", field=f"{field}.supersedes"
+        )
+    for memory_id in link.supersedes:
+        limits.check_id(memory_id, field=f"{field}.supersedes")
+
+
+def _in_tenant(conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str) -> bool:
+    """Whether ``memory_id`` is a memory of ``scope``'s tenant (a link never leaves it)."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM memories WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?",
+            (memory_id, store_id, scope.app_id, scope.tenant_id),
+        ).fetchone()
+        is not None
+    )
