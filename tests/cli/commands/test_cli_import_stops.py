@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
-import memcore.transfer
+import memcore.transfer.restoring
 from memcore.service import MemoryService
 
 
@@ -27,7 +27,7 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
     """SIGINT landing after a batch was committed but before it was counted left that batch
     behind ("deleted again" while 256 remained); a second SIGINT (``timeout`` signals the
     process and its group) abandoned the rollback and printed only "memcore: interrupted"."""
-    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 3)
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 3)
     restore, forget = MemoryService.restore, MemoryService.forget
     calls = {"restore": 0, "forget": 0}
 
@@ -61,7 +61,7 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
 def test_a_failure_is_one_line_saying_what_was_undone(tmp_path, monkeypatch, local_cli):
     from memcore.errors import Unavailable
 
-    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 4)
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 4)
     restore = MemoryService.restore
     calls = []
 
@@ -90,7 +90,7 @@ def test_a_text_another_writer_stored_meanwhile_is_present_and_survives_a_rollba
     a rollback would have deleted the other writer's memory)."""
     from memcore.errors import Unavailable
 
-    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 4)
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 4)
     restore = MemoryService.restore
     calls = []
 

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-import memcore.transfer
+import memcore.transfer.restoring
 
 
 def _seed(cli) -> None:
@@ -163,7 +163,7 @@ def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp
                 raise RuntimeError("boom")
             return super().embed(texts)
 
-    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 3)
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 3)
     db = tmp_path / "home" / "memcore.db"
     db.parent.mkdir()
     cli = Cli(db.parent, store_factory=lambda settings: SqliteMemoryStore(db, embedder=Poisoned()))

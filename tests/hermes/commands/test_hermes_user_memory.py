@@ -250,7 +250,7 @@ def test_an_import_failing_midway_takes_back_what_landed(
 ) -> None:
     """Import is all or nothing: when the store fails on the third write (one record at a
     time here), the two that landed are deleted again."""
-    import memcore.transfer
+    import memcore.transfer.restoring
     from memcore.errors import Unavailable
     from memcore.service import MemoryService
 
@@ -273,7 +273,7 @@ def test_an_import_failing_midway_takes_back_what_landed(
             raise Unavailable("the store went away")
         return original(self, items, **kw)
 
-    monkeypatch.setattr(memcore.transfer, "IMPORT_BATCH", 1)
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 1)
     monkeypatch.setattr(MemoryService, "restore", failing_third)
     code, answer = hermes(kit, capsys, "import", str(path))
     assert code != 0 and "line 3" in answer["error"]["message"], answer
