@@ -172,3 +172,48 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path, launched):
         preexec_fn=_launched_with(signal.SIG_IGN if ignored else signal.SIG_DFL),
     )
     assert (done.returncode, done.stderr) == (130, "memcore: interrupted\n"), done.stdout
+
+
+_TERMINATED = """
+import os, signal, sys
+from importlib.metadata import entry_points
+
+import memcore.transfer
+from memcore.service import MemoryService
+
+memcore.transfer.IMPORT_BATCH = 3
+restore = MemoryService.restore
+calls = []
+
+def terminated_restore(self, items, **kwargs):
+    ids = restore(self, items, **kwargs)
+    calls.append(1)
+    if len(calls) == 2:  # two batches stored: ``kill`` (or ``timeout``) stops the import now
+        os.kill(os.getpid(), signal.SIGTERM)
+    return ids
+
+MemoryService.restore = terminated_restore
+sys.argv = ["memcore", "import", "--lines", sys.argv[1]]
+entry_points(group="console_scripts")["memcore"].load()()
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_during_an_import_takes_back_what_it_added(tmp_path, local_cli):
+    """SIGTERM (``kill PID``, ``timeout``, a service manager) ended an import at once: the
+    batches stored so far stayed (6 of 20 lines), with no line saying so, although an
+    import is all or nothing."""
+    local_cli.ok("count")  # the first-run note
+    env = {**os.environ, "MEMCORE_HOME": str(local_cli.home)}
+    done = subprocess.run(
+        [sys.executable, "-c", _TERMINATED, str(_lines(tmp_path / "l.txt", 20))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr) == (
+        130,
+        "memcore: interrupted (import stopped; the 6 memories it had added were deleted again)\n",
+    )
+    assert local_cli.ok("count").stdout.strip() == "0"

@@ -81,6 +81,41 @@ def test_ctrl_c_after_a_stored_batch_and_again_in_the_rollback_leaves_nothing(
     assert texts(run, capsys) == []
 
 
+def test_sigterm_after_a_stored_batch_takes_back_what_it_added(
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """SIGTERM (``kill PID``, ``timeout``, a service manager stopping Hermes) was not held as
+    Ctrl-C is: its default action ended the process with the stored batches left behind.
+    Here the test's own handler stands in for that default (it would end pytest too): it
+    sees the signal only if the import does not hold it."""
+    escaped: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: escaped.append(signum))
+    restore = MemoryService.restore
+    calls: list[int] = []
+
+    def terminated_restore(self: MemoryService, items: Any, **kwargs: Any) -> Any:
+        ids = restore(self, items, **kwargs)
+        calls.append(1)
+        if len(calls) == 2:  # the second batch is stored: the process is told to stop now
+            signal.raise_signal(signal.SIGTERM)
+        return ids
+
+    monkeypatch.setattr(MemoryService, "restore", terminated_restore)
+    try:
+        code, answer, err = run(capsys, "import", str(records_file(tmp_path / "in.jsonl", MANY)))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert escaped == []
+    line = (
+        "tablestore-mem: interrupted (import stopped; the 512 memories it had added were "
+        "deleted again)"
+    )
+    assert (code, reported(err)) == (130, [line])
+    assert answer["error"]["exit_code"] == 130 and answer["error"]["code"] == "interrupted"
+    assert len(calls) == 2
+    assert texts(run, capsys) == []
+
+
 def test_an_unexpected_failure_is_rolled_back_and_one_line(
     run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
 ) -> None:

@@ -49,10 +49,10 @@ class Held:
 
 @contextlib.contextmanager
 def held_interrupts() -> Iterator[Held]:
-    """Hold SIGINT for the block: Ctrl-C is recorded (``interrupted``), not raised, so a
-    step that must finish whole (a batch and its accounting, a rollback) does; the caller
-    decides what an interrupt means once it ends. Outside the main thread, where Python
-    delivers no signal, the block runs as is."""
+    """Hold SIGINT and SIGTERM (:func:`held_signals`) for the block: either is recorded
+    (``interrupted``), not acted on, so a step that must finish whole (a batch and its
+    accounting, a rollback) does; the caller decides what an interrupt means once it ends.
+    Outside the main thread, where Python delivers no signal, the block runs as is."""
     held = Held()
     if threading.current_thread() is not threading.main_thread():
         yield held
@@ -61,8 +61,20 @@ def held_interrupts() -> Iterator[Held]:
     def hold(signum: int, frame: FrameType | None) -> None:
         held.interrupted = True
 
-    previous = signal.signal(signal.SIGINT, hold)
+    previous = {sig: signal.getsignal(sig) for sig in held_signals()}
+    for sig in previous:
+        signal.signal(sig, hold)
     try:
         yield held
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def held_signals() -> tuple[signal.Signals, ...]:
+    """Ctrl-C, and SIGTERM (``kill``, ``timeout``, a service manager stopping the program),
+    whose default action would end the process between a stored batch and its rollback;
+    a SIGTERM the process was started ignoring stays ignored."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        return (signal.SIGINT,)
+    return (signal.SIGINT, signal.SIGTERM)
