@@ -267,3 +267,39 @@ def test_tenant_help_does_not_offer_default_as_a_value(local_cli):
     assert "'--tenant __default__' is a tenant of its own" in shown
     written = local_cli.json("--tenant", "__default__", "add", "mine")
     assert written["scope"]["tenant_id"] != "__default__"
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_unset_stopped_between_its_two_writes_still_writes_the_kept_keys_back(
+    local_cli, monkeypatch, signum
+):
+    """Ctrl-C or SIGTERM right after the clear ended the command there: the memory kept no
+    metadata at all, and nothing said so or printed the restoring command. The two writes
+    now finish with the signal held (here the test's own SIGTERM handler stands in for the
+    default action, which would end pytest: it sees the signal only if it is not held)."""
+    import signal
+
+    from memcore.service import MemoryService
+
+    memory_id = local_cli.json("add", "-m", "topic=food", "-m", "source=chat", "Tea")["memory_ids"][
+        0
+    ]
+    escaped: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda sig, frame: escaped.append(sig))
+    update = MemoryService.update
+
+    def stopped_after_the_clear(self, memory_id, *, text=None, metadata=None):
+        memory = update(self, memory_id, text=text, metadata=metadata)
+        if metadata == {}:
+            signal.raise_signal(getattr(signal, signum))
+        return memory
+
+    monkeypatch.setattr(MemoryService, "update", stopped_after_the_clear)
+    try:
+        result = local_cli("--json", "update", memory_id, "--unset", "source")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    monkeypatch.undo()
+    assert escaped == []
+    assert result.exit_code == 0, result.stderr
+    assert local_cli.json("get", memory_id)["metadata"] == {"topic": "food"}

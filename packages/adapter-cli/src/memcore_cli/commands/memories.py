@@ -364,6 +364,7 @@ def update(
     from memcore import limits
     from memcore.errors import InvalidInput
     from memcore_cli.operations.lookup import find_memory
+    from memcore_cli.output.interrupts import held_interrupts
     from memcore_cli.output.records import memory_record
     from memcore_cli.parsing.pairs import check_user_metadata, parse_pairs
 
@@ -395,9 +396,11 @@ def update(
         kept = {k: v for k, v in found.metadata.items() if k not in removed}
         meta = {**kept, **(meta or {})}
         check_user_metadata(meta)  # before the clear, so a refusal changes nothing
-        memory = service.update(found.id, metadata={})
-        if meta or text is not None:
-            memory = _write_back(service, found.id, text, meta)
+        # Ctrl-C or SIGTERM between the two writes would leave the kept keys cleared.
+        with held_interrupts():
+            memory = service.update(found.id, metadata={})
+            if meta or text is not None:
+                memory = _write_back(service, found.id, text, meta)
     elif text is None and meta is None:
         memory = found  # the keys to remove are not there: nothing to change
     else:
