@@ -22,10 +22,10 @@ _STOPPED_IMPORT = """
 import os, signal, subprocess, sys
 from importlib.metadata import entry_points
 
-import memcore.transfer
+import memcore.transfer.restoring
 from memcore.service import MemoryService
 
-memcore.transfer.IMPORT_BATCH = 3
+memcore.transfer.restoring.IMPORT_BATCH = 3
 restore = MemoryService.restore
 calls = []
 other = sys.argv[2:]

@@ -178,10 +178,10 @@ _TERMINATED = """
 import os, signal, sys
 from importlib.metadata import entry_points
 
-import memcore.transfer
+import memcore.transfer.restoring
 from memcore.service import MemoryService
 
-memcore.transfer.IMPORT_BATCH = 3
+memcore.transfer.restoring.IMPORT_BATCH = 3
 restore = MemoryService.restore
 calls = []
 
