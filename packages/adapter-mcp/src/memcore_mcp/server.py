@@ -25,7 +25,7 @@ from mcp.types import CallToolResult
 from pydantic import AnyHttpUrl, ValidationError
 
 from memcore.errors import InvalidInput, PermissionDenied
-from memcore_mcp import __version__, answers
+from memcore_mcp import __version__, answers, stdio
 from memcore_mcp.tenants import Tenants
 from memcore_mcp.tokens import TokenMap
 from memcore_mcp.tools import INSTRUCTIONS, PROFILE_URI, MemoryTools
@@ -137,6 +137,12 @@ class MemoryServer(MCPServer[Any]):
                 field = ".".join(str(part) for part in problem["loc"]) or "arguments"
                 return self._error(InvalidInput(f"{field}: {problem['msg']}", field=field), name)
             return self._error(cause or exc, name)
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop over :func:`stdio.streams`, which answers every line."""
+        lowlevel = self._lowlevel_server
+        async with stdio.streams() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     def _error(self, exc: BaseException, tool: str) -> CallToolResult:
         return answers.error(exc, tool, database=self.database)

@@ -1,0 +1,220 @@
+"""Over stdio every line a client writes gets the JSON-RPC answer it asks for: a line that is
+not JSON a parse error, JSON that is not a message an invalid-request error, each for the
+request's id when it has one; and the server goes on serving. Driven with raw bytes on a real
+``memcore mcp`` process's stdin, since the SDK's client cannot send such lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_rig import MEMCORE, Backend, payload, token
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-stdio", "version": "1"},
+    },
+}
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+class RawStdio:
+    """A ``memcore mcp`` process spoken to in bytes, one answer line at a time."""
+
+    def __init__(self, backend: Backend, *args: str) -> None:
+        self.log = backend.stderr.open("a", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [MEMCORE, *backend.argv(*args, "mcp")],
+            env={**os.environ, **backend.env},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+        )
+        self.pending = b""
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.send(json.dumps(message).encode() + b"\n")
+        return self.answer()
+
+    def answer(self, timeout: float = 60.0) -> dict[str, Any]:
+        """The next line the server writes (fails instead of waiting forever)."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left, 0))
+            if not ready:
+                raise AssertionError(f"no answer within {timeout:g} s")
+            chunk = os.read(fd, 65_536)
+            if not chunk:
+                raise AssertionError("the server closed stdout without answering")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    def start(self) -> None:
+        answer = self.request(INITIALIZE)
+        assert answer["id"] == "init" and "result" in answer, answer
+        self.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            if self.proc.returncode is None:  # pragma: no cover
+                self.proc.kill()
+                self.proc.wait()
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
+            self.log.close()
+
+
+def _call(request_id: Any, name: str, arguments: bytes) -> bytes:
+    """A tools/call line with ``arguments`` as given (raw JSON text, possibly broken)."""
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call"})[:-1]
+    return (
+        head.encode()
+        + b', "params": {"name": "'
+        + name.encode()
+        + b'", "arguments": '
+        + arguments
+        + b"}}\n"
+    )
+
+
+#: A line, then the error code and the id its answer carries.
+BAD_LINES = [
+    (b"not json\n", PARSE_ERROR, None),
+    (b'{"jsonrpc": "2.0", "id": 3, "meth\n', PARSE_ERROR, None),
+    (b"[1, 2]\n", INVALID_REQUEST, None),
+    (b'{"jsonrpc": "2.0", "id": 4}\n', INVALID_REQUEST, None),
+    (b'{"jsonrpc": "1.0", "id": 5, "method": "tools/list"}\n', INVALID_REQUEST, 5),
+    (b'{"jsonrpc": "2.0", "id": 6, "method": 7}\n', INVALID_REQUEST, 6),
+    # JSON text of half a UTF-16 pair: the HTTP transport refuses the same body as a parse error.
+    (_call(7, "remember", b'{"text": "tea \\ud800 please"}'), PARSE_ERROR, 7),
+    (_call("eight", "recall", b'{"query": "\\udfff"}'), PARSE_ERROR, "eight"),
+    # A byte that is not UTF-8 (Latin-1 text): it was stored as U+FFFD, the text silently changed.
+    (_call(9, "remember", b'{"text": "caf\xe9 au lait"}'), PARSE_ERROR, 9),
+]
+
+
+@pytest.fixture
+def raw(local_backend: Backend) -> Any:
+    server = RawStdio(local_backend, "--tenant", "alice")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+def test_every_bad_line_gets_its_error_and_the_server_goes_on(raw: RawStdio) -> None:
+    for number, (line, code, request_id) in enumerate(BAD_LINES):
+        raw.send(line)
+        answer = raw.answer(timeout=20)
+        assert answer["id"] == request_id, (line, answer)
+        assert answer["error"]["code"] == code, (line, answer)
+        assert "Traceback" not in answer["error"]["message"]
+        assert raw.request({"jsonrpc": "2.0", "id": f"ping-{number}", "method": "ping"}) == {
+            "jsonrpc": "2.0",
+            "id": f"ping-{number}",
+            "result": {},
+        }
+    listed = raw.request(
+        {
+            "jsonrpc": "2.0",
+            "id": "list",
+            "method": "tools/call",
+            "params": {"name": "list_memories", "arguments": {}},
+        }
+    )
+    assert listed["result"]["structuredContent"]["memories"] == []  # nothing was written
+
+
+def test_a_blank_line_is_no_message_and_gets_no_answer(raw: RawStdio) -> None:
+    raw.send(b"\n   \r\n")
+    assert raw.request({"jsonrpc": "2.0", "id": 1, "method": "ping"})["id"] == 1
+
+
+def test_a_line_cut_off_by_end_of_input_gets_its_error_and_the_server_exits(
+    local_backend: Backend,
+) -> None:
+    server = RawStdio(local_backend, "--tenant", "alice")
+    server.start()
+    server.send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/li')
+    assert server.proc.stdin is not None
+    server.proc.stdin.close()
+    answer = server.answer(timeout=20)
+    assert answer["error"]["code"] == PARSE_ERROR and answer["id"] is None, answer
+    assert server.proc.wait(timeout=30) == 0
+
+
+def test_http_refuses_the_same_surrogate_with_the_same_code(local_backend: Backend) -> None:
+    """The stdio answer above is the HTTP transport's for the same bytes (there the error goes
+    back on the request's own response, so its id is null)."""
+    alice = token()
+    with local_backend.http({"alice": alice}) as url:
+        request = urllib.request.Request(
+            url,
+            data=_call(7, "remember", b'{"text": "tea \\ud800 please"}'),
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {alice}",
+            },
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 400
+        assert json.loads(refused.value.read())["error"]["code"] == PARSE_ERROR
+
+
+def test_the_sdk_client_goes_on_after_an_answer_it_did_not_ask_for(local_backend: Backend) -> None:
+    """A line the client did not send (here ahead of its own) is answered with id null, which
+    the SDK's client sets aside; its own requests are answered as before."""
+    script = '{ printf \'not json\\n{"jsonrpc": "2.0", "id": null, "method": "ping"}\\n\'; cat; } | "$0" "$@"'
+    params = StdioServerParameters(
+        command="sh",
+        args=["-c", script, MEMCORE, *local_backend.argv("--tenant", "alice", "mcp")],
+        env=local_backend.env,
+    )
+
+    async def main() -> None:
+        with local_backend.stderr.open("a", encoding="utf-8") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                written = payload(
+                    await session.call_tool("remember", {"text": "I drink green tea"})
+                )
+                assert written["status"] == "completed"
+                listed = payload(await session.call_tool("list_memories", {}))
+                assert [m["text"] for m in listed["memories"]] == ["I drink green tea"]
+
+    anyio.run(main)
