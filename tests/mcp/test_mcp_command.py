@@ -1,5 +1,5 @@
-"""``memcore mcp`` refuses a bad setup (a bad ``--busy-timeout``, ``--port`` or ``--path``
-among them) before it serves: one stderr line and exit 2."""
+"""``memcore mcp`` refuses a bad setup (a bad ``--busy-timeout``, ``--port`` or ``--path``, an
+HTTP option on stdio, among them) before it serves: one stderr line and exit 2."""
 
 from __future__ import annotations
 
@@ -39,6 +39,12 @@ HTTP = ["mcp", "--transport", "http"]
         # A path without its leading / said "serving" at a broken URL, then failed (exit 1).
         ([*HTTP, "--port", "0", "--path", "mcp"], TOKENS, "--path must start with '/'"),
         ([*HTTP, "--port", "0", "--path", ""], TOKENS, "--path must start with '/'"),
+        # The HTTP options were ignored on stdio, so a mistyped --transport served stdio anyway.
+        (["mcp", "--tokens", "tokens.json"], TOKENS, "--tokens applies to --transport http only"),
+        (["mcp", "--port", "8787"], {}, "--port applies to --transport http only"),
+        (["mcp", "--transport", "stdio", "--host", "0.0.0.0"], {}, "--host applies to"),
+        (["mcp", "--path", "/mcp", "--port", "1"], {}, "--port applies to"),
+        (["mcp", "--path", "/mcp"], {}, "--path applies to --transport http only"),
         (
             ["--backend", "tablestore", "mcp", "--busy-timeout", "5"],
             {},

@@ -109,5 +109,6 @@ def test_the_server_starts_it_once_the_store_is_open(
     (home / "config.json").write_text(json.dumps({"embedder": "none"}), encoding="utf-8")
     tokens = {"ana": secrets.token_hex(16)}
     environ = {"MEMCORE_HOME": str(home), "MEMCORE_MCP_TOKENS": json.dumps(tokens)}
-    serve_module.serve(GlobalOptions(), environ, explicit_environ=True, transport=transport, port=0)
+    port = {"port": 0} if transport == "http" else {}  # stdio refuses an HTTP option
+    serve_module.serve(GlobalOptions(), environ, explicit_environ=True, transport=transport, **port)
     assert len(calls) == 1

@@ -25,7 +25,9 @@ from memcore_mcp.tenants import Tenants, server_options, tenant_scope
 from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
 
 TRANSPORTS = ("stdio", "http")
+DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+DEFAULT_PATH = "/mcp"
 MAX_PORT = 65_535
 #: The longest ``--busy-timeout``, in seconds, as the config's ``timeout`` allows: a tool call
 #: waiting longer would look hung to the client. Checked here, before anything opens, so the
@@ -40,17 +42,24 @@ def serve(
     store_factory: StoreFactory | None = None,
     explicit_environ: bool = False,
     transport: str = "stdio",
-    host: str = "127.0.0.1",
-    port: int = DEFAULT_PORT,
-    path: str = "/mcp",
+    host: str | None = None,
+    port: int | None = None,
+    path: str | None = None,
     tokens_file: str | None = None,
     busy_timeout: float | None = None,
 ) -> None:
+    """Serve until stopped. ``host``, ``port``, ``path`` and ``tokens_file`` are None unless
+    given (then their defaults apply on HTTP); stdio refuses them."""
     if transport not in TRANSPORTS:
         raise InvalidInput(
             f"--transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}",
             field="transport",
         )
+    if transport == "stdio":
+        _refuse_http_options(host=host, port=port, path=path, tokens=tokens_file)
+    host = DEFAULT_HOST if host is None else host
+    port = DEFAULT_PORT if port is None else port
+    path = DEFAULT_PATH if path is None else path
     _check_busy_timeout(busy_timeout)
     _check_port(port)
     _check_path(path)
@@ -101,6 +110,18 @@ def serve(
         _run_http(server, sock, host=host, path=path)
     finally:
         runtime.close()
+
+
+def _refuse_http_options(**given: object) -> None:
+    """An HTTP option given with stdio is a mistake (most likely a forgotten ``--transport
+    http``): serving stdio while it is ignored would hide that, so it is refused, named."""
+    for name, value in given.items():
+        if value is not None:
+            raise InvalidInput(
+                f"--{name} applies to --transport http only; stdio serves the process's "
+                "stdin and stdout",
+                field=name,
+            )
 
 
 def _check_busy_timeout(seconds: float | None) -> None:
@@ -171,4 +192,11 @@ def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str
     uvicorn.Server(config).run(sockets=[sock])
 
 
-__all__ = ["DEFAULT_PORT", "MAX_BUSY_TIMEOUT", "TRANSPORTS", "serve"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PATH",
+    "DEFAULT_PORT",
+    "MAX_BUSY_TIMEOUT",
+    "TRANSPORTS",
+    "serve",
+]
