@@ -117,6 +117,11 @@ BAD_LINES = [
     # JSON text of half a UTF-16 pair: the HTTP transport refuses the same body as a parse error.
     (_call(7, "remember", b'{"text": "tea \\ud800 please"}'), PARSE_ERROR, 7),
     (_call("eight", "recall", b'{"query": "\\udfff"}'), PARSE_ERROR, "eight"),
+    # An id MCP does not allow: the line was read as a notification, which gets no answer.
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}\n', INVALID_REQUEST, None),
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}\n', INVALID_REQUEST, None),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}\n', INVALID_REQUEST, None),
+    (b'{"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}\n', INVALID_REQUEST, None),
     # A byte that is not UTF-8 (Latin-1 text): it was stored as U+FFFD, the text silently changed.
     (_call(9, "remember", b'{"text": "caf\xe9 au lait"}'), PARSE_ERROR, 9),
 ]

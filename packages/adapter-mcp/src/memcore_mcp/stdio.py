@@ -5,8 +5,10 @@ string, JSON that is no message), so a client waiting on that request's id waite
 Here each line is checked before the SDK reads it: a line that is not JSON is answered with a
 parse error (-32700), JSON that is not a message with an invalid-request error (-32600), each
 for the request's id when one can be read from the line (else null), and the next line is
-served. The parse error is the HTTP transport's for the same body. A blank line is no message
-and gets no answer. What passes goes to the SDK's own reader and loop unchanged.
+served. A request whose id MCP does not allow (null, 1.5, true) is refused too: the SDK took
+it for a notification, which is never answered. The parse error is the HTTP transport's for
+the same body. A blank line is no message and gets no answer. What passes goes to the SDK's
+own reader and loop unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mcp.types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCNotification,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
@@ -78,12 +81,18 @@ def check(raw: bytes) -> str | JSONRPCError | None:
     except ValueError as exc:  # the HTTP transport's words, for the same bytes
         return _error(PARSE_ERROR, f"Parse error: {exc}", _lenient_id(raw))
     try:
-        jsonrpc_message_adapter.validate_python(data, by_name=False)
+        message = jsonrpc_message_adapter.validate_python(data, by_name=False)
     except ValidationError:
         return _error(
             INVALID_REQUEST,
             "Invalid Request: not a JSON-RPC 2.0 request, notification or response",
             _request_id(data),
+        )
+    if isinstance(message, JSONRPCNotification) and "id" in data:
+        # The SDK reads a request whose id it cannot take (null, 1.5, true) as a notification,
+        # which is never answered; the client waits on its id.
+        return _error(
+            INVALID_REQUEST, "Invalid Request: the id must be a string or an integer", None
         )
     return line
 
