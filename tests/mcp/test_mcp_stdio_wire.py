@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 import urllib.error
@@ -223,3 +224,16 @@ def test_the_sdk_client_goes_on_after_an_answer_it_did_not_ask_for(local_backend
                 assert [m["text"] for m in listed["memories"]] == ["I drink green tea"]
 
     anyio.run(main)
+
+
+def test_ctrl_c_stops_the_server_at_once_with_exit_130(local_backend: Backend) -> None:
+    """The read of the next line blocked the stop: Ctrl-C did nothing until one more line came
+    (which then got no answer)."""
+    server = RawStdio(local_backend, "--tenant", "alice")
+    try:
+        server.start()
+        server.proc.send_signal(signal.SIGINT)
+        assert server.proc.wait(timeout=15) == 130
+    finally:
+        server.close()
+    assert local_backend.stderr.read_text(encoding="utf-8").endswith("memcore: interrupted\n")

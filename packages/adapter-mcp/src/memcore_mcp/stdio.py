@@ -2,25 +2,31 @@
 
 The SDK's reader drops a line it cannot read as a message (not JSON, half a UTF-16 pair in a
 string, JSON that is no message), so a client waiting on that request's id waited forever.
-Here each line is checked before the SDK reads it: a line that is not JSON is answered with a
+Here stdin is read and each line checked: a line that is not JSON is answered with a
 parse error (-32700), JSON that is not a message with an invalid-request error (-32600), each
 for the request's id when one can be read from the line (else null), and the next line is
 served. A request whose id MCP does not allow (null, 1.5, true) is refused too: the SDK took
 it for a notification, which is never answered. The parse error is the HTTP transport's for
-the same body. A blank line is no message and gets no answer. What passes goes to the SDK's
-own reader and loop unchanged.
+the same body. A blank line is no message and gets no answer. The messages go to the SDK's
+loop as its reader would pass them; the SDK's transport writes the answers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sys
+import threading
 from collections.abc import AsyncIterator
 from typing import Any, BinaryIO, Protocol, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import pydantic_core
+from anyio.lowlevel import EventLoopToken
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.stdio import _claim_fd, _open_stdin_diversion, stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import (
@@ -28,6 +34,7 @@ from mcp.types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCMessage,
     JSONRPCNotification,
     jsonrpc_message_adapter,
 )
@@ -42,42 +49,47 @@ class Answers(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
 
 
-class Lines:
-    """The lines of the client's stream that are messages, as the SDK's reader takes them
-    (``async for line in stdin``); each other line is answered on the stream given to
-    :meth:`answer_on` (which the SDK creates only once its reader runs, hence the wait)."""
-
-    def __init__(self, wire: BinaryIO) -> None:
-        self.wire = anyio.wrap_file(wire)
-        self._out: Answers | None = None
-        self._bound = anyio.Event()
-
-    def answer_on(self, out: Answers) -> None:
-        self._out = out
-        self._bound.set()
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        async for raw in self.wire:
-            checked = check(raw)
-            if isinstance(checked, str):
-                yield checked
-            elif checked is not None:
-                await self._bound.wait()
-                assert self._out is not None
-                try:
-                    await self._out.send(SessionMessage(checked))
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return  # the server has stopped; nothing more can be answered
+async def read(
+    wire: BinaryIO, messages: MemoryObjectSendStream[SessionMessage | Exception], out: Answers
+) -> None:
+    """Pass each message on ``wire`` to ``messages`` and answer each other line on ``out``,
+    until the end of input (then ``messages`` closes) or until the server stops receiving."""
+    lines, lines_in = anyio.create_memory_object_stream[bytes](0)
+    token = anyio.lowlevel.current_token()
+    # A read blocks until the client writes. In a worker thread (the SDK's way) it held the
+    # process when stopped, so Ctrl-C did nothing until one more line came; a daemon does not.
+    threading.Thread(target=_pump, args=(wire, lines, token), name="mcp-stdin", daemon=True).start()
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        async with messages, lines_in:
+            async for raw in lines_in:
+                checked = check(raw)
+                if isinstance(checked, JSONRPCError):
+                    await out.send(SessionMessage(checked))
+                elif checked is not None:
+                    await messages.send(SessionMessage(checked))
 
 
-def check(raw: bytes) -> str | JSONRPCError | None:
-    """``raw`` as the SDK reads it when it is a message; else its error answer (None for a
-    blank line)."""
+def _pump(wire: BinaryIO, lines: MemoryObjectSendStream[bytes], token: EventLoopToken) -> None:
+    """Pass each line of ``wire`` to ``lines`` until the end of input (or a read that fails,
+    which ends it too), then close ``lines``; stop when no one receives any more."""
+    try:
+        for raw in iter(wire.readline, b""):
+            anyio.from_thread.run(lines.send, raw, token=token)
+    except (OSError, ValueError):
+        pass  # the input is gone: its end, as for EOF
+    except (anyio.BrokenResourceError, RuntimeError):
+        return  # the server stopped reading (or has exited)
+    with contextlib.suppress(RuntimeError):
+        anyio.from_thread.run_sync(lines.close, token=token)
+
+
+def check(raw: bytes) -> JSONRPCMessage | JSONRPCError | None:
+    """The message on line ``raw``, else its error answer (None for a blank line)."""
     if not raw.strip():
         return None
     try:
         data = pydantic_core.from_json(raw)
-        line = raw.decode("utf-8")
+        raw.decode("utf-8")  # from_json checks the strings only
     except ValueError as exc:  # the HTTP transport's words, for the same bytes
         return _error(PARSE_ERROR, f"Parse error: {exc}", _lenient_id(raw))
     try:
@@ -94,7 +106,7 @@ def check(raw: bytes) -> str | JSONRPCError | None:
         return _error(
             INVALID_REQUEST, "Invalid Request: the id must be a string or an integer", None
         )
-    return line
+    return message
 
 
 def _lenient_id(raw: bytes) -> RequestId | None:
@@ -133,20 +145,68 @@ def _error(code: int, message: str, request_id: RequestId | None) -> JSONRPCErro
 
 @contextlib.asynccontextmanager
 async def streams() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's ``stdio_server`` streams, reading stdin through :class:`Lines`. stdin is
-    claimed as the SDK claims it (fd 0 then reads the null device, so nothing else in the
-    process can take the client's bytes); the SDK's version is pinned, so its helper is
-    used rather than copied."""
+    """The server's read and write streams over stdin and stdout: the SDK's ``stdio_server``
+    writes (and claims stdout), :func:`read` reads. stdin is claimed as the SDK claims it
+    (fd 0 then reads the null device, so nothing else in the process takes the client's
+    bytes); the SDK's version is pinned, so its helper is used rather than copied.
+
+    Ctrl-C ends the input, as the end of stdin does, and once the server has stopped raises
+    ``KeyboardInterrupt``: cancelled mid-loop, the SDK's loop could fail its stop with an
+    error group instead (a relay sending to a stream already closed)."""
     wire, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
-    lines = Lines(wire)
+    served = anyio.Event()
+    interrupted = anyio.Event()
+    reading = anyio.CancelScope()
+    messages, messages_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     try:
-        # The SDK only iterates ``stdin``; Lines yields the same text lines an AsyncFile would.
-        async with stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (
-            read_stream,
-            write_stream,
+        # The SDK's own reader is given no lines (it dropped the bad ones, and its pending
+        # send failed the stop when the server stopped receiving first).
+        async with (
+            stdio_server(stdin=cast("anyio.AsyncFile[str]", _NoLines(served))) as (_, out),
+            anyio.create_task_group() as tasks,
         ):
-            lines.answer_on(write_stream)
-            yield read_stream, write_stream
+            tasks.start_soon(_read_within, reading, wire, messages, out)
+            tasks.start_soon(_end_on_interrupt, reading, interrupted)
+            try:
+                yield messages_in, out
+            finally:
+                served.set()
+                tasks.cancel_scope.cancel()
     finally:
         if release is not None:
             release()
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+
+
+async def _read_within(scope: anyio.CancelScope, *args: Any) -> None:
+    with scope:
+        await read(*args)
+
+
+async def _end_on_interrupt(reading: anyio.CancelScope, interrupted: anyio.Event) -> None:
+    """On Ctrl-C, stop reading (the server sees the end of input); where no handler can be
+    set (Windows, a thread other than the main one) Ctrl-C keeps its usual effect."""
+    try:
+        receiver = anyio.open_signal_receiver(signal.SIGINT)
+        with receiver as signals:
+            async for _ in signals:
+                interrupted.set()
+                reading.cancel()
+                return
+    except (NotImplementedError, ValueError, RuntimeError):
+        return
+
+
+class _NoLines:
+    """stdin for the SDK's reader: no line, and its end once the server is done."""
+
+    def __init__(self, served: anyio.Event) -> None:
+        self.served = served
+
+    def __aiter__(self) -> _NoLines:
+        return self
+
+    async def __anext__(self) -> str:
+        await self.served.wait()
+        raise StopAsyncIteration
