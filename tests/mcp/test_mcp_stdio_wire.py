@@ -237,3 +237,54 @@ def test_ctrl_c_stops_the_server_at_once_with_exit_130(local_backend: Backend) -
     finally:
         server.close()
     assert local_backend.stderr.read_text(encoding="utf-8").endswith("memcore: interrupted\n")
+
+
+def test_requests_read_before_the_end_of_input_are_all_answered(local_backend: Backend) -> None:
+    """``cat requests | memcore mcp``: at the end of input the requests still running were
+    cancelled, so most writes landed with no answer (or a "Connection closed" error)."""
+    lines = [INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [
+        {
+            "jsonrpc": "2.0",
+            "id": number,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"text": f"fact {number}: I like tea"}},
+        }
+        for number in range(10)
+    ]
+    answers = _piped(local_backend, lines)
+    assert sorted(answers, key=str) == sorted(["init", *range(10)], key=str)
+    for number in range(10):
+        assert answers[number]["result"]["structuredContent"]["status"] == "completed", answers[
+            number
+        ]
+
+
+def test_a_request_the_client_cancelled_is_not_waited_for_at_the_end_of_input(
+    local_backend: Backend,
+) -> None:
+    """The SDK answers no cancelled request, so the end of input does not wait for one."""
+    call = {"name": "remember", "arguments": {"text": "I like green tea"}}
+    lines = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ]
+    answers = _piped(local_backend, lines, timeout=60)
+    assert answers[2]["result"] == {}
+
+
+def _piped(backend: Backend, lines: list[dict[str, Any]], timeout: float = 120) -> dict[Any, Any]:
+    """The answers, by id, of ``memcore mcp`` given ``lines`` and then the end of input."""
+    done = subprocess.run(
+        [MEMCORE, *backend.argv("--tenant", "alice", "mcp")],
+        input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+        env={**os.environ, **backend.env},
+        capture_output=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    return {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}

@@ -18,6 +18,7 @@ import json
 import signal
 import sys
 import threading
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any, BinaryIO, Protocol, cast
 
@@ -28,6 +29,7 @@ import pydantic_core
 from anyio.lowlevel import EventLoopToken
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.stdio import _claim_fd, _open_stdin_diversion, stdio_server
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from mcp.types import (
     INVALID_REQUEST,
@@ -36,11 +38,14 @@ from mcp.types import (
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
 
 RequestId = int | str
+CANCELLED = "notifications/cancelled"
 
 
 class Answers(Protocol):
@@ -50,10 +55,16 @@ class Answers(Protocol):
 
 
 async def read(
-    wire: BinaryIO, messages: MemoryObjectSendStream[SessionMessage | Exception], out: Answers
+    wire: BinaryIO,
+    messages: MemoryObjectSendStream[SessionMessage | Exception],
+    out: Answers,
+    unanswered: Unanswered,
 ) -> None:
     """Pass each message on ``wire`` to ``messages`` and answer each other line on ``out``,
-    until the end of input (then ``messages`` closes) or until the server stops receiving."""
+    until the end of input or until the server stops receiving. At the end of input the
+    requests read are answered first, then ``messages`` closes: the SDK cancels what is still
+    running when it closes, so a write could land with no answer (``cat requests | memcore
+    mcp``)."""
     lines, lines_in = anyio.create_memory_object_stream[bytes](0)
     token = anyio.lowlevel.current_token()
     # A read blocks until the client writes. In a worker thread (the SDK's way) it held the
@@ -66,7 +77,64 @@ async def read(
                 if isinstance(checked, JSONRPCError):
                     await out.send(SessionMessage(checked))
                 elif checked is not None:
+                    unanswered.passed(checked)
                     await messages.send(SessionMessage(checked))
+            await unanswered.settled()
+
+
+class Unanswered:
+    """The requests passed to the server that it has not answered (nor the client cancelled:
+    the SDK answers no cancelled request). Ids count as the SDK's dispatcher counts them."""
+
+    def __init__(self) -> None:
+        self._ids: Counter[RequestId] = Counter()
+        self._changed = anyio.Event()
+
+    def passed(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCRequest):
+            self._ids[coerce_request_id(message.id)] += 1
+        elif isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
+            request_id = (message.params or {}).get("requestId")
+            if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+                self._settle(request_id)
+
+    def answered(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            self._settle(message.id)
+
+    def _settle(self, request_id: RequestId) -> None:
+        key = coerce_request_id(request_id)
+        if self._ids[key] > 0:
+            self._ids[key] -= 1
+            if not self._ids[key]:
+                del self._ids[key]
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def settled(self) -> None:
+        while self._ids:
+            await self._changed.wait()
+
+
+class _Noting:
+    """The server's write stream: the SDK's, noting each answer in ``unanswered``."""
+
+    def __init__(self, out: Any, unanswered: Unanswered) -> None:
+        self.out = out
+        self.unanswered = unanswered
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self.out.send(item)
+        self.unanswered.answered(item.message)
+
+    async def aclose(self) -> None:
+        await self.out.aclose()
+
+    async def __aenter__(self) -> _Noting:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def _pump(wire: BinaryIO, lines: MemoryObjectSendStream[bytes], token: EventLoopToken) -> None:
@@ -165,10 +233,11 @@ async def streams() -> AsyncIterator[tuple[Any, Any]]:
             stdio_server(stdin=cast("anyio.AsyncFile[str]", _NoLines(served))) as (_, out),
             anyio.create_task_group() as tasks,
         ):
-            tasks.start_soon(_read_within, reading, wire, messages, out)
+            unanswered = Unanswered()
+            tasks.start_soon(_read_within, reading, wire, messages, out, unanswered)
             tasks.start_soon(_end_on_interrupt, reading, interrupted)
             try:
-                yield messages_in, out
+                yield messages_in, _Noting(out, unanswered)
             finally:
                 served.set()
                 tasks.cancel_scope.cancel()
