@@ -129,3 +129,36 @@ def test_a_turn_answered_with_garbage_stays_spooled_until_the_service_answers(
             assert stored(backing, provider) == expected(range(1))
         finally:
             provider.shutdown()
+
+
+def test_a_replay_check_the_service_refuses_keeps_the_turn_spooled(
+    hermes_home: Path, kit: Any
+) -> None:
+    """A turn whose answer was lost is looked for before it is sent again; when the service
+    refuses that look (a 400 on ListMemoryStoreMessages, as for a page token it rejects), the
+    turn itself was not refused: it stays in the spool and lands once, never dead-lettered."""
+    from memcore_tablestore.emulator import Faults
+    from memcore_tablestore.testing import running_emulator
+
+    backing = InMemoryMemoryStore()
+    with running_emulator(backing) as server:
+        kit.emulator_home(hermes_home, server, timeout=0.3)
+        provider = start_provider(hermes_home, kit)
+        try:
+            assert kit.settle(provider, 10.0)
+            # The send is cut off unapplied, then the look before the resend is refused.
+            server.set_faults(
+                Faults(
+                    drop_burst=1,
+                    error_burst=1,
+                    error_status=400,
+                    error_code="INVALID_PARAMETER",
+                    apis=("AddMemories", "ListMemoryStoreMessages"),
+                )
+            )
+            provider.sync_turn("turn 0: question", "turn 0: answer", session_id="outage")
+            assert kit.settle(provider, 10.0)
+            assert provider.runtime.spool.dead_letters() == []
+            assert stored(backing, provider) == expected(range(1))
+        finally:
+            provider.shutdown()

@@ -387,7 +387,19 @@ class Deliverer:
         return delay
 
     def _already_landed(self, store: MemoryStore, write: Write, key: str) -> bool:
-        """Whether an earlier, unanswered attempt of ``write`` reached the backend."""
+        """Whether an earlier, unanswered attempt of ``write`` reached the backend.
+
+        A refusal of the look (a page token the service rejects, a listing it does not offer)
+        says nothing about the write itself: it is :class:`Unavailable`, so the write is tried
+        again later, never dead-lettered as if the write had been refused."""
+        try:
+            return self._looked_up(store, write, key)
+        except (InvalidInput, Unsupported) as exc:
+            raise Unavailable(
+                f"could not tell whether an earlier attempt had landed ({exc.code}: {exc})"[:600]
+            ) from exc
+
+    def _looked_up(self, store: MemoryStore, write: Write, key: str) -> bool:
         if isinstance(write, MessagesWrite):
             return self._turn_landed(store, write)
         if isinstance(write, TextWrite) or (
