@@ -217,3 +217,32 @@ def test_sigterm_during_an_import_takes_back_what_it_added(tmp_path, local_cli):
         "memcore: interrupted (import stopped; the 6 memories it had added were deleted again)\n",
     )
     assert local_cli.ok("count").stdout.strip() == "0"
+
+
+def test_an_import_to_tablestore_stopped_mid_batch_takes_back_every_memory_it_added(
+    tmp_path, monkeypatch, emulator_fake_cli
+):
+    """TableStore has no bulk write: a batch is written one memory at a time, and a refusal
+    of the fourth left the first three stored while the line said "it had added nothing"
+    (and named line 1, not the line the service refused)."""
+    from memcore.errors import InvalidInput
+    from memcore.testing import InMemoryMemoryStore
+
+    add_text = InMemoryMemoryStore.add_text
+    calls = []
+
+    def refusing(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:  # the service refuses line 4
+            raise InvalidInput("refused", field="text")
+        return add_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(InMemoryMemoryStore, "add_text", refusing)
+    result = emulator_fake_cli("import", "--lines", str(_lines(tmp_path / "l.txt", 10)))
+    monkeypatch.undo()
+    assert result.exit_code == 2
+    assert result.stderr.startswith("memcore: error: line 4: AddMemories failed: HTTP 400")
+    assert result.stderr.endswith(
+        "(import stopped; the 3 memories it had added were deleted again)\n"
+    )
+    assert emulator_fake_cli.ok("count").stdout.strip() == "0"

@@ -95,7 +95,9 @@ def restore_batches(
     another writer stored first answers with that memory's id, not made here; elsewhere every
     id counts as made. A failed batch's error names its first line."""
     exact = service.restores_exactly
-    batch = IMPORT_BATCH
+    # A store without a bulk write takes one memory per call, with nothing to undo a failed
+    # call's earlier ones: each is yielded (and counted for the rollback) as soon as it lands.
+    batch = IMPORT_BATCH if exact else 1
     for start in range(0, len(pending), batch):
         chunk = pending[start : start + batch]
         ahead = pending[start + batch : start + 2 * batch]
