@@ -118,7 +118,13 @@ def test_ensure_store_without_auto_create(emulator: EmulatorServer) -> None:
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [(503, "OTSServerBusy"), (429, "OTSOperationThrottled"), (503, "OTSServerUnavailable")],
+    [
+        (503, "OTSServerBusy"),
+        (429, "OTSOperationThrottled"),
+        (503, "OTSServerUnavailable"),
+        # The SDK's retry policy counts it as throttling, whatever the API; its status is 403.
+        (403, "OTSNotEnoughCapacityUnit"),
+    ],
 )
 def test_refusal_bursts_are_retried_even_for_message_writes(
     ready: TableStoreMemoryStore,
@@ -143,6 +149,19 @@ def test_persistent_503_surfaces_after_the_timeout(emulator: EmulatorServer) -> 
     with pytest.raises(Throttled):
         store.list_stores()
     assert time.monotonic() - started < 2.0
+    store.close()
+
+
+def test_too_little_capacity_is_throttled_not_a_permission_problem(
+    emulator: EmulatorServer,
+) -> None:
+    store = store_for(emulator, retry=False)
+    emulator.set_faults(
+        Faults(error_burst=1, error_status=403, error_code="OTSNotEnoughCapacityUnit")
+    )
+    with pytest.raises(Throttled) as caught:
+        store.list_stores()
+    assert caught.value.retryable
     store.close()
 
 

@@ -39,6 +39,8 @@ CODE_ERRORS: dict[str, type[MemcoreError]] = {
     "OTSServerBusy": Throttled,
     "OTSOperationThrottled": Throttled,
     "OTSQuotaExhausted": Throttled,
+    # HTTP 403, yet throttling (the SDK's retry policy resends it for any API).
+    "OTSNotEnoughCapacityUnit": Throttled,
     "OTSUnsupportOperation": Unsupported,
     "JsonDecodeError": ProtocolError,
 }
@@ -55,7 +57,13 @@ STATUS_ERRORS: dict[int, type[MemcoreError]] = {
 #: Answers that mean "refused before doing anything": safe to resend any request.
 REFUSED_STATUSES = frozenset({409, 429, 503})
 REFUSED_CODES = frozenset(
-    {"CONFLICT", "OTSServerBusy", "OTSOperationThrottled", "OTSQuotaExhausted"}
+    {
+        "CONFLICT",
+        "OTSServerBusy",
+        "OTSOperationThrottled",
+        "OTSQuotaExhausted",
+        "OTSNotEnoughCapacityUnit",
+    }
 )
 #: A store that already exists is a final answer, not a busy index.
 FINAL_CODES = frozenset({"OTSObjectAlreadyExist"})
