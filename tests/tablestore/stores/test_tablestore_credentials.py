@@ -116,3 +116,83 @@ def test_default_chain_failure_is_permission_denied(tmp_path: Path) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
     assert out.stdout.split() == ["denied", "credentials"], out.stderr[-500:]
+
+
+def _renewing_chain(monkeypatch: pytest.MonkeyPatch, issued: list[tuple[str, str, str]]) -> None:
+    """The Alibaba Cloud default chain as a RAM role gives it: STS credentials that it renews
+    before they expire (here: whatever ``issued`` ends with when asked)."""
+    from types import SimpleNamespace
+
+    import alibabacloud_credentials.client as chain
+
+    class Chain:
+        def get_credential(self) -> SimpleNamespace:
+            ak, sk, token = issued[-1]
+            return SimpleNamespace(access_key_id=ak, access_key_secret=sk, security_token=token)
+
+    monkeypatch.setattr(chain, "Client", Chain)
+    for var in (
+        "TABLESTORE_MEMORY_AK",
+        "TABLESTORE_MEMORY_SK",
+        "ALIBABA_CLOUD_ACCESS_KEY_ID",
+        "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+    ):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _accepts(emulator: EmulatorServer, ak: str, sk: str, token: str) -> None:
+    import attrs
+
+    emulator.identity = attrs.evolve(
+        emulator.identity, access_key_id=ak, access_key_secret=sk, security_token=token
+    )
+
+
+FIRST = ("STS.first-key-id-0001", "first-secret-0001", "first-sts-token-0001")
+SECOND = ("STS.second-key-id-0002", "second-secret-0002", "second-sts-token-0002")
+
+
+def test_sts_credentials_from_the_default_chain_are_renewed_mid_run(
+    emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A RAM role's STS token lasts about an hour: a long-running store (the MCP server, a
+    Hermes gateway) signed with the one it started with and was refused (403) for good once
+    it expired, while the chain had renewed it."""
+    issued = [FIRST]
+    _renewing_chain(monkeypatch, issued)
+    _accepts(emulator, *FIRST)
+    store = TableStoreMemoryStore(emulator.url, emulator.instance_name, resolve_credentials())
+    assert store.list_stores() == []
+    issued.append(SECOND)  # the chain renewed; the service takes only the new ones now
+    _accepts(emulator, *SECOND)
+    assert store.list_stores() == []
+    # An answer quoting the renewed secrets would be scrubbed of them too, and no repr shows them.
+    assert set(SECOND) <= set(store._settings.secrets)
+    assert not [s for s in (*FIRST, *SECOND) if s in repr(store) + repr(resolve_credentials())]
+    store.close()
+
+
+def test_the_async_store_renews_them_too(
+    emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from memcore_tablestore.stores.async_store import AsyncTableStoreMemoryStore
+
+    issued = [FIRST]
+    _renewing_chain(monkeypatch, issued)
+    _accepts(emulator, *FIRST)
+
+    async def run() -> None:
+        store = AsyncTableStoreMemoryStore(
+            emulator.url, emulator.instance_name, resolve_credentials()
+        )
+        try:
+            assert await store.list_stores() == []
+            issued.append(SECOND)
+            _accepts(emulator, *SECOND)
+            assert await store.list_stores() == []
+        finally:
+            await store.close()
+
+    asyncio.run(run())

@@ -11,11 +11,13 @@ Secrets never appear in a repr, a log line or an error message.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
-from memcore.errors import PermissionDenied
+from memcore.errors import PermissionDenied, Unavailable
 
 AK_ENV = "TABLESTORE_MEMORY_AK"
 SK_ENV = "TABLESTORE_MEMORY_SK"
@@ -39,11 +41,19 @@ def _mask(value: str) -> str:
 
 @attrs.frozen(repr=False)
 class Credentials:
-    """An access key pair, optionally with an STS token (passed on to the SDK)."""
+    """An access key pair, optionally with an STS token (passed on to the SDK).
+
+    ``renewal``: where renewed ones come from (the default chain's STS credentials expire);
+    the stores then ask it before each request. None: these are used as they are."""
 
     access_key_id: str = attrs.field(validator=_non_empty)
     access_key_secret: str = attrs.field(validator=_non_empty)
     security_token: str | None = None
+    renewal: ChainRenewal | None = attrs.field(default=None, eq=False, kw_only=True)
+
+    def current(self) -> Credentials:
+        """The credentials to sign the next request with."""
+        return self if self.renewal is None else self.renewal()
 
     def __repr__(self) -> str:
         token = "None" if self.security_token is None else "'***'"
@@ -58,7 +68,57 @@ class Credentials:
     def secrets(self) -> tuple[str, ...]:
         """What must never be shown (an answer that quotes the request is scrubbed of it)."""
         token = (self.security_token,) if self.security_token else ()
-        return (self.access_key_id, self.access_key_secret, *token)
+        renewed = self.renewal.secrets if self.renewal is not None else ()
+        return (self.access_key_id, self.access_key_secret, *token, *renewed)
+
+
+class ChainRenewal:
+    """The Alibaba Cloud default chain, asked again for each request: it caches what it has
+    and renews an STS token (a RAM role's lasts about an hour) before it expires, so a
+    long-running store keeps signing with valid credentials. It remembers the secrets it
+    handed out, so that errors can be scrubbed of them."""
+
+    #: Secrets kept for scrubbing: the last few renewals' (an answer quotes the latest).
+    KEPT = 30
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        self._issued: dict[str, None] = {}
+
+    def __call__(self) -> Credentials:
+        try:
+            model = self._client.get_credential()
+        except Exception:
+            # The chain's own message may quote file paths and settings: only ours is shown.
+            raise Unavailable(
+                "could not renew the TableStore credentials from the Alibaba Cloud default "
+                "chain (profile, RAM role); nothing was sent",
+                field="credentials",
+            ) from None
+        fresh = _from_chain(model)
+        with self._lock:
+            for secret in fresh.secrets:
+                self._issued.pop(secret, None)
+                self._issued[secret] = None
+            while len(self._issued) > self.KEPT:
+                self._issued.pop(next(iter(self._issued)))
+        return fresh
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._issued)
+
+    def __repr__(self) -> str:
+        return "ChainRenewal()"
+
+
+def _from_chain(model: Any) -> Credentials:
+    ak, sk = getattr(model, "access_key_id", None), getattr(model, "access_key_secret", None)
+    if not ak or not sk:
+        raise PermissionDenied(_missing_message(), field="credentials")
+    return Credentials(ak, sk, getattr(model, "security_token", None) or None)
 
 
 @attrs.frozen(repr=False)
@@ -134,12 +194,12 @@ def _default_chain() -> Credentials:
     except ImportError:  # pragma: no cover - a declared dependency
         raise PermissionDenied(_missing_message(), field="credentials") from None
     try:
-        model = Client().get_credential()
+        client = Client()
+        model = client.get_credential()
     except Exception:
         # The chain's own message lists every provider it tried; it may quote file paths
         # and settings, so only our own text is surfaced.
         raise PermissionDenied(_missing_message(), field="credentials") from None
-    ak, sk = getattr(model, "access_key_id", None), getattr(model, "access_key_secret", None)
-    if not ak or not sk:
-        raise PermissionDenied(_missing_message(), field="credentials")
-    return Credentials(ak, sk, getattr(model, "security_token", None) or None)
+    first = _from_chain(model)
+    # Kept: a RAM role's STS credentials expire, and the chain renews them.
+    return attrs.evolve(first, renewal=ChainRenewal(client))

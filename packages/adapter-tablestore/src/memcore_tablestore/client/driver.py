@@ -116,6 +116,8 @@ class Settings:
             kwargs["sts_token"] = c.security_token
         if self.region:
             kwargs["region"] = self.region
+        if c.renewal is not None:
+            kwargs["credentials_provider"] = _renewing_provider(c)
         args = [self.endpoint, c.access_key_id, c.access_key_secret, self.instance_name]
         return args, kwargs
 
@@ -145,6 +147,23 @@ class Settings:
 
         endpoint = without_userinfo(self.endpoint)
         return f"Settings(endpoint={endpoint!r}, instance_name={self.instance_name!r}, region={self.region!r})"
+
+
+def _renewing_provider(credentials: Credentials) -> Any:
+    """An SDK ``CredentialsProvider`` that the SDK asks before each request, for credentials
+    that are renewed (:class:`~memcore_tablestore.credentials.ChainRenewal`)."""
+    from tablestore.credentials import Credentials as SdkCredentials
+    from tablestore.credentials import CredentialsProvider
+
+    class Renewing(CredentialsProvider):  # type: ignore[misc]
+        def get_credentials(self) -> SdkCredentials:
+            c = credentials.current()
+            return SdkCredentials(c.access_key_id, c.access_key_secret, c.security_token)
+
+        def __repr__(self) -> str:
+            return "Renewing()"
+
+    return Renewing()
 
 
 def settle(call: Call, raw: Any) -> dict[str, Any]:
