@@ -246,3 +246,33 @@ def test_an_import_to_tablestore_stopped_mid_batch_takes_back_every_memory_it_ad
         "(import stopped; the 3 memories it had added were deleted again)\n"
     )
     assert emulator_fake_cli.ok("count").stdout.strip() == "0"
+
+
+def test_an_import_whose_write_answer_was_lost_says_that_line_may_be_stored(
+    tmp_path, monkeypatch, emulator_fake_cli
+):
+    """The service stored line 4 and then answered 500: the line said the import was undone
+    ("the 3 memories it had added were deleted again") while line 4 stayed stored, and
+    importing the file again would store it twice. The line now says it may be stored."""
+    from memcore.testing import InMemoryMemoryStore
+
+    add_text = InMemoryMemoryStore.add_text
+    calls = []
+
+    def lost_answer(self, *args, **kwargs):
+        receipt = add_text(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 4:  # applied; the answer is a 500
+            raise RuntimeError("the node went down before answering")
+        return receipt
+
+    monkeypatch.setattr(InMemoryMemoryStore, "add_text", lost_answer)
+    result = emulator_fake_cli("import", "--lines", str(_lines(tmp_path / "l.txt", 10)))
+    monkeypatch.undo()
+    assert result.exit_code == 5
+    line = result.stderr
+    assert line.startswith("memcore: error: line 4: AddMemories failed: HTTP 500")
+    assert "the 3 memories it had added were deleted again" in line
+    assert "line 4 may be stored" in line and "before importing again" in line
+    listed = emulator_fake_cli.ok("--format", "plain", "list").stdout
+    assert "bulk line 3" in listed and "bulk line 0" not in listed

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
-from memcore.errors import MemcoreError
+from memcore.errors import MemcoreError, OutcomeUnknown
 from memcore.service import MemoryService
 from memcore.transfer.parsing import ImportRecord, MessageRecord
 from memcore.values import LoggedMessage, VersionLink
@@ -107,7 +107,14 @@ def restore_batches(
                 [r.item() for r in chunk], ahead=[r.item() for r in ahead], created=created
             )
         except MemcoreError as exc:
-            exc.message = f"line {chunk[0].line}: {exc.message}"
+            line = chunk[0].line
+            exc.message = f"line {line}: {exc.message}"
+            if isinstance(exc, OutcomeUnknown) and len(chunk) == 1:
+                # Not among what the rollback deletes: say so, or a second import stores it twice.
+                exc.message += (
+                    f"; line {line} may be stored (its answer was lost): look for it before "
+                    "importing again"
+                )
             raise
         yield [
             (record, new_id, new_id is not None and (new_id in created or not exact))
