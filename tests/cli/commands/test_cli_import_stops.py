@@ -28,7 +28,7 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
     behind ("deleted again" while 256 remained); a second SIGINT (``timeout`` signals the
     process and its group) abandoned the rollback and printed only "memcore: interrupted"."""
     monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 3)
-    restore, forget = MemoryService.restore, MemoryService.forget
+    restore, forget = MemoryService.restore, MemoryService.forget_unclaimed
     calls = {"restore": 0, "forget": 0}
 
     def interrupted_restore(self, items, **kwargs):
@@ -38,14 +38,14 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
             signal.raise_signal(signal.SIGINT)
         return ids
 
-    def interrupted_forget(self, memory_id, **kwargs):
+    def interrupted_forget(self, memories):
         calls["forget"] += 1
         if calls["forget"] == 1:
             signal.raise_signal(signal.SIGINT)
-        return forget(self, memory_id, **kwargs)
+        return forget(self, memories)
 
     monkeypatch.setattr(MemoryService, "restore", interrupted_restore)
-    monkeypatch.setattr(MemoryService, "forget", interrupted_forget)
+    monkeypatch.setattr(MemoryService, "forget_unclaimed", interrupted_forget)
     result = local_cli("import", "--lines", str(_lines(tmp_path / "big.txt", 20)))
     monkeypatch.undo()
     assert result.exit_code == 130
@@ -55,6 +55,7 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
     assert [line for line in result.stderr.splitlines() if "first run" not in line] == [
         result.stderr.splitlines()[-1]
     ]
+    assert calls["forget"] == 2  # two batches of the rollback, the second Ctrl-C held
     assert local_cli.ok("count").stdout.strip() == "0"
 
 
@@ -114,6 +115,70 @@ def test_a_text_another_writer_stored_meanwhile_is_present_and_survives_a_rollba
     assert result.exit_code == 5
     assert "the 7 memories it had added were deleted again" in result.stderr
     assert local_cli.ok("--format", "plain", "list").stdout.count("bulk line 1") == 1
+
+
+def test_a_text_the_import_repeats_in_a_later_batch_is_still_its_own_to_take_back(
+    tmp_path, monkeypatch, local_cli
+):
+    """The rollback keeps a memory another write landed in since the import wrote it; the
+    import's own repeat of a text (a line given twice, in two batches) moves the memory's
+    version too, and must not count as another writer's: all is deleted, nothing kept."""
+    from memcore.errors import Unavailable
+
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 3)
+    restore = MemoryService.restore
+    calls = []
+
+    def failing(self, items, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise Unavailable("the disk went away")
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", failing)
+    path = tmp_path / "twice.txt"
+    path.write_text("alpha\nbeta\ngamma\nbeta\nalpha\ndelta\nmore\n", encoding="utf-8")
+    result = local_cli("import", "--lines", str(path))
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (
+        5,
+        "memcore: error: line 7: the disk went away (import stopped; the 4 memories it had "
+        "added were deleted again)",
+    )
+    assert local_cli.ok("count").stdout.strip() == "0"
+
+
+def test_a_memory_another_writer_added_to_between_two_batches_is_kept(
+    tmp_path, monkeypatch, local_cli
+):
+    """Another writer stores a text the import created in its first batch; the import's
+    second batch repeats that text as well. The rollback keeps that memory (the other writer
+    was answered with its id) and deletes the rest."""
+    from memcore.errors import Unavailable
+
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 3)
+    restore = MemoryService.restore
+    calls = []
+
+    def racing(self, items, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # between the batches, another writer says "beta" again
+            self.store.add_text(self.store_name, items[0].scope, "beta", sync=True)
+        if len(calls) == 3:
+            raise Unavailable("the disk went away")
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", racing)
+    path = tmp_path / "twice.txt"
+    path.write_text("alpha\nbeta\ngamma\nbeta\nepsilon\ndelta\nmore\n", encoding="utf-8")
+    result = local_cli("import", "--lines", str(path))
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (
+        5,
+        "memcore: error: line 7: the disk went away (import stopped; of the 5 memories it had "
+        "added, 4 were deleted again and 1 were kept because another write landed in them "
+        "meanwhile)",
+    )
+    assert local_cli.ok("--format", "plain", "list").stdout.count("beta") == 1
+    assert local_cli.ok("count").stdout.strip() == "1"
 
 
 def test_id_map_lists_every_record_moved_to_another_tenant(tmp_path, local_cli):

@@ -52,7 +52,7 @@ def test_ctrl_c_after_a_stored_batch_and_again_in_the_rollback_leaves_nothing(
 ) -> None:
     """Ctrl-C raised KeyboardInterrupt straight out of the command: the batches already
     stored stayed, and nothing said so."""
-    restore, forget = MemoryService.restore, MemoryService.forget
+    restore, forget = MemoryService.restore, MemoryService.forget_unclaimed
     calls = {"restore": 0, "forget": 0}
 
     def interrupted_restore(self: MemoryService, items: Any, **kwargs: Any) -> Any:
@@ -62,14 +62,14 @@ def test_ctrl_c_after_a_stored_batch_and_again_in_the_rollback_leaves_nothing(
             signal.raise_signal(signal.SIGINT)
         return ids
 
-    def interrupted_forget(self: MemoryService, memory_id: str, **kwargs: Any) -> Any:
+    def interrupted_forget(self: MemoryService, memories: Any) -> Any:
         calls["forget"] += 1
         if calls["forget"] == 1:  # and again, in the rollback
             signal.raise_signal(signal.SIGINT)
-        return forget(self, memory_id, **kwargs)
+        return forget(self, memories)
 
     monkeypatch.setattr(MemoryService, "restore", interrupted_restore)
-    monkeypatch.setattr(MemoryService, "forget", interrupted_forget)
+    monkeypatch.setattr(MemoryService, "forget_unclaimed", interrupted_forget)
     code, answer, err = run(capsys, "import", str(records_file(tmp_path / "in.jsonl", MANY)))
     line = (
         "tablestore-mem: interrupted (import stopped; the 512 memories it had added were "
@@ -78,6 +78,7 @@ def test_ctrl_c_after_a_stored_batch_and_again_in_the_rollback_leaves_nothing(
     assert (code, reported(err)) == (130, [line])
     assert answer["error"]["exit_code"] == 130 and answer["error"]["code"] == "interrupted"
     assert calls["restore"] == 2
+    assert calls["forget"] == 2  # the rollback's two batches, the second Ctrl-C held
     assert texts(run, capsys) == []
 
 
@@ -143,35 +144,39 @@ def test_a_rollback_the_store_refuses_in_part_is_reported_as_it_is(
     run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: Any
 ) -> None:
     """A memory the rollback could not delete got a line of its own, and the error still said
-    "nothing was imported"."""
+    "nothing was imported". The rollback deletes a batch in one transaction: the one the store
+    refuses stays whole, and the line says so."""
+    import memcore.transfer.restoring
     from memcore.errors import Unavailable
 
-    restore, forget = MemoryService.restore, MemoryService.forget
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 100)
+    restore, forget = MemoryService.restore, MemoryService.forget_unclaimed
     calls: list[int] = []
-    refused: list[str] = []
+    refused: list[int] = []
 
     def failing(self: MemoryService, items: Any, **kwargs: Any) -> Any:
         calls.append(1)
-        if len(calls) == 2:
+        if len(calls) == 3:
             raise Unavailable("the store went away")
         return restore(self, items, **kwargs)
 
-    def refusing_one(self: MemoryService, memory_id: str, **kwargs: Any) -> Any:
+    def refusing_one(self: MemoryService, memories: Any) -> Any:
         if not refused:
-            refused.append(memory_id)
+            refused.append(len(memories))
             raise Unavailable("still away")
-        return forget(self, memory_id, **kwargs)
+        return forget(self, memories)
 
     monkeypatch.setattr(MemoryService, "restore", failing)
-    monkeypatch.setattr(MemoryService, "forget", refusing_one)
+    monkeypatch.setattr(MemoryService, "forget_unclaimed", refusing_one)
     code, answer, err = run(capsys, "import", str(records_file(tmp_path / "in.jsonl", MANY)))
     assert code == 5, answer
     assert reported(err) == [
-        "tablestore-mem: error: line 257: the store went away (import stopped; of the 256 "
-        "memories it had added, 1 are still stored (the store refused to delete them) and 255 "
-        "were deleted again; running the import again is safe)"
+        "tablestore-mem: error: line 201: the store went away (import stopped; of the 200 "
+        "memories it had added, 100 are still stored (the store refused to delete them) and "
+        "100 were deleted again; running the import again is safe)"
     ]
-    assert len(texts(run, capsys)) == 1
+    assert refused == [100]
+    assert len(texts(run, capsys)) == 100
 
 
 def _racing(monkeypatch: Any, *, fail_at: int | None = None) -> None:

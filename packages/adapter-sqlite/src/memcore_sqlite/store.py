@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from memcore_sqlite.operations.message_log import MessageLogs
     from memcore_sqlite.operations.message_moves import MessageMoves
     from memcore_sqlite.operations.reads import RecordReads
+    from memcore_sqlite.operations.rollbacks import ImportRollbacks
     from memcore_sqlite.operations.version_links import VersionLinks
     from memcore_sqlite.operations.writes import MemoryWrites
 
@@ -86,6 +87,7 @@ _LATER: dict[str, tuple[str, ...]] = {
     "messages": ("message_counts", "move_messages"),
     "log": ("list_logged_messages", "restore_messages"),
     "links": ("link_versions",),
+    "rollbacks": ("delete_unclaimed",),
     "dream": (
         "create_dream_task",
         "create_session_dream_task",
@@ -216,6 +218,7 @@ class SqliteMemoryStore:
             self.list_logged_messages = log.list_logged_messages
             self.restore_messages = log.restore_messages
             self.link_versions = self._links().link_versions
+            self.delete_unclaimed = self._rollbacks().delete_unclaimed
             self.update_memory = writes.update_memory
             self.update_memory_removing = writes.update_memory_removing
             self.delete_memory = writes.delete_memory
@@ -237,6 +240,7 @@ class SqliteMemoryStore:
             "messages": self._messages,
             "log": self._log,
             "links": self._links,
+            "rollbacks": self._rollbacks,
             "dream": self._dream,
         }
         return builders[part]()
@@ -305,6 +309,14 @@ class SqliteMemoryStore:
             return VersionLinks(self._tx)
 
         return self._once("links", build)
+
+    def _rollbacks(self) -> ImportRollbacks:
+        def build() -> ImportRollbacks:
+            from memcore_sqlite.operations.rollbacks import ImportRollbacks
+
+            return ImportRollbacks(self._tx)
+
+        return self._once("rollbacks", build)
 
     def _dream(self) -> DreamTasks:
         def build() -> DreamTasks:

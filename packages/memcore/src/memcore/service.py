@@ -28,6 +28,7 @@ from memcore.ports import (
     MessageMove,
     NeighbourTurns,
     SearchWarmup,
+    UnclaimedDelete,
     VersionHistory,
 )
 from memcore.recall import format_recall, strip_recall
@@ -39,6 +40,7 @@ from memcore.values import (
     LoggedMessage,
     MemoryRecord,
     MemoryTask,
+    MemoryVersion,
     Message,
     Page,
     SearchHit,
@@ -214,14 +216,17 @@ class MemoryService:
         *,
         ahead: Sequence[TextItem] = (),
         created: set[str] | None = None,
+        versions: dict[str, int] | None = None,
     ) -> list[str | None]:
         """Write what an import restores, each item in its own scope, which must lie in this
         session's tenant; the ids in order (None: the store made nothing new). A store that
         can keeps each free id and the times in one transaction; an id another memory holds
         gets a new one, so an import never learns whether another tenant holds it. Where
         :attr:`restores_exactly`, ``created`` receives the ids this call created (a text
-        another writer stored first answers with that memory's id, which is not its own);
-        elsewhere the store cannot tell, and ``created`` is left as it was."""
+        another writer stored first answers with that memory's id, which is not its own),
+        and ``versions`` each id answered -> its memory's version as the call left it (what
+        :meth:`forget_unclaimed` compares); elsewhere the store cannot tell, and both are
+        left as they were."""
         self._check_writable()
         _check_list(items, field="items")
         _check_list(ahead, field="ahead")
@@ -240,7 +245,12 @@ class MemoryService:
         if isinstance(self.store, BulkAdd):
             return list(
                 self.store.add_many(
-                    self.store_name, checked, ahead=ahead, new_id_if_taken=True, created=created
+                    self.store_name,
+                    checked,
+                    ahead=ahead,
+                    new_id_if_taken=True,
+                    created=created,
+                    versions=versions,
                 )
             )
         ids: list[str | None] = []
@@ -684,6 +694,42 @@ class MemoryService:
         scope = self.get(memory_id, agent_id=agent_id, run_id=run_id, pattern=pattern).scope
         self.store.delete_memory(self.store_name, scope, memory_id)
         return scope
+
+    @property
+    def tells_claims(self) -> bool:
+        """Whether :meth:`forget_unclaimed` can tell a memory that a write landed in since a
+        point (the store is an :class:`~memcore.ports.UnclaimedDelete`: the embedded one);
+        elsewhere (TableStore) a repeat of a text leaves no trace to tell it by."""
+        return isinstance(self.store, UnclaimedDelete)
+
+    def forget_unclaimed(self, memories: Sequence[MemoryVersion]) -> list[str]:
+        """Delete each memory, which must lie in this session's tenant, only while it still
+        has the version given, all in one transaction; the ids of those kept because a write
+        landed in them since. How an import's rollback spares what another writer was told
+        had landed (:attr:`tells_claims`; elsewhere ``Unsupported``)."""
+        self._check_writable()
+        _check_list(memories, field="memories")
+        memories = list(memories)
+        tenant = self.scope.tenant_pattern()
+        for i, memory in enumerate(memories):  # every one, before anything is deleted
+            if not isinstance(memory, MemoryVersion):
+                raise InvalidInput(f"memories[{i}] must be a MemoryVersion", field="memories")
+            if not isinstance(memory.scope, Scope) or not tenant.matches(memory.scope):
+                raise InvalidInput(
+                    f"memories[{i}].scope is outside this session's tenant", field="memories"
+                )
+            limits.check_id(memory.memory_id, field=f"memories[{i}].memory_id")
+            if type(memory.version) is not int:
+                raise InvalidInput(
+                    f"memories[{i}].version must be an integer", field=f"memories[{i}].version"
+                )
+        if not isinstance(self.store, UnclaimedDelete):
+            raise Unsupported(
+                "this store cannot tell a memory another write landed in since; only the "
+                "embedded store can",
+                field="memories",
+            )
+        return list(self.store.delete_unclaimed(self.store_name, memories))
 
     # -- write tasks, messages ----------------------------------------------------------
     def task(self, task_id: str) -> MemoryTask:

@@ -176,6 +176,16 @@ class VersionLink:
 
 
 @attrs.frozen
+class MemoryVersion:
+    """A memory as a write left it: a rollback deletes it only while it still has ``version``
+    (a write that landed in it since, even a repeat that changed nothing, moved it)."""
+
+    scope: Scope
+    memory_id: str
+    version: int
+
+
+@attrs.frozen
 class TurnContext:
     """The messages of a hit's session said right before and right after the message it
     came from, each side in the order they were said. Empty when the hit came from no

@@ -8,7 +8,9 @@ All or nothing: every line is validated, and every id checked against the tenant
 anything is written; a record whose id names a different memory of this tenant (another text
 or scope) stops the import there. Should a write still fail (the disk, the embedder, the
 network), or Ctrl-C stop it, the memories this import added are deleted again before the
-error is reported, in the one line that reports it (:mod:`memcore_cli.operations.rollback`).
+error is reported, in the one line that reports it (:mod:`memcore_cli.operations.rollback`),
+except one another write landed in meanwhile (the embedded store tells): that writer was told
+it had landed, so it is kept and counted.
 The message log of the file (the turns shown around a hit) is logged after the last batch, in
 one transaction, each message linked to its memory as restored here; should that fail, the
 memories are deleted again as well. A store that keeps no log leaves the messages out.
@@ -184,10 +186,11 @@ def import_memories(
     pending = _to_write(records, existing, report, history_kept(service, records))
     exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
+    versions: dict[str, int] = {}  # each added memory -> the version this import left it at
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
         advance(report.present + report.superseded)
         try:
-            for written in restore_batches(service, pending):
+            for written in restore_batches(service, pending, versions):
                 for record, new_id, made in written:
                     _account(report, known, record, new_id, added, made=made, keeps_ids=exact)
                 advance(len(written))
@@ -201,7 +204,7 @@ def import_memories(
             elif messages:
                 report.messages_added = restore_log(service, messages, report.ids)
         except BaseException as exc:
-            error = stopped(exc, undo_import(runtime, added))
+            error = stopped(exc, undo_import(runtime, added, versions))
             if error is exc:
                 raise
             raise error from exc

@@ -6,7 +6,10 @@ memories it added are deleted again and the one line that reports it says what w
 and what is left (:class:`memcore.transfer.Undone`). The writes run with Ctrl-C held and the
 import stops between batches, so an interrupt never falls between a stored batch and the
 record of what it added, nor into the rollback. "Added" counts what this import created: a
-text another writer stored meanwhile is present, and a rollback leaves it alone.
+text another writer stored meanwhile is present, and a rollback leaves it alone; so does it a
+memory this import created that another write landed in since (a ``remember`` of the same
+text, another import that wrote it and counted it present), where the store can tell (the
+local one).
 ``id_map`` maps a record's id to the one it has here when they differ, except for an id that
 only another tenant holds: it gets a new id, unreported, so that an import cannot be used to
 ask whether another user's memory exists. The file's message log (the turns recall_neighbours
@@ -20,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memcore.errors import MemcoreError, NotFound
 from memcore.scope import Scope
 from memcore.service import MemoryService
 from memcore.transfer import (
@@ -32,6 +34,7 @@ from memcore.transfer import (
     restore_batches,
     restore_log,
     stopped,
+    take_back,
     version_links,
 )
 from memcore.values import MemoryRecord
@@ -83,12 +86,13 @@ def import_lines(
     # What this import created, in order, taken back if it stops.
     landed: list[tuple[Scope, str]] = []
     mine: set[str] = set()
+    versions: dict[str, int] = {}  # each memory it created -> the version it left it at
     created: list[tuple[ImportRecord, str]] = []
     id_map: dict[str, str] = {}
     with held_interrupts() as held:
         try:
             # Ids and times as exported where the store keeps them (the local store).
-            for written in restore_batches(service, pending):
+            for written in restore_batches(service, pending, versions):
                 for record, new_id, made in written:
                     # A text another writer stored first is present, not this import's to delete.
                     if new_id is None or new_id in known or new_id in mine or not made:
@@ -115,7 +119,7 @@ def import_lines(
             elif messages:
                 logged = restore_log(service, messages, ids)
         except BaseException as exc:
-            error = stopped(exc, take_back(service, landed))
+            error = stopped(exc, undo_import(service, landed, versions))
             if error is exc:
                 raise
             raise error from exc
@@ -146,17 +150,13 @@ def _said(
     return was_there or not exact or record.id in known
 
 
-def take_back(service: MemoryService, landed: list[tuple[Scope, str]]) -> Undone:
+def undo_import(
+    service: MemoryService, landed: list[tuple[Scope, str]], versions: Mapping[str, int]
+) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, with Ctrl-C held until
     done, through the service (its tenant check applies). One already gone (another writer
-    deleted it) counts as deleted; one the store refuses to delete is counted as left."""
-    left = 0
+    deleted it) counts as deleted; one another write landed in since is kept, where the store
+    tells (``versions``: the version this import left each at); one the store refuses to
+    delete is counted as left (:func:`memcore.transfer.take_back`)."""
     with held_interrupts():
-        for scope, memory_id in reversed(landed):
-            try:
-                service.forget(memory_id, agent_id=scope.agent_id, run_id=scope.run_id)
-            except NotFound:
-                pass
-            except MemcoreError:
-                left += 1
-    return Undone(len(landed), left)
+        return take_back(service, landed, versions)

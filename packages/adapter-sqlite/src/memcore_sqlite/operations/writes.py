@@ -1,6 +1,8 @@
 """Writes of memories: add (one, many, a turn of messages), update and delete.
 
-A text already in the scope is not stored twice: the existing memory's id is returned.
+A text already in the scope is not stored twice: the existing memory's id is returned, and
+its version moves (even when nothing else of it changes), so that every write that landed in
+a memory can be told from none.
 """
 
 from __future__ import annotations
@@ -155,7 +157,8 @@ class MemoryWrites:
         older occurrence set are kept while the map stays within the limit, see
         :func:`memcore.limits.merge_metadata`) and ``updated_at`` becomes its time, so a fact
         repeated in a later session carries that session's metadata and date. An older occurrence (an
-        import of earlier data) changes nothing. Each message occurrence also stays in the
+        import of earlier data) changes nothing but the version: every repeat moves it by one,
+        so a write that landed in the memory can always be told from none. Each message occurrence also stays in the
         message log with its own metadata and timestamp. ``found`` is the memory's metadata
         JSON and ``updated_at``, as the digest lookup read them.
 
@@ -165,14 +168,14 @@ class MemoryWrites:
         ``said_at`` the said time (what the recall block dates the memory by).
         """
         old_json, updated = found
-        if said is not None:
-            if said[0] < said[1]:
-                return
-        elif when < updated:
-            return
-        merged = limits.merge_metadata(json.loads(old_json), metadata)
+        older = said[0] < said[1] if said is not None else when < updated
+        merged = {} if older else limits.merge_metadata(json.loads(old_json), metadata)
         new_json = json.dumps(merged, ensure_ascii=False, sort_keys=True)
-        if new_json == old_json and when == updated:
+        if older or (new_json == old_json and when == updated):
+            # Nothing of the memory changes, yet a write landed in it and was answered with
+            # its id: the version still moves, so an import's rollback that created the row
+            # sees it was claimed since and keeps it (:mod:`.rollbacks`).
+            conn.execute("UPDATE memories SET version = version + 1 WHERE seq = ?", (seq,))
             return
         conn.execute(
             "UPDATE memories SET metadata = ?, updated_at = ?, said_at = ?, version = version + 1"
@@ -309,6 +312,7 @@ class MemoryWrites:
         ahead: Sequence[TextItem] = (),
         new_id_if_taken: bool = False,
         created: set[str] | None = None,
+        versions: dict[str, int] | None = None,
     ) -> list[str]:
         """Add many memories in one transaction (embedded in one batch); ids in input order.
 
@@ -317,7 +321,9 @@ class MemoryWrites:
         this one is written (nothing of it is stored until it is added itself). An item's
         ``id`` already held by another memory is a :class:`Conflict` (nothing of the batch is
         written), or with ``new_id_if_taken`` that item gets a new id. ``created`` receives,
-        after the commit, the ids of the rows this call inserted (not those of repeats).
+        after the commit, the ids of the rows this call inserted (not those of repeats), and
+        ``versions`` each id answered with -> its row's version as the batch left it (every
+        write that lands in a row moves its version, :meth:`_repeat`).
         A new row keeps the item's ``updated_at``, ``unit_type`` and ``version`` where given;
         a text already in its scope is left as it is.
         """
@@ -349,12 +355,14 @@ class MemoryWrites:
         added: list[tuple[tuple[str, str, str, str], int, Any]] = []
         ids: list[str] = []
         new: list[str] = []
+        seqs: list[int] = []
+        left: dict[str, int] = {}
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             gen = self._tx.bump(conn, sid)
             for i, (scope, text, meta) in enumerate(checked):
                 inserted = len(added)
-                mid, _ = self.insert(
+                mid, seq = self.insert(
                     conn,
                     sid,
                     scope,
@@ -370,13 +378,19 @@ class MemoryWrites:
                     restored=(items[i].updated_at, items[i].version),
                 )
                 ids.append(mid)
+                seqs.append(seq)
                 if len(added) > inserted:  # a new row, not a repeat of a stored text
                     new.append(mid)
+            if versions is not None:
+                sql = "SELECT id, version FROM memories WHERE seq IN ({})"
+                left = {str(i): int(v) for i, v in rows_in(conn, sql, list(dict.fromkeys(seqs)))}
             self._tx.task(conn, sid, "AddMemories", checked[0][0], list(dict.fromkeys(ids)))
             self._tx.audit(conn, sid, "AddMemories", started, scope=checked[0][0])
             self._tx.after_write(sid, gen, added)
         if created is not None:
             created.update(new)
+        if versions is not None:
+            versions.update(left)
         return ids
 
     def add_messages(
@@ -569,6 +583,14 @@ class MemoryWrites:
             self._tx.after_write(sid, gen, added, removed, indexed=[scope.as_tuple()])
         return out
 
+    @staticmethod
+    def drop(conn: sqlite3.Connection, seq: int) -> None:
+        """Take the row ``seq`` out: the memory, its FTS row, its vector and its messages."""
+        conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+        conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
+        conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+        conn.execute("DELETE FROM messages WHERE memory_seq = ?", (seq,))
+
     def delete_memory(self, store: str, scope: Scope, memory_id: str) -> None:
         """Delete the unit, its FTS row, its vector and the messages it was made from."""
         started = time.perf_counter()
@@ -580,9 +602,6 @@ class MemoryWrites:
             sid = self._tx.store_id(conn, store)
             seq = int(memory_row(self.own_row(conn, sid, scope, memory_id)).seq)
             gen = self._tx.bump(conn, sid)
-            conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM messages WHERE memory_seq = ?", (seq,))
+            self.drop(conn, seq)
             self._tx.audit(conn, sid, "DeleteMemory", started, scope=scope, target=memory_id)
             self._tx.after_write(sid, gen, (), [(scope.as_tuple(), seq)])

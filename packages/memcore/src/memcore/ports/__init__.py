@@ -3,7 +3,8 @@ per family. Adapters implement these; the core and its fake never import an adap
 
 - :mod:`~memcore.ports.store`: the Memory Store surface (``MemoryStore``, ``BulkAdd``,
   ``DreamUndo``, ``KeyRemoval``, ``MemoryLookup``, ``MessageLog``, ``MessageMove``,
-  ``NeighbourTurns``, ``SearchWarmup``, ``VersionHistory``, ``ProgressCallback``)
+  ``NeighbourTurns``, ``SearchWarmup``, ``UnclaimedDelete``, ``VersionHistory``,
+  ``ProgressCallback``)
 - :mod:`~memcore.ports.backends`: reaching a backend (``BackendFactory``, ``Provisioner``,
   ``InstanceFacts``)
 - :mod:`~memcore.ports.embedding`: ``Embedder``
@@ -29,6 +30,7 @@ from memcore.ports.store import (
     NeighbourTurns,
     ProgressCallback,
     SearchWarmup,
+    UnclaimedDelete,
     VersionHistory,
 )
 
@@ -50,5 +52,6 @@ __all__ = [
     "ProgressCallback",
     "Provisioner",
     "SearchWarmup",
+    "UnclaimedDelete",
     "VersionHistory",
 ]

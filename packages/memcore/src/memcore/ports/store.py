@@ -18,6 +18,7 @@ from memcore.values import (
     LoggedMessage,
     MemoryRecord,
     MemoryTask,
+    MemoryVersion,
     Message,
     Page,
     RequestRecord,
@@ -235,12 +236,29 @@ class BulkAdd(Protocol):
         ahead: Sequence[TextItem] = (),
         new_id_if_taken: bool = False,
         created: set[str] | None = None,
+        versions: dict[str, int] | None = None,
     ) -> list[str]:
         """The items' ids in order (a text already in its scope answers with the id it has);
         ``ahead``, the next batch, may be embedded meanwhile; an item's id held by another
         memory gets a new one with ``new_id_if_taken``, else raises ``Conflict``. Once the
         batch is stored, the ids of the memories it created are added to ``created``: an id
-        answered for a text already there (written by anyone, even a moment ago) is not."""
+        answered for a text already there (written by anyone, even a moment ago) is not; and
+        ``versions`` maps each id answered to its memory's version as the batch left it."""
+        ...
+
+
+@runtime_checkable
+class UnclaimedDelete(Protocol):
+    """A store in which every write that lands in a memory moves its version, a repeat of its
+    text that changes nothing too (the embedded store). An import's rollback then deletes only
+    the memories no other write has claimed since the import wrote them: a ``remember`` of
+    the same text answered with such a memory's id, another import that wrote the text and
+    counted it present."""
+
+    def delete_unclaimed(self, store: str, memories: Sequence[MemoryVersion]) -> list[str]:
+        """Delete each memory that is still in its scope with the version given, all in one
+        transaction (all or none); the ids of those kept because their version moved. One
+        not in its scope (deleted already, or another tenant's id) is neither."""
         ...
 
 

@@ -27,7 +27,7 @@ from memcore.async_facade import AsyncMemory
 from memcore.errors import Conflict, InvalidInput, NotFound, StoreClosed, Unsupported
 from memcore.facade import Memory as Library
 from memcore.paging import pages
-from memcore.ports import MemoryStore, MessageMove, NeighbourTurns
+from memcore.ports import MemoryStore, MessageMove, NeighbourTurns, UnclaimedDelete
 from memcore.scope import Scope, ScopePattern
 from memcore.service import MemoryService
 from memcore.values import (
@@ -36,8 +36,10 @@ from memcore.values import (
     DREAM_STATUSES,
     STORAGE_MODES,
     MemoryRecord,
+    MemoryVersion,
     Message,
     Page,
+    TextItem,
 )
 
 A1 = Scope("app", "tenant_a", "agent1", "run1")
@@ -415,6 +417,37 @@ class MemoryStoreContract:
         with pytest.raises(InvalidInput):
             ready.move_messages(self.store_name, [(A2, moved_to), (moved_to, B1)])
         assert alice.message_counts() == {A2: 1}
+
+    def test_a_rollback_keeps_what_another_write_landed_in_or_unsupported(
+        self, ready: MemoryStore
+    ) -> None:
+        """A memory an import created goes with its rollback only while no other write has
+        landed in it since: an add of its text (answered with its id), and a repeat that
+        changes nothing (an older time), keep it. A memory already gone is not counted, and
+        another tenant's scope is refused. A store that cannot tell says so."""
+        alice = MemoryService(ready, store_name=self.store_name, scope=A1)
+        if not isinstance(ready, UnclaimedDelete):
+            assert not alice.tells_claims
+            with pytest.raises(Unsupported):
+                alice.forget_unclaimed([MemoryVersion(A1, uuid.uuid4().hex, 1)])
+            return
+        assert alice.tells_claims
+        versions: dict[str, int] = {}
+        texts = ["Ana keeps bees", "Ana sold the boat", "Ana moved to Porto", "Ana reads Saramago"]
+        ids = alice.restore([TextItem(A1, t) for t in texts], versions=versions)
+        claimed, older, quiet, gone = (str(i) for i in ids)
+        assert set(versions) == set(ids)
+        assert self.add(ready, A1, texts[0]) == claimed  # another writer, told it landed
+        assert alice.restore([TextItem(A1, texts[1], created_at=1.0e9)]) == [older]
+        assert alice.get(older).created_at != 1.0e9  # the older repeat changed nothing ...
+        alice.forget(gone)
+        with pytest.raises(InvalidInput):
+            alice.forget_unclaimed([MemoryVersion(B1, quiet, versions[quiet])])
+        kept = alice.forget_unclaimed([MemoryVersion(A1, i, versions[i]) for i in (quiet, gone)])
+        assert kept == []
+        kept = alice.forget_unclaimed([MemoryVersion(A1, i, versions[i]) for i in (claimed, older)])
+        assert sorted(kept) == sorted([claimed, older])  # ... but it landed: kept too
+        assert sorted(m.id for m in alice.every_memory()) == sorted([claimed, older])
 
     def test_reference_time_is_used_as_the_store_declares(self, ready: MemoryStore) -> None:
         """A store that declares ``supports_reference_time`` puts, of two equal hits, the one

@@ -28,8 +28,9 @@ the replaced versions weigh in the word statistics as they did there); elsewhere
 older file, or when its successor is not in the file, it is left out and counted.
 
 Parsing checks every field against the limits, so nothing is written from a bad line.
-An import stopped midway is undone by its command line; :class:`Undone` and :func:`stopped`
-say what that did, in the one line both command lines report it with.
+An import stopped midway is undone by its command line through :func:`take_back`, which keeps
+a memory another write landed in meanwhile (where the store can tell); :class:`Undone` and
+:func:`stopped` say what that did, in the one line both command lines report it with.
 """
 
 from memcore.transfer.lines import dump_line, escape_json, split_lines
@@ -55,6 +56,7 @@ from memcore.transfer.restoring import (
     restore_batches,
     restore_log,
     stopped,
+    take_back,
     version_links,
 )
 
@@ -79,5 +81,6 @@ __all__ = [
     "restore_log",
     "split_lines",
     "stopped",
+    "take_back",
     "version_links",
 ]

@@ -4,14 +4,16 @@ lines report a stopped import with."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
-from memcore.errors import MemcoreError, OutcomeUnknown
+from memcore.errors import MemcoreError, NotFound, OutcomeUnknown
+from memcore.scope import Scope
 from memcore.service import MemoryService
 from memcore.transfer.parsing import ImportRecord, MessageRecord
-from memcore.values import LoggedMessage, VersionLink
+from memcore.values import LoggedMessage, MemoryVersion, VersionLink
 
 
 def restore_log(
@@ -87,14 +89,22 @@ IMPORT_BATCH = 256
 
 
 def restore_batches(
-    service: MemoryService, pending: Sequence[ImportRecord]
+    service: MemoryService,
+    pending: Sequence[ImportRecord],
+    versions: dict[str, int] | None = None,
 ) -> Iterator[list[tuple[ImportRecord, str | None, bool]]]:
     """Write ``pending`` a batch at a time (the next batch embedded ahead), yielding each
     batch's ``(record, id, made)``: the id it has (None: the store made nothing new), and
     whether this write created it. Where the store tells (``restores_exactly``), a text
     another writer stored first answers with that memory's id, not made here; elsewhere every
-    id counts as made. A failed batch's error names its first line."""
+    id counts as made. A failed batch's error names its first line.
+
+    ``versions`` receives, where the store tells claims (:attr:`MemoryService.tells_claims`),
+    each memory made here -> the version this import left it at: what :func:`take_back`
+    deletes it at. A later batch that repeats its text moves it on as well; when it moved
+    further, another write landed in it between the batches, and it stays where it was."""
     exact = service.restores_exactly
+    track = versions is not None and exact and service.tells_claims
     # A store without a bulk write takes one memory per call, with nothing to undo a failed
     # call's earlier ones: each is yielded (and counted for the rollback) as soon as it lands.
     batch = IMPORT_BATCH if exact else 1
@@ -102,9 +112,13 @@ def restore_batches(
         chunk = pending[start : start + batch]
         ahead = pending[start + batch : start + 2 * batch]
         created: set[str] = set()
+        after: dict[str, int] | None = {} if track else None
         try:
             ids = service.restore(
-                [r.item() for r in chunk], ahead=[r.item() for r in ahead], created=created
+                [r.item() for r in chunk],
+                ahead=[r.item() for r in ahead],
+                created=created,
+                versions=after,
             )
         except MemcoreError as exc:
             line = chunk[0].line
@@ -116,30 +130,98 @@ def restore_batches(
                     "importing again"
                 )
             raise
+        if versions is not None and after is not None:
+            _left_at(versions, ids, created, after)
         yield [
             (record, new_id, new_id is not None and (new_id in created or not exact))
             for record, new_id in zip(chunk, ids)
         ]
 
 
+def _left_at(
+    versions: dict[str, int],
+    ids: Sequence[str | None],
+    created: set[str],
+    after: Mapping[str, int],
+) -> None:
+    """Note the versions one batch left this import's memories at (``after``, as the store
+    reported them): those it created, and those of earlier batches it wrote again, each
+    repeat moving the version by one. One that moved by more was written by someone else
+    between the batches: its version stays behind, so the rollback keeps it."""
+    again = Counter(i for i in ids if i is not None and i in versions and i not in created)
+    for memory_id, times in again.items():
+        if after.get(memory_id) == versions[memory_id] + times:
+            versions[memory_id] = after[memory_id]
+    for memory_id in created:
+        if memory_id in after:
+            versions[memory_id] = after[memory_id]
+
+
 @attrs.frozen
 class Undone:
     """What the rollback of an import did: ``added`` memories, ``left`` of them still stored
-    (the store refused to delete them)."""
+    (the store refused to delete them), ``claimed`` of them kept because another write landed
+    in them since the import wrote them (the store answered that write with their id)."""
 
     added: int
     left: int
+    claimed: int = 0
 
     def describe(self) -> str:
         if not self.added:
             return "import stopped; it had added nothing"
-        if not self.left:
+        deleted = self.added - self.left - self.claimed
+        if not self.left and not self.claimed:
             return f"import stopped; the {self.added} memories it had added were deleted again"
+        kept = (
+            f"{self.claimed} were kept because another write landed in them meanwhile"
+            if self.claimed
+            else ""
+        )
+        if not self.left:
+            return (
+                f"import stopped; of the {self.added} memories it had added, {deleted} were "
+                f"deleted again and {kept}"
+            )
         return (
             f"import stopped; of the {self.added} memories it had added, {self.left} are still "
-            f"stored (the store refused to delete them) and {self.added - self.left} were "
-            "deleted again; running the import again is safe"
+            f"stored (the store refused to delete them){', ' + kept if kept else ''} and "
+            f"{deleted} were deleted again; running the import again is safe"
         )
+
+
+def take_back(
+    service: MemoryService, added: Sequence[tuple[Scope, str]], versions: Mapping[str, int]
+) -> Undone:
+    """Delete what a stopped import added (scope, id), newest first, through the service (its
+    tenant check applies); the caller holds Ctrl-C. Where the store tells claims, a batch at a
+    time, each batch one transaction, and only a memory still at the version in ``versions``
+    (:func:`restore_batches`): one another write landed in since is kept and counted, since
+    that writer was told it had landed. Elsewhere each is deleted whatever landed in it.
+    One already gone counts as deleted; what the store refuses to delete is left."""
+    newest = list(reversed(added))
+    if service.tells_claims and all(memory_id in versions for _, memory_id in newest):
+        left = claimed = 0
+        for start in range(0, len(newest), IMPORT_BATCH):
+            part = newest[start : start + IMPORT_BATCH]
+            try:
+                claimed += len(
+                    service.forget_unclaimed(
+                        [MemoryVersion(scope, mid, versions[mid]) for scope, mid in part]
+                    )
+                )
+            except MemcoreError:
+                left += len(part)
+        return Undone(len(added), left, claimed)
+    left = 0
+    for scope, memory_id in newest:
+        try:
+            service.forget(memory_id, agent_id=scope.agent_id, run_id=scope.run_id)
+        except NotFound:
+            pass
+        except MemcoreError:
+            left += 1
+    return Undone(len(added), left)
 
 
 def stopped(cause: BaseException, undone: Undone) -> BaseException:

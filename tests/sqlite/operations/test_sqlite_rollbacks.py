@@ -1,0 +1,129 @@
+"""An import's rollback on the embedded store: every write that lands in a memory moves its
+version by one, a repeat that changes nothing too, and ``delete_unclaimed`` deletes, in one
+transaction, only the memories still at the version given."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memcore.errors import InvalidInput
+from memcore.scope import Scope
+from memcore.values import MemoryVersion, Message
+from memcore_sqlite import SqliteMemoryStore, TextItem
+
+STORE = "mem"
+ALICE = Scope("app", "alice", "agent", "run1")
+BOB = Scope("app", "bob", "agent", "run1")
+
+
+def _version(store: SqliteMemoryStore, memory_id: str) -> int:
+    return int(store.get_memory(STORE, ALICE, memory_id).version or 0)
+
+
+def _imported(store: SqliteMemoryStore, *texts: str) -> dict[str, int]:
+    versions: dict[str, int] = {}
+    store.add_many(STORE, [TextItem(ALICE, t) for t in texts], versions=versions)
+    return versions
+
+
+def test_every_repeat_moves_the_version_by_one_even_one_that_changes_nothing(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    """A repeat with an older time changed nothing, not even the version: a rollback could
+    not tell that a write had landed in the memory and been answered with its id."""
+    store = hybrid_store
+    [(mid, first)] = _imported(store, "Miso is a tabby cat").items()
+    assert first == _version(store, mid) == 1
+    before = store.get_memory(STORE, ALICE, mid)
+    older = TextItem(ALICE, "Miso is a tabby cat", created_at=1.0e9)  # an older export
+    assert store.add_many(STORE, [older]) == [mid]
+    after = store.get_memory(STORE, ALICE, mid)
+    assert (after.updated_at, after.metadata, after.said_at) == (
+        before.updated_at,
+        before.metadata,
+        before.said_at,
+    )
+    assert after.version == 2
+    said = Message("user", "Miso is a tabby cat", timestamp=1.0e9)  # a replayed old turn
+    assert store.add_messages(STORE, ALICE, [said], sync=True).memory_ids == (mid,)
+    assert _version(store, mid) == 3
+    assert store.add_text(STORE, ALICE, "Miso is a tabby cat", sync=True).memory_ids == (mid,)
+    assert _version(store, mid) == 4
+
+
+def test_add_many_reports_the_versions_a_batch_left(lexical_store: SqliteMemoryStore) -> None:
+    store = lexical_store
+    kept = TextItem(ALICE, "restored at five", version=5)
+    versions: dict[str, int] = {}
+    ids = store.add_many(
+        STORE, [kept, TextItem(ALICE, "plain"), TextItem(ALICE, "plain")], versions=versions
+    )
+    assert versions == {ids[0]: 5, ids[1]: 2}  # the batch's own repeat moved "plain" too
+    assert ids[1] == ids[2]
+
+
+def test_only_memories_no_write_landed_in_are_deleted(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    store = hybrid_store
+    versions = _imported(store, "alpha fact", "beta fact", "gamma fact")
+    alpha, beta, gamma = versions
+    store.add_text(STORE, ALICE, "beta fact", sync=True)  # another writer, told it landed
+    store.add_messages(STORE, ALICE, [Message("user", "gamma fact", timestamp=1.0)], sync=True)
+    kept = store.delete_unclaimed(STORE, [MemoryVersion(ALICE, i, v) for i, v in versions.items()])
+    assert sorted(kept) == sorted([beta, gamma])
+    left = store.list_memories(STORE, ALICE.pattern()).items
+    assert sorted(m.text for m in left) == ["beta fact", "gamma fact"]
+    # The deleted one is gone from the words and the vectors too, not only from the list.
+    assert alpha not in {h.memory.id for h in store.search(STORE, ALICE.pattern(), "alpha fact")}
+    raw = sqlite3.connect(db_path)
+    counts = raw.execute(
+        "SELECT (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_fts_text)"
+    ).fetchone()
+    raw.close()
+    assert counts == (2, 2)
+    # Asked again: gone ones are neither deleted nor kept; kept ones stay kept.
+    again = [MemoryVersion(ALICE, i, v) for i, v in versions.items()]
+    assert sorted(store.delete_unclaimed(STORE, again)) == sorted([beta, gamma])
+
+
+def test_another_tenants_memory_answers_as_one_that_is_gone(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    store = lexical_store
+    bobs = store.add_text(STORE, BOB, "bob's secret", sync=True).memory_ids[0]
+    assert store.delete_unclaimed(STORE, [MemoryVersion(ALICE, bobs, 1)]) == []
+    assert store.get_memory(STORE, BOB, bobs).text == "bob's secret"
+
+
+def test_a_bad_entry_deletes_nothing(lexical_store: SqliteMemoryStore) -> None:
+    store = lexical_store
+    [(mid, version)] = _imported(store, "kept whole").items()
+    with pytest.raises(InvalidInput):
+        store.delete_unclaimed(
+            STORE,
+            [MemoryVersion(ALICE, mid, version), MemoryVersion(ALICE, mid, "1")],  # type: ignore[arg-type]
+        )
+    with pytest.raises(InvalidInput):
+        store.delete_unclaimed(STORE, [MemoryVersion(ALICE, mid, version), ("x", 1)])  # type: ignore[list-item]
+    assert _version(store, mid) == version
+
+
+def test_a_batch_is_one_transaction(lexical_store: SqliteMemoryStore, db_path: Path) -> None:
+    """A failure midway (here the disk refusing the last delete) leaves every memory."""
+    store = lexical_store
+    versions = _imported(store, "one", "two", "three")
+    ids = list(versions)
+    raw = sqlite3.connect(db_path)
+    raw.execute(
+        "CREATE TRIGGER refuse BEFORE DELETE ON memories WHEN old.id = ? BEGIN"
+        " SELECT RAISE(ABORT, 'disk refused'); END".replace("?", f"'{ids[-1]}'")
+    )
+    raw.commit()
+    raw.close()
+    with pytest.raises(Exception):  # noqa: B017 - whichever typed error the store maps it to
+        store.delete_unclaimed(STORE, [MemoryVersion(ALICE, i, v) for i, v in versions.items()])
+    assert len(store.list_memories(STORE, ALICE.pattern()).items) == 3
