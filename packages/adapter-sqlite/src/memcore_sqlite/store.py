@@ -143,7 +143,9 @@ class _Operation:
 
 
 class SqliteMemoryStore:
-    """The embedded memory store. Thread-safe; several processes may share one file.
+    """The embedded memory store. Thread-safe; several processes may share one file, each
+    with a store of its own: in a process forked after it opened, every call raises
+    :class:`~memcore.errors.StoreClosed` (SQLite's connection cannot cross a fork).
 
     ``embedder`` turns on hybrid search (FTS5 BM25 fused with exact cosine); without one,
     search is lexical-only. ``synchronous`` is SQLite's setting: ``NORMAL`` survives a killed
@@ -248,6 +250,7 @@ class SqliteMemoryStore:
     def _once(self, part: str, build: Callable[[], _T]) -> _T:
         """The collaborator ``part``, built once (under a lock: two threads that ask at once
         get the same one)."""
+        self._tx.check_process()  # before the lock: a forked child is refused, never hangs
         with self._parts_lock:
             if part not in self._parts:
                 self._parts[part] = build()
@@ -432,6 +435,7 @@ class SqliteMemoryStore:
         (:mod:`memcore_sqlite.search.when`).
         """
         started = time.perf_counter()
+        self._tx.check_process()  # before the query vectors' lock
         flt, floor = check_search(pattern, query, top_k, filters, min_similarity)
         limits.check_context_scope(context_scope, pattern)
         asked = limits.check_reference_time(reference_time)
@@ -466,6 +470,7 @@ class SqliteMemoryStore:
         waited for after the store's lock is let go: a search meanwhile does not wait for
         the build (seconds at 100k rows), it estimates every row as a first search does."""
         check_pattern(pattern)
+        self._tx.check_process()
         with self._tx.lock:  # the thread that writes reads' records, started by the first one
             self._tx.read_audits.start()
         with self._tx.read() as conn:
@@ -648,6 +653,7 @@ class SqliteMemoryStore:
 
     def compact(self) -> None:
         """Merge the FTS index, checkpoint the WAL and VACUUM: leaves no deleted text behind."""
+        self._tx.check_process()
         with self._tx.lock, mapped(self.path):
             self._tx.check_open()
             self._tx.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")

@@ -104,6 +104,9 @@ class Transactions:
                 field="busy_timeout",
             )
         self.path = str(path)
+        #: The process that opened the connection: SQLite's connection must not cross a
+        #: ``fork`` (:meth:`check_process`).
+        self._pid = os.getpid()
         #: Seconds a write waits for another process's write lock (SQLite's busy timeout).
         self.busy_timeout = busy_timeout
         #: When the file was last found sound in full, if its last close left it unchanged
@@ -219,6 +222,7 @@ class Transactions:
         Another process's write lock is waited for (at most ``wait`` seconds, else the busy
         timeout) between tries made without waiting, outside the store's lock: reads in this
         process, which need that lock, go on meanwhile (a WAL reader never waits for a writer)."""
+        self.check_process()
         deadline = time.monotonic() + (self.busy_timeout if wait is None else wait)
         pauses = iter(_PAUSES)
         while True:
@@ -276,6 +280,7 @@ class Transactions:
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A snapshot: every statement inside sees the same state of the file."""
+        self.check_process()
         with self.lock, self._latch(), mapped(self.path):
             self.check_open()
             conn = self.conn
@@ -286,7 +291,21 @@ class Transactions:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
+    def check_process(self) -> None:
+        """Refuse, before any lock is taken, a call in a process forked from the one that
+        opened the store: SQLite forbids using (or closing) a connection a child inherited,
+        and a lock another thread held at the fork is never let go in the child (its calls
+        hung). The child opens the store again, its own connection."""
+        if os.getpid() != self._pid:
+            raise StoreClosed(
+                f"this store ({self.path}) was opened in process {self._pid}, before a fork; "
+                "a connection cannot be shared with a forked process: open the store again "
+                "in this process",
+                field="store",
+            )
+
     def check_open(self) -> None:
+        self.check_process()
         if self._closed:
             raise StoreClosed(f"this store ({self.path}) is closed", field="store")
 
@@ -358,6 +377,7 @@ class Transactions:
         still work."""
         if self.read_only:
             return
+        self.check_process()
         with self.lock:  # the counts, and the threads they start, are the lock's too
             self.check_open()
             full = self.read_audits.add(
@@ -376,6 +396,7 @@ class Transactions:
         """Write the records of reads kept so far, in a transaction of their own, waiting at
         most ``wait`` seconds (default: the busy timeout) for another process's write lock;
         records not written stay kept. A closed store has written or dropped them already."""
+        self.check_process()
         with self.lock:
             if self._closed or not len(self.read_audits):
                 return
@@ -459,6 +480,7 @@ class Transactions:
         """
         if self.embedder is None or self.vectors is None or not texts:
             return None
+        self.check_process()  # the embedder's threads did not cross a fork either
         split, distinct = _distinct_passages(texts)
         vectors = self._embedding_ahead.take(distinct)
         if vectors is None:
@@ -555,7 +577,10 @@ class Transactions:
     def close(self) -> None:
         """Bounded even while another process holds the write lock: the reads' records kept
         wait for it at most :data:`~memcore_sqlite.operations.read_audits.WAIT` seconds, and
-        are dropped (logged) after that (see :mod:`~memcore_sqlite.operations.read_audits`)."""
+        are dropped (logged) after that (see :mod:`~memcore_sqlite.operations.read_audits`).
+        In a forked child it does nothing: the connection and the threads are the parent's."""
+        if os.getpid() != self._pid:
+            return
         self._checkpoints.close()
         self.read_audits.close()
         with self.lock:
