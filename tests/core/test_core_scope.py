@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import tracemalloc
 
 import pytest
 from hypothesis import given
@@ -132,6 +133,37 @@ def test_long_segments_are_capped_but_unique() -> None:
     b = normalize_segment("x" * 999 + "y")
     assert len(a) <= MAX_SEGMENT_CHARS and len(b) <= MAX_SEGMENT_CHARS
     assert a != b
+
+
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def test_a_huge_id_is_not_escaped_past_the_prefix_its_segment_keeps() -> None:
+    """An app may pass a request's id as it came. One of 10 million characters was escaped
+    character by character in full, a list entry each (80 MB, seconds), to keep 103."""
+    huge = "u" * 10_000_000
+    tracemalloc.start()
+    try:
+        segment = identity_segment(huge)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert segment == "u" * 103 + "~" + _digest(huge)
+    assert peak < 2 * len(huge)  # the bytes the digest reads; no list per character
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ("a" * 50 + " " * 200, "a" * 50 + "%20" * 17),  # the trailing blanks, escaped
+        (" " * 200 + "a", "%20" * 34),  # the leading ones
+        ("__" + "x" * 300, "%5F_" + "x" * 99),
+        ("x" * 102 + "*" + "y" * 100, "x" * 102),  # an escape that does not fit is left out
+    ],
+)
+def test_a_long_ids_kept_prefix_is_escaped_as_the_whole_id_would_be(raw: str, kept: str) -> None:
+    assert identity_segment(raw) == f"{kept}~{_digest(raw)}"
 
 
 @given(a=st.text(max_size=60), b=st.text(max_size=60))

@@ -94,7 +94,9 @@ def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT, trim: bo
     raw = value.strip() if trim else value
     if not raw:
         return default
-    pieces = _escaped_pieces(raw)
+    # Past MAX_SEGMENT_CHARS characters the segment is shortened whatever follows, and keeps
+    # fewer: a huge id is escaped no further (its digest still reads all of it).
+    pieces = _escaped_pieces(raw, MAX_SEGMENT_CHARS + 1)
     text = "".join(pieces)
     if len(text) > MAX_SEGMENT_CHARS:
         # Keep whole escaped characters only, so the prefix still decodes; the digest of the
@@ -137,8 +139,8 @@ def tenant_segment(value: object) -> str:
     return identity_segment(value)
 
 
-def _escaped_pieces(raw: str) -> list[str]:
-    """``raw`` one character at a time, percent-encoding what could smuggle a wildcard,
+def _escaped_pieces(raw: str, count: int) -> list[str]:
+    """The first ``count`` characters of ``raw`` one at a time, percent-encoding what could smuggle a wildcard,
     separator or control code, and whitespace at either end, which stores and logs would
     silently lose. Injective (``%`` itself is escaped), so distinct inputs stay distinct
     scopes; a leading ``__`` is escaped too, so no user can name ``__default__``."""
@@ -146,7 +148,7 @@ def _escaped_pieces(raw: str) -> list[str]:
     tail = len(raw.rstrip())
     pieces = [
         _percent(ch) if _needs_escape(ch) or i < head or i >= tail else ch
-        for i, ch in enumerate(raw)
+        for i, ch in enumerate(raw[:count])
     ]
     if raw.startswith("__"):
         pieces[0] = "%5F"
