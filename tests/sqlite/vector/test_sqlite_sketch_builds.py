@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import numpy as np
+import pytest
 
 from memcore_sqlite.vector.cache import VectorCache, _Entry
 from memcore_sqlite.vector.quantize import Codes, encode
@@ -121,6 +122,7 @@ def report():  # registered first, so it runs after the store's own exit hook
 
 atexit.register(report)
 import numpy as np
+import pytest
 from memcore_sqlite.vector.cache import _Entry
 from memcore_sqlite.vector.quantize import encode
 from memcore_sqlite.vector.sketch import Sketch
@@ -178,3 +180,42 @@ def test_a_search_started_build_waits_out_a_grace_that_a_close_cuts_short(
     assert time.monotonic() - started < 0.2 and closed.building() is None
     assert kept.wait_sketch(30) and not closed.wait_sketch(0)
     assert sketch_builds == [1]
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_child_forked_during_a_build_builds_its_own(monkeypatch: Any) -> None:
+    """The turn a build holds is the parent's: in a child forked meanwhile (a preforking
+    server's worker, which opens its own store) no thread would ever give it back, and
+    none of the child's scopes got a sketch."""
+    import os
+    import signal
+
+    release, holding = threading.Event(), threading.Event()
+    real = Sketch.build
+
+    def held(*args: Any) -> Sketch:
+        if not holding.is_set():  # the parent's build, under way at the fork
+            holding.set()
+            assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(Sketch, "build", held)
+    parents = _Entry(0, _codes(300, 0), None)
+    parents.start_sketch()
+    assert holding.wait(30)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.alarm(20)
+                own = _Entry(0, _codes(300, 1), None)
+                own.start_sketch()
+                code = 0 if own.wait_sketch(10) else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        release.set()
+    assert parents.wait_sketch(30)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict, defaultdict
@@ -74,6 +75,19 @@ BUILD_GRACE_S = 0.25
 #: How long a closing store, or the exit, waits for builds to stop (they stop within a block
 #: of rows, milliseconds; a wait this long means a build is stuck elsewhere).
 STOP_WAIT_S = 10.0
+
+
+def _after_fork_in_child() -> None:
+    """The turn and the list are the parent's threads': none of those runs in a forked
+    child, so a turn held at the fork would never be given back, and the child (which opens
+    a store of its own) would never build a sketch."""
+    global _BUILD_TURN, _BUILDS_LOCK
+    _BUILD_TURN = threading.Lock()
+    _BUILDS_LOCK = threading.Lock()
+    _BUILDS.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register
