@@ -121,6 +121,36 @@ def test_closing_only_closes_a_store_the_memory_opened() -> None:
     assert store.closed
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_memory_that_owns_its_store_is_refused_in_a_forked_child() -> None:
+    """What ``Memory.open`` opened (a SQLite connection, a pool of HTTP connections to the
+    service) cannot be shared with a forked child: two processes on one socket read each
+    other's answers. The child is told to open its own; its close leaves the store alone."""
+    import os
+
+    owned = InMemoryMemoryStore()
+    mem = Memory(owned, scope=OPENED, store_name="m", owns_store=True)
+    given = library()
+    mem.add(text="Alice wrote this before the fork")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            given.add(text="A store passed in is the caller's to share")
+            try:
+                mem.search("Alice")
+                code = 2
+            except memcore.StoreClosed as exc:
+                mem.close()
+                told = "fork" in exc.message and "open" in exc.message
+                code = 0 if told and not owned.closed else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [h.memory.text for h in mem.search("Alice")] == ["Alice wrote this before the fork"]
+
+
 def test_async_memory_takes_the_per_call_identity() -> None:
     async def scenario() -> tuple[list[str], list[str]]:
         mem = AsyncMemory(library())

@@ -12,6 +12,7 @@ code; it runs these very methods off the event loop, and a test keeps the two su
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,8 @@ class Memory:
     >>> mem.search("What does the user drink?", user_id="bob")                  # doctest: +SKIP
 
     A ``Memory`` built on a store you pass in leaves that store open on :meth:`close` (several
-    may share it); one from :meth:`open` owns its store and closes it.
+    may share it); one from :meth:`open` owns its store and closes it. One ``Memory`` serves
+    many threads at once; one that owns its store is not carried across a ``fork``.
     """
 
     def __init__(
@@ -78,6 +80,8 @@ class Memory:
         self.store = store
         self._closed = False
         self._owns_store = owns_store
+        #: The process that opened the store this Memory owns (see :attr:`service`).
+        self._pid = os.getpid()
         #: The config names the tenant, so a per-call ``user_id`` cannot choose another one.
         self._tenant_pinned = tenant_pinned
         if ensure_store:
@@ -150,10 +154,24 @@ class Memory:
 
     @property
     def service(self) -> MemoryService:
-        """The service for the default identity; :class:`StoreClosed` once closed."""
+        """The service for the default identity; :class:`StoreClosed` once closed, and in a
+        process forked after this Memory opened its store: the store's connections (a SQLite
+        file's, a pool of HTTP ones) cannot be shared with a child, where two processes on one
+        socket read each other's answers."""
         if self._closed:
             raise StoreClosed("this Memory is closed; open a new one", field="store")
+        if self._forked():
+            raise StoreClosed(
+                f"this Memory was opened in process {self._pid}, before a fork; its store's "
+                "connections cannot be shared with a forked process: open a Memory in this "
+                "process",
+                field="store",
+            )
         return self._service
+
+    def _forked(self) -> bool:
+        """Whether this is a process forked after this Memory opened the store it owns."""
+        return self._owns_store and os.getpid() != self._pid
 
     @property
     def scope(self) -> Scope:
@@ -585,13 +603,14 @@ class Memory:
 
     def close(self) -> None:
         """Stop this ``Memory``: later calls raise :class:`StoreClosed`. The store is closed
-        only when this ``Memory`` opened it (:meth:`open`). Closing twice is fine.
+        only when this ``Memory`` opened it (:meth:`open`), and not in a forked child (its
+        connections are the parent's). Closing twice is fine.
 
         >>> mem.close()                                                          # doctest: +SKIP
         """
         if not self._closed:
             self._closed = True
-            if self._owns_store:
+            if self._owns_store and not self._forked():  # a child leaves the parent's alone
                 self.store.close()
 
     def __enter__(self) -> Memory:
