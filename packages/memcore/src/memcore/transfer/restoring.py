@@ -216,7 +216,8 @@ def take_back(
     left = 0
     for scope, memory_id in newest:
         try:
-            service.forget(memory_id, agent_id=scope.agent_id, run_id=scope.run_id)
+            service.switch_scope(scope)  # the scope it was written to, as the store keeps it
+            service.forget(memory_id)
         except NotFound:
             pass
         except MemcoreError:
