@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import threading
+import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -109,3 +114,51 @@ def test_builtin_memory_writes_are_bridged(manager: Any, emulator: Any) -> None:
 def test_the_system_prompt_block_reaches_the_manager(manager: Any) -> None:
     prompt = manager.build_system_prompt()
     assert "tablestore-mem" in prompt and "hermes/telegram:dana/hermes/s1" in prompt
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _lanes() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("tablestore-mem-")]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_agents_the_gateway_drops_without_ending_them_let_go_of_threads_and_sockets(
+    hermes_home: Path, emulator: Any, kit: Any
+) -> None:
+    """Hermes' gateway evicts cached agents (LRU cap, idle TTL, a model switch) with
+    ``release_clients()`` only: their provider is never shut down, just dropped. Each one's
+    lane, store and connections must go with it, and the turn it had queued still lands."""
+    from agent.memory_manager import MemoryManager
+
+    kit.emulator_home(hermes_home, emulator)
+    fds, lanes = _open_fds(), len(_lanes())
+    runtimes: list[weakref.ref[Any]] = []
+    for i in range(5):
+        mm = MemoryManager()
+        provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+        mm.add_provider(provider)
+        mm.initialize_all(
+            session_id=f"evicted-{i}", platform="telegram", agent_context="primary", user_id=f"u{i}"
+        )
+        mm.prefetch_all(f"what did user {i} say?", session_id=f"evicted-{i}")
+        mm.sync_all(f"user {i} keeps bees", "Noted.", session_id=f"evicted-{i}")
+        assert mm.flush_pending(5)
+        runtimes.append(weakref.ref(provider.runtime))
+        del mm, provider  # evicted: no on_session_end, no shutdown_all
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        gc.collect()
+        if not any(r() for r in runtimes) and _open_fds() <= fds:
+            break
+        time.sleep(0.05)
+    assert len(_lanes()) == lanes
+    assert not any(r() for r in runtimes)
+    assert _open_fds() <= fds
+    for i in range(5):
+        stored = emulator.store.list_messages(
+            STORE, Scope("hermes", f"telegram:u{i}", "hermes", f"evicted-{i}")
+        ).items
+        assert [m.content for m in stored] == [f"user {i} keeps bees", "Noted."]

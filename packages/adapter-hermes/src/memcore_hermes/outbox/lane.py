@@ -97,6 +97,13 @@ class Lane:
         self._thread.join(max(0.0, timeout))
         return not self._thread.is_alive()
 
+    def stop_soon(self, then: Callable[[], None]) -> None:
+        """Stop after the queued tasks, running ``then`` last on the worker; never waits and
+        takes no lock (a garbage collector's finalizer calls it)."""
+        self._stopped = True
+        self._queue.put((then, None))
+        self._queue.put(_STOP)
+
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self._environ = environ
         self._lock = threading.Lock()
         self._runtime: MemoryRuntime | None = None
+        #: Lets the runtime go when Hermes drops this provider without a shutdown.
+        self._release: weakref.finalize[Any, Any] | None = None
         #: The last end-of-session consolidation pass queued (its result is the dream id).
         self.last_consolidation: Future[Any] | None = None
         self._home: HermesHome | None = None
@@ -297,6 +300,10 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         try:
             self._runtime = self._build_runtime(session_id, kwargs, progress)
             self._init_error = None
+            # The gateway evicts cached agents (LRU cap, idle TTL, a model switch) without
+            # ending their provider: the lane, the store and its connections would outlive it.
+            self._release = weakref.finalize(self, self._runtime.abandon)
+            self._release.atexit = False
         except MemcoreError as exc:
             self._init_error = f"{exc.code}: {exc}"
             logger.error("tablestore-mem could not start: %s", exc)
@@ -564,6 +571,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         """Flush within a bounded time; anything left is replayed on the next start."""
         with self._lock:
             runtime, self._runtime = self._runtime, None
+            release, self._release = self._release, None
+        if release is not None:
+            release.detach()
         if runtime is not None:
             runtime.close(self._flush_timeout)
 

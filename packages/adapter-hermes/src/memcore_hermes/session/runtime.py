@@ -461,14 +461,28 @@ class MemoryRuntime:
             join = min(join, _STOP_JOIN_S)
         stopped = self.lane.stop(join)
         if stopped:
-            self.spool.close()
-            self.handle.close()
+            self._close_resources()
         else:
             logger.warning(
                 "tablestore-mem: a backend call is still running at shutdown; pending writes stay "
                 "in the spool and are replayed on the next start"
             )
         return flushed and stopped
+
+    def abandon(self) -> None:
+        """Let go without waiting: the provider was dropped without a shutdown (Hermes'
+        gateway evicts a cached agent with ``release_clients()`` only). The lane runs what
+        was queued, closes the spool and the store, and ends; what is not delivered by then
+        stays in the spool for another session's lane or the next start.
+
+        It runs in whichever thread the garbage collector does, maybe one holding a lock of
+        this runtime: it takes none (a flag, and a put on the lane's reentrant queue)."""
+        self._recall_closed = True
+        self.lane.stop_soon(self._close_resources)
+
+    def _close_resources(self) -> None:
+        self.spool.close()
+        self.handle.close()
 
 
 class _NoStore:
