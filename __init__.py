@@ -41,12 +41,20 @@ def _become_the_library() -> None:
 if __name__ == "memcore":
     _become_the_library()
 else:
+
+    def register(ctx):  # type: ignore[no-untyped-def]
+        """Hermes calls this; it registers the provider with ``ctx.register_memory_provider``.
+
+        Defined before anything is imported: Hermes' loader publishes this module before it
+        runs it, and an agent built meanwhile (a gateway's sessions starting together) takes
+        the module as it finds it, without a provider when ``register`` is not there yet."""
+        _use_bundled_packages()
+        from memcore_hermes.session.provider import MemcoreMemoryProvider
+
+        ctx.register_memory_provider(MemcoreMemoryProvider())
+
     _use_bundled_packages()
 
     from memcore_hermes.session.provider import MemcoreMemoryProvider
-
-    def register(ctx):  # type: ignore[no-untyped-def]
-        """Hermes calls this; it registers the provider with ``ctx.register_memory_provider``."""
-        ctx.register_memory_provider(MemcoreMemoryProvider())
 
     __all__ = ["MemcoreMemoryProvider", "register"]

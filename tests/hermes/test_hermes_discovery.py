@@ -266,3 +266,52 @@ def test_the_plugin_commands_wait_for_activation_as_the_docs_say(
         if "cp -r memcore" in text:
             after_copy = text[text.index("cp -r memcore") :].split("\n## ", 1)[0]
             assert "hermes memory setup tablestore-mem" in after_copy, doc.name
+
+
+# Two agents built at once in a fresh process (a gateway's first messages after a start): the
+# first is held inside the plugin's import, the second asks Hermes' loader meanwhile.
+_TOGETHER_PROBE = r"""
+import importlib.abc, json, sys, threading
+import agent.memory_provider
+from plugins.memory import load_memory_provider
+inside, go_on = threading.Event(), threading.Event()
+class Gate(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "memcore_hermes" and threading.current_thread().name == "first":
+            inside.set()
+            go_on.wait(10)
+        return None
+sys.meta_path.insert(0, Gate())
+got = {}
+def build():
+    got[threading.current_thread().name] = load_memory_provider("tablestore-mem")
+first = threading.Thread(target=build, name="first")
+first.start()
+assert inside.wait(10), "the plugin never imported memcore_hermes"
+second = threading.Thread(target=build, name="second")
+second.start()
+second.join(0.5)
+go_on.set()
+first.join(30)
+second.join(30)
+print(json.dumps({k: None if v is None else v.name for k, v in sorted(got.items())}))
+"""
+
+
+def test_agents_built_together_in_a_new_process_each_get_the_provider(
+    hermes_home: Path, kit: Any
+) -> None:
+    """Hermes' loader publishes the plugin's module before running it (``cli.py`` first, then
+    ``__init__``), and a second agent built meanwhile takes the module as it finds it: with no
+    ``register`` there yet it got no provider, and that session kept no memory at all."""
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local")
+    out = subprocess.run(
+        [sys.executable, "-c", _TOGETHER_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"first": "tablestore-mem", "second": "tablestore-mem"}, out.stderr[-2000:]
