@@ -162,3 +162,36 @@ def test_agents_the_gateway_drops_without_ending_them_let_go_of_threads_and_sock
             STORE, Scope("hermes", f"telegram:u{i}", "hermes", f"evicted-{i}")
         ).items
         assert [m.content for m in stored] == [f"user {i} keeps bees", "Noted."]
+
+
+def test_a_recall_wait_longer_than_hermes_gives_still_shows_the_sessions_last_recall(
+    hermes_home: Path, emulator: Any, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hermes' manager gives a provider's prefetch a fixed time (8 s in 0.19) and then shows
+    nothing, and skips the next turns while that prefetch still runs. A ``recall_wait_ms``
+    above it (up to 10,000 is allowed) must still end in this session's last recall."""
+    import agent.memory_manager as hermes_manager
+    from agent.memory_manager import MemoryManager
+
+    from memcore_tablestore.emulator.faults import Faults
+
+    monkeypatch.setattr(hermes_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", 1.5)
+    kit.emulator_home(hermes_home, emulator, recall_wait_ms=3000)
+    mm = MemoryManager()
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+    mm.add_provider(provider)
+    mm.initialize_all(session_id="s1", platform="telegram", agent_context="primary", user_id="fay")
+    try:
+        mm.handle_tool_call(
+            "tablestore_remember", {"content": "Fay sails on Sundays", "sync": True}
+        )
+        first = mm.prefetch_all("when does Fay sail?", session_id="s1")
+        assert "Fay sails on Sundays" in first
+        emulator.set_faults(Faults(latency_ms=2500, apis=("SearchMemories",)))
+        started = time.monotonic()
+        late = mm.prefetch_all("where does Fay sail?", session_id="s1")
+        assert "Fay sails on Sundays" in late
+        assert time.monotonic() - started < 1.5
+    finally:
+        emulator.set_faults(Faults())
+        mm.shutdown_all()

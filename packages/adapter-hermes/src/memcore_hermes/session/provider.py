@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PROVIDER_NAME = "tablestore-mem"
+#: How much sooner than Hermes gives up on a prefetch the recall's wait ends (seconds).
+_HOST_WAIT_MARGIN_S = 0.5
 #: How long ``shutdown()`` and ``on_session_end`` wait for the backend before leaving the rest
 #: in the spool (the original plugin joined its threads for up to 3 s and 5 s).
 DEFAULT_FLUSH_TIMEOUT_S = 3.0
@@ -436,7 +438,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         runtime = self._runtime
         if runtime is None:
             return ""
-        return runtime.recall(query)
+        budget = _host_prefetch_budget_s()
+        wait = None if budget is None else max(0.0, budget - _HOST_WAIT_MARGIN_S)
+        return runtime.recall(query, max_wait_s=wait)
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         """Nothing: the next turn searches for its own message. A prefetch whose search was
@@ -576,6 +580,20 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             release.detach()
         if runtime is not None:
             runtime.close(self._flush_timeout)
+
+
+def _host_prefetch_budget_s() -> float | None:
+    """How long Hermes' memory manager waits for a provider's prefetch (8 s in 0.19), or None
+    when unknown. Past it Hermes shows nothing, not the stand-in, and skips the next turns'
+    prefetch while this one still runs: a longer ``recall_wait_ms`` must end before it."""
+    try:
+        from agent import memory_manager  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    value = getattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", None)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    return float(value)
 
 
 def _progress_callback(callback: Any) -> Callable[[str], None]:

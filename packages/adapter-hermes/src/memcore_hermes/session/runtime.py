@@ -313,14 +313,15 @@ class MemoryRuntime:
 
         return run
 
-    def recall(self, query: str) -> str:
+    def recall(self, query: str, *, max_wait_s: float | None = None) -> str:
         """The recall block for the message being answered.
 
         In-process stores answer on the calling thread (a few ms). A remote one searches on
-        the recall thread while this waits up to ``recall_wait_ms``; then the last recall of
-        this session stands in (it was for an earlier message, never another session) and the
-        search, when it ends, leaves its answer for the next turn. A message without words
-        (or only a pasted block) asks nothing, and recalls nothing.
+        the recall thread while this waits up to ``recall_wait_ms`` (and ``max_wait_s``, the
+        time the host gives a recall); then the last recall of this session stands in (it
+        was for an earlier message, never another session) and the search, when it ends,
+        leaves its answer for the next turn. A message without words (or only a pasted
+        block) asks nothing, and recalls nothing.
         """
         if not isinstance(query, str) or limits.is_blank(query):
             return ""
@@ -340,8 +341,11 @@ class MemoryRuntime:
                     self._inline_recalls -= 1
                     self._recall_done.notify_all()
         future = self._start_recall(job)
+        wait = self.config.recall_wait_ms / 1000
+        if max_wait_s is not None:
+            wait = min(wait, max_wait_s)
         try:
-            return str(future.result(timeout=self.config.recall_wait_ms / 1000))
+            return str(future.result(timeout=wait))
         except Exception:  # late, failed or not started: what this session already has
             return self.cached_recall()
 
