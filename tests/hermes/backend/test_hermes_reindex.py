@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +87,44 @@ def test_reindex_on_tablestore_is_refused_with_a_reason(
     kit.emulator_home(hermes_home, emulator)
     code, answer = kit.run_cli(capsys, "reindex")
     assert code == 2 and "TableStore embeds on the server" in answer["error"]["message"]
+
+
+class _CountingEmbedder(HashingEmbedder):
+    """Counts every text it embeds (slowly enough that threads embedding side by side meet)."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.embedded: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with self._lock:
+            self.embedded.update(texts)
+        time.sleep(0.02)
+        return super().embed(texts)
+
+
+def test_sessions_starting_together_re_embed_each_memory_once(hermes_home: Path, kit: Any) -> None:
+    """A gateway starts a provider per session, each with its own store on the one file: the
+    first starts the re-embedding, the others must not repeat it side by side (each memory
+    embedded once per session on the cores the turns need)."""
+    db = hermes_home / "shared.sqlite3"
+    facts = [f"fact number {i}" for i in range(300)]
+    with SqliteMemoryStore(db) as lexical:
+        lexical.ensure_store(STORE)
+        lexical.add_many(STORE, [TextItem(SCOPE, text) for text in facts])
+    embedder = _CountingEmbedder()
+    providers = []
+    try:
+        for i in range(4):
+            provider = MemcoreMemoryProvider(
+                store_factory=lambda _config: SqliteMemoryStore(db, embedder=embedder),
+                environ={},
+            )
+            provider.initialize(f"s{i}", hermes_home=str(hermes_home), user_id=f"user{i}")
+            providers.append(provider)
+        assert kit.lacking_vectors(providers[0], STORE, 30) == 0
+        assert {text: embedder.embedded[text] for text in facts} == dict.fromkeys(facts, 1)
+    finally:
+        for provider in providers:
+            provider.shutdown()

@@ -8,6 +8,7 @@ foreground with a progress bar.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -44,8 +45,27 @@ def reindex(store: Any, store_name: str, progress: Callable[[int], None] | None 
     return int(backfill(store_name, progress=progress))
 
 
+#: The background re-embeddings running in this process, by database file and store: a
+#: gateway opens a store per session on one file, and each session's start would otherwise
+#: embed every memory again beside the others.
+_running: dict[tuple[str, str], threading.Thread] = {}
+_running_lock = threading.Lock()
+
+
+def _file_key(store: Any, store_name: str) -> tuple[str, str]:
+    path = getattr(store, "path", None)
+    where = os.path.realpath(path) if isinstance(path, str) and path != ":memory:" else None
+    return (where or f"store:{id(store)}", store_name)
+
+
 def start_background_reindex(store: Any, store_name: str) -> threading.Thread | None:
-    """Re-embed in a daemon thread when some memories lack a vector; None when none do."""
+    """Re-embed in a daemon thread when some memories lack a vector; None when none do, or
+    when another session of this process is re-embedding the same file already."""
+    key = _file_key(store, store_name)
+    with _running_lock:
+        running = _running.get(key)
+        if running is not None and running.is_alive():
+            return None
     if not missing_vectors(store, store_name):
         return None
 
@@ -59,7 +79,16 @@ def start_background_reindex(store: Any, store_name: str) -> threading.Thread | 
             logger.warning(
                 "tablestore-mem: background re-embedding failed (%s)", type(exc).__name__
             )
+        finally:
+            with _running_lock:
+                if _running.get(key) is threading.current_thread():
+                    del _running[key]
 
     thread = threading.Thread(target=run, name="tablestore-mem-reindex", daemon=True)
-    thread.start()
+    with _running_lock:
+        running = _running.get(key)
+        if running is not None and running.is_alive():
+            return None
+        _running[key] = thread
+        thread.start()
     return thread
