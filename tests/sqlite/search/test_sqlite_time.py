@@ -136,6 +136,46 @@ def test_a_reference_time_the_calendar_cannot_count_from_is_refused(
         assert caught.value.field == "reference_time"
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "hiking on 9999-12-31",
+        "hiking on 0001-01-01",
+        "hiking in May 0000",
+        "hiking in December 9999",
+        "hiking on December 31, 9999",
+        "hiking on January 1st, 0001",
+    ],
+)
+def test_a_date_in_the_query_past_the_calendar_is_no_time_word(
+    lexical_store: SqliteMemoryStore, query: str
+) -> None:
+    """A date the calendar cannot hold (year 0, or a span reaching past 9999) in the query
+    itself raised ValueError or OverflowError out of the search, whatever its reference time;
+    such a phrase now names no span, and the words still find the memory."""
+    mem = _memory(lexical_store)
+    hiking = _said(mem, "I went hiking with Sam", at(2023, 3, 12))
+    assert window(query, ASKED) is None
+    assert [h.memory.id for h in mem.search(query, reference_time=ASKED)] == [hiking]
+
+
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("hiking 999 years ago", datetime(1000, 1, 1)),
+        ("hiking in the last 999 years", datetime(1000, 1, 1)),
+    ],
+)
+def test_time_words_reaching_before_year_one_name_no_span(
+    lexical_store: SqliteMemoryStore, query: str, asked: datetime
+) -> None:
+    """The earliest reference time allowed, with the most a time word counts back (999
+    years, plus a span's slack), reached before year 1 and raised OverflowError."""
+    mem = _memory(lexical_store)
+    hiking = _said(mem, "I went hiking with Sam", at(2023, 3, 12))
+    assert [h.memory.id for h in mem.search(query, reference_time=asked)] == [hiking]
+
+
 def test_the_recall_block_keeps_the_order_the_dates_decided(
     lexical_store: SqliteMemoryStore,
 ) -> None:

@@ -117,68 +117,103 @@ def _day(d: date) -> datetime:
     return datetime(d.year, d.month, d.day)
 
 
-def _spans(query: str, now: datetime) -> Iterator[tuple[datetime, datetime]]:
-    today = _day(now.date())
-    for m in _AGO.finditer(query):
-        unit = m.group(2).lower()
-        centre = _day((now - _step(unit, _count(m.group(1)))).date())
-        slack = timedelta(days=_SLACK[unit])
-        yield centre - slack, centre + timedelta(days=1) + slack
-    for m in _SPAN.finditer(query):
-        unit, n = m.group(2).lower(), m.group(1)
-        if n is None and unit in ("month", "year"):  # "last month": the calendar month before
-            first = today.replace(day=1) if unit == "month" else today.replace(month=1, day=1)
-            yield first - _step(unit, 1), first
-        else:  # "the past two weeks", "last week": up to the question
-            yield now - _step(unit, _count(n)) - timedelta(days=1), now + timedelta(days=1)
-    for m in _THIS.finditer(query):
-        unit = m.group(1).lower()
-        start = {
-            "day": today,
-            "week": today - timedelta(days=today.weekday()),
-            "month": today.replace(day=1),
-            "year": today.replace(month=1, day=1),
-        }[unit]
-        yield start, now + timedelta(days=1)
-    for m in _WEEKDAY.finditer(query):
-        back = (today.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7
-        day = today - timedelta(days=back)
-        yield day, day + timedelta(days=1)
-    for _ in _WEEKEND.finditer(query):
-        saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
-        yield saturday, saturday + timedelta(days=2)
-    for m in _DAYWORD.finditer(query):
-        day = today - timedelta(days=1) if m.group(1).lower() == "yesterday" else today
-        yield day, day + timedelta(days=1)
-    for m in _IN_MONTH.finditer(query):
-        lead, name, day_no, year = m.groups()
-        if name == "May" and lead is None:
-            continue  # "May I ask": not a month
-        month = _MONTHS.index(name.lower()) + 1
-        if year:
-            first = datetime(int(year), month, 1)
-        else:  # the latest such month that has begun by the question
-            first = datetime(now.year - (month > now.month), month, 1)
-        if day_no:
-            # dateutil's parser (and its time zones) only for a date it reads: imported with
-            # this module it cost a fresh process 12 ms, 40-60 ms without its bytecode.
-            from dateutil import parser as date_parser
+Span = tuple[datetime, datetime]
 
-            try:
-                one = date_parser.parse(f"{name} {day_no}", default=first)
-            except (ValueError, OverflowError):
-                continue
-            yield one - timedelta(days=1), one + timedelta(days=2)
-        else:
-            yield first, first + _step("month", 1)
-    for m in _ISO.finditer(query):
+
+def _ago(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    unit = m.group(2).lower()
+    centre = _day((now - _step(unit, _count(m.group(1)))).date())
+    slack = timedelta(days=_SLACK[unit])
+    return centre - slack, centre + timedelta(days=1) + slack
+
+
+def _span(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    unit, n = m.group(2).lower(), m.group(1)
+    if n is None and unit in ("month", "year"):  # "last month": the calendar month before
+        first = today.replace(day=1) if unit == "month" else today.replace(month=1, day=1)
+        return first - _step(unit, 1), first
+    # "the past two weeks", "last week": up to the question
+    return now - _step(unit, _count(n)) - timedelta(days=1), now + timedelta(days=1)
+
+
+def _this(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    unit = m.group(1).lower()
+    start = {
+        "day": today,
+        "week": today - timedelta(days=today.weekday()),
+        "month": today.replace(day=1),
+        "year": today.replace(month=1, day=1),
+    }[unit]
+    return start, now + timedelta(days=1)
+
+
+def _weekday(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    back = (today.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7
+    day = today - timedelta(days=back)
+    return day, day + timedelta(days=1)
+
+
+def _weekend(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+    return saturday, saturday + timedelta(days=2)
+
+
+def _dayword(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    day = today - timedelta(days=1) if m.group(1).lower() == "yesterday" else today
+    return day, day + timedelta(days=1)
+
+
+def _in_month(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    lead, name, day_no, year = m.groups()
+    if name == "May" and lead is None:
+        return None  # "May I ask": not a month
+    month = _MONTHS.index(name.lower()) + 1
+    if year:
+        first = datetime(int(year), month, 1)
+    else:  # the latest such month that has begun by the question
+        first = datetime(now.year - (month > now.month), month, 1)
+    if day_no:
+        # dateutil's parser (and its time zones) only for a date it reads: imported with
+        # this module it cost a fresh process 12 ms, 40-60 ms without its bytecode.
         from dateutil import parser as date_parser
 
-        try:
-            one = date_parser.isoparse(m.group(1))
-        except ValueError:
-            continue
-        yield one - timedelta(days=1), one + timedelta(days=2)
+        one = date_parser.parse(f"{name} {day_no}", default=first)
+        return one - timedelta(days=1), one + timedelta(days=2)
+    return first, first + _step("month", 1)
+
+
+def _iso(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    from dateutil import parser as date_parser
+
+    one = date_parser.isoparse(m.group(1))
+    return one - timedelta(days=1), one + timedelta(days=2)
+
+
+#: Each time phrase and the span one of its matches names (None: none after all).
+_PHRASES = (
+    (_AGO, _ago),
+    (_SPAN, _span),
+    (_THIS, _this),
+    (_WEEKDAY, _weekday),
+    (_WEEKEND, _weekend),
+    (_DAYWORD, _dayword),
+    (_IN_MONTH, _in_month),
+    (_ISO, _iso),
+)
+
+
+def _spans(query: str, now: datetime) -> Iterator[Span]:
+    today = _day(now.date())
+    for phrase, span in _PHRASES:
+        for m in phrase.finditer(query):
+            try:
+                found = span(m, now, today)
+            except (ValueError, OverflowError):
+                # A date the calendar cannot hold (year 0, "December 9999", "999 years ago"
+                # asked in year 1000, "February 30"): the phrase names no span.
+                continue
+            if found is not None:
+                yield found
 
 
 def _seconds(moment: datetime, zone: tzinfo) -> float:
