@@ -108,6 +108,30 @@ def test_a_prefetch_queued_after_a_turn_sees_that_turn(
     assert recalled.startswith("<recalled-memory>")
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Which language do I code in, C++? \U0001f44d\U0001f44d \ud83d",  # cut mid-emoji
+        " " * 9_000 + "Which language do I code in, C++?",  # past the query limit
+    ],
+)
+def test_the_recall_before_a_turn_searches_a_message_a_query_would_refuse(
+    make_provider: Any, fake_store: InMemoryMemoryStore, message: str
+) -> None:
+    """A message holding half an emoji (a platform cut it there), or whose words came after
+    8,192 blank characters, failed the search on every turn ("recall failed") and the turn
+    was shown the block recalled for the message before; the turn's capture of the same
+    text is repaired and kept. The recall now searches the message's words."""
+    provider = make_provider(fake_store)
+    provider.handle_tool_call("tablestore_remember", {"content": "I code in C++", "sync": True})
+    provider.handle_tool_call(
+        "tablestore_remember", {"content": "My favourite colour is teal", "sync": True}
+    )
+    assert "teal" in provider.prefetch("favourite colour")
+    recalled = provider.prefetch(message)
+    assert "I code in C++" in recalled and "teal" not in recalled
+
+
 def test_turns_are_stored_as_messages_in_order(
     make_provider: Any, fake_store: InMemoryMemoryStore
 ) -> None:

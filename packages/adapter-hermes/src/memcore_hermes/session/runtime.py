@@ -294,7 +294,6 @@ class MemoryRuntime:
                 self._recall_scope = scope
 
     def _recall_job(self, query: str) -> Callable[[], str]:
-        query = query[: limits.MAX_QUERY_CHARS]
         with self._recall_lock:
             self._recall_generation += 1
             generation = self._recall_generation
@@ -326,6 +325,10 @@ class MemoryRuntime:
         if not isinstance(query, str) or limits.is_blank(query):
             return ""
         query = strip_recall(query)  # a pasted block is not what the user asks about
+        # The message's words, as its capture keeps them: half an emoji (a platform cut the
+        # message there) becomes U+FFFD, and blanks before the words do not use up the
+        # query's length, or the search would refuse the message on every turn.
+        query = limits.repair_unicode(query).strip()[: limits.MAX_QUERY_CHARS]
         if limits.is_blank(query):
             return ""
         job = self._recall_job(query)
