@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +51,27 @@ def test_time_words_name_a_span_counted_from_the_question(query: str, start: str
 )
 def test_a_query_without_time_words_names_no_span(query: str) -> None:
     assert window(query, ASKED) is None
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _quoted_time_words(doc: str) -> list[str]:
+    """The phrases a doc quotes ("...", “...”) on the lines that speak of time words."""
+    lines = (REPO / doc).read_text(encoding="utf-8").splitlines()
+    said = [line for line in lines if "time words" in line.lower() or "时间词" in line]
+    return [a or b for line in said for a, b in re.findall(r'"([^"]+)"|“([^”]+)”', line)]
+
+
+@pytest.mark.parametrize(
+    "doc", ["README.md", "README.zh-CN.md", "packages/adapter-sqlite/README.md", "docs/backends.md"]
+)
+def test_every_time_word_the_docs_give_names_a_span(doc: str) -> None:
+    """The Chinese README said “上个月” and “3 天前” were read from the reference time: the
+    search reads English time words only, so those named no span."""
+    words = _quoted_time_words(doc)
+    assert words
+    assert [w for w in words if window(w, ASKED) is None] == []
 
 
 def _memory(store: SqliteMemoryStore) -> Memory:
