@@ -82,6 +82,49 @@ def test_a_query_that_shows_nothing_is_empty(query: str) -> None:
         mem.search(query)
 
 
+#: Characters that show nothing besides the zero-width ones: bidi embeddings and isolates
+#: (U+202A-202E, U+2066-2069), the Arabic letter mark, the Mongolian vowel separator, a
+#: variation selector, the grapheme joiner, a Hangul filler and the language tag.
+OTHER_INVISIBLE = [
+    "\u202e",
+    "\u202a\u202c",
+    "\u2066\u2069",
+    "\u061c",
+    "\u180e",
+    "\ufe0f",
+    "\u034f",
+    "\u3164",
+    "\U000e0001",
+]
+
+
+@pytest.mark.parametrize("query", OTHER_INVISIBLE)
+def test_a_query_of_other_invisible_characters_is_empty(query: str) -> None:
+    """A query of a right-to-left override alone (or an isolate, a variation selector, ...)
+    was searched and answered with whatever ranked first, while the zero-width space was
+    refused; it asks nothing either."""
+    mem = _memory()
+    mem.add(text="The user likes tea")
+    with pytest.raises(InvalidInput, match="empty") as refused:
+        mem.search(query)
+    assert refused.value.field == "query"
+
+
+@pytest.mark.parametrize("text", OTHER_INVISIBLE)
+def test_a_text_of_other_invisible_characters_is_empty(text: str) -> None:
+    """Such a text was stored: a memory that shows nothing when listed or recalled."""
+    mem = _memory()
+    with pytest.raises(InvalidInput, match="empty"):
+        mem.add(text=text)
+    assert mem.list().items == ()
+
+
+def test_a_text_with_invisible_characters_and_words_is_kept() -> None:
+    mem = _memory()
+    [kept] = mem.add(text="\u202eThe user likes tea\ufe0f")
+    assert [h.memory.id for h in mem.search("\u2066tea\u2069")] == [kept]
+
+
 @pytest.mark.parametrize("field", ["agent_id", "run_id"])
 @pytest.mark.parametrize("value", ["", "   ", 123, b"u"])
 def test_open_refuses_a_blank_agent_or_run(field: str, value: Any) -> None:

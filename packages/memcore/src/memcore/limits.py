@@ -89,9 +89,17 @@ def repair_unicode(text: str) -> str:
     return _SURROGATE_RE.sub("\ufffd", text)
 
 
-#: Text that shows nothing: whitespace, control codes and the invisible format characters
-#: (zero-width space and joiners, word joiner, byte-order mark, soft hyphen).
-_BLANK_RE = re.compile(r"[\s\x00-\x1f\x7f\u00ad\u200b-\u200f\u2060-\u2064\ufeff]*")
+#: Text that shows nothing: whitespace, control codes, the invisible format characters
+#: (soft hyphen, Arabic letter mark, Mongolian vowel separator, zero-width space and joiners,
+#: direction marks, embeddings and isolates, word joiner, byte-order mark, interlinear
+#: annotation marks) and the other default-ignorable ones (grapheme joiner, Hangul fillers,
+#: Khmer inherent vowels, variation selectors, shorthand format controls, musical format
+#: controls, tags).
+_BLANK_RE = re.compile(
+    "[\\s\x00-\x1f\x7f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]*"
+)
 
 
 def is_blank(text: str) -> bool:
