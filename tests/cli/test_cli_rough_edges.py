@@ -307,3 +307,17 @@ def test_unset_stopped_between_its_two_writes_still_writes_the_kept_keys_back(
     assert escaped == []
     assert result.exit_code == 0, result.stderr
     assert local_cli.json("get", memory_id)["metadata"] == {"topic": "food"}
+
+
+def test_a_text_that_reads_as_an_option_is_told_how_to_give_it(local_cli):
+    """``memcore search "-5 degrees"`` answered only "No such option: -5"; the line now says
+    that such a text goes after ``--``, which then finds it (a command without a text gets
+    no such hint)."""
+    local_cli.ok("add", "--sync", "--", "-5 degrees outside this morning")
+    result = local_cli("search", "-5 degrees")
+    assert result.exit_code == 2
+    assert result.stderr.strip().endswith(
+        "a text that starts with '-' goes after '--': memcore search -- TEXT"
+    ), result.stderr
+    assert "-5 degrees outside" in local_cli.ok("search", "--", "-5 degrees").stdout
+    assert "goes after '--'" not in local_cli("list", "--fitler", "x").stderr

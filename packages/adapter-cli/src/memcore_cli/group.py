@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from typer._click.core import Context as ClickContext
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
 from typer.core import TyperGroup
 
 from memcore_cli.output.stdout import GuardedStdout
@@ -63,6 +63,11 @@ def _write_json_error(payload: dict[str, object], code: int) -> None:
     sys.stderr.write(json_safe(json.dumps({"error": payload}, ensure_ascii=False)) + "\n")
 
 
+def _takes_text(ctx: ClickContext) -> bool:
+    """True when the command takes a positional argument (a text, a query, an id)."""
+    return any(p.param_type_name == "argument" for p in ctx.command.params)
+
+
 def report_parser_error(exc: ClickException, *, as_json: bool) -> int:
     """Write an error of the parser (an unknown command or option, a missing argument, a value
     of the wrong type) like any other: one line, or with ``--json`` the JSON error object, a
@@ -70,6 +75,11 @@ def report_parser_error(exc: ClickException, *, as_json: bool) -> int:
     message = exc.format_message()
     if isinstance(exc, UsageError) and exc.ctx is not None:
         message += f" (see '{exc.ctx.command_path} --help')"
+        if isinstance(exc, NoSuchOption) and _takes_text(exc.ctx):
+            # `memcore search "-5 degrees"`: the text reads as options; say how to give it.
+            message += (
+                f"; a text that starts with '-' goes after '--': {exc.ctx.command_path} -- TEXT"
+            )
     if not as_json:
         sys.stderr.write(f"memcore: error: {_one_line(message)}\n")
     elif isinstance(exc, UsageError):
