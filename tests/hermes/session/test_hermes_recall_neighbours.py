@@ -148,3 +148,14 @@ def test_the_search_tool_on_a_store_without_turn_order_is_a_typed_error(manager:
     assert (error["code"], error["field"]) == ("unsupported", "neighbours")
     assert "Traceback" not in error["message"]
     assert "error" not in _search(mm, neighbours=0)
+
+
+def test_whole_numbers_written_as_floats_are_taken_as_integers(manager: Any) -> None:
+    """JSON Schema's ``integer`` holds 1.0, and MCP's ``recall`` takes it; ``tablestore_search``
+    refused ``top_k: 1.0`` as "must be a whole number". 1.5 is still refused."""
+    mm = manager()
+    [hit] = _search(mm, top_k=1.0, neighbours=1.0)["results"]
+    assert hit["text"] == TURNS[1][0] and len(hit["neighbours"]["before"]) == 1
+    for name in ("top_k", "neighbours"):
+        error = _search(mm, **{name: 1.5})["error"]
+        assert (error["code"], error["field"]) == ("invalid_input", name)

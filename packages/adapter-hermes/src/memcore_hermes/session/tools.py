@@ -223,8 +223,17 @@ def _flag(args: Mapping[str, Any], name: str) -> bool | None:
     return check_flag(args.get(name), field=name, optional=True)
 
 
+def _whole(args: Mapping[str, Any], name: str, default: object = None) -> object:
+    """An integer argument as JSON Schema reads one: ``5.0`` is 5 (a model may send it so,
+    and MCP's ``recall`` takes it); anything else goes to the service's check as sent."""
+    value = args.get(name, default)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
-    limit = args.get("limit", 20)
+    limit = _whole(args, "limit", 20)
     service = runtime.service(runtime.handle.ready())
     # A dream pass marks what a newer memory replaced; the profile shows the current truth,
     # a full page of it (the service reads past the superseded ones).
@@ -249,14 +258,14 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
     service = runtime.service(runtime.handle.ready())
     hits = service.search(
         args.get("query"),
-        top_k=args.get("top_k"),
+        top_k=_whole(args, "top_k"),
         enable_rerank=_flag(args, "enable_rerank"),
         filters=filters,
         min_similarity=args.get("min_similarity"),
         context_scope=True,
         include_evidence=_flag(args, "include_evidence") or False,
         reference_time=asked,
-        neighbours=args.get("neighbours", 0),
+        neighbours=_whole(args, "neighbours", 0),
     )
     return dumps(
         {
