@@ -63,7 +63,7 @@ class AsyncTableStoreMemoryStore(BaseStore):
                 error = exc
 
     async def _attempt(self, call: Call) -> dict[str, Any]:
-        send = getattr(self._client, SDK_METHODS[call.api])
+        send = getattr(self._sdk_client(), SDK_METHODS[call.api])
         try:
             if self._settings.api_key:
                 raw = await asyncio.to_thread(send, call.body)
@@ -99,7 +99,8 @@ class AsyncTableStoreMemoryStore(BaseStore):
         if self._settings.api_key:
             agent_storage.release(self._client)
             return
-        await self._client.close()
+        if self._client is not None:  # None: a forked child that never called
+            await self._client.close()
 
     async def __aenter__(self) -> AsyncTableStoreMemoryStore:
         return self

@@ -9,7 +9,10 @@ the same parameters give a coroutine of ``list[SearchHit]``.
 from __future__ import annotations
 
 import functools
+import os
+import threading
 import time
+import weakref
 from collections.abc import Callable, Coroutine
 from types import MethodType
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
@@ -79,6 +82,25 @@ class Operation(Generic[P, T]):
         return MethodType(method, store)
 
 
+#: Every store alive in this process, for :func:`_after_fork_in_child`.
+_STORES: weakref.WeakSet[BaseStore] = weakref.WeakSet()
+#: SDK clients inherited over a fork: never used or closed in the child, only kept alive. Their
+#: sockets are the parent's too; an aiohttp session collected here would take them out of the
+#: parent's event loop (its epoll set is shared with the child).
+_INHERITED: list[Any] = []
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child, every store drops the parent's client: the next call builds one of
+    its own. Two processes on one pooled connection write into one socket and read each
+    other's answers. Runs before any other thread of the child exists, so it takes no lock."""
+    for store in list(_STORES):
+        store._leave_client_to_parent()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class BaseStore:
     """The constructor, settings, plans and the operations of
     :class:`memcore.ports.MemoryStore`; a twin adds ``_connect`` (its SDK client), ``_run``
@@ -90,6 +112,9 @@ class BaseStore:
     failure is raised). ``auto_create`` lets ``ensure_store`` create a missing store;
     ``ready_timeout`` bounds the wait for a new store's index. ``max_connections`` sizes the
     connection pool (None: the SDK's default for the sync client, 100 for the async one).
+
+    A store crosses a ``fork``: in a forked child its first call builds a client of its own,
+    with the same settings; the parent's connections stay the parent's.
     """
 
     #: Whether the operations are coroutines (the store's ``_run`` is).
@@ -123,11 +148,34 @@ class BaseStore:
         )
         self._plans = make_plans(auto_create=auto_create, ready_timeout=ready_timeout)
         self._closed = False
-        self._client = self._connect(max_connections)
+        self._max_connections = max_connections
+        self._client_lock = threading.Lock()
+        #: None only in a forked child until its first call (:meth:`_sdk_client`).
+        self._client: Any = self._connect(max_connections)
+        _STORES.add(self)
 
     def _connect(self, max_connections: int | None) -> Any:
         """The SDK client the twin sends its calls with."""
         raise NotImplementedError
+
+    def _sdk_client(self) -> Any:
+        """This process's SDK client: the one built by the constructor, or in a forked child
+        one built on its first call (one attribute test per call otherwise)."""
+        client = self._client
+        if client is not None:
+            return client
+        with self._client_lock:
+            if self._client is None:
+                self._check_open()
+                self._client = self._connect(self._max_connections)
+            return self._client
+
+    def _leave_client_to_parent(self) -> None:
+        """After a fork, in the child: forget the parent's client without closing it."""
+        if self._client is not None:
+            _INHERITED.append(self._client)
+        self._client = None
+        self._client_lock = threading.Lock()  # a parent's thread may have held it
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._settings!r})"

@@ -54,7 +54,7 @@ class TableStoreMemoryStore(BaseStore):
                 error = exc
 
     def _attempt(self, call: Call) -> dict[str, Any]:
-        send = getattr(self._client, SDK_METHODS[call.api])
+        send = getattr(self._sdk_client(), SDK_METHODS[call.api])
         try:
             raw = send(call.body)
         except Exception as exc:
