@@ -115,6 +115,46 @@ def test_an_update_still_supersedes_a_note() -> None:
     assert act.action in ("UPDATE", "DELETE") and {act.target_id, *act.source_ids} == {"n", "u"}
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user is vegetarian", "The user is not vegetarian"),
+        ("The user is not vegetarian", "The user is vegetarian"),
+        ("The user can swim", "The user can\u2019t swim"),
+        (
+            "The user likes green tea in the morning",
+            "The user doesn't like green tea in the morning",
+        ),
+        ("I take my coffee with sugar", "I take my coffee without sugar"),
+    ],
+)
+def test_a_statement_and_its_negation_are_never_one_memory(old: str, new: str) -> None:
+    """Their words and vectors are alike, but merging them keeps one and hides the other."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    actions = plan(cands, [Neighbour("old", "new", 0.97)], [A.pattern()])
+    assert "MERGE" not in [a.action for a in actions]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "The user likes green tea in the morning",
+            "In the morning the user likes to drink green tea",
+        ),
+        ("I'm a vegetarian and I don't eat fish", "I am a vegetarian and I do not eat fish"),
+        ("The user likes green tea", "the user likes green TEA!"),
+    ],
+)
+def test_a_repeat_that_keeps_every_word_still_merges_by_itself(old: str, new: str) -> None:
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    [merge] = plan(cands, [Neighbour("old", "new", 0.97)], [A.pattern()])
+    assert merge.action == "MERGE" and merge.text == new
+    assert decide(
+        "MERGE", merge.confidence, apply_mode="safe_auto", thresholds=check_thresholds(None)
+    ).apply
+
+
 def test_near_duplicates_of_two_tenants_are_never_paired() -> None:
     cands = [
         Candidate("a", A, "The user likes green tea", 1.0),

@@ -462,3 +462,36 @@ def test_a_session_pass_finds_an_old_twin_past_the_newest_memories_it_reads(
     assert (action.action, set(action.memory_ids)) == ("MERGE", {old, new})
     window = store.create_dream_task(STORE, ALICE.tenant_pattern(), max_memories=5)
     assert not store.list_dream_actions(STORE, window.id).items
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user is vegetarian", "The user is not vegetarian"),
+        ("The user can swim", "The user can't swim"),
+        (
+            "The user is allergic to penicillin and must avoid it",
+            "The user is not allergic to penicillin and need not avoid it",
+        ),
+        (
+            "The user likes green tea in the morning",
+            "The user does not like green tea in the morning",
+        ),
+    ],
+)
+def test_the_session_pass_applies_no_merge_that_hides_a_fact(
+    tmp_path: Path, onnx_embedder: object, old: str, new: str
+) -> None:
+    """The pass Hermes runs at every session end (``safe_auto``), with the real embedder:
+    two memories that state different facts both stay current."""
+    store = SqliteMemoryStore(tmp_path / "m.db", embedder=onnx_embedder)  # type: ignore[arg-type]
+    store.ensure_store(STORE)
+    try:
+        _turn(store, ALICE, old, 1.0)
+        _turn(store, ALICE, new, 2.0)
+        task = store.create_session_dream_task(STORE, ALICE.tenant_pattern())
+        assert task.apply_mode == "safe_auto"
+        current = store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+        assert sorted(m.text for m in current) == sorted([old, new])
+    finally:
+        store.close()

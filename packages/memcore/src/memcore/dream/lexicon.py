@@ -41,9 +41,36 @@ UPDATE_CUES = _set(
 )
 
 
+#: Words that turn a statement into its opposite ("not", "never", "without"; "n't" reads "not").
+NEGATIONS = _set("not no never none nobody nothing nowhere neither nor without cannot")
+_CONTRACTED = (("n't", " not"), ("'m", " am"), ("'re", " are"), ("'ve", " have"), ("'ll", " will"))
+_IRREGULAR = {"can't": ["can", "not"], "won't": ["will", "not"], "shan't": ["shall", "not"]}
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words, apostrophes and '&' kept inside (``H&M``, ``I've``)."""
     return [w.lower() for w in _WORD.findall(text)]
+
+
+def plain_words(text: str) -> list[str]:
+    """:func:`words` with contractions spelt out ("don't" -> "do not", "I'm" -> "i am")."""
+    out: list[str] = []
+    for w in words(text.replace("\u2019", "'")):
+        if w in _IRREGULAR:
+            out.extend(_IRREGULAR[w])
+            continue
+        for suffix, full in _CONTRACTED:
+            if w.endswith(suffix) and len(w) > len(suffix):
+                out.extend((w[: -len(suffix)] + full).split())
+                break
+        else:
+            out.append(w)
+    return out
+
+
+def negations(text: str) -> int:
+    """How many negating words ``text`` holds: a statement and its negation differ here."""
+    return sum(w in NEGATIONS for w in plain_words(text))
 
 
 def _stem(word: str) -> str:

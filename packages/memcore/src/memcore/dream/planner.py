@@ -88,6 +88,7 @@ class _Seen:
     quantities: frozenset[tuple[str, frozenset[str]]]
     cues: frozenset[str]
     norm: str
+    negations: int
 
 
 def _norm(text: str) -> str:
@@ -124,6 +125,7 @@ def _see(c: Candidate, tokens: frozenset[str]) -> _Seen:
         lexicon.quantities(c.text),
         lexicon.cues(c.text),
         _norm(c.text),
+        lexicon.negations(c.text),
     )
 
 
@@ -282,6 +284,8 @@ def _duplicate(
         return 1.0
     if x.numbers != y.numbers:
         return None  # "three tops" and "five tops" are two facts, however alike
+    if x.negations != y.negations:
+        return None  # "is vegetarian" and "is not vegetarian": alike words, opposite facts
     if sim is None:
         if overlap < cfg.lexical_merge_overlap:
             return None
