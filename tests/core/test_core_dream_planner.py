@@ -136,6 +136,54 @@ def test_a_statement_and_its_negation_are_never_one_memory(old: str, new: str) -
 
 
 @pytest.mark.parametrize(
+    ("old", "new", "left_out"),
+    [
+        (
+            "I go to the Italian place on Main Street every Friday with my wife and kids",
+            "I go to the Italian place on Main Street every Friday with my wife",
+            "kid",
+        ),
+        (
+            "I go to the Italian place on Main Street every Friday with my wife",
+            "I go to the Italian place on Main Street every Friday with my kids",
+            "wife",
+        ),
+        (
+            "He works at the Lisbon office as a nurse",
+            "She works at the Lisbon office as a nurse",
+            "he",
+        ),
+        (
+            "I go running before breakfast every day",
+            "I go running after breakfast every day",
+            "before",
+        ),
+        (
+            "The user always takes the train to work",
+            "The user never takes the train to work",
+            "always",
+        ),
+    ],
+)
+def test_a_merge_that_would_drop_words_of_a_memory_is_only_proposed(
+    old: str, new: str, left_out: str
+) -> None:
+    """A MERGE keeps the newest wording: when that leaves out words another memory says, it
+    may be a second fact, so the MERGE stays below the threshold that applies by itself."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    actions = plan(cands, [Neighbour("old", "new", 0.97)], [A.pattern()])
+    for action in actions:
+        assert not decide(
+            action.action,
+            action.confidence,
+            apply_mode="safe_auto",
+            thresholds=check_thresholds(None),
+        ).apply
+    merges = [a for a in actions if a.action == "MERGE"]
+    assert all(left_out in a.reason for a in merges)
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         (

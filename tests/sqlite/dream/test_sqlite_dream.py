@@ -477,6 +477,18 @@ def test_a_session_pass_finds_an_old_twin_past_the_newest_memories_it_reads(
             "The user likes green tea in the morning",
             "The user does not like green tea in the morning",
         ),
+        (
+            "My favourite restaurant is the Italian place on Main Street near the park, I go"
+            " there every Friday with my wife and kids",
+            "My favourite restaurant is the Italian place on Main Street near the park, I go"
+            " there every Friday with my wife",
+        ),
+        (
+            "My favourite restaurant is the Italian place on Main Street near the park, I go"
+            " there every Friday with my wife",
+            "My favourite restaurant is the Italian place on Main Street near the park, I go"
+            " there every Friday with my kids",
+        ),
     ],
 )
 def test_the_session_pass_applies_no_merge_that_hides_a_fact(

@@ -43,7 +43,20 @@ UPDATE_CUES = _set(
 
 #: Words that turn a statement into its opposite ("not", "never", "without"; "n't" reads "not").
 NEGATIONS = _set("not no never none nobody nothing nowhere neither nor without cannot")
-_CONTRACTED = (("n't", " not"), ("'m", " am"), ("'re", " are"), ("'ve", " have"), ("'ll", " will"))
+#: Words that carry no fact of their own: a repeat may add or leave them out.
+FILLER = _set(
+    """a an the am is are was were be been being do does did has have had having and really
+    very just quite so too also oh okay ok yes yeah well actually please thanks thank hi hello
+    sure maybe"""
+)
+_CONTRACTED = (
+    ("n't", " not"),
+    ("'m", " am"),
+    ("'re", " are"),
+    ("'ve", " have"),
+    ("'ll", " will"),
+    ("'s", ""),
+)
 _IRREGULAR = {"can't": ["can", "not"], "won't": ["will", "not"], "shan't": ["shall", "not"]}
 
 
@@ -71,6 +84,12 @@ def plain_words(text: str) -> list[str]:
 def negations(text: str) -> int:
     """How many negating words ``text`` holds: a statement and its negation differ here."""
     return sum(w in NEGATIONS for w in plain_words(text))
+
+
+def meaning_words(text: str) -> frozenset[str]:
+    """Every word of ``text`` that says something (stemmed): pronouns, prepositions and
+    negations too ("he"/"she", "before"/"after"); only :data:`FILLER` is left out."""
+    return frozenset(_stem(w) for w in plain_words(text) if w not in FILLER)
 
 
 def _stem(word: str) -> str:

@@ -57,6 +57,9 @@ class PlannerSettings:
     min_shared_subject_words: int = 2
     #: A word in more than this share of the task's memories does not name a subject.
     subject_word_share: float = 0.05
+    #: The most a MERGE is worth when the wording it keeps leaves out words another of its
+    #: memories says: below every default threshold, so only a person applies it.
+    lossy_merge_confidence: float = 0.5
     #: Allow MERGE across agents/runs of one tenant into their promoted scope.
     promote_scope: bool = False
     #: Lexical pairing reads posting lists no longer than this (common words pair everything).
@@ -89,6 +92,8 @@ class _Seen:
     cues: frozenset[str]
     norm: str
     negations: int
+    #: Every word that says something (:func:`lexicon.meaning_words`).
+    meaning: frozenset[str]
 
 
 def _norm(text: str) -> str:
@@ -126,6 +131,7 @@ def _see(c: Candidate, tokens: frozenset[str]) -> _Seen:
         lexicon.cues(c.text),
         _norm(c.text),
         lexicon.negations(c.text),
+        lexicon.meaning_words(c.text),
     )
 
 
@@ -249,7 +255,7 @@ def plan(
         if found is not None:
             supersede[old.cand.id].append((found[0], new.cand.id, found[1]))
 
-    actions = _merges(seen, groups, merge_conf, patterns)
+    actions = _merges(seen, groups, merge_conf, patterns, cfg)
     merged = {i for a in actions for i in a.read_ids()}
     actions.extend(_supersessions(seen, supersede, merged))
     return actions
@@ -353,6 +359,7 @@ def _merges(
     groups: _Groups,
     merge_conf: Mapping[tuple[str, str], float],
     patterns: Sequence[ScopePattern],
+    cfg: PlannerSettings,
 ) -> list[PlannedAction]:
     members: dict[str, list[str]] = defaultdict(list)
     for a, b in merge_conf:
@@ -369,16 +376,16 @@ def _merges(
             continue
         confs = [c for (a, b), c in merge_conf.items() if groups.find(a) == root]
         newest = seen[ids[-1]].cand
+        confidence = round(min(confs), 4)
+        reason = f"{len(ids)} memories say the same thing; the newest wording is kept"
+        # The newest wording stands for all: words it leaves out may be a second fact
+        # ("with my wife and kids" -> "with my wife"), which only a person can tell.
+        left_out = set().union(*(seen[i].meaning for i in ids[:-1])) - seen[ids[-1]].meaning
+        if left_out:
+            confidence = min(confidence, cfg.lossy_merge_confidence)
+            reason += f", but it leaves out {', '.join(sorted(left_out)[:6])}"
         out.append(
-            PlannedAction(
-                "MERGE",
-                target,
-                None,
-                tuple(ids),
-                newest.text,
-                round(min(confs), 4),
-                f"{len(ids)} memories say the same thing; the newest wording is kept",
-            )
+            PlannedAction("MERGE", target, None, tuple(ids), newest.text, confidence, reason)
         )
     return out
 
