@@ -507,3 +507,24 @@ def test_the_session_pass_applies_no_merge_that_hides_a_fact(
         assert sorted(m.text for m in current) == sorted([old, new])
     finally:
         store.close()
+
+
+def test_undoing_a_delete_gives_the_memory_back_as_it_was(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """The undo put the row back with a new ``updated_at`` and ``said_at``, and without the
+    turns it was made from (its context in recall was gone)."""
+    old = _turn(lexical_store, ALICE, "We have 30 dozen eggs stocked in the fridge", 1.0)
+    _turn(lexical_store, ALICE, "I play chess on Sundays", 2.0)
+    assert _turn(lexical_store, ALICE, "We have 30 dozen eggs stocked in the fridge", 3.0) == old
+    _turn(lexical_store, ALICE, "We now have 20 dozen eggs stocked in the fridge", 4.0)
+    before = lexical_store.get_memory(STORE, ALICE, old)
+    turns = lexical_store.neighbour_turns(STORE, ALICE, old, turns=1)
+    assert before.said_at == 3.0 and before.version == 2 and turns.before
+    task = lexical_store.create_dream_task(STORE, ALICE.pattern())
+    [action] = lexical_store.list_dream_actions(STORE, task.id).items
+    assert (action.action, action.target_memory_id) == ("DELETE", old)
+    lexical_store.apply_dream_actions(STORE, task.id, [action.id])
+    lexical_store.undo_dream_action(STORE, task.id, action.id)
+    assert lexical_store.get_memory(STORE, ALICE, old) == before
+    assert lexical_store.neighbour_turns(STORE, ALICE, old, turns=1) == turns

@@ -127,8 +127,10 @@ class DreamApplier:
         undo: dict[str, Any] = {"created": [], "changed": [], "deleted": []}
         if kind == "DELETE":
             row = rows[target]
-            undo["deleted"].append(_image(row))
             seq = int(row.memory.seq)
+            # The turns it was made from: an undo links them again (its context in recall).
+            said = conn.execute("SELECT seq FROM messages WHERE memory_seq = ?", (seq,))
+            undo["deleted"].append({**_image(row), "messages": [int(m) for (m,) in said]})
             conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
@@ -280,6 +282,8 @@ class DreamApplier:
                 added,
                 memory_id=image["id"],
                 created_at=image["created_at"],
+                said_at=image.get("said_at"),
+                restored=(image["updated_at"], image["version"]),
             )
             if mid != image["id"]:
                 raise Conflict(
@@ -290,4 +294,11 @@ class DreamApplier:
             conn.execute(
                 "UPDATE memories SET version = ?, supersedes = ?, content_hash = ? WHERE seq = ?",
                 (image["version"], image["supersedes"], content_hash(scope, image["text"]), seq),
+            )
+            # A record written before the turns were kept names none; a turn since forgotten
+            # (or linked to another memory) stays as it is.
+            conn.executemany(
+                "UPDATE messages SET memory_seq = ? WHERE seq = ? AND store_id = ?"
+                " AND memory_seq IS NULL",
+                [(seq, int(m), store_id) for m in image.get("messages", [])],
             )
