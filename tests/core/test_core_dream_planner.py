@@ -62,6 +62,47 @@ def test_a_newer_statement_of_the_same_subject_supersedes_the_older() -> None:
     assert "number" in act.reason
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "My sister has 2 kids and lives in Lisbon",
+            "My brother now has 3 kids and lives in Lisbon",
+        ),
+        ("Alice has 2 cats at home in Lisbon", "Bob now has 3 cats at home in Lisbon"),
+        ("He has 2 kids and lives in Lisbon", "She now has 3 kids and lives in Lisbon"),
+        (
+            "My daughter is 7 years old and loves swimming",
+            "My son is now 9 years old and loves swimming",
+        ),
+        ("I ran 5 km on Monday in the park", "I ran 10 km on Tuesday in the park"),
+    ],
+)
+def test_a_new_number_about_someone_else_never_supersedes_by_itself(old: str, new: str) -> None:
+    """Another number, but said of another person or day than the older one: it may be a
+    second fact, so only a person may let it supersede."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    actions = plan(cands, [Neighbour("old", "new", 0.85)], [A.pattern()])
+    assert actions, "still proposed"
+    thresholds = check_thresholds(None)
+    for action in actions:
+        assert not decide(
+            action.action, action.confidence, apply_mode="safe_auto", thresholds=thresholds
+        ).apply
+
+
+def test_a_new_number_for_the_same_thing_still_supersedes_by_itself() -> None:
+    cands = [
+        Candidate("old", A, "We have 30 dozen eggs stocked in the fridge at the moment", 1.0),
+        Candidate("new", A, "We now have 20 dozen eggs stocked in the fridge", 2.0),
+    ]
+    [action] = plan(cands, [Neighbour("old", "new", 0.85)], [A.pattern()])
+    assert (action.action, action.target_id) == ("UPDATE", "new")
+    assert decide(
+        "UPDATE", action.confidence, apply_mode="safe_auto", thresholds=check_thresholds(None)
+    ).apply
+
+
 def test_memories_of_one_write_do_not_supersede_each_other() -> None:
     cands = [
         Candidate("a", A, "We have 30 dozen eggs stocked in the fridge", 5.0),

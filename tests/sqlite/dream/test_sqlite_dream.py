@@ -489,9 +489,17 @@ def test_a_session_pass_finds_an_old_twin_past_the_newest_memories_it_reads(
             "My favourite restaurant is the Italian place on Main Street near the park, I go"
             " there every Friday with my kids",
         ),
+        (
+            "My sister has 2 kids and lives in Lisbon",
+            "My brother now has 3 kids and lives in Lisbon",
+        ),
+        (
+            "The user's mother is 60 years old and lives in Porto",
+            "The user's father is now 62 years old and lives in Porto",
+        ),
     ],
 )
-def test_the_session_pass_applies_no_merge_that_hides_a_fact(
+def test_the_session_pass_applies_nothing_that_hides_a_fact(
     tmp_path: Path, onnx_embedder: object, old: str, new: str
 ) -> None:
     """The pass Hermes runs at every session end (``safe_auto``), with the real embedder:

@@ -133,12 +133,24 @@ def quantities(text: str, window: int = 3) -> frozenset[tuple[str, frozenset[str
     return frozenset(out)
 
 
-def changed_quantity(
+def recounts(
     old: frozenset[tuple[str, frozenset[str]]], new: frozenset[tuple[str, frozenset[str]]]
-) -> bool:
-    """The newer text gives another number for something the older one counted."""
+) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """Where the newer text gives another number for something the older one counted (the
+    words around the two numbers share one): ``(older words, newer words)`` of each."""
     old_numbers = {n for n, _ in old}
-    return any(n2 != n1 and n2 not in old_numbers and c1 & c2 for n1, c1 in old for n2, c2 in new)
+    return [
+        (c1, c2)
+        for n1, c1 in old
+        for n2, c2 in new
+        if n2 != n1 and n2 not in old_numbers and c1 & c2
+    ]
+
+
+def counts_another(pairs: list[tuple[frozenset[str], frozenset[str]]]) -> bool:
+    """Every recount names something else beside its number where the older one named
+    something ("my sister has 2 kids" -> "my brother has 3 kids"): maybe another's count."""
+    return bool(pairs) and all((c1 - c2) and (c2 - c1 - UPDATE_CUES) for c1, c2 in pairs)
 
 
 def cues(text: str) -> frozenset[str]:

@@ -60,6 +60,10 @@ class PlannerSettings:
     #: The most a MERGE is worth when the wording it keeps leaves out words another of its
     #: memories says: below every default threshold, so only a person applies it.
     lossy_merge_confidence: float = 0.5
+    #: The most a supersession is worth when the newer number is said of something else
+    #: than the older one ("my sister has 2 kids" -> "my brother has 3 kids"): it may be
+    #: another fact, so only a person applies it.
+    other_subject_confidence: float = 0.5
     #: Allow MERGE across agents/runs of one tenant into their promoted scope.
     promote_scope: bool = False
     #: Lexical pairing reads posting lists no longer than this (common words pair everything).
@@ -325,7 +329,8 @@ def _supersedes(
         subject = min(1.0, (sim - cfg.subject_similarity) / 0.35)
     # The strongest sign: another number for the same thing ("30 dozen eggs" -> "20 dozen").
     # Words like "now" or "recently" are everywhere in chat, so alone they weigh little.
-    recount = lexicon.changed_quantity(old.quantities, new.quantities)
+    recounted = lexicon.recounts(old.quantities, new.quantities)
+    recount = bool(recounted)
     renumbered = bool(new.numbers - old.numbers) and bool(old.numbers)
     fresh_cues = bool(new.cues - old.cues)
     if not (renumbered or fresh_cues):
@@ -351,7 +356,12 @@ def _supersedes(
         else "wording that marks a change"
     )
     words = ", ".join(sorted(shared)[:4])
-    return confidence, f"a newer memory about the same subject ({words}) states {what}"
+    reason = f"a newer memory about the same subject ({words}) states {what}"
+    if lexicon.counts_another(recounted):
+        confidence = min(confidence, cfg.other_subject_confidence)
+        instead = sorted(set().union(*(c2 - c1 - lexicon.UPDATE_CUES for c1, c2 in recounted)))
+        reason += f", but said of {', '.join(instead[:4])} instead"
+    return confidence, reason
 
 
 def _merges(
