@@ -90,6 +90,32 @@ def test_session_end_consolidates_the_local_store_off_the_agent_thread(
         provider.shutdown()
 
 
+def test_session_end_never_hides_a_fact_the_user_stated(hermes_home: Path, kit: Any) -> None:
+    """The pass runs for every user without asking: a statement and its negation, or a
+    count said of someone else, are two facts, and both stay in the profile."""
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+    said = [
+        "Gus is vegetarian",
+        "Gus's sister has 2 kids and lives in Lisbon",
+        "Gus goes to the Italian place every Friday with his wife and kids",
+        "Gus is not vegetarian",
+        "Gus's brother now has 3 kids and lives in Lisbon",
+        "Gus goes to the Italian place every Friday with his wife",
+    ]
+    try:
+        for text in said:
+            provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
+        provider.on_session_end([])
+        assert provider.last_consolidation is not None
+        provider.last_consolidation.result(timeout=30)
+        current = json.loads(provider.handle_tool_call("tablestore_profile", {}))
+        assert sorted(m["text"] for m in current["memories"]) == sorted(said)
+    finally:
+        provider.shutdown()
+
+
 def test_the_next_session_end_plans_only_what_was_written_since(
     hermes_home: Path, kit: Any
 ) -> None:
