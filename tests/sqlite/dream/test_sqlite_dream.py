@@ -536,3 +536,47 @@ def test_undoing_a_delete_gives_the_memory_back_as_it_was(
     lexical_store.undo_dream_action(STORE, task.id, action.id)
     assert lexical_store.get_memory(STORE, ALICE, old) == before
     assert lexical_store.neighbour_turns(STORE, ALICE, old, turns=1) == turns
+
+
+def test_a_merge_keeps_the_metadata_of_every_memory_it_folds(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    """A MERGE whose newest memory carried on kept only that memory's keys: a key only the
+    older one had (where the fact came from) was gone from the current memory and its
+    filters. Keys merge as a repeated text's do, and an undo gives the map back."""
+    a = hybrid_store.add_text(
+        STORE, ALICE, "The user likes green tea in the morning", metadata={"source": "email"}
+    ).memory_ids[0]
+    b = hybrid_store.add_text(
+        STORE, ALICE, "the user likes green TEA in the morning!", metadata={"k": "2"}
+    ).memory_ids[0]
+    task = hybrid_store.create_dream_task(STORE, ALICE.pattern(), apply_mode="safe_auto")
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert (action.status, action.result_memory_id) == ("applied", b)
+    assert hybrid_store.get_memory(STORE, ALICE, b).metadata == {"source": "email", "k": "2"}
+    found = hybrid_store.search(STORE, ALICE.pattern(), "green tea", filters={"source": "email"})
+    assert [h.memory.id for h in found] == [b]
+    hybrid_store.undo_dream_action(STORE, task.id, action.id)
+    assert hybrid_store.get_memory(STORE, ALICE, b).metadata == {"k": "2"}
+    found = hybrid_store.search(STORE, ALICE.pattern(), "green tea", filters={"source": "email"})
+    assert [h.memory.id for h in found] == [a]
+
+
+def test_a_merged_memory_holds_no_more_metadata_keys_than_the_limit(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    from memcore.limits import MAX_METADATA_KEYS
+
+    run2 = ALICE.replace(run_id="run2")
+    for scope, prefix in ((ALICE, "a"), (run2, "b")):
+        keys = {f"{prefix}{i:02d}": "v" for i in range(MAX_METADATA_KEYS)}
+        hybrid_store.add_text(STORE, scope, "The user likes green tea", metadata=keys)
+    task = hybrid_store.create_dream_task(
+        STORE, ALICE.tenant_pattern(), scope_output_mode="promote_scope"
+    )
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    [done] = hybrid_store.apply_dream_actions(STORE, task.id, [action.id])
+    assert done.status == "applied" and done.result_memory_id is not None
+    merged = hybrid_store.find_memory(STORE, ALICE.tenant_pattern(), done.result_memory_id)
+    assert len(merged.metadata) == MAX_METADATA_KEYS
+    assert all(merged.metadata.get(f"b{i:02d}") == "v" for i in range(MAX_METADATA_KEYS))

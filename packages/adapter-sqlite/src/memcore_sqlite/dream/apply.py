@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from memcore import limits
 from memcore.dream.scopes import in_scopes
 from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
@@ -139,9 +140,11 @@ class DreamApplier:
             return Outcome("applied", result_id=target, undo=json.dumps(undo))
         if kind in ("MERGE", "ADD"):
             text = action["text"] or ""
+            # Keys merge as over a repeated text's occurrences (oldest first, so the newest
+            # wins): where each fact came from stays on the memory, within the key limit.
             meta: dict[str, str] = {}
             for i in sources:
-                meta.update(json.loads(rows[i].memory.metadata))
+                meta = limits.merge_metadata(meta, json.loads(rows[i].memory.metadata))
             # The same text already in the target scope (often the newest source) becomes the
             # merged memory as it is; only a new text is a new memory.
             digest = content_hash(target_scope, text)
@@ -162,6 +165,11 @@ class DreamApplier:
             if same is not None:
                 mid = same.memory.id
                 undo["changed"].append(_image(same))
+                own = json.loads(same.memory.metadata)
+                kept = limits.merge_metadata(meta, own)
+                if kept != own:
+                    seq = int(same.memory.seq)
+                    self._writes.retag(conn, store_id, seq, target_scope, same.memory.text, kept)
             else:
                 mid, _ = self._writes.insert(
                     conn, store_id, target_scope, text, meta, "dream", vector, added
@@ -264,6 +272,17 @@ class DreamApplier:
                     store_id,
                 ),
             )
+            seq, metadata = conn.execute(
+                "SELECT seq, metadata FROM memories WHERE id = ? AND store_id = ?",
+                (image["id"], store_id),
+            ).fetchone()
+            if json.loads(metadata) != json.loads(image["metadata"]):
+                scope = Scope(
+                    image["app_id"], image["tenant_id"], image["agent_id"], image["run_id"]
+                )
+                self._writes.retag(
+                    conn, store_id, int(seq), scope, image["text"], json.loads(image["metadata"])
+                )
         for image in undo["deleted"]:
             scope = Scope(image["app_id"], image["tenant_id"], image["agent_id"], image["run_id"])
             meta = json.loads(image["metadata"])

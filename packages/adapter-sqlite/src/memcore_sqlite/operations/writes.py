@@ -186,6 +186,23 @@ class MemoryWrites:
             conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, store_id, seq, scope, analysis.tokens(text), merged)
 
+    def retag(
+        self,
+        conn: sqlite3.Connection,
+        store_id: int,
+        seq: int,
+        scope: Scope,
+        text: str,
+        metadata: Mapping[str, str],
+    ) -> None:
+        """Give a stored memory another metadata map: its row and the tags filters read."""
+        conn.execute(
+            "UPDATE memories SET metadata = ? WHERE seq = ?",
+            (json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True), seq),
+        )
+        conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
+        self._index(conn, store_id, seq, scope, analysis.tokens(text), metadata)
+
     @staticmethod
     def _last_said(conn: sqlite3.Connection, seq: int, updated: float) -> float:
         """When a row written before schema 10 (no ``said_at``) was last said: its newest
