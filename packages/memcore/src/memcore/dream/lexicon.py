@@ -43,6 +43,19 @@ UPDATE_CUES = _set(
 
 #: Words that turn a statement into its opposite ("not", "never", "without"; "n't" reads "not").
 NEGATIONS = _set("not no never none nobody nothing nowhere neither nor without cannot")
+#: Who a statement is about, by person: "he", "him" and "his" name one, "she" and "her" another.
+_PERSONS = {
+    word: person
+    for person, forms in (
+        ("i", "i me my mine myself"),
+        ("we", "we us our ours ourselves"),
+        ("you", "you your yours yourself yourselves"),
+        ("he", "he him his himself"),
+        ("she", "she her hers herself"),
+        ("they", "they them their theirs themselves"),
+    )
+    for word in forms.split()
+}
 #: Words that carry no fact of their own: a repeat may add or leave them out.
 FILLER = _set(
     """a an the am is are was were be been being do does did has have had having and really
@@ -117,18 +130,21 @@ def _is_number(word: str) -> bool:
     return any(c.isdigit() for c in word) or word in _NUMBER_WORDS
 
 
+#: How :func:`quantities` marks the person a number is said of ("he has 2 kids" -> "@he").
+PERSON = "@"
+
+
 def quantities(text: str, window: int = 3) -> frozenset[tuple[str, frozenset[str]]]:
-    """Each number with the content words around it: what it counts ("30" -> dozen, eggs)."""
+    """Each number with the content words around it: what it counts ("30" -> dozen, eggs),
+    and whose it is (:data:`PERSON` and the grammatical person of a pronoun near it)."""
     ws = words(text)
     out = set()
     for i, w in enumerate(ws):
         if not _is_number(w):
             continue
-        near = [
-            _stem(x)
-            for x in ws[max(0, i - window) : i] + ws[i + 1 : i + 1 + window]
-            if x not in STOPWORDS and not _is_number(x)
-        ]
+        around = ws[max(0, i - window) : i] + ws[i + 1 : i + 1 + window]
+        near = [_stem(x) for x in around if x not in STOPWORDS and not _is_number(x)]
+        near += [PERSON + _PERSONS[x] for x in around if x in _PERSONS]
         out.add((w, frozenset(near)))
     return frozenset(out)
 
@@ -143,14 +159,23 @@ def recounts(
         (c1, c2)
         for n1, c1 in old
         for n2, c2 in new
-        if n2 != n1 and n2 not in old_numbers and c1 & c2
+        if n2 != n1 and n2 not in old_numbers and any(t[0] != PERSON for t in c1 & c2)
     ]
 
 
 def counts_another(pairs: list[tuple[frozenset[str], frozenset[str]]]) -> bool:
-    """Every recount names something else beside its number where the older one named
-    something ("my sister has 2 kids" -> "my brother has 3 kids"): maybe another's count."""
-    return bool(pairs) and all((c1 - c2) and (c2 - c1 - UPDATE_CUES) for c1, c2 in pairs)
+    """Every recount is said of something else than the older number ("my sister has 2
+    kids" -> "my brother has 3 kids", "he has 2" -> "she has 3"): maybe another's count."""
+    return bool(pairs) and all(_said_of_another(c1, c2) for c1, c2 in pairs)
+
+
+def _said_of_another(old: frozenset[str], new: frozenset[str]) -> bool:
+    who_old = {t for t in old if t[0] == PERSON}
+    who_new = {t for t in new if t[0] == PERSON}
+    if who_old and who_new and not who_old & who_new:
+        return True
+    old, new = old - who_old, new - who_new
+    return bool(old - new) and bool(new - old - UPDATE_CUES)
 
 
 def cues(text: str) -> frozenset[str]:

@@ -359,8 +359,9 @@ def _supersedes(
     reason = f"a newer memory about the same subject ({words}) states {what}"
     if lexicon.counts_another(recounted):
         confidence = min(confidence, cfg.other_subject_confidence)
-        instead = sorted(set().union(*(c2 - c1 - lexicon.UPDATE_CUES for c1, c2 in recounted)))
-        reason += f", but said of {', '.join(instead[:4])} instead"
+        instead = set().union(*(c2 - c1 - lexicon.UPDATE_CUES for c1, c2 in recounted))
+        said_of = sorted({w.removeprefix(lexicon.PERSON) for w in instead})
+        reason += f", but said of {', '.join(said_of[:4])} instead"
     return confidence, reason
 
 
