@@ -79,3 +79,26 @@ def test_a_restore_into_another_tenant_is_refused_whole(store: SqliteMemoryStore
         ana.restore_messages(mixed)
     assert list(ana.every_logged_message()) == []
     assert store.list_logged_messages(STORE, BOB.tenant_pattern()).items == ()
+
+
+def test_a_message_without_an_id_or_a_time_is_not_logged_twice(
+    store: SqliteMemoryStore,
+) -> None:
+    # A hand-written log line may leave out its id or its time: the store makes one up when it
+    # logs it, so a second restore must match on what the line does give.
+    ana = MemoryService(store, store_name=STORE, scope=ANA)
+    said = [
+        Message(role="user", content="no id", timestamp=1_700_000_000.0, scope=ANA),
+        Message(role="user", content="no time", id="t1", scope=ANA),
+        Message(role="assistant", content="neither", scope=ANA),
+    ]
+    assert ana.restore_messages([LoggedMessage(m) for m in said]) == 3
+    assert ana.restore_messages([LoggedMessage(m) for m in said]) == 0
+    assert sorted(m.message.content for m in ana.every_logged_message()) == [
+        "neither",
+        "no id",
+        "no time",
+    ]
+    # Given in full, a message differing in its id or time is another message.
+    other = Message(role="user", content="no id", id="x", timestamp=1_700_000_001.0, scope=ANA)
+    assert ana.restore_messages([LoggedMessage(other)]) == 1

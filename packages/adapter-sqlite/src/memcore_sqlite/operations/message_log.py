@@ -29,8 +29,9 @@ _LISTING = (
     " WHERE g.store_id = ?{} AND g.seq > ? ORDER BY g.seq LIMIT ?"
 )
 
-#: What tells a logged message again: its id, role, text and time, in its scope.
-_Key = tuple[str, str, str, float]
+#: What tells a logged message again, in its scope: its id, role, text and time, each None
+#: where the message to restore gives none (the store made one up when it logged it).
+_Key = tuple[str | None, str, str, float | None]
 
 
 class MessageLogs:
@@ -84,10 +85,10 @@ class MessageLogs:
                 keys = logged_keys.get(scope)
                 if keys is None:
                     keys = logged_keys[scope] = _keys(conn, sid, scope)
-                key = _key(message, now)
-                if key in keys:
+                if _key(message) in keys:
                     continue
-                keys.add(key)
+                stamp = now if message.timestamp is None else float(message.timestamp)
+                keys.update(_matches(message.id, message.role, message.content, stamp))
                 link = None if memory_id is None else _memory_seq(conn, sid, scope, memory_id)
                 MemoryWrites.log_message(conn, sid, scope, message, now, memory_seq=link)
                 added += 1
@@ -109,9 +110,22 @@ def _logged(row: Any) -> LoggedMessage:
     return LoggedMessage(message, memory)
 
 
-def _key(message: Message, now: float) -> _Key:
-    stamp = message.timestamp if message.timestamp is not None else now
-    return (message.id or "", message.role, message.content, float(stamp))
+def _key(message: Message) -> _Key:
+    """What the message to restore gives of what tells it: an id or a time it leaves out is
+    None, so it matches a logged one whatever the store made up for it."""
+    stamp = None if message.timestamp is None else float(message.timestamp)
+    return (message.id, message.role, message.content, stamp)
+
+
+def _matches(message_id: str | None, role: str, content: str, stamp: float) -> set[_Key]:
+    """Every key that finds a logged message: with and without its id and its time (one
+    logged without an id got one made up, which no restore can name)."""
+    return {
+        (message_id, role, content, stamp),
+        (None, role, content, stamp),
+        (message_id, role, content, None),
+        (None, role, content, None),
+    }
 
 
 def _keys(conn: sqlite3.Connection, store_id: int, scope: Scope) -> set[_Key]:
@@ -121,7 +135,10 @@ def _keys(conn: sqlite3.Connection, store_id: int, scope: Scope) -> set[_Key]:
         " AND tenant_id = ? AND agent_id = ? AND run_id = ?",
         (store_id, *scope.as_tuple()),
     )
-    return {(str(i), str(r), str(c), float(t)) for i, r, c, t in rows}
+    keys: set[_Key] = set()
+    for i, r, c, t in rows:
+        keys.update(_matches(str(i), str(r), str(c), float(t)))
+    return keys
 
 
 def _memory_seq(
