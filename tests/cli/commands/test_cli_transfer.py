@@ -94,6 +94,29 @@ def test_import_into_the_tablestore_emulator_then_again_adds_nothing(
     assert (second["added"], second["present"]) == (0, 4)
 
 
+def test_a_second_import_into_tablestore_adds_nothing_though_the_service_would_store_it_twice(
+    tmp_path, monkeypatch, local_cli, emulator_fake_cli
+):
+    """Nothing documented says TableStore keeps a text once: a service that stores whatever
+    it is sent got every record again from a second import (the file's ids are not the ones
+    the service gave), though the README calls import idempotent."""
+    import itertools
+
+    import memcore.testing.fake
+
+    fresh = itertools.count()  # the service stores the same text twice when asked
+    monkeypatch.setattr(memcore.testing.fake, "_content_key", lambda scope, text: next(fresh))
+    _seed(local_cli)
+    out = tmp_path / "m.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    first = emulator_fake_cli.json("import", str(out))
+    assert (first["added"], first["present"]) == (4, 0)
+    second = emulator_fake_cli.json("import", str(out))
+    assert (second["added"], second["present"]) == (0, 4)
+    assert second["id_map"] == first["id_map"]
+    assert emulator_fake_cli.ok("count").stdout.strip() == "4"
+
+
 def test_a_bad_line_stops_the_import_before_anything_is_written(tmp_path, local_cli, fresh_cli):
     _seed(local_cli)
     out = tmp_path / "m.jsonl"

@@ -278,3 +278,30 @@ def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
     assert code == 0 and answer["added"] == 1 and list(answer["id_map"]) == [bobs], answer
     code, got, _ = run(capsys, "get", alices, "--user-id", "alice", "--platform", "telegram")
     assert code == 0 and got["text"] == "Alice's secret"
+
+
+def test_a_second_import_into_a_store_that_keeps_a_text_twice_adds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store without a bulk write (TableStore) gives its own ids, and nothing documented
+    says it keeps a text once: a second import sent every record again."""
+    import itertools
+
+    import memcore.testing.fake
+    from memcore.scope import Scope
+    from memcore.testing import InMemoryMemoryStore
+    from memcore_hermes.commands.importing import import_lines
+
+    fresh = itertools.count()  # the store keeps the same text twice when sent twice
+    monkeypatch.setattr(memcore.testing.fake, "_content_key", lambda scope, text: next(fresh))
+    store = InMemoryMemoryStore()
+    store.ensure_store("m")
+    service = MemoryService(store, store_name="m", scope=Scope.from_mapping(SCOPE))
+    assert not service.restores_exactly
+    lines = [json.dumps({"id": f"old{i}", "text": f"line {i}", "scope": SCOPE}) for i in range(3)]
+    first = import_lines(service, lines, service.every_memory())
+    assert (first["added"], first["present"]) == (3, 0)
+    second = import_lines(service, lines, service.every_memory())
+    assert (second["added"], second["present"]) == (0, 3)
+    assert second["id_map"] == first["id_map"]
+    assert len(list(service.every_memory())) == 3

@@ -42,6 +42,7 @@ from memcore.transfer import (
     ImportRecord,
     MessageRecord,
     export_lines,
+    held_texts,
     history_kept,
     line_error,
     parse_line,
@@ -183,7 +184,8 @@ def import_memories(
     existing = _existing(runtime)
     known = set(existing)
     service = runtime.service()
-    pending = _to_write(records, existing, report, history_kept(service, records))
+    texts = held_texts(service, existing.values())
+    pending = _to_write(records, existing, report, history_kept(service, records), texts)
     exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     versions: dict[str, int] = {}  # each added memory -> the version this import left it at
@@ -216,13 +218,16 @@ def _to_write(
     existing: Mapping[str, MemoryRecord],
     report: ImportReport,
     kept: set[int],
+    held: Mapping[tuple[Scope, str], str],
 ) -> list[ImportRecord]:
     """The records to write, after checking every id against the tenant (nothing written yet).
 
     A record whose id is already in its scope with the same text is present; one whose id
     names a different memory of this tenant, or that repeats an earlier record's id with
     another text or scope, stops the whole import with :class:`Conflict`. A replaced version
-    is written when its line is in ``kept`` (:func:`memcore.transfer.history_kept`).
+    is written when its line is in ``kept`` (:func:`memcore.transfer.history_kept`). Where
+    the store does not restore exactly, a record whose text its scope holds (``held``,
+    :func:`memcore.transfer.held_texts`) is present under that memory's id.
     """
     pending: list[ImportRecord] = []
     first: dict[str, ImportRecord] = {}
@@ -231,7 +236,8 @@ def _to_write(
             report.superseded += 1
             continue
         if record.id is None:
-            pending.append(record)
+            if not _held(report, record, held):
+                pending.append(record)
             continue
         if record.id in existing:
             if not _holds(existing[record.id], record):
@@ -255,8 +261,25 @@ def _to_write(
                 field="id",
                 retryable=False,
             )
-        pending.append(record)
+        if not _held(report, record, held):
+            pending.append(record)
     return pending
+
+
+def _held(
+    report: ImportReport, record: ImportRecord, held: Mapping[tuple[Scope, str], str]
+) -> bool:
+    """Count ``record`` present when its scope holds its text already (``held``), reporting
+    the id it has here as a write of it would have."""
+    found = held.get((record.scope, record.text.strip()))
+    if found is None:
+        return False
+    report.present += 1
+    if record.file_id is not None:
+        report.ids[record.file_id] = found
+        if found != record.file_id:
+            report.renamed[record.file_id] = found
+    return True
 
 
 def _holds(found: MemoryRecord, record: ImportRecord) -> bool:

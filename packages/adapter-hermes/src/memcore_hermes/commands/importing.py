@@ -29,6 +29,7 @@ from memcore.transfer import (
     ImportRecord,
     MessageRecord,
     Undone,
+    held_texts,
     history_kept,
     parse_line,
     restore_batches,
@@ -67,18 +68,29 @@ def import_lines(
     ]
     records = [r for r in parsed if isinstance(r, ImportRecord)]
     messages = [r for r in parsed if isinstance(r, MessageRecord)]
-    known = {m.id: m.text.strip() for m in memories} if records else {}
+    listed = list(memories) if records else []
+    known = {m.id: m.text.strip() for m in listed}
+    #: Where the store may store a text twice (TableStore): each text a scope holds -> its id.
+    texts = held_texts(service, listed)
     present = superseded = 0
     pending: list[ImportRecord] = []
     #: A file's memory id -> the id that memory has here (to link the log's messages).
     ids: dict[str, str] = {}
+    id_map: dict[str, str] = {}
     kept = history_kept(service, records)  # replaced versions restored with their links
     for record in records:
+        there = texts.get((record.scope, record.text.strip()))
         if record.superseded and record.line not in kept:
             superseded += 1
         elif record.id is not None and known.get(record.id) == record.text.strip():
             present += 1  # already here, with the same text
             ids[record.id] = record.id
+        elif there is not None:
+            present += 1  # its text is here under the id the store gave it
+            if record.file_id is not None:
+                ids[record.file_id] = there
+            if record.id is not None and there != record.id:
+                id_map[record.id] = there
         else:
             pending.append(record)
     logged = left_out = 0
@@ -88,7 +100,6 @@ def import_lines(
     mine: set[str] = set()
     versions: dict[str, int] = {}  # each memory it created -> the version it left it at
     created: list[tuple[ImportRecord, str]] = []
-    id_map: dict[str, str] = {}
     with held_interrupts() as held:
         try:
             # Ids and times as exported where the store keeps them (the local store).

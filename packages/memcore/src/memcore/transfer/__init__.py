@@ -52,6 +52,7 @@ from memcore.transfer.records import (
 )
 from memcore.transfer.restoring import (
     Undone,
+    held_texts,
     history_kept,
     restore_batches,
     restore_log,
@@ -70,6 +71,7 @@ __all__ = [
     "escape_json",
     "export_lines",
     "export_record",
+    "held_texts",
     "history_kept",
     "line_error",
     "memory_record",
