@@ -166,6 +166,18 @@ def test_a_blank_line_is_no_message_and_gets_no_answer(raw: RawStdio) -> None:
     assert raw.request({"jsonrpc": "2.0", "id": 1, "method": "ping"})["id"] == 1
 
 
+def test_an_error_answer_the_client_sends_is_not_written_back_to_it(raw: RawStdio) -> None:
+    """A JSON-RPC error the client sends (its answer to a server request) is the client's
+    message for the server: it was written back on stdout, as if the server had failed the
+    client's own request of that id."""
+    raw.send(b'{"jsonrpc": "2.0", "id": 0, "error": {"code": -32601, "message": "no roots"}}\n')
+    assert raw.request({"jsonrpc": "2.0", "id": 1, "method": "ping"}) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {},
+    }
+
+
 def test_a_line_cut_off_by_end_of_input_gets_its_error_and_the_server_exits(
     local_backend: Backend,
 ) -> None:

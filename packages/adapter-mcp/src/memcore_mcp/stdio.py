@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, Protocol, cast
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import attrs
 import pydantic_core
 from anyio.lowlevel import EventLoopToken
 from anyio.streams.memory import MemoryObjectSendStream
@@ -74,8 +75,8 @@ async def read(
         async with messages, lines_in:
             async for raw in lines_in:
                 checked = check(raw)
-                if isinstance(checked, JSONRPCError):
-                    await out.send(SessionMessage(checked))
+                if isinstance(checked, Refused):
+                    await out.send(SessionMessage(checked.answer))
                 elif checked is not None:
                     unanswered.passed(checked)
                     await messages.send(SessionMessage(checked))
@@ -151,7 +152,16 @@ def _pump(wire: BinaryIO, lines: MemoryObjectSendStream[bytes], token: EventLoop
         anyio.from_thread.run_sync(lines.close, token=token)
 
 
-def check(raw: bytes) -> JSONRPCMessage | JSONRPCError | None:
+@attrs.frozen
+class Refused:
+    """A line that is no message, and the error it is answered with. Not a bare
+    :class:`JSONRPCError`: an error the client sends (its answer to a server request) is a
+    message for the server, not an answer to write back."""
+
+    answer: JSONRPCError
+
+
+def check(raw: bytes) -> JSONRPCMessage | Refused | None:
     """The message on line ``raw``, else its error answer (None for a blank line)."""
     if not raw.strip():
         return None
@@ -207,8 +217,9 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _error(code: int, message: str, request_id: RequestId | None) -> JSONRPCError:
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+def _error(code: int, message: str, request_id: RequestId | None) -> Refused:
+    error = ErrorData(code=code, message=message)
+    return Refused(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
 @contextlib.asynccontextmanager
