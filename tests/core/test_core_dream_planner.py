@@ -118,6 +118,25 @@ def test_a_new_number_for_the_same_thing_still_supersedes_by_itself(newer: str) 
     ).apply
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My son is 7 years old and loves swimming", "He is now 8 years old and loves swimming"),
+        ("My sister has 2 kids and lives in Lisbon", "She now has 3 kids and lives in Lisbon"),
+        (
+            "Our team has 5 engineers in the Lisbon office",
+            "We now have 6 engineers in the Lisbon office",
+        ),
+    ],
+)
+def test_a_possessive_names_the_owner_not_whose_the_number_is(old: str, new: str) -> None:
+    """ "My son is 7" is said of the son, not of "I": "he is now 8" updates it."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    [action] = plan(cands, [Neighbour("old", "new", 0.85)], [A.pattern()])
+    assert action.action in ("UPDATE", "DELETE") and "instead" not in action.reason
+    assert action.confidence > PlannerSettings().other_subject_confidence
+
+
 def test_memories_of_one_write_do_not_supersede_each_other() -> None:
     cands = [
         Candidate("a", A, "We have 30 dozen eggs stocked in the fridge", 5.0),

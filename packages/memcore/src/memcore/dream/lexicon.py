@@ -56,6 +56,9 @@ _PERSONS = {
     )
     for word in forms.split()
 }
+#: Words that name an owner: before a noun ("my son is 7") the number is the noun's, not the
+#: owner's; right before the number ("his 3 kids", "gave her 3") it is the owner's.
+_POSSESSIVES = _set("my our your his her their")
 #: Words that carry no fact of their own: a repeat may add or leave them out.
 FILLER = _set(
     """a an the am is are was were be been being do does did has have had having and really
@@ -142,11 +145,20 @@ def quantities(text: str, window: int = 3) -> frozenset[tuple[str, frozenset[str
     for i, w in enumerate(ws):
         if not _is_number(w):
             continue
-        around = ws[max(0, i - window) : i] + ws[i + 1 : i + 1 + window]
+        span = [*range(max(0, i - window), i), *range(i + 1, min(len(ws), i + 1 + window))]
+        around = [ws[j] for j in span]
         near = [_stem(x) for x in around if x not in STOPWORDS and not _is_number(x)]
-        near += [PERSON + _PERSONS[x] for x in around if x in _PERSONS]
+        near += [PERSON + _PERSONS[ws[j]] for j in span if _names_whose(ws, j)]
         out.add((w, frozenset(near)))
     return frozenset(out)
+
+
+def _names_whose(ws: list[str], j: int) -> bool:
+    """Whether ``ws[j]`` is a pronoun naming whose a number near it is: not an owner before
+    another noun ("my son", "our team")."""
+    if ws[j] not in _PERSONS:
+        return False
+    return ws[j] not in _POSSESSIVES or j + 1 == len(ws) or _is_number(ws[j + 1])
 
 
 def recounts(
