@@ -289,6 +289,29 @@ def test_a_request_the_client_cancelled_is_not_waited_for_at_the_end_of_input(
     assert answers[2]["result"] == {}
 
 
+def test_a_client_gone_while_its_requests_run_ends_the_server_quietly(
+    local_backend: Backend,
+) -> None:
+    """The client quits (both pipes closed) with requests still running: they are finished,
+    and their answers, which no one can read, end the server as the client's going does. It
+    said "unexpected ExceptionGroup" and exited 1 (the broken pipe of the answer's write)."""
+    server = RawStdio(local_backend, "--tenant", "alice")
+    server.start()
+    for number in range(20):
+        call = {"name": "remember", "arguments": {"text": f"fact {number}: I like tea"}}
+        server.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call}
+            ).encode()
+            + b"\n"
+        )
+    assert server.proc.stdout is not None
+    server.proc.stdout.close()
+    assert server.close() == 0
+    log = local_backend.stderr.read_text(encoding="utf-8")
+    assert "error" not in log and "Traceback" not in log, log
+
+
 def _piped(backend: Backend, lines: list[dict[str, Any]], timeout: float = 120) -> dict[Any, Any]:
     """The answers, by id, of ``memcore mcp`` given ``lines`` and then the end of input."""
     done = subprocess.run(

@@ -229,7 +229,8 @@ async def streams() -> AsyncIterator[tuple[Any, Any]]:
     (fd 0 then reads the null device, so nothing else in the process takes the client's
     bytes); the SDK's version is pinned, so its helper is used rather than copied.
 
-    Ctrl-C ends the input, as the end of stdin does, and once the server has stopped raises
+    A client gone with requests still running (their answers meet a closed stdout) ends the
+    server as the end of input does. Ctrl-C ends the input, as the end of stdin does, and once the server has stopped raises
     ``KeyboardInterrupt``: cancelled mid-loop, the SDK's loop could fail its stop with an
     error group instead (a relay sending to a stream already closed)."""
     wire, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
@@ -252,11 +253,23 @@ async def streams() -> AsyncIterator[tuple[Any, Any]]:
             finally:
                 served.set()
                 tasks.cancel_scope.cancel()
+    except BaseException as exc:
+        if not _client_gone(exc):
+            raise
     finally:
         if release is not None:
             release()
     if interrupted.is_set():
         raise KeyboardInterrupt
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is only answers meeting a closed stdout: the client has gone, which
+    ends the session as the end of input does."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    inner = getattr(exc, "exceptions", None)  # an exception group (its backport on 3.10)
+    return isinstance(inner, tuple) and bool(inner) and all(_client_gone(e) for e in inner)
 
 
 async def _read_within(scope: anyio.CancelScope, *args: Any) -> None:
