@@ -321,3 +321,4 @@ def test_a_text_that_reads_as_an_option_is_told_how_to_give_it(local_cli):
     ), result.stderr
     assert "-5 degrees outside" in local_cli.ok("search", "--", "-5 degrees").stdout
     assert "goes after '--'" not in local_cli("list", "--fitler", "x").stderr
+    assert "goes after '--'" not in local_cli("search", "--limit", "3", "tea").stderr

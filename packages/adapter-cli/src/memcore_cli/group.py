@@ -63,6 +63,13 @@ def _write_json_error(payload: dict[str, object], code: int) -> None:
     sys.stderr.write(json_safe(json.dumps({"error": payload}, ensure_ascii=False)) + "\n")
 
 
+def _reads_as_text(exc: NoSuchOption) -> bool:
+    """True when the unknown "option" looks like the start of a text ("-5 degrees", "- milk"),
+    not a mistyped option name (``--limit``)."""
+    name = exc.option_name
+    return len(name) > 1 and (name[1].isdigit() or name[1].isspace())
+
+
 def _takes_text(ctx: ClickContext) -> bool:
     """True when the command takes a positional argument (a text, a query, an id)."""
     return any(p.param_type_name == "argument" for p in ctx.command.params)
@@ -75,7 +82,7 @@ def report_parser_error(exc: ClickException, *, as_json: bool) -> int:
     message = exc.format_message()
     if isinstance(exc, UsageError) and exc.ctx is not None:
         message += f" (see '{exc.ctx.command_path} --help')"
-        if isinstance(exc, NoSuchOption) and _takes_text(exc.ctx):
+        if isinstance(exc, NoSuchOption) and _reads_as_text(exc) and _takes_text(exc.ctx):
             # `memcore search "-5 degrees"`: the text reads as options; say how to give it.
             message += (
                 f"; a text that starts with '-' goes after '--': {exc.ctx.command_path} -- TEXT"
