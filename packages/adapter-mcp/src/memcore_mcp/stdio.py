@@ -234,6 +234,7 @@ async def streams() -> AsyncIterator[tuple[Any, Any]]:
     ``KeyboardInterrupt``: cancelled mid-loop, the SDK's loop could fail its stop with an
     error group instead (a relay sending to a stream already closed)."""
     wire, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
+    _quiet_closed_pipe()
     served = anyio.Event()
     interrupted = anyio.Event()
     reading = anyio.CancelScope()
@@ -261,6 +262,21 @@ async def streams() -> AsyncIterator[tuple[Any, Any]]:
             release()
     if interrupted.is_set():
         raise KeyboardInterrupt
+
+
+def _quiet_closed_pipe() -> None:
+    """Leave unsaid the broken pipe of an answer's writer collected after the client went:
+    the SDK's text layer over its copy of stdout keeps the answer it could not write and
+    flushes it again when collected (or at exit), which Python reports as "Exception
+    ignored ... BrokenPipeError" on stderr. The server writes to no other pipe, so such a
+    report is only ever the client's going, which ends the session quietly (exit 0)."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, BrokenPipeError):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def _client_gone(exc: BaseException) -> bool:
