@@ -470,11 +470,9 @@ def check_message(message: object, *, index: int = 0) -> Message:
     return checked
 
 
-def check_message_fields(message: object, *, index: int = 0) -> Message:
-    """Everything of a message but its text's size (a turn's long message is split into
-    several writes): checked for the whole turn before its first write, so a refused turn
-    leaves nothing written."""
-    field = f"messages[{index}]"
+def _message_with_role(message: object, field: str) -> Message:
+    """A `Message` whose role is one the stores keep: the first check of a new and of a
+    logged message alike."""
     if not isinstance(message, Message):
         raise InvalidInput(f"{field} must be a Message", field=field)
     if message.role not in MESSAGE_ROLES:
@@ -482,6 +480,15 @@ def check_message_fields(message: object, *, index: int = 0) -> Message:
             f"{field}.role must be one of {sorted(MESSAGE_ROLES)}, not {message.role!r}",
             field=f"{field}.role",
         )
+    return message
+
+
+def check_message_fields(message: object, *, index: int = 0) -> Message:
+    """Everything of a message but its text's size (a turn's long message is split into
+    several writes): checked for the whole turn before its first write, so a refused turn
+    leaves nothing written."""
+    field = f"messages[{index}]"
+    message = _message_with_role(message, field)
     if message.id is not None and message.id != "":  # none or "": the store makes one
         check_id(message.id, field=f"{field}.id")
     check_metadata(message.metadata, field=f"{field}.metadata")
@@ -494,13 +501,7 @@ def check_logged_message(message: object, *, field: str = "message") -> Message:
     """A message of a store's log given back to it (an import's): a role, a text within the
     limits, an id if any, metadata, and a stored time (not compared with the clock, as a
     new message's is: it was said when it was said)."""
-    if not isinstance(message, Message):
-        raise InvalidInput(f"{field} must be a Message", field=field)
-    if message.role not in MESSAGE_ROLES:
-        raise InvalidInput(
-            f"{field}.role must be one of {sorted(MESSAGE_ROLES)}, not {message.role!r}",
-            field=f"{field}.role",
-        )
+    message = _message_with_role(message, field)
     if message.id is not None:
         check_id(message.id, field=f"{field}.id")
     check_text(message.content, field=f"{field}.content")
