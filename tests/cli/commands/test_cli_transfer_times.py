@@ -52,3 +52,28 @@ def test_a_stored_time_no_date_holds_does_not_break_listings(home, local_cli, st
         result = local_cli(*args)
         assert result.exit_code == 0, (args, result.stderr)
     assert "kept memory" in local_cli.ok("list").stdout
+
+
+def test_a_memory_said_before_1970_survives_export_and_import(tmp_path, local_cli):
+    """A message may be dated from year 1000 on, so its memory's times may lie before 1970:
+    the export holds them, and the import must take them back rather than refuse the file."""
+    said = -14_000_000.0  # 1969-07-25
+    turn = tmp_path / "turn.json"
+    turn.write_text(
+        json.dumps(
+            [{"role": "user", "content": "Born during the moon landing", "timestamp": said}]
+        ),
+        encoding="utf-8",
+    )
+    local_cli.ok("add", "--sync", "--messages-file", str(turn))
+    backup = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(backup))
+    local_cli.ok("forget", "--all", "--yes")
+    result = local_cli("--json", "import", str(backup))
+    assert result.exit_code == 0, result.stderr
+    [memory] = [r for r in local_cli.json_lines("export") if r.get("kind") != "message"]
+    assert (memory["text"], memory["created_at"], memory["said_at"]) == (
+        "Born during the moon landing",
+        said,
+        said,
+    )

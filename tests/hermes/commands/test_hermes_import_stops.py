@@ -236,7 +236,7 @@ def test_an_impossible_time_stops_the_import_with_one_line(
     code, answer, err = run(capsys, "import", str(path))
     assert code == 2, answer
     assert reported(err) == [
-        f"tablestore-mem: error: line 1: {field} must be a timestamp in seconds, from 1970 to "
+        f"tablestore-mem: error: line 1: {field} must be a timestamp in seconds, from year 1000 to "
         "the end of year 9000"
     ]
     assert texts(run, capsys) == []

@@ -271,8 +271,7 @@ def check_said_time(value: object, *, field: str = "timestamp", now: float | Non
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidInput(f"{field} must be a number of seconds since the epoch", field=field)
     low, high = REFERENCE_YEARS
-    lowest = datetime(low, 1, 1, tzinfo=timezone.utc).timestamp()
-    if not lowest <= value < latest_time():
+    if not earliest_time() <= value < latest_time():
         raise InvalidInput(f"{field} must be a date from year {low} to {high}", field=field)
     clock = datetime.now(timezone.utc).timestamp() if now is None else now
     if value > clock + MAX_SAID_AHEAD_S:
@@ -284,6 +283,12 @@ def check_said_time(value: object, *, field: str = "timestamp", now: float | Non
     return float(value)
 
 
+def earliest_time() -> float:
+    """The first second of the first year of :data:`REFERENCE_YEARS` (UTC): the earliest
+    time a message may have been said, and so the earliest time the store keeps."""
+    return datetime(REFERENCE_YEARS[0], 1, 1, tzinfo=timezone.utc).timestamp()
+
+
 def latest_time() -> float:
     """The first second after the last year of :data:`REFERENCE_YEARS` (UTC): no time the
     store keeps lies at or past it, so every stored time can be shown as a date."""
@@ -292,20 +297,21 @@ def latest_time() -> float:
 
 def check_stored_time(value: object, *, field: str) -> float | None:
     """A stored time given back to the store (an import's ``created_at`` or ``said_at``):
-    None, or finite seconds since the epoch, not negative and before the end of the last
-    year of :data:`REFERENCE_YEARS`, the bound a message's own time has (a later one cannot
-    be shown as a date, and would break every listing of its tenant)."""
+    None, or finite seconds since the epoch in the years of :data:`REFERENCE_YEARS`, the
+    bound a message's own time has: a memory said before 1970 is exported with its time and
+    must import again, and a time past the last year cannot be shown as a date (it would
+    break every listing of its tenant)."""
     if value is None:
         return None
+    low, high = REFERENCE_YEARS
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or not 0 <= value < latest_time()
+        or not earliest_time() <= value < latest_time()
     ):
         raise InvalidInput(
-            f"{field} must be a timestamp in seconds, from 1970 to the end of year "
-            f"{REFERENCE_YEARS[1]}",
+            f"{field} must be a timestamp in seconds, from year {low} to the end of year {high}",
             field=field,
         )
     return float(value)
