@@ -198,3 +198,33 @@ def test_a_turn_said_again_in_a_replay_shows_the_day_it_was_last_said(replay: An
     answer = json.loads(mm.handle_tool_call("tablestore_search", {"query": "hiking Sam"}))
     [hit] = [r for r in answer["results"] if r["text"] == SAM]
     assert hit["date"] == "2023-04-30" and hit["created_at"] == _at(3, 12), hit
+
+
+@pytest.fixture
+def far_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's local time zone 14 hours ahead of UTC (Kiritimati)."""
+    import time
+
+    monkeypatch.setenv("TZ", "Etc/GMT-14")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_replays_naive_turn_time_is_utc_for_its_stamp_as_for_its_search(
+    replay: Any, far_zone: None
+) -> None:
+    """A naive reference time is UTC (the search reads it so); a replay whose ``turn_time``
+    gives naive times stamps its turns in UTC too, not in the machine's zone, or the recall
+    block dates a turn said at 05:00 on 12 March on the 11th."""
+    mm, clock = replay([(SAM, datetime(2023, 3, 12, 5)), (ANA, datetime(2023, 4, 19, 5))])
+    clock.now = datetime(2023, 4, 22, 8)
+    block = mm.prefetch_all(QUESTION, session_id="s1")
+    assert f"[2023-03-12] {SAM}" in block and f"[2023-04-19] {ANA}" in block, block
+    answer = json.loads(mm.handle_tool_call("tablestore_search", {"query": QUESTION}))
+    said = {r["text"]: r["created_at"] for r in answer["results"]}
+    assert said == {
+        SAM: datetime(2023, 3, 12, 5, tzinfo=timezone.utc).timestamp(),
+        ANA: datetime(2023, 4, 19, 5, tzinfo=timezone.utc).timestamp(),
+    }, answer

@@ -214,10 +214,13 @@ class MemoryRuntime:
 
     def _stamped(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         """``messages`` stamped with the turn's time when a replay sets it (a message that
-        has its own time keeps it); live, the store stamps them when they land."""
+        has its own time keeps it); live, the store stamps them when they land. A naive
+        turn time is UTC, as the search reads it, not the machine's local time."""
         if not self._stamp_turns:
             return tuple(messages)
-        said = self.turn_time().timestamp()
+        moment = limits.check_reference_time(self.turn_time(), field="turn_time")
+        assert moment is not None
+        said = moment.timestamp()
         return tuple(
             m if m.timestamp is not None else attrs.evolve(m, timestamp=said) for m in messages
         )
