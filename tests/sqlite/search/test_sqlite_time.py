@@ -182,6 +182,23 @@ def test_a_date_in_the_query_past_the_calendar_is_no_time_word(
     assert [h.memory.id for h in mem.search(query, reference_time=ASKED)] == [hiking]
 
 
+@pytest.mark.parametrize("query", ["Where was I on March 32?", "Where was I on March 99?"])
+def test_a_day_no_month_holds_is_no_time_word(query: str) -> None:
+    """ "March 32" or "March 99" is no date; the number was read as a year (March 2032,
+    March 1999), and a memory said then was put ahead of an equal one."""
+    assert window(query, ASKED) is None
+
+
+def test_a_day_no_month_holds_does_not_favour_a_memory_of_that_year(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    mem = _memory(lexical_store)
+    old = _said(mem, "I went hiking with Sam", at(1999, 3, 1))
+    new = _said(mem, "I went hiking with Ana", at(2023, 3, 12))  # newer: ties go to it
+    hits = mem.search("Where did I go hiking on March 99?", reference_time=ASKED)
+    assert [h.memory.id for h in hits[:2]] == [new, old]
+
+
 @pytest.mark.parametrize(
     ("query", "asked"),
     [

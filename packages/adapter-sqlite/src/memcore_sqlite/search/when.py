@@ -11,8 +11,8 @@ when the query names no time: a query without time words ranks exactly as before
 measured under the 5-fold protocol (``benchmarks/longmemeval_time.py``) and gained nothing on
 held-out folds; ties are where a date decides without outweighing any relevance.
 
-Calendar arithmetic is python-dateutil's (``relativedelta``; its parser reads explicit dates
-such as "May 3" or "2023-05-03"). The phrases are found with a short pattern list rather
+Calendar arithmetic is python-dateutil's (``relativedelta``; its parser reads ISO dates such
+as "2023-05-03"). The phrases are found with a short pattern list rather
 than a general date finder: ``dateparser`` resolves these phrases too, but its first call
 costs about 0.8 s, and an unresolvable phrase ("in the past two months") several seconds,
 which a search path cannot pay.
@@ -173,11 +173,9 @@ def _in_month(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
     else:  # the latest such month that has begun by the question
         first = datetime(now.year - (month > now.month), month, 1)
     if day_no:
-        # dateutil's parser (and its time zones) only for a date it reads: imported with
-        # this module it cost a fresh process 12 ms, 40-60 ms without its bytecode.
-        from dateutil import parser as date_parser
-
-        one = date_parser.parse(f"{name} {day_no}", default=first)
+        # The day of that month, or ValueError when it has none ("March 32" is no date; a
+        # date parser read its number as a year, March 2032).
+        one = first.replace(day=int(day_no))
         return one - timedelta(days=1), one + timedelta(days=2)
     return first, first + _step("month", 1)
 
