@@ -181,3 +181,19 @@ def test_messages_are_sent_with_message_id_and_rfc3339_time(
     ]
     page = ts.list_messages(STORE, A1)
     assert [(m.id, m.timestamp) for m in page.items] == [("m-7", 1_756_000_000.25)]
+
+
+def test_a_message_said_before_1970_is_listed_as_the_embedded_store_lists_it(
+    ts: TableStoreMemoryStore,
+) -> None:
+    """A message may be dated from year 1000 on; the emulator's message listing started at
+    the epoch when no minTimestamp was asked, so a turn said in 1969 went missing from it."""
+    ts.ensure_store(STORE)
+    said = [Message("user", "moon landing", id="m-1", timestamp=-14_000_000.0)]
+    said.append(Message("user", "hello", id="m-2", timestamp=1_756_000_000.25))
+    ts.add_messages(STORE, A1, said)
+    page = ts.list_messages(STORE, A1)
+    assert [(m.id, m.timestamp) for m in page.items] == [
+        ("m-1", -14_000_000.0),
+        ("m-2", 1_756_000_000.25),
+    ]

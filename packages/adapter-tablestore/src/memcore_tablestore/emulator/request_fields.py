@@ -134,9 +134,11 @@ def millis_or_rfc3339(body: Body, key: str) -> int | None:
 
 
 def time_range(body: Body, *, rfc3339: bool) -> tuple[int, int]:
+    """The ``[minTimestamp, maxTimestamp]`` span in ms; unbounded where not asked (a message
+    may be dated before 1970, and is then listed as the embedded store lists it)."""
     read = millis_or_rfc3339 if rfc3339 else millis_only
     low, high = read(body, "minTimestamp"), read(body, "maxTimestamp")
-    low = 0 if low is None else low
+    low = -(2**62) if low is None else low
     high = 2**62 if high is None else high
     if low > high:
         raise invalid("minTimestamp must not be after maxTimestamp")
