@@ -38,6 +38,16 @@ def day(seconds: float) -> str:
         ("What did I buy in the past two weeks?", "2023-04-07", "2023-04-23"),
         ("What did I cook yesterday?", "2023-04-21", "2023-04-22"),
         ("Where was I on April 3rd?", "2023-04-02", "2023-04-05"),
+        ("what did i do in june", "2022-06-01", "2022-07-01"),  # chat is often lower case
+        ("IN MAY WHERE DID I GO", "2022-05-01", "2022-06-01"),
+        ("what did we do during march", "2023-03-01", "2023-04-01"),
+        ("In May, where did I go?", "2022-05-01", "2022-06-01"),
+        # a day not reached yet this year is last year's, as a month not begun is
+        ("What did I eat on December 25?", "2022-12-24", "2022-12-27"),
+        ("What did I do on April 22?", "2023-04-21", "2023-04-24"),
+        ("What did I do on April 23?", "2022-04-22", "2022-04-25"),
+        ("Who called on February 29?", "2020-02-28", "2020-03-02"),  # the last one there was
+        ("Who called on February 29, 2016?", "2016-02-28", "2016-03-02"),
     ],
 )
 def test_time_words_name_a_span_counted_from_the_question(query: str, start: str, end: str) -> None:
@@ -47,7 +57,16 @@ def test_time_words_name_a_span_counted_from_the_question(query: str, start: str
 
 
 @pytest.mark.parametrize(
-    "query", ["May I ask what my cat is called?", "What is my favourite band?", "the first one"]
+    "query",
+    [
+        "May I ask what my cat is called?",
+        "may i ask what my cat is called?",
+        "and may I ask what my cat is called?",
+        "MAY I ASK WHAT MY CAT IS CALLED?",
+        "we march on the capital",
+        "What is my favourite band?",
+        "the first one",
+    ],
 )
 def test_a_query_without_time_words_names_no_span(query: str) -> None:
     assert window(query, ASKED) is None

@@ -68,10 +68,17 @@ _THIS = re.compile(rf"\b(?:this|current)\s+{_UNIT}\b", re.I)
 _WEEKDAY = re.compile(rf"\b(?:last|this past|on|past)\s+{_DAY}\b", re.I)
 _WEEKEND = re.compile(r"\b(?:last|this past|past)\s+weekend\b", re.I)
 _DAYWORD = re.compile(r"\b(yesterday|today|tonight|this morning|this evening)\b", re.I)
-#: A month name, capitalised; "May" only after a word that makes it a month ("in May").
+#: A month name in any case ("in june": chat is often lower case). "May" only after a word
+#: that makes it a month ("in May"), and "may"/"march" not capitalised only after a word
+#: that cannot go before the verb ("in may", never "and may I" or "we march").
 _IN_MONTH = re.compile(
     rf"(?:\b(in|during|since|from|of|early|mid|late|last|until|through|and|or|between)\s+)?"
-    rf"\b{_MONTH}\b(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{{4}}))?"
+    rf"\b{_MONTH}\b(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{{4}}))?",
+    re.I,
+)
+_VERB_MONTHS = frozenset({"may", "march"})
+_MONTH_LEADS = frozenset(
+    {"in", "during", "since", "early", "mid", "late", "last", "until", "through", "between"}
 )
 _ISO = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 #: A word every pattern above needs: most queries name no time, and one search for these
@@ -165,19 +172,43 @@ def _dayword(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
 
 def _in_month(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
     lead, name, day_no, year = m.groups()
-    if name == "May" and lead is None:
-        return None  # "May I ask": not a month
-    month = _MONTHS.index(name.lower()) + 1
+    lower = name.lower()
+    if lower in _VERB_MONTHS and (
+        (name == "May" and lead is None)  # "May I ask": not a month
+        or (name != name.capitalize() and (lead or "").lower() not in _MONTH_LEADS)
+    ):
+        return None
+    month = _MONTHS.index(lower) + 1
     if year:
         first = datetime(int(year), month, 1)
     else:  # the latest such month that has begun by the question
         first = datetime(now.year - (month > now.month), month, 1)
-    if day_no:
-        # The day of that month, or ValueError when it has none ("March 32" is no date; a
-        # date parser read its number as a year, March 2032).
-        one = first.replace(day=int(day_no))
-        return one - timedelta(days=1), one + timedelta(days=2)
-    return first, first + _step("month", 1)
+    if not day_no:
+        return first, first + _step("month", 1)
+    # The day of that month, or ValueError when it has none ("March 32" is no date; a date
+    # parser read its number as a year, March 2032).
+    one = _month_day(first, int(day_no), today, dated=bool(year))
+    return one - timedelta(days=1), one + timedelta(days=2)
+
+
+def _month_day(first: datetime, day_no: int, today: datetime, *, dated: bool) -> datetime:
+    """Day ``day_no`` of ``first``'s month. Without a year, the latest one reached by the
+    question ("on December 25" asked on 5 December is last year's, as "in May" asked in
+    January is), and a 29 February the latest one there was."""
+    if dated:
+        return first.replace(day=day_no)
+    year = first.year
+    for _ in range(9):  # a 29 February comes at least once in eight years
+        try:
+            one = first.replace(year=year, day=day_no)
+        except ValueError:
+            if (first.month, day_no) != (2, 29):
+                raise
+        else:
+            if one <= today:
+                return one
+        year -= 1
+    raise ValueError(f"no day {day_no} in month {first.month}")
 
 
 def _iso(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
