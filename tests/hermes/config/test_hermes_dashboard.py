@@ -116,3 +116,69 @@ def test_memory_status_gives_the_real_reason_with_the_keys_set(hermes_home: Path
     assert "not available" in out and "top_k must be from 1 to 50" in out
     assert "✗ TABLESTORE_MEMORY_AK" not in out  # the keys are there: not named as missing
     assert AK not in out and SK not in out
+
+
+def test_the_dashboard_shows_and_keeps_the_saved_settings(
+    dashboard: Any, hermes_home: Path, kit: Any
+) -> None:
+    """The dashboard reads a provider's values from files of its own naming, not from
+    ``tablestore_memory.json``: it showed the defaults, called a working local store
+    unconfigured, and a save of one field wrote every other one back to its default (another
+    backend, store, app and tenant rule: the memories out of sight)."""
+    kit.write_config(
+        hermes_home,
+        backend="local",
+        memory_store_name="my_store",
+        app_id="myapp",
+        tenant_scope="user",
+        top_k=9,
+        enable_rerank=False,
+    )
+    provider = dashboard._load_memory_provider(NAME)
+    assert provider is not None
+    assert row(dashboard)["status"] == "ready"
+    shown = {
+        f["key"]: f["value"] for f in dashboard._memory_provider_payload(NAME, provider)["fields"]
+    }
+    assert shown["backend"] == "local" and shown["memory_store_name"] == "my_store"
+    assert (shown["app_id"], shown["tenant_scope"]) == ("myapp", "user")
+    assert (shown["top_k"], shown["enable_rerank"]) == ("9", "false")
+
+    dashboard._write_memory_provider_config_values(NAME, provider, {"top_k": "7"})
+
+    config = json.loads((hermes_home / "tablestore_memory.json").read_text())
+    assert config["top_k"] == 7
+    assert (config["backend"], config["memory_store_name"]) == ("local", "my_store")
+    assert (config["app_id"], config["tenant_scope"], config["enable_rerank"]) == (
+        "myapp",
+        "user",
+        False,
+    )
+
+
+def test_an_api_key_saved_in_the_dashboard_keeps_the_instance(
+    dashboard: Any, hermes_home: Path, kit: Any
+) -> None:
+    """Entering only a key used to wipe the instance and endpoint (the next start would
+    create a new instance) and put the region back to its default."""
+    endpoint = "https://inst1.cn-hangzhou.ots.aliyuncs.com"
+    kit.write_config(
+        hermes_home,
+        backend="tablestore",
+        instance_name="inst1",
+        endpoint=endpoint,
+        region="cn-hangzhou",
+    )
+    provider = dashboard._load_memory_provider(NAME)
+    assert provider is not None
+
+    dashboard._write_memory_provider_config_values(NAME, provider, {"api_key": API_KEY})
+
+    config = json.loads((hermes_home / "tablestore_memory.json").read_text())
+    assert (config["instance_name"], config["endpoint"], config["region"]) == (
+        "inst1",
+        endpoint,
+        "cn-hangzhou",
+    )
+    assert API_KEY not in json.dumps(config)
+    assert row(dashboard)["status"] == "ready"

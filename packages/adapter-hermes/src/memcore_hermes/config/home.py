@@ -103,13 +103,18 @@ class HermesHome:
             ) from None
         return merged
 
-    def peek_backend(self) -> str | None:
-        """The configured backend, read cheaply for ``is_available()`` (None when unreadable)."""
+    def peek_config(self) -> dict[str, Any]:
+        """The config file's values as written, read cheaply (no validation, no memcore
+        import); empty when missing or unreadable."""
         try:
             data = json.loads(self.read_config_bytes().decode("utf-8-sig") or "{}")
         except (OSError, ValueError, RecursionError):  # RecursionError: absurdly nested JSON
-            return None
-        value = data.get("backend") if isinstance(data, dict) else None
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def peek_backend(self) -> str | None:
+        """The configured backend, read cheaply for ``is_available()`` (None when unreadable)."""
+        value = self.peek_config().get("backend")
         return value if isinstance(value, str) else None
 
 

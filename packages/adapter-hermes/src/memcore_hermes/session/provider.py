@@ -174,8 +174,16 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
         The pair is required unless an API key is set: Hermes' schema has no "one of these",
         and the dashboard counts a provider as configured when its required fields are set,
-        so with the pair always required an API key alone read as unconfigured."""
+        so with the pair always required an API key alone read as unconfigured.
+
+        Each setting's default is its saved value: the dashboard reads a provider's values
+        only from files of its own naming, so it shows the defaults, judges which fields
+        apply by them, and writes them back for every field a save leaves out."""
         pair_required = not self._api_key_set()
+        return _with_saved_values(self._schema(pair_required), HermesHome().peek_config())
+
+    @staticmethod
+    def _schema(pair_required: bool) -> list[dict[str, Any]]:
         return [
             {
                 "key": "backend",
@@ -580,6 +588,24 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             release.detach()
         if runtime is not None:
             runtime.close(self._flush_timeout)
+
+
+def _with_saved_values(fields: list[dict[str, Any]], saved: dict[str, Any]) -> list[dict[str, Any]]:
+    """``fields`` with each non-secret one's default set to its value in ``saved`` (as the
+    text a form holds), unless that value is not one of the field's choices."""
+    for field in fields:
+        value = saved.get(field["key"])
+        if field.get("secret") or value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            text = str(value).strip()
+        else:
+            continue
+        if text and text in field.get("choices", [text]):
+            field["default"] = text
+    return fields
 
 
 def _host_prefetch_budget_s() -> float | None:
