@@ -424,6 +424,31 @@ def test_the_system_prompt_names_store_scope_and_tools(
         assert tool in block
 
 
+def test_the_system_prompt_says_whose_memories_a_shared_tenant_holds(
+    make_provider: Any, fake_store: InMemoryMemoryStore, hermes_home: Path, kit: Any
+) -> None:
+    """A group chat's tenant is the chat's and a fixed tenant is everyone's: the model must not
+    be told they hold the current user's memories (it would give one member another's)."""
+    own = make_provider(fake_store, user_id="carol").system_prompt_block()
+    assert "Memories of this user (hermes/telegram:carol," in own
+
+    chat = make_provider(
+        fake_store,
+        session_id="g1",
+        user_id=None,
+        chat_id="-100123",
+        chat_type="group",
+        gateway_session_key="agent:main:telegram:group:-100123",
+    ).system_prompt_block()
+    assert "of this user" not in chat
+    assert "telegram#chat:-100123" in chat and "everyone in this chat" in chat
+
+    kit.write_config(hermes_home, tenant_id="team")
+    fixed = make_provider(fake_store, session_id="f1", user_id="dave").system_prompt_block()
+    assert "of this user" not in fixed
+    assert "hermes/team" in fixed and "every user" in fixed
+
+
 def test_on_session_end_flushes(
     make_provider: Any, fake_store: InMemoryMemoryStore, kit: Any
 ) -> None:
