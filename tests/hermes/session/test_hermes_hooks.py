@@ -82,6 +82,18 @@ def test_a_delegation_becomes_a_memory_of_the_parent(
     assert memory.scope.tenant_id == "telegram:jo"
 
 
+def test_a_subagent_that_brought_nothing_back_leaves_no_memory(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """Hermes reports a failed, timed-out or interrupted subagent with an empty result: a
+    memory of the task alone would later read as a task that was done."""
+    provider = make_provider(fake_store, user_id="jo")
+    provider.on_delegation(task="Book the Oslo flight", result="", child_session_id="child-8")
+    provider.on_delegation(task="Book the Oslo hotel", result="  \n", child_session_id="c9")
+    assert provider.runtime.flush(5)
+    assert texts(fake_store) == []
+
+
 def test_a_read_only_session_records_no_delegation(
     make_provider: Any, fake_store: InMemoryMemoryStore
 ) -> None:

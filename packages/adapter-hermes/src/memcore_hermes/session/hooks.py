@@ -4,7 +4,8 @@
   the hits returned (fenced and bounded like a turn's recall), so the compression summary
   keeps what memory holds about them.
 - ``on_delegation``: the delegated task and the subagent's result become one memory of the
-  parent (spooled like any write: the agent's thread never waits on the backend).
+  parent (spooled like any write: the agent's thread never waits on the backend); a subagent
+  that brought no result back leaves none.
 - ``on_turn_start``: writes waiting out a backoff after an outage get a try right away.
 """
 
@@ -84,11 +85,15 @@ def delegation_text(task: str, result: str) -> str:
 
 
 def record_delegation(runtime: Any, task: str, result: str, child_session_id: str) -> str | None:
-    """Spool the delegation as a memory of the parent; None when there is nothing to keep."""
+    """Spool the delegation as a memory of the parent; None when there is nothing to keep:
+    no task, or no result (Hermes reports a subagent that failed, timed out or was
+    interrupted with an empty one, and the task alone would read as done)."""
     if not isinstance(task, str) or not task.strip():
+        return None
+    if not isinstance(result, str) or not result.strip():
         return None
     metadata = {"source": DELEGATION_SOURCE}
     if isinstance(child_session_id, str) and child_session_id.strip():
         metadata["child_session_id"] = child_session_id.strip()[:128]
-    key: str = runtime.remember(delegation_text(task, result or ""), metadata=metadata)
+    key: str = runtime.remember(delegation_text(task, result), metadata=metadata)
     return key
