@@ -182,3 +182,27 @@ def test_an_api_key_saved_in_the_dashboard_keeps_the_instance(
     )
     assert API_KEY not in json.dumps(config)
     assert row(dashboard)["status"] == "ready"
+
+
+def test_a_bad_value_saved_in_the_dashboard_is_refused_with_its_reason(
+    dashboard: Any, hermes_home: Path, kit: Any
+) -> None:
+    """Hermes' dashboard answers a ``ValueError`` from a provider's ``save_config`` with a 400
+    and its message, anything else with a 500 "Internal server error" and no reason."""
+    from fastapi.testclient import TestClient
+
+    path = kit.write_config(hermes_home, backend="local", top_k=9)
+    before = path.read_text()
+    client = TestClient(
+        dashboard.app,
+        base_url="http://127.0.0.1",
+        headers={"X-Hermes-Session-Token": dashboard._SESSION_TOKEN},
+    )
+    answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": {"top_k": "500"}})
+    assert answer.status_code == 400
+    assert "top_k must be from 1 to 50" in answer.json()["detail"]
+    assert path.read_text() == before
+
+    answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": {"top_k": "7"}})
+    assert answer.status_code == 200
+    assert json.loads(path.read_text())["top_k"] == 7

@@ -280,13 +280,23 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         ]
 
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
-        """Merge the non-secret values into ``tablestore_memory.json`` (atomic, mode 0600)."""
+        """Merge the non-secret values into ``tablestore_memory.json`` (atomic, mode 0600).
+
+        A refused value raises :class:`SettingRefused`, a ``ConfigError`` that is also a
+        ``ValueError``: Hermes' dashboard answers that with a 400 and its reason (any other
+        error with a 500 "Internal server error")."""
+        from memcore.errors import ConfigError
+        from memcore_hermes.config.refused import SettingRefused
+
         allowed = {
             k: v
             for k, v in values.items()
             if k not in ("access_key_id", "access_key_secret", "api_key")
         }
-        HermesHome(hermes_home).save_config(allowed)
+        try:
+            HermesHome(hermes_home).save_config(allowed)
+        except ConfigError as exc:
+            raise SettingRefused.of(exc) from None
 
     def backup_paths(self) -> list[str]:
         """The config, the spool and the local database (resolved without initialising)."""
