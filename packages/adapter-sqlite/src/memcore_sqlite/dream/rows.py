@@ -29,6 +29,7 @@ class TaskRow(NamedTuple):
     created_at: float
     updated_at: float
     finished_at: float | None
+    owner: str | None
 
 
 class ActionRow(NamedTuple):

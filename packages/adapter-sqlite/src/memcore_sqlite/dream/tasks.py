@@ -4,10 +4,18 @@ A task runs inside ``create_dream_task``: ``queued`` -> ``running`` (its memorie
 ``planning`` -> (``applying``, in ``safe_auto``) -> ``completed`` or
 ``completed_with_failures``; ``failed`` if planning raised. Each step is its own transaction,
 so another process sees the task move, and may cancel it before its actions are written.
+
+A pass stopped by an error that is not a memcore error is failed too (the error goes on to
+the caller). One whose process ended half way (killed, the machine restarted) is reported
+failed by the next call that reads it: its id, or a listing or pass over its scopes
+(:mod:`~memcore_sqlite.dream.owners`).
+Its automatic applying is one transaction, so such a pass applied nothing; the actions it
+had planned stay proposed. A task once finished never moves again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -26,12 +34,13 @@ from memcore.dream import (
     decide,
     plan,
 )
-from memcore.errors import InvalidInput, MemcoreError, NotFound
+from memcore.errors import InvalidInput, MemcoreError, NotFound, Unavailable
 from memcore.paging import page
 from memcore.ports import DreamReviewer
 from memcore.scope import ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
 from memcore_sqlite.dream import inputs as dream_inputs
+from memcore_sqlite.dream import owners
 from memcore_sqlite.dream.apply import Added, DreamApplier, Outcome, Removed
 from memcore_sqlite.dream.rows import (
     ACTION,
@@ -56,6 +65,13 @@ DEFAULT_MAX_MEMORIES = 1000
 MAX_MEMORIES = 5000
 #: A session pass: at most this many new memories each, planned against their neighbours.
 DEFAULT_MAX_NEW = 200
+#: The statuses of a task whose pass has not finished.
+UNFINISHED = ("queued", "running", "planning", "applying")
+#: What a task whose process ended half way says.
+ABANDONED = (
+    "abandoned: the process running this pass ended before it finished; nothing of it was "
+    "applied, and the actions it had planned stay proposed"
+)
 
 
 class DreamTasks:
@@ -90,10 +106,10 @@ class DreamTasks:
         return None if row is None else ActionRow._make(row)
 
     def _set_status(self, store_id: int, task_id: str, status: str, **extra: Any) -> bool:
-        """Move the task on unless it was cancelled meanwhile; False when it was."""
+        """Move the task on unless it finished meanwhile (cancelled); False when it did."""
         with self._tx.write() as conn:
             row = self._dream_row(conn, store_id, task_id)
-            if row.status == "cancelled":
+            if row.status not in UNFINISHED:
                 return False
             sets = ", ".join(f"{k} = ?" for k in ("status", "updated_at", *extra))
             conn.execute(
@@ -101,6 +117,46 @@ class DreamTasks:
                 (status, time.time(), *extra.values(), row.seq),
             )
         return True
+
+    def _reap(
+        self,
+        store: str,
+        *,
+        task_id: str | None = None,
+        patterns: Sequence[ScopePattern] | None = None,
+    ) -> None:
+        """Report failed the unfinished tasks whose process is gone, of those the caller is
+        about to look at: ``task_id``, or those reading a scope ``patterns`` overlap (all when
+        None). A read-only store leaves them as they are."""
+        with self._tx.read() as conn:
+            sid = self._tx.store_id(conn, store)
+            rows = conn.execute(
+                "SELECT seq, id, status, owner, scopes FROM dream_tasks WHERE store_id = ?"
+                f" AND status IN ({', '.join('?' * len(UNFINISHED))})"
+                + ("" if task_id is None else " AND id = ?"),
+                (sid, *UNFINISHED, *(() if task_id is None else (task_id,))),
+            ).fetchall()
+        left = [
+            (seq, status, owner)
+            for seq, tid, status, owner, scopes in rows
+            if (
+                patterns is None
+                or any(overlap(p, q) for p in patterns for q in patterns_of(scopes))
+            )
+            and owners.gone(owner, tid)
+        ]
+        if not left or self._tx.read_only:
+            return
+        # Never waited for: a look at a task does not stall (or fail) behind another
+        # process's long write; the next look reports it.
+        with contextlib.suppress(Unavailable), self._tx.write(wait=0.0) as conn:
+            now = time.time()
+            for seq, status, owner in left:  # unless it moved meanwhile
+                conn.execute(
+                    "UPDATE dream_tasks SET status = 'failed', error = ?, updated_at = ?,"
+                    " finished_at = ? WHERE seq = ? AND status = ? AND owner IS ?",
+                    (ABANDONED, now, now, seq, status, owner),
+                )
 
     # -- the port -----------------------------------------------------------------------
     def create_dream_task(
@@ -178,14 +234,45 @@ class DreamTasks:
             raise InvalidInput(
                 f"max_memories must be an integer in 0..{MAX_MEMORIES}", field="max_memories"
             )
+        self._reap(store, patterns=patterns)
         dream_id = uuid.uuid4().hex
+        owners.started(dream_id)
+        try:
+            return self._start(
+                store,
+                dream_id,
+                patterns,
+                mode,
+                thresholds,
+                scope_output_mode,
+                instructions,
+                max_memories,
+                max_new,
+                started,
+            )
+        finally:
+            owners.ended(dream_id)
+
+    def _start(
+        self,
+        store: str,
+        dream_id: str,
+        patterns: tuple[ScopePattern, ...],
+        mode: str,
+        thresholds: Mapping[str, float],
+        scope_output_mode: str,
+        instructions: str | None,
+        max_memories: int,
+        max_new: int | None,
+        started: float,
+    ) -> DreamTask:
         now = time.time()
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             conn.execute(
                 "INSERT INTO dream_tasks (id, store_id, status, apply_mode, scope_output_mode,"
-                " scopes, thresholds, instructions, created_at, updated_at)"
-                " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
+                " scopes, thresholds, instructions, created_at, updated_at, owner)"
+                " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     dream_id,
                     sid,
@@ -196,6 +283,7 @@ class DreamTasks:
                     instructions or None,
                     now,
                     now,
+                    owners.this_process(),
                 ),
             )
             self._tx.audit(conn, sid, "CreateMemoryDreamTask", started, target=dream_id)
@@ -213,6 +301,17 @@ class DreamTasks:
             )
         except MemcoreError as exc:
             self._set_status(sid, dream_id, "failed", error=str(exc), finished_at=time.time())
+        except BaseException as exc:
+            # Only the error's kind is kept: its message may carry anything (a model's answer).
+            how = (
+                "was interrupted"
+                if isinstance(exc, KeyboardInterrupt)
+                else f"stopped on an unexpected error ({type(exc).__name__})"
+            )
+            error = f"the pass {how}; nothing of it was applied"
+            with contextlib.suppress(Exception):  # else the next look reports it abandoned
+                self._set_status(sid, dream_id, "failed", error=error, finished_at=time.time())
+            raise
         with self._tx.read() as conn:
             return dream_value(conn, self._dream_row(conn, sid, dream_id))
 
@@ -323,7 +422,7 @@ class DreamTasks:
         auto_ids: list[str] = []
         with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
-            if row.status == "cancelled":
+            if row.status != "planning":  # cancelled meanwhile
                 return
             now = time.time()
             for action, decision in zip(planned, auto):
@@ -373,7 +472,7 @@ class DreamTasks:
         removed: Removed = []
         with self._tx.write() as conn:
             row = self._dream_row(conn, sid, dream_id)
-            if row.status == "cancelled":
+            if row.status != "applying":  # cancelled meanwhile
                 return
             failed = 0
             for action_id in action_ids:
@@ -436,6 +535,8 @@ class DreamTasks:
         return out
 
     def get_dream_task(self, store: str, task_id: str) -> DreamTask:
+        limits.check_id(task_id, field="task_id")
+        self._reap(store, task_id=task_id)
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             return dream_value(conn, self._dream_row(conn, sid, task_id))
@@ -455,6 +556,7 @@ class DreamTasks:
             raise InvalidInput(f"status must be one of {', '.join(DREAM_STATUSES)}", field="status")
         cursor = self._tx.tokens.listing("dream_tasks", store, pattern, status)
         after = cursor.open(next_token)
+        self._reap(store, patterns=None if pattern is None else [pattern])
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             rows = conn.execute(
@@ -469,10 +571,12 @@ class DreamTasks:
 
     def cancel_dream_task(self, store: str, task_id: str) -> DreamTask:
         """Cancel a task that is not finished; a finished one is returned as it is."""
+        limits.check_id(task_id, field="task_id")
+        self._reap(store, task_id=task_id)
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
             row = self._dream_row(conn, sid, task_id)
-            if row.status not in ("completed", "completed_with_failures", "failed", "cancelled"):
+            if row.status in UNFINISHED:
                 now = time.time()
                 conn.execute(
                     "UPDATE dream_tasks SET status = 'cancelled', updated_at = ?, finished_at = ?"

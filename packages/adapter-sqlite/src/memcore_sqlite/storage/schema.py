@@ -511,6 +511,15 @@ def page_token_key(conn: sqlite3.Connection) -> bytes:
     return bytes(row[0])
 
 
+def _v13(conn: sqlite3.Connection) -> None:
+    """Which process runs each dream task (:mod:`memcore_sqlite.dream.owners`): a task left
+    unfinished by a process that is gone is reported failed, not running for ever. Tasks
+    from before have none; one still unfinished was left so."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(dream_tasks)")}
+    if "owner" not in columns:
+        conn.execute("ALTER TABLE dream_tasks ADD COLUMN owner TEXT")
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -525,6 +534,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (10, _v10),
     (11, _v11),
     (12, _v12),
+    (13, _v13),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
