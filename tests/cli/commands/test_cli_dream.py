@@ -88,3 +88,30 @@ def test_an_unknown_action_among_those_applied_is_named_in_one_error_line(local_
     else:
         assert "applied" in result.stdout
         assert line == "memcore: error: dream action 'ffffffffff' does not exist"
+
+
+def test_a_failed_dream_task_shows_why_it_failed(local_cli):
+    """``dream status`` and ``dream cancel`` showed a failed task's status but not its error,
+    so a person could not tell what stopped it without --json."""
+    from memcore.errors import Unavailable
+    from memcore.scope import ScopePattern
+    from memcore_sqlite import SqliteMemoryStore
+
+    class Down:
+        def review(self, candidates, actions, instructions):
+            raise Unavailable("the model endpoint answered HTTP 503")
+
+    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    first = local_cli.json("dream", "create")
+    [listed] = local_cli.json("stores", "list")
+    store = SqliteMemoryStore(local_cli.home / "memcore.db", dream_reviewer=Down())
+    try:
+        pattern = ScopePattern(**first["scopes"][0])
+        failed = store.create_dream_task(listed["name"], pattern)
+    finally:
+        store.close()
+    assert failed.status == "failed"
+    for command in ("status", "cancel"):
+        shown = local_cli.ok("dream", command, failed.id).stdout
+        assert "failed" in shown and "the model endpoint answered HTTP 503" in shown

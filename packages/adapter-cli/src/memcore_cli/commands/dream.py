@@ -39,6 +39,7 @@ def _show_task(state: Any, task: Any) -> None:
         [
             ("id", task.id),
             ("status", task.status),
+            ("error", task.error),  # what stopped a failed task
             ("scope", scope),
             ("apply mode", task.apply_mode),
             ("actions", ", ".join(f"{k} {v}" for k, v in task.action_counts.items()) or None),
