@@ -144,6 +144,41 @@ def test_an_action_whose_memory_changed_is_skipped_as_stale(
     assert (result.status, result.skipped_reason) == ("skipped", "stale_target_memory")
 
 
+def test_an_update_whose_newer_memory_was_reworded_since_is_skipped_as_stale(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """The newer memory an UPDATE keeps was edited to say something else: applying it
+    anyway marked the older fact replaced by a memory that no longer states its new value."""
+    old = _turn(
+        lexical_store, ALICE, "We keep 30 dozen eggs in the fridge, bought at the farm", 1.0
+    )
+    new = _turn(lexical_store, ALICE, "We now keep 20 dozen eggs in the fridge", 2.0)
+    task = lexical_store.create_dream_task(STORE, ALICE.pattern())
+    [action] = lexical_store.list_dream_actions(STORE, task.id).items
+    assert (action.action, action.target_memory_id) == ("UPDATE", new)
+    lexical_store.update_memory(STORE, ALICE, new, text="We keep chickens in the garden")
+    [result] = lexical_store.apply_dream_actions(STORE, task.id, [action.id])
+    assert (result.status, result.skipped_reason) == ("skipped", "stale_target_memory")
+    current = lexical_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert {m.id for m in current} == {old, new}
+
+
+def test_an_update_whose_newer_memory_only_gained_tags_still_applies(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    old = _turn(
+        lexical_store, ALICE, "We keep 30 dozen eggs in the fridge, bought at the farm", 1.0
+    )
+    new = _turn(lexical_store, ALICE, "We now keep 20 dozen eggs in the fridge", 2.0)
+    task = lexical_store.create_dream_task(STORE, ALICE.pattern())
+    [action] = lexical_store.list_dream_actions(STORE, task.id).items
+    lexical_store.update_memory(STORE, ALICE, new, metadata={"topic": "food"})
+    [result] = lexical_store.apply_dream_actions(STORE, task.id, [action.id])
+    assert result.status == "applied"
+    current = lexical_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert [m.id for m in current] == [new] and old != new
+
+
 def test_an_applied_action_whose_memory_was_edited_since_is_not_undone(
     hybrid_store: SqliteMemoryStore,
 ) -> None:

@@ -20,6 +20,7 @@ from memcore import limits
 from memcore.dream.scopes import in_scopes
 from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
+from memcore_sqlite.dream.rows import text_digest, text_key
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
 from memcore_sqlite.storage.rows import (
@@ -101,7 +102,7 @@ class DreamApplier:
         kind = action["action"]
         target_scope = Scope.from_mapping(json.loads(action["target_scope"]))
         sources: list[str] = json.loads(action["source_ids"])
-        versions: dict[str, int] = json.loads(action["versions"])
+        versions: dict[str, Any] = json.loads(action["versions"])
         target = action["target_id"]
         ids = [*sources, *([target] if target else [])]
         rows = self._rows(conn, store_id, ids)
@@ -124,6 +125,9 @@ class DreamApplier:
                 return Outcome("skipped", "conflicting_action" if mine else "stale_target_memory")
             if versions.get(i) is not None and int(r.memory.version) != int(versions[i]):
                 return Outcome("skipped", "stale_target_memory")
+        said = versions.get(text_key(target)) if target else None
+        if said is not None and text_digest(rows[target].memory.text) != said:
+            return Outcome("skipped", "stale_target_memory")  # reworded since
         now = time.time()
         undo: dict[str, Any] = {"created": [], "changed": [], "deleted": []}
         if kind == "DELETE":

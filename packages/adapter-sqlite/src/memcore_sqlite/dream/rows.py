@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -139,6 +140,26 @@ def checked(action: PlannedAction) -> tuple[str, ...]:
     """The memories whose version must be unchanged when the action applies: an UPDATE's
     target may gain versions from its other UPDATEs of the same plan meanwhile."""
     return action.source_ids if action.action == "UPDATE" else action.read_ids()
+
+
+def text_key(memory_id: str) -> str:
+    """Where an action's ``versions`` keep the digest of its UPDATE target's text."""
+    return f"text:{memory_id}"
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.strip().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def planned_state(action: PlannedAction, by_id: Mapping[str, Any]) -> dict[str, Any]:
+    """What must be as planned when the action applies: the versions of :func:`checked`, and
+    an UPDATE target's text (the newer fact it keeps; its other UPDATEs leave that as it is,
+    an edit does not)."""
+    state: dict[str, Any] = {i: by_id[i].version for i in checked(action) if i in by_id}
+    target = action.target_id
+    if action.action == "UPDATE" and target is not None and target in by_id:
+        state[text_key(target)] = text_digest(by_id[target].text)
+    return state
 
 
 def overlap(a: ScopePattern, b: ScopePattern) -> bool:

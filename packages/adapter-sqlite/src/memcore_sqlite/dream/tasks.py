@@ -48,11 +48,11 @@ from memcore_sqlite.dream.rows import (
     ActionRow,
     TaskRow,
     action_value,
-    checked,
     dream_value,
     inside,
     overlap,
     patterns_of,
+    planned_state,
 )
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
@@ -426,7 +426,7 @@ class DreamTasks:
                 return
             now = time.time()
             for action, decision in zip(planned, auto):
-                versions = {i: by_id[i].version for i in checked(action) if i in by_id}
+                versions = planned_state(action, by_id)
                 action_id = uuid.uuid4().hex
                 conn.execute(
                     "INSERT INTO dream_actions (id, dream_seq, action, status, target_scope,"
