@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -250,3 +251,17 @@ def test_processes_creating_one_new_spool_at_once_all_open_it(tmp_path: Path) ->
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
         assert out == "", out
+
+
+def test_a_lease_owner_on_windows_is_not_probed_with_os_kill(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``os.kill(pid, 0)`` ends the process it names on Windows: the lease runs out instead."""
+    from memcore_hermes.outbox import spool
+
+    def kill(pid: int, sig: int) -> None:
+        raise AssertionError(f"os.kill({pid}, {sig}) would end that process on Windows")
+
+    monkeypatch.setattr(spool.sys, "platform", "win32")
+    monkeypatch.setattr(spool.os, "kill", kill)
+    assert spool.owner_alive(f"{os.getpid() + 1}:lane")

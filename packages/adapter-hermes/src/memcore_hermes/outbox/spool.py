@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -88,6 +89,8 @@ def owner_alive(owner: str | None) -> bool:
     pid = int(pid_text)
     if pid == os.getpid():
         return True
+    if sys.platform == "win32":
+        return True  # os.kill there ends the process it names: a lease expires instead
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
