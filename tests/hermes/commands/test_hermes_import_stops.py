@@ -272,10 +272,12 @@ def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
         == answers[1]
         == {"total": 1, "added": 1, "present": 0, "superseded": 0, "id_map": {}}
     )
-    # An id of Bob's own with another text is his to know about: its new id is reported.
+    # An id of Bob's own with another text is his to know about: the import says it clashes.
     path.write_text(json.dumps({"id": bobs, "text": "Bob's second note", "scope": bob_scope}))
-    code, answer, _ = run(capsys, "import", str(path), "--user-id", "bob", "--platform", "telegram")
-    assert code == 0 and answer["added"] == 1 and list(answer["id_map"]) == [bobs], answer
+    code, answer, err = run(
+        capsys, "import", str(path), "--user-id", "bob", "--platform", "telegram"
+    )
+    assert code == 2 and f"id {bobs!r} already names another memory" in err, answer
     code, got, _ = run(capsys, "get", alices, "--user-id", "alice", "--platform", "telegram")
     assert code == 0 and got["text"] == "Alice's secret"
 
@@ -305,3 +307,36 @@ def test_a_second_import_into_a_store_that_keeps_a_text_twice_adds_nothing(
     assert (second["added"], second["present"]) == (0, 3)
     assert second["id_map"] == first["id_map"]
     assert len(list(service.every_memory())) == 3
+
+
+@pytest.mark.parametrize("moved", ["agent_id", "run_id", "text"])
+def test_an_id_that_names_another_memory_of_the_tenant_stops_the_import_as_memcore_import_does(
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, moved: str
+) -> None:
+    """A record whose id the tenant holds in another agent or run was counted present (its
+    own scope got nothing, and the log's messages linked to the other scope's memory), and
+    one under another text was added with a new id; ``memcore import`` refuses both files,
+    since the file and the store disagree about what the id is. Now so does this import."""
+    code, added, _ = run(capsys, "add", "User lives in Hangzhou", "--sync")
+    assert code == 0
+    [memory_id] = added["memory_ids"]
+    _, listed, _ = run(capsys, "list")
+    record = {
+        "id": memory_id,
+        "text": "User lives in Hangzhou",
+        "scope": listed["items"][0]["scope"],
+    }
+    if moved == "text":
+        record["text"] = "User lives in Ningbo"
+    else:
+        record["scope"] = {**record["scope"], moved: "elsewhere"}
+    other = {"text": "User likes tea", "scope": record["scope"]}
+    path = tmp_path / "clash.jsonl"
+    path.write_text(json.dumps(other) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    code, answer, err = run(capsys, "import", str(path))
+    assert code == 2, answer
+    assert reported(err) == [
+        f"tablestore-mem: error: line 2: id {memory_id!r} already names another memory of this "
+        "tenant (its text or scope differs); nothing was imported"
+    ]
+    assert texts(run, capsys) == ["User lives in Hangzhou"]

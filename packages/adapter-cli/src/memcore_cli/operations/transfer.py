@@ -27,14 +27,13 @@ tenant's memory exists.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput
+from memcore.errors import InvalidInput
 from memcore.paging import every_item
 from memcore.scope import Scope
 from memcore.service import restorable_text
@@ -46,6 +45,7 @@ from memcore.transfer import (
     history_kept,
     line_error,
     parse_line,
+    plan_import,
     restore_batches,
     restore_log,
     split_lines,
@@ -185,7 +185,11 @@ def import_memories(
     known = set(existing)
     service = runtime.service()
     texts = held_texts(service, existing.values())
-    pending = _to_write(records, existing, report, history_kept(service, records), texts)
+    plan = plan_import(records, existing, history_kept(service, records), texts)
+    pending = plan.pending
+    report.present, report.superseded = plan.present, plan.superseded
+    report.ids.update(plan.ids)
+    report.renamed.update(plan.renamed)
     exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     versions: dict[str, int] = {}  # each added memory -> the version this import left it at
@@ -211,81 +215,6 @@ def import_memories(
                 raise
             raise error from exc
     return report
-
-
-def _to_write(
-    records: list[ImportRecord],
-    existing: Mapping[str, MemoryRecord],
-    report: ImportReport,
-    kept: set[int],
-    held: Mapping[tuple[Scope, str], str],
-) -> list[ImportRecord]:
-    """The records to write, after checking every id against the tenant (nothing written yet).
-
-    A record whose id is already in its scope with the same text is present; one whose id
-    names a different memory of this tenant, or that repeats an earlier record's id with
-    another text or scope, stops the whole import with :class:`Conflict`. A replaced version
-    is written when its line is in ``kept`` (:func:`memcore.transfer.history_kept`). Where
-    the store does not restore exactly, a record whose text its scope holds (``held``,
-    :func:`memcore.transfer.held_texts`) is present under that memory's id.
-    """
-    pending: list[ImportRecord] = []
-    first: dict[str, ImportRecord] = {}
-    for record in records:
-        if record.superseded and record.line not in kept:
-            report.superseded += 1
-            continue
-        if record.id is None:
-            if not _held(report, record, held):
-                pending.append(record)
-            continue
-        if record.id in existing:
-            if not _holds(existing[record.id], record):
-                raise Conflict(
-                    f"line {record.line}: id {record.id!r} already names another memory of "
-                    "this tenant (its text or scope differs); nothing was imported",
-                    field="id",
-                    retryable=False,
-                )
-            report.present += 1
-            report.ids[record.id] = record.id
-            continue
-        earlier = first.setdefault(record.id, record)
-        if earlier is not record and (earlier.scope, earlier.text.strip()) != (
-            record.scope,
-            record.text.strip(),
-        ):
-            raise Conflict(
-                f"line {record.line}: id {record.id!r} was already given to line "
-                f"{earlier.line} with another text or scope; nothing was imported",
-                field="id",
-                retryable=False,
-            )
-        if not _held(report, record, held):
-            pending.append(record)
-    return pending
-
-
-def _held(
-    report: ImportReport, record: ImportRecord, held: Mapping[tuple[Scope, str], str]
-) -> bool:
-    """Count ``record`` present when its scope holds its text already (``held``), reporting
-    the id it has here as a write of it would have."""
-    found = held.get((record.scope, record.text.strip()))
-    if found is None:
-        return False
-    report.present += 1
-    if record.file_id is not None:
-        report.ids[record.file_id] = found
-        if found != record.file_id:
-            report.renamed[record.file_id] = found
-    return True
-
-
-def _holds(found: MemoryRecord, record: ImportRecord) -> bool:
-    """True when ``found`` (the tenant's memory under the record's id, from the listing the
-    import starts with) is in the record's scope with the same text."""
-    return found.scope == record.scope and found.text.strip() == record.text.strip()
 
 
 def _account(

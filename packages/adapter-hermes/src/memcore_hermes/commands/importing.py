@@ -1,7 +1,9 @@
 """``hermes tablestore-mem import``: a JSON Lines file of either export into the user's tenant.
 
 All or nothing, as ``memcore import``: every line is checked before anything is written
-(another tenant's records are refused). Should a write fail, or Ctrl-C stop the import, the
+(another tenant's records are refused), and every id against the tenant the same way
+(:func:`memcore.transfer.plan_import`): one that names another memory of it (another text,
+agent or run) stops the import before anything is written. Should a write fail, or Ctrl-C stop the import, the
 memories it added are deleted again and the one line that reports it says what was deleted
 and what is left (:class:`memcore.transfer.Undone`). The writes run with Ctrl-C held and the
 import stops between batches, so an interrupt never falls between a stored batch and the
@@ -32,6 +34,7 @@ from memcore.transfer import (
     held_texts,
     history_kept,
     parse_line,
+    plan_import,
     restore_batches,
     restore_log,
     stopped,
@@ -69,30 +72,14 @@ def import_lines(
     records = [r for r in parsed if isinstance(r, ImportRecord)]
     messages = [r for r in parsed if isinstance(r, MessageRecord)]
     listed = list(memories) if records else []
-    known = {m.id: m.text.strip() for m in listed}
+    known = {m.id: m for m in listed}
     #: Where the store may store a text twice (TableStore): each text a scope holds -> its id.
     texts = held_texts(service, listed)
-    present = superseded = 0
-    pending: list[ImportRecord] = []
+    # Every id checked against the tenant as ``memcore import`` checks it, nothing written yet.
+    plan = plan_import(records, known, history_kept(service, records), texts)
+    pending, present, superseded = plan.pending, plan.present, plan.superseded
     #: A file's memory id -> the id that memory has here (to link the log's messages).
-    ids: dict[str, str] = {}
-    id_map: dict[str, str] = {}
-    kept = history_kept(service, records)  # replaced versions restored with their links
-    for record in records:
-        there = texts.get((record.scope, record.text.strip()))
-        if record.superseded and record.line not in kept:
-            superseded += 1
-        elif record.id is not None and known.get(record.id) == record.text.strip():
-            present += 1  # already here, with the same text
-            ids[record.id] = record.id
-        elif there is not None:
-            present += 1  # its text is here under the id the store gave it
-            if record.file_id is not None:
-                ids[record.file_id] = there
-            if record.id is not None and there != record.id:
-                id_map[record.id] = there
-        else:
-            pending.append(record)
+    ids, id_map = plan.ids, plan.renamed
     logged = left_out = 0
     exact = service.restores_exactly
     # What this import created, in order, taken back if it stops.
@@ -151,7 +138,7 @@ def import_lines(
 
 
 def _said(
-    record: ImportRecord, new_id: str, was_there: bool, exact: bool, known: Mapping[str, str]
+    record: ImportRecord, new_id: str, was_there: bool, exact: bool, known: Mapping[str, object]
 ) -> bool:
     """Whether ``id_map`` maps the record's id to ``new_id``. Where the store keeps free ids
     (``exact``), a new one for a record this import added means another tenant holds the old

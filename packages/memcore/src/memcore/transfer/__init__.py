@@ -43,6 +43,7 @@ from memcore.transfer.parsing import (
     parse_record,
     record_format,
 )
+from memcore.transfer.planning import Plan, plan_import
 from memcore.transfer.records import (
     EXPORT_FORMAT,
     export_lines,
@@ -66,6 +67,7 @@ __all__ = [
     "OTHER_TENANT_HINT",
     "ImportRecord",
     "MessageRecord",
+    "Plan",
     "Undone",
     "dump_line",
     "escape_json",
@@ -78,6 +80,7 @@ __all__ = [
     "message_record",
     "parse_line",
     "parse_record",
+    "plan_import",
     "record_format",
     "restore_batches",
     "restore_log",
