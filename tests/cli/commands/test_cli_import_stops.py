@@ -341,3 +341,67 @@ def test_an_import_whose_write_answer_was_lost_says_that_line_may_be_stored(
     assert "line 4 may be stored" in line and "before importing again" in line
     listed = emulator_fake_cli.ok("--format", "plain", "list").stdout
     assert "bulk line 3" in listed and "bulk line 0" not in listed
+
+
+def _backup_with_links_and_log(tmp_path, set_config, cli_type):
+    """An export holding replaced versions (restored with their links) and a message log."""
+    source = tmp_path / "source"
+    set_config(source, {"embedder": "none"})
+    cli = cli_type(source)
+    turns = tmp_path / "turns.json"
+    turns.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "We went hiking on the Dragon Well trail"},
+                {"role": "assistant", "content": "How was the weather on the trail?"},
+            ]
+        ),
+        "utf-8",
+    )
+    cli.ok("--run", "s1", "add", "--sync", "--messages-file", str(turns))
+    for text in ("User likes green tea", "User likes green tea a lot"):
+        cli.ok("add", "--sync", text)
+    cli.json("dream", "create", "--apply-mode", "safe_auto")
+    out = tmp_path / "backup.jsonl"
+    cli.ok("export", "--out", str(out))
+    kinds = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert any(r.get("superseded_by") for r in kinds)
+    assert any(r.get("kind") == "message" for r in kinds)
+    return out
+
+
+@pytest.mark.parametrize("step", ["restore_links", "restore_messages"])
+def test_ctrl_c_during_the_last_steps_is_reported_and_leaves_nothing_half_done(
+    tmp_path, monkeypatch, local_cli, set_config, step
+):
+    """Ctrl-C while the version links or the message log were written was held and then
+    forgotten: the import answered as if never interrupted, exit 0. During the links it
+    now stops and takes back what it added; during the log (one transaction, the last
+    step) the import had finished, which the line says, with exit 130 all the same."""
+    backup = _backup_with_links_and_log(tmp_path, set_config, type(local_cli))
+    original = getattr(MemoryService, step)
+
+    def interrupted(self, *args, **kwargs):
+        answer = original(self, *args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return answer
+
+    monkeypatch.setattr(MemoryService, step, interrupted)
+    result = local_cli("import", str(backup))
+    monkeypatch.undo()
+    assert result.exit_code == 130, result.stdout
+    [line] = [line for line in result.stderr.splitlines() if "first run" not in line]
+    kept = local_cli.json_lines("list", "--all", "--all-versions")
+    exported = tmp_path / "again.jsonl"
+    local_cli.ok("export", "--out", str(exported))
+    if step == "restore_links":
+        assert line == (
+            "memcore: interrupted (import stopped; the 4 memories it had added were deleted again)"
+        )
+        assert kept == [] and exported.read_text("utf-8") == ""
+    else:
+        assert line == (
+            "memcore: interrupted (import finished before it could stop; the 4 memories and "
+            "2 messages it added are kept)"
+        )
+        assert exported.read_text("utf-8") == backup.read_text("utf-8")

@@ -31,8 +31,8 @@ def run(kit: Any) -> Any:
 
 
 def texts(run: Any, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    code, listed, _ = run(capsys, "list", "--all")
-    assert code == 0
+    code, listed, err = run(capsys, "list", "--all")
+    assert code == 0, err
     return sorted(m["text"] for m in listed["items"])
 
 
@@ -340,3 +340,66 @@ def test_an_id_that_names_another_memory_of_the_tenant_stops_the_import_as_memco
         "tenant (its text or scope differs); nothing was imported"
     ]
     assert texts(run, capsys) == ["User lives in Hangzhou"]
+
+
+def linked_file(path: Path) -> Path:
+    """A replaced version, the memory that replaced it, and a message of the log."""
+    lines = [
+        {
+            "format": 2,
+            "id": "a" * 32,
+            "text": "User lives in Hangzhou",
+            "scope": SCOPE,
+            "superseded_by": "b" * 32,
+            "superseded_how": "updated",
+        },
+        {"format": 2, "id": "b" * 32, "text": "User lives in Ningbo", "scope": SCOPE},
+        {
+            "format": 2,
+            "kind": "message",
+            "role": "user",
+            "content": "I moved to Ningbo",
+            "scope": SCOPE,
+            "timestamp": 1_700_000_000,
+            "memory_id": "b" * 32,
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("step", ["restore_links", "restore_messages"])
+def test_ctrl_c_during_the_last_steps_is_reported_and_leaves_nothing_half_done(
+    run: Any,
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: Any,
+    step: str,
+) -> None:
+    """Ctrl-C while the version links or the message log were written was held and then
+    forgotten: the import answered as if never interrupted, exit 0. During the links it
+    now stops and takes back what it added; during the log (one transaction, the last
+    step) the import had finished, which the line says, with exit 130 all the same."""
+    original = getattr(MemoryService, step)
+
+    def interrupted(self: MemoryService, *args: Any, **kwargs: Any) -> Any:
+        answer = original(self, *args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return answer
+
+    monkeypatch.setattr(MemoryService, step, interrupted)
+    code, answer, err = run(capsys, "import", str(linked_file(tmp_path / "linked.jsonl")))
+    assert code == 130 and answer["error"]["code"] == "interrupted", answer
+    if step == "restore_links":
+        assert reported(err) == [
+            "tablestore-mem: interrupted (import stopped; the 2 memories it had added were "
+            "deleted again)"
+        ]
+        assert texts(run, capsys) == []
+    else:
+        assert reported(err) == [
+            "tablestore-mem: interrupted (import finished before it could stop; the 2 "
+            "memories and 1 messages it added are kept)"
+        ]
+        assert texts(run, capsys) == ["User lives in Hangzhou", "User lives in Ningbo"]

@@ -15,8 +15,10 @@ The message log of the file (the turns shown around a hit) is logged after the l
 one transaction, each message linked to its memory as restored here; should that fail, the
 memories are deleted again as well. A store that keeps no log leaves the messages out.
 The writes run with Ctrl-C held (:func:`memcore_cli.output.interrupts.held_interrupts`) and the
-import stops between batches, so an interrupt never falls between a stored batch and the
-record of what it added, nor into the rollback.
+import stops between batches and before the message log, so an interrupt never falls between
+a stored batch and the record of what it added, nor into the rollback. One that comes while
+the log is written (one transaction, the last step) finds the import finished: it is kept,
+and the interrupted line (exit 130) says so (:func:`memcore.transfer.finished`).
 "Added" counts what this process created: a text another writer stored first is present.
 An id that this tenant does not hold but another tenant does is never an error: the record
 gets a new id and the answer is the same as for a free id (ids are unique in an embedded
@@ -41,6 +43,7 @@ from memcore.transfer import (
     ImportRecord,
     MessageRecord,
     export_lines,
+    finished,
     held_texts,
     history_kept,
     line_error,
@@ -205,6 +208,8 @@ def import_memories(
             links = version_links(report.created, report.ids)
             if links:
                 service.restore_links(links)
+            if held.interrupted:  # Ctrl-C during the links: what was added is taken back
+                raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
                 report.messages_left_out = len(messages)
             elif messages:
@@ -214,6 +219,8 @@ def import_memories(
             if error is exc:
                 raise
             raise error from exc
+        if held.interrupted:  # during the log, the last step: the import had finished
+            raise finished(report.added, report.messages_added)
     return report
 
 

@@ -6,8 +6,9 @@ All or nothing, as ``memcore import``: every line is checked before anything is 
 agent or run) stops the import before anything is written. Should a write fail, or Ctrl-C stop the import, the
 memories it added are deleted again and the one line that reports it says what was deleted
 and what is left (:class:`memcore.transfer.Undone`). The writes run with Ctrl-C held and the
-import stops between batches, so an interrupt never falls between a stored batch and the
-record of what it added, nor into the rollback. "Added" counts what this import created: a
+import stops between batches and before the message log, so an interrupt never falls between
+a stored batch and the record of what it added, nor into the rollback; one during the log
+(the last step) finds the import finished, and the interrupted line says it was kept. "Added" counts what this import created: a
 text another writer stored meanwhile is present, and a rollback leaves it alone; so does it a
 memory this import created that another write landed in since (a ``remember`` of the same
 text, another import that wrote it and counted it present), where the store can tell (the
@@ -31,6 +32,7 @@ from memcore.transfer import (
     ImportRecord,
     MessageRecord,
     Undone,
+    finished,
     held_texts,
     history_kept,
     parse_line,
@@ -112,6 +114,8 @@ def import_lines(
             links = version_links(created, ids)
             if links:
                 service.restore_links(links)
+            if held.interrupted:  # Ctrl-C during the links: what was added is taken back
+                raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
                 left_out = len(messages)
             elif messages:
@@ -121,6 +125,8 @@ def import_lines(
             if error is exc:
                 raise
             raise error from exc
+        if held.interrupted:  # during the log, the last step: the import had finished
+            raise finished(len(landed), logged)
     answer: dict[str, Any] = {
         "total": len(records),
         "added": len(landed),

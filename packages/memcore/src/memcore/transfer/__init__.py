@@ -53,6 +53,7 @@ from memcore.transfer.records import (
 )
 from memcore.transfer.restoring import (
     Undone,
+    finished,
     held_texts,
     history_kept,
     restore_batches,
@@ -73,6 +74,7 @@ __all__ = [
     "escape_json",
     "export_lines",
     "export_record",
+    "finished",
     "held_texts",
     "history_kept",
     "line_error",

@@ -238,6 +238,16 @@ def take_back(
     return Undone(len(added), left)
 
 
+def finished(added: int, messages: int) -> KeyboardInterrupt:
+    """The interrupt to raise for an import that Ctrl-C reached in its last step (the message
+    log, one transaction): it had finished by then. Nothing is taken back, since deleting
+    the memories would leave the messages it logged: the line says what it kept."""
+    logged = f" and {messages} messages" if messages else ""
+    return KeyboardInterrupt(
+        f"import finished before it could stop; the {added} memories{logged} it added are kept"
+    )
+
+
 def stopped(cause: BaseException, undone: Undone) -> BaseException:
     """The error to raise for an import that ``cause`` stopped: the same kind (so the same
     exit code), its message followed by what the rollback did, one line in all."""
