@@ -319,3 +319,39 @@ def test_a_current_memory_edited_back_to_a_replaced_text_stays_current(
     report = fresh_cli.json("import", str(out))
     assert report["superseded"] == 1
     assert fresh_cli.json_lines("list", "--all") == local_cli.json_lines("list", "--all")
+
+
+def test_a_replaced_version_restored_after_its_successor_is_linked_both_ways(
+    tmp_path, local_cli, fresh_cli
+):
+    """The memory that replaced a version was present (restored before, from a copy of the
+    backup without its history): the version was restored with ``superseded_by``, but the
+    present memory's ``supersedes`` stayed empty, so its history and a later export
+    lacked the version it replaced."""
+    _dreamed(local_cli)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    every = ("list", "--all", "--all-versions")
+    before = {m["id"]: m for m in local_cli.json_lines(*every)}
+    current = tmp_path / "current.jsonl"
+    current.write_text(
+        "".join(
+            line + "\n"
+            for line in out.read_text("utf-8").splitlines()
+            if not json.loads(line).get("superseded_by")
+        ),
+        "utf-8",
+    )
+    assert fresh_cli.json("import", str(current))["superseded"] == 0
+
+    report = fresh_cli.json("import", str(out))
+    replaced = [m for m in before.values() if m["superseded_by"]]
+    assert (report["added"], report["present"]) == (len(replaced), len(before) - len(replaced))
+    assert {m["id"]: m for m in fresh_cli.json_lines(*every)} == before
+    again = tmp_path / "again.jsonl"
+    fresh_cli.ok("export", "--out", str(again))
+
+    def records(path):
+        return sorted(path.read_text("utf-8").splitlines())
+
+    assert records(again) == records(out)

@@ -205,7 +205,7 @@ def import_memories(
                 advance(len(written))
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
-            links = version_links(report.created, report.ids)
+            links = version_links(report.created, report.ids, plan.found)
             if links:
                 service.restore_links(links)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back

@@ -111,7 +111,7 @@ def import_lines(
                         ids[source] = new_id
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
-            links = version_links(created, ids)
+            links = version_links(created, ids, plan.found)
             if links:
                 service.restore_links(links)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back

@@ -18,13 +18,16 @@ from memcore.values import MemoryRecord
 class Plan:
     """The records to write, and what the import answers for the others: ``present`` (here
     already), ``superseded`` (replaced versions left out), ``ids`` (a file's memory id -> the
-    id it has here) and ``renamed`` (the ids that differ, for the answer's ``id_map``)."""
+    id it has here) and ``renamed`` (the ids that differ, for the answer's ``id_map``).
+    ``found``: each record present under its own id, with the memory that holds it (whose
+    links the import extends, :func:`memcore.transfer.version_links`)."""
 
     pending: list[ImportRecord] = attrs.field(factory=list)
     present: int = 0
     superseded: int = 0
     ids: dict[str, str] = attrs.field(factory=dict)
     renamed: dict[str, str] = attrs.field(factory=dict)
+    found: list[tuple[ImportRecord, MemoryRecord]] = attrs.field(factory=list)
 
 
 def plan_import(
@@ -65,6 +68,7 @@ def plan_import(
                 )
             plan.present += 1
             plan.ids[record.id] = record.id
+            plan.found.append((record, existing[record.id]))
             continue
         earlier = first.setdefault(record.id, record)
         if earlier is not record and (earlier.scope, earlier.text.strip()) != (

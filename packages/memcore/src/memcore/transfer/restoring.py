@@ -79,10 +79,15 @@ def held_texts(
 
 
 def version_links(
-    created: Sequence[tuple[ImportRecord, str]], ids: Mapping[str, str]
+    created: Sequence[tuple[ImportRecord, str]],
+    ids: Mapping[str, str],
+    found: Sequence[tuple[ImportRecord, MemoryRecord]] = (),
 ) -> list[VersionLink]:
     """The links of the memories an import created (``ids``: a file's memory id -> the id it
-    has here); a link to a version not restored is dropped."""
+    has here); a link to a version not restored is dropped. A memory present already
+    (``found``: its record and the memory as listed) that replaced a version this import
+    created lists that version in its ``supersedes`` too, its other links as they were, so
+    the history reads both ways as it did where the backup came from."""
     links = []
     for record, new_id in created:
         if record.fmt < 2 or not (record.superseded_by or record.supersedes):
@@ -92,6 +97,22 @@ def version_links(
         if by is not None or replaced:
             how = record.superseded_how if by is not None else None
             links.append(VersionLink(record.scope, new_id, by, how, replaced))
+    made = {new_id for _, new_id in created}
+    for record, memory in found:
+        had = memory.supersedes
+        new = [ids[i] for i in record.supersedes if ids.get(i) in made and ids[i] not in had]
+        if record.fmt < 2 or not new:
+            continue
+        how = memory.extras.get("superseded_how") if memory.superseded_by else None
+        links.append(
+            VersionLink(
+                memory.scope,
+                memory.id,
+                memory.superseded_by,
+                how if isinstance(how, str) else None,
+                (*had, *dict.fromkeys(new)),
+            )
+        )
     return links
 
 
