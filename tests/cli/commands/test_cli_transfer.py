@@ -408,3 +408,17 @@ def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored_as_curr
     assert (report["added"], report["superseded"]) == (len(records) - 1, 1)
     assert sorted(m["text"] for m in older_cli.json("list")["items"]) == current
     assert "1 replaced versions left out" in older_cli.ok("import", str(older)).stdout
+
+
+def test_a_byte_order_mark_on_stdin_is_read_as_in_a_file(tmp_path, local_cli, fresh_cli):
+    """A file with a UTF-8 byte order mark (Windows editors write one) imported by name,
+    but piped into ``import -`` it was refused ("Unexpected UTF-8 BOM"), and with
+    ``--lines`` the mark was stored at the start of the first memory's text."""
+    _seed(local_cli)
+    text = local_cli.ok("export").stdout
+    assert fresh_cli.json("import", "-", input="\ufeff" + text)["added"] == 4
+    report = fresh_cli.json("--agent", "notes", "import", "--lines", "-", input="\ufeffA note\r\n")
+    assert report["added"] == 1
+    assert [m["text"] for m in fresh_cli.json_lines("--agent", "notes", "list", "--all")] == [
+        "A note"
+    ]

@@ -403,3 +403,17 @@ def test_ctrl_c_during_the_last_steps_is_reported_and_leaves_nothing_half_done(
             "memories and 1 messages it added are kept)"
         ]
         assert texts(run, capsys) == ["User lives in Hangzhou", "User lives in Ningbo"]
+
+
+def test_a_byte_order_mark_on_stdin_is_read_as_in_a_file(
+    run: Any, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """A file with a UTF-8 byte order mark imported by name, but piped into ``import -`` it
+    was refused ("Unexpected UTF-8 BOM")."""
+    import io
+
+    line = json.dumps({"text": "User lives in Hangzhou", "scope": SCOPE}) + "\r\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO("\ufeff" + line))
+    code, answer, _ = run(capsys, "import", "-")
+    assert code == 0 and answer["added"] == 1, answer
+    assert texts(run, capsys) == ["User lives in Hangzhou"]

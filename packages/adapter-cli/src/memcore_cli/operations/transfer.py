@@ -135,7 +135,8 @@ def read_records(
         raise InvalidInput("cannot read '-': stdin is closed", field="file")
     try:
         if str(path) == "-":
-            raw_text = sys.stdin.read()
+            # A byte order mark, as a file's is (utf-8-sig): not part of the first record.
+            raw_text = sys.stdin.read().removeprefix("\ufeff")
         else:
             raw_text = path.expanduser().read_text(encoding="utf-8-sig")
     except FileNotFoundError:

@@ -544,7 +544,8 @@ def _run_import(args: argparse.Namespace) -> None:
 
     try:
         if args.file == "-":
-            raw_lines = split_lines(sys.stdin.read())
+            # A byte order mark, as a file's is (utf-8-sig): not part of the first record.
+            raw_lines = split_lines(sys.stdin.read().removeprefix("\ufeff"))
         else:
             with open(args.file, encoding="utf-8-sig") as fh:
                 raw_lines = split_lines(fh.read())
