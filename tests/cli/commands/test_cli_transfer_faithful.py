@@ -355,3 +355,36 @@ def test_a_replaced_version_restored_after_its_successor_is_linked_both_ways(
         return sorted(path.read_text("utf-8").splitlines())
 
     assert records(again) == records(out)
+
+
+def test_a_successor_restored_after_the_version_it_replaced_is_linked_both_ways(
+    tmp_path, local_cli, fresh_cli
+):
+    """The version a dream replaced was present (restored before as a current memory) and
+    the import restored what replaced it: the successor listed it in ``supersedes``, but it
+    kept no ``superseded_by``, so recall still answered with the replaced fact."""
+    _dreamed(local_cli)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    replaced = [r for r in records if r["superseded_by"]]
+    older = tmp_path / "older.jsonl"
+    older.write_text(
+        "".join(
+            json.dumps({**r, "superseded_by": None, "superseded_how": None}) + "\n"
+            for r in replaced
+        ),
+        "utf-8",
+    )
+    assert fresh_cli.json("import", str(older))["added"] == len(replaced)
+
+    report = fresh_cli.json("import", str(out))
+    assert (report["added"], report["present"]) == (len(records) - len(replaced), len(replaced))
+    again = tmp_path / "again.jsonl"
+    fresh_cli.ok("export", "--out", str(again))
+    assert sorted(again.read_text("utf-8").splitlines()) == sorted(
+        out.read_text("utf-8").splitlines()
+    )
+    assert fresh_cli.json_lines("list", "--all") == local_cli.json_lines("list", "--all")
+    for query in ("eggs fridge", "green tea"):
+        assert _search(fresh_cli, query) == _search(local_cli, query), query

@@ -85,9 +85,11 @@ def version_links(
 ) -> list[VersionLink]:
     """The links of the memories an import created (``ids``: a file's memory id -> the id it
     has here); a link to a version not restored is dropped. A memory present already
-    (``found``: its record and the memory as listed) that replaced a version this import
-    created lists that version in its ``supersedes`` too, its other links as they were, so
-    the history reads both ways as it did where the backup came from."""
+    (``found``: its record and the memory as listed) is linked to the versions this import
+    created as they are to it: one it replaced joins its ``supersedes``, and one that
+    replaced it becomes its ``superseded_by`` unless it has one; its other links stay as
+    they were. So the history reads both ways, and recall answers with the current fact, as
+    where the backup came from."""
     links = []
     for record, new_id in created:
         if record.fmt < 2 or not (record.superseded_by or record.supersedes):
@@ -99,20 +101,17 @@ def version_links(
             links.append(VersionLink(record.scope, new_id, by, how, replaced))
     made = {new_id for _, new_id in created}
     for record, memory in found:
+        if record.fmt < 2:
+            continue
         had = memory.supersedes
         new = [ids[i] for i in record.supersedes if ids.get(i) in made and ids[i] not in had]
-        if record.fmt < 2 or not new:
-            continue
-        how = memory.extras.get("superseded_how") if memory.superseded_by else None
-        links.append(
-            VersionLink(
-                memory.scope,
-                memory.id,
-                memory.superseded_by,
-                how if isinstance(how, str) else None,
-                (*had, *dict.fromkeys(new)),
-            )
-        )
+        by, how = memory.superseded_by, memory.extras.get("superseded_how")
+        successor = None if record.superseded_by is None else ids.get(record.superseded_by)
+        if by is None and successor in made:
+            by, how = successor, record.superseded_how
+        if new or by != memory.superseded_by:
+            how = how if by is not None and isinstance(how, str) else None
+            links.append(VersionLink(memory.scope, memory.id, by, how, (*had, *new)))
     return links
 
 
