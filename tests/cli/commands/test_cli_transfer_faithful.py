@@ -388,3 +388,46 @@ def test_a_successor_restored_after_the_version_it_replaced_is_linked_both_ways(
     assert fresh_cli.json_lines("list", "--all") == local_cli.json_lines("list", "--all")
     for query in ("eggs fridge", "green tea"):
         assert _search(fresh_cli, query) == _search(local_cli, query), query
+
+
+def test_a_stopped_import_gives_a_present_version_its_links_back(
+    tmp_path, monkeypatch, local_cli, fresh_cli
+):
+    """An import stopped after it linked a present version to the memory that replaced it
+    deleted that memory and left the link: the version, replaced by nothing, was no longer
+    listed or recalled."""
+    import signal
+
+    from memcore.service import MemoryService
+
+    _dreamed(local_cli)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    older = tmp_path / "older.jsonl"
+    older.write_text(
+        "".join(
+            json.dumps({**r, "superseded_by": None, "superseded_how": None}) + "\n"
+            for r in records
+            if r["superseded_by"]
+        ),
+        "utf-8",
+    )
+    fresh_cli.ok("import", str(older))
+    before = fresh_cli.json_lines("list", "--all", "--all-versions")
+    restore_links = MemoryService.restore_links
+    calls = []
+
+    def interrupted(self, links):
+        restore_links(self, links)
+        calls.append(1)
+        if len(calls) == 1:  # the import's links: Ctrl-C now
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(MemoryService, "restore_links", interrupted)
+    result = fresh_cli("import", str(out))
+    assert result.exit_code == 130, result.stdout
+    assert fresh_cli.json_lines("list", "--all", "--all-versions") == before
+    assert sorted(m["text"] for m in fresh_cli.json_lines("list", "--all")) == sorted(
+        m["text"] for m in before
+    )

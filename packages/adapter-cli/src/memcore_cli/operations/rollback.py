@@ -11,21 +11,25 @@ did not happen (:class:`memcore.transfer.Undone`, shared with ``hermes tablestor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from memcore.scope import Scope
 from memcore.transfer import Undone, take_back
+from memcore.values import VersionLink
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.wiring.runtime import Runtime
 
 
 def undo_import(
-    runtime: Runtime, added: list[tuple[Scope, str]], versions: Mapping[str, int]
+    runtime: Runtime,
+    added: list[tuple[Scope, str]],
+    versions: Mapping[str, int],
+    relink: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what the import added, newest first, with Ctrl-C held until done. Each goes
     through the service, so the tenant check applies to an import's undo as to any
     ``forget``; one already gone (another writer deleted it) counts as deleted, and one
     another write landed in since (``versions``: the version the import left each at) is
-    kept."""
+    kept; the present memories it linked get their links back (``relink``)."""
     with held_interrupts():
-        return take_back(runtime.service(), added, versions)
+        return take_back(runtime.service(), added, versions, relink)

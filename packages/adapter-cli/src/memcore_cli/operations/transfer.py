@@ -47,6 +47,7 @@ from memcore.transfer import (
     held_texts,
     history_kept,
     line_error,
+    links_before,
     parse_line,
     plan_import,
     restore_batches,
@@ -55,7 +56,7 @@ from memcore.transfer import (
     stopped,
     version_links,
 )
-from memcore.values import MemoryRecord
+from memcore.values import MemoryRecord, VersionLink
 from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
@@ -197,6 +198,7 @@ def import_memories(
     exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     versions: dict[str, int] = {}  # each added memory -> the version this import left it at
+    relink: list[VersionLink] = []  # the present memories' links as they were, once changed
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
         advance(report.present + report.superseded)
         try:
@@ -208,7 +210,9 @@ def import_memories(
                     raise KeyboardInterrupt
             links = version_links(report.created, report.ids, plan.found)
             if links:
+                before = links_before(plan.found, links)
                 service.restore_links(links)
+                relink.extend(before)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
@@ -216,7 +220,7 @@ def import_memories(
             elif messages:
                 report.messages_added = restore_log(service, messages, report.ids)
         except BaseException as exc:
-            error = stopped(exc, undo_import(runtime, added, versions))
+            error = stopped(exc, undo_import(runtime, added, versions, relink))
             if error is exc:
                 raise
             raise error from exc

@@ -23,7 +23,7 @@ restored here; should that fail, the memories are taken back too. A store that k
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memcore.scope import Scope
@@ -35,6 +35,7 @@ from memcore.transfer import (
     finished,
     held_texts,
     history_kept,
+    links_before,
     parse_line,
     plan_import,
     restore_batches,
@@ -43,7 +44,7 @@ from memcore.transfer import (
     take_back,
     version_links,
 )
-from memcore.values import MemoryRecord
+from memcore.values import MemoryRecord, VersionLink
 from memcore_hermes.commands.interrupts import held_interrupts
 
 #: This command has no --tenant: it imports for the user it acts for.
@@ -89,6 +90,7 @@ def import_lines(
     mine: set[str] = set()
     versions: dict[str, int] = {}  # each memory it created -> the version it left it at
     created: list[tuple[ImportRecord, str]] = []
+    relink: list[VersionLink] = []  # the present memories' links as they were, once changed
     with held_interrupts() as held:
         try:
             # Ids and times as exported where the store keeps them (the local store).
@@ -113,7 +115,9 @@ def import_lines(
                     raise KeyboardInterrupt
             links = version_links(created, ids, plan.found)
             if links:
+                before = links_before(plan.found, links)
                 service.restore_links(links)
+                relink.extend(before)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
@@ -121,7 +125,7 @@ def import_lines(
             elif messages:
                 logged = restore_log(service, messages, ids)
         except BaseException as exc:
-            error = stopped(exc, undo_import(service, landed, versions))
+            error = stopped(exc, undo_import(service, landed, versions, relink))
             if error is exc:
                 raise
             raise error from exc
@@ -155,7 +159,10 @@ def _said(
 
 
 def undo_import(
-    service: MemoryService, landed: list[tuple[Scope, str]], versions: Mapping[str, int]
+    service: MemoryService,
+    landed: list[tuple[Scope, str]],
+    versions: Mapping[str, int],
+    relink: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, with Ctrl-C held until
     done, through the service (its tenant check applies). One already gone (another writer
@@ -163,4 +170,4 @@ def undo_import(
     tells (``versions``: the version this import left each at); one the store refuses to
     delete is counted as left (:func:`memcore.transfer.take_back`)."""
     with held_interrupts():
-        return take_back(service, landed, versions)
+        return take_back(service, landed, versions, relink)

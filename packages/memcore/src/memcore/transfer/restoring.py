@@ -115,6 +115,23 @@ def version_links(
     return links
 
 
+def links_before(
+    found: Sequence[tuple[ImportRecord, MemoryRecord]], links: Sequence[VersionLink]
+) -> list[VersionLink]:
+    """The links of the present memories (``found``) that ``links`` change, as they were
+    before: what a stopped import gives them back, so that none is left naming a version the
+    rollback deletes (a version replaced by a deleted memory would no longer be recalled)."""
+    changed = {link.memory_id for link in links}
+    before = []
+    for _, memory in found:
+        if memory.id in changed:
+            how = memory.extras.get("superseded_how") if memory.superseded_by else None
+            by, had = memory.superseded_by, memory.supersedes
+            how = how if isinstance(how, str) else None
+            before.append(VersionLink(memory.scope, memory.id, by, how, had))
+    return before
+
+
 #: Records an import writes at once: one transaction and one embedding call on the local
 #: store. Big enough that the embedder works in full batches; small enough that progress
 #: moves and memory stays flat.
@@ -224,14 +241,24 @@ class Undone:
 
 
 def take_back(
-    service: MemoryService, added: Sequence[tuple[Scope, str]], versions: Mapping[str, int]
+    service: MemoryService,
+    added: Sequence[tuple[Scope, str]],
+    versions: Mapping[str, int],
+    relink: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, through the service (its
     tenant check applies); the caller holds Ctrl-C. Where the store tells claims, a batch at a
     time, each batch one transaction, and only a memory still at the version in ``versions``
     (:func:`restore_batches`): one another write landed in since is kept and counted, since
     that writer was told it had landed. Elsewhere each is deleted whatever landed in it.
-    One already gone counts as deleted; what the store refuses to delete is left."""
+    One already gone counts as deleted; what the store refuses to delete is left. ``relink``
+    (:func:`links_before`) gives the present memories the import linked their links back
+    first, so none names a memory deleted here."""
+    if relink:
+        try:
+            service.restore_links(relink)
+        except MemcoreError:
+            pass  # the store is failing: what follows says what it could not delete
     newest = list(reversed(added))
     if service.tells_claims and all(memory_id in versions for _, memory_id in newest):
         left = claimed = 0
