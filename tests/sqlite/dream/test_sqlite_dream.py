@@ -615,3 +615,28 @@ def test_a_merged_memory_holds_no_more_metadata_keys_than_the_limit(
     merged = hybrid_store.find_memory(STORE, ALICE.tenant_pattern(), done.result_memory_id)
     assert len(merged.metadata) == MAX_METADATA_KEYS
     assert all(merged.metadata.get(f"b{i:02d}") == "v" for i in range(MAX_METADATA_KEYS))
+
+
+def test_a_merge_into_new_wording_is_said_when_its_newest_source_was(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    """A MERGE whose text no source holds made a memory dated the day the pass ran, so
+    recall showed a fact said in 2023 as said today."""
+    import attrs
+
+    said = [1_680_000_000.0, 1_690_000_000.0]  # 2023
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", said[0])
+    _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", said[1])
+
+    def reword(candidates, actions):  # type: ignore[no-untyped-def]
+        return [attrs.evolve(a, text="The user drinks green tea every morning") for a in actions]
+
+    reviewed = _reviewed(db_path, reword)
+    task = reviewed.create_dream_task(STORE, ALICE.pattern())
+    [action] = reviewed.list_dream_actions(STORE, task.id).items
+    reviewed.apply_dream_actions(STORE, task.id, [action.id])
+    reviewed.close()
+    [merged] = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert merged.text == "The user drinks green tea every morning"
+    assert merged.said_at == said[1]
+    assert merged.created_at == said[1]

@@ -71,6 +71,12 @@ class Outcome:
     undo: str | None = None
 
 
+def _said(row: _Row) -> float:
+    """When a memory's text was last said (its creation, in rows from before schema 10)."""
+    m = row.memory
+    return float(m.said_at if m.said_at is not None else m.created_at)
+
+
 def _image(row: _Row) -> dict[str, Any]:
     return {**row.memory._asdict(), **row.links._asdict()}
 
@@ -175,8 +181,11 @@ class DreamApplier:
                     seq = int(same.memory.seq)
                     self._writes.retag(conn, store_id, seq, target_scope, same.memory.text, kept)
             else:
+                # A new wording of facts said before: said when the newest of them was (as a
+                # kept memory keeps its own), not on the day the pass ran.
+                said = max(_said(rows[i]) for i in sources)
                 mid, _ = self._writes.insert(
-                    conn, store_id, target_scope, text, meta, "dream", vector, added
+                    conn, store_id, target_scope, text, meta, "dream", vector, added, said_at=said
                 )
                 undo["created"].append(mid)
             target = mid
