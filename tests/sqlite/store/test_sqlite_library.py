@@ -96,3 +96,46 @@ def test_a_bad_message_id_is_a_typed_error_and_writes_nothing(
             mem.add(messages=turn)
         assert mem.list().items == ()
         assert mem.service.messages().items == ()
+
+
+def _open_files(path: Path) -> list[str]:
+    """This process's open descriptors on ``path`` and its side files (Linux)."""
+    fds = Path("/proc/self/fd")
+    names = []
+    for fd in fds.iterdir():
+        try:
+            names.append(str(fd.readlink()))
+        except OSError:
+            continue
+    return [name for name in names if name.startswith(str(path))]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_a_memory_dropped_without_close_lets_go_of_its_file_and_threads(tmp_path: Path) -> None:
+    import gc
+    import threading
+    import time
+
+    path = tmp_path / "m.db"
+    before = {t.ident for t in threading.enumerate()}
+    for _ in range(3):  # as a web handler that opens one per request and never closes it
+        mem = Memory.open("local", config=LEXICAL, user_id="alice", path=path)
+        mem.add(text="Alice keeps a diary")
+        assert mem.search("diary")  # a read starts the store's thread for its records
+        del mem
+        gc.collect()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        started = [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+        if not started and not _open_files(path):
+            break
+        time.sleep(0.05)
+    assert [t.name for t in started] == []
+    assert _open_files(path) == []
+    # What was read before the drop was recorded: the store was closed, not abandoned.
+    with Memory.open("local", config=LEXICAL, user_id="alice", path=path) as mem:
+        assert [m.text for m in mem.list().items] == ["Alice keeps a diary"]
+        searches = mem.store.list_requests(
+            LEXICAL.memory_store_name, operation="SearchMemories", limit=100
+        )
+        assert len(searches.items) == 3
