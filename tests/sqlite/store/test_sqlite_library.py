@@ -110,6 +110,17 @@ def _open_files(path: Path) -> list[str]:
     return [name for name in names if name.startswith(str(path))]
 
 
+def _open_after(path: Path, *, seconds: float) -> list[str]:
+    """:func:`_open_files` once none is left, or after ``seconds`` (the check of a new file
+    runs on a connection of its own for a moment after the store opened)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while (names := _open_files(path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return names
+
+
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 def test_a_memory_dropped_without_close_lets_go_of_its_file_and_threads(tmp_path: Path) -> None:
     import gc
@@ -139,3 +150,28 @@ def test_a_memory_dropped_without_close_lets_go_of_its_file_and_threads(tmp_path
             LEXICAL.memory_store_name, operation="SearchMemories", limit=100
         )
         assert len(searches.items) == 3
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_open_leaves_no_file_open_when_it_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memcore.errors import Unavailable
+    from memcore_sqlite import SqliteMemoryStore
+
+    path = tmp_path / "m.db"
+    # The errors are kept, as an app that logs or reports them does: their tracebacks hold
+    # the frames open() failed in, so nothing is left for the collector to close.
+    with pytest.raises(InvalidInput) as refused:
+        Memory.open("local", config=LEXICAL, path=path, policy=3)  # type: ignore[arg-type]
+    assert _open_after(path, seconds=10) == []
+
+    def busy(self: SqliteMemoryStore, name: str) -> None:
+        raise Unavailable("the memory database is busy", retryable=True)
+
+    monkeypatch.setattr(SqliteMemoryStore, "ensure_store", busy)
+    with pytest.raises(Unavailable, match="busy") as failed:
+        Memory.open("local", config=LEXICAL, path=path)
+    assert _open_after(path, seconds=10) == []
+    assert refused.value.field == "policy"
+    assert failed.value.retryable

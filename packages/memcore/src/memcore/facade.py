@@ -12,6 +12,7 @@ code; it runs these very methods off the event loop, and a test keeps the two su
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -141,16 +142,25 @@ class Memory:
             app_id=cfg.app_id,
             tenant_id=cfg.tenant_id,
         )
-        return cls(
-            open_store(backend, cfg, **options),
-            scope=scope,
-            store_name=cfg.memory_store_name,
-            policy=policy,
-            top_k=cfg.top_k,
-            enable_rerank=cfg.enable_rerank,
-            owns_store=True,
-            tenant_pinned=_pins_tenant(cfg),
-        )
+        as_scope_policy(policy)  # refused before a file or a connection is opened
+        store = open_store(backend, cfg, **options)
+        try:
+            return cls(
+                store,
+                scope=scope,
+                store_name=cfg.memory_store_name,
+                policy=policy,
+                top_k=cfg.top_k,
+                enable_rerank=cfg.enable_rerank,
+                owns_store=True,
+                tenant_pinned=_pins_tenant(cfg),
+            )
+        except BaseException:
+            # No Memory owns it: the caller could never close it (a store that cannot be
+            # ensured, a refused argument); closing it must not hide why.
+            with contextlib.suppress(Exception):
+                store.close()
+            raise
 
     @property
     def service(self) -> MemoryService:
