@@ -122,6 +122,8 @@ def test_dump_has_no_secrets_or_nulls() -> None:
         ({"enable_rerank": "x"}, "enable_rerank"),
         ({"top_k": True}, "top_k"),
         ({"local_path": 3}, "local_path"),
+        ({"local_path": "/data/a\x00b.db"}, "local_path"),
+        ({"local_path": "/data/\ud800.db"}, "local_path"),
     ],
 )
 def test_a_config_built_in_code_names_the_bad_key(changes: dict[str, Any], key: str) -> None:

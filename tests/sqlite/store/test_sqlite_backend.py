@@ -131,6 +131,40 @@ def test_an_option_of_the_wrong_kind_is_refused_at_open_naming_it(
     assert option in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "x" * 300,  # one name longer than the file system allows
+        "/".join(["d"] * 3000) + "/m.db",  # a path longer than the system allows
+    ],
+)
+def test_a_path_too_long_for_the_system_is_a_typed_error(tmp_path: Path, name: str) -> None:
+    """It was a raw OSError (File name too long), a CLI "unexpected error"."""
+    with pytest.raises(InvalidInput, match="too long"):
+        open_backend(MemcoreConfig(embedder="none"), path=str(tmp_path / name))
+    with pytest.raises(InvalidInput, match="too long"):
+        SqliteMemoryStore(str(tmp_path / name))
+
+
+@pytest.mark.parametrize("name", ["a\x00b.db", "\ud800.db"])
+def test_a_path_no_file_can_have_is_a_typed_error(tmp_path: Path, name: str) -> None:
+    """A NUL or half a UTF-16 pair, given past the config's own check (the ``path`` option,
+    the store itself): it was a raw ValueError or UnicodeEncodeError."""
+    with pytest.raises(ConfigError) as info:
+        open_backend(MemcoreConfig(embedder="none"), path=str(tmp_path / name))
+    assert info.value.field == "local_path"
+    with pytest.raises(InvalidInput):
+        SqliteMemoryStore(str(tmp_path / name))
+
+
+def test_a_home_folder_that_does_not_exist_is_a_config_error() -> None:
+    """``~nobody-here/m.db`` raised RuntimeError("Could not determine home directory.")."""
+    with pytest.raises(ConfigError) as info:
+        open_backend(MemcoreConfig(local_path="~no-such-user-here/m.db", embedder="none"))
+    assert info.value.field == "local_path"
+    assert "~no-such-user-here" in str(info.value)
+
+
 def test_an_option_given_as_a_numpy_number_is_taken(tmp_path: Path) -> None:
     """A number read from numpy (a dimension from an array, a row count computed) is a
     number the store works with: it is not refused as the wrong kind."""

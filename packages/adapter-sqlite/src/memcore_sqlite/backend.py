@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memcore import limits
 from memcore.config import EMBEDDERS, MemcoreConfig
 from memcore.errors import ConfigError, InvalidInput
 from memcore.ports import Embedder
@@ -39,7 +40,16 @@ def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
         return default_path()
     if not isinstance(chosen, (str, os.PathLike)) or not str(chosen).strip():
         raise ConfigError("local_path must be a file path", field="local_path")
-    return Path(chosen).expanduser()
+    problem = limits.path_problem(str(chosen))
+    if problem is not None:
+        raise ConfigError(f"local_path must be a file path: {problem}", field="local_path")
+    try:
+        return Path(chosen).expanduser()
+    except RuntimeError:  # ~name of a user this system does not know
+        raise ConfigError(
+            f"local_path {str(chosen)!r} starts with a home folder that does not exist here",
+            field="local_path",
+        ) from None
 
 
 def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:

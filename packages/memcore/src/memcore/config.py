@@ -134,6 +134,16 @@ def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
         raise _BadValue(attribute.name, f"{attribute.name} must look like cn-beijing")
 
 
+def _local_path(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A path no file can have (a NUL, half a UTF-16 pair) is refused here, naming the key:
+    else it failed only when the store opened, as a ValueError or a UnicodeEncodeError."""
+    if value is None:
+        return
+    problem = limits.path_problem(value)
+    if problem is not None:
+        raise _BadValue(attribute.name, f"{attribute.name} must be a file path: {problem}")
+
+
 def _timeout(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if not math.isfinite(value) or not 0 < value <= 600:
         raise _BadValue(
@@ -202,7 +212,7 @@ class MemcoreConfig:
     #: How many memories a prefetch recalls.
     top_k: int = attrs.field(default=5, validator=_top_k)
     #: The embedded store's database file; None means the platform's user data directory.
-    local_path: str | None = None
+    local_path: str | None = attrs.field(default=None, validator=_local_path)
     #: ``auto`` uses the ONNX embedder when installed, ``multilingual`` multilingual-e5 (about
     #: 100 languages), ``multilingual-use`` the faster Universal Sentence Encoder (16
     #: languages, better across languages), ``none`` keeps search lexical-only.

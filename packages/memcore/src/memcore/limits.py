@@ -7,6 +7,7 @@ and nothing is silently truncated.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -691,3 +692,14 @@ def check_apply_mode(value: object) -> str:
 
 def check_dream_instructions(value: object) -> str | None:
     return _optional_text(value, "instructions", MAX_DREAM_INSTRUCTIONS_BYTES, in_bytes=True)
+
+
+def path_problem(path: str) -> str | None:
+    """Why no file can have the path ``path`` on this system, or None."""
+    if "\x00" in path:
+        return "it holds a NUL character"
+    try:
+        os.fsencode(path)
+    except UnicodeError:
+        return "it holds characters the file system cannot encode"
+    return None

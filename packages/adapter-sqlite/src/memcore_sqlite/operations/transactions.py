@@ -7,6 +7,7 @@ processes queue on SQLite's lock with ``busy_timeout`` instead of failing.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import logging
@@ -104,6 +105,9 @@ class Transactions:
                 field="busy_timeout",
             )
         self.path = str(path)
+        problem = limits.path_problem(self.path)
+        if problem is not None:  # else a ValueError or UnicodeEncodeError from the first call
+            raise InvalidInput(f"the memory database path is not a file path: {problem}")
         #: The process that opened the connection: SQLite's connection must not cross a
         #: ``fork`` (:meth:`check_process`).
         self._pid = os.getpid()
@@ -654,6 +658,15 @@ def _prepare_file(path: str, advice: str) -> bool:
     of a folder that cannot be written: how to put the file elsewhere. A folder every user
     can write is refused: another user could leave the file or its ``-wal`` there first."""
     file = Path(path)
+    try:
+        file.exists()
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InvalidInput(
+                f"the memory database path {file} is too long for the file system ({advice})",
+                field=str(file),
+            ) from None
+        raise Unavailable(f"cannot open {file} ({exc.strerror})", field=str(file)) from None
     if file_modes.open_to_all(file.parent):
         raise PermissionDenied(
             f"{file.parent} can be written by every user, who could read the memories through "
