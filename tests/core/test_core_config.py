@@ -137,3 +137,16 @@ def test_a_config_built_in_code_names_the_bad_key(changes: dict[str, Any], key: 
     with pytest.raises(ConfigError, match=f"key '{key}'") as read:
         config_from_mapping(changes)
     assert str(read.value).count("(key") == 1
+
+
+def test_an_unknown_key_in_code_is_a_config_error_naming_it() -> None:
+    """The README: a wrong key "in MemcoreConfig(...) itself" raises ConfigError naming the
+    key; a misspelt one raised the TypeError of any call, which ``except ConfigError`` missed."""
+    with pytest.raises(ConfigError, match="embedder") as built:
+        MemcoreConfig(embeder="multilingual")  # type: ignore[call-arg]
+    assert built.value.field == "embeder"
+    assert isinstance(built.value, TypeError)  # what it was, for code that caught that
+    with pytest.raises(ConfigError) as changed:
+        MemcoreConfig().with_changes(colour="blue")
+    assert changed.value.field == "colour"
+    assert MemcoreConfig(embedder="none").embedder == "none"

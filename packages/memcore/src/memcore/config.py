@@ -241,6 +241,32 @@ class MemcoreConfig:
 CONFIG_KEYS = tuple(a.name for a in attrs.fields(MemcoreConfig))
 
 
+class _UnknownKey(ConfigError, TypeError):
+    """A keyword that is no config key: a ``ConfigError`` naming it, and still the
+    ``TypeError`` a call with an unexpected keyword raises."""
+
+
+def _known_keys_only(init: Any) -> Any:
+    """attrs' ``__init__``, refusing an unknown keyword (``embeder=``) as a ``ConfigError``
+    naming it, as a config file's unknown key is, rather than as a bare ``TypeError``."""
+
+    @functools.wraps(init)
+    def checked(self: MemcoreConfig, *args: Any, **kwargs: Any) -> None:
+        unknown = sorted(set(kwargs) - set(CONFIG_KEYS))
+        if unknown:
+            raise _UnknownKey(
+                f"unknown key {unknown[0]!r}; known keys are {', '.join(CONFIG_KEYS)}",
+                field=unknown[0],
+            )
+        init(self, *args, **kwargs)
+
+    return checked
+
+
+# Assigned, not written in the class: mypy still reads the keywords (and their types) from attrs.
+setattr(MemcoreConfig, "__init__", _known_keys_only(MemcoreConfig.__init__))  # noqa: B010
+
+
 def _strict(kind: type, name: str) -> Any:
     def structure(value: Any, _: Any) -> Any:
         if kind is float:
