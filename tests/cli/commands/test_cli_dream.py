@@ -70,6 +70,22 @@ def test_local_dream_applies_safely_lists_current_and_undoes(local_cli):
     assert local_cli("dream", "create", "--apply-mode", "sometimes").exit_code == 2
 
 
+def test_count_agrees_with_list_after_a_dream_pass(local_cli):
+    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    local_cli.ok("add", "--sync", stale)
+    local_cli.ok("add", "--sync", "The cat sleeps on the sofa")
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    task = local_cli.json("dream", "create", "--apply-mode", "safe_auto")
+    [action] = local_cli.json("dream", "actions", task["id"])["items"]
+    assert action["status"] == "applied"
+    shown = local_cli.json("list")["items"]
+    assert local_cli.json("count")["count"] == len(shown) == 2
+    assert local_cli.ok("count").stdout.strip() == "2"
+    assert local_cli.json("count", "--since", "1d")["count"] == 2
+    every = local_cli.json("list", "--all-versions")["items"]
+    assert local_cli.json("count", "--all-versions")["count"] == len(every) == 3
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_an_unknown_action_among_those_applied_is_named_in_one_error_line(local_cli, as_json):
     local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")

@@ -132,13 +132,26 @@ def list_memories(
         out.table(COLUMNS, rows, empty="no memories yet")
 
 
-def count(ctx: typer.Context, since: SinceOpt = None, filters: FilterOpt = None) -> None:
-    """Count the memories of the current tenant (or --agent/--run).
+def count(
+    ctx: typer.Context,
+    since: SinceOpt = None,
+    filters: FilterOpt = None,
+    current: Annotated[
+        bool,
+        typer.Option(
+            "--current/--all-versions",
+            help="Leave out memories a dream pass superseded (the default, as list does), or "
+            "count every version.",
+        ),
+    ] = True,
+) -> None:
+    """Count the memories of the current tenant (or --agent/--run), the ones list shows.
 
     \b
     Examples:
       memcore count
       memcore --tenant alice count --since 7d --filter topic=style
+      memcore count --all-versions
     """
     from memcore_cli.operations.lookup import memories_in_reach
     from memcore_cli.parsing.pairs import parse_pairs
@@ -147,7 +160,9 @@ def count(ctx: typer.Context, since: SinceOpt = None, filters: FilterOpt = None)
     state = state_of(ctx)
     chosen = selection(since, parse_pairs(filters, option="--filter"))
     runtime = state.runtime()
-    total = sum(1 for m in memories_in_reach(runtime) if chosen(m))
+    total = sum(
+        1 for m in memories_in_reach(runtime) if chosen(m) and not (current and _superseded(m))
+    )
     if state.json:
         state.output.json({"count": total, "scope": runtime.settings.scope.read_pattern.as_dict()})
     else:
