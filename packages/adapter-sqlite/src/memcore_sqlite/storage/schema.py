@@ -6,13 +6,16 @@ processes opening a new file at once apply it exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any
 
 from memcore import speakers
-from memcore.errors import PermissionDenied, ProtocolError
+from memcore.errors import Conflict, PermissionDenied, ProtocolError
+from memcore_sqlite.storage import other_openers
 from memcore_sqlite.storage.rows import HASH_BYTES
 from memcore_sqlite.vector import code_pages, stored
 
@@ -560,6 +563,17 @@ def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
             f"cannot be upgraded to {SCHEMA_VERSION}; open it once where it is writable",
             field="schema_version",
         )
+    path = _file_of(conn)
+    with other_openers.upgrading(path) if path else contextlib.nullcontext():
+        return _migrate(conn, path)
+
+
+#: How long an upgrade waits for another process to close the file before it is refused (a
+#: current memcore about to upgrade it too is seen as one in a few milliseconds).
+OTHERS_WAIT = 1.0
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         current = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -570,6 +584,8 @@ def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
                 field="schema_version",
                 retryable=False,
             )
+        if 0 < current < SCHEMA_VERSION and path:  # a new file has no older writer
+            _refuse_other_openers(path, current)
         for version, script in MIGRATIONS:
             if version > current:
                 if callable(script):
@@ -582,3 +598,31 @@ def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _file_of(conn: sqlite3.Connection) -> str:
+    """The main database's file ('' for one in memory)."""
+    for _, name, file in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return str(file or "")
+    return ""
+
+
+def _refuse_other_openers(path: str, current: int) -> None:
+    """An older file that another process has open is not upgraded: if that process runs an
+    older memcore it would go on writing the old format into the new one
+    (:mod:`memcore_sqlite.storage.other_openers`)."""
+    deadline = time.monotonic() + OTHERS_WAIT
+    while others := other_openers.others(path):
+        if time.monotonic() >= deadline:
+            pids = ", ".join(str(pid) for pid in sorted(others))
+            raise Conflict(
+                f"{path} is at schema version {current} and open in another process (pid "
+                f"{pids}), which may run an older memcore that would keep writing the old "
+                f"format into it; stop that process (a Hermes gateway, an MCP server, another "
+                f"memcore) and open it again to upgrade it to {SCHEMA_VERSION}; the file was "
+                "left as it was",
+                field="schema_version",
+                retryable=True,
+            )
+        time.sleep(0.02)
