@@ -316,3 +316,36 @@ def test_a_home_every_user_can_write_is_refused(tmp_path):
     )
     assert planted.read_bytes() == b""
     assert sorted(p.name for p in shared.iterdir()) == ["memcore.db-wal"]
+
+
+@pytest.mark.parametrize(
+    ("where", "args", "field"),
+    [
+        ("config", ("add", "hello"), "local_path"),
+        ("env", ("add", "hello"), "MEMCORE_HOME"),
+        ("none", ("--config", "~no-such-user-here/c.json", "list"), "config"),
+        ("none", ("--hermes-home", "~no-such-user-here/h", "list"), "hermes_home"),
+        ("none", ("import", "~no-such-user-here/backup.jsonl"), "file"),
+    ],
+)
+def test_a_path_in_an_unknown_user_s_home_is_a_usage_error(local_cli, where, args, field):
+    """``~nobody/x`` made Python's expanduser raise RuntimeError: "unexpected error", exit 1."""
+    env = {}
+    if where == "config":
+        (local_cli.home / "config.json").write_text('{"local_path": "~no-such-user-here/x.db"}')
+    elif where == "env":
+        env = {"MEMCORE_HOME": "~no-such-user-here/home"}
+    result = local_cli(*args, env=env)
+    assert result.exit_code == 2, result.stderr
+    assert "no-such-user-here" in result.stderr and "unexpected" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert field == "file" or repr(field) in result.stderr
+
+
+def test_a_database_name_too_long_for_the_file_system_is_a_clear_error(local_cli):
+    """The first-run check asked whether the file existed and got OSError ENAMETOOLONG."""
+    name = "a" * 300 + ".db"
+    (local_cli.home / "config.json").write_text(f'{{"local_path": "{name}"}}')
+    result = local_cli("add", "hello")
+    assert result.exit_code == 2, result.stderr
+    assert "too long" in result.stderr and "unexpected" not in result.stderr

@@ -94,17 +94,16 @@ def set_value(
       memcore config set backend tablestore
       memcore config set top_k 8
     """
-    from pathlib import Path
 
     from memcore.config import merge_config, without_userinfo
     from memcore_cli.settings.config_file import read_config, write_config
     from memcore_cli.settings.config_values import parse_value, redact
-    from memcore_cli.settings.home import data_home, default_config_path
+    from memcore_cli.settings.home import data_home, default_config_path, expand
 
     state = state_of(ctx)
     options = state.options
     if options.config:
-        path = Path(options.config).expanduser()
+        path = expand(options.config, field="config")
     else:
         path = default_config_path(data_home(state.environ))
     source = str(path)

@@ -140,6 +140,10 @@ def read_records(
             raw_text = sys.stdin.read().removeprefix("\ufeff")
         else:
             raw_text = path.expanduser().read_text(encoding="utf-8-sig")
+    except RuntimeError:  # "~nobody/x": no such user's home
+        raise InvalidInput(
+            f"{path} names a home folder this system does not know", field="file"
+        ) from None
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist", field="file") from None
     except (OSError, UnicodeDecodeError) as exc:

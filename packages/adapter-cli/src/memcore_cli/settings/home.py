@@ -10,11 +10,24 @@ DB_FILENAME = "memcore.db"
 CONFIG_FILENAME = "config.json"
 
 
+def expand(path: str, *, field: str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` made the home folder, or a
+    :class:`ConfigError` naming ``field`` when there is no such user (or no home)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        from memcore.errors import ConfigError
+
+        raise ConfigError(
+            f"{path!r} names a home folder this system does not know", field=field
+        ) from None
+
+
 def data_home(environ: Mapping[str, str]) -> Path:
     """``$MEMCORE_HOME`` when set, else the platform's user data directory for memcore."""
     explicit = environ.get(HOME_ENV, "").strip()
     if explicit:
-        return Path(explicit).expanduser()
+        return expand(explicit, field=HOME_ENV)
     import platformdirs
 
     return Path(platformdirs.user_data_dir("memcore", appauthor=False))
@@ -27,6 +40,6 @@ def default_config_path(home: Path) -> Path:
 def database_path(home: Path, local_path: str | None) -> Path:
     """The embedded store's file: the config's ``local_path`` (relative to home) or the default."""
     if local_path:
-        path = Path(local_path).expanduser()
+        path = expand(local_path, field="local_path")
         return path if path.is_absolute() else home / path
     return home / DB_FILENAME

@@ -23,7 +23,7 @@ from memcore.config import MemcoreConfig
 from memcore.discovery import installed_backends
 from memcore.errors import ConfigError
 from memcore_cli.settings.config_file import read_config
-from memcore_cli.settings.home import data_home, database_path, default_config_path
+from memcore_cli.settings.home import data_home, database_path, default_config_path, expand
 from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.settings.scopes import ScopeChoice, choose_scope
 
@@ -69,7 +69,9 @@ def resolve_settings(options: GlobalOptions, environ: Mapping[str, str]) -> Sett
         return _hermes_settings(options, environ, hermes_root)
     home = data_home(environ)
     explicit = options.config is not None
-    config_path = Path(options.config).expanduser() if options.config else default_config_path(home)
+    config_path = (
+        expand(options.config, field="config") if options.config else default_config_path(home)
+    )
     config = read_config(config_path, required=explicit)
     backend, source = _choose_backend(options, environ, config, config_path)
     return Settings(
@@ -122,12 +124,12 @@ def _hermes_root(options: GlobalOptions) -> Path | None:
                 "it out",
                 field="hermes_home",
             )
-        root = Path(options.hermes_home).expanduser()
+        root = expand(options.hermes_home, field="hermes_home")
         if not root.is_dir():
             raise ConfigError(f"--hermes-home {root} is not a directory", field="hermes_home")
         return root
     if options.config is not None:
-        path = Path(options.config).expanduser()
+        path = expand(options.config, field="config")
         if path.name == HERMES_CONFIG_FILE:
             return path.parent
     return None
@@ -148,7 +150,7 @@ def _hermes_settings(options: GlobalOptions, environ: Mapping[str, str], root: P
 
     home = HermesHome(root)
     explicit = options.config is not None
-    config_path = Path(options.config).expanduser() if options.config else home.config_file
+    config_path = expand(options.config, field="config") if options.config else home.config_file
     # Hermes reads a missing file as the defaults; a --config that names one must exist.
     config = read_config(config_path, required=explicit)
     if options.backend is not None:

@@ -12,6 +12,7 @@ import functools
 import sys
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from memcore.ports import MemoryStore
@@ -179,9 +180,9 @@ class Runtime:
         """The open store, without creating the memory store inside it."""
         if self._store is None:
             local = self.settings.backend == "local"
-            first_run = local and not self.settings.db_path.exists()
+            first_run = local and not _exists(self.settings.db_path)
             self._store = self._factory(self.settings)
-            if first_run and self.settings.db_path.exists():
+            if first_run and _exists(self.settings.db_path):
                 # Said only once the file exists: a home that cannot be created gets the
                 # error alone, not a welcome followed by a failure.
                 if self.settings.hermes_home is not None:
@@ -236,3 +237,12 @@ class Runtime:
         if self._store is not None:
             store, self._store = self._store, None
             store.close()
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; a name no file can have (too long) does not, and opening it
+    gives the store's own error."""
+    try:
+        return bool(path.exists())
+    except OSError:
+        return False
