@@ -482,7 +482,15 @@ class Plans:
     def cancel_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
         body = bodies.dream_id(store, task_id)
         # Cancelling twice leaves the task cancelled, as once does.
-        return answers.dream("CancelMemoryDreamTask", (yield Call("CancelMemoryDreamTask", body)))
+        cancelled = answers.dream(
+            "CancelMemoryDreamTask", (yield Call("CancelMemoryDreamTask", body))
+        )
+        # The answer is {dreamId, status, taskType}: decoded alone it would show defaults (no
+        # scopes, "proposal", no dates) for what the task really is. The task is read back.
+        task = answers.dream("GetMemoryDreamTask", (yield Call("GetMemoryDreamTask", body)))
+        if task.id != cancelled.id:
+            raise ProtocolError("GetMemoryDreamTask answered with another task", field="dreamId")
+        return task
 
     def list_dream_actions(
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None

@@ -796,6 +796,26 @@ class MemoryStoreContract:
         assert other.id in [t.id for t in listed]
         assert task.id not in [t.id for t in listed]
 
+    def test_a_cancel_answers_the_whole_task(self, ready: MemoryStore) -> None:
+        """What a cancel answers is the task as a read of it then shows: its mode, scopes,
+        instructions and dates, not defaults where the service's answer is short."""
+        self.add(ready, A1, "Likes jasmine tea")
+        try:
+            task = ready.create_dream_task(
+                self.store_name, A1.tenant_pattern(), apply_mode="safe_auto", instructions="Tea."
+            )
+        except Unsupported:
+            return
+        cancelled = ready.cancel_dream_task(self.store_name, task.id)
+        read = ready.get_dream_task(self.store_name, task.id)
+
+        def shown(t: Any) -> tuple[Any, ...]:
+            return (t.id, t.status, t.scopes, t.apply_mode, t.instructions, t.created_at)
+
+        assert shown(cancelled) == shown(read)
+        assert (cancelled.apply_mode, cancelled.instructions) == ("safe_auto", "Tea.")
+        assert cancelled.scopes and cancelled.created_at is not None
+
     def test_dream_calls_on_a_missing_task_are_not_found(self, ready: MemoryStore) -> None:
         try:
             ready.create_dream_task(self.store_name, A1.tenant_pattern())
