@@ -110,3 +110,20 @@ def test_audit_records_of_another_tenant_are_not_listed(
     assert not any(r.target_id in receipt.memory_ids for r in seen)
     mine = ts.list_requests(STORE, limit=100, pattern=A1.tenant_pattern()).items
     assert any(r.target_id in receipt.memory_ids for r in mine)
+
+
+def test_a_store_the_service_says_it_did_not_delete_is_not_reported_deleted(
+    ts: TableStoreMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DeleteMemoryStoreResponse.deleted`` is what the service did: ``false`` is not a
+    success, as it is not for DeleteMemory."""
+    from memcore_tablestore.emulator.apis.handlers import TABLE
+
+    def not_deleted(svc: Any, call: Any) -> Any:
+        return {"deleted": False, "memoryStoreName": call.store_name}
+
+    monkeypatch.setitem(TABLE, "DeleteMemoryStore", not_deleted)
+    with pytest.raises(NotFound) as caught:
+        ts.delete_store(STORE)
+    assert caught.value.field == "memory_store_name"
+    assert ts.describe_store(STORE).name == STORE

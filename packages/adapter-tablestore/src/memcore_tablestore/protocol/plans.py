@@ -190,10 +190,10 @@ class Plans:
         return answers.store_info("UpdateMemoryStore", (yield Call("UpdateMemoryStore", body)))
 
     def delete_store(self, store: str) -> Plan[None]:
-        answers.deleted(
-            "DeleteMemoryStore",
-            (yield Call("DeleteMemoryStore", bodies.named(store), replay_safe=False)),
-        )
+        answer = yield Call("DeleteMemoryStore", bodies.named(store), replay_safe=False)
+        # ``deleted: false`` is the service saying it deleted nothing: not a success.
+        if not answers.deleted("DeleteMemoryStore", answer):
+            raise NotFound(f"memory store {store!r} does not exist", field="memory_store_name")
 
     # -- memories -----------------------------------------------------------------------
     def add_text(
