@@ -206,7 +206,8 @@ def search(
             "--at",
             metavar="ISO8601",
             help="When the question is asked (default now; UTC without an offset): time "
-            "words such as 'last month' or '3 days ago' are read from it.",
+            "words such as 'last month' or '3 days ago' are read from it. The embedded store "
+            "only (TableStore checks it and ranks without it).",
         ),
     ] = None,
     neighbours: Annotated[
