@@ -6,6 +6,7 @@ and nothing is silently truncated.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -22,6 +23,9 @@ MAX_MESSAGES_BYTES = 32_000
 MAX_METADATA_KEYS = 16
 MAX_METADATA_KEY_CHARS = 64
 MAX_METADATA_VALUE_CHARS = 1_024
+#: The whole map, as compact UTF-8 JSON: the service refuses a larger one (16 values of 1,024
+#: four-byte characters are past it).
+MAX_METADATA_JSON_BYTES = 65_536
 MIN_TOP_K = 1
 MAX_TOP_K = 50
 MAX_QUERY_CHARS = 8_192
@@ -150,23 +154,40 @@ def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, st
                 field=f"{field}.{key}",
             )
         out[key] = value
+    size = metadata_bytes(out)
+    if size > MAX_METADATA_JSON_BYTES:
+        raise InvalidInput(
+            f"{field} is {size} bytes as JSON; the limit is {MAX_METADATA_JSON_BYTES}", field=field
+        )
     return out
+
+
+def metadata_bytes(metadata: Mapping[str, str]) -> int:
+    """The size the metadata limit counts: the map as compact JSON, in UTF-8."""
+    text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def merge_metadata(older: Mapping[str, str], newer: Mapping[str, str]) -> dict[str, str]:
     """The metadata of a memory written again (a repeated text, or a message's own keys over
     its write's): never more than :data:`MAX_METADATA_KEYS` keys.
 
-    The newer map's keys all win; keys only the older map holds fill the room left, in
-    ascending key order (code points), so every backend keeps the same ones. A repeat is a
-    merge the caller did not ask for, so it is cut to the limit rather than refused: a capture
-    must not fail because the same sentence was said twice.
+    The newer map's keys all win; keys only the older map holds fill the room left (keys, and
+    :data:`MAX_METADATA_JSON_BYTES`), in ascending key order (code points), so every backend
+    keeps the same ones. A repeat is a merge the caller did not ask for, so it is cut to the
+    limit rather than refused: a capture must not fail because the same sentence was said twice.
     """
     merged = dict(newer)
+    size = metadata_bytes(merged)
     for key in sorted(older.keys() - merged.keys()):
         if len(merged) >= MAX_METADATA_KEYS:
             break
+        # What one more pair adds: the key and value as JSON strings, ':' and ',' (or '{}'s).
+        more = metadata_bytes({key: older[key]}) - (1 if merged else 2)
+        if size + more > MAX_METADATA_JSON_BYTES:
+            continue
         merged[key] = older[key]
+        size += more
     return merged
 
 
@@ -183,6 +204,13 @@ def merge_update_metadata(
         raise InvalidInput(
             f"{field} would have {len(merged)} keys merged with the memory's {len(old)}; the "
             f"limit is {MAX_METADATA_KEYS} (clear it with {{}} first, then set the keys to keep)",
+            field=field,
+        )
+    size = metadata_bytes(merged)
+    if size > MAX_METADATA_JSON_BYTES:
+        raise InvalidInput(
+            f"{field} merged with the memory's would be {size} bytes as JSON; the limit is "
+            f"{MAX_METADATA_JSON_BYTES} (clear it with {{}} first, then set the keys to keep)",
             field=field,
         )
     return merged

@@ -202,6 +202,26 @@ class MemoryStoreContract:
         listed = ready.list_memories(self.store_name, A1.tenant_pattern()).items
         assert all(len(m.metadata) <= limits.MAX_METADATA_KEYS for m in listed)
 
+    def test_metadata_past_the_service_s_json_size_is_refused_and_never_merged_past_it(
+        self, ready: MemoryStore
+    ) -> None:
+        """The service refuses metadata over 65,536 bytes as JSON, which 16 values of 1,024
+        four-byte characters pass; a repeat's merge keeps within it, an update is refused."""
+        big = {f"k{i:02d}": "\U0001f600" * limits.MAX_METADATA_VALUE_CHARS for i in range(16)}
+        with pytest.raises(InvalidInput) as refused:
+            ready.add_text(self.store_name, A1, "Too much metadata", metadata=big, sync=True)
+        assert refused.value.field == "metadata"
+        fifteen = dict(list(big.items())[:15])
+        mid = self.add(ready, A1, "Nearly full metadata", **fifteen)
+        more = {"z": "\U0001f600" * 500}
+        assert self.add(ready, A1, "Nearly full metadata", **more) == mid
+        kept = dict(ready.get_memory(self.store_name, A1, mid).metadata)
+        assert kept["z"] == more["z"]
+        assert limits.metadata_bytes(kept) <= limits.MAX_METADATA_JSON_BYTES
+        with pytest.raises(InvalidInput):
+            ready.update_memory(self.store_name, A1, mid, metadata={"z": "\U0001f600" * 1024})
+        assert dict(ready.get_memory(self.store_name, A1, mid).metadata) == kept
+
     def test_an_update_past_the_metadata_limit_is_refused(self, ready: MemoryStore) -> None:
         full = {f"k{i:02d}": "v" for i in range(limits.MAX_METADATA_KEYS)}
         mid = self.add(ready, A1, "Sixteen keys already", **full)
