@@ -104,3 +104,22 @@ def test_the_write_marker_is_not_a_key_a_caller_may_set(hermes_home: Path, kit: 
             assert answer["error"]["field"] == f"metadata.{WRITE_MARKER}"
         finally:
             provider.shutdown()
+
+
+def test_the_model_never_sees_the_write_marker(make_provider: Any, kit: Any) -> None:
+    """Search and profile answers showed the spool's key as a metadata pair: noise to the
+    model, and a write of it back is refused as reserved."""
+    store = InMemoryMemoryStore()
+    provider = make_provider(store)
+    args = {"content": "Nell keeps bees on the roof", "metadata": {"topic": "hobby"}}
+    assert '"queued"' in provider.handle_tool_call("tablestore_remember", args)
+    assert kit.settle(provider, 10.0)
+    (memory,) = store.all_memories("hermes_mem")
+    assert WRITE_MARKER in memory.metadata  # kept in the store for a replay to look for
+    answers = [
+        json.loads(provider.handle_tool_call("tablestore_search", {"query": "bees roof"})),
+        json.loads(provider.handle_tool_call("tablestore_profile", {})),
+    ]
+    for answer in answers:
+        assert WRITE_MARKER not in json.dumps(answer), answer
+    assert answers[1]["memories"][0]["metadata"] == {"topic": "hobby"}

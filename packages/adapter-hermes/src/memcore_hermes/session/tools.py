@@ -175,11 +175,14 @@ def error_json(error: Any) -> str:
 
 
 def _memory_json(memory: Any) -> dict[str, Any]:
+    from memcore_hermes.outbox.delivery import WRITE_MARKER
+
     return {
         "id": memory.id,
         "text": memory.text,
         "scope": str(memory.scope),
-        "metadata": dict(memory.metadata),
+        # Without the spool's own key: noise to the model, and refused if it writes it back.
+        "metadata": {k: v for k, v in memory.metadata.items() if k != WRITE_MARKER},
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
     }
