@@ -4,12 +4,17 @@ FTS5's ``unicode61`` tokenizer keeps a run of CJK characters as one token, so �
 found inside 喜欢喝咖啡. We therefore rewrite CJK runs into overlapping bigrams (plus the run's
 last character) before indexing and before querying; the FTS5 tokenizer then only splits on
 the spaces we put in.
+
+Text is first brought to one form (:func:`fold`): CJK input methods type fullwidth Latin and
+digits ("ｉＰｈｏｎｅ", "２０２３年"), Japanese text may hold halfwidth kana, and a pasted
+text ligatures ("oﬃce") or "ß"; without it each of these finds only itself.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Iterable
 
 import attrs
@@ -59,10 +64,21 @@ def _cjk_tokens(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
 
 
+def fold(text: str) -> str:
+    """``text`` in one form: NFKC (fullwidth and halfwidth forms, ligatures, compatibility
+    characters become the plain ones), case-folded ("ß" is "ss"; "İ" is "i", not "i" and a
+    combining dot, which split "İstanbul" in two). ASCII text is only lower-cased, which is all
+    folding does to it: it is indexed and ranked as before."""
+    if text.isascii():
+        return text.lower()
+    folded = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
+    return unicodedata.normalize("NFKC", folded)
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-cased index tokens in order: words as they are, CJK runs as bigrams."""
+    """Folded index tokens in order: words as they are, CJK runs as bigrams."""
     out: list[str] = []
-    for word in _WORD.findall(text.lower()):
+    for word in _WORD.findall(fold(text)):
         if word.isascii() or not _cjk_run().search(word):
             out.append(word)
             continue

@@ -15,6 +15,7 @@ from typing import Any
 
 from memcore import speakers
 from memcore.errors import Conflict, PermissionDenied, ProtocolError
+from memcore_sqlite.lexical import analysis
 from memcore_sqlite.storage import other_openers
 from memcore_sqlite.storage.rows import HASH_BYTES
 from memcore_sqlite.vector import code_pages, stored
@@ -523,6 +524,51 @@ def _v13(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE dream_tasks ADD COLUMN owner TEXT")
 
 
+#: Rows read at a time while indexing texts again in one form (:func:`_v14`).
+_FOLD_SCAN = 4_096
+
+
+def _v14(conn: sqlite3.Connection) -> None:
+    """Texts indexed in one form (:func:`memcore_sqlite.lexical.analysis.fold`): fullwidth
+    "ｉＰｈｏｎｅ" and "２０２３", halfwidth kana, ligatures and "ß" were indexed as typed, so
+    only the same form found them. Each row whose text is not ASCII is indexed again with the
+    words it now gives, and its length in words follows; the index is told the old values
+    (its delete trigger) and given the new ones through ``memory_fts_rows``, so it holds what
+    the view says. ASCII rows give the words they gave and are not touched. A store with a
+    changed row gets a new generation, so no process keeps postings read before."""
+    last, stores = -(2**63), set()
+    while True:
+        # GLOB reads characters: the class is any character outside ASCII.
+        rows = conn.execute(
+            "SELECT m.seq, m.text, m.store_id, t.body, t.scope, t.tags FROM memories m"
+            " JOIN memory_fts_text t ON t.seq = m.seq WHERE m.seq > ?"
+            " AND m.text GLOB ? ORDER BY m.seq LIMIT ?",
+            (last, "*[^\x01-\x7f]*", _FOLD_SCAN),
+        ).fetchall()
+        if not rows:
+            break
+        last = rows[-1][0]
+        for seq, text, store_id, body, scope, tags in rows:
+            words = analysis.tokens(text)
+            if analysis.index_text(words) == body:
+                continue
+            conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
+            conn.execute(
+                "INSERT INTO memory_fts_text (seq, body, scope, tags) VALUES (?, ?, ?, ?)",
+                (seq, analysis.index_text(words), scope, tags),
+            )
+            conn.execute(
+                "INSERT INTO memory_fts (rowid, body, tbody, tags)"
+                " SELECT seq, body, tbody, tags FROM memory_fts_rows WHERE seq = ?",
+                (seq,),
+            )
+            conn.execute("UPDATE memories SET words = ? WHERE seq = ?", (len(words), seq))
+            stores.add(store_id)
+    conn.executemany(
+        "UPDATE stores SET generation = generation + 1 WHERE id = ?", [(i,) for i in stores]
+    )
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -538,6 +584,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (11, _v11),
     (12, _v12),
     (13, _v13),
+    (14, _v14),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
