@@ -102,3 +102,21 @@ def test_an_uncovered_query_scores_zero_on_a_two_stage_scope(tmp_path: Path, mod
         )
         covered = store.search("mem", USER.tenant_pattern(), "memory number 7", mode=mode)
         assert covered[0].signals["vector"] > 0.5
+
+
+def test_emoji_are_words_of_their_own_script() -> None:
+    assert words_by_script("I love 🍕🍺") == {"LATIN": 2, "EMOJI": 2}
+    assert covered_share(frozenset({Script.LATIN}), "🍔") == 0.0
+    assert covered_share(frozenset(Script), "🍔") == 1.0
+
+
+def test_an_emoji_query_gets_no_vector_score_from_the_default_model(
+    tmp_path: Path, onnx_embedder: Any
+) -> None:
+    """The default model reads every emoji as one unknown word piece, so "🍔" found "🍕🍺"
+    at 1.0 and any Chinese memory at 0.5; emoji are now matched by the lexical index."""
+    with _store(tmp_path, onnx_embedder) as store:
+        store.add_many("mem", [TextItem(USER, "🍕🍺"), TextItem(USER, "🐶")])
+        assert not store.search("mem", USER.tenant_pattern(), "🍔", min_similarity=0.1)
+        hits = store.search("mem", USER.tenant_pattern(), "🍕", min_similarity=0.1)
+        assert [h.memory.text for h in hits] == ["🍕🍺"]

@@ -57,6 +57,16 @@ def test_each_form_finds_the_other(
         assert other not in _found(store, searched)
 
 
+def test_emoji_are_words(lexical_store: SqliteMemoryStore) -> None:
+    """Emoji were no words at all: a memory of only emoji was never found lexically."""
+    both = _add(lexical_store, "🍕🍺")
+    said = _add(lexical_store, "My favourite food is 🍕!")
+    dog = _add(lexical_store, "🐶")
+    assert sorted(_found(lexical_store, "🍕")) == sorted([both, said])
+    assert _found(lexical_store, "🐶") == [dog]
+    assert _found(lexical_store, "🍔") == []
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
 def test_ascii_text_gives_the_tokens_it_gave(text: str) -> None:
@@ -89,6 +99,7 @@ def test_schema_14_indexes_older_rows_in_one_form(
             wide = _add(store, "我买了一部ｉＰｈｏｎｅ手机")
             plain = _add(store, "the office party is on friday")
             kana = _add(store, "私はﾗｰﾒﾝが大好きです")
+            food = _add(store, "🍕🍺")
             assert _found(store, "iphone") == []
         before = dict(_rows(path, "SELECT seq, body FROM memory_fts_text"))
         words = dict(_rows(path, "SELECT id, words FROM memories"))
@@ -100,10 +111,11 @@ def test_schema_14_indexes_older_rows_in_one_form(
         assert _found(store, "iPhone") == [wide]
         assert _found(store, "ラーメン") == [kana]
         assert _found(store, "office") == [plain]
+        assert _found(store, "🍕") == [food]
     assert _rows(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     after = dict(_rows(path, "SELECT seq, body FROM memory_fts_text"))
     changed = {seq for seq in after if after[seq] != before[seq]}
-    assert len(changed) == 2  # the ASCII row is indexed exactly as it was
+    assert len(changed) == 3  # the ASCII row is indexed exactly as it was
     # Each row's length is the count of the words it is now indexed with.
     for mid, count in _rows(path, "SELECT id, words FROM memories"):
         text = _rows(path, f"SELECT text FROM memories WHERE id = '{mid}'")[0][0]

@@ -7,7 +7,8 @@ the spaces we put in.
 
 Text is first brought to one form (:func:`fold`): CJK input methods type fullwidth Latin and
 digits ("ｉＰｈｏｎｅ", "２０２３年"), Japanese text may hold halfwidth kana, and a pasted
-text ligatures ("oﬃce") or "ß"; without it each of these finds only itself.
+text ligatures ("oﬃce") or "ß"; without it each of these finds only itself. Emoji, which are
+no letters to FTS5, are spelled as words there, one each ("🍕" is ``emoji127829``).
 """
 
 from __future__ import annotations
@@ -64,15 +65,25 @@ def _cjk_tokens(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
 
 
+#: Where emoji live: Miscellaneous Symbols, Dingbats, and the planes' symbol blocks from
+#: U+1F000 (:mod:`memcore_sqlite.vector.coverage` counts the same characters as emoji).
+_EMOJI = re.compile("[\u2600-\u27bf\U0001f000-\U0001ffff]")
+
+
+def _emoji_word(found: re.Match[str]) -> str:
+    char = found.group()
+    return f" emoji{ord(char)} " if unicodedata.category(char) == "So" else char
+
+
 def fold(text: str) -> str:
     """``text`` in one form: NFKC (fullwidth and halfwidth forms, ligatures, compatibility
     characters become the plain ones), case-folded ("ß" is "ss"; "İ" is "i", not "i" and a
-    combining dot, which split "İstanbul" in two). ASCII text is only lower-cased, which is all
-    folding does to it: it is indexed and ranked as before."""
+    combining dot, which split "İstanbul" in two), each emoji a word of its own. ASCII text is
+    only lower-cased, which is all folding does to it: it is indexed and ranked as before."""
     if text.isascii():
         return text.lower()
     folded = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
-    return unicodedata.normalize("NFKC", folded)
+    return _EMOJI.sub(_emoji_word, unicodedata.normalize("NFKC", folded))
 
 
 def tokens(text: str) -> list[str]:

@@ -32,17 +32,28 @@ class Script(str, enum.Enum):
     HEBREW = "HEBREW"
     THAI = "THAI"
     DEVANAGARI = "DEVANAGARI"
+    #: Not a script: pictographs, which the English default reads as one unknown word piece
+    #: each (every emoji-only text had the same vector, so "🍔" found "🍕🍺" at 1.0).
+    EMOJI = "EMOJI"
 
 
 #: Scripts written without spaces between words: each letter counts as a word.
-_UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA", "THAI"})
+_UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA", "THAI", "EMOJI"})
+
+
+def _is_emoji(char: str) -> bool:
+    """A symbol (So) in Miscellaneous Symbols, Dingbats or from U+1F000: the characters
+    :mod:`memcore_sqlite.lexical.analysis` indexes as emoji."""
+    code = ord(char)
+    return (0x2600 <= code <= 0x27BF or code >= 0x1F000) and unicodedata.category(char) == "So"
 
 
 @lru_cache(maxsize=4096)
 def _script(char: str) -> str | None:
-    """The script of a letter (the first word of its Unicode name), None for anything else."""
+    """The script of a letter (the first word of its Unicode name), EMOJI for an emoji, None
+    for anything else."""
     if not unicodedata.category(char).startswith("L"):
-        return None
+        return Script.EMOJI.value if _is_emoji(char) else None
     name = unicodedata.name(char, "")
     return name.split(" ", 1)[0] if name else "UNKNOWN"
 
@@ -62,7 +73,8 @@ def words_by_script(text: str) -> dict[str, int]:
 
 
 def covered_share(scripts: frozenset[Script] | frozenset[str], text: str) -> float:
-    """The share of ``text``'s words written in ``scripts``; 1.0 for text without letters."""
+    """The share of ``text``'s words written in ``scripts``; 1.0 for text without letters or
+    emoji."""
     counts = words_by_script(text)
     total = sum(counts.values())
     if not total:
