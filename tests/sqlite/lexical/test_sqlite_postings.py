@@ -19,6 +19,7 @@ from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.lexical import analysis, build_pace, tags
 from memcore_sqlite.lexical.postings import cache as postings_cache
 from memcore_sqlite.lexical.postings import table as postings
+from memcore_sqlite.lexical.query_tokens import QueryTokens
 from memcore_sqlite.search import ranking
 
 STORE = "mem"
@@ -204,9 +205,15 @@ def test_fallbacks_take_the_fts5_path(db_path: Path) -> None:
     store.add_many(STORE, [TextItem(ALICE, "ab\u19b0cd marks", metadata={"topic": "x"})])
     _settled(store)
     assert _used(store, "kayak paddle")
-    # A one-character CJK query is a prefix query; a term FTS5 splits in two is a phrase.
+    # A one-character CJK query is a prefix query.
     assert not _used(store, "咖")
-    assert not _used(store, "ab\u19b0cd")
+    # A term FTS5 splits in two is a phrase, with no one token to look up. Since schema 15
+    # (marks are token characters) no word of the analysis is one: "ab\u19b0cd" was.
+    assert QueryTokens().tokens(store._tx.conn, ["ab cd", "ab\u19b0cd", "ข้"]) == [
+        None,
+        "ab\u19b0cd",
+        "ข้",
+    ]
     # A filter, or a scope below the tenant, never asks for the postings.
     hits = store.search(STORE, ALICE.tenant_pattern(), "marks", filters={"topic": "x"})
     assert [h.memory.text for h in hits] == ["ab\u19b0cd marks"]

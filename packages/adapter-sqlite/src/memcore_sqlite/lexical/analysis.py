@@ -1,9 +1,9 @@
 """Text analysis for the lexical index: words, CJK bigrams, stop-words and FTS5 query building.
 
 FTS5's ``unicode61`` tokenizer keeps a run of CJK characters as one token, so 咖啡 is never
-found inside 喜欢喝咖啡. We therefore rewrite CJK runs into overlapping bigrams (plus the run's
-last character) before indexing and before querying; the FTS5 tokenizer then only splits on
-the spaces we put in.
+found inside 喜欢喝咖啡. We therefore rewrite CJK runs (and Thai runs, also written without
+spaces) into overlapping bigrams (plus the run's last character) before indexing and before
+querying; the FTS5 tokenizer then only splits on the spaces we put in.
 
 Text is first brought to one form (:func:`fold`): CJK input methods type fullwidth Latin and
 digits ("ｉＰｈｏｎｅ", "２０２３年"), Japanese text may hold halfwidth kana, and a pasted
@@ -21,15 +21,28 @@ from collections.abc import Iterable
 import attrs
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: Thai consonants, vowels and tone marks (not its digits or its currency sign). Thai is
+#: written without spaces, and its vowels and tone marks are combining marks, where ``\w``
+#: ends a word: a sentence fell apart into pieces no query gave.
+_THAI = "\u0e01-\u0e3a\u0e40-\u0e4e"
 
 
 @functools.cache
 def _cjk_run() -> re.Pattern[str]:
-    """Han, kana, Hangul and the CJK compatibility blocks: scripts written without spaces.
-    Compiled when a text is not ASCII: its ranges cost 2.7 ms at every start otherwise."""
+    """Han, kana, Hangul and the CJK compatibility blocks, and Thai: scripts written without
+    spaces. Compiled when a text is not ASCII: its ranges cost 2.7 ms at every start otherwise."""
     return re.compile(
-        r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u31f0-\u31ff]+"
+        r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u31f0-\u31ff"
+        + _THAI
+        + "]+"
     )
+
+
+@functools.cache
+def _piece() -> re.Pattern[str]:
+    """A Thai run, its marks included, or a word without Thai (in text without Thai, what
+    :data:`_WORD` finds)."""
+    return re.compile(rf"[{_THAI}]+|(?:(?![{_THAI}])[^\W_])+")
 
 
 _STOP_WORD_TEXT = """a about above after again against all am an and any are as at be because been before
@@ -67,7 +80,9 @@ def _cjk_tokens(run: str) -> list[str]:
 
 #: Where emoji live: Miscellaneous Symbols, Dingbats, and the planes' symbol blocks from
 #: U+1F000 (:mod:`memcore_sqlite.vector.coverage` counts the same characters as emoji).
-_EMOJI = re.compile("[\u2600-\u27bf\U0001f000-\U0001ffff]")
+@functools.cache
+def _emoji() -> re.Pattern[str]:
+    return re.compile("[\u2600-\u27bf\U0001f000-\U0001ffff]")
 
 
 def _emoji_word(found: re.Match[str]) -> str:
@@ -83,13 +98,14 @@ def fold(text: str) -> str:
     if text.isascii():
         return text.lower()
     folded = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
-    return _EMOJI.sub(_emoji_word, unicodedata.normalize("NFKC", folded))
+    return _emoji().sub(_emoji_word, unicodedata.normalize("NFKC", folded))
 
 
 def tokens(text: str) -> list[str]:
-    """Folded index tokens in order: words as they are, CJK runs as bigrams."""
+    """Folded index tokens in order: words as they are, CJK and Thai runs as bigrams."""
     out: list[str] = []
-    for word in _WORD.findall(fold(text)):
+    folded = fold(text)
+    for word in (_WORD if folded.isascii() else _piece()).findall(folded):
         if word.isascii() or not _cjk_run().search(word):
             out.append(word)
             continue

@@ -24,8 +24,13 @@ from memcore_sqlite.vector import code_pages, stored
 #: fit a 4096-byte page (476 bytes a memory unused), five an 8192-byte one (about 65).
 PAGE_SIZE = 8192
 
-#: The full-text index's tokenizer; query terms are tokenized with it too (query_tokens.py).
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+#: The full-text index's tokenizer, as written inside a quoted SQL string; query terms are
+#: tokenized with it too (query_tokens.py). Combining marks (Mn, Mc) are token characters
+#: since schema 15, so Thai bigrams keep their vowels and tone marks; every other word reaches
+#: FTS5 already split at its marks (:mod:`memcore_sqlite.lexical.analysis`).
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2 categories ''L* N* Co Mn Mc''"
+#: The tokenizer of schemas 1 to 14, which the migrations that made those tables keep.
+_FTS_TOKENIZE_V1 = "porter unicode61 remove_diacritics 2"
 
 _V1 = (
     """
@@ -62,7 +67,7 @@ CREATE TABLE memory_vectors (
 );
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
     body, tbody, tags, tokenize = '"""
-    + FTS_TOKENIZE
+    + _FTS_TOKENIZE_V1
     + """'
 );
 CREATE TABLE messages (
@@ -216,7 +221,7 @@ _FTS_TEXT = (
     + _TBODY.format("")
     + " AS tbody, tags FROM memory_fts_text",
     "CREATE VIRTUAL TABLE memory_fts USING fts5 (body, tbody, tags, tokenize = '"
-    + FTS_TOKENIZE
+    + _FTS_TOKENIZE_V1
     + "', content = 'memory_fts_rows', content_rowid = 'seq')",
     "CREATE TRIGGER memory_fts_text_delete AFTER DELETE ON memory_fts_text BEGIN"
     " INSERT INTO memory_fts (memory_fts, rowid, body, tbody, tags) VALUES"
@@ -569,6 +574,45 @@ def _v14(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v15(conn: sqlite3.Connection) -> None:
+    """Thai runs indexed as bigrams with their marks (:mod:`memcore_sqlite.lexical.analysis`):
+    a Thai word inside a sentence was never found. The rows holding Thai get the words and
+    lengths they now give; the index is made again with combining marks among its token
+    characters (:data:`FTS_TOKENIZE`; a table's tokenizer cannot change) and rebuilt from
+    ``memory_fts_rows``, which holds the same values for every other row, so their ranking
+    does not change. Every store gets a new generation: no process keeps postings read
+    before."""
+    last = -(2**63)
+    while True:
+        rows = conn.execute(
+            "SELECT m.seq, m.text, t.body FROM memories m JOIN memory_fts_text t ON t.seq = m.seq"
+            " WHERE m.seq > ? AND m.text GLOB ? ORDER BY m.seq LIMIT ?",
+            (last, "*[\u0e01-\u0e4e]*", _FOLD_SCAN),
+        ).fetchall()
+        if not rows:
+            break
+        last = rows[-1][0]
+        for seq, text, body in rows:
+            words = analysis.tokens(text)
+            if analysis.index_text(words) != body:
+                conn.execute(
+                    "UPDATE memory_fts_text SET body = ? WHERE seq = ?",
+                    (analysis.index_text(words), seq),
+                )
+                conn.execute("UPDATE memories SET words = ? WHERE seq = ?", (len(words), seq))
+    conn.execute("DROP TRIGGER IF EXISTS memory_fts_text_delete")
+    conn.execute("DROP TABLE memory_fts")
+    conn.execute(
+        "CREATE VIRTUAL TABLE memory_fts USING fts5 (body, tbody, tags, tokenize = '"
+        + FTS_TOKENIZE
+        + "', content = 'memory_fts_rows', content_rowid = 'seq')"
+    )
+    conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
+    conn.execute(_FTS_SCOPES[-1])
+    conn.execute("UPDATE stores SET generation = generation + 1")
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -585,6 +629,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (12, _v12),
     (13, _v13),
     (14, _v14),
+    (15, _v15),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
