@@ -120,3 +120,21 @@ def test_an_emoji_query_gets_no_vector_score_from_the_default_model(
         assert not store.search("mem", USER.tenant_pattern(), "🍔", min_similarity=0.1)
         hits = store.search("mem", USER.tenant_pattern(), "🍕", min_similarity=0.1)
         assert [h.memory.text for h in hits] == ["🍕🍺"]
+
+
+def test_digits_of_another_script_are_words_of_that_script() -> None:
+    assert words_by_script("２０２３年") == {"FULLWIDTH": 1, "CJK": 1}
+    assert words_by_script("٢٠٢٣") == {"ARABIC-INDIC": 1}
+    assert covered_share(frozenset({Script.LATIN}), "２０２３") == 0.0
+    assert covered_share(frozenset({Script.LATIN}), "2023") == 1.0
+
+
+def test_a_fullwidth_number_gets_no_vector_score_from_the_default_model(
+    tmp_path: Path, onnx_embedder: Any
+) -> None:
+    """The default model reads "２０２３" as one unknown word piece, as it reads an emoji:
+    the number found "🍕🍺" at 1.0. It is now matched by the lexical index, as "2023"."""
+    with _store(tmp_path, onnx_embedder) as store:
+        store.add_many("mem", [TextItem(USER, "🍕🍺"), TextItem(USER, "我在2023年去了上海")])
+        hits = store.search("mem", USER.tenant_pattern(), "２０２３", min_similarity=0.1)
+        assert [h.memory.text for h in hits] == ["我在2023年去了上海"]

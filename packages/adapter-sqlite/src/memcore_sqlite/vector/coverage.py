@@ -50,9 +50,13 @@ def _is_emoji(char: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _script(char: str) -> str | None:
-    """The script of a letter (the first word of its Unicode name), EMOJI for an emoji, None
-    for anything else."""
-    if not unicodedata.category(char).startswith("L"):
+    """The script of a letter or of a digit other than 0-9 (the first word of its Unicode
+    name: "２" is FULLWIDTH, which the English default reads as an unknown word piece), EMOJI
+    for an emoji, None for anything else."""
+    category = unicodedata.category(char)
+    if category == "Nd" and not char.isascii():
+        return unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
+    if not category.startswith("L"):
         return Script.EMOJI.value if _is_emoji(char) else None
     name = unicodedata.name(char, "")
     return name.split(" ", 1)[0] if name else "UNKNOWN"
