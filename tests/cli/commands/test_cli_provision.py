@@ -161,3 +161,39 @@ def test_provision_keeps_a_long_service_chosen_name(home, local_cli):
         assert control.create_count == 1
     finally:
         server.stop()
+
+
+URL_PASSWORD = "UrlPasswordCanary42"
+
+
+def test_provision_never_shows_a_configured_endpoints_password(home, twin, local_cli, set_config):
+    """A hand-written endpoint with ``user:password@`` loads (``config set`` refuses one), and
+    every command shows it hidden; ``provision`` of the configured instance printed it whole."""
+    server, control = twin
+    endpoint = server.url.replace("http://", f"http://user:{URL_PASSWORD}@")
+    set_config(home, {"embedder": "none", "instance_name": "emulator", "endpoint": endpoint})
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    for args in (["provision"], ["--json", "provision"]):
+        result = local_cli(*args, env=env)
+        assert result.exit_code == 0, result.stderr
+        shown = result.stdout + result.stderr
+        assert URL_PASSWORD not in shown and "user:" not in shown, shown
+        assert "http://***@127.0.0.1" in shown, shown
+    assert control.create_count == 0
+
+
+def test_an_endpoint_template_with_a_password_is_refused_before_buying(home, twin, local_cli):
+    """The saved endpoint would carry the password (which ``config set`` refuses), and it was
+    shown in the progress lines: refused up front, nothing bought, the password not quoted."""
+    server, control = twin
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    args = _provision_args(server)
+    template = args.index("--endpoint-template") + 1
+    args[template] = server.url.replace("http://", f"http://user:{URL_PASSWORD}@")
+    result = local_cli(*args, env=env)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    shown = result.stdout + result.stderr
+    assert URL_PASSWORD not in shown, shown
+    assert "endpoint" in result.stderr
+    assert control.create_count == 0
+    assert "instance_name" not in (home / "config.json").read_text(encoding="utf-8")

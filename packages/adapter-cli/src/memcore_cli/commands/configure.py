@@ -151,6 +151,7 @@ def provision(
       memcore provision --control-endpoint 127.0.0.1:8765 --control-protocol http \\
         --endpoint-template http://127.0.0.1:8765    # against 'memcore emulator serve'
     """
+    from memcore.config import without_userinfo
     from memcore_cli.output.records import to_record
     from memcore_tablestore.credentials import resolve_credentials
     from memcore_tablestore.provisioning.provisioner import (
@@ -173,9 +174,12 @@ def provision(
     out = state.output
     with out.progress("provisioning TableStore") as advance:
         facts = provisioner.ensure_instance(progress=lambda message: advance(1, note=message))
+    # A configured endpoint's user:password@ (a hand-written one loads) is used, never shown.
+    endpoint = without_userinfo(facts.endpoint)
     if state.json:
-        out.json({**to_record(facts), "config_file": str(settings.config_path)})
+        record = {**to_record(facts), "endpoint": endpoint}
+        out.json({**record, "config_file": str(settings.config_path)})
         return
     verb = "created" if facts.created else "using"
-    out.line(f"{verb} instance {facts.instance_name} at {facts.endpoint} ({facts.region})")
+    out.line(f"{verb} instance {facts.instance_name} at {endpoint} ({facts.region})")
     out.line(f"saved to {settings.config_path}; next: memcore --backend tablestore doctor")

@@ -33,7 +33,13 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from memcore.config import MemcoreConfig, dump_config, merge_config, parse_config
+from memcore.config import (
+    MemcoreConfig,
+    dump_config,
+    merge_config,
+    parse_config,
+    without_userinfo,
+)
 from memcore.errors import (
     ConfigError,
     InvalidInput,
@@ -549,14 +555,23 @@ def _check_seconds(name: str, seconds: object) -> None:
 
 
 def _check_template(template: str, region: str) -> None:
-    """Refuse a bad endpoint template now, not after an instance has been bought."""
+    """Refuse a bad endpoint template now, not after an instance has been bought: one that
+    gives ``user:password@`` too, since the endpoint is saved to a config file that holds no
+    secret (:func:`~memcore.config.merge_config` refuses it there, after the purchase)."""
     try:
-        MemcoreConfig(endpoint=data_endpoint("abc", region, template))
+        endpoint = data_endpoint("abc", region, template)
+        MemcoreConfig(endpoint=endpoint)
     except (KeyError, IndexError, ValueError):
         raise ConfigError(
             "the endpoint template must give a URL like https://{instance}.{region}.ots.aliyuncs.com",
             field="endpoint_template",
         ) from None
+    if without_userinfo(endpoint) != endpoint:
+        raise ConfigError(
+            "the endpoint template must not hold a user name or password (user:password@): "
+            "TableStore keys come only from the environment",
+            field="endpoint_template",
+        )
 
 
 def _environment_credentials() -> AccessKeys:
