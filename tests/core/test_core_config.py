@@ -150,3 +150,24 @@ def test_an_unknown_key_in_code_is_a_config_error_naming_it() -> None:
         MemcoreConfig().with_changes(colour="blue")
     assert changed.value.field == "colour"
     assert MemcoreConfig(embedder="none").embedder == "none"
+
+
+def test_repr_never_shows_an_endpoints_password() -> None:
+    """A hand-written endpoint with ``user:password@`` loads, and is used as written; the
+    config's repr (in a traceback's locals, a log line, a host's own debug print) hides it."""
+    cfg = parse_config(
+        json.dumps({"endpoint": "https://LTAIurlUser:UrlPasswordCanary@127.0.0.1:9"})
+    )
+    assert cfg.endpoint == "https://LTAIurlUser:UrlPasswordCanary@127.0.0.1:9"
+    for shown in (repr(cfg), str(cfg), repr([cfg])):
+        assert "UrlPasswordCanary" not in shown and "LTAIurlUser" not in shown, shown
+        assert "endpoint='https://***@127.0.0.1:9'" in shown, shown
+    assert "endpoint=None" in repr(MemcoreConfig())
+
+
+def test_instance_facts_repr_never_shows_an_endpoints_password() -> None:
+    from memcore.ports import InstanceFacts
+
+    facts = InstanceFacts("inst", "https://user:UrlPasswordCanary@127.0.0.1:9", "cn-beijing")
+    assert "UrlPasswordCanary" not in repr(facts), repr(facts)
+    assert "endpoint='https://***@127.0.0.1:9'" in repr(facts)

@@ -129,6 +129,10 @@ def _has_host(url: str) -> bool:
     return bool(parts.hostname) and port != 0
 
 
+def _shown_endpoint(value: str | None) -> str:
+    return repr(without_userinfo(value))
+
+
 def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not _REGION_RE.fullmatch(value):
         raise _BadValue(attribute.name, f"{attribute.name} must look like cn-beijing")
@@ -191,7 +195,8 @@ def _recall_neighbours(_: Any, attribute: attrs.Attribute[Any], value: int) -> N
 class MemcoreConfig:
     """Every non-secret setting, with the original plugin's defaults."""
 
-    endpoint: str | None = attrs.field(default=None, validator=_endpoint)
+    #: Shown without ``user:password@`` in the repr (a hand-written one loads and is used).
+    endpoint: str | None = attrs.field(default=None, validator=_endpoint, repr=_shown_endpoint)
     instance_name: str | None = attrs.field(default=None, validator=_instance_name)
     memory_store_name: str = attrs.field(default="hermes_mem", validator=_store_name)
     description: str = attrs.field(default="Long-term memory for Hermes Agent")

@@ -19,12 +19,18 @@ class BackendFactory(Protocol):
     def __call__(self, config: MemcoreConfig, /, **options: Any) -> MemoryStore: ...
 
 
+def _shown_endpoint(value: str) -> str:
+    from memcore.config import without_userinfo
+
+    return repr(without_userinfo(value))
+
+
 @attrs.frozen
 class InstanceFacts:
-    """Where a provisioned backend instance answers."""
+    """Where a provisioned backend instance answers (the repr hides a ``user:password@``)."""
 
     instance_name: str
-    endpoint: str
+    endpoint: str = attrs.field(repr=_shown_endpoint)
     region: str
     created: bool = False
 
