@@ -65,3 +65,17 @@ def test_memcore_doctor_and_config_show_hide_the_endpoint_userinfo(tmp_path: Pat
         result = CliRunner().invoke(app, args, env=environ, obj=Overrides(environ=environ))
         shown = result.stdout + result.stderr
         assert "URLSECRETvalue" not in shown and "LTAIuser" not in shown, (args, shown)
+
+
+def test_hermes_memory_status_hides_the_endpoint_userinfo(hermes_home: Path, kit: Any) -> None:
+    """``hermes memory status`` prints the provider's status lines, the search line naming the
+    endpoint: as the doctor shows it."""
+    from memcore_hermes.config.readiness import check_readiness
+
+    kit.write_config(
+        hermes_home, backend="tablestore", endpoint=ENDPOINT, instance_name="inst", timeout=1.0
+    )
+    lines = check_readiness(HermesHome(hermes_home), KEYS).status_lines()
+    text = json.dumps(lines)
+    assert "URLSECRETvalue" not in text and "LTAIuser" not in text, text
+    assert "https://***@127.0.0.1:9" in text, text

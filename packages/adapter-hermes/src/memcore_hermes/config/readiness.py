@@ -131,5 +131,8 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
             reason=f"missing {' and '.join(missing)} (environment or {home.env_file})",
             fix=f"add them to {home.env_file} (mode 0600); {OFFLINE_HINT}",
         )
-    where = config.endpoint or "a new instance is created on the first start"
+    from memcore.config import without_userinfo
+
+    # Printed by ``hermes memory status``: a hand-written user:password@ is used, never shown.
+    where = without_userinfo(config.endpoint) or "a new instance is created on the first start"
     return Readiness(True, "tablestore", search=f"TableStore memory search ({where})")
