@@ -244,3 +244,57 @@ def test_a_link_of_ones_own_in_a_shared_folder_is_still_followed(tmp_path: Path)
     (shared / "tablestore_memory.json").symlink_to(kept)
     atomic_write_text(shared / "tablestore_memory.json", '{"instance_name": "ots-1"}\n')
     assert kept.read_text() == '{"instance_name": "ots-1"}\n'
+
+
+def test_an_answer_echoing_the_request_into_every_field_shows_no_secret() -> None:
+    """A broken gateway that quotes the signed request (the key id in ``Authorization``, the
+    STS token in ``x-acs-security-token``) in the code and the request id too, not only in
+    the message: no field of the error, its repr or its ``to_dict`` carries a secret."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from memcore_tablestore import Credentials
+    from memcore_tablestore.provisioning.control_client import ControlPlaneClient
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            quoted = f"{self.requestline} {self.headers}"
+            body = json.dumps(
+                {
+                    "Code": f"SignatureDoesNotMatch {quoted}",
+                    "Message": quoted,
+                    "Recommend": quoted,
+                    "RequestId": quoted,
+                }
+            ).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ak, sk, sts = "LTAIechoedKeyId0042", "echoed-secret-value-77", "STS.echoedTokenValue-99"
+    try:
+        client = ControlPlaneClient(
+            region="cn-beijing",
+            credentials=Credentials(ak, sk, sts),
+            endpoint=f"127.0.0.1:{server.server_address[1]}",
+            protocol="http",
+            timeout=5.0,
+        )
+        with pytest.raises(InvalidInput) as info:
+            client.find_by_alias("memcore-abc")
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = info.value
+    shown = f"{err} {err!r} {json.dumps(err.to_dict())} {vars(err)}"
+    assert "x-acs-security-token" in shown  # the request was quoted back
+    for secret in (ak, sk, sts):
+        assert secret not in shown, (secret, shown)

@@ -182,14 +182,17 @@ def from_sdk_error(
             parts.append(f"Recommend: {recommend}")
         if request_id:
             parts.append(f"RequestId: {request_id}")
+        # Every field the answer fills may quote the signed request (a gateway that echoes
+        # it), not only its message.
+        shown_code = redact(code, hidden) if code else None
         return kind(
             redact(". ".join(parts), hidden),
             action=action,
-            service_code=code,
+            service_code=shown_code,
             status=status,
             recommend=redact(recommend, hidden) if recommend else None,
-            request_id=request_id,
-            field=_parameter(code),
+            request_id=redact(request_id, hidden) if request_id else None,
+            field=_parameter(shown_code),
         )
     inner = getattr(exc, "inner_exception", None) if isinstance(exc, UnretryableException) else None
     if isinstance(exc, CredentialException) or isinstance(inner, CredentialException):
