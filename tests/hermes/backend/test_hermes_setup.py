@@ -234,3 +234,33 @@ def test_new_keys_replace_every_line_that_set_them(hermes_home: Path) -> None:
     assert (keys.access_key_id, keys.access_key_secret) == (AK, SK)
     text = (hermes_home / ".env").read_text(encoding="utf-8")
     assert "old-id" not in text and "old-secret" not in text and "OPENAI_API_KEY=keep-me" in text
+
+
+def test_setup_never_offers_an_endpoints_password_as_the_default(hermes_home: Path) -> None:
+    """A hand-written endpoint with ``user:password@`` loads, and the wizard offers the current
+    endpoint as the default of its question, printed in the prompt: the password was shown
+    there (and, taken as it was, could not be saved). It is offered without it."""
+
+    class Recording(Scripted):
+        def __init__(self, *answers: Any) -> None:
+            super().__init__(*answers)
+            self.defaults: list[str] = []
+
+        def text(self, label: str, default: str) -> str:
+            self.defaults.append(default)
+            return super().text(label, default)
+
+    endpoint = refused_endpoint()
+    with_password = endpoint.replace("http://", "http://LTAIurlUser:UrlPasswordCanary@")
+    (hermes_home / "tablestore_memory.json").write_text(
+        json.dumps({"backend": "tablestore", "endpoint": with_password, "instance_name": "inst"}),
+        encoding="utf-8",
+    )
+    said: list[str] = []
+    asker = Recording("tablestore", AK, SK, "", "", "")
+    run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
+    shown = "\n".join([*asker.defaults, *said])
+    assert "UrlPasswordCanary" not in shown and "LTAIurlUser" not in shown, shown
+    assert endpoint in asker.defaults
+    saved = json.loads((hermes_home / "tablestore_memory.json").read_text(encoding="utf-8"))
+    assert saved["endpoint"] == endpoint

@@ -168,6 +168,8 @@ def run_setup(
         ):
             given = getattr(answers, key)
             default = str(existing.get(key) or fallback)
+            if key == "endpoint":
+                default = _without_credentials(default)
             values[key] = given if given is not None else asker.text(label, default)
     if answers.tenant_id is not None:  # config hygiene; a session's user id is never trimmed
         values["tenant_id"] = answers.tenant_id.strip() or None
@@ -233,6 +235,15 @@ def _probe(home: HermesHome, config: Any, environ: Mapping[str, str]) -> str:
     except MemcoreError as exc:
         return f"✗ {exc}"
     return f"✓ {config.endpoint} answers"
+
+
+def _without_credentials(endpoint: str) -> str:
+    """``endpoint`` without a hand-written ``user:password@``: the prompt shows its default,
+    and a config file may not keep one (TableStore signs with the keys, never with these)."""
+    from memcore.config import without_userinfo
+
+    shown = without_userinfo(endpoint)
+    return endpoint if shown == endpoint else shown.replace("***@", "", 1)
 
 
 def _existing_config(home: HermesHome) -> dict[str, Any]:
