@@ -97,3 +97,36 @@ def test_backend_reads_the_model_from_the_environment(
     monkeypatch.delenv("MEMCORE_MODEL")
     with pytest.raises(ConfigError):
         open_backend(MemcoreConfig(local_path=str(tmp_path / "c.db"), embedder="none"))
+
+
+def test_a_password_in_the_model_url_is_sent_but_never_logged_or_shown(
+    tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``MEMCORE_MODEL_BASE_URL=http://user:password@host/v1`` (a proxy with basic auth): the
+    credentials go in the ``Authorization`` header, as before, but httpx logged every request
+    with its URL, password included, and the reprs showed it."""
+    import base64
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    base = chat.base_url.replace("http://", "http://proxyUser:ModelUrlPassword77@")
+    settings = ModelSettings.from_env(
+        {"MEMCORE_MODEL_BASE_URL": base, "MEMCORE_MODEL": "tiny-model"}
+    )
+    assert settings is not None
+    extractor, reviewer = model_strategies(settings)
+    s = SqliteMemoryStore(tmp_path / "m.db", extractor=extractor, dream_reviewer=reviewer)
+    try:
+        s.ensure_store(STORE)
+        s.add_messages(STORE, ALICE, [Message("user", "My cat is called Miso.")])
+    finally:
+        s.close()
+    assert len(chat.requests) == 1
+    sent = base64.b64encode(b"proxyUser:ModelUrlPassword77").decode()
+    assert chat.headers[0]["Authorization"] == f"Basic {sent}"
+    shown = "\n".join(
+        [caplog.text, repr(settings), repr(extractor), repr(reviewer), repr(extractor.model)]
+    )
+    assert "HTTP Request" in caplog.text  # httpx did log the request
+    assert "ModelUrlPassword77" not in shown and sent not in shown, shown
+    assert "proxyUser" not in shown, shown

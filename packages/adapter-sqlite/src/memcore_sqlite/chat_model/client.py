@@ -30,9 +30,16 @@ MODEL_VAR = "MEMCORE_MODEL"
 KEY_VAR = "MEMCORE_MODEL_API_KEY"
 
 
+def _shown_url(value: str) -> str:
+    from memcore.config import without_userinfo
+
+    return repr(without_userinfo(value))
+
+
 @attrs.frozen
 class ModelSettings:
-    base_url: str
+    #: May hold ``user:password@`` (a proxy's basic auth): sent as a header, never shown.
+    base_url: str = attrs.field(repr=_shown_url)
     model: str
     api_key: str | None = attrs.field(default=None, repr=False)
     timeout: float = 30.0
@@ -61,10 +68,20 @@ class OpenAIChatModel:
 
         self.settings = settings
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        self._client = httpx.Client(timeout=settings.timeout, headers=headers)
+        # The URL's user:password@ goes in the header httpx made of it, and out of the URL
+        # itself: httpx logs each request's URL (at INFO), and errors may quote it.
+        try:
+            url = httpx.URL(settings.base_url)
+        except httpx.InvalidURL:
+            raise ConfigError("the model base URL is not a valid URL", field=BASE_URL_VAR) from None
+        auth = httpx.BasicAuth(url.username, url.password) if url.userinfo else None
+        self._base_url = (
+            str(url.copy_with(username=None, password=None)) if url.userinfo else settings.base_url
+        )
+        self._client = httpx.Client(timeout=settings.timeout, headers=headers, auth=auth)
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.settings.base_url!r}, model={self.settings.model!r})"
+        return f"OpenAIChatModel({self._base_url!r}, model={self.settings.model!r})"
 
     def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
         import httpx
@@ -76,7 +93,7 @@ class OpenAIChatModel:
             "response_format": {"type": "json_object"},
         }
         try:
-            response = self._client.post(f"{self.settings.base_url}/chat/completions", json=body)
+            response = self._client.post(f"{self._base_url}/chat/completions", json=body)
         except httpx.HTTPError as exc:
             raise Unavailable(f"the model endpoint failed: {type(exc).__name__}") from exc
         if response.status_code != 200:
