@@ -90,3 +90,38 @@ def test_the_async_store_does_not_carry_them_either(echo: str) -> None:
     shown = _shown(asyncio.run(run()))
     assert "OTSAuthFailed" in shown
     assert [s for s in (AK, SK, TOKEN) if s in shown] == []
+
+
+def test_an_endpoints_user_and_password_are_never_sent_nor_quoted_back(echo: str) -> None:
+    """TableStore signs with the keys, never with an endpoint's ``user:password@`` (a
+    hand-written one loads): the sync client dropped it, but the async one sent it as a Basic
+    ``Authorization`` header, which an answer quoting the request carried, in base64, into
+    the error. Neither store sends it now."""
+    import asyncio
+    import base64
+
+    endpoint = echo.replace("http://", "http://urlUser:UrlPasswordCanary@")
+    basic = base64.b64encode(b"urlUser:UrlPasswordCanary").decode()
+
+    async def run() -> MemcoreError:
+        store = AsyncTableStoreMemoryStore(
+            endpoint, "inst", Credentials(AK, SK, TOKEN), timeout=2.0
+        )
+        try:
+            await store.add_text("s", A1, "hello")
+        except MemcoreError as exc:
+            return exc
+        finally:
+            await store.close()
+        raise AssertionError("the refusal was not raised")
+
+    errors = [asyncio.run(run())]
+    store = TableStoreMemoryStore(endpoint, "inst", Credentials(AK, SK, TOKEN), timeout=2.0)
+    with store, pytest.raises(PermissionDenied) as caught:
+        store.get_memory("s", A1, "m1")
+    errors.append(caught.value)
+    for error in errors:
+        shown = _shown(error)
+        assert "OTSAuthFailed" in shown and "x-ots-signature" in shown.lower()
+        assert "Authorization" not in shown and basic not in shown, shown
+        assert "UrlPasswordCanary" not in shown and "urlUser" not in shown, shown

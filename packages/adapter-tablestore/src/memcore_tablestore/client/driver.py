@@ -81,6 +81,18 @@ class Settings:
         return self.connect_timeout if failure.unreachable else self.timeout
 
     @property
+    def sdk_endpoint(self) -> str:
+        """The endpoint the SDK is given: without a hand-written ``user:password@``, which
+        TableStore does not use (it signs with the keys) and the async client sent along as a
+        Basic ``Authorization`` header, where an answer quoting the request could show it."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(self.endpoint)
+        if "@" not in parts.netloc:
+            return self.endpoint
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+    @property
     def secrets(self) -> tuple[str, ...]:
         """The credentials' secrets, kept out of every error (:func:`classify`)."""
         return self.credentials.secrets
@@ -118,7 +130,7 @@ class Settings:
             kwargs["region"] = self.region
         if c.renewal is not None:
             kwargs["credentials_provider"] = _renewing_provider(c)
-        args = [self.endpoint, c.access_key_id, c.access_key_secret, self.instance_name]
+        args = [self.sdk_endpoint, c.access_key_id, c.access_key_secret, self.instance_name]
         return args, kwargs
 
     def client(self, client_cls: type, *, asynchronous: bool = False, **extra: Any) -> Any:
@@ -131,7 +143,7 @@ class Settings:
             import urllib3
 
             return agent_storage.build(
-                self.endpoint,
+                self.sdk_endpoint,
                 self.instance_name,
                 self.credentials.key,
                 socket_timeout=urllib3.Timeout(connect=self.connect_timeout, read=self.timeout),
