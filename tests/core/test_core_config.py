@@ -171,3 +171,18 @@ def test_instance_facts_repr_never_shows_an_endpoints_password() -> None:
     facts = InstanceFacts("inst", "https://user:UrlPasswordCanary@127.0.0.1:9", "cn-beijing")
     assert "UrlPasswordCanary" not in repr(facts), repr(facts)
     assert "endpoint='https://***@127.0.0.1:9'" in repr(facts)
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("https://u:p@host.example.com:9/", "https://host.example.com:9/"),
+        ("http://a@b@host/x?y=@z", "http://host/x?y=@z"),
+        ("https://host.example.com", "https://host.example.com"),
+        (None, None),
+    ],
+)
+def test_strip_userinfo(given: Any, kept: Any) -> None:
+    from memcore.config import strip_userinfo
+
+    assert strip_userinfo(given) == kept

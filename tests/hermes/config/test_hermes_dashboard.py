@@ -206,3 +206,29 @@ def test_a_bad_value_saved_in_the_dashboard_is_refused_with_its_reason(
     answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": {"top_k": "7"}})
     assert answer.status_code == 200
     assert json.loads(path.read_text())["top_k"] == 7
+
+
+def test_the_dashboard_never_shows_an_endpoints_password(
+    dashboard: Any, hermes_home: Path, kit: Any
+) -> None:
+    """A hand-written endpoint with ``user:password@`` loads; the dashboard showed it whole as
+    the endpoint field's value, and a save of any field wrote it back, which the config
+    refuses (it keeps no user:password@), so nothing could be saved. It is shown, and kept,
+    without them (TableStore signs with the keys, never with these)."""
+    kit.write_config(
+        hermes_home,
+        backend="tablestore",
+        endpoint="https://urlUser:UrlPasswordCanary@inst.cn-beijing.ots.aliyuncs.com",
+        instance_name="inst",
+    )
+    provider = dashboard._load_memory_provider(NAME)
+    assert provider is not None
+    payload = json.dumps(dashboard._memory_provider_payload(NAME, provider))
+    assert "UrlPasswordCanary" not in payload and "urlUser" not in payload, payload
+    assert "https://inst.cn-beijing.ots.aliyuncs.com" in payload
+
+    dashboard._write_memory_provider_config_values(NAME, provider, {"top_k": "7"})
+
+    config = json.loads((hermes_home / "tablestore_memory.json").read_text())
+    assert config["top_k"] == 7
+    assert config["endpoint"] == "https://inst.cn-beijing.ots.aliyuncs.com"

@@ -391,6 +391,14 @@ def without_userinfo(value: Any) -> Any:
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
 
 
+def strip_userinfo(value: Any) -> Any:
+    """``value`` with a URL's ``user:password@`` taken out (other values as they are): what
+    is offered back to be saved, or handed to a client that must not send it."""
+    if not isinstance(value, str):
+        return value
+    return _USERINFO.sub(r"\1", value)
+
+
 def shown_config(config: MemcoreConfig) -> dict[str, Any]:
     """``config_to_dict`` for people and reports: URL credentials hidden (never for saving)."""
     return {k: without_userinfo(v) for k, v in config_to_dict(config).items()}

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from memcore.config import BACKENDS, MemcoreConfig
+from memcore.config import BACKENDS, MemcoreConfig, strip_userinfo
 from memcore_hermes.config.envfile import (
     AK_VAR,
     API_KEY_VAR,
@@ -169,7 +169,9 @@ def run_setup(
             given = getattr(answers, key)
             default = str(existing.get(key) or fallback)
             if key == "endpoint":
-                default = _without_credentials(default)
+                # Shown in the prompt, and a config file may not keep a user:password@
+                # (TableStore signs with the keys, never with these).
+                default = strip_userinfo(default)
             values[key] = given if given is not None else asker.text(label, default)
     if answers.tenant_id is not None:  # config hygiene; a session's user id is never trimmed
         values["tenant_id"] = answers.tenant_id.strip() or None
@@ -235,15 +237,6 @@ def _probe(home: HermesHome, config: Any, environ: Mapping[str, str]) -> str:
     except MemcoreError as exc:
         return f"✗ {exc}"
     return f"✓ {config.endpoint} answers"
-
-
-def _without_credentials(endpoint: str) -> str:
-    """``endpoint`` without a hand-written ``user:password@``: the prompt shows its default,
-    and a config file may not keep one (TableStore signs with the keys, never with these)."""
-    from memcore.config import without_userinfo
-
-    shown = without_userinfo(endpoint)
-    return endpoint if shown == endpoint else shown.replace("***@", "", 1)
 
 
 def _existing_config(home: HermesHome) -> dict[str, Any]:

@@ -622,6 +622,12 @@ def _with_saved_values(fields: list[dict[str, Any]], saved: dict[str, Any]) -> l
         value = saved.get(field["key"])
         if field.get("secret") or value is None:
             continue
+        if field["key"] == "endpoint":
+            from memcore.config import strip_userinfo
+
+            # Shown in the form and written back on every save: a config file keeps no
+            # user:password@ (TableStore signs with the keys, never with these).
+            value = strip_userinfo(value)
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, (str, int, float)):

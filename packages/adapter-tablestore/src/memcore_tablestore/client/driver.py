@@ -85,12 +85,9 @@ class Settings:
         """The endpoint the SDK is given: without a hand-written ``user:password@``, which
         TableStore does not use (it signs with the keys) and the async client sent along as a
         Basic ``Authorization`` header, where an answer quoting the request could show it."""
-        from urllib.parse import urlsplit, urlunsplit
+        from memcore.config import strip_userinfo
 
-        parts = urlsplit(self.endpoint)
-        if "@" not in parts.netloc:
-            return self.endpoint
-        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        return str(strip_userinfo(self.endpoint))
 
     @property
     def secrets(self) -> tuple[str, ...]:
