@@ -37,6 +37,8 @@ class Backend:
         self.flags = flags
         #: The loopback emulator behind a TableStore backend (None on the local store).
         self.emulator: Any = None
+        #: The process of the running :meth:`http` server (None outside it).
+        self.server: subprocess.Popen[bytes] | None = None
         home.mkdir(parents=True, exist_ok=True)
         self.stderr = home / "server-stderr.log"
 
@@ -81,6 +83,7 @@ class Backend:
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
+        self.server = proc
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -100,6 +103,7 @@ class Backend:
                 proc.kill()
                 proc.wait()
             log.close()
+            self.server = None
 
 
 @contextlib.asynccontextmanager

@@ -187,7 +187,10 @@ def _bind(host: str, port: int) -> socket.socket:
 def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    # Answers as plain JSON, not as a server-sent event stream: on SIGTERM uvicorn waits for
+    # the responses still running, but the SDK's event streams are cut at once, so a write that
+    # landed while the server stopped reached the client as an empty answer.
+    app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 

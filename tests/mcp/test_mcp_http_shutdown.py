@@ -1,0 +1,96 @@
+"""A server stopped (SIGTERM) while tool calls run answers each of them before it exits: a
+write that landed is reported as landed, so the client neither loses it nor sends it again."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import sqlite3
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp_rig import Backend, token
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http", "version": "1"},
+    },
+}
+
+
+def _post(url: str, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, dict, str]:
+    """One request on its own connection: status, headers (lower-case) and body."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+    try:
+        connection.request("POST", parts.path, body=json.dumps(message), headers=headers)
+        response = connection.getresponse()
+        body = response.read().decode("utf-8")
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+    finally:
+        connection.close()
+
+
+def _result(body: str) -> dict[str, Any]:
+    """The JSON-RPC message of an answer, sent as JSON or as one server-sent event."""
+    if body.lstrip().startswith("{"):
+        return dict(json.loads(body))
+    data = [line[len("data:") :] for line in body.splitlines() if line.startswith("data:")]
+    assert data, f"no answer in {body!r}"
+    return dict(json.loads(data[-1]))
+
+
+def test_writes_running_when_the_server_is_stopped_are_answered(local_backend: Backend) -> None:
+    alice = token()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {alice}",
+    }
+    answers: dict[int, str] = {}
+    with local_backend.http({"alice": alice}) as url:
+        server = local_backend.server
+        assert server is not None
+        status, got, _ = _post(url, headers, INITIALIZE)
+        assert status == 200
+        headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
+        headers["Mcp-Protocol-Version"] = "2025-06-18"
+        _post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        def remember(number: int) -> None:
+            call = {"name": "remember", "arguments": {"text": f"Fact number {number} to keep"}}
+            message = {"jsonrpc": "2.0", "id": 10 + number, "method": "tools/call", "params": call}
+            answers[number] = _post(url, headers, message)[2]
+
+        # Another process holds the write lock: the writes wait in the server until it goes.
+        lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        calls = [threading.Thread(target=remember, args=(n,)) for n in range(3)]
+        for call in calls:
+            call.start()
+        time.sleep(2)  # the calls have reached the server and wait for the lock
+        server.send_signal(signal.SIGTERM)
+        time.sleep(1.5)  # the server has begun to stop
+        lock.execute("ROLLBACK")
+        lock.close()
+        for call in calls:
+            call.join(timeout=60)
+        server.wait(timeout=60)
+
+    stored = sqlite3.connect(local_backend.home / "memcore.db")
+    landed = {row[0] for row in stored.execute("SELECT id FROM memories")}
+    stored.close()
+    reported = set()
+    for number in range(3):
+        result = _result(answers[number])["result"]
+        assert not result["isError"], result
+        reported.update(result["structuredContent"]["memory_ids"])
+    assert len(reported) == 3 and reported == landed
