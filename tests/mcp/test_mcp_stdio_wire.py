@@ -21,6 +21,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_rig import MEMCORE, Backend, payload, token
 
+from memcore_mcp.stdio import too_long
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": "init",
@@ -159,6 +161,72 @@ def test_every_bad_line_gets_its_error_and_the_server_goes_on(raw: RawStdio) -> 
         }
     )
     assert listed["result"]["structuredContent"]["memories"] == []  # nothing was written
+
+
+#: The longest line the server reads: the HTTP transport's limit on a request body.
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+
+@pytest.mark.parametrize("size", [MAX_LINE_BYTES + 1, 60 * 1024 * 1024])
+def test_a_line_longer_than_the_limit_is_refused_and_the_server_goes_on(
+    raw: RawStdio, size: int
+) -> None:
+    """A line is read up to the HTTP transport's body limit: a longer one was read whole (60 MB
+    held ~375 MB) and parsed. It gets an invalid-request error for its id, what follows it is
+    served, and nothing of it is written."""
+    line = _call(11, "remember", b'{"text": "' + b"x" * size + b'"}')
+    raw.send(line)
+    answer = raw.answer(timeout=60)
+    assert answer["id"] == 11, answer
+    assert answer["error"]["code"] == INVALID_REQUEST, answer
+    message = answer["error"]["message"]
+    assert f"{len(line) - 1:,} bytes" in message and f"{MAX_LINE_BYTES:,}" in message, message
+    assert raw.request({"jsonrpc": "2.0", "id": "after", "method": "ping"})["result"] == {}
+    listed = raw.request(
+        {
+            "jsonrpc": "2.0",
+            "id": "list",
+            "method": "tools/call",
+            "params": {"name": "list_memories", "arguments": {}},
+        }
+    )
+    assert listed["result"]["structuredContent"]["memories"] == []
+
+
+@pytest.mark.parametrize(
+    ("head", "request_id"),
+    [
+        (
+            b'{"jsonrpc": "2.0", "id": "abc", "method": "tools/call", "params": {"arguments": {"te',
+            "abc",
+        ),
+        (b'{ "method" : "ping" , "id" : 5 , "params": [1, 2, 3', 5),
+        # The id comes after the part that was cut: not read, so null.
+        (b'{"jsonrpc": "2.0", "params": {"text": "xxx', None),
+        # A response (no method) is no request of the client's to answer.
+        (b'{"jsonrpc": "2.0", "id": 4, "result": {"a": "xxx', None),
+        (b'[{"id": 1, "method": "ping"}, {"id": 2', None),
+        (b'{"id": null, "method": "ping", "params": {"x', None),
+    ],
+)
+def test_a_line_too_long_is_refused_for_the_id_it_opens_with(
+    head: bytes, request_id: object
+) -> None:
+    answer = too_long(head, 5_000_000).answer
+    assert answer.id == request_id
+    assert answer.error.code == INVALID_REQUEST
+    assert answer.error.message.endswith("the message is 5,000,000 bytes; the limit is 4,194,304")
+
+
+def test_a_line_at_the_limit_is_read(raw: RawStdio) -> None:
+    head = _call(12, "remember", b'{"text": "')
+    tail = b'"}}}\n'
+    line = head[:-3] + b"x" * (MAX_LINE_BYTES - len(head) - 1) + tail
+    assert len(line) == MAX_LINE_BYTES + 1  # the limit, and the newline
+    raw.send(line)
+    answer = raw.answer(timeout=60)
+    assert answer["id"] == 12 and answer["result"]["isError"], answer  # read, then refused
+    assert "the limit is 32000" in answer["result"]["structuredContent"]["error"]["message"]
 
 
 def test_a_blank_line_is_no_message_and_gets_no_answer(raw: RawStdio) -> None:

@@ -7,8 +7,10 @@ parse error (-32700), JSON that is not a message with an invalid-request error (
 for the request's id when one can be read from the line (else null), and the next line is
 served. A request whose id MCP does not allow (null, 1.5, true) is refused too: the SDK took
 it for a notification, which is never answered. The parse error is the HTTP transport's for
-the same body. A blank line is no message and gets no answer. The messages go to the SDK's
-loop as its reader would pass them; the SDK's transport writes the answers.
+the same body. A blank line is no message and gets no answer. A line longer than the HTTP
+transport's body limit (4 MiB, far above any message these tools take) is not held whole: it
+is read past and refused as an invalid request, for the id it opens with. The messages go to
+the SDK's loop as its reader would pass them; the SDK's transport writes the answers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import signal
 import sys
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO, Protocol, cast
 
 import anyio
@@ -30,6 +32,7 @@ import pydantic_core
 from anyio.lowlevel import EventLoopToken
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.stdio import _claim_fd, _open_stdin_diversion, stdio_server
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from mcp.types import (
@@ -47,6 +50,10 @@ from pydantic import ValidationError
 
 RequestId = int | str
 CANCELLED = "notifications/cancelled"
+#: The longest line read (its newline aside): the HTTP transport's limit on a request body.
+MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+#: How much of a longer line is kept to find its id in (the rest is read past, not kept).
+_HEAD_BYTES = 64 * 1024
 
 
 class Answers(Protocol):
@@ -66,7 +73,7 @@ async def read(
     requests read are answered first, then ``messages`` closes: the SDK cancels what is still
     running when it closes, so a write could land with no answer (``cat requests | memcore
     mcp``)."""
-    lines, lines_in = anyio.create_memory_object_stream[bytes](0)
+    lines, lines_in = anyio.create_memory_object_stream[bytes | Refused](0)
     token = anyio.lowlevel.current_token()
     # A read blocks until the client writes. In a worker thread (the SDK's way) it held the
     # process when stopped, so Ctrl-C did nothing until one more line came; a daemon does not.
@@ -74,7 +81,7 @@ async def read(
     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         async with messages, lines_in:
             async for raw in lines_in:
-                checked = check(raw)
+                checked = raw if isinstance(raw, Refused) else check(raw)
                 if isinstance(checked, Refused):
                     await out.send(SessionMessage(checked.answer))
                 elif checked is not None:
@@ -138,11 +145,14 @@ class _Noting:
         await self.aclose()
 
 
-def _pump(wire: BinaryIO, lines: MemoryObjectSendStream[bytes], token: EventLoopToken) -> None:
-    """Pass each line of ``wire`` to ``lines`` until the end of input (or a read that fails,
-    which ends it too), then close ``lines``; stop when no one receives any more."""
+def _pump(
+    wire: BinaryIO, lines: MemoryObjectSendStream[bytes | Refused], token: EventLoopToken
+) -> None:
+    """Pass each line of ``wire`` to ``lines`` (a line too long as its refusal) until the end
+    of input (or a read that fails, which ends it too), then close ``lines``; stop when no one
+    receives any more."""
     try:
-        for raw in iter(wire.readline, b""):
+        for raw in _lines(wire):
             anyio.from_thread.run(lines.send, raw, token=token)
     except (OSError, ValueError):
         pass  # the input is gone: its end, as for EOF
@@ -150,6 +160,63 @@ def _pump(wire: BinaryIO, lines: MemoryObjectSendStream[bytes], token: EventLoop
         return  # the server stopped reading (or has exited)
     with contextlib.suppress(RuntimeError):
         anyio.from_thread.run_sync(lines.close, token=token)
+
+
+def _lines(wire: BinaryIO) -> Iterator[bytes | Refused]:
+    """The lines of ``wire``; one longer than :data:`MAX_LINE_BYTES` is read past in pieces
+    (so it is never held whole) and comes as its refusal."""
+    while raw := wire.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        head, size = raw[:_HEAD_BYTES], len(raw)
+        while not raw.endswith(b"\n"):
+            raw = wire.readline(_HEAD_BYTES)
+            if not raw:
+                break
+            size += len(raw)
+        yield too_long(head, size - 1 if raw.endswith(b"\n") else size)
+
+
+def too_long(head: bytes, size: int) -> Refused:
+    """The refusal of a line of ``size`` bytes (past the limit) that starts with ``head``."""
+    return _error(
+        INVALID_REQUEST,
+        f"Invalid Request: the message is {size:,} bytes; the limit is {MAX_LINE_BYTES:,}",
+        _leading_id(head),
+    )
+
+
+def _leading_id(head: bytes) -> RequestId | None:
+    """The id of a request whose line was cut after ``head``, when its top-level ``id`` and
+    ``method`` come before the cut (the SDK writes them first, before the params)."""
+    text = head.decode("utf-8", "replace")
+    decoder = json.JSONDecoder()
+    members: dict[str, Any] = {}
+    at = _skip_blank(text, 0)
+    if not text.startswith("{", at):
+        return None
+    at += 1
+    try:
+        while True:
+            key, at = decoder.raw_decode(text, _skip_blank(text, at))
+            at = _skip_blank(text, at)
+            if not isinstance(key, str) or not text.startswith(":", at):
+                break
+            members[key], at = decoder.raw_decode(text, _skip_blank(text, at + 1))
+            at = _skip_blank(text, at)
+            if not text.startswith(",", at):
+                break
+            at += 1
+    except (ValueError, RecursionError):  # cut off here (or nested too deeply)
+        pass
+    return _request_id(members)
+
+
+def _skip_blank(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 @attrs.frozen
