@@ -3,10 +3,12 @@ without a token map; tokens never reach the log."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -72,6 +74,43 @@ def test_requests_without_a_valid_token_get_401(local_backend: Backend) -> None:
 
         anyio.run(with_the_right_one)
     assert alice not in local_backend.stderr.read_text(encoding="utf-8")
+
+
+def _post_with_authorizations(url: str, values: list[str]) -> tuple[int, bytes]:
+    """A POST of ``initialize`` carrying one Authorization header per value, in that order."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    try:
+        connection.putrequest("POST", parts.path)
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Accept", "application/json, text/event-stream")
+        for value in values:
+            connection.putheader("Authorization", value)
+        body = json.dumps(INITIALIZE).encode()
+        connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders(body)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def test_a_request_with_two_authorization_headers_is_refused(local_backend: Backend) -> None:
+    """Which of two tokens a request acts for was the first header's, while a proxy in front
+    may read the last: a request carrying two credentials is refused, whichever they are."""
+    alice, bob = token(), token()
+    with local_backend.http({"alice": alice, "bob": bob}) as url:
+        for values in (
+            [f"Bearer {alice}", f"Bearer {bob}"],
+            [f"Bearer {alice}", f"Bearer {alice}"],
+            [f"Bearer {alice}", "Bearer not-a-token"],
+            ["Bearer not-a-token", f"Bearer {alice}"],
+        ):
+            status, body = _post_with_authorizations(url, values)
+            assert status == 400, (status, body)
+            assert json.loads(body)["error"] == "invalid_request", body
+            assert alice.encode() not in body and bob.encode() not in body
+        assert _post_with_authorizations(url, [f"Bearer {alice}"])[0] == 200
 
 
 def test_one_tenants_session_id_is_refused_with_another_tenants_token(

@@ -20,7 +20,7 @@ from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.wiring.overrides import StoreFactory
 from memcore_cli.wiring.runtime import Runtime
 from memcore_mcp import reembed
-from memcore_mcp.server import MemoryServer, build_server, token_tenant
+from memcore_mcp.server import MemoryServer, OneCredential, build_server, token_tenant
 from memcore_mcp.tenants import Tenants, server_options, tenant_scope
 from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
 
@@ -191,7 +191,9 @@ def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str
     # the responses still running, but the SDK's event streams are cut at once, so a write that
     # landed while the server stopped reached the client as an empty answer.
     app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        OneCredential(app), log_level="warning", access_log=False, lifespan="on"
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 

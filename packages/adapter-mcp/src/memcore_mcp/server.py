@@ -23,6 +23,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult
 from pydantic import AnyHttpUrl, ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcore.errors import InvalidInput, PermissionDenied
 from memcore_mcp import __version__, answers, stdio
@@ -52,6 +54,34 @@ class TokenTenants:
         return AccessToken(
             token="redacted", client_id=f"tenant:{tenant}", scopes=[], subject=tenant
         )
+
+
+class OneCredential:
+    """ASGI middleware: a request with more than one ``Authorization`` header is refused (400,
+    RFC 6750's ``invalid_request``). The SDK's bearer check reads the first one, while a proxy
+    in front may read the last: two tokens, perhaps of two tenants, would leave it open which
+    tenant the request acts for."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = [name for name, _ in scope["headers"] if name.lower() == b"authorization"]
+            if len(given) > 1:
+                description = "send one Authorization header, not several"
+                response = JSONResponse(
+                    {"error": "invalid_request", "error_description": description},
+                    status_code=400,
+                    headers={
+                        "WWW-Authenticate": (
+                            f'Bearer error="invalid_request", error_description="{description}"'
+                        )
+                    },
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def token_tenant() -> str:
