@@ -173,6 +173,23 @@ def test_the_schemas_keep_their_bounds(local_backend: Backend) -> None:
     anyio.run(main)
 
 
+def test_each_schema_says_an_unknown_argument_is_refused(local_backend: Backend) -> None:
+    """A tool refuses an argument it does not take, so its schema must not allow one (JSON
+    Schema allows any other property unless it says otherwise)."""
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            tools = (await session.list_tools()).tools
+            assert len(tools) == 9
+            for tool in tools:
+                assert tool.input_schema.get("additionalProperties") is False, tool.name
+                result = await session.call_tool(tool.name, {"colour": "blue"})
+                error = payload(result)["error"]
+                assert error["field"] == "colour", (tool.name, error)
+
+    anyio.run(main)
+
+
 def test_text_that_reads_as_json_is_taken_as_sent(local_backend: Backend) -> None:
     """The SDK reads a string as JSON where a parameter may be null: an update to the text
     "null" was taken as no new text (the tool answered success, the old text stayed), and

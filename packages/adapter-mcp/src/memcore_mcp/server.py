@@ -115,8 +115,11 @@ def _takes_text(annotation: object) -> bool:
 
 
 def memory_tool(fn: Any, **kwargs: Any) -> Tool:
-    """The SDK's tool for ``fn`` (``kwargs`` as for ``add_tool``), its text taken as sent."""
+    """The SDK's tool for ``fn`` (``kwargs`` as for ``add_tool``), its text taken as sent. Its
+    schema allows no other argument, as :meth:`MemoryServer.call_tool` refuses any other (JSON
+    Schema allows any unless it says so)."""
     tool = Tool.from_function(fn, **kwargs)
+    tool.parameters = {**tool.parameters, "additionalProperties": False}
     meta = tool.fn_metadata
     tool.fn_metadata = TextAsSent(
         arg_model=meta.arg_model,
