@@ -20,7 +20,13 @@ from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.wiring.overrides import StoreFactory
 from memcore_cli.wiring.runtime import Runtime
 from memcore_mcp import reembed
-from memcore_mcp.server import MemoryServer, OneCredential, build_server, token_tenant
+from memcore_mcp.server import (
+    MemoryServer,
+    OneCredential,
+    build_server,
+    share_sessions,
+    token_tenant,
+)
 from memcore_mcp.tenants import Tenants, server_options, tenant_scope
 from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
 
@@ -28,6 +34,9 @@ TRANSPORTS = ("stdio", "http")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 DEFAULT_PATH = "/mcp"
+#: The sessions one tenant may hold open at once on HTTP (an MCP client holds one; the SDK
+#: closes a session idle for 30 minutes). The server keeps at most the SDK's 10,000 in all.
+SESSIONS_PER_TENANT = 1_000
 MAX_PORT = 65_535
 #: The longest ``--busy-timeout``, in seconds, as the config's ``timeout`` allows: a tool call
 #: waiting longer would look hung to the client. Checked here, before anything opens, so the
@@ -191,6 +200,7 @@ def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str
     # the responses still running, but the SDK's event streams are cut at once, so a write that
     # landed while the server stopped reached the client as an empty answer.
     app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
+    share_sessions(server.session_manager, SESSIONS_PER_TENANT)
     config = uvicorn.Config(
         OneCredential(app), log_level="warning", access_log=False, lifespan="on"
     )
@@ -202,6 +212,7 @@ __all__ = [
     "DEFAULT_PATH",
     "DEFAULT_PORT",
     "MAX_BUSY_TIMEOUT",
+    "SESSIONS_PER_TENANT",
     "TRANSPORTS",
     "serve",
 ]

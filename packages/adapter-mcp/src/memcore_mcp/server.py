@@ -15,12 +15,14 @@ from collections.abc import Sequence
 from typing import Any, Union, get_args, get_origin
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import CallToolResult
 from pydantic import AnyHttpUrl, ValidationError
 from starlette.responses import JSONResponse
@@ -82,6 +84,24 @@ class OneCredential:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def share_sessions(manager: StreamableHTTPSessionManager, per_tenant: int) -> None:
+    """Let each tenant hold at most ``per_tenant`` of ``manager``'s sessions: past that its
+    new session is refused (503, as the SDK refuses one past its own limit for all), so one
+    tenant cannot take every session and lock the others out until theirs expire. The SDK
+    records the owner of each session (to refuse one tenant's session id to another); the
+    owners are counted there, so a session closed or expired frees its place. Private to the
+    SDK, whose version is pinned."""
+    admit = manager._admit_session
+
+    def admit_within_share(requestor: AuthorizationContext | None) -> Any:
+        owners = manager._session_owners.values()
+        if requestor is not None and sum(o == requestor for o in owners) >= per_tenant:
+            return None
+        return admit(requestor)
+
+    manager._admit_session = admit_within_share  # type: ignore[method-assign]
 
 
 def token_tenant() -> str:
