@@ -71,6 +71,23 @@ def test_a_token_with_whitespace_is_refused() -> None:
         TokenMap.parse(json.dumps({"alice": A + " " + A}), source="t")
 
 
+@pytest.mark.parametrize(
+    "odd", ["\u043f\u0430\u0440\u043e\u043b\u044c", "caf\u00e9", "\u200b", "\x00", "\x7f"]
+)
+def test_a_token_no_http_header_can_carry_is_refused(odd: str) -> None:
+    """An Authorization header is read as Latin-1 text, so a token with a character outside
+    printable ASCII never matched what a client sent for it (or a client could not send
+    it): the server started and answered that token 401 for ever."""
+    with pytest.raises(ConfigError, match="printable ASCII") as refused:
+        TokenMap.parse(json.dumps({"alice": A + odd}), source="t")
+    assert A not in json.dumps(refused.value.to_dict())
+
+
+def test_a_token_of_printable_ascii_is_taken() -> None:
+    punctuated = "!#$%&'()*+,-./:;<=>?@[]^_`{|}~" + A
+    assert TokenMap.parse(json.dumps({"alice": punctuated}), source="t").tenant_for(punctuated)
+
+
 def test_file_then_file_variable_then_inline_variable(tmp_path) -> None:
     path = tmp_path / "tokens.json"
     path.write_text(json.dumps({"alice": A}))

@@ -88,6 +88,14 @@ class TokenMap:
                     raise ConfigError(
                         "a token may not contain whitespace", field=where, source=source
                     )
+                if not all("!" <= ch <= "~" for ch in token):
+                    # A header is read as Latin-1: such a token never matched what was sent.
+                    raise ConfigError(
+                        "a token may hold printable ASCII characters only (an HTTP header "
+                        "carries no others)",
+                        field=where,
+                        source=source,
+                    )
                 digest = _digest(token)
                 other = entries.get(digest, tenant)
                 # Tenants by the rule that resolves them (never trimmed): "alice " is not
