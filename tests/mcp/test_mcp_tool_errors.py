@@ -3,6 +3,8 @@ be pointed at another tenant; dream and update work end to end over stdio."""
 
 from __future__ import annotations
 
+import json
+
 import anyio
 from mcp_rig import Backend, payload
 
@@ -186,6 +188,25 @@ def test_each_schema_says_an_unknown_argument_is_refused(local_backend: Backend)
                 result = await session.call_tool(tool.name, {"colour": "blue"})
                 error = payload(result)["error"]
                 assert error["field"] == "colour", (tool.name, error)
+
+    anyio.run(main)
+
+
+def test_recall_says_the_default_top_k_it_uses(local_backend: Backend) -> None:
+    """Without ``top_k``, recall returns the config's ``top_k`` matches: its schema said
+    "default 5" whatever the config said."""
+    config = local_backend.home / "config.json"
+    config.write_text(json.dumps({"embedder": "none", "top_k": 3}), encoding="utf-8")
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            described = tools["recall"].input_schema["properties"]["top_k"]["description"]
+            assert "default 3" in described and "default 5" not in described, described
+            for number in range(5):
+                await session.call_tool("remember", {"text": f"Tea fact number {number}"})
+            found = payload(await session.call_tool("recall", {"query": "tea fact"}))
+            assert len(found["results"]) == 3
 
     anyio.run(main)
 

@@ -32,7 +32,7 @@ from memcore.errors import InvalidInput, PermissionDenied
 from memcore_mcp import __version__, answers, stdio
 from memcore_mcp.tenants import Tenants
 from memcore_mcp.tokens import TokenMap
-from memcore_mcp.tools import INSTRUCTIONS, PROFILE_URI, MemoryTools
+from memcore_mcp.tools import INSTRUCTIONS, PROFILE_URI, MemoryTools, say_default_top_k
 
 logger = logging.getLogger(__name__)
 
@@ -217,6 +217,9 @@ def build_server(
     tools = MemoryTools(tenants)
     registered: list[Tool] = []
     tools.register(lambda fn, **kwargs: registered.append(memory_tool(fn, **kwargs)))
+    for tool in registered:
+        if tool.name == "recall":
+            say_default_top_k(tool, tenants.runtime.settings.config.top_k)
     server = MemoryServer(
         NAME,
         tools=registered,

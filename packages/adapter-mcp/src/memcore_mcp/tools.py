@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import anyio
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BeforeValidator, Field
 
@@ -56,6 +57,10 @@ def _flag(value: object) -> object:
 #: bounds into the JSON schema as ``ge``/``le`` instead of ``minimum``/``maximum``.
 Number = BeforeValidator(_number)
 Flag = BeforeValidator(_flag)
+
+#: recall's ``top_k``; the server names the default it uses, the config's ``top_k``
+#: (:func:`say_default_top_k`).
+TOP_K = "How many matches (default {default})."
 
 PROFILE_URI = "memcore://profile"
 PROFILE_LIMIT = 100
@@ -158,7 +163,7 @@ class MemoryTools:
         self,
         query: Annotated[str, Field(description="What to look for, in plain words.")],
         top_k: Annotated[
-            int | None, Field(ge=1, le=50, description="How many matches (default 5)."), Number
+            int | None, Field(ge=1, le=50, description=TOP_K.format(default=5)), Number
         ] = None,
         min_score: Annotated[
             float | None,
@@ -344,6 +349,14 @@ class MemoryTools:
                 annotations=hints,
                 structured_output=False,
             )
+
+
+def say_default_top_k(tool: Tool, default: int) -> None:
+    """Make ``tool`` (recall) name ``default`` as its ``top_k`` default: a recall without one
+    returns the config's ``top_k`` matches, which is not always 5."""
+    properties = dict(tool.parameters["properties"])
+    properties["top_k"] = {**properties["top_k"], "description": TOP_K.format(default=default)}
+    tool.parameters = {**tool.parameters, "properties": properties}
 
 
 def _dream_answer(service: MemoryService, task: DreamTask, database: str) -> dict[str, Any]:
