@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 from mcp_rig import Backend, token
 
+from memcore_mcp.serve import SHUTDOWN_GRACE
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -94,3 +96,41 @@ def test_writes_running_when_the_server_is_stopped_are_answered(local_backend: B
         assert not result["isError"], result
         reported.update(result["structuredContent"]["memory_ids"])
     assert len(reported) == 3 and reported == landed
+
+
+def test_a_call_that_never_ends_does_not_keep_a_stopped_server_running(
+    local_backend: Backend,
+) -> None:
+    """Two calls sent with one id at once: the SDK routes the answer to one of them only, and
+    the other waits for ever. Stopped, the server waits for running calls only so long (the
+    longest a write waits for the lock, and a margin), then exits."""
+    alice = token()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {alice}",
+    }
+    with local_backend.http({"alice": alice}, "--busy-timeout", "0") as url:
+        server = local_backend.server
+        assert server is not None
+        _, got, _ = _post(url, headers, INITIALIZE)
+        headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
+        headers["Mcp-Protocol-Version"] = "2025-06-18"
+        _post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        ping = {"jsonrpc": "2.0", "id": 5, "method": "tools/call"}
+        ping["params"] = {"name": "list_memories", "arguments": {}}
+
+        def call() -> None:
+            try:
+                _post(url, headers, ping)
+            except OSError:
+                pass  # the server went: what this test waits for
+
+        calls = [threading.Thread(target=call, daemon=True) for _ in range(2)]
+        for one in calls:
+            one.start()
+        time.sleep(2)
+        started = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=SHUTDOWN_GRACE + 20)
+        assert time.monotonic() - started < SHUTDOWN_GRACE + 20

@@ -42,6 +42,12 @@ MAX_PORT = 65_535
 #: waiting longer would look hung to the client. Checked here, before anything opens, so the
 #: option is named; the store refuses what SQLite cannot keep itself.
 MAX_BUSY_TIMEOUT = 600.0
+#: How long a write waits for another process's lock unless ``--busy-timeout`` says.
+DEFAULT_BUSY_TIMEOUT = 30.0
+#: A stopping HTTP server waits for its running calls as long as a write may wait for the
+#: lock, and this many seconds more; then it cancels what still runs and exits (a call the
+#: SDK never answers, such as one of two sent with one id, would hold it for ever).
+SHUTDOWN_GRACE = 10.0
 
 
 def serve(
@@ -116,7 +122,8 @@ def serve(
             f"({runtime.settings.backend} backend)\n"
         )
         sys.stderr.flush()
-        _run_http(server, sock, host=host, path=path)
+        wait = DEFAULT_BUSY_TIMEOUT if busy_timeout is None else busy_timeout
+        _run_http(server, sock, host=host, path=path, grace=wait + SHUTDOWN_GRACE)
     finally:
         runtime.close()
 
@@ -193,7 +200,9 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str) -> None:
+def _run_http(
+    server: MemoryServer, sock: socket.socket, *, host: str, path: str, grace: float
+) -> None:
     import uvicorn
 
     # Answers as plain JSON, not as a server-sent event stream: on SIGTERM uvicorn waits for
@@ -202,7 +211,11 @@ def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str
     app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     share_sessions(server.session_manager, SESSIONS_PER_TENANT)
     config = uvicorn.Config(
-        OneCredential(app), log_level="warning", access_log=False, lifespan="on"
+        OneCredential(app),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=math.ceil(grace),
     )
     uvicorn.Server(config).run(sockets=[sock])
 
@@ -210,9 +223,11 @@ def _run_http(server: MemoryServer, sock: socket.socket, *, host: str, path: str
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PATH",
+    "DEFAULT_BUSY_TIMEOUT",
     "DEFAULT_PORT",
     "MAX_BUSY_TIMEOUT",
     "SESSIONS_PER_TENANT",
+    "SHUTDOWN_GRACE",
     "TRANSPORTS",
     "serve",
 ]
