@@ -83,3 +83,22 @@ def test_a_bad_reference_time_is_a_typed_json_error(local_backend: Backend) -> N
                 assert "Traceback" not in error["message"]
 
     anyio.run(main)
+
+
+def test_each_recalled_memory_says_the_day_it_was_said(
+    local_backend: Backend, tmp_path: Path
+) -> None:
+    """recall gave the model only seconds since 1970 (``created_at``, ``said_at``); each hit
+    now also has the day the Hermes tool and recall block show (UTC)."""
+    seed_dated_hikes(local_backend, tmp_path)
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            answer = payload(await session.call_tool("recall", {"query": "hiking with Sam"}))
+            days = {r["text"]: r["date"] for r in answer["results"]}
+            assert days == {
+                "I went hiking with Sam": "2023-03-12",
+                "I went hiking with Ana": "2023-04-19",
+            }
+
+    anyio.run(main)

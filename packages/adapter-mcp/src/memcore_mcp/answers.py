@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, CallToolResult, TextContent
 
 from memcore.errors import MemcoreError
-from memcore.recall import fence, sanitize_recalled
+from memcore.recall import fence, sanitize_recalled, shown_date
 from memcore.values import MemoryRecord, SearchHit
 from memcore_cli.output.records import hit_record, memory_record
 from memcore_mcp.redaction import public_error
@@ -52,7 +52,10 @@ def memory_json(memory: MemoryRecord) -> dict[str, Any]:
 
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
-    return hit_record(hit)
+    """A hit in the CLI's record shape, with the day it is shown with (``date``, UTC
+    ``YYYY-MM-DD``, as Hermes' search tool and recall block give it): the model reads a day,
+    not seconds since 1970."""
+    return {**hit_record(hit), "date": shown_date(hit)}
 
 
 def dumps(data: Any) -> str:
