@@ -75,6 +75,7 @@ class StoreHandle:
         description: str,
         auto_create: bool,
         extract_instructions: str | None = None,
+        on_open: Callable[[MemoryStore], None] | None = None,
     ) -> None:
         self._opener = opener
         self.store_name = store_name
@@ -87,10 +88,23 @@ class StoreHandle:
         self._ensured = False
         self._failure: tuple[MemcoreError | None, float] = (None, 0.0)
         self.last_error: MemcoreError | None = None
+        #: The only thread that may call the opener (the lane), once set: opening can take
+        #: seconds (another process's lock, a first run's bootstrap), never a turn's.
+        self._opens_on: threading.Thread | None = None
+        self._on_open = on_open
 
     @property
     def store(self) -> MemoryStore | None:
         return self._store
+
+    @property
+    def waiting_to_open(self) -> bool:
+        """The store is not open yet: the lane tries again even with nothing to deliver."""
+        return self._store is None and self._opens_on is not None
+
+    def open_only_on(self, thread: threading.Thread) -> None:
+        """Let only ``thread`` open the store; others get :class:`Unavailable` at once."""
+        self._opens_on = thread
 
     def set_store(self, store: MemoryStore) -> None:
         with self._lock:
@@ -98,6 +112,13 @@ class StoreHandle:
 
     def get(self) -> MemoryStore:
         """The opened store (without ensuring it); raises the opening error."""
+        opens_on = self._opens_on
+        if (
+            self._store is None
+            and opens_on is not None
+            and threading.current_thread() is not opens_on
+        ):
+            raise self._unavailable()
         with self._lock:
             if self._store is None:
                 try:
@@ -105,7 +126,18 @@ class StoreHandle:
                 except MemcoreError as exc:
                     self.last_error = exc
                     raise
+                if self._on_open is not None:
+                    self._on_open(self._store)
             return self._store
+
+    def _unavailable(self) -> Unavailable:
+        reason = self.last_error
+        why = f" ({reason.code}: {reason})" if reason is not None else ""
+        return Unavailable(
+            f"memory is unavailable: the memory store is not open yet{why}; it is opened "
+            "again in the background, and queued writes are stored once it opens",
+            field="store",
+        )
 
     def ready(self) -> MemoryStore:
         """The store, created if missing (when allowed) and ready for memory operations.
@@ -154,6 +186,28 @@ class StoreHandle:
             extract_instructions=config.extract_instructions,
         )
         handle.set_store(store)
+        return handle
+
+    @classmethod
+    def deferred(
+        cls,
+        opener: Callable[[], MemoryStore],
+        config: MemcoreConfig,
+        error: MemcoreError,
+        *,
+        on_open: Callable[[MemoryStore], None] | None = None,
+    ) -> StoreHandle:
+        """A handle whose store could not be opened yet (``error``, a reason that passes):
+        the lane opens it later, retrying with backoff; the runtime names the lane."""
+        handle = cls(
+            opener,
+            store_name=config.memory_store_name,
+            description=config.description,
+            auto_create=config.auto_create_store,
+            extract_instructions=config.extract_instructions,
+            on_open=on_open,
+        )
+        handle.last_error = error
         return handle
 
     def forget_ready(self) -> None:
@@ -239,7 +293,7 @@ class Deliverer:
         except Unavailable as exc:
             logger.error("tablestore-mem: cannot read the spool: %s", exc)
             return self.retry.cap_s
-        if not batch:
+        if not batch and not self.handle.waiting_to_open:
             return None
         try:
             self.handle.ready()
@@ -248,13 +302,16 @@ class Deliverer:
             self._store_attempts += 1
             self.failing, self.last_error = True, exc
             delay = self.retry.delay(self._store_attempts)
-            first = batch[0]
-            try:  # keep the reason next to the waiting write, for ``doctor``
-                self.spool.retry_later(
-                    first.key, next_attempt_at=first.next_attempt_at, error=f"{exc.code}: {exc}"
-                )
-            except Unavailable:
-                pass
+            if batch:
+                first = batch[0]
+                try:  # keep the reason next to the waiting write, for ``doctor``
+                    self.spool.retry_later(
+                        first.key,
+                        next_attempt_at=first.next_attempt_at,
+                        error=f"{exc.code}: {exc}",
+                    )
+                except Unavailable:
+                    pass
             logger.warning(
                 "tablestore-mem: memory backend not ready (%s: %s); %d write(s) wait in the spool, "
                 "next try in %.1f s",

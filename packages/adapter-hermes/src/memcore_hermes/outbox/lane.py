@@ -105,6 +105,11 @@ class Lane:
         self._queue.put(_STOP)
 
     @property
+    def thread(self) -> threading.Thread:
+        """The worker thread (the only one allowed to open a store that opens late)."""
+        return self._thread
+
+    @property
     def alive(self) -> bool:
         return self._thread.is_alive()
 

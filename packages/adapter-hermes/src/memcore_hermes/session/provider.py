@@ -26,11 +26,14 @@ except ImportError:  # outside Hermes (the library used on its own)
 
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
 
     from memcore.config import MemcoreConfig
+    from memcore.errors import MemcoreError
     from memcore.ports import MemoryStore
     from memcore_hermes.backend.preload import ModelPreload
+    from memcore_hermes.config.credentials import AccessKeys
     from memcore_hermes.config.readiness import Readiness
     from memcore_hermes.outbox.delivery import RetryPolicy
     from memcore_hermes.outbox.spool import SpoolLimits
@@ -332,6 +335,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     def _build_runtime(
         self, session_id: str, kwargs: dict[str, Any], progress: Callable[[str], None]
     ) -> MemoryRuntime:
+        from memcore.errors import MemcoreError
         from memcore.scope import SessionContext, resolve_scope
         from memcore_hermes.config.credentials import access_keys, load_environment
         from memcore_hermes.outbox.delivery import StoreHandle
@@ -365,36 +369,31 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self._session, self._tenant_id = session, tenant_id
         env = load_environment(home.env_file, self._environ)
         keys = access_keys(env)
-        if self._store_factory is not None:
-            store = self._store_factory(config)
-            self._backend = config.backend or "custom"
-        else:
-            from memcore_hermes.backend.open_store import choose_backend, open_backend_store
-
-            self._backend = choose_backend(config, keys)
-            if self._preload is None and not self._defer_vectors:
-                from memcore_hermes.backend import preload
-
-                # The model loads while Hermes finishes starting: the first prefetch embeds
-                # its query without paying for the load (about 0.5 s idle, seconds when busy).
-                self._preload = preload.start(home)
-            config, store = open_backend_store(
-                home,
-                config,
-                keys,
-                progress=progress,
-                provisioner_options=self._provisioner_options,
-                defer_vectors=self._defer_vectors,
-                preload=self._preload,
-                environ=env,
-            )
-        self._home, self._config = home, config
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
-        handle = StoreHandle.opened(store, config)
-        if self._background_reindex and not read_only:
-            from memcore_hermes.backend.reindex import start_background_reindex
-
-            start_background_reindex(store, config.memory_store_name)
+        open_store = self._store_opener(home, config, keys, env, progress)
+        try:
+            config, store = open_store()
+        except MemcoreError as exc:
+            if not passes(exc):
+                raise
+            # The session starts without its store: writes wait in the spool, and the lane
+            # opens the store later (with backoff), then delivers them.
+            logger.warning(
+                "tablestore-mem: the memory store cannot be opened yet (%s: %s); this session's "
+                "writes wait in the spool and are stored when it opens",
+                exc.code,
+                exc,
+            )
+            handle = StoreHandle.deferred(
+                lambda: open_store()[1],
+                config,
+                exc,
+                on_open=lambda opened: self._on_store_open(opened, config, read_only),
+            )
+        else:
+            handle = StoreHandle.opened(store, config)
+            self._on_store_open(store, config, read_only)
+        self._home, self._config = home, config
         spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
         runtime = MemoryRuntime(
             config=config,
@@ -411,6 +410,50 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         if not read_only and session["platform"] is not None:
             runtime.lane.submit(lambda: warn_of_legacy_memories(runtime, kwargs))
         return runtime
+
+    def _store_opener(
+        self,
+        home: HermesHome,
+        config: MemcoreConfig,
+        keys: AccessKeys | None,
+        env: Mapping[str, str],
+        progress: Callable[[str], None],
+    ) -> Callable[[], tuple[MemcoreConfig, MemoryStore]]:
+        """What opens the configured store (the config it returns may be a bootstrap's);
+        called at start, and again on the lane when that failed for a reason that passes."""
+        factory = self._store_factory
+        if factory is not None:
+            self._backend = config.backend or "custom"
+            return lambda: (config, factory(config))
+        from memcore_hermes.backend.open_store import choose_backend, open_backend_store
+
+        self._backend = choose_backend(config, keys)
+        if self._preload is None and not self._defer_vectors:
+            from memcore_hermes.backend import preload
+
+            # The model loads while Hermes finishes starting: the first prefetch embeds
+            # its query without paying for the load (about 0.5 s idle, seconds when busy).
+            self._preload = preload.start(home)
+
+        def open_store() -> tuple[MemcoreConfig, MemoryStore]:
+            return open_backend_store(
+                home,
+                config,
+                keys,
+                progress=progress,
+                provisioner_options=self._provisioner_options,
+                defer_vectors=self._defer_vectors,
+                preload=self._preload,
+                environ=env,
+            )
+
+        return open_store
+
+    def _on_store_open(self, store: MemoryStore, config: MemcoreConfig, read_only: bool) -> None:
+        if self._background_reindex and not read_only:
+            from memcore_hermes.backend.reindex import start_background_reindex
+
+            start_background_reindex(store, config.memory_store_name)
 
     @property
     def runtime(self) -> MemoryRuntime | None:
@@ -613,6 +656,15 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             release.detach()
         if runtime is not None:
             runtime.close(self._flush_timeout)
+
+
+def passes(error: MemcoreError) -> bool:
+    """Whether a store that could not be opened may open later by itself (busy, another
+    process's older file, a full disk, an endpoint down or throttling): a retryable error.
+    Bad config, refused keys, a read-only or damaged file do not: the start fails."""
+    from memcore.errors import ConfigError
+
+    return error.retryable and not isinstance(error, ConfigError)
 
 
 def _with_saved_values(fields: list[dict[str, Any]], saved: dict[str, Any]) -> list[dict[str, Any]]:

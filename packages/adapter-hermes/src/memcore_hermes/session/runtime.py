@@ -114,6 +114,7 @@ class MemoryRuntime:
             clock=clock,
         )
         self.lane = Lane(name, self.deliverer.drain, before_task=self._let_recall_finish)
+        handle.open_only_on(self.lane.thread)
         # Replay what an earlier run left behind, and ensure the store, off the agent's thread.
         self.lane.request_drain()
         self.lane.submit(self._warm_up)

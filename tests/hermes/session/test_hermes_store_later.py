@@ -1,0 +1,243 @@
+"""A store that cannot be opened at start for a reason that passes (another process has an
+older file open, a busy or full disk, TableStore unreachable): the session starts anyway,
+its writes wait in the spool and land exactly once when the store opens; bad config still
+fails loudly. Driven through Hermes' own ``MemoryManager``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memcore.errors import Conflict, MemcoreError, PermissionDenied, Unavailable
+from memcore.scope import Scope, ScopePattern
+from memcore.testing import InMemoryMemoryStore
+from memcore_hermes import MemcoreMemoryProvider
+
+STORE = "hermes_mem"
+FIXTURE = Path(__file__).parents[2] / "data" / "sqlite_0_1_0_store.db.gz"
+TURN_SCOPE = Scope("hermes", "telegram:dana", "hermes", "s1")
+DANA = ScopePattern.parse("hermes/telegram:dana/*/*")
+
+HOLD = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("SELECT count(*) FROM memories").fetchone()
+print("READY", flush=True)
+sys.stdin.read()
+conn.close()
+"""
+
+
+@contextmanager
+def _older_process_has_it_open(database: Path) -> Iterator[Callable[[], None]]:
+    """Another process keeps ``database`` open; the yielded function lets it go."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(database)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    stdin = holder.stdin
+
+    def let_go() -> None:
+        if not stdin.closed:
+            stdin.close()
+        holder.wait(30)
+
+    try:
+        assert holder.stdout.readline().strip() == "READY"
+        yield let_go
+    finally:
+        let_go()
+
+
+def _manager(provider: MemcoreMemoryProvider, home: Path) -> Any:
+    from agent.memory_manager import MemoryManager
+
+    mm = MemoryManager()
+    mm.add_provider(provider)
+    mm.initialize_all(
+        session_id="s1",
+        hermes_home=str(home),
+        platform="telegram",
+        agent_context="primary",
+        user_id="dana",
+    )
+    return mm
+
+
+def _wait_for(check: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def _write_everything(mm: Any) -> dict[str, Any]:
+    """A turn, a built-in memory write and a queued remember, through the manager."""
+    mm.sync_all("My bike is red", "A red bike, noted.", session_id="s1")
+    assert mm.flush_pending(10)
+    mm.on_memory_write("add", "user", "Dana drinks green tea")
+    answer: dict[str, Any] = json.loads(
+        mm.handle_tool_call("tablestore_remember", {"content": "Dana owns a kayak"})
+    )
+    return answer
+
+
+def _once_each(texts: list[str]) -> None:
+    """The mirrored and the remembered memory are there, each exactly once."""
+    for text in ("Dana drinks green tea", "Dana owns a kayak"):
+        assert texts.count(text) == 1, texts
+
+
+@pytest.mark.skipif(not Path("/proc/locks").is_file(), reason="lock list is Linux only")
+def test_writes_made_while_an_older_process_holds_the_file_land_once_it_lets_go(
+    hermes_home: Path, kit: Any
+) -> None:
+    """Before, ``initialize`` raised the upgrade's Conflict and every turn, mirror and
+    remember of the session was lost ("not initialised ... not recorded")."""
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    database.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=1.0)
+    with _older_process_has_it_open(database) as let_go:
+        mm = _manager(provider, hermes_home)
+        try:
+            assert provider.runtime is not None
+            queued = _write_everything(mm)
+            assert queued["status"] == "queued", queued
+            # Recall says plainly that memory is unavailable, and does not wait for the
+            # opening (each try waits a second for the other process).
+            started = time.monotonic()
+            found = json.loads(mm.handle_tool_call("tablestore_search", {"query": "bike"}))
+            assert time.monotonic() - started < 0.9
+            assert found["error"]["code"] == "unavailable", found
+            assert found["error"]["message"].startswith("memory is unavailable")
+            assert "queued writes are stored once it opens" in found["error"]["message"]
+            # A remember the model wants stored now is refused, not said to be kept.
+            now = json.loads(
+                mm.handle_tool_call("tablestore_remember", {"content": "x y", "sync": True})
+            )
+            assert now["error"]["code"] == "unavailable", now
+            assert found["error"]["retryable"] is True
+            assert mm.prefetch_all("what colour is my bike?", session_id="s1") == ""
+            let_go()
+            runtime = provider.runtime
+            assert _wait_for(lambda: runtime.spool.stats(time.time()).depth == 0, 30)
+            hits = json.loads(mm.handle_tool_call("tablestore_search", {"query": "kayak"}))
+            assert [h["text"] for h in hits["results"]].count("Dana owns a kayak") == 1
+            store = runtime.handle.store
+            texts = [m.text for m in store.list_memories(STORE, DANA, limit=100).items]
+            _once_each(texts)
+            turns = [m.content for m in store.list_messages(STORE, TURN_SCOPE).items]
+            assert turns == ["My bike is red", "A red bike, noted."]
+            # The older file was upgraded and kept what it held.
+            alice = ScopePattern.parse("hermes/alice/*/*")
+            assert len(store.list_memories(STORE, alice, limit=100).items) == 2
+        finally:
+            mm.on_session_end([])
+            mm.shutdown_all()
+
+
+class _OpensLater:
+    """A store factory that fails with ``error`` until ``open`` is set."""
+
+    def __init__(self, error: MemcoreError) -> None:
+        self.error = error
+        self.store = InMemoryMemoryStore()
+        self.open = threading.Event()
+        self.calls: list[str] = []
+
+    def __call__(self, _config: Any) -> Any:
+        self.calls.append(threading.current_thread().name)
+        if not self.open.is_set():
+            raise self.error
+        return getattr(self.store, "reopen", lambda: self.store)()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        Unavailable("the disk holding the memory database is full; free space and retry"),
+        Conflict("the file is open in another process"),
+        Unavailable("TableStore could not be reached"),
+    ],
+    ids=["disk-full", "conflict", "unreachable"],
+)
+def test_a_store_that_opens_later_gets_every_write_exactly_once(
+    hermes_home: Path, kit: Any, error: MemcoreError
+) -> None:
+    factory = _OpensLater(error)
+    provider = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    try:
+        assert provider.runtime is not None
+        assert _write_everything(mm)["status"] == "queued"
+        mm.on_turn_start(2, "next")
+        time.sleep(0.3)  # several failed tries, each with its backoff
+        assert provider.runtime.spool.stats(time.time()).depth == 3
+        # Only the background lane opens the store, never the agent's thread.
+        assert factory.calls and all(n.startswith("tablestore-mem-") for n in factory.calls[1:])
+        factory.open.set()
+        assert kit.settle(provider, 10.0)
+        scope = provider.runtime.scope
+        _once_each([m.text for m in factory.store.all_memories(STORE)])
+        turns = [m.content for m in factory.store.list_messages(STORE, scope).items]
+        assert turns == ["My bike is red", "A red bike, noted."]
+        found = json.loads(mm.handle_tool_call("tablestore_search", {"query": "kayak"}))
+        assert [h["text"] for h in found["results"]] == ["Dana owns a kayak"]
+    finally:
+        mm.shutdown_all()
+
+
+def test_a_store_that_stays_shut_keeps_the_sessions_writes_for_the_next_start(
+    hermes_home: Path, kit: Any
+) -> None:
+    """The session ends and shuts down without waiting for the store; the next start
+    delivers what it left, once."""
+    factory = _OpensLater(Conflict("the file is open in another process"))
+    provider = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    _write_everything(mm)
+    started = time.monotonic()
+    mm.on_session_end([])
+    mm.shutdown_all()
+    assert time.monotonic() - started < 3.0
+    assert factory.store.list_stores() == []
+
+    factory.open.set()
+    later = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
+    mm = _manager(later, hermes_home)
+    try:
+        assert kit.settle(later, 10.0)
+        _once_each([m.text for m in factory.store.all_memories(STORE)])
+    finally:
+        mm.shutdown_all()
+
+
+def test_a_store_refused_for_good_still_fails_the_start(hermes_home: Path, kit: Any) -> None:
+    """Read-only files, bad config: nothing passes by itself, so nothing is accepted."""
+    factory = _OpensLater(PermissionDenied("the memory database cannot be written"))
+    provider = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
+    with pytest.raises(PermissionDenied):
+        provider.initialize("s1", hermes_home=str(hermes_home), user_id="dana")
+    assert provider.runtime is None
+    (hermes_home / "tablestore_memory.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(MemcoreError) as info:
+        MemcoreMemoryProvider(retry=kit.FAST_RETRY).initialize(
+            "s1", hermes_home=str(hermes_home), user_id="dana"
+        )
+    assert info.value.code == "config_error"
