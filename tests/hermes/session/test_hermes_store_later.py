@@ -241,3 +241,33 @@ def test_a_store_refused_for_good_still_fails_the_start(hermes_home: Path, kit: 
             "s1", hermes_home=str(hermes_home), user_id="dana"
         )
     assert info.value.code == "config_error"
+
+
+def test_a_store_that_opens_only_after_the_session_ended_is_closed(
+    hermes_home: Path, kit: Any
+) -> None:
+    """Shutdown does not wait for an opening that takes long (a first run's bootstrap);
+    what that opening opens afterwards is closed, not left open for the process's life."""
+    factory = _OpensLater(Unavailable("TableStore could not be reached"))
+    release = threading.Event()
+    opening = threading.Event()
+
+    def slow(config: Any) -> Any:
+        if factory.calls:
+            opening.set()
+            release.wait(30)
+            factory.open.set()
+        return factory(config)
+
+    provider = MemcoreMemoryProvider(store_factory=slow, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    _write_everything(mm)
+    assert opening.wait(10)
+    started = time.monotonic()
+    mm.shutdown_all()
+    assert time.monotonic() - started < 3.0
+    release.set()
+    assert _wait_for(lambda: factory.store.closed, 10)
+    # Nothing was sent after the shutdown: the next start delivers it.
+    store = factory.store.reopen()
+    assert all(store.all_memories(info.name) == [] for info in store.list_stores())

@@ -283,6 +283,8 @@ class Deliverer:
 
     def drain(self, force: bool = False) -> float | None:
         """Deliver due entries in order per scope; the delay until the next try, or None when empty."""
+        if self.stopping:  # shutting down: not even a store that is still to be opened
+            return None
         now = self.clock()
         if now - self._checkpointed_at >= _CHECKPOINT_INTERVAL_S:
             self._checkpointed_at = now

@@ -97,6 +97,11 @@ class Lane:
         self._thread.join(max(0.0, timeout))
         return not self._thread.is_alive()
 
+    def join(self, timeout: float) -> bool:
+        """Wait for the worker to end (after :meth:`stop_soon`); True when it did in time."""
+        self._thread.join(max(0.0, timeout))
+        return not self._thread.is_alive()
+
     def stop_soon(self, then: Callable[[], None]) -> None:
         """Stop after the queued tasks, running ``then`` last on the worker; never waits and
         takes no lock (a garbage collector's finalizer calls it)."""

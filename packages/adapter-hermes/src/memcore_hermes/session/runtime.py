@@ -470,10 +470,11 @@ class MemoryRuntime:
         join = max(0.0, deadline - time.monotonic())
         if self.backend_failing():
             join = min(join, _STOP_JOIN_S)
-        stopped = self.lane.stop(join)
-        if stopped:
-            self._close_resources()
-        else:
+        # Closed by the lane after its last task, so that a call still running (a store
+        # being opened, a send) is followed by the close even when it ends after this wait.
+        self.lane.stop_soon(self._close_resources)
+        stopped = self.lane.join(join)
+        if not stopped:
             logger.warning(
                 "tablestore-mem: a backend call is still running at shutdown; pending writes stay "
                 "in the spool and are replayed on the next start"
