@@ -107,3 +107,40 @@ def test_a_warming_instance_is_waited_for_and_logged(
         assert twin.control_plane.create_count == 1
     finally:
         provider.shutdown()
+
+
+def test_a_control_plane_down_at_the_first_start_bootstraps_later_and_keeps_the_turns(
+    hermes_home: Path, kit: Any, twin: Any
+) -> None:
+    """The bootstrap failed at ``initialize`` (the control plane answered 503 for longer
+    than its retries): the provider did not start and the session's turns were lost. Now
+    the turns wait in the spool, the bootstrap is tried again in the background, and they
+    land once it succeeds."""
+    from memcore.scope import Scope
+
+    twin.control_plane.fail("ListInstances", code="ServiceUnavailable", status=503, times=None)
+    config = kit.write_config(hermes_home, backend="tablestore", timeout=3.0)
+    kit.write_env(hermes_home, kit.EMULATOR_KEYS)
+    now = [1000.0]
+
+    def sleep(seconds: float) -> None:  # the provisioner's waits pass on its own clock
+        now[0] += seconds
+
+    provider = MemcoreMemoryProvider(
+        retry=kit.FAST_RETRY,
+        provisioner_options={**options(twin), "clock": lambda: now[0], "sleep": sleep},
+    )
+    provider.initialize("s1", hermes_home=str(hermes_home), platform="telegram", user_id="ann")
+    try:
+        assert provider.runtime is not None
+        provider.sync_turn("I ride a red bike", "Noted.", session_id="s1")
+        assert not kit.settle(provider, 0.5)
+        assert "instance_name" not in json.loads(config.read_text())
+        twin.control_plane.clear_faults()
+        assert kit.settle(provider, 20.0)
+        assert json.loads(config.read_text())["instance_name"] == "emulator"
+        scope = Scope("hermes", "telegram:ann", "hermes", "s1")
+        turns = [m.content for m in twin.store.list_messages("hermes_mem", scope).items]
+        assert turns == ["I ride a red bike", "Noted."]
+    finally:
+        provider.shutdown()
