@@ -271,3 +271,37 @@ def test_a_store_that_opens_only_after_the_session_ended_is_closed(
     # Nothing was sent after the shutdown: the next start delivers it.
     store = factory.store.reopen()
     assert all(store.all_memories(info.name) == [] for info in store.list_stores())
+
+
+def test_a_local_file_found_damaged_at_start_keeps_the_turns_until_it_is_repaired(
+    hermes_home: Path, kit: Any
+) -> None:
+    """Damage found by a write already kept the turns in the spool until the file was
+    repaired; damage found when the file was opened lost the session's turns."""
+    from memcore_sqlite import SqliteMemoryStore
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    database.write_bytes(b"\xff" * 16384)  # a damaged header: "file is not a database"
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=1.0)
+    mm = _manager(provider, hermes_home)
+    try:
+        assert provider.runtime is not None
+        mm.sync_all("My bike is red", "A red bike, noted.", session_id="s1")
+        assert mm.flush_pending(10)
+        found = json.loads(mm.handle_tool_call("tablestore_search", {"query": "bike"}))
+        assert "store_corrupted" in found["error"]["message"], found
+        assert "To repair it" in found["error"]["message"]
+        time.sleep(0.3)
+        runtime = provider.runtime
+        assert runtime.spool.stats(time.time()).depth == 1
+        assert runtime.spool.dead_letters() == []
+        # The user repairs it (here: a fresh file where the damaged one was).
+        for side in hermes_home.glob("tablestore_memory_local.sqlite3*"):
+            side.unlink()
+        SqliteMemoryStore(database).close()
+        assert _wait_for(lambda: runtime.spool.stats(time.time()).depth == 0, 20)
+        turns = [m.content for m in runtime.handle.store.list_messages(STORE, TURN_SCOPE).items]
+        assert turns == ["My bike is red", "A red bike, noted."]
+    finally:
+        mm.shutdown_all()

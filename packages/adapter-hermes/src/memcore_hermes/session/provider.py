@@ -659,12 +659,16 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
 
 def passes(error: MemcoreError) -> bool:
-    """Whether a store that could not be opened may open later by itself (busy, another
-    process's older file, a full disk, an endpoint down or throttling): a retryable error.
-    Bad config, refused keys, a read-only or damaged file do not: the start fails."""
-    from memcore.errors import ConfigError
+    """Whether a store that could not be opened may open later (busy, another process's
+    older file, a full disk, an endpoint down or throttling: a retryable error), or a local
+    file found damaged, whose writes wait in the spool until it is repaired (as they do when
+    a write finds the damage). Bad config, refused keys, a read-only file do not: the start
+    fails."""
+    from memcore.errors import ConfigError, StoreCorrupted
 
-    return error.retryable and not isinstance(error, ConfigError)
+    if isinstance(error, ConfigError):
+        return False
+    return error.retryable or isinstance(error, StoreCorrupted)
 
 
 def _with_saved_values(fields: list[dict[str, Any]], saved: dict[str, Any]) -> list[dict[str, Any]]:
