@@ -164,6 +164,7 @@ def from_sdk_error(
     from alibabacloud_tea_openapi.exceptions import AlibabaCloudException, ThrottlingException
     from darabonba.exceptions import (
         RequiredArgumentException,
+        RetryError,
         UnretryableException,
         ValidateException,
     )
@@ -203,9 +204,10 @@ def from_sdk_error(
             action=action,
         )
     if isinstance(exc, UnretryableException):
-        if inner is not None and not isinstance(inner, OSError):
-            # Not the network's (requests' errors are OSErrors): the SDK could not parse what
-            # came back, such as a proxy's HTML page; the control plane was reached.
+        if inner is not None and not isinstance(inner, (OSError, RetryError)):
+            # Not the network's (requests' errors are OSErrors, which the SDK's transport
+            # turns into RetryError): the SDK could not parse what came back, such as a
+            # proxy's HTML page; the control plane was reached.
             return ControlPlaneUnavailable(
                 redact(
                     f"{action} failed: the control plane at {endpoint} answered, but its answer "
@@ -215,7 +217,13 @@ def from_sdk_error(
                 ),
                 action=action,
             )
-        detail = type(inner).__name__ if inner is not None else "no answer"
+        detail = (
+            "no connection"
+            if isinstance(inner, RetryError)
+            else type(inner).__name__
+            if inner is not None
+            else "no answer"
+        )
         return ControlPlaneUnavailable(
             redact(
                 f"{action} failed: the control plane at {endpoint} could not be reached ({detail})",
