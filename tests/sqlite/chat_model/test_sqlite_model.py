@@ -100,7 +100,10 @@ def test_backend_reads_the_model_from_the_environment(
 
 
 def test_a_password_in_the_model_url_is_sent_but_never_logged_or_shown(
-    tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    chat: FakeChat,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``MEMCORE_MODEL_BASE_URL=http://user:password@host/v1`` (a proxy with basic auth): the
     credentials go in the ``Authorization`` header, as before, but httpx logged every request
@@ -109,6 +112,9 @@ def test_a_password_in_the_model_url_is_sent_but_never_logged_or_shown(
     import logging
 
     caplog.set_level(logging.DEBUG)
+    # Whatever an earlier test (or a host's logging setup) did to httpx's own logger.
+    caplog.set_level(logging.DEBUG, logger="httpx")
+    monkeypatch.setattr(logging.getLogger("httpx"), "disabled", False)
     base = chat.base_url.replace("http://", "http://proxyUser:ModelUrlPassword77@")
     settings = ModelSettings.from_env(
         {"MEMCORE_MODEL_BASE_URL": base, "MEMCORE_MODEL": "tiny-model"}
