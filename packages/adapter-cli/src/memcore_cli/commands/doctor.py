@@ -30,7 +30,9 @@ def doctor(
 ) -> None:
     """Check the configuration, credentials, store and search mode (changes nothing).
 
-    Exits 0 when every check passes, otherwise with the exit code of the first failure.
+    Exits 0 when every check passes, otherwise with the exit code of the first failure. A
+    local file an older memcore wrote is read without being upgraded; the checks that need
+    the upgraded file show SKIP.
 
     \b
     Examples:
@@ -48,6 +50,7 @@ def doctor(
     else:
         width = max(len(c.name) for c in checks)
         for check in checks:
-            out.line(f"{'PASS' if check.ok else 'FAIL'}  {check.name.ljust(width)}  {check.detail}")
+            word = "SKIP" if check.skipped else "PASS" if check.ok else "FAIL"
+            out.line(f"{word}  {check.name.ljust(width)}  {check.detail}")
     if code:
         raise typer.Exit(code)

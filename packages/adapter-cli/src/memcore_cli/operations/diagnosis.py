@@ -1,5 +1,6 @@
 """The checks behind ``memcore doctor``. Each is read-only: a store that does not exist yet
-is reported, never created (the search mode is probed on an in-memory database instead)."""
+is reported, never created (the search mode is probed on an in-memory database instead), and
+a file at an older schema is read as it is, never upgraded (:func:`_older_file`)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,15 @@ class Check:
     name: str
     ok: bool
     detail: str
+    #: Not run (it needs what doctor must not do, such as upgrading the file): neither a pass
+    #: nor a failure, shown as SKIP.
+    skipped: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail}
+        if self.skipped:
+            out["skipped"] = True
+        return out
 
 
 class _Checks:
@@ -32,6 +39,9 @@ class _Checks:
 
     def ok(self, name: str, detail: str) -> None:
         self.items.append(Check(name, True, detail))
+
+    def skip(self, name: str, detail: str) -> None:
+        self.items.append(Check(name, True, detail, skipped=True))
 
     def fail(self, name: str, detail: str, exc: BaseException | None = None) -> None:
         self.items.append(Check(name, False, detail))
@@ -128,9 +138,9 @@ def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
 
 def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     settings = runtime.settings
-    from memcore_sqlite.storage.file_modes import open_to_all
+    from memcore_sqlite.storage import file_modes
 
-    if open_to_all(settings.db_path.parent):  # every command refuses it (exit 4)
+    if file_modes.open_to_all(settings.db_path.parent):  # every command refuses it (exit 4)
         detail = (
             f"{settings.db_path.parent} can be written by every user, who could read the "
             f"memories through files they put beside the database: every command refuses it; "
@@ -170,7 +180,14 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     else:
         checks.ok("database", f"{settings.db_path} ({size}, writable)")
     integrity_check(settings.db_path, checks)
-    _store_checks(runtime, checks)
+    from memcore_sqlite.storage.older_schema import older_schema
+
+    older = older_schema(settings.db_path)
+    if older is None:
+        _store_checks(runtime, checks)
+    else:
+        upgradable = not read_only and file_modes.writable(settings.db_path)
+        _older_file(state, runtime, older, checks, writable=upgradable)
 
 
 def integrity_check(path: Path, checks: _Checks) -> None:
@@ -186,7 +203,72 @@ def integrity_check(path: Path, checks: _Checks) -> None:
     checks.fail("integrity", error.message, error)
 
 
-def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> None:
+def _older_file(
+    state: CliState, runtime: Any, older: Any, checks: _Checks, *, writable: bool
+) -> None:
+    """A file an older memcore wrote: opening the store would upgrade it, and that release,
+    if still in use, then refuses it. Its version, who has it open and its count are read on
+    a read-only connection; what needs the upgraded file is reported as not run."""
+    from memcore.errors import Conflict
+
+    settings = runtime.settings
+    behind = f"version {older.version}, older than this memcore's ({older.current})"
+    if older.others:
+        pids = ", ".join(str(pid) for pid in older.others)
+        detail = (
+            f"{behind}, and open in another process (pid {pids}), which may run an older "
+            "memcore: read without upgrading it; the upgrade waits until it closes the file, "
+            "and until then every command that opens the file is refused (exit 5); stop that "
+            "process (a Hermes gateway, an MCP server, another memcore) and run the command again"
+        )
+        checks.fail("schema", detail, Conflict(detail, field="schema_version", retryable=True))
+    elif not writable:
+        detail = (
+            f"{behind}: read without upgrading it; the file is read-only here, so it cannot be "
+            "upgraded: open it once where it is writable"
+        )
+        checks.fail("schema", detail, PermissionDenied(detail, field="schema_version"))
+    else:
+        checks.ok(
+            "schema",
+            f"{behind}: read without upgrading it; the next command that opens the file "
+            "upgrades it, and an older memcore then refuses it",
+        )
+    needs = f"needs the file at schema {older.current}"
+    checks.skip("backend", f"not opened: opening the file upgrades it to schema {older.current}")
+    mode = _probe_search_mode(state, runtime, checks)
+    _older_store(older, settings, checks)
+    if mode == "hybrid":
+        checks.skip("vectors", f"not counted: this {needs}")
+    checks.skip("search", f"not run: a search {needs}")
+
+
+def _older_store(older: Any, settings: Any, checks: _Checks) -> None:
+    """The configured memory store of an older file, and its memories in the read scope."""
+    from memcore_sqlite.storage.older_schema import stored_count
+
+    name = settings.config.memory_store_name
+    pattern = settings.scope.read_pattern
+    try:
+        found = stored_count(older.path, name, pattern)
+    except Exception as exc:
+        checks.fail("memory store", _message(exc), exc)
+        return
+    if found is None:
+        if settings.config.auto_create_store:
+            checks.ok("memory store", f"{name} does not exist yet; the first write creates it")
+        else:
+            detail = f"{name} does not exist and auto_create_store is off"
+            checks.fail("memory store", detail, NotFound(detail, field="memory_store_name"))
+        return
+    noun = "memory" if found.memories == 1 else "memories"
+    checks.ok(
+        "memory store",
+        f"{found.name} (schema {older.version}; {found.memories} {noun} in {pattern})",
+    )
+
+
+def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> str | None:
     """Open a throwaway in-memory store to learn which search mode this install gives."""
     probe_settings = attrs.evolve(runtime.settings, db_path=Path(":memory:"))
     factory = state.overrides.store_factory
@@ -199,9 +281,10 @@ def _probe_search_mode(state: CliState, runtime: Any, checks: _Checks) -> None:
             store = factory(probe_settings)
     except Exception as exc:
         checks.fail("search mode", _message(exc), exc)
-        return
+        return None
     try:
         checks.ok("search mode", _describe_mode(store, runtime.settings.config.embedder))
+        return _search_mode(store)
     finally:
         store.close()
 

@@ -132,6 +132,7 @@ def open_backend_store(
     defer_vectors: bool = False,
     preload: ModelPreload | None = None,
     environ: Mapping[str, str],
+    local_path: str | None = None,
 ) -> tuple[MemcoreConfig, MemoryStore]:
     """Open the store the config selects; may bootstrap (and so update) the config.
 
@@ -140,7 +141,8 @@ def open_backend_store(
 
     For the local store, ``defer_vectors`` leaves an unsynced ``add``'s vector to the next
     semantic search or the background re-embedding (a one-shot command then never loads the
-    model), and ``preload`` hands over the embedder a command started loading early.
+    model), and ``preload`` hands over the embedder a command started loading early;
+    ``local_path`` opens another file instead (``doctor`` probes the search mode in memory).
     """
     backend = choose_backend(config, keys)
     if backend == LOCAL:
@@ -157,7 +159,7 @@ def open_backend_store(
             else f"set local_path in {home.config_file} to a file in a writable folder"
         )
         options: dict[str, Any] = {
-            "path": str(home.local_db_file(config)),
+            "path": local_path or str(home.local_db_file(config)),
             "model": model,
             "location_advice": advice,
         }

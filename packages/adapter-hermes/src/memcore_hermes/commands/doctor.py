@@ -1,7 +1,9 @@
 """``hermes tablestore-mem doctor``: read-only diagnostics as a JSON-ready dict.
 
 It never writes memories or creates the store; on a first run it does run the bootstrap
-(that is its job) and then checks that the new endpoint answers. Secrets are shown only as
+(that is its job) and then checks that the new endpoint answers. A local file at an older
+schema is read as it is, never upgraded (:func:`_older_file`): the older memcore that wrote
+it may still be in use, and refuses an upgraded file. Secrets are shown only as
 "set" or "missing", and the whole report is redacted once more before it is printed.
 """
 
@@ -82,6 +84,13 @@ def run_doctor(
         report["backend"] = backend
         if backend == "local" and home.local_db_file(config).exists():
             report["integrity"] = integrity_report(home.local_db_file(config))
+            from memcore_sqlite.storage.older_schema import older_schema
+
+            older = older_schema(home.local_db_file(config))
+            if older is not None:
+                _older_file(report, home, config, older, scope, env, platform, user_id)
+                report["ok"] = _all_well(report, problem)
+                return _redacted(report, keys)
         bootstrapping = backend == "tablestore" and not (config.instance_name and config.endpoint)
         config, store = open_backend_store(
             home,
@@ -143,17 +152,124 @@ def run_doctor(
             store.close()
         except MemcoreError:
             pass
+    report["ok"] = _all_well(report, problem)
+    return _redacted(report, keys)
+
+
+def _all_well(report: dict[str, Any], env_problem: str | None) -> bool:
+    """Every check passed: store, bootstrap, ``.env``, spool, integrity, schema."""
     spool = report["spool"]
-    report["ok"] = (
+    schema = report.get("schema", {})
+    return bool(
         "error" not in report["store"]
         and report.get("bootstrap", {}).get("serves_requests", True)
-        and problem is None
+        and env_problem is None
         and not spool.get("full")
         and not spool.get("dead_letters")
         and not spool.get("error")
         and report.get("integrity", {}).get("ok", True)
+        and not schema.get("open_in_pids")
+        and schema.get("upgradable", True)
     )
-    return _redacted(report, keys)
+
+
+def _older_file(
+    report: dict[str, Any],
+    home: HermesHome,
+    config: Any,
+    older: Any,
+    scope: Any,
+    env: Mapping[str, str],
+    platform: str | None,
+    user_id: str | None,
+) -> None:
+    """A local file an older memcore wrote: opening the store would upgrade it, and that
+    release, if still in use, then refuses it. Its version, who has it open and its count are
+    read on a read-only connection; what needs the upgraded file is listed as not run."""
+    db = home.local_db_file(config)
+    report["config"] = _config_report(config)
+    report["endpoint"] = None
+    report["local_db"] = str(db)
+    report["schema"] = _schema_report(older, db)
+    report["search"] = _probe_search(home, config, env)
+    report["store"] = _older_store(older, config.memory_store_name, scope)
+    not_run = ["sample"]
+    if report["search"].get("embedder"):
+        not_run.append("memories_without_vector")
+    if report["spool"].get("depth"):
+        not_run.append("spool delivery")
+    if platform is not None and user_id is not None:
+        not_run.append("legacy_tenant")
+    report["not_run"] = {
+        "checks": not_run,
+        "reason": f"they need the file at schema {older.current}, and opening it upgrades it",
+    }
+
+
+def _schema_report(older: Any, db: Any) -> dict[str, Any]:
+    """The file's schema, and what the next open does with it."""
+    pids = list(older.others)
+    out: dict[str, Any] = {
+        "version": older.version,
+        "current": older.current,
+        "upgraded": False,
+        "open_in_pids": pids,
+        "upgradable": os.access(db, os.W_OK) and os.access(os.path.dirname(db), os.W_OK),
+    }
+    said = "read without upgrading it"
+    if not out["upgradable"]:
+        out["note"] = (
+            f"{said}; the file is read-only here, so it cannot be upgraded to schema "
+            f"{older.current}: open it once where it is writable"
+        )
+    elif pids:
+        out["note"] = (
+            f"{said}; it is open in another process (pid {', '.join(map(str, pids))}), which "
+            f"may run an older memcore: the upgrade to schema {older.current} waits until that "
+            "process closes the file (a session keeps its turns in the spool meanwhile, a "
+            "command is refused with exit 5); stop it (a Hermes gateway, an MCP server, "
+            "another memcore)"
+        )
+    else:
+        out["note"] = (
+            f"{said}: the next command or session that opens the file upgrades it to schema "
+            f"{older.current}, and an older memcore then refuses it"
+        )
+    return out
+
+
+def _probe_search(home: HermesHome, config: Any, env: Mapping[str, str]) -> dict[str, Any]:
+    """The search mode this install gives, from a throwaway store in memory."""
+    from memcore_hermes.backend.open_store import open_backend_store
+
+    try:
+        _, probe = open_backend_store(home, config, None, environ=env, local_path=":memory:")
+    except MemcoreError as exc:
+        return {"error": _error(exc)}
+    try:
+        return search_report(probe, config)
+    finally:
+        probe.close()
+
+
+def _older_store(older: Any, name: str, scope: Any) -> dict[str, Any]:
+    """The memory store of an older file, and its memories in the read scope."""
+    from memcore_sqlite.storage.older_schema import stored_count
+
+    out: dict[str, Any] = {"name": name}
+    try:
+        found = stored_count(older.path, name, scope.tenant_pattern())
+    except MemcoreError as exc:
+        out["error"] = _error(exc)
+        return out
+    if found is None:
+        out["status"] = "missing (created on the first write when auto_create_store is true)"
+        return out
+    out["status"] = "ready"
+    out["description"] = found.description
+    out["memories"] = found.memories
+    out["read"] = str(scope.tenant_pattern())
+    return out
 
 
 def search_report(store: Any, config: Any) -> dict[str, Any]:
