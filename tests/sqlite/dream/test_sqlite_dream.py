@@ -640,3 +640,29 @@ def test_a_merge_into_new_wording_is_said_when_its_newest_source_was(
     assert merged.text == "The user drinks green tea every morning"
     assert merged.said_at == said[1]
     assert merged.created_at == said[1]
+
+
+def test_an_add_with_no_source_applies_as_a_new_memory_said_now(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    """A reviewer may make a plan: an ADD of a new fact reads no memory. Dating a new
+    wording by its newest source took the newest of none, and the apply raised ValueError."""
+    import time
+
+    from memcore.dream.planner import PlannedAction
+
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1_680_000_000.0)
+
+    def add(candidates, actions):  # type: ignore[no-untyped-def]
+        return [PlannedAction("ADD", ALICE, None, (), "The user owns a kayak", 0.99, "new fact")]
+
+    reviewed = _reviewed(db_path, add)
+    task = reviewed.create_dream_task(STORE, ALICE.pattern())
+    [action] = reviewed.list_dream_actions(STORE, task.id).items
+    before = time.time()
+    [done] = reviewed.apply_dream_actions(STORE, task.id, [action.id])
+    reviewed.close()
+    assert done.status == "applied"
+    added = hybrid_store.find_memory(STORE, ALICE.tenant_pattern(), done.result_memory_id)
+    assert added.text == "The user owns a kayak"
+    assert added.said_at is not None and added.said_at >= before

@@ -182,8 +182,9 @@ class DreamApplier:
                     self._writes.retag(conn, store_id, seq, target_scope, same.memory.text, kept)
             else:
                 # A new wording of facts said before: said when the newest of them was (as a
-                # kept memory keeps its own), not on the day the pass ran.
-                said = max(_said(rows[i]) for i in sources)
+                # kept memory keeps its own), not on the day the pass ran. An ADD of a new
+                # fact has no source: it is said now.
+                said = max((_said(rows[i]) for i in sources), default=None)
                 mid, _ = self._writes.insert(
                     conn, store_id, target_scope, text, meta, "dream", vector, added, said_at=said
                 )
