@@ -123,3 +123,25 @@ def test_the_model_never_sees_the_write_marker(make_provider: Any, kit: Any) -> 
     for answer in answers:
         assert WRITE_MARKER not in json.dumps(answer), answer
     assert answers[1]["memories"][0]["metadata"] == {"topic": "hobby"}
+
+
+def test_metadata_the_marker_would_take_past_the_byte_limit_is_sent_without_it(
+    make_provider: Any, kit: Any
+) -> None:
+    """Metadata within the service's 65,536 bytes as JSON was queued, and the marker the spool
+    added took it past them: the service refused the write and it was dead-lettered. The
+    marker goes along only where it fits (a replay then looks the write up by its text)."""
+    from memcore import limits
+
+    store = InMemoryMemoryStore()
+    provider = make_provider(store)
+    # A control character is six bytes as JSON ("\u0001"): ten full values and a shorter one.
+    meta = {f"k{i:02d}": "\x01" * limits.MAX_METADATA_VALUE_CHARS for i in range(10)}
+    meta["k10"] = "\x01" * 660
+    size = limits.metadata_bytes(meta)
+    assert limits.MAX_METADATA_JSON_BYTES - 40 < size <= limits.MAX_METADATA_JSON_BYTES
+    args = {"content": "Otto keeps the spare key under the mat", "metadata": meta}
+    assert '"queued"' in provider.handle_tool_call("tablestore_remember", args)
+    assert kit.settle(provider, 10.0)
+    (memory,) = store.all_memories("hermes_mem")
+    assert dict(memory.metadata) == meta

@@ -522,12 +522,17 @@ def text_of(write: TextWrite | MirrorWrite) -> str:
 
 
 def marked(write: TextWrite | MirrorWrite, key: str) -> dict[str, str]:
-    """The write's metadata with its :data:`WRITE_MARKER`, when the metadata limit leaves room
-    (otherwise a replay recognises the write by its text and metadata)."""
+    """The write's metadata with its :data:`WRITE_MARKER`, when the metadata limits (keys and
+    bytes as JSON, a mirror's tags counted) leave room (otherwise a replay recognises the
+    write by its text and metadata)."""
     meta = dict(write.metadata)
     room = limits.MAX_METADATA_KEYS - (_MIRROR_TAGS if isinstance(write, MirrorWrite) else 0)
     if WRITE_MARKER in meta or len(meta) < room:
-        meta[WRITE_MARKER] = key
+        sent = {**meta, WRITE_MARKER: key}
+        if isinstance(write, MirrorWrite):  # the tags the service adds to a mirrored write
+            sent.update(source=BUILTIN_SOURCE, target=write.target[:1024], action=write.action)
+        if WRITE_MARKER in meta or limits.metadata_bytes(sent) <= limits.MAX_METADATA_JSON_BYTES:
+            meta[WRITE_MARKER] = key
     return meta
 
 
