@@ -326,6 +326,7 @@ def test_a_home_every_user_can_write_is_refused(tmp_path):
         ("none", ("--config", "~no-such-user-here/c.json", "list"), "config"),
         ("none", ("--hermes-home", "~no-such-user-here/h", "list"), "hermes_home"),
         ("none", ("import", "~no-such-user-here/backup.jsonl"), "file"),
+        ("none", ("export", "--out", "~no-such-user-here/backup.jsonl"), "file"),
     ],
 )
 def test_a_path_in_an_unknown_user_s_home_is_a_usage_error(local_cli, where, args, field):

@@ -47,7 +47,10 @@ def open_out(shown: Path) -> Iterator[TextIO]:
     """A text stream for ``--out`` (``shown`` as the user gave it); the file is complete only
     once the block ends without an error. Errors opening or finishing it are
     :class:`InvalidInput` naming the path."""
-    target = shown.expanduser()
+    try:
+        target = shown.expanduser()
+    except RuntimeError:  # "~nobody/x": no such user's home
+        raise _refused(shown, "a home folder this system does not know") from None
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
