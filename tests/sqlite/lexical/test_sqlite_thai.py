@@ -96,3 +96,44 @@ def test_schema_15_indexes_older_thai_rows_again(tmp_path: Path) -> None:
     )
     conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
     conn.close()
+
+
+def test_schema_15_indexes_emoji_rows_a_first_schema_14_left_without_them(
+    tmp_path: Path,
+) -> None:
+    """Schema 14 came out before emoji were words: a file it upgraded holds "🍕" rows
+    indexed without them, which schema 14 (run once) never looks at again."""
+    pizza_text = "I love 🍕 on fridays"
+    path = tmp_path / "m.db"
+    with SqliteMemoryStore(path) as store:
+        store.ensure_store(STORE)
+        pizza = _add(store, pizza_text)
+    old = " ".join(re.findall(r"[^\W_]+", pizza_text.lower()))
+    conn = sqlite3.connect(path)
+    trigger = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'memory_fts_text_delete'"
+    ).fetchone()[0]
+    conn.executescript(
+        f"""
+        DROP TRIGGER memory_fts_text_delete;
+        DROP TABLE memory_fts;
+        UPDATE memory_fts_text SET body = '{old}' WHERE seq = 1;
+        UPDATE memories SET words = {len(old.split())} WHERE seq = 1;
+        CREATE VIRTUAL TABLE memory_fts USING fts5 (body, tbody, tags,
+            tokenize = '{_OLD_TOKENIZE}', content = 'memory_fts_rows', content_rowid = 'seq');
+        INSERT INTO memory_fts (memory_fts) VALUES ('rebuild');
+        {trigger};
+        PRAGMA user_version = 14;
+        """
+    )
+    conn.close()
+
+    with SqliteMemoryStore(path) as store:
+        assert _found(store, "🍕") == [pizza]
+        assert _found(store, "fridays") == [pizza]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT words FROM memories WHERE seq = 1").fetchone()[0] == len(
+        analysis.tokens(pizza_text)
+    )
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+    conn.close()

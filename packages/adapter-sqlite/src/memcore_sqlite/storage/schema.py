@@ -581,13 +581,14 @@ def _v15(conn: sqlite3.Connection) -> None:
     characters (:data:`FTS_TOKENIZE`; a table's tokenizer cannot change) and rebuilt from
     ``memory_fts_rows``, which holds the same values for every other row, so their ranking
     does not change. Every store gets a new generation: no process keeps postings read
-    before."""
+    before. Rows holding emoji are looked at too: the first schema 14 indexed them before
+    emoji were words, and a file it upgraded does not run schema 14 again."""
     last = -(2**63)
     while True:
         rows = conn.execute(
             "SELECT m.seq, m.text, t.body FROM memories m JOIN memory_fts_text t ON t.seq = m.seq"
             " WHERE m.seq > ? AND m.text GLOB ? ORDER BY m.seq LIMIT ?",
-            (last, "*[\u0e01-\u0e4e]*", _FOLD_SCAN),
+            (last, "*[\u0e01-\u0e4e\u2600-\u27bf\U0001f000-\U0001ffff]*", _FOLD_SCAN),
         ).fetchall()
         if not rows:
             break
