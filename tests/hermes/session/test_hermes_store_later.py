@@ -305,3 +305,68 @@ def test_a_local_file_found_damaged_at_start_keeps_the_turns_until_it_is_repaire
         assert turns == ["My bike is red", "A red bike, noted."]
     finally:
         mm.shutdown_all()
+
+
+def _lanes() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("tablestore-mem-")]
+
+
+def _evict(provider: MemcoreMemoryProvider, home: Path, user: str) -> None:
+    """A session the gateway drops without ending it (``release_clients()`` only), once
+    its turn is spooled."""
+    mm = _manager(provider, home)
+    mm.sync_all(f"{user} keeps bees", "Noted.", session_id="s1")
+    assert mm.flush_pending(10)
+
+
+def _lanes_end(lanes: int, seconds: float) -> bool:
+    import gc
+
+    def ended() -> bool:
+        gc.collect()
+        return len(_lanes()) <= lanes
+
+    return _wait_for(ended, seconds)
+
+
+def test_sessions_dropped_while_their_store_is_not_open_let_go_of_their_lanes(
+    hermes_home: Path, kit: Any
+) -> None:
+    """The gateway evicts cached agents without ending their provider; a provider whose
+    store had not opened yet was kept alive by its own lane (the opening it left there held
+    it), so the lane tried to open the store for the rest of the process. Now it goes as
+    one with an open store does, and its writes stay in the spool for the next start."""
+    factory = _OpensLater(Unavailable("TableStore could not be reached"))
+    lanes = len(_lanes())
+    for user in ("ann", "bob"):
+        _evict(
+            MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY), hermes_home, user
+        )
+    assert _lanes_end(lanes, 10)
+    tries = len(factory.calls)
+    time.sleep(0.3)
+    assert len(factory.calls) == tries
+
+    factory.open.set()
+    later = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
+    mm = _manager(later, hermes_home)
+    try:
+        assert kit.settle(later, 10.0)
+        turns = [m.content for m in factory.store.list_messages(STORE, TURN_SCOPE).items]
+        assert turns == ["ann keeps bees", "Noted.", "bob keeps bees", "Noted."]
+    finally:
+        mm.shutdown_all()
+
+
+@pytest.mark.skipif(not Path("/proc/locks").is_file(), reason="lock list is Linux only")
+def test_a_session_dropped_while_an_older_process_holds_the_file_lets_go_of_its_lane(
+    hermes_home: Path, kit: Any
+) -> None:
+    """As above, with the configured local store (its opener, not a test's factory)."""
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    database.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
+    lanes = len(_lanes())
+    with _older_process_has_it_open(database):
+        _evict(MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=1.0), hermes_home, "dana")
+        assert _lanes_end(lanes, 15)

@@ -207,7 +207,9 @@ class StoreHandle:
             extract_instructions=config.extract_instructions,
             on_open=on_open,
         )
-        handle.last_error = error
+        # Without its traceback: its frames hold the caller (the provider), which the lane
+        # holding this handle would keep alive, and the lane ends only once it is collected.
+        handle.last_error = error.with_traceback(None)
         return handle
 
     def forget_ready(self) -> None:

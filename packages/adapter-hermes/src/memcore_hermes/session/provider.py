@@ -384,15 +384,18 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 exc.code,
                 exc,
             )
+            # Neither the opener nor ``on_open`` may hold this provider: the lane holds
+            # them, and a provider the gateway drops must still be collected (``abandon``).
+            reindex = self._background_reindex and not read_only
             handle = StoreHandle.deferred(
                 lambda: open_store()[1],
                 config,
                 exc,
-                on_open=lambda opened: self._on_store_open(opened, config, read_only),
+                on_open=lambda opened: _on_store_open(opened, config, reindex),
             )
         else:
             handle = StoreHandle.opened(store, config)
-            self._on_store_open(store, config, read_only)
+            _on_store_open(store, config, self._background_reindex and not read_only)
         self._home, self._config = home, config
         spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
         runtime = MemoryRuntime(
@@ -434,6 +437,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             # The model loads while Hermes finishes starting: the first prefetch embeds
             # its query without paying for the load (about 0.5 s idle, seconds when busy).
             self._preload = preload.start(home)
+        # Read now, not through ``self``: a late opening runs on the lane, which must not
+        # keep this provider alive.
+        options, defer, model = self._provisioner_options, self._defer_vectors, self._preload
 
         def open_store() -> tuple[MemcoreConfig, MemoryStore]:
             return open_backend_store(
@@ -441,19 +447,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 config,
                 keys,
                 progress=progress,
-                provisioner_options=self._provisioner_options,
-                defer_vectors=self._defer_vectors,
-                preload=self._preload,
+                provisioner_options=options,
+                defer_vectors=defer,
+                preload=model,
                 environ=env,
             )
 
         return open_store
-
-    def _on_store_open(self, store: MemoryStore, config: MemcoreConfig, read_only: bool) -> None:
-        if self._background_reindex and not read_only:
-            from memcore_hermes.backend.reindex import start_background_reindex
-
-            start_background_reindex(store, config.memory_store_name)
 
     @property
     def runtime(self) -> MemoryRuntime | None:
@@ -656,6 +656,14 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             release.detach()
         if runtime is not None:
             runtime.close(self._flush_timeout)
+
+
+def _on_store_open(store: MemoryStore, config: MemcoreConfig, reindex: bool) -> None:
+    """Start re-embedding what lacks a vector, in the background, once the store is open."""
+    if reindex:
+        from memcore_hermes.backend.reindex import start_background_reindex
+
+        start_background_reindex(store, config.memory_store_name)
 
 
 def passes(error: MemcoreError) -> bool:
