@@ -98,3 +98,31 @@ def test_a_replay_in_a_long_session_finds_its_landed_write(
         )
     ]
     assert every.count("the last turn") == 1
+
+
+def test_a_lane_whose_store_is_not_open_leaves_another_workers_send_alone(
+    setup: tuple[SqliteOutbox, InMemoryMemoryStore, Deliverer],
+) -> None:
+    """A lane whose store cannot be opened yet (a gateway session started while its store
+    could not be opened) noted its reason on the first waiting write and released that
+    write's lease with it, while another lane was sending it: a third lane then took it and
+    sent it again. The reason is noted now; the lease stays its sender's."""
+    from memcore.errors import Unavailable
+
+    spool, store, deliverer = setup
+    [key] = spool_turns(spool, turn(A, "a1"))
+    taken = spool.claim(key, now=100.0, lease_s=30.0, owner="99999:sending-lane")
+    assert taken.entry is not None  # that lane's request is on its way
+
+    def shut() -> InMemoryMemoryStore:
+        raise Unavailable("TableStore could not be reached")
+
+    closed = StoreHandle(shut, store_name=STORE, description="", auto_create=True)
+    waiting = Deliverer(spool, closed, retry=RetryPolicy(), lease_s=30.0, clock=lambda: 100.0)
+    assert waiting.drain() is not None
+    [entry] = spool.pending()
+    assert "TableStore could not be reached" in (entry.last_error or "")
+
+    deliverer.drain(force=True)  # a third lane, with its store open
+    assert sent(store, A) == []
+    assert [e.key for e in spool.pending()] == [key]

@@ -307,13 +307,10 @@ class Deliverer:
             self.failing, self.last_error = True, exc
             delay = self.retry.delay(self._store_attempts)
             if batch:
-                first = batch[0]
-                try:  # keep the reason next to the waiting write, for ``doctor``
-                    self.spool.retry_later(
-                        first.key,
-                        next_attempt_at=first.next_attempt_at,
-                        error=f"{exc.code}: {exc}",
-                    )
+                # The reason next to the waiting write, for ``doctor``; its lease stays as it
+                # is (another lane, whose store is open, may be sending it right now).
+                try:
+                    self.spool.note_error(batch[0].key, f"{exc.code}: {exc}")
                 except Unavailable:
                     pass
             logger.warning(

@@ -363,6 +363,15 @@ class SqliteOutbox:
             )
         )
 
+    def note_error(self, key: str, error: str) -> None:
+        """Keep ``error`` next to ``key`` (for ``doctor``) without touching its retry time or
+        lease: another worker may be sending it."""
+        self._run(
+            lambda db: db.execute(
+                "UPDATE outbox SET last_error = ? WHERE key = ?", (error[:1000], key)
+            )
+        )
+
     def dead_letter(self, key: str, *, now: float, reason: str) -> None:
         """Move an entry that can never succeed out of the way, keeping it for inspection."""
 
