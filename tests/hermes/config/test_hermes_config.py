@@ -107,6 +107,33 @@ def test_config_schema_marks_the_secrets() -> None:
     } <= keys
 
 
+def test_the_schema_is_given_before_the_dependencies_are_installed_with_an_endpoint_saved(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hermes asks for the schema (``hermes memory setup`` lists the providers) before it
+    installs a plugin's dependencies, without which memcore cannot be imported. A saved
+    endpoint was offered through memcore's config module, so setup stopped with an
+    ImportError before it could install them; the other saved settings are offered still."""
+    import sys
+
+    kit.write_config(
+        hermes_home,
+        backend="tablestore",
+        endpoint="https://urlUser:UrlPasswordCanary@inst.cn-beijing.ots.aliyuncs.com",
+        instance_name="inst",
+    )
+    for name in ("memcore", "memcore.config", "memcore.errors"):
+        monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
+
+    fields = {f["key"]: f for f in MemcoreMemoryProvider().get_config_schema()}
+
+    assert fields["instance_name"]["default"] == "inst"
+    # Without memcore the endpoint is not offered as a default (setup asks for it after the
+    # installation, where it is offered without user:password@).
+    assert "default" not in fields["endpoint"]
+    assert "UrlPasswordCanary" not in json.dumps(list(fields.values()))
+
+
 def test_save_config_merges_atomically_with_mode_0600(hermes_home: Path, kit: Any) -> None:
     path = kit.write_config(hermes_home, app_id="team", top_k=7)
     path.chmod(0o644)

@@ -687,8 +687,10 @@ def _with_saved_values(fields: list[dict[str, Any]], saved: dict[str, Any]) -> l
         if field.get("secret") or value is None:
             continue
         if field["key"] == "endpoint":
-            from memcore.config import strip_userinfo
-
+            try:
+                from memcore.config import strip_userinfo
+            except ImportError:  # asked before the dependencies are installed: not offered
+                continue
             # Shown in the form and written back on every save: a config file keeps no
             # user:password@ (TableStore signs with the keys, never with these).
             value = strip_userinfo(value)
