@@ -201,7 +201,7 @@ def test_a_line_longer_than_the_limit_is_refused_and_the_server_goes_on(
             "abc",
         ),
         (b'{ "method" : "ping" , "id" : 5 , "params": [1, 2, 3', 5),
-        # The id comes after the part that was cut: not read, so null.
+        # The id comes after the part that was cut, and no end of the line is given: null.
         (b'{"jsonrpc": "2.0", "params": {"text": "xxx', None),
         # A response (no method) is no request of the client's to answer.
         (b'{"jsonrpc": "2.0", "id": 4, "result": {"a": "xxx', None),
@@ -216,6 +216,43 @@ def test_a_line_too_long_is_refused_for_the_id_it_opens_with(
     assert answer.id == request_id
     assert answer.error.code == INVALID_REQUEST
     assert answer.error.message.endswith("the message is 5,000,000 bytes; the limit is 4,194,304")
+
+
+def test_a_line_too_long_whose_id_comes_last_is_refused_for_its_id(raw: RawStdio) -> None:
+    """The TypeScript SDK (behind most MCP clients) writes a request's ``id`` after its
+    ``params``: a line too long was refused for the id null, which the client cannot match
+    to its request, so it waited for its own timeout instead of reading why."""
+    arguments = b'{"text": "' + b"x" * (MAX_LINE_BYTES + 10) + b'"}'
+    line = (
+        b'{"method":"tools/call","params":{"name":"remember","arguments":'
+        + arguments
+        + b'},"jsonrpc":"2.0","id":21}\n'
+    )
+    raw.send(line)
+    answer = raw.answer(timeout=60)
+    assert answer["id"] == 21, answer
+    assert answer["error"]["code"] == INVALID_REQUEST, answer
+    assert raw.request({"jsonrpc": "2.0", "id": "after", "method": "ping"})["result"] == {}
+
+
+@pytest.mark.parametrize(
+    ("tail", "request_id"),
+    [
+        (b'xxx"}},"jsonrpc":"2.0","id":21}\n', 21),
+        (b'xxx"}}, "jsonrpc": "2.0", "id" : "k-9" }\r\n', "k-9"),
+        # An "id" inside the params, or in a string, is not the request's.
+        (b'xxx", "id": 3}}}\n', None),
+        (b'xxx \\", \\"id\\": 4}"}}\n', None),
+        (b'xxx"}}, "id": true}\n', None),
+        (b'xxx"}}, "id": 1.5}\n', None),
+    ],
+)
+def test_a_line_too_long_is_refused_for_the_id_it_ends_with(
+    tail: bytes, request_id: object
+) -> None:
+    head = b'{"method": "tools/call", "params": {"arguments": {"text": "xxx'
+    answer = too_long(head, 5_000_000, tail).answer
+    assert answer.id == request_id
 
 
 def test_a_line_at_the_limit_is_read(raw: RawStdio) -> None:

@@ -9,7 +9,7 @@ served. A request whose id MCP does not allow (null, 1.5, true) is refused too: 
 it for a notification, which is never answered. The parse error is the HTTP transport's for
 the same body. A blank line is no message and gets no answer. A line longer than the HTTP
 transport's body limit (4 MiB, far above any message these tools take) is not held whole: it
-is read past and refused as an invalid request, for the id it opens with. The messages go to
+is read past and refused as an invalid request, for the id it opens or ends with. The messages go to
 the SDK's loop as its reader would pass them; the SDK's transport writes the answers.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 import sys
 import threading
@@ -169,22 +170,46 @@ def _lines(wire: BinaryIO) -> Iterator[bytes | Refused]:
         if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
             yield raw
             continue
-        head, size = raw[:_HEAD_BYTES], len(raw)
+        head, tail, size = raw[:_HEAD_BYTES], raw[-_HEAD_BYTES:], len(raw)
         while not raw.endswith(b"\n"):
             raw = wire.readline(_HEAD_BYTES)
             if not raw:
                 break
             size += len(raw)
-        yield too_long(head, size - 1 if raw.endswith(b"\n") else size)
+            tail = (tail + raw)[-_HEAD_BYTES:]
+        yield too_long(head, size - 1 if raw.endswith(b"\n") else size, tail)
 
 
-def too_long(head: bytes, size: int) -> Refused:
-    """The refusal of a line of ``size`` bytes (past the limit) that starts with ``head``."""
+def too_long(head: bytes, size: int, tail: bytes = b"") -> Refused:
+    """The refusal of a line of ``size`` bytes (past the limit) that starts with ``head``
+    and ends with ``tail``."""
+    request_id = _leading_id(head)
+    if request_id is None:
+        request_id = _trailing_id(head, tail)
     return _error(
         INVALID_REQUEST,
         f"Invalid Request: the message is {size:,} bytes; the limit is {MAX_LINE_BYTES:,}",
-        _leading_id(head),
+        request_id,
     )
+
+
+#: A top-level ``id`` as the last member of an object: the TypeScript SDK (behind most MCP
+#: clients) writes it after the params. In a line of JSON, a member right before the final
+#: brace is the outermost object's (a string or an inner object would end after it).
+_LAST_ID = re.compile(rb'[{,]\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*}\s*$')
+
+
+def _trailing_id(head: bytes, tail: bytes) -> RequestId | None:
+    """The id of a request whose line ends with ``tail`` (its ``id`` last), when its head
+    shows a request (an object naming its method, as far as it was read)."""
+    found = _LAST_ID.search(tail)
+    if found is None or not re.match(rb"\s*\{", head) or b'"method"' not in head:
+        return None
+    try:
+        request_id = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return _request_id({"method": "", "id": request_id})
 
 
 def _leading_id(head: bytes) -> RequestId | None:
