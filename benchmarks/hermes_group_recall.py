@@ -67,7 +67,7 @@ def live(
         for number, said in sorted(sessions.items()):
             if number != min(sessions):
                 loop.new_session(f"dlg-s{number}", [])
-            clock.at = datetime.fromisoformat(said[0]["date"]).replace(tzinfo=timezone.utc)
+            loop.replay_at(datetime.fromisoformat(said[0]["date"]).replace(tzinfo=timezone.utc))
             for turn in said:
                 loop.mm.sync_all(_said(turn), "", session_id=loop.session)
         loop.new_session("dlg-ask", [])

@@ -168,6 +168,7 @@ class Loop:
             # Hermes' loader takes no arguments: what ``turn_time=`` would give the provider.
             provider._turn_time = clock
         self.provider = provider
+        self.clock = clock
         self.mm = MemoryManager()
         self.mm.add_provider(provider)
         self.session = "lme-s0"
@@ -187,6 +188,14 @@ class Loop:
             messages, new_session_id=session_id, parent_session_id=self.session
         )
         self.session = session_id
+
+    def replay_at(self, moment: datetime) -> None:
+        """Move the replay's clock once Hermes' worker has run every turn synced before:
+        ``sync_all`` returns at once and the provider stamps a turn when the worker runs it,
+        so a clock moved first dated those turns with a later session's day."""
+        self.mm.flush_pending(120)
+        if self.clock is not None:
+            self.clock.at = moment
 
     def settle(self) -> None:
         self.mm.flush_pending(120)
@@ -323,7 +332,7 @@ def run_question(
             if si:
                 loop.new_session(f"lme-s{si}", previous)
             if clock is not None:
-                clock.at = lme_date(item["haystack_dates"][si])
+                loop.replay_at(lme_date(item["haystack_dates"][si]))
             previous = []
             for user, assistant in _pairs(session):
                 loop.mm.sync_all(user, assistant, session_id=loop.session)
