@@ -58,6 +58,7 @@ def test_a_restored_home_recalls_the_same_turns_around_each_memory(
     mm = open_manager()
     for user, assistant in TURNS:
         mm.sync_all(user, assistant, session_id="s1")
+    assert mm.flush_pending(30)  # Hermes' worker has handed every turn to the provider
     provider = mm.get_provider("tablestore-mem")
     assert provider.runtime.flush(30) and provider.runtime.wait_idle(30)
     before = _recalls(mm)

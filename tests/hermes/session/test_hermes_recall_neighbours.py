@@ -51,6 +51,7 @@ def manager(hermes_home: Path, kit: Any, tmp_path: Path, emulator: Any) -> Itera
         made.append(mm)
         for user, assistant in TURNS:
             mm.sync_all(user, assistant, session_id="s1")
+        assert mm.flush_pending(30)  # Hermes' worker has handed every turn to the provider
         provider.runtime.flush(30)
         provider.runtime.wait_idle(30)
         return mm

@@ -146,6 +146,8 @@ def replay(hermes_home: Path, kit: Any, tmp_path: Path) -> Iterator[Any]:
         for text, said in turns:
             clock.now = said
             mm.sync_all(text, "", session_id="s1")
+            # Hermes' worker stamps the turn when it runs it: not after the clock moved on.
+            assert mm.flush_pending(30)
         provider.runtime.flush(30)
         provider.runtime.wait_idle(30)
         return mm, clock
