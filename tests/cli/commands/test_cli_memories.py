@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 STABLE_FIELDS = {"id", "text", "score", "scope", "metadata", "created_at"}
 SCOPE_FIELDS = {"app_id", "tenant_id", "agent_id", "run_id"}
 
@@ -173,6 +175,19 @@ def test_scopes_and_requests_and_tasks(cli):
     assert cli("tasks", "list", "--status", "bogus").exit_code == 2
     assert cli("tasks", "get", "no-such-task").exit_code == 3
     assert "AddMemories" in cli.ok("requests").stdout
+
+
+@pytest.mark.parametrize("operation", ["", " ", "Add Memories", "-x", "AddMemories\x1b", "\udcff"])
+def test_requests_refuse_an_operation_that_is_no_api_name(cli, operation):
+    """The embedded store answered "no requests recorded" (exit 0) where TableStore refused
+    the same filter, and a name holding bytes that are not UTF-8 ended in an unexpected
+    UnicodeEncodeError (exit 1): both stores now refuse it as invalid input."""
+    cli.ok("add", "--sync", "audited memory")
+    result = cli("requests", "--operation", operation)
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "operation must be an API name" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "unexpected" not in result.stderr
 
 
 def test_requests_list_a_tenant_wide_search_with_its_wildcard_scope(emulator_cli):

@@ -446,6 +446,17 @@ def check_limit(limit: object, *, field: str = "limit") -> int:
     return limit
 
 
+def check_operation(value: object) -> str | None:
+    """An audit log's operation filter: None (every operation) or an API name such as
+    AddMemories. Anything else names no record; one store would answer it with an empty page
+    and another refuse it, so every store refuses it."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.isascii() or not value.isalnum():
+        raise InvalidInput("operation must be an API name such as AddMemories", field="operation")
+    return value
+
+
 def check_status(value: object, *, dream: bool = False) -> str | None:
     """A listing's status filter: None (every status) or one the service names; a misspelt
     one is refused, as TableStore does, rather than answered with an empty page."""

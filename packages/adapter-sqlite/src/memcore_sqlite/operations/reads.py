@@ -176,6 +176,7 @@ class RecordReads:
     ) -> Page[RequestRecord]:
         """Only the records of ``pattern`` when it is given; every read made before the call
         is in it (its record is written first)."""
+        limits.check_operation(operation)
         self._tx.flush_read_audits()
         rows, cursor = self._rows_after(
             store,

@@ -388,11 +388,7 @@ class Plans:
         wanted = None if pattern is None else bodies.as_pattern(pattern)
         if wanted is not None:  # optional in the types: omitted means the whole store
             body["scope"] = wire.scope_to_wire(wanted)
-        if operation is not None:
-            if not isinstance(operation, str) or not operation.isalnum():
-                raise InvalidInput(
-                    "operation must be an API name such as AddMemories", field="operation"
-                )
+        if limits.check_operation(operation) is not None:
             body["operation"] = operation
         page = answers.requests((yield Call("ListMemoryStoreRequests", body)))
         if wanted is None:

@@ -605,6 +605,7 @@ class InMemoryMemoryStore:
     ) -> Page[RequestRecord]:
         self._enter("list_requests")
         limits.check_limit(limit)
+        limits.check_operation(operation)
         with self._lock:
             st = self._store(store)
             items = [
