@@ -350,3 +350,11 @@ def test_a_database_name_too_long_for_the_file_system_is_a_clear_error(local_cli
     result = local_cli("add", "hello")
     assert result.exit_code == 2, result.stderr
     assert "too long" in result.stderr and "unexpected" not in result.stderr
+
+
+def test_a_hermes_home_name_too_long_for_the_file_system_is_a_usage_error(local_cli):
+    """Asking whether the folder existed raised OSError ENAMETOOLONG: "unexpected", exit 1."""
+    result = local_cli("--hermes-home", "h" * 300, "list")
+    assert result.exit_code == 2, result.stderr
+    assert "too long" in result.stderr and "unexpected" not in result.stderr
+    assert "'hermes_home'" in result.stderr and len(result.stderr.splitlines()) == 1

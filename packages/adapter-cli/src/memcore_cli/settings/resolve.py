@@ -125,7 +125,13 @@ def _hermes_root(options: GlobalOptions) -> Path | None:
                 field="hermes_home",
             )
         root = expand(options.hermes_home, field="hermes_home")
-        if not root.is_dir():
+        try:
+            is_dir = root.is_dir()
+        except OSError as exc:  # a name too long for the file system, say
+            raise ConfigError(
+                f"--hermes-home {root} cannot be opened ({exc.strerror})", field="hermes_home"
+            ) from None
+        if not is_dir:
             raise ConfigError(f"--hermes-home {root} is not a directory", field="hermes_home")
         return root
     if options.config is not None:
