@@ -164,9 +164,11 @@ class MemcoreGroup(TyperGroup):
             leading_json,
             unknown_command_json,
         )
+        from memcore_cli.settings import completion
 
         interrupts.start()
         coercion.install(self)  # plain option values without pydantic (see the module)
+        completion.guard(self)  # shell completion's failures reported like any other
         words = sys.argv[1:] if args is None else list(args)
         args = words
         if sys.stdout is None:  # started with stdout closed (``>&-``): do nothing
@@ -193,6 +195,8 @@ class MemcoreGroup(TyperGroup):
                 sys.stdout.write(exc.format_message() + "\n")
                 sys.stdout.flush()
                 rv = 0
+        except completion.CompletionFailed as exc:
+            code = int(report_error(exc.error, as_json=leading_json(self, args), debug=False))
         except BrokenPipeError:
             # Help or the version could not be written to a closed pipe; a command's own
             # output is handled in ``invoke``.
