@@ -48,3 +48,20 @@ def test_search_with_evidence_and_without_context(emulator_fake_cli):
     hits = emulator_fake_cli.json("search", "--evidence", "team lunch")
     assert hits and {"similarity", "source"} <= set(hits[0])
     assert emulator_fake_cli.json("search", "--no-context", "team lunch")[0]["id"] == hits[0]["id"]
+
+
+def test_doctor_record_into_a_file_is_a_failed_check_not_an_unexpected_error(
+    emulator_fake_cli, tmp_path
+):
+    """``--record`` naming a file made the recorder's mkdir raise FileExistsError: the user saw
+    "unexpected FileExistsError" (exit 1) and none of the checks."""
+    emulator_fake_cli.ok("add", "--sync", "User likes coffee")
+    taken = tmp_path / "answers.json"
+    taken.write_text("keep me")
+    result = emulator_fake_cli("doctor", "--record", str(taken))
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert "unexpected" not in result.stderr and "Traceback" not in result.stderr
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and "recorded" in failed[0] and str(taken) in failed[0], failed
+    assert "PASS  backend" in result.stdout
+    assert taken.read_text() == "keep me"

@@ -123,9 +123,18 @@ def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
     from memcore_tablestore import live_check
 
     settings = runtime.settings
-    for result in live_check.run(
-        send, runtime.store_name, settings.scope.scope, settings.scope.read_pattern, record
-    ):
+    try:
+        results = live_check.run(
+            send, runtime.store_name, settings.scope.scope, settings.scope.read_pattern, record
+        )
+    except OSError as exc:
+        if record is None:
+            raise
+        # The folder to save in is a file, or cannot be written: a failed check, not a crash.
+        error = _record_error(exc, record)
+        checks.fail("recorded", error.message, error)
+        return
+    for result in results:
         if result.ok:
             checks.ok(f"live {result.api}", result.detail)
         else:
@@ -134,6 +143,21 @@ def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
             checks.fail(f"live {result.api}", result.detail, ProtocolError(result.detail))
     if record is not None:
         checks.ok("recorded", f"answers saved in {record} (ids, scopes and texts redacted)")
+
+
+def _record_error(exc: OSError, record: Path) -> MemcoreError:
+    """Why the answers could not be saved in ``record``: exit 4 for a permission problem or a
+    read-only file system, else 2 (the folder is a file, say)."""
+    from memcore_sqlite.storage.file_modes import not_writable
+
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        why = "it (or a folder above it) is a file, not a folder"
+    else:
+        why = not_writable(exc) or exc.strerror or type(exc).__name__
+    message = f"cannot save the answers in {record}: {why}"
+    if not_writable(exc) is not None:
+        return PermissionDenied(message, field="record")
+    return InvalidInput(message, field="record")
 
 
 def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
