@@ -197,3 +197,44 @@ def test_an_endpoint_template_with_a_password_is_refused_before_buying(home, twi
     assert "endpoint" in result.stderr
     assert control.create_count == 0
     assert "instance_name" not in (home / "config.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--control-endpoint", ""),
+        ("--control-endpoint", "  "),
+        ("--control-endpoint", "127.0.0.1:99999"),
+        ("--control-endpoint", "http://127.0.0.1:8765"),
+        ("--control-endpoint", "127.0.0.1:8765\x1b[2J"),
+        ("--endpoint-template", ""),
+    ],
+)
+def test_an_empty_or_malformed_endpoint_is_refused_before_any_call(
+    home, local_cli, monkeypatch, option, value
+):
+    """An empty --control-endpoint (an unset shell variable) meant the region's real control
+    plane, where provision buys a paid instance; an empty --endpoint-template meant the real
+    data host. A malformed endpoint was retried as "the control plane is busy" for minutes."""
+    from memcore_tablestore.provisioning import provisioner
+
+    called = []
+
+    def no_call(**kwargs):
+        called.append(kwargs)
+        raise AssertionError("the control plane was called")
+
+    monkeypatch.setattr(provisioner, "ControlPlaneClient", no_call)
+    args = {
+        "--control-endpoint": "127.0.0.1:8765",
+        "--control-protocol": "http",
+        "--endpoint-template": "http://127.0.0.1:8765",
+        option: value,
+    }
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    result = local_cli("provision", *[w for pair in args.items() for w in pair], env=env)
+    assert called == []
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert option.removeprefix("--").replace("-", "_") in result.stderr, result.stderr
+    assert not (home / ".tablestore_pending.json").exists()

@@ -168,7 +168,10 @@ def provision(
         credentials=resolve_credentials(env),
         control_endpoint=control_endpoint,
         control_protocol=control_protocol,
-        endpoint_template=endpoint_template or DATA_ENDPOINT_TEMPLATE,
+        # An empty template is refused as such, not taken for the real data host.
+        endpoint_template=DATA_ENDPOINT_TEMPLATE
+        if endpoint_template is None
+        else endpoint_template,
         dns_timeout=dns_timeout,
     )
     out = state.output

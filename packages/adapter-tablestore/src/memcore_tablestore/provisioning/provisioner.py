@@ -157,6 +157,7 @@ class TableStoreProvisioner:
                 "the control-plane protocol must be http or https", field="control_protocol"
             )
         _check_template(endpoint_template, config.region)
+        _check_control_endpoint(control_endpoint)
         for name, seconds in (
             ("control_timeout", control_timeout),
             ("dns_timeout", dns_timeout),
@@ -571,6 +572,33 @@ def _check_template(template: str, region: str) -> None:
             "the endpoint template must not hold a user name or password (user:password@): "
             "TableStore keys come only from the environment",
             field="endpoint_template",
+        )
+
+
+def _check_control_endpoint(endpoint: str | None) -> None:
+    """Refuse a control endpoint that is not ``host[:port]`` before any call: an empty one
+    would mean the region's own control plane (where an instance is bought), and a malformed
+    one fails only at connect time, where it reads as a busy service and is retried."""
+    if endpoint is None:
+        return
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(f"//{endpoint}")
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (
+        port == -1
+        or port == 0
+        or not parts.hostname
+        or f"//{endpoint}" != f"//{parts.netloc}"  # a scheme, a path, a query
+        or parts.username is not None
+        or any(c.isspace() or not c.isprintable() for c in endpoint)
+    ):
+        raise ConfigError(
+            f"the control endpoint must be host or host:port (127.0.0.1:8765), not {endpoint!r}",
+            field="control_endpoint",
         )
 
 
