@@ -4,6 +4,7 @@ run is announced only once it worked, and every entry point makes homes 0700 and
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
@@ -358,3 +359,19 @@ def test_a_hermes_home_name_too_long_for_the_file_system_is_a_usage_error(local_
     assert result.exit_code == 2, result.stderr
     assert "too long" in result.stderr and "unexpected" not in result.stderr
     assert "'hermes_home'" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("where", ["env", "emulator"])
+def test_a_home_or_database_path_that_is_not_utf8_is_a_usage_error(local_cli, tmp_path, where):
+    """SQLite names its files in UTF-8: a path holding other bytes opened, then failed as
+    "the memory database ... failed [OperationalError]", exit 5 and retryable, as if the disk
+    were busy; retrying never helps."""
+    odd = str(tmp_path / "h\udcff")
+    if where == "env":
+        result = local_cli("--json", "add", "hello", env={"MEMCORE_HOME": odd})
+    else:
+        result = local_cli("--json", "emulator", "serve", "--port", "0", "--database", odd)
+    assert result.exit_code == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    error = json.loads(line)["error"]
+    assert error["retryable"] is False and "UTF-8" in error["message"], error

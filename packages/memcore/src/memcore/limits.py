@@ -734,11 +734,15 @@ def check_dream_instructions(value: object) -> str | None:
 
 
 def path_problem(path: str) -> str | None:
-    """Why no file can have the path ``path`` on this system, or None."""
+    """Why no database file can have the path ``path`` on this system, or None. SQLite names
+    its files in UTF-8: a path holding other bytes (a surrogate, from a name that is not
+    UTF-8) opens, then fails at the first query, so it is refused here."""
     if "\x00" in path:
         return "it holds a NUL character"
     try:
         os.fsencode(path)
     except UnicodeError:
         return "it holds characters the file system cannot encode"
+    if _SURROGATE_RE.search(path):
+        return "it holds bytes that are not UTF-8, and SQLite names its files in UTF-8"
     return None

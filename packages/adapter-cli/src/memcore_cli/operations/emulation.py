@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 
 from memcore.errors import InvalidInput, Unavailable
-from memcore_cli.settings.home import expand
+from memcore_cli.settings.home import HOME_ENV, checked_database, expand
 from memcore_cli.wiring.state import CliState
 
 #: Well-known development keys, used when TABLESTORE_MEMORY_AK/SK are not set. The emulator
@@ -55,7 +55,10 @@ def serve_forever(
     settings = state.runtime().settings
     # Its own file by default: an emulator serving the CLI's own database would let a
     # "cloud" test read and change the memories of the local store.
-    db_path = expand(database, field="database") if database else settings.home / EMULATOR_DB
+    db_path = checked_database(
+        expand(database, field="database") if database else settings.home / EMULATOR_DB,
+        field="database" if database else HOME_ENV,
+    )
     local = attrs.evolve(settings, backend="local", db_path=db_path)
     factory = state.overrides.store_factory or open_default_store
     env = state.environ

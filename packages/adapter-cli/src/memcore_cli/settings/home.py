@@ -43,3 +43,16 @@ def database_path(home: Path, local_path: str | None) -> Path:
         path = expand(local_path, field="local_path")
         return path if path.is_absolute() else home / path
     return home / DB_FILENAME
+
+
+def checked_database(path: Path, *, field: str) -> Path:
+    """``path``, or a :class:`ConfigError` naming ``field`` (the setting it came from) when no
+    database file can have it (SQLite's rule, :func:`memcore.limits.path_problem`)."""
+    from memcore.limits import path_problem
+
+    problem = path_problem(str(path))
+    if problem is not None:
+        from memcore.errors import ConfigError
+
+        raise ConfigError(f"the database path {path} will not do: {problem}", field=field)
+    return path

@@ -44,7 +44,11 @@ def open_default_store(
     from memcore.discovery import open_store
 
     if settings.backend == "local":
-        local: dict[str, Any] = {"path": settings.db_path, "location_advice": settings.move_advice}
+        from memcore_cli.settings.home import HOME_ENV, checked_database
+
+        where = HOME_ENV if settings.database_setting == HOME_ENV else "local_path"
+        path = checked_database(settings.db_path, field=where)
+        local: dict[str, Any] = {"path": path, "location_advice": settings.move_advice}
         if embedder is not _CONFIGURED:
             local["embedder"] = embedder
         if defer_vectors:
