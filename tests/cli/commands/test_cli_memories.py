@@ -242,3 +242,14 @@ def test_a_messages_file_time_dates_the_memory(cli, tmp_path: Path):
     turn.write_text(json.dumps([{**said, "timestamp": "next week"}]), encoding="utf-8")
     refused = cli("add", "--sync", "--messages-file", str(turn))
     assert refused.exit_code == 2 and "messages[0].timestamp" in refused.output, refused.output
+
+
+def test_run_alone_reads_the_default_agent_s_run_as_the_help_says(cli):
+    """``--agent``'s help said reads cover all agents when it is omitted; with ``--run`` they
+    cover only the default agent's run (``--agent '*'`` with a run is refused)."""
+    mine = _add(cli, "the default agent's run memory", "--run", "r9")
+    cli.ok("--agent", "planner", "--run", "r9", "add", "--sync", "the planner's run memory")
+    assert [m["id"] for m in cli.json("--run", "r9", "list")["items"]] == [mine]
+    usage = " ".join(cli.ok("--help").stdout.split())
+    assert "reads cover all agents when omitted" not in usage
+    assert "--run alone reads the default agent's run" in usage, usage

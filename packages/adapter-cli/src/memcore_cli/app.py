@@ -108,7 +108,11 @@ def root(
     ] = None,
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="The agent id; reads cover all agents when omitted."),
+        typer.Option(
+            "--agent",
+            help="The agent id (default hermes); reads cover all agents when --agent and --run "
+            "are both omitted (--run alone reads the default agent's run).",
+        ),
     ] = None,
     run: Annotated[
         str | None,
