@@ -47,6 +47,34 @@ def test_an_empty_config_flag_is_refused_not_read_as_the_default_file(local_cli,
     assert config.read_bytes() == before  # the default config file is not written
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--tenant", "alice", "--tenant", "bob", "add", "whose is this"),
+        ("--tenant", "alice", "add", "whose is this", "--tenant", "bob"),
+        ("--tenant=alice", "list", "--tenant", "bob"),
+        ("--format", "json", "--format", "plain", "count"),
+        ("scopes", "--limit", "1", "--limit", "2"),
+        ("export", "-o", "-", "--out", os.devnull),
+        ("requests", "--operation", "AddMemories", "--operation", "GetMemory"),
+    ],
+)
+def test_a_one_value_option_given_twice_with_two_values_is_refused(local_cli, args):
+    """The parser kept the last value without a word: a wrapper's ``--tenant alice`` followed
+    by the user's ``--tenant bob`` wrote to (and read) bob's memories."""
+    result = local_cli(*args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert "is given twice" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert result.stdout == ""
+    assert local_cli.json("--tenant", "bob", "count")["count"] == 0
+    assert local_cli.json("--tenant", "alice", "count")["count"] == 0
+
+
+def test_a_one_value_option_repeated_with_the_same_value_still_runs(local_cli):
+    local_cli.ok("--tenant", "alice", "add", "mine", "--tenant", "alice")
+    assert local_cli.json("--tenant", "alice", "count")["count"] == 1
+
+
 @pytest.mark.parametrize("flag", ["--tenant", "--app", "--agent", "--run"])
 def test_a_scope_flag_with_bytes_that_are_not_utf8_is_refused(local_cli, flag):
     # argv arrives decoded with surrogateescape: the byte 0xff is U+DCFF.

@@ -65,10 +65,63 @@ def _check_value(args: list[str], i: int, width: int, before: list[str]) -> None
         raise MissingValue(args[i], before)
 
 
+class RepeatedOption(BadOptionUsage):
+    """An option that takes one value, given twice with different values."""
+
+    def __init__(self, option: str, first: str, second: str) -> None:
+        super().__init__(
+            option,
+            f"{option} is given twice ({first!r}, then {second!r}); give it once",
+        )
+
+
+def _single_valued(params: Iterable[Any]) -> dict[str, str]:
+    """Each option word of the parameters that take exactly one value, mapped to the
+    parameter's long name (``-o`` and ``--out`` are one option)."""
+    found: dict[str, str] = {}
+    for param in params:
+        if getattr(param, "param_type_name", "") != "option":
+            continue
+        if param.is_flag or param.count or param.multiple or param.nargs != 1:
+            continue
+        shown = max(param.opts, key=len)
+        for name in param.opts:
+            found[name] = shown
+    return found
+
+
+class _Repeats:
+    """Refuses a one-value option given again with another value: the parser keeps the last
+    silently, so ``--tenant alice ... --tenant bob`` (a wrapper's option, then the user's)
+    read and wrote bob's memories without a word."""
+
+    def __init__(self, params: Iterable[Any]) -> None:
+        self.single = _single_valued(params)
+        self.seen: dict[str, str] = {}
+
+    def note(self, args: list[str], i: int, width: int) -> None:
+        word = args[i]
+        name = word.split("=", 1)[0] if word.startswith("--") else word
+        shown = self.single.get(name)
+        if shown is None or i + width > len(args):  # a missing value: the parser says so
+            return
+        value = word.split("=", 1)[1] if width == 1 and "=" in word else args[i + 1]
+        first = self.seen.setdefault(shown, value)
+        if first != value:
+            raise RepeatedOption(shown, first, value)
+
+
 def hoist_globals(group: Any, args: list[str]) -> list[str]:
-    """``args`` with the root group's options that follow the command moved before it."""
+    """``args`` with the root group's options that follow the command moved before it; a
+    one-value option given twice with different values is refused."""
     root = _takes_value(group.params)
     i = start = _root_end(root, args)
+    globals_seen = _Repeats(group.params)
+    j = 0
+    while j < start:
+        width = _width(args[j], root)
+        globals_seen.note(args, j, width)
+        j += width
     movable = {k: v for k, v in root.items() if k not in _NOT_MOVED}
     moved: list[str] = []
     words: list[str] = []
@@ -76,6 +129,7 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
     while isinstance(getattr(command, "commands", None), dict):
         if words and i < len(args) and (width := _width(args[i], movable)):
             _check_value(args, i, width, [*args[:start], *moved])
+            globals_seen.note(args, i, width)
             moved.extend(args[i : i + width])  # between a group and its command
             i += width
             continue
@@ -85,6 +139,7 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
         words.append(args[i])
         i += 1
     own = _takes_value(command.params)
+    own_seen = _Repeats(command.params)
     movable = {k: v for k, v in movable.items() if k not in own}
     kept: list[str] = []
     while i < len(args):
@@ -92,9 +147,11 @@ def hoist_globals(group: Any, args: list[str]) -> list[str]:
             kept.extend(args[i:])
             break
         if width := _width(args[i], own):
+            own_seen.note(args, i, width)
             kept.extend(args[i : i + width])
         elif width := _width(args[i], movable):
             _check_value(args, i, width, [*args[:start], *moved])
+            globals_seen.note(args, i, width)
             moved.extend(args[i : i + width])
         else:
             width = 1
