@@ -375,3 +375,22 @@ def test_a_home_or_database_path_that_is_not_utf8_is_a_usage_error(local_cli, tm
     (line,) = result.stderr.splitlines()
     error = json.loads(line)["error"]
     assert error["retryable"] is False and "UTF-8" in error["message"], error
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_emulator_database_is_refused_not_read_as_the_default(
+    local_cli, monkeypatch, value
+):
+    """``--database ""`` (an unset shell variable) served $MEMCORE_HOME/emulator.db without a
+    word, as ``--config ""`` once read the default config file."""
+    import memcore_tablestore.emulator as emulator
+
+    class NoServer:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("the emulator was started")
+
+    monkeypatch.setattr(emulator, "EmulatorServer", NoServer)
+    result = local_cli("emulator", "serve", "--port", "0", "--database", value)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert "--database is empty" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert not (local_cli.home / "emulator.db").exists()

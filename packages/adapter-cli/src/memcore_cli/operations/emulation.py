@@ -52,12 +52,17 @@ def serve_forever(
     from memcore_tablestore.emulator import EmulatorServer, Faults
 
     _check_faults(port, latency_ms, fail_rate)
+    if database is not None and not database.strip():
+        raise InvalidInput(
+            "--database is empty (an unset shell variable?); give a file or leave it out",
+            field="database",
+        )
     settings = state.runtime().settings
     # Its own file by default: an emulator serving the CLI's own database would let a
     # "cloud" test read and change the memories of the local store.
     db_path = checked_database(
-        expand(database, field="database") if database else settings.home / EMULATOR_DB,
-        field="database" if database else HOME_ENV,
+        expand(database, field="database") if database is not None else settings.home / EMULATOR_DB,
+        field="database" if database is not None else HOME_ENV,
     )
     local = attrs.evolve(settings, backend="local", db_path=db_path)
     factory = state.overrides.store_factory or open_default_store
