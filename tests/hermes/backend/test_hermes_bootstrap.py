@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import stat
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,3 +147,121 @@ def test_a_control_plane_down_at_the_first_start_bootstraps_later_and_keeps_the_
         assert turns == ["I ride a red bike", "Noted."]
     finally:
         provider.shutdown()
+
+
+#: The longest ``initialize`` may take while the bootstrap cannot finish: what Hermes 0.19
+#: gives a memory prefetch (8 s, less the plugin's 0.5 s margin), with room for a busy machine.
+START_WITHIN_S = 20.0
+
+
+def _start(provider: MemcoreMemoryProvider, home: Path, progress: list[str]) -> float:
+    """``initialize`` through Hermes' own manager, as its CLI calls it; how long it took."""
+    from agent.memory_manager import MemoryManager
+
+    mm = MemoryManager()
+    mm.add_provider(provider)
+    started = time.monotonic()
+    mm.initialize_all(
+        session_id="s1",
+        hermes_home=str(home),
+        platform="telegram",
+        user_id="ann",
+        agent_context="primary",
+        status_callback=progress.append,
+    )
+    return time.monotonic() - started
+
+
+def test_a_control_plane_answering_503_does_not_hold_the_start(
+    hermes_home: Path, kit: Any, twin: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bootstrap retried the 503s for a minute on Hermes' thread before the agent could
+    answer. Now the session starts after a short wait, the status line says the instance is
+    still being prepared, and that same bootstrap goes on in the background (none other is
+    started): once the control plane answers, it saves the instance and the turn lands."""
+    from memcore.scope import Scope
+
+    twin.control_plane.fail("ListInstances", code="ServiceUnavailable", status=503, times=None)
+    config = kit.write_config(hermes_home, backend="tablestore", timeout=3.0)
+    kit.write_env(hermes_home, kit.EMULATOR_KEYS)
+    caplog.set_level(logging.INFO)
+    progress: list[str] = []
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, provisioner_options=options(twin))
+    try:
+        took = _start(provider, hermes_home, progress)
+        assert took < START_WITHIN_S, took
+        assert provider.runtime is not None
+        assert "first run, preparing a TableStore instance" in progress[0]
+        assert "still being opened" in progress[-1], progress
+        said = len(progress)
+        provider.sync_turn("I ride a red bike", "Noted.", session_id="s1")
+        found = json.loads(provider.handle_tool_call("tablestore_search", {"query": "bike"}))
+        assert found["error"]["code"] == "unavailable", found
+        twin.control_plane.clear_faults()
+        assert kit.settle(provider, 60.0)
+        assert json.loads(config.read_text())["instance_name"] == "emulator"
+        scope = Scope("hermes", "telegram:ann", "hermes", "s1")
+        turns = [m.content for m in twin.store.list_messages("hermes_mem", scope).items]
+        assert turns == ["I ride a red bike", "Noted."]
+        assert caplog.text.count("first run, preparing a TableStore instance") == 1
+        assert "using instance emulator" in caplog.text
+        assert len(progress) == said, progress  # Hermes' start is over: the log goes on
+    finally:
+        provider.shutdown()
+
+
+@pytest.fixture
+def silent_control_plane() -> Iterator[int]:
+    """A loopback port that takes connections and never answers."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield int(server.getsockname()[1])
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def test_a_control_plane_that_never_answers_does_not_hold_the_start(
+    hermes_home: Path, kit: Any, silent_control_plane: int
+) -> None:
+    """Each call waited its timeout and the bootstrap retried for a minute on Hermes'
+    thread. Now the session starts after a short wait with its writes spooled, and the end
+    of the session does not wait for the bootstrap either."""
+    kit.write_config(hermes_home, backend="tablestore", timeout=2.0)
+    kit.write_env(hermes_home, kit.EMULATOR_KEYS)
+    progress: list[str] = []
+    provider = MemcoreMemoryProvider(
+        retry=kit.FAST_RETRY,
+        provisioner_options={
+            "control_endpoint": f"127.0.0.1:{silent_control_plane}",
+            "control_protocol": "http",
+            "control_timeout": 30.0,
+        },
+    )
+    took = _start(provider, hermes_home, progress)
+    runtime = provider.runtime
+    try:
+        assert took < START_WITHIN_S, took
+        assert runtime is not None
+        assert "still being opened" in progress[-1], progress
+        provider.sync_turn("I ride a red bike", "Noted.", session_id="s1")
+        assert runtime.spool.stats(time.time()).depth == 1
+    finally:
+        started = time.monotonic()
+        provider.shutdown()
+    assert time.monotonic() - started < 5.0
+    assert runtime.spool.stats(time.time()).depth == 1  # kept for the next start

@@ -114,3 +114,42 @@ def test_doctor_delivers_what_waits_once_the_backend_is_back(
     assert code == 0, report
     assert report["spool"]["depth"] == 0
     assert "kept through the outage" in outage.texts()
+
+
+EXCLUSIVE_FOR = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
+conn.execute("BEGIN EXCLUSIVE")
+print("HELD", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.close()
+"""
+
+
+def test_a_command_waits_for_the_whole_opening(
+    hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session starts without a store still opening after 7.5 s; a one-shot command does
+    not: its process would end the opening, so it waits for it, and stores its write."""
+    import subprocess
+    import sys
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    code, _ = kit.run_cli(capsys, "add", "the first note", "--sync")
+    assert code == 0
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", EXCLUSIVE_FOR, str(database), "10"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "HELD"
+        started = time.monotonic()
+        code, added = kit.run_cli(capsys, "add", "written while another process held the file")
+        assert code == 0, added
+        assert added["status"] == "stored", added
+        assert time.monotonic() - started >= 8.0  # it waited for the lock to go
+    finally:
+        holder.wait(30)

@@ -370,3 +370,87 @@ def test_a_session_dropped_while_an_older_process_holds_the_file_lets_go_of_its_
     with _older_process_has_it_open(database):
         _evict(MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=1.0), hermes_home, "dana")
         assert _lanes_end(lanes, 15)
+
+
+EXCLUSIVE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
+conn.execute("BEGIN EXCLUSIVE")
+print("HELD", flush=True)
+sys.stdin.read()
+conn.close()
+"""
+#: The longest ``initialize`` may take while the store cannot open: what Hermes 0.19 gives a
+#: memory prefetch (8 s, less the plugin's 0.5 s margin), with room for a busy 2-core machine.
+START_WITHIN_S = 20.0
+
+
+def test_a_file_another_process_holds_exclusive_does_not_hold_the_start(
+    hermes_home: Path, kit: Any
+) -> None:
+    """Another process held the file EXCLUSIVE (rollback journal): ``initialize`` waited the
+    whole busy timeout (about a minute) on Hermes' thread before the agent could answer.
+    Now the session starts after a short wait; the same opening goes on in the background,
+    the first turn's recall uses the store once it opens, and the turn lands once."""
+    kit.write_config(hermes_home, backend="local", embedder="none", recall_wait_ms=7000)
+    earlier = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+    earlier.initialize("s0", hermes_home=str(hermes_home), platform="telegram", user_id="dana")
+    kept = json.loads(
+        earlier.handle_tool_call("tablestore_remember", {"content": "Dana's bike is red"})
+    )
+    assert kept["status"] == "queued"
+    assert kit.settle(earlier, 10.0)
+    earlier.shutdown()
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", EXCLUSIVE, str(database)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    from agent.memory_manager import MemoryManager
+
+    progress: list[str] = []
+    mm = MemoryManager()
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=1.0)
+    mm.add_provider(provider)
+    try:
+        assert holder.stdout.readline().strip() == "HELD"
+        started = time.monotonic()
+        mm.initialize_all(
+            session_id="s1",
+            hermes_home=str(hermes_home),
+            platform="telegram",
+            user_id="dana",
+            agent_context="primary",
+            status_callback=progress.append,
+        )
+        took = time.monotonic() - started
+        assert took < START_WITHIN_S, took
+        runtime = provider.runtime
+        assert runtime is not None and runtime.handle.store is None
+        assert any("still being opened" in m for m in progress), progress
+        said = len(progress)
+        mm.sync_all("My bike is red", "A red bike, noted.", session_id="s1")
+        assert mm.flush_pending(10)
+        found = json.loads(mm.handle_tool_call("tablestore_search", {"query": "bike"}))
+        assert found["error"]["code"] == "unavailable", found
+        # The other process lets go while the first turn is being prepared: its recall
+        # waits for the opening that is under way and searches the store.
+        holder.stdin.close()
+        holder.wait(30)
+        mm.on_turn_start(1, "what colour is my bike?")
+        assert "Dana's bike is red" in mm.prefetch_all("what colour is my bike?", session_id="s1")
+        assert kit.settle(provider, 20.0)
+        store = runtime.handle.store
+        turns = [m.content for m in store.list_messages(STORE, TURN_SCOPE).items]
+        assert turns == ["My bike is red", "A red bike, noted."]
+        # Hermes' start is over: the store's opening said nothing more on its status line.
+        assert len(progress) == said, progress
+    finally:
+        if not holder.stdin.closed:
+            holder.stdin.close()
+        holder.wait(30)
+        mm.shutdown_all()

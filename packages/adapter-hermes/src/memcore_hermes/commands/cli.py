@@ -303,7 +303,10 @@ def _open(args: argparse.Namespace, *, defer_vectors: bool = False) -> Any:
     from memcore_hermes.session.provider import MemcoreMemoryProvider
 
     provider = MemcoreMemoryProvider(
-        background_reindex=False, defer_vectors=defer_vectors, preload=preload.current()
+        background_reindex=False,
+        defer_vectors=defer_vectors,
+        preload=preload.current(),
+        bounded_start=False,  # this process's exit would end an opening left running
     )
     user_id, platform = _who(args)
     provider.initialize(

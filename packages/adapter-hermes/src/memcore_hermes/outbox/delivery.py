@@ -14,6 +14,8 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_future
 
 import attrs
 
@@ -92,10 +94,25 @@ class StoreHandle:
         #: seconds (another process's lock, a first run's bootstrap), never a turn's.
         self._opens_on: threading.Thread | None = None
         self._on_open = on_open
+        #: The opening ``initialize`` started and stopped waiting for: the store comes from
+        #: it (the lane waits for it), never from a second opening competing with it.
+        self._opening: Future[MemoryStore] | None = None
 
     @property
     def store(self) -> MemoryStore | None:
         return self._store
+
+    @property
+    def opening(self) -> bool:
+        """The opening started at the session's start is still under way."""
+        opening = self._opening
+        return opening is not None and not opening.done()
+
+    def wait_open(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for the opening under way to end (at once when none is)."""
+        opening = self._opening
+        if opening is not None and timeout > 0:
+            wait_for_future([opening], timeout=timeout)
 
     @property
     def waiting_to_open(self) -> bool:
@@ -112,17 +129,15 @@ class StoreHandle:
 
     def get(self) -> MemoryStore:
         """The opened store (without ensuring it); raises the opening error."""
-        opens_on = self._opens_on
-        if (
-            self._store is None
-            and opens_on is not None
-            and threading.current_thread() is not opens_on
-        ):
+        if self._store is None and not self._may_open(self._opening):
             raise self._unavailable()
         with self._lock:
             if self._store is None:
+                opening = self._opening
+                if not self._may_open(opening):  # the lane took the opening meanwhile
+                    raise self._unavailable()
                 try:
-                    self._store = self._opener()
+                    self._store = self._open(opening)
                 except MemcoreError as exc:
                     self.last_error = exc
                     raise
@@ -130,12 +145,30 @@ class StoreHandle:
                     self._on_open(self._store)
             return self._store
 
+    def _may_open(self, opening: Future[MemoryStore] | None) -> bool:
+        """Whether this thread may open the store: the lane (or any thread when no lane is
+        named), and any thread to take an opening that has ended."""
+        opens_on = self._opens_on
+        if opens_on is None or threading.current_thread() is opens_on:
+            return True
+        return opening is not None and opening.done()
+
+    def _open(self, opening: Future[MemoryStore] | None) -> MemoryStore:
+        """The store from ``opening`` (waiting for it), else from a new opening."""
+        if opening is None:
+            return self._opener()
+        try:
+            return opening.result()
+        finally:
+            self._opening = None
+
     def _unavailable(self) -> Unavailable:
         reason = self.last_error
         why = f" ({reason.code}: {reason})" if reason is not None else ""
+        again = "still being opened" if self.opening else "opened again"
         return Unavailable(
-            f"memory is unavailable: the memory store is not open yet{why}; it is opened "
-            "again in the background, and queued writes are stored once it opens",
+            f"memory is unavailable: the memory store is not open yet{why}; it is {again} "
+            "in the background, and queued writes are stored once it opens",
             field="store",
         )
 
@@ -196,9 +229,11 @@ class StoreHandle:
         error: MemcoreError,
         *,
         on_open: Callable[[MemoryStore], None] | None = None,
+        opening: Future[MemoryStore] | None = None,
     ) -> StoreHandle:
         """A handle whose store could not be opened yet (``error``, a reason that passes):
-        the lane opens it later, retrying with backoff; the runtime names the lane."""
+        the lane opens it later, retrying with backoff; the runtime names the lane. With
+        ``opening`` (still under way) the lane first waits for that one."""
         handle = cls(
             opener,
             store_name=config.memory_store_name,
@@ -210,6 +245,7 @@ class StoreHandle:
         # Without its traceback: its frames hold the caller (the provider), which the lane
         # holding this handle would keep alive, and the lane ends only once it is collected.
         handle.last_error = error.with_traceback(None)
+        handle._opening = opening
         return handle
 
     def forget_ready(self) -> None:
@@ -220,11 +256,23 @@ class StoreHandle:
     def close(self) -> None:
         with self._lock:
             store, self._store = self._store, None
+            opening, self._opening = self._opening, None
+        if opening is not None:  # never taken: what it opens is closed when it ends
+            opening.add_done_callback(_close_opened)
         if store is not None:
             try:
                 store.close()
             except MemcoreError:
                 pass
+
+
+def _close_opened(opening: Future[MemoryStore]) -> None:
+    if opening.cancelled() or opening.exception() is not None:
+        return
+    try:
+        opening.result().close()
+    except MemcoreError:
+        pass
 
 
 @attrs.frozen

@@ -8,10 +8,13 @@ load in ``initialize()``.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_future
 from typing import TYPE_CHECKING, Any
 
 from memcore_hermes.config.envfile import AK_VAR, API_KEY_VAR, SK_VAR
@@ -32,10 +35,11 @@ if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
     from memcore.errors import MemcoreError
     from memcore.ports import MemoryStore
+    from memcore.scope import Scope
     from memcore_hermes.backend.preload import ModelPreload
     from memcore_hermes.config.credentials import AccessKeys
     from memcore_hermes.config.readiness import Readiness
-    from memcore_hermes.outbox.delivery import RetryPolicy
+    from memcore_hermes.outbox.delivery import RetryPolicy, StoreHandle
     from memcore_hermes.outbox.spool import SpoolLimits
     from memcore_hermes.session.runtime import MemoryRuntime
 
@@ -44,6 +48,10 @@ logger = logging.getLogger(__name__)
 PROVIDER_NAME = "tablestore-mem"
 #: How much sooner than Hermes gives up on a prefetch the recall's wait ends (seconds).
 _HOST_WAIT_MARGIN_S = 0.5
+#: What Hermes 0.19 gives a provider's prefetch (seconds), when it does not say.
+_HERMES_PREFETCH_S = 8.0
+#: How often ``initialize`` passes on the opening's progress while it waits (seconds).
+_RELAY_S = 0.05
 #: How long ``shutdown()`` and ``on_session_end`` wait for the backend before leaving the rest
 #: in the spool (the original plugin joined its threads for up to 3 s and 5 s).
 DEFAULT_FLUSH_TIMEOUT_S = 3.0
@@ -69,10 +77,14 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         defer_vectors: bool = False,
         preload: ModelPreload | None = None,
         turn_time: Callable[[], datetime] | None = None,
+        bounded_start: bool = True,
     ) -> None:
         """``turn_time``: when the turn being answered is asked (default now), the reference
         time of its recall and searches; a replay of dated conversations sets it, and then
-        each synced turn is stored as said at that time too."""
+        each synced turn is stored as said at that time too. ``bounded_start``: a session's
+        ``initialize`` waits for the store at most :func:`start_wait_s`; a one-shot command
+        (False) waits for the whole opening, since its process would end the opening."""
+        self._bounded_start = bounded_start
         self._store_factory = store_factory
         self._turn_time = turn_time
         self._background_reindex = background_reindex
@@ -335,18 +347,11 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     def _build_runtime(
         self, session_id: str, kwargs: dict[str, Any], progress: Callable[[str], None]
     ) -> MemoryRuntime:
-        from memcore.errors import MemcoreError
+        from memcore.errors import MemcoreError, Unavailable
         from memcore.scope import SessionContext, resolve_scope
         from memcore_hermes.config.credentials import access_keys, load_environment
         from memcore_hermes.outbox.delivery import StoreHandle
-        from memcore_hermes.outbox.spool import SqliteOutbox
-        from memcore_hermes.session.runtime import MemoryRuntime
-        from memcore_hermes.session.tenancy import (
-            fixed_tenant,
-            platform_of,
-            tenant_user,
-            warn_of_legacy_memories,
-        )
+        from memcore_hermes.session.tenancy import fixed_tenant, platform_of, tenant_user
 
         home = HermesHome(kwargs.get("hermes_home"))
         config = home.load_config()
@@ -370,9 +375,32 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         env = load_environment(home.env_file, self._environ)
         keys = access_keys(env)
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
-        open_store = self._store_opener(home, config, keys, env, progress)
+        relay = _Relay(progress)
+        open_store = self._store_opener(home, config, keys, env, relay)
+        # Opened aside: Hermes calls this on its main thread when a session starts, and
+        # another process's lock or a first run's bootstrap can take a minute.
+        opening = _open_aside(open_store)
+        bound = start_wait_s() if self._bounded_start else float("inf")
+        if not _wait_for(opening, relay, bound):
+            # The same opening goes on in the background; the lane takes its store.
+            progress(
+                f"tablestore-mem: the memory store is still being opened after {bound:g} s; "
+                "this session starts without it: its writes wait in the spool and are stored "
+                "once it opens (it goes on opening in the background; see the Hermes log), "
+                "and the memory tools answer unavailable until then"
+            )
+            # Neither the opener nor ``on_open`` may hold this provider (see below).
+            reindex = self._background_reindex and not read_only
+            handle = StoreHandle.deferred(
+                lambda: open_store()[1],
+                config,
+                Unavailable(f"it was still being opened after {bound:g} s", field="store"),
+                on_open=lambda opened: _on_store_open(opened, config, reindex),
+                opening=_store_of(opening),
+            )
+            return self._start(session_id, kwargs, home, config, scope, handle, read_only)
         try:
-            config, store = open_store()
+            config, store = opening.result()
         except MemcoreError as exc:
             if not passes(exc):
                 raise
@@ -396,6 +424,23 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         else:
             handle = StoreHandle.opened(store, config)
             _on_store_open(store, config, self._background_reindex and not read_only)
+        return self._start(session_id, kwargs, home, config, scope, handle, read_only)
+
+    def _start(
+        self,
+        session_id: str,
+        kwargs: dict[str, Any],
+        home: HermesHome,
+        config: MemcoreConfig,
+        scope: Scope,
+        handle: StoreHandle,
+        read_only: bool,
+    ) -> MemoryRuntime:
+        """The session's runtime over ``handle`` (its store open or still to be opened)."""
+        from memcore_hermes.outbox.spool import SqliteOutbox
+        from memcore_hermes.session.runtime import MemoryRuntime
+        from memcore_hermes.session.tenancy import warn_of_legacy_memories
+
         self._home, self._config = home, config
         spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
         runtime = MemoryRuntime(
@@ -410,7 +455,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             warm_search=self._background_reindex,  # a session, not a one-shot command
             turn_time=self._turn_time,
         )
-        if not read_only and session["platform"] is not None:
+        if not read_only and self._session.get("platform") is not None:
             runtime.lane.submit(lambda: warn_of_legacy_memories(runtime, kwargs))
         return runtime
 
@@ -717,6 +762,105 @@ def _host_prefetch_budget_s() -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return None
     return float(value)
+
+
+def start_wait_s() -> float:
+    """How long ``initialize`` waits for the store before the session starts without it:
+    what Hermes gives a provider's prefetch (8 s in 0.19), the longest it lets memory hold
+    up a turn, less the margin a recall keeps (7.5 s). A store that a short lock or a slow
+    disk delays still opens within it; one that waits for another process's lock or a
+    first run's bootstrap (a minute or more) goes on opening in the background."""
+    budget = _host_prefetch_budget_s()
+    return max(0.0, (budget or _HERMES_PREFETCH_S) - _HOST_WAIT_MARGIN_S)
+
+
+Opened = tuple["MemcoreConfig", "MemoryStore"]
+
+
+def _open_aside(open_store: Callable[[], Opened]) -> Future[Opened]:
+    """Run ``open_store`` on its own daemon thread (a stuck opening must not hold the
+    process's exit); its future tells when it ends."""
+    opening: Future[Opened] = Future()
+
+    def run() -> None:
+        try:
+            opening.set_result(open_store())
+        except BaseException as exc:
+            opening.set_exception(exc)
+
+    threading.Thread(target=run, name="tablestore-mem-open", daemon=True).start()
+    return opening
+
+
+def _store_of(opening: Future[Opened]) -> Future[MemoryStore]:
+    """The store ``opening`` yields, for the lane; an error that is no memcore error (a
+    bug) becomes :class:`Unavailable`, so the lane retries rather than stopping."""
+    from memcore.errors import MemcoreError, Unavailable
+
+    store: Future[MemoryStore] = Future()
+
+    def done(ended: Future[Opened]) -> None:
+        exc = ended.exception()
+        if exc is None:
+            store.set_result(ended.result()[1])
+        elif isinstance(exc, MemcoreError):
+            store.set_exception(exc)
+        else:
+            logger.error("tablestore-mem: opening the memory store failed", exc_info=exc)
+            store.set_exception(
+                Unavailable(f"opening the memory store failed ({type(exc).__name__})")
+            )
+
+    opening.add_done_callback(done)
+    return store
+
+
+def _wait_for(opening: Future[Any], relay: _Relay, bound: float) -> bool:
+    """Wait up to ``bound`` for ``opening``, passing on its progress on this (Hermes')
+    thread; True when it ended. Past the wait, its progress goes to the log only: Hermes'
+    start is over, and its status line must not speak of a start that no longer waits."""
+    deadline = time.monotonic() + bound
+    try:
+        while not opening.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            wait_for_future([opening], timeout=min(_RELAY_S, left))
+            relay.pump()
+        return True
+    finally:
+        relay.close()
+
+
+class _Relay:
+    """Progress of an opening on another thread, passed on by the thread that waits for
+    it (:meth:`pump`) until :meth:`close`; then only logged."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self._say = say
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._open = True
+
+    def __call__(self, message: str) -> None:
+        with self._lock:
+            if self._open:
+                self._queue.put(message)
+                return
+        logger.info("%s", message)
+
+    def pump(self) -> None:
+        while True:
+            try:
+                message = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self._say(message)
+
+    def close(self) -> None:
+        with self._lock:
+            self._open = False
+        self.pump()
 
 
 def _progress_callback(callback: Any) -> Callable[[str], None]:

@@ -271,9 +271,13 @@ class MemoryRuntime:
         return self._spool([write])[0]
 
     # -- recall ------------------------------------------------------------------------------
-    def _search_recall(self, query: str, scope: Scope, asked: datetime) -> str:
+    def _search_recall(
+        self, query: str, scope: Scope, asked: datetime, open_wait: float = 0.0
+    ) -> str:
         """Search for ``query`` as asked at ``asked`` and format the block; a few more hits
-        than shown are asked for, so repeats of one text do not cost the block its places."""
+        than shown are asked for, so repeats of one text do not cost the block its places.
+        A store whose opening is still under way is waited for up to ``open_wait``."""
+        self.handle.wait_open(open_wait)
         store = self.handle.ready()
         k = self.config.top_k
         service = self.service(store)
@@ -297,7 +301,7 @@ class MemoryRuntime:
                 self._recall_text = text
                 self._recall_scope = scope
 
-    def _recall_job(self, query: str) -> Callable[[], str]:
+    def _recall_job(self, query: str, open_wait: float = 0.0) -> Callable[[], str]:
         with self._recall_lock:
             self._recall_generation += 1
             generation = self._recall_generation
@@ -306,7 +310,7 @@ class MemoryRuntime:
 
         def run() -> str:
             try:
-                text = self._search_recall(query, scope, asked)
+                text = self._search_recall(query, scope, asked, open_wait)
             except MemcoreError as exc:
                 # Loud: a recall that fails on every turn must not look like "nothing found".
                 logger.warning("tablestore-mem: recall failed (%s: %s)", exc.code, exc)
@@ -323,8 +327,9 @@ class MemoryRuntime:
         the recall thread while this waits up to ``recall_wait_ms`` (and ``max_wait_s``, the
         time the host gives a recall); then the last recall of this session stands in (it
         was for an earlier message, never another session) and the search, when it ends,
-        leaves its answer for the next turn. A message without words (or only a pasted
-        block) asks nothing, and recalls nothing.
+        leaves its answer for the next turn. A store whose opening the session's start left
+        under way is waited for as long, on either kind. A message without words (or only a
+        pasted block) asks nothing, and recalls nothing.
         """
         if not isinstance(query, str) or limits.is_blank(query):
             return ""
@@ -335,7 +340,10 @@ class MemoryRuntime:
         query = limits.repair_unicode(query).strip()[: limits.MAX_QUERY_CHARS]
         if limits.is_blank(query):
             return ""
-        job = self._recall_job(query)
+        wait = self.config.recall_wait_ms / 1000
+        if max_wait_s is not None:
+            wait = min(wait, max_wait_s)
+        job = self._recall_job(query, wait if self.handle.opening else 0.0)
         if self.recall_inline:
             with self._recall_lock:
                 self._inline_recalls += 1
@@ -348,9 +356,6 @@ class MemoryRuntime:
                     self._inline_recalls -= 1
                     self._recall_done.notify_all()
         future = self._start_recall(job)
-        wait = self.config.recall_wait_ms / 1000
-        if max_wait_s is not None:
-            wait = min(wait, max_wait_s)
         try:
             return str(future.result(timeout=wait))
         except Exception:  # late, failed or not started: what this session already has
