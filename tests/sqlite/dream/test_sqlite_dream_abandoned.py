@@ -3,6 +3,7 @@ failed, blocks nothing after it, and leaves no action half applied."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -226,4 +227,35 @@ def test_a_look_at_an_abandoned_task_does_not_wait_behind_another_writer(
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+    assert hybrid_store.get_dream_task(STORE, task.id).status == "failed"
+
+
+def test_a_task_of_another_containers_process_is_not_judged(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    """Containers on one kernel share its boot and may share a host name, but count process
+    ids apart: another one's live pid may be free here, and its running task was taken for
+    abandoned."""
+    import json
+    import sqlite3
+
+    from memcore_sqlite.dream import owners
+
+    _seed(hybrid_store)
+    task = hybrid_store.create_dream_task(STORE, ALICE.tenant_pattern())
+    mine = json.loads(owners.this_process())
+    ours = os.readlink("/proc/self/ns/pid")
+    elsewhere = {**mine, "pid": 2**22 + 7, "pids": "pid:[1]", "start": "1"}  # free here
+    with sqlite3.connect(db_path) as conn:
+        conn.execute(
+            "UPDATE dream_tasks SET status = 'planning', finished_at = NULL, owner = ?"
+            " WHERE id = ?",
+            (json.dumps(elsewhere), task.id),
+        )
+    assert hybrid_store.get_dream_task(STORE, task.id).status == "planning"
+    with sqlite3.connect(db_path) as conn:  # the same dead pid in our own pid space: judged
+        conn.execute(
+            "UPDATE dream_tasks SET owner = ? WHERE id = ?",
+            (json.dumps({**elsewhere, "pids": ours}), task.id),
+        )
     assert hybrid_store.get_dream_task(STORE, task.id).status == "failed"

@@ -3,8 +3,9 @@
 A pass runs inside the call that created it, so its task is only ever moved on by that one
 process. A task left unfinished by a process that is gone (killed, the machine restarted)
 would otherwise say ``running`` for ever; the store reports it ``failed`` instead. The owner
-is kept as this machine's name and boot, the process id and the process's start time (a
-process id alone may be given to a new process later).
+is kept as this machine's name and boot, the process id, its pid namespace (containers on
+one kernel count ids apart) and the process's start time (a process id alone may be given
+to a new process later).
 
 A process on another machine cannot be checked from here: its tasks are never taken for
 abandoned. Neither are other processes' tasks on Windows, where probing a process id with
@@ -45,6 +46,15 @@ def _boot() -> str | None:
     return _read("/proc/sys/kernel/random/boot_id")
 
 
+def _pid_space() -> str | None:
+    """This process's pid namespace: containers on one kernel (one boot, perhaps one host
+    name) count process ids apart, so another one's pid says nothing here."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
 def this_process() -> str:
     """The owner a new task records."""
     stat = _stat(os.getpid())
@@ -53,6 +63,7 @@ def this_process() -> str:
             "host": socket.gethostname(),
             "boot": _boot(),
             "pid": os.getpid(),
+            "pids": _pid_space(),
             "start": stat[1] if stat else None,
         },
         sort_keys=True,
@@ -84,6 +95,8 @@ def gone(owner: str | None, task_id: str) -> bool:
         return False
     if boot is not None and _boot() not in (None, boot):
         return True  # the machine started again since
+    if found.get("pids") != _pid_space():
+        return False  # another container's process ids (or one we cannot tell)
     if pid == os.getpid():  # this process (or one before it with the same id)
         with _lock:
             return task_id not in _running
