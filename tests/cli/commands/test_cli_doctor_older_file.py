@@ -9,82 +9,34 @@ stands in for the release that keeps it open.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import sqlite3
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from memcore_sqlite.storage.schema import SCHEMA_VERSION
 from tests.cli.conftest import Cli
-
-FIXTURE = Path(__file__).parents[2] / "data" / "sqlite_0_1_0_store.db.gz"
-
-HOLD = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1])
-conn.execute("SELECT count(*) FROM memories").fetchone()
-print("READY", flush=True)
-sys.stdin.read()
-conn.close()
-"""
+from tests.older_store import file_shape, held_open, write_older
 
 
 def _old_home(local_cli: Cli) -> Path:
     db = local_cli.home / "memcore.db"
-    db.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
-    db.chmod(0o600)
+    write_older(db)
     return db
-
-
-def _shape(db: Path) -> tuple[int, list[tuple[str, str]]]:
-    """The file's schema version and every table with its SQL."""
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        tables = conn.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
-        ).fetchall()
-    finally:
-        conn.close()
-    return version, [(str(n), str(s)) for n, s in tables]
 
 
 def _checks(stdout: str) -> dict[str, dict[str, object]]:
     return {c["name"]: c for c in json.loads(stdout)["checks"]}
 
 
-@contextmanager
-def _held(db: Path) -> Iterator[int]:
-    """Another process keeps ``db`` open (an older memcore, say); yields its pid."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout is not None and holder.stdin is not None
-    try:
-        assert holder.stdout.readline().strip() == "READY"
-        yield holder.pid
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-
-
 def test_doctor_reads_an_older_file_without_upgrading_it(local_cli: Cli) -> None:
     db = _old_home(local_cli)
-    before, shape = db.read_bytes(), _shape(db)
+    before, shape = db.read_bytes(), file_shape(db)
     result = local_cli("--tenant", "alice", "--json", "doctor")
     assert result.exit_code == 0, result.stdout
     assert db.read_bytes() == before
-    assert _shape(db) == shape and shape[0] == 1
+    assert file_shape(db) == shape and shape[0] == 1
     checks = _checks(result.stdout)
     schema = checks["schema"]
     assert schema["ok"]
@@ -99,7 +51,7 @@ def test_doctor_reads_an_older_file_without_upgrading_it(local_cli: Cli) -> None
         assert f"schema {SCHEMA_VERSION}" in str(checks[name]["detail"])
     # What the report said: the next normal command upgrades the file.
     assert local_cli("--tenant", "alice", "count").exit_code == 0
-    assert _shape(db)[0] == SCHEMA_VERSION
+    assert file_shape(db)[0] == SCHEMA_VERSION
 
 
 def test_doctor_says_which_checks_did_not_run(local_cli: Cli) -> None:
@@ -115,17 +67,17 @@ def test_doctor_says_which_checks_did_not_run(local_cli: Cli) -> None:
 )
 def test_doctor_diagnoses_an_older_file_another_process_has_open(local_cli: Cli) -> None:
     db = _old_home(local_cli)
-    before, shape = db.read_bytes(), _shape(db)
-    with _held(db) as pid:
+    before, shape = db.read_bytes(), file_shape(db)
+    with held_open(db) as holder:
         result = local_cli("--tenant", "alice", "--json", "doctor")
         # A command that would upgrade it is refused meanwhile (exit 5): doctor says so.
         assert local_cli("count").exit_code == 5
     assert result.exit_code == 5, result.stdout
-    assert db.read_bytes() == before and _shape(db) == shape
+    assert db.read_bytes() == before and file_shape(db) == shape
     checks = _checks(result.stdout)
     schema = checks["schema"]
     assert not schema["ok"]
-    assert f"open in another process (pid {pid})" in str(schema["detail"])
+    assert f"open in another process (pid {holder.pid})" in str(schema["detail"])
     assert "waits until it closes the file" in str(schema["detail"])
     assert checks["integrity"]["ok"]
     assert "2 memories in hermes/alice/*/*" in str(checks["memory store"]["detail"])

@@ -9,10 +9,6 @@ stands in for the release that keeps it open.
 
 from __future__ import annotations
 
-import gzip
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,47 +17,23 @@ import pytest
 from memcore_hermes.commands.doctor import run_doctor
 from memcore_hermes.config.home import HermesHome
 from memcore_sqlite.storage.schema import SCHEMA_VERSION
-
-FIXTURE = Path(__file__).parents[2] / "data" / "sqlite_0_1_0_store.db.gz"
-
-HOLD = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1])
-conn.execute("SELECT count(*) FROM memories").fetchone()
-print("READY", flush=True)
-sys.stdin.read()
-conn.close()
-"""
+from tests.older_store import file_shape, held_open, write_older
 
 
 def _old_home(hermes_home: Path, kit: Any) -> tuple[HermesHome, Path]:
     kit.write_config(hermes_home, backend="local", embedder="none", tenant_scope="user")
     home = HermesHome(hermes_home)
     db = home.local_db_file(home.load_config())
-    db.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
-    db.chmod(0o600)
+    write_older(db)
     return home, db
-
-
-def _shape(db: Path) -> tuple[int, list[tuple[str, str]]]:
-    """The file's schema version and every table with its SQL."""
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        tables = conn.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
-        ).fetchall()
-    finally:
-        conn.close()
-    return version, [(str(n), str(s)) for n, s in tables]
 
 
 def test_doctor_reads_an_older_file_without_upgrading_it(hermes_home: Path, kit: Any) -> None:
     home, db = _old_home(hermes_home, kit)
-    before, shape = db.read_bytes(), _shape(db)
+    before, shape = db.read_bytes(), file_shape(db)
     report = run_doctor(home, user_id="alice")
     assert db.read_bytes() == before
-    assert _shape(db) == shape and shape[0] == 1
+    assert file_shape(db) == shape and shape[0] == 1
     assert report["ok"], report
     schema = report["schema"]
     assert schema["version"] == 1 and schema["current"] == SCHEMA_VERSION
@@ -82,7 +54,7 @@ def test_doctor_exits_0_on_an_older_file_and_leaves_it(
     _, db = _old_home(hermes_home, kit)
     code, answer = kit.run_cli(capsys, "doctor", "--user-id", "alice")
     assert code == 0, answer
-    assert answer["schema"]["version"] == 1 and _shape(db)[0] == 1
+    assert answer["schema"]["version"] == 1 and file_shape(db)[0] == 1
 
 
 @pytest.mark.skipif(
@@ -92,23 +64,12 @@ def test_doctor_diagnoses_an_older_file_another_process_has_open(
     hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, db = _old_home(hermes_home, kit)
-    before, shape = db.read_bytes(), _shape(db)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout is not None and holder.stdin is not None
-    try:
-        assert holder.stdout.readline().strip() == "READY"
+    before, shape = db.read_bytes(), file_shape(db)
+    with held_open(db) as holder:
         code, answer = kit.run_cli(capsys, "doctor", "--user-id", "alice")
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
     assert code == 1, answer
     assert not answer["ok"]
-    assert db.read_bytes() == before and _shape(db) == shape
+    assert db.read_bytes() == before and file_shape(db) == shape
     schema = answer["schema"]
     assert schema["open_in_pids"] == [holder.pid]
     assert "waits until" in schema["note"]

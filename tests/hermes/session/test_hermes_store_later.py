@@ -5,14 +5,12 @@ fails loudly. Driven through Hermes' own ``MemoryManager``."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,44 +20,11 @@ from memcore.errors import Conflict, MemcoreError, PermissionDenied, Unavailable
 from memcore.scope import Scope, ScopePattern
 from memcore.testing import InMemoryMemoryStore
 from memcore_hermes import MemcoreMemoryProvider
+from tests.older_store import held_open, write_older
 
 STORE = "hermes_mem"
-FIXTURE = Path(__file__).parents[2] / "data" / "sqlite_0_1_0_store.db.gz"
 TURN_SCOPE = Scope("hermes", "telegram:dana", "hermes", "s1")
 DANA = ScopePattern.parse("hermes/telegram:dana/*/*")
-
-HOLD = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1])
-conn.execute("SELECT count(*) FROM memories").fetchone()
-print("READY", flush=True)
-sys.stdin.read()
-conn.close()
-"""
-
-
-@contextmanager
-def _older_process_has_it_open(database: Path) -> Iterator[Callable[[], None]]:
-    """Another process keeps ``database`` open; the yielded function lets it go."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(database)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout is not None and holder.stdin is not None
-    stdin = holder.stdin
-
-    def let_go() -> None:
-        if not stdin.closed:
-            stdin.close()
-        holder.wait(30)
-
-    try:
-        assert holder.stdout.readline().strip() == "READY"
-        yield let_go
-    finally:
-        let_go()
 
 
 def _manager(provider: MemcoreMemoryProvider, home: Path) -> Any:
@@ -111,9 +76,9 @@ def test_writes_made_while_an_older_process_holds_the_file_land_once_it_lets_go(
     remember of the session was lost ("not initialised ... not recorded")."""
     kit.write_config(hermes_home, backend="local", embedder="none")
     database = hermes_home / "tablestore_memory_local.sqlite3"
-    database.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
+    write_older(database)
     provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=1.0)
-    with _older_process_has_it_open(database) as let_go:
+    with held_open(database) as holder:
         mm = _manager(provider, hermes_home)
         try:
             assert provider.runtime is not None
@@ -134,7 +99,7 @@ def test_writes_made_while_an_older_process_holds_the_file_land_once_it_lets_go(
             assert now["error"]["code"] == "unavailable", now
             assert found["error"]["retryable"] is True
             assert mm.prefetch_all("what colour is my bike?", session_id="s1") == ""
-            let_go()
+            holder.let_go()
             runtime = provider.runtime
             assert _wait_for(lambda: runtime.spool.stats(time.time()).depth == 0, 30)
             hits = json.loads(mm.handle_tool_call("tablestore_search", {"query": "kayak"}))
@@ -365,9 +330,9 @@ def test_a_session_dropped_while_an_older_process_holds_the_file_lets_go_of_its_
     """As above, with the configured local store (its opener, not a test's factory)."""
     kit.write_config(hermes_home, backend="local", embedder="none")
     database = hermes_home / "tablestore_memory_local.sqlite3"
-    database.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
+    write_older(database)
     lanes = len(_lanes())
-    with _older_process_has_it_open(database):
+    with held_open(database):
         _evict(MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=1.0), hermes_home, "dana")
         assert _lanes_end(lanes, 15)
 

@@ -8,7 +8,6 @@ stands in for the release that keeps it open.
 
 from __future__ import annotations
 
-import gzip
 import sqlite3
 import subprocess
 import sys
@@ -20,38 +19,15 @@ from memcore.errors import Conflict
 from memcore.scope import Scope, ScopePattern
 from memcore_sqlite import SqliteMemoryStore
 from memcore_sqlite.storage.schema import SCHEMA_VERSION
+from tests.older_store import file_shape, held_open, write_older
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/locks").is_file(), reason="other processes' locks are listed on Linux only"
 )
 
-FIXTURE = Path(__file__).parents[2] / "data" / "sqlite_0_1_0_store.db.gz"
 STORE = "hermes_mem"
 ALICE = ScopePattern.parse("hermes/alice/*/*")
 ALICE_TEXTS = ["Alice likes oolong tea in the morning", "Alice prefers Rust for systems code"]
-
-HOLD = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1])
-conn.execute("SELECT count(*) FROM memories").fetchone()
-print("READY", flush=True)
-sys.stdin.read()
-conn.close()
-"""
-
-
-def _old_file(tmp_path: Path) -> Path:
-    path = tmp_path / "memcore.db"
-    path.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
-    return path
-
-
-def _version(path: Path) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    finally:
-        conn.close()
 
 
 def _texts(store: SqliteMemoryStore) -> list[str]:
@@ -59,28 +35,17 @@ def _texts(store: SqliteMemoryStore) -> list[str]:
 
 
 def test_an_older_file_open_in_another_process_is_left_as_it_was(tmp_path: Path) -> None:
-    path = _old_file(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "READY"
+    path = write_older(tmp_path / "memcore.db")
+    with held_open(path) as holder:
         with pytest.raises(Conflict) as info:
             SqliteMemoryStore(path)
         assert info.value.retryable and info.value.field == "schema_version"
         assert f"pid {holder.pid}" in str(info.value)
         assert "left as it was" in str(info.value)
-        assert _version(path) == 1
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
+        assert file_shape(path)[0] == 1
     store = SqliteMemoryStore(path)
     try:
-        assert _version(path) == SCHEMA_VERSION
+        assert file_shape(path)[0] == SCHEMA_VERSION
         assert _texts(store) == ALICE_TEXTS
         [hit] = store.search(STORE, ALICE, "oolong", top_k=5)
         assert hit.memory.text == ALICE_TEXTS[0]
@@ -105,7 +70,7 @@ SqliteMemoryStore(sys.argv[1]).close()
 
 
 def test_current_processes_upgrading_one_older_file_at_once_all_open_it(tmp_path: Path) -> None:
-    path = _old_file(tmp_path)
+    path = write_older(tmp_path / "memcore.db")
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", OPEN, str(path)],
@@ -125,7 +90,7 @@ def test_current_processes_upgrading_one_older_file_at_once_all_open_it(tmp_path
     for proc in procs:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
-    assert _version(path) == SCHEMA_VERSION
+    assert file_shape(path)[0] == SCHEMA_VERSION
     store = SqliteMemoryStore(path)
     try:
         assert _texts(store) == ALICE_TEXTS
