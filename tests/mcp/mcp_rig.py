@@ -25,6 +25,17 @@ from memcore.recall import FENCE_CLOSE, FENCE_OPEN
 MEMCORE = str(Path(sys.executable).with_name("memcore"))
 EMULATOR_AK = "mcp-test-ak"
 EMULATOR_SK = "mcp-test-secret-value"
+#: The first message a client sends, for tests that speak the wire themselves (raw HTTP).
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http", "version": "1"},
+    },
+}
 
 
 class Backend:

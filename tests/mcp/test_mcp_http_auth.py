@@ -12,18 +12,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import pytest
-from mcp_rig import MEMCORE, Backend, http_session, payload, token
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http", "version": "1"},
-    },
-}
+from mcp_rig import INITIALIZE, MEMCORE, Backend, http_session, payload, token
 
 
 def _post(url: str, headers: dict[str, str], message: dict | None = None) -> int:

@@ -7,20 +7,9 @@ import http.client
 import json
 from urllib.parse import urlsplit
 
-from mcp_rig import Backend, token
+from mcp_rig import INITIALIZE, Backend, token
 
 from memcore_mcp.serve import SESSIONS_PER_TENANT
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http", "version": "1"},
-    },
-}
 
 
 class Client:

@@ -12,20 +12,9 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcp_rig import Backend, token
+from mcp_rig import INITIALIZE, Backend, token
 
 from memcore_mcp.serve import SHUTDOWN_GRACE
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http", "version": "1"},
-    },
-}
 
 
 def _post(url: str, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, dict, str]:
