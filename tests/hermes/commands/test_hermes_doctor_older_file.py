@@ -75,3 +75,19 @@ def test_doctor_diagnoses_an_older_file_another_process_has_open(
     assert "waits until" in schema["note"]
     assert answer["integrity"]["ok"] and answer["store"]["memories"] == 2
     assert "backend_error" not in answer
+
+
+def test_doctor_creates_no_local_database(
+    hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A diagnosis made the database file (300 KB and its clean-close mark) by opening the
+    store; ``memcore doctor`` says instead that the first write creates it."""
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    home = HermesHome(hermes_home)
+    db = home.local_db_file(home.load_config())
+    code, answer = kit.run_cli(capsys, "doctor")
+    assert code == 0, answer
+    assert not db.exists() and not list(db.parent.glob(db.name + "*"))
+    assert answer["local_db"] == str(db)
+    assert "does not exist yet" in answer["store"]["status"]
+    assert answer["search"]["mode"] == "lexical"

@@ -82,7 +82,12 @@ def run_doctor(
 
         backend = choose_backend(config, keys)
         report["backend"] = backend
-        if backend == "local" and home.local_db_file(config).exists():
+        if backend == "local" and not home.local_db_file(config).exists():
+            _no_file_yet(report, home, config, env)
+            if "backend_error" not in report:
+                report["ok"] = _all_well(report, problem)
+            return _redacted(report, keys)
+        if backend == "local":
             report["integrity"] = integrity_report(home.local_db_file(config))
             from memcore_sqlite.storage.older_schema import older_schema
 
@@ -171,6 +176,33 @@ def _all_well(report: dict[str, Any], env_problem: str | None) -> bool:
         and not schema.get("open_in_pids")
         and schema.get("upgradable", True)
     )
+
+
+def _no_file_yet(
+    report: dict[str, Any], home: HermesHome, config: Any, env: Mapping[str, str]
+) -> None:
+    """A local store not made yet: a diagnosis creates nothing (opening the store would
+    make the file); what a session will search with is found on a store in memory."""
+    from memcore_hermes.backend.open_store import open_backend_store
+
+    db = home.local_db_file(config)
+    report["config"] = _config_report(config)
+    try:  # the settings a session would refuse are refused here too
+        _, probe = open_backend_store(home, config, None, environ=env, local_path=":memory:")
+    except MemcoreError as exc:
+        report["backend_error"] = _error(exc)
+        return
+    try:
+        report["search"] = search_report(probe, config)
+    finally:
+        probe.close()
+    report["endpoint"] = None
+    report["local_db"] = str(db)
+    report["store"] = {
+        "name": config.memory_store_name,
+        "status": "missing (the database file does not exist yet: the first session or "
+        "command that writes a memory creates it)",
+    }
 
 
 def _older_file(
