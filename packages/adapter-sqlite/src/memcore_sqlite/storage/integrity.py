@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
 
 from memcore.errors import StoreCorrupted
+from memcore_sqlite.storage.errors import SQLITE_READONLY, primary_code
 
 #: The problems a report keeps; the first few name the damage well enough.
 MAX_PROBLEMS = 5
-#: SQLite's primary result code for a refused write, and its message (Python 3.10 has no code).
-_SQLITE_READONLY = 8
-_READONLY_MESSAGE = "attempt to write a readonly database"
 
 
 @attrs.frozen
@@ -36,44 +36,48 @@ class IntegrityReport:
 
 
 def quick_check(path: str | Path) -> IntegrityReport:
-    """Run ``PRAGMA quick_check`` on a read-only connection of its own (no write lock taken).
-
-    A file SQLite cannot even read as a database is reported as a problem, not raised. A
-    file in a folder this process cannot write is read as immutable: a reader of a WAL
-    database must create its shared-memory file beside it, and SQLite answers that it
-    cannot with "attempt to write a readonly database", which says nothing of the pages.
-    """
+    """Run ``PRAGMA quick_check`` on a read-only connection of its own (no write lock taken,
+    :func:`reading`). A file SQLite cannot even read as a database is reported as a problem,
+    not raised."""
     started = time.perf_counter()
     problems: tuple[str, ...]
     try:
-        try:
-            problems = _quick_check(path, "mode=ro")
-        except sqlite3.OperationalError as exc:
-            if not _read_only(exc):
-                raise
-            # Nobody without write access to the folder can change the file under us either.
-            problems = _quick_check(path, "mode=ro&immutable=1")
+        with reading(path) as conn:
+            rows = conn.execute(f"PRAGMA quick_check({MAX_PROBLEMS})").fetchall()
+        problems = tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
     except sqlite3.DatabaseError as exc:
         problems = (str(exc),)
     return IntegrityReport(str(path), problems, time.perf_counter() - started)
 
 
-def _quick_check(path: str | Path, options: str) -> tuple[str, ...]:
-    uri = Path(path).resolve().as_uri() + "?" + options
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+@contextmanager
+def reading(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection of its own. A reader of a WAL database must create its
+    shared-memory file beside it, and SQLite answers a folder this process cannot write with
+    "attempt to write a readonly database", which says nothing of the pages: there the file
+    is read as immutable (nobody without write access to the folder changes it meanwhile)."""
+    uri = Path(path).resolve().as_uri()
     try:
-        rows = conn.execute(f"PRAGMA quick_check({MAX_PROBLEMS})").fetchall()
+        conn = _opened(uri + "?mode=ro")
+    except sqlite3.OperationalError as exc:
+        if primary_code(exc) != SQLITE_READONLY:
+            raise
+        conn = _opened(uri + "?mode=ro&immutable=1")
+    try:
+        yield conn
     finally:
         conn.close()
-    return tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
 
 
-def _read_only(exc: sqlite3.OperationalError) -> bool:
-    """SQLITE_READONLY (any of its extended codes): a write was refused, no page was read."""
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    if code is None:
-        return str(exc) == _READONLY_MESSAGE
-    return bool(code & 0xFF == _SQLITE_READONLY)
+def _opened(uri: str) -> sqlite3.Connection:
+    """A connection that has read the file's schema (where a refused shared-memory file shows)."""
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def recovery_hint(path: str | Path) -> str:

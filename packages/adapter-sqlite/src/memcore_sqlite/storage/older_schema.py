@@ -10,15 +10,14 @@ here instead, on a read-only connection, from the tables every schema since 1 ha
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
 
 from memcore.scope import ScopePattern
 from memcore_sqlite.storage import other_openers
-from memcore_sqlite.storage.errors import SQLITE_READONLY, mapped, primary_code
+from memcore_sqlite.storage.errors import mapped
+from memcore_sqlite.storage.integrity import reading
 from memcore_sqlite.storage.rows import pattern_sql
 from memcore_sqlite.storage.schema import SCHEMA_VERSION
 
@@ -47,7 +46,7 @@ def older_schema(path: str | Path) -> OlderSchema | None:
     """The file's schema when it is older than this code's; None for a current or newer one,
     a new (empty) one, or one SQLite cannot read: opening the store treats those as before."""
     try:
-        with _reading(str(path)) as conn:
+        with reading(str(path)) as conn:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.Error:
         return None
@@ -60,7 +59,7 @@ def stored_count(path: str | Path, store: str, pattern: ScopePattern) -> StoredC
     """The memory store ``store`` of the file (None when it has none) and how many of its
     memories ``pattern`` covers, read without a write lock or an upgrade."""
     where, params = pattern_sql(pattern)
-    with mapped(str(path)), _reading(str(path)) as conn:
+    with mapped(str(path)), reading(str(path)) as conn:
         row = conn.execute("SELECT id, name, description FROM stores WHERE name = ?", (store,))
         found = row.fetchone()
         if found is None:
@@ -69,23 +68,3 @@ def stored_count(path: str | Path, store: str, pattern: ScopePattern) -> StoredC
             f"SELECT count(*) FROM memories WHERE store_id = ?{where}", (found[0], *params)
         ).fetchone()[0]
     return StoredCount(str(found[1]), str(found[2]), int(count))
-
-
-@contextmanager
-def _reading(path: str) -> Iterator[sqlite3.Connection]:
-    """A read-only connection. A reader of a WAL file must create its shared-memory file
-    beside it; where the folder refuses that, the file is read as immutable (nobody without
-    write access to the folder changes it meanwhile), as :mod:`.integrity` does."""
-    uri = Path(path).resolve().as_uri()
-    conn = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError as exc:
-        conn.close()
-        if primary_code(exc) != SQLITE_READONLY:
-            raise
-        conn = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, isolation_level=None)
-    try:
-        yield conn
-    finally:
-        conn.close()
