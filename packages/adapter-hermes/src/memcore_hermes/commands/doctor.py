@@ -183,19 +183,13 @@ def _no_file_yet(
 ) -> None:
     """A local store not made yet: a diagnosis creates nothing (opening the store would
     make the file); what a session will search with is found on a store in memory."""
-    from memcore_hermes.backend.open_store import open_backend_store
-
     db = home.local_db_file(config)
     report["config"] = _config_report(config)
-    try:  # the settings a session would refuse are refused here too
-        _, probe = open_backend_store(home, config, None, environ=env, local_path=":memory:")
-    except MemcoreError as exc:
-        report["backend_error"] = _error(exc)
+    search = _probe_search(home, config, env)
+    if "error" in search:  # the settings a session would refuse are refused here too
+        report["backend_error"] = search["error"]
         return
-    try:
-        report["search"] = search_report(probe, config)
-    finally:
-        probe.close()
+    report["search"] = search
     report["endpoint"] = None
     report["local_db"] = str(db)
     report["store"] = {
