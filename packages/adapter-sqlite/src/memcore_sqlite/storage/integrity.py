@@ -16,10 +16,13 @@ from pathlib import Path
 import attrs
 
 from memcore.errors import StoreCorrupted
-from memcore_sqlite.storage.errors import SQLITE_READONLY, primary_code
 
 #: The problems a report keeps; the first few name the damage well enough.
 MAX_PROBLEMS = 5
+#: SQLite's primary result code for a refused write, and its message (Python 3.10 has no
+#: code). Not :func:`memcore_sqlite.storage.errors.primary_code`: that module reads this one.
+_SQLITE_READONLY = 8
+_READONLY_MESSAGE = "attempt to write a readonly database"
 
 
 @attrs.frozen
@@ -60,7 +63,7 @@ def reading(path: str | Path) -> Iterator[sqlite3.Connection]:
     try:
         conn = _opened(uri + "?mode=ro")
     except sqlite3.OperationalError as exc:
-        if primary_code(exc) != SQLITE_READONLY:
+        if not _read_only(exc):
             raise
         conn = _opened(uri + "?mode=ro&immutable=1")
     try:
@@ -98,3 +101,11 @@ def corrupted(path: str | Path, detail: str) -> StoreCorrupted:
         f"To repair it, {recovery_hint(path)}",
         field=str(path),
     )
+
+
+def _read_only(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_READONLY (any of its extended codes): a write was refused, no page was read."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is None:
+        return str(exc) == _READONLY_MESSAGE
+    return bool(code & 0xFF == _SQLITE_READONLY)
