@@ -405,3 +405,26 @@ def test_ctrl_c_during_the_last_steps_is_reported_and_leaves_nothing_half_done(
             "2 messages it added are kept)"
         )
         assert exported.read_text("utf-8") == backup.read_text("utf-8")
+
+
+def test_a_memory_deleted_after_the_import_listed_it_is_written_again_not_reported_present(
+    tmp_path, monkeypatch, local_cli
+):
+    """An import of an export file counted a record whose id it had listed as present; when
+    that memory was deleted before the import ended (another import's rollback), the
+    answer said present for a memory the store no longer held."""
+    local_cli.ok("import", "--lines", str(_lines(tmp_path / "l.txt", 3)))
+    backup = tmp_path / "b.jsonl"
+    local_cli.ok("export", "--out", str(backup))
+    gone = json.loads(backup.read_text(encoding="utf-8").splitlines()[1])["id"]
+    claim = MemoryService.claim
+
+    def rolled_back_first(self, memories):
+        self.forget(gone)  # the rollback of another import that had created it
+        return claim(self, memories)
+
+    monkeypatch.setattr(MemoryService, "claim", rolled_back_first)
+    report = local_cli.json("import", str(backup))
+    assert (report["total"], report["added"], report["present"]) == (3, 1, 2)
+    assert report["id_map"] == {}
+    assert local_cli.json("get", gone)["text"] == "bulk line 1"

@@ -20,6 +20,21 @@ TURNS = [
 QUERIES = ["tea farm hut", "trail weather", "green tea", "Hangzhou Longjing tea"]
 
 
+def _claimed(memories: dict[str, Any], ids: Any = None) -> dict[str, Any]:
+    """``memories`` (by id) as an import that found those of ``ids`` (default: all) present
+    under their own ids leaves them: it claims each, moving its version by one and nothing
+    else, so that another import's rollback keeps it."""
+    return {
+        i: {**m, "version": m["version"] + 1} if ids is None or i in ids else m
+        for i, m in memories.items()
+    }
+
+
+def _exported(path: Path) -> dict[str, Any]:
+    """An export's records by id."""
+    return {r["id"]: r for r in map(json.loads, path.read_text("utf-8").splitlines())}
+
+
 @pytest.fixture
 def fresh_cli(tmp_path, set_config, local_cli):
     other = tmp_path / "fresh-home"
@@ -64,7 +79,7 @@ def test_a_restore_holds_every_field_and_searches_the_same(tmp_path, local_cli, 
 
     again = fresh_cli.json("import", str(out))
     assert (again["added"], again["present"]) == (0, len(before))
-    assert {m["id"]: m for m in fresh_cli.json_lines("list", "--all")} == after
+    assert {m["id"]: m for m in fresh_cli.json_lines("list", "--all")} == _claimed(after)
 
 
 def test_a_file_without_a_format_imports_as_it_always_did(tmp_path, local_cli, fresh_cli):
@@ -347,14 +362,11 @@ def test_a_replaced_version_restored_after_its_successor_is_linked_both_ways(
     report = fresh_cli.json("import", str(out))
     replaced = [m for m in before.values() if m["superseded_by"]]
     assert (report["added"], report["present"]) == (len(replaced), len(before) - len(replaced))
-    assert {m["id"]: m for m in fresh_cli.json_lines(*every)} == before
+    present = {i for i, m in before.items() if not m["superseded_by"]}
+    assert {m["id"]: m for m in fresh_cli.json_lines(*every)} == _claimed(before, present)
     again = tmp_path / "again.jsonl"
     fresh_cli.ok("export", "--out", str(again))
-
-    def records(path):
-        return sorted(path.read_text("utf-8").splitlines())
-
-    assert records(again) == records(out)
+    assert _exported(again) == _claimed(_exported(out), present)
 
 
 def test_a_successor_restored_after_the_version_it_replaced_is_linked_both_ways(
@@ -382,9 +394,7 @@ def test_a_successor_restored_after_the_version_it_replaced_is_linked_both_ways(
     assert (report["added"], report["present"]) == (len(records) - len(replaced), len(replaced))
     again = tmp_path / "again.jsonl"
     fresh_cli.ok("export", "--out", str(again))
-    assert sorted(again.read_text("utf-8").splitlines()) == sorted(
-        out.read_text("utf-8").splitlines()
-    )
+    assert _exported(again) == _claimed(_exported(out), {r["id"] for r in replaced})
     assert fresh_cli.json_lines("list", "--all") == local_cli.json_lines("list", "--all")
     for query in ("eggs fridge", "green tea"):
         assert _search(fresh_cli, query) == _search(local_cli, query), query
@@ -427,7 +437,9 @@ def test_a_stopped_import_gives_a_present_version_its_links_back(
     monkeypatch.setattr(MemoryService, "restore_links", interrupted)
     result = fresh_cli("import", str(out))
     assert result.exit_code == 130, result.stdout
-    assert fresh_cli.json_lines("list", "--all", "--all-versions") == before
+    after = fresh_cli.json_lines("list", "--all", "--all-versions")
+    claimed = _claimed({m["id"]: m for m in before})  # each was present: each was claimed
+    assert after == [claimed[m["id"]] for m in before]
     assert sorted(m["text"] for m in fresh_cli.json_lines("list", "--all")) == sorted(
         m["text"] for m in before
     )

@@ -417,3 +417,69 @@ def test_a_byte_order_mark_on_stdin_is_read_as_in_a_file(
     code, answer, _ = run(capsys, "import", "-")
     assert code == 0 and answer["added"] == 1, answer
     assert texts(run, capsys) == ["User lives in Hangzhou"]
+
+
+def _local(tmp_path: Path) -> tuple[Any, MemoryService]:
+    """An embedded store and a session of ``SCOPE``'s tenant on it."""
+    from memcore.scope import Scope
+    from memcore_sqlite import SqliteMemoryStore
+
+    store = SqliteMemoryStore(tmp_path / "race.db")
+    store.ensure_store("m")
+    return store, MemoryService(store, store_name="m", scope=Scope.from_mapping(SCOPE))
+
+
+def test_what_an_import_found_present_survives_another_imports_rollback(
+    tmp_path: Path,
+) -> None:
+    """An import of an export file counted a record whose id the tenant held as present and
+    wrote nothing; another import still under way that had created that memory was then
+    stopped, and its rollback deleted it: the first import's "present" was gone."""
+    from memcore.scope import Scope
+    from memcore.transfer import take_back
+    from memcore.values import TextItem
+    from memcore_hermes.commands.importing import import_lines
+
+    store, service = _local(tmp_path)
+    scope = Scope.from_mapping(SCOPE)
+    try:
+        versions: dict[str, int] = {}  # the import under way: its first batch
+        ids = service.restore(
+            [TextItem(scope, f"line {i}", id=f"old{i}") for i in range(3)], versions=versions
+        )
+        assert ids == ["old0", "old1", "old2"]
+        lines = [
+            json.dumps({"id": f"old{i}", "text": f"line {i}", "scope": SCOPE}) for i in range(3)
+        ]
+        answer = import_lines(service, lines, service.every_memory())
+        assert (answer["added"], answer["present"]) == (0, 3)
+        undone = take_back(service, [(scope, i) for i in ids], versions)  # the first stops
+        assert (undone.added, undone.left, undone.claimed) == (3, 0, 3)
+        assert sorted(m.id for m in service.every_memory()) == ["old0", "old1", "old2"]
+    finally:
+        store.close()
+
+
+def test_a_memory_deleted_after_the_import_listed_it_is_written_again_and_added(
+    tmp_path: Path,
+) -> None:
+    """A memory the import listed, then deleted (another import's rollback) before it was
+    claimed, was counted present though the store no longer held it."""
+    from memcore.scope import Scope
+    from memcore.values import TextItem
+    from memcore_hermes.commands.importing import import_lines
+
+    store, service = _local(tmp_path)
+    scope = Scope.from_mapping(SCOPE)
+    try:
+        service.restore([TextItem(scope, f"line {i}", id=f"old{i}") for i in range(3)])
+        listed = list(service.every_memory())
+        service.forget("old1")
+        lines = [
+            json.dumps({"id": f"old{i}", "text": f"line {i}", "scope": SCOPE}) for i in range(3)
+        ]
+        answer = import_lines(service, lines, listed)
+        assert (answer["added"], answer["present"], answer["id_map"]) == (1, 2, {})
+        assert sorted(m.id for m in service.every_memory()) == ["old0", "old1", "old2"]
+    finally:
+        store.close()

@@ -127,3 +127,36 @@ def test_a_batch_is_one_transaction(lexical_store: SqliteMemoryStore, db_path: P
     with pytest.raises(Exception):  # noqa: B017 - whichever typed error the store maps it to
         store.delete_unclaimed(STORE, [MemoryVersion(ALICE, i, v) for i, v in versions.items()])
     assert len(store.list_memories(STORE, ALICE.pattern()).items) == 3
+
+
+def test_a_claim_moves_only_the_version_and_a_bad_entry_claims_nothing(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """An import that counts a memory present claims it (``claim_memories``): its rollback
+    peer then keeps it. Nothing else of the memory changes; one gone, or another tenant's,
+    is answered and left alone; a bad entry refuses the whole claim."""
+    store = lexical_store
+    versions = _imported(store, "claimed fact", "gone fact")
+    claimed, gone = versions
+    bobs = store.add_text(STORE, BOB, "bob's fact", sync=True).memory_ids[0]
+    store.delete_memory(STORE, ALICE, gone)
+    before = store.get_memory(STORE, ALICE, claimed)
+    assert store.claim_memories(STORE, [(ALICE, claimed), (ALICE, gone), (ALICE, bobs)]) == [
+        gone,
+        bobs,
+    ]
+    after = store.get_memory(STORE, ALICE, claimed)
+    assert (after.version, after.updated_at, after.said_at, after.metadata) == (
+        versions[claimed] + 1,
+        before.updated_at,
+        before.said_at,
+        before.metadata,
+    )
+    assert store.get_memory(STORE, BOB, bobs).version == 1
+    for bad in ([(ALICE, claimed), (ALICE, 7)], [(ALICE, claimed), ("x", claimed)], "x"):
+        with pytest.raises(InvalidInput):
+            store.claim_memories(STORE, bad)  # type: ignore[arg-type]
+    assert _version(store, claimed) == versions[claimed] + 1
+    assert store.delete_unclaimed(STORE, [MemoryVersion(ALICE, claimed, versions[claimed])]) == [
+        claimed
+    ]

@@ -91,7 +91,7 @@ _LATER: dict[str, tuple[str, ...]] = {
     "messages": ("message_counts", "move_messages"),
     "log": ("list_logged_messages", "restore_messages"),
     "links": ("link_versions",),
-    "rollbacks": ("delete_unclaimed",),
+    "rollbacks": ("delete_unclaimed", "claim_memories"),
     "dream": (
         "create_dream_task",
         "create_session_dream_task",
@@ -244,6 +244,7 @@ class SqliteMemoryStore:
             self.restore_messages = log.restore_messages
             self.link_versions = self._links().link_versions
             self.delete_unclaimed = self._rollbacks().delete_unclaimed
+            self.claim_memories = self._rollbacks().claim_memories
             self.update_memory = writes.update_memory
             self.update_memory_removing = writes.update_memory_removing
             self.delete_memory = writes.delete_memory

@@ -731,6 +731,33 @@ class MemoryService:
             )
         return list(self.store.delete_unclaimed(self.store_name, memories))
 
+    def claim(self, memories: Sequence[tuple[Scope, str]]) -> list[str]:
+        """Land a write in each memory (scope, id), which must lie in this session's tenant,
+        that changes nothing but its version, all in one transaction; the ids no longer in
+        their scope, which it did not claim. How an import that counts a memory present
+        keeps it from another import's rollback (:attr:`tells_claims`; elsewhere
+        ``Unsupported``)."""
+        self._check_writable()
+        _check_list(memories, field="memories")
+        memories = list(memories)
+        tenant = self.scope.tenant_pattern()
+        for i, memory in enumerate(memories):  # every one, before anything is written
+            if not isinstance(memory, tuple) or len(memory) != 2:
+                raise InvalidInput(f"memories[{i}] must be a (scope, id) pair", field="memories")
+            scope, memory_id = memory
+            if not isinstance(scope, Scope) or not tenant.matches(scope):
+                raise InvalidInput(
+                    f"memories[{i}] scope is outside this session's tenant", field="memories"
+                )
+            limits.check_id(memory_id, field=f"memories[{i}].memory_id")
+        if not isinstance(self.store, UnclaimedDelete):
+            raise Unsupported(
+                "this store cannot tell a memory another write landed in since; only the "
+                "embedded store can",
+                field="memories",
+            )
+        return list(self.store.claim_memories(self.store_name, memories))
+
     # -- write tasks, messages ----------------------------------------------------------
     def task(self, task_id: str) -> MemoryTask:
         """A write's task, only when the write went to this tenant.

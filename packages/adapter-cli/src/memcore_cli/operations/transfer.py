@@ -20,6 +20,8 @@ a stored batch and the record of what it added, nor into the rollback. One that 
 the log is written (one transaction, the last step) finds the import finished: it is kept,
 and the interrupted line (exit 130) says so (:func:`memcore.transfer.finished`).
 "Added" counts what this process created: a text another writer stored first is present.
+A record present under its own id is claimed, a write that moves only its memory's version
+(the embedded store), so that another import still under way, stopped later, keeps it.
 An id that this tenant does not hold but another tenant does is never an error: the record
 gets a new id and the answer is the same as for a free id (ids are unique in an embedded
 store, so it cannot keep that one), so an import cannot be used to ask whether another
@@ -42,6 +44,7 @@ from memcore.service import restorable_text
 from memcore.transfer import (
     ImportRecord,
     MessageRecord,
+    claim_present,
     export_lines,
     finished,
     held_texts,
@@ -195,6 +198,9 @@ def import_memories(
     service = runtime.service()
     texts = held_texts(service, existing.values())
     plan = plan_import(records, existing, history_kept(service, records), texts)
+    # What it counts present is claimed, so another import's rollback cannot delete it; one
+    # such a rollback deleted first is written again, and counted as added.
+    known -= claim_present(service, plan)
     pending = plan.pending
     report.present, report.superseded = plan.present, plan.superseded
     report.ids.update(plan.ids)

@@ -11,8 +11,8 @@ a stored batch and the record of what it added, nor into the rollback; one durin
 (the last step) finds the import finished, and the interrupted line says it was kept. "Added" counts what this import created: a
 text another writer stored meanwhile is present, and a rollback leaves it alone; so does it a
 memory this import created that another write landed in since (a ``remember`` of the same
-text, another import that wrote it and counted it present), where the store can tell (the
-local one).
+text, another import that wrote it, or found it under its id and claimed it, and counted it
+present), where the store can tell (the local one).
 ``id_map`` maps a record's id to the one it has here when they differ, except for an id that
 only another tenant holds: it gets a new id, unreported, so that an import cannot be used to
 ask whether another user's memory exists. The file's message log (the turns recall_neighbours
@@ -32,6 +32,7 @@ from memcore.transfer import (
     ImportRecord,
     MessageRecord,
     Undone,
+    claim_present,
     finished,
     held_texts,
     history_kept,
@@ -80,6 +81,10 @@ def import_lines(
     texts = held_texts(service, listed)
     # Every id checked against the tenant as ``memcore import`` checks it, nothing written yet.
     plan = plan_import(records, known, history_kept(service, records), texts)
+    # What it counts present is claimed, so another import's rollback cannot delete it; one
+    # such a rollback deleted first is written again, and counted as added.
+    for gone in claim_present(service, plan):
+        known.pop(gone, None)
     pending, present, superseded = plan.pending, plan.present, plan.superseded
     #: A file's memory id -> the id that memory has here (to link the log's messages).
     ids, id_map = plan.ids, plan.renamed

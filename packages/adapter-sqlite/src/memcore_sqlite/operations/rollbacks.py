@@ -6,6 +6,10 @@ nothing too (:meth:`memcore_sqlite.operations.writes.MemoryWrites._repeat`): a `
 of that text was answered with the memory's id, another import that wrote it counted it
 present. Such a
 memory is the other writer's as much as the import's, so the rollback keeps it.
+
+An import that finds a record present under its own id writes nothing of it, and claims it
+instead (``claim_memories``): its version moves all the same, so another import still under
+way that created it cannot take back what this one told its user was there.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Sequence
 
 from memcore import limits
 from memcore.errors import InvalidInput
+from memcore.scope import Scope
 from memcore.values import MemoryVersion
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.operations.writes import MemoryWrites
@@ -65,3 +70,30 @@ class ImportRollbacks:
                 )
             self._tx.after_write(sid, gen, (), removed)
         return kept
+
+    def claim_memories(self, store: str, memories: Sequence[tuple[Scope, str]]) -> list[str]:
+        started = time.perf_counter()
+        if isinstance(memories, (str, bytes)) or not isinstance(memories, Sequence):
+            raise InvalidInput("memories must be a list", field="memories")
+        for i, memory in enumerate(memories):  # every one, before anything is written
+            if not isinstance(memory, tuple) or len(memory) != 2:
+                raise InvalidInput(f"memories[{i}] must be a (scope, id) pair", field="memories")
+            check_scope(memory[0])
+            limits.check_id(memory[1], field=f"memories[{i}].memory_id")
+        if not memories:
+            return []
+        gone: list[str] = []
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
+            for scope, memory_id in memories:
+                moved = conn.execute(
+                    "UPDATE memories SET version = version + 1 WHERE id = ? AND store_id = ?"
+                    " AND app_id = ? AND tenant_id = ? AND agent_id = ? AND run_id = ?",
+                    (memory_id, sid, *scope.as_tuple()),
+                ).rowcount
+                if not moved:
+                    gone.append(memory_id)  # another tenant's id answers the same
+            self._tx.audit(conn, sid, "ClaimMemories", started, scope=memories[0][0])
+            self._tx.after_write(sid, gen, ())
+        return gone

@@ -252,13 +252,21 @@ class UnclaimedDelete(Protocol):
     """A store in which every write that lands in a memory moves its version, a repeat of its
     text that changes nothing too (the embedded store). An import's rollback then deletes only
     the memories no other write has claimed since the import wrote them: a ``remember`` of
-    the same text answered with such a memory's id, another import that wrote the text and
-    counted it present."""
+    the same text answered with such a memory's id, another import that wrote the text or
+    claimed it (:meth:`claim_memories`) and counted it present."""
 
     def delete_unclaimed(self, store: str, memories: Sequence[MemoryVersion]) -> list[str]:
         """Delete each memory that is still in its scope with the version given, all in one
         transaction (all or none); the ids of those kept because their version moved. One
         not in its scope (deleted already, or another tenant's id) is neither."""
+        ...
+
+    def claim_memories(self, store: str, memories: Sequence[tuple[Scope, str]]) -> list[str]:
+        """Move the version of each memory (scope, id) still in its scope, all in one
+        transaction, nothing else of it changed: how an import that counts a memory present
+        without writing it lands in it, so that another import's rollback keeps it. The ids
+        not in their scope (deleted meanwhile, or another tenant's id), which it did not
+        claim."""
         ...
 
 

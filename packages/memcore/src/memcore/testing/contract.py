@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+import attrs
 import pytest
 
 from memcore import limits
@@ -468,6 +469,38 @@ class MemoryStoreContract:
         kept = alice.forget_unclaimed([MemoryVersion(A1, i, versions[i]) for i in (claimed, older)])
         assert sorted(kept) == sorted([claimed, older])  # ... but it landed: kept too
         assert sorted(m.id for m in alice.every_memory()) == sorted([claimed, older])
+
+    def test_a_claim_keeps_a_memory_from_a_rollback_or_unsupported(
+        self, ready: MemoryStore
+    ) -> None:
+        """An import that counts a memory present claims it: its version moves and nothing
+        else, so another import's rollback keeps it. One not in its scope (deleted, or
+        another tenant's) is answered, not claimed; another tenant's scope is refused. A
+        store that cannot tell says so."""
+        alice = MemoryService(ready, store_name=self.store_name, scope=A1)
+        if not isinstance(ready, UnclaimedDelete):
+            with pytest.raises(Unsupported):
+                alice.claim([(A1, uuid.uuid4().hex)])
+            return
+        versions: dict[str, int] = {}
+        texts = ("Ana keeps bees", "Ana rows")
+        ids = alice.restore([TextItem(A1, t) for t in texts], versions=versions)
+        claimed, quiet = (str(i) for i in ids)
+        before = alice.get(claimed)
+        bobs = self.add(ready, B1, "Bob keeps bees")
+        bob = MemoryService(ready, store_name=self.store_name, scope=B1)
+        bobs_version = bob.get(bobs).version
+        alice.forget(quiet)
+        assert alice.claim([(A1, claimed), (A1, quiet), (A1, bobs)]) == [quiet, bobs]
+        after = alice.get(claimed)
+        assert after.version == (before.version or 0) + 1
+        assert attrs.evolve(after, version=before.version) == before
+        for bad in ([(B1, bobs)], [(A1, claimed), "x"], [(A1, 7)]):
+            with pytest.raises(InvalidInput):
+                alice.claim(bad)  # type: ignore[arg-type]
+        assert bob.get(bobs).version == bobs_version  # neither claim reached it
+        assert alice.forget_unclaimed([MemoryVersion(A1, claimed, versions[claimed])]) == [claimed]
+        assert [m.id for m in alice.every_memory()] == [claimed]
 
     def test_reference_time_is_used_as_the_store_declares(self, ready: MemoryStore) -> None:
         """A store that declares ``supports_reference_time`` puts, of two equal hits, the one

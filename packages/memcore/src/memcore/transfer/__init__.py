@@ -30,7 +30,9 @@ older file, or when its successor is not in the file, it is left out and counted
 Parsing checks every field against the limits, so nothing is written from a bad line.
 An import stopped midway is undone by its command line through :func:`take_back`, which keeps
 a memory another write landed in meanwhile (where the store can tell); :class:`Undone` and
-:func:`stopped` say what that did, in the one line both command lines report it with.
+:func:`stopped` say what that did, in the one line both command lines report it with. A
+record an import counts present under its own id is claimed there (:func:`claim_present`), a
+write that moves nothing but the memory's version, so another import's rollback keeps it too.
 """
 
 from memcore.transfer.lines import dump_line, escape_json, split_lines
@@ -53,6 +55,7 @@ from memcore.transfer.records import (
 )
 from memcore.transfer.restoring import (
     Undone,
+    claim_present,
     finished,
     held_texts,
     history_kept,
@@ -71,6 +74,7 @@ __all__ = [
     "MessageRecord",
     "Plan",
     "Undone",
+    "claim_present",
     "dump_line",
     "escape_json",
     "export_lines",

@@ -1,6 +1,7 @@
 """What an import writes, and how it is taken back: the records a batch at a time, the
 replaced versions kept with their links, the message log, and the one line both command
-lines report a stopped import with."""
+lines report a stopped import with. A memory an import counts present under its own id is
+claimed (:func:`claim_present`), so another import's rollback keeps it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from memcore.errors import MemcoreError, NotFound, OutcomeUnknown
 from memcore.scope import Scope
 from memcore.service import MemoryService
 from memcore.transfer.parsing import ImportRecord, MessageRecord
+from memcore.transfer.planning import Plan
 from memcore.values import LoggedMessage, MemoryRecord, MemoryVersion, VersionLink
 
 
@@ -136,6 +138,28 @@ def links_before(
 #: store. Big enough that the embedder works in full batches; small enough that progress
 #: moves and memory stays flat.
 IMPORT_BATCH = 256
+
+
+def claim_present(service: MemoryService, plan: Plan) -> set[str]:
+    """Land a write in each memory ``plan`` counts present under its record's own id
+    (``plan.found``), where the store tells claims: such a memory may be one another import
+    still under way created, and that import's rollback deletes only a memory no write
+    landed in since, so this import's "present" holds. One deleted meanwhile (that rollback
+    came first) is not present any more: its record joins ``plan.pending``, written again
+    with the rest, and its id is returned. Elsewhere nothing is written: the store cannot
+    tell a claim (:attr:`MemoryService.tells_claims`)."""
+    if not service.tells_claims or not plan.found:
+        return set()
+    gone: set[str] = set()
+    for start in range(0, len(plan.found), IMPORT_BATCH):
+        part = plan.found[start : start + IMPORT_BATCH]
+        gone.update(service.claim([(memory.scope, memory.id) for _, memory in part]))
+    if gone:
+        back = [record for record, memory in plan.found if memory.id in gone]
+        plan.found = [(record, memory) for record, memory in plan.found if memory.id not in gone]
+        plan.present -= len(back)
+        plan.pending.extend(back)
+    return gone
 
 
 def restore_batches(
