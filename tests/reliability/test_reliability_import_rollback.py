@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 #: Imports ``sys.argv[1]`` (one memory per line) three records a batch; once two batches are
-#: stored it runs ``sys.argv[2:]`` (another writer, to its end) and then stops on Ctrl-C.
+#: stored (or, with ``STOPPED_IMPORT_AT=restore_links``, once it has linked the versions) it
+#: runs ``sys.argv[2:]`` (another writer, to its end) and then stops on Ctrl-C.
 _STOPPED_IMPORT = """
 import os, signal, subprocess, sys
 from importlib.metadata import entry_points
@@ -29,20 +30,21 @@ import memcore.transfer.restoring
 from memcore.service import MemoryService
 
 memcore.transfer.restoring.IMPORT_BATCH = 3
-restore = MemoryService.restore
+step = os.environ.get("STOPPED_IMPORT_AT", "restore")
+write = getattr(MemoryService, step)
 calls = []
 other = sys.argv[2:]
 
-def restore_then_stop(self, items, **kwargs):
-    ids = restore(self, items, **kwargs)
+def write_then_stop(self, items, **kwargs):
+    ids = write(self, items, **kwargs)
     calls.append(1)
-    if len(calls) == 2:
+    if len(calls) == (2 if step == "restore" else 1):
         done = subprocess.run(other, capture_output=True, text=True)
         sys.stderr.write(f"OTHER {done.returncode} {done.stdout.strip()}\\n")
         os.kill(os.getpid(), signal.SIGINT)
     return ids
 
-MemoryService.restore = restore_then_stop
+setattr(MemoryService, step, write_then_stop)
 sys.argv = ["memcore", "import", *os.environ["STOPPED_IMPORT_HOW"].split(), sys.argv[1]]
 entry_points(group="console_scripts")["memcore"].load()()
 """
@@ -50,13 +52,16 @@ entry_points(group="console_scripts")["memcore"].load()()
 _MEMCORE = str(Path(sys.executable).with_name("memcore"))
 
 
-def _stopped_import(home: Path, lines: Path, *other: str, how: str = "--lines") -> tuple[str, str]:
-    """Run the stopped import of ``lines`` (``how``: its options) with ``other`` as the other
-    writer; (its line, the other's)."""
+def _stopped_import(
+    home: Path, lines: Path, *other: str, how: str = "--lines", at: str = "restore"
+) -> tuple[str, str]:
+    """Run the stopped import of ``lines`` (``how``: its options; ``at``: the step after
+    which the other writer runs) with ``other`` as the other writer; (its line, the other's)."""
     env = {
         "MEMCORE_HOME": str(home),
         "PATH": str(Path(sys.executable).parent),
         "STOPPED_IMPORT_HOW": how,
+        "STOPPED_IMPORT_AT": at,
     }
     done = subprocess.run(
         [sys.executable, "-c", _STOPPED_IMPORT, str(lines), _MEMCORE, *other],
@@ -128,3 +133,61 @@ def test_a_stopped_import_keeps_what_a_finished_import_of_an_export_found_presen
     assert other == "OTHER 0 imported 10 records: 4 added, 6 already present"
     assert "0 were deleted again and 6 were kept because another write landed" in last
     assert _texts(home) == sorted(f"bulk line {i}" for i in range(10))
+
+
+def _memcore(home: Path, *argv: str) -> str:
+    done = subprocess.run(
+        [_MEMCORE, *argv], capture_output=True, text=True, env={"MEMCORE_HOME": str(home)}
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_stopped_import_keeps_the_history_a_finished_import_found_present(
+    tmp_path: Path,
+) -> None:
+    """The versions a dream replaced were present (restored before without their links), and
+    the stopped import had restored what replaced them and linked them to it. Another import
+    of the file found all of it present; the stopped import's rollback kept the successors
+    (that import had claimed them) but gave the replaced versions back their old links, so
+    both were current again: an outdated fact listed and recalled as if nothing replaced it."""
+    source, home = tmp_path / "source", tmp_path / "home"
+    for where in (source, home):
+        where.mkdir()
+        (where / "config.json").write_text(json.dumps({"embedder": "none"}), encoding="utf-8")
+    for text in (
+        "We keep 30 dozen eggs in the fridge, bought at the farm",
+        "We now keep 20 dozen eggs in the fridge",
+        "User likes green tea",
+        "User likes green tea a lot",
+    ):
+        _memcore(source, "add", "--sync", text)
+    _memcore(source, "--json", "dream", "create", "--apply-mode", "safe_auto")
+    backup, older = tmp_path / "b.jsonl", tmp_path / "older.jsonl"
+    _memcore(source, "export", "--out", str(backup))
+    lines = backup.read_text(encoding="utf-8").splitlines()
+    records = [r for r in map(json.loads, lines) if r.get("kind") != "message"]
+    replaced = [r for r in records if r.get("superseded_by")]
+    assert replaced
+    older.write_text(
+        "".join(
+            json.dumps({**r, "superseded_by": None, "superseded_how": None}) + "\n"
+            for r in replaced
+        ),
+        encoding="utf-8",
+    )
+    _memcore(home, "import", str(older))
+
+    last, other = _stopped_import(home, backup, "import", str(backup), how="", at="restore_links")
+    assert (
+        other == f"OTHER 0 imported {len(records)} records: 0 added, {len(records)} already present"
+    )
+    assert f"0 were deleted again and {len(records) - len(replaced)} were kept" in last
+    after = {
+        m["id"]: m["superseded_by"]
+        for m in map(
+            json.loads, _memcore(home, "--json", "list", "--all", "--all-versions").splitlines()
+        )
+    }
+    assert after == {r["id"]: r.get("superseded_by") for r in records}

@@ -160,3 +160,39 @@ def test_a_claim_moves_only_the_version_and_a_bad_entry_claims_nothing(
     assert store.delete_unclaimed(STORE, [MemoryVersion(ALICE, claimed, versions[claimed])]) == [
         claimed
     ]
+
+
+def test_a_rollback_relinks_a_present_version_only_where_its_successor_went(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """A stopped import gives the present versions it linked their old links back, so none
+    names a memory it deleted; one whose successor was kept for another writer (claimed:
+    that import found the history as it stood) keeps the link to it."""
+    from memcore.service import MemoryService
+    from memcore.transfer import take_back
+    from memcore.values import VersionLink
+
+    service = MemoryService(lexical_store, store_name=STORE, scope=ALICE)
+    kept_old, gone_old = service.restore([TextItem(ALICE, "tea once"), TextItem(ALICE, "cat once")])
+    assert kept_old is not None and gone_old is not None
+    versions: dict[str, int] = {}  # the stopped import: two successors, each linked
+    kept_new, gone_new = service.restore(
+        [TextItem(ALICE, "tea now"), TextItem(ALICE, "cat now")], versions=versions
+    )
+    assert kept_new is not None and gone_new is not None
+    linked = [
+        VersionLink(ALICE, kept_new, supersedes=(kept_old,)),
+        VersionLink(ALICE, gone_new, supersedes=(gone_old,)),
+        VersionLink(ALICE, kept_old, kept_new, "updated"),
+        VersionLink(ALICE, gone_old, gone_new, "updated"),
+    ]
+    service.restore_links(linked)
+    service.claim([(ALICE, kept_new)])  # another import found it present
+    before = [VersionLink(ALICE, kept_old), VersionLink(ALICE, gone_old)]
+    added = [(ALICE, kept_new), (ALICE, gone_new)]
+    undone = take_back(service, added, versions, before, linked)
+    assert (undone.added, undone.left, undone.claimed) == (2, 0, 1)
+    assert service.get(kept_old).superseded_by == kept_new
+    assert service.get(kept_new).supersedes == (kept_old,)
+    assert service.get(gone_old).superseded_by is None
+    assert sorted(m.id for m in service.every_memory()) == sorted([kept_old, kept_new, gone_old])

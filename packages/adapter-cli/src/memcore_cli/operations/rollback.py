@@ -25,11 +25,13 @@ def undo_import(
     added: list[tuple[Scope, str]],
     versions: Mapping[str, int],
     relink: Sequence[VersionLink] = (),
+    linked: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what the import added, newest first, with Ctrl-C held until done. Each goes
     through the service, so the tenant check applies to an import's undo as to any
     ``forget``; one already gone (another writer deleted it) counts as deleted, and one
     another write landed in since (``versions``: the version the import left each at) is
-    kept; the present memories it linked get their links back (``relink``)."""
+    kept; the present memories it linked get their links back (``relink``), except those to a
+    memory kept for another writer (``linked``: the links it wrote)."""
     with held_interrupts():
-        return take_back(runtime.service(), added, versions, relink)
+        return take_back(runtime.service(), added, versions, relink, linked)

@@ -209,6 +209,7 @@ def import_memories(
     added: list[tuple[Scope, str]] = []
     versions: dict[str, int] = {}  # each added memory -> the version this import left it at
     relink: list[VersionLink] = []  # the present memories' links as they were, once changed
+    linked: list[VersionLink] = []  # and the links this import wrote
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
         advance(report.present + report.superseded)
         try:
@@ -223,6 +224,7 @@ def import_memories(
                 before = links_before(plan.found, links)
                 service.restore_links(links)
                 relink.extend(before)
+                linked.extend(links)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
@@ -230,7 +232,7 @@ def import_memories(
             elif messages:
                 report.messages_added = restore_log(service, messages, report.ids)
         except BaseException as exc:
-            error = stopped(exc, undo_import(runtime, added, versions, relink))
+            error = stopped(exc, undo_import(runtime, added, versions, relink, linked))
             if error is exc:
                 raise
             raise error from exc

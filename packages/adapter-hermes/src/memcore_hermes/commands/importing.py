@@ -96,6 +96,7 @@ def import_lines(
     versions: dict[str, int] = {}  # each memory it created -> the version it left it at
     created: list[tuple[ImportRecord, str]] = []
     relink: list[VersionLink] = []  # the present memories' links as they were, once changed
+    linked: list[VersionLink] = []  # and the links this import wrote
     with held_interrupts() as held:
         try:
             # Ids and times as exported where the store keeps them (the local store).
@@ -123,6 +124,7 @@ def import_lines(
                 before = links_before(plan.found, links)
                 service.restore_links(links)
                 relink.extend(before)
+                linked.extend(links)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
@@ -130,7 +132,7 @@ def import_lines(
             elif messages:
                 logged = restore_log(service, messages, ids)
         except BaseException as exc:
-            error = stopped(exc, undo_import(service, landed, versions, relink))
+            error = stopped(exc, undo_import(service, landed, versions, relink, linked))
             if error is exc:
                 raise
             raise error from exc
@@ -168,11 +170,14 @@ def undo_import(
     landed: list[tuple[Scope, str]],
     versions: Mapping[str, int],
     relink: Sequence[VersionLink] = (),
+    linked: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, with Ctrl-C held until
     done, through the service (its tenant check applies). One already gone (another writer
     deleted it) counts as deleted; one another write landed in since is kept, where the store
     tells (``versions``: the version this import left each at); one the store refuses to
-    delete is counted as left (:func:`memcore.transfer.take_back`)."""
+    delete is counted as left; the present memories it linked get their links back, but keep
+    those to a memory kept for another writer (``linked``: the links it wrote)
+    (:func:`memcore.transfer.take_back`)."""
     with held_interrupts():
-        return take_back(service, landed, versions, relink)
+        return take_back(service, landed, versions, relink, linked)

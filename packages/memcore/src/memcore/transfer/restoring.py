@@ -269,6 +269,7 @@ def take_back(
     added: Sequence[tuple[Scope, str]],
     versions: Mapping[str, int],
     relink: Sequence[VersionLink] = (),
+    linked: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, through the service (its
     tenant check applies); the caller holds Ctrl-C. Where the store tells claims, a batch at a
@@ -277,7 +278,9 @@ def take_back(
     that writer was told it had landed. Elsewhere each is deleted whatever landed in it.
     One already gone counts as deleted; what the store refuses to delete is left. ``relink``
     (:func:`links_before`) gives the present memories the import linked their links back
-    first, so none names a memory deleted here."""
+    first, so none names a memory deleted here; those the import gave them (``linked``, as
+    it wrote them) that name only memories kept for another writer are then written again:
+    that writer found the history as the import left it, and was told it was there."""
     if relink:
         try:
             service.restore_links(relink)
@@ -285,18 +288,25 @@ def take_back(
             pass  # the store is failing: what follows says what it could not delete
     newest = list(reversed(added))
     if service.tells_claims and all(memory_id in versions for _, memory_id in newest):
-        left = claimed = 0
+        left = 0
+        kept: set[str] = set()
         for start in range(0, len(newest), IMPORT_BATCH):
             part = newest[start : start + IMPORT_BATCH]
             try:
-                claimed += len(
+                kept.update(
                     service.forget_unclaimed(
                         [MemoryVersion(scope, mid, versions[mid]) for scope, mid in part]
                     )
                 )
             except MemcoreError:
                 left += len(part)
-        return Undone(len(added), left, claimed)
+        again = _links_kept(linked, relink, {mid for _, mid in added} - kept)
+        if kept and again:
+            try:
+                service.restore_links(again)
+            except MemcoreError:
+                pass  # as before the import's links: what it kept is still listed and recalled
+        return Undone(len(added), left, len(kept))
     left = 0
     for scope, memory_id in newest:
         try:
@@ -307,6 +317,29 @@ def take_back(
         except MemcoreError:
             left += 1
     return Undone(len(added), left)
+
+
+def _links_kept(
+    linked: Sequence[VersionLink], before: Sequence[VersionLink], gone: set[str]
+) -> list[VersionLink]:
+    """The links an import gave present memories (``linked``), without the memories of
+    ``gone`` (those its rollback did not keep): where such a memory replaced one, that one
+    keeps what it had (``before``). Only those that still differ from ``before``."""
+    was = {link.memory_id: link for link in before}
+    again = []
+    for link in linked:
+        old = was.get(link.memory_id)
+        if old is None:
+            continue  # a memory the import created: its links went, or stayed, with it
+        by, how = link.superseded_by, link.superseded_how
+        if by in gone:
+            by, how = old.superseded_by, old.superseded_how
+        replaced = tuple(i for i in link.supersedes if i not in gone)
+        if (by, replaced) != (old.superseded_by, old.supersedes):
+            again.append(
+                attrs.evolve(link, superseded_by=by, superseded_how=how, supersedes=replaced)
+            )
+    return again
 
 
 def finished(added: int, messages: int) -> KeyboardInterrupt:
