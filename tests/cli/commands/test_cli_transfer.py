@@ -251,22 +251,42 @@ def test_one_id_given_to_two_texts_in_a_file_is_refused_before_writing(tmp_path,
 
 def test_an_id_of_another_tenant_answers_as_a_free_id(tmp_path, fresh_cli):
     """Issue 28: a record carrying another tenant's memory id answered "Conflict: already used
-    by another memory", telling the importer that the id exists elsewhere."""
-    alice = fresh_cli.json("--tenant", "alice", "add", "--sync", "alice's secret")
+    by another memory", telling the importer that the id exists elsewhere. Then such a record
+    got a new id where a free one was kept, which told the same by the id the importer's own
+    memory had. Ids are unique per tenant: both are kept, and each tenant's get, update,
+    search, list and forget of that id reach only its own memory."""
+    alice = fresh_cli.json("--tenant", "alice", "add", "--sync", "alice's secret walrus")
     [victim] = alice["memory_ids"]
     scope = {"app_id": "hermes", "tenant_id": "bob", "agent_id": "hermes", "run_id": "r"}
-    taken = {"id": victim, "text": "bob's note", "scope": scope, "metadata": {}}
+    taken = {"id": victim, "text": "bob's note on otters", "scope": scope, "metadata": {}}
     free = {"id": "f" * 32, "text": "bob's other note", "scope": scope, "metadata": {}}
     answers = []
     for name, record in (("taken", taken), ("free", free)):
         result = fresh_cli("--tenant", "bob", "import", str(_write(tmp_path / name, [record])))
         answers.append((result.exit_code, result.stdout, result.stderr))
     assert answers[0] == answers[1] == (0, "imported 1 records: 1 added, 0 already present\n", "")
-    bob = {r["text"]: r for r in fresh_cli.json_lines("--tenant", "bob", "export")}
-    assert bob["bob's other note"]["id"] == "f" * 32
-    assert bob["bob's note"]["id"] != victim
-    [kept] = fresh_cli.json_lines("--tenant", "alice", "export")
-    assert (kept["id"], kept["text"]) == (victim, "alice's secret")
+    bob = {r["text"]: r["id"] for r in fresh_cli.json_lines("--tenant", "bob", "export")}
+    assert bob == {"bob's note on otters": victim, "bob's other note": "f" * 32}
+
+    def text_of(tenant):
+        return fresh_cli.json("--tenant", tenant, "get", victim)["text"]
+
+    assert (text_of("alice"), text_of("bob")) == ("alice's secret walrus", "bob's note on otters")
+    fresh_cli.ok("--tenant", "bob", "update", victim, "--metadata", "by=bob")
+    assert fresh_cli.json("--tenant", "alice", "get", victim)["metadata"] == {}
+    for tenant, word, text in (("alice", "walrus", "alice's"), ("bob", "otters", "bob's")):
+        hits = [h["text"] for h in fresh_cli.json("--tenant", tenant, "search", word)]
+        assert hits and all(h.startswith(text) for h in hits)
+        other = "otters" if word == "walrus" else "walrus"
+        assert fresh_cli.json("--tenant", tenant, "search", other) == []
+    listed = [r["id"] for r in fresh_cli.json_lines("--tenant", "alice", "list", "--all")]
+    assert listed == [victim]
+    fresh_cli.ok("--tenant", "bob", "forget", "--yes", victim)
+    assert text_of("alice") == "alice's secret walrus"
+    gone = fresh_cli("--tenant", "bob", "get", victim)
+    missing = fresh_cli("--tenant", "bob", "get", "e" * 32)
+    assert gone.exit_code == missing.exit_code == 3
+    assert gone.stderr.replace(victim, "e" * 32) == missing.stderr
 
 
 def test_repeats_keep_metadata_within_the_limit_so_the_export_imports(

@@ -245,8 +245,9 @@ def test_an_impossible_time_stops_the_import_with_one_line(
 def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
     run: Any, home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """An id another tenant holds gets a new id, as it must; the answer listed it in id_map,
-    where a free id is not, so an import could ask whether another user's memory exists."""
+    """An id another tenant holds answered in id_map, where a free id did not, so an import
+    could ask whether another user's memory exists; then it got a new id where a free one was
+    kept, which told the same. Ids are unique per tenant: both are kept."""
     code, added, _ = run(
         capsys, "add", "Alice's secret", "--sync", "--user-id", "alice", "--platform", "telegram"
     )
@@ -272,6 +273,8 @@ def test_the_id_map_does_not_tell_whether_another_tenant_holds_an_id(
         == answers[1]
         == {"total": 1, "added": 1, "present": 0, "superseded": 0, "id_map": {}}
     )
+    code, listed, _ = run(capsys, "list", "--user-id", "bob", "--platform", "telegram")
+    assert {m["id"] for m in listed["items"]} == {bobs, alices, "7" * len(alices)}
     # An id of Bob's own with another text is his to know about: the import says it clashes.
     path.write_text(json.dumps({"id": bobs, "text": "Bob's second note", "scope": bob_scope}))
     code, answer, err = run(

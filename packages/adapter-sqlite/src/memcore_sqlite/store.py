@@ -381,7 +381,7 @@ class SqliteMemoryStore:
         ):
             sid = self._tx.store_id(conn, store)
             row = self._writes.own_row(conn, sid, scope, memory_id)
-            [memory] = supersession.annotate(conn, [memory_from_row(row)])
+            [memory] = supersession.annotate(conn, sid, [memory_from_row(row)])
         self._tx.audit_read(store, "GetMemory", started, scope=scope, target=memory_id)
         return memory
 
@@ -396,7 +396,7 @@ class SqliteMemoryStore:
         ):
             sid = self._tx.store_id(conn, store)
             row = self._writes.own_row(conn, sid, pattern, memory_id)
-            [memory] = supersession.annotate(conn, [memory_from_row(row)])
+            [memory] = supersession.annotate(conn, sid, [memory_from_row(row)])
         self._tx.audit_read(store, "GetMemory", started, scope=memory.scope, target=memory_id)
         return memory
 
@@ -425,7 +425,7 @@ class SqliteMemoryStore:
                 " AND seq > ? ORDER BY seq LIMIT ?",
                 (sid, *params, after, limit + 1),
             ).fetchall()
-            listed = supersession.annotate(conn, [memory_from_row(r) for r in rows])
+            listed = supersession.annotate(conn, sid, [memory_from_row(r) for r in rows])
         self._tx.audit_read(store, "ListMemories", started)
         return page([(int(memory_row(r).seq), m) for r, m in zip(rows, listed)], limit, cursor.seal)
 

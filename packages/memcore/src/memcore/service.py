@@ -220,8 +220,9 @@ class MemoryService:
     ) -> list[str | None]:
         """Write what an import restores, each item in its own scope, which must lie in this
         session's tenant; the ids in order (None: the store made nothing new). A store that
-        can keeps each free id and the times in one transaction; an id another memory holds
-        gets a new one, so an import never learns whether another tenant holds it. Where
+        can keeps each id its tenant does not hold and the times in one transaction (ids are
+        unique per tenant: what another tenant holds never decides, so an import never learns
+        whether one holds it); an id another memory of the tenant holds gets a new one. Where
         :attr:`restores_exactly`, ``created`` receives the ids this call created (a text
         another writer stored first answers with that memory's id, which is not its own),
         and ``versions`` each id answered -> its memory's version as the call left it (what

@@ -22,10 +22,9 @@ and the interrupted line (exit 130) says so (:func:`memcore.transfer.finished`).
 "Added" counts what this process created: a text another writer stored first is present.
 A record present under its own id is claimed, a write that moves only its memory's version
 (the embedded store), so that another import still under way, stopped later, keeps it.
-An id that this tenant does not hold but another tenant does is never an error: the record
-gets a new id and the answer is the same as for a free id (ids are unique in an embedded
-store, so it cannot keep that one), so an import cannot be used to ask whether another
-tenant's memory exists.
+An id that this tenant does not hold but another tenant does is never an error: the answer
+is the same as for a free id (the embedded store keeps it, ids being unique per tenant), so
+an import cannot be used to ask whether another tenant's memory exists.
 """
 
 from __future__ import annotations
@@ -253,9 +252,10 @@ def _account(
 ) -> None:
     """Count one written record. ``made``: this import created ``new_id`` (a text already
     stored, by this import or by another writer meanwhile, answers with its memory's id).
-    ``keeps_ids``: the backend kept every free id, so an added record under another id had
-    one that another tenant holds; that is not reported, and the answer is the same as for a
-    free id. A record moved to another tenant is always reported under the id it had."""
+    ``keeps_ids``: the backend keeps every id its tenant does not hold (whatever other
+    tenants hold), so an added record under another id is not reported: the answer stays
+    the one a free id gets. A record moved to another tenant is always reported under the id
+    it had."""
     if new_id is None or new_id in known or not made:
         report.present += 1
         present = True

@@ -13,9 +13,9 @@ text another writer stored meanwhile is present, and a rollback leaves it alone;
 memory this import created that another write landed in since (a ``remember`` of the same
 text, another import that wrote it, or found it under its id and claimed it, and counted it
 present), where the store can tell (the local one).
-``id_map`` maps a record's id to the one it has here when they differ, except for an id that
-only another tenant holds: it gets a new id, unreported, so that an import cannot be used to
-ask whether another user's memory exists. The file's message log (the turns recall_neighbours
+``id_map`` maps a record's id to the one it has here when they differ. An id that only
+another tenant holds is kept as a free one is (the local store's ids are unique per tenant),
+so that an import cannot be used to ask whether another user's memory exists. The file's message log (the turns recall_neighbours
 shows) is logged after the memories in one transaction, each message linked to its memory as
 restored here; should that fail, the memories are taken back too. A store that keeps no log
 (TableStore) leaves the messages out and counts them.
@@ -158,8 +158,9 @@ def _said(
     record: ImportRecord, new_id: str, was_there: bool, exact: bool, known: Mapping[str, object]
 ) -> bool:
     """Whether ``id_map`` maps the record's id to ``new_id``. Where the store keeps free ids
-    (``exact``), a new one for a record this import added means another tenant holds the old
-    one: not said (unless this tenant holds it too), so the answer is the one a free id gets."""
+    (``exact``), a record this import added keeps its id whatever other tenants hold; a new
+    one is not said (unless this tenant holds the old one), so the answer is the one a free
+    id gets."""
     if record.id is None or new_id == record.id:
         return False
     return was_there or not exact or record.id in known

@@ -42,6 +42,9 @@ class _Links(NamedTuple):
 
 
 _ROW = f"{MEMORY_COLUMNS}, {columns(_Links)}"
+#: A tenant (app and tenant ids): memory ids are unique within one (schema 16).
+Tenant = tuple[str, str]
+_IN_TENANT = " AND app_id = ? AND tenant_id = ?"
 
 
 class _Row:
@@ -88,9 +91,12 @@ class DreamApplier:
         self._tx = tx
         self._writes = writes
 
-    def _rows(self, conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, _Row]:
-        sql = f"SELECT {_ROW} FROM memories WHERE store_id = ? AND id IN ({{}})"
-        rows = map(_Row, rows_in(conn, sql, ids, before=(store_id,)))
+    @staticmethod
+    def _rows(
+        conn: sqlite3.Connection, store_id: int, tenant: Tenant, ids: Sequence[str]
+    ) -> dict[str, _Row]:
+        sql = f"SELECT {_ROW} FROM memories WHERE store_id = ?{_IN_TENANT} AND id IN ({{}})"
+        rows = map(_Row, rows_in(conn, sql, ids, before=(store_id, *tenant)))
         return {r.memory.id: r for r in rows}
 
     def apply_action(
@@ -111,7 +117,10 @@ class DreamApplier:
         versions: dict[str, Any] = json.loads(action["versions"])
         target = action["target_id"]
         ids = [*sources, *([target] if target else [])]
-        rows = self._rows(conn, store_id, ids)
+        # Every memory an action names is one of its target's tenant (the planner pairs
+        # none across tenants); ids are unique per tenant, so each is looked for there.
+        tenant = (target_scope.app_id, target_scope.tenant_id)
+        rows = self._rows(conn, store_id, tenant, ids)
         scopes = [r.scope for r in rows.values()]
         if not in_scopes(target_scope, patterns) or not all(in_scopes(s, patterns) for s in scopes):
             return Outcome("skipped", "scope_violation")
@@ -202,42 +211,51 @@ class DreamApplier:
             undo["changed"].append(_image(rows[i]))
             conn.execute(
                 "UPDATE memories SET superseded_by = ?, superseded_how = ?, updated_at = ?"
-                " WHERE id = ? AND store_id = ?",
-                (target, how, now, i, store_id),
+                f" WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                (target, how, now, i, store_id, *tenant),
             )
         if folded:
             current = conn.execute(
-                "SELECT supersedes FROM memories WHERE id = ? AND store_id = ?", (target, store_id)
+                f"SELECT supersedes FROM memories WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                (target, store_id, *tenant),
             ).fetchone()[0]
             merged = list(dict.fromkeys([*json.loads(current), *folded]))
             conn.execute(
                 "UPDATE memories SET supersedes = ?, version = version + 1, updated_at = ?"
-                " WHERE id = ? AND store_id = ?",
-                (json.dumps(merged), now, target, store_id),
+                f" WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                (json.dumps(merged), now, target, store_id, *tenant),
             )
         touched = [*undo["created"], *(image["id"] for image in undo["changed"])]
-        undo["after"] = self._states(conn, store_id, touched)
+        undo["after"] = self._states(conn, store_id, tenant, touched)
         return Outcome("applied", result_id=target, undo=json.dumps(undo))
 
     @staticmethod
-    def _states(conn: sqlite3.Connection, store_id: int, ids: Sequence[str]) -> dict[str, Any]:
+    def _states(
+        conn: sqlite3.Connection, store_id: int, tenant: Tenant, ids: Sequence[str]
+    ) -> dict[str, Any]:
         """Each memory's ``[version, superseded_by]``: what an undo finds unless it changed."""
-        sql = "SELECT id, version, superseded_by FROM memories WHERE store_id = ? AND id IN ({})"
-        return {i: [int(v), by] for i, v, by in rows_in(conn, sql, ids, before=(store_id,))}
+        sql = (
+            "SELECT id, version, superseded_by FROM memories"
+            f" WHERE store_id = ?{_IN_TENANT} AND id IN ({{}})"
+        )
+        rows = rows_in(conn, sql, ids, before=(store_id, *tenant))
+        return {i: [int(v), by] for i, v, by in rows}
 
     def undo_action(
         self,
         conn: sqlite3.Connection,
         store_id: int,
+        tenant: Tenant,
         undo: Mapping[str, Any],
         added: Added,
         removed: Removed,
     ) -> None:
-        """Take an applied action back; :class:`Conflict` if its memories changed since."""
+        """Take an applied action back; :class:`Conflict` if its memories changed since.
+        ``tenant`` is the action's target's: every memory the record names is one of it."""
         for image in undo["changed"]:
             row = conn.execute(
-                "SELECT version FROM memories WHERE id = ? AND store_id = ?",
-                (image["id"], store_id),
+                f"SELECT version FROM memories WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                (image["id"], store_id, *tenant),
             ).fetchone()
             if row is None:
                 raise Conflict(
@@ -247,7 +265,7 @@ class DreamApplier:
                 )
         # Written by an undo record from before "after" was kept: nothing to compare with.
         after: Mapping[str, Any] = undo.get("after") or {}
-        current = self._states(conn, store_id, list(after))
+        current = self._states(conn, store_id, tenant, list(after))
         for mid, state in after.items():
             if mid in current and current[mid] != state:
                 # Edited, said again or superseded by a later action: restoring the image
@@ -262,8 +280,8 @@ class DreamApplier:
         for mid in undo["created"]:
             row = conn.execute(
                 "SELECT seq, app_id, tenant_id, agent_id, run_id, supersedes FROM memories"
-                " WHERE id = ? AND store_id = ?",
-                (mid, store_id),
+                f" WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                (mid, store_id, *tenant),
             ).fetchone()
             if row is None:
                 continue
@@ -275,7 +293,7 @@ class DreamApplier:
         for image in undo["changed"]:
             conn.execute(
                 "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?,"
-                " version = ?, updated_at = ? WHERE id = ? AND store_id = ?",
+                f" version = ?, updated_at = ? WHERE id = ? AND store_id = ?{_IN_TENANT}",
                 (
                     image["superseded_by"],
                     image["superseded_how"],
@@ -284,11 +302,12 @@ class DreamApplier:
                     image["updated_at"],
                     image["id"],
                     store_id,
+                    *tenant,
                 ),
             )
             seq, metadata = conn.execute(
-                "SELECT seq, metadata FROM memories WHERE id = ? AND store_id = ?",
-                (image["id"], store_id),
+                f"SELECT seq, metadata FROM memories WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                (image["id"], store_id, *tenant),
             ).fetchone()
             if json.loads(metadata) != json.loads(image["metadata"]):
                 scope = Scope(

@@ -2,6 +2,10 @@
 
 A memory's time is when its fact was stated: the earliest message it was made from, else its
 creation time. Superseded memories are left out (their successor speaks for them).
+
+The planner and the actions it writes name memories by id, which is unique per tenant
+(schema 16): a task over several tenants leaves out of its pass the ids two of them hold
+(:func:`joined`), rather than take one tenant's memory for another's.
 """
 
 from __future__ import annotations
@@ -38,9 +42,9 @@ def load_candidates(
     seqs: Sequence[int] | None = None,
 ) -> tuple[list[Candidate], dict[str, bytes]]:
     """The newest ``max_memories`` current memories of the patterns (of ``seqs`` only, when
-    given), and their vector blobs."""
-    found: dict[str, Candidate] = {}
-    blobs: dict[str, bytes] = {}
+    given), and their vector blobs; none whose id another of their tenants holds too."""
+    found: dict[int, Candidate] = {}
+    blobs: dict[int, bytes] = {}
     for pattern in patterns:
         where, params = pattern_sql(pattern, "m.")
         only = "" if seqs is None else f" AND m.seq IN ({','.join('?' * len(seqs))})"
@@ -53,11 +57,43 @@ def load_candidates(
             scope = Scope(app_id, tenant_id, agent_id, run_id)
             if not pattern.matches(scope):
                 continue
-            found[mid] = Candidate(mid, scope, text, float(said), int(seq), int(version))
+            found[seq] = Candidate(mid, scope, text, float(said), int(seq), int(version))
             if blob is not None:
-                blobs[mid] = blob
+                blobs[seq] = blob
     ordered = sorted(found.values(), key=lambda c: c.order)[-max_memories:] if found else []
-    return ordered, {c.id: blobs[c.id] for c in ordered if c.id in blobs}
+    return joined(
+        [],
+        {},
+        ordered,
+        {c.id: blobs[c.order] for c in ordered if c.order in blobs},
+        shared(ordered),
+    )
+
+
+def shared(candidates: Sequence[Candidate]) -> set[str]:
+    """The ids more than one tenant among ``candidates`` holds."""
+    tenants: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for c in candidates:
+        tenants[c.id].add((c.scope.app_id, c.scope.tenant_id))
+    return {i for i, held in tenants.items() if len(held) > 1}
+
+
+def joined(
+    candidates: Sequence[Candidate],
+    blobs: dict[str, bytes],
+    more: Sequence[Candidate],
+    more_blobs: dict[str, bytes],
+    drop: set[str] | None = None,
+) -> tuple[list[Candidate], dict[str, bytes]]:
+    """``candidates`` and ``more`` (read later: a memory of both is kept once), with their
+    blobs, leaving out every id two tenants hold (``drop``, else found here): the planner
+    would take one for the other."""
+    have = {c.order for c in candidates}
+    every = [*candidates, *(c for c in more if c.order not in have)]
+    gone = shared(every) if drop is None else drop
+    kept = [c for c in every if c.id not in gone]
+    held = {**blobs, **more_blobs}
+    return kept, {c.id: held[c.id] for c in kept if c.id in held}
 
 
 def neighbours(
@@ -121,6 +157,7 @@ def written_since(
     it asks for one, so a memory stamped before the last pass started was committed before
     that pass read (it saw it) and one it did not see is stamped after."""
     found: dict[str, int] = {}
+    tenants: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for pattern in patterns:
         where, params = pattern_sql(pattern, "m.")
         rows = conn.execute(
@@ -132,6 +169,10 @@ def written_since(
         for seq, mid, *levels in rows:
             if pattern.matches(Scope(*levels)):
                 found[mid] = int(seq)
+                tenants[mid].add((levels[0], levels[1]))
+    for mid, held in tenants.items():
+        if len(held) > 1:  # two tenants' memories: neither is planned (:func:`joined`)
+            del found[mid]
     return sorted(found, key=found.__getitem__)[-limit:] if limit else []
 
 

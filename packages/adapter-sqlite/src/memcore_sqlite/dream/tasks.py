@@ -37,7 +37,7 @@ from memcore.dream import (
 from memcore.errors import InvalidInput, MemcoreError, NotFound, Unavailable
 from memcore.paging import page
 from memcore.ports import DreamReviewer
-from memcore.scope import ScopePattern
+from memcore.scope import Scope, ScopePattern
 from memcore.values import DREAM_STATUSES, DreamAction, DreamTask, Page
 from memcore_sqlite.dream import inputs as dream_inputs
 from memcore_sqlite.dream import owners
@@ -349,8 +349,7 @@ class DreamTasks:
                 more, more_blobs = dream_inputs.load_candidates(
                     conn, sid, patterns, len(far), model, far
                 )
-                candidates += more
-                blobs.update(more_blobs)
+                candidates, blobs = dream_inputs.joined(candidates, blobs, more, more_blobs)
         if not self._set_status(sid, dream_id, "planning", memory_count=len(candidates)):
             return
         dim = self._tx.embedder.dimension if self._tx.embedder is not None else 0
@@ -675,7 +674,9 @@ class DreamTasks:
             a = stored._asdict()
             if a["status"] != "applied" or not a["undo"]:
                 raise InvalidInput("only an applied action can be undone", field="action_id")
-            self._applier.undo_action(conn, sid, json.loads(a["undo"]), added, removed)
+            target = Scope.from_mapping(json.loads(a["target_scope"]))
+            tenant = (target.app_id, target.tenant_id)
+            self._applier.undo_action(conn, sid, tenant, json.loads(a["undo"]), added, removed)
             now = time.time()
             conn.execute(
                 "UPDATE dream_actions SET status = 'proposed', skipped_reason = NULL,"

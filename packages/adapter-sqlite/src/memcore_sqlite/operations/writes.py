@@ -32,6 +32,17 @@ from memcore_sqlite.storage.rows import (
 )
 
 
+def _held(conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str) -> bool:
+    """Whether a memory of ``scope``'s tenant holds ``memory_id`` (ids are unique per tenant)."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM memories WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?",
+            (memory_id, store_id, scope.app_id, scope.tenant_id),
+        ).fetchone()
+        is not None
+    )
+
+
 class MemoryWrites:
     """The write half of the memory operations; each is one transaction."""
 
@@ -59,9 +70,10 @@ class MemoryWrites:
 
         A repeated text is not stored twice: the existing memory takes the repeat as its newest
         occurrence (see :meth:`_repeat`). ``memory_id`` keeps a caller's id (import); one
-        already taken by another memory is a :class:`Conflict`, so an import can never
+        another memory of the tenant holds is a :class:`Conflict`, so an import can never
         overwrite or alias an existing memory, or with ``new_id_if_taken`` the unit gets a
-        new id instead (an import must not tell whether another tenant holds that id).
+        new id instead. Ids are unique per tenant (schema 16): what other tenants hold never
+        decides, so an import cannot tell whether one of them holds the id.
         ``said_at``, when the text was said (a message's own time), is the memory's
         ``created_at`` unless one is given (an import gives both) and, as a repeat, the time
         compared; ``updated_at`` stays when the row
@@ -96,10 +108,7 @@ class MemoryWrites:
                     )
                 return str(row.id), seq
         mid = memory_id or uuid.uuid4().hex
-        if (
-            memory_id is not None
-            and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        ):
+        if memory_id is not None and _held(conn, store_id, scope, memory_id):
             if new_id_if_taken:
                 mid = uuid.uuid4().hex
             else:
@@ -336,8 +345,8 @@ class MemoryWrites:
         This is the bulk-import path: one task and one audit record cover the whole batch.
         ``ahead``, the batch the caller will add next, is embedded in the background while
         this one is written (nothing of it is stored until it is added itself). An item's
-        ``id`` already held by another memory is a :class:`Conflict` (nothing of the batch is
-        written), or with ``new_id_if_taken`` that item gets a new id. ``created`` receives,
+        ``id`` already held by another memory of its tenant is a :class:`Conflict` (nothing of
+        the batch is written), or with ``new_id_if_taken`` that item gets a new id. ``created`` receives,
         after the commit, the ids of the rows this call inserted (not those of repeats), and
         ``versions`` each id answered with -> its row's version as the batch left it (every
         write that lands in a row moves its version, :meth:`_repeat`).
@@ -493,12 +502,15 @@ class MemoryWrites:
         memory_id: str,
     ) -> tuple[Any, ...]:
         """The row of ``memory_id`` in a scope, or anywhere under a pattern: one read by the
-        unique id. Another scope's memory is reported exactly like a missing one."""
+        id. Another scope's memory is reported exactly like a missing one. Ids are unique per
+        tenant, so a pattern over several tenants may find the id in more than one: the
+        oldest answers (every host's reach is one tenant)."""
         limits.check_id(memory_id)
         pattern = reach.pattern() if isinstance(reach, Scope) else reach
         where, params = pattern_sql(pattern)
         row = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND store_id = ?{where}",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND store_id = ?{where}"
+            " ORDER BY seq LIMIT 1",
             (memory_id, store_id, *params),
         ).fetchone()
         if row is None:

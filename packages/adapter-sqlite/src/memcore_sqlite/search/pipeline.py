@@ -21,7 +21,7 @@ from memcore_sqlite.search import ranking
 from memcore_sqlite.search.exact_order import ExactOrder
 from memcore_sqlite.search.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.search.overlap import Overlap
-from memcore_sqlite.search.supersession import LINK_COLUMNS, Links, link
+from memcore_sqlite.search.supersession import LINK_COLUMNS, Links, key, link
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
     MEMORY_SEQ,
@@ -287,7 +287,7 @@ def hits(
             if floor is not None and relevance.score < floor:
                 return found, links  # best first: no later candidate reaches the floor either
             found.append(SearchHit(memory, relevance.score, signals=relevance.signals))
-            links[memory.id] = link(row[-4:-1])
+            links[key(memory)] = link(row[-4:-1])
             if len(found) == top_k:
                 return found, links
     return found, links

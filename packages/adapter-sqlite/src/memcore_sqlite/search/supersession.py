@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -23,7 +23,15 @@ MAX_HOPS = 8
 
 #: The columns a memory's links are read from, after its id (see :func:`link`).
 LINK_COLUMNS = "superseded_by, superseded_how, supersedes"
-Links = dict[str, tuple[str, str, str]]
+#: A memory as links name it: its tenant (app and tenant ids) and its id. Ids are unique per
+#: tenant (schema 16), and a link never leaves its tenant (dreams and imports keep it there).
+Key = tuple[str, str, str]
+Links = dict[Key, tuple[str, str, str]]
+
+
+def key(memory: MemoryRecord) -> Key:
+    """How links name ``memory``: its tenant and its id."""
+    return (memory.scope.app_id, memory.scope.tenant_id, memory.id)
 
 
 def link(row: Sequence[Any]) -> tuple[str, str, str]:
@@ -31,18 +39,30 @@ def link(row: Sequence[Any]) -> tuple[str, str, str]:
     return (row[0] or "", row[1] or "", row[2])
 
 
-def _links(conn: sqlite3.Connection, ids: Sequence[str]) -> Links:
-    """id -> :func:`link` for the ids given."""
-    sql = f"SELECT id, {LINK_COLUMNS} FROM memories WHERE id IN ({{}})"
-    return {r[0]: link(r[1:]) for r in rows_in(conn, sql, ids)}
+def _links(conn: sqlite3.Connection, store_id: int, keys: Collection[Key]) -> Links:
+    """:func:`key` -> :func:`link` for the memories of the store given (found by id, the
+    rows of other tenants that share one left out)."""
+    wanted = set(keys)
+    sql = (
+        f"SELECT app_id, tenant_id, id, {LINK_COLUMNS} FROM memories WHERE id IN ({{}})"
+        " AND store_id = ?"
+    )
+    out: Links = {}
+    for r in rows_in(conn, sql, list({i for _, _, i in wanted}), after=(store_id,)):
+        k = (str(r[0]), str(r[1]), str(r[2]))
+        if k in wanted:
+            out[k] = link(r[3:])
+    return out
 
 
-def annotate(conn: sqlite3.Connection, memories: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+def annotate(
+    conn: sqlite3.Connection, store_id: int, memories: Sequence[MemoryRecord]
+) -> list[MemoryRecord]:
     """Memories with ``extras`` saying what they supersede and what superseded them."""
-    links = _links(conn, [m.id for m in memories])
+    links = _links(conn, store_id, [key(m) for m in memories])
     out = []
     for m in memories:
-        by, how, supersedes = links.get(m.id, ("", "", "[]"))
+        by, how, supersedes = links.get(key(m), ("", "", "[]"))
         extras = dict(m.extras)
         if supersedes != "[]":
             extras["supersedes"] = json.loads(supersedes)
@@ -57,19 +77,19 @@ def annotate(conn: sqlite3.Connection, memories: Sequence[MemoryRecord]) -> list
 GONE = "\x00gone"
 
 
-def _current(
-    conn: sqlite3.Connection, store_id: int, start: str, links: dict[str, tuple[str, str, str]]
-) -> str | None:
-    """The memory at the end of ``start``'s chain of successors (None: ``start`` is current),
-    or :data:`GONE` when the chain ends at a memory that was deleted: the user forgot the
-    current truth, and a version it replaced must not answer in its place."""
-    at = start
+def _current(conn: sqlite3.Connection, store_id: int, start: Key, links: Links) -> str | None:
+    """The id of the memory at the end of ``start``'s chain of successors (None: ``start``
+    is current), or :data:`GONE` when the chain ends at a memory that was deleted: the user
+    forgot the current truth, and a version it replaced must not answer in its place. Every
+    successor is looked for in ``start``'s tenant."""
+    app_id, tenant_id, at = start
     for _ in range(MAX_HOPS):
-        by = links[at][0] if at in links else ""
+        by = links[(app_id, tenant_id, at)][0] if (app_id, tenant_id, at) in links else ""
         if not by:
-            return at if at != start else None
-        links.update(_links(conn, [by]))
-        if by not in links:
+            return at if at != start[2] else None
+        nxt = (app_id, tenant_id, by)
+        links.update(_links(conn, store_id, [nxt]))
+        if nxt not in links:
             return GONE
         at = by
     return at
@@ -88,44 +108,47 @@ def prefer_current(
 
     ``links`` holds the hits' links when the caller read them with the hits' rows.
     """
-    links = _links(conn, [h.memory.id for h in found]) if links is None else dict(links)
+    links = _links(conn, store_id, [key(h.memory) for h in found]) if links is None else dict(links)
     if not any(v[0] for v in links.values()):
         return list(found)
-    successor: dict[str, str] = {}
-    gone: set[str] = set()
+    successor: dict[Key, Key] = {}
+    gone: set[Key] = set()
     for h in found:
-        if links.get(h.memory.id, ("",))[0]:
-            cur = _current(conn, store_id, h.memory.id, links)
+        k = key(h.memory)
+        if links.get(k, ("",))[0]:
+            cur = _current(conn, store_id, k, links)
             if cur == GONE:
-                gone.add(h.memory.id)
+                gone.add(k)
             elif cur is not None:
-                successor[h.memory.id] = cur
-    memories: dict[str, MemoryRecord] = {h.memory.id: h.memory for h in found}
+                successor[k] = (k[0], k[1], cur)
+    memories: dict[Key, MemoryRecord] = {key(h.memory): h.memory for h in found}
     missing = [c for c in set(successor.values()) if c not in memories]
     if missing:
         sql = f"SELECT {MEMORY_COLUMNS}, store_id FROM memories WHERE id IN ({{}})"
-        for r in rows_in(conn, sql, missing):
+        wanted = set(missing)
+        for r in rows_in(conn, sql, list({i for _, _, i in wanted})):
             m = memory_from_row(r)
             if (
                 r[-1] == store_id
+                and key(m) in wanted
                 and pattern.matches(m.scope)
                 and all(m.metadata.get(k) == v for k, v in flt.items())
             ):
-                memories[m.id] = m
-    placed: set[str] = set()
+                memories[key(m)] = m
+    placed: set[Key] = set()
     out: list[SearchHit] = []
     for h in found:
-        mid = h.memory.id
-        if mid in gone:
+        mk = key(h.memory)
+        if mk in gone:
             continue
-        cur = successor.get(mid)
-        if cur is not None and cur in memories:
-            if cur not in placed:
-                out.append(SearchHit(memories[cur], h.score, source=h.source))
-                placed.add(cur)
-            if links[mid][1] == "merged":
+        then = successor.get(mk)
+        if then is not None and then in memories:
+            if then not in placed:
+                out.append(SearchHit(memories[then], h.score, source=h.source))
+                placed.add(then)
+            if links[mk][1] == "merged":
                 continue  # its text lives on in the merged memory
-        if mid not in placed:
+        if mk not in placed:
             out.append(h)
-            placed.add(mid)
+            placed.add(mk)
     return out[:top_k]

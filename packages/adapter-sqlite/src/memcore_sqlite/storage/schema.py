@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -614,6 +615,59 @@ def _v15(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE stores SET generation = generation + 1")
 
 
+#: A memory's id is unique within its tenant (schema 16), not across the file: an import
+#: keeps a file's id whatever other tenants hold, so it cannot tell whether one of them holds
+#: it. The id leads, so a lookup by id alone still seeks.
+_TENANT_IDS = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS memories_tenant_id"
+    " ON memories (id, store_id, app_id, tenant_id)"
+)
+
+
+def _v16(conn: sqlite3.Connection) -> None:
+    """Ids unique per tenant (:data:`_TENANT_IDS`). Schema 1 made ``memories.id`` UNIQUE
+    across the file, so an import of a record whose id another tenant held had to give it
+    a new id, which told the importer that someone held it. A column constraint cannot be
+    dropped: the table is made again from its own SQL without it, every row copied with its
+    seq (the full-text rows, vectors and messages refer to it), and its indexes made again."""
+    table = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memories'"
+    ).fetchone()[0]
+    if _FILE_WIDE_ID not in table:  # set back to an older version number after it had this
+        conn.execute(_TENANT_IDS)
+        return
+    indexes = [
+        sql
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories'"
+            " AND sql IS NOT NULL ORDER BY name"
+        )
+    ]
+    names = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(memories)"))
+    # A table renamed once (by this migration) reads CREATE TABLE "memories".
+    made, named = re.subn(
+        r'^CREATE TABLE\s+"?memories"?\s*\(', "CREATE TABLE memories_v16 (", table
+    )
+    if named != 1:
+        raise _left_as_it_was("the memories table is not in a form this release knows")
+    conn.execute(made.replace(_FILE_WIDE_ID, "id TEXT NOT NULL,", 1))
+    conn.execute(f"INSERT INTO memories_v16 ({names}) SELECT {names} FROM memories ORDER BY seq")
+    differ = conn.execute(
+        "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories_v16)"
+    ).fetchone()[0]
+    if differ:
+        raise _left_as_it_was(f"{differ} memories could not be copied")
+    conn.execute("DROP TABLE memories")
+    conn.execute("ALTER TABLE memories_v16 RENAME TO memories")
+    for sql in indexes:
+        conn.execute(sql)
+    conn.execute(_TENANT_IDS)
+
+
+#: How schema 1 declared the id, unique across the file.
+_FILE_WIDE_ID = "id TEXT NOT NULL UNIQUE,"
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -631,6 +685,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (13, _v13),
     (14, _v14),
     (15, _v15),
+    (16, _v16),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

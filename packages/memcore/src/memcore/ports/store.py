@@ -239,8 +239,10 @@ class BulkAdd(Protocol):
         versions: dict[str, int] | None = None,
     ) -> list[str]:
         """The items' ids in order (a text already in its scope answers with the id it has);
-        ``ahead``, the next batch, may be embedded meanwhile; an item's id held by another
-        memory gets a new one with ``new_id_if_taken``, else raises ``Conflict``. Once the
+        ``ahead``, the next batch, may be embedded meanwhile; ids are unique per tenant (app
+        and tenant ids), so an item's id held by another memory of its tenant gets a new one
+        with ``new_id_if_taken``, else raises ``Conflict``, and what other tenants hold never
+        decides. Once the
         batch is stored, the ids of the memories it created are added to ``created``: an id
         answered for a text already there (written by anyone, even a moment ago) is not; and
         ``versions`` maps each id answered to its memory's version as the batch left it."""

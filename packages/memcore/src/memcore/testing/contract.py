@@ -289,6 +289,42 @@ class MemoryStoreContract:
             listed = ready.list_memories(self.store_name, pattern).items
             assert listed and all(pattern.matches(m.scope) for m in listed)
 
+    def test_an_id_another_tenant_holds_answers_as_a_free_id(self, ready: MemoryStore) -> None:
+        """An import (``restore``) of a record whose id another tenant holds gets what a free
+        id gets (kept where the store keeps ids), so it cannot tell whether anyone holds it;
+        after that each tenant's get, update, delete, list and search of the id reach only
+        its own memory."""
+        alice = MemoryService(ready, store_name=self.store_name, scope=A1)
+        bob = MemoryService(ready, store_name=self.store_name, scope=B1)
+        [alices] = alice.restore([TextItem(A1, "Alice keeps a walrus named Tusk")])
+        assert alices is not None
+        free = uuid.uuid4().hex
+        [taken] = bob.restore([TextItem(B1, "Bob keeps otters by the river", id=alices)])
+        [unheld] = bob.restore([TextItem(B1, "Bob keeps a canoe", id=free)])
+        assert (taken == alices) == (unheld == free) == alice.restores_exactly
+        assert taken is not None and unheld is not None
+        self.settle(ready)
+        assert alice.get(alices).text == "Alice keeps a walrus named Tusk"
+        assert bob.get(taken).text == "Bob keeps otters by the river"
+        bob.update(taken, metadata={"by": "bob"})
+        assert alice.get(alices).metadata == {}
+        assert [m.id for m in alice.every_memory()] == [alices]
+        assert sorted(m.id for m in bob.every_memory()) == sorted([taken, unheld])
+        self.settle(ready)
+        for service, word, mine in ((alice, "walrus", alices), (bob, "otters", taken)):
+            hits = service.search(word)
+            assert hits and all(h.memory.scope.tenant_id == service.scope.tenant_id for h in hits)
+            assert mine in [h.memory.id for h in hits]
+        bob.forget(taken)
+        assert alice.get(alices).text == "Alice keeps a walrus named Tusk"
+        with pytest.raises(NotFound) as gone:
+            bob.get(taken)
+        with pytest.raises(NotFound) as missing:
+            bob.get(free[::-1])
+        assert gone.value.message.replace(taken, "x") == missing.value.message.replace(
+            free[::-1], "x"
+        )
+
     def test_narrow_patterns(self, ready: MemoryStore) -> None:
         a1 = self.add(ready, A1, "agent one remembers the lighthouse")
         a2 = self.add(ready, A2, "agent two remembers the lighthouse")
