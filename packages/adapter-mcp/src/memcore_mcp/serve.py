@@ -12,6 +12,7 @@ import math
 import socket
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -29,6 +30,10 @@ from memcore_mcp.server import (
 )
 from memcore_mcp.tenants import Tenants, server_options, tenant_scope
 from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_HOST = "127.0.0.1"
@@ -210,14 +215,25 @@ def _run_http(
     # landed while the server stopped reached the client as an empty answer.
     app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     share_sessions(server.session_manager, SESSIONS_PER_TENANT)
-    config = uvicorn.Config(
-        OneCredential(app),
+    uvicorn.Server(http_config(OneCredential(app), grace=grace)).run(sockets=[sock])
+
+
+def http_config(app: ASGIApp, *, grace: float) -> uvicorn.Config:
+    """uvicorn's settings for ``app``: quiet, waiting ``grace`` seconds for running calls when
+    stopped, and closing a connection whose request does not arrive in time
+    (:mod:`memcore_mcp.deadline`; uvicorn's own limits leave it open for ever)."""
+    import uvicorn
+
+    from memcore_mcp.deadline import RequestDeadline
+
+    return uvicorn.Config(
+        app,
+        http=RequestDeadline,
         log_level="warning",
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=math.ceil(grace),
     )
-    uvicorn.Server(config).run(sockets=[sock])
 
 
 __all__ = [
