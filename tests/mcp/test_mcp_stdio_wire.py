@@ -9,6 +9,7 @@ import json
 import os
 import select
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.error
@@ -354,6 +355,40 @@ def test_ctrl_c_stops_the_server_at_once_with_exit_130(local_backend: Backend) -
     finally:
         server.close()
     assert local_backend.stderr.read_text(encoding="utf-8").endswith("memcore: interrupted\n")
+
+
+def test_sigterm_answers_the_calls_already_read_then_exits_0(local_backend: Backend) -> None:
+    """SIGTERM killed the server at once: a write waiting for the lock (or running) when it
+    came could land with no answer, and the client, seeing none, would send it again. Now
+    the input ends, the calls read are answered, and the server exits 0."""
+    server = RawStdio(local_backend, "--tenant", "alice")
+    try:
+        server.start()
+        # Another process holds the write lock: the writes wait in the server until it goes.
+        lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        for number in range(3):
+            call = {"name": "remember", "arguments": {"text": f"Fact number {number} to keep"}}
+            message = {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call}
+            server.send(json.dumps(message).encode() + b"\n")
+        time.sleep(2)  # the calls have reached the server and wait for the lock
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(1.5)  # the server has begun to stop
+        lock.execute("ROLLBACK")
+        lock.close()
+        answers = [server.answer() for _ in range(3)]
+        assert server.proc.wait(timeout=30) == 0
+    finally:
+        server.close()
+    stored = sqlite3.connect(local_backend.home / "memcore.db")
+    landed = {row[0] for row in stored.execute("SELECT id FROM memories")}
+    stored.close()
+    assert sorted(answer["id"] for answer in answers) == [0, 1, 2]
+    reported = set()
+    for answer in answers:
+        assert not answer["result"]["isError"], answer
+        reported.update(answer["result"]["structuredContent"]["memory_ids"])
+    assert len(reported) == 3 and reported == landed
 
 
 def test_requests_read_before_the_end_of_input_are_all_answered(local_backend: Backend) -> None:

@@ -49,9 +49,10 @@ MAX_PORT = 65_535
 MAX_BUSY_TIMEOUT = 600.0
 #: How long a write waits for another process's lock unless ``--busy-timeout`` says.
 DEFAULT_BUSY_TIMEOUT = 30.0
-#: A stopping HTTP server waits for its running calls as long as a write may wait for the
-#: lock, and this many seconds more; then it cancels what still runs and exits (a call the
-#: SDK never answers, such as one of two sent with one id, would hold it for ever).
+#: A stopping server (SIGTERM, on HTTP or stdio) waits for its running calls as long as a
+#: write may wait for the lock, and this many seconds more; then it cancels what still runs
+#: and exits (a call the SDK never answers, such as one of two sent with one id over HTTP,
+#: would hold it for ever).
 SHUTDOWN_GRACE = 10.0
 
 
@@ -105,7 +106,7 @@ def serve(
             server = build_server(tenants)
             _open(runtime)
             tenants.warm([None])
-            anyio.run(server.run_stdio_async)
+            anyio.run(server.run_stdio_async, _grace(busy_timeout))
             return
         tokens = load_tokens(tokens_file, environ)
         if tokens is None:
@@ -127,10 +128,15 @@ def serve(
             f"({runtime.settings.backend} backend)\n"
         )
         sys.stderr.flush()
-        wait = DEFAULT_BUSY_TIMEOUT if busy_timeout is None else busy_timeout
-        _run_http(server, sock, host=host, path=path, grace=wait + SHUTDOWN_GRACE)
+        _run_http(server, sock, host=host, path=path, grace=_grace(busy_timeout))
     finally:
         runtime.close()
+
+
+def _grace(busy_timeout: float | None) -> float:
+    """How long a stopping server waits for the calls it has received: as long as a write may
+    wait for the lock, and :data:`SHUTDOWN_GRACE` more."""
+    return (DEFAULT_BUSY_TIMEOUT if busy_timeout is None else busy_timeout) + SHUTDOWN_GRACE
 
 
 def _refuse_http_options(**given: object) -> None:

@@ -191,10 +191,11 @@ class MemoryServer(MCPServer[Any]):
                 return self._error(InvalidInput(f"{field}: {problem['msg']}", field=field), name)
             return self._error(cause or exc, name)
 
-    async def run_stdio_async(self) -> None:
-        """The SDK's stdio loop over :func:`stdio.streams`, which answers every line."""
+    async def run_stdio_async(self, grace: float = 0.0) -> None:
+        """The SDK's stdio loop over :func:`stdio.streams`, which answers every line (and on
+        SIGTERM the calls already read, for ``grace`` seconds at most)."""
         lowlevel = self._lowlevel_server
-        async with stdio.streams() as (read_stream, write_stream):
+        async with stdio.streams(grace) as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     def _error(self, exc: BaseException, tool: str) -> CallToolResult:

@@ -63,17 +63,32 @@ class Answers(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
 
 
+class Stopping:
+    """How reading ends early: :meth:`stop` takes no more lines, and gives the requests
+    already passed on ``grace`` seconds to be answered (0: none, the input is cut at once)."""
+
+    def __init__(self) -> None:
+        self.taking = anyio.CancelScope()
+        self.settling = anyio.CancelScope()
+
+    def stop(self, grace: float) -> None:
+        self.taking.cancel()
+        self.settling.deadline = min(self.settling.deadline, anyio.current_time() + grace)
+
+
 async def read(
     wire: BinaryIO,
     messages: MemoryObjectSendStream[SessionMessage | Exception],
     out: Answers,
     unanswered: Unanswered,
+    stopping: Stopping | None = None,
 ) -> None:
     """Pass each message on ``wire`` to ``messages`` and answer each other line on ``out``,
-    until the end of input or until the server stops receiving. At the end of input the
-    requests read are answered first, then ``messages`` closes: the SDK cancels what is still
-    running when it closes, so a write could land with no answer (``cat requests | memcore
-    mcp``)."""
+    until the end of input, until ``stopping`` stops it, or until the server stops receiving.
+    Then the requests passed are answered first, and ``messages`` closes: the SDK cancels what
+    is still running when it closes, so a write could land with no answer (``cat requests |
+    memcore mcp``, or SIGTERM)."""
+    stopping = stopping or Stopping()
     lines, lines_in = anyio.create_memory_object_stream[bytes | Refused](0)
     token = anyio.lowlevel.current_token()
     # A read blocks until the client writes. In a worker thread (the SDK's way) it held the
@@ -81,14 +96,18 @@ async def read(
     threading.Thread(target=_pump, args=(wire, lines, token), name="mcp-stdin", daemon=True).start()
     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         async with messages, lines_in:
-            async for raw in lines_in:
-                checked = raw if isinstance(raw, Refused) else check(raw)
-                if isinstance(checked, Refused):
-                    await out.send(SessionMessage(checked.answer))
-                elif checked is not None:
-                    unanswered.passed(checked)
-                    await messages.send(SessionMessage(checked))
-            await unanswered.settled()
+            with stopping.taking:
+                async for raw in lines_in:
+                    checked = raw if isinstance(raw, Refused) else check(raw)
+                    # Not cut by a stop: a request noted as passed is then surely passed.
+                    with anyio.CancelScope(shield=True):
+                        if isinstance(checked, Refused):
+                            await out.send(SessionMessage(checked.answer))
+                        elif checked is not None:
+                            unanswered.passed(checked)
+                            await messages.send(SessionMessage(checked))
+            with stopping.settling:
+                await unanswered.settled()
 
 
 class Unanswered:
@@ -315,21 +334,23 @@ def _error(code: int, message: str, request_id: RequestId | None) -> Refused:
 
 
 @contextlib.asynccontextmanager
-async def streams() -> AsyncIterator[tuple[Any, Any]]:
+async def streams(grace: float = 0.0) -> AsyncIterator[tuple[Any, Any]]:
     """The server's read and write streams over stdin and stdout: the SDK's ``stdio_server``
     writes (and claims stdout), :func:`read` reads. stdin is claimed as the SDK claims it
     (fd 0 then reads the null device, so nothing else in the process takes the client's
     bytes); the SDK's version is pinned, so its helper is used rather than copied.
 
     A client gone with requests still running (their answers meet a closed stdout) ends the
-    server as the end of input does. Ctrl-C ends the input, as the end of stdin does, and once the server has stopped raises
-    ``KeyboardInterrupt``: cancelled mid-loop, the SDK's loop could fail its stop with an
-    error group instead (a relay sending to a stream already closed)."""
+    server as the end of input does. SIGTERM ends the input too, and the requests already
+    read are answered (for ``grace`` seconds at most) before the server stops, as at the end
+    of input; the process then exits 0. Ctrl-C ends the input at once, and once the server
+    has stopped raises ``KeyboardInterrupt``: cancelled mid-loop, the SDK's loop could fail
+    its stop with an error group instead (a relay sending to a stream already closed)."""
     wire, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
     _quiet_closed_pipe()
     served = anyio.Event()
     interrupted = anyio.Event()
-    reading = anyio.CancelScope()
+    stopping = Stopping()
     messages, messages_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     try:
         # The SDK's own reader is given no lines (it dropped the bad ones, and its pending
@@ -339,8 +360,8 @@ async def streams() -> AsyncIterator[tuple[Any, Any]]:
             anyio.create_task_group() as tasks,
         ):
             unanswered = Unanswered()
-            tasks.start_soon(_read_within, reading, wire, messages, out, unanswered)
-            tasks.start_soon(_end_on_interrupt, reading, interrupted)
+            tasks.start_soon(read, wire, messages, out, unanswered, stopping)
+            tasks.start_soon(_stop_on_signal, stopping, interrupted, grace)
             try:
                 yield messages_in, _Noting(out, unanswered)
             finally:
@@ -380,21 +401,22 @@ def _client_gone(exc: BaseException) -> bool:
     return isinstance(inner, tuple) and bool(inner) and all(_client_gone(e) for e in inner)
 
 
-async def _read_within(scope: anyio.CancelScope, *args: Any) -> None:
-    with scope:
-        await read(*args)
-
-
-async def _end_on_interrupt(reading: anyio.CancelScope, interrupted: anyio.Event) -> None:
-    """On Ctrl-C, stop reading (the server sees the end of input); where no handler can be
-    set (Windows, a thread other than the main one) Ctrl-C keeps its usual effect."""
+async def _stop_on_signal(stopping: Stopping, interrupted: anyio.Event, grace: float) -> None:
+    """On SIGTERM, stop reading and give the requests read ``grace`` seconds to be answered;
+    on Ctrl-C, stop reading at once. Where no handler can be set (Windows, a thread other than
+    the main one) both keep their usual effect, as does a SIGTERM the process was started
+    ignoring."""
+    wanted = [signal.SIGINT]
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        wanted.append(signal.SIGTERM)
     try:
-        receiver = anyio.open_signal_receiver(signal.SIGINT)
-        with receiver as signals:
-            async for _ in signals:
-                interrupted.set()
-                reading.cancel()
-                return
+        with anyio.open_signal_receiver(*wanted) as signals:
+            async for number in signals:
+                if number == signal.SIGINT:
+                    interrupted.set()
+                    stopping.stop(0.0)
+                    return
+                stopping.stop(grace)
     except (NotImplementedError, ValueError, RuntimeError):
         return
 
