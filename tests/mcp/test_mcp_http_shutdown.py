@@ -87,39 +87,47 @@ def test_writes_running_when_the_server_is_stopped_are_answered(local_backend: B
     assert len(reported) == 3 and reported == landed
 
 
-def test_a_call_that_never_ends_does_not_keep_a_stopped_server_running(
+def test_a_stopped_server_exits_in_time_while_a_lock_is_never_released(
     local_backend: Backend,
 ) -> None:
-    """Two calls sent with one id at once: the SDK routes the answer to one of them only, and
-    the other waits for ever. Stopped, the server waits for running calls only so long (the
-    longest a write waits for the lock, and a margin), then exits."""
+    """Writes waiting for a lock another process never releases: stopped, the server answers
+    them once their wait is over (busy, retryable) and exits; it waits for running calls no
+    longer than a write may wait for the lock, and a margin. (Two calls sent with one id, which
+    the SDK left waiting for ever, are refused now: tests/mcp/test_mcp_http_ids.py.)"""
     alice = token()
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
         "Authorization": f"Bearer {alice}",
     }
-    with local_backend.http({"alice": alice}, "--busy-timeout", "0") as url:
+    answers: list[str] = []
+    with local_backend.http({"alice": alice}, "--busy-timeout", "3") as url:
         server = local_backend.server
         assert server is not None
         _, got, _ = _post(url, headers, INITIALIZE)
         headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
         headers["Mcp-Protocol-Version"] = "2025-06-18"
         _post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        ping = {"jsonrpc": "2.0", "id": 5, "method": "tools/call"}
-        ping["params"] = {"name": "list_memories", "arguments": {}}
+        lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
 
-        def call() -> None:
-            try:
-                _post(url, headers, ping)
-            except OSError:
-                pass  # the server went: what this test waits for
+        def call(number: int) -> None:
+            remember = {"name": "remember", "arguments": {"text": f"Fact {number} to keep"}}
+            message = {"jsonrpc": "2.0", "id": number, "method": "tools/call"}
+            answers.append(_post(url, headers, {**message, "params": remember})[2])
 
-        calls = [threading.Thread(target=call, daemon=True) for _ in range(2)]
+        calls = [threading.Thread(target=call, args=(n,), daemon=True) for n in range(2)]
         for one in calls:
             one.start()
-        time.sleep(2)
+        time.sleep(1)
         started = time.monotonic()
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=SHUTDOWN_GRACE + 20)
-        assert time.monotonic() - started < SHUTDOWN_GRACE + 20
+        server.wait(timeout=3 + SHUTDOWN_GRACE + 20)
+        assert time.monotonic() - started < 3 + SHUTDOWN_GRACE
+        for one in calls:
+            one.join(timeout=10)
+        lock.close()
+    assert len(answers) == 2
+    for answer in answers:
+        result = _result(answer)["result"]
+        assert result["isError"] and result["structuredContent"]["error"]["retryable"], result

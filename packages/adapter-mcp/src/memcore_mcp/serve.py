@@ -24,12 +24,13 @@ from memcore_mcp import reembed
 from memcore_mcp.server import (
     MemoryServer,
     OneCredential,
+    bearer_tenant,
     build_server,
     share_sessions,
     token_tenant,
 )
 from memcore_mcp.tenants import Tenants, server_options, tenant_scope
-from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, load_tokens
+from memcore_mcp.tokens import TOKENS_ENV, TOKENS_FILE_ENV, TokenMap, load_tokens
 
 if TYPE_CHECKING:
     import uvicorn
@@ -51,8 +52,7 @@ MAX_BUSY_TIMEOUT = 600.0
 DEFAULT_BUSY_TIMEOUT = 30.0
 #: A stopping server (SIGTERM, on HTTP or stdio) waits for its running calls as long as a
 #: write may wait for the lock, and this many seconds more; then it cancels what still runs
-#: and exits (a call the SDK never answers, such as one of two sent with one id over HTTP,
-#: would hold it for ever).
+#: and exits (a call that never ended would hold it for ever).
 SHUTDOWN_GRACE = 10.0
 
 
@@ -128,7 +128,7 @@ def serve(
             f"({runtime.settings.backend} backend)\n"
         )
         sys.stderr.flush()
-        _run_http(server, sock, host=host, path=path, grace=_grace(busy_timeout))
+        _run_http(server, sock, tokens, host=host, path=path, grace=_grace(busy_timeout))
     finally:
         runtime.close()
 
@@ -212,16 +212,25 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _run_http(
-    server: MemoryServer, sock: socket.socket, *, host: str, path: str, grace: float
+    server: MemoryServer,
+    sock: socket.socket,
+    tokens: TokenMap,
+    *,
+    host: str,
+    path: str,
+    grace: float,
 ) -> None:
     import uvicorn
+
+    from memcore_mcp.distinct import DistinctIds
 
     # Answers as plain JSON, not as a server-sent event stream: on SIGTERM uvicorn waits for
     # the responses still running, but the SDK's event streams are cut at once, so a write that
     # landed while the server stopped reached the client as an empty answer.
     app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     share_sessions(server.session_manager, SESSIONS_PER_TENANT)
-    uvicorn.Server(http_config(OneCredential(app), grace=grace)).run(sockets=[sock])
+    served = OneCredential(DistinctIds(app, bearer_tenant(tokens)))
+    uvicorn.Server(http_config(served, grace=grace)).run(sockets=[sock])
 
 
 def http_config(app: ASGIApp, *, grace: float) -> uvicorn.Config:

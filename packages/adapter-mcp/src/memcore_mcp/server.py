@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Union, get_args, get_origin
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -102,6 +102,18 @@ def share_sessions(manager: StreamableHTTPSessionManager, per_tenant: int) -> No
         return admit(requestor)
 
     manager._admit_session = admit_within_share  # type: ignore[method-assign]
+
+
+def bearer_tenant(tokens: TokenMap) -> Callable[[str], str | None]:
+    """The tenant of an ``Authorization`` header's bearer token, read as the SDK's bearer
+    middleware reads it (None: no valid token)."""
+
+    def tenant_of(header: str) -> str | None:
+        if not header.lower().startswith("bearer "):
+            return None
+        return tokens.tenant_for(header[len("bearer ") :])
+
+    return tenant_of
 
 
 def token_tenant() -> str:
