@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
+import anyio
 import attrs
 
 from memcore.errors import InvalidInput
@@ -28,6 +29,9 @@ from memcore_cli.wiring.runtime import Runtime
 logger = logging.getLogger(__name__)
 
 TENANT_ENV = "MEMCORE_TENANT"
+#: The worker threads each tenant's calls may hold at once: the size of anyio's default pool,
+#: which every tenant's calls shared before, so a tenant alone is served as it was.
+THREADS_PER_TENANT = 40
 #: The agent segment the server writes under when ``--agent`` is not given; reads still cover
 #: every agent of the tenant, so memories written by the CLI or Hermes are found too.
 DEFAULT_AGENT = "mcp"
@@ -83,6 +87,7 @@ class Tenants:
         self.options = options
         self._current = current
         self._services: dict[str | None, MemoryService] = {}
+        self._threads: dict[str | None, anyio.CapacityLimiter] = {}
         self._lock = threading.Lock()
 
     @property
@@ -98,9 +103,16 @@ class Tenants:
     def scope_for(self, tenant: str | None) -> ScopeChoice:
         return tenant_scope(self.options, self.runtime.settings, tenant)
 
-    def service(self) -> MemoryService:
-        """The service of the tenant the running request is for."""
-        return self._service_of(self._current())
+    def worker(self) -> tuple[MemoryService, anyio.CapacityLimiter]:
+        """The service of the tenant the running request is for, and the worker threads its
+        calls run on: each tenant has its own :data:`THREADS_PER_TENANT` (a call past them
+        waits for one of its own), so one tenant's calls waiting for a lock, or slow, never
+        take the threads another tenant's calls need. Called on the event loop."""
+        tenant = self._current()
+        threads = self._threads.get(tenant)
+        if threads is None:
+            threads = self._threads[tenant] = anyio.CapacityLimiter(THREADS_PER_TENANT)
+        return self._service_of(tenant), threads
 
     def warm(self, tenants: Iterable[str | None]) -> threading.Thread:
         """Build each served tenant's search caches in a background thread (its own search

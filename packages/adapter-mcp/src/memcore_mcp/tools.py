@@ -1,9 +1,9 @@
 """The model-facing tools and the profile resource, over :class:`~memcore_mcp.tenants.Tenants`.
 
 Each tool resolves the caller's tenant on the event loop (where the request's token is
-known), then runs the blocking store call on a worker thread. No tool takes a tenant, app or
-scope argument; ``agent``/``run`` do not exist here either: a model cannot aim a tool at
-anything but its own tenant. Every answer is a :mod:`memcore_mcp.answers` result.
+known), then runs the blocking store call on one of that tenant's worker threads. No tool
+takes a tenant, app or scope argument; ``agent``/``run`` do not exist here either: a model
+cannot aim a tool at anything but its own tenant. Every answer is a :mod:`memcore_mcp.answers` result.
 """
 
 from __future__ import annotations
@@ -138,8 +138,8 @@ class MemoryTools:
         self, tool: str, work: Callable[[MemoryService], Mapping[str, Any]], *, stored: bool
     ) -> CallToolResult:
         try:
-            service = self.tenants.service()
-            data = await anyio.to_thread.run_sync(functools.partial(work, service))
+            service, threads = self.tenants.worker()
+            data = await anyio.to_thread.run_sync(functools.partial(work, service), limiter=threads)
         except Exception as exc:  # every failure is a JSON answer, never a traceback
             return answers.error(exc, tool, database=self.tenants.database)
         return answers.fenced(data) if stored else answers.plain(data)
@@ -325,8 +325,8 @@ class MemoryTools:
             return answers.fenced_text({"memories": [answers.memory_json(m) for m in page.items]})
 
         try:
-            service = self.tenants.service()
-            return await anyio.to_thread.run_sync(functools.partial(read, service))
+            service, threads = self.tenants.worker()
+            return await anyio.to_thread.run_sync(functools.partial(read, service), limiter=threads)
         except Exception as exc:
             raise answers.resource_error(exc, PROFILE_URI, database=self.tenants.database) from None
 
