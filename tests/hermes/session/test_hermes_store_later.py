@@ -419,3 +419,35 @@ def test_a_file_another_process_holds_exclusive_does_not_hold_the_start(
             holder.stdin.close()
         holder.wait(30)
         mm.shutdown_all()
+
+
+def test_an_opening_that_fails_with_a_bug_is_tried_again_without_a_new_write(
+    hermes_home: Path, kit: Any
+) -> None:
+    """An error that is no memcore error in a later opening escaped the delivery pass: the
+    lane then slept until the next write, and the writes already spooled waited for it."""
+    factory = _OpensLater(Unavailable("TableStore could not be reached"))
+    bug = threading.Event()
+    broke: list[int] = []
+
+    def buggy(config: Any) -> Any:
+        if bug.is_set() and not broke:
+            broke.append(1)
+            factory.open.set()  # the next try opens it
+            raise KeyError("endpoint")
+        return factory(config)
+
+    provider = MemcoreMemoryProvider(store_factory=buggy, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    try:
+        _write_everything(mm)
+        time.sleep(0.3)  # the writes' own passes are over: the lane retries on its timer
+        tries = len(factory.calls)
+        assert _wait_for(lambda: len(factory.calls) >= tries + 2, 10)
+        bug.set()
+        runtime = provider.runtime
+        assert _wait_for(lambda: runtime.spool.stats(time.time()).depth == 0, 10)
+        assert broke == [1]
+        _once_each([m.text for m in factory.store.all_memories(STORE)])
+    finally:
+        mm.shutdown_all()

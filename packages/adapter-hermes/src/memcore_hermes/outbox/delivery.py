@@ -141,6 +141,11 @@ class StoreHandle:
                 except MemcoreError as exc:
                     self.last_error = exc
                     raise
+                except Exception as exc:  # a bug: tried again with backoff, as any failure
+                    logger.error("tablestore-mem: opening the memory store failed", exc_info=exc)
+                    # Kept without a traceback: its frames may hold the caller (a provider).
+                    self.last_error = _opening_failed(exc)
+                    raise _opening_failed(exc) from None
                 if self._on_open is not None:
                     self._on_open(self._store)
             return self._store
@@ -264,6 +269,12 @@ class StoreHandle:
                 store.close()
             except MemcoreError:
                 pass
+
+
+def _opening_failed(exc: Exception) -> Unavailable:
+    """An error that is no memcore error, escaped from an opening, as one the lane retries
+    (escaping the delivery pass, it left the lane asleep until the next write)."""
+    return Unavailable(f"opening the memory store failed ({type(exc).__name__})", field="store")
 
 
 def _close_opened(opening: Future[MemoryStore]) -> None:
