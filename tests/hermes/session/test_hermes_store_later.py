@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memcore.errors import Conflict, MemcoreError, PermissionDenied, Unavailable
+from memcore.errors import ConfigError, Conflict, MemcoreError, PermissionDenied, Unavailable
 from memcore.scope import Scope, ScopePattern
 from memcore.testing import InMemoryMemoryStore
 from memcore_hermes import MemcoreMemoryProvider
@@ -418,6 +418,102 @@ def test_a_file_another_process_holds_exclusive_does_not_hold_the_start(
         if not holder.stdin.closed:
             holder.stdin.close()
         holder.wait(30)
+        mm.shutdown_all()
+
+
+class _RefusedLater:
+    """A store factory whose first opening fails for a reason that passes, and every later
+    one for ``error``, one that does not (keys refused, a bad config, a newer file)."""
+
+    def __init__(self, error: MemcoreError) -> None:
+        self.error = error
+        self.calls = 0
+
+    def __call__(self, _config: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            raise Unavailable("TableStore could not be reached")
+        raise self.error
+
+
+def _refused_for_good(mm: Any, provider: MemcoreMemoryProvider, code: str) -> None:
+    """What a session says and does once its store was refused for good: the tools name
+    the refusal (not retryable), new writes are not taken, those taken before stay."""
+    runtime = provider.runtime
+    assert runtime is not None
+    depth = runtime.spool.stats(time.time()).depth
+    found = json.loads(mm.handle_tool_call("tablestore_search", {"query": "bike"}))
+    assert found["error"]["code"] == code, found
+    assert found["error"]["retryable"] is False
+    assert "cannot be used" in found["error"]["message"], found
+    kept = json.loads(mm.handle_tool_call("tablestore_remember", {"content": "Dana owns a van"}))
+    assert kept["error"]["code"] == code, kept
+    mm.sync_all("My van is blue", "Noted.", session_id="s1")
+    assert mm.flush_pending(10)
+    mm.on_memory_write("add", "user", "Dana likes vans")
+    assert runtime.spool.stats(time.time()).depth == depth
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        PermissionDenied("the access keys were refused"),
+        ConfigError("endpoint is not a URL", field="endpoint"),
+    ],
+    ids=["keys-refused", "bad-config"],
+)
+def test_a_store_refused_for_good_after_the_start_stops_the_retries(
+    hermes_home: Path, kit: Any, error: MemcoreError
+) -> None:
+    """The store's first opening failed for a reason that passes, a later one for one that
+    does not: the lane went on opening it every backoff for the session's life, the tools
+    said it would be opened again, and writes kept being taken that no try could store."""
+    factory = _RefusedLater(error)
+    provider = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    try:
+        assert _wait_for(lambda: factory.calls >= 2, 10)
+        assert _wait_for(lambda: provider.runtime.handle.refused is not None, 10)
+        tries = factory.calls
+        _refused_for_good(mm, provider, error.code)
+        mm.on_turn_start(2, "next")
+        time.sleep(0.3)  # several backoffs of the fast retry policy
+        assert factory.calls == tries
+    finally:
+        mm.shutdown_all()
+
+
+def test_an_opening_past_the_start_that_ends_refused_is_not_retried(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The opening ``initialize`` stopped waiting for ends with a refusal for good (keys
+    refused in a first run's bootstrap): the session said so nowhere and kept opening."""
+    from agent import memory_manager
+
+    monkeypatch.setattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", 0.6)  # waits 0.1 s
+    release = threading.Event()
+    calls: list[int] = []
+
+    def slow(_config: Any) -> Any:
+        calls.append(1)
+        release.wait(30)
+        raise PermissionDenied("the access keys were refused")
+
+    provider = MemcoreMemoryProvider(store_factory=slow, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    try:
+        runtime = provider.runtime
+        assert runtime is not None and runtime.handle.opening
+        queued = _write_everything(mm)
+        assert queued["status"] == "queued", queued
+        release.set()
+        assert _wait_for(lambda: runtime.handle.refused is not None, 10)
+        _refused_for_good(mm, provider, "permission_denied")
+        time.sleep(0.3)
+        assert calls == [1]
+        # What was taken before the refusal waits for a start that can store it.
+        assert runtime.spool.stats(time.time()).depth == 3
+    finally:
         mm.shutdown_all()
 
 

@@ -78,7 +78,10 @@ class StoreHandle:
         auto_create: bool,
         extract_instructions: str | None = None,
         on_open: Callable[[MemoryStore], None] | None = None,
+        lasting: Callable[[MemcoreError], bool] | None = None,
     ) -> None:
+        """``lasting``: whether an opening's error is one no later try can get past (bad
+        config, keys refused, a read-only or newer file): the store is not opened again."""
         self._opener = opener
         self.store_name = store_name
         self._description = description
@@ -97,6 +100,10 @@ class StoreHandle:
         #: The opening ``initialize`` started and stopped waiting for: the store comes from
         #: it (the lane waits for it), never from a second opening competing with it.
         self._opening: Future[MemoryStore] | None = None
+        self._lasting = lasting
+        #: Why the store can never open in this session (an opening failed for a reason
+        #: that does not pass); kept without a traceback.
+        self.refused: MemcoreError | None = None
 
     @property
     def store(self) -> MemoryStore | None:
@@ -117,7 +124,7 @@ class StoreHandle:
     @property
     def waiting_to_open(self) -> bool:
         """The store is not open yet: the lane tries again even with nothing to deliver."""
-        return self._store is None and self._opens_on is not None
+        return self._store is None and self._opens_on is not None and self.refused is None
 
     def open_only_on(self, thread: threading.Thread) -> None:
         """Let only ``thread`` open the store; others get :class:`Unavailable` at once."""
@@ -129,6 +136,7 @@ class StoreHandle:
 
     def get(self) -> MemoryStore:
         """The opened store (without ensuring it); raises the opening error."""
+        self.check_usable()
         if self._store is None and not self._may_open(self._opening):
             raise self._unavailable()
         with self._lock:
@@ -139,7 +147,9 @@ class StoreHandle:
                 try:
                     self._store = self._open(opening)
                 except MemcoreError as exc:
-                    self.last_error = exc
+                    self.last_error = _detached(exc)  # its frames may hold the caller
+                    if self._lasting is not None and self._lasting(exc):
+                        self._refuse(exc)
                     raise
                 except Exception as exc:  # a bug: tried again with backoff, as any failure
                     logger.error("tablestore-mem: opening the memory store failed", exc_info=exc)
@@ -149,6 +159,23 @@ class StoreHandle:
                 if self._on_open is not None:
                     self._on_open(self._store)
             return self._store
+
+    def check_usable(self) -> None:
+        """Raise why the store can never open in this session, if it cannot."""
+        refused = self.refused
+        if refused is not None:
+            raise _unusable(refused)
+
+    def _refuse(self, error: MemcoreError) -> None:
+        """Give up on the store for good: no more tries, and say so once, loudly."""
+        self.refused = _detached(error)
+        logger.error(
+            "tablestore-mem: the memory store cannot be used (%s: %s); it is not opened again, "
+            "and this session records no more memories; fix the cause and start a new session "
+            "(writes queued before this wait in the spool for it)",
+            error.code,
+            error,
+        )
 
     def _may_open(self, opening: Future[MemoryStore] | None) -> bool:
         """Whether this thread may open the store: the lane (or any thread when no lane is
@@ -235,10 +262,12 @@ class StoreHandle:
         *,
         on_open: Callable[[MemoryStore], None] | None = None,
         opening: Future[MemoryStore] | None = None,
+        lasting: Callable[[MemcoreError], bool] | None = None,
     ) -> StoreHandle:
         """A handle whose store could not be opened yet (``error``, a reason that passes):
         the lane opens it later, retrying with backoff; the runtime names the lane. With
-        ``opening`` (still under way) the lane first waits for that one."""
+        ``opening`` (still under way) the lane first waits for that one; an opening that
+        fails for a ``lasting`` reason ends the tries (see :meth:`check_usable`)."""
         handle = cls(
             opener,
             store_name=config.memory_store_name,
@@ -246,6 +275,7 @@ class StoreHandle:
             auto_create=config.auto_create_store,
             extract_instructions=config.extract_instructions,
             on_open=on_open,
+            lasting=lasting,
         )
         # Without its traceback: its frames hold the caller (the provider), which the lane
         # holding this handle would keep alive, and the lane ends only once it is collected.
@@ -269,6 +299,29 @@ class StoreHandle:
                 store.close()
             except MemcoreError:
                 pass
+
+
+def _detached(error: MemcoreError) -> MemcoreError:
+    """A copy of ``error`` without its traceback (whose frames may hold a provider), to
+    keep and to raise copies of."""
+    kept = type(error).__new__(type(error))
+    kept.__dict__.update(vars(error))
+    kept.args = error.args
+    return kept
+
+
+def _unusable(error: MemcoreError) -> MemcoreError:
+    """``error`` (an opening's, for a reason that does not pass), as the session answers it
+    from then on: its own type and code, not retryable."""
+    told = _detached(error)
+    told.retryable = False
+    told.message = (
+        f"memory is unavailable: the memory store cannot be used ({error.code}: {error}); it "
+        "is not opened again, and this session records no more memories: fix the cause and "
+        "start a new session (writes queued before this wait in the spool for it)"
+    )
+    told.args = (told.message,)
+    return told
 
 
 def _opening_failed(exc: Exception) -> Unavailable:
@@ -372,6 +425,8 @@ class Deliverer:
                     self.spool.note_error(batch[0].key, f"{exc.code}: {exc}")
                 except Unavailable:
                     pass
+            if self.handle.refused is not None:  # it never opens: the writes wait for a start
+                return None
             logger.warning(
                 "tablestore-mem: memory backend not ready (%s: %s); %d write(s) wait in the spool, "
                 "next try in %.1f s",

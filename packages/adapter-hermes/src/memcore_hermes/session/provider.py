@@ -397,6 +397,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 Unavailable(f"it was still being opened after {bound:g} s", field="store"),
                 on_open=lambda opened: _on_store_open(opened, config, reindex),
                 opening=_store_of(opening),
+                lasting=lasting,
             )
             return self._start(session_id, kwargs, home, config, scope, handle, read_only)
         try:
@@ -420,6 +421,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 config,
                 exc,
                 on_open=lambda opened: _on_store_open(opened, config, reindex),
+                lasting=lasting,
             )
         else:
             handle = StoreHandle.opened(store, config)
@@ -709,6 +711,12 @@ def _on_store_open(store: MemoryStore, config: MemcoreConfig, reindex: bool) -> 
         from memcore_hermes.backend.reindex import start_background_reindex
 
         start_background_reindex(store, config.memory_store_name)
+
+
+def lasting(error: MemcoreError) -> bool:
+    """Whether a store's opening failed for good (see :func:`passes`): a session whose
+    store could not open at once stops trying, and takes no more writes."""
+    return not passes(error)
 
 
 def passes(error: MemcoreError) -> bool:

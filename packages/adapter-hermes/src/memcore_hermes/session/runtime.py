@@ -146,6 +146,8 @@ class MemoryRuntime:
             raise PermissionDenied(
                 "this session is read-only (not the primary agent context)", field="agent_context"
             )
+        # A write taken now could never be stored by this session: refused, not spooled.
+        self.handle.check_usable()
 
     def _warm_up(self) -> None:
         if not self.read_only:
