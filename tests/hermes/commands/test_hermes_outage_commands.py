@@ -153,3 +153,28 @@ def test_a_command_waits_for_the_whole_opening(
         assert time.monotonic() - started >= 8.0  # it waited for the lock to go
     finally:
         holder.wait(30)
+
+
+@pytest.mark.skipif(not Path("/proc/locks").is_file(), reason="lock list is Linux only")
+def test_a_command_whose_store_cannot_open_says_the_next_start_stores_its_write(
+    hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A one-shot command said its store was "opened again in the background, and queued
+    writes are stored once it opens": its process exits right after, and opens nothing."""
+    from tests.older_store import held_open, write_older
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    database = hermes_home / "tablestore_memory_local.sqlite3"
+    write_older(database)
+    with held_open(database):
+        code, added, err = kit.run_cli_full(capsys, "add", "written while an older one ran")
+        assert code == 5 and added["status"] == "queued", added
+        code, synced, _ = kit.run_cli_full(capsys, "add", "wanted now", "--sync")
+        assert code == 5, synced
+    for message in (added["error"]["message"], synced["error"]["message"], err):
+        assert "background" not in message, message
+        assert "conflict" in message, message
+    assert "the next command or agent start" in added["error"]["message"]
+    code, found = kit.run_cli(capsys, "search", "older")
+    assert code == 0
+    assert [r["text"] for r in found["results"]] == ["written while an older one ran"]

@@ -104,6 +104,8 @@ class StoreHandle:
         #: Why the store can never open in this session (an opening failed for a reason
         #: that does not pass); kept without a traceback.
         self.refused: MemcoreError | None = None
+        #: A session's lane goes on opening the store; a one-shot command's process ends.
+        self.opens_later = True
 
     @property
     def store(self) -> MemoryStore | None:
@@ -197,6 +199,13 @@ class StoreHandle:
     def _unavailable(self) -> Unavailable:
         reason = self.last_error
         why = f" ({reason.code}: {reason})" if reason is not None else ""
+        if not self.opens_later:
+            return Unavailable(
+                f"memory is unavailable: the memory store could not be opened{why}; a write "
+                "queued now stays in the spool, and the next command or agent start stores it "
+                "once the store opens",
+                field="store",
+            )
         again = "still being opened" if self.opening else "opened again"
         return Unavailable(
             f"memory is unavailable: the memory store is not open yet{why}; it is {again} "
@@ -263,11 +272,14 @@ class StoreHandle:
         on_open: Callable[[MemoryStore], None] | None = None,
         opening: Future[MemoryStore] | None = None,
         lasting: Callable[[MemcoreError], bool] | None = None,
+        opens_later: bool = True,
     ) -> StoreHandle:
         """A handle whose store could not be opened yet (``error``, a reason that passes):
         the lane opens it later, retrying with backoff; the runtime names the lane. With
         ``opening`` (still under way) the lane first waits for that one; an opening that
-        fails for a ``lasting`` reason ends the tries (see :meth:`check_usable`)."""
+        fails for a ``lasting`` reason ends the tries (see :meth:`check_usable`).
+        ``opens_later``: False for a one-shot command, whose process ends before a later try
+        could open it (its errors then say so)."""
         handle = cls(
             opener,
             store_name=config.memory_store_name,
@@ -281,6 +293,7 @@ class StoreHandle:
         # holding this handle would keep alive, and the lane ends only once it is collected.
         handle.last_error = error.with_traceback(None)
         handle._opening = opening
+        handle.opens_later = opens_later
         return handle
 
     def forget_ready(self) -> None:

@@ -422,6 +422,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 exc,
                 on_open=lambda opened: _on_store_open(opened, config, reindex),
                 lasting=lasting,
+                opens_later=self._bounded_start,  # a one-shot command's process ends
             )
         else:
             handle = StoreHandle.opened(store, config)
