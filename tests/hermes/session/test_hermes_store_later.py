@@ -547,3 +547,32 @@ def test_an_opening_that_fails_with_a_bug_is_tried_again_without_a_new_write(
         _once_each([m.text for m in factory.store.all_memories(STORE)])
     finally:
         mm.shutdown_all()
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["opened", "still-opening"])
+def test_a_spool_that_cannot_be_opened_fails_the_start_and_leaves_no_store_open(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch, late: bool
+) -> None:
+    """Without a spool no write can be kept, so the start fails (a session must not take
+    writes it cannot keep); the store opened for it was left open for the process's life."""
+    from agent import memory_manager
+
+    from memcore_hermes.config.home import SPOOL_FILE
+
+    (hermes_home / SPOOL_FILE).mkdir()  # nothing can open it as a database
+    if late:
+        monkeypatch.setattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", 0.6)  # 0.1 s
+    release = threading.Event()
+    store = InMemoryMemoryStore()
+
+    def factory(_config: Any) -> Any:
+        if late:
+            release.wait(30)
+        return store
+
+    provider = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
+    with pytest.raises(Unavailable, match="cannot open the spool"):
+        provider.initialize("s1", hermes_home=str(hermes_home), user_id="dana")
+    assert provider.runtime is None
+    release.set()
+    assert _wait_for(lambda: store.closed, 10)

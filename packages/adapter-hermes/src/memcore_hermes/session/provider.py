@@ -426,7 +426,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             )
         else:
             handle = StoreHandle.opened(store, config)
+            runtime = self._start(session_id, kwargs, home, config, scope, handle, read_only)
             _on_store_open(store, config, self._background_reindex and not read_only)
+            return runtime
         return self._start(session_id, kwargs, home, config, scope, handle, read_only)
 
     def _start(
@@ -440,12 +442,19 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         read_only: bool,
     ) -> MemoryRuntime:
         """The session's runtime over ``handle`` (its store open or still to be opened)."""
+        from memcore.errors import MemcoreError
         from memcore_hermes.outbox.spool import SqliteOutbox
         from memcore_hermes.session.runtime import MemoryRuntime
         from memcore_hermes.session.tenancy import warn_of_legacy_memories
 
         self._home, self._config = home, config
-        spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
+        try:
+            spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
+        except MemcoreError:
+            # Without a spool no write can be kept: the start fails (a session must not take
+            # writes it cannot keep), and the store opened, or still opening, for it is closed.
+            handle.close()
+            raise
         runtime = MemoryRuntime(
             config=config,
             scope=scope,
