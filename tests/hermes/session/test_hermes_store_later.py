@@ -576,3 +576,23 @@ def test_a_spool_that_cannot_be_opened_fails_the_start_and_leaves_no_store_open(
     assert provider.runtime is None
     release.set()
     assert _wait_for(lambda: store.closed, 10)
+
+
+def test_after_a_failed_start_the_tools_answer_why(hermes_home: Path, kit: Any) -> None:
+    """Hermes keeps a provider whose start failed, tools and all: they answered "tablestore-mem
+    is not initialised", retryable, which neither said why nor was true (nothing retries)."""
+    kit.write_config(hermes_home, backend="local", embedder="none", top_k="many")
+    mm = _manager(MemcoreMemoryProvider(retry=kit.FAST_RETRY), hermes_home)
+    try:
+        for tool, args in (
+            ("tablestore_search", {"query": "bike"}),
+            ("tablestore_remember", {"content": "Dana owns a kayak"}),
+        ):
+            error = json.loads(mm.handle_tool_call(tool, args))["error"]
+            assert error["code"] == "config_error", error
+            assert error["retryable"] is False
+            assert error["message"].startswith("tablestore-mem could not start (config_error: ")
+            assert "top_k" in error["message"], error
+            assert "doctor" in error["message"]
+    finally:
+        mm.shutdown_all()

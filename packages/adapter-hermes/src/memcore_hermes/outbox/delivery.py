@@ -149,7 +149,7 @@ class StoreHandle:
                 try:
                     self._store = self._open(opening)
                 except MemcoreError as exc:
-                    self.last_error = _detached(exc)  # its frames may hold the caller
+                    self.last_error = detached(exc)  # its frames may hold the caller
                     if self._lasting is not None and self._lasting(exc):
                         self._refuse(exc)
                     raise
@@ -170,7 +170,7 @@ class StoreHandle:
 
     def _refuse(self, error: MemcoreError) -> None:
         """Give up on the store for good: no more tries, and say so once, loudly."""
-        self.refused = _detached(error)
+        self.refused = detached(error)
         logger.error(
             "tablestore-mem: the memory store cannot be used (%s: %s); it is not opened again, "
             "and this session records no more memories; fix the cause and start a new session "
@@ -314,7 +314,7 @@ class StoreHandle:
                 pass
 
 
-def _detached(error: MemcoreError) -> MemcoreError:
+def detached(error: MemcoreError) -> MemcoreError:
     """A copy of ``error`` without its traceback (whose frames may hold a provider), to
     keep and to raise copies of."""
     kept = type(error).__new__(type(error))
@@ -326,7 +326,7 @@ def _detached(error: MemcoreError) -> MemcoreError:
 def _unusable(error: MemcoreError) -> MemcoreError:
     """``error`` (an opening's, for a reason that does not pass), as the session answers it
     from then on: its own type and code, not retryable."""
-    told = _detached(error)
+    told = detached(error)
     told.retryable = False
     told.message = (
         f"memory is unavailable: the memory store cannot be used ({error.code}: {error}); it "
@@ -716,5 +716,6 @@ __all__ = [
     "Deliverer",
     "RetryPolicy",
     "StoreHandle",
+    "detached",
     "send_mirror",
 ]

@@ -109,6 +109,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         #: The session's tenant when not its user's (fixed_tenant): kept across switches.
         self._tenant_id: str | None = None
         self._init_error: str | None = None
+        #: Why the last start failed (without its traceback), for the tools to answer.
+        self._init_failure: MemcoreError | None = None
         self._warned_uninitialised = False
 
     @property
@@ -334,13 +336,16 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         progress = _progress_callback(kwargs.get("status_callback"))
         try:
             self._runtime = self._build_runtime(session_id, kwargs, progress)
-            self._init_error = None
+            self._init_error, self._init_failure = None, None
             # The gateway evicts cached agents (LRU cap, idle TTL, a model switch) without
             # ending their provider: the lane, the store and its connections would outlive it.
             self._release = weakref.finalize(self, self._runtime.abandon)
             self._release.atexit = False
         except MemcoreError as exc:
+            from memcore_hermes.outbox.delivery import detached
+
             self._init_error = f"{exc.code}: {exc}"
+            self._init_failure = detached(exc)
             logger.error("tablestore-mem could not start: %s", exc)
             raise
 
@@ -608,7 +613,25 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         from memcore_hermes.session.tools import handle_tool
 
-        return handle_tool(self._runtime, tool_name, args)
+        return handle_tool(self._runtime, tool_name, args, absent=self._not_started())
+
+    def _not_started(self) -> MemcoreError | None:
+        """Why the tools cannot answer when the start failed: its error, with its code, and
+        not retryable (nothing starts this session again)."""
+        from memcore_hermes.outbox.delivery import detached
+
+        failure = self._init_failure
+        if failure is None:
+            return None
+        told = detached(failure)
+        told.retryable = False
+        told.message = (
+            f"tablestore-mem could not start ({failure.code}: {failure}); memory is off for "
+            "this session: fix the cause (`hermes tablestore-mem doctor` says what is wrong) "
+            "and start a new session"
+        )
+        told.args = (told.message,)
+        return told
 
     def on_memory_write(
         self,

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memcore.errors import MemcoreError
 
 PROFILE = "tablestore_profile"
 SEARCH = "tablestore_search"
@@ -188,8 +191,15 @@ def _memory_json(memory: Any) -> dict[str, Any]:
     }
 
 
-def handle_tool(runtime: Any, tool_name: str, args: Mapping[str, Any] | None) -> str:
-    """Run one tool against ``runtime``; always a JSON string."""
+def handle_tool(
+    runtime: Any,
+    tool_name: str,
+    args: Mapping[str, Any] | None,
+    *,
+    absent: MemcoreError | None = None,
+) -> str:
+    """Run one tool against ``runtime``; always a JSON string. ``absent``: the error to
+    answer when there is no runtime (why the start failed)."""
     from memcore.errors import InvalidInput, MemcoreError
 
     try:
@@ -210,7 +220,7 @@ def handle_tool(runtime: Any, tool_name: str, args: Mapping[str, Any] | None) ->
         if runtime is None:
             from memcore.errors import Unavailable
 
-            raise Unavailable("tablestore-mem is not initialised", field="provider")
+            raise absent or Unavailable("tablestore-mem is not initialised", field="provider")
         return _HANDLERS[tool_name](runtime, args)
     except MemcoreError as exc:
         return error_json(exc)
