@@ -265,3 +265,39 @@ def test_a_control_plane_that_never_answers_does_not_hold_the_start(
         provider.shutdown()
     assert time.monotonic() - started < 5.0
     assert runtime.spool.stats(time.time()).depth == 1  # kept for the next start
+
+
+def test_a_bootstrap_refused_after_the_start_is_given_up(
+    hermes_home: Path, kit: Any, twin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control plane answered 503 past the start's wait, then refused the keys: the
+    session went on bootstrapping every backoff, and its tools said memory would open. Now
+    it stops, the tools name the refusal, and the turn taken before waits in the spool."""
+    from agent import memory_manager
+
+    monkeypatch.setattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", 1.5)  # waits 1 s
+    plane = twin.control_plane
+    plane.fail("ListInstances", code="ServiceUnavailable", status=503, times=None)
+    kit.write_config(hermes_home, backend="tablestore", timeout=3.0)
+    kit.write_env(hermes_home, kit.EMULATOR_KEYS)
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, provisioner_options=options(twin))
+    try:
+        _start(provider, hermes_home, [])
+        runtime = provider.runtime
+        assert runtime is not None and runtime.handle.opening
+        provider.sync_turn("I ride a red bike", "Noted.", session_id="s1")
+        plane.clear_faults()
+        plane.fail("ListInstances", code="InvalidAccessKeyId.NotFound", status=403, times=None)
+        deadline = time.monotonic() + 60
+        while runtime.handle.refused is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        found = json.loads(provider.handle_tool_call("tablestore_search", {"query": "bike"}))
+        assert found["error"]["code"] == "permission_denied", found
+        assert found["error"]["retryable"] is False
+        calls = plane.call_count("ListInstances")
+        provider.on_turn_start(2, "next")
+        time.sleep(0.5)
+        assert plane.call_count("ListInstances") == calls
+        assert runtime.spool.stats(time.time()).depth == 1
+    finally:
+        provider.shutdown()
