@@ -71,3 +71,31 @@ def test_an_opening_never_taken_is_closed_when_it_ends() -> None:
     store = InMemoryMemoryStore()
     opening.set_result(store)
     assert store.closed
+
+
+def test_an_opening_refused_for_good_is_answered_alike_and_never_tried_again() -> None:
+    from memcore.errors import PermissionDenied
+
+    opening: Future[Any] = Future()
+    opened: list[str] = []
+
+    def opener() -> Any:
+        opened.append("again")
+        return InMemoryMemoryStore()
+
+    handle = StoreHandle.deferred(
+        opener,
+        MemcoreConfig(),
+        Unavailable("still opening"),
+        opening=opening,
+        lasting=lambda error: not error.retryable,
+    )
+    opening.set_exception(PermissionDenied("the access keys were refused"))
+    for _ in range(3):  # the caller that met the refusal first, and every one after it
+        with pytest.raises(PermissionDenied, match="cannot be used") as info:
+            handle.get()
+        assert "the access keys were refused" in str(info.value)
+        assert info.value.retryable is False
+        assert info.value.__traceback__ is not None
+    assert opened == [] and not handle.waiting_to_open
+    assert handle.refused is not None and handle.refused.__traceback__ is None

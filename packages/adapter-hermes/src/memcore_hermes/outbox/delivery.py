@@ -143,6 +143,7 @@ class StoreHandle:
             raise self._unavailable()
         with self._lock:
             if self._store is None:
+                self.check_usable()  # refused while this thread waited for the lock
                 opening = self._opening
                 if not self._may_open(opening):  # the lane took the opening meanwhile
                     raise self._unavailable()
@@ -152,6 +153,7 @@ class StoreHandle:
                     self.last_error = detached(exc)  # its frames may hold the caller
                     if self._lasting is not None and self._lasting(exc):
                         self._refuse(exc)
+                        raise _unusable(exc) from None  # as every later call answers
                     raise
                 except Exception as exc:  # a bug: tried again with backoff, as any failure
                     logger.error("tablestore-mem: opening the memory store failed", exc_info=exc)
