@@ -174,7 +174,11 @@ def test_a_command_whose_store_cannot_open_says_the_next_start_stores_its_write(
     for message in (added["error"]["message"], synced["error"]["message"], err):
         assert "background" not in message, message
         assert "conflict" in message, message
-    assert "the next command or agent start" in added["error"]["message"]
+    assert "the next command or agent start" in added["note"]
+    # --sync kept nothing: its error must not read as if it had.
+    assert "spool" not in synced["error"]["message"], synced
     code, found = kit.run_cli(capsys, "search", "older")
     assert code == 0
     assert [r["text"] for r in found["results"]] == ["written while an older one ran"]
+    code, found = kit.run_cli(capsys, "search", "wanted")
+    assert code == 0 and found["results"] == [], found

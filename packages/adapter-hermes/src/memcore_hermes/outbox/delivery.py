@@ -202,11 +202,10 @@ class StoreHandle:
         reason = self.last_error
         why = f" ({reason.code}: {reason})" if reason is not None else ""
         if not self.opens_later:
+            # Nothing more: an ``add`` says itself that its write waits in the spool, and
+            # an ``add --sync`` kept nothing.
             return Unavailable(
-                f"memory is unavailable: the memory store could not be opened{why}; a write "
-                "queued now stays in the spool, and the next command or agent start stores it "
-                "once the store opens",
-                field="store",
+                f"memory is unavailable: the memory store could not be opened{why}", field="store"
             )
         again = "still being opened" if self.opening else "opened again"
         return Unavailable(
