@@ -596,3 +596,46 @@ def test_after_a_failed_start_the_tools_answer_why(hermes_home: Path, kit: Any) 
             assert "doctor" in error["message"]
     finally:
         mm.shutdown_all()
+
+
+class _EnsureFails(InMemoryMemoryStore):
+    """A store whose ``ensure_store`` fails while ``down`` is set, once with ``bug`` (an
+    error that is no memcore error, as an SDK's escaping an adapter would be)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = threading.Event()
+        self.down.set()
+        self.bug: Exception | None = None
+        self.ensures = 0
+
+    def ensure_store(self, *args: Any, **kwargs: Any) -> Any:
+        self.ensures += 1
+        bug, self.bug = self.bug, None
+        if bug is not None:
+            self.down.clear()  # the next try succeeds
+            raise bug
+        if self.down.is_set():
+            raise Unavailable("TableStore could not be reached")
+        return super().ensure_store(*args, **kwargs)
+
+
+def test_a_store_check_that_fails_with_a_bug_is_tried_again_without_a_new_write(
+    hermes_home: Path, kit: Any
+) -> None:
+    """The delivery pass's first look at the store let an error that is no memcore error
+    escape it: the lane slept until the next write, and the spooled writes waited for it."""
+    store = _EnsureFails()
+    provider = MemcoreMemoryProvider(store_factory=lambda _c: store, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    try:
+        _write_everything(mm)
+        time.sleep(0.3)  # the writes' own passes are over: the lane retries on its timer
+        tries = store.ensures
+        assert _wait_for(lambda: store.ensures >= tries + 2, 10)
+        store.bug = KeyError("endpoint")
+        runtime = provider.runtime
+        assert _wait_for(lambda: runtime.spool.stats(time.time()).depth == 0, 10)
+        _once_each([m.text for m in store.all_memories(STORE)])
+    finally:
+        mm.shutdown_all()

@@ -426,7 +426,7 @@ class Deliverer:
         if not batch and not self.handle.waiting_to_open:
             return None
         try:
-            self.handle.ready()
+            self._ready()
             self._store_attempts = 0
         except MemcoreError as exc:
             self._store_attempts += 1
@@ -491,6 +491,20 @@ class Deliverer:
             except Unavailable:
                 return self.retry.cap_s
         return wait
+
+    def _ready(self) -> None:
+        """The store, ensured; an error that is no memcore error (a foreign one escaped an
+        adapter) is unavailable, retried with backoff as in a send: escaping the pass, it
+        left the lane asleep until the next write."""
+        try:
+            self.handle.ready()
+        except MemcoreError:
+            raise
+        except Exception as exc:
+            logger.error("tablestore-mem: the memory store check failed", exc_info=exc)
+            raise Unavailable(
+                f"unexpected {type(exc).__name__} from the backend", field="store"
+            ) from None
 
     def _deliver_one(self, entry: OutboxEntry, *, now: float, force: bool) -> float | _Busy | None:
         """Send one entry; None to go on, :class:`_Busy` to skip its scope, a delay to stop."""
