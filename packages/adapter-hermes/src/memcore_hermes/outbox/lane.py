@@ -18,6 +18,10 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 _STOP = object()
+#: When a delivery pass that raised is run again (seconds), doubling while passes keep
+#: raising up to the cap: it must not wait for the next write, nor flood the log.
+AFTER_FAILED_PASS_S = 1.0
+_AFTER_FAILED_PASS_CAP_S = 60.0
 
 
 class Lane:
@@ -42,6 +46,7 @@ class Lane:
         self._drain_queued = False
         self._wake_at: float | None = None
         self._stopped = False
+        self._failed_passes = 0  # passes in a row that raised
         self._thread = threading.Thread(
             target=self._loop, name=f"tablestore-mem-{name}", daemon=True
         )
@@ -120,10 +125,19 @@ class Lane:
 
     # -- worker -----------------------------------------------------------------------------
     def _run_drain(self, *, force: bool) -> float | None:
-        delay = self._drain(force)
-        with self._lock:
-            self._wake_at = None if delay is None else time.monotonic() + max(0.0, delay)
-        return delay
+        # A pass that raises (its caller, if forced, sees the error) is run again later:
+        # with no wake time the writes left in the spool would wait for the next write.
+        delay: float | None = min(
+            _AFTER_FAILED_PASS_CAP_S, AFTER_FAILED_PASS_S * 2.0**self._failed_passes
+        )
+        self._failed_passes += 1
+        try:
+            delay = self._drain(force)
+            self._failed_passes = 0
+            return delay
+        finally:
+            with self._lock:
+                self._wake_at = None if delay is None else time.monotonic() + max(0.0, delay)
 
     def _loop(self) -> None:
         while True:
