@@ -324,18 +324,25 @@ def detached(error: MemcoreError) -> MemcoreError:
     return kept
 
 
-def _unusable(error: MemcoreError) -> MemcoreError:
-    """``error`` (an opening's, for a reason that does not pass), as the session answers it
-    from then on: its own type and code, not retryable."""
+def retold(error: MemcoreError, message: str) -> MemcoreError:
+    """A copy of ``error`` (its type, code and field) saying ``message``, not retryable: what
+    a session answers once nothing it does can get past ``error``."""
     told = detached(error)
     told.retryable = False
-    told.message = (
+    told.message = message
+    told.args = (message,)
+    return told
+
+
+def _unusable(error: MemcoreError) -> MemcoreError:
+    """``error`` (an opening's, for a reason that does not pass), as the session answers it
+    from then on."""
+    return retold(
+        error,
         f"memory is unavailable: the memory store cannot be used ({error.code}: {error}); it "
         "is not opened again, and this session records no more memories: fix the cause and "
-        "start a new session (writes queued before this wait in the spool for it)"
+        "start a new session (writes queued before this wait in the spool for it)",
     )
-    told.args = (told.message,)
-    return told
 
 
 def _opening_failed(exc: Exception) -> Unavailable:
@@ -732,5 +739,6 @@ __all__ = [
     "RetryPolicy",
     "StoreHandle",
     "detached",
+    "retold",
     "send_mirror",
 ]

@@ -618,20 +618,17 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     def _not_started(self) -> MemcoreError | None:
         """Why the tools cannot answer when the start failed: its error, with its code, and
         not retryable (nothing starts this session again)."""
-        from memcore_hermes.outbox.delivery import detached
+        from memcore_hermes.outbox.delivery import retold
 
         failure = self._init_failure
         if failure is None:
             return None
-        told = detached(failure)
-        told.retryable = False
-        told.message = (
+        return retold(
+            failure,
             f"tablestore-mem could not start ({failure.code}: {failure}); memory is off for "
             "this session: fix the cause (`hermes tablestore-mem doctor` says what is wrong) "
-            "and start a new session"
+            "and start a new session",
         )
-        told.args = (told.message,)
-        return told
 
     def on_memory_write(
         self,
