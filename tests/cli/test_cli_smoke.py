@@ -6,6 +6,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -224,6 +225,32 @@ def test_emulator_fail_rate_makes_the_client_exit_5(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_emulator_serve_stopped_with_ctrl_c_exits_130(tmp_path):
+    """Ctrl-C ended the emulator with exit code 0 and no word, where every other command
+    stopped by it says ``memcore: interrupted`` and exits 130, as the exit-code table says;
+    SIGTERM, a service manager's stop, is the clean one (exit 0, above)."""
+    served = tmp_path / "served"
+    proc = subprocess.Popen(
+        [str(SCRIPT), "--json", "emulator", "serve", "--port", "0", "--database", ":memory:"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(served, MEMCORE_BACKEND="local"),
+        # As from a terminal: a child started in the background would ignore SIGINT.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        assert json.loads(_read_line(proc, 60))["url"].startswith("http://127.0.0.1:")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 130, err
+    assert err == "memcore: interrupted\n"
 
 
 def test_emulator_serve_rejects_bad_fault_settings(tmp_path):

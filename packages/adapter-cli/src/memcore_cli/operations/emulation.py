@@ -47,7 +47,8 @@ def _check_faults(port: int, latency_ms: float, fail_rate: float) -> None:
 def serve_forever(
     state: CliState, *, port: int, latency_ms: float, fail_rate: float, database: str | None
 ) -> None:
-    """Serve until SIGTERM or Ctrl-C; the embedded store is closed on the way out."""
+    """Serve until SIGTERM (a clean stop) or Ctrl-C, which ends in ``KeyboardInterrupt`` as
+    in every command (exit 130); the embedded store is closed on the way out."""
     from memcore_cli.wiring.runtime import open_default_store
     from memcore_tablestore.emulator import EmulatorServer, Faults
 
@@ -94,8 +95,6 @@ def serve_forever(
             _announce(state, server.url, db_path, dev_keys=dev_keys, dev_api_key=dev_api_key)
             while not stop.wait(0.5):
                 pass
-        except KeyboardInterrupt:
-            pass
         finally:
             server.stop()
             signal.signal(signal.SIGTERM, previous)
