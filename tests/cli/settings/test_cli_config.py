@@ -283,3 +283,34 @@ def test_config_set_never_follows_a_symlink_another_user_left_in_a_shared_folder
     assert result.exit_code == 4, result.stdout
     assert "another user left in a shared folder" in result.stdout + result.stderr
     assert victim.read_text(encoding="utf-8") == "{}"
+
+
+@pytest.mark.parametrize(
+    ("key", "word"),
+    [
+        ("app_id", "null"),
+        ("app_id", "None"),
+        ("memory_store_name", "null"),
+        ("description", "null"),
+    ],
+)
+def test_config_set_refuses_to_unset_a_key_that_has_no_unset(local_cli, key, word):
+    """``config set app_id null`` wrote the app id "null": the next command read and wrote
+    an app of that name, where none of the memories were, and said nothing. A key that
+    cannot be unset refuses the word in one line (exit 2) and the file is kept."""
+    path = local_cli.home / "config.json"
+    before = path.read_text(encoding="utf-8")
+    local_cli.ok("add", "kept under the default app")
+    result = local_cli("config", "set", key, word)
+    assert result.exit_code == 2, result.stdout
+    (line,) = result.stderr.splitlines()
+    assert f"{key} cannot be unset" in line
+    assert path.read_text(encoding="utf-8") == before
+    assert local_cli.json("count")["count"] == 1
+
+
+def test_config_set_still_takes_none_as_a_value_where_it_is_one(local_cli):
+    """``embedder none`` (lexical search only) is a value of the key, not an unset."""
+    local_cli.ok("config", "set", "embedder", "auto")
+    local_cli.ok("config", "set", "embedder", "none")
+    assert json.loads((local_cli.home / "config.json").read_text())["embedder"] == "none"

@@ -84,7 +84,10 @@ def show(ctx: typer.Context) -> None:
 def set_value(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="A config key, e.g. tenant_id or backend.")],
-    value: Annotated[str, typer.Argument(help="The value; 'null' unsets an optional key.")],
+    value: Annotated[
+        str,
+        typer.Argument(help="The value; 'null' unsets an optional key (others refuse it)."),
+    ],
 ) -> None:
     """Change one setting in the config file (validated; written atomically, mode 0600).
 

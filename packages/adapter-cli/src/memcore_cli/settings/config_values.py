@@ -6,13 +6,16 @@ from typing import Any
 
 import attrs
 
-from memcore.config import CONFIG_KEYS, MemcoreConfig
+from memcore.config import CONFIG_KEYS, EMBEDDERS, TENANT_SCOPES, MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.limits import unicode_problem
+from memcore.turn_policy import STORE_ASSISTANT
 
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 _UNSET = ("null", "none")
+#: Keys that cannot be unset but take one of the unset words as a value (``embedder none``).
+_WORDS = {"embedder": EMBEDDERS, "tenant_scope": TENANT_SCOPES, "store_assistant": STORE_ASSISTANT}
 #: Never printed by ``config show``; the config model holds none today, but a future key might.
 SECRET_WORDS = ("secret", "password", "token", "access_key", "api_key", "apikey")
 #: Secrets asked for by name, and the variable that holds each (the config file holds none).
@@ -47,10 +50,15 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
     if raw.lower() in _UNSET:
         if optional:
             return None
-        if kind.startswith("str"):
-            # A required text key (``embedder none``): the word is its value, not an unset.
-            return raw.lower()
-        raise ConfigError("this key cannot be unset", field=key, source=source)
+        if raw.lower() in _WORDS.get(key, ()):
+            return raw.lower()  # a value of the key (``embedder none``), not an unset
+        # Else ``app_id null`` named an app "null", holding none of the memories.
+        default = fields[key].default
+        raise ConfigError(
+            f"{key} cannot be unset; give a value (its default is {default!r})",
+            field=key,
+            source=source,
+        )
     if kind.startswith("bool"):
         if raw.lower() in _TRUE:
             return True
