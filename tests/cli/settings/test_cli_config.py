@@ -314,3 +314,25 @@ def test_config_set_still_takes_none_as_a_value_where_it_is_one(local_cli):
     local_cli.ok("config", "set", "embedder", "auto")
     local_cli.ok("config", "set", "embedder", "none")
     assert json.loads((local_cli.home / "config.json").read_text())["embedder"] == "none"
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t "])
+def test_config_set_refuses_an_empty_local_path(local_cli, value):
+    """``config set local_path ' '`` was written, and every later command kept its memories
+    in a file named " " in the home; an empty one is refused alike (null unsets the key)."""
+    path = local_cli.home / "config.json"
+    before = path.read_text(encoding="utf-8")
+    result = local_cli("config", "set", "local_path", value)
+    assert result.exit_code == 2, result.stdout
+    (line,) = result.stderr.splitlines()
+    assert "local_path" in line and "empty" in line
+    assert path.read_text(encoding="utf-8") == before
+
+
+def test_a_hand_written_blank_local_path_is_refused_not_made_a_file(home, local_cli, set_config):
+    set_config(home, {"embedder": "none", "local_path": "  "})
+    result = local_cli("add", "where does this go")
+    assert result.exit_code == 2, result.stdout
+    (line,) = result.stderr.splitlines()
+    assert "local_path" in line and str(home / "config.json") in line
+    assert sorted(p.name for p in home.iterdir()) == ["config.json"]

@@ -43,6 +43,13 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
     problem = unicode_problem(text)
     if problem is not None:  # bytes that are not UTF-8 on the command line: no JSON holds them
         raise ConfigError(f"the value is {problem}", field=key, source=source)
+    if key == "local_path" and not text.strip():
+        # Else the file was named " " (or, empty, the default) by every later command.
+        raise ConfigError(
+            "local_path is empty; give a file path, or null for the default",
+            field=key,
+            source=source,
+        )
     declared = fields[key].type
     kind = declared.__name__ if isinstance(declared, type) else str(declared)
     optional = "None" in kind

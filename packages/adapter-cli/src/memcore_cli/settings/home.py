@@ -37,9 +37,18 @@ def default_config_path(home: Path) -> Path:
     return home / CONFIG_FILENAME
 
 
-def database_path(home: Path, local_path: str | None) -> Path:
-    """The embedded store's file: the config's ``local_path`` (relative to home) or the default."""
+def database_path(home: Path, local_path: str | None, *, source: str) -> Path:
+    """The embedded store's file: the config's ``local_path`` (relative to home) or the
+    default; ``source`` is the config file, named when its ``local_path`` is refused."""
     if local_path:
+        if not local_path.strip():  # a hand-written " ": never a file named so in the home
+            from memcore.errors import ConfigError
+
+            raise ConfigError(
+                "local_path is blank; give a file path, or leave it out for the default",
+                field="local_path",
+                source=source,
+            )
         path = expand(local_path, field="local_path")
         return path if path.is_absolute() else home / path
     return home / DB_FILENAME

@@ -81,7 +81,7 @@ def resolve_settings(options: GlobalOptions, environ: Mapping[str, str]) -> Sett
         config_path=config_path,
         config_explicit=explicit,
         home=home,
-        db_path=database_path(home, config.local_path),
+        db_path=database_path(home, config.local_path, source=str(config_path)),
         scope=choose_scope(options, config),
     )
 
