@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memcore_tablestore.protocol.apis import READ_ONLY
 
 
@@ -65,3 +67,21 @@ def test_doctor_record_into_a_file_is_a_failed_check_not_an_unexpected_error(
     assert len(failed) == 1 and "recorded" in failed[0] and str(taken) in failed[0], failed
     assert "PASS  backend" in result.stdout
     assert taken.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("backend", ["emulator_fake_cli", "local_cli"])
+@pytest.mark.parametrize("name", ["", " "])
+def test_doctor_refuses_an_empty_record_folder(request, tmp_path, monkeypatch, backend, name):
+    """``doctor --record ''`` (an unset shell variable) saved the answers in the current
+    folder (the empty name read as "."), or on the local backend passed, saving nothing; it
+    is refused in one line, exit 2, before any check runs."""
+    cli = request.getfixturevalue(backend)
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    result = cli("doctor", "--record", name)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("memcore: error: --record is empty")
+    assert list(here.iterdir()) == []

@@ -17,7 +17,7 @@ def doctor(
         ),
     ] = False,
     record: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--record",
             metavar="DIR",
@@ -42,8 +42,17 @@ def doctor(
     """
     from memcore_cli.operations.diagnosis import run_checks
 
+    if record is not None and not record.strip():
+        # A Path option reads "" as ".": the answers went into the current folder.
+        from memcore.errors import InvalidInput
+
+        raise InvalidInput(
+            "--record is empty (an unset shell variable?); give a folder or leave it out",
+            field="record",
+        )
     state = state_of(ctx)
-    checks, code = run_checks(state, live=live or record is not None, record=record)
+    folder = None if record is None else Path(record)
+    checks, code = run_checks(state, live=live or folder is not None, record=folder)
     out = state.output
     if state.json:
         out.json({"ok": code == 0, "checks": [c.as_dict() for c in checks]})
