@@ -8,7 +8,8 @@ The folders, from the top down (each may import only those below it; the import 
 the repository's pyproject.toml checks it): ``backend`` (the entry point), ``chat_model`` and
 ``embedders`` (strategies handed to the store), ``store``, ``dream``, ``operations`` (writes
 and reads, each write one transaction), ``search`` (pipeline, ranking, fusion), ``lexical``
-and ``vector`` (the two signals), ``storage`` (the SQLite file).
+and ``vector`` (the two signals), ``storage`` (the SQLite file), ``emoji`` (which characters
+both signals take for emoji).
 """
 
 from __future__ import annotations

@@ -2,5 +2,5 @@
 a query's terms (``fts_matches``), postings held in memory (``postings/``), memory lengths
 and the upkeep that keeps the FTS index in few segments.
 
-May import: ``storage`` and the core; never ``vector`` (the two signals meet in ``search``).
+May import: ``storage``, ``emoji`` and the core; never ``vector`` (the two signals meet in ``search``).
 """

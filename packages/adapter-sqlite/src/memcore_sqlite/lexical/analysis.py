@@ -20,6 +20,8 @@ from collections.abc import Iterable
 
 import attrs
 
+from memcore_sqlite.emoji import EMOJI_CLASS, is_emoji
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 #: Thai consonants, vowels and tone marks (not its digits or its currency sign). Thai is
 #: written without spaces, and its vowels and tone marks are combining marks, where ``\w``
@@ -78,16 +80,16 @@ def _cjk_tokens(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
 
 
-#: Where emoji live: Miscellaneous Symbols, Dingbats, and the planes' symbol blocks from
-#: U+1F000 (:mod:`memcore_sqlite.vector.coverage` counts the same characters as emoji).
 @functools.cache
 def _emoji() -> re.Pattern[str]:
-    return re.compile("[\u2600-\u27bf\U0001f000-\U0001ffff]")
+    """The blocks emoji live in (:mod:`memcore_sqlite.emoji`, which the vector side counts by
+    too); :func:`_emoji_word` keeps only their symbols."""
+    return re.compile(f"[{EMOJI_CLASS}]")
 
 
 def _emoji_word(found: re.Match[str]) -> str:
     char = found.group()
-    return f" emoji{ord(char)} " if unicodedata.category(char) == "So" else char
+    return f" emoji{ord(char)} " if is_emoji(char) else char
 
 
 def fold(text: str) -> str:

@@ -3,6 +3,6 @@
 two-stage search (``cache``), long texts cut into passages, and embedding the next batch ahead
 of a bulk write.
 
-May import: the core and numpy (lazily); never ``lexical`` or ``storage`` (``code_pages``
+May import: the core, numpy (lazily) and ``emoji``; never ``lexical`` or ``storage`` (``code_pages``
 takes a connection and runs its own statements).
 """

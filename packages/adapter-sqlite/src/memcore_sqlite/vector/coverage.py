@@ -17,6 +17,8 @@ import enum
 import unicodedata
 from functools import lru_cache
 
+from memcore_sqlite.emoji import is_emoji
+
 
 class Script(str, enum.Enum):
     """Writing systems, named by the first word of their letters' Unicode names."""
@@ -41,13 +43,6 @@ class Script(str, enum.Enum):
 _UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA", "THAI", "EMOJI"})
 
 
-def _is_emoji(char: str) -> bool:
-    """A symbol (So) in Miscellaneous Symbols, Dingbats or from U+1F000: the characters
-    :mod:`memcore_sqlite.lexical.analysis` indexes as emoji."""
-    code = ord(char)
-    return (0x2600 <= code <= 0x27BF or code >= 0x1F000) and unicodedata.category(char) == "So"
-
-
 @lru_cache(maxsize=4096)
 def _script(char: str) -> str | None:
     """The script of a letter or of a digit other than 0-9 (the first word of its Unicode
@@ -57,7 +52,7 @@ def _script(char: str) -> str | None:
     if category == "Nd" and not char.isascii():
         return unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
     if not category.startswith("L"):
-        return Script.EMOJI.value if _is_emoji(char) else None
+        return Script.EMOJI.value if is_emoji(char) else None
     name = unicodedata.name(char, "")
     return name.split(" ", 1)[0] if name else "UNKNOWN"
 
