@@ -16,6 +16,7 @@ from memcore.config import EMBEDDERS, MemcoreConfig
 from memcore.errors import ConfigError, InvalidInput
 from memcore.ports import Embedder
 from memcore_sqlite.embedders import missing_onnx_requirements
+from memcore_sqlite.storage.home_paths import expand_home
 
 if TYPE_CHECKING:
     from memcore_sqlite.store import SqliteMemoryStore
@@ -43,13 +44,13 @@ def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
     problem = limits.path_problem(str(chosen))
     if problem is not None:
         raise ConfigError(f"local_path must be a file path: {problem}", field="local_path")
-    try:
-        return Path(chosen).expanduser()
-    except RuntimeError:  # ~name of a user this system does not know
+    expanded = expand_home(chosen)
+    if expanded is None:  # ~name of a user this system does not know
         raise ConfigError(
             f"local_path {str(chosen)!r} starts with a home folder that does not exist here",
             field="local_path",
-        ) from None
+        )
+    return expanded
 
 
 def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:

@@ -62,6 +62,7 @@ from memcore.values import MemoryRecord, VersionLink
 from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
+from memcore_cli.settings.home import home_expanded
 from memcore_cli.wiring.runtime import Runtime
 from memcore_sqlite.storage.out_file import open_out
 
@@ -136,16 +137,15 @@ def read_records(
     written to ``tenant`` (the current write scope)."""
     if str(path) == "-" and sys.stdin is None:  # started with stdin closed (`<&-`)
         raise InvalidInput("cannot read '-': stdin is closed", field="file")
+    expanded = home_expanded(path)
+    if expanded is None:  # "~nobody/x": no such user's home
+        raise InvalidInput(f"{path} names a home folder this system does not know", field="file")
     try:
         if str(path) == "-":
             # A byte order mark, as a file's is (utf-8-sig): not part of the first record.
             raw_text = sys.stdin.read().removeprefix("\ufeff")
         else:
-            raw_text = path.expanduser().read_text(encoding="utf-8-sig")
-    except RuntimeError:  # "~nobody/x": no such user's home
-        raise InvalidInput(
-            f"{path} names a home folder this system does not know", field="file"
-        ) from None
+            raw_text = expanded.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist", field="file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -10,17 +10,24 @@ DB_FILENAME = "memcore.db"
 CONFIG_FILENAME = "config.json"
 
 
-def expand(path: str, *, field: str) -> Path:
-    """``path`` with a leading ``~`` or ``~user`` made the home folder, or a
-    :class:`ConfigError` naming ``field`` when there is no such user (or no home)."""
+def home_expanded(path: str | Path) -> Path | None:
+    """``path`` with a leading ``~`` or ``~user`` made the home folder, or None when there is
+    no such user (or no home): Python raises ``RuntimeError`` there, which each caller turns
+    into its own one-line error."""
     try:
         return Path(path).expanduser()
     except RuntimeError:
+        return None
+
+
+def expand(path: str, *, field: str) -> Path:
+    """:func:`home_expanded`, or a :class:`ConfigError` naming ``field``."""
+    expanded = home_expanded(path)
+    if expanded is None:
         from memcore.errors import ConfigError
 
-        raise ConfigError(
-            f"{path!r} names a home folder this system does not know", field=field
-        ) from None
+        raise ConfigError(f"{path!r} names a home folder this system does not know", field=field)
+    return expanded
 
 
 def data_home(environ: Mapping[str, str]) -> Path:

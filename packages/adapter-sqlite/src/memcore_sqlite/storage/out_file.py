@@ -26,6 +26,7 @@ from typing import TextIO
 from memcore.errors import InvalidInput, MemcoreError, PermissionDenied, Unavailable
 from memcore_sqlite.storage import file_modes
 from memcore_sqlite.storage.file_modes import FILE_MODE
+from memcore_sqlite.storage.home_paths import expand_home
 
 
 def _refused(shown: Path, reason: str | None) -> InvalidInput:
@@ -47,10 +48,9 @@ def open_out(shown: Path) -> Iterator[TextIO]:
     """A text stream for ``--out`` (``shown`` as the user gave it); the file is complete only
     once the block ends without an error. Errors opening or finishing it are
     :class:`InvalidInput` naming the path."""
-    try:
-        target = shown.expanduser()
-    except RuntimeError:  # "~nobody/x": no such user's home
-        raise _refused(shown, "a home folder this system does not know") from None
+    target = expand_home(shown)
+    if target is None:  # "~nobody/x": no such user's home
+        raise _refused(shown, "a home folder this system does not know")
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
