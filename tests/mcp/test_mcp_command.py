@@ -39,6 +39,13 @@ HTTP = ["mcp", "--transport", "http"]
         # A path without its leading / said "serving" at a broken URL, then failed (exit 1).
         ([*HTTP, "--port", "0", "--path", "mcp"], TOKENS, "--path must start with '/'"),
         ([*HTTP, "--port", "0", "--path", ""], TOKENS, "--path must start with '/'"),
+        # A token file in an unknown user's home was an "unexpected RuntimeError", exit 1.
+        ([*HTTP, "--tokens", "~no-such-user-here/t.json"], {}, "'~no-such-user-here/t.json'"),
+        (
+            HTTP,
+            {"MEMCORE_MCP_TOKENS_FILE": "~no-such-user-here/t.json"},
+            "names a home folder this system does not know (key 'MEMCORE_MCP_TOKENS_FILE')",
+        ),
         # The HTTP options were ignored on stdio, so a mistyped --transport served stdio anyway.
         (["mcp", "--tokens", "tokens.json"], TOKENS, "--tokens applies to --transport http only"),
         (["mcp", "--port", "8787"], {}, "--port applies to --transport http only"),

@@ -17,12 +17,12 @@ import hmac
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 import attrs
 
 from memcore.errors import ConfigError
 from memcore.scope import normalize_segment, tenant_segment
+from memcore_cli.settings.home import expand
 
 TOKENS_ENV = "MEMCORE_MCP_TOKENS"
 TOKENS_FILE_ENV = "MEMCORE_MCP_TOKENS_FILE"
@@ -122,7 +122,7 @@ def load_tokens(path: str | None, environ: Mapping[str, str]) -> TokenMap | None
     None when none is given."""
     file_name = path or environ.get(TOKENS_FILE_ENV, "").strip() or None
     if file_name is not None:
-        file_path = Path(file_name).expanduser()
+        file_path = expand(file_name, field="tokens" if path else TOKENS_FILE_ENV)
         try:
             text = file_path.read_bytes()
         except OSError as exc:
