@@ -164,6 +164,18 @@ def test_an_unwritable_cache_is_not_an_error(tmp_path: Path, sessions: list[str]
     assert not (tmp_path / "models").exists()
 
 
+def test_a_cache_in_an_unknown_users_home_is_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MEMCORE_MODEL_CACHE=~someone/models``, for a user this system does not know, made
+    every load fail with Python's RuntimeError, which a search reported as "the embedder
+    failed" (exit 5); it is a cache that cannot be written, and the model is built unsaved."""
+    monkeypatch.setenv("MEMCORE_MODEL_CACHE", "~no-such-user-here/models")
+    monkeypatch.chdir(tmp_path)
+    _assert_reference_vectors(_embedder(None))
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("whose", ["writable by all", "another user's"])
 def test_a_cache_folder_others_can_write_is_not_trusted(
     tmp_path: Path, sessions: list[str], whose: str

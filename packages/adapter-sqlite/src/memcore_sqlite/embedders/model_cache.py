@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 
 from memcore_sqlite.storage import file_modes
+from memcore_sqlite.storage.home_paths import expand_home
 
 #: Makes the model to load from the packaged one, in a work folder (see ``quantize``).
 Prepare = Callable[[Any, Path, Path], Path]
@@ -77,14 +78,15 @@ OFF = frozenset({"0", "off", "no", "false", "none"})
 
 
 def cache_root(setting: str | os.PathLike[str] | None = None) -> Path | None:
-    """The folder of saved models (``None`` when turned off): ``setting``, else
+    """The folder of saved models (``None`` when turned off, or in the home of a user this
+    system does not know: a cache that cannot be written, never an error): ``setting``, else
     ``MEMCORE_MODEL_CACHE``, else ``models`` in the user's cache folder."""
     raw = str(setting) if setting is not None else os.environ.get("MEMCORE_MODEL_CACHE", "")
     raw = raw.strip()
     if raw.lower() in OFF:
         return None
     if raw:
-        return Path(raw).expanduser()
+        return expand_home(raw)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("memcore", appauthor=False)) / "models"
