@@ -22,6 +22,11 @@ from memcore import limits
 from memcore.errors import ConfigError, InvalidInput
 from memcore.limits import STORE_NAME_RE
 from memcore.turn_policy import STORE_ASSISTANT
+from memcore.userinfo import repr_without_userinfo
+
+# Where the hosts and adapters import them from, with the configuration they hide.
+from memcore.userinfo import strip_userinfo as strip_userinfo
+from memcore.userinfo import without_userinfo as without_userinfo
 
 BACKENDS = ("local", "tablestore")
 EMBEDDERS = ("auto", "onnx", "multilingual", "multilingual-use", "none")
@@ -129,10 +134,6 @@ def _has_host(url: str) -> bool:
     return bool(parts.hostname) and port != 0
 
 
-def _shown_endpoint(value: str | None) -> str:
-    return repr(without_userinfo(value))
-
-
 def _region(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not _REGION_RE.fullmatch(value):
         raise _BadValue(attribute.name, f"{attribute.name} must look like cn-beijing")
@@ -196,7 +197,9 @@ class MemcoreConfig:
     """Every non-secret setting, with the original plugin's defaults."""
 
     #: Shown without ``user:password@`` in the repr (a hand-written one loads and is used).
-    endpoint: str | None = attrs.field(default=None, validator=_endpoint, repr=_shown_endpoint)
+    endpoint: str | None = attrs.field(
+        default=None, validator=_endpoint, repr=repr_without_userinfo
+    )
     instance_name: str | None = attrs.field(default=None, validator=_instance_name)
     memory_store_name: str = attrs.field(default="hermes_mem", validator=_store_name)
     description: str = attrs.field(default="Long-term memory for Hermes Agent")
@@ -378,25 +381,6 @@ def config_to_dict(config: MemcoreConfig, *, include_defaults: bool = True) -> d
         defaults = converter().unstructure(MemcoreConfig())
         data = {k: v for k, v in data.items() if defaults.get(k) != v}
     return data
-
-
-def without_userinfo(value: Any) -> Any:
-    """``value`` with the ``user:password@`` of a URL shown as ``***@`` (other values as they
-    are): an endpoint may carry credentials, and whatever prints it must not show them."""
-    if not isinstance(value, str):
-        return value
-    return _USERINFO.sub(r"\1***@", value)
-
-
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
-
-
-def strip_userinfo(value: Any) -> Any:
-    """``value`` with a URL's ``user:password@`` taken out (other values as they are): what
-    is offered back to be saved, or handed to a client that must not send it."""
-    if not isinstance(value, str):
-        return value
-    return _USERINFO.sub(r"\1", value)
 
 
 def shown_config(config: MemcoreConfig) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from memcore.errors import ConfigError, MemcoreError, Unavailable
+from memcore.userinfo import repr_without_userinfo
 
 if TYPE_CHECKING:  # the prompts and the planner load when a model is first asked
     from memcore.dream.planner import Candidate, PlannedAction
@@ -30,16 +31,10 @@ MODEL_VAR = "MEMCORE_MODEL"
 KEY_VAR = "MEMCORE_MODEL_API_KEY"
 
 
-def _shown_url(value: str) -> str:
-    from memcore.config import without_userinfo
-
-    return repr(without_userinfo(value))
-
-
 @attrs.frozen
 class ModelSettings:
     #: May hold ``user:password@`` (a proxy's basic auth): sent as a header, never shown.
-    base_url: str = attrs.field(repr=_shown_url)
+    base_url: str = attrs.field(repr=repr_without_userinfo)
     model: str
     api_key: str | None = attrs.field(default=None, repr=False)
     timeout: float = 30.0

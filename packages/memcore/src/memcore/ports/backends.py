@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from memcore.userinfo import repr_without_userinfo
+
 if TYPE_CHECKING:  # for the signatures only: opening a store needs no configuration parser
     from memcore.config import MemcoreConfig
     from memcore.ports.store import MemoryStore, ProgressCallback
@@ -19,18 +21,12 @@ class BackendFactory(Protocol):
     def __call__(self, config: MemcoreConfig, /, **options: Any) -> MemoryStore: ...
 
 
-def _shown_endpoint(value: str) -> str:
-    from memcore.config import without_userinfo
-
-    return repr(without_userinfo(value))
-
-
 @attrs.frozen
 class InstanceFacts:
     """Where a provisioned backend instance answers (the repr hides a ``user:password@``)."""
 
     instance_name: str
-    endpoint: str = attrs.field(repr=_shown_endpoint)
+    endpoint: str = attrs.field(repr=repr_without_userinfo)
     region: str
     created: bool = False
 
