@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from memcore import limits
 from memcore.dream import (
     MANUAL_REASONS,
@@ -72,6 +74,20 @@ ABANDONED = (
     "abandoned: the process running this pass ended before it finished; nothing of it was "
     "applied, and the actions it had planned stay proposed"
 )
+
+
+@attrs.frozen
+class _Pass:
+    """What one pass was asked for, checked: the scopes it reads, how it applies and what it
+    plans (``max_new`` None: a full pass; a number: a session pass over what is new)."""
+
+    patterns: tuple[ScopePattern, ...]
+    mode: str
+    thresholds: Mapping[str, float]
+    scope_output_mode: str
+    instructions: str | None
+    max_memories: int
+    max_new: int | None
 
 
 class DreamTasks:
@@ -235,37 +251,17 @@ class DreamTasks:
                 f"max_memories must be an integer in 0..{MAX_MEMORIES}", field="max_memories"
             )
         self._reap(store, patterns=patterns)
+        job = _Pass(
+            patterns, mode, thresholds, scope_output_mode, instructions, max_memories, max_new
+        )
         dream_id = uuid.uuid4().hex
         owners.started(dream_id)
         try:
-            return self._start(
-                store,
-                dream_id,
-                patterns,
-                mode,
-                thresholds,
-                scope_output_mode,
-                instructions,
-                max_memories,
-                max_new,
-                started,
-            )
+            return self._start(store, dream_id, job, started)
         finally:
             owners.ended(dream_id)
 
-    def _start(
-        self,
-        store: str,
-        dream_id: str,
-        patterns: tuple[ScopePattern, ...],
-        mode: str,
-        thresholds: Mapping[str, float],
-        scope_output_mode: str,
-        instructions: str | None,
-        max_memories: int,
-        max_new: int | None,
-        started: float,
-    ) -> DreamTask:
+    def _start(self, store: str, dream_id: str, job: _Pass, started: float) -> DreamTask:
         now = time.time()
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
@@ -276,11 +272,11 @@ class DreamTasks:
                 (
                     dream_id,
                     sid,
-                    mode,
-                    scope_output_mode,
-                    json.dumps([p.as_dict() for p in patterns]),
-                    json.dumps(thresholds),
-                    instructions or None,
+                    job.mode,
+                    job.scope_output_mode,
+                    json.dumps([p.as_dict() for p in job.patterns]),
+                    json.dumps(job.thresholds),
+                    job.instructions or None,
                     now,
                     now,
                     owners.this_process(),
@@ -288,17 +284,7 @@ class DreamTasks:
             )
             self._tx.audit(conn, sid, "CreateMemoryDreamTask", started, target=dream_id)
         try:
-            self._run(
-                sid,
-                dream_id,
-                patterns,
-                mode,
-                thresholds,
-                scope_output_mode,
-                instructions,
-                max_memories,
-                max_new,
-            )
+            self._run(sid, dream_id, job)
         except MemcoreError as exc:
             self._set_status(sid, dream_id, "failed", error=str(exc), finished_at=time.time())
         except BaseException as exc:
@@ -315,20 +301,10 @@ class DreamTasks:
         with self._tx.read() as conn:
             return dream_value(conn, self._dream_row(conn, sid, dream_id))
 
-    def _run(
-        self,
-        sid: int,
-        dream_id: str,
-        patterns: tuple[ScopePattern, ...],
-        mode: str,
-        thresholds: Mapping[str, float],
-        scope_output_mode: str,
-        instructions: str | None,
-        max_memories: int,
-        max_new: int | None,
-    ) -> None:
+    def _run(self, sid: int, dream_id: str, job: _Pass) -> None:
         if not self._set_status(sid, dream_id, "running"):
             return
+        patterns, max_new = job.patterns, job.max_new
         model = self._tx.embedder.name if self._tx.embedder is not None else None
         focus: list[str] | None = None
         candidates: list[Candidate] = []
@@ -336,11 +312,11 @@ class DreamTasks:
         with self._tx.read() as conn:
             if max_new is not None:
                 scopes_json = json.dumps([p.as_dict() for p in patterns])
-                since = dream_inputs.last_pass(conn, sid, scopes_json, mode)
+                since = dream_inputs.last_pass(conn, sid, scopes_json, job.mode)
                 focus = dream_inputs.written_since(conn, sid, patterns, since, max_new)
             if focus != []:  # nothing new: nothing to read
                 candidates, blobs = dream_inputs.load_candidates(
-                    conn, sid, patterns, max_memories, model
+                    conn, sid, patterns, job.max_memories, model
                 )
             if focus and model is not None:
                 # Each new memory's nearest anywhere in its scopes, by the store's own search.
@@ -359,14 +335,14 @@ class DreamTasks:
             near = dream_inputs.neighbours(candidates, blobs, dim)
         else:
             near = dream_inputs.neighbours_of(focus, candidates, blobs, dim)
-        settings = PlannerSettings(promote_scope=scope_output_mode == "promote_scope")
+        settings = PlannerSettings(promote_scope=job.scope_output_mode == "promote_scope")
         planned = plan(candidates, near, patterns, settings, focus=focus)
         if self.reviewer is not None:
-            planned = self.reviewer.review(candidates, planned, instructions)
+            planned = self.reviewer.review(candidates, planned, job.instructions)
         by_id = {c.id: c for c in candidates}
         # Whatever proposed them, actions outside the task's scopes never reach the table.
         planned = [a for a in planned if inside(a, by_id, patterns)]
-        self._write_plan(sid, dream_id, planned, by_id, patterns, mode, thresholds)
+        self._write_plan(sid, dream_id, planned, by_id, patterns, job.mode, job.thresholds)
 
     def _nearest(
         self,
