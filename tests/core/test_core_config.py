@@ -53,6 +53,11 @@ def test_bom_is_accepted() -> None:
         ('{"endpoint": "https://host:http"}', "endpoint"),
         ('{"extract_instructions": "half an emoji \\ud83d"}', "extract_instructions"),
         (json.dumps({"extract_instructions": "x" * 4097}), "extract_instructions"),
+        # Half an emoji (or a stray byte) no host can print or store: every text key.
+        ('{"tenant_id": "al\\ud800ce"}', "tenant_id"),
+        ('{"app_id": "\\udcff"}', "app_id"),
+        ('{"description": "memories \\ud83d"}', "description"),
+        ('{"instance_name": "\\udc80"}', "instance_name"),
     ],
 )
 def test_bad_values_name_key_and_file(text: str, key: str) -> None:

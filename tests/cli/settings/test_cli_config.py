@@ -217,6 +217,23 @@ def test_config_set_reads_a_negative_number_as_the_value(local_cli):
     assert local_cli("config", "set", "--bogus", "1").exit_code == 2
 
 
+@pytest.mark.parametrize("key", ["tenant_id", "app_id", "description"])
+@pytest.mark.parametrize("command", [("config", "show"), ("list",), ("add", "hello")])
+def test_a_hand_written_lone_surrogate_is_a_config_error(home, local_cli, key, command):
+    """A config file holding half an emoji as a JSON escape ("\\ud800") loaded: ``config
+    show`` then failed with "unexpected UnicodeEncodeError" (exit 1), and a tenant_id
+    holding one was read and written as a tenant of its own, where ``--tenant`` with the
+    same text is refused. The file is now refused in one line naming the key (exit 2)."""
+    # json.dumps writes the lone surrogate as the escape a hand-written file would hold.
+    (home / "config.json").write_text(json.dumps({"embedder": "none", key: "a\ud800b"}))
+    result = local_cli(*command)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    (line,) = result.stderr.splitlines()
+    assert "unexpected" not in line and f"(key {key!r})" in line
+    assert "lone surrogate" in line
+    assert not (home / "memcore.db").exists()
+
+
 @pytest.mark.parametrize("key", ["tenant_id", "app_id", "local_path"])
 def test_config_set_refuses_bytes_that_are_not_utf8(local_cli, key):
     """A stray byte reached the JSON writer and ended in 'unexpected UnicodeEncodeError'."""

@@ -82,6 +82,11 @@ def _kind_of(kind: type, optional: bool) -> Any:
                 attribute.name,
                 f"{attribute.name} must be {words[kind]}, not {type(value).__name__}",
             )
+        # Half an emoji ("\ud800" in the JSON) or a stray byte: no host prints or stores it,
+        # and a tenant_id holding one named a tenant that --tenant refuses.
+        problem = limits.unicode_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise _BadValue(attribute.name, f"{attribute.name} is {problem}")
 
     return check
 
