@@ -21,6 +21,8 @@ HTTP = ["mcp", "--transport", "http"]
         (["--tenant", "", "mcp"], {}, "--tenant is empty"),
         (["--tenant", "*", "mcp"], {}, "--tenant may not be '*'"),
         (["mcp"], {"MEMCORE_TENANT": "  "}, "MEMCORE_TENANT is empty"),
+        # A byte that is not UTF-8 served a tenant of its own, where --tenant refuses it.
+        (["mcp"], {"MEMCORE_TENANT": "a\udcffb"}, "MEMCORE_TENANT is not valid UTF-8 (byte 0xff"),
         (["--run", "*", "mcp"], {}, "may not be '*'"),
         (["mcp", "--transport", "http"], {}, "serves nothing without tokens"),
         (["mcp", "--transport", "http"], {"MEMCORE_MCP_TOKENS": "{"}, "not valid JSON"),

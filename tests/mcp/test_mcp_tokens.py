@@ -66,6 +66,16 @@ def test_a_key_holding_a_token_among_other_words_is_not_quoted(key: str) -> None
     assert "entry 1" in str(refused.value)
 
 
+@pytest.mark.parametrize("tenant", ["al\ud800ce", "a\udcffb"])
+def test_a_tenant_holding_half_an_emoji_is_refused(tenant: str) -> None:
+    """A tenant written with a lone surrogate escape ("\\ud800") opened a tenant of its own,
+    one ``--tenant`` and ``MEMCORE_TENANT`` refuse to name; the map is refused instead."""
+    with pytest.raises(ConfigError, match="not valid") as refused:
+        TokenMap.parse(json.dumps({"bob": B, tenant: A}), source="t")
+    assert refused.value.field == "entry 2"
+    assert A not in json.dumps(refused.value.to_dict())
+
+
 def test_a_token_with_whitespace_is_refused() -> None:
     with pytest.raises(ConfigError, match="whitespace"):
         TokenMap.parse(json.dumps({"alice": A + " " + A}), source="t")

@@ -18,6 +18,7 @@ import anyio
 import attrs
 
 from memcore.errors import InvalidInput
+from memcore.limits import check_unicode
 from memcore.ports import MemoryStore
 from memcore.scope import normalize_segment
 from memcore.service import MemoryService
@@ -50,6 +51,8 @@ def server_options(options: GlobalOptions, environ: Mapping[str, str]) -> Global
             f"{TENANT_ENV} is empty (an unset variable?); give a value or leave it out",
             field="tenant_id",
         )
+    # Bytes that are not UTF-8 arrive as surrogates, a tenant --tenant refuses to name.
+    check_unicode(tenant, field="tenant_id", label=TENANT_ENV)
     return dataclasses.replace(options, tenant=tenant)
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import attrs
 
 from memcore.errors import ConfigError
+from memcore.limits import unicode_problem
 from memcore.scope import normalize_segment, tenant_segment
 from memcore_cli.settings.home import expand
 
@@ -73,6 +74,13 @@ class TokenMap:
             if not normalize_segment(raw_tenant, default=""):
                 raise ConfigError("a tenant in the token map is empty", source=source)
             tenant = str(raw_tenant)
+            problem = unicode_problem(tenant)
+            if problem is not None:  # a tenant --tenant and MEMCORE_TENANT refuse to name
+                raise ConfigError(
+                    f"a tenant in the token map is {problem}",
+                    field=f"entry {index + 1}",
+                    source=source,
+                )
             where = _name(tenant, index)
             tokens = value if isinstance(value, list) else [value]
             if not tokens:
