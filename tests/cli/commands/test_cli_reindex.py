@@ -57,3 +57,30 @@ def test_reindex_without_an_embedder_is_refused_with_a_reason(
     result = local_cli("reindex")
     assert result.exit_code == ExitCode.USAGE
     assert "no embedder" in result.stderr
+
+
+def test_reindex_with_embedder_none_says_so_and_creates_no_database(
+    local_cli: Any, set_config: Any, home: Any
+) -> None:
+    """With ``embedder none`` set, reindex opened (on a fresh home, created) the database and
+    then advised installing memcore-sqlite[semantic], which is installed; it now names the
+    setting, and opens nothing."""
+    set_config(home, {"embedder": "none"})
+    result = local_cli("reindex")
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert "embedder none" in line and "install" not in line
+    assert sorted(p.name for p in home.iterdir()) == ["config.json"]
+
+
+def test_reindex_on_tablestore_is_refused_without_calling_the_service(
+    local_cli: Any, set_config: Any, home: Any
+) -> None:
+    """reindex asked the service for its memory store first, so an unreachable one answered
+    exit 5 "cannot reach", and a reachable one only then "applies to the local store"."""
+    set_config(home, {"endpoint": "http://127.0.0.1:1", "instance_name": "nowhere"})
+    env = {"TABLESTORE_MEMORY_AK": "ak", "TABLESTORE_MEMORY_SK": "sk"}
+    result = local_cli("--backend", "tablestore", "reindex", env=env)
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert "applies to the local store" in line

@@ -20,6 +20,16 @@ def reindex(ctx: typer.Context) -> None:
 
     state = state_of(ctx)
     runtime = state.runtime()
+    # Asked of the settings before the store is opened: opening it reaches the service, or
+    # creates the embedded database, only for the command to be refused.
+    settings = runtime.settings
+    if settings.backend != "local":
+        raise Unsupported("reindex applies to the local store; TableStore embeds on the server")
+    if settings.config.embedder == "none":
+        raise Unsupported(
+            "no embedder: the config sets embedder none (lexical search only), so there is "
+            "nothing to compute vectors with; set embedder to auto (or a model) first"
+        )
     store = runtime.ready_store()
     missing = getattr(store, "missing_vectors", None)
     backfill = getattr(store, "backfill_vectors", None)
