@@ -131,3 +131,42 @@ def test_a_failed_dream_task_shows_why_it_failed(local_cli):
     for command in ("status", "cancel"):
         shown = local_cli.ok("dream", command, failed.id).stdout
         assert "failed" in shown and "the model endpoint answered HTTP 503" in shown
+
+
+def test_dream_apply_with_a_failed_action_says_why_and_does_not_exit_0(home):
+    """A service that answers an action ``failed`` (TableStore reports each action's outcome)
+    left ``dream apply`` at exit 0, its table saying "failed" and no reason: a script saw
+    success. The table is still shown; then one line names the failed action and its error,
+    exit 1. A skipped action shows its reason, as ``dream actions`` does."""
+    import attrs
+
+    from memcore.testing import InMemoryMemoryStore
+
+    from ..conftest import Cli
+
+    class FailingApply(InMemoryMemoryStore):
+        def apply_dream_actions(self, store, task_id, action_ids):
+            first, *rest = super().apply_dream_actions(store, task_id, action_ids)
+            failed = attrs.evolve(first, status="failed", error="the service refused it")
+            skipped = [
+                attrs.evolve(a, status="skipped", skipped_reason="missing_source") for a in rest
+            ]
+            return [failed, *skipped]
+
+    store = FailingApply()
+    cli = Cli(home, store_factory=lambda settings: store.reopen())
+    cli.ok("add", "--sync", "User likes coffee")
+    cli.ok("add", "--sync", "user likes  COFFEE")
+    cli.ok("add", "--sync", "User lives in Lisbon")
+    cli.ok("add", "--sync", "user lives in  LISBON")
+    task = cli.json("dream", "create")
+    actions = [a["id"] for a in cli.json("dream", "actions", task["id"])["items"]]
+    assert len(actions) == 2
+    result = cli("dream", "apply", task["id"], *actions)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert "failed" in result.stdout and "skipped (missing_source)" in result.stdout
+    (line,) = result.stderr.splitlines()
+    assert actions[0] in line and "the service refused it" in line
+    as_json = cli("--json", "dream", "apply", task["id"], *actions)
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stderr)["error"]["exit_code"] == 1

@@ -156,6 +156,9 @@ def apply(
 ) -> None:
     """Apply some of a dream task's proposed actions.
 
+    Each action's outcome is shown (a skipped one with its reason); the exit code is 3 when
+    an id is unknown, 1 when an action failed (each action applies whole or not at all).
+
     \b
     Example:
       memcore dream apply 7a2e 3f9c 81b0
@@ -177,7 +180,10 @@ def apply(
     else:
         state.output.table(
             ("id", "action", "status"),
-            ((a.id, a.action, a.status) for a in applied),
+            (
+                (a.id, a.action, a.status + (f" ({a.skipped_reason})" if a.skipped_reason else ""))
+                for a in applied
+            ),
             empty="nothing applied",
         )
     missing = [a.id for a in applied if a.status == "not_found"]
@@ -190,6 +196,16 @@ def apply(
             f"dream action {names} does not exist"
             if len(missing) == 1
             else f"dream actions {names} do not exist",
+            field="action_ids",
+        )
+    failed = [a for a in applied if a.status == "failed"]
+    if failed:
+        # Each action lands whole or not at all: these did not, and a script must know it.
+        from memcore.errors import MemcoreError
+
+        reasons = "; ".join(f"{a.id!r}: {a.error or 'no reason given'}" for a in failed)
+        raise MemcoreError(
+            f"{len(failed)} of {len(applied)} dream actions failed and changed nothing ({reasons})",
             field="action_ids",
         )
 
