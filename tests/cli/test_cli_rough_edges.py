@@ -322,3 +322,24 @@ def test_a_text_that_reads_as_an_option_is_told_how_to_give_it(local_cli):
     assert "-5 degrees outside" in local_cli.ok("search", "--", "-5 degrees").stdout
     assert "goes after '--'" not in local_cli("list", "--fitler", "x").stderr
     assert "goes after '--'" not in local_cli("search", "--limit", "3", "tea").stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("export", "--out", ""), "--out"),
+        (("export", "--out", " "), "--out"),
+        (("add", "--messages-file", ""), "--messages-file"),
+    ],
+)
+def test_an_empty_file_name_is_named_as_empty(local_cli, tmp_path, monkeypatch, args, option):
+    """An empty file name (an unset shell variable) was read as ".", the current folder:
+    "cannot write . (a folder)", "cannot read . (Is a directory)", naming a file the user
+    never gave. The option is named as empty instead (exit 2, one line)."""
+    monkeypatch.chdir(tmp_path)
+    local_cli.ok("add", "kept")
+    result = local_cli(*args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"memcore: error: {option} is empty (an unset shell variable?)")
+    assert local_cli.json("count")["count"] == 1

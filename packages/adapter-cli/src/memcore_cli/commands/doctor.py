@@ -1,6 +1,5 @@
 """``doctor``: read-only checks of the setup, one pass/fail line each."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -41,17 +40,13 @@ def doctor(
       memcore doctor --live --record ./memcore-answers
     """
     from memcore_cli.operations.diagnosis import run_checks
+    from memcore_cli.parsing.paths import given_path
 
-    if record is not None and not record.strip():
-        # A Path option reads "" as ".": the answers went into the current folder.
-        from memcore.errors import InvalidInput
-
-        raise InvalidInput(
-            "--record is empty (an unset shell variable?); give a folder or leave it out",
-            field="record",
-        )
+    folder = None
+    if record is not None:
+        instead = "give a folder or leave it out"
+        folder = given_path(record, name="--record", field="record", instead=instead)
     state = state_of(ctx)
-    folder = None if record is None else Path(record)
     checks, code = run_checks(state, live=live or folder is not None, record=folder)
     out = state.output
     if state.json:

@@ -36,9 +36,10 @@ def add(
         str | None, typer.Argument(help="The text to remember; '-' reads it from stdin.")
     ] = None,
     messages_file: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--messages-file",
+            metavar="<path>",
             help='A JSON file holding a list of {"role": ..., "content": ...} messages.',
         ),
     ] = None,
@@ -71,8 +72,14 @@ def add(
     if text is not None:
         limits.check_text(text)
     else:
+        from memcore_cli.parsing.paths import given_path
+
         assert messages_file is not None
-        messages = _read_messages(messages_file, meta)
+        instead = "give a JSON file of messages"
+        path = given_path(
+            messages_file, name="--messages-file", field="messages_file", instead=instead
+        )
+        messages = _read_messages(path, meta)
     runtime = state.runtime()
     scope = runtime.settings.scope.write_scope()
     service = runtime.service()

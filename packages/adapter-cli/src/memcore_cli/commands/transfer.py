@@ -15,11 +15,12 @@ from memcore_cli.wiring.state import state_of
 
 def export(
     ctx: typer.Context,
-    out_path: Annotated[
-        Path | None,
+    out: Annotated[
+        str | None,
         typer.Option(
             "--out",
             "-o",
+            metavar="<path>",
             help="Write here instead of stdout ('-': stdout): a file is replaced whole "
             "(mode 0600), a symlink's target likewise; a FIFO or device is written through.",
         ),
@@ -36,10 +37,13 @@ def export(
       memcore --tenant alice export > alice.jsonl
     """
     from memcore_cli.operations.transfer import export_memories
+    from memcore_cli.parsing.paths import given_path
 
+    out_path = None
+    if out is not None and out != "-":  # as import's '-' is stdin
+        instead = "give a file, or '-' (or no --out) for stdout"
+        out_path = given_path(out, name="--out", field="out", instead=instead)
     state = state_of(ctx)
-    if out_path is not None and str(out_path) == "-":  # as import's '-' is stdin
-        out_path = None
     counts = export_memories(state.runtime(), state.output, out_path)
     count, messages = counts["memories"], counts["messages"]
     said = f"exported {count} memories" + (f" and {messages} messages" if messages else "")
