@@ -115,6 +115,26 @@ def test_config_set_validates_writes_atomically_with_mode_0600(home, local_cli):
     assert "tenant_id" not in json.loads(path.read_text(encoding="utf-8"))
 
 
+def test_config_set_with_a_hermes_home_changes_that_home_s_config(home, local_cli, tmp_path):
+    """``memcore --hermes-home H config set top_k 7`` wrote $MEMCORE_HOME/config.json, while
+    ``config show`` with the same flag reads H/tablestore_memory.json: the Hermes setting the
+    user meant to change was left as it was. It is written there now, as --config writes the
+    file it names."""
+    hermes = tmp_path / "hermes-home"
+    hermes.mkdir()
+    (hermes / "tablestore_memory.json").write_text('{"backend": "local"}', encoding="utf-8")
+    before = (home / "config.json").read_text(encoding="utf-8")
+    result = local_cli.ok("--hermes-home", str(hermes), "config", "set", "top_k", "7")
+    assert str(hermes / "tablestore_memory.json") in result.stdout
+    written = json.loads((hermes / "tablestore_memory.json").read_text(encoding="utf-8"))
+    assert (written["top_k"], written["backend"]) == (7, "local")
+    assert (home / "config.json").read_text(encoding="utf-8") == before
+    missing = local_cli(
+        "--hermes-home", str(tmp_path / "no-such-home"), "config", "set", "top_k", "7"
+    )
+    assert missing.exit_code == 2 and "is not a directory" in missing.stderr
+
+
 def test_config_set_writes_through_a_symlinked_config(home, local_cli, tmp_path):
     """A config kept in a dotfiles folder and linked into the home stays linked: the link's
     target gets the change, as ``export --out`` treats a link (replacing the link by a file

@@ -101,14 +101,11 @@ def set_value(
     from memcore.config import merge_config, without_userinfo
     from memcore_cli.settings.config_file import read_config, write_config
     from memcore_cli.settings.config_values import parse_value, redact
-    from memcore_cli.settings.home import data_home, default_config_path, expand
+    from memcore_cli.settings.resolve import config_file
 
     state = state_of(ctx)
-    options = state.options
-    if options.config:
-        path = expand(options.config, field="config")
-    else:
-        path = default_config_path(data_home(state.environ))
+    # The file config show reads: --config, a --hermes-home's, else the data home's.
+    path = config_file(state.options, state.environ)
     source = str(path)
     parsed = parse_value(key, value, source=source)
     base = read_config(path, required=False)

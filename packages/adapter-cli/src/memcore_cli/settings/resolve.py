@@ -116,6 +116,18 @@ def _check_installed(name: str, source: str) -> None:
 HERMES_CONFIG_FILE = "tablestore_memory.json"
 
 
+def config_file(options: GlobalOptions, environ: Mapping[str, str]) -> Path:
+    """The config file the settings are read from, for ``config set`` to write without
+    reading the rest (a store, keys): ``--config``, else a Hermes home's
+    ``tablestore_memory.json``, else the one in the data home."""
+    if options.config:
+        return expand(options.config, field="config")
+    root = _hermes_root(options)
+    if root is not None:
+        return root / HERMES_CONFIG_FILE
+    return default_config_path(data_home(environ))
+
+
 def _hermes_root(options: GlobalOptions) -> Path | None:
     if options.hermes_home is not None:
         if not options.hermes_home.strip():
