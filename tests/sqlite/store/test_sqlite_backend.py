@@ -165,6 +165,18 @@ def test_a_home_folder_that_does_not_exist_is_a_config_error() -> None:
     assert "~no-such-user-here" in str(info.value)
 
 
+def test_a_memcore_home_in_an_unknown_user_s_home_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``MEMCORE_HOME=~nobody/h`` with no local_path (the default file) raised the same
+    RuntimeError out of ``open_backend``, and so out of ``memcore.open_store("local")``."""
+    monkeypatch.setenv("MEMCORE_HOME", "~no-such-user-here/h")
+    with pytest.raises(ConfigError) as info:
+        open_backend(MemcoreConfig(embedder="none"))
+    assert info.value.field == "MEMCORE_HOME"
+    assert "~no-such-user-here/h" in str(info.value)
+
+
 def test_an_option_given_as_a_numpy_number_is_taken(tmp_path: Path) -> None:
     """A number read from numpy (a dimension from an array, a row count computed) is a
     number the store works with: it is not refused as the wrong kind."""

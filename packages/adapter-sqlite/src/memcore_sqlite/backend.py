@@ -26,10 +26,17 @@ _UNSET: Any = object()
 
 
 def default_path() -> Path:
-    """``$MEMCORE_HOME/memcore.db``, else the platform's user data directory."""
+    """``$MEMCORE_HOME/memcore.db``, else the platform's user data directory;
+    :class:`ConfigError` for a ``MEMCORE_HOME`` in the home of a user this system lacks."""
     home = os.environ.get("MEMCORE_HOME")
     if home and home.strip():
-        return Path(home).expanduser() / DB_FILE
+        folder = expand_home(home)
+        if folder is None:  # ~name of a user this system does not know
+            raise ConfigError(
+                f"MEMCORE_HOME {home!r} starts with a home folder that does not exist here",
+                field="MEMCORE_HOME",
+            )
+        return folder / DB_FILE
     import platformdirs
 
     return Path(platformdirs.user_data_dir("memcore", appauthor=False)) / DB_FILE
