@@ -45,7 +45,7 @@ class DistinctIds:
         if session is None or tenant is None:  # initialize, or refused by the SDK anyway
             await self.app(scope, receive, send)
             return
-        read, replay = await _read_body(receive)
+        read, replay = await read_body(receive)
         request_id = _request_id(read)
         if request_id is None:
             await self.app(scope, replay, send)
@@ -68,7 +68,7 @@ class DistinctIds:
             self._running.discard(key)
 
 
-async def _read_body(receive: Receive) -> tuple[bytes | None, Receive]:
+async def read_body(receive: Receive) -> tuple[bytes | None, Receive]:
     """The request's body (None when it is larger than the SDK takes, or the client went) and
     a ``receive`` that hands the app the same messages."""
     messages: list[Message] = []
@@ -123,4 +123,4 @@ async def _refuse(request_id: int | str, scope: Scope, receive: Receive, send: S
     await JSONResponse(body, status_code=409)(scope, receive, send)
 
 
-__all__ = ["DistinctIds"]
+__all__ = ["DistinctIds", "read_body"]

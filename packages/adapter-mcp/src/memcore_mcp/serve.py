@@ -43,6 +43,11 @@ DEFAULT_PATH = "/mcp"
 #: The sessions one tenant may hold open at once on HTTP (an MCP client holds one; the SDK
 #: closes a session idle for 30 minutes). The server keeps at most the SDK's 10,000 in all.
 SESSIONS_PER_TENANT = 1_000
+#: The event streams one tenant may hold open at once on HTTP (a session's GET stream, a
+#: ``subscriptions/listen`` request; :mod:`memcore_mcp.streams`). A client holds one per
+#: session and a host runs a few sessions at once, so 32 is room for many; a tenant holding
+#: all of its own takes 32 file descriptors, not every one of the process's (often 1,024).
+STREAMS_PER_TENANT = 32
 MAX_PORT = 65_535
 #: The longest ``--busy-timeout``, in seconds, as the config's ``timeout`` allows: a tool call
 #: waiting longer would look hung to the client. Checked here, before anything opens, so the
@@ -223,13 +228,15 @@ def _run_http(
     import uvicorn
 
     from memcore_mcp.distinct import DistinctIds
+    from memcore_mcp.streams import StreamBudget
 
     # Answers as plain JSON, not as a server-sent event stream: on SIGTERM uvicorn waits for
     # the responses still running, but the SDK's event streams are cut at once, so a write that
     # landed while the server stopped reached the client as an empty answer.
     app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     share_sessions(server.session_manager, SESSIONS_PER_TENANT)
-    served = OneCredential(DistinctIds(app, bearer_tenant(tokens)))
+    tenant_of = bearer_tenant(tokens)
+    served = OneCredential(StreamBudget(DistinctIds(app, tenant_of), tenant_of, STREAMS_PER_TENANT))
     uvicorn.Server(http_config(served, grace=grace)).run(sockets=[sock])
 
 
@@ -259,6 +266,7 @@ __all__ = [
     "MAX_BUSY_TIMEOUT",
     "SESSIONS_PER_TENANT",
     "SHUTDOWN_GRACE",
+    "STREAMS_PER_TENANT",
     "TRANSPORTS",
     "serve",
 ]
