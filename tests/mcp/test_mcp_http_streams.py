@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import signal
 import socket
 import time
 from typing import Any
@@ -18,7 +19,7 @@ import anyio
 import pytest
 from mcp_rig import INITIALIZE, Backend, http_session, payload, token
 
-from memcore_mcp.serve import STREAMS_PER_TENANT
+from memcore_mcp.serve import DEFAULT_BUSY_TIMEOUT, SHUTDOWN_GRACE, STREAMS_PER_TENANT
 from memcore_mcp.streams import LISTEN
 
 VERSION = "2025-06-18"
@@ -215,3 +216,27 @@ def test_the_sdk_client_works_on_when_its_stream_is_refused(
         _refused(alice.get(alice.session()))  # the client holds no stream past the budget
         for sock in streams:
             sock.close()
+
+
+def test_a_stopped_server_ends_its_streams_and_exits_at_once(local_backend: Backend) -> None:
+    alice_token = token()
+    with local_backend.http({"alice": alice_token}) as url:
+        server = local_backend.server
+        assert server is not None
+        alice = Tenant(url, alice_token)
+        listening = _opened(alice.listen(3))
+        streaming = _opened(alice.get(alice.session()))
+        time.sleep(0.5)
+        started = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=SHUTDOWN_GRACE + DEFAULT_BUSY_TIMEOUT + 20)
+        # Neither stream is a call that will end by itself: waiting for them was no use.
+        assert time.monotonic() - started < SHUTDOWN_GRACE
+        listening.settimeout(5)
+        told = b""
+        while chunk := listening.recv(65536):
+            told += chunk
+        # The listen stream ended as the protocol says: its result as the last frame.
+        last = json.loads(told.split(b"data: ")[-1].split(b"\r\n")[0])
+        assert last["id"] == 3 and "result" in last, told
+        streaming.close()

@@ -237,7 +237,22 @@ def _run_http(
     share_sessions(server.session_manager, SESSIONS_PER_TENANT)
     tenant_of = bearer_tenant(tokens)
     served = OneCredential(StreamBudget(DistinctIds(app, tenant_of), tenant_of, STREAMS_PER_TENANT))
-    uvicorn.Server(http_config(served, grace=grace)).run(sockets=[sock])
+    http = uvicorn.Server(http_config(served, grace=grace))
+    _end_listening_first(http, server)
+    http.run(sockets=[sock])
+
+
+def _end_listening_first(http: uvicorn.Server, server: MemoryServer) -> None:
+    """When ``http`` begins to stop, end the listen streams first
+    (:meth:`MemoryServer.end_listening`): uvicorn waits for every running response, and a
+    stream never ends by itself, so one open stream held the stop for the whole grace."""
+    shutdown = http.shutdown
+
+    async def ending_listens_first(sockets: list[socket.socket] | None = None) -> None:
+        server.end_listening()
+        await shutdown(sockets)
+
+    http.shutdown = ending_listens_first  # type: ignore[method-assign]
 
 
 def http_config(app: ASGIApp, *, grace: float) -> uvicorn.Config:

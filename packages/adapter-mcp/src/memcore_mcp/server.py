@@ -23,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import ListenHandler
 from mcp.types import CallToolResult
 from pydantic import AnyHttpUrl, ValidationError
 from starlette.responses import JSONResponse
@@ -30,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcore.errors import InvalidInput, PermissionDenied
 from memcore_mcp import __version__, answers, stdio
+from memcore_mcp.streams import LISTEN
 from memcore_mcp.tenants import Tenants
 from memcore_mcp.tokens import TokenMap
 from memcore_mcp.tools import INSTRUCTIONS, PROFILE_URI, MemoryTools, say_default_top_k
@@ -209,6 +211,15 @@ class MemoryServer(MCPServer[Any]):
         lowlevel = self._lowlevel_server
         async with stdio.streams(grace) as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    def end_listening(self) -> None:
+        """End every open ``subscriptions/listen`` stream as the protocol ends one on purpose
+        (its result as the last frame). Such a stream runs until the client goes: a stopping
+        server waited the whole grace for it, then cut it. The SDK keeps its handler under
+        the method's name; its version is pinned."""
+        entry = self._lowlevel_server.get_request_handler(LISTEN)
+        if entry is not None and isinstance(entry.handler, ListenHandler):
+            entry.handler.close()
 
     def _error(self, exc: BaseException, tool: str) -> CallToolResult:
         return answers.error(exc, tool, database=self.database)
