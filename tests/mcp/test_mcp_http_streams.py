@@ -240,3 +240,17 @@ def test_a_stopped_server_ends_its_streams_and_exits_at_once(local_backend: Back
         last = json.loads(told.split(b"data: ")[-1].split(b"\r\n")[0])
         assert last["id"] == 3 and "result" in last, told
         streaming.close()
+
+
+def test_a_stream_asked_to_resume_is_opened_afresh(local_backend: Backend) -> None:
+    """A GET carrying ``Last-Event-ID`` opens the session's stream as any GET does."""
+    alice_token = token()
+    with local_backend.http({"alice": alice_token}) as url:
+        alice = Tenant(url, alice_token)
+        session = alice.session()
+        # The server keeps no events to replay (it sends no event ids): the SDK answered such
+        # a GET with nothing at all, which uvicorn turned into a bare 500.
+        resumed = _opened(alice.stream("GET", session, **{"Last-Event-ID": "5"}))
+        _, status, _, body = alice.get(session)  # it is the session's one stream
+        assert status == 409, body
+        resumed.close()

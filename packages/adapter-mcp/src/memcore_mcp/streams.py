@@ -55,7 +55,9 @@ class StreamBudget:
             await self.app(scope, receive, send)
             return
         request_id: int | str | None = None
-        if method == "POST":
+        if method == "GET":
+            scope = _fresh(scope)
+        elif method == "POST":
             body, receive = await read_body(receive)
             listen, request_id = _listen(body)
             if not listen:
@@ -85,6 +87,15 @@ class StreamBudget:
             "error": {"code": INVALID_REQUEST, "message": message},
         }
         await JSONResponse(body, status_code=429)(scope, receive, send)
+
+
+def _fresh(scope: Scope) -> Scope:
+    """``scope`` without ``Last-Event-ID``: the server keeps no events to replay (it gives
+    none an id), and the SDK answered a GET asking to resume with nothing at all, which
+    uvicorn sent as a bare 500. The protocol leaves replaying to the server: the stream is
+    opened afresh instead."""
+    headers = [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]
+    return {**scope, "headers": headers} if len(headers) < len(scope["headers"]) else scope
 
 
 def _listen(body: bytes | None) -> tuple[bool, int | str | None]:
