@@ -109,6 +109,7 @@ from benchmarks.longmemeval import STORE, open_question, score_keys
 from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.search import ranking
+from memcore_sqlite.storage import tenant_prefixes as prefixes
 from memcore_sqlite.vector import stored
 
 WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
@@ -291,7 +292,7 @@ def read_rows(
                 for label, rowv in context_vectors.mixed(matrix, window).items()
             }
         restrict = tags.filter_expression(sid, pattern, {})
-        prefix = tags.pattern_prefix(sid, pattern)
+        prefix = prefixes.pattern_prefix(conn, sid, pattern)
         exact_tenant = pattern.agent_id == "*" and prefix is not None
         tenant = None if prefix is None else (sid, pattern.app_id, pattern.tenant_id)
         lexical: dict[tuple[float, int, float], dict[int, float]] = {}

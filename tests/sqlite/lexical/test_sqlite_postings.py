@@ -21,6 +21,7 @@ from memcore_sqlite.lexical.postings import cache as postings_cache
 from memcore_sqlite.lexical.postings import table as postings
 from memcore_sqlite.lexical.query_tokens import QueryTokens
 from memcore_sqlite.search import ranking
+from memcore_sqlite.storage import tenant_prefixes as prefixes
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
@@ -160,7 +161,7 @@ def test_postings_rank_exactly_as_fts5(db_path: Path) -> None:
     assert entry.rows == len(set(texts))
     sid, app, tenant = _tenant(store)
     pattern = ALICE.tenant_pattern()
-    prefix = tags.tenant_prefix(sid, app, tenant)
+    prefix = prefixes.lookup(store._tx.conn, sid, app, tenant)
     scope = tags.filter_expression(sid, pattern, {})
     conn = store._tx.conn
     generation = entry.generation
@@ -339,27 +340,28 @@ def test_a_change_to_the_tenant_drops_the_postings(db_path: Path, which: int) ->
     store.close()
 
 
-def test_a_tenant_with_the_same_prefix_or_tag_drops_them(db_path: Path) -> None:
-    """A digest collision, made here by hand: the colliding tenant's rows are in the lists."""
+def test_a_tenant_with_the_same_tag_drops_them(db_path: Path) -> None:
+    """A tag collision, made here by hand: the colliding tenant's rows are in the scope count.
+    Prefixes cannot collide (each tenant has its own number): a write to another tenant, of
+    this store or another, leaves the entry in use."""
     store = _open(db_path)
     _fill(store)
     sid = _tenant(store)[0]
     store.ensure_store("other")
     other = store._tx.conn.execute("SELECT id FROM stores WHERE name = 'other'").fetchone()[0]
     carol = Scope("app", "carol", "agent", "run1")
-    for mark in ("prefix", "tag", "other store"):
-        entry = _settled(store)
-        if mark == "prefix":
-            entry.prefix = tags.tenant_prefix(sid, "app", "carol")
-        elif mark == "tag":
-            entry.tag = tags.tenant_tag(sid, "app", "carol")
-        else:
-            entry.prefix = tags.tenant_prefix(other, "app", "carol")
-        store.add_text("other" if mark == "other store" else STORE, carol, f"kayak {mark}")
-        assert _held(store) is None
     entry = _settled(store)
+    entry.tag = tags.tenant_tag(sid, "app", "carol")
+    store.add_text(STORE, carol, "kayak tag")
+    assert _held(store) is None
+    entry = _settled(store)
+    store.add_text(STORE, carol, "a write to another tenant, no collision")
+    store.add_text("other", ALICE, "a write to another store, no collision")
     store.add_text("other", carol, "a write to another store, no collision")
     assert _held(store) is entry
+    conn = store._tx.conn
+    held = {prefixes.lookup(conn, s, "app", t) for s in (sid, other) for t in ("alice", "carol")}
+    assert len(held) == 4 and prefixes.UNNUMBERED not in held
     store.close()
 
 

@@ -64,24 +64,3 @@ def filter_expression(store_id: int, pattern: ScopePattern, filters: Mapping[str
     parts = [pattern_tag(store_id, pattern)]
     parts += [_metadata_tag(store_id, concrete, k, v) for k, v in sorted(filters.items())]
     return " AND ".join(f'"{t}"' for t in parts)
-
-
-@functools.lru_cache(maxsize=4096)
-def tenant_prefix(store_id: int, app_id: str, tenant_id: str) -> str:
-    """Twelve digits put before every term in the ``tbody`` column.
-
-    Prefixed terms have posting lists of one tenant only, so a tenant's search never walks
-    other tenants' postings. Digits are consonants to the porter stemmer, so a word is stemmed
-    as if it began with a consonant: the same in every tenant, but not always as in ``body``.
-    Tokens under three characters are not stemmed there, and a vowel-initial word's conditions
-    change: in ``body`` "use" and the pronoun "us" share the stem ``us``, in ``tbody`` they don't.
-    """
-    raw = f"{store_id}\x1f{app_id}\x1f{tenant_id}".encode("utf-8", "surrogatepass")
-    return f"{int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), 'little') % 10**12:012d}"
-
-
-def pattern_prefix(store_id: int, pattern: ScopePattern) -> str | None:
-    """The tenant prefix when the pattern names one tenant, else None (use ``body``)."""
-    if pattern.app_id == "*" or pattern.tenant_id == "*":
-        return None
-    return tenant_prefix(store_id, pattern.app_id, pattern.tenant_id)

@@ -140,6 +140,8 @@ class StoreCatalog:
             for table in ("memories", "messages", "tasks", "requests", "dream_tasks"):
                 conn.execute(f"DELETE FROM {table} WHERE store_id = ?", (sid,))
             conn.execute("DELETE FROM stores WHERE id = ?", (sid,))
+            # Its tenants' numbers go with it, never to be handed out again (AUTOINCREMENT).
+            conn.execute("DELETE FROM tenant_prefixes WHERE store_id = ?", (sid,))
             code_pages.drop_store(conn, sid)
             lengths = self._tx.lengths
             self._tx.post_commit.append(lambda: lengths.drop_store(sid))

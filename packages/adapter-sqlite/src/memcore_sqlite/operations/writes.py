@@ -20,6 +20,7 @@ from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryRecord, Message, TextItem, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.storage import tenant_prefixes as prefixes
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
     MemoryRow,
@@ -236,7 +237,7 @@ class MemoryWrites:
         ``len(words)`` (written by its INSERT or UPDATE), which the lexical score discounts
         long memories by."""
         body = analysis.index_text(words)
-        prefix = tags.tenant_prefix(store_id, scope.app_id, scope.tenant_id)
+        prefix = prefixes.assign(conn, store_id, scope.app_id, scope.tenant_id)
         own = " ".join(tags.scope_tags(store_id, scope))
         extra = " ".join(tags.metadata_tags(store_id, scope, metadata))
         found = conn.execute(

@@ -22,6 +22,7 @@ from memcore_sqlite.search.exact_order import ExactOrder
 from memcore_sqlite.search.fused_order import BoundedOrder, FusedOrder, ordered
 from memcore_sqlite.search.overlap import Overlap
 from memcore_sqlite.search.supersession import LINK_COLUMNS, Links, key, link
+from memcore_sqlite.storage import tenant_prefixes as prefixes
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
     MEMORY_SEQ,
@@ -118,7 +119,7 @@ def warm_scope(
         if entry.matrix is None and entry.n:
             entry.start_sketch()
             sketch = entry.sketch
-    if tags.pattern_prefix(store_id, pattern) is None:  # no one tenant: nothing held by tenant
+    if pattern.app_id == "*" or pattern.tenant_id == "*":  # no one tenant: nothing held by tenant
         return sketch
     tenant = (store_id, pattern.app_id, pattern.tenant_id)
     rows = None if lengths is None else lengths.warm_scope(conn, tenant, generation)
@@ -172,7 +173,7 @@ def ranked(
     """
     pool = ranking.POOL
     restrict = tags.filter_expression(store_id, pattern, flt)
-    prefix = tags.pattern_prefix(store_id, pattern)
+    prefix = prefixes.pattern_prefix(conn, store_id, pattern)
     exact_tenant = pattern.agent_id == "*" and prefix is not None and not flt
     # For a whole tenant without filters the prefixed terms already select the scope:
     # ANDing the tenant's tag would only walk its postings once more.

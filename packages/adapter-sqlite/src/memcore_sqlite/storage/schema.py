@@ -18,6 +18,7 @@ from memcore import speakers
 from memcore.errors import Conflict, PermissionDenied, ProtocolError
 from memcore_sqlite.lexical import analysis
 from memcore_sqlite.storage import other_openers
+from memcore_sqlite.storage import tenant_prefixes as prefixes
 from memcore_sqlite.storage.rows import HASH_BYTES
 from memcore_sqlite.vector import code_pages, stored
 
@@ -668,6 +669,64 @@ def _v16(conn: sqlite3.Connection) -> None:
 _FILE_WIDE_ID = "id TEXT NOT NULL UNIQUE,"
 
 
+def _v17(conn: sqlite3.Connection) -> None:
+    """Tenant prefixes that no two tenants share (:mod:`memcore_sqlite.storage.tenant_prefixes`):
+    until now they were digests, and two tenants with the same one lost hits to each other.
+    Every tenant that holds memories is numbered, first written first; each scope's row in
+    ``memory_fts_scopes`` takes its tenant's number as its prefix (a row two tenants shared,
+    their prefixes and tags alike, is split), full-text rows of memories that are gone are
+    dropped, and the index is rebuilt from ``memory_fts_rows``. Only the digits before each
+    term change, so a tenant that shared its prefix with no other ranks as before. Every
+    store gets a new generation: no process keeps postings read with the old prefixes."""
+    conn.execute(prefixes.TABLE)
+    conn.execute(
+        "INSERT OR IGNORE INTO tenant_prefixes (store_id, app_id, tenant_id)"
+        " SELECT store_id, app_id, tenant_id FROM memories"
+        " GROUP BY store_id, app_id, tenant_id ORDER BY MIN(seq)"
+    )
+    conn.execute("DROP TRIGGER IF EXISTS memory_fts_text_delete")  # the index is rebuilt
+    conn.execute("DELETE FROM memory_fts_text WHERE seq NOT IN (SELECT seq FROM memories)")
+    scope_tags = dict(conn.execute("SELECT id, tags FROM memory_fts_scopes").fetchall())
+    pairs = conn.execute(
+        "SELECT DISTINCT t.scope, p.number FROM memory_fts_text t"
+        " JOIN memories m ON m.seq = t.seq JOIN tenant_prefixes p ON p.store_id = m.store_id"
+        " AND p.app_id = m.app_id AND p.tenant_id = m.tenant_id ORDER BY t.scope, p.number"
+    ).fetchall()
+    # Out of the way first: a row's new prefix may be another's old one.
+    conn.execute("UPDATE memory_fts_scopes SET prefix = 'v17 ' || id")
+    made: dict[tuple[str, str], int] = {}
+    kept: set[int] = set()
+    for old, number in pairs:
+        key = (prefixes.written(int(number)), str(scope_tags[old]))
+        if key not in made and old not in kept:
+            conn.execute("UPDATE memory_fts_scopes SET prefix = ? WHERE id = ?", (key[0], old))
+            made[key] = old
+            kept.add(old)
+            continue
+        if key not in made:  # another tenant's rows in this scope row: a row of their own
+            added = conn.execute("INSERT INTO memory_fts_scopes (prefix, tags) VALUES (?, ?)", key)
+            made[key] = int(added.lastrowid or 0)
+        if made[key] != old:
+            conn.execute(
+                "UPDATE memory_fts_text SET scope = ? WHERE scope = ? AND seq IN (SELECT m.seq"
+                " FROM memories m JOIN tenant_prefixes p ON p.store_id = m.store_id"
+                " AND p.app_id = m.app_id AND p.tenant_id = m.tenant_id WHERE p.number = ?)",
+                (made[key], old, number),
+            )
+    conn.execute(
+        "DELETE FROM memory_fts_scopes WHERE id NOT IN (SELECT scope FROM memory_fts_text)"
+    )
+    left = conn.execute(
+        "SELECT count(*) FROM memory_fts_scopes WHERE prefix LIKE 'v17 %'"
+    ).fetchone()[0]
+    if left:
+        raise _left_as_it_was(f"{left} scopes of the full-text index have no tenant")
+    conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
+    conn.execute(_FTS_SCOPES[-1])
+    conn.execute("UPDATE stores SET generation = generation + 1")
+
+
 #: (version, script or function) in order; append, never edit a released one. Numbers may
 #: skip: each runs once when the file is older than it.
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -686,6 +745,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     (14, _v14),
     (15, _v15),
     (16, _v16),
+    (17, _v17),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

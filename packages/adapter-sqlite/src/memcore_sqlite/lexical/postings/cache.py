@@ -3,8 +3,9 @@
 A cache that is exact by construction: an entry (:mod:`memcore_sqlite.lexical.postings.table`) is read from
 the FTS5 index in one snapshot together with the store's generation, and a search uses it only
 when its own snapshot is at that generation. This process's writes move it on to the next
-generation when they touched no row of its tenant (nor of a tenant with the same prefix or
-scope tag), or only added rows to it, which are appended with the tokens FTS5 indexed for
+generation when they touched no row of its tenant (nor of a tenant with the same scope tag:
+a digest; prefixes are a tenant's own, :mod:`memcore_sqlite.storage.tenant_prefixes`), or only added
+rows to it, which are appended with the tokens FTS5 indexed for
 them (:meth:`PostingsCache.appended_rows`); any other change drops it. Another process's
 write shows up as a new generation, and the entry goes unused until it is built again. A query takes the postings only when every
 term is one token of the tenant's column (:mod:`memcore_sqlite.lexical.query_tokens`); anything else
@@ -100,7 +101,7 @@ class PostingsCache:
         #: The generation at which each tenant's last build failed: not tried again there.
         self._failed: dict[Tenant, int] = {}
         #: This process's writes and store deletions, so a build knows whether one came
-        #: while it ran (any store's: a tenant prefix may collide across stores).
+        #: while it ran (any store's: a tenant tag may collide across stores).
         self._writes = 0
         self._tokens = QueryTokens()
         self._lock = threading.Lock()
@@ -287,19 +288,19 @@ class PostingsCache:
         written = set(tenants)
         marks: dict[str, set[tuple[str, str]]] = {}
         for app_id, tenant_id in written:
-            for mark in (
-                tags.tenant_prefix(store_id, app_id, tenant_id),
-                tags.tenant_tag(store_id, app_id, tenant_id),
-            ):
-                marks.setdefault(mark, set()).add((app_id, tenant_id))
+            marks.setdefault(tags.tenant_tag(store_id, app_id, tenant_id), set()).add(
+                (app_id, tenant_id)
+            )
         with self._lock:
             self._writes += 1
             for key in list(self._entries):
                 entry = self._entries[key]
-                # A tenant of another store whose prefix or tag is the same (a digest
-                # collision) is in this entry's lists too.
-                by = marks.get(entry.prefix, set()) | marks.get(entry.tag, set())
                 own = (key[1], key[2]) if key[0] == store_id else None
+                # The entry's prefix is its tenant's alone; a tenant of any store whose tag
+                # is the same (a digest collision) is in its scope count too.
+                by = marks.get(entry.tag, set()) | (
+                    {own} if own is not None and own in written else set()
+                )
                 rows = appended.get(own) if own is not None and by == {own} else None
                 if rows is not None and entry.generation == before and entry.append(rows):
                     entry.generation = after
@@ -314,7 +315,8 @@ class PostingsCache:
                         entry.generation = after
 
     def drop_store(self, store_id: int) -> None:
-        """A store deleted: its rows may be in any entry (a prefix collision), so all go."""
+        """A store deleted: its rows may be in any entry's scope count (a tag collision), so
+        all go."""
         with self._lock:
             self._writes += 1
             for key in self._entries:

@@ -1,7 +1,7 @@
 """One tenant's full-text postings in memory, exactly as FTS5 indexes them.
 
 The lexical stage asks FTS5 for each query term's rows in the tenant (prefixed ``tbody``
-terms, :func:`memcore_sqlite.lexical.tags.tenant_prefix`) and walks intersections newest first: about
+terms, :mod:`memcore_sqlite.storage.tenant_prefixes`) and walks intersections newest first: about
 a millisecond at 100k rows, most of it in statements and their parsing. The same lists as
 sorted arrays are matched with ``searchsorted`` in a fraction of that
 (:mod:`memcore_sqlite.lexical.postings.matches`).
@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from memcore_sqlite.lexical import tags
+from memcore_sqlite.storage import tenant_prefixes as prefixes
 
 #: Terms of up to this many bytes (after the tenant prefix) are held as fixed-width keys.
 KEY_BYTES = 16
@@ -206,8 +207,6 @@ def build(
     """The tenant's postings, read inside one snapshot of ``conn`` (a transaction of its own),
     with the store's generation in that same snapshot. ``stopped`` is asked between slices
     (InterruptedError when it says so)."""
-    prefix = tags.tenant_prefix(store_id, app_id, tenant_id)
-    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
     tag = tags.tenant_tag(store_id, app_id, tenant_id)
     for table, kind in ((_TERMS_TABLE, "col"), (_INSTANCES_TABLE, "instance")):
         conn.execute(
@@ -220,6 +219,8 @@ def build(
         if row is None:
             raise LookupError("the store is gone")
         generation = int(row[0])
+        prefix = prefixes.lookup(conn, store_id, app_id, tenant_id)  # in the same snapshot
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         scope = f'tags : ("{tag}")'
         in_scope = int(conn.execute(_SCOPE_COUNT, (scope, count_limit)).fetchone()[0])
         rows = int(conn.execute(_TENANT_ROWS, (store_id, app_id, tenant_id)).fetchone()[0])
