@@ -515,24 +515,31 @@ def _run_forget(args: argparse.Namespace) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> None:
+    from memcore.errors import InvalidInput
     from memcore.transfer import export_lines
+    from memcore_hermes.config.home import home_expanded
     from memcore_sqlite.storage.file_modes import make_home
     from memcore_sqlite.storage.out_file import open_out
 
+    to_stdout = args.out is None or args.out == "-"  # as import's '-' is stdin
+    target = None if to_stdout else home_expanded(args.out)
+    if not to_stdout and target is None:  # "~nobody/x": refused before the store opens
+        raise InvalidInput(
+            f"cannot write {args.out} (a home folder this system does not know)", field="out"
+        )
     counts: dict[str, int] = {}
     with _Session(args) as session:
         # The memories, then the message log where the store keeps one (the turns that
         # recall_neighbours shows), so an import restores both.
         lines = list(export_lines(session.service, counts))
     memories, messages = counts["memories"], counts["messages"]
-    if args.out is None or args.out == "-":  # as import's '-' is stdin
+    if target is None:
         _write("".join(lines))
         _say(f"exported {memories} memories" + (f" and {messages} messages" if messages else ""))
         return
     from pathlib import Path
 
     # As `memcore export --out`: a FIFO or device written through, a symlink's target replaced.
-    target = Path(args.out).expanduser()
     if not target.parent.exists():
         make_home(target.parent, advice="choose another --out")
     with open_out(Path(args.out)) as fh:

@@ -16,6 +16,7 @@ from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
 
 if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
+    from memcore.errors import ConfigError
 
 CONFIG_FILE = "tablestore_memory.json"
 ENV_FILE = ".env"
@@ -26,10 +27,36 @@ LOCAL_DB_FILE = "tablestore_memory_local.sqlite3"
 HOME_ADVICE = "set HERMES_HOME to a writable folder"
 
 
+def home_expanded(path: str | os.PathLike[str]) -> Path | None:
+    """``path`` with a leading ``~`` or ``~user`` made the home folder, or None when there is
+    no such user (or no home): Python raises ``RuntimeError`` there, which each caller turns
+    into its own one-line error. The plugin's one such helper (the CLI and the embedded store
+    each have theirs; the plugin imports neither for it)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return None
+
+
+def _unknown_home(path: str | os.PathLike[str], *, field: str) -> ConfigError:
+    from memcore.errors import ConfigError
+
+    return ConfigError(
+        f"the Hermes home {str(path)!r} names a home folder this system does not know",
+        field=field,
+    )
+
+
 def resolve_home(hermes_home: str | os.PathLike[str] | None = None) -> Path:
-    """The active Hermes home: the argument, Hermes' own resolver, ``$HERMES_HOME``, ``~/.hermes``."""
+    """The active Hermes home: the argument, Hermes' own resolver, ``$HERMES_HOME``, ``~/.hermes``.
+
+    A ``~user`` of a user this system does not know is a :class:`~memcore.errors.ConfigError`
+    naming where it came from (Hermes passes its own ``HERMES_HOME`` as the argument)."""
     if hermes_home:
-        return Path(hermes_home).expanduser()
+        expanded = home_expanded(hermes_home)
+        if expanded is None:
+            raise _unknown_home(hermes_home, field="hermes_home")
+        return expanded
     try:
         from hermes_constants import get_hermes_home  # type: ignore[import-untyped,unused-ignore]
 
@@ -37,7 +64,12 @@ def resolve_home(hermes_home: str | os.PathLike[str] | None = None) -> Path:
     except ImportError:
         pass
     env = os.environ.get("HERMES_HOME", "").strip()
-    return Path(env).expanduser() if env else Path.home() / ".hermes"
+    if not env:
+        return Path.home() / ".hermes"
+    expanded = home_expanded(env)
+    if expanded is None:
+        raise _unknown_home(env, field="HERMES_HOME")
+    return expanded
 
 
 class HermesHome:
@@ -62,9 +94,20 @@ class HermesHome:
         return self.root / SPOOL_FILE
 
     def local_db_file(self, config: MemcoreConfig | None = None) -> Path:
-        """The embedded store's database: ``local_path`` from the config, else inside the home."""
+        """The embedded store's database: ``local_path`` from the config, else inside the home.
+        A ``local_path`` in an unknown user's home is a :class:`~memcore.errors.ConfigError`
+        naming the config file."""
         if config is not None and config.local_path:
-            path = Path(config.local_path).expanduser()
+            path = home_expanded(config.local_path)
+            if path is None:
+                from memcore.errors import ConfigError
+
+                raise ConfigError(
+                    f"local_path {config.local_path!r} names a home folder this system does "
+                    "not know",
+                    field="local_path",
+                    source=str(self.config_file),
+                )
             return path if path.is_absolute() else self.root / path
         return self.root / LOCAL_DB_FILE
 

@@ -317,6 +317,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
     def backup_paths(self) -> list[str]:
         """The config, the spool and the local database (resolved without initialising)."""
+        from memcore.errors import ConfigError
+
         home = self._home or HermesHome()
         config = self._config
         if config is None:
@@ -324,7 +326,12 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 config = home.load_config()
             except Exception:  # a broken config still has a default database path
                 config = None
-        return [str(home.config_file), str(home.spool_file), str(home.local_db_file(config))]
+        paths = [str(home.config_file), str(home.spool_file)]
+        try:
+            paths.append(str(home.local_db_file(config)))
+        except ConfigError:  # a local_path no file can be at: the config and spool still count
+            pass
+        return paths
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def initialize(self, session_id: str, **kwargs: Any) -> None:
