@@ -95,13 +95,19 @@ class HermesHome:
 
     def local_db_file(self, config: MemcoreConfig | None = None) -> Path:
         """The embedded store's database: ``local_path`` from the config, else inside the home.
-        A ``local_path`` in an unknown user's home is a :class:`~memcore.errors.ConfigError`
-        naming the config file."""
+        A blank ``local_path``, or one in an unknown user's home, is a
+        :class:`~memcore.errors.ConfigError` naming the config file."""
         if config is not None and config.local_path:
+            from memcore.errors import ConfigError
+
+            if not config.local_path.strip():  # hand-written " ": never a file named so here
+                raise ConfigError(
+                    "local_path is blank; give a file path, or leave it out for the default",
+                    field="local_path",
+                    source=str(self.config_file),
+                )
             path = home_expanded(config.local_path)
             if path is None:
-                from memcore.errors import ConfigError
-
                 raise ConfigError(
                     f"local_path {config.local_path!r} names a home folder this system does "
                     "not know",
