@@ -48,6 +48,9 @@ HTTP = ["mcp", "--transport", "http"]
             {"MEMCORE_MCP_TOKENS_FILE": "~no-such-user-here/t.json"},
             "names a home folder this system does not know (key 'MEMCORE_MCP_TOKENS_FILE')",
         ),
+        # An empty --tokens (an unset shell variable) fell back to the variables' map.
+        ([*HTTP, "--tokens", ""], {"MEMCORE_MCP_TOKENS": "{"}, "--tokens is empty"),
+        ([*HTTP, "--tokens", "  "], {"MEMCORE_MCP_TOKENS": "{"}, "--tokens is empty"),
         # The HTTP options were ignored on stdio, so a mistyped --transport served stdio anyway.
         (["mcp", "--tokens", "tokens.json"], TOKENS, "--tokens applies to --transport http only"),
         (["mcp", "--port", "8787"], {}, "--port applies to --transport http only"),
@@ -86,3 +89,40 @@ def test_a_missing_server_package_names_an_install_that_works(tmp_path, monkeypa
     assert result.stderr.count("\n") == 1
     assert "pip install memcore-mcp" not in result.stderr
     assert "./packages/adapter-mcp" in result.stderr, result.stderr
+
+
+def test_an_empty_tokens_option_is_refused_before_a_fallback_map_is_served(tmp_path) -> None:
+    """``--tokens "$UNSET"`` served the tenants of ``MEMCORE_MCP_TOKENS_FILE`` (or
+    ``MEMCORE_MCP_TOKENS``), which the command line had not asked for."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text('{"alice": "0123456789abcdef0123456789abcdef"}', encoding="utf-8")
+    tokens.chmod(0o600)
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "MEMCORE_HOME": str(tmp_path / "home"),
+        "MEMCORE_MCP_TOKENS_FILE": str(tokens),
+    }
+    argv = [*HTTP, "--host", "127.0.0.1", "--port", "0", "--tokens", ""]
+    try:
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("memcore")), *argv],
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"it served instead of refusing: {exc.stderr!r}")
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("memcore: error: --tokens is empty"), line
+    assert not (tmp_path / "home" / "memcore.db").exists()

@@ -127,7 +127,14 @@ def _name(tenant: str, index: int) -> str:
 
 def load_tokens(path: str | None, environ: Mapping[str, str]) -> TokenMap | None:
     """The token map from ``path``, else ``MEMCORE_MCP_TOKENS_FILE``, else ``MEMCORE_MCP_TOKENS``;
-    None when none is given."""
+    None when none is given. An empty ``path`` (``--tokens "$UNSET"``) is refused: falling
+    back would serve tenants the command line did not name."""
+    if path is not None and not path.strip():
+        raise ConfigError(
+            "--tokens is empty (an unset shell variable?); give the token file, or leave it "
+            f"out to use {TOKENS_FILE_ENV} or {TOKENS_ENV}",
+            field="tokens",
+        )
     file_name = path or environ.get(TOKENS_FILE_ENV, "").strip() or None
     if file_name is not None:
         file_path = expand(file_name, field="tokens" if path else TOKENS_FILE_ENV)
