@@ -21,6 +21,9 @@ HTTP = ["mcp", "--transport", "http"]
         (["--tenant", "", "mcp"], {}, "--tenant is empty"),
         (["--tenant", "*", "mcp"], {}, "--tenant may not be '*'"),
         (["mcp"], {"MEMCORE_TENANT": "  "}, "MEMCORE_TENANT is empty"),
+        # The refusal named --tenant, which was not given.
+        (["mcp"], {"MEMCORE_TENANT": "*"}, "MEMCORE_TENANT may not be '*'"),
+        ([*HTTP, "--port", "0"], {"MEMCORE_TENANT": "*", **TOKENS}, "MEMCORE_TENANT may not be"),
         # A byte that is not UTF-8 served a tenant of its own, where --tenant refuses it.
         (["mcp"], {"MEMCORE_TENANT": "a\udcffb"}, "MEMCORE_TENANT is not valid UTF-8 (byte 0xff"),
         (["--run", "*", "mcp"], {}, "may not be '*'"),

@@ -20,7 +20,7 @@ import attrs
 from memcore.errors import InvalidInput
 from memcore.limits import check_unicode
 from memcore.ports import MemoryStore
-from memcore.scope import normalize_segment
+from memcore.scope import WILDCARD, normalize_segment
 from memcore.service import MemoryService
 from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.settings.resolve import Settings
@@ -53,6 +53,10 @@ def server_options(options: GlobalOptions, environ: Mapping[str, str]) -> Global
         )
     # Bytes that are not UTF-8 arrive as surrogates, a tenant --tenant refuses to name.
     check_unicode(tenant, field="tenant_id", label=TENANT_ENV)
+    if tenant == WILDCARD:  # refused as --tenant '*' is, but named as the user gave it
+        raise InvalidInput(
+            f"{TENANT_ENV} may not be '*': reads never leave one tenant", field="tenant_id"
+        )
     return dataclasses.replace(options, tenant=tenant)
 
 
