@@ -522,6 +522,12 @@ def _run_export(args: argparse.Namespace) -> None:
     from memcore_sqlite.storage.out_file import open_out
 
     to_stdout = args.out is None or args.out == "-"  # as import's '-' is stdin
+    if not to_stdout and not args.out.strip():  # else ".": "cannot write . (a folder)"
+        raise InvalidInput(
+            "--out is empty (an unset shell variable?); give a file, or '-' (or no --out) "
+            "for stdout",
+            field="out",
+        )
     target = None if to_stdout else home_expanded(args.out)
     if not to_stdout and target is None:  # "~nobody/x": refused before the store opens
         raise InvalidInput(
@@ -552,6 +558,11 @@ def _run_import(args: argparse.Namespace) -> None:
     from memcore.transfer import split_lines
     from memcore_hermes.commands.importing import import_lines
 
+    if not args.file.strip():  # else " does not exist": a file the user never named
+        raise InvalidInput(
+            "the file name is empty (an unset shell variable?); give a file, or '-' for stdin",
+            field="file",
+        )
     try:
         if args.file == "-":
             # A byte order mark, as a file's is (utf-8-sig): not part of the first record.
