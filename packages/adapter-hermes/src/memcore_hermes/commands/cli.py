@@ -557,18 +557,26 @@ def _run_import(args: argparse.Namespace) -> None:
     from memcore.errors import InvalidInput
     from memcore.transfer import split_lines
     from memcore_hermes.commands.importing import import_lines
+    from memcore_hermes.config.home import home_expanded
 
     if not args.file.strip():  # else " does not exist": a file the user never named
         raise InvalidInput(
             "the file name is empty (an unset shell variable?); give a file, or '-' for stdin",
             field="file",
         )
+    # '~' is the home folder, as for export's --out (and memcore import): a file written
+    # with one path is read back with it.
+    path = None if args.file == "-" else home_expanded(args.file)
+    if args.file != "-" and path is None:  # "~nobody/x": no such user's home
+        raise InvalidInput(
+            f"{args.file} names a home folder this system does not know", field="file"
+        )
     try:
-        if args.file == "-":
+        if path is None:
             # A byte order mark, as a file's is (utf-8-sig): not part of the first record.
             raw_lines = split_lines(sys.stdin.read().removeprefix("\ufeff"))
         else:
-            with open(args.file, encoding="utf-8-sig") as fh:
+            with open(path, encoding="utf-8-sig") as fh:
                 raw_lines = split_lines(fh.read())
     except FileNotFoundError:
         raise InvalidInput(f"{args.file} does not exist", field="file") from None
