@@ -126,3 +126,36 @@ def test_an_unsafe_env_file_stops_the_local_backend_too(hermes_home: Path, kit: 
         MemcoreMemoryProvider(environ={}).initialize(
             "s1", hermes_home=str(hermes_home), platform="cli", user_id="u"
         )
+
+
+@pytest.mark.parametrize("local_path", [" ", "~no-such-user-here/m.db"])
+def test_a_local_path_no_session_can_open_is_not_available(
+    hermes_home: Path, kit: Any, local_path: str
+) -> None:
+    """``initialize()`` refuses a blank ``local_path`` or one in an unknown user's home, so
+    ``is_available()`` (and setup's closing verdict) must not say it would start."""
+    config = kit.write_config(hermes_home, backend="local", embedder="none", local_path=local_path)
+    lines = status(hermes_home)
+    assert lines["backend"] == "local"
+    assert "local_path" in lines["problem"] and str(config) in lines["problem"]
+    assert lines["fix"] == f"correct local_path in {config}, or leave it out for the default"
+    with pytest.raises(Exception, match="local_path"):
+        MemcoreMemoryProvider(environ={}).initialize(
+            "s1", hermes_home=str(hermes_home), platform="cli", user_id="u"
+        )
+
+
+def test_setup_with_a_blank_local_path_does_not_say_available(hermes_home: Path, kit: Any) -> None:
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local", embedder="none", local_path=" ")
+    result = kit.run_hermes(hermes_home, "tablestore-mem", "setup", "--backend", "local")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "is available" not in result.stdout + result.stderr
+    assert "local_path is blank" in result.stdout + result.stderr
+
+
+def test_a_hermes_home_in_an_unknown_users_home_is_not_available_and_never_raises(
+    hermes_home: Path,
+) -> None:
+    lines = MemcoreMemoryProvider(environ={}).readiness("~no-such-user-here/h").status_lines()
+    assert "does not know" in lines["problem"] and "HERMES_HOME" in lines["fix"]

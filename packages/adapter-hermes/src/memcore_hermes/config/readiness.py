@@ -111,6 +111,15 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
             False, backend or "tablestore", reason=unsafe, fix=f"chmod 600 {home.env_file}"
         )
     if backend == "local":
+        try:  # a blank local_path, or one in an unknown user's home: initialize() refuses it
+            home.local_db_file(config)
+        except ConfigError as exc:
+            return Readiness(
+                False,
+                "local",
+                reason=str(exc),
+                fix=f"correct local_path in {home.config_file}, or leave it out for the default",
+            )
         search, fix = local_search_mode(config.embedder)
         note = "" if not fix else "semantic recall is off"
         return Readiness(True, "local", reason=note, fix=fix, search=search)

@@ -130,9 +130,14 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
     def readiness(self, hermes_home: str | None = None) -> Readiness:
         """The verdict ``is_available()`` and ``hermes memory status`` give (no network)."""
-        from memcore_hermes.config.readiness import check_readiness
+        from memcore.errors import ConfigError
+        from memcore_hermes.config.readiness import Readiness, check_readiness
 
-        return check_readiness(HermesHome(hermes_home), self._environ)
+        try:
+            home = HermesHome(hermes_home)
+        except ConfigError as exc:  # a home in an unknown user's home: never raised here
+            return Readiness(False, None, reason=str(exc), fix="set HERMES_HOME to a folder")
+        return check_readiness(home, self._environ)
 
     def get_status_config(self, provider_config: Any = None) -> dict[str, str]:
         """Lines for ``hermes memory status``: backend, search mode, and the reason and fix."""
