@@ -330,6 +330,8 @@ def test_a_text_that_reads_as_an_option_is_told_how_to_give_it(local_cli):
         (("export", "--out", ""), "--out"),
         (("export", "--out", " "), "--out"),
         (("add", "--messages-file", ""), "--messages-file"),
+        (("import", ""), "FILE"),
+        (("import", "--lines", " "), "FILE"),
     ],
 )
 def test_an_empty_file_name_is_named_as_empty(local_cli, tmp_path, monkeypatch, args, option):

@@ -5,7 +5,6 @@ Import is idempotent: a memory whose id is already in its scope, or whose text i
 its scope (stores deduplicate by content), is counted as present and not written again.
 """
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -57,8 +56,8 @@ def export(
 
 def import_(
     ctx: typer.Context,
-    in_path: Annotated[
-        Path,
+    in_file: Annotated[
+        str,
         typer.Argument(metavar="FILE", help="A file written by 'memcore export' ('-' for stdin)."),
     ],
     lines: Annotated[
@@ -81,7 +80,10 @@ def import_(
       MEMCORE_HOME=/tmp/fresh memcore import memories.jsonl
     """
     from memcore_cli.operations.transfer import import_memories
+    from memcore_cli.parsing.paths import given_path
 
+    instead = "give a file, or '-' for stdin"
+    in_path = given_path(in_file, name="FILE", field="file", instead=instead)
     state = state_of(ctx)
     report = import_memories(state.runtime(), state.output, in_path, lines=lines)
     if state.json:
