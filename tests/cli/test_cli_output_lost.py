@@ -127,6 +127,41 @@ def test_export_out_onto_a_full_device_is_one_line_and_exit_5(seeded):
     ]
 
 
+@needs_dev_full
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["add", "User drinks tea"], "add"),
+        (["--json", "add", "--sync", "User drinks tea"], "add"),
+        (["forget", "--yes", "--filter", "topic=food"], "forget"),
+        (["config", "set", "top_k", "7"], "config set"),
+    ],
+)
+def test_a_write_whose_answer_is_lost_says_it_was_made(seeded, args, command):
+    """A full disk under a command that writes: the write has landed, so the line says so
+    (and exit 5 for the lost answer), rather than reading as a failed write to try again."""
+    if command == "forget":
+        assert _run(seeded, "add", "--metadata", "topic=food", "User likes coffee").returncode == 0
+    before = _run(seeded, "--json", "list", "--all").stdout
+    with open("/dev/full", "w") as full:
+        done = _run(seeded, *args, stdout=full.fileno())
+    assert done.returncode == 5, done.stderr
+    [line] = done.stderr.splitlines()
+    message = json.loads(line)["error"]["message"] if "--json" in args else line
+    assert message.startswith(("cannot write the output: no space left on device", FULL)), message
+    assert f"memcore {command} was done before its answer was lost" in message, message
+    assert "do not run it again" in message, message
+    if command != "config set":
+        assert _run(seeded, "--json", "list", "--all").stdout != before  # it did land
+
+
+@needs_dev_full
+def test_a_read_whose_answer_is_lost_says_nothing_of_writes(seeded):
+    with open("/dev/full", "w") as full:
+        done = _run(seeded, "search", "answers", stdout=full.fileno())
+    assert (done.returncode, done.stderr.splitlines()) == (5, [FULL])
+
+
 #: Room for SQLite's 32 KiB shared-memory file, not for the export of :func:`_long_memories`.
 FILE_LIMIT = 64 * 1024
 

@@ -115,6 +115,49 @@ def _stdout_gone() -> int:
     return int(ExitCode.UNEXPECTED)
 
 
+#: Commands that change memories or settings before they print, and where to look at what
+#: they changed: when their answer cannot be written, the change has still been made.
+WRITES = {
+    "add": "memcore list",
+    "update": "memcore get ID",
+    "forget": "memcore list",
+    "import": "memcore list",
+    "reindex": "memcore doctor",
+    "dream create": "memcore dream list",
+    "dream apply": "memcore dream actions TASK_ID",
+    "dream undo": "memcore dream actions TASK_ID",
+    "dream cancel": "memcore dream list",
+    "stores create": "memcore stores list",
+    "stores delete": "memcore stores list",
+    "config set": "memcore config show",
+}
+
+
+def answer_lost_after_write(exc: Exception, words: Sequence[str]) -> Exception:
+    """The error for a write command whose answer could not be written (a full disk): its
+    write has landed, so the line says so, lest the command be run again as if it had failed.
+    """
+    from memcore.errors import Unavailable
+
+    if not isinstance(exc, Unavailable) or exc.field != "stdout" or "--dry-run" in words:
+        return exc
+    name = (
+        " ".join(words[:2])
+        if words[:1] in (["dream"], ["stores"], ["config"])
+        else " ".join(words[:1])
+    )
+    look = WRITES.get(name)
+    if look is None:
+        return exc
+    lost = exc.message.replace(" (nothing was done)", "")
+    return Unavailable(
+        f"{lost}; memcore {name} was done before its answer was lost, so do not run it "
+        f"again: see what it changed with {look}",
+        field="stdout",
+        retryable=False,
+    )
+
+
 def _stdout_failed() -> bool:
     return isinstance(sys.stdout, GuardedStdout) and sys.stdout.failed
 
@@ -139,6 +182,8 @@ class MemcoreGroup(TyperGroup):
             raise typer.Exit(_stdout_gone()) from None
         except Exception as exc:
             state = ctx.obj
+            if _stdout_failed():
+                exc = answer_lost_after_write(exc, ctx.meta.get(COMMAND_ARGS, []))
             code = report_error(
                 exc,
                 as_json=bool(getattr(state, "json", False)),
