@@ -67,3 +67,41 @@ def test_a_reader_gone_ends_quietly(
     kit.write_config(hermes_home, backend="local", embedder="none")
     code = _run(monkeypatch, _Gone(), "list")
     assert (code, capsys.readouterr().err) == (1, "")
+
+
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [
+        (["add", "I keep bees", "--sync"], 2),
+        (["forget", "--yes"], 0),
+    ],
+)
+def test_a_write_whose_answer_is_lost_says_it_was_done(
+    hermes_home: Path,
+    kit: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    written: int,
+) -> None:
+    """The change has landed before its answer is printed: the line says so (exit 5 for the
+    lost answer), so that the command is not run again as if it had failed."""
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    code, out = kit.run_cli(capsys, "add", "I play the cello on Sundays", "--sync")
+    assert code == 0
+    if command[0] == "forget":
+        command = [*command, out["memory_ids"][0]]
+    import sys
+
+    captured = sys.stdout
+    code = _run(monkeypatch, _FullDisk(), *command)
+    monkeypatch.setattr(sys, "stdout", captured)
+    err = capsys.readouterr().err
+    assert code == 5
+    assert err.splitlines()[-1] == (
+        "tablestore-mem: error: cannot write the output: no space left on device; "
+        f"hermes tablestore-mem {command[0]} was done before its answer was lost, so do not "
+        "run it again: see what it changed with hermes tablestore-mem list"
+    ), err
+    code, listed = kit.run_cli(capsys, "list")
+    assert (code, len(listed["items"])) == (0, written)

@@ -224,11 +224,13 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         raise SystemExit(1) from None
     except MemcoreError as exc:
         code = int(exit_code_for(exc))
+        message = exc.message
         if exc.field == "stdout" and isinstance(exc, Unavailable):  # nowhere to print it
             _stdout_gone()
+            message = _lost_after_write(message, action or "", args)
         else:
             _print({"error": {**exc.to_dict(), "exit_code": code}})
-        sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
+        sys.stderr.write(f"tablestore-mem: error: {' '.join(message.split())}\n")
         raise SystemExit(code) from None
     except KeyboardInterrupt as exc:
         raise SystemExit(_interrupted(str(exc))) from None
@@ -236,6 +238,22 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         from memcore_hermes.backend.preload import finish
 
         finish()  # an early model load must not be cut short by the exit
+
+
+#: Sub-commands that have made their change before they print their answer.
+_WRITES = ("add", "forget", "import", "reindex", "migrate-tenant")
+
+
+def _lost_after_write(message: str, action: str, args: argparse.Namespace) -> str:
+    """The line for an answer that could not be written (a full disk): after a write, it
+    says the write was done, lest the command be run again as if it had failed."""
+    if action not in _WRITES or getattr(args, "dry_run", False):
+        return message
+    look = "doctor" if action == "reindex" else "list"
+    return (
+        f"{message}; hermes tablestore-mem {action} was done before its answer was lost, so "
+        f"do not run it again: see what it changed with hermes tablestore-mem {look}"
+    )
 
 
 def _interrupted(detail: str) -> int:
