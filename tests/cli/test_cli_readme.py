@@ -13,7 +13,7 @@ import pytest
 import typer
 
 from memcore_cli.app import app
-from tests.cli.conftest import Cli
+from tests.cli.conftest import Cli, write_config
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -99,3 +99,28 @@ def test_readme_get_table_has_the_fields_get_prints(local_cli: Cli, command: str
     memory_id = json.loads(added)["memory_ids"][0]
     shown = local_cli.ok("--format", "plain", "get", memory_id).stdout.splitlines()
     assert rows == [ln.split("\t")[0] for ln in shown]
+
+
+def test_cli_readme_round_trip_names_what_an_export_gives_back(local_cli: Cli, tmp_path) -> None:
+    """ "Export then import into a fresh store gives back ...": every field it names comes
+    back equal on the embedded store, and every field that does come back is named."""
+    [sentence] = re.findall(
+        r"Export then import into a fresh store[^.]*\.", CLI_README.replace("\n", " ")
+    )
+    added = local_cli.json("add", "--metadata", "topic=food", "The user likes coffee")
+    [memory_id] = added["memory_ids"]
+    local_cli.ok("update", memory_id, "--text", "The user likes tea")
+    before = local_cli.json("get", memory_id)
+    out = tmp_path / "memories.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    write_config(tmp_path / "fresh", {"embedder": "none"})
+    fresh = Cli(tmp_path / "fresh")
+    fresh.ok("import", str(out))
+    after = fresh.json("get", memory_id)
+    kept = {key for key in before if key != "score" and before[key] == after[key]}
+    assert before["version"] > 1  # an update moved it, so a kept version is a real one
+    named = {"id", "text", "scope", "metadata"} | set(
+        re.findall(r"`([a-z_]+)`", sentence.split(";")[0].split("(")[0])
+    )
+    assert kept - {"salience", "superseded_by"} <= named, sentence
+    assert named - {"ids", "texts", "scopes"} <= kept | {"ids", "texts", "scopes"}, sentence
