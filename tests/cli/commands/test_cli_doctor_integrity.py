@@ -46,6 +46,8 @@ def test_doctor_names_one_page_of_garbage_with_the_fix_and_fails(local_cli, dama
     text = local_cli("doctor")
     assert text.exit_code == 5
     assert any(line.startswith("FAIL  integrity") for line in text.stdout.splitlines())
+    # One line a check, as the README says: quick_check's own lines are not lines of doctor's.
+    assert all(line[:6] in ("PASS  ", "FAIL  ", "SKIP  ") for line in text.stdout.splitlines())
 
 
 def test_doctor_on_a_truncated_file_fails(local_cli, damage):

@@ -55,6 +55,8 @@ def doctor(
         width = max(len(c.name) for c in checks)
         for check in checks:
             word = "SKIP" if check.skipped else "PASS" if check.ok else "FAIL"
-            out.line(f"{word}  {check.name.ljust(width)}  {check.detail}")
+            # One line a check: a detail quoting several lines (quick_check's) is joined.
+            detail = " ".join(str(check.detail).splitlines())
+            out.line(f"{word}  {check.name.ljust(width)}  {detail}")
     if code:
         raise typer.Exit(code)
