@@ -3,6 +3,7 @@ write, and nothing is read as written that was not."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -132,6 +133,22 @@ def test_open_refuses_a_blank_agent_or_run(field: str, value: Any) -> None:
     with pytest.raises(InvalidInput) as refused:
         memcore.Memory.open("local", **{field: value})
     assert refused.value.field == field
+
+
+def test_open_refuses_a_user_id_when_the_config_names_the_tenant(tmp_path: Path) -> None:
+    """``open(config={"tenant_id": ...}, user_id="alice")`` put Alice's memories in the
+    configured tenant, so two such opens for two users shared one tenant; a per-call user_id
+    on that Memory was refused already. Refused before a file is opened."""
+    db = tmp_path / "memcore.db"
+    for user in ("alice", "bob"):
+        with pytest.raises(InvalidInput) as refused:
+            memcore.Memory.open(
+                "local", config={"tenant_id": "team", "local_path": str(db)}, user_id=user
+            )
+        assert refused.value.field == "user_id"
+    assert not db.exists()
+    with memcore.Memory.open("local", config={"tenant_id": "team", "local_path": str(db)}) as mem:
+        assert mem.scope.tenant_id == "team"
 
 
 def test_open_takes_a_config_mapping_and_names_a_bad_key() -> None:

@@ -28,7 +28,10 @@ def test_open_owns_the_store_and_close_closes_it(tmp_path: Path) -> None:
 
 def test_a_config_tenant_refuses_per_call_users(tmp_path: Path) -> None:
     cfg = MemcoreConfig(embedder="none", tenant_id="acme")
-    with Memory.open("local", config=cfg, user_id="alice", path=tmp_path / "m.db") as mem:
+    with pytest.raises(InvalidInput) as refused:  # the config's tenant would win over Alice
+        Memory.open("local", config=cfg, user_id="alice", path=tmp_path / "m.db")
+    assert refused.value.field == "user_id"
+    with Memory.open("local", config=cfg, path=tmp_path / "m.db") as mem:
         mem.add(text="Shared by the whole company")
         with pytest.raises(InvalidInput):
             mem.search("company", user_id="bob")

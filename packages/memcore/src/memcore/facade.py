@@ -114,9 +114,10 @@ class Memory:
         ``user_id`` names the tenant exactly as given (``"alice "`` is not ``"alice"``); None
         means no user, the shared ``__default__`` tenant; an empty or whitespace-only id is
         :class:`InvalidInput` (:func:`memcore.scope.tenant_segment`, the rule every host uses),
-        and so is a blank ``agent_id`` or ``run_id``. A configured ``tenant_id`` wins over
-        ``user_id``. ``config`` is a :class:`MemcoreConfig` or a mapping of its keys (checked
-        as a configuration file is: :class:`ConfigError` names the key).
+        and so is a blank ``agent_id`` or ``run_id``, and a ``user_id`` when the config names
+        the tenant (``tenant_id``): that ``Memory`` serves one tenant. ``config`` is a
+        :class:`MemcoreConfig` or a mapping of its keys (checked as a configuration file is:
+        :class:`ConfigError` names the key).
 
         >>> mem = Memory.open("local", user_id="alice", policy=memcore.SessionRead())  # doctest: +SKIP
         """
@@ -142,6 +143,13 @@ class Memory:
             app_id=cfg.app_id,
             tenant_id=cfg.tenant_id,
         )
+        if user_id is not None and _pins_tenant(cfg):
+            # The configured tenant would win, and two users' opens would share it.
+            raise InvalidInput(
+                "the config names the tenant (tenant_id), so user_id cannot choose another; "
+                "leave tenant_id out of the config to serve many users",
+                field="user_id",
+            )
         as_scope_policy(policy)  # refused before a file or a connection is opened
         store = open_store(backend, cfg, **options)
         try:
