@@ -191,3 +191,14 @@ def test_strip_userinfo(given: Any, kept: Any) -> None:
     from memcore.config import strip_userinfo
 
     assert strip_userinfo(given) == kept
+
+
+@pytest.mark.parametrize("key", ["app_id", "tenant_id"])
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_scope_key_is_named_as_blank(key: str, blank: str) -> None:
+    """An empty tenant_id was told it "must be a plain name without '*', '/' or control
+    codes", which it is; the error says what is wrong with it."""
+    with pytest.raises(ConfigError) as bad:
+        MemcoreConfig(**{key: blank})
+    assert bad.value.field == key
+    assert "empty" in bad.value.message and "'*'" not in bad.value.message

@@ -94,7 +94,9 @@ def _kind_of(kind: type, optional: bool) -> Any:
 def _segment_value(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is None:
         return
-    if not value.strip() or "*" in value or "/" in value or any(ord(c) < 32 for c in value):
+    if not value.strip():
+        raise _BadValue(attribute.name, f"{attribute.name} must not be empty or only whitespace")
+    if "*" in value or "/" in value or any(ord(c) < 32 for c in value):
         raise _BadValue(
             attribute.name,
             f"{attribute.name} must be a plain name without '*', '/' or control codes",
