@@ -214,3 +214,21 @@ def test_a_message_id_is_kept_as_given() -> None:
     first, second = mem.service.messages().items
     assert first.id == "m-1"
     assert second.id  # "" is no id: the store made one
+
+
+def test_a_dict_message_keeps_its_metadata_and_has_it_checked() -> None:
+    """A dict message's ``metadata`` (the form a CLI messages file takes) was dropped without a
+    word, scope keys and all; it is kept, and checked as a `Message`'s is."""
+    mem = _memory()
+    [kept] = mem.add(
+        messages=[{"role": "user", "content": "I like hiking", "metadata": {"topic": "outdoors"}}],
+        metadata={"source": "import"},
+    )
+    assert dict(mem.get(kept).metadata) == {"topic": "outdoors", "source": "import"}
+    with pytest.raises(InvalidInput) as reserved:
+        mem.add(messages=[{"role": "user", "content": "hi there", "metadata": {"tenant_id": "b"}}])
+    assert reserved.value.field == "messages[0].metadata.tenant_id"
+    with pytest.raises(InvalidInput) as shape:
+        mem.add(messages=[{"role": "user", "content": "hi there", "metadata": ["topic"]}])
+    assert shape.value.field == "messages[0].metadata"
+    assert [m.text for m in mem.list().items] == ["I like hiking"]

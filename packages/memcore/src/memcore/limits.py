@@ -497,8 +497,9 @@ def check_action_ids(value: object) -> list[str]:
 
 def message_from_json(data: object, *, index: int = 0) -> Message:
     """A message from its JSON form, an object with string ``role`` and ``content`` (what the
-    library's dict messages and the CLI's messages file hold) and an optional ``timestamp``,
-    when it was said (:func:`parse_said_time`); other keys are the caller's."""
+    library's dict messages and the CLI's messages file hold), an optional ``timestamp``,
+    when it was said (:func:`parse_said_time`), and optional ``metadata`` (checked with the
+    message, as a `Message`'s is); other keys are the caller's."""
     field = f"messages[{index}]"
     if not isinstance(data, Mapping):
         raise InvalidInput(f"{field} must be an object", field=field)
@@ -506,7 +507,11 @@ def message_from_json(data: object, *, index: int = 0) -> Message:
     if not isinstance(role, str) or not isinstance(content, str):
         raise InvalidInput(f"{field} needs string 'role' and 'content'", field=field)
     said = parse_said_time(data.get("timestamp"), field=f"{field}.timestamp")
-    return Message(role=role, content=content, timestamp=said)
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        # Dropped without a word before, though the message said what it was about.
+        raise InvalidInput(f"{field}.metadata must be an object", field=f"{field}.metadata")
+    return Message(role=role, content=content, timestamp=said, metadata=metadata)
 
 
 def check_message(message: object, *, index: int = 0) -> Message:
