@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
+
+# Before any test module is collected: some import onnxruntime (``importorskip``) before a
+# memcore module has set this, and onnxruntime then writes a device id under ~/.cache and
+# posts it to Microsoft; the suite touches loopback only (README, "onnxruntime's telemetry").
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 collect_ignore: list[str] = []
 if sys.version_info < (3, 11):

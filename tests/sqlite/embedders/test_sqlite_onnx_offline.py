@@ -51,3 +51,34 @@ def test_a_user_who_sets_the_variable_keeps_their_choice(tmp_path: Path) -> None
     home = tmp_path / "home"
     home.mkdir()
     assert _embed_in_a_fresh_process(home, ORT_DISABLE_TELEMETRY="0") == "0"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="the Hermes tests collect on 3.11+")
+def test_the_test_suite_itself_leaves_onnxruntime_telemetry_off(tmp_path: Path) -> None:
+    """`uv run pytest` imports onnxruntime while it collects (``importorskip``), before any
+    memcore module has set the variable: the suite's own setting must come first, or a run
+    writes the user's device id and posts it, from a suite that promises loopback only."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:randomly",
+            "tests/hermes/commands/test_hermes_commands.py",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not (home / ".cache" / "Microsoft").exists()
