@@ -5,16 +5,14 @@ current truth, and ranks, as it did in the store the backup came from."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 
 from memcore import limits
 from memcore.errors import InvalidInput
-from memcore.scope import Scope
 from memcore.values import SUPERSESSION_KINDS, VersionLink
 from memcore_sqlite.operations.transactions import Transactions
-from memcore_sqlite.storage.rows import check_scope
+from memcore_sqlite.storage.rows import check_scope, tenant_holds
 
 
 class VersionLinks:
@@ -37,10 +35,10 @@ class VersionLinks:
             for link in links:
                 tenant = link.scope
                 by = link.superseded_by
-                if by is not None and not _in_tenant(conn, sid, tenant, by):
+                if by is not None and not tenant_holds(conn, sid, tenant, by):
                     by = None
                 kept = [
-                    i for i in dict.fromkeys(link.supersedes) if _in_tenant(conn, sid, tenant, i)
+                    i for i in dict.fromkeys(link.supersedes) if tenant_holds(conn, sid, tenant, i)
                 ]
                 conn.execute(
                     "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?"
@@ -77,14 +75,3 @@ def _check(link: object, field: str) -> None:
         )
     for memory_id in link.supersedes:
         limits.check_id(memory_id, field=f"{field}.supersedes")
-
-
-def _in_tenant(conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str) -> bool:
-    """Whether ``memory_id`` is a memory of ``scope``'s tenant (a link never leaves it)."""
-    return (
-        conn.execute(
-            "SELECT 1 FROM memories WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?",
-            (memory_id, store_id, scope.app_id, scope.tenant_id),
-        ).fetchone()
-        is not None
-    )

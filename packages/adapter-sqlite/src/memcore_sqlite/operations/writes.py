@@ -30,18 +30,8 @@ from memcore_sqlite.storage.rows import (
     memory_row,
     pattern_sql,
     rows_in,
+    tenant_holds,
 )
-
-
-def _held(conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str) -> bool:
-    """Whether a memory of ``scope``'s tenant holds ``memory_id`` (ids are unique per tenant)."""
-    return (
-        conn.execute(
-            "SELECT 1 FROM memories WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?",
-            (memory_id, store_id, scope.app_id, scope.tenant_id),
-        ).fetchone()
-        is not None
-    )
 
 
 class MemoryWrites:
@@ -109,7 +99,7 @@ class MemoryWrites:
                     )
                 return str(row.id), seq
         mid = memory_id or uuid.uuid4().hex
-        if memory_id is not None and _held(conn, store_id, scope, memory_id):
+        if memory_id is not None and tenant_holds(conn, store_id, scope, memory_id):
             if new_id_if_taken:
                 mid = uuid.uuid4().hex
             else:

@@ -133,3 +133,15 @@ def check_scope(scope: object) -> None:
 def check_pattern(pattern: object) -> None:
     if not isinstance(pattern, ScopePattern):
         raise InvalidInput("pattern must be a ScopePattern", field="scope")
+
+
+def tenant_holds(conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str) -> bool:
+    """Whether a memory of ``scope``'s tenant holds ``memory_id``: ids are unique per tenant
+    (schema 16), so a write's own id and a link's ends are looked for there, never file-wide."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM memories WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?",
+            (memory_id, store_id, scope.app_id, scope.tenant_id),
+        ).fetchone()
+        is not None
+    )
