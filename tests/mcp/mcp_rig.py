@@ -5,6 +5,7 @@ through the loopback emulator. Imported by name (the conftest puts this folder o
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import secrets
@@ -14,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -157,3 +159,34 @@ def payload(result: Any) -> Any:
 
 def token() -> str:
     return secrets.token_hex(24)
+
+
+def post(
+    url: str, headers: dict[str, str], message: dict[str, Any], *, timeout: float = 60
+) -> tuple[int, dict[str, str], str]:
+    """One HTTP request on its own connection, beside the SDK's client (which hides what the
+    tests look at): status, headers (lower-case) and body."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    try:
+        connection.request("POST", parts.path, body=json.dumps(message), headers=headers)
+        response = connection.getresponse()
+        body = response.read().decode("utf-8")
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+    finally:
+        connection.close()
+
+
+def session_headers(url: str, secret: str) -> dict[str, str]:
+    """The headers of a new, initialized MCP session of the tenant ``secret`` is for."""
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {secret}",
+    }
+    status, got, _ = post(url, headers, INITIALIZE)
+    assert status == 200
+    headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
+    headers["Mcp-Protocol-Version"] = "2025-06-18"
+    post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return headers

@@ -12,23 +12,15 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcp_rig import INITIALIZE, Backend, token
+from mcp_rig import Backend, post, session_headers, token
 
 INVALID_REQUEST = -32600
 
 
 def _post(url: str, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, dict, Any]:
     """One request on its own connection: status, headers (lower-case) and JSON body."""
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
-    try:
-        connection.request("POST", parts.path, body=json.dumps(message), headers=headers)
-        response = connection.getresponse()
-        body = response.read().decode("utf-8")
-        got = {k.lower(): v for k, v in response.getheaders()}
-        return response.status, got, json.loads(body) if body else None
-    finally:
-        connection.close()
+    status, got, body = post(url, headers, message)
+    return status, got, json.loads(body) if body else None
 
 
 def _post_twice_named(
@@ -49,20 +41,6 @@ def _post_twice_named(
         connection.close()
 
 
-def _session(url: str, secret: str) -> dict[str, str]:
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {secret}",
-    }
-    status, got, _ = _post(url, headers, INITIALIZE)
-    assert status == 200
-    headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
-    headers["Mcp-Protocol-Version"] = "2025-06-18"
-    _post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return headers
-
-
 def _remember(request_id: int | str, text: str) -> dict[str, Any]:
     call = {"name": "remember", "arguments": {"text": text}}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": call}
@@ -73,7 +51,7 @@ def test_a_second_request_with_a_running_id_is_refused_and_the_first_answered(
 ) -> None:
     alice, bob = token(), token()
     with local_backend.http({"alice": alice, "bob": bob}) as url:
-        headers = _session(url, alice)
+        headers = session_headers(url, alice)
         first: dict[str, Any] = {}
 
         def run_first() -> None:
@@ -99,7 +77,7 @@ def test_a_second_request_with_a_running_id_is_refused_and_the_first_answered(
         assert time.monotonic() - started < 10  # refused at once, not after the first
         # Another session, of another tenant, may use the same id meanwhile.
         status, _, body = _post(
-            url, _session(url, bob), {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+            url, session_headers(url, bob), {"jsonrpc": "2.0", "id": 5, "method": "ping"}
         )
         assert status == 200 and body == {"jsonrpc": "2.0", "id": 5, "result": {}}, body
         lock.execute("ROLLBACK")

@@ -3,31 +3,16 @@ write that landed is reported as landed, so the client neither loses it nor send
 
 from __future__ import annotations
 
-import http.client
 import json
 import signal
 import sqlite3
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
-from mcp_rig import INITIALIZE, Backend, token
+from mcp_rig import Backend, post, session_headers, token
 
 from memcore_mcp.serve import SHUTDOWN_GRACE
-
-
-def _post(url: str, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, dict, str]:
-    """One request on its own connection: status, headers (lower-case) and body."""
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
-    try:
-        connection.request("POST", parts.path, body=json.dumps(message), headers=headers)
-        response = connection.getresponse()
-        body = response.read().decode("utf-8")
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
-    finally:
-        connection.close()
 
 
 def _result(body: str) -> dict[str, Any]:
@@ -41,25 +26,16 @@ def _result(body: str) -> dict[str, Any]:
 
 def test_writes_running_when_the_server_is_stopped_are_answered(local_backend: Backend) -> None:
     alice = token()
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {alice}",
-    }
     answers: dict[int, str] = {}
     with local_backend.http({"alice": alice}) as url:
         server = local_backend.server
         assert server is not None
-        status, got, _ = _post(url, headers, INITIALIZE)
-        assert status == 200
-        headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
-        headers["Mcp-Protocol-Version"] = "2025-06-18"
-        _post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        headers = session_headers(url, alice)
 
         def remember(number: int) -> None:
             call = {"name": "remember", "arguments": {"text": f"Fact number {number} to keep"}}
             message = {"jsonrpc": "2.0", "id": 10 + number, "method": "tools/call", "params": call}
-            answers[number] = _post(url, headers, message)[2]
+            answers[number] = post(url, headers, message)[2]
 
         # Another process holds the write lock: the writes wait in the server until it goes.
         lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
@@ -95,26 +71,18 @@ def test_a_stopped_server_exits_in_time_while_a_lock_is_never_released(
     longer than a write may wait for the lock, and a margin. (Two calls sent with one id, which
     the SDK left waiting for ever, are refused now: tests/mcp/test_mcp_http_ids.py.)"""
     alice = token()
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {alice}",
-    }
     answers: list[str] = []
     with local_backend.http({"alice": alice}, "--busy-timeout", "3") as url:
         server = local_backend.server
         assert server is not None
-        _, got, _ = _post(url, headers, INITIALIZE)
-        headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
-        headers["Mcp-Protocol-Version"] = "2025-06-18"
-        _post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        headers = session_headers(url, alice)
         lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
         lock.execute("BEGIN IMMEDIATE")
 
         def call(number: int) -> None:
             remember = {"name": "remember", "arguments": {"text": f"Fact {number} to keep"}}
             message = {"jsonrpc": "2.0", "id": number, "method": "tools/call"}
-            answers.append(_post(url, headers, {**message, "params": remember})[2])
+            answers.append(post(url, headers, {**message, "params": remember})[2])
 
         calls = [threading.Thread(target=call, args=(n,), daemon=True) for n in range(2)]
         for one in calls:

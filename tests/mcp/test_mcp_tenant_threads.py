@@ -5,15 +5,13 @@ tenant with 40 calls waiting made every other tenant wait until they were done."
 
 from __future__ import annotations
 
-import http.client
 import json
 import sqlite3
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
-from mcp_rig import INITIALIZE, Backend, token
+from mcp_rig import Backend, post, session_headers, token
 
 #: More calls than the SDK's shared pool has threads.
 FLOOD = 45
@@ -21,29 +19,8 @@ BUSY_TIMEOUT = 15
 
 
 def _post(url: str, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, dict, Any]:
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=120)
-    try:
-        connection.request("POST", parts.path, body=json.dumps(message), headers=headers)
-        response = connection.getresponse()
-        body = response.read().decode("utf-8")
-        got = {k.lower(): v for k, v in response.getheaders()}
-        return response.status, got, json.loads(body) if body else None
-    finally:
-        connection.close()
-
-
-def _session(url: str, secret: str) -> dict[str, str]:
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {secret}",
-    }
-    _, got, _ = _post(url, headers, INITIALIZE)
-    headers = {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
-    headers["Mcp-Protocol-Version"] = "2025-06-18"
-    _post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return headers
+    status, got, body = post(url, headers, message, timeout=120)
+    return status, got, json.loads(body) if body else None
 
 
 def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +32,7 @@ def test_one_tenants_waiting_calls_do_not_hold_up_another_tenant(local_backend: 
     alice, bob = token(), token()
     flags = ("--busy-timeout", str(BUSY_TIMEOUT))
     with local_backend.http({"alice": alice, "bob": bob}, *flags) as url:
-        alice_session, bob_session = _session(url, alice), _session(url, bob)
+        alice_session, bob_session = session_headers(url, alice), session_headers(url, bob)
         lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
         lock.execute("BEGIN IMMEDIATE")
         flood = [
