@@ -191,3 +191,66 @@ def test_a_stopped_import_keeps_the_history_a_finished_import_found_present(
         )
     }
     assert after == {r["id"]: r.get("superseded_by") for r in records}
+
+
+def _record(i: int, ids: list[str], **links: object) -> str:
+    scope = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes"}
+    when = 1_790_000_000.0 + i
+    record = {
+        "format": 2,
+        "id": ids[i],
+        "text": f"fact number {i} of the backup",
+        "scope": {**scope, "run_id": "__default__"},
+        "metadata": {},
+        "created_at": when,
+        "updated_at": when,
+        "unit_type": "text",
+        "version": 1,
+        "said_at": when,
+        "superseded_by": None,
+        "superseded_how": None,
+        "supersedes": [],
+        **links,
+    }
+    return json.dumps(record) + "\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_stopped_import_links_the_history_another_import_found_present(
+    tmp_path: Path,
+) -> None:
+    """The stopped import had restored replaced versions and what replaced them, and was
+    stopped before it linked them. Another import of the file found them present (and
+    claimed them), so it wrote no link and reported the history there; the rollback kept
+    them for it but without their links, so each replaced version was current again."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"embedder": "none"}), encoding="utf-8")
+    ids = [f"{i:032x}" for i in range(1, 11)]
+    backup = tmp_path / "b.jsonl"
+    backup.write_text(
+        "".join(
+            _record(i, ids, superseded_by=ids[i + 1], superseded_how="updated")
+            if i in (0, 2)
+            else _record(i, ids, supersedes=[ids[i - 1]])
+            if i in (1, 3)
+            else _record(i, ids)
+            for i in range(10)
+        ),
+        encoding="utf-8",
+    )
+    last, other = _stopped_import(home, backup, "import", str(backup), how="")
+    assert other == "OTHER 0 imported 10 records: 4 added, 6 already present"
+    assert "0 were deleted again and 6 were kept" in last
+    _memcore(home, "export", "--out", str(tmp_path / "after.jsonl"))
+    after = {
+        m["id"]: (m["superseded_by"], m["supersedes"])
+        for m in map(json.loads, (tmp_path / "after.jsonl").read_text("utf-8").splitlines())
+    }
+    assert after == {
+        ids[i]: (
+            ids[i + 1] if i in (0, 2) else None,
+            [ids[i - 1]] if i in (1, 3) else [],
+        )
+        for i in range(10)
+    }

@@ -196,3 +196,39 @@ def test_a_rollback_relinks_a_present_version_only_where_its_successor_went(
     assert service.get(kept_new).supersedes == (kept_old,)
     assert service.get(gone_old).superseded_by is None
     assert sorted(m.id for m in service.every_memory()) == sorted([kept_old, kept_new, gone_old])
+
+
+def test_a_rollback_links_the_memories_it_keeps_without_those_it_deleted(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """An import links its versions after its last batch: stopped before, it wrote none, and
+    another import that found them present wrote none either. The rollback gives the ones it
+    keeps the links the import gives them; one it wrote whose successor it deleted has none
+    left, so it is not hidden behind a memory that is gone."""
+    from memcore.service import MemoryService
+    from memcore.transfer import take_back
+    from memcore.values import VersionLink
+
+    service = MemoryService(lexical_store, store_name=STORE, scope=ALICE)
+    versions: dict[str, int] = {}
+    old, new, cat_old, cat_new = service.restore(
+        [TextItem(ALICE, t) for t in ("tea once", "tea now", "cat once", "cat now")],
+        versions=versions,
+    )
+    assert old is not None and new is not None and cat_old is not None and cat_new is not None
+    own = [
+        VersionLink(ALICE, old, new, "updated"),
+        VersionLink(ALICE, new, supersedes=(old,)),
+        VersionLink(ALICE, cat_old, cat_new, "updated"),
+        VersionLink(ALICE, cat_new, supersedes=(cat_old,)),
+    ]
+    cat_links = own[2:]  # written (stopped after its links); the tea versions' not yet
+    service.restore_links(cat_links)
+    service.claim([(ALICE, old), (ALICE, new), (ALICE, cat_old)])  # another import's
+    added = [(ALICE, i) for i in (old, new, cat_old, cat_new)]
+    undone = take_back(service, added, versions, linked=cat_links, made=own)
+    assert (undone.added, undone.left, undone.claimed) == (4, 0, 3)
+    assert service.get(old).superseded_by == new
+    assert service.get(new).supersedes == (old,)
+    assert service.get(cat_old).superseded_by is None
+    assert [h.memory.id for h in service.search("cat")] == [cat_old]

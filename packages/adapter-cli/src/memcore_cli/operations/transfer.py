@@ -231,7 +231,8 @@ def import_memories(
             elif messages:
                 report.messages_added = restore_log(service, messages, report.ids)
         except BaseException as exc:
-            error = stopped(exc, undo_import(runtime, added, versions, relink, linked))
+            own = version_links(report.created, report.ids)
+            error = stopped(exc, undo_import(runtime, added, versions, relink, linked, own))
             if error is exc:
                 raise
             raise error from exc

@@ -132,7 +132,8 @@ def import_lines(
             elif messages:
                 logged = restore_log(service, messages, ids)
         except BaseException as exc:
-            error = stopped(exc, undo_import(service, landed, versions, relink, linked))
+            own = version_links(created, ids)
+            error = stopped(exc, undo_import(service, landed, versions, relink, linked, own))
             if error is exc:
                 raise
             raise error from exc
@@ -172,13 +173,15 @@ def undo_import(
     versions: Mapping[str, int],
     relink: Sequence[VersionLink] = (),
     linked: Sequence[VersionLink] = (),
+    made: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, with Ctrl-C held until
     done, through the service (its tenant check applies). One already gone (another writer
     deleted it) counts as deleted; one another write landed in since is kept, where the store
     tells (``versions``: the version this import left each at); one the store refuses to
     delete is counted as left; the present memories it linked get their links back, but keep
-    those to a memory kept for another writer (``linked``: the links it wrote)
+    those to a memory kept for another writer (``linked``: the links it wrote); those it
+    created and kept get the links it gives them (``made``), written or not yet
     (:func:`memcore.transfer.take_back`)."""
     with held_interrupts():
-        return take_back(service, landed, versions, relink, linked)
+        return take_back(service, landed, versions, relink, linked, made)

@@ -270,6 +270,7 @@ def take_back(
     versions: Mapping[str, int],
     relink: Sequence[VersionLink] = (),
     linked: Sequence[VersionLink] = (),
+    made: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, through the service (its
     tenant check applies); the caller holds Ctrl-C. Where the store tells claims, a batch at a
@@ -280,7 +281,10 @@ def take_back(
     (:func:`links_before`) gives the present memories the import linked their links back
     first, so none names a memory deleted here; those the import gave them (``linked``, as
     it wrote them) that name only memories kept for another writer are then written again:
-    that writer found the history as the import left it, and was told it was there."""
+    that writer found the history as the import left it, and was told it was there. So are
+    the links of the memories it created and kept (``made``: :func:`version_links` of what it
+    created, written or not: an import links after its last batch), without the memories it
+    deleted: another import that found them present wrote no link between them."""
     if relink:
         try:
             service.restore_links(relink)
@@ -300,7 +304,8 @@ def take_back(
                 )
             except MemcoreError:
                 left += len(part)
-        again = _links_kept(linked, relink, {mid for _, mid in added} - kept)
+        gone = {mid for _, mid in added} - kept
+        again = [*_links_kept(linked, relink, gone), *_made_kept(made, linked, kept, gone)]
         if kept and again:
             try:
                 service.restore_links(again)
@@ -317,6 +322,30 @@ def take_back(
         except MemcoreError:
             left += 1
     return Undone(len(added), left)
+
+
+def _made_kept(
+    made: Sequence[VersionLink],
+    linked: Sequence[VersionLink],
+    kept: set[str],
+    gone: set[str],
+) -> list[VersionLink]:
+    """The links of the memories the import created and its rollback kept (``kept``), those
+    to the memories it deleted (``gone``) left out; one with none left is written only if the
+    import wrote it (``linked``), so that none names a deleted memory."""
+    wrote = {link.memory_id for link in linked}
+    again = []
+    for link in made:
+        if link.memory_id not in kept:
+            continue
+        by = None if link.superseded_by in gone else link.superseded_by
+        replaced = tuple(i for i in link.supersedes if i not in gone)
+        if by is not None or replaced or link.memory_id in wrote:
+            how = None if by is None else link.superseded_how
+            again.append(
+                attrs.evolve(link, superseded_by=by, superseded_how=how, supersedes=replaced)
+            )
+    return again
 
 
 def _links_kept(
