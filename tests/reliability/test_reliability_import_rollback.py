@@ -254,3 +254,94 @@ def test_a_stopped_import_links_the_history_another_import_found_present(
         )
         for i in range(10)
     }
+
+
+def _links(home: Path, out: Path) -> dict[str, tuple[str | None, list[str]]]:
+    _memcore(home, "export", "--out", str(out))
+    return {
+        m["text"]: (m["superseded_by"], m["supersedes"])
+        for m in map(json.loads, out.read_text("utf-8").splitlines())
+        if m.get("kind") != "message"
+    }
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_stopped_import_keeps_the_links_a_dream_wrote_meanwhile(tmp_path: Path) -> None:
+    """The stopped import had linked a present memory to a version it restored, and a dream
+    then folded that memory into a newer one. The rollback gave the memory back its links as
+    the import had listed them, dropping the dream's: the outdated fact was current again,
+    listed and recalled beside the one that replaced it."""
+    source, home = tmp_path / "source", tmp_path / "home"
+    for where in (source, home):
+        where.mkdir()
+        (where / "config.json").write_text(json.dumps({"embedder": "none"}), encoding="utf-8")
+    for text in ("User likes green tea", "User likes green tea a lot"):
+        _memcore(source, "add", "--sync", text)
+    _memcore(source, "--json", "dream", "create", "--apply-mode", "safe_auto")
+    backup, current = tmp_path / "b.jsonl", tmp_path / "current.jsonl"
+    _memcore(source, "export", "--out", str(backup))
+    records = [json.loads(line) for line in backup.read_text("utf-8").splitlines()]
+    current.write_text(
+        "".join(
+            json.dumps({**r, "supersedes": []}) + "\n"
+            for r in records
+            if not r.get("superseded_by")
+        ),
+        encoding="utf-8",
+    )
+    _memcore(home, "import", str(current))
+    _memcore(home, "add", "--sync", "User really likes green tea a lot")
+
+    dream = ("--json", "dream", "create", "--apply-mode", "safe_auto")
+    last, other = _stopped_import(home, backup, *dream, how="", at="restore_links")
+    assert other.startswith("OTHER 0 {")
+    assert "the 1 memories it had added were deleted again" in last
+    [newest] = [
+        m["id"]
+        for m in map(json.loads, _memcore(home, "--json", "list", "--all").splitlines())
+        if m["text"] == "User really likes green tea a lot"
+    ]
+    links = _links(home, tmp_path / "after.jsonl")
+    assert links["User likes green tea a lot"] == (newest, [])
+    assert links["User really likes green tea a lot"][1] == [
+        next(r["id"] for r in records if r["text"] == "User likes green tea a lot")
+    ]
+    hits = json.loads(_memcore(home, "--json", "search", "green tea"))
+    assert [h["text"] for h in hits] == ["User really likes green tea a lot"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_stopped_import_links_a_version_it_kept_both_ways(tmp_path: Path) -> None:
+    """The stopped import had restored a version that a memory already present replaced,
+    and was stopped before it linked them; another import found both present. The rollback
+    kept the version for it and gave it its ``superseded_by``, but the present memory's
+    ``supersedes`` did not get it: get and export showed one side of the history."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"embedder": "none"}), encoding="utf-8")
+    ids = [f"{i:032x}" for i in range(1, 11)]
+    first = tmp_path / "first.jsonl"
+    first.write_text(_record(1, ids), encoding="utf-8")
+    _memcore(home, "import", str(first))
+    backup = tmp_path / "b.jsonl"
+    backup.write_text(
+        "".join(
+            _record(0, ids, superseded_by=ids[1], superseded_how="updated")
+            if i == 0
+            else _record(1, ids, supersedes=[ids[0]])
+            if i == 1
+            else _record(i, ids)
+            for i in range(10)
+        ),
+        encoding="utf-8",
+    )
+    last, other = _stopped_import(home, backup, "import", str(backup), how="")
+    assert other == "OTHER 0 imported 10 records: 3 added, 7 already present"
+    assert "0 were deleted again and 6 were kept" in last
+    _memcore(home, "export", "--out", str(tmp_path / "after.jsonl"))
+    after = {
+        m["id"]: (m["superseded_by"], m["supersedes"])
+        for m in map(json.loads, (tmp_path / "after.jsonl").read_text("utf-8").splitlines())
+    }
+    assert after[ids[0]] == (ids[1], [])
+    assert after[ids[1]] == (None, [ids[0]])

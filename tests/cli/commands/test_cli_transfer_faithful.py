@@ -428,8 +428,8 @@ def test_a_stopped_import_gives_a_present_version_its_links_back(
     restore_links = MemoryService.restore_links
     calls = []
 
-    def interrupted(self, links):
-        restore_links(self, links)
+    def interrupted(self, links, **kwargs):
+        restore_links(self, links, **kwargs)
         calls.append(1)
         if len(calls) == 1:  # the import's links: Ctrl-C now
             signal.raise_signal(signal.SIGINT)
@@ -443,3 +443,45 @@ def test_a_stopped_import_gives_a_present_version_its_links_back(
     assert sorted(m["text"] for m in fresh_cli.json_lines("list", "--all")) == sorted(
         m["text"] for m in before
     )
+
+
+def test_an_import_adds_its_links_to_a_dream_s_written_since_it_listed(
+    tmp_path, monkeypatch, local_cli, fresh_cli
+):
+    """An import links the present memories as it listed them at its start: a dream that
+    folded one of them into a newer memory meanwhile lost its link, and the outdated fact
+    was current again beside the memory that said it replaced it."""
+    from memcore.service import MemoryService
+
+    _dreamed(local_cli)
+    out = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(out))
+    records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    current = tmp_path / "current.jsonl"
+    current.write_text(
+        "".join(
+            json.dumps({**r, "supersedes": []}) + "\n" for r in records if not r["superseded_by"]
+        ),
+        "utf-8",
+    )
+    fresh_cli.ok("import", str(current))
+    fresh_cli.ok("add", "--sync", "User really likes green tea a lot")
+    restore = MemoryService.restore
+
+    def dream_first(self, items, **kwargs):
+        task = self.store.create_dream_task(
+            self.store_name, [self.scope.tenant_pattern()], apply_mode="safe_auto"
+        )
+        assert task.action_counts["applied"] == 1
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", dream_first)
+    fresh_cli.ok("import", str(out))
+    monkeypatch.undo()
+    every = {m["text"]: m for m in fresh_cli.json_lines("list", "--all", "--all-versions")}
+    newer, folded = every["User really likes green tea a lot"], every["User likes green tea a lot"]
+    assert folded["superseded_by"] == newer["id"]
+    assert every["User likes green tea"]["superseded_by"] == folded["id"]
+    assert [m["text"] for m in fresh_cli.json_lines("list", "--all") if "tea" in m["text"]] == [
+        "User really likes green tea a lot"
+    ]

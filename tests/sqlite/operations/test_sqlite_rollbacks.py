@@ -165,8 +165,8 @@ def test_a_claim_moves_only_the_version_and_a_bad_entry_claims_nothing(
 def test_a_rollback_relinks_a_present_version_only_where_its_successor_went(
     lexical_store: SqliteMemoryStore,
 ) -> None:
-    """A stopped import gives the present versions it linked their old links back, so none
-    names a memory it deleted; one whose successor was kept for another writer (claimed:
+    """A stopped import takes its links to what it deleted out of the present versions, so
+    none names a memory it deleted; one whose successor was kept for another writer (claimed:
     that import found the history as it stood) keeps the link to it."""
     from memcore.service import MemoryService
     from memcore.transfer import take_back
@@ -188,9 +188,8 @@ def test_a_rollback_relinks_a_present_version_only_where_its_successor_went(
     ]
     service.restore_links(linked)
     service.claim([(ALICE, kept_new)])  # another import found it present
-    before = [VersionLink(ALICE, kept_old), VersionLink(ALICE, gone_old)]
     added = [(ALICE, kept_new), (ALICE, gone_new)]
-    undone = take_back(service, added, versions, before, linked)
+    undone = take_back(service, added, versions, linked)
     assert (undone.added, undone.left, undone.claimed) == (2, 0, 1)
     assert service.get(kept_old).superseded_by == kept_new
     assert service.get(kept_new).supersedes == (kept_old,)
@@ -226,9 +225,95 @@ def test_a_rollback_links_the_memories_it_keeps_without_those_it_deleted(
     service.restore_links(cat_links)
     service.claim([(ALICE, old), (ALICE, new), (ALICE, cat_old)])  # another import's
     added = [(ALICE, i) for i in (old, new, cat_old, cat_new)]
-    undone = take_back(service, added, versions, linked=cat_links, made=own)
+    undone = take_back(service, added, versions, own)
     assert (undone.added, undone.left, undone.claimed) == (4, 0, 3)
     assert service.get(old).superseded_by == new
     assert service.get(new).supersedes == (old,)
     assert service.get(cat_old).superseded_by is None
     assert [h.memory.id for h in service.search("cat")] == [cat_old]
+
+
+def test_a_rollback_takes_back_only_its_own_links_not_a_dream_s_since(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """A stopped import gave a present memory its links back as it had listed them, over a
+    dream that folded that memory into a newer one since: the outdated fact was current
+    again, beside the memory that said it replaced it."""
+    from memcore.service import MemoryService
+    from memcore.transfer import take_back
+    from memcore.values import VersionLink
+
+    service = MemoryService(lexical_store, store_name=STORE, scope=ALICE)
+    present, newer = service.restore(
+        [
+            TextItem(ALICE, "User likes green tea a lot"),
+            TextItem(ALICE, "User really likes green tea a lot"),
+        ]
+    )
+    assert present is not None and newer is not None
+    versions: dict[str, int] = {}  # the stopped import restores a version the present one replaced
+    [old] = service.restore([TextItem(ALICE, "User likes green tea")], versions=versions)
+    assert old is not None
+    linked = [
+        VersionLink(ALICE, old, present, "updated"),
+        VersionLink(ALICE, present, supersedes=(old,)),
+    ]
+    service.restore_links(linked)
+    task = lexical_store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
+    [action] = lexical_store.list_dream_actions(STORE, task.id).items
+    assert action.status == "applied" and action.result_memory_id == newer
+    undone = take_back(service, [(ALICE, old)], versions, linked)
+    assert (undone.added, undone.left, undone.claimed) == (1, 0, 0)
+    assert service.get(present).superseded_by == newer
+    assert service.get(present).supersedes == ()
+    assert service.get(newer).supersedes == (present,)
+    assert [h.memory.id for h in service.search("green tea")] == [newer]
+
+
+def test_a_rollback_links_a_kept_version_to_the_present_memory_both_ways(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """Stopped before its links, the import had restored a version that a present memory
+    replaced; another import found both present and wrote no link. The rollback kept the
+    version and gave it its successor, but the successor did not list it as replaced."""
+    from memcore.service import MemoryService
+    from memcore.transfer import take_back
+    from memcore.values import VersionLink
+
+    service = MemoryService(lexical_store, store_name=STORE, scope=ALICE)
+    [present] = service.restore([TextItem(ALICE, "tea now")])
+    versions: dict[str, int] = {}
+    [old] = service.restore([TextItem(ALICE, "tea once")], versions=versions)
+    assert present is not None and old is not None
+    service.claim([(ALICE, old)])  # another import found it present
+    links = [
+        VersionLink(ALICE, old, present, "updated"),
+        VersionLink(ALICE, present, supersedes=(old,)),
+    ]
+    undone = take_back(service, [(ALICE, old)], versions, links)
+    assert (undone.added, undone.left, undone.claimed) == (1, 0, 1)
+    assert service.get(old).superseded_by == present
+    assert service.get(present).supersedes == (old,)
+
+
+def test_links_are_added_to_and_taken_from_what_a_memory_has_now(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """What an import adds and its rollback takes back: another writer's links stay, a
+    successor is set only where there is none and cleared only while it is the one given."""
+    from memcore.values import VersionLink
+
+    store = lexical_store
+    a, b, c, d = store.add_many(STORE, [TextItem(ALICE, t) for t in ("a", "b", "c", "d")])
+    assert a is not None and b is not None and c is not None and d is not None
+    store.link_versions(STORE, [VersionLink(ALICE, a, b, "merged", (c,))])  # a dream's
+    store.add_version_links(STORE, [VersionLink(ALICE, a, d, "updated", (d, c, d))])
+    kept = store.get_memory(STORE, ALICE, a)
+    assert (kept.extras["superseded_by"], kept.extras["supersedes"]) == (b, [c, d])
+    store.drop_version_links(STORE, [VersionLink(ALICE, a, d, "updated", (d,))])
+    kept = store.get_memory(STORE, ALICE, a)
+    assert (kept.extras["superseded_by"], kept.extras["supersedes"]) == (b, [c])
+    store.drop_version_links(STORE, [VersionLink(ALICE, a, b, None, (c,))])
+    store.add_version_links(STORE, [VersionLink(BOB, a, d, "updated", (d,))])  # not Bob's
+    kept = store.get_memory(STORE, ALICE, a)
+    assert "superseded_by" not in kept.extras and "supersedes" not in kept.extras

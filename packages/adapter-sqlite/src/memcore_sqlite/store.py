@@ -90,7 +90,7 @@ _LATER: dict[str, tuple[str, ...]] = {
     "facts": ("add_messages",),
     "messages": ("message_counts", "move_messages"),
     "log": ("list_logged_messages", "restore_messages"),
-    "links": ("link_versions",),
+    "links": ("link_versions", "add_version_links", "drop_version_links"),
     "rollbacks": ("delete_unclaimed", "claim_memories"),
     "dream": (
         "create_dream_task",
@@ -243,6 +243,8 @@ class SqliteMemoryStore:
             self.list_logged_messages = log.list_logged_messages
             self.restore_messages = log.restore_messages
             self.link_versions = self._links().link_versions
+            self.add_version_links = self._links().add_version_links
+            self.drop_version_links = self._links().drop_version_links
             self.delete_unclaimed = self._rollbacks().delete_unclaimed
             self.claim_memories = self._rollbacks().claim_memories
             self.update_memory = writes.update_memory

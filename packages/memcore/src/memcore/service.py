@@ -898,9 +898,26 @@ class MemoryService:
         versions a dream replaced too, and the store recalls and ranks as the original."""
         return self.restores_exactly and isinstance(self.store, VersionHistory)
 
-    def restore_links(self, links: Sequence[VersionLink]) -> None:
+    def restore_links(self, links: Sequence[VersionLink], *, adding: bool = False) -> None:
         """Give back what an import restored its supersession links, every memory in this
-        session's tenant, all or none (a link to a memory of another tenant is dropped)."""
+        session's tenant, all or none (a link to a memory of another tenant is dropped).
+        ``adding``: each link joins what its memory has now instead of replacing it
+        (:meth:`~memcore.ports.VersionHistory.add_version_links`), so an import keeps what a
+        dream or an edit linked after it listed the memories."""
+        store = self._history(links)
+        if adding:
+            store.add_version_links(self.store_name, list(links))
+        else:
+            store.link_versions(self.store_name, list(links))
+
+    def unlink(self, links: Sequence[VersionLink]) -> None:
+        """Take ``links`` back out of what their memories have now, all or none
+        (:meth:`~memcore.ports.VersionHistory.drop_version_links`): a stopped import's
+        rollback undoes only what it linked, not what a dream or an edit linked since."""
+        self._history(links).drop_version_links(self.store_name, list(links))
+
+    def _history(self, links: Sequence[VersionLink]) -> VersionHistory:
+        """The store, once ``links`` are checked to be in this session's tenant."""
         self._check_writable()
         _check_list(links, field="links")
         tenant = self.scope.tenant_pattern()
@@ -916,7 +933,7 @@ class MemoryService:
                 "this backend keeps no version history; only the embedded store does",
                 field="links",
             )
-        store.link_versions(self.store_name, list(links))
+        return store
 
     def _message_move(self) -> MessageMove:
         if not isinstance(self.store, MessageMove):

@@ -24,16 +24,14 @@ def undo_import(
     runtime: Runtime,
     added: list[tuple[Scope, str]],
     versions: Mapping[str, int],
-    relink: Sequence[VersionLink] = (),
-    linked: Sequence[VersionLink] = (),
-    made: Sequence[VersionLink] = (),
+    links: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what the import added, newest first, with Ctrl-C held until done. Each goes
     through the service, so the tenant check applies to an import's undo as to any
     ``forget``; one already gone (another writer deleted it) counts as deleted, and one
     another write landed in since (``versions``: the version the import left each at) is
-    kept; the present memories it linked get their links back (``relink``), except those to a
-    memory kept for another writer (``linked``: the links it wrote), and those it kept get
-    the links it gives them (``made``), written or not yet."""
+    kept. Of the links the import gives (``links``, written or not yet) only what they add
+    is taken back, so a dream's since stays, and those of the memories it kept are given
+    again."""
     with held_interrupts():
-        return take_back(runtime.service(), added, versions, relink, linked, made)
+        return take_back(runtime.service(), added, versions, links)

@@ -49,7 +49,6 @@ from memcore.transfer import (
     held_texts,
     history_kept,
     line_error,
-    links_before,
     parse_line,
     plan_import,
     restore_batches,
@@ -58,7 +57,7 @@ from memcore.transfer import (
     stopped,
     version_links,
 )
-from memcore.values import MemoryRecord, VersionLink
+from memcore.values import MemoryRecord
 from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
@@ -207,8 +206,6 @@ def import_memories(
     exact = report.keeps_ids = service.restores_exactly
     added: list[tuple[Scope, str]] = []
     versions: dict[str, int] = {}  # each added memory -> the version this import left it at
-    relink: list[VersionLink] = []  # the present memories' links as they were, once changed
-    linked: list[VersionLink] = []  # and the links this import wrote
     with output.progress("importing", total=len(records)) as advance, held_interrupts() as held:
         advance(report.present + report.superseded)
         try:
@@ -218,12 +215,10 @@ def import_memories(
                 advance(len(written))
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
+            # Added to what each memory has now: a dream since the listing keeps its links.
             links = version_links(report.created, report.ids, plan.found)
             if links:
-                before = links_before(plan.found, links)
-                service.restore_links(links)
-                relink.extend(before)
-                linked.extend(links)
+                service.restore_links(links, adding=True)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
@@ -231,8 +226,8 @@ def import_memories(
             elif messages:
                 report.messages_added = restore_log(service, messages, report.ids)
         except BaseException as exc:
-            own = version_links(report.created, report.ids)
-            error = stopped(exc, undo_import(runtime, added, versions, relink, linked, own))
+            links = version_links(report.created, report.ids, plan.found)
+            error = stopped(exc, undo_import(runtime, added, versions, links))
             if error is exc:
                 raise
             raise error from exc

@@ -36,7 +36,6 @@ from memcore.transfer import (
     finished,
     held_texts,
     history_kept,
-    links_before,
     parse_line,
     plan_import,
     restore_batches,
@@ -95,8 +94,6 @@ def import_lines(
     mine: set[str] = set()
     versions: dict[str, int] = {}  # each memory it created -> the version it left it at
     created: list[tuple[ImportRecord, str]] = []
-    relink: list[VersionLink] = []  # the present memories' links as they were, once changed
-    linked: list[VersionLink] = []  # and the links this import wrote
     with held_interrupts() as held:
         try:
             # Ids and times as exported where the store keeps them (the local store).
@@ -119,12 +116,10 @@ def import_lines(
                         ids[source] = new_id
                 if held.interrupted:  # Ctrl-C, held until this batch was stored and counted
                     raise KeyboardInterrupt
+            # Added to what each memory has now: a dream since the listing keeps its links.
             links = version_links(created, ids, plan.found)
             if links:
-                before = links_before(plan.found, links)
-                service.restore_links(links)
-                relink.extend(before)
-                linked.extend(links)
+                service.restore_links(links, adding=True)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
             if messages and not service.keeps_message_log:
@@ -132,8 +127,8 @@ def import_lines(
             elif messages:
                 logged = restore_log(service, messages, ids)
         except BaseException as exc:
-            own = version_links(created, ids)
-            error = stopped(exc, undo_import(service, landed, versions, relink, linked, own))
+            links = version_links(created, ids, plan.found)
+            error = stopped(exc, undo_import(service, landed, versions, links))
             if error is exc:
                 raise
             raise error from exc
@@ -171,17 +166,14 @@ def undo_import(
     service: MemoryService,
     landed: list[tuple[Scope, str]],
     versions: Mapping[str, int],
-    relink: Sequence[VersionLink] = (),
-    linked: Sequence[VersionLink] = (),
-    made: Sequence[VersionLink] = (),
+    links: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, with Ctrl-C held until
     done, through the service (its tenant check applies). One already gone (another writer
     deleted it) counts as deleted; one another write landed in since is kept, where the store
     tells (``versions``: the version this import left each at); one the store refuses to
-    delete is counted as left; the present memories it linked get their links back, but keep
-    those to a memory kept for another writer (``linked``: the links it wrote); those it
-    created and kept get the links it gives them (``made``), written or not yet
+    delete is counted as left. Of the links the import gives (``links``, written or not yet)
+    only what they add is taken back, and those of the memories it kept are given again
     (:func:`memcore.transfer.take_back`)."""
     with held_interrupts():
-        return take_back(service, landed, versions, relink, linked, made)
+        return take_back(service, landed, versions, links)

@@ -1,10 +1,15 @@
 """Supersession links given back by a restore (:class:`~memcore.ports.VersionHistory`): the
 versions a dream replaced are stored again with what replaced them, so recall prefers the
-current truth, and ranks, as it did in the store the backup came from."""
+current truth, and ranks, as it did in the store the backup came from.
+
+An import adds its links to what each memory has, and its rollback takes back only those,
+each read and written in one transaction: a dream or an edit that linked the same memory
+since keeps its own links."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 
@@ -23,11 +28,7 @@ class VersionLinks:
 
     def link_versions(self, store: str, links: Sequence[VersionLink]) -> None:
         started = time.perf_counter()
-        if isinstance(links, (str, bytes)) or not isinstance(links, Sequence):
-            raise InvalidInput("links must be a list", field="links")
-        for i, link in enumerate(links):  # every link, before anything is written
-            _check(link, f"links[{i}]")
-        if not links:
+        if not _checked(links):
             return
         with self._tx.write() as conn:
             sid = self._tx.store_id(conn, store)
@@ -55,6 +56,96 @@ class VersionLinks:
                 )
             self._tx.audit(conn, sid, "LinkVersions", started, scope=links[0].scope)
             self._tx.after_write(sid, gen, ())
+
+    def add_version_links(self, store: str, links: Sequence[VersionLink]) -> None:
+        started = time.perf_counter()
+        if not _checked(links):
+            return
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
+            for link in links:
+                row = _row(conn, sid, link)
+                if row is None:
+                    continue  # gone, or another tenant's id: nothing to link
+                by, how, had = row
+                tenant, successor = link.scope, link.superseded_by
+                if by is None and successor and tenant_holds(conn, sid, tenant, successor):
+                    by, how = successor, link.superseded_how
+                new = [
+                    i
+                    for i in dict.fromkeys(link.supersedes)
+                    if i not in had and tenant_holds(conn, sid, tenant, i)
+                ]
+                _write(conn, sid, link, by, how, [*had, *new])
+            self._tx.audit(conn, sid, "LinkVersions", started, scope=links[0].scope)
+            self._tx.after_write(sid, gen, ())
+
+    def drop_version_links(self, store: str, links: Sequence[VersionLink]) -> None:
+        started = time.perf_counter()
+        if not _checked(links):
+            return
+        with self._tx.write() as conn:
+            sid = self._tx.store_id(conn, store)
+            gen = self._tx.bump(conn, sid)
+            for link in links:
+                row = _row(conn, sid, link)
+                if row is None:
+                    continue
+                by, how, had = row
+                if by is not None and by == link.superseded_by:
+                    by, how = None, None
+                _write(conn, sid, link, by, how, [i for i in had if i not in link.supersedes])
+            self._tx.audit(conn, sid, "LinkVersions", started, scope=links[0].scope)
+            self._tx.after_write(sid, gen, ())
+
+
+def _checked(links: object) -> bool:
+    """Whether there are links to write; every one checked before anything is written."""
+    if isinstance(links, (str, bytes)) or not isinstance(links, Sequence):
+        raise InvalidInput("links must be a list", field="links")
+    for i, link in enumerate(links):
+        _check(link, f"links[{i}]")
+    return bool(links)
+
+
+def _row(
+    conn: sqlite3.Connection, sid: int, link: VersionLink
+) -> tuple[str | None, str | None, list[str]] | None:
+    """The links ``link``'s memory has now (superseded_by, how, supersedes); None if its
+    scope holds no such memory."""
+    row = conn.execute(
+        "SELECT superseded_by, superseded_how, supersedes FROM memories WHERE id = ?"
+        " AND store_id = ? AND app_id = ? AND tenant_id = ? AND agent_id = ? AND run_id = ?",
+        (link.memory_id, sid, *link.scope.as_tuple()),
+    ).fetchone()
+    if row is None:
+        return None
+    had = json.loads(row[2]) if row[2] else []
+    return (row[0] or None), (row[1] or None), [str(i) for i in had]
+
+
+def _write(
+    conn: sqlite3.Connection,
+    sid: int,
+    link: VersionLink,
+    by: str | None,
+    how: str | None,
+    supersedes: list[str],
+) -> None:
+    conn.execute(
+        "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?"
+        " WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?"
+        " AND agent_id = ? AND run_id = ?",
+        (
+            by,
+            None if by is None else how,
+            json.dumps(supersedes),
+            link.memory_id,
+            sid,
+            *link.scope.as_tuple(),
+        ),
+    )
 
 
 def _check(link: object, field: str) -> None:

@@ -383,6 +383,19 @@ class VersionHistory(Protocol):
         so no link ever reaches into another tenant."""
         ...
 
+    def add_version_links(self, store: str, links: Sequence[VersionLink]) -> None:
+        """Add each link to what its memory has, in one transaction: the ids of
+        ``supersedes`` it lacks join it, and ``superseded_by`` is set only where it has none.
+        What a dream or an edit linked meanwhile stays; ids are checked as for
+        :meth:`link_versions`."""
+        ...
+
+    def drop_version_links(self, store: str, links: Sequence[VersionLink]) -> None:
+        """Take each link out of what its memory has now, in one transaction: the ids of
+        ``supersedes`` leave it, and ``superseded_by`` is cleared only while it still names
+        that memory. What a dream or an edit linked meanwhile stays."""
+        ...
+
 
 class ProgressCallback(Protocol):
     """Hears one line of progress during a long wait (a new store's index, a new instance)."""

@@ -85,13 +85,14 @@ def version_links(
     ids: Mapping[str, str],
     found: Sequence[tuple[ImportRecord, MemoryRecord]] = (),
 ) -> list[VersionLink]:
-    """The links of the memories an import created (``ids``: a file's memory id -> the id it
-    has here); a link to a version not restored is dropped. A memory present already
-    (``found``: its record and the memory as listed) is linked to the versions this import
-    created as they are to it: one it replaced joins its ``supersedes``, and one that
-    replaced it becomes its ``superseded_by`` unless it has one; its other links stay as
-    they were. So the history reads both ways, and recall answers with the current fact, as
-    where the backup came from."""
+    """The links an import gives the memories it created (``ids``: a file's memory id -> the
+    id it has here); a link to a version not restored is dropped. A memory present already
+    (``found``: its record and the memory as listed) gets only what links it to the versions
+    this import created: one it replaced joins its ``supersedes``, and one that replaced it
+    becomes its ``superseded_by`` unless it has one. Written with
+    :meth:`MemoryService.restore_links` ``adding``, so its other links stay as they are now,
+    a dream's since the import listed it too; the history reads both ways, and recall
+    answers with the current fact, as where the backup came from."""
     links = []
     for record, new_id in created:
         if record.fmt < 2 or not (record.superseded_by or record.supersedes):
@@ -106,32 +107,18 @@ def version_links(
         if record.fmt < 2:
             continue
         had = memory.supersedes
-        new = [ids[i] for i in record.supersedes if ids.get(i) in made and ids[i] not in had]
-        by, how = memory.superseded_by, memory.extras.get("superseded_how")
+        new = tuple(
+            dict.fromkeys(
+                ids[i] for i in record.supersedes if ids.get(i) in made and ids[i] not in had
+            )
+        )
         successor = None if record.superseded_by is None else ids.get(record.superseded_by)
-        if by is None and successor in made:
-            by, how = successor, record.superseded_how
-        if new or by != memory.superseded_by:
-            how = how if by is not None and isinstance(how, str) else None
-            links.append(VersionLink(memory.scope, memory.id, by, how, (*had, *new)))
+        if memory.superseded_by is not None or successor not in made:
+            successor = None
+        if new or successor is not None:
+            how = record.superseded_how if successor is not None else None
+            links.append(VersionLink(memory.scope, memory.id, successor, how, new))
     return links
-
-
-def links_before(
-    found: Sequence[tuple[ImportRecord, MemoryRecord]], links: Sequence[VersionLink]
-) -> list[VersionLink]:
-    """The links of the present memories (``found``) that ``links`` change, as they were
-    before: what a stopped import gives them back, so that none is left naming a version the
-    rollback deletes (a version replaced by a deleted memory would no longer be recalled)."""
-    changed = {link.memory_id for link in links}
-    before = []
-    for _, memory in found:
-        if memory.id in changed:
-            how = memory.extras.get("superseded_how") if memory.superseded_by else None
-            by, had = memory.superseded_by, memory.supersedes
-            how = how if isinstance(how, str) else None
-            before.append(VersionLink(memory.scope, memory.id, by, how, had))
-    return before
 
 
 #: Records an import writes at once: one transaction and one embedding call on the local
@@ -268,28 +255,26 @@ def take_back(
     service: MemoryService,
     added: Sequence[tuple[Scope, str]],
     versions: Mapping[str, int],
-    relink: Sequence[VersionLink] = (),
-    linked: Sequence[VersionLink] = (),
-    made: Sequence[VersionLink] = (),
+    links: Sequence[VersionLink] = (),
 ) -> Undone:
     """Delete what a stopped import added (scope, id), newest first, through the service (its
     tenant check applies); the caller holds Ctrl-C. Where the store tells claims, a batch at a
     time, each batch one transaction, and only a memory still at the version in ``versions``
     (:func:`restore_batches`): one another write landed in since is kept and counted, since
     that writer was told it had landed. Elsewhere each is deleted whatever landed in it.
-    One already gone counts as deleted; what the store refuses to delete is left. ``relink``
-    (:func:`links_before`) gives the present memories the import linked their links back
-    first, so none names a memory deleted here; those the import gave them (``linked``, as
-    it wrote them) that name only memories kept for another writer are then written again:
-    that writer found the history as the import left it, and was told it was there. So are
-    the links of the memories it created and kept (``made``: :func:`version_links` of what it
-    created, written or not: an import links after its last batch), without the memories it
-    deleted: another import that found them present wrote no link between them."""
-    if relink:
-        try:
-            service.restore_links(relink)
-        except MemcoreError:
-            pass  # the store is failing: what follows says what it could not delete
+    One already gone counts as deleted; what the store refuses to delete is left.
+
+    ``links`` are those the import gives (:func:`version_links` of what it created and found
+    present), written or not: an import links after its last batch. Only what they add is
+    taken back (:meth:`MemoryService.unlink`), never a present memory's whole links as the
+    import listed them, so what a dream or an edit linked since stays. First the present
+    memories lose their links to the memories it added, so none names a memory deleted here;
+    then those it kept for another writer (that writer found the history as the import left
+    it, or as the file gives it, and was told it was there) get theirs again, both ways and
+    without the memories it deleted."""
+    mine = {memory_id for _, memory_id in added}
+    present = [_only(link, mine) for link in links if link.memory_id not in mine]
+    _amend(service, [link for link in present if _names(link)], undo=True)
     newest = list(reversed(added))
     if service.tells_claims and all(memory_id in versions for _, memory_id in newest):
         left = 0
@@ -304,13 +289,14 @@ def take_back(
                 )
             except MemcoreError:
                 left += len(part)
-        gone = {mid for _, mid in added} - kept
-        again = [*_links_kept(linked, relink, gone), *_made_kept(made, linked, kept, gone)]
-        if kept and again:
-            try:
-                service.restore_links(again)
-            except MemcoreError:
-                pass  # as before the import's links: what it kept is still listed and recalled
+        gone = mine - kept
+        if kept:
+            # What a kept memory the import linked says of one it deleted goes; the rest of
+            # what the import gives is added where it is not (again, or not yet, there).
+            stale = [_only(link, gone) for link in links if link.memory_id in kept]
+            _amend(service, [link for link in stale if _names(link)], undo=True)
+            again = [_without(link, gone) for link in links if link.memory_id not in gone]
+            _amend(service, [link for link in again if _names(link)], undo=False)
         return Undone(len(added), left, len(kept))
     left = 0
     for scope, memory_id in newest:
@@ -324,51 +310,44 @@ def take_back(
     return Undone(len(added), left)
 
 
-def _made_kept(
-    made: Sequence[VersionLink],
-    linked: Sequence[VersionLink],
-    kept: set[str],
-    gone: set[str],
-) -> list[VersionLink]:
-    """The links of the memories the import created and its rollback kept (``kept``), those
-    to the memories it deleted (``gone``) left out; one with none left is written only if the
-    import wrote it (``linked``), so that none names a deleted memory."""
-    wrote = {link.memory_id for link in linked}
-    again = []
-    for link in made:
-        if link.memory_id not in kept:
-            continue
-        by = None if link.superseded_by in gone else link.superseded_by
-        replaced = tuple(i for i in link.supersedes if i not in gone)
-        if by is not None or replaced or link.memory_id in wrote:
-            how = None if by is None else link.superseded_how
-            again.append(
-                attrs.evolve(link, superseded_by=by, superseded_how=how, supersedes=replaced)
-            )
-    return again
+def _amend(service: MemoryService, links: Sequence[VersionLink], *, undo: bool) -> None:
+    """Take ``links`` out of their memories' (``undo``) or add them. A failure is the store
+    failing: what the rollback then deletes, or could not, is what its line reports."""
+    if not links or not service.restores_history:
+        return
+    try:
+        if undo:
+            service.unlink(links)
+        else:
+            service.restore_links(links, adding=True)
+    except MemcoreError:
+        pass
 
 
-def _links_kept(
-    linked: Sequence[VersionLink], before: Sequence[VersionLink], gone: set[str]
-) -> list[VersionLink]:
-    """The links an import gave present memories (``linked``), without the memories of
-    ``gone`` (those its rollback did not keep): where such a memory replaced one, that one
-    keeps what it had (``before``). Only those that still differ from ``before``."""
-    was = {link.memory_id: link for link in before}
-    again = []
-    for link in linked:
-        old = was.get(link.memory_id)
-        if old is None:
-            continue  # a memory the import created: its links went, or stayed, with it
-        by, how = link.superseded_by, link.superseded_how
-        if by in gone:
-            by, how = old.superseded_by, old.superseded_how
-        replaced = tuple(i for i in link.supersedes if i not in gone)
-        if (by, replaced) != (old.superseded_by, old.supersedes):
-            again.append(
-                attrs.evolve(link, superseded_by=by, superseded_how=how, supersedes=replaced)
-            )
-    return again
+def _names(link: VersionLink) -> bool:
+    return link.superseded_by is not None or bool(link.supersedes)
+
+
+def _only(link: VersionLink, ids: set[str]) -> VersionLink:
+    """``link`` with only what names a memory of ``ids``."""
+    by = link.superseded_by if link.superseded_by in ids else None
+    return attrs.evolve(
+        link,
+        superseded_by=by,
+        superseded_how=None if by is None else link.superseded_how,
+        supersedes=tuple(i for i in link.supersedes if i in ids),
+    )
+
+
+def _without(link: VersionLink, ids: set[str]) -> VersionLink:
+    """``link`` without what names a memory of ``ids``."""
+    by = None if link.superseded_by in ids else link.superseded_by
+    return attrs.evolve(
+        link,
+        superseded_by=by,
+        superseded_how=None if by is None else link.superseded_how,
+        supersedes=tuple(i for i in link.supersedes if i not in ids),
+    )
 
 
 def finished(added: int, messages: int) -> KeyboardInterrupt:
