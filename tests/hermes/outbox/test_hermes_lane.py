@@ -8,6 +8,7 @@ import threading
 import time
 
 from memcore.errors import Unavailable
+from memcore_hermes.outbox.delivery import RetryPolicy
 from memcore_hermes.outbox.lane import Lane
 
 
@@ -51,3 +52,29 @@ def test_passes_that_keep_raising_are_spaced_out() -> None:
     gaps = [b - a for a, b in itertools.pairwise(passes)]
     assert len(passes) == 3, gaps  # at 0, 1 and 3 seconds
     assert gaps[1] > gaps[0] * 1.5
+
+
+def test_a_lane_failing_for_a_day_still_runs_its_next_pass() -> None:
+    """After 1,024 failed passes in a row (17 hours at the one-minute cap) the doubling
+    overflowed (``2.0 ** 1024``) before the pass ran: the lane logged it and slept until
+    the next write. The delay stays at its cap however long the failures last."""
+    ran = threading.Event()
+
+    def drain(force: bool) -> float | None:
+        ran.set()
+        return None
+
+    lane = Lane("day", drain)
+    try:
+        lane._failed_passes = 5000  # as after a long outage
+        lane.request_drain()
+        assert ran.wait(5)
+    finally:
+        lane.stop(5)
+
+
+def test_a_backend_down_for_a_day_keeps_its_delay_at_the_cap() -> None:
+    """The delivery's backoff overflowed at its 1,025th try in a row (``2.0 ** 1024``), and
+    the pass that asked for it failed instead of waiting a minute."""
+    policy = RetryPolicy(base_s=1.0, cap_s=60.0, jitter=0.0)
+    assert [policy.delay(n) for n in (1, 2, 7, 1025, 10**6)] == [1.0, 2.0, 60.0, 60.0, 60.0]

@@ -62,7 +62,9 @@ class RetryPolicy:
     jitter: float = 0.2
 
     def delay(self, attempts: int) -> float:
-        raw = min(self.cap_s, self.base_s * 2.0 ** max(0, attempts - 1))
+        # The exponent stops at 64: 2.0 ** 1024 overflows, which a backend down for a day
+        # (1,024 tries at the cap) reached, and the pass that asked for its delay failed.
+        raw = min(self.cap_s, self.base_s * 2.0 ** min(max(0, attempts - 1), 64))
         return float(raw * (1.0 + random.uniform(-self.jitter, self.jitter)))
 
 

@@ -128,7 +128,7 @@ class Lane:
         # A pass that raises (its caller, if forced, sees the error) is run again later:
         # with no wake time the writes left in the spool would wait for the next write.
         delay: float | None = min(
-            _AFTER_FAILED_PASS_CAP_S, AFTER_FAILED_PASS_S * 2.0**self._failed_passes
+            _AFTER_FAILED_PASS_CAP_S, AFTER_FAILED_PASS_S * 2.0 ** min(self._failed_passes, 64)
         )
         self._failed_passes += 1
         try:
