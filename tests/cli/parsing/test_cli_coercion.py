@@ -50,7 +50,9 @@ def test_every_plain_option_gets_the_light_converter_and_others_keep_typers() ->
     params = _params()
     light = [p for p in params if isinstance(p._runtime_param, coercion._Plain)]
     kinds = {p._runtime_param.kind for p in light}
-    assert kinds == {str, int, float, bool, Path}
+    # File names are read as text now (an empty one is named, not read as "."), so no
+    # option may be a Path at the moment; the converter still serves one the same way.
+    assert {str, int, float, bool} <= kinds <= {str, int, float, bool, Path}
     assert any(p.name == "help" for p in light)  # the --help option every command adds
     assert len(light) == len(params)
 

@@ -66,6 +66,7 @@ def test_agent_shutdown_with_the_backend_down_returns_within_a_second(
     manager.add_provider(provider)
     manager.initialize_all(session_id="s1", platform="cli", agent_context="primary", user_id="ann")
     manager.sync_all("I keep bees", "Noted.", session_id="s1")
+    assert manager.flush_pending(10)  # Hermes' own worker runs sync_turn after sync_all returned
     assert kit.settle(provider, 10.0)
     outage.stop()
     manager.sync_all("My hives are on the roof", "Noted.", session_id="s1")

@@ -3,6 +3,7 @@ restarts, every turn arrives exactly once and in order; two lanes on one spool n
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +44,13 @@ class ScriptedStore(InMemoryMemoryStore):
         if step == "lose":
             raise Unavailable("read timed out")
         return receipt
+
+    def reopen(self) -> ScriptedStore:
+        """A client of its own over the same data and script: a stopped host's lane that ends
+        its last call after the shutdown wait closes its own client, not the next host's."""
+        client = copy.copy(self)
+        client.closed = False
+        return client
 
 
 def start(home: Path, store: InMemoryMemoryStore, session: str = "prop") -> MemcoreMemoryProvider:

@@ -498,6 +498,7 @@ def _talk_before(
     mm = open_session("telegram", user_id=user)
     for said, answered in turns:
         mm.sync_all(said, answered, session_id="s1")
+    assert mm.flush_pending(30)  # Hermes' own worker runs sync_turn after sync_all returned
     runtime = provider_of(mm).runtime
     assert runtime is not None and runtime.flush(30) is not False and runtime.wait_idle(30)
     mm.shutdown_all()
