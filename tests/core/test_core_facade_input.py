@@ -232,3 +232,86 @@ def test_a_dict_message_keeps_its_metadata_and_has_it_checked() -> None:
         mem.add(messages=[{"role": "user", "content": "hi there", "metadata": ["topic"]}])
     assert shape.value.field == "messages[0].metadata"
     assert [m.text for m in mem.list().items] == ["I like hiking"]
+
+
+class _OwnBytes(str):
+    """A string whose own ``encode`` hides what it holds (every one the same bytes)."""
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        return b"same"
+
+
+class _AlwaysEqual(str):
+    """A string equal to anything, of one hash: set lookups never find it."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return 1
+
+
+class _ShortAndFull(str):
+    """A string that says it is short and not blank, whatever it holds."""
+
+    def __len__(self) -> int:
+        return 5
+
+    def strip(self, chars: str | None = None) -> str:
+        return "x"
+
+
+def test_a_str_subclass_user_id_names_the_tenant_its_characters_name() -> None:
+    """Two long user ids of a str subclass whose ``encode`` lies were cut to one tenant (the
+    segment's digest read ``encode``): one user's memories were found by the other."""
+    mem = _memory()
+    alice, bob = _OwnBytes("u" * 300 + "alice"), _OwnBytes("u" * 300 + "bob")
+    assert mem.scope_for(user_id=alice) == mem.scope_for(user_id=str(alice[:]))
+    assert mem.scope_for(user_id=alice) != mem.scope_for(user_id=bob)
+    mem.add(text="Alice's secret", user_id=alice)
+    assert mem.search("secret", user_id=bob) == []
+
+
+def test_a_str_subclass_key_cannot_name_the_scope() -> None:
+    """A metadata key of a str subclass that hashes apart from ``"tenant_id"`` passed the
+    reserved-key check and was stored as ``tenant_id``, on every write path."""
+    mem = _memory()
+    [kept] = mem.add(text="The user likes tea")
+    writes = [
+        lambda: mem.add(text="I have two cats", metadata={_AlwaysEqual("tenant_id"): "b"}),
+        lambda: mem.add(
+            messages=[{"role": "user", "content": "I have two cats"}],
+            metadata={_AlwaysEqual("scope"): "b"},
+        ),
+        lambda: mem.add(
+            messages=[
+                {
+                    "role": "user",
+                    "content": "I have cats",
+                    "metadata": {_AlwaysEqual("app_id"): "b"},
+                }
+            ]
+        ),
+        lambda: mem.add(
+            messages=[Message("user", "I have two cats", metadata={_AlwaysEqual("run_id"): "b"})]
+        ),
+        lambda: mem.update(kept, metadata={_AlwaysEqual("agent_id"): "b"}),
+    ]
+    for write in writes:
+        with pytest.raises(InvalidInput, match="reserved"):
+            write()
+    assert [(m.text, dict(m.metadata)) for m in mem.list().items] == [("The user likes tea", {})]
+
+
+def test_a_str_subclass_is_held_to_the_limits_of_what_it_holds() -> None:
+    """A text, query or user id that said it was short (``__len__``) or not blank (``strip``)
+    was kept past the limits: a 100,000-character memory, a blank user id."""
+    mem = _memory()
+    with pytest.raises(InvalidInput, match="limit"):
+        mem.add(text=_ShortAndFull("z" * 100_000))
+    with pytest.raises(InvalidInput, match="limit"):
+        mem.search(_ShortAndFull("q" * 100_000))
+    with pytest.raises(InvalidInput) as blank:
+        mem.add(text="I have two cats", user_id=_ShortAndFull("   "))
+    assert blank.value.field == "user_id"
+    assert mem.list().items == ()

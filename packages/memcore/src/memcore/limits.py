@@ -107,6 +107,13 @@ _BLANK_RE = re.compile(
 )
 
 
+def plain(value: str) -> str:
+    """``value``'s characters as a plain ``str``: the own methods of a subclass (``encode``,
+    ``strip``, ``__len__``, ``__hash__``) would otherwise steer the checks made on it and
+    the scope it names, and be stored past them."""
+    return str.__str__(value)
+
+
 def is_blank(text: str) -> bool:
     """Whether ``text`` shows nothing (whitespace and invisible format characters only)."""
     return _BLANK_RE.fullmatch(text) is not None
@@ -115,6 +122,7 @@ def is_blank(text: str) -> bool:
 def check_text(text: object, *, field: str = "text") -> str:
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be a string, not {type(text).__name__}", field=field)
+    text = plain(text)
     if is_blank(text):
         raise InvalidInput(f"{field} must not be empty", field=field)
     check_unicode(text, field=field)
@@ -139,6 +147,7 @@ def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, st
     for key, value in metadata.items():
         if not isinstance(key, str) or not key:
             raise InvalidInput(f"{field} keys must be non-empty strings", field=field)
+        key = plain(key)
         check_unicode(key, field=field)
         if len(key) > MAX_METADATA_KEY_CHARS:
             raise InvalidInput(
@@ -147,6 +156,7 @@ def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, st
             )
         if not isinstance(value, str):
             raise InvalidInput(f"{field}.{key} must be a string", field=f"{field}.{key}")
+        value = plain(value)
         check_unicode(value, field=f"{field}.{key}")
         if len(value) > MAX_METADATA_VALUE_CHARS:
             raise InvalidInput(
@@ -229,6 +239,7 @@ def check_top_k(top_k: object) -> int:
 def check_query(query: object) -> str:
     if not isinstance(query, str):
         raise InvalidInput("query must be a string", field="query")
+    query = plain(query)
     if is_blank(query):  # as for a text: invisible characters alone ask nothing
         raise InvalidInput("query must not be empty", field="query")
     check_unicode(query, field="query")
@@ -431,11 +442,11 @@ def check_optional_name(value: object, *, field: str, default: str) -> str | Non
     """A per-call user, agent or run id: a non-blank string, or None for ``default`` (the
     caller's own). A blank one (an unset variable) or a number would otherwise quietly become
     the default: the shared default tenant, or the session's own scope."""
-    if value is not None and (not isinstance(value, str) or not value.strip()):
+    if value is not None and (not isinstance(value, str) or not plain(value).strip()):
         raise InvalidInput(
             f"{field} must be a non-empty string (or None for {default})", field=field
         )
-    return value
+    return None if value is None else plain(value)
 
 
 def check_limit(limit: object, *, field: str = "limit") -> int:
@@ -475,8 +486,9 @@ def check_store_name(name: object) -> str:
 
 
 def check_id(value: object, *, field: str = "memory_id") -> str:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not plain(value).strip():
         raise InvalidInput(f"{field} must be a non-empty string", field=field)
+    value = plain(value)
     if len(value) > 256 or any(ord(c) < 32 for c in value) or _SURROGATE_RE.search(value):
         raise InvalidInput(f"{field} is not a valid id", field=field)
     return value
@@ -511,7 +523,7 @@ def message_from_json(data: object, *, index: int = 0) -> Message:
     if not isinstance(metadata, Mapping):
         # Dropped without a word before, though the message said what it was about.
         raise InvalidInput(f"{field}.metadata must be an object", field=f"{field}.metadata")
-    return Message(role=role, content=content, timestamp=said, metadata=metadata)
+    return Message(role=plain(role), content=plain(content), timestamp=said, metadata=metadata)
 
 
 def check_message(message: object, *, index: int = 0) -> Message:

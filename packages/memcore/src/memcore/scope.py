@@ -91,6 +91,7 @@ def normalize_segment(value: object, *, default: str = DEFAULT_SEGMENT, trim: bo
     """
     if not isinstance(value, str):
         return default
+    value = str.__str__(value)  # a subclass's own encode or strip would steer the segment
     raw = value.strip() if trim else value
     if not raw:
         return default
@@ -131,6 +132,7 @@ def tenant_segment(value: object) -> str:
         raise InvalidInput(
             f"tenant id must be a string, not {type(value).__name__}", field="tenant_id"
         )
+    value = str.__str__(value)  # its characters: a subclass's own strip cannot hide a blank
     if not value.strip():
         raise InvalidInput(
             "tenant id is empty or only whitespace; give an id, or none for the default tenant",

@@ -284,17 +284,26 @@ class MemoryService:
             if isinstance(assistant, str) and assistant.strip():
                 turn.append(Message(role="assistant", content=assistant))
         for i, m in enumerate(turn):
-            if not isinstance(m, Message) or m.role not in limits.MESSAGE_ROLES:
+            if (
+                not isinstance(m, Message)
+                or not isinstance(m.role, str)
+                or limits.plain(m.role) not in limits.MESSAGE_ROLES
+            ):
                 raise InvalidInput(f"messages[{i}] is not a valid message", field=f"messages[{i}]")
             if not isinstance(m.content, str):
                 raise InvalidInput(
                     f"messages[{i}].content must be a string", field=f"messages[{i}].content"
                 )
-            refuse_scope_keys(m.metadata, field=f"messages[{i}].metadata")
+            # Plain strings from here on: a subclass's own hash or encode cannot pass a check.
+            meta = limits.check_metadata(m.metadata, field=f"messages[{i}].metadata")
+            refuse_scope_keys(meta, field=f"messages[{i}].metadata")
             limits.check_message_fields(m, index=i)  # every message before the first write
-            repaired = limits.repair_unicode(m.content)
-            if repaired != m.content:
-                turn[i] = attrs.evolve(m, content=repaired)
+            turn[i] = attrs.evolve(
+                m,
+                role=limits.plain(m.role),
+                content=limits.repair_unicode(limits.plain(m.content)),
+                metadata=meta,
+            )
         planned = plan_memories(turn, self.store_assistant)
         return [TurnWrite(tuple(batch)) for batch in limits.split_messages(planned)]
 
@@ -354,7 +363,7 @@ class MemoryService:
         extra.update(tags)
         limits.check_metadata(extra)
         content = strip_recall(content) if isinstance(content, str) else content
-        limits.check_text(content, field="content")
+        content = limits.check_text(content, field="content")
         if self._held_as_memory(content):
             return None
         return self.store.add_text(self.store_name, self.write_scope, content, metadata=extra)
@@ -436,7 +445,7 @@ class MemoryService:
         and after it (``SearchHit.neighbours``), at most ``neighbour_chars`` characters in
         all; they do not change the ranking. Only stores that keep the turns' order can
         (:class:`~memcore.ports.NeighbourTurns`); others raise ``Unsupported``."""
-        limits.check_query(query)
+        query = limits.check_query(query)
         limits.check_flag(enable_rerank, field="enable_rerank", optional=True)
         limits.check_flag(include_evidence, field="include_evidence")
         around = limits.check_neighbours(neighbours)
