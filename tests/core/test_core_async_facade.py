@@ -184,3 +184,33 @@ def test_a_write_cancelled_midway_has_landed_or_not_when_the_cancel_is_seen() ->
         assert [m.text for m in mem.sync.iter_all()] == []
 
     asyncio.run(scenario())
+
+
+def test_a_write_cancelled_twice_still_has_landed_or_not_when_the_cancel_is_seen() -> None:
+    """A second cancel (an outer timeout over an inner one, a task group shutting down) used
+    to stop the wait: the ``CancelledError`` came while the worker thread still wrote, and the
+    write landed later, with no one told. Every cancel now waits for the call to end."""
+    import threading
+    import time
+
+    started = threading.Event()
+
+    class SlowStore(InMemoryMemoryStore):
+        def add_text(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            started.set()
+            time.sleep(0.3)
+            return super().add_text(*args, **kwargs)
+
+    async def scenario() -> None:
+        mem = AsyncMemory(Memory(SlowStore()))
+        task = asyncio.ensure_future(mem.add(text="The user likes coffee"))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [m.text for m in mem.sync.iter_all()] == ["The user likes coffee"]
+
+    asyncio.run(scenario())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import functools
 import inspect
 import itertools
@@ -57,8 +58,9 @@ def _write_off_loop(
     method: Callable[Concatenate[Memory, P], R],
 ) -> Callable[Concatenate[AsyncMemory, P], Coroutine[Any, Any, R]]:
     """:func:`_off_loop` for a call that writes. A thread cannot be stopped, so a cancelled
-    write still waits for its call to end: when the ``CancelledError`` arrives, the write has
-    landed or not, and a read then sees which (it never lands after the caller gave up)."""
+    write still waits for its call to end, however often it is cancelled: when the
+    ``CancelledError`` arrives, the write has landed or not, and a read then sees which (it
+    never lands after the caller gave up)."""
     name = method.__name__
 
     async def run(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -67,9 +69,12 @@ def _write_off_loop(
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
-            if not work.done():
-                await asyncio.wait([work])  # a second cancel stops this wait, as it should
-            if work.done() and not work.cancelled():
+            while not work.done():
+                # A later cancel (an outer timeout, a task group closing) waits too: raised
+                # now, the write would land after it, with no one told.
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([work])
+            if not work.cancelled():
                 work.exception()  # retrieved: the caller cancelled, so it is not raised
             raise
 
