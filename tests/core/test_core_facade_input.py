@@ -315,3 +315,35 @@ def test_a_str_subclass_is_held_to_the_limits_of_what_it_holds() -> None:
         mem.add(text="I have two cats", user_id=_ShortAndFull("   "))
     assert blank.value.field == "user_id"
     assert mem.list().items == ()
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda m: m.search("tea", min_similarity=10**400), "min_similarity"),
+        (
+            lambda m: m.add(messages=[{"role": "user", "content": "hi", "timestamp": 10**400}]),
+            "messages[0].timestamp",
+        ),
+        (
+            lambda m: m.add(messages=[Message("user", "hi", timestamp=10**400)]),
+            "messages[0].timestamp",
+        ),
+    ],
+)
+def test_a_number_no_float_can_hold_is_refused(call: Any, field: str) -> None:
+    """An int past a float's range (what a JSON document's long number parses to) failed as a
+    raw OverflowError from the finiteness check."""
+    mem = _memory()
+    with pytest.raises(InvalidInput) as refused:
+        call(mem)
+    assert refused.value.field == field
+    assert mem.list().items == ()
+
+
+def test_an_imported_time_no_float_can_hold_is_refused() -> None:
+    from memcore import limits
+
+    with pytest.raises(InvalidInput) as refused:
+        limits.check_stored_time(10**400, field="created_at")
+    assert refused.value.field == "created_at"

@@ -135,9 +135,13 @@ def test_map_error_reads_sqlites_fixed_message_when_there_is_no_code(
     assert "/x/memcore.db" in str(mapped)
 
 
-@pytest.mark.parametrize("seconds", [-1.0, float("nan"), float("inf"), 86_400.5, 1e9])
+@pytest.mark.parametrize(
+    "seconds",
+    [-1.0, float("nan"), float("inf"), 86_400.5, 1e9, pytest.param(10**400, id="int-past-float")],
+)
 def test_a_busy_timeout_sqlite_cannot_keep_is_refused(db_path: Path, seconds: float) -> None:
     # 1e9 s is more milliseconds than SQLite's 32-bit busy timeout holds: it wrapped to no wait.
+    # 10**400, an int no float holds, failed as a raw OverflowError.
     from memcore.errors import InvalidInput
 
     with pytest.raises(InvalidInput) as info:

@@ -250,10 +250,19 @@ def check_query(query: object) -> str:
     return query
 
 
+def is_finite(value: float) -> bool:
+    """Whether ``value`` is a finite number: an int too large for a float (what a JSON
+    document's long number parses to) is not, rather than an OverflowError."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def check_min_similarity(value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not is_finite(value):
         raise InvalidInput("min_similarity must be a finite number", field="min_similarity")
     if not 0.0 <= float(value) <= 1.0:
         raise InvalidInput("min_similarity must be from 0 to 1", field="min_similarity")
@@ -308,7 +317,7 @@ def check_said_time(value: object, *, field: str = "timestamp", now: float | Non
     """A message's own time (when it was said), in seconds since the epoch: it becomes its
     memory's ``created_at``. A finite number, in the years of :data:`REFERENCE_YEARS` (UTC),
     at most :data:`MAX_SAID_AHEAD_S` after ``now`` (the clock's time unless given)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not is_finite(value):
         raise InvalidInput(f"{field} must be a number of seconds since the epoch", field=field)
     low, high = REFERENCE_YEARS
     if not earliest_time() <= value < latest_time():
@@ -347,7 +356,7 @@ def check_stored_time(value: object, *, field: str) -> float | None:
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
-        or not math.isfinite(value)
+        or not is_finite(value)
         or not earliest_time() <= value < latest_time()
     ):
         raise InvalidInput(

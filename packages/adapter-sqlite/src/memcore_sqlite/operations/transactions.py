@@ -11,7 +11,6 @@ import errno
 import importlib.util
 import json
 import logging
-import math
 import os
 import sqlite3
 import threading
@@ -99,7 +98,7 @@ class Transactions:
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("synchronous must be NORMAL or FULL", field="synchronous")
-        if not math.isfinite(busy_timeout) or not 0 <= busy_timeout <= MAX_BUSY_TIMEOUT:
+        if not limits.is_finite(busy_timeout) or not 0 <= busy_timeout <= MAX_BUSY_TIMEOUT:
             raise InvalidInput(
                 f"busy_timeout must be a number of seconds from 0 to {MAX_BUSY_TIMEOUT:g}",
                 field="busy_timeout",
