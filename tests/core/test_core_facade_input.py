@@ -347,3 +347,32 @@ def test_an_imported_time_no_float_can_hold_is_refused() -> None:
     with pytest.raises(InvalidInput) as refused:
         limits.check_stored_time(10**400, field="created_at")
     assert refused.value.field == "created_at"
+
+
+class _NoRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda m: m.search("tea", top_k=10**5000), "top_k"),
+        (lambda m: m.list(limit=10**5000), "limit"),
+        (lambda m: m.iter_all(page_size=10**5000), "page_size"),
+        (lambda m: m.dream_tasks(limit=10**5000), "limit"),
+        (lambda m: m.add(text="I have two cats", sync=10**5000), "sync"),
+        (lambda m: m.search("tea", enable_rerank=10**5000), "enable_rerank"),
+        (lambda m: m.list(all_versions=10**5000), "all_versions"),
+        (lambda m: m.add(text="I have two cats", sync=_NoRepr()), "sync"),
+    ],
+)
+def test_a_value_too_long_to_print_is_still_refused_by_name(call: Any, field: str) -> None:
+    """The refusal quoted the value, and an int past Python's 4,300 printable digits (or an
+    object whose repr fails) made the message itself fail, as a raw ValueError."""
+    mem = _memory()
+    with pytest.raises(InvalidInput) as refused:
+        call(mem)
+    assert refused.value.field == field
+    assert len(str(refused.value)) < 200
+    assert mem.list().items == ()

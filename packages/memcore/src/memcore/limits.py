@@ -231,7 +231,7 @@ def check_top_k(top_k: object) -> int:
         raise InvalidInput("top_k must be a whole number", field="top_k")
     if not MIN_TOP_K <= top_k <= MAX_TOP_K:
         raise InvalidInput(
-            f"top_k must be from {MIN_TOP_K} to {MAX_TOP_K}, not {top_k}", field="top_k"
+            f"top_k must be from {MIN_TOP_K} to {MAX_TOP_K}, not {shown(top_k)}", field="top_k"
         )
     return top_k
 
@@ -248,6 +248,16 @@ def check_query(query: object) -> str:
             f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}", field="query"
         )
     return query
+
+
+def shown(value: object, width: int = 40) -> str:
+    """``repr(value)`` cut to ``width`` characters, for a refusal's message: an int past
+    Python's printable digits, or an object whose repr fails, is named by its type, so the
+    message never fails in place of the refusal."""
+    try:
+        return repr(value)[:width]
+    except Exception:
+        return f"a {type(value).__name__} that cannot be shown"
 
 
 def is_finite(value: float) -> bool:
@@ -442,7 +452,7 @@ def check_flag(value: object, *, field: str, optional: bool = False) -> bool | N
     if not isinstance(value, bool):
         # Both spellings: a Python caller writes True, a model's JSON arguments true.
         raise InvalidInput(
-            f"{field} must be a boolean (true or false), not {value!r:.40}", field=field
+            f"{field} must be a boolean (true or false), not {shown(value)}", field=field
         )
     return value
 
@@ -462,7 +472,9 @@ def check_limit(limit: object, *, field: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidInput(f"{field} must be a whole number", field=field)
     if not 1 <= limit <= MAX_PAGE_LIMIT:
-        raise InvalidInput(f"{field} must be from 1 to {MAX_PAGE_LIMIT}, not {limit}", field=field)
+        raise InvalidInput(
+            f"{field} must be from 1 to {MAX_PAGE_LIMIT}, not {shown(limit)}", field=field
+        )
     return limit
 
 
