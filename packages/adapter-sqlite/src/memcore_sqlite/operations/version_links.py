@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.values import SUPERSESSION_KINDS, VersionLink
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import check_scope, tenant_holds
+
+#: A memory's links: whom it was superseded by, how, and the versions it supersedes.
+_Links = tuple[str | None, str | None, list[str]]
 
 
 class VersionLinks:
@@ -58,30 +61,37 @@ class VersionLinks:
             self._tx.after_write(sid, gen, ())
 
     def add_version_links(self, store: str, links: Sequence[VersionLink]) -> None:
-        started = time.perf_counter()
-        if not _checked(links):
-            return
-        with self._tx.write() as conn:
-            sid = self._tx.store_id(conn, store)
-            gen = self._tx.bump(conn, sid)
-            for link in links:
-                row = _row(conn, sid, link)
-                if row is None:
-                    continue  # gone, or another tenant's id: nothing to link
-                by, how, had = row
-                tenant, successor = link.scope, link.superseded_by
-                if by is None and successor and tenant_holds(conn, sid, tenant, successor):
-                    by, how = successor, link.superseded_how
-                new = [
-                    i
-                    for i in dict.fromkeys(link.supersedes)
-                    if i not in had and tenant_holds(conn, sid, tenant, i)
-                ]
-                _write(conn, sid, link, by, how, [*had, *new])
-            self._tx.audit(conn, sid, "LinkVersions", started, scope=links[0].scope)
-            self._tx.after_write(sid, gen, ())
+        def add(conn: sqlite3.Connection, sid: int, link: VersionLink, now: _Links) -> _Links:
+            by, how, had = now
+            tenant, successor = link.scope, link.superseded_by
+            if by is None and successor and tenant_holds(conn, sid, tenant, successor):
+                by, how = successor, link.superseded_how
+            new = [
+                i
+                for i in dict.fromkeys(link.supersedes)
+                if i not in had and tenant_holds(conn, sid, tenant, i)
+            ]
+            return by, how, [*had, *new]
+
+        self._change(store, links, add)
 
     def drop_version_links(self, store: str, links: Sequence[VersionLink]) -> None:
+        def drop(conn: sqlite3.Connection, sid: int, link: VersionLink, now: _Links) -> _Links:
+            by, how, had = now
+            if by is not None and by == link.superseded_by:
+                by, how = None, None
+            return by, how, [i for i in had if i not in link.supersedes]
+
+        self._change(store, links, drop)
+
+    def _change(
+        self,
+        store: str,
+        links: Sequence[VersionLink],
+        change: Callable[[sqlite3.Connection, int, VersionLink, _Links], _Links],
+    ) -> None:
+        """Each link's memory gets ``change`` of the links it has now, all in one transaction
+        (a memory its scope does not hold, gone or another tenant's id, is left alone)."""
         started = time.perf_counter()
         if not _checked(links):
             return
@@ -89,13 +99,9 @@ class VersionLinks:
             sid = self._tx.store_id(conn, store)
             gen = self._tx.bump(conn, sid)
             for link in links:
-                row = _row(conn, sid, link)
-                if row is None:
-                    continue
-                by, how, had = row
-                if by is not None and by == link.superseded_by:
-                    by, how = None, None
-                _write(conn, sid, link, by, how, [i for i in had if i not in link.supersedes])
+                now = _row(conn, sid, link)
+                if now is not None:
+                    _write(conn, sid, link, *change(conn, sid, link, now))
             self._tx.audit(conn, sid, "LinkVersions", started, scope=links[0].scope)
             self._tx.after_write(sid, gen, ())
 
@@ -109,9 +115,7 @@ def _checked(links: object) -> bool:
     return bool(links)
 
 
-def _row(
-    conn: sqlite3.Connection, sid: int, link: VersionLink
-) -> tuple[str | None, str | None, list[str]] | None:
+def _row(conn: sqlite3.Connection, sid: int, link: VersionLink) -> _Links | None:
     """The links ``link``'s memory has now (superseded_by, how, supersedes); None if its
     scope holds no such memory."""
     row = conn.execute(
