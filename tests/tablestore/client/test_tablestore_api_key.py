@@ -238,3 +238,15 @@ def test_without_the_vendor_package_an_api_key_says_what_to_install(
     with pytest.raises(ConfigError) as caught:
         TableStoreMemoryStore("https://inst.cn-hangzhou.ots.aliyuncs.com", "inst", ApiKey(KEY))
     assert "pip install 'tablestore-agent-storage>=1.0.10'" in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["emu-api-key-\udcff", "emu-api-key-é", "emu-api-key-\n1"])
+def test_a_key_no_header_can_carry_is_refused_before_anything_is_sent(key: str) -> None:
+    """A stray byte in ``TABLESTORE_MEMORY_API_KEY`` (an environment not in UTF-8 gives
+    ``\\udcff``) failed on the first call as "the service answered with a non-object JSON
+    body". It is refused where the key is read, naming the variable, never quoting it."""
+    with pytest.raises(PermissionDenied) as caught:
+        resolve_auth({"TABLESTORE_MEMORY_API_KEY": key})
+    said = str(caught.value)
+    assert "TABLESTORE_MEMORY_API_KEY holds a character no HTTP header can carry" in said
+    assert "emu-api-key" not in said

@@ -35,6 +35,20 @@ def _non_empty(_: object, attribute: attrs.Attribute[str], value: str) -> None:
         )
 
 
+def _header_safe(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """An API key travels in a header, which carries printable ASCII only: a stray byte (a
+    key pasted from a document, an environment variable not in UTF-8) failed as "the service
+    answered with a non-object JSON body", blaming the service for a key never sent."""
+    _non_empty(_, attribute, value)
+    for i, char in enumerate(value):
+        if not (char.isascii() and char.isprintable()):
+            raise PermissionDenied(
+                f"credentials: {API_KEY_ENV} holds a character no HTTP header can carry "
+                f"(character {i + 1}); copy the key again",
+                field=attribute.name,
+            )
+
+
 def _mask(value: str) -> str:
     return f"{value[:4]}…" if len(value) > 8 else "…"
 
@@ -126,7 +140,7 @@ class ApiKey:
     """A TableStore API key (header ``x-ots-apikey``): one secret instead of a key pair, sent
     only over HTTPS (plain HTTP only to a loopback emulator)."""
 
-    key: str = attrs.field(validator=_non_empty)
+    key: str = attrs.field(validator=_header_safe)
 
     def __repr__(self) -> str:
         return "ApiKey(key='***')"
