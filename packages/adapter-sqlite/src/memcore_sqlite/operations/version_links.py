@@ -30,35 +30,14 @@ class VersionLinks:
         self._tx = tx
 
     def link_versions(self, store: str, links: Sequence[VersionLink]) -> None:
-        started = time.perf_counter()
-        if not _checked(links):
-            return
-        with self._tx.write() as conn:
-            sid = self._tx.store_id(conn, store)
-            gen = self._tx.bump(conn, sid)
-            for link in links:
-                tenant = link.scope
-                by = link.superseded_by
-                if by is not None and not tenant_holds(conn, sid, tenant, by):
-                    by = None
-                kept = [
-                    i for i in dict.fromkeys(link.supersedes) if tenant_holds(conn, sid, tenant, i)
-                ]
-                conn.execute(
-                    "UPDATE memories SET superseded_by = ?, superseded_how = ?, supersedes = ?"
-                    " WHERE id = ? AND store_id = ? AND app_id = ? AND tenant_id = ?"
-                    " AND agent_id = ? AND run_id = ?",
-                    (
-                        by,
-                        None if by is None else link.superseded_how,
-                        json.dumps(kept),
-                        link.memory_id,
-                        sid,
-                        *link.scope.as_tuple(),
-                    ),
-                )
-            self._tx.audit(conn, sid, "LinkVersions", started, scope=links[0].scope)
-            self._tx.after_write(sid, gen, ())
+        def replace(conn: sqlite3.Connection, sid: int, link: VersionLink, _: _Links) -> _Links:
+            tenant, by = link.scope, link.superseded_by
+            if by is not None and not tenant_holds(conn, sid, tenant, by):
+                by = None
+            kept = [i for i in dict.fromkeys(link.supersedes) if tenant_holds(conn, sid, tenant, i)]
+            return by, link.superseded_how, kept
+
+        self._change(store, links, replace)
 
     def add_version_links(self, store: str, links: Sequence[VersionLink]) -> None:
         def add(conn: sqlite3.Connection, sid: int, link: VersionLink, now: _Links) -> _Links:
