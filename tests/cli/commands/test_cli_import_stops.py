@@ -428,3 +428,63 @@ def test_a_memory_deleted_after_the_import_listed_it_is_written_again_not_report
     assert (report["total"], report["added"], report["present"]) == (3, 1, 2)
     assert report["id_map"] == {}
     assert local_cli.json("get", gone)["text"] == "bulk line 1"
+
+
+def test_a_memory_a_dream_folded_while_the_import_ran_is_kept_and_the_dream_undoes(
+    tmp_path, monkeypatch, local_cli
+):
+    """A dream pass merged two memories the import had written in its first batch; the
+    import then failed. Its rollback deleted the one the merge folded away (a fold did not
+    move its version), the merged memory still named it in ``supersedes``, and ``dream
+    undo`` failed with "was deleted since". The fold is a write that landed: the rollback
+    keeps both memories, and the dream's action undoes, every memory current again."""
+    from memcore.errors import Unavailable
+
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 2)
+    restore = MemoryService.restore
+    calls = []
+
+    def racing(self, items, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # between the batches, a dream pass merges the first two lines
+            self.store.create_dream_task(
+                self.store_name, [items[0].scope.tenant_pattern()], apply_mode="safe_auto"
+            )
+        if len(calls) == 3:
+            raise Unavailable("the disk went away")
+        return restore(self, items, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "restore", racing)
+    path = tmp_path / "tea.txt"
+    path.write_text(
+        "The user likes green tea in the morning\n"
+        "the user likes green TEA in the morning!\n"
+        "Rachel moved to Chicago\nWe keep two cats\nthe bike is blue\n",
+        encoding="utf-8",
+    )
+    result = local_cli("import", "--lines", str(path))
+    monkeypatch.undo()
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (
+        5,
+        "memcore: error: line 5: the disk went away (import stopped; of the 4 memories it had "
+        "added, 2 were deleted again and 2 were kept because another write landed in them "
+        "meanwhile)",
+    )
+    versions = local_cli.json("list", "--all-versions")["items"]
+    assert len(versions) == 2
+    ids = {m["id"] for m in versions}
+    for m in versions:  # every link names a memory that is there
+        assert set(m.get("supersedes") or []) <= ids
+        assert m.get("superseded_by") in (None, *ids)
+    assert len(local_cli.json("list")["items"]) == 1
+    [task] = local_cli.json("dream", "list")["items"]
+    [action] = local_cli.json("dream", "actions", task["id"])["items"]
+    assert action["status"] == "applied"
+    undone = local_cli.json("dream", "undo", task["id"], action["id"])
+    assert undone["status"] == "proposed"
+    current = local_cli.json("list")["items"]
+    assert sorted(m["text"] for m in current) == [
+        "The user likes green tea in the morning",
+        "the user likes green TEA in the morning!",
+    ]
+    assert all(not m.get("supersedes") and not m.get("superseded_by") for m in current)

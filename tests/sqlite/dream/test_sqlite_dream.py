@@ -666,3 +666,35 @@ def test_an_add_with_no_source_applies_as_a_new_memory_said_now(
     added = hybrid_store.find_memory(STORE, ALICE.tenant_pattern(), done.result_memory_id)
     assert added.text == "The user owns a kayak"
     assert added.said_at is not None and added.said_at >= before
+
+
+def test_a_fold_moves_the_version_so_an_import_rollback_keeps_it_and_undo_runs(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    """A fold set ``superseded_by`` and left the version: the rollback of the import that
+    wrote the memory deleted it under the merged memory's ``supersedes``, and undoing the
+    merge failed with "was deleted since"."""
+    from memcore.values import MemoryVersion
+    from memcore_sqlite import TextItem
+
+    versions: dict[str, int] = {}
+    a, b = hybrid_store.add_many(
+        STORE,
+        [
+            TextItem(ALICE, "The user likes green tea in the morning", created_at=1.0),
+            TextItem(ALICE, "the user likes green TEA in the morning!", created_at=2.0),
+        ],
+        versions=versions,
+    )
+    task = hybrid_store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert (action.status, action.result_memory_id) == ("applied", b)
+    assert hybrid_store.get_memory(STORE, ALICE, a).version == versions[a] + 1
+    kept = hybrid_store.delete_unclaimed(
+        STORE, [MemoryVersion(ALICE, i, v) for i, v in versions.items()]
+    )
+    assert sorted(kept) == sorted([a, b])
+    hybrid_store.undo_dream_action(STORE, task.id, action.id)
+    current = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert sorted(m.id for m in current) == sorted([a, b])
+    assert [hybrid_store.get_memory(STORE, ALICE, i).version for i in (a, b)] == [1, 1]

@@ -3,8 +3,8 @@
 Every applied action stores an undo record (the before-image of each memory it changed, the
 rows it deleted, the memories it created), so the audit trail can take it back exactly.
 A memory that action supersedes keeps its row and records ``superseded_by``; the memory
-that supersedes it lists it in ``supersedes`` and gets a new version.
-"""
+that supersedes it lists it in ``supersedes``. Both get a new version, as for every write
+that lands in a memory (:mod:`memcore_sqlite.operations.rollbacks`)."""
 
 from __future__ import annotations
 
@@ -209,9 +209,12 @@ class DreamApplier:
             return Outcome("skipped", "invalid_action")
         for i in folded:
             undo["changed"].append(_image(rows[i]))
+            # A fold is a write that lands in the memory, so it moves its version as every
+            # write does: an import still under way that created it keeps it on rollback,
+            # or the merged memory would name a deleted one (and its undo could not run).
             conn.execute(
-                "UPDATE memories SET superseded_by = ?, superseded_how = ?, updated_at = ?"
-                f" WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                "UPDATE memories SET superseded_by = ?, superseded_how = ?, updated_at = ?,"
+                f" version = version + 1 WHERE id = ? AND store_id = ?{_IN_TENANT}",
                 (target, how, now, i, store_id, *tenant),
             )
         if folded:
