@@ -698,3 +698,47 @@ def test_a_fold_moves_the_version_so_an_import_rollback_keeps_it_and_undo_runs(
     current = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
     assert sorted(m.id for m in current) == sorted([a, b])
     assert [hybrid_store.get_memory(STORE, ALICE, i).version for i in (a, b)] == [1, 1]
+
+
+def test_a_merge_whose_new_memory_was_forgotten_is_not_undone(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    """Undoing a merge into a new memory that was forgotten since answered "proposed" and
+    made the folded copies current again: the forgotten fact was recalled twice over. As for
+    a merge into a memory that was there, the undo is refused and changes nothing."""
+    run2 = ALICE.replace(run_id="run2")
+    for scope in (ALICE, run2):
+        hybrid_store.add_text(STORE, scope, "The user likes green tea", sync=True)
+    task = hybrid_store.create_dream_task(
+        STORE, ALICE.tenant_pattern(), scope_output_mode="promote_scope"
+    )
+    [action] = hybrid_store.list_dream_actions(STORE, task.id).items
+    [done] = hybrid_store.apply_dream_actions(STORE, task.id, [action.id])
+    assert done.result_memory_id is not None
+    merged = hybrid_store.find_memory(STORE, ALICE.tenant_pattern(), done.result_memory_id)
+    hybrid_store.delete_memory(STORE, merged.scope, merged.id)
+    with pytest.raises(Conflict, match="deleted since"):
+        hybrid_store.undo_dream_action(STORE, task.id, action.id)
+    assert hybrid_store.list_memories(STORE, ALICE.tenant_pattern(), current_only=True).items == ()
+    assert hybrid_store.search(STORE, ALICE.tenant_pattern(), "green tea") == []
+    [still] = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert still.status == "applied"
+
+
+def test_an_add_whose_memory_was_forgotten_undoes_as_nothing_to_take_back(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    from memcore.dream.planner import PlannedAction
+
+    def add(candidates, actions):  # type: ignore[no-untyped-def]
+        return [PlannedAction("ADD", ALICE, None, (), "The user owns a kayak", 0.99, "new fact")]
+
+    _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    reviewed = _reviewed(db_path, add)
+    task = reviewed.create_dream_task(STORE, ALICE.pattern())
+    [action] = reviewed.list_dream_actions(STORE, task.id).items
+    [done] = reviewed.apply_dream_actions(STORE, task.id, [action.id])
+    reviewed.close()
+    assert done.result_memory_id is not None
+    hybrid_store.delete_memory(STORE, ALICE, done.result_memory_id)
+    assert hybrid_store.undo_dream_action(STORE, task.id, action.id).status == "proposed"

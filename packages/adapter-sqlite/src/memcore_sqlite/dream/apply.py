@@ -255,14 +255,19 @@ class DreamApplier:
     ) -> None:
         """Take an applied action back; :class:`Conflict` if its memories changed since.
         ``tenant`` is the action's target's: every memory the record names is one of it."""
-        for image in undo["changed"]:
+        # A memory the action made that is gone (forgotten) is checked too when the undo
+        # would bring others back: the folded copies would recall the forgotten fact. An
+        # ADD's alone has nothing to take back.
+        restores = bool(undo["changed"] or undo["deleted"])
+        kept = [image["id"] for image in undo["changed"]]
+        for mid in [*kept, *(undo["created"] if restores else [])]:
             row = conn.execute(
                 f"SELECT version FROM memories WHERE id = ? AND store_id = ?{_IN_TENANT}",
-                (image["id"], store_id, *tenant),
+                (mid, store_id, *tenant),
             ).fetchone()
             if row is None:
                 raise Conflict(
-                    f"memory {image['id']!r} was deleted since; the action cannot be undone",
+                    f"memory {mid!r} was deleted since; the action cannot be undone",
                     field="action_id",
                     retryable=False,
                 )
