@@ -170,3 +170,26 @@ def test_dream_apply_with_a_failed_action_says_why_and_does_not_exit_0(home):
     as_json = cli("--json", "dream", "apply", task["id"], *actions)
     assert as_json.exit_code == 1
     assert json.loads(as_json.stderr)["error"]["exit_code"] == 1
+
+
+def test_a_pass_reads_the_newest_memories_its_help_says(tmp_path, local_cli):
+    """``dream create`` said it consolidated "the current tenant"; it read the newest 1,000
+    memories only, so two repeats older than those were never merged, with nothing saying
+    so. The help and the task's ``memoryCount`` now say how many it reads."""
+    import re
+
+    path = tmp_path / "many.txt"
+    older = ["The user likes green tea in the morning", "the user likes green TEA in the morning!"]
+    newer = [
+        f"note {i}: parcel {i * 7919 % 100003} went to shelf {i * 104729 % 99991}"
+        for i in range(1000)
+    ]
+    path.write_text("\n".join([*older, *newer]) + "\n", encoding="utf-8")
+    local_cli.ok("import", "--lines", str(path))
+    helped = " ".join(local_cli.ok("dream", "create", "--help").stdout.split())
+    said = re.search(r"the newest ([\d,]+) memories", helped)
+    assert said is not None, helped
+    task = local_cli.json("dream", "create")
+    assert task["extras"]["memoryCount"] == int(said.group(1).replace(",", "")) == 1000
+    actions = local_cli.json("dream", "actions", task["id"], "--limit", "100")["items"]
+    assert not any("green tea" in (a["text"] or "").lower() for a in actions)

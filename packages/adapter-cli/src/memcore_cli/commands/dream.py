@@ -76,6 +76,10 @@ def create(
 ) -> None:
     """Start a consolidation over the current tenant (or --agent/--run).
 
+    The embedded store reads the newest 1,000 memories of it, the ones stored last (the
+    task's memoryCount says how many it read); older ones are not looked at. TableStore
+    reads what its service does.
+
     \b
     Examples:
       memcore dream create
