@@ -742,3 +742,37 @@ def test_an_add_whose_memory_was_forgotten_undoes_as_nothing_to_take_back(
     assert done.result_memory_id is not None
     hybrid_store.delete_memory(STORE, ALICE, done.result_memory_id)
     assert hybrid_store.undo_dream_action(STORE, task.id, action.id).status == "proposed"
+
+
+def test_a_delete_whose_memory_an_import_stored_again_is_not_undone(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """A backup restored the memory a DELETE had taken, under its id, while that import was
+    still under way. Undoing the DELETE answered "proposed" and set the version back to the
+    deleted one's: the import's rollback found it where it had left it and deleted it, so the
+    fact the undo said it gave back was gone. The undo is refused, as for the same text
+    stored again under another id, and the memory stays as the import wrote it."""
+    from memcore.values import MemoryVersion
+    from memcore_sqlite import TextItem
+
+    text = "We have 30 dozen eggs stocked in the fridge"
+    old = _turn(lexical_store, ALICE, text, 1.0)
+    _turn(lexical_store, ALICE, "We now have 20 dozen eggs stocked in the fridge", 2.0)
+    task = lexical_store.create_dream_task(
+        STORE, ALICE.pattern(), confidence_thresholds={"update": 0.0}
+    )
+    [action] = lexical_store.list_dream_actions(STORE, task.id).items
+    assert (action.action, action.target_memory_id) == ("DELETE", old)
+    lexical_store.apply_dream_actions(STORE, task.id, [action.id])
+    versions: dict[str, int] = {}
+    assert lexical_store.add_many(
+        STORE, [TextItem(ALICE, text, id=old, version=4)], versions=versions
+    ) == [old]
+    with pytest.raises(Conflict, match="stored again since"):
+        lexical_store.undo_dream_action(STORE, task.id, action.id)
+    assert lexical_store.get_memory(STORE, ALICE, old).version == 4
+    [still] = lexical_store.list_dream_actions(STORE, task.id).items
+    assert still.status == "applied"
+    lexical_store.delete_unclaimed(STORE, [MemoryVersion(ALICE, old, versions[old])])
+    lexical_store.undo_dream_action(STORE, task.id, action.id)  # the import's copy is gone
+    assert lexical_store.get_memory(STORE, ALICE, old).text == text

@@ -271,6 +271,18 @@ class DreamApplier:
                     field="action_id",
                     retryable=False,
                 )
+        for image in undo["deleted"]:
+            # Stored again under its id since (an import restoring a backup): giving the
+            # deleted row back would overwrite that write, version and all.
+            if conn.execute(
+                f"SELECT 1 FROM memories WHERE id = ? AND store_id = ?{_IN_TENANT}",
+                (image["id"], store_id, *tenant),
+            ).fetchone():
+                raise Conflict(
+                    f"memory {image['id']!r} was stored again since; the DELETE cannot be undone",
+                    field="action_id",
+                    retryable=False,
+                )
         # Written by an undo record from before "after" was kept: nothing to compare with.
         after: Mapping[str, Any] = undo.get("after") or {}
         current = self._states(conn, store_id, tenant, list(after))
