@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import memcore
@@ -87,3 +89,35 @@ def test_a_closed_memory_says_closed() -> None:
     assert "closed" in str(info.value)
     assert info.value.to_dict()["code"] == "store_closed"
     assert not isinstance(info.value, InvalidInput)
+
+
+def test_an_iteration_stops_when_its_memory_closes() -> None:
+    """``iter_all`` over a store the caller passed in went on reading pages after ``close``
+    (the store stays open for its other users), and yielded the rows of a page it held."""
+    mem = memcore.Memory(InMemoryMemoryStore())
+    for i in range(5):
+        mem.add(text=f"Fact number {i} about cats")
+    items = mem.iter_all(page_size=2)
+    first = next(items)
+    mem.close()
+    with pytest.raises(StoreClosed):
+        next(items)
+    assert first.text.startswith("Fact number")
+    assert mem.store.list_memories("hermes_mem", memcore.ScopePattern("hermes"), limit=10).items
+
+
+def test_an_async_iteration_stops_when_its_memory_closes() -> None:
+    """The async twin reads through the sync iterator, so it stops there too."""
+
+    async def run() -> list[str]:
+        mem = memcore.AsyncMemory(memcore.Memory(InMemoryMemoryStore()))
+        for i in range(5):
+            await mem.add(text=f"Fact number {i} about cats")
+        seen = []
+        async for memory in mem.iter_all(page_size=1):
+            seen.append(memory.text)
+            await mem.close()
+        return seen
+
+    with pytest.raises(StoreClosed):
+        asyncio.run(run())

@@ -16,7 +16,7 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -37,6 +37,8 @@ from memcore.values import (
     SearchHit,
     WriteReceipt,
 )
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # Memory.open loads them: a Memory over a store given to it never parses a config
     from memcore.config import MemcoreConfig
@@ -403,7 +405,21 @@ class Memory:
         limits.check_limit(page_size, field="page_size")  # here: the pages load lazily
         limits.check_flag(all_versions, field="all_versions")
         service = self._for(user_id, agent_id, run_id)
-        return service.every_memory(page_size=page_size, current_only=not all_versions)
+        return self._while_open(
+            service.every_memory(page_size=page_size, current_only=not all_versions)
+        )
+
+    def _while_open(self, items: Iterator[T]) -> Iterator[T]:
+        """``items`` until this Memory closes, then :class:`StoreClosed`, as any call: a store
+        passed in stays open on :meth:`close`, and would go on serving pages."""
+        while True:
+            _ = self.service  # StoreClosed once closed
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            _ = self.service  # or closed while the page was read
+            yield item
 
     def get(
         self,
