@@ -639,3 +639,63 @@ def test_a_store_check_that_fails_with_a_bug_is_tried_again_without_a_new_write(
         _once_each([m.text for m in store.all_memories(STORE)])
     finally:
         mm.shutdown_all()
+
+
+class _DreamsLocally(InMemoryMemoryStore):
+    """A store that consolidates in-process (as the embedded one does), noting each pass."""
+
+    LOCAL_DREAM = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passes: list[str] = []
+
+    def create_dream_task(self, *args: Any, max_memories: int = 0, **kwargs: Any) -> Any:
+        self.passes.append(threading.current_thread().name)
+        return super().create_dream_task(*args, **kwargs)
+
+
+def test_a_session_end_pass_queued_before_the_store_opened_does_not_run_after_shutdown(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session ended while its store was still being opened past the start's wait: the
+    consolidation pass it queued ran once the opening ended, after ``shutdown`` had
+    returned, on a store that shutdown was closing. Now nothing runs after shutdown; the
+    session's writes stay in the spool for the next start, whose session end plans them."""
+    from agent import memory_manager
+
+    monkeypatch.setattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", 0.6)  # waits 0.1 s
+    store = _DreamsLocally()
+    release = threading.Event()
+
+    def slow(_config: Any) -> Any:
+        release.wait(30)
+        return store
+
+    provider = MemcoreMemoryProvider(store_factory=slow, retry=kit.FAST_RETRY)
+    mm = _manager(provider, hermes_home)
+    runtime = provider.runtime
+    assert runtime is not None and runtime.handle.opening
+    _write_everything(mm)
+    mm.on_session_end([])
+    mm.shutdown_all()
+    release.set()
+    assert _wait_for(lambda: store.closed, 10)
+    time.sleep(0.2)
+    assert store.passes == []
+    assert provider.last_consolidation is not None
+    assert provider.last_consolidation.result(timeout=5) is None
+    store.reopen()
+    assert all(store.all_memories(info.name) == [] for info in store.list_stores())
+
+    later = MemcoreMemoryProvider(store_factory=lambda _config: store, retry=kit.FAST_RETRY)
+    mm = _manager(later, hermes_home)
+    try:
+        assert kit.settle(later, 10.0)
+        _once_each([m.text for m in store.all_memories(STORE)])
+        mm.on_session_end([])
+        assert later.last_consolidation is not None
+        assert later.last_consolidation.result(timeout=10) is not None
+        assert len(store.passes) == 1
+    finally:
+        mm.shutdown_all()

@@ -66,8 +66,10 @@ def consolidate(runtime: Any) -> str | None:
 
 
 def schedule(runtime: Any) -> Future[Any] | None:
-    """Queue a pass on the runtime's lane; the caller does not wait for it."""
+    """Queue a pass on the runtime's lane; the caller does not wait for it. A pass that
+    has not started when the session shuts down is skipped (None): its memories are the
+    next session end's new ones."""
     if runtime.read_only:
         return None
-    future: Future[Any] = runtime.lane.submit(lambda: consolidate(runtime))
+    future: Future[Any] = runtime.in_background(lambda: consolidate(runtime))
     return future

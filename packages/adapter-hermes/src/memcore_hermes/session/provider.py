@@ -485,7 +485,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             turn_time=self._turn_time,
         )
         if not read_only and self._session.get("platform") is not None:
-            runtime.lane.submit(lambda: warn_of_legacy_memories(runtime, kwargs))
+            runtime.in_background(lambda: warn_of_legacy_memories(runtime, kwargs))
         return runtime
 
     def _store_opener(

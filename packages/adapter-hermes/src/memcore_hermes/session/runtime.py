@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -31,6 +31,8 @@ from memcore_hermes.outbox.lane import Lane
 from memcore_hermes.outbox.spool import SqliteOutbox
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _now() -> datetime:
@@ -117,7 +119,7 @@ class MemoryRuntime:
         handle.open_only_on(self.lane.thread)
         # Replay what an earlier run left behind, and ensure the store, off the agent's thread.
         self.lane.request_drain()
-        self.lane.submit(self._warm_up)
+        self.in_background(self._warm_up)
 
     # -- scope ------------------------------------------------------------------------------
     @property
@@ -444,6 +446,13 @@ class MemoryRuntime:
             return self.spool.stats(self.clock()).depth == 0
         except MemcoreError:
             return False
+
+    def in_background(self, task: Callable[[], T]) -> Future[T | None]:
+        """Run ``task`` on the lane after what is queued, unless the session has shut down
+        by then (None): work that :meth:`close` stopped waiting for (a consolidation pass
+        queued behind a store still being opened) must not start after it returned. Writes
+        are not queued this way: they wait in the spool for the next start."""
+        return self.lane.submit(lambda: None if self.deliverer.stopping else task())
 
     def backend_failing(self) -> bool:
         """The last try to reach the backend failed, or a shutdown flush saw it stall."""
