@@ -171,6 +171,29 @@ def test_memory_needs_a_store(args: tuple[Any, ...], field: str) -> None:
     assert refused.value.field == field
 
 
+@pytest.mark.parametrize("field", ["enable_rerank", "ensure_store", "owns_store", "tenant_pinned"])
+def test_memory_refuses_a_yes_no_argument_that_is_not_a_boolean(field: str) -> None:
+    """``Memory(store, owns_store="no")`` was read as yes: closing that Memory closed the
+    store passed in, under the other Memory objects sharing it."""
+    store = InMemoryMemoryStore()
+    with pytest.raises(InvalidInput) as refused:
+        memcore.Memory(store, **{field: "no"})
+    assert refused.value.field == field
+    assert not store.closed
+
+
+@pytest.mark.parametrize("field", ["enable_rerank", "read_only"])
+def test_a_service_refuses_a_yes_no_argument_that_is_not_a_boolean(field: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        memcore.MemoryService(
+            InMemoryMemoryStore(),
+            store_name="m",
+            scope=memcore.Scope("app", "t", "a", "r"),
+            **{field: "no"},
+        )
+    assert refused.value.field == field
+
+
 def test_memory_needs_a_scope_value() -> None:
     with pytest.raises(InvalidInput) as refused:
         memcore.Memory(InMemoryMemoryStore(), scope="x")  # type: ignore[arg-type]

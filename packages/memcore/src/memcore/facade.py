@@ -80,6 +80,13 @@ class Memory:
                 f"scope must be a Scope (Memory.scope_for builds one), not {type(scope).__name__}",
                 field="scope",
             )
+        # "no" would be read as yes: a store passed in closed with this Memory, say.
+        for field, flag in (
+            ("ensure_store", ensure_store),
+            ("owns_store", owns_store),
+            ("tenant_pinned", tenant_pinned),
+        ):
+            limits.check_flag(flag, field=field)
         self.store = store
         self._closed = False
         self._owns_store = owns_store

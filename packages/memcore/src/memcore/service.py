@@ -143,6 +143,8 @@ class MemoryService:
         self.scope = scope
         self.policy = policy or ScopePolicy()
         self.top_k = limits.check_top_k(top_k)
+        limits.check_flag(enable_rerank, field="enable_rerank")  # "no" would read as yes
+        limits.check_flag(read_only, field="read_only")
         self.enable_rerank = enable_rerank
         self.read_only = read_only
         #: Which assistant messages of a turn become memories (``turn_policy``).
