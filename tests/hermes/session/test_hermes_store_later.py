@@ -699,3 +699,38 @@ def test_a_session_end_pass_queued_before_the_store_opened_does_not_run_after_sh
         assert len(store.passes) == 1
     finally:
         mm.shutdown_all()
+
+
+def test_after_shutdown_the_tools_say_the_session_ended(
+    hermes_home: Path, kit: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool call after ``shutdown`` answered "tablestore-mem is not initialised",
+    retryable, and a turn was logged as "initialize() was not called": neither was true,
+    and nothing retries. Now they say the session was shut down, not retryable; a new
+    start serves the tools again."""
+    store = InMemoryMemoryStore()
+    provider = MemcoreMemoryProvider(
+        store_factory=lambda _config: store.reopen(), retry=kit.FAST_RETRY
+    )
+    mm = _manager(provider, hermes_home)
+    mm.on_session_end([])
+    mm.shutdown_all()
+    for tool, args in (
+        ("tablestore_search", {"query": "bike"}),
+        ("tablestore_remember", {"content": "Dana owns a kayak"}),
+    ):
+        error = json.loads(mm.handle_tool_call(tool, args))["error"]
+        assert error["code"] == "store_closed", error
+        assert error["retryable"] is False
+        assert "was shut down" in error["message"]
+    assert mm.prefetch_all("bike", session_id="s1") == ""
+    provider.sync_turn("My bike is red", "Noted.", session_id="s1")
+    assert "it was shut down" in caplog.text
+    assert "initialize() was not called" not in caplog.text
+
+    mm = _manager(provider, hermes_home)
+    try:
+        kept = json.loads(mm.handle_tool_call("tablestore_remember", {"content": "Dana rows"}))
+        assert kept["status"] == "queued", kept
+    finally:
+        mm.shutdown_all()

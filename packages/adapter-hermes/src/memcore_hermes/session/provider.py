@@ -112,6 +112,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         #: Why the last start failed (without its traceback), for the tools to answer.
         self._init_failure: MemcoreError | None = None
         self._warned_uninitialised = False
+        #: ``shutdown`` ended the session: the tools say so, not "not initialised".
+        self._shut_down = False
 
     @property
     def name(self) -> str:
@@ -345,6 +347,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
         if self._runtime is not None:
             self.shutdown()
+        self._shut_down = False
         progress = _progress_callback(kwargs.get("status_callback"))
         try:
             self._runtime = self._build_runtime(session_id, kwargs, progress)
@@ -540,7 +543,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             self._warned_uninitialised = True
             logger.warning(
                 "tablestore-mem is not initialised (%s); %s is not recorded. Run `hermes tablestore-mem doctor`.",
-                self._init_error or "initialize() was not called",
+                self._init_error
+                or ("it was shut down" if self._shut_down else "initialize() was not called"),
                 what,
             )
         return runtime
@@ -628,12 +632,19 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         return handle_tool(self._runtime, tool_name, args, absent=self._not_started())
 
     def _not_started(self) -> MemcoreError | None:
-        """Why the tools cannot answer when the start failed: its error, with its code, and
-        not retryable (nothing starts this session again)."""
+        """Why the tools cannot answer when the start failed (its error, with its code) or
+        the session was shut down; not retryable (nothing starts this session again)."""
         from memcore_hermes.outbox.delivery import retold
 
         failure = self._init_failure
         if failure is None:
+            if self._shut_down:
+                from memcore.errors import StoreClosed
+
+                return StoreClosed(
+                    "tablestore-mem was shut down; memory is off until a new session starts",
+                    field="provider",
+                )
             return None
         return retold(
             failure,
@@ -741,6 +752,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         with self._lock:
             runtime, self._runtime = self._runtime, None
             release, self._release = self._release, None
+            if runtime is not None:
+                self._shut_down = True
         if release is not None:
             release.detach()
         if runtime is not None:
