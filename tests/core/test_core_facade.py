@@ -121,3 +121,17 @@ def test_an_async_iteration_stops_when_its_memory_closes() -> None:
 
     with pytest.raises(StoreClosed):
         asyncio.run(run())
+
+
+def test_the_dream_actions_example_runs() -> None:
+    """``help(Memory.dream_actions)`` showed ``a.type``, which a DreamAction does not have
+    (its kind is ``a.action``): the example raised AttributeError."""
+    doc = memcore.Memory.dream_actions.__doc__ or ""
+    [example] = [line.split(">>>", 1)[1] for line in doc.splitlines() if ">>>" in line]
+    code = example.split("#", 1)[0].strip()
+    mem = memcore.Memory(InMemoryMemoryStore())
+    for text in ("Alice keeps 3 cats", "alice  keeps 3 CATS"):
+        mem.add(text=text, user_id="alice")
+    task = mem.dream(apply_mode="proposal", user_id="alice")
+    kinds = eval(code, {}, {"mem": mem, "task": task})
+    assert kinds and all(isinstance(kind, str) for kind in kinds)

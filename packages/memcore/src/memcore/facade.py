@@ -576,7 +576,7 @@ class Memory:
     ) -> builtins.list[DreamAction]:
         """Every action a dream task proposed, with its status, confidence and reason.
 
-        >>> [a.type for a in mem.dream_actions(task.id, user_id="alice")]        # doctest: +SKIP
+        >>> [a.action for a in mem.dream_actions(task.id, user_id="alice")]      # doctest: +SKIP
         """
         service = self._for(user_id, agent_id, run_id)
         return builtins.list(
