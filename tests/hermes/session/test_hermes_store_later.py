@@ -734,3 +734,31 @@ def test_after_shutdown_the_tools_say_the_session_ended(
         assert kept["status"] == "queued", kept
     finally:
         mm.shutdown_all()
+
+
+def test_a_tool_call_that_raced_the_shutdown_says_the_session_ended(
+    hermes_home: Path, kit: Any
+) -> None:
+    """A tool call already past the provider when ``shutdown`` closed the session's store
+    answered that the store "is opened again in the background, and queued writes are
+    stored once it opens": nothing was opening it any more."""
+    from memcore_hermes.session.tools import handle_tool
+
+    store = InMemoryMemoryStore()
+    provider = MemcoreMemoryProvider(
+        store_factory=lambda _config: store.reopen(), retry=kit.FAST_RETRY
+    )
+    mm = _manager(provider, hermes_home)
+    runtime = provider.runtime
+    mm.shutdown_all()
+    for tool, args in (
+        ("tablestore_search", {"query": "bike"}),
+        ("tablestore_profile", {}),
+        ("tablestore_remember", {"content": "Dana owns a kayak", "sync": True}),
+        ("tablestore_remember", {"content": "Dana owns a kayak"}),
+    ):
+        error = json.loads(handle_tool(runtime, tool, args))["error"]
+        assert error["code"] == "store_closed", error
+        assert "shut down" in error["message"]
+        assert "opened again" not in error["message"]
+    assert runtime.recall("what colour is my bike?") == ""

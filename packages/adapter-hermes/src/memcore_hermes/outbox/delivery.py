@@ -26,6 +26,7 @@ from memcore.errors import (
     MemcoreError,
     NotFound,
     OutcomeUnknown,
+    StoreClosed,
     Unavailable,
     Unsupported,
 )
@@ -108,6 +109,8 @@ class StoreHandle:
         self.refused: MemcoreError | None = None
         #: A session's lane goes on opening the store; a one-shot command's process ends.
         self.opens_later = True
+        #: :meth:`close` ran: the session is over, and nothing opens the store again.
+        self._closed = False
 
     @property
     def store(self) -> MemoryStore | None:
@@ -168,6 +171,13 @@ class StoreHandle:
 
     def check_usable(self) -> None:
         """Raise why the store can never open in this session, if it cannot."""
+        if self._closed:
+            # Not "opened again in the background": a call that raced the shutdown.
+            raise StoreClosed(
+                "memory is unavailable: this session was shut down; writes queued before it "
+                "wait in the spool for the next start",
+                field="store",
+            )
         refused = self.refused
         if refused is not None:
             raise _unusable(refused)
@@ -306,6 +316,7 @@ class StoreHandle:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             store, self._store = self._store, None
             opening, self._opening = self._opening, None
         if opening is not None:  # never taken: what it opens is closed when it ends
