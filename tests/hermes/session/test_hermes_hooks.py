@@ -82,6 +82,20 @@ def test_a_delegation_becomes_a_memory_of_the_parent(
     assert memory.scope.tenant_id == "telegram:jo"
 
 
+def test_a_delegation_with_half_an_emoji_is_kept_as_a_turn_is(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """A result cut inside an emoji (a lone surrogate, as JSON can carry) raised
+    UnicodeEncodeError out of ``on_delegation``, and the delegation was lost; a turn with
+    the same text is kept with U+FFFD in its place, and so is the delegation now."""
+    provider = make_provider(fake_store, user_id="jo")
+    provider.on_delegation("Rate the Oslo hotel \ud83c", "Five stars \ud83c", child_session_id="c1")
+    assert provider.runtime.flush(5)
+    assert texts(fake_store) == [
+        "Delegated task: Rate the Oslo hotel \ufffd\nResult: Five stars \ufffd"
+    ]
+
+
 def test_a_subagent_that_brought_nothing_back_leaves_no_memory(
     make_provider: Any, fake_store: InMemoryMemoryStore
 ) -> None:

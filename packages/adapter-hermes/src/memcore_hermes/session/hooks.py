@@ -75,9 +75,10 @@ def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
 
 
 def delegation_text(task: str, result: str) -> str:
-    """One memory for a delegated task and its result, cut to the text limit."""
-    task = (task or "").strip()
-    result = (result or "").strip()
+    """One memory for a delegated task and its result, cut to the text limit; half an
+    emoji (a lone surrogate) becomes U+FFFD, as in a turn: an automatic capture is kept."""
+    task = limits.repair_unicode(task or "").strip()
+    result = limits.repair_unicode(result or "").strip()
     text = f"Delegated task: {task}\nResult: {result}"
     if len(text.encode("utf-8")) <= limits.MAX_TEXT_BYTES:
         return text
