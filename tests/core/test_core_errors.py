@@ -32,3 +32,17 @@ def test_every_error_class_is_exported_by_the_errors_module() -> None:
     }
     assert defined == set(errors.__all__)
     assert defined <= set(memcore.__all__)
+
+
+def test_a_config_built_in_code_answers_as_the_public_config_error() -> None:
+    """A validator's private subclass never reaches a caller under its own name."""
+    import pytest
+
+    from memcore.config import MemcoreConfig
+    from memcore.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        MemcoreConfig(enable_rerank="no")  # type: ignore[arg-type]
+    assert caught.value.to_dict()["type"] == "ConfigError"
+    assert caught.value.to_dict()["field"] == "enable_rerank"
+    assert repr(caught.value).startswith("ConfigError(")

@@ -24,13 +24,19 @@ class MemcoreError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    @property
+    def kind(self) -> str:
+        """The public class a caller can catch: a private subclass (a validator's
+        ``_BadValue``) answers as the error it is, never under a name the API does not have."""
+        return next(c.__name__ for c in type(self).__mro__ if not c.__name__.startswith("_"))
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.message!r})"
+        return f"{self.kind}({self.message!r})"
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-safe description, used by tools and the CLI."""
         out: dict[str, object] = {
-            "type": type(self).__name__,
+            "type": self.kind,
             "code": self.code,
             "message": self.message,
         }
