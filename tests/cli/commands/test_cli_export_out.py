@@ -76,6 +76,27 @@ def test_a_folder_is_refused_with_one_line_and_nothing_written(tmp_path, local_c
     ]
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_folder_this_user_cannot_write_exits_4_naming_the_file(tmp_path, local_cli, existing):
+    """A file that cannot be written exits 4 and names it, as a read-only home does (README,
+    "When something is wrong"): it exited 2, as if the path were mistyped."""
+    from tests.cli.settings.test_cli_homes import read_only
+
+    _seed(local_cli)
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    out = folder / "backup.jsonl"
+    if existing:
+        out.write_text("old\n", encoding="utf-8")
+    with read_only(folder):
+        result = local_cli("export", "--out", str(out))
+    assert result.exit_code == 4, result.stderr
+    assert result.stderr == f"memcore: error: cannot write {out} (permission denied)\n"
+    assert sorted(p.name for p in folder.iterdir()) == (["backup.jsonl"] if existing else [])
+    if existing:
+        assert out.read_text(encoding="utf-8") == "old\n"
+
+
 def test_a_regular_file_is_still_replaced_whole_with_mode_0600(tmp_path, local_cli):
     _seed(local_cli)
     out = tmp_path / "m.jsonl"

@@ -170,6 +170,28 @@ def test_import_of_a_missing_file_exits_2(tmp_path, fresh_cli):
     assert "does not exist" in result.stderr
 
 
+@pytest.mark.parametrize("command", ["import", "add --messages-file"])
+def test_a_file_this_user_cannot_read_exits_4_naming_it(tmp_path, fresh_cli, monkeypatch, command):
+    """A file that cannot be read exits 4 and names it, as an unreadable config does (README,
+    "When something is wrong"): it exited 2, as if the file were malformed. Mode bits do not
+    stop root, so the refusal is the operating system's own error."""
+    from pathlib import Path
+
+    path = tmp_path / "locked.jsonl"
+    path.write_text("[]", encoding="utf-8")
+    real = Path.read_text
+
+    def refuse(self: Path, *args, **kwargs) -> str:
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    result = fresh_cli(*command.split(), str(path))
+    assert result.exit_code == 4, result.stderr
+    assert result.stderr == f"memcore: error: cannot read {path} (permission denied)\n"
+
+
 def test_an_import_failing_midway_leaves_nothing_and_a_rerun_adds_everything(tmp_path, monkeypatch):
     """Batches of 3, the next embedding while one is written: the third batch's embedding
     fails after two batches were stored; the import deletes them again (all or nothing), and

@@ -4,9 +4,13 @@ pointing at its target, which gets the export, and neither is replaced by a regu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import stat
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +105,66 @@ def test_out_dash_writes_stdout_as_import_dash_reads_stdin(
         "My sister is called Ines",
     ]
     assert not (tmp_path / "-").exists()
+
+
+def test_a_folder_this_user_cannot_write_exits_4(
+    hermes_home: Path, tmp_path: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that cannot be written exits 4, the code for a permission (README, "Hermes
+    plugin"), as with ``memcore export --out``: it exited 2, as if the path were mistyped."""
+    _seeded(kit, capsys, hermes_home)
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    out = folder / "backup.jsonl"
+    with _unwritable(folder):
+        code, answer = kit.run_cli(capsys, "export", "--out", str(out))
+    assert code == 4 and answer["error"]["code"] == "permission_denied"
+    assert answer["error"]["message"] == f"cannot write {out} (permission denied)"
+    assert list(folder.iterdir()) == []
+
+
+def test_a_file_this_user_cannot_read_exits_4(
+    hermes_home: Path,
+    tmp_path: Path,
+    kit: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``import`` of a file this user may not read: exit 4 naming it, not 2. Mode bits do not
+    stop root, so the refusal is the operating system's own error."""
+    import builtins
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    path = tmp_path / "locked.jsonl"
+    path.write_text("", encoding="utf-8")
+    real = builtins.open
+
+    def refuse(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refuse)
+    code, answer = kit.run_cli(capsys, "import", str(path))
+    assert code == 4 and answer["error"]["code"] == "permission_denied"
+    assert answer["error"]["message"] == f"cannot read {path} (permission denied)"
+
+
+@contextlib.contextmanager
+def _unwritable(folder: Path) -> Iterator[None]:
+    """Mode bits for a user; the immutable flag for root, whom mode bits do not stop."""
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        try:
+            yield
+        finally:
+            folder.chmod(0o700)
+        return
+    if shutil.which("chattr") is None:
+        pytest.skip("running as root without chattr")
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        pytest.skip("this filesystem has no immutable flag")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)

@@ -139,11 +139,15 @@ def _without_final_newline(text: str) -> str:
 
 def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
     from memcore import limits
-    from memcore.errors import InvalidInput
+    from memcore.errors import InvalidInput, PermissionDenied
     from memcore.values import Message
 
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except PermissionError:  # exit 4, as an unreadable config: not a malformed file
+        raise PermissionDenied(
+            f"cannot read {path} (permission denied)", field="messages_file"
+        ) from None
     except OSError as exc:
         raise InvalidInput(f"cannot read {path} ({exc.strerror})", field="messages_file") from None
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply

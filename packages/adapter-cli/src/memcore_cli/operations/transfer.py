@@ -36,7 +36,7 @@ from typing import Any, TextIO
 import attrs
 
 from memcore import limits
-from memcore.errors import InvalidInput
+from memcore.errors import InvalidInput, PermissionDenied
 from memcore.paging import every_item
 from memcore.scope import Scope
 from memcore.service import restorable_text
@@ -147,6 +147,8 @@ def read_records(
             raw_text = expanded.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist", field="file") from None
+    except PermissionError:  # exit 4, as an unreadable config: not a malformed file
+        raise PermissionDenied(f"cannot read {path} (permission denied)", field="file") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise InvalidInput(f"cannot read {path} ({reason})", field="file") from None

@@ -572,7 +572,7 @@ def _run_export(args: argparse.Namespace) -> None:
 
 
 def _run_import(args: argparse.Namespace) -> None:
-    from memcore.errors import InvalidInput
+    from memcore.errors import InvalidInput, PermissionDenied
     from memcore.transfer import split_lines
     from memcore_hermes.commands.importing import import_lines
     from memcore_hermes.config.home import home_expanded
@@ -598,6 +598,10 @@ def _run_import(args: argparse.Namespace) -> None:
                 raw_lines = split_lines(fh.read())
     except FileNotFoundError:
         raise InvalidInput(f"{args.file} does not exist", field="file") from None
+    except PermissionError:  # exit 4, the code for a permission: not a malformed file
+        raise PermissionDenied(
+            f"cannot read {args.file} (permission denied)", field="file"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise InvalidInput(f"cannot read {args.file} ({reason})", field="file") from None

@@ -33,6 +33,15 @@ def _refused(shown: Path, reason: str | None) -> InvalidInput:
     return InvalidInput(f"cannot write {shown} ({reason or 'not writable'})", field="out")
 
 
+def _not_opened(shown: Path, exc: OSError) -> MemcoreError:
+    """The file could not be made or opened: where this user may not write (a read-only
+    folder or mount), a permission (exit 4, as a read-only home); else the path is wrong."""
+    why = file_modes.not_writable(exc)
+    if why is not None:
+        return PermissionDenied(f"cannot write {shown} ({why})", field="out")
+    return _refused(shown, exc.strerror)
+
+
 def _failed(shown: Path, exc: OSError) -> MemcoreError:
     """A write that failed once the file was open: a full disk or a file grown past its limit
     is the machine's state, not the user's input (exit 5); a permission, exit 4."""
@@ -46,8 +55,8 @@ def _failed(shown: Path, exc: OSError) -> MemcoreError:
 @contextlib.contextmanager
 def open_out(shown: Path) -> Iterator[TextIO]:
     """A text stream for ``--out`` (``shown`` as the user gave it); the file is complete only
-    once the block ends without an error. Errors opening or finishing it are
-    :class:`InvalidInput` naming the path."""
+    once the block ends without an error. Errors opening or finishing it name the path:
+    :class:`PermissionDenied` where this user may not write, else :class:`InvalidInput`."""
     target = expand_home(shown)
     if target is None:  # "~nobody/x": no such user's home
         raise _refused(shown, "a home folder this system does not know")
@@ -56,7 +65,7 @@ def open_out(shown: Path) -> Iterator[TextIO]:
     except FileNotFoundError:
         mode = None  # a new file, or a symlink to one that does not exist yet
     except OSError as exc:
-        raise _refused(shown, exc.strerror) from None
+        raise _not_opened(shown, exc) from None
     if mode is not None and stat.S_ISDIR(mode):
         raise _refused(shown, "a folder")
     planted = file_modes.planted(target)
@@ -78,7 +87,7 @@ def _write_through(target: Path, shown: Path) -> Iterator[TextIO]:
     try:
         fh = open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise _refused(shown, exc.strerror) from None
+        raise _not_opened(shown, exc) from None
     try:
         with fh:
             yield fh
@@ -92,7 +101,7 @@ def _replace(real: Path, shown: Path) -> Iterator[TextIO]:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     except OSError as exc:
-        raise _refused(shown, exc.strerror) from None
+        raise _not_opened(shown, exc) from None
     try:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -106,7 +115,7 @@ def _replace(real: Path, shown: Path) -> Iterator[TextIO]:
         try:
             os.replace(tmp, real)
         except OSError as exc:
-            raise _refused(shown, exc.strerror) from None
+            raise _not_opened(shown, exc) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
