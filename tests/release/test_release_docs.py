@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from pathlib import Path
 
 import attrs
@@ -117,6 +118,46 @@ def test_release_chinese_readme_copies_every_code_block_verbatim(
 
 def test_release_chinese_readme_has_the_same_tables(readme: str, readme_zh: str) -> None:
     assert outline(readme_zh).tables == outline(readme).tables
+
+
+def section_figures(markdown: str) -> list[Counter[str]]:
+    """The numbers of each heading's prose (code blocks, code spans and link targets left
+    out; thousands separators dropped), section by section."""
+    sections: list[list[str]] = [[]]
+    lines = iter(markdown.splitlines())
+    for line in lines:
+        fence = FENCE.match(line)
+        if fence:
+            for inner in lines:
+                if inner.startswith(fence.group(1)):
+                    break
+        elif HEADING.match(line):
+            sections.append([])
+        else:
+            sections[-1].append(line)
+    figures = []
+    for body in sections:
+        prose = re.sub(r"`[^`]*`|\]\([^)]*\)", " ", "\n".join(body))
+        prose = re.sub(r"(?<=\d)[,，](?=\d{3})", "", prose)
+        figures.append(Counter(re.findall(r"\d+(?:\.\d+)?", prose)))
+    return figures
+
+
+def test_release_section_figures_skip_code_and_separators() -> None:
+    sample = "# A\n4,096 and `7` in 2.5 s\n```\n9\n```\n## B\n[x](y1) 3\n"
+    assert section_figures(sample) == [Counter(), Counter({"4096": 1, "2.5": 1}), Counter({"3": 1})]
+
+
+def test_release_chinese_readme_gives_only_figures_the_english_one_gives(
+    readme: str, readme_zh: str
+) -> None:
+    """A figure changed in one README and not the other (the Chinese one said the vectors
+    rescored in float32, long after they were stored as float16) fails here: each section of
+    the translation gives no number its English section does not."""
+    en, zh = section_figures(readme), section_figures(readme_zh)
+    assert len(en) == len(zh)
+    for n, (a, b) in enumerate(zip(en, zh, strict=True)):
+        assert not b - a, f"section {n} of README.zh-CN.md gives {dict(b - a)}, README.md does not"
 
 
 def test_release_chinese_readme_is_written_in_chinese(readme_zh: str) -> None:
