@@ -27,7 +27,7 @@ def doctor(
         ),
     ] = None,
 ) -> None:
-    """Check the configuration, credentials, store and search mode (changes nothing).
+    """Check the configuration, credentials, store and search mode (changes no memory or setting).
 
     Exits 0 when every check passes, otherwise with the exit code of the first failure. A
     local file an older memcore wrote is read without being upgraded; the checks that need

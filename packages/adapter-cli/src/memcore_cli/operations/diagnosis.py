@@ -1,6 +1,8 @@
-"""The checks behind ``memcore doctor``. Each is read-only: a store that does not exist yet
-is reported, never created (the search mode is probed on an in-memory database instead), and
-a file at an older schema is read as it is, never upgraded (:func:`_older_file`)."""
+"""The checks behind ``memcore doctor``. None changes a memory or a setting: a store that does
+not exist yet is reported, never created (the search mode is probed on an in-memory database
+instead), and a file at an older schema is read as it is, never upgraded (:func:`_older_file`).
+The test search is a search like any other: it embeds what an ``add`` deferred, and is
+logged in the request log."""
 
 from __future__ import annotations
 
