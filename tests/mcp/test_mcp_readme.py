@@ -32,3 +32,34 @@ def test_the_token_map_steps_work_in_a_fresh_home(tmp_path: Path) -> None:
     tokens = load_tokens(str(path), {})
     assert tokens is not None and tokens.tenants == {"alice", "bob"}
     assert len(tokens.entries) == 3
+
+
+def _documented_signatures(start: str, end: str) -> dict[str, list[tuple[str, bool]]]:
+    """Each ``name(arg, arg?)`` of the README paragraph from ``start`` to ``end``: its
+    arguments in order, with whether each is marked optional."""
+    paragraph = README[README.index(start) :]
+    paragraph = paragraph[: paragraph.index(end)]
+    return {
+        name: [(a.strip().rstrip("?"), a.strip().endswith("?")) for a in args.split(",") if a]
+        for name, args in re.findall(r"`(\w+)\(([^)]*)\)`", paragraph)
+    }
+
+
+def test_the_readme_gives_every_tool_with_its_arguments() -> None:
+    """The README's list of tools is the server's: every tool, every argument in order, and
+    which may be left out, so a tool or argument added or renamed shows in the docs too."""
+    import inspect
+
+    from memcore_mcp.tools import MemoryTools
+
+    served: dict[str, list[tuple[str, bool]]] = {}
+
+    def add_tool(fn, *, name, **_):  # type: ignore[no-untyped-def]
+        served[name] = [
+            (p.name, p.default is not inspect.Parameter.empty)
+            for p in inspect.signature(fn).parameters.values()
+        ]
+
+    MemoryTools.__new__(MemoryTools).register(add_tool)
+    assert served, "no tool registered"
+    assert _documented_signatures("Tools, for the model:", "the resource `memcore://") == served

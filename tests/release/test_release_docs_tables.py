@@ -199,3 +199,25 @@ def test_release_every_environment_variable_the_docs_name_is_read() -> None:
     named = set(re.findall(r"\b((?:MEMCORE|TABLESTORE_MEMORY)_[A-Z0-9_]*[A-Z0-9])\b", _docs()))
     stale = named - set(_variables_read()) - NOT_OURS
     assert not stale, f"named in the docs, read by no code: {sorted(stale)}"
+
+
+def test_release_the_readme_gives_every_hermes_tool_with_its_arguments() -> None:
+    """The plugin's tools as the README lists them: every tool, every argument of its schema
+    in order, an optional one marked ``?`` (it left out three arguments, and marked none of
+    the optional ones before ``reference_time``)."""
+    from memcore_hermes.session.tools import TOOL_SCHEMAS
+
+    schemas = {
+        s["name"]: [
+            (arg, arg not in s["parameters"]["required"]) for arg in s["parameters"]["properties"]
+        ]
+        for s in TOOL_SCHEMAS
+    }
+    section = _section(README, "## Hermes plugin")
+    start = section.index("- Tools:")
+    paragraph = section[start : section.index("\n- ", start + 1)]
+    documented = {
+        name: [(a.strip().rstrip("?"), a.strip().endswith("?")) for a in args.split(",")]
+        for name, args in re.findall(r"`(tablestore_\w+)\(([^)]*)\)`", paragraph)
+    }
+    assert documented == schemas
