@@ -124,3 +124,17 @@ def test_cli_readme_round_trip_names_what_an_export_gives_back(local_cli: Cli, t
     )
     assert kept - {"salience", "superseded_by"} <= named, sentence
     assert named - {"ids", "texts", "scopes"} <= kept | {"ids", "texts", "scopes"}, sentence
+
+
+def test_cli_readme_names_every_field_of_a_memory_and_a_hit(local_cli: Cli) -> None:
+    """ "A memory is always ...": the fields `--json get` prints, and those a search hit adds
+    (it left out `superseded_by`)."""
+    [sentence] = re.findall(r"A memory is always [^;]*;[^)]*\)", CLI_README.replace("\n", " "))
+    memory_part, hit_part = sentence.split("a search hit also")
+    named = set(re.findall(r"\b([a-z_]+)\b", " ".join(re.findall(r"`([^`]*)`", memory_part))))
+    named -= {"app_id", "tenant_id", "agent_id", "run_id"}  # inside scope{...}
+    [memory_id] = local_cli.json("add", "The user likes coffee")["memory_ids"]
+    shown = set(local_cli.json("get", memory_id))
+    assert named == shown
+    [hit] = local_cli.json("search", "coffee", "--top-k", "1")
+    assert set(re.findall(r"`([a-z_]+)`", hit_part)) == set(hit) - shown
