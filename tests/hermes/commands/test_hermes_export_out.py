@@ -75,7 +75,8 @@ def test_a_symlink_another_user_left_in_a_shared_folder_is_refused(
     out.symlink_to(mine)
     os.lchown(out, 65534, 65534)
     code, answer = kit.run_cli(capsys, "export", "--out", str(out))
-    assert code == 2 and answer["error"]["code"] == "invalid_input"
+    # exit 4, as the plugin's own config writer refuses such a link
+    assert code == 4 and answer["error"]["code"] == "permission_denied"
     assert "another user left in a shared folder" in answer["error"]["message"]
     assert mine.read_text(encoding="utf-8") == "keep me\n"
     assert out.is_symlink()

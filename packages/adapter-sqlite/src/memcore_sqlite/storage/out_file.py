@@ -56,7 +56,8 @@ def _failed(shown: Path, exc: OSError) -> MemcoreError:
 def open_out(shown: Path) -> Iterator[TextIO]:
     """A text stream for ``--out`` (``shown`` as the user gave it); the file is complete only
     once the block ends without an error. Errors opening or finishing it name the path:
-    :class:`PermissionDenied` where this user may not write, else :class:`InvalidInput`."""
+    :class:`PermissionDenied` where this user may not write (or must not: a link another user
+    left), else :class:`InvalidInput`."""
     target = expand_home(shown)
     if target is None:  # "~nobody/x": no such user's home
         raise _refused(shown, "a home folder this system does not know")
@@ -69,8 +70,11 @@ def open_out(shown: Path) -> Iterator[TextIO]:
     if mode is not None and stat.S_ISDIR(mode):
         raise _refused(shown, "a folder")
     planted = file_modes.planted(target)
-    if planted is not None:
-        raise _refused(shown, f"a {planted} another user left in a shared folder")
+    if planted is not None:  # a permission, as config set and the Hermes writer refuse it
+        raise PermissionDenied(
+            f"cannot write {shown} (a {planted} another user left in a shared folder)",
+            field="out",
+        )
     if mode is not None and not stat.S_ISREG(mode):
         with _write_through(target, shown) as fh:
             yield fh
