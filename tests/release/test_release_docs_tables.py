@@ -221,3 +221,32 @@ def test_release_the_readme_gives_every_hermes_tool_with_its_arguments() -> None
         for name, args in re.findall(r"`(tablestore_\w+)\(([^)]*)\)`", paragraph)
     }
     assert documented == schemas
+
+
+def _core_layers() -> list[str]:
+    import tomllib
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    [contract] = [
+        c
+        for c in pyproject["tool"]["importlinter"]["contracts"]
+        if c["name"].startswith("The core's layers")
+    ]
+    return [m.strip() for layer in contract["layers"] for m in re.split(r"[:|]", layer)]
+
+
+def test_release_the_core_layout_names_every_module_of_its_layers_contract() -> None:
+    """The contract is exhaustive, so every module of the core has a layer; the core's README
+    table and the architecture page's row name each one (they left out three)."""
+    modules = _core_layers()
+    assert {"service", "scope", "errors"} <= set(modules)
+    core_readme = (REPO / "packages" / "memcore" / "README.md").read_text(encoding="utf-8")
+    table = "\n".join(ln for ln in core_readme.splitlines() if ln.startswith("| "))
+    [row] = [
+        ln
+        for ln in (REPO / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+        if ln.startswith("| The core's layers")
+    ]
+    for module in modules:
+        assert re.search(rf"`{module}/?`", table), f"packages/memcore/README.md: {module}"
+        assert f"`{module}`" in row, f"docs/architecture.md: {module}"
