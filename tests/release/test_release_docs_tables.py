@@ -250,3 +250,21 @@ def test_release_the_core_layout_names_every_module_of_its_layers_contract() -> 
     for module in modules:
         assert re.search(rf"`{module}/?`", table), f"packages/memcore/README.md: {module}"
         assert f"`{module}`" in row, f"docs/architecture.md: {module}"
+
+
+@pytest.mark.parametrize("doc", ["packages/adapter-sqlite/README.md", "docs/architecture.md"])
+def test_release_the_sqlite_adapter_tables_name_every_folder_and_module(doc: str) -> None:
+    """Every folder and top-level module of ``memcore_sqlite`` has its row (``emoji.py``,
+    which both search signals import, had none)."""
+    package = REPO / "packages" / "adapter-sqlite" / "src" / "memcore_sqlite"
+    entries = {
+        f"{p.name}/" if p.is_dir() else p.name
+        for p in package.iterdir()
+        if not p.name.startswith("_")
+        and (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+    }
+    assert {"store.py", "search/"} <= entries
+    text = (REPO / doc).read_text(encoding="utf-8")
+    rows = "\n".join(ln.split("|")[1] for ln in text.splitlines() if ln.startswith("| `"))
+    named = set(re.findall(r"`([\w.]+/?)`", rows))
+    assert entries <= named, sorted(entries - named)
