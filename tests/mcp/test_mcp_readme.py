@@ -63,3 +63,11 @@ def test_the_readme_gives_every_tool_with_its_arguments() -> None:
     MemoryTools.__new__(MemoryTools).register(add_tool)
     assert served, "no tool registered"
     assert _documented_signatures("Tools, for the model:", "the resource `memcore://") == served
+
+
+def test_the_readme_gives_the_profile_resource_its_limit() -> None:
+    """The profile holds one page of memories, not all of them: the README says how many."""
+    from memcore_mcp.tools import PROFILE_LIMIT
+
+    paragraph = README[README.index("the resource `memcore://profile`") :].split(". ", 1)[0]
+    assert f"at most {PROFILE_LIMIT}" in " ".join(paragraph.split())
