@@ -243,3 +243,19 @@ def test_a_forged_next_token_with_a_huge_number_is_a_bad_token(local_cli):
     result = local_cli("list", "--next-token", forged)
     assert result.exit_code == 2
     assert result.stderr == "memcore: error: next_token is not a token this store issued\n"
+
+
+@pytest.mark.parametrize(
+    "args", [["list"], ["search", "cello"], ["get", "0123456789abcdef"], ["count"], ["messages"]]
+)
+def test_a_deleted_tablestore_store_exits_3_saying_so(emulator_fake_cli, args):
+    """Not an empty list, no "no such memory id": the store is gone, and the line says how to
+    create it (auto_create_store off, so nothing creates it behind the user's back)."""
+    emulator_fake_cli.ok("config", "set", "auto_create_store", "false")
+    emulator_fake_cli.ok("stores", "create", "hermes_mem")
+    emulator_fake_cli.ok("add", "--sync", "Erin plays the cello")
+    emulator_fake_cli.ok("stores", "delete", "hermes_mem", "--yes")
+    line = _one_line_error(emulator_fake_cli(*args), 3, "memory store 'hermes_mem' does not exist")
+    assert "memcore stores create hermes_mem" in line
+    error = json.loads(emulator_fake_cli("--json", *args).stderr)["error"]
+    assert (error["code"], error["exit_code"]) == ("store_not_found", 3)

@@ -260,3 +260,32 @@ def test_update_memory_says_what_an_empty_metadata_does(local_backend: Backend) 
             assert "{} removes every tag" in described["description"], described
 
     anyio.run(main)
+
+
+def test_a_deleted_store_is_a_store_not_found_json_error(tablestore_fake_backend: Backend) -> None:
+    """A store deleted under a running server is said to be missing, with the fix; recall and
+    listing do not answer as if the memory were empty, nor get as if the id were unknown."""
+    from memcore_tablestore.testing import store_for
+
+    backend = tablestore_fake_backend
+
+    async def main() -> None:
+        async with backend.stdio("--tenant", "erin") as session:
+            kept = payload(await session.call_tool("remember", {"text": "Erin plays the cello"}))
+            with store_for(backend.emulator, timeout=5.0) as admin:
+                admin.delete_store("hermes_mem")
+            calls = [
+                ("recall", {"query": "music"}),
+                ("list_memories", {}),
+                ("get_memory", {"memory_id": kept.get("memory_id") or "0" * 32}),
+            ]
+            for tool, arguments in calls:
+                result = await session.call_tool(tool, arguments)
+                assert result.is_error, (tool, result)
+                error = payload(result)["error"]
+                assert error["code"] == "store_not_found", (tool, error)
+                assert error["type"] == "StoreNotFound" and error["retryable"] is False
+                assert "'hermes_mem' does not exist" in error["message"]
+                assert "memcore stores create" in error["message"]
+
+    anyio.run(main)

@@ -13,6 +13,7 @@ from memcore.errors import (
     NotFound,
     OutcomeUnknown,
     PermissionDenied,
+    StoreNotFound,
     Throttled,
     Unavailable,
 )
@@ -71,9 +72,9 @@ def test_404_missing_memory_is_not_found(ready: TableStoreMemoryStore) -> None:
         ready.get_memory(STORE, A1, "nope")
     # The adapter's own words, not the service's: another scope's id reads the same.
     assert str(caught.value) == f"memory 'nope' was not found in scope {A1}"
-    with pytest.raises(NotFound) as caught:
+    with pytest.raises(StoreNotFound) as caught:
         ready.describe_store("no_such_store")
-    assert "404" in str(caught.value)
+    assert "memory store 'no_such_store' does not exist" in str(caught.value)
 
 
 def test_409_while_index_initialises_then_ensure_store_waits(emulator: EmulatorServer) -> None:

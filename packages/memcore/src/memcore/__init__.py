@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from memcore.errors import ProtocolError as ProtocolError
     from memcore.errors import StoreClosed as StoreClosed
     from memcore.errors import StoreCorrupted as StoreCorrupted
+    from memcore.errors import StoreNotFound as StoreNotFound
     from memcore.errors import Throttled as Throttled
     from memcore.errors import Unavailable as Unavailable
     from memcore.errors import Unsupported as Unsupported

@@ -79,6 +79,16 @@ class NotFound(MemcoreError):
     code = "not_found"
 
 
+class StoreNotFound(NotFound):
+    """The memory store itself does not exist (deleted, or a mistyped name): not an empty one.
+
+    Kept apart from a missing memory so a read never answers "nothing here" for a store that is
+    gone; still a ``NotFound`` (the same exit code). ``field`` is ``memory_store_name``.
+    """
+
+    code = "store_not_found"
+
+
 class PermissionDenied(MemcoreError):
     """Credentials were refused, or the scope is not the caller's."""
 
@@ -168,6 +178,7 @@ __all__ = [
     "ProtocolError",
     "StoreClosed",
     "StoreCorrupted",
+    "StoreNotFound",
     "Throttled",
     "Unavailable",
     "Unsupported",

@@ -14,7 +14,14 @@ from typing import TypeVar
 import attrs
 
 from memcore import limits
-from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, Unsupported
+from memcore.errors import (
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    PermissionDenied,
+    StoreNotFound,
+    Unsupported,
+)
 from memcore.neighbours import fit as fit_turns
 from memcore.paging import every_item, pages
 from memcore.policies import ScopePolicy
@@ -81,6 +88,8 @@ def _in_tenant(what: str, task_id: str, fetch: Callable[[], T], owned: Callable[
     missing = NotFound(f"{what} {task_id!r} was not found in this tenant", field="task_id")
     try:
         found = fetch()
+    except StoreNotFound:
+        raise  # the store itself is gone: not an id's answer
     except NotFound:
         raise missing from None
     if not owned(found):
@@ -542,6 +551,8 @@ class MemoryService:
                 continue
             try:
                 memory = self.locate(linked)
+            except StoreNotFound:
+                raise
             except (NotFound, InvalidInput):
                 continue
             found[memory.id] = memory
@@ -562,6 +573,8 @@ class MemoryService:
         for memory in doomed.values():
             try:
                 self.store.delete_memory(self.store_name, memory.scope, memory.id)
+            except StoreNotFound:
+                raise
             except NotFound:  # gone meanwhile (another caller, a dream merge): not ours to count
                 continue
             deleted += 1
@@ -586,6 +599,8 @@ class MemoryService:
                     return found
             else:
                 return self.find(memory_id, pattern=reach)
+        except StoreNotFound:
+            raise  # the store itself is gone: say so, not "no such memory"
         except NotFound:
             pass
         where = "this tenant" if pattern is None else str(reach)
@@ -612,6 +627,8 @@ class MemoryService:
         if reach.matches(self.scope):
             try:
                 return self.store.get_memory(self.store_name, self.scope, memory_id)
+            except StoreNotFound:
+                raise
             except NotFound:
                 if reach.is_concrete:
                     raise missing from None
@@ -627,6 +644,8 @@ class MemoryService:
                     continue
                 try:
                     return self.store.get_memory(self.store_name, scope, memory_id)
+                except StoreNotFound:
+                    raise
                 except NotFound:
                     continue
         raise missing

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memcore import limits
-from memcore.errors import InvalidInput, NotFound, ProtocolError
+from memcore.errors import InvalidInput, NotFound, ProtocolError, StoreNotFound
 from memcore.scope import WILDCARD, Scope, ScopePattern
 from memcore.values import UNCONFIRMED, MemoryRecord, Message, WriteReceipt
 from memcore_tablestore.protocol import answers
@@ -113,6 +113,17 @@ def dream_id(store: str, task_id: str) -> dict[str, Any]:
 
 def target(store: str, scope: Scope, memory_id: str) -> dict[str, Any]:
     return {**named(store), "scope": write_scope(scope), "memoryId": limits.check_id(memory_id)}
+
+
+def store_missing(store: str) -> StoreNotFound:
+    """The answer for a memory store that does not exist: never an empty store's answer, so
+    a deleted or mistyped store is told apart from a store with nothing in it."""
+    return StoreNotFound(
+        f"memory store {store!r} does not exist (deleted, or a mistyped memory_store_name); "
+        f"create it with 'memcore stores create {store}', or check the name with "
+        "'memcore doctor'",
+        field="memory_store_name",
+    )
 
 
 def missing(scope: Scope, memory_id: str) -> NotFound:

@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, MemcoreError, NotFound, ProtocolError
+from memcore.errors import (
+    Conflict,
+    InvalidInput,
+    MemcoreError,
+    NotFound,
+    ProtocolError,
+    StoreNotFound,
+)
 from memcore.ports import ProgressCallback
 from memcore.scope import Scope, ScopePattern
 from memcore.values import (
@@ -96,7 +103,7 @@ class Plans:
             return answers.store_info("GetMemoryStore", (yield Call("GetMemoryStore", body)))
         except NotFound:
             if not (create and self.auto_create):
-                raise
+                raise bodies.store_missing(store) from None
         info: StoreInfo | None
         try:
             info = yield from self.create_store(
@@ -143,9 +150,8 @@ class Plans:
             delay = min(delay * 2, 2.0)
 
     def describe_store(self, store: str) -> Plan[StoreInfo]:
-        return answers.store_info(
-            "GetMemoryStore", (yield Call("GetMemoryStore", bodies.named(store)))
-        )
+        answer = yield from _of_store(Call("GetMemoryStore", bodies.named(store)))
+        return answers.store_info("GetMemoryStore", answer)
 
     def list_stores(self) -> Plan[list[StoreInfo]]:
         out: list[StoreInfo] = []
@@ -187,13 +193,15 @@ class Plans:
         if instructions is not None:
             body["extractInstructions"] = instructions
         # Setting the same values twice has the same effect as once.
-        return answers.store_info("UpdateMemoryStore", (yield Call("UpdateMemoryStore", body)))
+        answer = yield from _of_store(Call("UpdateMemoryStore", body))
+        return answers.store_info("UpdateMemoryStore", answer)
 
     def delete_store(self, store: str) -> Plan[None]:
-        answer = yield Call("DeleteMemoryStore", bodies.named(store), replay_safe=False)
+        call = Call("DeleteMemoryStore", bodies.named(store), replay_safe=False)
+        answer = yield from _of_store(call)
         # ``deleted: false`` is the service saying it deleted nothing: not a success.
         if not answers.deleted("DeleteMemoryStore", answer):
-            raise NotFound(f"memory store {store!r} does not exist", field="memory_store_name")
+            raise bodies.store_missing(store)
 
     # -- memories -----------------------------------------------------------------------
     def add_text(
@@ -215,7 +223,7 @@ class Plans:
         # Not replay-safe: nothing documented says the service deduplicates a text, so after an
         # ambiguous failure the caller gets OutcomeUnknown and looks before sending it again.
         call = Call("AddMemories", body, replay_safe=False)
-        return (yield from self._written(store, scope, (yield call), sync))
+        return (yield from self._written(store, scope, (yield from _in_store(call)), sync))
 
     def add_messages(
         self,
@@ -237,7 +245,7 @@ class Plans:
         # Not replay-safe: messages are appended to the short-term log, so a replay after an
         # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
         call = Call("AddMemories", body, replay_safe=False)
-        return (yield from self._written(store, scope, (yield call), sync))
+        return (yield from self._written(store, scope, (yield from _in_store(call)), sync))
 
     def _written(
         self, store: str, scope: Scope, answer: dict[str, Any], sync: bool
@@ -301,7 +309,7 @@ class Plans:
             body["contextScope"] = wire.scope_to_wire(context)
         if include_evidence:
             body["includeEvidence"] = True
-        hits = answers.search((yield Call("SearchMemories", body)))
+        hits = answers.search((yield from _in_store(Call("SearchMemories", body))))
         bodies.must_match(wanted, (hit.memory.scope for hit in hits), "SearchMemories")
         return hits
 
@@ -309,14 +317,16 @@ class Plans:
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[MemoryRecord]]:
         wanted, body = bodies.listing(store, pattern, limit, next_token)
-        page = answers.list_memories((yield Call("ListMemories", body)))
+        page = answers.list_memories((yield from _in_store(Call("ListMemories", body))))
         bodies.must_match(wanted, (memory.scope for memory in page.items), "ListMemories")
         return page
 
     def get_memory(self, store: str, scope: Scope, memory_id: str) -> Plan[MemoryRecord]:
         body = bodies.target(store, scope, memory_id)
         try:
-            answer = yield Call("GetMemory", body)
+            answer = yield from _in_store(Call("GetMemory", body))
+        except StoreNotFound:
+            raise
         except NotFound:
             raise bodies.missing(scope, memory_id) from None
         return bodies.own(answers.one_memory("GetMemory", answer), scope, memory_id)
@@ -341,7 +351,9 @@ class Plans:
             return found
         try:
             # Replay-safe: the same PATCH applied twice leaves the same state.
-            answer = yield Call("UpdateMemory", body)
+            answer = yield from _in_store(Call("UpdateMemory", body))
+        except StoreNotFound:
+            raise
         except NotFound:
             raise bodies.missing(scope, memory_id) from None
         return bodies.own(answers.one_memory("UpdateMemory", answer), scope, memory_id)
@@ -353,7 +365,9 @@ class Plans:
         try:
             # Not replayed after an ambiguous failure: the replay would answer 404 for a
             # delete that succeeded, and we would report a failure that did not happen.
-            answer = yield Call("DeleteMemory", body, replay_safe=False)
+            answer = yield from _in_store(Call("DeleteMemory", body, replay_safe=False))
+        except StoreNotFound:
+            raise
         except NotFound:
             raise bodies.missing(scope, memory_id) from None
         if not answers.deleted("DeleteMemory", answer):
@@ -366,7 +380,7 @@ class Plans:
         body = bodies.paging(
             {**bodies.named(store), "scope": bodies.write_scope(scope)}, limit, next_token
         )
-        page = answers.messages((yield Call("ListMemoryStoreMessages", body)))
+        page = answers.messages((yield from _in_store(Call("ListMemoryStoreMessages", body))))
         # The session's scope is the only scope the answer names (a tenant guard): it must be
         # the one asked for, and messages under no scope prove nothing.
         if any(m.scope != scope for m in page.items):
@@ -390,7 +404,7 @@ class Plans:
             body["scope"] = wire.scope_to_wire(wanted)
         if limits.check_operation(operation) is not None:
             body["operation"] = operation
-        page = answers.requests((yield Call("ListMemoryStoreRequests", body)))
+        page = answers.requests((yield from _in_store(Call("ListMemoryStoreRequests", body))))
         if wanted is None:
             return page
         # A tenant's audit log names other tenants' scopes and memory ids if the service
@@ -406,14 +420,14 @@ class Plans:
         next_token: str | None = None,
     ) -> Plan[Page[Scope]]:
         wanted, body = bodies.listing(store, pattern, limit, next_token)
-        page = answers.scopes((yield Call("ListMemoryStoreScopes", body)))
+        page = answers.scopes((yield from _in_store(Call("ListMemoryStoreScopes", body))))
         bodies.must_match(wanted, page.items, "ListMemoryStoreScopes")
         return page
 
     def get_task(self, store: str, task_id: str) -> Plan[MemoryTask]:
         """``task_id`` is the write's ``requestId``."""
         body = {**bodies.named(store), "requestId": limits.check_id(task_id, field="task_id")}
-        return answers.one_task((yield Call("GetMemoryTask", body)))
+        return answers.one_task((yield from _in_store(Call("GetMemoryTask", body))))
 
     def list_tasks(
         self,
@@ -427,7 +441,7 @@ class Plans:
         _, body = bodies.listing(store, pattern, limit, next_token)
         if status is not None:
             body["status"] = bodies.status(status, TASK_STATUSES)
-        return answers.tasks((yield Call("ListMemoryTasks", body)))
+        return answers.tasks((yield from _in_store(Call("ListMemoryTasks", body))))
 
     # -- dream --------------------------------------------------------------------------
     def create_dream_task(
@@ -450,7 +464,7 @@ class Plans:
         # The typed SDK's idempotency key (a 7-day window): a resend after an ambiguous failure
         # resolves to the dream the first attempt started, so it is replay-safe. One per call.
         body["clientToken"] = uuid.uuid4().hex
-        answer = yield Call("CreateMemoryDreamTask", body)
+        answer = yield from _in_store(Call("CreateMemoryDreamTask", body))
         task = answers.dream("CreateMemoryDreamTask", answer)
         # The answer is {dreamId, status, createdAt}: the rest is what we asked for.
         return attrs.evolve(
@@ -459,7 +473,8 @@ class Plans:
 
     def get_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
         body = bodies.dream_id(store, task_id)
-        return answers.dream("GetMemoryDreamTask", (yield Call("GetMemoryDreamTask", body)))
+        answer = yield from _in_store(Call("GetMemoryDreamTask", body))
+        return answers.dream("GetMemoryDreamTask", answer)
 
     def list_dream_tasks(
         self,
@@ -473,13 +488,13 @@ class Plans:
         _, body = bodies.listing(store, pattern, limit, next_token)
         if status is not None:
             body["status"] = bodies.status(status, DREAM_STATUSES)
-        return answers.dreams((yield Call("ListMemoryDreamTasks", body)))
+        return answers.dreams((yield from _in_store(Call("ListMemoryDreamTasks", body))))
 
     def cancel_dream_task(self, store: str, task_id: str) -> Plan[DreamTask]:
         body = bodies.dream_id(store, task_id)
         # Cancelling twice leaves the task cancelled, as once does.
         cancelled = answers.dream(
-            "CancelMemoryDreamTask", (yield Call("CancelMemoryDreamTask", body))
+            "CancelMemoryDreamTask", (yield from _in_store(Call("CancelMemoryDreamTask", body)))
         )
         # The answer is {dreamId, status, taskType}: decoded alone it would show defaults (no
         # scopes, "proposal", no dates) for what the task really is. The task is read back.
@@ -492,7 +507,7 @@ class Plans:
         self, store: str, task_id: str, *, limit: int = 50, next_token: str | None = None
     ) -> Plan[Page[DreamAction]]:
         body = bodies.paging(bodies.dream_id(store, task_id), limit, next_token)
-        return answers.actions((yield Call("ListMemoryDreamActions", body)))
+        return answers.actions((yield from _in_store(Call("ListMemoryDreamActions", body))))
 
     def apply_dream_actions(
         self, store: str, task_id: str, action_ids: Sequence[str]
@@ -500,7 +515,7 @@ class Plans:
         ids = limits.check_action_ids(action_ids)
         body = {**bodies.dream_id(store, task_id), "actionIds": ids}
         # Not replayed after an ambiguous failure: applied actions report differently twice.
-        answer = yield Call("ApplyMemoryDreamActions", body, replay_safe=False)
+        answer = yield from _in_store(Call("ApplyMemoryDreamActions", body, replay_safe=False))
         return answers.applied(answer)
 
     # -- the live check -----------------------------------------------------------------
@@ -510,6 +525,34 @@ class Plans:
             raise InvalidInput(f"{api} is not a read-only Memory Store API", field="api")
         answer: dict[str, Any] = yield Call(api, dict(body))
         return answer
+
+
+def _of_store(call: Call) -> Plan[dict[str, Any]]:
+    """The answer to a call on the store itself; its 404 is the store's."""
+    try:
+        answer: dict[str, Any] = yield call
+    except NotFound:
+        raise bodies.store_missing(call.body["memoryStoreName"]) from None
+    return answer
+
+
+def _in_store(call: Call) -> Plan[dict[str, Any]]:
+    """The answer to a call inside a store. A 404 says only that something is missing (the
+    service documents no code that tells a store from a memory or task), so the store is
+    asked about: if it is gone the call raises :class:`StoreNotFound`, never the answer of an
+    empty store or of a missing id; otherwise the 404 stands as it was."""
+    try:
+        answer: dict[str, Any] = yield call
+    except NotFound as missing:
+        store = call.body["memoryStoreName"]
+        try:
+            yield Call("GetMemoryStore", bodies.named(store), retry_conflict=False)
+        except NotFound:
+            raise bodies.store_missing(store) from None
+        except MemcoreError:
+            pass  # cannot tell: the call's own answer stands
+        raise missing
+    return answer
 
 
 def _audited_within(scope: Scope | ScopePattern | None, wanted: ScopePattern) -> bool:
