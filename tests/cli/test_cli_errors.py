@@ -259,3 +259,19 @@ def test_a_deleted_tablestore_store_exits_3_saying_so(emulator_fake_cli, args):
     assert "memcore stores create hermes_mem" in line
     error = json.loads(emulator_fake_cli("--json", *args).stderr)["error"]
     assert (error["code"], error["exit_code"]) == ("store_not_found", 3)
+
+
+def test_a_read_never_creates_a_deleted_or_mistyped_tablestore_store(emulator_fake_cli):
+    """With auto_create_store on (the default) the first write creates the store; a read of a
+    store that is not there says so (exit 3) instead of creating it empty and listing nothing."""
+    cli = emulator_fake_cli
+    cli.ok("add", "--sync", "Erin plays the cello")
+    cli.ok("stores", "delete", "hermes_mem", "--yes")
+    for args in (["list"], ["search", "cello"], ["count"], ["export", "--out", "-"]):
+        _one_line_error(cli(*args), 3, "memory store 'hermes_mem' does not exist")
+    cli.ok("config", "set", "memory_store_name", "hermes_mme")
+    _one_line_error(cli("search", "cello"), 3, "memory store 'hermes_mme' does not exist")
+    assert cli.json("stores", "list") == []  # neither was created by a read
+    cli.ok("add", "--sync", "Erin plays the viola")  # the first write creates it
+    assert [s["name"] for s in cli.json("stores", "list")] == ["hermes_mme"]
+    assert [m["text"] for m in cli.json("list")["items"]] == ["Erin plays the viola"]

@@ -33,6 +33,7 @@ def test_a_wrong_api_key_exits_4_without_printing_it(api_key_cli):
 
 
 def test_the_api_key_wins_over_a_wrong_access_key_pair(api_key_cli):
+    api_key_cli.ok("stores", "create", "hermes_mem")  # a read does not create it
     result = api_key_cli(
         "--json",
         "list",

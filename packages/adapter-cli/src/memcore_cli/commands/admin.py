@@ -73,7 +73,7 @@ def requests(
 
     _list_page(
         ctx,
-        lambda rt, **paging: rt.ready_store().list_requests(
+        lambda rt, **paging: rt.ready_store(create=False).list_requests(
             rt.store_name, operation=operation, **paging
         ),
         ("time", "operation", "status", "scope", "target", "ms"),
@@ -103,7 +103,7 @@ def scopes(ctx: typer.Context, limit: LimitOpt = 50, next_token: TokenOpt = None
     """
     _list_page(
         ctx,
-        lambda rt, pattern, **paging: rt.ready_store().list_scopes(
+        lambda rt, pattern, **paging: rt.ready_store(create=False).list_scopes(
             rt.store_name, pattern, **paging
         ),
         ("app_id", "tenant_id", "agent_id", "run_id"),
@@ -190,7 +190,7 @@ def task_list(
         )
     _list_page(
         ctx,
-        lambda rt, **paging: rt.service().tasks(status=status, **paging),
+        lambda rt, **paging: rt.service(create=False).tasks(status=status, **paging),
         ("id", "status", "operation", "scope", "created", "memories"),
         lambda t: (
             t.id,

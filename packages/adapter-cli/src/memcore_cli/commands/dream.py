@@ -124,7 +124,7 @@ def actions(
     limits.check_id(task_id, field="task_id")
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.service().dream_actions(
+    page = runtime.service(create=False).dream_actions(
         _task(state, task_id).id, limit=limit, next_token=next_token
     )
     if state.json:
@@ -282,7 +282,7 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
     state = state_of(ctx)
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.service().dream_tasks(
+    page = runtime.service(create=False).dream_tasks(
         limit=limit, next_token=next_token, pattern=runtime.settings.scope.read_pattern
     )
     if state.json:

@@ -101,7 +101,7 @@ def list_memories(
         if len(shown) < len(found):
             out.note(f"{len(found) - len(shown)} more; raise --limit or pass --all")
         return
-    service = runtime.service()
+    service = runtime.service(create=False)
 
     def fetch(token: str | None) -> Any:
         got = service.profile(limit=limit, next_token=token)
@@ -263,7 +263,7 @@ def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
         return
     if not yes:
         _confirm(found, whole=str(pattern))
-    deleted = runtime.service().forget_all(pattern=pattern)
+    deleted = runtime.service(create=False).forget_all(pattern=pattern)
     if state.json:
         out.json({"forgot": deleted, "scope": pattern.as_dict()})
     else:

@@ -256,7 +256,7 @@ def search(
     limits.check_neighbours(neighbours)
     hits = (
         state.runtime()
-        .service()
+        .service(create=False)
         .search(
             query,
             top_k=top_k,
@@ -462,7 +462,7 @@ def messages(
     limits.check_limit(limit)
     runtime = state.runtime()
     scope = runtime.settings.scope.write_scope()
-    page = runtime.service().messages(limit=limit, next_token=next_token)
+    page = runtime.service(create=False).messages(limit=limit, next_token=next_token)
     out = state.output
     if state.json:
         out.json(

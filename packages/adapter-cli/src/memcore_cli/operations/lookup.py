@@ -30,7 +30,7 @@ SHOWN_CANDIDATES = 5
 
 def memories_in_reach(runtime: Runtime) -> Iterator[MemoryRecord]:
     """Every memory the current scope reads (the tenant, or the --agent/--run below it)."""
-    store = runtime.ready_store()
+    store = runtime.ready_store(create=False)
     pattern = runtime.settings.scope.read_pattern
     return every_item(
         lambda token: store.list_memories(
@@ -62,13 +62,13 @@ def find_memory(runtime: Runtime, memory_id: str) -> MemoryRecord:
 
 def find_task(runtime: Runtime, task_id: str) -> MemoryTask:
     """The write task with this id, or with this unique id prefix, in the current reach."""
-    service = runtime.service()
+    service = runtime.service(create=False)
     return _by_prefix(task_id, service.task, _listing(runtime, service.tasks), "write tasks")
 
 
 def find_dream_task(runtime: Runtime, task_id: str) -> DreamTask:
     """The dream task with this id, or with this unique id prefix, in the current reach."""
-    service = runtime.service()
+    service = runtime.service(create=False)
     listing = _listing(runtime, service.dream_tasks)
     return _by_prefix(task_id, service.dream_task, listing, "dream tasks")
 
@@ -85,7 +85,7 @@ def action_ids(runtime: Runtime, task_id: str, given: list[str]) -> list[str]:
     """Each of ``given`` as the full id of the one action of this (tenant-checked) dream task
     it is or starts with; one that matches none is passed on as given, for the store to
     answer ``not_found`` as it does for any unknown action."""
-    service = runtime.service()
+    service = runtime.service(create=False)
     known = [
         a.id
         for a in every_item(
@@ -137,7 +137,9 @@ def _ambiguous(given: str, ids: list[str], what: str) -> str:
 
 def _exact(runtime: Runtime, memory_id: str) -> MemoryRecord:
     # Through the service: an id of another tenant is never found, whatever scope it names.
-    return runtime.service().find(memory_id, pattern=runtime.settings.scope.read_pattern)
+    return runtime.service(create=False).find(
+        memory_id, pattern=runtime.settings.scope.read_pattern
+    )
 
 
 def select(runtime: Runtime, keep: Callable[[MemoryRecord], bool]) -> list[MemoryRecord]:

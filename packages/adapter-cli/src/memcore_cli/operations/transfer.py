@@ -78,7 +78,7 @@ def _write_lines(runtime: Runtime, output: Output, fh: TextIO) -> dict[str, int]
     counts: dict[str, int] = {}
     with output.progress("exporting") as advance:
         # dump_line escapes what a terminal acts on, as --json output does.
-        for line in export_lines(runtime.service(), counts):
+        for line in export_lines(runtime.service(create=False), counts):
             fh.write(line)
             advance()
     return counts

@@ -202,24 +202,32 @@ class Runtime:
                     )
         return self._store
 
-    def ready_store(self) -> MemoryStore:
-        """The open store, with the configured memory store created when allowed."""
+    def ready_store(self, *, create: bool = True) -> MemoryStore:
+        """The open store, with the configured memory store created when allowed.
+
+        ``create=False`` (a command that only reads, or changes what is there): a missing
+        TableStore memory store is an error, not created empty, so a deleted or mistyped store
+        is reported instead of read as one holding nothing (``auto_create_store`` means "the
+        first write creates it"). The embedded store's is a row of the file just opened, and
+        is still made on the first run's first read."""
         store = self.store
         if not self._ensured:
+            creates = create or self.settings.backend == "local"
             store.ensure_store(
                 self.store_name,
                 description=self.settings.config.description,
-                create=self.settings.config.auto_create_store,
+                create=self.settings.config.auto_create_store and creates,
                 extract_instructions=self.settings.config.extract_instructions,
                 progress=self._progress,
             )
             self._ensured = True
         return store
 
-    def service(self) -> MemoryService:
+    def service(self, *, create: bool = True) -> MemoryService:
+        """The service over :meth:`ready_store` (``create`` as there)."""
         config = self.settings.config
         return MemoryService(
-            self.ready_store(),
+            self.ready_store(create=create),
             store_name=self.store_name,
             scope=self.settings.scope.scope,
             policy=self.settings.scope.policy,
