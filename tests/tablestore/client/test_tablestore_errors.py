@@ -389,3 +389,25 @@ def test_answer_lost_after_creating_a_dream_resends_it_under_the_same_client_tok
     # A new call is a new dream (a new token).
     again = ready.create_dream_task(STORE, A1.tenant_pattern())
     assert again.id != task.id
+
+
+@pytest.mark.parametrize("code", ["QUOTA_EXCEEDED", "READ_ONLY_STORE"])
+def test_a_409_the_typed_sdk_names_as_final_is_not_retried_as_busy(
+    ready: TableStoreMemoryStore, emulator: EmulatorServer, code: str
+) -> None:
+    """``@tablestore/agent-storage`` documents 409 ``QUOTA_EXCEEDED`` (a scope's item quota)
+    and 409 ``READ_ONLY_STORE`` (a read-only projection): final answers, not the
+    ``CONFLICT`` of an index still initialising, so nothing resends them until the timeout,
+    and callers (the Hermes spool, scripts by exit code) are told not to try again."""
+    from memcore.exit_codes import ExitCode, exit_code_for
+
+    emulator.set_faults(
+        Faults(error_rate=1.0, error_status=409, error_code=code, apis=("AddMemories",))
+    )
+    started = time.monotonic()
+    with pytest.raises(Conflict) as caught:
+        ready.add_text(STORE, A1, "one more", sync=True)
+    assert time.monotonic() - started < 1.0  # the store's timeout is 5 s: not retried
+    assert caught.value.retryable is False
+    assert code in str(caught.value)
+    assert exit_code_for(caught.value) == ExitCode.USAGE

@@ -43,6 +43,8 @@ CODE_ERRORS: dict[str, type[MemcoreError]] = {
     "OTSNotEnoughCapacityUnit": Throttled,
     "OTSUnsupportOperation": Unsupported,
     "JsonDecodeError": ProtocolError,
+    # The typed SDK's notes: 413 for content over the limit.
+    "PAYLOAD_TOO_LARGE": InvalidInput,
 }
 STATUS_ERRORS: dict[int, type[MemcoreError]] = {
     400: InvalidInput,
@@ -65,8 +67,10 @@ REFUSED_CODES = frozenset(
         "OTSNotEnoughCapacityUnit",
     }
 )
-#: A store that already exists is a final answer, not a busy index.
-FINAL_CODES = frozenset({"OTSObjectAlreadyExist"})
+#: 409s that are final answers, not a busy index: a store that already exists, and the typed
+#: SDK's ``QUOTA_EXCEEDED`` (a scope's item quota) and ``READ_ONLY_STORE`` (a read-only
+#: projection). Resending them cannot succeed.
+FINAL_CODES = frozenset({"OTSObjectAlreadyExist", "QUOTA_EXCEEDED", "READ_ONLY_STORE"})
 
 
 @attrs.frozen
