@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memcore import limits
-from memcore.errors import Conflict, InvalidInput, NotFound
+from memcore.errors import Conflict, InvalidInput, StoreNotFound
 from memcore.values import StoreInfo
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.vector import code_pages
@@ -76,7 +76,7 @@ class StoreCatalog:
                 "SELECT name, description, created_at FROM stores WHERE name = ?", (store,)
             ).fetchone()
         if row is None:
-            raise NotFound(f"memory store {store!r} does not exist", field="memory_store_name")
+            raise StoreNotFound(f"memory store {store!r} does not exist", field="memory_store_name")
         return self._info(row)
 
     def list_stores(self) -> list[StoreInfo]:

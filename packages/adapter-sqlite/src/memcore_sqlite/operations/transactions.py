@@ -30,6 +30,7 @@ from memcore.errors import (
     PermissionDenied,
     StoreClosed,
     StoreCorrupted,
+    StoreNotFound,
     Unavailable,
 )
 from memcore.scope import Scope
@@ -324,7 +325,7 @@ class Transactions:
         limits.check_store_name(name)
         row = conn.execute(_KEY_PENDING if pending else _KEY, (name,)).fetchone()
         if row is None:
-            raise NotFound(f"memory store {name!r} does not exist", field="memory_store_name")
+            raise StoreNotFound(f"memory store {name!r} does not exist", field="memory_store_name")
         return int(row[0]), int(row[1]), bool(row[2])
 
     def audit(

@@ -25,7 +25,14 @@ import pytest
 
 from memcore import limits
 from memcore.async_facade import AsyncMemory
-from memcore.errors import Conflict, InvalidInput, NotFound, StoreClosed, Unsupported
+from memcore.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreClosed,
+    StoreNotFound,
+    Unsupported,
+)
 from memcore.facade import Memory as Library
 from memcore.paging import pages
 from memcore.ports import MemoryStore, MessageMove, NeighbourTurns, UnclaimedDelete
@@ -112,20 +119,28 @@ class MemoryStoreContract:
             store.delete_store(name)
 
     def test_missing_store_is_not_found(self, store: MemoryStore) -> None:
+        """A missing store is said to be missing (StoreNotFound), never answered as an empty
+        store or as a missing memory id."""
         missing = "missing_" + uuid.uuid4().hex[:8]
-        with pytest.raises(NotFound):
+        with pytest.raises(StoreNotFound):
             store.describe_store(missing)
-        with pytest.raises(NotFound):
+        with pytest.raises(StoreNotFound):
             store.add_text(missing, A1, "hello", sync=True)
-        with pytest.raises(NotFound):
+        with pytest.raises(StoreNotFound):
             store.search(missing, A1.tenant_pattern(), "hello")
-        with pytest.raises(NotFound):
+        with pytest.raises(StoreNotFound):
             store.list_memories(missing, A1.tenant_pattern())
-        with pytest.raises(NotFound):
+        with pytest.raises(StoreNotFound):
             store.get_memory(missing, A1, "x")
+        with pytest.raises(StoreNotFound):
+            store.update_memory(missing, A1, "x", text="y")
+        with pytest.raises(StoreNotFound):
+            store.delete_memory(missing, A1, "x")
+        with pytest.raises(StoreNotFound):
+            store.delete_store(missing)
 
     def test_ensure_store_without_create(self, store: MemoryStore) -> None:
-        with pytest.raises(NotFound):
+        with pytest.raises(StoreNotFound):
             store.ensure_store("absent_" + uuid.uuid4().hex[:8], create=False)
 
     def test_bad_store_name(self, store: MemoryStore) -> None:

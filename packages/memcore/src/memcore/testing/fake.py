@@ -19,7 +19,7 @@ from datetime import datetime
 import attrs
 
 from memcore import limits
-from memcore.errors import Conflict, NotFound, StoreClosed
+from memcore.errors import Conflict, NotFound, StoreClosed, StoreNotFound
 from memcore.paging import paginate
 from memcore.ports import Embedder, ProgressCallback
 from memcore.scope import Scope, ScopePattern
@@ -122,7 +122,7 @@ class InMemoryMemoryStore:
         try:
             return self._stores[name]
         except KeyError:
-            raise NotFound(
+            raise StoreNotFound(
                 f"memory store {name!r} does not exist", field="memory_store_name"
             ) from None
 
@@ -262,7 +262,7 @@ class InMemoryMemoryStore:
             limits.check_store_name(store)
             if store not in self._stores:
                 if not create:
-                    raise NotFound(
+                    raise StoreNotFound(
                         f"memory store {store!r} does not exist", field="memory_store_name"
                     )
                 return self._new_store(store, description, extract_instructions)
