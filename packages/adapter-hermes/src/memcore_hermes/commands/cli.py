@@ -399,8 +399,12 @@ class _Session:
     sees the writes made during it; the store is closed on exit.
     """
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, *, writes: bool = False) -> None:
         self.args = args
+        #: Whether the command adds memories: only then (or for writes waiting in the spool,
+        #: or the embedded store) is a missing memory store created. A read of a deleted or
+        #: mistyped TableStore store says it is missing instead of making it empty.
+        self.writes = writes
         self.store: Any = None
         self.service: Any = None
         self.config: Any = None
@@ -410,28 +414,30 @@ class _Session:
         from memcore.scope import resolve_scope
         from memcore.service import MemoryService
         from memcore_hermes.backend import preload
-        from memcore_hermes.backend.open_store import open_backend_store
+        from memcore_hermes.backend.open_store import LOCAL, choose_backend, open_backend_store
         from memcore_hermes.config.credentials import access_keys, load_environment
         from memcore_hermes.config.home import HermesHome
-        from memcore_hermes.outbox.drain import drain_spool
+        from memcore_hermes.outbox.drain import drain_spool, writes_wait
         from memcore_hermes.session.tenancy import command_session
 
         home = HermesHome()
         config = home.load_config()
         env = load_environment(home.env_file)
+        keys = access_keys(env)
         config, self.store = open_backend_store(
             home,
             config,
-            access_keys(env),
+            keys,
             progress=_say,
             preload=preload.current(),
             environ=env,
         )
         try:
+            creates = self.writes or choose_backend(config, keys) == LOCAL or writes_wait(home)
             self.store.ensure_store(
                 config.memory_store_name,
                 description=config.description,
-                create=config.auto_create_store,
+                create=config.auto_create_store and creates,
                 extract_instructions=config.extract_instructions,
                 progress=lambda m: _say(f"tablestore-mem: {m}"),
             )
@@ -605,7 +611,7 @@ def _run_import(args: argparse.Namespace) -> None:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise InvalidInput(f"cannot read {args.file} ({reason})", field="file") from None
-    with _Session(args) as session:
+    with _Session(args, writes=True) as session:
         _print(import_lines(session.service, raw_lines, session.memories()))
 
 

@@ -24,6 +24,19 @@ _SHOWN = 20
 _TEXT = 120
 
 
+def writes_wait(home: HermesHome) -> bool:
+    """Whether the spool holds writes not yet delivered (their store is created for them)."""
+    if not home.spool_file.exists():
+        return False
+    from memcore_hermes.outbox.spool import SqliteOutbox
+
+    spool = SqliteOutbox(home.spool_file)
+    try:
+        return spool.stats(time.time()).depth > 0
+    finally:
+        spool.close()
+
+
 def drain_spool(home: HermesHome, store: MemoryStore, config: MemcoreConfig) -> dict[str, Any]:
     """Deliver what waits (when anything does), within ``min(config.timeout, MAX_DRAIN_S)``.
 
