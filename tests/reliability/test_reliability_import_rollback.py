@@ -103,7 +103,7 @@ def test_a_stopped_import_keeps_a_text_another_writer_added_meanwhile(
     assert other.startswith("OTHER 0 remembered ")
     assert last == (
         "memcore: interrupted (import stopped; of the 6 memories it had added, 5 were deleted "
-        "again and 1 were kept because another write landed in them meanwhile)"
+        "again and 1 was kept because another write landed in it meanwhile)"
     )
     assert _texts(home) == ["bulk line 1"]
 
@@ -295,7 +295,7 @@ def test_a_stopped_import_keeps_the_links_a_dream_wrote_meanwhile(tmp_path: Path
     dream = ("--json", "dream", "create", "--apply-mode", "safe_auto")
     last, other = _stopped_import(home, backup, *dream, how="", at="restore_links")
     assert other.startswith("OTHER 0 {")
-    assert "the 1 memories it had added were deleted again" in last
+    assert "the 1 memory it had added was deleted again" in last
     [newest] = [
         m["id"]
         for m in map(json.loads, _memcore(home, "--json", "list", "--all").splitlines())

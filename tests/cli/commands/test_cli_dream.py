@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 
@@ -193,3 +194,27 @@ def test_a_pass_reads_the_newest_memories_its_help_says(tmp_path, local_cli):
     assert task["extras"]["memoryCount"] == int(said.group(1).replace(",", "")) == 1000
     actions = local_cli.json("dream", "actions", task["id"], "--limit", "100")["items"]
     assert not any("green tea" in (a["text"] or "").lower() for a in actions)
+
+
+def test_one_failed_action_of_one_is_counted_in_the_singular(home):
+    """Each action applies whole or not at all; the error line counts them as it should."""
+    from memcore.testing import InMemoryMemoryStore
+    from tests.cli.conftest import Cli
+
+    class FailsEveryAction(InMemoryMemoryStore):
+        def apply_dream_actions(self, store, task_id, action_ids):
+            done = super().apply_dream_actions(store, task_id, action_ids)
+            return [attrs.evolve(a, status="failed", error="the disk is full") for a in done]
+
+    store = FailsEveryAction()
+    cli = Cli(home, store_factory=lambda settings: store.reopen())
+    cli.ok("add", "--sync", "User likes coffee")
+    cli.ok("add", "--sync", "user likes  COFFEE")
+    task = cli.json("dream", "create")
+    [action] = cli.json("dream", "actions", task["id"])["items"]
+    result = cli("dream", "apply", task["id"], action["id"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"memcore: error: 1 of 1 dream action failed and changed nothing "
+        f"({action['id']!r}: the disk is full)"
+    )

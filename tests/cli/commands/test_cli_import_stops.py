@@ -174,7 +174,7 @@ def test_a_memory_another_writer_added_to_between_two_batches_is_kept(
     assert (result.exit_code, result.stderr.splitlines()[-1]) == (
         5,
         "memcore: error: line 7: the disk went away (import stopped; of the 5 memories it had "
-        "added, 4 were deleted again and 1 were kept because another write landed in them "
+        "added, 4 were deleted again and 1 was kept because another write landed in it "
         "meanwhile)",
     )
     assert local_cli.ok("--format", "plain", "list").stdout.count("beta") == 1

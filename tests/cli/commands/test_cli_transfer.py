@@ -159,7 +159,7 @@ def test_the_note_on_changed_ids_gives_the_embedded_store_its_true_reason(
     out = tmp_path / "alice.jsonl"
     local_cli.ok("--tenant", "alice", "export", "--out", str(out))
     moved = fresh_cli.ok("--tenant", "bob", "import", str(out))
-    assert "1 records have a different id here than in the file" in moved.stderr
+    assert "1 record has a different id here than in the file" in moved.stderr
     assert "assigns its own ids" not in moved.stderr
     assert "moved into this tenant" in moved.stderr
 
@@ -286,7 +286,7 @@ def test_an_id_of_another_tenant_answers_as_a_free_id(tmp_path, fresh_cli):
     for name, record in (("taken", taken), ("free", free)):
         result = fresh_cli("--tenant", "bob", "import", str(_write(tmp_path / name, [record])))
         answers.append((result.exit_code, result.stdout, result.stderr))
-    assert answers[0] == answers[1] == (0, "imported 1 records: 1 added, 0 already present\n", "")
+    assert answers[0] == answers[1] == (0, "imported 1 record: 1 added, 0 already present\n", "")
     bob = {r["text"]: r["id"] for r in fresh_cli.json_lines("--tenant", "bob", "export")}
     assert bob == {"bob's note on otters": victim, "bob's other note": "f" * 32}
 
@@ -449,7 +449,7 @@ def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored_as_curr
     report = older_cli.json("import", str(older))
     assert (report["added"], report["superseded"]) == (len(records) - 1, 1)
     assert sorted(m["text"] for m in older_cli.json("list")["items"]) == current
-    assert "1 replaced versions left out" in older_cli.ok("import", str(older)).stdout
+    assert "1 replaced version left out" in older_cli.ok("import", str(older)).stdout
 
 
 def test_a_byte_order_mark_on_stdin_is_read_as_in_a_file(tmp_path, local_cli, fresh_cli):

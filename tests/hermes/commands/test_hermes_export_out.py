@@ -169,3 +169,13 @@ def _unwritable(folder: Path) -> Iterator[None]:
         yield
     finally:
         subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_an_export_of_one_memory_says_memory_not_memories(
+    hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    assert kit.run_cli(capsys, "add", "My sister is called Ines", "--sync")[0] == 0
+    code, record, err = kit.run_cli_full(capsys, "export")
+    assert code == 0 and record["text"] == "My sister is called Ines"
+    assert err.splitlines()[-1] == "exported 1 memory"

@@ -403,7 +403,7 @@ def test_ctrl_c_during_the_last_steps_is_reported_and_leaves_nothing_half_done(
     else:
         assert reported(err) == [
             "tablestore-mem: interrupted (import finished before it could stop; the 2 "
-            "memories and 1 messages it added are kept)"
+            "memories and 1 message it added are kept)"
         ]
         assert texts(run, capsys) == ["User lives in Hangzhou", "User lives in Ningbo"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from memcore.wording import counted
 from memcore_cli.wiring.runtime import Runtime
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ def start(runtime: Runtime) -> threading.Thread | None:
     def run() -> None:
         try:
             done = backfill(name)
-            logger.info("memcore mcp: re-embedded %d memories", done)
+            logger.info("memcore mcp: re-embedded %s", counted(done, "memory"))
         except Exception as exc:  # the store closed under it (a server stopping), a file error
             logger.info("memcore mcp: background re-embedding stopped (%s)", type(exc).__name__)
 

@@ -206,10 +206,12 @@ def apply(
     if failed:
         # Each action lands whole or not at all: these did not, and a script must know it.
         from memcore.errors import MemcoreError
+        from memcore.wording import counted
 
         reasons = "; ".join(f"{a.id!r}: {a.error or 'no reason given'}" for a in failed)
         raise MemcoreError(
-            f"{len(failed)} of {len(applied)} dream actions failed and changed nothing ({reasons})",
+            f"{len(failed)} of {counted(len(applied), 'dream action')} failed and changed "
+            f"nothing ({reasons})",
             field="action_ids",
         )
 

@@ -282,7 +282,9 @@ def _show_doomed(state: Any, found: list[Any], where: str = "") -> None:
 
 
 def _memories(n: int) -> str:
-    return f"{n} memor{'y' if n == 1 else 'ies'}"
+    from memcore.wording import counted
+
+    return counted(n, "memory")
 
 
 def _confirm(found: list[Any], *, whole: str | None = None) -> None:

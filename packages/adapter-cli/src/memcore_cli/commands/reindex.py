@@ -17,6 +17,7 @@ def reindex(ctx: typer.Context) -> None:
       memcore --json reindex
     """
     from memcore.errors import Unsupported
+    from memcore.wording import counted
 
     state = state_of(ctx)
     runtime = state.runtime()
@@ -54,4 +55,4 @@ def reindex(ctx: typer.Context) -> None:
     if state.json:
         state.output.json({"embedded": embedded, "model": embedder.name})
     else:
-        state.output.line(f"re-embedded {embedded} memories with {embedder.name}")
+        state.output.line(f"re-embedded {counted(embedded, 'memory')} with {embedder.name}")

@@ -35,6 +35,7 @@ def export(
       memcore export --out memories.jsonl
       memcore --tenant alice export > alice.jsonl
     """
+    from memcore.wording import counted
     from memcore_cli.operations.transfer import export_memories
     from memcore_cli.parsing.paths import given_path
 
@@ -45,7 +46,9 @@ def export(
     state = state_of(ctx)
     counts = export_memories(state.runtime(), state.output, out_path)
     count, messages = counts["memories"], counts["messages"]
-    said = f"exported {count} memories" + (f" and {messages} messages" if messages else "")
+    said = f"exported {counted(count, 'memory')}" + (
+        f" and {counted(messages, 'message')}" if messages else ""
+    )
     if out_path is None:
         state.output.note(said)
     elif state.json:
@@ -79,6 +82,7 @@ def import_(
       memcore --agent notes import --lines notes.txt
       MEMCORE_HOME=/tmp/fresh memcore import memories.jsonl
     """
+    from memcore.wording import counted
     from memcore_cli.operations.transfer import import_memories
     from memcore_cli.parsing.paths import given_path
 
@@ -90,13 +94,18 @@ def import_(
         state.output.json(report.as_dict())
         return
     state.output.line(
-        f"imported {report.total} records: {report.added} added, {report.present} already present"
-        + (f", {report.superseded} replaced versions left out" if report.superseded else "")
+        f"imported {counted(report.total, 'record')}: {report.added} added, "
+        f"{report.present} already present"
+        + (
+            f", {counted(report.superseded, 'replaced version')} left out"
+            if report.superseded
+            else ""
+        )
     )
     if report.messages:
         counts = report.message_counts()
         state.output.line(
-            f"imported {report.messages} messages: {counts['messages_added']} added, "
+            f"imported {counted(report.messages, 'message')}: {counts['messages_added']} added, "
             f"{counts['messages_present']} already present"
             + (
                 f", {counts['messages_left_out']} left out (this backend keeps no message log)"
@@ -111,6 +120,7 @@ def import_(
             else "this backend assigns its own ids"
         )
         state.output.note(
-            f"{len(report.renamed)} records have a different id here than in the file "
+            f"{counted(len(report.renamed), 'record')} "
+            f"{'has' if len(report.renamed) == 1 else 'have'} a different id here than in the file "
             f"({why}); --json lists them in id_map"
         )

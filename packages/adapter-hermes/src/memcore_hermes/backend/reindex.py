@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memcore.errors import MemcoreError, Unsupported
+from memcore.wording import counted
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def start_background_reindex(store: Any, store_name: str) -> threading.Thread | 
     def run() -> None:
         try:
             done = reindex(store, store_name)
-            logger.info("tablestore-mem: re-embedded %d memories", done)
+            logger.info("tablestore-mem: re-embedded %s", counted(done, "memory"))
         except MemcoreError as exc:  # the store closed under us, or the model failed
             logger.info("tablestore-mem: background re-embedding stopped (%s)", exc)
         except Exception as exc:  # a foreign error must not kill the process's thread silently

@@ -512,12 +512,13 @@ def _run_get(args: argparse.Namespace) -> None:
 
 def _run_forget(args: argparse.Namespace) -> None:
     from memcore.errors import InvalidInput
+    from memcore.wording import counted
 
     ids = list(dict.fromkeys(args.memory_ids))
     with _Session(args) as session:
         found = [session.service.get(i) for i in ids]  # every id checked before any delete
         if not args.yes:
-            what = f"{len(found)} memor{'y' if len(found) == 1 else 'ies'}"
+            what = counted(len(found), "memory")
             if not sys.stdin.isatty():
                 raise InvalidInput(
                     f"not deleting {what} without confirmation: stdin is not a terminal; "
@@ -541,6 +542,7 @@ def _run_forget(args: argparse.Namespace) -> None:
 def _run_export(args: argparse.Namespace) -> None:
     from memcore.errors import InvalidInput
     from memcore.transfer import export_lines
+    from memcore.wording import counted
     from memcore_hermes.config.home import home_expanded
     from memcore_sqlite.storage.file_modes import make_home
     from memcore_sqlite.storage.out_file import open_out
@@ -565,7 +567,10 @@ def _run_export(args: argparse.Namespace) -> None:
     memories, messages = counts["memories"], counts["messages"]
     if target is None:
         _write("".join(lines))
-        _say(f"exported {memories} memories" + (f" and {messages} messages" if messages else ""))
+        _say(
+            f"exported {counted(memories, 'memory')}"
+            + (f" and {counted(messages, 'message')}" if messages else "")
+        )
         return
     from pathlib import Path
 

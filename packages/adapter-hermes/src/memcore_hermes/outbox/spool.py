@@ -23,6 +23,7 @@ import attrs
 from memcore.errors import Unavailable
 from memcore.limits import utf8_len
 from memcore.outbox import OutboxEntry, OutboxStats
+from memcore.wording import counted
 from memcore_hermes.outbox.spool_connection import (
     INSERT_ROW,
     OUTBOX_COLUMNS,
@@ -267,13 +268,14 @@ class SqliteOutbox:
         added: int = self._run(tx)
         if added < 0:
             logger.error(
-                "tablestore-mem spool %s is FULL (limits: %d entries, %d bytes); %d write(s) were "
+                "tablestore-mem spool %s is FULL (limits: %d entries, %d bytes); %s %s "
                 "NOT queued. The backend has not accepted writes for a while; run "
                 "`hermes tablestore-mem doctor`.",
                 self.path,
                 self.limits.max_entries,
                 self.limits.max_bytes,
-                len(entries),
+                counted(len(entries), "write"),
+                "was" if len(entries) == 1 else "were",
             )
             raise Unavailable("the memory spool is full; the write was not queued", field="spool")
         return added

@@ -34,6 +34,7 @@ from memcore.errors import (
     Unavailable,
 )
 from memcore.scope import Scope
+from memcore.wording import counted
 from memcore_sqlite.lexical.fts_upkeep import Upkeep
 from memcore_sqlite.lexical.lengths import LengthCache
 from memcore_sqlite.lexical.postings.cache import PostingsCache
@@ -612,9 +613,11 @@ class Transactions:
         except MemcoreError as exc:
             dropped = len(self.read_audits.take())
             _log.warning(
-                "%d records of reads in %s were not written at close and are dropped: %s",
-                dropped,
+                "%s of reads in %s %s not written at close and %s dropped: %s",
+                counted(dropped, "record"),
                 self.path,
+                "was" if dropped == 1 else "were",
+                "is" if dropped == 1 else "are",
                 exc.message,
             )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from memcore import speakers
 from memcore.errors import Conflict, PermissionDenied, ProtocolError
+from memcore.wording import counted
 from memcore_sqlite.lexical import analysis
 from memcore_sqlite.storage import other_openers
 from memcore_sqlite.storage import tenant_prefixes as prefixes
@@ -276,7 +277,8 @@ def _v8(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE temp.fts_old")
     if differ:
         raise _left_as_it_was(
-            f"{differ} rows of the full-text index do not have the form this release writes"
+            f"{counted(differ, 'row')} of the full-text index "
+            f"{'does' if differ == 1 else 'do'} not have the form this release writes"
         )
     conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
     conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
@@ -348,7 +350,8 @@ def _shared_scope_tags(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE temp.fts_old")
     if differ:
         raise _left_as_it_was(
-            f"{differ} rows of the full-text index would change with their scope's tags kept once"
+            f"{counted(differ, 'row')} of the full-text index would change with "
+            f"{'its' if differ == 1 else 'their'} scope's tags kept once"
         )
     conn.execute("DROP TABLE memory_fts_text_v8")
     conn.execute(_FTS_SCOPES[-1])
@@ -438,7 +441,8 @@ def _float16_vectors(conn: sqlite3.Connection, chunk: int = 4_096) -> None:
     ).fetchone()
     if bad or counts[0] != counts[1]:
         raise _left_as_it_was(
-            f"{bad or abs(counts[0] - counts[1])} stored vectors cannot be held as float16"
+            f"{counted(bad or abs(counts[0] - counts[1]), 'stored vector')} cannot be held as "
+            "float16"
             " (too large, or not float32 vectors)"
         )
     conn.execute("DROP TABLE memory_vectors")
@@ -657,7 +661,7 @@ def _v16(conn: sqlite3.Connection) -> None:
         "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories_v16)"
     ).fetchone()[0]
     if differ:
-        raise _left_as_it_was(f"{differ} memories could not be copied")
+        raise _left_as_it_was(f"{counted(differ, 'memory')} could not be copied")
     conn.execute("DROP TABLE memories")
     conn.execute("ALTER TABLE memories_v16 RENAME TO memories")
     for sql in indexes:
@@ -720,7 +724,10 @@ def _v17(conn: sqlite3.Connection) -> None:
         "SELECT count(*) FROM memory_fts_scopes WHERE prefix LIKE 'v17 %'"
     ).fetchone()[0]
     if left:
-        raise _left_as_it_was(f"{left} scopes of the full-text index have no tenant")
+        raise _left_as_it_was(
+            f"{counted(left, 'scope')} of the full-text index {'has' if left == 1 else 'have'} "
+            "no tenant"
+        )
     conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
     conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2)")
     conn.execute(_FTS_SCOPES[-1])

@@ -16,6 +16,7 @@ from memcore.service import MemoryService
 from memcore.transfer.parsing import ImportRecord, MessageRecord
 from memcore.transfer.planning import Plan
 from memcore.values import LoggedMessage, MemoryRecord, MemoryVersion, VersionLink
+from memcore.wording import counted
 
 
 def restore_log(
@@ -232,23 +233,26 @@ class Undone:
         if not self.added:
             return "import stopped; it had added nothing"
         deleted = self.added - self.left - self.claimed
+        added = f"the {counted(self.added, 'memory')} it had added"
         if not self.left and not self.claimed:
-            return f"import stopped; the {self.added} memories it had added were deleted again"
+            return f"import stopped; {added} {_was(self.added)} deleted again"
         kept = (
-            f"{self.claimed} were kept because another write landed in them meanwhile"
+            f"{self.claimed} {_was(self.claimed)} kept because another write landed in "
+            f"{'it' if self.claimed == 1 else 'them'} meanwhile"
             if self.claimed
             else ""
         )
         if not self.left:
-            return (
-                f"import stopped; of the {self.added} memories it had added, {deleted} were "
-                f"deleted again and {kept}"
-            )
+            return f"import stopped; of {added}, {deleted} {_was(deleted)} deleted again and {kept}"
         return (
-            f"import stopped; of the {self.added} memories it had added, {self.left} are still "
+            f"import stopped; of {added}, {self.left} {'is' if self.left == 1 else 'are'} still "
             f"stored (the store refused to delete them){', ' + kept if kept else ''} and "
-            f"{deleted} were deleted again; running the import again is safe"
+            f"{deleted} {_was(deleted)} deleted again; running the import again is safe"
         )
+
+
+def _was(count: int) -> str:
+    return "was" if count == 1 else "were"
 
 
 def take_back(
@@ -354,9 +358,11 @@ def finished(added: int, messages: int) -> KeyboardInterrupt:
     """The interrupt to raise for an import that Ctrl-C reached in its last step (the message
     log, one transaction): it had finished by then. Nothing is taken back, since deleting
     the memories would leave the messages it logged: the line says what it kept."""
-    logged = f" and {messages} messages" if messages else ""
+    logged = f" and {counted(messages, 'message')}" if messages else ""
+    kept = "is" if added == 1 and not messages else "are"
     return KeyboardInterrupt(
-        f"import finished before it could stop; the {added} memories{logged} it added are kept"
+        f"import finished before it could stop; the {counted(added, 'memory')}{logged} it "
+        f"added {kept} kept"
     )
 
 
