@@ -366,6 +366,20 @@ def test_config_set_refuses_an_empty_local_path(local_cli, value):
     assert path.read_text(encoding="utf-8") == before
 
 
+def test_config_set_refuses_a_local_path_under_a_user_this_system_does_not_know(local_cli):
+    """``config set local_path '~nosuchuser/x'`` was written, and every later command then
+    failed on it; it is refused when set, in one line naming the setting, the file unchanged."""
+    path = local_cli.home / "config.json"
+    before = path.read_text(encoding="utf-8")
+    result = local_cli("config", "set", "local_path", "~memcore-no-such-user/memories.db")
+    assert result.exit_code == 2, result.stdout
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("memcore: error: '~memcore-no-such-user/memories.db' names a home")
+    assert "local_path" in line
+    assert path.read_text(encoding="utf-8") == before
+    local_cli.ok("config", "set", "local_path", "~/memories.db")  # a home that exists: kept
+
+
 def test_a_hand_written_blank_local_path_is_refused_not_made_a_file(home, local_cli, set_config):
     set_config(home, {"embedder": "none", "local_path": "  "})
     result = local_cli("add", "where does this go")

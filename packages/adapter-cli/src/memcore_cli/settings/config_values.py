@@ -50,6 +50,15 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
             field=key,
             source=source,
         )
+    if key == "local_path" and text.strip().lower() not in _UNSET:
+        from memcore_cli.settings.home import home_expanded
+
+        if home_expanded(text) is None:  # else written, and refused by every later command
+            raise ConfigError(
+                f"{text!r} names a home folder this system does not know",
+                field=key,
+                source=source,
+            )
     declared = fields[key].type
     kind = declared.__name__ if isinstance(declared, type) else str(declared)
     optional = "None" in kind
