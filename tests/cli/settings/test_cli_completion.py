@@ -67,3 +67,38 @@ def test_powershell_profile_and_policy_are_left_to_the_user(local_cli, user_home
     shown = local_cli("--show-completion", env={"HOME": str(user_home)})
     assert shown.exit_code == 0 and "Register-ArgumentCompleter" in shown.stdout
     assert list(user_home.iterdir()) == []
+
+
+def test_a_shell_named_after_show_completion_is_the_one_shown(local_cli, user_home, monkeypatch):
+    """``memcore --show-completion fish`` (as older Typer took it) printed the detected
+    shell's script, bash's, and exited 0."""
+    _shell(monkeypatch, "bash")
+    result = local_cli("--show-completion", "fish", env={"HOME": str(user_home)})
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "complete --command memcore" in result.stdout and "COMPREPLY" not in result.stdout
+
+
+def test_a_shell_named_after_install_completion_is_the_one_installed(
+    local_cli, user_home, monkeypatch
+):
+    """``memcore --install-completion fish`` installed bash completion and edited
+    ``~/.bashrc``, a file the user had not asked to be touched."""
+    _shell(monkeypatch, "bash")
+    result = local_cli("--install-completion", "fish", env={"HOME": str(user_home)})
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    script = user_home / ".config" / "fish" / "completions" / "memcore.fish"
+    assert result.stdout.startswith(f"fish completion installed in {script}\n")
+    assert {p for p in user_home.rglob("*") if p.is_file()} == {script}
+
+
+@pytest.mark.parametrize("flag", ["--install-completion", "--show-completion"])
+@pytest.mark.parametrize("word", ["tcsh", "list", ""])
+def test_a_word_after_a_completion_option_that_names_no_shell_is_refused(
+    local_cli, user_home, monkeypatch, flag, word
+):
+    _shell(monkeypatch, "bash")
+    result = local_cli(flag, word, env={"HOME": str(user_home)})
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("memcore: error: cannot ") and f"shell {word!r} is not supported" in line
+    assert result.stdout == "" and list(user_home.iterdir()) == []

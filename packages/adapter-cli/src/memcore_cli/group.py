@@ -213,8 +213,8 @@ class MemcoreGroup(TyperGroup):
 
         interrupts.start()
         coercion.install(self)  # plain option values without pydantic (see the module)
-        completion.guard(self)  # shell completion's failures reported like any other
         words = sys.argv[1:] if args is None else list(args)
+        completion.guard(self, words)  # shell completion's failures reported like any other
         args = words
         if sys.stdout is None:  # started with stdout closed (``>&-``): do nothing
             from memcore_cli.output.stdout import closed

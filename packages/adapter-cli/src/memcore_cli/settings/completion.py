@@ -5,12 +5,16 @@ folder, a read-only home), reported an unsupported shell on stdout with exit 1, 
 that they had edited the shell's start-up file, and for PowerShell set the user's execution
 policy to Unrestricted before appending to a profile wherever ``$PROFILE`` points. Here every
 failure is one line and a documented exit code, every file written is named, and a
-PowerShell profile is left to the user.
+PowerShell profile is left to the user. A shell named after the option (``--show-completion
+fish``, as older Typer releases took it) is the one used; it was ignored, and bash's script
+shown or installed.
 """
 
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NoReturn
 
 import typer
@@ -36,27 +40,51 @@ def detect_shell() -> str | None:
     return _get_shell_name()
 
 
-def guard(group: Any) -> None:
-    """Give the group's completion options the callbacks below instead of Typer's."""
+def guard(group: Any, words: Sequence[str] = ()) -> None:
+    """Give the group's completion options the callbacks below instead of Typer's; ``words``
+    is the command line, for a shell named after an option."""
+    callbacks: dict[str, tuple[str, Callable[..., Any], str]] = {
+        "install_completion": (
+            "--install-completion",
+            _install,
+            f"Install completion for the current shell, or the one named after it "
+            f"({', '.join(INSTALLED)}).",
+        ),
+        "show_completion": (
+            "--show-completion",
+            _show,
+            f"Show completion for the current shell, or the one named after it "
+            f"({', '.join(SHOWN)}), to copy it or customize the installation.",
+        ),
+    }
     for param in group.params:
-        if param.name == "install_completion":
-            param.callback = _install
-        elif param.name == "show_completion":
-            param.callback = _show
+        if param.name in callbacks:
+            flag, callback, help_text = callbacks[param.name]
+            param.callback = partial(callback, named=_named(words, flag))
+            param.help = help_text
+
+
+def _named(words: Sequence[str], flag: str) -> str | None:
+    """The word right after ``flag`` when it is no option: the shell asked for. Click takes
+    it for a command name, which the option's eager callback never reaches."""
+    if flag not in words:
+        return None
+    rest = list(words)[list(words).index(flag) + 1 :]
+    return rest[0] if rest and not rest[0].startswith("-") else None
 
 
 def _fail(error: Exception) -> NoReturn:
     raise CompletionFailed(error)
 
 
-def _shell(supported: tuple[str, ...], verb: str) -> str:
+def _shell(supported: tuple[str, ...], verb: str, named: str | None) -> str:
     from memcore.errors import InvalidInput
 
-    shell = detect_shell()
+    shell = detect_shell() if named is None else named
     if shell not in supported:
         what = "no shell was detected" if shell is None else f"shell {shell!r} is not supported"
         if shell in SHOWN:  # PowerShell: its profile (and execution policy) are the user's
-            what += "; add the output of 'memcore --show-completion' to your $PROFILE"
+            what += f"; add the output of 'memcore --show-completion {shell}' to your $PROFILE"
         _fail(
             InvalidInput(
                 f"cannot {verb} completion: {what} (supported: {', '.join(supported)})",
@@ -76,20 +104,20 @@ def _script(shell: str, ctx: Any) -> tuple[str, str]:
     )
 
 
-def _show(ctx: Any, param: Any, value: Any) -> Any:
+def _show(ctx: Any, param: Any, value: Any, *, named: str | None = None) -> Any:
     if not value or ctx.resilient_parsing:
         return value
-    _, script = _script(_shell(SHOWN, "show"), ctx)
+    _, script = _script(_shell(SHOWN, "show", named), ctx)
     typer.echo(script)
     raise typer.Exit(0)
 
 
-def _install(ctx: Any, param: Any, value: Any) -> Any:
+def _install(ctx: Any, param: Any, value: Any, *, named: str | None = None) -> Any:
     if not value or ctx.resilient_parsing:
         return value
     from typer._completion_shared import install
 
-    shell = _shell(tuple(INSTALLED), "install")
+    shell = _shell(tuple(INSTALLED), "install", named)
     prog_name = ctx.find_root().info_name or "memcore"
     try:
         path = install(shell=shell, prog_name=prog_name)[1]
