@@ -53,6 +53,13 @@ def test_half_a_pair_is_refused() -> None:
     assert caught.value.field == "TABLESTORE_MEMORY_SK"
 
 
+def test_half_the_cloud_pair_is_refused_naming_the_other_half() -> None:
+    with pytest.raises(PermissionDenied) as caught:
+        resolve_credentials({"ALIBABA_CLOUD_ACCESS_KEY_ID": "cloud-ak"})
+    assert caught.value.field == "ALIBABA_CLOUD_ACCESS_KEY_SECRET"
+    assert "cloud-ak" not in str(caught.value)
+
+
 def test_secrets_never_appear_in_reprs() -> None:
     creds = Credentials("LTAIexampleid42", "super-secret-value", "sts-secret-token")
     for text in (

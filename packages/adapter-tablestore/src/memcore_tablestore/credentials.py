@@ -186,17 +186,18 @@ def resolve_credentials(env: Mapping[str, str] | None = None) -> Credentials:
     it is imported only then, because it reads the environment when it is imported.
     """
     source = os.environ if env is None else env
-    ak, sk = source.get(AK_ENV, "").strip(), source.get(SK_ENV, "").strip()
-    if ak or sk:
-        if not (ak and sk):
-            missing = SK_ENV if ak else AK_ENV
-            raise PermissionDenied(
-                f"{missing} is not set, but its partner is; set both", field=missing
-            )
-        return Credentials(ak, sk, source.get(STS_ENV) or None)
-    cloud_ak, cloud_sk = source.get(CLOUD_AK_ENV, "").strip(), source.get(CLOUD_SK_ENV, "").strip()
-    if cloud_ak and cloud_sk:
-        return Credentials(cloud_ak, cloud_sk, source.get(CLOUD_STS_ENV) or None)
+    for id_var, secret_var, token_var in (
+        (AK_ENV, SK_ENV, STS_ENV),
+        (CLOUD_AK_ENV, CLOUD_SK_ENV, CLOUD_STS_ENV),
+    ):
+        ak, sk = source.get(id_var, "").strip(), source.get(secret_var, "").strip()
+        if ak and sk:
+            return Credentials(ak, sk, source.get(token_var) or None)
+        if ak or sk:
+            # Half a pair is a mistake to name, not a reason to ask the default chain, whose
+            # providers reach the network (the ECS metadata service) or another identity.
+            missing, given = (secret_var, id_var) if ak else (id_var, secret_var)
+            raise PermissionDenied(f"{missing} is not set, but {given} is; set both", field=missing)
     if env is not None:
         raise PermissionDenied(_missing_message(), field="credentials")
     return _default_chain()
