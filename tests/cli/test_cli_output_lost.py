@@ -194,3 +194,70 @@ def test_an_export_that_cannot_be_written_whole_leaves_the_old_file(tmp_path):
     )
     assert out.read_text(encoding="utf-8") == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "out.jsonl"]
+
+
+#: ``sh -c`` running ``$0 -c $1 ARGS`` with stderr closed (``memcore ... 2>&-``).
+SHELL_WITHOUT_STDERR = 'code=$1; shift; exec "$0" -c "$code" "$@" 2>&-'
+
+
+def _without_stderr(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sh", "-c", SHELL_WITHOUT_STDERR, sys.executable, MAIN, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(home),
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["list"], 0),
+        (["export"], 0),
+        (["count"], 0),
+        (["get", "0123456789abcdef0123456789abcdef"], 3),
+        (["list", "--limit", "0"], 2),
+        (["no-such-command"], 2),
+    ],
+)
+def test_a_closed_stderr_changes_no_exit_code(seeded, args, code):
+    """Run with stderr closed (``2>&-``, as some cron jobs and services are), a command
+    that succeeded exited 1 when it wrote a remark ("exported 2 memories"), and one that
+    failed exited 1 whatever its error: the exit code is all such a caller gets."""
+    done = _without_stderr(seeded, *args)
+    assert done.returncode == code, done.stdout
+    assert "Traceback" not in done.stdout
+
+
+def test_a_first_run_with_stderr_closed_still_adds(tmp_path):
+    """The first-run note could not be written, and the add that opened the store failed
+    (exit 1) without storing the memory."""
+    home = tmp_path / "fresh"
+    done = _without_stderr(home, "add", "--sync", "User keeps bees")
+    assert done.returncode == 0 and done.stdout.startswith("remembered ")
+    assert _run(home, "count").stdout.strip() == "1"
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["export"], 0),
+        (["get", "0123456789abcdef0123456789abcdef"], 3),
+        (["list", "--limit", "0"], 2),
+    ],
+)
+def test_stderr_on_a_full_disk_changes_no_exit_code(seeded, args, code):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", MAIN, *args],
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            env=_env(seeded),
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == code, done.stdout

@@ -19,6 +19,7 @@ from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
 from typer.core import TyperGroup
 
+from memcore_cli.output.stderr import ForgivingStderr
 from memcore_cli.output.stdout import GuardedStdout
 from memcore_cli.output.visible import json_safe, visible
 
@@ -203,6 +204,28 @@ class MemcoreGroup(TyperGroup):
     ) -> Any:
         from memcore_cli.output import interrupts
         from memcore_cli.parsing import coercion
+        from memcore_cli.settings import completion
+
+        interrupts.start()
+        coercion.install(self)  # plain option values without pydantic (see the module)
+        words = sys.argv[1:] if args is None else list(args)
+        completion.guard(self, words)  # shell completion's failures reported like any other
+        stderr = sys.stderr
+        sys.stderr = ForgivingStderr(stderr)
+        try:
+            return self._main(words, prog_name, complete_var, standalone_mode, **extra)
+        finally:
+            sys.stderr = stderr
+
+    def _main(
+        self,
+        words: list[str],
+        prog_name: str | None,
+        complete_var: str | None,
+        standalone_mode: bool,
+        **extra: Any,
+    ) -> Any:
+        """:meth:`main` with stderr forgiving: every failure one line and its exit code."""
         from memcore_cli.parsing.argv import (
             MissingValue,
             hoist_globals,
@@ -211,10 +234,6 @@ class MemcoreGroup(TyperGroup):
         )
         from memcore_cli.settings import completion
 
-        interrupts.start()
-        coercion.install(self)  # plain option values without pydantic (see the module)
-        words = sys.argv[1:] if args is None else list(args)
-        completion.guard(self, words)  # shell completion's failures reported like any other
         args = words
         if sys.stdout is None:  # started with stdout closed (``>&-``): do nothing
             from memcore_cli.output.stdout import closed

@@ -34,10 +34,11 @@ def report(detail: str = "") -> int:
     global _reported
     if not _reported:
         _reported = True
-        sys.stderr.write(
-            f"memcore: interrupted ({detail})\n" if detail else "memcore: interrupted\n"
-        )
-        sys.stderr.flush()
+        from memcore_cli.output.stderr import ForgivingStderr  # stderr closed: code kept
+
+        err = ForgivingStderr(sys.stderr)
+        err.write(f"memcore: interrupted ({detail})\n" if detail else "memcore: interrupted\n")
+        err.flush()
     return INTERRUPTED
 
 
