@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from memcore.service import MemoryService
     from memcore.values import MemoryRecord
 
+#: The most a ``--messages-file`` is read: a write of the most messages, each with metadata at
+#: its limit (20 x 64 KiB, and 32,000 bytes of content), every byte a six-byte ``\uXXXX``
+#: escape, is under 8 MiB. Past this no file can be a write; /dev/zero would be read for ever.
+MAX_MESSAGES_FILE_BYTES = 16 << 20
+
 MetadataOpt = Annotated[
     list[str] | None,
     typer.Option("--metadata", "-m", help="A metadata entry key=value; repeat for more."),
@@ -112,20 +117,31 @@ def _read_stdin() -> str:
     """stdin as text, a byte that is not UTF-8 (of its encoding) kept as the surrogate Python
     makes of it in argv, so the text check names the byte rather than the decoder failing
     (stdin decodes strictly under most UTF-8 locales)."""
-    if sys.stdin is None:  # started with stdin closed (`<&-`)
-        from memcore.errors import InvalidInput
+    from memcore import limits
+    from memcore.errors import InvalidInput
 
+    if sys.stdin is None:  # started with stdin closed (`<&-`)
         raise InvalidInput("cannot read '-': stdin is closed", field="text")
+    # Read no further than a text can be (``yes |`` and /dev/zero never end): a character is
+    # a UTF-8 byte at least, and echo's line break adds two at most.
+    most = limits.MAX_TEXT_BYTES + 2
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:
-        return sys.stdin.read()
-    encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
-    # A text wrapper of its own: the line breaks are read as ``sys.stdin`` reads them.
-    reader = io.TextIOWrapper(buffer, encoding=encoding, errors="surrogateescape")
-    try:
-        return reader.read()
-    finally:
-        reader.detach()  # stdin stays open
+        text = sys.stdin.read(most + 1)
+    else:
+        encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+        # A text wrapper of its own: the line breaks are read as ``sys.stdin`` reads them.
+        reader = io.TextIOWrapper(buffer, encoding=encoding, errors="surrogateescape")
+        try:
+            text = reader.read(most + 1)
+        finally:
+            reader.detach()  # stdin stays open
+    if len(text) > most:
+        limit = limits.MAX_TEXT_BYTES
+        raise InvalidInput(
+            f"text is more than {limit} UTF-8 bytes; the limit is {limit}", field="text"
+        )
+    return text
 
 
 def _without_final_newline(text: str) -> str:
@@ -143,7 +159,15 @@ def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
     from memcore.values import Message
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_MESSAGES_FILE_BYTES + 1)
+        if len(raw) > MAX_MESSAGES_FILE_BYTES:
+            raise InvalidInput(
+                f"{path} is larger than any write takes ({MAX_MESSAGES_FILE_BYTES >> 20} MiB "
+                "at most); give a JSON file of messages",
+                field="messages_file",
+            )
+        data = json.loads(raw.decode("utf-8-sig"))
     except PermissionError:  # exit 4, as an unreadable config: not a malformed file
         raise PermissionDenied(
             f"cannot read {path} (permission denied)", field="messages_file"
