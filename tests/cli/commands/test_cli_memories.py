@@ -228,6 +228,30 @@ def test_stores_create_describe_list_delete(cli):
     assert cli("stores", "create", "bad-name!").exit_code == 2
 
 
+def test_a_messages_file_under_the_home_folder_is_read_as_export_and_import_read_theirs(
+    local_cli, tmp_path: Path, monkeypatch
+):
+    """``--messages-file '~/turn.json'`` was "cannot read ~/turn.json (No such file or
+    directory)", while ``export --out '~/...'`` and ``import '~/...'`` take the home folder."""
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.setenv("HOME", str(user))
+    (user / "turn.json").write_text(
+        json.dumps([{"role": "user", "content": "I moved to Berlin last month"}]),
+        encoding="utf-8",
+    )
+    local_cli.ok("add", "--sync", "--messages-file", "~/turn.json")
+    assert [m["content"] for m in local_cli.json("messages")["items"]] == [
+        "I moved to Berlin last month"
+    ]
+    unknown = local_cli("add", "--messages-file", "~memcore-no-such-user/turn.json")
+    assert unknown.exit_code == 2
+    assert unknown.stderr == (
+        "memcore: error: ~memcore-no-such-user/turn.json names a home folder this system "
+        "does not know\n"
+    )
+
+
 def test_a_messages_file_time_dates_the_memory(cli, tmp_path: Path):
     """A message's ``timestamp`` (ISO 8601, or seconds as ``messages --json`` prints them) is
     when it was said: its memory is dated then; a bad one is one line and exit 2."""

@@ -84,7 +84,14 @@ def add(
         path = given_path(
             messages_file, name="--messages-file", field="messages_file", instead=instead
         )
-        messages = _read_messages(path, meta)
+        from memcore_cli.settings.home import home_expanded
+
+        expanded = home_expanded(path)  # '~/turn.json' as export --out and import take it
+        if expanded is None:
+            raise InvalidInput(
+                f"{path} names a home folder this system does not know", field="messages_file"
+            )
+        messages = _read_messages(expanded, meta)
     runtime = state.runtime()
     scope = runtime.settings.scope.write_scope()
     service = runtime.service()
