@@ -261,3 +261,43 @@ def test_stderr_on_a_full_disk_changes_no_exit_code(seeded, args, code):
             check=False,
         )
     assert done.returncode == code, done.stdout
+
+
+@pytest.fixture
+def big(tmp_path) -> Path:
+    """A store whose listing is far more than a pipe holds (64 KiB on Linux)."""
+    home = tmp_path / "big"
+    lines = tmp_path / "lines.txt"
+    lines.write_text(
+        "".join(f"memory {i} " + f"word{i} " * 300 + "\n" for i in range(100)), encoding="utf-8"
+    )
+    assert _run(home, "import", "--lines", str(lines)).returncode == 0
+    return home
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--json", "list", "--all"],
+        ["--json", "list", "--limit", "100"],
+        ["list", "--limit", "100"],
+        ["list", "--all"],
+        ["--json", "search", "word1", "--top-k", "50"],
+    ],
+)
+def test_a_reader_that_goes_away_ends_every_listing_alike(big, args):
+    """``memcore list --all | head -1``: a listing written line by line stopped with exit 1
+    (the reader went away), but one written in a single piece (a table, a JSON document)
+    exited 0, the rest of its output silently dropped past the first 64 KiB."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", MAIN, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(big),
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.read(10)
+    child.stdout.close()
+    assert child.wait(timeout=120) == 1
+    assert child.stderr.read() == b""
+    child.stderr.close()

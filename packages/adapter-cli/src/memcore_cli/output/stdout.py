@@ -41,6 +41,10 @@ def lost(exc: OSError) -> Unavailable:
     return Unavailable(f"cannot write the output: {why}", field="stdout", retryable=False)
 
 
+#: Characters handed to stdout at once (see :meth:`GuardedStdout.write`); its buffer's size.
+_PIECE = 8192
+
+
 class GuardedStdout:
     """``sys.stdout`` while the CLI runs: a failed write raises :func:`lost`'s error, and
     :attr:`failed` says so (what could not be written must not fail again at exit)."""
@@ -61,7 +65,15 @@ class GuardedStdout:
 
     def write(self, text: str) -> int:
         with self._guard():
-            return self.stream.write(text)
+            # In pieces: CPython's buffered writer takes a pipe's short write of one large
+            # piece (the reader gone after 64 KiB, ``| head``) as done and drops the rest, so
+            # a table or JSON document was cut short with exit 0; a piece at a time, the
+            # closed pipe is the BrokenPipeError a listing written line by line gets.
+            if not isinstance(text, str):  # what the stream makes of it (click's bytes)
+                return self.stream.write(text)
+            for start in range(0, len(text), _PIECE):
+                self.stream.write(text[start : start + _PIECE])
+            return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
         with self._guard():
