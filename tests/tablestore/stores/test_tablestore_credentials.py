@@ -203,3 +203,41 @@ def test_the_async_store_renews_them_too(
             await store.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    "var",
+    [
+        "TABLESTORE_MEMORY_AK",
+        "TABLESTORE_MEMORY_SK",
+        "TABLESTORE_MEMORY_STS_TOKEN",
+        "ALIBABA_CLOUD_ACCESS_KEY_ID",
+        "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+        "ALIBABA_CLOUD_SECURITY_TOKEN",
+    ],
+)
+@pytest.mark.parametrize("bad", ["key-with-a-\udce9-byte", "key-with-a\nline-break", "clé-accent"])
+def test_a_key_no_request_can_carry_is_refused_where_it_is_read(var: str, bad: str) -> None:
+    """A stray byte in an access key (not UTF-8 in the environment, or pasted with a line
+    break) failed on the first call as "could not be sent: 'utf-8' codec can't encode", exit
+    2, or as "the service answered with a non-object JSON body", exit 5, blaming the service;
+    ``doctor`` had said the credentials were found."""
+    prefix = "TABLESTORE_MEMORY" if var.startswith("TABLESTORE") else "ALIBABA_CLOUD"
+    names = (
+        ("TABLESTORE_MEMORY_AK", "TABLESTORE_MEMORY_SK")
+        if prefix == "TABLESTORE_MEMORY"
+        else ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET")
+    )
+    env = {name: "good-value-1234" for name in names}
+    env[var] = bad
+    with pytest.raises(PermissionDenied) as caught:
+        resolve_credentials(env)
+    assert caught.value.field == var
+    assert str(caught.value).startswith(f"credentials: {var} holds a character no HTTP")
+    assert bad not in str(caught.value) and "good-value-1234" not in str(caught.value)
+
+
+def test_a_pair_built_by_hand_is_checked_alike() -> None:
+    with pytest.raises(PermissionDenied) as caught:
+        Credentials("ak\n", "secret")
+    assert caught.value.field == "access_key_id"

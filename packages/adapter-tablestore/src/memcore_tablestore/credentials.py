@@ -35,18 +35,37 @@ def _non_empty(_: object, attribute: attrs.Attribute[str], value: str) -> None:
         )
 
 
-def _header_safe(_: object, attribute: attrs.Attribute[str], value: str) -> None:
-    """An API key travels in a header, which carries printable ASCII only: a stray byte (a
-    key pasted from a document, an environment variable not in UTF-8) failed as "the service
-    answered with a non-object JSON body", blaming the service for a key never sent."""
-    _non_empty(_, attribute, value)
+def _unsendable(name: str, value: str, *, field: str) -> None:
+    """Refuse a key with a character no HTTP header carries (printable ASCII only), naming
+    ``name`` (the variable or field it came from) and the position, never the key: a stray
+    byte (a key pasted from a document, an environment variable not in UTF-8) failed on the
+    first call as "could not be sent: 'utf-8' codec can't encode" or as "the service
+    answered with a non-object JSON body", blaming the service for a key never sent. An
+    access key pair's secret only signs, but is as ASCII as its id."""
     for i, char in enumerate(value):
         if not (char.isascii() and char.isprintable()):
             raise PermissionDenied(
-                f"credentials: {API_KEY_ENV} holds a character no HTTP header can carry "
+                f"credentials: {name} holds a character no HTTP header can carry "
                 f"(character {i + 1}); copy the key again",
-                field=attribute.name,
+                field=field,
             )
+
+
+def _header_safe(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """An API key travels in a header (see :func:`_unsendable`)."""
+    _non_empty(_, attribute, value)
+    _unsendable(API_KEY_ENV, value, field=attribute.name)
+
+
+def _key_safe(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """A part of an access key pair, as :func:`_header_safe` checks an API key."""
+    _non_empty(_, attribute, value)
+    _unsendable(attribute.name, value, field=attribute.name)
+
+
+def _token_safe(_: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None:
+        _unsendable(attribute.name, value, field=attribute.name)
 
 
 def _mask(value: str) -> str:
@@ -60,9 +79,9 @@ class Credentials:
     ``renewal``: where renewed ones come from (the default chain's STS credentials expire);
     the stores then ask it before each request. None: these are used as they are."""
 
-    access_key_id: str = attrs.field(validator=_non_empty)
-    access_key_secret: str = attrs.field(validator=_non_empty)
-    security_token: str | None = None
+    access_key_id: str = attrs.field(validator=_key_safe)
+    access_key_secret: str = attrs.field(validator=_key_safe)
+    security_token: str | None = attrs.field(default=None, validator=_token_safe)
     renewal: ChainRenewal | None = attrs.field(default=None, eq=False, kw_only=True)
 
     def current(self) -> Credentials:
@@ -192,7 +211,10 @@ def resolve_credentials(env: Mapping[str, str] | None = None) -> Credentials:
     ):
         ak, sk = source.get(id_var, "").strip(), source.get(secret_var, "").strip()
         if ak and sk:
-            return Credentials(ak, sk, source.get(token_var) or None)
+            token = source.get(token_var) or None
+            for var, value in ((id_var, ak), (secret_var, sk), (token_var, token or "")):
+                _unsendable(var, value, field=var)  # named by its variable, not the field
+            return Credentials(ak, sk, token)
         if ak or sk:
             # Half a pair is a mistake to name, not a reason to ask the default chain, whose
             # providers reach the network (the ECS metadata service) or another identity.
