@@ -179,14 +179,17 @@ def test_a_file_this_user_cannot_read_exits_4_naming_it(tmp_path, fresh_cli, mon
 
     path = tmp_path / "locked.jsonl"
     path.write_text("[]", encoding="utf-8")
-    real = Path.read_text
 
-    def refuse(self: Path, *args, **kwargs) -> str:
-        if self == path:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self, *args, **kwargs)
+    def refusing(real):  # the file is read as text (import) or as bytes (a messages file)
+        def refuse(self: Path, *args, **kwargs):
+            if self == path:
+                raise PermissionError(13, "Permission denied", str(self))
+            return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", refuse)
+        return refuse
+
+    monkeypatch.setattr(Path, "read_text", refusing(Path.read_text))
+    monkeypatch.setattr(Path, "open", refusing(Path.open))
     result = fresh_cli(*command.split(), str(path))
     assert result.exit_code == 4, result.stderr
     assert result.stderr == f"memcore: error: cannot read {path} (permission denied)\n"
