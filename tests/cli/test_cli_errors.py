@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+
+from tests.cli.conftest import Cli
 
 
 def _one_line_error(result, code: int, *needles: str) -> str:
@@ -256,7 +259,7 @@ def test_a_deleted_tablestore_store_exits_3_saying_so(emulator_fake_cli, args):
     emulator_fake_cli.ok("add", "--sync", "Erin plays the cello")
     emulator_fake_cli.ok("stores", "delete", "hermes_mem", "--yes")
     line = _one_line_error(emulator_fake_cli(*args), 3, "memory store 'hermes_mem' does not exist")
-    assert "memcore stores create hermes_mem" in line
+    assert "memcore --backend tablestore stores create hermes_mem" in line
     error = json.loads(emulator_fake_cli("--json", *args).stderr)["error"]
     assert (error["code"], error["exit_code"]) == ("store_not_found", 3)
 
@@ -275,3 +278,21 @@ def test_a_read_never_creates_a_deleted_or_mistyped_tablestore_store(emulator_fa
     cli.ok("add", "--sync", "Erin plays the viola")  # the first write creates it
     assert [s["name"] for s in cli.json("stores", "list")] == ["hermes_mme"]
     assert [m["text"] for m in cli.json("list")["items"]] == ["Erin plays the viola"]
+
+
+def test_the_way_to_create_a_missing_store_names_the_backend_it_was_read_on(emulator_fake_cli):
+    """The README selects TableStore with ``--backend tablestore``: the line's "create it with
+    'memcore stores create ...'" run as given went to the embedded store, and the read failed
+    again. The commands it names carry the flags that chose the store, and do what they say."""
+    cli = emulator_fake_cli
+    cli.ok("config", "set", "memory_store_name", "fresh_notes")
+    line = _one_line_error(cli("list"), 3, "memory store 'fresh_notes' does not exist")
+    told = "'memcore --backend tablestore stores create fresh_notes'"
+    assert told in line and "'memcore --backend tablestore doctor'" in line
+    error = json.loads(cli("--json", "search", "cello").stderr)["error"]
+    assert told in error["message"]
+    # Run exactly as told, with no flag of its own: the read then finds the store.
+    hinted = shlex.split(line.split("create it with '", 1)[1].split("'", 1)[0])
+    assert hinted[0] == "memcore"
+    Cli(cli.home, env=cli.env).ok(*hinted[1:])
+    assert cli.json("list")["items"] == []

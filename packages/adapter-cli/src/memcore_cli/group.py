@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -159,6 +160,20 @@ def answer_lost_after_write(exc: Exception, words: Sequence[str]) -> Exception:
     )
 
 
+def store_advice(exc: Exception, store_argv: Sequence[str]) -> Exception:
+    """A missing memory store's error with the ``memcore ...`` commands it advises (create
+    the store, run doctor) given the flags that chose the store (``--backend tablestore``):
+    run as written without them, they reach the configured default, often the embedded
+    store, and the read fails again."""
+    from memcore.errors import StoreNotFound
+
+    if not isinstance(exc, StoreNotFound) or not store_argv:
+        return exc
+    flags = " ".join(shlex.quote(a) for a in store_argv)
+    told = exc.message.replace("'memcore ", f"'memcore {flags} ")
+    return StoreNotFound(told, field=exc.field, retryable=exc.retryable)
+
+
 def _stdout_failed() -> bool:
     return isinstance(sys.stdout, GuardedStdout) and sys.stdout.failed
 
@@ -183,6 +198,8 @@ class MemcoreGroup(TyperGroup):
             raise typer.Exit(_stdout_gone()) from None
         except Exception as exc:
             state = ctx.obj
+            options = getattr(state, "options", None)
+            exc = store_advice(exc, options.store_argv() if options is not None else ())
             if _stdout_failed():
                 exc = answer_lost_after_write(exc, ctx.meta.get(COMMAND_ARGS, []))
             code = report_error(

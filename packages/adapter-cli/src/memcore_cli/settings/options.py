@@ -16,6 +16,9 @@ FORMATS = ("table", "plain", "json")
 #: The scope flags, as (flag, GlobalOptions field); paging hints repeat every one given.
 SCOPE_FLAGS = (("--app", "app"), ("--tenant", "tenant"), ("--agent", "agent"), ("--run", "run"))
 
+#: The flags that choose the backend and store, as (flag, GlobalOptions field).
+STORE_FLAGS = (("--hermes-home", "hermes_home"), ("--backend", "backend"), ("--config", "config"))
+
 
 @dataclasses.dataclass(frozen=True)
 class GlobalOptions:
@@ -34,13 +37,18 @@ class GlobalOptions:
 
     def scope_argv(self) -> list[str]:
         """The scope (and backend/config) flags as given, to repeat them in a hint."""
+        argv = self.store_argv()
+        for flag, name in SCOPE_FLAGS:
+            value = getattr(self, name)
+            if value is not None:
+                argv += [flag, value]
+        return argv
+
+    def store_argv(self) -> list[str]:
+        """The flags that chose the backend and store (``--hermes-home``, ``--backend``,
+        ``--config``) as given: a command a message advises must reach the same store."""
         argv: list[str] = []
-        for flag, name in (
-            ("--hermes-home", "hermes_home"),
-            ("--backend", "backend"),
-            ("--config", "config"),
-            *SCOPE_FLAGS,
-        ):
+        for flag, name in STORE_FLAGS:
             value = getattr(self, name)
             if value is not None:
                 argv += [flag, value]
