@@ -20,7 +20,10 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memcore.errors import MemcoreError
 
 #: The command Hermes gives this provider's tree (its name).
 PROVIDER_COMMAND = "tablestore-mem"
@@ -223,6 +226,7 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         _stdout_gone()
         raise SystemExit(1) from None
     except MemcoreError as exc:
+        exc = _store_advice(exc)
         code = int(exit_code_for(exc))
         message = exc.message
         if exc.field == "stdout" and isinstance(exc, Unavailable):  # nowhere to print it
@@ -238,6 +242,16 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         from memcore_hermes.backend.preload import finish
 
         finish()  # an early model load must not be cut short by the exit
+
+
+def _store_advice(exc: MemcoreError) -> MemcoreError:
+    """A missing store's advice pointed at this Hermes home (see ``HermesHome.store_advice``)."""
+    from memcore_hermes.config.home import HermesHome
+
+    try:
+        return HermesHome().store_advice(exc)
+    except MemcoreError:  # no usable home: the error as it was
+        return exc
 
 
 #: Sub-commands that have made their change before they print their answer.

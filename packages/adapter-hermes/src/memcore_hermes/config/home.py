@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
 
 if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
     from memcore.errors import ConfigError
+
+E = TypeVar("E", bound=Exception)
 
 CONFIG_FILE = "tablestore_memory.json"
 ENV_FILE = ".env"
@@ -84,6 +87,19 @@ class HermesHome:
     @property
     def config_file(self) -> Path:
         return self.root / CONFIG_FILE
+
+    def store_advice(self, error: E) -> E:
+        """A missing memory store's error with the ``memcore ...`` commands it advises
+        (create the store, run doctor) pointed at this home (``--hermes-home``): run as
+        written, they read memcore's own config, often the embedded store, and the store
+        this home's sessions read stays missing. Any other error is returned as it is."""
+        from memcore.errors import StoreNotFound
+
+        if not isinstance(error, StoreNotFound):
+            return error
+        flags = f"--hermes-home {shlex.quote(str(self.root))}"
+        told = error.message.replace("'memcore ", f"'memcore {flags} ")
+        return type(error)(told, field=error.field, retryable=error.retryable)
 
     @property
     def env_file(self) -> Path:

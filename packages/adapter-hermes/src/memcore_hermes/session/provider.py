@@ -629,7 +629,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         from memcore_hermes.session.tools import handle_tool
 
-        return handle_tool(self._runtime, tool_name, args, absent=self._not_started())
+        return handle_tool(
+            self._runtime, tool_name, args, absent=self._not_started(), home=self._home
+        )
 
     def _not_started(self) -> MemcoreError | None:
         """Why the tools cannot answer when the start failed (its error, with its code) or

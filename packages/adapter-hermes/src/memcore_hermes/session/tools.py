@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memcore.errors import MemcoreError
+    from memcore_hermes.config.home import HermesHome
 
 PROFILE = "tablestore_profile"
 SEARCH = "tablestore_search"
@@ -197,9 +198,11 @@ def handle_tool(
     args: Mapping[str, Any] | None,
     *,
     absent: MemcoreError | None = None,
+    home: HermesHome | None = None,
 ) -> str:
     """Run one tool against ``runtime``; always a JSON string. ``absent``: the error to
-    answer when there is no runtime (why the start failed)."""
+    answer when there is no runtime (why the start failed); ``home``: the Hermes home a
+    missing store's advice points at (:meth:`HermesHome.store_advice`)."""
     from memcore.errors import InvalidInput, MemcoreError
 
     try:
@@ -223,7 +226,7 @@ def handle_tool(
             raise absent or Unavailable("tablestore-mem is not initialised", field="provider")
         return _HANDLERS[tool_name](runtime, args)
     except MemcoreError as exc:
-        return error_json(exc)
+        return error_json(exc if home is None else home.store_advice(exc))
     except Exception as exc:  # never raise into the agent loop
         logger.warning("tablestore-mem: %s failed with %s", tool_name, type(exc).__name__)
         return error_json(f"{tool_name} failed: {type(exc).__name__}")
