@@ -218,3 +218,21 @@ def test_one_failed_action_of_one_is_counted_in_the_singular(home):
         f"memcore: error: 1 of 1 dream action failed and changed nothing "
         f"({action['id']!r}: the disk is full)"
     )
+
+
+def test_an_undo_after_the_same_file_was_imported_again_names_the_import(local_cli, tmp_path):
+    """Importing a file whose memories are present claims them (their version moves, so
+    another import's rollback keeps them); a later undo is refused as for any newer write, and
+    its line names the import among the causes: it said "edited" when nothing was."""
+    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    local_cli.ok("add", "--sync", stale)
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    task = local_cli.json("dream", "create", "--apply-mode", "safe_auto")
+    [action] = local_cli.json("dream", "actions", task["id"])["items"]
+    backup = tmp_path / "backup.jsonl"
+    local_cli.ok("export", "--out", str(backup))
+    local_cli.ok("import", str(backup))
+    refused = local_cli("dream", "undo", task["id"], action["id"])
+    assert refused.exit_code == 2
+    assert "imported again" in refused.stderr
+    assert stale not in [m["text"] for m in local_cli.json("list")["items"]]

@@ -288,12 +288,14 @@ class DreamApplier:
         current = self._states(conn, store_id, tenant, list(after))
         for mid, state in after.items():
             if mid in current and current[mid] != state:
-                # Edited, said again or superseded by a later action: restoring the image
-                # would take the version back under a newer text (and hide the change).
+                # Edited, said again, claimed by an import of a file holding it, or
+                # superseded by a later action: restoring the image would take the version
+                # back under a newer write (and hide the change, or let that import's
+                # rollback delete what it counted present).
                 raise Conflict(
                     f"memory {mid!r} changed since the action was applied (edited, said "
-                    "again, or changed by a later dream action: undo that one first); the "
-                    "action cannot be undone",
+                    "again, imported again, or changed by a later dream action: undo that "
+                    "one first); the action cannot be undone",
                     field="action_id",
                     retryable=False,
                 )
