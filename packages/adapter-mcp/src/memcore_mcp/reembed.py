@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 def start(runtime: Runtime) -> threading.Thread | None:
     """Re-embed in a daemon thread when some memories need it; None when none do, or when the
     store embeds on its own side (TableStore) or has no embedder."""
-    store = runtime.ready_store()
+    store = runtime.store
     missing = getattr(store, "missing_vectors", None)
     backfill = getattr(store, "backfill_vectors", None)
     if missing is None or backfill is None or getattr(store, "embedder", None) is None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from memcore.errors import ConfigError, InvalidInput, Unavailable
+from memcore.errors import ConfigError, InvalidInput, StoreNotFound, Unavailable
 from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.wiring.overrides import StoreFactory
 from memcore_cli.wiring.runtime import Runtime
@@ -189,11 +189,37 @@ def _check_path(path: str) -> None:
 
 
 def _open(runtime: Runtime) -> None:
-    """Open the store (and create the memory store) now, starting to load the model meanwhile;
-    then give the memories that lack a current vector theirs in the background."""
+    """Open the store now (credentials and address are checked before the first request),
+    starting to load the model meanwhile; then give the memories that lack a current vector
+    theirs in the background.
+
+    A TableStore memory store that does not exist is not created here: a mistyped
+    ``memory_store_name`` would be made empty and every read would find nothing. The server
+    starts all the same and says so; reads answer ``store_not_found`` and the first
+    ``remember`` creates it (:meth:`Tenants.create_store`). The embedded store makes its own."""
     runtime.warm_embedder()
-    runtime.ready_store()
+    try:
+        runtime.ready_store(create=False)
+    except StoreNotFound:
+        _say_store_missing(runtime)
+        return  # nothing to re-embed in a store that is not there
     reembed.start(runtime)
+
+
+def _say_store_missing(runtime: Runtime) -> None:
+    name = runtime.store_name
+    if runtime.settings.config.auto_create_store:
+        said = (
+            f"memory store {name!r} does not exist yet; the first remember creates it "
+            "(until then every other tool answers store_not_found)"
+        )
+    else:
+        said = (
+            f"memory store {name!r} does not exist and auto_create_store is off: every tool "
+            f"answers store_not_found until it is created (memcore stores create {name})"
+        )
+    sys.stderr.write(f"memcore mcp: {said}\n")
+    sys.stderr.flush()
 
 
 def _url_host(host: str) -> str:

@@ -96,10 +96,32 @@ class Tenants:
         self._services: dict[str | None, MemoryService] = {}
         self._threads: dict[str | None, anyio.CapacityLimiter] = {}
         self._lock = threading.Lock()
+        self._creating = threading.Lock()
 
     @property
     def store(self) -> MemoryStore:
-        return self.runtime.ready_store()
+        """The open store; the memory store in it may not exist yet (:meth:`ready`)."""
+        return self.runtime.store
+
+    def ready(self) -> None:
+        """Make sure the configured memory store exists before a tool's call, on its worker
+        thread: a missing one raises ``StoreNotFound``, so a read of a mistyped or not yet
+        created store says so instead of finding nothing in a new empty one. Once found it
+        is not asked for again; a store deleted later is reported by the call itself."""
+        self.runtime.ready_store(create=False)
+
+    @property
+    def store_found(self) -> bool:
+        """Whether the configured memory store has been found (or made) since the start."""
+        return self.runtime.store_ready
+
+    def create_store(self) -> None:
+        """Create the missing memory store for a write that met its absence (the write was
+        refused, so nothing landed), when ``auto_create_store`` allows (else
+        ``StoreNotFound``). One creation: the other writes that met the absence wait for it,
+        then find it made."""
+        with self._creating:
+            self.runtime.ready_store(create=True)
 
     @property
     def database(self) -> str:

@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BeforeValidator, Field
 
 from memcore import limits
+from memcore.errors import StoreNotFound
 from memcore.paging import every_item
 from memcore.service import MemoryService
 from memcore.values import DreamTask
@@ -135,11 +136,34 @@ class MemoryTools:
         self.tenants = tenants
 
     async def _run(
-        self, tool: str, work: Callable[[MemoryService], Mapping[str, Any]], *, stored: bool
+        self,
+        tool: str,
+        work: Callable[[MemoryService], Mapping[str, Any]],
+        *,
+        stored: bool,
+        creates: bool = False,
     ) -> CallToolResult:
+        """``work`` on the caller's service, once the memory store is there. ``creates`` (a
+        write): its input is checked first, and only a write that finds the store missing
+        creates it (:meth:`Tenants.create_store`), then is sent again. Not a store that was
+        found before: deleted under the running server, that is reported, not undone."""
+
+        def call(service: MemoryService) -> Mapping[str, Any]:
+            if not creates:
+                self.tenants.ready()
+                return work(service)
+            found = self.tenants.store_found
+            try:
+                return work(service)
+            except StoreNotFound:
+                if found:
+                    raise
+                self.tenants.create_store()
+            return work(service)
+
         try:
             service, threads = self.tenants.worker()
-            data = await anyio.to_thread.run_sync(functools.partial(work, service), limiter=threads)
+            data = await anyio.to_thread.run_sync(functools.partial(call, service), limiter=threads)
         except Exception as exc:  # every failure is a JSON answer, never a traceback
             return answers.error(exc, tool, database=self.tenants.database)
         return answers.fenced(data) if stored else answers.plain(data)
@@ -157,7 +181,7 @@ class MemoryTools:
                 out["problem"] = receipt.problem
             return out
 
-        return await self._run("remember", work, stored=False)
+        return await self._run("remember", work, stored=False, creates=True)
 
     async def recall(
         self,
@@ -321,6 +345,7 @@ class MemoryTools:
         failure is :func:`~memcore_mcp.answers.resource_error`, the tools' JSON error."""
 
         def read(service: MemoryService) -> str:
+            self.tenants.ready()
             page = service.profile(limit=PROFILE_LIMIT, current_only=True)
             return answers.fenced_text({"memories": [answers.memory_json(m) for m in page.items]})
 

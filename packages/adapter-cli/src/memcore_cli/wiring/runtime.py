@@ -202,6 +202,11 @@ class Runtime:
                     )
         return self._store
 
+    @property
+    def store_ready(self) -> bool:
+        """Whether :meth:`ready_store` has found (or made) the configured memory store."""
+        return self._ensured
+
     def ready_store(self, *, create: bool = True) -> MemoryStore:
         """The open store, with the configured memory store created when allowed.
 

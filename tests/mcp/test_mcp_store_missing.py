@@ -1,0 +1,121 @@
+"""A TableStore memory store that is not there yet (a first run, a mistyped
+``memory_store_name``): the server still starts and says so on stderr; every tool but
+``remember`` answers ``store_not_found`` instead of creating it empty and finding nothing; the
+first ``remember`` creates it (``auto_create_store`` is on)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_rig import Backend, payload
+
+MISSING = "0" * 32
+READS = [
+    ("recall", {"query": "music"}),
+    ("list_memories", {}),
+    ("get_memory", {"memory_id": MISSING}),
+    ("update_memory", {"memory_id": MISSING, "text": "Erin plays the cello"}),
+    ("forget", {"memory_id": MISSING}),
+    ("dream_propose", {}),
+    ("dream_status", {"task_id": MISSING}),
+    ("dream_apply", {"task_id": MISSING, "action_ids": ["a"]}),
+]
+
+
+def _stores(backend: Backend) -> list[str]:
+    from memcore_tablestore.testing import store_for
+
+    with store_for(backend.emulator, timeout=5.0) as admin:
+        return [s.name for s in admin.list_stores()]
+
+
+def _name_store(backend: Backend, name: str, **more: Any) -> None:
+    config = backend.home / "config.json"
+    settings = json.loads(config.read_text(encoding="utf-8"))
+    config.write_text(json.dumps({**settings, "memory_store_name": name, **more}), "utf-8")
+
+
+def _store_not_found(result: Any, tool: str, name: str) -> None:
+    assert result.is_error, (tool, result)
+    error = payload(result)["error"]
+    assert (error["code"], error["type"]) == ("store_not_found", "StoreNotFound"), (tool, error)
+    assert f"memory store {name!r} does not exist" in error["message"], (tool, error)
+
+
+def test_a_mistyped_store_is_reported_not_created_until_the_first_remember(
+    tablestore_fake_backend: Backend,
+) -> None:
+    backend = tablestore_fake_backend
+    _name_store(backend, "hermes_mme")
+
+    async def main() -> None:
+        async with backend.stdio("--tenant", "erin") as session:
+            assert _stores(backend) == []
+            for tool, arguments in READS:
+                _store_not_found(await session.call_tool(tool, arguments), tool, "hermes_mme")
+            with pytest.raises(MCPError) as failed:
+                await session.read_resource("memcore://profile")
+            assert failed.value.error.data["error"]["code"] == "store_not_found"
+            assert _stores(backend) == []
+            refused = await session.call_tool("remember", {"text": "\u200b\u200b"})
+            assert payload(refused)["error"]["code"] == "invalid_input"  # checked first
+            assert _stores(backend) == []
+            texts = ["Erin plays the viola", "Erin plays the viola in a quartet"]
+            written: list[Any] = []
+
+            async def remember(text: str) -> None:
+                written.append(await session.call_tool("remember", {"text": text}))
+
+            async with anyio.create_task_group() as writes:  # both meet the missing store
+                for text in texts:
+                    writes.start_soon(remember, text)
+            assert not any(w.is_error for w in written), [payload(w) for w in written]
+            assert _stores(backend) == ["hermes_mme"]
+            found = payload(await session.call_tool("recall", {"query": "viola"}))
+            assert sorted(hit["text"] for hit in found["results"]) == texts
+
+    anyio.run(main)
+    log = backend.stderr.read_text(encoding="utf-8")
+    assert "memory store 'hermes_mme' does not exist yet" in log, log
+    assert "the first remember creates it" in log, log
+
+
+def test_without_auto_create_the_server_starts_and_nothing_creates_the_store(
+    tablestore_fake_backend: Backend,
+) -> None:
+    backend = tablestore_fake_backend
+    _name_store(backend, "hermes_mme", auto_create_store=False)
+
+    async def main() -> None:
+        async with backend.stdio("--tenant", "erin") as session:
+            for tool, arguments in [*READS, ("remember", {"text": "Erin plays the viola"})]:
+                _store_not_found(await session.call_tool(tool, arguments), tool, "hermes_mme")
+            assert _stores(backend) == []
+
+    anyio.run(main)
+    log = backend.stderr.read_text(encoding="utf-8")
+    assert "memory store 'hermes_mme' does not exist" in log, log
+    assert "memcore stores create hermes_mme" in log, log
+
+
+def test_an_embedded_store_without_auto_create_serves_and_says_the_store_is_missing(
+    local_backend: Backend,
+) -> None:
+    """The embedded store with the default embedder: the background re-embedding at start
+    must not stop the server it said would serve."""
+    (local_backend.home / "config.json").write_text(
+        json.dumps({"auto_create_store": False}), encoding="utf-8"
+    )
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "erin") as session:
+            for tool, arguments in [("recall", {"query": "music"}), ("remember", {"text": "x"})]:
+                _store_not_found(await session.call_tool(tool, arguments), tool, "hermes_mem")
+
+    anyio.run(main)
+    log = local_backend.stderr.read_text(encoding="utf-8")
+    assert "memcore stores create hermes_mem" in log, log
