@@ -238,3 +238,28 @@ def test_an_empty_or_malformed_endpoint_is_refused_before_any_call(
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert option.removeprefix("--").replace("-", "_") in result.stderr, result.stderr
     assert not (home / ".tablestore_pending.json").exists()
+
+
+def test_provision_where_nothing_listens_exits_5_within_seconds_naming_the_address(home, local_cli):
+    """A refused connection on the control endpoint is said at once to be one (not a busy
+    control plane retried for a minute): exit 5, one line naming the address, never a key."""
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        endpoint = f"127.0.0.1:{probe.getsockname()[1]}"
+    env = {"TABLESTORE_MEMORY_AK": AK, "TABLESTORE_MEMORY_SK": SK}
+    args = ["provision", "--control-endpoint", endpoint, "--control-protocol", "http"]
+
+    started = time.monotonic()
+    result = local_cli(*args, env=env)
+
+    assert time.monotonic() - started < 15, result.stderr
+    assert result.exit_code == 5, result.stderr
+    assert "busy" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("memcore: error: "), result.stderr
+    assert f"nothing answers at the control plane {endpoint}" in last, last
+    assert "connection refused" in last, last
+    assert SK not in result.stderr and AK not in result.stderr

@@ -508,7 +508,7 @@ def test_an_unreachable_control_plane_is_unavailable(
         provisioner.ensure_instance()
     assert "127.0.0.1:9" in str(info.value)
     # Nothing answered: not "answered, but its answer could not be read (RetryError)".
-    assert "could not be reached" in str(info.value), str(info.value)
+    assert "nothing answers at the control plane 127.0.0.1:9" in str(info.value), str(info.value)
     assert "answered" not in str(info.value)
 
 

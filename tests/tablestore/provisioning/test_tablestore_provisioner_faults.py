@@ -538,3 +538,32 @@ def test_one_instance_bought_and_saved_or_none_and_one_line(schedule: dict[str, 
         assert saved["instance_name"] == facts.instance_name
         assert saved["endpoint"] == facts.endpoint
         assert not (config_path.parent / PENDING_MARKER).exists()
+
+
+# -- nothing answers at the control endpoint -------------------------------------------------
+def _closed_port() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_a_control_endpoint_where_nothing_listens_is_said_so_within_seconds(
+    make: Any, clock: Any, credentials: Credentials
+) -> None:
+    """A refused connection is not a busy control plane: a few quick tries, then one error
+    naming the address that does not answer (never the keys); nothing bought."""
+    endpoint = _closed_port()
+    said: list[str] = []
+    start = clock()
+    with pytest.raises(Unavailable) as info:
+        make(control_endpoint=endpoint).ensure_instance(progress=said.append)
+    assert clock() - start <= 5.0, clock.sleeps
+    assert len(clock.sleeps) <= 3, clock.sleeps
+    message = str(info.value)
+    assert f"nothing answers at the control plane {endpoint}" in message, message
+    assert "connection refused" in message, message
+    assert credentials.access_key_secret not in message + "".join(said)
+    assert said and all("busy" not in line for line in said), said
+    assert all(f"nothing answers at {endpoint}" in line for line in said), said

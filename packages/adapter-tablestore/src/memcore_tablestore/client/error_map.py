@@ -194,6 +194,21 @@ def vendor_errors() -> Any:
     return sys.modules.get("tablestore_agent_storage.errors")
 
 
+def connect_failure_in(exc: BaseException) -> str | None:
+    """Why nothing answered, when a connect failure is anywhere in ``exc``'s chain (another
+    SDK's wrappers around what urllib3 raised): "connection refused", "host name not found",
+    "connect timed out"; None when the service was reached."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        why = _connect_failure(cause)
+        if why is not None:
+            return why
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _connect_failure(exc: BaseException) -> str | None:
     """Why the service could not be reached at all (nothing was sent, nothing applied)."""
     import urllib3.exceptions as u3

@@ -121,6 +121,17 @@ class ControlPlaneUnavailable(ControlPlaneError, Unavailable):
     """The control plane failed or could not be reached."""
 
 
+class ControlPlaneUnreachable(ControlPlaneUnavailable):
+    """Nothing answered at the control endpoint (a refused connection, a host name that does
+    not resolve, a connect timeout): nothing was sent, so nothing was bought. Not a busy
+    service: tried again for a few seconds only."""
+
+    def __init__(self, message: str, *, action: str, endpoint: str, reason: str) -> None:
+        super().__init__(message, action=action)
+        self.endpoint = endpoint
+        self.reason = reason
+
+
 def classify(
     status: int | None, code: str | None, *, throttled: bool = False
 ) -> type[ControlPlaneError]:
@@ -217,6 +228,20 @@ def from_sdk_error(
                 ),
                 action=action,
             )
+        from memcore_tablestore.client.error_map import connect_failure_in
+
+        unreachable = connect_failure_in(inner) if isinstance(inner, RetryError) else None
+        if unreachable is not None:
+            return ControlPlaneUnreachable(
+                redact(
+                    f"{action} failed: nothing answers at the control plane {endpoint} "
+                    f"({unreachable})",
+                    hidden,
+                ),
+                action=action,
+                endpoint=endpoint,
+                reason=unreachable,
+            )
         detail = (
             "no connection"
             if isinstance(inner, RetryError)
@@ -275,6 +300,7 @@ __all__ = [
     "ControlPlaneNotFound",
     "ControlPlaneThrottled",
     "ControlPlaneUnavailable",
+    "ControlPlaneUnreachable",
     "InstanceUnusable",
     "classify",
     "from_sdk_error",

@@ -54,7 +54,11 @@ from memcore_tablestore.provisioning.control_client import (
     ControlPlaneClient,
     InstanceRecord,
 )
-from memcore_tablestore.provisioning.errors import ControlPlaneError, InstanceUnusable
+from memcore_tablestore.provisioning.errors import (
+    ControlPlaneError,
+    ControlPlaneUnreachable,
+    InstanceUnusable,
+)
 from memcore_tablestore.provisioning.files import (
     PENDING_MARKER,
     PendingInstance,
@@ -435,6 +439,11 @@ class TableStoreProvisioner:
         def note(n: int, exc: BaseException, delay: float) -> None:
             if warming is not None and warming(exc) and not getattr(exc, "retryable", True):
                 say(_warming_note(instance, exc, delay, warm_until, self._clock()))
+            elif isinstance(exc, ControlPlaneUnreachable):
+                say(
+                    f"nothing answers at {exc.endpoint} ({exc.reason}); "
+                    f"trying again in {delay:.1f} s"
+                )
             else:
                 say(
                     f"the control plane is busy ({getattr(exc, 'code', type(exc).__name__)}); "
@@ -449,6 +458,7 @@ class TableStoreProvisioner:
             on_retry=note,
             warming=warming,
             warm_until=warm_until,
+            unreachable=lambda exc: isinstance(exc, ControlPlaneUnreachable),
         )
 
     def _persist(self, facts: InstanceFacts, *, endpoint: bool = True) -> None:
@@ -505,7 +515,10 @@ def _other_region(pending: PendingInstance, marker: Path, config_path: Path) -> 
 
 
 def _outcome_unknown(exc: MemcoreError) -> bool:
-    """No answer, a 5xx, or an answer without a name: the instance may have been bought."""
+    """No answer, a 5xx, or an answer without a name: the instance may have been bought.
+    Not when nothing answered at all: the create was never sent."""
+    if isinstance(exc, ControlPlaneUnreachable):
+        return False
     status = getattr(exc, "status", None)
     return isinstance(exc, Unavailable) or (isinstance(status, int) and status >= 500)
 

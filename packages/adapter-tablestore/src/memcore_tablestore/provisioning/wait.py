@@ -15,6 +15,12 @@ from memcore.errors import MemcoreError, Unavailable
 
 T = TypeVar("T")
 
+#: How long a call is tried again when nothing answers at the address (refused, no such
+#: host, connect timeout), as the data plane's client does: that is a wrong address or a
+#: network that is down, not a busy service, and retrying it for the whole control timeout
+#: (a minute) kept the user from hearing so.
+UNREACHABLE_PATIENCE = 3.0
+
 Resolver = Callable[[str], object]
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
@@ -74,15 +80,18 @@ def retry_transient(
     on_retry: Callable[[int, BaseException, float], None] | None = None,
     warming: Callable[[BaseException], bool] | None = None,
     warm_until: float | None = None,
+    unreachable: Callable[[BaseException], bool] | None = None,
 ) -> T:
     """Run ``call`` until it succeeds, retrying retryable memcore errors and OS errors.
 
     Only calls that are safe to repeat are passed here (reads, and idempotent updates).
     ``warming`` picks further errors that are expected while a new instance warms up (an
     ``OTSAuthFailed`` for "instance not running"); those are retried until ``warm_until`` on
-    ``clock``, and then raised as they are.
+    ``clock``, and then raised as they are. ``unreachable`` picks the errors that mean nothing
+    answered at all: those are retried for :data:`UNREACHABLE_PATIENCE` seconds at most.
     """
-    deadline = clock() + timeout
+    started = clock()
+    deadline = started + timeout
     attempt = 0
     while True:
         attempt += 1
@@ -98,6 +107,8 @@ def retry_transient(
             if isinstance(exc, MemcoreError) and not exc.retryable and not warm:
                 raise
             limit = max(deadline, warm_until) if warm and warm_until is not None else deadline
+            if unreachable is not None and unreachable(exc):
+                limit = min(limit, started + UNREACHABLE_PATIENCE)
             remaining = limit - clock()
             if remaining <= 0:
                 if isinstance(exc, MemcoreError):
@@ -112,6 +123,7 @@ def retry_transient(
 
 
 __all__ = [
+    "UNREACHABLE_PATIENCE",
     "Clock",
     "Resolver",
     "Sleep",
