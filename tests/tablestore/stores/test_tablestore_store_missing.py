@@ -65,8 +65,12 @@ def test_a_deleted_store_is_said_to_be_missing(ts: TableStoreMemoryStore, name: 
 
 @pytest.mark.parametrize("name", ["get", "list", "search", "add"])
 def test_a_mistyped_store_is_said_to_be_missing(ts: TableStoreMemoryStore, name: str) -> None:
-    with pytest.raises(StoreNotFound):
+    with pytest.raises(StoreNotFound) as caught:
         CALLS[name](ts, "kept_typo", MISSING)
+    # A fresh user's first read meets it too: the line says a first write creates the store.
+    assert "not created yet: with auto_create_store on the first write creates it" in str(
+        caught.value
+    )
 
 
 def _answer(call: Callable[[], object], memory_id: str) -> tuple[type[MemcoreError], str]:

@@ -119,7 +119,8 @@ def store_missing(store: str) -> StoreNotFound:
     """The answer for a memory store that does not exist: never an empty store's answer, so
     a deleted or mistyped store is told apart from a store with nothing in it."""
     return StoreNotFound(
-        f"memory store {store!r} does not exist (deleted, or a mistyped memory_store_name); "
+        f"memory store {store!r} does not exist (not created yet: with auto_create_store on "
+        "the first write creates it; or deleted, or a mistyped memory_store_name); "
         f"create it with 'memcore stores create {store}', or check the name with "
         "'memcore doctor'",
         field="memory_store_name",
