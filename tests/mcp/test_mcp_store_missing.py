@@ -6,12 +6,13 @@ first ``remember`` creates it (``auto_create_store`` is on)."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_rig import Backend, payload
+from mcp_rig import Backend, payload, run_memcore
 
 MISSING = "0" * 32
 READS = [
@@ -99,7 +100,28 @@ def test_without_auto_create_the_server_starts_and_nothing_creates_the_store(
     anyio.run(main)
     log = backend.stderr.read_text(encoding="utf-8")
     assert "memory store 'hermes_mme' does not exist" in log, log
-    assert "memcore stores create hermes_mme" in log, log
+    assert "(memcore --backend tablestore stores create hermes_mme)" in log, log
+
+
+def test_the_command_said_at_start_creates_the_store_the_server_reads(
+    tablestore_fake_backend: Backend,
+) -> None:
+    """Started with ``--backend tablestore`` (the README's way), the server's line names the
+    create command with that flag: run as written without it, it made the store in the
+    embedded store and the server kept answering store_not_found."""
+    backend = tablestore_fake_backend
+    _name_store(backend, "hermes_mme", auto_create_store=False)
+
+    async def main() -> None:
+        async with backend.stdio("--tenant", "erin") as session:
+            said = backend.stderr.read_text(encoding="utf-8")
+            command = said.rsplit("until it is created (memcore ", 1)[1].split(")", 1)[0]
+            run_memcore(Backend("advised", backend.home, backend.env, []), *shlex.split(command))
+            assert _stores(backend) == ["hermes_mme"]
+            stored = await session.call_tool("remember", {"text": "Erin plays the viola"})
+            assert not stored.is_error, payload(stored)
+
+    anyio.run(main)
 
 
 def test_an_embedded_store_without_auto_create_serves_and_says_the_store_is_missing(

@@ -9,6 +9,7 @@ written there.
 from __future__ import annotations
 
 import math
+import shlex
 import socket
 import sys
 from collections.abc import Mapping
@@ -109,7 +110,7 @@ def serve(
             tenant_scope(options, runtime.settings, None)  # refuses a bad tenant now
             tenants = Tenants(runtime, options, lambda: None)
             server = build_server(tenants)
-            _open(runtime)
+            _open(runtime, options)
             tenants.warm([None])
             anyio.run(server.run_stdio_async, _grace(busy_timeout))
             return
@@ -126,7 +127,7 @@ def serve(
         sock = _bind(host, port)
         url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
         server = build_server(tenants, tokens=tokens, url=url)
-        _open(runtime)
+        _open(runtime, options)
         tenants.warm(sorted(tokens.tenants))
         sys.stderr.write(
             f"memcore mcp: serving {len(tokens.tenants)} tenant(s) on {url}{path} "
@@ -188,7 +189,7 @@ def _check_path(path: str) -> None:
         raise InvalidInput(f"--path must start with '/', not {path!r}", field="path")
 
 
-def _open(runtime: Runtime) -> None:
+def _open(runtime: Runtime, options: GlobalOptions) -> None:
     """Open the store now (credentials and address are checked before the first request),
     starting to load the model meanwhile; then give the memories that lack a current vector
     theirs in the background.
@@ -201,13 +202,17 @@ def _open(runtime: Runtime) -> None:
     try:
         runtime.ready_store(create=False)
     except StoreNotFound:
-        _say_store_missing(runtime)
+        _say_store_missing(runtime, options)
         return  # nothing to re-embed in a store that is not there
     reembed.start(runtime)
 
 
-def _say_store_missing(runtime: Runtime) -> None:
+def _say_store_missing(runtime: Runtime, options: GlobalOptions) -> None:
+    """Said on stderr, which stays on this machine: the create command carries the flags
+    that chose the store (``--backend``, ``--config``, ``--hermes-home``), since without them
+    it reaches the configured default, often the embedded store."""
     name = runtime.store_name
+    create = shlex.join(["memcore", *options.store_argv(), "stores", "create", name])
     if runtime.settings.config.auto_create_store:
         said = (
             f"memory store {name!r} does not exist yet; the first remember creates it "
@@ -216,7 +221,7 @@ def _say_store_missing(runtime: Runtime) -> None:
     else:
         said = (
             f"memory store {name!r} does not exist and auto_create_store is off: every tool "
-            f"answers store_not_found until it is created (memcore stores create {name})"
+            f"answers store_not_found until it is created ({create})"
         )
     sys.stderr.write(f"memcore mcp: {said}\n")
     sys.stderr.flush()
