@@ -139,6 +139,68 @@ class _UnscopedAnswers(InMemoryMemoryStore):
     def get_dream_task(self, store: str, task_id: str) -> DreamTask:
         return attrs.evolve(super().get_dream_task(store, task_id), scopes=())
 
+    def list_dream_tasks(
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
+    ) -> Page[DreamTask]:
+        page = super().list_dream_tasks(
+            store, limit=limit, next_token=next_token, pattern=pattern, status=status
+        )
+        return Page(tuple(attrs.evolve(t, scopes=()) for t in page.items), page.next_token)
+
+
+class _GetNamesNoScope(InMemoryMemoryStore):
+    """TableStore's Get: the scopes a dream expanded to, none for a tenant with no memories;
+    its List still names the scopes the dream was asked for. Lists one task a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists: list[ScopePattern | None] = []
+
+    def get_dream_task(self, store: str, task_id: str) -> DreamTask:
+        return attrs.evolve(super().get_dream_task(store, task_id), scopes=())
+
+    def list_dream_tasks(
+        self,
+        store: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
+        status: str | None = None,
+    ) -> Page[DreamTask]:
+        self.lists.append(pattern)
+        return super().list_dream_tasks(
+            store, limit=1, next_token=next_token, pattern=pattern, status=status
+        )
+
+
+def test_a_dream_whose_get_names_no_scope_is_read_by_its_own_tenant_only() -> None:
+    store = _GetNamesNoScope()
+    alice, mallory = service_for(store, "alice"), service_for(store, "mallory")
+    older = alice.dream(apply_mode="proposal")
+    task = alice.dream(apply_mode="proposal")
+    mallory.dream(apply_mode="proposal")
+    assert alice.dream_task(older.id).id == older.id  # found on a later page
+    assert alice.dream_task(task.id).id == task.id
+    assert alice.dream_actions(task.id).items == ()
+    assert alice.cancel_dream_task(task.id).id == task.id
+
+    def answer(task_id: str) -> tuple[type[Exception], str]:
+        with pytest.raises(NotFound) as caught:
+            mallory.dream_task(task_id)
+        return type(caught.value), str(caught.value).replace(task_id, "<id>")
+
+    store.lists.clear()
+    assert answer(task.id) == answer("no-such-dream")
+    # Both asked the store the same way, and only ever with mallory's own tenant.
+    assert store.lists == [mallory.scope.tenant_pattern()] * 2
+
 
 def test_a_task_that_names_no_scope_is_not_found_fail_closed() -> None:
     store = _UnscopedAnswers()

@@ -142,6 +142,37 @@ def test_a_second_token_cannot_apply_or_see_the_first_tenants_dream_actions(
         anyio.run(main, url)
 
 
+def test_a_tenant_with_no_memories_reads_its_own_dream_and_no_other_can(
+    dream_backend: Backend,
+) -> None:
+    """A dream of a tenant with nothing to read expands to no scope (TableStore's Get then
+    names none): the tenant that proposed it reads it; another tenant's answer for its id is
+    the answer for an id that does not exist."""
+    alice, bob = token(), token()
+    missing = uuid.uuid4().hex
+
+    async def main(url: str) -> None:
+        async with http_session(url, bob) as b:  # the store holds memories, none of alice's
+            payload(await b.call_tool("remember", {"text": "Bob owns a red bicycle"}))
+        async with http_session(url, alice) as a:
+            proposed = await a.call_tool("dream_propose", {})
+            assert not proposed.is_error, payload(proposed)
+            task = await _finished(a, payload(proposed))
+            assert task["actions"] == [], task
+
+        async with http_session(url, bob) as b:
+            for tool, extra in (("dream_status", {}), ("dream_apply", {"action_ids": ["x"]})):
+                foreign = await b.call_tool(tool, {"task_id": task["task_id"], **extra})
+                nobody = await b.call_tool(tool, {"task_id": missing, **extra})
+                assert payload(foreign)["error"]["code"] == "not_found", payload(foreign)
+                assert _as_missing(payload(foreign), task["task_id"], missing) == _as_missing(
+                    payload(nobody), task["task_id"], missing
+                ), tool
+
+    with dream_backend.http({"alice": alice, "bob": bob}) as url:
+        anyio.run(main, url)
+
+
 def test_concurrent_sessions_of_two_tenants_never_mix(local_backend: Backend) -> None:
     """The tenant is read from each request's own token: calls of two tenants interleaved on
     one server each land in, and read from, their own tenant only."""

@@ -236,3 +236,27 @@ def test_an_undo_after_the_same_file_was_imported_again_names_the_import(local_c
     assert refused.exit_code == 2
     assert "imported again" in refused.stderr
     assert stale not in [m["text"] for m in local_cli.json("list")["items"]]
+
+
+def test_a_dream_of_a_tenant_with_no_memories_can_be_read_back_by_it(emulator_fake_cli):
+    """TableStore's Get names the scopes a task expanded to: none for a tenant with no
+    memories. Its own task is still shown; another tenant's answers like a missing id."""
+    ghost = ["--tenant", "ghost"]
+    task = emulator_fake_cli.json(*ghost, "dream", "create")
+    listed = emulator_fake_cli.json(*ghost, "dream", "list")["items"]
+    assert [t["id"] for t in listed] == [task["id"]]
+    assert emulator_fake_cli.json(*ghost, "dream", "status", task["id"])["id"] == task["id"]
+    assert emulator_fake_cli.json(*ghost, "dream", "actions", task["id"])["items"] == []
+    assert emulator_fake_cli.json(*ghost, "dream", "cancel", task["id"])["id"] == task["id"]
+
+    def answer(task_id):
+        result = emulator_fake_cli("--json", "--tenant", "other", "dream", "status", task_id)
+        return (
+            result.exit_code,
+            result.stdout.replace(task_id, "<id>"),
+            result.stderr.replace(task_id, "<id>"),
+        )
+
+    missing = "0123456789abcdef0123456789abcdef"
+    assert answer(task["id"]) == answer(missing)
+    assert answer(missing)[0] == 3

@@ -127,3 +127,25 @@ def test_a_store_the_service_says_it_did_not_delete_is_not_reported_deleted(
         ts.delete_store(STORE)
     assert caught.value.field == "memory_store_name"
     assert ts.describe_store(STORE).name == STORE
+
+
+def test_a_tenant_with_no_memories_reads_its_own_dream_and_another_cannot(
+    ts: TableStoreMemoryStore,
+) -> None:
+    """The service's Get names the scopes a dream expanded to: none for a tenant with no
+    memories. The tenant's own listing still shows the task as its own; another tenant's
+    answer is the answer for an id that does not exist."""
+    from memcore.service import MemoryService
+
+    ts.add_text(STORE, B1, "Bob owns a red bicycle", sync=True)
+    ghost = MemoryService(ts, store_name=STORE, scope=A1)
+    other = MemoryService(ts, store_name=STORE, scope=B1)
+    task = ghost.dream(apply_mode="proposal")
+    assert ts.get_dream_task(STORE, task.id).scopes == ()  # what the fix has to cope with
+    assert ghost.dream_task(task.id).id == task.id
+    assert ghost.dream_actions(task.id).items == ()
+    assert ghost.cancel_dream_task(task.id).id == task.id
+    theirs = _answer(lambda: other.dream_task(task.id), task.id)
+    assert theirs == _answer(lambda: other.dream_task(MISSING), MISSING)
+    assert theirs[0] is NotFound
+    assert _answer(lambda: other.cancel_dream_task(task.id), task.id) == theirs

@@ -1004,18 +1004,39 @@ class MemoryService:
     def dream_task(self, task_id: str) -> DreamTask:
         """A dream task, only when every scope it reads lies in this tenant.
 
-        Another tenant's id answers exactly like an id that does not exist: same error, same
-        message, one store call either way. A task that names no scope (TableStore's Get
-        lists the scopes a task expanded to: none for an empty tenant) cannot be proven to be
-        this tenant's, so it is not found either: fail closed.
+        TableStore's Get lists the scopes a task expanded to: none for a tenant with no
+        memories. Such a task is this tenant's only when a listing asked with the tenant's
+        own pattern shows it reading nothing else. Another tenant's id and a missing id take
+        the same path (a Get, then that listing) and answer the same NotFound.
         """
+        limits.check_id(task_id, field="task_id")
+        missing = NotFound(f"dream task {task_id!r} was not found in this tenant", field="task_id")
         tenant = self.scope.tenant_pattern()
-        return _in_tenant(
-            "dream task",
-            task_id,
-            lambda: self.store.get_dream_task(self.store_name, task_id),
-            lambda task: task.id == task_id and _owned(task.scopes, tenant),
+        try:
+            found: DreamTask | None = self.store.get_dream_task(self.store_name, task_id)
+        except StoreNotFound:
+            raise  # the store itself is gone: not an id's answer
+        except NotFound:
+            found = None
+        if found is not None and found.id == task_id and _owned(found.scopes, tenant):
+            return found
+        listed = self._listed_dream(task_id, tenant)
+        if found is None or found.id != task_id or found.scopes or listed is None:
+            raise missing
+        return found
+
+    def _listed_dream(self, task_id: str, tenant: ScopePattern) -> DreamTask | None:
+        """``task_id`` as this tenant's own listing shows it, if every scope it names lies in
+        the tenant; the store is asked only with the tenant's pattern, up to the id or the end."""
+        listing = every_item(
+            lambda token: self.store.list_dream_tasks(
+                self.store_name, limit=limits.MAX_PAGE_LIMIT, next_token=token, pattern=tenant
+            )
         )
+        for task in listing:
+            if task.id == task_id:
+                return task if _owned(task.scopes, tenant) else None
+        return None
 
     def dream_tasks(
         self,
