@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -167,11 +166,7 @@ def store_advice(exc: Exception, store_argv: Sequence[str]) -> Exception:
     store, and the read fails again."""
     from memcore.errors import StoreNotFound
 
-    if not isinstance(exc, StoreNotFound) or not store_argv:
-        return exc
-    flags = " ".join(shlex.quote(a) for a in store_argv)
-    told = exc.message.replace("'memcore ", f"'memcore {flags} ")
-    return StoreNotFound(told, field=exc.field, retryable=exc.retryable)
+    return exc.advised_with(store_argv) if isinstance(exc, StoreNotFound) else exc
 
 
 def _stdout_failed() -> bool:

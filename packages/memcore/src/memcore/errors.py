@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
+
 
 class MemcoreError(Exception):
     """Base of every error memcore raises; ``retryable`` tells callers whether to try again."""
@@ -87,6 +90,16 @@ class StoreNotFound(NotFound):
     """
 
     code = "store_not_found"
+
+    def advised_with(self, flags: Sequence[str]) -> StoreNotFound:
+        """This error with the ``memcore ...`` commands its message advises given ``flags``
+        (the ones that chose the store: ``--backend``, ``--config``, ``--hermes-home``): run
+        as written without them, they reach the configured default store instead."""
+        if not flags:
+            return self
+        quoted = " ".join(shlex.quote(flag) for flag in flags)
+        told = self.message.replace("'memcore ", f"'memcore {quoted} ")
+        return StoreNotFound(told, field=self.field, retryable=self.retryable)
 
 
 class PermissionDenied(MemcoreError):

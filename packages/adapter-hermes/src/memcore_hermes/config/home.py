@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
 
@@ -97,9 +96,7 @@ class HermesHome:
 
         if not isinstance(error, StoreNotFound):
             return error
-        flags = f"--hermes-home {shlex.quote(str(self.root))}"
-        told = error.message.replace("'memcore ", f"'memcore {flags} ")
-        return type(error)(told, field=error.field, retryable=error.retryable)
+        return cast(E, error.advised_with(["--hermes-home", str(self.root)]))
 
     @property
     def env_file(self) -> Path:
