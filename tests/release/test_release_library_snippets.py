@@ -1,6 +1,6 @@
 """The README's Python examples run as written, in the order a reader meets them, on one
 fresh store; each runs a second time too (a reader tries it again), and an example that shows
-its output in comments prints exactly that."""
+its output in comments prints that (a score within a CPU's drift)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,32 @@ def shown_output(block: str) -> list[str]:
     return shown
 
 
+#: A score the README shows is one machine's: the embedders' kernels take other paths on other
+#: CPUs (AVX-512 against AVX2), which moves a cosine by a few thousandths.
+SCORE_TOLERANCE = 0.02
+NUMBER = re.compile(r"\d+\.\d+")
+
+
+def same_output(printed: list[str], shown: list[str]) -> bool:
+    """Line for line the same words, and every decimal within :data:`SCORE_TOLERANCE`."""
+    if len(printed) != len(shown):
+        return False
+    for got, want in zip(printed, shown):
+        if NUMBER.sub("#", got) != NUMBER.sub("#", want):
+            return False
+        pairs = zip(NUMBER.findall(got), NUMBER.findall(want))
+        if any(abs(float(a) - float(b)) > SCORE_TOLERANCE for a, b in pairs):
+            return False
+    return True
+
+
+def test_release_same_output_allows_a_cpu_s_score_drift_only() -> None:
+    assert same_output(["宠物 0.39 豆豆"], ["宠物 0.4 豆豆"])
+    assert not same_output(["宠物 0.35 豆豆"], ["宠物 0.4 豆豆"])
+    assert not same_output(["饮料 0.4 豆豆"], ["宠物 0.4 豆豆"])
+    assert not same_output(["宠物 0.4 豆豆"], ["宠物 0.4 豆豆", "x"])
+
+
 def test_release_shown_output_is_the_closing_comment_lines() -> None:
     block = "print(1)\nx = 2  # not output\n# 1\n# 2\n"
     assert shown_output(block) == ["1", "2"]
@@ -56,4 +82,6 @@ def test_release_readme_python_examples_run_in_order_and_again(
             shown = shown_output(block)
             if shown:
                 printed = done.stdout.strip().splitlines()
-                assert printed == shown, f"example {number}, {attempt} run\n{done.explain()}"
+                assert same_output(printed, shown), (
+                    f"example {number}, {attempt} run\n{done.explain()}"
+                )
