@@ -20,31 +20,10 @@ from collections.abc import Iterable
 
 import attrs
 
+from memcore import segments
 from memcore_sqlite.emoji import EMOJI_CLASS, is_emoji
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-#: Thai consonants, vowels and tone marks (not its digits or its currency sign). Thai is
-#: written without spaces, and its vowels and tone marks are combining marks, where ``\w``
-#: ends a word: a sentence fell apart into pieces no query gave.
-_THAI = "\u0e01-\u0e3a\u0e40-\u0e4e"
-
-
-@functools.cache
-def _cjk_run() -> re.Pattern[str]:
-    """Han, kana, Hangul and the CJK compatibility blocks, and Thai: scripts written without
-    spaces. Compiled when a text is not ASCII: its ranges cost 2.7 ms at every start otherwise."""
-    return re.compile(
-        r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u31f0-\u31ff"
-        + _THAI
-        + "]+"
-    )
-
-
-@functools.cache
-def _piece() -> re.Pattern[str]:
-    """A Thai run, its marks included, or a word without Thai (in text without Thai, what
-    :data:`_WORD` finds)."""
-    return re.compile(rf"[{_THAI}]+|(?:(?![{_THAI}])[^\W_])+")
 
 
 _STOP_WORD_TEXT = """a about above after again against all am an and any are as at be because been before
@@ -72,14 +51,6 @@ STOP_WORDS = frozenset(_STOP_WORD_TEXT.split() + _HEDGE_TEXT.split() + _FRAME_TE
 MAX_QUERY_TERMS = 8
 
 
-def _cjk_tokens(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    # Bigrams cover every character as a bigram's first; the last one stands alone too,
-    # so a one-character query can match any position with a prefix query.
-    return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
-
-
 @functools.cache
 def _emoji() -> re.Pattern[str]:
     """The blocks emoji live in (:mod:`memcore_sqlite.emoji`, which the vector side counts by
@@ -93,32 +64,20 @@ def _emoji_word(found: re.Match[str]) -> str:
 
 
 def fold(text: str) -> str:
-    """``text`` in one form: NFKC (fullwidth and halfwidth forms, ligatures, compatibility
-    characters become the plain ones), case-folded ("ß" is "ss"; "İ" is "i", not "i" and a
-    combining dot, which split "İstanbul" in two), each emoji a word of its own. ASCII text is
-    only lower-cased, which is all folding does to it: it is indexed and ranked as before."""
+    """``text`` in one form (:func:`memcore.segments.fold`), each emoji a word of its own.
+    ASCII text is only lower-cased: it is indexed and ranked as before."""
     if text.isascii():
         return text.lower()
-    folded = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
-    return _emoji().sub(_emoji_word, unicodedata.normalize("NFKC", folded))
+    return _emoji().sub(_emoji_word, unicodedata.normalize("NFKC", segments.fold(text)))
 
 
 def tokens(text: str) -> list[str]:
     """Folded index tokens in order: words as they are, CJK and Thai runs as bigrams."""
     out: list[str] = []
     folded = fold(text)
-    for word in (_WORD if folded.isascii() else _piece()).findall(folded):
-        if word.isascii() or not _cjk_run().search(word):
-            out.append(word)
-            continue
-        pos = 0
-        for m in _cjk_run().finditer(word):
-            if m.start() > pos:
-                out.append(word[pos : m.start()])
-            out.extend(_cjk_tokens(m.group()))
-            pos = m.end()
-        if pos < len(word):
-            out.append(word[pos:])
+    for word in (_WORD if folded.isascii() else segments.piece()).findall(folded):
+        for part, unspaced in segments.split_unspaced(word):
+            out.extend(segments.bigrams(part, last=True) if unspaced else (part,))
     return out
 
 
@@ -129,7 +88,7 @@ def index_text(words: Iterable[str], prefix: str = "") -> str:
 
 
 def _is_cjk(term: str) -> bool:
-    return not term.isascii() and bool(_cjk_run().fullmatch(term))
+    return not term.isascii() and bool(segments.unspaced_run().fullmatch(term))
 
 
 def is_prefix_term(term: str) -> bool:

@@ -2,7 +2,8 @@
 
 Pure: the planner sees plain values (texts, times, scopes, similarities) and returns actions;
 a store loads the inputs and applies the actions. Nothing here does I/O. It may import
-only scopes and errors; the ports (the reviewer a store passes a plan to) import it.
+only the pure rules below it (scopes, errors, speakers, and :mod:`memcore.segments`, how
+search too cuts text without spaces into words); the ports (the reviewer a store passes a plan to) import it.
 """
 
 from memcore.dream.lexicon import Lexicon, salient_tokens

@@ -9,6 +9,9 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from memcore import segments
+from memcore.dream import unspaced
+
 
 def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -38,7 +41,7 @@ STOPWORDS = _set(
 UPDATE_CUES = _set(
     """now currently current anymore longer instead moved switched changed change new newly
     latest recent recently most updated update finally since already so far total"""
-)
+) | frozenset(unspaced.CUES)
 
 
 #: Words that turn a statement into its opposite ("not", "never", "without"; "n't" reads "not").
@@ -77,8 +80,16 @@ _IRREGULAR = {"can't": ["can", "not"], "won't": ["will", "not"], "shan't": ["sha
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words, apostrophes and '&' kept inside (``H&M``, ``I've``)."""
-    return [w.lower() for w in _WORD.findall(text)]
+    """Folded words (:func:`memcore.segments.fold`), apostrophes and '&' kept inside (``H&M``,
+    ``I've``); a run of Chinese or Japanese as its numbers and bigrams (:mod:`.unspaced`)."""
+    folded = segments.fold(text)
+    if folded.isascii():
+        return _WORD.findall(folded)
+    out: list[str] = []
+    for word in _WORD.findall(unspaced.join_pauses(folded)):
+        for part, unspaced_run in segments.split_unspaced(word):
+            out.extend(unspaced.words(part) if unspaced_run else (part,))
+    return out
 
 
 def plain_words(text: str) -> list[str]:
@@ -98,8 +109,9 @@ def plain_words(text: str) -> list[str]:
 
 
 def negations(text: str) -> int:
-    """How many negating words ``text`` holds: a statement and its negation differ here."""
-    return sum(w in NEGATIONS for w in plain_words(text))
+    """How many negating words ``text`` holds (and Chinese or Japanese negations, which are
+    no words of their own: 不, 没有, ない): a statement and its negation differ here."""
+    return sum(w in NEGATIONS for w in plain_words(text)) + unspaced.negations(segments.fold(text))
 
 
 def meaning_words(text: str) -> frozenset[str]:
@@ -145,12 +157,27 @@ def quantities(text: str, window: int = 3) -> frozenset[tuple[str, frozenset[str
     for i, w in enumerate(ws):
         if not _is_number(w):
             continue
-        span = [*range(max(0, i - window), i), *range(i + 1, min(len(ws), i + 1 + window))]
+        span = _span(ws, i, window)
         around = [ws[j] for j in span]
         near = [_stem(x) for x in around if x not in STOPWORDS and not _is_number(x)]
         near += [PERSON + _PERSONS[ws[j]] for j in span if _names_whose(ws, j)]
         out.add((w, frozenset(near)))
     return frozenset(out)
+
+
+def _span(ws: list[str], i: int, window: int) -> list[int]:
+    """The positions within ``window`` words of ``ws[i]``; a bigram of Chinese or Japanese
+    is half a word (two characters of such text say about what one word does)."""
+    out: list[int] = []
+    for step in (-1, 1):
+        j, used = i + step, 0.0
+        while 0 <= j < len(ws):
+            used += 0.5 if unspaced.is_bigram(ws[j]) else 1.0
+            if used > window:
+                break
+            out.append(j)
+            j += step
+    return out
 
 
 def _names_whose(ws: list[str], j: int) -> bool:
