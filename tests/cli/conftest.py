@@ -7,6 +7,7 @@ caller can use), so no test reads the real environment, $HOME or a credentials c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -66,6 +67,21 @@ class Cli:
 
     def json_lines(self, *args: str) -> list[Any]:
         return [json.loads(line) for line in self.ok("--json", *args).stdout.splitlines() if line]
+
+
+#: The installed ``memcore`` script, which :func:`run_memcore` runs as a user would.
+MEMCORE = str(Path(sys.executable).with_name("memcore"))
+
+
+def run_memcore(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``memcore *args`` in a subprocess with only PATH and ``MEMCORE_HOME`` set; it must
+    exit 0."""
+    env = {"PATH": os.environ.get("PATH", ""), "MEMCORE_HOME": str(home)}
+    done = subprocess.run(
+        [MEMCORE, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    return done
 
 
 def write_config(home: Path, data: dict[str, Any]) -> Path:

@@ -18,11 +18,15 @@ from memcore.dream import Candidate, Neighbour
 from memcore.scope import Scope, ScopePattern
 from memcore_sqlite.storage.rows import pattern_sql
 from memcore_sqlite.vector import stored
+from memcore_sqlite.vector.coverage import coverage
 
 #: Each memory's nearest neighbours the planner looks at, and the cosine below which a pair
 #: is not worth comparing.
 NEIGHBOURS = 10
 MIN_COSINE = 0.3
+#: A cosine counts only when the embedder reads at least this share of both texts' words
+#: (:func:`memcore_sqlite.vector.coverage.coverage`).
+MIN_COVERAGE = 0.5
 
 
 _CANDIDATE = (
@@ -220,3 +224,24 @@ def neighbours_of(
         for o, r in zip(*numpy.nonzero(near_them)):
             out.setdefault((ids[others[o]], ids[rows[r]]), float(cross[o, r]))
     return [Neighbour(a, b, s) for (a, b), s in out.items()]
+
+
+def read_by(
+    near: Sequence[Neighbour], candidates: Sequence[Candidate], embedder: object
+) -> list[Neighbour]:
+    """The pairs of ``near`` whose two texts ``embedder`` reads (:data:`MIN_COVERAGE`).
+
+    A model that never saw a script still returns a vector for it: all-MiniLM-L6-v2 gave
+    "我姐姐住在杭州" and "我姐姐住在苏州" (two cities) a cosine of 1.0, and a fullwidth copy of
+    an English text 0.08. Such a pair is judged by its words alone, as in a store without
+    vectors, whose MERGE asks for nearly the same words."""
+    latin = coverage(embedder, "a") >= MIN_COVERAGE
+
+    def reads(text: str) -> bool:
+        if text.isascii():  # Latin letters or none (most text: no need to look at each one)
+            return latin or not any(c.isalpha() for c in text)
+        return coverage(embedder, text) >= MIN_COVERAGE
+
+    wanted = {i for n in near for i in (n.a, n.b)}
+    read = {c.id: reads(c.text) for c in candidates if c.id in wanted}
+    return [n for n in near if read.get(n.a, False) and read.get(n.b, False)]

@@ -335,6 +335,7 @@ class DreamTasks:
             near = dream_inputs.neighbours(candidates, blobs, dim)
         else:
             near = dream_inputs.neighbours_of(focus, candidates, blobs, dim)
+        near = dream_inputs.read_by(near, candidates, self._tx.embedder)
         settings = PlannerSettings(promote_scope=job.scope_output_mode == "promote_scope")
         planned = plan(candidates, near, patterns, settings, focus=focus)
         if self.reviewer is not None:
