@@ -111,6 +111,9 @@ def test_a_newer_chinese_or_japanese_number_supersedes_the_older(old: str, new: 
         ("三百五", 350),
         ("两万", 20000),
         ("三千零二", 3002),
+        ("十万", 100000),
+        ("三亿五千万", 350000000),
+        ("万", 10000),
     ],
 )
 def test_chinese_numerals_read_as_their_value(numeral: str, value: int) -> None:

@@ -98,7 +98,7 @@ def value(numeral: str) -> int:
             section += (1 if digit is None else digit) * _UNITS[c]
             place, digit = _UNITS[c], None
         else:
-            total += (section + (digit or 0)) * _BIG[c]
+            total += ((section + (digit or 0)) or 1) * _BIG[c]  # "万元": ten thousand
             section, place, digit = 0, _BIG[c], None
     if digit is not None:
         # A digit right after a unit is one place below it ("一万五", "三百五").
