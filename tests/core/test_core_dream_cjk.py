@@ -26,6 +26,7 @@ def _plan(old: str, new: str, *others: str) -> list[PlannedAction]:
     ("old", "new"),
     [
         ("我女儿叫小雨", "我的女儿叫小雨"),
+        ("我每天早上喝一杯黑咖啡", "我每天早上都喝一杯黑咖啡。"),
         ("我在杭州的一家互联网公司当程序员", "我在杭州一家互联网公司当程序员"),
         ("用户喜欢喝绿茶", "用户很喜欢喝绿茶"),
         ("我养了两只猫", "我养了2只猫"),
@@ -127,6 +128,8 @@ def test_numbers_are_read_whichever_way_they_are_written() -> None:
     for text in ("我喜欢四川菜", "我十分喜欢", "我们一起去", "我吃三明治", "我周三去游泳"):
         assert lexicon.numbers(text) == frozenset(), text
     assert lexicon.words("我的女儿叫小雨") == lexicon.words("我女儿叫小雨")
+    # A particle inside a word stays: Chengdu is not "Cheng".
+    assert "成都" in lexicon.words("我住在成都") and "目的" in lexicon.words("我的目的")
 
 
 def test_english_words_are_read_as_before() -> None:

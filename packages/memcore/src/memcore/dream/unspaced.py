@@ -34,8 +34,12 @@ _COUNTED = _words(
 #: names, not numbers: "周一" and "周三" are two days, not a count said again.
 _NAMING = ("第",)
 #: Particles that carry no fact: a repeat may add or leave them out (the possessive 的,
-#: the aspect particle 了, "very" 很, "also" 也, sentence-final particles).
-_FILLER = frozenset("的了很也吧呢啊呀哦嘛啦")
+#: the aspect particle 了, "very" 很, "also" 也, "all" or "always" 都, sentence-final
+#: particles).
+_FILLER = frozenset("的了很也都吧呢啊呀哦嘛啦")
+#: Words those characters are part of, kept whole: Chengdu, a capital, Kyoto, a city,
+#: purpose, indeed, to understand, "in order to", "except".
+_HOLDING_FILLER = _words("成都 首都 京都 古都 都市 目的 的确 了解 为了 除了")
 #: Words that announce a change of a fact: "now", "currently", "already", "recently", "no
 #: longer", "changed to", "switched to", "moved to", "later", "finally", "this year".
 CUES = _words(
@@ -144,7 +148,14 @@ def is_bigram(word: str) -> bool:
 
 
 def _bigrams(text: str) -> list[str]:
-    return segments.bigrams("".join(c for c in text if c not in _FILLER))
+    return segments.bigrams("".join(c for i, c in enumerate(text) if not _filler(text, i)))
+
+
+def _filler(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is a particle of :data:`_FILLER`, not part of a word."""
+    if text[i] not in _FILLER:
+        return False
+    return text[i - 1 : i + 1] not in _HOLDING_FILLER and text[i : i + 2] not in _HOLDING_FILLER
 
 
 def negations(folded: str) -> int:
