@@ -67,6 +67,20 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
   held-out folds it is not worse than the default by the sign test and better on at least
   one; a setting that wins on one set and loses on the other is not a win.
 
+``--protocol type`` (leave one question type out) is the stricter protocol: random folds,
+even stratified, put every question type in both the training and the test folds, so a
+setting that suits a type's wording is trained on that type and scored on it; on questions
+of other kinds the fit need not carry over (a fusion tuned on the split ranked fewer
+evidence sessions than the vector signal alone on LongMemEval questions outside it). Here
+fold f holds out one question type (:func:`type_folds`: the sorted types of every set; a
+type held out of every set that has it, so the two LongMemEval captures, which share their
+questions, never train on what they test), the setting is chosen on every other type of
+every set, and each set's figures are those of its types when held out. The choice, the
+guard and the references are as above; ``--folds``, ``--seed`` and ``--seeds`` do not apply.
+Every set's report gives, per type, the held-out recall with its Wilson interval, the sign
+test against each signal, each RRF and the shipped default, and where the fusion's mean is
+below a signal's or an RRF's (``below_a_signal_or_rrf``).
+
 Session-aware ranking and context around a hit are measured on LongMemEval with the chosen
 fusion's order: ``session``: a turn's score plus lambda times the best other candidate turn
 of its session (lambda chosen by the same protocol, 0 being the simplest), ``session_first``:
@@ -80,7 +94,7 @@ same number of plain hits.
     uv run python -m benchmarks longmemeval_cv R [--folds 5] [--seed 32] [--seeds 5] \\
         [--dialogs benchmarks/data/dialogs_dev.json --dialog-cache DIALOG_CACHE] \\
         [--context-cache CONTEXT_CACHE] [--also R2] [--max-weight W] \\
-        [--dialog-folds form|conversation]
+        [--dialog-folds form|conversation] [--protocol kfold|type]
 
 ``DIALOG_CACHE`` is the vector cache :mod:`benchmarks.dialog_recall` ``--cache`` fills.
 """
@@ -539,7 +553,11 @@ class Part:
     #: (a question's ``qid``) or a question ``form`` (by type).
     fold_by: str = "question"
 
-    def folds(self, k: int, seed: int) -> list[int]:
+    def folds(self, k: int, seed: int, kinds: Sequence[str] = ()) -> list[int]:
+        """Each question's fold; with ``kinds`` (:func:`type_folds`), its type's place there:
+        one fold per question type, whatever ``fold_by`` says."""
+        if kinds:
+            return [kinds.index(q.kind) for q in self.questions]
         if self.fold_by == "conversation":
             return fold_by_group([q.qid for q in self.questions], k, seed)
         if self.fold_by == "form":
@@ -548,6 +566,14 @@ class Part:
                 raise LookupError("--dialog-folds form needs each question's form")
             return fold_by_group(forms, k, seed, [q.kind for q in self.questions])
         return fold_of([(q.qid, q.kind) for q in self.questions], k, seed)
+
+
+def type_folds(parts: Sequence[Part]) -> list[str]:
+    """The question types of every set, sorted: fold f of leave-one-type-out holds out type
+    f in every set that has it (the LongMemEval captures of either role share their types,
+    and their questions, so a type is never trained on in one and tested in the other) and
+    trains on every other type of every set."""
+    return sorted({q.kind for p in parts for q in p.questions})
 
 
 def families(context: bool = False) -> list[tuple[str, list[tuple[Any, ...]]]]:
@@ -617,6 +643,10 @@ def choose(
     set score at least the shipped default's value there less one training question are
     candidates (the default itself always is), so a gain on one set cannot buy a loss on
     the other."""
+
+    # A set whose every question is held out (its one type, under --protocol type) has
+    # nothing to train on and no say in the choice.
+    training = [(part, train) for part, train in training if train]
 
     def on(part: Part, train: Sequence[int], s: tuple[Any, ...]) -> float:
         rows = [part.table[s][i] for i in train]
@@ -702,12 +732,16 @@ def cross_validate(
     seed: int,
     guard: bool,
     groups: list[tuple[str, list[tuple[Any, ...]]]],
+    by_type: bool = False,
 ) -> dict[str, Any]:
     """Held-out rows of the fusion chosen fold by fold over every part together (fold f of
     each part is held out at once; the setting is chosen on all the other folds), the
     choices, and per-fold held-out objectives of each part. ``groups``: the candidate
-    families (:func:`candidates`)."""
-    folds = {part.name: part.folds(k, seed) for part in parts}
+    families (:func:`candidates`). ``by_type``: one fold per question type
+    (:func:`type_folds`; ``k`` and ``seed`` unused)."""
+    kinds = type_folds(parts) if by_type else []
+    k = len(kinds) or k
+    folds = {part.name: part.folds(k, seed, kinds) for part in parts}
     held: dict[str, list[dict[str, float]]] = {p.name: [{}] * len(p.questions) for p in parts}
     choices = []
     for f in range(k):
@@ -735,13 +769,14 @@ def cross_validate(
         choices.append(
             {
                 "fold": f,
+                **({"held_out_type": kinds[f]} if kinds else {}),
                 "test_questions": {p.name: len(split[p.name][1]) for p in parts},
                 "family": family,
                 "setting": list(setting),
                 "held_out_objective": fold_means,
             }
         )
-    return {"folds": folds, "held": held, "choices": choices}
+    return {"folds": folds, "held": held, "choices": choices, "k": k}
 
 
 def _session_cv(
@@ -911,7 +946,39 @@ def _part_report(part: Part, held: list[dict[str, float]]) -> dict[str, Any]:
         },
         "untuned_references": {name: _summary(rows) for name, rows in refs.items()},
         "paired_cv_fusion_vs": {name: _paired(held, rows) for name, rows in refs.items()},
+        "by_type": {kind: _type_report(held, refs, idx) for kind, idx in sorted(by_kind.items())},
     } | ({"context_fixed": _context_fixed(part)} if _has_context(part.questions) else {})
+
+
+#: The references each question type is compared with: each signal alone and the RRFs.
+TYPE_REFERENCES = ("lexical", "vector", "rrf_k60", "rrf_ours_k60", "shipped_default")
+
+
+def _type_report(
+    held: Sequence[dict[str, float]], refs: dict[str, list[dict[str, float]]], idx: list[int]
+) -> dict[str, Any]:
+    """One question type's held-out figures (Wilson intervals), its references' means, the
+    sign test against each, and where the chosen fusion's mean is below a single signal's
+    or an RRF's (the questions to read first)."""
+    mine = [held[i] for i in idx]
+    means = {name: _summary([refs[name][i] for i in idx]) for name in TYPE_REFERENCES}
+    below = sorted(
+        f"{name} {metric}"
+        for name in TYPE_REFERENCES[:-1]
+        for metric, value in _summary(mine).items()
+        if metric in means[name] and value["mean"] < means[name][metric]["mean"]
+    )
+    return {
+        "n": len(idx),
+        "cv_fusion": _summary(mine),
+        "reference_means": {
+            name: {m: v["mean"] for m, v in summary.items()} for name, summary in means.items()
+        },
+        "paired_cv_fusion_vs": {
+            name: _paired(mine, [refs[name][i] for i in idx]) for name in TYPE_REFERENCES
+        },
+        "below_a_signal_or_rrf": below,
+    }
 
 
 def _kept(
@@ -947,7 +1014,11 @@ def run(
     also: Sequence[Path] = (),
     max_weight: float = 1.0,
     dialog_folds: str = "form",
+    protocol: str = "kfold",
 ) -> dict[str, Any]:
+    by_type = protocol == "type"
+    if by_type and seeds > 1:
+        raise LookupError("--protocol type has one fold assignment: --seeds is for kfold")
     windows = None
     if context_cache is not None:
         from benchmarks._embed_cache import CachingEmbedder
@@ -972,8 +1043,9 @@ def run(
         parts.append(Part(name, asked, table_of(asked), DIALOG_OBJECTIVE, dialog_folds))
     lme = parts[0]
     searched = candidates(all(_has_context(p.questions) for p in parts), only, max_weight)
-    main = cross_validate(parts, k, seed, guard, searched)
+    main = cross_validate(parts, k, seed, guard, searched, by_type)
     held = main["held"]
+    k = main["k"]
     lme_fold = main["folds"][lme.name]
     chosen_by_fold = [tuple(c["setting"]) for c in main["choices"]]
     chosen_of = [chosen_by_fold[f] for f in lme_fold]
@@ -1002,16 +1074,20 @@ def run(
         "roles": index["roles"],
         "embedder": index["model"],
         "protocol": {
+            "name": protocol,
             "folds": k,
-            "seed": seed,
+            "seed": None if by_type else seed,
             "sets": {
-                p.name: {
+                p.name: "one question type held out per fold, in every set that has it"
+                if by_type
+                else {
                     "question": "questions, by type",
                     "conversation": "whole conversations",
                     "form": "whole question forms, by type",
                 }[p.fold_by]
                 for p in parts
             },
+            "held_out_types": type_folds(parts) if by_type else None,
             "objective": {p.name: "+".join(p.objective) for p in parts},
             "families_simplest_first": [name for name, _ in searched],
             "settings": len({s for _, group in searched for s in group}),
@@ -1059,6 +1135,14 @@ def report(compute: Callable[[], dict[str, Any]]) -> int:
 
 def main() -> int:
     parser = protocol_parser()
+    parser.add_argument(
+        "--protocol",
+        choices=("kfold", "type"),
+        default="kfold",
+        help="kfold: --folds random folds, stratified by type; type: leave one question type"
+        " out (one fold per type of every set, held out of each set that has it; --folds"
+        " and --seed unused)",
+    )
     parser.add_argument("--limit", type=int, default=0, help="first N kept questions (0: all)")
     parser.add_argument(
         "--dialogs",
@@ -1122,6 +1206,7 @@ def main() -> int:
             tuple(args.also),
             args.max_weight,
             args.dialog_folds,
+            args.protocol,
         )
     )
 
