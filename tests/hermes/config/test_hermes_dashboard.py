@@ -34,6 +34,17 @@ def dashboard(hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch) -> I
         monkeypatch.delenv(var, raising=False)
 
 
+def http_client(web_server: Any) -> Any:
+    """The dashboard's own HTTP routes, as its page calls them."""
+    from fastapi.testclient import TestClient
+
+    return TestClient(
+        web_server.app,
+        base_url="http://127.0.0.1",
+        headers={"X-Hermes-Session-Token": web_server._SESSION_TOKEN},
+    )
+
+
 def row(web_server: Any) -> dict[str, Any]:
     [found] = [r for r in web_server._discover_memory_provider_statuses() if r["name"] == NAME]
     return dict(found)
@@ -189,15 +200,9 @@ def test_a_bad_value_saved_in_the_dashboard_is_refused_with_its_reason(
 ) -> None:
     """Hermes' dashboard answers a ``ValueError`` from a provider's ``save_config`` with a 400
     and its message, anything else with a 500 "Internal server error" and no reason."""
-    from fastapi.testclient import TestClient
-
     path = kit.write_config(hermes_home, backend="local", top_k=9)
     before = path.read_text()
-    client = TestClient(
-        dashboard.app,
-        base_url="http://127.0.0.1",
-        headers={"X-Hermes-Session-Token": dashboard._SESSION_TOKEN},
-    )
+    client = http_client(dashboard)
     answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": {"top_k": "500"}})
     assert answer.status_code == 400
     assert "top_k must be from 1 to 50" in answer.json()["detail"]
@@ -232,3 +237,37 @@ def test_the_dashboard_never_shows_an_endpoints_password(
     config = json.loads((hermes_home / "tablestore_memory.json").read_text())
     assert config["top_k"] == 7
     assert config["endpoint"] == "https://inst.cn-beijing.ots.aliyuncs.com"
+
+
+def test_a_field_blanked_in_the_dashboard_is_cleared(
+    dashboard: Any, hermes_home: Path, kit: Any
+) -> None:
+    """The form sends every field it shows; Hermes turns a blank one into the field's
+    default, which is its saved value, so blanking ``tenant_id``, ``instance_name`` or
+    ``endpoint`` kept it. Blanked, each is now removed (as ``setup --tenant-id ""`` does), a
+    field blanked with a default of its own gets that default, and the rest are kept."""
+    saved = {"backend": "tablestore", "instance_name": "inst1", "region": "cn-hangzhou"}
+    saved.update(endpoint="https://inst1.cn-hangzhou.ots.aliyuncs.com", tenant_id="acme")
+    path = kit.write_config(hermes_home, app_id="myapp", top_k=9, **saved)
+    client = http_client(dashboard)
+    shown = client.get(f"/api/memory/providers/{NAME}/config").json()["fields"]
+    form = {f["key"]: f["value"] for f in shown}
+    assert (form["tenant_id"], form["instance_name"], form["top_k"]) == ("acme", "inst1", "9")
+    form.update(tenant_id="", instance_name="  ", endpoint="", top_k="")
+    form.update(access_key_id=AK, access_key_secret=SK)
+
+    answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": form})
+
+    assert answer.status_code == 200, answer.text
+    config = json.loads(path.read_text())
+    for cleared in ("tenant_id", "instance_name", "endpoint"):
+        assert config.get(cleared) is None, config
+    assert config["top_k"] == 5
+    assert (config["region"], config["app_id"], config["backend"]) == (
+        "cn-hangzhou",
+        "myapp",
+        "tablestore",
+    )
+    shown = client.get(f"/api/memory/providers/{NAME}/config").json()["fields"]
+    form = {f["key"]: f["value"] for f in shown}
+    assert (form["tenant_id"], form["instance_name"], form["top_k"]) == ("", "", "5")

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_future
 from typing import TYPE_CHECKING, Any
 
-from memcore_hermes.config.envfile import AK_VAR, API_KEY_VAR, SK_VAR
+from memcore_hermes.config.envfile import API_KEY_VAR
 from memcore_hermes.config.home import HermesHome
 
 try:
@@ -202,119 +202,27 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
         Each setting's default is its saved value: the dashboard reads a provider's values
         only from files of its own naming, so it shows the defaults, judges which fields
-        apply by them, and writes them back for every field a save leaves out."""
-        pair_required = not self._api_key_set()
-        return _with_saved_values(self._schema(pair_required), HermesHome().peek_config())
+        apply by them, and writes them back for every field a save leaves out. A field the
+        user blanks still clears (:mod:`memcore_hermes.config.dashboard`)."""
+        from memcore_hermes.config.dashboard import settings_schema, with_saved_values
 
-    @staticmethod
-    def _schema(pair_required: bool) -> list[dict[str, Any]]:
-        return [
-            {
-                "key": "backend",
-                "description": "Where memories live: TableStore (cloud) or local (offline SQLite)",
-                "default": "tablestore",
-                "choices": ["tablestore", "local"],
-            },
-            {
-                "key": "api_key",
-                "description": "TableStore API key for the Memory Store (HTTPS only; used "
-                "instead of the AccessKey pair when set; an existing instance only)",
-                "secret": True,
-                "required": False,
-                "env_var": API_KEY_VAR,
-                "when": {"backend": "tablestore"},
-            },
-            {
-                "key": "access_key_id",
-                "description": "TableStore AccessKey ID (not needed when an API key is set)",
-                "secret": True,
-                "required": pair_required,
-                "env_var": AK_VAR,
-                "url": "https://ram.console.aliyun.com/manage/ak",
-                "when": {"backend": "tablestore"},
-            },
-            {
-                "key": "access_key_secret",
-                "description": "TableStore AccessKey secret (not needed when an API key is set)",
-                "secret": True,
-                "required": pair_required,
-                "env_var": SK_VAR,
-                "when": {"backend": "tablestore"},
-            },
-            {
-                "key": "instance_name",
-                "description": "TableStore instance (blank: create one on first run)",
-                "when": {"backend": "tablestore"},
-            },
-            {
-                "key": "endpoint",
-                "description": "Instance endpoint, e.g. https://<instance>.cn-beijing.ots.aliyuncs.com",
-                "when": {"backend": "tablestore"},
-            },
-            {
-                "key": "region",
-                "description": "Region",
-                "default": "cn-beijing",
-                "when": {"backend": "tablestore"},
-            },
-            {
-                "key": "memory_store_name",
-                "description": "Memory store name",
-                "default": "hermes_mem",
-            },
-            {"key": "app_id", "description": "App id (first scope level)", "default": "hermes"},
-            {
-                "key": "tenant_id",
-                "description": "A fixed tenant for everyone (blank: each user's own)",
-            },
-            {
-                "key": "tenant_scope",
-                "description": "Each user's tenant: platform (telegram:12345 and discord:12345 "
-                "are two people) or user (the user id alone, shared across platforms)",
-                "default": "platform",
-                "choices": ["platform", "user"],
-            },
-            {"key": "top_k", "description": "Memories recalled before each turn", "default": "5"},
-            {
-                "key": "enable_rerank",
-                "description": "Rerank search results",
-                "default": "true",
-                "choices": ["true", "false"],
-            },
-            {
-                "key": "store_assistant",
-                "description": "Assistant replies kept as memories: auto (only those worth "
-                "recalling, not acknowledgements or tool-output echoes), always, never",
-                "default": "auto",
-                "choices": ["auto", "always", "never"],
-            },
-            {
-                "key": "recall_wait_ms",
-                "description": "How long a turn waits for TableStore's recall (ms)",
-                "default": "1000",
-                "when": {"backend": "tablestore"},
-            },
-            {
-                "key": "recall_neighbours",
-                "description": "Turns of its conversation shown around each recalled memory "
-                "(0 to 5, within the same block size)",
-                "default": "0",
-                "when": {"backend": "local"},
-            },
-        ]
+        pair_required = not self._api_key_set()
+        return with_saved_values(settings_schema(pair_required), HermesHome().peek_config())
 
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
-        """Merge the non-secret values into ``tablestore_memory.json`` (atomic, mode 0600).
+        """Merge the non-secret values into ``tablestore_memory.json`` (atomic, mode 0600); a
+        field blanked in the dashboard is removed, so its default applies.
 
         A refused value raises :class:`SettingRefused`, a ``ConfigError`` that is also a
         ``ValueError``: Hermes' dashboard answers that with a 400 and its reason (any other
         error with a 500 "Internal server error")."""
         from memcore.errors import ConfigError
+        from memcore_hermes.config.dashboard import form_values
         from memcore_hermes.config.refused import SettingRefused
 
         allowed = {
             k: v
-            for k, v in values.items()
+            for k, v in form_values(values).items()
             if k not in ("access_key_id", "access_key_secret", "api_key")
         }
         try:
@@ -787,32 +695,6 @@ def passes(error: MemcoreError) -> bool:
     if isinstance(error, ConfigError):
         return False
     return error.retryable or isinstance(error, StoreCorrupted)
-
-
-def _with_saved_values(fields: list[dict[str, Any]], saved: dict[str, Any]) -> list[dict[str, Any]]:
-    """``fields`` with each non-secret one's default set to its value in ``saved`` (as the
-    text a form holds), unless that value is not one of the field's choices."""
-    for field in fields:
-        value = saved.get(field["key"])
-        if field.get("secret") or value is None:
-            continue
-        if field["key"] == "endpoint":
-            try:
-                from memcore.config import strip_userinfo
-            except ImportError:  # asked before the dependencies are installed: not offered
-                continue
-            # Shown in the form and written back on every save: a config file keeps no
-            # user:password@ (TableStore signs with the keys, never with these).
-            value = strip_userinfo(value)
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, (str, int, float)):
-            text = str(value).strip()
-        else:
-            continue
-        if text and text in field.get("choices", [text]):
-            field["default"] = text
-    return fields
 
 
 def _host_prefetch_budget_s() -> float | None:
