@@ -1,20 +1,15 @@
 """A path in the home folder of a user this system does not know (``~nobody-here/x``) is a
 one-line error with its documented code, never Python's ``RuntimeError`` and a traceback:
-``export --out``, a config's ``local_path``, and the Hermes home itself."""
+``export --out`` and a config's ``local_path``. (A Hermes home is taken as written, as Hermes
+takes it: ``test_hermes_home_as_written``.)"""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from memcore.errors import ConfigError
 from memcore_hermes import MemcoreMemoryProvider
-from memcore_hermes.config.home import HermesHome, resolve_home
-from memcore_hermes.config.refused import SettingRefused
 
 UNKNOWN = "~no-such-user-here"
 
@@ -74,43 +69,6 @@ def test_backup_paths_keep_the_config_and_spool_when_local_path_cannot_be(
         str(hermes_home / "tablestore_memory.json"),
         str(hermes_home / "tablestore_memory_spool.sqlite3"),
     ]
-
-
-def test_a_hermes_home_in_an_unknown_users_home_is_a_config_error(hermes_home: Path) -> None:
-    """Hermes passes its HERMES_HOME as given (it does not expand ``~``)."""
-    given = f"{UNKNOWN}/hermes"
-    with pytest.raises(ConfigError) as info:
-        MemcoreMemoryProvider().initialize("s1", hermes_home=given)
-    assert info.value.field == "hermes_home" and repr(given) in str(info.value)
-    with pytest.raises(SettingRefused) as refused:  # the dashboard answers 400 with it
-        MemcoreMemoryProvider().save_config({"backend": "local"}, given)
-    assert "does not know" in str(refused.value)
-
-
-def test_memory_setup_with_a_hermes_home_in_an_unknown_users_home_exits_2(
-    hermes_home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as info:
-        MemcoreMemoryProvider().post_setup(f"{UNKNOWN}/hermes", {})
-    assert info.value.code == 2
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("tablestore-mem: error: ") and "does not know" in line
-
-
-def test_hermes_home_from_the_environment_without_hermes_names_the_variable(
-    hermes_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without Hermes' own resolver (the plugin's code used on its own), ``HERMES_HOME`` is
-    read and expanded here."""
-    monkeypatch.setitem(sys.modules, "hermes_constants", None)  # as if not installed
-    monkeypatch.setenv("HERMES_HOME", f"{UNKNOWN}/hermes")
-    with pytest.raises(ConfigError) as info:
-        resolve_home()
-    assert info.value.field == "HERMES_HOME"
-    with pytest.raises(ConfigError):
-        HermesHome()
-    monkeypatch.setenv("HERMES_HOME", "~/hermes")
-    assert resolve_home() == Path.home() / "hermes"
 
 
 def test_home_expanded_is_none_only_for_a_home_this_system_does_not_know() -> None:

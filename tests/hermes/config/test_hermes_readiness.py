@@ -154,8 +154,13 @@ def test_setup_with_a_blank_local_path_does_not_say_available(hermes_home: Path,
     assert "local_path is blank" in result.stdout + result.stderr
 
 
-def test_a_hermes_home_in_an_unknown_users_home_is_not_available_and_never_raises(
-    hermes_home: Path,
+def test_a_hermes_home_written_with_an_unknown_users_tilde_is_read_as_hermes_reads_it(
+    hermes_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit: Any
 ) -> None:
-    lines = MemcoreMemoryProvider(environ={}).readiness("~no-such-user-here/h").status_lines()
-    assert "does not know" in lines["problem"] and "HERMES_HOME" in lines["fix"]
+    """Hermes takes ``~no-such-user-here/h`` as a folder in the working directory; so does
+    the verdict, which never raises."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "~no-such-user-here" / "h").mkdir(parents=True)
+    kit.write_config(tmp_path / "~no-such-user-here" / "h", backend="local", embedder="none")
+    readiness = MemcoreMemoryProvider(environ={}).readiness("~no-such-user-here/h")
+    assert readiness.available, readiness.status_lines()

@@ -217,6 +217,7 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
     from memcore.exit_codes import exit_code_for
 
     action = getattr(args, "tablestore_mem_action", None)
+    _warn_elsewhere()
     try:
         handler = _HANDLERS.get(action or "")
         if handler is None:
@@ -242,6 +243,16 @@ def tablestore_mem_command(args: argparse.Namespace) -> None:
         from memcore_hermes.backend.preload import finish
 
         finish()  # an early model load must not be cut short by the exit
+
+
+def _warn_elsewhere() -> None:
+    """Say where the plugin's files are when a quoted ``~`` in ``HERMES_HOME`` left them
+    in another folder than the one Hermes (and so this command) uses."""
+    from memcore_hermes.config.home import HermesHome
+
+    warning = HermesHome().elsewhere_warning()
+    if warning is not None:
+        sys.stderr.write(f"tablestore-mem: warning: {warning}\n")
 
 
 def _store_advice(exc: MemcoreError) -> MemcoreError:

@@ -16,7 +16,6 @@ from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
 
 if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
-    from memcore.errors import ConfigError
 
 E = TypeVar("E", bound=Exception)
 
@@ -40,25 +39,15 @@ def home_expanded(path: str | os.PathLike[str]) -> Path | None:
         return None
 
 
-def _unknown_home(path: str | os.PathLike[str], *, field: str) -> ConfigError:
-    from memcore.errors import ConfigError
-
-    return ConfigError(
-        f"the Hermes home {str(path)!r} names a home folder this system does not know",
-        field=field,
-    )
-
-
 def resolve_home(hermes_home: str | os.PathLike[str] | None = None) -> Path:
     """The active Hermes home: the argument, Hermes' own resolver, ``$HERMES_HOME``, ``~/.hermes``.
 
-    A ``~user`` of a user this system does not know is a :class:`~memcore.errors.ConfigError`
-    naming where it came from (Hermes passes its own ``HERMES_HOME`` as the argument)."""
+    Taken as written, as Hermes takes it: a ``HERMES_HOME`` quoted in a shell (``'~/hermes'``)
+    is a folder named ``~`` in the working directory for Hermes' own files, so it is for the
+    plugin's too (:meth:`HermesHome.elsewhere` finds the plugin's files in the folder the
+    ``~`` would have named)."""
     if hermes_home:
-        expanded = home_expanded(hermes_home)
-        if expanded is None:
-            raise _unknown_home(hermes_home, field="hermes_home")
-        return expanded
+        return Path(hermes_home)
     try:
         from hermes_constants import get_hermes_home  # type: ignore[import-untyped,unused-ignore]
 
@@ -66,19 +55,24 @@ def resolve_home(hermes_home: str | os.PathLike[str] | None = None) -> Path:
     except ImportError:
         pass
     env = os.environ.get("HERMES_HOME", "").strip()
-    if not env:
-        return Path.home() / ".hermes"
-    expanded = home_expanded(env)
-    if expanded is None:
-        raise _unknown_home(env, field="HERMES_HOME")
-    return expanded
+    return Path(env) if env else Path.home() / ".hermes"
+
+
+def _absolute(path: Path) -> Path:
+    try:
+        return Path(os.path.abspath(path))
+    except OSError:  # no working directory left: kept as Hermes has it
+        return path
 
 
 class HermesHome:
     """The plugin's files inside one Hermes home (a profile has its own)."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
-        self.root = resolve_home(root)
+        self.written = resolve_home(root)
+        #: Made absolute when written with a ``~``: a path handed on (the embedded store's
+        #: file) must not have it expanded by the next reader.
+        self.root = _absolute(self.written) if str(self.written).startswith("~") else self.written
 
     def __repr__(self) -> str:
         return f"HermesHome({str(self.root)!r})"
@@ -97,6 +91,38 @@ class HermesHome:
         if not isinstance(error, StoreNotFound):
             return error
         return cast(E, error.advised_with(["--hermes-home", str(self.root)]))
+
+    def elsewhere(self) -> tuple[Path, list[str]] | None:
+        """The folder this home's ``~`` names in a shell, and the plugin's files there, when
+        the home is written with one and that folder (not this one) holds some. Releases
+        before this one expanded the ``~`` for sessions: their config, unsent writes (the
+        spool) and local memories are there, out of sight, and nothing moves them."""
+        text = str(self.written)
+        if not text.startswith("~"):
+            return None
+        other = home_expanded(text)
+        if other is None:
+            return None
+        try:
+            if other.resolve() == self.root.resolve():
+                return None
+            found = [n for n in (CONFIG_FILE, SPOOL_FILE, LOCAL_DB_FILE) if (other / n).exists()]
+        except (OSError, RuntimeError):
+            return None
+        return (other, found) if found else None
+
+    def elsewhere_warning(self) -> str | None:
+        """One line naming both folders when :meth:`elsewhere` finds files, else None."""
+        found = self.elsewhere()
+        if found is None:
+            return None
+        other, names = found
+        return (
+            f"HERMES_HOME is {str(self.written)!r} as written, which Hermes reads as {self.root} (a "
+            f"folder named '~' in the working directory), as this plugin now does; "
+            f"{', '.join(names)} in {other}, where a shell puts '~', are not used: move the "
+            f"tablestore_memory* files from there, or set HERMES_HOME={other} (unquoted)"
+        )
 
     @property
     def env_file(self) -> Path:

@@ -132,14 +132,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
     def readiness(self, hermes_home: str | None = None) -> Readiness:
         """The verdict ``is_available()`` and ``hermes memory status`` give (no network)."""
-        from memcore.errors import ConfigError
-        from memcore_hermes.config.readiness import Readiness, check_readiness
+        from memcore_hermes.config.readiness import check_readiness
 
-        try:
-            home = HermesHome(hermes_home)
-        except ConfigError as exc:  # a home in an unknown user's home: never raised here
-            return Readiness(False, None, reason=str(exc), fix="set HERMES_HOME to a folder")
-        return check_readiness(home, self._environ)
+        return check_readiness(HermesHome(hermes_home), self._environ)
 
     def get_status_config(self, provider_config: Any = None) -> dict[str, str]:
         """Lines for ``hermes memory status``: backend, search mode, and the reason and fix."""
@@ -282,6 +277,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         from memcore_hermes.session.tenancy import fixed_tenant, platform_of, tenant_user
 
         home = HermesHome(kwargs.get("hermes_home"))
+        _warn_elsewhere(home)
         config = home.load_config()
         session = {
             # Signal's UUID or Feishu's union_id where given: the id that stays with the person.
@@ -695,6 +691,20 @@ def passes(error: MemcoreError) -> bool:
     if isinstance(error, ConfigError):
         return False
     return error.retryable or isinstance(error, StoreCorrupted)
+
+
+_WARNED_ELSEWHERE: set[str] = set()
+
+
+def _warn_elsewhere(home: HermesHome) -> None:
+    """Log, once per process and home, that the plugin's files sit in the folder a quoted
+    ``~`` in ``HERMES_HOME`` would name in a shell, not in the one Hermes uses."""
+    if str(home.root) in _WARNED_ELSEWHERE:
+        return
+    warning = home.elsewhere_warning()
+    if warning is not None:
+        _WARNED_ELSEWHERE.add(str(home.root))
+        logger.warning("tablestore-mem: %s", warning)
 
 
 def _host_prefetch_budget_s() -> float | None:
