@@ -550,11 +550,12 @@ def test_an_opening_that_fails_with_a_bug_is_tried_again_without_a_new_write(
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["opened", "still-opening"])
-def test_a_spool_that_cannot_be_opened_fails_the_start_and_leaves_no_store_open(
+def test_a_spool_that_cannot_be_opened_turns_writes_off_and_the_store_closes_with_the_session(
     hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch, late: bool
 ) -> None:
-    """Without a spool no write can be kept, so the start fails (a session must not take
-    writes it cannot keep); the store opened for it was left open for the process's life."""
+    """Without a spool no write can be kept: the session takes none (``remember`` answers
+    why, not retryable) but starts, its store opened at once or later, and closed with it
+    (test_hermes_spool_unavailable drives it through Hermes' loader)."""
     from agent import memory_manager
 
     from memcore_hermes.config.home import SPOOL_FILE
@@ -571,10 +572,14 @@ def test_a_spool_that_cannot_be_opened_fails_the_start_and_leaves_no_store_open(
         return store
 
     provider = MemcoreMemoryProvider(store_factory=factory, retry=kit.FAST_RETRY)
-    with pytest.raises(Unavailable, match="cannot open the spool"):
-        provider.initialize("s1", hermes_home=str(hermes_home), user_id="dana")
-    assert provider.runtime is None
-    release.set()
+    provider.initialize("s1", hermes_home=str(hermes_home), user_id="dana")
+    try:
+        answer = json.loads(provider.handle_tool_call("tablestore_remember", {"content": "x y"}))
+        assert answer["error"]["retryable"] is False
+        assert "cannot open the spool" in answer["error"]["message"]
+        release.set()
+    finally:
+        provider.shutdown()
     assert _wait_for(lambda: store.closed, 10)
 
 

@@ -372,13 +372,23 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         from memcore_hermes.session.tenancy import warn_of_legacy_memories
 
         self._home, self._config = home, config
+        writes_off: MemcoreError | None = None
+        on_close: Callable[[], None] | None = None
         try:
             spool = SqliteOutbox(home.spool_file, limits=self._spool_limits)
-        except MemcoreError:
-            # Without a spool no write can be kept: the start fails (a session must not take
-            # writes it cannot keep), and the store opened, or still opening, for it is closed.
-            handle.close()
-            raise
+        except MemcoreError as exc:
+            # Without its spool the session takes no write it would have to keep (see
+            # session.writes_off), but still recalls and searches.
+            from memcore_hermes.session.writes_off import StandInSpool, refused_writes
+
+            try:
+                stand_in = StandInSpool(self._spool_limits)
+            except (MemcoreError, OSError):
+                handle.close()  # the store opened, or still opening, for it
+                raise exc from None
+            spool, on_close = stand_in.spool, stand_in.remove
+            writes_off = refused_writes(exc, home)
+            logger.error("tablestore-mem: %s", writes_off)
         runtime = MemoryRuntime(
             config=config,
             scope=scope,
@@ -390,6 +400,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             recall_inline=self._backend == "local",
             warm_search=self._background_reindex,  # a session, not a one-shot command
             turn_time=self._turn_time,
+            writes_off=writes_off,
+            on_close=on_close,
         )
         if not read_only and self._session.get("platform") is not None:
             runtime.in_background(lambda: warn_of_legacy_memories(runtime, kwargs))
@@ -471,6 +483,11 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         ]
         if runtime.read_only:
             lines.append("This session is read-only: remember and forget are disabled.")
+        elif runtime.writes_off is not None:
+            lines.append(
+                "Memory writes are off in this session (its spool cannot be opened): turns are "
+                "not remembered, and tablestore_remember stores only with sync: true."
+            )
         return "\n".join(lines)
 
     def _whose_memories(self, scope: Any) -> str:

@@ -75,8 +75,15 @@ class MemoryRuntime:
         recall_inline: bool = False,
         warm_search: bool = True,
         turn_time: Callable[[], datetime] | None = None,
+        writes_off: MemcoreError | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
+        """``writes_off``: why no write may be spooled (the session's own spool could not be
+        opened; ``spool`` is then an empty stand-in); ``on_close`` runs after the spool
+        closes."""
         self.config = config
+        self.writes_off = writes_off
+        self._on_close = on_close
         self.store_name = config.memory_store_name
         self.handle = handle
         self.spool = spool
@@ -151,8 +158,14 @@ class MemoryRuntime:
         # A write taken now could never be stored by this session: refused, not spooled.
         self.handle.check_usable()
 
+    def _check_spooling(self) -> None:
+        """Writable, and with a spool to keep the write in until it lands."""
+        self._check_writable()
+        if self.writes_off is not None:
+            raise self.writes_off
+
     def _warm_up(self) -> None:
-        if not self.read_only:
+        if not self.read_only and self.writes_off is None:
             try:
                 self.spool.prepare()  # the turn journal, so the first turn does not create it
             except MemcoreError:
@@ -196,7 +209,7 @@ class MemoryRuntime:
         messages: Sequence[Message] | None = None,
     ) -> list[str]:
         """Spool a completed turn (split to the limits); returns the entries' keys."""
-        self._check_writable()
+        self._check_spooling()
         scope = self.scope
         service = MemoryService(
             _NoStore(),
@@ -232,7 +245,7 @@ class MemoryRuntime:
 
     def remember(self, text: str, *, metadata: Mapping[str, str] | None = None) -> str:
         """Validate and spool an explicit memory; returns the entry key."""
-        self._check_writable()
+        self._check_spooling()
         text = strip_recall(text) if isinstance(text, str) else text
         limits.check_text(text, field="content")
         meta = _user_metadata(metadata)
@@ -248,7 +261,7 @@ class MemoryRuntime:
         self, action: str, target: str, content: str, metadata: Mapping[str, Any] | None = None
     ) -> str | None:
         """Spool a mirror of a built-in memory write; None when there is nothing to mirror."""
-        self._check_writable()
+        self._check_spooling()
         if action not in ("add", "replace", "remove"):
             raise InvalidInput(f"unknown memory action {action!r}", field="action")
         if not isinstance(target, str) or not target.strip():
@@ -511,6 +524,8 @@ class MemoryRuntime:
     def _close_resources(self) -> None:
         self.spool.close()
         self.handle.close()
+        if self._on_close is not None:
+            self._on_close()
 
 
 class _NoStore:
