@@ -454,7 +454,8 @@ def _refused_for_good(mm: Any, provider: MemcoreMemoryProvider, code: str) -> No
     assert runtime.spool.stats(time.time()).depth == depth
 
 
-@pytest.mark.parametrize(
+#: Openings that fail for good: keys refused, a config the opening finds wrong.
+REFUSED_FOR_GOOD = pytest.mark.parametrize(
     "error",
     [
         PermissionDenied("the access keys were refused"),
@@ -462,6 +463,9 @@ def _refused_for_good(mm: Any, provider: MemcoreMemoryProvider, code: str) -> No
     ],
     ids=["keys-refused", "bad-config"],
 )
+
+
+@REFUSED_FOR_GOOD
 def test_a_store_refused_for_good_after_the_start_stops_the_retries(
     hermes_home: Path, kit: Any, error: MemcoreError
 ) -> None:
@@ -483,38 +487,69 @@ def test_a_store_refused_for_good_after_the_start_stops_the_retries(
         mm.shutdown_all()
 
 
+class _PastTheStart:
+    """A session (through Hermes' manager) whose store's first opening outlasts the start's
+    wait, 0.1 s here, until :attr:`release` is set, and then fails with ``first``; a later
+    opening returns :attr:`store`."""
+
+    def __init__(self, home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch, first: Exception):
+        from agent import memory_manager
+
+        monkeypatch.setattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", 0.6)
+        self.release = threading.Event()
+        self.store = InMemoryMemoryStore()
+        self.calls = 0
+        self._first = first
+        self.provider = MemcoreMemoryProvider(store_factory=self._open, retry=kit.FAST_RETRY)
+        self.mm = _manager(self.provider, home)
+        self.runtime = self.provider.runtime
+        assert self.runtime is not None and self.runtime.handle.opening
+
+    def _open(self, _config: Any) -> Any:
+        self.calls += 1
+        if self.calls > 1:
+            return self.store
+        self.release.wait(30)
+        raise self._first
+
+
+@REFUSED_FOR_GOOD
 def test_an_opening_past_the_start_that_ends_refused_is_not_retried(
-    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch, error: MemcoreError
 ) -> None:
     """The opening ``initialize`` stopped waiting for ends with a refusal for good (keys
-    refused in a first run's bootstrap): the session said so nowhere and kept opening."""
-    from agent import memory_manager
-
-    monkeypatch.setattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", 0.6)  # waits 0.1 s
-    release = threading.Event()
-    calls: list[int] = []
-
-    def slow(_config: Any) -> Any:
-        calls.append(1)
-        release.wait(30)
-        raise PermissionDenied("the access keys were refused")
-
-    provider = MemcoreMemoryProvider(store_factory=slow, retry=kit.FAST_RETRY)
-    mm = _manager(provider, hermes_home)
+    refused in a first run's bootstrap, a config the bootstrap finds wrong): the session
+    said so nowhere and kept opening."""
+    late = _PastTheStart(hermes_home, kit, monkeypatch, error)
     try:
-        runtime = provider.runtime
-        assert runtime is not None and runtime.handle.opening
-        queued = _write_everything(mm)
+        queued = _write_everything(late.mm)
         assert queued["status"] == "queued", queued
-        release.set()
-        assert _wait_for(lambda: runtime.handle.refused is not None, 10)
-        _refused_for_good(mm, provider, "permission_denied")
+        late.release.set()
+        assert _wait_for(lambda: late.runtime.handle.refused is not None, 10)
+        _refused_for_good(late.mm, late.provider, error.code)
         time.sleep(0.3)
-        assert calls == [1]
+        assert late.calls == 1
         # What was taken before the refusal waits for a start that can store it.
-        assert runtime.spool.stats(time.time()).depth == 3
+        assert late.runtime.spool.stats(time.time()).depth == 3
     finally:
-        mm.shutdown_all()
+        late.mm.shutdown_all()
+
+
+def test_an_opening_past_the_start_that_ends_in_a_bug_is_tried_again_on_its_own(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The opening ``initialize`` stopped waiting for ends late with an error that is no
+    memcore error: the lane opens again on its own timer, not at the next write, and
+    delivers what waited, once each."""
+    late = _PastTheStart(hermes_home, kit, monkeypatch, KeyError("endpoint"))
+    try:
+        _write_everything(late.mm)
+        time.sleep(0.3)  # the writes' own passes are over
+        late.release.set()
+        assert _wait_for(lambda: late.runtime.spool.stats(time.time()).depth == 0, 10)
+        _once_each([m.text for m in late.store.all_memories(STORE)])
+    finally:
+        late.mm.shutdown_all()
 
 
 def test_an_opening_that_fails_with_a_bug_is_tried_again_without_a_new_write(
