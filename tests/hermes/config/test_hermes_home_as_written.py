@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memcore_hermes import MemcoreMemoryProvider
+from memcore_hermes.config.envfile import SECRET_VARS
 from memcore_hermes.config.home import HermesHome
 
 
@@ -81,7 +85,10 @@ def test_files_where_the_tilde_points_are_named_by_sessions_and_commands(
     (line,) = err.splitlines()
     assert line.startswith("tablestore-mem: warning: HERMES_HOME is '~/hh' as written")
     assert str(other) in line and str(quoted_home) in line
-    assert "tablestore_memory.json, tablestore_memory_spool.sqlite3" in line
+    assert "(tablestore_memory.json, tablestore_memory_spool.sqlite3)" in line
+
+    status = MemcoreMemoryProvider().get_status_config()  # ``hermes memory status``
+    assert str(other) in status["warning"] and str(quoted_home) in status["warning"]
 
     with caplog.at_level(logging.WARNING):
         _remember("Gus keeps bees")
@@ -100,3 +107,43 @@ def test_no_warning_without_files_elsewhere_or_a_tilde(
     assert HermesHome("~no-such-user-here/hermes").elsewhere() is None
     unknown = HermesHome("~no-such-user-here/hermes")  # no error: a folder Hermes can use
     assert unknown.root == tmp_path / "~no-such-user-here" / "hermes"
+
+
+def test_hermes_own_commands_find_the_plugin_in_the_quoted_home(
+    hermes_home: Path, tmp_path: Path, kit: Any
+) -> None:
+    """The real ``hermes`` run with ``HERMES_HOME='~/hh'``: it loads the plugin from, and
+    ``hermes memory status`` and ``hermes tablestore-mem`` read, the folder Hermes uses; the
+    files where the ``~`` points are named in both."""
+    work = tmp_path / "work"
+    quoted = work / "~" / "hh"
+    quoted.mkdir(parents=True)
+    kit.install_plugin(quoted)
+    kit.write_config(quoted, backend="local", embedder="none")
+    other = tmp_path / "user-home" / "hh"
+    other.mkdir(parents=True)
+    kit.write_config(other, backend="local")
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env.update(HERMES_HOME="~/hh", HOME=str(tmp_path / "user-home"), NO_COLOR="1")
+
+    def hermes(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(Path(sys.executable).with_name("hermes")), *args],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    status = hermes("memory", "status")
+    assert "warning:" in status.stdout and str(other) in status.stdout, status.stdout
+    listed = hermes("tablestore-mem", "list", "--user-id", "gus", "--platform", "cli")
+    assert listed.returncode == 0, listed.stderr
+    assert (
+        f"tablestore-mem: warning: HERMES_HOME is '~/hh' as written, which Hermes reads as {quoted}"
+        in listed.stderr
+    )
+    assert (quoted / "tablestore_memory_local.sqlite3").is_file()
+    assert not (other / "tablestore_memory_local.sqlite3").exists()

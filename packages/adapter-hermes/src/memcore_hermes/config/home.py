@@ -119,8 +119,8 @@ class HermesHome:
         other, names = found
         return (
             f"HERMES_HOME is {str(self.written)!r} as written, which Hermes reads as {self.root} (a "
-            f"folder named '~' in the working directory), as this plugin now does; "
-            f"{', '.join(names)} in {other}, where a shell puts '~', are not used: move the "
+            f"folder named '~' in the working directory), as this plugin now does; its files "
+            f"in {other}, where a shell puts '~' ({', '.join(names)}), are not used: move the "
             f"tablestore_memory* files from there, or set HERMES_HOME={other} (unquoted)"
         )
 

@@ -137,8 +137,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         return check_readiness(HermesHome(hermes_home), self._environ)
 
     def get_status_config(self, provider_config: Any = None) -> dict[str, str]:
-        """Lines for ``hermes memory status``: backend, search mode, and the reason and fix."""
-        return self.readiness().status_lines()
+        """Lines for ``hermes memory status``: backend, search mode, and the reason and fix;
+        and where the plugin's files sit outside the Hermes home (a quoted ``~``)."""
+        lines = self.readiness().status_lines()
+        elsewhere = HermesHome().elsewhere_warning()
+        if elsewhere is not None:
+            lines["warning"] = elsewhere
+        return lines
 
     def post_setup(self, hermes_home: str, config: dict[str, Any]) -> None:
         """``hermes memory setup tablestore-mem``: choose the backend and its settings.
