@@ -25,7 +25,13 @@ from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope
 from memcore.service import BUILTIN_SOURCE, MemoryService
 from memcore.values import Message
-from memcore_hermes.outbox.delivery import WRITE_MARKER, Deliverer, RetryPolicy, StoreHandle
+from memcore_hermes.outbox.delivery import (
+    WRITE_MARKER,
+    Deliverer,
+    RetryPolicy,
+    StoreHandle,
+    detached,
+)
 from memcore_hermes.outbox.entries import MessagesWrite, MirrorWrite, TextWrite, Write, make_entry
 from memcore_hermes.outbox.lane import Lane
 from memcore_hermes.outbox.spool import SqliteOutbox
@@ -162,7 +168,7 @@ class MemoryRuntime:
         """Writable, and with a spool to keep the write in until it lands."""
         self._check_writable()
         if self.writes_off is not None:
-            raise self.writes_off
+            raise detached(self.writes_off)  # a copy: a raise keeps the caller's frames
 
     def _warm_up(self) -> None:
         if not self.read_only and self.writes_off is None:
