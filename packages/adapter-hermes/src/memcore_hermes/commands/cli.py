@@ -417,6 +417,25 @@ def _add(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
         provider.shutdown()
 
 
+def _writes_wait(home: Any) -> bool | None:
+    """Whether writes wait in the spool, or None when it cannot be opened (a read-only or full
+    home): then the command goes on without sending them first, and says so, as a session
+    goes on without its spool."""
+    from memcore.errors import Unavailable
+    from memcore_hermes.outbox.drain import writes_wait
+
+    try:
+        return writes_wait(home)
+    except Unavailable as exc:
+        if exc.field != "spool":
+            raise
+        _say(
+            f"tablestore-mem: warning: {exc}; writes waiting in it are not sent first, so this "
+            "command may not see them (`hermes tablestore-mem doctor`)"
+        )
+        return None
+
+
 class _Session:
     """The configured store and the user's scope for one command, without the provider's lane.
 
@@ -442,7 +461,7 @@ class _Session:
         from memcore_hermes.backend.open_store import LOCAL, choose_backend, open_backend_store
         from memcore_hermes.config.credentials import access_keys, load_environment
         from memcore_hermes.config.home import HermesHome
-        from memcore_hermes.outbox.drain import drain_spool, writes_wait
+        from memcore_hermes.outbox.drain import drain_spool
         from memcore_hermes.session.tenancy import command_session
 
         home = HermesHome()
@@ -458,7 +477,8 @@ class _Session:
             environ=env,
         )
         try:
-            creates = self.writes or choose_backend(config, keys) == LOCAL or writes_wait(home)
+            waiting = _writes_wait(home)
+            creates = self.writes or choose_backend(config, keys) == LOCAL or bool(waiting)
             self.store.ensure_store(
                 config.memory_store_name,
                 description=config.description,
@@ -466,8 +486,9 @@ class _Session:
                 extract_instructions=config.extract_instructions,
                 progress=lambda m: _say(f"tablestore-mem: {m}"),
             )
-            self.drained = drain_spool(home, self.store, config)
-            if self.drained["waiting"]:
+            if waiting is not None:
+                self.drained = drain_spool(home, self.store, config)
+            if self.drained.get("waiting"):
                 _say(
                     "tablestore-mem: writes still wait in the spool (`hermes tablestore-mem "
                     "doctor` says why)"
