@@ -37,8 +37,13 @@ TokenOpt = Annotated[
 
 def add(
     ctx: typer.Context,
-    text: Annotated[
-        str | None, typer.Argument(help="The text to remember; '-' reads it from stdin.")
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="TEXT",
+            help="The text to remember: its words, joined by one space as echo joins them "
+            "(quote it to keep other spacing); '-' alone reads it from stdin.",
+        ),
     ] = None,
     messages_file: Annotated[
         str | None,
@@ -56,6 +61,7 @@ def add(
     \b
     Examples:
       memcore add "User prefers concise answers"
+      memcore add User prefers concise answers
       memcore add --metadata topic=style --sync "Answer in English"
       echo "Lives in Hangzhou" | memcore add -
       memcore --agent coder add --messages-file turn.json
@@ -67,6 +73,7 @@ def add(
 
     state = state_of(ctx)
     meta = parse_pairs(metadata, option="--metadata")
+    text = joined(words)
     if (text is None) == (messages_file is None):
         raise InvalidInput("give either TEXT (or '-' for stdin) or --messages-file", field="text")
     # Everything is checked before the store is opened, so bad input never creates a database.
@@ -118,6 +125,12 @@ def add(
         if receipt.problem:
             # Accepted (HTTP 2xx) but unreadable: landed, not resent; say it plainly.
             sys.stderr.write(f"memcore: warning: {receipt.problem}\n")
+
+
+def joined(words: list[str] | None) -> str | None:
+    """The words of the command line as one text, joined by one space as ``echo`` joins
+    them (``None`` when there are none): ``memcore search green tea`` searches "green tea"."""
+    return " ".join(words) if words else None
 
 
 def _read_stdin() -> str:
@@ -213,7 +226,14 @@ def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
 
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="QUERY",
+            help="What to look for, in plain words: the words are joined by one space as "
+            "echo joins them, so quotes are optional.",
+        ),
+    ],
     top_k: Annotated[
         int | None, typer.Option("--top-k", "-k", help="How many hits (1 to 50).")
     ] = None,
@@ -267,6 +287,7 @@ def search(
     \b
     Examples:
       memcore search "answer style"
+      memcore search answer style
       memcore search --top-k 3 --filter topic=style "how should I reply"
       memcore search --at 2026-05-20T09:00 "where did I go hiking last month"
       memcore search --neighbours 1 "mountain hut"
@@ -278,6 +299,7 @@ def search(
 
     state = state_of(ctx)
     flt = parse_pairs(filters, option="--filter")
+    query = joined(words) or ""
     limits.check_query(query)
     if top_k is not None:
         limits.check_top_k(top_k)
