@@ -62,3 +62,22 @@ def test_text_at_the_limit_from_stdin_is_still_taken(tmp_path: Path) -> None:
     with open(tmp_path / "text", "rb") as fh:
         done = _run(tmp_path / "home", "add", "--sync", "-", stdin=fh.fileno())
     assert done.returncode == 0, done.stderr
+
+
+def test_an_endless_import_is_refused_as_too_long_a_line(tmp_path: Path) -> None:
+    """``import /dev/zero`` read the whole input into memory, for ever: now a line longer
+    than any record stops it, with the address space capped below what that took."""
+    done = _run(tmp_path / "home", "import", "/dev/zero")
+    assert done.returncode == 2, done.stderr[-500:]
+    assert done.stderr == (
+        "memcore: error: /dev/zero line 1 is longer than any record (16 MiB at most); "
+        "give a file written by 'memcore export'\n"
+    )
+    assert not (tmp_path / "home" / "memcore.db").exists()
+
+
+def test_an_endless_import_from_stdin_is_refused_too(tmp_path: Path) -> None:
+    with open("/dev/zero", "rb") as zero:
+        done = _run(tmp_path / "home", "import", "--lines", "-", stdin=zero.fileno())
+    assert done.returncode == 2, done.stderr[-500:]
+    assert done.stderr.startswith("memcore: error: - line 1 is longer than any record")

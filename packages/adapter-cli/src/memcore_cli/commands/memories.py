@@ -20,11 +20,6 @@ if TYPE_CHECKING:
     from memcore.service import MemoryService
     from memcore.values import MemoryRecord
 
-#: The most a ``--messages-file`` is read: a write of the most messages, each with metadata at
-#: its limit (20 x 64 KiB, and 32,000 bytes of content), every byte a six-byte ``\uXXXX``
-#: escape, is under 8 MiB. Past this no file can be a write; /dev/zero would be read for ever.
-MAX_MESSAGES_FILE_BYTES = 16 << 20
-
 MetadataOpt = Annotated[
     list[str] | None,
     typer.Option("--metadata", "-m", help="A metadata entry key=value; repeat for more."),
@@ -177,13 +172,14 @@ def _read_messages(path: Path, metadata: dict[str, str] | None) -> list[Any]:
     from memcore import limits
     from memcore.errors import InvalidInput, PermissionDenied
     from memcore.values import Message
+    from memcore_cli.parsing.bounded import MAX_DOCUMENT_BYTES
 
     try:
         with path.open("rb") as fh:
-            raw = fh.read(MAX_MESSAGES_FILE_BYTES + 1)
-        if len(raw) > MAX_MESSAGES_FILE_BYTES:
+            raw = fh.read(MAX_DOCUMENT_BYTES + 1)
+        if len(raw) > MAX_DOCUMENT_BYTES:
             raise InvalidInput(
-                f"{path} is larger than any write takes ({MAX_MESSAGES_FILE_BYTES >> 20} MiB "
+                f"{path} is larger than any write takes ({MAX_DOCUMENT_BYTES >> 20} MiB "
                 "at most); give a JSON file of messages",
                 field="messages_file",
             )

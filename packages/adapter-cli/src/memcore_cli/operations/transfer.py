@@ -30,6 +30,7 @@ an import cannot be used to ask whether another tenant's memory exists.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -53,7 +54,6 @@ from memcore.transfer import (
     plan_import,
     restore_batches,
     restore_log,
-    split_lines,
     stopped,
     version_links,
 )
@@ -61,6 +61,7 @@ from memcore.values import MemoryRecord
 from memcore_cli.operations.rollback import undo_import
 from memcore_cli.output.interrupts import held_interrupts
 from memcore_cli.output.render import Output
+from memcore_cli.parsing.bounded import bounded_lines
 from memcore_cli.settings.home import home_expanded
 from memcore_cli.wiring.runtime import Runtime
 from memcore_sqlite.storage.out_file import open_out
@@ -139,24 +140,52 @@ def read_records(
     expanded = home_expanded(path)
     if expanded is None:  # "~nobody/x": no such user's home
         raise InvalidInput(f"{path} names a home folder this system does not know", field="file")
+    if lines:
+        instead = "give a text file, one memory a line"
+        numbered = _plain_lines(_numbered(path, expanded, instead))
+        return [_text_record(i, raw, tenant) for i, raw in numbered if raw.strip()]
+    instead = "give a file written by 'memcore export'"
+    return [
+        parse_line(i, raw, tenant, retarget=retarget)
+        for i, raw in _numbered(path, expanded, instead)
+        if raw.strip()
+    ]
+
+
+def _numbered(path: Path, expanded: Path, instead: str) -> Iterator[tuple[int, str]]:
+    """The file's lines, numbered, read a line at a time within the bounds of
+    :func:`memcore_cli.parsing.bounded.bounded_lines` (``/dev/zero`` or an endless pipe is
+    refused, not read until memory runs out)."""
+    if str(path) == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # a text stream without bytes under it (a test's): its own lines
+            yield from bounded_lines(_encoded(sys.stdin), path, field="file", instead=instead)
+            return
+        yield from bounded_lines(stream.readline, path, field="file", instead=instead)
+        return
     try:
-        if str(path) == "-":
-            # A byte order mark, as a file's is (utf-8-sig): not part of the first record.
-            raw_text = sys.stdin.read().removeprefix("\ufeff")
-        else:
-            raw_text = expanded.read_text(encoding="utf-8-sig")
+        with expanded.open("rb") as fh:
+            yield from bounded_lines(fh.readline, path, field="file", instead=instead)
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist", field="file") from None
     except PermissionError:  # exit 4, as an unreadable config: not a malformed file
         raise PermissionDenied(f"cannot read {path} (permission denied)", field="file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise InvalidInput(f"cannot read {path} ({reason})", field="file") from None
-    text = raw_text.splitlines() if lines else split_lines(raw_text)
-    numbered = [(i, raw) for i, raw in enumerate(text, start=1) if raw.strip()]
-    if lines:
-        return [_text_record(i, raw, tenant) for i, raw in numbered]
-    return [parse_line(i, raw, tenant, retarget=retarget) for i, raw in numbered]
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path} ({exc.strerror})", field="file") from None
+
+
+def _encoded(stream: TextIO) -> Callable[[int], bytes]:
+    return lambda most: stream.readline(most).encode("utf-8", "surrogateescape")
+
+
+def _plain_lines(numbered: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """A text file's lines as ``str.splitlines`` breaks them (a form feed, U+2028 and the like
+    end a line too), numbered anew."""
+    line_no = 0
+    for _, line in numbered:
+        for part in (line + "\n").splitlines():
+            line_no += 1
+            yield line_no, part
 
 
 def _text_record(line_no: int, raw: str, scope: Scope) -> ImportRecord:

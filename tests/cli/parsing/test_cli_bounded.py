@@ -1,0 +1,37 @@
+"""The bounded line reader under ``import``: lines broken where a text read of the file broke
+them, and input past its bounds refused with the line it reached."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memcore.errors import InvalidInput
+from memcore_cli.parsing.bounded import MAX_DOCUMENT_BYTES, bounded_lines
+
+
+def _lines(data: bytes, **kwargs: int) -> list[tuple[int, str]]:
+    stream = io.BytesIO(data)
+    return list(bounded_lines(stream.readline, "f", field="file", instead="x", **kwargs))
+
+
+def test_lines_break_at_newlines_of_every_kind_but_not_inside_a_text() -> None:
+    data = "\ufeffa\r\nb\rc\nd\u2028e\x85f\ng".encode()
+    assert _lines(data) == [(1, "a"), (2, "b"), (3, "c"), (4, "d\u2028e\x85f"), (5, "g")]
+
+
+def test_more_than_the_total_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="f is larger than an import reads"):
+        _lines(b"{}\n" * 100, total=30)
+
+
+def test_a_line_past_the_bound_names_its_number() -> None:
+    data = b"{}\n" + b"x" * (MAX_DOCUMENT_BYTES + 1)
+    with pytest.raises(InvalidInput, match="f line 2 is longer than any record"):
+        _lines(data)
+
+
+def test_bytes_that_are_not_utf8_name_their_line() -> None:
+    with pytest.raises(InvalidInput, match=r"cannot read f \(not UTF-8 text at line 2\)"):
+        _lines(b"{}\n\xe9\n")
