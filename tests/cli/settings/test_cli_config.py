@@ -387,3 +387,27 @@ def test_a_hand_written_blank_local_path_is_refused_not_made_a_file(home, local_
     (line,) = result.stderr.splitlines()
     assert "local_path" in line and str(home / "config.json") in line
     assert sorted(p.name for p in home.iterdir()) == ["config.json"]
+
+
+def test_a_local_path_the_file_system_cannot_hold_is_refused_when_set(local_cli, home):
+    """``config set local_path`` with a 100,000-character value was written, and refused only
+    by the next command that opened the store; it is now refused at once, by the limits of
+    the nearest folder that exists (NAME_MAX for a name, PATH_MAX for the whole), on one line
+    that does not repeat the value."""
+    import os
+
+    name_max = os.pathconf(home, "PC_NAME_MAX")
+    before = (home / "config.json").read_text(encoding="utf-8")
+    result = local_cli("config", "set", "local_path", str(home / ("a" * 100_000)))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"memcore: error: local_path will not do: a name in it is 100,000 bytes long; {home} "
+        f"takes {name_max} at most (key 'local_path') in {home / 'config.json'}\n"
+    )
+    deep = "/".join(["folder"] * 700) + "/memories.db"  # short names, too long a path
+    result = local_cli("config", "set", "local_path", deep)
+    assert result.exit_code == 2
+    assert "bytes long; paths under" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert (home / "config.json").read_text(encoding="utf-8") == before
+    local_cli.ok("config", "set", "local_path", "a" * name_max)  # at the limit: taken

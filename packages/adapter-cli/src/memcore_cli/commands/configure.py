@@ -1,5 +1,6 @@
 """``config show``, ``config set`` and ``provision``: the settings the CLI runs with."""
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -110,6 +111,8 @@ def set_value(
     parsed = parse_value(key, value, source=source)
     base = read_config(path, required=False)
     updated = merge_config(base, {key: parsed}, source=source)
+    if key == "local_path" and updated.local_path is not None:
+        _check_length(state, path, updated.local_path, source=source)
     write_config(path, updated)
     # As config show shows it: an endpoint's user:password@ is written, never printed.
     shown = redact({key: without_userinfo(getattr(updated, key))})[key]
@@ -117,6 +120,19 @@ def set_value(
         state.output.json({"key": key, "value": shown, "config_file": source})
     else:
         state.output.line(f"set {key} = {shown!r} in {source}")
+
+
+def _check_length(state: Any, config_path: Path, local_path: str, *, source: str) -> None:
+    """Refuse a ``local_path`` the file system cannot hold, as the home it is relative to
+    would place it (the data home, or a Hermes home's folder)."""
+    from memcore.errors import ConfigError
+    from memcore_cli.settings.home import data_home, database_path, too_long
+
+    hermes = state.options.hermes_home is not None or config_path.name == "tablestore_memory.json"
+    home = config_path.parent if hermes else data_home(state.environ)
+    problem = too_long(database_path(home, local_path, source=source))
+    if problem is not None:
+        raise ConfigError(f"local_path will not do: {problem}", field="local_path", source=source)
 
 
 def provision(

@@ -72,3 +72,35 @@ def checked_database(path: Path, *, field: str) -> Path:
 
         raise ConfigError(f"the database path {path} will not do: {problem}", field=field)
     return path
+
+
+def too_long(path: Path) -> str | None:
+    """What the file system's own limits say of ``path`` before any file is made, or None: a
+    name past ``NAME_MAX``, or the whole past ``PATH_MAX``, of the nearest folder that exists
+    (else ``config set local_path`` took it and every later command failed on it)."""
+    import os
+
+    absolute = Path(os.path.abspath(path))
+    existing = absolute
+    while existing != existing.parent and not _exists(existing):
+        existing = existing.parent
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+        path_max = os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError):  # no such limits here (or not told): the open will say
+        return None
+    for part in absolute.relative_to(existing).parts:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            return f"a name in it is {size:,} bytes long; {existing} takes {name_max} at most"
+    size = len(os.fsencode(str(absolute)))
+    if size >= path_max:  # PATH_MAX counts the final NUL
+        return f"it is {size:,} bytes long; paths under {existing} take {path_max - 1} at most"
+    return None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # too long a name to look up: it does not exist
+        return False
