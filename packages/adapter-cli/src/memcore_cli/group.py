@@ -159,14 +159,27 @@ def answer_lost_after_write(exc: Exception, words: Sequence[str]) -> Exception:
     )
 
 
-def store_advice(exc: Exception, store_argv: Sequence[str]) -> Exception:
+def store_advice(exc: Exception, store_argv: Sequence[str], runtime: Any = None) -> Exception:
     """A missing memory store's error with the ``memcore ...`` commands it advises (create
     the store, run doctor) given the flags that chose the store (``--backend tablestore``):
     run as written without them, they reach the configured default, often the embedded
-    store, and the read fails again."""
+    store, and the read fails again. With the ``runtime`` whose store answered, the names
+    close to the missing one follow (a mistyped ``memory_store_name``)."""
     from memcore.errors import StoreNotFound
 
-    return exc.advised_with(store_argv) if isinstance(exc, StoreNotFound) else exc
+    if not isinstance(exc, StoreNotFound):
+        return exc
+    advised = exc.advised_with(store_argv)
+    opened = getattr(runtime, "opened_store", None)
+    if opened is None:
+        return advised
+    from memcore_cli.operations.store_names import did_you_mean
+
+    hint = did_you_mean(opened, runtime.store_name)
+    if not hint:
+        return advised
+    told = f"{advised.message}{hint}"
+    return StoreNotFound(told, field=advised.field, retryable=advised.retryable)
 
 
 def _stdout_failed() -> bool:
@@ -194,7 +207,8 @@ class MemcoreGroup(TyperGroup):
         except Exception as exc:
             state = ctx.obj
             options = getattr(state, "options", None)
-            exc = store_advice(exc, options.store_argv() if options is not None else ())
+            argv = options.store_argv() if options is not None else ()
+            exc = store_advice(exc, argv, getattr(state, "opened_runtime", None))
             if _stdout_failed():
                 exc = answer_lost_after_write(exc, ctx.meta.get(COMMAND_ARGS, []))
             code = report_error(

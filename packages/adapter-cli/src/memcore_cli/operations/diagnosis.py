@@ -396,10 +396,15 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
     try:
         info = store.describe_store(name)
     except NotFound as exc:
+        from memcore_cli.operations.store_names import did_you_mean
+
+        hint = did_you_mean(store, name)
         if runtime.settings.config.auto_create_store:
-            checks.ok("memory store", f"{name} does not exist yet; the first write creates it")
+            detail = f"{name} does not exist yet; the first write creates it{hint}"
+            checks.ok("memory store", detail)
         else:
-            checks.fail("memory store", f"{name} does not exist and auto_create_store is off", exc)
+            detail = f"{name} does not exist and auto_create_store is off{hint}"
+            checks.fail("memory store", detail, exc)
         return
     except Exception as exc:
         checks.fail("memory store", _message(exc), exc)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memcore.errors import StoreNotFound
 from memcore.ports import MemoryStore
 from memcore.service import MemoryService
 from memcore_cli.settings.options import GlobalOptions
@@ -203,6 +204,11 @@ class Runtime:
         return self._store
 
     @property
+    def opened_store(self) -> MemoryStore | None:
+        """The store if this invocation opened it, else None (nothing is opened here)."""
+        return self._store
+
+    @property
     def store_ready(self) -> bool:
         """Whether :meth:`ready_store` has found (or made) the configured memory store."""
         return self._ensured
@@ -214,17 +220,29 @@ class Runtime:
         TableStore memory store is an error, not created empty, so a deleted or mistyped store
         is reported instead of read as one holding nothing (``auto_create_store`` means "the
         first write creates it"). The embedded store's is a row of the file just opened, and
-        is still made on the first run's first read."""
+        is still made on the first run's first read: by a file that holds no store yet, not
+        by one whose stores have other names (a mistyped name is reported there too)."""
         store = self.store
         if not self._ensured:
-            creates = create or self.settings.backend == "local"
-            store.ensure_store(
-                self.store_name,
-                description=self.settings.config.description,
-                create=self.settings.config.auto_create_store and creates,
-                extract_instructions=self.settings.config.extract_instructions,
-                progress=self._progress,
-            )
+            creates = create or (self.settings.backend == "local" and not store.list_stores())
+            allowed = self.settings.config.auto_create_store
+            try:
+                store.ensure_store(
+                    self.store_name,
+                    description=self.settings.config.description,
+                    create=allowed and creates,
+                    extract_instructions=self.settings.config.extract_instructions,
+                    progress=self._progress,
+                )
+            except StoreNotFound as exc:
+                if self.settings.backend != "local" or not allowed:
+                    raise
+                name = self.store_name
+                raise StoreNotFound(
+                    f"memory store {name!r} does not exist (a read does not create it: the "
+                    f"first write does, or 'memcore stores create {name}')",
+                    field=exc.field,
+                ) from None
             self._ensured = True
         return store
 

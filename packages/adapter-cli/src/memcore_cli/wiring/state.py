@@ -102,6 +102,11 @@ class CliState:
             )
         return self._runtime
 
+    @property
+    def opened_runtime(self) -> Runtime | None:
+        """The runtime, if a command made one (an error's advice reads its open store)."""
+        return self._runtime
+
     def close(self) -> None:
         if self._runtime is not None:
             self._runtime.close()
