@@ -141,3 +141,26 @@ def test_an_embedded_store_without_auto_create_serves_and_says_the_store_is_miss
     anyio.run(main)
     log = local_backend.stderr.read_text(encoding="utf-8")
     assert "memcore stores create hermes_mem" in log, log
+
+
+def test_a_mistyped_embedded_store_is_reported_as_on_tablestore(local_backend: Backend) -> None:
+    """The embedded store made a mistyped store on the server's start, empty, and every
+    recall found nothing; in a file that holds other stores it is now missing as on
+    TableStore, until the first remember creates it (a new file still makes its own)."""
+    backend = local_backend
+    backend.home.mkdir(parents=True, exist_ok=True)
+    (backend.home / "config.json").write_text('{"embedder": "none"}', encoding="utf-8")
+    run_memcore(backend, "add", "--sync", "Erin plays the cello")
+    _name_store(backend, "hermes_mme")
+
+    async def main() -> None:
+        async with backend.stdio("--tenant", "erin") as session:
+            _store_not_found(
+                await session.call_tool("recall", {"query": "music"}), "recall", "hermes_mme"
+            )
+            remembered = await session.call_tool("remember", {"text": "Erin plays the viola"})
+            assert not remembered.is_error, payload(remembered)
+            found = payload(await session.call_tool("recall", {"query": "viola"}))
+            assert [hit["text"] for hit in found["results"]] == ["Erin plays the viola"]
+
+    anyio.run(main)

@@ -197,7 +197,8 @@ def _open(runtime: Runtime, options: GlobalOptions) -> None:
     A TableStore memory store that does not exist is not created here: a mistyped
     ``memory_store_name`` would be made empty and every read would find nothing. The server
     starts all the same and says so; reads answer ``store_not_found`` and the first
-    ``remember`` creates it (:meth:`Tenants.create_store`). The embedded store makes its own."""
+    ``remember`` creates it (:meth:`Tenants.create_store`). The embedded store makes its own
+    in a new file (one that holds other stores reads a missing one as TableStore does)."""
     runtime.warm_embedder()
     try:
         runtime.ready_store(create=False)
