@@ -411,3 +411,11 @@ def test_a_local_path_the_file_system_cannot_hold_is_refused_when_set(local_cli,
     assert len(result.stderr.splitlines()) == 1
     assert (home / "config.json").read_text(encoding="utf-8") == before
     local_cli.ok("config", "set", "local_path", "a" * name_max)  # at the limit: taken
+
+
+def test_null_says_the_key_was_unset_not_set_to_none(local_cli, home):
+    """``config set tenant_id null`` printed "set tenant_id = None", Python's word for it."""
+    local_cli.ok("config", "set", "tenant_id", "alice")
+    result = local_cli.ok("config", "set", "tenant_id", "null")
+    assert result.stdout == f"unset tenant_id in {home / 'config.json'} (back to its default)\n"
+    assert local_cli.json("config", "set", "tenant_id", "null")["value"] is None

@@ -118,6 +118,8 @@ def set_value(
     shown = redact({key: without_userinfo(getattr(updated, key))})[key]
     if state.json:
         state.output.json({"key": key, "value": shown, "config_file": source})
+    elif parsed is None:  # 'null': back to the default, which config show gives
+        state.output.line(f"unset {key} in {source} (back to its default)")
     else:
         state.output.line(f"set {key} = {shown!r} in {source}")
 
