@@ -126,3 +126,28 @@ def test_doctor_fails_a_spool_folder_every_user_can_write(tmp_path: Path) -> Non
     report = spool_report(home)
     assert "can be written by every user" in report["error"]["message"]
     assert not home.spool_file.exists()
+
+
+def test_doctor_that_could_not_read_the_files_calls_neither_damaged(
+    hermes_home: Path, kit: Any, monkeypatch: Any
+) -> None:
+    """A full disk refuses the shared-memory file a reader creates (SQLITE_IOERR_SHMSIZE):
+    the files are not damaged, and the spool is not said to be rebuilt."""
+    import sqlite3
+
+    from memcore_sqlite.storage import integrity
+
+    home = _local_home(hermes_home, kit)
+
+    def refused(uri: str) -> sqlite3.Connection:
+        exc = sqlite3.OperationalError("disk I/O error")
+        exc.sqlite_errorcode = 4874  # type: ignore[attr-defined]  # SQLITE_IOERR_SHMSIZE
+        raise exc
+
+    monkeypatch.setattr(integrity, "_opened", refused)
+    report = run_doctor(home)
+    assert not report["ok"]
+    for found in (report["integrity"], report["spool"]["integrity"]):
+        assert not found["ok"] and "problems" not in found and "fix" not in found, found
+        assert "is full" in found["error"]["message"]
+    assert "damaged" not in json.dumps(report)

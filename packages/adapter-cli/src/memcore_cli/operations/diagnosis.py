@@ -220,7 +220,11 @@ def integrity_check(path: Path, checks: _Checks) -> None:
     """SQLite's ``quick_check`` of the file (every page read), and how long it took."""
     from memcore_sqlite.storage import integrity
 
-    report = integrity.quick_check(path)
+    try:
+        report = integrity.quick_check(path)
+    except MemcoreError as exc:  # it could not read the file (a full disk): no verdict on it
+        checks.fail("integrity", f"could not check the file: {exc.message}", exc)
+        return
     took = f"{report.seconds * 1000:.0f} ms"
     if report.ok:
         checks.ok("integrity", f"quick_check ok in {took}")

@@ -379,6 +379,8 @@ def spool_report(home: HermesHome) -> dict[str, Any]:
     from memcore_hermes.outbox.spool import SqliteOutbox
 
     sound = integrity_report(home.spool_file)
+    if "error" in sound:
+        return {"exists": True, "integrity": sound, "error": sound["error"]}
     if not sound["ok"]:
         # Not opened here (opening rebuilds it, and doctor changes nothing): the provider
         # moves it aside and rebuilds it from the journals when it next starts.
@@ -428,7 +430,10 @@ def integrity_report(path: Any) -> dict[str, Any]:
     """SQLite's ``quick_check`` of a database file, how long it took, and the fix if damaged."""
     from memcore_sqlite.storage import integrity
 
-    found = integrity.quick_check(path)
+    try:
+        found = integrity.quick_check(path)
+    except MemcoreError as exc:  # it could not read the file (a full disk): no verdict on it
+        return {"ok": False, "check": "quick_check", "error": _error(exc)}
     out: dict[str, Any] = {
         "ok": found.ok,
         "check": "quick_check",

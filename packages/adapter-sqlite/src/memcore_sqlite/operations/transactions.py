@@ -199,8 +199,12 @@ class Transactions:
 
     def _check_soundness(self) -> None:
         """:meth:`check_integrity` beside the store's work (on its own read-only connection),
-        so opening stays fast; writes committed before it reports were not refused."""
-        self.check_integrity()
+        so opening stays fast; writes committed before it reports were not refused. A check
+        that could not run (a full disk) leaves the file unchecked: the next open checks it."""
+        try:
+            self.check_integrity()
+        except MemcoreError as exc:
+            _log.warning("could not check %s: %s", self.path, exc.message)
 
     @contextmanager
     def _latch(self) -> Iterator[None]:

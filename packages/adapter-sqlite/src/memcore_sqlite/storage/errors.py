@@ -26,6 +26,9 @@ SQLITE_CORRUPT = 11
 SQLITE_FULL = 13
 SQLITE_CANTOPEN = 14
 SQLITE_NOTADB = 26
+#: The WAL's shared-memory file could not be grown: on Unix its one write failed, which a
+#: full disk (ENOSPC) or a file-size limit (EFBIG, ``ulimit -f``) causes.
+SQLITE_IOERR_SHMSIZE = SQLITE_IOERR | (19 << 8)
 
 #: SQLite's fixed messages (sqlite3_errstr) for the codes we act on: Python 3.10 gives the
 #: message but no result code, and these texts are part of SQLite's stable interface.
@@ -61,7 +64,7 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
             field=path,
             retryable=True,
         )
-    if primary == SQLITE_FULL:
+    if primary == SQLITE_FULL or getattr(exc, "sqlite_errorcode", None) == SQLITE_IOERR_SHMSIZE:
         return Unavailable(
             f"the disk holding the memory database {path} is full [{name}]; free space and retry",
             field=path,

@@ -41,7 +41,10 @@ class IntegrityReport:
 def quick_check(path: str | Path) -> IntegrityReport:
     """Run ``PRAGMA quick_check`` on a read-only connection of its own (no write lock taken,
     :func:`reading`). A file SQLite cannot even read as a database is reported as a problem,
-    not raised."""
+    not raised. A check that could not run for another reason (a full disk or a file-size
+    limit refusing the shared-memory file, no file handles left, a lock) says nothing of the
+    pages: it raises the mapped error (``Unavailable``), lest a sound file be called damaged
+    and its writes refused."""
     started = time.perf_counter()
     problems: tuple[str, ...]
     try:
@@ -49,8 +52,23 @@ def quick_check(path: str | Path) -> IntegrityReport:
             rows = conn.execute(f"PRAGMA quick_check({MAX_PROBLEMS})").fetchall()
         problems = tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
     except sqlite3.DatabaseError as exc:
+        if not _about_the_pages(exc):
+            from memcore_sqlite.storage.errors import map_error
+
+            raise map_error(exc, path=str(path)) from exc
         problems = (str(exc),)
     return IntegrityReport(str(path), problems, time.perf_counter() - started)
+
+
+def _about_the_pages(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite found the pages damaged (SQLITE_CORRUPT) or no database (SQLITE_NOTADB); an
+    error without a known code counts too unless it is an operational one."""
+    from memcore_sqlite.storage.errors import SQLITE_CORRUPT, SQLITE_NOTADB, primary_code
+
+    code = primary_code(exc)
+    if code is None:
+        return not isinstance(exc, sqlite3.OperationalError)
+    return code in (SQLITE_CORRUPT, SQLITE_NOTADB)
 
 
 @contextmanager
