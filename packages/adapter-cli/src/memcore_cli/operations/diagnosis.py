@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied
+from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, Unavailable
 from memcore_cli.output.exit_codes import ExitCode, exit_code_for
 from memcore_cli.wiring.state import CliState
 
@@ -60,6 +60,25 @@ def _writable_dir(path: Path) -> bool:
     while not probe.exists() and probe.parent != probe:
         probe = probe.parent
     return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+#: Free bytes below which the data home fails: an add puts its pages (tens of KiB) in the
+#: write-ahead log, and a reader needs room for the 32 KiB shared-memory file; a few writes
+#: fill less than this, and then every write (and a read that makes that file) fails.
+LOW_SPACE = 1 << 20
+
+
+def _free_bytes(path: Path) -> int | None:
+    """Bytes this user may still write on the disk holding ``path`` (or its nearest existing
+    folder); None where the system does not say."""
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def _read_only_files(db: Path) -> list[Path]:
@@ -174,7 +193,14 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
         )
         checks.fail("data home", detail, PermissionDenied(detail, field="home"))
         return
-    if _writable_dir(settings.db_path.parent):
+    free = _free_bytes(settings.db_path.parent)
+    if _writable_dir(settings.db_path.parent) and free is not None and free < LOW_SPACE:
+        detail = (
+            f"{settings.db_path.parent} is writable, but the disk holding it has {free:,} bytes "
+            "free: writes fail (and reads may) until space is freed"
+        )
+        checks.fail("data home", detail, Unavailable(detail, field="home", retryable=True))
+    elif _writable_dir(settings.db_path.parent):
         checks.ok("data home", f"{settings.db_path.parent} is writable")
     else:
         detail = (
