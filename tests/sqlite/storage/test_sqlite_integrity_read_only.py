@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,20 +60,25 @@ _PROBE = (
 )
 
 
-def _as_unprivileged(db: Path) -> list[str]:
-    """quick_check run by a process that the folder's permissions bind (root drops its
-    capabilities through setpriv)."""
-    argv = [sys.executable, "-c", _PROBE, str(db)]
+def run_unprivileged(script: str, *args: str) -> Any:
+    """The JSON that ``script`` prints, run by a process that folder permissions bind (root
+    drops its capabilities through setpriv)."""
+    argv = [sys.executable, "-c", script, *args]
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.skip("root without setpriv: folder permissions do not bind this process")
         argv = [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--reuid=0", *argv]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0 and "setpriv" in done.stderr:
         pytest.skip(f"cannot drop privileges here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
-    problems: list[str] = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def _as_unprivileged(db: Path) -> list[str]:
+    """quick_check's problems, found by a process the folder's permissions bind."""
+    problems: list[str] = run_unprivileged(_PROBE, str(db))
     return problems
 
 

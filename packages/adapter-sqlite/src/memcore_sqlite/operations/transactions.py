@@ -701,6 +701,28 @@ def _can_build_postings(path: str) -> bool:
     return path != ":memory:" and importlib.util.find_spec("numpy") is not None
 
 
+#: The size of a write-ahead log's header: a longer log holds frames (writes).
+_WAL_HEADER = 32
+
+
+def _refuse_unseen_log(path: str) -> None:
+    """An immutable open reads the file alone: writes a killed (or still running elsewhere)
+    writer left in the write-ahead log would be silently missing from every answer, and an
+    export of it would lose them. Refused instead, with the way out."""
+    try:
+        size = os.stat(path + "-wal").st_size
+    except OSError:
+        return
+    if size > _WAL_HEADER:
+        raise PermissionDenied(
+            f"the memory database {path} cannot be read here: its write-ahead log {path}-wal "
+            f"holds {size:,} bytes of writes, which a reader sees only through {path}-shm, and "
+            "that file cannot be made in this read-only folder; open it once where it can be "
+            "written, or copy the folder with both files somewhere writable",
+            field=path,
+        )
+
+
 def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connection:
     """A connection; read-only ones open by URI, as ``immutable`` when SQLite cannot even make
     its WAL index next to the file (a read-only folder: nobody writes there meanwhile)."""
@@ -718,6 +740,7 @@ def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connectio
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return conn
     except sqlite3.OperationalError:
+        _refuse_unseen_log(path)
         return sqlite3.connect(
             uri + "?mode=ro&immutable=1",
             uri=True,
