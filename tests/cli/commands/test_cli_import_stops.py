@@ -488,3 +488,31 @@ def test_a_memory_a_dream_folded_while_the_import_ran_is_kept_and_the_dream_undo
         "the user likes green TEA in the morning!",
     ]
     assert all(not m.get("supersedes") and not m.get("superseded_by") for m in current)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_import_killed_with_sigkill_keeps_whole_batches_and_a_rerun_adds_no_duplicate(
+    tmp_path, local_cli
+):
+    """``kill -9`` gives the import no chance to take back what it added: the batches it
+    stored stay, each whole and searchable, and running it again adds the rest, once."""
+    local_cli.ok("count")  # the first-run note
+    lines = _lines(tmp_path / "l.txt", 20)
+    env = {**os.environ, "MEMCORE_HOME": str(local_cli.home)}
+    killed = _TERMINATED.replace("signal.SIGTERM", "signal.SIGKILL")
+    done = subprocess.run(
+        [sys.executable, "-c", killed, str(lines)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert local_cli.ok("count").stdout.strip() == "6"
+    checks = {c["name"]: c for c in local_cli.json("doctor")["checks"]}
+    assert checks["integrity"]["ok"] and checks["search"]["ok"]
+    again = local_cli.ok("import", "--lines", str(lines))
+    assert again.stdout.strip() == "imported 20 records: 14 added, 6 already present"
+    texts = local_cli.ok("--format", "plain", "list", "--all").stdout.splitlines()
+    assert len(texts) == 20
+    assert len({line.split("\t")[1] for line in texts}) == 20

@@ -259,3 +259,41 @@ def test_a_task_of_another_containers_process_is_not_judged(
             (json.dumps({**elsewhere, "pids": ours}), task.id),
         )
     assert hybrid_store.get_dream_task(STORE, task.id).status == "failed"
+
+
+#: The same death before the second action, in ``apply_dream_actions`` (argv: file, task, ids).
+_KILLED_BY_HAND = (
+    _KILLED.split("class Reviewer:")[0]
+    + """
+dream_apply.DreamApplier.apply_action = apply_then_die
+store = SqliteMemoryStore(sys.argv[1], embedder=HashingEmbedder(64))
+store.apply_dream_actions("mem", sys.argv[2], sys.argv[3:])
+"""
+)
+
+
+def test_an_apply_by_hand_killed_between_actions_applied_none_and_applies_once_again(
+    hybrid_store: SqliteMemoryStore, db_path: Path
+) -> None:
+    """``memcore dream apply TASK A B`` killed with SIGKILL after A: none of them landed, the
+    task still proposes both, and applying them again applies each once."""
+    ids = _seed(hybrid_store)
+    task = hybrid_store.create_dream_task(STORE, ALICE.tenant_pattern(), apply_mode="proposal")
+    wanted = [a.id for a in hybrid_store.list_dream_actions(STORE, task.id).items]
+    assert len(wanted) == 2
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_BY_HAND, str(db_path), task.id, *wanted], check=False
+    )
+    assert proc.returncode == -signal.SIGKILL
+    current = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert sorted(m.id for m in current) == sorted(ids)
+    assert {m.version for m in current} == {1}
+    actions = hybrid_store.list_dream_actions(STORE, task.id).items
+    assert [a.status for a in actions] == ["proposed", "proposed"]
+    applied = hybrid_store.apply_dream_actions(STORE, task.id, wanted)
+    assert [a.status for a in applied] == ["applied", "applied"]
+    after = hybrid_store.list_memories(STORE, ALICE.pattern()).items
+    again = hybrid_store.apply_dream_actions(STORE, task.id, wanted)
+    assert [a.status for a in again] == ["applied", "applied"]
+    assert hybrid_store.list_memories(STORE, ALICE.pattern()).items == after
+    assert hybrid_store.check_integrity().ok
