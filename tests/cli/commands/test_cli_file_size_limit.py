@@ -87,3 +87,11 @@ def _texts(home: Path) -> list[str]:
     listed = _memcore(home, "--json", "list", "--all")
     assert listed.returncode == 0, listed.stderr
     return [json.loads(line)["text"] for line in listed.stdout.splitlines()]
+
+
+def test_a_write_past_the_file_size_limit_names_the_limit(home: Path) -> None:
+    """Past the limit a write fails with EFBIG, which SQLite calls an I/O error: the line
+    names the limit, the likely cause, rather than leaving a bare I/O error."""
+    done = _memcore(home, "add", "--sync", "refused for want of room " * 200, limit=40_000)
+    assert done.returncode == 5, done.stderr
+    assert "may not write a file past 40,000 bytes (ulimit -f)" in done.stderr

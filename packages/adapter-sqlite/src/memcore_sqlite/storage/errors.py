@@ -85,7 +85,9 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
             field=path,
         )
     if primary in (SQLITE_IOERR, SQLITE_NOMEM):
-        return Unavailable(f"the memory database {path} hit an I/O error [{name}]", field=path)
+        return Unavailable(
+            f"the memory database {path} hit an I/O error [{name}]{_size_limit()}", field=path
+        )
     if primary is None and isinstance(exc, sqlite3.OperationalError):
         # Python < 3.11 carries no result code; an operational error is the transient kind.
         return Unavailable(f"the memory database {path} failed [{name}]: {exc}", field=path)
@@ -94,6 +96,19 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
             f"the memory database {path} failed [{name}]: {exc}", field=path, retryable=False
         )
     return Unavailable(f"the memory database {path} failed [{name}]: {exc}", field=path)
+
+
+def _size_limit() -> str:
+    """The file-size limit this process runs under (``ulimit -f``), when it has one: a write
+    past it fails with EFBIG, which SQLite reports as an I/O error, not as a full disk."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == resource.RLIM_INFINITY:
+        return ""
+    return f"; this process may not write a file past {soft:,} bytes (ulimit -f), the likely cause"
 
 
 @contextmanager
