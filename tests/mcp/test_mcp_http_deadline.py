@@ -24,8 +24,14 @@ SLOW_CALL = 2.5
 
 
 async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Reads the whole body (as the SDK does), sleeps on /slow, answers what it read."""
+    """Reads the whole body (as the SDK does), sleeps on /slow, answers what it read; refuses
+    /refuse on its head, unread (as the SDK's bearer check does: 401)."""
     if scope["type"] != "http":
+        return
+    if scope["path"] == "/refuse":
+        headers = [(b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
         return
     body = b""
     while True:
@@ -152,3 +158,29 @@ def test_a_kept_alive_connection_has_the_time_for_each_request(port: int) -> Non
     # After its last answer the connection is closed all the same (idle: keep-alive's
     # limit, 5 seconds, or this deadline, whichever comes first).
     assert _read_all(sock) == b""
+
+
+def test_a_request_refused_on_its_head_is_closed_at_once(
+    port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused before its body came (no valid token: 401), a connection whose client trickles
+    the body is closed a moment after the answer, not held for the whole deadline (each byte
+    restarted uvicorn's keep-alive limit)."""
+    monkeypatch.setattr(RequestDeadline, "timeout", 20.0)
+    sock = _connect(port)
+    started = time.monotonic()
+    sock.sendall(_request("/refuse", b"{}" * 500)[:-900])
+    answer = _read_answer(sock)
+    assert answer.startswith(b"HTTP/1.1 401 "), answer
+    sock.settimeout(0.25)
+    closed = False
+    while not closed and time.monotonic() - started < 15:
+        try:
+            sock.sendall(b"{}")  # a byte now and then does not keep it open
+            closed = sock.recv(65536) == b""
+        except TimeoutError:
+            continue
+        except OSError:  # reset: closed with the byte unread
+            closed = True
+    assert closed
+    assert time.monotonic() - started < RequestDeadline.linger + 2

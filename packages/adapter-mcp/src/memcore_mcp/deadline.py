@@ -22,6 +22,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 #: How long a request may take to arrive, headers and body (far longer than any MCP message
 #: needs, even at 4 MiB on a slow link).
 REQUEST_TIMEOUT = 30.0
+#: How long a connection answered before its body arrived stays open: time for the client to
+#: read the answer before the close (a close with its bytes unread could reset it first).
+LINGER = 1.0
 
 _TIMED_OUT = b"the request was not received in time\n"
 _RESPONSE_408 = (
@@ -38,6 +41,7 @@ class RequestDeadline(H11Protocol):
 
     #: Seconds; a class attribute so a subclass (or a test) can choose another.
     timeout: float = REQUEST_TIMEOUT
+    linger: float = LINGER
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -53,12 +57,16 @@ class RequestDeadline(H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        self._arm()  # the next request on this connection has its own time
+        if self.conn.their_state is h11.SEND_BODY:  # answered on its head (401, 413)
+            self._arm(self.linger)
+        else:
+            self._arm()  # the next request on this connection has its own time
 
-    def _arm(self) -> None:
+    def _arm(self, seconds: float | None = None) -> None:
         self._disarm()
         if not self.transport.is_closing():
-            self._deadline = self.loop.call_later(self.timeout, self._expire)
+            wait = self.timeout if seconds is None else seconds
+            self._deadline = self.loop.call_later(wait, self._expire)
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -84,4 +92,4 @@ class RequestDeadline(H11Protocol):
         self.transport.close()
 
 
-__all__ = ["REQUEST_TIMEOUT", "RequestDeadline"]
+__all__ = ["LINGER", "REQUEST_TIMEOUT", "RequestDeadline"]
