@@ -257,9 +257,8 @@ def _run_http(
     path: str,
     grace: float,
 ) -> None:
-    import uvicorn
-
     from memcore_mcp.distinct import DistinctIds
+    from memcore_mcp.stopping import DrainingServer
     from memcore_mcp.streams import StreamBudget
 
     # Answers as plain JSON, not as a server-sent event stream: on SIGTERM uvicorn waits for
@@ -269,22 +268,8 @@ def _run_http(
     share_sessions(server.session_manager, SESSIONS_PER_TENANT)
     tenant_of = bearer_tenant(tokens)
     served = OneCredential(StreamBudget(DistinctIds(app, tenant_of), tenant_of, STREAMS_PER_TENANT))
-    http = uvicorn.Server(http_config(served, grace=grace))
-    _end_listening_first(http, server)
-    http.run(sockets=[sock])
-
-
-def _end_listening_first(http: uvicorn.Server, server: MemoryServer) -> None:
-    """When ``http`` begins to stop, end the listen streams first
-    (:meth:`MemoryServer.end_listening`): uvicorn waits for every running response, and a
-    stream never ends by itself, so one open stream held the stop for the whole grace."""
-    shutdown = http.shutdown
-
-    async def ending_listens_first(sockets: list[socket.socket] | None = None) -> None:
-        server.end_listening()
-        await shutdown(sockets)
-
-    http.shutdown = ending_listens_first  # type: ignore[method-assign]
+    http = DrainingServer(http_config(served, grace=grace), server.end_listening)
+    http.serve_until_stopped(sock)
 
 
 def http_config(app: ASGIApp, *, grace: float) -> uvicorn.Config:
