@@ -12,7 +12,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,8 +80,11 @@ class Backend:
                 yield session
 
     @contextlib.contextmanager
-    def http(self, tokens: dict[str, Any], *extra: str) -> Iterator[str]:
-        """``memcore [flags] mcp --transport http`` on 127.0.0.1 (a free port): its URL."""
+    def http(
+        self, tokens: dict[str, Any], *extra: str, preexec_fn: Callable[[], None] | None = None
+    ) -> Iterator[str]:
+        """``memcore [flags] mcp --transport http`` on 127.0.0.1 (a free port): its URL.
+        ``preexec_fn`` runs in the child before it starts (to set its limits)."""
         token_file = self.home / f"tokens-{secrets.token_hex(4)}.json"
         token_file.write_text(json.dumps(tokens), encoding="utf-8")
         token_file.chmod(0o600)
@@ -95,6 +98,7 @@ class Backend:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
+            preexec_fn=preexec_fn,
         )
         self.server = proc
         try:

@@ -11,7 +11,9 @@ import json
 import logging
 import signal
 import socket
+import sys
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -254,3 +256,25 @@ def test_a_stream_asked_to_resume_is_opened_afresh(local_backend: Backend) -> No
         _, status, _, body = alice.get(session)  # it is the session's one stream
         assert status == 409, body
         resumed.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_server_raises_its_descriptor_limit_to_the_hard_one(local_backend: Backend) -> None:
+    """Started with a soft limit on open files under the hard one (1,024 is usual), about 30
+    tenants holding their 32 streams took every descriptor; it now serves with the hard one."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    wanted = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
+    if wanted <= 128:
+        pytest.skip("no room under the hard limit to start lower")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, wanted))
+
+    with local_backend.http({"alice": token()}, preexec_fn=limited):
+        server = local_backend.server
+        assert server is not None
+        limits = Path(f"/proc/{server.pid}/limits").read_text(encoding="utf-8")
+        line = next(x for x in limits.splitlines() if x.startswith("Max open files"))
+        assert line.split()[3:5] == [str(wanted), str(wanted)], line
