@@ -6,11 +6,14 @@ be another tenant on another machine, and the path tells it the server's layout 
 folder, its user's name): every error text an answer carries goes through
 :func:`hide_database`, which puts a neutral word in place of each spelling of the path (as
 given, absolute, resolved, ``~``-relative, as a ``file:`` URI) and of its folder.
+
+No value a client sent reaches a log line either (:class:`ClientValues`).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -87,3 +90,32 @@ def _names_a_place(folder: str) -> bool:
 def _alternatives(spellings: Iterable[str]) -> str:
     """A regex alternation of ``spellings``, the longest first (so a longer one wins)."""
     return "|".join(re.escape(s) for s in sorted(set(spellings), key=len, reverse=True))
+
+
+#: The SDK's loggers that put a value the client sent into a line: a refused ``Host`` or
+#: ``Origin`` header, word for word, and a session id sent with another tenant's token.
+CLIENT_VALUE_LOGGERS = ("mcp.server.transport_security", "mcp.server.streamable_http_manager")
+CLIENT_VALUE = "[value not logged]"
+
+
+class ClientValues(logging.Filter):
+    """Leave the values a client sent out of the SDK's log lines (shown with ``--debug``):
+    a header may carry a token pasted in the wrong place, and raw text from the network
+    could forge lines (a newline) or drive the terminal (escape codes). The line keeps its
+    words and says the value is not logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(CLIENT_VALUE for _ in args)
+        elif isinstance(record.msg, str) and ": " in record.msg:  # an f-string: "words: value"
+            record.msg = f"{record.msg.split(': ', 1)[0]}: {CLIENT_VALUE}"
+        return True
+
+
+def keep_client_values_out_of_logs() -> None:
+    """Install :class:`ClientValues` on the SDK's loggers that log what a client sent."""
+    for name in CLIENT_VALUE_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, ClientValues) for f in logger.filters):
+            logger.addFilter(ClientValues())

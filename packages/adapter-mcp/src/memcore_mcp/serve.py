@@ -277,6 +277,7 @@ def _run_http(
     grace: float,
 ) -> None:
     from memcore_mcp.distinct import DistinctIds
+    from memcore_mcp.redaction import keep_client_values_out_of_logs
     from memcore_mcp.stopping import DrainingServer
     from memcore_mcp.streams import StreamBudget
 
@@ -285,6 +286,7 @@ def _run_http(
     # landed while the server stopped reached the client as an empty answer.
     app = server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     share_sessions(server.session_manager, SESSIONS_PER_TENANT)
+    keep_client_values_out_of_logs()
     tenant_of = bearer_tenant(tokens)
     served = OneCredential(StreamBudget(DistinctIds(app, tenant_of), tenant_of, STREAMS_PER_TENANT))
     http = DrainingServer(http_config(served, grace=grace), server.end_listening)
