@@ -494,3 +494,30 @@ def test_an_answer_flushed_again_after_the_client_went_is_not_reported() -> None
     assert done.returncode == 0, done.stderr
     assert "BrokenPipeError" not in done.stderr
     assert "ValueError: another failure" in done.stderr
+
+
+def test_a_request_with_the_id_of_one_running_is_not_run(
+    raw: RawStdio, local_backend: Backend
+) -> None:
+    """Two ``remember`` calls with one id, the first still waiting for the lock: the SDK ran
+    both and answered both with that id, so the text was stored twice. The second is now
+    refused with a null id (one carrying the id would be taken as the first call's answer),
+    and the first is answered once."""
+    lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    first = _call(42, "remember", b'{"text": "The user keeps bees on the roof"}')
+    raw.send(first)
+    time.sleep(1)  # the first call waits for the lock
+    raw.send(first)
+    refused = raw.answer(timeout=20)
+    assert refused["id"] is None and refused["error"]["code"] == INVALID_REQUEST, refused
+    assert "id 42 is still running" in refused["error"]["message"], refused
+    lock.execute("ROLLBACK")
+    lock.close()
+    answered = raw.answer(timeout=60)
+    assert answered["id"] == 42 and not answered["result"]["isError"], answered
+    assert raw.request({"jsonrpc": "2.0", "id": 43, "method": "ping"})["id"] == 43  # no other
+    stored = sqlite3.connect(local_backend.home / "memcore.db")
+    texts = [row[0] for row in stored.execute("SELECT text FROM memories")]
+    stored.close()
+    assert texts == ["The user keeps bees on the roof"]

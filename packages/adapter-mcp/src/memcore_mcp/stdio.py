@@ -6,7 +6,8 @@ Here stdin is read and each line checked: a line that is not JSON is answered wi
 parse error (-32700), JSON that is not a message with an invalid-request error (-32600), each
 for the request's id when one can be read from the line (else null), and the next line is
 served. A request whose id MCP does not allow (null, 1.5, true) is refused too: the SDK took
-it for a notification, which is never answered. The parse error is the HTTP transport's for
+it for a notification, which is never answered. A request with the id of one still running
+is not run (:func:`duplicate`). The parse error is the HTTP transport's for
 the same body. A blank line is no message and gets no answer. A line longer than the HTTP
 transport's body limit (4 MiB, far above any message these tools take) is not held whole: it
 is read past and refused as an invalid request, for the id it opens or ends with. The messages go to
@@ -101,6 +102,8 @@ async def read(
                     checked = raw if isinstance(raw, Refused) else check(raw)
                     # Not cut by a stop: a request noted as passed is then surely passed.
                     with anyio.CancelScope(shield=True):
+                        if isinstance(checked, JSONRPCRequest) and unanswered.running(checked.id):
+                            checked = duplicate(checked.id)
                         if isinstance(checked, Refused):
                             await out.send(SessionMessage(checked.answer))
                         elif checked is not None:
@@ -125,6 +128,9 @@ class Unanswered:
             request_id = (message.params or {}).get("requestId")
             if isinstance(request_id, int | str) and not isinstance(request_id, bool):
                 self._settle(request_id)
+
+    def running(self, request_id: RequestId) -> bool:
+        return self._ids[coerce_request_id(request_id)] > 0
 
     def answered(self, message: JSONRPCMessage) -> None:
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
@@ -197,6 +203,20 @@ def _lines(wire: BinaryIO) -> Iterator[bytes | Refused]:
             size += len(raw)
             tail = (tail + raw)[-_HEAD_BYTES:]
         yield too_long(head, size - 1 if raw.endswith(b"\n") else size, tail)
+
+
+def duplicate(request_id: RequestId) -> Refused:
+    """The refusal of a request sent with the id of one still running. The SDK ran both and
+    answered both with that id (a ``remember`` sent twice was stored twice); the client
+    matches an answer to its call by id alone, so an error carrying the id would be taken
+    as the running call's. The duplicate is not run, and is refused with a null id, as
+    JSON-RPC answers a request it cannot tell apart; the running call keeps its one answer."""
+    return _error(
+        INVALID_REQUEST,
+        f"Invalid Request: a request with id {json.dumps(request_id)} is still running; it "
+        "was not run again (give each request its own id)",
+        None,
+    )
 
 
 def too_long(head: bytes, size: int, tail: bytes = b"") -> Refused:
