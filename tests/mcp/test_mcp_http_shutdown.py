@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sqlite3
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp_rig import Backend, post, session_headers, token
 
@@ -100,3 +102,36 @@ def test_a_stopped_server_exits_in_time_while_a_lock_is_never_released(
     for answer in answers:
         result = _result(answer)["result"]
         assert result["isError"] and result["structuredContent"]["error"]["retryable"], result
+
+
+def test_a_write_whose_client_went_during_the_stop_still_lands_once(
+    local_backend: Backend,
+) -> None:
+    """A ``remember`` waiting for the lock, SIGTERM, then the client goes before the answer:
+    the server still finishes the write it accepted (once), then exits 0."""
+    alice = token()
+    with local_backend.http({"alice": alice}) as url:
+        server = local_backend.server
+        assert server is not None
+        headers = session_headers(url, alice)
+        lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        parts = urlsplit(url)
+        call = {"name": "remember", "arguments": {"text": "The user left in a hurry"}}
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call})
+        head = f"POST {parts.path} HTTP/1.1\r\nContent-Length: {len(body)}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in {**headers, "Host": parts.netloc}.items())
+        client = socket.create_connection((parts.hostname, parts.port))
+        client.sendall(f"{head}\r\n{body}".encode())
+        time.sleep(1.5)  # the call waits for the lock
+        server.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        client.close()  # gone before its answer
+        time.sleep(0.5)
+        lock.execute("ROLLBACK")
+        lock.close()
+        assert server.wait(timeout=60) == 0
+    stored = sqlite3.connect(local_backend.home / "memcore.db")
+    texts = [row[0] for row in stored.execute("SELECT text FROM memories")]
+    stored.close()
+    assert texts == ["The user left in a hurry"]

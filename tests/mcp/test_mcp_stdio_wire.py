@@ -521,3 +521,27 @@ def test_a_request_with_the_id_of_one_running_is_not_run(
     texts = [row[0] for row in stored.execute("SELECT text FROM memories")]
     stored.close()
     assert texts == ["The user keeps bees on the roof"]
+
+
+def test_a_write_whose_client_went_during_the_stop_still_lands_once(
+    local_backend: Backend,
+) -> None:
+    """As on HTTP: a ``remember`` waiting for the lock, SIGTERM, then the client goes (its end
+    of stdout closed) before the answer: the write lands once and the server exits 0."""
+    server = RawStdio(local_backend, "--tenant", "alice")
+    server.start()
+    lock = sqlite3.connect(local_backend.home / "memcore.db", isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    server.send(_call(5, "remember", b'{"text": "The user left in a hurry"}'))
+    time.sleep(1.5)  # the call waits for the lock
+    server.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert server.proc.stdout is not None
+    server.proc.stdout.close()  # gone before its answer
+    lock.execute("ROLLBACK")
+    lock.close()
+    assert server.close() == 0
+    stored = sqlite3.connect(local_backend.home / "memcore.db")
+    texts = [row[0] for row in stored.execute("SELECT text FROM memories")]
+    stored.close()
+    assert texts == ["The user left in a hurry"]
