@@ -74,3 +74,18 @@ def test_with_auto_create_off_the_embedded_line_names_the_close_store(local_cli)
     line = _error_line(local_cli("count"))
     assert line.endswith(HINT)
     assert local_cli("doctor").exit_code == 3
+
+
+def test_a_store_named_on_the_command_line_is_not_answered_with_the_configured_ones_kin(
+    local_cli,
+):
+    """``stores describe`` and ``stores delete`` name their own store: the hint was worked out
+    for the configured name instead, so deleting a missing 'xyz' answered "did you mean
+    'hermes_mem2'?", a store of every tenant's memories that the user never asked about."""
+    local_cli.ok("add", "--sync", "Erin plays the cello")
+    local_cli.ok("stores", "create", "hermes_mem2")
+    for argv in (("stores", "describe", "xyz"), ("stores", "delete", "--yes", "xyz")):
+        line = _error_line(local_cli(*argv))
+        assert line == "memcore: error: memory store 'xyz' does not exist", (argv, line)
+    local_cli.ok("config", "set", "memory_store_name", "hermes_me")
+    assert _error_line(local_cli("list")).endswith("; did you mean 'hermes_mem' or 'hermes_mem2'?")

@@ -164,15 +164,16 @@ def store_advice(exc: Exception, store_argv: Sequence[str], runtime: Any = None)
     the store, run doctor) given the flags that chose the store (``--backend tablestore``):
     run as written without them, they reach the configured default, often the embedded
     store, and the read fails again. With the ``runtime`` whose store answered, the names
-    close to the missing one follow (a mistyped ``memory_store_name``)."""
+    close to the missing one follow when it is the configured store (a mistyped
+    ``memory_store_name``), not one a command named itself."""
     from memcore.errors import StoreNotFound
 
     if not isinstance(exc, StoreNotFound):
         return exc
     advised = exc.advised_with(store_argv)
     opened = getattr(runtime, "opened_store", None)
-    if opened is None:
-        return advised
+    if opened is None or not advised.message.startswith(f"memory store {runtime.store_name!r} "):
+        return advised  # another store's error (``stores delete xyz``): its kin are not this one's
     from memcore_cli.operations.store_names import did_you_mean
 
     hint = did_you_mean(opened, runtime.store_name)
