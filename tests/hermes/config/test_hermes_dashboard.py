@@ -271,3 +271,38 @@ def test_a_field_blanked_in_the_dashboard_is_cleared(
     shown = client.get(f"/api/memory/providers/{NAME}/config").json()["fields"]
     form = {f["key"]: f["value"] for f in shown}
     assert (form["tenant_id"], form["instance_name"], form["top_k"]) == ("", "", "5")
+
+
+@pytest.mark.parametrize(
+    ("key", "saved", "default"),
+    [("memory_store_name", "work", "hermes_mem"), ("app_id", "myapp", "hermes")],
+)
+def test_blanking_where_memories_live_is_refused_with_what_it_would_hide(
+    dashboard: Any, hermes_home: Path, kit: Any, key: str, saved: str, default: str
+) -> None:
+    """A blanked ``memory_store_name`` or ``app_id`` was saved as its default: every later
+    session read another store (or app), and the memories kept under the saved one vanished
+    from recall with nothing said. The save is now refused (400) naming what it would hide;
+    typing the default switches, and a blank that is the default already changes nothing."""
+    path = kit.write_config(hermes_home, backend="local", **{key: saved})
+    client = http_client(dashboard)
+    form = {
+        f["key"]: f["value"]
+        for f in client.get(f"/api/memory/providers/{NAME}/config").json()["fields"]
+    }
+    assert form[key] == saved
+
+    answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": {**form, key: ""}})
+
+    assert answer.status_code == 400, answer.text
+    detail = answer.json()["detail"]
+    assert f"{key} left blank" in detail and repr(saved) in detail and repr(default) in detail
+    assert json.loads(path.read_text())[key] == saved
+    answer = client.put(
+        f"/api/memory/providers/{NAME}/config", json={"values": {**form, key: default}}
+    )
+    assert answer.status_code == 200, answer.text
+    assert json.loads(path.read_text())[key] == default
+    answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": {**form, key: " "}})
+    assert answer.status_code == 200, answer.text
+    assert json.loads(path.read_text()).get(key, default) == default

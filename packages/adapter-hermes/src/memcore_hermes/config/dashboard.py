@@ -32,6 +32,27 @@ def form_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: "" if isinstance(v, SavedSetting) else v for k, v in values.items()}
 
 
+#: Fields that say whose memories a session reads: blanked, the default names another store
+#: (or app), and the memories kept under the saved value would silently leave every recall.
+WHERE_MEMORIES_LIVE = ("memory_store_name", "app_id")
+
+
+def hiding_blank(values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The key and the reason when the form blanked a :data:`WHERE_MEMORIES_LIVE` field
+    whose saved value is not its default; None otherwise (a blank that is the default
+    already changes nothing)."""
+    defaults = {f["key"]: f.get("default") for f in settings_schema(False)}
+    for key in WHERE_MEMORIES_LIVE:
+        saved = values.get(key)
+        if isinstance(saved, SavedSetting) and str(saved) != defaults[key]:
+            return key, (
+                f"{key} left blank: its default {defaults[key]!r} would be used, and the "
+                f"memories kept under {str(saved)!r} would no longer be recalled or searched; "
+                f"type {defaults[key]} to switch to it, or keep {str(saved)!r}"
+            )
+    return None
+
+
 def settings_schema(pair_required: bool) -> list[dict[str, Any]]:
     """The settings, backend first (others depend on it); the pair required unless an API
     key is set (Hermes' schema has no "one of these")."""

@@ -211,15 +211,19 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
 
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
         """Merge the non-secret values into ``tablestore_memory.json`` (atomic, mode 0600); a
-        field blanked in the dashboard is removed, so its default applies.
+        field blanked in the dashboard is removed, so its default applies, unless that would
+        move recall off the saved memory store or app (refused, saying so).
 
         A refused value raises :class:`SettingRefused`, a ``ConfigError`` that is also a
         ``ValueError``: Hermes' dashboard answers that with a 400 and its reason (any other
         error with a 500 "Internal server error")."""
         from memcore.errors import ConfigError
-        from memcore_hermes.config.dashboard import form_values
+        from memcore_hermes.config.dashboard import form_values, hiding_blank
         from memcore_hermes.config.refused import SettingRefused
 
+        hiding = hiding_blank(values)
+        if hiding is not None:
+            raise SettingRefused(hiding[1], field=hiding[0])
         allowed = {
             k: v
             for k, v in form_values(values).items()
