@@ -89,3 +89,20 @@ def test_a_store_named_on_the_command_line_is_not_answered_with_the_configured_o
         assert line == "memcore: error: memory store 'xyz' does not exist", (argv, line)
     local_cli.ok("config", "set", "memory_store_name", "hermes_me")
     assert _error_line(local_cli("list")).endswith("; did you mean 'hermes_mem' or 'hermes_mem2'?")
+
+
+def test_a_dream_over_a_mistyped_store_is_refused_not_made_on_it(local_cli, emulator_cli):
+    """``dream create`` made the mistyped store, empty, and answered a task over 0 memories
+    (exit 0); every read after it then found that store and answered "no memories matched",
+    the mistake out of sight. A dream reads the store, as MCP's ``dream_propose`` does: a
+    missing one is exit 3 with the close names, and nothing is created (``dream undo`` too)."""
+    for cli, stores in (
+        (local_cli, lambda: [s["name"] for s in local_cli.json("stores", "list")]),
+        (emulator_cli, lambda: [s["name"] for s in emulator_cli.json("stores", "list")]),
+    ):
+        cli.ok("add", "--sync", "Erin plays the cello")
+        cli.ok("config", "set", "memory_store_name", "hermes_me")
+        assert _error_line(cli("dream", "create")).endswith(HINT)
+        assert _error_line(cli("dream", "undo", "0" * 32, "1" * 32)).endswith(HINT)
+        assert stores() == ["hermes_mem"]
+        assert _error_line(cli("search", "cello")).endswith(HINT)

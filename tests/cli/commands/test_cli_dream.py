@@ -242,6 +242,7 @@ def test_a_dream_of_a_tenant_with_no_memories_can_be_read_back_by_it(emulator_fa
     """TableStore's Get names the scopes a task expanded to: none for a tenant with no
     memories. Its own task is still shown; another tenant's answers like a missing id."""
     ghost = ["--tenant", "ghost"]
+    emulator_fake_cli.ok("stores", "create", "hermes_mem")  # a dream does not make the store
     task = emulator_fake_cli.json(*ghost, "dream", "create")
     listed = emulator_fake_cli.json(*ghost, "dream", "list")["items"]
     assert [t["id"] for t in listed] == [task["id"]]

@@ -87,7 +87,8 @@ def create(
     """
     state = state_of(ctx)
     runtime = state.runtime()
-    task = runtime.service().dream(
+    # A dream reads the store: a missing one (a mistyped name) is reported, not made empty.
+    task = runtime.service(create=False).dream(
         pattern=runtime.settings.scope.read_pattern,
         apply_mode=apply_mode,
         instructions=instructions,
@@ -239,7 +240,7 @@ def undo(
     limits.check_id(task_id, field="task_id")
     limits.check_id(action_id, field="action_id")
     runtime = state.runtime()
-    service = runtime.service()
+    service = runtime.service(create=False)
     try:  # exact ids first: a backend without undo records refuses before any lookup
         action = service.undo_dream_action(task_id, action_id)
     except NotFound:
