@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_rig import Backend, payload, run_memcore
+
+from memcore.errors import StoreNotFound
+from memcore.testing import InMemoryMemoryStore
 
 MISSING = "0" * 32
 READS = [
@@ -158,6 +163,46 @@ def test_a_mistyped_embedded_store_is_reported_as_on_tablestore(local_backend: B
             _store_not_found(
                 await session.call_tool("recall", {"query": "music"}), "recall", "hermes_mme"
             )
+            remembered = await session.call_tool("remember", {"text": "Erin plays the viola"})
+            assert not remembered.is_error, payload(remembered)
+            found = payload(await session.call_tool("recall", {"query": "viola"}))
+            assert [hit["text"] for hit in found["results"]] == ["Erin plays the viola"]
+
+    anyio.run(main)
+
+
+class MadeMeanwhile(InMemoryMemoryStore):
+    """A store whose first add finds the memory store missing, and another client makes it
+    just after (as a second first write does)."""
+
+    raced = False
+
+    def add_text(self, store: str, *args: Any, **kwargs: Any) -> Any:
+        if not self.raced and store not in [s.name for s in self.list_stores()]:
+            self.raced = True
+            self.ensure_store(store, create=True)
+            raise StoreNotFound(f"memory store {store!r} does not exist", field="store")
+        return super().add_text(store, *args, **kwargs)
+
+
+@pytest.fixture
+def made_meanwhile_backend(tmp_path: Path) -> Iterator[Backend]:
+    from conftest import _emulated
+
+    yield from _emulated(tmp_path, MadeMeanwhile())
+
+
+def test_a_write_that_met_the_store_missing_while_another_made_it_is_sent_again(
+    made_meanwhile_backend: Backend,
+) -> None:
+    """Two first remembers at once both met the missing store; the one whose 404 came back
+    after the other had made it was told plain ``not_found`` ("AddMemories failed: HTTP 404"),
+    since the store it then asked about was there, and its memory was not kept. Its write was
+    refused (nothing landed), so it is sent again once the store is made."""
+    backend = made_meanwhile_backend
+
+    async def main() -> None:
+        async with backend.stdio("--tenant", "erin") as session:
             remembered = await session.call_tool("remember", {"text": "Erin plays the viola"})
             assert not remembered.is_error, payload(remembered)
             found = payload(await session.call_tool("recall", {"query": "viola"}))

@@ -223,7 +223,9 @@ class Plans:
         # Not replay-safe: nothing documented says the service deduplicates a text, so after an
         # ambiguous failure the caller gets OutcomeUnknown and looks before sending it again.
         call = Call("AddMemories", body, replay_safe=False)
-        return (yield from self._written(store, scope, (yield from _in_store(call)), sync))
+        # Its 404 is the store's (the body names no memory): asking the store could find it
+        # made meanwhile by another first write, and the refused write would not be resent.
+        return (yield from self._written(store, scope, (yield from _of_store(call)), sync))
 
     def add_messages(
         self,
@@ -245,7 +247,7 @@ class Plans:
         # Not replay-safe: messages are appended to the short-term log, so a replay after an
         # ambiguous failure could record the turn twice. Refusals (429/503/409) still retry.
         call = Call("AddMemories", body, replay_safe=False)
-        return (yield from self._written(store, scope, (yield from _in_store(call)), sync))
+        return (yield from self._written(store, scope, (yield from _of_store(call)), sync))
 
     def _written(
         self, store: str, scope: Scope, answer: dict[str, Any], sync: bool
