@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from memcore.errors import (
     InvalidInput,
     MemcoreError,
     PermissionDenied,
     ProtocolError,
+    StoreCorrupted,
     Unavailable,
 )
 
@@ -71,8 +74,6 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
             retryable=True,
         )
     if primary in (SQLITE_CORRUPT, SQLITE_NOTADB):
-        from memcore_sqlite.storage.integrity import corrupted
-
         return corrupted(path, f"{exc} [{name}]")
     if primary == SQLITE_CANTOPEN and os.path.isdir(path):
         return InvalidInput(
@@ -117,3 +118,23 @@ def mapped(path: str) -> Iterator[None]:
         yield
     except sqlite3.Error as exc:
         raise map_error(exc, path=path) from exc
+
+
+def recovery_hint(path: str | Path) -> str:
+    """The fix for a damaged file: keep a copy, recover what SQLite can read into a new file."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    backup = f"{path}.damaged-{stamp}"
+    return (
+        f"copy it aside first (cp '{path}' '{backup}'), then recover what is readable: "
+        f"sqlite3 '{backup}' .recover | sqlite3 '{path}.recovered' and move "
+        f"'{path}.recovered' to '{path}' (with every program using it stopped)"
+    )
+
+
+def corrupted(path: str | Path, detail: str) -> StoreCorrupted:
+    """The typed error for a damaged file, naming the file, what SQLite said, and the fix."""
+    return StoreCorrupted(
+        f"the memory database {path} is damaged ({detail}); nothing more is written to it. "
+        f"To repair it, {recovery_hint(path)}",
+        field=str(path),
+    )

@@ -15,12 +15,16 @@ from pathlib import Path
 
 import attrs
 
-from memcore.errors import StoreCorrupted
+from memcore_sqlite.storage.errors import SQLITE_CORRUPT, SQLITE_NOTADB, map_error, primary_code
+
+# Re-exported: both doctors name a damaged file's fix through this module.
+from memcore_sqlite.storage.errors import corrupted as corrupted
+from memcore_sqlite.storage.errors import recovery_hint as recovery_hint
 
 #: The problems a report keeps; the first few name the damage well enough.
 MAX_PROBLEMS = 5
 #: SQLite's primary result code for a refused write, and its message (Python 3.10 has no
-#: code). Not :func:`memcore_sqlite.storage.errors.primary_code`: that module reads this one.
+#: code).
 _SQLITE_READONLY = 8
 _READONLY_MESSAGE = "attempt to write a readonly database"
 
@@ -53,8 +57,6 @@ def quick_check(path: str | Path) -> IntegrityReport:
         problems = tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
     except sqlite3.DatabaseError as exc:
         if not _about_the_pages(exc):
-            from memcore_sqlite.storage.errors import map_error
-
             raise map_error(exc, path=str(path)) from exc
         problems = (str(exc),)
     return IntegrityReport(str(path), problems, time.perf_counter() - started)
@@ -63,8 +65,6 @@ def quick_check(path: str | Path) -> IntegrityReport:
 def _about_the_pages(exc: sqlite3.DatabaseError) -> bool:
     """SQLite found the pages damaged (SQLITE_CORRUPT) or no database (SQLITE_NOTADB); an
     error without a known code counts too unless it is an operational one."""
-    from memcore_sqlite.storage.errors import SQLITE_CORRUPT, SQLITE_NOTADB, primary_code
-
     code = primary_code(exc)
     if code is None:
         return not isinstance(exc, sqlite3.OperationalError)
@@ -99,26 +99,6 @@ def _opened(uri: str) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
-
-
-def recovery_hint(path: str | Path) -> str:
-    """The fix for a damaged file: keep a copy, recover what SQLite can read into a new file."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    backup = f"{path}.damaged-{stamp}"
-    return (
-        f"copy it aside first (cp '{path}' '{backup}'), then recover what is readable: "
-        f"sqlite3 '{backup}' .recover | sqlite3 '{path}.recovered' and move "
-        f"'{path}.recovered' to '{path}' (with every program using it stopped)"
-    )
-
-
-def corrupted(path: str | Path, detail: str) -> StoreCorrupted:
-    """The typed error for a damaged file, naming the file, what SQLite said, and the fix."""
-    return StoreCorrupted(
-        f"the memory database {path} is damaged ({detail}); nothing more is written to it. "
-        f"To repair it, {recovery_hint(path)}",
-        field=str(path),
-    )
 
 
 def _read_only(exc: sqlite3.OperationalError) -> bool:
