@@ -106,3 +106,13 @@ def test_a_dream_over_a_mistyped_store_is_refused_not_made_on_it(local_cli, emul
         assert _error_line(cli("dream", "undo", "0" * 32, "1" * 32)).endswith(HINT)
         assert stores() == ["hermes_mem"]
         assert _error_line(cli("search", "cello")).endswith(HINT)
+
+
+def test_a_reindex_of_a_mistyped_store_is_refused_not_made_on_it(local_cli):
+    """``reindex`` made the mistyped store, empty, re-embedded 0 memories and exited 0: the
+    mistake out of sight for every later read, as ``dream create`` did."""
+    local_cli.ok("config", "set", "embedder", "auto")  # the shipped model: reindex needs one
+    local_cli.ok("add", "--sync", "Erin plays the cello")
+    local_cli.ok("config", "set", "memory_store_name", "hermes_me")
+    assert _error_line(local_cli("reindex")).endswith(HINT)
+    assert [s["name"] for s in local_cli.json("stores", "list")] == ["hermes_mem"]

@@ -31,7 +31,8 @@ def reindex(ctx: typer.Context) -> None:
             "no embedder: the config sets embedder none (lexical search only), so there is "
             "nothing to compute vectors with; set embedder to auto (or a model) first"
         )
-    store = runtime.ready_store()
+    # It reads the store: a missing one (a mistyped name) is reported, not made empty.
+    store = runtime.ready_store(create=False)
     missing = getattr(store, "missing_vectors", None)
     backfill = getattr(store, "backfill_vectors", None)
     if missing is None or backfill is None:
