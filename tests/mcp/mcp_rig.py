@@ -194,3 +194,31 @@ def session_headers(url: str, secret: str) -> dict[str, str]:
     headers["Mcp-Protocol-Version"] = "2025-06-18"
     post(url, headers, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     return headers
+
+
+def emulated(tmp_path: Path, backing: Any) -> Iterator[Backend]:
+    """A Backend on TableStore through the loopback emulator serving ``backing``."""
+    from memcore_tablestore.emulator import EmulatorServer
+
+    server = EmulatorServer(backing, access_key_id=EMULATOR_AK, access_key_secret=EMULATOR_SK)
+    server.start()
+    home = tmp_path / "ts-home"
+    home.mkdir()
+    (home / "config.json").write_text(
+        json.dumps(
+            {"endpoint": server.url, "instance_name": server.instance_name, "timeout": 20.0}
+        ),
+        encoding="utf-8",
+    )
+    backend = Backend(
+        "tablestore",
+        home,
+        {"TABLESTORE_MEMORY_AK": EMULATOR_AK, "TABLESTORE_MEMORY_SK": EMULATOR_SK},
+        ["--backend", "tablestore"],
+    )
+    backend.emulator = server
+    try:
+        yield backend
+    finally:
+        server.stop()
+        backing.close()

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_rig import Backend, payload, run_memcore
+from mcp_rig import Backend, emulated, payload, run_memcore
 
 from memcore.errors import StoreNotFound
 from memcore.testing import InMemoryMemoryStore
@@ -187,9 +187,7 @@ class MadeMeanwhile(InMemoryMemoryStore):
 
 @pytest.fixture
 def made_meanwhile_backend(tmp_path: Path) -> Iterator[Backend]:
-    from conftest import _emulated
-
-    yield from _emulated(tmp_path, MadeMeanwhile())
+    yield from emulated(tmp_path, MadeMeanwhile())
 
 
 def test_a_write_that_met_the_store_missing_while_another_made_it_is_sent_again(
