@@ -61,6 +61,9 @@ _log = logging.getLogger(__name__)
 
 #: How many audit records a store keeps; older ones are pruned as new ones arrive.
 AUDIT_KEEP = 100_000
+#: Seconds a close waits for the whole-file check its open started (on a file with no
+#: clean-close record): past it the check goes on, and the next open checks the file again.
+CHECK_WAIT = 2.0
 #: Seconds between a write's tries for another process's write lock: SQLite's own busy
 #: handler's steps, so a lock let go is taken as soon as SQLite itself would have taken it.
 _PAUSES = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.025, 0.025, 0.05, 0.05, 0.1)
@@ -179,10 +182,12 @@ class Transactions:
         #: here): from then on every write is refused with it, so nothing more lands in it.
         self._damage: StoreCorrupted | None = None
         #: The whole file is checked unless its last close left it sound and unchanged since.
+        self._checking: threading.Thread | None = None
         if not self.read_only and self.path != ":memory:" and self._sound_since is None:
-            threading.Thread(
+            self._checking = threading.Thread(
                 target=self._check_soundness, name="memcore-quick-check", daemon=True
-            ).start()
+            )
+            self._checking.start()
 
     def check_integrity(self) -> integrity.IntegrityReport:
         """``PRAGMA quick_check`` of the file, timed; damage found refuses every later write."""
@@ -590,6 +595,10 @@ class Transactions:
         In a forked child it does nothing: the connection and the threads are the parent's."""
         if os.getpid() != self._pid:
             return
+        if self._checking is not None and self._checking is not threading.current_thread():
+            # Its connection, still open, would keep the -shm file and the clean-close
+            # record from being written; the check takes 49 ms on a 20 MB file.
+            self._checking.join(CHECK_WAIT)
         self._checkpoints.close()
         self.read_audits.close()
         with self.lock:
