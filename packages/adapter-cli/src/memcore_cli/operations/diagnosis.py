@@ -15,6 +15,7 @@ import attrs
 
 from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, Unavailable
 from memcore_cli.output.exit_codes import ExitCode, exit_code_for
+from memcore_cli.settings.home import nearest_existing
 from memcore_cli.wiring.state import CliState
 
 
@@ -56,9 +57,7 @@ def _message(exc: BaseException) -> str:
 
 
 def _writable_dir(path: Path) -> bool:
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
+    probe = nearest_existing(path)
     return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
 
 
@@ -71,11 +70,8 @@ LOW_SPACE = 1 << 20
 def _free_bytes(path: Path) -> int | None:
     """Bytes this user may still write on the disk holding ``path`` (or its nearest existing
     folder); None where the system does not say."""
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
     try:
-        st = os.statvfs(probe)
+        st = os.statvfs(nearest_existing(path))
     except (OSError, AttributeError):  # no statvfs on Windows
         return None
     return st.f_bavail * st.f_frsize
@@ -193,14 +189,15 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
         )
         checks.fail("data home", detail, PermissionDenied(detail, field="home"))
         return
-    free = _free_bytes(settings.db_path.parent)
-    if _writable_dir(settings.db_path.parent) and free is not None and free < LOW_SPACE:
+    writable = _writable_dir(settings.db_path.parent)
+    free = _free_bytes(settings.db_path.parent) if writable else None
+    if free is not None and free < LOW_SPACE:
         detail = (
             f"{settings.db_path.parent} is writable, but the disk holding it has {free:,} bytes "
             "free: writes fail (and reads may) until space is freed"
         )
         checks.fail("data home", detail, Unavailable(detail, field="home", retryable=True))
-    elif _writable_dir(settings.db_path.parent):
+    elif writable:
         checks.ok("data home", f"{settings.db_path.parent} is writable")
     else:
         detail = (

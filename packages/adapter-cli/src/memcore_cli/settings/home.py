@@ -81,9 +81,7 @@ def too_long(path: Path) -> str | None:
     import os
 
     absolute = Path(os.path.abspath(path))
-    existing = absolute
-    while existing != existing.parent and not _exists(existing):
-        existing = existing.parent
+    existing = nearest_existing(absolute)
     try:
         name_max = os.pathconf(existing, "PC_NAME_MAX")
         path_max = os.pathconf(existing, "PC_PATH_MAX")
@@ -97,6 +95,15 @@ def too_long(path: Path) -> str | None:
     if size >= path_max:  # PATH_MAX counts the final NUL
         return f"it is {size:,} bytes long; paths under {existing} take {path_max - 1} at most"
     return None
+
+
+def nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest parent that exists: where a file not made yet would go, and
+    whose file system's limits, room and permissions it would get."""
+    existing = path
+    while existing != existing.parent and not _exists(existing):
+        existing = existing.parent
+    return existing
 
 
 def _exists(path: Path) -> bool:
