@@ -224,27 +224,31 @@ class Runtime:
         by one whose stores have other names (a mistyped name is reported there too)."""
         store = self.store
         if not self._ensured:
-            creates = create or (self.settings.backend == "local" and not store.list_stores())
             allowed = self.settings.config.auto_create_store
             try:
-                store.ensure_store(
-                    self.store_name,
-                    description=self.settings.config.description,
-                    create=allowed and creates,
-                    extract_instructions=self.settings.config.extract_instructions,
-                    progress=self._progress,
-                )
+                self._ensure(store, create=allowed and create)
             except StoreNotFound as exc:
                 if self.settings.backend != "local" or not allowed:
                     raise
-                name = self.store_name
-                raise StoreNotFound(
-                    f"memory store {name!r} does not exist (a read does not create it: the "
-                    f"first write does, or 'memcore stores create {name}')",
-                    field=exc.field,
-                ) from None
+                if store.list_stores():  # asked on a miss only, not by every read
+                    name = self.store_name
+                    raise StoreNotFound(
+                        f"memory store {name!r} does not exist (a read does not create it: "
+                        f"the first write does, or 'memcore stores create {name}')",
+                        field=exc.field,
+                    ) from None
+                self._ensure(store, create=True)
             self._ensured = True
         return store
+
+    def _ensure(self, store: MemoryStore, *, create: bool) -> None:
+        store.ensure_store(
+            self.store_name,
+            description=self.settings.config.description,
+            create=create,
+            extract_instructions=self.settings.config.extract_instructions,
+            progress=self._progress,
+        )
 
     def service(self, *, create: bool = True) -> MemoryService:
         """The service over :meth:`ready_store` (``create`` as there)."""
