@@ -75,6 +75,18 @@ def test_writes_through_the_store_keep_the_next_open_free_of_the_check(
     assert checks == []
 
 
+def test_a_file_the_open_creates_is_not_checked(tmp_path: Path, checks: list[str]) -> None:
+    """Nothing is in it yet; its clean close records it sound, so the next open checks none."""
+    db = tmp_path / "m.db"
+    with SqliteMemoryStore(db) as store:
+        store.ensure_store(STORE)
+        store.add_text(STORE, ALICE, "written into a new file", sync=True)
+        time.sleep(0.2)
+    assert clean_close.checked_since(str(db)) is not None
+    _open_and_settle(db)
+    assert checks == []
+
+
 def test_a_file_never_checked_is_checked_at_open(tmp_path: Path, checks: list[str]) -> None:
     db = tmp_path / "m.db"
     _filled(db)

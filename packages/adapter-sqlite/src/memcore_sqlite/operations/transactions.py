@@ -152,9 +152,14 @@ class Transactions:
             COMMON_TERM_ROWS + 1,
             max_rows=vector_cache_rows,
         )
+        writable, created = (
+            (True, False) if self.path == ":memory:" else _prepare_file(self.path, location_advice)
+        )
         #: True when the file or its folder is not ours to write: reads work, writes are
         #: refused with PermissionDenied naming the file.
-        self.read_only = self.path != ":memory:" and not _prepare_file(self.path, location_advice)
+        self.read_only = not writable
+        if created:  # nothing in it to check; a clean close records it as sound since now
+            self._sound_since = time.time()
         with mapped(self.path):
             self.conn = _connect(self.path, busy_timeout, read_only=self.read_only)
             try:
@@ -668,11 +673,12 @@ def _distinct_passages(texts: Sequence[str]) -> tuple[dict[str, list[str]], list
     return split, sorted({p: None for parts in split.values() for p in parts}, key=len)
 
 
-def _prepare_file(path: str, advice: str) -> bool:
-    """Make the folder (0700) and the file (0600) when missing; False when they are
-    readable but not writable, so the store opens read-only. ``advice`` ends the message
-    of a folder that cannot be written: how to put the file elsewhere. A folder every user
-    can write is refused: another user could leave the file or its ``-wal`` there first."""
+def _prepare_file(path: str, advice: str) -> tuple[bool, bool]:
+    """Make the folder (0700) and the file (0600) when missing: whether they are writable
+    (else the store opens read-only), and whether this call created the file. ``advice``
+    ends the message of a folder that cannot be written: how to put the file elsewhere. A
+    folder every user can write is refused: another user could leave the file or its
+    ``-wal`` there first."""
     file = Path(path)
     try:
         file.exists()
@@ -690,7 +696,7 @@ def _prepare_file(path: str, advice: str) -> bool:
             field=str(file),
         )
     if file.exists():
-        return file_modes.writable(file)
+        return file_modes.writable(file), False
     file_modes.make_home(file.parent, advice=advice)
     if not file_modes.writable(file):
         raise PermissionDenied(
@@ -698,10 +704,10 @@ def _prepare_file(path: str, advice: str) -> bool:
             field=str(file),
         )
     try:
-        file_modes.create_private(file)
+        created = file_modes.create_private(file)
     except OSError as exc:
         raise PermissionDenied(f"cannot create {file} ({exc.strerror})", field=str(file)) from None
-    return True
+    return True, created
 
 
 def _can_build_postings(path: str) -> bool:

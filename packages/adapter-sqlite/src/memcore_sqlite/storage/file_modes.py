@@ -65,11 +65,14 @@ def restrict(path: str | os.PathLike[str]) -> None:
                 os.chmod(name, FILE_MODE)
 
 
-def create_private(path: str | os.PathLike[str]) -> None:
+def create_private(path: str | os.PathLike[str]) -> bool:
     """Create ``path`` empty as 0600 unless it exists (SQLite gives its side files the same
-    mode), so the file is never readable by others, not even for a moment."""
-    with contextlib.suppress(FileExistsError):
+    mode), so the file is never readable by others, not even for a moment; True if created."""
+    try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+    except FileExistsError:
+        return False
+    return True
 
 
 def open_to_all(folder: str | os.PathLike[str]) -> bool:
