@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -95,3 +97,74 @@ def test_a_child_opens_its_own_memory_on_the_same_file(tmp_path: Path) -> None:
 
         assert _in_child(own) == USED
         assert len(list(mem.iter_all())) == 2
+
+
+#: Forks while an open's whole-file check is inside SQLite (made slow by a progress handler
+#: on its connection), then opens the same file in the child, writes and reads. Prints the
+#: child's exit code: 0 done, 3 forked with the check's connection open, 4 no answer in time.
+_FORK_DURING_CHECK = """
+import os, signal, sys, threading, time
+from contextlib import contextmanager
+from memcore import MemcoreConfig, Memory
+from memcore_sqlite.storage import clean_close, integrity
+
+path = sys.argv[1]
+config = MemcoreConfig(embedder="none")
+with Memory.open("local", config=config, user_id="alice", path=path) as mem:
+    for i in range(300):
+        mem.add(text=f"Alice kept note {i} about the garden")
+clean_close.forget(path)  # as after a crash: the next open checks the whole file
+
+real_reading, checking, started = integrity.reading, [False], threading.Event()
+
+def slowly():
+    started.set()
+    time.sleep(0.002)
+    return 0
+
+@contextmanager
+def slow_reading(p):
+    with real_reading(p) as conn:
+        checking[0] = True
+        conn.set_progress_handler(slowly, 200)
+        yield conn
+    checking[0] = False
+
+integrity.reading = slow_reading
+with Memory.open("local", config=config, user_id="alice", path=path) as mem:
+    assert started.wait(30), "the check did not start"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            inherited = checking[0]
+            integrity.reading = real_reading
+            signal.signal(signal.SIGALRM, lambda *_: os._exit(4))
+            signal.alarm(20)
+            with Memory.open("local", config=config, user_id="alice", path=path) as child:
+                child.add(text="The child wrote this on the same file")
+                found = [h.memory.text for h in child.search("child")]
+            code = 3 if inherited else (0 if found == ["The child wrote this on the same file"] else 2)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert len(list(mem.iter_all())) == 301
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_fork_waits_for_the_whole_file_check_an_open_started(tmp_path: Path) -> None:
+    """The check's connection is inside SQLite at the fork: a child forked then inherited its
+    held state (and once hung for ever opening the same file). The fork waits for it."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_DURING_CHECK, str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"], done.stderr

@@ -36,6 +36,7 @@ from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.search import pipeline as search
 from memcore_sqlite.search import supersession, when
 from memcore_sqlite.search.pipeline import check_search
+from memcore_sqlite.storage import fork_guard
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.file_modes import MOVE_ADVICE
 from memcore_sqlite.storage.rows import (
@@ -680,7 +681,7 @@ class SqliteMemoryStore:
     def compact(self) -> None:
         """Merge the FTS index, checkpoint the WAL and VACUUM: leaves no deleted text behind."""
         self._tx.check_process()
-        with self._tx.lock, mapped(self.path):
+        with fork_guard.working(), self._tx.lock, mapped(self.path):
             self._tx.check_open()
             self._tx.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
             self._tx.conn.execute("VACUUM")

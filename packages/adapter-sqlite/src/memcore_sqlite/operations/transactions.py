@@ -41,7 +41,7 @@ from memcore_sqlite.lexical.postings.cache import PostingsCache
 from memcore_sqlite.operations.read_audits import ReadAudits, Record
 from memcore_sqlite.search.overlap import Overlap
 from memcore_sqlite.search.ranking import COMMON_TERM_ROWS
-from memcore_sqlite.storage import clean_close, file_modes, integrity
+from memcore_sqlite.storage import clean_close, file_modes, fork_guard, integrity
 from memcore_sqlite.storage.checkpoints import Checkpoints
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.page_tokens import PageTokens
@@ -160,7 +160,7 @@ class Transactions:
         self.read_only = not writable
         if created:  # nothing in it to check; a clean close records it as sound since now
             self._sound_since = time.time()
-        with mapped(self.path):
+        with fork_guard.working(), mapped(self.path):
             self.conn = _connect(self.path, busy_timeout, read_only=self.read_only)
             try:
                 self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -245,7 +245,7 @@ class Transactions:
         deadline = time.monotonic() + (self.busy_timeout if wait is None else wait)
         pauses = iter(_PAUSES)
         while True:
-            with self.lock, self._latch(), mapped(self.path):
+            with fork_guard.working(), self.lock, self._latch(), mapped(self.path):
                 self.check_open()
                 if self._damage is not None:
                     raise self._damage
@@ -300,7 +300,7 @@ class Transactions:
     def read(self) -> Iterator[sqlite3.Connection]:
         """A snapshot: every statement inside sees the same state of the file."""
         self.check_process()
-        with self.lock, self._latch(), mapped(self.path):
+        with fork_guard.working(), self.lock, self._latch(), mapped(self.path):
             self.check_open()
             conn = self.conn
             conn.execute("BEGIN")
@@ -606,7 +606,7 @@ class Transactions:
             self._checking.join(CHECK_WAIT)
         self._checkpoints.close()
         self.read_audits.close()
-        with self.lock:
+        with fork_guard.working(), self.lock:
             if not self._closed:
                 self._last_read_audits()
                 self._closed = True

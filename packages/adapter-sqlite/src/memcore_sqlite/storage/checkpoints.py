@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from memcore_sqlite.storage import fork_guard
+
 #: Audit commits of reads between two checkpoints: about the pages SQLite's default allows.
 AUDITS = 400
 
@@ -63,7 +65,8 @@ class Checkpoints:
 
     def _run(self) -> None:
         try:
-            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            with fork_guard.working():
+                conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error:
             return  # memory writes still checkpoint, and so does the last close
         try:
@@ -77,14 +80,16 @@ class Checkpoints:
                 except sqlite3.Error:
                     pass  # a busy or full file: the next round, or a write, folds it in
         finally:
-            conn.close()
+            with fork_guard.working():
+                conn.close()
 
     def _fold(self, conn: sqlite3.Connection) -> None:
         """Copy the WAL into the file while searches go on, then what they committed meanwhile
         while none runs (nothing left to copy costs nothing)."""
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        with self._lock:
+        with fork_guard.working():
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            with self._lock:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     def close(self) -> None:
         """Stop the thread (after the checkpoint it may be running); before the store's

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import attrs
 
+from memcore_sqlite.storage import fork_guard
 from memcore_sqlite.storage.errors import SQLITE_CORRUPT, SQLITE_NOTADB, map_error, primary_code
 
 # Re-exported: both doctors name a damaged file's fix through this module.
@@ -52,7 +53,7 @@ def quick_check(path: str | Path) -> IntegrityReport:
     started = time.perf_counter()
     problems: tuple[str, ...]
     try:
-        with reading(path) as conn:
+        with fork_guard.working(), reading(path) as conn:
             rows = conn.execute(f"PRAGMA quick_check({MAX_PROBLEMS})").fetchall()
         problems = tuple(str(r[0]) for r in rows if str(r[0]) != "ok")
     except sqlite3.DatabaseError as exc:

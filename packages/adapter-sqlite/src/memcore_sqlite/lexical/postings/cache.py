@@ -38,6 +38,7 @@ from memcore_sqlite.lexical.analysis import LexicalQuery
 from memcore_sqlite.lexical.build_pace import BuildPace
 from memcore_sqlite.lexical.query_tokens import QueryTokens, row_tokens
 from memcore_sqlite.lexical.tenant import Tenant
+from memcore_sqlite.storage import fork_guard
 from memcore_sqlite.storage.rows import rows_in
 
 if TYPE_CHECKING:
@@ -185,6 +186,10 @@ class PostingsCache:
         return None
 
     def _build(self, tenant: Tenant, generation: int, writes: int) -> None:
+        with fork_guard.working():  # its connection's calls, from open to close
+            self._build_on_own_connection(tenant, generation, writes)
+
+    def _build_on_own_connection(self, tenant: Tenant, generation: int, writes: int) -> None:
         from memcore_sqlite.lexical.postings import table as postings
 
         entry = None

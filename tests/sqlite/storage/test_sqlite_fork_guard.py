@@ -1,0 +1,82 @@
+"""A fork waits for the library's SQLite calls under way on other threads (a child forked
+inside one inherited SQLite's state held, and could hang for ever opening the same file),
+but never for the forking thread's own, and the child starts with none under way."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from memcore_sqlite.storage import fork_guard
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
+
+
+def _fork(child: object) -> int:
+    """Fork; the child exits with ``child()`` (a callable returning an exit code)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = child()  # type: ignore[operator]
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_a_fork_waits_for_a_call_under_way_on_another_thread() -> None:
+    inside, done = threading.Event(), [False]
+
+    def call() -> None:
+        with fork_guard.working():
+            inside.set()
+            time.sleep(0.3)
+            done[0] = True
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    inside.wait()
+    assert _fork(lambda: 0 if done[0] else 3) == 0  # the child saw the call finished
+    worker.join()
+
+
+def test_a_thread_forking_inside_its_own_call_does_not_wait_for_itself() -> None:
+    def child() -> int:
+        with fork_guard.working():  # the child's gate is its own: nothing left waiting
+            return 0
+
+    started = time.monotonic()
+    with fork_guard.working():
+        assert _fork(child) == 0
+    assert time.monotonic() - started < fork_guard.WAIT / 2
+
+
+def test_a_call_started_during_a_fork_waits_until_it_is_done() -> None:
+    inside, order = threading.Event(), []
+
+    def slow() -> None:
+        with fork_guard.working():
+            inside.set()
+            time.sleep(0.3)
+            order.append("first call left")
+
+    def late() -> None:
+        while not fork_guard._gate.forking:  # the fork is waiting for ``slow``
+            time.sleep(0.001)
+        with fork_guard.working():
+            order.append("second call began")
+
+    threads = [threading.Thread(target=slow), threading.Thread(target=late)]
+    threads[0].start()
+    inside.wait()
+    threads[1].start()
+    assert _fork(lambda: 0 if order == ["first call left"] else 3) == 0
+    for t in threads:
+        t.join()
+    assert order == ["first call left", "second call began"]
