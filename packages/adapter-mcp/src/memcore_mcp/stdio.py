@@ -50,6 +50,8 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from memcore_mcp.stopping import cut_short
+
 RequestId = int | str
 CANCELLED = "notifications/cancelled"
 #: The longest line read (its newline aside): the HTTP transport's limit on a request body.
@@ -66,11 +68,13 @@ class Answers(Protocol):
 
 class Stopping:
     """How reading ends early: :meth:`stop` takes no more lines, and gives the requests
-    already passed on ``grace`` seconds to be answered (0: none, the input is cut at once)."""
+    already passed on ``grace`` seconds to be answered (0: none, the input is cut at once).
+    ``cut``: the grace ran out with requests unanswered, which the SDK then cancels."""
 
     def __init__(self) -> None:
         self.taking = anyio.CancelScope()
         self.settling = anyio.CancelScope()
+        self.cut = False
 
     def stop(self, grace: float) -> None:
         self.taking.cancel()
@@ -111,6 +115,7 @@ async def read(
                             await messages.send(SessionMessage(checked))
             with stopping.settling:
                 await unanswered.settled()
+            stopping.cut = stopping.settling.cancelled_caught
 
 
 class Unanswered:
@@ -365,7 +370,10 @@ async def streams(grace: float = 0.0) -> AsyncIterator[tuple[Any, Any]]:
     read are answered (for ``grace`` seconds at most) before the server stops, as at the end
     of input; the process then exits 0. Ctrl-C ends the input at once, and once the server
     has stopped raises ``KeyboardInterrupt``: cancelled mid-loop, the SDK's loop could fail
-    its stop with an error group instead (a relay sending to a stream already closed)."""
+    its stop with an error group instead (a relay sending to a stream already closed). A
+    SIGTERM whose grace ran out with requests still running raises
+    :func:`~memcore_mcp.stopping.cut_short` (exit 5), as on HTTP: it exited 0, which told a
+    process manager nothing was lost while a write's outcome was unknown."""
     wire, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
     _quiet_closed_pipe()
     served = anyio.Event()
@@ -395,6 +403,8 @@ async def streams(grace: float = 0.0) -> AsyncIterator[tuple[Any, Any]]:
             release()
     if interrupted.is_set():
         raise KeyboardInterrupt
+    if stopping.cut:
+        raise cut_short()
 
 
 def _quiet_closed_pipe() -> None:

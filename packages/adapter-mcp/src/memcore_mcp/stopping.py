@@ -5,7 +5,7 @@ the signal again, so a drained stop exited -15 (143 in a shell), which a process
 as a crash; the stdio transport exits 0 after the same drain. Here a SIGTERM that was served
 (every call answered) is not raised again, and the process exits 0; Ctrl-C still ends in
 ``KeyboardInterrupt`` (exit 130). Calls still running when the grace ran out are cut, and the
-stop is then reported as :class:`~memcore.errors.OutcomeUnknown` (exit 5): a write among them
+stop is then reported as :func:`cut_short` (exit 5), on both transports: a write among them
 may have landed without its answer.
 """
 
@@ -53,10 +53,16 @@ class DrainingServer(uvicorn.Server):
         """Serve on ``sock`` until stopped; a stop whose grace cut running calls raises."""
         self.run(sockets=[sock])
         if self.terminated and not self.drained:
-            raise OutcomeUnknown(
-                "the server stopped with call(s) still running past the grace, cut without an "
-                "answer; a write among them may have landed (look for it before sending it again)"
-            )
+            raise cut_short()
 
 
-__all__ = ["DrainingServer"]
+def cut_short() -> OutcomeUnknown:
+    """How a stop whose grace ran out ends (HTTP or stdio): a process manager must not read
+    it as a clean stop (exit 0) while a write's outcome is unknown."""
+    return OutcomeUnknown(
+        "the server stopped with call(s) still running past the grace, cut without an "
+        "answer; a write among them may have landed (look for it before sending it again)"
+    )
+
+
+__all__ = ["DrainingServer", "cut_short"]
