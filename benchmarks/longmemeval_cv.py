@@ -54,6 +54,10 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
   vector unchanged) at the shipped weight (``context``) and with the weight
   (``weight_context``), each of them alone as a reference, and each fixed at the shipped
   setting against the shipped default (``context_fixed``, in sample);
+  the English prior on a query word's IDF at the shipped weight (``prior``: :data:`PRIORS`,
+  :func:`memcore_sqlite.lexical.english.share`'s rare rank and strength; in a small store a
+  common verb held by three rows has as much IDF as a rare word) and with the weight
+  (``weight_prior``);
   the weight, b and the term cap (8 or none);
 * choice: the simplest family whose best setting is within one training question of the best
   of all (one metric of one question of the set where that weighs most); in it, the best
@@ -121,7 +125,7 @@ from benchmarks import context_vectors
 from benchmarks._stats import sign_test_p, wilson_interval
 from benchmarks.longmemeval import STORE, open_question, score_keys
 from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
-from memcore_sqlite.lexical import analysis, tags
+from memcore_sqlite.lexical import analysis, english, tags
 from memcore_sqlite.search import ranking
 from memcore_sqlite.storage import tenant_prefixes as prefixes
 from memcore_sqlite.vector import stored
@@ -135,12 +139,22 @@ POWERS = (1.0, 1.5, 2.0, 3.0)
 #: mean of the scope's row vectors, renormalised (0: the plain cosine). Stored vectors and
 #: their int8 codes are untouched, only the query moves.
 CENTRES = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: The English prior on a query word's IDF (:func:`memcore_sqlite.lexical.english.share`):
+#: (rare rank, strength) pairs; a word ranked at the rare rank or rarer keeps its IDF whole,
+#: and a rare rank of 0 is no prior (the scope's IDF alone). Every other family's lexical
+#: pool carries the shipped one.
+SHIPPED_PRIOR = (ranking.ENGLISH_PRIOR, ranking.ENGLISH_STRENGTH)
+RARE_RANKS = (1000, 3000, 10000, 30000)
+STRENGTHS = (1.0, 2.0, 3.0)
+PRIORS = ((0, 1.0), *product(RARE_RANKS, STRENGTHS))
 RRF_K = 60
 LAMBDAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 DEFAULT = ("convex", ranking.VECTOR_WEIGHT, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 LEXICAL = ("lexical", 0.0, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 #: RRF of our own lexical ranking and the vector ranking (:mod:`benchmarks.dialog_recall`'s).
 RRF_OURS = ("rrf", 60, "ours")
+#: The shipped fusion with no English prior on a query word's IDF, as a reference.
+NO_PRIOR = (*DEFAULT, 0.0, "turn", 0, 1.0)
 #: The vector signal alone with a centred query, as references.
 CENTRED_VECTORS = (("vector", 0.5), ("vector", 1.0))
 #: Contextual row vectors (:mod:`benchmarks.context_vectors`, ``--context-cache``): the row
@@ -166,8 +180,9 @@ class Question:
     sessions: list[str]
     turns: list[str]
     cosines: np.ndarray
-    #: (b, term cap, power) -> {seq: lexical score}: the lexical pool of that setting.
-    lexical: dict[tuple[float, int, float], dict[int, float]]
+    #: (b, term cap, power, rare rank, strength) -> {seq: lexical score}: the lexical pool
+    #: of that setting (the last two: the English prior, :data:`PRIORS`).
+    lexical: dict[tuple[Any, ...], dict[int, float]]
     bm25: list[int]
     evidence_sessions: set[str]
     evidence_turns: set[str]
@@ -266,7 +281,7 @@ class Rows:
     seqs: np.ndarray
     meta: list[dict[str, Any]]
     cosines: np.ndarray
-    lexical: dict[tuple[float, int, float], dict[int, float]]
+    lexical: dict[tuple[Any, ...], dict[int, float]]
     bm25: list[int]
     centred: dict[float, np.ndarray]
     context: dict[str, np.ndarray] = attrs.field(factory=dict)
@@ -309,10 +324,13 @@ def read_rows(
         prefix = prefixes.pattern_prefix(conn, sid, pattern)
         exact_tenant = pattern.agent_id == "*" and prefix is not None
         tenant = None if prefix is None else (sid, pattern.app_id, pattern.tenant_id)
-        lexical: dict[tuple[float, int, float], dict[int, float]] = {}
-        pools = {(b, c, DEFAULT[4]) for b, c in product(DISCOUNTS, TERM_CAPS)}
-        pools |= {(DEFAULT[2], DEFAULT[3], p) for p in POWERS}
-        for b, cap, power in sorted(pools):
+        lexical: dict[tuple[Any, ...], dict[int, float]] = {}
+        pools = {(b, c, DEFAULT[4], *SHIPPED_PRIOR) for b, c in product(DISCOUNTS, TERM_CAPS)}
+        pools |= {(DEFAULT[2], DEFAULT[3], p, *SHIPPED_PRIOR) for p in POWERS}
+        pools |= {(*DEFAULT[2:5], rare, strength) for rare, strength in PRIORS}
+        for pool in sorted(pools):
+            b, cap, power, rare, strength = pool
+            prior = partial(english.share, rare_rank=rare, strength=strength) if rare else _no_prior
             lexq = analysis.LexicalQuery(
                 _terms(question, cap),
                 None if exact_tenant else restrict,
@@ -327,12 +345,18 @@ def read_rows(
                 tenant,
                 discount=partial(ranking.length_discount, b=b),
                 power=power,
+                prior=prior,
             )
-            lexical[(b, cap, power)] = {seq: hit.score for seq, hit in found.items()}
+            lexical[pool] = {seq: hit.score for seq, hit in found.items()}
         bm25 = _bm25(conn, question, prefix, restrict if not exact_tenant else None)
     finally:
         conn.close()
     return Rows(seqs, meta, cosines, lexical, bm25, centred_cosines(matrix, qvec), context)
+
+
+def _no_prior(term: str) -> float:
+    """Every term's IDF whole, whatever the product ships (the references are unprimed)."""
+    return 1.0
 
 
 def dialog_questions(path: Path, cache: Path, window_cache: Any = None) -> list[Question]:
@@ -449,7 +473,7 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
         k = setting[1]
         vec = _vector_pool(q)
         if len(setting) > 2:  # ("rrf", k, "ours"): our lexical ranking instead of bm25
-            pool = q.lexical[LEXICAL[2:]]
+            pool = q.lexical[(*LEXICAL[2:], *SHIPPED_PRIOR)]
             lex = _positions(q, pool.keys())
             scores[lex] = list(pool.values())
             lex = _order(q, scores, lex)
@@ -462,7 +486,7 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
     _, weight, b, cap, power = setting[:5]
     centre = setting[5] if len(setting) > 5 else 0.0
     context = setting[6] if len(setting) > 6 else "turn"
-    pool = q.lexical[(b, cap, power)]
+    pool = q.lexical[(b, cap, power, *(setting[7:9] or SHIPPED_PRIOR))]
     lex = _positions(q, pool.keys())
     scores[lex] = list(pool.values())
     if kind == "lexical":
@@ -600,6 +624,11 @@ def families(context: bool = False) -> list[tuple[str, list[tuple[Any, ...]]]]:
             [("convex", w, b0, 8, p0, c) for w in WEIGHTS for c in CENTRES[1:]],
         ),
         *(contextual if context else []),
+        ("prior", [(*DEFAULT, 0.0, "turn", r, s) for r, s in PRIORS]),
+        (
+            "weight_prior",
+            [("convex", w, b0, 8, p0, 0.0, "turn", r, s) for w in WEIGHTS for r, s in PRIORS],
+        ),
         (
             "weight_b_terms",
             [("convex", w, b, c, p0) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
@@ -618,9 +647,13 @@ def _distance(setting: tuple[Any, ...]) -> float:
     power = float(setting[4])
     centre = float(setting[5]) if len(setting) > 5 else 0.0
     context = CONTEXT_DISTANCE[setting[6]] if len(setting) > 6 else 0.0
+    prior = 0.0
+    if len(setting) > 8:
+        prior = float(tuple(setting[7:9]) != SHIPPED_PRIOR) + abs(setting[8] - SHIPPED_PRIOR[1])
     return (
         centre
         + context
+        + prior
         + abs(weight - DEFAULT[1])
         + abs(b - DEFAULT[2])
         + float(cap != DEFAULT[3])
@@ -873,7 +906,7 @@ def table_of(questions: Sequence[Question]) -> dict[tuple[Any, ...], list[dict[s
     """Every candidate and reference setting's metrics, question by question."""
     context = _has_context(questions)
     settings = {s for _, group in families(context) for s in group}
-    settings |= {("vector",), LEXICAL, DEFAULT, RRF_OURS, *CENTRED_VECTORS}
+    settings |= {("vector",), LEXICAL, DEFAULT, RRF_OURS, NO_PRIOR, *CENTRED_VECTORS}
     if context:
         settings |= set(CONTEXT_VECTORS)
     return {s: [metrics(q, rank(q, s)) for q in questions] for s in settings}
@@ -898,6 +931,7 @@ def _references(part: Part) -> dict[str, list[dict[str, float]]]:
             "rrf_k60": part.table[("rrf", RRF_K)],
             "rrf_ours_k60": part.table[RRF_OURS],
             "shipped_default": part.table[DEFAULT],
+            "no_english_prior": part.table[NO_PRIOR],
         }
         | {f"vector_centred_{s[1]}": part.table[s] for s in CENTRED_VECTORS}
         | {f"vector_{s[2]}": part.table[s] for s in CONTEXT_VECTORS if s in part.table}

@@ -194,6 +194,10 @@ def test_a_length_discount_passed_in_replaces_the_default(
     assert same == shipped
 
 
+def whole(term: str) -> float:
+    return 1.0
+
+
 def test_a_coverage_power_passed_in_replaces_the_default(
     lexical_store: SqliteMemoryStore, db_path: Path
 ) -> None:
@@ -206,9 +210,10 @@ def test_a_coverage_power_passed_in_replaces_the_default(
     conn = sqlite3.connect(db_path)
     seq = {row[1]: row[0] for row in conn.execute("SELECT seq, id FROM memories")}
     query = analysis.LexicalQuery(("take", "trip", "autumn", "leaves"))
-    linear = ranking.lexical(conn, query, 10, 20, power=1.0)
-    squared = ranking.lexical(conn, query, 10, 20, power=2.0)
-    shipped = ranking.lexical(conn, query, 10, 20)
+    # Every term's IDF whole (no English prior): the shares are the rows' counts alone.
+    linear = ranking.lexical(conn, query, 10, 20, power=1.0, prior=whole)
+    squared = ranking.lexical(conn, query, 10, 20, power=2.0, prior=whole)
+    shipped = ranking.lexical(conn, query, 10, 20, prior=whole)
     conn.close()
     assert linear[seq[one]].score == pytest.approx(0.25)
     assert squared[seq[one]].score == pytest.approx(0.25**2)

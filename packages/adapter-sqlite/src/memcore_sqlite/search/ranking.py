@@ -66,6 +66,12 @@ LENGTH_B = 0.75
 #: above 1 such partial matches weigh less while a row holding every term still scores 1.
 #: A monotone transform: the lexical ranking itself is the same whatever the power.
 COVERAGE_POWER = 1.0
+#: A query term's IDF in the scope is scaled by how common the word is in English
+#: (:func:`memcore_sqlite.lexical.english.share`): a word ranked this or rarer keeps it whole.
+#: 0: no prior, the scope's IDF alone.
+ENGLISH_PRIOR = 0
+#: The power the prior's share is raised to: above 1 a common word weighs still less.
+ENGLISH_STRENGTH = 1.0
 #: A term in more rows of the scope than this is "common": we never list all its rows.
 COMMON_TERM_ROWS = 500
 #: Rows whose length is read at a time past the first ``want``.
@@ -98,6 +104,7 @@ def lexical(
     postings: TermRows | None = None,
     discount: Callable[[int | None], float] | None = None,
     power: float | None = None,
+    prior: Callable[[str], float] | None = None,
 ) -> dict[int, LexicalHit]:
     """Rank rows by the query terms they hold, at a cost bounded whatever the words.
 
@@ -106,7 +113,9 @@ def lexical(
     terms' rows from the tenant's postings in memory, replaces the FTS5 statements with the
     same matching on arrays (:mod:`~memcore_sqlite.lexical.postings.matches`). Scores depend on
     neither. ``discount`` replaces :func:`length_discount` and ``power``
-    :data:`COVERAGE_POWER` (benchmarks score other settings of them on one store).
+    :data:`COVERAGE_POWER` (benchmarks score other settings of them on one store); ``prior``,
+    the share of each term's IDF kept (:func:`memcore_sqlite.lexical.english.share`), replaces
+    :data:`ENGLISH_PRIOR`'s.
 
     1. Count each term's rows in the scope (capped). Terms with no row drop out.
     2. All remaining terms together (AND): postings are intersected, newest rows first.
@@ -139,6 +148,12 @@ def lexical(
     if not present:
         return {}
     weights = {t: idf(min(counts[t], rows), rows) for t in terms}
+    if prior is None and ENGLISH_PRIOR:
+        from memcore_sqlite.lexical import english  # its table: only when a query asks
+
+        prior = partial(english.share, rare_rank=ENGLISH_PRIOR, strength=ENGLISH_STRENGTH)
+    if prior is not None:
+        weights = {t: w * prior(t) for t, w in weights.items()}
     telling = {t for t in present if counts[t] <= min(cap, rows // 2)}
     # Which present terms a row holds, as bits in the query's term order: one share per
     # combination of terms, not per row.
