@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -15,6 +17,21 @@ from memcore_sqlite.search import ranking
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
+
+
+def test_a_common_verb_weighs_less_than_a_rare_word_held_by_as_many_rows(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """In a small store both words are in one row, so the store alone gives them the same
+    IDF, and the newest row won the tie: the one holding only the verb."""
+    kayak = lexical_store.add_text(STORE, ALICE, "Sofia: the kayak flipped over", sync=True)
+    lexical_store.add_text(STORE, ALICE, "Sofia: we should take the bus", sync=True)
+    for i in range(6):
+        lexical_store.add_text(STORE, ALICE, f"Sofia: note {i} about lunch", sync=True)
+    hits = lexical_store.search(
+        STORE, ALICE.tenant_pattern(), "When did Sofia take the kayak out?", mode="lexical"
+    )
+    assert hits[0].memory.id == kayak.memory_ids[0]
 
 
 def test_the_share_follows_the_words_english_rank() -> None:
@@ -42,4 +59,22 @@ def test_a_prior_passed_in_replaces_the_default(
     shipped = ranking.lexical(conn, query, 10, 20)
     conn.close()
     assert whole == halved  # the same share for every term: the same scores
-    assert shipped == whole  # no prior shipped
+    assert shipped != whole  # the shipped prior weighs "take" below "kayak"
+
+
+def test_the_table_is_read_by_the_first_search_that_weighs_a_word(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    english.ranks.cache_clear()
+    lexical_store.add_text(STORE, ALICE, "take the kayak", sync=True)
+    assert english.ranks.cache_info().currsize == 0
+    lexical_store.search(STORE, ALICE.tenant_pattern(), "kayak", mode="lexical")
+    assert english.ranks.cache_info().currsize == 1
+
+
+def test_start_up_does_not_import_the_prior() -> None:
+    """Start-up stays as fast: the module and its table wait for the first query."""
+    code = "import sys, memcore_sqlite.search.ranking as r; print(r.__name__, sys.modules.keys())"
+    names = subprocess.check_output([sys.executable, "-c", code], text=True)
+    assert "memcore_sqlite.search.ranking" in names
+    assert "memcore_sqlite.lexical.english" not in names

@@ -94,6 +94,15 @@ def test_a_warmed_scope_is_not_loaded_again_by_its_first_search(
         assert len(store.list_requests(STORE, limit=100).items) == before + 1
 
 
+def test_a_warm_up_reads_the_english_word_list_the_first_search_would(tmp_path: Path) -> None:
+    from memcore_sqlite.lexical import english
+
+    with _filled(tmp_path / "m.db", HashingEmbedder(64)) as store:
+        english.ranks.cache_clear()
+        store.warm(STORE, ALICE.tenant_pattern())
+        assert english.ranks.cache_info().currsize == 1
+
+
 def test_warming_a_store_that_does_not_exist_yet_does_nothing(tmp_path: Path) -> None:
     with SqliteMemoryStore(tmp_path / "m.db", embedder=HashingEmbedder(64)) as store:
         store.warm("nothing_here", ALICE.tenant_pattern())

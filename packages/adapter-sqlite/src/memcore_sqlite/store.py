@@ -34,7 +34,7 @@ from memcore.scope import Scope, ScopePattern
 from memcore.values import DreamAction, MemoryRecord, Page, SearchHit, TurnContext
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.search import pipeline as search
-from memcore_sqlite.search import supersession, when
+from memcore_sqlite.search import ranking, supersession, when
 from memcore_sqlite.search.pipeline import check_search
 from memcore_sqlite.storage import fork_guard
 from memcore_sqlite.storage.errors import mapped
@@ -490,8 +490,9 @@ class SqliteMemoryStore:
     def warm(self, store: str, pattern: ScopePattern) -> None:
         """Build now what the first searches of ``pattern`` would build: the scope's vector
         codes (floats for a small one) and, for a scope searched in stages, its sketch; its
-        tenant's rows' lengths and, for a large tenant, its postings (in the background); and
-        the thread that writes the records of reads. A host calls it in the background after
+        tenant's rows' lengths and, for a large tenant, its postings (in the background); the
+        English word list lexical scores weigh query words by; and the thread that writes the
+        records of reads. A host calls it in the background after
         opening the store, so the first search of a session does not pay for them. No search
         is run or audited; a store that does not exist yet has nothing to warm. The sketch is
         waited for after the store's lock is let go: a search meanwhile does not wait for
@@ -515,6 +516,7 @@ class SqliteMemoryStore:
                 lengths=self._tx.lengths,
                 postings=self._tx.postings,
             )
+        ranking.warm_prior()  # outside the lock: no search waits for the word list
         if sketch is not None:  # built in the background, waited for outside the lock
             sketch()
 
