@@ -172,15 +172,11 @@ def store_advice(exc: Exception, store_argv: Sequence[str], runtime: Any = None)
         return exc
     advised = exc.advised_with(store_argv)
     opened = getattr(runtime, "opened_store", None)
-    if opened is None or not advised.message.startswith(f"memory store {runtime.store_name!r} "):
-        return advised  # another store's error (``stores delete xyz``): its kin are not this one's
-    from memcore_cli.operations.store_names import did_you_mean
-
-    hint = did_you_mean(opened, runtime.store_name)
-    if not hint:
+    if opened is None:
         return advised
-    told = f"{advised.message}{hint}"
-    return StoreNotFound(told, field=advised.field, retryable=advised.retryable)
+    from memcore.store_names import with_close_names
+
+    return with_close_names(advised, opened, runtime.store_name)
 
 
 def _stdout_failed() -> bool:

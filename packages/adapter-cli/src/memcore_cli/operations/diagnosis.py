@@ -423,7 +423,7 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
     try:
         info = store.describe_store(name)
     except NotFound as exc:
-        from memcore_cli.operations.store_names import did_you_mean
+        from memcore.store_names import did_you_mean
 
         hint = did_you_mean(store, name)
         if runtime.settings.config.auto_create_store:

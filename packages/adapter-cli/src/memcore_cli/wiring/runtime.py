@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memcore.errors import StoreNotFound
 from memcore.ports import MemoryStore
 from memcore.service import MemoryService
+from memcore.store_names import ready_for
 from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.settings.resolve import Settings, resolve_settings
 from memcore_cli.wiring.overrides import StoreFactory
@@ -224,31 +224,20 @@ class Runtime:
         by one whose stores have other names (a mistyped name is reported there too)."""
         store = self.store
         if not self._ensured:
-            allowed = self.settings.config.auto_create_store
-            try:
-                self._ensure(store, create=allowed and create)
-            except StoreNotFound as exc:
-                if self.settings.backend != "local" or not allowed:
-                    raise
-                if store.list_stores():  # asked on a miss only, not by every read
-                    name = self.store_name
-                    raise StoreNotFound(
-                        f"memory store {name!r} does not exist (a read does not create it: "
-                        f"the first write does, or 'memcore stores create {name}')",
-                        field=exc.field,
-                    ) from None
-                self._ensure(store, create=True)
+            config, name = self.settings.config, self.store_name
+            ready_for(
+                store,
+                name,
+                writes=create,
+                auto_create=config.auto_create_store,
+                first_read_creates=self.settings.backend == "local",
+                advice=f"the first write does, or 'memcore stores create {name}'",
+                description=config.description,
+                extract_instructions=config.extract_instructions,
+                progress=self._progress,
+            )
             self._ensured = True
         return store
-
-    def _ensure(self, store: MemoryStore, *, create: bool) -> None:
-        store.ensure_store(
-            self.store_name,
-            description=self.settings.config.description,
-            create=create,
-            extract_instructions=self.settings.config.extract_instructions,
-            progress=self._progress,
-        )
 
     def service(self, *, create: bool = True) -> MemoryService:
         """The service over :meth:`ready_store` (``create`` as there)."""

@@ -30,10 +30,9 @@ def missing_vectors(store: Any, store_name: str) -> int | None:
         return None
 
 
-def reindex(store: Any, store_name: str, progress: Callable[[int], None] | None = None) -> int:
-    """Embed every memory that lacks a vector; :class:`Unsupported` where that means nothing."""
-    backfill = getattr(store, "backfill_vectors", None)
-    if backfill is None:
+def check_reindexable(store: Any) -> None:
+    """:class:`Unsupported` where a re-embedding means nothing (TableStore, or no embedder)."""
+    if getattr(store, "backfill_vectors", None) is None:
         raise Unsupported("reindex applies to the local store; TableStore embeds on the server")
     if getattr(store, "embedder", None) is None:
         from memcore_sqlite.embedders import ONNX_REQUIREMENTS
@@ -43,7 +42,12 @@ def reindex(store: Any, store_name: str, progress: Callable[[int], None] | None 
             f"the local store has no embedder: install {packages} "
             "(see `hermes tablestore-mem doctor`)"
         )
-    return int(backfill(store_name, progress=progress))
+
+
+def reindex(store: Any, store_name: str, progress: Callable[[int], None] | None = None) -> int:
+    """Embed every memory that lacks a vector; :class:`Unsupported` where that means nothing."""
+    check_reindexable(store)
+    return int(store.backfill_vectors(store_name, progress=progress))
 
 
 #: The background re-embeddings running in this process, by database file and store: a

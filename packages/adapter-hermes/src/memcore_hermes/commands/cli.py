@@ -443,11 +443,17 @@ class _Session:
     sees the writes made during it; the store is closed on exit.
     """
 
-    def __init__(self, args: argparse.Namespace, *, writes: bool = False) -> None:
+    def __init__(
+        self, args: argparse.Namespace, *, writes: bool = False, check: Any = None
+    ) -> None:
         self.args = args
+        #: Run on the open store before the memory store is looked for: a command the backend
+        #: cannot serve is refused as such, not as a missing store.
+        self.check = check
         #: Whether the command adds memories: only then (or for writes waiting in the spool,
-        #: or the embedded store) is a missing memory store created. A read of a deleted or
-        #: mistyped TableStore store says it is missing instead of making it empty.
+        #: or a new embedded file's first read) is a missing memory store created. A read of
+        #: a deleted or mistyped store says it is missing, naming the close ones, instead of
+        #: making it empty (:func:`memcore.store_names.ready_for`, as ``memcore`` does).
         self.writes = writes
         self.store: Any = None
         self.service: Any = None
@@ -455,8 +461,10 @@ class _Session:
         self.drained: dict[str, Any] = {}
 
     def __enter__(self) -> _Session:
+        from memcore.errors import StoreNotFound
         from memcore.scope import resolve_scope
         from memcore.service import MemoryService
+        from memcore.store_names import ready_for, with_close_names
         from memcore_hermes.backend import preload
         from memcore_hermes.backend.open_store import LOCAL, choose_backend, open_backend_store
         from memcore_hermes.config.credentials import access_keys, load_environment
@@ -477,15 +485,23 @@ class _Session:
             environ=env,
         )
         try:
+            if self.check is not None:
+                self.check(self.store)
             waiting = _writes_wait(home)
-            creates = self.writes or choose_backend(config, keys) == LOCAL or bool(waiting)
-            self.store.ensure_store(
-                config.memory_store_name,
-                description=config.description,
-                create=config.auto_create_store and creates,
-                extract_instructions=config.extract_instructions,
-                progress=lambda m: _say(f"tablestore-mem: {m}"),
-            )
+            name = config.memory_store_name
+            try:
+                ready_for(
+                    self.store,
+                    name,
+                    writes=self.writes or bool(waiting),
+                    auto_create=config.auto_create_store,
+                    first_read_creates=choose_backend(config, keys) == LOCAL,
+                    description=config.description,
+                    extract_instructions=config.extract_instructions,
+                    progress=lambda m: _say(f"tablestore-mem: {m}"),
+                )
+            except StoreNotFound as exc:
+                raise with_close_names(exc, self.store, name) from None
             if waiting is not None:
                 self.drained = drain_spool(home, self.store, config)
             if self.drained.get("waiting"):
@@ -770,19 +786,15 @@ def _setup(args: argparse.Namespace) -> None:
 
 
 def _reindex(args: argparse.Namespace) -> dict[str, Any]:
-    from memcore_hermes.backend.reindex import missing_vectors, reindex
+    from memcore_hermes.backend.reindex import check_reindexable, missing_vectors, reindex
 
-    provider = _open(args)
-    runtime = provider.runtime
-    try:
-        store = runtime.handle.ready()
-        name = runtime.store_name
+    # A read of the store, not a session: a mistyped store is refused, not made empty.
+    with _Session(args, check=check_reindexable) as session:
+        store, name = session.store, session.config.memory_store_name
         total = missing_vectors(store, name) or 0
         with _progress_bar("re-embedding", total) as step:
             done = reindex(store, name, progress=step)
         return {"embedded": done, "model": store.embedder.name}
-    finally:
-        provider.shutdown()
 
 
 class _progress_bar:

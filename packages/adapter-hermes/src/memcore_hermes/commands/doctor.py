@@ -346,7 +346,13 @@ def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
     try:
         info = store.describe_store(name)
     except NotFound:
-        out["status"] = "missing (created on the first write when auto_create_store is true)"
+        from memcore.store_names import did_you_mean
+
+        # A mistyped memory_store_name: the stores close to it, as the exit-3 line names them.
+        out["status"] = (
+            "missing (created on the first write when auto_create_store is true)"
+            + did_you_mean(store, name)
+        )
         return out
     except MemcoreError as exc:
         out["error"] = _error(exc)
