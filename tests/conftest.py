@@ -109,6 +109,26 @@ def held_write_lock() -> Callable[[Path], AbstractContextManager[None]]:
     return _held_write_lock
 
 
+@pytest.fixture
+def nearly_full(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path, int], None]:
+    """``nearly_full(folder, free)``: ``os.statvfs`` says ``free`` bytes are available to
+    this user on ``folder``'s disk (other paths answer as they are), no root needed."""
+    real = os.statvfs
+
+    def set_free(folder: Path, free: int) -> None:
+        def statvfs(path: str | os.PathLike[str]) -> os.statvfs_result:
+            st = real(path)
+            if Path(path) != folder:
+                return st
+            fields = list(st)
+            fields[4] = free // st.f_frsize  # f_bavail
+            return os.statvfs_result(fields)
+
+        monkeypatch.setattr(os, "statvfs", statvfs)
+
+    return set_free
+
+
 class OlderRelease:
     """What the embedded store did before schema 11: it embedded each text whole, its speaker
     label included, and kept no list of such vectors."""

@@ -15,8 +15,8 @@ import attrs
 
 from memcore.errors import InvalidInput, MemcoreError, NotFound, PermissionDenied, Unavailable
 from memcore_cli.output.exit_codes import ExitCode, exit_code_for
-from memcore_cli.settings.home import nearest_existing
 from memcore_cli.wiring.state import CliState
+from memcore_sqlite.storage.room import free_bytes, nearest_existing, too_little
 
 
 @attrs.frozen
@@ -59,22 +59,6 @@ def _message(exc: BaseException) -> str:
 def _writable_dir(path: Path) -> bool:
     probe = nearest_existing(path)
     return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
-
-
-#: Free bytes below which the data home fails: an add puts its pages (tens of KiB) in the
-#: write-ahead log, and a reader needs room for the 32 KiB shared-memory file; a few writes
-#: fill less than this, and then every write (and a read that makes that file) fails.
-LOW_SPACE = 1 << 20
-
-
-def _free_bytes(path: Path) -> int | None:
-    """Bytes this user may still write on the disk holding ``path`` (or its nearest existing
-    folder); None where the system does not say."""
-    try:
-        st = os.statvfs(nearest_existing(path))
-    except (OSError, AttributeError):  # no statvfs on Windows
-        return None
-    return st.f_bavail * st.f_frsize
 
 
 def _read_only_files(db: Path) -> list[Path]:
@@ -190,12 +174,9 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
         checks.fail("data home", detail, PermissionDenied(detail, field="home"))
         return
     writable = _writable_dir(settings.db_path.parent)
-    free = _free_bytes(settings.db_path.parent) if writable else None
-    if free is not None and free < LOW_SPACE:
-        detail = (
-            f"{settings.db_path.parent} is writable, but the disk holding it has {free:,} bytes "
-            "free: writes fail (and reads may) until space is freed"
-        )
+    full = too_little(free_bytes(settings.db_path.parent)) if writable else None
+    if full is not None:
+        detail = f"{settings.db_path.parent} is writable, but {full}"
         checks.fail("data home", detail, Unavailable(detail, field="home", retryable=True))
     elif writable:
         checks.ok("data home", f"{settings.db_path.parent} is writable")

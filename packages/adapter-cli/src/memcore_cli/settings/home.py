@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from memcore_sqlite.storage.room import nearest_existing
+
 HOME_ENV = "MEMCORE_HOME"
 DB_FILENAME = "memcore.db"
 CONFIG_FILENAME = "config.json"
@@ -95,19 +97,3 @@ def too_long(path: Path) -> str | None:
     if size >= path_max:  # PATH_MAX counts the final NUL
         return f"it is {size:,} bytes long; paths under {existing} take {path_max - 1} at most"
     return None
-
-
-def nearest_existing(path: Path) -> Path:
-    """``path`` or its nearest parent that exists: where a file not made yet would go, and
-    whose file system's limits, room and permissions it would get."""
-    existing = path
-    while existing != existing.parent and not _exists(existing):
-        existing = existing.parent
-    return existing
-
-
-def _exists(path: Path) -> bool:
-    try:
-        return path.exists()
-    except OSError:  # too long a name to look up: it does not exist
-        return False

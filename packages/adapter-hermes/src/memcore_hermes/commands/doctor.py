@@ -77,6 +77,7 @@ def run_doctor(
     )
     report["scope"] = {"write": str(scope), "read": str(scope.tenant_pattern())}
     report["spool"] = spool_report(home)
+    report["disk"] = disk_report(home, config, keys)
     try:
         from memcore_hermes.backend.open_store import choose_backend, open_backend_store
 
@@ -170,6 +171,7 @@ def _all_well(report: dict[str, Any], env_problem: str | None) -> bool:
         and report.get("bootstrap", {}).get("serves_requests", True)
         and env_problem is None
         and not spool.get("full")
+        and all(folder["ok"] for folder in report.get("disk", ()))
         and not spool.get("dead_letters")
         and not spool.get("error")
         and report.get("integrity", {}).get("ok", True)
@@ -368,6 +370,30 @@ def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
         ]
     except MemcoreError as exc:
         out["sample_error"] = _error(exc)
+    return out
+
+
+def disk_report(home: HermesHome, config: Any, keys: AccessKeys | None) -> list[dict[str, Any]]:
+    """Room on the disks the plugin writes: the home (the spool), and the local store's folder
+    where it is elsewhere. Under 1 MiB free fails, as ``memcore doctor``'s data home does:
+    the files may be sound and a read work while every write fails."""
+    from memcore_hermes.backend.open_store import LOCAL, choose_backend
+    from memcore_sqlite.storage.room import free_bytes, too_little
+
+    folders = [home.spool_file.parent]
+    try:
+        if choose_backend(config, keys) == LOCAL:
+            folders.append(home.local_db_file(config).parent)
+    except MemcoreError:
+        pass  # a local_path that will not do: the backend's error reports it
+    out: list[dict[str, Any]] = []
+    for folder in dict.fromkeys(folders):
+        free = free_bytes(folder)
+        problem = too_little(free)
+        entry: dict[str, Any] = {"path": str(folder), "free_bytes": free, "ok": problem is None}
+        if problem is not None:
+            entry["problem"] = f"{folder}: {problem}"
+        out.append(entry)
     return out
 
 
