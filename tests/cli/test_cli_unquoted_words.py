@@ -1,10 +1,13 @@
 """Words given without quotes: ``memcore search green tea`` was refused with "Got unexpected
 extra argument(s) (tea)" and no hint. ``search`` and ``add`` now take their words joined by
 one space, as ``echo`` joins them; a quoted text keeps its own spacing, and ``-`` alone is
-still stdin."""
+still stdin. ``update ID --text green tea`` was refused the same way; it now sets "green tea",
+and words in any other place are refused, asking for quotes, rather than one of them taken
+for the id."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,6 +63,43 @@ def test_search_without_words_is_a_missing_argument(local_cli):
     assert result.stderr.startswith("memcore: error: Missing argument 'QUERY'")
 
 
+def test_update_joins_the_words_typed_after_its_text(local_cli):
+    (memory_id,) = local_cli.json("add", "--sync", "The user drinks coffee")["memory_ids"]
+    short = memory_id[:8]
+    updated = local_cli.json("update", short, "--text", "likes", "green", "tea", "-m", "k=v")
+    assert (updated["text"], updated["metadata"]) == ("likes green tea", {"k": "v"})
+    updated = local_cli.json("update", short, "-m", "k=w", "--text=drinks", "oolong")
+    assert (updated["text"], updated["metadata"]) == ("drinks oolong", {"k": "w"})
+    kept = local_cli.json("update", short, "--text", "two  spaces", "kept")
+    assert kept["text"] == "two  spaces kept"
+
+
+def test_update_words_anywhere_else_are_refused_not_guessed(local_cli):
+    """``update --text add cafe 5f0c`` would have the parser take ``cafe`` for the id (a hex
+    word, so a prefix of some memory's): words not right after the text's are refused."""
+    (memory_id,) = local_cli.json("add", "--sync", "The user drinks coffee")["memory_ids"]
+    short = memory_id[:8]
+    for argv, words in (
+        (("--text", "green", "tea", short), short),
+        ((short, "green", "--text", "tea"), "green"),
+        ((short, "--text", "green", "-m", "k=v", "tea"), "tea"),
+        ((short, "--text", "green", "--", "tea"), "tea"),
+    ):
+        result = local_cli("update", *argv)
+        assert result.exit_code == 2, (argv, result.stdout, result.stderr)
+        assert result.stderr == (
+            f'memcore: error: unexpected words {words!r}: quote the text (--text "..."), or '
+            "type the id first and the text's words right after --text\n"
+        ), argv
+    result = local_cli("update", short, "green", "tea")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "memcore: error: unexpected words 'green tea': to set the text, type --text right "
+        'before them (or quote it: --text "...")\n',
+    )
+    assert local_cli.json("get", memory_id)["text"] == "The user drinks coffee"
+
+
 def test_the_real_command_searches_unquoted_words(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -80,3 +120,8 @@ def test_the_real_command_searches_unquoted_words(tmp_path: Path) -> None:
     found = run("search", "green", "tea")
     assert found.returncode == 0, found.stderr
     assert "green tea is nice" in found.stdout
+    (hit,) = json.loads(run("--json", "search", "green", "tea").stdout)
+    memory_id = hit["id"]
+    updated = run("update", memory_id, "--text", "oolong", "is", "nicer")
+    assert updated.returncode == 0, updated.stderr
+    assert "oolong is nicer" in run("get", memory_id).stdout

@@ -24,7 +24,8 @@ from memcore_cli.commands import (
     stores,
     transfer,
 )
-from memcore_cli.group import COMMAND_ARGS, MemcoreGroup
+from memcore_cli.group import MemcoreGroup
+from memcore_cli.parsing.words import COMMAND_ARGS
 from memcore_cli.settings.options import FORMATS, GlobalOptions
 from memcore_cli.wiring.overrides import Overrides
 from memcore_cli.wiring.state import CliState, configure_logging

@@ -22,12 +22,10 @@ from typer.core import TyperGroup
 from memcore_cli.output.stderr import ForgivingStderr
 from memcore_cli.output.stdout import GuardedStdout
 from memcore_cli.output.visible import json_safe, visible
+from memcore_cli.parsing.words import COMMAND_ARGS
 
 if TYPE_CHECKING:  # the codes live in the core, which ``--help`` does not import
     from memcore_cli.output.exit_codes import ExitCode
-
-#: ``ctx.meta`` key of the command line below the root group.
-COMMAND_ARGS = "memcore.command_args"
 
 
 def _one_line(text: str) -> str:

@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from memcore.service import MemoryService
     from memcore.values import MemoryRecord
 
+
+def _words(metavar: str, help: str) -> Any:
+    """Words typed without quotes, one argument each: the command joins them by one space."""
+    return typer.Argument(metavar=metavar, help=help, show_default=False)
+
+
 MetadataOpt = Annotated[
     list[str] | None,
     typer.Option("--metadata", "-m", help="A metadata entry key=value; repeat for more."),
@@ -34,9 +40,9 @@ def add(
     ctx: typer.Context,
     words: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="TEXT",
-            help="The text to remember: its words, joined by one space as echo joins them "
+        _words(
+            "TEXT",
+            "The text to remember: its words, joined by one space as echo joins them "
             "(quote it to keep other spacing); '-' alone reads it from stdin.",
         ),
     ] = None,
@@ -224,9 +230,9 @@ def search(
     ctx: typer.Context,
     words: Annotated[
         list[str],
-        typer.Argument(
-            metavar="QUERY",
-            help="What to look for, in plain words: the words are joined by one space as "
+        _words(
+            "QUERY",
+            "What to look for, in plain words: the words are joined by one space as "
             "echo joins them, so quotes are optional.",
         ),
     ],
@@ -398,6 +404,14 @@ def update(
     memory_id: Annotated[
         str, typer.Argument(metavar="ID", help="The memory id, or a unique prefix of it.")
     ],
+    words: Annotated[
+        list[str] | None,
+        _words(
+            "WORDS",
+            "More words of --text, typed right after it: --text green tea sets "
+            '"green tea" (joined by one space, as echo joins them).',
+        ),
+    ] = None,
     text: Annotated[str | None, typer.Option("--text", help="The new text.")] = None,
     metadata: Annotated[
         list[str] | None,
@@ -419,6 +433,7 @@ def update(
     \b
     Examples:
       memcore update 5f0c2a1e --text "User prefers short, direct answers"
+      memcore update 5f0c2a1e --text prefers green tea
       memcore update 5f0c2a1e --metadata topic=style --metadata source=cli
       memcore update 5f0c2a1e --unset source
     """
@@ -428,8 +443,10 @@ def update(
     from memcore_cli.output.interrupts import held_interrupts
     from memcore_cli.output.records import memory_record
     from memcore_cli.parsing.pairs import check_user_metadata, parse_pairs
+    from memcore_cli.parsing.words import COMMAND_ARGS, with_words
 
     state = state_of(ctx)
+    text = with_words("--text", text, words or [], ctx.meta.get(COMMAND_ARGS, []))
     meta = parse_pairs(metadata, option="--metadata")
     limits.check_id(memory_id)
     removed = set(unset or [])
