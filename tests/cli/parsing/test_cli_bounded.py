@@ -35,3 +35,20 @@ def test_a_line_past_the_bound_names_its_number() -> None:
 def test_bytes_that_are_not_utf8_name_their_line() -> None:
     with pytest.raises(InvalidInput, match=r"cannot read f \(not UTF-8 text at line 2\)"):
         _lines(b"{}\n\xe9\n")
+
+
+def test_lines_a_read_holds_are_numbered_and_bounded_each() -> None:
+    """A read stops at ``\\n`` only: the lone ``\\r`` breaks inside it were each a line, but
+    a bad byte was named at the read's first line, and its size was one line's."""
+    with pytest.raises(InvalidInput, match=r"not UTF-8 text at line 3\)"):
+        _lines(b"a\r\nb\r\xe9\rd\n")
+    short = b"x" * 1023 + b"\r"
+    lines = _lines(short * (MAX_DOCUMENT_BYTES // 1024 + 2))
+    assert len(lines) == MAX_DOCUMENT_BYTES // 1024 + 2
+    assert lines[-1] == (len(lines), "x" * 1023)
+
+
+def test_a_crlf_split_across_two_reads_is_one_break() -> None:
+    reads = [b"a\r", b"\nb\r", b"c\n", b""]
+    found = list(bounded_lines(lambda _n: reads.pop(0), "f", field="file", instead="x"))
+    assert found == [(1, "a"), (2, "b"), (3, "c")]

@@ -4,6 +4,7 @@ the kernel kills the process."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +21,11 @@ MAX_DOCUMENT_BYTES = 16 << 20
 MAX_IMPORT_BYTES = 1 << 30
 
 
+#: A line break as an editor counts one: ``\r\n`` once, a lone ``\r`` (old Mac files) or
+#: ``\n``. The export writes ``\n`` and escapes every other break inside its strings.
+_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
 def bounded_lines(
     readline: Callable[[int], bytes],
     path: Path | str,
@@ -28,41 +34,54 @@ def bounded_lines(
     instead: str,
     total: int = MAX_IMPORT_BYTES,
 ) -> Iterator[tuple[int, str]]:
-    """The lines of ``readline`` (a binary stream's), numbered from 1, decoded as UTF-8 and
-    broken where a file read as text breaks them (``\\n``, ``\\r\\n``, ``\\r``), never at
-    U+0085 or U+2028, which a text may hold; a byte order mark before the first is dropped.
-    A line past :data:`MAX_DOCUMENT_BYTES`, or more than ``total`` bytes in all, is refused,
-    naming ``path`` and what to give ``instead``."""
+    """The lines of ``readline`` (a binary stream's), numbered from 1 as an editor numbers
+    them, decoded as UTF-8 and broken at ``\n``, ``\r\n`` and ``\r`` (where a file read as
+    text breaks them), never at U+0085 or U+2028, which a text may hold; a byte order mark
+    before the first is dropped. A line past :data:`MAX_DOCUMENT_BYTES`, or more than
+    ``total`` bytes in all, is refused, naming ``path`` and what to give ``instead``.
+
+    ``readline`` stops at ``\n`` only: the lines a read holds are split here, each numbered
+    and bounded on its own, and the last, not ended yet, waits for the next read (a ``\r``
+    ending a read too, which a ``\n`` may follow)."""
     read = 0
     line_no = 0
+    pending = b""
     while True:
         raw = readline(MAX_DOCUMENT_BYTES + 1)
-        if not raw:
-            return
         read += len(raw)
-        if len(raw) > MAX_DOCUMENT_BYTES:
-            raise InvalidInput(
-                f"{path} line {line_no + 1} is longer than any record "
-                f"({MAX_DOCUMENT_BYTES >> 20} MiB at most); {instead}",
-                field=field,
-            )
         if read > total:
             raise InvalidInput(
                 f"{path} is larger than an import reads ({total >> 20} MiB at most); split "
                 f"it, or {instead}",
                 field=field,
             )
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput(
-                f"cannot read {path} (not UTF-8 text at line {line_no + 1})", field=field
-            ) from None
-        if line_no == 0:
-            text = text.removeprefix("\ufeff")
-        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        if raw.endswith(b"\n"):
-            lines.pop()  # the empty rest after the break
-        for line in lines:
+        data, start = pending + raw, 0
+        for found in _BREAK.finditer(data):
+            if raw and found.end() == len(data) and found.group() == b"\r":
+                break  # "\r\n" across two reads is one break
             line_no += 1
-            yield line_no, line
+            yield line_no, _decoded(data[start : found.start()], line_no, path, field)
+            start = found.end()
+        pending = data[start:]
+        if len(pending.rstrip(b"\r")) > MAX_DOCUMENT_BYTES:
+            raise InvalidInput(
+                f"{path} line {line_no + 1} is longer than any record "
+                f"({MAX_DOCUMENT_BYTES >> 20} MiB at most); {instead}",
+                field=field,
+            )
+        if not raw:
+            if pending:
+                line_no += 1
+                yield line_no, _decoded(pending, line_no, path, field)
+            return
+
+
+def _decoded(line: bytes, line_no: int, path: Path | str, field: str) -> str:
+    """``line`` as UTF-8 text, without the byte order mark a first line may start with."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(
+            f"cannot read {path} (not UTF-8 text at line {line_no})", field=field
+        ) from None
+    return text.removeprefix("\ufeff") if line_no == 1 else text
