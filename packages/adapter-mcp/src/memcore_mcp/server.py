@@ -148,6 +148,15 @@ def _takes_text(annotation: object) -> bool:
     return get_origin(annotation) in (Union, types.UnionType) and str in get_args(annotation)
 
 
+def _reason(problem: Any) -> str:
+    """pydantic's message for one argument, without the "Value error, " it puts before the
+    words of a validator of ours (``must be a number, not str``)."""
+    error = problem.get("ctx", {}).get("error")
+    if problem["type"] == "value_error" and isinstance(error, ValueError):
+        return str(error)
+    return str(problem["msg"])
+
+
 def memory_tool(fn: Any, **kwargs: Any) -> Tool:
     """The SDK's tool for ``fn`` (``kwargs`` as for ``add_tool``), its text taken as sent. Its
     schema allows no other argument, as :meth:`MemoryServer.call_tool` refuses any other (JSON
@@ -202,7 +211,7 @@ class MemoryServer(MCPServer[Any]):
             if isinstance(cause, ValidationError):
                 problem = cause.errors()[0]
                 field = ".".join(str(part) for part in problem["loc"]) or "arguments"
-                return self._error(InvalidInput(f"{field}: {problem['msg']}", field=field), name)
+                return self._error(InvalidInput(f"{field}: {_reason(problem)}", field=field), name)
             return self._error(cause or exc, name)
 
     async def run_stdio_async(self, grace: float = 0.0) -> None:
