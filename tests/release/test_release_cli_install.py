@@ -106,22 +106,32 @@ def test_release_cli_install_reaches_both_backends(cli_venv: Any) -> None:
     assert out.stdout.strip().split(",") == ["local", "tablestore"]
 
 
+@pytest.mark.parametrize(
+    ("last", "expected"),
+    [
+        ("./packages/adapter-cli", CLI_INSTALL),
+        ("./packages/adapter-mcp", (*CLI_INSTALL, "./packages/adapter-mcp")),
+    ],
+    ids=["cli", "cli-with-mcp"],
+)
 def test_release_cli_install_line_resolves_with_the_pip_python_ships(
+    last: str,
+    expected: tuple[str, ...],
     repo_root: Path,
     tmp_path: Path,
     run_command: Callable[..., Any],
     environment: Callable[..., Any],
 ) -> None:
-    """The README's line, in its order, with the pip a plain ``python -m venv`` gives (pip
+    """The README's lines, in their order, with the pip a plain ``python -m venv`` gives (pip
     23.2 on Python 3.11): that pip refused ``memcore-sqlite`` when ``adapter-cli``, which needs
     it, came before the path that provides it with its extra."""
     [line] = [
         ln
         for ln in (repo_root / "README.md").read_text(encoding="utf-8").splitlines()
-        if ln.startswith("pip install ") and "./packages/adapter-cli" in ln
+        if ln.startswith("pip install ") and ln.endswith(f" {last}")
     ]
     targets = tuple(shlex.split(line)[2:])
-    assert targets == CLI_INSTALL, line
+    assert targets == expected, line
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     done = run_command(

@@ -219,6 +219,15 @@ TESTED_PIP_INSTALLS = (
             "./packages/adapter-tablestore",
         }
     ),
+    frozenset(
+        {
+            "./packages/adapter-cli",
+            "./packages/adapter-mcp",
+            "./packages/memcore",
+            "./packages/adapter-sqlite[semantic]",
+            "./packages/adapter-tablestore",
+        }
+    ),
     frozenset({"uv"}),
 )
 TESTED_HERMES = (
