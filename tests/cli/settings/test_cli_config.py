@@ -346,6 +346,19 @@ def test_config_set_refuses_to_unset_a_key_that_has_no_unset(local_cli, key, wor
     assert local_cli.json("count")["count"] == 1
 
 
+@pytest.mark.parametrize("key", ["tenant_id", "endpoint", "instance_name", "backend"])
+def test_config_set_of_an_empty_value_says_null_unsets_the_key(local_cli, key):
+    """``config set tenant_id ""``, the way to clear a value elsewhere, was refused with the
+    rule the value broke ("must not be empty"), which left the user no way back to the
+    default; the line now says that null unsets the key."""
+    local_cli.ok("config", "set", "tenant_id", "alice")
+    result = local_cli("config", "set", key, "")
+    assert result.exit_code == 2, result.stdout
+    (line,) = result.stderr.splitlines()
+    assert f"{key} is empty; give a value, or null to unset it" in line, line
+    assert json.loads((local_cli.home / "config.json").read_text())["tenant_id"] == "alice"
+
+
 def test_config_set_still_takes_none_as_a_value_where_it_is_one(local_cli):
     """``embedder none`` (lexical search only) is a value of the key, not an unset."""
     local_cli.ok("config", "set", "embedder", "auto")

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from memcore.config import CONFIG_KEYS, EMBEDDERS, TENANT_SCOPES, MemcoreConfig
+from memcore.config import CONFIG_KEYS, EMBEDDERS, TENANT_SCOPES, MemcoreConfig, merge_config
 from memcore.errors import ConfigError
 from memcore.limits import unicode_problem
 from memcore.turn_policy import STORE_ASSISTANT
@@ -75,6 +75,8 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
             field=key,
             source=source,
         )
+    if optional and not raw:
+        _refuse_empty(key, text, source=source)
     if kind.startswith("bool"):
         if raw.lower() in _TRUE:
             return True
@@ -90,6 +92,19 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
                     f"expected {expected}, got {text!r}", field=key, source=source
                 ) from None
     return text
+
+
+def _refuse_empty(key: str, text: str, *, source: str) -> None:
+    """An empty value the key's own rule refuses: ``config set tenant_id ""`` is how one
+    clears a value elsewhere, so the refusal says how to clear it here."""
+    try:
+        merge_config(MemcoreConfig(), {key: text}, source=source)
+    except ConfigError:
+        raise ConfigError(
+            f"{key} is empty; give a value, or null to unset it (back to its default)",
+            field=key,
+            source=source,
+        ) from None
 
 
 def redact(data: dict[str, Any]) -> dict[str, Any]:
