@@ -87,6 +87,25 @@ def test_count_agrees_with_list_after_a_dream_pass(local_cli):
     assert local_cli.json("count", "--all-versions")["count"] == len(every) == 3
 
 
+@pytest.mark.parametrize("how", [(), ("--since", "1d"), ("--all",)])
+def test_list_all_versions_says_which_rows_are_superseded(local_cli, how):
+    """``list --all-versions`` printed the replaced version as a row like any other, so only
+    ``--json`` told the stale fact from the current one; a column now names its successor."""
+    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    local_cli.ok("add", "--sync", stale)
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    local_cli.json("dream", "create", "--apply-mode", "safe_auto")
+    by_text = {m["text"]: m for m in local_cli.json("list", "--all-versions")["items"]}
+    successor = by_text[stale]["superseded_by"]
+    assert successor, by_text
+    rows = local_cli.ok("--format", "plain", "list", "--all-versions", *how).stdout.splitlines()
+    cells = {row.split("\t")[1]: row.split("\t") for row in rows}
+    assert cells[stale][-1] == successor, rows
+    assert cells["We now keep 20 dozen eggs in the fridge"][-1] == "", rows
+    current = local_cli.ok("--format", "plain", "list", *how).stdout.splitlines()
+    assert [len(row.split("\t")) for row in current] == [4], current
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_an_unknown_action_among_those_applied_is_named_in_one_error_line(local_cli, as_json):
     local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")

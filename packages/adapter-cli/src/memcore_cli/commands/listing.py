@@ -25,6 +25,8 @@ FilterOpt = Annotated[
     typer.Option("--filter", "-f", help="Only memories whose metadata has key=value; repeatable."),
 ]
 COLUMNS = ("id", "text", "scope", "created")
+#: With --all-versions: else a replaced version reads as a current fact beside its successor.
+VERSION_COLUMNS = (*COLUMNS, "superseded by")
 
 
 def _row(memory: Any) -> tuple[str, str, str, str]:
@@ -36,6 +38,10 @@ def _row(memory: Any) -> tuple[str, str, str, str]:
         f"{memory.scope.agent_id}/{memory.scope.run_id}",
         when(memory.created_at),
     )
+
+
+def _version_row(memory: Any) -> tuple[str, ...]:
+    return (*_row(memory), memory.superseded_by or "")
 
 
 def _superseded(memory: Any) -> bool:
@@ -58,7 +64,8 @@ def list_memories(
         bool,
         typer.Option(
             "--current/--all-versions",
-            help="Hide memories a dream pass superseded (the default), or show every version.",
+            help="Hide memories a dream pass superseded (the default), or show every version "
+            "with the memory that superseded each.",
         ),
     ] = True,
 ) -> None:
@@ -80,6 +87,7 @@ def list_memories(
     state = state_of(ctx)
     limits.check_limit(limit)
     chosen = selection(since, None)
+    columns, row = (COLUMNS, _row) if current else (VERSION_COLUMNS, _version_row)
     runtime = state.runtime()
     out = state.output
     if chosen.narrows or newest:
@@ -97,7 +105,7 @@ def list_memories(
         elif state.json:
             out.json({"items": [memory_record(m) for m in shown], "next_token": None})
         else:
-            out.table(COLUMNS, map(_row, shown), empty="no memories match")
+            out.table(columns, map(row, shown), empty="no memories match")
         if len(shown) < len(found):
             out.note(f"{len(found) - len(shown)} more; raise --limit or pass --all")
         return
@@ -114,7 +122,7 @@ def list_memories(
                 {"items": [memory_record(m) for m in page.items], "next_token": page.next_token}
             )
             return
-        out.table(COLUMNS, map(_row, page.items), empty="no memories yet")
+        out.table(columns, map(row, page.items), empty="no memories yet")
         if page.next_token:
             out.note(state.more_hint("list", page.next_token, ["--limit", str(limit)]))
         return
@@ -126,10 +134,10 @@ def list_memories(
                 if state.json:
                     out.json_line(memory_record(memory))
                 else:
-                    rows.append(_row(memory))
+                    rows.append(row(memory))
             advance(len(page.items))
     if not state.json:
-        out.table(COLUMNS, rows, empty="no memories yet")
+        out.table(columns, rows, empty="no memories yet")
 
 
 def count(
