@@ -4,6 +4,7 @@ injected directly and behind the TableStore emulator (through the real SDK)."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import attrs
 import pytest
@@ -104,6 +105,27 @@ def test_list_all_versions_says_which_rows_are_superseded(local_cli, how):
     assert cells["We now keep 20 dozen eggs in the fridge"][-1] == "", rows
     current = local_cli.ok("--format", "plain", "list", *how).stdout.splitlines()
     assert [len(row.split("\t")) for row in current] == [4], current
+
+
+def test_the_next_page_command_of_list_all_versions_keeps_the_flag(local_cli):
+    """The "more:" line printed the next page's command without --all-versions: run as
+    shown, the listing went on with the current memories only, and the replaced versions
+    on the later pages were never shown."""
+    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    local_cli.ok("add", "--sync", "The cat sleeps on the sofa")
+    local_cli.ok("add", "--sync", stale)
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    local_cli.json("dream", "create", "--apply-mode", "safe_auto")
+    seen: list[str] = []
+    argv = ["--format", "plain", "list", "--all-versions", "--limit", "1"]
+    for _ in range(5):
+        page = local_cli.ok(*argv)
+        seen += [row.split("\t")[1] for row in page.stdout.splitlines()]
+        more = [line for line in page.stderr.splitlines() if line.startswith("more: ")]
+        if not more:
+            break
+        argv = ["--format", "plain", *shlex.split(more[0])[2:]]
+    assert stale in seen and len(seen) == 3, seen
 
 
 @pytest.mark.parametrize("as_json", [False, True])

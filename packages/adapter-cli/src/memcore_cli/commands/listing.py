@@ -124,7 +124,9 @@ def list_memories(
             return
         out.table(columns, map(row, page.items), empty="no memories yet")
         if page.next_token:
-            out.note(state.more_hint("list", page.next_token, ["--limit", str(limit)]))
+            # The same listing's next page: without --all-versions it went on with current ones.
+            versions = [] if current else ["--all-versions"]
+            out.note(state.more_hint("list", page.next_token, [*versions, "--limit", str(limit)]))
         return
     rows = []
     listing = pages(fetch, start=next_token)
