@@ -27,6 +27,19 @@ def test_messages_that_are_not_a_list_are_refused(messages: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    "chat", [[{"role": "user", "content": "I like jazz"}], (Message("user", "I like jazz"),)]
+)
+def test_a_chat_given_as_the_text_says_to_pass_it_as_messages(chat: Any) -> None:
+    """mem0's ``add(messages, user_id=...)`` takes the chat first; here the first argument
+    is the text, and the refusal said only that text must be a string, not list."""
+    mem = _memory()
+    with pytest.raises(InvalidInput, match=r"add\(messages=\[\.\.\.\]\)") as refused:
+        mem.add(chat)
+    assert refused.value.field == "text"
+    assert mem.list().items == ()
+
+
+@pytest.mark.parametrize(
     "messages",
     [
         [],

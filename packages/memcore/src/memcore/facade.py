@@ -305,6 +305,12 @@ class Memory:
         """
         if (text is None) == (messages is None):
             raise InvalidInput("give exactly one of text or messages", field="text")
+        if isinstance(text, (builtins.list, tuple)):  # mem0's add(messages, ...) takes a chat first
+            raise InvalidInput(
+                f"text must be a string, not {type(text).__name__}; "
+                "give a chat as add(messages=[...])",
+                field="text",
+            )
         limits.check_flag(sync, field="sync")
         service = self._for(user_id, agent_id, run_id)
         if text is not None:
