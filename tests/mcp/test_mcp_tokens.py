@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -110,3 +111,19 @@ def test_file_then_file_variable_then_inline_variable(tmp_path) -> None:
     assert load_tokens(str(path), {TOKENS_ENV: inline}).tenant_for(B) is None
     with pytest.raises(ConfigError, match="cannot read"):
         load_tokens(str(tmp_path / "missing.json"), {})
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes")
+def test_a_token_file_other_users_may_open_says_which_command_fixes_it(tmp_path) -> None:
+    """The line read "...; chmod 600 it in /path/tokens.json", the file's name added after
+    the advice as if chmod were to be run in it."""
+    path = tmp_path / "my tokens.json"
+    path.write_text(json.dumps({"alice": A}))
+    path.chmod(0o640)
+    with pytest.raises(ConfigError) as refused:
+        load_tokens(str(path), {})
+    message = str(refused.value)
+    assert message == (
+        f"other users can read or change the token file (mode 0640); run chmod 600 '{path}'"
+    )
+    assert A not in message

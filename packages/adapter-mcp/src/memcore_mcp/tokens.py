@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import os
+import shlex
 from collections.abc import Mapping
 
 import attrs
@@ -144,9 +145,12 @@ def load_tokens(path: str | None, environ: Mapping[str, str]) -> TokenMap | None
             raise ConfigError(
                 f"cannot read the token file ({exc.strerror})", source=str(file_path)
             ) from None
-        if os.name == "posix" and file_path.stat().st_mode & 0o077:
+        mode = file_path.stat().st_mode & 0o777
+        if os.name == "posix" and mode & 0o077:
+            # The path inside the advice: after it (" in PATH"), it read as where to run chmod.
             raise ConfigError(
-                "the token file is readable by other users; chmod 600 it", source=str(file_path)
+                f"other users can read or change the token file (mode {mode:04o}); "
+                f"run chmod 600 {shlex.quote(str(file_path))}"
             )
         return TokenMap.parse(text, source=str(file_path))
     inline = environ.get(TOKENS_ENV, "").strip()
