@@ -339,6 +339,25 @@ def test_bad_tool_calls_answer_an_error_object(
     assert answer["error"]["field"] == field
 
 
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [
+        ("tablestore_remember", "content"),
+        ("tablestore_search", "query"),
+        ("tablestore_forget", "memory_id"),
+    ],
+)
+def test_a_missing_required_argument_is_named_missing(
+    make_provider: Any, fake_store: InMemoryMemoryStore, name: str, field: str
+) -> None:
+    """A call without its required argument was answered as if it had been sent wrong
+    ("content must be a string, not NoneType"): the model could not tell it left it out."""
+    answer = call(make_provider(fake_store), name)
+    assert answer["error"]["code"] == "invalid_input"
+    assert answer["error"]["field"] == field
+    assert answer["error"]["message"] == f"{field} is required"
+
+
 def test_backend_failures_in_tools_are_errors_not_exceptions(
     make_provider: Any, fake_store: InMemoryMemoryStore
 ) -> None:

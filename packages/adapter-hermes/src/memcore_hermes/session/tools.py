@@ -161,6 +161,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 _ALLOWED_ARGS = {
     schema["name"]: frozenset(schema["parameters"]["properties"]) for schema in TOOL_SCHEMAS
 }
+#: Named as missing, not as sent wrong ("content must be a string, not NoneType").
+_REQUIRED_ARGS = {schema["name"]: schema["parameters"]["required"] for schema in TOOL_SCHEMAS}
 
 
 def dumps(data: Mapping[str, Any]) -> str:
@@ -220,6 +222,9 @@ def handle_tool(
                     field=extra[0],
                 )
             raise InvalidInput(f"unknown argument {extra[0]!r} for {tool_name}", field=extra[0])
+        for name in _REQUIRED_ARGS[tool_name]:
+            if args.get(name) is None:
+                raise InvalidInput(f"{name} is required", field=name)
         if runtime is None:
             from memcore.errors import Unavailable
 
