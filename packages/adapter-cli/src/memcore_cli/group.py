@@ -291,11 +291,17 @@ class MemcoreGroup(TyperGroup):
                 args = exc.globals_before
             as_json = leading_json(self, args) or unknown_command_json(self, args)
             code = report_parser_error(exc, as_json=as_json)
-        except typer.Abort:
-            sys.stderr.write("memcore: aborted\n")
-            from memcore_cli.output.exit_codes import ExitCode
+        except typer.Abort as exc:
+            # Only the questions before a delete abort, on "no", Ctrl-D or Ctrl-C.
+            if isinstance(exc.__context__, KeyboardInterrupt):  # click re-raises it as Abort
+                from memcore_cli.output.interrupts import report
 
-            code = int(ExitCode.UNEXPECTED)
+                code = report("nothing was deleted")
+            else:
+                sys.stderr.write("memcore: not confirmed; nothing was deleted\n")
+                from memcore_cli.output.exit_codes import ExitCode
+
+                code = int(ExitCode.UNEXPECTED)
         except Exception as exc:  # help or the version could not be written (a full disk)
             if not _stdout_failed():  # caught by type only here: ``--help`` imports no core
                 raise

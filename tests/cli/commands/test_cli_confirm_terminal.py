@@ -1,0 +1,63 @@
+"""``forget`` and ``stores delete`` ask on a terminal; Ctrl-C at the question is an interrupt
+(exit 130, as everywhere), and any way of not answering yes deletes nothing and says so."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import MEMCORE, run_memcore
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal")
+
+PROMPT = b"[y/N]:"
+
+
+def _ask(home: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``memcore *args`` with a terminal for stdin, once it has asked its question."""
+    master, slave = pty.openpty()
+    env = {"PATH": os.environ.get("PATH", ""), "MEMCORE_HOME": str(home)}
+    proc = subprocess.Popen(
+        [MEMCORE, *args], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    os.close(slave)
+    asked = b""
+    deadline = time.monotonic() + 60
+    assert proc.stderr is not None
+    while not asked.endswith(PROMPT):
+        assert time.monotonic() < deadline and proc.poll() is None, asked
+        asked += os.read(proc.stderr.fileno(), 1)
+    return proc, master
+
+
+@pytest.mark.parametrize("command", [("forget", "--all"), ("stores", "delete", "hermes_mem")])
+def test_ctrl_c_at_the_question_is_an_interrupt_that_deleted_nothing(tmp_path, command):
+    """It exited 1 ("memcore: aborted"), the code of an unexpected failure, where the exit
+    code table gives Ctrl-C 130."""
+    home = tmp_path / "home"
+    run_memcore(home, "add", "keep me")
+    proc, master = _ask(home, *command)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 130, err
+    assert err.decode().strip().endswith("memcore: interrupted (nothing was deleted)"), err
+    assert run_memcore(home, "count").stdout.strip() == "1"
+
+
+def test_no_at_the_question_deletes_nothing_and_says_so(tmp_path):
+    home = tmp_path / "home"
+    run_memcore(home, "add", "keep me")
+    proc, master = _ask(home, "forget", "--all")
+    os.write(master, b"n\n")
+    _, err = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 1, err
+    assert err.decode().strip().endswith("memcore: not confirmed; nothing was deleted"), err
+    assert run_memcore(home, "count").stdout.strip() == "1"
