@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import signal
@@ -59,5 +60,23 @@ def test_no_at_the_question_deletes_nothing_and_says_so(tmp_path):
     _, err = proc.communicate(timeout=60)
     os.close(master)
     assert proc.returncode == 1, err
-    assert err.decode().strip().endswith("memcore: not confirmed; nothing was deleted"), err
+    assert err.decode().strip().endswith("memcore: error: not confirmed; nothing was deleted"), err
     assert run_memcore(home, "count").stdout.strip() == "1"
+
+
+def test_no_at_the_question_is_a_json_error_with_json(tmp_path):
+    """With --json every failure is one JSON object on stderr; this one was plain text."""
+    home = tmp_path / "home"
+    run_memcore(home, "add", "keep me")
+    proc, master = _ask(home, "--json", "forget", "--all")
+    os.write(master, b"n\n")
+    _, err = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 1, err
+    line = err.decode().strip().splitlines()[-1]
+    error = json.loads(line[line.index("{") :])["error"]
+    assert (error["message"], error["field"], error["exit_code"]) == (
+        "not confirmed; nothing was deleted",
+        "yes",
+        1,
+    )

@@ -181,6 +181,20 @@ def _stdout_failed() -> bool:
     return isinstance(sys.stdout, GuardedStdout) and sys.stdout.failed
 
 
+def _not_confirmed(abort: typer.Abort, ctx: ClickContext) -> int:
+    """The question before a delete (``forget``, ``stores delete``) was not answered yes:
+    Ctrl-C there is an interrupt like any other (130); "no" or Ctrl-D a failure, in JSON with
+    ``--json``. Either way nothing was deleted, and the line says so."""
+    if isinstance(abort.__context__, KeyboardInterrupt):  # click re-raises Ctrl-C as Abort
+        from memcore_cli.output.interrupts import report
+
+        return report("nothing was deleted")
+    from memcore.errors import MemcoreError
+
+    refused = MemcoreError("not confirmed; nothing was deleted", field="yes")
+    return int(report_error(refused, as_json=bool(getattr(ctx.obj, "json", False)), debug=False))
+
+
 class MemcoreGroup(TyperGroup):
     """A Typer group that owns error reporting for every subcommand below it."""
 
@@ -190,7 +204,9 @@ class MemcoreGroup(TyperGroup):
         ctx.meta[COMMAND_ARGS] = [*getattr(ctx, "_protected_args", ()), *ctx.args]
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, ClickException):
+        except typer.Abort as exc:
+            raise typer.Exit(_not_confirmed(exc, ctx)) from None
+        except (typer.Exit, ClickException):
             raise
         except KeyboardInterrupt as exc:
             from memcore_cli.output.interrupts import report
@@ -291,17 +307,11 @@ class MemcoreGroup(TyperGroup):
                 args = exc.globals_before
             as_json = leading_json(self, args) or unknown_command_json(self, args)
             code = report_parser_error(exc, as_json=as_json)
-        except typer.Abort as exc:
-            # Only the questions before a delete abort, on "no", Ctrl-D or Ctrl-C.
-            if isinstance(exc.__context__, KeyboardInterrupt):  # click re-raises it as Abort
-                from memcore_cli.output.interrupts import report
+        except typer.Abort:
+            sys.stderr.write("memcore: aborted\n")
+            from memcore_cli.output.exit_codes import ExitCode
 
-                code = report("nothing was deleted")
-            else:
-                sys.stderr.write("memcore: not confirmed; nothing was deleted\n")
-                from memcore_cli.output.exit_codes import ExitCode
-
-                code = int(ExitCode.UNEXPECTED)
+            code = int(ExitCode.UNEXPECTED)
         except Exception as exc:  # help or the version could not be written (a full disk)
             if not _stdout_failed():  # caught by type only here: ``--help`` imports no core
                 raise
