@@ -25,6 +25,13 @@ def test_version(local_cli):
     assert result.stdout.strip() == "memcore 0.1.0"
 
 
+@pytest.mark.parametrize("flags", [["--json"], ["--format", "json"], ["--format=json"]])
+def test_version_is_a_json_document_with_json(local_cli, flags):
+    """``--json`` prints one JSON document; ``--json --version`` printed the plain line."""
+    result = local_cli.ok(*flags, "--version")
+    assert json.loads(result.stdout) == {"version": "0.1.0"}
+
+
 @pytest.mark.parametrize("flag", ["--tenant", "--app", "--agent", "--run"])
 @pytest.mark.parametrize("value", ["", "   "])
 def test_an_empty_scope_flag_is_refused(local_cli, flag, value):

@@ -24,7 +24,7 @@ from memcore_cli.commands import (
     stores,
     transfer,
 )
-from memcore_cli.group import MemcoreGroup
+from memcore_cli.group import WANTS_JSON, MemcoreGroup
 from memcore_cli.parsing.words import COMMAND_ARGS
 from memcore_cli.settings.options import FORMATS, GlobalOptions
 from memcore_cli.wiring.overrides import Overrides
@@ -60,9 +60,15 @@ app = typer.Typer(
 )
 
 
-def _print_version(value: bool) -> None:
+def _print_version(ctx: typer.Context, value: bool) -> None:
+    """``memcore 0.1.0``; with ``--json``, one JSON document as every command prints."""
     if value:
-        sys.stdout.write(f"memcore {__version__}\n")
+        if ctx.meta.get(WANTS_JSON, False):
+            import json
+
+            sys.stdout.write(json.dumps({"version": __version__}) + "\n")
+        else:
+            sys.stdout.write(f"memcore {__version__}\n")
         raise typer.Exit()
 
 

@@ -27,6 +27,10 @@ from memcore_cli.parsing.words import COMMAND_ARGS
 if TYPE_CHECKING:  # the codes live in the core, which ``--help`` does not import
     from memcore_cli.output.exit_codes import ExitCode
 
+#: ``ctx.meta`` key: the root options ask for JSON (read before any option is processed, so
+#: that the eager ``--version`` knows it).
+WANTS_JSON = "memcore.wants_json"
+
 
 def _one_line(text: str) -> str:
     """One line for the terminal: the value a message quotes may hold control characters."""
@@ -197,6 +201,12 @@ def _not_confirmed(abort: typer.Abort, ctx: ClickContext) -> int:
 
 class MemcoreGroup(TyperGroup):
     """A Typer group that owns error reporting for every subcommand below it."""
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        from memcore_cli.parsing.argv import leading_json
+
+        ctx.meta[WANTS_JSON] = leading_json(self, args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: ClickContext) -> Any:
         # The words after the global options; the group clears them before its callback runs,
