@@ -78,3 +78,32 @@ def test_start_up_does_not_import_the_prior() -> None:
     names = subprocess.check_output([sys.executable, "-c", code], text=True)
     assert "memcore_sqlite.search.ranking" in names
     assert "memcore_sqlite.lexical.english" not in names
+
+
+@pytest.mark.parametrize("damage", ["missing", "not JSON", "no vocabulary"])
+def test_a_word_list_that_cannot_be_read_leaves_the_scope_idf_and_search_works(
+    lexical_store: SqliteMemoryStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    damage: str,
+) -> None:
+    """The word list ships with the package's data, which an installer may strip: searches
+    then rank as they did without the prior (a warning says why), not fail."""
+    table = tmp_path / "tokenizer.json"
+    if damage == "not JSON":
+        table.write_text("{not json", encoding="utf-8")
+    elif damage == "no vocabulary":
+        table.write_text('{"model": {}}', encoding="utf-8")
+    monkeypatch.setattr(english, "TOKENIZER", table)
+    english.ranks.cache_clear()
+    try:
+        kayak = lexical_store.add_text(STORE, ALICE, "the kayak flipped over", sync=True)
+        for _ in range(2):
+            hits = lexical_store.search(STORE, ALICE.tenant_pattern(), "kayak", mode="lexical")
+            assert [h.memory.id for h in hits] == list(kayak.memory_ids)
+        assert english.share("the", 10_000) == 1.0  # no prior: every word kept whole
+        warned = [r for r in caplog.records if "word list" in r.getMessage()]
+        assert len(warned) == 1 and str(table) in warned[0].getMessage()
+    finally:
+        english.ranks.cache_clear()

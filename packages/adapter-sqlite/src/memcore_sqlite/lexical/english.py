@@ -8,16 +8,21 @@ WordPiece vocabulary already lists English words in descending corpus frequency 
 there is a Zipf prior at no cost: frequency about 1/r, prior IDF about log r. A word absent
 from it (most names, rare words and numbers, CJK) is taken as rare and keeps its whole weight.
 
-The table is read on the first query that asks for it, never at import.
+The table is read on the first query that asks for it, never at import. Without it (package
+data stripped, a damaged file) every word keeps its whole weight, as before the prior: a
+ranking nudge is not worth a search that fails; a warning says why.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 from collections.abc import Mapping
 from pathlib import Path
+
+_log = logging.getLogger(__name__)
 
 #: The first whole word of BERT's uncased vocabulary ("the"); ids below it are reserved
 #: tokens and single characters.
@@ -36,8 +41,20 @@ TOKENIZER = (
 @functools.cache
 def ranks() -> Mapping[str, int]:
     """The vocabulary: each token's id, a whole word's rank being id - FIRST_WORD + 1 ("the"
-    is 1). Kept as parsed: a query term never holds the "##" that marks a word's piece."""
-    vocab: dict[str, int] = json.loads(TOKENIZER.read_text(encoding="utf-8"))["model"]["vocab"]
+    is 1). Kept as parsed: a query term never holds the "##" that marks a word's piece.
+    Empty when the file cannot be read: no word is then common."""
+    try:
+        vocab = json.loads(TOKENIZER.read_text(encoding="utf-8"))["model"]["vocab"]
+        if not isinstance(vocab, dict):
+            raise TypeError(type(vocab).__name__)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _log.warning(
+            "the English word list %s could not be read (%s): lexical scores weigh every "
+            "query word by the store alone",
+            TOKENIZER,
+            type(exc).__name__,
+        )
+        return {}
     return vocab
 
 
