@@ -52,3 +52,15 @@ def test_a_crlf_split_across_two_reads_is_one_break() -> None:
     reads = [b"a\r", b"\nb\r", b"c\n", b""]
     found = list(bounded_lines(lambda _n: reads.pop(0), "f", field="file", instead="x"))
     assert found == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_a_line_ended_by_a_lone_cr_is_bounded_like_any_other() -> None:
+    """A line ended by ``\\r`` inside the data read was yielded whatever its size: the
+    unended part a read leaves over, joined to the next read, made a line of up to twice the
+    bound, handed on to be parsed."""
+    head = b"{}\r" + b"x" * (MAX_DOCUMENT_BYTES - 3)  # one read: the bound plus one byte
+    reads = [head + b"x", b"x" * 10 + b"\r{}\n", b""]
+    with pytest.raises(InvalidInput, match="f line 2 is longer than any record"):
+        list(bounded_lines(lambda _n: reads.pop(0), "f", field="file", instead="x"))
+    exact = b"{}\r" + b"x" * MAX_DOCUMENT_BYTES + b"\r{}\n"  # at the bound: still a line
+    assert [n for n, _ in _lines(exact)] == [1, 2, 3]

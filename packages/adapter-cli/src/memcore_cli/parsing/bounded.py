@@ -59,21 +59,27 @@ def bounded_lines(
         for found in _BREAK.finditer(data):
             if raw and found.end() == len(data) and found.group() == b"\r":
                 break  # "\r\n" across two reads is one break
+            if found.start() - start > MAX_DOCUMENT_BYTES:  # a read's leftover and the next
+                raise _too_long(path, line_no + 1, field=field, instead=instead)
             line_no += 1
             yield line_no, _decoded(data[start : found.start()], line_no, path, field)
             start = found.end()
         pending = data[start:]
         if len(pending.rstrip(b"\r")) > MAX_DOCUMENT_BYTES:
-            raise InvalidInput(
-                f"{path} line {line_no + 1} is longer than any record "
-                f"({MAX_DOCUMENT_BYTES >> 20} MiB at most); {instead}",
-                field=field,
-            )
+            raise _too_long(path, line_no + 1, field=field, instead=instead)
         if not raw:
             if pending:
                 line_no += 1
                 yield line_no, _decoded(pending, line_no, path, field)
             return
+
+
+def _too_long(path: Path | str, line_no: int, *, field: str, instead: str) -> InvalidInput:
+    return InvalidInput(
+        f"{path} line {line_no} is longer than any record "
+        f"({MAX_DOCUMENT_BYTES >> 20} MiB at most); {instead}",
+        field=field,
+    )
 
 
 def _decoded(line: bytes, line_no: int, path: Path | str, field: str) -> str:
