@@ -80,3 +80,26 @@ def test_a_call_started_during_a_fork_waits_until_it_is_done() -> None:
     for t in threads:
         t.join()
     assert order == ["first call left", "second call began"]
+
+
+def test_calls_wait_until_every_fork_under_way_is_done() -> None:
+    """Two threads in ``os.fork`` at once: the first one's return let calls start while the
+    second had yet to fork, so its child could inherit one under way. These are the hooks in
+    the order ``os.fork`` runs them on the two threads."""
+    fork_guard._before_fork()  # the first thread's fork
+    fork_guard._before_fork()  # the second's
+    fork_guard._after_fork_in_parent()  # the first returns; the second has not forked yet
+    entered = threading.Event()
+
+    def call() -> None:
+        with fork_guard.working():
+            entered.set()
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    try:
+        assert not entered.wait(0.3)
+    finally:
+        fork_guard._after_fork_in_parent()  # the second returns
+    assert entered.wait(5)
+    worker.join()

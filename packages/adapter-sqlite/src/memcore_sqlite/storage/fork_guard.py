@@ -25,12 +25,14 @@ WAIT = 10.0
 
 
 class _Gate:
-    """The calls under way, and whether a fork waits for them (then none starts)."""
+    """The calls under way, and the forks under way: while any is, no call starts. Counted,
+    not a flag: threads may fork at once, and the first one done let calls start while
+    another had yet to fork, whose child could then inherit one under way."""
 
     def __init__(self, running: int = 0) -> None:
         self.changed = threading.Condition(threading.Lock())
         self.running = running
-        self.forking = False
+        self.forking = 0
 
 
 _gate = _Gate()
@@ -80,7 +82,7 @@ def working() -> _Working:
 def _before_fork() -> None:
     gate, mine = _gate, _mine()
     with gate.changed:
-        gate.forking = True
+        gate.forking += 1
         if not gate.changed.wait_for(lambda: gate.running <= mine, WAIT):
             _log.warning(
                 "forking while %d SQLite call(s) are still under way after %gs: the child "
@@ -91,9 +93,11 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_parent() -> None:
+    """Also after a fork that failed (``os.fork`` runs it then too)."""
     with _gate.changed:
-        _gate.forking = False
-        _gate.changed.notify_all()
+        _gate.forking -= 1
+        if not _gate.forking:
+            _gate.changed.notify_all()
 
 
 def _after_fork_in_child() -> None:
