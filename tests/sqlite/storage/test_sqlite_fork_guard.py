@@ -5,6 +5,8 @@ but never for the forking thread's own, and the child starts with none under way
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -103,3 +105,75 @@ def test_calls_wait_until_every_fork_under_way_is_done() -> None:
         fork_guard._after_fork_in_parent()  # the second returns
     assert entered.wait(5)
     worker.join()
+
+
+def _python(code: str, prints: str) -> None:
+    """``code`` in a fresh interpreter (a hang there is a timeout here) prints ``prints``."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=fork_guard.WAIT * 3,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, prints), done.stderr
+
+
+_FORK_IN_A_HANDLER = """
+import os, signal
+from memcore_sqlite.storage import fork_guard
+
+def fork(*_):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+signal.signal(signal.SIGUSR1, fork)
+with fork_guard._gate.changed:  # the thread is entering or leaving a call
+    signal.raise_signal(signal.SIGUSR1)  # its handler runs here, on this thread
+print("forked")
+"""
+
+
+def test_a_fork_from_a_signal_handler_does_not_hang_its_own_thread() -> None:
+    """A handler runs on the main thread between two of its steps, also while it holds the
+    gate's lock (entering or leaving a call): a fork there waited for that lock for ever."""
+    _python(_FORK_IN_A_HANDLER, "forked\n")
+
+
+_FORK_WHILE_ENTERING = """
+import os, signal, sys, time
+from memcore_sqlite.storage import fork_guard
+
+took = []
+
+def fork(*_):
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    took.append(time.monotonic() - started)
+
+def step(frame, event, arg):
+    # The thread is counted in the call, its depth not yet set: the handler runs there.
+    if frame.f_code.co_name == "__enter__" and event == "line" and not took:
+        line = open(frame.f_code.co_filename).read().splitlines()[frame.f_lineno - 1]
+        if "_depth.n = outer + 1" in line:
+            signal.raise_signal(signal.SIGUSR1)
+    return step
+
+signal.signal(signal.SIGUSR1, fork)
+sys.settrace(step)
+with fork_guard.working():
+    pass
+sys.settrace(None)
+print(len(took), took[0] < fork_guard.WAIT / 2)
+"""
+
+
+def test_a_fork_from_a_signal_handler_inside_a_call_does_not_wait_for_its_own_call() -> None:
+    """Counted in the call but its depth not yet set, the thread's own call was waited for
+    the whole :data:`~memcore_sqlite.storage.fork_guard.WAIT` (10 s)."""
+    _python(_FORK_WHILE_ENTERING, "1 True\n")

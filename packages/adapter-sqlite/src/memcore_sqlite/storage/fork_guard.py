@@ -25,24 +25,24 @@ WAIT = 10.0
 
 
 class _Gate:
-    """The calls under way, and the forks under way: while any is, no call starts. Counted,
-    not a flag: threads may fork at once, and the first one done let calls start while
-    another had yet to fork, whose child could then inherit one under way."""
+    """The threads in a call, and the forks under way: while any fork is, no call starts.
 
-    def __init__(self, running: int = 0) -> None:
-        self.changed = threading.Condition(threading.Lock())
-        self.running = running
+    Forks are counted, not flagged: threads may fork at once, and the first one done let
+    calls start while another had yet to fork, whose child could then inherit one under way.
+    A signal handler that forks runs on a thread between two of its steps, so the lock is
+    reentrant (the thread may hold it), and a thread is in ``inside`` or not in one step (a
+    count and a flag beside it disagreed there, and the fork waited :data:`WAIT` for its own
+    thread)."""
+
+    def __init__(self, inside: set[int] | None = None) -> None:
+        self.changed = threading.Condition(threading.RLock())
+        self.inside: set[int] = inside or set()
         self.forking = 0
 
 
 _gate = _Gate()
-#: How deep the current thread is in :func:`working` (a call inside another one, or a
-#: thread forking from inside one, waits for nothing of its own).
+#: How deep the current thread is in :func:`working`: only the outermost call counts.
 _depth = threading.local()
-
-
-def _mine() -> int:
-    return 1 if getattr(_depth, "n", 0) else 0
 
 
 class _Working:
@@ -59,14 +59,14 @@ class _Working:
             with _gate.changed:
                 while _gate.forking:
                     _gate.changed.wait()
-                _gate.running += 1
+                _gate.inside.add(threading.get_ident())
         _depth.n = outer + 1
 
     def __exit__(self, *_: object) -> None:
         _depth.n -= 1
         if not _depth.n:
             with _gate.changed:  # the module's gate now: a forked child has one of its own
-                _gate.running -= 1
+                _gate.inside.discard(threading.get_ident())
                 if _gate.forking:
                     _gate.changed.notify_all()
 
@@ -80,14 +80,16 @@ def working() -> _Working:
 
 
 def _before_fork() -> None:
-    gate, mine = _gate, _mine()
+    """Wait for the calls of other threads; the forking thread's own (it forks from inside
+    one) cannot end before its fork does, and is in no SQLite call meanwhile."""
+    gate, me = _gate, threading.get_ident()
     with gate.changed:
         gate.forking += 1
-        if not gate.changed.wait_for(lambda: gate.running <= mine, WAIT):
+        if not gate.changed.wait_for(lambda: not gate.inside - {me}, WAIT):
             _log.warning(
                 "forking while %d SQLite call(s) are still under way after %gs: the child "
                 "may not be able to open the same database file",
-                gate.running - mine,
+                len(gate.inside - {me}),
                 WAIT,
             )
 
@@ -102,9 +104,10 @@ def _after_fork_in_parent() -> None:
 
 def _after_fork_in_child() -> None:
     """The parent's other threads do not exist here, nor do their calls; the lock may have
-    been held by one of them."""
+    been held by one of them. The forking thread keeps its identity, and its call."""
     global _gate
-    _gate = _Gate(running=_mine())
+    me = threading.get_ident()
+    _gate = _Gate({me} if me in _gate.inside else None)
 
 
 os.register_at_fork(
