@@ -5,10 +5,12 @@ but never for the forking thread's own, and the child starts with none under way
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -177,3 +179,29 @@ def test_a_fork_from_a_signal_handler_inside_a_call_does_not_wait_for_its_own_ca
     """Counted in the call but its depth not yet set, the thread's own call was waited for
     the whole :data:`~memcore_sqlite.storage.fork_guard.WAIT` (10 s)."""
     _python(_FORK_WHILE_ENTERING, "1 True\n")
+
+
+def test_a_child_closes_the_connections_it_inherited_but_not_one_in_a_transaction(
+    tmp_path: Path,
+) -> None:
+    """Closed, they no longer lend the child their lock records; one the forking thread is in
+    a transaction on stays open (its rollback would rewrite the log's index the parent uses)."""
+    path = str(tmp_path / "f.db")
+    idle = fork_guard.connect(path, isolation_level=None)
+    idle.execute("PRAGMA journal_mode=WAL")
+    busy = fork_guard.connect(path, isolation_level=None)
+    busy.execute("BEGIN")
+    busy.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    def child() -> int:
+        try:
+            idle.execute("SELECT 1")
+        except sqlite3.ProgrammingError:
+            return 0 if busy.in_transaction else 2
+        return 3
+
+    assert _fork(child) == 0
+    busy.execute("COMMIT")
+    assert idle.execute("SELECT 1").fetchone() == (1,)  # the parent's are untouched
+    idle.close()
+    busy.close()

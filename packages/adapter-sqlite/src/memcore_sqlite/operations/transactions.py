@@ -742,10 +742,12 @@ def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connectio
     """A connection; read-only ones open by URI, as ``immutable`` when SQLite cannot even make
     its WAL index next to the file (a read-only folder: nobody writes there meanwhile)."""
     if not read_only:
-        return sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        return fork_guard.connect(
+            path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
     uri = Path(path).resolve().as_uri()
     try:
-        conn = sqlite3.connect(
+        conn = fork_guard.connect(
             uri + "?mode=ro",
             uri=True,
             timeout=timeout,
@@ -756,7 +758,7 @@ def _connect(path: str, timeout: float, *, read_only: bool) -> sqlite3.Connectio
         return conn
     except sqlite3.OperationalError:
         _refuse_unseen_log(path)
-        return sqlite3.connect(
+        return fork_guard.connect(
             uri + "?mode=ro&immutable=1",
             uri=True,
             timeout=timeout,

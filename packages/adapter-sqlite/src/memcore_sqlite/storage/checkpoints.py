@@ -66,7 +66,7 @@ class Checkpoints:
     def _run(self) -> None:
         try:
             with fork_guard.working():
-                conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+                conn = fork_guard.connect(self._path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error:
             return  # memory writes still checkpoint, and so does the last close
         try:

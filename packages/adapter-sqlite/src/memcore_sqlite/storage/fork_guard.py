@@ -9,13 +9,22 @@ under load). So the library makes its SQLite calls inside :func:`working`, and `
 first waits, at most :data:`WAIT` seconds, until none is under way on another thread; none
 starts until the fork is done. A ``subprocess`` does not fork through Python and waits for
 nothing.
+
+A child also lets go of the connections it inherited (:func:`connect` opens them all): SQLite
+keeps one lock record per file and process, which the child inherits believing it holds the
+parent's locks (``fcntl`` locks are not inherited). The child's own connection to the file
+then took no lock at all, and the parent's close, seeing nobody, folded in and deleted the
+write-ahead log the child was writing to: the child's acknowledged writes were lost.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
+import weakref
+from typing import Any
 
 _log = logging.getLogger(__name__)
 
@@ -110,8 +119,50 @@ def _after_fork_in_child() -> None:
     _gate = _Gate({me} if me in _gate.inside else None)
 
 
+class _Connection(sqlite3.Connection):
+    """A connection :func:`connect` keeps track of (a plain one takes no weak reference)."""
+
+
+#: Tells a connection's close not to fold in and delete the log (Python 3.12+).
+_NO_FOLD_ON_CLOSE: int | None = getattr(sqlite3, "SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE", None)
+#: The connections open in this process (and, in a child before its hook, in its parent).
+_opened: weakref.WeakSet[_Connection] = weakref.WeakSet()
+
+
+def connect(database: str, **options: Any) -> sqlite3.Connection:
+    """``sqlite3.connect``, and a forked child closes this connection at once (see above)."""
+    conn = sqlite3.connect(database, factory=_Connection, **options)
+    _opened.add(conn)
+    return conn
+
+
+def _let_go_of_inherited() -> None:
+    """Close the parent's connections, freeing the lock records they shared with any the
+    child opens. The close takes, lets go and deletes nothing of the parent's: the child holds
+    no real lock, and ``fcntl`` unlocks only the caller's; the last close's fold-in needs an
+    exclusive lock, which the parent's shared one refuses, and a parent that closed first left
+    it nothing to fold in (Python 3.12+ is told not to even try). One the forking thread is in a transaction on stays open: its rollback would
+    rewrite the write-ahead log's index the parent is using."""
+    for conn in list(_opened):
+        try:  # a closed one (not yet collected) refuses even in_transaction
+            if conn.in_transaction:
+                continue
+            setconfig = getattr(conn, "setconfig", None)
+            if setconfig is not None and _NO_FOLD_ON_CLOSE is not None:
+                setconfig(_NO_FOLD_ON_CLOSE, True)
+            conn.close()
+        except sqlite3.Error:  # closed, or another thread's (check_same_thread): leave it
+            continue
+    _opened.clear()
+
+
+def _after_fork_in_child_all() -> None:
+    _after_fork_in_child()
+    _let_go_of_inherited()
+
+
 os.register_at_fork(
     before=_before_fork,
     after_in_parent=_after_fork_in_parent,
-    after_in_child=_after_fork_in_child,
+    after_in_child=_after_fork_in_child_all,
 )

@@ -93,7 +93,7 @@ def reading(path: str | Path) -> Iterator[sqlite3.Connection]:
 
 def _opened(uri: str) -> sqlite3.Connection:
     """A connection that has read the file's schema (where a refused shared-memory file shows)."""
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    conn = fork_guard.connect(uri, uri=True, isolation_level=None)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except BaseException:
