@@ -185,8 +185,12 @@ def test_a_child_closes_the_connections_it_inherited_but_not_one_in_a_transactio
     tmp_path: Path,
 ) -> None:
     """Closed, they no longer lend the child their lock records; one the forking thread is in
-    a transaction on stays open (its rollback would rewrite the log's index the parent uses)."""
+    a transaction on stays open (its rollback would rewrite the log's index the parent uses).
+    Closed ones not yet collected (they refuse even ``in_transaction``) stop none of it."""
     path = str(tmp_path / "f.db")
+    closed = [fork_guard.connect(path) for _ in range(50)]
+    for conn in closed:
+        conn.close()
     idle = fork_guard.connect(path, isolation_level=None)
     idle.execute("PRAGMA journal_mode=WAL")
     busy = fork_guard.connect(path, isolation_level=None)
@@ -205,3 +209,4 @@ def test_a_child_closes_the_connections_it_inherited_but_not_one_in_a_transactio
     assert idle.execute("SELECT 1").fetchone() == (1,)  # the parent's are untouched
     idle.close()
     busy.close()
+    assert len(closed) == 50
