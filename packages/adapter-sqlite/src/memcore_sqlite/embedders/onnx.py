@@ -41,7 +41,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +83,10 @@ def _env_flag(name: str, default: bool = False) -> bool:
 
 
 def _default_tokenizer() -> Path:
-    ref = (
-        resources.files("memcore_sqlite.embedders") / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
-    )
-    return Path(str(ref))
+    """The vendored tokenizer, whose vocabulary lexical scores also read as English ranks."""
+    from memcore_sqlite.lexical.english import TOKENIZER
+
+    return TOKENIZER
 
 
 def _default_model() -> Path:

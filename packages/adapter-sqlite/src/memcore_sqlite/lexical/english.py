@@ -27,8 +27,9 @@ _log = logging.getLogger(__name__)
 #: The first whole word of BERT's uncased vocabulary ("the"); ids below it are reserved
 #: tokens and single characters.
 FIRST_WORD = 1996
-#: Beside this package, not through ``importlib.resources``, whose import alone cost more
-#: than reading the file on the first search of a fresh process.
+#: The vendored tokenizer, which the ONNX embedder reads too; found beside this package, not
+#: through ``importlib.resources``, whose import alone cost more than reading the file on the
+#: first search of a fresh process.
 TOKENIZER = (
     Path(__file__).resolve().parent.parent
     / "embedders"
