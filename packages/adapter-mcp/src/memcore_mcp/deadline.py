@@ -8,6 +8,11 @@ arrived :data:`REQUEST_TIMEOUT` seconds after the connection opened or the previ
 went out; otherwise the connection is closed, with a 408 when no answer is under way. Once
 a request has arrived whole the limit no longer applies: a tool call that runs long (a
 write waiting for the lock) is answered however long it takes.
+
+The 408 is closed in stages (RFC 9112, section 9.6): a close with the client's bytes unread
+sends a reset, which can erase the answer before the client reads it. So the connection
+stops writing, reads and discards what still comes for :data:`LINGER` seconds (or until the
+client closes), and only then closes.
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ class RequestDeadline(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._draining = False
+
+    def data_received(self, data: bytes) -> None:
+        if not self._draining:  # after the 408 what comes is read only to be dropped
+            super().data_received(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -81,15 +91,27 @@ class RequestDeadline(H11Protocol):
             return
         theirs = self.conn.their_state
         if theirs is h11.IDLE:
-            pending, _ = self.conn.trailing_data
-            if pending:  # part of a request, no answer under way: say why it is closed
-                self.transport.write(_RESPONSE_408)
+            if self.conn.trailing_data[0]:  # part of a request, no answer under way
+                self._refuse()
+                return
         elif theirs is not h11.SEND_BODY:
             return
         with contextlib.suppress(h11.LocalProtocolError):
             self.conn.send(h11.ConnectionClosed())
         # The call waiting for the rest of the body hears that the client went.
         self.transport.close()
+
+    def _refuse(self) -> None:
+        """Say why the connection is closed (408), then close it in stages."""
+        self.conn.send(h11.ConnectionClosed())
+        self.transport.write(_RESPONSE_408)
+        self._draining = True
+        if not self.transport.can_write_eof():  # TLS: no half-close, so close at once
+            self.transport.close()
+            return
+        self.transport.write_eof()
+        self.transport.resume_reading()  # a paused read would leave bytes to reset with
+        self._deadline = self.loop.call_later(self.linger, self.transport.close)
 
 
 __all__ = ["LINGER", "REQUEST_TIMEOUT", "RequestDeadline"]
