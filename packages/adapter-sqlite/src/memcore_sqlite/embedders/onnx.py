@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import install_hint, missing_onnx_requirements
+from memcore_sqlite.embedders import missing_onnx_requirements, needs_extra
 from memcore_sqlite.vector.coverage import Script
 
 #: The packaged model with float products (the default of 0.1.0, and its vectors).
@@ -131,11 +131,7 @@ class OnnxEmbedder:
             self._model_path = None
             self._tokenizer_path = _default_tokenizer()
         if missing:
-            raise ConfigError(
-                "the ONNX embedder needs the semantic extra "
-                f"(pip install {install_hint('semantic')}); missing: {', '.join(missing)}",
-                field="embedder",
-            )
+            raise needs_extra("the ONNX embedder", "semantic", missing)
         self.batch_size = batch_size
         self.threads = threads if threads is not None else _env_int("MEMCORE_ONNX_THREADS")
         self.spinning = spinning if spinning is not None else _env_flag("MEMCORE_ONNX_SPINNING")
