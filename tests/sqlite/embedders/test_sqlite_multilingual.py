@@ -23,7 +23,7 @@ from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.scope import Scope
 from memcore_sqlite import SqliteMemoryStore, TextItem, choose_embedder, open_backend
-from memcore_sqlite.embedders import missing_multilingual_requirements, missing_use_requirements
+from memcore_sqlite.embedders import unavailable
 from memcore_sqlite.vector.coverage import coverage
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,10 +52,11 @@ class Case:
 E5 = Case("multilingual", "multilingual-e5-small-q4-centred", 384, 0.9, 0.85, 0.3)
 USE = Case("multilingual-use", "use-multilingual-v3", 512, 0.8, 0.85, 0.2)
 NEEDS_E5 = pytest.mark.skipif(
-    bool(missing_multilingual_requirements()), reason="the multilingual extra is not installed"
+    unavailable("multilingual") is not None, reason="the multilingual extra is not installed"
 )
 NEEDS_USE = pytest.mark.skipif(
-    bool(missing_use_requirements()), reason="the multilingual-use extra is not installed"
+    unavailable("multilingual-use") is not None,
+    reason="the multilingual-use extra is not installed",
 )
 CASES = [pytest.param(E5, marks=NEEDS_E5, id="e5"), pytest.param(USE, marks=NEEDS_USE, id="use")]
 _LOADED: dict[str, Any] = {}

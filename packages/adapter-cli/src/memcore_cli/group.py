@@ -193,10 +193,11 @@ def _not_confirmed(abort: typer.Abort, ctx: ClickContext) -> int:
         from memcore_cli.output.interrupts import report
 
         return report("nothing was deleted")
-    from memcore.errors import MemcoreError
+    from memcore.errors import not_confirmed
 
-    refused = MemcoreError("not confirmed; nothing was deleted", field="yes")
-    return int(report_error(refused, as_json=bool(getattr(ctx.obj, "json", False)), debug=False))
+    return int(
+        report_error(not_confirmed(), as_json=bool(getattr(ctx.obj, "json", False)), debug=False)
+    )
 
 
 class MemcoreGroup(TyperGroup):

@@ -180,6 +180,12 @@ class Unsupported(MemcoreError):
     code = "unsupported"
 
 
+def not_confirmed() -> MemcoreError:
+    """A delete's question answered no: a failure (exit 1), not invalid input, worded alike
+    by every host so that a user reads the same line from ``memcore`` and from Hermes."""
+    return MemcoreError("not confirmed; nothing was deleted", field="yes")
+
+
 __all__ = [
     "Conflict",
     "ConfigError",

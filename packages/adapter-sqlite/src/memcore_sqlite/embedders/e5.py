@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import unavailable
+from memcore_sqlite.embedders import require
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "multilingual-e5-small-q4-centred"
@@ -74,9 +74,7 @@ class E5Embedder:
     scripts = SCRIPTS
 
     def __init__(self, *, threads: int = 1, raw: bool = False) -> None:
-        problem = unavailable("multilingual")
-        if problem is not None:
-            raise ConfigError(problem, field="embedder")
+        require("multilingual")
         self.threads = threads
         self.raw = raw
         self._lock = threading.Lock()

