@@ -58,6 +58,9 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
   :func:`memcore_sqlite.lexical.english.share`'s rare rank and strength; in a small store a
   common verb held by three rows has as much IDF as a rare word) and with the weight
   (``weight_prior``);
+  the vector quota at the shipped setting (``quota``: :data:`QUOTAS`, the vector signal's
+  best one or two rows placed among the first 3, 5 or 10 hits; where a question shares no
+  word with its evidence, any row holding a query word outranks the vector's best row);
   the weight, b and the term cap (8 or none);
 * choice: the simplest family whose best setting is within one training question of the best
   of all (one metric of one question of the set where that weighs most); in it, the best
@@ -149,6 +152,10 @@ STRENGTHS = (1.0, 2.0, 3.0)
 PRIORS = ((0, 1.0), *product(RARE_RANKS, STRENGTHS))
 RRF_K = 60
 LAMBDAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
+#: The vector quota: the vector signal's best ``m`` rows are placed in the first ``within``
+#: hits of the shipped fusion's order (where a question shares no word with its evidence,
+#: any row holding a query word outranks the vector's best row at a vector weight of 0.3).
+QUOTAS = tuple((m, within) for m in (1, 2) for within in (3, 5, 10))
 DEFAULT = ("convex", ranking.VECTOR_WEIGHT, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 LEXICAL = ("lexical", 0.0, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 #: RRF of our own lexical ranking and the vector ranking (:mod:`benchmarks.dialog_recall`'s).
@@ -503,6 +510,8 @@ def rank(q: Question, setting: tuple[Any, ...], lam: float = 0.0, how: str = "")
     other candidate turn of its session. ``how``: ``first``, sessions by their best turn and
     each session's turns together; ``diverse``, each session's best turn first (in fused
     order), then the other turns."""
+    if setting[0] == "quota":
+        return _with_quota(q, rank(q, DEFAULT, lam, how), setting[1], setting[2])
     scores, rows = fused_scores(q, setting)
     if lam:
         best: dict[str, list[float]] = defaultdict(list)
@@ -524,6 +533,20 @@ def rank(q: Question, setting: tuple[Any, ...], lam: float = 0.0, how: str = "")
             key = [(place != lead[q.sessions[r]], place) for place, r in enumerate(order.tolist())]
         order = order[sorted(range(len(order)), key=key.__getitem__)]
     return order[:DEPTH]
+
+
+def _with_quota(q: Question, order: np.ndarray, m: int, within: int) -> np.ndarray:
+    """``order`` with the vector's best ``m`` rows among its first ``within``: each one
+    missing there takes the last places of that prefix, in vector order; the rows it pushes
+    out follow, in their order."""
+    best = [int(r) for r in _vector_pool(q)[:m]]
+    head = [int(r) for r in order[:within]]
+    missing = [r for r in best if r not in head]
+    if not missing:
+        return order
+    kept = [r for r in head if r not in missing][: within - len(missing)]
+    rest = [int(r) for r in order if int(r) not in kept and int(r) not in missing]
+    return np.asarray([*kept, *missing, *rest][:DEPTH], dtype=order.dtype)
 
 
 def metrics(q: Question, order: np.ndarray) -> dict[str, float]:
@@ -629,6 +652,7 @@ def families(context: bool = False) -> list[tuple[str, list[tuple[Any, ...]]]]:
             "weight_prior",
             [("convex", w, b0, 8, p0, 0.0, "turn", r, s) for w in WEIGHTS for r, s in PRIORS],
         ),
+        ("quota", [("quota", m, within) for m, within in QUOTAS]),
         (
             "weight_b_terms",
             [("convex", w, b, c, p0) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
@@ -641,6 +665,8 @@ def _objective(rows: Sequence[dict[str, float]], objective: Sequence[str] = OBJE
 
 
 def _distance(setting: tuple[Any, ...]) -> float:
+    if setting[0] == "quota":
+        return float(setting[1]) + 10.0 / float(setting[2])
     if setting[0] != "convex":
         return 0.0
     weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])
