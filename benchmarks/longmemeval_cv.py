@@ -61,6 +61,9 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
   the vector quota at the shipped setting (``quota``: :data:`QUOTAS`, the vector signal's
   best one or two rows placed among the first 3, 5 or 10 hits; where a question shares no
   word with its evidence, any row holding a query word outranks the vector's best row);
+  the adaptive weight (``adaptive``: :data:`ADAPTIVE`; the vector weight raised towards 1 for
+  a question whose best lexical score is below a threshold, as the shipped fusion already
+  does, wholly, when no query word is in the store);
   the weight, b and the term cap (8 or none);
 * choice: the simplest family whose best setting is within one training question of the best
   of all (one metric of one question of the set where that weighs most); in it, the best
@@ -156,6 +159,10 @@ LAMBDAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 #: hits of the shipped fusion's order (where a question shares no word with its evidence,
 #: any row holding a query word outranks the vector's best row at a vector weight of 0.3).
 QUOTAS = tuple((m, within) for m in (1, 2) for within in (3, 5, 10))
+#: The adaptive weight's thresholds: when the best lexical score L of a question is below
+#: ``t`` the vector weight moves from the shipped one towards 1 by ``(t - L) / t`` (at L = 0,
+#: no query word in the store, the shipped fusion already ranks by the vector alone).
+ADAPTIVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.7)
 DEFAULT = ("convex", ranking.VECTOR_WEIGHT, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 LEXICAL = ("lexical", 0.0, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 #: RRF of our own lexical ranking and the vector ranking (:mod:`benchmarks.dialog_recall`'s).
@@ -490,6 +497,18 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
         scores[vec] += 1.0 / (k + 1 + np.arange(len(vec)))
         scores[lex] += 1.0 / (k + 1 + np.arange(len(lex)))
         return scores, np.union1d(vec, lex)
+    if kind == "adaptive":  # the shipped fusion, its weight raised where words match little
+        scores, rows = fused_scores(q, DEFAULT)
+        pool = q.lexical[(*DEFAULT[2:], *SHIPPED_PRIOR)]
+        best = max(pool.values(), default=0.0)
+        threshold = float(setting[1])
+        if not pool or best >= threshold:
+            return scores, rows
+        weight = DEFAULT[1] + (1 - DEFAULT[1]) * (threshold - best) / threshold
+        lex = np.zeros(len(q.seqs))
+        lex[_positions(q, pool.keys())] = list(pool.values())
+        vector = np.clip(q.cosines, 0.0, 1.0)
+        return np.clip(weight * vector + (1 - weight) * lex, 0.0, 1.0), rows
     _, weight, b, cap, power = setting[:5]
     centre = setting[5] if len(setting) > 5 else 0.0
     context = setting[6] if len(setting) > 6 else "turn"
@@ -653,6 +672,7 @@ def families(context: bool = False) -> list[tuple[str, list[tuple[Any, ...]]]]:
             [("convex", w, b0, 8, p0, 0.0, "turn", r, s) for w in WEIGHTS for r, s in PRIORS],
         ),
         ("quota", [("quota", m, within) for m, within in QUOTAS]),
+        ("adaptive", [("adaptive", t) for t in ADAPTIVE]),
         (
             "weight_b_terms",
             [("convex", w, b, c, p0) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
@@ -667,6 +687,8 @@ def _objective(rows: Sequence[dict[str, float]], objective: Sequence[str] = OBJE
 def _distance(setting: tuple[Any, ...]) -> float:
     if setting[0] == "quota":
         return float(setting[1]) + 10.0 / float(setting[2])
+    if setting[0] == "adaptive":
+        return float(setting[1])
     if setting[0] != "convex":
         return 0.0
     weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])

@@ -1,6 +1,7 @@
-"""The vector quota of ``benchmarks/longmemeval_cv.py`` (family ``quota``): the vector
-signal's best rows are placed among the first hits of the fused order, pushing the last of
-them down, and an order that already holds them is left as it was."""
+"""Two fusions measured by ``benchmarks/longmemeval_cv.py`` and not shipped: the vector quota
+(family ``quota``: the vector signal's best rows placed among the first hits of the fused
+order, pushing the last of them down; an order that holds them already is left as it was)
+and the adaptive weight (``adaptive``: the vector weight raised where words match little)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,14 @@ def test_an_order_that_holds_them_is_unchanged() -> None:
     q = question([0.1, 0.9, 0.3, 0.4])
     fused = np.asarray([3, 1, 0, 2])
     assert cv._with_quota(q, fused, 1, 3) is fused
+
+
+def test_the_adaptive_weight_moves_to_the_vector_only_where_words_match_little() -> None:
+    q = question([0.9, 0.1])
+    key = (*cv.DEFAULT[2:], *cv.SHIPPED_PRIOR)
+    q.lexical[key] = {1: 0.4}
+    shipped, _ = cv.fused_scores(q, cv.DEFAULT)
+    same, _ = cv.fused_scores(q, ("adaptive", 0.4))  # the best lexical score reaches 0.4
+    assert same.tolist() == shipped.tolist()
+    raised, _ = cv.fused_scores(q, ("adaptive", 0.8))  # half way from 0.3 to 1: 0.65
+    assert np.allclose(raised, [0.65 * 0.9, 0.65 * 0.1 + 0.35 * 0.4])
