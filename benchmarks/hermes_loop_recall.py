@@ -126,7 +126,10 @@ def _share_one_model(cache: str | None) -> _AskSwitch | None:
 
 
 def _pairs(session: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-    """The session as (user, assistant) turns, in order."""
+    """The session as (user, assistant) turns, in order. A reply that opens a session (the
+    haystack cut its question off: 454 of the development split's 5,707 sessions) is
+    dropped, as Hermes' ``MemoryManager.sync_all`` drops a turn with no user message; a
+    question whose evidence only such replies hold is counted apart (:func:`_given`)."""
     turns: list[tuple[str, str]] = []
     user: str | None = None
     for msg in session:
@@ -152,6 +155,17 @@ def _evidence(item: dict[str, Any]) -> list[str]:
         for t in s
         if t.get("has_answer") and t["content"].strip()
     ]
+
+
+def _given(item: dict[str, Any]) -> bool:
+    """Whether any evidence turn reaches the provider as a turn (:func:`_pairs`)."""
+    said = "\n".join(
+        fold(text)
+        for session in item["haystack_sessions"]
+        for pair in _pairs(session)
+        for text in pair
+    )
+    return any(e in said for e in _evidence(item))
 
 
 class Loop:
@@ -366,6 +380,7 @@ def run_question(
             "type": item["question_type"],
             "turns": turns,
             "ingest_s": ingest_s,
+            "evidence_given": _given(item),
             "first_hit": any(e in folded["first"] for e in evidence),
             "second_hit": any(e in folded["second"] for e in evidence),
             "first_chars": len(first),
@@ -412,6 +427,9 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "turns_mean": round(sum(r["turns"] for r in rows) / len(rows)),
         "per_type": {t: cell(part) for t, part in sorted(by_type.items())},
         "missed_first": [r["id"] for r in rows if not r["first_hit"]],
+        # Questions whose evidence Hermes never hands a provider (a session's opening reply).
+        "evidence_never_given": [r["id"] for r in rows if not r["evidence_given"]],
+        "first_message_evidence_of_given": _of_given(rows),
         "prefetch_ms_each": {r["id"]: [round(x * 1000, 1) for x in r["prefetch_s"]] for r in rows},
         "prefetch_phases": _prefetch_phases.breakdown(
             [p for r in rows for p in r["phases"]],
@@ -419,6 +437,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             [f"{r['id']}:{which}" for r in rows for which in ("first", "hi", "second")],
         ),
     }
+
+
+def _of_given(rows: Sequence[dict[str, Any]]) -> float | None:
+    given = [r for r in rows if r["evidence_given"]]
+    return round(sum(r["first_hit"] for r in given) / len(given), 3) if given else None
 
 
 class _Emulator:

@@ -103,3 +103,37 @@ def test_a_group_replay_dates_each_line_on_its_sessions_day(home: Path) -> None:
         date(2023, 4, 10),
     ), said
     assert rows == [{"kind": "temporal", "asker": 1.0, "plain": 1.0}], rows
+
+
+REPLY = "The results section reports an average framerate improvement of about 20 percent."
+
+
+def test_evidence_only_in_a_sessions_opening_reply_is_counted_apart(bench: Any) -> None:
+    """Hermes' ``sync_all`` drops a turn with no user message, so a reply that opens a
+    session never reaches the provider: a question answered only there is not a miss of
+    the recall, and the summary says which questions those are."""
+    opening = [{"role": "assistant", "content": REPLY, "has_answer": True}]
+    assert bench._pairs([*opening, *ITEM["haystack_sessions"][0]]) == [(CAT, "")]
+    assert bench._given(ITEM)
+    assert not bench._given({**ITEM, "haystack_sessions": [opening, ITEM["haystack_sessions"][1]]})
+    row = {"id": "q", "type": "t", "first_hit": False, "second_hit": False, "first_chars": 1}
+    rows = [
+        {**row, "id": "given", "first_hit": True, "evidence_given": True},
+        {**row, "id": "never", "evidence_given": False},
+    ]
+    summary = bench.summarize(
+        [
+            {
+                **r,
+                "second_chars": 1,
+                "prefetch_s": [0.001, 0.002, 0.001],
+                "ingest_s": 0.0,
+                "turns": 1,
+                "phases": [{}, {}, {}],
+            }
+            for r in rows
+        ]
+    )
+    assert summary["evidence_never_given"] == ["never"]
+    assert summary["first_message_evidence"] == 0.5
+    assert summary["first_message_evidence_of_given"] == 1.0
