@@ -157,15 +157,16 @@ def _evidence(item: dict[str, Any]) -> list[str]:
     ]
 
 
-def _given(item: dict[str, Any]) -> bool:
-    """Whether any evidence turn reaches the provider as a turn (:func:`_pairs`)."""
+def _given(item: dict[str, Any], evidence: Sequence[str]) -> bool:
+    """Whether any of ``evidence`` (:func:`_evidence`) reaches the provider as a turn
+    (:func:`_pairs`)."""
     said = "\n".join(
         fold(text)
         for session in item["haystack_sessions"]
         for pair in _pairs(session)
         for text in pair
     )
-    return any(e in said for e in _evidence(item))
+    return any(e in said for e in evidence)
 
 
 class Loop:
@@ -380,7 +381,7 @@ def run_question(
             "type": item["question_type"],
             "turns": turns,
             "ingest_s": ingest_s,
-            "evidence_given": _given(item),
+            "evidence_given": _given(item, evidence),
             "first_hit": any(e in folded["first"] for e in evidence),
             "second_hit": any(e in folded["second"] for e in evidence),
             "first_chars": len(first),

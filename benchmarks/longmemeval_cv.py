@@ -498,17 +498,12 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
         scores[lex] += 1.0 / (k + 1 + np.arange(len(lex)))
         return scores, np.union1d(vec, lex)
     if kind == "adaptive":  # the shipped fusion, its weight raised where words match little
-        scores, rows = fused_scores(q, DEFAULT)
-        pool = q.lexical[(*DEFAULT[2:], *SHIPPED_PRIOR)]
-        best = max(pool.values(), default=0.0)
+        best = max(q.lexical[(*DEFAULT[2:], *SHIPPED_PRIOR)].values(), default=0.0)
         threshold = float(setting[1])
-        if not pool or best >= threshold:
-            return scores, rows
-        weight = DEFAULT[1] + (1 - DEFAULT[1]) * (threshold - best) / threshold
-        lex = np.zeros(len(q.seqs))
-        lex[_positions(q, pool.keys())] = list(pool.values())
-        vector = np.clip(q.cosines, 0.0, 1.0)
-        return np.clip(weight * vector + (1 - weight) * lex, 0.0, 1.0), rows
+        weight = DEFAULT[1]
+        if best < threshold:
+            weight += (1 - DEFAULT[1]) * (threshold - best) / threshold
+        return fused_scores(q, ("convex", weight, *DEFAULT[2:]))
     _, weight, b, cap, power = setting[:5]
     centre = setting[5] if len(setting) > 5 else 0.0
     context = setting[6] if len(setting) > 6 else "turn"

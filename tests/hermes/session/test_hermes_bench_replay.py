@@ -114,8 +114,9 @@ def test_evidence_only_in_a_sessions_opening_reply_is_counted_apart(bench: Any) 
     the recall, and the summary says which questions those are."""
     opening = [{"role": "assistant", "content": REPLY, "has_answer": True}]
     assert bench._pairs([*opening, *ITEM["haystack_sessions"][0]]) == [(CAT, "")]
-    assert bench._given(ITEM)
-    assert not bench._given({**ITEM, "haystack_sessions": [opening, ITEM["haystack_sessions"][1]]})
+    assert bench._given(ITEM, bench._evidence(ITEM))
+    cut = {**ITEM, "haystack_sessions": [opening, ITEM["haystack_sessions"][1]]}
+    assert not bench._given(cut, bench._evidence(cut))
     row = {"id": "q", "type": "t", "first_hit": False, "second_hit": False, "first_chars": 1}
     rows = [
         {**row, "id": "given", "first_hit": True, "evidence_given": True},
