@@ -15,7 +15,7 @@ from memcore import limits
 from memcore.config import EMBEDDERS, MemcoreConfig
 from memcore.errors import ConfigError, InvalidInput
 from memcore.ports import Embedder
-from memcore_sqlite.embedders import missing_onnx_requirements, unavailable
+from memcore_sqlite.embedders import missing_onnx_requirements
 from memcore_sqlite.storage.home_paths import expand_home
 
 if TYPE_CHECKING:
@@ -83,12 +83,6 @@ def choose_embedder(setting: str, *, model_dir: Any = None) -> Embedder | None:
     from memcore_sqlite.embedders.onnx import OnnxEmbedder
 
     return OnnxEmbedder(model_dir)
-
-
-def embedder_problem(setting: str) -> str | None:
-    """Why ``embedder: setting`` cannot load in this Python (its extra is missing), checked
-    without loading a model; None when it can. For a host to warn when it is configured."""
-    return unavailable(setting)
 
 
 def open_backend(config: MemcoreConfig, **options: Any) -> SqliteMemoryStore:

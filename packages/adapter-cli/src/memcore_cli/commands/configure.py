@@ -129,9 +129,9 @@ def set_value(
 def _warn_unavailable(state: Any, embedder: str) -> None:
     """Set all the same (the config may be for another Python, as a Hermes home's is for
     Hermes' own), but say now what every command that opens the store here would fail on."""
-    from memcore_cli.wiring.runtime import embedder_problem
+    from memcore_sqlite.embedders import unavailable
 
-    problem = embedder_problem(embedder)
+    problem = unavailable(embedder)
     if problem is not None:
         state.output.note(f"memcore: warning: {problem}; until it is installed, commands here fail")
 

@@ -64,14 +64,6 @@ def open_default_store(
     return open_store(settings.backend, settings.config)
 
 
-def embedder_problem(setting: str) -> str | None:
-    """What a ``config set embedder`` should warn of: the named embedder cannot load in this
-    Python (its extra is missing), with what to install; None when it can."""
-    from memcore_sqlite.backend import embedder_problem as problem
-
-    return problem(setting)
-
-
 def tablestore_auth(settings: Settings, environ: Mapping[str, str] | None) -> Any:
     """The credentials a TableStore store of these settings authenticates with (``doctor``
     checks these very ones): a Hermes home's, else those of ``environ`` (or, when None, of
