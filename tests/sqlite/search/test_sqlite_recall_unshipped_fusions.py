@@ -1,13 +1,15 @@
-"""Two fusions measured by ``benchmarks/longmemeval_cv.py`` and not shipped: the vector quota
-(family ``quota``: the vector signal's best rows placed among the first hits of the fused
-order, pushing the last of them down; an order that holds them already is left as it was)
-and the adaptive weight (``adaptive``: the vector weight raised where words match little)."""
+"""Three fusions measured by ``benchmarks/longmemeval_cv.py`` and not shipped: the vector
+quota (family ``quota``: the vector signal's best rows placed among the first hits of the fused
+order, pushing the last of them down; an order that holds them already is left as it was),
+the adaptive weight (``adaptive``: the vector weight raised where words match little) and
+pseudo-relevance feedback (``feedback``: the query vector moved towards the first hits')."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
@@ -45,3 +47,17 @@ def test_the_adaptive_weight_moves_to_the_vector_only_where_words_match_little()
     assert same.tolist() == shipped.tolist()
     raised, _ = cv.fused_scores(q, ("adaptive", 0.8))  # half way from 0.3 to 1: 0.65
     assert np.allclose(raised, [0.65 * 0.9, 0.65 * 0.1 + 0.35 * 0.4])
+
+
+def test_feedback_moves_the_query_towards_the_first_hits_and_rescores_the_candidates() -> None:
+    matrix = np.asarray([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    qvec = np.asarray([0.8, 0.6], dtype=np.float32)
+    q = attrs.evolve(question((matrix @ qvec).tolist()), matrix=matrix, qvec=qvec)
+    q.lexical[(*cv.DEFAULT[2:], *cv.SHIPPED_PRIOR)] = {}
+    shipped, rows = cv.fused_scores(q, cv.DEFAULT)  # no query word: the vector alone
+    assert cv._order(q, shipped, rows).tolist() == [1, 0, 2]
+    moved, same = cv.fused_scores(q, ("feedback", 1, 2.0))  # towards row 1's vector
+    assert same.tolist() == rows.tolist()
+    query = np.asarray([0.8 + 1.2, 0.6 + 1.6]) / np.hypot(2.0, 2.2)
+    assert np.allclose(moved, matrix @ query)
+    assert cv._order(q, moved, rows).tolist() == [1, 2, 0]
