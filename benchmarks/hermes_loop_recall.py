@@ -32,7 +32,8 @@ each as the first message of a new session: with ``turn_time`` at now, and at th
 asked. ``--neighbours N`` asks once more with the plugin's ``recall_neighbours`` at N (each
 memory's turns around it, inside the same block budget). ``--fusion W:B`` asks once more with
 the embedded store's hybrid mix at vector weight W and BM25 b (``ranking.VECTOR_WEIGHT``,
-``ranking.LENGTH_B``), on the same ingest. Reported: evidence in each context
+``ranking.LENGTH_B``), on the same ingest. ``--top-k K`` asks once more with the plugin's
+``top_k`` at K (more memories in the same block budget). Reported: evidence in each context
 and the paired sign test, per comparison, and ``dates_said``: of the date labels in each
 variant's blocks, how many show a day a haystack session was said. ``--types`` keeps only
 questions of those types (e.g. ``temporal-reasoning``).
@@ -43,7 +44,7 @@ model is loaded once per process and shared by every question, as a long-running
     uv run python -m benchmarks.hermes_loop_recall [--limit 12] [--offset 0] [--stride 1] \
         [--backends local,emulator] [--latency-ms 200] [--cache /tmp/lme-cache] [--data FILE] \
         [--no-consolidation] [--types temporal-reasoning] [--reference-time] [--neighbours 1] \
-        [--fusion 0.4:1]
+        [--fusion 0.4:1] [--top-k 10]
 """
 
 from __future__ import annotations
@@ -240,30 +241,35 @@ def _ask_variants(
     clock: TurnClock | None,
     neighbours: int,
     fusion: tuple[float, float] | None = None,
+    top_k: int = 0,
 ) -> dict[str, Any]:
     """The question asked as a new session's first message in each variant, back to back on
     the same tenant: ``now`` (turn_time now), ``at`` (at the question's date, when the
     replay was dated), ``nb`` (with ``recall_neighbours``, at the question's date when
-    dated) and ``fx`` (the hybrid mix ``fusion``, likewise). Evidence found and characters
-    of each context."""
+    dated), ``fx`` (the hybrid mix ``fusion``, likewise) and ``tk`` (the plugin's ``top_k``
+    at ``top_k``, likewise). Evidence found and characters of each context."""
     from memcore_sqlite.search import ranking
 
     runtime = loop.provider.runtime
     plain = runtime.config
     asked = lme_date(item["question_date"])
-    plan: list[tuple[str, datetime | None, int]] = [("now", None, 0)]
+    then = asked if clock is not None else None
+    k = plain.top_k
+    plan: list[tuple[str, datetime | None, int, int]] = [("now", None, 0, k)]
     if clock is not None:
-        plan.append(("at", asked, 0))
+        plan.append(("at", asked, 0, k))
     if neighbours:
-        plan.append(("nb", asked if clock is not None else None, neighbours))
+        plan.append(("nb", then, neighbours, k))
     if fusion is not None:
-        plan.append(("fx", asked if clock is not None else None, 0))
+        plan.append(("fx", then, 0, k))
+    if top_k:
+        plan.append(("tk", then, 0, top_k))
     shipped = (ranking.VECTOR_WEIGHT, ranking.LENGTH_B)
     out: dict[str, Any] = {}
-    for name, at, around in plan:
+    for name, at, around, shown in plan:
         if clock is not None:
             clock.at = at
-        runtime.config = plain.with_changes(recall_neighbours=around)
+        runtime.config = plain.with_changes(recall_neighbours=around, top_k=shown)
         if name == "fx" and fusion is not None:
             ranking.VECTOR_WEIGHT, ranking.LENGTH_B = fusion
         try:
@@ -334,6 +340,7 @@ def run_question(
     dated: bool = False,
     neighbours: int = 0,
     fusion: tuple[float, float] | None = None,
+    top_k: int = 0,
 ) -> dict[str, Any]:
     evidence = _evidence(item)
     user_id = f"lme-q{index}"
@@ -365,8 +372,10 @@ def run_question(
             server.set_faults({"latency_ms": server.latency_ms})
         question = item["question"]
         variants: dict[str, Any] = {}
-        if clock is not None or neighbours or fusion is not None:
-            variants = _ask_variants(loop, item, question, evidence, clock, neighbours, fusion)
+        if clock is not None or neighbours or fusion is not None or top_k:
+            variants = _ask_variants(
+                loop, item, question, evidence, clock, neighbours, fusion, top_k
+            )
         first, first_s = loop.ask(1, question)
         loop.new_session("lme-ask2", [])
         loop.mm.flush_pending(60)
@@ -420,6 +429,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         dated["neighbours"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "nb")
     if rows and "fx_hit" in rows[0]:  # the shipped hybrid mix against another, at the same time
         dated["fusion"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "fx")
+    if rows and "tk_hit" in rows[0]:  # the configured top_k against another, at the same time
+        dated["top_k"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "tk")
     return {
         **dated,
         **cell(rows),
@@ -530,6 +541,7 @@ def run_backend(
                     dated=args.reference_time,
                     neighbours=args.neighbours,
                     fusion=args.fusion,
+                    top_k=args.top_k,
                 )
             )
             shutil.rmtree(home, ignore_errors=True)
@@ -581,6 +593,12 @@ def main() -> int:
         default=None,
         help="also ask with the embedded store's hybrid at vector weight W and BM25 b (W:B)",
     )
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        default=0,
+        help="also ask with the plugin's top_k at K (memories shown), same block budget",
+    )
     args = parser.parse_args()
     if args.no_consolidation:
         from memcore_hermes.session import consolidation
@@ -604,6 +622,7 @@ def main() -> int:
         "reference_time": args.reference_time,
         "neighbours": args.neighbours,
         "fusion": args.fusion,
+        "top_k": args.top_k,
     }
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends.split(","):

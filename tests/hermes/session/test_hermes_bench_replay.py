@@ -138,3 +138,15 @@ def test_evidence_only_in_a_sessions_opening_reply_is_counted_apart(bench: Any) 
     assert summary["evidence_never_given"] == ["never"]
     assert summary["first_message_evidence"] == 0.5
     assert summary["first_message_evidence_of_given"] == 1.0
+
+
+def test_top_k_asks_once_more_with_that_many_memories_shown(bench: Any, home: Path) -> None:
+    """``--top-k K``: the same question, on the same ingest, with the plugin's ``top_k`` at K."""
+    both = {**ITEM, "question": "Did I adopt a cat or repaint my kitchen?"}
+    row = bench.run_question(both, 0, home, None, None, top_k=1)
+    shown = {
+        name: sum(bench.fold(text) in row[f"{name}_block"] for text in (CAT, KITCHEN))
+        for name in ("now", "tk")
+    }
+    assert shown == {"now": 2, "tk": 1}, row
+    assert row["now_hit"] and row["tk_chars"] < row["now_chars"], row
