@@ -134,11 +134,11 @@ def weighted(mem: Memory, question: str, evidence: set[str]) -> dict[float, floa
 
 def weight_cv(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The vector weight chosen by cross-validation over question forms (folds of whole
-    forms by kind, seed 32, as :func:`benchmarks.longmemeval_cv.fold_by_group`: every
+    forms by kind, seed 32, as :func:`benchmarks.longmemeval_cv.protocol.fold_by_group`: every
     conversation asks from the same forms, so folds of whole conversations held no form
     out): the shipped weight unless another beats it on the training folds by more than one
     question; held-out recall against the shipped weight."""
-    from benchmarks.longmemeval_cv import fold_by_group
+    from benchmarks.longmemeval_cv.protocol import fold_by_group
 
     if not all(r["form"] for r in rows):
         raise LookupError("--weights needs each question's form (benchmarks._dialog_gen)")

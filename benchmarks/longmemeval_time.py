@@ -29,23 +29,11 @@ from typing import Any
 import numpy as np
 
 from benchmarks.longmemeval import DEFAULT_DATA, haystack_time, load
-from benchmarks.longmemeval_cv import (
-    DEFAULT,
-    DEPTH,
-    LEXICAL,
-    RRF_K,
-    Question,
-    _objective,
-    _order,
-    _paired,
-    _summary,
-    fold_of,
-    fused_scores,
-    metrics,
-    protocol_parser,
-    read_question,
-    report,
-)
+from benchmarks.longmemeval_cv.protocol import fold_of, objective_of
+from benchmarks.longmemeval_cv.questions import Question, read_question
+from benchmarks.longmemeval_cv.rankings import by_score, fused_scores, metrics
+from benchmarks.longmemeval_cv.report import paired, protocol_parser, report, summary_of
+from benchmarks.longmemeval_cv.settings import DEFAULT, DEPTH, LEXICAL, RRF_K
 from benchmarks.longmemeval_replay import INDEX, ReplayEmbedder
 from memcore_sqlite.search import when
 
@@ -73,11 +61,11 @@ def rank_in_time(
     in the span first among equal scores, otherwise newest first."""
     scores, rows = fused_scores(q, DEFAULT)
     if span is None or boost == 0.0:
-        return _order(q, scores, rows)[:DEPTH]
+        return by_score(q, scores, rows)[:DEPTH]
     inside = (stamps >= span.start) & (stamps < span.end)
     if boost is None:
         return rows[np.lexsort((-q.seqs[rows], ~inside[rows], -scores[rows]))][:DEPTH]
-    return _order(q, scores + boost * inside, rows)[:DEPTH]
+    return by_score(q, scores + boost * inside, rows)[:DEPTH]
 
 
 def cross_validate(
@@ -93,7 +81,7 @@ def cross_validate(
     picks = []
     for f in range(k):
         train = [i for i in range(len(questions)) if fold[i] != f]
-        value = {b: _objective([table[b][i] for i in train]) for b in BOOSTS}
+        value = {b: objective_of([table[b][i] for i in train]) for b in BOOSTS}
         best = max(BOOSTS, key=lambda b: (round(value[b], 9), -b))
         pick = best if value[best] > value[0.0] + 1.0 / len(train) + 1e-9 else 0.0
         picks.append({"fold": f, "boost": pick, "train_gain": round(value[best] - value[0.0], 4)})
@@ -123,7 +111,7 @@ def run(directory: Path, data: Path, k: int, seed: int, seeds: int = 1) -> dict[
         for b in BOOSTS
     }
     refs = {
-        name: [metrics(q, _order(q, *fused_scores(q, setting))[:DEPTH]) for q in questions]
+        name: [metrics(q, by_score(q, *fused_scores(q, setting))[:DEPTH]) for q in questions]
         for name, setting in (
             ("lexical", LEXICAL),
             ("vector", ("vector",)),
@@ -139,7 +127,7 @@ def run(directory: Path, data: Path, k: int, seed: int, seeds: int = 1) -> dict[
             {
                 "seed": seed + extra,
                 "boosts": [c["boost"] for c in chosen],
-                "vs_no_boost": _paired(again, base),
+                "vs_no_boost": paired(again, base),
             }
         )
     ties = [metrics(q, rank_in_time(q, s, w, None)) for q, s, w in zip(questions, stamps, spans)]
@@ -151,7 +139,7 @@ def run(directory: Path, data: Path, k: int, seed: int, seeds: int = 1) -> dict[
         return {
             kind: {
                 m: v["mean"]
-                for m, v in _summary([rows[i] for i in idx]).items()
+                for m, v in summary_of([rows[i] for i in idx]).items()
                 if m.endswith("@5") or m == "turn_ndcg@10"
             }
             | {"n": len(idx)}
@@ -181,16 +169,16 @@ def run(directory: Path, data: Path, k: int, seed: int, seeds: int = 1) -> dict[
             kind: sum(spans[i] is not None for i in idx) for kind, idx in sorted(by_kind.items())
         },
         "protocol": {"folds": k, "seed": seed, "boosts": list(BOOSTS), "base": list(DEFAULT)},
-        "held_out": {"time_boost_cv": _summary(held), "by_type": per_kind(held)},
-        "no_boost": {"all": _summary(base), "by_type": per_kind(base)},
-        "paired_time_boost_cv_vs": {"no_boost": _paired(held, base)}
-        | {name: _paired(held, rows) for name, rows in refs.items()},
+        "held_out": {"time_boost_cv": summary_of(held), "by_type": per_kind(held)},
+        "no_boost": {"all": summary_of(base), "by_type": per_kind(base)},
+        "paired_time_boost_cv_vs": {"no_boost": paired(held, base)}
+        | {name: paired(held, rows) for name, rows in refs.items()},
         "choices": picks,
-        "shipped_dates_break_ties_vs_no_boost": _paired(ties, base),
+        "shipped_dates_break_ties_vs_no_boost": paired(ties, base),
         "boost_fixed_vs_no_boost": {
             str(b): {
-                "turn_recall_any@5": _summary(table[b])["turn_recall_any@5"]["mean"],
-                "paired": _paired(table[b], base),
+                "turn_recall_any@5": summary_of(table[b])["turn_recall_any@5"]["mean"],
+                "paired": paired(table[b], base),
             }
             for b in BOOSTS[1:]
         },
