@@ -423,14 +423,14 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for r in rows:
         by_type[r["type"]].append(r)
     dated: dict[str, Any] = {}
-    if rows and "at_hit" in rows[0]:  # asked now against asked at the question's date
+    asked = set(rows[0]) if rows else set()
+    if "at_hit" in asked:  # asked now against asked at the question's date
         dated["reference_time"] = _paired(rows, "now", "at")
-    if rows and "nb_hit" in rows[0]:  # without neighbours against with, at the same time
-        dated["neighbours"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "nb")
-    if rows and "fx_hit" in rows[0]:  # the shipped hybrid mix against another, at the same time
-        dated["fusion"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "fx")
-    if rows and "tk_hit" in rows[0]:  # the configured top_k against another, at the same time
-        dated["top_k"] = _paired(rows, "at" if "at_hit" in rows[0] else "now", "tk")
+    # Each other variant against the shipped setting asked at the same time.
+    base = "at" if "at_hit" in asked else "now"
+    for name, variant in (("neighbours", "nb"), ("fusion", "fx"), ("top_k", "tk")):
+        if f"{variant}_hit" in asked:
+            dated[name] = _paired(rows, base, variant)
     return {
         **dated,
         **cell(rows),
