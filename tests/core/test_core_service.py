@@ -183,17 +183,17 @@ class _GetNamesNoScope(InMemoryMemoryStore):
 def test_a_dream_whose_get_names_no_scope_is_read_by_its_own_tenant_only() -> None:
     store = _GetNamesNoScope()
     alice, mallory = service_for(store, "alice"), service_for(store, "mallory")
-    older = alice.dream(apply_mode="proposal")
-    task = alice.dream(apply_mode="proposal")
-    mallory.dream(apply_mode="proposal")
-    assert alice.dream_task(older.id).id == older.id  # found on a later page
-    assert alice.dream_task(task.id).id == task.id
-    assert alice.dream_actions(task.id).items == ()
-    assert alice.cancel_dream_task(task.id).id == task.id
+    older = alice.dreams.start(apply_mode="proposal")
+    task = alice.dreams.start(apply_mode="proposal")
+    mallory.dreams.start(apply_mode="proposal")
+    assert alice.dreams.task(older.id).id == older.id  # found on a later page
+    assert alice.dreams.task(task.id).id == task.id
+    assert alice.dreams.actions(task.id).items == ()
+    assert alice.dreams.cancel(task.id).id == task.id
 
     def answer(task_id: str) -> tuple[type[Exception], str]:
         with pytest.raises(NotFound) as caught:
-            mallory.dream_task(task_id)
+            mallory.dreams.task(task_id)
         return type(caught.value), str(caught.value).replace(task_id, "<id>")
 
     store.lists.clear()
@@ -206,13 +206,13 @@ def test_a_task_that_names_no_scope_is_not_found_fail_closed() -> None:
     store = _UnscopedAnswers()
     alice = service_for(store, "alice")
     receipt = alice.remember("alice's fact", sync=True)
-    task = alice.dream(apply_mode="proposal")
+    task = alice.dreams.start(apply_mode="proposal")
     assert receipt.task_id
     for call in (
         lambda: alice.task(str(receipt.task_id)),
-        lambda: alice.dream_task(task.id),
-        lambda: alice.dream_actions(task.id),
-        lambda: alice.cancel_dream_task(task.id),
+        lambda: alice.dreams.task(task.id),
+        lambda: alice.dreams.actions(task.id),
+        lambda: alice.dreams.cancel(task.id),
     ):
         with pytest.raises(NotFound):
             call()
@@ -223,9 +223,9 @@ def test_a_pattern_outside_the_tenant_is_refused_before_the_store() -> None:
     mallory = service_for(store, "mallory")
     alice = service_for(store, "alice")
     for call in (
-        lambda: mallory.dream(pattern=alice.scope.tenant_pattern()),
-        lambda: mallory.dream(pattern=ScopePattern("hermes", "*", "*", "*")),
-        lambda: mallory.dream_tasks(pattern=alice.scope.tenant_pattern()),
+        lambda: mallory.dreams.start(pattern=alice.scope.tenant_pattern()),
+        lambda: mallory.dreams.start(pattern=ScopePattern("hermes", "*", "*", "*")),
+        lambda: mallory.dreams.tasks(pattern=alice.scope.tenant_pattern()),
         lambda: mallory.tasks(pattern=alice.scope.tenant_pattern()),
     ):
         with pytest.raises(InvalidInput):
@@ -236,14 +236,14 @@ def test_a_pattern_outside_the_tenant_is_refused_before_the_store() -> None:
 def test_a_read_only_session_cannot_dream_apply_undo_or_cancel() -> None:
     store = InMemoryMemoryStore()
     alice = service_for(store, "alice")
-    task = alice.dream(apply_mode="proposal")
+    task = alice.dreams.start(apply_mode="proposal")
     reader = service_for(store, "alice", read_only=True)
-    assert reader.dream_task(task.id).id == task.id
+    assert reader.dreams.task(task.id).id == task.id
     for call in (
-        lambda: reader.dream(),
-        lambda: reader.apply_dream_actions(task.id, ["a1"]),
-        lambda: reader.undo_dream_action(task.id, "a1"),
-        lambda: reader.cancel_dream_task(task.id),
+        lambda: reader.dreams.start(),
+        lambda: reader.dreams.apply(task.id, ["a1"]),
+        lambda: reader.dreams.undo(task.id, "a1"),
+        lambda: reader.dreams.cancel(task.id),
     ):
         with pytest.raises(PermissionDenied):
             call()
@@ -451,6 +451,27 @@ def test_session_switch_changes_the_write_scope() -> None:
     assert store.get_memory(STORE, svc.scope, mid).scope.run_id == "r2"
 
 
+def test_a_switched_scope_is_the_tenant_its_dreams_and_logs_check() -> None:
+    """``dreams`` and ``logs`` share the service's session rather than a copy of its scope:
+    a session switched to another tenant (a gateway serving the next user) finds the first
+    tenant's dream task missing and refuses a link into the first tenant."""
+    from memcore.values import VersionLink
+
+    store = InMemoryMemoryStore()
+    svc = service_for(store, "alice")
+    alice = svc.scope
+    svc.remember("Alice drinks oolong tea", sync=True)
+    task = svc.dreams.start()
+    assert svc.dreams.task(task.id).id == task.id
+    svc.switch_scope(service_for(store, "bob").scope)
+    with pytest.raises(NotFound):
+        svc.dreams.task(task.id)
+    assert task.id not in {t.id for t in svc.dreams.tasks().items}
+    with pytest.raises(InvalidInput) as refused:
+        svc.logs.restore_links([VersionLink(alice, "m1")])
+    assert refused.value.field == "links[0].scope"
+
+
 def test_lone_surrogates_are_refused_on_explicit_writes_and_repaired_in_turns() -> None:
     store = InMemoryMemoryStore()
     svc = service_for(store, "u")
@@ -547,15 +568,15 @@ def test_a_page_of_current_memories_is_full_until_the_end(limit: int) -> None:
 WRONG_KINDS: dict[str, Callable[[MemoryService], object]] = {
     "get.pattern": lambda svc: svc.get("m1", pattern="app/*"),  # type: ignore[arg-type]
     "forget_all.pattern": lambda svc: svc.forget_all(pattern=1),  # type: ignore[arg-type]
-    "dream.pattern": lambda svc: svc.dream(pattern=svc.scope),  # type: ignore[arg-type]
+    "dream.pattern": lambda svc: svc.dreams.start(pattern=svc.scope),  # type: ignore[arg-type]
     "tasks.pattern": lambda svc: svc.tasks(pattern="x"),  # type: ignore[arg-type]
     "sync_turn.messages": lambda svc: svc.sync_turn("", "", messages=1),  # type: ignore[arg-type]
     "sync_turn.text": lambda svc: svc.sync_turn("", "", messages="hi"),  # type: ignore[arg-type]
     "restore.items": lambda svc: svc.restore(None),  # type: ignore[arg-type]
     "restore.ahead": lambda svc: svc.restore([], ahead=None),  # type: ignore[arg-type]
     "restore.scope": lambda svc: svc.restore([TextItem(None, "t")]),  # type: ignore[arg-type]
-    "move.scopes": lambda svc: svc.move_messages(None, svc),  # type: ignore[arg-type]
-    "move.to": lambda svc: svc.move_messages([svc.scope], None),  # type: ignore[arg-type]
+    "move.scopes": lambda svc: svc.logs.move(None, svc.logs),  # type: ignore[arg-type]
+    "move.to": lambda svc: svc.logs.move([svc.scope], None),  # type: ignore[arg-type]
 }
 
 

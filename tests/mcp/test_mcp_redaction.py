@@ -98,12 +98,12 @@ def test_a_tool_error_answer_names_no_path(linked: tuple[Path, Path]) -> None:
 
 
 class _Dreams:
-    """A service whose finished task holds one action that failed on the database."""
+    """A session's dreams whose finished task holds one action that failed on the database."""
 
     def __init__(self, error: str) -> None:
         self.error = error
 
-    def dream_actions(self, task_id: str, **_: Any) -> Page[DreamAction]:
+    def actions(self, task_id: str, **_: Any) -> Page[DreamAction]:
         failed = DreamAction("a1", task_id, "MERGE", status="failed", error=self.error)
         return Page((failed,))
 

@@ -236,7 +236,7 @@ def test_finding_dream_tasks_are_listed_only_to_their_tenant(backend: Backend, c
     listed = {t["id"] for t in cli.json(*as_attacker, "dream", "list", "--limit", "100")["items"]}
     assert listed == {own}, (ids["dream_task"], operator.id)
     service = MemoryService(backend.open(), store_name=STORE, scope=ATTACKER)
-    assert {t.id for t in service.dream_tasks(limit=100).items} <= {own}
+    assert {t.id for t in service.dreams.tasks(limit=100).items} <= {own}
 
 
 # -- the library -------------------------------------------------------------------------------

@@ -28,10 +28,12 @@ from importlib.metadata import entry_points
 
 import memcore.transfer.restoring
 from memcore.service import MemoryService
+from memcore.service.logs import Logs
 
 memcore.transfer.restoring.IMPORT_BATCH = 3
 step = os.environ.get("STOPPED_IMPORT_AT", "restore")
-write = getattr(MemoryService, step)
+owner = Logs if step == "restore_links" else MemoryService
+write = getattr(owner, step)
 calls = []
 other = sys.argv[2:]
 
@@ -44,7 +46,7 @@ def write_then_stop(self, items, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)
     return ids
 
-setattr(MemoryService, step, write_then_stop)
+setattr(owner, step, write_then_stop)
 sys.argv = ["memcore", "import", *os.environ["STOPPED_IMPORT_HOW"].split(), sys.argv[1]]
 entry_points(group="console_scripts")["memcore"].load()()
 """

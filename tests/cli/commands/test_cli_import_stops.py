@@ -14,6 +14,7 @@ import pytest
 
 import memcore.transfer.restoring
 from memcore.service import MemoryService
+from memcore.service.logs import Logs
 
 
 def _lines(path, n):
@@ -379,14 +380,14 @@ def test_ctrl_c_during_the_last_steps_is_reported_and_leaves_nothing_half_done(
     now stops and takes back what it added; during the log (one transaction, the last
     step) the import had finished, which the line says, with exit 130 all the same."""
     backup = _backup_with_links_and_log(tmp_path, set_config, type(local_cli))
-    original = getattr(MemoryService, step)
+    original = getattr(Logs, step)
 
     def interrupted(self, *args, **kwargs):
         answer = original(self, *args, **kwargs)
         signal.raise_signal(signal.SIGINT)
         return answer
 
-    monkeypatch.setattr(MemoryService, step, interrupted)
+    monkeypatch.setattr(Logs, step, interrupted)
     result = local_cli("import", str(backup))
     monkeypatch.undo()
     assert result.exit_code == 130, result.stdout

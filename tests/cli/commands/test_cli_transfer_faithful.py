@@ -408,7 +408,7 @@ def test_a_stopped_import_gives_a_present_version_its_links_back(
     listed or recalled."""
     import signal
 
-    from memcore.service import MemoryService
+    from memcore.service.logs import Logs
 
     _dreamed(local_cli)
     out = tmp_path / "backup.jsonl"
@@ -425,7 +425,7 @@ def test_a_stopped_import_gives_a_present_version_its_links_back(
     )
     fresh_cli.ok("import", str(older))
     before = fresh_cli.json_lines("list", "--all", "--all-versions")
-    restore_links = MemoryService.restore_links
+    restore_links = Logs.restore_links
     calls = []
 
     def interrupted(self, links, **kwargs):
@@ -434,7 +434,7 @@ def test_a_stopped_import_gives_a_present_version_its_links_back(
         if len(calls) == 1:  # the import's links: Ctrl-C now
             signal.raise_signal(signal.SIGINT)
 
-    monkeypatch.setattr(MemoryService, "restore_links", interrupted)
+    monkeypatch.setattr(Logs, "restore_links", interrupted)
     result = fresh_cli("import", str(out))
     assert result.exit_code == 130, result.stdout
     after = fresh_cli.json_lines("list", "--all", "--all-versions")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memcore.service import MemoryService
+from memcore.service.logs import Logs
 
 SCOPE = {"app_id": "hermes", "tenant_id": "__default__", "agent_id": "hermes", "run_id": "r1"}
 #: More than two of the import's batches (256 records each), so it stops with two stored.
@@ -384,14 +385,14 @@ def test_ctrl_c_during_the_last_steps_is_reported_and_leaves_nothing_half_done(
     forgotten: the import answered as if never interrupted, exit 0. During the links it
     now stops and takes back what it added; during the log (one transaction, the last
     step) the import had finished, which the line says, with exit 130 all the same."""
-    original = getattr(MemoryService, step)
+    original = getattr(Logs, step)
 
-    def interrupted(self: MemoryService, *args: Any, **kwargs: Any) -> Any:
+    def interrupted(self: Logs, *args: Any, **kwargs: Any) -> Any:
         answer = original(self, *args, **kwargs)
         signal.raise_signal(signal.SIGINT)
         return answer
 
-    monkeypatch.setattr(MemoryService, step, interrupted)
+    monkeypatch.setattr(Logs, step, interrupted)
     code, answer, err = run(capsys, "import", str(linked_file(tmp_path / "linked.jsonl")))
     assert code == 130 and answer["error"]["code"] == "interrupted", answer
     if step == "restore_links":

@@ -564,9 +564,11 @@ def migrate(
     kit: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., tuple[int, dict[str, Any]]]:
     """``migrate-tenant --user-id USER`` and more arguments; ``failing`` names a
-    ``MemoryService`` operation that fails as a store gone away would, stopping it there."""
+    ``MemoryService`` operation (``move_messages``: its logs' move) that fails as a store
+    gone away would, stopping it there."""
     from memcore.errors import Unavailable
     from memcore.service import MemoryService
+    from memcore.service.logs import Logs
 
     def gone(*args: Any, **kwargs: Any) -> Any:
         raise Unavailable("the store went away", retryable=True)
@@ -574,7 +576,10 @@ def migrate(
     def run(*extra: str, failing: str | None = None) -> tuple[int, dict[str, Any]]:
         with monkeypatch.context() as patched:
             if failing is not None:
-                patched.setattr(MemoryService, failing, gone)
+                if failing == "move_messages":
+                    patched.setattr(Logs, "move", gone)
+                else:
+                    patched.setattr(MemoryService, failing, gone)
             answer: tuple[int, dict[str, Any]] = kit.run_cli(
                 capsys, "migrate-tenant", "--user-id", USER, *extra
             )

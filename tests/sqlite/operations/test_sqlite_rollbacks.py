@@ -186,7 +186,7 @@ def test_a_rollback_relinks_a_present_version_only_where_its_successor_went(
         VersionLink(ALICE, kept_old, kept_new, "updated"),
         VersionLink(ALICE, gone_old, gone_new, "updated"),
     ]
-    service.restore_links(linked)
+    service.logs.restore_links(linked)
     service.claim([(ALICE, kept_new)])  # another import found it present
     added = [(ALICE, kept_new), (ALICE, gone_new)]
     undone = take_back(service, added, versions, linked)
@@ -222,7 +222,7 @@ def test_a_rollback_links_the_memories_it_keeps_without_those_it_deleted(
         VersionLink(ALICE, cat_new, supersedes=(cat_old,)),
     ]
     cat_links = own[2:]  # written (stopped after its links); the tea versions' not yet
-    service.restore_links(cat_links)
+    service.logs.restore_links(cat_links)
     service.claim([(ALICE, old), (ALICE, new), (ALICE, cat_old)])  # another import's
     added = [(ALICE, i) for i in (old, new, cat_old, cat_new)]
     undone = take_back(service, added, versions, own)
@@ -258,7 +258,7 @@ def test_a_rollback_takes_back_only_its_own_links_not_a_dream_s_since(
         VersionLink(ALICE, old, present, "updated"),
         VersionLink(ALICE, present, supersedes=(old,)),
     ]
-    service.restore_links(linked)
+    service.logs.restore_links(linked)
     task = lexical_store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
     [action] = lexical_store.list_dream_actions(STORE, task.id).items
     assert action.status == "applied" and action.result_memory_id == newer

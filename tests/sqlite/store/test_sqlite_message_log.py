@@ -60,24 +60,24 @@ def test_a_restore_links_only_to_a_memory_of_the_messages_own_scope(
     [bobs] = bob.remember("bob's").memory_ids
     said = _said(ANA, "one", "two", "three")
     links = [own, other_run, bobs]
-    assert ana.restore_messages([LoggedMessage(m, i) for m, i in zip(said, links)]) == 3
-    listed = list(ana.every_logged_message())
+    assert ana.logs.restore_messages([LoggedMessage(m, i) for m, i in zip(said, links)]) == 3
+    listed = list(ana.logs.every_message())
     assert [(m.message.content, m.memory_id) for m in listed] == [
         ("one", own),
         ("two", None),
         ("three", None),
     ]
-    assert list(bob.every_logged_message()) == []
+    assert list(bob.logs.every_message()) == []
     # Logged already: a second restore adds nothing.
-    assert ana.restore_messages([LoggedMessage(m, i) for m, i in zip(said, links)]) == 0
+    assert ana.logs.restore_messages([LoggedMessage(m, i) for m, i in zip(said, links)]) == 0
 
 
 def test_a_restore_into_another_tenant_is_refused_whole(store: SqliteMemoryStore) -> None:
     ana = MemoryService(store, store_name=STORE, scope=ANA)
     mixed = [LoggedMessage(m) for m in [*_said(ANA, "mine"), *_said(BOB, "not mine")]]
     with pytest.raises(InvalidInput, match=r"messages\[1\]\.scope is outside"):
-        ana.restore_messages(mixed)
-    assert list(ana.every_logged_message()) == []
+        ana.logs.restore_messages(mixed)
+    assert list(ana.logs.every_message()) == []
     assert store.list_logged_messages(STORE, BOB.tenant_pattern()).items == ()
 
 
@@ -92,13 +92,13 @@ def test_a_message_without_an_id_or_a_time_is_not_logged_twice(
         Message(role="user", content="no time", id="t1", scope=ANA),
         Message(role="assistant", content="neither", scope=ANA),
     ]
-    assert ana.restore_messages([LoggedMessage(m) for m in said]) == 3
-    assert ana.restore_messages([LoggedMessage(m) for m in said]) == 0
-    assert sorted(m.message.content for m in ana.every_logged_message()) == [
+    assert ana.logs.restore_messages([LoggedMessage(m) for m in said]) == 3
+    assert ana.logs.restore_messages([LoggedMessage(m) for m in said]) == 0
+    assert sorted(m.message.content for m in ana.logs.every_message()) == [
         "neither",
         "no id",
         "no time",
     ]
     # Given in full, a message differing in its id or time is another message.
     other = Message(role="user", content="no id", id="x", timestamp=1_700_000_001.0, scope=ANA)
-    assert ana.restore_messages([LoggedMessage(other)]) == 1
+    assert ana.logs.restore_messages([LoggedMessage(other)]) == 1

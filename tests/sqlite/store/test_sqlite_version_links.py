@@ -40,7 +40,7 @@ def test_links_reach_only_memories_of_the_same_tenant(store: SqliteMemoryStore) 
     ana = MemoryService(store, store_name=STORE, scope=ANA)
     old, new = _one(store, ANA, "30 eggs"), _one(store, ANA_2, "20 eggs")
     bobs = _one(store, BOB, "bob's fact")
-    ana.restore_links(
+    ana.logs.restore_links(
         [
             VersionLink(ANA, old, new, "updated"),
             VersionLink(ANA_2, new, None, None, (old, bobs)),
@@ -50,9 +50,9 @@ def test_links_reach_only_memories_of_the_same_tenant(store: SqliteMemoryStore) 
     assert ana.locate(new).supersedes == (old,)
     assert [m.id for m in ana.history(old)] == [old, new]
 
-    ana.restore_links([VersionLink(ANA, old, bobs, "merged")])  # another tenant's id
+    ana.logs.restore_links([VersionLink(ANA, old, bobs, "merged")])  # another tenant's id
     assert ana.locate(old).superseded_by is None
-    ana.restore_links([VersionLink(ANA, new, old, "merged")])  # not in that scope: unchanged
+    ana.logs.restore_links([VersionLink(ANA, new, old, "merged")])  # not in that scope: unchanged
     assert ana.locate(new).superseded_by is None
 
 
@@ -60,7 +60,7 @@ def test_a_link_into_another_tenant_is_refused_whole(store: SqliteMemoryStore) -
     ana = MemoryService(store, store_name=STORE, scope=ANA)
     old, new, bobs = _one(store, ANA, "a"), _one(store, ANA, "b"), _one(store, BOB, "c")
     with pytest.raises(InvalidInput, match=r"links\[1\]\.scope is outside"):
-        ana.restore_links([VersionLink(ANA, old, new, "merged"), VersionLink(BOB, bobs, None)])
+        ana.logs.restore_links([VersionLink(ANA, old, new, "merged"), VersionLink(BOB, bobs, None)])
     assert ana.locate(old).superseded_by is None
     with pytest.raises(InvalidInput, match="superseded_how"):
-        ana.restore_links([VersionLink(ANA, old, new, "replaced")])
+        ana.logs.restore_links([VersionLink(ANA, old, new, "replaced")])

@@ -140,12 +140,12 @@ def test_a_tenant_with_no_memories_reads_its_own_dream_and_another_cannot(
     ts.add_text(STORE, B1, "Bob owns a red bicycle", sync=True)
     ghost = MemoryService(ts, store_name=STORE, scope=A1)
     other = MemoryService(ts, store_name=STORE, scope=B1)
-    task = ghost.dream(apply_mode="proposal")
+    task = ghost.dreams.start(apply_mode="proposal")
     assert ts.get_dream_task(STORE, task.id).scopes == ()  # what the fix has to cope with
-    assert ghost.dream_task(task.id).id == task.id
-    assert ghost.dream_actions(task.id).items == ()
-    assert ghost.cancel_dream_task(task.id).id == task.id
-    theirs = _answer(lambda: other.dream_task(task.id), task.id)
-    assert theirs == _answer(lambda: other.dream_task(MISSING), MISSING)
+    assert ghost.dreams.task(task.id).id == task.id
+    assert ghost.dreams.actions(task.id).items == ()
+    assert ghost.dreams.cancel(task.id).id == task.id
+    theirs = _answer(lambda: other.dreams.task(task.id), task.id)
+    assert theirs == _answer(lambda: other.dreams.task(MISSING), MISSING)
     assert theirs[0] is NotFound
-    assert _answer(lambda: other.cancel_dream_task(task.id), task.id) == theirs
+    assert _answer(lambda: other.dreams.cancel(task.id), task.id) == theirs

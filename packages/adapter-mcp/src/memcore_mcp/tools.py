@@ -21,6 +21,7 @@ from memcore import limits
 from memcore.errors import StoreNotFound
 from memcore.paging import every_item
 from memcore.service import MemoryService
+from memcore.service.dreams import Dreams
 from memcore.values import DreamTask
 from memcore_cli.output.records import to_record
 from memcore_mcp import answers
@@ -314,14 +315,18 @@ class MemoryTools:
         ] = None,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            task = service.dream(pattern=service.search_pattern, instructions=instructions)
-            return _dream_answer(service, service.dream_task(task.id), self.tenants.database)
+            task = service.dreams.start(pattern=service.search_pattern, instructions=instructions)
+            return _dream_answer(
+                service.dreams, service.dreams.task(task.id), self.tenants.database
+            )
 
         return await self._run("dream_propose", work, stored=True)
 
     async def dream_status(self, task_id: TaskId) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            return _dream_answer(service, service.dream_task(task_id), self.tenants.database)
+            return _dream_answer(
+                service.dreams, service.dreams.task(task_id), self.tenants.database
+            )
 
         return await self._run("dream_status", work, stored=True)
 
@@ -334,7 +339,7 @@ class MemoryTools:
         ],
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            results = service.apply_dream_actions(task_id, action_ids)
+            results = service.dreams.apply(task_id, action_ids)
             actions = [_action(a, self.tenants.database) for a in results]
             return {"task_id": task_id, "results": actions}
 
@@ -384,7 +389,7 @@ def say_default_top_k(tool: Tool, default: int) -> None:
     tool.parameters = {**tool.parameters, "properties": properties}
 
 
-def _dream_answer(service: MemoryService, task: DreamTask, database: str) -> dict[str, Any]:
+def _dream_answer(dreams: Dreams, task: DreamTask, database: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "task_id": task.id,
         "status": task.status,
@@ -394,9 +399,7 @@ def _dream_answer(service: MemoryService, task: DreamTask, database: str) -> dic
         out["error"] = hide_database(task.error, database)
     if task.finished:
         actions = every_item(
-            lambda token: service.dream_actions(
-                task.id, limit=limits.MAX_PAGE_LIMIT, next_token=token
-            )
+            lambda token: dreams.actions(task.id, limit=limits.MAX_PAGE_LIMIT, next_token=token)
         )
         out["actions"] = [_action(a, database) for a in actions]
     return out

@@ -537,7 +537,7 @@ class Memory:
 
         >>> task = mem.dream(apply_mode="proposal", user_id="alice")             # doctest: +SKIP
         """
-        return self._for(user_id, agent_id, run_id).dream(apply_mode=apply_mode)
+        return self._for(user_id, agent_id, run_id).dreams.start(apply_mode=apply_mode)
 
     def dream_task(
         self,
@@ -552,7 +552,7 @@ class Memory:
 
         >>> mem.dream_task(task.id, user_id="alice").status                      # doctest: +SKIP
         """
-        return self._for(user_id, agent_id, run_id).dream_task(task_id)
+        return self._for(user_id, agent_id, run_id).dreams.task(task_id)
 
     def dream_tasks(
         self,
@@ -568,7 +568,7 @@ class Memory:
 
         >>> mem.dream_tasks(status="completed", user_id="alice").items           # doctest: +SKIP
         """
-        return self._for(user_id, agent_id, run_id).dream_tasks(
+        return self._for(user_id, agent_id, run_id).dreams.tasks(
             limit=limit, next_token=next_token, status=status
         )
 
@@ -586,7 +586,7 @@ class Memory:
         """
         service = self._for(user_id, agent_id, run_id)
         return builtins.list(
-            every_item(lambda token: service.dream_actions(task_id, limit=100, next_token=token))
+            every_item(lambda token: service.dreams.actions(task_id, limit=100, next_token=token))
         )
 
     def apply_dream_actions(
@@ -603,7 +603,7 @@ class Memory:
 
         >>> mem.apply_dream_actions(task.id, [action.id], user_id="alice")       # doctest: +SKIP
         """
-        return self._for(user_id, agent_id, run_id).apply_dream_actions(task_id, action_ids)
+        return self._for(user_id, agent_id, run_id).dreams.apply(task_id, action_ids)
 
     def undo_dream_action(
         self,
@@ -618,7 +618,7 @@ class Memory:
 
         >>> mem.undo_dream_action(task.id, action.id, user_id="alice")           # doctest: +SKIP
         """
-        return self._for(user_id, agent_id, run_id).undo_dream_action(task_id, action_id)
+        return self._for(user_id, agent_id, run_id).dreams.undo(task_id, action_id)
 
     def cancel_dream_task(
         self,
@@ -632,7 +632,7 @@ class Memory:
 
         >>> mem.cancel_dream_task(task.id, user_id="alice").status               # doctest: +SKIP
         """
-        return self._for(user_id, agent_id, run_id).cancel_dream_task(task_id)
+        return self._for(user_id, agent_id, run_id).dreams.cancel(task_id)
 
     def task(
         self,

@@ -88,7 +88,7 @@ def create(
     state = state_of(ctx)
     runtime = state.runtime()
     # A dream reads the store: a missing one (a mistyped name) is reported, not made empty.
-    task = runtime.service(create=False).dream(
+    task = runtime.service(create=False).dreams.start(
         pattern=runtime.settings.scope.read_pattern,
         apply_mode=apply_mode,
         instructions=instructions,
@@ -125,7 +125,7 @@ def actions(
     limits.check_id(task_id, field="task_id")
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.service(create=False).dream_actions(
+    page = runtime.service(create=False).dreams.actions(
         _task(state, task_id).id, limit=limit, next_token=next_token
     )
     if state.json:
@@ -179,7 +179,7 @@ def apply(
     runtime = state.runtime()
     task = _task(state, task_id)
     chosen = full_action_ids(runtime, task.id, action_ids)
-    applied = runtime.service().apply_dream_actions(task.id, chosen)
+    applied = runtime.service().dreams.apply(task.id, chosen)
     if state.json:
         state.output.json([to_record(a) for a in applied])
     else:
@@ -242,13 +242,13 @@ def undo(
     runtime = state.runtime()
     service = runtime.service(create=False)
     try:  # exact ids first: a backend without undo records refuses before any lookup
-        action = service.undo_dream_action(task_id, action_id)
+        action = service.dreams.undo(task_id, action_id)
     except NotFound:
         found = _task(state, task_id)
         [chosen] = full_action_ids(runtime, found.id, [action_id])
         if (found.id, chosen) == (task_id, action_id):
             raise
-        action = service.undo_dream_action(found.id, chosen)
+        action = service.dreams.undo(found.id, chosen)
     if state.json:
         state.output.json(to_record(action))
     else:
@@ -268,7 +268,7 @@ def cancel(ctx: typer.Context, task_id: TaskArg) -> None:
     """
     state = state_of(ctx)
     found = _task(state, task_id)
-    _show_task(state, state.runtime().service().cancel_dream_task(found.id))
+    _show_task(state, state.runtime().service().dreams.cancel(found.id))
 
 
 @app.command("list")
@@ -285,7 +285,7 @@ def list_tasks(ctx: typer.Context, limit: LimitOpt = 20, next_token: TokenOpt = 
     state = state_of(ctx)
     limits.check_limit(limit)
     runtime = state.runtime()
-    page = runtime.service(create=False).dream_tasks(
+    page = runtime.service(create=False).dreams.tasks(
         limit=limit, next_token=next_token, pattern=runtime.settings.scope.read_pattern
     )
     if state.json:

@@ -69,8 +69,8 @@ def find_task(runtime: Runtime, task_id: str) -> MemoryTask:
 def find_dream_task(runtime: Runtime, task_id: str) -> DreamTask:
     """The dream task with this id, or with this unique id prefix, in the current reach."""
     service = runtime.service(create=False)
-    listing = _listing(runtime, service.dream_tasks)
-    return _by_prefix(task_id, service.dream_task, listing, "dream tasks")
+    listing = _listing(runtime, service.dreams.tasks)
+    return _by_prefix(task_id, service.dreams.task, listing, "dream tasks")
 
 
 def _listing(runtime: Runtime, page: Callable[..., Page[T]]) -> Callable[[], Iterator[T]]:
@@ -89,7 +89,7 @@ def action_ids(runtime: Runtime, task_id: str, given: list[str]) -> list[str]:
     known = [
         a.id
         for a in every_item(
-            lambda token: service.dream_actions(
+            lambda token: service.dreams.actions(
                 task_id, limit=limits.MAX_PAGE_LIMIT, next_token=token
             )
         )

@@ -249,10 +249,10 @@ def import_memories(
             # Added to what each memory has now: a dream since the listing keeps its links.
             links = version_links(report.created, report.ids, plan.found)
             if links:
-                service.restore_links(links, adding=True)
+                service.logs.restore_links(links, adding=True)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
-            if messages and not service.keeps_message_log:
+            if messages and not service.logs.keeps_messages:
                 report.messages_left_out = len(messages)
             elif messages:
                 report.messages_added = restore_log(service, messages, report.ids)

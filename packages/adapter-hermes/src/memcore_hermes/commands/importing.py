@@ -119,10 +119,10 @@ def import_lines(
             # Added to what each memory has now: a dream since the listing keeps its links.
             links = version_links(created, ids, plan.found)
             if links:
-                service.restore_links(links, adding=True)
+                service.logs.restore_links(links, adding=True)
             if held.interrupted:  # Ctrl-C during the links: what was added is taken back
                 raise KeyboardInterrupt
-            if messages and not service.keeps_message_log:
+            if messages and not service.logs.keeps_messages:
                 left_out = len(messages)
             elif messages:
                 logged = restore_log(service, messages, ids)

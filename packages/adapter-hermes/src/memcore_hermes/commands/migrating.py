@@ -89,7 +89,7 @@ def migrate_tenant(
     legacy = open_service(SessionContext(user_id=user_id, session_id="cli"))
     memories = list(legacy.every_memory())
     # Each run's message log, counted by scope; None where the store cannot move it.
-    logs = legacy.message_counts() if legacy.moves_messages else None
+    logs = legacy.logs.counts() if legacy.logs.moves else None
     shares: dict[str, list[MemoryRecord]] = defaultdict(list)
     stay: list[MemoryRecord] = []
     superseded = 0
@@ -155,7 +155,7 @@ def migrate_tenant(
         if logs is not None:
             # After the copies, which the moved messages link to; before the deletes, which
             # would take the messages still linked to the originals with them.
-            moved["messages_moved"] = legacy.move_messages(list(log), to=target)
+            moved["messages_moved"] = legacy.logs.move(list(log), to=target.logs)
         moved["deleted"] = _delete(legacy, share)
     return answer
 

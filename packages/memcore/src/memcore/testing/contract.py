@@ -438,11 +438,11 @@ class MemoryStoreContract:
         moved_to = Scope("app", "tenant_c", "agent1", "run1")
         there = MemoryService(ready, store_name=self.store_name, scope=moved_to)
         if not isinstance(ready, MessageMove):
-            assert not alice.moves_messages
+            assert not alice.logs.moves
             with pytest.raises(Unsupported):
-                alice.move_messages([A1], to=there)
+                alice.logs.move([A1], to=there.logs)
             with pytest.raises(Unsupported):
-                alice.message_counts()
+                alice.logs.counts()
             return
         turns = [
             ("user", "What should I plant this spring?"),
@@ -453,19 +453,19 @@ class MemoryStoreContract:
             ready.add_messages(self.store_name, A1, [Message(role, text)], sync=True)
             ready.add_messages(self.store_name, B1, [Message(role, f"Bob: {text}")], sync=True)
         ready.add_messages(self.store_name, A2, [Message("user", "Another session")], sync=True)
-        assert alice.moves_messages and alice.message_counts() == {A1: 3, A2: 1}
+        assert alice.logs.moves and alice.logs.counts() == {A1: 3, A2: 1}
         originals = [m for m in alice.every_memory() if m.scope == A1]
         for memory in originals:  # the memories first, as a migration imports them
             ready.add_text(self.store_name, moved_to, memory.text, sync=True)
         said = ready.list_messages(self.store_name, A1).items
 
-        assert alice.move_messages([A1], to=there) == 3
+        assert alice.logs.move([A1], to=there.logs) == 3
         landed = ready.list_messages(self.store_name, moved_to).items
         assert [(m.id, m.role, m.content, m.timestamp) for m in landed] == [
             (m.id, m.role, m.content, m.timestamp) for m in said
         ]
         assert {m.scope for m in landed} == {moved_to}
-        assert alice.message_counts() == {A2: 1}
+        assert alice.logs.counts() == {A2: 1}
         bob = ready.list_messages(self.store_name, B1).items
         assert [m.content for m in bob] == [f"Bob: {text}" for _, text in turns]
         for memory in originals:  # the old copies go; the turns stay with the new ones
@@ -479,16 +479,18 @@ class MemoryStoreContract:
             assert [m.content for m in hit.neighbours.before] == [turns[0][1]]
             assert [m.content for m in hit.neighbours.after] == [turns[2][1]]
 
-        assert alice.move_messages([A1], to=there) == 0  # stopped and run again: no repeats
+        assert alice.logs.move([A1], to=there.logs) == 0  # stopped and run again: no repeats
         assert len(ready.list_messages(self.store_name, moved_to).items) == 3
         with pytest.raises(InvalidInput):  # another tenant's log is not this session's to move
-            alice.move_messages([B1], to=there)
+            alice.logs.move([B1], to=there.logs)
         with pytest.raises(InvalidInput):
-            alice.move_messages([A2], to=MemoryService(ready, store_name=self.store_name, scope=A2))
+            alice.logs.move(
+                [A2], to=MemoryService(ready, store_name=self.store_name, scope=A2).logs
+            )
         assert ready.list_messages(self.store_name, B1).items == bob
         with pytest.raises(InvalidInput):
             ready.move_messages(self.store_name, [(A2, moved_to), (moved_to, B1)])
-        assert alice.message_counts() == {A2: 1}
+        assert alice.logs.counts() == {A2: 1}
 
     def test_a_rollback_keeps_what_another_write_landed_in_or_unsupported(
         self, ready: MemoryStore

@@ -62,7 +62,7 @@ def export_lines(service: MemoryService, counts: dict[str, int]) -> Iterator[str
     for memory in service.every_memory():
         yield dump_line(export_record(memory))
         counts["memories"] += 1
-    for logged in service.every_logged_message():
+    for logged in service.logs.every_message():
         yield dump_line(message_record(logged))
         counts["messages"] += 1
 

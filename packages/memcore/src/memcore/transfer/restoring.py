@@ -31,7 +31,7 @@ def restore_log(
         for r in messages
     ]
     try:
-        return service.restore_messages(logged)
+        return service.logs.restore_messages(logged)
     except MemcoreError as exc:
         exc.message = f"line {messages[0].line}: {exc.message}"
         raise
@@ -39,11 +39,11 @@ def restore_log(
 
 def history_kept(service: MemoryService, records: Sequence[ImportRecord]) -> set[int]:
     """The lines of the replaced versions an import restores: records of format 2 on a store
-    that keeps the history (:attr:`MemoryService.restores_history`), whose successor, or its
-    successor in turn, is a current record of the file. The rest are left out, as before, and
-    so is one whose text a current record of its scope has (a text edited back to an old
+    that keeps the history (:attr:`~memcore.service.logs.Logs.keeps_history`), whose successor,
+    or its successor in turn, is a current record of the file. The rest are left out, as before,
+    and so is one whose text a current record of its scope has (a text edited back to an old
     version's): a scope holds a text once, and the current memory must keep it."""
-    if not service.restores_history:
+    if not service.logs.keeps_history:
         return set()
     current = {r.file_id for r in records if not r.superseded}
     said = {(r.scope, r.text.strip()) for r in records if not r.superseded}
@@ -91,8 +91,8 @@ def version_links(
     (``found``: its record and the memory as listed) gets only what links it to the versions
     this import created: one it replaced joins its ``supersedes``, and one that replaced it
     becomes its ``superseded_by`` unless it has one. Written with
-    :meth:`MemoryService.restore_links` ``adding``, so its other links stay as they are now,
-    a dream's since the import listed it too; the history reads both ways, and recall
+    :meth:`~memcore.service.logs.Logs.restore_links` ``adding``, so its other links stay as they
+    are now, a dream's since the import listed it too; the history reads both ways, and recall
     answers with the current fact, as where the backup came from."""
     links = []
     for record, new_id in created:
@@ -269,9 +269,9 @@ def take_back(
     One already gone counts as deleted; what the store refuses to delete is left.
 
     ``links`` are those the import gives (:func:`version_links` of what it created and found
-    present), written or not: an import links after its last batch. Only what they add is
-    taken back (:meth:`MemoryService.unlink`), never a present memory's whole links as the
-    import listed them, so what a dream or an edit linked since stays. First the present
+    present), written or not: an import links after its last batch. Only what they add is taken
+    back (:meth:`~memcore.service.logs.Logs.unlink`), never a present memory's whole links as
+    the import listed them, so what a dream or an edit linked since stays. First the present
     memories lose their links to the memories it added, so none names a memory deleted here;
     then those it kept for another writer (that writer found the history as the import left
     it, or as the file gives it, and was told it was there) get theirs again, both ways and
@@ -317,13 +317,13 @@ def take_back(
 def _amend(service: MemoryService, links: Sequence[VersionLink], *, undo: bool) -> None:
     """Take ``links`` out of their memories' (``undo``) or add them. A failure is the store
     failing: what the rollback then deletes, or could not, is what its line reports."""
-    if not links or not service.restores_history:
+    if not links or not service.logs.keeps_history:
         return
     try:
         if undo:
-            service.unlink(links)
+            service.logs.unlink(links)
         else:
-            service.restore_links(links, adding=True)
+            service.logs.restore_links(links, adding=True)
     except MemcoreError:
         pass
 

@@ -2,49 +2,41 @@
 
 Hosts (Hermes, the CLI, the library facade) translate to and from this service; they never
 call a store directly for memory operations, so validation and tenant safety live in one place.
+Two families live beside it on the same session: :attr:`MemoryService.dreams` and
+:attr:`MemoryService.logs`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TypeVar
 
 import attrs
 
 from memcore import limits
-from memcore.errors import (
-    InvalidInput,
-    MemcoreError,
-    NotFound,
-    PermissionDenied,
-    StoreNotFound,
-    Unsupported,
-)
+from memcore.errors import InvalidInput, MemcoreError, NotFound, StoreNotFound, Unsupported
 from memcore.neighbours import fit as fit_turns
-from memcore.paging import every_item, pages
+from memcore.paging import every_item
 from memcore.policies import ScopePolicy
 from memcore.ports import (
     BulkAdd,
-    DreamUndo,
     KeyRemoval,
-    MemoryLookup,
     MemoryStore,
-    MessageLog,
-    MessageMove,
     NeighbourTurns,
     SearchWarmup,
     UnclaimedDelete,
-    VersionHistory,
 )
 from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
-from memcore.turn_policy import check_store_assistant, plan_memories
+from memcore.service import lookup, mirror
+from memcore.service.dreams import Dreams
+from memcore.service.inputs import check_list, check_user_metadata, restorable_text
+from memcore.service.logs import Logs
+from memcore.service.session import Session, in_tenant
+from memcore.service.turns import TurnWrite, plan_turn
+from memcore.turn_policy import check_store_assistant
 from memcore.values import (
-    DreamAction,
-    DreamTask,
-    LoggedMessage,
     MemoryRecord,
     MemoryTask,
     MemoryVersion,
@@ -53,83 +45,12 @@ from memcore.values import (
     SearchHit,
     TextItem,
     TurnContext,
-    VersionLink,
     WriteReceipt,
 )
 
-BUILTIN_SOURCE = "builtin_memory"
-#: Metadata keys that describe where a memory came from; callers may not forge scope keys.
-RESERVED_METADATA_KEYS = frozenset({"app_id", "tenant_id", "agent_id", "run_id", "scope"})
-_SCOPE_PAGES = 1_000
 #: The most listing reads one page of current memories takes (superseded ones skipped).
 _CURRENT_READS = 50
 _FORGET_ALL_PAGES = 10_000
-#: A supersession chain longer than this is cut (a guard against a corrupt cycle).
-_HISTORY_LIMIT = 100
-T = TypeVar("T")
-
-
-@attrs.frozen
-class TurnWrite:
-    """One write of a turn after splitting to the limits."""
-
-    messages: tuple[Message, ...]
-
-
-def _owned(patterns: Iterable[ScopePattern], tenant: ScopePattern) -> bool:
-    """Whether every pattern lies inside ``tenant`` (an empty set proves nothing: refused)."""
-    listed = list(patterns)
-    return bool(listed) and all(p.within(tenant) for p in listed)
-
-
-def _in_tenant(what: str, task_id: str, fetch: Callable[[], T], owned: Callable[[T], bool]) -> T:
-    """``fetch()``'s answer when ``owned``; else the very NotFound a missing id gets."""
-    limits.check_id(task_id, field="task_id")
-    missing = NotFound(f"{what} {task_id!r} was not found in this tenant", field="task_id")
-    try:
-        found = fetch()
-    except StoreNotFound:
-        raise  # the store itself is gone: not an id's answer
-    except NotFound:
-        raise missing from None
-    if not owned(found):
-        raise missing
-    return found
-
-
-def _check_list(value: object, *, field: str) -> None:
-    """Refuse what is not a list of things (a string is a sequence of characters)."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InvalidInput(f"{field} must be a list", field=field)
-
-
-def check_user_metadata(
-    metadata: Mapping[str, str] | None, *, scope_source: str = "the session"
-) -> dict[str, str]:
-    """Metadata a caller may set: within the limits, and no key that tries to name the scope."""
-    checked = limits.check_metadata(metadata)
-    refuse_scope_keys(checked, field="metadata", scope_source=scope_source)
-    return checked
-
-
-def refuse_scope_keys(
-    metadata: Mapping[str, str], *, field: str, scope_source: str = "the session"
-) -> None:
-    """Refuse a metadata key that tries to name the scope (``field`` names the map)."""
-    forged = sorted(RESERVED_METADATA_KEYS & metadata.keys())
-    if forged:
-        raise InvalidInput(
-            f"{field} key {forged[0]!r} is reserved: the scope comes from {scope_source}",
-            field=f"{field}.{forged[0]}",
-        )
-
-
-def restorable_text(text: object, *, field: str = "text") -> str:
-    """A text as ``remember``, ``update`` and a restore write it: without a recall block (so a
-    recalled block never comes back as a memory), and within the limits."""
-    if isinstance(text, str):
-        text = strip_recall(text)
-    return limits.check_text(text, field=field)
 
 
 class MemoryService:
@@ -147,41 +68,66 @@ class MemoryService:
         read_only: bool = False,
         store_assistant: str = "auto",
     ) -> None:
-        self.store = store
-        self.store_name = limits.check_store_name(store_name)
-        self.scope = scope
-        self.policy = policy or ScopePolicy()
+        name = limits.check_store_name(store_name)
         self.top_k = limits.check_top_k(top_k)
         limits.check_flag(enable_rerank, field="enable_rerank")  # "no" would read as yes
         limits.check_flag(read_only, field="read_only")
+        #: What every use case reads; ``dreams`` and ``logs`` share it.
+        self.session = Session(
+            store=store,
+            store_name=name,
+            scope=scope,
+            policy=policy or ScopePolicy(),
+            read_only=read_only,
+        )
         self.enable_rerank = enable_rerank
-        self.read_only = read_only
         #: Which assistant messages of a turn become memories (``turn_policy``).
         self.store_assistant = check_store_assistant(store_assistant)
         self._recall_lock = threading.Lock()
         self._recall: dict[str, str] = {}
+        #: Consolidation passes over this session's tenant.
+        self.dreams = Dreams(self.session)
+        #: The message log and the version links, which imports and moves carry.
+        self.logs = Logs(self.session)
 
-    # -- scopes -------------------------------------------------------------------------
+    # -- the session ------------------------------------------------------------------
+    @property
+    def store(self) -> MemoryStore:
+        return self.session.store
+
+    @property
+    def store_name(self) -> str:
+        return self.session.store_name
+
+    @property
+    def scope(self) -> Scope:
+        return self.session.scope
+
+    @property
+    def policy(self) -> ScopePolicy:
+        return self.session.policy
+
+    @property
+    def read_only(self) -> bool:
+        return self.session.read_only
+
     @property
     def write_scope(self) -> Scope:
-        return self.policy.write.write_scope(self.scope)
+        return self.session.write_scope
 
     @property
     def search_pattern(self) -> ScopePattern:
-        return self.policy.search.read_pattern(self.scope)
+        return self.session.search_pattern
 
     @property
     def profile_pattern(self) -> ScopePattern:
-        return self.policy.profile.read_pattern(self.scope)
+        return self.session.profile_pattern
 
     def switch_scope(self, scope: Scope) -> None:
-        self.scope = scope
+        self.session.scope = scope
 
     def _check_writable(self) -> None:
-        if self.read_only:
-            raise PermissionDenied(
-                "this session is read-only (not the primary agent context)", field="agent_context"
-            )
+        self.session.check_writable()
 
     # -- writes -------------------------------------------------------------------------
     def remember(
@@ -193,27 +139,8 @@ class MemoryService:
         receipt = self.store.add_text(
             self.store_name, self.write_scope, text, metadata=meta, sync=sync
         )
-        self._claim_from_mirror(receipt, meta)
+        mirror.claim_from_mirror(self.session, receipt, meta)
         return receipt
-
-    def _claim_from_mirror(self, receipt: WriteReceipt, meta: dict[str, str]) -> None:
-        """A store that keeps one memory per text in a scope merges a write into a mirrored
-        built-in entry of the same text, and the entry's tags stay: a later built-in remove
-        would then delete what the user asked to remember. Such a memory is the user's now,
-        its tags cleared. The write has landed: a failure here leaves the tags, never fails it.
-        """
-        for memory_id in receipt.memory_ids:
-            try:
-                found = self.store.get_memory(self.store_name, self.write_scope, memory_id)
-                if found.metadata.get("source") != BUILTIN_SOURCE:
-                    continue
-                self.store.update_memory(self.store_name, self.write_scope, memory_id, metadata={})
-                if meta:
-                    self.store.update_memory(
-                        self.store_name, self.write_scope, memory_id, metadata=meta
-                    )
-            except MemcoreError:
-                return
 
     @property
     def restores_exactly(self) -> bool:
@@ -240,8 +167,8 @@ class MemoryService:
         :meth:`forget_unclaimed` compares); elsewhere the store cannot tell, and both are
         left as they were."""
         self._check_writable()
-        _check_list(items, field="items")
-        _check_list(ahead, field="ahead")
+        check_list(items, field="items")
+        check_list(ahead, field="ahead")
         tenant = self.scope.tenant_pattern()
         checked: list[TextItem] = []
         for i, item in enumerate(items):  # every item, before anything is written
@@ -286,37 +213,7 @@ class MemoryService:
         U+FFFD rather than costing the whole turn. Recall blocks are cut out, and each message
         is marked whether it becomes a memory (``turn_policy``).
         """
-        if messages is not None:
-            _check_list(messages, field="messages")
-        turn: list[Message] = list(messages or [])
-        if not turn:
-            if isinstance(user, str) and user.strip():
-                turn.append(Message(role="user", content=user))
-            if isinstance(assistant, str) and assistant.strip():
-                turn.append(Message(role="assistant", content=assistant))
-        for i, m in enumerate(turn):
-            if (
-                not isinstance(m, Message)
-                or not isinstance(m.role, str)
-                or limits.plain(m.role) not in limits.MESSAGE_ROLES
-            ):
-                raise InvalidInput(f"messages[{i}] is not a valid message", field=f"messages[{i}]")
-            if not isinstance(m.content, str):
-                raise InvalidInput(
-                    f"messages[{i}].content must be a string", field=f"messages[{i}].content"
-                )
-            # Plain strings from here on: a subclass's own hash or encode cannot pass a check.
-            meta = limits.check_metadata(m.metadata, field=f"messages[{i}].metadata")
-            refuse_scope_keys(meta, field=f"messages[{i}].metadata")
-            limits.check_message_fields(m, index=i)  # every message before the first write
-            turn[i] = attrs.evolve(
-                m,
-                role=limits.plain(m.role),
-                content=limits.repair_unicode(limits.plain(m.content)),
-                metadata=meta,
-            )
-        planned = plan_memories(turn, self.store_assistant)
-        return [TurnWrite(tuple(batch)) for batch in limits.split_messages(planned)]
+        return plan_turn(user, assistant, messages, self.store_assistant)
 
     def write_turn(self, write: TurnWrite, *, sync: bool = False) -> WriteReceipt:
         self._check_writable()
@@ -366,61 +263,18 @@ class MemoryService:
             raise InvalidInput(f"unknown memory action {action!r}", field="action")
         if not isinstance(target, str) or not target.strip():
             raise InvalidInput("target must be a non-empty string", field="target")
-        tags = {"source": BUILTIN_SOURCE, "target": target[:1024], "action": action}
+        tags = {"source": mirror.BUILTIN_SOURCE, "target": target[:1024], "action": action}
         if action == "remove":
-            self._remove_mirrored(target, content, keep=keep)
+            mirror.remove_mirrored(self.session, target, content, keep=keep)
             return None
         extra = check_user_metadata(metadata)
         extra.update(tags)
         limits.check_metadata(extra)
         content = strip_recall(content) if isinstance(content, str) else content
         content = limits.check_text(content, field="content")
-        if self._held_as_memory(content):
+        if mirror.held_as_memory(self.session, content):
             return None
         return self.store.add_text(self.store_name, self.write_scope, content, metadata=extra)
-
-    def _held_as_memory(self, content: str) -> bool:
-        """Whether this scope holds ``content`` as a memory of its own (not a mirror): a store
-        that keeps one memory per text would merge the mirror into it and tag it, and a later
-        built-in remove would delete what the user asked to remember. Nothing is mirrored
-        then; the text is recalled as the user's memory."""
-        wanted = content.strip()
-        return any(
-            m.text.strip() == wanted and m.metadata.get("source") != BUILTIN_SOURCE
-            for m in self._found_by_text(self.write_scope.pattern(), content)
-        )
-
-    def _found_by_text(
-        self, pattern: ScopePattern, content: str, filters: Mapping[str, str] | None = None
-    ) -> list[MemoryRecord]:
-        """The memories a search for ``content`` finds first (as many as one search gives),
-        for the callers that then look for the text itself among them."""
-        hits = self.store.search(
-            self.store_name,
-            pattern,
-            content[: limits.MAX_QUERY_CHARS],
-            top_k=limits.MAX_TOP_K,
-            enable_rerank=False,
-            filters=filters,
-        )
-        return [h.memory for h in hits]
-
-    def _remove_mirrored(self, target: str, content: str, *, keep: str | None = None) -> None:
-        """Delete the mirrored copies of the one entry ``content`` names: those with exactly
-        that text, else those containing it when they all hold one text. Copies of several
-        texts contain it (a stale copy, another profile's entry): none is guessed at."""
-        if not isinstance(content, str) or limits.is_blank(content):  # no query: nothing to match
-            return
-        wanted = content.strip()
-        kept = keep.strip() if isinstance(keep, str) else None
-        mirrors = self._found_by_text(
-            self.search_pattern, content, {"source": BUILTIN_SOURCE, "target": target[:1024]}
-        )
-        found = [m for m in mirrors if wanted in m.text and m.text.strip() != kept]
-        exact = [m for m in found if m.text.strip() == wanted]
-        doomed = exact or (found if len({m.text.strip() for m in found}) == 1 else [])
-        for memory in doomed:
-            self.store.delete_memory(self.store_name, memory.scope, memory.id)
 
     # -- reads --------------------------------------------------------------------------
     def warm_search(self) -> bool:
@@ -536,28 +390,14 @@ class MemoryService:
             lambda token: self.profile(limit=page_size, next_token=token, current_only=current_only)
         )
 
+    # -- one memory by id: find, edit, forget ------------------------------------------
     def history(self, memory_id: str) -> list[MemoryRecord]:
         """The memory and every memory linked to it by supersession, oldest first; each
         carries its version and its dates (``created_at``, ``updated_at``: when it last
         changed, or was superseded). Links that lead out of the tenant, or to a deleted
         memory, are left out. Only the embedded store keeps links; elsewhere the history is
         the memory itself with its version count."""
-        first = self.locate(memory_id)
-        found = {first.id: first}
-        todo = [*first.supersedes, *filter(None, [first.superseded_by])]
-        while todo and len(found) < _HISTORY_LIMIT:
-            linked = todo.pop()
-            if linked in found:
-                continue
-            try:
-                memory = self.locate(linked)
-            except StoreNotFound:
-                raise
-            except (NotFound, InvalidInput):
-                continue
-            found[memory.id] = memory
-            todo.extend([*memory.supersedes, *filter(None, [memory.superseded_by])])
-        return sorted(found.values(), key=lambda m: (m.created_at or 0.0, m.version or 0, m.id))
+        return lookup.history(self.session, memory_id)
 
     def forget_all(self, *, pattern: ScopePattern | None = None) -> int:
         """Delete every memory of this tenant (or of ``pattern`` inside it); the count.
@@ -567,8 +407,9 @@ class MemoryService:
         afterwards; run it again to catch them.
         """
         self._check_writable()
-        reach = self._within_tenant(pattern)
-        doomed = {m.id: m for m in self._memories_in(reach, max_pages=_FORGET_ALL_PAGES)}
+        reach = self.session.within_tenant(pattern)
+        listed = lookup.memories_in(self.session, reach, max_pages=_FORGET_ALL_PAGES)
+        doomed = {m.id: m for m in listed}
         deleted = 0
         for memory in doomed.values():
             try:
@@ -588,67 +429,19 @@ class MemoryService:
     def locate(self, memory_id: str, *, pattern: ScopePattern | None = None) -> MemoryRecord:
         """Find a memory by id anywhere in the current tenant, or in ``pattern`` inside it
         (never outside), however many memories it holds: in one read where the store can
-        (:class:`MemoryLookup`), else the session's own scope and then each scope of the
-        reach (:meth:`find`)."""
+        (:class:`~memcore.ports.MemoryLookup`), else the session's own scope and then each
+        scope of the reach (:meth:`find`)."""
         limits.check_id(memory_id)
-        reach = self._within_tenant(pattern)
-        try:
-            if isinstance(self.store, MemoryLookup):
-                found = self.store.find_memory(self.store_name, reach, memory_id)
-                if reach.matches(found.scope):  # a store's answer is not trusted to stay in
-                    return found
-            else:
-                return self.find(memory_id, pattern=reach)
-        except StoreNotFound:
-            raise  # the store itself is gone: say so, not "no such memory"
-        except NotFound:
-            pass
+        reach = self.session.within_tenant(pattern)
         where = "this tenant" if pattern is None else str(reach)
-        raise NotFound(f"memory {memory_id!r} was not found in {where}", field="memory_id")
-
-    def _memories_in(self, pattern: ScopePattern, *, max_pages: int) -> Iterator[MemoryRecord]:
-        """Every memory the store lists under ``pattern`` (and that ``pattern`` matches: a
-        store's answer is not trusted to stay inside it), page after page."""
-        listing = pages(
-            lambda token: self.store.list_memories(
-                self.store_name, pattern, limit=limits.MAX_PAGE_LIMIT, next_token=token
-            ),
-            max_pages=max_pages,
-        )
-        return (m for page in listing for m in page.items if pattern.matches(m.scope))
+        return lookup.locate(self.session, memory_id, reach, where=where)
 
     def find(self, memory_id: str, *, pattern: ScopePattern | None = None) -> MemoryRecord:
         """A memory by its exact id in this tenant, or in ``pattern`` inside it: the session's
         own scope first, then each scope the store lists under the pattern (a tenant has far
         fewer scopes than memories)."""
         limits.check_id(memory_id)
-        reach = self._within_tenant(pattern)
-        missing = NotFound(f"memory {memory_id!r} was not found in {reach}", field="memory_id")
-        if reach.matches(self.scope):
-            try:
-                return self.store.get_memory(self.store_name, self.scope, memory_id)
-            except StoreNotFound:
-                raise
-            except NotFound:
-                if reach.is_concrete:
-                    raise missing from None
-        listing = pages(
-            lambda token: self.store.list_scopes(
-                self.store_name, reach, limit=limits.MAX_PAGE_LIMIT, next_token=token
-            ),
-            max_pages=_SCOPE_PAGES,
-        )
-        for page in listing:
-            for scope in page.items:
-                if scope == self.scope or not reach.matches(scope):
-                    continue
-                try:
-                    return self.store.get_memory(self.store_name, scope, memory_id)
-                except StoreNotFound:
-                    raise
-                except NotFound:
-                    continue
-        raise missing
+        return lookup.find(self.session, memory_id, self.session.within_tenant(pattern))
 
     def get(
         self,
@@ -726,6 +519,7 @@ class MemoryService:
         self.store.delete_memory(self.store_name, scope, memory_id)
         return scope
 
+    # -- what an import's rollback spares ----------------------------------------------
     @property
     def tells_claims(self) -> bool:
         """Whether :meth:`forget_unclaimed` can tell a memory that a write landed in since a
@@ -739,7 +533,7 @@ class MemoryService:
         landed in them since. How an import's rollback spares what another writer was told
         had landed (:attr:`tells_claims`; elsewhere ``Unsupported``)."""
         self._check_writable()
-        _check_list(memories, field="memories")
+        check_list(memories, field="memories")
         memories = list(memories)
         tenant = self.scope.tenant_pattern()
         for i, memory in enumerate(memories):  # every one, before anything is deleted
@@ -769,7 +563,7 @@ class MemoryService:
         keeps it from another import's rollback (:attr:`tells_claims`; elsewhere
         ``Unsupported``)."""
         self._check_writable()
-        _check_list(memories, field="memories")
+        check_list(memories, field="memories")
         memories = list(memories)
         tenant = self.scope.tenant_pattern()
         for i, memory in enumerate(memories):  # every one, before anything is written
@@ -798,7 +592,7 @@ class MemoryService:
         closed).
         """
         tenant = self.scope.tenant_pattern()
-        return _in_tenant(
+        return in_tenant(
             "task",
             task_id,
             lambda: self.store.get_task(self.store_name, task_id),
@@ -816,7 +610,7 @@ class MemoryService:
         """This tenant's write tasks (or those of ``pattern``, which must lie inside it)."""
         limits.check_limit(limit)
         limits.check_status(status)
-        reach = self._within_tenant(pattern)
+        reach = self.session.within_tenant(pattern)
         page = self.store.list_tasks(
             self.store_name, status=status, limit=limit, next_token=next_token, pattern=reach
         )
@@ -835,259 +629,6 @@ class MemoryService:
         (:class:`~memcore.ports.NeighbourTurns`: the embedded store); elsewhere asking raises
         ``Unsupported``."""
         return isinstance(self.store, NeighbourTurns)
-
-    @property
-    def moves_messages(self) -> bool:
-        """Whether the store's message log can follow memories to another tenant
-        (:class:`~memcore.ports.MessageMove`: the embedded store)."""
-        return isinstance(self.store, MessageMove)
-
-    def message_counts(self) -> dict[Scope, int]:
-        """How many messages each scope of this tenant logs (scopes with none left out)."""
-        store = self._message_move()
-        tenant = self.scope.tenant_pattern()
-        counts = store.message_counts(self.store_name, tenant)
-        return {scope: n for scope, n in counts.items() if tenant.matches(scope)}
-
-    def move_messages(self, scopes: Iterable[Scope], to: MemoryService) -> int:
-        """Move the message log of each of this tenant's ``scopes`` to the same agent and run
-        in ``to``'s tenant, all in one transaction; how many messages moved. What a move of
-        their memories there leaves behind: the turns around each, which follow (each links
-        to the target's memory of its text). Both sessions must use one store."""
-        if not isinstance(to, MemoryService):
-            raise InvalidInput("to must be a MemoryService", field="to")
-        self._check_writable()
-        to._check_writable()
-        store = self._message_move()
-        if to.store is not self.store or to.store_name != self.store_name:
-            raise InvalidInput("messages move only within one memory store", field="store")
-        source, target = self.scope.tenant_pattern(), to.scope.tenant_pattern()
-        if source == target:
-            raise InvalidInput("the messages are in that tenant already", field="tenant_id")
-        _check_list(scopes, field="scopes")
-        moves: dict[Scope, Scope] = {}
-        for i, scope in enumerate(scopes):
-            if not isinstance(scope, Scope) or not source.matches(scope):
-                raise InvalidInput(
-                    f"scopes[{i}] is outside this session's tenant", field=f"scopes[{i}]"
-                )
-            moves[scope] = Scope(to.scope.app_id, to.scope.tenant_id, scope.agent_id, scope.run_id)
-        return store.move_messages(self.store_name, list(moves.items())) if moves else 0
-
-    @property
-    def keeps_message_log(self) -> bool:
-        """Whether the store's message log can be listed for a backup and restored from one
-        (:class:`~memcore.ports.MessageLog`: the embedded store)."""
-        return isinstance(self.store, MessageLog)
-
-    def every_logged_message(
-        self, *, page_size: int = limits.MAX_PAGE_LIMIT
-    ) -> Iterator[LoggedMessage]:
-        """Every message of the log in reach (what :meth:`every_memory` covers), in the order
-        logged, with the memory each became; nothing where the store cannot list its log."""
-        store = self.store
-        if not isinstance(store, MessageLog):
-            return iter(())
-        tenant = self.scope.tenant_pattern()
-        pattern = self.profile_pattern
-        listing = every_item(
-            lambda token: store.list_logged_messages(
-                self.store_name, pattern, limit=page_size, next_token=token
-            )
-        )
-        return (
-            m for m in listing if m.message.scope is not None and tenant.matches(m.message.scope)
-        )
-
-    def restore_messages(self, messages: Sequence[LoggedMessage]) -> int:
-        """Log what an import restores, each message in its own scope, which must lie in this
-        session's tenant, all or none; how many were added (one already logged is skipped).
-        A message links to a memory of its own scope only."""
-        self._check_writable()
-        _check_list(messages, field="messages")
-        tenant = self.scope.tenant_pattern()
-        for i, logged in enumerate(messages):  # every message, before anything is written
-            scope = logged.message.scope if isinstance(logged, LoggedMessage) else None
-            if not isinstance(scope, Scope) or not tenant.matches(scope):
-                raise InvalidInput(
-                    f"messages[{i}].scope is outside this session's tenant",
-                    field=f"messages[{i}].scope",
-                )
-        store = self.store
-        if not isinstance(store, MessageLog):
-            raise Unsupported(
-                "this backend cannot restore a message log; only the embedded store can",
-                field="messages",
-            )
-        return store.restore_messages(self.store_name, list(messages))
-
-    @property
-    def restores_history(self) -> bool:
-        """Whether :meth:`restore` keeps ids and times and :meth:`restore_links` gives back
-        which version replaced which (the embedded store): an import then restores the
-        versions a dream replaced too, and the store recalls and ranks as the original."""
-        return self.restores_exactly and isinstance(self.store, VersionHistory)
-
-    def restore_links(self, links: Sequence[VersionLink], *, adding: bool = False) -> None:
-        """Give back what an import restored its supersession links, every memory in this
-        session's tenant, all or none (a link to a memory of another tenant is dropped).
-        ``adding``: each link joins what its memory has now instead of replacing it
-        (:meth:`~memcore.ports.VersionHistory.add_version_links`), so an import keeps what a
-        dream or an edit linked after it listed the memories."""
-        store = self._history(links)
-        if adding:
-            store.add_version_links(self.store_name, list(links))
-        else:
-            store.link_versions(self.store_name, list(links))
-
-    def unlink(self, links: Sequence[VersionLink]) -> None:
-        """Take ``links`` back out of what their memories have now, all or none
-        (:meth:`~memcore.ports.VersionHistory.drop_version_links`): a stopped import's
-        rollback undoes only what it linked, not what a dream or an edit linked since."""
-        self._history(links).drop_version_links(self.store_name, list(links))
-
-    def _history(self, links: Sequence[VersionLink]) -> VersionHistory:
-        """The store, once ``links`` are checked to be in this session's tenant."""
-        self._check_writable()
-        _check_list(links, field="links")
-        tenant = self.scope.tenant_pattern()
-        for i, link in enumerate(links):  # every link, before anything is written
-            scope = link.scope if isinstance(link, VersionLink) else None
-            if not isinstance(scope, Scope) or not tenant.matches(scope):
-                raise InvalidInput(
-                    f"links[{i}].scope is outside this session's tenant", field=f"links[{i}].scope"
-                )
-        store = self.store
-        if not isinstance(store, VersionHistory):
-            raise Unsupported(
-                "this backend keeps no version history; only the embedded store does",
-                field="links",
-            )
-        return store
-
-    def _message_move(self) -> MessageMove:
-        if not isinstance(self.store, MessageMove):
-            raise Unsupported(
-                "this backend cannot move a message log to another tenant; only the embedded "
-                "store can",
-                field="messages",
-            )
-        return self.store
-
-    def _within_tenant(self, pattern: ScopePattern | None) -> ScopePattern:
-        tenant = self.scope.tenant_pattern()
-        if pattern is None:
-            return tenant
-        if not isinstance(pattern, ScopePattern):
-            raise InvalidInput("scope must be a ScopePattern", field="scope")
-        if not pattern.within(tenant):
-            raise InvalidInput(f"scope {pattern} is outside this tenant", field="scope")
-        return pattern
-
-    # -- dream (consolidation) -----------------------------------------------------------
-    def dream(
-        self,
-        *,
-        pattern: ScopePattern | None = None,
-        apply_mode: str = "proposal",
-        instructions: str | None = None,
-    ) -> DreamTask:
-        """Start a consolidation over this tenant (or ``pattern`` inside it)."""
-        self._check_writable()
-        return self.store.create_dream_task(
-            self.store_name,
-            self._within_tenant(pattern),
-            apply_mode=apply_mode,
-            instructions=instructions,
-        )
-
-    def dream_task(self, task_id: str) -> DreamTask:
-        """A dream task, only when every scope it reads lies in this tenant.
-
-        TableStore's Get lists the scopes a task expanded to: none for a tenant with no
-        memories. Such a task is this tenant's only when a listing asked with the tenant's
-        own pattern shows it reading nothing else. Another tenant's id and a missing id take
-        the same path (a Get, then that listing) and answer the same NotFound.
-        """
-        limits.check_id(task_id, field="task_id")
-        missing = NotFound(f"dream task {task_id!r} was not found in this tenant", field="task_id")
-        tenant = self.scope.tenant_pattern()
-        try:
-            found: DreamTask | None = self.store.get_dream_task(self.store_name, task_id)
-        except StoreNotFound:
-            raise  # the store itself is gone: not an id's answer
-        except NotFound:
-            found = None
-        if found is not None and found.id == task_id and _owned(found.scopes, tenant):
-            return found
-        listed = self._listed_dream(task_id, tenant)
-        if found is None or found.id != task_id or found.scopes or listed is None:
-            raise missing
-        return found
-
-    def _listed_dream(self, task_id: str, tenant: ScopePattern) -> DreamTask | None:
-        """``task_id`` as this tenant's own listing shows it, if every scope it names lies in
-        the tenant; the store is asked only with the tenant's pattern, up to the id or the end."""
-        listing = every_item(
-            lambda token: self.store.list_dream_tasks(
-                self.store_name, limit=limits.MAX_PAGE_LIMIT, next_token=token, pattern=tenant
-            )
-        )
-        for task in listing:
-            if task.id == task_id:
-                return task if _owned(task.scopes, tenant) else None
-        return None
-
-    def dream_tasks(
-        self,
-        *,
-        limit: int = 50,
-        next_token: str | None = None,
-        status: str | None = None,
-        pattern: ScopePattern | None = None,
-    ) -> Page[DreamTask]:
-        """This tenant's dream tasks; the store is always asked with the tenant's pattern,
-        and a task that reads anything outside the tenant is left out."""
-        limits.check_limit(limit)
-        limits.check_status(status, dream=True)
-        reach = self._within_tenant(pattern)
-        tenant = self.scope.tenant_pattern()
-        page = self.store.list_dream_tasks(
-            self.store_name, limit=limit, next_token=next_token, pattern=reach, status=status
-        )
-        return page.filter(lambda t: _owned(t.scopes, tenant))
-
-    def dream_actions(
-        self, task_id: str, *, limit: int = 50, next_token: str | None = None
-    ) -> Page[DreamAction]:
-        limits.check_limit(limit)
-        task = self.dream_task(task_id)
-        return self.store.list_dream_actions(
-            self.store_name, task.id, limit=limit, next_token=next_token
-        )
-
-    def apply_dream_actions(self, task_id: str, action_ids: Sequence[str]) -> list[DreamAction]:
-        """One result per id; an action id the task does not have is ``not_found``."""
-        self._check_writable()
-        ids = limits.check_action_ids(action_ids)
-        task = self.dream_task(task_id)
-        return self.store.apply_dream_actions(self.store_name, task.id, ids)
-
-    def undo_dream_action(self, task_id: str, action_id: str) -> DreamAction:
-        """Take back an applied action (stores that keep undo records: the local one)."""
-        self._check_writable()
-        limits.check_id(action_id, field="action_id")
-        if not isinstance(self.store, DreamUndo):
-            raise Unsupported(
-                "this backend cannot undo dream actions; only the local store keeps undo records"
-            )
-        task = self.dream_task(task_id)
-        return self.store.undo_dream_action(self.store_name, task.id, action_id)
-
-    def cancel_dream_task(self, task_id: str) -> DreamTask:
-        self._check_writable()
-        task = self.dream_task(task_id)
-        return self.store.cancel_dream_task(self.store_name, task.id)
 
     # -- prefetch -----------------------------------------------------------------------
     def recall(
