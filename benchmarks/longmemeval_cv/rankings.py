@@ -37,10 +37,22 @@ def _positions(q: Question, seqs: Iterable[int]) -> np.ndarray:
     return np.searchsorted(q.seqs, np.asarray(list(seqs), dtype=np.int64))
 
 
+def _lexical(q: Question, pool: dict[int, float]) -> np.ndarray:
+    """Every row's lexical score from a pool (seq -> score); 0 where no query term is held."""
+    scores = np.zeros(len(q.seqs))
+    scores[_positions(q, pool.keys())] = list(pool.values())
+    return scores
+
+
+def _convex(weight: float, vector: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """The shipped fusion's step (``ranking.fuse``): ``weight`` of the cosine, the rest of
+    the lexical score, within [0, 1]."""
+    return np.clip(weight * vector + (1 - weight) * lexical, 0.0, 1.0)
+
+
 def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(score of every row, candidate rows) of a fusion setting."""
     kind = setting[0]
-    scores = np.zeros(len(q.seqs))
     if kind == "vector":  # ("vector",), ("vector", centre) or ("vector", centre, context)
         centre = setting[1] if len(setting) > 1 else 0.0
         context = setting[2] if len(setting) > 2 else "turn"
@@ -50,12 +62,10 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
         vec = _vector_pool(q)
         if len(setting) > 2:  # ("rrf", k, "ours"): our lexical ranking instead of bm25
             pool = q.lexical[(*LEXICAL[2:], *SHIPPED_PRIOR)]
-            lex = _positions(q, pool.keys())
-            scores[lex] = list(pool.values())
-            lex = by_score(q, scores, lex)
-            scores = np.zeros(len(q.seqs))
+            lex = by_score(q, _lexical(q, pool), _positions(q, pool.keys()))
         else:
             lex = _positions(q, q.bm25)
+        scores = np.zeros(len(q.seqs))
         scores[vec] += 1.0 / (k + 1 + np.arange(len(vec)))
         scores[lex] += 1.0 / (k + 1 + np.arange(len(lex)))
         return scores, np.union1d(vec, lex)
@@ -73,13 +83,12 @@ def fused_scores(q: Question, setting: tuple[Any, ...]) -> tuple[np.ndarray, np.
     context = setting[6] if len(setting) > 6 else "turn"
     pool = q.lexical[(b, cap, power, *(setting[7:9] or SHIPPED_PRIOR))]
     lex = _positions(q, pool.keys())
-    scores[lex] = list(pool.values())
     if kind == "lexical":
-        return scores, lex
+        return _lexical(q, pool), lex
     vector = np.clip(_cosines(q, centre, context), 0.0, 1.0)
     if not pool:  # no query term in the store: the vector order (ranking.fuse)
         return vector, _vector_pool(q, centre, context)
-    fused = np.clip(weight * vector + (1 - weight) * scores, 0.0, 1.0)
+    fused = _convex(weight, vector, _lexical(q, pool))
     return fused, np.union1d(_vector_pool(q, centre, context), lex)
 
 
@@ -100,10 +109,7 @@ def _feedback_scores(q: Question, k: int, beta: float) -> tuple[np.ndarray, np.n
     pool = q.lexical[(*DEFAULT[2:], *SHIPPED_PRIOR)]
     if not pool:
         return vector, rows
-    lexical = np.zeros(len(q.seqs))
-    lexical[_positions(q, pool.keys())] = list(pool.values())
-    weight = DEFAULT[1]
-    return np.clip(weight * vector + (1 - weight) * lexical, 0.0, 1.0), rows
+    return _convex(DEFAULT[1], vector, _lexical(q, pool)), rows
 
 
 def rank(q: Question, setting: tuple[Any, ...], lam: float = 0.0, how: str = "") -> np.ndarray:
