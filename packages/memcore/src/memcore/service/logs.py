@@ -16,7 +16,7 @@ from memcore.paging import every_item
 from memcore.ports import BulkAdd, MessageLog, MessageMove, VersionHistory
 from memcore.scope import Scope
 from memcore.service.inputs import check_list
-from memcore.service.session import Session
+from memcore.service.session import Session, refuse_outside
 from memcore.values import LoggedMessage, VersionLink
 
 
@@ -72,10 +72,7 @@ class Logs:
         check_list(scopes, field="scopes")
         moves: dict[Scope, Scope] = {}
         for i, scope in enumerate(scopes):
-            if not isinstance(scope, Scope) or not source.matches(scope):
-                raise InvalidInput(
-                    f"scopes[{i}] is outside this session's tenant", field=f"scopes[{i}]"
-                )
+            refuse_outside(source, scope, what=f"scopes[{i}]", field=f"scopes[{i}]")
             moves[scope] = Scope(
                 there.scope.app_id, there.scope.tenant_id, scope.agent_id, scope.run_id
             )
@@ -110,11 +107,7 @@ class Logs:
         tenant = s.tenant
         for i, logged in enumerate(messages):  # every message, before anything is written
             scope = logged.message.scope if isinstance(logged, LoggedMessage) else None
-            if not isinstance(scope, Scope) or not tenant.matches(scope):
-                raise InvalidInput(
-                    f"messages[{i}].scope is outside this session's tenant",
-                    field=f"messages[{i}].scope",
-                )
+            refuse_outside(tenant, scope, what=f"messages[{i}].scope", field=f"messages[{i}].scope")
         store = s.store
         if not isinstance(store, MessageLog):
             raise Unsupported(
@@ -149,10 +142,7 @@ class Logs:
         tenant = s.tenant
         for i, link in enumerate(links):  # every link, before anything is written
             scope = link.scope if isinstance(link, VersionLink) else None
-            if not isinstance(scope, Scope) or not tenant.matches(scope):
-                raise InvalidInput(
-                    f"links[{i}].scope is outside this session's tenant", field=f"links[{i}].scope"
-                )
+            refuse_outside(tenant, scope, what=f"links[{i}].scope", field=f"links[{i}].scope")
         store = s.store
         if not isinstance(store, VersionHistory):
             raise Unsupported(

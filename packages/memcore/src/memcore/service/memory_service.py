@@ -33,7 +33,7 @@ from memcore.service import lookup, mirror
 from memcore.service.dreams import Dreams
 from memcore.service.inputs import check_list, check_user_metadata, restorable_text
 from memcore.service.logs import Logs
-from memcore.service.session import Session, in_tenant
+from memcore.service.session import Session, in_tenant, refuse_outside
 from memcore.service.turns import TurnWrite, plan_turn
 from memcore.turn_policy import check_store_assistant
 from memcore.values import (
@@ -174,10 +174,7 @@ class MemoryService:
         for i, item in enumerate(items):  # every item, before anything is written
             if not isinstance(item, TextItem):
                 raise InvalidInput(f"items[{i}] must be a TextItem", field=f"items[{i}]")
-            if not isinstance(item.scope, Scope) or not tenant.matches(item.scope):
-                raise InvalidInput(
-                    f"items[{i}].scope is outside this session's tenant", field=f"items[{i}].scope"
-                )
+            refuse_outside(tenant, item.scope, what=f"items[{i}].scope", field=f"items[{i}].scope")
             text = restorable_text(item.text, field=f"items[{i}].text")
             meta = check_user_metadata(item.metadata)
             checked.append(attrs.evolve(item, text=text, metadata=meta))
@@ -539,10 +536,7 @@ class MemoryService:
         for i, memory in enumerate(memories):  # every one, before anything is deleted
             if not isinstance(memory, MemoryVersion):
                 raise InvalidInput(f"memories[{i}] must be a MemoryVersion", field="memories")
-            if not isinstance(memory.scope, Scope) or not tenant.matches(memory.scope):
-                raise InvalidInput(
-                    f"memories[{i}].scope is outside this session's tenant", field="memories"
-                )
+            refuse_outside(tenant, memory.scope, what=f"memories[{i}].scope", field="memories")
             limits.check_id(memory.memory_id, field=f"memories[{i}].memory_id")
             if type(memory.version) is not int:
                 raise InvalidInput(
@@ -570,10 +564,7 @@ class MemoryService:
             if not isinstance(memory, tuple) or len(memory) != 2:
                 raise InvalidInput(f"memories[{i}] must be a (scope, id) pair", field="memories")
             scope, memory_id = memory
-            if not isinstance(scope, Scope) or not tenant.matches(scope):
-                raise InvalidInput(
-                    f"memories[{i}] scope is outside this session's tenant", field="memories"
-                )
+            refuse_outside(tenant, scope, what=f"memories[{i}] scope", field="memories")
             limits.check_id(memory_id, field=f"memories[{i}].memory_id")
         if not isinstance(self.store, UnclaimedDelete):
             raise Unsupported(

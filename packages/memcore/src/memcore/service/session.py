@@ -83,3 +83,10 @@ def in_tenant(what: str, task_id: str, fetch: Callable[[], T], is_owned: Callabl
     if not is_owned(found):
         raise missing
     return found
+
+
+def refuse_outside(tenant: ScopePattern, scope: object, *, what: str, field: str) -> None:
+    """Refuse ``scope`` unless it is a Scope inside ``tenant``: each scope a restore, a claim,
+    a move or a link names is checked so, every one before anything is written."""
+    if not isinstance(scope, Scope) or not tenant.matches(scope):
+        raise InvalidInput(f"{what} is outside this session's tenant", field=field)
