@@ -9,6 +9,7 @@ import pytest
 from memcore.ports import MemoryStore
 from memcore.testing import HashingEmbedder, InMemoryMemoryStore
 from memcore.testing.contract import MemoryStoreContract
+from memcore.testing.contract.harness import Settle
 
 
 class TestFakeContract(MemoryStoreContract):
@@ -32,6 +33,10 @@ class TestEventuallyConsistentFakeContract(MemoryStoreContract):
     def store(self) -> Iterator[MemoryStore]:
         yield InMemoryMemoryStore(consistency_lag=3)
 
-    def settle(self, store: MemoryStore) -> None:
-        for _ in range(4):
-            store.list_stores()
+    @pytest.fixture
+    def settle(self) -> Settle:
+        def after_the_lag(store: MemoryStore) -> None:
+            for _ in range(4):
+                store.list_stores()
+
+        return after_the_lag
