@@ -6,13 +6,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from memcore.ports import MemoryStore
+from memcore.ports import MemoryStore, MessageMove, NeighbourTurns
 from memcore.testing import HashingEmbedder, InMemoryMemoryStore
 from memcore.testing.contract import MemoryStoreContract
 from memcore.testing.contract.harness import Settle
 
+THE_FAKE_S_PORTS = frozenset({MessageMove, NeighbourTurns})
+
 
 class TestFakeContract(MemoryStoreContract):
+    @pytest.fixture
+    def ports(self) -> frozenset[type]:
+        return THE_FAKE_S_PORTS
+
     @pytest.fixture
     def store(self) -> Iterator[MemoryStore]:
         s = InMemoryMemoryStore()
@@ -22,12 +28,20 @@ class TestFakeContract(MemoryStoreContract):
 
 class TestFakeWithEmbedderContract(MemoryStoreContract):
     @pytest.fixture
+    def ports(self) -> frozenset[type]:
+        return THE_FAKE_S_PORTS
+
+    @pytest.fixture
     def store(self) -> Iterator[MemoryStore]:
         yield InMemoryMemoryStore(embedder=HashingEmbedder())
 
 
 class TestEventuallyConsistentFakeContract(MemoryStoreContract):
     """Search lags writes by a few calls, as the cloud index does; ``settle`` waits it out."""
+
+    @pytest.fixture
+    def ports(self) -> frozenset[type]:
+        return THE_FAKE_S_PORTS
 
     @pytest.fixture
     def store(self) -> Iterator[MemoryStore]:

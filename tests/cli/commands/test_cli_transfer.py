@@ -102,10 +102,12 @@ def test_a_second_import_into_tablestore_adds_nothing_though_the_service_would_s
     the service gave), though the README calls import idempotent."""
     import itertools
 
-    import memcore.testing.fake
+    import memcore.testing.fake.reading
 
     fresh = itertools.count()  # the service stores the same text twice when asked
-    monkeypatch.setattr(memcore.testing.fake, "_content_key", lambda scope, text: next(fresh))
+    monkeypatch.setattr(
+        memcore.testing.fake.reading, "content_key", lambda scope, text: next(fresh)
+    )
     _seed(local_cli)
     out = tmp_path / "m.jsonl"
     local_cli.ok("export", "--out", str(out))

@@ -293,13 +293,15 @@ def test_a_second_import_into_a_store_that_keeps_a_text_twice_adds_nothing(
     says it keeps a text once: a second import sent every record again."""
     import itertools
 
-    import memcore.testing.fake
+    import memcore.testing.fake.reading
     from memcore.scope import Scope
     from memcore.testing import InMemoryMemoryStore
     from memcore_hermes.commands.importing import import_lines
 
     fresh = itertools.count()  # the store keeps the same text twice when sent twice
-    monkeypatch.setattr(memcore.testing.fake, "_content_key", lambda scope, text: next(fresh))
+    monkeypatch.setattr(
+        memcore.testing.fake.reading, "content_key", lambda scope, text: next(fresh)
+    )
     store = InMemoryMemoryStore()
     store.ensure_store("m")
     service = MemoryService(store, store_name="m", scope=Scope.from_mapping(SCOPE))

@@ -9,10 +9,17 @@ import pytest
 
 from memcore.testing import HashingEmbedder
 from memcore.testing.contract import MemoryStoreContract
+from memcore.testing.contract.harness import OPTIONAL_PORTS
 from memcore_sqlite import SqliteMemoryStore
 
 
 class TestSqliteLexicalContract(MemoryStoreContract):
+    """The embedded store implements every optional port."""
+
+    @pytest.fixture
+    def ports(self) -> frozenset[type]:
+        return frozenset(OPTIONAL_PORTS)
+
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[SqliteMemoryStore]:
         s = SqliteMemoryStore(tmp_path / "contract.db")
@@ -22,6 +29,10 @@ class TestSqliteLexicalContract(MemoryStoreContract):
 
 
 class TestSqliteHybridContract(MemoryStoreContract):
+    @pytest.fixture
+    def ports(self) -> frozenset[type]:
+        return frozenset(OPTIONAL_PORTS)
+
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[SqliteMemoryStore]:
         s = SqliteMemoryStore(tmp_path / "contract.db", embedder=HashingEmbedder(64))

@@ -15,8 +15,9 @@ def _at_once(store: MemoryStore) -> None:
 
 
 class StoreFixtures:
-    """``store`` (the adapter's, required), ``ready`` (with the contract's store created) and
-    ``settle`` (override it when the backend indexes asynchronously)."""
+    """``store`` (the adapter's, required), ``ready`` (with the contract's store created),
+    ``settle`` (override it when the backend indexes asynchronously) and ``ports`` (override
+    it with the optional ports the store implements)."""
 
     @pytest.fixture
     def store(self) -> Iterator[MemoryStore]:  # pragma: no cover - subclasses provide it
@@ -30,3 +31,10 @@ class StoreFixtures:
     @pytest.fixture
     def settle(self) -> Settle:
         return _at_once
+
+    @pytest.fixture
+    def ports(self) -> frozenset[type]:
+        """The optional ports (``harness.OPTIONAL_PORTS``) the adapter implements. A test
+        "..._or_unsupported" passes either way, so the suite checks that the store holds
+        exactly these: a capability lost by a rename fails instead of being skipped."""
+        return frozenset()

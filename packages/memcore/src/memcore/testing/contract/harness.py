@@ -8,7 +8,19 @@ from typing import Any
 
 from memcore.facade import Memory as Library
 from memcore.paging import pages
-from memcore.ports import MemoryStore
+from memcore.ports import (
+    BulkAdd,
+    DreamUndo,
+    KeyRemoval,
+    MemoryLookup,
+    MemoryStore,
+    MessageLog,
+    MessageMove,
+    NeighbourTurns,
+    SearchWarmup,
+    UnclaimedDelete,
+    VersionHistory,
+)
 from memcore.scope import Scope
 from memcore.values import Page
 
@@ -17,6 +29,20 @@ A1 = Scope("app", "tenant_a", "agent1", "run1")
 A2 = Scope("app", "tenant_a", "agent2", "run2")
 B1 = Scope("app", "tenant_b", "agent1", "run1")
 OTHER_APP = Scope("other", "tenant_a", "agent1", "run1")
+
+OPTIONAL_PORTS: tuple[type, ...] = (
+    BulkAdd,
+    DreamUndo,
+    KeyRemoval,
+    MemoryLookup,
+    MessageLog,
+    MessageMove,
+    NeighbourTurns,
+    SearchWarmup,
+    UnclaimedDelete,
+    VersionHistory,
+)
+"""The ports a store may add to ``MemoryStore``; the service asks for each with ``isinstance``."""
 
 Settle = Callable[[MemoryStore], None]
 """Waits until earlier writes are visible to search (the ``settle`` fixture's type)."""

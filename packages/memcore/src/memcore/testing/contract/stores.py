@@ -9,7 +9,7 @@ import pytest
 from memcore.errors import Conflict, InvalidInput, NotFound, StoreNotFound
 from memcore.ports import MemoryStore
 from memcore.testing.contract.fixtures import StoreFixtures
-from memcore.testing.contract.harness import A1, STORE
+from memcore.testing.contract.harness import A1, OPTIONAL_PORTS, STORE
 from memcore.values import STORAGE_MODES
 
 
@@ -71,3 +71,13 @@ class StoresContract(StoreFixtures):
     def test_bad_store_name(self, store: MemoryStore) -> None:
         with pytest.raises(InvalidInput):
             store.create_store("bad-name!")
+
+    def test_the_store_holds_exactly_the_optional_ports_its_suite_declares(
+        self, store: MemoryStore, ports: frozenset[type]
+    ) -> None:
+        held = {p.__name__ for p in OPTIONAL_PORTS if isinstance(store, p)}
+        declared = {p.__name__ for p in ports}
+        assert held == declared, (
+            f"the store implements {sorted(held)} but the suite's `ports` fixture declares "
+            f"{sorted(declared)}"
+        )

@@ -7,9 +7,7 @@ eventual consistency and fault injection. Thread-safe, so it can sit behind an H
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import re
 import threading
 import time
 import uuid
@@ -23,6 +21,11 @@ from memcore.errors import Conflict, NotFound, StoreClosed, StoreNotFound
 from memcore.paging import paginate
 from memcore.ports import Embedder, ProgressCallback
 from memcore.scope import Scope, ScopePattern
+from memcore.testing.fake import reading
+from memcore.testing.fake.dreaming import apply_actions, counts, overlaps, propose_merges
+from memcore.testing.fake.ranking import hit_for
+from memcore.testing.fake.reading import tokens
+from memcore.testing.fake.state import StoreState, Unit
 from memcore.testing.faults import FaultPlan
 from memcore.values import (
     DreamAction,
@@ -37,50 +40,6 @@ from memcore.values import (
     TurnContext,
     WriteReceipt,
 )
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-
-
-def tokens(text: str) -> set[str]:
-    """Lower-cased words, plus character bigrams for CJK runs (which have no spaces)."""
-    out: set[str] = set()
-    for word in _WORD.findall(text.lower()):
-        for run in _CJK.findall(word):
-            out.update(run[i : i + 2] for i in range(len(run) - 1))
-            if len(run) == 1:
-                out.add(run)
-        rest = _CJK.sub(" ", word).split()
-        out.update(rest)
-    return out
-
-
-def _content_key(scope: Scope, text: str) -> str:
-    return hashlib.sha256(f"{scope}\x00{text.strip()}".encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@attrs.define
-class _Unit:
-    seq: int
-    memory: MemoryRecord
-    visible_after: int
-    vector: list[float] | None = None
-    #: When its text was last said (a message's own time, else when it was written).
-    said: float = 0.0
-
-
-@attrs.define
-class _Store:
-    info: StoreInfo
-    units: dict[str, _Unit] = attrs.field(factory=dict)
-    by_content: dict[str, str] = attrs.field(factory=dict)
-    messages: dict[Scope, list[tuple[int, Message]]] = attrs.field(factory=dict)
-    #: Which memory each logged message became (by message id), for the turns around a hit.
-    became: dict[str, str] = attrs.field(factory=dict)
-    requests: list[tuple[int, RequestRecord]] = attrs.field(factory=list)
-    tasks: dict[str, tuple[int, MemoryTask]] = attrs.field(factory=dict)
-    dreams: dict[str, tuple[int, DreamTask]] = attrs.field(factory=dict)
-    actions: dict[str, list[tuple[int, DreamAction]]] = attrs.field(factory=dict)
 
 
 class InMemoryMemoryStore:
@@ -105,7 +64,7 @@ class InMemoryMemoryStore:
         self.faults = FaultPlan()
         self._clock = clock
         self._lock = threading.RLock()
-        self._stores: dict[str, _Store] = {}
+        self._stores: dict[str, StoreState] = {}
         self._seq = itertools.count(1)
         self._calls = 0
         self.closed = False
@@ -117,7 +76,7 @@ class InMemoryMemoryStore:
         self.faults.check(operation)
         self._calls += 1
 
-    def _store(self, name: str) -> _Store:
+    def _store(self, name: str) -> StoreState:
         limits.check_store_name(name)
         try:
             return self._stores[name]
@@ -128,7 +87,7 @@ class InMemoryMemoryStore:
 
     def _audit(
         self,
-        st: _Store,
+        st: StoreState,
         operation: str,
         *,
         scope: Scope | None = None,
@@ -152,7 +111,7 @@ class InMemoryMemoryStore:
         return rid
 
     def _task(
-        self, st: _Store, operation: str, scope: Scope, ids: Sequence[str], accepted: int = 0
+        self, st: StoreState, operation: str, scope: Scope, ids: Sequence[str], accepted: int = 0
     ) -> MemoryTask:
         """The write's task, keyed by the write's request id as on the service."""
         now = self._clock()
@@ -172,7 +131,7 @@ class InMemoryMemoryStore:
 
     def _insert(
         self,
-        st: _Store,
+        st: StoreState,
         scope: Scope,
         text: str,
         metadata: Mapping[str, str],
@@ -182,7 +141,7 @@ class InMemoryMemoryStore:
         """``said``: when the text was said (a message's own time), else now. It is the
         memory's ``created_at``; ``updated_at`` is when it was written, as in the embedded
         store."""
-        key = _content_key(scope, text)
+        key = reading.content_key(scope, text)
         existing = st.by_content.get(key)
         now = self._clock()
         when = now if said is None else said
@@ -215,13 +174,13 @@ class InMemoryMemoryStore:
             said_at=when,
         )
         vector = self.embedder.embed([text])[0] if self.embedder else None
-        st.units[memory.id] = _Unit(
+        st.units[memory.id] = Unit(
             next(self._seq), memory, self._calls + self.consistency_lag, vector, when
         )
         st.by_content[key] = memory.id
         return memory.id
 
-    def _unit_in_scope(self, st: _Store, scope: Scope, memory_id: str) -> _Unit:
+    def _unit_in_scope(self, st: StoreState, scope: Scope, memory_id: str) -> Unit:
         limits.check_id(memory_id)
         unit = st.units.get(memory_id)
         # Another scope's memory is reported exactly like a missing one: existence never leaks.
@@ -245,7 +204,7 @@ class InMemoryMemoryStore:
             extract_instructions=instructions or None,
             updated_at=now,
         )
-        self._stores[store] = _Store(info)
+        self._stores[store] = StoreState(info)
         return info
 
     def ensure_store(
@@ -416,28 +375,20 @@ class InMemoryMemoryStore:
             st = self._store(store)
             hits: list[SearchHit] = []
             for unit in st.units.values():
-                m = unit.memory
-                if unit.visible_after > self._calls or not pattern.matches(m.scope):
+                if unit.visible_after > self._calls or not pattern.matches(unit.memory.scope):
                     continue
-                if any(m.metadata.get(k) != v for k, v in flt.items()):
-                    continue
-                lexical = len(q & tokens(m.text)) / len(q) if q else 0.0
-                score = lexical
-                similarity = None
-                if qvec is not None and unit.vector is not None:
-                    cosine = sum(a * b for a, b in zip(qvec, unit.vector))
-                    similarity = round((cosine + 1.0) / 2.0, 6)
-                    score = max(lexical, similarity if cosine > 0.2 else 0.0)
-                if score <= 0.0 or (floor is not None and score < floor):
-                    continue
-                score = round(min(1.0, score), 6)
-                ranking = None
-                if context_scope is not None:
-                    ranking = round(score + (0.1 if m.scope == context_scope else 0.0), 6)
-                evidence = self._evidence(st, m) if include_evidence else ()
-                hits.append(
-                    SearchHit(m, score, similarity, "vector" if qvec else "text", evidence, ranking)
+                hit = hit_for(
+                    st,
+                    unit,
+                    q,
+                    qvec,
+                    filters=flt,
+                    floor=floor,
+                    context_scope=context_scope,
+                    include_evidence=include_evidence,
                 )
+                if hit is not None:
+                    hits.append(hit)
             hits.sort(
                 key=lambda h: (
                     -(h.score if h.ranking_score is None else h.ranking_score),
@@ -464,17 +415,6 @@ class InMemoryMemoryStore:
                 return TurnContext()
             i = at[-1]
             return TurnContext(tuple(log[max(0, i - turns) : i]), tuple(log[i + 1 : i + 1 + turns]))
-
-    @staticmethod
-    def _evidence(st: _Store, memory: MemoryRecord) -> tuple[dict[str, str], ...]:
-        """The messages a memory came from (at most 8, each cut to 1,200 characters)."""
-        out = []
-        for _, msg in st.messages.get(memory.scope, []):
-            if msg.content.strip() == memory.text.strip():
-                out.append(
-                    {"messageId": msg.id or "", "role": msg.role, "content": msg.content[:1200]}
-                )
-        return tuple(out[:8])
 
     def list_memories(
         self, store: str, pattern: ScopePattern, *, limit: int = 50, next_token: str | None = None
@@ -534,8 +474,8 @@ class InMemoryMemoryStore:
             )
             if text is not None and text != old.text:
                 unit.said = now
-                st.by_content.pop(_content_key(scope, old.text), None)
-                st.by_content[_content_key(scope, text)] = memory_id
+                st.by_content.pop(reading.content_key(scope, old.text), None)
+                st.by_content[reading.content_key(scope, text)] = memory_id
                 if self.embedder:
                     unit.vector = self.embedder.embed([text])[0]
             unit.memory = new
@@ -549,7 +489,7 @@ class InMemoryMemoryStore:
             st = self._store(store)
             unit = self._unit_in_scope(st, scope, memory_id)
             del st.units[memory_id]
-            st.by_content.pop(_content_key(scope, unit.memory.text), None)
+            st.by_content.pop(reading.content_key(scope, unit.memory.text), None)
             self._audit(st, "DeleteMemory", scope=scope, target=memory_id, started=started)
 
     # -- messages, audit, scopes, tasks -------------------------------------------------
@@ -582,7 +522,7 @@ class InMemoryMemoryStore:
                 for _, message in log:
                     was = st.units.get(st.became.pop(message.id or "", ""))
                     if was is not None:
-                        now = st.by_content.get(_content_key(target, was.memory.text))
+                        now = st.by_content.get(reading.content_key(target, was.memory.text))
                         if now is not None:
                             st.became[message.id or ""] = now
                 moved += len(log)
@@ -684,32 +624,8 @@ class InMemoryMemoryStore:
         with self._lock:
             st = self._store(store)
             now = self._clock()
-            seen: dict[tuple[Scope, str], str] = {}
             dream_id = uuid.uuid4().hex
-            actions: list[tuple[int, DreamAction]] = []
-            for unit in sorted(st.units.values(), key=lambda u: u.seq):
-                m = unit.memory
-                if not any(p.matches(m.scope) for p in patterns):
-                    continue
-                norm = " ".join(m.text.casefold().split())
-                keeper = seen.setdefault((m.scope, norm), m.id)
-                if keeper != m.id:
-                    kept = st.units[keeper].memory
-                    action = DreamAction(
-                        uuid.uuid4().hex,
-                        dream_id,
-                        "MERGE",
-                        (keeper, m.id),
-                        kept.text,
-                        "proposed",
-                        {},
-                        confidence=0.9,
-                        reason=f"repeats memory {keeper}",
-                        target_memory_id=keeper,
-                        scope=m.scope,
-                        created_at=now,
-                    )
-                    actions.append((next(self._seq), action))
+            actions = propose_merges(st, patterns, dream_id, now, self._seq)
             st.actions[dream_id] = actions
             task = DreamTask(
                 dream_id,
@@ -719,13 +635,13 @@ class InMemoryMemoryStore:
                 now,
                 apply_mode=mode,
                 updated_at=now,
-                action_counts=_counts([a for _, a in actions]),
+                action_counts=counts([a for _, a in actions]),
                 instructions=instructions or None,
             )
             st.dreams[task.id] = (next(self._seq), task)
             return task
 
-    def _dream(self, st: _Store, task_id: str) -> DreamTask:
+    def _dream(self, st: StoreState, task_id: str) -> DreamTask:
         limits.check_id(task_id, field="task_id")
         if task_id not in st.dreams:
             raise NotFound(f"dream task {task_id!r} does not exist", field="task_id")
@@ -753,7 +669,7 @@ class InMemoryMemoryStore:
                 (seq, t)
                 for seq, t in sorted(self._store(store).dreams.values(), key=lambda e: e[0])
                 if (status is None or t.status == status)
-                and (pattern is None or any(_overlaps(pattern, p) for p in t.scopes))
+                and (pattern is None or any(overlaps(pattern, p) for p in t.scopes))
             ]
             return paginate(items, limit, next_token)
 
@@ -786,32 +702,7 @@ class InMemoryMemoryStore:
             st = self._store(store)
             task = self._dream(st, task_id)
             now = self._clock()
-            by_id = {a.id: (i, a) for i, (_, a) in enumerate(st.actions.get(task_id, []))}
-            results: list[DreamAction] = []
-            for aid in ids:
-                if aid not in by_id:
-                    results.append(DreamAction(aid, task_id, "", status="not_found"))
-                    continue
-                index, action = by_id[aid]
-                if action.status == "proposed":
-                    # A MERGE keeps its target and folds the sources into it.
-                    for mid in action.memory_ids[1:]:
-                        unit = st.units.pop(mid, None)
-                        if unit is not None:
-                            st.by_content.pop(
-                                _content_key(unit.memory.scope, unit.memory.text), None
-                            )
-                    action = attrs.evolve(
-                        action, status="applied", result_memory_id=action.target_memory_id
-                    )
-                    st.actions[task_id][index] = (st.actions[task_id][index][0], action)
-                results.append(action)
-            counts = _counts([a for _, a in st.actions.get(task_id, [])])
-            st.dreams[task_id] = (
-                st.dreams[task_id][0],
-                attrs.evolve(task, action_counts=counts, updated_at=now),
-            )
-            return results
+            return apply_actions(st, task, ids, now)
 
     def close(self) -> None:
         """Every call after it raises ``StoreClosed``, as a real store's does."""
@@ -837,19 +728,6 @@ class InMemoryMemoryStore:
                 for u in self._store(store).units.values()
                 if pattern is None or pattern.matches(u.memory.scope)
             )
-
-
-def _counts(actions: Sequence[DreamAction]) -> dict[str, int]:
-    out = {"total": len(actions), "proposed": 0, "applied": 0, "skipped": 0, "failed": 0}
-    for action in actions:
-        if action.status in out:
-            out[action.status] += 1
-    return out
-
-
-def _overlaps(a: ScopePattern, b: ScopePattern) -> bool:
-    """Whether two patterns can match a common scope (level by level, ``*`` matches all)."""
-    return all(x == y or "*" in (x, y) for x, y in zip(a.as_tuple(), b.as_tuple()))
 
 
 def _audited_within(scope: Scope | ScopePattern | None, pattern: ScopePattern) -> bool:
