@@ -8,17 +8,25 @@ load in ``initialize()``.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures import wait as wait_for_future
 from typing import TYPE_CHECKING, Any
 
 from memcore_hermes.config.envfile import API_KEY_VAR
 from memcore_hermes.config.home import HermesHome
+from memcore_hermes.session.opening import (
+    Relay,
+    lasting,
+    open_aside,
+    passes,
+    progress_callback,
+    recall_wait_s,
+    start_wait_s,
+    store_of,
+    wait_for,
+)
 
 try:
     from agent.memory_provider import MemoryProvider  # type: ignore[import-untyped,unused-ignore]
@@ -46,12 +54,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PROVIDER_NAME = "tablestore-mem"
-#: How much sooner than Hermes gives up on a prefetch the recall's wait ends (seconds).
-_HOST_WAIT_MARGIN_S = 0.5
-#: What Hermes 0.19 gives a provider's prefetch (seconds), when it does not say.
-_HERMES_PREFETCH_S = 8.0
-#: How often ``initialize`` passes on the opening's progress while it waits (seconds).
-_RELAY_S = 0.05
 #: How long ``shutdown()`` and ``on_session_end`` wait for the backend before leaving the rest
 #: in the spool (the original plugin joined its threads for up to 3 s and 5 s).
 DEFAULT_FLUSH_TIMEOUT_S = 3.0
@@ -260,7 +262,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         if self._runtime is not None:
             self.shutdown()
         self._shut_down = False
-        progress = _progress_callback(kwargs.get("status_callback"))
+        progress = progress_callback(kwargs.get("status_callback"))
         try:
             self._runtime = self._build_runtime(session_id, kwargs, progress)
             self._init_error, self._init_failure = None, None
@@ -308,13 +310,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         env = load_environment(home.env_file, self._environ)
         keys = access_keys(env)
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
-        relay = _Relay(progress)
+        relay = Relay(progress)
         open_store = self._store_opener(home, config, keys, env, relay)
         # Opened aside: Hermes calls this on its main thread when a session starts, and
         # another process's lock or a first run's bootstrap can take a minute.
-        opening = _open_aside(open_store)
+        opening = open_aside(open_store)
         bound = start_wait_s() if self._bounded_start else float("inf")
-        if not _wait_for(opening, relay, bound):
+        if not wait_for(opening, relay, bound):
             # The same opening goes on in the background; the lane takes its store.
             progress(
                 f"tablestore-mem: the memory store is still being opened after {bound:g} s; "
@@ -329,7 +331,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 config,
                 Unavailable(f"it was still being opened after {bound:g} s", field="store"),
                 on_open=lambda opened: _on_store_open(opened, config, reindex),
-                opening=_store_of(opening),
+                opening=store_of(opening),
                 lasting=lasting,
             )
             return self._start(session_id, kwargs, home, config, scope, handle, read_only)
@@ -522,9 +524,7 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         runtime = self._runtime
         if runtime is None:
             return ""
-        budget = _host_prefetch_budget_s()
-        wait = None if budget is None else max(0.0, budget - _HOST_WAIT_MARGIN_S)
-        return runtime.recall(query, max_wait_s=wait)
+        return runtime.recall(query, max_wait_s=recall_wait_s())
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         """Nothing: the next turn searches for its own message. A prefetch whose search was
@@ -700,25 +700,6 @@ def _on_store_open(store: MemoryStore, config: MemcoreConfig, reindex: bool) -> 
         start_background_reindex(store, config.memory_store_name)
 
 
-def lasting(error: MemcoreError) -> bool:
-    """Whether a store's opening failed for good (see :func:`passes`): a session whose
-    store could not open at once stops trying, and takes no more writes."""
-    return not passes(error)
-
-
-def passes(error: MemcoreError) -> bool:
-    """Whether a store that could not be opened may open later (busy, another process's
-    older file, a full disk, an endpoint down or throttling: a retryable error), or a local
-    file found damaged, whose writes wait in the spool until it is repaired (as they do when
-    a write finds the damage). Bad config, refused keys, a read-only file do not: the start
-    fails."""
-    from memcore.errors import ConfigError, StoreCorrupted
-
-    if isinstance(error, ConfigError):
-        return False
-    return error.retryable or isinstance(error, StoreCorrupted)
-
-
 _WARNED_ELSEWHERE: set[str] = set()
 
 
@@ -731,133 +712,6 @@ def _warn_elsewhere(home: HermesHome) -> None:
     if warning is not None:
         _WARNED_ELSEWHERE.add(str(home.root))
         logger.warning("tablestore-mem: %s", warning)
-
-
-def _host_prefetch_budget_s() -> float | None:
-    """How long Hermes' memory manager waits for a provider's prefetch (8 s in 0.19), or None
-    when unknown. Past it Hermes shows nothing, not the stand-in, and skips the next turns'
-    prefetch while this one still runs: a longer ``recall_wait_ms`` must end before it."""
-    try:
-        from agent import memory_manager  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        return None
-    value = getattr(memory_manager, "_EXTERNAL_PREFETCH_TIMEOUT_S", None)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        return None
-    return float(value)
-
-
-def start_wait_s() -> float:
-    """How long ``initialize`` waits for the store before the session starts without it:
-    what Hermes gives a provider's prefetch (8 s in 0.19), the longest it lets memory hold
-    up a turn, less the margin a recall keeps (7.5 s). A store that a short lock or a slow
-    disk delays still opens within it; one that waits for another process's lock or a
-    first run's bootstrap (a minute or more) goes on opening in the background."""
-    budget = _host_prefetch_budget_s()
-    return max(0.0, (budget or _HERMES_PREFETCH_S) - _HOST_WAIT_MARGIN_S)
-
-
-Opened = tuple["MemcoreConfig", "MemoryStore"]
-
-
-def _open_aside(open_store: Callable[[], Opened]) -> Future[Opened]:
-    """Run ``open_store`` on its own daemon thread (a stuck opening must not hold the
-    process's exit); its future tells when it ends."""
-    opening: Future[Opened] = Future()
-
-    def run() -> None:
-        try:
-            opening.set_result(open_store())
-        except BaseException as exc:
-            opening.set_exception(exc)
-
-    threading.Thread(target=run, name="tablestore-mem-open", daemon=True).start()
-    return opening
-
-
-def _store_of(opening: Future[Opened]) -> Future[MemoryStore]:
-    """The store ``opening`` yields, for the lane; an error that is no memcore error (a
-    bug) becomes :class:`Unavailable`, so the lane retries rather than stopping."""
-    from memcore.errors import MemcoreError, Unavailable
-
-    store: Future[MemoryStore] = Future()
-
-    def done(ended: Future[Opened]) -> None:
-        exc = ended.exception()
-        if exc is None:
-            store.set_result(ended.result()[1])
-        elif isinstance(exc, MemcoreError):
-            store.set_exception(exc)
-        else:
-            logger.error("tablestore-mem: opening the memory store failed", exc_info=exc)
-            store.set_exception(
-                Unavailable(f"opening the memory store failed ({type(exc).__name__})")
-            )
-
-    opening.add_done_callback(done)
-    return store
-
-
-def _wait_for(opening: Future[Any], relay: _Relay, bound: float) -> bool:
-    """Wait up to ``bound`` for ``opening``, passing on its progress on this (Hermes')
-    thread; True when it ended. Past the wait, its progress goes to the log only: Hermes'
-    start is over, and its status line must not speak of a start that no longer waits."""
-    deadline = time.monotonic() + bound
-    try:
-        while not opening.done():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            wait_for_future([opening], timeout=min(_RELAY_S, left))
-            relay.pump()
-        return True
-    finally:
-        relay.close()
-
-
-class _Relay:
-    """Progress of an opening on another thread, passed on by the thread that waits for
-    it (:meth:`pump`) until :meth:`close`; then only logged."""
-
-    def __init__(self, say: Callable[[str], None]) -> None:
-        self._say = say
-        self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self._open = True
-
-    def __call__(self, message: str) -> None:
-        with self._lock:
-            if self._open:
-                self._queue.put(message)
-                return
-        logger.info("%s", message)
-
-    def pump(self) -> None:
-        while True:
-            try:
-                message = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            self._say(message)
-
-    def close(self) -> None:
-        with self._lock:
-            self._open = False
-        self.pump()
-
-
-def _progress_callback(callback: Any) -> Callable[[str], None]:
-    """Hermes' status callback, guarded: progress reporting must never break startup."""
-
-    def say(message: str) -> None:
-        logger.info("%s", message)
-        if callable(callback):
-            try:
-                callback(message)
-            except Exception:
-                logger.debug("tablestore-mem: status callback failed", exc_info=True)
-
-    return say
 
 
 def register(ctx: Any) -> None:
