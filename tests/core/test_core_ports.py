@@ -65,3 +65,18 @@ def test_the_fake_store_and_embedder_implement_their_ports() -> None:
     embedder = HashingEmbedder()
     [vector] = embedder.embed(["tea"])
     assert len(vector) == embedder.dimension and isinstance(embedder.name, str)
+
+
+def test_the_contract_checks_every_optional_port_a_store_may_hold() -> None:
+    """The contract's ``ports`` check covers only what ``OPTIONAL_PORTS`` lists: a new store
+    port left out of it could be lost by an adapter unnoticed."""
+    import memcore.ports.store
+    from memcore.testing.contract.harness import OPTIONAL_PORTS
+
+    store_ports = {
+        name
+        for name in _protocols_defined_in("memcore.ports.store") - {"MemoryStore"}
+        if getattr(getattr(memcore.ports.store, name), "_is_runtime_protocol", False)
+    }  # a callback's type (ProgressCallback) is no capability: the service never asks for it
+    assert {p.__name__ for p in OPTIONAL_PORTS} == store_ports
+    assert len(OPTIONAL_PORTS) == len(set(OPTIONAL_PORTS))
