@@ -18,12 +18,12 @@ def _error(result) -> str:
 @pytest.fixture
 def counted_ids(monkeypatch):
     """The fake's new ids share their first eight characters, so a short prefix is ambiguous."""
-    from memcore.testing import fake
+    from memcore.testing.fake import dreaming, store
 
     numbers = itertools.count(1)
-    monkeypatch.setattr(
-        fake, "uuid", types.SimpleNamespace(uuid4=lambda: uuid.UUID(int=next(numbers)))
-    )
+    counted = types.SimpleNamespace(uuid4=lambda: uuid.UUID(int=next(numbers)))
+    for module in (store, dreaming):  # memory, task and dream ids; dream action ids
+        monkeypatch.setattr(module, "uuid", counted)
 
 
 # -- id prefixes ---------------------------------------------------------------------------
