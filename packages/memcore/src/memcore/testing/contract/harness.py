@@ -6,21 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memcore import ports
 from memcore.facade import Memory as Library
 from memcore.paging import pages
-from memcore.ports import (
-    BulkAdd,
-    DreamUndo,
-    KeyRemoval,
-    MemoryLookup,
-    MemoryStore,
-    MessageLog,
-    MessageMove,
-    NeighbourTurns,
-    SearchWarmup,
-    UnclaimedDelete,
-    VersionHistory,
-)
+from memcore.ports import MemoryStore
 from memcore.scope import Scope
 from memcore.values import Page
 
@@ -31,16 +20,16 @@ B1 = Scope("app", "tenant_b", "agent1", "run1")
 OTHER_APP = Scope("other", "tenant_a", "agent1", "run1")
 
 OPTIONAL_PORTS: tuple[type, ...] = (
-    BulkAdd,
-    DreamUndo,
-    KeyRemoval,
-    MemoryLookup,
-    MessageLog,
-    MessageMove,
-    NeighbourTurns,
-    SearchWarmup,
-    UnclaimedDelete,
-    VersionHistory,
+    ports.BulkAdd,
+    ports.DreamUndo,
+    ports.KeyRemoval,
+    ports.MemoryLookup,
+    ports.MessageLog,
+    ports.MessageMove,
+    ports.NeighbourTurns,
+    ports.SearchWarmup,
+    ports.UnclaimedDelete,
+    ports.VersionHistory,
 )
 """The ports a store may add to ``MemoryStore``; the service asks for each with ``isinstance``."""
 
