@@ -66,6 +66,9 @@ Protocol (``--folds 5 --seed 32``; ``--seeds N`` repeats it with N fold assignme
   does, wholly, when no query word is in the store);
   pseudo-relevance feedback (``feedback``: :data:`FEEDBACK`; the query vector moved towards
   the mean vector of the shipped order's first k hits, the candidates rescored);
+  maximal marginal relevance (``mmr``: :data:`NOVELTY`; the shipped order's first hits placed
+  again one by one, each worth lambda times its fused score less 1 - lambda times its largest
+  cosine with a hit already placed);
   the weight, b and the term cap (8 or none);
 * choice: the simplest family whose best setting is within one training question of the best
   of all (one metric of one question of the set where that weighs most); in it, the best

@@ -119,6 +119,8 @@ def rank(q: Question, setting: tuple[Any, ...], lam: float = 0.0, how: str = "")
     order), then the other turns."""
     if setting[0] == "quota":
         return with_quota(q, rank(q, DEFAULT, lam, how), setting[1], setting[2])
+    if setting[0] == "mmr":
+        return with_novelty(q, rank(q, DEFAULT, lam, how), float(setting[1]))
     scores, rows = fused_scores(q, setting)
     if lam:
         best: dict[str, list[float]] = defaultdict(list)
@@ -154,6 +156,29 @@ def with_quota(q: Question, order: np.ndarray, m: int, within: int) -> np.ndarra
     kept = [r for r in head if r not in missing][: within - len(missing)]
     rest = [int(r) for r in order if int(r) not in kept and int(r) not in missing]
     return np.asarray([*kept, *missing, *rest][:DEPTH], dtype=order.dtype)
+
+
+def with_novelty(q: Question, order: np.ndarray, lam: float) -> np.ndarray:
+    """``order`` re-ranked by maximal marginal relevance: each next hit is the row with the
+    best ``lam`` * its fused score - (1 - ``lam``) * its largest cosine with a hit already
+    placed (a turn that repeats a placed one gives its place to one that adds something)."""
+    if q.matrix is None:
+        raise ValueError("novelty needs the rows' vectors")
+    scores, _ = fused_scores(q, DEFAULT)
+    rows = [int(r) for r in order]
+    unit = q.matrix[rows].astype(np.float64)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    similar = unit @ unit.T
+    relevance = lam * scores[rows]
+    left = list(range(len(rows)))
+    placed: list[int] = []
+    closest = np.full(len(rows), -np.inf)
+    while left:
+        gain = [relevance[i] - (1 - lam) * max(closest[i], 0.0) for i in left]
+        best = left.pop(int(np.argmax(gain)))  # first of equals: the fused order's
+        placed.append(best)
+        closest = np.maximum(closest, similar[best])
+    return np.asarray([rows[i] for i in placed], dtype=order.dtype)
 
 
 def metrics(q: Question, order: np.ndarray) -> dict[str, float]:

@@ -66,6 +66,11 @@ ADAPTIVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.7)
 FEEDBACK = tuple(product((3, 5, 10), (0.25, 0.5, 1.0)))
 
 
+#: Maximal marginal relevance over the shipped order's first DEPTH hits (``mmr``): the share
+#: of a hit's worth that is its fused score, the rest its novelty against the hits placed.
+NOVELTY = (0.95, 0.9, 0.8, 0.7, 0.5)
+
+
 DEFAULT = ("convex", ranking.VECTOR_WEIGHT, ranking.LENGTH_B, 8, ranking.COVERAGE_POWER)
 
 
@@ -139,6 +144,7 @@ def families(context: bool = False) -> list[tuple[str, list[tuple[Any, ...]]]]:
         ("quota", [("quota", m, within) for m, within in QUOTAS]),
         ("adaptive", [("adaptive", t) for t in ADAPTIVE]),
         ("feedback", [("feedback", k, beta) for k, beta in FEEDBACK]),
+        ("mmr", [("mmr", lam) for lam in NOVELTY]),
         (
             "weight_b_terms",
             [("convex", w, b, c, p0) for w in WEIGHTS for b in DISCOUNTS for c in TERM_CAPS],
@@ -153,6 +159,8 @@ def distance(setting: tuple[Any, ...]) -> float:
         return float(setting[1])
     if setting[0] == "feedback":
         return float(setting[2]) + float(setting[1]) / 10
+    if setting[0] == "mmr":
+        return 1.0 - float(setting[1])
     if setting[0] != "convex":
         return 0.0
     weight, b, cap = float(setting[1]), float(setting[2]), int(setting[3])
