@@ -119,21 +119,26 @@ class Output:
         from rich.markup import escape
         from rich.table import Table
 
+        from memcore_cli.output.fitting import IDS, LONG_TEXT, fit
+
+        shown = [
+            [
+                visible(cut(_show(cell)) if columns[i] in LONG_TEXT else _show(cell))
+                for i, cell in enumerate(row)
+            ]
+            for row in rows
+        ]
+        shown, text_width = fit(columns, shown, self.console.width)
         table = Table(title=title, show_lines=False)
-        long_text = set()
-        for i, name in enumerate(columns):
-            if name in ("text", "content", "detail"):
-                table.add_column(name, overflow="fold", ratio=3)
-                long_text.add(i)
-            elif name in ("id", "target"):
-                table.add_column(name, no_wrap=True, min_width=8)
+        for name in columns:
+            if name in LONG_TEXT:  # one line: cut again to the width left, with an ellipsis
+                table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=text_width)
+            elif name in IDS:
+                table.add_column(name, no_wrap=True)
             else:
                 table.add_column(name, overflow="fold")
-        for row in rows:
-            cells = (
-                cut(_show(cell)) if i in long_text else _show(cell) for i, cell in enumerate(row)
-            )
-            table.add_row(*(escape(visible(c)) for c in cells))
+        for cells in shown:
+            table.add_row(*(escape(c) for c in cells))
         self.console.print(table)
 
     def fields(self, pairs: Iterable[tuple[str, Any]], *, title: str | None = None) -> None:
