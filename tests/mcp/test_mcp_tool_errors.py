@@ -207,6 +207,22 @@ def test_each_schema_says_an_unknown_argument_is_refused(local_backend: Backend)
     anyio.run(main)
 
 
+def test_a_long_unknown_name_is_quoted_by_its_ends_only(local_backend: Backend) -> None:
+    """A refusal quotes the name it refused, cut in the middle: a client that sent a
+    100,000-character tool or argument name got all of it back in the message."""
+    long = "a" * 50_000 + "MIDDLE" + "z" * 50_000
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            for tool, arguments in ((long, {}), ("recall", {"query": "tea", long: 1})):
+                error = payload(await session.call_tool(tool, arguments))["error"]
+                assert error["code"] == "invalid_input", error["message"][:200]
+                assert len(error["message"]) < 200, error["message"][:200]
+                assert "aaaa...zzzz" in error["message"] and "MIDDLE" not in error["message"]
+
+    anyio.run(main)
+
+
 def test_recall_says_the_default_top_k_it_uses(local_backend: Backend) -> None:
     """Without ``top_k``, recall returns the config's ``top_k`` matches: its schema said
     "default 5" whatever the config said."""

@@ -339,6 +339,20 @@ def test_bad_tool_calls_answer_an_error_object(
     assert answer["error"]["field"] == field
 
 
+def test_a_long_unknown_name_is_quoted_by_its_ends_only(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """The model reads the refusal: a 100,000-character tool or argument name came back whole
+    in it, filling the model's context with what it had just sent."""
+    provider = make_provider(fake_store)
+    long = "a" * 50_000 + "MIDDLE" + "z" * 50_000
+    for name, args in ((long, {}), ("tablestore_search", {"query": "tea", long: 1})):
+        error = json.loads(provider.handle_tool_call(name, args))["error"]
+        assert error["code"] == "invalid_input"
+        assert len(error["message"]) < 200, error["message"][:200]
+        assert "aaaa...zzzz" in error["message"] and "MIDDLE" not in error["message"]
+
+
 @pytest.mark.parametrize(
     ("name", "field"),
     [

@@ -30,6 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcore.errors import InvalidInput, PermissionDenied
+from memcore.wording import shown
 from memcore_mcp import __version__, answers, stdio
 from memcore_mcp.streams import LISTEN
 from memcore_mcp.tenants import Tenants
@@ -196,13 +197,13 @@ class MemoryServer(MCPServer[Any]):
     ) -> Any:
         allowed = self._arguments.get(name)
         if allowed is None:
-            return self._error(InvalidInput(f"unknown tool {name!r}", field="name"), name)
+            return self._error(InvalidInput(f"unknown tool {shown(name)}", field="name"), name)
         extra = sorted(set(arguments) - allowed)
         if extra:
             if extra[0] in _SCOPE_ARGS:
                 message = f"{extra[0]} cannot be chosen: these tools act on the current user only"
             else:
-                message = f"unknown argument {extra[0]!r} for {name}"
+                message = f"unknown argument {shown(extra[0])} for {name}"
             return self._error(InvalidInput(message, field=extra[0]), name)
         try:
             return await super().call_tool(name, arguments, context)

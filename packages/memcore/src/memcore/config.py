@@ -27,6 +27,7 @@ from memcore.userinfo import repr_without_userinfo
 # Where the hosts and adapters import them from, with the configuration they hide.
 from memcore.userinfo import strip_userinfo as strip_userinfo
 from memcore.userinfo import without_userinfo as without_userinfo
+from memcore.wording import shown
 
 BACKENDS = ("local", "tablestore")
 EMBEDDERS = ("auto", "onnx", "multilingual", "multilingual-use", "none")
@@ -168,7 +169,7 @@ def _one_of(choices: tuple[str, ...]) -> Any:
         if value is not None and value not in choices:
             raise _BadValue(
                 attribute.name,
-                f"{attribute.name} must be one of {', '.join(choices)}, not {value!r}",
+                f"{attribute.name} must be one of {', '.join(choices)}, not {shown(value)}",
             )
 
     return check
@@ -270,7 +271,7 @@ def _known_keys_only(init: Any) -> Any:
         unknown = sorted(set(kwargs) - set(CONFIG_KEYS))
         if unknown:
             raise _UnknownKey(
-                f"unknown key {unknown[0]!r}; known keys are {', '.join(CONFIG_KEYS)}",
+                f"unknown key {shown(unknown[0])}; known keys are {', '.join(CONFIG_KEYS)}",
                 field=unknown[0],
             )
         init(self, *args, **kwargs)

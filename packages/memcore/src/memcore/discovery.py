@@ -12,6 +12,7 @@ from typing import Any, cast
 from memcore.config import MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.ports import BackendFactory, MemoryStore
+from memcore.wording import shown
 
 GROUP = "memcore.backends"
 
@@ -26,7 +27,9 @@ def load_backend(name: str) -> BackendFactory:
         if ep.name == name:
             return cast(BackendFactory, ep.load())
     installed = ", ".join(installed_backends()) or "none"
-    raise ConfigError(f"unknown backend {name!r}; installed backends: {installed}", field="backend")
+    raise ConfigError(
+        f"unknown backend {shown(name)}; installed backends: {installed}", field="backend"
+    )
 
 
 def open_store(name: str, config: MemcoreConfig | None = None, /, **options: Any) -> MemoryStore:

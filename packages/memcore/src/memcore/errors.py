@@ -168,8 +168,10 @@ class ConfigError(MemcoreError):
     def __init__(
         self, message: str, *, field: str | None = None, source: str | None = None
     ) -> None:
+        from memcore.wording import shown  # only on an error: hosts import this module early
+
         where = f" in {source}" if source else ""
-        key = f" (key {field!r})" if field else ""
+        key = f" (key {shown(field)})" if field else ""
         super().__init__(f"{message}{key}{where}", field=field)
         self.source = source
 

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from memcore.errors import InvalidInput
 from memcore.scope import Scope, ScopePattern
 from memcore.values import DREAM_APPLY_MODES, DREAM_STATUSES, KNOWN_TASK_STATUSES, Message
+from memcore.wording import shown
 
 MAX_TEXT_BYTES = 32_000
 MAX_MESSAGES_PER_WRITE = 20
@@ -248,16 +249,6 @@ def check_query(query: object) -> str:
             f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}", field="query"
         )
     return query
-
-
-def shown(value: object, width: int = 40) -> str:
-    """``repr(value)`` cut to ``width`` characters, for a refusal's message: an int past
-    Python's printable digits, or an object whose repr fails, is named by its type, so the
-    message never fails in place of the refusal."""
-    try:
-        return repr(value)[:width]
-    except Exception:
-        return f"a {type(value).__name__} that cannot be shown"
 
 
 def is_finite(value: float) -> bool:
@@ -501,7 +492,7 @@ def check_status(value: object, *, dream: bool = False) -> str | None:
 def check_store_name(name: object) -> str:
     if not isinstance(name, str) or not STORE_NAME_RE.fullmatch(name):
         raise InvalidInput(
-            f"store name {name!r} must match [A-Za-z0-9_]{{1,32}}", field="memory_store_name"
+            f"store name {shown(name)} must match [A-Za-z0-9_]{{1,32}}", field="memory_store_name"
         )
     return name
 
@@ -561,7 +552,7 @@ def _message_with_role(message: object, field: str) -> Message:
         raise InvalidInput(f"{field} must be a Message", field=field)
     if message.role not in MESSAGE_ROLES:
         raise InvalidInput(
-            f"{field}.role must be one of {sorted(MESSAGE_ROLES)}, not {message.role!r}",
+            f"{field}.role must be one of {sorted(MESSAGE_ROLES)}, not {shown(message.role)}",
             field=f"{field}.role",
         )
     return message

@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 import attrs
 
 from memcore.errors import InvalidInput
+from memcore.wording import shown
 
 WILDCARD = "*"
 DEFAULT_SEGMENT = "__default__"
@@ -288,7 +289,9 @@ class ScopePattern:
             raise InvalidInput("scope pattern must be a non-empty string", field="scope")
         parts = text.strip().split("/")
         if len(parts) > 4:
-            raise InvalidInput(f"scope pattern {text!r} has more than four levels", field="scope")
+            raise InvalidInput(
+                f"scope pattern {shown(text)} has more than four levels", field="scope"
+            )
         parts += [WILDCARD] * (4 - len(parts))
         return cls(*parts)
 

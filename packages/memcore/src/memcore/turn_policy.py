@@ -18,6 +18,7 @@ from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.recall import strip_recall
 from memcore.values import Message
+from memcore.wording import shown
 
 STORE_ASSISTANT = ("auto", "always", "never")
 
@@ -164,7 +165,7 @@ def worth_recalling(text: str) -> bool:
 def check_store_assistant(value: str) -> str:
     if value not in STORE_ASSISTANT:
         raise InvalidInput(
-            f"store_assistant must be one of {', '.join(STORE_ASSISTANT)}, not {value!r}",
+            f"store_assistant must be one of {', '.join(STORE_ASSISTANT)}, not {shown(value)}",
             field="store_assistant",
         )
     return value

@@ -25,6 +25,7 @@ from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope
 from memcore.service import BUILTIN_SOURCE, MemoryService
 from memcore.values import Message
+from memcore.wording import shown
 from memcore_hermes.outbox.delivery import (
     WRITE_MARKER,
     Deliverer,
@@ -269,7 +270,7 @@ class MemoryRuntime:
         """Spool a mirror of a built-in memory write; None when there is nothing to mirror."""
         self._check_spooling()
         if action not in ("add", "replace", "remove"):
-            raise InvalidInput(f"unknown memory action {action!r}", field="action")
+            raise InvalidInput(f"unknown memory action {shown(action)}", field="action")
         if not isinstance(target, str) or not target.strip():
             raise InvalidInput("target must be a non-empty string", field="target")
         raw = dict(metadata or {})

@@ -206,10 +206,11 @@ def handle_tool(
     answer when there is no runtime (why the start failed); ``home``: the Hermes home a
     missing store's advice points at (:meth:`HermesHome.store_advice`)."""
     from memcore.errors import InvalidInput, MemcoreError
+    from memcore.wording import shown
 
     try:
         if tool_name not in _ALLOWED_ARGS:
-            raise InvalidInput(f"unknown tool {tool_name!r}", field="tool")
+            raise InvalidInput(f"unknown tool {shown(tool_name)}", field="tool")
         if args is None:
             args = {}
         if not isinstance(args, Mapping):
@@ -221,7 +222,9 @@ def handle_tool(
                     f"{extra[0]} cannot be chosen: memory tools only act on the current user",
                     field=extra[0],
                 )
-            raise InvalidInput(f"unknown argument {extra[0]!r} for {tool_name}", field=extra[0])
+            raise InvalidInput(
+                f"unknown argument {shown(extra[0])} for {tool_name}", field=extra[0]
+            )
         for name in _REQUIRED_ARGS[tool_name]:
             if args.get(name) is None:
                 raise InvalidInput(f"{name} is required", field=name)

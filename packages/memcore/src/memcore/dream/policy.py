@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import attrs
 
 from memcore.errors import InvalidInput
+from memcore.wording import shown
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -58,7 +59,7 @@ def check_thresholds(raw: Mapping[str, float] | None) -> dict[str, float]:
         name = str(key).lower()
         if name not in DEFAULT_THRESHOLDS:
             raise InvalidInput(
-                f"confidence threshold {key!r} is not one of add, update, merge"
+                f"confidence threshold {shown(key)} is not one of add, update, merge"
                 + (" (DELETE actions never auto-apply)" if name == "delete" else ""),
                 field="confidence_thresholds",
             )
@@ -69,7 +70,7 @@ def check_thresholds(raw: Mapping[str, float] | None) -> dict[str, float]:
             or not 0.0 <= value <= 1.0
         ):
             raise InvalidInput(
-                f"confidence threshold {key!r} must be a number in [0, 1]",
+                f"confidence threshold {shown(key)} must be a number in [0, 1]",
                 field="confidence_thresholds",
             )
         out[name] = float(value)

@@ -47,6 +47,7 @@ from memcore.values import (
     TurnContext,
     WriteReceipt,
 )
+from memcore.wording import shown
 
 #: The most listing reads one page of current memories takes (superseded ones skipped).
 _CURRENT_READS = 50
@@ -257,7 +258,7 @@ class MemoryService:
         replace the removal belongs to (its ``old_text`` is often a substring of both)."""
         self._check_writable()
         if action not in ("add", "replace", "remove"):
-            raise InvalidInput(f"unknown memory action {action!r}", field="action")
+            raise InvalidInput(f"unknown memory action {shown(action)}", field="action")
         if not isinstance(target, str) or not target.strip():
             raise InvalidInput("target must be a non-empty string", field="target")
         tags = {"source": mirror.BUILTIN_SOURCE, "target": target[:1024], "action": action}

@@ -15,6 +15,7 @@ from memcore.scope import Scope
 from memcore.service import check_user_metadata, restorable_text
 from memcore.transfer.records import EXPORT_FORMAT
 from memcore.values import SUPERSESSION_KINDS, Message, TextItem
+from memcore.wording import shown
 
 
 @attrs.frozen
@@ -103,7 +104,7 @@ def parse_line(
     if kind == "message":
         return _message(line_no, data, tenant, retarget=retarget, hint=hint)
     if kind is not None and kind != "memory":
-        raise line_error(line_no, f"unknown record kind {kind!r}", "kind")
+        raise line_error(line_no, f"unknown record kind {shown(kind)}", "kind")
     return _memory(line_no, data, tenant, retarget=retarget, hint=hint)
 
 
