@@ -172,9 +172,9 @@ def with_novelty(q: Question, order: np.ndarray, lam: float) -> np.ndarray:
     relevance = lam * scores[rows]
     left = list(range(len(rows)))
     placed: list[int] = []
-    closest = np.full(len(rows), -np.inf)
+    closest = np.zeros(len(rows))  # a row unlike every placed one (cosine <= 0) loses nothing
     while left:
-        gain = [relevance[i] - (1 - lam) * max(closest[i], 0.0) for i in left]
+        gain = [relevance[i] - (1 - lam) * closest[i] for i in left]
         best = left.pop(int(np.argmax(gain)))  # first of equals: the fused order's
         placed.append(best)
         closest = np.maximum(closest, similar[best])

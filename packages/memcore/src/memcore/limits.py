@@ -152,7 +152,7 @@ def check_metadata(metadata: object, *, field: str = "metadata") -> dict[str, st
         check_unicode(key, field=field)
         if len(key) > MAX_METADATA_KEY_CHARS:
             raise InvalidInput(
-                f"{field} key {key[:20]!r}... is longer than {MAX_METADATA_KEY_CHARS} characters",
+                f"{field} key {shown(key)} is longer than {MAX_METADATA_KEY_CHARS} characters",
                 field=f"{field}.{key[:MAX_METADATA_KEY_CHARS]}",
             )
         if not isinstance(value, str):
@@ -305,10 +305,9 @@ def parse_reference_time(
             raise ValueError(text)
         stamp = datetime.fromisoformat(text)
     except ValueError:
-        shown = value if len(value) <= MAX_REFERENCE_TIME_CHARS else value[:20] + "..."
         raise InvalidInput(
             f"{name} must be an ISO 8601 date or time like 2026-05-01 or "
-            f"2026-05-01T09:30:00Z, not {shown!r}",
+            f"2026-05-01T09:30:00Z, not {shown(value)}",
             field=field,
         ) from None
     return check_reference_time(stamp, field=field, label=label)
