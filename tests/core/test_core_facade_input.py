@@ -252,6 +252,22 @@ def test_a_message_id_is_kept_as_given() -> None:
     assert second.id  # "" is no id: the store made one
 
 
+@pytest.mark.parametrize("remember", ["no", "false", 0, None])
+def test_a_message_whose_remember_is_not_a_boolean_is_refused(remember: Any) -> None:
+    """``remember="no"`` was read as yes and the message became a memory; nothing of the
+    turn is written."""
+    mem = _memory()
+    turn = [
+        Message("user", "Keep this one"),
+        Message("user", "Do not keep this", remember=remember),
+    ]
+    with pytest.raises(InvalidInput) as refused:
+        mem.add(messages=turn)
+    assert refused.value.field == "messages[1].remember"
+    assert mem.list().items == ()
+    assert mem.add(messages=[Message("user", "Log only", remember=False)]) == []
+
+
 def test_a_dict_message_keeps_its_metadata_and_has_it_checked() -> None:
     """A dict message's ``metadata`` (the form a CLI messages file takes) was dropped without a
     word, scope keys and all; it is kept, and checked as a `Message`'s is."""

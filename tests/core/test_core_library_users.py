@@ -79,17 +79,64 @@ def test_search_min_similarity_and_filters() -> None:
         mem.search("green tea", min_similarity=1.5)
 
 
-def test_a_read_policy_alone_narrows_search_and_list() -> None:
+def _two_runs() -> tuple[InMemoryMemoryStore, Memory]:
+    """A store with one memory said in the opened run and one in run ``r2``, and a Memory
+    over it that reads the whole tenant."""
     store = InMemoryMemoryStore()
     wide = Memory(store, scope=OPENED, store_name="m")
     wide.add(text="Said in run one")
     wide.add(text="Said in run two", run_id="r2")
+    return store, wide
+
+
+def test_a_read_policy_alone_narrows_search_and_list() -> None:
+    store, wide = _two_runs()
     narrow = Memory(store, scope=OPENED, store_name="m", policy=memcore.SessionRead())
     assert [m.text for m in narrow.list().items] == ["Said in run one"]
     assert [h.memory.text for h in narrow.search("said", run_id="r2")] == ["Said in run two"]
     assert len(wide.list().items) == 2
     with pytest.raises(InvalidInput):
         Memory(store, policy="session")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("policy", "kept"),
+    [
+        (memcore.SessionRead(), ["Another run's", "Another agent's", "Bob's"]),
+        (memcore.AgentRead(), ["Another agent's", "Bob's"]),
+        (memcore.TenantRead(), ["Bob's"]),
+    ],
+)
+def test_delete_all_deletes_only_what_the_read_policy_lists(
+    policy: memcore.ReadPolicy, kept: list[str]
+) -> None:
+    """A Memory opened on one run with ``SessionRead`` lists only that run: its
+    ``delete_all()`` wiped the whole tenant, memories it could not see among them."""
+    store = InMemoryMemoryStore()
+    wide = Memory(store, scope=OPENED, store_name="m")
+    for text, where in [
+        ("This run's", {}),
+        ("Another run's", {"run_id": "r2"}),
+        ("Another agent's", {"agent_id": "coder"}),
+        ("Bob's", {"user_id": "bob"}),
+    ]:
+        wide.add(text=text, **where)
+    narrow = Memory(store, scope=OPENED, store_name="m", policy=policy)
+    listed = len(narrow.list().items)
+    assert narrow.delete_all() == listed
+    left = [m.text for m in wide.list().items] + [m.text for m in wide.list(user_id="bob").items]
+    assert sorted(left) == sorted(kept)
+
+
+def test_delete_all_narrowed_by_a_call_stays_within_the_read_policy() -> None:
+    store, wide = _two_runs()
+    session = Memory(store, scope=OPENED, store_name="m", policy=memcore.SessionRead())
+    assert session.delete_all(agent_id="bot") == 1  # the agent, as far as this run sees it
+    assert [m.text for m in wide.list().items] == ["Said in run two"]
+    agent = Memory(store, scope=OPENED, store_name="m", policy=memcore.AgentRead())
+    assert agent.delete_all(agent_id="coder") == 0
+    assert agent.delete_all(run_id="r2") == 1
+    assert wide.list().items == ()
 
 
 def test_the_policies_are_exported() -> None:

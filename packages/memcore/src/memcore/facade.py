@@ -507,7 +507,9 @@ class Memory:
         run_id: str | None = None,
     ) -> int:
         """Delete every memory of the user's tenant, or only of ``agent_id`` (and ``run_id``)
-        when given; how many were deleted. Never touches another tenant.
+        when given; how many were deleted. Never touches another tenant, nor a memory this
+        Memory's read policy hides from :meth:`list` (opened with ``SessionRead``, only the
+        run's): what it deletes is what it could list.
 
         >>> mem.delete_all(user_id="alice")                                      # doctest: +SKIP
         12
@@ -515,13 +517,19 @@ class Memory:
         service = self._for(user_id, agent_id, run_id)
         scope = service.scope
         narrow_agent = agent_id is not None or run_id is not None
-        pattern = ScopePattern(
+        asked = ScopePattern(
             scope.app_id,
             scope.tenant_id,
             scope.agent_id if narrow_agent else WILDCARD,
             scope.run_id if run_id is not None else WILDCARD,
         )
-        return service.forget_all(pattern=pattern)
+        seen = service.policy.profile.read_pattern(scope)
+        # Patterns end in wildcards, so two either nest or share no scope.
+        if asked.within(seen):
+            return service.forget_all(pattern=asked)
+        if seen.within(asked):
+            return service.forget_all(pattern=seen)
+        return 0
 
     def dream(
         self,

@@ -41,6 +41,8 @@ MAX_DREAM_SCOPES = 20
 MAX_DREAM_INSTRUCTIONS_BYTES = 4_000
 #: ApplyMemoryDreamActions takes at most this many (distinct) ids per call.
 MAX_APPLY_IDS = 100
+#: The longest id (of a memory, task or action) a caller may give.
+MAX_ID_CHARS = 256
 #: The years a search's reference time may fall in: its time words ("999 years ago", "in
 #: May") are counted from it, and the calendar stops at years 1 and 9999.
 REFERENCE_YEARS = (1000, 9000)
@@ -202,6 +204,13 @@ def merge_metadata(older: Mapping[str, str], newer: Mapping[str, str]) -> dict[s
     return merged
 
 
+#: How an update past the metadata limits makes room: in one update with the CLI, else in two.
+_MAKE_ROOM = (
+    "remove the keys it no longer needs in the same update, as memcore update --unset KEY "
+    "does, or clear them all with {} first"
+)
+
+
 def merge_update_metadata(
     old: Mapping[str, str], patch: Mapping[str, str], *, field: str = "metadata"
 ) -> dict[str, str]:
@@ -214,14 +223,14 @@ def merge_update_metadata(
     if len(merged) > MAX_METADATA_KEYS:
         raise InvalidInput(
             f"{field} would have {len(merged)} keys merged with the memory's {len(old)}; the "
-            f"limit is {MAX_METADATA_KEYS} (clear it with {{}} first, then set the keys to keep)",
+            f"limit is {MAX_METADATA_KEYS} ({_MAKE_ROOM})",
             field=field,
         )
     size = metadata_bytes(merged)
     if size > MAX_METADATA_JSON_BYTES:
         raise InvalidInput(
             f"{field} merged with the memory's would be {size} bytes as JSON; the limit is "
-            f"{MAX_METADATA_JSON_BYTES} (clear it with {{}} first, then set the keys to keep)",
+            f"{MAX_METADATA_JSON_BYTES} ({_MAKE_ROOM})",
             field=field,
         )
     return merged
@@ -500,7 +509,7 @@ def check_id(value: object, *, field: str = "memory_id") -> str:
     if not isinstance(value, str) or not plain(value).strip():
         raise InvalidInput(f"{field} must be a non-empty string", field=field)
     value = plain(value)
-    if len(value) > 256 or any(ord(c) < 32 for c in value) or _SURROGATE_RE.search(value):
+    if len(value) > MAX_ID_CHARS or any(ord(c) < 32 for c in value) or _SURROGATE_RE.search(value):
         raise InvalidInput(f"{field} is not a valid id", field=field)
     return value
 
@@ -568,6 +577,8 @@ def check_message_fields(message: object, *, index: int = 0) -> Message:
     check_metadata(message.metadata, field=f"{field}.metadata")
     if message.timestamp is not None:
         check_said_time(message.timestamp, field=f"{field}.timestamp")
+    # remember="no" would be read as yes, and the message kept as a memory.
+    check_flag(message.remember, field=f"{field}.remember")
     return message
 
 
