@@ -53,6 +53,17 @@ def test_safe_auto_merges_and_the_merged_memory_records_what_it_supersedes(
     assert [h.memory.id for h in hits] == [b]
 
 
+def _merged(store: SqliteMemoryStore, texts: list[str]) -> tuple[list[str], str]:
+    """Alice says ``texts`` one after another, a dream folding each into the last: the ids
+    written, and the one memory kept current."""
+    ids = [_turn(store, ALICE, texts[0], 1.0)]
+    for i, text in enumerate(texts[1:]):
+        ids.append(_turn(store, ALICE, text, 2.0 + i))
+        store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
+    [kept] = store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    return ids, kept.id
+
+
 @pytest.mark.parametrize("hops", [1, 2])
 def test_a_forgotten_memory_s_replaced_versions_do_not_answer_for_it(
     hybrid_store: SqliteMemoryStore, hops: int
@@ -64,13 +75,7 @@ def test_a_forgotten_memory_s_replaced_versions_do_not_answer_for_it(
         "the user likes green TEA in the morning!",
         "The user likes green tea in the morning.",
     ]
-    ids = [_turn(hybrid_store, ALICE, texts[0], 1.0)]
-    for i in range(hops):
-        ids.append(_turn(hybrid_store, ALICE, texts[i + 1], 2.0 + i))
-        hybrid_store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
-    [kept] = [
-        m.id for m in hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
-    ]
+    _, kept = _merged(hybrid_store, texts[: hops + 1])
     assert [h.memory.id for h in hybrid_store.search(STORE, ALICE.pattern(), "green tea")] == [kept]
     hybrid_store.delete_memory(STORE, ALICE, kept)
     assert hybrid_store.search(STORE, ALICE.pattern(), "green tea morning") == []
@@ -78,6 +83,36 @@ def test_a_forgotten_memory_s_replaced_versions_do_not_answer_for_it(
     _turn(hybrid_store, ALICE, "The user likes green tea after lunch", 9.0)
     hits = hybrid_store.search(STORE, ALICE.pattern(), "green tea")
     assert [h.memory.text for h in hits] == ["The user likes green tea after lunch"]
+
+
+@pytest.mark.parametrize("hops", [1, 2])
+@pytest.mark.parametrize("how", ["text", "message"])
+def test_a_fact_said_again_after_its_merged_memory_was_forgotten_is_current(
+    hybrid_store: SqliteMemoryStore, hops: int, how: str
+) -> None:
+    """Said again after the memory a merge kept was forgotten, a fact landed on its folded
+    copy, which stayed hidden: the write answered with an id that no listing or search
+    showed. It is current again; an older occurrence (a replayed history) leaves it hidden."""
+    texts = [
+        "The user lives in Berlin",
+        "the user lives in BERLIN!",
+        "The user lives in Berlin.",
+    ]
+    ids, kept = _merged(hybrid_store, texts[: hops + 1])
+    hybrid_store.delete_memory(STORE, ALICE, kept)
+    _turn(hybrid_store, ALICE, texts[0], 0.5)  # older than the fact: history, still forgotten
+    assert hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items == ()
+    if how == "text":
+        [again] = hybrid_store.add_text(STORE, ALICE, texts[0], sync=True).memory_ids
+    else:
+        again = _turn(hybrid_store, ALICE, texts[0], 9.0)
+    assert again == ids[0]
+    current = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert [m.id for m in current] == [again]
+    assert "superseded_by" not in hybrid_store.get_memory(STORE, ALICE, again).extras
+    hits = hybrid_store.search(STORE, ALICE.pattern(), "where does the user live")
+    assert [h.memory.id for h in hits] == [again]
+    assert len(hybrid_store.list_memories(STORE, ALICE.pattern()).items) == hops
 
 
 def test_delete_is_never_applied_by_itself_but_can_be_by_hand(

@@ -20,6 +20,7 @@ from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryRecord, Message, TextItem, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.operations.transactions import Transactions
+from memcore_sqlite.search import supersession
 from memcore_sqlite.storage import tenant_prefixes as prefixes
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
@@ -89,13 +90,24 @@ class MemoryWrites:
             ).strip() == text.strip():
                 seq, found = int(row.seq), (str(row.metadata), float(row.updated_at))
                 if said_at is None:
-                    self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
+                    newer = self._repeat(conn, store_id, seq, found, scope, text, metadata, created)
                 else:
                     last = row.said_at
                     if last is None:  # a row written before schema 10
                         last = self._last_said(conn, seq, found[1])
-                    self._repeat(
+                    newer = self._repeat(
                         conn, store_id, seq, found, scope, text, metadata, now, said=(said_at, last)
+                    )
+                if newer and supersession.forgotten(
+                    conn, store_id, (scope.app_id, scope.tenant_id, str(row.id))
+                ):
+                    # A copy a merge folded away, whose merged memory was forgotten since:
+                    # said again now, the fact is current again (else the write that answered
+                    # with this id would show nowhere). An older occurrence leaves it hidden.
+                    conn.execute(
+                        "UPDATE memories SET superseded_by = NULL, superseded_how = NULL"
+                        " WHERE seq = ?",
+                        (seq,),
                     )
                 return str(row.id), seq
         mid = memory_id or uuid.uuid4().hex
@@ -150,8 +162,9 @@ class MemoryWrites:
         when: float,
         *,
         said: tuple[float, float] | None = None,
-    ) -> None:
-        """The same text again in the scope: keep its provenance on the one memory.
+    ) -> bool:
+        """The same text again in the scope: keep its provenance on the one memory; whether
+        this occurrence is the newest.
 
         The newest occurrence wins: its metadata keys overwrite the memory's (keys only an
         older occurrence set are kept while the map stays within the limit, see
@@ -176,7 +189,7 @@ class MemoryWrites:
             # its id: the version still moves, so an import's rollback that created the row
             # sees it was claimed since and keeps it (:mod:`.rollbacks`).
             conn.execute("UPDATE memories SET version = version + 1 WHERE seq = ?", (seq,))
-            return
+            return not older
         conn.execute(
             "UPDATE memories SET metadata = ?, updated_at = ?, said_at = ?, version = version + 1"
             " WHERE seq = ?",
@@ -185,6 +198,7 @@ class MemoryWrites:
         if new_json != old_json:
             conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, store_id, seq, scope, analysis.tokens(text), merged)
+        return True
 
     def retag(
         self,

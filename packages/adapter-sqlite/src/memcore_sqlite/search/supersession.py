@@ -95,6 +95,12 @@ def _current(conn: sqlite3.Connection, store_id: int, start: Key, links: Links) 
     return at
 
 
+def forgotten(conn: sqlite3.Connection, store_id: int, memory: Key) -> bool:
+    """Whether ``memory`` was superseded and its chain of successors ends at a memory deleted
+    since: the user forgot what replaced it, so it answers for nothing."""
+    return _current(conn, store_id, memory, _links(conn, store_id, [memory])) == GONE
+
+
 def prefer_current(
     conn: sqlite3.Connection,
     store_id: int,
