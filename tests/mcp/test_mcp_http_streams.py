@@ -63,11 +63,21 @@ class Tenant:
         return str(session)
 
     def stream(
-        self, method: str, session: str | None, body: Any = None, **extra: str
+        self,
+        method: str,
+        session: str | None,
+        body: Any = None,
+        *,
+        spelled: dict[str, str] | None = None,
+        **extra: str,
     ) -> tuple[Any, ...]:
         """A request whose answer may be a stream: its socket, status, headers, and (when it
-        is not a stream) its body."""
-        data = b"" if body is None else json.dumps(body).encode()
+        is not a stream) its body. ``spelled`` writes some of the body's JSON text otherwise
+        (the same value with other escapes)."""
+        text = "" if body is None else json.dumps(body)
+        for plain, other in (spelled or {}).items():
+            text = text.replace(plain, other)
+        data = text.encode()
         headers = self._headers(session) | {"Host": f"{self.host}:{self.port}"} | extra
         if method == "GET":
             headers["Accept"] = "text/event-stream"
@@ -95,9 +105,9 @@ class Tenant:
     def get(self, session: str) -> tuple[Any, ...]:
         return self.stream("GET", session)
 
-    def listen(self, request_id: int) -> tuple[Any, ...]:
+    def listen(self, request_id: int, method: str = f'"{LISTEN}"') -> tuple[Any, ...]:
         """A ``subscriptions/listen`` request, as the SDK's sessionless protocol sends it (it
-        has no such method in a session)."""
+        has no such method in a session); ``method``: the method name as its JSON text."""
         meta = {
             "io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
@@ -110,7 +120,8 @@ class Tenant:
             "params": {"notifications": {"toolsListChanged": True}, "_meta": meta},
         }
         modern = {"Mcp-Protocol-Version": MODERN, "Mcp-Method": LISTEN}
-        return self.stream("POST", None, body, **modern)
+        spelled = {f'"method": "{LISTEN}"': f'"method": {method}'}
+        return self.stream("POST", None, body, spelled=spelled, **modern)
 
 
 def _refused(answer: tuple[Any, ...], request_id: int | None = None) -> None:
@@ -190,6 +201,24 @@ def test_a_listen_stream_counts_and_gives_its_place_back(local_backend: Backend)
         _refused(alice.get(sessions[-1]))
         listening.close()
         _eventually_opened(alice, sessions[-1])
+        for sock in streams:
+            sock.close()
+
+
+def test_a_listen_stream_counts_however_its_method_is_escaped(local_backend: Backend) -> None:
+    """JSON may write any character of the method name as an escape, which the SDK decodes
+    alike: a listen written so was never counted, and one tenant held as many streams as it
+    sent."""
+    alice_token = token()
+    with local_backend.http({"alice": alice_token}) as url:
+        alice = Tenant(url, alice_token)
+        sessions = [alice.session() for _ in range(STREAMS_PER_TENANT)]
+        streams = [_opened(alice.get(session)) for session in sessions[:-2]]
+        streams.append(_opened(alice.listen(3, '"subscriptions\\/listen"')))
+        streams.append(_opened(alice.listen(4, '"\\u0073ubscriptions/listen"')))
+        _refused(alice.listen(5, '"subscriptions\\u002flisten"'), 5)
+        _refused(alice.listen(6), 6)
+        _refused(alice.get(sessions[-1]))
         for sock in streams:
             sock.close()
 

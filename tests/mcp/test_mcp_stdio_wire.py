@@ -128,6 +128,12 @@ BAD_LINES = [
     (b'{"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}\n', INVALID_REQUEST, None),
     # A byte that is not UTF-8 (Latin-1 text): it was stored as U+FFFD, the text silently changed.
     (_call(9, "remember", b'{"text": "caf\xe9 au lait"}'), PARSE_ERROR, 9),
+    # Nested past the parsers' depth: its id, which comes first, was answered as null.
+    (
+        _call(10, "remember", b'{"text": "x", "metadata": ' + b"[" * 1500 + b"]" * 1500 + b"}"),
+        PARSE_ERROR,
+        10,
+    ),
 ]
 
 

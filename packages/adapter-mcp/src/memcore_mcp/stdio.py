@@ -325,11 +325,12 @@ def check(raw: bytes) -> JSONRPCMessage | Refused | None:
 
 def _lenient_id(raw: bytes) -> RequestId | None:
     """The id of a line the strict parser refused, read as Python's ``json`` reads it (which
-    keeps half a UTF-16 pair, and a byte that is not UTF-8, as a lone surrogate)."""
+    keeps half a UTF-16 pair, and a byte that is not UTF-8, as a lone surrogate); of a line
+    broken or nested past the parsers' depth, its members before that point."""
     try:
         data = json.loads(raw.decode("utf-8", "surrogateescape"))
     except (ValueError, RecursionError):
-        return None
+        return _leading_id(raw)
     return _request_id(data)
 
 

@@ -99,8 +99,11 @@ def _fresh(scope: Scope) -> Scope:
 
 
 def _listen(body: bytes | None) -> tuple[bool, int | str | None]:
-    """Whether ``body`` is a ``subscriptions/listen`` request, and its id."""
-    if body is None or LISTEN.encode() not in body:
+    """Whether ``body`` is a ``subscriptions/listen`` request, and its id. Only a body that
+    may name the method is parsed: one holding it as written, or a JSON escape that could
+    spell it otherwise (any letter as ``\\u0073``, the slash as ``\\/``), which the SDK
+    decodes alike: a listen spelled so was never counted."""
+    if body is None or not (LISTEN.encode() in body or b"\\u" in body or b"\\/" in body):
         return False, None
     try:
         data: Any = json.loads(body)

@@ -28,15 +28,61 @@ from memcore_mcp import answers
 from memcore_mcp.redaction import hide_database
 from memcore_mcp.tenants import Tenants
 
+
+def _tag_bounds(schema: dict[str, Any]) -> None:
+    """The tags' limits written into the schema, where a client that checks its arguments
+    sees them before it sends (the service checks them all the same)."""
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "object":
+            branch["maxProperties"] = limits.MAX_METADATA_KEYS
+            branch["propertyNames"] = {"maxLength": limits.MAX_METADATA_KEY_CHARS}
+            branch["additionalProperties"] = {
+                "type": "string",
+                "maxLength": limits.MAX_METADATA_VALUE_CHARS,
+            }
+
+
+def _longest(chars: int) -> Callable[[dict[str, Any]], None]:
+    """A string's limit in the schema only (on its string branch): the service's own check
+    answers a longer one, in its own words (a limit in UTF-8 bytes allows at most as many
+    characters)."""
+
+    def bound(schema: dict[str, Any]) -> None:
+        for branch in schema.get("anyOf", [schema]):
+            if branch.get("type") == "string":
+                branch["maxLength"] = chars
+            elif branch.get("type") == "array":
+                branch["items"]["maxLength"] = chars
+
+    return bound
+
+
+#: Where a tool's tags are described, their limits follow (:func:`_tag_bounds`).
+TAG_LIMITS = (
+    f"at most {limits.MAX_METADATA_KEYS} keys of up to {limits.MAX_METADATA_KEY_CHARS} "
+    f"characters, each value up to {limits.MAX_METADATA_VALUE_CHARS}"
+)
 MemoryId = Annotated[
     str,
-    Field(description="A memory id, as returned by recall, list_memories or remember."),
+    Field(
+        description="A memory id, as returned by recall, list_memories or remember.",
+        json_schema_extra=_longest(limits.MAX_ID_CHARS),
+    ),
 ]
 Metadata = Annotated[
     dict[str, str] | None,
-    Field(description='Optional string tags, e.g. {"topic": "travel"} (at most 16 keys).'),
+    Field(
+        description=f'Optional string tags, e.g. {{"topic": "travel"}} ({TAG_LIMITS}).',
+        json_schema_extra=_tag_bounds,
+    ),
 ]
-TaskId = Annotated[str, Field(description="The dream task id returned by dream_propose.")]
+TaskId = Annotated[
+    str,
+    Field(
+        description="The dream task id returned by dream_propose.",
+        json_schema_extra=_longest(limits.MAX_ID_CHARS),
+    ),
+]
 
 
 def _number(value: object) -> object:
@@ -169,7 +215,19 @@ class MemoryTools:
             return answers.error(exc, tool, database=self.tenants.database)
         return answers.fenced(data) if stored else answers.plain(data)
 
-    async def remember(self, text: str, metadata: Metadata = None) -> CallToolResult:
+    async def remember(
+        self,
+        text: Annotated[
+            str,
+            Field(
+                description=(
+                    f"The fact, self-contained (at most {limits.MAX_TEXT_BYTES:,} UTF-8 bytes)."
+                ),
+                json_schema_extra=_longest(limits.MAX_TEXT_BYTES),
+            ),
+        ],
+        metadata: Metadata = None,
+    ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
             receipt = service.remember(text, metadata=metadata, sync=True)
             out: dict[str, Any] = {
@@ -186,7 +244,13 @@ class MemoryTools:
 
     async def recall(
         self,
-        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        query: Annotated[
+            str,
+            Field(
+                description="What to look for, in plain words.",
+                json_schema_extra=_longest(limits.MAX_QUERY_CHARS),
+            ),
+        ],
         top_k: Annotated[
             int | None, Field(ge=1, le=50, description=TOP_K.format(default=5)), Number
         ] = None,
@@ -202,7 +266,10 @@ class MemoryTools:
         ] = None,
         metadata: Annotated[
             dict[str, str] | None,
-            Field(description="Only memories whose tags have all these values."),
+            Field(
+                description="Only memories whose tags have all these values.",
+                json_schema_extra=_tag_bounds,
+            ),
         ] = None,
         reference_time: Annotated[
             str | None,
@@ -211,7 +278,8 @@ class MemoryTools:
                     "When the question is asked, in ISO 8601 (2026-05-01 or "
                     "2026-05-01T09:30:00Z; UTC without an offset). Time words in the query "
                     '("last month", "in May", "3 days ago") are read from it. Default: now.'
-                )
+                ),
+                json_schema_extra=_longest(limits.MAX_REFERENCE_TIME_CHARS),
             ),
         ] = None,
         neighbours: Annotated[
@@ -280,15 +348,25 @@ class MemoryTools:
         self,
         memory_id: MemoryId,
         text: Annotated[
-            str | None, Field(description="The new text, self-contained; omit to keep it.")
+            str | None,
+            Field(
+                description=(
+                    "The new text, self-contained (at most "
+                    f"{limits.MAX_TEXT_BYTES:,} UTF-8 bytes); omit to keep it. Give text, "
+                    "metadata or both."
+                ),
+                json_schema_extra=_longest(limits.MAX_TEXT_BYTES),
+            ),
         ] = None,
         metadata: Annotated[
             dict[str, str] | None,
             Field(
                 description=(
                     "Tags to set, merged into the existing ones (a tag given again is "
-                    "overwritten); {} removes every tag. Omit it to keep the tags."
-                )
+                    f"overwritten; {TAG_LIMITS}); {{}} removes every tag. Omit it to keep "
+                    "the tags."
+                ),
+                json_schema_extra=_tag_bounds,
             ),
         ] = None,
     ) -> CallToolResult:
@@ -311,7 +389,13 @@ class MemoryTools:
         self,
         instructions: Annotated[
             str | None,
-            Field(description="Optional guidance for this run, e.g. 'keep travel plans'."),
+            Field(
+                description=(
+                    "Optional guidance for this run, e.g. 'keep travel plans' (at most "
+                    f"{limits.MAX_DREAM_INSTRUCTIONS_BYTES:,} UTF-8 bytes)."
+                ),
+                json_schema_extra=_longest(limits.MAX_DREAM_INSTRUCTIONS_BYTES),
+            ),
         ] = None,
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
@@ -335,7 +419,12 @@ class MemoryTools:
         task_id: TaskId,
         action_ids: Annotated[
             list[str],
-            Field(min_length=1, max_length=100, description="The ids of the actions to apply."),
+            Field(
+                min_length=1,
+                max_length=limits.MAX_APPLY_IDS,
+                description="The ids of the actions to apply.",
+                json_schema_extra=_longest(limits.MAX_ID_CHARS),
+            ),
         ],
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
