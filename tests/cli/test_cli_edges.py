@@ -225,6 +225,19 @@ def test_count_list_since_and_newest_first(local_cli):
     assert bad.exit_code == 2 and "--since must be an age" in _first_line(bad)
 
 
+def test_a_selection_cut_by_the_limit_says_how_many_more_in_json(local_cli):
+    """``list --since/--newest`` is one selection, not pages: cut to ``--limit``, its JSON
+    said ``next_token: null``, "the listing ends here", and a script paging on it stopped
+    with the first 20 of 25."""
+    for i in range(5):
+        _add(local_cli, f"note number {i}")
+    for how in (["--newest"], ["--since", "7d"]):
+        cut = local_cli.json("list", *how, "--limit", "3")
+        assert (len(cut["items"]), cut["next_token"], cut["more"]) == (3, None, 2)
+        whole = local_cli.json("list", *how)
+        assert (len(whole["items"]), whole["next_token"], whole["more"]) == (5, None, 0)
+
+
 def test_forget_by_filter_with_a_dry_run_first(local_cli):
     _add(local_cli, "Deploys happen on Fridays", "--metadata", "topic=ops")
     _add(local_cli, "Rollbacks need a ticket", "--metadata", "topic=ops")

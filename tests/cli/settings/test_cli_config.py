@@ -158,6 +158,11 @@ def test_config_set_refuses_bad_values_and_keeps_the_file(home, local_cli):
     for key, value, needle in [
         ("top_k", "99", "top_k"),
         ("top_k", "many", "whole number"),
+        # Python's int() and float() read these as 10, 9 and not-a-number.
+        ("top_k", "1_0", "whole number"),
+        ("top_k", "\uff19", "whole number"),
+        ("timeout", "1_0", "a number"),
+        ("timeout", "nan", "a number"),
         ("enable_rerank", "perhaps", "true or false"),
         ("backend", "redis", "backend"),
         ("no_such_key", "1", "unknown key"),
@@ -460,3 +465,58 @@ def test_config_set_of_an_embedder_that_can_load_says_nothing_more(local_cli):
     result = local_cli.ok("--json", "config", "set", "embedder", "multilingual")
     assert json.loads(result.stdout)["value"] == "multilingual"
     assert result.stderr == ""
+
+
+def test_config_set_run_at_once_loses_no_setting(home):
+    """Each ``config set`` read the file, changed its key and wrote the whole file back: run
+    at once, the last write dropped the others' keys (a lost ``tenant_id`` sent later writes
+    to the shared tenant), though every one said its key was set."""
+    import subprocess
+
+    from tests.cli.conftest import MEMCORE
+
+    wanted = {
+        "tenant_id": "alice",
+        "top_k": "9",
+        "region": "cn-shanghai",
+        "timeout": "12.5",
+        "description": "kept",
+        "recall_neighbours": "2",
+    }
+    fresh = home.parent / "fresh-home"  # no folder yet: the first writes make it
+    env = {"PATH": os.environ.get("PATH", ""), "MEMCORE_HOME": str(fresh)}
+    for _ in range(2):
+        running = [
+            subprocess.Popen(
+                [MEMCORE, "config", "set", key, value],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for key, value in wanted.items()
+        ]
+        for process in running:
+            _, err = process.communicate(timeout=120)
+            assert process.returncode == 0, err
+        written = json.loads((fresh / "config.json").read_text(encoding="utf-8"))
+        assert {k: str(written[k]) for k in wanted} == wanted
+        (fresh / "config.json").write_text("{}", encoding="utf-8")
+
+
+def test_a_config_path_that_is_not_a_file_is_refused_and_left_alone(home, local_cli, tmp_path):
+    """``config set`` replaced whatever the config path named with a file: a device (through
+    a link, or ``--config /dev/null``, which the null device did not survive) or a named pipe,
+    whose read also hung for ever. The null device still reads as no settings."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for args in (["--config", str(pipe)], []):
+        if not args:
+            (home / "config.json").unlink()
+            (home / "config.json").symlink_to(pipe)
+        for command in (["config", "set", "top_k", "3"], ["count"], ["config", "show"]):
+            result = local_cli(*args, *command)
+            assert result.exit_code == 2, (args, command, result.stderr)
+            assert "named pipe" in result.stderr and len(result.stderr.splitlines()) == 1
+        assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert local_cli.ok("--config", os.devnull, "count").stdout.strip() == "0"
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)

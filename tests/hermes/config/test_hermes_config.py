@@ -162,6 +162,28 @@ def test_save_config_writes_through_a_symlinked_config(
     assert data["app_id"] == "team" and data["top_k"] == 9
 
 
+def test_a_config_that_is_a_pipe_is_refused_and_left_alone(
+    hermes_home: Path, tmp_path: Path
+) -> None:
+    """A named pipe at the config's path hung Hermes' start (``is_available`` reads the
+    config) and ``save_config`` replaced it, or a device behind a link, with a file. The
+    null device reads as no settings."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    (hermes_home / "tablestore_memory.json").symlink_to(pipe)
+    provider = MemcoreMemoryProvider()
+    assert provider.is_available() is False
+    with pytest.raises(ConfigError, match="named pipe"):
+        provider.save_config({"top_k": "9"}, str(hermes_home))
+    with pytest.raises(ConfigError, match="named pipe"):
+        provider.initialize("s1", hermes_home=str(hermes_home))
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    (hermes_home / "tablestore_memory.json").unlink()
+    (hermes_home / "tablestore_memory.json").symlink_to(os.devnull)
+    assert provider.get_config_schema() and provider.is_available() is False
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
 def test_save_config_never_writes_secrets(hermes_home: Path) -> None:
     MemcoreMemoryProvider().save_config(
         {"access_key_secret": SECRET, "backend": "local"}, str(hermes_home)

@@ -82,6 +82,19 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> N
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+def test_atomic_write_never_replaces_what_is_not_a_file(tmp_path: Path) -> None:
+    """A config path that names a device or a named pipe (``--config /dev/null``, or a link
+    to one) was renamed over: the device became a file."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    (tmp_path / "c.json").symlink_to(pipe)
+    for path in (pipe, tmp_path / "c.json"):
+        with pytest.raises(ConfigError, match="not a file"):
+            atomic_write_text(path, "{}\n")
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "pipe"]
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o002])
 def test_a_folder_made_for_the_config_or_the_lock_is_private(tmp_path: Path, umask: int) -> None:
     """A first ``memcore provision`` makes the data home that later holds the memories: it

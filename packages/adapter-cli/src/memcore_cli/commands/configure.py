@@ -99,8 +99,8 @@ def set_value(
       memcore config set top_k 8
     """
 
-    from memcore.config import merge_config, without_userinfo
-    from memcore_cli.settings.config_file import read_config, write_config
+    from memcore.config import MemcoreConfig, merge_config, without_userinfo
+    from memcore_cli.settings.config_file import change_config
     from memcore_cli.settings.config_values import parse_value, redact
     from memcore_cli.settings.resolve import config_file
 
@@ -109,11 +109,14 @@ def set_value(
     path = config_file(state.options, state.environ)
     source = str(path)
     parsed = parse_value(key, value, source=source)
-    base = read_config(path, required=False)
-    updated = merge_config(base, {key: parsed}, source=source)
-    if key == "local_path" and updated.local_path is not None:
-        _check_length(state, path, updated.local_path, source=source)
-    write_config(path, updated)
+
+    def change(base: MemcoreConfig) -> MemcoreConfig:
+        updated = merge_config(base, {key: parsed}, source=source)
+        if key == "local_path" and updated.local_path is not None:
+            _check_length(state, path, updated.local_path, source=source)
+        return updated
+
+    updated = change_config(path, change)
     # As config show shows it: an endpoint's user:password@ is written, never printed.
     shown = redact({key: without_userinfo(getattr(updated, key))})[key]
     if key == "embedder" and isinstance(parsed, str):

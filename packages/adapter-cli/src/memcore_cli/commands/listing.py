@@ -102,8 +102,9 @@ def list_memories(
         if state.json and all_pages:
             for memory in shown:
                 out.json_line(memory_record(memory))
-        elif state.json:
-            out.json({"items": [memory_record(m) for m in shown], "next_token": None})
+        elif state.json:  # one selection, no pages: "more" says what the limit left out
+            more = len(found) - len(shown)
+            out.json({"items": [memory_record(m) for m in shown], "next_token": None, "more": more})
         else:
             out.table(columns, map(row, shown), empty="no memories match")
         if len(shown) < len(found):
@@ -241,12 +242,17 @@ def forget(
         return
     if not yes:
         _confirm(found)
+    from memcore_cli.output.interrupts import held_interrupts
+
     service = runtime.service()
     deleted = []
-    for memory in found:
-        service.switch_scope(memory.scope)
-        scope = service.forget(memory.id)
-        deleted.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
+    with held_interrupts() as held:  # Ctrl-C stops between two deletes, and says how far
+        for memory in found:
+            service.switch_scope(memory.scope)
+            scope = service.forget(memory.id)
+            deleted.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
+            if held.interrupted and len(deleted) < len(found):
+                raise KeyboardInterrupt(_forgotten_so_far(len(deleted), len(found)))
     if state.json:
         out.json(deleted)
         return
@@ -273,7 +279,14 @@ def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
         return
     if not yes:
         _confirm(found, whole=str(pattern))
-    deleted = runtime.service(create=False).forget_all(pattern=pattern)
+    try:
+        deleted = runtime.service(create=False).forget_all(pattern=pattern)
+    except KeyboardInterrupt:
+        from memcore_cli.output.interrupts import held_interrupts
+
+        with held_interrupts():  # counted whole: a second Ctrl-C does not cut the count short
+            left = len(select(runtime, lambda m: True))
+        raise KeyboardInterrupt(_forgotten_so_far(max(len(found) - left, 0), len(found))) from None
     if state.json:
         out.json({"forgot": deleted, "scope": pattern.as_dict()})
     else:
@@ -289,6 +302,11 @@ def _show_doomed(state: Any, found: list[Any], where: str = "") -> None:
         return
     state.output.table(COLUMNS, map(_row, found), empty="nothing to forget")
     state.output.note(f"dry run: would forget {_memories(len(found))}{where}")
+
+
+def _forgotten_so_far(done: int, asked: int) -> str:
+    """What the interrupted line says of a forget stopped half way: nothing is put back."""
+    return f"{done} of {_memories(asked)} forgotten before it; the rest are kept"
 
 
 def _memories(n: int) -> str:

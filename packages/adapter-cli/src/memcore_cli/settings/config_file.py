@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from memcore.config import MemcoreConfig, dump_config, parse_config
@@ -16,8 +17,16 @@ from memcore.errors import ConfigError, MemcoreError, PermissionDenied
 
 
 def read_config(path: Path, *, required: bool) -> MemcoreConfig:
-    """The config in ``path``; defaults when it is missing and not ``required``."""
+    """The config in ``path``; defaults when it is missing and not ``required``, or the null
+    device (``--config /dev/null``: no settings)."""
+    from memcore_sqlite.storage.file_modes import NULL_DEVICE, not_a_file
+
     try:
+        kind = not_a_file(path)
+        if kind == NULL_DEVICE:
+            return MemcoreConfig()
+        if kind is not None:  # a FIFO would hang the read, /dev/zero never end it
+            raise ConfigError(f"the config path is {kind}, not a file", source=str(path))
         raw = path.read_bytes()
     except FileNotFoundError:
         if required:
@@ -33,7 +42,7 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
 def write_config(path: Path, config: MemcoreConfig) -> None:
     """Replace ``path`` (a symlink's target) with ``config`` atomically, readable only by its
     owner."""
-    from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
+    from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, not_a_file, planted
 
     text = dump_config(config)
     make_home(path.parent)
@@ -45,6 +54,9 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
         )
     # A linked config (kept with the user's dotfiles) stays linked: its target is replaced.
     real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    kind = not_a_file(real)
+    if kind is not None:  # replacing it would put a file where a device was (/dev/null)
+        raise ConfigError(f"cannot write the config: its path is {kind}", source=str(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     except OSError as exc:
@@ -61,6 +73,18 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise _file_error(exc, path, "write") from None
+
+
+def change_config(path: Path, change: Callable[[MemcoreConfig], MemcoreConfig]) -> MemcoreConfig:
+    """The config at ``path`` read, changed and written back (:func:`write_config`), its
+    folder held meanwhile: two ``config set`` at once each wrote back what it had read, and
+    one setting was lost though both said it was set."""
+    from memcore_sqlite.storage.file_modes import held
+
+    with held(path):
+        updated = change(read_config(path, required=False))
+        write_config(path, updated)
+    return updated
 
 
 def _file_error(exc: OSError, path: Path, verb: str) -> MemcoreError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -85,13 +86,19 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
         raise ConfigError(f"expected true or false, got {text!r}", field=key, source=source)
     for prefix, convert, expected in (("int", int, "a whole number"), ("float", float, "a number")):
         if kind.startswith(prefix):
-            try:
-                return convert(raw)
-            except ValueError:
-                raise ConfigError(
-                    f"expected {expected}, got {text!r}", field=key, source=source
-                ) from None
+            # Written as a number is written in JSON and in every language: Python's own int()
+            # and float() also read "1_0" as 10, "９" as 9, and "nan".
+            if not _NUMBER[prefix].fullmatch(raw):
+                raise ConfigError(f"expected {expected}, got {text!r}", field=key, source=source)
+            return convert(raw)
     return text
+
+
+#: The spellings of a number ``config set`` takes: ASCII digits, a sign, a point, an exponent.
+_NUMBER = {
+    "int": re.compile(r"[+-]?[0-9]+"),
+    "float": re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"),
+}
 
 
 def _refuse_empty(key: str, text: str, *, source: str) -> None:

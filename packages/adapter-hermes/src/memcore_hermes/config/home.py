@@ -5,6 +5,7 @@ Kept free of heavy imports: Hermes imports every provider just to ask ``is_avail
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -12,7 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from memcore_sqlite.storage.file_modes import FILE_MODE, make_home, planted
+from memcore_sqlite.storage.file_modes import (
+    FILE_MODE,
+    NULL_DEVICE,
+    held,
+    make_home,
+    not_a_file,
+    planted,
+)
 
 if TYPE_CHECKING:
     from memcore.config import MemcoreConfig
@@ -158,6 +166,14 @@ class HermesHome:
 
     # -- config ---------------------------------------------------------------------------
     def read_config_bytes(self) -> bytes:
+        """The config file's bytes; none when it is missing or the null device. A named pipe
+        or another device is an :class:`OSError`: its read would hang Hermes' start, or
+        never end (``/dev/zero``)."""
+        kind = not_a_file(self.config_file)
+        if kind == NULL_DEVICE:
+            return b""
+        if kind is not None:
+            raise OSError(errno.EINVAL, f"its path is {kind}, not a file")
         try:
             return self.config_file.read_bytes()
         except FileNotFoundError:
@@ -181,14 +197,16 @@ class HermesHome:
         from memcore.config import dump_config, merge_config
         from memcore.errors import ConfigError
 
-        base = self.load_config()
-        merged = merge_config(base, _coerce_setup_values(values), source=str(self.config_file))
-        try:
-            atomic_write(self.config_file, dump_config(merged).encode("utf-8"))
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot write the configuration ({exc.strerror})", source=str(self.config_file)
-            ) from None
+        with held(self.config_file):  # another change at once would be written over
+            base = self.load_config()
+            merged = merge_config(base, _coerce_setup_values(values), source=str(self.config_file))
+            try:
+                atomic_write(self.config_file, dump_config(merged).encode("utf-8"))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot write the configuration ({exc.strerror})",
+                    source=str(self.config_file),
+                ) from None
         return merged
 
     def peek_config(self) -> dict[str, Any]:
@@ -224,7 +242,7 @@ def _coerce_setup_values(values: Mapping[str, Any]) -> dict[str, Any]:
             text = value.strip()
             if key in _BOOL_KEYS and text.lower() in ("true", "false"):
                 value = text.lower() == "true"
-            elif key in _INT_KEYS and text.lstrip("-").isdigit():
+            elif key in _INT_KEYS and text.isascii() and text.lstrip("-").isdigit():
                 value = int(text)
             elif key in _FLOAT_KEYS:
                 try:
@@ -252,6 +270,9 @@ def atomic_write(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
         )
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    kind = not_a_file(path)
+    if kind is not None:  # renamed over, a device (/dev/null) would become this file
+        raise OSError(errno.EINVAL, f"{path} is {kind}, not a file")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 HOME_MODE = 0o700
@@ -111,3 +112,52 @@ def planted(target: Path) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         return "symlink"
     return "fifo" if stat.S_ISFIFO(st.st_mode) else "special file"
+
+
+#: What :func:`not_a_file` calls the null device, which reads as an empty file.
+NULL_DEVICE = "the null device"
+
+
+def not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder: a config
+    written over it replaced a device with a file (``--config /dev/null`` took the system's
+    null device), and a named pipe hung its read. None for a file, a folder, or no such path
+    (the read or the write that follows says why)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    if stat.S_ISFIFO(st.st_mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(st.st_mode):
+        return "a socket"
+    with contextlib.suppress(OSError):
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev == os.stat(os.devnull).st_rdev:
+            return NULL_DEVICE
+    return "a device"
+
+
+@contextlib.contextmanager
+def held(path: Path) -> Iterator[None]:
+    """Hold the folder of ``path`` (a link's target's) while its file is read, changed and
+    written back: two ``config set`` at once each wrote back what it had read before the
+    other's write, so one setting was lost though both said it was set. POSIX (``flock``
+    on the folder, released when it closes); elsewhere nothing is held."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        fcntl = None  # type: ignore[assignment]
+    fd = None
+    if fcntl is not None:
+        folder = Path(os.path.realpath(path)).parent
+        with contextlib.suppress(Exception):  # none to make or read: the write says why
+            fd = os.open(make_home(folder), os.O_RDONLY)
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)

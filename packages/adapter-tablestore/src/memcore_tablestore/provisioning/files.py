@@ -62,6 +62,8 @@ def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
     _refuse_planted(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():  # renamed over, a device would become a file
+        raise ConfigError(f"cannot write {path}: it is not a file", source=str(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(tmp, mode)
