@@ -291,6 +291,22 @@ def test_a_long_turn_is_split_never_truncated() -> None:
     assert len(stored.items) + (1 if stored.next_token else 0) >= 46
 
 
+@pytest.mark.parametrize("filler", ["filler ", "fill\t", "a b c d e f g h "])
+def test_a_long_message_is_split_between_words(filler: str) -> None:
+    """Where a long message had no line break or sentence end near the limit it was cut at
+    the limit itself, inside a word: "xylophonist" became "xyl" and "ophonist", which no
+    search finds. Every word of it is now whole in one piece, and the pieces are the text."""
+    big = "Hello, " + filler * 4571 + "xylophonist Hal plays the xylophone " + filler * 2000
+    plan = service_for(InMemoryMemoryStore(), "u").plan_turn(
+        "", "", messages=[Message("user", big)]
+    )
+    pieces = [m.content for write in plan for m in write.messages]
+    assert len(pieces) > 1 and "".join(pieces).strip() == big.strip()
+    assert all(len(p.encode()) <= MAX_MESSAGES_BYTES for p in pieces)
+    words = {w for p in pieces for w in p.split()}
+    assert words == set(big.split())
+
+
 @pytest.mark.parametrize(
     ("bad", "field"),
     [

@@ -867,6 +867,22 @@ def test_telegrams_stand_in_sender_is_the_chats_tenant_not_one_shared_by_every_g
     assert not call(sessions[1], "tablestore_search", query="locker code 4417", top_k=50)["results"]
 
 
+@pytest.mark.parametrize("stand_in", ["1087968824", "777000"])
+def test_a_stand_in_sender_without_a_chat_runs_without_memory_not_in_the_default_tenant(
+    db: Path, open_session: Callable[..., Any], stand_in: str
+) -> None:
+    """Without a chat_id, Telegram's stand-in sender had no tenant but the default one: the
+    owner's, whose memories it recalled."""
+    owner = open_session("cli", user_id=None, session="owner")
+    call(owner, "tablestore_remember", content=SECRET, sync=True)
+    assert tenant_of(owner) == "__default__"
+    anonymous = open_session("telegram", user_id=stand_in, session="anonymous")
+    assert anonymous.get_provider("tablestore-mem").runtime is None
+    assert anonymous.prefetch_all("locker code 4417", session_id="anonymous") == ""
+    refused = call(anonymous, "tablestore_search", query="locker code 4417")
+    assert refused["error"]["field"] == "chat_id" and SECRET not in json.dumps(refused)
+
+
 def test_whatsapp_memories_of_before_move_to_the_tenant_sessions_read(
     db: Path, kit: Any, open_session: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

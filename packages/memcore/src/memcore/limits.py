@@ -617,7 +617,10 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
 
 
 def split_text(text: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
-    """Split text into pieces of at most ``max_bytes`` UTF-8 bytes, preferring line breaks."""
+    """Split text into pieces of at most ``max_bytes`` UTF-8 bytes, preferring line breaks,
+    then sentence ends, then spaces: a word cut in two at the limit was found by no search
+    (only text without spaces in the piece's second half, CJK say, is cut anywhere). Put
+    together, the pieces are the text, less any piece that would hold only blank space."""
     if utf8_len(text) <= max_bytes:
         return [text]
     pieces: list[str] = []
@@ -628,6 +631,8 @@ def split_text(text: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
         if size + n > max_bytes:
             chunk = "".join(current)
             cut = max(chunk.rfind("\n"), chunk.rfind(". "))
+            if cut <= len(chunk) // 2:
+                cut = max(chunk.rfind(" "), chunk.rfind("\t"))
             if cut > len(chunk) // 2:
                 pieces.append(chunk[: cut + 1])
                 current = [chunk[cut + 1 :]]

@@ -30,7 +30,9 @@ _PREAMBLE = (
 # Any tag that could close or open our fence, or a host's own context block, is removed from
 # recalled text so a stored memory can never break out of the fence.
 _TAG_RE = re.compile(
-    r"<\s*/?\s*(recalled-memory|memory-context|system|instructions?)\b[^>]*>", re.I
+    # Its ">" may be missing: "</recalled-memory" before a line break read as a closing tag.
+    r"<\s*/?\s*(recalled-memory|memory-context|system|instructions?)\b(?:[^<>]*>)?",
+    re.I,
 )
 # A whole block (ours or Hermes' <memory-context>), or one left open to the end of the text.
 _BLOCK_RE = re.compile(

@@ -74,7 +74,7 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     as in 0.1.0, where one phone number may be the same person on two platforms. Not checked
     here: :func:`memcore.scope.resolve_scope` refuses a bad one. None for one of
     :data:`TELEGRAM_STAND_INS`; WhatsApp's in the form Hermes writes it in session keys."""
-    if kwargs.get("platform") == "telegram" and kwargs.get("user_id") in TELEGRAM_STAND_INS:
+    if _stand_in(kwargs):
         return None
     platform, alt, user = (
         platform_of(kwargs, config),
@@ -84,6 +84,11 @@ def tenant_user(kwargs: Mapping[str, Any], config: MemcoreConfig) -> Any:
     if platform in ALT_NAMED_PLATFORMS and isinstance(alt, str) and alt.strip():
         return alt
     return platform_user(platform, user) if isinstance(user, str) and user.strip() else user
+
+
+def _stand_in(kwargs: Mapping[str, Any]) -> bool:
+    """Whether the session's sender is one of :data:`TELEGRAM_STAND_INS`."""
+    return kwargs.get("platform") == "telegram" and kwargs.get("user_id") in TELEGRAM_STAND_INS
 
 
 def platform_user(platform: object, user_id: str) -> str:
@@ -104,6 +109,17 @@ def fixed_tenant(kwargs: Mapping[str, Any], config: MemcoreConfig) -> str | None
         return config.tenant_id
     chat = kwargs.get("chat_id")
     if not isinstance(chat, str) or not chat.strip():
+        if _stand_in(kwargs):
+            # Neither a person nor a chat: the default tenant would be the owner's, which
+            # any member of any group could then recall.
+            from memcore.errors import InvalidInput
+
+            raise InvalidInput(
+                f"Telegram's stand-in sender {kwargs.get('user_id')} (a message sent on behalf "
+                "of a chat) names no person, and this session names no chat_id: it has no "
+                "tenant of its own, so it runs without memory",
+                field="chat_id",
+            )
         return None
     if tenant_user(kwargs, config) is not None and not shared_by_many(kwargs):
         return None
