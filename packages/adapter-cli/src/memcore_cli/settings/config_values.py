@@ -84,21 +84,22 @@ def parse_value(key: str, text: str, *, source: str) -> Any:
         if raw.lower() in _FALSE:
             return False
         raise ConfigError(f"expected true or false, got {text!r}", field=key, source=source)
-    for prefix, convert, expected in (("int", int, "a whole number"), ("float", float, "a number")):
+    for prefix, spelled, convert, expected in _NUMBERS:
         if kind.startswith(prefix):
             # Written as a number is written in JSON and in every language: Python's own int()
             # and float() also read "1_0" as 10, "９" as 9, and "nan".
-            if not _NUMBER[prefix].fullmatch(raw):
+            if not spelled.fullmatch(raw):
                 raise ConfigError(f"expected {expected}, got {text!r}", field=key, source=source)
             return convert(raw)
     return text
 
 
-#: The spellings of a number ``config set`` takes: ASCII digits, a sign, a point, an exponent.
-_NUMBER = {
-    "int": re.compile(r"[+-]?[0-9]+"),
-    "float": re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"),
-}
+#: The number types a key may have: how ``config set`` takes one spelled (ASCII digits, a
+#: sign, a point, an exponent), what makes it, and what a refusal says it expected.
+_NUMBERS: tuple[tuple[str, re.Pattern[str], type, str], ...] = (
+    ("int", re.compile(r"[+-]?[0-9]+"), int, "a whole number"),
+    ("float", re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"), float, "a number"),
+)
 
 
 def _refuse_empty(key: str, text: str, *, source: str) -> None:

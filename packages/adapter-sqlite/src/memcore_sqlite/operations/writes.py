@@ -24,7 +24,6 @@ from memcore_sqlite.search import supersession
 from memcore_sqlite.storage import tenant_prefixes as prefixes
 from memcore_sqlite.storage.rows import (
     MEMORY_COLUMNS,
-    MemoryRow,
     check_scope,
     content_hash,
     memory_from_row,
@@ -78,13 +77,12 @@ class MemoryWrites:
         # The digest covers the scope; comparing the scope columns (and the text, which a
         # 16-byte digest could in principle share with another) in Python keeps the planner on
         # the hash index (with them in SQL it prefers the scope index and scans the scope).
-        for row in map(
-            MemoryRow._make,
-            conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE store_id = ? AND content_hash = ?",
-                (store_id, digest),
-            ),
+        for selected in conn.execute(
+            f"SELECT {MEMORY_COLUMNS}, superseded_by FROM memories"
+            " WHERE store_id = ? AND content_hash = ?",
+            (store_id, digest),
         ):
+            row, superseded = memory_row(selected), selected[-1] is not None
             if (row.app_id, row.tenant_id, row.agent_id, row.run_id) == scope.as_tuple() and str(
                 row.text
             ).strip() == text.strip():
@@ -98,8 +96,12 @@ class MemoryWrites:
                     newer = self._repeat(
                         conn, store_id, seq, found, scope, text, metadata, now, said=(said_at, last)
                     )
-                if newer and supersession.forgotten(
-                    conn, store_id, (scope.app_id, scope.tenant_id, str(row.id))
+                if (
+                    newer
+                    and superseded
+                    and supersession.forgotten(
+                        conn, store_id, (scope.app_id, scope.tenant_id, str(row.id))
+                    )
                 ):
                     # A copy a merge folded away, whose merged memory was forgotten since:
                     # said again now, the fact is current again (else the write that answered

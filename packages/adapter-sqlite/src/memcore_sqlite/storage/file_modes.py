@@ -12,6 +12,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -145,17 +146,15 @@ def held(path: Path) -> Iterator[None]:
     written back: two ``config set`` at once each wrote back what it had read before the
     other's write, so one setting was lost though both said it was set. POSIX (``flock``
     on the folder, released when it closes); elsewhere nothing is held."""
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        fcntl = None  # type: ignore[assignment]
     fd = None
-    if fcntl is not None:
+    if sys.platform != "win32":
         folder = Path(os.path.realpath(path)).parent
         with contextlib.suppress(Exception):  # none to make or read: the write says why
             fd = os.open(make_home(folder), os.O_RDONLY)
     try:
         if fd is not None:
+            import fcntl
+
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
