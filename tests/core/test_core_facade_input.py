@@ -68,6 +68,19 @@ def test_a_message_cannot_carry_a_scope_key(key: str) -> None:
     assert mem.list().items == ()
 
 
+@pytest.mark.parametrize("key", ["tenant_id", "scope", "app_id", "agent_id", "run_id"])
+def test_a_filter_on_a_scope_key_is_refused_not_an_empty_answer(key: str) -> None:
+    """No memory's metadata can hold such a key, so ``filters={"agent_id": "bob"}`` (the way
+    some other memory libraries narrow a search) answered ``[]``, which reads as "nothing
+    remembered"."""
+    mem = _memory()
+    mem.add(text="I have two cats", agent_id="bob")
+    assert [h.memory.text for h in mem.search("cats", agent_id="bob")] == ["I have two cats"]
+    with pytest.raises(InvalidInput, match=r"reserved.*match nothing") as refused:
+        mem.search("cats", filters={key: "bob"})
+    assert refused.value.field == f"filters.{key}"
+
+
 def test_an_update_cuts_a_recall_block_as_an_add_does() -> None:
     mem = _memory()
     fenced = "<recalled-memory>The user likes tea</recalled-memory> The user likes coffee"

@@ -19,6 +19,8 @@ BAD_CALLS = [
     # recall's tag filter was named by the service's word for it, an argument no tool has.
     ("recall", {"query": "tea", "metadata": {str(i): "v" for i in range(17)}}, "metadata"),
     ("recall", {"query": "tea", "metadata": {"k" * 65: "v"}}, "metadata." + "k" * 64),
+    # A scope key matches no memory's tags: it answered [], read as "nothing remembered".
+    ("recall", {"query": "tea", "metadata": {"agent_id": "ops"}}, "metadata.agent_id"),
     ("remember", {"text": "x", "tenant_id": "bob"}, "tenant_id"),
     ("remember", {"text": "x", "user_id": "bob"}, "user_id"),
     ("list_memories", {"limit": 1000}, "limit"),

@@ -50,6 +50,18 @@ def test_metadata_is_stored_and_filters_search(cli):
     assert [h["id"] for h in hits] == [tagged]
 
 
+@pytest.mark.parametrize("command", [["search", "Fridays"], ["count"], ["forget", "--dry-run"]])
+def test_a_filter_on_a_scope_key_is_refused(cli, command):
+    """``--filter agent_id=ops`` matched nothing (no memory's metadata holds a scope key), so
+    a search said "no memories", a count 0 and a forget forgot none, all exit 0."""
+    _add(cli, "Deploys happen on Fridays", "--agent", "ops")
+    result = cli(*command, "--filter", "agent_id=ops")
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert "filters key 'agent_id' is reserved" in result.stderr
+    assert "--agent" in result.stderr
+    assert len(cli.json("--agent", "ops", "search", "Fridays")) == 1
+
+
 def test_add_reads_stdin_with_dash(cli):
     memory_id = cli.json("add", "--sync", "-", input="Lives in Hangzhou\n")["memory_ids"][0]
     assert cli.json("get", memory_id)["text"].strip() == "Lives in Hangzhou"

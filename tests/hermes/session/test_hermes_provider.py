@@ -294,6 +294,13 @@ def test_the_profile_tool_pages_with_its_next_token(
         ),
         ("tablestore_search", {"query": "x", "metadata": {"k": 5}}, "invalid_input", "metadata.k"),
         ("tablestore_search", {"query": "x", "metadata": "k=v"}, "invalid_input", "metadata"),
+        # A scope key matches no memory's tags: it answered [], read as "nothing remembered".
+        (
+            "tablestore_search",
+            {"query": "x", "metadata": {"run_id": "r"}},
+            "invalid_input",
+            "metadata.run_id",
+        ),
         ("tablestore_profile", {"limit": 0}, "invalid_input", "limit"),
         ("tablestore_remember", {"content": "x" * 40_000}, "invalid_input", "content"),
         (

@@ -20,7 +20,7 @@ from pydantic import BeforeValidator, Field
 from memcore import limits
 from memcore.errors import StoreNotFound
 from memcore.paging import every_item
-from memcore.service import MemoryService
+from memcore.service import MemoryService, check_filters
 from memcore.service.dreams import Dreams
 from memcore.values import DreamTask
 from memcore_cli.output.records import to_record
@@ -300,7 +300,7 @@ class MemoryTools:
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
             # Checked here first, so an error names this tool's argument, not the service's.
-            filters = limits.check_metadata(metadata) if metadata is not None else None
+            filters = check_filters(metadata, field="metadata") if metadata is not None else None
             hits = service.search(
                 query,
                 top_k=top_k,

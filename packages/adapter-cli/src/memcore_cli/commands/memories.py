@@ -297,7 +297,7 @@ def search(
     """
     from memcore import limits
     from memcore_cli.output.records import hit_record
-    from memcore_cli.parsing.pairs import parse_pairs
+    from memcore_cli.parsing.pairs import check_filters, parse_pairs
 
     state = state_of(ctx)
     flt = parse_pairs(filters, option="--filter")
@@ -305,7 +305,7 @@ def search(
     limits.check_query(query)
     if top_k is not None:
         limits.check_top_k(top_k)
-    limits.check_metadata(flt, field="filters")
+    check_filters(flt)
     limits.check_min_similarity(min_similarity)
     asked = limits.parse_reference_time(at, field="at", label="--at")
     limits.check_neighbours(neighbours)

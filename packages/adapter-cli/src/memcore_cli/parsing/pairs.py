@@ -31,3 +31,10 @@ def check_user_metadata(metadata: dict[str, str] | None) -> None:
     from memcore.service import check_user_metadata as check
 
     check(metadata, scope_source="--app/--tenant/--agent/--run")
+
+
+def check_filters(filters: dict[str, str] | None) -> None:
+    """The service's filter rules (a scope key is refused), checked before any store is opened."""
+    from memcore.service import check_filters as check
+
+    check(filters, scope_source="--app/--tenant/--agent/--run")

@@ -57,7 +57,7 @@ class Selection:
 
 
 def selection(since: str | None, filters: dict[str, str] | None) -> Selection:
-    from memcore import limits
+    from memcore_cli.parsing.pairs import check_filters
 
-    limits.check_metadata(filters, field="filters")
+    check_filters(filters)
     return Selection(None if since is None else parse_since(since), dict(filters or {}))

@@ -275,10 +275,11 @@ def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
 
 def _search(runtime: Any, args: Mapping[str, Any]) -> str:
     from memcore import limits
+    from memcore.service import check_filters
 
     asked = limits.parse_reference_time(args.get("reference_time")) or runtime.turn_time()
     # Checked here first, so an error names this tool's argument, not the service's "filters".
-    filters = limits.check_metadata(args.get("metadata")) or None
+    filters = check_filters(args.get("metadata"), field="metadata") or None
     service = runtime.service(runtime.handle.ready())
     hits = service.search(
         args.get("query"),

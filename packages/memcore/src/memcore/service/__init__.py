@@ -8,6 +8,7 @@ collaborators; ``lookup``, ``mirror`` and ``turns`` the rules its own use cases 
 
 from memcore.service.inputs import (
     RESERVED_METADATA_KEYS,
+    check_filters,
     check_user_metadata,
     refuse_scope_keys,
     restorable_text,
@@ -21,6 +22,7 @@ __all__ = [
     "RESERVED_METADATA_KEYS",
     "MemoryService",
     "TurnWrite",
+    "check_filters",
     "check_user_metadata",
     "refuse_scope_keys",
     "restorable_text",

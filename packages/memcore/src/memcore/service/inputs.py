@@ -27,6 +27,26 @@ def check_user_metadata(
     return checked
 
 
+def check_filters(
+    filters: Mapping[str, str] | None,
+    *,
+    field: str = "filters",
+    scope_source: str = "the session",
+) -> dict[str, str]:
+    """Filters within the metadata limits, refusing a scope key: no memory's metadata holds
+    one, so such a filter matched nothing and a search read as "no memories" (``agent_id``
+    given as a filter, as some other memory libraries take it)."""
+    checked = limits.check_metadata(filters, field=field)
+    named = sorted(RESERVED_METADATA_KEYS & checked.keys())
+    if named:
+        raise InvalidInput(
+            f"{field} key {named[0]!r} is reserved: no memory's metadata holds it, so it "
+            f"would match nothing; the scope searched comes from {scope_source}",
+            field=f"{field}.{named[0]}",
+        )
+    return checked
+
+
 def refuse_scope_keys(
     metadata: Mapping[str, str], *, field: str, scope_source: str = "the session"
 ) -> None:

@@ -31,7 +31,12 @@ from memcore.recall import format_recall, strip_recall
 from memcore.scope import Scope, ScopePattern
 from memcore.service import lookup, mirror
 from memcore.service.dreams import Dreams
-from memcore.service.inputs import check_list, check_user_metadata, restorable_text
+from memcore.service.inputs import (
+    check_filters,
+    check_list,
+    check_user_metadata,
+    restorable_text,
+)
 from memcore.service.logs import Logs
 from memcore.service.session import Session, in_tenant, refuse_outside
 from memcore.service.turns import TurnWrite, plan_turn
@@ -320,7 +325,7 @@ class MemoryService:
                 field="neighbours",
             )
         k = limits.check_top_k(self.top_k if top_k is None else top_k)
-        flt = limits.check_metadata(filters, field="filters")
+        flt = check_filters(filters)
         sim = limits.check_min_similarity(min_similarity)
         rerank = self.enable_rerank if enable_rerank is None else bool(enable_rerank)
         asked = limits.check_reference_time(reference_time)
