@@ -260,3 +260,63 @@ def test_a_database_that_cannot_be_created_says_what_moves_it(
         assert message.endswith(
             f"(set local_path in {home / 'tablestore_memory.json'} to a file in a writable folder)"
         )
+
+
+#: A session whose delivery of a remembered fact hangs: it says so in a file, then waits
+#: to be killed with the fact leased to it in the spool.
+_HANGING_SESSION = """
+import sys, time
+from pathlib import Path
+from memcore.service import MemoryService
+from memcore_hermes import MemcoreMemoryProvider
+
+def hang(self, *args, **kwargs):
+    Path(sys.argv[2]).write_text("sending")
+    time.sleep(600)
+
+MemoryService.remember = hang
+provider = MemcoreMemoryProvider()
+provider.initialize("s1", hermes_home=sys.argv[1], user_id="gus")
+provider.handle_tool_call("tablestore_remember", {"content": "Gus keeps bees on the roof"})
+time.sleep(600)
+"""
+
+
+def test_a_killed_sessions_write_is_sent_at_once_on_the_local_store(
+    hermes_home: Path, kit: Any, tmp_path: Path
+) -> None:
+    """A remote server may still be applying a killed process's last request, so its entry
+    waits one call timeout (30 s here) before a resend. The local store's write ended with
+    the process that made it, yet the next session waited as long, its recall missing it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    kit.write_config(hermes_home, backend="local", embedder="none", timeout=30)
+    sending = tmp_path / "sending"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HANGING_SESSION, str(hermes_home), str(sending)],
+        env={**os.environ, "HERMES_HOME": str(hermes_home)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not sending.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sending.exists(), "the child never began to send"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+    provider.initialize("s2", hermes_home=str(hermes_home), user_id="gus")
+    try:
+        started = time.monotonic()
+        texts: list[str] = []
+        while time.monotonic() - started < 10 and not texts:
+            profile = json.loads(provider.handle_tool_call("tablestore_profile", {}))
+            texts = [m["text"] for m in profile["memories"]]
+            time.sleep(0.1)
+        assert texts == ["Gus keeps bees on the roof"]
+        assert provider.runtime.spool.stats(time.time()).depth == 0
+    finally:
+        provider.shutdown()

@@ -54,6 +54,14 @@ _CHECKPOINT_INTERVAL_S = 30.0
 _PASS_BATCH = 200
 
 
+def in_flight_s(config: MemcoreConfig) -> float:
+    """How long a killed worker's entry stays held before another sends it again: one call
+    timeout for a remote backend, whose server may still be applying the last request; none
+    for the local store, whose write ended (committed or rolled back) with the process that
+    made it. A replay first looks for it either way."""
+    return 0.0 if config.backend == "local" else config.timeout
+
+
 @attrs.frozen
 class RetryPolicy:
     """Exponential backoff with jitter, capped."""

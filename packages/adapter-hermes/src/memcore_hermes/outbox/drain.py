@@ -45,7 +45,7 @@ def drain_spool(home: HermesHome, store: MemoryStore, config: MemcoreConfig) -> 
     """
     if not home.spool_file.exists():
         return {"delivered": 0, "waiting": 0}
-    from memcore_hermes.outbox.delivery import Deliverer, RetryPolicy, StoreHandle
+    from memcore_hermes.outbox.delivery import Deliverer, RetryPolicy, StoreHandle, in_flight_s
     from memcore_hermes.outbox.lane import Lane
     from memcore_hermes.outbox.spool import SqliteOutbox
 
@@ -64,7 +64,7 @@ def drain_spool(home: HermesHome, store: MemoryStore, config: MemcoreConfig) -> 
         handle,
         retry=RetryPolicy(),
         lease_s=max(5.0, config.timeout * 2),
-        in_flight_s=config.timeout,
+        in_flight_s=in_flight_s(config),
     )
     lane = Lane("command-drain", deliverer.drain)
     lane.flush(budget)

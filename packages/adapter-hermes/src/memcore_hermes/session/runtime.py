@@ -32,6 +32,7 @@ from memcore_hermes.outbox.delivery import (
     RetryPolicy,
     StoreHandle,
     detached,
+    in_flight_s,
 )
 from memcore_hermes.outbox.entries import MessagesWrite, MirrorWrite, TextWrite, Write, make_entry
 from memcore_hermes.outbox.lane import Lane
@@ -126,7 +127,7 @@ class MemoryRuntime:
             handle,
             retry=retry or RetryPolicy(),
             lease_s=max(5.0, config.timeout * 2),
-            in_flight_s=config.timeout,
+            in_flight_s=in_flight_s(config),
             clock=clock,
         )
         self.lane = Lane(name, self.deliverer.drain, before_task=self._let_recall_finish)
