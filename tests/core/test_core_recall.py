@@ -61,6 +61,18 @@ def test_the_session_is_named_only_when_the_block_spans_several() -> None:
     assert "session s1" in two and "session s2" in two
 
 
+def test_a_memory_a_newer_one_replaced_is_marked_superseded() -> None:
+    """The embedded store's search still returns a replaced memory, right after what replaced
+    it; unmarked, the block gave the model the old fact and the new one as equally true."""
+    new = hit("My sister now lives in Berlin", 0.9, at=T0 + DAY, mid="n")
+    old = hit("My sister lives in Paris", 0.9, mid="o")
+    old = attrs.evolve(old, memory=attrs.evolve(old.memory, extras={"superseded_by": "n"}))
+    assert lines(format_recall([new, old])) == [
+        "- [2026-05-29] My sister now lives in Berlin",
+        "- [2026-05-28, superseded] My sister lives in Paris",
+    ]
+
+
 def test_the_block_stays_under_its_character_budget() -> None:
     hits = [hit(f"fact {i} " + "word " * 400, 1.0 - i / 10) for i in range(5)]
     block = format_recall(hits, max_chars=2_000)

@@ -152,8 +152,13 @@ def test_superseded_memory_ranks_below_its_superseder(hybrid_store: SqliteMemory
     )
     [action] = hybrid_store.list_dream_actions(STORE, task.id).items
     assert (action.action, action.status, action.target_memory_id) == ("UPDATE", "applied", new)
-    after = [h.memory.id for h in hybrid_store.search(STORE, ALICE.pattern(), "Rachel Chicago dog")]
+    hits = hybrid_store.search(STORE, ALICE.pattern(), "Rachel Chicago dog")
+    after = [h.memory.id for h in hits]
     assert after.index(new) < after.index(old)
+    # The replaced memory still answers, naming its successor as get does; it read as current.
+    by = {h.memory.id: h.memory.superseded_by for h in hits}
+    assert (by[old], by[new]) == (new, None)
+    assert hybrid_store.get_memory(STORE, ALICE, old).superseded_by == new
     listed = hybrid_store.list_memories(STORE, ALICE.pattern()).items
     assert {m.id: m.extras.get("superseded_by") for m in listed}[old] == new
     assert old not in [

@@ -171,6 +171,8 @@ def _lines(kept: Sequence[SearchHit], budget: int, said: set[Hashable] | None) -
     lines: list[str] = []
     for i, hit in enumerate(kept):
         label = shown_date(hit)
+        if hit.memory.superseded_by:  # a newer memory replaced it, shown before it
+            label = f"{label}, superseded".lstrip(", ")
         if len(sessions) > 1:
             run = " ".join(sanitize_recalled(hit.memory.scope.run_id).split())
             label = f"{label}, session {run}".lstrip(", ")

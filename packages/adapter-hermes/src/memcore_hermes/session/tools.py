@@ -319,6 +319,8 @@ def hit_json(hit: Any) -> dict[str, Any]:
         "date": shown_date(hit),
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
+        # A newer memory replaced it (it is listed after that one): the model reads it as past.
+        **({"superseded_by": memory.superseded_by} if memory.superseded_by else {}),
         **({"evidence": [dict(e) for e in hit.evidence]} if hit.evidence else {}),
         **({"neighbours": _turns_json(hit.neighbours)} if hit.neighbours is not None else {}),
     }

@@ -60,17 +60,19 @@ def annotate(
 ) -> list[MemoryRecord]:
     """Memories with ``extras`` saying what they supersede and what superseded them."""
     links = _links(conn, store_id, [key(m) for m in memories])
-    out = []
-    for m in memories:
-        by, how, supersedes = links.get(key(m), ("", "", "[]"))
-        extras = dict(m.extras)
-        if supersedes != "[]":
-            extras["supersedes"] = json.loads(supersedes)
-        if by:
-            extras["superseded_by"] = by
-            extras["superseded_how"] = how
-        out.append(attrs.evolve(m, extras=extras) if extras else m)
-    return out
+    return [_with_links(m, links.get(key(m), ("", "", "[]"))) for m in memories]
+
+
+def _with_links(memory: MemoryRecord, links: tuple[str, str, str]) -> MemoryRecord:
+    """``memory`` with ``extras`` naming what it supersedes and what superseded it."""
+    by, how, supersedes = links
+    extras = dict(memory.extras)
+    if supersedes != "[]":
+        extras["supersedes"] = json.loads(supersedes)
+    if by:
+        extras["superseded_by"] = by
+        extras["superseded_how"] = how
+    return attrs.evolve(memory, extras=extras) if extras else memory
 
 
 #: What :func:`_current` answers for a chain that ends at a memory deleted since.
@@ -155,6 +157,8 @@ def prefer_current(
             if links[mk][1] == "merged":
                 continue  # its text lives on in the merged memory
         if mk not in placed:
+            if then is not None:  # it still answers, after its successor, naming it as get does
+                h = attrs.evolve(h, memory=_with_links(h.memory, links[mk]))
             out.append(h)
             placed.add(mk)
     return out[:top_k]
