@@ -67,6 +67,17 @@ def test_add_reads_stdin_with_dash(cli):
     assert cli.json("get", memory_id)["text"].strip() == "Lives in Hangzhou"
 
 
+def test_search_reads_stdin_with_dash_as_add_does(cli):
+    """The README says "-" alone reads the words from stdin for search and add; search
+    looked for a literal "-" instead, exit 0."""
+    memory_id = _add(cli, "The user likes coffee")
+    _add(cli, "Trains leave at 9 - sharp")
+    hits = cli.json("search", "-", input="what does the user like, coffee?\n")
+    assert hits[0]["id"] == memory_id
+    result = cli("search", "-", input="x" * 9000)
+    assert result.exit_code == 2 and "query is 9000 characters" in result.stderr
+
+
 def test_list_pages_and_list_all_returns_every_memory_once(cli):
     ids = {_add(cli, f"fact number {i} about the garden") for i in range(5)}
     page = cli.json("list", "--limit", "2")

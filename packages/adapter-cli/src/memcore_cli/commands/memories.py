@@ -134,7 +134,7 @@ def joined(words: list[str] | None) -> str | None:
     return " ".join(words) if words else None
 
 
-def _read_stdin() -> str:
+def _read_stdin(field: str = "text") -> str:
     """stdin as text, a byte that is not UTF-8 (of its encoding) kept as the surrogate Python
     makes of it in argv, so the text check names the byte rather than the decoder failing
     (stdin decodes strictly under most UTF-8 locales)."""
@@ -142,7 +142,7 @@ def _read_stdin() -> str:
     from memcore.errors import InvalidInput
 
     if sys.stdin is None:  # started with stdin closed (`<&-`)
-        raise InvalidInput("cannot read '-': stdin is closed", field="text")
+        raise InvalidInput("cannot read '-': stdin is closed", field=field)
     # Read no further than a text can be (``yes |`` and /dev/zero never end): a character is
     # a UTF-8 byte at least, and echo's line break adds two at most.
     most = limits.MAX_TEXT_BYTES + 2
@@ -160,7 +160,7 @@ def _read_stdin() -> str:
     if len(text) > most:
         limit = limits.MAX_TEXT_BYTES
         raise InvalidInput(
-            f"text is more than {limit} UTF-8 bytes; the limit is {limit}", field="text"
+            f"{field} is more than {limit} UTF-8 bytes; the limit is {limit}", field=field
         )
     return text
 
@@ -233,7 +233,7 @@ def search(
         _words(
             "QUERY",
             "What to look for, in plain words: the words are joined by one space as "
-            "echo joins them, so quotes are optional.",
+            "echo joins them, so quotes are optional; '-' alone reads it from stdin.",
         ),
     ],
     top_k: Annotated[
@@ -302,6 +302,8 @@ def search(
     state = state_of(ctx)
     flt = parse_pairs(filters, option="--filter")
     query = joined(words) or ""
+    if query == "-":  # as add reads its text
+        query = _without_final_newline(_read_stdin("query"))
     limits.check_query(query)
     if top_k is not None:
         limits.check_top_k(top_k)
