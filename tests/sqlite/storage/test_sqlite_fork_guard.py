@@ -210,3 +210,68 @@ def test_a_child_closes_the_connections_it_inherited_but_not_one_in_a_transactio
     idle.close()
     busy.close()
     assert len(closed) == 50
+
+
+_FORK_DURING_AN_IMPORT = """
+import os, sys, threading, time
+from pathlib import Path
+from memcore_sqlite.storage import fork_guard
+
+folder = Path(sys.argv[1])
+(folder / "slow_module.py").write_text("import time\\ntime.sleep(0.5)\\nVALUE = 7\\n")
+sys.path.insert(0, str(folder))
+threading.Thread(target=lambda: __import__("slow_module")).start()
+time.sleep(0.1)  # the thread is inside the import, holding its module's lock
+pid = os.fork()
+if pid == 0:
+    import slow_module  # waited for ever on the lock the parent's thread held at the fork
+    os._exit(0 if slow_module.VALUE == 7 else 3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_fork_waits_for_an_import_under_way_on_another_thread(tmp_path: Path) -> None:
+    """The library imports numpy and the embedder's runtime on first use, maybe on another
+    thread; a worker forked meanwhile, as the README says to, hung at its first search."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_DURING_AN_IMPORT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=fork_guard.WAIT * 3,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr
+
+
+_FORK_DURING_A_MODEL_LOAD = """
+import os, sys, threading, time
+import memcore
+
+config = {"local_path": sys.argv[1] + "/memcore.db", "embedder": "onnx"}
+mem = memcore.Memory.open("local", config=config)
+threading.Thread(target=lambda: mem.search("anything", user_id="alice")).start()
+time.sleep(float(sys.argv[2]))  # the first search imports numpy and loads the model
+pid = os.fork()
+if pid == 0:
+    worker = memcore.Memory.open("local", config=config)  # its own, as the README says
+    worker.add(text="a worker's fact", user_id="bob", sync=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.03])
+def test_a_worker_forked_while_the_model_loads_can_embed(tmp_path: Path, delay: float) -> None:
+    """The embedder (one per process) was loading under its lock: the worker inherited the
+    lock held, and its first write waited for ever."""
+    pytest.importorskip("onnxruntime")
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_DURING_A_MODEL_LOAD, str(tmp_path), str(delay)],
+        capture_output=True,
+        text=True,
+        timeout=fork_guard.WAIT * 3,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr

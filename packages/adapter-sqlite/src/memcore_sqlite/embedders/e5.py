@@ -29,6 +29,7 @@ from typing import Any
 
 from memcore.errors import ConfigError
 from memcore_sqlite.embedders import require
+from memcore_sqlite.storage.fork_guard import working
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "multilingual-e5-small-q4-centred"
@@ -101,13 +102,13 @@ class E5Embedder:
 
     def warm_up(self) -> None:
         """Load the model now instead of on the first embedding."""
-        with self._lock:
+        with working(), self._lock:  # a fork waits for it: a child would inherit the lock
             self._load()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        with self._lock:
+        with working(), self._lock:  # a fork waits for it: a child would inherit the lock
             model = self._load()
             vectors = model.query(list(texts))
         if self.raw:

