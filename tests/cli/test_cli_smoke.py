@@ -250,7 +250,12 @@ def test_emulator_serve_stopped_with_ctrl_c_exits_130(tmp_path):
             proc.kill()
             proc.wait(timeout=30)
     assert proc.returncode == 130, err
-    assert err == "memcore: interrupted\n"
+    error = json.loads(err)["error"]  # --json: a JSON object, as every failure's
+    assert (error["code"], error["message"], error["exit_code"]) == (
+        "interrupted",
+        "interrupted",
+        130,
+    )
 
 
 def test_emulator_serve_rejects_bad_fault_settings(tmp_path):

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,17 +67,40 @@ def test_no_at_the_question_deletes_nothing_and_says_so(tmp_path):
 
 def test_no_at_the_question_is_a_json_error_with_json(tmp_path):
     """With --json every failure is one JSON object on stderr; this one was plain text."""
-    home = tmp_path / "home"
-    run_memcore(home, "add", "keep me")
-    proc, master = _ask(home, "--json", "forget", "--all")
-    os.write(master, b"n\n")
-    _, err = proc.communicate(timeout=60)
-    os.close(master)
-    assert proc.returncode == 1, err
-    line = err.decode().strip().splitlines()[-1]
-    error = json.loads(line[line.index("{") :])["error"]
+    error = _json_answer(tmp_path, ("--json",), lambda proc, master: os.write(master, b"n\n"), 1)
     assert (error["message"], error["field"], error["exit_code"]) == (
         "not confirmed; nothing was deleted",
         "yes",
         1,
     )
+
+
+@pytest.mark.parametrize("json_option", [("--json",), ("--format", "json")])
+def test_ctrl_c_at_the_question_is_a_json_error_with_json(tmp_path, json_option):
+    """The README: with --json every failure is one JSON object on stderr; an interrupt was
+    the plain "memcore: interrupted" line."""
+    answer = lambda proc, master: proc.send_signal(signal.SIGINT)  # noqa: E731
+    error = _json_answer(tmp_path, json_option, answer, 130)
+    assert (error["code"], error["message"], error["exit_code"]) == (
+        "interrupted",
+        "interrupted (nothing was deleted)",
+        130,
+    )
+
+
+def _json_answer(
+    tmp_path: Path, json_option: tuple[str, ...], answer: Any, code: int
+) -> dict[str, Any]:
+    """The JSON error ``forget --all`` ends with after ``answer(proc, master)`` at its
+    question, which it exits ``code`` from, having deleted nothing."""
+    home = tmp_path / "home"
+    run_memcore(home, "add", "keep me")
+    proc, master = _ask(home, *json_option, "forget", "--all")
+    answer(proc, master)
+    _, err = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == code, err
+    assert run_memcore(home, "count").stdout.strip() == "1"
+    line = err.decode().strip().splitlines()[-1]
+    error: dict[str, Any] = json.loads(line[line.index("{") :])["error"]
+    return error

@@ -60,6 +60,28 @@ def test_ctrl_c_right_after_a_batch_is_stored_and_again_during_the_rollback_leav
     assert local_cli.ok("count").stdout.strip() == "0"
 
 
+def test_an_interrupted_import_is_a_json_error_with_json(tmp_path, monkeypatch, local_cli):
+    """With --json every failure is one JSON object on stderr; an interrupt was plain text."""
+    monkeypatch.setattr(memcore.transfer.restoring, "IMPORT_BATCH", 3)
+    restore = MemoryService.restore
+
+    def interrupted(self, items, **kwargs):
+        ids = restore(self, items, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return ids
+
+    monkeypatch.setattr(MemoryService, "restore", interrupted)
+    result = local_cli("--json", "import", "--lines", str(_lines(tmp_path / "big.txt", 20)))
+    monkeypatch.undo()
+    assert result.exit_code == 130
+    error = json.loads(result.stderr.splitlines()[-1])["error"]
+    assert (error["code"], error["exit_code"]) == ("interrupted", 130)
+    assert error["message"] == (
+        "interrupted (import stopped; the 3 memories it had added were deleted again)"
+    )
+    assert local_cli.ok("count").stdout.strip() == "0"
+
+
 def test_a_failure_is_one_line_saying_what_was_undone(tmp_path, monkeypatch, local_cli):
     from memcore.errors import Unavailable
 

@@ -192,12 +192,17 @@ def _not_confirmed(abort: typer.Abort, ctx: ClickContext) -> int:
     if isinstance(abort.__context__, KeyboardInterrupt):  # click re-raises Ctrl-C as Abort
         from memcore_cli.output.interrupts import report
 
-        return report("nothing was deleted")
+        return report("nothing was deleted", as_json=_json_asked(ctx))
     from memcore.errors import not_confirmed
 
-    return int(
-        report_error(not_confirmed(), as_json=bool(getattr(ctx.obj, "json", False)), debug=False)
-    )
+    return int(report_error(not_confirmed(), as_json=_json_asked(ctx), debug=False))
+
+
+def _json_asked(ctx: ClickContext) -> bool:
+    """Whether the command's failures answer in JSON: its options once parsed, else the
+    global ones the group found before it (an interrupt may come before either)."""
+    asked = getattr(ctx.obj, "json", None)
+    return bool(ctx.meta.get(WANTS_JSON, False) if asked is None else asked)
 
 
 class MemcoreGroup(TyperGroup):
@@ -222,7 +227,7 @@ class MemcoreGroup(TyperGroup):
         except KeyboardInterrupt as exc:
             from memcore_cli.output.interrupts import report
 
-            raise typer.Exit(report(str(exc))) from None
+            raise typer.Exit(report(str(exc), as_json=_json_asked(ctx))) from None
         except BrokenPipeError:
             # The reader went away (``memcore --json list --all | head``): stop quietly.
             raise typer.Exit(_stdout_gone()) from None

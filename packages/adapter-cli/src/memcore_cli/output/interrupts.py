@@ -27,19 +27,49 @@ def start() -> None:
     _reported = False
 
 
-def report(detail: str = "") -> int:
-    """Write the one ``memcore: interrupted`` line (with ``detail``: what was undone) and
-    return the exit code; once per run, so a second Ctrl-C during the clean-up that follows
-    adds no second line."""
+def report(detail: str = "", *, as_json: bool | None = None) -> int:
+    """Write the one ``memcore: interrupted`` line (with ``detail``: what was undone), a JSON
+    error object like every other failure's with ``--json`` (``as_json`` None: read from the
+    command line), and return the exit code; once per run, so a second Ctrl-C during the
+    clean-up that follows adds no second line."""
     global _reported
     if not _reported:
         _reported = True
         from memcore_cli.output.stderr import ForgivingStderr  # stderr closed: code kept
 
         err = ForgivingStderr(sys.stderr)
-        err.write(f"memcore: interrupted ({detail})\n" if detail else "memcore: interrupted\n")
+        message = f"interrupted ({detail})" if detail else "interrupted"
+        if wants_json(sys.argv[1:]) if as_json is None else as_json:
+            import json
+
+            from memcore_cli.output.visible import json_safe
+
+            error = {
+                "type": "Interrupted",
+                "code": "interrupted",
+                "message": message,
+                "retryable": False,
+            }
+            document = {"error": {**error, "exit_code": INTERRUPTED}}
+            err.write(json_safe(json.dumps(document, ensure_ascii=False)))
+            err.write("\n")
+        else:
+            err.write(f"memcore: {message}\n")
         err.flush()
     return INTERRUPTED
+
+
+def wants_json(words: list[str]) -> bool:
+    """Whether the command line asks for JSON (``--json``, ``--format json``), as far as it
+    can be told before the app is imported: an interrupt during start-up answers so too."""
+    for i, word in enumerate(words):
+        if word == "--":
+            return False
+        if word == "--json" or word == "--format=json":
+            return True
+        if word == "--format" and words[i + 1 : i + 2] == ["json"]:
+            return True
+    return False
 
 
 class Held:
