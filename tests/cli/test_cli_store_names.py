@@ -34,10 +34,10 @@ def test_a_mistyped_tablestore_store_is_answered_with_the_close_name(emulator_cl
     error = json.loads(cli("--json", "list").stderr)["error"]
     assert (error["code"], error["exit_code"]) == ("store_not_found", 3)
     assert error["message"].endswith(HINT)
+    # doctor passed this line ("does not exist yet") while every read refused, exit 3.
     doctor = cli("doctor")
-    assert "memory store  hermes_me does not exist yet; the first write creates it" + HINT in (
-        doctor.stdout
-    )
+    assert doctor.exit_code == 3
+    assert "does not exist (reads refuse; the first write creates it)" + HINT in doctor.stdout
 
 
 def test_a_name_close_to_none_gets_no_hint(emulator_cli):
@@ -57,7 +57,8 @@ def test_a_mistyped_embedded_store_is_not_created_by_a_read(local_cli):
     )
     assert [s["name"] for s in local_cli.json("stores", "list")] == ["hermes_mem"]
     doctor = local_cli("doctor")
-    assert "does not exist yet; the first write creates it" + HINT in doctor.stdout
+    assert doctor.exit_code == 3
+    assert "does not exist (reads refuse; the first write creates it)" + HINT in doctor.stdout
     local_cli.ok("add", "--sync", "Erin plays the viola")  # the first write creates it
     assert [m["text"] for m in local_cli.json("list")["items"]] == ["Erin plays the viola"]
 

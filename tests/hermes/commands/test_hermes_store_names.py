@@ -55,8 +55,12 @@ def test_reads_of_a_mistyped_embedded_store_exit_3_and_create_nothing(
         ), argv
         assert json.loads(result.stdout)["error"]["code"] == "store_not_found", argv
     assert _stores(hermes_home) == ["hermes_mem"]
-    doctor = json.loads(kit.run_hermes(hermes_home, "tablestore-mem", "doctor").stdout)
+    checked = kit.run_hermes(hermes_home, "tablestore-mem", "doctor")
+    doctor = json.loads(checked.stdout)
     assert doctor["store"]["status"].endswith(HINT), doctor["store"]
+    # It passed ("ok": true, exit 0) while every read refused, exit 3.
+    assert (doctor["ok"], checked.returncode) == (False, 1)
+    assert doctor["store"]["error"]["code"] == "store_not_found"
     added = kit.run_hermes(hermes_home, "tablestore-mem", "add", "I keep wasps", "--sync")
     assert added.returncode == 0, added.stderr  # the first write creates it
     assert _stores(hermes_home) == ["hermes_me", "hermes_mem"]

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from memcore.errors import ConfigError, MemcoreError, NotFound
+from memcore.errors import ConfigError, MemcoreError, NotFound, StoreNotFound
 from memcore.scope import SessionContext, resolve_scope
 from memcore_hermes.config.credentials import AccessKeys, access_keys, load_environment, redact
 from memcore_hermes.config.envfile import AK_VAR, API_KEY_VAR, SK_VAR, TOKEN_VAR, env_file_problem
@@ -351,10 +351,14 @@ def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
         from memcore.store_names import did_you_mean
 
         # A mistyped memory_store_name: the stores close to it, as the exit-3 line names them.
-        out["status"] = (
-            "missing (created on the first write when auto_create_store is true)"
-            + did_you_mean(store, name)
-        )
+        hint = did_you_mean(store, name)
+        out["status"] = "missing (created on the first write when auto_create_store is true)"
+        out["status"] += hint
+        if hint:  # a typo: every read refuses (exit 3), so doctor does not pass it
+            missing = (
+                f"memory store {name!r} does not exist (reads refuse; the first write creates it)"
+            )
+            out["error"] = _error(StoreNotFound(missing + hint, field="memory_store_name"))
         return out
     except MemcoreError as exc:
         out["error"] = _error(exc)
