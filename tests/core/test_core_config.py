@@ -35,6 +35,13 @@ def test_bom_is_accepted() -> None:
     assert parse_config(b'\xef\xbb\xbf{"tenant_id": "t1"}').tenant_id == "t1"
 
 
+@pytest.mark.parametrize("seconds", [0, -1, 601])
+def test_a_timeout_out_of_range_is_refused_in_words_that_fit_it(seconds: int) -> None:
+    """The refusal of 0 said "from 0 to 600", a range holding the value it refused."""
+    with pytest.raises(ConfigError, match="above 0, at most 600"):
+        parse_config(json.dumps({"timeout": seconds}).encode())
+
+
 @pytest.mark.parametrize(
     ("text", "key"),
     [

@@ -160,7 +160,7 @@ def _local_path(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> N
 def _timeout(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if not math.isfinite(value) or not 0 < value <= 600:
         raise _BadValue(
-            attribute.name, f"{attribute.name} must be a number of seconds from 0 to 600"
+            attribute.name, f"{attribute.name} must be a number of seconds above 0, at most 600"
         )
 
 
