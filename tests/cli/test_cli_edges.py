@@ -285,7 +285,11 @@ def test_import_goes_to_the_tenant_the_flags_name(local_cli):
 
 def test_import_plain_text_lines(local_cli, tmp_path):
     notes = tmp_path / "notes.txt"
-    notes.write_text("The user lives in Hangzhou\n\n  Prefers tea  \n", encoding="utf-8")
+    # A line of a zero-width space alone stopped the whole file ("text must not be empty")
+    # where a line of spaces is skipped.
+    notes.write_text(
+        "The user lives in Hangzhou\n\n\u200b\n \ufeff \n  Prefers tea  \n", encoding="utf-8"
+    )
     report = local_cli.json("--agent", "notes", "import", "--lines", str(notes))
     assert report["added"] == 2
     texts = sorted(m["text"] for m in local_cli.json("--agent", "notes", "list")["items"])

@@ -143,7 +143,8 @@ def read_records(
     if lines:
         instead = "give a text file, one memory a line"
         numbered = _plain_lines(_numbered(path, expanded, instead))
-        return [_text_record(i, raw, tenant) for i, raw in numbered if raw.strip()]
+        # A line that shows nothing (spaces, a zero-width space) is skipped, not refused.
+        return [_text_record(i, raw, tenant) for i, raw in numbered if not limits.is_blank(raw)]
     instead = "give a file written by 'memcore export'"
     return [
         parse_line(i, raw, tenant, retarget=retarget)
