@@ -48,6 +48,13 @@ def day(seconds: float) -> str:
         ("What did I do on April 23?", "2022-04-22", "2022-04-25"),
         ("Who called on February 29?", "2020-02-28", "2020-03-02"),  # the last one there was
         ("Who called on February 29, 2016?", "2016-02-28", "2016-03-02"),
+        # "May" with its day is a month; the day before it; a year alone: none named a span.
+        ("Which film did I see on May 15?", "2022-05-14", "2022-05-17"),
+        ("which film did i see on may 15th", "2022-05-14", "2022-05-17"),
+        ("Which film did I see on 15 May?", "2022-05-14", "2022-05-17"),
+        ("What happened on the 3rd of March?", "2023-03-02", "2023-03-05"),
+        ("Where was I on 2 April 2021?", "2021-04-01", "2021-04-04"),
+        ("Where did I travel in 2021?", "2021-01-01", "2022-01-01"),
     ],
 )
 def test_time_words_name_a_span_counted_from_the_question(query: str, start: str, end: str) -> None:
@@ -64,6 +71,9 @@ def test_time_words_name_a_span_counted_from_the_question(query: str, start: str
         "and may I ask what my cat is called?",
         "MAY I ASK WHAT MY CAT IS CALLED?",
         "we march on the capital",
+        "I think 2 may be enough",
+        "The 1999 film",
+        "I was born in 1800",
         "What is my favourite band?",
         "the first one",
     ],

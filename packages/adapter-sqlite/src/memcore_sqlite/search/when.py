@@ -68,24 +68,29 @@ _THIS = re.compile(rf"\b(?:this|current)\s+{_UNIT}\b", re.I)
 _WEEKDAY = re.compile(rf"\b(?:last|this past|on|past)\s+{_DAY}\b", re.I)
 _WEEKEND = re.compile(r"\b(?:last|this past|past)\s+weekend\b", re.I)
 _DAYWORD = re.compile(r"\b(yesterday|today|tonight|this morning|this evening)\b", re.I)
-#: A month name in any case ("in june": chat is often lower case). "May" only after a word
-#: that makes it a month ("in May"), and "may"/"march" not capitalised only after a word
-#: that cannot go before the verb ("in may", never "and may I" or "we march").
+#: A month name in any case ("in june": chat is often lower case), with its day before
+#: ("15 May", "the 3rd of March") or after it ("May 15th"), and its year. "May" only after a
+#: word that makes it a month ("in May") or with a day or a year ("May 15"), and "may"/
+#: "march" not capitalised only after a word that cannot go before the verb ("in may", never
+#: "and may I" or "we march").
 _IN_MONTH = re.compile(
-    rf"(?:\b(in|during|since|from|of|early|mid|late|last|until|through|and|or|between)\s+)?"
+    r"(?:\b(in|during|since|from|of|on|early|mid|late|last|until|through|and|or|between)\s+)?"
+    r"(?:\b(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
     rf"\b{_MONTH}\b(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{{4}}))?",
     re.I,
 )
 _VERB_MONTHS = frozenset({"may", "march"})
 _MONTH_LEADS = frozenset(
-    {"in", "during", "since", "early", "mid", "late", "last", "until", "through", "between"}
+    {"in", "during", "since", "on", "early", "mid", "late", "last", "until", "through", "between"}
 )
+#: A year alone after a word that makes it a time ("in 2025", "during 2023"): the year.
+_IN_YEAR = re.compile(r"\b(?:in|during|since|throughout)\s+((?:19|20)\d\d)\b(?!\s*-\d)", re.I)
 _ISO = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 #: A word every pattern above needs: most queries name no time, and one search for these
 #: costs a fraction of running every pattern.
 _CUE = re.compile(
     r"\b(?:ago|back|earlier|last|past|previous|recent|this|current|on|weekend|yesterday|today"
-    r"|tonight|" + "|".join(_MONTHS) + r")\b|\d{4}-\d{2}-\d{2}",
+    r"|tonight|" + "|".join(_MONTHS) + r"|(?:19|20)\d\d)\b|\d{4}-\d{2}-\d{2}",
     re.I,
 )
 
@@ -171,10 +176,11 @@ def _dayword(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
 
 
 def _in_month(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
-    lead, name, day_no, year = m.groups()
+    lead, day_before, name, day_after, year = m.groups()
+    day_no = day_before or day_after
     lower = name.lower()
     if lower in _VERB_MONTHS and (
-        (name == "May" and lead is None)  # "May I ask": not a month
+        (name == "May" and lead is None and not (day_no or year))  # "May I ask": no month
         or (name != name.capitalize() and (lead or "").lower() not in _MONTH_LEADS)
     ):
         return None
@@ -211,6 +217,11 @@ def _month_day(first: datetime, day_no: int, today: datetime, *, dated: bool) ->
     raise ValueError(f"no day {day_no} in month {first.month}")
 
 
+def _in_year(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
+    first = datetime(int(m.group(1)), 1, 1)
+    return first, first.replace(year=first.year + 1)
+
+
 def _iso(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
     from dateutil import parser as date_parser
 
@@ -227,6 +238,7 @@ _PHRASES = (
     (_WEEKEND, _weekend),
     (_DAYWORD, _dayword),
     (_IN_MONTH, _in_month),
+    (_IN_YEAR, _in_year),
     (_ISO, _iso),
 )
 
