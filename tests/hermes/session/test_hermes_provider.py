@@ -489,6 +489,29 @@ def test_the_system_prompt_says_whose_memories_a_shared_tenant_holds(
     assert "hermes/team" in fixed and "every user" in fixed
 
 
+def test_a_persons_session_in_a_group_is_told_others_read_the_replies(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """Hermes gives each person of a group a session of their own by default, under their
+    own tenant, so what they said in a direct chat is recalled there, and the reply is read
+    by the whole group; the model was told only that the memories were the user's."""
+
+    def prompt(chat_type: str, chat_id: str) -> str:
+        return make_provider(
+            fake_store,
+            session_id=f"{chat_type}-session",
+            user_id="111",
+            chat_id=chat_id,
+            chat_type=chat_type,
+            gateway_session_key=f"agent:main:telegram:{chat_type}:{chat_id}:111",
+        ).system_prompt_block()
+
+    group = prompt("group", "-100500")
+    assert "Memories of this user (hermes/telegram:111," in group
+    assert "other people read your replies" in group and "in private" in group
+    assert "other people read your replies" not in prompt("dm", "111")
+
+
 def test_on_session_end_flushes(
     make_provider: Any, fake_store: InMemoryMemoryStore, kit: Any
 ) -> None:

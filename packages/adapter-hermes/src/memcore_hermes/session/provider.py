@@ -108,6 +108,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         self._config: MemcoreConfig | None = None
         self._backend = ""
         self._session: dict[str, Any] = {}
+        #: A session of one person in a group, channel or thread: others read its replies.
+        self._in_public = False
         #: The session's tenant when not its user's (fixed_tenant): kept across switches.
         self._tenant_id: str | None = None
         self._init_error: str | None = None
@@ -307,6 +309,8 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         tenant_id = fixed_tenant(kwargs, config)
         scope = resolve_scope(SessionContext(**session), app_id=config.app_id, tenant_id=tenant_id)
         self._session, self._tenant_id = session, tenant_id
+        chat_type = kwargs.get("chat_type")
+        self._in_public = isinstance(chat_type, str) and chat_type not in ("", "dm", "webhook")
         env = load_environment(home.env_file, self._environ)
         keys = access_keys(env)
         read_only = kwargs.get("agent_context", "primary") not in ("primary", None, "")
@@ -492,6 +496,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             "- tablestore_remember: keep a durable fact (preference, decision, name) the user wants remembered.",
             "- tablestore_forget: delete a memory by id when the user asks to forget it or it is wrong.",
         ]
+        if self._in_public and self._tenant_id is None:
+            # The user's own memories, in a chat others read: some were said in private.
+            lines.append(
+                "This is a group conversation: other people read your replies. The user's "
+                "memories may hold what they told you in private; do not reveal such things "
+                "here unless the user brings them up."
+            )
         if runtime.read_only:
             lines.append("This session is read-only: remember and forget are disabled.")
         elif runtime.writes_off is not None:
