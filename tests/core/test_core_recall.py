@@ -61,6 +61,18 @@ def test_the_session_is_named_only_when_the_block_spans_several() -> None:
     assert "session s1" in two and "session s2" in two
 
 
+def test_a_memory_is_dated_in_the_zone_the_host_gives() -> None:
+    """UTC unless the host says the user's zone: 2026-05-28 20:26 UTC is 10:26 in Honolulu,
+    and 2026-05-29 05:26 UTC is still the 28th there."""
+    from zoneinfo import ZoneInfo
+
+    early = hit("I had sushi tonight", at=T0 + 9 * 3600)
+    assert lines(format_recall([early])) == ["- [2026-05-29] I had sushi tonight"]
+    honolulu = ZoneInfo("Pacific/Honolulu")
+    assert lines(format_recall([early], zone=honolulu)) == ["- [2026-05-28] I had sushi tonight"]
+    assert recall.shown_date(early, honolulu) == "2026-05-28"
+
+
 def test_a_memory_a_newer_one_replaced_is_marked_superseded() -> None:
     """The embedded store's search still returns a replaced memory, right after what replaced
     it; unmarked, the block gave the model the old fact and the new one as equally true."""

@@ -320,3 +320,38 @@ def test_a_killed_sessions_write_is_sent_at_once_on_the_local_store(
         assert provider.runtime.spool.stats(time.time()).depth == 0
     finally:
         provider.shutdown()
+
+
+def test_recall_dates_a_memory_in_the_time_zone_hermes_is_set_to(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hermes dates its system prompt in its configured time zone; the recall block and the
+    search tool dated memories in UTC, so a fact said in the evening west of UTC showed the
+    next day, one the model's clock had not reached."""
+    from datetime import datetime, timezone
+    from zoneinfo import ZoneInfo
+
+    import hermes_time
+
+    # A zone whose day differs from UTC's right now, whatever the hour the test runs at.
+    name = "Etc/GMT+12" if datetime.now(timezone.utc).hour < 12 else "Etc/GMT-14"
+    monkeypatch.setenv("HERMES_TIMEZONE", name)
+    hermes_time.reset_cache()
+    try:
+        kit.write_config(hermes_home, backend="local", embedder="none")
+        provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
+        provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
+        try:
+            provider.handle_tool_call(
+                "tablestore_remember", {"content": "Gus had sushi tonight", "sync": True}
+            )
+            local = datetime.now(ZoneInfo(name)).strftime("%Y-%m-%d")
+            assert local != datetime.now(timezone.utc).strftime("%Y-%m-%d")
+            assert f"[{local}] Gus had sushi tonight" in provider.prefetch("sushi")
+            found = json.loads(provider.handle_tool_call("tablestore_search", {"query": "sushi"}))
+            assert found["results"][0]["date"] == local
+        finally:
+            provider.shutdown()
+    finally:
+        monkeypatch.delenv("HERMES_TIMEZONE")
+        hermes_time.reset_cache()

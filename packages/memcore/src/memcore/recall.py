@@ -97,10 +97,12 @@ def normalized(text: str) -> str:
     return " ".join(_WORD_RE.findall(text.casefold()))
 
 
-def shown_date(hit: SearchHit) -> str:
-    """The day (UTC, ``YYYY-MM-DD``) a hit is shown with, in the recall block and in a host's
-    search answer; empty when the memory has no time."""
-    return _date(_when(hit))
+def shown_date(hit: SearchHit, zone: datetime.tzinfo | None = None) -> str:
+    """The day (``YYYY-MM-DD`` in ``zone``, UTC by default) a hit is shown with, in the recall
+    block and in a host's search answer; empty when the memory has no time. A host that
+    knows the user's time zone gives it, so that a fact said at 11 pm is not shown on the
+    next day, the one the model's clock has not reached."""
+    return _date(_when(hit), zone)
 
 
 def _when(hit: SearchHit) -> float:
@@ -117,11 +119,11 @@ def _when(hit: SearchHit) -> float:
     return m.updated_at or m.created_at or 0.0
 
 
-def _date(stamp: float) -> str:
+def _date(stamp: float, zone: datetime.tzinfo | None = None) -> str:
     if not stamp:
         return ""
     try:
-        moment = datetime.datetime.fromtimestamp(stamp, tz=datetime.timezone.utc)
+        moment = datetime.datetime.fromtimestamp(stamp, tz=zone or datetime.timezone.utc)
     except (OverflowError, OSError, ValueError):  # no calendar date: recall shows none
         return ""
     return moment.strftime("%Y-%m-%d")
@@ -151,26 +153,33 @@ def format_recall(
     *,
     top_k: int | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
+    zone: datetime.tzinfo | None = None,
 ) -> str:
-    """The fenced block a host injects before a turn; empty when nothing was found."""
+    """The fenced block a host injects before a turn; empty when nothing was found. Each
+    memory is dated in ``zone`` (:func:`shown_date`)."""
     kept = select_hits(hits, top_k)
     if not kept:
         return ""
     budget = max_chars - len(FENCE_OPEN) - len(FENCE_CLOSE) - len(_PREAMBLE) - 3
     # Turns around a memory never cost another its place, so the memories shown are those
     # shown without them; a turn that is one of them, or already shown, is not repeated.
-    shown = kept[: len(_lines(kept, budget, None))]
+    shown = kept[: len(_lines(kept, budget, None, zone))]
     said: set[Hashable] = {normalized(sanitize_recalled(h.memory.text)) for h in shown}
-    return fence("\n".join(_lines(kept, budget, said)))
+    return fence("\n".join(_lines(kept, budget, said, zone)))
 
 
-def _lines(kept: Sequence[SearchHit], budget: int, said: set[Hashable] | None) -> list[str]:
+def _lines(
+    kept: Sequence[SearchHit],
+    budget: int,
+    said: set[Hashable] | None,
+    zone: datetime.tzinfo | None,
+) -> list[str]:
     """The block's lines within ``budget``, each memory's turns under it unless ``said`` is
     None (then none); ``said`` holds the memories' texts and gathers the turns shown."""
     sessions = {h.memory.scope.run_id for h in kept}
     lines: list[str] = []
     for i, hit in enumerate(kept):
-        label = shown_date(hit)
+        label = shown_date(hit, zone)
         if hit.memory.superseded_by:  # a newer memory replaced it, shown before it
             label = f"{label}, superseded".lstrip(", ")
         if len(sessions) > 1:

@@ -51,11 +51,12 @@ def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
     if not query:
         return ""
     found: list[Any] = []
+    asked = runtime.turn_time()
 
     def search() -> None:
         try:
             service = runtime.service(runtime.handle.ready())
-            found.extend(service.search(query, reference_time=runtime.turn_time()))
+            found.extend(service.search(query, reference_time=asked))
         except MemcoreError as exc:
             logger.info("tablestore-mem: no memory for the compression summary (%s)", exc)
 
@@ -65,7 +66,7 @@ def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
     if worker.is_alive() or not found:
         return ""
     # Fenced, sanitised, each text once and within a budget, as the recall before a turn.
-    block = format_recall(found, top_k=runtime.config.top_k)
+    block = format_recall(found, top_k=runtime.config.top_k, zone=asked.tzinfo)
     if not block:
         return ""
     return (

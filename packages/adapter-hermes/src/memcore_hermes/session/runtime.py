@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, TypeVar
 
 import attrs
@@ -37,14 +37,11 @@ from memcore_hermes.outbox.delivery import (
 from memcore_hermes.outbox.entries import MessagesWrite, MirrorWrite, TextWrite, Write, make_entry
 from memcore_hermes.outbox.lane import Lane
 from memcore_hermes.outbox.spool import SqliteOutbox
+from memcore_hermes.session.clock import now as users_now
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 #: A shutdown flush gives up when no write was delivered for this long (seconds): a healthy
@@ -101,7 +98,7 @@ class MemoryRuntime:
         #: words in a query ("last month") are read from. Hermes passes no time with a turn,
         #: so it is now; a replay of dated conversations sets it. Not ``clock``: the spool's
         #: backoff must keep running on real time.
-        self.turn_time = turn_time or _now
+        self.turn_time = turn_time or users_now
         #: A replay's turns are stamped with its time, so the store knows when each was said.
         self._stamp_turns = turn_time is not None
         self._scope = scope
@@ -317,7 +314,7 @@ class MemoryRuntime:
             reference_time=asked,
             neighbours=around,
         )
-        return format_recall(hits, top_k=k)
+        return format_recall(hits, top_k=k, zone=asked.tzinfo)
 
     def _keep_recall(self, text: str, scope: Scope, generation: int) -> None:
         with self._recall_lock:

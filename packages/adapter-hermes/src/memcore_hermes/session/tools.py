@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -295,16 +296,17 @@ def _search(runtime: Any, args: Mapping[str, Any]) -> str:
     return dumps(
         {
             "scope": str(service.search_pattern),
-            "results": [hit_json(h) for h in hits],
+            "results": [hit_json(h, asked.tzinfo) for h in hits],
         }
     )
 
 
-def hit_json(hit: Any) -> dict[str, Any]:
+def hit_json(hit: Any, zone: tzinfo | None = None) -> dict[str, Any]:
     """One search hit as the search tool and ``hermes tablestore-mem search`` show it.
 
-    ``date`` is the day the recall block shows the memory with (when it was said), so that a
-    model answering "when did I..." from the tool sees the same date as in its context;
+    ``date`` is the day the recall block shows the memory with (when it was said, in
+    ``zone``: the question's), so that a model answering "when did I..." from the tool sees
+    the same date as in its context;
     ``created_at`` and ``updated_at`` are seconds since the epoch, as MCP and the CLI give them.
     """
     from memcore.recall import shown_date
@@ -316,7 +318,7 @@ def hit_json(hit: Any) -> dict[str, Any]:
         "score": hit.score,
         "similarity": hit.similarity,
         "scope": str(memory.scope),
-        "date": shown_date(hit),
+        "date": shown_date(hit, zone),
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
         # A newer memory replaced it (it is listed after that one): the model reads it as past.
