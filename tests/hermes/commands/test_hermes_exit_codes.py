@@ -77,6 +77,25 @@ def test_setup_with_an_unknown_backend_is_an_error_not_local(
     assert bad_flag.returncode == 2
 
 
+def test_setup_answers_one_json_document_and_says_its_words_on_stderr(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README: every command answers one JSON document; setup printed its wizard's
+    lines on stdout, and an unusable backend's failure had no error line."""
+    kit.install_plugin(hermes_home)
+    done = kit.run_hermes(hermes_home, "tablestore-mem", "setup", "--backend", "local")
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout)
+    assert (answer["saved"], answer["available"], answer["backend"]) == (True, True, "local")
+    assert answer["config"] == str(hermes_home / "tablestore_memory.json")
+    assert "Settings saved" in done.stderr
+    monkeypatch.setenv("TABLESTORE_MEMORY_BACKEND", "tablestore")
+    unusable = kit.run_hermes(hermes_home, "tablestore-mem", "setup")
+    assert unusable.returncode == 2, unusable.stderr[-2000:]
+    assert json.loads(unusable.stdout)["available"] is False
+    assert unusable.stderr.splitlines()[-1].startswith("tablestore-mem: error: ")
+
+
 def test_get_of_an_unknown_id_exits_3(
     hermes_home: Path, kit: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -335,6 +335,8 @@ def _alternate_ids(given: list[str]) -> dict[str, str]:
 
 
 def _setup(args: argparse.Namespace) -> None:
+    """The wizard's words go to stderr (a person reads them on the terminal either way), and
+    its outcome to stdout as one JSON document, as every other command's."""
     from memcore_hermes.backend.setup import Answers, run_setup
     from memcore_hermes.config.home import HermesHome
 
@@ -346,12 +348,24 @@ def _setup(args: argparse.Namespace) -> None:
         tenant_id=args.tenant_id,
         tenant_scope=args.tenant_scope,
     )
-    readiness = run_setup(HermesHome(), answers=answers)
+    home = HermesHome()
+    readiness = run_setup(home, answers=answers, say=lambda line: print(line, file=sys.stderr))
     if readiness is None:  # cancelled: nothing saved
+        print_json({"saved": False})
         raise SystemExit(1)
+    print_json(
+        {
+            "saved": True,
+            "config": str(home.config_file),
+            "available": readiness.available,
+            **readiness.status_lines(),
+        }
+    )
     if not readiness.available:  # saved, but unusable as it stands: a configuration error
         from memcore.exit_codes import ExitCode
 
+        why = " ".join(f"{readiness.reason} {readiness.fix}".split()) or "no usable backend"
+        sys.stderr.write(f"tablestore-mem: error: {why}\n")
         raise SystemExit(int(ExitCode.USAGE))
 
 
