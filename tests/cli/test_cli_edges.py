@@ -283,6 +283,20 @@ def test_import_goes_to_the_tenant_the_flags_name(local_cli):
     assert again["added"] == 0 and again["present"] == 1
 
 
+def test_an_agent_or_run_given_to_a_json_lines_import_is_said_to_be_unused(local_cli):
+    """Each record keeps its own agent and run, so --agent and --run changed nothing, and
+    nothing said so: the memories were not where the user looked for them."""
+    local_cli.ok("--agent", "a1", "add", "--sync", "alice likes tea")
+    exported = local_cli.ok("export").stdout
+    moved = local_cli("--tenant", "bob", "--agent", "zed", "import", "-", input=exported)
+    assert moved.exit_code == 0, moved.stderr
+    assert "--agent not used: each record of a JSON Lines import keeps its own" in moved.stderr
+    [memory] = local_cli.json("--tenant", "bob", "list")["items"]
+    assert memory["scope"]["agent_id"] == "a1"
+    plain = local_cli("--tenant", "bob", "import", "-", input=exported)
+    assert "not used" not in plain.stderr
+
+
 def test_import_plain_text_lines(local_cli, tmp_path):
     notes = tmp_path / "notes.txt"
     # A line of a zero-width space alone stopped the whole file ("text must not be empty")
