@@ -111,14 +111,15 @@ def _parse_metadata(pairs: list[str]) -> dict[str, str]:
 
 def _run_search(args: argparse.Namespace) -> None:
     from memcore import limits
+    from memcore_hermes.session.clock import now
     from memcore_hermes.session.tools import hit_json
 
-    asked = limits.parse_reference_time(args.at, field="at", label="--at")
+    # As the search tool asks: now in Hermes' time zone, unless --at says when.
+    asked = limits.parse_reference_time(args.at, field="at", label="--at") or now()
     with CommandSession(args) as session:
         hits = session.service.search(args.query, top_k=args.top_k, reference_time=asked)
-        print_json(
-            {"scope": str(session.service.search_pattern), "results": [hit_json(h) for h in hits]}
-        )
+        results = [hit_json(h, asked.tzinfo) for h in hits]
+        print_json({"scope": str(session.service.search_pattern), "results": results})
 
 
 def _run_list(args: argparse.Namespace) -> None:
