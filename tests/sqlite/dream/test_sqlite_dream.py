@@ -816,3 +816,23 @@ def test_a_delete_whose_memory_an_import_stored_again_is_not_undone(
     lexical_store.delete_unclaimed(STORE, [MemoryVersion(ALICE, old, versions[old])])
     lexical_store.undo_dream_action(STORE, task.id, action.id)  # the import's copy is gone
     assert lexical_store.get_memory(STORE, ALICE, old).text == text
+
+
+def test_the_librarys_dream_narrowed_to_a_run_leaves_the_other_runs_alone(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """``Memory.dream(run_id=...)`` covered the whole user: it merged another run's memories."""
+    import memcore
+
+    mem = memcore.Memory(lexical_store, scope=ALICE, store_name=STORE)
+    for run in ("run1", "run2"):
+        for text in ("User lives in Berlin", "User lives in Berlin."):
+            mem.add(text=text, run_id=run)
+    task = mem.dream(run_id="run2")
+    [action] = mem.dream_actions(task.id)
+    assert (action.action, action.status) == ("MERGE", "applied")
+    current = {(m.scope.run_id, m.text) for m in mem.list().items}
+    assert {text for run, text in current if run == "run1"} == {
+        "User lives in Berlin",
+        "User lives in Berlin.",
+    }

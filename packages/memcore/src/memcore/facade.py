@@ -515,21 +515,8 @@ class Memory:
         12
         """
         service = self._for(user_id, agent_id, run_id)
-        scope = service.scope
-        narrow_agent = agent_id is not None or run_id is not None
-        asked = ScopePattern(
-            scope.app_id,
-            scope.tenant_id,
-            scope.agent_id if narrow_agent else WILDCARD,
-            scope.run_id if run_id is not None else WILDCARD,
-        )
-        seen = service.policy.profile.read_pattern(scope)
-        # Patterns end in wildcards, so two either nest or share no scope.
-        if asked.within(seen):
-            return service.forget_all(pattern=asked)
-        if seen.within(asked):
-            return service.forget_all(pattern=seen)
-        return 0
+        reach = _reach(service, agent_id, run_id)
+        return 0 if reach is None else service.forget_all(pattern=reach)
 
     def dream(
         self,
@@ -543,9 +530,19 @@ class Memory:
         ones. ``safe_auto`` applies the confident actions (never a deletion); ``proposal``
         only proposes. On the local store this runs here; on TableStore, in the service.
 
+        ``agent_id``/``run_id`` narrow it to that agent (and run), as :meth:`delete_all`
+        does; it never reaches a memory this Memory's read policy keeps out of :meth:`list`.
+
         >>> task = mem.dream(apply_mode="proposal", user_id="alice")             # doctest: +SKIP
         """
-        return self._for(user_id, agent_id, run_id).dreams.start(apply_mode=apply_mode)
+        service = self._for(user_id, agent_id, run_id)
+        reach = _reach(service, agent_id, run_id)
+        if reach is None:
+            raise InvalidInput(
+                "agent_id/run_id name memories this Memory's read policy keeps out of list()",
+                field="agent_id" if agent_id is not None else "run_id",
+            )
+        return service.dreams.start(pattern=reach, apply_mode=apply_mode)
 
     def dream_task(
         self,
@@ -696,3 +693,21 @@ def _pins_tenant(cfg: MemcoreConfig) -> bool:
         for user in ("user-a", "user-b")
     }
     return len(tenants) == 1
+
+
+def _reach(service: MemoryService, agent_id: str | None, run_id: str | None) -> ScopePattern | None:
+    """What a call over many memories (delete_all, dream) may touch: the read policy's
+    pattern, narrowed to the agent (and run) given to the call; None when the two share no
+    scope (patterns end in wildcards, so two either nest or share none)."""
+    scope = service.scope
+    narrow_agent = agent_id is not None or run_id is not None
+    asked = ScopePattern(
+        scope.app_id,
+        scope.tenant_id,
+        scope.agent_id if narrow_agent else WILDCARD,
+        scope.run_id if run_id is not None else WILDCARD,
+    )
+    seen = service.policy.profile.read_pattern(scope)
+    if asked.within(seen):
+        return asked
+    return seen if seen.within(asked) else None
