@@ -30,6 +30,18 @@ def _plan(cands: list[Candidate], patterns: list[ScopePattern], **kw: bool) -> l
     return plan(cands, neighbours_by_cosine(vecs), patterns, PlannerSettings(**kw))
 
 
+def _applied_by_itself(old: str, new: str, similarity: float) -> list:  # type: ignore[type-arg]
+    """What a ``safe_auto`` pass would apply of the plan over the older and newer memory."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    actions = plan(cands, [Neighbour("old", "new", similarity)], [A.pattern()])
+    thresholds = check_thresholds(None)
+    return [
+        a
+        for a in actions
+        if decide(a.action, a.confidence, apply_mode="safe_auto", thresholds=thresholds).apply
+    ]
+
+
 def test_repeated_memory_is_merged_into_the_newest_wording() -> None:
     cands = [
         Candidate("m1", A, "The user likes green tea in the morning", 1.0),
@@ -276,6 +288,65 @@ def test_a_repeat_that_keeps_every_word_still_merges_by_itself(old: str, new: st
     assert decide(
         "MERGE", merge.confidence, apply_mode="safe_auto", thresholds=check_thresholds(None)
     ).apply
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the same numbers in another order, or a number read whole
+        ("The user has 2 cats and 3 dogs", "The user has 3 cats and 2 dogs"),
+        ("The user's suitcase weighs 3.5 kg", "The user's suitcase weighs 5.3 kg"),
+        ("The dentist appointment is on 2024-05-03", "The dentist appointment is on 2024-03-05"),
+        ("我家有3只猫和2只狗", "我家有2只猫和3只狗"),
+        # a sign, a currency or a time of day that the words leave out
+        ("The user keeps the freezer at -18 degrees", "The user keeps the freezer at 18 degrees"),
+        ("The user's monthly rent is $1200", "The user's monthly rent is €1200"),
+        ("The user's main language is C++", "The user's main language is C#"),
+        ("The user's blood type is O+", "The user's blood type is O-"),
+        ("The user's alarm is set for 6 am", "The user's alarm is set for 6 pm"),
+        # the same words, swapped
+        ("Alice owes Bob 50 dollars", "Bob owes Alice 50 dollars"),
+        ("The user is flying from Paris to London", "The user is flying from London to Paris"),
+        ("The user likes coffee but not tea", "The user likes tea but not coffee"),
+        # a repeat that names someone else
+        ("The user is allergic to peanuts", "The user's son is allergic to peanuts"),
+        ("The user's father was born in 1950", "The user's father-in-law was born in 1950"),
+    ],
+)
+def test_alike_memories_that_state_different_facts_never_merge_by_themselves(
+    old: str, new: str
+) -> None:
+    """A dream pass runs at every session end; merging such a pair hid the older fact from
+    search (the newest wording is kept), though both were true."""
+    assert _applied_by_itself(old, new, 0.97) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "The user's sister, who lives in Ohio, has 2 kids",
+            "The user's brother, who lives in Ohio, now has 3 kids",
+        ),
+        (
+            "The user's Netflix subscription costs 15 dollars a month",
+            "The user's Spotify subscription now costs 11 dollars a month",
+        ),
+        ("User's flight to Paris is on May 3", "User's flight to Rome is on May 5"),
+    ],
+)
+def test_a_new_number_with_a_word_swapped_never_supersedes_by_itself(old: str, new: str) -> None:
+    """The same sentence about another thing, with its own number: the older is still true."""
+    assert _applied_by_itself(old, new, 0.9) == []
+
+
+def test_a_repeat_in_chinese_numerals_still_merges_with_its_digits() -> None:
+    cands = [
+        Candidate("old", A, "我的生日是五月三日", 1.0),
+        Candidate("new", A, "我的生日是5月3日", 2.0),
+    ]
+    [merge] = plan(cands, [Neighbour("old", "new", 0.97)], [A.pattern()])
+    assert merge.action == "MERGE"
 
 
 def test_near_duplicates_of_two_tenants_are_never_paired() -> None:

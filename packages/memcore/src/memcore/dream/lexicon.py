@@ -44,6 +44,15 @@ UPDATE_CUES = _set(
 ) | frozenset(unspaced.CUES)
 
 
+#: People a fact may be said of (stemmed as :func:`meaning_words` stems): a repeat that adds
+#: one ("the user's son ...") may be about someone else. "law" stands for "-in-law".
+RELATIONS = _set(
+    """son daughter child children kid baby boy girl brother sister sibling mother mom mum
+    father dad parent grandmother grandma grandfather grandpa grandparent grandson
+    granddaughter grandchild aunt uncle cousin nephew niece wife husband spouse partner
+    boyfriend girlfriend fiance fiancee friend roommate neighbour neighbor boss manager
+    colleague coworker teacher student doctor law he she they him her them his their"""
+)
 #: Words that turn a statement into its opposite ("not", "never", "without"; "n't" reads "not").
 NEGATIONS = _set("not no never none nobody nothing nowhere neither nor without cannot")
 #: Who a statement is about, by person: "he", "him" and "his" name one, "she" and "her" another.
@@ -139,6 +148,49 @@ def numbers(text: str) -> frozenset[str]:
         if _is_number(w):
             out.add(w)
     return frozenset(out)
+
+
+#: What :func:`words` drops but a fact may hang on, in the order written: a number whole with
+#: its sign, currency and separators ("-18", "$1200", "3.5", "2024-05-03", "20%"), a sign a
+#: name ends with ("C++", "C#", "O+", "A-"), and "am"/"pm" after a time.
+_MARK = re.compile(
+    r"(?:[$€£¥₹]\s?)?(?:(?<![\w.])[-+−])?\d+(?:[.,:/-]\d+)*%?"
+    r"|(?<=[^\W_])[+#]+|(?<=[^\W_])[-−](?![\w])"
+    r"|(?<=\d)\s?[ap]\.?m\b\.?",
+    re.UNICODE | re.IGNORECASE,
+)
+
+
+def marks(text: str) -> tuple[str, ...]:
+    """The numbers, signs and times of day of ``text`` as written, in order (:data:`_MARK`):
+    "2 cats and 3 dogs" and "3 cats and 2 dogs", "3.5" and "5.3", "$1200" and "€1200",
+    "O+" and "O-", "6 am" and "6 pm" hold the same words but state different facts."""
+    return tuple(_mark(m.group()) for m in _MARK.finditer(segments.fold(text)))
+
+
+def marks_differ(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two texts' :func:`marks` state different facts. A text that writes its
+    numbers in Chinese or Japanese numerals (五月三日) holds no digits: then only signs and
+    times of day are compared here (:func:`numbers` compares the values)."""
+    if a and b:
+        return a != b
+    return [m for m in a if not m[-1].isdigit()] != [m for m in b if not m[-1].isdigit()]
+
+
+def _mark(found: str) -> str:
+    """One mark as compared: "6 p.m." and "6pm" say the same time of day."""
+    found = found.replace(" ", "")
+    return found.replace(".", "").lower() if found[-1] in "mM." else found
+
+
+def meaning_order(text: str) -> tuple[str, ...]:
+    """The :func:`meaning_words` of ``text`` in the order it says them, each once: "Alice owes
+    Bob" and "Bob owes Alice", "from Paris to London" and "from London to Paris"."""
+    seen: dict[str, None] = {}
+    for w in plain_words(text):
+        if w not in FILLER:
+            seen.setdefault(_stem(w), None)
+    return tuple(seen)
 
 
 def _is_number(word: str) -> bool:

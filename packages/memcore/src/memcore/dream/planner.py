@@ -70,6 +70,11 @@ class PlannerSettings:
     max_posting: int = 200
 
 
+#: At most this many words said by only one of two memories, each way, make the newer a copy
+#: of the older with words swapped (:func:`_supersedes`).
+_SWAPPED = 2
+
+
 @attrs.frozen
 class PlannedAction:
     """``target_id``: the memory the action writes (None for a MERGE's new memory);
@@ -96,8 +101,11 @@ class _Seen:
     cues: frozenset[str]
     norm: str
     negations: int
-    #: Every word that says something (:func:`lexicon.meaning_words`).
+    #: Every word that says something (:func:`lexicon.meaning_words`), and in its order.
     meaning: frozenset[str]
+    order: tuple[str, ...]
+    #: Numbers, signs and times of day as written, in order (:func:`lexicon.marks`).
+    marks: tuple[str, ...]
 
 
 def _norm(text: str) -> str:
@@ -136,6 +144,8 @@ def _see(c: Candidate, tokens: frozenset[str]) -> _Seen:
         _norm(c.text),
         lexicon.negations(c.text),
         lexicon.meaning_words(c.text),
+        lexicon.meaning_order(c.text),
+        lexicon.marks(c.text),
     )
 
 
@@ -290,12 +300,16 @@ def _duplicate(
     x: _Seen, y: _Seen, sim: float | None, overlap: float, cfg: PlannerSettings
 ) -> float | None:
     """The MERGE confidence when ``x`` and ``y`` say the same thing, else None."""
+    if lexicon.marks_differ(x.marks, y.marks):
+        return None  # "2 cats and 3 dogs" / "3 cats and 2 dogs", "$1200" / "€1200", "O+" / "O-"
     if x.norm == y.norm:
         return 1.0
     if x.numbers != y.numbers:
         return None  # "three tops" and "five tops" are two facts, however alike
     if x.negations != y.negations:
         return None  # "is vegetarian" and "is not vegetarian": alike words, opposite facts
+    if x.meaning == y.meaning and x.order != y.order:
+        return None  # the same words swapped: "Alice owes Bob" / "Bob owes Alice"
     if sim is None:
         if overlap < cfg.lexical_merge_overlap:
             return None
@@ -362,6 +376,19 @@ def _supersedes(
         instead = set().union(*(c2 - c1 - lexicon.UPDATE_CUES for c1, c2 in recounted))
         said_of = sorted({w.removeprefix(lexicon.PERSON) for w in instead})
         reason += f", but said of {', '.join(said_of[:4])} instead"
+    elif renumbered:
+        # The same sentence with another number and a word or two swapped ("my sister, who
+        # lives in Ohio, has 2 kids" -> "my brother, who lives in Ohio, now has 3"; the
+        # Netflix and the Spotify price): maybe another thing's number. Two turns that
+        # differ in more words than that are told apart by the rest of this rule.
+        only_old = old.meaning - new.meaning - old.numbers - lexicon.STOPWORDS
+        only_new = new.meaning - old.meaning - new.numbers - lexicon.STOPWORDS - lexicon.UPDATE_CUES
+        if 0 < len(only_old) <= _SWAPPED and 0 < len(only_new) <= _SWAPPED:
+            confidence = min(confidence, cfg.other_subject_confidence)
+            reason += (
+                f", but it names {', '.join(sorted(only_old)[:3])} where the newer names "
+                f"{', '.join(sorted(only_new)[:3])}"
+            )
     return confidence, reason
 
 
@@ -391,10 +418,17 @@ def _merges(
         reason = f"{len(ids)} memories say the same thing; the newest wording is kept"
         # The newest wording stands for all: words it leaves out may be a second fact
         # ("with my wife and kids" -> "with my wife"), which only a person can tell.
-        left_out = set().union(*(seen[i].meaning for i in ids[:-1])) - seen[ids[-1]].meaning
+        older = set().union(*(seen[i].meaning for i in ids[:-1]))
+        left_out = older - seen[ids[-1]].meaning
         if left_out:
             confidence = min(confidence, cfg.lossy_merge_confidence)
             reason += f", but it leaves out {', '.join(sorted(left_out)[:6])}"
+        # A person only the newest names may make it another's fact ("the user is allergic
+        # to peanuts" -> "the user's son is allergic to peanuts"): only a person can tell.
+        added = (seen[ids[-1]].meaning - older) & lexicon.RELATIONS
+        if added:
+            confidence = min(confidence, cfg.lossy_merge_confidence)
+            reason += f", but it adds {', '.join(sorted(added)[:6])}"
         out.append(
             PlannedAction("MERGE", target, None, tuple(ids), newest.text, confidence, reason)
         )
