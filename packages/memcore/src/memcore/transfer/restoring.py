@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import attrs
 
-from memcore.errors import MemcoreError, NotFound, OutcomeUnknown
+from memcore.errors import MemcoreError, NotFound, OutcomeUnknown, Unavailable
 from memcore.scope import Scope
 from memcore.service import MemoryService
 from memcore.transfer.parsing import ImportRecord, MessageRecord
@@ -228,6 +228,8 @@ class Undone:
     added: int
     left: int
     claimed: int = 0
+    #: The backend stopped answering: the rest were not tried (each try waits out a timeout).
+    unreachable: bool = False
 
     def describe(self) -> str:
         if not self.added:
@@ -244,9 +246,14 @@ class Undone:
         )
         if not self.left:
             return f"import stopped; of {added}, {deleted} {_was(deleted)} deleted again and {kept}"
+        why = (
+            "the backend could not be reached to delete them"
+            if self.unreachable
+            else "the store refused to delete them"
+        )
         return (
             f"import stopped; of {added}, {self.left} {'is' if self.left == 1 else 'are'} still "
-            f"stored (the store refused to delete them){', ' + kept if kept else ''} and "
+            f"stored ({why}){', ' + kept if kept else ''} and "
             f"{deleted} {_was(deleted)} deleted again; running the import again is safe"
         )
 
@@ -280,6 +287,7 @@ def take_back(
     present = [_only(link, mine) for link in links if link.memory_id not in mine]
     _amend(service, [link for link in present if _names(link)], undo=True)
     newest = list(reversed(added))
+    outage = _Outage()
     if service.tells_claims and all(memory_id in versions for _, memory_id in newest):
         left = 0
         kept: set[str] = set()
@@ -291,6 +299,11 @@ def take_back(
                         [MemoryVersion(scope, mid, versions[mid]) for scope, mid in part]
                     )
                 )
+                outage.answered()
+            except Unavailable:
+                if outage.down():  # the rest would wait out the same outage, batch by batch
+                    return Undone(len(added), left + len(newest) - start, len(kept), True)
+                left += len(part)
             except MemcoreError:
                 left += len(part)
         gone = mine - kept
@@ -303,15 +316,37 @@ def take_back(
             _amend(service, [link for link in again if _names(link)], undo=False)
         return Undone(len(added), left, len(kept))
     left = 0
-    for scope, memory_id in newest:
+    for done, (scope, memory_id) in enumerate(newest):
         try:
             service.switch_scope(scope)  # the scope it was written to, as the store keeps it
             service.forget(memory_id)
+            outage.answered()
         except NotFound:
-            pass
+            outage.answered()
+        except Unavailable:
+            if outage.down():
+                return Undone(len(added), left + len(newest) - done, unreachable=True)
+            left += 1
         except MemcoreError:
             left += 1
     return Undone(len(added), left)
+
+
+class _Outage:
+    """Unavailable answers in a row during a rollback. At the second the backend is taken for
+    down: each further delete would wait out the call's timeout and retries (minutes for a
+    few hundred memories, with Ctrl-C held), so the rollback stops and says what is left; a
+    rerun of the import is safe. One alone (a busy moment) is counted and passed over."""
+
+    def __init__(self) -> None:
+        self._misses = 0
+
+    def answered(self) -> None:
+        self._misses = 0
+
+    def down(self) -> bool:
+        self._misses += 1
+        return self._misses >= 2
 
 
 def _amend(service: MemoryService, links: Sequence[VersionLink], *, undo: bool) -> None:
