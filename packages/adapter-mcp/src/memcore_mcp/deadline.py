@@ -96,14 +96,19 @@ class RequestDeadline(H11Protocol):
                 return
         elif theirs is not h11.SEND_BODY:
             return
+        if self.conn.our_state is h11.SEND_RESPONSE:
+            # Headers and part of a body, nothing answered yet: the 408 says why, and the
+            # call waiting for the rest hears that the client went when the close comes.
+            self._refuse()
+            return
         with contextlib.suppress(h11.LocalProtocolError):
             self.conn.send(h11.ConnectionClosed())
-        # The call waiting for the rest of the body hears that the client went.
-        self.transport.close()
+        self.transport.close()  # an answer under way: the call hears that the client went
 
     def _refuse(self) -> None:
         """Say why the connection is closed (408), then close it in stages."""
-        self.conn.send(h11.ConnectionClosed())
+        with contextlib.suppress(h11.LocalProtocolError):  # a request whose body is awaited
+            self.conn.send(h11.ConnectionClosed())
         self.transport.write(_RESPONSE_408)
         self._draining = True
         if not self.transport.can_write_eof():  # TLS: no half-close, so close at once
