@@ -57,3 +57,35 @@ def test_ctrl_c_during_forget_all_says_how_many_were_forgotten(local_cli, monkey
     assert result.exit_code == 130
     assert result.stderr.splitlines()[-1] == STOPPED
     assert local_cli.ok("count").stdout.strip() == "3"
+
+
+def _down_after_second(monkeypatch, cls, name):
+    from memcore.errors import Unavailable
+
+    real = getattr(cls, name)
+    calls = []
+
+    def failing(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2:  # two deletes done, then the backend is gone
+            raise Unavailable("the connection failed")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, failing)
+
+
+@pytest.mark.parametrize("how", [["--all"], ["--filter", "topic=notes"]])
+def test_a_forget_the_backend_stops_half_way_says_how_many_were_forgotten(
+    local_cli, monkeypatch, how
+):
+    """Only the backend's error was said (exit 5), though some memories were gone."""
+    _five(local_cli)
+    _down_after_second(monkeypatch, MemoryWrites, "delete_memory")
+    result = local_cli("forget", "--yes", *how)
+    monkeypatch.undo()
+    assert result.exit_code == 5
+    assert result.stderr.splitlines()[-1] == (
+        "memcore: error: the connection failed "
+        "(2 of 5 memories forgotten before it; the rest are kept)"
+    )
+    assert local_cli.ok("count").stdout.strip() == "3"

@@ -57,15 +57,21 @@ class MemcoreError(Exception):
         call, which must not tell of this one's writes); with nothing landed, it is returned."""
         if not landed:
             return self
+        told = self.saying(
+            f"{len(landed)} of this turn's {of} writes had landed before this one: "
+            f"{', '.join(landed)}; sending the whole turn again stores them twice"
+        )
+        told.landed = landed
+        told.retryable = False
+        return told
+
+    def saying(self, more: str) -> MemcoreError:
+        """A copy of this error whose message adds ``more`` in brackets (what the call had
+        done before it failed); this error itself is left as it was."""
         # Not through __init__: some subclasses take other arguments (ConfigError's source).
         told = type(self).__new__(type(self))
         told.__dict__.update(vars(self))
-        told.landed = landed
-        told.retryable = False
-        told.message = (
-            f"{self.message} ({len(landed)} of this turn's {of} writes had landed before "
-            f"this one: {', '.join(landed)}; sending the whole turn again stores them twice)"
-        )
+        told.message = f"{self.message} ({more})"
         told.args = (told.message,)
         return told
 

@@ -242,6 +242,7 @@ def forget(
         return
     if not yes:
         _confirm(found)
+    from memcore.errors import MemcoreError
     from memcore_cli.output.interrupts import held_interrupts
 
     service = runtime.service()
@@ -249,7 +250,12 @@ def forget(
     with held_interrupts() as held:  # Ctrl-C stops between two deletes, and says how far
         for memory in found:
             service.switch_scope(memory.scope)
-            scope = service.forget(memory.id)
+            try:
+                scope = service.forget(memory.id)
+            except MemcoreError as exc:  # the backend went away half way: say how far too
+                if not deleted:
+                    raise
+                raise exc.saying(_forgotten_so_far(len(deleted), len(found))) from None
             deleted.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
             if held.interrupted and len(deleted) < len(found):
                 raise KeyboardInterrupt(_forgotten_so_far(len(deleted), len(found)))

@@ -52,7 +52,7 @@ from memcore.values import (
     TurnContext,
     WriteReceipt,
 )
-from memcore.wording import shown
+from memcore.wording import counted, shown
 
 #: The most listing reads one page of current memories takes (superseded ones skipped).
 _CURRENT_READS = 50
@@ -421,6 +421,11 @@ class MemoryService:
                 raise
             except NotFound:  # gone meanwhile (another caller, a dream merge): not ours to count
                 continue
+            except MemcoreError as exc:  # stopped half way: say how far (nothing is put back)
+                if not deleted:
+                    raise
+                done = f"{deleted} of {counted(len(doomed), 'memory')} forgotten"
+                raise exc.saying(f"{done} before it; the rest are kept") from None
             deleted += 1
         return deleted
 
