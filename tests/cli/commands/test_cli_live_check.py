@@ -38,6 +38,19 @@ def test_doctor_live_checks_every_read_only_api(emulator_fake_cli, tmp_path):
     assert memory["id"] == saved["ListMemories"]["response"]["memories"][0]["id"]
 
 
+def test_a_record_of_calls_that_all_failed_says_nothing_was_saved(emulator_fake_cli, tmp_path):
+    """With a wrong secret every live call failed, and the last line still passed: "answers
+    saved in ...", over an empty folder."""
+    record = tmp_path / "answers"
+    wrong = {"TABLESTORE_MEMORY_SK": "not-the-secret"}
+    result = emulator_fake_cli("--json", "doctor", "--live", "--record", str(record), env=wrong)
+    assert result.exit_code == 4, result.stderr
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert not checks["recorded"]["ok"]
+    assert "nothing saved" in checks["recorded"]["detail"]
+    assert list(record.glob("*.json")) == []
+
+
 def test_doctor_live_on_the_local_backend_says_there_is_no_service(local_cli):
     local_cli.ok("add", "a fact")
     report = local_cli.json("doctor", "--live")

@@ -27,6 +27,8 @@ class ApiCheck:
     api: str
     ok: bool
     detail: str
+    #: The service answered (what ``--record`` saves), whatever the answer's shape.
+    answered: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"api": self.api, "ok": self.ok, "detail": self.detail}
@@ -54,9 +56,9 @@ def run(
         try:
             value = answers.DECODERS[api](answer)
         except MemcoreError as exc:
-            out.append(ApiCheck(api, False, f"not the documented shape: {exc}"[:300]))
+            out.append(ApiCheck(api, False, f"not the documented shape: {exc}"[:300], True))
             return
-        out.append(ApiCheck(api, True, "documented shape"))
+        out.append(ApiCheck(api, True, "documented shape", True))
         if pick is not None:
             picked = pick(value)
             if picked:

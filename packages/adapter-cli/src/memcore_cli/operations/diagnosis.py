@@ -143,7 +143,12 @@ def _live_checks(runtime: Any, checks: _Checks, record: Path | None) -> None:
 
             checks.fail(f"live {result.api}", result.detail, ProtocolError(result.detail))
     if record is not None:
-        checks.ok("recorded", f"answers saved in {record} (ids, scopes and texts redacted)")
+        saved = sum(result.answered for result in results)
+        if saved:
+            detail = f"{saved} answers saved in {record} (ids, scopes and texts redacted)"
+            checks.ok("recorded", detail)
+        else:  # every call failed: said above, and nothing was there to save
+            checks.fail("recorded", f"nothing saved in {record}: no call was answered")
 
 
 def _record_error(exc: OSError, record: Path) -> MemcoreError:
