@@ -246,7 +246,7 @@ def forget(
     from memcore_cli.output.interrupts import held_interrupts
 
     service = runtime.service()
-    deleted = []
+    deleted: list[dict[str, Any]] = []
     with held_interrupts() as held:  # Ctrl-C stops between two deletes, and says how far
         for memory in found:
             service.switch_scope(memory.scope)
