@@ -94,3 +94,29 @@ def test_a_second_request_with_a_running_id_is_refused_and_the_first_answered(
     texts = sorted(row[0] for row in stored.execute("SELECT text FROM memories"))
     stored.close()
     assert texts == ["I keep bees", "I keep hornets"]
+
+
+def test_a_request_with_an_id_no_client_can_match_is_answered_as_invalid(
+    local_backend: Backend,
+) -> None:
+    """The SDK took a request whose id was null, a float, a boolean, a list or an object for
+    a notification (an empty 202: its client waits on that id for ever), and a batch or a
+    null body for invalid params, with a pydantic dump; stdio answered both as invalid
+    requests. HTTP now does too, and runs nothing."""
+    alice = token()
+    with local_backend.http({"alice": alice}) as url:
+        headers = session_headers(url, alice)
+        for bad in (None, 1.5, True, [1], {}):
+            status, _, body = _post(url, headers, {**_remember(0, "x"), "id": bad})
+            assert status == 400, (bad, body)
+            assert body["id"] is None and body["error"]["code"] == INVALID_REQUEST, body
+            assert "string or an integer" in body["error"]["message"], body
+        for whole in ([_remember(1, "x")], None):
+            status, _, body = _post(url, headers, whole)  # type: ignore[arg-type]
+            assert status == 400 and body["error"]["code"] == INVALID_REQUEST, (whole, body)
+            assert "pydantic" not in body["error"]["message"], body
+        status, _, body = _post(url, headers, {"jsonrpc": "2.0", "id": 7, "method": "ping"})
+        assert status == 200 and body == {"jsonrpc": "2.0", "id": 7, "result": {}}, body
+    stored = sqlite3.connect(local_backend.home / "memcore.db")
+    assert stored.execute("SELECT COUNT(*) FROM memories").fetchone() == (0,)
+    stored.close()

@@ -1,4 +1,5 @@
-"""On HTTP, a request sent with the id of one still running in its session is refused.
+"""On HTTP, a request sent with the id of one still running in its session is refused, and so
+is an invalid request the SDK would not answer rightly (:func:`_invalid`).
 
 The SDK's streamable HTTP transport routes an answer to the POST waiting on its id (as text:
 ``5`` and ``"5"`` are one id there). A second request with the id of one still running took
@@ -46,6 +47,10 @@ class DistinctIds:
             await self.app(scope, receive, send)
             return
         read, replay = await read_body(receive)
+        refused = _invalid(read)
+        if refused is not None:
+            await JSONResponse(refused, status_code=400)(scope, replay, send)
+            return
         request_id = _request_id(read)
         if request_id is None:
             await self.app(scope, replay, send)
@@ -94,6 +99,23 @@ def _replaying(messages: list[Message], receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _invalid(body: bytes | None) -> dict[str, Any] | None:
+    """The invalid-request answer (-32600) the stdio transport gives ``body``: a request whose
+    id is null, a float, a boolean, a list or an object, which the SDK took for a
+    notification and answered with an empty 202 (its client waits on the id for ever), and a
+    JSON array or null, which it answered with a pydantic dump as invalid params. None for
+    what the SDK answers rightly itself (a message, or a body it cannot parse)."""
+    if body is None:
+        return None
+    from memcore_mcp.stdio import Refused, check
+
+    checked = check(body)
+    if not isinstance(checked, Refused) or checked.answer.error.code != INVALID_REQUEST:
+        return None
+    answer: dict[str, Any] = checked.answer.model_dump(mode="json", by_alias=True)
+    return answer
 
 
 def _request_id(body: bytes | None) -> int | str | None:
