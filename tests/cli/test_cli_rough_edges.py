@@ -218,6 +218,19 @@ def test_unset_on_the_embedded_store_is_one_write(local_cli):
     assert len(updates) == 1, updates
 
 
+def test_unset_of_a_key_the_memory_lacks_writes_nothing_and_says_so(cli):
+    """It exited 0 and moved the version and updated_at, nothing changed, and said nothing."""
+    memory_id = cli.json("add", "--sync", "-m", "topic=food", "Tea")["memory_ids"][0]
+    before = cli.json("get", memory_id)
+    result = cli("--json", "update", memory_id, "--unset", "nokey")
+    assert result.exit_code == 0, result.stderr
+    assert "not set, so nothing to remove: nokey" in result.stderr
+    after = cli.json("get", memory_id)
+    assert (after["version"], after["updated_at"]) == (before["version"], before["updated_at"])
+    both = cli.json("update", memory_id, "--unset", "nokey", "--unset", "topic")
+    assert both["metadata"] == {}
+
+
 def test_unset_keeps_a_key_another_writer_set_after_it_was_read(local_cli, monkeypatch):
     """The keys to keep were those read before the clear: a key another writer set between
     the read and the clear was lost."""

@@ -466,6 +466,10 @@ def update(
         )
     runtime = state.runtime()
     found = find_memory(runtime, memory_id)
+    absent = sorted(removed - found.metadata.keys())
+    if absent:  # a write for them alone moved the version, and nothing said they were not set
+        state.output.note(f"memcore: note: not set, so nothing to remove: {', '.join(absent)}")
+        removed -= set(absent)
     service = runtime.service()
     service.switch_scope(found.scope)
     if removed and service.removes_keys:
