@@ -125,6 +125,38 @@ def test_default_chain_failure_is_permission_denied(tmp_path: Path) -> None:
     assert out.stdout.split() == ["denied", "credentials"], out.stderr[-500:]
 
 
+def test_the_chains_own_log_lines_stay_off_stderr(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The SDK gives its "credentials" logger stderr handlers of its own and logs each failed
+    provider with a traceback (which may quote paths and settings): a library user saw a
+    screen of them before the one PermissionDenied."""
+    import logging
+
+    import alibabacloud_credentials.client as chain
+    import alibabacloud_credentials.provider.refreshable  # noqa: F401  (adds its handlers)
+
+    from memcore.errors import PermissionDenied
+    from memcore_tablestore.credentials import resolve_credentials
+
+    class Failing:
+        def get_credential(self) -> None:
+            try:
+                raise OSError("/home/someone/.alibabacloud/credentials: provider failed")
+            except OSError as exc:
+                logging.getLogger("credentials").exception(exc)
+                raise
+
+    monkeypatch.setattr(chain, "Client", Failing)
+    for var in ("TABLESTORE_MEMORY_AK", "ALIBABA_CLOUD_ACCESS_KEY_ID", "TABLESTORE_MEMORY_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    capfd.readouterr()
+    with pytest.raises(PermissionDenied):
+        resolve_credentials()
+    assert "provider failed" not in capfd.readouterr().err
+    assert not logging.getLogger("credentials").disabled  # on again once asked
+
+
 def _renewing_chain(monkeypatch: pytest.MonkeyPatch, issued: list[tuple[str, str, str]]) -> None:
     """The Alibaba Cloud default chain as a RAM role gives it: STS credentials that it renews
     before they expire (here: whatever ``issued`` ends with when asked)."""

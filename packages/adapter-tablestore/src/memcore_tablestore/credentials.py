@@ -10,6 +10,7 @@ Secrets never appear in a repr, a log line or an error message.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -18,6 +19,36 @@ from typing import Any
 import attrs
 
 from memcore.errors import PermissionDenied, Unavailable
+
+
+class _QuietChain:
+    """While the default chain is asked, its logger ("credentials") is off. The SDK gives it
+    stderr handlers of its own and logs every provider it tried and failed with a traceback,
+    which may quote file paths and settings: a library user saw a screen of them before our
+    one PermissionDenied, which says what failed without them. Counted, so threads asking
+    at once neither wait for each other nor turn it back on under one another."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._asking = 0
+        self._was = False
+
+    def __enter__(self) -> None:
+        log = logging.getLogger("credentials")
+        with self._lock:
+            if not self._asking:
+                self._was = log.disabled
+                log.disabled = True
+            self._asking += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self._asking -= 1
+            if not self._asking:
+                logging.getLogger("credentials").disabled = self._was
+
+
+_quiet_chain = _QuietChain()
 
 AK_ENV = "TABLESTORE_MEMORY_AK"
 SK_ENV = "TABLESTORE_MEMORY_SK"
@@ -121,7 +152,8 @@ class ChainRenewal:
 
     def __call__(self) -> Credentials:
         try:
-            model = self._client.get_credential()
+            with _quiet_chain:
+                model = self._client.get_credential()
         except Exception:
             # The chain's own message may quote file paths and settings: only ours is shown.
             raise Unavailable(
@@ -232,7 +264,8 @@ def _default_chain() -> Credentials:
         raise PermissionDenied(_missing_message(), field="credentials") from None
     try:
         client = Client()
-        model = client.get_credential()
+        with _quiet_chain:
+            model = client.get_credential()
     except Exception:
         # The chain's own message lists every provider it tried; it may quote file paths
         # and settings, so only our own text is surfaced.
