@@ -147,6 +147,9 @@ def test_the_chains_own_log_lines_stay_off_stderr(
                 logging.getLogger("credentials").exception(exc)
                 raise
 
+    log = logging.getLogger("credentials")
+    # On as in a fresh process (a logging config loaded by another test may have turned it off).
+    monkeypatch.setattr(log, "disabled", False)
     monkeypatch.setattr(chain, "Client", Failing)
     for var in ("TABLESTORE_MEMORY_AK", "ALIBABA_CLOUD_ACCESS_KEY_ID", "TABLESTORE_MEMORY_API_KEY"):
         monkeypatch.delenv(var, raising=False)
@@ -154,7 +157,7 @@ def test_the_chains_own_log_lines_stay_off_stderr(
     with pytest.raises(PermissionDenied):
         resolve_credentials()
     assert "provider failed" not in capfd.readouterr().err
-    assert not logging.getLogger("credentials").disabled  # on again once asked
+    assert not log.disabled  # on again once asked
 
 
 def _renewing_chain(monkeypatch: pytest.MonkeyPatch, issued: list[tuple[str, str, str]]) -> None:
