@@ -29,7 +29,9 @@ from memcore.userinfo import strip_userinfo as strip_userinfo
 from memcore.userinfo import without_userinfo as without_userinfo
 from memcore.wording import shown
 
-BACKENDS = ("local", "tablestore")
+#: The embedded store's backend name (its writes end with the process that made them).
+LOCAL = "local"
+BACKENDS = (LOCAL, "tablestore")
 EMBEDDERS = ("auto", "onnx", "multilingual", "multilingual-use", "none")
 #: How a host that knows the user's chat platform names the tenant: ``platform`` (one tenant
 #: per platform and user id) or ``user`` (the user id alone, as in 0.1.0: the same id on two

@@ -83,6 +83,10 @@ def did_you_mean(store: MemoryStore, wanted: str) -> str:
     return f"; did you mean {' or '.join(repr(n) for n in names)}?"
 
 
+#: What doctor says of a missing store that has a close name: a typo, which every read refuses.
+MISTYPED = "does not exist (reads refuse; the first write creates it)"
+
+
 def with_close_names(exc: StoreNotFound, store: MemoryStore, name: str) -> StoreNotFound:
     """``exc`` ending with the names close to ``name`` when it is ``name``'s error (the
     configured store), not one about a store a command named itself: its kin are not

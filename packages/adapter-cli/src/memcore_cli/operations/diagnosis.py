@@ -409,14 +409,14 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
     try:
         info = store.describe_store(name)
     except NotFound as exc:
-        from memcore.store_names import did_you_mean
+        from memcore.store_names import MISTYPED, did_you_mean
 
         hint = did_you_mean(store, name)
         if runtime.settings.config.auto_create_store and not hint:
             detail = f"{name} does not exist yet; the first write creates it"
             checks.ok("memory store", detail)
         elif runtime.settings.config.auto_create_store:  # a typo: every read refuses (exit 3)
-            detail = f"{name} does not exist (reads refuse; the first write creates it){hint}"
+            detail = f"{name} {MISTYPED}{hint}"
             checks.fail("memory store", detail, exc)
         else:
             detail = f"{name} does not exist and auto_create_store is off{hint}"

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from memcore.config import MemcoreConfig
+from memcore.config import LOCAL, MemcoreConfig
 from memcore.errors import ConfigError
 from memcore.ports import InstanceFacts, MemoryStore, ProgressCallback
 from memcore_hermes.config.credentials import AccessKeys
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LOCAL = "local"
 TABLESTORE = "tablestore"
 
 Progress = Callable[[str], None]

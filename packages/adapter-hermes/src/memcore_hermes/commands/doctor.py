@@ -348,17 +348,15 @@ def _store_report(store: Any, name: str, scope: Any) -> dict[str, Any]:
     try:
         info = store.describe_store(name)
     except NotFound:
-        from memcore.store_names import did_you_mean
+        from memcore.store_names import MISTYPED, did_you_mean
 
         # A mistyped memory_store_name: the stores close to it, as the exit-3 line names them.
         hint = did_you_mean(store, name)
         out["status"] = "missing (created on the first write when auto_create_store is true)"
         out["status"] += hint
         if hint:  # a typo: every read refuses (exit 3), so doctor does not pass it
-            missing = (
-                f"memory store {name!r} does not exist (reads refuse; the first write creates it)"
-            )
-            out["error"] = _error(StoreNotFound(missing + hint, field="memory_store_name"))
+            missing = f"memory store {name!r} {MISTYPED}{hint}"
+            out["error"] = _error(StoreNotFound(missing, field="memory_store_name"))
         return out
     except MemcoreError as exc:
         out["error"] = _error(exc)
@@ -381,7 +379,8 @@ def disk_report(home: HermesHome, config: Any, keys: AccessKeys | None) -> list[
     """Room on the disks the plugin writes: the home (the spool), and the local store's folder
     where it is elsewhere. Under 1 MiB free fails, as ``memcore doctor``'s data home does:
     the files may be sound and a read work while every write fails."""
-    from memcore_hermes.backend.open_store import LOCAL, choose_backend
+    from memcore.config import LOCAL
+    from memcore_hermes.backend.open_store import choose_backend
     from memcore_sqlite.storage.room import free_bytes, too_little
 
     folders = [home.spool_file.parent]

@@ -94,12 +94,13 @@ class CommandSession:
         self.drained: dict[str, Any] = {}
 
     def __enter__(self) -> CommandSession:
+        from memcore.config import LOCAL
         from memcore.errors import StoreNotFound
         from memcore.scope import resolve_scope
         from memcore.service import MemoryService
         from memcore.store_names import ready_for, with_close_names
         from memcore_hermes.backend import preload
-        from memcore_hermes.backend.open_store import LOCAL, choose_backend, open_backend_store
+        from memcore_hermes.backend.open_store import choose_backend, open_backend_store
         from memcore_hermes.config.credentials import access_keys, load_environment
         from memcore_hermes.config.home import HermesHome
         from memcore_hermes.outbox.drain import drain_spool

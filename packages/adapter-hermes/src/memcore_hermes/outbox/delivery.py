@@ -20,7 +20,7 @@ from concurrent.futures import wait as wait_for_future
 import attrs
 
 from memcore import limits
-from memcore.config import MemcoreConfig
+from memcore.config import LOCAL, MemcoreConfig
 from memcore.errors import (
     InvalidInput,
     MemcoreError,
@@ -59,7 +59,7 @@ def in_flight_s(config: MemcoreConfig) -> float:
     timeout for a remote backend, whose server may still be applying the last request; none
     for the local store, whose write ended (committed or rolled back) with the process that
     made it. A replay first looks for it either way."""
-    return 0.0 if config.backend == "local" else config.timeout
+    return 0.0 if config.backend == LOCAL else config.timeout
 
 
 @attrs.frozen
