@@ -34,6 +34,13 @@ _STOP_WORD_TEXT = """a about above after again against all am an and any are as 
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself
     yourselves s t don ll m re ve d"""
+#: Contractions of the words above typed without their apostrophe ("whats my sisters name"):
+#: "what's" is "what" and "s", both dropped, but "whats" was a term, which the index's stemmer
+#: reads as "what", so stored questions ("What's the name of that movie?") outranked the
+#: answer. Left out: those that are words too ("ill", "id", "well", "shed", "wed", "hell").
+_CONTRACTED_TEXT = """whats wheres whos hows whens whys thats theres heres hes shes theyre youre
+    youve youll youd weve theyve im ive dont doesnt didnt isnt arent wasnt werent cant
+    couldnt wont wouldnt shouldnt hasnt havent hadnt"""
 #: Adverbs of likelihood. In a question ("Would Maya likely enjoy a whodunit?") they ask how
 #: sure the answer is, not what it is about, and the stemmer reads "likely" as "like", one of
 #: the commonest words of chat: "That sounds like a lot." matched the question's name and it.
@@ -45,8 +52,11 @@ _HEDGE_TEXT = "likely probably possibly perhaps"
 #: which says "I could spend every weekend up in the mountains with a tent".
 _FRAME_TEXT = "like likes liked enjoy enjoys enjoyed want wants wanted"
 #: Most frequent English function words, which match most rows and cost the most to score,
-#: and the hedges and frames above. Dropped from queries only; memories are indexed whole.
-STOP_WORDS = frozenset(_STOP_WORD_TEXT.split() + _HEDGE_TEXT.split() + _FRAME_TEXT.split())
+#: their contractions, and the hedges and frames above. Dropped from queries only; memories
+#: are indexed whole.
+STOP_WORDS = frozenset(
+    _STOP_WORD_TEXT.split() + _CONTRACTED_TEXT.split() + _HEDGE_TEXT.split() + _FRAME_TEXT.split()
+)
 #: Cap on query terms: an FTS5 query's cost grows with every term's posting list.
 MAX_QUERY_TERMS = 8
 
