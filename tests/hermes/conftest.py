@@ -128,11 +128,15 @@ def install_plugin(home: Path) -> Path:
     return target
 
 
-def run_hermes(home: Path, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    """Run the real ``hermes`` CLI with ``home`` as HERMES_HOME (and a throwaway HOME)."""
+def run_hermes(
+    home: Path, *args: str, timeout: float = 60.0, user_home: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``hermes`` CLI with ``home`` as HERMES_HOME (and a throwaway HOME, unless
+    ``user_home`` is given)."""
+    user_home = user_home or home.parent / "user-home"
     env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-    env.update(HERMES_HOME=str(home), HOME=str(home.parent / "user-home"), NO_COLOR="1")
-    (home.parent / "user-home").mkdir(exist_ok=True)
+    env.update(HERMES_HOME=str(home), HOME=str(user_home), NO_COLOR="1")
+    user_home.mkdir(exist_ok=True)
     return subprocess.run(
         [str(HERMES_BIN), *args],
         env=env,

@@ -31,10 +31,7 @@ def test_a_hand_written_blank_local_path_exits_2_through_hermes(
 
 def test_backup_paths_leave_out_a_blank_local_path(hermes_home: Path, kit: Any) -> None:
     kit.write_config(hermes_home, backend="local", local_path=" ")
-    assert MemcoreMemoryProvider().backup_paths() == [
-        str(hermes_home / "tablestore_memory.json"),
-        str(hermes_home / "tablestore_memory_spool.sqlite3"),
-    ]
+    assert MemcoreMemoryProvider().backup_paths() == []
 
 
 def test_a_blank_local_path_saved_by_setup_or_the_dashboard_means_the_default(

@@ -217,16 +217,6 @@ def test_a_bad_config_file_fails_initialize_with_the_key(hermes_home: Path, kit:
     assert "tablestore_memory.json" in str(info.value)
 
 
-def test_backup_paths_lists_config_spool_and_local_db(hermes_home: Path, kit: Any) -> None:
-    kit.write_config(hermes_home, backend="local", local_path="db/mem.sqlite3")
-    paths = MemcoreMemoryProvider().backup_paths()
-    assert paths == [
-        str(hermes_home / "tablestore_memory.json"),
-        str(hermes_home / "tablestore_memory_spool.sqlite3"),
-        str(hermes_home / "db" / "mem.sqlite3"),
-    ]
-
-
 def test_without_keys_the_tablestore_backend_explains_what_to_set(
     hermes_home: Path, kit: Any
 ) -> None:

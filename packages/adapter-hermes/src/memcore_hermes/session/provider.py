@@ -12,6 +12,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcore_hermes.config.envfile import API_KEY_VAR
@@ -239,7 +240,11 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             raise SettingRefused.of(exc) from None
 
     def backup_paths(self) -> list[str]:
-        """The config, the spool and the local database (resolved without initialising)."""
+        """The local database when ``local_path`` puts it outside the Hermes home (resolved
+        without initialising); nothing else. Hermes' backup walks the home itself and
+        ``hermes import`` restores each path named here to where it was: a path inside the
+        home, named here too, was restored into the profile the backup came from, over its
+        live database, when the archive was imported into another home."""
         from memcore.errors import ConfigError
 
         home = self._home or HermesHome()
@@ -249,12 +254,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
                 config = home.load_config()
             except Exception:  # a broken config still has a default database path
                 config = None
-        paths = [str(home.config_file), str(home.spool_file)]
         try:
-            paths.append(str(home.local_db_file(config)))
-        except ConfigError:  # a local_path no file can be at: the config and spool still count
-            pass
-        return paths
+            database = home.local_db_file(config)
+        except ConfigError:  # a local_path no file can be at: nothing outside to keep
+            return []
+        if _inside(database, home.root):
+            return []
+        return [str(database)]
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def initialize(self, session_id: str, **kwargs: Any) -> None:
@@ -728,3 +734,12 @@ def _warn_elsewhere(home: HermesHome) -> None:
 def register(ctx: Any) -> None:
     """Hermes plugin entry point."""
     ctx.register_memory_provider(MemcoreMemoryProvider())
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or under it, links followed (as Hermes' backup walks)."""
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return True
