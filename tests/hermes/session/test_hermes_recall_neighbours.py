@@ -160,3 +160,24 @@ def test_whole_numbers_written_as_floats_are_taken_as_integers(manager: Any) -> 
     for name in ("top_k", "neighbours"):
         error = _search(mm, **{name: 1.5})["error"]
         assert (error["code"], error["field"]) == ("invalid_input", name)
+
+
+def test_numbers_and_flags_written_as_strings_and_nulls_are_taken_as_meant(
+    manager: Any,
+) -> None:
+    """Hermes coerces "3" and "true" for its own tools only and hands a provider's arguments
+    on as the model wrote them (the bundled providers read ``int(args.get(...))``): "1" was
+    refused as "must be a whole number", and ``neighbours: null`` too, while a ``null`` of
+    the other arguments meant the default. Text that is no number is still refused."""
+    mm = manager()
+    [hit] = _search(mm, top_k="1", neighbours=" 1 ", min_similarity="0.0")["results"]
+    assert hit["text"] == TURNS[1][0] and len(hit["neighbours"]["before"]) == 1
+    [hit] = _search(mm, top_k=1, neighbours=None, enable_rerank="false")["results"]
+    assert "neighbours" not in hit or hit["neighbours"] == {"before": [], "after": []}
+    assert _search(mm, top_k=1, include_evidence="true")["results"]
+    profile = json.loads(mm.handle_tool_call("tablestore_profile", {"limit": "2"}))
+    assert profile["count"] == 2
+    assert "error" not in json.loads(mm.handle_tool_call("tablestore_profile", {"limit": None}))
+    for name, value in (("top_k", "three"), ("top_k", "1.5"), ("enable_rerank", "yes")):
+        error = _search(mm, **{name: value})["error"]
+        assert (error["code"], error["field"]) == ("invalid_input", name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
@@ -162,6 +163,13 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 _ALLOWED_ARGS = {
     schema["name"]: frozenset(schema["parameters"]["properties"]) for schema in TOOL_SCHEMAS
 }
+#: Each tool's arguments' JSON types, for :func:`_as_declared`.
+_ARG_TYPES = {
+    schema["name"]: {k: v.get("type") for k, v in schema["parameters"]["properties"].items()}
+    for schema in TOOL_SCHEMAS
+}
+_WHOLE_TEXT = re.compile(r"\s*[+-]?\d{1,18}\s*")
+_NUMBER_TEXT = re.compile(r"\s*[+-]?(?:\d{1,18}(?:\.\d{0,18})?|\.\d{1,18})\s*")
 #: Named as missing, not as sent wrong ("content must be a string, not NoneType").
 _REQUIRED_ARGS = {schema["name"]: schema["parameters"]["required"] for schema in TOOL_SCHEMAS}
 
@@ -226,6 +234,7 @@ def handle_tool(
             raise InvalidInput(
                 f"unknown argument {shown(extra[0])} for {tool_name}", field=extra[0]
             )
+        args = _as_declared(tool_name, args)
         for name in _REQUIRED_ARGS[tool_name]:
             if args.get(name) is None:
                 raise InvalidInput(f"{name} is required", field=name)
@@ -239,6 +248,29 @@ def handle_tool(
     except Exception as exc:  # never raise into the agent loop
         logger.warning("tablestore-mem: %s failed with %s", tool_name, type(exc).__name__)
         return error_json(f"{tool_name} failed: {type(exc).__name__}")
+
+
+def _as_declared(tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` as their schema declares them, where a model sent them loosely: a whole
+    number, a number or ``true``/``false`` written as a string ("3", "0.5", "true") becomes one, and a
+    ``null`` is the argument left out (its default). Hermes does this for its own tools but
+    hands a provider's arguments on as the model wrote them; the bundled providers read
+    ``int(args.get(...))``. Anything else is left for the checks to refuse."""
+    types = _ARG_TYPES[tool_name]
+    out: dict[str, Any] = {}
+    for name, value in args.items():
+        if value is None:
+            continue
+        if isinstance(value, str):
+            kind = types.get(name)
+            if kind == "integer" and _WHOLE_TEXT.fullmatch(value):
+                value = int(value)
+            elif kind == "number" and _NUMBER_TEXT.fullmatch(value):
+                value = float(value)
+            elif kind == "boolean" and value.strip().lower() in ("true", "false"):
+                value = value.strip().lower() == "true"
+        out[name] = value
+    return out
 
 
 def _flag(args: Mapping[str, Any], name: str) -> bool | None:
