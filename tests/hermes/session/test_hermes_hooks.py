@@ -108,6 +108,35 @@ def test_a_subagent_that_brought_nothing_back_leaves_no_memory(
     assert texts(fake_store) == []
 
 
+def test_a_subagent_that_ended_without_a_reply_leaves_no_memory(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """Hermes passes ``on_delegation`` no status: a child that gave up or was interrupted
+    comes with Hermes' own notice as its result, which was kept as what the task found."""
+    from agent.conversation_loop import INTERRUPT_WAITING_FOR_MODEL_PREFIX
+    from run_agent import AIAgent
+
+    explain = AIAgent._format_turn_completion_explanation
+    endings = [
+        explain("empty_response_exhausted"),
+        explain("all_retries_exhausted_no_response"),
+        f"{INTERRUPT_WAITING_FOR_MODEL_PREFIX}12s)",
+        "Operation interrupted.",
+        "(empty)",
+    ]
+    assert all(endings)
+    provider = make_provider(fake_store, user_id="jo")
+    for n, ending in enumerate(endings):
+        provider.on_delegation(
+            task="Find the Oslo museum hours", result=ending, child_session_id=f"c{n}"
+        )
+    provider.on_delegation(
+        task="Find the Oslo museum hours", result="Open 10-17.", child_session_id="ok"
+    )
+    assert provider.runtime.flush(5)
+    assert texts(fake_store) == ["Delegated task: Find the Oslo museum hours\nResult: Open 10-17."]
+
+
 def test_a_read_only_session_records_no_delegation(
     make_provider: Any, fake_store: InMemoryMemoryStore
 ) -> None:

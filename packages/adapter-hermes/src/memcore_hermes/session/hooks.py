@@ -86,13 +86,23 @@ def delegation_text(task: str, result: str) -> str:
     return limits.split_text(text)[0]
 
 
+#: What Hermes hands ``on_delegation`` as the result of a subagent that brought none back
+#: (it passes no status): its "(empty)" sentinel, the notice of a turn that ended without a
+#: reply, and an interrupted run's text. Such a memory read as a fact ("Result: ⚠️ No reply:
+#: the model returned empty content after retries ...").
+_NO_RESULT = ("⚠️ No reply:", "⚠ No reply:", "Operation interrupted")
+
+
 def record_delegation(runtime: Any, task: str, result: str, child_session_id: str) -> str | None:
     """Spool the delegation as a memory of the parent; None when there is nothing to keep:
-    no task, or no result (Hermes reports a subagent that failed, timed out or was
-    interrupted with an empty one, and the task alone would read as done)."""
+    no task, or no result (a subagent that failed, timed out or was interrupted: Hermes hands
+    on an empty result or one of :data:`_NO_RESULT`, and the task alone would read as done)."""
     if not isinstance(task, str) or not task.strip():
         return None
     if not isinstance(result, str) or not result.strip():
+        return None
+    said = result.strip()
+    if said == "(empty)" or said.startswith(_NO_RESULT):
         return None
     metadata = {"source": DELEGATION_SOURCE}
     if isinstance(child_session_id, str) and child_session_id.strip():
