@@ -121,6 +121,14 @@ def _data_plane(
     return store
 
 
+def location_advice(config: MemcoreConfig, home: HermesHome) -> str:
+    """How to move the local database: the Hermes home, or the config's ``local_path``;
+    never the CLI's MEMCORE_HOME, which a refusal would otherwise advise."""
+    if config.local_path is None:
+        return HOME_ADVICE
+    return f"set local_path in {home.config_file} to a file in a writable folder"
+
+
 def open_backend_store(
     home: HermesHome,
     config: MemcoreConfig,
@@ -150,17 +158,10 @@ def open_backend_store(
         from memcore_sqlite.chat_model.client import ModelSettings
 
         model = ModelSettings.from_env(environ)
-        # What moves the file is the Hermes home, or the config's local_path; never the
-        # CLI's MEMCORE_HOME, which a refusal would otherwise advise.
-        advice = (
-            HOME_ADVICE
-            if config.local_path is None
-            else f"set local_path in {home.config_file} to a file in a writable folder"
-        )
         options: dict[str, Any] = {
             "path": local_path or str(home.local_db_file(config)),
             "model": model,
-            "location_advice": advice,
+            "location_advice": location_advice(config, home),
         }
         if defer_vectors:
             options["defer_vectors"] = True

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from memcore.errors import ConfigError, MemcoreError, NotFound, StoreNotFound
+from memcore.errors import ConfigError, MemcoreError, NotFound, PermissionDenied, StoreNotFound
 from memcore.scope import SessionContext, resolve_scope
 from memcore_hermes.config.credentials import AccessKeys, access_keys, load_environment, redact
 from memcore_hermes.config.envfile import AK_VAR, API_KEY_VAR, SK_VAR, TOKEN_VAR, env_file_problem
@@ -199,6 +199,15 @@ def _no_file_yet(
         "status": "missing (the database file does not exist yet: the first session or "
         "command that writes a memory creates it)",
     }
+    from memcore_hermes.backend.open_store import location_advice
+    from memcore_sqlite.storage.file_modes import in_the_way
+
+    blocked = in_the_way(db.parent)
+    if blocked is not None:  # no session can create it: every write would wait in the spool
+        advice = location_advice(config, home)
+        message = f"cannot create {db.parent}: {blocked} ({advice})"
+        report["store"]["status"] = "missing (and no session can create it)"
+        report["store"]["error"] = _error(PermissionDenied(message, field="local_path"))
 
 
 def _older_file(

@@ -38,12 +38,25 @@ def make_home(folder: str | os.PathLike[str], *, advice: str = MOVE_ADVICE) -> P
         from memcore.errors import PermissionDenied, Unavailable  # the core only on a failure
 
         why = not_writable(exc)
+        if why is None and exc.errno in (errno.EEXIST, errno.ENOTDIR):
+            why = in_the_way(path)
         if why is not None:
             raise PermissionDenied(
                 f"cannot create {path}: {why} ({advice})", field=str(path)
             ) from None
         raise Unavailable(f"cannot create {path} ({exc.strerror})", field=str(path)) from None
     return path
+
+
+def in_the_way(folder: str | os.PathLike[str]) -> str | None:
+    """Which file stands where ``folder`` or one of its parents must be a folder, said as a
+    reason ("/x is a file, not a folder"), or None. No retry makes such a folder, so it is
+    not an outage to wait out."""
+    path = Path(folder)
+    for place in (path, *path.parents):
+        if place.exists() and not place.is_dir():
+            return "it is a file" if place == path else f"{place} is a file, not a folder"
+    return None
 
 
 def not_writable(exc: OSError) -> str | None:
