@@ -117,6 +117,31 @@ def test_a_recall_block_is_cut_out_of_what_is_written() -> None:
     assert strip_recall("nothing to cut") == "nothing to cut"
 
 
+def test_a_text_that_names_a_block_tag_is_kept_whole() -> None:
+    """A tag left open is cut to the end only when a block follows it: a note about prompt
+    tags was cut at the tag, and what it said after it was lost without a word."""
+    said = "In our prompts the <memory-context> tag wraps recalled facts; keep it"
+    assert strip_recall(said) == said
+    assert strip_recall("Answers go in <recalled-memory> blocks, then prose") == (
+        "Answers go in <recalled-memory> blocks, then prose"
+    )
+    block = format_recall([hit("My sister is Maya")])
+    assert strip_recall(f"I like tea {block[: len(block) // 2]}") == "I like tea"
+
+
+def test_a_note_naming_a_tag_is_stored_whole_through_the_service() -> None:
+    from memcore.scope import Scope
+    from memcore.service import MemoryService
+    from memcore.testing import InMemoryMemoryStore
+
+    store = InMemoryMemoryStore()
+    store.ensure_store("m")
+    service = MemoryService(store, store_name="m", scope=Scope("app", "t1", "a", "r"))
+    said = "Wrap facts in <system> tags, then <memory-context> blocks follow"
+    [memory_id] = service.remember(said, sync=True).memory_ids
+    assert service.get(memory_id).text == said
+
+
 def test_acknowledgements_and_echoes_are_not_worth_recalling() -> None:
     for text in (
         "Noted!",

@@ -34,9 +34,18 @@ _TAG_RE = re.compile(
     r"<\s*/?\s*(recalled-memory|memory-context|system|instructions?)\b(?:[^<>]*>)?",
     re.I,
 )
-# A whole block (ours or Hermes' <memory-context>), or one left open to the end of the text.
+# A whole block (ours or Hermes' <memory-context>).
 _BLOCK_RE = re.compile(
-    r"<\s*(recalled-memory|memory-context)\b[^>]*>.*?(?:<\s*/\s*\1\s*>|\Z)", re.I | re.S
+    r"<\s*(recalled-memory|memory-context)\b[^>]*>.*?<\s*/\s*\1\s*>", re.I | re.S
+)
+# One left open to the end of the text (a quoted or cut block): only when what follows the
+# tag is a block's own start (the preamble, the host's note, a memory's line). A text that
+# names the tag ("the <memory-context> tag wraps recalled facts; ...") was cut at it, and
+# all it said after it was lost without a word.
+_HALF_BLOCK_RE = re.compile(
+    r"<\s*(?:recalled-memory|memory-context)\b[^>]*>\s*"
+    r"(?:The following are memories recalled|\[System note|- ).*\Z",
+    re.I | re.S,
 )
 _HOST_NOTE_RE = re.compile(r"\[System note: The following is recalled memory context[^\]]*\]\s*")
 _WORD_RE = re.compile(r"\w+")
@@ -88,6 +97,7 @@ def strip_recall(text: str) -> str:
     while previous != text:
         previous = text
         text = _BLOCK_RE.sub("", text)
+    text = _HALF_BLOCK_RE.sub("", text)
     text = _HOST_NOTE_RE.sub("", text).replace(_PREAMBLE, "")
     return original if text == original else text.strip()
 
