@@ -74,6 +74,15 @@ def test_update_joins_the_words_typed_after_its_text(local_cli):
     assert kept["text"] == "two  spaces kept"
 
 
+def test_update_text_dash_alone_is_stdin(local_cli):
+    """As add reads it (the README says so of both): the memory's text became a "-"."""
+    (memory_id,) = local_cli.json("add", "--sync", "precious text")["memory_ids"]
+    updated = local_cli.json("update", memory_id, "--text", "-", input="from a pipe\n")
+    assert updated["text"] == "from a pipe"
+    listed = local_cli.json("update", memory_id, "--text", "-", "milk")
+    assert listed["text"] == "- milk"
+
+
 def test_update_words_anywhere_else_are_refused_not_guessed(local_cli):
     """``update --text add cafe 5f0c`` would have the parser take ``cafe`` for the id (a hex
     word, so a prefix of some memory's): words not right after the text's are refused."""

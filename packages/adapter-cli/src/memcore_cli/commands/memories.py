@@ -414,7 +414,9 @@ def update(
             '"green tea" (joined by one space, as echo joins them).',
         ),
     ] = None,
-    text: Annotated[str | None, typer.Option("--text", help="The new text.")] = None,
+    text: Annotated[
+        str | None, typer.Option("--text", help="The new text ('-' reads it from stdin).")
+    ] = None,
     metadata: Annotated[
         list[str] | None,
         typer.Option(
@@ -456,6 +458,8 @@ def update(
         raise InvalidInput("--unset needs a metadata key, not an empty one", field="unset")
     if text is None and meta is None and not removed:
         raise InvalidInput("update needs --text, --metadata or --unset", field="text")
+    if text == "-":  # as add reads its text; the old text was replaced by a "-"
+        text = _without_final_newline(_read_stdin())
     if text is not None:
         limits.check_text(text)
     check_user_metadata(meta)
