@@ -53,15 +53,38 @@ def test_ctrl_c_at_the_question_is_an_interrupt_that_deleted_nothing(tmp_path, c
     assert run_memcore(home, "count").stdout.strip() == "1"
 
 
-def test_no_at_the_question_deletes_nothing_and_says_so(tmp_path):
+@pytest.mark.parametrize("command", [("forget", "--all"), ("stores", "delete", "hermes_mem")])
+@pytest.mark.parametrize("said", [b"n\n", b"oui\n", b"nope\n", b"\n"])
+def test_any_answer_but_yes_is_a_no(tmp_path, command, said):
+    """click's confirm asked again after an answer it could not read ("oui", "nope"), where
+    the README says any answer but yes deletes nothing and says so (exit 1)."""
     home = tmp_path / "home"
     run_memcore(home, "add", "keep me")
-    proc, master = _ask(home, "forget", "--all")
-    os.write(master, b"n\n")
+    proc, master = _ask(home, *command)
+    os.write(master, said)
     _, err = proc.communicate(timeout=60)
     os.close(master)
     assert proc.returncode == 1, err
     assert err.decode().strip().endswith("memcore: error: not confirmed; nothing was deleted"), err
+    assert run_memcore(home, "count").stdout.strip() == "1"
+
+
+@pytest.mark.parametrize("command", [("forget", "--all"), ("stores", "delete", "hermes_mem")])
+def test_a_closed_stdin_is_refused_as_no_terminal(tmp_path, command):
+    """Started with stdin closed (``<&-``), it failed as an unexpected AttributeError (exit 1)."""
+    home = tmp_path / "home"
+    run_memcore(home, "add", "keep me")
+    env = {"PATH": os.environ.get("PATH", ""), "MEMCORE_HOME": str(home)}
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" "$@" <&-', MEMCORE, *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "stdin is not a terminal; pass --yes" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "unexpected" not in done.stderr
     assert run_memcore(home, "count").stdout.strip() == "1"
 
 

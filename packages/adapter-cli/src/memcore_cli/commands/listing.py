@@ -5,7 +5,6 @@
 needs ``--yes``, and says so.
 """
 
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -322,16 +321,9 @@ def _memories(n: int) -> str:
 
 
 def _confirm(found: list[Any], *, whole: str | None = None) -> None:
-    from memcore.errors import InvalidInput
-
-    what = _memories(len(found)) if whole is None else f"all {_memories(len(found))} of {whole}"
-    if not sys.stdin.isatty():
-        raise InvalidInput(
-            f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes "
-            "(or --dry-run to see them)",
-            field="yes",
-        )
+    from memcore_cli.output.asking import confirm_delete
     from memcore_cli.output.visible import one_line
 
+    what = _memories(len(found)) if whole is None else f"all {_memories(len(found))} of {whole}"
     preview = "; ".join(one_line(m.text[:60]) for m in found[:3])
-    typer.confirm(f"Delete {what} ({preview})?", abort=True, err=True)
+    confirm_delete(what, preview, instead=" (or --dry-run to see them)")

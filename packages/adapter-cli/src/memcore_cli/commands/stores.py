@@ -150,14 +150,6 @@ def delete(
 def _confirm_delete(name: str) -> None:
     """Ask on a terminal; elsewhere refuse as ``forget`` does (exit 2), since a prompt nobody
     can answer is a usage error, not an abort."""
-    import sys
+    from memcore_cli.output.asking import confirm_delete
 
-    from memcore.errors import InvalidInput
-
-    what = f"the memory store {name!r} (every memory in it, of every tenant)"
-    if not sys.stdin.isatty():
-        raise InvalidInput(
-            f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes",
-            field="yes",
-        )
-    typer.confirm(f"Delete {what}?", abort=True, err=True)
+    confirm_delete(f"the memory store {name!r} (every memory in it, of every tenant)")

@@ -1,0 +1,33 @@
+"""The question a delete asks before it runs: on a terminal only, and any answer but yes is no.
+
+click's ``confirm`` asks again after an answer it cannot read ("oui", "nope"): a user who
+meant no was held at the question, where the README promises that any answer but yes deletes
+nothing and says so (exit 1). A command started without a terminal, or with stdin closed
+(``<&-``, where ``sys.stdin`` is None), is refused before anything is asked (exit 2).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from memcore.errors import InvalidInput
+
+YES = ("y", "yes")
+
+
+def confirm_delete(what: str, detail: str = "", *, instead: str = "") -> None:
+    """Ask whether to delete ``what`` (``detail`` shown after it); raise ``typer.Abort`` on
+    any answer but yes (Ctrl-C and end of input too), and :class:`InvalidInput` (field
+    ``yes``) without a terminal. ``instead`` ends that refusal ("(or --dry-run ...)")."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise InvalidInput(
+            f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes"
+            + instead,
+            field="yes",
+        )
+    question = f"Delete {what}{f' ({detail})' if detail else ''}? [y/N]"
+    answer = typer.prompt(question, default="", show_default=False, err=True)
+    if answer.strip().lower() not in YES:
+        raise typer.Abort()
