@@ -416,3 +416,18 @@ def test_forget_asks_on_stderr_so_stdout_stays_one_json_document(
         assert answer["error"]["message"] == "not confirmed; nothing was deleted", answer
     code, found = hermes(kit, capsys, "get", memory_id)
     assert (code == 0) is kept, found
+
+
+def test_forget_with_stdin_closed_is_the_no_terminal_refusal(
+    home: Path, kit: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started with stdin closed (``<&-``, ``sys.stdin`` None) it failed as an unexpected
+    ``AttributeError``; it is refused as without a terminal (exit 2, pass --yes)."""
+    import sys
+
+    first = add(kit, capsys, "My sister is called Ines")
+    monkeypatch.setattr(sys, "stdin", None)
+    code, refused = hermes(kit, capsys, "forget", first)
+    assert code == 2 and refused["error"]["field"] == "yes"
+    code, listed = hermes(kit, capsys, "list", "--all")
+    assert [m["id"] for m in listed["items"]] == [first]

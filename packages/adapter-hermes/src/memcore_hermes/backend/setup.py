@@ -94,8 +94,8 @@ class Answers:
 
 
 def default_asker() -> Asker:
-    if sys.stdin.isatty() and sys.stdout.isatty():
-        return TerminalAsker()
+    if all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
+        return TerminalAsker()  # a closed stream (`<&-`) is None: never a terminal
     return DefaultsAsker()
 
 

@@ -152,7 +152,7 @@ def _run_forget(args: argparse.Namespace) -> None:
         found = [session.service.get(i) for i in ids]  # every id checked before any delete
         if not args.yes:
             what = counted(len(found), "memory")
-            if not sys.stdin.isatty():
+            if sys.stdin is None or not sys.stdin.isatty():  # `<&-` leaves it None
                 raise InvalidInput(
                     f"not deleting {what} without confirmation: stdin is not a terminal; "
                     "pass --yes",
