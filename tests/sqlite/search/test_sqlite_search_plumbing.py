@@ -62,6 +62,35 @@ def test_a_semantic_search_embeds_what_deferred_writes_left(db_path: Path, mode:
         assert seen.count("BEGIN") == 1
 
 
+def test_a_search_does_not_wait_for_another_process_write_lock_to_embed(
+    db_path: Path,
+) -> None:
+    """A semantic search embeds what deferred writes left in a write of its own: with another
+    process holding the write lock it waited the busy timeout and failed ("busy", exit 5 in
+    the CLI), though any tenant's pending memory caused it and a read needs no lock. It now
+    answers at once without their vectors (their words still find them), and embeds them
+    on a later search."""
+    import sqlite3
+
+    embedder = HashingEmbedder(64)
+    with SqliteMemoryStore(
+        db_path, embedder=embedder, defer_vectors=True, busy_timeout=2.0
+    ) as store:
+        store.ensure_store(STORE)
+        store.add_text(STORE, ALICE, "the user likes green tea")
+        other = sqlite3.connect(db_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process in a long write
+        try:
+            hits = store.search(STORE, ALICE.pattern(), "green tea")
+            assert [h.memory.text for h in hits] == ["the user likes green tea"]
+            assert store.missing_vectors(STORE) == 1
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        hits = store.search(STORE, ALICE.pattern(), "green tea")
+        assert hits[0].signals["vector"] > 0 and store.missing_vectors(STORE) == 0
+
+
 def test_a_lexical_search_leaves_deferred_writes_pending(db_path: Path) -> None:
     with SqliteMemoryStore(db_path, embedder=HashingEmbedder(64), defer_vectors=True) as store:
         store.ensure_store(STORE)

@@ -18,6 +18,7 @@ their modules, which a fresh install (no bytecode yet) would compile at every st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -28,7 +29,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memcore import limits, speakers
-from memcore.errors import InvalidInput, NotFound, Unsupported
+from memcore.errors import InvalidInput, NotFound, Unavailable, Unsupported
 from memcore.paging import page
 from memcore.scope import Scope, ScopePattern
 from memcore.values import DreamAction, MemoryRecord, Page, SearchHit, TurnContext
@@ -563,7 +564,8 @@ class SqliteMemoryStore:
 
         A semantic search first embeds the memories deferred writes left without a vector
         (:meth:`_index_pending`); whether there are any is asked in the search's own snapshot,
-        and only when there are does the search index them and start over in a new one.
+        and only when there are does the search index them and start over in a new one (or,
+        when another process holds the write lock, without them).
         """
         model = self.embedder.name if self.embedder is not None else None
         if qvec is not None:  # the vector signal weighs what the model covers of the query
@@ -599,7 +601,11 @@ class SqliteMemoryStore:
                             conn, sid, pattern, found, flt, top_k, links
                         )
                         break
-                self._writes.index_pending(store)  # then search again, in a snapshot that has them
+                # Then search again, in a snapshot that has them; when another process holds
+                # the write lock (or the disk is full), at once without them (their words
+                # still find them): a read never waits for the write lock, nor fails on it.
+                with contextlib.suppress(Unavailable):
+                    self._writes.index_pending(store, wait=0.0)
             self._tx.audit_read(store, "SearchMemories", started)
             return found
         finally:

@@ -293,10 +293,12 @@ class MemoryWrites:
             self._tx.after_write(sid, gen, added)
         return WriteReceipt(tid, status, (mid,), rid)
 
-    def index_pending(self, store: str) -> None:
+    def index_pending(self, store: str, *, wait: float | None = None) -> None:
         """Embed the memories that deferred writes left without a vector, before a semantic
         search (it has the model loaded anyway), and complete their tasks. Pending tasks are
-        found through their index, so a store without any costs one indexed read."""
+        found through their index, so a store without any costs one indexed read. ``wait``:
+        at most this long for another process's write lock (else the busy timeout), then
+        :class:`~memcore.errors.Unavailable`."""
         if self._tx.embedder is None or self._tx.vectors is None or self._tx.read_only:
             return
         with self._tx.read() as conn:
@@ -319,7 +321,7 @@ class MemoryWrites:
         if not tasks:
             return
         vectors = self._tx.embed([text for _, text in rows]) or []
-        with self._tx.write() as conn:
+        with self._tx.write(wait=wait) as conn:
             gen = self._tx.bump(conn, sid)
             # A text changed while it was embedded (by a process that stores no vector, or a
             # seq taken again) must not get this one's vector: its tasks stay pending, and the
