@@ -226,7 +226,10 @@ def forget(
         )
     runtime = state.runtime()
     if every:
-        _forget_all(state, dry_run=dry_run, yes=yes)
+        from memcore_cli.output.interrupts import terminated_as_interrupted
+
+        with terminated_as_interrupted():  # says how many it deleted, as on Ctrl-C
+            _forget_all(state, dry_run=dry_run, yes=yes)
         return
     found = [find_memory(runtime, i) for i in ids] if ids else select(runtime, chosen)
     found = list({m.id: m for m in found}.values())

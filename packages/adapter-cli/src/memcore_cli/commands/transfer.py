@@ -37,6 +37,7 @@ def export(
     """
     from memcore.wording import counted
     from memcore_cli.operations.transfer import export_memories
+    from memcore_cli.output.interrupts import terminated_as_interrupted
     from memcore_cli.parsing.paths import given_path
 
     out_path = None
@@ -44,7 +45,8 @@ def export(
         instead = "give a file, or '-' (or no --out) for stdout"
         out_path = given_path(out, name="--out", field="out", instead=instead)
     state = state_of(ctx)
-    counts = export_memories(state.runtime(), state.output, out_path)
+    with terminated_as_interrupted():  # the partial file is removed, as on Ctrl-C
+        counts = export_memories(state.runtime(), state.output, out_path)
     count, messages = counts["memories"], counts["messages"]
     said = f"exported {counted(count, 'memory')}" + (
         f" and {counted(messages, 'message')}" if messages else ""

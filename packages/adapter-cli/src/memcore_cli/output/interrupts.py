@@ -102,6 +102,24 @@ def held_interrupts() -> Iterator[Held]:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
+@contextlib.contextmanager
+def terminated_as_interrupted() -> Iterator[None]:
+    """SIGTERM (``kill``, ``timeout``) is Ctrl-C for the block: what a command does when
+    interrupted (a partial ``--out`` file removed, how many memories a forget deleted
+    before it said) it does when stopped so, where SIGTERM's default action ended the
+    process without a word. Not in another thread, nor when started ignoring SIGTERM."""
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def held_signals() -> tuple[signal.Signals, ...]:
     """Ctrl-C, and SIGTERM (``kill``, ``timeout``, a service manager stopping the program),
     whose default action would end the process between a stored batch and its rollback;
