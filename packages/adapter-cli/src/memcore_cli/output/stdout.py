@@ -41,6 +41,28 @@ def lost(exc: OSError) -> Unavailable:
     return Unavailable(f"cannot write the output: {why}", field="stdout", retryable=False)
 
 
+def escaped(text: str, encoding: str) -> str:
+    """``text`` with each character ``encoding`` cannot write as ``\\uXXXX`` (a pair of them
+    above U+FFFF), JSON's escape, which JSON output reads back as the character. An ASCII
+    or Latin-1 stdout (``PYTHONIOENCODING``, a legacy console) failed every listing of a
+    memory in another script as an unexpected ``UnicodeEncodeError`` (exit 1), even after a
+    write had landed."""
+    out: list[str] = []
+    for char in text:
+        try:
+            char.encode(encoding)
+        except UnicodeEncodeError:
+            code = ord(char)
+            if code > 0xFFFF:
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+            else:
+                out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 #: Characters handed to stdout at once (see :meth:`GuardedStdout.write`); its buffer's size.
 _PIECE = 8192
 
@@ -72,7 +94,13 @@ class GuardedStdout:
             if not isinstance(text, str):  # what the stream makes of it (click's bytes)
                 return self.stream.write(text)
             for start in range(0, len(text), _PIECE):
-                self.stream.write(text[start : start + _PIECE])
+                piece = text[start : start + _PIECE]
+                try:
+                    self.stream.write(piece)
+                except UnicodeEncodeError:  # nothing of it was written: encoded whole first
+                    self.stream.write(
+                        escaped(piece, getattr(self.stream, "encoding", None) or "utf-8")
+                    )
             return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
