@@ -155,6 +155,35 @@ def test_a_write_whose_answer_is_lost_says_it_was_made(seeded, args, command):
         assert _run(seeded, "--json", "list", "--all").stdout != before  # it did land
 
 
+@pytest.mark.parametrize("json_option", [(), ("--json",)])
+def test_a_write_whose_reader_went_away_says_it_was_made(seeded, json_option):
+    """A pipe whose reader is gone (``memcore add x | (exec 0<&-)``): the write landed, yet
+    the command exited 1 without a word, as a read to a closed ``| head`` quietly does."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = _run(seeded, *json_option, "add", "User drinks tea", stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 5, done.stderr
+    [line] = done.stderr.splitlines()
+    message = json.loads(line)["error"]["message"] if json_option else line
+    assert "cannot write the output: broken pipe" in message, message
+    assert "memcore add was done before its answer was lost" in message, message
+    listed = _run(seeded, "--json", "list", "--all").stdout.splitlines()
+    assert "User drinks tea" in [json.loads(line)["text"] for line in listed]
+
+
+def test_a_read_whose_reader_went_away_stays_quiet(seeded):
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = _run(seeded, "--json", "list", "--all", stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (1, "")
+
+
 @needs_dev_full
 def test_a_read_whose_answer_is_lost_says_nothing_of_writes(seeded):
     with open("/dev/full", "w") as full:

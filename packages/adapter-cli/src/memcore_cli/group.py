@@ -20,7 +20,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOpt
 from typer.core import TyperGroup
 
 from memcore_cli.output.stderr import ForgivingStderr
-from memcore_cli.output.stdout import GuardedStdout
+from memcore_cli.output.stdout import GuardedStdout, lost
 from memcore_cli.output.visible import json_safe, visible
 from memcore_cli.parsing.words import COMMAND_ARGS
 
@@ -228,9 +228,15 @@ class MemcoreGroup(TyperGroup):
             from memcore_cli.output.interrupts import report
 
             raise typer.Exit(report(str(exc), as_json=_json_asked(ctx))) from None
-        except BrokenPipeError:
-            # The reader went away (``memcore --json list --all | head``): stop quietly.
-            raise typer.Exit(_stdout_gone()) from None
+        except BrokenPipeError as exc:
+            # The reader went away (``memcore --json list --all | head``): stop quietly,
+            # unless a write has landed, which must not be run again as if it had failed.
+            plain = lost(exc)
+            told = answer_lost_after_write(plain, ctx.meta.get(COMMAND_ARGS, []))
+            code = _stdout_gone()
+            if told is not plain:
+                code = int(report_error(told, as_json=_json_asked(ctx), debug=False))
+            raise typer.Exit(code) from None
         except Exception as exc:
             state = ctx.obj
             options = getattr(state, "options", None)
