@@ -35,6 +35,23 @@ def test_a_held_write_lock_is_unavailable_and_retryable(db_path: Path) -> None:
     store.close()
 
 
+def test_a_database_that_cannot_be_written_says_how_to_move_it(db_path: Path) -> None:
+    """As a file that cannot be created does (the README: "for the database it says how to
+    move it"); an existing file made read-only said only that it could not be written."""
+    advice = "set MEMCORE_HOME to a writable folder"
+    store = SqliteMemoryStore(db_path, location_advice=advice)
+    store.ensure_store("mem")
+    store._tx.conn.execute("PRAGMA query_only = ON")  # SQLite's own read-only answer
+    try:
+        with pytest.raises(PermissionDenied) as info:
+            store.add_text("mem", ALICE, "not written", sync=True)
+        assert "cannot be written (read-only file or folder)" in str(info.value)
+        assert str(info.value).endswith(f"; {advice}")
+    finally:
+        store._tx.conn.execute("PRAGMA query_only = OFF")
+        store.close()
+
+
 def test_a_full_disk_is_unavailable_with_a_clear_message(db_path: Path) -> None:
     store = SqliteMemoryStore(db_path)
     store.ensure_store("mem")

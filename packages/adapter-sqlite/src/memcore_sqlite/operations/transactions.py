@@ -152,6 +152,8 @@ class Transactions:
             COMMON_TERM_ROWS + 1,
             max_rows=vector_cache_rows,
         )
+        #: How to move the file, said when it cannot be written.
+        self.location_advice = location_advice
         writable, created = (
             (True, False) if self.path == ":memory:" else _prepare_file(self.path, location_advice)
         )
@@ -245,7 +247,12 @@ class Transactions:
         deadline = time.monotonic() + (self.busy_timeout if wait is None else wait)
         pauses = iter(_PAUSES)
         while True:
-            with fork_guard.working(), self.lock, self._latch(), mapped(self.path):
+            with (
+                fork_guard.working(),
+                self.lock,
+                self._latch(),
+                mapped(self.path, self.location_advice),
+            ):
                 self.check_open()
                 if self._damage is not None:
                     raise self._damage

@@ -56,9 +56,11 @@ def primary_code(exc: sqlite3.Error) -> int | None:
     return _FIXED_MESSAGES.get(str(exc))
 
 
-def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
+def map_error(exc: sqlite3.Error, *, path: str, advice: str | None = None) -> MemcoreError:
     """The memcore error for a sqlite3 exception; the database path is the ``field`` and is
-    named in the message too (a user with several homes needs to know which file)."""
+    named in the message too (a user with several homes needs to know which file).
+    ``advice`` ends a file that cannot be written: how to move it (as a file that cannot be
+    created says)."""
     primary = primary_code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     if primary in (SQLITE_BUSY, SQLITE_LOCKED):
@@ -81,8 +83,10 @@ def map_error(exc: sqlite3.Error, *, path: str) -> MemcoreError:
             field=path,
         )
     if primary in (SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN):
+        move = f"; {advice}" if advice else ""
         return PermissionDenied(
-            f"the memory database {path} cannot be written (read-only file or folder) [{name}]",
+            f"the memory database {path} cannot be written (read-only file or folder) "
+            f"[{name}]{move}",
             field=path,
         )
     if primary in (SQLITE_IOERR, SQLITE_NOMEM):
@@ -113,11 +117,11 @@ def _size_limit() -> str:
 
 
 @contextmanager
-def mapped(path: str) -> Iterator[None]:
+def mapped(path: str, advice: str | None = None) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise map_error(exc, path=path) from exc
+        raise map_error(exc, path=path, advice=advice) from exc
 
 
 def recovery_hint(path: str | Path) -> str:
