@@ -457,6 +457,36 @@ def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored_as_curr
     assert "1 replaced version left out" in older_cli.ok("import", str(older)).stdout
 
 
+def test_an_export_read_across_a_merge_restores_the_merged_away_memory_as_replaced(
+    tmp_path, local_cli, fresh_cli
+):
+    """An export reads page by page while others write: one taken while a dream pass merged
+    two memories held the older as current (read before the merge) and the newer naming it
+    in ``supersedes`` (read after). The restore brought the merged-away memory back into
+    recall; the successor's link now says what it was."""
+    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    local_cli.ok("add", "--sync", stale)
+    local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
+    local_cli.json("dream", "create", "--apply-mode", "safe_auto")
+    current = sorted(m["text"] for m in local_cli.json("list")["items"])
+    out = tmp_path / "backup.jsonl"
+    local_cli.json("export", "--out", str(out))
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    [old] = [r for r in records if r["text"] == stale]
+    successor = old["superseded_by"]
+    assert [r["supersedes"] for r in records if r["id"] == successor] == [[old["id"]]]
+    torn = tmp_path / "torn.jsonl"  # the older row as read before the merge
+    old.update(superseded_by=None, superseded_how=None)
+    torn.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    fresh_cli.json("import", str(torn))
+    assert sorted(m["text"] for m in fresh_cli.json("list")["items"]) == current
+    [restored] = [
+        m for m in fresh_cli.json_lines("list", "--all", "--all-versions") if m["text"] == stale
+    ]
+    assert restored["superseded_by"] == successor
+
+
 def test_a_byte_order_mark_on_stdin_is_read_as_in_a_file(tmp_path, local_cli, fresh_cli):
     """A file with a UTF-8 byte order mark (Windows editors write one) imported by name,
     but piped into ``import -`` it was refused ("Unexpected UTF-8 BOM"), and with

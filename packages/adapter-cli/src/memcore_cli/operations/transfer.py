@@ -56,6 +56,7 @@ from memcore.transfer import (
     restore_log,
     stopped,
     version_links,
+    with_named_successors,
 )
 from memcore.values import MemoryRecord
 from memcore_cli.operations.rollback import undo_import
@@ -219,7 +220,7 @@ def import_memories(
     choice = runtime.settings.scope
     target = choice.write_scope() if lines else choice.scope
     parsed = read_records(path, target, retarget=retarget, lines=lines)
-    records = [r for r in parsed if isinstance(r, ImportRecord)]
+    records = with_named_successors([r for r in parsed if isinstance(r, ImportRecord)])
     messages = [r for r in parsed if isinstance(r, MessageRecord)]
     report = ImportReport(total=len(records), messages=len(messages))
     runtime.ready_store()

@@ -43,6 +43,7 @@ from memcore.transfer import (
     stopped,
     take_back,
     version_links,
+    with_named_successors,
 )
 from memcore.values import MemoryRecord, VersionLink
 from memcore_hermes.commands.interrupts import held_interrupts
@@ -72,7 +73,7 @@ def import_lines(
         for i, raw in enumerate(raw_lines, start=1)
         if raw.strip()
     ]
-    records = [r for r in parsed if isinstance(r, ImportRecord)]
+    records = with_named_successors([r for r in parsed if isinstance(r, ImportRecord)])
     messages = [r for r in parsed if isinstance(r, MessageRecord)]
     listed = list(memories) if records else []
     known = {m.id: m for m in listed}

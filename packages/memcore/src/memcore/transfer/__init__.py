@@ -25,7 +25,9 @@ memory replaced is its ``supersedes``). On a store that keeps that history (the 
 store) an import of format 2 restores such a version with its links, so the store recalls and
 ranks as the original did (an ``updated`` fact still answers right after its successor, and
 the replaced versions weigh in the word statistics as they did there); elsewhere, or from an
-older file, or when its successor is not in the file, it is left out and counted.
+older file, or when its successor is not in the file, it is left out and counted. A record
+a successor names in ``supersedes`` is taken as replaced by it even when its own line names
+no successor (:func:`with_named_successors`: an export read across a dream pass).
 
 Parsing checks every field against the limits, so nothing is written from a bad line.
 An import stopped midway is undone by its command line through :func:`take_back`, which keeps
@@ -44,6 +46,7 @@ from memcore.transfer.parsing import (
     parse_line,
     parse_record,
     record_format,
+    with_named_successors,
 )
 from memcore.transfer.planning import Plan, plan_import
 from memcore.transfer.records import (
@@ -81,6 +84,7 @@ __all__ = [
     "finished",
     "held_texts",
     "history_kept",
+    "with_named_successors",
     "line_error",
     "memory_record",
     "message_record",

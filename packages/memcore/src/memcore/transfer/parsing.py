@@ -4,7 +4,7 @@ a line of the message log, in the tenant it goes to; nothing is written from a b
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -262,3 +262,24 @@ def record_format(line_no: int, data: Mapping[str, Any]) -> int:
             "format",
         )
     return fmt
+
+
+def with_named_successors(records: Sequence[ImportRecord]) -> list[ImportRecord]:
+    """``records``, each that a record of the file names in ``supersedes`` but that names no
+    successor itself marked replaced by it. An export reads page by page while others may
+    write: one taken while a dream pass merged two memories held the older as current (read
+    before the merge) and the newer naming it as replaced (read after), and the restore
+    brought the merged-away memory back as current. The links agree again as the store had
+    them; ``superseded_how`` stays unknown."""
+    named: dict[str, str] = {}
+    for record in records:
+        if record.file_id is not None:
+            for older in record.supersedes:
+                named.setdefault(older, record.file_id)
+    out = []
+    for record in records:
+        successor = named.get(record.file_id) if record.file_id is not None else None
+        if record.superseded_by is None and successor not in (None, record.file_id):
+            record = attrs.evolve(record, superseded=True, superseded_by=successor)
+        out.append(record)
+    return out
