@@ -60,6 +60,8 @@ HTTP = ["mcp", "--transport", "http"]
         (["mcp", "--transport", "stdio", "--host", "0.0.0.0"], {}, "--host applies to"),
         (["mcp", "--path", "/mcp", "--port", "1"], {}, "--port applies to"),
         (["mcp", "--path", "/mcp"], {}, "--path applies to --transport http only"),
+        # --tenant was ignored over HTTP, which serves the tokens' tenants, without a word.
+        (["--tenant", "mallory", *HTTP], TOKENS, "--tenant applies to --transport stdio only"),
         (
             ["--backend", "tablestore", "mcp", "--busy-timeout", "5"],
             {},

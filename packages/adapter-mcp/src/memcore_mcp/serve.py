@@ -85,6 +85,12 @@ def serve(
         )
     if transport == "stdio":
         _refuse_http_options(host=host, port=port, path=path, tokens=tokens_file)
+    elif options.tenant is not None:  # ignored, it would hide whose memories are served
+        raise InvalidInput(
+            "--tenant applies to --transport stdio only; over HTTP each token names its "
+            "tenant (--tokens)",
+            field="tenant",
+        )
     host = DEFAULT_HOST if host is None else host
     port = DEFAULT_PORT if port is None else port
     path = DEFAULT_PATH if path is None else path
