@@ -33,6 +33,12 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {plural or _plural(noun)}"
 
 
+def forgotten_so_far(done: int, asked: int) -> str:
+    """What a forget stopped half way says (by an interrupt or a failure): nothing is put
+    back, so how many went and that the rest are kept."""
+    return f"{done} of {counted(asked, 'memory')} forgotten before it; the rest are kept"
+
+
 def _plural(noun: str) -> str:
     if noun.endswith("y") and len(noun) > 1 and noun[-2] not in _VOWELS:
         return noun[:-1] + "ies"

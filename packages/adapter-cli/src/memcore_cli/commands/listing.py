@@ -245,6 +245,7 @@ def forget(
     if not yes:
         _confirm(found)
     from memcore.errors import MemcoreError
+    from memcore.wording import forgotten_so_far
     from memcore_cli.output.interrupts import held_interrupts
 
     service = runtime.service()
@@ -257,10 +258,10 @@ def forget(
             except MemcoreError as exc:  # the backend went away half way: say how far too
                 if not deleted:
                     raise
-                raise exc.saying(_forgotten_so_far(len(deleted), len(found))) from None
+                raise exc.saying(forgotten_so_far(len(deleted), len(found))) from None
             deleted.append({"id": memory.id, "scope": scope.as_dict(), "deleted": True})
             if held.interrupted and len(deleted) < len(found):
-                raise KeyboardInterrupt(_forgotten_so_far(len(deleted), len(found)))
+                raise KeyboardInterrupt(forgotten_so_far(len(deleted), len(found)))
     if state.json:
         out.json(deleted)
         return
@@ -290,11 +291,12 @@ def _forget_all(state: Any, *, dry_run: bool, yes: bool) -> None:
     try:
         deleted = runtime.service(create=False).forget_all(pattern=pattern)
     except KeyboardInterrupt:
+        from memcore.wording import forgotten_so_far
         from memcore_cli.output.interrupts import held_interrupts
 
         with held_interrupts():  # counted whole: a second Ctrl-C does not cut the count short
             left = len(select(runtime, lambda m: True))
-        raise KeyboardInterrupt(_forgotten_so_far(max(len(found) - left, 0), len(found))) from None
+        raise KeyboardInterrupt(forgotten_so_far(max(len(found) - left, 0), len(found))) from None
     if state.json:
         out.json({"forgot": deleted, "scope": pattern.as_dict()})
     else:
@@ -310,11 +312,6 @@ def _show_doomed(state: Any, found: list[Any], where: str = "") -> None:
         return
     state.output.table(COLUMNS, map(_row, found), empty="nothing to forget")
     state.output.note(f"dry run: would forget {_memories(len(found))}{where}")
-
-
-def _forgotten_so_far(done: int, asked: int) -> str:
-    """What the interrupted line says of a forget stopped half way: nothing is put back."""
-    return f"{done} of {_memories(asked)} forgotten before it; the rest are kept"
 
 
 def _memories(n: int) -> str:

@@ -52,7 +52,7 @@ from memcore.values import (
     TurnContext,
     WriteReceipt,
 )
-from memcore.wording import counted, shown
+from memcore.wording import forgotten_so_far, shown
 
 #: The most listing reads one page of current memories takes (superseded ones skipped).
 _CURRENT_READS = 50
@@ -424,8 +424,7 @@ class MemoryService:
             except MemcoreError as exc:  # stopped half way: say how far (nothing is put back)
                 if not deleted:
                     raise
-                done = f"{deleted} of {counted(len(doomed), 'memory')} forgotten"
-                raise exc.saying(f"{done} before it; the rest are kept") from None
+                raise exc.saying(forgotten_so_far(deleted, len(doomed))) from None
             deleted += 1
         return deleted
 
