@@ -295,6 +295,10 @@ def test_an_agent_or_run_given_to_a_json_lines_import_is_said_to_be_unused(local
     assert memory["scope"]["agent_id"] == "a1"
     plain = local_cli("--tenant", "bob", "import", "-", input=exported)
     assert "not used" not in plain.stderr
+    # A failed import is one line, the error's (the note came first, a second line).
+    failed = local_cli("--agent", "zed", "import", "k=v")
+    assert failed.exit_code == 2 and failed.stderr.count("\n") == 1, failed.stderr
+    assert "not used" not in failed.stderr
 
 
 def test_import_plain_text_lines(local_cli, tmp_path):

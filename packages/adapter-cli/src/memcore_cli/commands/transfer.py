@@ -91,15 +91,16 @@ def import_(
     instead = "give a file, or '-' for stdin"
     in_path = given_path(in_file, name="FILE", field="file", instead=instead)
     state = state_of(ctx)
+    report = import_memories(state.runtime(), state.output, in_path, lines=lines)
     given = {"--agent": state.options.agent, "--run": state.options.run}
     ignored = [flag for flag, value in given.items() if value is not None]
     if ignored and not lines:  # a record names its own agent and run; only --lines takes them
+        # Once it has run: a failure is one line, the error's.
         state.output.note(
             f"memcore: note: {' and '.join(ignored)} not used: each record of a JSON Lines "
             "import keeps its own agent and run (--tenant and --app move them; --lines "
             "imports plain text into the scope given)"
         )
-    report = import_memories(state.runtime(), state.output, in_path, lines=lines)
     if state.json:
         state.output.json(report.as_dict())
         return
