@@ -429,5 +429,9 @@ def test_forget_with_stdin_closed_is_the_no_terminal_refusal(
     monkeypatch.setattr(sys, "stdin", None)
     code, refused = hermes(kit, capsys, "forget", first)
     assert code == 2 and refused["error"]["field"] == "yes"
+    # The CLI's line word for word (one wording in the core serves both).
+    assert refused["error"]["message"] == (
+        "not deleting 1 memory without confirmation: stdin is not a terminal; pass --yes"
+    )
     code, listed = hermes(kit, capsys, "list", "--all")
     assert [m["id"] for m in listed["items"]] == [first]

@@ -194,6 +194,16 @@ def not_confirmed() -> MemcoreError:
     return MemcoreError("not confirmed; nothing was deleted", field="yes")
 
 
+def no_terminal_to_confirm(what: str, instead: str = "") -> InvalidInput:
+    """A delete that would ask but has no terminal to ask on (stdin redirected or closed):
+    invalid input (exit 2), worded alike by every host. ``instead`` ends the line ("(or
+    --dry-run ...)")."""
+    return InvalidInput(
+        f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes" + instead,
+        field="yes",
+    )
+
+
 __all__ = [
     "Conflict",
     "ConfigError",

@@ -12,21 +12,17 @@ import sys
 
 import typer
 
-from memcore.errors import InvalidInput
+from memcore.errors import no_terminal_to_confirm
 
 YES = ("y", "yes")
 
 
 def confirm_delete(what: str, detail: str = "", *, instead: str = "") -> None:
     """Ask whether to delete ``what`` (``detail`` shown after it); raise ``typer.Abort`` on
-    any answer but yes (Ctrl-C and end of input too), and :class:`InvalidInput` (field
-    ``yes``) without a terminal. ``instead`` ends that refusal ("(or --dry-run ...)")."""
+    any answer but yes (Ctrl-C and end of input too), and
+    :func:`~memcore.errors.no_terminal_to_confirm` without a terminal. ``instead`` ends that refusal ("(or --dry-run ...)")."""
     if sys.stdin is None or not sys.stdin.isatty():
-        raise InvalidInput(
-            f"not deleting {what} without confirmation: stdin is not a terminal; pass --yes"
-            + instead,
-            field="yes",
-        )
+        raise no_terminal_to_confirm(what, instead)
     question = f"Delete {what}{f' ({detail})' if detail else ''}? [y/N]"
     answer = typer.prompt(question, default="", show_default=False, err=True)
     if answer.strip().lower() not in YES:

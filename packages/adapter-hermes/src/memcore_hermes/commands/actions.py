@@ -144,7 +144,7 @@ def _run_get(args: argparse.Namespace) -> None:
 
 
 def _run_forget(args: argparse.Namespace) -> None:
-    from memcore.errors import InvalidInput, not_confirmed
+    from memcore.errors import no_terminal_to_confirm, not_confirmed
     from memcore.wording import counted
 
     ids = list(dict.fromkeys(args.memory_ids))
@@ -153,11 +153,7 @@ def _run_forget(args: argparse.Namespace) -> None:
         if not args.yes:
             what = counted(len(found), "memory")
             if sys.stdin is None or not sys.stdin.isatty():  # `<&-` leaves it None
-                raise InvalidInput(
-                    f"not deleting {what} without confirmation: stdin is not a terminal; "
-                    "pass --yes",
-                    field="yes",
-                )
+                raise no_terminal_to_confirm(what)
             preview = "; ".join(m.text[:60] for m in found[:3])
             # Asked on stderr, as progress is: stdout stays the one JSON document.
             sys.stderr.write(f"Delete {what} ({preview})? [y/N] ")
