@@ -4,14 +4,13 @@ search, and a query asked again is not embedded again; the hits stay the same ei
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memcore.scope import Scope
-from memcore.testing import HashingEmbedder
+from memcore.testing import CountingEmbedder, HashingEmbedder
 from memcore_sqlite import SqliteMemoryStore, TextItem
 from memcore_sqlite.search import pipeline, ranking
 from memcore_sqlite.vector import code_pages
@@ -27,18 +26,6 @@ TEXTS = [
     "I have been learning to play the cello since June",
     "My favourite tea is a smoky lapsang souchong",
 ]
-
-
-class CountingEmbedder(HashingEmbedder):
-    """The hashing embedder, counting the texts it was asked for."""
-
-    def __init__(self) -> None:
-        super().__init__(64)
-        self.texts: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.texts.extend(texts)
-        return super().embed(texts)
 
 
 def _filled(path: Path, embedder: HashingEmbedder) -> SqliteMemoryStore:

@@ -562,10 +562,11 @@ class SqliteMemoryStore:
     ) -> list[SearchHit]:
         """Rank, fetch and filter the hits; a search that succeeds is audited after its read.
 
-        A semantic search first embeds the memories deferred writes left without a vector
-        (:meth:`_index_pending`); whether there are any is asked in the search's own snapshot,
-        and only when there are does the search index them and start over in a new one (or,
-        when another process holds the write lock, without them).
+        A semantic search first embeds the memories deferred writes of its tenant left
+        without a vector (:mod:`~memcore_sqlite.operations.pending`); whether there are any
+        is asked in the search's own snapshot, and only when there are does the search index
+        them and start over in a new one (or, when another process holds the write lock,
+        without them).
         """
         model = self.embedder.name if self.embedder is not None else None
         if qvec is not None:  # the vector signal weighs what the model covers of the query
@@ -576,7 +577,9 @@ class SqliteMemoryStore:
         try:
             for check in (qvec is not None and not self.read_only, False):
                 with self._tx.read() as conn:
-                    sid, generation, pending = self._tx.store_key(conn, store, pending=check)
+                    sid, generation, pending = self._tx.store_key(
+                        conn, store, pending=pattern if check else None
+                    )
                     if not pending:
                         order = search.ranked(
                             conn,
@@ -605,7 +608,7 @@ class SqliteMemoryStore:
                 # the write lock (or the disk is full), at once without them (their words
                 # still find them): a read never waits for the write lock, nor fails on it.
                 with contextlib.suppress(Unavailable):
-                    self._writes.index_pending(store, wait=0.0)
+                    self._writes.index_pending(store, pattern, wait=0.0)
             self._tx.audit_read(store, "SearchMemories", started)
             return found
         finally:

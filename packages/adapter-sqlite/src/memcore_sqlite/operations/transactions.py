@@ -33,11 +33,12 @@ from memcore.errors import (
     StoreNotFound,
     Unavailable,
 )
-from memcore.scope import Scope
+from memcore.scope import Scope, ScopePattern
 from memcore.wording import counted
 from memcore_sqlite.lexical.fts_upkeep import Upkeep
 from memcore_sqlite.lexical.lengths import LengthCache
 from memcore_sqlite.lexical.postings.cache import PostingsCache
+from memcore_sqlite.operations import pending as deferred
 from memcore_sqlite.operations.read_audits import ReadAudits, Record
 from memcore_sqlite.search.overlap import Overlap
 from memcore_sqlite.search.ranking import COMMON_TERM_ROWS
@@ -70,8 +71,8 @@ _PAUSES = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.025, 0.025, 0.05, 0.
 
 _KEY = "SELECT id, generation, 0 FROM stores WHERE name = ?"
 _KEY_PENDING = (
-    "SELECT id, generation, EXISTS (SELECT 1 FROM tasks WHERE store_id = stores.id"
-    " AND status = 'pending' AND operation = 'AddMemories') FROM stores WHERE name = ?"
+    "SELECT id, generation, EXISTS (SELECT 1 FROM tasks WHERE store_id = stores.id AND {})"
+    " FROM stores WHERE name = ?"
 )
 
 
@@ -339,13 +340,18 @@ class Transactions:
         return self.store_key(conn, name)[0]
 
     def store_key(
-        self, conn: sqlite3.Connection, name: str, *, pending: bool = False
+        self, conn: sqlite3.Connection, name: str, *, pending: ScopePattern | None = None
     ) -> tuple[int, int, bool]:
         """(id, generation, tasks pending) of the named store, in one statement: a semantic
         search needs all three in its snapshot. The last is whether deferred writes left
-        memories to embed (asked only with ``pending``; an indexed probe of ``tasks_store``)."""
+        memories of the tenant ``pending`` reaches to embed (asked only with it; an indexed
+        probe of ``tasks_store``, then the few pending tasks' scopes)."""
         limits.check_store_name(name)
-        row = conn.execute(_KEY_PENDING if pending else _KEY, (name,)).fetchone()
+        if pending is None:
+            row = conn.execute(_KEY, (name,)).fetchone()
+        else:
+            where, params = deferred.tasks_of(pending)
+            row = conn.execute(_KEY_PENDING.format(where), (*params, name)).fetchone()
         if row is None:
             raise StoreNotFound(f"memory store {name!r} does not exist", field="memory_store_name")
         return int(row[0]), int(row[1]), bool(row[2])

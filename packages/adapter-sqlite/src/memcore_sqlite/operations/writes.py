@@ -19,6 +19,7 @@ from memcore.errors import Conflict, InvalidInput, NotFound
 from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryRecord, Message, TextItem, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
+from memcore_sqlite.operations import pending as deferred
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.search import supersession
 from memcore_sqlite.storage import tenant_prefixes as prefixes
@@ -293,20 +294,23 @@ class MemoryWrites:
             self._tx.after_write(sid, gen, added)
         return WriteReceipt(tid, status, (mid,), rid)
 
-    def index_pending(self, store: str, *, wait: float | None = None) -> None:
-        """Embed the memories that deferred writes left without a vector, before a semantic
-        search (it has the model loaded anyway), and complete their tasks. Pending tasks are
-        found through their index, so a store without any costs one indexed read. ``wait``:
+    def index_pending(
+        self, store: str, pattern: ScopePattern, *, wait: float | None = None
+    ) -> None:
+        """Embed the memories that deferred writes of the tenant ``pattern`` reaches left
+        without a vector, before a semantic search of it (it has the model loaded anyway),
+        and complete their tasks (:mod:`~memcore_sqlite.operations.pending`). Pending tasks
+        are found through their index, so a store without any costs one indexed read. ``wait``:
         at most this long for another process's write lock (else the busy timeout), then
         :class:`~memcore.errors.Unavailable`."""
         if self._tx.embedder is None or self._tx.vectors is None or self._tx.read_only:
             return
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
+            where, params = deferred.tasks_of(pattern)
             tasks = conn.execute(
-                "SELECT id, memory_ids FROM tasks WHERE store_id = ? AND status = 'pending'"
-                " AND operation = 'AddMemories' ORDER BY seq",
-                (sid,),
+                f"SELECT id, memory_ids FROM tasks WHERE store_id = ? AND {where} ORDER BY seq",
+                (sid, *params),
             ).fetchall()
             ids = [i for _, listed in tasks for i in json.loads(listed)]
             rows = list(

@@ -4,8 +4,8 @@ and the contract suite every ``MemoryStore`` adapter must pass (``memcore.testin
 The top of the core: it may import any core module (the suite drives the facades), and no
 other core module imports it."""
 
-from memcore.testing.embedder import HashingEmbedder
+from memcore.testing.embedder import CountingEmbedder, HashingEmbedder
 from memcore.testing.fake import InMemoryMemoryStore
 from memcore.testing.faults import FaultPlan
 
-__all__ = ["FaultPlan", "HashingEmbedder", "InMemoryMemoryStore"]
+__all__ = ["CountingEmbedder", "FaultPlan", "HashingEmbedder", "InMemoryMemoryStore"]

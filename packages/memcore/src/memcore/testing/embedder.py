@@ -44,3 +44,16 @@ class HashingEmbedder:
             norm = math.sqrt(sum(v * v for v in vec)) or 1.0
             out.append([v / norm for v in vec])
         return out
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, keeping every text it was asked for (to check what work a
+    call did, such as which memories a search embedded)."""
+
+    def __init__(self, dimension: int = 64) -> None:
+        super().__init__(dimension)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return super().embed(texts)
