@@ -53,6 +53,30 @@ def test_safe_auto_merges_and_the_merged_memory_records_what_it_supersedes(
     assert [h.memory.id for h in hits] == [b]
 
 
+def test_an_edit_of_a_merged_away_memory_makes_it_current(
+    hybrid_store: SqliteMemoryStore,
+) -> None:
+    """An update of the id ``add`` gave, after a dream pass merged that memory into a newer
+    wording, answered success and was shown nowhere: not listed, not found, its record
+    claiming it current while ``get`` named its successor. A new text is the newest thing
+    said: the memory is current again, and its old successor no longer lists it."""
+    a = _turn(hybrid_store, ALICE, "The user likes green tea in the morning", 1.0)
+    b = _turn(hybrid_store, ALICE, "the user likes green TEA in the morning!", 2.0)
+    hybrid_store.create_dream_task(STORE, [ALICE.tenant_pattern()], apply_mode="safe_auto")
+    assert hybrid_store.get_memory(STORE, ALICE, a).extras["superseded_by"] == b
+    # Metadata alone changes nothing said: the old version stays behind its successor.
+    hybrid_store.update_memory(STORE, ALICE, a, metadata={"topic": "drinks"})
+    assert hybrid_store.get_memory(STORE, ALICE, a).extras["superseded_by"] == b
+    edited = hybrid_store.update_memory(STORE, ALICE, a, text="The user adopted a parrot, Kiwi")
+    assert "superseded_by" not in edited.extras
+    assert "superseded_by" not in hybrid_store.get_memory(STORE, ALICE, a).extras
+    current = hybrid_store.list_memories(STORE, ALICE.pattern(), current_only=True).items
+    assert sorted(m.id for m in current) == sorted([a, b])
+    assert not hybrid_store.get_memory(STORE, ALICE, b).extras.get("supersedes")
+    hits = hybrid_store.search(STORE, ALICE.pattern(), "parrot Kiwi")
+    assert hits[0].memory.id == a
+
+
 def _merged(store: SqliteMemoryStore, texts: list[str]) -> tuple[list[str], str]:
     """Alice says ``texts`` one after another, a dream folding each into the last: the ids
     written, and the one memory kept current."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from memcore import limits
 from memcore.errors import InvalidInput
+from memcore.scope import Scope
 from memcore.values import SUPERSESSION_KINDS, VersionLink
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.storage.rows import check_scope, tenant_holds
@@ -149,3 +150,32 @@ def _check(link: object, field: str) -> None:
         )
     for memory_id in link.supersedes:
         limits.check_id(memory_id, field=f"{field}.supersedes")
+
+
+def made_current(conn: sqlite3.Connection, sid: int, scope: Scope, seq: int) -> None:
+    """The memory ``seq`` (of ``scope``), whose text an edit just replaced, is current: the
+    new text is the newest thing said, which no dream pass has seen, so it no longer gives
+    way to the memory that superseded its old text, and that memory no longer lists it as a
+    version of its own. Before, an update of a merged-away id (the id ``add`` gave) landed,
+    answered success and was shown nowhere: neither listed nor found."""
+    row = conn.execute("SELECT id, superseded_by FROM memories WHERE seq = ?", (seq,)).fetchone()
+    if row is None or row[1] is None:
+        return
+    memory_id, successor = str(row[0]), str(row[1])
+    conn.execute(
+        "UPDATE memories SET superseded_by = NULL, superseded_how = NULL WHERE seq = ?", (seq,)
+    )
+    tenant = (sid, scope.app_id, scope.tenant_id)
+    found = conn.execute(
+        "SELECT seq, supersedes FROM memories WHERE id = ? AND store_id = ? AND app_id = ?"
+        " AND tenant_id = ?",
+        (successor, *tenant),
+    ).fetchone()
+    if found is None:
+        return
+    had = [str(i) for i in json.loads(found[1] or "[]")]
+    if memory_id in had:
+        kept = [i for i in had if i != memory_id]
+        conn.execute(
+            "UPDATE memories SET supersedes = ? WHERE seq = ?", (json.dumps(kept), found[0])
+        )

@@ -20,6 +20,7 @@ from memcore.scope import Scope, ScopePattern
 from memcore.values import MemoryRecord, Message, TextItem, WriteReceipt
 from memcore_sqlite.lexical import analysis, tags
 from memcore_sqlite.operations import pending as deferred
+from memcore_sqlite.operations import version_links
 from memcore_sqlite.operations.transactions import Transactions
 from memcore_sqlite.search import supersession
 from memcore_sqlite.storage import tenant_prefixes as prefixes
@@ -604,6 +605,8 @@ class MemoryWrites:
             )
             conn.execute("DELETE FROM memory_fts_text WHERE seq = ?", (seq,))
             self._index(conn, sid, seq, scope, words, new_meta)
+            if new_text != row.text:
+                version_links.made_current(conn, sid, scope, seq)
             added: list[tuple[tuple[str, str, str, str], int, Any]] = []
             removed: list[tuple[tuple[str, str, str, str], int]] = []
             if text is not None:
