@@ -300,3 +300,21 @@ def test_run_alone_reads_the_default_agent_s_run_as_the_help_says(cli):
     usage = " ".join(cli.ok("--help").stdout.split())
     assert "reads cover all agents when omitted" not in usage
     assert "--run alone reads the default agent's run" in usage, usage
+
+
+def test_the_configured_store_assistant_decides_what_a_messages_file_keeps(
+    local_cli, tmp_path: Path
+):
+    """``memcore config set store_assistant never`` was accepted and then ignored: a
+    messages file's assistant reply was still stored as a memory."""
+    turn = tmp_path / "turn.json"
+    chat = [
+        {"role": "user", "content": "My flight to Oslo leaves on Friday"},
+        {"role": "assistant", "content": "Your Oslo flight is on Friday; I booked seat 14A."},
+    ]
+    turn.write_text(json.dumps(chat), encoding="utf-8")
+    local_cli.ok("config", "set", "store_assistant", "never")
+    local_cli.ok("add", "--sync", "--messages-file", str(turn))
+    listed = local_cli.json("list")
+    assert [m["text"] for m in listed["items"]] == [chat[0]["content"]]
+    assert len(local_cli.json("messages")["items"]) == 2  # the log keeps the whole turn

@@ -178,3 +178,28 @@ def test_open_leaves_no_file_open_when_it_fails(
     assert _open_after(path, seconds=10) == []
     assert refused.value.field == "policy"
     assert failed.value.retryable
+
+
+_CHAT = [
+    {"role": "user", "content": "My flight to Oslo leaves on Friday"},
+    {"role": "assistant", "content": "Your Oslo flight is on Friday; I booked window seat 14A."},
+    {"role": "assistant", "content": "Noted, I'll remember that!"},
+]
+
+
+@pytest.mark.parametrize(
+    ("setting", "kept"),
+    [("auto", 2), ("never", 1), ("always", 3)],
+)
+def test_the_configs_store_assistant_decides_what_a_conversation_keeps(
+    tmp_path: Path, setting: str, kept: int
+) -> None:
+    """``store_assistant`` was checked at open and then ignored: every setting kept what
+    ``auto`` keeps (a user's ``never`` still stored the assistant's replies)."""
+    cfg = MemcoreConfig(embedder="none", store_assistant=setting)
+    with Memory.open("local", config=cfg, user_id="alice", path=tmp_path / "m.db") as mem:
+        mem.add(messages=_CHAT)
+        mem.add(messages=_CHAT[1:], user_id="bob")  # another user's service: the same rule
+        texts = [m.text for m in mem.iter_all()]
+        assert texts == [m["content"] for m in _CHAT][:kept]
+        assert len(list(mem.iter_all(user_id="bob"))) == kept - 1

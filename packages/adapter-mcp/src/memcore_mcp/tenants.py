@@ -172,6 +172,7 @@ class Tenants:
                     policy=choice.policy,
                     top_k=config.top_k,
                     enable_rerank=config.enable_rerank,
+                    store_assistant=config.store_assistant,
                 )
                 self._services[tenant] = service
         return service

@@ -66,6 +66,7 @@ class Memory:
         policy: ScopePolicy | ReadPolicy | None = None,
         top_k: int = 5,
         enable_rerank: bool = True,
+        store_assistant: str = "auto",
         ensure_store: bool = True,
         owns_store: bool = False,
         tenant_pinned: bool = False,
@@ -103,6 +104,7 @@ class Memory:
             policy=as_scope_policy(policy),
             top_k=top_k,
             enable_rerank=enable_rerank,
+            store_assistant=store_assistant,
         )
 
     @classmethod
@@ -169,6 +171,7 @@ class Memory:
                 policy=policy,
                 top_k=cfg.top_k,
                 enable_rerank=cfg.enable_rerank,
+                store_assistant=cfg.store_assistant,
                 owns_store=True,
                 tenant_pinned=_pins_tenant(cfg),
             )
@@ -253,6 +256,7 @@ class Memory:
             policy=base.policy,
             top_k=base.top_k,
             enable_rerank=base.enable_rerank,
+            store_assistant=base.store_assistant,
         )
 
     def add(

@@ -249,6 +249,7 @@ class Runtime:
             policy=self.settings.scope.policy,
             top_k=config.top_k,
             enable_rerank=config.enable_rerank,
+            store_assistant=config.store_assistant,
         )
 
     @staticmethod

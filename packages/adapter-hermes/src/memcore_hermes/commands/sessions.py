@@ -158,6 +158,7 @@ class CommandSession:
             scope=scope,
             top_k=config.top_k,
             enable_rerank=config.enable_rerank,
+            store_assistant=config.store_assistant,
         )
         return self
 
