@@ -2,7 +2,9 @@
 
 User messages are memories. Assistant messages always reach the message log, and become
 memories only when they carry something worth recalling (``store_assistant``: ``auto``, the
-default; ``always``; ``never``). Not worth it: an acknowledgement ("Noted!", "Got it, I'll
+default; ``always``; ``never``). System and tool messages reach the log only: a system
+prompt is the app's instructions and a tool's output is what a tool returned, neither
+something the user said (stored as memories, a prompt outranked the user's own facts). Not worth it: an acknowledgement ("Noted!", "Got it, I'll
 remember that") and an echo of tool output or of recalled memories ("Based on memory:
 {...}"); both came back in later recalls and crowded out what the user said.
 """
@@ -21,6 +23,8 @@ from memcore.values import Message
 from memcore.wording import shown
 
 STORE_ASSISTANT = ("auto", "always", "never")
+#: Roles whose messages reach the message log and never become memories.
+LOG_ONLY = frozenset({"system", "tool"})
 
 #: Fewer words than this, all of them chatter, make an acknowledgement.
 _ACK_MAX_WORDS = 16
@@ -180,7 +184,7 @@ def plan_memories(messages: Sequence[Message], store_assistant: str = "auto") ->
         content = strip_recall(m.content)
         if limits.is_blank(content):  # as check_text reads it: nothing shows
             continue
-        remember = m.remember
+        remember = m.remember and m.role not in LOG_ONLY
         if m.role == "assistant" and store_assistant != "always":
             # What is left of a reply that showed recalled memories is its framing, not news.
             echoed = content != m.content and len(_WORD_RE.findall(content)) < _ACK_MAX_WORDS
