@@ -162,7 +162,7 @@ def replay(hermes_home: Path, kit: Any, tmp_path: Path) -> Iterator[Any]:
 def test_a_replay_stamps_each_turn_with_its_time(replay: Any) -> None:
     """A replay of dated conversations sets ``turn_time`` while it syncs the turns too: each
     is stored as said then, so "last month" finds it when asked later and the recall block
-    dates it then; live (no ``turn_time``) the store stamps a turn when it lands."""
+    dates it then."""
     mm, clock = replay(
         [
             (SAM, datetime(2023, 3, 12, 12, tzinfo=timezone.utc)),
@@ -230,3 +230,42 @@ def test_a_replays_naive_turn_time_is_utc_for_its_stamp_as_for_its_search(
         SAM: datetime(2023, 3, 12, 5, tzinfo=timezone.utc).timestamp(),
         ANA: datetime(2023, 4, 19, 5, tzinfo=timezone.utc).timestamp(),
     }, answer
+
+
+def test_a_live_turn_that_waited_in_the_spool_is_dated_when_it_was_said(
+    hermes_home: Path, kit: Any, tmp_path: Path
+) -> None:
+    """A live turn (no ``turn_time``) was stamped by the store when it landed: one that
+    waited in the spool (another process's write lock here; an outage, or the next start
+    days later) was recalled as said that later day. It is stamped when it is synced."""
+    import sqlite3
+    import time
+
+    from agent.memory_manager import MemoryManager
+
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    path = tmp_path / "live.sqlite3"
+    store = SqliteMemoryStore(path, busy_timeout=0.2)
+    store.ensure_store(STORE)
+    provider = MemcoreMemoryProvider(store_factory=lambda _config: store, retry=kit.FAST_RETRY)
+    mm = MemoryManager()
+    mm.add_provider(provider)
+    mm.initialize_all(session_id="s1", platform="telegram", agent_context="primary", user_id="dana")
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process in a long write
+        said = time.time()
+        mm.sync_all("My sister Lena moved to Oslo", "", session_id="s1")
+        assert mm.flush_pending(30)
+        time.sleep(3)
+        other.execute("COMMIT")
+        provider.runtime.flush(30)
+        provider.runtime.wait_idle(30)
+        [memory] = provider.runtime.service(provider.runtime.handle.ready()).profile().items
+        assert memory.said_at is not None and abs(memory.said_at - said) < 1.5, (
+            memory.said_at - said
+        )
+    finally:
+        other.close()
+        mm.shutdown_all()
+        store.close()

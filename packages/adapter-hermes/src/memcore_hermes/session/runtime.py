@@ -99,8 +99,6 @@ class MemoryRuntime:
         #: so it is now; a replay of dated conversations sets it. Not ``clock``: the spool's
         #: backoff must keep running on real time.
         self.turn_time = turn_time or users_now
-        #: A replay's turns are stamped with its time, so the store knows when each was said.
-        self._stamp_turns = turn_time is not None
         self._scope = scope
         self._scope_lock = threading.Lock()
         self._recall_lock = threading.Lock()
@@ -236,11 +234,11 @@ class MemoryRuntime:
         return self._spool(writes)
 
     def _stamped(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        """``messages`` stamped with the turn's time when a replay sets it (a message that
-        has its own time keeps it); live, the store stamps them when they land. A naive
-        turn time is UTC, as the search reads it, not the machine's local time."""
-        if not self._stamp_turns:
-            return tuple(messages)
+        """``messages`` stamped with the turn's time (a message that has its own time keeps
+        it): now, or a replay's time. Stamped when spooled, not when delivered: a turn that
+        waited in the spool (an outage, a lock, the next start days later) was dated by the
+        store when it landed, and recalled as said that day. A naive turn time is UTC, as
+        the search reads it, not the machine's local time."""
         moment = limits.check_reference_time(self.turn_time(), field="turn_time")
         assert moment is not None
         said = moment.timestamp()
