@@ -173,6 +173,36 @@ def test_with_an_agent_every_tool_reaches_that_agent_only(local_backend: Backend
     anyio.run(main)
 
 
+def test_with_an_agent_the_dream_tools_reach_that_agents_tasks_only(local_backend: Backend) -> None:
+    """With ``--agent``, ``dream_status`` of a task over the whole tenant showed the other
+    agents' memories (texts, ids) and ``dream_apply`` changed them, where ``get_memory``
+    answered ``not_found`` for the same memories. Such a task is now not found there."""
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as whole:
+            for text in ("The user's salary is 90k.", "The user's salary is 90k!"):
+                payload(await whole.call_tool("remember", {"text": text}))
+            task = payload(await whole.call_tool("dream_propose", {}))
+            [action] = task["actions"]
+        async with local_backend.stdio("--tenant", "alice", "--agent", "chat") as chat:
+            status = payload(await chat.call_tool("dream_status", {"task_id": task["task_id"]}))
+            assert status["error"]["code"] == "not_found", status
+            applied = payload(
+                await chat.call_tool(
+                    "dream_apply", {"task_id": task["task_id"], "action_ids": [action["id"]]}
+                )
+            )
+            assert applied["error"]["code"] == "not_found", applied
+            assert status["error"]["message"] == payload(
+                await chat.call_tool("dream_status", {"task_id": "0" * 32})
+            )["error"]["message"].replace("0" * 32, task["task_id"])
+        async with local_backend.stdio("--tenant", "alice") as whole:
+            status = payload(await whole.call_tool("dream_status", {"task_id": task["task_id"]}))
+            assert [a["status"] for a in status["actions"]] == ["proposed"]
+
+    anyio.run(main)
+
+
 def test_the_schemas_keep_their_bounds(local_backend: Backend) -> None:
     """The type checks that refuse "5" for a number must not cost the schema its bounds."""
 

@@ -302,3 +302,28 @@ def test_a_dream_of_a_tenant_with_no_memories_can_be_read_back_by_it(emulator_fa
     missing = "0123456789abcdef0123456789abcdef"
     assert answer(task["id"]) == answer(missing)
     assert answer(missing)[0] == 3
+
+
+def test_with_an_agent_a_task_over_the_other_agents_is_not_found(local_cli):
+    """``--agent chat dream status/apply/undo`` reached a task over the whole tenant, showing
+    and changing the other agents' memories that ``--agent chat get`` answers not found."""
+    for text in ("The user's salary is 90k.", "The user's salary is 90k!"):
+        local_cli.ok("--agent", "work", "add", "--sync", text)
+    task = local_cli.json("dream", "create")
+    [action] = local_cli.json("dream", "actions", task["id"])["items"]
+    for command in (
+        ("dream", "status", task["id"]),
+        ("dream", "actions", task["id"]),
+        ("dream", "apply", task["id"], action["id"]),
+        ("dream", "undo", task["id"], action["id"]),
+        ("dream", "cancel", task["id"]),
+        ("dream", "status", task["id"][:8]),
+    ):
+        result = local_cli("--agent", "chat", *command)
+        assert result.exit_code == 3, (command, result.output)
+        assert "90k" not in result.output
+    [again] = local_cli.json("dream", "actions", task["id"])["items"]
+    assert again["status"] == "proposed"
+    # A task of the agent's own reach is the agent's.
+    own = local_cli.json("--agent", "work", "dream", "create")
+    assert local_cli.json("--agent", "work", "dream", "status", own["id"])["id"] == own["id"]

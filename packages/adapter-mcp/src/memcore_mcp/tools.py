@@ -409,7 +409,9 @@ class MemoryTools:
     async def dream_status(self, task_id: TaskId) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
             return _dream_answer(
-                service.dreams, service.dreams.task(task_id), self.tenants.database
+                service.dreams,
+                service.dreams.task(task_id, pattern=service.search_pattern),
+                self.tenants.database,
             )
 
         return await self._run("dream_status", work, stored=True)
@@ -428,7 +430,7 @@ class MemoryTools:
         ],
     ) -> CallToolResult:
         def work(service: MemoryService) -> dict[str, Any]:
-            results = service.dreams.apply(task_id, action_ids)
+            results = service.dreams.apply(task_id, action_ids, pattern=service.search_pattern)
             actions = [_action(a, self.tenants.database) for a in results]
             return {"task_id": task_id, "results": actions}
 

@@ -242,7 +242,9 @@ def undo(
     runtime = state.runtime()
     service = runtime.service(create=False)
     try:  # exact ids first: a backend without undo records refuses before any lookup
-        action = service.dreams.undo(task_id, action_id)
+        action = service.dreams.undo(
+            task_id, action_id, pattern=runtime.settings.scope.read_pattern
+        )
     except NotFound:
         found = _task(state, task_id)
         [chosen] = full_action_ids(runtime, found.id, [action_id])

@@ -11,6 +11,7 @@ exactly as an unknown id does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
@@ -67,10 +68,13 @@ def find_task(runtime: Runtime, task_id: str) -> MemoryTask:
 
 
 def find_dream_task(runtime: Runtime, task_id: str) -> DreamTask:
-    """The dream task with this id, or with this unique id prefix, in the current reach."""
+    """The dream task with this id, or with this unique id prefix, in the current reach: with
+    ``--agent`` a task over other agents' memories answers as a missing id, as their
+    memories do."""
     service = runtime.service(create=False)
     listing = _listing(runtime, service.dreams.tasks)
-    return _by_prefix(task_id, service.dreams.task, listing, "dream tasks")
+    exact = functools.partial(service.dreams.task, pattern=runtime.settings.scope.read_pattern)
+    return _by_prefix(task_id, exact, listing, "dream tasks")
 
 
 def _listing(runtime: Runtime, page: Callable[..., Page[T]]) -> Callable[[], Iterator[T]]:

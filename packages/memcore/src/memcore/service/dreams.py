@@ -40,8 +40,10 @@ class Dreams:
             instructions=instructions,
         )
 
-    def task(self, task_id: str) -> DreamTask:
-        """A dream task, only when every scope it reads lies in this tenant.
+    def task(self, task_id: str, *, pattern: ScopePattern | None = None) -> DreamTask:
+        """A dream task, only when every scope it reads lies in this tenant (or in
+        ``pattern`` inside it: a host confined to one agent reaches only that agent's tasks,
+        whose actions show and change that agent's memories alone).
 
         TableStore's Get lists the scopes a task expanded to: none for a tenant with no
         memories. Such a task is this tenant's only when a listing asked with the tenant's
@@ -51,7 +53,7 @@ class Dreams:
         limits.check_id(task_id, field="task_id")
         missing = NotFound(f"dream task {task_id!r} was not found in this tenant", field="task_id")
         s = self._session
-        tenant = s.tenant
+        tenant = s.within_tenant(pattern)
         try:
             found: DreamTask | None = s.store.get_dream_task(s.store_name, task_id)
         except StoreNotFound:
@@ -100,24 +102,35 @@ class Dreams:
         return page.filter(lambda t: owned(t.scopes, tenant))
 
     def actions(
-        self, task_id: str, *, limit: int = 50, next_token: str | None = None
+        self,
+        task_id: str,
+        *,
+        limit: int = 50,
+        next_token: str | None = None,
+        pattern: ScopePattern | None = None,
     ) -> Page[DreamAction]:
-        """A page of the actions of one of this tenant's tasks."""
+        """A page of the actions of one of this tenant's tasks (``pattern``: as :meth:`task`)."""
         limits.check_limit(limit)
-        task = self.task(task_id)
+        task = self.task(task_id, pattern=pattern)
         s = self._session
         return s.store.list_dream_actions(s.store_name, task.id, limit=limit, next_token=next_token)
 
-    def apply(self, task_id: str, action_ids: Sequence[str]) -> list[DreamAction]:
-        """One result per id; an action id the task does not have is ``not_found``."""
+    def apply(
+        self, task_id: str, action_ids: Sequence[str], *, pattern: ScopePattern | None = None
+    ) -> list[DreamAction]:
+        """One result per id; an action id the task does not have is ``not_found``
+        (``pattern``: as :meth:`task`)."""
         s = self._session
         s.check_writable()
         ids = limits.check_action_ids(action_ids)
-        task = self.task(task_id)
+        task = self.task(task_id, pattern=pattern)
         return s.store.apply_dream_actions(s.store_name, task.id, ids)
 
-    def undo(self, task_id: str, action_id: str) -> DreamAction:
-        """Take back an applied action (stores that keep undo records: the local one)."""
+    def undo(
+        self, task_id: str, action_id: str, *, pattern: ScopePattern | None = None
+    ) -> DreamAction:
+        """Take back an applied action (stores that keep undo records: the local one;
+        ``pattern``: as :meth:`task`)."""
         s = self._session
         s.check_writable()
         limits.check_id(action_id, field="action_id")
@@ -125,12 +138,12 @@ class Dreams:
             raise Unsupported(
                 "this backend cannot undo dream actions; only the local store keeps undo records"
             )
-        task = self.task(task_id)
+        task = self.task(task_id, pattern=pattern)
         return s.store.undo_dream_action(s.store_name, task.id, action_id)
 
-    def cancel(self, task_id: str) -> DreamTask:
-        """Stop one of this tenant's tasks."""
+    def cancel(self, task_id: str, *, pattern: ScopePattern | None = None) -> DreamTask:
+        """Stop one of this tenant's tasks (``pattern``: as :meth:`task`)."""
         s = self._session
         s.check_writable()
-        task = self.task(task_id)
+        task = self.task(task_id, pattern=pattern)
         return s.store.cancel_dream_task(s.store_name, task.id)
