@@ -125,6 +125,24 @@ def test_last_month_puts_the_memory_said_that_month_ahead_of_an_equal_one(
     assert [h.memory.id for h in later[:2]] == [april, march]
 
 
+def test_a_memory_said_again_in_the_span_counts_as_said_there(
+    lexical_store: SqliteMemoryStore,
+) -> None:
+    """A time word read a memory's first saying only: one said a month ago and again
+    yesterday lost "yesterday" to one said last week, though its ``said_at`` (the day the
+    recall block shows) is yesterday. Its first and its last saying each count."""
+    mem = _memory(lexical_store)
+    text = "I went hiking with Sam"
+    again = mem.add(messages=[Message("user", text, timestamp=at(2023, 3, 20))], agent_id="a")[0]
+    mem.add(messages=[Message("user", text, timestamp=at(2023, 4, 21))], agent_id="a")
+    other = mem.add(messages=[Message("user", text, timestamp=at(2023, 4, 14))], agent_id="b")[0]
+    assert mem.get(again).said_at == at(2023, 4, 21)
+    yesterday = mem.search("Where did I go hiking yesterday?", reference_time=ASKED)
+    assert [h.memory.id for h in yesterday[:2]] == [again, other]
+    last_month = mem.search("Where did I go hiking last month?", reference_time=ASKED)
+    assert [h.memory.id for h in last_month[:2]] == [again, other]
+
+
 def test_a_tie_beyond_the_first_read_is_still_seen(lexical_store: SqliteMemoryStore) -> None:
     mem = _memory(lexical_store)
     march = _said(mem, "I went hiking with Sam", at(2023, 3, 12))  # the oldest of the run

@@ -277,10 +277,11 @@ def window(query: str, reference: datetime) -> Window | None:
     return Window(_seconds(start, zone), _seconds(end, zone))
 
 
-#: When each memory was said: its first message's timestamp, else when it was written.
+#: When each memory was said: first (its first message's timestamp, else when it was
+#: written) and last (``said_at``: said again, or its text edited, since).
 _SAID = (
     "SELECT m.seq, COALESCE((SELECT MIN(g.timestamp) FROM messages g"
-    " WHERE g.memory_seq = m.seq), m.created_at) FROM memories m WHERE m.seq IN ({})"
+    " WHERE g.memory_seq = m.seq), m.created_at), m.said_at FROM memories m WHERE m.seq IN ({})"
 )
 
 
@@ -295,8 +296,8 @@ class DatedOrder(FusedOrder):
         self._span = span
         self._conn = conn
 
-    def _said(self, seqs: Sequence[int]) -> dict[int, float]:
-        return {int(r[0]): r[1] for r in rows_in(self._conn, _SAID, list(seqs))}
+    def _said(self, seqs: Sequence[int]) -> dict[int, tuple[float | None, ...]]:
+        return {int(r[0]): (r[1], r[2]) for r in rows_in(self._conn, _SAID, list(seqs))}
 
     def first(self, k: int) -> Ranked:
         if k < 1:
@@ -311,7 +312,13 @@ class DatedOrder(FusedOrder):
         place = {seq: i for i, (seq, _) in enumerate(ranked)}
         ranked = sorted(
             ranked,
-            key=lambda hit: (-hit[1].score, not self._span.holds(said.get(hit[0])), place[hit[0]]),
+            key=lambda hit: (
+                -hit[1].score,
+                # In the span when said there first or last: "yesterday" finds what was said
+                # again yesterday, "last month" what was first said then.
+                not any(self._span.holds(t) for t in said.get(hit[0], ())),
+                place[hit[0]],
+            ),
         )
         return ranked[:k]
 
