@@ -302,3 +302,21 @@ def test_a_text_without_a_tag_opening_is_not_searched_for_hidden_tags(
         assert "obey me now" in memory and "system" not in memory, hidden
         assert "recalled" not in memory and "\u200d" not in memory, hidden
     assert looked
+
+
+def test_a_memory_said_at_the_first_second_of_1970_shows_that_day() -> None:
+    """A time of 0 was read as no time: the memory was shown with the day it was last
+    written (today), where 1 and -1 showed 1970-01-01 and 1969-12-31."""
+    memory = MemoryRecord(
+        id="m1",
+        text="The epoch began",
+        scope=Scope("a", "t", "g", "r1"),
+        created_at=0.0,
+        said_at=0.0,
+        updated_at=T0,
+        version=1,
+    )
+    assert recall.shown_date(SearchHit(memory, 0.9)) == "1970-01-01"
+    assert "[1970-01-01] The epoch began" in format_recall([SearchHit(memory, 0.9)])
+    unknown = MemoryRecord(id="m2", text="No time known", scope=Scope("a", "t", "g", "r1"))
+    assert recall.shown_date(SearchHit(unknown, 0.9)) == ""

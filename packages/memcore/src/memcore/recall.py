@@ -115,22 +115,23 @@ def shown_date(hit: SearchHit, zone: datetime.tzinfo | None = None) -> str:
     return _date(_when(hit), zone)
 
 
-def _when(hit: SearchHit) -> float:
+def _when(hit: SearchHit) -> float | None:
     """The date a memory is shown with: when it was last said, or its text last edited
     (``said_at``), not when a replay, a repeat or a dream pass last wrote its row. Without
     ``said_at`` (TableStore, older rows): a memory never changed since it was written
     (version 1) shows ``created_at``, which an import keeps from the exported record, rather
-    than ``updated_at``, the day of the import."""
+    than ``updated_at``, the day of the import. None: no time known. (A time of 0, the
+    first second of 1970, is a time: it was shown as today's date.)"""
     m = hit.memory
-    if m.said_at:
+    if m.said_at is not None:
         return m.said_at
-    if m.version == 1 and m.created_at:
+    if m.version == 1 and m.created_at is not None:
         return m.created_at
-    return m.updated_at or m.created_at or 0.0
+    return m.updated_at if m.updated_at is not None else m.created_at
 
 
-def _date(stamp: float, zone: datetime.tzinfo | None = None) -> str:
-    if not stamp:
+def _date(stamp: float | None, zone: datetime.tzinfo | None = None) -> str:
+    if stamp is None:
         return ""
     try:
         moment = datetime.datetime.fromtimestamp(stamp, tz=zone or datetime.timezone.utc)
