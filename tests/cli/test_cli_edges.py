@@ -223,6 +223,10 @@ def test_count_list_since_and_newest_first(local_cli):
     assert sorted(since) == ["a new memory", "a newer memory"]
     bad = local_cli("list", "--since", "last tuesday")
     assert bad.exit_code == 2 and "--since must be an age" in _first_line(bad)
+    # A "Z" time, as --at takes it: Python 3.10's fromisoformat refused it.
+    for given in ("2026-01-01T00:00Z", "2026-01-01T00:00:00z", "2026-01-01T01:00+01:00"):
+        zoned = [m["text"] for m in local_cli.json("list", "--since", given)["items"]]
+        assert sorted(zoned) == ["a new memory", "a newer memory"], given
 
 
 def test_a_selection_cut_by_the_limit_says_how_many_more_in_json(local_cli):

@@ -6,13 +6,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import time
 from collections.abc import Mapping
 
 import attrs
 
+from memcore import limits
 from memcore.errors import InvalidInput
 from memcore.values import MemoryRecord
 
@@ -27,15 +27,15 @@ def parse_since(value: str, *, now: float | None = None) -> float:
     if age:
         return now - float(age.group(1)) * _UNIT_SECONDS[age.group(2)]
     try:
-        stamp = dt.datetime.fromisoformat(value.strip())
-    except ValueError:
+        # Read as --at is (a "Z" suffix too, which Python 3.10's fromisoformat refuses).
+        stamp = limits.parse_reference_time(value, field="since")
+    except InvalidInput:
         raise InvalidInput(
             f"--since must be an age like 30m, 12h, 7d or an ISO date like 2026-11-01, "
             f"not {value!r}",
             field="since",
         ) from None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=dt.timezone.utc)
+    assert stamp is not None
     return stamp.timestamp()
 
 
