@@ -203,3 +203,28 @@ def test_the_configs_store_assistant_decides_what_a_conversation_keeps(
         texts = [m.text for m in mem.iter_all()]
         assert texts == [m["content"] for m in _CHAT][:kept]
         assert len(list(mem.iter_all(user_id="bob"))) == kept - 1
+
+
+@pytest.mark.parametrize("user_id", ["", "   ", 5])
+def test_open_names_user_id_for_a_blank_or_wrong_user(tmp_path: Path, user_id: Any) -> None:
+    """``Memory.open(user_id="")`` named ``tenant_id``, a field the caller never gave, where
+    the same mistake in a call names ``user_id``."""
+    with pytest.raises(InvalidInput) as refused:
+        Memory.open("local", config=LEXICAL, user_id=user_id, path=tmp_path / "m.db")
+    assert refused.value.field == "user_id"
+    assert not (tmp_path / "m.db").exists()
+
+
+@pytest.mark.parametrize("role", ["User", "human", "developer"])
+def test_a_message_role_not_taken_names_role_and_the_roles_taken(tmp_path: Path, role: str) -> None:
+    """An unknown role said only "messages[0] is not a valid message"."""
+    path = tmp_path / "m.db"
+    with (
+        Memory.open("local", config=LEXICAL, user_id="alice", path=path) as mem,
+        pytest.raises(InvalidInput) as refused,
+    ):
+        mem.add(messages=[{"role": role, "content": "I like hiking"}])
+    assert refused.value.field == "messages[0].role"
+    assert str(refused.value) == (
+        f"messages[0].role must be one of assistant, system, tool, user, not {role!r}"
+    )

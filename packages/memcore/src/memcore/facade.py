@@ -147,6 +147,7 @@ class Memory:
                 f"{type(config).__name__}",
                 field="config",
             )
+        limits.check_optional_name(user_id, field="user_id", default="the default tenant")
         for field, value in (("agent_id", agent_id), ("run_id", run_id)):
             limits.check_optional_name(value, field=field, default="this Memory's own")
         scope = resolve_scope(

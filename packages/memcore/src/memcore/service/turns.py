@@ -11,6 +11,7 @@ from memcore.errors import InvalidInput
 from memcore.service.inputs import check_list, refuse_scope_keys
 from memcore.turn_policy import plan_memories
 from memcore.values import Message
+from memcore.wording import shown
 
 
 @attrs.frozen
@@ -34,12 +35,15 @@ def plan_turn(
         if isinstance(assistant, str) and assistant.strip():
             turn.append(Message(role="assistant", content=assistant))
     for i, m in enumerate(turn):
-        if (
-            not isinstance(m, Message)
-            or not isinstance(m.role, str)
-            or limits.plain(m.role) not in limits.MESSAGE_ROLES
-        ):
+        if not isinstance(m, Message):
             raise InvalidInput(f"messages[{i}] is not a valid message", field=f"messages[{i}]")
+        if not isinstance(m.role, str) or limits.plain(m.role) not in limits.MESSAGE_ROLES:
+            # Named with the roles taken, as every other refused field is ("User", "human").
+            raise InvalidInput(
+                f"messages[{i}].role must be one of {', '.join(sorted(limits.MESSAGE_ROLES))},"
+                f" not {shown(m.role)}",
+                field=f"messages[{i}].role",
+            )
         if not isinstance(m.content, str):
             raise InvalidInput(
                 f"messages[{i}].content must be a string", field=f"messages[{i}].content"
