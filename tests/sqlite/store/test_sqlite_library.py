@@ -169,7 +169,7 @@ def test_open_leaves_no_file_open_when_it_fails(
         Memory.open("local", config=LEXICAL, path=path, policy=3)  # type: ignore[arg-type]
     assert _open_after(path, seconds=10) == []
 
-    def busy(self: SqliteMemoryStore, name: str) -> None:
+    def busy(self: SqliteMemoryStore, name: str, **_: Any) -> None:
         raise Unavailable("the memory database is busy", retryable=True)
 
     monkeypatch.setattr(SqliteMemoryStore, "ensure_store", busy)
@@ -228,3 +228,32 @@ def test_a_message_role_not_taken_names_role_and_the_roles_taken(tmp_path: Path,
     assert str(refused.value) == (
         f"messages[0].role must be one of assistant, system, tool, user, not {role!r}"
     )
+
+
+def test_open_creates_no_mistyped_store_a_write_does(tmp_path: Path) -> None:
+    """``Memory.open`` created the store it was given by name: a mistyped one, on a file
+    holding other stores, was made empty and every read found nothing. Reads now say it does
+    not exist, and the first write creates it (``auto_create_store``), as the CLI and the MCP
+    server do."""
+    from memcore.errors import StoreNotFound
+
+    path = tmp_path / "m.db"
+    right = MemcoreConfig(embedder="none", memory_store_name="main_store")
+    with Memory.open("local", config=right, user_id="alice", path=path) as mem:
+        assert mem.list().items == ()  # a new file: its first read makes the store
+        mem.add(text="The locker code is 4411")
+    typo = MemcoreConfig(embedder="none", memory_store_name="mian_store")
+    with Memory.open("local", config=typo, user_id="alice", path=path) as mem:
+        with pytest.raises(StoreNotFound):
+            mem.list()
+        with pytest.raises(StoreNotFound):
+            mem.search("locker")
+        assert [s.name for s in mem.store.list_stores()] == ["main_store"]
+        [added] = mem.add(text="A fact for the new store")
+        assert [m.id for m in mem.list().items] == [added]
+        assert sorted(s.name for s in mem.store.list_stores()) == ["main_store", "mian_store"]
+    off = MemcoreConfig(embedder="none", memory_store_name="other", auto_create_store=False)
+    with Memory.open("local", config=off, user_id="alice", path=path) as mem:
+        with pytest.raises(StoreNotFound):
+            mem.add(text="Nothing creates it")
+        assert "other" not in [s.name for s in mem.store.list_stores()]

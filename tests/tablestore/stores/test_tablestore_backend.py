@@ -82,3 +82,22 @@ def test_the_store_is_a_memory_store(ts: TableStoreMemoryStore) -> None:
     from memcore.ports import MemoryStore
 
     assert isinstance(ts, MemoryStore)
+
+
+def test_the_library_opens_no_missing_store_its_first_write_creates_it(
+    emulator: EmulatorServer,
+) -> None:
+    """``Memory.open("tablestore")`` created the configured store whenever it was missing:
+    a mistyped name became an empty store whose reads found nothing. Reads now answer
+    ``StoreNotFound`` and the first write creates it."""
+    from memcore import Memory
+    from memcore.errors import StoreNotFound
+
+    config = emulator_config(emulator, memory_store_name="mistyped")
+    credentials = emulator_credentials(emulator)
+    with Memory.open("tablestore", config=config, user_id="alice", credentials=credentials) as mem:
+        with pytest.raises(StoreNotFound):
+            mem.list()
+        assert "mistyped" not in [s.name for s in mem.store.list_stores()]
+        [added] = mem.add(text="The locker code is 4411")
+        assert [m.id for m in mem.list().items] == [added]

@@ -14,14 +14,15 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from memcore import limits
-from memcore.errors import InvalidInput, StoreClosed
+from memcore.errors import InvalidInput, StoreClosed, StoreNotFound
 from memcore.paging import every_item
 from memcore.policies import ReadPolicy, ScopePolicy, as_scope_policy
 from memcore.ports import MemoryStore
@@ -95,6 +96,10 @@ class Memory:
         self._pid = os.getpid()
         #: The config names the tenant, so a per-call ``user_id`` cannot choose another one.
         self._tenant_pinned = tenant_pinned
+        #: Whether the first write creates the memory store (:meth:`open` found it missing
+        #: and ``auto_create_store`` allows); reads meanwhile answer ``StoreNotFound``.
+        self._create_on_write = False
+        self._creating = threading.Lock()
         if ensure_store:
             store.ensure_store(store_name)
         self._service = MemoryService(
@@ -132,8 +137,9 @@ class Memory:
 
         >>> mem = Memory.open("local", user_id="alice", policy=memcore.SessionRead())  # doctest: +SKIP
         """
-        from memcore.config import MemcoreConfig, config_from_mapping
+        from memcore.config import LOCAL, MemcoreConfig, config_from_mapping
         from memcore.discovery import open_store
+        from memcore.store_names import ready_for
 
         if config is None:
             cfg = MemcoreConfig()
@@ -165,7 +171,7 @@ class Memory:
         as_scope_policy(policy)  # refused before a file or a connection is opened
         store = open_store(backend, cfg, **options)
         try:
-            return cls(
+            memory = cls(
                 store,
                 scope=scope,
                 store_name=cfg.memory_store_name,
@@ -173,9 +179,24 @@ class Memory:
                 top_k=cfg.top_k,
                 enable_rerank=cfg.enable_rerank,
                 store_assistant=cfg.store_assistant,
+                ensure_store=False,
                 owns_store=True,
                 tenant_pinned=_pins_tenant(cfg),
             )
+            # A read never creates the store: a mistyped name on a file or an instance that
+            # holds other stores was made empty, and every read found nothing. The first write
+            # makes it (``auto_create_store``), as in the CLI and the MCP server.
+            try:
+                ready_for(
+                    store,
+                    cfg.memory_store_name,
+                    writes=False,
+                    auto_create=cfg.auto_create_store,
+                    first_read_creates=backend == LOCAL,
+                )
+            except StoreNotFound:
+                memory._create_on_write = cfg.auto_create_store
+            return memory
         except BaseException:
             # No Memory owns it: the caller could never close it (a store that cannot be
             # ensured, a refused argument); closing it must not hide why.
@@ -319,7 +340,7 @@ class Memory:
         limits.check_flag(sync, field="sync")
         service = self._for(user_id, agent_id, run_id)
         if text is not None:
-            return [service.remember(text, metadata=metadata, sync=sync)]
+            return self._writing(lambda: [service.remember(text, metadata=metadata, sync=sync)])
         assert messages is not None
         if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
             raise InvalidInput("messages must be a list of messages", field="messages")
@@ -334,7 +355,21 @@ class Memory:
             meta = limits.check_metadata(metadata)
             # evolve keeps every other field of the message (its scope, speaker, remember).
             msgs = [attrs.evolve(m, metadata=limits.merge_metadata(meta, m.metadata)) for m in msgs]
-        return service.sync_turn("", "", messages=msgs, sync=sync)
+        return self._writing(lambda: service.sync_turn("", "", messages=msgs, sync=sync))
+
+    def _writing(self, write: Callable[[], T]) -> T:
+        """``write()``; when it met the missing store :meth:`open` left for the first write,
+        the store is created and the write sent again (refused, nothing of it landed)."""
+        try:
+            return write()
+        except StoreNotFound:
+            if not self._create_on_write:
+                raise
+            with self._creating:
+                if self._create_on_write:
+                    self.store.ensure_store(self.service.store_name)
+                    self._create_on_write = False
+            return write()
 
     def search(
         self,
