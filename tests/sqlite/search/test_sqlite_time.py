@@ -55,6 +55,12 @@ def day(seconds: float) -> str:
         ("What happened on the 3rd of March?", "2023-03-02", "2023-03-05"),
         ("Where was I on 2 April 2021?", "2021-04-01", "2021-04-04"),
         ("Where did I travel in 2021?", "2021-01-01", "2022-01-01"),
+        # "last April" asked in April is a year ago (it was this April); "last March" is
+        # the latest March, as "in March"; "since" runs to the question (it was one year).
+        ("Where did I hike last April?", "2022-04-01", "2022-05-01"),
+        ("Where did I hike last March?", "2023-03-01", "2023-04-01"),
+        ("What have I bought since 2022?", "2022-01-01", "2023-04-22"),
+        ("What have I bought since March?", "2023-03-01", "2023-04-22"),
     ],
 )
 def test_time_words_name_a_span_counted_from_the_question(query: str, start: str, end: str) -> None:
@@ -76,6 +82,7 @@ def test_time_words_name_a_span_counted_from_the_question(query: str, start: str
         "I was born in 1800",
         "What is my favourite band?",
         "the first one",
+        "What have I bought since 2024?",  # still ahead of the question
     ],
 )
 def test_a_query_without_time_words_names_no_span(query: str) -> None:

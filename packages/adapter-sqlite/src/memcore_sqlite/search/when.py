@@ -185,12 +185,15 @@ def _in_month(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
     ):
         return None
     month = _MONTHS.index(lower) + 1
+    lead = (lead or "").lower()
     if year:
         first = datetime(int(year), month, 1)
+    elif lead == "last" and not day_no:  # the latest such month before this one
+        first = datetime(now.year - (month >= now.month), month, 1)
     else:  # the latest such month that has begun by the question
         first = datetime(now.year - (month > now.month), month, 1)
     if not day_no:
-        return first, first + _step("month", 1)
+        return _since(first, now) if lead == "since" else (first, first + _step("month", 1))
     # The day of that month, or ValueError when it has none ("March 32" is no date; a date
     # parser read its number as a year, March 2032).
     one = _month_day(first, int(day_no), today, dated=bool(year))
@@ -219,7 +222,15 @@ def _month_day(first: datetime, day_no: int, today: datetime, *, dated: bool) ->
 
 def _in_year(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
     first = datetime(int(m.group(1)), 1, 1)
+    if m.group(0).lower().startswith("since"):
+        return _since(first, now)
     return first, first.replace(year=first.year + 1)
+
+
+def _since(first: datetime, now: datetime) -> Span | None:
+    """ "since 2025", "since May": from then to the question (none when it is still ahead)."""
+    end = now + timedelta(seconds=1)
+    return (first, end) if first < end else None
 
 
 def _iso(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
