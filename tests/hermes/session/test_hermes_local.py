@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -331,10 +333,26 @@ def test_recall_dates_a_memory_in_the_time_zone_hermes_is_set_to(
     from datetime import datetime, timezone
     from zoneinfo import ZoneInfo
 
-    import hermes_time
-
     # A zone whose day differs from UTC's right now, whatever the hour the test runs at.
     name = "Etc/GMT+12" if datetime.now(timezone.utc).hour < 12 else "Etc/GMT-14"
+    with _provider_in_zone(hermes_home, kit, monkeypatch, name) as provider:
+        provider.handle_tool_call(
+            "tablestore_remember", {"content": "Gus had sushi tonight", "sync": True}
+        )
+        local = datetime.now(ZoneInfo(name)).strftime("%Y-%m-%d")
+        assert local != datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        assert f"[{local}] Gus had sushi tonight" in provider.prefetch("sushi")
+        found = json.loads(provider.handle_tool_call("tablestore_search", {"query": "sushi"}))
+        assert found["results"][0]["date"] == local
+
+
+@contextlib.contextmanager
+def _provider_in_zone(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch, name: str
+) -> Iterator[MemcoreMemoryProvider]:
+    """Gus's provider on the embedded store, Hermes set to the time zone ``name``."""
+    import hermes_time
+
     monkeypatch.setenv("HERMES_TIMEZONE", name)
     hermes_time.reset_cache()
     try:
@@ -342,16 +360,50 @@ def test_recall_dates_a_memory_in_the_time_zone_hermes_is_set_to(
         provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
         provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
         try:
-            provider.handle_tool_call(
-                "tablestore_remember", {"content": "Gus had sushi tonight", "sync": True}
-            )
-            local = datetime.now(ZoneInfo(name)).strftime("%Y-%m-%d")
-            assert local != datetime.now(timezone.utc).strftime("%Y-%m-%d")
-            assert f"[{local}] Gus had sushi tonight" in provider.prefetch("sushi")
-            found = json.loads(provider.handle_tool_call("tablestore_search", {"query": "sushi"}))
-            assert found["results"][0]["date"] == local
+            yield provider
         finally:
             provider.shutdown()
     finally:
         monkeypatch.delenv("HERMES_TIMEZONE")
         hermes_time.reset_cache()
+
+
+@pytest.mark.parametrize("asked", ["2025-06-08T06:00:00", "2025-06-08", "2025-06-07T16:00:00Z"])
+def test_the_search_tools_reference_time_is_read_and_shown_in_hermes_zone(
+    hermes_home: Path, kit: Any, monkeypatch: pytest.MonkeyPatch, asked: str
+) -> None:
+    """With ``reference_time`` the search tool read a time without an offset as UTC and
+    showed every ``date`` in UTC: for a user 14 hours ahead, passing the date the model
+    sees made "yesterday" the wrong day, and the dates disagreed with the recall block's."""
+    from datetime import datetime
+
+    from memcore.scope import Scope
+    from memcore.values import Message
+
+    with _provider_in_zone(hermes_home, kit, monkeypatch, "Etc/GMT-14") as provider:
+        service = provider.runtime.service(provider.runtime.handle.ready())
+        scope = service.write_scope
+        for run, said in (
+            ("june7", "2025-06-07T09:00:00+14:00"),
+            ("june8", "2025-06-08T04:00:00+14:00"),
+        ):
+            service.store.add_messages(
+                service.store_name,
+                Scope(scope.app_id, scope.tenant_id, scope.agent_id, run),
+                [
+                    Message(
+                        "user",
+                        "I went hiking with Sam",
+                        timestamp=datetime.fromisoformat(said).timestamp(),
+                    )
+                ],
+                sync=True,
+            )
+        found = json.loads(
+            provider.handle_tool_call(
+                "tablestore_search",
+                {"query": "Where did I go hiking yesterday?", "reference_time": asked},
+            )
+        )
+        shown = [(r["scope"].rsplit("/", 1)[-1], r["date"]) for r in found["results"]]
+        assert shown == [("june7", "2025-06-07"), ("june8", "2025-06-08")], shown

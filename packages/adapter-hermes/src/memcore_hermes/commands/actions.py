@@ -110,12 +110,11 @@ def _parse_metadata(pairs: list[str]) -> dict[str, str]:
 
 
 def _run_search(args: argparse.Namespace) -> None:
-    from memcore import limits
-    from memcore_hermes.session.clock import now
+    from memcore_hermes.session.clock import asked_at, now
     from memcore_hermes.session.tools import hit_json
 
     # As the search tool asks: now in Hermes' time zone, unless --at says when.
-    asked = limits.parse_reference_time(args.at, field="at", label="--at") or now()
+    asked = asked_at(args.at, now(), field="at", label="--at")
     with CommandSession(args) as session:
         hits = session.service.search(args.query, top_k=args.top_k, reference_time=asked)
         results = [hit_json(h, asked.tzinfo) for h in hits]

@@ -102,7 +102,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                     "type": "string",
                     "description": (
                         "When the question is asked, ISO 8601 (2026-05-01 or "
-                        "2026-05-01T09:30:00Z; UTC without an offset). Time words in the query "
+                        "2026-05-01T09:30:00Z; without an offset, the user's local time, as "
+                        "the conversation's dates). Time words in the query "
                         '("last month", "in May", "3 days ago") are read from it. Default: '
                         "the current turn's time."
                     ),
@@ -307,10 +308,10 @@ def _profile(runtime: Any, args: Mapping[str, Any]) -> str:
 
 
 def _search(runtime: Any, args: Mapping[str, Any]) -> str:
-    from memcore import limits
     from memcore.service import check_filters
+    from memcore_hermes.session.clock import asked_at
 
-    asked = limits.parse_reference_time(args.get("reference_time")) or runtime.turn_time()
+    asked = asked_at(args.get("reference_time"), runtime.turn_time())
     # Checked here first, so an error names this tool's argument, not the service's "filters".
     filters = check_filters(args.get("metadata"), field="metadata") or None
     service = runtime.service(runtime.handle.ready())
