@@ -203,6 +203,48 @@ def test_with_an_agent_the_dream_tools_reach_that_agents_tasks_only(local_backen
     anyio.run(main)
 
 
+def test_arguments_the_schemas_take_are_taken(local_backend: Backend) -> None:
+    """An empty or blank text, query or id, an empty metadata key and one naming the scope
+    passed every tool's declared schema and were then refused (``invalid_input``): a client
+    that checks its arguments against the schema first could not tell. The schemas now say
+    so; each refused argument is invalid under its schema, and an argument valid under it
+    is not refused as invalid."""
+    import jsonschema
+
+    async def main() -> None:
+        async with local_backend.stdio("--tenant", "alice") as session:
+            schemas = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+            kept = payload(await session.call_tool("remember", {"text": "Alice rows at dawn"}))
+            mid = kept["memory_ids"][0]
+            cases = [
+                ("remember", {"text": ""}),
+                ("remember", {"text": "   "}),
+                ("remember", {"text": "x", "metadata": {"": "v"}}),
+                ("remember", {"text": "x", "metadata": {"tenant_id": "bob"}}),
+                ("update_memory", {"memory_id": mid, "text": " "}),
+                ("recall", {"query": ""}),
+                ("recall", {"query": "rows", "metadata": {"agent_id": "x"}}),
+                ("get_memory", {"memory_id": ""}),
+                ("forget", {"memory_id": ""}),
+                ("dream_status", {"task_id": ""}),
+                ("dream_apply", {"task_id": "t", "action_ids": [""]}),
+            ]
+            for tool, args in cases:
+                answer = payload(await session.call_tool(tool, args))
+                assert answer["error"]["code"] == "invalid_input", (tool, args, answer)
+                validator = jsonschema.Draft202012Validator(schemas[tool])
+                assert list(validator.iter_errors(args)), (tool, args)
+            for tool, args in [
+                ("remember", {"text": " a ", "metadata": {"topic": "x"}}),
+                ("dream_propose", {"instructions": ""}),
+            ]:
+                jsonschema.Draft202012Validator(schemas[tool]).validate(args)
+                answer = payload(await session.call_tool(tool, args))
+                assert "error" not in answer, (tool, args, answer)
+
+    anyio.run(main)
+
+
 def test_the_schemas_keep_their_bounds(local_backend: Backend) -> None:
     """The type checks that refuse "5" for a number must not cost the schema its bounds."""
 

@@ -22,6 +22,7 @@ from memcore.errors import StoreNotFound
 from memcore.paging import every_item
 from memcore.service import MemoryService, check_filters
 from memcore.service.dreams import Dreams
+from memcore.service.inputs import RESERVED_METADATA_KEYS
 from memcore.values import DreamTask
 from memcore_cli.output.records import to_record
 from memcore_mcp import answers
@@ -35,24 +36,35 @@ def _tag_bounds(schema: dict[str, Any]) -> None:
     for branch in schema.get("anyOf", [schema]):
         if branch.get("type") == "object":
             branch["maxProperties"] = limits.MAX_METADATA_KEYS
-            branch["propertyNames"] = {"maxLength": limits.MAX_METADATA_KEY_CHARS}
+            # An empty key and a key naming the scope are refused too: said here, a client
+            # that checks its arguments first is not refused after sending valid ones.
+            branch["propertyNames"] = {
+                "minLength": 1,
+                "maxLength": limits.MAX_METADATA_KEY_CHARS,
+                "not": {"enum": sorted(RESERVED_METADATA_KEYS)},
+            }
             branch["additionalProperties"] = {
                 "type": "string",
                 "maxLength": limits.MAX_METADATA_VALUE_CHARS,
             }
 
 
-def _longest(chars: int) -> Callable[[dict[str, Any]], None]:
+def _longest(
+    chars: int, *, shown: bool = False, empty: bool = False
+) -> Callable[[dict[str, Any]], None]:
     """A string's limit in the schema only (on its string branch): the service's own check
     answers a longer one, in its own words (a limit in UTF-8 bytes allows at most as many
-    characters)."""
+    characters). An empty string is refused as well (unless ``empty``), and with ``shown``
+    (a text, a query) one of spaces alone: the schema says so, so that arguments valid
+    under it are taken."""
 
     def bound(schema: dict[str, Any]) -> None:
         for branch in schema.get("anyOf", [schema]):
-            if branch.get("type") == "string":
-                branch["maxLength"] = chars
-            elif branch.get("type") == "array":
-                branch["items"]["maxLength"] = chars
+            string = branch["items"] if branch.get("type") == "array" else branch
+            if string.get("type") == "string":
+                string.update(maxLength=chars, **({} if empty else {"minLength": 1}))
+                if shown:
+                    string["pattern"] = r"\S"
 
     return bound
 
@@ -223,7 +235,7 @@ class MemoryTools:
                 description=(
                     f"The fact, self-contained (at most {limits.MAX_TEXT_BYTES:,} UTF-8 bytes)."
                 ),
-                json_schema_extra=_longest(limits.MAX_TEXT_BYTES),
+                json_schema_extra=_longest(limits.MAX_TEXT_BYTES, shown=True),
             ),
         ],
         metadata: Metadata = None,
@@ -248,7 +260,7 @@ class MemoryTools:
             str,
             Field(
                 description="What to look for, in plain words.",
-                json_schema_extra=_longest(limits.MAX_QUERY_CHARS),
+                json_schema_extra=_longest(limits.MAX_QUERY_CHARS, shown=True),
             ),
         ],
         top_k: Annotated[
@@ -355,7 +367,7 @@ class MemoryTools:
                     f"{limits.MAX_TEXT_BYTES:,} UTF-8 bytes); omit to keep it. Give text, "
                     "metadata or both."
                 ),
-                json_schema_extra=_longest(limits.MAX_TEXT_BYTES),
+                json_schema_extra=_longest(limits.MAX_TEXT_BYTES, shown=True),
             ),
         ] = None,
         metadata: Annotated[
@@ -394,7 +406,7 @@ class MemoryTools:
                     "Optional guidance for this run, e.g. 'keep travel plans' (at most "
                     f"{limits.MAX_DREAM_INSTRUCTIONS_BYTES:,} UTF-8 bytes)."
                 ),
-                json_schema_extra=_longest(limits.MAX_DREAM_INSTRUCTIONS_BYTES),
+                json_schema_extra=_longest(limits.MAX_DREAM_INSTRUCTIONS_BYTES, empty=True),
             ),
         ] = None,
     ) -> CallToolResult:
