@@ -111,17 +111,24 @@ class RecordReads:
                 None
                 if memory is None
                 else conn.execute(
-                    f"SELECT MAX(seq) FROM messages{where} AND memory_seq = ?", (*key, memory[0])
-                ).fetchone()[0]
+                    f"SELECT timestamp, seq FROM messages{where} AND memory_seq = ?"
+                    " ORDER BY seq DESC LIMIT 1",
+                    (*key, memory[0]),
+                ).fetchone()
             )
             if anchor is None:
                 return TurnContext()
+            # In the order said, which is the order written unless a conversation was added
+            # after a later one (an older chat imported into the same session): by time,
+            # then as written.
             select = f"SELECT {columns(_MessageRow)} FROM messages{where}"
             before = conn.execute(
-                f"{select} AND seq < ? ORDER BY seq DESC LIMIT ?", (*key, anchor, turns)
+                f"{select} AND (timestamp, seq) < (?, ?) ORDER BY timestamp DESC, seq DESC LIMIT ?",
+                (*key, *anchor, turns),
             ).fetchall()
             after = conn.execute(
-                f"{select} AND seq > ? ORDER BY seq LIMIT ?", (*key, anchor, turns)
+                f"{select} AND (timestamp, seq) > (?, ?) ORDER BY timestamp, seq LIMIT ?",
+                (*key, *anchor, turns),
             ).fetchall()
         return TurnContext(
             tuple(_message(r, scope) for r in reversed(before)),

@@ -58,6 +58,43 @@ class MessagesContract(StoreFixtures):
         assert from_text.neighbours is not None and from_text.neighbours.chars == 0
         # Another tenant names the hit's id: it answers as an id that came from no message.
         assert ready.neighbour_turns(STORE, B1, hit.memory.id, turns=2).chars == 0
+
+    def test_a_conversation_added_after_a_later_one_shows_its_own_turns(
+        self, settle: Settle, ready: MemoryStore
+    ) -> None:
+        """Neighbours followed the order written: an older conversation imported into a
+        session after a newer one showed the newer one's turns as said before its hits."""
+        if not isinstance(ready, NeighbourTurns):
+            return
+        day = 86_400.0
+        december = 1_796_400_000.0
+        november = december - 30 * day
+        for start, texts in (
+            (december, ["Today I bought a red bicycle", "The bicycle shop was busy"]),
+            (
+                november,
+                ["I met Ana at the market", "Last month I sold my old scooter", "Ana liked it"],
+            ),
+        ):
+            ready.add_messages(
+                STORE,
+                A1,
+                [Message("user", t, timestamp=start + i * 60) for i, t in enumerate(texts)],
+                sync=True,
+            )
+        settle(ready)
+        service = MemoryService(ready, store_name=STORE, scope=A1)
+        [hit] = [
+            h
+            for h in service.search("scooter sold", top_k=10, neighbours=2)
+            if h.memory.text == "Last month I sold my old scooter"
+        ]
+        assert hit.neighbours is not None
+        assert [m.content for m in hit.neighbours.before] == ["I met Ana at the market"]
+        assert [m.content for m in hit.neighbours.after] == [
+            "Ana liked it",
+            "Today I bought a red bicycle",
+        ]
         bob = MemoryService(ready, store_name=STORE, scope=B1)
         for other in bob.search("vault code tomatoes", top_k=10, neighbours=5):
             assert other.neighbours is not None

@@ -8,6 +8,7 @@ eventual consistency and fault injection. Thread-safe, so it can sit behind an H
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 import uuid
@@ -409,7 +410,11 @@ class InMemoryMemoryStore:
                 self._unit_in_scope(st, scope, memory_id)
             except NotFound:
                 return TurnContext()
-            log = [m for _, m in st.messages.get(scope, [])]
+            # In the order said (a message without its own time was said when written, so
+            # after every dated one), then as written: a conversation added after a later
+            # one still shows its own turns around its hits.
+            written = [m for _, m in st.messages.get(scope, [])]
+            log = sorted(written, key=lambda m: math.inf if m.timestamp is None else m.timestamp)
             at = [i for i, m in enumerate(log) if st.became.get(m.id or "") == memory_id]
             if not at or turns < 1:
                 return TurnContext()
