@@ -520,3 +520,38 @@ def test_a_config_path_that_is_not_a_file_is_refused_and_left_alone(home, local_
         assert stat.S_ISFIFO(pipe.stat().st_mode)
     assert local_cli.ok("--config", os.devnull, "count").stdout.strip() == "0"
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+@pytest.mark.skipif(not hasattr(os, "chown") or os.geteuid() != 0, reason="a file of another user")
+def test_a_config_another_user_left_in_a_shared_home_is_not_obeyed(tmp_path):
+    """With ``MEMCORE_HOME`` a folder every user may write to, a ``config.json`` another
+    user left there was obeyed: the next ``add`` wrote to the file, endpoint or tenant it
+    named. It is refused (exit 4) and nothing is written."""
+    from tests.cli.conftest import Cli
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    elsewhere = tmp_path / "theirs.db"
+    planted = shared / "config.json"
+    planted.write_text(json.dumps({"local_path": str(elsewhere), "tenant_id": "x"}), "utf-8")
+    os.chown(planted, 65534, 65534)
+    result = Cli(shared)("add", "--sync", "My bank PIN hint is my dog's birthday")
+    assert result.exit_code == 4, result.stdout
+    assert "another user left in a shared folder" in result.stderr
+    assert not elsewhere.exists()
+
+
+def test_a_config_every_user_may_write_to_is_not_obeyed(tmp_path):
+    from tests.cli.conftest import Cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "config.json"
+    config.write_text(json.dumps({"embedder": "none"}), "utf-8")
+    config.chmod(0o666)
+    result = Cli(home)("count")
+    assert result.exit_code == 4, result.stdout
+    assert "every user may write to it" in result.stderr
+    config.chmod(0o644)
+    assert Cli(home)("count").exit_code == 0

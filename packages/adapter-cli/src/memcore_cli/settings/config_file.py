@@ -19,7 +19,7 @@ from memcore.errors import ConfigError, MemcoreError, PermissionDenied
 def read_config(path: Path, *, required: bool) -> MemcoreConfig:
     """The config in ``path``; defaults when it is missing and not ``required``, or the null
     device (``--config /dev/null``: no settings)."""
-    from memcore_sqlite.storage.file_modes import NULL_DEVICE, not_a_file
+    from memcore_sqlite.storage.file_modes import NULL_DEVICE, not_a_file, not_ours_to_read
 
     try:
         kind = not_a_file(path)
@@ -27,6 +27,13 @@ def read_config(path: Path, *, required: bool) -> MemcoreConfig:
             return MemcoreConfig()
         if kind is not None:  # a FIFO would hang the read, /dev/zero never end it
             raise ConfigError(f"the config path is {kind}, not a file", source=str(path))
+        foreign = not_ours_to_read(path)
+        if foreign is not None:
+            raise PermissionDenied(
+                f"not reading the config file {path}: {foreign} (remove it, or set "
+                "MEMCORE_HOME to a folder of your own)",
+                field="config",
+            )
         raw = path.read_bytes()
     except FileNotFoundError:
         if required:

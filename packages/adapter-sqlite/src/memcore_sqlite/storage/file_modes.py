@@ -128,6 +128,28 @@ def planted(target: Path) -> str | None:
     return "fifo" if stat.S_ISFIFO(st.st_mode) else "special file"
 
 
+def not_ours_to_read(target: Path) -> str | None:
+    """Why a settings file at ``target`` must not be obeyed, or None: another user could have
+    chosen it. It (or the link standing there) belongs to neither us nor the folder's
+    owner, in a folder every user may write to (``MEMCORE_HOME=/tmp``), or every user may
+    write to the file itself. Obeyed, such a file sent the memories written next to the
+    endpoint, file or tenant of its author's choosing."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:  # pragma: no cover - Windows: no owners to compare
+        return None
+    try:
+        st = os.lstat(target)
+        folder = os.stat(target.parent)
+        final = os.stat(target)
+    except OSError:
+        return None  # the read that follows says what is wrong
+    if folder.st_mode & stat.S_IWOTH and st.st_uid not in (geteuid(), folder.st_uid):
+        return "it is a file another user left in a shared folder"
+    if final.st_mode & stat.S_IWOTH and stat.S_ISREG(final.st_mode):
+        return "every user may write to it"
+    return None
+
+
 #: What :func:`not_a_file` calls the null device, which reads as an empty file.
 NULL_DEVICE = "the null device"
 
