@@ -117,3 +117,17 @@ def test_a_reindex_of_a_mistyped_store_is_refused_not_made_on_it(local_cli):
     local_cli.ok("config", "set", "memory_store_name", "hermes_me")
     assert _error_line(local_cli("reindex")).endswith(HINT)
     assert [s["name"] for s in local_cli.json("stores", "list")] == ["hermes_mem"]
+
+
+def test_stores_create_gives_the_configured_store_the_configs_description(local_cli):
+    """The error for a missing store says to run ``stores create NAME``; that made it with
+    an empty description and no extraction instructions, where a first write that creates
+    it uses the config's. The configured store gets them; another store none."""
+    local_cli.ok("config", "set", "description", "Food notes")
+    local_cli.ok("config", "set", "memory_store_name", "food")
+    made = local_cli.json("stores", "create", "food")
+    assert made["description"] == "Food notes"
+    other = local_cli.json("stores", "create", "other")
+    assert other["description"] == ""
+    given = local_cli.json("stores", "create", "third", "--description", "Mine")
+    assert given["description"] == "Mine"

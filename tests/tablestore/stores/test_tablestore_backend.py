@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import attrs
 import pytest
 
 from memcore.config import MemcoreConfig
@@ -101,3 +102,27 @@ def test_the_library_opens_no_missing_store_its_first_write_creates_it(
         assert "mistyped" not in [s.name for s in mem.store.list_stores()]
         [added] = mem.add(text="The locker code is 4411")
         assert [m.id for m in mem.list().items] == [added]
+
+
+def test_the_library_opens_the_backend_its_config_names(emulator: EmulatorServer) -> None:
+    """``Memory.open(config=...)`` with ``backend: tablestore`` opened the embedded store
+    (its argument's default, "local"): the memories went to a local file, unsaid. The
+    config's backend is opened when no argument names one; the store it creates carries
+    the config's description and extraction instructions (they were dropped)."""
+    from memcore import Memory
+
+    config = attrs.evolve(
+        emulator_config(emulator, memory_store_name="food"),
+        backend="tablestore",
+        description="Food notes",
+        extract_instructions="Only keep facts about food.",
+    )
+    credentials = emulator_credentials(emulator)
+    with Memory.open(config=config, user_id="alice", credentials=credentials) as mem:
+        assert isinstance(mem.store, TableStoreMemoryStore)
+        mem.add(text="The user likes kiwis")
+        info = mem.store.describe_store("food")
+        assert (info.description, info.extract_instructions) == (
+            "Food notes",
+            "Only keep facts about food.",
+        )

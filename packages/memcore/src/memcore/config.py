@@ -185,6 +185,15 @@ def _instructions(_: Any, attribute: attrs.Attribute[Any], value: str | None) ->
         raise _BadValue(attribute.name, str(exc)) from None
 
 
+def _description(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    """As :func:`_instructions`: a description over the store's limit was accepted here and
+    failed every first write that creates the store, naming no config."""
+    try:
+        limits.check_description(value)
+    except InvalidInput as exc:
+        raise _BadValue(attribute.name, str(exc)) from None
+
+
 def _top_k(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if not 1 <= value <= 50:
         raise _BadValue(attribute.name, f"{attribute.name} must be from 1 to 50")
@@ -212,7 +221,9 @@ class MemcoreConfig:
     )
     instance_name: str | None = attrs.field(default=None, validator=_instance_name)
     memory_store_name: str = attrs.field(default="hermes_mem", validator=_store_name)
-    description: str = attrs.field(default="Long-term memory for Hermes Agent")
+    description: str = attrs.field(
+        default="Long-term memory for Hermes Agent", validator=_description
+    )
     #: Custom extraction instructions for a store memcore creates (at most 4,096 characters);
     #: None leaves the service's default.
     extract_instructions: str | None = attrs.field(default=None, validator=_instructions)

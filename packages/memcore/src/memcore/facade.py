@@ -99,6 +99,8 @@ class Memory:
         #: Whether the first write creates the memory store (:meth:`open` found it missing
         #: and ``auto_create_store`` allows); reads meanwhile answer ``StoreNotFound``.
         self._create_on_write = False
+        #: What a store it creates is made with (the config's description and instructions).
+        self._made_with: dict[str, Any] = {}
         self._creating = threading.Lock()
         if ensure_store:
             store.ensure_store(store_name)
@@ -115,7 +117,7 @@ class Memory:
     @classmethod
     def open(
         cls,
-        backend: str = "local",
+        backend: str | None = None,
         *,
         config: MemcoreConfig | Mapping[str, Any] | None = None,
         user_id: str | None = None,
@@ -124,8 +126,8 @@ class Memory:
         policy: ScopePolicy | ReadPolicy | None = None,
         **options: Any,
     ) -> Memory:
-        """Open a backend by name (``local`` or ``tablestore``); the identity given here is
-        every call's default. The ``Memory`` owns the store and closes it on :meth:`close`.
+        """Open a backend by name (``local`` or ``tablestore``; None: the config's ``backend``,
+        else ``local``); the identity given here is every call's default. The ``Memory`` owns the store and closes it on :meth:`close`.
 
         ``user_id`` names the tenant exactly as given (``"alice "`` is not ``"alice"``); None
         means no user, the shared ``__default__`` tenant; an empty or whitespace-only id is
@@ -169,6 +171,8 @@ class Memory:
                 field="user_id",
             )
         as_scope_policy(policy)  # refused before a file or a connection is opened
+        # A config naming its backend was opened as the embedded store all the same.
+        backend = backend if backend is not None else cfg.backend or LOCAL
         store = open_store(backend, cfg, **options)
         try:
             memory = cls(
@@ -186,6 +190,10 @@ class Memory:
             # A read never creates the store: a mistyped name on a file or an instance that
             # holds other stores was made empty, and every read found nothing. The first write
             # makes it (``auto_create_store``), as in the CLI and the MCP server.
+            memory._made_with = {
+                "description": cfg.description,
+                "extract_instructions": cfg.extract_instructions,
+            }
             try:
                 ready_for(
                     store,
@@ -193,6 +201,8 @@ class Memory:
                     writes=False,
                     auto_create=cfg.auto_create_store,
                     first_read_creates=backend == LOCAL,
+                    description=cfg.description,
+                    extract_instructions=cfg.extract_instructions,
                 )
             except StoreNotFound:
                 memory._create_on_write = cfg.auto_create_store
@@ -367,7 +377,7 @@ class Memory:
                 raise
             with self._creating:
                 if self._create_on_write:
-                    self.store.ensure_store(self.service.store_name)
+                    self.store.ensure_store(self.service.store_name, **self._made_with)
                     self._create_on_write = False
             return write()
 

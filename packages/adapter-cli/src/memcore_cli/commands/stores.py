@@ -79,10 +79,17 @@ def create(
     ctx: typer.Context,
     name: NameArg,
     description: Annotated[
-        str, typer.Option("--description", help="A note on what it holds.")
-    ] = "",
+        str | None,
+        typer.Option(
+            "--description",
+            help="A note on what it holds (default: the config's description, for the "
+            "configured store).",
+        ),
+    ] = None,
 ) -> None:
-    """Create a memory store (fails if it exists).
+    """Create a memory store (fails if it exists). The configured store (the one the error
+    for a missing store says to create) gets the config's description and extraction
+    instructions, as a first write that creates it does.
 
     \b
     Example:
@@ -92,7 +99,18 @@ def create(
 
     state = state_of(ctx)
     limits.check_store_name(name)
-    _show(state, state.runtime().store.create_store(name, description=description))
+    runtime = state.runtime()
+    config = runtime.settings.config
+    configured = name == runtime.store_name
+    if description is None:
+        description = config.description if configured else ""
+    instructions = config.extract_instructions if configured else None
+    _show(
+        state,
+        runtime.store.create_store(
+            name, description=description, extract_instructions=instructions
+        ),
+    )
 
 
 @app.command("describe")
