@@ -72,6 +72,23 @@ def test_default_is_the_platform_user_data_dir(monkeypatch: pytest.MonkeyPatch) 
     assert default_path() == expected
 
 
+def test_the_library_opens_the_file_the_cli_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library kept spaces around ``MEMCORE_HOME`` (another folder than ``memcore``'s,
+    or one under the working directory) and read a relative ``local_path`` from the
+    working directory where ``memcore`` reads it under the home: the two opened different
+    files for the same settings. A path the caller passes is still read as Python reads it."""
+    from memcore_sqlite.backend import resolve_path
+
+    home = tmp_path / "home"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMCORE_HOME", f" {home} ")
+    assert default_path() == home / "memcore.db"
+    assert resolve_path(MemcoreConfig(local_path="mem.db")) == home / "mem.db"
+    assert resolve_path(MemcoreConfig(), "mine.db") == Path("mine.db")
+
+
 def test_embedder_none_is_lexical(tmp_path: Path) -> None:
     with open_backend(MemcoreConfig(embedder="none"), path=tmp_path / "m.db") as store:
         assert store.search_mode == "lexical"

@@ -27,9 +27,11 @@ _UNSET: Any = object()
 
 def default_path() -> Path:
     """``$MEMCORE_HOME/memcore.db``, else the platform's user data directory;
-    :class:`ConfigError` for a ``MEMCORE_HOME`` in the home of a user this system lacks."""
-    home = os.environ.get("MEMCORE_HOME")
-    if home and home.strip():
+    :class:`ConfigError` for a ``MEMCORE_HOME`` in the home of a user this system lacks.
+    Spaces around the variable's value are not part of it, as for ``memcore``: kept, the
+    library opened another folder (or one under the working directory) than the CLI."""
+    home = (os.environ.get("MEMCORE_HOME") or "").strip()
+    if home:
         folder = expand_home(home)
         if folder is None:  # ~name of a user this system does not know
             raise ConfigError(
@@ -43,6 +45,8 @@ def default_path() -> Path:
 
 
 def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
+    """``path`` (the caller's, as Python reads a path), else the config's ``local_path`` (a
+    relative one under the data home, as ``memcore`` reads it), else :func:`default_path`."""
     chosen = path if path is not None else config.local_path
     if chosen is None:
         return default_path()
@@ -57,6 +61,8 @@ def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
             f"local_path {str(chosen)!r} starts with a home folder that does not exist here",
             field="local_path",
         )
+    if path is None and not expanded.is_absolute():
+        return default_path().parent / expanded
     return expanded
 
 
