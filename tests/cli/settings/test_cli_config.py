@@ -555,3 +555,39 @@ def test_a_config_every_user_may_write_to_is_not_obeyed(tmp_path):
     assert "every user may write to it" in result.stderr
     config.chmod(0o644)
     assert Cli(home)("count").exit_code == 0
+
+
+def test_config_set_mends_the_value_it_replaces(local_cli):
+    """A hand-written ``"top_k": 99`` made ``config set top_k 5`` fail with the old value's
+    error ("top_k must be from 1 to 50"), so the command meant to mend it could not. The key
+    being set is read without its old value; another bad key still refuses the file."""
+    path = local_cli.home / "config.json"
+    path.write_text(json.dumps({"top_k": 99, "tenant_id": "kept", "embedder": "none"}), "utf-8")
+    local_cli.ok("config", "set", "top_k", "5")
+    written = json.loads(path.read_text("utf-8"))
+    assert (written["top_k"], written["tenant_id"]) == (5, "kept")
+    path.write_text(json.dumps({"top_k": 99, "timeout": -1}), "utf-8")
+    refused = local_cli("config", "set", "top_k", "5")
+    assert refused.exit_code == 2 and "timeout" in refused.stderr
+    assert json.loads(path.read_text("utf-8")) == {"top_k": 99, "timeout": -1}
+
+
+def test_config_set_refuses_a_local_path_that_is_a_folder(local_cli, tmp_path):
+    """``config set local_path <a folder>`` was set, and every command then failed on it."""
+    path = local_cli.home / "config.json"
+    before = path.read_text("utf-8")
+    refused = local_cli("config", "set", "local_path", str(tmp_path))
+    assert refused.exit_code == 2 and "is a folder" in refused.stderr
+    assert path.read_text("utf-8") == before
+    local_cli.ok("config", "set", "local_path", str(tmp_path / "mine.db"))
+
+
+def test_config_set_embedder_over_stored_memories_says_to_reindex(local_cli):
+    """The CLI re-embeds nothing when the embedder changes (the MCP server and Hermes do in
+    the background): stored memories lost their vector recall until ``memcore reindex``,
+    and nothing said so."""
+    local_cli.ok("add", "--sync", "The user drinks green tea")
+    result = local_cli.ok("config", "set", "embedder", "auto")
+    assert "memcore reindex" in result.stderr
+    again = local_cli.ok("config", "set", "embedder", "auto")  # unchanged: nothing to say
+    assert again.stderr == ""

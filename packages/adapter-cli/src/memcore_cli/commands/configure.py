@@ -110,23 +110,40 @@ def set_value(
     source = str(path)
     parsed = parse_value(key, value, source=source)
 
+    before: list[MemcoreConfig] = []
+
     def change(base: MemcoreConfig) -> MemcoreConfig:
+        before.append(base)
         updated = merge_config(base, {key: parsed}, source=source)
         if key == "local_path" and updated.local_path is not None:
             _check_length(state, path, updated.local_path, source=source)
         return updated
 
-    updated = change_config(path, change)
+    updated = change_config(path, change, mends=key)
     # As config show shows it: an endpoint's user:password@ is written, never printed.
     shown = redact({key: without_userinfo(getattr(updated, key))})[key]
     if key == "embedder" and isinstance(parsed, str):
         _warn_unavailable(state, parsed)
+    if key == "embedder" and before and before[0].embedder != updated.embedder and _stored(state):
+        # The CLI re-embeds nothing in the background (the MCP server and Hermes do).
+        state.output.note(
+            "memcore: note: stored memories keep their old vectors; until 'memcore reindex' "
+            "re-embeds them, searches here find them by their words only"
+        )
     if state.json:
         state.output.json({"key": key, "value": shown, "config_file": source})
     elif parsed is None:  # 'null': back to the default, which config show gives
         state.output.line(f"unset {key} in {source} (back to its default)")
     else:
         state.output.line(f"set {key} = {shown!r} in {source}")
+
+
+def _stored(state: Any) -> bool:
+    """Whether the embedded store's file exists here (it may hold memories to re-embed)."""
+    try:
+        return bool(state.runtime().settings.db_path.is_file())
+    except Exception:  # a setting the next command reports: no note
+        return False
 
 
 def _warn_unavailable(state: Any, embedder: str) -> None:
@@ -140,14 +157,18 @@ def _warn_unavailable(state: Any, embedder: str) -> None:
 
 
 def _check_length(state: Any, config_path: Path, local_path: str, *, source: str) -> None:
-    """Refuse a ``local_path`` the file system cannot hold, as the home it is relative to
-    would place it (the data home, or a Hermes home's folder)."""
+    """Refuse a ``local_path`` the file system cannot hold, or a folder (every command would
+    then fail on it), as the home it is relative to would place it (the data home, or a
+    Hermes home's folder)."""
     from memcore.errors import ConfigError
     from memcore_cli.settings.home import data_home, database_path, too_long
 
     hermes = state.options.hermes_home is not None or config_path.name == "tablestore_memory.json"
     home = config_path.parent if hermes else data_home(state.environ)
-    problem = too_long(database_path(home, local_path, source=source))
+    database = database_path(home, local_path, source=source)
+    problem = too_long(database)
+    if problem is None and database.is_dir():
+        problem = f"{database} is a folder; give the database file's path in it"
     if problem is not None:
         raise ConfigError(f"local_path will not do: {problem}", field="local_path", source=source)
 

@@ -82,16 +82,45 @@ def write_config(path: Path, config: MemcoreConfig) -> None:
         raise _file_error(exc, path, "write") from None
 
 
-def change_config(path: Path, change: Callable[[MemcoreConfig], MemcoreConfig]) -> MemcoreConfig:
+def change_config(
+    path: Path, change: Callable[[MemcoreConfig], MemcoreConfig], *, mends: str | None = None
+) -> MemcoreConfig:
     """The config at ``path`` read, changed and written back (:func:`write_config`), its
     folder held meanwhile: two ``config set`` at once each wrote back what it had read, and
-    one setting was lost though both said it was set."""
+    one setting was lost though both said it was set.
+
+    A file refused for the very key ``mends`` (``config set top_k 5`` over a hand-written
+    ``"top_k": 99``) is read without that key, then changed: the command that sets it was
+    refused for the value it replaces."""
     from memcore_sqlite.storage.file_modes import held
 
     with held(path):
-        updated = change(read_config(path, required=False))
+        try:
+            base = read_config(path, required=False)
+        except ConfigError as exc:
+            if mends is None or exc.field != mends:
+                raise
+            base = _without(path, mends, exc)
+        updated = change(base)
         write_config(path, updated)
     return updated
+
+
+def _without(path: Path, key: str, refused: ConfigError) -> MemcoreConfig:
+    """The config at ``path`` read without ``key``; ``refused`` again when that is not all
+    that is wrong with it."""
+    import json
+
+    from memcore.config import config_from_mapping
+
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        if not isinstance(data, dict):
+            raise refused
+        data.pop(key, None)
+        return config_from_mapping(data, source=str(path))
+    except (OSError, ValueError, ConfigError):
+        raise refused from None
 
 
 def _file_error(exc: OSError, path: Path, verb: str) -> MemcoreError:
