@@ -85,6 +85,20 @@ def test_a_missing_onnx_is_named_like_the_other_semantic_packages(
     assert "pip install onnx " in verdict.fix
 
 
+def test_a_config_other_users_may_change_is_not_obeyed(hermes_home: Path, kit: Any) -> None:
+    """``tablestore_memory.json`` was trusted whatever its mode, where ``.env`` is refused
+    when others may write it: another user could point ``endpoint`` at a server of theirs,
+    which then received the API key and every memory (``memory status`` said available)."""
+    kit.write_env(hermes_home, KEYS)
+    kit.write_config(hermes_home, backend="tablestore", endpoint="http://127.0.0.1:9")
+    config = hermes_home / "tablestore_memory.json"
+    config.chmod(0o666)
+    lines = status(hermes_home)
+    assert "writable by other users" in lines["problem"] and "chmod 600" in lines["problem"]
+    config.chmod(0o600)
+    assert "writable by other users" not in status(hermes_home).get("problem", "")
+
+
 def test_keys_make_the_tablestore_backend_available(hermes_home: Path, kit: Any) -> None:
     kit.write_env(hermes_home, KEYS)
     lines = status(hermes_home)

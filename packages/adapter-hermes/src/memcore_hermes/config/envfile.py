@@ -25,18 +25,31 @@ class UnsafeSecretsFile(Exception):
 
 def env_file_problem(path: Path) -> str | None:
     """Why ``path`` may not be used for secrets, or None when it is fine (or absent)."""
+    return _others_may_change(path, "the secrets file", "read keys from it")
+
+
+def config_file_problem(path: Path) -> str | None:
+    """Why the plugin's config file may not be obeyed, or None: as for the secrets file, a
+    file another user may change could point ``endpoint`` at a server of theirs, which
+    would then receive the keys and every memory."""
+    return _others_may_change(path, "the configuration file", "use it")
+
+
+def _others_may_change(path: Path, what: str, use: str) -> str | None:
     try:
         st = path.stat()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"cannot inspect the secrets file {path} ({exc.strerror})"
+        return f"cannot inspect {what} {path} ({exc.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return None  # the null device and the like: what reads it says so
     getuid = getattr(os, "getuid", None)
     if getuid is not None and st.st_uid not in (getuid(), 0):
-        return f"the secrets file {path} belongs to another user; refusing to read keys from it"
+        return f"{what} {path} belongs to another user; refusing to {use}"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return (
-            f"the secrets file {path} is writable by other users; refusing to use it. "
+            f"{what} {path} is writable by other users; refusing to use it. "
             f"Fix it with: chmod 600 {path}"
         )
     return None

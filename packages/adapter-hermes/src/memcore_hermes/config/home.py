@@ -174,6 +174,11 @@ class HermesHome:
             return b""
         if kind is not None:
             raise OSError(errno.EINVAL, f"its path is {kind}, not a file")
+        from memcore_hermes.config.envfile import config_file_problem
+
+        problem = config_file_problem(self.config_file)
+        if problem is not None:  # not obeyed: its endpoint could be anyone's
+            raise OSError(errno.EPERM, problem)
         try:
             return self.config_file.read_bytes()
         except FileNotFoundError:
