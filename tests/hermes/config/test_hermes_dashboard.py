@@ -213,6 +213,26 @@ def test_a_bad_value_saved_in_the_dashboard_is_refused_with_its_reason(
     assert json.loads(path.read_text())["top_k"] == 7
 
 
+def test_a_dashboard_save_keeps_a_tenant_id_it_did_not_change(
+    dashboard: Any, hermes_home: Path, kit: Any
+) -> None:
+    """Hermes' dashboard trims every value it sends back on a save, unchanged ones too: a
+    saved tenant ``"alice "`` (a tenant of its own) became ``"alice"`` when another field
+    was saved, and the memories under it dropped out of every recall."""
+    path = kit.write_config(hermes_home, backend="local", tenant_id="alice ", embedder="none")
+    client = http_client(dashboard)
+    answer = client.put(
+        f"/api/memory/providers/{NAME}/config", json={"values": {"store_assistant": "never"}}
+    )
+    assert answer.status_code == 200, answer.text
+    saved = json.loads(path.read_text())
+    assert (saved["tenant_id"], saved["store_assistant"]) == ("alice ", "never")
+    answer = client.put(
+        f"/api/memory/providers/{NAME}/config", json={"values": {"tenant_id": "bob"}}
+    )
+    assert json.loads(path.read_text())["tenant_id"] == "bob"
+
+
 def test_the_dashboard_never_shows_an_endpoints_password(
     dashboard: Any, hermes_home: Path, kit: Any
 ) -> None:

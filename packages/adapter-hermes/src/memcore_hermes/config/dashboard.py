@@ -173,10 +173,12 @@ def with_saved_values(
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, (str, int, float)):
-            text = str(value).strip()
+            # As written: Hermes sends the default back on every save, and a trimmed
+            # tenant id ("alice " is its own tenant) moved every later read to another one.
+            text = str(value)
         else:
             continue
-        if not text:
+        if not text.strip():
             continue
         if "choices" not in field:
             field["default"] = SavedSetting(text)

@@ -234,8 +234,17 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
             for k, v in form_values(values).items()
             if k not in ("access_key_id", "access_key_secret", "api_key")
         }
+        home = HermesHome(hermes_home)
+        # Hermes' dashboard trims every value it sends back, unchanged fields too: a saved
+        # "alice " (a tenant of its own; ids are never trimmed) became "alice", and every
+        # later read went to another tenant. A trimmed copy of the saved value keeps it.
+        saved = home.peek_config()
+        for key, value in allowed.items():
+            before = saved.get(key)
+            if isinstance(before, str) and isinstance(value, str) and before.strip() == value:
+                allowed[key] = before
         try:
-            HermesHome(hermes_home).save_config(allowed)
+            home.save_config(allowed)
         except ConfigError as exc:
             raise SettingRefused.of(exc) from None
 
