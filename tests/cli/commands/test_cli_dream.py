@@ -327,3 +327,37 @@ def test_with_an_agent_a_task_over_the_other_agents_is_not_found(local_cli):
     # A task of the agent's own reach is the agent's.
     own = local_cli.json("--agent", "work", "dream", "create")
     assert local_cli.json("--agent", "work", "dream", "status", own["id"])["id"] == own["id"]
+
+
+def test_a_list_page_after_a_dream_pass_is_full(local_cli):
+    """``list`` read one page and dropped the superseded memories from it: after a dream
+    pass pages came back short, or empty with a ``next_token``, and ``--limit 1`` said "no
+    memories yet" over current ones. A page holds ``limit`` current memories unless the
+    listing ends there, as the README says and the library's ``list`` did."""
+    facts = [
+        "Alice drinks green tea",
+        "Bob plays chess",
+        "Carol swims at dawn",
+        "Dave bakes sourdough",
+        "Erin collects stamps",
+        "Frank repairs bicycles",
+        "Gina paints murals",
+        "Hugo grows tomatoes",
+        "Ines studies volcanoes",
+    ]
+    lines = "\n".join(f"{f}\n{f.replace(' ', ' really ', 1)}" for f in facts)
+    local_cli.ok("import", "--lines", "-", input=lines + "\n")
+    local_cli.ok("dream", "create", "--apply-mode", "safe_auto")
+    current = local_cli.json("count")["count"]
+    assert current < 18
+    seen: list[str] = []
+    token = None
+    while True:
+        page = local_cli.json("list", "--limit", "2", *(["--next-token", token] if token else []))
+        token = page["next_token"]
+        assert len(page["items"]) == 2 or token is None, page
+        seen += [m["id"] for m in page["items"]]
+        if token is None:
+            break
+    assert len(seen) == len(set(seen)) == current
+    assert "no memories yet" not in local_cli.ok("list", "--limit", "1").stdout

@@ -112,8 +112,10 @@ def list_memories(
     service = runtime.service(create=False)
 
     def fetch(token: str | None) -> Any:
-        got = service.profile(limit=limit, next_token=token)
-        return got.filter(lambda m: not _superseded(m)) if current else got
+        # current_only reads past superseded memories until the page is full: filtered
+        # here after one read, a page came back short or empty with a next_token, and an
+        # empty first page said "no memories yet" over current ones.
+        return service.profile(limit=limit, next_token=token, current_only=current)
 
     if not all_pages:
         page = fetch(next_token)
