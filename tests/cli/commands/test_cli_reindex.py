@@ -84,3 +84,22 @@ def test_reindex_on_tablestore_is_refused_without_calling_the_service(
     assert result.exit_code == ExitCode.USAGE, result.stderr
     (line,) = result.stderr.splitlines()
     assert "applies to the local store" in line
+
+
+def test_doctor_counts_the_vectors_its_own_tenant_lacks(
+    local_cli: Any, set_config: Any, home: Any
+) -> None:
+    """``doctor``'s vectors line counted every tenant's memories without a vector: Bob was
+    told about Alice's deferred adds (and that his next search embeds them, which it does
+    not: a search embeds its own tenant's)."""
+    set_config(home, {"embedder": "none"})
+    for text in ("Alice keeps bees", "Alice rows at dawn"):
+        local_cli.ok("--tenant", "alice", "add", text)
+    set_config(home, {"embedder": "auto"})
+    local_cli.ok("--tenant", "bob", "add", "--sync", "Bob collects stamps")
+    checks = local_cli.json("--tenant", "bob", "doctor")["checks"]
+    bob = next(c for c in checks if c["name"] == "vectors")
+    assert bob["detail"].startswith("every memory has a vector"), bob
+    checks = local_cli.json("--tenant", "alice", "doctor")["checks"]
+    alice = next(c for c in checks if c["name"] == "vectors")
+    assert alice["detail"].startswith("2 memories have no current vector"), alice

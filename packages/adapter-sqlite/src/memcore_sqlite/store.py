@@ -616,15 +616,17 @@ class SqliteMemoryStore:
                 start()
 
     # -- maintenance --------------------------------------------------------------------
-    def missing_vectors(self, store: str) -> int:
+    def missing_vectors(self, store: str, pattern: ScopePattern | None = None) -> int:
         """How many memories have no vector from the current embedder (all, without one), or
-        one an older release computed from their speaker's label too (schema 11)."""
+        one an older release computed from their speaker's label too (schema 11); those of
+        ``pattern`` only when it is given (a tenant's ``doctor`` counts its own)."""
         model = self.embedder.name if self.embedder is not None else ""
+        where, fixed = ("", []) if pattern is None else pattern_sql(pattern, "m.")
         with self._tx.read() as conn:
             sid = self._tx.store_id(conn, store)
             row = conn.execute(
-                f"SELECT (SELECT COUNT(*) {_MISSING}), (SELECT COUNT(*) {_STALE})",
-                (model, sid, STALE_HEAD, model, sid),
+                f"SELECT (SELECT COUNT(*) {_MISSING}{where}), (SELECT COUNT(*) {_STALE}{where})",
+                (model, sid, *fixed, STALE_HEAD, model, sid, *fixed),
             ).fetchone()
         return int(row[0]) + int(row[1])
 

@@ -340,7 +340,7 @@ def _describe_mode(store: Any, embedder: str = "auto") -> str:
     return mode
 
 
-def _vector_check(store: Any, name: str, checks: _Checks) -> None:
+def _vector_check(store: Any, name: str, checks: _Checks, pattern: Any = None) -> None:
     """How many memories semantic search cannot see yet (written without an embedder, by
     another model, or by an ``add`` that deferred its vector) or sees by a stale vector (one
     an older release computed from the speaker's label too)."""
@@ -349,7 +349,8 @@ def _vector_check(store: Any, name: str, checks: _Checks) -> None:
     if missing is None or model is None:
         return
     try:
-        count = int(missing(name))
+        # The reads' own scope: another tenant's deferred writes are none of this one's.
+        count = int(missing(name, pattern) if pattern is not None else missing(name))
     except Exception as exc:
         checks.fail("vectors", _message(exc), exc)
         return
@@ -427,7 +428,7 @@ def _store_checks(runtime: Any, checks: _Checks) -> None:
         return
     mode = f", storage mode {info.storage_mode}" if info.storage_mode else ""
     checks.ok("memory store", f"{info.name} ({info.status}{mode})")
-    _vector_check(store, name, checks)
+    _vector_check(store, name, checks, runtime.settings.scope.read_pattern)
     started = time.perf_counter()
     try:
         hits = store.search(name, runtime.settings.scope.read_pattern, "memcore doctor", top_k=1)
