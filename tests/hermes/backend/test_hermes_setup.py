@@ -63,6 +63,20 @@ def assert_env_holds_our_keys(home: Path) -> None:
     assert mode(home / ".env") == 0o600
 
 
+def test_keys_the_service_refuses_make_setup_say_not_available(hermes_home: Path) -> None:
+    """Setup said "tablestore-mem is available" and answered available (exit 0) while the
+    endpoint's check it printed next said the service refused the keys (HTTP 403)."""
+    from memcore_tablestore.testing import running_emulator
+
+    said: list[str] = []
+    with running_emulator(access_key_id=AK, access_key_secret=SK) as server:
+        asker = Scripted("tablestore", AK, "a-wrong-secret", server.instance_name, server.url, "")
+        result = run_setup(HermesHome(hermes_home), asker=asker, environ={}, say=said.append)
+    assert result is not None and not result.available, said
+    assert "refused the keys" in result.reason
+    assert not any("is available" in line for line in said), said
+
+
 def test_choosing_tablestore_keeps_secrets_only_in_env(hermes_home: Path) -> None:
     from memcore_tablestore.testing import running_emulator
 
@@ -264,3 +278,20 @@ def test_setup_never_offers_an_endpoints_password_as_the_default(hermes_home: Pa
     assert endpoint in asker.defaults
     saved = json.loads((hermes_home / "tablestore_memory.json").read_text(encoding="utf-8"))
     assert saved["endpoint"] == endpoint
+
+
+def test_ctrl_c_in_hermes_memory_setup_is_one_line_and_exit_130(
+    hermes_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C at one of the wizard's prompts (``hermes memory setup tablestore-mem``) printed
+    Hermes' whole traceback; ``hermes tablestore-mem setup`` said one line, exit 130."""
+    import memcore_hermes.backend.setup as setup
+
+    def interrupted(*_: Any, **__: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(setup, "run_setup", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        MemcoreMemoryProvider(environ={}).post_setup(str(hermes_home), {})
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.strip() == "tablestore-mem: interrupted"

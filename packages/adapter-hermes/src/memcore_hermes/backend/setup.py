@@ -187,12 +187,33 @@ def run_setup(
     _activate(hermes_config, say)
 
     readiness = check_readiness(home, env)
+    probed = ""
+    if (
+        readiness.available
+        and readiness.backend != LOCAL
+        and saved.endpoint
+        and saved.instance_name
+    ):
+        # Asked before the verdict: keys the service refuses were reported under
+        # "available", and setup exited 0. (An endpoint that does not answer yet may be set
+        # up ahead of time: that stays available, its line says so.)
+        from memcore.errors import PermissionDenied
+
+        probed, failed = _probe(home, saved, env)
+        if isinstance(failed, PermissionDenied):
+            readiness = attrs.evolve(
+                readiness,
+                available=False,
+                reason=f"the service refused the keys: {failed}",
+                fix="check the keys in .env (or the API key that wins over a pair), then "
+                "run setup again",
+            )
     if readiness.available:
         say(f"  ✓ tablestore-mem is available: {readiness.backend} backend")
         if readiness.backend == LOCAL:
             say(f"    store: {home.local_db_file(saved)}")
-        elif saved.endpoint and saved.instance_name:
-            say(f"    endpoint: {_probe(home, saved, env)}")
+        elif probed:
+            say(f"    endpoint: {probed}")
     else:
         say(f"  ✗ not available yet: {readiness.reason}")
     if readiness.search:
@@ -221,8 +242,11 @@ def precompile() -> None:
                 pass
 
 
-def _probe(home: HermesHome, config: Any, environ: Mapping[str, str]) -> str:
-    """Whether the configured endpoint answers (a read; fails in seconds when unreachable)."""
+def _probe(
+    home: HermesHome, config: Any, environ: Mapping[str, str]
+) -> tuple[str, Exception | None]:
+    """Whether the configured endpoint answers (a read; fails in seconds when unreachable):
+    the line to show, and the error when it does not."""
     from memcore.errors import MemcoreError
     from memcore_hermes.backend.open_store import open_backend_store
     from memcore_hermes.config.credentials import access_keys, load_environment
@@ -235,8 +259,8 @@ def _probe(home: HermesHome, config: Any, environ: Mapping[str, str]) -> str:
         finally:
             store.close()
     except MemcoreError as exc:
-        return f"✗ {exc}"
-    return f"✓ {config.endpoint} answers"
+        return f"✗ {exc}", exc
+    return f"✓ {config.endpoint} answers", None
 
 
 def _existing_config(home: HermesHome) -> dict[str, Any]:

@@ -169,6 +169,9 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
         except MemcoreError as exc:
             sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
             raise SystemExit(int(exit_code_for(exc))) from None
+        except KeyboardInterrupt:  # Ctrl-C at a prompt printed Hermes' whole traceback
+            sys.stderr.write("\ntablestore-mem: interrupted\n")
+            raise SystemExit(130) from None
         if readiness is not None and not readiness.available:
             raise SystemExit(int(ExitCode.USAGE))
 
