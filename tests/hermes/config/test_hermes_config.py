@@ -81,6 +81,16 @@ def test_env_file_parsing() -> None:
     assert parsed == {"A": "1", "B": "two words", "C": "3", "D": "q"}
 
 
+def test_a_quoted_env_value_with_a_comment_after_it_loses_its_quotes() -> None:
+    """``KEY="secret"  # rotated`` kept its quotes (the pair was then refused by the service
+    as a wrong signature for ``memcore --hermes-home``), where Hermes' own loader, which
+    fills the environment of its sessions, reads ``secret``; so did a tab before a comment."""
+    parsed = parse_env_text(
+        'E="abc"  # rotated 2026-12\nF="abc"#c\nG=\'abc\' # c\nH=x\t# tab\nI="a # b"\nJ=p#q\n'
+    )
+    assert parsed == {"E": "abc", "F": "abc", "G": "abc", "H": "x", "I": "a # b", "J": "p#q"}
+
+
 def test_config_schema_marks_the_secrets() -> None:
     schema = MemcoreMemoryProvider().get_config_schema()
     secrets = {f["key"] for f in schema if f.get("secret")}

@@ -7,6 +7,7 @@ memories in their account), so such a file is refused with a message saying how 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -64,13 +65,23 @@ def parse_env_text(text: str) -> dict[str, str]:
             continue
         key, _, value = line.partition("=")
         key = key.strip().removeprefix("export ").strip()
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        out[key] = value
+        out[key] = _value(value.strip())
     return out
+
+
+_COMMENT = re.compile(r"\s#")
+
+
+def _value(value: str) -> str:
+    """A value without its quotes and its trailing comment: ``"abc"  # rotated`` kept its
+    quotes (the key was then refused as wrong), where Hermes' own loader reads ``abc``."""
+    if value[:1] in ("'", '"'):
+        end = value.find(value[0], 1)
+        rest = value[end + 1 :].strip() if end > 0 else None
+        if rest is not None and (not rest or rest.startswith("#")):
+            return value[1:end]
+    found = _COMMENT.search(value)
+    return value[: found.start()].rstrip() if found else value
 
 
 def read_env_file(path: Path) -> dict[str, str]:
