@@ -138,9 +138,11 @@ def settings_schema(pair_required: bool) -> list[dict[str, Any]]:
         },
         {
             "key": "recall_wait_ms",
-            "description": "How long a turn waits for TableStore's recall (ms)",
+            # Both backends: on the local one it bounds the wait for a store a session's
+            # start left still opening (it was offered for TableStore only).
+            "description": "How long a turn waits for its recall: TableStore's search, or a "
+            "store still opening (ms)",
             "default": "1000",
-            "when": {"backend": "tablestore"},
         },
         {
             "key": "recall_neighbours",
