@@ -326,3 +326,12 @@ def test_blanking_where_memories_live_is_refused_with_what_it_would_hide(
     answer = client.put(f"/api/memory/providers/{NAME}/config", json={"values": {**form, key: " "}})
     assert answer.status_code == 200, answer.text
     assert json.loads(path.read_text()).get(key, default) == default
+
+
+def test_recall_wait_is_offered_for_both_backends() -> None:
+    """It bounds a local session's wait for a store still opening too (README's table), but
+    the dashboard showed it for TableStore only."""
+    from memcore_hermes.config.dashboard import settings_schema
+
+    [field] = [f for f in settings_schema(False) if f["key"] == "recall_wait_ms"]
+    assert "when" not in field
