@@ -127,7 +127,10 @@ class Memory:
         **options: Any,
     ) -> Memory:
         """Open a backend by name (``local`` or ``tablestore``; None: the config's ``backend``,
-        else ``local``); the identity given here is every call's default. The ``Memory`` owns the store and closes it on :meth:`close`.
+        else ``local``); the identity given here is every call's default. The ``Memory`` owns
+        the store and closes it on :meth:`close`. It creates no memory store but a new
+        embedded file's: reads of a missing one raise ``StoreNotFound``, and the first write
+        creates it when ``auto_create_store`` allows.
 
         ``user_id`` names the tenant exactly as given (``"alice "`` is not ``"alice"``); None
         means no user, the shared ``__default__`` tenant; an empty or whitespace-only id is
