@@ -204,8 +204,7 @@ class Memory:
                     writes=False,
                     auto_create=cfg.auto_create_store,
                     first_read_creates=backend == LOCAL,
-                    description=cfg.description,
-                    extract_instructions=cfg.extract_instructions,
+                    **memory._made_with,
                 )
             except StoreNotFound:
                 memory._create_on_write = cfg.auto_create_store

@@ -340,7 +340,7 @@ def _describe_mode(store: Any, embedder: str = "auto") -> str:
     return mode
 
 
-def _vector_check(store: Any, name: str, checks: _Checks, pattern: Any = None) -> None:
+def _vector_check(store: Any, name: str, checks: _Checks, pattern: Any) -> None:
     """How many memories semantic search cannot see yet (written without an embedder, by
     another model, or by an ``add`` that deferred its vector) or sees by a stale vector (one
     an older release computed from the speaker's label too)."""
@@ -350,7 +350,7 @@ def _vector_check(store: Any, name: str, checks: _Checks, pattern: Any = None) -
         return
     try:
         # The reads' own scope: another tenant's deferred writes are none of this one's.
-        count = int(missing(name, pattern) if pattern is not None else missing(name))
+        count = int(missing(name, pattern))
     except Exception as exc:
         checks.fail("vectors", _message(exc), exc)
         return
