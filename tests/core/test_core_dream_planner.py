@@ -213,6 +213,16 @@ def test_an_update_still_supersedes_a_note() -> None:
             "The user doesn't like green tea in the morning",
         ),
         ("I take my coffee with sugar", "I take my coffee without sugar"),
+        # Negations of other languages: each pair merged at 0.81-0.85 and safe_auto applied it.
+        ("Ich bin allergisch gegen Erdnüsse", "Ich bin nicht allergisch gegen Erdnüsse"),
+        ("Ik drink koffie met suiker", "Ik drink geen koffie met suiker"),
+        ("Eu gosto de café com açúcar", "Eu não gosto de café com açúcar"),
+        ("Mi piace il caffè con lo zucchero", "Non mi piace il caffè con lo zucchero"),
+        ("Jeg liker kaffe med sukker", "Jeg liker ikke kaffe med sukker"),
+        ("J'aime le café avec du sucre", "Je n'aime pas le café avec du sucre"),
+        ("Me gusta el café con azúcar", "Nunca me gusta el café con azúcar"),
+        ("Я люблю кофе с сахаром", "Я не люблю кофе с сахаром"),
+        ("저는 커피를 설탕과 함께 마셔요", "저는 커피를 설탕과 함께 마시지 않아요"),
     ],
 )
 def test_a_statement_and_its_negation_are_never_one_memory(old: str, new: str) -> None:

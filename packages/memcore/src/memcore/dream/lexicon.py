@@ -53,8 +53,34 @@ RELATIONS = _set(
     boyfriend girlfriend fiance fiancee friend roommate neighbour neighbor boss manager
     colleague coworker teacher student doctor law he she they him her them his their"""
 )
-#: Words that turn a statement into its opposite ("not", "never", "without"; "n't" reads "not").
-NEGATIONS = _set("not no never none nobody nothing nowhere neither nor without cannot")
+#: Words that turn a statement into its opposite ("not", "never", "without"; "n't" reads "not"),
+#: in English and in the languages whose negation is a word of its own. Without them "Ich bin
+#: nicht allergisch gegen Erdnüsse" was merged into "Ich bin allergisch ..." (0.84, applied by
+#: ``safe_auto``), one fact kept for its opposite. A word listed here that is no negation
+#: (German "Ei", an egg) can only keep two memories apart, never merge them.
+NEGATIONS = _set(
+    """not no never none nobody nothing nowhere neither nor without cannot
+    nicht kein keine keinen keinem keiner keines nie niemals nichts niemand
+    niet geen nooit niets niemand
+    ne pas jamais rien aucun aucune personne
+    nunca jamás nada nadie ningún ninguno ninguna tampoco
+    não nunca jamais ninguém nenhum nenhuma
+    non mai niente nulla nessuno nessuna
+    ikke aldri aldrig ingen intet ingenting inte inget
+    nie nigdy nic nikt ne nikdy nikdo
+    не нет никогда ничего никто ни ні ніколи
+    ei emme ette eivät nem nincs soha
+    değil yok hiç
+    δεν μην όχι ποτέ
+    tidak bukan belum jangan không chưa chẳng
+    لا لم لن ليس ليست
+    לא אין
+    नहीं मत
+    안 못 않 없"""
+)
+#: Korean says "not" as the start of a word too: 않아요 ("do not"), 없어요 ("there is no"),
+#: 못해요 ("cannot").
+_NEGATING_STARTS = ("않", "없", "못")
 #: Who a statement is about, by person: "he", "him" and "his" name one, "she" and "her" another.
 _PERSONS = {
     word: person
@@ -120,7 +146,9 @@ def plain_words(text: str) -> list[str]:
 def negations(text: str) -> int:
     """How many negating words ``text`` holds (and Chinese or Japanese negations, which are
     no words of their own: 不, 没有, ない): a statement and its negation differ here."""
-    return sum(w in NEGATIONS for w in plain_words(text)) + unspaced.negations(segments.fold(text))
+    said = plain_words(text)
+    marked = sum(w in NEGATIONS or w.startswith(_NEGATING_STARTS) for w in said)
+    return marked + unspaced.negations(segments.fold(text))
 
 
 def meaning_words(text: str) -> frozenset[str]:
