@@ -88,3 +88,53 @@ def test_a_statement_meeting_the_damage_stops_every_later_write(tmp_path: Path, 
             list(store.list_memories(STORE, ALICE.tenant_pattern(), limit=100).items)
         with pytest.raises(StoreCorrupted):
             store.add_text(STORE, ALICE, "never written", sync=True)
+
+
+def test_a_file_found_damaged_refuses_the_first_write_of_every_later_open(
+    tmp_path: Path, damage
+) -> None:
+    """The background check of an open reported after a short writer's commit: ``count``
+    and ``doctor`` called the file damaged ("nothing more is written to it"), and the next
+    CLI ``add`` of five landed four, exit 0."""
+    db = tmp_path / "m.db"
+    _filled(db)
+    damage.garble(db, damage.pages(db, "memories")[3])
+    with SqliteMemoryStore(db) as store:
+        assert not store.check_integrity().ok
+    for i in range(3):
+        with SqliteMemoryStore(db) as store, pytest.raises(StoreCorrupted):
+            store.add_text(STORE, ALICE, f"written at once after open {i}", sync=True)
+
+
+def test_a_file_repaired_in_place_takes_writes_again(tmp_path: Path, damage) -> None:
+    db = tmp_path / "m.db"
+    _filled(db)
+    original = db.read_bytes()
+    damage.garble(db, damage.pages(db, "memories")[3])
+    with SqliteMemoryStore(db) as store:
+        assert not store.check_integrity().ok
+    db.write_bytes(original)  # a sound copy put back
+    with SqliteMemoryStore(db) as store:
+        store.add_text(STORE, ALICE, "written into the repaired file", sync=True)
+        assert store.check_integrity().ok
+
+
+def test_a_damaged_file_replaced_by_an_empty_recovery_is_refused(tmp_path: Path, damage) -> None:
+    """``sqlite3 X .recover | sqlite3 Y`` writes nothing where ``.recover`` is missing, and
+    exits 0: moved over the damaged file, an empty file was served as a new store, every
+    memory gone from view without a word."""
+    db = tmp_path / "m.db"
+    _filled(db)
+    damage.garble(db, damage.pages(db, "memories")[3])
+    with SqliteMemoryStore(db) as store:
+        assert not store.check_integrity().ok
+    empty = tmp_path / "m.db.recovered"
+    empty.write_bytes(b"")
+    empty.replace(db)
+    with pytest.raises(StoreCorrupted) as info:
+        SqliteMemoryStore(db)
+    assert "now empty" in info.value.message and f"{db}-damaged" in info.value.message
+    Path(f"{db}-damaged").unlink()  # starting afresh on purpose
+    with SqliteMemoryStore(db) as store:
+        store.ensure_store(STORE)
+        store.add_text(STORE, ALICE, "a new beginning", sync=True)

@@ -42,7 +42,7 @@ from memcore_sqlite.operations import pending as deferred
 from memcore_sqlite.operations.read_audits import ReadAudits, Record
 from memcore_sqlite.search.overlap import Overlap
 from memcore_sqlite.search.ranking import COMMON_TERM_ROWS
-from memcore_sqlite.storage import clean_close, file_modes, fork_guard, integrity
+from memcore_sqlite.storage import clean_close, damage_record, file_modes, fork_guard, integrity
 from memcore_sqlite.storage.checkpoints import Checkpoints
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.page_tokens import PageTokens
@@ -113,6 +113,15 @@ class Transactions:
         problem = limits.path_problem(self.path)
         if problem is not None:  # else a ValueError or UnicodeEncodeError from the first call
             raise InvalidInput(f"the memory database path is not a file path: {problem}")
+        if self.path != ":memory:" and damage_record.emptied(self.path):
+            raise StoreCorrupted(
+                f"the memory database {self.path} was found damaged and is now empty: the "
+                "recovery that replaced it wrote nothing (check that your sqlite3 has "
+                "'.recover', or use '.dump' in its place, and that the new file holds your "
+                "memories before moving it); to start an empty store instead, delete "
+                f"{damage_record.record_path(self.path)}",
+                field=self.path,
+            )
         #: The process that opened the connection: SQLite's connection must not cross a
         #: ``fork`` (:meth:`check_process`).
         self._pid = os.getpid()
@@ -191,7 +200,10 @@ class Transactions:
         self._damage: StoreCorrupted | None = None
         #: The whole file is checked unless its last close left it sound and unchanged since.
         self._checking: threading.Thread | None = None
-        if not self.read_only and self.path != ":memory:" and self._sound_since is None:
+        if not self.read_only and self.path != ":memory:" and damage_record.noted(self.path):
+            # Found damaged before: checked before any write, lest one land in it.
+            self._check_soundness()
+        elif not self.read_only and self.path != ":memory:" and self._sound_since is None:
             self._checking = threading.Thread(
                 target=self._check_soundness, name="memcore-quick-check", daemon=True
             )
@@ -205,9 +217,11 @@ class Transactions:
         report = integrity.quick_check(self.path)
         if not report.ok and self._damage is None:
             self._damage = integrity.corrupted(self.path, report.problems[0])
+            damage_record.note(self.path, report.problems[0])
             _log.warning("%s", self._damage.message)
         elif report.ok:
             self._sound_since = started
+            damage_record.clear(self.path)
         return report
 
     def _check_soundness(self) -> None:
@@ -226,6 +240,8 @@ class Transactions:
             yield
         except StoreCorrupted as exc:
             self._damage = self._damage or exc
+            if self.path != ":memory:":
+                damage_record.note(self.path, exc.message)
             raise
 
     @property

@@ -130,7 +130,9 @@ def recovery_hint(path: str | Path) -> str:
     backup = f"{path}.damaged-{stamp}"
     return (
         f"copy it aside first (cp '{path}' '{backup}'), then recover what is readable: "
-        f"sqlite3 '{backup}' .recover | sqlite3 '{path}.recovered' and move "
+        f"sqlite3 '{backup}' .recover | sqlite3 '{path}.recovered' ('.dump' where your "
+        f"sqlite3 lacks '.recover'), check that it holds your memories (sqlite3 "
+        f"'{path}.recovered' 'SELECT count(*) FROM memories') and move "
         f"'{path}.recovered' to '{path}' (with every program using it stopped)"
     )
 
