@@ -47,7 +47,12 @@ from memcore_sqlite.storage.checkpoints import Checkpoints
 from memcore_sqlite.storage.errors import mapped
 from memcore_sqlite.storage.page_tokens import PageTokens
 from memcore_sqlite.storage.rows import rows_in
-from memcore_sqlite.storage.schema import PAGE_SIZE, migrate, page_token_key
+from memcore_sqlite.storage.schema import (
+    PAGE_SIZE,
+    migrate,
+    page_token_key,
+    refuse_another_programs,
+)
 from memcore_sqlite.storage.wal import enable_wal, is_busy
 from memcore_sqlite.vector import code_pages
 from memcore_sqlite.vector.cache import VectorCache
@@ -176,6 +181,8 @@ class Transactions:
             self.conn = _connect(self.path, busy_timeout, read_only=self.read_only)
             try:
                 self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                    refuse_another_programs(self.conn)  # before WAL mode changes it
                 if not self.read_only:
                     # A new file only (SQLite ignores it once the file has pages): a float
                     # vector's row (1.5 KB) then fills 4096-byte pages to 76%, 8192 to 96%.

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memcore import speakers
-from memcore.errors import Conflict, PermissionDenied, ProtocolError
+from memcore.errors import Conflict, InvalidInput, PermissionDenied, ProtocolError
 from memcore.wording import counted
 from memcore_sqlite.lexical import analysis
 from memcore_sqlite.storage import other_openers
@@ -772,6 +772,8 @@ def migrate(conn: sqlite3.Connection, *, read_only: bool = False) -> int:
     current = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if current == SCHEMA_VERSION:
         return SCHEMA_VERSION
+    if current == 0:
+        refuse_another_programs(conn)
     if read_only and current < SCHEMA_VERSION:
         raise PermissionDenied(
             f"the database schema is version {current} and the file is read-only, so it "
@@ -813,6 +815,29 @@ def _migrate(conn: sqlite3.Connection, path: str) -> int:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def refuse_another_programs(conn: sqlite3.Connection) -> None:
+    """A file at version 0 holding tables is another program's database: every release
+    sets the version in the transaction that makes its tables. Taken for a new file, a
+    ``local_path`` mistyped onto one (``notes.sqlite``) got memcore's twenty tables and WAL
+    mode beside its own, on a mere ``list``; one with a ``memories`` table failed as
+    "table memories already exists"."""
+    names = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+            "ORDER BY name LIMIT 4"
+        )
+    ]
+    if names:
+        path = _file_of(conn) or "the memory database"
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise InvalidInput(
+            f"{path} is not a memcore database: it holds another program's tables "
+            f"({shown}); point the memory database at a new file",
+            field=path,
+        )
 
 
 def _file_of(conn: sqlite3.Connection) -> str:
