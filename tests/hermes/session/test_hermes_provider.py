@@ -556,3 +556,39 @@ def test_a_forgotten_memory_is_not_recalled_from_the_last_turns_block(
     assert forgot["status"] == "deleted"
     fake_store.faults.fail_operation("search", Unavailable("read timed out"), times=1)
     assert "4411" not in provider.prefetch("what is my locker code?")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "⚠️ No reply: the model returned empty content after retries and any fallback "
+        "providers. Try `continue`, switch model/provider, or inspect the tool output above.",
+        "(empty)",
+    ],
+)
+def test_hermes_notice_of_no_reply_is_not_a_memory(
+    make_provider: Any, fake_store: InMemoryMemoryStore, reply: str
+) -> None:
+    """It was stored, and recalled in the next turns as authoritative reference data."""
+    provider = make_provider(fake_store, store_assistant="always")
+    provider.sync_turn("My locker code is 4411", reply, session_id="s1")
+    assert provider.runtime.wait_idle(10)
+    assert contents(fake_store, run_scope()) == ["My locker code is 4411"]
+
+
+def test_hermes_notice_in_the_users_place_is_not_a_memory(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """A background delegation's results reach ``sync_turn`` as the user's message; they
+    were a memory already (``on_delegation``), and were stored again as the user's words."""
+    provider = make_provider(fake_store, store_assistant="always")
+    notice = (
+        "[ASYNC DELEGATION BATCH COMPLETE — deleg_1a2b]\nTask 1: find the cheapest flight\n"
+        "Result: LH 123 at 210 EUR\nFull live transcript: /tmp/task-0.log"
+    )
+    provider.sync_turn(notice, "The cheapest flight is LH 123 at 210 EUR.", session_id="s1")
+    provider.sync_turn("Book it for Friday", "Done.", session_id="s1")
+    assert provider.runtime.wait_idle(10)
+    said = contents(fake_store, run_scope())
+    assert not any("ASYNC DELEGATION" in text for text in said)
+    assert "Book it for Friday" in said

@@ -93,6 +93,35 @@ def delegation_text(task: str, result: str) -> str:
 _NO_RESULT = ("⚠️ No reply:", "⚠ No reply:", "Operation interrupted")
 
 
+#: How Hermes words a message it sends in the user's place: a background subagent's or
+#: process's completion (``tools/process_registry.py``), fed to ``run_conversation`` and so
+#: to ``sync_turn`` as what the user said.
+_HERMES_NOTICES = (
+    "[ASYNC DELEGATION BATCH COMPLETE",
+    "[ASYNC DELEGATION COMPLETE",
+    "[IMPORTANT: Background process",
+)
+
+
+def no_reply(text: str) -> bool:
+    """``text`` is Hermes' word for a turn or subagent that brought back nothing."""
+    said = text.strip()
+    return not said or said == "(empty)" or said.startswith(_NO_RESULT)
+
+
+def turn_said(user: str, assistant: str) -> tuple[str, str]:
+    """What of a completed turn is worth a memory: a reply that is Hermes' notice of none
+    ("⚠️ No reply: the model returned empty content ...") was stored and recalled as an
+    authoritative fact of the next turns; a turn Hermes began with a notice of its own (a
+    delegation's results, already a memory by ``on_delegation``, and a log path) was stored
+    as the user's words. Both come back empty."""
+    if isinstance(user, str) and user.lstrip().startswith(_HERMES_NOTICES):
+        return "", ""
+    if isinstance(assistant, str) and no_reply(assistant):
+        assistant = ""
+    return user, assistant
+
+
 def record_delegation(runtime: Any, task: str, result: str, child_session_id: str) -> str | None:
     """Spool the delegation as a memory of the parent; None when there is nothing to keep:
     no task, or no result (a subagent that failed, timed out or was interrupted: Hermes hands
@@ -101,8 +130,7 @@ def record_delegation(runtime: Any, task: str, result: str, child_session_id: st
         return None
     if not isinstance(result, str) or not result.strip():
         return None
-    said = result.strip()
-    if said == "(empty)" or said.startswith(_NO_RESULT):
+    if no_reply(result):
         return None
     metadata = {"source": DELEGATION_SOURCE}
     if isinstance(child_session_id, str) and child_session_id.strip():

@@ -571,9 +571,13 @@ class MemcoreMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     ) -> None:
         """Spool the completed turn and return; the lane delivers it."""
         from memcore.errors import MemcoreError
+        from memcore_hermes.session.hooks import turn_said
 
         runtime = self._live("the turn")
         if runtime is None or runtime.read_only:
+            return
+        user_content, assistant_content = turn_said(user_content, assistant_content)
+        if not user_content and not assistant_content:
             return
         try:
             runtime.record_turn(user_content, assistant_content, session_id=session_id)
