@@ -155,3 +155,22 @@ def test_our_own_symlink_in_a_shared_folder_is_still_followed(tmp_path, local_cl
     link.symlink_to(target)
     local_cli.ok("export", "--out", str(link))
     assert len(target.read_text(encoding="utf-8").splitlines()) == 2
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_out_dev_stdout_into_a_pipe_holds_only_the_export(tmp_path, as_json):
+    """``--out /dev/stdout | import -`` (the README's "a device such as /dev/stdout is
+    written through") ended the data with the summary line, which import refused."""
+    import subprocess
+
+    from tests.cli.conftest import MEMCORE
+
+    env = {"PATH": os.environ.get("PATH", ""), "MEMCORE_HOME": str(tmp_path / "home")}
+    run = {"capture_output": True, "env": env, "timeout": 120, "check": False}
+    assert subprocess.run([MEMCORE, "add", "--sync", "User likes coffee"], **run).returncode == 0
+    flags = ["--json"] if as_json else []
+    done = subprocess.run([MEMCORE, *flags, "export", "--out", "/dev/stdout"], **run)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert [json.loads(line)["text"] for line in lines] == ["User likes coffee"]
+    assert b"exported 1 memory" in done.stderr

@@ -179,3 +179,32 @@ def test_an_export_of_one_memory_says_memory_not_memories(
     code, record, err = kit.run_cli_full(capsys, "export")
     assert code == 0 and record["text"] == "My sister is called Ines"
     assert err.splitlines()[-1] == "exported 1 memory"
+
+
+def test_out_dev_stdout_into_a_pipe_holds_only_the_export(
+    hermes_home: Path, tmp_path: Path, kit: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The summary's JSON followed the data on stdout, and the backup no longer imported."""
+    _seeded(kit, capsys, hermes_home)
+    read, write = os.pipe()
+    saved = os.dup(1)
+    os.dup2(write, 1)
+    os.close(write)
+    import argparse
+
+    from memcore_hermes.commands.cli import register_cli, tablestore_mem_command
+
+    parser = argparse.ArgumentParser(prog="hermes tablestore-mem")
+    register_cli(parser)
+    try:
+        tablestore_mem_command(parser.parse_args(["export", "--out", "/dev/stdout"]))
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    got = os.read(read, 1 << 16).decode()
+    os.close(read)
+    assert "exported 2 memories" in capsys.readouterr().err
+    assert sorted(json.loads(line)["text"] for line in got.splitlines()) == [
+        "I play the cello on Sundays",
+        "My sister is called Ines",
+    ]

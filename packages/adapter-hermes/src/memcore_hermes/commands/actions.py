@@ -173,7 +173,7 @@ def _run_export(args: argparse.Namespace) -> None:
     from memcore.wording import counted
     from memcore_hermes.config.home import home_expanded
     from memcore_sqlite.storage.file_modes import make_home
-    from memcore_sqlite.storage.out_file import open_out
+    from memcore_sqlite.storage.out_file import is_stdout, open_out
 
     to_stdout = args.out is None or args.out == "-"  # as import's '-' is stdin
     if not to_stdout and not args.out.strip():  # else ".": "cannot write . (a folder)"
@@ -193,20 +193,24 @@ def _run_export(args: argparse.Namespace) -> None:
         # recall_neighbours shows), so an import restores both.
         lines = list(export_lines(session.service, counts))
     memories, messages = counts["memories"], counts["messages"]
+    said = f"exported {counted(memories, 'memory')}" + (
+        f" and {counted(messages, 'message')}" if messages else ""
+    )
     if target is None:
         write("".join(lines))
-        say(
-            f"exported {counted(memories, 'memory')}"
-            + (f" and {counted(messages, 'message')}" if messages else "")
-        )
+        say(said)
         return
     from pathlib import Path
 
     # As `memcore export --out`: a FIFO or device written through, a symlink's target replaced.
     if not target.parent.exists():
         make_home(target.parent, advice="choose another --out")
+    onto_stdout = is_stdout(target)
     with open_out(Path(args.out)) as fh:
         fh.write("".join(lines))
+    if onto_stdout:  # a line after the data would end the backup as no import reads it
+        say(f"{said} to {target}")
+        return
     print_json({"exported": memories, "messages": messages, "out": str(target)})
 
 

@@ -52,6 +52,15 @@ def _failed(shown: Path, exc: OSError) -> MemcoreError:
     return Unavailable(f"cannot write {shown} ({why})", field="out", retryable=False)
 
 
+def is_stdout(path: Path) -> bool:
+    """``path`` is where standard output goes (``--out /dev/stdout`` into a pipe): the
+    export's summary then belongs on stderr, or it ends the data as a line no import reads."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(1))
+    except (OSError, ValueError):
+        return False
+
+
 @contextlib.contextmanager
 def open_out(shown: Path) -> Iterator[TextIO]:
     """A text stream for ``--out`` (``shown`` as the user gave it); the file is complete only
