@@ -318,3 +318,19 @@ def test_the_configured_store_assistant_decides_what_a_messages_file_keeps(
     listed = local_cli.json("list")
     assert [m["text"] for m in listed["items"]] == [chat[0]["content"]]
     assert len(local_cli.json("messages")["items"]) == 2  # the log keeps the whole turn
+
+
+def test_a_lookup_by_id_is_one_read_not_a_failed_one_per_scope(local_cli):
+    """``get`` tried the id scope by scope, and each miss was a failed GetMemory in the
+    request log: three scopes, three failures and no success for one ``get`` that worked."""
+    added = local_cli.json("--agent", "a3", "--run", "r9", "add", "--sync", "fact three")
+    kept = added["receipts"][0]["memory_ids"][0]
+    local_cli.ok("--agent", "a2", "add", "--sync", "fact two")
+    local_cli.ok("add", "--sync", "fact one")
+    before = local_cli.json("requests", "--operation", "GetMemory")["items"]
+    assert local_cli.json("get", kept[:8])["text"] == "fact three"
+    assert local_cli.json("get", kept)["text"] == "fact three"
+    local_cli.ok("update", kept, "--metadata", "k=w")
+    after = local_cli.json("requests", "--operation", "GetMemory")["items"]
+    fresh = after[: len(after) - len(before)]
+    assert fresh and all(r["status"] != "failed" for r in fresh), fresh
