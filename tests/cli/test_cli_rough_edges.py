@@ -358,3 +358,12 @@ def test_an_empty_file_name_is_named_as_empty(local_cli, tmp_path, monkeypatch, 
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"memcore: error: {option} is empty (an unset shell variable?)")
     assert local_cli.json("count")["count"] == 1
+
+
+def test_text_from_stdin_loses_a_byte_order_mark(local_cli):
+    """A file Notepad saved, piped into ``add -``, was stored with its BOM: a second memory
+    beside the same text added without it, starting with an invisible character."""
+    first = local_cli.json("add", "User is a dentist in Hangzhou")["memory_ids"][0]
+    again = local_cli.json("add", "-", input="\ufeffUser is a dentist in Hangzhou\n")
+    assert again["memory_ids"] == [first]
+    assert local_cli.json("get", first)["text"] == "User is a dentist in Hangzhou"

@@ -162,7 +162,9 @@ def _read_stdin(field: str = "text") -> str:
         raise InvalidInput(
             f"{field} is more than {limit} UTF-8 bytes; the limit is {limit}", field=field
         )
-    return text
+    # A byte order mark (a file Windows Notepad saved) is no character of the text: kept,
+    # the text was stored with it, apart from the same text added or imported without it.
+    return text.removeprefix("\ufeff")
 
 
 def _without_final_newline(text: str) -> str:
