@@ -273,6 +273,28 @@ def test_cjk_sentence_query_and_japanese(lexical_store: SqliteMemoryStore) -> No
     assert ids(lexical_store.search(STORE, ALICE.tenant_pattern(), "서울")) == [ko]
 
 
+@pytest.mark.parametrize(
+    ("answer", "other", "question"),
+    [
+        ("用户对花生过敏", "用户喜欢喝咖啡", "你知道我对什么东西过敏吗"),
+        (
+            "私の一番好きなコーヒーはモカです",
+            "あなたは私の名前を覚えていますか",
+            "あなたは私が一番好きなコーヒーの名前を覚えていますか",
+        ),
+    ],
+)
+def test_a_long_cjk_question_keeps_its_subject_among_its_terms(
+    lexical_store: SqliteMemoryStore, answer: str, other: str, question: str
+) -> None:
+    """Its bigrams are all of one length, and the cap kept the first eight: the question's
+    frame. The one word it shares with its answer was dropped, and the answer scored 0."""
+    wanted = add(lexical_store, ALICE, answer)
+    add(lexical_store, ALICE, other)
+    hits = lexical_store.search(STORE, ALICE.tenant_pattern(), question)
+    assert ids(hits)[0] == wanted and hits[0].score > 0
+
+
 # -- ladder ---------------------------------------------------------------------------------
 def test_and_matches_rank_above_partial_matches(lexical_store: SqliteMemoryStore) -> None:
     full = add(lexical_store, ALICE, "the red bicycle is in the garage")

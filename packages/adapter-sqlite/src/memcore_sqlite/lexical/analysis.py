@@ -121,9 +121,25 @@ def query_terms(query: str) -> tuple[str, ...]:
         content = seen
     if len(content) > MAX_QUERY_TERMS:
         # Longer words are rarer, so they cost less and say more; keep query order otherwise.
-        keep = set(sorted(content, key=len, reverse=True)[:MAX_QUERY_TERMS])
+        # Bigrams are all of one length: those of a question's frame go last.
+        ranked = sorted(content, key=lambda t: (not _frames(t), len(t)), reverse=True)
+        keep = set(ranked[:MAX_QUERY_TERMS])
         content = [t for t in content if t in keep][:MAX_QUERY_TERMS]
     return tuple(content)
+
+
+#: Characters of a Chinese question's frame, not of its subject: pronouns, particles,
+#: question words, "is", "this", "that", "very" (simplified and traditional). All bigrams
+#: are two characters long, so the cap kept a long question's first eight, its frame:
+#: "你知道我对什么东西过敏吗" kept 你知 ... 东西 and dropped 过敏, the one word its answer
+#: shares, which then scored 0. Only the choice among too many terms uses them.
+_CJK_FRAME = frozenset("我你妳您他她它们們的了吗嗎呢吧啊呀嘛么麼什甚哪谁誰是这這那很")
+
+
+def _frames(term: str) -> bool:
+    """A bigram that holds a frame character or a kana (Japanese particles and endings:
+    "コーヒーの名前を覚えていますか" keeps コー, ヒー and 名前 before の名 and てい)."""
+    return _is_cjk(term) and any(c in _CJK_FRAME or "\u3040" <= c <= "\u309f" for c in term)
 
 
 @attrs.frozen
