@@ -146,3 +146,7 @@ def main() -> int:
         report["pooled_actions"] = shown
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
