@@ -161,3 +161,34 @@ def test_a_new_turn_retries_writes_waiting_out_a_backoff(
     provider.on_turn_start(2, "next question")
     assert provider.runtime.wait_idle(5)
     assert texts(fake_store) == ["kept"]
+
+
+def test_pre_compress_holds_what_memory_knows_besides_the_turns_compressed(
+    make_provider: Any, fake_store: InMemoryMemoryStore
+) -> None:
+    """Asked with the compressed turns' own words, the search found those turns (they are
+    memories too) and they filled every line: the summary prompt got the conversation back,
+    and the fact an earlier session left was pushed out."""
+    earlier = make_provider(fake_store, user_id="lea", session_id="s0")
+    earlier.handle_tool_call(
+        "tablestore_remember",
+        {"content": "Our production database is PostgreSQL 15 on db-prod-3", "sync": True},
+    )
+    provider = make_provider(fake_store, user_id="lea", session_id="s1")
+    turns = [
+        f"For the database migration, step {i}: how do we move the {part} of the database?"
+        for i, part in enumerate(
+            ("schema", "users table", "indexes", "sequences", "views", "grants", "backups")
+        )
+    ]
+    for said in turns:
+        provider.sync_turn(said, "Noted.", session_id="s1")
+    assert provider.runtime.flush(10)
+    compressed = [
+        message
+        for said in turns
+        for message in ({"role": "user", "content": said}, {"role": "assistant", "content": "ok"})
+    ]
+    text = provider.on_pre_compress(compressed)
+    assert "PostgreSQL 15 on db-prod-3" in text
+    assert not any(said in text for said in turns)

@@ -53,12 +53,25 @@ def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
     found: list[Any] = []
     asked = runtime.turn_time()
 
+    top_k = runtime.config.top_k
+    read = [t.strip() for t in (_text(m) for m in messages if isinstance(m, Mapping)) if t.strip()]
+
     def search() -> None:
         try:
             service = runtime.service(runtime.handle.ready())
-            found.extend(service.search(query, reference_time=asked))
+            hits = service.search(
+                query,
+                top_k=min(limits.MAX_TOP_K, top_k * 4),
+                context_scope=False,
+                reference_time=asked,
+            )
         except MemcoreError as exc:
             logger.info("tablestore-mem: no memory for the compression summary (%s)", exc)
+            return
+        # The turns being compressed are memories too, which the summary reads already:
+        # asked with their own words, they filled every line and pushed out what memory
+        # knew besides ("our database is PostgreSQL 15 on db-prod-3").
+        found.extend(h for h in hits if not _said_in(h.memory.text, read))
 
     worker = threading.Thread(target=search, name="tablestore-mem-compress", daemon=True)
     worker.start()
@@ -66,13 +79,19 @@ def memory_for_compression(runtime: Any, messages: Sequence[Any]) -> str:
     if worker.is_alive() or not found:
         return ""
     # Fenced, sanitised, each text once and within a budget, as the recall before a turn.
-    block = format_recall(found, top_k=runtime.config.top_k, zone=asked.tzinfo)
+    block = format_recall(found, top_k=top_k, zone=asked.tzinfo)
     if not block:
         return ""
     return (
         "Long-term memory (tablestore-mem) holds these facts about the user that relate to the "
         "conversation being compressed; keep the ones that still matter:\n" + block
     )
+
+
+def _said_in(text: str, messages: Sequence[str]) -> bool:
+    """``text`` is one of ``messages``, or a piece of one (a long turn is split)."""
+    said = text.strip()
+    return bool(said) and any(said in m for m in messages)
 
 
 def delegation_text(task: str, result: str) -> str:
