@@ -147,6 +147,27 @@ def test_a_local_path_no_session_can_open_is_not_available(
         )
 
 
+@pytest.mark.parametrize("made", ["folder", "file above"])
+def test_a_local_path_where_no_file_can_be_is_not_available(
+    hermes_home: Path, tmp_path: Path, kit: Any, made: str
+) -> None:
+    """A ``local_path`` naming a folder (or under a file) failed every session's start
+    while ``hermes memory status`` said "available"; a CLI chat said nothing of it."""
+    if made == "folder":
+        target = tmp_path / "adir"
+        target.mkdir()
+        said = "is a folder"
+    else:
+        (tmp_path / "afile").write_text("x")
+        target = tmp_path / "afile" / "m.db"
+        said = "is a file"
+    config = kit.write_config(hermes_home, backend="local", embedder="none", local_path=str(target))
+    lines = status(hermes_home)
+    assert lines["backend"] == "local"
+    assert said in lines["problem"] and str(target) in lines["problem"]
+    assert lines["fix"] == f"correct local_path in {config}, or leave it out for the default"
+
+
 def test_setup_with_a_blank_local_path_does_not_say_available(hermes_home: Path, kit: Any) -> None:
     kit.install_plugin(hermes_home)
     kit.write_config(hermes_home, backend="local", embedder="none", local_path=" ")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -111,15 +112,14 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
             False, backend or "tablestore", reason=unsafe, fix=f"chmod 600 {home.env_file}"
         )
     if backend == "local":
+        fix = f"correct local_path in {home.config_file}, or leave it out for the default"
         try:  # a blank local_path, or one in an unknown user's home: initialize() refuses it
-            home.local_db_file(config)
+            db = home.local_db_file(config)
         except ConfigError as exc:
-            return Readiness(
-                False,
-                "local",
-                reason=str(exc),
-                fix=f"correct local_path in {home.config_file}, or leave it out for the default",
-            )
+            return Readiness(False, "local", reason=str(exc), fix=fix)
+        unusable = _no_file_path(db)
+        if unusable:  # every session's start failed, while status said available
+            return Readiness(False, "local", reason=unusable, fix=fix)
         search, fix = local_search_mode(config.embedder)
         note = "" if not fix else "semantic recall is off"
         return Readiness(True, "local", reason=note, fix=fix, search=search)
@@ -145,3 +145,19 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
     # Printed by ``hermes memory status``: a hand-written user:password@ is used, never shown.
     where = without_userinfo(config.endpoint) or "a new instance is created on the first start"
     return Readiness(True, "tablestore", search=f"TableStore memory search ({where})")
+
+
+def _no_file_path(db: Path) -> str:
+    """Why no database file can be at ``db`` (a folder there, or a file where a folder
+    should be), else ""; a file that cannot be written or read is the store's to say."""
+    try:
+        if db.is_dir():
+            return f"the memory database {db} is a folder; give the path of a file"
+        for folder in db.parents:
+            if folder.exists():
+                if not folder.is_dir():
+                    return f"the memory database {db} cannot be made: {folder} is a file"
+                return ""
+    except OSError:
+        return ""
+    return ""
