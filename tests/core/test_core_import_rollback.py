@@ -40,9 +40,23 @@ def test_a_backend_that_stops_answering_ends_the_rollback_at_the_second_failure(
     undone = take_back(service, added, {})
     assert len(tries) == 2
     assert (undone.added, undone.left, undone.unreachable) == (50, 50, True)
-    assert "50 are still stored (the backend could not be reached to delete them)" in (
+    assert "50 are still stored (the store could not delete them: the connection failed)" in (
         undone.describe()
     )
+
+
+def test_a_full_disk_is_not_called_an_unreachable_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An import stopped by a full disk said its memories were left "because the backend
+    could not be reached", which sent the user to look at a network that was fine."""
+    service, added = _service_with(5)
+    full = "the disk holding /home/u/memcore.db is full [SQLITE_FULL]; free space and retry"
+
+    def refused(self: MemoryService, memory_id: str) -> None:
+        raise Unavailable(full)
+
+    monkeypatch.setattr(MemoryService, "forget", refused)
+    said = take_back(service, added, {}).describe()
+    assert full in said and "could not be reached" not in said
 
 
 @pytest.mark.parametrize("first", [Unavailable("busy"), InvalidInput("refused")])

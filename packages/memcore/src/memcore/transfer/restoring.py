@@ -230,6 +230,8 @@ class Undone:
     claimed: int = 0
     #: The backend stopped answering: the rest were not tried (each try waits out a timeout).
     unreachable: bool = False
+    #: What it answered last (a full disk is no unreachable backend).
+    reason: str = ""
 
     def describe(self) -> str:
         if not self.added:
@@ -247,7 +249,9 @@ class Undone:
         if not self.left:
             return f"import stopped; of {added}, {deleted} {_was(deleted)} deleted again and {kept}"
         why = (
-            "the backend could not be reached to delete them"
+            f"the store could not delete them: {self.reason}"
+            if self.unreachable and self.reason
+            else "the backend could not be reached to delete them"
             if self.unreachable
             else "the store refused to delete them"
         )
@@ -300,9 +304,10 @@ def take_back(
                     )
                 )
                 outage.answered()
-            except Unavailable:
+            except Unavailable as exc:
                 if outage.down():  # the rest would wait out the same outage, batch by batch
-                    return Undone(len(added), left + len(newest) - start, len(kept), True)
+                    rest = left + len(newest) - start
+                    return Undone(len(added), rest, len(kept), True, exc.message)
                 left += len(part)
             except MemcoreError:
                 left += len(part)
@@ -323,9 +328,10 @@ def take_back(
             outage.answered()
         except NotFound:
             outage.answered()
-        except Unavailable:
+        except Unavailable as exc:
             if outage.down():
-                return Undone(len(added), left + len(newest) - done, unreachable=True)
+                rest = left + len(newest) - done
+                return Undone(len(added), rest, unreachable=True, reason=exc.message)
             left += 1
         except MemcoreError:
             left += 1
