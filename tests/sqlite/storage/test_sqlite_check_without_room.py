@@ -3,7 +3,8 @@
 A reader of a WAL database creates its shared-memory file (32 KiB) beside it; on a full disk
 or under a file-size limit (``ulimit -f``) that write fails and SQLite answers
 ``SQLITE_IOERR_SHMSIZE``. That says nothing of the pages: the file is not "damaged", writes
-are not refused for it, and the error says the disk is full. The limit is set in a child
+are not refused for it, and the error says the disk is full (or names the size limit,
+when the disk has room). The limit is set in a child
 process (SIGXFSZ ignored, so writes fail with EFBIG as on a full disk), which needs no root.
 """
 
@@ -27,9 +28,8 @@ ALICE = Scope("app", "alice", "agent", "run")
 #: sqlite3.h: SQLITE_IOERR | (19 << 8).
 SQLITE_IOERR_SHMSIZE = 4874
 
-#: What the refusal says. Python 3.10's sqlite3 carries no result code, so there the
-#: shared-memory failure is a plain I/O error, which names the size limit instead.
-NO_ROOM = "is full" if sys.version_info >= (3, 11) else "ulimit -f"
+#: What the refusal says: the size limit, the likely cause where the disk has room.
+NO_ROOM = "ulimit -f"
 
 #: Runs quick_check with files limited to 16,000 bytes (below the shared-memory file).
 _LIMITED_CHECK = """
@@ -54,7 +54,7 @@ def _closed_store(path: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX resource limits")
-def test_a_check_refused_room_for_its_shared_memory_file_says_the_disk_is_full(
+def test_a_check_refused_room_for_its_shared_memory_file_names_the_limit(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "m.db"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -70,6 +71,11 @@ def map_error(exc: sqlite3.Error, *, path: str, advice: str | None = None) -> Me
             retryable=True,
         )
     if primary == SQLITE_FULL or getattr(exc, "sqlite_errorcode", None) == SQLITE_IOERR_SHMSIZE:
+        limit = _size_limit()
+        if limit and _room_on_disk(path):  # `ulimit -f`, with 65 GB free, was "the disk is full"
+            return Unavailable(
+                f"the memory database {path} could not grow [{name}]{limit}", field=path
+            )
         return Unavailable(
             f"the disk holding the memory database {path} is full [{name}]; free space and retry",
             field=path,
@@ -101,6 +107,14 @@ def map_error(exc: sqlite3.Error, *, path: str, advice: str | None = None) -> Me
             f"the memory database {path} failed [{name}]: {exc}", field=path, retryable=False
         )
     return Unavailable(f"the memory database {path} failed [{name}]: {exc}", field=path)
+
+
+def _room_on_disk(path: str) -> bool:
+    """The folder of ``path`` has a MiB free or more (so a full disk is not the cause)."""
+    try:
+        return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free >= 1 << 20
+    except OSError:
+        return False
 
 
 def _size_limit() -> str:
