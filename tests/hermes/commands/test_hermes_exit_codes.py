@@ -124,3 +124,28 @@ def test_a_hermes_home_that_cannot_be_made_is_named_with_its_fix(
     (line,) = [x for x in capsys.readouterr().err.splitlines() if "error:" in x]
     assert stopped.value.code == 4 and "set HERMES_HOME to a writable folder" in line
     assert "MEMCORE_HOME" not in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (("list", "--limit", "abc"), "list: argument --limit: invalid int value: 'abc'"),
+        (("get",), "get: the following arguments are required: memory_id"),
+        (("no-such-command",), "invalid choice: 'no-such-command'"),
+    ],
+)
+def test_a_usage_error_answers_json_and_one_line_exit_2(
+    hermes_home: Path, kit: Any, argv: tuple[str, ...], said: str
+) -> None:
+    """argparse printed its usage block and ``hermes tablestore-mem list: error: ...``, no
+    JSON, where the README promises one JSON document and one line for every failure."""
+    kit.install_plugin(hermes_home)
+    kit.write_config(hermes_home, backend="local", embedder="none")
+    result = kit.run_hermes(hermes_home, "tablestore-mem", *argv)
+    assert result.returncode == 2, (result.stdout, result.stderr[-2000:])
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "invalid_input" and said in error["message"]
+    assert error["exit_code"] == 2
+    lines = [line for line in result.stderr.splitlines() if "tablestore-mem" in line]
+    assert lines == [f"tablestore-mem: error: {error['message']}"], result.stderr
+    assert "usage:" not in result.stderr

@@ -18,8 +18,10 @@ Hermes goes on with its own start (see :mod:`memcore_hermes.backend.preload`).
 from __future__ import annotations
 
 import argparse
+import io
 import sys
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from memcore.errors import MemcoreError
@@ -32,10 +34,42 @@ ACTIONS = (
 )  # fmt: skip
 
 
+def _usage_error(prog: str, message: str) -> NoReturn:
+    """A usage error as every other failure of these commands: ``{"error": ...}`` on stdout,
+    one line on stderr, exit 2. argparse printed its usage block and ``hermes tablestore-mem
+    list: error: ...``, and no JSON, where a script parses stdout."""
+    from memcore.errors import InvalidInput
+    from memcore.exit_codes import exit_code_for
+    from memcore_hermes.commands.output import print_json
+
+    if isinstance(sys.stderr, io.StringIO):
+        # Hermes parses twice, the first time with stderr caught in a StringIO (to see
+        # whether a command name was taken as a flag's value): that trial prints nothing.
+        raise SystemExit(2)
+    action = prog.rsplit(" ", 1)[-1]
+    where = "" if action == PROVIDER_COMMAND else f"{action}: "
+    exc = InvalidInput(f"{where}{message}", field="command")
+    code = int(exit_code_for(exc))
+    print_json({"error": {**exc.to_dict(), "exit_code": code}})
+    sys.stderr.write(f"tablestore-mem: error: {' '.join(exc.message.split())}\n")
+    raise SystemExit(code)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A sub-command's parser whose usage errors are :func:`_usage_error`'s."""
+
+    def error(self, message: str) -> NoReturn:
+        _usage_error(self.prog, message)
+
+
 def register_cli(subparser: argparse.ArgumentParser) -> None:
     """Build the argument tree under ``hermes tablestore-mem``."""
+    # Hermes made this parser; its own errors (an unknown sub-command) answer as ours do.
+    subparser.error = partial(_usage_error, subparser.prog)  # type: ignore[method-assign]
     commands = subparser.add_subparsers(
-        dest="tablestore_mem_action", metavar="{" + ",".join(ACTIONS) + "}"
+        dest="tablestore_mem_action",
+        metavar="{" + ",".join(ACTIONS) + "}",
+        parser_class=_Parser,
     )
 
     add = commands.add_parser("add", help="Store a memory for the current user")
