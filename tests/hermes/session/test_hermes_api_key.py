@@ -40,7 +40,7 @@ def test_turns_reach_the_store_once_through_the_spool_across_an_outage(
 
     caplog.set_level(logging.DEBUG)
     backing = InMemoryMemoryStore()
-    down = Faults(error_rate=1.0, error_status=503, error_code="OTSServerUnavailable")
+    down = Faults(error_rate=1.0, error_status=503, error_code="SERVICE_UNAVAILABLE")
     with running_emulator(backing, api_key=KEY) as server:
         _home(hermes_home, server, kit)
         provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY, flush_timeout=0.5)

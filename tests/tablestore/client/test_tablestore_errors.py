@@ -122,7 +122,7 @@ def test_ensure_store_without_auto_create(emulator: EmulatorServer) -> None:
     [
         (503, "OTSServerBusy"),
         (429, "OTSOperationThrottled"),
-        (503, "OTSServerUnavailable"),
+        (503, "SERVICE_UNAVAILABLE"),
         # The SDK's retry policy counts it as throttling, whatever the API; its status is 403.
         (403, "OTSNotEnoughCapacityUnit"),
     ],
@@ -141,6 +141,23 @@ def test_refusal_bursts_are_retried_even_for_message_writes(
     assert receipt.status == "completed"
     assert [m.content for m in ready.list_messages(STORE, A1).items] == ["remember the burst"]
     assert backing.count(STORE) == 1
+
+
+@pytest.mark.parametrize("code", ["OTSTimeout", "OTSServerUnavailable", "OTSInternalServerError"])
+def test_a_503_that_may_follow_the_write_is_not_sent_again(
+    ready: TableStoreMemoryStore, emulator: EmulatorServer, backing: InMemoryMemoryStore, code: str
+) -> None:
+    """Every 503 was taken for a refusal: an ``AddMemories`` answered "Operation timeout"
+    after it landed was sent again, and the turn was stored twice (the vendor SDK's retry
+    policy resends these for reads only)."""
+    from memcore.errors import OutcomeUnknown
+
+    emulator.set_faults(
+        Faults(error_burst=1, error_status=503, error_code=code, apis=("AddMemories",))
+    )
+    with pytest.raises(OutcomeUnknown):
+        ready.add_messages(STORE, A1, [Message("user", "sent once")], sync=True)
+    assert backing.count(STORE) == 0  # the one attempt was the fault's: nothing resent
 
 
 def test_persistent_503_surfaces_after_the_timeout(emulator: EmulatorServer) -> None:

@@ -57,7 +57,15 @@ STATUS_ERRORS: dict[int, type[MemcoreError]] = {
     503: Unavailable,
 }
 #: Answers that mean "refused before doing anything": safe to resend any request.
-REFUSED_STATUSES = frozenset({409, 429, 503})
+REFUSED_STATUSES = frozenset({409, 429})
+#: The 503s that are refusals too: the Memory Store's documented ``SERVICE_UNAVAILABLE``
+#: (its scope lookup was unavailable, before anything was done) and a gateway's answer
+#: (no code, or a body that is no JSON). Others are not: ``OTSTimeout`` ("Operation
+#: timeout") and ``OTSServerUnavailable`` may come after the write was applied, and the
+#: vendor SDK's retry policy resends them for reads only. Taken for refusals, a landed
+#: ``AddMemories`` was sent again (the turn stored twice) and a landed delete answered
+#: "not found".
+REFUSED_503_CODES = frozenset({"SERVICE_UNAVAILABLE", "JsonDecodeError", ""})
 REFUSED_CODES = frozenset(
     {
         "CONFLICT",
@@ -132,7 +140,11 @@ def error_for(
     text = f"{api} failed: HTTP {status} {said}".strip()[:600]
     retryable = False if code in FINAL_CODES else None
     error = cls(text, field=None, retryable=retryable)
-    refused = status in REFUSED_STATUSES or code in REFUSED_CODES
+    refused = (
+        status in REFUSED_STATUSES
+        or code in REFUSED_CODES
+        or (status == 503 and code in REFUSED_503_CODES)
+    )
     return Failure(error, refused=refused and code not in FINAL_CODES)
 
 
@@ -292,7 +304,8 @@ ERROR_STATUS: tuple[tuple[type[MemcoreError], int, str], ...] = (
     (Conflict, 409, "CONFLICT"),
     (Throttled, 429, "OTSOperationThrottled"),
     (Unsupported, 501, "OTSUnsupportOperation"),
-    (Unavailable, 503, "OTSServerUnavailable"),
+    # The Memory Store's documented code: the emulator's Unavailable is a refusal.
+    (Unavailable, 503, "SERVICE_UNAVAILABLE"),
 )
 
 
