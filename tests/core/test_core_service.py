@@ -581,6 +581,31 @@ def test_a_page_of_current_memories_is_full_until_the_end(limit: int) -> None:
     assert len(every.items) == len(texts)
 
 
+class _LoopingToken(InMemoryMemoryStore):
+    """A backend whose listing answers the token it was given (or gave) again and again."""
+
+    def list_memories(self, *args: object, **kw: object) -> Page[MemoryRecord]:
+        kw["next_token"] = None  # its first page, whatever it is asked for
+        page = super().list_memories(*args, **kw)  # type: ignore[arg-type]
+        return Page(page.items[:1], "same")
+
+
+@pytest.mark.parametrize("start", [None, "same"])
+def test_a_page_token_answered_again_is_refused_not_read_round(start: str | None) -> None:
+    """``list`` showed the same memory 20 times (exit 0) and ``list_memories(limit=5)`` five
+    copies, where the listing of every page (``list --all``) refused such a token."""
+    from memcore.errors import ProtocolError
+
+    service = service_for(_LoopingToken(), "alice")
+    for text in ("one", "two", "three"):
+        service.remember(text)
+    with pytest.raises(ProtocolError, match="already given"):
+        service.profile(limit=20, next_token=start, current_only=True)
+    if start is not None:
+        with pytest.raises(ProtocolError, match="already given"):
+            service.profile(limit=20, next_token=start)
+
+
 WRONG_KINDS: dict[str, Callable[[MemoryService], object]] = {
     "get.pattern": lambda svc: svc.get("m1", pattern="app/*"),  # type: ignore[arg-type]
     "forget_all.pattern": lambda svc: svc.forget_all(pattern=1),  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ import attrs
 from memcore import limits
 from memcore.errors import InvalidInput, MemcoreError, NotFound, StoreNotFound, Unsupported
 from memcore.neighbours import fit as fit_turns
-from memcore.paging import every_item
+from memcore.paging import every_item, pages
 from memcore.policies import ScopePolicy
 from memcore.ports import (
     BulkAdd,
@@ -375,10 +375,15 @@ class MemoryService:
         limits.check_limit(limit)
         items: list[MemoryRecord] = []
         token = next_token
-        for _ in range(_CURRENT_READS if current_only else 1):
-            page = self.store.list_memories(
-                self.store_name, self.profile_pattern, limit=limit - len(items), next_token=token
-            )
+        # Through ``pages``: a backend that answers a token it gave before is refused, where
+        # the same memory filled the page (20 copies of one id, exit 0).
+        for page in pages(
+            lambda at: self.store.list_memories(
+                self.store_name, self.profile_pattern, limit=limit - len(items), next_token=at
+            ),
+            start=next_token,
+            max_pages=_CURRENT_READS if current_only else 1,
+        ):
             items.extend(m for m in page.items if m.is_current or not current_only)
             token = page.next_token
             if len(items) >= limit or token is None:
