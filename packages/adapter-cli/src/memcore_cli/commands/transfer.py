@@ -36,24 +36,23 @@ def export(
       memcore --tenant alice export > alice.jsonl
     """
     from memcore.wording import counted
-    from memcore_cli.operations.transfer import export_memories
+    from memcore_cli.operations.transfer import export_memories, onto_stdout
     from memcore_cli.output.interrupts import terminated_as_interrupted
     from memcore_cli.parsing.paths import given_path
-    from memcore_sqlite.storage.out_file import is_stdout
 
     out_path = None
     if out is not None and out != "-":  # as import's '-' is stdin
         instead = "give a file, or '-' (or no --out) for stdout"
         out_path = given_path(out, name="--out", field="out", instead=instead)
     state = state_of(ctx)
-    onto_stdout = out_path is not None and is_stdout(out_path)
+    to_stdout = out_path is not None and onto_stdout(out_path)
     with terminated_as_interrupted():  # the partial file is removed, as on Ctrl-C
         counts = export_memories(state.runtime(), state.output, out_path)
     count, messages = counts["memories"], counts["messages"]
     said = f"exported {counted(count, 'memory')}" + (
         f" and {counted(messages, 'message')}" if messages else ""
     )
-    if out_path is None or onto_stdout:
+    if out_path is None or to_stdout:
         state.output.note(said)
     elif state.json:
         state.output.json({"exported": count, "messages": messages, "out": str(out_path)})

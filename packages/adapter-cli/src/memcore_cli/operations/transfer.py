@@ -65,7 +65,10 @@ from memcore_cli.output.render import Output
 from memcore_cli.parsing.bounded import bounded_lines
 from memcore_cli.settings.home import home_expanded
 from memcore_cli.wiring.runtime import Runtime
-from memcore_sqlite.storage.out_file import open_out
+from memcore_sqlite.storage.out_file import is_stdout, open_out
+
+#: Whether ``--out`` is where stdout goes (the summary then goes to stderr).
+onto_stdout = is_stdout
 
 
 def export_memories(runtime: Runtime, output: Output, out_path: Path | None) -> dict[str, int]:
