@@ -428,3 +428,21 @@ def test_a_409_the_typed_sdk_names_as_final_is_not_retried_as_busy(
     assert caught.value.retryable is False
     assert code in str(caught.value)
     assert exit_code_for(caught.value) == ExitCode.USAGE
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(401, "PermissionDenied"), (403, "PermissionDenied"), (404, "NotFound")]
+)
+def test_a_gateways_html_4xx_is_read_by_its_status(status: int, kind: str) -> None:
+    """A 401/403/404 whose body is no JSON (a gateway's HTML page) was a garbled answer:
+    retried for the whole timeout (21 requests, 30 s), then exit 5 as unavailable, where the
+    API-key path said exit 4 at once."""
+    from tablestore.error import OTSServiceError
+
+    from memcore_tablestore.client.driver import classify
+    from memcore_tablestore.protocol.plans import Call
+
+    failure = classify(
+        Call("GetMemoryStore", {}), OTSServiceError(status, "JsonDecodeError", "Expecting value")
+    )
+    assert type(failure.error).__name__ == kind and not failure.error.retryable

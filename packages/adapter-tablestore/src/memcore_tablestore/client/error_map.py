@@ -134,6 +134,10 @@ def error_for(
     """The memcore error for a service answer with ``status`` and ``code``; ``secrets`` are
     scrubbed from what the answer said."""
     cls = CODE_ERRORS.get(code) or STATUS_ERRORS.get(status)
+    if code == "JsonDecodeError" and 400 <= status < 500 and status in STATUS_ERRORS:
+        # A gateway's HTML 401/403/404 says what happened by its status: read as a garbled
+        # answer it was retried for the whole timeout and ended as "unavailable" (exit 5).
+        cls = STATUS_ERRORS[status]
     if cls is None:
         cls = Unavailable if status >= 500 else InvalidInput
     said = scrub(f"{code}: {message}", secrets)
