@@ -207,3 +207,32 @@ def test_a_write_that_met_the_store_missing_while_another_made_it_is_sent_again(
             assert [hit["text"] for hit in found["results"]] == ["Erin plays the viola"]
 
     anyio.run(main)
+
+
+def test_a_store_busy_at_start_is_served_and_answers_once_it_is_not(
+    tablestore_fake_backend: Backend,
+) -> None:
+    """A few seconds of throttling at launch ended the server (exit 5): the client had no
+    memory server for its session, where the same answer later is one tool's error."""
+    from memcore_tablestore.emulator import Faults
+
+    backend = tablestore_fake_backend
+    run_memcore(backend, "--tenant", "erin", "add", "--sync", "Erin plays the viola")
+    config = backend.home / "config.json"
+    settings = json.loads(config.read_text(encoding="utf-8"))
+    config.write_text(json.dumps({**settings, "timeout": 2.0}), "utf-8")
+    backend.emulator.set_faults(
+        Faults(error_rate=1.0, error_status=503, error_code="OTSServerBusy")
+    )
+
+    async def main() -> None:
+        async with backend.stdio("--tenant", "erin") as session:
+            busy = await session.call_tool("recall", {"query": "viola"})
+            assert busy.is_error and payload(busy)["error"]["retryable"] is True
+            backend.emulator.set_faults(Faults())
+            found = payload(await session.call_tool("recall", {"query": "viola"}))
+            assert [hit["text"] for hit in found["results"]] == ["Erin plays the viola"]
+
+    anyio.run(main)
+    log = backend.stderr.read_text(encoding="utf-8")
+    assert "the store did not answer at start" in log, log

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from memcore.errors import ConfigError, InvalidInput, StoreNotFound, Unavailable
+from memcore.errors import ConfigError, InvalidInput, StoreNotFound, Throttled, Unavailable
 from memcore_cli.settings.options import GlobalOptions
 from memcore_cli.wiring.overrides import StoreFactory
 from memcore_cli.wiring.runtime import Runtime
@@ -213,6 +213,18 @@ def _open(runtime: Runtime, options: GlobalOptions) -> None:
     except StoreNotFound:
         _say_store_missing(runtime, options)
         return  # nothing to re-embed in a store that is not there
+    except (Throttled, Unavailable) as exc:
+        if runtime.settings.backend != "tablestore" or not exc.retryable:
+            raise
+        # A few seconds of throttling at launch left the client (Claude Desktop, Cursor)
+        # with no memory server for its whole session, where the same answer a moment later
+        # is one tool's retryable error.
+        sys.stderr.write(
+            f"memcore mcp: the store did not answer at start ({' '.join(exc.message.split())}); "
+            "serving anyway: each tool answers the error until it does\n"
+        )
+        sys.stderr.flush()
+        return
     reembed.start(runtime)
 
 
