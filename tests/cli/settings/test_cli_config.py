@@ -192,6 +192,10 @@ def test_doctor_on_a_fresh_home_passes_and_creates_nothing(tmp_path, live):
     assert all(c["ok"] for c in checks.values())
     assert checks["search mode"]["detail"].split()[0] in ("hybrid", "lexical")
     assert not fresh.exists()
+    # It said "<home> is writable" of a folder that is not there yet.
+    assert checks["data home"]["detail"] == (
+        f"{fresh} does not exist yet; it can be made ({tmp_path} is writable)"
+    )
 
 
 def test_doctor_reports_each_check_and_search_mode(local_cli):

@@ -183,6 +183,13 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
     if full is not None:
         detail = f"{settings.db_path.parent} is writable, but {full}"
         checks.fail("data home", detail, Unavailable(detail, field="home", retryable=True))
+    elif writable and not settings.db_path.parent.exists():
+        # Said "is writable" of a folder that is not there yet.
+        made_in = nearest_existing(settings.db_path.parent)
+        checks.ok(
+            "data home",
+            f"{settings.db_path.parent} does not exist yet; it can be made ({made_in} is writable)",
+        )
     elif writable:
         checks.ok("data home", f"{settings.db_path.parent} is writable")
     else:
@@ -193,7 +200,9 @@ def _local(state: CliState, runtime: Any, checks: _Checks) -> None:
         checks.fail("data home", detail, PermissionDenied(detail, field="home"))
     if not settings.db_path.exists():
         checks.ok(
-            "database", f"{settings.db_path} does not exist yet; the first 'memcore add' creates it"
+            "database",
+            f"{settings.db_path} does not exist yet; the first command that opens the store "
+            "creates it",
         )
         _probe_search_mode(state, runtime, checks)
         return
