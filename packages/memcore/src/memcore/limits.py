@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 
 from memcore.errors import InvalidInput
+from memcore.graphemes import safe_end
 from memcore.scope import Scope, ScopePattern
 from memcore.values import DREAM_APPLY_MODES, DREAM_STATUSES, KNOWN_TASK_STATUSES, Message
 from memcore.wording import shown
@@ -637,9 +638,13 @@ def split_text(text: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
                 pieces.append(chunk[: cut + 1])
                 current = [chunk[cut + 1 :]]
                 size = utf8_len(current[0])
-            else:
-                pieces.append(chunk)
-                current, size = [], 0
+            else:  # no space to cut at: at the last whole character as a reader sees it
+                cut = safe_end(chunk + ch, len(chunk))
+                if cut == 0 or utf8_len(chunk[cut:]) + n > max_bytes:
+                    cut = len(chunk)
+                pieces.append(chunk[:cut])
+                current = [chunk[cut:]] if cut < len(chunk) else []
+                size = utf8_len(chunk[cut:])
         current.append(ch)
         size += n
     if current:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import attrs
 
+from memcore.graphemes import safe_end
 from memcore.values import Message, TurnContext
 
 #: A turn cut shorter than this says too little to be worth its place; the budget stops there.
@@ -37,7 +38,8 @@ def fit(context: TurnContext, max_chars: int) -> TurnContext:
                 left -= len(turn.content)
                 continue
             if left >= MIN_CUT_CHARS:
-                cut = turn.content[: left - len(ELLIPSIS)].rstrip() + ELLIPSIS
+                end = safe_end(turn.content, left - len(ELLIPSIS))  # no half flag or accent
+                cut = turn.content[:end].rstrip() + ELLIPSIS
                 kept.append(attrs.evolve(turn, content=cut))
             return TurnContext(tuple(reversed(before)), tuple(after))
     return TurnContext(tuple(reversed(before)), tuple(after))
