@@ -489,3 +489,80 @@ def test_a_focused_plan_is_the_full_plan_of_the_pairs_it_holds(
     if not old_only:
         assert sorted(focused, key=repr) == sorted(involving, key=repr)
     assert {a for a in involving if not old_only & set(a.read_ids())} <= set(focused)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I have a dog named Max.", "Do I have a dog named Max?"),
+        ("My sister Anna is a nurse in Paris.", "Is my sister Anna a nurse in Paris?"),
+        (
+            "Jack's swimming lessons are on Sundays at 10am.",
+            "Are Jack's swimming lessons on Sundays at 10am?",
+        ),
+    ],
+)
+def test_a_question_never_replaces_the_fact_it_asks_about(old: str, new: str) -> None:
+    """The question had the fact's words in its order ("do", "is" are fillers), and a
+    ``safe_auto`` pass merged the fact away: search then found only the question."""
+    assert _applied_by_itself(old, new, 0.97) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "I earn $80,000 a year as a senior data analyst in Portland.",
+            "If I take the Zalando offer I would earn $95,000 a year as a senior data analyst "
+            "in Berlin.",
+        ),
+        (
+            "Our rent is $2,400 a month for the house on Pine Avenue.",
+            "If we move to Seattle the rent would be about $3,100 a month for a similar house.",
+        ),
+    ],
+)
+def test_a_supposition_never_supersedes_a_fact(old: str, new: str) -> None:
+    assert _applied_by_itself(old, new, 0.93) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("David wakes up at 7am on weekdays.", "I now wake up at 5:30am on weekdays."),
+        (
+            "David swims 20 laps at the community pool on Tuesdays.",
+            "I now swim 30 laps at the community pool on Tuesdays.",
+        ),
+        (
+            "Tom, our neighbor, has 3 chickens in his backyard.",
+            "We now have 2 chickens in our backyard.",
+        ),
+        (
+            "Karen Liu leaves the office at 6pm on weekdays.",
+            "I now leave the office at 5pm on weekdays.",
+        ),
+        (
+            "Emma's recital is on December 12 at 6pm at Lincoln Elementary.",
+            "Jack's school play is on December 14 at 6pm at Lincoln Elementary.",
+        ),
+        (
+            "I ran a half marathon in 1 hour 58 minutes.",
+            "David ran a half marathon in 1 hour 45 minutes.",
+        ),
+    ],
+)
+def test_another_persons_number_is_at_most_a_proposal(old: str, new: str) -> None:
+    """ "I" and "we" are stop words, so nothing told David's 7am from the user's 5:30am, and
+    ``safe_auto`` hid David's fact behind the user's (README: at most 0.5 when the new
+    number is said of someone else)."""
+    assert _applied_by_itself(old, new, 0.95) == []
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    for action in plan(cands, [Neighbour("old", "new", 0.95)], [A.pattern()]):
+        assert action.confidence <= 0.5, action
+
+
+def test_the_same_persons_new_number_still_supersedes() -> None:
+    """The subject check leaves one person's update as it was: "Jake is now 8"."""
+    actions = _applied_by_itself("My son Jake is 7 years old", "Jake is now 8 years old", 0.9)
+    assert [a.action for a in actions] and {a.action for a in actions} <= {"UPDATE", "DELETE"}

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 import attrs
 
 from memcore import speakers
-from memcore.dream import lexicon
+from memcore.dream import clauses, lexicon
 from memcore.dream.lexicon import Lexicon
 from memcore.dream.scopes import in_scopes, promoted_scope
 from memcore.scope import Scope, ScopePattern
@@ -252,6 +252,8 @@ def plan(
             continue  # never across tenants, whatever the similarity says
         if speakers.differ(x.cand.text, y.cand.text):
             continue  # two people's words ("Priya: ...", "Tom: ...") are two memories
+        if clauses.asks(x.cand.text) != clauses.asks(y.cand.text):
+            continue  # "Do I have a dog named Max?" is no restatement of the fact it asks
         sim = sims.get(key)
         conf = _duplicate(x, y, sim, overlap, cfg)
         if conf is not None:
@@ -328,6 +330,8 @@ def _supersedes(
     cfg: PlannerSettings,
 ) -> tuple[float, str] | None:
     """(confidence, reason) when ``new`` restates the subject of ``old`` with another value."""
+    if clauses.supposes(new.cand.text) and not clauses.supposes(old.cand.text):
+        return None  # "If I took the offer I would earn $95,000" changes no salary
     shared = lex.telling(old.tokens & new.tokens, floor)
     if len(shared) < cfg.min_shared_subject_words:
         return None
@@ -371,7 +375,11 @@ def _supersedes(
     )
     words = ", ".join(sorted(shared)[:4])
     reason = f"a newer memory about the same subject ({words}) states {what}"
-    if lexicon.counts_another(recounted):
+    if clauses.about_another(old.cand.text, new.cand.text):
+        # "David wakes up at 7am" / "I now wake up at 5:30am": another person's number.
+        confidence = min(confidence, cfg.other_subject_confidence)
+        reason += ", but the newer is about someone else"
+    elif lexicon.counts_another(recounted):
         confidence = min(confidence, cfg.other_subject_confidence)
         instead = set().union(*(c2 - c1 - lexicon.UPDATE_CUES for c1, c2 in recounted))
         said_of = sorted({w.removeprefix(lexicon.PERSON) for w in instead})

@@ -1,0 +1,111 @@
+"""What kind of statement a memory makes, where words alike hide it: a question, a
+supposition, and whom the sentence is about.
+
+Each was a fact lost to a ``safe_auto`` pass: "Do I have a dog named Max?" merged "I have a
+dog named Max." away (the same words in the same order, the question's "do" a filler);
+"If I take the Zalando offer I would earn $95,000" superseded "I earn $80,000"; "I now wake
+up at 5:30am" superseded "David wakes up at 7am" ("I" is a stop word, so nothing told the
+two people apart).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memcore.dream.lexicon import RELATIONS
+
+#: Words that make a statement a supposition rather than a fact.
+_SUPPOSING = frozenset(
+    [
+        "if",
+        "would",
+        "might",
+        "maybe",
+        "perhaps",
+        "suppose",
+        "supposing",
+        "hypothetically",
+        "considering",
+        "unless",
+    ]
+)
+_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+#: The grammatical person of a sentence's first pronoun.
+_PRONOUNS = {"i": "i", "we": "we", "you": "you", "he": "he", "she": "she", "they": "they"}
+#: Words before a sentence's subject that are not it: owners, articles, chat openers.
+_BEFORE_SUBJECT = frozenset(
+    [
+        "my",
+        "our",
+        "your",
+        "his",
+        "her",
+        "their",
+        "the",
+        "a",
+        "an",
+        "actually",
+        "so",
+        "well",
+        "now",
+        "also",
+        "and",
+        "btw",
+        "oh",
+        "ok",
+        "okay",
+        "yes",
+        "no",
+        "hi",
+        "hey",
+        "if",
+        "when",
+        "since",
+    ]
+)
+
+
+def asks(text: str) -> bool:
+    """``text`` is a question (it ends with a question mark, in any script's form)."""
+    return text.rstrip().rstrip("\"'”’)").endswith(("?", "？", "؟"))
+
+
+def supposes(text: str) -> bool:
+    """``text`` says what would be, not what is ("if", "would", "might", "maybe")."""
+    return any(w.lower() in _SUPPOSING for w in _WORD.findall(text))
+
+
+def subject(text: str) -> tuple[str, str] | None:
+    """Whom the sentence is about, from its first words: ``("person", "i")`` for a pronoun,
+    ``("name", "david")`` for a capitalised name (``"name's"`` too, as ``("owner", ...)``);
+    None when a common word starts it. A label before a colon ("Update:") is passed over."""
+    for raw in text.split()[:8]:
+        if raw.endswith(":"):
+            continue
+        match = _WORD.search(raw)
+        if match is None:
+            continue
+        word = match.group()
+        base = word.removesuffix("'s").removesuffix("’s")
+        low = base.lower()
+        if low in _PRONOUNS:
+            return ("person", _PRONOUNS[low])
+        if low in _BEFORE_SUBJECT or low in RELATIONS:
+            continue
+        if base[:1].isupper():
+            return ("owner" if base != word else "name", low)
+        return None
+    return None
+
+
+def about_another(old: str, new: str) -> bool:
+    """The newer sentence is about someone else than the older one: a name against the
+    speaker or another pronoun ("David wakes up at 7am" / "I now wake up at 5:30am"), or
+    two owners ("Emma's recital" / "Jack's school play")."""
+    a, b = subject(old), subject(new)
+    if a is None or b is None or a == b:
+        return False
+    kinds = {a[0], b[0]}
+    if "person" in kinds and kinds != {"person"}:
+        return True  # a name against a pronoun
+    return kinds == {"owner"}
