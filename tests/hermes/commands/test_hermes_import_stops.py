@@ -489,3 +489,24 @@ def test_a_memory_deleted_after_the_import_listed_it_is_written_again_and_added(
         assert sorted(m.id for m in service.every_memory()) == ["old0", "old1", "old2"]
     finally:
         store.close()
+
+
+def test_an_endless_input_is_refused_in_one_line_not_read_into_memory(
+    home: Path,
+    tmp_path: Path,
+    run: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``import /dev/zero`` (or ``yes '{}' |``) read the whole input into memory: 1.4 GB in
+    3 s, then a MemoryError traceback, where ``memcore import`` refuses it at once."""
+    from memcore_hermes.commands import actions
+
+    monkeypatch.setattr(actions, "MAX_IMPORT_CHARS", 1 << 16)
+    big = records_file(tmp_path / "big.jsonl", 3_000)
+    code, answer, err = run(capsys, "import", str(big))
+    assert code == 2, err
+    assert answer["error"]["code"] == "invalid_input"
+    assert "larger than an import reads" in answer["error"]["message"]
+    assert reported(err) == [f"tablestore-mem: error: {answer['error']['message']}"]
+    assert texts(run, capsys) == []

@@ -235,10 +235,10 @@ def _run_import(args: argparse.Namespace) -> None:
     try:
         if path is None:
             # A byte order mark, as a file's is (utf-8-sig): not part of the first record.
-            raw_lines = split_lines(sys.stdin.read().removeprefix("\ufeff"))
+            raw_lines = split_lines(_bounded(sys.stdin, args.file).removeprefix("\ufeff"))
         else:
             with open(path, encoding="utf-8-sig") as fh:
-                raw_lines = split_lines(fh.read())
+                raw_lines = split_lines(_bounded(fh, args.file))
     except FileNotFoundError:
         raise InvalidInput(f"{args.file} does not exist", field="file") from None
     except PermissionError:  # exit 4, the code for a permission: not a malformed file
@@ -250,6 +250,25 @@ def _run_import(args: argparse.Namespace) -> None:
         raise InvalidInput(f"cannot read {args.file} ({reason})", field="file") from None
     with CommandSession(args, writes=True) as session:
         print_json(import_lines(session.service, raw_lines, session.memories()))
+
+
+#: The most an import reads (characters): an endless input (``/dev/zero``, ``yes |``) grew
+#: until the machine ran out of memory and ended in a MemoryError traceback.
+MAX_IMPORT_CHARS = 256 << 20
+
+
+def _bounded(stream: Any, shown: str) -> str:
+    """All of ``stream``, refused past :data:`MAX_IMPORT_CHARS`."""
+    text = stream.read(MAX_IMPORT_CHARS + 1)
+    if len(text) > MAX_IMPORT_CHARS:
+        from memcore.errors import InvalidInput
+
+        raise InvalidInput(
+            f"{shown} is larger than an import reads ({MAX_IMPORT_CHARS >> 20} MiB at most); "
+            "split it into smaller files",
+            field="file",
+        )
+    return str(text)
 
 
 def _run_stats(args: argparse.Namespace) -> None:
