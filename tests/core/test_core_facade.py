@@ -135,3 +135,60 @@ def test_the_dream_actions_example_runs() -> None:
     task = mem.dream(apply_mode="proposal", user_id="alice")
     kinds = eval(code, {}, {"mem": mem, "task": task})
     assert kinds and all(isinstance(kind, str) for kind in kinds)
+
+
+class _SlowWrites(InMemoryMemoryStore):
+    """A store whose message writes take a moment, so a long turn is under way for a while."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.began = threading.Event()
+
+    def add_messages(self, *args: object, **kw: object) -> object:
+        import time
+
+        self.began.set()
+        time.sleep(0.05)
+        return super().add_messages(*args, **kw)  # type: ignore[arg-type]
+
+
+def test_close_waits_for_a_turn_under_way_so_it_lands_whole() -> None:
+    """A turn goes out as several writes; ``close()`` between two of them stored part of it
+    (60 of 600 messages) and the add raised StoreClosed."""
+    import threading
+
+    store = _SlowWrites()
+    mem = memcore.Memory(store, owns_store=True)
+    turn = [{"role": "user", "content": f"fact number {i} about the garden"} for i in range(100)]
+    done: list[object] = []
+    adding = threading.Thread(target=lambda: done.append(mem.add(messages=turn)))
+    adding.start()
+    assert store.began.wait(10)
+    mem.close()
+    adding.join(30)
+    assert done and len(done[0]) == 100  # type: ignore[arg-type]
+    assert store.count("hermes_mem") == 100
+    with pytest.raises(StoreClosed):
+        mem.add(text="after close")
+
+
+def test_an_asyncio_store_is_refused_at_once() -> None:
+    """``Memory(AsyncTableStoreMemoryStore(...))`` was taken: its calls answered coroutine
+    objects (a search "found" one) or raised AttributeError."""
+
+    class AsyncStore(InMemoryMemoryStore):
+        async def search(self, *args: object, **kw: object) -> object:  # type: ignore[override]
+            return []
+
+    with pytest.raises(InvalidInput, match="store must be a memory store"):
+        memcore.Memory(AsyncStore())
+
+
+@pytest.mark.parametrize("token", [{"page": 2}, ["a"], {"a"}])
+def test_a_page_token_of_another_kind_is_invalid_input(token: object) -> None:
+    mem = memcore.Memory(InMemoryMemoryStore())
+    mem.add(text="one memory")
+    with pytest.raises(InvalidInput, match="next_token"):
+        mem.list(next_token=token)  # type: ignore[arg-type]

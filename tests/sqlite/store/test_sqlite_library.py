@@ -257,3 +257,18 @@ def test_open_creates_no_mistyped_store_a_write_does(tmp_path: Path) -> None:
         with pytest.raises(StoreNotFound):
             mem.add(text="Nothing creates it")
         assert "other" not in [s.name for s in mem.store.list_stores()]
+
+
+def test_a_config_local_path_of_memory_is_a_scratch_database(tmp_path, monkeypatch) -> None:
+    """``config={"local_path": ":memory:"}`` made a file named ``:memory:`` under the data
+    home, so the next run of an "ephemeral" test saw the last one's memories."""
+    import memcore
+
+    monkeypatch.setenv("MEMCORE_HOME", str(tmp_path / "home"))
+    for run in range(2):
+        with memcore.Memory.open(
+            "local", config={"local_path": ":memory:", "embedder": "none"}
+        ) as m:
+            m.add(text=f"ephemeral fact {run}")
+            assert [x.text for x in m.iter_all()] == [f"ephemeral fact {run}"]
+    assert not (tmp_path / "home" / ":memory:").exists()

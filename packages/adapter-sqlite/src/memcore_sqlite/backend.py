@@ -44,6 +44,12 @@ def default_path() -> Path:
     return Path(platformdirs.user_data_dir("memcore", appauthor=False)) / DB_FILE
 
 
+#: ``local_path`` (as ``path=``) for a database in memory, gone when the store closes: the
+#: config's was taken for a file named ``:memory:`` under the data home, which kept every
+#: "ephemeral" test's memories for the next run.
+IN_MEMORY = ":memory:"
+
+
 def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
     """``path`` (the caller's, as Python reads a path), else the config's ``local_path`` (a
     relative one under the data home, as ``memcore`` reads it), else :func:`default_path`."""
@@ -52,6 +58,8 @@ def resolve_path(config: MemcoreConfig, path: Any = None) -> Path:
         return default_path()
     if not isinstance(chosen, (str, os.PathLike)) or not str(chosen).strip():
         raise ConfigError("local_path must be a file path", field="local_path")
+    if str(chosen) == IN_MEMORY:  # SQLite's name for a scratch database: never a file
+        return Path(IN_MEMORY)
     problem = limits.path_problem(str(chosen))
     if problem is not None:
         raise ConfigError(f"local_path must be a file path: {problem}", field="local_path")

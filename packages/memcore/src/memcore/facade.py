@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import inspect
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -102,6 +103,10 @@ class Memory:
         #: What a store it creates is made with (the config's description and instructions).
         self._made_with: dict[str, Any] = {}
         self._creating = threading.Lock()
+        #: Adds under way: :meth:`close` waits for them, since a turn goes out as several
+        #: writes and closing between two of them stored part of it.
+        self._adding = 0
+        self._added = threading.Condition()
         if ensure_store:
             store.ensure_store(store_name)
         self._service = MemoryService(
@@ -372,16 +377,23 @@ class Memory:
     def _writing(self, write: Callable[[], T]) -> T:
         """``write()``; when it met the missing store :meth:`open` left for the first write,
         the store is created and the write sent again (refused, nothing of it landed)."""
+        with self._added:
+            self._adding += 1
         try:
-            return write()
-        except StoreNotFound:
-            if not self._create_on_write:
-                raise
-            with self._creating:
-                if self._create_on_write:
-                    self.store.ensure_store(self.service.store_name, **self._made_with)
-                    self._create_on_write = False
-            return write()
+            try:
+                return write()
+            except StoreNotFound:
+                if not self._create_on_write:
+                    raise
+                with self._creating:
+                    if self._create_on_write:
+                        self.store.ensure_store(self.service.store_name, **self._made_with)
+                        self._create_on_write = False
+                return write()
+        finally:
+            with self._added:
+                self._adding -= 1
+                self._added.notify_all()
 
     def search(
         self,
@@ -713,7 +725,9 @@ class Memory:
         >>> mem.close()                                                          # doctest: +SKIP
         """
         if not self._closed:
-            self._closed = True
+            self._closed = True  # no new call starts
+            with self._added:  # an add under way ends whole: closing cut a turn in two
+                self._added.wait_for(lambda: self._adding == 0, timeout=CLOSE_WAIT)
             if self._owns_store and not self._forked():  # a child leaves the parent's alone
                 self.store.close()
 
@@ -724,6 +738,9 @@ class Memory:
         self.close()
 
 
+#: Seconds :meth:`Memory.close` waits for adds under way (a long turn's writes) to end.
+CLOSE_WAIT = 60.0
+
 #: Operations every store has, looked up as a call would (``getattr``): ``isinstance`` with
 #: the runtime-checkable port reads attributes statically on Python 3.12+, so a proxy that
 #: forwards them (``__getattr__``) would be refused there.
@@ -733,7 +750,10 @@ _STORE_OPERATIONS = ("ensure_store", "add_text", "search", "get_memory", "list_m
 def _looks_like_a_store(store: object) -> bool:
     """Whether ``store`` answers the store's operations: a plain mistake (a string, None, a
     config) is refused at once, rather than as an AttributeError on the first call."""
-    return all(callable(getattr(store, name, None)) for name in _STORE_OPERATIONS)
+    return all(
+        callable(method) and not inspect.iscoroutinefunction(method)
+        for method in (getattr(store, name, None) for name in _STORE_OPERATIONS)
+    )
 
 
 def _pins_tenant(cfg: MemcoreConfig) -> bool:

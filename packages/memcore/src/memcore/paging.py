@@ -86,6 +86,8 @@ def pages(
     already followed (a backend going round in circles) raises it at once, whatever the budget.
     """
     budget = MAX_PAGES if max_pages is None else max_pages
+    if start is not None and not isinstance(start, str):  # a dict was a bare TypeError here
+        raise foreign_token()
     seen: set[str] = {start} if start else set()
     token = start
     for _ in range(budget):
