@@ -150,14 +150,14 @@ def check_readiness(home: HermesHome, environ: Mapping[str, str] | None = None) 
 def _no_file_path(db: Path) -> str:
     """Why no database file can be at ``db`` (a folder there, or a file where a folder
     should be), else ""; a file that cannot be written or read is the store's to say."""
+    from memcore_sqlite.storage.room import nearest_existing
+
     try:
         if db.is_dir():
             return f"the memory database {db} is a folder; give the path of a file"
-        for folder in db.parents:
-            if folder.exists():
-                if not folder.is_dir():
-                    return f"the memory database {db} cannot be made: {folder} is a file"
-                return ""
+        above = nearest_existing(db.parent)
+        if not above.is_dir():
+            return f"the memory database {db} cannot be made: {above} is a file"
     except OSError:
-        return ""
+        pass
     return ""

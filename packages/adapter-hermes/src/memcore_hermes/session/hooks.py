@@ -147,9 +147,7 @@ def record_delegation(runtime: Any, task: str, result: str, child_session_id: st
     on an empty result or one of :data:`_NO_RESULT`, and the task alone would read as done)."""
     if not isinstance(task, str) or not task.strip():
         return None
-    if not isinstance(result, str) or not result.strip():
-        return None
-    if no_reply(result):
+    if not isinstance(result, str) or no_reply(result):
         return None
     metadata = {"source": DELEGATION_SOURCE}
     if isinstance(child_session_id, str) and child_session_id.strip():

@@ -30,8 +30,8 @@ _SUPPOSING = frozenset(
     ]
 )
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
-#: The grammatical person of a sentence's first pronoun.
-_PRONOUNS = {"i": "i", "we": "we", "you": "you", "he": "he", "she": "she", "they": "they"}
+#: Pronouns a sentence's subject may be: the grammatical person it names.
+_PRONOUNS = frozenset(["i", "we", "you", "he", "she", "they"])
 #: Words before a sentence's subject that are not it: owners, articles, chat openers.
 _BEFORE_SUBJECT = frozenset(
     [
@@ -89,7 +89,7 @@ def subject(text: str) -> tuple[str, str] | None:
         base = word.removesuffix("'s").removesuffix("’s")
         low = base.lower()
         if low in _PRONOUNS:
-            return ("person", _PRONOUNS[low])
+            return ("person", low)
         if low in _BEFORE_SUBJECT or low in RELATIONS:
             continue
         if base[:1].isupper():

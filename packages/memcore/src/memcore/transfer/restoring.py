@@ -228,10 +228,13 @@ class Undone:
     added: int
     left: int
     claimed: int = 0
-    #: The backend stopped answering: the rest were not tried (each try waits out a timeout).
-    unreachable: bool = False
-    #: What it answered last (a full disk is no unreachable backend).
-    reason: str = ""
+    #: What the backend answered when it stopped taking deletes (an outage, a full disk):
+    #: the rest were not tried (each try waits out a timeout). None while it answered.
+    stopped: str | None = None
+
+    @property
+    def unreachable(self) -> bool:
+        return self.stopped is not None
 
     def describe(self) -> str:
         if not self.added:
@@ -249,11 +252,9 @@ class Undone:
         if not self.left:
             return f"import stopped; of {added}, {deleted} {_was(deleted)} deleted again and {kept}"
         why = (
-            f"the store could not delete them: {self.reason}"
-            if self.unreachable and self.reason
-            else "the backend could not be reached to delete them"
-            if self.unreachable
-            else "the store refused to delete them"
+            "the store refused to delete them"
+            if self.stopped is None
+            else f"the store could not delete them: {self.stopped}"
         )
         return (
             f"import stopped; of {added}, {self.left} {'is' if self.left == 1 else 'are'} still "
@@ -307,7 +308,7 @@ def take_back(
             except Unavailable as exc:
                 if outage.down():  # the rest would wait out the same outage, batch by batch
                     rest = left + len(newest) - start
-                    return Undone(len(added), rest, len(kept), True, exc.message)
+                    return Undone(len(added), rest, len(kept), exc.message)
                 left += len(part)
             except MemcoreError:
                 left += len(part)
@@ -331,7 +332,7 @@ def take_back(
         except Unavailable as exc:
             if outage.down():
                 rest = left + len(newest) - done
-                return Undone(len(added), rest, unreachable=True, reason=exc.message)
+                return Undone(len(added), rest, stopped=exc.message)
             left += 1
         except MemcoreError:
             left += 1
