@@ -37,7 +37,7 @@ def test_dream_commands_take_a_unique_prefix(fake_cli):
 
 
 def test_dream_apply_and_undo_take_prefixes_of_task_and_action_ids(local_cli):
-    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")
+    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge at the moment")
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
     task = local_cli.json("dream", "create")
     [action] = local_cli.json("dream", "actions", task["id"][:6])["items"]

@@ -566,3 +566,45 @@ def test_the_same_persons_new_number_still_supersedes() -> None:
     """The subject check leaves one person's update as it was: "Jake is now 8"."""
     actions = _applied_by_itself("My son Jake is 7 years old", "Jake is now 8 years old", 0.9)
     assert [a.action for a in actions] and {a.action for a in actions} <= {"UPDATE", "DELETE"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My mother Claire is 68 and lives in Bordeaux.", "My mother Claire is now 69."),
+        (
+            "Our daughter Mia is 3 years old, loves dinosaurs and is allergic to eggs.",
+            "Our daughter Mia is now 4 years old.",
+        ),
+        (
+            "My landlord Marco raised the rent to $1,800 and fixed the boiler.",
+            "My landlord Marco raised the rent to $1,950.",
+        ),
+        ("I weigh 82 kg and I run 3 times a week.", "I now weigh 78 kg."),
+    ],
+)
+def test_an_update_that_says_nothing_of_a_clause_of_the_older_is_only_proposed(
+    old: str, new: str
+) -> None:
+    """Superseding hides the older memory whole: where the newer says nothing of one of its
+    clauses ("lives in Bordeaux"), that fact would go with it, so only a person applies it."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)]
+    actions = plan(cands, [Neighbour("old", "new", 0.9)], [A.pattern()])
+    assert [a.action for a in actions] == ["UPDATE"]
+    assert "says nothing of" in actions[0].reason
+    assert _applied_by_itself(old, new, 0.9) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "My son Jack is 4 years old and goes to Sunny Days preschool.",
+            "My son Jack is 5 years old and goes to Lincoln Elementary.",
+        ),
+        ("I am saving for a house; the budget is $450,000.", "The house budget is now $500,000."),
+    ],
+)
+def test_an_update_that_restates_every_clause_still_applies_by_itself(old: str, new: str) -> None:
+    [action] = _applied_by_itself(old, new, 0.9)
+    assert action.target_id == "new"

@@ -159,7 +159,7 @@ def test_a_stopped_import_keeps_the_history_a_finished_import_found_present(
         where.mkdir()
         (where / "config.json").write_text(json.dumps({"embedder": "none"}), encoding="utf-8")
     for text in (
-        "We keep 30 dozen eggs in the fridge, bought at the farm",
+        "We keep 30 dozen eggs in the fridge at the moment",
         "We now keep 20 dozen eggs in the fridge",
         "User likes green tea",
         "User likes green tea a lot",

@@ -53,7 +53,7 @@ def test_dream_cancel_and_unknown_task(dream_cli):
 
 
 def test_local_dream_applies_safely_lists_current_and_undoes(local_cli):
-    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    stale = "We keep 30 dozen eggs in the fridge at the moment"
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "The cat sleeps on the sofa")
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
@@ -73,7 +73,7 @@ def test_local_dream_applies_safely_lists_current_and_undoes(local_cli):
 
 
 def test_count_agrees_with_list_after_a_dream_pass(local_cli):
-    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    stale = "We keep 30 dozen eggs in the fridge at the moment"
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "The cat sleeps on the sofa")
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
@@ -92,7 +92,7 @@ def test_count_agrees_with_list_after_a_dream_pass(local_cli):
 def test_list_all_versions_says_which_rows_are_superseded(local_cli, how):
     """``list --all-versions`` printed the replaced version as a row like any other, so only
     ``--json`` told the stale fact from the current one; a column now names its successor."""
-    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    stale = "We keep 30 dozen eggs in the fridge at the moment"
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
     local_cli.json("dream", "create", "--apply-mode", "safe_auto")
@@ -111,7 +111,7 @@ def test_the_next_page_command_of_list_all_versions_keeps_the_flag(local_cli):
     """The "more:" line printed the next page's command without --all-versions: run as
     shown, the listing went on with the current memories only, and the replaced versions
     on the later pages were never shown."""
-    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    stale = "We keep 30 dozen eggs in the fridge at the moment"
     local_cli.ok("add", "--sync", "The cat sleeps on the sofa")
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
@@ -130,7 +130,7 @@ def test_the_next_page_command_of_list_all_versions_keeps_the_flag(local_cli):
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_an_unknown_action_among_those_applied_is_named_in_one_error_line(local_cli, as_json):
-    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")
+    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge at the moment")
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
     task = local_cli.json("dream", "create")
     [action] = local_cli.json("dream", "actions", task["id"])["items"]
@@ -159,7 +159,7 @@ def test_a_failed_dream_task_shows_why_it_failed(local_cli):
         def review(self, candidates, actions, instructions):
             raise Unavailable("the model endpoint answered HTTP 503")
 
-    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge, bought at the farm")
+    local_cli.ok("add", "--sync", "We keep 30 dozen eggs in the fridge at the moment")
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
     first = local_cli.json("dream", "create")
     [listed] = local_cli.json("stores", "list")
@@ -265,7 +265,7 @@ def test_an_undo_after_the_same_file_was_imported_again_names_the_import(local_c
     """Importing a file whose memories are present claims them (their version moves, so
     another import's rollback keeps them); a later undo is refused as for any newer write, and
     its line names the import among the causes: it said "edited" when nothing was."""
-    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    stale = "We keep 30 dozen eggs in the fridge at the moment"
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
     task = local_cli.json("dream", "create", "--apply-mode", "safe_auto")

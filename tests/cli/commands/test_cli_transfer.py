@@ -419,7 +419,7 @@ def test_a_version_a_dream_replaced_is_exported_as_such_and_not_restored_as_curr
     """A backup and restore put the outdated fact back into recall: the replaced version was
     exported like any memory and imported as current. Now it is restored as the replaced
     version it is, and a file of an earlier release (no ``format``) leaves it out."""
-    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    stale = "We keep 30 dozen eggs in the fridge at the moment"
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
     local_cli.json("dream", "create", "--apply-mode", "safe_auto")
@@ -464,7 +464,7 @@ def test_an_export_read_across_a_merge_restores_the_merged_away_memory_as_replac
     two memories held the older as current (read before the merge) and the newer naming it
     in ``supersedes`` (read after). The restore brought the merged-away memory back into
     recall; the successor's link now says what it was."""
-    stale = "We keep 30 dozen eggs in the fridge, bought at the farm"
+    stale = "We keep 30 dozen eggs in the fridge at the moment"
     local_cli.ok("add", "--sync", stale)
     local_cli.ok("add", "--sync", "We now keep 20 dozen eggs in the fridge")
     local_cli.json("dream", "create", "--apply-mode", "safe_auto")

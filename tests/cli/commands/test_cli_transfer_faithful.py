@@ -260,7 +260,7 @@ def _dreamed(cli) -> None:
     """Facts a dream pass then replaces: one updated (it still answers, after its
     successor), one merged."""
     for text in (
-        "We keep 30 dozen eggs in the fridge, bought at the farm",
+        "We keep 30 dozen eggs in the fridge at the moment",
         "We now keep 20 dozen eggs in the fridge",
         "User likes green tea",
         "User likes green tea a lot",

@@ -70,7 +70,7 @@ def test_session_end_consolidates_the_local_store_off_the_agent_thread(
     kit.write_config(hermes_home, backend="local", embedder="none")
     provider = MemcoreMemoryProvider(retry=kit.FAST_RETRY)
     provider.initialize("s1", hermes_home=str(hermes_home), user_id="gus")
-    stale = "Gus keeps 30 dozen eggs in the fridge, bought at the farm"
+    stale = "Gus keeps 30 dozen eggs in the fridge at the moment"
     try:
         for text in (stale, "Gus has 3 cats"):
             provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})

@@ -213,9 +213,7 @@ def test_an_update_whose_newer_memory_was_reworded_since_is_skipped_as_stale(
 ) -> None:
     """The newer memory an UPDATE keeps was edited to say something else: applying it
     anyway marked the older fact replaced by a memory that no longer states its new value."""
-    old = _turn(
-        lexical_store, ALICE, "We keep 30 dozen eggs in the fridge, bought at the farm", 1.0
-    )
+    old = _turn(lexical_store, ALICE, "We keep 30 dozen eggs in the fridge at the moment", 1.0)
     new = _turn(lexical_store, ALICE, "We now keep 20 dozen eggs in the fridge", 2.0)
     task = lexical_store.create_dream_task(STORE, ALICE.pattern())
     [action] = lexical_store.list_dream_actions(STORE, task.id).items
@@ -230,9 +228,7 @@ def test_an_update_whose_newer_memory_was_reworded_since_is_skipped_as_stale(
 def test_an_update_whose_newer_memory_only_gained_tags_still_applies(
     lexical_store: SqliteMemoryStore,
 ) -> None:
-    old = _turn(
-        lexical_store, ALICE, "We keep 30 dozen eggs in the fridge, bought at the farm", 1.0
-    )
+    old = _turn(lexical_store, ALICE, "We keep 30 dozen eggs in the fridge at the moment", 1.0)
     new = _turn(lexical_store, ALICE, "We now keep 20 dozen eggs in the fridge", 2.0)
     task = lexical_store.create_dream_task(STORE, ALICE.pattern())
     [action] = lexical_store.list_dream_actions(STORE, task.id).items
@@ -376,7 +372,7 @@ def test_the_library_dreams_through_the_store(tmp_path: Path) -> None:
 
     cfg = MemcoreConfig(local_path=str(tmp_path / "lib.db"), embedder="none")
     with Memory.open("local", config=cfg, user_id="ana") as mem:
-        mem.add(text="Ana keeps 30 dozen eggs in the fridge, bought at the farm")
+        mem.add(text="Ana keeps 30 dozen eggs in the fridge at the moment")
         mem.add(text="Ana has two cats")
         mem.add(text="Ana now keeps 20 dozen eggs in the fridge")
         task = mem.dream()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from memcore.dream import lexicon
 from memcore.dream.lexicon import RELATIONS
 
 #: Words that make a statement a supposition rather than a fact.
@@ -29,6 +30,8 @@ _SUPPOSING = frozenset(
         "unless",
     ]
 )
+#: Where one clause of a sentence ends and another starts.
+_CLAUSE_BREAK = re.compile(r"[;,:；，。、]|\.\s|\b(?:and|but|while|whereas)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 #: Pronouns a sentence's subject may be: the grammatical person it names.
 _PRONOUNS = frozenset(["i", "we", "you", "he", "she", "they"])
@@ -109,3 +112,16 @@ def about_another(old: str, new: str) -> bool:
     if "person" in kinds and kinds != {"person"}:
         return True  # a name against a pronoun
     return kinds == {"owner"}
+
+
+def left_out(old: str, new: str) -> str | None:
+    """A clause of ``old`` that ``new`` says nothing of, or None: "My mother Claire is 68
+    and lives in Bordeaux" superseded by "My mother Claire is now 69" would hide where she
+    lives. A clause counts when it holds a word other than a number and ``new`` shares none
+    of its words."""
+    said = lexicon.salient_tokens(new)
+    for clause in _CLAUSE_BREAK.split(old):
+        words = lexicon.salient_tokens(clause)
+        if words - lexicon.numbers(clause) and not words & said:
+            return clause.strip(" .!?\n\t")
+    return None

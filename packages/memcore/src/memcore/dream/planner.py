@@ -64,6 +64,9 @@ class PlannerSettings:
     #: than the older one ("my sister has 2 kids" -> "my brother has 3 kids"): it may be
     #: another fact, so only a person applies it.
     other_subject_confidence: float = 0.5
+    #: The most a supersession is worth when the newer memory says nothing of a clause of
+    #: the older ("is 68 and lives in Bordeaux" -> "is now 69"): the older hides with it.
+    lossy_update_confidence: float = 0.5
     #: Allow MERGE across agents/runs of one tenant into their promoted scope.
     promote_scope: bool = False
     #: Lexical pairing reads posting lists no longer than this (common words pair everything).
@@ -397,6 +400,10 @@ def _supersedes(
                 f", but it names {', '.join(sorted(only_old)[:3])} where the newer names "
                 f"{', '.join(sorted(only_new)[:3])}"
             )
+    dropped = clauses.left_out(old.cand.text, new.cand.text)
+    if dropped is not None:
+        confidence = min(confidence, cfg.lossy_update_confidence)
+        reason += f", but it says nothing of {dropped!r}"
     return confidence, reason
 
 
