@@ -608,3 +608,18 @@ def test_an_update_that_says_nothing_of_a_clause_of_the_older_is_only_proposed(
 def test_an_update_that_restates_every_clause_still_applies_by_itself(old: str, new: str) -> None:
     [action] = _applied_by_itself(old, new, 0.9)
     assert action.target_id == "new"
+
+
+def test_a_fact_said_again_in_a_later_run_supersedes_the_older_run() -> None:
+    """Each conversation is a run (Hermes writes a session to its own): a fact updated in a
+    later one supersedes the earlier, as within one run; another agent's memory does not."""
+    old, new = "I bought 30 dozen eggs for the bakery.", "I now have 20 dozen eggs for the bakery."
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A2, new, 2.0)]
+    actions = plan(cands, [Neighbour("old", "new", 0.9)], [A.pattern(), A2.pattern()])
+    [action] = actions
+    assert (action.action, action.target_id, action.source_ids) == ("UPDATE", "new", ("old",))
+    assert action.target_scope == A2
+    other_agent = Scope("app", "alice", "other", "run2")
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", other_agent, new, 2.0)]
+    patterns = [A.pattern(), other_agent.pattern()]
+    assert plan(cands, [Neighbour("old", "new", 0.9)], patterns) == []

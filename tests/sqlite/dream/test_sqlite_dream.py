@@ -856,3 +856,20 @@ def test_the_librarys_dream_narrowed_to_a_run_leaves_the_other_runs_alone(
         "User lives in Berlin",
         "User lives in Berlin.",
     }
+
+
+def test_an_update_said_in_a_later_run_applies_by_itself(tmp_path: Path) -> None:
+    """A fact changed in a later conversation supersedes the earlier one's on a ``safe_auto``
+    pass: the newer memory stays in its run, so nothing is promoted."""
+    from memcore import Memory
+    from memcore.config import MemcoreConfig
+
+    cfg = MemcoreConfig(local_path=str(tmp_path / "runs.db"), embedder="none")
+    with Memory.open("local", config=cfg, user_id="ana") as mem:
+        [old] = mem.add(text="Ana keeps 30 dozen eggs in the fridge at the moment", run_id="s1")
+        [new] = mem.add(text="Ana now keeps 20 dozen eggs in the fridge", run_id="s2")
+        task = mem.dream()
+        [action] = mem.dream_actions(task.id)
+        assert (action.action, action.status) == ("UPDATE", "applied")
+        assert mem.get(old, run_id="s1").superseded_by == new
+        assert mem.get(new, run_id="s2").scope.run_id == "s2"

@@ -389,7 +389,10 @@ class DreamTasks:
                 a.confidence,
                 apply_mode=mode,
                 thresholds=thresholds,
-                promoted=any(by_id[i].scope != a.target_scope for i in a.source_ids),
+                # Only a MERGE writes a memory above its sources' scopes; an UPDATE across
+                # runs keeps the newer memory where it was said.
+                promoted=a.action == "MERGE"
+                and any(by_id[i].scope != a.target_scope for i in a.source_ids),
             )
             for a in planned
         ]

@@ -199,6 +199,10 @@ class _Groups:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
+def _agent(scope: Scope) -> tuple[str, str, str]:
+    return (scope.app_id, scope.tenant_id, scope.agent_id)
+
+
 def _newer(a: Candidate, b: Candidate) -> bool:
     return (b.time, b.order, b.id) > (a.time, a.order, a.id)
 
@@ -266,8 +270,10 @@ def plan(
                 groups.union(x.cand.id, y.cand.id)
                 merge_conf[key] = conf
             continue
-        if x.cand.scope != y.cand.scope or x.cand.time == y.cand.time:
-            # Memories stamped alike come from one write: they elaborate, not supersede.
+        if _agent(x.cand.scope) != _agent(y.cand.scope) or x.cand.time == y.cand.time:
+            # A fact said again in a later conversation (run) supersedes across runs; another
+            # agent's memory is its own. Memories stamped alike come from one write: they
+            # elaborate, not supersede.
             continue
         old, new = (x, y) if _newer(x.cand, y.cand) else (y, x)
         found = _supersedes(old, new, sim, lex, floor, cfg)
