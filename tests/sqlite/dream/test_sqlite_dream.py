@@ -873,3 +873,20 @@ def test_an_update_said_in_a_later_run_applies_by_itself(tmp_path: Path) -> None
         assert (action.action, action.status) == ("UPDATE", "applied")
         assert mem.get(old, run_id="s1").superseded_by == new
         assert mem.get(new, run_id="s2").scope.run_id == "s2"
+
+
+def test_an_update_answers_the_links_a_get_answers(tmp_path: Path) -> None:
+    """``update`` returns the memory as stored after: a superseded memory whose metadata
+    changed is still superseded, and its successor still supersedes it."""
+    from memcore import Memory
+    from memcore.config import MemcoreConfig
+
+    cfg = MemcoreConfig(local_path=str(tmp_path / "links.db"), embedder="none")
+    with Memory.open("local", config=cfg, user_id="ana") as mem:
+        [old] = mem.add(text="Ana keeps 30 dozen eggs in the fridge at the moment")
+        [new] = mem.add(text="Ana now keeps 20 dozen eggs in the fridge")
+        mem.dream()
+        assert mem.get(old).superseded_by == new
+        assert mem.update(old, metadata={"k": "v"}).superseded_by == new
+        assert mem.update(new, metadata={"k": "v"}).supersedes == mem.get(new).supersedes
+        assert old in mem.get(new).supersedes

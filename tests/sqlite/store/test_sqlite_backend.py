@@ -223,6 +223,22 @@ def test_entry_point_local_opens_this_store(tmp_path: Path) -> None:
         store.close()
 
 
+def test_open_store_takes_a_mapping_as_memory_open_does(tmp_path: Path) -> None:
+    """``Memory.open(config={...})`` takes a mapping; ``open_store`` (which the README's
+    upgrade script calls) raised AttributeError from inside the backend for one."""
+    store = open_store("local", {"local_path": str(tmp_path / "m.db"), "embedder": "none"})
+    try:
+        assert isinstance(store, SqliteMemoryStore)
+        assert store.path == str(tmp_path / "m.db")
+    finally:
+        store.close()
+    with pytest.raises(ConfigError) as bad:
+        open_store("local", {"local_pth": "x"})
+    assert "local_pth" in str(bad.value)
+    with pytest.raises(InvalidInput, match="mapping of its keys"):
+        open_store("local", 5)  # type: ignore[arg-type]
+
+
 def test_importing_the_package_loads_no_numeric_runtime() -> None:
     import subprocess
     import sys

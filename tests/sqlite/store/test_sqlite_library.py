@@ -272,3 +272,14 @@ def test_a_config_local_path_of_memory_is_a_scratch_database(tmp_path, monkeypat
             m.add(text=f"ephemeral fact {run}")
             assert [x.text for x in m.iter_all()] == [f"ephemeral fact {run}"]
     assert not (tmp_path / "home" / ":memory:").exists()
+
+
+def test_add_names_each_memory_once_however_the_turn_was_cut() -> None:
+    """A repeat is one memory; thirty copies (two write batches) answered its id twice."""
+    with Memory.open("local", config={"local_path": ":memory:", "embedder": "none"}) as mem:
+        ids = mem.add(messages=[{"role": "user", "content": "I like apples"}] * 30)
+        assert len(ids) == len(set(ids)) == len(mem.list().items) == 1
+        three = mem.add(
+            messages=[{"role": "user", "content": c} for c in ("figs", "plums", "figs")]
+        )
+        assert len(three) == len(set(three)) == 2

@@ -361,6 +361,23 @@ def _first_error(exc: BaseException) -> tuple[str | None, str]:
     return None, str(exc) or type(exc).__name__
 
 
+def given_config(
+    config: MemcoreConfig | Mapping[str, Any] | None, *, source: str = "the config argument"
+) -> MemcoreConfig:
+    """A caller's ``config=``: a config, a mapping of its keys, or None for the defaults;
+    anything else is :class:`InvalidInput`, never an AttributeError deep in a backend."""
+    if config is None:
+        return MemcoreConfig()
+    if isinstance(config, MemcoreConfig):
+        return config
+    if isinstance(config, Mapping):
+        return config_from_mapping(config, source=source)
+    raise InvalidInput(
+        f"config must be a MemcoreConfig or a mapping of its keys, not {type(config).__name__}",
+        field="config",
+    )
+
+
 def config_from_mapping(data: Mapping[str, Any], *, source: str = "<config>") -> MemcoreConfig:
     """Structure a mapping into a config; :class:`ConfigError` names the key and the source."""
     if not isinstance(data, Mapping):

@@ -6,10 +6,11 @@ them by name and never imports an adapter module itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import metadata
 from typing import Any, cast
 
-from memcore.config import MemcoreConfig
+from memcore.config import MemcoreConfig, given_config
 from memcore.errors import ConfigError
 from memcore.ports import BackendFactory, MemoryStore
 from memcore.wording import shown
@@ -32,6 +33,9 @@ def load_backend(name: str) -> BackendFactory:
     )
 
 
-def open_store(name: str, config: MemcoreConfig | None = None, /, **options: Any) -> MemoryStore:
-    """Open the backend registered as ``name`` with ``config``."""
-    return load_backend(name)(config or MemcoreConfig(), **options)
+def open_store(
+    name: str, config: MemcoreConfig | Mapping[str, Any] | None = None, /, **options: Any
+) -> MemoryStore:
+    """Open the backend registered as ``name`` with ``config`` (a config, or a mapping of its
+    keys as ``Memory.open`` takes)."""
+    return load_backend(name)(given_config(config), **options)

@@ -147,22 +147,11 @@ class Memory:
 
         >>> mem = Memory.open("local", user_id="alice", policy=memcore.SessionRead())  # doctest: +SKIP
         """
-        from memcore.config import LOCAL, MemcoreConfig, config_from_mapping
+        from memcore.config import LOCAL, given_config
         from memcore.discovery import open_store
         from memcore.store_names import ready_for
 
-        if config is None:
-            cfg = MemcoreConfig()
-        elif isinstance(config, MemcoreConfig):
-            cfg = config
-        elif isinstance(config, Mapping):
-            cfg = config_from_mapping(config, source="the config argument")
-        else:
-            raise InvalidInput(
-                f"config must be a MemcoreConfig or a mapping of its keys, not "
-                f"{type(config).__name__}",
-                field="config",
-            )
+        cfg = given_config(config)
         limits.check_optional_name(user_id, field="user_id", default="the default tenant")
         for field, value in (("agent_id", agent_id), ("run_id", run_id)):
             limits.check_optional_name(value, field=field, default="this Memory's own")
@@ -309,7 +298,8 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> builtins.list[str]:
-        """Remember ``text``, or a list of chat ``messages``; the ids of the memories written.
+        """Remember ``text``, or a list of chat ``messages``; the ids of the memories written,
+        each once (a message repeated is one memory).
         A message's ``timestamp`` (when it was said: seconds since the epoch, or ISO 8601 text
         in a dict message) is its memory's ``created_at``.
 
@@ -328,7 +318,10 @@ class Memory:
             agent_id=agent_id,
             run_id=run_id,
         )
-        return [memory_id for receipt in receipts for memory_id in receipt.memory_ids]
+        # A repeat stored once answers with the id it has: once here, whichever batch said it.
+        return builtins.list(
+            dict.fromkeys(memory_id for receipt in receipts for memory_id in receipt.memory_ids)
+        )
 
     def add_receipts(
         self,

@@ -255,7 +255,8 @@ def search(
         bool,
         typer.Option(
             "--context/--no-context",
-            help="Rank the configured session's memories higher (when it is searched).",
+            help="Rank the configured session's memories higher (TableStore's context "
+            "scope; the embedded store ranks every session alike).",
         ),
     ] = True,
     evidence: Annotated[
@@ -271,9 +272,10 @@ def search(
         typer.Option(
             "--at",
             metavar="ISO8601",
-            help="When the question is asked (default now; UTC without an offset): time "
-            "words such as 'last month' or '3 days ago' are read from it. The embedded store "
-            "only (TableStore checks it and ranks without it).",
+            help="When the question is asked (default now; UTC without an offset): of "
+            "memories found equally relevant, those said when time words such as 'last month' "
+            "or '3 days ago' point, counted from it, come first. The embedded store only "
+            "(TableStore checks it and ranks without it).",
         ),
     ] = None,
     neighbours: Annotated[

@@ -620,10 +620,18 @@ class MemoryWrites:
                     )
                     added.append((scope.as_tuple(), seq, vectors[0]))
             self._tx.audit(conn, sid, "UpdateMemory", started, scope=scope, target=memory_id)
-            out = memory_from_row(
-                conn.execute(
-                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)
-                ).fetchone()
+            # As stored after, with its links (as a get answers): a metadata change leaves a
+            # superseded memory superseded, and the caller must read so.
+            [out] = supersession.annotate(
+                conn,
+                sid,
+                [
+                    memory_from_row(
+                        conn.execute(
+                            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE seq = ?", (seq,)
+                        ).fetchone()
+                    )
+                ],
             )
             self._tx.after_write(sid, gen, added, removed, indexed=[scope.as_tuple()])
         return out

@@ -37,6 +37,14 @@ def check_filters(
     one, so such a filter matched nothing and a search read as "no memories" (``agent_id``
     given as a filter, as some other memory libraries take it)."""
     checked = limits.check_metadata(filters, field=field)
+    if "user_id" in checked:
+        # Other memory libraries scope a search this way; here it would read the metadata of
+        # the session's own tenant (another's memories that merely say the name, or none).
+        raise InvalidInput(
+            f"{field} key 'user_id' names a tenant, which a filter cannot choose; the scope "
+            f"searched comes from {scope_source}",
+            field=f"{field}.user_id",
+        )
     named = sorted(RESERVED_METADATA_KEYS & checked.keys())
     if named:
         raise InvalidInput(
