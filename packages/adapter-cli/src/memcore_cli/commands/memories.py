@@ -18,7 +18,7 @@ from memcore_cli.wiring.state import state_of
 
 if TYPE_CHECKING:
     from memcore.service import MemoryService
-    from memcore.values import MemoryRecord
+    from memcore.values import MemoryRecord, Message, WriteReceipt
 
 
 def _words(metavar: str, help: str) -> Any:
@@ -106,7 +106,7 @@ def add(
     if text is not None:
         receipts = [service.remember(text, metadata=meta, sync=sync)]
     else:
-        receipts = service.sync_turn("", "", messages=messages, sync=sync)
+        receipts = _write_conversation(service, messages, sync=sync)
     out = state.output
     if state.json:
         out.json(
@@ -126,6 +126,26 @@ def add(
         if receipt.problem:
             # Accepted (HTTP 2xx) but unreadable: landed, not resent; say it plainly.
             sys.stderr.write(f"memcore: warning: {receipt.problem}\n")
+
+
+def _write_conversation(
+    service: "MemoryService", messages: "list[Message]", *, sync: bool
+) -> "list[WriteReceipt]":
+    """A conversation's writes with Ctrl-C and SIGTERM held: a stop comes between two writes,
+    and says how many messages were stored before it (a long file is many writes, and each
+    that landed stays)."""
+    from memcore_cli.output.interrupts import held_interrupts
+
+    writes = service.plan_turn("", "", messages=messages)
+    with held_interrupts() as held:
+        receipts = service.write_turns(writes, sync=sync, stop=lambda: held.interrupted)
+    if len(receipts) < len(writes):
+        stored = sum(len(w.messages) for w in writes[: len(receipts)])
+        total = sum(len(w.messages) for w in writes)
+        raise KeyboardInterrupt(
+            f"the first {stored} of {total} messages were stored before it; the rest were not"
+        )
+    return receipts
 
 
 def joined(words: list[str] | None) -> str | None:

@@ -9,7 +9,7 @@ Two families live beside it on the same session: :attr:`MemoryService.dreams` an
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 
 import attrs
@@ -235,9 +235,24 @@ class MemoryService:
         them fails after others landed, the error names those (``landed``) and is no longer
         retryable: sending the turn again would store them twice."""
         self._check_writable()
-        writes = self.plan_turn(user, assistant, messages=messages)
+        return self.write_turns(self.plan_turn(user, assistant, messages=messages), sync=sync)
+
+    def write_turns(
+        self,
+        writes: Sequence[TurnWrite],
+        *,
+        sync: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> list[WriteReceipt]:
+        """Send a planned turn's writes (:meth:`plan_turn`) in order, as :meth:`sync_turn`
+        does. ``stop`` is asked before each write after the first: True ends the turn there,
+        and the receipts say how many of ``writes`` landed (a command stopped by Ctrl-C
+        tells its user so, instead of leaving part of a turn stored without a word)."""
+        self._check_writable()
         receipts: list[WriteReceipt] = []
         for write in writes:
+            if receipts and stop is not None and stop():
+                break
             try:
                 receipts.append(self.write_turn(write, sync=sync))
             except MemcoreError as exc:
