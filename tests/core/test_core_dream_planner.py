@@ -11,6 +11,7 @@ from memcore.dream import (
     Neighbour,
     PlannerSettings,
     check_thresholds,
+    clauses,
     decide,
     neighbours_by_cosine,
     plan,
@@ -623,3 +624,51 @@ def test_a_fact_said_again_in_a_later_run_supersedes_the_older_run() -> None:
     cands = [Candidate("old", A, old, 1.0), Candidate("new", other_agent, new, 2.0)]
     patterns = [A.pattern(), other_agent.pattern()]
     assert plan(cands, [Neighbour("old", "new", 0.9)], patterns) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My new goal is to run a 10k under 50 minutes.", "I ran a 10k in 49 minutes!"),
+        ("I hope to read 30 books this year.", "I read 12 books this year."),
+        ("I weigh 82 kg and want to get down to 75 kg.", "I weigh 79 kg now."),
+        (
+            "We're planning a summer holiday in Sardinia from 18 to 31 July.",
+            "Our flight to Sardinia is EW 9582 from BER on 18 July at 06:40.",
+        ),
+    ],
+)
+def test_an_aim_and_what_came_of_it_are_two_facts(old: str, new: str) -> None:
+    """A goal, a hope or a plan is not superseded by what happened (nor the reverse): the
+    goal hid behind the result, applied at 0.86-0.91."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A2, new, 2.0)]
+    actions = plan(cands, [Neighbour("old", "new", 0.9)], [A.pattern(), A2.pattern()])
+    assert actions and all(a.confidence <= 0.5 for a in actions)
+    assert all("aim" in a.reason for a in actions)
+
+
+def test_a_plan_changed_is_still_a_plan_superseded() -> None:
+    old, new = (
+        "We're planning the wedding for next June.",
+        "The wedding is now planned for next September, not June.",
+    )
+    [action] = plan(
+        [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)],
+        [Neighbour("old", "new", 0.9)],
+        [A.pattern()],
+    )
+    assert "aim" not in action.reason
+
+
+def test_a_newer_sentence_about_another_relation_is_at_most_a_proposal() -> None:
+    """ "My mother moved to Miami to live with Luis" is no update of "My brother Luis lives in
+    Miami with his two kids" (0.71): two relations, two people."""
+    old = "My brother Luis lives in Miami with his two kids."
+    new = "My mother moved to Miami to live with Luis."
+    actions = plan(
+        [Candidate("old", A, old, 1.0), Candidate("new", A, new, 2.0)],
+        [Neighbour("old", "new", 0.9)],
+        [A.pattern()],
+    )
+    assert actions and all(a.confidence <= 0.5 for a in actions)
+    assert clauses.relation("Actually my sister's cat is 3") == "sister"

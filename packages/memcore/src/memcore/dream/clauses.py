@@ -10,6 +10,7 @@ two people apart).
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from memcore.dream import lexicon
@@ -32,6 +33,36 @@ _SUPPOSING = frozenset(
 )
 #: Where one clause of a sentence ends and another starts.
 _CLAUSE_BREAK = re.compile(r"[;,:；，。、]|\.\s|\b(?:and|but|while|whereas)\b", re.IGNORECASE)
+#: Words that make a statement an aim (a goal, a hope, a plan) rather than what is: an aim
+#: and its outcome are two facts ("my goal is a 10k under 50 minutes" / "I ran it in 49").
+_AIMING = frozenset(
+    [
+        "goal",
+        "goals",
+        "aim",
+        "aiming",
+        "target",
+        "hope",
+        "hoping",
+        "hopes",
+        "want",
+        "wants",
+        "wanted",
+        "wish",
+        "plan",
+        "plans",
+        "planning",
+        "planned",
+        "intend",
+        "intending",
+        "trying",
+        "dream",
+        "resolution",
+        "like",
+    ]
+)
+#: Words that say whose a relation is: "my mother", "our son".
+_OWNERS = frozenset(["my", "our", "your", "his", "her", "their"])
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 #: Pronouns a sentence's subject may be: the grammatical person it names.
 _PRONOUNS = frozenset(["i", "we", "you", "he", "she", "they"])
@@ -78,6 +109,27 @@ def supposes(text: str) -> bool:
     return any(w.lower() in _SUPPOSING for w in _WORD.findall(text))
 
 
+def aims(text: str) -> bool:
+    """``text`` states an aim ("my goal is", "I hope to", "I'd like to", "we're planning")
+    rather than what is."""
+    said = [w.lower() for w in _WORD.findall(text)]
+    for i, w in enumerate(said):
+        if w == "like" and (i == 0 or said[i - 1] not in ("i'd", "we'd", "would")):
+            continue  # "I like jazz" is a taste, "I'd like to" an aim
+        if w in _AIMING:
+            return True
+    return False
+
+
+def relation(text: str) -> str | None:
+    """The relation a sentence opens with ("my mother", "our son"), or None."""
+    said: list[str] = [str(w).lower() for w in _WORD.findall(text)[:3]]
+    for owner, word in itertools.pairwise(said):
+        if owner in _OWNERS:
+            return word.removesuffix("'s").removesuffix("’s")
+    return None
+
+
 def subject(text: str) -> tuple[str, str] | None:
     """Whom the sentence is about, from its first words: ``("person", "i")`` for a pronoun,
     ``("name", "david")`` for a capitalised name (``"name's"`` too, as ``("owner", ...)``);
@@ -105,6 +157,9 @@ def about_another(old: str, new: str) -> bool:
     """The newer sentence is about someone else than the older one: a name against the
     speaker or another pronoun ("David wakes up at 7am" / "I now wake up at 5:30am"), or
     two owners ("Emma's recital" / "Jack's school play")."""
+    kin = relation(old), relation(new)
+    if None not in kin and kin[0] != kin[1] and all(k in RELATIONS for k in kin):
+        return True  # "my brother Luis lives in Miami" / "my mother moved to Miami"
     a, b = subject(old), subject(new)
     if a is None or b is None or a == b:
         return False

@@ -406,6 +406,10 @@ def _supersedes(
                 f", but it names {', '.join(sorted(only_old)[:3])} where the newer names "
                 f"{', '.join(sorted(only_new)[:3])}"
             )
+    if clauses.aims(old.cand.text) != clauses.aims(new.cand.text):
+        # "My goal is a 10k under 50 minutes" / "I ran a 10k in 49 minutes": two facts.
+        confidence = min(confidence, cfg.lossy_update_confidence)
+        reason += ", but one states an aim and the other what is"
     dropped = clauses.left_out(old.cand.text, new.cand.text)
     if dropped is not None:
         confidence = min(confidence, cfg.lossy_update_confidence)
