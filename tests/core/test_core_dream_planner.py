@@ -672,3 +672,22 @@ def test_a_newer_sentence_about_another_relation_is_at_most_a_proposal() -> None
     )
     assert actions and all(a.confidence <= 0.5 for a in actions)
     assert clauses.relation("Actually my sister's cat is 3") == "sister"
+
+
+def test_an_update_that_drops_a_name_of_the_older_is_only_proposed() -> None:
+    """ "in Toronto" went with the older sentence (0.91, applied); a name the newer puts in
+    its place ("Sunny Days" then "Lincoln Elementary") is the place changed, still applied."""
+    old = "My sister Anita is getting married on June 14 in Toronto."
+    new = "My sister Anita's wedding is now on June 21, they changed the date."
+    [action] = plan(
+        [Candidate("old", A, old, 1.0), Candidate("new", A2, new, 2.0)],
+        [Neighbour("old", "new", 0.9)],
+        [A.pattern(), A2.pattern()],
+    )
+    assert action.confidence <= 0.5 and "Toronto" in action.reason
+    [applied] = _applied_by_itself(
+        "My son Jack is 4 years old and goes to Sunny Days preschool.",
+        "My son Jack is 5 years old and goes to Lincoln Elementary.",
+        0.9,
+    )
+    assert applied.action == "UPDATE"

@@ -61,6 +61,43 @@ _AIMING = frozenset(
         "like",
     ]
 )
+#: Capitalised words that name no one and nowhere: a schedule's day or month changes in place.
+_CALENDAR = frozenset(
+    [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "mondays",
+        "tuesdays",
+        "wednesdays",
+        "thursdays",
+        "fridays",
+        "saturdays",
+        "sundays",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "i",
+        "i'm",
+        "i've",
+        "i'd",
+        "i'll",
+    ]
+)
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
 #: Words that say whose a relation is: "my mother", "our son".
 _OWNERS = frozenset(["my", "our", "your", "his", "her", "their"])
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
@@ -167,6 +204,29 @@ def about_another(old: str, new: str) -> bool:
     if "person" in kinds and kinds != {"person"}:
         return True  # a name against a pronoun
     return kinds == {"owner"}
+
+
+def names_left_out(old: str, new: str) -> list[str]:
+    """Names (places, people, firms) ``old`` says past its first word that ``new`` does not,
+    where ``new`` names none of its own in their place: "Anita is getting married on June 14
+    in Toronto" superseded by "Anita's wedding is now on June 21" would hide where; "goes to
+    Sunny Days preschool" then "goes to Lincoln Elementary" is the place changed."""
+    named = _names(old)
+    dropped = named.keys() - {w.lower() for w in _said(new)}
+    if not dropped or _names(new).keys() - {w.lower() for w in _said(old)}:
+        return []
+    return [named[w] for w in sorted(dropped)]
+
+
+def _said(text: str) -> list[str]:
+    return [w.removesuffix("'s").removesuffix("’s") for w in _WORD.findall(text)]
+
+
+def _names(text: str) -> dict[str, str]:
+    """The capitalised words of ``text`` past a sentence's first word, by their folded form;
+    no weekday, month or "I"."""
+    found = (m.group().removesuffix("'s").removesuffix("’s") for m in _NAME.finditer(text.strip()))
+    return {w.lower(): w for w in found if w.lower() not in _CALENDAR}
 
 
 def left_out(old: str, new: str) -> str | None:

@@ -414,6 +414,9 @@ def _supersedes(
     if dropped is not None:
         confidence = min(confidence, cfg.lossy_update_confidence)
         reason += f", but it says nothing of {dropped!r}"
+    elif names := clauses.names_left_out(old.cand.text, new.cand.text):
+        confidence = min(confidence, cfg.lossy_update_confidence)
+        reason += f", but it says nothing of {', '.join(names[:3])}"
     return confidence, reason
 
 
