@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from memcore.calendar_words import MONTHS, WEEKDAYS
 from memcore_sqlite.search.fused_order import FusedOrder, Ranked
 from memcore_sqlite.storage.rows import rows_in
 
@@ -42,25 +43,10 @@ _NUMBERS = {
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
     "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3,
 }  # fmt: skip
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _NUM = r"(\d{1,3}|" + "|".join(sorted(map(re.escape, _NUMBERS), key=len, reverse=True)) + ")"
 _UNIT = r"(day|week|month|year)s?"
-_MONTH = r"(" + "|".join(m.capitalize() for m in _MONTHS) + r")"
-_DAY = r"(" + "|".join(_WEEKDAYS) + r")"
+_MONTH = r"(" + "|".join(m.capitalize() for m in MONTHS) + r")"
+_DAY = r"(" + "|".join(WEEKDAYS) + r")"
 
 _AGO = re.compile(rf"\b{_NUM}\s+{_UNIT}\s+(?:ago|back|earlier)\b", re.I)
 _SPAN = re.compile(rf"\b(?:last|past|previous|recent)\s+(?:{_NUM}\s+)?{_UNIT}\b", re.I)
@@ -90,7 +76,7 @@ _ISO = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 #: costs a fraction of running every pattern.
 _CUE = re.compile(
     r"\b(?:ago|back|earlier|last|past|previous|recent|this|current|on|weekend|yesterday|today"
-    r"|tonight|" + "|".join(_MONTHS) + r"|(?:19|20)\d\d)\b|\d{4}-\d{2}-\d{2}",
+    r"|tonight|" + "|".join(MONTHS) + r"|(?:19|20)\d\d)\b|\d{4}-\d{2}-\d{2}",
     re.I,
 )
 
@@ -160,7 +146,7 @@ def _this(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
 
 
 def _weekday(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
-    back = (today.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7
+    back = (today.weekday() - WEEKDAYS.index(m.group(1).lower())) % 7 or 7
     day = today - timedelta(days=back)
     return day, day + timedelta(days=1)
 
@@ -184,7 +170,7 @@ def _in_month(m: re.Match[str], now: datetime, today: datetime) -> Span | None:
         or (name != name.capitalize() and (lead or "").lower() not in _MONTH_LEADS)
     ):
         return None
-    month = _MONTHS.index(lower) + 1
+    month = MONTHS.index(lower) + 1
     lead = (lead or "").lower()
     if year:
         first = datetime(int(year), month, 1)

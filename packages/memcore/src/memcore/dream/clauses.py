@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from memcore.calendar_words import MONTHS, WEEKDAYS
 from memcore.dream import lexicon
 from memcore.dream.lexicon import RELATIONS
 
@@ -63,39 +64,7 @@ _AIMING = frozenset(
 )
 #: Capitalised words that name no one and nowhere: a schedule's day or month changes in place.
 _CALENDAR = frozenset(
-    [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "mondays",
-        "tuesdays",
-        "wednesdays",
-        "thursdays",
-        "fridays",
-        "saturdays",
-        "sundays",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "i",
-        "i'm",
-        "i've",
-        "i'd",
-        "i'll",
-    ]
+    (*MONTHS, *WEEKDAYS, *(day + "s" for day in WEEKDAYS), "i", "i'm", "i've", "i'd", "i'll")
 )
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
 #: Words that say whose a relation is: "my mother", "our son".
