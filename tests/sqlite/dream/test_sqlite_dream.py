@@ -890,3 +890,36 @@ def test_an_update_answers_the_links_a_get_answers(tmp_path: Path) -> None:
         assert mem.update(old, metadata={"k": "v"}).superseded_by == new
         assert mem.update(new, metadata={"k": "v"}).supersedes == mem.get(new).supersedes
         assert old in mem.get(new).supersedes
+
+
+def test_a_replaced_fact_said_again_since_is_current_again(tmp_path: Path) -> None:
+    """ "We keep 30 dozen eggs" said again after "now 20 dozen" replaced it is true again: it
+    stayed hidden behind its successor, and went from view when the successor was forgotten.
+    Said again with a time before the successor's, it stays replaced."""
+    from memcore import Memory
+    from memcore.config import MemcoreConfig
+
+    cfg = MemcoreConfig(local_path=str(tmp_path / "again.db"), embedder="none")
+    old_text = "Ana keeps 30 dozen eggs in the fridge at the moment"
+    with Memory.open("local", config=cfg, user_id="ana") as mem:
+        [old] = mem.add(messages=[{"role": "user", "content": old_text, "timestamp": 1_000.0}])
+        [new] = mem.add(
+            messages=[
+                {
+                    "role": "user",
+                    "content": "Ana now keeps 20 dozen eggs in the fridge",
+                    "timestamp": 2_000.0,
+                }
+            ]
+        )
+        mem.dream()
+        assert mem.get(old).superseded_by == new
+        earlier = {"role": "user", "content": old_text, "timestamp": 1_500.0}
+        assert mem.add(messages=[earlier]) == [old]
+        assert mem.get(old).superseded_by == new
+        assert mem.add(text=old_text) == [old]
+        assert mem.get(old).superseded_by is None
+        assert old not in mem.get(new).supersedes
+        assert {m.id for m in mem.list().items} == {old, new}
+        mem.delete(new)
+        assert [m.text for m in mem.list().items] == [old_text]

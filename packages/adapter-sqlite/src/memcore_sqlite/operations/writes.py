@@ -36,6 +36,18 @@ from memcore_sqlite.storage.rows import (
 )
 
 
+def _said_before(
+    conn: sqlite3.Connection, store_id: int, scope: Scope, memory_id: str, when: float
+) -> bool:
+    """Whether the memory ``memory_id`` of ``scope``'s tenant was said before ``when``."""
+    row = conn.execute(
+        "SELECT said_at, created_at FROM memories WHERE id = ? AND store_id = ? AND app_id = ?"
+        " AND tenant_id = ?",
+        (memory_id, store_id, scope.app_id, scope.tenant_id),
+    ).fetchone()
+    return row is not None and float(row[0] if row[0] is not None else row[1]) < when
+
+
 class MemoryWrites:
     """The write half of the memory operations; each is one transaction."""
 
@@ -80,11 +92,12 @@ class MemoryWrites:
         # 16-byte digest could in principle share with another) in Python keeps the planner on
         # the hash index (with them in SQL it prefers the scope index and scans the scope).
         for selected in conn.execute(
-            f"SELECT {MEMORY_COLUMNS}, superseded_by FROM memories"
+            f"SELECT {MEMORY_COLUMNS}, superseded_how, superseded_by FROM memories"
             " WHERE store_id = ? AND content_hash = ?",
             (store_id, digest),
         ):
             row, superseded = memory_row(selected), selected[-1] is not None
+            replaced_by = selected[-1] if selected[-2] == "updated" else None
             if (row.app_id, row.tenant_id, row.agent_id, row.run_id) == scope.as_tuple() and str(
                 row.text
             ).strip() == text.strip():
@@ -113,6 +126,13 @@ class MemoryWrites:
                         " WHERE seq = ?",
                         (seq,),
                     )
+                elif newer and replaced_by is not None:
+                    heard = created if said_at is None else said_at
+                    if _said_before(conn, store_id, scope, str(replaced_by), heard):
+                        # A fact a newer one replaced, said again since ("I run 3 times a
+                        # week" after "I now run 5"): true again, so current, as an edit's
+                        # new text is; it stayed hidden, and went when its successor did.
+                        version_links.made_current(conn, store_id, scope, seq)
                 return str(row.id), seq
         mid = memory_id or uuid.uuid4().hex
         if memory_id is not None and tenant_holds(conn, store_id, scope, memory_id):
