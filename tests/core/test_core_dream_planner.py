@@ -691,3 +691,34 @@ def test_an_update_that_drops_a_name_of_the_older_is_only_proposed() -> None:
         0.9,
     )
     assert applied.action == "UPDATE"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I weigh 79 kg now.", "I weigh 76 kg now."),
+        ("Beacon has 310 paying users.", "Beacon has 520 paying users."),
+        ("I drink 2 cups of coffee every morning.", "I now drink 1 cup of coffee every morning."),
+    ],
+)
+def test_a_whole_restatement_with_a_new_value_supersedes_by_itself(old: str, new: str) -> None:
+    """It was a DELETE, which only a person applies: the cleanest updates never applied."""
+    [action] = _applied_by_itself(old, new, 0.9)
+    assert (action.action, action.target_id, action.source_ids) == ("UPDATE", "new", ("old",))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "We are flying to Japan on May 8 at 7am.",
+            "We are flying back from Japan on May 22 at 7pm.",
+        ),
+        (
+            "The kids get $5 pocket money every week.",
+            "We are thinking of giving the kids $8 pocket money every week next year.",
+        ),
+    ],
+)
+def test_a_way_back_and_a_thought_are_other_facts(old: str, new: str) -> None:
+    assert _applied_by_itself(old, new, 0.9) == []

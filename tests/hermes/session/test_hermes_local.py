@@ -130,15 +130,15 @@ def test_the_next_session_end_plans_only_what_was_written_since(
         store = provider.runtime.handle.ready()
         name = provider.runtime.store_name
         for text in (
-            "Gus keeps 30 dozen eggs in the fridge",
+            "Gus wants to keep 30 dozen eggs in the fridge",
             "Gus now keeps 20 dozen eggs in the fridge",
         ):
             provider.handle_tool_call("tablestore_remember", {"content": text, "sync": True})
         provider.on_session_end([])
         assert provider.last_consolidation is not None
         first = provider.last_consolidation.result(timeout=30)
-        [delete] = store.list_dream_actions(name, first).items
-        assert (delete.action, delete.status) == ("DELETE", "skipped")
+        [proposed] = store.list_dream_actions(name, first).items
+        assert (proposed.action, proposed.status) == ("UPDATE", "skipped")
         cats = [
             "Gus has 3 cats called Miso, Tofu and Nori",
             "gus has 3 cats called miso tofu and nori!",

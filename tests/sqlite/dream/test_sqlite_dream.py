@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -140,13 +141,15 @@ def test_a_fact_said_again_after_its_merged_memory_was_forgotten_is_current(
 
 
 def test_delete_is_never_applied_by_itself_but_can_be_by_hand(
-    lexical_store: SqliteMemoryStore,
+    lexical_store: SqliteMemoryStore, db_path: Path
 ) -> None:
     old = _turn(lexical_store, ALICE, "We have 30 dozen eggs stocked in the fridge", 1.0)
     new = _turn(lexical_store, ALICE, "We now have 20 dozen eggs stocked in the fridge", 2.0)
-    task = lexical_store.create_dream_task(
+    deleting = _planning_deletes(db_path)
+    task = deleting.create_dream_task(
         STORE, ALICE.pattern(), apply_mode="safe_auto", confidence_thresholds={"update": 0.0}
     )
+    deleting.close()
     [action] = lexical_store.list_dream_actions(STORE, task.id).items
     assert (action.action, action.target_memory_id) == ("DELETE", old)
     assert (action.status, action.skipped_reason) == ("skipped", "delete_requires_manual_apply")
@@ -399,6 +402,29 @@ def _reviewed(db_path: Path, act):  # type: ignore[no-untyped-def]
     return SqliteMemoryStore(db_path, embedder=HashingEmbedder(64), dream_reviewer=_Reviewer(act))
 
 
+def _planning_deletes(db_path: Path) -> SqliteMemoryStore:
+    """A store on the same file whose plans hold a DELETE where the planner puts an UPDATE:
+    what the service, or a model reviewing the plan, may propose (the local planner does not)."""
+
+    def as_delete(candidates, actions):  # type: ignore[no-untyped-def]
+        scopes = {c.id: c.scope for c in candidates}
+        return [
+            attrs.evolve(
+                a,
+                action="DELETE",
+                target_scope=scopes[a.source_ids[0]],
+                target_id=a.source_ids[0],
+                source_ids=(a.target_id,),
+                text=None,
+            )
+            if a.action == "UPDATE"
+            else a
+            for a in actions
+        ]
+
+    return _reviewed(db_path, as_delete)
+
+
 def test_a_task_cancelled_while_planning_writes_no_action(
     hybrid_store: SqliteMemoryStore, db_path: Path
 ) -> None:
@@ -613,7 +639,7 @@ def test_the_session_pass_applies_nothing_that_hides_a_fact(
 
 
 def test_undoing_a_delete_gives_the_memory_back_as_it_was(
-    lexical_store: SqliteMemoryStore,
+    lexical_store: SqliteMemoryStore, db_path: Path
 ) -> None:
     """The undo put the row back with a new ``updated_at`` and ``said_at``, and without the
     turns it was made from (its context in recall was gone)."""
@@ -624,7 +650,9 @@ def test_undoing_a_delete_gives_the_memory_back_as_it_was(
     before = lexical_store.get_memory(STORE, ALICE, old)
     turns = lexical_store.neighbour_turns(STORE, ALICE, old, turns=1)
     assert before.said_at == 3.0 and before.version == 2 and turns.before
-    task = lexical_store.create_dream_task(STORE, ALICE.pattern())
+    deleting = _planning_deletes(db_path)
+    task = deleting.create_dream_task(STORE, ALICE.pattern())
+    deleting.close()
     [action] = lexical_store.list_dream_actions(STORE, task.id).items
     assert (action.action, action.target_memory_id) == ("DELETE", old)
     lexical_store.apply_dream_actions(STORE, task.id, [action.id])
@@ -805,7 +833,7 @@ def test_an_add_whose_memory_was_forgotten_undoes_as_nothing_to_take_back(
 
 
 def test_a_delete_whose_memory_an_import_stored_again_is_not_undone(
-    lexical_store: SqliteMemoryStore,
+    lexical_store: SqliteMemoryStore, db_path: Path
 ) -> None:
     """A backup restored the memory a DELETE had taken, under its id, while that import was
     still under way. Undoing the DELETE answered "proposed" and set the version back to the
@@ -818,9 +846,9 @@ def test_a_delete_whose_memory_an_import_stored_again_is_not_undone(
     text = "We have 30 dozen eggs stocked in the fridge"
     old = _turn(lexical_store, ALICE, text, 1.0)
     _turn(lexical_store, ALICE, "We now have 20 dozen eggs stocked in the fridge", 2.0)
-    task = lexical_store.create_dream_task(
-        STORE, ALICE.pattern(), confidence_thresholds={"update": 0.0}
-    )
+    deleting = _planning_deletes(db_path)
+    task = deleting.create_dream_task(STORE, ALICE.pattern(), confidence_thresholds={"update": 0.0})
+    deleting.close()
     [action] = lexical_store.list_dream_actions(STORE, task.id).items
     assert (action.action, action.target_memory_id) == ("DELETE", old)
     lexical_store.apply_dream_actions(STORE, task.id, [action.id])

@@ -10,6 +10,7 @@ import random
 import threading
 from pathlib import Path
 
+import attrs
 import pytest
 
 from memcore.scope import Scope, ScopePattern
@@ -379,8 +380,28 @@ def test_another_process_write_shows_up_as_a_new_generation(db_path: Path) -> No
     store.close()
 
 
+class _Deleting:
+    """A reviewer whose plan deletes what the planner's UPDATE supersedes: what the service,
+    or a model reviewing the plan, may propose (the local planner does not)."""
+
+    def review(self, candidates, actions, instructions):  # type: ignore[no-untyped-def]
+        scopes = {c.id: c.scope for c in candidates}
+        return [
+            attrs.evolve(
+                a,
+                action="DELETE",
+                target_scope=scopes[a.source_ids[0]],
+                target_id=a.source_ids[0],
+                source_ids=(a.target_id,),
+                text=None,
+            )
+            for a in actions
+        ]
+
+
 def test_dream_actions_and_store_deletion_drop_them(db_path: Path) -> None:
-    store = _open(db_path)
+    store = SqliteMemoryStore(db_path, dream_reviewer=_Deleting())
+    store.ensure_store(STORE)
     _fill(store)
     when = [Message("user", "We have 30 dozen eggs stocked in the kayak", timestamp=1.0)]
     store.add_messages(STORE, ALICE, when)

@@ -57,6 +57,7 @@ _AIMING = frozenset(
         "intend",
         "intending",
         "trying",
+        "thinking",
         "dream",
         "resolution",
         "like",
@@ -67,6 +68,8 @@ _CALENDAR = frozenset(
     (*MONTHS, *WEEKDAYS, *(day + "s" for day in WEEKDAYS), "i", "i'm", "i've", "i'd", "i'll")
 )
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
+#: Words that tell of a way back rather than the way out.
+_RETURNING = frozenset(["back", "return", "returning", "homeward", "inbound"])
 #: Words that say whose a relation is: "my mother", "our son".
 _OWNERS = frozenset(["my", "our", "your", "his", "her", "their"])
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
@@ -125,6 +128,12 @@ def aims(text: str) -> bool:
         if w in _AIMING:
             return True
     return False
+
+
+def returns(text: str) -> bool:
+    """``text`` tells of a way back ("flying back from Japan", "the return flight"): the way
+    out is another fact, however alike the sentences."""
+    return any(w.lower() in _RETURNING for w in _WORD.findall(text))
 
 
 def relation(text: str) -> str | None:

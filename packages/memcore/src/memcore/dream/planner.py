@@ -410,6 +410,10 @@ def _supersedes(
         # "My goal is a 10k under 50 minutes" / "I ran a 10k in 49 minutes": two facts.
         confidence = min(confidence, cfg.lossy_update_confidence)
         reason += ", but one states an aim and the other what is"
+    if clauses.returns(old.cand.text) != clauses.returns(new.cand.text):
+        # "We are flying to Japan on May 8" / "We are flying back from Japan on May 22".
+        confidence = min(confidence, cfg.lossy_update_confidence)
+        reason += ", but one tells of a way back"
     dropped = clauses.left_out(old.cand.text, new.cand.text)
     if dropped is not None:
         confidence = min(confidence, cfg.lossy_update_confidence)
@@ -468,8 +472,10 @@ def _supersessions(
     supersede: Mapping[str, list[tuple[float, str, str]]],
     taken: set[str],
 ) -> list[PlannedAction]:
-    """One action per superseded memory: UPDATE its successor (which records what it
-    supersedes), or DELETE it when the newer memory repeats every other word of it."""
+    """One UPDATE per superseded memory: its successor records what it supersedes, and the
+    older stays as a version of it. (A DELETE, once planned where the newer repeated every
+    other word of the older, was never applied without a person: the cleanest restatements,
+    "I weigh 79 kg now" then "I weigh 76 kg now", were never consolidated.)"""
     best: dict[str, tuple[float, str, str]] = {}
     for old_id, options in supersede.items():
         if old_id in taken:
@@ -483,26 +489,9 @@ def _supersessions(
     out: list[PlannedAction] = []
     for new_id in sorted(by_new):
         new = seen[new_id]
-        olds = sorted(by_new[new_id])
-        redundant = [o for o in olds if seen[o].tokens - seen[o].numbers <= new.tokens]
-        for o in redundant:
-            conf, _, reason = best[o]
-            out.append(
-                PlannedAction(
-                    "DELETE",
-                    seen[o].cand.scope,
-                    o,
-                    (new_id,),
-                    None,
-                    conf,
-                    reason + "; it repeats everything else the older one says",
-                )
-            )
         # One UPDATE per superseded memory, so each carries its own confidence; they share
         # the target, which only gains a version and an entry in what it supersedes.
-        for o in olds:
-            if o in redundant:
-                continue
+        for o in sorted(by_new[new_id]):
             conf, _, reason = best[o]
             out.append(
                 PlannedAction(
