@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,6 +13,8 @@ from memcore.scope import Scope, ScopePattern
 from memcore.testing import HashingEmbedder
 from memcore.values import Message
 from memcore_sqlite import SqliteMemoryStore
+
+from ..deleting_reviewer import DeletingReviewer
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
@@ -403,26 +404,10 @@ def _reviewed(db_path: Path, act):  # type: ignore[no-untyped-def]
 
 
 def _planning_deletes(db_path: Path) -> SqliteMemoryStore:
-    """A store on the same file whose plans hold a DELETE where the planner puts an UPDATE:
-    what the service, or a model reviewing the plan, may propose (the local planner does not)."""
-
-    def as_delete(candidates, actions):  # type: ignore[no-untyped-def]
-        scopes = {c.id: c.scope for c in candidates}
-        return [
-            attrs.evolve(
-                a,
-                action="DELETE",
-                target_scope=scopes[a.source_ids[0]],
-                target_id=a.source_ids[0],
-                source_ids=(a.target_id,),
-                text=None,
-            )
-            if a.action == "UPDATE"
-            else a
-            for a in actions
-        ]
-
-    return _reviewed(db_path, as_delete)
+    """A store on the same file whose plans hold a DELETE where the planner puts an UPDATE."""
+    return SqliteMemoryStore(
+        db_path, embedder=HashingEmbedder(64), dream_reviewer=DeletingReviewer()
+    )
 
 
 def test_a_task_cancelled_while_planning_writes_no_action(

@@ -10,7 +10,6 @@ import random
 import threading
 from pathlib import Path
 
-import attrs
 import pytest
 
 from memcore.scope import Scope, ScopePattern
@@ -23,6 +22,8 @@ from memcore_sqlite.lexical.postings import table as postings
 from memcore_sqlite.lexical.query_tokens import QueryTokens
 from memcore_sqlite.search import ranking
 from memcore_sqlite.storage import tenant_prefixes as prefixes
+
+from ..deleting_reviewer import DeletingReviewer
 
 STORE = "mem"
 ALICE = Scope("app", "alice", "agent", "run1")
@@ -380,27 +381,8 @@ def test_another_process_write_shows_up_as_a_new_generation(db_path: Path) -> No
     store.close()
 
 
-class _Deleting:
-    """A reviewer whose plan deletes what the planner's UPDATE supersedes: what the service,
-    or a model reviewing the plan, may propose (the local planner does not)."""
-
-    def review(self, candidates, actions, instructions):  # type: ignore[no-untyped-def]
-        scopes = {c.id: c.scope for c in candidates}
-        return [
-            attrs.evolve(
-                a,
-                action="DELETE",
-                target_scope=scopes[a.source_ids[0]],
-                target_id=a.source_ids[0],
-                source_ids=(a.target_id,),
-                text=None,
-            )
-            for a in actions
-        ]
-
-
 def test_dream_actions_and_store_deletion_drop_them(db_path: Path) -> None:
-    store = SqliteMemoryStore(db_path, dream_reviewer=_Deleting())
+    store = SqliteMemoryStore(db_path, dream_reviewer=DeletingReviewer())
     store.ensure_store(STORE)
     _fill(store)
     when = [Message("user", "We have 30 dozen eggs stocked in the kayak", timestamp=1.0)]
