@@ -722,3 +722,18 @@ def test_a_whole_restatement_with_a_new_value_supersedes_by_itself(old: str, new
 )
 def test_a_way_back_and_a_thought_are_other_facts(old: str, new: str) -> None:
     assert _applied_by_itself(old, new, 0.9) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I slept 6 hours last night.", "I slept 8 hours last night."),
+        ("Yesterday I spent $40 on groceries.", "Yesterday I spent $65 on groceries."),
+        ("I ran 5 km today.", "I ran 8 km today."),
+    ],
+)
+def test_one_day_s_event_never_supersedes_another_day_s_by_itself(old: str, new: str) -> None:
+    """Said on two days, they are two events: the older hid behind the newer at 0.91-0.94."""
+    cands = [Candidate("old", A, old, 1.0), Candidate("new", A2, new, 86_400.0 * 60)]
+    actions = plan(cands, [Neighbour("old", "new", 0.9)], [A.pattern(), A2.pattern()])
+    assert actions and all(a.confidence <= 0.5 for a in actions)

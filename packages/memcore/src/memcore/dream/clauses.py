@@ -68,6 +68,14 @@ _CALENDAR = frozenset(
     (*MONTHS, *WEEKDAYS, *(day + "s" for day in WEEKDAYS), "i", "i'm", "i've", "i'd", "i'll")
 )
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
+#: Time words that make a sentence one day's event ("I slept 6 hours last night"): another
+#: day's ("... 8 hours last night", in March) is another event, not a new value of it.
+_EPISODE = re.compile(
+    r"\b(?:last night|yesterday|today|tonight|this (?:morning|afternoon|evening)"
+    r"|(?:last|this past) (?:week|weekend|month|year|monday|tuesday|wednesday|thursday|friday"
+    r"|saturday|sunday)|\d+ (?:days?|weeks?|months?) ago|the other day)\b",
+    re.IGNORECASE,
+)
 #: Words that tell of a way back rather than the way out.
 _RETURNING = frozenset(["back", "return", "returning", "homeward", "inbound"])
 #: Words that say whose a relation is: "my mother", "our son".
@@ -128,6 +136,11 @@ def aims(text: str) -> bool:
         if w in _AIMING:
             return True
     return False
+
+
+def tells_an_episode(text: str) -> bool:
+    """``text`` tells of one day's event ("last night", "yesterday", "3 days ago")."""
+    return _EPISODE.search(text) is not None
 
 
 def returns(text: str) -> bool:

@@ -410,6 +410,10 @@ def _supersedes(
         # "My goal is a 10k under 50 minutes" / "I ran a 10k in 49 minutes": two facts.
         confidence = min(confidence, cfg.lossy_update_confidence)
         reason += ", but one states an aim and the other what is"
+    if clauses.tells_an_episode(old.cand.text) or clauses.tells_an_episode(new.cand.text):
+        # "I slept 6 hours last night" in January, "... 8 hours last night" in March.
+        confidence = min(confidence, cfg.lossy_update_confidence)
+        reason += ", but it tells of one day's events"
     if clauses.returns(old.cand.text) != clauses.returns(new.cand.text):
         # "We are flying to Japan on May 8" / "We are flying back from Japan on May 22".
         confidence = min(confidence, cfg.lossy_update_confidence)
