@@ -72,8 +72,8 @@ _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
 #: day's ("... 8 hours last night", in March) is another event, not a new value of it.
 _EPISODE = re.compile(
     r"\b(?:last night|yesterday|today|tonight|this (?:morning|afternoon|evening)"
-    r"|(?:last|this past) (?:week|weekend|month|year|monday|tuesday|wednesday|thursday|friday"
-    r"|saturday|sunday)|\d+ (?:days?|weeks?|months?) ago|the other day)\b",
+    r"|(?:last|this past) (?:week|weekend|month|year|" + "|".join(WEEKDAYS) + r")"
+    r"|\d+ (?:days?|weeks?|months?) ago|the other day)\b",
     re.IGNORECASE,
 )
 #: Words that tell of a way back rather than the way out.
@@ -126,6 +126,11 @@ def supposes(text: str) -> bool:
     return any(w.lower() in _SUPPOSING for w in _WORD.findall(text))
 
 
+def _unowned(word: str) -> str:
+    """``word`` without an owner's ending: "Anita's" is Anita."""
+    return word.removesuffix("'s").removesuffix("’s")
+
+
 def aims(text: str) -> bool:
     """``text`` states an aim ("my goal is", "I hope to", "I'd like to", "we're planning")
     rather than what is."""
@@ -154,7 +159,7 @@ def relation(text: str) -> str | None:
     said: list[str] = [str(w).lower() for w in _WORD.findall(text)[:3]]
     for owner, word in itertools.pairwise(said):
         if owner in _OWNERS:
-            return word.removesuffix("'s").removesuffix("’s")
+            return _unowned(word)
     return None
 
 
@@ -169,7 +174,7 @@ def subject(text: str) -> tuple[str, str] | None:
         if match is None:
             continue
         word = match.group()
-        base = word.removesuffix("'s").removesuffix("’s")
+        base = _unowned(word)
         low = base.lower()
         if low in _PRONOUNS:
             return ("person", low)
@@ -210,13 +215,13 @@ def names_left_out(old: str, new: str) -> list[str]:
 
 
 def _said(text: str) -> list[str]:
-    return [w.removesuffix("'s").removesuffix("’s") for w in _WORD.findall(text)]
+    return [_unowned(w) for w in _WORD.findall(text)]
 
 
 def _names(text: str) -> dict[str, str]:
     """The capitalised words of ``text`` past a sentence's first word, by their folded form;
     no weekday, month or "I"."""
-    found = (m.group().removesuffix("'s").removesuffix("’s") for m in _NAME.finditer(text.strip()))
+    found = (_unowned(m.group()) for m in _NAME.finditer(text.strip()))
     return {w.lower(): w for w in found if w.lower() not in _CALENDAR}
 
 
